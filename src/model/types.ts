@@ -1,0 +1,63 @@
+/**
+ * The Model seam: what the engine asks a model for and what it streams back.
+ *
+ * The engine calls `sample()` once per model call (once per segment of a
+ * long-lived run) and consumes the events in order. Each `text.delta` /
+ * `args.delta` is exactly one output token. Leaves out real network models:
+ * this project measures the API around the model, so the model is simulated.
+ */
+import type { FunctionTool, InputItem, ToolChoice } from '../protocol/objects.js';
+
+export interface ModelSettings {
+  /** Decode speed; `Infinity` streams as fast as the loop can. */
+  tokensPerSecond: number;
+  /** Fixed part of time to first token, ms. */
+  ttftBaseMs: number;
+  /** Prefill speed for uncached prompt tokens; `Infinity` makes prefill free. */
+  prefillTokensPerSecond: number;
+}
+
+export interface ModelRequest {
+  /** The resolved model name (after routing). */
+  model: string;
+  settings: ModelSettings;
+  instructions: string | null;
+  /** The whole context: inputs and earlier outputs, in order. */
+  items: readonly InputItem[];
+  tools: readonly FunctionTool[];
+  tool_choice: ToolChoice;
+  parallel_tool_calls: boolean;
+  /** The rendered prompt (o200k token ids) the prefix cache is keyed on. */
+  promptTokens: readonly number[];
+  maxOutputTokens: number | null;
+}
+
+export type ModelEvent =
+  /** Prefill is over: the first output token follows. */
+  | { type: 'prefill'; prompt_tokens: number; cached_tokens: number; duration_ms: number }
+  /** Hidden reasoning tokens decoded (counted as output, not streamed). */
+  | { type: 'reasoning'; tokens: number }
+  | { type: 'message.start' }
+  | { type: 'text.delta'; delta: string }
+  | { type: 'message.end' }
+  | { type: 'call.start'; name: string; call_id: string }
+  | { type: 'args.delta'; delta: string }
+  | { type: 'call.end' };
+
+export interface Model {
+  /** Stream one model call. Aborting `signal` ends the stream with the signal's reason. */
+  sample(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent>;
+}
+
+/**
+ * One recorded model call for the `replay` policy: the visible output in
+ * order, and the recorded output token count (tokens beyond the visible ones
+ * are decoded as hidden reasoning, so replay takes the recorded decode time).
+ */
+export interface ReplayTurn {
+  output: Array<
+    | { type: 'message'; text: string }
+    | { type: 'function_call'; name: string; arguments: string; call_id: string }
+  >;
+  output_tokens?: number;
+}

@@ -1,0 +1,74 @@
+/**
+ * Wire errors: one `as const` table of codes with their HTTP status, error
+ * type and default message, and the `WireError` class that carries one.
+ *
+ * A `WireError` is the client's fault or a documented protocol condition and
+ * becomes an `error` event (WebSocket), an SSE `error` event, or an HTTP error
+ * body. Anything else thrown at a boundary is a server fault and is reported
+ * as `server_error` (see `toWireError`), never as the client's fault.
+ */
+import type { ErrorEvent, WireErrorBody } from './events.js';
+
+export const WIRE_ERRORS = {
+  invalid_json: { status: 400, type: 'invalid_request_error', message: 'The frame is not valid JSON.' },
+  unknown_event_type: { status: 400, type: 'invalid_request_error', message: 'Unknown event type.' },
+  binary_frame: { status: 400, type: 'invalid_request_error', message: 'Binary frames are not supported; send JSON text frames.' },
+  missing_required_parameter: { status: 400, type: 'invalid_request_error', message: 'Missing required parameter.' },
+  invalid_type: { status: 400, type: 'invalid_request_error', message: 'Invalid type for parameter.' },
+  invalid_value: { status: 400, type: 'invalid_request_error', message: 'Invalid value for parameter.' },
+  no_paused_response: { status: 400, type: 'invalid_request_error', message: 'There is no paused response on this connection to append to.' },
+  unknown_call_id: { status: 400, type: 'invalid_request_error', message: 'No pending function call with this call_id.' },
+  no_response_in_flight: { status: 400, type: 'invalid_request_error', message: 'There is no response in flight on this connection to cancel.' },
+  previous_response_not_found: { status: 400, type: 'invalid_request_error', message: 'Previous response not found.' },
+  response_not_found: { status: 404, type: 'invalid_request_error', message: 'Response not found.' },
+  item_not_found: { status: 400, type: 'invalid_request_error', message: 'Referenced item not found.' },
+  content_flagged: { status: 400, type: 'invalid_request_error', message: 'The input was flagged by the safety scan.' },
+  model_not_found: { status: 400, type: 'invalid_request_error', message: 'The requested model does not exist.' },
+  unauthorized: { status: 401, type: 'authentication_error', message: 'Missing or invalid API key.' },
+  payload_too_large: { status: 413, type: 'invalid_request_error', message: 'The request body is too large.' },
+  websocket_connection_limit_reached: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: 'Responses websocket connection limit reached (60 minutes). Create a new websocket connection to continue.',
+  },
+  too_many_pending_calls: { status: 400, type: 'invalid_request_error', message: 'Too many pending tool calls.' },
+  queue_full: { status: 429, type: 'rate_limit_error', message: 'Too many queued requests on this connection.' },
+  not_found: { status: 404, type: 'invalid_request_error', message: 'Not found.' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'Method not allowed.' },
+  server_error: { status: 500, type: 'server_error', message: 'The server had an error while processing the request.' },
+  server_shutting_down: { status: 503, type: 'server_error', message: 'The server is shutting down.' },
+} as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
+
+export type WireErrorCode = keyof typeof WIRE_ERRORS;
+
+export class WireError extends Error {
+  readonly code: WireErrorCode;
+  readonly param: string | null;
+  readonly status: number;
+  readonly type: WireErrorBody['type'];
+
+  constructor(code: WireErrorCode, message?: string, param: string | null = null, options?: { cause?: unknown }) {
+    const entry = WIRE_ERRORS[code];
+    super(message ?? entry.message, options);
+    this.name = new.target.name;
+    this.code = code;
+    this.param = param;
+    this.status = entry.status;
+    this.type = entry.type;
+  }
+
+  body(): WireErrorBody {
+    return { type: this.type, code: this.code, message: this.message, param: this.param };
+  }
+
+  /** The nested WebSocket shape (`{type:"error", status, error:{…}}`). */
+  toEvent(): Omit<ErrorEvent, 'sequence_number'> {
+    return { type: 'error', status: this.status, error: this.body() };
+  }
+}
+
+/** Normalise anything thrown at a boundary: unknown faults are the server's. */
+export function toWireError(err: unknown): WireError {
+  if (err instanceof WireError) return err;
+  return new WireError('server_error', undefined, null, { cause: err });
+}

@@ -1,0 +1,184 @@
+/**
+ * The event unions: what the server streams (SSE events or WebSocket frames)
+ * and what a client may send on a WebSocket.
+ *
+ * Each wire `type` string is declared here once; everything else derives from
+ * these unions (`ServerEventOf<'response.done'>`). Pure types; no I/O.
+ */
+import type {
+  InputItem,
+  OutputItem,
+  OutputText,
+  Response,
+  Tool,
+  ToolChoice,
+} from './objects.js';
+
+interface Seq {
+  sequence_number: number;
+}
+
+export type ResponseLifecycleEvent = Seq & {
+  type:
+    | 'response.created'
+    | 'response.in_progress'
+    | 'response.completed'
+    | 'response.failed'
+    | 'response.incomplete'
+    | 'response.cancelled'
+    /** Long-lived protocol: the response is paused for client tool outputs. */
+    | 'response.done';
+  response: Response;
+};
+
+export type OutputItemEvent = Seq & {
+  type: 'response.output_item.added' | 'response.output_item.done';
+  output_index: number;
+  item: OutputItem;
+};
+
+export type ContentPartEvent = Seq & {
+  type: 'response.content_part.added' | 'response.content_part.done';
+  item_id: string;
+  output_index: number;
+  content_index: number;
+  part: OutputText;
+};
+
+export type TextDeltaEvent = Seq & {
+  type: 'response.output_text.delta';
+  item_id: string;
+  output_index: number;
+  content_index: number;
+  delta: string;
+  logprobs: unknown[];
+};
+
+export type TextDoneEvent = Seq & {
+  type: 'response.output_text.done';
+  item_id: string;
+  output_index: number;
+  content_index: number;
+  text: string;
+  logprobs: unknown[];
+};
+
+export type ArgsDeltaEvent = Seq & {
+  type: 'response.function_call_arguments.delta';
+  item_id: string;
+  output_index: number;
+  delta: string;
+};
+
+export type ArgsDoneEvent = Seq & {
+  type: 'response.function_call_arguments.done';
+  item_id: string;
+  output_index: number;
+  name: string;
+  arguments: string;
+};
+
+export interface WireErrorBody {
+  type: 'invalid_request_error' | 'server_error' | 'rate_limit_error' | 'authentication_error';
+  code: string;
+  message: string;
+  param: string | null;
+}
+
+/** WebSocket shape (nested); SSE uses the flat shape, see `toSseError`. */
+export type ErrorEvent = Partial<Seq> & {
+  type: 'error';
+  status: number;
+  error: WireErrorBody;
+};
+
+export interface TimingSpan {
+  stage: string;
+  start_ms: number;
+  duration_ms: number;
+}
+
+/** Non-standard telemetry; real clients ignore unknown event types. */
+export type TimingEvent = Seq & {
+  type: 'llr.timing';
+  response_id: string;
+  mode: string;
+  spans: TimingSpan[];
+  totals: Record<string, number>;
+  counters: Record<string, number>;
+  switches: Record<string, boolean | number>;
+};
+
+export type ServerEvent =
+  | ResponseLifecycleEvent
+  | OutputItemEvent
+  | ContentPartEvent
+  | TextDeltaEvent
+  | TextDoneEvent
+  | ArgsDeltaEvent
+  | ArgsDoneEvent
+  | ErrorEvent
+  | TimingEvent;
+
+export type ServerEventType = ServerEvent['type'];
+export type ServerEventOf<K extends ServerEventType> = Extract<ServerEvent, { type: K }>;
+
+/** Terminal lifecycle events: after one of these the response is over. */
+export const TERMINAL_EVENT_TYPES = [
+  'response.completed',
+  'response.failed',
+  'response.incomplete',
+  'response.cancelled',
+] as const;
+export type TerminalEventType = (typeof TERMINAL_EVENT_TYPES)[number];
+
+export function isTerminalEvent(e: ServerEvent): e is ResponseLifecycleEvent {
+  return (TERMINAL_EVENT_TYPES as readonly string[]).includes(e.type);
+}
+
+/** The body of `POST /v1/responses` and of a `response.create` frame. */
+export interface CreateParams {
+  model: string;
+  input: InputItem[];
+  instructions: string | null;
+  tools: Tool[];
+  tool_choice: ToolChoice;
+  parallel_tool_calls: boolean;
+  previous_response_id: string | null;
+  store: boolean;
+  stream: boolean;
+  /** WebSocket mode: `false` prepares state without sampling. */
+  generate: boolean;
+  max_output_tokens: number | null;
+  metadata: Record<string, string>;
+  temperature: number | null;
+  top_p: number | null;
+  user: string | null;
+  reasoning: { effort: string | null; summary: string | null } | null;
+  prompt_cache_key: string | null;
+  safety_identifier: string | null;
+  service_tier: string | null;
+}
+
+export const CLIENT_EVENT_TYPES = [
+  'response.create',
+  'response.append',
+  'response.cancel',
+  'response.processed',
+] as const;
+export type ClientEventType = (typeof CLIENT_EVENT_TYPES)[number];
+
+export type ClientEvent =
+  | ({ type: 'response.create' } & CreateParams)
+  | { type: 'response.append'; input: InputItem[]; response_id: string | null }
+  | { type: 'response.cancel'; response_id: string | null }
+  | { type: 'response.processed' };
+
+export type ClientEventOf<K extends ClientEventType> = Extract<ClientEvent, { type: K }>;
+
+/** Events as the engine produces them, before the stream numbers them. */
+export type UnnumberedEvent = ServerEvent extends infer E
+  ? E extends ServerEvent
+    ? Omit<E, 'sequence_number'>
+    : never
+  : never;

@@ -1,0 +1,208 @@
+/**
+ * The Responses API objects as they travel on the wire: the Response, its
+ * usage, output items, input items and tool definitions.
+ *
+ * Used by every layer (engine, pipeline, modes, clients). Field names are the
+ * wire's snake_case so objects are sent as they are. Pure types plus a few
+ * constructors; no I/O. Leaves out the hosted-tool item types we do not
+ * serve (web search, file search, ...): they pass through as `UnknownItem`.
+ */
+
+export const RESPONSE_STATUSES = [
+  'queued',
+  'in_progress',
+  'completed',
+  'failed',
+  'incomplete',
+  'cancelled',
+] as const;
+export type ResponseStatus = (typeof RESPONSE_STATUSES)[number];
+
+export interface Usage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+}
+
+export interface OutputText {
+  type: 'output_text';
+  text: string;
+  annotations: unknown[];
+  logprobs: unknown[];
+}
+
+export interface InputText {
+  type: 'input_text';
+  text: string;
+}
+
+/** Content parts we do not render as text (images, files) pass through. */
+export interface OtherContentPart {
+  type: string;
+  [k: string]: unknown;
+}
+
+export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
+
+export interface AssistantMessage {
+  id: string;
+  type: 'message';
+  role: 'assistant';
+  status: ItemStatus;
+  content: OutputText[];
+}
+
+export interface FunctionCall {
+  id: string;
+  type: 'function_call';
+  call_id: string;
+  name: string;
+  arguments: string;
+  status: ItemStatus;
+}
+
+export interface FunctionCallOutput {
+  type: 'function_call_output';
+  call_id: string;
+  output: string | Array<InputText | OtherContentPart>;
+  id?: string;
+  status?: ItemStatus;
+}
+
+export type InputRole = 'user' | 'system' | 'developer' | 'assistant';
+
+export interface InputMessage {
+  type?: 'message';
+  id?: string;
+  role: InputRole;
+  content: string | Array<InputText | OutputText | OtherContentPart>;
+  status?: ItemStatus;
+}
+
+export interface ReasoningItem {
+  type: 'reasoning';
+  id?: string;
+  summary: unknown[];
+  encrypted_content?: string | null;
+  [k: string]: unknown;
+}
+
+export interface ItemReference {
+  type: 'item_reference';
+  id: string;
+}
+
+/** Any other item type (hosted tool calls, custom tools): carried through untouched. */
+export interface UnknownItem {
+  type: string;
+  [k: string]: unknown;
+}
+
+export type OutputItem = AssistantMessage | FunctionCall;
+export type InputItem =
+  | InputMessage
+  | FunctionCall
+  | FunctionCallOutput
+  | ReasoningItem
+  | ItemReference
+  | UnknownItem;
+
+export interface FunctionTool {
+  type: 'function';
+  name: string;
+  description?: string | null;
+  parameters?: Record<string, unknown> | null;
+  strict?: boolean | null;
+}
+
+/** Non-function tools (Codex sends several): accepted and ignored. */
+export interface OtherTool {
+  type: string;
+  [k: string]: unknown;
+}
+
+export type Tool = FunctionTool | OtherTool;
+
+export type ToolChoice =
+  | 'auto'
+  | 'none'
+  | 'required'
+  | { type: 'function'; name: string }
+  | { type: string; [k: string]: unknown };
+
+export interface ResponseError {
+  code: string;
+  message: string;
+}
+
+export interface Response {
+  id: string;
+  object: 'response';
+  created_at: number;
+  completed_at: number | null;
+  status: ResponseStatus;
+  error: ResponseError | null;
+  incomplete_details: { reason: string } | null;
+  model: string;
+  previous_response_id: string | null;
+  instructions: string | null;
+  output: OutputItem[];
+  tools: Tool[];
+  tool_choice: ToolChoice;
+  truncation: string;
+  parallel_tool_calls: boolean;
+  text: { format: { type: 'text' } };
+  top_p: number;
+  presence_penalty: number;
+  frequency_penalty: number;
+  top_logprobs: number;
+  temperature: number;
+  reasoning: { effort: string | null; summary: string | null } | null;
+  user: string | null;
+  usage: Usage | null;
+  max_output_tokens: number | null;
+  max_tool_calls: number | null;
+  store: boolean;
+  background: boolean;
+  service_tier: string;
+  metadata: Record<string, string>;
+  safety_identifier: string | null;
+  prompt_cache_key: string | null;
+  /** Long-lived protocol only: call ids the paused response waits for. */
+  pending_tool_calls?: string[];
+}
+
+export function isFunctionTool(t: Tool): t is FunctionTool {
+  return t.type === 'function' && typeof (t as FunctionTool).name === 'string';
+}
+
+export function emptyUsage(): Usage {
+  return {
+    input_tokens: 0,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: 0,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: 0,
+  };
+}
+
+export function makeUsage(input: number, cached: number, output: number): Usage {
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: cached },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: input + output,
+  };
+}
+
+const ID_ALPHABET = '0123456789abcdef';
+
+/** Ids look like the API's (`resp_…`, `msg_…`, `fc_…`, `call_…`); random, not secret. */
+export function newId(prefix: string, length = 32): string {
+  let s = '';
+  for (let i = 0; i < length; i++) s += ID_ALPHABET[Math.floor(Math.random() * 16)];
+  return `${prefix}_${s}`;
+}

@@ -1,0 +1,236 @@
+/**
+ * Edge parsing: turns a WebSocket frame or an HTTP body into a typed client
+ * event or `CreateParams`, or throws a precise `WireError` naming the param.
+ *
+ * This is the only place that looks at `unknown` input. It checks the
+ * envelope and the shape of each item (enough for the engine to trust the
+ * types); the deeper per-item checks are the pipeline's `validate` stage,
+ * which is timed and has an incremental form. Pure: no I/O.
+ */
+import { WireError } from './errors.js';
+import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
+import type { InputItem, Tool, ToolChoice } from './objects.js';
+
+type Obj = Record<string, unknown>;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function assertObj(v: unknown, param: string): asserts v is Obj {
+  if (!isObj(v)) throw new WireError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
+}
+
+function optString(o: Obj, key: string, prefix = ''): string | null {
+  const v = o[key];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string') {
+    throw new WireError('invalid_type', `Invalid type for '${prefix}${key}': expected a string.`, prefix + key);
+  }
+  return v;
+}
+
+function optBool(o: Obj, key: string, dflt: boolean): boolean {
+  const v = o[key];
+  if (v === undefined || v === null) return dflt;
+  if (typeof v !== 'boolean') throw new WireError('invalid_type', `Invalid type for '${key}': expected a boolean.`, key);
+  return v;
+}
+
+function optNumber(o: Obj, key: string): number | null {
+  const v = o[key];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isFinite(v)) {
+    throw new WireError('invalid_type', `Invalid type for '${key}': expected a number.`, key);
+  }
+  return v;
+}
+
+/** Parse one text frame of a WebSocket connection. */
+export function parseClientFrame(text: string): ClientEvent {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new WireError('invalid_json', `The frame is not valid JSON: ${(err as Error).message}`, null, { cause: err });
+  }
+  if (!isObj(value)) throw new WireError('invalid_type', 'A client event must be a JSON object.', null);
+  const type = value['type'];
+  if (typeof type !== 'string') throw new WireError('missing_required_parameter', "Missing required parameter: 'type'.", 'type');
+  if (!(CLIENT_EVENT_TYPES as readonly string[]).includes(type)) {
+    throw new WireError('unknown_event_type', `Unknown event type '${type.slice(0, 100)}'.`, 'type');
+  }
+  switch (type as ClientEventType) {
+    case 'response.create':
+      return { type: 'response.create', ...parseCreateBody(value) };
+    case 'response.append':
+      return {
+        type: 'response.append',
+        input: parseInput(value['input'], 'input', true),
+        response_id: optString(value, 'response_id'),
+      };
+    case 'response.cancel':
+      return { type: 'response.cancel', response_id: optString(value, 'response_id') };
+    case 'response.processed':
+      return { type: 'response.processed' };
+    default: {
+      const never: never = type as never;
+      throw new WireError('unknown_event_type', `Unknown event type '${String(never)}'.`, 'type');
+    }
+  }
+}
+
+/** Parse the body of a create request (HTTP POST or `response.create`). */
+export function parseCreateBody(body: unknown): CreateParams {
+  assertObj(body, 'body');
+  const model = body['model'];
+  if (model === undefined || model === null) {
+    throw new WireError('missing_required_parameter', "Missing required parameter: 'model'.", 'model');
+  }
+  if (typeof model !== 'string' || model.length === 0) {
+    throw new WireError('invalid_type', "Invalid type for 'model': expected a non-empty string.", 'model');
+  }
+  const input = body['input'] === undefined ? [] : parseInput(body['input'], 'input', false);
+  return {
+    model,
+    input,
+    instructions: optString(body, 'instructions'),
+    tools: parseTools(body['tools']),
+    tool_choice: parseToolChoice(body['tool_choice']),
+    parallel_tool_calls: optBool(body, 'parallel_tool_calls', true),
+    previous_response_id: optString(body, 'previous_response_id'),
+    store: optBool(body, 'store', true),
+    stream: optBool(body, 'stream', false),
+    generate: optBool(body, 'generate', true),
+    max_output_tokens: optNumber(body, 'max_output_tokens'),
+    metadata: parseMetadata(body['metadata']),
+    temperature: optNumber(body, 'temperature'),
+    top_p: optNumber(body, 'top_p'),
+    user: optString(body, 'user'),
+    reasoning: parseReasoning(body['reasoning']),
+    prompt_cache_key: optString(body, 'prompt_cache_key'),
+    safety_identifier: optString(body, 'safety_identifier'),
+    service_tier: optString(body, 'service_tier'),
+  };
+}
+
+function parseInput(v: unknown, param: string, required: boolean): InputItem[] {
+  if (v === undefined || v === null) {
+    if (required) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
+    return [];
+  }
+  if (typeof v === 'string') return [{ type: 'message', role: 'user', content: v }];
+  if (!Array.isArray(v)) {
+    throw new WireError('invalid_type', `Invalid type for '${param}': expected a string or an array of items.`, param);
+  }
+  return v.map((item, i) => parseItem(item, `${param}[${i}]`));
+}
+
+const ROLES = ['user', 'system', 'developer', 'assistant'];
+
+function parseItem(v: unknown, param: string): InputItem {
+  assertObj(v, param);
+  const type = v['type'];
+  if (type === undefined && 'role' in v) return parseMessage(v, param);
+  if (typeof type !== 'string') {
+    throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.type'.`, `${param}.type`);
+  }
+  switch (type) {
+    case 'message':
+      return parseMessage(v, param);
+    case 'function_call': {
+      requireString(v, 'call_id', param);
+      requireString(v, 'name', param);
+      requireString(v, 'arguments', param);
+      return v as unknown as InputItem;
+    }
+    case 'function_call_output': {
+      requireString(v, 'call_id', param);
+      const out = v['output'];
+      if (typeof out !== 'string' && !Array.isArray(out)) {
+        throw new WireError(
+          out === undefined ? 'missing_required_parameter' : 'invalid_type',
+          `Invalid '${param}.output': expected a string or an array of content parts.`,
+          `${param}.output`,
+        );
+      }
+      return v as unknown as InputItem;
+    }
+    case 'item_reference':
+      requireString(v, 'id', param);
+      return v as unknown as InputItem;
+    default:
+      // reasoning, custom tool calls, hosted tool calls: carried through untouched.
+      return v as unknown as InputItem;
+  }
+}
+
+function parseMessage(v: Obj, param: string): InputItem {
+  const role = v['role'];
+  if (typeof role !== 'string' || !ROLES.includes(role)) {
+    throw new WireError('invalid_value', `Invalid value for '${param}.role': expected one of ${ROLES.join(', ')}.`, `${param}.role`);
+  }
+  const content = v['content'];
+  if (typeof content !== 'string' && !Array.isArray(content)) {
+    throw new WireError(
+      content === undefined ? 'missing_required_parameter' : 'invalid_type',
+      `Invalid '${param}.content': expected a string or an array of content parts.`,
+      `${param}.content`,
+    );
+  }
+  if (Array.isArray(content)) {
+    content.forEach((part, j) => {
+      assertObj(part, `${param}.content[${j}]`);
+      if (typeof part['type'] !== 'string') {
+        throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.content[${j}].type'.`, `${param}.content[${j}].type`);
+      }
+    });
+  }
+  return { ...v, type: 'message' } as unknown as InputItem;
+}
+
+function requireString(v: Obj, key: string, param: string): void {
+  const x = v[key];
+  if (x === undefined) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.${key}'.`, `${param}.${key}`);
+  if (typeof x !== 'string') throw new WireError('invalid_type', `Invalid type for '${param}.${key}': expected a string.`, `${param}.${key}`);
+}
+
+function parseTools(v: unknown): Tool[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new WireError('invalid_type', "Invalid type for 'tools': expected an array.", 'tools');
+  return v.map((t, i) => {
+    assertObj(t, `tools[${i}]`);
+    if (typeof t['type'] !== 'string') {
+      throw new WireError('missing_required_parameter', `Missing required parameter: 'tools[${i}].type'.`, `tools[${i}].type`);
+    }
+    if (t['type'] === 'function') requireString(t, 'name', `tools[${i}]`);
+    return t as unknown as Tool;
+  });
+}
+
+function parseToolChoice(v: unknown): ToolChoice {
+  if (v === undefined || v === null) return 'auto';
+  if (v === 'auto' || v === 'none' || v === 'required') return v;
+  if (isObj(v) && typeof v['type'] === 'string') {
+    if (v['type'] === 'function' && typeof v['name'] !== 'string') {
+      throw new WireError('missing_required_parameter', "Missing required parameter: 'tool_choice.name'.", 'tool_choice.name');
+    }
+    return v as ToolChoice;
+  }
+  throw new WireError('invalid_value', "Invalid value for 'tool_choice'.", 'tool_choice');
+}
+
+function parseMetadata(v: unknown): Record<string, string> {
+  if (v === undefined || v === null) return {};
+  assertObj(v, 'metadata');
+  for (const [k, x] of Object.entries(v)) {
+    if (typeof x !== 'string') throw new WireError('invalid_type', `Invalid type for 'metadata.${k}': expected a string.`, `metadata.${k}`);
+  }
+  return v as Record<string, string>;
+}
+
+function parseReasoning(v: unknown): CreateParams['reasoning'] {
+  if (v === undefined || v === null) return null;
+  assertObj(v, 'reasoning');
+  return { effort: optString(v, 'effort', 'reasoning.'), summary: optString(v, 'summary', 'reasoning.') };
+}

@@ -1,0 +1,79 @@
+/**
+ * The response store contract: what a stored response is, the synchronous
+ * `ResponseStore` interface both stores implement, and the one rule for which
+ * items of a record can be found by id.
+ *
+ * Used by the HTTP mode (GET/DELETE /v1/responses/{id}, previous_response_id
+ * chains, item_reference resolution) and by the persist stage. Synchronous
+ * on purpose: better-sqlite3 does its work on the calling thread, and that
+ * cost on the request path is part of what the HTTP baseline measures.
+ * Leaves out listing, pagination, expiry and any async/remote store.
+ */
+import type { InputItem, OutputItem, Response } from '../protocol/objects.js';
+
+export interface StoredResponse {
+  /** The final Response object. */
+  response: Response;
+  /** This response's own input items as given (after item_reference resolution), not earlier responses' items. */
+  input: InputItem[];
+  /** API key identity (a hash of the key, never the key), or null when auth is off. */
+  owner: string | null;
+  /** Unix seconds. */
+  created_at: number;
+}
+
+/**
+ * Real work done, for the benchmark. `reads`/`writes` count store calls
+ * (get, chain, getItem / put, delete); `rows_read` counts records and items
+ * materialised for callers; `bytes_written` counts serialised bytes (UTF-8).
+ */
+export interface StoreCounters {
+  reads: number;
+  writes: number;
+  rows_read: number;
+  bytes_written: number;
+}
+
+export interface ResponseStore {
+  /** Insert, or replace by response.id (the record's items are re-indexed). */
+  put(rec: StoredResponse): void;
+  /** Undefined when missing OR owned by someone else, so existence never leaks across owners. */
+  get(id: string, owner: string | null): StoredResponse | undefined;
+  /** True when a record owned by `owner` was removed. Responses chained onto it lose their chain. */
+  delete(id: string, owner: string | null): boolean;
+  /**
+   * Walk previous_response_id links from `id` back to the root: records oldest
+   * first. Undefined when any link is missing, owned by someone else, or the
+   * walk exceeds MAX_CHAIN_LINKS (a cycle).
+   */
+  chain(id: string, owner: string | null): StoredResponse[] | undefined;
+  /** A stored item by its id (an output item, or an input item that carries an id), scoped to owner. */
+  getItem(itemId: string, owner: string | null): InputItem | OutputItem | undefined;
+  /** Live counters; copy them (`{...store.counters}`) to take a snapshot. */
+  readonly counters: StoreCounters;
+  close(): void;
+}
+
+/** Longest previous_response_id walk; past it the chain is treated as broken (it can only be a cycle or abuse). */
+export const MAX_CHAIN_LINKS = 10_000;
+
+export function newCounters(): StoreCounters {
+  return { reads: 0, writes: 0, rows_read: 0, bytes_written: 0 };
+}
+
+/**
+ * The items of a record that getItem can find, keyed by item id. Input items
+ * come first and output items last, so when one record holds the same id in
+ * both, the output item wins. An `item_reference` is skipped: its id names
+ * another item, not itself (and input should already be resolved anyway).
+ */
+export function itemsById(rec: StoredResponse): Map<string, InputItem | OutputItem> {
+  const byId = new Map<string, InputItem | OutputItem>();
+  for (const item of rec.input) {
+    if (item.type === 'item_reference') continue;
+    const id = (item as { id?: unknown }).id;
+    if (typeof id === 'string' && id !== '') byId.set(id, item);
+  }
+  for (const item of rec.response.output) byId.set(item.id, item);
+  return byId;
+}

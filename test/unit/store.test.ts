@@ -1,0 +1,316 @@
+/**
+ * The response store: one list of behaviours run against MemoryStore and
+ * SqliteStore(':memory:'), then what only a SQLite file can show (survival
+ * across close/reopen, schema version) and openStore's dispatch.
+ */
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { FunctionCall, InputItem, Response } from '../../src/protocol/objects.js';
+import {
+  MAX_CHAIN_LINKS,
+  MemoryStore,
+  SCHEMA_VERSION,
+  SqliteStore,
+  openStore,
+  type ResponseStore,
+  type StoredResponse,
+} from '../../src/store/index.js';
+
+const ALICE = 'owner-alice-hash';
+const BOB = 'owner-bob-hash';
+
+function makeResponse(id: string, previous: string | null, suffix = id): Response {
+  const call: FunctionCall = {
+    id: `fc_${suffix}`,
+    type: 'function_call',
+    call_id: `call_${suffix}`,
+    name: 'shell',
+    arguments: '{"cmd":"ls"}',
+    status: 'completed',
+  };
+  return {
+    id,
+    object: 'response',
+    created_at: 1_700_000_000,
+    completed_at: 1_700_000_001,
+    status: 'completed',
+    error: null,
+    incomplete_details: null,
+    model: 'sim-1',
+    previous_response_id: previous,
+    instructions: 'Be brief.',
+    output: [
+      {
+        id: `msg_${suffix}`,
+        type: 'message',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: `answer ${suffix} — ünïcødé`, annotations: [], logprobs: [] }],
+      },
+      call,
+    ],
+    tools: [{ type: 'function', name: 'shell', description: 'run', parameters: { type: 'object' }, strict: false }],
+    tool_choice: 'auto',
+    truncation: 'disabled',
+    parallel_tool_calls: true,
+    text: { format: { type: 'text' } },
+    top_p: 1,
+    presence_penalty: 0,
+    frequency_penalty: 0,
+    top_logprobs: 0,
+    temperature: 1,
+    reasoning: { effort: null, summary: null },
+    user: null,
+    usage: {
+      input_tokens: 12,
+      input_tokens_details: { cached_tokens: 4 },
+      output_tokens: 7,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 19,
+    },
+    max_output_tokens: null,
+    max_tool_calls: null,
+    store: true,
+    background: false,
+    service_tier: 'default',
+    metadata: { run: 'store-test' },
+    safety_identifier: null,
+    prompt_cache_key: null,
+  };
+}
+
+function makeRecord(
+  id: string,
+  opts: { previous?: string | null; owner?: string | null; input?: InputItem[] } = {},
+): StoredResponse {
+  return {
+    response: makeResponse(id, opts.previous ?? null),
+    input: opts.input ?? [{ type: 'message', role: 'user', content: `question for ${id}` }],
+    owner: opts.owner === undefined ? ALICE : opts.owner,
+    created_at: 1_700_000_000,
+  };
+}
+
+const stores: Array<{ name: string; open: () => ResponseStore; serialises: boolean }> = [
+  { name: 'MemoryStore', open: () => new MemoryStore(), serialises: false },
+  { name: 'SqliteStore(:memory:)', open: () => new SqliteStore(':memory:'), serialises: true },
+];
+
+describe.each(stores)('$name', ({ open, serialises }) => {
+  let store: ResponseStore;
+  beforeEach(() => {
+    store = open();
+  });
+  afterEach(() => {
+    store.close();
+  });
+
+  it('returns what was put, field for field', () => {
+    const rec = makeRecord('resp_1', { owner: ALICE });
+    store.put(rec);
+    expect(store.get('resp_1', ALICE)).toEqual(rec);
+    expect(store.get('resp_missing', ALICE)).toBeUndefined();
+  });
+
+  it('keeps a null owner apart from any key owner', () => {
+    store.put(makeRecord('resp_open', { owner: null }));
+    expect(store.get('resp_open', null)?.owner).toBeNull();
+    expect(store.get('resp_open', ALICE)).toBeUndefined();
+  });
+
+  it('is not changed by callers mutating what they put or got', () => {
+    const rec = makeRecord('resp_1');
+    store.put(rec);
+    rec.response.status = 'failed';
+    const got = store.get('resp_1', ALICE)!;
+    expect(got.response.status).toBe('completed');
+    got.input.length = 0;
+    expect(store.get('resp_1', ALICE)!.input).toHaveLength(1);
+  });
+
+  it('replaces by response id and re-indexes the items', () => {
+    store.put(makeRecord('resp_1'));
+    const replacement = makeRecord('resp_1');
+    replacement.response.output = [
+      { id: 'msg_new', type: 'message', role: 'assistant', status: 'completed', content: [] },
+    ];
+    store.put(replacement);
+    expect(store.get('resp_1', ALICE)!.response.output).toHaveLength(1);
+    expect(store.getItem('msg_new', ALICE)).toMatchObject({ id: 'msg_new' });
+    expect(store.getItem('msg_resp_1', ALICE)).toBeUndefined();
+  });
+
+  it('hides another owner’s response from get, chain, getItem and delete', () => {
+    store.put(makeRecord('resp_1', { owner: ALICE }));
+    expect(store.get('resp_1', BOB)).toBeUndefined();
+    expect(store.get('resp_1', null)).toBeUndefined();
+    expect(store.chain('resp_1', BOB)).toBeUndefined();
+    expect(store.getItem('msg_resp_1', BOB)).toBeUndefined();
+    expect(store.delete('resp_1', BOB)).toBe(false);
+    // Bob's failed delete left Alice's record in place.
+    expect(store.get('resp_1', ALICE)?.response.id).toBe('resp_1');
+  });
+
+  it('keeps the same client-chosen input item id apart per owner', () => {
+    const aliceItem: InputItem = { type: 'message', id: 'msg_client', role: 'user', content: 'alice' };
+    const bobItem: InputItem = { type: 'message', id: 'msg_client', role: 'user', content: 'bob' };
+    store.put(makeRecord('resp_a', { owner: ALICE, input: [aliceItem] }));
+    store.put(makeRecord('resp_b', { owner: BOB, input: [bobItem] }));
+    expect(store.getItem('msg_client', ALICE)).toEqual(aliceItem);
+    expect(store.getItem('msg_client', BOB)).toEqual(bobItem);
+    expect(store.delete('resp_b', BOB)).toBe(true);
+    expect(store.getItem('msg_client', ALICE)).toEqual(aliceItem);
+    expect(store.getItem('msg_client', BOB)).toBeUndefined();
+  });
+
+  it('deletes once, and the deleted response’s items go with it', () => {
+    store.put(makeRecord('resp_1'));
+    expect(store.delete('resp_1', ALICE)).toBe(true);
+    expect(store.get('resp_1', ALICE)).toBeUndefined();
+    expect(store.getItem('fc_resp_1', ALICE)).toBeUndefined();
+    expect(store.delete('resp_1', ALICE)).toBe(false);
+  });
+
+  it('walks a chain oldest first, each record with only its own input', () => {
+    store.put(makeRecord('resp_1'));
+    store.put(makeRecord('resp_2', { previous: 'resp_1' }));
+    store.put(makeRecord('resp_3', { previous: 'resp_2' }));
+    const chain = store.chain('resp_3', ALICE)!;
+    expect(chain.map((r) => r.response.id)).toEqual(['resp_1', 'resp_2', 'resp_3']);
+    expect(chain.map((r) => r.input)).toEqual([
+      [{ type: 'message', role: 'user', content: 'question for resp_1' }],
+      [{ type: 'message', role: 'user', content: 'question for resp_2' }],
+      [{ type: 'message', role: 'user', content: 'question for resp_3' }],
+    ]);
+    expect(store.chain('resp_1', ALICE)!.map((r) => r.response.id)).toEqual(['resp_1']);
+  });
+
+  it('gives no chain when a link is missing, foreign, or loops', () => {
+    store.put(makeRecord('resp_2', { previous: 'resp_gone' }));
+    expect(store.chain('resp_2', ALICE)).toBeUndefined();
+    expect(store.chain('resp_nowhere', ALICE)).toBeUndefined();
+
+    store.put(makeRecord('resp_bob', { owner: BOB }));
+    store.put(makeRecord('resp_onto_bob', { previous: 'resp_bob' }));
+    expect(store.chain('resp_onto_bob', ALICE)).toBeUndefined();
+
+    store.put(makeRecord('resp_x', { previous: 'resp_y' }));
+    store.put(makeRecord('resp_y', { previous: 'resp_x' }));
+    expect(store.chain('resp_x', ALICE)).toBeUndefined();
+    expect(MAX_CHAIN_LINKS).toBeGreaterThan(1);
+  });
+
+  it('breaks the chain of later responses when a middle one is deleted', () => {
+    store.put(makeRecord('resp_1'));
+    store.put(makeRecord('resp_2', { previous: 'resp_1' }));
+    store.put(makeRecord('resp_3', { previous: 'resp_2' }));
+    store.delete('resp_2', ALICE);
+    expect(store.chain('resp_3', ALICE)).toBeUndefined();
+    expect(store.chain('resp_1', ALICE)).toHaveLength(1);
+  });
+
+  it('finds output items and id-carrying input items by id', () => {
+    const echoed: InputItem = {
+      type: 'function_call_output',
+      id: 'fco_1',
+      call_id: 'call_prev',
+      output: 'ok',
+    };
+    const noId: InputItem = { type: 'message', role: 'user', content: 'no id here' };
+    store.put(makeRecord('resp_1', { input: [noId, echoed] }));
+    expect(store.getItem('msg_resp_1', ALICE)).toEqual(makeResponse('resp_1', null).output[0]);
+    expect(store.getItem('fc_resp_1', ALICE)).toMatchObject({ type: 'function_call', call_id: 'call_resp_1' });
+    expect(store.getItem('fco_1', ALICE)).toEqual(echoed);
+    expect(store.getItem('call_resp_1', ALICE)).toBeUndefined();
+  });
+
+  it('does not index an item_reference under the id it points at', () => {
+    store.put(makeRecord('resp_1', { input: [{ type: 'item_reference', id: 'msg_elsewhere' }] }));
+    expect(store.getItem('msg_elsewhere', ALICE)).toBeUndefined();
+  });
+
+  it('counts the work it does', () => {
+    const before = { ...store.counters };
+    store.put(makeRecord('resp_1'));
+    store.put(makeRecord('resp_2', { previous: 'resp_1' }));
+    store.get('resp_1', ALICE);
+    store.get('resp_1', BOB);
+    store.chain('resp_2', ALICE);
+    store.getItem('msg_resp_2', ALICE);
+    store.delete('resp_2', ALICE);
+    expect(store.counters).toEqual({
+      reads: before.reads + 4,
+      writes: before.writes + 3,
+      // get 1 + (Bob's get 0) + chain 2 + item 1
+      rows_read: before.rows_read + 4,
+      bytes_written: serialises ? expect.any(Number) : 0,
+    });
+    if (serialises) {
+      const one = makeRecord('resp_1');
+      // At least the Response and input JSON of both records were written.
+      const floor = 2 * (JSON.stringify(one.response).length + JSON.stringify(one.input).length);
+      expect(store.counters.bytes_written).toBeGreaterThan(floor);
+    }
+  });
+});
+
+describe('SqliteStore on a file', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'llr-store-'));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps a stored response, its chain and items across close and reopen', () => {
+    const path = join(dir, 'nested', 'deeper', 'llr.sqlite');
+    const first = new SqliteStore(path);
+    first.put(makeRecord('resp_1'));
+    first.put(makeRecord('resp_2', { previous: 'resp_1' }));
+    first.close();
+    expect(existsSync(path)).toBe(true);
+
+    const second = new SqliteStore(path);
+    try {
+      expect(second.get('resp_2', ALICE)).toEqual(makeRecord('resp_2', { previous: 'resp_1' }));
+      expect(second.chain('resp_2', ALICE)!.map((r) => r.response.id)).toEqual(['resp_1', 'resp_2']);
+      expect(second.getItem('fc_resp_1', ALICE)).toMatchObject({ call_id: 'call_resp_1' });
+      expect(second.get('resp_2', BOB)).toBeUndefined();
+    } finally {
+      second.close();
+    }
+  });
+
+  it('writes its schema version and refuses a file from a newer schema', () => {
+    const path = join(dir, 'llr.sqlite');
+    new SqliteStore(path).close();
+    const raw = new Database(path);
+    expect(raw.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+    raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    raw.close();
+    expect(() => new SqliteStore(path)).toThrow(`schema version ${SCHEMA_VERSION + 1}`);
+  });
+});
+
+describe('openStore', () => {
+  it('chooses the store from the spec', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llr-open-'));
+    try {
+      const memory = openStore('memory');
+      const sqliteMemory = openStore(':memory:');
+      const file = openStore(join(dir, 'data', 'llr.sqlite'));
+      expect(memory).toBeInstanceOf(MemoryStore);
+      expect(sqliteMemory).toBeInstanceOf(SqliteStore);
+      expect(file).toBeInstanceOf(SqliteStore);
+      expect(existsSync(join(dir, 'data', 'llr.sqlite'))).toBe(true);
+      for (const s of [memory, sqliteMemory, file]) s.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,194 @@
+#!/usr/bin/env node
+/**
+ * The `llr` command.
+ *
+ *   llr serve [options]         run the server with the simulated model
+ *   llr run "prompt" [options]  an example agent: runs the shell commands the
+ *                               model asks for on this machine, printing each step
+ *
+ * Every flag also has an environment variable (LLR_PORT, …); flags win.
+ */
+import { exec } from 'node:child_process';
+import { parseArgs } from 'node:util';
+import { DEFAULT_STORE, startServer } from './server.js';
+import { createLogger } from './log.js';
+import type { Switches } from './engine/services.js';
+import { DEFAULT_SWITCHES } from './engine/services.js';
+import { connectClient, type ClientProtocol } from './client/index.js';
+import type { FunctionCall } from './protocol/objects.js';
+
+const HELP = `llr — long-lived-responses
+
+Usage:
+  llr serve [--host H] [--port P] [--tokens-per-second N] [--ttft-ms N]
+            [--prefill-tps N] [--instant] [--api-key K]... [--hop-ms N] [--hops N]
+            [--pause-timeout-ms N] [--max-frame-bytes N] [--store PATH|memory|:memory:]
+            [--seed N] [--no-websockets] [--off SWITCH]...
+  llr run "prompt" [--url URL] [--protocol long-lived|ws|http] [--model M] [--api-key K]
+
+serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
+token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
+Switches for --off: ${Object.keys(DEFAULT_SWITCHES).join(', ')}.
+`;
+
+function env(name: string): string | undefined {
+  const v = process.env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function num(v: string | undefined, name: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = v === 'Infinity' || v === 'inf' ? Infinity : Number(v);
+  if (Number.isNaN(n) || n < 0) throw new Error(`--${name} needs a non-negative number, got '${v}'`);
+  return n;
+}
+
+async function serve(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'tokens-per-second': { type: 'string' },
+      'ttft-ms': { type: 'string' },
+      'prefill-tps': { type: 'string' },
+      instant: { type: 'boolean' },
+      'api-key': { type: 'string', multiple: true },
+      'hop-ms': { type: 'string' },
+      hops: { type: 'string' },
+      'pause-timeout-ms': { type: 'string' },
+      'max-frame-bytes': { type: 'string' },
+      store: { type: 'string' },
+      seed: { type: 'string' },
+      'no-websockets': { type: 'boolean' },
+      off: { type: 'string', multiple: true },
+      'log-level': { type: 'string' },
+    },
+  });
+  const log = createLogger(values['log-level'] ? { level: values['log-level'] } : {});
+  const switches: Partial<Switches> = {};
+  for (const name of values.off ?? []) {
+    if (!(name in DEFAULT_SWITCHES)) throw new Error(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
+    (switches as Record<string, boolean>)[name] = false;
+  }
+  const instant = values.instant ?? env('LLR_INSTANT') === '1';
+  const apiKeys = values['api-key'] ?? env('LLR_API_KEYS')?.split(',');
+  const { server, url } = await startServer({
+    host: values.host ?? env('LLR_HOST') ?? '127.0.0.1',
+    port: num(values.port ?? env('LLR_PORT'), 'port') ?? 8080,
+    modelSettings: {
+      ...(instant ? { tokensPerSecond: Infinity, ttftBaseMs: 0, prefillTokensPerSecond: Infinity } : {}),
+      ...defined({
+        tokensPerSecond: num(values['tokens-per-second'] ?? env('LLR_TOKENS_PER_SECOND'), 'tokens-per-second'),
+        ttftBaseMs: num(values['ttft-ms'] ?? env('LLR_TTFT_MS'), 'ttft-ms'),
+        prefillTokensPerSecond: num(values['prefill-tps'] ?? env('LLR_PREFILL_TPS'), 'prefill-tps'),
+      }),
+    },
+    ...(apiKeys ? { apiKeys } : {}),
+    hopLatencyMs: num(values['hop-ms'] ?? env('LLR_HOP_MS'), 'hop-ms') ?? 0,
+    hops: num(values.hops ?? env('LLR_HOPS'), 'hops') ?? 2,
+    limits: defined({
+      pauseTimeoutMs: num(values['pause-timeout-ms'] ?? env('LLR_PAUSE_TIMEOUT_MS'), 'pause-timeout-ms'),
+      maxFrameBytes: num(values['max-frame-bytes'] ?? env('LLR_MAX_FRAME_BYTES'), 'max-frame-bytes'),
+    }),
+    store: values.store ?? env('LLR_STORE') ?? DEFAULT_STORE,
+    seed: num(values.seed ?? env('LLR_SEED'), 'seed') ?? 1,
+    refuseWebSockets: values['no-websockets'] ?? env('LLR_NO_WEBSOCKETS') === '1',
+    switches,
+    logger: log,
+  });
+  log.info({ url, websocket: url.replace(/^http/, 'ws') + '/v1/responses' }, `llr listening on ${url}`);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    void server.close().then(() => {
+      log.flush();
+      process.exit(0);
+    });
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+function defined<T extends object>(o: T): Partial<{ [K in keyof T]: Exclude<T[K], undefined> }> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as never;
+}
+
+function shell(cmd: string): Promise<string> {
+  return new Promise((resolve) => {
+    exec(cmd, { shell: '/bin/bash', timeout: 60_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve(`${stdout}${stderr}${code ? `\n(exit code ${code})` : ''}`);
+    });
+  });
+}
+
+async function run(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      url: { type: 'string' },
+      protocol: { type: 'string' },
+      model: { type: 'string' },
+      'api-key': { type: 'string' },
+    },
+  });
+  const prompt = positionals.join(' ');
+  if (!prompt) throw new Error('llr run needs a prompt, e.g. llr run "list the files\\n$ ls"');
+  const protocol = (values.protocol ?? 'long-lived') as ClientProtocol;
+  const url = values.url ?? env('LLR_URL') ?? 'http://127.0.0.1:8080';
+  const client = await connectClient(protocol, url, { apiKey: values['api-key'] ?? env('LLR_API_KEY') });
+  const tools = [
+    {
+      type: 'function',
+      name: 'exec_command',
+      description: 'Run a shell command on the user machine and return its output.',
+      parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+    },
+  ];
+  const out = process.stdout;
+  const execute = async (call: FunctionCall) => {
+    const { cmd } = JSON.parse(call.arguments) as { cmd: string };
+    out.write(`\n$ ${cmd}\n`);
+    const result = await shell(cmd);
+    out.write(result.endsWith('\n') ? result : `${result}\n`);
+    return result;
+  };
+  const agent = client.run({ model: values.model ?? 'sim-model', input: prompt.replace(/\\n/g, '\n'), tools }, execute);
+  for await (const e of agent) {
+    if (e.type === 'response.output_text.delta') out.write(e.delta);
+    else if (e.type === 'response.done') out.write(`\n[paused for ${e.response.pending_tool_calls?.length ?? 0} tool call(s)]\n`);
+    else if (e.type === 'response.output_item.done' && e.item.type === 'function_call') out.write(`\n[model calls ${e.item.name} ${e.item.arguments}]`);
+  }
+  const response = await agent;
+  const t = agent.timings.at(-1);
+  out.write(`\n\n[${response.status} · ${response.id} · ${agent.responses.length} response(s) · usage ${JSON.stringify(response.usage)}${t ? ` · server total ${t.totals['total']} ms` : ''}]\n`);
+  await client.close();
+}
+
+async function main(): Promise<void> {
+  const [cmd, ...rest] = process.argv.slice(2);
+  switch (cmd) {
+    case 'serve':
+      return serve(rest);
+    case 'run':
+      return run(rest);
+    case undefined:
+    case '-h':
+    case '--help':
+    case 'help':
+      process.stdout.write(HELP);
+      return;
+    default:
+      process.stderr.write(`unknown command '${cmd}'\n\n${HELP}`);
+      process.exitCode = 2;
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`llr: ${(err as Error).message}\n`);
+  process.exitCode = 1;
+});

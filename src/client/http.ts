@@ -1,0 +1,125 @@
+/**
+ * `HttpClient`: the agent-loop driver over HTTP + SSE (the baseline). Every
+ * model call is a `POST /v1/responses` with `stream:true`. Two styles, as
+ * real clients use them: `full` re-sends the whole conversation every time
+ * with `store:false` (Codex), `stored` sends `previous_response_id` and only
+ * the new items with `store:true` (the server loads the rest from its
+ * database).
+ */
+import type { ServerEvent } from '../protocol/events.js';
+import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
+import { AgentRun, ServerError, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+
+export interface HttpClientOptions {
+  apiKey?: string;
+  style?: 'full' | 'stored';
+}
+
+export class HttpClient implements AgentClient {
+  readonly protocol = 'http' as const;
+  private history: InputItem[] = [];
+  private lastResponseId: string | null = null;
+  bytesSent = 0;
+  bytesReceived = 0;
+  private readonly endpoint: string;
+
+  constructor(baseUrl: string, private readonly opts: HttpClientOptions = {}) {
+    const u = new URL(baseUrl);
+    u.pathname = u.pathname.replace(/\/+$/, '').replace(/\/v1(\/responses)?$/, '') + '/v1/responses';
+    this.endpoint = u.toString();
+  }
+
+  /** Forget the conversation: the next run starts a new one. */
+  newConversation(): void {
+    this.history = [];
+    this.lastResponseId = null;
+  }
+
+  run(request: AgentRequest, executeTool: ToolExecutor): AgentRun {
+    const run = new AgentRun();
+    const stored = this.opts.style === 'stored';
+    const input = toInputItems(request.input);
+    run.transcript.push(...this.history, ...input);
+    const loop = async () => {
+      let send = stored && this.lastResponseId ? input : run.transcript.slice();
+      let previous = stored ? this.lastResponseId : null;
+      for (;;) {
+        const { response, calls } = await this.post(request, send, previous, stored, run);
+        run.responses.push(response);
+        if (response.status !== 'completed' || calls.length === 0) {
+          this.history = run.transcript.slice();
+          this.lastResponseId = response.status === 'completed' ? response.id : null;
+          return response;
+        }
+        const outputs = await runTools(calls, executeTool);
+        run.transcript.push(...outputs);
+        send = stored ? outputs : run.transcript.slice();
+        previous = stored ? response.id : null;
+      }
+    };
+    loop().then((r) => run.resolve(r), (err: unknown) => run.reject(err));
+    return run;
+  }
+
+  private async post(request: AgentRequest, input: InputItem[], previous: string | null, store: boolean, run: AgentRun) {
+    const body = JSON.stringify({
+      model: request.model,
+      input,
+      instructions: request.instructions,
+      tools: request.tools ?? [],
+      tool_choice: request.tool_choice,
+      parallel_tool_calls: request.parallel_tool_calls,
+      store,
+      stream: true,
+      metadata: request.metadata,
+      previous_response_id: previous,
+    });
+    this.bytesSent += Buffer.byteLength(body);
+    const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'text/event-stream' };
+    if (this.opts.apiKey) headers['Authorization'] = `Bearer ${this.opts.apiKey}`;
+    const res = await fetch(this.endpoint, { method: 'POST', headers, body });
+    if (!res.ok || !res.body) {
+      const text = await res.text();
+      this.bytesReceived += Buffer.byteLength(text);
+      const err = (JSON.parse(text) as { error: { code: string; message: string; param: string | null } }).error;
+      throw new ServerError(err.code, err.message, err.param, res.status);
+    }
+    const calls: FunctionCall[] = [];
+    let final: Response | null = null;
+    for await (const e of sseEvents(res.body, (n) => (this.bytesReceived += n))) {
+      run.push(e);
+      if (e.type === 'response.output_item.done') {
+        run.transcript.push(e.item as unknown as InputItem);
+        if (e.item.type === 'function_call') calls.push(e.item);
+      } else if (e.type === 'response.completed' || e.type === 'response.failed' || e.type === 'response.incomplete' || e.type === 'response.cancelled') {
+        final = e.response;
+      } else if (e.type === 'error') {
+        const flat = e as unknown as { code: string; message: string; param: string | null };
+        if (!final) throw new ServerError(flat.code, flat.message, flat.param);
+      }
+    }
+    if (!final) throw new Error('the SSE stream ended without a terminal event');
+    return { response: final, calls };
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** Parse an SSE body into events (one `data:` line per event, `[DONE]` ends it). */
+export async function* sseEvents(body: ReadableStream<Uint8Array>, onBytes: (n: number) => void = () => {}): AsyncGenerator<ServerEvent> {
+  const decoder = new TextDecoder();
+  let buf = '';
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    onBytes(chunk.byteLength);
+    buf += decoder.decode(chunk, { stream: true });
+    let idx: number;
+    while ((idx = buf.indexOf('\n\n')) >= 0) {
+      const frame = buf.slice(0, idx);
+      buf = buf.slice(idx + 2);
+      const data = frame.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      if (!data) continue;
+      if (data === '[DONE]') return;
+      yield JSON.parse(data) as ServerEvent;
+    }
+  }
+}

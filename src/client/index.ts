@@ -1,0 +1,33 @@
+/**
+ * The clients of the three designs behind one factory, for agent code that
+ * takes the design as a parameter (the CLI, the conformance tests, the
+ * benchmark).
+ */
+import type { AgentClient } from './driver.js';
+import { HttpClient } from './http.js';
+import { LongLivedClient } from './long-lived.js';
+import { WsClient } from './ws.js';
+
+export type ClientProtocol = 'long-lived' | 'ws' | 'http' | 'http-stored';
+export const CLIENT_PROTOCOLS: readonly ClientProtocol[] = ['long-lived', 'ws', 'http', 'http-stored'];
+
+export async function connectClient(protocol: ClientProtocol, url: string, opts: { apiKey?: string | undefined } = {}): Promise<AgentClient> {
+  const auth = opts.apiKey ? { apiKey: opts.apiKey } : {};
+  switch (protocol) {
+    case 'long-lived':
+      return LongLivedClient.connect(url, auth);
+    case 'ws':
+      return WsClient.connect(url, auth);
+    case 'http':
+      return new HttpClient(url, { ...auth, style: 'full' });
+    case 'http-stored':
+      return new HttpClient(url, { ...auth, style: 'stored' });
+    default: {
+      const never: never = protocol;
+      throw new Error(`unknown protocol '${String(never)}'`);
+    }
+  }
+}
+
+export { AgentRun, ServerError, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+export { HttpClient, LongLivedClient, WsClient };

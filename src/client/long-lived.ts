@@ -1,0 +1,119 @@
+/**
+ * `LongLivedClient`: the agent-loop driver over the long-lived protocol
+ * (`OpenAI-Beta: responses_websockets=2026-02-04`). One `response.create`
+ * per run; at every `response.done` it runs the pending tool calls and sends
+ * their outputs with `response.append`; the run ends at the terminal event.
+ * One run at a time per client (the protocol allows one per connection).
+ */
+import type { ServerEvent } from '../protocol/events.js';
+import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
+import { AgentRun, ServerError, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { EventSocket, type SocketOptions } from './socket.js';
+
+export const LONG_LIVED_BETA = 'responses_websockets=2026-02-04';
+
+export class LongLivedClient implements AgentClient {
+  readonly protocol = 'long-lived' as const;
+  private current: AgentRun | null = null;
+  /** The conversation so far: a follow-up run re-sends it in full (the protocol has no previous_response_id). */
+  private history: InputItem[] = [];
+
+  private constructor(readonly socket: EventSocket) {
+    socket.onClose = (code, reason) => {
+      const run = this.current;
+      if (!run) return;
+      const last = run.responses.at(-1);
+      if (last) run.resolve(last);
+      else run.reject(new Error(`connection closed (${code}${reason ? `: ${reason}` : ''})`));
+    };
+  }
+
+  static async connect(baseUrl: string, opts: Omit<SocketOptions, 'beta'> = {}): Promise<LongLivedClient> {
+    return new LongLivedClient(await EventSocket.open(baseUrl, { ...opts, beta: LONG_LIVED_BETA }));
+  }
+
+  run(request: AgentRequest, executeTool: ToolExecutor): AgentRun {
+    const run = new AgentRun();
+    if (this.current && !this.current.done) {
+      run.reject(new Error('a run is already in progress on this client'));
+      return run;
+    }
+    this.current = run;
+    const input = [...this.history, ...toInputItems(request.input)];
+    run.transcript.push(...input);
+    let calls: FunctionCall[] = [];
+    let started = false;
+    let final: Response | null = null;
+
+    this.socket.onEvent = (e: ServerEvent) => {
+      run.push(e);
+      switch (e.type) {
+        case 'response.created':
+          started = true;
+          break;
+        case 'response.output_item.done':
+          run.transcript.push(e.item as unknown as InputItem);
+          if (e.item.type === 'function_call') calls.push(e.item);
+          break;
+        case 'response.done': {
+          const pending = new Set(e.response.pending_tool_calls ?? calls.map((c) => c.call_id));
+          const due = calls.filter((c) => pending.has(c.call_id));
+          calls = [];
+          void runTools(due, executeTool).then(
+            (outputs) => {
+              run.transcript.push(...outputs);
+              if (this.socket.open) this.socket.send({ type: 'response.append', input: outputs });
+            },
+            (err: unknown) => run.reject(err),
+          );
+          break;
+        }
+        case 'response.completed':
+        case 'response.failed':
+        case 'response.incomplete':
+        case 'response.cancelled':
+          // Resolved at the timing event that closes the stream, so callers see the timings.
+          run.responses.push(e.response);
+          final = e.response;
+          break;
+        case 'llr.timing':
+          if (final) {
+            this.history = final.status === 'completed' ? run.transcript.slice() : this.history;
+            run.resolve(final);
+          }
+          break;
+        case 'error':
+          if (!started || run.done) run.reject(new ServerError(e.error.code, e.error.message, e.error.param, e.status));
+          break;
+        default:
+          break;
+      }
+    };
+    this.socket.send({
+      type: 'response.create',
+      model: request.model,
+      input,
+      instructions: request.instructions,
+      tools: request.tools ?? [],
+      tool_choice: request.tool_choice,
+      parallel_tool_calls: request.parallel_tool_calls,
+      store: request.store ?? false,
+      metadata: request.metadata,
+    });
+    return run;
+  }
+
+  /** Forget the conversation: the next run starts a new one. */
+  newConversation(): void {
+    this.history = [];
+  }
+
+  /** Cancel the run in flight (`response.cancel`). */
+  cancel(): void {
+    this.socket.send({ type: 'response.cancel' });
+  }
+
+  close(): Promise<void> {
+    return this.socket.close();
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * `WsClient`: the agent-loop driver over WebSocket mode (the shipped design,
+ * `OpenAI-Beta: responses_websockets=2026-02-06`). Each model call is its own
+ * response; after one that ends with tool calls the client runs them and
+ * sends a new `response.create` with `previous_response_id` and only the tool
+ * outputs, as Codex does. Tools and instructions are re-sent every time (they
+ * are not inherited).
+ */
+import type { ServerEvent } from '../protocol/events.js';
+import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
+import { AgentRun, ServerError, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { EventSocket, type SocketOptions } from './socket.js';
+
+export const WS_MODE_BETA = 'responses_websockets=2026-02-06';
+
+export class WsClient implements AgentClient {
+  readonly protocol = 'ws' as const;
+  private current: AgentRun | null = null;
+  /** The last response of the previous run, so a follow-up run continues the conversation. */
+  lastResponseId: string | null = null;
+  private history: InputItem[] = [];
+
+  private constructor(readonly socket: EventSocket) {
+    socket.onClose = (code) => this.current?.reject(new Error(`connection closed (${code})`));
+  }
+
+  static async connect(baseUrl: string, opts: Omit<SocketOptions, 'beta'> = {}): Promise<WsClient> {
+    return new WsClient(await EventSocket.open(baseUrl, { ...opts, beta: WS_MODE_BETA }));
+  }
+
+  run(request: AgentRequest, executeTool: ToolExecutor): AgentRun {
+    const run = new AgentRun();
+    if (this.current && !this.current.done) {
+      run.reject(new Error('a run is already in progress on this client'));
+      return run;
+    }
+    this.current = run;
+    const first = toInputItems(request.input);
+    run.transcript.push(...this.history, ...first);
+    let calls: FunctionCall[] = [];
+    let final: Response | null = null;
+
+    const create = (input: InputItem[], previous: string | null) => {
+      calls = [];
+      final = null;
+      this.socket.send({
+        type: 'response.create',
+        model: request.model,
+        input,
+        instructions: request.instructions,
+        tools: request.tools ?? [],
+        tool_choice: request.tool_choice,
+        parallel_tool_calls: request.parallel_tool_calls,
+        store: request.store ?? false,
+        metadata: request.metadata,
+        previous_response_id: previous,
+      });
+    };
+
+    this.socket.onEvent = (e: ServerEvent) => {
+      run.push(e);
+      switch (e.type) {
+        case 'response.output_item.done':
+          run.transcript.push(e.item as unknown as InputItem);
+          if (e.item.type === 'function_call') calls.push(e.item);
+          break;
+        case 'response.completed':
+        case 'response.failed':
+        case 'response.incomplete':
+        case 'response.cancelled':
+          run.responses.push(e.response);
+          final = e.response;
+          break;
+        case 'llr.timing': {
+          const done = final;
+          if (!done) break;
+          if (done.status !== 'completed' || calls.length === 0) {
+            this.lastResponseId = done.status === 'completed' ? done.id : null;
+            if (done.status === 'completed') this.history = run.transcript.slice();
+            run.resolve(done);
+            break;
+          }
+          void runTools(calls, executeTool).then((outputs) => {
+            run.transcript.push(...outputs);
+            if (this.socket.open) create(outputs, done.id);
+          }, (err: unknown) => run.reject(err));
+          break;
+        }
+        case 'error':
+          run.reject(new ServerError(e.error.code, e.error.message, e.error.param, e.status));
+          break;
+        default:
+          break;
+      }
+    };
+    create(first, this.lastResponseId);
+    return run;
+  }
+
+  /** Forget the conversation: the next run starts a new one. */
+  newConversation(): void {
+    this.history = [];
+    this.lastResponseId = null;
+  }
+
+  close(): Promise<void> {
+    return this.socket.close();
+  }
+}

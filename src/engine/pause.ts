@@ -1,0 +1,64 @@
+/**
+ * The pause registry: one p-defer per pending `call_id` of a paused run. It
+ * owns every deferred it creates and always settles them: resolved by an
+ * append with the call's output, rejected by cancel, timeout, disconnect or
+ * shutdown. After `close()` nothing can register, so a late callback cannot
+ * leave a promise pending.
+ */
+import pDefer, { type DeferredPromise } from 'p-defer';
+
+export class RunClosedError extends Error {
+  constructor(readonly reason: string) {
+    super(`run closed: ${reason}`);
+    this.name = new.target.name;
+  }
+}
+
+export class PauseRegistry {
+  private readonly deferreds = new Map<string, DeferredPromise<void>>();
+  private closedReason: string | null = null;
+
+  constructor(private readonly maxPending: number) {}
+
+  /** Register calls and get one promise that settles when all are answered (or the run closes). */
+  wait(callIds: readonly string[]): Promise<void> {
+    if (this.closedReason !== null) return Promise.reject(new RunClosedError(this.closedReason));
+    if (this.deferreds.size + callIds.length > this.maxPending) {
+      throw new RangeError(`too many pending tool calls (limit ${this.maxPending})`);
+    }
+    const promises = callIds.map((id) => {
+      const d = pDefer<void>();
+      this.deferreds.set(id, d);
+      return d.promise;
+    });
+    return Promise.all(promises).then(() => undefined);
+  }
+
+  has(callId: string): boolean {
+    return this.deferreds.has(callId);
+  }
+
+  pending(): string[] {
+    return [...this.deferreds.keys()];
+  }
+
+  get size(): number {
+    return this.deferreds.size;
+  }
+
+  resolve(callId: string): void {
+    const d = this.deferreds.get(callId);
+    if (!d) return;
+    this.deferreds.delete(callId);
+    d.resolve();
+  }
+
+  /** Reject everything pending and refuse new registrations. Idempotent. */
+  close(reason: string): void {
+    if (this.closedReason !== null) return;
+    this.closedReason = reason;
+    const err = new RunClosedError(reason);
+    for (const d of this.deferreds.values()) d.reject(err);
+    this.deferreds.clear();
+  }
+}

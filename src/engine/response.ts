@@ -1,0 +1,49 @@
+/**
+ * Builds the Response object for a run from its create parameters: every
+ * field of the wire's Response, `null` where unknown, because strict clients
+ * and the Open Responses schema require the full set.
+ */
+import type { CreateParams } from '../protocol/events.js';
+import { newId, type Response } from '../protocol/objects.js';
+
+export function newResponse(params: CreateParams, model: string, now = Date.now()): Response {
+  return {
+    id: newId('resp'),
+    object: 'response',
+    created_at: Math.floor(now / 1000),
+    completed_at: null,
+    status: 'in_progress',
+    error: null,
+    incomplete_details: null,
+    model,
+    previous_response_id: params.previous_response_id,
+    instructions: params.instructions,
+    output: [],
+    tools: params.tools,
+    tool_choice: params.tool_choice,
+    truncation: 'disabled',
+    parallel_tool_calls: params.parallel_tool_calls,
+    text: { format: { type: 'text' } },
+    top_p: params.top_p ?? 1,
+    presence_penalty: 0,
+    frequency_penalty: 0,
+    top_logprobs: 0,
+    temperature: params.temperature ?? 1,
+    reasoning: params.reasoning ?? { effort: null, summary: null },
+    user: params.user,
+    usage: null,
+    max_output_tokens: params.max_output_tokens,
+    max_tool_calls: null,
+    store: params.store,
+    background: false,
+    service_tier: params.service_tier ?? 'default',
+    metadata: params.metadata,
+    safety_identifier: params.safety_identifier,
+    prompt_cache_key: params.prompt_cache_key,
+  };
+}
+
+/** A snapshot safe to hand to a sink that may keep it. */
+export function snapshot(r: Response): Response {
+  return { ...r, output: r.output.map((i) => ({ ...i })) as Response['output'] };
+}

@@ -1,0 +1,95 @@
+/**
+ * Reading a conversation the way a model policy needs to: which items are
+ * messages, calls and call outputs, the text they carry, where the latest
+ * user turn starts, and a digest of the visible content.
+ *
+ * Used by the policies and the simulated model. Items arrive already
+ * validated at the edge, but `InputItem` includes pass-through unknown items,
+ * so the guards check the fields they rely on instead of trusting `type`.
+ * Leaves out images, files and hosted-tool items: they carry no text a
+ * simulated model reacts to.
+ */
+import type {
+  FunctionCall,
+  FunctionCallOutput,
+  InputItem,
+  InputMessage,
+} from '../protocol/objects.js';
+import { hashString } from './rng.js';
+
+export function isMessage(item: InputItem): item is InputMessage {
+  return (item.type === undefined || item.type === 'message') && typeof (item as InputMessage).role === 'string';
+}
+
+export function isFunctionCall(item: InputItem): item is FunctionCall {
+  return (
+    item.type === 'function_call' &&
+    typeof (item as FunctionCall).call_id === 'string' &&
+    typeof (item as FunctionCall).name === 'string'
+  );
+}
+
+export function isFunctionCallOutput(item: InputItem): item is FunctionCallOutput {
+  return item.type === 'function_call_output' && typeof (item as FunctionCallOutput).call_id === 'string';
+}
+
+/** The text of a message's content: a string, or its text parts joined by newlines. */
+export function contentText(content: InputMessage['content']): string {
+  if (typeof content === 'string') return content;
+  const texts: string[] = [];
+  for (const part of content) {
+    if ((part.type === 'input_text' || part.type === 'output_text') && typeof part.text === 'string') texts.push(part.text);
+  }
+  return texts.join('\n');
+}
+
+/** The text of a tool's output: a string, or its `input_text` parts joined by newlines. */
+export function outputText(output: FunctionCallOutput['output']): string {
+  if (typeof output === 'string') return output;
+  const texts: string[] = [];
+  for (const part of output) {
+    if (part.type === 'input_text' && typeof part.text === 'string') texts.push(part.text);
+  }
+  return texts.join('\n');
+}
+
+/** Index of the latest user message, or -1 when there is none (e.g. a client's warm-up call). */
+export function latestUserIndex(items: readonly InputItem[]): number {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i]!;
+    if (isMessage(item) && item.role === 'user') return i;
+  }
+  return -1;
+}
+
+/** Calls and their outputs after index `from`, in order, outputs matched by call_id. */
+export function callsAfter(
+  items: readonly InputItem[],
+  from: number,
+): Array<{ call: FunctionCall; output: FunctionCallOutput | undefined }> {
+  const calls: Array<{ call: FunctionCall; output: FunctionCallOutput | undefined }> = [];
+  const outputs = new Map<string, FunctionCallOutput>();
+  for (let i = from + 1; i < items.length; i++) {
+    const item = items[i]!;
+    if (isFunctionCall(item)) calls.push({ call: item, output: undefined });
+    else if (isFunctionCallOutput(item)) outputs.set(item.call_id, item);
+  }
+  for (const c of calls) c.output = outputs.get(c.call.call_id);
+  return calls;
+}
+
+/**
+ * A hash of what a reader of the conversation sees: roles, message text,
+ * call names and arguments, tool output text. Item ids and call ids are left
+ * out on purpose: they differ between modes and runs, and the model's text
+ * should not.
+ */
+export function conversationDigest(items: readonly InputItem[], seed = 0): number {
+  let h = hashString(String(seed));
+  for (const item of items) {
+    if (isMessage(item)) h = hashString(`\u0001${item.role}\u0002${contentText(item.content)}`, h);
+    else if (isFunctionCall(item)) h = hashString(`\u0003${item.name}\u0002${item.arguments}`, h);
+    else if (isFunctionCallOutput(item)) h = hashString(`\u0004${outputText(item.output)}`, h);
+  }
+  return h;
+}

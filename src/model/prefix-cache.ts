@@ -1,0 +1,140 @@
+/**
+ * A prompt-prefix cache keyed on token ids, modelled on vLLM's automatic
+ * prefix caching: the prompt is cut into fixed blocks of 64 tokens and each
+ * full block is keyed by a hash chained through every block before it, so a
+ * block's key stands for the whole prefix ending at that block.
+ *
+ * Used by the simulated model: `lookup()` before prefill decides how many
+ * prompt tokens are free (cached), `insert()` after prefill remembers the
+ * prompt. The cached count is always a multiple of the block size (a partial
+ * trailing block is never cached), just as real servers report cached tokens
+ * in block-sized steps. Leaves out the KV data itself (there is none to keep)
+ * and hash-collision checks: two 32-bit lanes give 53-bit keys, so a false hit
+ * needs about 2^26 live blocks, far beyond any sane `maxEntries`.
+ */
+
+export const DEFAULT_BLOCK_SIZE = 64;
+/** 65,536 blocks of 64 tokens = 4M tokens, a few MB of keys. */
+export const DEFAULT_MAX_ENTRIES = 65_536;
+
+export class PrefixCache {
+  /** Block key → nothing; a Map is used for its insertion order (LRU order, oldest first). */
+  private readonly blocks = new Map<number, true>();
+
+  /**
+   * @param maxEntries how many blocks (not prompts) the cache holds before
+   *   evicting the least recently used; each block is `blockSize` tokens.
+   * @param blockSize tokens per block; cached counts are multiples of it.
+   */
+  constructor(
+    readonly maxEntries = DEFAULT_MAX_ENTRIES,
+    readonly blockSize = DEFAULT_BLOCK_SIZE,
+  ) {
+    if (!Number.isInteger(maxEntries) || maxEntries < 0) throw new RangeError(`maxEntries must be a non-negative integer, got ${maxEntries}`);
+    if (!Number.isInteger(blockSize) || blockSize < 1) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
+  }
+
+  /** Blocks currently cached. */
+  get size(): number {
+    return this.blocks.size;
+  }
+
+  /**
+   * How many leading tokens of `tokens` are cached: the longest run of full
+   * blocks whose chained keys are all present. Hashes only up to the first
+   * miss, so a cold prompt costs one block.
+   */
+  lookup(tokens: readonly number[]): number {
+    const hits: number[] = [];
+    const chain = new BlockChain(tokens, this.blockSize);
+    for (let key = chain.next(); key !== undefined; key = chain.next()) {
+      if (!this.blocks.has(key)) break;
+      hits.push(key);
+    }
+    this.touch(hits);
+    return hits.length * this.blockSize;
+  }
+
+  /** Remember every full block of `tokens` (the trailing partial block is dropped). */
+  insert(tokens: readonly number[]): void {
+    if (this.maxEntries === 0) return;
+    const keys: number[] = [];
+    const chain = new BlockChain(tokens, this.blockSize);
+    for (let key = chain.next(); key !== undefined; key = chain.next()) keys.push(key);
+    this.touch(keys);
+    // Map iteration starts at the oldest entry: evict from there.
+    for (const key of this.blocks.keys()) {
+      if (this.blocks.size <= this.maxEntries) break;
+      this.blocks.delete(key);
+    }
+  }
+
+  clear(): void {
+    this.blocks.clear();
+  }
+
+  /**
+   * Mark blocks as most recently used, deepest block first, so the root of a
+   * chain is the newest and is evicted last. Evicting a root before its
+   * descendants would make the whole chain unreachable while it still used
+   * space (vLLM frees blocks tail-first for the same reason).
+   */
+  private touch(keys: readonly number[]): void {
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const key = keys[i]!;
+      this.blocks.delete(key);
+      this.blocks.set(key, true);
+    }
+  }
+}
+
+/**
+ * Walks the full blocks of a token list, yielding each block's chained key.
+ * Two murmur3-style 32-bit lanes with different seeds; each block's lanes
+ * start from the previous block's, which is what makes a key name a prefix.
+ */
+class BlockChain {
+  private offset = 0;
+  private h1 = 0x9747b28c;
+  private h2 = 0x5bd1e995;
+
+  constructor(
+    private readonly tokens: readonly number[],
+    private readonly blockSize: number,
+  ) {}
+
+  next(): number | undefined {
+    const end = this.offset + this.blockSize;
+    if (end > this.tokens.length) return undefined;
+    let h1 = this.h1;
+    let h2 = this.h2;
+    for (let i = this.offset; i < end; i++) {
+      const t = this.tokens[i]! | 0;
+      h1 = mixLane(h1, t);
+      h2 = mixLane(h2, t ^ 0x2545f491);
+    }
+    this.h1 = fmix(h1 ^ this.blockSize);
+    this.h2 = fmix(h2 ^ end);
+    this.offset = end;
+    // 32 bits of lane 1 and 21 of lane 2: a safe integer, cheap as a Map key.
+    return this.h1 * 0x200000 + (this.h2 >>> 11);
+  }
+}
+
+function mixLane(h: number, word: number): number {
+  let k = Math.imul(word, 0xcc9e2d51);
+  k = (k << 15) | (k >>> 17);
+  k = Math.imul(k, 0x1b873593);
+  h ^= k;
+  h = (h << 13) | (h >>> 19);
+  return (Math.imul(h, 5) + 0xe6546b64) | 0;
+}
+
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}

@@ -1,0 +1,158 @@
+/**
+ * The simulated model: a `Model` that takes the time a real one would (time
+ * to first token, prefill of uncached prompt tokens, a steady decode rate)
+ * and streams what its policy plans, one token piece per delta.
+ *
+ * Used by every mode's server, the benchmarks, the CLI and the tests. It is a
+ * product, not a test double: deterministic for a seed, with time injected
+ * through a `Clock`, and it records every request in `calls`. Leaves out
+ * `maxOutputTokens` (the engine stops consuming when the budget is spent;
+ * breaking out of the stream is safe) and any notion of GPU contention: each
+ * call runs at the configured rate however many run at once.
+ */
+import { type Clock, realClock } from './clock.js';
+import { conversationDigest } from './conversation.js';
+import type { ModelPolicy } from './policies.js';
+import { PrefixCache } from './prefix-cache.js';
+import { hashString, hexString, mulberry32, type Rng } from './rng.js';
+import { tokenPieces } from './tokenizer.js';
+import type { Model, ModelEvent, ModelRequest, ModelSettings } from './types.js';
+
+export interface SimulatedModelOptions {
+  policy: ModelPolicy;
+  /** Defaults to the real clock; tests pass a fake one that records sleeps. */
+  clock?: Clock;
+  /** Seeds call ids and the policy's rng. Default 1. */
+  seed?: number;
+  /** Defaults to a private cache; pass one to share it between models (e.g. one per simulated GPU pool). */
+  prefixCache?: PrefixCache;
+}
+
+/**
+ * Without a real timer wait (an infinite rate, or a stream running behind its
+ * schedule), give the event loop a turn this often so one long stream cannot
+ * starve sockets and other runs.
+ */
+export const YIELD_EVERY_TOKENS = 64;
+
+export class SimulatedModel implements Model {
+  /** Every request, in the order `sample` was called (the objects themselves, not copies). */
+  readonly calls: ModelRequest[] = [];
+  readonly policy: ModelPolicy;
+  readonly clock: Clock;
+  readonly seed: number;
+  readonly prefixCache: PrefixCache;
+  /** Call ids come from one sequential stream: unique within the model, identical for the same seed and call order. */
+  private readonly ids: Rng;
+
+  constructor(options: SimulatedModelOptions) {
+    this.policy = options.policy;
+    this.clock = options.clock ?? realClock;
+    this.seed = options.seed ?? 1;
+    this.prefixCache = options.prefixCache ?? new PrefixCache();
+    this.ids = mulberry32(hashString(`call ids ${this.seed}`));
+  }
+
+  async *sample(req: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelEvent, void, undefined> {
+    this.calls.push(req);
+    signal.throwIfAborted();
+    checkSettings(req.settings);
+
+    // Plan before prefill so a policy error (an exhausted script) fails the
+    // call at once instead of after a simulated TTFT. The policy's rng is
+    // seeded from the conversation, not from call order, so the same
+    // conversation gets the same text in every mode and under concurrency.
+    // The digest walks the whole conversation, so it is computed only if the
+    // policy draws from the rng (replay and script never do).
+    let rng: Rng | undefined;
+    const plan = this.policy.plan(req, () => (rng ??= mulberry32(conversationDigest(req.items, this.seed)))());
+    const items = plan.items.map((item) =>
+      item.type === 'function_call' ? { ...item, call_id: item.call_id ?? `call_${hexString(this.ids, 24)}` } : item,
+    );
+
+    const { settings } = req;
+    const cached = this.prefixCache.lookup(req.promptTokens);
+    const uncached = req.promptTokens.length - cached;
+    const prefillMs = settings.prefillTokensPerSecond === Infinity ? 0 : (uncached / settings.prefillTokensPerSecond) * 1000;
+    const ttft = settings.ttftBaseMs + prefillMs;
+    if (ttft > 0) await this.clock.sleep(ttft, signal);
+    signal.throwIfAborted();
+    // Only a finished prefill leaves KV blocks behind, so an aborted call caches nothing.
+    this.prefixCache.insert(req.promptTokens);
+    yield { type: 'prefill', prompt_tokens: req.promptTokens.length, cached_tokens: cached, duration_ms: ttft };
+
+    const pacer = new Pacer(this.clock, settings.tokensPerSecond, signal);
+    const hidden = plan.hiddenTokens ?? 0;
+    if (hidden > 0) {
+      await pacer.advance(hidden);
+      yield { type: 'reasoning', tokens: hidden };
+    }
+    for (const item of items) {
+      if (item.type === 'message') {
+        yield { type: 'message.start' };
+        for (const delta of tokenPieces(item.text)) {
+          await pacer.advance(1);
+          yield { type: 'text.delta', delta };
+        }
+        yield { type: 'message.end' };
+      } else {
+        yield { type: 'call.start', name: item.name, call_id: item.call_id };
+        for (const delta of tokenPieces(item.arguments)) {
+          await pacer.advance(1);
+          yield { type: 'args.delta', delta };
+        }
+        yield { type: 'call.end' };
+      }
+    }
+  }
+}
+
+function checkSettings(s: ModelSettings): void {
+  if (!(s.tokensPerSecond > 0)) throw new RangeError(`tokensPerSecond must be > 0, got ${s.tokensPerSecond}`);
+  if (!(s.prefillTokensPerSecond > 0)) throw new RangeError(`prefillTokensPerSecond must be > 0, got ${s.prefillTokensPerSecond}`);
+  if (!(s.ttftBaseMs >= 0) || !Number.isFinite(s.ttftBaseMs)) throw new RangeError(`ttftBaseMs must be a finite number >= 0, got ${s.ttftBaseMs}`);
+}
+
+/**
+ * Decode pacing on an absolute schedule: token i (1-based, hidden tokens
+ * included) is due at `t0 + i * 1000 / rate`. A token that is already late
+ * is released without sleeping, so timer granularity (1 ms and worse) delays
+ * single tokens but never lowers the average rate, and every token is still
+ * its own event.
+ */
+class Pacer {
+  private readonly t0: number;
+  private readonly msPerToken: number;
+  private emitted = 0;
+  private sinceLoopTurn = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    tokensPerSecond: number,
+    private readonly signal: AbortSignal,
+  ) {
+    this.t0 = clock.now();
+    this.msPerToken = tokensPerSecond === Infinity ? 0 : 1000 / tokensPerSecond;
+  }
+
+  /** Wait until the next `n` tokens are due; throws the signal's reason once aborted. */
+  async advance(n: number): Promise<void> {
+    this.signal.throwIfAborted();
+    this.emitted += n;
+    if (this.msPerToken > 0) {
+      const due = this.t0 + this.emitted * this.msPerToken;
+      const now = this.clock.now();
+      if (now < due) {
+        await this.clock.sleep(due - now, this.signal);
+        this.sinceLoopTurn = 0;
+        return;
+      }
+    }
+    this.sinceLoopTurn += n;
+    if (this.sinceLoopTurn >= YIELD_EVERY_TOKENS) {
+      this.sinceLoopTurn = 0;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.signal.throwIfAborted();
+    }
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * The HTTP + SSE baseline: every request is independent and nothing
+ * survives between them but what the database holds. A continuation loads
+ * its `previous_response_id` chain from the store and re-validates,
+ * re-renders, re-scans and re-routes the whole context — all the work, every
+ * time, and the counters say so. Post-inference work runs inline, so a
+ * stored response is in the database before its terminal event is sent.
+ */
+import type { CreateParams } from '../protocol/events.js';
+import type { RunMetrics } from '../pipeline/metrics.js';
+import type { RunPlan } from '../engine/run.js';
+import type { Services } from '../engine/services.js';
+import { loadChain, resolveReferences } from './hydrate.js';
+import { prepareFull } from './prepare.js';
+
+export async function httpPlan(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null): Promise<RunPlan> {
+  const input = resolveReferences(params.input, owner, services, metrics);
+  const before = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
+  if (params.previous_response_id) metrics.count('store_hydrations');
+  const { context, route } = await prepareFull(params, [...before, ...input], services, metrics, owner);
+  return {
+    protocol: 'http',
+    params,
+    context,
+    route,
+    input,
+    owner,
+    connection: null,
+    metrics,
+    onToolCalls: 'end',
+    postInference: 'inline',
+  };
+}

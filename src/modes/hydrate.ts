@@ -1,0 +1,45 @@
+/**
+ * Loading state from the response store: the items of a stored
+ * `previous_response_id` chain (every response's input then output, oldest
+ * first) and the resolution of `item_reference` input items. This is the
+ * slow path: the HTTP baseline takes it on every continuation, the ws design
+ * only when its connection cache misses.
+ */
+import { WireError } from '../protocol/errors.js';
+import type { InputItem } from '../protocol/objects.js';
+import type { RunMetrics } from '../pipeline/metrics.js';
+import type { Services } from '../engine/services.js';
+
+export function notFound(id: string): WireError {
+  return new WireError('previous_response_not_found', `Previous response with id '${id}' not found.`, 'previous_response_id');
+}
+
+/** The whole stored context up to and including `id`, or a not-found error. */
+export function loadChain(id: string, owner: string | null, services: Services, metrics: RunMetrics): InputItem[] {
+  return metrics.time('load_state', () => {
+    metrics.count('store_reads');
+    const chain = services.store.chain(id, owner);
+    if (!chain) throw notFound(id);
+    const items: InputItem[] = [];
+    for (const rec of chain) {
+      for (const item of rec.input) items.push(item);
+      for (const item of rec.response.output) items.push(item as unknown as InputItem);
+    }
+    return items;
+  });
+}
+
+/** Replace `item_reference` items by the stored items they name. */
+export function resolveReferences(items: InputItem[], owner: string | null, services: Services, metrics: RunMetrics): InputItem[] {
+  if (!items.some((i) => i.type === 'item_reference')) return items;
+  return metrics.time('load_state', () =>
+    items.map((item, i) => {
+      if (item.type !== 'item_reference') return item;
+      metrics.count('store_reads');
+      const id = (item as { id: string }).id;
+      const found = services.store.getItem(id, owner);
+      if (!found) throw new WireError('item_not_found', `Item with id '${id}' not found.`, `input[${i}].id`);
+      return found as unknown as InputItem;
+    }),
+  );
+}

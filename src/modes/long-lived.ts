@@ -1,0 +1,43 @@
+/**
+ * The long-lived design (the prototype): the whole agent run is one
+ * Response. Pre-inference work (validate, render, scan, route) happens once
+ * per `response.create`; at each client tool call the run pauses and the
+ * client's `response.append` gets only incremental work inside the run.
+ * Post-inference work happens once, when the run ends.
+ *
+ * `previous_response_id` is not part of this protocol: a follow-up turn after
+ * `response.completed` is a fresh create with the full input, as Codex sends.
+ */
+import { WireError } from '../protocol/errors.js';
+import type { Services } from '../engine/services.js';
+import type { ModePolicy, SessionInfo } from './session.js';
+import { prepareFull } from './prepare.js';
+
+export function longLivedPolicy(services: Services, info: SessionInfo): ModePolicy {
+  return {
+    protocol: 'long-lived',
+    appendable: true,
+    async plan(params, metrics) {
+      if (params.previous_response_id) {
+        throw new WireError(
+          'invalid_value',
+          "'previous_response_id' is not supported on the long-lived protocol: append to the paused response, or send the full input in a new response.create.",
+          'previous_response_id',
+        );
+      }
+      const { context, route } = await prepareFull(params, params.input, services, metrics, info.owner);
+      return {
+        protocol: 'long-lived',
+        params,
+        context,
+        route,
+        input: params.input,
+        owner: info.owner,
+        connection: info.connection,
+        metrics,
+        onToolCalls: 'pause',
+        postInference: services.switches.overlap_post_inference ? 'overlapped' : 'inline',
+      };
+    },
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * One WebSocket connection's conversation with the engine, whatever the
+ * design: it takes typed client events, runs one response at a time (later
+ * `response.create` frames wait in order), routes `response.append` and
+ * `response.cancel` to the response in flight, and turns every failure into
+ * an `error` event on the socket. The design-specific part — what
+ * pre-inference work a create needs and what survives between responses —
+ * is the `ModePolicy`.
+ *
+ * Owns its runs: on disconnect the run in flight is cancelled (every
+ * deferred settled, usage recorded once); on shutdown it ends `incomplete`.
+ */
+import type { Logger } from 'pino';
+import { WireError, toWireError } from '../protocol/errors.js';
+import type { ClientEvent, CreateParams, ServerEvent } from '../protocol/events.js';
+import { RunMetrics } from '../pipeline/metrics.js';
+import { ResponseRun, type Protocol, type RunPlan } from '../engine/run.js';
+import type { Services } from '../engine/services.js';
+
+export interface ModePolicy {
+  readonly protocol: Protocol;
+  /** Whether `response.append` is part of this protocol. */
+  readonly appendable: boolean;
+  /** Pre-inference work for a create; throws a WireError for a bad request. */
+  plan(params: CreateParams, metrics: RunMetrics): Promise<RunPlan>;
+  /** Called once a run has ended and its terminal event was sent. */
+  ended?(run: ResponseRun, plan: RunPlan): void;
+  /** Called when a create failed before a run started (e.g. to evict cache). */
+  failed?(params: CreateParams, err: WireError): void;
+}
+
+export interface SessionInfo {
+  connection: string;
+  owner: string | null;
+  /** Auth work done at the upgrade, charged to the connection's first response. */
+  authSpan: { start: number; end: number } | null;
+}
+
+export class ConnectionSession {
+  private readonly queue: CreateParams[] = [];
+  private active: ResponseRun | null = null;
+  private busy = false;
+  private closed = false;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly policy: ModePolicy,
+    private readonly services: Services,
+    private readonly info: SessionInfo,
+    private readonly send: (e: ServerEvent) => void,
+    private readonly log: Logger,
+  ) {}
+
+  get protocol(): Protocol {
+    return this.policy.protocol;
+  }
+
+  handle(event: ClientEvent): void {
+    if (this.closed) return;
+    switch (event.type) {
+      case 'response.create': {
+        const { type: _type, ...params } = event;
+        if (this.queue.length >= this.services.limits.maxQueuedCreates) {
+          this.error(new WireError('queue_full', `At most ${this.services.limits.maxQueuedCreates} requests may wait behind the one in flight.`));
+          return;
+        }
+        this.queue.push(params);
+        void this.pump();
+        return;
+      }
+      case 'response.append': {
+        if (!this.policy.appendable) {
+          this.error(new WireError('unknown_event_type', `'response.append' is not part of the ${this.policy.protocol} protocol.`, 'type'));
+          return;
+        }
+        const run = this.active;
+        if (!run || !run.paused) {
+          this.error(new WireError('no_paused_response'));
+          return;
+        }
+        if (event.response_id && event.response_id !== run.id) {
+          this.error(new WireError('no_paused_response', `Response '${event.response_id}' is not the paused response on this connection.`, 'response_id'));
+          return;
+        }
+        try {
+          run.append(event.input);
+        } catch (err) {
+          this.error(toWireError(err));
+        }
+        return;
+      }
+      case 'response.cancel': {
+        const run = this.active;
+        if (!run || (event.response_id && event.response_id !== run.id)) {
+          this.error(new WireError('no_response_in_flight', undefined, event.response_id ? 'response_id' : null));
+          return;
+        }
+        run.stop('cancelled', 'cancelled_by_client');
+        return;
+      }
+      case 'response.processed':
+        return;
+      default: {
+        const never: never = event;
+        this.error(new WireError('unknown_event_type', `Unknown event type '${String((never as { type: unknown }).type)}'.`, 'type'));
+      }
+    }
+  }
+
+  /** Report an error on the socket; numbered in the stream of the response in flight, if any. */
+  error(err: WireError): void {
+    if (this.closed) return;
+    if (err.code === 'server_error') this.log.error({ err: err.cause ?? err }, 'server fault');
+    else this.log.debug({ code: err.code, param: err.param }, 'client error');
+    if (this.active && !this.active.ended) this.active.emitError(err);
+    else this.send(err.toEvent() as ServerEvent);
+  }
+
+  private async pump(): Promise<void> {
+    if (this.busy || this.closed) return;
+    const params = this.queue.shift();
+    if (!params) {
+      this.notifyIdle();
+      return;
+    }
+    this.busy = true;
+    try {
+      const metrics = new RunMetrics(this.services.clock.now);
+      if (this.info.authSpan) {
+        metrics.count('auth_checks');
+        metrics.span('auth', this.info.authSpan.start, this.info.authSpan.end);
+        this.info.authSpan = null;
+      }
+      let plan: RunPlan;
+      try {
+        plan = await this.policy.plan(params, metrics);
+      } catch (err) {
+        const wire = toWireError(err);
+        this.policy.failed?.(params, wire);
+        this.error(wire);
+        return;
+      }
+      if (this.closed) return;
+      const run = new ResponseRun(plan, this.services, this.send);
+      this.active = run;
+      const log = this.log.child({ response_id: run.id });
+      log.debug({ model: plan.route.model }, 'response started');
+      await run.done;
+      this.active = null;
+      this.policy.ended?.(run, plan);
+    } finally {
+      this.busy = false;
+      void this.pump();
+    }
+  }
+
+  private notifyIdle(): void {
+    const w = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const f of w) f();
+  }
+
+  /** The peer is gone: cancel the run in flight, drop the queue. */
+  close(): Promise<void> {
+    return this.end('cancelled', 'client_disconnected', true);
+  }
+
+  /** Server shutdown: the run in flight ends `incomplete`; its events still go out. */
+  shutdown(): Promise<void> {
+    return this.end('incomplete', 'server_shutdown', false);
+  }
+
+  private async end(status: 'cancelled' | 'incomplete', reason: string, detach: boolean): Promise<void> {
+    this.closed = true;
+    this.queue.length = 0;
+    const run = this.active;
+    if (run) {
+      if (detach) run.detach();
+      run.stop(status, reason);
+      await run.done;
+    }
+    this.notifyIdle();
+  }
+
+  /** Resolves when nothing is running or queued (tests, shutdown). */
+  idle(): Promise<void> {
+    if (!this.busy && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * WebSocket mode (the shipped design): each model call is its own response;
+ * the client continues with `previous_response_id` and only the new items.
+ * What survives between responses is the connection's most recent response:
+ * its rendered context (items and tokens, with the function calls it knows),
+ * its tool definitions and instructions, and its routing decision. A
+ * continuation from it validates, scans and tokenizes only the new items.
+ *
+ * Cache miss: `store:false` → `previous_response_not_found`; `store:true` →
+ * hydrate the chain from the store with a full rebuild (counted). A failed or
+ * unfinished continuation evicts the id. Each optimization is a switch
+ * (`Switches`) so its contribution can be measured.
+ */
+import type { CreateParams } from '../protocol/events.js';
+import type { RunMetrics } from '../pipeline/metrics.js';
+import { renderAppend, renderFull, type RenderedContext } from '../pipeline/render.js';
+import type { RouteDecision } from '../pipeline/route.js';
+import { safetyScan } from '../pipeline/safety.js';
+import { validateItems, validateTools } from '../pipeline/validate.js';
+import type { RunPlan } from '../engine/run.js';
+import type { Services } from '../engine/services.js';
+import { affinityKey, checkAndRender, prepareFull } from './prepare.js';
+import { loadChain, notFound, resolveReferences } from './hydrate.js';
+import type { ModePolicy, SessionInfo } from './session.js';
+
+interface Cached {
+  id: string;
+  context: RenderedContext;
+  route: RouteDecision;
+  /** Instructions and tools as rendered into the context's header. */
+  headerKey: string;
+}
+
+export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy {
+  let cache: Cached | null = null;
+
+  async function fromCache(params: CreateParams, c: Cached, headerKey: string, metrics: RunMetrics) {
+    const sw = services.switches;
+    const input = resolveReferences(params.input, info.owner, services, metrics);
+    const ctx = c.context;
+    if (sw.incremental_checks) {
+      metrics.time('validate', () => {
+        metrics.count('validate_incremental');
+        validateTools(params.tools, metrics);
+        validateItems(input, { callIds: ctx.callIds }, metrics);
+      });
+      metrics.time('safety', () => {
+        metrics.count('safety_incremental');
+        safetyScan(input, metrics, 'input', headerKey === c.headerKey ? null : params.instructions);
+      });
+    } else {
+      metrics.time('validate', () => {
+        metrics.count('validate_full');
+        validateTools(params.tools, metrics);
+        validateItems([...ctx.items, ...input], { callIds: new Set() }, metrics);
+      });
+      metrics.time('safety', () => {
+        metrics.count('safety_full');
+        safetyScan([...ctx.items, ...input], metrics, 'input', params.instructions);
+      });
+    }
+    let context: RenderedContext;
+    if (sw.rendered_token_cache && headerKey === c.headerKey) {
+      // The cache holds only this one response and a continuation replaces it,
+      // so the context is extended in place: no copy of the whole prompt.
+      metrics.count('rendered_cache_hits');
+      renderAppend(ctx, input, metrics, 'render');
+      context = ctx;
+    } else {
+      context = renderFull(params.instructions, params.tools, [...ctx.items, ...input], metrics);
+    }
+    let route: RouteDecision;
+    if (sw.routing_reuse && c.route.requested === params.model) {
+      metrics.count('route_reused');
+      route = c.route;
+      const hops = services.router.opts.hops - (sw.skip_intermediate_hop ? 1 : 0);
+      await services.router.hop(metrics, undefined, hops);
+    } else {
+      route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
+    }
+    return { context, route, input };
+  }
+
+  return {
+    protocol: 'ws',
+    appendable: false,
+    async plan(params, metrics): Promise<RunPlan> {
+      const headerKey = JSON.stringify([params.instructions, params.tools]);
+      const prev = params.previous_response_id;
+      let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input'] };
+      if (prev && cache && cache.id === prev) {
+        prepared = await fromCache(params, cache, headerKey, metrics);
+      } else if (prev) {
+        if (!params.store) throw notFound(prev);
+        metrics.count('store_hydrations');
+        const before = loadChain(prev, info.owner, services, metrics);
+        const input = resolveReferences(params.input, info.owner, services, metrics);
+        const context = checkAndRender(params, [...before, ...input], metrics);
+        const route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
+        prepared = { context, route, input };
+      } else {
+        const input = resolveReferences(params.input, info.owner, services, metrics);
+        prepared = { ...(await prepareFull(params, input, services, metrics, info.owner)), input };
+      }
+      return {
+        protocol: 'ws',
+        params,
+        context: prepared.context,
+        route: prepared.route,
+        input: prepared.input,
+        owner: info.owner,
+        connection: info.connection,
+        metrics,
+        onToolCalls: 'end',
+        postInference: services.switches.overlap_post_inference ? 'overlapped' : 'inline',
+      };
+    },
+    ended(run, plan) {
+      if (run.response.status === 'completed') {
+        cache = { id: run.id, context: plan.context, route: plan.route, headerKey: JSON.stringify([plan.params.instructions, plan.params.tools]) };
+      } else if (cache && (cache.id === plan.params.previous_response_id || cache.context === plan.context)) {
+        cache = null;
+      }
+    },
+    failed(params) {
+      if (cache && params.previous_response_id === cache.id) cache = null;
+    },
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * Per-response instrumentation: a timeline of spans (one per stage run) and
+ * counters (items validated, tokens tokenized, bytes scanned, ...).
+ *
+ * Every pipeline stage and the engine record into one `RunMetrics`; the
+ * timing event and the server's run records are built from it. Times are
+ * milliseconds relative to the response's start, from an injected `now()`.
+ */
+import type { TimingSpan } from '../protocol/events.js';
+
+export const COUNTERS = [
+  'auth_checks',
+  'validate_full',
+  'validate_incremental',
+  'items_validated',
+  'render_full',
+  'render_incremental',
+  'items_tokenized',
+  'tokens_tokenized',
+  'rendered_cache_hits',
+  'safety_full',
+  'safety_incremental',
+  'bytes_scanned',
+  'route_full',
+  'route_reused',
+  'remote_hops',
+  'store_hydrations',
+  'store_reads',
+  'model_calls',
+  'prompt_tokens',
+  'cached_tokens',
+  'output_tokens',
+  'pauses',
+  'appends',
+  'duplicate_items_dropped',
+  'post_inference',
+  'billing_records',
+  'persisted',
+  'events_sent',
+] as const;
+export type Counter = (typeof COUNTERS)[number];
+
+export class RunMetrics {
+  readonly spans: TimingSpan[] = [];
+  readonly counters: Record<Counter, number>;
+  readonly t0: number;
+
+  constructor(readonly now: () => number = () => performance.now()) {
+    this.t0 = now();
+    this.counters = Object.fromEntries(COUNTERS.map((c) => [c, 0])) as Record<Counter, number>;
+  }
+
+  count(c: Counter, n = 1): void {
+    this.counters[c] += n;
+  }
+
+  /** Record a span measured elsewhere (e.g. auth at the upgrade, before the run existed). */
+  span(stage: string, startAbs: number, endAbs: number): void {
+    this.spans.push({ stage, start_ms: round(startAbs - this.t0), duration_ms: round(endAbs - startAbs) });
+  }
+
+  /** Time a synchronous stage. */
+  time<T>(stage: string, fn: () => T): T {
+    const s = this.now();
+    try {
+      return fn();
+    } finally {
+      this.span(stage, s, this.now());
+    }
+  }
+
+  async timeAsync<T>(stage: string, fn: () => Promise<T>): Promise<T> {
+    const s = this.now();
+    try {
+      return await fn();
+    } finally {
+      this.span(stage, s, this.now());
+    }
+  }
+
+  /** Total duration per stage name (a stage may run many times in a run). */
+  totals(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const sp of this.spans) out[sp.stage] = round((out[sp.stage] ?? 0) + sp.duration_ms);
+    return out;
+  }
+
+  elapsed(): number {
+    return round(this.now() - this.t0);
+  }
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}

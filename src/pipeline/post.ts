@@ -1,0 +1,142 @@
+/**
+ * Post-inference work: the billing record (one ledger entry per response),
+ * the persistence hook (stored responses go to the response store), and one
+ * structured log line per response. Usage itself is summed by the engine as
+ * the model calls finish.
+ *
+ * Used by the engine when a response ends, inline or overlapped with the next
+ * request (a mode's choice). `PostWorkTracker` owns overlapped work so none
+ * is lost: shutdown awaits it and its count is reported. Leaves out real
+ * payment: the ledger is in memory, which is enough to pay the cost of
+ * computing and recording the entry.
+ */
+import type { Logger } from 'pino';
+import type { InputItem, Response } from '../protocol/objects.js';
+import type { ResponseStore } from '../store/types.js';
+import type { RunMetrics } from './metrics.js';
+
+/** Price per million tokens (USD), for the ledger's cost field. */
+const PRICES: Record<string, { input: number; cached: number; output: number }> = {
+  default: { input: 1.25, cached: 0.125, output: 10 },
+};
+
+export interface LedgerEntry {
+  response_id: string;
+  owner: string | null;
+  model: string;
+  input_tokens: number;
+  cached_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  at: number;
+}
+
+export class Ledger {
+  readonly entries: LedgerEntry[] = [];
+  private readonly byResponse = new Map<string, number>();
+
+  record(response: Response, owner: string | null): LedgerEntry {
+    const u = response.usage;
+    const price = PRICES[response.model] ?? PRICES['default']!;
+    const input = u?.input_tokens ?? 0;
+    const cached = u?.input_tokens_details.cached_tokens ?? 0;
+    const output = u?.output_tokens ?? 0;
+    const entry: LedgerEntry = {
+      response_id: response.id,
+      owner,
+      model: response.model,
+      input_tokens: input,
+      cached_tokens: cached,
+      output_tokens: output,
+      cost_usd: ((input - cached) * price.input + cached * price.cached + output * price.output) / 1e6,
+      at: Date.now(),
+    };
+    this.byResponse.set(response.id, (this.byResponse.get(response.id) ?? 0) + 1);
+    this.entries.push(entry);
+    return entry;
+  }
+
+  /** How many entries a response has: the tests' proof that billing ran exactly once. */
+  countFor(responseId: string): number {
+    return this.byResponse.get(responseId) ?? 0;
+  }
+}
+
+export interface PostInferenceJob {
+  response: Response;
+  /** This response's own input items (for the store). */
+  input: InputItem[];
+  owner: string | null;
+  mode: string;
+  metrics: RunMetrics;
+}
+
+export class PostInference {
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly store: ResponseStore,
+    private readonly log: Logger,
+  ) {}
+
+  run(job: PostInferenceJob): void {
+    const { response, metrics } = job;
+    metrics.count('post_inference');
+    metrics.time('billing', () => {
+      this.ledger.record(response, job.owner);
+      metrics.count('billing_records');
+    });
+    if (response.store) {
+      metrics.time('persist', () => {
+        this.store.put({ response, input: job.input, owner: job.owner, created_at: response.created_at });
+        metrics.count('persisted');
+      });
+    }
+    metrics.time('log', () => {
+      this.log.info(
+        {
+          response_id: response.id,
+          mode: job.mode,
+          status: response.status,
+          model: response.model,
+          usage: response.usage,
+          output_items: response.output.length,
+          elapsed_ms: metrics.elapsed(),
+        },
+        'response finished',
+      );
+    });
+  }
+}
+
+/** Owns post-inference work that runs after the terminal event. */
+export class PostWorkTracker {
+  private readonly pending = new Set<Promise<void>>();
+  completed = 0;
+  failed = 0;
+
+  constructor(private readonly log: Logger) {}
+
+  /** Run `fn` off the critical path (after the current I/O turn), tracked until done. */
+  defer(fn: () => void): void {
+    const p = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(fn)
+      .then(
+        () => void this.completed++,
+        (err: unknown) => {
+          this.failed++;
+          this.log.error({ err }, 'post-inference work failed');
+        },
+      )
+      .finally(() => this.pending.delete(p));
+    this.pending.add(p);
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Await all outstanding work (shutdown). */
+  async flush(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+}

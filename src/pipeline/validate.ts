@@ -1,0 +1,112 @@
+/**
+ * The validate stage: the per-item semantic checks a Responses API server
+ * makes beyond the edge parser's shape checks — content part types, function
+ * call arguments that parse as JSON, tool outputs that answer a call the
+ * context holds, tool definitions with sane names and object schemas.
+ *
+ * Full form walks every item and tool; incremental form walks only new items
+ * against what the context already knows. Errors are `WireError`s naming the
+ * param. Leaves out JSON Schema validation of call arguments (the API does
+ * not do it either unless `strict`).
+ */
+import { WireError } from '../protocol/errors.js';
+import type { InputItem, Tool } from '../protocol/objects.js';
+import type { RunMetrics } from './metrics.js';
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+const INPUT_PART_TYPES = new Set(['input_text', 'input_image', 'input_file', 'input_audio', 'output_text', 'refusal']);
+
+export interface KnownCalls {
+  /** call_ids of function calls already in the context. */
+  callIds: ReadonlySet<string>;
+}
+
+export function validateTools(tools: readonly Tool[], metrics: RunMetrics): void {
+  const seen = new Set<string>();
+  tools.forEach((t, i) => {
+    if (t.type !== 'function') return;
+    const ft = t as { name: string; parameters?: unknown };
+    if (!TOOL_NAME.test(ft.name)) {
+      throw new WireError('invalid_value', `Invalid 'tools[${i}].name': must match ${TOOL_NAME.source}.`, `tools[${i}].name`);
+    }
+    if (seen.has(ft.name)) throw new WireError('invalid_value', `Duplicate tool name '${ft.name}'.`, `tools[${i}].name`);
+    seen.add(ft.name);
+    const p = ft.parameters;
+    if (p !== undefined && p !== null) {
+      if (typeof p !== 'object' || Array.isArray(p)) {
+        throw new WireError('invalid_type', `Invalid 'tools[${i}].parameters': expected a JSON Schema object.`, `tools[${i}].parameters`);
+      }
+      const type = (p as Record<string, unknown>)['type'];
+      if (type !== undefined && type !== 'object') {
+        throw new WireError('invalid_value', `Invalid 'tools[${i}].parameters.type': a function's parameters must be of type 'object'.`, `tools[${i}].parameters.type`);
+      }
+      // Round-trips the schema: the API stores it, and a schema that cannot be serialised is rejected.
+      JSON.stringify(p);
+    }
+  });
+  metrics.count('items_validated', tools.length);
+}
+
+/**
+ * Validate `items`, whose function_call_outputs must answer a call either in
+ * `known` or earlier in `items`. `param` prefixes error params (`input`).
+ */
+export function validateItems(items: readonly InputItem[], known: KnownCalls, metrics: RunMetrics, param = 'input'): void {
+  const local = new Set<string>();
+  items.forEach((item, i) => {
+    const p = `${param}[${i}]`;
+    const it = item as unknown as Record<string, unknown>;
+    switch (item.type) {
+      case 'message':
+      case undefined:
+        validateContent(it['role'] as string, it['content'], p);
+        break;
+      case 'function_call': {
+        const args = it['arguments'] as string;
+        try {
+          if (args !== '') JSON.parse(args);
+        } catch (err) {
+          throw new WireError('invalid_value', `Invalid '${p}.arguments': not valid JSON.`, `${p}.arguments`, { cause: err });
+        }
+        local.add(it['call_id'] as string);
+        break;
+      }
+      case 'function_call_output': {
+        const id = it['call_id'] as string;
+        if (!known.callIds.has(id) && !local.has(id)) {
+          throw new WireError('unknown_call_id', `No tool call found for function call output with call_id '${id}'.`, `${p}.call_id`);
+        }
+        const out = it['output'];
+        if (Array.isArray(out)) validateParts(out, `${p}.output`);
+        break;
+      }
+      default:
+        break;
+    }
+  });
+  metrics.count('items_validated', items.length);
+}
+
+function validateContent(role: string, content: unknown, p: string): void {
+  if (typeof content === 'string') return;
+  validateParts(content as unknown[], `${p}.content`, role);
+}
+
+function validateParts(parts: unknown[], p: string, role?: string): void {
+  parts.forEach((raw, j) => {
+    const part = raw as Record<string, unknown>;
+    const type = part['type'];
+    if (typeof type !== 'string' || !INPUT_PART_TYPES.has(type)) {
+      throw new WireError('invalid_value', `Invalid '${p}[${j}].type': '${String(type)}' is not a supported content type.`, `${p}[${j}].type`);
+    }
+    if ((type === 'input_text' || type === 'output_text') && typeof part['text'] !== 'string') {
+      throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].text'.`, `${p}[${j}].text`);
+    }
+    if (type === 'output_text' && role !== undefined && role !== 'assistant') {
+      throw new WireError('invalid_value', `Invalid '${p}[${j}].type': 'output_text' is only valid in assistant messages.`, `${p}[${j}].type`);
+    }
+    if (type === 'input_image' && typeof part['image_url'] !== 'string' && typeof part['file_id'] !== 'string') {
+      throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].image_url'.`, `${p}[${j}].image_url`);
+    }
+  });
+}

@@ -1,0 +1,156 @@
+/**
+ * The composition root: builds one server's services (simulated model,
+ * router, store, ledger, post-inference work, run records) from options with
+ * documented defaults, binds the HTTP server and the WebSocket upgrade, and
+ * shuts down gracefully — runs in flight end `incomplete`, their
+ * post-inference work still happens once, deferred work is flushed.
+ *
+ * Used by the CLI (`llr serve`), the tests (port 0, `await using`) and the
+ * benchmarks. Transports only move bytes; the modes hold the designs.
+ */
+import { createServer as createHttpServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { realClock, type Clock } from './model/clock.js';
+import { SimulatedModel } from './model/simulated.js';
+import { autoPolicy, type ModelPolicy } from './model/policies.js';
+import type { Model, ModelSettings } from './model/types.js';
+import { Ledger, PostInference, PostWorkTracker } from './pipeline/post.js';
+import { Router } from './pipeline/route.js';
+import { openStore } from './store/index.js';
+import { RunRecords } from './engine/records.js';
+import { DEFAULT_LIMITS, DEFAULT_SWITCHES, type Limits, type Services, type Switches } from './engine/services.js';
+import { longLivedPolicy } from './modes/long-lived.js';
+import { wsModePolicy } from './modes/ws.js';
+import { createAuthenticator } from './transport/auth.js';
+import { WsTransport } from './transport/ws.js';
+import { HttpTransport } from './transport/http.js';
+import { createLogger } from './log.js';
+
+/** The simulated model's defaults: a fast model (1,000 tokens/s) with a realistic first token. */
+export const DEFAULT_MODEL_SETTINGS: ModelSettings = {
+  tokensPerSecond: 1000,
+  ttftBaseMs: 150,
+  prefillTokensPerSecond: 20_000,
+};
+
+/** Settings that make the model cost nothing: for measuring the API alone. */
+export const INSTANT_MODEL: ModelSettings = {
+  tokensPerSecond: Infinity,
+  ttftBaseMs: 0,
+  prefillTokensPerSecond: Infinity,
+};
+
+export interface ServerOptions {
+  host?: string;
+  /** 0 picks a free port. Default 8080. */
+  port?: number;
+  /** API keys; none (the default) serves everyone. */
+  apiKeys?: string[];
+  /** The model; default the simulated model with the given policy. */
+  model?: Model;
+  policy?: ModelPolicy;
+  modelSettings?: Partial<ModelSettings>;
+  seed?: number;
+  switches?: Partial<Switches>;
+  limits?: Partial<Limits>;
+  /** Response store: 'memory', ':memory:' (SQLite in memory) or a SQLite file path. */
+  store?: string;
+  /** Injected latency per remote hop on the path to the model, ms. Default 0. */
+  hopLatencyMs?: number;
+  /** Remote hops on that path (gateway → router → engine). Default 2. */
+  hops?: number;
+  /** Answer WebSocket upgrades with 426 (fallback experiments). */
+  refuseWebSockets?: boolean;
+  logger?: Logger;
+  clock?: Clock;
+}
+
+export const DEFAULT_STORE = 'data/llr.sqlite';
+
+export class LlrServer {
+  readonly services: Services;
+  readonly http: Server;
+  readonly ws: WsTransport;
+  readonly httpTransport: HttpTransport;
+  refuseWebSockets: boolean;
+  private closing: Promise<void> | null = null;
+
+  constructor(readonly options: ServerOptions = {}) {
+    const log = options.logger ?? createLogger();
+    const clock = options.clock ?? realClock;
+    const settings = { ...DEFAULT_MODEL_SETTINGS, ...options.modelSettings };
+    const store = openStore(options.store ?? DEFAULT_STORE);
+    const ledger = new Ledger();
+    const switches = { ...DEFAULT_SWITCHES, ...options.switches };
+    this.services = {
+      model: options.model ?? new SimulatedModel({ policy: options.policy ?? autoPolicy(), clock, seed: options.seed ?? 1 }),
+      router: new Router(
+        {
+          deployments: [{ name: 'sim-model', aliases: ['sim', 'default'], settings }],
+          replicas: 4,
+          hopLatencyMs: options.hopLatencyMs ?? 0,
+          hops: options.hops ?? 2,
+        },
+        clock,
+      ),
+      store,
+      ledger,
+      post: new PostInference(ledger, store, log),
+      postWork: new PostWorkTracker(log),
+      records: new RunRecords(),
+      log,
+      clock,
+      switches,
+      limits: { ...DEFAULT_LIMITS, ...options.limits },
+    };
+    this.refuseWebSockets = options.refuseWebSockets ?? false;
+    const auth = createAuthenticator(options.apiKeys ?? []);
+    this.ws = new WsTransport({
+      services: this.services,
+      auth,
+      policies: (protocol, info) =>
+        protocol === 'long-lived' ? longLivedPolicy(this.services, info) : wsModePolicy(this.services, info),
+      refuseUpgrades: () => this.refuseWebSockets,
+    });
+    this.httpTransport = new HttpTransport(this.services, auth);
+    this.http = createHttpServer((req, res) => this.httpTransport.handle(req, res));
+    this.http.on('upgrade', (req, socket, head) => this.ws.handleUpgrade(req, socket, head));
+  }
+
+  async listen(): Promise<{ host: string; port: number; url: string }> {
+    const host = this.options.host ?? '127.0.0.1';
+    await new Promise<void>((resolve, reject) => {
+      this.http.once('error', reject);
+      this.http.listen(this.options.port ?? 8080, host, () => {
+        this.http.off('error', reject);
+        resolve();
+      });
+    });
+    const { port } = this.http.address() as AddressInfo;
+    const h = host.includes(':') ? `[${host}]` : host;
+    return { host, port, url: `http://${h}:${port}` };
+  }
+
+  /** Graceful shutdown; idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.http.close();
+      await Promise.all([this.ws.shutdown(), this.httpTransport.shutdown()]);
+      await this.services.postWork.flush();
+      this.http.closeAllConnections();
+      this.services.store.close();
+    })();
+    return this.closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+export async function startServer(options: ServerOptions = {}): Promise<{ server: LlrServer; url: string; port: number }> {
+  const server = new LlrServer(options);
+  const { url, port } = await server.listen();
+  return { server, url, port };
+}

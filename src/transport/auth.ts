@@ -1,0 +1,37 @@
+/**
+ * API keys: optional. With none configured every request is served and has
+ * no owner; with keys configured a request must carry one as
+ * `Authorization: Bearer <key>` (or `?api_key=` on a WebSocket upgrade,
+ * since browsers cannot set headers). The owner of stored responses is a
+ * hash of the key, never the key itself. Comparison is constant-time.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+
+export interface Authenticator {
+  readonly enabled: boolean;
+  /** The owner id (null when auth is off), or false when refused. */
+  check(req: IncomingMessage, url?: URL): string | null | false;
+}
+
+function digest(key: string): Buffer {
+  return createHash('sha256').update(key).digest();
+}
+
+export function createAuthenticator(keys: readonly string[]): Authenticator {
+  const digests = keys.map(digest);
+  return {
+    enabled: digests.length > 0,
+    check(req, url) {
+      if (digests.length === 0) return null;
+      const header = req.headers['authorization'];
+      const bearer = typeof header === 'string' && /^Bearer\s+/i.test(header) ? header.replace(/^Bearer\s+/i, '').trim() : null;
+      const key = bearer ?? url?.searchParams.get('api_key') ?? null;
+      if (!key) return false;
+      const d = digest(key);
+      let ok = false;
+      for (const k of digests) ok = timingSafeEqual(k, d) || ok;
+      return ok ? d.toString('hex').slice(0, 24) : false;
+    },
+  };
+}

@@ -1,0 +1,55 @@
+/**
+ * The long-lived protocol end to end on real sockets: one Response for a
+ * whole agent run, pausing at each client tool call and resuming on append.
+ */
+import { describe, expect, it } from 'vitest';
+import { LongLivedClient } from '../../src/client/long-lived.js';
+import { scriptPolicy } from '../../src/model/policies.js';
+import type { FunctionCall } from '../../src/protocol/objects.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+const shellTool = {
+  type: 'function',
+  name: 'exec_command',
+  description: 'run a command',
+  parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+};
+
+describe('long-lived run', () => {
+  it('runs three tool calls in one response with continuing sequence numbers', async () => {
+    const { url, server } = await testServer();
+    const client = await LongLivedClient.connect(url);
+    const seen: string[] = [];
+    const run = client.run(
+      { model: 'sim-model', input: 'please run:\n$ echo one\n$ echo two\n$ echo three', tools: [shellTool], parallel_tool_calls: false },
+      (call: FunctionCall) => {
+        const { cmd } = JSON.parse(call.arguments) as { cmd: string };
+        seen.push(cmd);
+        return cmd.replace('echo ', '') + '\n';
+      },
+    );
+    const ids = new Set<string>();
+    const seqs: number[] = [];
+    for await (const e of run) {
+      if ('sequence_number' in e && typeof e.sequence_number === 'number') seqs.push(e.sequence_number);
+      if ('response' in e) ids.add(e.response.id);
+    }
+    const response = await run;
+    expect(seen).toEqual(['echo one', 'echo two', 'echo three']);
+    expect(ids.size).toBe(1);
+    expect(seqs).toEqual(seqs.map((_, i) => i));
+    expect(response.status).toBe('completed');
+    expect(response.output.filter((i) => i.type === 'function_call')).toHaveLength(3);
+    const last = response.output.at(-1);
+    expect(last?.type).toBe('message');
+    expect(run.responses).toHaveLength(1);
+    const timing = run.timings[0]!;
+    expect(timing.counters['pauses']).toBe(3);
+    expect(timing.counters['render_full']).toBe(1);
+    expect(timing.counters['route_full']).toBe(1);
+    await client.close();
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(response.id)).toBe(1);
+  });
+});

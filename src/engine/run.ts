@@ -118,6 +118,7 @@ export class ResponseRun {
     }
     const ctx = this.plan.context;
     const fresh: InputItem[] = [];
+    const answering = new Set<string>();
     for (const item of items) {
       const callId = (item as { call_id?: unknown }).call_id;
       const known = typeof callId === 'string';
@@ -125,13 +126,14 @@ export class ResponseRun {
         this.metrics.count('duplicate_items_dropped');
         continue;
       }
-      if (item.type === 'function_call_output' && known && ctx.answeredCallIds.has(callId)) {
+      if (item.type === 'function_call_output' && known && (ctx.answeredCallIds.has(callId) || answering.has(callId))) {
         this.metrics.count('duplicate_items_dropped');
         continue;
       }
       if (item.type === 'function_call_output' && known && !this.pauses.has(callId)) {
         throw new WireError('unknown_call_id', `No pending tool call with call_id '${callId}' in response '${this.id}'.`, 'input.call_id');
       }
+      if (item.type === 'function_call_output' && known) answering.add(callId);
       fresh.push(item);
     }
     const arrivedAt = this.services.clock.now();

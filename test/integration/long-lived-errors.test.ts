@@ -1,0 +1,247 @@
+/**
+ * Bad input on the long-lived protocol: every case gets a clear, well-formed
+ * error, the socket stays open where the protocol allows, a paused run stays
+ * paused, and usage is recorded exactly once however the run ends.
+ */
+import { describe, expect, it } from 'vitest';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const create = (extra: Record<string, unknown> = {}) => ({
+  type: 'response.create',
+  model: 'sim-model',
+  input: 'go',
+  tools: [tool],
+  ...extra,
+});
+const twoCalls = () =>
+  scriptPolicy([
+    { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }, { name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+    { text: 'all done' },
+  ]);
+const out = (call_id: string, output = 'ok') => ({ type: 'function_call_output', call_id, output });
+
+async function pausedRun() {
+  const policy = twoCalls();
+  const ctx = await testServer({ policy });
+  const s = await RawSocket.longLived(ctx.url);
+  s.send(create());
+  const done = await s.next('response.done');
+  return { ...ctx, s, done, policy };
+}
+
+/** Proves the socket is still usable: a cancel of the paused run is answered. */
+async function stillOpen(s: RawSocket) {
+  s.send({ type: 'response.cancel' });
+  const end = await s.next('response.cancelled');
+  expect(end.response.status).toBe('cancelled');
+}
+
+describe('long-lived bad input', () => {
+  it('non-JSON frame → invalid_json, socket stays open', async () => {
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'hi' }]) });
+    const s = await RawSocket.longLived(url);
+    s.send('{not json');
+    const err = await s.next('error');
+    expect(err.error.code).toBe('invalid_json');
+    expect(err.error.type).toBe('invalid_request_error');
+    s.send(create());
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+  });
+
+  it('unknown event type → unknown_event_type', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.explode' });
+    const err = await s.next('error');
+    expect(err.error.code).toBe('unknown_event_type');
+    expect(err.error.param).toBe('type');
+  });
+
+  it.each([
+    [{ model: undefined }, 'model', 'missing_required_parameter'],
+    [{ model: 42 }, 'model', 'invalid_type'],
+    [{ input: 7 }, 'input', 'invalid_type'],
+    [{ input: [{ type: 'message', role: 'wizard', content: 'x' }] }, 'input[0].role', 'invalid_value'],
+    [{ tools: 'all' }, 'tools', 'invalid_type'],
+    [{ input: [{ type: 'function_call_output', output: 'x' }] }, 'input[0].call_id', 'missing_required_parameter'],
+  ])('invalid create %j → invalid_request_error naming %s', async (extra, param, code) => {
+    const { url } = await testServer();
+    const s = await RawSocket.longLived(url);
+    s.send(create(extra));
+    const err = await s.next('error');
+    expect(err.status).toBe(400);
+    expect(err.error.type).toBe('invalid_request_error');
+    expect(err.error.param).toBe(param);
+    expect(err.error.code).toBe(code);
+  });
+
+  it('append with no paused response → no_paused_response', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.append', input: [out('call_x')] });
+    expect((await s.next('error')).error.code).toBe('no_paused_response');
+  });
+
+  it('append for an unknown call_id → unknown_call_id, run stays paused', async () => {
+    const { s, done } = await pausedRun();
+    expect(done.response.status).toBe('in_progress');
+    expect(done.response.pending_tool_calls).toEqual(['call_a', 'call_b']);
+    s.send({ type: 'response.append', input: [out('call_nope')] });
+    const err = await s.next('error');
+    expect(err.error.code).toBe('unknown_call_id');
+    // Still paused: the real outputs resume it.
+    s.send({ type: 'response.append', input: [out('call_a'), out('call_b')] });
+    expect((await s.next('response.completed')).response.output.at(-1)?.type).toBe('message');
+  });
+
+  it('a partial append keeps the run paused until every call is answered', async () => {
+    const { s, server } = await pausedRun();
+    s.send({ type: 'response.append', input: [out('call_a')] });
+    // A second bad append proves the run is still paused (not no_paused_response).
+    s.send({ type: 'response.append', input: [out('call_zzz')] });
+    expect((await s.next('error')).error.code).toBe('unknown_call_id');
+    expect(s.all('response.output_item.added')).toHaveLength(2);
+    s.send({ type: 'response.append', input: [out('call_b')] });
+    const done = await s.next('response.completed');
+    expect(done.response.status).toBe('completed');
+    const rec = server.services.records.get(done.response.id)!;
+    expect(rec.counters['appends']).toBe(2);
+  });
+
+  it('re-sent function_call items and repeated outputs are de-duplicated', async () => {
+    const { s, done } = await pausedRun();
+    const calls = done.response.output.filter((i) => i.type === 'function_call');
+    // Codex <= 0.99 re-sends [function_call, function_call_output] pairs.
+    s.send({ type: 'response.append', input: [calls[0], out('call_a'), calls[0], out('call_a')] });
+    s.send({ type: 'response.append', input: [calls[1], out('call_b'), out('call_a')] });
+    const end = await s.next('response.completed');
+    const timing = await s.next('llr.timing');
+    expect(end.response.status).toBe('completed');
+    expect(timing.counters['duplicate_items_dropped']).toBe(5);
+    expect(timing.counters['items_tokenized']).toBe(1 + 2);
+  });
+
+  it('response.cancel while paused → cancelled, usage recorded once', async () => {
+    const { s, server } = await pausedRun();
+    s.send({ type: 'response.cancel' });
+    const end = await s.next('response.cancelled');
+    expect(end.response.status).toBe('cancelled');
+    expect(end.response.usage?.output_tokens).toBeGreaterThan(0);
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(end.response.id)).toBe(1);
+  });
+
+  it('response.cancel with nothing in flight → no_response_in_flight', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.cancel' });
+    expect((await s.next('error')).error.code).toBe('no_response_in_flight');
+  });
+
+  it('disconnect while paused → cancelled, every deferred settled, usage once', async () => {
+    const { s, done, server } = await pausedRun();
+    const id = done.response.id;
+    s.ws.terminate();
+    await server.ws.idle();
+    await server.services.postWork.flush();
+    const rec = server.services.records.get(id)!;
+    expect(rec.status).toBe('cancelled');
+    expect(server.services.ledger.countFor(id)).toBe(1);
+  });
+
+  it('disconnect while streaming → cancelled, usage once', async () => {
+    // A slow model (real clock) so the socket closes mid-stream, gated on the first delta.
+    const { url, server } = await testServer({
+      policy: scriptPolicy([{ text: 'word '.repeat(400) }]),
+      modelSettings: { tokensPerSecond: 2000, ttftBaseMs: 0, prefillTokensPerSecond: Infinity },
+    });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    const delta = await s.next('response.output_text.delta');
+    const created = s.all('response.created')[0]!;
+    expect(delta.delta.length).toBeGreaterThan(0);
+    s.ws.terminate();
+    await server.ws.idle();
+    await server.services.postWork.flush();
+    const rec = server.services.records.get(created.response.id)!;
+    expect(rec.status).toBe('cancelled');
+    expect(rec.usage!.output_tokens).toBeGreaterThan(0);
+    expect(rec.usage!.output_tokens).toBeLessThan(400);
+    expect(server.services.ledger.countFor(created.response.id)).toBe(1);
+  });
+
+  it('paused longer than the pause timeout → incomplete', async () => {
+    const { url, server } = await testServer({ policy: twoCalls(), limits: { pauseTimeoutMs: 50 } });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    await s.next('response.done');
+    const end = await s.next('response.incomplete');
+    expect(end.response.status).toBe('incomplete');
+    expect(end.response.incomplete_details).toEqual({ reason: 'pause_timeout' });
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(end.response.id)).toBe(1);
+    // The connection goes on: a new run works.
+    s.send({ type: 'response.append', input: [out('call_a')] });
+    expect((await s.next('error')).error.code).toBe('no_paused_response');
+  });
+
+  it('a frame over the size limit closes the socket with 1009', async () => {
+    const { url } = await testServer({ limits: { maxFrameBytes: 1024 } });
+    const s = await RawSocket.longLived(url);
+    s.send(create({ input: 'x'.repeat(4096) }));
+    expect((await s.closed).code).toBe(1009);
+  });
+
+  it('a binary frame → binary_frame error, socket stays open', async () => {
+    const { s } = await pausedRun();
+    s.ws.send(Buffer.from([1, 2, 3]), { binary: true });
+    expect((await s.next('error')).error.code).toBe('binary_frame');
+    await stillOpen(s);
+  });
+
+  it('flagged input fails the request with content_flagged', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.longLived(url);
+    s.send(create({ input: 'my key is AKIAABCDEFGHIJKLMNOP ok' }));
+    const err = await s.next('error');
+    expect(err.error.code).toBe('content_flagged');
+    expect(err.error.param).toBe('input[0]');
+  });
+
+  it('a flagged append is refused and the run stays paused', async () => {
+    const { s } = await pausedRun();
+    s.send({ type: 'response.append', input: [out('call_a', 'ghp_' + 'a'.repeat(36))] });
+    expect((await s.next('error')).error.code).toBe('content_flagged');
+    s.send({ type: 'response.append', input: [out('call_a'), out('call_b')] });
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+  });
+
+  it('a create during a run is queued and runs after it', async () => {
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: {}, call_id: 'call_q' }] }, { text: 'first' }, { text: 'second' }]);
+    const { url } = await testServer({ policy });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    await s.next('response.done');
+    s.send(create({ input: 'again' }));
+    s.send({ type: 'response.append', input: [out('call_q')] });
+    const first = await s.next('response.completed');
+    const second = await s.next('response.completed');
+    expect(first.response.id).not.toBe(second.response.id);
+    expect(second.response.output[0]?.type === 'message' && second.response.output[0].content[0]?.text).toBe('second');
+    expect(policy.remaining()).toBe(0);
+  });
+
+  it('refuses a missing or wrong API key at the upgrade with 401', async () => {
+    const { url } = await testServer({ apiKeys: ['sekret'] });
+    await expect(RawSocket.longLived(url)).rejects.toMatchObject({ status: 401 });
+    await expect(
+      RawSocket.connect(url, { headers: { 'OpenAI-Beta': 'responses_websockets=2026-02-04', Authorization: 'Bearer wrong' } }),
+    ).rejects.toMatchObject({ status: 401 });
+    const ok = await RawSocket.connect(url, { headers: { 'OpenAI-Beta': 'responses_websockets=2026-02-04', Authorization: 'Bearer sekret' } });
+    ok.send(create());
+    expect((await ok.next('response.created')).response.status).toBe('in_progress');
+  });
+});

@@ -13,7 +13,7 @@
  */
 import type { ModelRequest } from '../model/types.js';
 import { WireError, toWireError } from '../protocol/errors.js';
-import type { CreateParams, ResponseLifecycleEvent, ServerEvent, UnnumberedEvent } from '../protocol/events.js';
+import type { CreateParams, LifecycleType, ServerEvent, UnnumberedEvent } from '../protocol/events.js';
 import {
   makeUsage,
   newId,
@@ -172,7 +172,7 @@ export class ResponseRun {
     this.emit(err.toEvent());
   }
 
-  private lifecycle(type: ResponseLifecycleEvent['type']): void {
+  private lifecycle(type: LifecycleType): void {
     this.emit({ type, response: snapshot(this.response) });
   }
 
@@ -207,11 +207,12 @@ export class ResponseRun {
       model: route.model,
       settings: route.settings,
       instructions: ctx.instructions,
-      items: ctx.items,
+      // Snapshots: the context keeps growing after this call, the request must not.
+      items: ctx.items.slice(),
       tools: ctx.functionTools,
       tool_choice: params.tool_choice,
       parallel_tool_calls: params.parallel_tool_calls,
-      promptTokens: ctx.tokens,
+      promptTokens: ctx.tokens.view(),
       maxOutputTokens: params.max_output_tokens,
     };
     m.count('model_calls');
@@ -389,7 +390,7 @@ export class ResponseRun {
   }
 }
 
-const TERMINAL: Record<EndStatus, ResponseLifecycleEvent['type']> = {
+const TERMINAL: Record<EndStatus, LifecycleType> = {
   completed: 'response.completed',
   failed: 'response.failed',
   incomplete: 'response.incomplete',

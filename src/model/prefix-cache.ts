@@ -44,7 +44,7 @@ export class PrefixCache {
    * blocks whose chained keys are all present. Hashes only up to the first
    * miss, so a cold prompt costs one block.
    */
-  lookup(tokens: readonly number[]): number {
+  lookup(tokens: ArrayLike<number>): number {
     const hits: number[] = [];
     const chain = new BlockChain(tokens, this.blockSize);
     for (let key = chain.next(); key !== undefined; key = chain.next()) {
@@ -56,7 +56,7 @@ export class PrefixCache {
   }
 
   /** Remember every full block of `tokens` (the trailing partial block is dropped). */
-  insert(tokens: readonly number[]): void {
+  insert(tokens: ArrayLike<number>): void {
     if (this.maxEntries === 0) return;
     const keys: number[] = [];
     const chain = new BlockChain(tokens, this.blockSize);
@@ -99,7 +99,7 @@ class BlockChain {
   private h2 = 0x5bd1e995;
 
   constructor(
-    private readonly tokens: readonly number[],
+    private readonly tokens: ArrayLike<number>,
     private readonly blockSize: number,
   ) {}
 

@@ -28,7 +28,7 @@ export interface ModelRequest {
   tool_choice: ToolChoice;
   parallel_tool_calls: boolean;
   /** The rendered prompt (o200k token ids) the prefix cache is keyed on. */
-  promptTokens: readonly number[];
+  promptTokens: ArrayLike<number>;
   maxOutputTokens: number | null;
 }
 

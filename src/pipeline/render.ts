@@ -15,6 +15,7 @@ import { encodeText } from '../model/tokenizer.js';
 import type { FunctionTool, InputItem, Tool } from '../protocol/objects.js';
 import { isFunctionTool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
+import { TokenBuffer } from './tokens.js';
 
 const IM_START = encode('<|im_start|>', { allowedSpecial: 'all' })[0] ?? 0;
 const IM_END = encode('<|im_end|>', { allowedSpecial: 'all' })[0] ?? 0;
@@ -27,8 +28,8 @@ export interface RenderedContext {
   functionTools: FunctionTool[];
   /** Every item the model sees, in order: inputs, earlier outputs, tool outputs. */
   items: InputItem[];
-  /** The prompt: header tokens then each item's tokens. Grows in place on append. */
-  tokens: number[];
+  /** The prompt: header tokens then each item's tokens. Append-only. */
+  tokens: TokenBuffer;
   headerTokens: number;
   /** call_ids of function_call items in `items`, and of those answered by an output. */
   callIds: Set<string>;
@@ -105,7 +106,7 @@ export function renderFull(
       tools,
       functionTools,
       items: [],
-      tokens: header,
+      tokens: new TokenBuffer(header),
       headerTokens: header.length,
       callIds: new Set(),
       answeredCallIds: new Set(),
@@ -133,7 +134,7 @@ export function appendOutput(ctx: RenderedContext, items: readonly InputItem[]):
 
 function pushItem(ctx: RenderedContext, item: InputItem, toks: number[]): void {
   ctx.items.push(item);
-  for (const t of toks) ctx.tokens.push(t);
+  ctx.tokens.pushAll(toks);
   const it = item as unknown as Record<string, unknown>;
   if (item.type === 'function_call' && typeof it['call_id'] === 'string') ctx.callIds.add(it['call_id']);
   if (item.type === 'function_call_output' && typeof it['call_id'] === 'string') ctx.answeredCallIds.add(it['call_id']);
@@ -144,7 +145,7 @@ export function forkContext(ctx: RenderedContext): RenderedContext {
   return {
     ...ctx,
     items: ctx.items.slice(),
-    tokens: ctx.tokens.slice(),
+    tokens: ctx.tokens.clone(),
     callIds: new Set(ctx.callIds),
     answeredCallIds: new Set(ctx.answeredCallIds),
   };

@@ -18,32 +18,30 @@ interface Seq {
   sequence_number: number;
 }
 
-export type ResponseLifecycleEvent = Seq & {
-  type:
-    | 'response.created'
-    | 'response.in_progress'
-    | 'response.completed'
-    | 'response.failed'
-    | 'response.incomplete'
-    | 'response.cancelled'
-    /** Long-lived protocol: the response is paused for client tool outputs. */
-    | 'response.done';
-  response: Response;
-};
+/** One event type per member, so `Extract<ServerEvent, {type: K}>` finds each. */
+type Each<T extends string, Body> = T extends string ? Seq & { type: T } & Body : never;
 
-export type OutputItemEvent = Seq & {
-  type: 'response.output_item.added' | 'response.output_item.done';
-  output_index: number;
-  item: OutputItem;
-};
+export type LifecycleType =
+  | 'response.created'
+  | 'response.in_progress'
+  | 'response.completed'
+  | 'response.failed'
+  | 'response.incomplete'
+  | 'response.cancelled'
+  /** Long-lived protocol: the response is paused for client tool outputs. */
+  | 'response.done';
 
-export type ContentPartEvent = Seq & {
-  type: 'response.content_part.added' | 'response.content_part.done';
-  item_id: string;
-  output_index: number;
-  content_index: number;
-  part: OutputText;
-};
+export type ResponseLifecycleEvent = Each<LifecycleType, { response: Response }>;
+
+export type OutputItemEvent = Each<
+  'response.output_item.added' | 'response.output_item.done',
+  { output_index: number; item: OutputItem }
+>;
+
+export type ContentPartEvent = Each<
+  'response.content_part.added' | 'response.content_part.done',
+  { item_id: string; output_index: number; content_index: number; part: OutputText }
+>;
 
 export type TextDeltaEvent = Seq & {
   type: 'response.output_text.delta';

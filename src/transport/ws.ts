@@ -48,6 +48,7 @@ export function chooseProtocol(req: IncomingMessage, url: URL): Exclude<Protocol
 export class WsTransport {
   private readonly wss: WebSocketServer;
   readonly sessions = new Set<ConnectionSession>();
+  private readonly idleWaiters: Array<() => void> = [];
 
   constructor(private readonly opts: WsTransportOptions) {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: opts.services.limits.maxFrameBytes });
@@ -96,8 +97,17 @@ export class WsTransport {
     ws.on('close', (code) => {
       clearTimeout(lifetime);
       log.info({ code }, 'websocket closed');
-      void session.close().finally(() => this.sessions.delete(session));
+      void session.close().finally(() => {
+        this.sessions.delete(session);
+        if (this.sessions.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+      });
     });
+  }
+
+  /** Resolves once no connection is open and every closed one is fully wound down. */
+  idle(): Promise<void> {
+    if (this.sessions.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** Shutdown: every session's run in flight ends `incomplete`, then sockets close. */

@@ -1,0 +1,65 @@
+/**
+ * The Workload shape: one recorded (or synthetic) agent run, cut into user
+ * turns and model calls, that the benchmark replays through every design.
+ *
+ * Produced by the Codex rollout reader (`workload-codex.ts`) and by
+ * `synthetic.ts`; consumed by the replay driver and the report. Types and the
+ * reader's error only: no parsing, no I/O.
+ *
+ * Replay contract: for each user turn the client sends `input`, then for each
+ * model turn the model replays `output` (decoding `output_tokens` in all);
+ * after every model turn but the last of a user turn, the client answers each
+ * of its function calls with `toolOutputs[call_id]`, waiting `duration_ms`
+ * first. A user turn's last model turn normally has no function calls; when it
+ * has (the run was interrupted), the next user turn's `input` starts with
+ * their outputs.
+ */
+import type { ReplayTurn } from '../model/types.js';
+import type { FunctionTool, InputItem } from '../protocol/objects.js';
+
+export interface UserTurn {
+  /** What the client sends to start this user turn (the first one includes the developer preamble). */
+  input: InputItem[];
+  /** Each model call of the user turn, in order. */
+  modelTurns: ReplayTurn[];
+}
+
+export interface Workload {
+  /** Short name, e.g. the file's basename. */
+  name: string;
+  /** Provenance to cite: the citation for a shipped file, else the path or the generator's options. */
+  source: string;
+  /**
+   * The `instructions` the agent sent with every call (Codex: the session's
+   * base instructions); null when the source records none. Whether a design
+   * re-sends them per call is the replay driver's decision.
+   */
+  instructions: string | null;
+  /** Function tools the run used; custom tools appear as function tools taking `{input}`. */
+  tools: FunctionTool[];
+  userTurns: UserTurn[];
+  /** By call_id: what the client answered and how long the tool took. */
+  toolOutputs: Record<string, { output: string; duration_ms: number }>;
+  /** Per recorded model call, from the source's usage telemetry (empty when not recorded). */
+  recorded: { model_calls: number; input_tokens: number[]; output_tokens: number[] };
+  stats: {
+    /** Records read (non-blank lines); 0 for synthetic workloads. */
+    lines: number;
+    function_calls: number;
+    custom_tool_calls: number;
+    /** Server-side tool calls (web search, ...): dropped from replay. */
+    hosted_calls: number;
+    tool_output_bytes: number;
+  };
+}
+
+/** A file that is not a readable rollout. `line` is 1-based; 0 when the whole file is at fault. */
+export class WorkloadError extends Error {
+  readonly line: number;
+
+  constructor(line: number, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.line = line;
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Workloads for `llr bench`: read a recorded agent run into the Workload shape
+ * every design replays, and summarise it for the report.
+ *
+ * Used by the benchmark runner and the `llr bench` command. The shape and its
+ * replay contract are in `workload-types.ts`; the Codex rollout format, what
+ * was learned about it and the grouping decisions are in `workload-codex.ts`;
+ * `synthetic.ts` builds workloads from a seed. Leaves out other agents' log
+ * formats (only Codex CLI rollouts are read).
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { parseRollout } from './workload-codex.js';
+import { WorkloadError, type Workload } from './workload-types.js';
+
+export { WorkloadError } from './workload-types.js';
+export type { UserTurn, Workload } from './workload-types.js';
+
+/** Citations for shipped workloads, keyed by the file's SHA-256 (as in shared/workloads/README.md). */
+const KNOWN_SOURCES: Record<string, string> = {
+  '8cb269b4fbbdda6eb74a2c0a14b58fbb43f8f1a67d648d63bec00e974969fe18':
+    'codemie-ai/codemie-code, src/agents/plugins/codex/__tests__/fixtures/' +
+    'rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl ' +
+    '(Apache License 2.0, copyright its authors; kept unchanged). ' +
+    'Recorded with Codex CLI 0.125.0 against a GPT-5-class model.',
+};
+
+/** Reads and parses a rollout; the source is the shipped file's citation, else the path. */
+export function readWorkload(path: string): Workload {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (err) {
+    throw new WorkloadError(0, `${path}: cannot read the file`, { cause: err });
+  }
+  const hash = createHash('sha256').update(bytes).digest('hex');
+  return parseWorkload(bytes.toString('utf8'), basename(path), KNOWN_SOURCES[hash] ?? path);
+}
+
+/** Parses rollout text; `name` prefixes error messages. */
+export function parseWorkload(text: string, name: string, source: string): Workload {
+  return parseRollout(text, name, source);
+}
+
+export interface WorkloadSummary {
+  user_turns: number;
+  model_calls: number;
+  /** Client tool calls replayed (function calls, including mapped custom tools). */
+  tool_calls: number;
+  hosted_calls: number;
+  /** Recorded prompt size of the first and the last model call; null when not recorded. */
+  input_tokens_first: number | null;
+  input_tokens_last: number | null;
+  output_tokens_median: number | null;
+  tool_output_bytes: number;
+  tool_duration_median_ms: number | null;
+}
+
+/** Counts for printing next to benchmark results. */
+export function summarizeWorkload(w: Workload): WorkloadSummary {
+  let modelCalls = 0;
+  let toolCalls = 0;
+  const outputTokens: number[] = [];
+  for (const ut of w.userTurns) {
+    for (const mt of ut.modelTurns) {
+      modelCalls++;
+      toolCalls += mt.output.filter((o) => o.type === 'function_call').length;
+      if (mt.output_tokens !== undefined) outputTokens.push(mt.output_tokens);
+    }
+  }
+  const outputs = Object.values(w.toolOutputs);
+  return {
+    user_turns: w.userTurns.length,
+    model_calls: modelCalls,
+    tool_calls: toolCalls,
+    hosted_calls: w.stats.hosted_calls,
+    input_tokens_first: w.recorded.input_tokens[0] ?? null,
+    input_tokens_last: w.recorded.input_tokens.at(-1) ?? null,
+    output_tokens_median: median(outputTokens),
+    tool_output_bytes: outputs.reduce((n, o) => n + Buffer.byteLength(o.output, 'utf8'), 0),
+    tool_duration_median_ms: median(outputs.map((o) => o.duration_ms)),
+  };
+}
+
+function median(xs: number[]): number | null {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}

@@ -1,0 +1,60 @@
+/**
+ * Synthetic workloads: the run length and output sizes asked for, determinism
+ * for a seed, and the same replay shape as a recorded rollout.
+ */
+import { describe, expect, it } from 'vitest';
+import { syntheticWorkload } from '../../src/bench/synthetic.js';
+import { summarizeWorkload } from '../../src/bench/workload.js';
+
+describe('syntheticWorkload', () => {
+  const opts = { turns: 10, toolOutputBytes: 2048, outputTokensPerTurn: 80, seed: 7 };
+
+  it('has one user turn of `turns` model calls: exec_command calls, then a message', () => {
+    for (const turns of [1, 10, 200]) {
+      const w = syntheticWorkload({ ...opts, turns });
+      expect(w.userTurns).toHaveLength(1);
+      const mts = w.userTurns[0]!.modelTurns;
+      expect(mts).toHaveLength(turns);
+      expect(mts.at(-1)!.output.map((o) => o.type)).toEqual(['message']);
+      for (const mt of mts.slice(0, -1)) {
+        expect(mt.output).toHaveLength(1);
+        const [c] = mt.output;
+        expect(c).toMatchObject({ type: 'function_call', name: 'exec_command' });
+        if (c?.type === 'function_call') expect(JSON.parse(c.arguments)).toEqual({ cmd: expect.any(String) });
+      }
+      expect(summarizeWorkload(w)).toMatchObject({ user_turns: 1, model_calls: turns, tool_calls: turns - 1 });
+    }
+  });
+
+  it('answers every call with exactly toolOutputBytes bytes after toolDurationMs', () => {
+    for (const toolOutputBytes of [0, 1, 113, 40_000]) {
+      const w = syntheticWorkload({ ...opts, toolOutputBytes, toolDurationMs: 1300 });
+      const outputs = Object.values(w.toolOutputs);
+      expect(outputs).toHaveLength(opts.turns - 1);
+      for (const o of outputs) {
+        expect(Buffer.byteLength(o.output, 'utf8')).toBe(toolOutputBytes);
+        expect(o.duration_ms).toBe(1300);
+      }
+      expect(w.stats.tool_output_bytes).toBe((opts.turns - 1) * toolOutputBytes);
+    }
+    expect(Object.values(syntheticWorkload(opts).toolOutputs)[0]!.duration_ms).toBe(0);
+  });
+
+  it('records the output tokens asked for, and varies the outputs between calls', () => {
+    const w = syntheticWorkload(opts);
+    expect(w.userTurns[0]!.modelTurns.every((t) => t.output_tokens === 80)).toBe(true);
+    expect(w.recorded).toEqual({ model_calls: 10, input_tokens: [], output_tokens: Array(10).fill(80) });
+    expect(new Set(Object.values(w.toolOutputs).map((o) => o.output)).size).toBe(9);
+  });
+
+  it('is deterministic for a seed and differs between seeds', () => {
+    expect(syntheticWorkload(opts)).toEqual(syntheticWorkload(opts));
+    expect(syntheticWorkload({ ...opts, seed: 8 }).toolOutputs).not.toEqual(syntheticWorkload(opts).toolOutputs);
+  });
+
+  it('rejects options it cannot honour', () => {
+    expect(() => syntheticWorkload({ ...opts, turns: 0 })).toThrow(RangeError);
+    expect(() => syntheticWorkload({ ...opts, toolOutputBytes: 1.5 })).toThrow(/toolOutputBytes/);
+    expect(() => syntheticWorkload({ ...opts, toolDurationMs: -1 })).toThrow(/toolDurationMs/);
+  });
+});

@@ -1,0 +1,232 @@
+/**
+ * The Codex rollout reader: the shipped rollout read end to end, the grouping
+ * rules on small hand-written rollouts, and the errors (with line numbers) for
+ * files that are not rollouts or are cut short. Synthetic workloads are in
+ * workload-synthetic.test.ts.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseWorkload, readWorkload, summarizeWorkload, WorkloadError, type Workload } from '../../src/bench/workload.js';
+
+// <repo root>/../shared: /work/shared next to /work/main, and a copy beside the clone in CI.
+const SHIPPED = fileURLToPath(new URL('../../../shared/workloads/codex-rollout-a.jsonl', import.meta.url));
+
+describe('the shipped rollout (codex-rollout-a.jsonl)', () => {
+  const w = readWorkload(SHIPPED);
+  const modelTurns = w.userTurns.flatMap((u) => u.modelTurns);
+  const calls = modelTurns.flatMap((t) => t.output.filter((o) => o.type === 'function_call'));
+
+  it('has 2 user turns and 66 model calls, one per token_count', () => {
+    expect(w.userTurns).toHaveLength(2);
+    expect(w.userTurns.map((u) => u.modelTurns.length)).toEqual([3, 63]);
+    expect(modelTurns).toHaveLength(66);
+    expect(w.recorded.model_calls).toBe(66);
+    expect(modelTurns.map((t) => t.output_tokens)).toEqual(w.recorded.output_tokens);
+  });
+
+  it('starts the first user turn with the developer preamble and cites its source', () => {
+    expect(w.userTurns[0]!.input.map((i) => ('role' in i ? i.role : i.type))).toEqual(['developer', 'user', 'user']);
+    expect(w.userTurns[1]!.input.map((i) => ('role' in i ? i.role : i.type))).toEqual(['user']);
+    expect(w.name).toBe('codex-rollout-a.jsonl');
+    expect(w.source).toContain('codemie-ai/codemie-code');
+    expect(w.source).toContain('Apache License 2.0');
+    expect(w.instructions).toMatch(/^You are Codex/);
+  });
+
+  it('answers every function call, and only those', () => {
+    expect(calls).toHaveLength(102);
+    for (const c of calls) expect(w.toolOutputs[c.call_id], c.call_id).toBeDefined();
+    expect(Object.keys(w.toolOutputs).sort()).toEqual(calls.map((c) => c.call_id).sort());
+    // The user turns end with an answer, not with calls waiting for output.
+    for (const u of w.userTurns) expect(u.modelTurns.at(-1)!.output.map((o) => o.type)).toEqual(['message']);
+  });
+
+  it('records growing input tokens per model call', () => {
+    const input = w.recorded.input_tokens;
+    expect(input).toHaveLength(66);
+    expect(input[0]).toBe(18703);
+    expect(input.at(-1)).toBe(131573);
+    for (let i = 1; i < input.length; i++) expect(input[i]).toBeGreaterThanOrEqual(input[i - 1]!);
+  });
+
+  it('counts items and rebuilds the tools, replaying apply_patch as a function', () => {
+    expect(w.stats).toEqual({ lines: 386, function_calls: 99, custom_tool_calls: 3, hosted_calls: 3, tool_output_bytes: 340817 });
+    expect(w.tools.map((t) => t.name)).toEqual(['exec_command', 'write_stdin', 'update_plan', 'apply_patch']);
+    const patch = calls.find((c) => c.name === 'apply_patch')!;
+    expect(JSON.parse(patch.arguments)).toEqual({ input: expect.stringMatching(/^\*\*\* Begin Patch/) });
+    expect(w.toolOutputs[patch.call_id]!.output).toMatch(/^\{"output":"Success/);
+  });
+
+  it('times tools from the call to the output record', () => {
+    // 08:27:22.479 → 08:27:23.709; exec_command_end says 5.09 s (the process's whole life).
+    expect(w.toolOutputs['call_Y2p6KmqwoTtpi6atpDPuxC5M']!.duration_ms).toBe(1230);
+    expect(summarizeWorkload(w)).toEqual({
+      user_turns: 2,
+      model_calls: 66,
+      tool_calls: 102,
+      hosted_calls: 3,
+      input_tokens_first: 18703,
+      input_tokens_last: 131573,
+      output_tokens_median: 96.5,
+      tool_output_bytes: 340817,
+      tool_duration_median_ms: 1257.5,
+    });
+  });
+});
+
+// Small rollouts: one record per helper call, timestamps one second apart.
+type Rec = { type: string; payload: Record<string, unknown>; timestamp?: string };
+const meta = (): Rec => ({ type: 'session_meta', payload: { id: 's', base_instructions: { text: 'Be brief.' } } });
+const msg = (role: string, text: string): Rec => ({
+  type: 'response_item',
+  payload: { type: 'message', role, content: [{ type: role === 'assistant' ? 'output_text' : 'input_text', text }] },
+});
+const reasoning = (): Rec => ({ type: 'response_item', payload: { type: 'reasoning', summary: [], encrypted_content: 'x' } });
+const call = (id: string, cmd = 'ls'): Rec => ({
+  type: 'response_item',
+  payload: { type: 'function_call', name: 'exec_command', arguments: JSON.stringify({ cmd }), call_id: id },
+});
+const out = (id: string, output = 'ok'): Rec => ({ type: 'response_item', payload: { type: 'function_call_output', call_id: id, output } });
+const search = (): Rec => ({ type: 'response_item', payload: { type: 'web_search_call', status: 'completed', action: {} } });
+let total = 0;
+const usage = (input: number, output: number, repeat = false): Rec => {
+  if (!repeat) total += input + output;
+  const last = { input_tokens: input, cached_input_tokens: 0, output_tokens: output, reasoning_output_tokens: 0 };
+  return { type: 'event_msg', payload: { type: 'token_count', info: { total_token_usage: { total_tokens: total }, last_token_usage: last } } };
+};
+const jsonl = (recs: Rec[], timestamps = true): string =>
+  recs
+    .map((r, i) => JSON.stringify(timestamps ? { timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(), ...r } : r))
+    .join('\n') + '\n';
+const parse = (recs: Rec[], timestamps = true): Workload => parseWorkload(jsonl(recs, timestamps), 't.jsonl', 'test');
+
+describe('grouping model calls', () => {
+  it('keeps a hosted web search inside its model call and drops it from the output', () => {
+    const w = parse([meta(), msg('user', 'hi'), reasoning(), search(), reasoning(), msg('assistant', 'found'), usage(10, 50)]);
+    expect(w.userTurns[0]!.modelTurns).toEqual([{ output: [{ type: 'message', text: 'found' }], output_tokens: 50 }]);
+    expect(w.stats.hosted_calls).toBe(1);
+    expect(w.instructions).toBe('Be brief.');
+  });
+
+  it('gives the tokens of a call with nothing visible to the next call, or to the last one', () => {
+    const w = parse([
+      meta(), msg('user', 'hi'),
+      reasoning(), search(), usage(10, 30), // only a hosted search: nothing to replay
+      call('c1'), usage(12, 5), out('c1'),
+      msg('assistant', 'done'), usage(14, 7),
+      reasoning(), usage(15, 2), // nothing visible at the end of the user turn
+    ]);
+    expect(w.userTurns[0]!.modelTurns.map((t) => t.output_tokens)).toEqual([35, 9]);
+    expect(w.recorded).toEqual({ model_calls: 4, input_tokens: [10, 12, 14, 15], output_tokens: [30, 5, 7, 2] });
+  });
+
+  it('ignores a repeated token_count', () => {
+    const w = parse([meta(), msg('user', 'hi'), msg('assistant', 'a'), usage(10, 4), usage(10, 4, true)]);
+    expect(w.recorded.model_calls).toBe(1);
+    expect(w.userTurns[0]!.modelTurns).toEqual([{ output: [{ type: 'message', text: 'a' }], output_tokens: 4 }]);
+  });
+
+  it('reads usage without total_token_usage, and the older flat token_count', () => {
+    const lastOnly: Rec = { type: 'event_msg', payload: { type: 'token_count', info: { last_token_usage: { input_tokens: 8, output_tokens: 2 } } } };
+    const flat: Rec = { type: 'event_msg', payload: { type: 'token_count', input_tokens: 9, output_tokens: 3 } };
+    const w = parse([meta(), msg('user', 'hi'), call('c1'), lastOnly, out('c1'), call('c2'), lastOnly, out('c2'), msg('assistant', 'b'), flat]);
+    expect(w.recorded).toEqual({ model_calls: 3, input_tokens: [8, 8, 9], output_tokens: [2, 2, 3] });
+  });
+
+  it('splits calls at client items when there is no usage, and takes a late token_count', () => {
+    const w = parse([meta(), msg('user', 'hi'), call('c1'), out('c1'), usage(9, 3), call('c2'), out('c2'), msg('assistant', 'b')]);
+    expect(w.userTurns[0]!.modelTurns.map((t) => [t.output.length, t.output_tokens])).toEqual([[1, 3], [1, undefined], [1, undefined]]);
+    expect(w.recorded.model_calls).toBe(1);
+  });
+
+  it('starts a user turn at the messages that follow model output', () => {
+    const w = parse([meta(), msg('developer', 'rules'), msg('user', 'one'), msg('assistant', 'a'), usage(5, 1), msg('user', 'two'), msg('assistant', 'b'), usage(7, 1), msg('user', 'unanswered')]);
+    expect(w.userTurns.map((u) => u.input.length)).toEqual([2, 1]);
+  });
+
+  it('replays apply_patch as a function call taking {input}', () => {
+    const patch: Rec = { type: 'response_item', payload: { type: 'custom_tool_call', status: 'completed', call_id: 'p1', name: 'apply_patch', input: '*** Begin Patch' } };
+    const patchOut: Rec = { type: 'response_item', payload: { type: 'custom_tool_call_output', call_id: 'p1', output: '{"output":"Success"}' } };
+    const w = parse([meta(), msg('user', 'fix'), patch, usage(5, 9), patchOut, msg('assistant', 'ok'), usage(6, 1)]);
+    expect(w.userTurns[0]!.modelTurns[0]!.output).toEqual([{ type: 'function_call', name: 'apply_patch', arguments: '{"input":"*** Begin Patch"}', call_id: 'p1' }]);
+    expect(w.toolOutputs.p1).toEqual({ output: '{"output":"Success"}', duration_ms: 2000 });
+    expect(w.tools).toEqual([expect.objectContaining({ name: 'apply_patch', parameters: expect.objectContaining({ properties: { input: { type: 'string' } } }) })]);
+    expect(w.stats.custom_tool_calls).toBe(1);
+  });
+
+  it('answers an interrupted call "aborted" at the start of the next user turn', () => {
+    const w = parse([meta(), msg('user', 'go'), call('c1'), usage(5, 2), msg('user', 'stop, do this instead'), msg('assistant', 'ok'), usage(9, 1)]);
+    expect(w.userTurns[1]!.input[0]).toEqual({ type: 'function_call_output', call_id: 'c1', output: 'aborted' });
+    expect(w.toolOutputs).toEqual({});
+  });
+
+  it('falls back to exec_command_end, then 0, when records have no timestamps', () => {
+    const end: Rec = { type: 'event_msg', payload: { type: 'exec_command_end', call_id: 'c1', duration: { secs: 2, nanos: 500_000_000 } } };
+    const w = parse([meta(), msg('user', 'go'), call('c1'), call('c2'), usage(5, 2), out('c1'), end, out('c2'), msg('assistant', 'ok'), usage(9, 1)], false);
+    expect(w.toolOutputs).toEqual({ c1: { output: 'ok', duration_ms: 2500 }, c2: { output: 'ok', duration_ms: 0 } });
+  });
+});
+
+describe('files that are not rollouts, or are cut short', () => {
+  const shipped = readFileSync(SHIPPED, 'utf8');
+  const shippedLines = shipped.trimEnd().split('\n');
+  const fails = (text: string): WorkloadError => {
+    try {
+      parseWorkload(text, 'bad.jsonl', 'test');
+    } catch (err) {
+      expect(err).toBeInstanceOf(WorkloadError);
+      expect((err as Error).name).toBe('WorkloadError');
+      return err as WorkloadError;
+    }
+    throw new Error('expected a WorkloadError');
+  };
+
+  it('rejects an empty file', () => {
+    expect(fails('')).toMatchObject({ line: 0, message: 'bad.jsonl: the file is empty: not a Codex rollout' });
+    expect(fails('\n  \n').line).toBe(0);
+  });
+
+  it('rejects a JSON array, a CSV, and lines without type or payload', () => {
+    expect(fails('[\n  {"type": "session_meta", "payload": {}}\n]\n')).toMatchObject({ line: 1, message: expect.stringMatching(/^bad\.jsonl:1: not valid JSON/) });
+    expect(fails('[{"type":"session_meta","payload":{}}]\n')).toMatchObject({ line: 1, message: expect.stringContaining('got an array') });
+    expect(fails('timestamp,type,payload\n2026-01-01,message,hi\n').line).toBe(1);
+    expect(fails(`${shippedLines[0]}\n{"type":"response_item"}\n`)).toMatchObject({ line: 2, message: expect.stringContaining('`payload`') });
+    expect(fails(`${shippedLines[0]}\n{"payload":{}}\n`)).toMatchObject({ line: 2, message: expect.stringContaining('`type`') });
+  });
+
+  it('rejects a last line cut mid-JSON as truncated', () => {
+    const lastLine = shippedLines.at(-1)!;
+    const cut = [...shippedLines.slice(0, -1), lastLine.slice(0, lastLine.length / 2)].join('\n');
+    expect(fails(cut)).toMatchObject({ line: 386, message: expect.stringContaining('truncated') });
+  });
+
+  it('rejects a function call that never gets its output', () => {
+    const err = fails(shippedLines.slice(0, 10).join('\n')); // line 9 is the first function_call, line 10 its token_count
+    expect(err).toMatchObject({ line: 9, message: expect.stringMatching(/^bad\.jsonl:9: exec_command call call_Y2p6KmqwoTtpi6atpDPuxC5M has no output/) });
+  });
+
+  it('rejects an output for an unknown call and a rollout with no model call', () => {
+    expect(fails(jsonl([meta(), msg('user', 'hi'), out('nope')])).line).toBe(3);
+    expect(fails(jsonl([meta(), msg('user', 'hi')])).line).toBe(0);
+  });
+
+  describe('readWorkload', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llr-workload-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('names other files by basename and cites them by path', () => {
+      const path = join(dir, 'other.jsonl');
+      writeFileSync(path, jsonl([meta(), msg('user', 'hi'), msg('assistant', 'hello'), usage(3, 1)]));
+      const w = readWorkload(path);
+      expect([w.name, w.source]).toEqual(['other.jsonl', path]);
+    });
+
+    it('wraps a file it cannot read', () => {
+      const path = join(dir, 'missing.jsonl');
+      expect(() => readWorkload(path)).toThrow(expect.objectContaining({ name: 'WorkloadError', line: 0, cause: expect.objectContaining({ code: 'ENOENT' }) }));
+    });
+  });
+});

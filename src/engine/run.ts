@@ -316,6 +316,7 @@ export class ResponseRun {
     this.response.pending_tool_calls = ids;
     this.lifecycle('response.done');
     delete this.response.pending_tool_calls;
+    this.record();
     this.pauseTimer = setTimeout(() => this.stop('incomplete', 'pause_timeout'), this.services.limits.pauseTimeoutMs);
     try {
       await waiting;

@@ -1,0 +1,88 @@
+/**
+ * The claim of the long-lived design, read from the server's own counters:
+ * in a run with N tool calls, full-context work (validate, render, scan),
+ * routing and post-inference work each run exactly once, and each append
+ * costs exactly the tokens of the appended items — while the prompt the
+ * model sees is identical to a full re-render of the whole context.
+ */
+import { describe, expect, it } from 'vitest';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { SimulatedModel } from '../../src/model/simulated.js';
+import { RunMetrics } from '../../src/pipeline/metrics.js';
+import { renderAppend, renderFull } from '../../src/pipeline/render.js';
+import type { InputItem } from '../../src/protocol/objects.js';
+import type { RunRecord } from '../../src/engine/records.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+const N = 6;
+const tool = { type: 'function', name: 'read_file', parameters: { type: 'object', properties: { path: { type: 'string' } } } };
+
+/** Tokens that rendering just these items costs, measured on its own. */
+function tokensOf(items: InputItem[]): number {
+  const m = new RunMetrics();
+  renderAppend(renderFull(null, [], [], new RunMetrics()), items, m);
+  return m.counters.tokens_tokenized;
+}
+
+async function record(url: string, id: string): Promise<RunRecord> {
+  const res = await fetch(`${url}/llr/runs/${id}`);
+  return (await res.json()) as RunRecord;
+}
+
+describe('long-lived design claims', () => {
+  it(`a run with ${N} tool calls renders, routes and post-processes once; appends cost only their own tokens`, async () => {
+    const steps = Array.from({ length: N }, (_, i) => ({ calls: [{ name: 'read_file', arguments: { path: `src/file${i}.ts` } }] }));
+    const policy = scriptPolicy([...steps, { text: 'Read all the files.' }]);
+    const model = new SimulatedModel({ policy, seed: 7 });
+    const { url, server } = await testServer({ model });
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', instructions: 'Be brief.', input: 'read the files', tools: [tool], store: true });
+
+    let before = -1;
+    let appended: InputItem[] = [];
+    for (let i = 0; i < N; i++) {
+      const done = await s.next('response.done');
+      const rec = await record(url, done.response.id);
+      expect(rec.counters['pauses']).toBe(i + 1);
+      if (i > 0) {
+        // What the previous append cost, measured by the server, equals the appended items' own tokens.
+        expect(rec.counters['tokens_tokenized'] - before).toBe(tokensOf(appended));
+      }
+      before = rec.counters['tokens_tokenized'];
+      const callId = done.response.pending_tool_calls![0]!;
+      appended = [{ type: 'function_call_output', call_id: callId, output: `contents of file ${i}\n`.repeat(i + 1) }];
+      s.send({ type: 'response.append', input: appended });
+    }
+    const end = await s.next('response.completed');
+    const timing = await s.next('llr.timing');
+    expect(timing.counters['tokens_tokenized'] - before).toBe(tokensOf(appended));
+    await server.services.postWork.flush();
+
+    const rec = await record(url, end.response.id);
+    expect(rec.post_done).toBe(true);
+    expect(rec.counters).toMatchObject({
+      validate_full: 1,
+      render_full: 1,
+      safety_full: 1,
+      route_full: 1,
+      validate_incremental: N,
+      render_incremental: N,
+      safety_incremental: N,
+      appends: N,
+      model_calls: N + 1,
+      post_inference: 1,
+      billing_records: 1,
+      persisted: 1,
+    });
+    expect(server.services.ledger.countFor(end.response.id)).toBe(1);
+    expect(policy.remaining()).toBe(0);
+
+    // The incrementally built prompt of the last model call is exactly a full re-render of its context.
+    const last = model.calls.at(-1)!;
+    const full = renderFull('Be brief.', [tool], last.items, new RunMetrics());
+    expect(Array.from(last.promptTokens)).toEqual(Array.from(full.tokens.view()));
+    // And earlier calls saw shorter prompts (snapshots, not the growing buffer).
+    expect(model.calls[0]!.promptTokens.length).toBeLessThan(last.promptTokens.length);
+  });
+});

@@ -47,16 +47,16 @@ describe('long-lived design claims', () => {
       expect(rec.counters['pauses']).toBe(i + 1);
       if (i > 0) {
         // What the previous append cost, measured by the server, equals the appended items' own tokens.
-        expect(rec.counters['tokens_tokenized'] - before).toBe(tokensOf(appended));
+        expect(rec.counters['tokens_tokenized']! - before).toBe(tokensOf(appended));
       }
-      before = rec.counters['tokens_tokenized'];
+      before = rec.counters['tokens_tokenized']!;
       const callId = done.response.pending_tool_calls![0]!;
       appended = [{ type: 'function_call_output', call_id: callId, output: `contents of file ${i}\n`.repeat(i + 1) }];
       s.send({ type: 'response.append', input: appended });
     }
     const end = await s.next('response.completed');
     const timing = await s.next('llr.timing');
-    expect(timing.counters['tokens_tokenized'] - before).toBe(tokensOf(appended));
+    expect(timing.counters['tokens_tokenized']! - before).toBe(tokensOf(appended));
     await server.services.postWork.flush();
 
     const rec = await record(url, end.response.id);

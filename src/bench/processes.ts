@@ -1,0 +1,73 @@
+/**
+ * Child processes for benchmarks: the server (`llr serve`) and a raw `ws`
+ * echo server each run in their own process, so the driver's measurements
+ * include real loopback I/O and no shared event loop. Each child prints one
+ * JSON line with its URL; a child that exits early or never says where it
+ * listens fails the benchmark with its output instead of hanging.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export interface Child {
+  url: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
+function waitForUrl(proc: ChildProcess, what: string, timeoutMs = 20_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => fail(new Error(`${what} did not report its address within ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      proc.kill('SIGKILL');
+      reject(err);
+    };
+    proc.stdout?.setEncoding('utf8');
+    proc.stdout?.on('data', (chunk: string) => {
+      out += chunk;
+      for (const line of out.split('\n')) {
+        const m = /"url":"(http[^"]+)"/.exec(line);
+        if (m) {
+          clearTimeout(timer);
+          proc.stdout?.removeAllListeners('data');
+          proc.stdout?.resume();
+          resolve(m[1]!);
+          return;
+        }
+      }
+    });
+    proc.stderr?.setEncoding('utf8');
+    proc.stderr?.on('data', (c: string) => (out += c));
+    proc.once('exit', (code) => fail(new Error(`${what} exited with code ${code} before listening:\n${out}`)));
+  });
+}
+
+function stopper(proc: ChildProcess): () => Promise<void> {
+  return () =>
+    new Promise((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+      proc.once('exit', () => resolve());
+      proc.kill('SIGTERM');
+    });
+}
+
+/** `llr serve` on a free port, JSON logs, with extra flags. */
+export async function spawnServer(args: string[] = []): Promise<Child> {
+  const nodeArgs = process.env['LLR_BENCH_SERVER_NODE_ARGS']?.split(' ').filter(Boolean) ?? [];
+  const proc = spawn(process.execPath, [...nodeArgs, here('../cli.js'), 'serve', '--port', '0', '--store', 'memory', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LLR_LOG_LEVEL: 'info' },
+  });
+  const url = await waitForUrl(proc, 'llr serve');
+  return { url, proc, stop: stopper(proc) };
+}
+
+/** A raw `ws` echo server: the floor any WebSocket protocol pays per round trip. */
+export async function spawnEcho(): Promise<Child> {
+  const proc = spawn(process.execPath, [here('./echo-server.js')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const url = await waitForUrl(proc, 'echo server');
+  return { url, proc, stop: stopper(proc) };
+}

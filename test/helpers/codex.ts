@@ -1,0 +1,96 @@
+/**
+ * Runs the real Codex CLI against a test server: writes a throw-away
+ * CODEX_HOME with the provider config for the chosen protocol, runs
+ * `codex exec --json` with stdin closed, and returns its exit code and its
+ * JSON event lines. The binaries are installed by `.ci/install-codex` (which
+ * `.ci/run` calls) into `.cache/codex-<version>`; a missing one fails the
+ * test with that instruction rather than skipping it.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = fileURLToPath(new URL('../..', import.meta.url));
+
+export type CodexWire = 'http' | 'ws' | 'long-lived';
+
+export function codexBinary(version: string): string {
+  const bin = join(repo, '.cache', `codex-${version}`, 'node_modules', '.bin', 'codex');
+  if (!existsSync(bin)) throw new Error(`Codex CLI ${version} is not installed: run .ci/install-codex ${version}`);
+  return bin;
+}
+
+function config(port: number, wire: CodexWire): string {
+  return `model = "sim-model"
+model_provider = "lab"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+suppress_unstable_features_warning = true
+
+[features]
+plugins = false
+remote_plugin = false
+plugin_sharing = false
+apps = false
+in_app_updates = false
+${wire === 'long-lived' ? 'responses_websockets = true' : ''}
+
+[model_providers.lab]
+name = "lab"
+base_url = "http://127.0.0.1:${port}/v1"
+env_key = "LAB_API_KEY"
+wire_api = "responses"
+${wire === 'http' ? '' : 'supports_websockets = true'}
+request_max_retries = 0
+stream_max_retries = 0
+stream_idle_timeout_ms = 15000
+
+[analytics]
+enabled = false
+`;
+}
+
+export interface CodexResult {
+  code: number | null;
+  events: Array<Record<string, unknown>>;
+  stdout: string;
+  stderr: string;
+}
+
+export async function codexExec(version: string, port: number, wire: CodexWire, prompt: string): Promise<CodexResult> {
+  const bin = codexBinary(version);
+  const home = mkdtempSync(join(tmpdir(), 'llr-codex-home-'));
+  const work = mkdtempSync(join(tmpdir(), 'llr-codex-work-'));
+  writeFileSync(join(home, 'config.toml'), config(port, wire));
+  try {
+    const child = spawn(bin, ['exec', '--skip-git-repo-check', '--json', prompt], {
+      cwd: work,
+      env: { ...process.env, CODEX_HOME: home, LAB_API_KEY: 'test-key' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+    const events = stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    return { code, events, stdout, stderr };
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** The `item` payloads of `item.completed` events of a type. */
+export function completedItems(r: CodexResult, type: string): Array<Record<string, unknown>> {
+  return r.events
+    .filter((e) => e['type'] === 'item.completed')
+    .map((e) => e['item'] as Record<string, unknown>)
+    .filter((i) => i['type'] === type);
+}

@@ -17,7 +17,7 @@ export async function httpPlan(params: CreateParams, services: Services, metrics
   const input = resolveReferences(params.input, owner, services, metrics);
   const before = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
   if (params.previous_response_id) metrics.count('store_hydrations');
-  const { context, route } = await prepareFull(params, [...before, ...input], services, metrics, owner);
+  const { context, route } = await prepareFull(params, before, input, services, metrics, owner);
   return {
     protocol: 'http',
     params,

@@ -25,7 +25,7 @@ export function longLivedPolicy(services: Services, info: SessionInfo): ModePoli
           'previous_response_id',
         );
       }
-      const { context, route } = await prepareFull(params, params.input, services, metrics, info.owner);
+      const { context, route } = await prepareFull(params, [], params.input, services, metrics, info.owner);
       return {
         protocol: 'long-lived',
         params,

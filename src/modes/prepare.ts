@@ -14,17 +14,23 @@ import { safetyScan } from '../pipeline/safety.js';
 import { validateItems, validateTools } from '../pipeline/validate.js';
 import type { Services } from '../engine/services.js';
 
-/** Validate, render and scan `items` as one whole context. */
-export function checkAndRender(params: CreateParams, items: readonly InputItem[], metrics: RunMetrics): RenderedContext {
+/**
+ * Validate, render and scan a whole context: `history` (items loaded from
+ * earlier responses) then this request's `input`. Errors name the request's
+ * params: `input[i]` for input, `previous_response_id` for history.
+ */
+export function checkAndRender(params: CreateParams, history: readonly InputItem[], input: readonly InputItem[], metrics: RunMetrics): RenderedContext {
   metrics.time('validate', () => {
     metrics.count('validate_full');
     validateTools(params.tools, metrics);
-    validateItems(items, { callIds: new Set() }, metrics);
+    const known = validateItems(history, { callIds: new Set() }, metrics, 'previous_response_id');
+    validateItems(input, { callIds: known }, metrics);
   });
-  const context = renderFull(params.instructions, params.tools, items, metrics);
+  const context = renderFull(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics);
   metrics.time('safety', () => {
     metrics.count('safety_full');
-    safetyScan(items, metrics, 'input', params.instructions);
+    safetyScan(history, metrics, 'previous_response_id', params.instructions);
+    safetyScan(input, metrics, 'input');
   });
   return context;
 }
@@ -35,12 +41,13 @@ export function affinityKey(params: CreateParams, owner: string | null): string 
 
 export async function prepareFull(
   params: CreateParams,
-  items: readonly InputItem[],
+  history: readonly InputItem[],
+  input: readonly InputItem[],
   services: Services,
   metrics: RunMetrics,
   owner: string | null,
 ): Promise<{ context: RenderedContext; route: RouteDecision }> {
-  const context = checkAndRender(params, items, metrics);
+  const context = checkAndRender(params, history, input, metrics);
   const route = await services.router.route(params.model, affinityKey(params, owner), metrics);
   return { context, route };
 }

@@ -52,11 +52,13 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
       metrics.time('validate', () => {
         metrics.count('validate_full');
         validateTools(params.tools, metrics);
-        validateItems([...ctx.items, ...input], { callIds: new Set() }, metrics);
+        const known = validateItems(ctx.items, { callIds: new Set() }, metrics, 'previous_response_id');
+        validateItems(input, { callIds: known }, metrics);
       });
       metrics.time('safety', () => {
         metrics.count('safety_full');
-        safetyScan([...ctx.items, ...input], metrics, 'input', params.instructions);
+        safetyScan(ctx.items, metrics, 'previous_response_id', params.instructions);
+        safetyScan(input, metrics, 'input');
       });
     }
     let context: RenderedContext;
@@ -95,12 +97,12 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
         metrics.count('store_hydrations');
         const before = loadChain(prev, info.owner, services, metrics);
         const input = resolveReferences(params.input, info.owner, services, metrics);
-        const context = checkAndRender(params, [...before, ...input], metrics);
+        const context = checkAndRender(params, before, input, metrics);
         const route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
         prepared = { context, route, input };
       } else {
         const input = resolveReferences(params.input, info.owner, services, metrics);
-        prepared = { ...(await prepareFull(params, input, services, metrics, info.owner)), input };
+        prepared = { ...(await prepareFull(params, [], input, services, metrics, info.owner)), input };
       }
       return {
         protocol: 'ws',

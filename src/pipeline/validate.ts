@@ -50,9 +50,10 @@ export function validateTools(tools: readonly Tool[], metrics: RunMetrics): void
 /**
  * Validate `items`, whose function_call_outputs must answer a call either in
  * `known` or earlier in `items`. `param` prefixes error params (`input`).
+ * Returns the call ids known after these items.
  */
-export function validateItems(items: readonly InputItem[], known: KnownCalls, metrics: RunMetrics, param = 'input'): void {
-  const local = new Set<string>();
+export function validateItems(items: readonly InputItem[], known: KnownCalls, metrics: RunMetrics, param = 'input'): Set<string> {
+  const local = new Set<string>(known.callIds);
   items.forEach((item, i) => {
     const p = `${param}[${i}]`;
     const it = item as unknown as Record<string, unknown>;
@@ -73,7 +74,7 @@ export function validateItems(items: readonly InputItem[], known: KnownCalls, me
       }
       case 'function_call_output': {
         const id = it['call_id'] as string;
-        if (!known.callIds.has(id) && !local.has(id)) {
+        if (!local.has(id)) {
           throw new WireError('unknown_call_id', `No tool call found for function call output with call_id '${id}'.`, `${p}.call_id`);
         }
         const out = it['output'];
@@ -85,6 +86,7 @@ export function validateItems(items: readonly InputItem[], known: KnownCalls, me
     }
   });
   metrics.count('items_validated', items.length);
+  return local;
 }
 
 function validateContent(role: string, content: unknown, p: string): void {

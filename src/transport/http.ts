@@ -21,6 +21,7 @@ import type { Authenticator } from './auth.js';
 
 export class HttpTransport {
   private readonly runs = new Set<ResponseRun>();
+  private readonly idleWaiters: Array<() => void> = [];
 
   constructor(
     private readonly services: Services,
@@ -130,7 +131,16 @@ export class HttpTransport {
 
   private track(run: ResponseRun): void {
     this.runs.add(run);
-    void run.done.finally(() => this.runs.delete(run));
+    void run.done.finally(() => {
+      this.runs.delete(run);
+      if (this.runs.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+    });
+  }
+
+  /** Resolves once no HTTP response is in flight. */
+  idle(): Promise<void> {
+    if (this.runs.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** Shutdown: runs in flight end `incomplete` and their streams finish. */

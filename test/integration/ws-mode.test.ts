@@ -1,0 +1,151 @@
+/**
+ * WebSocket mode (the shipped design) on real sockets: warm-up, chained
+ * continuations from the connection cache, the store slow path, eviction on
+ * a failed continuation, the connection lifetime limit, the 426 switch, and
+ * post-inference work that runs after the terminal event but is never lost.
+ */
+import { describe, expect, it } from 'vitest';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const create = (extra: Record<string, unknown> = {}) => ({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool], store: false, ...extra });
+const oneCall = () => scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
+
+describe('ws mode', () => {
+  it('is the default with no beta header, and with the 2026-02-06 header or ?protocol=ws', async () => {
+    const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }, { text: 'c' }]) });
+    for (const s of [
+      await RawSocket.connect(url),
+      await RawSocket.connect(url, { headers: { 'OpenAI-Beta': 'responses_websockets=2026-02-06' } }),
+      await RawSocket.connect(url, { query: '?protocol=ws' }),
+    ]) {
+      s.send(create());
+      const done = await s.next('response.completed');
+      expect(server.services.records.get(done.response.id)?.protocol).toBe('ws');
+    }
+  });
+
+  it('warm-up with generate:false completes empty and chains; continuations use the connection cache', async () => {
+    const { url, server } = await testServer({ policy: oneCall() });
+    const s = await RawSocket.connect(url);
+    s.send(create({ generate: false, input: [{ type: 'message', role: 'developer', content: 'You are terse.' }] }));
+    const warm = await s.next('response.completed');
+    expect(warm.response.output).toEqual([]);
+    expect(server.services.records.get(warm.response.id)!.counters['model_calls']).toBe(0);
+
+    s.send(create({ previous_response_id: warm.response.id, input: 'look it up' }));
+    const first = await s.next('response.completed');
+    expect(first.response.output[0]).toMatchObject({ type: 'function_call', call_id: 'call_a' });
+    s.send(create({ previous_response_id: first.response.id, input: [{ type: 'function_call_output', call_id: 'call_a', output: 'found' }] }));
+    const second = await s.next('response.completed');
+    expect(second.response.output[0]?.type).toBe('message');
+
+    for (const r of [first, second]) {
+      const c = server.services.records.get(r.response.id)!.counters;
+      expect(c).toMatchObject({ rendered_cache_hits: 1, render_full: 0, validate_incremental: 1, route_reused: 1, route_full: 0, store_hydrations: 0 });
+    }
+    // The continuation tokenized only its one new item.
+    expect(server.services.records.get(second.response.id)!.counters['items_tokenized']).toBe(1);
+  });
+
+  it('unknown previous_response_id with store:false → previous_response_not_found, socket stays open', async () => {
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'ok' }]) });
+    const s = await RawSocket.connect(url);
+    s.send(create({ previous_response_id: 'resp_missing' }));
+    const err = await s.next('error');
+    expect(err).toMatchObject({
+      type: 'error',
+      status: 400,
+      error: { type: 'invalid_request_error', code: 'previous_response_not_found', message: "Previous response with id 'resp_missing' not found.", param: 'previous_response_id' },
+    });
+    s.send(create());
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+  });
+
+  it('unknown previous_response_id with store:true → not found too (nothing stored under it)', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    s.send(create({ store: true, previous_response_id: 'resp_missing' }));
+    expect((await s.next('error')).error.code).toBe('previous_response_not_found');
+  });
+
+  it('a stored response missing from the connection cache is hydrated from the store (full rebuild)', async () => {
+    const { url, server } = await testServer({ policy: oneCall() });
+    const a = await RawSocket.connect(url);
+    a.send(create({ store: true }));
+    const first = await a.next('response.completed');
+    await server.services.postWork.flush();
+    // A new connection has an empty cache.
+    const b = await RawSocket.connect(url);
+    b.send(create({ store: true, previous_response_id: first.response.id, input: [{ type: 'function_call_output', call_id: 'call_a', output: 'x' }] }));
+    const second = await b.next('response.completed');
+    const c = server.services.records.get(second.response.id)!.counters;
+    expect(c).toMatchObject({ store_hydrations: 1, render_full: 1, rendered_cache_hits: 0, route_full: 1 });
+  });
+
+  it('a continuation naming an unknown call evicts the id', async () => {
+    const { url } = await testServer({ policy: oneCall() });
+    const s = await RawSocket.connect(url);
+    s.send(create());
+    const first = await s.next('response.completed');
+    s.send(create({ previous_response_id: first.response.id, input: [{ type: 'function_call_output', call_id: 'call_zzz', output: 'x' }] }));
+    const err = await s.next('error');
+    expect(err.error).toMatchObject({ code: 'unknown_call_id', param: 'input[0].call_id' });
+    s.send(create({ previous_response_id: first.response.id, input: [{ type: 'function_call_output', call_id: 'call_a', output: 'x' }] }));
+    expect((await s.next('error')).error.code).toBe('previous_response_not_found');
+  });
+
+  it('response.append is not part of ws mode', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.append', input: [] });
+    expect((await s.next('error')).error.code).toBe('unknown_event_type');
+  });
+
+  it('creates queue in order behind the one in flight', async () => {
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'one' }, { text: 'two' }, { text: 'three' }]) });
+    const s = await RawSocket.connect(url);
+    s.send(create());
+    s.send(create());
+    s.send(create());
+    const texts = [];
+    for (let i = 0; i < 3; i++) {
+      const r = (await s.next('response.completed')).response;
+      texts.push(r.output[0]?.type === 'message' ? r.output[0].content[0]?.text : null);
+    }
+    expect(texts).toEqual(['one', 'two', 'three']);
+  });
+
+  it('the connection lifetime limit sends the documented error and closes', async () => {
+    const { url } = await testServer({ limits: { connectionLifetimeMs: 30 } });
+    const s = await RawSocket.connect(url);
+    const err = await s.next('error');
+    expect(err.error.code).toBe('websocket_connection_limit_reached');
+    expect(err.error.type).toBe('invalid_request_error');
+    await s.closed;
+  });
+
+  it('the 426 switch refuses upgrades so clients fall back to HTTP', async () => {
+    const { url, server } = await testServer({ refuseWebSockets: true });
+    await expect(RawSocket.connect(url)).rejects.toMatchObject({ status: 426 });
+    server.refuseWebSockets = false;
+    await expect(RawSocket.connect(url)).resolves.toBeInstanceOf(RawSocket);
+  });
+
+  it('post-inference work runs after the terminal event and is flushed on shutdown, counted once', async () => {
+    const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'hello' }]) });
+    const s = await RawSocket.connect(url);
+    s.send(create({ store: true }));
+    const done = await s.next('response.completed');
+    const timing = await s.next('llr.timing');
+    expect(timing.switches['post_inference_deferred']).toBe(true);
+    await server.close();
+    const rec = server.services.records.get(done.response.id)!;
+    expect(rec.post_done).toBe(true);
+    expect(rec.counters['post_inference']).toBe(1);
+    expect(server.services.ledger.countFor(done.response.id)).toBe(1);
+    expect(rec.counters['persisted']).toBe(1);
+  });
+});

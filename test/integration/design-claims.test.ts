@@ -6,6 +6,7 @@
  * model sees is identical to a full re-render of the whole context.
  */
 import { describe, expect, it } from 'vitest';
+import { connectClient } from '../../src/client/index.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { SimulatedModel } from '../../src/model/simulated.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
@@ -84,5 +85,47 @@ describe('long-lived design claims', () => {
     expect(Array.from(last.promptTokens)).toEqual(Array.from(full.tokens.view()));
     // And earlier calls saw shorter prompts (snapshots, not the growing buffer).
     expect(model.calls[0]!.promptTokens.length).toBeLessThan(last.promptTokens.length);
+  });
+});
+
+describe('what each design tokenizes over a 20-turn agent run', () => {
+  const TURNS = 20;
+  const execTool = { type: 'function', name: 'exec_command', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } };
+  const prompt = `one at a time:\n${Array.from({ length: TURNS }, (_, i) => `$ echo ${i}`).join('\n')}`;
+
+  async function run(protocol: 'long-lived' | 'ws' | 'http') {
+    const { url, server } = await testServer();
+    const client = await connectClient(protocol, url);
+    const agent = client.run({ model: 'sim-model', input: prompt, tools: [execTool], parallel_tool_calls: false }, () => 'ok');
+    await agent;
+    await client.close();
+    const records = agent.responses.map((r) => server.services.records.get(r.id)!);
+    return { agent, records };
+  }
+
+  it('http re-tokenizes the whole history on every request', async () => {
+    const { agent, records } = await run('http');
+    expect(records).toHaveLength(TURNS + 1);
+    records.forEach((rec, k) => {
+      // Request k carries the prompt plus k (call, output) pairs, all tokenized again.
+      expect(rec.counters['items_tokenized']).toBe(1 + 2 * k);
+      expect(rec.counters['render_full']).toBe(1);
+    });
+    const total = records.reduce((n, r) => n + r.counters['items_tokenized']!, 0);
+    expect(total).toBe((TURNS + 1) * (TURNS + 1));
+    expect(agent.transcript).toHaveLength(1 + 2 * TURNS + 1);
+  });
+
+  it('ws mode tokenizes each input item once', async () => {
+    const { records } = await run('ws');
+    expect(records).toHaveLength(TURNS + 1);
+    expect(records.map((r) => r.counters['items_tokenized'])).toEqual(Array(TURNS + 1).fill(1));
+    expect(records.slice(1).every((r) => r.counters['rendered_cache_hits'] === 1 && r.counters['render_full'] === 0)).toBe(true);
+  });
+
+  it('long-lived renders the context once for the whole run', async () => {
+    const { records } = await run('long-lived');
+    expect(records).toHaveLength(1);
+    expect(records[0]!.counters).toMatchObject({ render_full: 1, render_incremental: TURNS, items_tokenized: 1 + TURNS, model_calls: TURNS + 1 });
   });
 });

@@ -6,6 +6,7 @@
  * leave a promise pending.
  */
 import pDefer, { type DeferredPromise } from 'p-defer';
+import { WireError } from '../protocol/errors.js';
 
 export class RunClosedError extends Error {
   constructor(readonly reason: string) {
@@ -24,7 +25,7 @@ export class PauseRegistry {
   wait(callIds: readonly string[]): Promise<void> {
     if (this.closedReason !== null) return Promise.reject(new RunClosedError(this.closedReason));
     if (this.deferreds.size + callIds.length > this.maxPending) {
-      throw new RangeError(`too many pending tool calls (limit ${this.maxPending})`);
+      throw new WireError('too_many_pending_calls', `The model made more tool calls than one pause may wait for (limit ${this.maxPending}).`);
     }
     const promises = callIds.map((id) => {
       const d = pDefer<void>();

@@ -31,7 +31,7 @@ export const WIRE_ERRORS = {
     type: 'invalid_request_error',
     message: 'Responses websocket connection limit reached (60 minutes). Create a new websocket connection to continue.',
   },
-  too_many_pending_calls: { status: 400, type: 'invalid_request_error', message: 'Too many pending tool calls.' },
+  too_many_pending_calls: { status: 500, type: 'server_error', message: 'The model made more tool calls than one pause may wait for.' },
   queue_full: { status: 429, type: 'rate_limit_error', message: 'Too many queued requests on this connection.' },
   not_found: { status: 404, type: 'invalid_request_error', message: 'Not found.' },
   method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'Method not allowed.' },

@@ -219,6 +219,19 @@ describe('long-lived bad input', () => {
     expect((await s.next('response.completed')).response.status).toBe('completed');
   });
 
+  it('more tool calls than one pause may hold → the run fails with too_many_pending_calls', async () => {
+    const calls = ['x', 'y', 'z'].map((q) => ({ name: 'lookup', arguments: { q }, call_id: `call_${q}` }));
+    const { url, server } = await testServer({ policy: scriptPolicy([{ calls }]), limits: { maxPendingCalls: 2 } });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    const err = await s.next('error');
+    expect(err).toMatchObject({ status: 500, error: { type: 'server_error', code: 'too_many_pending_calls' } });
+    const failed = await s.next('response.failed');
+    expect(failed.response.error?.code).toBe('too_many_pending_calls');
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(failed.response.id)).toBe(1);
+  });
+
   it('a create during a run is queued and runs after it', async () => {
     const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: {}, call_id: 'call_q' }] }, { text: 'first' }, { text: 'second' }]);
     const { url } = await testServer({ policy });

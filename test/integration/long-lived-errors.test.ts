@@ -188,6 +188,18 @@ describe('long-lived bad input', () => {
     expect((await s.next('error')).error.code).toBe('no_paused_response');
   });
 
+  it('shutdown while paused → incomplete (server_shutdown), post-inference once, socket closed 1001', async () => {
+    const { s, done, server } = await pausedRun();
+    const closing = server.close();
+    const end = await s.next('response.incomplete');
+    expect(end.response.id).toBe(done.response.id);
+    expect(end.response.incomplete_details).toEqual({ reason: 'server_shutdown' });
+    await closing;
+    expect((await s.closed).code).toBe(1001);
+    expect(server.services.ledger.countFor(end.response.id)).toBe(1);
+    expect(server.services.records.get(end.response.id)).toMatchObject({ status: 'incomplete', post_done: true });
+  });
+
   it('a frame over the size limit closes the socket with 1009', async () => {
     const { url } = await testServer({ limits: { maxFrameBytes: 1024 } });
     const s = await RawSocket.longLived(url);

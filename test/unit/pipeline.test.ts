@@ -1,0 +1,99 @@
+/**
+ * Pipeline stages without sockets: the safety scan, validation, and the
+ * render stage's incremental form matching a full render.
+ */
+import { describe, expect, it } from 'vitest';
+import { RunMetrics } from '../../src/pipeline/metrics.js';
+import { renderAppend, renderFull } from '../../src/pipeline/render.js';
+import { safetyScan } from '../../src/pipeline/safety.js';
+import { validateItems, validateTools } from '../../src/pipeline/validate.js';
+import { WireError } from '../../src/protocol/errors.js';
+import type { InputItem } from '../../src/protocol/objects.js';
+
+const msg = (text: string): InputItem => ({ type: 'message', role: 'user', content: text });
+
+describe('safety scan', () => {
+  it.each([
+    ['-----BEGIN RSA PRIVATE KEY-----\n' + 'A'.repeat(64), 'private key'],
+    ['id AKIAABCDEFGHIJKLMNOP here', 'AWS access key id'],
+    ['token ghp_' + 'x'.repeat(36), 'GitHub token'],
+    ['xoxb-12345678901-abcdefghijkl', 'Slack token'],
+  ])('flags %s', (text, name) => {
+    const m = new RunMetrics();
+    const err = (() => {
+      try {
+        safetyScan([msg('fine'), msg(text)], m);
+      } catch (e) {
+        return e as WireError;
+      }
+      return null;
+    })();
+    expect(err?.code).toBe('content_flagged');
+    expect(err?.param).toBe('input[1]');
+    expect(err?.message).toContain(name);
+  });
+
+  it('passes ordinary code and counts the bytes it read', () => {
+    const m = new RunMetrics();
+    const code = 'const sk = "sk-test"; // AKIA is a prefix\nexport function key() { return process.env.KEY; }\n';
+    safetyScan([msg(code), msg(code)], m);
+    expect(m.counters.bytes_scanned).toBeGreaterThanOrEqual(2 * code.length);
+  });
+});
+
+describe('validation', () => {
+  it('refuses an output for a call the context does not hold, naming it', () => {
+    const m = new RunMetrics();
+    expect(() => validateItems([{ type: 'function_call_output', call_id: 'c9', output: 'x' }], { callIds: new Set(['c1']) }, m)).toThrow(/c9/);
+  });
+
+  it('accepts an output answering a call earlier in the same items, and returns the known calls', () => {
+    const m = new RunMetrics();
+    const known = validateItems(
+      [
+        { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' } as InputItem,
+        { type: 'function_call_output', call_id: 'c1', output: 'x' },
+      ],
+      { callIds: new Set() },
+      m,
+    );
+    expect([...known]).toEqual(['c1']);
+    expect(m.counters.items_validated).toBe(2);
+  });
+
+  it('refuses bad tool definitions', () => {
+    const m = new RunMetrics();
+    expect(() => validateTools([{ type: 'function', name: 'has space' }], m)).toThrow(WireError);
+    expect(() => validateTools([{ type: 'function', name: 'f', parameters: { type: 'array' } }], m)).toThrow(/object/);
+    expect(() => validateTools([{ type: 'function', name: 'f' }, { type: 'function', name: 'f' }], m)).toThrow(/Duplicate/);
+  });
+
+  it('refuses output_text outside an assistant message and unparsable arguments', () => {
+    const m = new RunMetrics();
+    expect(() => validateItems([{ type: 'message', role: 'user', content: [{ type: 'output_text', text: 'x' }] } as InputItem], { callIds: new Set() }, m)).toThrow(
+      /assistant/,
+    );
+    expect(() => validateItems([{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{' } as InputItem], { callIds: new Set() }, m)).toThrow(/JSON/);
+  });
+});
+
+describe('render', () => {
+  it('an incremental render equals a full render and counts only the new tokens', () => {
+    const items = [msg('hello world'), msg('how are you?'), { type: 'function_call_output', call_id: 'c', output: 'done ✓' } as InputItem];
+    const full = renderFull('Be brief.', [], items, new RunMetrics());
+    const m = new RunMetrics();
+    const ctx = renderFull('Be brief.', [], items.slice(0, 1), m);
+    const before = m.counters.tokens_tokenized;
+    const ctxAfter = new RunMetrics();
+    renderAppend(ctx, items.slice(1), ctxAfter);
+    expect(Array.from(ctx.tokens.view())).toEqual(Array.from(full.tokens.view()));
+    expect(ctxAfter.counters.items_tokenized).toBe(2);
+    expect(before + ctxAfter.counters.tokens_tokenized).toBe(
+      (() => {
+        const mm = new RunMetrics();
+        renderFull('Be brief.', [], items, mm);
+        return mm.counters.tokens_tokenized;
+      })(),
+    );
+  });
+});

@@ -1,0 +1,76 @@
+/**
+ * The edge parser: frames and bodies become typed events or a WireError that
+ * names the param. No sockets.
+ */
+import { describe, expect, it } from 'vitest';
+import { WireError, toWireError } from '../../src/protocol/errors.js';
+import { parseClientFrame, parseCreateBody } from '../../src/protocol/parse.js';
+
+function fails(fn: () => unknown): WireError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(WireError);
+    return err as WireError;
+  }
+  throw new Error('expected a WireError');
+}
+
+describe('parseClientFrame', () => {
+  it('parses a create with defaults filled in', () => {
+    const e = parseClientFrame(JSON.stringify({ type: 'response.create', model: 'm', input: 'hi', client_metadata: { x: 1 } }));
+    expect(e).toMatchObject({
+      type: 'response.create',
+      model: 'm',
+      input: [{ type: 'message', role: 'user', content: 'hi' }],
+      store: true,
+      generate: true,
+      parallel_tool_calls: true,
+      tool_choice: 'auto',
+      previous_response_id: null,
+    });
+  });
+
+  it('parses append, cancel and processed', () => {
+    expect(parseClientFrame('{"type":"response.append","input":[{"type":"function_call_output","call_id":"c","output":"o"}]}')).toMatchObject({
+      type: 'response.append',
+      input: [{ call_id: 'c' }],
+    });
+    expect(parseClientFrame('{"type":"response.cancel"}')).toEqual({ type: 'response.cancel', response_id: null });
+    expect(parseClientFrame('{"type":"response.processed"}')).toEqual({ type: 'response.processed' });
+  });
+
+  it.each([
+    ['{oops', 'invalid_json', null],
+    ['[1,2]', 'invalid_type', null],
+    ['{"no":"type"}', 'missing_required_parameter', 'type'],
+    ['{"type":"response.nope"}', 'unknown_event_type', 'type'],
+    ['{"type":"response.append"}', 'missing_required_parameter', 'input'],
+    ['{"type":"response.create","model":"m","input":[{"type":"message","role":"user"}]}', 'missing_required_parameter', 'input[0].content'],
+    ['{"type":"response.create","model":"m","input":[{"type":"function_call","call_id":"c","name":"n","arguments":{}}]}', 'invalid_type', 'input[0].arguments'],
+    ['{"type":"response.create","model":"m","tool_choice":5}', 'invalid_value', 'tool_choice'],
+    ['{"type":"response.create","model":"m","metadata":{"k":1}}', 'invalid_type', 'metadata.k'],
+    ['{"type":"response.create","model":"m","store":"yes"}', 'invalid_type', 'store'],
+  ])('%s → %s (%s)', (frame, code, param) => {
+    const err = fails(() => parseClientFrame(frame));
+    expect(err.code).toBe(code);
+    expect(err.param).toBe(param);
+    expect(err.toEvent()).toMatchObject({ type: 'error', status: 400, error: { type: 'invalid_request_error', code, param } });
+  });
+});
+
+describe('parseCreateBody', () => {
+  it('carries unknown item types (reasoning, hosted calls) through untouched', () => {
+    const reasoning = { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'abc' };
+    expect(parseCreateBody({ model: 'm', input: [reasoning] }).input[0]).toBe(reasoning);
+  });
+});
+
+describe('toWireError', () => {
+  it('reports anything that is not a WireError as the server fault', () => {
+    const e = toWireError(new TypeError('boom'));
+    expect(e.code).toBe('server_error');
+    expect(e.status).toBe(500);
+    expect(e.cause).toBeInstanceOf(TypeError);
+  });
+});

@@ -49,6 +49,8 @@ export interface Limits {
   maxQueuedCreates: number;
   /** WebSocket connection lifetime, ms (default 60 minutes). */
   connectionLifetimeMs: number;
+  /** Bytes a WebSocket may hold unsent for a client that does not read (default 64 MiB); past it the connection is dropped. */
+  maxSendBufferBytes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -57,6 +59,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxPendingCalls: 128,
   maxQueuedCreates: 64,
   connectionLifetimeMs: 60 * 60 * 1000,
+  maxSendBufferBytes: 64 * 1024 * 1024,
 };
 
 export interface Services {

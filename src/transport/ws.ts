@@ -7,7 +7,8 @@
  *
  * Limits: frames over `maxFrameBytes` close the socket with 1009 (the `ws`
  * library's `maxPayload`); binary frames get an error event; the connection
- * lifetime limit sends the documented error and closes. The socket stays
+ * lifetime limit sends the documented error and closes; more than
+ * `maxSendBufferBytes` unsent to a client that does not read drops it. The socket stays
  * open after any error event.
  */
 import type { IncomingMessage } from 'node:http';
@@ -73,7 +74,17 @@ export class WsTransport {
     const { services } = this.opts;
     const log = services.log.child({ conn: info.connection, protocol });
     const send = (e: ServerEvent) => {
-      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(e));
+      if (ws.readyState !== ws.OPEN) return;
+      // A client that stops reading must not make the server hold its stream
+      // in memory without bound: past the limit the connection is dropped
+      // (a close frame could not reach a peer that does not read), which
+      // cancels its run like a disconnect.
+      if (ws.bufferedAmount > services.limits.maxSendBufferBytes) {
+        log.warn({ buffered: ws.bufferedAmount }, 'send buffer limit reached; dropping the connection');
+        ws.terminate();
+        return;
+      }
+      ws.send(JSON.stringify(e));
     };
     const session = new ConnectionSession(this.opts.policies(protocol, info), services, info, send, log);
     this.sessions.add(session);

@@ -207,6 +207,22 @@ describe('long-lived bad input', () => {
     expect((await s.closed).code).toBe(1009);
   });
 
+  it('a client that stops reading is dropped at the send-buffer limit and its run cancelled', async () => {
+    const { url, server } = await testServer({
+      policy: scriptPolicy([{ text: 'all work and no play '.repeat(60_000) }]),
+      limits: { maxSendBufferBytes: 256 * 1024 },
+    });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    const created = await s.next('response.created');
+    // Stop reading: the server's unsent bytes pile up until the limit.
+    (s.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    await server.ws.idle();
+    const rec = server.services.records.get(created.response.id)!;
+    expect(rec.status).toBe('cancelled');
+    expect(rec.usage!.output_tokens).toBeLessThan(300_000);
+  });
+
   it('a binary frame → binary_frame error, socket stays open', async () => {
     const { s } = await pausedRun();
     s.ws.send(Buffer.from([1, 2, 3]), { binary: true });

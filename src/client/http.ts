@@ -75,7 +75,7 @@ export class HttpClient implements AgentClient {
       previous_response_id: previous,
     });
     this.bytesSent += Buffer.byteLength(body);
-    const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'text/event-stream' };
+    const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'text/event-stream', 'X-LLR-Timing': '1' };
     if (this.opts.apiKey) headers['Authorization'] = `Bearer ${this.opts.apiKey}`;
     const res = await fetch(this.endpoint, { method: 'POST', headers, body });
     if (!res.ok || !res.body) {
@@ -93,6 +93,8 @@ export class HttpClient implements AgentClient {
         if (e.item.type === 'function_call') calls.push(e.item);
       } else if (e.type === 'response.completed' || e.type === 'response.failed' || e.type === 'response.incomplete' || e.type === 'response.cancelled') {
         final = e.response;
+      } else if (e.type === 'llr.timing') {
+        // Already collected by run.push.
       } else if (e.type === 'error') {
         const flat = e as unknown as { code: string; message: string; param: string | null };
         if (!final) throw new ServerError(flat.code, flat.message, flat.param);

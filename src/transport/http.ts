@@ -1,11 +1,14 @@
 /**
  * The HTTP transport: `POST /v1/responses` (SSE when `stream:true`, else the
  * Response as JSON), `GET`/`DELETE /v1/responses/{id}`, `GET /health`, and
- * the server's own records at `GET /llr/runs[/{id}]`.
+ * the server's own records at `GET /llr/runs[/{id}]`, and its CPU time and
+ * memory at `GET /llr/stats` (for benchmarks).
  *
  * It only moves bytes: bodies are parsed at the edge, the HTTP mode plans the
  * run, the engine streams it, and this file writes each event as one SSE
- * frame in a single write (`event:` + one-line `data:`), then `data: [DONE]`.
+ * frame in a single write (`event:` + one-line `data:`), then `data: [DONE]`
+ * (the telemetry event `llr.timing` only to clients that opt in, see
+ * `sseTiming`).
  * Errors are an HTTP status with `{"error":{message,type,param,code}}`; in an
  * SSE stream they use the flat `error` event shape openai-node expects.
  */
@@ -51,6 +54,19 @@ export class HttpTransport {
         http_in_flight: this.runs.size,
         post_work_pending: this.services.postWork.inFlight,
         post_work_completed: this.services.postWork.completed,
+      });
+    }
+    if (path === '/llr/stats' && method === 'GET') {
+      // For benchmarks in another process: CPU time and memory of this one.
+      // `?gc=1` collects garbage first when node runs with --expose-gc.
+      const gc = (globalThis as { gc?: () => void }).gc;
+      if (url.searchParams.get('gc') === '1' && gc) gc();
+      return sendJson(res, 200, {
+        cpu_us: process.cpuUsage(),
+        memory: process.memoryUsage(),
+        gc_available: gc !== undefined,
+        uptime_s: process.uptime(),
+        http_in_flight: this.runs.size,
       });
     }
     if (path.startsWith('/llr/runs')) {
@@ -103,7 +119,7 @@ export class HttpTransport {
     }
     const params = parseCreateBody(json);
     const plan = await httpPlan(params, this.services, metrics, owner);
-    if (params.stream) return this.stream(res, plan);
+    if (params.stream) return this.stream(res, plan, sseTiming(req));
     const run = new ResponseRun(plan, this.services, () => {});
     this.track(run);
     res.on('close', () => {
@@ -113,9 +129,10 @@ export class HttpTransport {
     sendJson(res, response.status === 'failed' && response.error?.code === 'server_error' ? 500 : 200, response);
   }
 
-  private async stream(res: ServerResponse, plan: RunPlan): Promise<void> {
+  private async stream(res: ServerResponse, plan: RunPlan, timing: boolean): Promise<void> {
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
     const run = new ResponseRun(plan, this.services, (e) => {
+      if (e.type === 'llr.timing' && !timing) return;
       if (!res.writableEnded && !res.destroyed) res.write(sseFrame(e));
     });
     this.track(run);
@@ -149,6 +166,19 @@ export class HttpTransport {
     for (const r of runs) r.stop('incomplete', 'server_shutdown');
     await Promise.all(runs.map((r) => r.done));
   }
+}
+
+/**
+ * Whether an SSE stream carries the non-standard `llr.timing` event: only
+ * when the client opts in with `X-LLR-Timing: 1` (this project's clients and
+ * benchmarks do). Strict clients must get the standard stream unchanged:
+ * openai-node's `responses.stream()` helper throws on any event type it does
+ * not know. The timing is in the run record (`GET /llr/runs/{id}`) either way.
+ * WebSocket clients (Codex, the SDK's `ResponsesWS`) ignore unknown events,
+ * so there it is always sent.
+ */
+export function sseTiming(req: IncomingMessage): boolean {
+  return req.headers['x-llr-timing'] === '1';
 }
 
 /** One SSE frame; JSON.stringify never emits a raw CR/LF, so the framing holds. */

@@ -33,7 +33,7 @@ async function errorOf(res: globalThis.Response) {
 describe('http baseline', () => {
   it('streams SSE: one event per frame, created first, [DONE] after the terminal event', async () => {
     const { url } = await testServer({ policy: scriptPolicy([{ text: 'hello there' }]) });
-    const res = await post(url, { model: 'sim-model', input: 'hi', stream: true });
+    const res = await post(url, { model: 'sim-model', input: 'hi', stream: true }, { 'X-LLR-Timing': '1' });
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const raw = await res.text();
     const frames = raw.split('\n\n').filter(Boolean);

@@ -50,6 +50,46 @@ describe('ws mode', () => {
     expect(server.services.records.get(second.response.id)!.counters['items_tokenized']).toBe(1);
   });
 
+  it.each([
+    ['rendered_token_cache', { render_full: 1, rendered_cache_hits: 0, validate_incremental: 1 }],
+    ['incremental_checks', { render_full: 0, rendered_cache_hits: 1, validate_full: 1, safety_full: 1 }],
+    ['routing_reuse', { route_full: 1, route_reused: 0, render_full: 0 }],
+  ] as const)('switching off %s changes exactly that work on a continuation', async (name, expected) => {
+    const { url, server } = await testServer({ policy: oneCall(), switches: { [name]: false } });
+    const s = await RawSocket.connect(url);
+    s.send(create());
+    const first = await s.next('response.completed');
+    s.send(create({ previous_response_id: first.response.id, input: [{ type: 'function_call_output', call_id: 'call_a', output: 'x' }] }));
+    const second = await s.next('response.completed');
+    const timing = await s.next('llr.timing');
+    expect(timing.switches[name]).toBe(false);
+    expect(server.services.records.get(second.response.id)!.counters).toMatchObject(expected);
+  });
+
+  it('overlap_post_inference off: billing and persistence finish before the terminal event', async () => {
+    const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'hi' }]), switches: { overlap_post_inference: false } });
+    const s = await RawSocket.connect(url);
+    s.send(create({ store: true }));
+    const done = await s.next('response.completed');
+    // No flush: the work is already done when the client sees the terminal event.
+    expect(server.services.ledger.countFor(done.response.id)).toBe(1);
+    expect(server.services.store.get(done.response.id, null)?.response.status).toBe('completed');
+    expect((await s.next('llr.timing')).totals['billing']).toBeGreaterThanOrEqual(0);
+  });
+
+  it('skip_intermediate_hop: a cached continuation pays one hop less', async () => {
+    for (const skip of [true, false]) {
+      const { url, server } = await testServer({ policy: oneCall(), hopLatencyMs: 1, hops: 2, switches: { skip_intermediate_hop: skip } });
+      const s = await RawSocket.connect(url);
+      s.send(create());
+      const first = await s.next('response.completed');
+      s.send(create({ previous_response_id: first.response.id, input: [{ type: 'function_call_output', call_id: 'call_a', output: 'x' }] }));
+      const second = await s.next('response.completed');
+      expect(server.services.records.get(first.response.id)!.counters['remote_hops']).toBe(2);
+      expect(server.services.records.get(second.response.id)!.counters['remote_hops']).toBe(skip ? 1 : 2);
+    }
+  });
+
   it('unknown previous_response_id with store:false → previous_response_not_found, socket stays open', async () => {
     const { url } = await testServer({ policy: scriptPolicy([{ text: 'ok' }]) });
     const s = await RawSocket.connect(url);

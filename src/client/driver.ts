@@ -122,6 +122,28 @@ export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Respons
   }
 }
 
+/** The body of a create request for `request` (the same for every design). */
+export function createBody(request: AgentRequest, input: InputItem[], previous: string | null, store: boolean): Record<string, unknown> {
+  return {
+    model: request.model,
+    input,
+    instructions: request.instructions,
+    tools: request.tools ?? [],
+    tool_choice: request.tool_choice,
+    parallel_tool_calls: request.parallel_tool_calls,
+    store,
+    metadata: request.metadata,
+    previous_response_id: previous,
+  };
+}
+
+/** A run refused because the client already has one in flight (the WebSocket protocols allow one). */
+export function busyRun(): AgentRun {
+  const run = new AgentRun();
+  run.reject(new Error('a run is already in progress on this client'));
+  return run;
+}
+
 /** Run the calls of one model turn (concurrently) and build their outputs. */
 export async function runTools(calls: FunctionCall[], exec: ToolExecutor): Promise<InputItem[]> {
   const outputs = await Promise.all(

@@ -8,7 +8,7 @@
  */
 import type { ServerEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
-import { AgentRun, ServerError, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { AgentRun, ServerError, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 
 export interface HttpClientOptions {
   apiKey?: string;
@@ -62,18 +62,7 @@ export class HttpClient implements AgentClient {
   }
 
   private async post(request: AgentRequest, input: InputItem[], previous: string | null, store: boolean, run: AgentRun) {
-    const body = JSON.stringify({
-      model: request.model,
-      input,
-      instructions: request.instructions,
-      tools: request.tools ?? [],
-      tool_choice: request.tool_choice,
-      parallel_tool_calls: request.parallel_tool_calls,
-      store,
-      stream: true,
-      metadata: request.metadata,
-      previous_response_id: previous,
-    });
+    const body = JSON.stringify({ ...createBody(request, input, previous, store), stream: true });
     this.bytesSent += Buffer.byteLength(body);
     const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'text/event-stream', 'X-LLR-Timing': '1' };
     if (this.opts.apiKey) headers['Authorization'] = `Bearer ${this.opts.apiKey}`;

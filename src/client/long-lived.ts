@@ -7,7 +7,7 @@
  */
 import type { ServerEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
-import { AgentRun, ServerError, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { AgentRun, ServerError, busyRun, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 import { EventSocket, type SocketOptions } from './socket.js';
 
 export const LONG_LIVED_BETA = 'responses_websockets=2026-02-04';
@@ -33,11 +33,8 @@ export class LongLivedClient implements AgentClient {
   }
 
   run(request: AgentRequest, executeTool: ToolExecutor): AgentRun {
+    if (this.current && !this.current.done) return busyRun();
     const run = new AgentRun();
-    if (this.current && !this.current.done) {
-      run.reject(new Error('a run is already in progress on this client'));
-      return run;
-    }
     this.current = run;
     const input = [...this.history, ...toInputItems(request.input)];
     run.transcript.push(...input);
@@ -89,17 +86,7 @@ export class LongLivedClient implements AgentClient {
           break;
       }
     };
-    this.socket.send({
-      type: 'response.create',
-      model: request.model,
-      input,
-      instructions: request.instructions,
-      tools: request.tools ?? [],
-      tool_choice: request.tool_choice,
-      parallel_tool_calls: request.parallel_tool_calls,
-      store: request.store ?? false,
-      metadata: request.metadata,
-    });
+    this.socket.send({ type: 'response.create', ...createBody(request, input, null, request.store ?? false) });
     return run;
   }
 

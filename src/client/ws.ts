@@ -8,7 +8,7 @@
  */
 import type { ServerEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
-import { AgentRun, ServerError, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { AgentRun, ServerError, busyRun, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 import { EventSocket, type SocketOptions } from './socket.js';
 
 export const WS_MODE_BETA = 'responses_websockets=2026-02-06';
@@ -29,11 +29,8 @@ export class WsClient implements AgentClient {
   }
 
   run(request: AgentRequest, executeTool: ToolExecutor): AgentRun {
+    if (this.current && !this.current.done) return busyRun();
     const run = new AgentRun();
-    if (this.current && !this.current.done) {
-      run.reject(new Error('a run is already in progress on this client'));
-      return run;
-    }
     this.current = run;
     const first = toInputItems(request.input);
     run.transcript.push(...this.history, ...first);
@@ -43,18 +40,7 @@ export class WsClient implements AgentClient {
     const create = (input: InputItem[], previous: string | null) => {
       calls = [];
       final = null;
-      this.socket.send({
-        type: 'response.create',
-        model: request.model,
-        input,
-        instructions: request.instructions,
-        tools: request.tools ?? [],
-        tool_choice: request.tool_choice,
-        parallel_tool_calls: request.parallel_tool_calls,
-        store: request.store ?? false,
-        metadata: request.metadata,
-        previous_response_id: previous,
-      });
+      this.socket.send({ type: 'response.create', ...createBody(request, input, previous, request.store ?? false) });
     };
 
     this.socket.onEvent = (e: ServerEvent) => {

@@ -343,16 +343,26 @@ export class ResponseRun {
     });
     const job = { response, input: this.plan.input, owner: this.plan.owner, mode: this.plan.protocol, metrics: m };
     const overlapped = this.plan.postInference === 'overlapped';
-    if (!overlapped) this.services.post.run(job);
+    if (!overlapped) this.postInference(job);
     if (end.error) this.emitError(end.error);
     this.lifecycle(TERMINAL[end.status]);
     this.emitTiming(overlapped);
     this.record(overlapped);
     if (overlapped) {
       this.services.postWork.defer(() => {
-        this.services.post.run(job);
+        this.postInference(job);
         this.record(true, true);
       });
+    }
+  }
+
+  /** Post-inference work; a failure there is logged and counted, and never loses the terminal event. */
+  private postInference(job: Parameters<Services['post']['run']>[0]): void {
+    try {
+      this.services.post.run(job);
+    } catch (err) {
+      this.metrics.count('post_inference_failed');
+      this.services.log.error({ err, response_id: this.id }, 'post-inference work failed');
     }
   }
 

@@ -148,6 +148,10 @@ export class ConnectionSession {
       await run.done;
       this.active = null;
       this.policy.ended?.(run, plan);
+    } catch (err) {
+      // Nothing above should throw; if it does, it is the server's fault and the connection goes on.
+      this.active = null;
+      this.error(toWireError(err));
     } finally {
       this.busy = false;
       void this.pump();

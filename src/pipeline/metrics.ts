@@ -34,6 +34,7 @@ export const COUNTERS = [
   'appends',
   'duplicate_items_dropped',
   'post_inference',
+  'post_inference_failed',
   'billing_records',
   'persisted',
   'events_sent',

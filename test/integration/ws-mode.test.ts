@@ -77,6 +77,21 @@ describe('ws mode', () => {
     expect((await s.next('llr.timing')).totals['billing']).toBeGreaterThanOrEqual(0);
   });
 
+  it('a failing store does not lose the terminal event; the failure is logged and counted', async () => {
+    for (const overlap of [false, true]) {
+      const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'hi' }]), switches: { overlap_post_inference: overlap } });
+      server.services.store.put = () => {
+        throw new Error('disk full');
+      };
+      const s = await RawSocket.connect(url);
+      s.send(create({ store: true }));
+      const done = await s.next('response.completed');
+      await server.services.postWork.flush();
+      expect(server.services.ledger.countFor(done.response.id)).toBe(1);
+      expect(server.services.records.get(done.response.id)!.counters['post_inference_failed']).toBe(1);
+    }
+  });
+
   it('skip_intermediate_hop: a cached continuation pays one hop less', async () => {
     for (const skip of [true, false]) {
       const { url, server } = await testServer({ policy: oneCall(), hopLatencyMs: 1, hops: 2, switches: { skip_intermediate_hop: skip } });

@@ -5,6 +5,8 @@
  *   llr serve [options]         run the server with the simulated model
  *   llr run "prompt" [options]  an example agent: runs the shell commands the
  *                               model asks for on this machine, printing each step
+ *   llr bench [options]         replay an agent run through every design and
+ *                               report where the time goes (src/bench/command.ts)
  *
  * Every flag also has an environment variable (LLR_PORT, …); flags win.
  */
@@ -16,6 +18,7 @@ import type { Switches } from './engine/services.js';
 import { DEFAULT_SWITCHES } from './engine/services.js';
 import { connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
+import { replayPolicy, type ModelPolicy } from './model/policies.js';
 
 const HELP = `llr — long-lived-responses
 
@@ -24,11 +27,15 @@ Usage:
             [--prefill-tps N] [--instant] [--api-key K]... [--hop-ms N] [--hops N]
             [--pause-timeout-ms N] [--max-frame-bytes N] [--store PATH|memory|:memory:]
             [--seed N] [--no-websockets] [--off SWITCH]...
+            [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http] [--model M] [--api-key K]
+  llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
 
 serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
 token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
 Switches for --off: ${Object.keys(DEFAULT_SWITCHES).join(', ')}.
+--workload (a Codex rollout, or the JSON llr bench writes) or --synthetic
+selects the replay policy: the model replays the recorded run's turns.
 `;
 
 function env(name: string): string | undefined {
@@ -63,8 +70,12 @@ async function serve(argv: string[]): Promise<void> {
       'no-websockets': { type: 'boolean' },
       off: { type: 'string', multiple: true },
       'log-level': { type: 'string' },
+      policy: { type: 'string' },
+      workload: { type: 'string' },
+      synthetic: { type: 'string' },
     },
   });
+  const policy = await modelPolicy(values.policy, values.workload, values.synthetic);
   const log = createLogger(values['log-level'] ? { level: values['log-level'] } : {});
   const switches: Partial<Switches> = {};
   for (const name of values.off ?? []) {
@@ -96,6 +107,7 @@ async function serve(argv: string[]): Promise<void> {
     refuseWebSockets: values['no-websockets'] ?? env('LLR_NO_WEBSOCKETS') === '1',
     switches,
     logger: log,
+    ...(policy ? { policy } : {}),
   });
   log.info({ url, websocket: url.replace(/^http/, 'ws') + '/v1/responses' }, `llr listening on ${url}`);
   let stopping = false;
@@ -110,6 +122,20 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+/** `--policy replay` with `--workload` / `--synthetic`: the simulated model replays that run. */
+async function modelPolicy(name: string | undefined, workload: string | undefined, synthetic: string | undefined): Promise<ModelPolicy | undefined> {
+  const wanted = name ?? (workload !== undefined || synthetic !== undefined ? 'replay' : 'auto');
+  if (wanted === 'auto') {
+    if (workload !== undefined || synthetic !== undefined) throw new Error('--workload and --synthetic need --policy replay');
+    return undefined;
+  }
+  if (wanted !== 'replay') throw new Error(`unknown policy '${wanted}'; known: auto, replay`);
+  if ((workload === undefined) === (synthetic === undefined)) throw new Error('--policy replay needs exactly one of --workload FILE or --synthetic TURNS,BYTES,TOKENS');
+  const prep = await import('./bench/workload-prep.js');
+  const w = workload !== undefined ? prep.loadWorkloadFile(workload) : prep.syntheticFromSpec(synthetic!);
+  return replayPolicy(prep.flatModelTurns(w));
 }
 
 function defined<T extends object>(o: T): Partial<{ [K in keyof T]: Exclude<T[K], undefined> }> {
@@ -150,12 +176,18 @@ async function run(argv: string[]): Promise<void> {
     },
   ];
   const out = process.stdout;
-  const execute = async (call: FunctionCall) => {
-    const { cmd } = JSON.parse(call.arguments) as { cmd: string };
-    out.write(`\n$ ${cmd}\n`);
-    const result = await shell(cmd);
-    out.write(result.endsWith('\n') ? result : `${result}\n`);
-    return result;
+  // Parallel calls run one after another here, so each command's output prints under it.
+  let previous: Promise<unknown> = Promise.resolve();
+  const execute = (call: FunctionCall): Promise<string> => {
+    const next = previous.then(async () => {
+      const { cmd } = JSON.parse(call.arguments) as { cmd: string };
+      out.write(`\n$ ${cmd}\n`);
+      const result = await shell(cmd);
+      out.write(result.endsWith('\n') ? result : `${result}\n`);
+      return result;
+    });
+    previous = next.catch(() => undefined);
+    return next;
   };
   const agent = client.run({ model: values.model ?? 'sim-model', input: prompt.replace(/\\n/g, '\n'), tools }, execute);
   for await (const e of agent) {
@@ -176,6 +208,10 @@ async function main(): Promise<void> {
       return serve(rest);
     case 'run':
       return run(rest);
+    case 'bench': {
+      const { benchCommand } = await import('./bench/command.js');
+      return benchCommand(rest);
+    }
     case undefined:
     case '-h':
     case '--help':

@@ -54,9 +54,9 @@ function stopper(proc: ChildProcess): () => Promise<void> {
     });
 }
 
-/** `llr serve` on a free port, JSON logs, with extra flags. */
-export async function spawnServer(args: string[] = []): Promise<Child> {
-  const nodeArgs = process.env['LLR_BENCH_SERVER_NODE_ARGS']?.split(' ').filter(Boolean) ?? [];
+/** `llr serve` on a free port, JSON logs, with extra flags (and extra node flags, e.g. `--expose-gc`). */
+export async function spawnServer(args: string[] = [], opts: { nodeArgs?: string[] } = {}): Promise<Child> {
+  const nodeArgs = [...(process.env['LLR_BENCH_SERVER_NODE_ARGS']?.split(' ').filter(Boolean) ?? []), ...(opts.nodeArgs ?? [])];
   const proc = spawn(process.execPath, [...nodeArgs, here('../cli.js'), 'serve', '--port', '0', '--store', 'memory', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LLR_LOG_LEVEL: 'info' },
@@ -69,5 +69,12 @@ export async function spawnServer(args: string[] = []): Promise<Child> {
 export async function spawnEcho(): Promise<Child> {
   const proc = spawn(process.execPath, [here('./echo-server.js')], { stdio: ['ignore', 'pipe', 'pipe'] });
   const url = await waitForUrl(proc, 'echo server');
+  return { url, proc, stop: stopper(proc) };
+}
+
+/** A raw `ws` server that echoes, and blasts frames on request (frame-server.ts). */
+export async function spawnFrameServer(): Promise<Child> {
+  const proc = spawn(process.execPath, [here('./frame-server.js')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const url = await waitForUrl(proc, 'frame server');
   return { url, proc, stop: stopper(proc) };
 }

@@ -1,0 +1,224 @@
+/**
+ * `llr bench` (and `npm run bench`): flags, the `--quick` and `--full`
+ * presets, and the lines printed at the end (the summary and one line per
+ * target). The work is in runner.ts; this file only decides what to run.
+ *
+ * `--quick` (the default) is sized to finish in under two minutes on a
+ * 2-core machine; what it cuts is listed in QUICK below and in
+ * docs/benchmarks.md.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
+import { targetLineText } from './measure.js';
+import { writeReport } from './report.js';
+import { ResultsFile, type Results } from './results.js';
+import { PHASES, recompute, runBench, type BenchConfig, type PhaseName } from './runner.js';
+import { syntheticFromSpec } from './workload-prep.js';
+import { readWorkload, type Workload } from './workload.js';
+
+export const DEFAULT_WORKLOAD = fileURLToPath(new URL('../../../shared/workloads/codex-rollout-a.jsonl', import.meta.url));
+
+const HELP = `llr bench — replay an agent run through every design and report where the time goes
+
+Usage: llr bench [--quick | --full] [options]
+
+  --quick                 (default) grid on the first 6 model calls at 1000 and 4000
+                          tokens/s, 3 reps; overhead phase on the whole workload
+                          (long-lived and ws 5 reps, http and http-stored 1);
+                          ablations 2 reps; streams of 4000 / 100×1000 tokens;
+                          1000 paused runs. Under two minutes on 2 cores.
+  --full                  the whole workload at 65, 1000 and 4000 tokens/s, 3 reps;
+                          overhead phase 9 reps (long-lived, ws) / 3; ablations 3;
+                          streams of 16000 / 100×4000 tokens
+  --workload FILE         a Codex rollout (default: ../shared/workloads/codex-rollout-a.jsonl)
+  --synthetic T,B,K       a synthetic run instead: T model calls, B-byte tool outputs,
+                          K output tokens per call
+  --out DIR               output directory (default bench-out/)
+  --calls N|all           grid workload: the first N model calls
+  --speeds A,B,...        model speeds, tokens/s
+  --reps N                repetitions per grid configuration
+  --designs a,b,...       of ${CLIENT_PROTOCOLS.join(', ')}
+  --tool-factor F         client tool time: 0 (default) or recorded duration × F
+  --phases a,b,...        of ${PHASES.join(', ')} (default: all)
+  --ttft-ms N --prefill-tps N --hop-ms N --hops N
+                          the simulated model's knobs (defaults 150, 20000, 0, 2)
+  --streams N             concurrent streams in the stream phase (default 100)
+  --paused-runs N         concurrent paused runs (default 1000)
+  --run-timeout-ms N      cap on one replay run (default: from the workload and speed)
+  --store sqlite|memory   the servers' response store (default: a SQLite file per
+                          server in DIR, deleted at the end, as llr serve uses)
+  --report DIR            rebuild DIR's summaries, targets and report from its results.json
+
+Writes DIR/results.json (after every run), DIR/report.md, DIR/charts/*.svg and
+DIR/index.html; prints the summary and one line per target.
+`;
+
+type Preset = Omit<BenchConfig, 'workload' | 'out' | 'phases'>;
+
+const EVERY = Object.fromEntries(CLIENT_PROTOCOLS.map((d) => [d, 3])) as Record<ClientProtocol, number>;
+
+export const QUICK: Preset = {
+  mode: 'quick',
+  gridCalls: 6,
+  speeds: [1000, 4000],
+  reps: 3,
+  designs: [...CLIENT_PROTOCOLS],
+  overheadReps: { 'long-lived': 5, ws: 5, http: 1, 'http-stored': 1 },
+  ablationReps: 2,
+  toolFactor: 0,
+  ttftMs: 150,
+  prefillTps: 20_000,
+  hopMs: 0,
+  hops: 2,
+  stream: { tokensPerSecond: 4000, longTokens: 4000, shortTokens: 1000, streams: 100 },
+  paused: { runs: 1000 },
+  runTimeoutMs: null,
+  store: 'sqlite',
+};
+
+export const FULL: Preset = {
+  ...QUICK,
+  mode: 'full',
+  gridCalls: null,
+  speeds: [65, 1000, 4000],
+  overheadReps: { ...EVERY, 'long-lived': 9, ws: 9 },
+  ablationReps: 3,
+  stream: { tokensPerSecond: 4000, longTokens: 16_000, shortTokens: 4000, streams: 100 },
+};
+
+function list(v: string, what: string): string[] {
+  const xs = v.split(',').map((s) => s.trim()).filter(Boolean);
+  if (xs.length === 0) throw new Error(`--${what} needs a comma-separated list`);
+  return xs;
+}
+
+function count(v: string, what: string, min = 0): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < min) throw new Error(`--${what} needs a number >= ${min}, got '${v}'`);
+  return n;
+}
+
+function storeKind(v: string | undefined): 'sqlite' | 'memory' {
+  if (v === undefined || v === 'sqlite' || v === 'memory') return v ?? 'sqlite';
+  throw new Error(`--store is sqlite or memory, got '${v}'`);
+}
+
+export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boolean; report: string | null } {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean' },
+      full: { type: 'boolean' },
+      workload: { type: 'string' },
+      synthetic: { type: 'string' },
+      out: { type: 'string' },
+      calls: { type: 'string' },
+      speeds: { type: 'string' },
+      reps: { type: 'string' },
+      designs: { type: 'string' },
+      'tool-factor': { type: 'string' },
+      phases: { type: 'string' },
+      'ttft-ms': { type: 'string' },
+      'prefill-tps': { type: 'string' },
+      'hop-ms': { type: 'string' },
+      hops: { type: 'string' },
+      streams: { type: 'string' },
+      'paused-runs': { type: 'string' },
+      'run-timeout-ms': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      report: { type: 'string' },
+      store: { type: 'string' },
+    },
+  });
+  if (values.quick && values.full) throw new Error('--quick and --full exclude each other');
+  if (values.workload !== undefined && values.synthetic !== undefined) throw new Error('--workload and --synthetic exclude each other');
+  const preset = values.full ? FULL : QUICK;
+  let workload: Workload | null = null;
+  if (!values.help && values.report === undefined) {
+    if (values.synthetic !== undefined) {
+      workload = syntheticFromSpec(values.synthetic);
+    } else {
+      const path = values.workload ?? process.env['LLR_BENCH_WORKLOAD'] ?? DEFAULT_WORKLOAD;
+      if (values.workload === undefined && !existsSync(path)) throw new Error(`the default workload ${path} is missing; pass --workload FILE or --synthetic T,B,K`);
+      workload = readWorkload(path);
+    }
+  }
+  const designs = values.designs ? list(values.designs, 'designs') : preset.designs;
+  for (const d of designs) if (!CLIENT_PROTOCOLS.includes(d as ClientProtocol)) throw new Error(`unknown design '${d}'; known: ${CLIENT_PROTOCOLS.join(', ')}`);
+  const phases = values.phases ? list(values.phases, 'phases') : [...PHASES];
+  for (const p of phases) if (!PHASES.includes(p as PhaseName)) throw new Error(`unknown phase '${p}'; known: ${PHASES.join(', ')}`);
+  const reps = values.reps === undefined ? null : count(values.reps, 'reps', 1);
+  const config: BenchConfig = {
+    ...preset,
+    workload: workload as Workload,
+    out: values.out ?? 'bench-out',
+    gridCalls: values.calls === undefined ? preset.gridCalls : values.calls === 'all' ? null : count(values.calls, 'calls', 1),
+    speeds: values.speeds ? list(values.speeds, 'speeds').map((s) => count(s, 'speeds', 1)) : preset.speeds,
+    reps: reps ?? preset.reps,
+    designs: designs as ClientProtocol[],
+    overheadReps: reps === null ? preset.overheadReps : (Object.fromEntries(CLIENT_PROTOCOLS.map((d) => [d, reps])) as Record<ClientProtocol, number>),
+    ablationReps: reps ?? preset.ablationReps,
+    toolFactor: values['tool-factor'] === undefined ? preset.toolFactor : count(values['tool-factor'], 'tool-factor'),
+    ttftMs: values['ttft-ms'] === undefined ? preset.ttftMs : count(values['ttft-ms'], 'ttft-ms'),
+    prefillTps: values['prefill-tps'] === undefined ? preset.prefillTps : count(values['prefill-tps'], 'prefill-tps', 1),
+    hopMs: values['hop-ms'] === undefined ? preset.hopMs : count(values['hop-ms'], 'hop-ms'),
+    hops: values.hops === undefined ? preset.hops : count(values.hops, 'hops'),
+    phases: new Set(phases as PhaseName[]),
+    stream: { ...preset.stream, streams: values.streams === undefined ? preset.stream.streams : count(values.streams, 'streams', 1) },
+    paused: { runs: values['paused-runs'] === undefined ? preset.paused.runs : count(values['paused-runs'], 'paused-runs', 1) },
+    runTimeoutMs: values['run-timeout-ms'] === undefined ? null : count(values['run-timeout-ms'], 'run-timeout-ms', 1),
+    store: storeKind(values.store),
+  };
+  return { config, help: values.help ?? false, report: values.report ?? null };
+}
+
+export async function benchCommand(argv: string[]): Promise<void> {
+  const { config, help, report } = parseBenchArgs(argv);
+  if (help) {
+    process.stdout.write(HELP);
+    return;
+  }
+  if (report !== null) {
+    // Rebuild summaries, targets and the report from a results.json alone.
+    const path = join(report, 'results.json');
+    const results = JSON.parse(readFileSync(path, 'utf8')) as Results;
+    recompute(results);
+    new ResultsFile(path, results).write();
+    writeReport(report, results);
+    printOutcome(results, 0, report);
+    return;
+  }
+  const t0 = performance.now();
+  const { results, ok } = await runBench(config);
+  printOutcome(results, performance.now() - t0, config.out);
+  if (!ok) {
+    process.stderr.write(`llr bench: ${results.error ?? 'failed'} (partial results kept in ${config.out}/results.json)\n`);
+    process.exitCode = 1;
+  }
+}
+
+function printOutcome(results: Results, ms: number, dir: string): void {
+  const out = process.stdout;
+  out.write(`\nllr bench ${String(results.config['mode'])}: ${results.status}${ms ? ` in ${(ms / 1000).toFixed(1)} s` : ''} · ${results.machine.cpus} × ${results.machine.cpu} · node ${results.machine.node}\n`);
+  out.write(`workload: ${results.workload.name} (grid ${results.workload.grid_model_calls} model calls, overhead phase ${results.workload.overhead_model_calls})\n\n`);
+  const rows = [...results.summary, ...results.overhead_summary];
+  if (rows.length) {
+    out.write(`${'design'.padEnd(12)}${'model'.padStart(12)}${'e2e ms'.padStart(10)}${'overhead ms'.padStart(13)}${'share'.padStart(8)}${'TTFT ms'.padStart(10)}${'runs'.padStart(6)}\n`);
+    for (const r of rows) {
+      out.write(
+        `${r.design.padEnd(12)}${(r.tokens_per_second === null ? 'instant' : `${r.tokens_per_second} tok/s`).padStart(12)}${r.e2e_ms_median.toFixed(0).padStart(10)}${r.api_overhead_ms_median.toFixed(1).padStart(13)}${`${(r.api_overhead_share * 100).toFixed(1)}%`.padStart(8)}${(Number.isFinite(r.ttft_ms_median) ? r.ttft_ms_median.toFixed(1) : '–').padStart(10)}${String(r.runs).padStart(6)}\n`,
+      );
+    }
+    out.write('\n');
+  }
+  for (const a of results.ablations.rows) {
+    const pipe = Number.isFinite(a.pipeline_delta_ms) ? `, server pipeline ${a.pipeline_delta_ms >= 0 ? '+' : ''}${a.pipeline_delta_ms.toFixed(1)} ms` : '';
+    out.write(`ablation --off ${a.off}: e2e ${a.e2e_ms_median.toFixed(0)} ms (${a.e2e_ms_min.toFixed(0)}–${a.e2e_ms_max.toFixed(0)}), ${a.contribution_ms >= 0 ? '+' : ''}${a.contribution_ms.toFixed(0)} ms vs all on${pipe}\n`);
+  }
+  if (results.ablations.rows.length) out.write('\n');
+  for (const t of results.targets) out.write(`${targetLineText(t)}\n`);
+  out.write(`\nresults: ${dir}/results.json · report: ${dir}/report.md · page: ${dir}/index.html\n`);
+}

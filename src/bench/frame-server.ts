@@ -1,0 +1,29 @@
+/**
+ * A raw `ws` server for benchmarks, in its own process: text frames come
+ * straight back (the loopback round-trip floor), except a frame
+ * `{"blast":N,"bytes":B}`, which is answered with N frames of B bytes of JSON
+ * sent as fast as `ws` takes them (the raw frame-throughput ceiling the
+ * streaming target is compared with). Prints `{"url": …}` once listening.
+ */
+import { WebSocketServer } from 'ws';
+
+const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+wss.on('connection', (ws) =>
+  ws.on('message', (data, isBinary) => {
+    const text = isBinary ? '' : data.toString();
+    const blast = text.startsWith('{"blast":') ? (JSON.parse(text) as { blast: number; bytes: number }) : null;
+    if (!blast) {
+      ws.send(data, { binary: isBinary });
+      return;
+    }
+    const head = '{"type":"raw","seq":0,"pad":"';
+    const pad = 'x'.repeat(Math.max(0, blast.bytes - head.length - 2));
+    for (let i = 0; i < blast.blast; i++) ws.send(`${head}${pad}"}`);
+  }),
+);
+wss.on('listening', () => {
+  const addr = wss.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}` })}\n`);
+});
+process.on('SIGTERM', () => wss.close(() => process.exit(0)));

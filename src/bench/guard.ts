@@ -1,0 +1,90 @@
+/**
+ * Never hang: a spawned server watched for a crash, and deadlines on every
+ * phase. `ServerProcess.race(p)` settles with `p`, or rejects as soon as the
+ * server process exits unexpectedly (with the tail of its stderr), so a
+ * crashed server fails the run at once instead of leaving a client waiting.
+ *
+ * Used by the runner and the phases. Leaves out restarting a crashed server:
+ * a crash is a finding, and the bench stops with partial results.
+ */
+import type { Child } from './processes.js';
+
+export class ServerCrashedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class DeadlineError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class ServerProcess {
+  private stopping = false;
+  private stderr = '';
+  readonly crashed: Promise<never>;
+
+  constructor(
+    readonly child: Child,
+    readonly what: string,
+  ) {
+    child.proc.stderr?.on('data', (c: Buffer | string) => {
+      this.stderr = (this.stderr + c.toString()).slice(-2000);
+    });
+    this.crashed = new Promise<never>((_, reject) => {
+      child.proc.once('exit', (code, signal) => {
+        if (this.stopping) return;
+        const tail = this.stderr.trim();
+        reject(new ServerCrashedError(`${what} exited unexpectedly (${signal ?? `code ${code}`})${tail ? `: ${tail}` : ''}`));
+      });
+    });
+    this.crashed.catch(() => {});
+  }
+
+  get url(): string {
+    return this.child.url;
+  }
+
+  get alive(): boolean {
+    return this.child.proc.exitCode === null && this.child.proc.signalCode === null;
+  }
+
+  race<T>(p: Promise<T>): Promise<T> {
+    return Promise.race([p, this.crashed]);
+  }
+
+  /** GET a JSON path on the server, bounded by `timeoutMs` and the process staying up. */
+  async getJson<T>(path: string, timeoutMs = 5000): Promise<T> {
+    const res = await this.race(fetch(new URL(path, this.url), { signal: AbortSignal.timeout(timeoutMs) }));
+    if (!res.ok) throw new Error(`GET ${path} → HTTP ${res.status}`);
+    return (await res.json()) as T;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.child.stop();
+  }
+}
+
+/** `p`, or a DeadlineError after `ms`. */
+export function deadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineError(`${what} did not finish within ${Math.round(ms / 1000)} s`)), ms);
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+export interface ServerStats {
+  cpu_us: { user: number; system: number };
+  memory: { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number };
+  gc_available: boolean;
+}
+
+export function cpuMs(a: ServerStats, b: ServerStats): number {
+  return (b.cpu_us.user - a.cpu_us.user + b.cpu_us.system - a.cpu_us.system) / 1000;
+}

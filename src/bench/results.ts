@@ -1,0 +1,199 @@
+/**
+ * The shape of `DIR/results.json` and its writer. The file is rewritten
+ * (atomically: temp file + rename) after every run and phase, so a bench that
+ * fails or is interrupted keeps everything measured up to that point, with
+ * `status` saying how it ended.
+ *
+ * Used by the runner (writes), the report (reads) and the tests. Types and
+ * the writer only; the numbers are derived in measure.ts.
+ */
+import { renameSync, writeFileSync } from 'node:fs';
+import type { ClientProtocol } from '../client/index.js';
+import type { RunSample, TurnSample } from './replay.js';
+
+export type Phase = 'grid' | 'overhead' | 'ablation';
+
+/** The simulated model a run was served by; `tokens_per_second: null` is the instant model. */
+export interface ModelConfig {
+  tokens_per_second: number | null;
+  ttft_ms: number;
+  prefill_tokens_per_second: number | null;
+  hop_ms: number;
+  hops: number;
+}
+
+export interface RunMeta {
+  phase: Phase;
+  design: ClientProtocol;
+  model: ModelConfig;
+  rep: number;
+  tool_factor: number;
+  /** Ablations: the switch turned off (`--off`); null otherwise. */
+  off: string | null;
+}
+
+/** A turn with what measure.ts derives from it. */
+export interface TurnRecord extends TurnSample {
+  /** `done_ms` minus the call's prefill and decode spans: what the API and transport added. */
+  overhead_ms: number;
+  /** `first_output_ms` minus the hidden-reasoning decode before it: time to the model's first token. */
+  ttft_ms: number | null;
+}
+
+export interface MeasuredRun extends Omit<RunSample, 'turns'> {
+  turns: TurnRecord[];
+  /** Server process CPU time (user + system) over the run, from `GET /llr/stats`. */
+  server_cpu_ms: number;
+  /** e2e − model_ms − tool_ms. */
+  api_overhead_ms: number;
+  /** The model time the settings and the run's own token counts call for (no timer lateness). */
+  model_ms_analytic: number;
+  /** model_ms_analytic + one measured loopback round trip per model call; null when no RTT was measured. */
+  floor_ms: number | null;
+  ttft_ms_median: number | null;
+}
+
+export type RunRecord = RunMeta & ({ ok: true } & MeasuredRun | { ok: false; error: string });
+
+export interface SummaryRow {
+  design: ClientProtocol;
+  /** null: the instant model (overhead phase). */
+  tokens_per_second: number | null;
+  tool_factor: number;
+  runs: number;
+  model_calls: number;
+  e2e_ms_median: number;
+  e2e_ms_min: number;
+  e2e_ms_max: number;
+  api_overhead_ms_median: number;
+  api_overhead_ms_min: number;
+  api_overhead_ms_max: number;
+  /** api_overhead_ms_median / e2e_ms_median. */
+  api_overhead_share: number;
+  ttft_ms_median: number;
+  model_ms_median: number;
+  floor_ms_median: number | null;
+  server_cpu_ms_median: number;
+  client_bytes_sent_median: number;
+  server_bytes_sent_median: number;
+  /** Median over model calls and runs of the per-call overhead. */
+  turn_overhead_ms_median: number;
+  /** Median over runs of the server's pipeline stage time (every llr.timing stage but prefill and decode). */
+  pipeline_ms_median: number;
+}
+
+export interface AblationRow {
+  off: string;
+  runs: number;
+  e2e_ms_median: number;
+  e2e_ms_min: number;
+  e2e_ms_max: number;
+  api_overhead_ms_median: number;
+  /** Median e2e with the switch off minus the ws baseline's: what the switch saves (positive = it helps). */
+  contribution_ms: number;
+  contribution_share: number;
+  /** The same for the server's pipeline stage time: less noisy than e2e, blind to work outside the stages. */
+  pipeline_ms_median: number;
+  pipeline_delta_ms: number;
+  server_cpu_ms_median: number;
+  /** Counters that differ from the baseline: [baseline, off]. */
+  counters_changed: Record<string, [number, number]>;
+}
+
+export interface TargetLine {
+  id: 1 | 2 | 3 | 4;
+  name: string;
+  /** The figure, as printed. */
+  figure: string;
+  target: string;
+  holds: boolean | null;
+  /** Why it does not hold and what would fix it, or what the figure rests on. */
+  note: string;
+  values: Record<string, number | string | boolean | null>;
+}
+
+export interface StreamPhase {
+  tokens_per_second: number;
+  single: {
+    tokens: number;
+    deltas: number;
+    /** Deltas per second between the first and the last delta, on the client. */
+    client_rate: number;
+    /** Output tokens / decode span, on the server. */
+    server_rate: number;
+    delta_frame_bytes: number;
+  };
+  concurrent: {
+    streams: number;
+    tokens_per_stream: number;
+    deltas: number;
+    events: number;
+    seconds: number;
+    events_per_second: number;
+    /** Delta events per second the design would carry if every stream kept its rate. */
+    demanded_events_per_second: number;
+    raw_frames: number;
+    raw_seconds: number;
+    raw_frames_per_second: number;
+    frame_bytes: number;
+  };
+}
+
+export interface PausedPhase {
+  runs: number;
+  paused: number;
+  resumed: number;
+  prompt_tokens_per_run: number | null;
+  before: { rss: number; heapUsed: number; external: number };
+  after: { rss: number; heapUsed: number; external: number };
+  gc_forced: boolean;
+  rss_bytes_per_run: number;
+  heap_bytes_per_run: number;
+  append_to_resume_ms: { n: number; p50: number; p99: number; max: number };
+  open_ms: number;
+}
+
+export interface Machine {
+  cpus: number;
+  cpu: string;
+  memory_gb: number;
+  node: string;
+  platform: string;
+}
+
+export interface Results {
+  schema: 'llr-bench/1';
+  status: 'running' | 'complete' | 'failed';
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+  machine: Machine;
+  config: Record<string, unknown>;
+  workload: { name: string; source: string; grid_model_calls: number; overhead_model_calls: number; summary: Record<string, unknown> };
+  loopback_rtt_ms: { n: number; p50: number; p99: number } | null;
+  runs: RunRecord[];
+  /** Per design and model speed (grid phase). */
+  summary: SummaryRow[];
+  /** Per design, instant model, whole workload (overhead phase). */
+  overhead_summary: SummaryRow[];
+  ablations: { baseline: SummaryRow | null; rows: AblationRow[] };
+  stream: StreamPhase | null;
+  paused: PausedPhase | null;
+  targets: TargetLine[];
+  /** Phases that failed (the rest of the bench went on), with the message. */
+  phase_errors: Array<{ phase: string; error: string }>;
+}
+
+/** Writes the results file after every change; never leaves a half-written file. */
+export class ResultsFile {
+  constructor(
+    readonly path: string,
+    readonly results: Results,
+  ) {}
+
+  write(): void {
+    const tmp = `${this.path}.tmp`;
+    writeFileSync(tmp, `${JSON.stringify(this.results, null, 1)}\n`);
+    renameSync(tmp, this.path);
+  }
+}

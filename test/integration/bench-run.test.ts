@@ -1,0 +1,115 @@
+/**
+ * `llr bench` end to end, from the built CLI (the bench spawns `dist/cli.js
+ * serve`, so dist is rebuilt first): a tiny synthetic bench writes a
+ * results.json whose summary has finite numbers for every design, the
+ * report, the charts and the page; a file that is not a rollout fails with
+ * its line; a server that dies mid-run or cannot be reached fails the run
+ * with a message instead of a hang.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Results } from '../../src/bench/results.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = join(ROOT, 'dist', 'cli.js');
+const dir = mkdtempSync(join(tmpdir(), 'llr-bench-it-'));
+
+/** The built module next to a source module, typed as the source. */
+async function built<T>(rel: string): Promise<T> {
+  return (await import(pathToFileURL(join(ROOT, 'dist', rel)).href)) as T;
+}
+
+beforeAll(async () => {
+  // Emit even if someone's work in progress elsewhere has a type error; the typecheck is `npm test`'s job.
+  await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')]).catch(() => {});
+  if (!existsSync(CLI)) throw new Error(`${CLI} was not built`);
+}, 120_000);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('llr bench', () => {
+  it('runs a tiny synthetic bench and writes the summary, report, charts and page', async () => {
+    const out = join(dir, 'tiny');
+    const { stdout } = await run(process.execPath, [CLI, 'bench', '--synthetic', '5,200,20', '--speeds', '4000', '--reps', '1', '--phases', 'grid,overhead', '--out', out], {
+      timeout: 90_000,
+    });
+    const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as Results;
+    expect(results.status).toBe('complete');
+    expect(results.runs.every((r) => r.ok)).toBe(true);
+    expect(results.summary.map((r) => r.design).sort()).toEqual(['http', 'http-stored', 'long-lived', 'ws']);
+    for (const row of results.summary) {
+      expect(row.tokens_per_second).toBe(4000);
+      for (const k of ['e2e_ms_median', 'api_overhead_ms_median', 'ttft_ms_median'] as const) {
+        expect(Number.isFinite(row[k]), `${row.design} ${k}`).toBe(true);
+      }
+      expect(row.e2e_ms_median).toBeGreaterThan(row.api_overhead_ms_median);
+    }
+    expect(results.overhead_summary).toHaveLength(4);
+    expect(results.loopback_rtt_ms!.p50).toBeGreaterThan(0);
+    expect(stdout).toMatch(/^target 1: .* → (holds|does not hold)/m);
+    expect(stdout).toMatch(/^target 2: .*→/m);
+    for (const f of ['report.md', 'index.html', 'charts/e2e.svg', 'charts/turn-overhead.svg', 'charts/stages-grid.svg']) expect(existsSync(join(out, f)), f).toBe(true);
+  }, 120_000);
+
+  it('names the line of a workload that is not a rollout, and starts nothing', async () => {
+    const bad = join(dir, 'bad.jsonl');
+    writeFileSync(bad, '{"timestamp":"t","type":"session_meta","payload":{}}\n{"timestamp":"t","type":"response_item","payl');
+    const err = await run(process.execPath, [CLI, 'bench', '--workload', bad, '--out', join(dir, 'bad')], { timeout: 30_000 }).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(err?.code).toBe(1);
+    expect(err?.stderr).toMatch(/bad\.jsonl:2: .*truncated/);
+  });
+});
+
+describe('a server that dies or is not there', () => {
+  it('fails a run at once when the server process dies mid-run', async () => {
+    const { spawnServer } = await built<typeof import('../../src/bench/processes.js')>('bench/processes.js');
+    const { ServerProcess } = await built<typeof import('../../src/bench/guard.js')>('bench/guard.js');
+    const { replayRun } = await built<typeof import('../../src/bench/replay.js')>('bench/replay.js');
+    const { syntheticFromSpec } = await built<typeof import('../../src/bench/workload-prep.js')>('bench/workload-prep.js');
+    const workload = syntheticFromSpec('5,200,200');
+    const server = new ServerProcess(await spawnServer(['--synthetic', '5,200,200', '--tokens-per-second', '65']), 'test server');
+    const replay = server.race(replayRun({ design: 'long-lived', url: server.url, workload, nonce: 'n', toolFactor: 0, timeoutMs: 60_000 }));
+    const settled = replay.then(
+      () => 'finished',
+      (e: Error) => e.message,
+    );
+    // Kill it once the run is under way on the server (its record exists).
+    for (;;) {
+      const { data } = await server.getJson<{ data: unknown[] }>('/llr/runs');
+      if (data.length > 0) break;
+      await new Promise((r) => setImmediate(r));
+    }
+    server.child.proc.kill('SIGKILL');
+    const t = performance.now();
+    expect(await settled).toMatch(/test server exited unexpectedly \(SIGKILL\)/);
+    expect(performance.now() - t).toBeLessThan(5000);
+  });
+
+  it('fails a run with a message when nothing listens at the address', async () => {
+    const { replayRun } = await built<typeof import('../../src/bench/replay.js')>('bench/replay.js');
+    const { syntheticFromSpec } = await built<typeof import('../../src/bench/workload-prep.js')>('bench/workload-prep.js');
+    // A port that was free a moment ago.
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    for (const design of ['ws', 'http'] as const) {
+      const message = await replayRun({ design, url: `http://127.0.0.1:${port}`, workload: syntheticFromSpec('2,10,5'), nonce: 'n', toolFactor: 0, timeoutMs: 10_000 }).then(
+        () => 'finished',
+        (e: Error) => e.message,
+      );
+      expect(message).toMatch(design === 'ws' ? /^ws: cannot connect to http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/ : /^http: user turn 0, model call 0: fetch failed/);
+    }
+  });
+});

@@ -16,6 +16,8 @@ import { targetLineText } from './measure.js';
 import { writeReport } from './report.js';
 import { ResultsFile, type Results } from './results.js';
 import { PHASES, recompute, runBench, type BenchConfig, type PhaseName } from './runner.js';
+import { parseTurns, runScaling, type ScalingOptions } from './scaling.js';
+import { syntheticWorkload } from './synthetic.js';
 import { syntheticFromSpec } from './workload-prep.js';
 import { readWorkload, type Workload } from './workload.js';
 
@@ -51,6 +53,10 @@ Usage: llr bench [--quick | --full] [options]
   --store sqlite|memory   the servers' response store (default: a SQLite file per
                           server in DIR, deleted at the end, as llr serve uses)
   --report DIR            rebuild DIR's summaries, targets and report from its results.json
+  --scaling T1,T2,...     scaling curves instead: for each turn count a synthetic run
+                          (--synthetic-bytes B, default 2000; --synthetic-tokens K,
+                          default 100) through every design with the instant model;
+                          writes DIR/scaling.{json,md} and two SVG charts
 
 Writes DIR/results.json (after every run), DIR/report.md, DIR/charts/*.svg and
 DIR/index.html; prints the summary and one line per target.
@@ -106,7 +112,7 @@ function storeKind(v: string | undefined): 'sqlite' | 'memory' {
   throw new Error(`--store is sqlite or memory, got '${v}'`);
 }
 
-export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boolean; report: string | null } {
+export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boolean; report: string | null; scaling: ScalingOptions | null } {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -131,14 +137,29 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
       help: { type: 'boolean', short: 'h' },
       report: { type: 'string' },
       store: { type: 'string' },
+      scaling: { type: 'string' },
+      'synthetic-bytes': { type: 'string' },
+      'synthetic-tokens': { type: 'string' },
     },
   });
   if (values.quick && values.full) throw new Error('--quick and --full exclude each other');
   if (values.workload !== undefined && values.synthetic !== undefined) throw new Error('--workload and --synthetic exclude each other');
   const preset = values.full ? FULL : QUICK;
   let workload: Workload | null = null;
+  const scaling =
+    values.scaling === undefined
+      ? null
+      : {
+          turns: parseTurns(values.scaling),
+          toolOutputBytes: values['synthetic-bytes'] === undefined ? 2000 : count(values['synthetic-bytes'], 'synthetic-bytes'),
+          outputTokensPerTurn: values['synthetic-tokens'] === undefined ? 100 : count(values['synthetic-tokens'], 'synthetic-tokens', 1),
+        };
+  if (scaling && (values.workload !== undefined || values.synthetic !== undefined)) throw new Error('--scaling generates its own workloads: drop --workload / --synthetic');
   if (!values.help && values.report === undefined) {
-    if (values.synthetic !== undefined) {
+    if (scaling) {
+      // A placeholder: runScaling generates the workload of each point.
+      workload = syntheticWorkload({ turns: scaling.turns[0]!, toolOutputBytes: scaling.toolOutputBytes, outputTokensPerTurn: scaling.outputTokensPerTurn, seed: 1 });
+    } else if (values.synthetic !== undefined) {
       workload = syntheticFromSpec(values.synthetic);
     } else {
       const path = values.workload ?? process.env['LLR_BENCH_WORKLOAD'] ?? DEFAULT_WORKLOAD;
@@ -159,7 +180,9 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
     speeds: values.speeds ? list(values.speeds, 'speeds').map((s) => count(s, 'speeds', 1)) : preset.speeds,
     reps: reps ?? preset.reps,
     designs: designs as ClientProtocol[],
-    overheadReps: reps === null ? preset.overheadReps : (Object.fromEntries(CLIENT_PROTOCOLS.map((d) => [d, reps])) as Record<ClientProtocol, number>),
+    // A scaling point gives every design the same repetitions (3 unless --reps).
+    overheadReps:
+      reps === null && !scaling ? preset.overheadReps : (Object.fromEntries(CLIENT_PROTOCOLS.map((d) => [d, reps ?? 3])) as Record<ClientProtocol, number>),
     ablationReps: reps ?? preset.ablationReps,
     toolFactor: values['tool-factor'] === undefined ? preset.toolFactor : count(values['tool-factor'], 'tool-factor'),
     ttftMs: values['ttft-ms'] === undefined ? preset.ttftMs : count(values['ttft-ms'], 'ttft-ms'),
@@ -172,13 +195,28 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
     runTimeoutMs: values['run-timeout-ms'] === undefined ? null : count(values['run-timeout-ms'], 'run-timeout-ms', 1),
     store: storeKind(values.store),
   };
-  return { config, help: values.help ?? false, report: values.report ?? null };
+  return { config, help: values.help ?? false, report: values.report ?? null, scaling };
 }
 
 export async function benchCommand(argv: string[]): Promise<void> {
-  const { config, help, report } = parseBenchArgs(argv);
+  const { config, help, report, scaling } = parseBenchArgs(argv);
   if (help) {
     process.stdout.write(HELP);
+    return;
+  }
+  if (scaling) {
+    const { results, ok } = await runScaling(config, scaling);
+    process.stdout.write(`\n${'model calls'.padEnd(12)}${'design'.padEnd(13)}${'e2e ms'.padStart(9)}${'overhead ms'.padStart(13)}${'per call ms'.padStart(13)}\n`);
+    for (const r of results.rows) {
+      process.stdout.write(
+        `${String(r.turns).padEnd(12)}${r.design.padEnd(13)}${r.e2e_ms_median.toFixed(0).padStart(9)}${r.api_overhead_ms_median.toFixed(1).padStart(13)}${r.api_overhead_per_call_ms.toFixed(2).padStart(13)}\n`,
+      );
+    }
+    process.stdout.write(`\nscaling: ${config.out}/scaling.json · ${config.out}/scaling.md\n`);
+    if (!ok) {
+      process.stderr.write(`llr bench --scaling: ${results.failures.map((f) => `${f.turns} turns: ${f.error}`).join('; ')}\n`);
+      process.exitCode = 1;
+    }
     return;
   }
   if (report !== null) {

@@ -23,6 +23,9 @@ export class DeadlineError extends Error {
   }
 }
 
+/** How long a failed request waits for the server's exit to be reported before blaming the request. */
+const CRASH_GRACE_MS = 1000;
+
 export class ServerProcess {
   private stopping = false;
   private stderr = '';
@@ -53,8 +56,20 @@ export class ServerProcess {
     return this.child.proc.exitCode === null && this.child.proc.signalCode === null;
   }
 
-  race<T>(p: Promise<T>): Promise<T> {
-    return Promise.race([p, this.crashed]);
+  async race<T>(p: Promise<T>): Promise<T> {
+    try {
+      return await Promise.race([p, this.crashed]);
+    } catch (err) {
+      if (err instanceof ServerCrashedError) throw err;
+      // A dying server often closes its sockets before its exit is reported:
+      // give the exit a moment, so the failure names the crash rather than
+      // the dropped connection it caused.
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), CRASH_GRACE_MS)));
+      const crash = await Promise.race([this.crashed.catch((e: unknown) => e), grace]);
+      clearTimeout(timer);
+      throw crash ?? err;
+    }
   }
 
   /** GET a JSON path on the server, bounded by `timeoutMs` and the process staying up. */

@@ -203,6 +203,10 @@ async function run(argv: string[]): Promise<void> {
 
 async function main(): Promise<void> {
   const [cmd, ...rest] = process.argv.slice(2);
+  if ((cmd === 'serve' || cmd === 'run') && (rest.includes('--help') || rest.includes('-h'))) {
+    process.stdout.write(HELP);
+    return;
+  }
   switch (cmd) {
     case 'serve':
       return serve(rest);

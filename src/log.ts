@@ -11,7 +11,7 @@ export function createLogger(opts: { level?: string; pretty?: boolean } = {}): L
   if (pretty) {
     return pino({
       level,
-      transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } },
+      transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true } },
     });
   }
   return pino({ level });

@@ -224,7 +224,14 @@ export class ResponseRun {
     let msg: AssistantMessage | null = null;
     let call: FunctionCall | null = null;
     let index = -1;
+    const budget = params.max_output_tokens;
     for await (const ev of this.services.model.sample(req, this.abort.signal)) {
+      if (budget !== null && this.outputTokens >= budget) {
+        // The whole response (a long-lived run included) has spent its output
+        // budget: leaving the loop closes the model's stream.
+        this.end = { status: 'incomplete', reason: 'max_output_tokens' };
+        break;
+      }
       switch (ev.type) {
         case 'prefill':
           firstToken = clock.now();
@@ -300,7 +307,7 @@ export class ResponseRun {
     }
     m.span('decode', firstToken, clock.now());
     appendOutput(this.plan.context, segment);
-    return calls;
+    return this.end ? [] : calls;
   }
 
   private async pause(calls: FunctionCall[]): Promise<void> {

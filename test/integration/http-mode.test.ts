@@ -88,6 +88,16 @@ describe('http baseline', () => {
     expect(await errorOf(bad)).toMatchObject({ status: 400, code: 'item_not_found', param: 'input[0].id' });
   });
 
+  it('max_output_tokens ends the response incomplete with exactly that many output tokens', async () => {
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'one two three four five six seven eight nine ten eleven twelve' }]) });
+    const r = (await (await post(url, { model: 'sim-model', input: 'count', max_output_tokens: 5 })).json()) as Response;
+    expect(r.status).toBe('incomplete');
+    expect(r.incomplete_details).toEqual({ reason: 'max_output_tokens' });
+    expect(r.usage?.output_tokens).toBe(5);
+    expect(r.output[0]).toMatchObject({ type: 'message', status: 'incomplete' });
+    expect(r.output[0]?.type === 'message' && r.output[0].content[0]?.text).toBe('one two three four five');
+  });
+
   it('malformed JSON body → 400 invalid_json', async () => {
     const { url } = await testServer();
     expect(await errorOf(await post(url, '{"model":'))).toMatchObject({ status: 400, code: 'invalid_json', type: 'invalid_request_error' });

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
+import { tokenPieces } from '../../src/model/tokenizer.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -258,6 +259,21 @@ describe('long-lived bad input', () => {
     expect(failed.response.error?.code).toBe('too_many_pending_calls');
     await server.services.postWork.flush();
     expect(server.services.ledger.countFor(failed.response.id)).toBe(1);
+  });
+
+  it('max_output_tokens is a budget for the whole long-lived run', async () => {
+    const args = JSON.stringify({ q: 'a' });
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: args, call_id: 'call_a' }] }, { text: 'a long final answer that will not fit' }]);
+    const budget = tokenPieces(args).length + 3;
+    const { url } = await testServer({ policy });
+    const s = await RawSocket.longLived(url);
+    s.send(create({ max_output_tokens: budget }));
+    await s.next('response.done');
+    s.send({ type: 'response.append', input: [out('call_a')] });
+    const end = await s.next('response.incomplete');
+    expect(end.response.incomplete_details).toEqual({ reason: 'max_output_tokens' });
+    expect(end.response.usage?.output_tokens).toBe(budget);
+    expect(end.response.output.at(-1)).toMatchObject({ type: 'message', status: 'incomplete' });
   });
 
   it('a create during a run is queued and runs after it', async () => {

@@ -14,6 +14,7 @@ import { exec } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { DEFAULT_STORE, startServer } from './server.js';
 import { createLogger } from './log.js';
+import { exitWithParent } from './lifecycle.js';
 import type { Switches } from './engine/services.js';
 import { DEFAULT_SWITCHES } from './engine/services.js';
 import { connectClient, type ClientProtocol } from './client/index.js';
@@ -122,6 +123,7 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  exitWithParent(() => stop('parent process exited'));
 }
 
 /** `--policy replay` with `--workload` / `--synthetic`: the simulated model replays that run. */

@@ -6,6 +6,7 @@
  * streaming target is compared with). Prints `{"url": …}` once listening.
  */
 import { WebSocketServer } from 'ws';
+import { exitWithParent } from '../lifecycle.js';
 
 const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
 wss.on('connection', (ws) =>
@@ -27,3 +28,4 @@ wss.on('listening', () => {
   process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}` })}\n`);
 });
 process.on('SIGTERM', () => wss.close(() => process.exit(0)));
+exitWithParent(() => process.exit(0));

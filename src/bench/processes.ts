@@ -59,7 +59,7 @@ export async function spawnServer(args: string[] = [], opts: { nodeArgs?: string
   const nodeArgs = [...(process.env['LLR_BENCH_SERVER_NODE_ARGS']?.split(' ').filter(Boolean) ?? []), ...(opts.nodeArgs ?? [])];
   const proc = spawn(process.execPath, [...nodeArgs, here('../cli.js'), 'serve', '--port', '0', '--store', 'memory', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LLR_LOG_LEVEL: 'info' },
+    env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
   });
   const url = await waitForUrl(proc, 'llr serve');
   return { url, proc, stop: stopper(proc) };
@@ -67,14 +67,14 @@ export async function spawnServer(args: string[] = [], opts: { nodeArgs?: string
 
 /** A raw `ws` echo server: the floor any WebSocket protocol pays per round trip. */
 export async function spawnEcho(): Promise<Child> {
-  const proc = spawn(process.execPath, [here('./echo-server.js')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [here('./echo-server.js')], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LLR_PARENT_PID: String(process.pid) } });
   const url = await waitForUrl(proc, 'echo server');
   return { url, proc, stop: stopper(proc) };
 }
 
 /** A raw `ws` server that echoes, and blasts frames on request (frame-server.ts). */
 export async function spawnFrameServer(): Promise<Child> {
-  const proc = spawn(process.execPath, [here('./frame-server.js')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [here('./frame-server.js')], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LLR_PARENT_PID: String(process.pid) } });
   const url = await waitForUrl(proc, 'frame server');
   return { url, proc, stop: stopper(proc) };
 }

@@ -8,27 +8,21 @@
  * inline or overlapped, and a timing event closes the stream.
  *
  * Pre-inference work is done before a run exists (by the mode, see
- * `RunPlan`); the run only does the incremental work of appended items. It
+ * `RunPlan`); the run only does the incremental work of appended items.
+ * Translating one model call into wire events is `Segment`'s job. The run
  * numbers its own events; the sink must serialise or copy synchronously.
  */
 import type { ModelRequest } from '../model/types.js';
 import { WireError, toWireError } from '../protocol/errors.js';
 import type { CreateParams, LifecycleType, ServerEvent, UnnumberedEvent } from '../protocol/events.js';
-import {
-  makeUsage,
-  newId,
-  type AssistantMessage,
-  type FunctionCall,
-  type InputItem,
-  type Response,
-  type ResponseStatus,
-} from '../protocol/objects.js';
+import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { appendOutput, renderAppend, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { safetyScan } from '../pipeline/safety.js';
 import { validateItems } from '../pipeline/validate.js';
 import { PauseRegistry, RunClosedError } from './pause.js';
+import { Segment, carriesTokens } from './segment.js';
 import { newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
 import type { Services } from './services.js';
@@ -219,95 +213,31 @@ export class ResponseRun {
     const clock = this.services.clock;
     const started = clock.now();
     let firstToken = started;
-    const calls: FunctionCall[] = [];
-    const segment: InputItem[] = [];
-    let msg: AssistantMessage | null = null;
-    let call: FunctionCall | null = null;
-    let index = -1;
+    const segment = new Segment((e) => this.emit(e), this.response.output);
     const budget = params.max_output_tokens;
     for await (const ev of this.services.model.sample(req, this.abort.signal)) {
-      if (budget !== null && this.outputTokens >= budget) {
+      if (ev.type === 'prefill') {
+        firstToken = clock.now();
+        m.span('prefill', started, firstToken);
+        m.count('prompt_tokens', ev.prompt_tokens);
+        m.count('cached_tokens', ev.cached_tokens);
+        this.promptTokens += ev.prompt_tokens;
+        this.cachedTokens += ev.cached_tokens;
+        continue;
+      }
+      if (budget !== null && carriesTokens(ev) && this.outputTokens >= budget) {
         // The whole response (a long-lived run included) has spent its output
         // budget: leaving the loop closes the model's stream.
         this.end = { status: 'incomplete', reason: 'max_output_tokens' };
         break;
       }
-      switch (ev.type) {
-        case 'prefill':
-          firstToken = clock.now();
-          m.span('prefill', started, firstToken);
-          m.count('prompt_tokens', ev.prompt_tokens);
-          m.count('cached_tokens', ev.cached_tokens);
-          this.promptTokens += ev.prompt_tokens;
-          this.cachedTokens += ev.cached_tokens;
-          break;
-        case 'reasoning':
-          this.outputTokens += ev.tokens;
-          m.count('output_tokens', ev.tokens);
-          break;
-        case 'message.start':
-          msg = { id: newId('msg'), type: 'message', role: 'assistant', status: 'in_progress', content: [] };
-          index = this.response.output.push(msg) - 1;
-          this.emit({ type: 'response.output_item.added', output_index: index, item: { ...msg, content: [] } });
-          this.emit({
-            type: 'response.content_part.added',
-            item_id: msg.id,
-            output_index: index,
-            content_index: 0,
-            part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
-          });
-          msg.content.push({ type: 'output_text', text: '', annotations: [], logprobs: [] });
-          break;
-        case 'text.delta': {
-          if (!msg) throw new Error('model sent text outside a message');
-          const part = msg.content[0]!;
-          part.text += ev.delta;
-          this.outputTokens++;
-          m.count('output_tokens');
-          this.emit({ type: 'response.output_text.delta', item_id: msg.id, output_index: index, content_index: 0, delta: ev.delta, logprobs: [] });
-          break;
-        }
-        case 'message.end': {
-          if (!msg) throw new Error('model ended a message it did not start');
-          const part = msg.content[0]!;
-          msg.status = 'completed';
-          this.emit({ type: 'response.output_text.done', item_id: msg.id, output_index: index, content_index: 0, text: part.text, logprobs: [] });
-          this.emit({ type: 'response.content_part.done', item_id: msg.id, output_index: index, content_index: 0, part: { ...part } });
-          this.emit({ type: 'response.output_item.done', output_index: index, item: { ...msg, content: [{ ...part }] } });
-          segment.push(msg as unknown as InputItem);
-          msg = null;
-          break;
-        }
-        case 'call.start':
-          call = { id: newId('fc'), type: 'function_call', call_id: ev.call_id, name: ev.name, arguments: '', status: 'in_progress' };
-          index = this.response.output.push(call) - 1;
-          this.emit({ type: 'response.output_item.added', output_index: index, item: { ...call } });
-          break;
-        case 'args.delta':
-          if (!call) throw new Error('model sent arguments outside a call');
-          call.arguments += ev.delta;
-          this.outputTokens++;
-          m.count('output_tokens');
-          this.emit({ type: 'response.function_call_arguments.delta', item_id: call.id, output_index: index, delta: ev.delta });
-          break;
-        case 'call.end':
-          if (!call) throw new Error('model ended a call it did not start');
-          call.status = 'completed';
-          this.emit({ type: 'response.function_call_arguments.done', item_id: call.id, output_index: index, name: call.name, arguments: call.arguments });
-          this.emit({ type: 'response.output_item.done', output_index: index, item: { ...call } });
-          segment.push(call as unknown as InputItem);
-          calls.push(call);
-          call = null;
-          break;
-        default: {
-          const never: never = ev;
-          throw new Error(`unknown model event ${JSON.stringify(never)}`);
-        }
-      }
+      const tokens = segment.apply(ev);
+      this.outputTokens += tokens;
+      m.count('output_tokens', tokens);
     }
     m.span('decode', firstToken, clock.now());
-    appendOutput(this.plan.context, segment);
-    return this.end ? [] : calls;
+    appendOutput(this.plan.context, segment.items);
+    return this.end ? [] : segment.calls;
   }
 
   private async pause(calls: FunctionCall[]): Promise<void> {

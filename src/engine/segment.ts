@@ -1,0 +1,104 @@
+/**
+ * One model call's stream, translated: each `ModelEvent` becomes the wire
+ * events of the Responses API (item added, content part, one delta per
+ * token, done events) and the finished items are collected — every item for
+ * the context, the function calls for the caller to run or pause on.
+ *
+ * Used by `ResponseRun` for every segment of every design. Knows nothing of
+ * prefill, budgets or pausing; it reports how many output tokens each event
+ * carried.
+ */
+import type { ModelEvent } from '../model/types.js';
+import type { UnnumberedEvent } from '../protocol/events.js';
+import { newId, type AssistantMessage, type FunctionCall, type InputItem, type OutputItem } from '../protocol/objects.js';
+
+/** Model events that carry output tokens (the ones a budget can refuse). */
+export function carriesTokens(ev: ModelEvent): boolean {
+  return ev.type === 'text.delta' || ev.type === 'args.delta' || ev.type === 'reasoning';
+}
+
+export class Segment {
+  /** Finished items, in order, as the context holds them. */
+  readonly items: InputItem[] = [];
+  /** Finished function calls. */
+  readonly calls: FunctionCall[] = [];
+  private msg: AssistantMessage | null = null;
+  private call: FunctionCall | null = null;
+  private index = -1;
+
+  constructor(
+    private readonly emit: (e: UnnumberedEvent) => void,
+    /** The response's output list: items are added as they start. */
+    private readonly output: OutputItem[],
+  ) {}
+
+  /** Apply one event (not `prefill`); returns the output tokens it carried. */
+  apply(ev: Exclude<ModelEvent, { type: 'prefill' }>): number {
+    switch (ev.type) {
+      case 'reasoning':
+        return ev.tokens;
+      case 'message.start': {
+        const msg: AssistantMessage = { id: newId('msg'), type: 'message', role: 'assistant', status: 'in_progress', content: [] };
+        this.msg = msg;
+        this.index = this.output.push(msg) - 1;
+        this.emit({ type: 'response.output_item.added', output_index: this.index, item: { ...msg, content: [] } });
+        this.emit({ type: 'response.content_part.added', item_id: msg.id, output_index: this.index, content_index: 0, part: emptyText() });
+        msg.content.push(emptyText());
+        return 0;
+      }
+      case 'text.delta': {
+        const msg = this.need(this.msg, 'text outside a message');
+        msg.content[0]!.text += ev.delta;
+        this.emit({ type: 'response.output_text.delta', item_id: msg.id, output_index: this.index, content_index: 0, delta: ev.delta, logprobs: [] });
+        return 1;
+      }
+      case 'message.end': {
+        const msg = this.need(this.msg, 'the end of a message it did not start');
+        const part = msg.content[0]!;
+        msg.status = 'completed';
+        this.emit({ type: 'response.output_text.done', item_id: msg.id, output_index: this.index, content_index: 0, text: part.text, logprobs: [] });
+        this.emit({ type: 'response.content_part.done', item_id: msg.id, output_index: this.index, content_index: 0, part: { ...part } });
+        this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...msg, content: [{ ...part }] } });
+        this.items.push(msg as unknown as InputItem);
+        this.msg = null;
+        return 0;
+      }
+      case 'call.start': {
+        const call: FunctionCall = { id: newId('fc'), type: 'function_call', call_id: ev.call_id, name: ev.name, arguments: '', status: 'in_progress' };
+        this.call = call;
+        this.index = this.output.push(call) - 1;
+        this.emit({ type: 'response.output_item.added', output_index: this.index, item: { ...call } });
+        return 0;
+      }
+      case 'args.delta': {
+        const call = this.need(this.call, 'arguments outside a call');
+        call.arguments += ev.delta;
+        this.emit({ type: 'response.function_call_arguments.delta', item_id: call.id, output_index: this.index, delta: ev.delta });
+        return 1;
+      }
+      case 'call.end': {
+        const call = this.need(this.call, 'the end of a call it did not start');
+        call.status = 'completed';
+        this.emit({ type: 'response.function_call_arguments.done', item_id: call.id, output_index: this.index, name: call.name, arguments: call.arguments });
+        this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...call } });
+        this.items.push(call as unknown as InputItem);
+        this.calls.push(call);
+        this.call = null;
+        return 0;
+      }
+      default: {
+        const never: never = ev;
+        throw new Error(`unknown model event ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private need<T>(x: T | null, what: string): T {
+    if (x === null) throw new Error(`the model sent ${what}`);
+    return x;
+  }
+}
+
+function emptyText() {
+  return { type: 'output_text' as const, text: '', annotations: [], logprobs: [] };
+}

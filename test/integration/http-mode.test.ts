@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
+import { tokenPieces } from '../../src/model/tokenizer.js';
 import { INSTANT_MODEL, LlrServer } from '../../src/server.js';
 import { sseEvents } from '../../src/client/http.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
@@ -96,6 +97,14 @@ describe('http baseline', () => {
     expect(r.usage?.output_tokens).toBe(5);
     expect(r.output[0]).toMatchObject({ type: 'message', status: 'incomplete' });
     expect(r.output[0]?.type === 'message' && r.output[0].content[0]?.text).toBe('one two three four five');
+  });
+
+  it('an answer of exactly max_output_tokens tokens completes', async () => {
+    const text = 'one two three four';
+    const { url } = await testServer({ policy: scriptPolicy([{ text }]) });
+    const r = (await (await post(url, { model: 'sim-model', input: 'count', max_output_tokens: tokenPieces(text).length })).json()) as Response;
+    expect(r.status).toBe('completed');
+    expect(r.usage?.output_tokens).toBe(tokenPieces(text).length);
   });
 
   it('malformed JSON body → 400 invalid_json', async () => {

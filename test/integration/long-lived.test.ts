@@ -4,9 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LongLivedClient } from '../../src/client/long-lived.js';
-import { scriptPolicy } from '../../src/model/policies.js';
 import type { FunctionCall } from '../../src/protocol/objects.js';
-import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
 const shellTool = {

@@ -33,6 +33,8 @@ interface Cached {
 
 export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy {
   let cache: Cached | null = null;
+  /** The header key computed in plan(), reused when the response is cached (instructions and tools can be tens of KB). */
+  const headerKeys = new WeakMap<CreateParams, string>();
 
   async function fromCache(params: CreateParams, c: Cached, headerKey: string, metrics: RunMetrics) {
     const sw = services.switches;
@@ -88,6 +90,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     appendable: false,
     async plan(params, metrics): Promise<RunPlan> {
       const headerKey = JSON.stringify([params.instructions, params.tools]);
+      headerKeys.set(params, headerKey);
       const prev = params.previous_response_id;
       let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input'] };
       if (prev && cache && cache.id === prev) {
@@ -119,7 +122,8 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     },
     ended(run, plan) {
       if (run.response.status === 'completed') {
-        cache = { id: run.id, context: plan.context, route: plan.route, headerKey: JSON.stringify([plan.params.instructions, plan.params.tools]) };
+        const headerKey = headerKeys.get(plan.params) ?? JSON.stringify([plan.params.instructions, plan.params.tools]);
+        cache = { id: run.id, context: plan.context, route: plan.route, headerKey };
       } else if (cache && (cache.id === plan.params.previous_response_id || cache.context === plan.context)) {
         cache = null;
       }

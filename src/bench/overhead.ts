@@ -12,7 +12,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import type { ServerEvent } from '../protocol/events.js';
-import { spawnEcho, spawnServer } from './processes.js';
+import { spawnFrameServer, spawnServer } from './processes.js';
 import { round, summary } from './stats.js';
 
 const { values } = parseArgs({
@@ -85,7 +85,8 @@ async function echoRound(ws: WebSocket, frame: string, n: number): Promise<numbe
 
 async function main(): Promise<void> {
   const server = await spawnServer(['--instant']);
-  const echo = await spawnEcho();
+  // The frame server echoes every frame that is not a blast request.
+  const echo = await spawnFrameServer();
   try {
     const ll = await open(server.url, { 'OpenAI-Beta': 'responses_websockets=2026-02-04' });
     const ew = await open(echo.url);

@@ -1,6 +1,6 @@
 /**
  * Child processes for benchmarks: the server (`llr serve`) and a raw `ws`
- * echo server each run in their own process, so the driver's measurements
+ * echo/frame server (frame-server.ts) each run in their own process, so the driver's measurements
  * include real loopback I/O and no shared event loop. Each child prints one
  * JSON line with its URL; a child that exits early or never says where it
  * listens fails the benchmark with its output instead of hanging.
@@ -62,13 +62,6 @@ export async function spawnServer(args: string[] = [], opts: { nodeArgs?: string
     env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
   });
   const url = await waitForUrl(proc, 'llr serve');
-  return { url, proc, stop: stopper(proc) };
-}
-
-/** A raw `ws` echo server: the floor any WebSocket protocol pays per round trip. */
-export async function spawnEcho(): Promise<Child> {
-  const proc = spawn(process.execPath, [here('./echo-server.js')], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LLR_PARENT_PID: String(process.pid) } });
-  const url = await waitForUrl(proc, 'echo server');
   return { url, proc, stop: stopper(proc) };
 }
 

@@ -4,6 +4,11 @@
  * append with the call's output, rejected by cancel, timeout, disconnect or
  * shutdown. After `close()` nothing can register, so a late callback cannot
  * leave a promise pending.
+ *
+ * A `call_id` is the only thing an output can name, so two pending calls may
+ * never share one: `wait()` refuses a duplicate (within the batch or against
+ * a call still pending) before registering anything, and `close()` settles
+ * every deferred it ever made, not only those its map still indexes.
  */
 import pDefer, { type DeferredPromise } from 'p-defer';
 import { WireError } from '../protocol/errors.js';
@@ -17,6 +22,8 @@ export class RunClosedError extends Error {
 
 export class PauseRegistry {
   private readonly deferreds = new Map<string, DeferredPromise<void>>();
+  /** Every deferred made and not yet settled: what close() must reject whatever the map says. */
+  private readonly unsettled = new Set<DeferredPromise<void>>();
   private closedReason: string | null = null;
 
   constructor(private readonly maxPending: number) {}
@@ -27,9 +34,15 @@ export class PauseRegistry {
     if (this.deferreds.size + callIds.length > this.maxPending) {
       throw new WireError('too_many_pending_calls', `The model made more tool calls than one pause may wait for (limit ${this.maxPending}).`);
     }
+    const seen = new Set<string>();
+    for (const id of callIds) {
+      if (seen.has(id) || this.deferreds.has(id)) throw duplicateCallId(id);
+      seen.add(id);
+    }
     const promises = callIds.map((id) => {
       const d = pDefer<void>();
       this.deferreds.set(id, d);
+      this.unsettled.add(d);
       return d.promise;
     });
     return Promise.all(promises).then(() => undefined);
@@ -51,6 +64,7 @@ export class PauseRegistry {
     const d = this.deferreds.get(callId);
     if (!d) return;
     this.deferreds.delete(callId);
+    this.unsettled.delete(d);
     d.resolve();
   }
 
@@ -59,7 +73,13 @@ export class PauseRegistry {
     if (this.closedReason !== null) return;
     this.closedReason = reason;
     const err = new RunClosedError(reason);
-    for (const d of this.deferreds.values()) d.reject(err);
+    for (const d of this.unsettled) d.reject(err);
+    this.unsettled.clear();
     this.deferreds.clear();
   }
+}
+
+/** The model's fault, not the client's: an output could not say which of the calls it answers. */
+export function duplicateCallId(id: string): WireError {
+  return new WireError('duplicate_call_id', `The model made two tool calls with call_id '${id}'; an output could not say which one it answers, so the response failed.`);
 }

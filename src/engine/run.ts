@@ -21,7 +21,9 @@ import { appendOutput, renderAppend, type RenderedContext } from '../pipeline/re
 import type { RouteDecision } from '../pipeline/route.js';
 import { safetyScan } from '../pipeline/safety.js';
 import { validateItems } from '../pipeline/validate.js';
-import { PauseRegistry, RunClosedError } from './pause.js';
+import pDefer from 'p-defer';
+import type { PostInferenceJob } from '../pipeline/post.js';
+import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
 import { Segment, carriesTokens } from './segment.js';
 import { newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
@@ -66,6 +68,8 @@ export class ResponseRun {
   private outputTokens = 0;
   private lastAppendAt = 0;
   private pauseTimer: NodeJS.Timeout | null = null;
+  /** Rejected when the run is halted: ends a pause whatever the registry holds. */
+  private readonly stopped = pDefer<never>();
   /** Resolves with the final Response after the terminal event; never rejects. */
   readonly done: Promise<Response>;
 
@@ -76,7 +80,9 @@ export class ResponseRun {
   ) {
     this.metrics = plan.metrics;
     this.pauses = new PauseRegistry(services.limits.maxPendingCalls);
-    this.response = newResponse(plan.params, plan.route.model);
+    // Handled here so a halt while nothing waits on it is not an unhandled rejection.
+    this.stopped.promise.catch(() => {});
+    this.response = newResponse(plan.params, plan.route.model, this.wallNow());
     this.done = this.loop();
   }
 
@@ -150,35 +156,70 @@ export class ResponseRun {
 
   /** End the run from outside (cancel, disconnect, timeout, shutdown). Idempotent. */
   stop(status: 'cancelled' | 'incomplete', reason: string): void {
-    if (this.state === 'ended' || this.end) return;
-    this.end = { status, reason };
-    this.pauses.close(reason);
-    this.abort.abort(new RunClosedError(reason));
+    this.halt({ status, reason });
   }
 
-  private emit(e: UnnumberedEvent): void {
+  /**
+   * Decide how the run ends, once, and make every wait end: the model's
+   * stream (abort), the pause registry (close) and a pause however the
+   * registry got there (`stopped`). The loop then finishes the run.
+   */
+  private halt(end: EndReason): void {
+    if (this.state === 'ended' || this.end) return;
+    this.end = end;
+    this.pauses.close(end.reason);
+    this.abort.abort(new RunClosedError(end.reason));
+    this.stopped.reject(new RunClosedError(end.reason));
+  }
+
+  /**
+   * Send one event; false when the sink threw. A sink that throws (an event
+   * that cannot be serialised, a broken transport) fails the run once with a
+   * server_error instead of escaping; its sequence number is not spent, so
+   * what the client does receive stays gapless.
+   */
+  private emit(e: UnnumberedEvent): boolean {
+    try {
+      this.sink({ ...e, sequence_number: this.seq } as ServerEvent);
+    } catch (err) {
+      this.sinkFailed(err, e.type);
+      return false;
+    }
+    this.seq++;
     this.metrics.count('events_sent');
-    this.sink({ ...e, sequence_number: this.seq++ } as ServerEvent);
+    return true;
+  }
+
+  private sinkFailed(err: unknown, type: string): void {
+    const m = this.metrics;
+    if (m.counters['events_unsent']++ === 0) {
+      this.services.log.error({ err, response_id: this.id, event: type }, 'could not send an event; the response fails');
+    }
+    this.halt({
+      status: 'failed',
+      reason: 'server_error',
+      error: new WireError('server_error', `The server could not send this response's '${type}' event.`, null, { cause: err }),
+    });
   }
 
   /** Emit an error event in this response's stream (numbered). */
-  emitError(err: WireError): void {
-    this.emit(err.toEvent());
+  emitError(err: WireError): boolean {
+    return this.emit(err.toEvent());
   }
 
-  private lifecycle(type: LifecycleType): void {
-    this.emit({ type, response: snapshot(this.response) });
+  private lifecycle(type: LifecycleType): boolean {
+    return this.emit({ type, response: snapshot(this.response) });
   }
 
   private async loop(): Promise<Response> {
-    this.record();
-    this.lifecycle('response.created');
-    this.lifecycle('response.in_progress');
     try {
+      this.record();
+      this.lifecycle('response.created');
+      this.lifecycle('response.in_progress');
       if (this.plan.params.generate) {
-        for (;;) {
+        while (!this.end) {
           const calls = await this.sample();
-          if (calls.length === 0 || this.plan.onToolCalls === 'end') break;
+          if (this.end || calls.length === 0 || this.plan.onToolCalls === 'end') break;
           await this.pause(calls);
         }
       }
@@ -186,7 +227,7 @@ export class ResponseRun {
     } catch (err) {
       if (!this.end) {
         const wire = toWireError(err);
-        if (wire.code === 'server_error') this.services.log.error({ err, response_id: this.id }, 'run failed');
+        if (wire.type === 'server_error') this.services.log.error({ err, response_id: this.id }, 'run failed');
         this.end = { status: 'failed', reason: wire.code, error: wire };
       }
     }
@@ -213,9 +254,11 @@ export class ResponseRun {
     const clock = this.services.clock;
     const started = clock.now();
     let firstToken = started;
-    const segment = new Segment((e) => this.emit(e), this.response.output);
+    const segment = new Segment((e) => void this.emit(e), this.response.output);
     const budget = params.max_output_tokens;
     for await (const ev of this.services.model.sample(req, this.abort.signal)) {
+      // Ended from elsewhere (a sink failure, a stop) while the model ignores its signal.
+      if (this.end) break;
       if (ev.type === 'prefill') {
         firstToken = clock.now();
         m.span('prefill', started, firstToken);
@@ -237,7 +280,9 @@ export class ResponseRun {
     }
     m.span('decode', firstToken, clock.now());
     appendOutput(this.plan.context, segment.items);
-    return this.end ? [] : segment.calls;
+    if (this.end) return [];
+    assertDistinctCallIds(segment.calls);
+    return segment.calls;
   }
 
   private async pause(calls: FunctionCall[]): Promise<void> {
@@ -256,7 +301,8 @@ export class ResponseRun {
     this.record();
     this.pauseTimer = setTimeout(() => this.stop('incomplete', 'pause_timeout'), this.services.limits.pauseTimeoutMs);
     try {
-      await waiting;
+      // `stopped` ends the pause even if a deferred were somehow left unsettled.
+      await Promise.race([waiting, this.stopped.promise]);
     } finally {
       clearTimeout(this.pauseTimer);
       this.pauseTimer = null;
@@ -265,42 +311,109 @@ export class ResponseRun {
     }
   }
 
-  private finish(end: EndReason): void {
+  /**
+   * End the run: usage, then (by default) the store write of a stored
+   * response, then the terminal event, then billing and the log (inline or
+   * overlapped). Never throws: each step is contained, so a fault in one
+   * still lets the others run and the terminal event go out.
+   */
+  private finish(ended: EndReason): void {
     const { response, metrics: m } = this;
     this.state = 'ended';
-    this.pauses.close(end.reason);
-    if (this.pauseTimer) clearTimeout(this.pauseTimer);
-    m.time('usage', () => {
-      response.status = end.status;
-      response.completed_at = end.status === 'completed' ? Math.floor(Date.now() / 1000) : null;
-      response.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens);
-      if (end.status === 'incomplete') response.incomplete_details = { reason: end.reason };
-      if (end.error) response.error = { code: end.error.code, message: end.error.message };
-      for (const item of response.output) if (item.status === 'in_progress') item.status = 'incomplete';
+    this.contain('close', () => {
+      this.pauses.close(ended.reason);
+      if (this.pauseTimer) clearTimeout(this.pauseTimer);
+      this.stopped.reject(new RunClosedError(ended.reason));
     });
-    const job = { response, input: this.plan.input, owner: this.plan.owner, mode: this.plan.protocol, metrics: m };
+    this.contain('usage', () =>
+      m.time('usage', () => {
+        response.status = ended.status;
+        response.completed_at = ended.status === 'completed' ? Math.floor(this.wallNow() / 1000) : null;
+        response.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens);
+        if (ended.status === 'incomplete') response.incomplete_details = { reason: ended.reason };
+        if (ended.error) response.error = { code: ended.error.code, message: ended.error.message };
+        for (const item of response.output) if (item.status === 'in_progress') item.status = 'incomplete';
+      }),
+    );
+    const job: PostInferenceJob = { response, input: this.plan.input, owner: this.plan.owner, mode: this.plan.protocol, metrics: m };
     const overlapped = this.plan.postInference === 'overlapped';
-    if (!overlapped) this.postInference(job);
-    if (end.error) this.emitError(end.error);
-    this.lifecycle(TERMINAL[end.status]);
+    const persistAfter = overlapped && this.services.switches.overlap_persist;
+    let end = ended;
+    let postOk = true;
+    if (!persistAfter && !this.persist(job)) {
+      postOk = false;
+      end = this.storageFailed(end);
+    }
+    if (!overlapped) postOk = this.account(job) && postOk;
+    const errorSent = end.error ? this.emitError(end.error) : false;
+    if (!this.lifecycle(TERMINAL[end.status]) && !errorSent) {
+      // The client must learn the response is over even if its final snapshot cannot be sent.
+      this.emitError(new WireError('server_error', "The server could not send this response's terminal event."));
+    }
     this.emitTiming(overlapped);
-    this.record(overlapped);
+    this.record(overlapped, !overlapped && postOk);
     if (overlapped) {
       this.services.postWork.defer(() => {
-        this.postInference(job);
-        this.record(true, true);
+        const ok = (!persistAfter || this.persist(job)) && postOk;
+        this.record(true, this.account(job) && ok);
       });
     }
   }
 
-  /** Post-inference work; a failure there is logged and counted, and never loses the terminal event. */
-  private postInference(job: Parameters<Services['post']['run']>[0]): void {
+  /** Run one finishing step; a throw is logged and counted, never escapes. */
+  private contain(step: string, fn: () => void): boolean {
     try {
-      this.services.post.run(job);
+      fn();
+      return true;
+    } catch (err) {
+      this.metrics.count('engine_faults');
+      this.services.log.error({ err, response_id: this.id, step }, 'a step of ending the response failed');
+      return false;
+    }
+  }
+
+  /** Write a stored response; false (logged, counted) when the store failed. */
+  private persist(job: PostInferenceJob): boolean {
+    try {
+      this.services.post.persist(job);
+      return true;
+    } catch (err) {
+      this.metrics.count('persist_failed');
+      this.services.log.error({ err, response_id: this.id }, 'the response could not be stored');
+      return false;
+    }
+  }
+
+  /** Billing and the log line; a failure is logged and counted, and never loses the terminal event. */
+  private account(job: PostInferenceJob): boolean {
+    try {
+      this.services.post.account(job);
+      return true;
     } catch (err) {
       this.metrics.count('post_inference_failed');
       this.services.log.error({ err, response_id: this.id }, 'post-inference work failed');
+      return false;
     }
+  }
+
+  /**
+   * A stored response that is not in the store is not reported as a success:
+   * it ends `failed` with a server_error saying so (its output is still in
+   * the event). A response that had already failed keeps its first error.
+   */
+  private storageFailed(end: EndReason): EndReason {
+    if (end.status === 'failed') return end;
+    const error = new WireError(
+      'server_error',
+      'The response was generated but could not be stored, so it is not available for retrieval or previous_response_id. Retry the request.',
+    );
+    const r = this.response;
+    r.status = 'failed';
+    r.completed_at = null;
+    r.incomplete_details = null;
+    r.error = { code: error.code, message: error.message };
+    this.end = { status: 'failed', reason: 'storage_failed', error };
+    return this.end;
   }
 
   private emitTiming(overlapped: boolean): void {
@@ -316,25 +429,41 @@ export class ResponseRun {
     });
   }
 
+  /** Wall-clock ms for timestamps on the wire (the injected clock is monotonic). */
+  private wallNow(): number {
+    return this.services.clock.wallNow?.() ?? Date.now();
+  }
+
   private record(deferred = false, postDone = !deferred && this.state === 'ended'): void {
-    const r = this.response;
-    const rec: RunRecord = {
-      response_id: r.id,
-      protocol: this.plan.protocol,
-      connection: this.plan.connection,
-      status: r.status,
-      model: r.model,
-      previous_response_id: r.previous_response_id,
-      usage: r.usage,
-      counters: { ...this.metrics.counters },
-      totals: this.metrics.totals(),
-      spans: this.metrics.spans.slice(),
-      started_at: r.created_at,
-      ended_at: this.state === 'ended' ? Math.floor(Date.now() / 1000) : null,
-      post_deferred: deferred,
-      post_done: postDone,
-    };
-    this.services.records.upsert(rec);
+    this.contain('record', () => {
+      const r = this.response;
+      const rec: RunRecord = {
+        response_id: r.id,
+        protocol: this.plan.protocol,
+        connection: this.plan.connection,
+        status: r.status,
+        model: r.model,
+        previous_response_id: r.previous_response_id,
+        usage: r.usage,
+        counters: { ...this.metrics.counters },
+        totals: this.metrics.totals(),
+        spans: this.metrics.spans.slice(),
+        started_at: r.created_at,
+        ended_at: this.state === 'ended' ? Math.floor(this.wallNow() / 1000) : null,
+        post_deferred: deferred,
+        post_done: postDone,
+      };
+      this.services.records.upsert(rec);
+    });
+  }
+}
+
+/** Two calls of one model turn sharing a call_id could not be answered apart: the model's fault. */
+function assertDistinctCallIds(calls: readonly FunctionCall[]): void {
+  const seen = new Set<string>();
+  for (const c of calls) {
+    if (seen.has(c.call_id)) throw duplicateCallId(c.call_id);
+    seen.add(c.call_id);
   }
 }
 

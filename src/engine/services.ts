@@ -28,6 +28,13 @@ export interface Switches {
   overlap_post_inference: boolean;
   /** ws: a continuation goes straight to the engine that served the previous response, skipping one injected hop. */
   skip_intermediate_hop: boolean;
+  /**
+   * ws / long-lived, with `overlap_post_inference` on: persist a `store:true`
+   * response after its terminal event too. Off (the default): it is committed
+   * to the store before the terminal event, so a client that saw
+   * `response.completed` can always fetch it, even after a crash.
+   */
+  overlap_persist: boolean;
 }
 
 export const DEFAULT_SWITCHES: Switches = {
@@ -36,6 +43,7 @@ export const DEFAULT_SWITCHES: Switches = {
   routing_reuse: true,
   overlap_post_inference: true,
   skip_intermediate_hop: true,
+  overlap_persist: false,
 };
 
 export interface Limits {

@@ -8,10 +8,13 @@ export interface Clock {
   now(): number;
   /** Resolves after `ms` (immediately when `ms <= 0`); rejects with the signal's reason on abort. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /** Wall-clock time in ms since the epoch, for timestamps on the wire; absent → `Date.now()`. */
+  wallNow?(): number;
 }
 
 export const realClock: Clock = {
   now: () => performance.now(),
+  wallNow: () => Date.now(),
   sleep(ms, signal) {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (ms <= 0) return Promise.resolve();

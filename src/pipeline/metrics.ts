@@ -38,6 +38,12 @@ export const COUNTERS = [
   'billing_records',
   'persisted',
   'events_sent',
+  /** Events a throwing sink did not take (the run then fails once). */
+  'events_unsent',
+  /** A stored response's write that failed. */
+  'persist_failed',
+  /** Engine steps (records, lifecycle bookkeeping) that threw and were contained. */
+  'engine_faults',
 ] as const;
 export type Counter = (typeof COUNTERS)[number];
 

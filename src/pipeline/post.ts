@@ -5,10 +5,15 @@
  * the model calls finish.
  *
  * Used by the engine when a response ends, inline or overlapped with the next
- * request (a mode's choice). `PostWorkTracker` owns overlapped work so none
- * is lost: shutdown awaits it and its count is reported. Leaves out real
- * payment: the ledger is in memory, which is enough to pay the cost of
- * computing and recording the entry.
+ * request (a mode's choice). Persisting and accounting (billing + log) are
+ * separate steps because they have different durability needs: by default
+ * the engine persists a stored response before its terminal event and may
+ * overlap only the accounting (see `Switches.overlap_persist`). `persist`
+ * throws when the store does, so the caller can report the failure;
+ * `PostWorkTracker` owns overlapped work so none is lost: shutdown awaits it
+ * and its count is reported. Leaves out real payment: the ledger is in
+ * memory, which is enough to pay the cost of computing and recording the
+ * entry.
  */
 import type { Logger } from 'pino';
 import type { InputItem, Response } from '../protocol/objects.js';
@@ -78,19 +83,24 @@ export class PostInference {
     private readonly log: Logger,
   ) {}
 
-  run(job: PostInferenceJob): void {
+  /** Write a `store:true` response to the store (a no-op otherwise). Throws when the store does. */
+  persist(job: PostInferenceJob): void {
+    const { response, metrics } = job;
+    if (!response.store) return;
+    metrics.time('persist', () => {
+      this.store.put({ response, input: job.input, owner: job.owner, created_at: response.created_at });
+      metrics.count('persisted');
+    });
+  }
+
+  /** The billing record and the log line: once per response. */
+  account(job: PostInferenceJob): void {
     const { response, metrics } = job;
     metrics.count('post_inference');
     metrics.time('billing', () => {
       this.ledger.record(response, job.owner);
       metrics.count('billing_records');
     });
-    if (response.store) {
-      metrics.time('persist', () => {
-        this.store.put({ response, input: job.input, owner: job.owner, created_at: response.created_at });
-        metrics.count('persisted');
-      });
-    }
     metrics.time('log', () => {
       this.log.info(
         {

@@ -77,7 +77,7 @@ describe('ws mode', () => {
     expect((await s.next('llr.timing')).totals['billing']).toBeGreaterThanOrEqual(0);
   });
 
-  it('a failing store does not lose the terminal event; the failure is logged and counted', async () => {
+  it('a failing store is never reported completed: the response fails with a server_error, billed once', async () => {
     for (const overlap of [false, true]) {
       const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'hi' }]), switches: { overlap_post_inference: overlap } });
       server.services.store.put = () => {
@@ -85,11 +85,35 @@ describe('ws mode', () => {
       };
       const s = await RawSocket.connect(url);
       s.send(create({ store: true }));
-      const done = await s.next('response.completed');
+      const err = await s.next('error');
+      expect(err.error).toMatchObject({ code: 'server_error', type: 'server_error' });
+      expect(err.error.message).toMatch(/could not be stored/);
+      const failed = await s.next('response.failed');
+      expect(failed.response).toMatchObject({ status: 'failed', completed_at: null, error: { code: 'server_error' } });
+      expect(failed.response.output).toHaveLength(1);
       await server.services.postWork.flush();
-      expect(server.services.ledger.countFor(done.response.id)).toBe(1);
-      expect(server.services.records.get(done.response.id)!.counters['post_inference_failed']).toBe(1);
+      const id = failed.response.id;
+      expect(server.services.ledger.countFor(id)).toBe(1);
+      const rec = server.services.records.get(id)!;
+      expect(rec).toMatchObject({ status: 'failed', post_done: false });
+      expect(rec.counters['persist_failed']).toBe(1);
     }
+  });
+
+  it('overlap_persist: the write happens after the terminal event, and its failure is never recorded post_done', async () => {
+    const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'hi' }]), switches: { overlap_persist: true } });
+    server.services.store.put = () => {
+      throw new Error('disk full');
+    };
+    const s = await RawSocket.connect(url);
+    s.send(create({ store: true }));
+    // The documented cost of the switch: the client was told `completed` before the write failed.
+    const done = await s.next('response.completed');
+    await server.services.postWork.flush();
+    const rec = server.services.records.get(done.response.id)!;
+    expect(rec).toMatchObject({ post_deferred: true, post_done: false });
+    expect(rec.counters['persist_failed']).toBe(1);
+    expect(server.services.ledger.countFor(done.response.id)).toBe(1);
   });
 
   it('skip_intermediate_hop: a cached continuation pays one hop less', async () => {

@@ -27,14 +27,18 @@ Usage:
   llr serve [--host H] [--port P] [--tokens-per-second N] [--ttft-ms N]
             [--prefill-tps N] [--instant] [--api-key K]... [--hop-ms N] [--hops N]
             [--pause-timeout-ms N] [--max-frame-bytes N] [--store PATH|memory|:memory:]
-            [--seed N] [--no-websockets] [--off SWITCH]...
+            [--seed N] [--no-websockets] [--off SWITCH]... [--on SWITCH]...
+            [--max-context-bytes N] [--max-context-items N]
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
 
 serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
 token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
-Switches for --off: ${Object.keys(DEFAULT_SWITCHES).join(', ')}.
+Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
+(all on by default except overlap_persist).
+--max-context-bytes / --max-context-items: what one long-lived run or ws-mode
+response may hold in its context (default 33554432 bytes, 50000 items).
 --workload (a Codex rollout, or the JSON llr bench writes) or --synthetic
 selects the replay policy: the model replays the recorded run's turns.
 `;
@@ -70,6 +74,9 @@ async function serve(argv: string[]): Promise<void> {
       seed: { type: 'string' },
       'no-websockets': { type: 'boolean' },
       off: { type: 'string', multiple: true },
+      on: { type: 'string', multiple: true },
+      'max-context-bytes': { type: 'string' },
+      'max-context-items': { type: 'string' },
       'log-level': { type: 'string' },
       policy: { type: 'string' },
       workload: { type: 'string' },
@@ -82,6 +89,10 @@ async function serve(argv: string[]): Promise<void> {
   for (const name of values.off ?? []) {
     if (!(name in DEFAULT_SWITCHES)) throw new Error(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
     (switches as Record<string, boolean>)[name] = false;
+  }
+  for (const name of values.on ?? []) {
+    if (!(name in DEFAULT_SWITCHES)) throw new Error(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
+    (switches as Record<string, boolean>)[name] = true;
   }
   const instant = values.instant ?? env('LLR_INSTANT') === '1';
   const apiKeys = values['api-key'] ?? env('LLR_API_KEYS')?.split(',');
@@ -102,6 +113,8 @@ async function serve(argv: string[]): Promise<void> {
     limits: defined({
       pauseTimeoutMs: num(values['pause-timeout-ms'] ?? env('LLR_PAUSE_TIMEOUT_MS'), 'pause-timeout-ms'),
       maxFrameBytes: num(values['max-frame-bytes'] ?? env('LLR_MAX_FRAME_BYTES'), 'max-frame-bytes'),
+      maxContextBytes: num(values['max-context-bytes'] ?? env('LLR_MAX_CONTEXT_BYTES'), 'max-context-bytes'),
+      maxContextItems: num(values['max-context-items'] ?? env('LLR_MAX_CONTEXT_ITEMS'), 'max-context-items'),
     }),
     store: values.store ?? env('LLR_STORE') ?? DEFAULT_STORE,
     seed: num(values.seed ?? env('LLR_SEED'), 'seed') ?? 1,

@@ -24,6 +24,7 @@ import { validateItems } from '../pipeline/validate.js';
 import pDefer from 'p-defer';
 import type { PostInferenceJob } from '../pipeline/post.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
+import { checkContext } from './budget.js';
 import { Segment, carriesTokens } from './segment.js';
 import { newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
@@ -136,6 +137,7 @@ export class ResponseRun {
       if (item.type === 'function_call_output' && known) answering.add(callId);
       fresh.push(item);
     }
+    checkContext(ctx, fresh, this.services.limits);
     const arrivedAt = this.services.clock.now();
     const m = this.metrics;
     m.time('validate_append', () => {

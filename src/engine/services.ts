@@ -59,6 +59,10 @@ export interface Limits {
   connectionLifetimeMs: number;
   /** Bytes a WebSocket may hold unsent for a client that does not read (default 64 MiB); past it the connection is dropped. */
   maxSendBufferBytes: number;
+  /** Bytes (JSON) of items one long-lived run or ws-mode response may hold in its context (default 32 MiB). */
+  maxContextBytes: number;
+  /** Items one long-lived run or ws-mode response may hold in its context (default 50,000). */
+  maxContextItems: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -68,6 +72,8 @@ export const DEFAULT_LIMITS: Limits = {
   maxQueuedCreates: 64,
   connectionLifetimeMs: 60 * 60 * 1000,
   maxSendBufferBytes: 64 * 1024 * 1024,
+  maxContextBytes: 32 * 1024 * 1024,
+  maxContextItems: 50_000,
 };
 
 export interface Services {

@@ -12,6 +12,7 @@ import { WireError } from '../protocol/errors.js';
 import type { Services } from '../engine/services.js';
 import type { ModePolicy, SessionInfo } from './session.js';
 import { prepareFull } from './prepare.js';
+import { checkContext } from '../engine/budget.js';
 
 export function longLivedPolicy(services: Services, info: SessionInfo): ModePolicy {
   return {
@@ -26,6 +27,8 @@ export function longLivedPolicy(services: Services, info: SessionInfo): ModePoli
         );
       }
       const { context, route } = await prepareFull(params, [], params.input, services, metrics, info.owner);
+      // The run's context budget covers what it starts with, not only what is appended.
+      checkContext(context, [], services.limits);
       return {
         protocol: 'long-lived',
         params,

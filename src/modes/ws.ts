@@ -21,6 +21,7 @@ import type { RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { affinityKey, checkAndRender, prepareFull } from './prepare.js';
 import { loadChain, notFound, resolveReferences } from './hydrate.js';
+import { checkContext } from '../engine/budget.js';
 import type { ModePolicy, SessionInfo } from './session.js';
 
 interface Cached {
@@ -107,6 +108,8 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
         const input = resolveReferences(params.input, info.owner, services, metrics);
         prepared = { ...(await prepareFull(params, [], input, services, metrics, info.owner)), input };
       }
+      // A chain of continuations extends one cached context: bound it like a long-lived run.
+      checkContext(prepared.context, [], services.limits);
       return {
         protocol: 'ws',
         params,

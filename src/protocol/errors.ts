@@ -38,6 +38,11 @@ export const WIRE_ERRORS = {
   server_error: { status: 500, type: 'server_error', message: 'The server had an error while processing the request.' },
   server_shutting_down: { status: 503, type: 'server_error', message: 'The server is shutting down.' },
   duplicate_call_id: { status: 500, type: 'server_error', message: 'The model made two tool calls with the same call_id.' },
+  context_length_exceeded: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: "The response's context is larger than this server keeps for one response.",
+  },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

@@ -1,0 +1,85 @@
+/**
+ * The context budget: how much one live context may hold — a long-lived run
+ * across all its appends, or a ws-mode response extending its connection's
+ * cached context — in items and in bytes (each item's JSON, UTF-8).
+ * Without it a client that keeps appending items that answer nothing (or a
+ * ws chain that never ends) grows one context, and the server, without
+ * bound.
+ *
+ * Measured incrementally: each context has a meter that counts each item
+ * once, the first time it is asked about it, so a run pays for an item's
+ * JSON once however often the budget is checked. Breaching the budget is
+ * `context_length_exceeded` (400): a create is refused, an append is refused
+ * and the run stays paused. Leaves out the HTTP baseline, whose context lives
+ * only for its request (its size is bounded by `maxFrameBytes` plus the
+ * stored chain it loads).
+ */
+import { WireError } from '../protocol/errors.js';
+import type { InputItem } from '../protocol/objects.js';
+import type { RenderedContext } from '../pipeline/render.js';
+import type { Limits } from './services.js';
+
+export type ContextLimits = Pick<Limits, 'maxContextBytes' | 'maxContextItems'>;
+
+const itemSizes = new WeakMap<object, number>();
+
+/** An item's JSON size in bytes, measured once per item object. */
+export function itemBytes(item: InputItem): number {
+  let n = itemSizes.get(item);
+  if (n === undefined) {
+    let json: string;
+    try {
+      json = JSON.stringify(item);
+    } catch (err) {
+      throw new WireError('invalid_value', 'An input item could not be measured: it is nested too deeply.', 'input', { cause: err });
+    }
+    n = Buffer.byteLength(json ?? '');
+    itemSizes.set(item, n);
+  }
+  return n;
+}
+
+interface Meter {
+  counted: number;
+  bytes: number;
+}
+
+const meters = new WeakMap<RenderedContext, Meter>();
+
+/** What a context holds now: its item count and their bytes. */
+export function contextSize(ctx: RenderedContext): { items: number; bytes: number } {
+  let m = meters.get(ctx);
+  const items = ctx.items;
+  // Contexts only grow; a shorter one was rebuilt, so it is measured afresh.
+  if (!m || m.counted > items.length) {
+    m = { counted: 0, bytes: 0 };
+    meters.set(ctx, m);
+  }
+  for (; m.counted < items.length; m.counted++) m.bytes += itemBytes(items[m.counted]!);
+  return { items: items.length, bytes: m.bytes };
+}
+
+/**
+ * Throws `context_length_exceeded` when `ctx` plus `incoming` would pass the
+ * limits; applies nothing, so a refused append leaves the run as it was.
+ */
+export function checkContext(ctx: RenderedContext, incoming: readonly InputItem[], limits: ContextLimits): void {
+  const now = contextSize(ctx);
+  const items = now.items + incoming.length;
+  if (items > limits.maxContextItems) {
+    throw new WireError(
+      'context_length_exceeded',
+      `The context would hold ${items} items; this server keeps at most ${limits.maxContextItems} per response (llr serve --max-context-items).`,
+      'input',
+    );
+  }
+  let bytes = now.bytes;
+  for (const item of incoming) bytes += itemBytes(item);
+  if (bytes > limits.maxContextBytes) {
+    throw new WireError(
+      'context_length_exceeded',
+      `The context would hold ${bytes} bytes; this server keeps at most ${limits.maxContextBytes} per response (llr serve --max-context-bytes).`,
+      'input',
+    );
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * The durability point, tested the hard way: a real `llr serve` child process
+ * on a SQLite file is SIGKILLed the moment the client sees
+ * `response.completed` for a `store:true` response, restarted on the same
+ * file, and must serve that response from `GET /v1/responses/{id}`. Ten times
+ * per design (long-lived, ws, HTTP + SSE); each restarted server also serves
+ * the next response, so the chain costs one process per kill. No sleeps: the
+ * test waits on the child's log line, its exit, and the client's events.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Response } from '../../src/protocol/objects.js';
+import type { ServerEvent } from '../../src/protocol/events.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = join(ROOT, 'dist', 'cli.js');
+const dir = mkdtempSync(join(tmpdir(), 'llr-durability-'));
+const KILLS_PER_DESIGN = 10;
+
+beforeAll(async () => {
+  // The child runs the built CLI: emit it first (a type error elsewhere must not stop the emit).
+  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')]).catch(() => {});
+  if (!existsSync(CLI)) throw new Error(`${CLI} was not built`);
+}, 120_000);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Served {
+  url: string;
+  proc: ChildProcess;
+  exited: Promise<void>;
+}
+
+/** `llr serve --port 0 --store FILE`; resolves with the URL from its listening log line. */
+function serve(store: string, extra: string[] = []): Promise<Served> {
+  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--store', store, '--instant', ...extra], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
+  });
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    proc.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
+    proc.stdout!.setEncoding('utf8').on('data', (c: string) => {
+      out += c;
+      const m = /"url":"(http[^"]+)"/.exec(out);
+      if (m) {
+        proc.stdout!.removeAllListeners('data');
+        proc.stdout!.resume();
+        resolve({ url: m[1]!, proc, exited });
+      }
+    });
+    proc.once('exit', (code) => reject(new Error(`llr serve exited (${code}) before listening:\n${out}`)));
+  });
+}
+
+type Design = 'long-lived' | 'ws' | 'http';
+
+/** One store:true response; the server is SIGKILLed synchronously on the client's first sight of response.completed. */
+async function completeThenKill(design: Design, s: Served): Promise<string> {
+  const body = { model: 'sim-model', input: `remember me (${design})`, store: true };
+  if (design === 'http') {
+    const res = await fetch(`${s.url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ...body, stream: true }) });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`stream ended without response.completed:\n${text}`);
+      text += decoder.decode(value, { stream: true });
+      const m = /event: response\.completed\ndata: (.*)\n/.exec(text);
+      if (m) {
+        s.proc.kill('SIGKILL');
+        void reader.cancel().catch(() => {});
+        return (JSON.parse(m[1]!) as { response: Response }).response.id;
+      }
+    }
+  }
+  const headers: Record<string, string> = design === 'long-lived' ? { 'OpenAI-Beta': 'responses_websockets=2026-02-04' } : {};
+  const ws = new WebSocket(s.url.replace(/^http/, 'ws') + '/v1/responses', { headers });
+  return new Promise((resolve, reject) => {
+    ws.on('error', () => {}); // the kill resets the socket; that is the point
+    ws.once('open', () => ws.send(JSON.stringify({ type: 'response.create', ...body })));
+    ws.on('message', (data) => {
+      const e = JSON.parse(data.toString()) as ServerEvent;
+      if (e.type === 'response.completed') {
+        s.proc.kill('SIGKILL');
+        resolve(e.response.id);
+      } else if (e.type === 'error' || e.type === 'response.failed') {
+        reject(new Error(`unexpected ${JSON.stringify(e)}`));
+      }
+    });
+  });
+}
+
+async function fetchStored(url: string, id: string): Promise<{ status: number; body: Response }> {
+  const res = await fetch(`${url}/v1/responses/${id}`);
+  return { status: res.status, body: (await res.json()) as Response };
+}
+
+/** Kill-and-restart `KILLS_PER_DESIGN` times on one store file; returns the ids each restart found. */
+async function killChain(design: Design): Promise<void> {
+  const store = join(dir, `${design}.sqlite`);
+  const ids: string[] = [];
+  let server = await serve(store);
+  for (let i = 0; i < KILLS_PER_DESIGN; i++) {
+    const id = await completeThenKill(design, server);
+    await server.exited;
+    server = await serve(store);
+    const got = await fetchStored(server.url, id);
+    expect(got.status, `${design} #${i}: ${id} after SIGKILL`).toBe(200);
+    expect(got.body).toMatchObject({ id, status: 'completed' });
+    ids.push(id);
+  }
+  // Nothing found once was lost by a later kill.
+  for (const id of ids) expect((await fetchStored(server.url, id)).status, `${design} ${id}`).toBe(200);
+  server.proc.kill('SIGTERM');
+  await server.exited;
+}
+
+describe('stored responses survive a SIGKILL right after response.completed', () => {
+  // The three designs' chains run side by side, each on its own file: the
+  // cost is server start-up (the tokenizer's tables), not the responses.
+  it(`${KILLS_PER_DESIGN} kills per design; every response is found after restart`, async () => {
+    const chains = (['long-lived', 'ws', 'http'] as const).map(killChain);
+    await Promise.all(chains);
+  }, 240_000);
+});

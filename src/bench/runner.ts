@@ -103,7 +103,8 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
   writeWorkloadJson(gridFile, grid);
   writeWorkloadJson(wholeFile, whole);
 
-  const switches = Object.keys(DEFAULT_SWITCHES);
+  // Ablations turn off what is on by default (overlap_persist is off: it trades durability, not an optimization to ablate).
+  const switches = Object.entries(DEFAULT_SWITCHES).filter(([, on]) => on).map(([name]) => name);
   const has = (p: PhaseName) => cfg.phases.has(p);
   const maxOverheadReps = Math.max(0, ...cfg.designs.map((d) => cfg.overheadReps[d]));
   const total =

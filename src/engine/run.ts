@@ -100,7 +100,8 @@ export class ResponseRun {
   }
 
   pendingCalls(): string[] {
-    return this.pauses.pending();
+    // An ended run waits for nothing, whatever its registry still indexes.
+    return this.state === 'ended' ? [] : this.pauses.pending();
   }
 
   /** Stop sending events (the peer is gone); the run still ends and is accounted. */

@@ -203,6 +203,23 @@ describe('duplicate call_ids', () => {
     await expect(reg.wait(['c'])).rejects.toBeInstanceOf(RunClosedError);
   });
 
+  it('stop() ends a pause even when the registry would leave its deferred pending', async () => {
+    const svc = services({ steps: [{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'never' }] });
+    let paused!: () => void;
+    const pausedNow = new Promise<void>((resolve) => (paused = resolve));
+    const got: ServerEvent[] = [];
+    const run = await startRun(svc, (e) => {
+      got.push(e);
+      if (e.type === 'response.done') paused();
+    });
+    await pausedNow;
+    // A registry that lost track of its deferred (the old duplicate-id bug): close() settles nothing.
+    (run as unknown as { pauses: PauseRegistry }).pauses.close = () => {};
+    run.stop('cancelled', 'cancelled_by_client');
+    const response = await expectEndedOnce(svc, run, got);
+    expect(response.status).toBe('cancelled');
+  });
+
   it.each(['long-lived', 'ws'] as const)('%s: a model turn with two calls sharing a call_id fails the run once', async (protocol) => {
     const dup = { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_x' }, { name: 'lookup', arguments: { q: 'b' }, call_id: 'call_x' }] };
     const svc = services({ steps: [dup, { text: 'never' }] });

@@ -4,8 +4,11 @@
  * response (ws, http: the client continues with a new one) or pauses on the
  * pause registry and resumes in the same response when the client appends
  * the outputs (long-lived). The response ends exactly once — completed,
- * cancelled, incomplete or failed — and then post-inference work runs once,
- * inline or overlapped, and a timing event closes the stream.
+ * cancelled, incomplete or failed — whatever throws (the model, the sink,
+ * records, billing, the store): `done` never rejects. A stored response is
+ * written before its terminal event (unless `overlap_persist`); billing and
+ * the log run once, inline or overlapped, and a timing event closes the
+ * stream.
  *
  * Pre-inference work is done before a run exists (by the mode, see
  * `RunPlan`); the run only does the incremental work of appended items.

@@ -60,11 +60,12 @@ export function contextSize(ctx: RenderedContext): { items: number; bytes: numbe
 }
 
 /**
- * Throws `context_length_exceeded` when `ctx` plus `incoming` would pass the
- * limits; applies nothing, so a refused append leaves the run as it was.
+ * Throws `context_length_exceeded` when `ctx` (null: an empty context) plus
+ * `incoming` would pass the limits; applies nothing, so a refused append
+ * leaves the run as it was.
  */
-export function checkContext(ctx: RenderedContext, incoming: readonly InputItem[], limits: ContextLimits): void {
-  const now = contextSize(ctx);
+export function checkContext(ctx: RenderedContext | null, incoming: readonly InputItem[], limits: ContextLimits): void {
+  const now = ctx ? contextSize(ctx) : { items: 0, bytes: 0 };
   const items = now.items + incoming.length;
   if (items > limits.maxContextItems) {
     throw new WireError(

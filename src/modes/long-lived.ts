@@ -26,9 +26,10 @@ export function longLivedPolicy(services: Services, info: SessionInfo): ModePoli
           'previous_response_id',
         );
       }
+      // The run's context budget covers what it starts with, not only what is
+      // appended; checked before rendering, so an oversized input costs no tokenizing.
+      checkContext(null, params.input, services.limits);
       const { context, route } = await prepareFull(params, [], params.input, services, metrics, info.owner);
-      // The run's context budget covers what it starts with, not only what is appended.
-      checkContext(context, [], services.limits);
       return {
         protocol: 'long-lived',
         params,

@@ -95,6 +95,8 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
       const prev = params.previous_response_id;
       let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input'] };
       if (prev && cache && cache.id === prev) {
+        // Before the cached context is extended in place (item references are checked after).
+        checkContext(cache.context, params.input, services.limits);
         prepared = await fromCache(params, cache, headerKey, metrics);
       } else if (prev) {
         if (!params.store) throw notFound(prev);

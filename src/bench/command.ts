@@ -17,9 +17,9 @@ import { writeReport } from './report.js';
 import { ResultsFile, type Results } from './results.js';
 import { PHASES, recompute, runBench, type BenchConfig, type PhaseName } from './runner.js';
 import { parseTurns, runScaling, type ScalingOptions } from './scaling.js';
-import { syntheticWorkload } from './synthetic.js';
+import { syntheticWorkload } from '../workload/synthetic.js';
 import { syntheticFromSpec } from './workload-prep.js';
-import { readWorkload, type Workload } from './workload.js';
+import { readWorkload, type Workload } from '../workload/load.js';
 
 export const DEFAULT_WORKLOAD = fileURLToPath(new URL('../../../shared/workloads/codex-rollout-a.jsonl', import.meta.url));
 

@@ -35,7 +35,7 @@ import type {
 } from './results.js';
 import { median } from './stats.js';
 import { flatModelTurns } from './workload-prep.js';
-import type { Workload } from './workload.js';
+import type { Workload } from '../workload/load.js';
 
 /** Hidden (reasoning) tokens the model decodes before each call's visible output. */
 export function hiddenTokensPerCall(w: Workload): number[] {

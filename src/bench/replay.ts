@@ -24,7 +24,7 @@ import { connectClient, HttpClient, LongLivedClient, WsClient, type AgentClient,
 import type { ServerEvent, TimingEvent } from '../protocol/events.js';
 import type { FunctionCall } from '../protocol/objects.js';
 import { callsOf, firstInputWithNonce } from './workload-prep.js';
-import type { Workload } from './workload.js';
+import type { Workload } from '../workload/load.js';
 
 export interface TurnSample {
   /** Global model call index (0-based) in the workload. */

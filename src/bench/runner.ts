@@ -26,7 +26,7 @@ import { replayRun } from './replay.js';
 import { writeReport } from './report.js';
 import { ResultsFile, type Machine, type ModelConfig, type Phase, type RunMeta, type RunRecord, type Results } from './results.js';
 import { flatModelTurns, modelCallCount, truncateWorkload, writeWorkloadJson } from './workload-prep.js';
-import { summarizeWorkload, type Workload } from './workload.js';
+import { summarizeWorkload, type Workload } from '../workload/load.js';
 
 export type PhaseName = 'grid' | 'overhead' | 'ablations' | 'stream' | 'paused';
 export const PHASES: readonly PhaseName[] = ['grid', 'overhead', 'ablations', 'stream', 'paused'];

@@ -13,8 +13,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { ReplayTurn } from '../model/types.js';
 import type { InputItem } from '../protocol/objects.js';
-import { syntheticWorkload, type SyntheticOptions } from './synthetic.js';
-import { readWorkload, WorkloadError, type Workload } from './workload.js';
+import { syntheticWorkload, type SyntheticOptions } from '../workload/synthetic.js';
+import { readWorkload, WorkloadError, type Workload } from '../workload/load.js';
 
 export const TRUNCATED_TEXT = '(replay cut here by llr bench)';
 const INTERRUPTED_TEXT = '(interrupted: the recorded turn ended in tool calls that never got an answer)';

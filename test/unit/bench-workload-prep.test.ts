@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { syntheticWorkload } from '../../src/bench/synthetic.js';
+import { syntheticWorkload } from '../../src/workload/synthetic.js';
 import {
   callsOf,
   firstInputWithNonce,
@@ -21,7 +21,7 @@ import {
   truncateWorkload,
   writeWorkloadJson,
 } from '../../src/bench/workload-prep.js';
-import { readWorkload, WorkloadError, type Workload } from '../../src/bench/workload.js';
+import { readWorkload, WorkloadError, type Workload } from '../../src/workload/load.js';
 
 const SHIPPED = fileURLToPath(new URL('../../../shared/workloads/codex-rollout-a.jsonl', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'llr-bench-prep-'));

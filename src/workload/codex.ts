@@ -52,7 +52,7 @@
  */
 import type { ReplayTurn } from '../model/types.js';
 import type { FunctionTool, InputItem, InputMessage } from '../protocol/objects.js';
-import { WorkloadError, type UserTurn, type Workload } from './workload-types.js';
+import { WorkloadError, type UserTurn, type Workload } from './types.js';
 
 type Json = Record<string, unknown>;
 type Visible = ReplayTurn['output'][number];

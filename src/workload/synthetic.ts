@@ -15,7 +15,7 @@
 import { hexString, intBetween, mulberry32, pick, type Rng } from '../model/rng.js';
 import type { ReplayTurn } from '../model/types.js';
 import type { FunctionTool } from '../protocol/objects.js';
-import type { Workload } from './workload-types.js';
+import type { Workload } from './types.js';
 
 export interface SyntheticOptions {
   /** Model calls in the run, the final message included (>= 1). */

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseWorkload, readWorkload, summarizeWorkload, WorkloadError, type Workload } from '../../src/bench/workload.js';
+import { parseWorkload, readWorkload, summarizeWorkload, WorkloadError, type Workload } from '../../src/workload/load.js';
 
 // <repo root>/../shared: /work/shared next to /work/main, and a copy beside the clone in CI.
 const SHIPPED = fileURLToPath(new URL('../../../shared/workloads/codex-rollout-a.jsonl', import.meta.url));

@@ -11,11 +11,11 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { parseRollout } from './workload-codex.js';
-import { WorkloadError, type Workload } from './workload-types.js';
+import { parseRollout } from './codex.js';
+import { WorkloadError, type Workload } from './types.js';
 
-export { WorkloadError } from './workload-types.js';
-export type { UserTurn, Workload } from './workload-types.js';
+export { WorkloadError } from './types.js';
+export type { UserTurn, Workload } from './types.js';
 
 /** Citations for shipped workloads, keyed by the file's SHA-256 (as in shared/workloads/README.md). */
 const KNOWN_SOURCES: Record<string, string> = {

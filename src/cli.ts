@@ -135,9 +135,11 @@ async function modelPolicy(name: string | undefined, workload: string | undefine
   }
   if (wanted !== 'replay') throw new Error(`unknown policy '${wanted}'; known: auto, replay`);
   if ((workload === undefined) === (synthetic === undefined)) throw new Error('--policy replay needs exactly one of --workload FILE or --synthetic TURNS,BYTES,TOKENS');
-  const prep = await import('./bench/workload-prep.js');
-  const w = workload !== undefined ? prep.loadWorkloadFile(workload) : prep.syntheticFromSpec(synthetic!);
-  return replayPolicy(prep.flatModelTurns(w));
+  const { loadWorkloadFile } = await import('./workload/load.js');
+  const { syntheticFromSpec } = await import('./workload/synthetic.js');
+  const { flatModelTurns } = await import('./workload/replayable.js');
+  const w = workload !== undefined ? loadWorkloadFile(workload) : syntheticFromSpec(synthetic!);
+  return replayPolicy(flatModelTurns(w));
 }
 
 function defined<T extends object>(o: T): Partial<{ [K in keyof T]: Exclude<T[K], undefined> }> {

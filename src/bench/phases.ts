@@ -20,7 +20,7 @@ import { cpuMs, deadline, type ServerProcess, type ServerStats } from './guard.j
 import type { PausedPhase, StreamPhase } from './results.js';
 import { percentile } from './stats.js';
 import { syntheticWorkload } from '../workload/synthetic.js';
-import type { Workload } from '../workload/load.js';
+import type { Workload } from '../workload/types.js';
 
 export { cpuMs };
 

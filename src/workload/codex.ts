@@ -1,67 +1,103 @@
 /**
- * The Codex CLI rollout reader: turns a session log (JSONL) into a Workload.
+ * The Codex rollout reader: turns a Codex session log (JSONL, one
+ * `{timestamp, type, payload}` record per line) into a Workload, for every
+ * Codex front end (CLI, `codex exec`, IDE extension, desktop app) and version
+ * that writes that format. Used through `readWorkload` (load.ts). Leaves out
+ * the legacy format whose lines have no `payload`, images (text only), and
+ * rollbacks (`thread_rolled_back`: noted, history kept).
  *
- * Used through `readWorkload` / `parseWorkload` in `workload.ts`. Accepts any
- * rollout in the `{timestamp, type, payload}` format; leaves out compaction
- * (the replay keeps the whole history), tool definitions as Codex sent them
- * (rollouts do not record them, so tools are rebuilt from the calls with
- * permissive schemas), images (kept as JSON text), and the legacy format
- * whose lines have no `payload`.
- *
- * What a rollout looks like (learned from codex-rollout-a.jsonl, Codex CLI
- * 0.125.0). `session_meta` comes first; its `base_instructions.text` is the
- * `instructions` Codex sends on every call. `turn_context` opens each user
- * turn (model, effort, cwd). `response_item` payloads are the conversation's
- * Responses API items in order; `event_msg` payloads are telemetry. Within one
- * model call the order is: reasoning; possibly a hosted `web_search_call` and
- * more reasoning (the search runs inside the call: no `token_count` between);
- * the assistant `message` (Codex records commentary before the calls); the
- * `function_call` / `custom_tool_call` items; one `token_count` event; only
- * then the client's `*_output` items. `exec_command_end` / `patch_apply_end`
- * events interleave anywhere, even before the `token_count`. `token_count
- * .info` is null on rate-limit-only updates; `last_token_usage.output_tokens`
- * includes `reasoning_output_tokens`.
+ * Record types (codex-rs/protocol RolloutItem): `session_meta` (first; its
+ * `base_instructions.text` is the `instructions` of every call; `source` is
+ * cli / exec / vscode / mcp or `{subagent: …}`), `response_item` (a Responses
+ * API item of the conversation), `event_msg` (telemetry), `turn_context`
+ * (per-turn settings: not needed) and `compacted` (the history was replaced).
+ * Within one model call: reasoning; maybe a hosted `web_search_call` and more
+ * reasoning; the assistant `message`; the `function_call` /
+ * `custom_tool_call` items; one `token_count` event; only then the client's
+ * `*_output` items. `exec_command_end` / `patch_apply_end` interleave
+ * anywhere. Any of these may be missing: no `turn_context`, no developer
+ * message, no `token_count` at all, a user turn recorded only as an
+ * `event_msg` `user_message`.
  *
  * Grouping decisions:
  * - A model call is the assistant-side items since the last boundary; its
- *   `token_count` closes it. A client-side item (tool output, message) or the
- *   end of the file also closes it, for rollouts without usage events; a
- *   `token_count` right after such a close is still attributed to it. A
- *   `token_count` repeating the previous `total_token_usage` is ignored.
- * - Reasoning is not replayed; its tokens are in `output_tokens`. Hosted calls
- *   (`web_search_call`, any other `*_call` the client does not run) are
- *   dropped and counted. A model call left with no visible output gives its
- *   `output_tokens` to the next model call of the user turn (the previous one
- *   if it was the last): replay decodes as many tokens, inventing no output.
- * - `custom_tool_call` (apply_patch) becomes a function call with arguments
- *   `{"input": <the freeform text>}`; `local_shell_call` becomes `local_shell`
- *   with its action as arguments. Outputs are kept byte for byte.
- * - A user turn starts with the messages (developer, user, system) that follow
- *   model output; messages before any visible model output join the same turn.
- *   A trailing user turn that got no answer is dropped.
- * - Tool durations: `exec_command_end.duration` is the lifetime of a unified
- *   exec process (`exec_command` yields after ~1 s with a session id, then
- *   `write_stdin` polls it), so it spans later model calls (median 8.3 s, and
- *   only `exec_command` has one). `duration_ms` is the time between the call's
- *   and the output's records instead (median 1.26 s, every call), falling back
- *   to `exec_command_end`, then 0, when timestamps are missing.
- * - A call without output followed by a new user turn was interrupted: Codex
- *   answers it `"aborted"` in the next request, so that user turn's input
- *   starts with this `function_call_output`. A call without output at the end
- *   of the file means the file is truncated: an error.
+ *   `token_count` closes it; a client-side item (tool output, message), a
+ *   compaction or the end of the file also closes it, and a `token_count`
+ *   right after such a close is still its own. A `token_count` repeating the
+ *   previous `total_token_usage`, or with no model call to belong to (e.g. a
+ *   compaction request's), is skipped.
+ * - Reasoning is not replayed; its tokens are in the call's output tokens. A
+ *   hosted call (`web_search_call`, any `*_call` the client does not run) is
+ *   dropped and counted. A model call with no visible output gives its output
+ *   tokens to the next call of its user turn (the previous one if it was the
+ *   last): replay decodes as many tokens, inventing no output.
+ * - Missing figures are inferred (infer.ts) and every call's figures are
+ *   marked recorded or inferred in `Workload.calls`.
+ * - `custom_tool_call` becomes a function call taking `{"input": text}`;
+ *   `local_shell_call` becomes `local_shell` with its action as arguments.
+ *   Outputs are kept byte for byte.
+ * - A user turn starts with the messages (developer, user, system) that
+ *   follow visible model output; messages before it join the same turn. An
+ *   `event_msg` `user_message` is the user's message when no `response_item`
+ *   user message with the same text is in the turn's input (in either order).
+ *   Model output before any input gets a placeholder user message (noted). A
+ *   trailing user turn with no answer is dropped (noted).
+ * - Tool durations: the time between the call's and the output's records
+ *   (`exec_command_end.duration` is a unified-exec process's whole life,
+ *   spanning later calls), falling back to `exec_command_end`, then 0.
+ * - A call without output followed by a new user turn, or by `turn_aborted`,
+ *   was interrupted: Codex answers it `"aborted"` in the next request, so the
+ *   next user turn's input starts with that output. A call without output at
+ *   the end of the file with no `turn_aborted` after it means the file is
+ *   truncated: an error naming its line.
+ * - Compaction (`compacted` records, `compaction` items): Codex continues
+ *   from the replacement history (`replacement_history`, else the user
+ *   messages so far and the summary). Between user turns, the next user turn
+ *   gets `replace_history` and that context as its input; inside a user turn
+ *   the replay keeps the full history (noted), while the inferred input
+ *   tokens follow the recording.
+ * - Sub-agent sessions are separate files (`session_meta.source.subagent`):
+ *   each reads as its own workload (its origin says whose sub-agent it is);
+ *   the parent's spawn call is an ordinary client tool call whose duration
+ *   covers the sub-agent's run.
  */
 import type { ReplayTurn } from '../model/types.js';
-import type { FunctionTool, InputItem, InputMessage } from '../protocol/objects.js';
-import { WorkloadError, type UserTurn, type Workload } from './types.js';
+import type { InputItem, InputMessage } from '../protocol/objects.js';
+import { compactionStandIn, describe, isJson, messageText, outputText, reasoningText, replacementItems, ToolSchemas, type Json } from './codex-items.js';
+import { inferInputTokens, inferOutputTokens, reasoningTokens, type ContextOp } from './infer.js';
+import { WorkloadError, type CallFigures, type Skipped, type UserTurn, type Workload } from './types.js';
 
-type Json = Record<string, unknown>;
 type Visible = ReplayTurn['output'][number];
-type JsonType = 'string' | 'integer' | 'number' | 'boolean' | 'array' | 'object' | 'null';
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
 const INPUT_ROLES = new Set(['user', 'developer', 'system']);
-const CUSTOM_TOOL_DESCRIPTION =
-  'A Codex custom (freeform) tool replayed as a function tool: the recorded text is in `input`.';
+const PLACEHOLDER_INPUT = '(the rollout records no user input before this model output)';
+
+/** One model call as recorded, before calls with nothing visible are merged. */
+interface RawCall {
+  line: number;
+  visible: Visible[];
+  reasoning: number;
+  usage: { input: number; output: number } | null;
+  /** Context ops applied when the call started. */
+  mark: number;
+}
+
+interface TurnBuild {
+  input: InputItem[];
+  calls: RawCall[];
+  replace: boolean;
+  /** Input messages taken from `user_message` events, not yet matched by a response_item. */
+  fromEvents: Array<{ index: number; text: string }>;
+  /** Texts of response_item user messages in `input`, for matching a later event. */
+  userTexts: string[];
+}
+
+/** A replayed call's figures before input inference (the mark is resolved in `finish`). */
+interface PendingFigures extends Omit<CallFigures, 'input_tokens'> {
+  input_tokens: number | null;
+  mark: number;
+}
 
 export function parseRollout(text: string, name: string, source: string): Workload {
   return new RolloutParser(name).parse(text, source);
@@ -70,28 +106,27 @@ export function parseRollout(text: string, name: string, source: string): Worklo
 class RolloutParser {
   private line = 0;
   private instructions: string | null = null;
+  private sessionId: string | null = null;
+  private readonly origin: Record<string, string> = { format: 'codex-rollout' };
   private readonly turns: UserTurn[] = [];
-  private turn: UserTurn | null = null;
-  /** Visible output of the model call in progress; null between calls. */
-  private call: Visible[] | null = null;
-  /** A call closed by a client-side item, still waiting for its token_count (turn null: nothing visible). */
-  private awaiting: { turn: ReplayTurn | null } | null = null;
-  /** Output tokens of calls with nothing visible, owed to the next model turn. */
-  private carry = 0;
+  private readonly figures: PendingFigures[] = [];
+  private turn: TurnBuild | null = null;
+  private open: RawCall | null = null;
+  /** The call last closed without usage: a token_count right after still belongs to it. */
+  private last: RawCall | null = null;
   private lastTotal: string | undefined;
-  private readonly pending = new Map<string, { line: number; name: string; ts: number | undefined }>();
+  /** Replacement history waiting for the next user turn (compaction after visible output). */
+  private pendingReplace: { items: InputItem[]; line: number } | null = null;
+  private readonly ctx: ContextOp[] = [];
+  private readonly userMessages: string[] = [];
+  private readonly pending = new Map<string, { line: number; name: string; ts: number | undefined; aborted: boolean }>();
   private readonly answered = new Map<string, { output: string; callTs: number | undefined; ts: number | undefined }>();
-  private readonly aborted = new Set<string>();
+  private readonly abortedIds = new Set<string>();
   private readonly execEndMs = new Map<string, number>();
-  private readonly schemas = new Map<string, { custom: boolean; props: Map<string, JsonType | null> }>();
+  private readonly schemas = new ToolSchemas();
+  private readonly skipped: Skipped[] = [];
   private readonly recorded: Workload['recorded'] = { model_calls: 0, input_tokens: [], output_tokens: [] };
-  private readonly stats: Workload['stats'] = {
-    lines: 0,
-    function_calls: 0,
-    custom_tool_calls: 0,
-    hosted_calls: 0,
-    tool_output_bytes: 0,
-  };
+  private readonly stats: Workload['stats'] = { lines: 0, function_calls: 0, custom_tool_calls: 0, hosted_calls: 0, tool_output_bytes: 0 };
 
   constructor(private readonly name: string) {}
 
@@ -111,9 +146,7 @@ class RolloutParser {
       } catch (err) {
         const truncated = i + 1 === last && this.stats.lines > 1;
         this.fail(
-          truncated
-            ? 'the last line is cut off mid-JSON: the file is truncated'
-            : 'not valid JSON: a Codex rollout has one JSON object per line',
+          truncated ? 'the last line is cut off mid-JSON: the file is truncated' : 'not valid JSON: a Codex rollout has one JSON object per line',
           this.line,
           err,
         );
@@ -133,11 +166,30 @@ class RolloutParser {
     if (type === 'session_meta') this.sessionMeta(payload);
     else if (type === 'response_item') this.responseItem(payload, ts);
     else if (type === 'event_msg') this.event(payload);
-    // turn_context, compacted and newer record types carry nothing the replay needs.
+    else if (type === 'compacted') this.compacted(payload);
+    else if (type !== 'turn_context') this.skip(`a "${type}" record`, 'a record type this reader does not know');
   }
 
   private sessionMeta(p: Json): void {
-    if (this.instructions !== null) return; // a resumed session repeats it
+    const id = typeof p.id === 'string' ? p.id : null;
+    if (this.sessionId !== null) {
+      if (id !== this.sessionId) this.skip(`session_meta ${id ?? '(no id)'}`, `a second session in the file: read as a continuation of ${this.sessionId}`);
+      return;
+    }
+    this.sessionId = id ?? '';
+    for (const key of ['originator', 'cli_version', 'model_provider'] as const) {
+      if (typeof p[key] === 'string') this.origin[key] = p[key];
+    }
+    if (typeof p.forked_from_id === 'string') this.origin['forked_from_id'] = p.forked_from_id;
+    const src = p.source;
+    if (typeof src === 'string') this.origin['session_source'] = src;
+    else if (isJson(src) && 'subagent' in src) {
+      const sub = src.subagent;
+      const kind = typeof sub === 'string' ? sub : isJson(sub) ? Object.keys(sub)[0] ?? 'other' : 'other';
+      this.origin['session_source'] = `subagent:${kind}`;
+      const spawn = isJson(sub) && isJson(sub.thread_spawn) ? sub.thread_spawn : null;
+      if (spawn && typeof spawn.parent_thread_id === 'string') this.origin['parent_thread_id'] = spawn.parent_thread_id;
+    }
     const base = p.base_instructions;
     if (typeof base === 'string') this.instructions = base;
     else if (isJson(base) && typeof base.text === 'string') this.instructions = base.text;
@@ -151,44 +203,57 @@ class RolloutParser {
         const role = this.str(p, 'role', 'message');
         if (role === 'assistant') {
           const text = messageText(p.content);
-          this.modelItem(text === '' ? null : { type: 'message', text });
+          this.modelItem(text === '' ? null : { type: 'message', text }, { type: 'message', role: 'assistant', content: text });
           return;
         }
         if (!INPUT_ROLES.has(role)) this.fail(`message with unknown role "${role}"`);
         const content = p.content;
         if (typeof content !== 'string' && !Array.isArray(content)) this.fail(`${role} message without \`content\``);
-        this.clientMessage({ type: 'message', role: role as InputMessage['role'], content });
+        this.clientMessage({ type: 'message', role: role as InputMessage['role'], content }, false);
         return;
       }
-      case 'reasoning':
-        this.modelItem(null);
+      case 'reasoning': {
+        const enc = typeof p.encrypted_content === 'string' ? p.encrypted_content.length : 0;
+        const summary = Array.isArray(p.summary) ? p.summary : [];
+        this.modelItem(null, { type: 'reasoning', summary }, reasoningTokens(reasoningText(p), enc));
         return;
+      }
       case 'function_call':
         this.clientCall(this.str(p, 'call_id', type), this.str(p, 'name', type), this.str(p, 'arguments', type), ts, false);
         return;
-      case 'custom_tool_call': {
-        const args = JSON.stringify({ input: this.str(p, 'input', type) });
-        this.clientCall(this.str(p, 'call_id', type), this.str(p, 'name', type), args, ts, true);
+      case 'custom_tool_call':
+        this.clientCall(this.str(p, 'call_id', type), this.str(p, 'name', type), JSON.stringify({ input: this.str(p, 'input', type) }), ts, true);
         return;
-      }
       case 'local_shell_call': {
         const id = typeof p.call_id === 'string' ? p.call_id : this.str(p, 'id', type);
         this.clientCall(id, 'local_shell', JSON.stringify(p.action ?? {}), ts, false);
         return;
       }
+      case 'compaction':
+      case 'compaction_summary':
+        this.compaction(typeof p.encrypted_content === 'string' ? [compactionStandIn(p.encrypted_content)] : [], 'a compaction item');
+        return;
       default:
-        if (CLIENT_OUTPUTS.has(type)) this.clientOutput(this.str(p, 'call_id', type), this.outputText(p.output, type), ts);
-        else if (type.endsWith('_call')) {
+        if (CLIENT_OUTPUTS.has(type)) {
+          const out = outputText(p.output);
+          if (out === null) this.fail(`${type} without \`output\``);
+          this.clientOutput(this.str(p, 'call_id', type), out, ts);
+        } else if (type.endsWith('_call')) {
           this.stats.hosted_calls++;
-          this.modelItem(null);
+          const { id: _id, ...rest } = p;
+          this.modelItem(null, rest as InputItem);
+        } else {
+          this.skip(`a ${type} item`, 'not part of what the model is sent or says (not replayed)');
         }
-      // Other items (ghost snapshots, compaction, hosted tools' outputs) are not replayed.
     }
   }
 
   private event(p: Json): void {
     const type = this.str(p, 'type', 'event_msg');
     if (type === 'token_count') this.tokenCount(p);
+    else if (type === 'user_message' && typeof p.message === 'string') this.userEvent(p.message);
+    else if (type === 'turn_aborted') this.turnAborted(typeof p.reason === 'string' ? p.reason : 'unknown');
+    else if (type === 'thread_rolled_back') this.skip('thread_rolled_back', 'rollbacks are not replayed: the history before it is kept');
     else if (type === 'exec_command_end' && typeof p.call_id === 'string' && isJson(p.duration)) {
       const { secs, nanos } = p.duration;
       if (typeof secs === 'number' && typeof nanos === 'number') this.execEndMs.set(p.call_id, secs * 1000 + nanos / 1e6);
@@ -206,37 +271,44 @@ class RolloutParser {
     }
     if (!isJson(usage)) return; // rate-limit-only update
     const { input_tokens: input, output_tokens: output } = usage;
-    if (typeof input !== 'number' || typeof output !== 'number') {
-      this.fail('token_count without numeric input_tokens / output_tokens');
-    }
-    if (total !== undefined && total === this.lastTotal) return;
+    if (typeof input !== 'number' || typeof output !== 'number') this.fail('token_count without numeric input_tokens / output_tokens');
+    if (total !== undefined && total === this.lastTotal) return this.skip('token_count', 'repeats the previous total_token_usage');
     this.lastTotal = total;
+    const target = this.open ?? this.last;
+    if (target === null || target.usage !== null) return this.skip('token_count', 'no model call to attribute it to (e.g. a compaction request)');
+    target.usage = { input, output };
     this.recorded.model_calls++;
     this.recorded.input_tokens.push(input);
     this.recorded.output_tokens.push(output);
     this.closeCall();
-    const target = this.awaiting;
-    this.awaiting = null;
-    if (target?.turn) target.turn.output_tokens = (target.turn.output_tokens ?? 0) + output;
-    else this.carry += output;
+    this.last = null;
   }
 
-  private modelItem(visible: Visible | null): void {
-    if (this.turn === null) this.fail('model output before any user or developer message');
-    if (this.call === null) {
-      this.call = [];
-      this.awaiting = null; // a usage event from now on belongs to this call
+  /** An assistant-side item: `visible` is replayed, `ctxItem` joins the context, `reasoning` its tokens. */
+  private modelItem(visible: Visible | null, ctxItem: InputItem, reasoning = 0): void {
+    if (this.turn === null) {
+      this.skip('model output', 'comes before any user input: the replay sends a placeholder user message');
+      this.clientMessage({ type: 'message', role: 'user', content: PLACEHOLDER_INPUT }, false);
     }
-    if (visible) this.call.push(visible);
+    if (this.pendingReplace !== null) {
+      this.skip(`compaction at line ${this.pendingReplace.line}`, 'inside a user turn: the replay keeps the full history (inferred input tokens follow the compaction)');
+      this.pendingReplace = null;
+    }
+    if (this.open === null) {
+      this.open = { line: this.line, visible: [], reasoning: 0, usage: null, mark: this.ctx.length };
+      this.turn!.calls.push(this.open);
+      this.last = null; // a usage event from now on belongs to this call
+    }
+    if (visible) this.open.visible.push(visible);
+    this.open.reasoning += reasoning;
+    this.ctx.push({ kind: 'add', item: ctxItem });
   }
 
   private clientCall(callId: string, name: string, args: string, ts: number | undefined, custom: boolean): void {
-    if (this.pending.has(callId) || this.answered.has(callId) || this.aborted.has(callId)) {
-      this.fail(`call_id ${callId} is used twice`);
-    }
-    this.modelItem({ type: 'function_call', name, arguments: args, call_id: callId });
-    this.pending.set(callId, { line: this.line, name, ts });
-    this.noteTool(name, args, custom);
+    if (this.pending.has(callId) || this.answered.has(callId) || this.abortedIds.has(callId)) this.fail(`call_id ${callId} is used twice`);
+    this.modelItem({ type: 'function_call', name, arguments: args, call_id: callId }, { type: 'function_call', name, arguments: args, call_id: callId });
+    this.pending.set(callId, { line: this.line, name, ts, aborted: false });
+    this.schemas.note(name, args, custom);
     if (custom) this.stats.custom_tool_calls++;
     else this.stats.function_calls++;
   }
@@ -245,70 +317,182 @@ class RolloutParser {
     this.closeCall();
     const call = this.pending.get(callId);
     if (!call) {
-      if (this.aborted.has(callId)) this.fail(`output for call_id ${callId} comes after a new user turn began`);
+      if (this.abortedIds.has(callId)) this.fail(`output for call_id ${callId} comes after a new user turn began`);
       this.fail(`output for call_id ${callId}, which ${this.answered.has(callId) ? 'already has one' : 'no earlier call has'}`);
     }
     this.pending.delete(callId);
     this.answered.set(callId, { output, callTs: call.ts, ts });
     this.stats.tool_output_bytes += Buffer.byteLength(output, 'utf8');
+    this.ctx.push({ kind: 'add', item: { type: 'function_call_output', call_id: callId, output } });
   }
 
-  private clientMessage(msg: InputMessage): void {
+  private clientMessage(msg: InputMessage, fromEvent: boolean): void {
     this.closeCall();
-    if (this.turn === null || this.turn.modelTurns.length > 0) this.startTurn();
-    this.turn!.input.push(msg);
+    if (this.turn === null || this.turn.calls.some((c) => c.visible.length > 0)) this.startTurn();
+    const turn = this.turn!;
+    const text = messageText(msg.content);
+    if (msg.role === 'user') {
+      this.userMessages.push(text);
+      if (!fromEvent) {
+        // The event for this message may have come first: the response item replaces it.
+        const i = turn.fromEvents.findIndex((e) => sameUserText(text, e.text));
+        if (i >= 0) {
+          const [ev] = turn.fromEvents.splice(i, 1);
+          turn.input[ev!.index] = msg;
+          this.userMessages.pop();
+          this.replaceCtxMessage(ev!.text, msg);
+          return;
+        }
+        turn.userTexts.push(text);
+      } else {
+        turn.fromEvents.push({ index: turn.input.length, text });
+      }
+    }
+    turn.input.push(msg);
+    this.ctx.push({ kind: 'add', item: msg });
+  }
+
+  /** `event_msg` `user_message`: the user's message unless the turn already has it as a response item. */
+  private userEvent(message: string): void {
+    const turn = this.turn;
+    const fresh = turn === null || turn.calls.some((c) => c.visible.length > 0) || this.open !== null;
+    if (!fresh) {
+      const i = turn.userTexts.findIndex((t) => sameUserText(t, message));
+      if (i >= 0) {
+        turn.userTexts.splice(i, 1);
+        return;
+      }
+    }
+    this.clientMessage({ type: 'message', role: 'user', content: [{ type: 'input_text', text: message }] }, true);
+  }
+
+  private replaceCtxMessage(text: string, msg: InputMessage): void {
+    for (let i = this.ctx.length - 1; i >= 0; i--) {
+      const op = this.ctx[i]!;
+      if (op.kind === 'add' && op.item.type === 'message' && messageText((op.item as InputMessage).content) === text) {
+        this.ctx[i] = { kind: 'add', item: msg };
+        return;
+      }
+    }
+  }
+
+  private turnAborted(reason: string): void {
+    this.closeCall();
+    this.last = null;
+    let n = 0;
+    for (const call of this.pending.values()) {
+      if (!call.aborted) n++;
+      call.aborted = true;
+    }
+    this.skip('turn_aborted', `the user turn was aborted (${reason})${n ? `: ${n} call(s) without output are answered "aborted" by the next turn` : ''}`);
+  }
+
+  private compacted(p: Json): void {
+    if (Array.isArray(p.replacement_history)) {
+      const { items, dropped } = replacementItems(p.replacement_history);
+      if (dropped > 0) this.skip(`${dropped} item(s) of the replacement history`, 'reasoning, hosted calls or unknown items: not sent as input text');
+      this.compaction(items, 'a compacted record');
+      return;
+    }
+    const summary = typeof p.message === 'string' ? p.message : '';
+    const items: InputItem[] = this.userMessages.map((t) => ({ type: 'message', role: 'user', content: t }));
+    items.push({ type: 'message', role: 'user', content: summary });
+    this.compaction(items, 'a compacted record without replacement_history');
+  }
+
+  /** The recorded agent's history is now `items`. */
+  private compaction(items: InputItem[], what: string): void {
+    this.closeCall();
+    this.last = null;
+    this.ctx.push({ kind: 'replace', items });
+    const turn = this.turn;
+    if (turn === null || turn.calls.length === 0) {
+      if (turn === null) this.startTurn();
+      this.turn!.replace = true;
+      this.turn!.input = items.slice();
+      this.turn!.fromEvents = [];
+      this.turn!.userTexts = [];
+    } else {
+      this.pendingReplace = { items, line: this.line };
+    }
+    this.skip(what, 'the history is replaced: the replay continues from the replacement');
   }
 
   private startTurn(): void {
-    if (this.turn !== null) {
-      this.endTurn();
-      this.turns.push(this.turn);
-    }
+    if (this.turn !== null) this.endTurn(this.turn);
     const input: InputItem[] = [];
+    const replace = this.pendingReplace !== null;
+    if (this.pendingReplace !== null) {
+      // A new conversation: the interrupted calls are not in it, so neither are their answers.
+      input.push(...this.pendingReplace.items);
+      this.pendingReplace = null;
+    }
     for (const callId of this.pending.keys()) {
-      input.push({ type: 'function_call_output', call_id: callId, output: 'aborted' });
-      this.aborted.add(callId);
+      const answer: InputItem = { type: 'function_call_output', call_id: callId, output: 'aborted' };
+      if (!replace) {
+        input.push(answer);
+        this.ctx.push({ kind: 'add', item: answer });
+      }
+      this.abortedIds.add(callId);
     }
     this.pending.clear();
-    this.turn = { input, modelTurns: [] };
+    this.turn = { input, calls: [], replace, fromEvents: [], userTexts: [] };
   }
 
-  /** Output tokens still owed go to the user turn's last model call. */
-  private endTurn(): void {
-    const last = this.turn?.modelTurns.at(-1);
-    if (last && this.carry > 0) {
-      last.output_tokens = (last.output_tokens ?? 0) + this.carry;
-      this.carry = 0;
+  /** Merge calls with nothing visible into their neighbours and emit the user turn. */
+  private endTurn(turn: TurnBuild): void {
+    const groups: RawCall[][] = [];
+    let invisible: RawCall[] = [];
+    for (const c of turn.calls) {
+      if (c.visible.length === 0) invisible.push(c);
+      else {
+        groups.push([...invisible, c]);
+        invisible = [];
+      }
     }
+    if (groups.length === 0) {
+      this.skip(`a user turn at line ${turn.calls[0]?.line ?? this.line}`, 'no model call with visible output answers it: not replayed');
+      return;
+    }
+    if (invisible.length > 0) groups[groups.length - 1]!.push(...invisible);
+    const modelTurns: ReplayTurn[] = [];
+    for (const group of groups) {
+      const shown = group.find((c) => c.visible.length > 0)!;
+      let output = 0;
+      for (const c of group) output += c.usage?.output ?? inferOutputTokens(c.visible, c.reasoning);
+      modelTurns.push({ output: shown.visible, output_tokens: output });
+      this.figures.push({
+        input_tokens: shown.usage?.input ?? null,
+        input_source: shown.usage ? 'recorded' : 'inferred',
+        output_tokens: output,
+        output_source: group.every((c) => c.usage !== null) ? 'recorded' : 'inferred',
+        line: shown.line,
+        mark: shown.mark,
+      });
+    }
+    this.turns.push({ input: turn.input, modelTurns, ...(turn.replace && { replace_history: true }) });
   }
 
   private closeCall(): void {
-    if (this.call === null) return;
-    const output = this.call;
-    this.call = null;
-    if (output.length === 0) {
-      this.awaiting = { turn: null };
-      return;
-    }
-    const turn: ReplayTurn = { output };
-    if (this.carry > 0) turn.output_tokens = this.carry;
-    this.carry = 0;
-    this.turn!.modelTurns.push(turn);
-    this.awaiting = { turn };
+    if (this.open === null) return;
+    this.last = this.open.usage === null ? this.open : null;
+    this.open = null;
   }
 
   private finish(source: string): Workload {
     this.closeCall();
-    const [open] = this.pending;
-    if (open) {
-      const [callId, call] = open;
-      this.fail(`${call.name} call ${callId} has no output: the file ends before it (truncated)`, call.line);
+    for (const [callId, call] of this.pending) {
+      if (!call.aborted) this.fail(`${call.name} call ${callId} has no output: the file ends before it (truncated)`, call.line);
     }
     if (this.turn !== null) {
-      this.endTurn();
-      if (this.turn.modelTurns.length > 0) this.turns.push(this.turn);
+      if (this.turn.calls.length > 0) this.endTurn(this.turn);
+      else this.skip('the last user turn', 'the file ends before any model output answers it: not replayed');
     }
     if (this.turns.length === 0) this.fail('no model call with visible output: not a replayable Codex rollout', 0);
+    const tools = this.schemas.tools();
+    const need = this.figures.filter((f) => f.input_tokens === null);
+    const inferred = need.length ? inferInputTokens(this.instructions, tools, this.ctx, need.map((f) => f.mark)) : [];
+    need.forEach((f, i) => (f.input_tokens = inferred[i]!));
     const toolOutputs: Workload['toolOutputs'] = {};
     for (const [callId, a] of this.answered) {
       const gap = a.callTs !== undefined && a.ts !== undefined ? Math.max(0, a.ts - a.callTs) : undefined;
@@ -318,55 +502,19 @@ class RolloutParser {
       name: this.name,
       source,
       instructions: this.instructions,
-      tools: this.tools(),
+      tools,
       userTurns: this.turns,
       toolOutputs,
       recorded: this.recorded,
+      calls: this.figures.map(({ mark: _mark, ...f }) => ({ ...f, input_tokens: f.input_tokens! })),
+      origin: this.origin,
+      skipped: this.skipped,
       stats: this.stats,
     };
   }
 
-  /** Widens a permissive object schema per tool from the arguments seen. */
-  private noteTool(name: string, args: string, custom: boolean): void {
-    let tool = this.schemas.get(name);
-    if (!tool) this.schemas.set(name, (tool = { custom, props: new Map() }));
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(args);
-    } catch {
-      return; // models do emit malformed arguments; the call is replayed as recorded
-    }
-    if (!isJson(parsed)) return;
-    for (const [key, value] of Object.entries(parsed)) {
-      const t = jsonType(value);
-      const seen = tool.props.get(key);
-      if (seen === undefined) tool.props.set(key, t);
-      else if (seen !== t) tool.props.set(key, (seen === 'integer' || seen === 'number') && (t === 'integer' || t === 'number') ? 'number' : null);
-    }
-  }
-
-  private tools(): FunctionTool[] {
-    return [...this.schemas].map(([name, { custom, props }]) => ({
-      type: 'function',
-      name,
-      description: custom ? CUSTOM_TOOL_DESCRIPTION : null,
-      parameters: {
-        type: 'object',
-        properties: Object.fromEntries([...props].map(([k, t]) => [k, t === null ? {} : { type: t }])),
-        additionalProperties: true,
-      },
-      strict: false,
-    }));
-  }
-
-  private outputText(output: unknown, type: string): string {
-    if (typeof output === 'string') return output;
-    if (Array.isArray(output)) {
-      const texts = output.map((part) => (isJson(part) && typeof part.text === 'string' ? part.text : null));
-      return texts.every((t) => t !== null) ? texts.join('') : JSON.stringify(output);
-    }
-    if (isJson(output) && typeof output.content === 'string') return output.content;
-    this.fail(`${type} without \`output\``);
+  private skip(what: string, why: string): void {
+    this.skipped.push({ line: this.line, what, why });
   }
 
   private str(o: Json, key: string, what: string): string {
@@ -381,24 +529,9 @@ class RolloutParser {
   }
 }
 
-function isJson(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function describe(v: unknown): string {
-  return Array.isArray(v) ? 'an array' : v === null ? 'null' : `a ${typeof v}`;
-}
-
-function jsonType(v: unknown): JsonType {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'array';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
-  if (typeof v === 'string' || typeof v === 'boolean') return typeof v as 'string' | 'boolean';
-  return 'object';
-}
-
-function messageText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return content.map((part) => (isJson(part) && typeof part.text === 'string' ? part.text : '')).join('');
+/** Codex may wrap the user's text in the response item (older versions prefix a heading). */
+function sameUserText(itemText: string, eventText: string): boolean {
+  const a = itemText.trim();
+  const b = eventText.trim();
+  return a === b || (b !== '' && a.includes(b));
 }

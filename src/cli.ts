@@ -7,6 +7,8 @@
  *                               model asks for on this machine, printing each step
  *   llr bench [options]         replay an agent run through every design and
  *                               report where the time goes (src/bench/command.ts)
+ *   llr workload inspect FILE   what the workload reader understood of a file
+ *                               (src/workload/inspect.ts)
  *
  * Every flag also has an environment variable (LLR_PORT, …); flags win.
  */
@@ -31,11 +33,12 @@ Usage:
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
+  llr workload inspect FILE | convert FILE [OUT]               (llr workload --help)
 
 serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
 token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
 Switches for --off: ${Object.keys(DEFAULT_SWITCHES).join(', ')}.
---workload (a Codex rollout, or the JSON llr bench writes) or --synthetic
+--workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
 selects the replay policy: the model replays the recorded run's turns.
 `;
 
@@ -219,6 +222,10 @@ async function main(): Promise<void> {
     case 'bench': {
       const { benchCommand } = await import('./bench/command.js');
       return benchCommand(rest);
+    }
+    case 'workload': {
+      const { workloadCommand } = await import('./workload/inspect.js');
+      return workloadCommand(rest);
     }
     case undefined:
     case '-h':

@@ -276,3 +276,11 @@ describe('the neutral format', () => {
     expect(fails(JSON.stringify(unanswered)).message).toBe('w.json: /userTurns/0/modelTurns/0/output/0: call c1 has no entry in toolOutputs (only a user turn\'s last model call may leave calls unanswered)');
   });
 });
+
+describe('docs/benchmarks.md', () => {
+  it('shows the schema file itself', () => {
+    const doc = readFileSync(fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url)), 'utf8');
+    const block = /### The neutral format[\s\S]*?```json\n([\s\S]*?)\n```/.exec(doc)?.[1];
+    expect(block).toBe(readFileSync(SCHEMA, 'utf8').trimEnd());
+  });
+});

@@ -67,6 +67,8 @@ export interface WorkloadSummary {
   output_tokens_median: number | null;
   tool_output_bytes: number;
   tool_duration_median_ms: number | null;
+  /** How many per-call token figures the source recorded and how many were inferred; null: none known. */
+  token_figures: { input_recorded: number; input_inferred: number; output_recorded: number; output_inferred: number } | null;
 }
 
 /** Counts for printing next to benchmark results. */
@@ -92,6 +94,14 @@ export function summarizeWorkload(w: Workload): WorkloadSummary {
     output_tokens_median: median(outputTokens),
     tool_output_bytes: outputs.reduce((n, o) => n + Buffer.byteLength(o.output, 'utf8'), 0),
     tool_duration_median_ms: median(outputs.map((o) => o.duration_ms)),
+    token_figures: w.calls
+      ? {
+          input_recorded: w.calls.filter((c) => c.input_source === 'recorded').length,
+          input_inferred: w.calls.filter((c) => c.input_source === 'inferred').length,
+          output_recorded: w.calls.filter((c) => c.output_source === 'recorded').length,
+          output_inferred: w.calls.filter((c) => c.output_source === 'inferred').length,
+        }
+      : null,
   };
 }
 

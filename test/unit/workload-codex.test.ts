@@ -72,6 +72,7 @@ describe('the shipped rollout (codex-rollout-a.jsonl)', () => {
       output_tokens_median: 96.5,
       tool_output_bytes: 340817,
       tool_duration_median_ms: 1257.5,
+      token_figures: { input_recorded: 66, input_inferred: 0, output_recorded: 66, output_inferred: 0 },
     });
   });
 });

@@ -26,10 +26,22 @@ function validate(v: unknown): ErrorObject[] {
   return validator(v) ? [] : (validator.errors ?? []);
 }
 
-/** Does this text look like the neutral format (rather than a JSONL rollout)? */
+/**
+ * Is this text the neutral format rather than a JSONL rollout? A first line
+ * that is a whole JSON object decides by its keys (`llr_workload` or
+ * `userTurns`: neutral; anything else, such as a rollout record: not); a
+ * document spread over lines decides by whether it has an `llr_workload` key.
+ */
 export function looksNeutral(text: string): boolean {
-  const head = text.slice(0, 4096);
-  return /^\s*\{/.test(head) && /"llr_workload"\s*:/.test(text.slice(0, 1 << 20)) && !/^\s*\{[^\n]*"payload"\s*:/.test(head);
+  if (!/^\s*\{/.test(text)) return false;
+  const nl = text.indexOf('\n');
+  try {
+    const first = JSON.parse(nl < 0 ? text : text.slice(0, nl)) as unknown;
+    if (typeof first === 'object' && first !== null) return 'llr_workload' in first || 'userTurns' in first;
+  } catch {
+    // not one object on the first line: a pretty-printed or broken document, or a broken rollout
+  }
+  return /"llr_workload"\s*:/.test(text);
 }
 
 /** Parse and check a neutral workload; `name` prefixes errors and is the default name. */

@@ -253,6 +253,9 @@ describe('the neutral format', () => {
     const asJson = join(tmp, 'rollout.json');
     writeFileSync(asJson, readFileSync(DIR + 'rollout-subagent.jsonl'));
     expect(readWorkload(asJson).origin?.['format']).toBe('codex-rollout');
+    // One line, with a `payload` key inside an input item: still the neutral format.
+    const oneLine = { llr_workload: 1, userTurns: [{ input: [{ type: 'message', role: 'user', content: 'hi', payload: {} }], modelTurns: [{ output: [{ type: 'message', text: 'ok' }] }] }] };
+    expect(parseWorkload(JSON.stringify(oneLine), 'one.jsonl', 'test').userTurns[0]!.modelTurns).toEqual([{ output: [{ type: 'message', text: 'ok' }] }]);
   });
 
   const fails = (text: string): WorkloadError => {

@@ -24,6 +24,32 @@ export function describe(v: unknown): string {
   return Array.isArray(v) ? 'an array' : v === null ? 'null' : `a ${typeof v}`;
 }
 
+/** What a `session_meta` says about where the rollout comes from (for `Workload.origin`). */
+export function sessionOrigin(p: Json): Record<string, string> {
+  const origin: Record<string, string> = {};
+  for (const key of ['originator', 'cli_version', 'model_provider', 'forked_from_id'] as const) {
+    if (typeof p[key] === 'string') origin[key] = p[key];
+  }
+  const src = p.source;
+  if (typeof src === 'string') origin['session_source'] = src;
+  else if (isJson(src) && 'subagent' in src) {
+    // {subagent: "review" | "compact" | {thread_spawn: {parent_thread_id, depth, ...}} | {other: "..."}}
+    const sub = src.subagent;
+    origin['session_source'] = `subagent:${typeof sub === 'string' ? sub : isJson(sub) ? (Object.keys(sub)[0] ?? 'other') : 'other'}`;
+    const spawn = isJson(sub) && isJson(sub.thread_spawn) ? sub.thread_spawn : null;
+    if (spawn && typeof spawn.parent_thread_id === 'string') origin['parent_thread_id'] = spawn.parent_thread_id;
+  }
+  return origin;
+}
+
+/** The `instructions` of every call: `base_instructions.text` (older Codex: `instructions`). */
+export function sessionInstructions(p: Json): string | null {
+  const base = p.base_instructions;
+  if (typeof base === 'string') return base;
+  if (isJson(base) && typeof base.text === 'string') return base.text;
+  return typeof p.instructions === 'string' ? p.instructions : null;
+}
+
 /** The text of a message's content: a string, or the `text` of its parts joined. */
 export function messageText(content: unknown): string {
   if (typeof content === 'string') return content;

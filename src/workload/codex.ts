@@ -2,7 +2,9 @@
  * The Codex rollout reader: turns a Codex session log (JSONL, one
  * `{timestamp, type, payload}` record per line) into a Workload, for every
  * Codex front end (CLI, `codex exec`, IDE extension, desktop app) and version
- * that writes that format. Used through `readWorkload` (load.ts). Leaves out
+ * that writes that format. Used through `readWorkload` (load.ts); item
+ * helpers are in codex-items.ts, turn building in codex-turns.ts, token
+ * inference in infer.ts. Leaves out
  * the legacy format whose lines have no `payload`, images (text only), and
  * rollbacks (`thread_rolled_back`: noted, history kept).
  *
@@ -61,43 +63,27 @@
  *   the parent's spawn call is an ordinary client tool call whose duration
  *   covers the sub-agent's run.
  */
-import type { ReplayTurn } from '../model/types.js';
 import type { InputItem, InputMessage } from '../protocol/objects.js';
-import { compactionStandIn, describe, isJson, messageText, outputText, reasoningText, replacementItems, ToolSchemas, type Json } from './codex-items.js';
-import { inferInputTokens, inferOutputTokens, reasoningTokens, type ContextOp } from './infer.js';
-import { WorkloadError, type CallFigures, type Skipped, type UserTurn, type Workload } from './types.js';
-
-type Visible = ReplayTurn['output'][number];
+import {
+  compactionStandIn,
+  describe,
+  isJson,
+  messageText,
+  outputText,
+  reasoningText,
+  replacementItems,
+  sessionInstructions,
+  sessionOrigin,
+  ToolSchemas,
+  type Json,
+} from './codex-items.js';
+import { buildUserTurn, sameUserText, type PendingFigures, type RawCall, type TurnBuild, type Visible } from './codex-turns.js';
+import { inferInputTokens, reasoningTokens, type ContextOp } from './infer.js';
+import { WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
 const INPUT_ROLES = new Set(['user', 'developer', 'system']);
 const PLACEHOLDER_INPUT = '(the rollout records no user input before this model output)';
-
-/** One model call as recorded, before calls with nothing visible are merged. */
-interface RawCall {
-  line: number;
-  visible: Visible[];
-  reasoning: number;
-  usage: { input: number; output: number } | null;
-  /** Context ops applied when the call started. */
-  mark: number;
-}
-
-interface TurnBuild {
-  input: InputItem[];
-  calls: RawCall[];
-  replace: boolean;
-  /** Input messages taken from `user_message` events, not yet matched by a response_item. */
-  fromEvents: Array<{ index: number; text: string }>;
-  /** Texts of response_item user messages in `input`, for matching a later event. */
-  userTexts: string[];
-}
-
-/** A replayed call's figures before input inference (the mark is resolved in `finish`). */
-interface PendingFigures extends Omit<CallFigures, 'input_tokens'> {
-  input_tokens: number | null;
-  mark: number;
-}
 
 export function parseRollout(text: string, name: string, source: string): Workload {
   return new RolloutParser(name).parse(text, source);
@@ -177,23 +163,8 @@ class RolloutParser {
       return;
     }
     this.sessionId = id ?? '';
-    for (const key of ['originator', 'cli_version', 'model_provider'] as const) {
-      if (typeof p[key] === 'string') this.origin[key] = p[key];
-    }
-    if (typeof p.forked_from_id === 'string') this.origin['forked_from_id'] = p.forked_from_id;
-    const src = p.source;
-    if (typeof src === 'string') this.origin['session_source'] = src;
-    else if (isJson(src) && 'subagent' in src) {
-      const sub = src.subagent;
-      const kind = typeof sub === 'string' ? sub : isJson(sub) ? Object.keys(sub)[0] ?? 'other' : 'other';
-      this.origin['session_source'] = `subagent:${kind}`;
-      const spawn = isJson(sub) && isJson(sub.thread_spawn) ? sub.thread_spawn : null;
-      if (spawn && typeof spawn.parent_thread_id === 'string') this.origin['parent_thread_id'] = spawn.parent_thread_id;
-    }
-    const base = p.base_instructions;
-    if (typeof base === 'string') this.instructions = base;
-    else if (isJson(base) && typeof base.text === 'string') this.instructions = base.text;
-    else if (typeof p.instructions === 'string') this.instructions = p.instructions;
+    Object.assign(this.origin, sessionOrigin(p));
+    this.instructions = sessionInstructions(p);
   }
 
   private responseItem(p: Json, ts: number | undefined): void {
@@ -439,38 +410,15 @@ class RolloutParser {
     this.turn = { input, calls: [], replace, fromEvents: [], userTexts: [] };
   }
 
-  /** Merge calls with nothing visible into their neighbours and emit the user turn. */
+  /** Emit the user turn, calls with nothing visible merged into their neighbours. */
   private endTurn(turn: TurnBuild): void {
-    const groups: RawCall[][] = [];
-    let invisible: RawCall[] = [];
-    for (const c of turn.calls) {
-      if (c.visible.length === 0) invisible.push(c);
-      else {
-        groups.push([...invisible, c]);
-        invisible = [];
-      }
-    }
-    if (groups.length === 0) {
+    const built = buildUserTurn(turn);
+    if (built === null) {
       this.skip(`a user turn at line ${turn.calls[0]?.line ?? this.line}`, 'no model call with visible output answers it: not replayed');
       return;
     }
-    if (invisible.length > 0) groups[groups.length - 1]!.push(...invisible);
-    const modelTurns: ReplayTurn[] = [];
-    for (const group of groups) {
-      const shown = group.find((c) => c.visible.length > 0)!;
-      let output = 0;
-      for (const c of group) output += c.usage?.output ?? inferOutputTokens(c.visible, c.reasoning);
-      modelTurns.push({ output: shown.visible, output_tokens: output });
-      this.figures.push({
-        input_tokens: shown.usage?.input ?? null,
-        input_source: shown.usage ? 'recorded' : 'inferred',
-        output_tokens: output,
-        output_source: group.every((c) => c.usage !== null) ? 'recorded' : 'inferred',
-        line: shown.line,
-        mark: shown.mark,
-      });
-    }
-    this.turns.push({ input: turn.input, modelTurns, ...(turn.replace && { replace_history: true }) });
+    this.turns.push(built.turn);
+    this.figures.push(...built.figures);
   }
 
   private closeCall(): void {
@@ -529,9 +477,3 @@ class RolloutParser {
   }
 }
 
-/** Codex may wrap the user's text in the response item (older versions prefix a heading). */
-function sameUserText(itemText: string, eventText: string): boolean {
-  const a = itemText.trim();
-  const b = eventText.trim();
-  return a === b || (b !== '' && a.includes(b));
-}

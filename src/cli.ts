@@ -7,6 +7,8 @@
  *                               model asks for on this machine, printing each step
  *   llr bench [options]         replay an agent run through every design and
  *                               report where the time goes (src/bench/command.ts)
+ *   llr workload inspect FILE   what the workload reader understood of a file
+ *                               (src/workload/inspect.ts)
  *
  * Every flag also has an environment variable (LLR_PORT, …); flags win.
  */
@@ -32,6 +34,7 @@ Usage:
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
+  llr workload inspect FILE | convert FILE [OUT]               (llr workload --help)
 
 serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
 token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
@@ -39,7 +42,7 @@ Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
 (all on by default except overlap_persist).
 --max-context-bytes / --max-context-items: what one long-lived run or ws-mode
 response may hold in its context (default 33554432 bytes, 50000 items).
---workload (a Codex rollout, or the JSON llr bench writes) or --synthetic
+--workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
 selects the replay policy: the model replays the recorded run's turns.
 `;
 
@@ -148,9 +151,11 @@ async function modelPolicy(name: string | undefined, workload: string | undefine
   }
   if (wanted !== 'replay') throw new Error(`unknown policy '${wanted}'; known: auto, replay`);
   if ((workload === undefined) === (synthetic === undefined)) throw new Error('--policy replay needs exactly one of --workload FILE or --synthetic TURNS,BYTES,TOKENS');
-  const prep = await import('./bench/workload-prep.js');
-  const w = workload !== undefined ? prep.loadWorkloadFile(workload) : prep.syntheticFromSpec(synthetic!);
-  return replayPolicy(prep.flatModelTurns(w));
+  const { loadWorkloadFile } = await import('./workload/load.js');
+  const { syntheticFromSpec } = await import('./workload/synthetic.js');
+  const { flatModelTurns } = await import('./workload/replayable.js');
+  const w = workload !== undefined ? loadWorkloadFile(workload) : syntheticFromSpec(synthetic!);
+  return replayPolicy(flatModelTurns(w));
 }
 
 function defined<T extends object>(o: T): Partial<{ [K in keyof T]: Exclude<T[K], undefined> }> {
@@ -230,6 +235,10 @@ async function main(): Promise<void> {
     case 'bench': {
       const { benchCommand } = await import('./bench/command.js');
       return benchCommand(rest);
+    }
+    case 'workload': {
+      const { workloadCommand } = await import('./workload/inspect.js');
+      return workloadCommand(rest);
     }
     case undefined:
     case '-h':

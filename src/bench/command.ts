@@ -9,7 +9,6 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
 import { targetLineText } from './measure.js';
@@ -17,11 +16,10 @@ import { writeReport } from './report.js';
 import { ResultsFile, type Results } from './results.js';
 import { PHASES, recompute, runBench, type BenchConfig, type PhaseName } from './runner.js';
 import { parseTurns, runScaling, type ScalingOptions } from './scaling.js';
-import { syntheticWorkload } from './synthetic.js';
-import { syntheticFromSpec } from './workload-prep.js';
-import { readWorkload, type Workload } from './workload.js';
+import { DEFAULT_WORKLOAD, readWorkload, type Workload } from '../workload/load.js';
+import { syntheticFromSpec, syntheticWorkload } from '../workload/synthetic.js';
 
-export const DEFAULT_WORKLOAD = fileURLToPath(new URL('../../../shared/workloads/codex-rollout-a.jsonl', import.meta.url));
+export { DEFAULT_WORKLOAD };
 
 const HELP = `llr bench — replay an agent run through every design and report where the time goes
 
@@ -35,7 +33,8 @@ Usage: llr bench [--quick | --full] [options]
   --full                  the whole workload at 65, 1000 and 4000 tokens/s, 3 reps;
                           overhead phase 9 reps (long-lived, ws) / 3; ablations 3;
                           streams of 16000 / 100×4000 tokens
-  --workload FILE         a Codex rollout (default: ../shared/workloads/codex-rollout-a.jsonl)
+  --workload FILE         a Codex rollout or an llr workload (JSON, docs/workload.schema.json);
+                          default: workloads/codex-rollout-a.jsonl, shipped in the package
   --synthetic T,B,K       a synthetic run instead: T model calls, B-byte tool outputs,
                           K output tokens per call
   --out DIR               output directory (default bench-out/)

@@ -34,8 +34,8 @@ import type {
   TurnRecord,
 } from './results.js';
 import { median } from './stats.js';
-import { flatModelTurns } from './workload-prep.js';
-import type { Workload } from './workload.js';
+import { flatModelTurns } from '../workload/replayable.js';
+import type { Workload } from '../workload/types.js';
 
 /** Hidden (reasoning) tokens the model decodes before each call's visible output. */
 export function hiddenTokensPerCall(w: Workload): number[] {

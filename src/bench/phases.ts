@@ -19,8 +19,8 @@ import type { FunctionTool, InputItem } from '../protocol/objects.js';
 import { cpuMs, deadline, type ServerProcess, type ServerStats } from './guard.js';
 import type { PausedPhase, StreamPhase } from './results.js';
 import { percentile } from './stats.js';
-import { syntheticWorkload } from './synthetic.js';
-import type { Workload } from './workload.js';
+import { syntheticWorkload } from '../workload/synthetic.js';
+import type { Workload } from '../workload/types.js';
 
 export { cpuMs };
 

@@ -3,7 +3,8 @@
  * agent-loop client (`AgentClient`), against a server whose simulated model
  * replays the same workload (`llr serve --workload`).
  *
- * For each user turn it runs the turn's input through the client; the model
+ * For each user turn it runs the turn's input through the client (in a new
+ * conversation when the turn has `replace_history`); the model
  * replays the recorded calls with their recorded call_ids, and the tool
  * executor answers each with the recorded output (after sleeping the recorded
  * duration × `toolFactor` when the factor is above 0). A call the workload
@@ -23,8 +24,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connectClient, HttpClient, LongLivedClient, WsClient, type AgentClient, type ClientProtocol } from '../client/index.js';
 import type { ServerEvent, TimingEvent } from '../protocol/events.js';
 import type { FunctionCall } from '../protocol/objects.js';
-import { callsOf, firstInputWithNonce } from './workload-prep.js';
-import type { Workload } from './workload.js';
+import { callsOf } from '../workload/replayable.js';
+import type { Workload } from '../workload/types.js';
+import { firstInputWithNonce } from './workload-prep.js';
 
 export interface TurnSample {
   /** Global model call index (0-based) in the workload. */
@@ -216,8 +218,10 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
   let responses = 0;
   let first = 0;
   for (const [ui, u] of w.userTurns.entries()) {
+    // A compacted recording continues in a new conversation (its input is the whole context).
+    if (u.replace_history) client.newConversation();
     open(first, performance.now());
-    const input = ui === 0 ? firstInputWithNonce(u.input, opts.nonce) : u.input;
+    const input = ui === 0 || u.replace_history ? firstInputWithNonce(u.input, opts.nonce) : u.input;
     const run = client.run(
       {
         model: opts.model ?? 'sim-model',

@@ -239,7 +239,7 @@ function preamble(results: Results): string[] {
   return [
     `Status: **${results.status}**${results.error ? ` — ${results.error}` : ''}. Started ${results.started_at}${results.finished_at ? `, finished ${results.finished_at}` : ''}.`,
     `Machine: ${m.cpus} × ${m.cpu}, ${m.memory_gb} GB RAM, Node ${m.node}, ${m.platform}.`,
-    `Workload: ${results.workload.name}. Source: ${results.workload.source}`,
+    `Workload: ${results.workload.name}. Source: ${results.workload.source}${tokenFigures(results.workload.summary['token_figures'])}`,
     `Config: \`${JSON.stringify(results.config)}\``,
     results.loopback_rtt_ms ? `Loopback WebSocket round trip (raw ws echo, own process): p50 ${n2(results.loopback_rtt_ms.p50)} ms, p99 ${n2(results.loopback_rtt_ms.p99)} ms (${results.loopback_rtt_ms.n} samples).` : '',
   ].filter(Boolean);
@@ -297,4 +297,11 @@ export function writeReport(dir: string, results: Results): Report {
   writeFileSync(join(dir, 'report.md'), report.markdown);
   writeFileSync(join(dir, 'index.html'), report.html);
   return report;
+}
+
+/** Whether the workload's per-call token figures were recorded or inferred (docs/benchmarks.md, "Workloads"). */
+function tokenFigures(f: unknown): string {
+  if (typeof f !== 'object' || f === null) return '';
+  const t = f as Record<string, number>;
+  return ` Token figures per model call: input ${t['input_recorded']} recorded / ${t['input_inferred']} inferred, output ${t['output_recorded']} recorded / ${t['output_inferred']} inferred.`;
 }

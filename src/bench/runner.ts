@@ -25,8 +25,11 @@ import { Progress } from './progress.js';
 import { replayRun } from './replay.js';
 import { writeReport } from './report.js';
 import { ResultsFile, type Machine, type ModelConfig, type Phase, type RunMeta, type RunRecord, type Results } from './results.js';
-import { flatModelTurns, modelCallCount, truncateWorkload, writeWorkloadJson } from './workload-prep.js';
-import { summarizeWorkload, type Workload } from './workload.js';
+import { writeWorkloadJson } from '../workload/format.js';
+import { summarizeWorkload } from '../workload/load.js';
+import { flatModelTurns, modelCallCount } from '../workload/replayable.js';
+import type { Workload } from '../workload/types.js';
+import { truncateWorkload } from './workload-prep.js';
 
 export type PhaseName = 'grid' | 'overhead' | 'ablations' | 'stream' | 'paused';
 export const PHASES: readonly PhaseName[] = ['grid', 'overhead', 'ablations', 'stream', 'paused'];

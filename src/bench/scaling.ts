@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import type { ClientProtocol } from '../client/index.js';
 import { runBench, type BenchConfig } from './runner.js';
 import { lineChart } from './svg.js';
-import { syntheticWorkload } from './synthetic.js';
+import { syntheticWorkload } from '../workload/synthetic.js';
 
 export interface ScalingOptions {
   turns: number[];

@@ -1,61 +1,18 @@
 /**
- * Preparing a Workload for replay by `llr bench`: cutting it to its first N
- * model calls (the `--quick` subset), making every user turn end in a plain
- * answer (so each design's agent loop stops where the recording did), giving
- * each run a nonce so runs do not share prompt-prefix cache blocks beyond the
- * common preamble, and moving the result between the bench process and the
- * server process as one JSON file (the single source of truth both replay).
+ * Preparing a Workload for one bench: cutting it to its first N model calls
+ * (the `--quick` subset) and giving each run a nonce so runs do not share
+ * prompt-prefix cache blocks beyond the common preamble. The result travels
+ * to the server process as one neutral-format JSON file (workload/format.ts),
+ * the single source of truth both replay.
  *
- * Used by the bench runner and by `llr serve --workload FILE` (which reads
- * either a Codex rollout or the JSON written here). Leaves out parsing
- * rollouts (workload-codex.ts) and generating synthetic runs (synthetic.ts).
+ * Used by the bench runner and replay driver. Leaves out reading workloads
+ * and making them replayable (src/workload/).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import type { ReplayTurn } from '../model/types.js';
 import type { InputItem } from '../protocol/objects.js';
-import { syntheticWorkload, type SyntheticOptions } from './synthetic.js';
-import { readWorkload, WorkloadError, type Workload } from './workload.js';
+import { callsOf, modelCallCount, replayable } from '../workload/replayable.js';
+import type { Workload } from '../workload/types.js';
 
 export const TRUNCATED_TEXT = '(replay cut here by llr bench)';
-const INTERRUPTED_TEXT = '(interrupted: the recorded turn ended in tool calls that never got an answer)';
-
-/** Every model call of the workload, in replay order. */
-export function flatModelTurns(w: Workload): ReplayTurn[] {
-  return w.userTurns.flatMap((u) => u.modelTurns);
-}
-
-export function modelCallCount(w: Workload): number {
-  return w.userTurns.reduce((n, u) => n + u.modelTurns.length, 0);
-}
-
-/** The function calls of one model call, in order. */
-export function callsOf(turn: ReplayTurn): Array<{ name: string; arguments: string; call_id: string }> {
-  return turn.output.flatMap((o) => (o.type === 'function_call' ? [o] : []));
-}
-
-/**
- * Make every user turn end with a model call that has no function calls.
- * A recorded turn that ended in calls (the user interrupted the agent) keeps
- * its visible text; its unanswered calls are dropped, and so are the
- * `"aborted"` outputs the next user turn started with for them. Returns a
- * copy; a workload that is already replayable comes back deep-equal.
- */
-export function replayable(w: Workload): Workload {
-  const dropped = new Set<string>();
-  const userTurns = w.userTurns.map((u) => {
-    const input = u.input.filter((item) => !(item.type === 'function_call_output' && dropped.has(callIdOf(item))));
-    const modelTurns = u.modelTurns.map((t) => ({ ...t, output: t.output.map((o) => ({ ...o })) }));
-    const last = modelTurns.at(-1);
-    if (last && callsOf(last).length > 0) {
-      for (const c of callsOf(last)) dropped.add(c.call_id);
-      last.output = last.output.filter((o) => o.type !== 'function_call');
-      if (last.output.length === 0) last.output.push({ type: 'message', text: INTERRUPTED_TEXT });
-    }
-    return { input, modelTurns };
-  });
-  const toolOutputs = Object.fromEntries(Object.entries(w.toolOutputs).filter(([id]) => !dropped.has(id)));
-  return { ...w, userTurns, toolOutputs };
-}
 
 /**
  * The first `maxCalls` model calls. The last one kept becomes the end of the
@@ -72,7 +29,7 @@ export function truncateWorkload(w: Workload, maxCalls: number): Workload {
     if (left === 0) break;
     const modelTurns = u.modelTurns.slice(0, left).map((t) => ({ ...t, output: t.output.map((o) => ({ ...o })) }));
     left -= modelTurns.length;
-    userTurns.push({ input: u.input.slice(), modelTurns });
+    userTurns.push({ ...u, input: u.input.slice(), modelTurns });
   }
   const last = userTurns.at(-1)!.modelTurns.at(-1)!;
   if (callsOf(last).length > 0) {
@@ -90,6 +47,7 @@ export function truncateWorkload(w: Workload, maxCalls: number): Workload {
       input_tokens: w.recorded.input_tokens.slice(0, maxCalls),
       output_tokens: w.recorded.output_tokens.slice(0, maxCalls),
     },
+    ...(w.calls !== undefined && { calls: w.calls.slice(0, maxCalls) }),
   };
   return replayable(cut);
 }
@@ -113,49 +71,4 @@ export function firstInputWithNonce(input: readonly InputItem[], nonce: string):
     out[i] = { ...msg, content: [{ type: 'input_text', text: nonce }, ...content] };
   }
   return out;
-}
-
-/** `T,B,K` → synthetic options (turns, tool output bytes, output tokens per turn). */
-export function parseSyntheticSpec(spec: string, seed = 1): SyntheticOptions {
-  const parts = spec.split(',').map((s) => Number(s.trim()));
-  const [turns, toolOutputBytes, outputTokensPerTurn] = parts;
-  if (parts.length !== 3 || parts.some((n) => !Number.isSafeInteger(n) || n < 0)) {
-    throw new RangeError(`--synthetic needs TURNS,TOOL_OUTPUT_BYTES,OUTPUT_TOKENS (three integers), got '${spec}'`);
-  }
-  return { turns: turns!, toolOutputBytes: toolOutputBytes!, outputTokensPerTurn: outputTokensPerTurn!, seed };
-}
-
-export function syntheticFromSpec(spec: string, seed = 1): Workload {
-  return syntheticWorkload(parseSyntheticSpec(spec, seed));
-}
-
-/** Write the exact workload a bench replays, for the server process to load. */
-export function writeWorkloadJson(path: string, w: Workload): void {
-  writeFileSync(path, JSON.stringify({ llr_workload: 1, ...w }));
-}
-
-/**
- * Load a workload for the server: the JSON written by `writeWorkloadJson`, or
- * else a Codex rollout (JSONL). A rollout is made replayable as it is read.
- */
-export function loadWorkloadFile(path: string): Workload {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new WorkloadError(0, `${path}: cannot read the file`, { cause: err });
-  }
-  if (text.startsWith('{"llr_workload":')) {
-    const w = JSON.parse(text) as Workload & { llr_workload?: number };
-    delete w.llr_workload;
-    if (!Array.isArray(w.userTurns) || typeof w.toolOutputs !== 'object') {
-      throw new WorkloadError(0, `${path}: an llr workload file without userTurns / toolOutputs`);
-    }
-    return w;
-  }
-  return replayable(readWorkload(path));
-}
-
-function callIdOf(item: InputItem): string {
-  return String((item as { call_id?: unknown }).call_id);
 }

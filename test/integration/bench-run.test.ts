@@ -74,7 +74,7 @@ describe('a server that dies or is not there', () => {
     const { spawnServer } = await built<typeof import('../../src/bench/processes.js')>('bench/processes.js');
     const { ServerProcess } = await built<typeof import('../../src/bench/guard.js')>('bench/guard.js');
     const { replayRun } = await built<typeof import('../../src/bench/replay.js')>('bench/replay.js');
-    const { syntheticFromSpec } = await built<typeof import('../../src/bench/workload-prep.js')>('bench/workload-prep.js');
+    const { syntheticFromSpec } = await built<typeof import('../../src/workload/synthetic.js')>('workload/synthetic.js');
     const workload = syntheticFromSpec('5,200,200');
     const server = new ServerProcess(await spawnServer(['--synthetic', '5,200,200', '--tokens-per-second', '65']), 'test server');
     const replay = server.race(replayRun({ design: 'long-lived', url: server.url, workload, nonce: 'n', toolFactor: 0, timeoutMs: 60_000 }));
@@ -96,7 +96,7 @@ describe('a server that dies or is not there', () => {
 
   it('fails a run with a message when nothing listens at the address', async () => {
     const { replayRun } = await built<typeof import('../../src/bench/replay.js')>('bench/replay.js');
-    const { syntheticFromSpec } = await built<typeof import('../../src/bench/workload-prep.js')>('bench/workload-prep.js');
+    const { syntheticFromSpec } = await built<typeof import('../../src/workload/synthetic.js')>('workload/synthetic.js');
     // A port that was free a moment ago.
     const port = await new Promise<number>((resolve) => {
       const s = createServer().listen(0, '127.0.0.1', () => {

@@ -6,24 +6,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { syntheticWorkload } from '../../src/bench/synthetic.js';
-import {
-  callsOf,
-  firstInputWithNonce,
-  flatModelTurns,
-  loadWorkloadFile,
-  modelCallCount,
-  parseSyntheticSpec,
-  replayable,
-  TRUNCATED_TEXT,
-  truncateWorkload,
-  writeWorkloadJson,
-} from '../../src/bench/workload-prep.js';
-import { readWorkload, WorkloadError, type Workload } from '../../src/bench/workload.js';
+import { firstInputWithNonce, TRUNCATED_TEXT, truncateWorkload } from '../../src/bench/workload-prep.js';
+import { writeWorkloadJson } from '../../src/workload/format.js';
+import { DEFAULT_WORKLOAD, loadWorkloadFile, readWorkload, WorkloadError, type Workload } from '../../src/workload/load.js';
+import { callsOf, flatModelTurns, modelCallCount, replayable } from '../../src/workload/replayable.js';
+import { parseSyntheticSpec, syntheticWorkload } from '../../src/workload/synthetic.js';
 
-const SHIPPED = fileURLToPath(new URL('../../../shared/workloads/codex-rollout-a.jsonl', import.meta.url));
+const SHIPPED = DEFAULT_WORKLOAD;
 const dir = mkdtempSync(join(tmpdir(), 'llr-bench-prep-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -3,8 +3,8 @@
  * for a seed, and the same replay shape as a recorded rollout.
  */
 import { describe, expect, it } from 'vitest';
-import { syntheticWorkload } from '../../src/bench/synthetic.js';
-import { summarizeWorkload } from '../../src/bench/workload.js';
+import { summarizeWorkload } from '../../src/workload/load.js';
+import { syntheticWorkload } from '../../src/workload/synthetic.js';
 
 describe('syntheticWorkload', () => {
   const opts = { turns: 10, toolOutputBytes: 2048, outputTokensPerTurn: 80, seed: 7 };

@@ -1,23 +1,29 @@
 /**
- * Workloads for `llr bench`: read a recorded agent run into the Workload shape
- * every design replays, and summarise it for the report.
+ * Reading a workload file, whatever it holds: a Codex rollout (JSONL) or the
+ * neutral llr workload format (JSON), told apart by content, not by the
+ * file's extension; and summarising a workload for reports.
  *
- * Used by the benchmark runner and the `llr bench` command. The shape and its
- * replay contract are in `workload-types.ts`; the Codex rollout format, what
- * was learned about it and the grouping decisions are in `workload-codex.ts`;
- * `synthetic.ts` builds workloads from a seed. Leaves out other agents' log
- * formats (only Codex CLI rollouts are read).
+ * Used by `llr serve --workload`, `llr bench --workload` and `llr workload
+ * inspect`. The shape is in types.ts; the Codex reader in codex.ts; the
+ * neutral format in format.ts (its schema: docs/workload.schema.json).
+ * Leaves out other agents' log formats: convert them to the neutral format.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { parseRollout } from './workload-codex.js';
-import { WorkloadError, type Workload } from './workload-types.js';
+import { fileURLToPath } from 'node:url';
+import { parseRollout } from './codex.js';
+import { looksNeutral, parseNeutral } from './format.js';
+import { replayable } from './replayable.js';
+import { WorkloadError, type Workload } from './types.js';
 
-export { WorkloadError } from './workload-types.js';
-export type { UserTurn, Workload } from './workload-types.js';
+export { WorkloadError } from './types.js';
+export type { CallFigures, Skipped, UserTurn, Workload } from './types.js';
 
-/** Citations for shipped workloads, keyed by the file's SHA-256 (as in shared/workloads/README.md). */
+/** The default workload, shipped in the repository (workloads/README.md gives its source and licence). */
+export const DEFAULT_WORKLOAD = fileURLToPath(new URL('../../workloads/codex-rollout-a.jsonl', import.meta.url));
+
+/** Citations for shipped workloads, keyed by the file's SHA-256 (as in workloads/README.md). */
 const KNOWN_SOURCES: Record<string, string> = {
   '8cb269b4fbbdda6eb74a2c0a14b58fbb43f8f1a67d648d63bec00e974969fe18':
     'codemie-ai/codemie-code, src/agents/plugins/codex/__tests__/fixtures/' +
@@ -26,7 +32,7 @@ const KNOWN_SOURCES: Record<string, string> = {
     'Recorded with Codex CLI 0.125.0 against a GPT-5-class model.',
 };
 
-/** Reads and parses a rollout; the source is the shipped file's citation, else the path. */
+/** Reads and parses a workload file; the source is the shipped file's citation, else the path. */
 export function readWorkload(path: string): Workload {
   let bytes: Buffer;
   try {
@@ -38,9 +44,15 @@ export function readWorkload(path: string): Workload {
   return parseWorkload(bytes.toString('utf8'), basename(path), KNOWN_SOURCES[hash] ?? path);
 }
 
-/** Parses rollout text; `name` prefixes error messages. */
+/** Parses workload text of either format; `name` prefixes error messages. */
 export function parseWorkload(text: string, name: string, source: string): Workload {
-  return parseRollout(text, name, source);
+  const clean = text.replace(/^\uFEFF/, '');
+  return looksNeutral(clean) ? parseNeutral(clean, name, source) : parseRollout(clean, name, source);
+}
+
+/** A workload file made ready for replay (what `llr serve --workload` and the bench replay). */
+export function loadWorkloadFile(path: string): Workload {
+  return replayable(readWorkload(path));
 }
 
 export interface WorkloadSummary {
@@ -55,6 +67,8 @@ export interface WorkloadSummary {
   output_tokens_median: number | null;
   tool_output_bytes: number;
   tool_duration_median_ms: number | null;
+  /** How many per-call token figures the source recorded and how many were inferred; null: none known. */
+  token_figures: { input_recorded: number; input_inferred: number; output_recorded: number; output_inferred: number } | null;
 }
 
 /** Counts for printing next to benchmark results. */
@@ -80,10 +94,18 @@ export function summarizeWorkload(w: Workload): WorkloadSummary {
     output_tokens_median: median(outputTokens),
     tool_output_bytes: outputs.reduce((n, o) => n + Buffer.byteLength(o.output, 'utf8'), 0),
     tool_duration_median_ms: median(outputs.map((o) => o.duration_ms)),
+    token_figures: w.calls
+      ? {
+          input_recorded: w.calls.filter((c) => c.input_source === 'recorded').length,
+          input_inferred: w.calls.filter((c) => c.input_source === 'inferred').length,
+          output_recorded: w.calls.filter((c) => c.output_source === 'recorded').length,
+          output_inferred: w.calls.filter((c) => c.output_source === 'inferred').length,
+        }
+      : null,
   };
 }
 
-function median(xs: number[]): number | null {
+export function median(xs: number[]): number | null {
   if (xs.length === 0) return null;
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;

@@ -7,12 +7,11 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseWorkload, readWorkload, summarizeWorkload, WorkloadError, type Workload } from '../../src/bench/workload.js';
+import { DEFAULT_WORKLOAD, parseWorkload, readWorkload, summarizeWorkload, WorkloadError, type Workload } from '../../src/workload/load.js';
 
-// <repo root>/../shared: /work/shared next to /work/main, and a copy beside the clone in CI.
-const SHIPPED = fileURLToPath(new URL('../../../shared/workloads/codex-rollout-a.jsonl', import.meta.url));
+const SHIPPED = DEFAULT_WORKLOAD;
 
 describe('the shipped rollout (codex-rollout-a.jsonl)', () => {
   const w = readWorkload(SHIPPED);
@@ -73,6 +72,7 @@ describe('the shipped rollout (codex-rollout-a.jsonl)', () => {
       output_tokens_median: 96.5,
       tool_output_bytes: 340817,
       tool_duration_median_ms: 1257.5,
+      token_figures: { input_recorded: 66, input_inferred: 0, output_recorded: 66, output_inferred: 0 },
     });
   });
 });
@@ -138,7 +138,11 @@ describe('grouping model calls', () => {
 
   it('splits calls at client items when there is no usage, and takes a late token_count', () => {
     const w = parse([meta(), msg('user', 'hi'), call('c1'), out('c1'), usage(9, 3), call('c2'), out('c2'), msg('assistant', 'b')]);
-    expect(w.userTurns[0]!.modelTurns.map((t) => [t.output.length, t.output_tokens])).toEqual([[1, 3], [1, undefined], [1, undefined]]);
+    // Calls without usage are inferred: visible tokens (o200k) + framing (14 per call, 10 per message).
+    const inferredCall = encode(JSON.stringify({ cmd: 'ls' })).length + 14;
+    const inferredMessage = encode('b').length + 10;
+    expect(w.userTurns[0]!.modelTurns.map((t) => [t.output.length, t.output_tokens])).toEqual([[1, 3], [1, inferredCall], [1, inferredMessage]]);
+    expect(w.calls!.map((c) => [c.input_source, c.output_source])).toEqual([['recorded', 'recorded'], ['inferred', 'inferred'], ['inferred', 'inferred']]);
     expect(w.recorded.model_calls).toBe(1);
   });
 

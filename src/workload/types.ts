@@ -2,9 +2,11 @@
  * The Workload shape: one recorded (or synthetic) agent run, cut into user
  * turns and model calls, that the benchmark replays through every design.
  *
- * Produced by the Codex rollout reader (`workload-codex.ts`) and by
- * `synthetic.ts`; consumed by the replay driver and the report. Types and the
- * reader's error only: no parsing, no I/O.
+ * Produced by the Codex rollout reader (`codex.ts`), the neutral format
+ * reader (`format.ts`: the JSON `llr bench` writes, documented as
+ * docs/workload.schema.json) and `synthetic.ts`; consumed by `llr serve
+ * --workload`, the bench's replay driver and the report. Types and the
+ * readers' error only: no parsing, no I/O.
  *
  * Replay contract: for each user turn the client sends `input`, then for each
  * model turn the model replays `output` (decoding `output_tokens` in all);
@@ -12,7 +14,9 @@
  * of its function calls with `toolOutputs[call_id]`, waiting `duration_ms`
  * first. A user turn's last model turn normally has no function calls; when it
  * has (the run was interrupted), the next user turn's `input` starts with
- * their outputs.
+ * their outputs. A user turn with `replace_history` starts a new
+ * conversation (the recorded agent compacted its context): its `input` is the
+ * whole context the agent continued from.
  */
 import type { ReplayTurn } from '../model/types.js';
 import type { FunctionTool, InputItem } from '../protocol/objects.js';
@@ -22,6 +26,28 @@ export interface UserTurn {
   input: InputItem[];
   /** Each model call of the user turn, in order. */
   modelTurns: ReplayTurn[];
+  /** The conversation was replaced before this turn (compaction): the client starts a new one with `input`. */
+  replace_history?: boolean;
+}
+
+/** Where a per-call figure comes from: the source's own usage telemetry, or a documented estimate. */
+export type FigureSource = 'recorded' | 'inferred';
+
+/** Token figures of one replayed model call (see docs/benchmarks.md, "Reading a workload"). */
+export interface CallFigures {
+  input_tokens: number;
+  input_source: FigureSource;
+  output_tokens: number;
+  output_source: FigureSource;
+  /** 1-based line of the source record that opened the call; 0 when there is none. */
+  line: number;
+}
+
+/** A record the reader did not replay, and why. */
+export interface Skipped {
+  line: number;
+  what: string;
+  why: string;
 }
 
 export interface Workload {
@@ -42,6 +68,12 @@ export interface Workload {
   toolOutputs: Record<string, { output: string; duration_ms: number }>;
   /** Per recorded model call, from the source's usage telemetry (empty when not recorded). */
   recorded: { model_calls: number; input_tokens: number[]; output_tokens: number[] };
+  /** Per replayed model call (flat, in order): token figures, each recorded or inferred. Absent: none known. */
+  calls?: CallFigures[];
+  /** What the source is (format, agent, version, session kind); free-form strings for `llr workload inspect`. */
+  origin?: Record<string, string>;
+  /** Records read but not replayed, and why. */
+  skipped?: Skipped[];
   stats: {
     /** Records read (non-blank lines); 0 for synthetic workloads. */
     lines: number;
@@ -53,7 +85,7 @@ export interface Workload {
   };
 }
 
-/** A file that is not a readable rollout. `line` is 1-based; 0 when the whole file is at fault. */
+/** A file that is not a readable workload. `line` is 1-based; 0 when the whole file is at fault. */
 export class WorkloadError extends Error {
   readonly line: number;
 

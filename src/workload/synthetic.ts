@@ -4,8 +4,9 @@
  * `toolOutputBytes` bytes of plausible shell output (grep hits, source lines,
  * listings, test runs, diffs), the last one answering with a message.
  *
- * Used by `llr bench` to sweep the run length (10 to 200 calls) and the tool
- * output size independently of any recorded run. Deterministic for a seed:
+ * Used by `llr serve --synthetic` and by `llr bench` to sweep the run length
+ * (10 to 200 calls) and the tool output size independently of any recorded
+ * run. Deterministic for a seed:
  * the same options give a deep-equal Workload. Leaves out everything a real
  * run varies that the sweep holds fixed: output sizes and token counts do not
  * vary per call, there is no reasoning, parallel calls, hosted tools, or
@@ -15,7 +16,7 @@
 import { hexString, intBetween, mulberry32, pick, type Rng } from '../model/rng.js';
 import type { ReplayTurn } from '../model/types.js';
 import type { FunctionTool } from '../protocol/objects.js';
-import type { Workload } from './workload-types.js';
+import type { Workload } from './types.js';
 
 export interface SyntheticOptions {
   /** Model calls in the run, the final message included (>= 1). */
@@ -200,3 +201,17 @@ function sentence(rng: Rng, words: number): string {
   return `${s[0]!.toUpperCase()}${s.slice(1)}.`;
 }
 
+
+/** `T,B,K` → synthetic options (turns, tool output bytes, output tokens per turn). */
+export function parseSyntheticSpec(spec: string, seed = 1): SyntheticOptions {
+  const parts = spec.split(',').map((s) => Number(s.trim()));
+  const [turns, toolOutputBytes, outputTokensPerTurn] = parts;
+  if (parts.length !== 3 || parts.some((n) => !Number.isSafeInteger(n) || n < 0)) {
+    throw new RangeError(`--synthetic needs TURNS,TOOL_OUTPUT_BYTES,OUTPUT_TOKENS (three integers), got '${spec}'`);
+  }
+  return { turns: turns!, toolOutputBytes: toolOutputBytes!, outputTokensPerTurn: outputTokensPerTurn!, seed };
+}
+
+export function syntheticFromSpec(spec: string, seed = 1): Workload {
+  return syntheticWorkload(parseSyntheticSpec(spec, seed));
+}

@@ -1,0 +1,169 @@
+/**
+ * Helpers for the Codex rollout reader (`codex.ts`): the text of a recorded
+ * item, the replacement history of a compaction as input items, and the
+ * permissive tool schemas rebuilt from the calls a rollout recorded (Codex
+ * does not record the tool definitions it sent).
+ *
+ * Pure functions and one small accumulator; no I/O, no knowledge of record
+ * order. Leaves out images (a part without text is kept as its JSON).
+ */
+import type { FunctionTool, InputItem } from '../protocol/objects.js';
+import { estimateEncryptedTokens } from './infer.js';
+
+export type Json = Record<string, unknown>;
+type JsonType = 'string' | 'integer' | 'number' | 'boolean' | 'array' | 'object' | 'null';
+
+export const CUSTOM_TOOL_DESCRIPTION =
+  'A Codex custom (freeform) tool replayed as a function tool: the recorded text is in `input`.';
+
+export function isJson(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export function describe(v: unknown): string {
+  return Array.isArray(v) ? 'an array' : v === null ? 'null' : `a ${typeof v}`;
+}
+
+/** What a `session_meta` says about where the rollout comes from (for `Workload.origin`). */
+export function sessionOrigin(p: Json): Record<string, string> {
+  const origin: Record<string, string> = {};
+  for (const key of ['originator', 'cli_version', 'model_provider', 'forked_from_id'] as const) {
+    if (typeof p[key] === 'string') origin[key] = p[key];
+  }
+  const src = p.source;
+  if (typeof src === 'string') origin['session_source'] = src;
+  else if (isJson(src) && 'subagent' in src) {
+    // {subagent: "review" | "compact" | {thread_spawn: {parent_thread_id, depth, ...}} | {other: "..."}}
+    const sub = src.subagent;
+    origin['session_source'] = `subagent:${typeof sub === 'string' ? sub : isJson(sub) ? (Object.keys(sub)[0] ?? 'other') : 'other'}`;
+    const spawn = isJson(sub) && isJson(sub.thread_spawn) ? sub.thread_spawn : null;
+    if (spawn && typeof spawn.parent_thread_id === 'string') origin['parent_thread_id'] = spawn.parent_thread_id;
+  }
+  return origin;
+}
+
+/** The `instructions` of every call: `base_instructions.text` (older Codex: `instructions`). */
+export function sessionInstructions(p: Json): string | null {
+  const base = p.base_instructions;
+  if (typeof base === 'string') return base;
+  if (isJson(base) && typeof base.text === 'string') return base.text;
+  return typeof p.instructions === 'string' ? p.instructions : null;
+}
+
+/** The text of a message's content: a string, or the `text` of its parts joined. */
+export function messageText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content.map((part) => (isJson(part) && typeof part.text === 'string' ? part.text : '')).join('');
+}
+
+/** A tool output as the text the client sent; null when it is not an output shape Codex writes. */
+export function outputText(output: unknown): string | null {
+  if (typeof output === 'string') return output;
+  if (Array.isArray(output)) {
+    const texts = output.map((part) => (isJson(part) && typeof part.text === 'string' ? part.text : null));
+    return texts.every((t) => t !== null) ? texts.join('') : JSON.stringify(output);
+  }
+  if (isJson(output) && typeof output.content === 'string') return output.content;
+  return null;
+}
+
+/** The text of a reasoning item Codex can read: its summary and (open-weight models) raw content. */
+export function reasoningText(p: Json): string {
+  const parts = [...(Array.isArray(p.summary) ? p.summary : []), ...(Array.isArray(p.content) ? p.content : [])];
+  return parts.map((part) => (isJson(part) && typeof part.text === 'string' ? part.text : '')).join('\n');
+}
+
+/**
+ * A stand-in for an encrypted compaction item: a user message of about as
+ * many tokens as the encrypted summary is estimated to hold, so the replayed
+ * context after a compaction has the recorded size, not the summary's text
+ * (which the rollout does not have).
+ */
+export function compactionStandIn(encrypted: string): InputItem {
+  const tokens = estimateEncryptedTokens(encrypted.length);
+  return {
+    type: 'message',
+    role: 'user',
+    content: `(compacted context, encrypted in the recording: about ${tokens} tokens)${' context'.repeat(tokens)}`,
+  };
+}
+
+/**
+ * A compaction's replacement history (Responses API items) as input items.
+ * Messages, calls and their outputs are kept; custom tool calls become
+ * function calls taking `{input}` (as everywhere in replay); an encrypted
+ * `compaction` item gets a stand-in of its estimated size; reasoning and
+ * hosted calls are dropped (the API would not show them as input text).
+ * Returns the items and how many were dropped.
+ */
+export function replacementItems(history: readonly unknown[]): { items: InputItem[]; dropped: number } {
+  const items: InputItem[] = [];
+  let dropped = 0;
+  for (const h of history) {
+    if (!isJson(h)) {
+      dropped++;
+      continue;
+    }
+    const type = h.type;
+    if (type === 'message' && typeof h.role === 'string' && ['user', 'developer', 'system', 'assistant'].includes(h.role)) {
+      items.push({ type: 'message', role: h.role as 'user', content: messageText(h.content) });
+    } else if (type === 'function_call' && typeof h.call_id === 'string' && typeof h.name === 'string' && typeof h.arguments === 'string') {
+      items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: h.arguments });
+    } else if (type === 'custom_tool_call' && typeof h.call_id === 'string' && typeof h.name === 'string' && typeof h.input === 'string') {
+      items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: JSON.stringify({ input: h.input }) });
+    } else if ((type === 'function_call_output' || type === 'custom_tool_call_output') && typeof h.call_id === 'string' && outputText(h.output) !== null) {
+      items.push({ type: 'function_call_output', call_id: h.call_id, output: outputText(h.output)! });
+    } else if ((type === 'compaction' || type === 'compaction_summary') && typeof h.encrypted_content === 'string') {
+      items.push(compactionStandIn(h.encrypted_content));
+    } else {
+      dropped++;
+    }
+  }
+  return { items, dropped };
+}
+
+/** Widens a permissive object schema per tool from the arguments seen. */
+export class ToolSchemas {
+  private readonly schemas = new Map<string, { custom: boolean; props: Map<string, JsonType | null> }>();
+
+  note(name: string, args: string, custom: boolean): void {
+    let tool = this.schemas.get(name);
+    if (!tool) this.schemas.set(name, (tool = { custom, props: new Map() }));
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(args);
+    } catch {
+      return; // models do emit malformed arguments; the call is replayed as recorded
+    }
+    if (!isJson(parsed)) return;
+    for (const [key, value] of Object.entries(parsed)) {
+      const t = jsonType(value);
+      const seen = tool.props.get(key);
+      if (seen === undefined) tool.props.set(key, t);
+      else if (seen !== t) tool.props.set(key, (seen === 'integer' || seen === 'number') && (t === 'integer' || t === 'number') ? 'number' : null);
+    }
+  }
+
+  tools(): FunctionTool[] {
+    return [...this.schemas].map(([name, { custom, props }]) => ({
+      type: 'function',
+      name,
+      description: custom ? CUSTOM_TOOL_DESCRIPTION : null,
+      parameters: {
+        type: 'object',
+        properties: Object.fromEntries([...props].map(([k, t]) => [k, t === null ? {} : { type: t }])),
+        additionalProperties: true,
+      },
+      strict: false,
+    }));
+  }
+}
+
+function jsonType(v: unknown): JsonType {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  if (typeof v === 'string' || typeof v === 'boolean') return typeof v as 'string' | 'boolean';
+  return 'object';
+}

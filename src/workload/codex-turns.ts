@@ -1,0 +1,85 @@
+/**
+ * Building one replayed user turn from the model calls the Codex reader
+ * (`codex.ts`) collected: a call with nothing visible (only reasoning, or
+ * only a hosted search) is merged into the next call of its user turn (the
+ * previous one if it was the last), its output tokens with it, so replay
+ * decodes as many tokens while inventing no output; each replayed call gets
+ * its figures, recorded when every merged call had a `token_count`,
+ * inferred otherwise (input figures are resolved by the reader afterwards,
+ * from the context mark).
+ *
+ * Pure: no record order, no I/O.
+ */
+import type { ReplayTurn } from '../model/types.js';
+import type { InputItem } from '../protocol/objects.js';
+import { inferOutputTokens } from './infer.js';
+import type { CallFigures, UserTurn } from './types.js';
+
+export type Visible = ReplayTurn['output'][number];
+
+/** One model call as recorded, before calls with nothing visible are merged. */
+export interface RawCall {
+  line: number;
+  visible: Visible[];
+  /** Estimated tokens of its reasoning items. */
+  reasoning: number;
+  usage: { input: number; output: number } | null;
+  /** Context ops applied when the call started. */
+  mark: number;
+}
+
+/** A user turn as the reader builds it. */
+export interface TurnBuild {
+  input: InputItem[];
+  calls: RawCall[];
+  replace: boolean;
+  /** Input messages taken from `user_message` events, not yet matched by a response_item. */
+  fromEvents: Array<{ index: number; text: string }>;
+  /** Texts of response_item user messages in `input`, for matching a later event. */
+  userTexts: string[];
+}
+
+/** A replayed call's figures before input inference (the mark is resolved by the reader). */
+export interface PendingFigures extends Omit<CallFigures, 'input_tokens'> {
+  input_tokens: number | null;
+  mark: number;
+}
+
+/** The replayed user turn and its calls' figures; null when no call has visible output. */
+export function buildUserTurn(turn: TurnBuild): { turn: UserTurn; figures: PendingFigures[] } | null {
+  const groups: RawCall[][] = [];
+  let invisible: RawCall[] = [];
+  for (const c of turn.calls) {
+    if (c.visible.length === 0) invisible.push(c);
+    else {
+      groups.push([...invisible, c]);
+      invisible = [];
+    }
+  }
+  if (groups.length === 0) return null;
+  if (invisible.length > 0) groups[groups.length - 1]!.push(...invisible);
+  const modelTurns: ReplayTurn[] = [];
+  const figures: PendingFigures[] = [];
+  for (const group of groups) {
+    const shown = group.find((c) => c.visible.length > 0)!;
+    let output = 0;
+    for (const c of group) output += c.usage?.output ?? inferOutputTokens(c.visible, c.reasoning);
+    modelTurns.push({ output: shown.visible, output_tokens: output });
+    figures.push({
+      input_tokens: shown.usage?.input ?? null,
+      input_source: shown.usage ? 'recorded' : 'inferred',
+      output_tokens: output,
+      output_source: group.every((c) => c.usage !== null) ? 'recorded' : 'inferred',
+      line: shown.line,
+      mark: shown.mark,
+    });
+  }
+  return { turn: { input: turn.input, modelTurns, ...(turn.replace && { replace_history: true }) }, figures };
+}
+
+/** Codex may wrap the user's text in the response item (older versions prefix a heading). */
+export function sameUserText(itemText: string, eventText: string): boolean {
+  const a = itemText.trim();
+  const b = eventText.trim();
+  return a === b || (b !== '' && a.includes(b));
+}

@@ -1,0 +1,479 @@
+/**
+ * The Codex rollout reader: turns a Codex session log (JSONL, one
+ * `{timestamp, type, payload}` record per line) into a Workload, for every
+ * Codex front end (CLI, `codex exec`, IDE extension, desktop app) and version
+ * that writes that format. Used through `readWorkload` (load.ts); item
+ * helpers are in codex-items.ts, turn building in codex-turns.ts, token
+ * inference in infer.ts. Leaves out
+ * the legacy format whose lines have no `payload`, images (text only), and
+ * rollbacks (`thread_rolled_back`: noted, history kept).
+ *
+ * Record types (codex-rs/protocol RolloutItem): `session_meta` (first; its
+ * `base_instructions.text` is the `instructions` of every call; `source` is
+ * cli / exec / vscode / mcp or `{subagent: …}`), `response_item` (a Responses
+ * API item of the conversation), `event_msg` (telemetry), `turn_context`
+ * (per-turn settings: not needed) and `compacted` (the history was replaced).
+ * Within one model call: reasoning; maybe a hosted `web_search_call` and more
+ * reasoning; the assistant `message`; the `function_call` /
+ * `custom_tool_call` items; one `token_count` event; only then the client's
+ * `*_output` items. `exec_command_end` / `patch_apply_end` interleave
+ * anywhere. Any of these may be missing: no `turn_context`, no developer
+ * message, no `token_count` at all, a user turn recorded only as an
+ * `event_msg` `user_message`.
+ *
+ * Grouping decisions:
+ * - A model call is the assistant-side items since the last boundary; its
+ *   `token_count` closes it; a client-side item (tool output, message), a
+ *   compaction or the end of the file also closes it, and a `token_count`
+ *   right after such a close is still its own. A `token_count` repeating the
+ *   previous `total_token_usage`, or with no model call to belong to (e.g. a
+ *   compaction request's), is skipped.
+ * - Reasoning is not replayed; its tokens are in the call's output tokens. A
+ *   hosted call (`web_search_call`, any `*_call` the client does not run) is
+ *   dropped and counted. A model call with no visible output gives its output
+ *   tokens to the next call of its user turn (the previous one if it was the
+ *   last): replay decodes as many tokens, inventing no output.
+ * - Missing figures are inferred (infer.ts) and every call's figures are
+ *   marked recorded or inferred in `Workload.calls`.
+ * - `custom_tool_call` becomes a function call taking `{"input": text}`;
+ *   `local_shell_call` becomes `local_shell` with its action as arguments.
+ *   Outputs are kept byte for byte.
+ * - A user turn starts with the messages (developer, user, system) that
+ *   follow visible model output; messages before it join the same turn. An
+ *   `event_msg` `user_message` is the user's message when no `response_item`
+ *   user message with the same text is in the turn's input (in either order).
+ *   Model output before any input gets a placeholder user message (noted). A
+ *   trailing user turn with no answer is dropped (noted).
+ * - Tool durations: the time between the call's and the output's records
+ *   (`exec_command_end.duration` is a unified-exec process's whole life,
+ *   spanning later calls), falling back to `exec_command_end`, then 0.
+ * - A call without output followed by a new user turn, or by `turn_aborted`,
+ *   was interrupted: Codex answers it `"aborted"` in the next request, so the
+ *   next user turn's input starts with that output. A call without output at
+ *   the end of the file with no `turn_aborted` after it means the file is
+ *   truncated: an error naming its line.
+ * - Compaction (`compacted` records, `compaction` items): Codex continues
+ *   from the replacement history (`replacement_history`, else the user
+ *   messages so far and the summary). Between user turns, the next user turn
+ *   gets `replace_history` and that context as its input; inside a user turn
+ *   the replay keeps the full history (noted), while the inferred input
+ *   tokens follow the recording.
+ * - Sub-agent sessions are separate files (`session_meta.source.subagent`):
+ *   each reads as its own workload (its origin says whose sub-agent it is);
+ *   the parent's spawn call is an ordinary client tool call whose duration
+ *   covers the sub-agent's run.
+ */
+import type { InputItem, InputMessage } from '../protocol/objects.js';
+import {
+  compactionStandIn,
+  describe,
+  isJson,
+  messageText,
+  outputText,
+  reasoningText,
+  replacementItems,
+  sessionInstructions,
+  sessionOrigin,
+  ToolSchemas,
+  type Json,
+} from './codex-items.js';
+import { buildUserTurn, sameUserText, type PendingFigures, type RawCall, type TurnBuild, type Visible } from './codex-turns.js';
+import { inferInputTokens, reasoningTokens, type ContextOp } from './infer.js';
+import { WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
+
+const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
+const INPUT_ROLES = new Set(['user', 'developer', 'system']);
+const PLACEHOLDER_INPUT = '(the rollout records no user input before this model output)';
+
+export function parseRollout(text: string, name: string, source: string): Workload {
+  return new RolloutParser(name).parse(text, source);
+}
+
+class RolloutParser {
+  private line = 0;
+  private instructions: string | null = null;
+  private sessionId: string | null = null;
+  private readonly origin: Record<string, string> = { format: 'codex-rollout' };
+  private readonly turns: UserTurn[] = [];
+  private readonly figures: PendingFigures[] = [];
+  private turn: TurnBuild | null = null;
+  private open: RawCall | null = null;
+  /** The call last closed without usage: a token_count right after still belongs to it. */
+  private last: RawCall | null = null;
+  private lastTotal: string | undefined;
+  /** Replacement history waiting for the next user turn (compaction after visible output). */
+  private pendingReplace: { items: InputItem[]; line: number } | null = null;
+  private readonly ctx: ContextOp[] = [];
+  private readonly userMessages: string[] = [];
+  private readonly pending = new Map<string, { line: number; name: string; ts: number | undefined; aborted: boolean }>();
+  private readonly answered = new Map<string, { output: string; callTs: number | undefined; ts: number | undefined }>();
+  private readonly abortedIds = new Set<string>();
+  private readonly execEndMs = new Map<string, number>();
+  private readonly schemas = new ToolSchemas();
+  private readonly skipped: Skipped[] = [];
+  private readonly recorded: Workload['recorded'] = { model_calls: 0, input_tokens: [], output_tokens: [] };
+  private readonly stats: Workload['stats'] = { lines: 0, function_calls: 0, custom_tool_calls: 0, hosted_calls: 0, tool_output_bytes: 0 };
+
+  constructor(private readonly name: string) {}
+
+  parse(text: string, source: string): Workload {
+    const lines = text.replace(/^\uFEFF/, '').split('\n');
+    let last = lines.length;
+    while (last > 0 && lines[last - 1]!.trim() === '') last--;
+    if (last === 0) this.fail('the file is empty: not a Codex rollout', 0);
+    for (let i = 0; i < last; i++) {
+      const raw = lines[i]!.trim();
+      if (raw === '') continue;
+      this.line = i + 1;
+      this.stats.lines++;
+      let rec: unknown;
+      try {
+        rec = JSON.parse(raw);
+      } catch (err) {
+        const truncated = i + 1 === last && this.stats.lines > 1;
+        this.fail(
+          truncated ? 'the last line is cut off mid-JSON: the file is truncated' : 'not valid JSON: a Codex rollout has one JSON object per line',
+          this.line,
+          err,
+        );
+      }
+      this.record(rec);
+    }
+    return this.finish(source);
+  }
+
+  private record(rec: unknown): void {
+    if (!isJson(rec)) this.fail(`expected a record {timestamp, type, payload}, got ${describe(rec)}: not a Codex rollout`);
+    const { type, payload } = rec;
+    if (typeof type !== 'string') this.fail('the record has no string `type`: not a Codex rollout record {timestamp, type, payload}');
+    if (!isJson(payload)) this.fail(`the "${type}" record has no \`payload\` object: not a Codex rollout record`);
+    const ms = typeof rec.timestamp === 'string' ? Date.parse(rec.timestamp) : NaN;
+    const ts = Number.isFinite(ms) ? ms : undefined;
+    if (type === 'session_meta') this.sessionMeta(payload);
+    else if (type === 'response_item') this.responseItem(payload, ts);
+    else if (type === 'event_msg') this.event(payload);
+    else if (type === 'compacted') this.compacted(payload);
+    else if (type !== 'turn_context') this.skip(`a "${type}" record`, 'a record type this reader does not know');
+  }
+
+  private sessionMeta(p: Json): void {
+    const id = typeof p.id === 'string' ? p.id : null;
+    if (this.sessionId !== null) {
+      if (id !== this.sessionId) this.skip(`session_meta ${id ?? '(no id)'}`, `a second session in the file: read as a continuation of ${this.sessionId}`);
+      return;
+    }
+    this.sessionId = id ?? '';
+    Object.assign(this.origin, sessionOrigin(p));
+    this.instructions = sessionInstructions(p);
+  }
+
+  private responseItem(p: Json, ts: number | undefined): void {
+    const type = this.str(p, 'type', 'response_item');
+    switch (type) {
+      case 'message': {
+        const role = this.str(p, 'role', 'message');
+        if (role === 'assistant') {
+          const text = messageText(p.content);
+          this.modelItem(text === '' ? null : { type: 'message', text }, { type: 'message', role: 'assistant', content: text });
+          return;
+        }
+        if (!INPUT_ROLES.has(role)) this.fail(`message with unknown role "${role}"`);
+        const content = p.content;
+        if (typeof content !== 'string' && !Array.isArray(content)) this.fail(`${role} message without \`content\``);
+        this.clientMessage({ type: 'message', role: role as InputMessage['role'], content }, false);
+        return;
+      }
+      case 'reasoning': {
+        const enc = typeof p.encrypted_content === 'string' ? p.encrypted_content.length : 0;
+        const summary = Array.isArray(p.summary) ? p.summary : [];
+        this.modelItem(null, { type: 'reasoning', summary }, reasoningTokens(reasoningText(p), enc));
+        return;
+      }
+      case 'function_call':
+        this.clientCall(this.str(p, 'call_id', type), this.str(p, 'name', type), this.str(p, 'arguments', type), ts, false);
+        return;
+      case 'custom_tool_call':
+        this.clientCall(this.str(p, 'call_id', type), this.str(p, 'name', type), JSON.stringify({ input: this.str(p, 'input', type) }), ts, true);
+        return;
+      case 'local_shell_call': {
+        const id = typeof p.call_id === 'string' ? p.call_id : this.str(p, 'id', type);
+        this.clientCall(id, 'local_shell', JSON.stringify(p.action ?? {}), ts, false);
+        return;
+      }
+      case 'compaction':
+      case 'compaction_summary':
+        this.compaction(typeof p.encrypted_content === 'string' ? [compactionStandIn(p.encrypted_content)] : [], 'a compaction item');
+        return;
+      default:
+        if (CLIENT_OUTPUTS.has(type)) {
+          const out = outputText(p.output);
+          if (out === null) this.fail(`${type} without \`output\``);
+          this.clientOutput(this.str(p, 'call_id', type), out, ts);
+        } else if (type.endsWith('_call')) {
+          this.stats.hosted_calls++;
+          const { id: _id, ...rest } = p;
+          this.modelItem(null, rest as InputItem);
+        } else {
+          this.skip(`a ${type} item`, 'not part of what the model is sent or says (not replayed)');
+        }
+    }
+  }
+
+  private event(p: Json): void {
+    const type = this.str(p, 'type', 'event_msg');
+    if (type === 'token_count') this.tokenCount(p);
+    else if (type === 'user_message' && typeof p.message === 'string') this.userEvent(p.message);
+    else if (type === 'turn_aborted') this.turnAborted(typeof p.reason === 'string' ? p.reason : 'unknown');
+    else if (type === 'thread_rolled_back') this.skip('thread_rolled_back', 'rollbacks are not replayed: the history before it is kept');
+    else if (type === 'exec_command_end' && typeof p.call_id === 'string' && isJson(p.duration)) {
+      const { secs, nanos } = p.duration;
+      if (typeof secs === 'number' && typeof nanos === 'number') this.execEndMs.set(p.call_id, secs * 1000 + nanos / 1e6);
+    }
+  }
+
+  private tokenCount(p: Json): void {
+    let usage: unknown;
+    let total: string | undefined;
+    if (isJson(p.info)) {
+      usage = p.info.last_token_usage;
+      if (isJson(p.info.total_token_usage)) total = JSON.stringify(p.info.total_token_usage);
+    } else if (typeof p.input_tokens === 'number') {
+      usage = p; // older Codex: the usage fields sit on the payload itself
+    }
+    if (!isJson(usage)) return; // rate-limit-only update
+    const { input_tokens: input, output_tokens: output } = usage;
+    if (typeof input !== 'number' || typeof output !== 'number') this.fail('token_count without numeric input_tokens / output_tokens');
+    if (total !== undefined && total === this.lastTotal) return this.skip('token_count', 'repeats the previous total_token_usage');
+    this.lastTotal = total;
+    const target = this.open ?? this.last;
+    if (target === null || target.usage !== null) return this.skip('token_count', 'no model call to attribute it to (e.g. a compaction request)');
+    target.usage = { input, output };
+    this.recorded.model_calls++;
+    this.recorded.input_tokens.push(input);
+    this.recorded.output_tokens.push(output);
+    this.closeCall();
+    this.last = null;
+  }
+
+  /** An assistant-side item: `visible` is replayed, `ctxItem` joins the context, `reasoning` its tokens. */
+  private modelItem(visible: Visible | null, ctxItem: InputItem, reasoning = 0): void {
+    if (this.turn === null) {
+      this.skip('model output', 'comes before any user input: the replay sends a placeholder user message');
+      this.clientMessage({ type: 'message', role: 'user', content: PLACEHOLDER_INPUT }, false);
+    }
+    if (this.pendingReplace !== null) {
+      this.skip(`compaction at line ${this.pendingReplace.line}`, 'inside a user turn: the replay keeps the full history (inferred input tokens follow the compaction)');
+      this.pendingReplace = null;
+    }
+    if (this.open === null) {
+      this.open = { line: this.line, visible: [], reasoning: 0, usage: null, mark: this.ctx.length };
+      this.turn!.calls.push(this.open);
+      this.last = null; // a usage event from now on belongs to this call
+    }
+    if (visible) this.open.visible.push(visible);
+    this.open.reasoning += reasoning;
+    this.ctx.push({ kind: 'add', item: ctxItem });
+  }
+
+  private clientCall(callId: string, name: string, args: string, ts: number | undefined, custom: boolean): void {
+    if (this.pending.has(callId) || this.answered.has(callId) || this.abortedIds.has(callId)) this.fail(`call_id ${callId} is used twice`);
+    this.modelItem({ type: 'function_call', name, arguments: args, call_id: callId }, { type: 'function_call', name, arguments: args, call_id: callId });
+    this.pending.set(callId, { line: this.line, name, ts, aborted: false });
+    this.schemas.note(name, args, custom);
+    if (custom) this.stats.custom_tool_calls++;
+    else this.stats.function_calls++;
+  }
+
+  private clientOutput(callId: string, output: string, ts: number | undefined): void {
+    this.closeCall();
+    const call = this.pending.get(callId);
+    if (!call) {
+      if (this.abortedIds.has(callId)) this.fail(`output for call_id ${callId} comes after a new user turn began`);
+      this.fail(`output for call_id ${callId}, which ${this.answered.has(callId) ? 'already has one' : 'no earlier call has'}`);
+    }
+    this.pending.delete(callId);
+    this.answered.set(callId, { output, callTs: call.ts, ts });
+    this.stats.tool_output_bytes += Buffer.byteLength(output, 'utf8');
+    this.ctx.push({ kind: 'add', item: { type: 'function_call_output', call_id: callId, output } });
+  }
+
+  private clientMessage(msg: InputMessage, fromEvent: boolean): void {
+    this.closeCall();
+    if (this.turn === null || this.turn.calls.some((c) => c.visible.length > 0)) this.startTurn();
+    const turn = this.turn!;
+    const text = messageText(msg.content);
+    if (msg.role === 'user') {
+      this.userMessages.push(text);
+      if (!fromEvent) {
+        // The event for this message may have come first: the response item replaces it.
+        const i = turn.fromEvents.findIndex((e) => sameUserText(text, e.text));
+        if (i >= 0) {
+          const [ev] = turn.fromEvents.splice(i, 1);
+          turn.input[ev!.index] = msg;
+          this.userMessages.pop();
+          this.replaceCtxMessage(ev!.text, msg);
+          return;
+        }
+        turn.userTexts.push(text);
+      } else {
+        turn.fromEvents.push({ index: turn.input.length, text });
+      }
+    }
+    turn.input.push(msg);
+    this.ctx.push({ kind: 'add', item: msg });
+  }
+
+  /** `event_msg` `user_message`: the user's message unless the turn already has it as a response item. */
+  private userEvent(message: string): void {
+    const turn = this.turn;
+    const fresh = turn === null || turn.calls.some((c) => c.visible.length > 0) || this.open !== null;
+    if (!fresh) {
+      const i = turn.userTexts.findIndex((t) => sameUserText(t, message));
+      if (i >= 0) {
+        turn.userTexts.splice(i, 1);
+        return;
+      }
+    }
+    this.clientMessage({ type: 'message', role: 'user', content: [{ type: 'input_text', text: message }] }, true);
+  }
+
+  private replaceCtxMessage(text: string, msg: InputMessage): void {
+    for (let i = this.ctx.length - 1; i >= 0; i--) {
+      const op = this.ctx[i]!;
+      if (op.kind === 'add' && op.item.type === 'message' && messageText((op.item as InputMessage).content) === text) {
+        this.ctx[i] = { kind: 'add', item: msg };
+        return;
+      }
+    }
+  }
+
+  private turnAborted(reason: string): void {
+    this.closeCall();
+    this.last = null;
+    let n = 0;
+    for (const call of this.pending.values()) {
+      if (!call.aborted) n++;
+      call.aborted = true;
+    }
+    this.skip('turn_aborted', `the user turn was aborted (${reason})${n ? `: ${n} call(s) without output are answered "aborted" by the next turn` : ''}`);
+  }
+
+  private compacted(p: Json): void {
+    if (Array.isArray(p.replacement_history)) {
+      const { items, dropped } = replacementItems(p.replacement_history);
+      if (dropped > 0) this.skip(`${dropped} item(s) of the replacement history`, 'reasoning, hosted calls or unknown items: not sent as input text');
+      this.compaction(items, 'a compacted record');
+      return;
+    }
+    const summary = typeof p.message === 'string' ? p.message : '';
+    const items: InputItem[] = this.userMessages.map((t) => ({ type: 'message', role: 'user', content: t }));
+    items.push({ type: 'message', role: 'user', content: summary });
+    this.compaction(items, 'a compacted record without replacement_history');
+  }
+
+  /** The recorded agent's history is now `items`. */
+  private compaction(items: InputItem[], what: string): void {
+    this.closeCall();
+    this.last = null;
+    this.ctx.push({ kind: 'replace', items });
+    const turn = this.turn;
+    if (turn === null || turn.calls.length === 0) {
+      if (turn === null) this.startTurn();
+      this.turn!.replace = true;
+      this.turn!.input = items.slice();
+      this.turn!.fromEvents = [];
+      this.turn!.userTexts = [];
+    } else {
+      this.pendingReplace = { items, line: this.line };
+    }
+    this.skip(what, 'the history is replaced: the replay continues from the replacement');
+  }
+
+  private startTurn(): void {
+    if (this.turn !== null) this.endTurn(this.turn);
+    const input: InputItem[] = [];
+    const replace = this.pendingReplace !== null;
+    if (this.pendingReplace !== null) {
+      // A new conversation: the interrupted calls are not in it, so neither are their answers.
+      input.push(...this.pendingReplace.items);
+      this.pendingReplace = null;
+    }
+    for (const callId of this.pending.keys()) {
+      const answer: InputItem = { type: 'function_call_output', call_id: callId, output: 'aborted' };
+      if (!replace) {
+        input.push(answer);
+        this.ctx.push({ kind: 'add', item: answer });
+      }
+      this.abortedIds.add(callId);
+    }
+    this.pending.clear();
+    this.turn = { input, calls: [], replace, fromEvents: [], userTexts: [] };
+  }
+
+  /** Emit the user turn, calls with nothing visible merged into their neighbours. */
+  private endTurn(turn: TurnBuild): void {
+    const built = buildUserTurn(turn);
+    if (built === null) {
+      this.skip(`a user turn at line ${turn.calls[0]?.line ?? this.line}`, 'no model call with visible output answers it: not replayed');
+      return;
+    }
+    this.turns.push(built.turn);
+    this.figures.push(...built.figures);
+  }
+
+  private closeCall(): void {
+    if (this.open === null) return;
+    this.last = this.open.usage === null ? this.open : null;
+    this.open = null;
+  }
+
+  private finish(source: string): Workload {
+    this.closeCall();
+    for (const [callId, call] of this.pending) {
+      if (!call.aborted) this.fail(`${call.name} call ${callId} has no output: the file ends before it (truncated)`, call.line);
+    }
+    if (this.turn !== null) {
+      if (this.turn.calls.length > 0) this.endTurn(this.turn);
+      else this.skip('the last user turn', 'the file ends before any model output answers it: not replayed');
+    }
+    if (this.turns.length === 0) this.fail('no model call with visible output: not a replayable Codex rollout', 0);
+    const tools = this.schemas.tools();
+    const need = this.figures.filter((f) => f.input_tokens === null);
+    const inferred = need.length ? inferInputTokens(this.instructions, tools, this.ctx, need.map((f) => f.mark)) : [];
+    need.forEach((f, i) => (f.input_tokens = inferred[i]!));
+    const toolOutputs: Workload['toolOutputs'] = {};
+    for (const [callId, a] of this.answered) {
+      const gap = a.callTs !== undefined && a.ts !== undefined ? Math.max(0, a.ts - a.callTs) : undefined;
+      toolOutputs[callId] = { output: a.output, duration_ms: Math.round(gap ?? this.execEndMs.get(callId) ?? 0) };
+    }
+    return {
+      name: this.name,
+      source,
+      instructions: this.instructions,
+      tools,
+      userTurns: this.turns,
+      toolOutputs,
+      recorded: this.recorded,
+      calls: this.figures.map(({ mark: _mark, ...f }) => ({ ...f, input_tokens: f.input_tokens! })),
+      origin: this.origin,
+      skipped: this.skipped,
+      stats: this.stats,
+    };
+  }
+
+  private skip(what: string, why: string): void {
+    this.skipped.push({ line: this.line, what, why });
+  }
+
+  private str(o: Json, key: string, what: string): string {
+    const v = o[key];
+    if (typeof v !== 'string') this.fail(`${what} without a string \`${key}\``);
+    return v;
+  }
+
+  private fail(message: string, line = this.line, cause?: unknown): never {
+    const where = line > 0 ? `${this.name}:${line}` : this.name;
+    throw new WorkloadError(line, `${where}: ${message}`, cause === undefined ? undefined : { cause });
+  }
+}
+

@@ -1,0 +1,113 @@
+/**
+ * The neutral workload format: the JSON `llr bench` writes for its server
+ * processes and anyone can write from another agent's trace. Its contract is
+ * docs/workload.schema.json (JSON Schema draft-07), which this module
+ * validates against, plus the checks a schema cannot state (call_ids unique,
+ * every call answered but those of a user turn's last model call).
+ *
+ * Used by load.ts (reading, detected by content) and by the bench (writing).
+ * Leaves out converting other agents' logs: convert to this format first.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { ToolSchemas } from './codex-items.js';
+import { WorkloadError, type Workload } from './types.js';
+
+/** The schema, shipped beside the docs that explain it (the package includes it). */
+export const SCHEMA_PATH = new URL('../../docs/workload.schema.json', import.meta.url);
+
+let validator: ValidateFunction | null = null;
+
+function validate(v: unknown): ErrorObject[] {
+  if (validator === null) {
+    const schema = JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as object;
+    validator = new Ajv({ allErrors: true, strict: false }).compile(schema);
+  }
+  return validator(v) ? [] : (validator.errors ?? []);
+}
+
+/**
+ * Is this text the neutral format rather than a JSONL rollout? A first line
+ * that is a whole JSON object decides by its keys (`llr_workload` or
+ * `userTurns`: neutral; anything else, such as a rollout record: not); a
+ * document spread over lines decides by whether it has an `llr_workload` key.
+ */
+export function looksNeutral(text: string): boolean {
+  if (!/^\s*\{/.test(text)) return false;
+  const nl = text.indexOf('\n');
+  try {
+    const first = JSON.parse(nl < 0 ? text : text.slice(0, nl)) as unknown;
+    if (typeof first === 'object' && first !== null) return 'llr_workload' in first || 'userTurns' in first;
+  } catch {
+    // not one object on the first line: a pretty-printed or broken document, or a broken rollout
+  }
+  return /"llr_workload"\s*:/.test(text);
+}
+
+/** Parse and check a neutral workload; `name` prefixes errors and is the default name. */
+export function parseNeutral(text: string, name: string, source: string): Workload {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    const pos = /position (\d+)/.exec((err as Error).message);
+    const line = pos ? text.slice(0, Number(pos[1])).split('\n').length : 0;
+    throw new WorkloadError(line, `${name}${line ? `:${line}` : ''}: not valid JSON (${(err as Error).message}): an llr workload is one JSON object`, { cause: err });
+  }
+  const errors = validate(raw);
+  if (errors.length > 0) {
+    const list = errors.slice(0, 5).map((e) => `${e.instancePath || '(top level)'} ${e.message ?? 'is invalid'}`);
+    throw new WorkloadError(0, `${name}: not an llr workload (docs/workload.schema.json): ${list.join('; ')}${errors.length > 5 ? `; and ${errors.length - 5} more` : ''}`);
+  }
+  const w = raw as Partial<Workload> & { llr_workload?: number; userTurns: Workload['userTurns'] };
+  delete w.llr_workload;
+  const toolOutputs = w.toolOutputs ?? {};
+  const seen = new Set<string>();
+  const schemas = new ToolSchemas();
+  w.userTurns.forEach((u, ui) =>
+    u.modelTurns.forEach((t, ti) => {
+      for (const [oi, o] of t.output.entries()) {
+        if (o.type !== 'function_call') continue;
+        const at = `/userTurns/${ui}/modelTurns/${ti}/output/${oi}`;
+        if (seen.has(o.call_id)) throw new WorkloadError(0, `${name}: ${at}: call_id ${o.call_id} is used twice`);
+        seen.add(o.call_id);
+        schemas.note(o.name, o.arguments, false);
+        if (ti < u.modelTurns.length - 1 && toolOutputs[o.call_id] === undefined) {
+          throw new WorkloadError(0, `${name}: ${at}: call ${o.call_id} has no entry in toolOutputs (only a user turn's last model call may leave calls unanswered)`);
+        }
+      }
+    }),
+  );
+  const calls = w.userTurns.reduce((n, u) => n + u.modelTurns.length, 0);
+  if (w.calls !== undefined && w.calls.length !== calls) {
+    throw new WorkloadError(0, `${name}: /calls has ${w.calls.length} entries for ${calls} model calls`);
+  }
+  return {
+    name: w.name ?? name,
+    source: w.source ?? source,
+    instructions: w.instructions ?? null,
+    tools: w.tools ?? schemas.tools(),
+    userTurns: w.userTurns,
+    toolOutputs: Object.fromEntries(Object.entries(toolOutputs).map(([id, o]) => [id, { output: o.output, duration_ms: o.duration_ms ?? 0 }])),
+    recorded: {
+      model_calls: w.recorded?.model_calls ?? w.recorded?.input_tokens?.length ?? 0,
+      input_tokens: w.recorded?.input_tokens ?? [],
+      output_tokens: w.recorded?.output_tokens ?? [],
+    },
+    ...(w.calls !== undefined && { calls: w.calls }),
+    ...(w.origin !== undefined && { origin: w.origin }),
+    ...(w.skipped !== undefined && { skipped: w.skipped }),
+    stats: {
+      lines: w.stats?.lines ?? 0,
+      function_calls: w.stats?.function_calls ?? seen.size,
+      custom_tool_calls: w.stats?.custom_tool_calls ?? 0,
+      hosted_calls: w.stats?.hosted_calls ?? 0,
+      tool_output_bytes: w.stats?.tool_output_bytes ?? Object.values(toolOutputs).reduce((n, o) => n + Buffer.byteLength(o.output, 'utf8'), 0),
+    },
+  };
+}
+
+/** Write the exact workload a bench replays (the server process loads it). */
+export function writeWorkloadJson(path: string, w: Workload): void {
+  writeFileSync(path, JSON.stringify({ llr_workload: 1, ...w }));
+}

@@ -1,0 +1,127 @@
+/**
+ * `llr workload inspect FILE` and `llr workload convert FILE [OUT]`: what the
+ * reader understood of a workload file (user turns, model calls, tool calls
+ * and their durations, recorded vs inferred token figures per call, anything
+ * skipped and why), and the same workload written in the neutral format.
+ *
+ * A file the reader cannot use ends in its WorkloadError (line and what was
+ * expected), which the CLI prints without a stack and exits 1. Leaves out any
+ * replay: this only reads.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { looksNeutral } from './format.js';
+import { median, readWorkload } from './load.js';
+import type { Workload } from './types.js';
+
+const HELP = `llr workload — read a workload file the way llr bench and llr serve do
+
+Usage:
+  llr workload inspect FILE     what the reader understood, call by call
+  llr workload convert FILE [OUT]
+                                the workload in the neutral format (JSON, see
+                                docs/workload.schema.json), to OUT or stdout
+
+FILE is a Codex rollout (JSONL) or an llr workload (JSON), told apart by content.
+`;
+
+export async function workloadCommand(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
+  const [sub, file, out] = positionals;
+  if (values.help || sub === undefined || sub === 'help') {
+    process.stdout.write(HELP);
+    return;
+  }
+  if (sub !== 'inspect' && sub !== 'convert') throw new Error(`unknown workload command '${sub}'; known: inspect, convert`);
+  if (file === undefined) throw new Error(`llr workload ${sub} needs a FILE`);
+  const w = readWorkload(file);
+  if (sub === 'convert') {
+    const json = `${JSON.stringify({ llr_workload: 1, ...w })}\n`;
+    if (out === undefined) process.stdout.write(json);
+    else writeFileSync(out, json);
+    return;
+  }
+  const neutral = looksNeutral(readFileSync(file, 'utf8').replace(/^\uFEFF/, ''));
+  process.stdout.write(inspectText(w, neutral ? 'llr workload (JSON)' : 'Codex rollout (JSONL)'));
+}
+
+/** The inspect report; `format` names what the file was read as. */
+export function inspectText(w: Workload, format: string): string {
+  const lines: string[] = [];
+  const o = w.origin ?? {};
+  const about = ['format', 'originator', 'cli_version', 'session_source', 'parent_thread_id', 'forked_from_id']
+    .filter((k) => !(k === 'format' && o[k] === 'codex-rollout' && format.startsWith('Codex')))
+    .filter((k) => o[k] !== undefined)
+    .map((k) => `${k} ${o[k]}`);
+  lines.push(`${w.name}: ${format}${about.length ? ` (${about.join(', ')})` : ''}${w.stats.lines ? `, ${w.stats.lines} records` : ''}`);
+  lines.push(`source: ${w.source}`);
+  lines.push(`instructions: ${w.instructions === null ? 'none' : `${w.instructions.length} chars`} · tools: ${w.tools.length}${w.tools.length ? ` (${w.tools.map((t) => t.name).join(', ')})` : ''}`);
+  const calls = w.userTurns.flatMap((u) => u.modelTurns);
+  const toolCalls = calls.flatMap((t) => t.output.filter((x) => x.type === 'function_call'));
+  lines.push(
+    `user turns: ${w.userTurns.length} · model calls: ${calls.length} · client tool calls: ${toolCalls.length} (${w.stats.function_calls} function, ${w.stats.custom_tool_calls} custom) · hosted calls: ${w.stats.hosted_calls}`,
+  );
+  const figures = w.calls;
+  if (figures) {
+    const n = (k: 'input_source' | 'output_source', s: string) => figures.filter((f) => f[k] === s).length;
+    lines.push(`token figures per call: input ${n('input_source', 'recorded')} recorded, ${n('input_source', 'inferred')} inferred · output ${n('output_source', 'recorded')} recorded, ${n('output_source', 'inferred')} inferred`);
+  } else {
+    lines.push('token figures per call: none in the file (the server counts input tokens when it renders the prompt)');
+  }
+  const durations = Object.values(w.toolOutputs).map((t) => t.duration_ms);
+  lines.push(`tool durations: median ${fmtMs(median(durations))}, max ${fmtMs(durations.length ? Math.max(...durations) : null)}`);
+  lines.push('');
+  let g = 0;
+  for (const [ui, u] of w.userTurns.entries()) {
+    const kinds = u.input.map((i) => String('role' in i ? i.role : (i.type ?? 'message')));
+    lines.push(`user turn ${ui + 1}: input ${u.input.length} item(s) (${summarizeKinds(kinds)})${u.replace_history ? ' · starts a new conversation (the history was compacted)' : ''}`);
+    lines.push(`  ${'call'.padEnd(6)}${'line'.padStart(6)}${'input tok'.padStart(14)}${'output tok'.padStart(14)}  output`);
+    for (const t of u.modelTurns) {
+      const f = figures?.[g];
+      const tools = t.output.flatMap((x) => (x.type === 'function_call' ? [`${x.name} ${fmtMs(w.toolOutputs[x.call_id]?.duration_ms ?? null)}`] : []));
+      const text = t.output.filter((x) => x.type === 'message').map((x) => (x.type === 'message' ? x.text.length : 0));
+      const what = [...(text.length ? [`message ${text.join('+')} chars`] : []), ...tools].join(', ');
+      lines.push(
+        `  ${String(g + 1).padEnd(6)}${String(f?.line ?? '').padStart(6)}${fig(f?.input_tokens, f?.input_source).padStart(14)}${fig(f?.output_tokens ?? t.output_tokens, f?.output_source ?? (t.output_tokens === undefined ? undefined : 'recorded')).padStart(14)}  ${what}`,
+      );
+      g++;
+    }
+  }
+  const skipped = w.skipped ?? [];
+  lines.push('');
+  if (skipped.length === 0) lines.push('skipped: nothing');
+  else {
+    lines.push(`skipped or changed (${skipped.length}):`);
+    const groups = new Map<string, number[]>();
+    for (const s of skipped) {
+      const key = `${s.what} — ${s.why}`;
+      groups.set(key, [...(groups.get(key) ?? []), s.line]);
+    }
+    for (const [key, at] of groups) {
+      const shown = at.slice(0, 6).join(', ') + (at.length > 6 ? ', …' : '');
+      lines.push(`  line${at.length > 1 ? 's' : ''} ${shown}${at.length > 1 ? ` (×${at.length})` : ''}: ${key}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function fig(n: number | undefined, source: string | undefined): string {
+  if (n === undefined) return '–';
+  return `${n} ${source === 'inferred' ? 'inf' : source === 'recorded' ? 'rec' : '?'}`;
+}
+
+function fmtMs(ms: number | null): string {
+  if (ms === null) return '–';
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
+}
+
+function summarizeKinds(kinds: string[]): string {
+  const out: string[] = [];
+  for (const k of kinds) {
+    const last = out.at(-1);
+    const m = last ? /^(.*?)(?: ×(\d+))?$/.exec(last) : null;
+    if (m && m[1] === k) out[out.length - 1] = `${k} ×${Number(m[2] ?? 1) + 1}`;
+    else out.push(k);
+  }
+  return out.join(', ') || 'none';
+}

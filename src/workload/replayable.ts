@@ -1,0 +1,71 @@
+/**
+ * Making a Workload replayable, and walking its model calls. Every user turn
+ * must end in a model call with no function calls (so each design's agent
+ * loop stops where the recording did), and a user turn that starts a new
+ * conversation (`replace_history`) must let the replaying model find its
+ * place: the simulated model's replay policy locates itself by the call_ids
+ * and assistant texts in the context, which a compacted context no longer
+ * holds, so such a turn's input starts with the previous user turn's final
+ * answer (an assistant message: the anchor).
+ *
+ * Used by `llr serve --workload` (load.ts) and the bench. Leaves out cutting a
+ * workload short and per-run nonces (bench/workload-prep.ts).
+ */
+import type { ReplayTurn } from '../model/types.js';
+import type { InputItem } from '../protocol/objects.js';
+import type { Workload } from './types.js';
+
+const INTERRUPTED_TEXT = '(interrupted: the recorded turn ended in tool calls that never got an answer)';
+
+/** Every model call of the workload, in replay order. */
+export function flatModelTurns(w: Workload): ReplayTurn[] {
+  return w.userTurns.flatMap((u) => u.modelTurns);
+}
+
+export function modelCallCount(w: Workload): number {
+  return w.userTurns.reduce((n, u) => n + u.modelTurns.length, 0);
+}
+
+/** The function calls of one model call, in order. */
+export function callsOf(turn: ReplayTurn): Array<{ name: string; arguments: string; call_id: string }> {
+  return turn.output.flatMap((o) => (o.type === 'function_call' ? [o] : []));
+}
+
+/**
+ * Make every user turn end with a model call that has no function calls.
+ * A recorded turn that ended in calls (the user interrupted the agent) keeps
+ * its visible text; its unanswered calls are dropped, and so are the
+ * `"aborted"` outputs the next user turn started with for them. A
+ * `replace_history` turn gets its anchor. Returns a copy; a workload that is
+ * already replayable comes back deep-equal.
+ */
+export function replayable(w: Workload): Workload {
+  const dropped = new Set<string>();
+  let previousAnswer: string | null = null;
+  const userTurns = w.userTurns.map((u) => {
+    let input = u.input.filter((item) => !(item.type === 'function_call_output' && dropped.has(callIdOf(item))));
+    const modelTurns = u.modelTurns.map((t) => ({ ...t, output: t.output.map((o) => ({ ...o })) }));
+    const last = modelTurns.at(-1);
+    if (last && callsOf(last).length > 0) {
+      for (const c of callsOf(last)) dropped.add(c.call_id);
+      last.output = last.output.filter((o) => o.type !== 'function_call');
+      if (last.output.length === 0) last.output.push({ type: 'message', text: INTERRUPTED_TEXT });
+    }
+    if (u.replace_history && previousAnswer !== null && !isAnchor(input[0], previousAnswer)) {
+      input = [{ type: 'message', role: 'assistant', content: previousAnswer }, ...input];
+    }
+    const answer = last?.output.findLast((o) => o.type === 'message');
+    previousAnswer = answer?.type === 'message' ? answer.text : null;
+    return { ...u, input, modelTurns };
+  });
+  const toolOutputs = Object.fromEntries(Object.entries(w.toolOutputs).filter(([id]) => !dropped.has(id)));
+  return { ...w, userTurns, toolOutputs };
+}
+
+function isAnchor(item: InputItem | undefined, text: string): boolean {
+  return item !== undefined && item.type === 'message' && 'role' in item && item.role === 'assistant' && item.content === text;
+}
+
+function callIdOf(item: InputItem): string {
+  return String((item as { call_id?: unknown }).call_id);
+}

@@ -1,0 +1,87 @@
+/**
+ * `llr workload inspect / convert` and `llr bench --workload` from the built
+ * CLI: inspect reports what was read, convert writes the neutral format that
+ * reads back the same, a file the reader cannot use exits 1 with its line and
+ * no stack trace, and a bench over a compacted rollout runs to the end
+ * (grid and overhead phases; the other phases do not depend on the workload).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Results } from '../../src/bench/results.js';
+import { readWorkload } from '../../src/workload/load.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = join(ROOT, 'dist', 'cli.js');
+const FIXTURES = join(ROOT, 'test', 'fixtures', 'workloads');
+const dir = mkdtempSync(join(tmpdir(), 'llr-workload-cli-'));
+
+beforeAll(async () => {
+  // Emit even if someone's work in progress elsewhere has a type error; the typecheck is `npm test`'s job.
+  await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')]).catch(() => {});
+  if (!existsSync(CLI)) throw new Error(`${CLI} was not built`);
+}, 120_000);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const llr = (args: string[], timeout = 30_000) =>
+  run(process.execPath, [CLI, ...args], { timeout }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+  );
+
+describe('llr workload', () => {
+  it('inspect prints turns, calls with recorded or inferred figures, and what was skipped', async () => {
+    const { code, stdout } = await llr(['workload', 'inspect', join(FIXTURES, 'rollout-compacted.jsonl')]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^rollout-compacted\.jsonl: Codex rollout \(JSONL\) \(originator codex-tui, cli_version 0\.129\.0, session_source cli\), 34 records$/m);
+    expect(stdout).toContain('user turns: 3 · model calls: 7 · client tool calls: 4 (3 function, 1 custom) · hosted calls: 0');
+    expect(stdout).toMatch(/^user turn 2: .* starts a new conversation \(the history was compacted\)$/m);
+    expect(stdout).toMatch(/^ {2}4 +21 +700 rec +88 rec {2}apply_patch 250 ms$/m);
+    expect(stdout).toMatch(/^ {2}line 21: compaction at line 20 — inside a user turn/m);
+    const desktop = await llr(['workload', 'inspect', join(FIXTURES, 'rollout-desktop-event-only.jsonl')]);
+    expect(desktop.stdout).toContain('token figures per call: input 0 recorded, 3 inferred · output 0 recorded, 3 inferred');
+  });
+
+  it('convert writes the neutral format, which reads back the same', async () => {
+    const out = join(dir, 'ide.json');
+    expect((await llr(['workload', 'convert', join(FIXTURES, 'rollout-ide-multi-turn.jsonl'), out])).code).toBe(0);
+    const original = readWorkload(join(FIXTURES, 'rollout-ide-multi-turn.jsonl'));
+    expect(readWorkload(out)).toEqual(original);
+  });
+
+  it('a file it cannot use: exit 1, the line and what was expected, no stack trace', async () => {
+    const bad = join(dir, 'bad.jsonl');
+    writeFileSync(bad, '{"timestamp":"t","type":"session_meta","payload":{}}\n{"timestamp":"t","type":"response_item"}\n');
+    const r = await llr(['workload', 'inspect', bad]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('llr: bad.jsonl:2: the "response_item" record has no `payload` object: not a Codex rollout record\n');
+    const neutral = join(dir, 'bad.json');
+    writeFileSync(neutral, '{"llr_workload": 1, "userTurns": []}');
+    const n = await llr(['workload', 'inspect', neutral]);
+    expect(n.code).toBe(1);
+    expect(n.stderr).toBe('llr: bad.json: not an llr workload (docs/workload.schema.json): /userTurns must NOT have fewer than 1 items\n');
+  });
+});
+
+describe('llr bench --workload on a compacted rollout', () => {
+  it('runs the grid and overhead phases to the end for every design', async () => {
+    const out = join(dir, 'bench');
+    const r = await llr(
+      ['bench', '--workload', join(FIXTURES, 'rollout-compacted.jsonl'), '--speeds', '4000', '--reps', '1', '--phases', 'grid,overhead', '--out', out],
+      110_000,
+    );
+    expect(r.stderr).not.toMatch(/diverged|failed/);
+    expect(r.code).toBe(0);
+    const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as Results;
+    expect(results.status).toBe('complete');
+    expect(results.runs.length).toBeGreaterThan(0);
+    expect(results.runs.every((run) => run.ok)).toBe(true);
+    expect(results.workload).toMatchObject({ name: 'rollout-compacted.jsonl', grid_model_calls: 6, overhead_model_calls: 7 });
+    expect(results.overhead_summary.map((row) => row.design).sort()).toEqual(['http', 'http-stored', 'long-lived', 'ws']);
+  }, 120_000);
+});

@@ -1,0 +1,52 @@
+/**
+ * Every kind of workload file the reader accepts replays to the end through
+ * every design: each fixture in test/fixtures/workloads/ (Codex rollouts of
+ * each variant, and a hand-written neutral-format file) is loaded as
+ * `llr serve --workload` loads it, served by a real server on port 0 whose
+ * model replays it, and driven by the bench's replay driver. A replay that
+ * goes off script fails loudly (ReplayError), so "completes" here means the
+ * model made exactly the recorded calls, user turn by user turn, including
+ * the new conversation a compaction starts.
+ */
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { replayRun } from '../../src/bench/replay.js';
+import { CLIENT_PROTOCOLS } from '../../src/client/index.js';
+import { replayPolicy, visibleTokens } from '../../src/model/policies.js';
+import { loadWorkloadFile } from '../../src/workload/load.js';
+import { flatModelTurns } from '../../src/workload/replayable.js';
+import { testServer } from '../helpers/server.js';
+
+const DIR = fileURLToPath(new URL('../fixtures/workloads/', import.meta.url));
+const FIXTURES = readdirSync(DIR).filter((f) => f.endsWith('.jsonl') || f.endsWith('.json')).sort();
+
+describe('every fixture replays to the end through every design', () => {
+  it('has a fixture of each kind', () => {
+    expect(FIXTURES).toEqual([
+      'other-agent.json',
+      'rollout-aborted.jsonl',
+      'rollout-compacted.jsonl',
+      'rollout-desktop-event-only.jsonl',
+      'rollout-exec-no-usage.jsonl',
+      'rollout-ide-multi-turn.jsonl',
+      'rollout-subagent.jsonl',
+    ]);
+  });
+
+  for (const file of FIXTURES) {
+    for (const design of CLIENT_PROTOCOLS) {
+      it(`${file} over ${design}`, async () => {
+        const w = loadWorkloadFile(DIR + file);
+        const turns = flatModelTurns(w);
+        const { url } = await testServer({ policy: replayPolicy(turns) });
+        const sample = await replayRun({ design, url, workload: w, nonce: `[${file} ${design}]`, toolFactor: 0, timeoutMs: 20_000 });
+        expect(sample.turns).toHaveLength(turns.length);
+        expect(sample.turns.map((t) => t.user_turn)).toEqual(w.userTurns.flatMap((u, ui) => u.modelTurns.map(() => ui)));
+        // Output tokens decoded = what the workload says each call decodes (recorded or inferred; at least the visible ones).
+        const expected = turns.reduce((n, t) => n + Math.max(t.output_tokens ?? 0, visibleTokens(t.output)), 0);
+        expect(sample.counters['output_tokens']).toBe(expected);
+      });
+    }
+  }
+});

@@ -16,11 +16,12 @@ import { DEFAULT_STORE, startServer } from './server.js';
 import { createLogger } from './log.js';
 import { exitWithParent } from './lifecycle.js';
 import type { Switches } from './engine/services.js';
-import { DEFAULT_SWITCHES } from './engine/services.js';
+import { DEFAULT_LIMITS, DEFAULT_SWITCHES } from './engine/services.js';
 import { connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
 import { replayPolicy, type ModelPolicy } from './model/policies.js';
 
+const L = DEFAULT_LIMITS;
 const HELP = `llr — long-lived-responses
 
 Usage:
@@ -29,6 +30,7 @@ Usage:
             [--pause-timeout-ms N] [--max-frame-bytes N] [--store PATH|memory|:memory:]
             [--seed N] [--no-websockets] [--off SWITCH]...
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
+            [limits and security defaults: see below]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
 
@@ -37,6 +39,23 @@ token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
 Switches for --off: ${Object.keys(DEFAULT_SWITCHES).join(', ')}.
 --workload (a Codex rollout, or the JSON llr bench writes) or --synthetic
 selects the replay policy: the model replays the recorded run's turns.
+
+serve limits (docs/reliability.md; each also LLR_<NAME> in the environment):
+  --max-frame-bytes N       largest WebSocket frame / HTTP body (${L.maxFrameBytes})
+  --max-json-depth N        deepest JSON nesting in a body or frame (${L.maxJsonDepth})
+  --pause-timeout-ms N      longest a long-lived run stays paused (${L.pauseTimeoutMs})
+  --max-pending-calls N     most tool calls one pause waits for (${L.maxPendingCalls})
+  --max-queued-creates N    creates queued behind the one in flight, per connection (${L.maxQueuedCreates})
+  --max-queued-bytes N      bytes of those queued creates, per connection (${L.maxQueuedBytes})
+  --send-buffer-bytes N     unsent bytes before a non-reading WS/SSE client is dropped (${L.maxSendBufferBytes})
+  --lifetime-ms N           WebSocket connection lifetime (${L.connectionLifetimeMs})
+  --max-connections N       open TCP connections; past it 503 too_many_connections (${L.maxConnections})
+  --max-run-records N       run records kept for GET /llr/runs (${L.maxRunRecords})
+serve security defaults:
+  --allow-origin ORIGIN     also accept browser requests from ORIGIN (repeatable; * = any;
+                            default: only pages served by this server)
+  --allow-host HOST         when bound to loopback, also accept this Host header
+                            (repeatable; * = any; default: localhost, 127.0.0.1, [::1])
 `;
 
 function env(name: string): string | undefined {
@@ -74,6 +93,16 @@ async function serve(argv: string[]): Promise<void> {
       policy: { type: 'string' },
       workload: { type: 'string' },
       synthetic: { type: 'string' },
+      'max-json-depth': { type: 'string' },
+      'max-pending-calls': { type: 'string' },
+      'max-queued-creates': { type: 'string' },
+      'max-queued-bytes': { type: 'string' },
+      'send-buffer-bytes': { type: 'string' },
+      'lifetime-ms': { type: 'string' },
+      'max-connections': { type: 'string' },
+      'max-run-records': { type: 'string' },
+      'allow-origin': { type: 'string', multiple: true },
+      'allow-host': { type: 'string', multiple: true },
     },
   });
   const policy = await modelPolicy(values.policy, values.workload, values.synthetic);
@@ -102,7 +131,17 @@ async function serve(argv: string[]): Promise<void> {
     limits: defined({
       pauseTimeoutMs: num(values['pause-timeout-ms'] ?? env('LLR_PAUSE_TIMEOUT_MS'), 'pause-timeout-ms'),
       maxFrameBytes: num(values['max-frame-bytes'] ?? env('LLR_MAX_FRAME_BYTES'), 'max-frame-bytes'),
+      maxJsonDepth: num(values['max-json-depth'] ?? env('LLR_MAX_JSON_DEPTH'), 'max-json-depth'),
+      maxPendingCalls: num(values['max-pending-calls'] ?? env('LLR_MAX_PENDING_CALLS'), 'max-pending-calls'),
+      maxQueuedCreates: num(values['max-queued-creates'] ?? env('LLR_MAX_QUEUED_CREATES'), 'max-queued-creates'),
+      maxQueuedBytes: num(values['max-queued-bytes'] ?? env('LLR_MAX_QUEUED_BYTES'), 'max-queued-bytes'),
+      maxSendBufferBytes: num(values['send-buffer-bytes'] ?? env('LLR_SEND_BUFFER_BYTES'), 'send-buffer-bytes'),
+      connectionLifetimeMs: num(values['lifetime-ms'] ?? env('LLR_LIFETIME_MS'), 'lifetime-ms'),
+      maxConnections: num(values['max-connections'] ?? env('LLR_MAX_CONNECTIONS'), 'max-connections'),
+      maxRunRecords: num(values['max-run-records'] ?? env('LLR_MAX_RUN_RECORDS'), 'max-run-records'),
     }),
+    allowOrigins: values['allow-origin'] ?? env('LLR_ALLOW_ORIGINS')?.split(',') ?? [],
+    allowHosts: values['allow-host'] ?? env('LLR_ALLOW_HOSTS')?.split(',') ?? [],
     store: values.store ?? env('LLR_STORE') ?? DEFAULT_STORE,
     seed: num(values.seed ?? env('LLR_SEED'), 'seed') ?? 1,
     refuseWebSockets: values['no-websockets'] ?? env('LLR_NO_WEBSOCKETS') === '1',

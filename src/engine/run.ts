@@ -322,6 +322,7 @@ export class ResponseRun {
       response_id: r.id,
       protocol: this.plan.protocol,
       connection: this.plan.connection,
+      owner: this.plan.owner,
       status: r.status,
       model: r.model,
       previous_response_id: r.previous_response_id,

@@ -138,7 +138,9 @@ export class WsTransport {
       session.error(limit);
       void session.finish('connection_limit_reached', limit).then(() => ws.close(1000, 'connection limit reached'));
     }, services.limits.connectionLifetimeMs);
-    ws.on('error', (err) => log.debug({ err }, 'websocket error'));
+    // The `ws` library's errors are the peer's protocol mistakes (a frame over
+    // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
+    ws.on('error', (err: Error & { code?: string }) => log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error'));
     ws.on('close', (code) => {
       clearTimeout(lifetime);
       log.info({ code }, 'websocket closed');
@@ -174,6 +176,8 @@ function refuse(socket: Duplex, status: number, error: { code: string; message: 
   const reason =
     { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 426: 'Upgrade Required', 503: 'Service Unavailable' }[status] ??
     'Error';
+  // Closed once the answer is flushed, even if the peer never closes its side.
+  socket.once('finish', () => socket.destroy());
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );

@@ -77,7 +77,8 @@ export class WsTransport {
     // EPIPE) would be an unhandled 'error' event that ends the process.
     socket.on('error', (err) => log.debug({ err }, 'upgrade socket error'));
     const no = (status: number, error: { code: string; message: string; param?: string | null }) => {
-      log.info({ status, code: error.code, param: error.param ?? null, path: (req.url ?? '').slice(0, 200) }, 'websocket upgrade refused');
+      const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
+      log.info({ status, code: error.code, param: error.param ?? null, path: (req.url ?? '').slice(0, 200), remote }, 'websocket upgrade refused');
       refuse(socket, status, error);
     };
     const url = new URL(req.url ?? '/', 'http://localhost');

@@ -16,12 +16,12 @@ import { DEFAULT_STORE, startServer } from './server.js';
 import { createLogger } from './log.js';
 import { exitWithParent } from './lifecycle.js';
 import type { Switches } from './engine/services.js';
-import { DEFAULT_LIMITS, DEFAULT_SWITCHES } from './engine/services.js';
+import { DEFAULT_SWITCHES } from './engine/services.js';
+import { limitHelp, limitOptions, limitsFrom } from './limit-flags.js';
 import { connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
 import { replayPolicy, type ModelPolicy } from './model/policies.js';
 
-const L = DEFAULT_LIMITS;
 const HELP = `llr — long-lived-responses
 
 Usage:
@@ -41,16 +41,7 @@ Switches for --off: ${Object.keys(DEFAULT_SWITCHES).join(', ')}.
 selects the replay policy: the model replays the recorded run's turns.
 
 serve limits (docs/reliability.md; each also LLR_<NAME> in the environment):
-  --max-frame-bytes N       largest WebSocket frame / HTTP body (${L.maxFrameBytes})
-  --max-json-depth N        deepest JSON nesting in a body or frame (${L.maxJsonDepth})
-  --pause-timeout-ms N      longest a long-lived run stays paused (${L.pauseTimeoutMs})
-  --max-pending-calls N     most tool calls one pause waits for (${L.maxPendingCalls})
-  --max-queued-creates N    creates queued behind the one in flight, per connection (${L.maxQueuedCreates})
-  --max-queued-bytes N      bytes of those queued creates, per connection (${L.maxQueuedBytes})
-  --send-buffer-bytes N     unsent bytes before a non-reading WS/SSE client is dropped (${L.maxSendBufferBytes})
-  --lifetime-ms N           WebSocket connection lifetime (${L.connectionLifetimeMs})
-  --max-connections N       open TCP connections; past it 503 too_many_connections (${L.maxConnections})
-  --max-run-records N       run records kept for GET /llr/runs (${L.maxRunRecords})
+${limitHelp()}
 serve security defaults:
   --allow-origin ORIGIN     also accept browser requests from ORIGIN (repeatable; * = any;
                             default: only pages served by this server)
@@ -83,8 +74,6 @@ async function serve(argv: string[]): Promise<void> {
       'api-key': { type: 'string', multiple: true },
       'hop-ms': { type: 'string' },
       hops: { type: 'string' },
-      'pause-timeout-ms': { type: 'string' },
-      'max-frame-bytes': { type: 'string' },
       store: { type: 'string' },
       seed: { type: 'string' },
       'no-websockets': { type: 'boolean' },
@@ -93,14 +82,7 @@ async function serve(argv: string[]): Promise<void> {
       policy: { type: 'string' },
       workload: { type: 'string' },
       synthetic: { type: 'string' },
-      'max-json-depth': { type: 'string' },
-      'max-pending-calls': { type: 'string' },
-      'max-queued-creates': { type: 'string' },
-      'max-queued-bytes': { type: 'string' },
-      'send-buffer-bytes': { type: 'string' },
-      'lifetime-ms': { type: 'string' },
-      'max-connections': { type: 'string' },
-      'max-run-records': { type: 'string' },
+      ...limitOptions(),
       'allow-origin': { type: 'string', multiple: true },
       'allow-host': { type: 'string', multiple: true },
     },
@@ -128,18 +110,7 @@ async function serve(argv: string[]): Promise<void> {
     ...(apiKeys ? { apiKeys } : {}),
     hopLatencyMs: num(values['hop-ms'] ?? env('LLR_HOP_MS'), 'hop-ms') ?? 0,
     hops: num(values.hops ?? env('LLR_HOPS'), 'hops') ?? 2,
-    limits: defined({
-      pauseTimeoutMs: num(values['pause-timeout-ms'] ?? env('LLR_PAUSE_TIMEOUT_MS'), 'pause-timeout-ms'),
-      maxFrameBytes: num(values['max-frame-bytes'] ?? env('LLR_MAX_FRAME_BYTES'), 'max-frame-bytes'),
-      maxJsonDepth: num(values['max-json-depth'] ?? env('LLR_MAX_JSON_DEPTH'), 'max-json-depth'),
-      maxPendingCalls: num(values['max-pending-calls'] ?? env('LLR_MAX_PENDING_CALLS'), 'max-pending-calls'),
-      maxQueuedCreates: num(values['max-queued-creates'] ?? env('LLR_MAX_QUEUED_CREATES'), 'max-queued-creates'),
-      maxQueuedBytes: num(values['max-queued-bytes'] ?? env('LLR_MAX_QUEUED_BYTES'), 'max-queued-bytes'),
-      maxSendBufferBytes: num(values['send-buffer-bytes'] ?? env('LLR_SEND_BUFFER_BYTES'), 'send-buffer-bytes'),
-      connectionLifetimeMs: num(values['lifetime-ms'] ?? env('LLR_LIFETIME_MS'), 'lifetime-ms'),
-      maxConnections: num(values['max-connections'] ?? env('LLR_MAX_CONNECTIONS'), 'max-connections'),
-      maxRunRecords: num(values['max-run-records'] ?? env('LLR_MAX_RUN_RECORDS'), 'max-run-records'),
-    }),
+    limits: limitsFrom(values, process.env),
     allowOrigins: values['allow-origin'] ?? env('LLR_ALLOW_ORIGINS')?.split(',') ?? [],
     allowHosts: values['allow-host'] ?? env('LLR_ALLOW_HOSTS')?.split(',') ?? [],
     store: values.store ?? env('LLR_STORE') ?? DEFAULT_STORE,

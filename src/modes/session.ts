@@ -51,6 +51,8 @@ export class ConnectionSession {
   /** Set when the server ends the connection: what a create that cannot start any more is told. */
   private closingError: WireError | null = null;
   private ending: Promise<void> | null = null;
+  /** Resolved when the create being planned or run finishes (the end waits for it). */
+  private busyWaiters: Array<() => void> = [];
   private active: ResponseRun | null = null;
   private busy = false;
   private closed = false;
@@ -180,6 +182,7 @@ export class ConnectionSession {
       this.error(toWireError(err));
     } finally {
       this.busy = false;
+      for (const w of this.busyWaiters.splice(0)) w();
       void this.pump();
     }
   }
@@ -226,6 +229,8 @@ export class ConnectionSession {
       run.stop(status, reason);
       await run.done;
     }
+    // A create still being planned is told (below, in pump) before the end resolves and the socket closes.
+    if (this.busy) await new Promise<void>((resolve) => this.busyWaiters.push(resolve));
     if (queuedError) {
       if (waiting.length > 0) this.log.info({ code: queuedError.code, queued: waiting.length }, 'queued creates refused');
       for (const _ of waiting) this.send(queuedError.toEvent() as ServerEvent);

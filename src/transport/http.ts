@@ -43,6 +43,7 @@ export const RUNS_PAGE_MAX = 1000;
 export class HttpTransport {
   private readonly runs = new Set<ResponseRun>();
   private readonly idleWaiters: Array<() => void> = [];
+  private closing = false;
 
   constructor(
     private readonly services: Services,
@@ -71,7 +72,7 @@ export class HttpTransport {
       if (res.destroyed || req.socket.destroyed) return;
       if (!res.headersSent) {
         // Past the connection cap the socket is not kept alive for another request.
-        if (wire.code === 'too_many_connections') res.setHeader('Connection', 'close');
+        if (wire.code === 'too_many_connections' || wire.code === 'server_shutting_down') res.setHeader('Connection', 'close');
         sendError(res, wire);
       } else res.end();
     });
@@ -81,6 +82,8 @@ export class HttpTransport {
     const refused = this.guard(req);
     if (refused) throw refused;
     if (this.overCapacity(req.socket)) throw new WireError('too_many_connections');
+    // A request on a kept-alive connection after shutdown began is not started.
+    if (this.closing) throw new WireError('server_shutting_down');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
@@ -216,6 +219,7 @@ export class HttpTransport {
 
   /** Shutdown: runs in flight end `incomplete` and their streams finish. */
   async shutdown(): Promise<void> {
+    this.closing = true;
     const runs = [...this.runs];
     for (const r of runs) r.stop('incomplete', 'server_shutdown');
     await Promise.all(runs.map((r) => r.done));

@@ -223,6 +223,15 @@ describe('WebSocket budgets and the connection cap', () => {
     expect(tail).toEqual(['error:websocket_connection_limit_reached', 'response.incomplete', 'error:websocket_connection_limit_reached']);
   });
 
+  it('the lifetime limit during planning: the create being planned is told before the close', async () => {
+    // Planning pays two injected hops of 1 s; the lifetime (300 ms) ends during it.
+    const { url } = await testServer({ hopLatencyMs: 1000, hops: 2, limits: { connectionLifetimeMs: 300 } });
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
+    expect((await s.closed).code).toBe(1000);
+    expect(s.events.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['websocket_connection_limit_reached', 'websocket_connection_limit_reached']);
+  });
+
   it('shutdown: the run in flight ends incomplete, each queued create gets server_shutting_down, then close 1001', async () => {
     const { url, server } = await testServer({ policy: pauseThenText() });
     const s = await RawSocket.longLived(url);

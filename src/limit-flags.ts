@@ -26,6 +26,9 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-run-records', key: 'maxRunRecords', help: 'run records kept for GET /llr/runs' },
 ];
 
+/** The longest delay a Node timer honours. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** `LLR_MAX_JSON_DEPTH` for `max-json-depth`. */
 export function envName(flag: string): string {
   return `LLR_${flag.toUpperCase().replace(/-/g, '_')}`;
@@ -53,6 +56,8 @@ export function limitsFrom(values: Record<string, unknown>, env: Record<string, 
     if (raw === undefined) continue;
     const n = raw === 'Infinity' || raw === 'inf' ? Infinity : Number(raw);
     if (Number.isNaN(n) || n < 0 || raw.trim() === '') throw new Error(`--${f.flag} needs a non-negative number, got '${raw}'`);
+    // Node fires a timer longer than 2^31-1 ms at once: refuse rather than time out immediately.
+    if (f.flag.endsWith('-ms') && n > MAX_TIMER_MS) throw new Error(`--${f.flag} is at most ${MAX_TIMER_MS} ms (about 24.8 days), got '${raw}'`);
     out[f.key] = n;
   }
   return out;

@@ -22,7 +22,11 @@ describe('limit flags', () => {
       maxJsonDepth: 9,
       maxSendBufferBytes: 1024,
     });
-    expect(limitsFrom({ 'lifetime-ms': 'Infinity' }, {})).toEqual({ connectionLifetimeMs: Infinity });
+    expect(limitsFrom({ 'max-connections': 'Infinity' }, {})).toEqual({ maxConnections: Infinity });
+    expect(limitsFrom({ 'lifetime-ms': '2147483647' }, {})).toEqual({ connectionLifetimeMs: 2147483647 });
+    // A longer Node timer would fire at once.
+    expect(() => limitsFrom({ 'lifetime-ms': 'Infinity' }, {})).toThrow(/at most 2147483647/);
+    expect(() => limitsFrom({ 'pause-timeout-ms': '3000000000' }, {})).toThrow(/at most/);
     expect(envName('max-run-records')).toBe('LLR_MAX_RUN_RECORDS');
     for (const bad of ['-1', 'x', '']) expect(() => limitsFrom({ 'max-queued-bytes': bad }, {}), bad).toThrow(/--max-queued-bytes/);
   });

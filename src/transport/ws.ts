@@ -132,13 +132,16 @@ export class WsTransport {
         session.error(toWireError(err));
       }
     });
-    const lifetime = setTimeout(() => {
+    const endOfLife = () => {
       // The client first gets the documented error, then the run in flight
       // ends `incomplete` with its terminal event, then the close.
-      const limit = new WireError('websocket_connection_limit_reached', limitMessage(services.limits.connectionLifetimeMs));
+      const limit = new WireError('websocket_connection_limit_reached', limitMessage(lifetimeMs));
       session.error(limit);
       void session.finish('connection_limit_reached', limit).then(() => ws.close(1000, 'connection limit reached'));
-    }, services.limits.connectionLifetimeMs);
+    };
+    // A lifetime past what a Node timer can hold (2^31-1 ms) means no limit, not an immediate close.
+    const lifetimeMs = services.limits.connectionLifetimeMs;
+    const lifetime = lifetimeMs > 2 ** 31 - 1 ? undefined : setTimeout(endOfLife, lifetimeMs);
     // The `ws` library's errors are the peer's protocol mistakes (a frame over
     // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
     ws.on('error', (err: Error & { code?: string }) => log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error'));

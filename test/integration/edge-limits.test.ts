@@ -223,6 +223,14 @@ describe('WebSocket budgets and the connection cap', () => {
     expect(tail).toEqual(['error:websocket_connection_limit_reached', 'response.incomplete', 'error:websocket_connection_limit_reached']);
   });
 
+  it('an unbounded lifetime (Infinity) is no limit, not an immediate close', async () => {
+    const { url } = await testServer({ limits: { connectionLifetimeMs: Infinity } });
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'hi' });
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+    expect(s.all('error')).toEqual([]);
+  });
+
   it('the lifetime limit during planning: the create being planned is told before the close', async () => {
     // Planning pays two injected hops of 1 s; the lifetime (300 ms) ends during it.
     const { url } = await testServer({ hopLatencyMs: 1000, hops: 2, limits: { connectionLifetimeMs: 300 } });

@@ -68,6 +68,22 @@ export class WsTransport {
 
   constructor(private readonly opts: WsTransportOptions) {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: opts.services.limits.maxFrameBytes });
+    // A handshake the `ws` library refuses (bad method, key, version …) is
+    // answered here like every other refusal: a JSON body, logged at info.
+    this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) => {
+      const status = /method/i.test(err.message) ? 405 : 400;
+      const headers: Record<string, string> = /version/i.test(err.message) ? { 'Sec-WebSocket-Version': '13, 8' } : {};
+      this.refuseLogged(req, socket, status, { code: 'invalid_websocket_handshake', message: err.message }, headers);
+    });
+  }
+
+  private refuseLogged(req: IncomingMessage, socket: Duplex, status: number, error: RefusalBody, headers: Record<string, string> = {}): void {
+    const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
+    this.opts.services.log.info(
+      { status, code: error.code, param: error.param ?? null, path: (req.url ?? '').slice(0, 200), remote },
+      'websocket upgrade refused',
+    );
+    refuse(socket, status, error, headers);
   }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -76,11 +92,7 @@ export class WsTransport {
     // this one a peer that resets before reading a refusal (ECONNRESET,
     // EPIPE) would be an unhandled 'error' event that ends the process.
     socket.on('error', (err) => log.debug({ err }, 'upgrade socket error'));
-    const no = (status: number, error: { code: string; message: string; param?: string | null }) => {
-      const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
-      log.info({ status, code: error.code, param: error.param ?? null, path: (req.url ?? '').slice(0, 200), remote }, 'websocket upgrade refused');
-      refuse(socket, status, error);
-    };
+    const no = (status: number, error: RefusalBody) => this.refuseLogged(req, socket, status, error);
     const url = new URL(req.url ?? '/', 'http://localhost');
     // `/v1/responses/` is the same endpoint, as it is over HTTP.
     const path = url.pathname.replace(/\/+$/, '');
@@ -174,15 +186,25 @@ function limitMessage(ms: number): string {
   return `Responses websocket connection limit reached (${minutes} minutes). Create a new websocket connection to continue.`;
 }
 
-function refuse(socket: Duplex, status: number, error: { code: string; message: string; param?: string | null }): void {
+interface RefusalBody {
+  code: string;
+  message: string;
+  param?: string | null;
+}
+
+function refuse(socket: Duplex, status: number, error: RefusalBody, headers: Record<string, string> = {}): void {
   const type = status === 401 ? 'authentication_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
   const body = JSON.stringify({ error: { message: error.message, type, param: error.param ?? null, code: error.code } });
   const reason =
-    { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 426: 'Upgrade Required', 503: 'Service Unavailable' }[status] ??
-    'Error';
+    { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 426: 'Upgrade Required', 503: 'Service Unavailable' }[
+      status
+    ] ?? 'Error';
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
   // Closed once the answer is flushed, even if the peer never closes its side.
   socket.once('finish', () => socket.destroy());
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\n${extra}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

@@ -49,6 +49,23 @@ describe('refused upgrades', () => {
     });
   }
 
+  it('every refusal, including those of the ws library (bad key, version, method), is a JSON body logged at info', async () => {
+    const cap = captureLogger();
+    const { port } = await testServer({ logger: cap.logger });
+    const cases: Array<[string, Record<string, string>, number, string]> = [
+      ['GET', upgradeHeaders({ 'Sec-WebSocket-Key': 'short' }), 400, 'invalid_websocket_handshake'],
+      ['GET', upgradeHeaders({ 'Sec-WebSocket-Version': '12' }), 400, 'invalid_websocket_handshake'],
+      ['POST', upgradeHeaders(), 405, 'invalid_websocket_handshake'],
+      ['GET', upgradeHeaders(), 404, 'not_found'],
+    ];
+    for (const [method, headers, status, code] of cases) {
+      const res = await rawRequest(port, requestText(method, code === 'not_found' ? '/elsewhere' : '/v1/responses', headers));
+      expect(res.status, code).toBe(status);
+      expect(JSON.parse(res.body)).toMatchObject({ error: { code } });
+    }
+    expect(cap.lines.filter((l) => l.msg === 'websocket upgrade refused').map((l) => [l.level, l['status']])).toEqual(cases.map(([, , status]) => [30, status]));
+  });
+
   it('an upgrade on /v1/responses/ (trailing slash) is accepted like the HTTP route', async () => {
     const { url } = await testServer();
     const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses/`);

@@ -19,6 +19,7 @@ import { createLogger } from './log.js';
 import { exitWithParent } from './lifecycle.js';
 import type { Switches } from './engine/services.js';
 import { DEFAULT_SWITCHES } from './engine/services.js';
+import { limitHelp, limitOptions, limitsFrom } from './limit-flags.js';
 import { connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
 import { replayPolicy, type ModelPolicy } from './model/policies.js';
@@ -30,8 +31,8 @@ Usage:
             [--prefill-tps N] [--instant] [--api-key K]... [--hop-ms N] [--hops N]
             [--pause-timeout-ms N] [--max-frame-bytes N] [--store PATH|memory|:memory:]
             [--seed N] [--no-websockets] [--off SWITCH]... [--on SWITCH]...
-            [--max-context-bytes N] [--max-context-items N]
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
+            [limits and security defaults: see below]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
   llr workload inspect FILE | convert FILE [OUT]               (llr workload --help)
@@ -40,10 +41,16 @@ serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
 token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
 Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
 (all on by default except overlap_persist).
---max-context-bytes / --max-context-items: what one long-lived run or ws-mode
-response may hold in its context (default 33554432 bytes, 50000 items).
 --workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
 selects the replay policy: the model replays the recorded run's turns.
+
+serve limits (docs/reliability.md; each also LLR_<NAME> in the environment):
+${limitHelp()}
+serve security defaults:
+  --allow-origin ORIGIN     also accept browser requests from ORIGIN (repeatable; * = any;
+                            default: only pages served by this server)
+  --allow-host HOST         when bound to loopback, also accept this Host header
+                            (repeatable; * = any; default: localhost, 127.0.0.1, [::1])
 `;
 
 function env(name: string): string | undefined {
@@ -71,8 +78,6 @@ async function serve(argv: string[]): Promise<void> {
       'api-key': { type: 'string', multiple: true },
       'hop-ms': { type: 'string' },
       hops: { type: 'string' },
-      'pause-timeout-ms': { type: 'string' },
-      'max-frame-bytes': { type: 'string' },
       store: { type: 'string' },
       seed: { type: 'string' },
       'no-websockets': { type: 'boolean' },
@@ -84,6 +89,9 @@ async function serve(argv: string[]): Promise<void> {
       policy: { type: 'string' },
       workload: { type: 'string' },
       synthetic: { type: 'string' },
+      ...limitOptions(),
+      'allow-origin': { type: 'string', multiple: true },
+      'allow-host': { type: 'string', multiple: true },
     },
   });
   const policy = await modelPolicy(values.policy, values.workload, values.synthetic);
@@ -113,12 +121,9 @@ async function serve(argv: string[]): Promise<void> {
     ...(apiKeys ? { apiKeys } : {}),
     hopLatencyMs: num(values['hop-ms'] ?? env('LLR_HOP_MS'), 'hop-ms') ?? 0,
     hops: num(values.hops ?? env('LLR_HOPS'), 'hops') ?? 2,
-    limits: defined({
-      pauseTimeoutMs: num(values['pause-timeout-ms'] ?? env('LLR_PAUSE_TIMEOUT_MS'), 'pause-timeout-ms'),
-      maxFrameBytes: num(values['max-frame-bytes'] ?? env('LLR_MAX_FRAME_BYTES'), 'max-frame-bytes'),
-      maxContextBytes: num(values['max-context-bytes'] ?? env('LLR_MAX_CONTEXT_BYTES'), 'max-context-bytes'),
-      maxContextItems: num(values['max-context-items'] ?? env('LLR_MAX_CONTEXT_ITEMS'), 'max-context-items'),
-    }),
+    limits: limitsFrom(values, process.env),
+    allowOrigins: values['allow-origin'] ?? env('LLR_ALLOW_ORIGINS')?.split(',') ?? [],
+    allowHosts: values['allow-host'] ?? env('LLR_ALLOW_HOSTS')?.split(',') ?? [],
     store: values.store ?? env('LLR_STORE') ?? DEFAULT_STORE,
     seed: num(values.seed ?? env('LLR_SEED'), 'seed') ?? 1,
     refuseWebSockets: values['no-websockets'] ?? env('LLR_NO_WEBSOCKETS') === '1',

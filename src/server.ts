@@ -23,6 +23,8 @@ import { DEFAULT_LIMITS, DEFAULT_SWITCHES, type Limits, type Services, type Swit
 import { longLivedPolicy } from './modes/long-lived.js';
 import { wsModePolicy } from './modes/ws.js';
 import { createAuthenticator } from './transport/auth.js';
+import { createGuard, isLoopbackAddress } from './transport/guard.js';
+import type { Socket } from 'node:net';
 import { WsTransport } from './transport/ws.js';
 import { HttpTransport } from './transport/http.js';
 import { createLogger } from './log.js';
@@ -62,11 +64,16 @@ export interface ServerOptions {
   hops?: number;
   /** Answer WebSocket upgrades with 426 (fallback experiments). */
   refuseWebSockets?: boolean;
+  /** Browser origins allowed besides the server's own (`*`: any). Default none. See transport/guard.ts. */
+  allowOrigins?: string[];
+  /** Host names allowed besides localhost when bound to loopback (`*`: any). Default none. */
+  allowHosts?: string[];
   logger?: Logger;
   clock?: Clock;
 }
 
 export const DEFAULT_STORE = 'data/llr.sqlite';
+export const DEFAULT_HOST = '127.0.0.1';
 
 export class LlrServer {
   readonly services: Services;
@@ -83,6 +90,7 @@ export class LlrServer {
     const store = openStore(options.store ?? DEFAULT_STORE);
     const ledger = new Ledger();
     const switches = { ...DEFAULT_SWITCHES, ...options.switches };
+    const limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.services = {
       model: options.model ?? new SimulatedModel({ policy: options.policy ?? autoPolicy(), clock, seed: options.seed ?? 1 }),
       router: new Router(
@@ -98,28 +106,45 @@ export class LlrServer {
       ledger,
       post: new PostInference(ledger, store, log),
       postWork: new PostWorkTracker(log),
-      records: new RunRecords(),
+      records: new RunRecords(limits.maxRunRecords),
       log,
       clock,
       switches,
-      limits: { ...DEFAULT_LIMITS, ...options.limits },
+      limits,
     };
     this.refuseWebSockets = options.refuseWebSockets ?? false;
     const auth = createAuthenticator(options.apiKeys ?? []);
+    const guard = createGuard({
+      allowOrigins: options.allowOrigins ?? [],
+      allowHosts: options.allowHosts ?? [],
+      loopback: isLoopbackAddress(options.host ?? DEFAULT_HOST),
+    });
+    // The connection cap: a socket accepted while `maxConnections` are open
+    // is marked; its request or upgrade is answered 503 and it is closed.
+    const overCap = new WeakSet<Socket>();
+    const overCapacity = (socket: Socket) => overCap.has(socket);
     this.ws = new WsTransport({
       services: this.services,
       auth,
       policies: (protocol, info) =>
         protocol === 'long-lived' ? longLivedPolicy(this.services, info) : wsModePolicy(this.services, info),
       refuseUpgrades: () => this.refuseWebSockets,
+      guard,
+      overCapacity,
     });
-    this.httpTransport = new HttpTransport(this.services, auth);
+    this.httpTransport = new HttpTransport(this.services, auth, guard, overCapacity);
     this.http = createHttpServer((req, res) => this.httpTransport.handle(req, res));
+    let open = 0;
+    this.http.on('connection', (socket: Socket) => {
+      if (open >= limits.maxConnections) overCap.add(socket);
+      open++;
+      socket.once('close', () => open--);
+    });
     this.http.on('upgrade', (req, socket, head) => this.ws.handleUpgrade(req, socket, head));
   }
 
   async listen(): Promise<{ host: string; port: number; url: string }> {
-    const host = this.options.host ?? '127.0.0.1';
+    const host = this.options.host ?? DEFAULT_HOST;
     await new Promise<void>((resolve, reject) => {
       this.http.once('error', reject);
       this.http.listen(this.options.port ?? 8080, host, () => {

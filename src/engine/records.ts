@@ -3,7 +3,10 @@
  * mode, its status, usage, counters and stage totals. Tests and benchmarks
  * read it (over `GET /llr/runs`) to prove what happened on the server side —
  * e.g. that Codex really used the long-lived protocol and did not silently
- * fall back to HTTP. Bounded: keeps the newest `limit` records.
+ * fall back to HTTP. Bounded: a ring of the newest `limit` records
+ * (`llr serve --max-run-records`, default 1,000). Each record names its
+ * owner (the API key's hash, null without keys) so a caller lists only its
+ * own; `page()` is the paginated list `GET /llr/runs` serves.
  */
 import type { TimingSpan } from '../protocol/events.js';
 import type { Usage } from '../protocol/objects.js';
@@ -13,6 +16,8 @@ export interface RunRecord {
   /** The wire protocol that carried it: `long-lived`, `ws` or `http`. */
   protocol: string;
   connection: string | null;
+  /** Who asked for it: the API key's owner id, null when the server has no keys. */
+  owner: string | null;
   status: string;
   model: string;
   previous_response_id: string | null;
@@ -27,17 +32,36 @@ export interface RunRecord {
   post_done: boolean;
 }
 
+export interface RecordPage {
+  object: 'list';
+  data: RunRecord[];
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+}
+
+export interface PageQuery {
+  /** Only this owner's records (null: the server has no keys, every record). */
+  owner: string | null;
+  limit: number;
+  /** Cursor: the id of the last record of the previous page. */
+  after?: string | null;
+  /** Newest first (the default, like OpenAI list endpoints) or oldest first. */
+  order?: 'asc' | 'desc';
+}
+
 export class RunRecords {
   private readonly byId = new Map<string, RunRecord>();
 
-  constructor(private readonly limit = 10_000) {}
+  constructor(private readonly limit = 1000) {}
 
+  /** Insert or update; an update keeps the record's place (creation order), so cursors stay valid. */
   upsert(rec: RunRecord): void {
-    this.byId.delete(rec.response_id);
     this.byId.set(rec.response_id, rec);
-    if (this.byId.size > this.limit) {
+    while (this.byId.size > this.limit) {
       const oldest = this.byId.keys().next().value;
-      if (oldest !== undefined) this.byId.delete(oldest);
+      if (oldest === undefined) break;
+      this.byId.delete(oldest);
     }
   }
 
@@ -45,7 +69,28 @@ export class RunRecords {
     return this.byId.get(id);
   }
 
+  /** Every record, oldest first (tests and benchmarks in process). */
   list(): RunRecord[] {
     return [...this.byId.values()];
+  }
+
+  /** One page of `owner`'s records. An `after` id that is not (or no longer) in the ring gives an empty page. */
+  page(q: PageQuery): RecordPage {
+    let all = this.list();
+    if (q.owner !== null) all = all.filter((r) => r.owner === q.owner);
+    if ((q.order ?? 'desc') === 'desc') all.reverse();
+    let start = 0;
+    if (q.after) {
+      const i = all.findIndex((r) => r.response_id === q.after);
+      start = i < 0 ? all.length : i + 1;
+    }
+    const data = all.slice(start, start + q.limit);
+    return {
+      object: 'list',
+      data,
+      first_id: data[0]?.response_id ?? null,
+      last_id: data.at(-1)?.response_id ?? null,
+      has_more: start + data.length < all.length,
+    };
   }
 }

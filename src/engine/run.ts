@@ -305,12 +305,14 @@ export class ResponseRun {
     this.lifecycle('response.done');
     delete this.response.pending_tool_calls;
     this.record();
-    this.pauseTimer = setTimeout(() => this.stop('incomplete', 'pause_timeout'), this.services.limits.pauseTimeoutMs);
+    // Node fires a timer longer than 2^31-1 ms at once: past that (Infinity included) the pause has no timeout.
+    const timeout = this.services.limits.pauseTimeoutMs;
+    if (timeout <= 2 ** 31 - 1) this.pauseTimer = setTimeout(() => this.stop('incomplete', 'pause_timeout'), timeout);
     try {
       // `stopped` ends the pause even if a deferred were somehow left unsettled.
       await Promise.race([waiting, this.stopped.promise]);
     } finally {
-      clearTimeout(this.pauseTimer);
+      if (this.pauseTimer) clearTimeout(this.pauseTimer);
       this.pauseTimer = null;
       this.metrics.span('paused', pausedAt, Math.max(pausedAt, this.lastAppendAt));
       if (this.state === 'paused') this.state = 'streaming';
@@ -447,6 +449,7 @@ export class ResponseRun {
         response_id: r.id,
         protocol: this.plan.protocol,
         connection: this.plan.connection,
+        owner: this.plan.owner,
         status: r.status,
         model: r.model,
         previous_response_id: r.previous_response_id,

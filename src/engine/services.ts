@@ -57,12 +57,28 @@ export interface Limits {
   maxQueuedCreates: number;
   /** WebSocket connection lifetime, ms (default 60 minutes). */
   connectionLifetimeMs: number;
-  /** Bytes a WebSocket may hold unsent for a client that does not read (default 64 MiB); past it the connection is dropped. */
+  /**
+   * Bytes one reader (a WebSocket, or an HTTP SSE stream) may leave unsent
+   * because it does not read (default 4 MiB); past it the connection is
+   * dropped and its run ends as a disconnect. Why 4 MiB: what sits unsent
+   * costs about four times its size in RSS (string copies, frames, socket
+   * buffers: 64 MiB measured 220–290 MB per slow connection), while a
+   * reader that keeps up never has more than a few events pending; a single
+   * event larger than the limit still goes out when the buffer is below it.
+   */
   maxSendBufferBytes: number;
   /** Bytes (JSON) of items one long-lived run or ws-mode response may hold in its context (default 32 MiB). */
   maxContextBytes: number;
   /** Items one long-lived run or ws-mode response may hold in its context (default 50,000). */
   maxContextItems: number;
+  /** Deepest JSON nesting accepted in an HTTP body or a WebSocket frame (default 64; real tool schemas use < 20). */
+  maxJsonDepth: number;
+  /** Bytes of `response.create` frames queued behind the one in flight on one connection (default 32 MiB). */
+  maxQueuedBytes: number;
+  /** Open TCP connections (HTTP and WebSocket) the server accepts at once (default 1024); past it 503 `too_many_connections`. */
+  maxConnections: number;
+  /** Run records kept for `GET /llr/runs` (a ring, default 1,000: newest kept). */
+  maxRunRecords: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -71,9 +87,13 @@ export const DEFAULT_LIMITS: Limits = {
   maxPendingCalls: 128,
   maxQueuedCreates: 64,
   connectionLifetimeMs: 60 * 60 * 1000,
-  maxSendBufferBytes: 64 * 1024 * 1024,
   maxContextBytes: 32 * 1024 * 1024,
   maxContextItems: 50_000,
+  maxSendBufferBytes: 4 * 1024 * 1024,
+  maxJsonDepth: 64,
+  maxQueuedBytes: 32 * 1024 * 1024,
+  maxConnections: 1024,
+  maxRunRecords: 1000,
 };
 
 export interface Services {

@@ -9,6 +9,10 @@
  *
  * Owns its runs: on disconnect the run in flight is cancelled (every
  * deferred settled, usage recorded once); on shutdown it ends `incomplete`.
+ * The queue of waiting creates is bounded by count (`maxQueuedCreates`) and
+ * by bytes (`maxQueuedBytes`); when the server ends the connection
+ * (shutdown, lifetime limit) every create still waiting gets an `error`
+ * event (`server_shutting_down`, or the limit's code) instead of vanishing.
  */
 import type { Logger } from 'pino';
 import { WireError, toWireError } from '../protocol/errors.js';
@@ -36,8 +40,19 @@ export interface SessionInfo {
   authSpan: { start: number; end: number } | null;
 }
 
+interface Queued {
+  params: CreateParams;
+  bytes: number;
+}
+
 export class ConnectionSession {
-  private readonly queue: CreateParams[] = [];
+  private readonly queue: Queued[] = [];
+  private queuedBytes = 0;
+  /** Set when the server ends the connection: what a create that cannot start any more is told. */
+  private closingError: WireError | null = null;
+  private ending: Promise<void> | null = null;
+  /** Resolved when the create being planned or run finishes (the end waits for it). */
+  private busyWaiters: Array<() => void> = [];
   private active: ResponseRun | null = null;
   private busy = false;
   private closed = false;
@@ -55,16 +70,23 @@ export class ConnectionSession {
     return this.policy.protocol;
   }
 
-  handle(event: ClientEvent): void {
+  /** One client event; `bytes` is the size of its frame (what a queued create holds in memory). */
+  handle(event: ClientEvent, bytes = 0): void {
     if (this.closed) return;
     switch (event.type) {
       case 'response.create': {
         const { type: _type, ...params } = event;
-        if (this.queue.length >= this.services.limits.maxQueuedCreates) {
-          this.error(new WireError('queue_full', `At most ${this.services.limits.maxQueuedCreates} requests may wait behind the one in flight.`));
+        const limits = this.services.limits;
+        if (this.queue.length >= limits.maxQueuedCreates) {
+          this.error(new WireError('queue_full', `At most ${limits.maxQueuedCreates} requests may wait behind the one in flight.`));
           return;
         }
-        this.queue.push(params);
+        if (this.queue.length > 0 && this.queuedBytes + bytes > limits.maxQueuedBytes) {
+          this.error(new WireError('queue_full', `At most ${limits.maxQueuedBytes} bytes of requests may wait behind the one in flight.`));
+          return;
+        }
+        this.queue.push({ params, bytes });
+        this.queuedBytes += bytes;
         void this.pump();
         return;
       }
@@ -111,18 +133,20 @@ export class ConnectionSession {
   error(err: WireError): void {
     if (this.closed) return;
     if (err.code === 'server_error') this.log.error({ err: err.cause ?? err }, 'server fault');
-    else this.log.debug({ code: err.code, param: err.param }, 'client error');
+    else this.log.info({ code: err.code, param: err.param }, 'client error');
     if (this.active && !this.active.ended) this.active.emitError(err);
     else this.send(err.toEvent() as ServerEvent);
   }
 
   private async pump(): Promise<void> {
     if (this.busy || this.closed) return;
-    const params = this.queue.shift();
-    if (!params) {
+    const next = this.queue.shift();
+    if (!next) {
       this.notifyIdle();
       return;
     }
+    const params = next.params;
+    this.queuedBytes -= next.bytes;
     this.busy = true;
     try {
       const metrics = new RunMetrics(this.services.clock.now);
@@ -140,7 +164,11 @@ export class ConnectionSession {
         this.error(wire);
         return;
       }
-      if (this.closed) return;
+      if (this.closed) {
+        // Planned, but the server ended the connection meanwhile: it never starts.
+        if (this.closingError) this.send(this.closingError.toEvent() as ServerEvent);
+        return;
+      }
       const run = new ResponseRun(plan, this.services, this.send);
       this.active = run;
       const log = this.log.child({ response_id: run.id });
@@ -154,6 +182,7 @@ export class ConnectionSession {
       this.error(toWireError(err));
     } finally {
       this.busy = false;
+      for (const w of this.busyWaiters.splice(0)) w();
       void this.pump();
     }
   }
@@ -169,19 +198,42 @@ export class ConnectionSession {
     return this.end('cancelled', 'client_disconnected', true);
   }
 
-  /** Server shutdown: the run in flight ends `incomplete`; its events still go out. */
+  /** Server shutdown: the run in flight ends `incomplete`; its events still go out; each queued create gets `server_shutting_down`. */
   shutdown(): Promise<void> {
-    return this.end('incomplete', 'server_shutdown', false);
+    return this.finish('server_shutdown', new WireError('server_shutting_down'));
   }
 
-  private async end(status: 'cancelled' | 'incomplete', reason: string, detach: boolean): Promise<void> {
+  /**
+   * The server ends the connection (shutdown, lifetime limit): the run in
+   * flight ends `incomplete` with its terminal event, then every create that
+   * has not started gets `queuedError`. Resolves when all of that was sent.
+   */
+  finish(reason: string, queuedError: WireError): Promise<void> {
+    return this.end('incomplete', reason, false, queuedError);
+  }
+
+  private end(status: 'cancelled' | 'incomplete', reason: string, detach: boolean, queuedError?: WireError): Promise<void> {
+    // Ended once; a later call (the peer's close after a server close) waits for the same end.
+    this.ending ??= this.endOnce(status, reason, detach, queuedError);
+    return this.ending;
+  }
+
+  private async endOnce(status: 'cancelled' | 'incomplete', reason: string, detach: boolean, queuedError?: WireError): Promise<void> {
     this.closed = true;
-    this.queue.length = 0;
+    this.closingError = queuedError ?? null;
+    const waiting = this.queue.splice(0);
+    this.queuedBytes = 0;
     const run = this.active;
     if (run) {
       if (detach) run.detach();
       run.stop(status, reason);
       await run.done;
+    }
+    // A create still being planned is told (below, in pump) before the end resolves and the socket closes.
+    if (this.busy) await new Promise<void>((resolve) => this.busyWaiters.push(resolve));
+    if (queuedError) {
+      if (waiting.length > 0) this.log.info({ code: queuedError.code, queued: waiting.length }, 'queued creates refused');
+      for (const _ of waiting) this.send(queuedError.toEvent() as ServerEvent);
     }
     this.notifyIdle();
   }

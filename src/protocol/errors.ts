@@ -43,6 +43,17 @@ export const WIRE_ERRORS = {
     type: 'invalid_request_error',
     message: "The response's context is larger than this server keeps for one response.",
   },
+  // Edge limits and checks (issue 7): each a client mistake or a documented limit, never a 500.
+  json_too_deep: { status: 400, type: 'invalid_request_error', message: 'The JSON nests deeper than this server accepts.' },
+  integer_below_min_value: { status: 400, type: 'invalid_request_error', message: 'Integer below minimum value.' },
+  decimal_below_min_value: { status: 400, type: 'invalid_request_error', message: 'Decimal below minimum value.' },
+  decimal_above_max_value: { status: 400, type: 'invalid_request_error', message: 'Decimal above maximum value.' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error', message: "The request body must be JSON ('Content-Type: application/json')." },
+  origin_not_allowed: { status: 403, type: 'invalid_request_error', message: 'Requests from this Origin are not allowed.' },
+  host_not_allowed: { status: 403, type: 'invalid_request_error', message: 'This Host header is not allowed.' },
+  too_many_connections: { status: 503, type: 'server_error', message: 'The server has too many open connections; try again later.' },
+  request_aborted: { status: 400, type: 'invalid_request_error', message: 'The client closed the connection before the request body ended.' },
+  send_buffer_full: { status: 400, type: 'invalid_request_error', message: 'The client did not read the stream; too much was left unsent.' },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

@@ -46,14 +46,100 @@ function optNumber(o: Obj, key: string): number | null {
   return v;
 }
 
-/** Parse one text frame of a WebSocket connection. */
-export function parseClientFrame(text: string): ClientEvent {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw new WireError('invalid_json', `The frame is not valid JSON: ${(err as Error).message}`, null, { cause: err });
+/** The deepest JSON nesting accepted by default (see `Limits.maxJsonDepth`). */
+export const DEFAULT_MAX_JSON_DEPTH = 64;
+
+/**
+ * Refuse JSON text that nests deeper than `max` arrays/objects, before it is
+ * parsed: a value thousands of levels deep parses fine but overflows the
+ * stack later, when a response, an event or a stored record serialises it.
+ * One linear pass without recursion; the param named is the top-level key
+ * whose value is too deep.
+ */
+export function checkJsonDepth(text: string, max: number): void {
+  let depth = 0;
+  let keyStart = -1;
+  let keyEnd = -1;
+  let lastStart = -1;
+  let lastEnd = -1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */) {
+      // Skip the string: the next quote not escaped by an odd run of backslashes.
+      let j = i;
+      for (;;) {
+        j = text.indexOf('"', j + 1);
+        if (j < 0) return; // unterminated: JSON.parse reports it
+        let k = j - 1;
+        while (text.charCodeAt(k) === 92) k--;
+        if ((j - 1 - k) % 2 === 0) break;
+      }
+      if (depth === 1) {
+        lastStart = i + 1;
+        lastEnd = j;
+      }
+      i = j;
+    } else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (++depth > max) {
+        const param = keyStart >= 0 ? text.slice(keyStart, Math.min(keyEnd, keyStart + 100)) : null;
+        throw new WireError(
+          'json_too_deep',
+          `The JSON nests deeper than ${max} levels${param ? ` (in '${param}')` : ''}; this server accepts at most ${max}.`,
+          param,
+        );
+      }
+    } else if (c === 125 /* } */ || c === 93 /* ] */) {
+      depth--;
+    } else if (c === 58 /* : */ && depth === 1) {
+      keyStart = lastStart;
+      keyEnd = lastEnd;
+    }
   }
+}
+
+/** JSON text from the edge (an HTTP body or a WebSocket frame) → a value, depth-checked first. */
+export function parseJsonText(text: string, what: 'body' | 'frame', maxDepth = DEFAULT_MAX_JSON_DEPTH): unknown {
+  checkJsonDepth(text, maxDepth);
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const subject = what === 'body' ? 'The request body' : 'The frame';
+    throw new WireError('invalid_json', `${subject} is not valid JSON: ${(err as Error).message}`, null, { cause: err });
+  }
+}
+
+/** The API's floor for `max_output_tokens` ("Expected a value >= 16"). */
+export const MIN_OUTPUT_TOKENS = 16;
+
+/** An optional integer >= min, with the API's codes and messages. */
+function optInteger(o: Obj, key: string, min: number): number | null {
+  const v = optNumber(o, key);
+  if (v === null) return null;
+  if (!Number.isInteger(v)) {
+    throw new WireError('invalid_type', `Invalid type for '${key}': expected an integer, but got a decimal number instead.`, key);
+  }
+  if (v < min) {
+    throw new WireError('integer_below_min_value', `Invalid '${key}': integer below minimum value. Expected a value >= ${min}, but got ${v} instead.`, key);
+  }
+  return v;
+}
+
+/** An optional number in [min, max], with the API's codes and messages. */
+function optRange(o: Obj, key: string, min: number, max: number): number | null {
+  const v = optNumber(o, key);
+  if (v === null) return null;
+  if (v < min) {
+    throw new WireError('decimal_below_min_value', `Invalid '${key}': decimal below minimum value. Expected a value >= ${min}, but got ${v} instead.`, key);
+  }
+  if (v > max) {
+    throw new WireError('decimal_above_max_value', `Invalid '${key}': decimal above maximum value. Expected a value <= ${max}, but got ${v} instead.`, key);
+  }
+  return v;
+}
+
+/** Parse one text frame of a WebSocket connection. */
+export function parseClientFrame(text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH): ClientEvent {
+  const value = parseJsonText(text, 'frame', maxDepth);
   if (!isObj(value)) throw new WireError('invalid_type', 'A client event must be a JSON object.', null);
   const type = value['type'];
   if (typeof type !== 'string') throw new WireError('missing_required_parameter', "Missing required parameter: 'type'.", 'type');
@@ -91,21 +177,22 @@ export function parseCreateBody(body: unknown): CreateParams {
     throw new WireError('invalid_type', "Invalid type for 'model': expected a non-empty string.", 'model');
   }
   const input = body['input'] === undefined ? [] : parseInput(body['input'], 'input', false);
+  const tools = parseTools(body['tools']);
   return {
     model,
     input,
     instructions: optString(body, 'instructions'),
-    tools: parseTools(body['tools']),
-    tool_choice: parseToolChoice(body['tool_choice']),
+    tools,
+    tool_choice: parseToolChoice(body['tool_choice'], tools),
     parallel_tool_calls: optBool(body, 'parallel_tool_calls', true),
     previous_response_id: optString(body, 'previous_response_id'),
     store: optBool(body, 'store', true),
     stream: optBool(body, 'stream', false),
     generate: optBool(body, 'generate', true),
-    max_output_tokens: optNumber(body, 'max_output_tokens'),
+    max_output_tokens: optInteger(body, 'max_output_tokens', MIN_OUTPUT_TOKENS),
     metadata: parseMetadata(body['metadata']),
-    temperature: optNumber(body, 'temperature'),
-    top_p: optNumber(body, 'top_p'),
+    temperature: optRange(body, 'temperature', 0, 2),
+    top_p: optRange(body, 'top_p', 0, 1),
     user: optString(body, 'user'),
     reasoning: parseReasoning(body['reasoning']),
     prompt_cache_key: optString(body, 'prompt_cache_key'),
@@ -208,12 +295,19 @@ function parseTools(v: unknown): Tool[] {
   });
 }
 
-function parseToolChoice(v: unknown): ToolChoice {
+function parseToolChoice(v: unknown, tools: readonly Tool[]): ToolChoice {
   if (v === undefined || v === null) return 'auto';
   if (v === 'auto' || v === 'none' || v === 'required') return v;
   if (isObj(v) && typeof v['type'] === 'string') {
-    if (v['type'] === 'function' && typeof v['name'] !== 'string') {
-      throw new WireError('missing_required_parameter', "Missing required parameter: 'tool_choice.name'.", 'tool_choice.name');
+    if (v['type'] === 'function') {
+      const name = v['name'];
+      if (typeof name !== 'string') {
+        throw new WireError('missing_required_parameter', "Missing required parameter: 'tool_choice.name'.", 'tool_choice.name');
+      }
+      // A forced call of a function the model was not given could never be honoured.
+      if (!tools.some((t) => t.type === 'function' && (t as { name?: unknown }).name === name)) {
+        throw new WireError('invalid_value', `Tool choice 'function' names '${name.slice(0, 100)}', which is not a function in 'tools'.`, 'tool_choice');
+      }
     }
     return v as ToolChoice;
   }

@@ -11,24 +11,45 @@
  * `sseTiming`).
  * Errors are an HTTP status with `{"error":{message,type,param,code}}`; in an
  * SSE stream they use the flat `error` event shape openai-node expects.
+ *
+ * At the edge (docs/reliability.md): the Host/Origin guard, the connection
+ * cap (503), `Content-Type` on POST (415; a missing header is accepted),
+ * the body size and JSON depth limits, the key on `/llr/*` when keys are
+ * configured, and SSE back-pressure (a reader that leaves more than
+ * `maxSendBufferBytes` unsent is dropped; its run ends as a disconnect).
+ * Every response carries `x-request-id`; every refusal is logged at `info`
+ * with it, its code and its param.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { WireError, toWireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
-import { parseCreateBody } from '../protocol/parse.js';
+import { newId } from '../protocol/objects.js';
+import { parseCreateBody, parseJsonText } from '../protocol/parse.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import { ResponseRun, type RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { httpPlan } from '../modes/http.js';
 import type { Authenticator } from './auth.js';
+import type { Guard } from './guard.js';
+
+/** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
+export type OverCapacity = (socket: Socket) => boolean;
+
+/** `GET /llr/runs` page size: default and most. */
+export const RUNS_PAGE_DEFAULT = 100;
+export const RUNS_PAGE_MAX = 1000;
 
 export class HttpTransport {
   private readonly runs = new Set<ResponseRun>();
   private readonly idleWaiters: Array<() => void> = [];
+  private closing = false;
 
   constructor(
     private readonly services: Services,
     private readonly auth: Authenticator,
+    private readonly guard: Guard = () => null,
+    private readonly overCapacity: OverCapacity = () => false,
   ) {}
 
   get inFlight(): number {
@@ -36,15 +57,33 @@ export class HttpTransport {
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
+    const requestId = newId('req', 16);
+    res.setHeader('x-request-id', requestId);
     this.route(req, res).catch((err: unknown) => {
       const wire = toWireError(err);
-      if (wire.code === 'server_error') this.services.log.error({ err }, 'http handler failed');
-      if (!res.headersSent) sendError(res, wire);
-      else res.end();
+      const log = this.services.log;
+      if (wire.code === 'server_error') log.error({ err, request_id: requestId }, 'http handler failed');
+      else {
+        log.info(
+          { request_id: requestId, status: wire.status, code: wire.code, param: wire.param, method: req.method, path: (req.url ?? '').slice(0, 200) },
+          'request refused',
+        );
+      }
+      if (res.destroyed || req.socket.destroyed) return;
+      if (!res.headersSent) {
+        // Past the connection cap the socket is not kept alive for another request.
+        if (wire.code === 'too_many_connections' || wire.code === 'server_shutting_down') res.setHeader('Connection', 'close');
+        sendError(res, wire);
+      } else res.end();
     });
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const refused = this.guard(req);
+    if (refused) throw refused;
+    if (this.overCapacity(req.socket)) throw new WireError('too_many_connections');
+    // A request on a kept-alive connection after shutdown began is not started.
+    if (this.closing) throw new WireError('server_shutting_down');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
@@ -59,6 +98,7 @@ export class HttpTransport {
     if (path === '/llr/stats' && method === 'GET') {
       // For benchmarks in another process: CPU time and memory of this one.
       // `?gc=1` collects garbage first when node runs with --expose-gc.
+      this.authenticate(req);
       const gc = (globalThis as { gc?: () => void }).gc;
       if (url.searchParams.get('gc') === '1' && gc) gc();
       return sendJson(res, 200, {
@@ -69,22 +109,26 @@ export class HttpTransport {
         http_in_flight: this.runs.size,
       });
     }
-    if (path.startsWith('/llr/runs')) {
+    if (path === '/llr/runs' || path.startsWith('/llr/runs/')) {
       if (method !== 'GET') throw new WireError('method_not_allowed');
+      const owner = this.authenticate(req);
       const id = path.slice('/llr/runs'.length).replace(/^\//, '');
-      if (!id) return sendJson(res, 200, { object: 'list', data: this.services.records.list() });
-      const rec = this.services.records.get(id);
-      if (!rec) throw new WireError('not_found', `No run record for '${id}'.`);
+      if (!id) return sendJson(res, 200, this.services.records.page({ owner, ...pageQuery(url) }));
+      const rec = this.services.records.get(decodeId(id, 'id'));
+      // Another key's record is reported exactly like a missing one.
+      if (!rec || (owner !== null && rec.owner !== owner)) throw new WireError('not_found', `No run record for '${id.slice(0, 100)}'.`);
       return sendJson(res, 200, rec);
     }
     if (path === '/v1/responses') {
       if (method !== 'POST') throw new WireError('method_not_allowed');
-      return this.create(req, res, this.authenticate(req));
+      const owner = this.authenticate(req);
+      checkJsonContentType(req);
+      return this.create(req, res, owner);
     }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
     if (m) {
       const owner = this.authenticate(req);
-      const id = decodeURIComponent(m[1]!);
+      const id = decodeId(m[1]!, 'response_id');
       if (method === 'GET') {
         const rec = this.services.store.get(id, owner);
         if (!rec) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
@@ -111,13 +155,7 @@ export class HttpTransport {
     if (this.auth.enabled) metrics.count('auth_checks');
     metrics.span('auth', authAt, authAt);
     const body = await readBody(req, this.services.limits.maxFrameBytes);
-    let json: unknown;
-    try {
-      json = JSON.parse(body);
-    } catch (err) {
-      throw new WireError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}`, null, { cause: err });
-    }
-    const params = parseCreateBody(json);
+    const params = parseCreateBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth));
     const plan = await httpPlan(params, this.services, metrics, owner);
     if (params.stream) return this.stream(res, plan, sseTiming(req));
     const run = new ResponseRun(plan, this.services, () => {});
@@ -131,15 +169,34 @@ export class HttpTransport {
 
   private async stream(res: ServerResponse, plan: RunPlan, timing: boolean): Promise<void> {
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+    const limit = this.services.limits.maxSendBufferBytes;
+    let congested = false;
+    let dropped: number | null = null;
+    res.on('drain', () => {
+      congested = false;
+    });
     const run = new ResponseRun(plan, this.services, (e) => {
       if (e.type === 'llr.timing' && !timing) return;
-      if (!res.writableEnded && !res.destroyed) res.write(sseFrame(e));
+      if (res.writableEnded || res.destroyed) return;
+      // Back-pressure: once write() has said the socket is full, later events
+      // queue in memory only while the unsent bytes stay under the limit
+      // (the same one as a WebSocket's send buffer). A reader that does not
+      // read past it is dropped, and its run ends as a disconnect (below).
+      if (congested && res.writableLength > limit) {
+        dropped = res.writableLength;
+        res.destroy();
+        return;
+      }
+      if (!res.write(sseFrame(e))) congested = true;
     });
     this.track(run);
     res.on('close', () => {
+      if (dropped !== null) {
+        this.services.log.info({ response_id: run.id, code: 'send_buffer_full', buffered: dropped, limit }, 'SSE reader left too much unsent; dropped it');
+      }
       if (!run.ended) {
         run.detach();
-        run.stop('cancelled', 'client_disconnected');
+        run.stop('cancelled', dropped !== null ? 'send_buffer_full' : 'client_disconnected');
       }
     });
     await run.done;
@@ -162,6 +219,7 @@ export class HttpTransport {
 
   /** Shutdown: runs in flight end `incomplete` and their streams finish. */
   async shutdown(): Promise<void> {
+    this.closing = true;
     const runs = [...this.runs];
     for (const r of runs) r.stop('incomplete', 'server_shutdown');
     await Promise.all(runs.map((r) => r.done));
@@ -200,8 +258,57 @@ function sendError(res: ServerResponse, err: WireError): void {
   sendJson(res, err.status, { error: { message: err.message, type: err.type, param: err.param, code: err.code } });
 }
 
+/** A path segment decoded; bad percent-encoding is the client's mistake. */
+function decodeId(raw: string, param: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new WireError('invalid_value', `Invalid '${param}': '${raw.slice(0, 100)}' is not valid percent-encoding.`, param);
+  }
+}
+
+/**
+ * POST bodies must be JSON. `application/json` with an optional
+ * `charset=utf-8` is accepted (the openai SDKs and Codex send it); any other
+ * type (e.g. the `x-www-form-urlencoded` of `curl -d`, or the `text/plain` a
+ * browser form may send without a CORS preflight) gets 415. A request with
+ * no `Content-Type` at all is accepted as JSON (documented).
+ */
+export function checkJsonContentType(req: IncomingMessage): void {
+  const ct = req.headers['content-type'];
+  if (ct === undefined) return;
+  const [type, ...params] = ct.split(';').map((p) => p.trim().toLowerCase());
+  const charset = params.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/"/g, '');
+  if (type === 'application/json' && (charset === undefined || charset === 'utf-8' || charset === 'utf8')) return;
+  throw new WireError(
+    'unsupported_media_type',
+    `Unsupported Content-Type '${ct.slice(0, 100)}': send the body as 'application/json' (UTF-8).`,
+    'Content-Type',
+  );
+}
+
+/** `?limit=` (1–1000, default 100), `?after=` (a record id), `?order=asc|desc` (default desc). */
+function pageQuery(url: URL): { limit: number; after: string | null; order: 'asc' | 'desc' } {
+  const q = url.searchParams;
+  const rawLimit = q.get('limit');
+  const limit = rawLimit === null ? RUNS_PAGE_DEFAULT : Number(rawLimit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > RUNS_PAGE_MAX) {
+    throw new WireError('invalid_value', `Invalid 'limit': expected an integer from 1 to ${RUNS_PAGE_MAX}.`, 'limit');
+  }
+  const order = q.get('order') ?? 'desc';
+  if (order !== 'asc' && order !== 'desc') throw new WireError('invalid_value', "Invalid 'order': expected 'asc' or 'desc'.", 'order');
+  return { limit, after: q.get('after'), order };
+}
+
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
+    // A client that closes mid-body is not a server fault: nobody is left to
+    // answer, and the log says `request_aborted` at info.
+    const aborted = (cause?: unknown) => reject(new WireError('request_aborted', undefined, null, { cause }));
+    req.on('error', aborted);
+    req.on('close', () => {
+      if (!req.complete) aborted();
+    });
     const declared = Number(req.headers['content-length'] ?? NaN);
     if (declared > limit) {
       req.resume();
@@ -221,6 +328,5 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       chunks.push(c);
     });
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
   });
 }

@@ -6,12 +6,21 @@
  * for the connection's session; events go out as one JSON text frame each.
  *
  * Limits: frames over `maxFrameBytes` close the socket with 1009 (the `ws`
- * library's `maxPayload`); binary frames get an error event; the connection
- * lifetime limit sends the documented error and closes; more than
- * `maxSendBufferBytes` unsent to a client that does not read drops it. The socket stays
- * open after any error event.
+ * library's `maxPayload`); frames nesting JSON deeper than `maxJsonDepth` get
+ * an error event; binary frames get an error event; the connection lifetime
+ * limit sends the documented error, ends the run in flight (its terminal
+ * event still goes out) and closes with 1000; more than `maxSendBufferBytes`
+ * unsent to a client that does not read drops it. The socket stays open
+ * after any error event.
+ *
+ * The upgrade is refused with an HTTP answer and a JSON error body (wrong
+ * path, Host/Origin guard, connection cap 503, bad protocol, 401, 426); the
+ * raw socket has an `error` listener from the first moment, so a client that
+ * resets before reading the answer cannot crash the process. Refusals log at
+ * `info` with their code.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WireError, toWireError } from '../protocol/errors.js';
@@ -22,6 +31,8 @@ import type { Services } from '../engine/services.js';
 import type { Protocol } from '../engine/run.js';
 import { ConnectionSession, type ModePolicy, type SessionInfo } from '../modes/session.js';
 import type { Authenticator } from './auth.js';
+import type { Guard } from './guard.js';
+import type { OverCapacity } from './http.js';
 
 export const LONG_LIVED_BETA = 'responses_websockets=2026-02-04';
 export const WS_MODE_BETA = 'responses_websockets=2026-02-06';
@@ -34,6 +45,10 @@ export interface WsTransportOptions {
   policies: PolicyFactory;
   /** Answer every upgrade with 426 (clients such as Codex then fall back to HTTP). */
   refuseUpgrades: () => boolean;
+  /** Host/Origin checks (default: none). */
+  guard?: Guard;
+  /** Whether the socket was accepted past the connection cap (default: never). */
+  overCapacity?: OverCapacity;
 }
 
 /** Which protocol an upgrade asks for, or an error message for a bad `?protocol=`. */
@@ -53,18 +68,48 @@ export class WsTransport {
 
   constructor(private readonly opts: WsTransportOptions) {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: opts.services.limits.maxFrameBytes });
+    // A handshake the `ws` library refuses (bad method, key, version …) is
+    // answered here like every other refusal: a JSON body, logged at info.
+    this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) => {
+      const status = /method/i.test(err.message) ? 405 : 400;
+      const headers: Record<string, string> = /version/i.test(err.message) ? { 'Sec-WebSocket-Version': '13, 8' } : {};
+      this.refuseLogged(req, socket, status, { code: 'invalid_websocket_handshake', message: err.message }, headers);
+    });
+  }
+
+  private refuseLogged(req: IncomingMessage, socket: Duplex, status: number, error: RefusalBody, headers: Record<string, string> = {}): void {
+    const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
+    this.opts.services.log.info(
+      { status, code: error.code, param: error.param ?? null, path: (req.url ?? '').slice(0, 200), remote },
+      'websocket upgrade refused',
+    );
+    refuse(socket, status, error, headers);
   }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const log = this.opts.services.log;
+    // Node removes its own error listener from an upgraded socket: without
+    // this one a peer that resets before reading a refusal (ECONNRESET,
+    // EPIPE) would be an unhandled 'error' event that ends the process.
+    socket.on('error', (err) => log.debug({ err }, 'upgrade socket error'));
+    const no = (status: number, error: RefusalBody) => this.refuseLogged(req, socket, status, error);
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== '/v1/responses') return refuse(socket, 404, { code: 'not_found', message: `No WebSocket endpoint at ${url.pathname}.` });
-    if (this.opts.refuseUpgrades()) return refuse(socket, 426, { code: 'upgrade_required', message: 'WebSockets are switched off on this server; use HTTP.' });
+    // `/v1/responses/` is the same endpoint, as it is over HTTP.
+    const path = url.pathname.replace(/\/+$/, '');
+    if (path !== '/v1/responses') return no(404, { code: 'not_found', message: `No WebSocket endpoint at ${url.pathname.slice(0, 200)}.` });
+    const guarded = this.opts.guard?.(req);
+    if (guarded) return no(guarded.status, guarded.body());
+    if (this.opts.overCapacity?.(socket as Socket)) {
+      const e = new WireError('too_many_connections');
+      return no(e.status, e.body());
+    }
+    if (this.opts.refuseUpgrades()) return no(426, { code: 'upgrade_required', message: 'WebSockets are switched off on this server; use HTTP.' });
     const protocol = chooseProtocol(req, url);
-    if (typeof protocol === 'object') return refuse(socket, 400, { code: 'invalid_value', message: protocol.error });
+    if (typeof protocol === 'object') return no(400, { code: 'invalid_value', message: protocol.error, param: 'protocol' });
     const authStart = this.opts.services.clock.now();
     const owner = this.opts.auth.check(req, url);
     const authEnd = this.opts.services.clock.now();
-    if (owner === false) return refuse(socket, 401, { code: 'unauthorized', message: 'Missing or invalid API key.' });
+    if (owner === false) return no(401, { code: 'unauthorized', message: 'Missing or invalid API key.' });
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } });
     });
@@ -80,7 +125,7 @@ export class WsTransport {
       // (a close frame could not reach a peer that does not read), which
       // cancels its run like a disconnect.
       if (ws.bufferedAmount > services.limits.maxSendBufferBytes) {
-        log.warn({ buffered: ws.bufferedAmount }, 'send buffer limit reached; dropping the connection');
+        log.info({ code: 'send_buffer_full', buffered: ws.bufferedAmount, limit: services.limits.maxSendBufferBytes }, 'send buffer limit reached; dropping the connection');
         ws.terminate();
         return;
       }
@@ -92,19 +137,26 @@ export class WsTransport {
 
     ws.on('message', (data, isBinary) => {
       if (isBinary) return session.error(new WireError('binary_frame'));
-      let text: string;
       try {
-        text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as Buffer).toString('utf8');
-        session.handle(parseClientFrame(text));
+        const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
+        session.handle(parseClientFrame(buf.toString('utf8'), services.limits.maxJsonDepth), buf.length);
       } catch (err) {
         session.error(toWireError(err));
       }
     });
-    const lifetime = setTimeout(() => {
-      session.error(new WireError('websocket_connection_limit_reached', limitMessage(services.limits.connectionLifetimeMs)));
-      ws.close(1000, 'connection limit reached');
-    }, services.limits.connectionLifetimeMs);
-    ws.on('error', (err) => log.debug({ err }, 'websocket error'));
+    const endOfLife = () => {
+      // The client first gets the documented error, then the run in flight
+      // ends `incomplete` with its terminal event, then the close.
+      const limit = new WireError('websocket_connection_limit_reached', limitMessage(lifetimeMs));
+      session.error(limit);
+      void session.finish('connection_limit_reached', limit).then(() => ws.close(1000, 'connection limit reached'));
+    };
+    // A lifetime past what a Node timer can hold (2^31-1 ms) means no limit, not an immediate close.
+    const lifetimeMs = services.limits.connectionLifetimeMs;
+    const lifetime = lifetimeMs > 2 ** 31 - 1 ? undefined : setTimeout(endOfLife, lifetimeMs);
+    // The `ws` library's errors are the peer's protocol mistakes (a frame over
+    // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
+    ws.on('error', (err: Error & { code?: string }) => log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error'));
     ws.on('close', (code) => {
       clearTimeout(lifetime);
       log.info({ code }, 'websocket closed');
@@ -134,10 +186,25 @@ function limitMessage(ms: number): string {
   return `Responses websocket connection limit reached (${minutes} minutes). Create a new websocket connection to continue.`;
 }
 
-function refuse(socket: Duplex, status: number, error: { code: string; message: string }): void {
-  const body = JSON.stringify({ error: { ...error, type: status === 401 ? 'authentication_error' : 'invalid_request_error', param: null } });
-  const reason = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 426: 'Upgrade Required' }[status] ?? 'Error';
+interface RefusalBody {
+  code: string;
+  message: string;
+  param?: string | null;
+}
+
+function refuse(socket: Duplex, status: number, error: RefusalBody, headers: Record<string, string> = {}): void {
+  const type = status === 401 ? 'authentication_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
+  const body = JSON.stringify({ error: { message: error.message, type, param: error.param ?? null, code: error.code } });
+  const reason =
+    { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 426: 'Upgrade Required', 503: 'Service Unavailable' }[
+      status
+    ] ?? 'Error';
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  // Closed once the answer is flushed, even if the peer never closes its side.
+  socket.once('finish', () => socket.destroy());
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\n${extra}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

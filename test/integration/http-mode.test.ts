@@ -90,17 +90,19 @@ describe('http baseline', () => {
   });
 
   it('max_output_tokens ends the response incomplete with exactly that many output tokens', async () => {
-    const { url } = await testServer({ policy: scriptPolicy([{ text: 'one two three four five six seven eight nine ten eleven twelve' }]) });
-    const r = (await (await post(url, { model: 'sim-model', input: 'count', max_output_tokens: 5 })).json()) as Response;
+    // 16 is the API's smallest max_output_tokens.
+    const text = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');
+    const { url } = await testServer({ policy: scriptPolicy([{ text }]) });
+    const r = (await (await post(url, { model: 'sim-model', input: 'count', max_output_tokens: 16 })).json()) as Response;
     expect(r.status).toBe('incomplete');
     expect(r.incomplete_details).toEqual({ reason: 'max_output_tokens' });
-    expect(r.usage?.output_tokens).toBe(5);
+    expect(r.usage?.output_tokens).toBe(16);
     expect(r.output[0]).toMatchObject({ type: 'message', status: 'incomplete' });
-    expect(r.output[0]?.type === 'message' && r.output[0].content[0]?.text).toBe('one two three four five');
+    expect(r.output[0]?.type === 'message' && r.output[0].content[0]?.text).toBe(tokenPieces(text).slice(0, 16).join(''));
   });
 
   it('an answer of exactly max_output_tokens tokens completes', async () => {
-    const text = 'one two three four';
+    const text = 'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen';
     const { url } = await testServer({ policy: scriptPolicy([{ text }]) });
     const r = (await (await post(url, { model: 'sim-model', input: 'count', max_output_tokens: tokenPieces(text).length })).json()) as Response;
     expect(r.status).toBe('completed');

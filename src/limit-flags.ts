@@ -1,0 +1,66 @@
+/**
+ * The `llr serve` flags for every limit in `Limits` (src/engine/services.ts):
+ * one table gives each flag its option name, environment variable and help
+ * line, so the parser, `--help` and the docs (docs/reliability.md) cannot
+ * drift apart. Used by src/cli.ts; pure, so the tests can check that every
+ * limit has a flag.
+ */
+import { DEFAULT_LIMITS, type Limits } from './engine/services.js';
+
+export interface LimitFlag {
+  flag: string;
+  key: keyof Limits;
+  help: string;
+}
+
+export const LIMIT_FLAGS: readonly LimitFlag[] = [
+  { flag: 'max-frame-bytes', key: 'maxFrameBytes', help: 'largest WebSocket frame / HTTP body' },
+  { flag: 'max-json-depth', key: 'maxJsonDepth', help: 'deepest JSON nesting in a body or frame' },
+  { flag: 'pause-timeout-ms', key: 'pauseTimeoutMs', help: 'longest a long-lived run stays paused' },
+  { flag: 'max-pending-calls', key: 'maxPendingCalls', help: 'most tool calls one pause waits for' },
+  { flag: 'max-queued-creates', key: 'maxQueuedCreates', help: 'creates queued behind the one in flight, per connection' },
+  { flag: 'max-queued-bytes', key: 'maxQueuedBytes', help: 'bytes of those queued creates, per connection' },
+  { flag: 'send-buffer-bytes', key: 'maxSendBufferBytes', help: 'unsent bytes before a non-reading WS/SSE client is dropped' },
+  { flag: 'lifetime-ms', key: 'connectionLifetimeMs', help: 'WebSocket connection lifetime' },
+  { flag: 'max-connections', key: 'maxConnections', help: 'open TCP connections; past it 503 too_many_connections' },
+  { flag: 'max-run-records', key: 'maxRunRecords', help: 'run records kept for GET /llr/runs' },
+  { flag: 'max-context-bytes', key: 'maxContextBytes', help: 'bytes (JSON) one long-lived run / ws-mode response keeps in its context' },
+  { flag: 'max-context-items', key: 'maxContextItems', help: 'items one long-lived run / ws-mode response keeps in its context' },
+];
+
+/** The longest delay a Node timer honours. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** `LLR_MAX_JSON_DEPTH` for `max-json-depth`. */
+export function envName(flag: string): string {
+  return `LLR_${flag.toUpperCase().replace(/-/g, '_')}`;
+}
+
+/** The `parseArgs` options for the limit flags. */
+export function limitOptions(): Record<string, { type: 'string' }> {
+  return Object.fromEntries(LIMIT_FLAGS.map((f) => [f.flag, { type: 'string' as const }]));
+}
+
+/** The help lines, each with its default. */
+export function limitHelp(): string {
+  return LIMIT_FLAGS.map((f) => `  --${`${f.flag} N`.padEnd(24)}${f.help} (${DEFAULT_LIMITS[f.key]})`).join('\n');
+}
+
+/**
+ * The limits set by flags (or their environment variables; flags win). A
+ * value must be a non-negative number (`Infinity` allowed: no limit).
+ */
+export function limitsFrom(values: Record<string, unknown>, env: Record<string, string | undefined>): Partial<Limits> {
+  const out: Partial<Limits> = {};
+  for (const f of LIMIT_FLAGS) {
+    const fromEnv = env[envName(f.flag)];
+    const raw = typeof values[f.flag] === 'string' ? (values[f.flag] as string) : fromEnv === '' ? undefined : fromEnv;
+    if (raw === undefined) continue;
+    const n = raw === 'Infinity' || raw === 'inf' ? Infinity : Number(raw);
+    if (Number.isNaN(n) || n < 0 || raw.trim() === '') throw new Error(`--${f.flag} needs a non-negative number, got '${raw}'`);
+    // Node fires a timer longer than 2^31-1 ms at once: refuse rather than time out immediately.
+    if (f.flag.endsWith('-ms') && n > MAX_TIMER_MS) throw new Error(`--${f.flag} is at most ${MAX_TIMER_MS} ms (about 24.8 days), got '${raw}'`);
+    out[f.key] = n;
+  }
+  return out;
+}

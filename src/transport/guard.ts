@@ -1,0 +1,90 @@
+/**
+ * Browser-facing checks at the edge, for a server that runs on a developer's
+ * laptop (see docs/reliability.md, "Security defaults"):
+ *
+ * - Origin: a request that carries `Origin` (browsers add it to every
+ *   WebSocket upgrade, every POST and every cross-site request) is served
+ *   only when the origin's host and port are the server's own (its `Host`
+ *   header), or when `--allow-origin` lists it (`*`: any). Without this any
+ *   web page the user visits could drive the local server. Clients that are
+ *   not browsers (SDKs, Codex, curl) send no `Origin` and are not affected;
+ *   a page served by llr itself (the `/demo` page) is same-origin.
+ * - Host: when the server is bound to loopback, the `Host` header must name
+ *   loopback (`localhost`, `127.0.0.1`, `[::1]`, any port) or be listed by
+ *   `--allow-host` (`*`: any). This stops DNS rebinding, where an attacker's
+ *   name resolves to 127.0.0.1 and a page on it reads the server as
+ *   same-origin. A request without `Host` (HTTP/1.0) is not a browser's.
+ *
+ * Pure functions of the request headers; the transports turn a refusal into
+ * a 403 body or an upgrade refusal.
+ */
+import type { IncomingMessage } from 'node:http';
+import { WireError } from '../protocol/errors.js';
+
+export interface GuardOptions {
+  /** Origins allowed besides the server's own, as `scheme://host[:port]`; `*` allows any. */
+  allowOrigins?: readonly string[];
+  /** Host names (or `host:port`) allowed besides loopback when bound to loopback; `*` allows any. */
+  allowHosts?: readonly string[];
+  /** Whether the server is bound to a loopback address (the Host check applies only then). */
+  loopback: boolean;
+}
+
+export type Guard = (req: IncomingMessage) => WireError | null;
+
+const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** Whether a listen address is loopback-only. */
+export function isLoopbackAddress(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+function hostAndPort(u: URL): { hostname: string; port: string } {
+  const port = u.port || (u.protocol === 'https:' || u.protocol === 'wss:' ? '443' : '80');
+  return { hostname: u.hostname.toLowerCase(), port };
+}
+
+function tryUrl(s: string): URL | null {
+  try {
+    return new URL(s);
+  } catch {
+    return null;
+  }
+}
+
+export function createGuard(opts: GuardOptions): Guard {
+  const anyOrigin = opts.allowOrigins?.includes('*') ?? false;
+  const origins = new Set((opts.allowOrigins ?? []).map((o) => tryUrl(o)?.origin ?? o.toLowerCase()));
+  const anyHost = opts.allowHosts?.includes('*') ?? false;
+  const hosts = new Set((opts.allowHosts ?? []).map((h) => h.toLowerCase()));
+
+  return (req) => {
+    const host = req.headers.host;
+    const hostUrl = host === undefined ? null : tryUrl(`http://${host}`);
+    if (opts.loopback && host !== undefined && !anyHost) {
+      const name = hostUrl?.hostname.toLowerCase();
+      if (!name || !(LOOPBACK_NAMES.has(name) || hosts.has(name) || hosts.has(host.toLowerCase()))) {
+        return new WireError(
+          'host_not_allowed',
+          `Host '${host.slice(0, 100)}' is not allowed: this server is bound to loopback and answers only localhost names (start it with --allow-host to add one).`,
+        );
+      }
+    }
+    const origin = req.headers.origin;
+    if (origin === undefined || anyOrigin) return null;
+    const o = tryUrl(origin);
+    if (o && o.origin !== 'null') {
+      if (origins.has(o.origin)) return null;
+      if (hostUrl) {
+        const a = hostAndPort(o);
+        const b = hostAndPort(hostUrl);
+        if (a.hostname === b.hostname && a.port === b.port) return null;
+      }
+    }
+    return new WireError(
+      'origin_not_allowed',
+      `Origin '${origin.slice(0, 100)}' is not allowed: only pages served by this server may call it (start it with --allow-origin to add one).`,
+    );
+  };
+}

@@ -1,0 +1,92 @@
+/**
+ * Raw HTTP for edge tests: requests written byte for byte over `net` (so a
+ * test controls every header, can stop reading, or reset the connection),
+ * and a pino logger that keeps its lines so a test can wait for one.
+ */
+import { connect, type Socket } from 'node:net';
+import { Writable } from 'node:stream';
+import { pino, type Logger } from 'pino';
+import { afterEach } from 'vitest';
+
+const sockets = new Set<Socket>();
+afterEach(() => {
+  for (const s of sockets) s.destroy();
+  sockets.clear();
+});
+
+/** A connected raw socket (destroyed after the test). */
+export function rawConnect(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => resolve(s));
+    sockets.add(s);
+    s.once('error', reject);
+  });
+}
+
+/** An HTTP/1.1 request head (plus body) as bytes. */
+export function requestText(method: string, path: string, headers: Record<string, string>, body = ''): string {
+  const all = { Host: 'localhost', ...headers, ...(body ? { 'Content-Length': String(Buffer.byteLength(body)) } : {}) };
+  return `${method} ${path} HTTP/1.1\r\n${Object.entries(all)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\r\n')}\r\n\r\n${body}`;
+}
+
+/** The headers a WebSocket upgrade needs (a valid key unless overridden). */
+export function upgradeHeaders(extra: Record<string, string> = {}): Record<string, string> {
+  return { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', ...extra };
+}
+
+/** Send a request on a fresh connection and read the whole answer (the server closes it, or Content-Length ends it). */
+export async function rawRequest(port: number, text: string): Promise<{ status: number; headers: string; body: string }> {
+  const s = await rawConnect(port);
+  return new Promise((resolve, reject) => {
+    let data = '';
+    const done = () => {
+      const [head = '', ...rest] = data.split('\r\n\r\n');
+      resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1] ?? 0), headers: head, body: rest.join('\r\n\r\n') });
+    };
+    s.setEncoding('utf8');
+    s.on('data', (chunk: string) => {
+      data += chunk;
+      const m = /content-length: (\d+)/i.exec(data);
+      const at = data.indexOf('\r\n\r\n');
+      if (m && at >= 0 && Buffer.byteLength(data.slice(at + 4)) >= Number(m[1])) {
+        s.destroy();
+        done();
+      }
+    });
+    s.on('end', done);
+    s.on('error', reject);
+    s.write(text);
+  });
+}
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [k: string]: unknown;
+}
+
+/** A logger at `info` whose lines are kept; `waitFor` resolves on the first line (past or future) matching. */
+export function captureLogger(): { logger: Logger; lines: LogLine[]; waitFor: (pred: (l: LogLine) => boolean) => Promise<LogLine> } {
+  const lines: LogLine[] = [];
+  const waiters: Array<{ pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      const line = JSON.parse(chunk.toString()) as LogLine;
+      lines.push(line);
+      for (const w of waiters.splice(0)) {
+        if (w.pred(line)) w.resolve(line);
+        else waiters.push(w);
+      }
+      cb();
+    },
+  });
+  const waitFor = (pred: (l: LogLine) => boolean) =>
+    new Promise<LogLine>((resolve) => {
+      const seen = lines.find(pred);
+      if (seen) resolve(seen);
+      else waiters.push({ pred, resolve });
+    });
+  return { logger: pino({ level: 'info' }, stream), lines, waitFor };
+}

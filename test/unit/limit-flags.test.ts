@@ -1,0 +1,33 @@
+/**
+ * Every limit has an `llr serve` flag with its default in `--help`, and the
+ * flags (or their environment variables) set the limits.
+ */
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../../src/engine/services.js';
+import { LIMIT_FLAGS, envName, limitHelp, limitsFrom } from '../../src/limit-flags.js';
+
+describe('limit flags', () => {
+  it('every limit in DEFAULT_LIMITS has a flag (add new ones to LIMIT_FLAGS in src/limit-flags.ts)', () => {
+    expect(LIMIT_FLAGS.map((f) => f.key).sort()).toEqual(Object.keys(DEFAULT_LIMITS).sort());
+  });
+
+  it('--help shows each flag with its default', () => {
+    const help = limitHelp();
+    for (const f of LIMIT_FLAGS) expect(help).toMatch(new RegExp(`--${f.flag} N .*\\(${DEFAULT_LIMITS[f.key]}\\)`));
+  });
+
+  it('flags set limits, environment variables too, flags win; bad values are refused', () => {
+    expect(limitsFrom({ 'max-connections': '7', 'max-json-depth': '9' }, { LLR_MAX_CONNECTIONS: '3', LLR_SEND_BUFFER_BYTES: '1024' })).toEqual({
+      maxConnections: 7,
+      maxJsonDepth: 9,
+      maxSendBufferBytes: 1024,
+    });
+    expect(limitsFrom({ 'max-connections': 'Infinity' }, {})).toEqual({ maxConnections: Infinity });
+    expect(limitsFrom({ 'lifetime-ms': '2147483647' }, {})).toEqual({ connectionLifetimeMs: 2147483647 });
+    // A longer Node timer would fire at once.
+    expect(() => limitsFrom({ 'lifetime-ms': 'Infinity' }, {})).toThrow(/at most 2147483647/);
+    expect(() => limitsFrom({ 'pause-timeout-ms': '3000000000' }, {})).toThrow(/at most/);
+    expect(envName('max-run-records')).toBe('LLR_MAX_RUN_RECORDS');
+    for (const bad of ['-1', 'x', '']) expect(() => limitsFrom({ 'max-queued-bytes': bad }, {}), bad).toThrow(/--max-queued-bytes/);
+  });
+});

@@ -20,6 +20,12 @@ import type { DemoWorkload } from './workloads.js';
 
 /** Wire entries one lane sends to the page at most; later events are counted, not listed. */
 export const MAX_WIRE_ENTRIES = 2000;
+/**
+ * Records of responses in progress go to the page at most this often, ms:
+ * copying a long-lived run's growing record at every event would put the
+ * demo's own work into the lane it measures.
+ */
+export const RECORD_EVERY_MS = 100;
 
 export interface StepGate {
   /** null when model call `index` (0-based) may start now; else resolves once it may, rejects when `signal` aborts. */
@@ -61,6 +67,8 @@ export class Lane {
   private bytesMark = 0;
   private delta: { event: string; t: number; count: number } | null = null;
   private lastResponseId: string | null = null;
+  private readonly dirty = new Set<string>();
+  private flushTimer: NodeJS.Timeout | null = null;
   /** Response ids in creation order, with when their request was sent. */
   readonly responses = new Map<string, number>();
   divergence: string | null = null;
@@ -108,6 +116,7 @@ export class Lane {
       };
       const response = await run;
       this.flushDelta();
+      this.flush();
       if (this.divergence) throw new Error(this.divergence);
       if (response.status !== 'completed') {
         throw new Error(`the run ended ${response.status}${response.error ? ` (${response.error.code}: ${response.error.message})` : ''}`);
@@ -139,6 +148,8 @@ export class Lane {
   }
 
   async close(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
     await this.client?.close().catch(() => {});
   }
 
@@ -230,12 +241,11 @@ export class Lane {
       case 'response.created':
         this.responses.set(e.response.id, this.nextSendAt);
         this.wire(t, 'in', e.type, e.response.previous_response_id ? `${e.response.id} ← previous_response_id=${e.response.previous_response_id}` : e.response.id, 1);
-        this.emitRecord(e.response.id, this.nextSendAt, false);
+        this.markDirty(e.response.id);
         break;
       case 'response.done':
         this.wire(t, 'in', e.type, `paused: ${e.response.pending_tool_calls?.length ?? 0} tool call(s) pending`, 1);
-        this.emitRecord(e.response.id, this.responses.get(e.response.id) ?? 0, false);
-        this.progress(t);
+        this.markDirty(e.response.id);
         break;
       case 'response.completed':
       case 'response.failed':
@@ -246,8 +256,7 @@ export class Lane {
         break;
       case 'llr.timing':
         this.wire(t, 'in', e.type, `server total ${e.totals['total'] ?? 0} ms`, 1);
-        this.emitRecord(e.response_id, this.responses.get(e.response_id) ?? 0, false);
-        this.progress(t);
+        this.markDirty(e.response_id);
         break;
       case 'response.output_item.added':
       case 'response.output_item.done':
@@ -278,8 +287,18 @@ export class Lane {
     this.o.emit({ type: 'wire', design: this.id, t_ms: t, dir, event, detail, count });
   }
 
-  private progress(t: number): void {
-    this.o.emit({ type: 'progress', design: this.id, t_ms: t, ...this.bytes(), tool_calls_answered: this.answered });
+  private markDirty(id: string): void {
+    this.dirty.add(id);
+    this.flushTimer ??= setTimeout(() => this.flush(), RECORD_EVERY_MS);
+  }
+
+  /** Send the records that changed since the last flush, and the client's byte counts. */
+  flush(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    for (const id of this.dirty) this.emitRecord(id, this.responses.get(id) ?? 0, false);
+    this.dirty.clear();
+    this.o.emit({ type: 'progress', design: this.id, t_ms: this.ms(performance.now()), ...this.bytes(), tool_calls_answered: this.answered });
   }
 
   private emitRecord(id: string, sentAt: number, final: boolean): void {

@@ -17,6 +17,7 @@ export interface RaceMessage {
   speed: string;
   tool_time: 'none' | 'recorded';
   step: boolean;
+  order: 'together' | 'one-by-one';
 }
 
 export interface LaneStateMessage {

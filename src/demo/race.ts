@@ -1,7 +1,9 @@
 /**
  * One demo race: the same workload run once per design, concurrently, each
  * lane on its own connection with its own client and its own lane model
- * (models.ts), all started at the same instant after every lane connected.
+ * (models.ts), all started at the same instant after every lane connected
+ * (or, on request, one after another: each lane's clock starts at its own
+ * start).
  *
  * The race owns its lanes' deployments, the step gate (in step mode each lane
  * may start model call k only after the presenter pressed "next" k times)
@@ -30,6 +32,8 @@ export interface RaceOptions {
   settings: ModelSettings;
   toolTime: 'none' | 'recorded';
   step: boolean;
+  /** Lanes start together (the default), or each after the previous one ended. */
+  order: 'together' | 'one-by-one';
   url: string;
   apiKey: string | undefined;
   timeoutMs: number;
@@ -121,23 +125,32 @@ export class Race implements StepGate {
         speed: o.speed,
         tool_time: o.toolTime,
         step: o.step,
+        order: o.order,
       });
       const connected = await Promise.allSettled(this.lanes.map((l) => l.connect(warm.model)));
-      const t0 = performance.now();
-      const results = await Promise.all(
-        this.lanes.map(async (lane, i): Promise<LaneDoneMessage | null> => {
-          const c = connected[i]!;
-          if (c.status === 'rejected') return this.fail(lane, `cannot connect: ${(c.reason as Error).message}`);
-          this.emit({ type: 'lane.state', design: lane.id, state: 'running' });
-          try {
-            return await lane.run(t0);
-          } catch (err) {
-            return this.fail(lane, this.stopReason ?? (err as Error).message);
-          } finally {
-            await lane.close();
-          }
-        }),
-      );
+      const runLane = async (lane: Lane, i: number): Promise<LaneDoneMessage | null> => {
+        const c = connected[i]!;
+        if (c.status === 'rejected') return this.fail(lane, `cannot connect: ${(c.reason as Error).message}`);
+        if (this.abort.signal.aborted) return this.fail(lane, this.stopReason ?? 'stopped');
+        this.emit({ type: 'lane.state', design: lane.id, state: 'running' });
+        try {
+          return await lane.run(performance.now());
+        } catch (err) {
+          return this.fail(lane, this.stopReason ?? (err as Error).message);
+        } finally {
+          await lane.close();
+        }
+      };
+      let results: Array<LaneDoneMessage | null>;
+      if (o.order === 'together') {
+        results = await Promise.all(this.lanes.map(runLane));
+      } else {
+        // One after another: each lane has the server to itself, so an HTTP
+        // lane's re-tokenising cannot hold up the others (it would with an
+        // instant model, where every lane is pure CPU on one event loop).
+        results = [];
+        for (const [i, lane] of this.lanes.entries()) results.push(await runLane(lane, i));
+      }
       await Promise.race([this.services.postWork.flush(), new Promise((r) => this.abort.signal.addEventListener('abort', r, { once: true }))]);
       // Every lane's figures first, then the states: a lane shown done can be compared at once.
       results.forEach((res, i) => {

@@ -7,7 +7,8 @@
  *     "prompt": "…\n$ ls",         (prompt)
  *     "speed": "65" | "1000" | "4000" | "instant",
  *     "tool_time": "none" | "recorded",
- *     "step": false }
+ *     "step": false,
+ *     "order": "together" | "one-by-one" }   (one-by-one: not with step)
  */
 import type { ModelSettings } from '../model/types.js';
 import { WireError } from '../protocol/errors.js';
@@ -21,6 +22,7 @@ export interface RaceRequest {
   speed: Speed;
   toolTime: 'none' | 'recorded';
   step: boolean;
+  order: 'together' | 'one-by-one';
 }
 
 /**
@@ -40,6 +42,8 @@ export function parseRaceRequest(body: unknown, limits: WorkloadLimits & { workl
   const toolTime = oneOf(b['tool_time'] ?? 'none', ['none', 'recorded'] as const, 'tool_time');
   const step = b['step'] ?? false;
   if (typeof step !== 'boolean') throw new WireError('invalid_type', 'step must be a boolean.', 'step');
+  const order = oneOf(b['order'] ?? 'together', ['together', 'one-by-one'] as const, 'order');
+  if (order === 'one-by-one' && step) throw new WireError('invalid_value', 'Step mode steps every lane together; it cannot run the lanes one after another.', 'order');
   const kind = oneOf(b['workload'], ['codex', 'synthetic', 'prompt'] as const, 'workload');
   let choice: WorkloadChoice;
   if (kind === 'synthetic') {
@@ -53,7 +57,7 @@ export function parseRaceRequest(body: unknown, limits: WorkloadLimits & { workl
   } else {
     choice = { kind };
   }
-  return { workload: buildWorkload(choice, limits, limits.workloadPath), speed, toolTime, step };
+  return { workload: buildWorkload(choice, limits, limits.workloadPath), speed, toolTime, step, order };
 }
 
 function oneOf<T extends string>(v: unknown, allowed: readonly T[], param: string): T {

@@ -191,6 +191,7 @@ export class DemoService implements HttpRoutes {
         settings: speedSettings(r.speed, services.router.opts.deployments[0]?.settings),
         toolTime: r.toolTime,
         step: r.step,
+        order: r.order,
         url: this.url,
         apiKey: auth?.startsWith('Bearer ') ? auth.slice(7) : undefined,
         timeoutMs: this.options.raceTimeoutMs,
@@ -200,13 +201,23 @@ export class DemoService implements HttpRoutes {
       (m) => send(m),
     );
     const limit = services.limits.maxSendBufferBytes;
-    const send = (m: DemoMessage): void => {
-      if (res.writableEnded || res.destroyed) return;
-      res.write(`event: ${m.type}\ndata: ${JSON.stringify(m)}\n\n`);
+    // Frames made in one turn of the event loop go out in one write.
+    let pending: string[] = [];
+    let flushing: NodeJS.Immediate | null = null;
+    const flush = (): void => {
+      flushing = null;
+      const text = pending.join('');
+      pending = [];
+      if (res.writableEnded || res.destroyed || text === '') return;
+      res.write(text);
       if (res.writableLength > limit) {
         race.stop('the page stopped reading its stream');
         res.destroy();
       }
+    };
+    const send = (m: DemoMessage): void => {
+      pending.push(`event: ${m.type}\ndata: ${JSON.stringify(m)}\n\n`);
+      flushing ??= setImmediate(flush);
     };
     this.races.set(id, race);
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
@@ -216,6 +227,8 @@ export class DemoService implements HttpRoutes {
     try {
       const status = await done;
       send({ type: 'race.done', race_id: id, status });
+      if (flushing) clearImmediate(flushing);
+      flush();
       if (!res.destroyed) res.end();
     } finally {
       this.running.delete(done);

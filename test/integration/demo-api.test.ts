@@ -82,6 +82,18 @@ describe('demo race', () => {
     expect(ws.filter((m) => m.type === 'wire' && m.detail.includes('previous_response_id='))).toHaveLength(4);
   });
 
+  it('runs the lanes one after another on request: each starts when the previous one ended', async () => {
+    const { url } = await testServer();
+    const msgs = await readRace(await startRace(url, { workload: 'synthetic', tool_calls: 2, speed: 'instant', order: 'one-by-one' }));
+    expect(msgs.at(-1)).toMatchObject({ type: 'race.done', status: 'done' });
+    // Each lane's first wire event comes after the previous lane's last one.
+    const order = msgs.flatMap((m) => (m.type === 'wire' ? [m.design] : []));
+    const firsts = DEMO_DESIGNS.map((d) => order.indexOf(d.id));
+    const lasts = DEMO_DESIGNS.map((d) => order.lastIndexOf(d.id));
+    for (let i = 1; i < DEMO_DESIGNS.length; i++) expect(firsts[i]!).toBeGreaterThan(lasts[i - 1]!);
+    for (const d of DEMO_DESIGNS) expect(msgs.some((m) => m.type === 'lane.done' && m.design === d.id)).toBe(true);
+  });
+
   it('replays a prompt with $ lines without running them, one command per model call', async () => {
     const { url } = await testServer();
     const prompt = 'Look around.\n$ rm -rf /tmp/never-run-by-llr-demo\n$ ls';
@@ -143,6 +155,8 @@ describe('demo requests', () => {
       [{ workload: 'prompt', prompt: '   ', speed: 'instant' }, 400, 'prompt'],
       [{ workload: 'prompt', prompt: 'x'.repeat(17_000), speed: 'instant' }, 413, 'prompt'],
       [{ workload: 'synthetic', tool_calls: 1, speed: 'instant', step: 'yes' }, 400, 'step'],
+      [{ workload: 'synthetic', tool_calls: 1, speed: 'instant', step: true, order: 'one-by-one' }, 400, 'order'],
+      [{ workload: 'synthetic', tool_calls: 1, speed: 'instant', order: 'random' }, 400, 'order'],
       [[], 400, null],
     ];
     for (const [body, status, param] of cases) {

@@ -102,7 +102,7 @@ function describeWorkload() {
 
 function raceBody() {
   const f = form.elements;
-  const body = { workload: f.workload.value, speed: f.speed.value, tool_time: f.tool_time.value, step: f.step.checked };
+  const body = { workload: f.workload.value, speed: f.speed.value, tool_time: f.tool_time.value, step: f.step.checked, order: f.order.value };
   if (body.workload === 'synthetic') body.tool_calls = Number(f.tool_calls.value);
   if (body.workload === 'prompt') body.prompt = f.prompt.value;
   return body;
@@ -170,7 +170,7 @@ function apply(m) {
     case 'race':
       if (race) race.id = m.race_id;
       if (race) race.info = m;
-      note.textContent = `Racing ${m.workload.label} at ${m.speed === 'instant' ? 'instant speed' : `${m.speed} tokens/s`}, tool time ${m.tool_time}. ${m.workload.tools_note}`;
+      note.textContent = `Racing ${m.workload.label} at ${m.speed === 'instant' ? 'instant speed' : `${m.speed} tokens/s`}, tool time ${m.tool_time}, lanes ${m.order === 'together' ? 'at the same time' : 'one after another'}. ${m.workload.tools_note}`;
       for (const d of m.designs) lanes.get(d.id)?.el.setAttribute('data-model', d.model);
       break;
     case 'lane.state':
@@ -259,7 +259,7 @@ function explain(status) {
     if (ws?.done) parts.push(`WebSocket mode keeps the previous response on the connection, so it re-tokenises little (${fmt(t(ws).tokens_tokenized)} tokens) but still starts, routes and books a new response for every call (${fmt(ws.responses.size)} of them).`);
     const share = http.done.e2e_ms > 0 ? (http.done.api_overhead_ms / http.done.e2e_ms) * 100 : 0;
     parts.push(`The slower the model, the smaller this share: here the API overhead was ${fmt(share, 0)} % of the HTTP lane's time.`);
-    if (info?.speed === 'instant') parts.push('With the instant model every lane competes for this one server process, so wall times include some waiting for the other lanes; the API-stage figures are each lane’s own.');
+    if (info?.order === 'together' && info?.speed === 'instant') parts.push('With the instant model and the lanes at the same time, every lane competes for this one server process, so wall times include waiting for the other lanes; the API-stage figures are each lane’s own.');
   }
   p.textContent = parts.join(' ');
   summary.hidden = false;
@@ -283,6 +283,18 @@ stepBtn.addEventListener('click', async () => {
   const res = await fetch(`/demo/api/races/${race.id}/step`, { method: 'POST', headers: authHeaders() });
   if (!res.ok) showError(await errorText(res));
 });
+
+// The instant model makes every lane pure CPU on one process: suggest one lane after another.
+// Step mode steps all lanes together, so it runs them at the same time.
+function suggestOrder() {
+  const f = form.elements;
+  if (f.step.checked) f.order.value = 'together';
+  else f.order.value = f.speed.value === 'instant' ? 'one-by-one' : 'together';
+  f.order.querySelector('option[value="one-by-one"]').disabled = f.step.checked;
+}
+form.elements.speed.addEventListener('change', suggestOrder);
+form.elements.step.addEventListener('change', suggestOrder);
+suggestOrder();
 
 form.addEventListener('submit', startRace);
 form.elements.workload.addEventListener('change', describeWorkload);

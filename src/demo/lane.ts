@@ -84,14 +84,18 @@ export class Lane {
   }
 
   /**
-   * Connect, then send one small request with `warmUpModel` and forget it, so
-   * no lane pays the process's cold start (tokenizer tables, JIT) inside the
-   * race. Its record carries that model's name, not the lane's.
+   * Connect, then run a small agent loop (`w`, two tool calls) with `warmUpModel`
+   * and forget it, so no lane pays the process's cold start (tokenizer
+   * tables, the design's code paths still unoptimised) inside the race. Its
+   * records carry that model's name, not the lane's.
    */
-  async connect(warmUpModel: string): Promise<void> {
+  async connect(warmUpModel: string, w: DemoWorkload): Promise<void> {
     const client = await connectClient(this.o.design.client, this.o.url, { apiKey: this.o.apiKey });
     this.client = client;
-    const warm = await client.run({ model: warmUpModel, input: 'Warm-up: say hello.', tools: [] }, () => '');
+    const warm = await client.run(
+      { model: warmUpModel, input: w.userTurns[0] ?? 'Warm-up.', tools: w.tools, parallel_tool_calls: w.parallel_tool_calls },
+      (call) => w.toolResult(call.call_id, call.arguments)?.output ?? 'warm',
+    );
     if (warm.status !== 'completed') throw new Error(`the warm-up request ended ${warm.status}`);
     client.newConversation();
   }

@@ -16,13 +16,12 @@
  * finishes its remaining calls at once.
  */
 import type { Services } from '../engine/services.js';
-import { autoPolicy } from '../model/policies.js';
 import type { ModelSettings } from '../model/types.js';
 import type { DemoDesign } from './designs.js';
 import { Lane, round, type StepGate } from './lane.js';
 import type { DemoMessage, LaneDoneMessage } from './messages.js';
 import { DEMO_MODEL_PREFIX, type DemoModels } from './models.js';
-import type { DemoWorkload } from './workloads.js';
+import { warmUpWorkload, type DemoWorkload } from './workloads.js';
 
 export interface RaceOptions {
   id: string;
@@ -94,7 +93,8 @@ export class Race implements StepGate {
     const o = this.o;
     const timer = setTimeout(() => this.stop(`the race did not finish within ${o.timeoutMs} ms`), o.timeoutMs);
     try {
-      const warm = this.models.register(`${DEMO_MODEL_PREFIX}${o.id}-warmup`, INSTANT, autoPolicy());
+      const warmUp = warmUpWorkload();
+      const warm = this.models.register(`${DEMO_MODEL_PREFIX}${o.id}-warmup`, INSTANT, warmUp.policy());
       this.releases.push(warm.release);
       for (const d of o.designs) {
         const settings = { ...o.settings };
@@ -127,7 +127,9 @@ export class Race implements StepGate {
         step: o.step,
         order: o.order,
       });
-      const connected = await Promise.allSettled(this.lanes.map((l) => l.connect(warm.model)));
+      const connected = await Promise.allSettled(this.lanes.map((l) => l.connect(warm.model, warmUp)));
+      // The warm-ups' deferred post-inference work is done before the clock starts.
+      await this.services.postWork.flush();
       const runLane = async (lane: Lane, i: number): Promise<LaneDoneMessage | null> => {
         const c = connected[i]!;
         if (c.status === 'rejected') return this.fail(lane, `cannot connect: ${(c.reason as Error).message}`);

@@ -60,7 +60,7 @@ export interface WorkloadLimits {
   maxPromptBytes: number;
 }
 
-const EXEC_COMMAND: FunctionTool = {
+export const EXEC_COMMAND: FunctionTool = {
   type: 'function',
   name: 'exec_command',
   description: 'Run a shell command and return its output.',
@@ -93,6 +93,16 @@ export function buildWorkload(choice: WorkloadChoice, limits: WorkloadLimits, co
       throw new WireError('invalid_value', `Unknown workload ${JSON.stringify(never)}.`, 'workload');
     }
   }
+}
+
+/**
+ * What each lane runs once before the race, with a model of its own: a
+ * synthetic replay of two tool calls, so the paths the race takes (replay,
+ * pause and append, previous_response_id, re-sent history) are warm.
+ */
+export function warmUpWorkload(): DemoWorkload {
+  const w = syntheticWorkload({ turns: 3, toolOutputBytes: 200, outputTokensPerTurn: 20, seed: 2 });
+  return fromReplay(w, 'warm-up', '');
 }
 
 function fromReplay(w: Workload, label: string, note: string): DemoWorkload {

@@ -254,7 +254,7 @@ function explain(status) {
       `Over HTTP nothing survives between model calls, so for each of its ${fmt(t(http).model_calls)} calls the client sent the whole conversation again (${fmt(http.done.bytes_sent)} bytes in all) and the server validated and tokenised it from the start: ${fmt(t(http).tokens_tokenized)} tokens tokenised and ${fmt(t(http).items_validated)} items validated.`,
     );
     parts.push(
-      `The long-lived Response stayed open: at each tool call it paused, the client appended only the tool outputs (${fmt(ll.done.bytes_sent)} bytes in all), and the server checked and tokenised only what was new (${fmt(t(ll).tokens_tokenized)} tokens, ${fmt(t(ll).items_validated)} items) in one response instead of ${fmt(http.responses.size)}.`,
+      `The long-lived Response stayed open: at each tool call it paused, the client appended only the tool outputs (${fmt(ll.done.bytes_sent)} bytes in all), and the server checked and tokenised only what was new (${fmt(t(ll).tokens_tokenized)} tokens, ${fmt(t(ll).items_validated)} items), in ${ll.responses.size === 1 ? 'one response' : `${fmt(ll.responses.size)} responses (one per user turn)`} instead of ${fmt(http.responses.size)}.`,
     );
     if (ws?.done) parts.push(`WebSocket mode keeps the previous response on the connection, so it re-tokenises little (${fmt(t(ws).tokens_tokenized)} tokens) but still starts, routes and books a new response for every call (${fmt(ws.responses.size)} of them).`);
     const share = http.done.e2e_ms > 0 ? (http.done.api_overhead_ms / http.done.e2e_ms) * 100 : 0;

@@ -9,12 +9,13 @@ const SVG = 'http://www.w3.org/2000/svg';
 /** Wire entries kept in the page per lane (the server sends at most 2,000). */
 const MAX_WIRE_ROWS = 2000;
 
+// Small counts first (three to a row), the large ones below (two to a row).
 const COUNTERS = [
   { field: 'model-calls', label: 'model calls' },
-  { field: 'tokens-tokenized', label: 'tokens tokenised' },
-  { field: 'items-validated', label: 'items validated' },
-  { field: 'bytes-sent', label: 'bytes sent by the client' },
   { field: 'responses', label: 'responses created' },
+  { field: 'items-validated', label: 'items validated' },
+  { field: 'tokens-tokenized', label: 'tokens tokenised' },
+  { field: 'bytes-sent', label: 'bytes sent by the client' },
 ];
 
 function h(tag, attrs = {}, ...children) {

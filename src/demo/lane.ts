@@ -92,6 +92,8 @@ export class Lane {
   async connect(warmUpModel: string, w: DemoWorkload): Promise<void> {
     const client = await connectClient(this.o.design.client, this.o.url, { apiKey: this.o.apiKey });
     this.client = client;
+    // Stopping the race closes the connection: the server cancels the run in flight.
+    this.o.signal.addEventListener('abort', () => void this.close(), { once: true });
     const warm = await client.run(
       { model: warmUpModel, input: w.userTurns[0] ?? 'Warm-up.', tools: w.tools, parallel_tool_calls: w.parallel_tool_calls },
       (call) => w.toolResult(call.call_id, call.arguments)?.output ?? 'warm',

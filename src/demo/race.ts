@@ -10,12 +10,13 @@
  * and the race deadline. It ends exactly once: every lane settled, the
  * server's deferred post-inference work flushed (so the records carry their
  * billing and persist spans), the final records and each lane's figures
- * sent. Stopping it (the page went away, the deadline) closes the socket
- * lanes, which cancels their runs on the server, and switches the lanes'
- * models to instant so an HTTP lane, whose client cannot be interrupted,
- * finishes its remaining calls at once.
+ * sent. Stopping it (the page went away, the deadline, shutdown) closes the
+ * lanes' sockets, which cancels their runs on the server; an HTTP lane,
+ * whose client cannot be interrupted, gets an instant model whose next call
+ * answers in one line, which ends its run.
  */
 import type { Services } from '../engine/services.js';
+import type { ModelPolicy } from '../model/policies.js';
 import type { ModelSettings } from '../model/types.js';
 import type { DemoDesign } from './designs.js';
 import { Lane, round, type StepGate } from './lane.js';
@@ -40,6 +41,7 @@ export interface RaceOptions {
 
 const INSTANT: ModelSettings = { tokensPerSecond: Infinity, ttftBaseMs: 0, prefillTokensPerSecond: Infinity };
 const MODEL_STAGES = new Set(['prefill', 'decode', 'paused']);
+const STOPPED_TEXT = '(the demo race was stopped)';
 
 export class Race implements StepGate {
   private readonly abort = new AbortController();
@@ -98,7 +100,7 @@ export class Race implements StepGate {
       this.releases.push(warm.release);
       for (const d of o.designs) {
         const settings = { ...o.settings };
-        const reg = this.models.register(`${DEMO_MODEL_PREFIX}${o.id}-${d.id}`, settings, o.workload.policy());
+        const reg = this.models.register(`${DEMO_MODEL_PREFIX}${o.id}-${d.id}`, settings, this.stoppable(o.workload.policy()));
         this.releases.push(reg.release);
         // The registry keeps its own copy; `stop` speeds up this one through the router's decision object.
         this.settings.push(this.models.resolve(reg.model)!.settings);
@@ -173,6 +175,14 @@ export class Race implements StepGate {
       await Promise.all(this.lanes.map((l) => l.close()));
       for (const r of this.releases) r();
     }
+  }
+
+  /** Once the race is stopped, the lane's next model call answers in one line, ending its run. */
+  private stoppable(policy: ModelPolicy): ModelPolicy {
+    return {
+      name: policy.name,
+      plan: (req, rng) => (this.abort.signal.aborted ? { items: [{ type: 'message', text: STOPPED_TEXT }] } : policy.plan(req, rng)),
+    };
   }
 
   private fail(lane: Lane, error: string): null {

@@ -131,6 +131,23 @@ describe('demo race', () => {
     expect(server.demo!.models.size).toBe(0);
   });
 
+  it('stops a running race when its page goes away: no lane runs on through the workload', async () => {
+    const { url, server } = await testServer();
+    const page = new AbortController();
+    const res = await startRace(url, { workload: 'synthetic', tool_calls: 40, speed: '65' }, page.signal);
+    let raceId = '';
+    await readRace(res, (m) => {
+      if (m.type === 'race') raceId = m.race_id;
+      // Stop as soon as a lane sends its first tool outputs.
+      if (m.type === 'wire' && m.dir === 'out' && m.event !== 'response.create' && m.event !== 'POST /v1/responses') page.abort();
+    }).catch((err: unknown) => expect((err as Error).name).toBe('AbortError'));
+    await server.demo!.idle();
+    expect(server.demo!.models.size).toBe(0);
+    const mine = (await records(url)).filter((r) => r.model.startsWith(`llr-demo-${raceId}-`) && !r.model.endsWith('-warmup'));
+    // 41 model calls per lane had it run on; a stopped lane makes at most a few.
+    for (const d of DEMO_DESIGNS) expect(sum(mine.filter((r) => r.model.endsWith(`-${d.id}`)), 'model_calls'), d.id).toBeLessThan(5);
+  });
+
   it('stops a race when its page goes away, and frees its lanes', async () => {
     const { url, server } = await testServer();
     const page = new AbortController();

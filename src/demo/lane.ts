@@ -28,7 +28,9 @@ export const MAX_WIRE_ENTRIES = 2000;
 export const RECORD_EVERY_MS = 100;
 
 export interface StepGate {
-  /** null when model call `index` (0-based) may start now; else resolves once it may, rejects when `signal` aborts. */
+  /** Whether model call `index` (0-based) has to wait for a step. */
+  blocks(index: number): boolean;
+  /** null when model call `index` may start now; else resolves once it may, rejects when `signal` aborts. */
   wait(design: string, index: number, signal: AbortSignal): Promise<void> | null;
 }
 
@@ -190,6 +192,8 @@ export class Lane {
     const index = this.calls++;
     const waitFrom = performance.now();
     const batch: Batch = { index, pending: 0, toolStart: waitFrom, ready: Promise.resolve() };
+    // A lane about to wait for the presenter shows its latest records first.
+    if (this.o.gate.blocks(index + 1)) this.flush();
     const waiting = this.o.gate.wait(this.id, index + 1, this.o.signal);
     if (waiting) {
       batch.ready = waiting.then(() => {

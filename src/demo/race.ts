@@ -81,6 +81,10 @@ export class Race implements StepGate {
     return this.allowed;
   }
 
+  blocks(index: number): boolean {
+    return index >= this.allowed;
+  }
+
   wait(design: string, index: number, signal: AbortSignal): Promise<void> | null {
     if (index < this.allowed) return null;
     if (signal.aborted) return Promise.reject(signal.reason);

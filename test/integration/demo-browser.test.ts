@@ -105,4 +105,37 @@ describe('the demo page', () => {
     expect(outside).toEqual([]);
     await page.close();
   }, 90_000);
+
+  it('steps one model call at a time from the keyboard, and stops', async () => {
+    const url = server!.url;
+    const page = await browser!.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${url}/demo`);
+    await page.locator('[data-design="http"]').waitFor();
+    await page.selectOption('select[name="workload"]', 'synthetic');
+    await page.fill('input[name="tool_calls"]', '5');
+    await page.selectOption('select[name="speed"]', '4000');
+    await page.check('input[name="step"]');
+    expect(await page.inputValue('select[name="order"]')).toBe('together');
+    await page.focus('[data-action="race"]');
+    await page.keyboard.press('Enter');
+    const step = page.locator('[data-action="step"]:not([disabled])');
+    for (let i = 1; i <= 2; i++) {
+      // Every lane has made exactly i model calls and waits for the presenter.
+      await step.waitFor();
+      for (const d of ['long-lived', 'ws', 'http']) {
+        expect(await page.locator(`[data-design="${d}"] [data-field="model-calls"]`).textContent(), `${d} after ${i}`).toBe(String(i));
+      }
+      await step.focus();
+      await page.keyboard.press('Enter');
+    }
+    await step.waitFor();
+    await page.locator('[data-action="stop"]').click();
+    await page.locator('#summary:not([hidden])').waitFor();
+    expect(await page.locator('[data-field="explanation"]').textContent()).toMatch(/stopped/);
+    expect(await page.locator('[data-action="race"]').isEnabled()).toBe(true);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 90_000);
 });

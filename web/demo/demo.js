@@ -11,6 +11,7 @@ const $ = (sel) => document.querySelector(sel);
 const form = $('#race-form');
 const raceBtn = $('[data-action="race"]');
 const stepBtn = $('[data-action="step"]');
+const stopBtn = $('[data-action="stop"]');
 const pauseBtn = $('[data-action="pause-animation"]');
 const note = $('#workload-note');
 const errorBox = $('#error');
@@ -19,6 +20,8 @@ const summary = $('#summary');
 let config = null;
 let lanes = new Map();
 let race = null;
+/** The last race's description (kept after it ends, for the explanation). */
+let lastInfo = null;
 let held = [];
 let paused = false;
 let frame = 0;
@@ -116,9 +119,10 @@ async function startRace(event) {
   summary.hidden = true;
   for (const lane of lanes.values()) lane.reset();
   const controller = new AbortController();
-  race = { id: null, controller, step: form.elements.step.checked, info: null };
+  race = { id: null, controller, step: form.elements.step.checked };
   raceBtn.disabled = true;
   raceBtn.textContent = 'Racing…';
+  stopBtn.disabled = false;
   try {
     const res = await fetch('/demo/api/races', {
       method: 'POST',
@@ -138,6 +142,7 @@ async function startRace(event) {
     raceBtn.disabled = false;
     raceBtn.textContent = 'Start the race';
     stepBtn.disabled = true;
+    stopBtn.disabled = true;
     schedule();
   }
 }
@@ -169,7 +174,7 @@ function apply(m) {
   switch (m.type) {
     case 'race':
       if (race) race.id = m.race_id;
-      if (race) race.info = m;
+      lastInfo = m;
       note.textContent = `Racing ${m.workload.label} at ${m.speed === 'instant' ? 'instant speed' : `${m.speed} tokens/s`}, tool time ${m.tool_time}, lanes ${m.order === 'together' ? 'at the same time' : 'one after another'}. ${m.workload.tools_note}`;
       for (const d of m.designs) lanes.get(d.id)?.el.setAttribute('data-model', d.model);
       break;
@@ -192,9 +197,13 @@ function apply(m) {
     case 'gate':
       lane?.gates.push(m);
       break;
-    case 'step':
-      stepBtn.disabled = !(race && race.step && m.waiting.length > 0);
+    case 'step': {
+      // "Next" once every running lane waits, with their counts on screen.
+      const running = [...lanes.values()].filter((l) => l.el.dataset.state === 'running').length;
+      draw();
+      stepBtn.disabled = !(race && race.step && m.waiting.length > 0 && m.waiting.length >= running);
       break;
+    }
     case 'lane.done':
       if (lane) {
         lane.done = m;
@@ -242,7 +251,7 @@ function explain(status) {
   const ll = lanes.get('long-lived');
   const http = lanes.get('http');
   const ws = lanes.get('ws');
-  const info = race?.info;
+  const info = lastInfo;
   const parts = [];
   if (ll?.done && http?.done) {
     const diff = http.done.e2e_ms - ll.done.e2e_ms;
@@ -275,6 +284,13 @@ pauseBtn.addEventListener('click', () => {
     for (const m of queued) apply(m);
     for (const l of lanes.values()) l.wire.scrollTop = l.wire.scrollHeight;
   }
+});
+
+// Closing the stream stops the race on the server.
+stopBtn.addEventListener('click', () => {
+  race?.controller.abort();
+  for (const lane of lanes.values()) if (lane.el.dataset.state === 'running') lane.setState('failed', 'stopped');
+  explain('stopped');
 });
 
 stepBtn.addEventListener('click', async () => {

@@ -16,6 +16,8 @@ export interface DemoDesign {
   /** Which of the project's clients drives the lane. */
   client: ClientProtocol;
   label: string;
+  /** What the client sends to start a run (shown in the wire log). */
+  starts_with: string;
   /** What the client sends to continue after its tools ran (shown in the wire log). */
   continues_with: string;
   /** One sentence for the page: what survives between model calls. */
@@ -27,6 +29,7 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
     id: 'long-lived',
     client: 'long-lived',
     label: 'Long-lived Response',
+    starts_with: 'response.create',
     continues_with: 'response.append',
     keeps:
       'One Response stays open for the whole run: at a tool call it pauses (response.done), the client appends only the tool outputs, and the server carries on with everything it had already checked and tokenised.',
@@ -35,6 +38,7 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
     id: 'ws',
     client: 'ws',
     label: 'WebSocket mode',
+    starts_with: 'response.create',
     continues_with: 'response.create + previous_response_id',
     keeps:
       'Each model call is a new Response on the same connection; the server caches the previous one, so the client sends previous_response_id and the new items, but every call pays for a new response, its routing and its bookkeeping.',
@@ -43,6 +47,7 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
     id: 'http',
     client: 'http',
     label: 'HTTP + SSE',
+    starts_with: 'POST /v1/responses',
     continues_with: 'POST /v1/responses (whole conversation)',
     keeps:
       'Nothing survives between calls: every model call is a new POST carrying the whole conversation, which the server validates, tokenises and scans again from the start, so its work grows with every call.',

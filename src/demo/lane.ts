@@ -10,7 +10,7 @@
  * server's modes do the work; this only drives a client and reads records).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connectClient, HttpClient, LongLivedClient, WsClient, type AgentClient } from '../client/index.js';
+import { connectClient, type AgentClient } from '../client/index.js';
 import type { RunRecords, RunRecord } from '../engine/records.js';
 import type { ServerEvent } from '../protocol/events.js';
 import type { FunctionCall } from '../protocol/objects.js';
@@ -161,11 +161,12 @@ export class Lane {
     await this.client?.close().catch(() => {});
   }
 
+  /** Payload bytes the client counted: on itself (HTTP clients) or on its socket (WebSocket clients). */
   bytes(): { bytes_sent: number; bytes_received: number } {
-    const c = this.client;
-    if (c instanceof HttpClient) return { bytes_sent: c.bytesSent, bytes_received: c.bytesReceived };
-    if (c instanceof LongLivedClient || c instanceof WsClient) return { bytes_sent: c.socket.bytesSent, bytes_received: c.socket.bytesReceived };
-    return { bytes_sent: 0, bytes_received: 0 };
+    type Counts = { bytesSent?: unknown; bytesReceived?: unknown };
+    const c = this.client as (Counts & { socket?: Counts }) | null;
+    const from = typeof c?.bytesSent === 'number' ? c : c?.socket;
+    return { bytes_sent: Number(from?.bytesSent ?? 0), bytes_received: Number(from?.bytesReceived ?? 0) };
   }
 
   private ms(at: number): number {
@@ -176,7 +177,7 @@ export class Lane {
     this.nextSendAt = this.ms(at);
     const d = this.o.design;
     const first = why !== 'tools answered';
-    const event = first ? (d.client === 'http' || d.client === 'http-stored' ? 'POST /v1/responses' : 'response.create') : d.continues_with;
+    const event = first ? d.starts_with : d.continues_with;
     const prev = !first && d.client === 'ws' && this.lastResponseId ? `previous_response_id=${this.lastResponseId}` : why;
     this.pendingOut = { at: this.nextSendAt, event, detail: prev };
   }

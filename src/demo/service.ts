@@ -144,7 +144,7 @@ export class DemoService implements HttpRoutes {
   private config(): object {
     const o = this.options;
     return {
-      designs: DEMO_DESIGNS.map(({ id, label, continues_with, keeps }) => ({ id, label, continues_with, keeps })),
+      designs: DEMO_DESIGNS.map(({ id, label, starts_with, continues_with, keeps }) => ({ id, label, starts_with, continues_with, keeps })),
       speeds: SPEEDS.map((id) => ({ id, label: id === 'instant' ? 'instant' : `${Number(id).toLocaleString('en')} tokens/s` })),
       tool_times: [
         { id: 'none', label: 'none (tools answer at once)' },

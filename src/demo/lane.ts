@@ -67,6 +67,8 @@ export class Lane {
   private nextSendAt = 0;
   private pendingOut: { at: number; event: string; detail: string } | null = null;
   private bytesMark = 0;
+  /** The client's byte counts after the warm-up: the race counts from there. */
+  private bytesBase = { bytes_sent: 0, bytes_received: 0 };
   private delta: { event: string; t: number; count: number } | null = null;
   private lastResponseId: string | null = null;
   private readonly dirty = new Set<string>();
@@ -102,6 +104,7 @@ export class Lane {
     );
     if (warm.status !== 'completed') throw new Error(`the warm-up request ended ${warm.status}`);
     client.newConversation();
+    this.bytesBase = this.clientBytes();
   }
 
   /** Run every user turn; resolves with the lane's figures, rejects if the run fails. */
@@ -161,8 +164,14 @@ export class Lane {
     await this.client?.close().catch(() => {});
   }
 
-  /** Payload bytes the client counted: on itself (HTTP clients) or on its socket (WebSocket clients). */
+  /** Payload bytes the client counted since the warm-up. */
   bytes(): { bytes_sent: number; bytes_received: number } {
+    const now = this.clientBytes();
+    return { bytes_sent: now.bytes_sent - this.bytesBase.bytes_sent, bytes_received: now.bytes_received - this.bytesBase.bytes_received };
+  }
+
+  /** What the client counted: on itself (HTTP clients) or on its socket (WebSocket clients). */
+  private clientBytes(): { bytes_sent: number; bytes_received: number } {
     type Counts = { bytesSent?: unknown; bytesReceived?: unknown };
     const c = this.client as (Counts & { socket?: Counts }) | null;
     const from = typeof c?.bytesSent === 'number' ? c : c?.socket;

@@ -57,7 +57,10 @@ describe('demo race', () => {
       expect(mine.every((r) => r.status === 'completed' && r.post_done)).toBe(true);
       expect(done.responses).toBe(mine.length);
       expect(done.e2e_ms).toBeGreaterThan(0);
-      expect(done.bytes_sent).toBeGreaterThan(0);
+      // The race's bytes only (not the warm-up's): the sizes of the requests in the wire log add up to them.
+      const sent = msgs.flatMap((m) => (m.type === 'wire' && m.design === d.id && m.dir === 'out' ? [Number(/ · ([\d,]+) bytes$/.exec(m.detail)![1]!.replace(/,/g, ''))] : []));
+      expect(sent).toHaveLength(5);
+      expect(done.bytes_sent).toBe(sent.reduce((a, b) => a + b, 0));
       // The last `response` message of each response is its final record, identical to /llr/runs.
       const last = new Map<string, ResponseMessage>();
       for (const m of msgs) if (m.type === 'response' && m.design === d.id) last.set(m.record.response_id, m);

@@ -9,6 +9,7 @@
  *                               report where the time goes (src/bench/command.ts)
  *   llr workload inspect FILE   what the workload reader understood of a file
  *                               (src/workload/inspect.ts)
+ *   llr demo [serve options]    serve, and print the teaching demo's URL (/demo)
  *
  * Every flag also has an environment variable (LLR_PORT, …); flags win.
  */
@@ -36,6 +37,11 @@ Usage:
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
   llr workload inspect FILE | convert FILE [OUT]               (llr workload --help)
+  llr demo [serve options]   serve and print the teaching demo's URL (opens nothing)
+
+Demo options (serve and demo): [--no-demo] [--demo-workload FILE]
+  [--demo-max-races N (2)] [--demo-race-timeout-ms N (600000)]
+  [--demo-max-tool-calls N (100)] [--demo-max-prompt-bytes N (16384)]
 
 serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
 token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
@@ -65,7 +71,7 @@ function num(v: string | undefined, name: string): number | undefined {
   return n;
 }
 
-async function serve(argv: string[]): Promise<void> {
+async function serve(argv: string[], demo = false): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -92,8 +98,15 @@ async function serve(argv: string[]): Promise<void> {
       ...limitOptions(),
       'allow-origin': { type: 'string', multiple: true },
       'allow-host': { type: 'string', multiple: true },
+      'no-demo': { type: 'boolean' },
+      'demo-workload': { type: 'string' },
+      'demo-max-races': { type: 'string' },
+      'demo-race-timeout-ms': { type: 'string' },
+      'demo-max-tool-calls': { type: 'string' },
+      'demo-max-prompt-bytes': { type: 'string' },
     },
   });
+  if (demo && values['no-demo']) throw new Error('llr demo cannot run with --no-demo');
   const policy = await modelPolicy(values.policy, values.workload, values.synthetic);
   const log = createLogger(values['log-level'] ? { level: values['log-level'] } : {});
   const switches: Partial<Switches> = {};
@@ -130,8 +143,18 @@ async function serve(argv: string[]): Promise<void> {
     switches,
     logger: log,
     ...(policy ? { policy } : {}),
+    demo: values['no-demo'] || env('LLR_NO_DEMO') === '1'
+      ? false
+      : defined({
+          workloadPath: values['demo-workload'] ?? env('LLR_DEMO_WORKLOAD'),
+          maxRaces: num(values['demo-max-races'] ?? env('LLR_DEMO_MAX_RACES'), 'demo-max-races'),
+          raceTimeoutMs: num(values['demo-race-timeout-ms'] ?? env('LLR_DEMO_RACE_TIMEOUT_MS'), 'demo-race-timeout-ms'),
+          maxToolCalls: num(values['demo-max-tool-calls'] ?? env('LLR_DEMO_MAX_TOOL_CALLS'), 'demo-max-tool-calls'),
+          maxPromptBytes: num(values['demo-max-prompt-bytes'] ?? env('LLR_DEMO_MAX_PROMPT_BYTES'), 'demo-max-prompt-bytes'),
+        }),
   });
   log.info({ url, websocket: url.replace(/^http/, 'ws') + '/v1/responses' }, `llr listening on ${url}`);
+  if (demo) process.stdout.write(`llr demo: open ${url}/demo in a browser\n`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -228,7 +251,7 @@ async function run(argv: string[]): Promise<void> {
 
 async function main(): Promise<void> {
   const [cmd, ...rest] = process.argv.slice(2);
-  if ((cmd === 'serve' || cmd === 'run') && (rest.includes('--help') || rest.includes('-h'))) {
+  if ((cmd === 'serve' || cmd === 'run' || cmd === 'demo') && (rest.includes('--help') || rest.includes('-h'))) {
     process.stdout.write(HELP);
     return;
   }
@@ -237,6 +260,8 @@ async function main(): Promise<void> {
       return serve(rest);
     case 'run':
       return run(rest);
+    case 'demo':
+      return serve(rest, true);
     case 'bench': {
       const { benchCommand } = await import('./bench/command.js');
       return benchCommand(rest);

@@ -28,6 +28,7 @@ import type { Socket } from 'node:net';
 import { WsTransport } from './transport/ws.js';
 import { HttpTransport } from './transport/http.js';
 import { createLogger } from './log.js';
+import { DemoService, type DemoOptions } from './demo/service.js';
 
 /** The simulated model's defaults: a fast model (1,000 tokens/s) with a realistic first token. */
 export const DEFAULT_MODEL_SETTINGS: ModelSettings = {
@@ -70,6 +71,8 @@ export interface ServerOptions {
   allowHosts?: string[];
   logger?: Logger;
   clock?: Clock;
+  /** The teaching demo at /demo (src/demo/service.ts for its bounds); `false` turns it off. */
+  demo?: Partial<DemoOptions> | false;
 }
 
 export const DEFAULT_STORE = 'data/llr.sqlite';
@@ -80,6 +83,7 @@ export class LlrServer {
   readonly http: Server;
   readonly ws: WsTransport;
   readonly httpTransport: HttpTransport;
+  readonly demo: DemoService | null;
   refuseWebSockets: boolean;
   private closing: Promise<void> | null = null;
 
@@ -91,14 +95,20 @@ export class LlrServer {
     const ledger = new Ledger();
     const switches = { ...DEFAULT_SWITCHES, ...options.switches };
     const limits = { ...DEFAULT_LIMITS, ...options.limits };
+    const auth = createAuthenticator(options.apiKeys ?? []);
+    const demo = options.demo === false ? null : new DemoService(() => this.services, options.demo ?? {}, clock, options.seed ?? 1, auth.enabled);
+    this.demo = demo;
+    const model = options.model ?? new SimulatedModel({ policy: options.policy ?? autoPolicy(), clock, seed: options.seed ?? 1 });
     this.services = {
-      model: options.model ?? new SimulatedModel({ policy: options.policy ?? autoPolicy(), clock, seed: options.seed ?? 1 }),
+      // Demo lanes' model names go to their own simulated models (src/demo/models.ts).
+      model: demo ? demo.models.wrap(model) : model,
       router: new Router(
         {
           deployments: [{ name: 'sim-model', aliases: ['sim', 'default'], settings }],
           replicas: 4,
           hopLatencyMs: options.hopLatencyMs ?? 0,
           hops: options.hops ?? 2,
+          ...(demo && { resolve: demo.models.resolve }),
         },
         clock,
       ),
@@ -113,7 +123,6 @@ export class LlrServer {
       limits,
     };
     this.refuseWebSockets = options.refuseWebSockets ?? false;
-    const auth = createAuthenticator(options.apiKeys ?? []);
     const guard = createGuard({
       allowOrigins: options.allowOrigins ?? [],
       allowHosts: options.allowHosts ?? [],
@@ -132,7 +141,7 @@ export class LlrServer {
       guard,
       overCapacity,
     });
-    this.httpTransport = new HttpTransport(this.services, auth, guard, overCapacity);
+    this.httpTransport = new HttpTransport(this.services, auth, guard, overCapacity, demo);
     this.http = createHttpServer((req, res) => this.httpTransport.handle(req, res));
     let open = 0;
     this.http.on('connection', (socket: Socket) => {
@@ -154,13 +163,17 @@ export class LlrServer {
     });
     const { port } = this.http.address() as AddressInfo;
     const h = host.includes(':') ? `[${host}]` : host;
-    return { host, port, url: `http://${h}:${port}` };
+    const url = `http://${h}:${port}`;
+    this.demo?.setUrl(url);
+    return { host, port, url };
   }
 
   /** Graceful shutdown; idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.http.close();
+      // Demo races first: their lanes are clients of this server and wind down through it.
+      await this.demo?.shutdown();
       await Promise.all([this.ws.shutdown(), this.httpTransport.shutdown()]);
       await this.services.postWork.flush();
       this.http.closeAllConnections();

@@ -34,6 +34,12 @@ export interface RouterOptions {
   hopLatencyMs: number;
   /** Remote hops on the path to the model (router → engine), default 1. */
   hops: number;
+  /**
+   * Names the table does not hold are looked up here before falling back to
+   * the default deployment: deployments that come and go while the server
+   * runs (the teaching demo gives each race lane its own, see src/demo/models.ts).
+   */
+  resolve?: (name: string) => Deployment | undefined;
 }
 
 export class Router {
@@ -55,7 +61,7 @@ export class Router {
   async route(model: string, affinityKey: string, metrics: RunMetrics, signal?: AbortSignal): Promise<RouteDecision> {
     const decision = metrics.time('route', () => {
       metrics.count('route_full');
-      const dep = this.table.get(model.toLowerCase()) ?? this.opts.deployments[0];
+      const dep = this.table.get(model.toLowerCase()) ?? this.opts.resolve?.(model) ?? this.opts.deployments[0];
       if (!dep) throw new Error('router has no deployments');
       return { requested: model, model: dep.name, replica: this.pick(affinityKey), settings: dep.settings };
     });

@@ -54,6 +54,7 @@ export const WIRE_ERRORS = {
   too_many_connections: { status: 503, type: 'server_error', message: 'The server has too many open connections; try again later.' },
   request_aborted: { status: 400, type: 'invalid_request_error', message: 'The client closed the connection before the request body ended.' },
   send_buffer_full: { status: 400, type: 'invalid_request_error', message: 'The client did not read the stream; too much was left unsent.' },
+  too_many_races: { status: 429, type: 'rate_limit_error', message: 'Too many demo races are running; try again when one ends.' },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

@@ -2,7 +2,8 @@
  * The HTTP transport: `POST /v1/responses` (SSE when `stream:true`, else the
  * Response as JSON), `GET`/`DELETE /v1/responses/{id}`, `GET /health`, and
  * the server's own records at `GET /llr/runs[/{id}]`, and its CPU time and
- * memory at `GET /llr/stats` (for benchmarks).
+ * memory at `GET /llr/stats` (for benchmarks), and extra routes mounted under
+ * a prefix (`HttpRoutes`: the teaching demo at `/demo`).
  *
  * It only moves bytes: bodies are parsed at the edge, the HTTP mode plans the
  * run, the engine streams it, and this file writes each event as one SSE
@@ -40,6 +41,17 @@ export type OverCapacity = (socket: Socket) => boolean;
 export const RUNS_PAGE_DEFAULT = 100;
 export const RUNS_PAGE_MAX = 1000;
 
+/**
+ * Routes another module serves under `prefix` (the teaching demo). They get
+ * the normalised path and this transport's authentication (throws a
+ * WireError when the key is missing or wrong); their errors are reported
+ * like every other route's.
+ */
+export interface HttpRoutes {
+  readonly prefix: string;
+  handle(req: IncomingMessage, res: ServerResponse, path: string, authenticate: () => string | null): Promise<void>;
+}
+
 export class HttpTransport {
   private readonly runs = new Set<ResponseRun>();
   private readonly idleWaiters: Array<() => void> = [];
@@ -50,6 +62,7 @@ export class HttpTransport {
     private readonly auth: Authenticator,
     private readonly guard: Guard = () => null,
     private readonly overCapacity: OverCapacity = () => false,
+    private readonly extra: HttpRoutes | null = null,
   ) {}
 
   get inFlight(): number {
@@ -118,6 +131,10 @@ export class HttpTransport {
       // Another key's record is reported exactly like a missing one.
       if (!rec || (owner !== null && rec.owner !== owner)) throw new WireError('not_found', `No run record for '${id.slice(0, 100)}'.`);
       return sendJson(res, 200, rec);
+    }
+    const extra = this.extra;
+    if (extra && (path === extra.prefix || path.startsWith(`${extra.prefix}/`))) {
+      return extra.handle(req, res, path, () => this.authenticate(req));
     }
     if (path === '/v1/responses') {
       if (method !== 'POST') throw new WireError('method_not_allowed');

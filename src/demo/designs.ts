@@ -1,0 +1,59 @@
+/**
+ * The designs the teaching demo races, in lane order: the one list the page
+ * reads (through `GET /demo/api/config`) and the race driver runs. Adding a
+ * design (e.g. `long-lived-http` once its client exists) is one entry here.
+ *
+ * The texts are the page's teaching copy: what the client sends to continue
+ * after a tool call, and one sentence on what the server keeps between model
+ * calls. Leaves out how each design works: that is the server's modes and the
+ * project's clients, which the race drives for real.
+ */
+import type { ClientProtocol } from '../client/index.js';
+
+export interface DemoDesign {
+  /** The lane's `data-design` value. */
+  id: string;
+  /** Which of the project's clients drives the lane. */
+  client: ClientProtocol;
+  label: string;
+  /** What the client sends to start a run (shown in the wire log). */
+  starts_with: string;
+  /** What the client sends to continue after its tools ran (shown in the wire log). */
+  continues_with: string;
+  /** One sentence for the page: what survives between model calls. */
+  keeps: string;
+}
+
+export const DEMO_DESIGNS: readonly DemoDesign[] = [
+  {
+    id: 'long-lived',
+    client: 'long-lived',
+    label: 'Long-lived Response',
+    starts_with: 'response.create',
+    continues_with: 'response.append',
+    keeps:
+      'One Response stays open for the whole run: at a tool call it pauses (response.done), the client appends only the tool outputs, and the server carries on with everything it had already checked and tokenised.',
+  },
+  {
+    id: 'ws',
+    client: 'ws',
+    label: 'WebSocket mode',
+    starts_with: 'response.create',
+    continues_with: 'response.create + previous_response_id',
+    keeps:
+      'Each model call is a new Response on the same connection; the server caches the previous one, so the client sends previous_response_id and the new items, but every call pays for a new response, its routing and its bookkeeping.',
+  },
+  {
+    id: 'http',
+    client: 'http',
+    label: 'HTTP + SSE',
+    starts_with: 'POST /v1/responses',
+    continues_with: 'POST /v1/responses (whole conversation)',
+    keeps:
+      'Nothing survives between calls: every model call is a new POST carrying the whole conversation, which the server validates, tokenises and scans again from the start, so its work grows with every call.',
+  },
+];
+
+export function demoDesign(id: string): DemoDesign | undefined {
+  return DEMO_DESIGNS.find((d) => d.id === id);
+}

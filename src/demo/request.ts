@@ -1,0 +1,69 @@
+/**
+ * The body of `POST /demo/api/races`, validated at the edge, and the model
+ * speeds the page offers. Every bad field is a WireError naming it.
+ *
+ *   { "workload": "codex" | "synthetic" | "prompt",
+ *     "tool_calls": 10,            (synthetic)
+ *     "prompt": "…\n$ ls",         (prompt)
+ *     "speed": "65" | "1000" | "4000" | "instant",
+ *     "tool_time": "none" | "recorded",
+ *     "step": false,
+ *     "order": "together" | "one-by-one" }   (one-by-one: not with step)
+ */
+import type { ModelSettings } from '../model/types.js';
+import { WireError } from '../protocol/errors.js';
+import { buildWorkload, type DemoWorkload, type WorkloadChoice, type WorkloadLimits } from './workloads.js';
+
+export const SPEEDS = ['65', '1000', '4000', 'instant'] as const;
+export type Speed = (typeof SPEEDS)[number];
+
+export interface RaceRequest {
+  workload: DemoWorkload;
+  speed: Speed;
+  toolTime: 'none' | 'recorded';
+  step: boolean;
+  order: 'together' | 'one-by-one';
+}
+
+/**
+ * A lane's model settings: the chosen decode rate with the server's own time
+ * to first token and prefill rate (`llr serve --ttft-ms`, `--prefill-tps`);
+ * "instant" makes all three free.
+ */
+export function speedSettings(speed: Speed, base: ModelSettings | undefined): ModelSettings {
+  if (speed === 'instant') return { tokensPerSecond: Infinity, ttftBaseMs: 0, prefillTokensPerSecond: Infinity };
+  return { tokensPerSecond: Number(speed), ttftBaseMs: base?.ttftBaseMs ?? 150, prefillTokensPerSecond: base?.prefillTokensPerSecond ?? 20_000 };
+}
+
+export function parseRaceRequest(body: unknown, limits: WorkloadLimits & { workloadPath: string }): RaceRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new WireError('invalid_type', 'The body must be a JSON object.', null);
+  const b = body as Record<string, unknown>;
+  const speed = oneOf(b['speed'], SPEEDS, 'speed');
+  const toolTime = oneOf(b['tool_time'] ?? 'none', ['none', 'recorded'] as const, 'tool_time');
+  const step = b['step'] ?? false;
+  if (typeof step !== 'boolean') throw new WireError('invalid_type', 'step must be a boolean.', 'step');
+  const order = oneOf(b['order'] ?? 'together', ['together', 'one-by-one'] as const, 'order');
+  if (order === 'one-by-one' && step) throw new WireError('invalid_value', 'Step mode steps every lane together; it cannot run the lanes one after another.', 'order');
+  const kind = oneOf(b['workload'], ['codex', 'synthetic', 'prompt'] as const, 'workload');
+  let choice: WorkloadChoice;
+  if (kind === 'synthetic') {
+    const n = b['tool_calls'];
+    if (typeof n !== 'number') throw new WireError('invalid_type', 'tool_calls must be a number.', 'tool_calls');
+    choice = { kind, tool_calls: n };
+  } else if (kind === 'prompt') {
+    const text = b['prompt'];
+    if (typeof text !== 'string') throw new WireError('invalid_type', 'prompt must be a string.', 'prompt');
+    choice = { kind, text };
+  } else {
+    choice = { kind };
+  }
+  return { workload: buildWorkload(choice, limits, limits.workloadPath), speed, toolTime, step, order };
+}
+
+function oneOf<T extends string>(v: unknown, allowed: readonly T[], param: string): T {
+  if (v === undefined) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
+  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) {
+    throw new WireError('invalid_value', `${param} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}.`, param);
+  }
+  return v as T;
+}

@@ -1,0 +1,269 @@
+/**
+ * The teaching demo's HTTP routes, mounted by the HTTP transport under
+ * `/demo`:
+ *
+ *   GET  /demo                         the page (static files from web/demo/)
+ *   GET  /demo/<file>                  its script and style sheet
+ *   GET  /demo/api/config              designs, speeds, workloads, limits
+ *   POST /demo/api/races               start a race; the response is its SSE stream
+ *   POST /demo/api/races/{id}/step     step mode: let every lane make one more model call
+ *
+ * A race lives as long as its stream: closing the page stops it. The page
+ * needs no build step and makes no request outside this server (its Content
+ * Security Policy says so to the browser too). The API takes the same API
+ * key as /v1 and the lanes use it against this server.
+ *
+ * Bounds (options, `llr serve` flags, docs/demo.md): races at once, a race's
+ * duration, tool calls of a synthetic run or `$ ` lines of a prompt, prompt
+ * size; a page that stops reading its stream is dropped at the transport's
+ * send-buffer limit.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import type { Services } from '../engine/services.js';
+import { WireError } from '../protocol/errors.js';
+import type { HttpRoutes } from '../transport/http.js';
+import { DEMO_DESIGNS } from './designs.js';
+import type { DemoMessage } from './messages.js';
+import { DemoModels } from './models.js';
+import { parseRaceRequest, SPEEDS, speedSettings } from './request.js';
+import { Race } from './race.js';
+import { codexAvailable, DEFAULT_DEMO_WORKLOAD, PROMPT_TOOL_MS, SYNTHETIC_TOOL_MS } from './workloads.js';
+
+export interface DemoOptions {
+  /** Races running at once (default 2); one more gets HTTP 429. */
+  maxRaces: number;
+  /** A race is stopped after this long, step-mode waits included (default 10 minutes). */
+  raceTimeoutMs: number;
+  /** Most tool calls in a synthetic run, and `$ ` lines in a prompt (default 100). */
+  maxToolCalls: number;
+  /** Largest prompt, bytes (default 16 KiB). */
+  maxPromptBytes: number;
+  /** The Codex rollout the "bundled Codex run" replays (default workloads/codex-rollout-a.jsonl in the package). */
+  workloadPath: string;
+}
+
+export const DEFAULT_DEMO_OPTIONS: DemoOptions = {
+  maxRaces: 2,
+  raceTimeoutMs: 10 * 60 * 1000,
+  maxToolCalls: 100,
+  maxPromptBytes: 16 * 1024,
+  workloadPath: DEFAULT_DEMO_WORKLOAD,
+};
+
+const PAGE_DIR = fileURLToPath(new URL('../../web/demo/', import.meta.url));
+const FILES: Record<string, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'demo.css': 'text/css; charset=utf-8',
+  'demo.js': 'text/javascript; charset=utf-8',
+  'lanes.js': 'text/javascript; charset=utf-8',
+  'timeline.js': 'text/javascript; charset=utf-8',
+};
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+export class DemoService implements HttpRoutes {
+  readonly prefix = '/demo';
+  readonly options: DemoOptions;
+  readonly models: DemoModels;
+  private readonly races = new Map<string, Race>();
+  private readonly running = new Set<Promise<unknown>>();
+  private url: string | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly services: () => Services,
+    options: Partial<DemoOptions>,
+    clock: Services['clock'],
+    seed: number,
+    private readonly authRequired: boolean,
+  ) {
+    this.options = { ...DEFAULT_DEMO_OPTIONS, ...options };
+    for (const k of ['maxRaces', 'raceTimeoutMs', 'maxToolCalls', 'maxPromptBytes'] as const) {
+      const v = this.options[k];
+      if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`demo option ${k} must be an integer >= 1, got ${v}`);
+    }
+    // Each race: one lane model per design and one for the lanes' warm-up request.
+    this.models = new DemoModels(clock, seed, this.options.maxRaces * (DEMO_DESIGNS.length + 1));
+  }
+
+  /** The server's own address, for the lanes' clients (set once it listens). */
+  setUrl(url: string): void {
+    const u = new URL(url);
+    if (u.hostname === '0.0.0.0') u.hostname = '127.0.0.1';
+    if (u.hostname === '[::]') u.hostname = '[::1]';
+    this.url = u.toString().replace(/\/$/, '');
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, path: string, authenticate: () => string | null): Promise<void> {
+    const method = req.method ?? 'GET';
+    const rest = path.slice(this.prefix.length).replace(/^\//, '');
+    if (rest === '' || rest in FILES) {
+      if (method !== 'GET' && method !== 'HEAD') throw new WireError('method_not_allowed');
+      return this.file(res, rest === '' ? 'index.html' : rest, method === 'HEAD');
+    }
+    if (rest === 'api/config') {
+      if (method !== 'GET') throw new WireError('method_not_allowed');
+      authenticate();
+      return json(res, 200, this.config());
+    }
+    if (rest === 'api/races') {
+      if (method !== 'POST') throw new WireError('method_not_allowed');
+      authenticate();
+      return this.startRace(req, res);
+    }
+    const step = /^api\/races\/([a-z0-9]+)\/step$/.exec(rest);
+    if (step) {
+      if (method !== 'POST') throw new WireError('method_not_allowed');
+      authenticate();
+      const race = this.races.get(step[1]!);
+      if (!race) throw new WireError('not_found', `No running demo race '${step[1]}'.`);
+      return json(res, 200, { allowed: race.step() });
+    }
+    throw new WireError('not_found', `No demo route for ${method} ${path}.`);
+  }
+
+  /** Races running now. */
+  get racesRunning(): number {
+    return this.running.size;
+  }
+
+  /** Resolves once no race is running (tests; shutdown uses `shutdown`). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running]);
+  }
+
+  /** Shutdown: stop every race and wait until each has ended. */
+  async shutdown(): Promise<void> {
+    this.closed = true;
+    for (const r of this.races.values()) r.stop('the server is shutting down');
+    await Promise.all([...this.running]);
+  }
+
+  private config(): object {
+    const o = this.options;
+    return {
+      designs: DEMO_DESIGNS.map(({ id, label, starts_with, continues_with, keeps }) => ({ id, label, starts_with, continues_with, keeps })),
+      speeds: SPEEDS.map((id) => ({ id, label: id === 'instant' ? 'instant' : `${Number(id).toLocaleString('en')} tokens/s` })),
+      tool_times: [
+        { id: 'none', label: 'none (tools answer at once)' },
+        { id: 'recorded', label: 'as recorded' },
+      ],
+      workloads: {
+        codex: { available: codexAvailable(o.workloadPath) },
+        synthetic: { max_tool_calls: o.maxToolCalls, tool_ms: SYNTHETIC_TOOL_MS },
+        prompt: { max_bytes: o.maxPromptBytes, max_lines: o.maxToolCalls, tool_ms: PROMPT_TOOL_MS },
+      },
+      auth_required: this.authRequired,
+      limits: { max_races: o.maxRaces, race_timeout_ms: o.raceTimeoutMs },
+    };
+  }
+
+  private async file(res: ServerResponse, name: string, head: boolean): Promise<void> {
+    const body = await readFile(PAGE_DIR + name);
+    res.writeHead(200, {
+      'Content-Type': FILES[name]!,
+      'Content-Length': body.length,
+      'Cache-Control': 'no-cache',
+      'Content-Security-Policy': CSP,
+      'X-Content-Type-Options': 'nosniff',
+      'Referrer-Policy': 'no-referrer',
+    });
+    res.end(head ? undefined : body);
+  }
+
+  private async startRace(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const services = this.services();
+    const body = await readJson(req, this.options.maxPromptBytes + 4096);
+    const r = parseRaceRequest(body, this.options);
+    if (this.closed) throw new WireError('server_shutting_down');
+    if (this.races.size >= this.options.maxRaces) throw new WireError('too_many_races', `${this.options.maxRaces} demo races are already running; try again when one ends.`);
+    if (!this.url) throw new Error('the demo service does not know the server address yet');
+    const id = `r${randomBytes(5).toString('hex')}`;
+    const auth = req.headers.authorization;
+    const race = new Race(
+      {
+        id,
+        designs: DEMO_DESIGNS,
+        workload: r.workload,
+        speed: r.speed,
+        settings: speedSettings(r.speed, services.router.opts.deployments[0]?.settings),
+        toolTime: r.toolTime,
+        step: r.step,
+        order: r.order,
+        url: this.url,
+        apiKey: auth?.startsWith('Bearer ') ? auth.slice(7) : undefined,
+        timeoutMs: this.options.raceTimeoutMs,
+      },
+      services,
+      this.models,
+      (m) => send(m),
+    );
+    const limit = services.limits.maxSendBufferBytes;
+    // Frames made in one turn of the event loop go out in one write.
+    let pending: string[] = [];
+    let flushing: NodeJS.Immediate | null = null;
+    const flush = (): void => {
+      flushing = null;
+      const text = pending.join('');
+      pending = [];
+      if (res.writableEnded || res.destroyed || text === '') return;
+      res.write(text);
+      if (res.writableLength > limit) {
+        race.stop('the page stopped reading its stream');
+        res.destroy();
+      }
+    };
+    const send = (m: DemoMessage): void => {
+      pending.push(`event: ${m.type}\ndata: ${JSON.stringify(m)}\n\n`);
+      flushing ??= setImmediate(flush);
+    };
+    this.races.set(id, race);
+    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+    res.on('close', () => race.stop('the page closed the race stream'));
+    const done = race.run();
+    this.running.add(done);
+    try {
+      const status = await done;
+      send({ type: 'race.done', race_id: id, status });
+      if (flushing) clearImmediate(flushing);
+      flush();
+      if (!res.destroyed) res.end();
+    } finally {
+      this.running.delete(done);
+      this.races.delete(id);
+    }
+  }
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-cache' });
+  res.end(text);
+}
+
+function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`));
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      } catch (err) {
+        reject(new WireError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}`, null, { cause: err }));
+      }
+    });
+    req.on('error', reject);
+  });
+}

@@ -1,0 +1,150 @@
+/**
+ * The teaching demo's workloads: what one race runs through every lane, and
+ * what its tools answer. Three kinds, chosen on the page:
+ *
+ *  - `codex`: the bundled Codex CLI rollout, replayed call for call (the
+ *    model replays the recorded outputs, the tools answer with the recorded
+ *    outputs after the recorded durations);
+ *  - `synthetic`: a run of N shell tool calls with plausible outputs
+ *    (src/bench/synthetic.ts), each "taking" SYNTHETIC_TOOL_MS;
+ *  - `prompt`: the user's own prompt, answered by the simulated model's
+ *    default policy, which runs each `$ ` line as an `exec_command` call.
+ *    The demo never runs a command on this machine: every `$ ` line gets a
+ *    fixed stand-in output (the page says so).
+ *
+ * Each lane gets a fresh policy from `policy()`. Imports of the workload
+ * readers are all in this file (they are moving from src/bench/ to
+ * src/workload/). Leaves out running anything (race.ts).
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { autoPolicy, replayPolicy, type ModelPolicy } from '../model/policies.js';
+import type { FunctionTool, InputItem } from '../protocol/objects.js';
+import { WireError } from '../protocol/errors.js';
+import { flatModelTurns } from '../workload/replayable.js';
+import { loadWorkloadFile } from '../workload/load.js';
+import { syntheticWorkload } from '../workload/synthetic.js';
+import type { Workload } from '../workload/types.js';
+
+/** Where the bundled Codex rollout lives in the package (override: `llr serve --demo-workload FILE`). */
+export const DEFAULT_DEMO_WORKLOAD = fileURLToPath(new URL('../../workloads/codex-rollout-a.jsonl', import.meta.url));
+/** Each synthetic tool call's duration when tool time is "as recorded", ms. */
+export const SYNTHETIC_TOOL_MS = 300;
+/** Each `$ ` line's stand-in duration when tool time is "as recorded", ms. */
+export const PROMPT_TOOL_MS = 200;
+const SYNTHETIC_OUTPUT_BYTES = 1500;
+const SYNTHETIC_OUTPUT_TOKENS = 60;
+
+export type WorkloadChoice =
+  | { kind: 'codex' }
+  | { kind: 'synthetic'; tool_calls: number }
+  | { kind: 'prompt'; text: string };
+
+export interface DemoWorkload {
+  label: string;
+  /** One sentence for the page: where the tool outputs come from. */
+  tools_note: string;
+  instructions: string | null;
+  tools: FunctionTool[];
+  /** One input per user turn; each lane's client continues its own conversation. */
+  userTurns: InputItem[][];
+  parallel_tool_calls: boolean;
+  /** Model calls the run makes, when known in advance (replays). */
+  model_calls: number | null;
+  policy(): ModelPolicy;
+  /** The output of one tool call and how long it takes when tool time is "as recorded". */
+  toolResult(callId: string, args: string): { output: string; duration_ms: number } | null;
+}
+
+export interface WorkloadLimits {
+  maxToolCalls: number;
+  maxPromptBytes: number;
+}
+
+export const EXEC_COMMAND: FunctionTool = {
+  type: 'function',
+  name: 'exec_command',
+  description: 'Run a shell command and return its output.',
+  parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'], additionalProperties: false },
+};
+
+export function codexAvailable(path: string): boolean {
+  return existsSync(path);
+}
+
+/** Build the chosen workload; a bad choice is a WireError naming the field. */
+export function buildWorkload(choice: WorkloadChoice, limits: WorkloadLimits, codexPath: string): DemoWorkload {
+  switch (choice.kind) {
+    case 'codex': {
+      if (!codexAvailable(codexPath)) throw new WireError('invalid_value', `The bundled Codex run is not installed (${codexPath}).`, 'workload');
+      return fromReplay(loadWorkloadFile(codexPath), 'the bundled Codex CLI run', 'Tools answer with the outputs the Codex run recorded.');
+    }
+    case 'synthetic': {
+      const n = choice.tool_calls;
+      if (!Number.isSafeInteger(n) || n < 1 || n > limits.maxToolCalls) {
+        throw new WireError('invalid_value', `tool_calls must be an integer from 1 to ${limits.maxToolCalls}.`, 'tool_calls');
+      }
+      const w = syntheticWorkload({ turns: n + 1, toolOutputBytes: SYNTHETIC_OUTPUT_BYTES, outputTokensPerTurn: SYNTHETIC_OUTPUT_TOKENS, seed: 1, toolDurationMs: SYNTHETIC_TOOL_MS });
+      return fromReplay(w, `a synthetic run of ${n} tool call${n === 1 ? '' : 's'}`, `Tools answer with generated shell output (${SYNTHETIC_OUTPUT_BYTES} bytes each; ${SYNTHETIC_TOOL_MS} ms each "as recorded").`);
+    }
+    case 'prompt':
+      return fromPrompt(choice.text, limits);
+    default: {
+      const never: never = choice;
+      throw new WireError('invalid_value', `Unknown workload ${JSON.stringify(never)}.`, 'workload');
+    }
+  }
+}
+
+/**
+ * What each lane runs once before the race, with a model of its own: a
+ * synthetic replay of two tool calls, so the paths the race takes (replay,
+ * pause and append, previous_response_id, re-sent history) are warm.
+ */
+export function warmUpWorkload(): DemoWorkload {
+  const w = syntheticWorkload({ turns: 3, toolOutputBytes: 200, outputTokensPerTurn: 20, seed: 2 });
+  return fromReplay(w, 'warm-up', '');
+}
+
+function fromReplay(w: Workload, label: string, note: string): DemoWorkload {
+  const turns = flatModelTurns(w);
+  return {
+    label,
+    tools_note: note,
+    instructions: w.instructions,
+    tools: w.tools,
+    userTurns: w.userTurns.map((u) => u.input),
+    parallel_tool_calls: true,
+    model_calls: turns.length,
+    policy: () => replayPolicy(turns),
+    toolResult: (callId) => w.toolOutputs[callId] ?? null,
+  };
+}
+
+function fromPrompt(text: string, limits: WorkloadLimits): DemoWorkload {
+  if (typeof text !== 'string' || text.trim() === '') throw new WireError('invalid_value', 'The prompt is empty.', 'prompt');
+  if (Buffer.byteLength(text) > limits.maxPromptBytes) throw new WireError('payload_too_large', `The prompt is longer than ${limits.maxPromptBytes} bytes.`, 'prompt');
+  const lines = text.split(/\r?\n/).filter((l) => /^\s*\$ \S/.test(l)).length;
+  if (lines > limits.maxToolCalls) throw new WireError('invalid_value', `The prompt has ${lines} "$ " lines; at most ${limits.maxToolCalls}.`, 'prompt');
+  return {
+    label: lines > 0 ? `your prompt (${lines} "$ " line${lines === 1 ? '' : 's'})` : 'your prompt',
+    tools_note: `No command runs on the server: every "$ " line gets a fixed stand-in output (${PROMPT_TOOL_MS} ms each "as recorded").`,
+    instructions: null,
+    tools: [EXEC_COMMAND],
+    userTurns: [[{ type: 'message', role: 'user', content: text }]],
+    // One command per model call, so each line is a step on the timeline.
+    parallel_tool_calls: false,
+    model_calls: lines > 0 ? lines + 1 : 1,
+    policy: () => autoPolicy(),
+    toolResult: (_id, args) => ({ output: `(llr demo: \`${commandOf(args)}\` was not run; this is a fixed stand-in output)`, duration_ms: PROMPT_TOOL_MS }),
+  };
+}
+
+function commandOf(args: string): string {
+  try {
+    const v = JSON.parse(args) as { cmd?: unknown };
+    return typeof v.cmd === 'string' ? v.cmd : args;
+  } catch {
+    return args;
+  }
+}

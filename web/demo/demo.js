@@ -1,0 +1,318 @@
+// The demo page's controller: reads the server's configuration (designs,
+// limits), starts a race with `POST /demo/api/races` and reads its SSE stream,
+// hands each message to its lane, and redraws once per animation frame.
+// "Pause animation" holds the messages back (nothing is lost) until resumed.
+// Talks only to the server that served it.
+
+import { CATEGORIES, apiTotal, patternDefs, swatch } from './timeline.js';
+import { LaneView, fmt } from './lanes.js';
+
+const $ = (sel) => document.querySelector(sel);
+const form = $('#race-form');
+const raceBtn = $('[data-action="race"]');
+const stepBtn = $('[data-action="step"]');
+const stopBtn = $('[data-action="stop"]');
+const pauseBtn = $('[data-action="pause-animation"]');
+const note = $('#workload-note');
+const errorBox = $('#error');
+const summary = $('#summary');
+
+let config = null;
+let lanes = new Map();
+let race = null;
+/** The last race's description (kept after it ends, for the explanation). */
+let lastInfo = null;
+let held = [];
+let paused = false;
+let frame = 0;
+
+function authHeaders() {
+  const key = form.elements.api_key.value.trim();
+  return key ? { Authorization: `Bearer ${key}` } : {};
+}
+
+function showError(text) {
+  errorBox.textContent = text;
+  errorBox.hidden = !text;
+}
+
+async function errorText(res) {
+  try {
+    const body = await res.json();
+    return body.error?.message ?? `HTTP ${res.status}`;
+  } catch {
+    return `HTTP ${res.status}`;
+  }
+}
+
+async function loadConfig() {
+  const res = await fetch('/demo/api/config', { headers: authHeaders() });
+  if (res.status === 401) {
+    document.querySelector('[data-for="auth"]').hidden = false;
+    showError('This server needs an API key: type it in and start the race.');
+    return false;
+  }
+  if (!res.ok) {
+    showError(await errorText(res));
+    return false;
+  }
+  config = await res.json();
+  document.querySelector('[data-for="auth"]').hidden = !config.auth_required;
+  form.elements.tool_calls.max = String(config.workloads.synthetic.max_tool_calls);
+  const codex = form.elements.workload.querySelector('option[value="codex"]');
+  codex.disabled = !config.workloads.codex.available;
+  if (codex.disabled) codex.textContent += ' (not installed)';
+  buildLanes(config.designs);
+  describeWorkload();
+  return true;
+}
+
+function buildLanes(designs) {
+  const main = $('#lanes');
+  main.replaceChildren();
+  main.style.setProperty('--lanes', String(designs.length));
+  lanes = new Map();
+  for (const d of designs) {
+    const lane = new LaneView(d);
+    lanes.set(d.id, lane);
+    main.append(lane.el);
+  }
+}
+
+function buildLegend() {
+  const legend = $('#legend');
+  legend.append(patternDefs());
+  const ul = document.createElement('ul');
+  for (const c of CATEGORIES) {
+    const li = document.createElement('li');
+    li.append(swatch(c), ` ${c.label}`);
+    ul.append(li);
+  }
+  legend.append(ul);
+}
+
+function describeWorkload() {
+  const kind = form.elements.workload.value;
+  for (const el of document.querySelectorAll('[data-for="synthetic"], [data-for="prompt"]')) el.hidden = el.dataset.for !== kind;
+  const w = config?.workloads;
+  const text = {
+    synthetic: `A synthetic agent run: the model calls exec_command once per model call; each tool answers with generated shell output${w ? ` (${w.synthetic.tool_ms} ms each "as recorded")` : ''}.`,
+    codex: 'A real Codex CLI session, replayed call for call: the model repeats what was recorded and the tools answer with the recorded outputs.',
+    prompt: `The simulated model runs each "$ " line as an exec_command call. Nothing runs on this machine: each command gets a fixed stand-in output${w ? ` (${w.prompt.tool_ms} ms each "as recorded")` : ''}.`,
+  }[kind];
+  note.textContent = text ?? '';
+}
+
+function raceBody() {
+  const f = form.elements;
+  const body = { workload: f.workload.value, speed: f.speed.value, tool_time: f.tool_time.value, step: f.step.checked, order: f.order.value };
+  if (body.workload === 'synthetic') body.tool_calls = Number(f.tool_calls.value);
+  if (body.workload === 'prompt') body.prompt = f.prompt.value;
+  return body;
+}
+
+async function startRace(event) {
+  event.preventDefault();
+  if (race) return;
+  if (!config && !(await loadConfig())) return;
+  showError('');
+  summary.hidden = true;
+  for (const lane of lanes.values()) lane.reset();
+  const controller = new AbortController();
+  race = { id: null, controller, step: form.elements.step.checked };
+  raceBtn.disabled = true;
+  raceBtn.textContent = 'Racing…';
+  stopBtn.disabled = false;
+  try {
+    const res = await fetch('/demo/api/races', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream', ...authHeaders() },
+      body: JSON.stringify(raceBody()),
+      signal: controller.signal,
+    });
+    if (!res.ok || !res.body) {
+      showError(await errorText(res));
+      return;
+    }
+    await readStream(res.body);
+  } catch (err) {
+    if (err.name !== 'AbortError') showError(`The race stream broke: ${err.message}`);
+  } finally {
+    race = null;
+    raceBtn.disabled = false;
+    raceBtn.textContent = 'Start the race';
+    stepBtn.disabled = true;
+    stopBtn.disabled = true;
+    schedule();
+  }
+}
+
+async function readStream(body) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const frameText = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const data = frameText.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      if (data) receive(JSON.parse(data));
+    }
+  }
+}
+
+function receive(m) {
+  if (paused) held.push(m);
+  else apply(m);
+}
+
+function apply(m) {
+  const lane = m.design ? lanes.get(m.design) : null;
+  switch (m.type) {
+    case 'race':
+      if (race) race.id = m.race_id;
+      lastInfo = m;
+      note.textContent = `Racing ${m.workload.label} at ${m.speed === 'instant' ? 'instant speed' : `${m.speed} tokens/s`}, tool time ${m.tool_time}, lanes ${m.order === 'together' ? 'at the same time' : 'one after another'}. ${m.workload.tools_note}`;
+      for (const d of m.designs) lanes.get(d.id)?.el.setAttribute('data-model', d.model);
+      break;
+    case 'lane.state':
+      // Drawn at once, so a lane reads "done" only with its final figures on screen.
+      if (lane) {
+        draw();
+        lane.setState(m.state, m.error);
+      }
+      break;
+    case 'wire':
+      lane?.onWire(m, !paused);
+      break;
+    case 'response':
+      lane?.onResponse(m);
+      break;
+    case 'progress':
+      if (lane) lane.bytesSent = m.bytes_sent;
+      break;
+    case 'gate':
+      lane?.gates.push(m);
+      break;
+    case 'step': {
+      // "Next" once every running lane waits, with their counts on screen.
+      const running = [...lanes.values()].filter((l) => l.el.dataset.state === 'running').length;
+      draw();
+      stepBtn.disabled = !(race && race.step && m.waiting.length > 0 && m.waiting.length >= running);
+      break;
+    }
+    case 'lane.done':
+      if (lane) {
+        lane.done = m;
+        lane.bytesSent = m.bytes_sent;
+      }
+      break;
+    case 'race.done':
+      explain(m.status);
+      break;
+    default:
+      break;
+  }
+  schedule();
+}
+
+function schedule() {
+  if (frame) return;
+  frame = requestAnimationFrame(() => {
+    frame = 0;
+    draw();
+  });
+}
+
+function draw() {
+  const all = [...lanes.values()];
+  const scale = Math.max(1, ...all.map((l) => l.extent()));
+  const perCall = all.map((l) => l.perCallWork());
+  const maxCalls = Math.max(1, ...perCall.map((c) => c.length));
+  const maxCallMs = Math.max(0.001, ...perCall.flat().map(apiTotal));
+  const http = lanes.get('http')?.done ?? null;
+  for (const l of all) {
+    l.draw(scale, maxCalls, maxCallMs);
+    l.showResult(http);
+  }
+}
+
+function explain(status) {
+  const p = summary.querySelector('[data-field="explanation"]');
+  const done = [...lanes.values()].filter((l) => l.done);
+  if (status !== 'done' || done.length === 0) {
+    p.textContent = status === 'stopped' ? 'The race was stopped before every lane finished.' : 'At least one lane failed; its state says why.';
+    summary.hidden = false;
+    return;
+  }
+  const ll = lanes.get('long-lived');
+  const http = lanes.get('http');
+  const ws = lanes.get('ws');
+  const info = lastInfo;
+  const parts = [];
+  if (ll?.done && http?.done) {
+    const diff = http.done.e2e_ms - ll.done.e2e_ms;
+    parts.push(
+      `The same run took ${fmt(ll.done.e2e_ms, 0)} ms through the long-lived Response and ${fmt(http.done.e2e_ms, 0)} ms over HTTP (${diff >= 0 ? `${fmt(diff, 0)} ms less` : `${fmt(-diff, 0)} ms more`})${ws?.done ? `, and ${fmt(ws.done.e2e_ms, 0)} ms in WebSocket mode` : ''}.`,
+    );
+    const t = (l) => l.totals();
+    parts.push(
+      `Over HTTP nothing survives between model calls, so for each of its ${fmt(t(http).model_calls)} calls the client sent the whole conversation again (${fmt(http.done.bytes_sent)} bytes in all) and the server validated and tokenised it from the start: ${fmt(t(http).tokens_tokenized)} tokens tokenised and ${fmt(t(http).items_validated)} items validated.`,
+    );
+    parts.push(
+      `The long-lived Response stayed open: at each tool call it paused, the client appended only the tool outputs (${fmt(ll.done.bytes_sent)} bytes in all), and the server checked and tokenised only what was new (${fmt(t(ll).tokens_tokenized)} tokens, ${fmt(t(ll).items_validated)} items), in ${ll.responses.size === 1 ? 'one response' : `${fmt(ll.responses.size)} responses (one per user turn)`} instead of ${fmt(http.responses.size)}.`,
+    );
+    if (ws?.done) parts.push(`WebSocket mode keeps the previous response on the connection, so it re-tokenises little (${fmt(t(ws).tokens_tokenized)} tokens) but still starts, routes and books a new response for every call (${fmt(ws.responses.size)} of them).`);
+    const share = http.done.e2e_ms > 0 ? (http.done.api_overhead_ms / http.done.e2e_ms) * 100 : 0;
+    parts.push(`The slower the model, the smaller this share: here the API overhead was ${fmt(share, 0)} % of the HTTP lane's time.`);
+    if (info?.order === 'together' && info?.speed === 'instant') parts.push('With the instant model and the lanes at the same time, every lane competes for this one server process, so wall times include waiting for the other lanes; the API-stage figures are each lane’s own.');
+  }
+  p.textContent = parts.join(' ');
+  summary.hidden = false;
+}
+
+pauseBtn.addEventListener('click', () => {
+  paused = !paused;
+  pauseBtn.setAttribute('aria-pressed', String(paused));
+  pauseBtn.textContent = paused ? 'Resume animation' : 'Pause animation';
+  if (!paused) {
+    const queued = held;
+    held = [];
+    for (const m of queued) apply(m);
+    for (const l of lanes.values()) l.wire.scrollTop = l.wire.scrollHeight;
+  }
+});
+
+// Closing the stream stops the race on the server.
+stopBtn.addEventListener('click', () => {
+  race?.controller.abort();
+  for (const lane of lanes.values()) if (lane.el.dataset.state === 'running') lane.setState('failed', 'stopped');
+  explain('stopped');
+});
+
+stepBtn.addEventListener('click', async () => {
+  if (!race?.id) return;
+  stepBtn.disabled = true;
+  const res = await fetch(`/demo/api/races/${race.id}/step`, { method: 'POST', headers: authHeaders() });
+  if (!res.ok) showError(await errorText(res));
+});
+
+// The instant model makes every lane pure CPU on one process: suggest one lane after another.
+// Step mode steps all lanes together, so it runs them at the same time.
+function suggestOrder() {
+  const f = form.elements;
+  if (f.step.checked) f.order.value = 'together';
+  else f.order.value = f.speed.value === 'instant' ? 'one-by-one' : 'together';
+  f.order.querySelector('option[value="one-by-one"]').disabled = f.step.checked;
+}
+form.elements.speed.addEventListener('change', suggestOrder);
+form.elements.step.addEventListener('change', suggestOrder);
+suggestOrder();
+
+form.addEventListener('submit', startRace);
+form.elements.workload.addEventListener('change', describeWorkload);
+buildLegend();
+loadConfig().catch((err) => showError(`Cannot load the demo configuration: ${err.message}`));

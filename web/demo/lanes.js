@@ -1,0 +1,178 @@
+// One lane of the page per design: its state, counters, timeline, API work
+// per model call, wire log and result. It only shows what the server sent:
+// records (`response`), wire events the client saw (`wire`), the client's
+// byte counts (`progress`) and the lane's figures (`lane.done`).
+
+import { apiPerCall, drawPerCall, drawTimeline, laneSegments } from './timeline.js';
+
+const SVG = 'http://www.w3.org/2000/svg';
+/** Wire entries kept in the page per lane (the server sends at most 2,000). */
+const MAX_WIRE_ROWS = 2000;
+
+// Small counts first (three to a row), the large ones below (two to a row).
+const COUNTERS = [
+  { field: 'model-calls', label: 'model calls' },
+  { field: 'responses', label: 'responses created' },
+  { field: 'items-validated', label: 'items validated' },
+  { field: 'tokens-tokenized', label: 'tokens tokenised' },
+  { field: 'bytes-sent', label: 'bytes sent by the client' },
+];
+
+function h(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'text') e.textContent = v;
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c);
+  return e;
+}
+
+export const fmt = (n, digits = 0) => Number(n).toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+export class LaneView {
+  constructor(design) {
+    this.design = design;
+    const id = `lane-${design.id}`;
+    this.state = h('span', { class: 'state', 'data-field': 'state', text: 'idle' });
+    this.e2e = h('span', { 'data-field': 'e2e-ms', text: '—' });
+    this.timeline = document.createElementNS(SVG, 'svg');
+    this.timeline.setAttribute('viewBox', '0 0 1000 42');
+    this.timeline.setAttribute('preserveAspectRatio', 'none');
+    this.timeline.setAttribute('class', 'timeline');
+    this.timeline.setAttribute('role', 'img');
+    this.perCall = document.createElementNS(SVG, 'svg');
+    this.perCall.setAttribute('viewBox', '0 0 1000 100');
+    this.perCall.setAttribute('preserveAspectRatio', 'none');
+    this.perCall.setAttribute('class', 'percall');
+    this.perCall.setAttribute('role', 'img');
+    this.counterEls = {};
+    const dl = h('dl', { class: 'counters' });
+    for (const c of COUNTERS) {
+      const dd = h('dd', { 'data-field': c.field, text: '0' });
+      this.counterEls[c.field] = dd;
+      dl.append(h('div', {}, h('dt', { text: c.label }), dd));
+    }
+    this.wire = h('ol', { class: 'wire', tabindex: '0', 'aria-label': `${design.label}: wire events` });
+    this.result = h('div', { class: 'result', 'data-field': 'result' });
+    this.el = h(
+      'article',
+      { class: 'lane', 'data-design': design.id, 'data-state': 'idle', 'aria-labelledby': `${id}-title` },
+      h('header', { class: 'lane-head' }, h('h2', { id: `${id}-title`, text: design.label }), this.state),
+      h('p', { class: 'keeps', text: design.keeps }),
+      h('p', { class: 'e2e' }, h('span', { class: 'e2e-label', text: 'End to end ' }), this.e2e, ' ms'),
+      h('p', { class: 'chart-label', text: 'Timeline (same scale in every lane): model and tools above, API stages below' }),
+      this.timeline,
+      dl,
+      h('p', { class: 'chart-label', text: 'API work per model call (same scale in every lane)' }),
+      this.perCall,
+      h('p', { class: 'chart-label', text: `Wire, as the client saw it (→ sent, ← received; continues with ${design.continues_with})` }),
+      this.wire,
+      this.result,
+    );
+    this.reset();
+  }
+
+  reset() {
+    this.responses = new Map();
+    this.gates = [];
+    this.bytesSent = 0;
+    this.done = null;
+    this.wireRows = 0;
+    this.setState('idle');
+    this.e2e.textContent = '—';
+    this.wire.replaceChildren();
+    this.result.replaceChildren();
+    this.timeline.replaceChildren();
+    this.perCall.replaceChildren();
+    this.timeline.setAttribute('aria-label', `${this.design.label}: no run yet`);
+    this.perCall.setAttribute('aria-label', `${this.design.label}: no run yet`);
+    for (const el of Object.values(this.counterEls)) el.textContent = '0';
+  }
+
+  setState(state, error) {
+    this.el.dataset.state = state;
+    this.state.textContent = error ? `${state}: ${error}` : state;
+  }
+
+  onResponse(m) {
+    this.responses.set(m.record.response_id, { sent_at_ms: m.sent_at_ms, record: m.record });
+  }
+
+  onWire(m, follow) {
+    if (this.wireRows >= MAX_WIRE_ROWS) return;
+    this.wireRows++;
+    const arrow = m.dir === 'out' ? '→' : '←';
+    const li = h(
+      'li',
+      { class: `wire-${m.dir}` },
+      h('span', { class: 'wire-t', text: `${fmt(m.t_ms, 1)} ms` }),
+      h('span', { class: 'wire-dir', 'aria-label': m.dir === 'out' ? 'sent' : 'received', text: arrow }),
+      h('span', { class: 'wire-event', text: m.event }),
+      h('span', { class: 'wire-detail', text: m.detail }),
+    );
+    this.wire.append(li);
+    if (follow) this.wire.scrollTop = this.wire.scrollHeight;
+  }
+
+  /** The lane's responses in creation order (the order the client saw them created). */
+  ordered() {
+    return [...this.responses.values()].sort((a, b) => a.sent_at_ms - b.sent_at_ms);
+  }
+
+  totals() {
+    const t = { model_calls: 0, tokens_tokenized: 0, items_validated: 0 };
+    for (const r of this.responses.values()) for (const k of Object.keys(t)) t[k] += r.record.counters[k] ?? 0;
+    return t;
+  }
+
+  /** Latest time this lane has drawn anything at (for the shared scale). */
+  extent() {
+    let end = 0;
+    for (const s of laneSegments(this.ordered())) end = Math.max(end, s.end);
+    const cut = this.gates.reduce((n, g) => n + (g.to_ms - g.from_ms), 0);
+    return Math.max(0, end - cut);
+  }
+
+  perCallWork() {
+    return apiPerCall(this.ordered());
+  }
+
+  draw(scaleMs, maxCalls, maxCallMs) {
+    const t = this.totals();
+    this.counterEls['model-calls'].textContent = fmt(t.model_calls);
+    this.counterEls['tokens-tokenized'].textContent = fmt(t.tokens_tokenized);
+    this.counterEls['items-validated'].textContent = fmt(t.items_validated);
+    this.counterEls['bytes-sent'].textContent = fmt(this.bytesSent);
+    this.counterEls['responses'].textContent = fmt(this.responses.size);
+    const segs = laneSegments(this.ordered());
+    drawTimeline(this.timeline, segs, this.gates, scaleMs);
+    this.timeline.setAttribute('aria-label', `${this.design.label}: ${t.model_calls} model calls drawn over ${fmt(this.extent())} ms`);
+    const calls = this.perCallWork();
+    drawPerCall(this.perCall, calls, maxCalls, maxCallMs);
+    this.perCall.setAttribute('aria-label', `${this.design.label}: API work per model call, ${calls.length} calls`);
+  }
+
+  showResult(http) {
+    const d = this.done;
+    if (!d) return;
+    this.e2e.textContent = fmt(d.e2e_ms, 1);
+    const stages = Object.values(d.stage_ms).reduce((n, v) => n + v, 0);
+    const rows = [
+      ['model (TTFT + decode)', `${fmt(d.model_ms, 1)} ms`],
+      ['tools', `${fmt(d.tool_ms, 1)} ms`],
+      ['API overhead (end to end − model − tools)', `${fmt(d.api_overhead_ms, 1)} ms`],
+      ['of which the server’s own API stages', `${fmt(stages, 1)} ms`],
+    ];
+    if (http && http !== d) {
+      const diff = d.e2e_ms - http.e2e_ms;
+      const stageDiff = stages - Object.values(http.stage_ms).reduce((n, v) => n + v, 0);
+      rows.push(['end to end vs HTTP', `${diff <= 0 ? '−' : '+'}${fmt(Math.abs(diff), 1)} ms (${fmt((Math.abs(diff) / http.e2e_ms) * 100, 0)} % ${diff <= 0 ? 'faster' : 'slower'})`]);
+      rows.push(['API stages vs HTTP', `${stageDiff <= 0 ? '−' : '+'}${fmt(Math.abs(stageDiff), 1)} ms`]);
+    }
+    if (d.gate_ms > 0) rows.push(['waiting for “next” (left out)', `${fmt(d.gate_ms, 0)} ms`]);
+    const dl = h('dl', {});
+    for (const [k, v] of rows) dl.append(h('div', {}, h('dt', { text: k }), h('dd', { text: v })));
+    this.result.replaceChildren(dl);
+  }
+}

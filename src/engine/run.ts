@@ -76,7 +76,7 @@ export class ResponseRun {
   ) {
     this.metrics = plan.metrics;
     this.pauses = new PauseRegistry(services.limits.maxPendingCalls);
-    this.response = newResponse(plan.params, plan.route.model);
+    this.response = newResponse(plan.params);
     this.done = this.loop();
   }
 
@@ -323,7 +323,7 @@ export class ResponseRun {
       protocol: this.plan.protocol,
       connection: this.plan.connection,
       status: r.status,
-      model: r.model,
+      model: this.plan.route.model,
       previous_response_id: r.previous_response_id,
       usage: r.usage,
       counters: { ...this.metrics.counters },

@@ -170,6 +170,12 @@ export interface Response {
   metadata: Record<string, string>;
   safety_identifier: string | null;
   prompt_cache_key: string | null;
+  /** Optional in the API's schema; the engine always sends them (null). */
+  prompt_cache_retention?: string | null;
+  /** Conversations are not served: always null. */
+  conversation?: { id: string } | null;
+  /** Prompt templates are not served: always null. */
+  prompt?: Record<string, unknown> | null;
   /** Long-lived protocol only: call ids the paused response waits for. */
   pending_tool_calls?: string[];
 }

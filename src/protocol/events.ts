@@ -83,8 +83,12 @@ export interface WireErrorBody {
   param: string | null;
 }
 
-/** WebSocket shape (nested); SSE uses the flat shape, see `toSseError`. */
-export type ErrorEvent = Partial<Seq> & {
+/**
+ * WebSocket shape (nested); SSE uses the flat shape, see `toSseError`. Always
+ * numbered: in the stream of the response in flight, or by the connection's
+ * own counter when none is.
+ */
+export type ErrorEvent = Seq & {
   type: 'error';
   status: number;
   error: WireErrorBody;

@@ -235,6 +235,7 @@ export class ResponseRun {
       this.outputTokens += tokens;
       m.count('output_tokens', tokens);
     }
+    if (this.end) segment.truncate();
     m.span('decode', firstToken, clock.now());
     appendOutput(this.plan.context, segment.items);
     return this.end ? [] : segment.calls;

@@ -14,7 +14,7 @@
  */
 import type { ModelRequest } from '../model/types.js';
 import { WireError, toWireError } from '../protocol/errors.js';
-import type { CreateParams, LifecycleType, ServerEvent, UnnumberedEvent } from '../protocol/events.js';
+import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { appendOutput, renderAppend, type RenderedContext } from '../pipeline/render.js';
@@ -304,10 +304,12 @@ export class ResponseRun {
     }
   }
 
+  /** The extension event, only to a client that opted in; the run record keeps the same figures regardless. */
   private emitTiming(overlapped: boolean): void {
+    if (this.plan.params.llr?.timing !== true) return;
     const m = this.metrics;
     this.emit({
-      type: 'llr.timing',
+      type: TIMING_EVENT,
       response_id: this.id,
       mode: this.plan.protocol,
       spans: m.spans,

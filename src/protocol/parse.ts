@@ -111,7 +111,24 @@ export function parseCreateBody(body: unknown): CreateParams {
     prompt_cache_key: optString(body, 'prompt_cache_key'),
     safety_identifier: optString(body, 'safety_identifier'),
     service_tier: optString(body, 'service_tier'),
+    ...parseLlr(body['llr']),
   };
+}
+
+/** The `llr` extension options of a create body (see `LlrOptions`). */
+function parseLlr(v: unknown): Pick<CreateParams, 'llr'> {
+  if (v === undefined || v === null) return {};
+  assertObj(v, 'llr');
+  const timing = v['timing'];
+  if (timing !== undefined && typeof timing !== 'boolean') {
+    throw new WireError('invalid_type', "Invalid type for 'llr.timing': expected a boolean.", 'llr.timing');
+  }
+  return { llr: { timing: timing === true } };
+}
+
+/** A create opted in to timing by its connection or request headers. */
+export function withTimingOptIn<T extends CreateParams>(params: T, optIn: boolean): T {
+  return optIn ? { ...params, llr: { ...params.llr, timing: true } } : params;
 }
 
 function parseInput(v: unknown, param: string, required: boolean): InputItem[] {

@@ -7,15 +7,15 @@
  * It only moves bytes: bodies are parsed at the edge, the HTTP mode plans the
  * run, the engine streams it, and this file writes each event as one SSE
  * frame in a single write (`event:` + one-line `data:`), then `data: [DONE]`
- * (the telemetry event `llr.timing` only to clients that opt in, see
- * `sseTiming`).
+ * (the telemetry event `llr:timing` only to clients that opt in, see
+ * `timingHeader`).
  * Errors are an HTTP status with `{"error":{message,type,param,code}}`; in an
  * SSE stream they use the flat `error` event shape openai-node expects.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WireError, toWireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
-import { parseCreateBody } from '../protocol/parse.js';
+import { parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import { ResponseRun, type RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
@@ -117,9 +117,9 @@ export class HttpTransport {
     } catch (err) {
       throw new WireError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}`, null, { cause: err });
     }
-    const params = parseCreateBody(json);
+    const params = withTimingOptIn(parseCreateBody(json), timingHeader(req));
     const plan = await httpPlan(params, this.services, metrics, owner);
-    if (params.stream) return this.stream(res, plan, sseTiming(req));
+    if (params.stream) return this.stream(res, plan);
     const run = new ResponseRun(plan, this.services, () => {});
     this.track(run);
     res.on('close', () => {
@@ -129,10 +129,9 @@ export class HttpTransport {
     sendJson(res, response.status === 'failed' && response.error?.code === 'server_error' ? 500 : 200, response);
   }
 
-  private async stream(res: ServerResponse, plan: RunPlan, timing: boolean): Promise<void> {
+  private async stream(res: ServerResponse, plan: RunPlan): Promise<void> {
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
     const run = new ResponseRun(plan, this.services, (e) => {
-      if (e.type === 'llr.timing' && !timing) return;
       if (!res.writableEnded && !res.destroyed) res.write(sseFrame(e));
     });
     this.track(run);
@@ -169,15 +168,16 @@ export class HttpTransport {
 }
 
 /**
- * Whether an SSE stream carries the non-standard `llr.timing` event: only
- * when the client opts in with `X-LLR-Timing: 1` (this project's clients and
- * benchmarks do). Strict clients must get the standard stream unchanged:
- * openai-node's `responses.stream()` helper throws on any event type it does
- * not know. The timing is in the run record (`GET /llr/runs/{id}`) either way.
- * WebSocket clients (Codex, the SDK's `ResponsesWS`) ignore unknown events,
- * so there it is always sent.
+ * Whether a request or WebSocket upgrade opts in to the `llr:timing`
+ * extension event with `X-LLR-Timing: 1` (this project's clients and
+ * benchmarks do; the create body's `llr.timing` and the upgrade query
+ * `?llr_timing=1` are the other ways). Clients that did not ask get the
+ * standard stream unchanged: openai-node's `responses.stream()` helper
+ * throws on any event type it does not know, and the AI SDK and the Agents
+ * SDK would take it for part of the next turn. The timing is in the run
+ * record (`GET /llr/runs/{id}`) either way.
  */
-export function sseTiming(req: IncomingMessage): boolean {
+export function timingHeader(req: IncomingMessage): boolean {
   return req.headers['x-llr-timing'] === '1';
 }
 

@@ -15,7 +15,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WireError, toWireError } from '../protocol/errors.js';
-import { parseClientFrame } from '../protocol/parse.js';
+import { parseClientFrame, withTimingOptIn } from '../protocol/parse.js';
+import { timingHeader } from './http.js';
 import { newId } from '../protocol/objects.js';
 import type { ServerEvent } from '../protocol/events.js';
 import type { Services } from '../engine/services.js';
@@ -66,11 +67,13 @@ export class WsTransport {
     const authEnd = this.opts.services.clock.now();
     if (owner === false) return refuse(socket, 401, { code: 'unauthorized', message: 'Missing or invalid API key.' });
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } });
+      // Opt in to `llr:timing` for every response of the connection (header, or query for browsers).
+      const timing = timingHeader(req) || url.searchParams.get('llr_timing') === '1';
+      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } }, timing);
     });
   }
 
-  private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo): void {
+  private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean): void {
     const { services } = this.opts;
     const log = services.log.child({ conn: info.connection, protocol });
     const send = (e: ServerEvent) => {
@@ -95,7 +98,8 @@ export class WsTransport {
       let text: string;
       try {
         text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as Buffer).toString('utf8');
-        session.handle(parseClientFrame(text));
+        const event = parseClientFrame(text);
+        session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event);
       } catch (err) {
         session.error(toWireError(err));
       }

@@ -38,6 +38,10 @@ export const COUNTERS = [
   'billing_records',
   'persisted',
   'events_sent',
+  /** Compaction items read back (they replaced the history they summarise). */
+  'compactions_applied',
+  /** Server-side compactions (`context_management`) done during a run. */
+  'compactions',
 ] as const;
 export type Counter = (typeof COUNTERS)[number];
 

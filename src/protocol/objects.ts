@@ -94,6 +94,17 @@ export interface ItemReference {
   id: string;
 }
 
+/**
+ * A compaction (`POST /v1/responses/compact`, or server-side compaction):
+ * sent back as input, it stands for the history it summarises.
+ */
+export interface CompactionItem {
+  id: string;
+  type: 'compaction';
+  encrypted_content: string;
+  created_by?: string;
+}
+
 /** Any other item type (hosted tool calls, custom tools): carried through untouched. */
 export interface UnknownItem {
   type: string;
@@ -107,6 +118,7 @@ export type InputItem =
   | FunctionCallOutput
   | ReasoningItem
   | ItemReference
+  | CompactionItem
   | UnknownItem;
 
 export interface FunctionTool {
@@ -131,6 +143,15 @@ export type ToolChoice =
   | 'required'
   | { type: 'function'; name: string }
   | { type: string; [k: string]: unknown };
+
+/** The answer of `POST /v1/responses/compact`. */
+export interface CompactedResponse {
+  id: string;
+  object: 'response.compaction';
+  created_at: number;
+  output: Array<InputMessage | CompactionItem>;
+  usage: Usage;
+}
 
 export interface ResponseError {
   code: string;

@@ -126,6 +126,33 @@ function parseLlr(v: unknown): Pick<CreateParams, 'llr'> {
   return { llr: { timing: timing === true } };
 }
 
+/** The body of `POST /v1/responses/compact`: `model` required, a window from `input` and/or `previous_response_id`. */
+export interface CompactParams {
+  model: string;
+  input: InputItem[];
+  previous_response_id: string | null;
+  instructions: string | null;
+  prompt_cache_key: string | null;
+}
+
+export function parseCompactBody(body: unknown): CompactParams {
+  assertObj(body, 'body');
+  const model = body['model'];
+  if (model === undefined || model === null) {
+    throw new WireError('missing_required_parameter', "Missing required parameter: 'model'.", 'model');
+  }
+  if (typeof model !== 'string' || model.length === 0) {
+    throw new WireError('invalid_type', "Invalid type for 'model': expected a non-empty string.", 'model');
+  }
+  return {
+    model,
+    input: parseInput(body['input'], 'input', false),
+    previous_response_id: optString(body, 'previous_response_id'),
+    instructions: optString(body, 'instructions'),
+    prompt_cache_key: optString(body, 'prompt_cache_key'),
+  };
+}
+
 /** A create opted in to timing by its connection or request headers. */
 export function withTimingOptIn<T extends CreateParams>(params: T, optIn: boolean): T {
   return optIn ? { ...params, llr: { ...params.llr, timing: true } } : params;
@@ -175,6 +202,9 @@ function parseItem(v: unknown, param: string): InputItem {
     }
     case 'item_reference':
       requireString(v, 'id', param);
+      return v as unknown as InputItem;
+    case 'compaction':
+      requireString(v, 'encrypted_content', param);
       return v as unknown as InputItem;
     default:
       // reasoning, custom tool calls, hosted tool calls: carried through untouched.

@@ -15,11 +15,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WireError, toWireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
-import { parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
+import { parseCompactBody, parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import { ResponseRun, type RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { httpPlan } from '../modes/http.js';
+import { compactWindow } from '../modes/compact.js';
 import type { Authenticator } from './auth.js';
 
 export class HttpTransport {
@@ -81,6 +82,10 @@ export class HttpTransport {
       if (method !== 'POST') throw new WireError('method_not_allowed');
       return this.create(req, res, this.authenticate(req));
     }
+    if (path === '/v1/responses/compact') {
+      if (method !== 'POST') throw new WireError('method_not_allowed');
+      return this.compact(req, res, this.authenticate(req));
+    }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
     if (m) {
       const owner = this.authenticate(req);
@@ -103,6 +108,19 @@ export class HttpTransport {
     const owner = this.auth.check(req);
     if (owner === false) throw new WireError('unauthorized');
     return owner;
+  }
+
+  /** `POST /v1/responses/compact` (modes/compact.ts): JSON in, the compacted window out. */
+  private async compact(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {
+    const body = await readBody(req, this.services.limits.maxFrameBytes);
+    let json: unknown;
+    try {
+      json = JSON.parse(body);
+    } catch (err) {
+      throw new WireError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}`, null, { cause: err });
+    }
+    const metrics = new RunMetrics(this.services.clock.now);
+    sendJson(res, 200, compactWindow(parseCompactBody(json), this.services, metrics, owner));
   }
 
   private async create(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {

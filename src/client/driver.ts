@@ -28,6 +28,8 @@ export interface AgentRequest {
   parallel_tool_calls?: boolean;
   store?: boolean;
   metadata?: Record<string, string>;
+  /** Server-side compaction, sent with every create of the run. */
+  context_management?: Array<{ type: 'compaction'; compact_threshold?: number | null }>;
 }
 
 /** Runs one client tool call; its return value is the call's output. */
@@ -176,6 +178,7 @@ export function createBody(request: AgentRequest, input: InputItem[], previous: 
     store,
     metadata: request.metadata,
     previous_response_id: previous,
+    ...(request.context_management && { context_management: request.context_management }),
   };
 }
 

@@ -21,6 +21,7 @@ import { appendOutput, renderAppend, type RenderedContext } from '../pipeline/re
 import type { RouteDecision } from '../pipeline/route.js';
 import { safetyScan } from '../pipeline/safety.js';
 import { validateItems } from '../pipeline/validate.js';
+import { compactContext, compactThreshold } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError } from './pause.js';
 import { Segment, carriesTokens } from './segment.js';
 import { newResponse, snapshot } from './response.js';
@@ -195,6 +196,7 @@ export class ResponseRun {
   }
 
   private async sample(): Promise<FunctionCall[]> {
+    this.compactIfOver();
     const { context: ctx, route, params } = this.plan;
     const m = this.metrics;
     const req: ModelRequest = {
@@ -241,6 +243,24 @@ export class ResponseRun {
     return this.end ? [] : segment.calls;
   }
 
+  /**
+   * Server-side compaction (`context_management`): once the rendered prompt
+   * passes the threshold, the context is replaced by its compacted window
+   * before the model call, and the compaction item joins the output. A live
+   * long-lived run shrinks too: later appends extend the smaller context.
+   */
+  private compactIfOver(): void {
+    const threshold = compactThreshold(this.plan.params);
+    if (threshold === null || this.plan.context.tokens.length <= threshold) return;
+    const { item, context, outputTokens } = compactContext(this.plan.context, this.metrics);
+    this.plan.context = context;
+    this.outputTokens += outputTokens;
+    this.metrics.count('output_tokens', outputTokens);
+    const index = this.response.output.push(item) - 1;
+    this.emit({ type: 'response.output_item.added', output_index: index, item: { ...item } });
+    this.emit({ type: 'response.output_item.done', output_index: index, item: { ...item } });
+  }
+
   private async pause(calls: FunctionCall[]): Promise<void> {
     const ctx = this.plan.context;
     const ids = calls.map((c) => c.call_id).filter((id) => !ctx.answeredCallIds.has(id));
@@ -277,7 +297,7 @@ export class ResponseRun {
       response.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens);
       if (end.status === 'incomplete') response.incomplete_details = { reason: end.reason };
       if (end.error) response.error = { code: end.error.code, message: end.error.message };
-      for (const item of response.output) if (item.status === 'in_progress') item.status = 'incomplete';
+      for (const item of response.output) if ('status' in item && item.status === 'in_progress') item.status = 'incomplete';
     });
     const job = { response, input: this.plan.input, owner: this.plan.owner, mode: this.plan.protocol, metrics: m };
     const overlapped = this.plan.postInference === 'overlapped';

@@ -173,6 +173,19 @@ export interface CreateParams {
   service_tier: string | null;
   /** This server's own options (absent unless the client sent or opted in to some). */
   llr?: LlrOptions;
+  /** Server-side compaction (absent unless the client asked for it). */
+  context_management?: ContextManagement[];
+}
+
+/**
+ * `context_management: [{type: "compaction", compact_threshold}]`: compact
+ * the context before a model call once its rendered prompt passes the
+ * threshold (tokens; `null` takes the server's default,
+ * `DEFAULT_COMPACT_THRESHOLD` in pipeline/compaction.ts).
+ */
+export interface ContextManagement {
+  type: 'compaction';
+  compact_threshold: number | null;
 }
 
 /**

@@ -111,7 +111,7 @@ export interface UnknownItem {
   [k: string]: unknown;
 }
 
-export type OutputItem = AssistantMessage | FunctionCall;
+export type OutputItem = AssistantMessage | FunctionCall | CompactionItem;
 export type InputItem =
   | InputMessage
   | FunctionCall

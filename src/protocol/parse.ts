@@ -112,6 +112,26 @@ export function parseCreateBody(body: unknown): CreateParams {
     safety_identifier: optString(body, 'safety_identifier'),
     service_tier: optString(body, 'service_tier'),
     ...parseLlr(body['llr']),
+    ...parseContextManagement(body['context_management']),
+  };
+}
+
+function parseContextManagement(v: unknown): Pick<CreateParams, 'context_management'> {
+  if (v === undefined || v === null) return {};
+  if (!Array.isArray(v)) throw new WireError('invalid_type', "Invalid type for 'context_management': expected an array.", 'context_management');
+  return {
+    context_management: v.map((entry, i) => {
+      const p = `context_management[${i}]`;
+      assertObj(entry, p);
+      if (entry['type'] !== 'compaction') {
+        throw new WireError('invalid_value', `Invalid value for '${p}.type': only 'compaction' is supported.`, `${p}.type`);
+      }
+      const t = entry['compact_threshold'];
+      if (t !== undefined && t !== null && (typeof t !== 'number' || !Number.isInteger(t) || t < 1)) {
+        throw new WireError('invalid_value', `Invalid value for '${p}.compact_threshold': expected a positive integer.`, `${p}.compact_threshold`);
+      }
+      return { type: 'compaction' as const, compact_threshold: typeof t === 'number' ? t : null };
+    }),
   };
 }
 

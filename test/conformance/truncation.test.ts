@@ -43,7 +43,7 @@ describe('truncated output', () => {
     const deltas = events.filter((e) => e.type === 'response.output_text.delta').map((e) => (e as { delta: string }).delta).join('');
     expect(textDone.text).toBe(deltas);
     const itemDone = events.find((e) => e.type === 'response.output_item.done') as Extract<ServerEvent, { type: 'response.output_item.done' }>;
-    expect(itemDone.item.status).toBe('incomplete');
+    expect(itemDone.item).toMatchObject({ status: 'incomplete' });
     const final = (events.at(-1) as { response: Response }).response;
     expect(final.incomplete_details).toEqual({ reason: 'max_output_tokens' });
     expect(final.output[0]).toMatchObject({ status: 'incomplete', content: [{ text: deltas }] });

@@ -175,6 +175,10 @@ export interface CreateParams {
   llr?: LlrOptions;
   /** Server-side compaction (absent unless the client asked for it). */
   context_management?: ContextManagement[];
+  /** Echoed only (the simulated model has no context limit to truncate at, and does not sample). */
+  truncation?: 'auto' | 'disabled';
+  presence_penalty?: number;
+  frequency_penalty?: number;
 }
 
 /**

@@ -113,7 +113,25 @@ export function parseCreateBody(body: unknown): CreateParams {
     service_tier: optString(body, 'service_tier'),
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
+    ...parseEchoed(body),
   };
+}
+
+/** Settings the Response echoes; absent ones keep the API defaults. */
+function parseEchoed(body: Obj): Pick<CreateParams, 'truncation' | 'presence_penalty' | 'frequency_penalty'> {
+  const out: Pick<CreateParams, 'truncation' | 'presence_penalty' | 'frequency_penalty'> = {};
+  const t = body['truncation'];
+  if (t !== undefined && t !== null) {
+    if (t !== 'auto' && t !== 'disabled') throw new WireError('invalid_value', "Invalid value for 'truncation': expected 'auto' or 'disabled'.", 'truncation');
+    out.truncation = t;
+  }
+  for (const key of ['presence_penalty', 'frequency_penalty'] as const) {
+    const v = optNumber(body, key);
+    if (v === null) continue;
+    if (v < -2 || v > 2) throw new WireError('invalid_value', `Invalid value for '${key}': expected a number from -2 to 2.`, key);
+    out[key] = v;
+  }
+  return out;
 }
 
 function parseContextManagement(v: unknown): Pick<CreateParams, 'context_management'> {

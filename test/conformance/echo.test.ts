@@ -73,6 +73,15 @@ describe('echoed fields', () => {
     expect(Number.isInteger(r.completed_at)).toBe(true);
   });
 
+  it('HTTP: sampling settings are echoed; bad values refused', async () => {
+    const { url } = await testServer();
+    const r = await post(url, { model: 'm', input: 'hi', truncation: 'auto', presence_penalty: 0.5, frequency_penalty: -1, temperature: 0.2, top_p: 0.9 });
+    expect(r).toMatchObject({ truncation: 'auto', presence_penalty: 0.5, frequency_penalty: -1, temperature: 0.2, top_p: 0.9 });
+    const bad = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'm', input: 'hi', truncation: 'sometimes' }) });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('truncation');
+  });
+
   it('WebSocket mode: created and completed echo the model and the tools', async () => {
     const { url } = await testServer();
     const s = await RawSocket.connect(url);

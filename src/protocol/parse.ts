@@ -91,12 +91,15 @@ export function parseCreateBody(body: unknown): CreateParams {
     throw new WireError('invalid_type', "Invalid type for 'model': expected a non-empty string.", 'model');
   }
   const input = body['input'] === undefined ? [] : parseInput(body['input'], 'input', false);
+  const tools = parseTools(body['tools']);
+  const toolChoice = parseToolChoice(body['tool_choice']);
+  checkToolChoice(toolChoice, tools);
   return {
     model,
     input,
     instructions: optString(body, 'instructions'),
-    tools: parseTools(body['tools']),
-    tool_choice: parseToolChoice(body['tool_choice']),
+    tools,
+    tool_choice: toolChoice,
     parallel_tool_calls: optBool(body, 'parallel_tool_calls', true),
     previous_response_id: optString(body, 'previous_response_id'),
     store: optBool(body, 'store', true),
@@ -303,6 +306,17 @@ function parseToolChoice(v: unknown): ToolChoice {
     return v as ToolChoice;
   }
   throw new WireError('invalid_value', "Invalid value for 'tool_choice'.", 'tool_choice');
+}
+
+/** A forced tool must exist: the model could not obey otherwise (the API refuses it too). */
+function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
+  const functions = new Set(tools.filter((t) => t.type === 'function').map((t) => (t as { name: string }).name));
+  if (typeof choice === 'object' && choice.type === 'function' && !functions.has(choice['name'] as string)) {
+    throw new WireError('invalid_value', `Tool choice '${String(choice['name']).slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
+  }
+  if (choice === 'required' && tools.length === 0) {
+    throw new WireError('invalid_value', "Tool choice 'required' must be specified with 'tools' parameter.", 'tool_choice');
+  }
 }
 
 function parseMetadata(v: unknown): Record<string, string> {

@@ -82,6 +82,15 @@ describe('echoed fields', () => {
     expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('truncation');
   });
 
+  it('a forced tool must be among the tools, and "required" needs tools', async () => {
+    const { url } = await testServer();
+    for (const body of [{ tool_choice: { type: 'function', name: 'nope' }, tools: [bareTool] }, { tool_choice: 'required' }]) {
+      const res = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'm', input: 'hi', ...body }) });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: 'invalid_value', param: 'tool_choice' });
+    }
+  });
+
   it('WebSocket mode: created and completed echo the model and the tools', async () => {
     const { url } = await testServer();
     const s = await RawSocket.connect(url);

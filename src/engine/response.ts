@@ -29,7 +29,7 @@ export function newResponse(params: CreateParams, now = Date.now()): Response {
     tool_choice: params.tool_choice,
     truncation: params.truncation ?? 'disabled',
     parallel_tool_calls: params.parallel_tool_calls,
-    text: { format: { type: 'text' } },
+    text: params.text ?? { format: { type: 'text' } },
     top_p: params.top_p ?? 1,
     presence_penalty: params.presence_penalty ?? 0,
     frequency_penalty: params.frequency_penalty ?? 0,

@@ -14,6 +14,9 @@
  *  (c) otherwise: a deterministic reply of 20–60 tokens derived from the
  *      seeded rng and the message.
  *
+ * Text answers follow `text.format`: JSON that fits the schema (structured
+ * outputs) or a JSON object, see `asJson`.
+ *
  * `tool_choice` is obeyed as the API does: `"none"` never calls; a named
  * function or `"required"` (also `allowed_tools` in `required` mode) calls a
  * tool on *every* model call, even after the tool has run (the API does,
@@ -22,7 +25,7 @@
  * the request and the rng (seeded from the conversation), so concurrent runs
  * need no shared state.
  */
-import type { FunctionTool, InputMessage, ToolChoice } from '../protocol/objects.js';
+import type { FunctionTool, InputMessage, TextFormat, ToolChoice } from '../protocol/objects.js';
 import { callsAfter, contentText, latestUserIndex, outputText } from './conversation.js';
 import type { ModelPolicy, PlannedItem, PlannedOutput } from './policies.js';
 import { intBetween, type Rng, words } from './rng.js';
@@ -68,6 +71,34 @@ export function readChoice(choice: ToolChoice): Choice {
 }
 
 function plan(req: ModelRequest, rng: Rng): PlannedOutput {
+  const out = decide(req, rng);
+  const format = req.textFormat;
+  if (format === undefined || format.type === 'text') return out;
+  const u = latestUserIndex(req.items);
+  const userText = u < 0 ? '' : contentText((req.items[u] as InputMessage).content);
+  return { ...out, items: out.items.map((item) => (item.type === 'message' ? { type: 'message', text: asJson(format, item.text, userText, rng) } : item)) };
+}
+
+/** Words naming a property that holds the answer itself. */
+const ANSWER_PROPS = /^(answer|summary|response|reply|text|content|message|result|explanation|output)$/i;
+
+/**
+ * A text answer as the JSON `text.format` asks for: `json_object` wraps it as
+ * `{"answer": …}`; `json_schema` generates a value that follows the schema
+ * (schema-args.ts), string slots filled from the user's message
+ * (tool-match.ts) and answer-like string properties holding the text.
+ */
+function asJson(format: Exclude<TextFormat, { type: 'text' }>, text: string, userText: string, rng: Rng): string {
+  if (format.type === 'json_object') return JSON.stringify({ answer: text });
+  const value = fillFromMessage(argsFromSchema(format.schema, rng), format.schema, userText);
+  const props = (format.schema['properties'] ?? {}) as Record<string, { type?: unknown }>;
+  for (const [name, schema] of Object.entries(props)) {
+    if (ANSWER_PROPS.test(name) && schema.type === 'string' && !('enum' in schema)) value[name] = text;
+  }
+  return JSON.stringify(value);
+}
+
+function decide(req: ModelRequest, rng: Rng): PlannedOutput {
   const choice = readChoice(req.tool_choice);
   const tools = req.tools.filter((t) => t.type === 'function' && (choice.allowed?.has(t.name) ?? true));
   const forced = choice.mode === 'required' && tools.length > 0;

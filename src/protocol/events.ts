@@ -10,6 +10,7 @@ import type {
   OutputItem,
   OutputText,
   Response,
+  TextConfig,
   Tool,
   ToolChoice,
 } from './objects.js';
@@ -175,6 +176,8 @@ export interface CreateParams {
   llr?: LlrOptions;
   /** Server-side compaction (absent unless the client asked for it). */
   context_management?: ContextManagement[];
+  /** `text.format` (structured outputs) and verbosity; absent means plain text. */
+  text?: TextConfig;
   /** Echoed only (the simulated model has no context limit to truncate at, and does not sample). */
   truncation?: 'auto' | 'disabled';
   presence_penalty?: number;

@@ -153,6 +153,17 @@ export interface CompactedResponse {
   usage: Usage;
 }
 
+/** `text.format`: plain text, any JSON object, or JSON that follows a schema (structured outputs). */
+export type TextFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean | null; description?: string | null };
+
+export interface TextConfig {
+  format: TextFormat;
+  verbosity?: 'low' | 'medium' | 'high' | null;
+}
+
 export interface ResponseError {
   code: string;
   message: string;
@@ -174,7 +185,7 @@ export interface Response {
   tool_choice: ToolChoice;
   truncation: string;
   parallel_tool_calls: boolean;
-  text: { format: { type: 'text' } };
+  text: TextConfig;
   top_p: number;
   presence_penalty: number;
   frequency_penalty: number;

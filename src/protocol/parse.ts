@@ -9,7 +9,7 @@
  */
 import { WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
-import type { InputItem, Tool, ToolChoice } from './objects.js';
+import type { InputItem, TextFormat, Tool, ToolChoice } from './objects.js';
 
 type Obj = Record<string, unknown>;
 
@@ -117,7 +117,36 @@ export function parseCreateBody(body: unknown): CreateParams {
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
     ...parseEchoed(body),
+    ...parseText(body['text']),
   };
+}
+
+const VERBOSITY = ['low', 'medium', 'high'];
+
+/** `text: {format, verbosity}`: the output format the model must follow. */
+function parseText(v: unknown): Pick<CreateParams, 'text'> {
+  if (v === undefined || v === null) return {};
+  assertObj(v, 'text');
+  const verbosity = v['verbosity'];
+  if (verbosity !== undefined && verbosity !== null && !VERBOSITY.includes(verbosity as string)) {
+    throw new WireError('invalid_value', "Invalid value for 'text.verbosity': expected 'low', 'medium' or 'high'.", 'text.verbosity');
+  }
+  const f = v['format'];
+  let format: TextFormat = { type: 'text' };
+  if (f !== undefined && f !== null) {
+    assertObj(f, 'text.format');
+    const type = f['type'];
+    if (type === 'json_schema') {
+      requireString(f, 'name', 'text.format');
+      assertObj(f['schema'], 'text.format.schema');
+      format = f as unknown as TextFormat;
+    } else if (type === 'text' || type === 'json_object') {
+      format = { type };
+    } else {
+      throw new WireError('invalid_value', "Invalid value for 'text.format.type': expected 'text', 'json_object' or 'json_schema'.", 'text.format.type');
+    }
+  }
+  return { text: { format, ...(typeof verbosity === 'string' && { verbosity: verbosity as 'low' | 'medium' | 'high' }) } };
 }
 
 /** Settings the Response echoes; absent ones keep the API defaults. */

@@ -10,7 +10,7 @@
  */
 import { createOpenAI } from '@ai-sdk/openai';
 import { createWebSocketFetch } from '@vercel/ai-sdk-openai-websocket-fetch';
-import { generateText, stepCountIs, streamText, tool } from 'ai';
+import { generateText, Output, stepCountIs, streamText, tool } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { RunRecord } from '../../src/engine/records.js';
@@ -95,6 +95,23 @@ describe.each(['http', 'ws'] as const)('AI SDK over %s', (transport) => {
       const recs = await records(url);
       expect(recs).toHaveLength(2);
       expect(new Set(recs.map((r) => r.protocol))).toEqual(new Set([transport]));
+    } finally {
+      close();
+    }
+  });
+
+  it('structured output (Output.object): the answer follows the schema, slots filled from the prompt', async () => {
+    const { model, close } = await setup(transport);
+    try {
+      const result = streamText({
+        model,
+        prompt: 'Describe the weather in Lisbon.',
+        output: Output.object({ schema: z.object({ location: z.string(), summary: z.string(), days: z.number().int().min(1).max(7) }) }),
+      });
+      const value = await result.output;
+      expect(value.location).toBe('Lisbon');
+      expect(value.summary).toContain('You said');
+      expect(Number.isInteger(value.days)).toBe(true);
     } finally {
       close();
     }

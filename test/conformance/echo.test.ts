@@ -82,6 +82,21 @@ describe('echoed fields', () => {
     expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('truncation');
   });
 
+  it('text.format is echoed, and the text answer follows it (json_schema, json_object)', async () => {
+    const { url } = await testServer();
+    const schema = { type: 'object', properties: { city: { type: 'string' }, answer: { type: 'string' }, ok: { type: 'boolean' } }, required: ['city', 'answer', 'ok'], additionalProperties: false };
+    const text = { format: { type: 'json_schema', name: 'weather', schema, strict: true }, verbosity: 'low' };
+    const r = await post(url, { model: 'm', input: 'Weather in Rome?', text });
+    expect(r.text).toEqual(text);
+    const answer = JSON.parse((r.output[0] as { content: Array<{ text: string }> }).content[0]!.text) as Record<string, unknown>;
+    expect(Object.keys(answer).sort()).toEqual(['answer', 'city', 'ok']);
+    expect(answer).toMatchObject({ city: 'Rome', ok: true });
+    const o = await post(url, { model: 'm', input: 'hi', text: { format: { type: 'json_object' } } });
+    expect(JSON.parse((o.output[0] as { content: Array<{ text: string }> }).content[0]!.text)).toHaveProperty('answer');
+    const bad = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'x' } } }) });
+    expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('text.format.schema');
+  });
+
   it('a forced tool must be among the tools, and "required" needs tools', async () => {
     const { url } = await testServer();
     for (const body of [{ tool_choice: { type: 'function', name: 'nope' }, tools: [bareTool] }, { tool_choice: 'required' }]) {

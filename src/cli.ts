@@ -244,9 +244,10 @@ async function run(argv: string[]): Promise<void> {
     else if (e.type === 'response.output_item.done' && e.item.type === 'function_call') out.write(`\n[model calls ${e.item.name} ${e.item.arguments}]`);
   }
   const response = await agent;
+  // The timing event follows the terminal event; once the socket has closed it has arrived (or never will).
+  await client.close();
   const t = agent.timings.at(-1);
   out.write(`\n\n[${response.status} · ${response.id} · ${agent.responses.length} response(s) · usage ${JSON.stringify(response.usage)}${t ? ` · server total ${t.totals['total']} ms` : ''}]\n`);
-  await client.close();
 }
 
 async function main(): Promise<void> {

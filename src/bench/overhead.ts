@@ -51,7 +51,7 @@ async function longLivedRun(ws: WebSocket, n: number): Promise<{ samples: number
         waitingFirst = true;
         sentAt = performance.now();
         ws.send(frame);
-      } else if (e.type === 'llr.timing') {
+      } else if (e.type === 'response.completed') {
         ws.off('message', onMessage);
         resolve({ samples, frameBytes });
       } else if (e.type === 'error' || e.type === 'response.failed') {

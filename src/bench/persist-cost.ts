@@ -41,7 +41,7 @@ function once(ws: WebSocket): Promise<{ ms: number; persist: number }> {
     ws.on('message', function onMessage(data) {
       const e = JSON.parse(data.toString()) as ServerEvent;
       if (e.type === 'response.completed') ms = performance.now() - t;
-      else if (e.type === 'llr.timing') {
+      else if (e.type === 'llr:timing') {
         ws.off('message', onMessage);
         resolve({ ms, persist: e.totals['persist'] ?? 0 });
       } else if (e.type === 'error' || e.type === 'response.failed') {
@@ -49,7 +49,7 @@ function once(ws: WebSocket): Promise<{ ms: number; persist: number }> {
         reject(new Error(`server error: ${JSON.stringify(e)}`));
       }
     });
-    ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', input, store: true }));
+    ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', input, store: true, llr: { timing: true } }));
   });
 }
 

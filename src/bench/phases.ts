@@ -128,7 +128,8 @@ export async function streamPhase(
       deltaBytes += Buffer.byteLength(JSON.stringify(e));
     });
     await deadline(server.race(Promise.resolve(run)), opts.timeoutMs, 'the single stream');
-    const timing = run.timings.at(-1);
+    // The client resolves at the terminal event; the timing event follows it.
+    const timing = (await deadline(server.race(run.telemetry()), opts.timeoutMs, 'the single stream timing')).at(-1);
     const decode = timing?.spans.find((s) => s.stage === 'decode')?.duration_ms ?? NaN;
     const tokens = timing?.counters['output_tokens'] ?? NaN;
     const single = {
@@ -269,7 +270,7 @@ export async function pausedPhase(server: ServerProcess, w: Workload, opts: { ru
       const response = await deadline(server.race(Promise.resolve(entry.run)), 10_000, 'a resumed run');
       if (response.status === 'completed') resumed++;
       if (entry.firstAfter !== null) latencies.push(entry.firstAfter);
-      const c = entry.run.timings.at(-1)?.counters;
+      const c = (await deadline(server.race(entry.run.telemetry()), 10_000, 'a resumed run timing')).at(-1)?.counters;
       if (c && promptTokens === null) promptTokens = Math.round((c['prompt_tokens'] ?? 0) / Math.max(1, c['model_calls'] ?? 1));
     }
     const mem = (s: ServerStats) => ({ rss: s.memory.rss, heapUsed: s.memory.heapUsed, external: s.memory.external });

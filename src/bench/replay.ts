@@ -15,7 +15,7 @@
  * (the run started, or the previous call's last tool returned), the first
  * event, the first output item, the last event, and when the client could act
  * (its tools were invoked, or the run resolved); from the server's
- * `llr.timing` events the call's prefill and decode spans. Per run: the wall
+ * `llr:timing` events the call's prefill and decode spans. Per run: the wall
  * time, payload bytes each way, the summed stage totals and counters.
  * Leaves out the server's CPU time (the runner asks the server process) and
  * any statistics (measure.ts).
@@ -69,9 +69,9 @@ export interface RunSample {
   tool_ms: number;
   /** Sum of the server's prefill and decode spans. */
   model_ms: number;
-  /** Summed llr.timing counters (prompt_tokens, items_validated, tokens_tokenized, ...). */
+  /** Summed llr:timing counters (prompt_tokens, items_validated, tokens_tokenized, ...). */
   counters: Record<string, number>;
-  /** Summed llr.timing stage totals, ms (`total` and `paused` left out). */
+  /** Summed llr:timing stage totals, ms (`total` and `paused` left out). */
   stage_ms: Record<string, number>;
   bytes: { client_sent: number; server_sent: number };
   client_cpu_ms: number;
@@ -254,6 +254,8 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
     }
     if (current !== last) throw new ReplayError(`${opts.design}: user turn ${ui} ended after model call ${current}; the workload has it end at ${last}`);
     turns[last]!.done_ms = end - t0 - turns[last]!.sent_at_ms;
+    // The client resolves at the terminal event; the last timing event follows it.
+    await run.telemetry();
     attributeSpans(run.timings, turns.slice(first, last + 1), opts.design);
     for (const t of run.timings) {
       for (const [k, v] of Object.entries(t.counters)) counters[k] = (counters[k] ?? 0) + v;

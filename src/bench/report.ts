@@ -80,7 +80,7 @@ function countersTable(results: Results): Table | null {
     title: 'Stage counters per run (overhead phase, one run per design)',
     head: ['design', ...COUNTER_COLUMNS],
     rows: rows.map((r) => [r.design, ...COUNTER_COLUMNS.map((c) => n0(c === 'responses' ? r.responses : (r.counters[c] ?? 0)))]),
-    note: 'What the server did, from the llr.timing counters: tokens it tokenized, items it validated, bytes its safety scan read, full vs incremental renders, store reads, responses persisted, full routing decisions, events sent.',
+    note: 'What the server did, from the llr:timing counters: tokens it tokenized, items it validated, bytes its safety scan read, full vs incremental renders, store reads, responses persisted, full routing decisions, events sent.',
   };
 }
 
@@ -104,7 +104,7 @@ function ablationTable(results: Results): Table | null {
           .join(', '),
       ]),
     ],
-    note: 'Δ is what the switch saves: the e2e with it off minus the baseline with every switch on (positive: the optimization helps). Each configuration runs on its own warmed server process, repetitions interleaved; e2e differences within the min–max spread are noise (this is a shared 2-vCPU VM). The server pipeline column (the sum of the llr.timing stages outside the model) is the less noisy measure of the work a switch removes. With hop latency 0 (the default) routing_reuse and skip_intermediate_hop save only the microseconds of a routing decision; the counters show the work each switch removes. With overlap on, billing and persistence run after the timing event, so the timing counters do not see them.',
+    note: 'Δ is what the switch saves: the e2e with it off minus the baseline with every switch on (positive: the optimization helps). Each configuration runs on its own warmed server process, repetitions interleaved; e2e differences within the min–max spread are noise (this is a shared 2-vCPU VM). The server pipeline column (the sum of the llr:timing stages outside the model) is the less noisy measure of the work a switch removes. With hop latency 0 (the default) routing_reuse and skip_intermediate_hop save only the microseconds of a routing decision; the counters show the work each switch removes. With overlap on, billing and persistence run after the timing event, so the timing counters do not see them.',
   };
 }
 

@@ -78,7 +78,7 @@ export interface SummaryRow {
   server_bytes_sent_median: number;
   /** Median over model calls and runs of the per-call overhead. */
   turn_overhead_ms_median: number;
-  /** Median over runs of the server's pipeline stage time (every llr.timing stage but prefill and decode). */
+  /** Median over runs of the server's pipeline stage time (every llr:timing stage but prefill and decode). */
   pipeline_ms_median: number;
 }
 

@@ -7,8 +7,16 @@
  *
  * `AgentRun` is both an async iterable of events and a promise of the final
  * Response. Imports only `protocol/`.
+ *
+ * Every client acts on the standard terminal events only, so it runs against
+ * any Responses server. The server's `llr:timing` extension event is opt-in
+ * (the clients ask for it by default, `timing: false` to not) and optional:
+ * it arrives after the terminal event, possibly after the run resolved or
+ * the next began, so it is routed by `response_id` to its run
+ * (`TimingRoutes`), and a caller that wants every timing awaits
+ * `run.telemetry()`.
  */
-import type { ServerEvent, TimingEvent } from '../protocol/events.js';
+import { isTimingEvent, type ServerEvent, type TimingEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response, Tool, ToolChoice } from '../protocol/objects.js';
 
 export interface AgentRequest {
@@ -20,6 +28,8 @@ export interface AgentRequest {
   parallel_tool_calls?: boolean;
   store?: boolean;
   metadata?: Record<string, string>;
+  /** Server-side compaction, sent with every create of the run. */
+  context_management?: Array<{ type: 'compaction'; compact_threshold?: number | null }>;
 }
 
 /** Runs one client tool call; its return value is the call's output. */
@@ -64,8 +74,12 @@ export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Respons
   private failure: unknown = null;
   private readonly result: Promise<Response>;
   private settle!: { resolve: (r: Response) => void; reject: (e: unknown) => void };
+  private telemetryEnded: boolean;
+  private telemetryWaiters: Array<() => void> = [];
 
-  constructor() {
+  /** `expectTimings`: the client asked the server for `llr:timing` events. */
+  constructor(expectTimings = false) {
+    this.telemetryEnded = !expectTimings;
     this.result = new Promise<Response>((resolve, reject) => {
       this.settle = { resolve, reject };
     });
@@ -74,9 +88,10 @@ export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Respons
   }
 
   push(e: ServerEvent): void {
-    if (e.type === 'llr.timing') this.timings.push(e);
+    if (isTimingEvent(e)) this.timings.push(e);
     this.buffer.push(e);
     this.wake?.();
+    this.checkTelemetry();
   }
 
   resolve(r: Response): void {
@@ -84,6 +99,7 @@ export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Respons
     this.finished = true;
     this.settle.resolve(r);
     this.wake?.();
+    this.checkTelemetry();
   }
 
   reject(err: unknown): void {
@@ -92,6 +108,34 @@ export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Respons
     this.failure = err;
     this.settle.reject(err);
     this.wake?.();
+    this.checkTelemetry();
+  }
+
+  /**
+   * Resolves with the timings once the run is over and every response it went
+   * through has its `llr:timing` event, or once no more can come (the client
+   * did not ask for them, or its connection closed). Only for callers that
+   * need the timings (the bench): against a server that ignores the opt-in
+   * and keeps the connection open, it waits.
+   */
+  telemetry(): Promise<TimingEvent[]> {
+    return new Promise((resolve) => {
+      this.telemetryWaiters.push(() => resolve(this.timings));
+      this.checkTelemetry();
+    });
+  }
+
+  /** No more timing events will come for this run. */
+  endTelemetry(): void {
+    this.telemetryEnded = true;
+    this.checkTelemetry();
+  }
+
+  private checkTelemetry(): void {
+    if (this.telemetryWaiters.length === 0 || !this.finished) return;
+    const timed = new Set(this.timings.map((t) => t.response_id));
+    if (!this.telemetryEnded && !this.responses.every((r) => timed.has(r.id))) return;
+    for (const w of this.telemetryWaiters.splice(0)) w();
   }
 
   get done(): boolean {
@@ -134,7 +178,43 @@ export function createBody(request: AgentRequest, input: InputItem[], previous: 
     store,
     metadata: request.metadata,
     previous_response_id: previous,
+    ...(request.context_management && { context_management: request.context_management }),
   };
+}
+
+/**
+ * Where a late `llr:timing` event goes: the run whose response it describes.
+ * A client registers each response at its terminal event (when it asked for
+ * timings) and hands every timing event here. At most `max` responses wait
+ * for theirs; an older one is given up (its run's telemetry ends).
+ */
+export class TimingRoutes {
+  private readonly owners = new Map<string, AgentRun>();
+  constructor(private readonly max = 64) {}
+
+  expect(responseId: string, run: AgentRun): void {
+    this.owners.set(responseId, run);
+    if (this.owners.size > this.max) {
+      const [oldest, owner] = this.owners.entries().next().value as [string, AgentRun];
+      this.owners.delete(oldest);
+      owner.endTelemetry();
+    }
+  }
+
+  /** Give a timing event to its run; false when no run expects it. */
+  deliver(e: TimingEvent): boolean {
+    const run = this.owners.get(e.response_id);
+    if (!run) return false;
+    this.owners.delete(e.response_id);
+    run.push(e);
+    return true;
+  }
+
+  /** The connection is gone: no timing will come for anyone. */
+  close(): void {
+    for (const run of this.owners.values()) run.endTelemetry();
+    this.owners.clear();
+  }
 }
 
 /** A run refused because the client already has one in flight (the WebSocket protocols allow one). */

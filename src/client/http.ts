@@ -4,15 +4,19 @@
  * real clients use them: `full` re-sends the whole conversation every time
  * with `store:false` (Codex), `stored` sends `previous_response_id` and only
  * the new items with `store:true` (the server loads the rest from its
- * database).
+ * database). A response ends at its terminal event; the stream is read to
+ * its end, so an `llr:timing` event (asked for by default) is in the run's
+ * timings when the run resolves.
  */
-import type { ServerEvent } from '../protocol/events.js';
+import { isTerminalEvent, type ServerEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
 import { AgentRun, ServerError, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 
 export interface HttpClientOptions {
   apiKey?: string;
   style?: 'full' | 'stored';
+  /** Ask for the server's `llr:timing` events (`X-LLR-Timing: 1`). Default true. */
+  timing?: boolean;
 }
 
 export class HttpClient implements AgentClient {
@@ -64,7 +68,8 @@ export class HttpClient implements AgentClient {
   private async post(request: AgentRequest, input: InputItem[], previous: string | null, store: boolean, run: AgentRun) {
     const body = JSON.stringify({ ...createBody(request, input, previous, store), stream: true });
     this.bytesSent += Buffer.byteLength(body);
-    const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'text/event-stream', 'X-LLR-Timing': '1' };
+    const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'text/event-stream' };
+    if (this.opts.timing ?? true) headers['X-LLR-Timing'] = '1';
     if (this.opts.apiKey) headers['Authorization'] = `Bearer ${this.opts.apiKey}`;
     const res = await fetch(this.endpoint, { method: 'POST', headers, body });
     if (!res.ok || !res.body) {
@@ -80,10 +85,8 @@ export class HttpClient implements AgentClient {
       if (e.type === 'response.output_item.done') {
         run.transcript.push(e.item as unknown as InputItem);
         if (e.item.type === 'function_call') calls.push(e.item);
-      } else if (e.type === 'response.completed' || e.type === 'response.failed' || e.type === 'response.incomplete' || e.type === 'response.cancelled') {
+      } else if (isTerminalEvent(e)) {
         final = e.response;
-      } else if (e.type === 'llr.timing') {
-        // Already collected by run.push.
       } else if (e.type === 'error') {
         const flat = e as unknown as { code: string; message: string; param: string | null };
         if (!final) throw new ServerError(flat.code, flat.message, flat.param);

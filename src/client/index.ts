@@ -11,8 +11,13 @@ import { WsClient } from './ws.js';
 export type ClientProtocol = 'long-lived' | 'ws' | 'http' | 'http-stored';
 export const CLIENT_PROTOCOLS: readonly ClientProtocol[] = ['long-lived', 'ws', 'http', 'http-stored'];
 
-export async function connectClient(protocol: ClientProtocol, url: string, opts: { apiKey?: string | undefined } = {}): Promise<AgentClient> {
-  const auth = opts.apiKey ? { apiKey: opts.apiKey } : {};
+/** `timing` (default true): ask the server for its `llr:timing` events. */
+export async function connectClient(
+  protocol: ClientProtocol,
+  url: string,
+  opts: { apiKey?: string | undefined; timing?: boolean } = {},
+): Promise<AgentClient> {
+  const auth = { ...(opts.apiKey ? { apiKey: opts.apiKey } : {}), ...(opts.timing !== undefined && { timing: opts.timing }) };
   switch (protocol) {
     case 'long-lived':
       return LongLivedClient.connect(url, auth);

@@ -2,12 +2,13 @@
  * `LongLivedClient`: the agent-loop driver over the long-lived protocol
  * (`OpenAI-Beta: responses_websockets=2026-02-04`). One `response.create`
  * per run; at every `response.done` it runs the pending tool calls and sends
- * their outputs with `response.append`; the run ends at the terminal event.
+ * their outputs with `response.append`; the run ends at the terminal event
+ * (the `llr:timing` event that may follow is routed to it by response id).
  * One run at a time per client (the protocol allows one per connection).
  */
-import type { ServerEvent } from '../protocol/events.js';
-import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
-import { AgentRun, ServerError, busyRun, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { isTerminalEvent, isTimingEvent, type ServerEvent } from '../protocol/events.js';
+import type { FunctionCall, InputItem } from '../protocol/objects.js';
+import { AgentRun, ServerError, TimingRoutes, busyRun, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 import { EventSocket, type SocketOptions } from './socket.js';
 
 export const LONG_LIVED_BETA = 'responses_websockets=2026-02-04';
@@ -17,9 +18,11 @@ export class LongLivedClient implements AgentClient {
   private current: AgentRun | null = null;
   /** The conversation so far: a follow-up run re-sends it in full (the protocol has no previous_response_id). */
   private history: InputItem[] = [];
+  private readonly timings = new TimingRoutes();
 
   private constructor(readonly socket: EventSocket) {
     socket.onClose = (code, reason) => {
+      this.timings.close();
       const run = this.current;
       if (!run) return;
       const last = run.responses.at(-1);
@@ -34,16 +37,26 @@ export class LongLivedClient implements AgentClient {
 
   run(request: AgentRequest, executeTool: ToolExecutor): AgentRun {
     if (this.current && !this.current.done) return busyRun();
-    const run = new AgentRun();
+    const run = new AgentRun(this.socket.timing);
     this.current = run;
     const input = [...this.history, ...toInputItems(request.input)];
     run.transcript.push(...input);
     let calls: FunctionCall[] = [];
     let started = false;
-    let final: Response | null = null;
 
     this.socket.onEvent = (e: ServerEvent) => {
+      if (isTimingEvent(e)) {
+        this.timings.deliver(e);
+        return;
+      }
       run.push(e);
+      if (isTerminalEvent(e)) {
+        run.responses.push(e.response);
+        if (this.socket.timing) this.timings.expect(e.response.id, run);
+        if (e.response.status === 'completed') this.history = run.transcript.slice();
+        run.resolve(e.response);
+        return;
+      }
       switch (e.type) {
         case 'response.created':
           started = true;
@@ -65,20 +78,6 @@ export class LongLivedClient implements AgentClient {
           );
           break;
         }
-        case 'response.completed':
-        case 'response.failed':
-        case 'response.incomplete':
-        case 'response.cancelled':
-          // Resolved at the timing event that closes the stream, so callers see the timings.
-          run.responses.push(e.response);
-          final = e.response;
-          break;
-        case 'llr.timing':
-          if (final) {
-            this.history = final.status === 'completed' ? run.transcript.slice() : this.history;
-            run.resolve(final);
-          }
-          break;
         case 'error':
           if (!started || run.done) run.reject(new ServerError(e.error.code, e.error.message, e.error.param, e.status));
           break;

@@ -13,14 +13,17 @@ export interface SocketOptions {
   /** `?protocol=` value (what a browser would use instead of the header). */
   protocol?: 'long-lived' | 'ws';
   beta?: string;
+  /** Ask for the server's `llr:timing` events (`?llr_timing=1` on the upgrade). Default true. */
+  timing?: boolean;
 }
 
 /** `http://host:port[/v1]` or `ws://…` → `ws://host:port/v1/responses[?protocol=…]`. */
-export function responsesSocketUrl(base: string, protocol?: string): string {
+export function responsesSocketUrl(base: string, protocol?: string, timing = false): string {
   const u = new URL(base);
   u.protocol = u.protocol === 'https:' || u.protocol === 'wss:' ? 'wss:' : 'ws:';
   u.pathname = u.pathname.replace(/\/+$/, '').replace(/\/v1(\/responses)?$/, '') + '/v1/responses';
   if (protocol) u.searchParams.set('protocol', protocol);
+  if (timing) u.searchParams.set('llr_timing', '1');
   return u.toString();
 }
 
@@ -30,7 +33,11 @@ export class EventSocket {
   bytesSent = 0;
   bytesReceived = 0;
 
-  private constructor(readonly ws: WebSocket) {
+  private constructor(
+    readonly ws: WebSocket,
+    /** Whether this connection asked for `llr:timing` events. */
+    readonly timing: boolean,
+  ) {
     ws.on('message', (data) => {
       const text = data.toString();
       this.bytesReceived += Buffer.byteLength(text);
@@ -43,12 +50,13 @@ export class EventSocket {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.apiKey) headers['Authorization'] = `Bearer ${opts.apiKey}`;
     if (opts.beta) headers['OpenAI-Beta'] = opts.beta;
-    const ws = new WebSocket(responsesSocketUrl(base, opts.protocol), { headers });
+    const timing = opts.timing ?? true;
+    const ws = new WebSocket(responsesSocketUrl(base, opts.protocol, timing), { headers });
     return new Promise((resolve, reject) => {
       ws.once('open', () => {
         ws.off('error', reject);
         ws.on('error', () => {});
-        resolve(new EventSocket(ws));
+        resolve(new EventSocket(ws, timing));
       });
       ws.once('error', reject);
       ws.once('unexpected-response', (_req, res) => {

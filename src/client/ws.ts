@@ -4,11 +4,12 @@
  * response; after one that ends with tool calls the client runs them and
  * sends a new `response.create` with `previous_response_id` and only the tool
  * outputs, as Codex does. Tools and instructions are re-sent every time (they
- * are not inherited).
+ * are not inherited). It continues on the terminal event; the `llr:timing`
+ * event that may follow is routed to its run by response id.
  */
-import type { ServerEvent } from '../protocol/events.js';
-import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
-import { AgentRun, ServerError, busyRun, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { isTerminalEvent, isTimingEvent, type ServerEvent } from '../protocol/events.js';
+import type { FunctionCall, InputItem } from '../protocol/objects.js';
+import { AgentRun, ServerError, TimingRoutes, busyRun, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 import { EventSocket, type SocketOptions } from './socket.js';
 
 export const WS_MODE_BETA = 'responses_websockets=2026-02-06';
@@ -19,9 +20,13 @@ export class WsClient implements AgentClient {
   /** The last response of the previous run, so a follow-up run continues the conversation. */
   lastResponseId: string | null = null;
   private history: InputItem[] = [];
+  private readonly timings = new TimingRoutes();
 
   private constructor(readonly socket: EventSocket) {
-    socket.onClose = (code) => this.current?.reject(new Error(`connection closed (${code})`));
+    socket.onClose = (code) => {
+      this.current?.reject(new Error(`connection closed (${code})`));
+      this.timings.close();
+    };
   }
 
   static async connect(baseUrl: string, opts: Omit<SocketOptions, 'beta'> = {}): Promise<WsClient> {
@@ -30,48 +35,44 @@ export class WsClient implements AgentClient {
 
   run(request: AgentRequest, executeTool: ToolExecutor): AgentRun {
     if (this.current && !this.current.done) return busyRun();
-    const run = new AgentRun();
+    const run = new AgentRun(this.socket.timing);
     this.current = run;
     const first = toInputItems(request.input);
     run.transcript.push(...this.history, ...first);
     let calls: FunctionCall[] = [];
-    let final: Response | null = null;
 
     const create = (input: InputItem[], previous: string | null) => {
       calls = [];
-      final = null;
       this.socket.send({ type: 'response.create', ...createBody(request, input, previous, request.store ?? false) });
     };
 
     this.socket.onEvent = (e: ServerEvent) => {
+      if (isTimingEvent(e)) {
+        this.timings.deliver(e);
+        return;
+      }
       run.push(e);
+      if (isTerminalEvent(e)) {
+        const done = e.response;
+        run.responses.push(done);
+        if (this.socket.timing) this.timings.expect(done.id, run);
+        if (done.status !== 'completed' || calls.length === 0) {
+          this.lastResponseId = done.status === 'completed' ? done.id : null;
+          if (done.status === 'completed') this.history = run.transcript.slice();
+          run.resolve(done);
+          return;
+        }
+        void runTools(calls, executeTool).then((outputs) => {
+          run.transcript.push(...outputs);
+          if (this.socket.open) create(outputs, done.id);
+        }, (err: unknown) => run.reject(err));
+        return;
+      }
       switch (e.type) {
         case 'response.output_item.done':
           run.transcript.push(e.item as unknown as InputItem);
           if (e.item.type === 'function_call') calls.push(e.item);
           break;
-        case 'response.completed':
-        case 'response.failed':
-        case 'response.incomplete':
-        case 'response.cancelled':
-          run.responses.push(e.response);
-          final = e.response;
-          break;
-        case 'llr.timing': {
-          const done = final;
-          if (!done) break;
-          if (done.status !== 'completed' || calls.length === 0) {
-            this.lastResponseId = done.status === 'completed' ? done.id : null;
-            if (done.status === 'completed') this.history = run.transcript.slice();
-            run.resolve(done);
-            break;
-          }
-          void runTools(calls, executeTool).then((outputs) => {
-            run.transcript.push(...outputs);
-            if (this.socket.open) create(outputs, done.id);
-          }, (err: unknown) => run.reject(err));
-          break;
-        }
         case 'error':
           run.reject(new ServerError(e.error.code, e.error.message, e.error.param, e.status));
           break;

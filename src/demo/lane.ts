@@ -274,7 +274,7 @@ export class Lane {
         this.lastResponseId = e.response.id;
         this.wire(t, 'in', e.type, `${e.response.status} · ${e.response.usage?.input_tokens ?? 0} input tokens`, 1);
         break;
-      case 'llr.timing':
+      case 'llr:timing':
         this.wire(t, 'in', e.type, `server total ${e.totals['total'] ?? 0} ms`, 1);
         this.markDirty(e.response_id);
         break;

@@ -2,11 +2,17 @@
  * Builds the Response object for a run from its create parameters: every
  * field of the wire's Response, `null` where unknown, because strict clients
  * and the Open Responses schema require the full set.
+ *
+ * Echoes what the client asked for, as the API does: the requested model
+ * name (an alias still routes to its deployment, see pipeline/route.ts, but
+ * the client sees its own name back) and each function tool with every field
+ * filled with the API's default (`strict: true`, `description: null`,
+ * `parameters: null` when omitted).
  */
 import type { CreateParams } from '../protocol/events.js';
-import { newId, type Response } from '../protocol/objects.js';
+import { isFunctionTool, newId, type Response, type Tool } from '../protocol/objects.js';
 
-export function newResponse(params: CreateParams, model: string, now = Date.now()): Response {
+export function newResponse(params: CreateParams, now = Date.now()): Response {
   return {
     id: newId('resp'),
     object: 'response',
@@ -15,18 +21,18 @@ export function newResponse(params: CreateParams, model: string, now = Date.now(
     status: 'in_progress',
     error: null,
     incomplete_details: null,
-    model,
+    model: params.model,
     previous_response_id: params.previous_response_id,
     instructions: params.instructions,
     output: [],
-    tools: params.tools,
+    tools: params.tools.map(echoTool),
     tool_choice: params.tool_choice,
-    truncation: 'disabled',
+    truncation: params.truncation ?? 'disabled',
     parallel_tool_calls: params.parallel_tool_calls,
-    text: { format: { type: 'text' } },
+    text: params.text ?? { format: { type: 'text' } },
     top_p: params.top_p ?? 1,
-    presence_penalty: 0,
-    frequency_penalty: 0,
+    presence_penalty: params.presence_penalty ?? 0,
+    frequency_penalty: params.frequency_penalty ?? 0,
     top_logprobs: 0,
     temperature: params.temperature ?? 1,
     reasoning: params.reasoning ?? { effort: null, summary: null },
@@ -40,6 +46,22 @@ export function newResponse(params: CreateParams, model: string, now = Date.now(
     metadata: params.metadata,
     safety_identifier: params.safety_identifier,
     prompt_cache_key: params.prompt_cache_key,
+    prompt_cache_retention: null,
+    conversation: null,
+    prompt: null,
+  };
+}
+
+/** A function tool as the API echoes it: every field, defaults filled in. Other tools as sent. */
+export function echoTool(t: Tool): Tool {
+  if (!isFunctionTool(t)) return t;
+  return {
+    ...t,
+    type: 'function',
+    name: t.name,
+    description: t.description ?? null,
+    parameters: t.parameters ?? null,
+    strict: t.strict ?? true,
   };
 }
 

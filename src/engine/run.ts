@@ -17,7 +17,7 @@
  */
 import type { ModelRequest } from '../model/types.js';
 import { WireError, toWireError } from '../protocol/errors.js';
-import type { CreateParams, LifecycleType, ServerEvent, UnnumberedEvent } from '../protocol/events.js';
+import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { appendOutput, renderAppend, type RenderedContext } from '../pipeline/render.js';
@@ -26,6 +26,7 @@ import { safetyScan } from '../pipeline/safety.js';
 import { validateItems } from '../pipeline/validate.js';
 import pDefer from 'p-defer';
 import type { PostInferenceJob } from '../pipeline/post.js';
+import { compactContext, compactThreshold } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
 import { checkContext } from './budget.js';
 import { Segment, carriesTokens } from './segment.js';
@@ -86,7 +87,7 @@ export class ResponseRun {
     this.pauses = new PauseRegistry(services.limits.maxPendingCalls);
     // Handled here so a halt while nothing waits on it is not an unhandled rejection.
     this.stopped.promise.catch(() => {});
-    this.response = newResponse(plan.params, plan.route.model, this.wallNow());
+    this.response = newResponse(plan.params, this.wallNow());
     this.done = this.loop();
   }
 
@@ -242,6 +243,7 @@ export class ResponseRun {
   }
 
   private async sample(): Promise<FunctionCall[]> {
+    this.compactIfOver();
     const { context: ctx, route, params } = this.plan;
     const m = this.metrics;
     const req: ModelRequest = {
@@ -255,6 +257,7 @@ export class ResponseRun {
       parallel_tool_calls: params.parallel_tool_calls,
       promptTokens: ctx.tokens.view(),
       maxOutputTokens: params.max_output_tokens,
+      ...(params.text && { textFormat: params.text.format }),
     };
     m.count('model_calls');
     const clock = this.services.clock;
@@ -284,11 +287,30 @@ export class ResponseRun {
       this.outputTokens += tokens;
       m.count('output_tokens', tokens);
     }
+    if (this.end) segment.truncate();
     m.span('decode', firstToken, clock.now());
     appendOutput(this.plan.context, segment.items);
     if (this.end) return [];
     assertDistinctCallIds(segment.calls);
     return segment.calls;
+  }
+
+  /**
+   * Server-side compaction (`context_management`): once the rendered prompt
+   * passes the threshold, the context is replaced by its compacted window
+   * before the model call, and the compaction item joins the output. A live
+   * long-lived run shrinks too: later appends extend the smaller context.
+   */
+  private compactIfOver(): void {
+    const threshold = compactThreshold(this.plan.params);
+    if (threshold === null || this.plan.context.tokens.length <= threshold) return;
+    const { item, context, outputTokens } = compactContext(this.plan.context, this.metrics);
+    this.plan.context = context;
+    this.outputTokens += outputTokens;
+    this.metrics.count('output_tokens', outputTokens);
+    const index = this.response.output.push(item) - 1;
+    this.emit({ type: 'response.output_item.added', output_index: index, item: { ...item } });
+    this.emit({ type: 'response.output_item.done', output_index: index, item: { ...item } });
   }
 
   private async pause(calls: FunctionCall[]): Promise<void> {
@@ -340,7 +362,7 @@ export class ResponseRun {
         response.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens);
         if (ended.status === 'incomplete') response.incomplete_details = { reason: ended.reason };
         if (ended.error) response.error = { code: ended.error.code, message: ended.error.message };
-        for (const item of response.output) if (item.status === 'in_progress') item.status = 'incomplete';
+        for (const item of response.output) if ('status' in item && item.status === 'in_progress') item.status = 'incomplete';
       }),
     );
     const job: PostInferenceJob = { response, input: this.plan.input, owner: this.plan.owner, mode: this.plan.protocol, metrics: m };
@@ -424,10 +446,12 @@ export class ResponseRun {
     return this.end;
   }
 
+  /** The extension event, only to a client that opted in; the run record keeps the same figures regardless. */
   private emitTiming(overlapped: boolean): void {
+    if (this.plan.params.llr?.timing !== true) return;
     const m = this.metrics;
     this.emit({
-      type: 'llr.timing',
+      type: TIMING_EVENT,
       response_id: this.id,
       mode: this.plan.protocol,
       spans: m.spans,
@@ -451,7 +475,7 @@ export class ResponseRun {
         connection: this.plan.connection,
         owner: this.plan.owner,
         status: r.status,
-        model: r.model,
+        model: this.plan.route.model,
         previous_response_id: r.previous_response_id,
         usage: r.usage,
         counters: { ...this.metrics.counters },

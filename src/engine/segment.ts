@@ -52,17 +52,9 @@ export class Segment {
         this.emit({ type: 'response.output_text.delta', item_id: msg.id, output_index: this.index, content_index: 0, delta: ev.delta, logprobs: [] });
         return 1;
       }
-      case 'message.end': {
-        const msg = this.need(this.msg, 'the end of a message it did not start');
-        const part = msg.content[0]!;
-        msg.status = 'completed';
-        this.emit({ type: 'response.output_text.done', item_id: msg.id, output_index: this.index, content_index: 0, text: part.text, logprobs: [] });
-        this.emit({ type: 'response.content_part.done', item_id: msg.id, output_index: this.index, content_index: 0, part: { ...part } });
-        this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...msg, content: [{ ...part }] } });
-        this.items.push(msg as unknown as InputItem);
-        this.msg = null;
+      case 'message.end':
+        this.closeMessage(this.need(this.msg, 'the end of a message it did not start'), 'completed');
         return 0;
-      }
       case 'call.start': {
         const call: FunctionCall = { id: newId('fc'), type: 'function_call', call_id: ev.call_id, name: ev.name, arguments: '', status: 'in_progress' };
         this.call = call;
@@ -77,13 +69,9 @@ export class Segment {
         return 1;
       }
       case 'call.end': {
-        const call = this.need(this.call, 'the end of a call it did not start');
-        call.status = 'completed';
-        this.emit({ type: 'response.function_call_arguments.done', item_id: call.id, output_index: this.index, name: call.name, arguments: call.arguments });
-        this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...call } });
+        const call = this.closeCall(this.need(this.call, 'the end of a call it did not start'), 'completed');
         this.items.push(call as unknown as InputItem);
         this.calls.push(call);
-        this.call = null;
         return 0;
       }
       default: {
@@ -91,6 +79,35 @@ export class Segment {
         throw new Error(`unknown model event ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /**
+   * The response stopped mid-item (its output budget ran out): close the open
+   * item as the API does, its done events with status `incomplete`, before
+   * the terminal event. A cut message stays in the context; a cut call is
+   * never run, so it does not.
+   */
+  truncate(): void {
+    if (this.msg) this.closeMessage(this.msg, 'incomplete');
+    if (this.call) this.closeCall(this.call, 'incomplete');
+  }
+
+  private closeMessage(msg: AssistantMessage, status: 'completed' | 'incomplete'): void {
+    const part = msg.content[0]!;
+    msg.status = status;
+    this.emit({ type: 'response.output_text.done', item_id: msg.id, output_index: this.index, content_index: 0, text: part.text, logprobs: [] });
+    this.emit({ type: 'response.content_part.done', item_id: msg.id, output_index: this.index, content_index: 0, part: { ...part } });
+    this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...msg, content: [{ ...part }] } });
+    this.items.push(msg as unknown as InputItem);
+    this.msg = null;
+  }
+
+  private closeCall(call: FunctionCall, status: 'completed' | 'incomplete'): FunctionCall {
+    call.status = status;
+    this.emit({ type: 'response.function_call_arguments.done', item_id: call.id, output_index: this.index, name: call.name, arguments: call.arguments });
+    this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...call } });
+    this.call = null;
+    return call;
   }
 
   private need<T>(x: T | null, what: string): T {

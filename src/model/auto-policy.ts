@@ -1,34 +1,42 @@
 /**
  * The default policy, for people and real clients (Codex CLI, the Agents
- * SDK): it reads the latest user message and behaves like a small, obedient
- * agent model.
+ * SDK, the AI SDK, LangChain): it reads the latest user message and behaves
+ * like a small, obedient agent model.
  *
  *  (a) `$ cmd` lines + a shell tool (`exec_command` or `shell`) offered:
  *      run each line once (all at once when `parallel_tool_calls`), then
  *      summarise what the commands printed.
- *  (b) a forced function (`tool_choice`), or a function tool named in the
- *      message: call it with arguments generated from its schema, then
- *      summarise its output.
+ *  (b) function tools the message asks for (see tool-match.ts: its exact
+ *      name, a content word of its name, or two words of its description),
+ *      or the forced one: call each once with arguments generated from its
+ *      schema, string slots (location, query, path, url) filled from the
+ *      message, then summarise the outputs.
  *  (c) otherwise: a deterministic reply of 20–60 tokens derived from the
  *      seeded rng and the message.
  *
- * Everything depends only on the request and the rng (seeded from the
- * conversation), so concurrent runs need no shared state. Leaves out any
- * understanding of the message beyond these rules, and `tool_choice:
- * "required"` after the tool ran: it answers in text rather than calling
- * again forever.
+ * Text answers follow `text.format`: JSON that fits the schema (structured
+ * outputs) or a JSON object, see `asJson`.
+ *
+ * `tool_choice` is obeyed as the API does: `"none"` never calls; a named
+ * function or `"required"` (also `allowed_tools` in `required` mode) calls a
+ * tool on *every* model call, even after the tool has run (the API does,
+ * and the AI SDK fails the step otherwise); the client ends such a loop.
+ * `allowed_tools` restricts the tools considered. Everything depends only on
+ * the request and the rng (seeded from the conversation), so concurrent runs
+ * need no shared state.
  */
-import type { FunctionTool, InputMessage, ToolChoice } from '../protocol/objects.js';
+import type { FunctionTool, InputMessage, TextFormat, ToolChoice } from '../protocol/objects.js';
 import { callsAfter, contentText, latestUserIndex, outputText } from './conversation.js';
 import type { ModelPolicy, PlannedItem, PlannedOutput } from './policies.js';
 import { intBetween, type Rng, words } from './rng.js';
 import { argsFromSchema } from './schema-args.js';
+import { fillFromMessage, relevance } from './tool-match.js';
 import { countTokens } from './tokenizer.js';
 import type { ModelRequest } from './types.js';
 
 /** Shell tools in order of preference: Codex's unified exec, then the classic `shell`. */
 const SHELL_TOOLS = ['exec_command', 'shell'] as const;
-/** A backstop against a client that keeps answering calls without ever getting a final answer. */
+/** Unforced, a backstop against a client that keeps answering calls without ever getting a final answer. */
 const MAX_CALLS_PER_TURN = 64;
 /** Summary lines quote at most this many characters of a tool's output. */
 const SUMMARY_CHARS = 80;
@@ -39,37 +47,87 @@ export function autoPolicy(): ModelPolicy {
   return { name: 'auto', plan };
 }
 
-function plan(req: ModelRequest, rng: Rng): PlannedOutput {
-  const u = latestUserIndex(req.items);
-  if (u < 0) return say('Hello! Ready when you are.');
-  const userText = contentText((req.items[u] as InputMessage).content);
-  const after = callsAfter(req.items, u);
-  const tools = req.tools.filter((t) => t.type === 'function');
-  const forced = forcedFunction(req.tool_choice);
+/** What `tool_choice` asks of the model. */
+interface Choice {
+  mode: 'none' | 'auto' | 'required';
+  /** A named function the model must call. */
+  name?: string;
+  /** `allowed_tools`: the only tools the model may call. */
+  allowed?: ReadonlySet<string>;
+}
 
-  if (req.tool_choice !== 'none' && after.length < MAX_CALLS_PER_TURN) {
+export function readChoice(choice: ToolChoice): Choice {
+  if (choice === 'none' || choice === 'auto' || choice === 'required') return { mode: choice };
+  if (typeof choice === 'object' && choice !== null) {
+    if (choice.type === 'function' && typeof choice.name === 'string') return { mode: 'required', name: choice.name };
+    if (choice.type === 'allowed_tools') {
+      const listed = Array.isArray(choice['tools']) ? (choice['tools'] as Array<{ name?: unknown }>) : [];
+      const allowed = new Set(listed.map((t) => t.name).filter((n): n is string => typeof n === 'string'));
+      return { mode: choice['mode'] === 'required' ? 'required' : 'auto', allowed };
+    }
+  }
+  // Forcing a hosted tool we do not serve: the model may still use its functions.
+  return { mode: 'auto' };
+}
+
+function plan(req: ModelRequest, rng: Rng): PlannedOutput {
+  const out = decide(req, rng);
+  const format = req.textFormat;
+  if (format === undefined || format.type === 'text') return out;
+  const u = latestUserIndex(req.items);
+  const userText = u < 0 ? '' : contentText((req.items[u] as InputMessage).content);
+  return { ...out, items: out.items.map((item) => (item.type === 'message' ? { type: 'message', text: asJson(format, item.text, userText, rng) } : item)) };
+}
+
+/** Words naming a property that holds the answer itself. */
+const ANSWER_PROPS = /^(answer|summary|response|reply|text|content|message|result|explanation|output)$/i;
+
+/**
+ * A text answer as the JSON `text.format` asks for: `json_object` wraps it as
+ * `{"answer": …}`; `json_schema` generates a value that follows the schema
+ * (schema-args.ts), string slots filled from the user's message
+ * (tool-match.ts) and answer-like string properties holding the text.
+ */
+function asJson(format: Exclude<TextFormat, { type: 'text' }>, text: string, userText: string, rng: Rng): string {
+  if (format.type === 'json_object') return JSON.stringify({ answer: text });
+  const value = fillFromMessage(argsFromSchema(format.schema, rng), format.schema, userText);
+  const props = (format.schema['properties'] ?? {}) as Record<string, { type?: unknown }>;
+  for (const [name, schema] of Object.entries(props)) {
+    if (ANSWER_PROPS.test(name) && schema.type === 'string' && !('enum' in schema)) value[name] = text;
+  }
+  return JSON.stringify(value);
+}
+
+function decide(req: ModelRequest, rng: Rng): PlannedOutput {
+  const choice = readChoice(req.tool_choice);
+  const tools = req.tools.filter((t) => t.type === 'function' && (choice.allowed?.has(t.name) ?? true));
+  const forced = choice.mode === 'required' && tools.length > 0;
+  const u = latestUserIndex(req.items);
+  if (u < 0 && !forced) return say('Hello! Ready when you are.');
+  const userText = u < 0 ? '' : contentText((req.items[u] as InputMessage).content);
+  const after = callsAfter(req.items, u);
+  const batchOf = <T>(xs: T[]) => (req.parallel_tool_calls ? xs : xs.slice(0, 1));
+
+  if (choice.mode !== 'none' && (forced || after.length < MAX_CALLS_PER_TURN)) {
     // (a) shell commands
     const shell = SHELL_TOOLS.map((n) => tools.find((t) => t.name === n)).find((t) => t !== undefined);
     const lines = dollarLines(userText);
-    if (shell && lines.length > 0 && (forced === undefined || forced === shell.name)) {
+    if (shell && lines.length > 0 && (choice.name === undefined || choice.name === shell.name)) {
       const done = after.filter((c) => c.call.name === shell.name);
       const pending = withoutCalled(lines, done.map((c) => commandOf(c.call.arguments)));
-      if (pending.length > 0) {
-        const batch = req.parallel_tool_calls ? pending : pending.slice(0, 1);
-        return { items: batch.map((line) => shellCall(shell.name, line)) };
-      }
+      if (pending.length > 0) return { items: batchOf(pending).map((line) => shellCall(shell.name, line)) };
+      if (forced) return { items: [shellCall(shell.name, lines[0]!)] };
       return say(summary('Ran', 'command', done, (c) => commandOf(c.call.arguments)));
     }
 
-    // (b) a forced or named function tool
-    const targets = targetTools(tools, req.tool_choice, forced, userText);
+    // (b) function tools the message asks for, or the forced one
+    const targets = targetTools(tools, choice, userText);
     if (targets.length > 0) {
       const calledNames = new Set(after.map((c) => c.call.name));
       const pending = targets.filter((t) => !calledNames.has(t.name));
-      if (pending.length > 0) {
-        const batch = req.parallel_tool_calls ? pending : pending.slice(0, 1);
-        return { items: batch.map((t) => functionCall(t.name, argsFromSchema(t.parameters, rng))) };
-      }
+      const call = (t: FunctionTool) => functionCall(t.name, fillFromMessage(argsFromSchema(t.parameters, rng), t.parameters, userText));
+      if (pending.length > 0) return { items: batchOf(pending).map(call) };
+      if (forced) return { items: [call(targets[0]!)] };
       const done = after.filter((c) => targets.some((t) => t.name === c.call.name));
       return say(summary('Called', 'tool', done, (c) => c.call.name));
     }
@@ -93,11 +151,6 @@ function shellCall(tool: string, line: string): PlannedItem {
   return tool === 'exec_command'
     ? functionCall(tool, { cmd: line })
     : functionCall(tool, { command: ['bash', '-lc', line] });
-}
-
-function forcedFunction(choice: ToolChoice): string | undefined {
-  if (typeof choice === 'object' && choice.type === 'function' && typeof choice.name === 'string') return choice.name;
-  return undefined;
 }
 
 /** Lines of the message that start with `$ `, without the prompt sign. */
@@ -140,22 +193,17 @@ function withoutCalled(lines: readonly string[], called: readonly string[]): str
   });
 }
 
-function targetTools(
-  tools: readonly FunctionTool[],
-  choice: ToolChoice,
-  forced: string | undefined,
-  userText: string,
-): FunctionTool[] {
-  if (forced !== undefined) return tools.filter((t) => t.name === forced);
-  const named = tools.filter((t) => mentions(userText, t.name));
-  if (named.length > 0) return named;
+/**
+ * The tools to call: the forced one; else those the message asks for (in
+ * declared order, shell tools left to rule (a)); else, when a call is
+ * required, the first tool.
+ */
+function targetTools(tools: readonly FunctionTool[], choice: Choice, userText: string): FunctionTool[] {
+  if (choice.name !== undefined) return tools.filter((t) => t.name === choice.name);
+  const asked = tools.filter((t) => !(SHELL_TOOLS as readonly string[]).includes(t.name) && relevance(t, userText) > 0);
+  if (asked.length > 0) return asked;
   const first = tools[0];
-  return choice === 'required' && first ? [first] : [];
-}
-
-function mentions(text: string, name: string): boolean {
-  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(`(?<![\\w-])${escaped}(?![\\w-])`).test(text);
+  return choice.mode === 'required' && first ? [first] : [];
 }
 
 function summary(verb: string, noun: string, calls: readonly Call[], label: (c: Call) => string): string {

@@ -6,7 +6,7 @@
  * `args.delta` is exactly one output token. Leaves out real network models:
  * this project measures the API around the model, so the model is simulated.
  */
-import type { FunctionTool, InputItem, ToolChoice } from '../protocol/objects.js';
+import type { FunctionTool, InputItem, TextFormat, ToolChoice } from '../protocol/objects.js';
 
 export interface ModelSettings {
   /** Decode speed; `Infinity` streams as fast as the loop can. */
@@ -30,6 +30,8 @@ export interface ModelRequest {
   /** The rendered prompt (o200k token ids) the prefix cache is keyed on. */
   promptTokens: ArrayLike<number>;
   maxOutputTokens: number | null;
+  /** The format the text answer must follow (`text.format`); absent means plain text. */
+  textFormat?: TextFormat;
 }
 
 export type ModelEvent =

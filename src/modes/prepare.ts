@@ -2,12 +2,13 @@
  * Full pre-inference work for a new response: validate the request, render
  * the whole context, scan it, and route the model. Every design does this for
  * a fresh request; the long-lived design does it once per agent run, the ws
- * design only when its connection cache misses, and the HTTP baseline on
- * every request.
+ * design only when its connection cache misses (or a compaction item arrives),
+ * and the HTTP baseline on every request.
  */
 import type { CreateParams } from '../protocol/events.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
+import { applyCompaction, hasCompaction } from '../pipeline/compaction.js';
 import { renderFull, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { safetyScan } from '../pipeline/safety.js';
@@ -19,7 +20,21 @@ import type { Services } from '../engine/services.js';
  * earlier responses) then this request's `input`. Errors name the request's
  * params: `input[i]` for input, `previous_response_id` for history.
  */
-export function checkAndRender(params: CreateParams, history: readonly InputItem[], input: readonly InputItem[], metrics: RunMetrics): RenderedContext {
+export function checkAndRender(
+  params: Pick<CreateParams, 'instructions' | 'tools'>,
+  history: readonly InputItem[],
+  input: readonly InputItem[],
+  metrics: RunMetrics,
+): RenderedContext {
+  // A compaction item replaces the history it summarises (pipeline/compaction.ts).
+  if (hasCompaction(input)) {
+    history = [];
+    input = applyCompaction(input);
+    metrics.count('compactions_applied');
+  } else if (hasCompaction(history)) {
+    history = applyCompaction(history, 'previous_response_id');
+    metrics.count('compactions_applied');
+  }
   metrics.time('validate', () => {
     metrics.count('validate_full');
     validateTools(params.tools, metrics);

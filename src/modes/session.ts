@@ -57,6 +57,8 @@ export class ConnectionSession {
   private busy = false;
   private closed = false;
   private idleWaiters: Array<() => void> = [];
+  /** Numbers error events sent while no response is in flight. */
+  private errorSeq = 0;
 
   constructor(
     private readonly policy: ModePolicy,
@@ -129,13 +131,17 @@ export class ConnectionSession {
     }
   }
 
-  /** Report an error on the socket; numbered in the stream of the response in flight, if any. */
+  /**
+   * Report an error on the socket; numbered in the stream of the response in
+   * flight, if any, else by the connection's own counter (the AI SDK's schema
+   * requires `sequence_number` on every event).
+   */
   error(err: WireError): void {
     if (this.closed) return;
     if (err.code === 'server_error') this.log.error({ err: err.cause ?? err }, 'server fault');
     else this.log.info({ code: err.code, param: err.param }, 'client error');
     if (this.active && !this.active.ended) this.active.emitError(err);
-    else this.send(err.toEvent() as ServerEvent);
+    else this.send({ ...err.toEvent(), sequence_number: this.errorSeq++ });
   }
 
   private async pump(): Promise<void> {

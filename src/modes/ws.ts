@@ -12,6 +12,7 @@
  * (`Switches`) so its contribution can be measured.
  */
 import type { CreateParams } from '../protocol/events.js';
+import { hasCompaction } from '../pipeline/compaction.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { renderAppend, renderFull, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
@@ -94,10 +95,16 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
       headerKeys.set(params, headerKey);
       const prev = params.previous_response_id;
       let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input'] };
-      if (prev && cache && cache.id === prev) {
+      if (prev && cache && cache.id === prev && !hasCompaction(params.input)) {
         // Before the cached context is extended in place (item references are checked after).
         checkContext(cache.context, params.input, services.limits);
         prepared = await fromCache(params, cache, headerKey, metrics);
+      } else if (prev && cache && cache.id === prev) {
+        // A compaction item replaces the cached history: a full rebuild of the smaller window.
+        const input = resolveReferences(params.input, info.owner, services, metrics);
+        const context = checkAndRender(params, cache.context.items, input, metrics);
+        const route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
+        prepared = { context, route, input };
       } else if (prev) {
         if (!params.store) throw notFound(prev);
         metrics.count('store_hydrations');

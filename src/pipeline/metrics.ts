@@ -44,6 +44,10 @@ export const COUNTERS = [
   'persist_failed',
   /** Engine steps (records, lifecycle bookkeeping) that threw and were contained. */
   'engine_faults',
+  /** Compaction items read back (they replaced the history they summarise). */
+  'compactions_applied',
+  /** Server-side compactions (`context_management`) done during a run. */
+  'compactions',
 ] as const;
 export type Counter = (typeof COUNTERS)[number];
 

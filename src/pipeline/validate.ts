@@ -81,6 +81,10 @@ export function validateItems(items: readonly InputItem[], known: KnownCalls, me
         if (Array.isArray(out)) validateParts(out, `${p}.output`);
         break;
       }
+      case 'compaction':
+        // Full pre-inference work expands compactions before validating (pipeline/compaction.ts);
+        // one left here was sent where history cannot be replaced (a long-lived append).
+        throw new WireError('invalid_value', `Invalid '${p}': a compaction item can only start a new response, not be appended to one.`, p);
       default:
         break;
     }

@@ -10,6 +10,7 @@ import type {
   OutputItem,
   OutputText,
   Response,
+  TextConfig,
   Tool,
   ToolChoice,
 } from './objects.js';
@@ -83,8 +84,12 @@ export interface WireErrorBody {
   param: string | null;
 }
 
-/** WebSocket shape (nested); SSE uses the flat shape, see `toSseError`. */
-export type ErrorEvent = Partial<Seq> & {
+/**
+ * WebSocket shape (nested); SSE uses the flat shape, see `toSseError`. Always
+ * numbered: in the stream of the response in flight, or by the connection's
+ * own counter when none is.
+ */
+export type ErrorEvent = Seq & {
   type: 'error';
   status: number;
   error: WireErrorBody;
@@ -96,9 +101,16 @@ export interface TimingSpan {
   duration_ms: number;
 }
 
-/** Non-standard telemetry; real clients ignore unknown event types. */
+/**
+ * The server's extension event: timing and counters of one response, sent
+ * right after its terminal event. Named with the implementor prefix the Open
+ * Responses specification asks of extension events, and opt-in (see
+ * `LlrOptions`): a client that did not ask never receives it.
+ */
+export const TIMING_EVENT = 'llr:timing' as const;
+
 export type TimingEvent = Seq & {
-  type: 'llr.timing';
+  type: typeof TIMING_EVENT;
   response_id: string;
   mode: string;
   spans: TimingSpan[];
@@ -106,6 +118,10 @@ export type TimingEvent = Seq & {
   counters: Record<string, number>;
   switches: Record<string, boolean | number>;
 };
+
+export function isTimingEvent(e: { type: string }): e is TimingEvent {
+  return e.type === TIMING_EVENT;
+}
 
 export type ServerEvent =
   | ResponseLifecycleEvent
@@ -130,7 +146,7 @@ export const TERMINAL_EVENT_TYPES = [
 ] as const;
 export type TerminalEventType = (typeof TERMINAL_EVENT_TYPES)[number];
 
-export function isTerminalEvent(e: ServerEvent): e is ResponseLifecycleEvent {
+export function isTerminalEvent(e: ServerEvent): e is ServerEventOf<TerminalEventType> {
   return (TERMINAL_EVENT_TYPES as readonly string[]).includes(e.type);
 }
 
@@ -156,6 +172,38 @@ export interface CreateParams {
   prompt_cache_key: string | null;
   safety_identifier: string | null;
   service_tier: string | null;
+  /** This server's own options (absent unless the client sent or opted in to some). */
+  llr?: LlrOptions;
+  /** Server-side compaction (absent unless the client asked for it). */
+  context_management?: ContextManagement[];
+  /** `text.format` (structured outputs) and verbosity; absent means plain text. */
+  text?: TextConfig;
+  /** Echoed only (the simulated model has no context limit to truncate at, and does not sample). */
+  truncation?: 'auto' | 'disabled';
+  presence_penalty?: number;
+  frequency_penalty?: number;
+}
+
+/**
+ * `context_management: [{type: "compaction", compact_threshold}]`: compact
+ * the context before a model call once its rendered prompt passes the
+ * threshold (tokens; `null` takes the server's default,
+ * `DEFAULT_COMPACT_THRESHOLD` in pipeline/compaction.ts).
+ */
+export interface ContextManagement {
+  type: 'compaction';
+  compact_threshold: number | null;
+}
+
+/**
+ * Options for this server's extensions, opt-in per request: the create
+ * body's `"llr": {"timing": true}`, or for a whole connection the header
+ * `X-LLR-Timing: 1` (HTTP request or WebSocket upgrade) or the upgrade query
+ * `?llr_timing=1` (browsers cannot set headers).
+ */
+export interface LlrOptions {
+  /** Send `llr:timing` after the terminal event. Default false. */
+  timing: boolean;
 }
 
 export const CLIENT_EVENT_TYPES = [

@@ -94,19 +94,31 @@ export interface ItemReference {
   id: string;
 }
 
+/**
+ * A compaction (`POST /v1/responses/compact`, or server-side compaction):
+ * sent back as input, it stands for the history it summarises.
+ */
+export interface CompactionItem {
+  id: string;
+  type: 'compaction';
+  encrypted_content: string;
+  created_by?: string;
+}
+
 /** Any other item type (hosted tool calls, custom tools): carried through untouched. */
 export interface UnknownItem {
   type: string;
   [k: string]: unknown;
 }
 
-export type OutputItem = AssistantMessage | FunctionCall;
+export type OutputItem = AssistantMessage | FunctionCall | CompactionItem;
 export type InputItem =
   | InputMessage
   | FunctionCall
   | FunctionCallOutput
   | ReasoningItem
   | ItemReference
+  | CompactionItem
   | UnknownItem;
 
 export interface FunctionTool {
@@ -132,6 +144,26 @@ export type ToolChoice =
   | { type: 'function'; name: string }
   | { type: string; [k: string]: unknown };
 
+/** The answer of `POST /v1/responses/compact`. */
+export interface CompactedResponse {
+  id: string;
+  object: 'response.compaction';
+  created_at: number;
+  output: Array<InputMessage | CompactionItem>;
+  usage: Usage;
+}
+
+/** `text.format`: plain text, any JSON object, or JSON that follows a schema (structured outputs). */
+export type TextFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean | null; description?: string | null };
+
+export interface TextConfig {
+  format: TextFormat;
+  verbosity?: 'low' | 'medium' | 'high' | null;
+}
+
 export interface ResponseError {
   code: string;
   message: string;
@@ -153,7 +185,7 @@ export interface Response {
   tool_choice: ToolChoice;
   truncation: string;
   parallel_tool_calls: boolean;
-  text: { format: { type: 'text' } };
+  text: TextConfig;
   top_p: number;
   presence_penalty: number;
   frequency_penalty: number;
@@ -170,6 +202,12 @@ export interface Response {
   metadata: Record<string, string>;
   safety_identifier: string | null;
   prompt_cache_key: string | null;
+  /** Optional in the API's schema; the engine always sends them (null). */
+  prompt_cache_retention?: string | null;
+  /** Conversations are not served: always null. */
+  conversation?: { id: string } | null;
+  /** Prompt templates are not served: always null. */
+  prompt?: Record<string, unknown> | null;
   /** Long-lived protocol only: call ids the paused response waits for. */
   pending_tool_calls?: string[];
 }

@@ -9,7 +9,7 @@
  */
 import { WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
-import type { InputItem, Tool, ToolChoice } from './objects.js';
+import type { InputItem, TextFormat, Tool, ToolChoice } from './objects.js';
 
 type Obj = Record<string, unknown>;
 
@@ -178,12 +178,14 @@ export function parseCreateBody(body: unknown): CreateParams {
   }
   const input = body['input'] === undefined ? [] : parseInput(body['input'], 'input', false);
   const tools = parseTools(body['tools']);
+  const toolChoice = parseToolChoice(body['tool_choice']);
+  checkToolChoice(toolChoice, tools);
   return {
     model,
     input,
     instructions: optString(body, 'instructions'),
     tools,
-    tool_choice: parseToolChoice(body['tool_choice'], tools),
+    tool_choice: toolChoice,
     parallel_tool_calls: optBool(body, 'parallel_tool_calls', true),
     previous_response_id: optString(body, 'previous_response_id'),
     store: optBool(body, 'store', true),
@@ -198,7 +200,118 @@ export function parseCreateBody(body: unknown): CreateParams {
     prompt_cache_key: optString(body, 'prompt_cache_key'),
     safety_identifier: optString(body, 'safety_identifier'),
     service_tier: optString(body, 'service_tier'),
+    ...parseLlr(body['llr']),
+    ...parseContextManagement(body['context_management']),
+    ...parseEchoed(body),
+    ...parseText(body['text']),
   };
+}
+
+const VERBOSITY = ['low', 'medium', 'high'];
+
+/** `text: {format, verbosity}`: the output format the model must follow. */
+function parseText(v: unknown): Pick<CreateParams, 'text'> {
+  if (v === undefined || v === null) return {};
+  assertObj(v, 'text');
+  const verbosity = v['verbosity'];
+  if (verbosity !== undefined && verbosity !== null && !VERBOSITY.includes(verbosity as string)) {
+    throw new WireError('invalid_value', "Invalid value for 'text.verbosity': expected 'low', 'medium' or 'high'.", 'text.verbosity');
+  }
+  const f = v['format'];
+  let format: TextFormat = { type: 'text' };
+  if (f !== undefined && f !== null) {
+    assertObj(f, 'text.format');
+    const type = f['type'];
+    if (type === 'json_schema') {
+      requireString(f, 'name', 'text.format');
+      assertObj(f['schema'], 'text.format.schema');
+      format = f as unknown as TextFormat;
+    } else if (type === 'text' || type === 'json_object') {
+      format = { type };
+    } else {
+      throw new WireError('invalid_value', "Invalid value for 'text.format.type': expected 'text', 'json_object' or 'json_schema'.", 'text.format.type');
+    }
+  }
+  return { text: { format, ...(typeof verbosity === 'string' && { verbosity: verbosity as 'low' | 'medium' | 'high' }) } };
+}
+
+/** Settings the Response echoes; absent ones keep the API defaults. */
+function parseEchoed(body: Obj): Pick<CreateParams, 'truncation' | 'presence_penalty' | 'frequency_penalty'> {
+  const out: Pick<CreateParams, 'truncation' | 'presence_penalty' | 'frequency_penalty'> = {};
+  const t = body['truncation'];
+  if (t !== undefined && t !== null) {
+    if (t !== 'auto' && t !== 'disabled') throw new WireError('invalid_value', "Invalid value for 'truncation': expected 'auto' or 'disabled'.", 'truncation');
+    out.truncation = t;
+  }
+  for (const key of ['presence_penalty', 'frequency_penalty'] as const) {
+    const v = optNumber(body, key);
+    if (v === null) continue;
+    if (v < -2 || v > 2) throw new WireError('invalid_value', `Invalid value for '${key}': expected a number from -2 to 2.`, key);
+    out[key] = v;
+  }
+  return out;
+}
+
+function parseContextManagement(v: unknown): Pick<CreateParams, 'context_management'> {
+  if (v === undefined || v === null) return {};
+  if (!Array.isArray(v)) throw new WireError('invalid_type', "Invalid type for 'context_management': expected an array.", 'context_management');
+  return {
+    context_management: v.map((entry, i) => {
+      const p = `context_management[${i}]`;
+      assertObj(entry, p);
+      if (entry['type'] !== 'compaction') {
+        throw new WireError('invalid_value', `Invalid value for '${p}.type': only 'compaction' is supported.`, `${p}.type`);
+      }
+      const t = entry['compact_threshold'];
+      if (t !== undefined && t !== null && (typeof t !== 'number' || !Number.isInteger(t) || t < 1)) {
+        throw new WireError('invalid_value', `Invalid value for '${p}.compact_threshold': expected a positive integer.`, `${p}.compact_threshold`);
+      }
+      return { type: 'compaction' as const, compact_threshold: typeof t === 'number' ? t : null };
+    }),
+  };
+}
+
+/** The `llr` extension options of a create body (see `LlrOptions`). */
+function parseLlr(v: unknown): Pick<CreateParams, 'llr'> {
+  if (v === undefined || v === null) return {};
+  assertObj(v, 'llr');
+  const timing = v['timing'];
+  if (timing !== undefined && typeof timing !== 'boolean') {
+    throw new WireError('invalid_type', "Invalid type for 'llr.timing': expected a boolean.", 'llr.timing');
+  }
+  return { llr: { timing: timing === true } };
+}
+
+/** The body of `POST /v1/responses/compact`: `model` required, a window from `input` and/or `previous_response_id`. */
+export interface CompactParams {
+  model: string;
+  input: InputItem[];
+  previous_response_id: string | null;
+  instructions: string | null;
+  prompt_cache_key: string | null;
+}
+
+export function parseCompactBody(body: unknown): CompactParams {
+  assertObj(body, 'body');
+  const model = body['model'];
+  if (model === undefined || model === null) {
+    throw new WireError('missing_required_parameter', "Missing required parameter: 'model'.", 'model');
+  }
+  if (typeof model !== 'string' || model.length === 0) {
+    throw new WireError('invalid_type', "Invalid type for 'model': expected a non-empty string.", 'model');
+  }
+  return {
+    model,
+    input: parseInput(body['input'], 'input', false),
+    previous_response_id: optString(body, 'previous_response_id'),
+    instructions: optString(body, 'instructions'),
+    prompt_cache_key: optString(body, 'prompt_cache_key'),
+  };
+}
+
+/** A create opted in to timing by its connection or request headers. */
+export function withTimingOptIn<T extends CreateParams>(params: T, optIn: boolean): T {
+  return optIn ? { ...params, llr: { ...params.llr, timing: true } } : params;
 }
 
 function parseInput(v: unknown, param: string, required: boolean): InputItem[] {
@@ -245,6 +358,9 @@ function parseItem(v: unknown, param: string): InputItem {
     }
     case 'item_reference':
       requireString(v, 'id', param);
+      return v as unknown as InputItem;
+    case 'compaction':
+      requireString(v, 'encrypted_content', param);
       return v as unknown as InputItem;
     default:
       // reasoning, custom tool calls, hosted tool calls: carried through untouched.
@@ -295,7 +411,7 @@ function parseTools(v: unknown): Tool[] {
   });
 }
 
-function parseToolChoice(v: unknown, tools: readonly Tool[]): ToolChoice {
+function parseToolChoice(v: unknown): ToolChoice {
   if (v === undefined || v === null) return 'auto';
   if (v === 'auto' || v === 'none' || v === 'required') return v;
   if (isObj(v) && typeof v['type'] === 'string') {
@@ -304,14 +420,21 @@ function parseToolChoice(v: unknown, tools: readonly Tool[]): ToolChoice {
       if (typeof name !== 'string') {
         throw new WireError('missing_required_parameter', "Missing required parameter: 'tool_choice.name'.", 'tool_choice.name');
       }
-      // A forced call of a function the model was not given could never be honoured.
-      if (!tools.some((t) => t.type === 'function' && (t as { name?: unknown }).name === name)) {
-        throw new WireError('invalid_value', `Tool choice 'function' names '${name.slice(0, 100)}', which is not a function in 'tools'.`, 'tool_choice');
-      }
     }
     return v as ToolChoice;
   }
   throw new WireError('invalid_value', "Invalid value for 'tool_choice'.", 'tool_choice');
+}
+
+/** A forced tool must exist: the model could not obey otherwise (the API refuses it too). */
+function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
+  const functions = new Set(tools.filter((t) => t.type === 'function').map((t) => (t as { name: string }).name));
+  if (typeof choice === 'object' && choice.type === 'function' && !functions.has(choice['name'] as string)) {
+    throw new WireError('invalid_value', `Tool choice '${String(choice['name']).slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
+  }
+  if (choice === 'required' && tools.length === 0) {
+    throw new WireError('invalid_value', "Tool choice 'required' must be specified with 'tools' parameter.", 'tool_choice');
+  }
 }
 
 function parseMetadata(v: unknown): Record<string, string> {

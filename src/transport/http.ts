@@ -8,8 +8,8 @@
  * It only moves bytes: bodies are parsed at the edge, the HTTP mode plans the
  * run, the engine streams it, and this file writes each event as one SSE
  * frame in a single write (`event:` + one-line `data:`), then `data: [DONE]`
- * (the telemetry event `llr.timing` only to clients that opt in, see
- * `sseTiming`).
+ * (the telemetry event `llr:timing` only to clients that opt in, see
+ * `timingHeader`).
  * Errors are an HTTP status with `{"error":{message,type,param,code}}`; in an
  * SSE stream they use the flat `error` event shape openai-node expects.
  *
@@ -26,11 +26,12 @@ import type { Socket } from 'node:net';
 import { WireError, toWireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { newId } from '../protocol/objects.js';
-import { parseCreateBody, parseJsonText } from '../protocol/parse.js';
+import { parseCompactBody, parseCreateBody, parseJsonText, withTimingOptIn } from '../protocol/parse.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import { ResponseRun, type RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { httpPlan } from '../modes/http.js';
+import { compactWindow } from '../modes/compact.js';
 import type { Authenticator } from './auth.js';
 import type { Guard } from './guard.js';
 
@@ -142,6 +143,10 @@ export class HttpTransport {
       checkJsonContentType(req);
       return this.create(req, res, owner);
     }
+    if (path === '/v1/responses/compact') {
+      if (method !== 'POST') throw new WireError('method_not_allowed');
+      return this.compact(req, res, this.authenticate(req));
+    }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
     if (m) {
       const owner = this.authenticate(req);
@@ -166,15 +171,23 @@ export class HttpTransport {
     return owner;
   }
 
+  /** `POST /v1/responses/compact` (modes/compact.ts): JSON in, the compacted window out. */
+  private async compact(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {
+    const body = await readBody(req, this.services.limits.maxFrameBytes);
+    const json = parseJsonText(body, 'body', this.services.limits.maxJsonDepth);
+    const metrics = new RunMetrics(this.services.clock.now);
+    sendJson(res, 200, compactWindow(parseCompactBody(json), this.services, metrics, owner));
+  }
+
   private async create(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {
     const metrics = new RunMetrics(this.services.clock.now);
     const authAt = this.services.clock.now();
     if (this.auth.enabled) metrics.count('auth_checks');
     metrics.span('auth', authAt, authAt);
     const body = await readBody(req, this.services.limits.maxFrameBytes);
-    const params = parseCreateBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth));
+    const params = withTimingOptIn(parseCreateBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth)), timingHeader(req));
     const plan = await httpPlan(params, this.services, metrics, owner);
-    if (params.stream) return this.stream(res, plan, sseTiming(req));
+    if (params.stream) return this.stream(res, plan);
     const run = new ResponseRun(plan, this.services, () => {});
     this.track(run);
     res.on('close', () => {
@@ -184,7 +197,7 @@ export class HttpTransport {
     sendJson(res, response.status === 'failed' && response.error?.code === 'server_error' ? 500 : 200, response);
   }
 
-  private async stream(res: ServerResponse, plan: RunPlan, timing: boolean): Promise<void> {
+  private async stream(res: ServerResponse, plan: RunPlan): Promise<void> {
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
     const limit = this.services.limits.maxSendBufferBytes;
     let congested = false;
@@ -193,7 +206,6 @@ export class HttpTransport {
       congested = false;
     });
     const run = new ResponseRun(plan, this.services, (e) => {
-      if (e.type === 'llr.timing' && !timing) return;
       if (res.writableEnded || res.destroyed) return;
       // Back-pressure: once write() has said the socket is full, later events
       // queue in memory only while the unsent bytes stay under the limit
@@ -244,15 +256,16 @@ export class HttpTransport {
 }
 
 /**
- * Whether an SSE stream carries the non-standard `llr.timing` event: only
- * when the client opts in with `X-LLR-Timing: 1` (this project's clients and
- * benchmarks do). Strict clients must get the standard stream unchanged:
- * openai-node's `responses.stream()` helper throws on any event type it does
- * not know. The timing is in the run record (`GET /llr/runs/{id}`) either way.
- * WebSocket clients (Codex, the SDK's `ResponsesWS`) ignore unknown events,
- * so there it is always sent.
+ * Whether a request or WebSocket upgrade opts in to the `llr:timing`
+ * extension event with `X-LLR-Timing: 1` (this project's clients and
+ * benchmarks do; the create body's `llr.timing` and the upgrade query
+ * `?llr_timing=1` are the other ways). Clients that did not ask get the
+ * standard stream unchanged: openai-node's `responses.stream()` helper
+ * throws on any event type it does not know, and the AI SDK and the Agents
+ * SDK would take it for part of the next turn. The timing is in the run
+ * record (`GET /llr/runs/{id}`) either way.
  */
-export function sseTiming(req: IncomingMessage): boolean {
+export function timingHeader(req: IncomingMessage): boolean {
   return req.headers['x-llr-timing'] === '1';
 }
 

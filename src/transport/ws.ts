@@ -24,7 +24,8 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WireError, toWireError } from '../protocol/errors.js';
-import { parseClientFrame } from '../protocol/parse.js';
+import { parseClientFrame, withTimingOptIn } from '../protocol/parse.js';
+import { timingHeader } from './http.js';
 import { newId } from '../protocol/objects.js';
 import type { ServerEvent } from '../protocol/events.js';
 import type { Services } from '../engine/services.js';
@@ -111,11 +112,13 @@ export class WsTransport {
     const authEnd = this.opts.services.clock.now();
     if (owner === false) return no(401, { code: 'unauthorized', message: 'Missing or invalid API key.' });
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } });
+      // Opt in to `llr:timing` for every response of the connection (header, or query for browsers).
+      const timing = timingHeader(req) || url.searchParams.get('llr_timing') === '1';
+      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } }, timing);
     });
   }
 
-  private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo): void {
+  private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean): void {
     const { services } = this.opts;
     const log = services.log.child({ conn: info.connection, protocol });
     const send = (e: ServerEvent) => {
@@ -139,7 +142,8 @@ export class WsTransport {
       if (isBinary) return session.error(new WireError('binary_frame'));
       try {
         const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
-        session.handle(parseClientFrame(buf.toString('utf8'), services.limits.maxJsonDepth), buf.length);
+        const event = parseClientFrame(buf.toString('utf8'), services.limits.maxJsonDepth);
+        session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event, buf.length);
       } catch (err) {
         session.error(toWireError(err));
       }

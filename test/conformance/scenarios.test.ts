@@ -111,31 +111,40 @@ const scenarios: Record<string, Scenario> = {
   },
 };
 
-/** Each scenario's outcome per design, compared with the first design's. */
-const outcomes = new Map<string, Map<ClientProtocol, Outcome>>();
+async function runScenario(name: string, protocol: ClientProtocol): Promise<Outcome> {
+  const { url } = await testServer({ seed: 11 });
+  const client = await connectClient(protocol, url);
+  try {
+    return await scenarios[name]!(client);
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * Each scenario's outcome over the reference design (the first listed), run
+ * once on its own server by whichever test needs it first, so the tests pass
+ * in any order (`--sequence.shuffle`) and alone (`-t`).
+ */
+const references = new Map<string, Promise<Outcome>>();
+function reference(name: string): Promise<Outcome> {
+  let p = references.get(name);
+  if (!p) {
+    p = runScenario(name, CLIENT_PROTOCOLS[0]!);
+    references.set(name, p);
+  }
+  return p;
+}
 
 describe.each(Object.keys(scenarios))('%s', (name) => {
   it.each(CLIENT_PROTOCOLS)('over %s', async (protocol) => {
-    const { url } = await testServer({ seed: 11 });
-    const client = await connectClient(protocol, url);
-    try {
-      const outcome = await scenarios[name]!(client);
-      const byDesign = outcomes.get(name) ?? new Map<ClientProtocol, Outcome>();
-      outcomes.set(name, byDesign);
-      byDesign.set(protocol, outcome);
-      expect(outcome.statuses.every((s) => s === 'completed')).toBe(true);
-      if (protocol === 'long-lived') {
-        // One Response per user turn, however many tool calls.
-        expect(outcome.responses).toBe(outcome.statuses.length);
-      }
-      // Every design ends with the same transcript as the first one run.
-      if (protocol !== CLIENT_PROTOCOLS[0]) {
-        const reference = byDesign.get(CLIENT_PROTOCOLS[0]!);
-        expect(reference, 'the reference design ran first').toBeDefined();
-        expect(outcome.transcript).toEqual(reference!.transcript);
-      }
-    } finally {
-      await client.close();
+    const outcome = await runScenario(name, protocol);
+    expect(outcome.statuses.every((s) => s === 'completed')).toBe(true);
+    if (protocol === 'long-lived') {
+      // One Response per user turn, however many tool calls.
+      expect(outcome.responses).toBe(outcome.statuses.length);
     }
+    // Every design ends with the same transcript as the reference design.
+    expect(outcome.transcript).toEqual((await reference(name)).transcript);
   });
 });

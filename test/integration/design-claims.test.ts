@@ -38,7 +38,7 @@ describe('long-lived design claims', () => {
     const model = new SimulatedModel({ policy, seed: 7 });
     const { url, server } = await testServer({ model });
     const s = await RawSocket.longLived(url);
-    s.send({ type: 'response.create', model: 'sim-model', instructions: 'Be brief.', input: 'read the files', tools: [tool], store: true });
+    s.send({ type: 'response.create', model: 'sim-model', instructions: 'Be brief.', input: 'read the files', tools: [tool], store: true, llr: { timing: true } });
 
     let before = -1;
     let appended: InputItem[] = [];
@@ -56,7 +56,7 @@ describe('long-lived design claims', () => {
       s.send({ type: 'response.append', input: appended });
     }
     const end = await s.next('response.completed');
-    const timing = await s.next('llr.timing');
+    const timing = await s.next('llr:timing');
     expect(timing.counters['tokens_tokenized']! - before).toBe(tokensOf(appended));
     await server.services.postWork.flush();
 

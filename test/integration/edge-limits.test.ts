@@ -235,7 +235,7 @@ describe('WebSocket budgets and the connection cap', () => {
     s.send({ type: 'response.create', model: 'sim-model', input: 'queued' });
     const closed = await s.closed;
     expect(closed.code).toBe(1000);
-    const types = s.events.filter((e) => e.type !== 'llr.timing').map((e) => (e.type === 'error' ? `error:${e.error.code}` : e.type));
+    const types = s.events.filter((e) => e.type !== 'llr:timing').map((e) => (e.type === 'error' ? `error:${e.error.code}` : e.type));
     const tail = types.slice(types.indexOf('error:websocket_connection_limit_reached'));
     expect(tail).toEqual(['error:websocket_connection_limit_reached', 'response.incomplete', 'error:websocket_connection_limit_reached']);
   });

@@ -48,7 +48,7 @@ describe('http baseline', () => {
     expect(events[0]?.type).toBe('response.created');
     expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
     const terminal = events.findIndex((e) => e.type === 'response.completed');
-    expect(events.slice(terminal + 1).map((e) => e.type)).toEqual(['llr.timing']);
+    expect(events.slice(terminal + 1).map((e) => e.type)).toEqual(['llr:timing']);
   });
 
   it('returns the Response as JSON without stream, retrievable and deletable when stored', async () => {

@@ -28,7 +28,7 @@ async function pausedRun() {
   const policy = twoCalls();
   const ctx = await testServer({ policy });
   const s = await RawSocket.longLived(ctx.url);
-  s.send(create());
+  s.send({ ...create(), llr: { timing: true } });
   const done = await s.next('response.done');
   return { ...ctx, s, done, policy };
 }
@@ -119,7 +119,7 @@ describe('long-lived bad input', () => {
     s.send({ type: 'response.append', input: [calls[0], out('call_a'), calls[0], out('call_a')] });
     s.send({ type: 'response.append', input: [calls[1], out('call_b'), out('call_a')] });
     const end = await s.next('response.completed');
-    const timing = await s.next('llr.timing');
+    const timing = await s.next('llr:timing');
     expect(end.response.status).toBe('completed');
     expect(timing.counters['duplicate_items_dropped']).toBe(5);
     expect(timing.counters['items_tokenized']).toBe(1 + 2);

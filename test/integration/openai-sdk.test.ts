@@ -124,7 +124,7 @@ describe('openai SDK over HTTP + SSE', () => {
     expectIntegerUsage(done.response);
   });
 
-  it('llr.timing goes only to SSE clients that opt in (the SDK gets the standard stream)', async () => {
+  it('llr:timing goes only to SSE clients that opt in (the SDK gets the standard stream)', async () => {
     const { url } = await sdkServer();
     const frames = async (headers: Record<string, string>) => {
       const res = await fetch(`${url}/v1/responses`, {
@@ -141,10 +141,10 @@ describe('openai SDK over HTTP + SSE', () => {
           return data === '[DONE]' ? data : (JSON.parse(data) as { type: string }).type;
         });
     };
-    expect((await frames({ 'X-LLR-Timing': '1' })).slice(-3)).toEqual(['response.completed', 'llr.timing', '[DONE]']);
+    expect((await frames({ 'X-LLR-Timing': '1' })).slice(-3)).toEqual(['response.completed', 'llr:timing', '[DONE]']);
     const plain = await frames({});
     expect(plain.slice(-2)).toEqual(['response.completed', '[DONE]']);
-    expect(plain).not.toContain('llr.timing');
+    expect(plain).not.toContain('llr:timing');
   });
 
   it('the responses.stream() helper gives text deltas and a final response', async () => {

@@ -56,25 +56,25 @@ describe('ws mode', () => {
     ['routing_reuse', { route_full: 1, route_reused: 0, render_full: 0 }],
   ] as const)('switching off %s changes exactly that work on a continuation', async (name, expected) => {
     const { url, server } = await testServer({ policy: oneCall(), switches: { [name]: false } });
-    const s = await RawSocket.connect(url);
+    const s = await RawSocket.connect(url, { query: '?llr_timing=1' });
     s.send(create());
     const first = await s.next('response.completed');
     s.send(create({ previous_response_id: first.response.id, input: [{ type: 'function_call_output', call_id: 'call_a', output: 'x' }] }));
     const second = await s.next('response.completed');
-    const timing = await s.next('llr.timing');
+    const timing = await s.next('llr:timing');
     expect(timing.switches[name]).toBe(false);
     expect(server.services.records.get(second.response.id)!.counters).toMatchObject(expected);
   });
 
   it('overlap_post_inference off: billing and persistence finish before the terminal event', async () => {
     const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'hi' }]), switches: { overlap_post_inference: false } });
-    const s = await RawSocket.connect(url);
+    const s = await RawSocket.connect(url, { query: '?llr_timing=1' });
     s.send(create({ store: true }));
     const done = await s.next('response.completed');
     // No flush: the work is already done when the client sees the terminal event.
     expect(server.services.ledger.countFor(done.response.id)).toBe(1);
     expect(server.services.store.get(done.response.id, null)?.response.status).toBe('completed');
-    expect((await s.next('llr.timing')).totals['billing']).toBeGreaterThanOrEqual(0);
+    expect((await s.next('llr:timing')).totals['billing']).toBeGreaterThanOrEqual(0);
   });
 
   it('a failing store is never reported completed: the response fails with a server_error, billed once', async () => {
@@ -215,10 +215,10 @@ describe('ws mode', () => {
 
   it('post-inference work runs after the terminal event and is flushed on shutdown, counted once', async () => {
     const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'hello' }]) });
-    const s = await RawSocket.connect(url);
+    const s = await RawSocket.connect(url, { query: '?llr_timing=1' });
     s.send(create({ store: true }));
     const done = await s.next('response.completed');
-    const timing = await s.next('llr.timing');
+    const timing = await s.next('llr:timing');
     expect(timing.switches['post_inference_deferred']).toBe(true);
     await server.close();
     const rec = server.services.records.get(done.response.id)!;

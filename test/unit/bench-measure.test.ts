@@ -93,7 +93,7 @@ describe('deriveRun', () => {
 
 describe('attributeSpans', () => {
   const timing = (spans: Array<[string, number, number]>, counters: Record<string, number> = {}): TimingEvent => ({
-    type: 'llr.timing',
+    type: 'llr:timing',
     sequence_number: 0,
     response_id: 'resp_1',
     mode: 'x',

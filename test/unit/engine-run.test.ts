@@ -45,7 +45,7 @@ type Svc = ReturnType<typeof services>;
 async function startRun(svc: Svc, sink: EventSink, extra: Record<string, unknown> = {}, protocol: 'long-lived' | 'ws' = 'long-lived') {
   const info = { connection: 'conn_test', owner: null, authSpan: null };
   const policy = protocol === 'long-lived' ? longLivedPolicy(svc, info) : wsModePolicy(svc, info);
-  const frame = parseClientFrame(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool], ...extra }));
+  const frame = parseClientFrame(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool], llr: { timing: true }, ...extra }));
   if (frame.type !== 'response.create') throw new Error('not a create');
   const { type: _t, ...params } = frame;
   const plan = await policy.plan(params, new RunMetrics(svc.clock.now));
@@ -99,7 +99,7 @@ describe('a run ends exactly once whatever throws', () => {
       const err = got.find((e) => e.type === 'error');
       expect(err && err.type === 'error' && err.error.code).toBe('server_error');
       expect(got.at(-2)?.type).toBe('response.failed');
-      expect(got.at(-1)?.type).toBe('llr.timing');
+      expect(got.at(-1)?.type).toBe('llr:timing');
       expect(svc.records.get(run.id)!.counters['events_unsent']).toBeGreaterThanOrEqual(1);
     },
   );
@@ -124,9 +124,9 @@ describe('a run ends exactly once whatever throws', () => {
     expect(last).toHaveLength(1);
   });
 
-  it('a sink throwing at llr.timing changes nothing else', async () => {
+  it('a sink throwing at llr:timing changes nothing else', async () => {
     const svc = services();
-    const { got, sink } = throwingSink('llr.timing');
+    const { got, sink } = throwingSink('llr:timing');
     const run = await startRun(svc, sink);
     const response = await expectEndedOnce(svc, run, got);
     expect(response.status).toBe('completed');
@@ -156,7 +156,7 @@ describe('a run ends exactly once whatever throws', () => {
     const run = await startRun(svc, sink);
     const response = await expectEndedOnce(svc, run, got);
     expect(response).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
-    expect(response.output[0]!.status).toBe('incomplete');
+    expect((response.output[0] as { status?: string }).status).toBe('incomplete');
     expect(response.usage).toMatchObject({ input_tokens: 3, output_tokens: 1 });
   });
 
@@ -279,7 +279,7 @@ describe('durability: a stored response is in the store before its terminal even
     const response = await expectEndedOnce(svc, run, got);
     expect(response).toMatchObject({ status: 'failed', completed_at: null, error: { code: 'server_error' } });
     expect(got.some((e) => e.type === 'response.completed')).toBe(false);
-    expect(got.map((e) => e.type).slice(-3)).toEqual(['error', 'response.failed', 'llr.timing']);
+    expect(got.map((e) => e.type).slice(-3)).toEqual(['error', 'response.failed', 'llr:timing']);
     expect(svc.records.get(run.id)).toMatchObject({ status: 'failed', post_done: false });
   });
 });

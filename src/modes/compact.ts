@@ -1,0 +1,36 @@
+/**
+ * `POST /v1/responses/compact`: the window (the stored `previous_response_id`
+ * chain, then `input`; an earlier compaction in it already expanded) is
+ * validated, scanned and rendered like a create's, then compacted
+ * (pipeline/compaction.ts). Usage is real: `input_tokens` is the rendered
+ * window (instructions included), `output_tokens` the summary's tokens.
+ * Nothing is stored: the client keeps the returned items and sends them back
+ * as input. Leaves out the model's time: the simulated compaction is instant.
+ */
+import { WireError } from '../protocol/errors.js';
+import { makeUsage, newId, type CompactedResponse } from '../protocol/objects.js';
+import type { CompactParams } from '../protocol/parse.js';
+import { compact } from '../pipeline/compaction.js';
+import type { RunMetrics } from '../pipeline/metrics.js';
+import { countTokens } from '../model/tokenizer.js';
+import type { Services } from '../engine/services.js';
+import { checkAndRender } from './prepare.js';
+import { loadChain, resolveReferences } from './hydrate.js';
+
+export function compactWindow(params: CompactParams, services: Services, metrics: RunMetrics, owner: string | null): CompactedResponse {
+  if (params.input.length === 0 && params.previous_response_id === null) {
+    throw new WireError('missing_required_parameter', "Provide 'input' or 'previous_response_id': there is nothing to compact.", 'input');
+  }
+  const input = resolveReferences(params.input, owner, services, metrics);
+  const history = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
+  // The same checks and render as a create's, so errors and token counts agree with one.
+  const ctx = checkAndRender({ instructions: params.instructions, tools: [] }, history, input, metrics);
+  const { output, summary } = compact(ctx.items);
+  return {
+    id: newId('resp'),
+    object: 'response.compaction',
+    created_at: Math.floor(Date.now() / 1000),
+    output,
+    usage: makeUsage(ctx.tokens.length, 0, countTokens(summary)),
+  };
+}

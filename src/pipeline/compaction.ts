@@ -1,0 +1,240 @@
+/**
+ * Compaction: shrinking a conversation's window into kept items plus one
+ * opaque `compaction` item, and reading such an item back when a client
+ * sends it as input.
+ *
+ * What a compaction keeps (deterministic, no model call): every user
+ * message; the turn in progress (from the latest user message on: the calls
+ * the model made for it and their outputs, so the agent loop goes on where
+ * it was) with each tool output and assistant text cut to its first line;
+ * the function calls still waiting for their output (so a later
+ * `function_call_output` still matches); and, for everything else before the
+ * latest user message, a summary the simulated model "writes": one line per
+ * item (assistant text, a tool call and the first line of its output, …), at
+ * most `SUMMARY_LINES` lines of at most `SUMMARY_LINE_CHARS` characters (a
+ * summary of an earlier summary keeps its first line). Its `encrypted_content` is those carried
+ * items sealed with AES-256-GCM: opaque and tamper-evident, so the server can
+ * read back only what it wrote; the key is fixed (the content is not a
+ * secret from someone holding this source, only opaque on the wire).
+ *
+ * Reading back (`applyCompaction`): the latest compaction item of a context
+ * replaces everything before it (the history it summarises, including the
+ * kept user messages the client sent back beside it) with the items it
+ * carries, rendered like any others, so the new window's tokens are real.
+ * Used by the compact endpoint, by full pre-inference work on every design,
+ * and by server-side compaction (`context_management`). Leaves out any real
+ * summarisation: the summary only quotes.
+ */
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { WireError } from '../protocol/errors.js';
+import type { CreateParams } from '../protocol/events.js';
+import { newId, type CompactionItem, type InputItem, type InputMessage } from '../protocol/objects.js';
+import { countTokens } from '../model/tokenizer.js';
+import type { RunMetrics } from './metrics.js';
+import { renderFull, type RenderedContext } from './render.js';
+
+/** The summary quotes at most this many items... */
+export const SUMMARY_LINES = 40;
+/** ...each cut to this many characters. */
+export const SUMMARY_LINE_CHARS = 120;
+
+/** Server-side compaction threshold (rendered prompt tokens) when a request gives none. */
+export const DEFAULT_COMPACT_THRESHOLD = 100_000;
+
+const KEY = createHash('sha256').update('llr compaction v1').digest();
+const VERSION = 1;
+
+interface Payload {
+  v: number;
+  items: InputItem[];
+}
+
+export function isCompaction(item: InputItem): item is CompactionItem {
+  return item.type === 'compaction';
+}
+
+function seal(payload: Payload): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', KEY, iv);
+  const body = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+}
+
+function open(content: unknown, param: string): Payload {
+  const bad = () => new WireError('invalid_value', `Invalid '${param}.encrypted_content': not a compaction this server produced.`, `${param}.encrypted_content`);
+  if (typeof content !== 'string') throw bad();
+  try {
+    const raw = Buffer.from(content, 'base64url');
+    const decipher = createDecipheriv('aes-256-gcm', KEY, raw.subarray(0, 12));
+    decipher.setAuthTag(raw.subarray(12, 28));
+    const text = Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    const payload = JSON.parse(text) as Payload;
+    if (payload.v !== VERSION || !Array.isArray(payload.items)) throw new Error('unknown compaction version');
+    return payload;
+  } catch (err) {
+    throw Object.assign(bad(), { cause: err });
+  }
+}
+
+/**
+ * The context a list of items stands for: from the latest compaction item
+ * on, that item replaced by what it carries. `param` names the list in
+ * errors (`input`, `previous_response_id`).
+ */
+export function applyCompaction(items: readonly InputItem[], param = 'input'): InputItem[] {
+  let last = -1;
+  for (let i = items.length - 1; i >= 0; i--) {
+    if (isCompaction(items[i]!)) {
+      last = i;
+      break;
+    }
+  }
+  if (last < 0) return items.slice();
+  const { items: carried } = open((items[last] as CompactionItem).encrypted_content, `${param}[${last}]`);
+  return [...carried, ...items.slice(last + 1)];
+}
+
+export function hasCompaction(items: readonly InputItem[]): boolean {
+  return items.some(isCompaction);
+}
+
+export interface Compacted {
+  /** What the client gets: the kept user messages, then the compaction item. */
+  output: Array<InputMessage | CompactionItem>;
+  /** What the compaction stands for in a later context. */
+  carried: InputItem[];
+  /** The summary text (what the simulated model wrote: the compaction's output tokens). */
+  summary: string;
+}
+
+/**
+ * Compact a window (already expanded with `applyCompaction`). Before the
+ * latest user message: user messages kept, everything else summarised. From
+ * it on (the turn in progress, which the model is still acting on): kept,
+ * with each tool output and assistant text cut to its first line.
+ */
+export function compact(window: readonly InputItem[]): Compacted {
+  let lastUser = -1;
+  window.forEach((item, i) => {
+    if (isUserMessage(item)) lastUser = i;
+  });
+  const earlier = lastUser < 0 ? window : window.slice(0, lastUser);
+  const turn = lastUser < 0 ? [] : window.slice(lastUser);
+  const outputs = new Map<string, string>();
+  for (const item of window) {
+    if (item.type === 'function_call_output') {
+      const it = item as { call_id: string; output: unknown };
+      outputs.set(it.call_id, firstLine(textOf(it.output)));
+    }
+  }
+  const users: InputMessage[] = [];
+  const pending: InputItem[] = [];
+  const lines: string[] = [];
+  let summarised = 0;
+  for (const item of earlier) {
+    const it = item as unknown as Record<string, unknown>;
+    if (isUserMessage(item)) {
+      users.push({ type: 'message', role: 'user', content: normalise(it['content']) });
+      continue;
+    }
+    if (item.type === 'function_call_output') continue;
+    if (item.type === 'function_call' && !outputs.has(String(it['call_id']))) {
+      pending.push(item);
+      continue;
+    }
+    summarised++;
+    const line = summaryLine(item, outputs);
+    if (line !== null && lines.length < SUMMARY_LINES) lines.push(cut(line));
+  }
+  const kept = turn.map((item) => shorten(item));
+  const turnUser = kept.length > 0 ? [kept[0] as InputMessage] : [];
+  const summary = [`Summary of ${summarised} earlier item${summarised === 1 ? '' : 's'}:`, ...lines.map((l) => `- ${l}`)].join('\n');
+  const summaryItem: InputMessage = { type: 'message', role: 'developer', content: [{ type: 'input_text', text: summary }] };
+  const carried: InputItem[] = [summaryItem, ...users, ...pending, ...kept];
+  const item: CompactionItem = { id: newId('cmp'), type: 'compaction', encrypted_content: seal({ v: VERSION, items: carried }) };
+  const shown = [...users, ...turnUser].map((u) => ({ type: 'message' as const, role: 'user' as const, content: normalise(u.content) }));
+  return { output: [...shown, item], carried, summary };
+}
+
+/** The threshold a create asked for with `context_management`, or null when it asked for none. */
+export function compactThreshold(params: Pick<CreateParams, 'context_management'>): number | null {
+  const entry = params.context_management?.find((c) => c.type === 'compaction');
+  return entry ? (entry.compact_threshold ?? DEFAULT_COMPACT_THRESHOLD) : null;
+}
+
+/**
+ * Server-side compaction of a live context: compact its items and render the
+ * carried items as the new context (a full render of the smaller window,
+ * timed as the `compact` stage). Returns the compaction item for the
+ * response's output and the summary's tokens (what the model wrote).
+ */
+export function compactContext(ctx: RenderedContext, metrics: RunMetrics): { item: CompactionItem; context: RenderedContext; outputTokens: number } {
+  return metrics.time('compact', () => {
+    metrics.count('compactions');
+    const { output, carried, summary } = compact(ctx.items);
+    const context = renderFull(ctx.instructions, ctx.tools, carried, metrics);
+    return { item: output.at(-1) as CompactionItem, context, outputTokens: countTokens(summary) };
+  });
+}
+
+function isUserMessage(item: InputItem): boolean {
+  return (item.type === 'message' || item.type === undefined) && (item as { role?: unknown }).role === 'user';
+}
+
+function cut(line: string): string {
+  return line.length > SUMMARY_LINE_CHARS ? `${line.slice(0, SUMMARY_LINE_CHARS - 1)}…` : line;
+}
+
+/** An item of the turn in progress, kept with long text cut to its first line. */
+function shorten(item: InputItem): InputItem {
+  const it = item as unknown as Record<string, unknown>;
+  if (item.type === 'function_call_output') {
+    const text = textOf(it['output']);
+    const first = firstLine(text);
+    return first === text.trim() ? item : ({ ...it, output: `${cut(first)} [compacted]` } as unknown as InputItem);
+  }
+  if ((item.type === 'message' || item.type === undefined) && it['role'] === 'assistant') {
+    const text = textOf(it['content']);
+    const first = firstLine(text);
+    if (first === text.trim()) return item;
+    return { ...it, content: [{ type: 'output_text', text: `${cut(first)} [compacted]`, annotations: [], logprobs: [] }] } as unknown as InputItem;
+  }
+  return item;
+}
+
+function summaryLine(item: InputItem, outputs: Map<string, string>): string | null {
+  const it = item as unknown as Record<string, unknown>;
+  switch (item.type) {
+    case 'message':
+    case undefined:
+      return `${String(it['role'])}: ${firstLine(textOf(it['content']))}`;
+    case 'function_call': {
+      const out = outputs.get(String(it['call_id']));
+      return `called ${String(it['name'])}(${String(it['arguments'])})${out === undefined ? '' : ` → ${out}`}`;
+    }
+    case 'reasoning':
+    case 'item_reference':
+      return null;
+    default:
+      return `${item.type} item`;
+  }
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return (content as Array<Record<string, unknown>>)
+    .map((p) => (typeof p['text'] === 'string' ? p['text'] : ''))
+    .filter((t) => t !== '')
+    .join('\n');
+}
+
+function firstLine(text: string): string {
+  return text.split(/\r?\n/).find((l) => l.trim() !== '')?.trim() ?? '';
+}
+
+/** A user message's content in the list form the API returns. */
+function normalise(content: unknown): InputMessage['content'] {
+  if (typeof content === 'string') return [{ type: 'input_text', text: content }];
+  return Array.isArray(content) ? (content as InputMessage['content']) : [];
+}

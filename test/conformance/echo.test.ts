@@ -1,0 +1,121 @@
+/**
+ * Echoed fields: a Response reports what the client asked for, as the API
+ * does — the requested model name (aliases still route, and the server's own
+ * record names the deployment that served it), each function tool with every
+ * field and the API's defaults, and every field the Open Responses
+ * `ResponseResource` schema requires. Over HTTP and WebSocket mode.
+ */
+import { describe, expect, it } from 'vitest';
+import type { RunRecord } from '../../src/engine/records.js';
+import type { Response } from '../../src/protocol/objects.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+/** The `required` list of the Open Responses ResponseResource schema. */
+const REQUIRED = [
+  'id', 'object', 'created_at', 'completed_at', 'status', 'incomplete_details', 'model', 'previous_response_id',
+  'instructions', 'output', 'error', 'tools', 'tool_choice', 'truncation', 'parallel_tool_calls', 'text', 'top_p',
+  'presence_penalty', 'frequency_penalty', 'top_logprobs', 'temperature', 'reasoning', 'user', 'usage',
+  'max_output_tokens', 'max_tool_calls', 'store', 'background', 'service_tier', 'metadata', 'safety_identifier',
+  'prompt_cache_key',
+];
+
+const bareTool = { type: 'function', name: 'lookup' };
+const fullTool = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'Weather for a city.',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+  strict: false,
+};
+
+async function post(url: string, body: unknown): Promise<Response> {
+  const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  expect(res.status).toBe(200);
+  return (await res.json()) as Response;
+}
+
+describe('echoed fields', () => {
+  it('HTTP: the requested model is echoed (alias or unknown name); the record names the deployment', async () => {
+    const { url } = await testServer();
+    for (const model of ['sim', 'gpt-5.1-codex', 'sim-model']) {
+      const r = await post(url, { model, input: 'hello' });
+      expect(r.model).toBe(model);
+      const rec = (await (await fetch(`${url}/llr/runs/${r.id}`)).json()) as RunRecord;
+      expect(rec.model).toBe('sim-model');
+    }
+  });
+
+  it('HTTP: function tools are echoed with every field and the API defaults; other tools as sent', async () => {
+    const { url } = await testServer();
+    const other = { type: 'web_search', search_context_size: 'low' };
+    const r = await post(url, { model: 'gpt-4.1', input: 'hello', tools: [bareTool, fullTool, other], tool_choice: 'none' });
+    expect(r.tools).toEqual([
+      { type: 'function', name: 'lookup', description: null, parameters: null, strict: true },
+      fullTool,
+      other,
+    ]);
+    const stored = (await (await fetch(`${url}/v1/responses/${r.id}`)).json()) as Response;
+    expect(stored.tools).toEqual(r.tools);
+    expect(stored.model).toBe('gpt-4.1');
+  });
+
+  it('HTTP: every field the ResponseResource schema requires is present, with API defaults', async () => {
+    const { url } = await testServer();
+    const r = await post(url, { model: 'sim-model', input: 'hello' });
+    for (const k of REQUIRED) expect(r, k).toHaveProperty(k);
+    expect(r).toMatchObject({
+      object: 'response', status: 'completed', truncation: 'disabled', parallel_tool_calls: true,
+      text: { format: { type: 'text' } }, top_p: 1, temperature: 1, presence_penalty: 0, frequency_penalty: 0,
+      top_logprobs: 0, store: true, background: false, service_tier: 'default', metadata: {}, tool_choice: 'auto',
+      tools: [], error: null, incomplete_details: null, max_tool_calls: null, conversation: null,
+    });
+    expect(Number.isInteger(r.completed_at)).toBe(true);
+  });
+
+  it('HTTP: sampling settings are echoed; bad values refused', async () => {
+    const { url } = await testServer();
+    const r = await post(url, { model: 'm', input: 'hi', truncation: 'auto', presence_penalty: 0.5, frequency_penalty: -1, temperature: 0.2, top_p: 0.9 });
+    expect(r).toMatchObject({ truncation: 'auto', presence_penalty: 0.5, frequency_penalty: -1, temperature: 0.2, top_p: 0.9 });
+    const bad = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'm', input: 'hi', truncation: 'sometimes' }) });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('truncation');
+  });
+
+  it('text.format is echoed, and the text answer follows it (json_schema, json_object)', async () => {
+    const { url } = await testServer();
+    const schema = { type: 'object', properties: { city: { type: 'string' }, answer: { type: 'string' }, ok: { type: 'boolean' } }, required: ['city', 'answer', 'ok'], additionalProperties: false };
+    const text = { format: { type: 'json_schema', name: 'weather', schema, strict: true }, verbosity: 'low' };
+    const r = await post(url, { model: 'm', input: 'Weather in Rome?', text });
+    expect(r.text).toEqual(text);
+    const answer = JSON.parse((r.output[0] as { content: Array<{ text: string }> }).content[0]!.text) as Record<string, unknown>;
+    expect(Object.keys(answer).sort()).toEqual(['answer', 'city', 'ok']);
+    expect(answer).toMatchObject({ city: 'Rome', ok: true });
+    const o = await post(url, { model: 'm', input: 'hi', text: { format: { type: 'json_object' } } });
+    expect(JSON.parse((o.output[0] as { content: Array<{ text: string }> }).content[0]!.text)).toHaveProperty('answer');
+    const bad = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'x' } } }) });
+    expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('text.format.schema');
+  });
+
+  it('a forced tool must be among the tools, and "required" needs tools', async () => {
+    const { url } = await testServer();
+    for (const body of [{ tool_choice: { type: 'function', name: 'nope' }, tools: [bareTool] }, { tool_choice: 'required' }]) {
+      const res = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'm', input: 'hi', ...body }) });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: 'invalid_value', param: 'tool_choice' });
+    }
+  });
+
+  it('WebSocket mode: created and completed echo the model and the tools', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'my-model', input: 'hello', tools: [bareTool], tool_choice: 'none' });
+    const created = await s.next('response.created');
+    const done = await s.next('response.completed');
+    for (const r of [created.response, done.response]) {
+      expect(r.model).toBe('my-model');
+      expect(r.tools).toEqual([{ type: 'function', name: 'lookup', description: null, parameters: null, strict: true }]);
+      for (const k of REQUIRED) expect(r, k).toHaveProperty(k);
+    }
+  });
+});

@@ -1,0 +1,138 @@
+/**
+ * Server-side compaction (`context_management: [{type: "compaction",
+ * compact_threshold}]`): once the rendered prompt passes the threshold the
+ * context is compacted before the model call, the compaction item joins the
+ * output (streamed like any item), and later model calls — inside one live
+ * long-lived run too — pay only for the smaller window. The agent loop goes
+ * on where it was: every command runs exactly once.
+ */
+import { describe, expect, it } from 'vitest';
+import { connectClient, type AgentClient } from '../../src/client/index.js';
+import type { RunRecord } from '../../src/engine/records.js';
+import { compact } from '../../src/pipeline/compaction.js';
+import type { FunctionCall, InputItem, Response } from '../../src/protocol/objects.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+const exec = { type: 'function', name: 'exec_command', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } };
+const bigOutput = (call: FunctionCall) => `${JSON.parse(call.arguments).cmd as string}\n${'a fairly long line of tool output text\n'.repeat(150)}`;
+const lines = (n: number) => Array.from({ length: n }, (_, i) => `$ echo ${i}`).join('\n');
+
+async function record(url: string, id: string): Promise<RunRecord> {
+  return (await (await fetch(`${url}/llr/runs/${id}`)).json()) as RunRecord;
+}
+
+async function agentRun(client: AgentClient, threshold: number | null) {
+  const run = client.run(
+    {
+      model: 'sim-model',
+      input: `run these:\n${lines(5)}`,
+      tools: [exec],
+      parallel_tool_calls: false,
+      ...(threshold !== null && { context_management: [{ type: 'compaction' as const, compact_threshold: threshold }] }),
+    },
+    bigOutput,
+  );
+  const response = await run;
+  return { run, response };
+}
+
+describe('compact()', () => {
+  it('keeps user messages and the turn in progress (long text cut to its first line), summarises the rest', () => {
+    const window: InputItem[] = [
+      { type: 'message', role: 'user', content: 'old question' },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'old answer\nmore', annotations: [], logprobs: [] }] },
+      { type: 'message', role: 'user', content: 'new question' },
+      { type: 'function_call', call_id: 'c1', name: 'exec_command', arguments: '{"cmd":"ls"}' },
+      { type: 'function_call_output', call_id: 'c1', output: 'file1\nfile2\nfile3' },
+      { type: 'function_call', call_id: 'c2', name: 'exec_command', arguments: '{"cmd":"pwd"}' },
+    ];
+    const { carried, summary, output } = compact(window);
+    expect(summary).toBe('Summary of 1 earlier item:\n- assistant: old answer');
+    expect(carried.slice(1)).toEqual([
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'old question' }] },
+      window[2],
+      window[3],
+      { ...window[4], output: 'file1 [compacted]' },
+      window[5],
+    ]);
+    expect(output.map((i) => i.type)).toEqual(['message', 'message', 'compaction']);
+  });
+});
+
+describe('server-side compaction', () => {
+  it('HTTP: compacts before the model call; the item is streamed first and the prompt is the smaller window', async () => {
+    const { url } = await testServer();
+    const history: InputItem[] = [
+      { type: 'message', role: 'user', content: 'Show me the log.' },
+      { type: 'function_call', call_id: 'call_1', name: 'exec_command', arguments: '{"cmd":"cat log"}' },
+      { type: 'function_call_output', call_id: 'call_1', output: 'x\n'.repeat(2000) },
+      { type: 'message', role: 'user', content: 'Summarise it.' },
+    ];
+    const plain = (await (await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'sim-model', input: history }) })).json()) as Response;
+    const res = await fetch(`${url}/v1/responses`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'sim-model', input: history, stream: true, context_management: [{ type: 'compaction', compact_threshold: 500 }] }),
+    });
+    const events = (await res.text()).split('\n\n').map((f) => f.split('\n').find((l) => l.startsWith('data: '))?.slice(6)).filter((d): d is string => !!d && d !== '[DONE]').map((d) => JSON.parse(d) as { type: string; item?: { type: string }; response?: Response });
+    const added = events.filter((e) => e.type === 'response.output_item.added').map((e) => e.item!.type);
+    expect(added).toEqual(['compaction', 'message']);
+    const final = events.at(-1)!.response!;
+    expect(final.output.map((i) => i.type)).toEqual(['compaction', 'message']);
+    expect(final.usage!.input_tokens).toBeLessThan(plain.usage!.input_tokens / 5);
+    const rec = await record(url, final.id);
+    expect(rec.counters['compactions']).toBe(1);
+    expect(rec.spans.map((s) => s.stage)).toContain('compact');
+    // Below the threshold nothing happens.
+    const calm = (await (await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'sim-model', input: 'hi', context_management: [{ type: 'compaction', compact_threshold: 100000 }] }) })).json()) as Response;
+    expect(calm.output.map((i) => i.type)).toEqual(['message']);
+  });
+
+  it('refuses a bad context_management', async () => {
+    const { url } = await testServer();
+    for (const [cm, param] of [[{}, 'context_management'], [[{ type: 'truncate' }], 'context_management[0].type'], [[{ type: 'compaction', compact_threshold: 0 }], 'context_management[0].compact_threshold']] as const) {
+      const res = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'm', input: 'x', context_management: cm }) });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { param: string } }).error.param).toBe(param);
+    }
+  });
+
+  it('inside one live long-lived run: the context shrinks, later appends pay for the smaller window, every command runs once', async () => {
+    const { url } = await testServer();
+    const results: Record<string, { response: Response; rec: RunRecord; commands: string[] }> = {};
+    for (const [name, threshold] of [['plain', null], ['compacted', 1500]] as const) {
+      const client = await connectClient('long-lived', url);
+      const { run, response } = await agentRun(client, threshold);
+      await client.close();
+      const commands = run.transcript.filter((i): i is FunctionCall => i.type === 'function_call').map((c) => JSON.parse(c.arguments).cmd as string);
+      results[name] = { response, rec: await record(url, response.id), commands };
+    }
+    const { plain, compacted } = results as Record<'plain' | 'compacted', (typeof results)[string]>;
+    expect(plain.commands).toEqual(['echo 0', 'echo 1', 'echo 2', 'echo 3', 'echo 4']);
+    expect(compacted.commands).toEqual(plain.commands);
+    expect(compacted.response.status).toBe('completed');
+    expect(compacted.rec.counters['compactions']).toBeGreaterThan(0);
+    expect(compacted.response.output.filter((i) => i.type === 'compaction')).toHaveLength(compacted.rec.counters['compactions']!);
+    expect(plain.rec.counters['compactions']).toBe(0);
+    // The same six model calls, far fewer prompt tokens.
+    expect(compacted.rec.counters['model_calls']).toBe(plain.rec.counters['model_calls']);
+    expect(compacted.response.usage!.input_tokens).toBeLessThan(plain.response.usage!.input_tokens * 0.6);
+  });
+
+  it('WebSocket mode: the connection cache keeps the compacted window for the next continuation', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    const cm = [{ type: 'compaction', compact_threshold: 800 }];
+    s.send({ type: 'response.create', model: 'sim-model', store: false, input: 'run:\n$ cat big', tools: [exec], context_management: cm });
+    const first = (await s.next('response.completed')).response;
+    const call = first.output.find((i) => i.type === 'function_call') as FunctionCall;
+    s.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.id, tools: [exec], context_management: cm, input: [{ type: 'function_call_output', call_id: call.call_id, output: 'y\n'.repeat(3000) }] });
+    const second = (await s.next('response.completed')).response;
+    expect(second.output.map((i) => i.type)).toEqual(['compaction', 'message']);
+    s.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: second.id, tools: [exec], context_management: cm, input: 'thanks' });
+    const third = (await s.next('response.completed')).response;
+    expect(third.output.map((i) => i.type)).toEqual(['message']);
+    expect(third.usage!.input_tokens).toBeLessThan(800);
+    expect((await record(url, third.id)).counters['rendered_cache_hits']).toBe(1);
+  });
+});

@@ -26,6 +26,7 @@ const HELP = `llr — long-lived-responses
 Usage:
   llr serve [--host H] [--port P] [--tokens-per-second N] [--ttft-ms N]
             [--prefill-tps N] [--instant] [--api-key K]... [--hop-ms N] [--hops N]
+            [--call-hop-ms N] [--call-hops N]
             [--pause-timeout-ms N] [--max-frame-bytes N] [--store PATH|memory|:memory:]
             [--seed N] [--no-websockets] [--off SWITCH]...
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
@@ -64,6 +65,8 @@ async function serve(argv: string[]): Promise<void> {
       'api-key': { type: 'string', multiple: true },
       'hop-ms': { type: 'string' },
       hops: { type: 'string' },
+      'call-hop-ms': { type: 'string' },
+      'call-hops': { type: 'string' },
       'pause-timeout-ms': { type: 'string' },
       'max-frame-bytes': { type: 'string' },
       store: { type: 'string' },
@@ -99,6 +102,8 @@ async function serve(argv: string[]): Promise<void> {
     ...(apiKeys ? { apiKeys } : {}),
     hopLatencyMs: num(values['hop-ms'] ?? env('LLR_HOP_MS'), 'hop-ms') ?? 0,
     hops: num(values.hops ?? env('LLR_HOPS'), 'hops') ?? 2,
+    callHopLatencyMs: num(values['call-hop-ms'] ?? env('LLR_CALL_HOP_MS'), 'call-hop-ms') ?? 0,
+    callHops: num(values['call-hops'] ?? env('LLR_CALL_HOPS'), 'call-hops') ?? 0,
     limits: defined({
       pauseTimeoutMs: num(values['pause-timeout-ms'] ?? env('LLR_PAUSE_TIMEOUT_MS'), 'pause-timeout-ms'),
       maxFrameBytes: num(values['max-frame-bytes'] ?? env('LLR_MAX_FRAME_BYTES'), 'max-frame-bytes'),

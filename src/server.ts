@@ -60,6 +60,10 @@ export interface ServerOptions {
   hopLatencyMs?: number;
   /** Remote hops on that path (gateway → router → engine). Default 2. */
   hops?: number;
+  /** Remote calls every design pays before each model call (e.g. a hosted safety classifier). Default 0. */
+  callHops?: number;
+  /** Latency of each of those calls, ms. Default 0. */
+  callHopLatencyMs?: number;
   /** Answer WebSocket upgrades with 426 (fallback experiments). */
   refuseWebSockets?: boolean;
   logger?: Logger;
@@ -91,6 +95,8 @@ export class LlrServer {
           replicas: 4,
           hopLatencyMs: options.hopLatencyMs ?? 0,
           hops: options.hops ?? 2,
+          callHops: options.callHops ?? 0,
+          callHopLatencyMs: options.callHopLatencyMs ?? 0,
         },
         clock,
       ),

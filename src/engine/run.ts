@@ -66,6 +66,7 @@ export class ResponseRun {
   private outputTokens = 0;
   private lastAppendAt = 0;
   private pauseTimer: NodeJS.Timeout | null = null;
+  private inEmit = false;
   /** Resolves with the final Response after the terminal event; never rejects. */
   readonly done: Promise<Response>;
 
@@ -157,8 +158,29 @@ export class ResponseRun {
   }
 
   private emit(e: UnnumberedEvent): void {
-    this.metrics.count('events_sent');
-    this.sink({ ...e, sequence_number: this.seq++ } as ServerEvent);
+    this.emitting(() => {
+      this.metrics.count('events_sent');
+      this.sink({ ...e, sequence_number: this.seq++ } as ServerEvent);
+    });
+  }
+
+  /**
+   * Time a piece of event emission (building events, the sink's
+   * serialisation and write) into the metrics' accumulated `emit` total;
+   * nested calls are timed once, by the outermost.
+   */
+  private emitting<T>(f: () => T): T {
+    if (this.inEmit) return f();
+    const m = this.metrics;
+    const s = m.now();
+    const events = m.counters.events_sent;
+    this.inEmit = true;
+    try {
+      return f();
+    } finally {
+      this.inEmit = false;
+      m.emitted(m.now() - s, m.counters.events_sent - events);
+    }
   }
 
   /** Emit an error event in this response's stream (numbered). */
@@ -167,7 +189,7 @@ export class ResponseRun {
   }
 
   private lifecycle(type: LifecycleType): void {
-    this.emit({ type, response: snapshot(this.response) });
+    this.emitting(() => this.emit({ type, response: snapshot(this.response) }));
   }
 
   private async loop(): Promise<Response> {
@@ -210,10 +232,13 @@ export class ResponseRun {
       maxOutputTokens: params.max_output_tokens,
     };
     m.count('model_calls');
+    // The per-call remote services (default none), before the model is asked.
+    await this.services.router.callHop(m, this.abort.signal);
     const clock = this.services.clock;
     const started = clock.now();
     let firstToken = started;
     const segment = new Segment((e) => this.emit(e), this.response.output);
+    const emitBefore = m.emitMs;
     const budget = params.max_output_tokens;
     for await (const ev of this.services.model.sample(req, this.abort.signal)) {
       if (ev.type === 'prefill') {
@@ -231,11 +256,12 @@ export class ResponseRun {
         this.end = { status: 'incomplete', reason: 'max_output_tokens' };
         break;
       }
-      const tokens = segment.apply(ev);
+      const tokens = this.emitting(() => segment.apply(ev));
       this.outputTokens += tokens;
       m.count('output_tokens', tokens);
     }
-    m.span('decode', firstToken, clock.now());
+    // Emission is API work, not the model's: the decode span leaves it out (it stays in the `emit` total).
+    m.span('decode', firstToken, Math.max(firstToken, clock.now() - (m.emitMs - emitBefore)));
     appendOutput(this.plan.context, segment.items);
     return this.end ? [] : segment.calls;
   }

@@ -18,7 +18,7 @@ import { ResultsFile, type Results } from './results.js';
 import { PHASES, recompute, runBench, type BenchConfig, type PhaseName } from './runner.js';
 import { parseTurns, runScaling, type ScalingOptions } from './scaling.js';
 import { PROFILE_NAMES, profileByName, profileKnobs } from './profiles.js';
-import { SWEEP_FULL, SWEEP_QUICK, parseList, runSweep, sweepGains, sweepMarkdown, sweepParagraph, type SweepOptions } from './sweep.js';
+import { SWEEP_DESIGNS, SWEEP_FULL, SWEEP_QUICK, parseList, runSweep, sweepGains, sweepMarkdown, sweepParagraph, type SweepOptions } from './sweep.js';
 import { syntheticWorkload } from './synthetic.js';
 import { syntheticFromSpec } from './workload-prep.js';
 import { readWorkload, type Workload } from './workload.js';
@@ -62,8 +62,10 @@ Usage: llr bench [--quick | --full] [options]
   --sweep                 the gain of each design over http across model speed × per-hop
                           latency × conversation length (default 65,1000,4000 × 0,1,2,5,10
                           × 6,20,66 calls; with --quick 1000,4000 × 0,10 × 6,12); override with
-                          --sweep-speeds, --sweep-hops, --sweep-calls; writes DIR/sweep.{json,md}
-                          and one heat map per design
+                          --sweep-speeds, --sweep-hops, --sweep-calls; cells whose decode alone
+                          exceeds --sweep-max-decode-s (default 15) per run are skipped and
+                          listed; designs: ${SWEEP_DESIGNS.join(', ')} (or --designs); writes
+                          DIR/sweep.{json,md} and one heat map per design
   --scaling T1,T2,...     scaling curves instead: for each turn count a synthetic run
                           (--synthetic-bytes B, default 2000; --synthetic-tokens K,
                           default 100) through every design with the instant model;
@@ -161,6 +163,7 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
       'sweep-speeds': { type: 'string' },
       'sweep-hops': { type: 'string' },
       'sweep-calls': { type: 'string' },
+      'sweep-max-decode-s': { type: 'string' },
       'synthetic-bytes': { type: 'string' },
       'synthetic-tokens': { type: 'string' },
     },
@@ -190,7 +193,7 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
       workload = readWorkload(path);
     }
   }
-  const designs = values.designs ? list(values.designs, 'designs') : preset.designs;
+  const designs = values.designs ? list(values.designs, 'designs') : values.sweep ? [...SWEEP_DESIGNS] : preset.designs;
   for (const d of designs) if (!CLIENT_PROTOCOLS.includes(d as ClientProtocol)) throw new Error(`unknown design '${d}'; known: ${CLIENT_PROTOCOLS.join(', ')}`);
   const phases = values.phases ? list(values.phases, 'phases') : [...PHASES];
   for (const p of phases) if (!PHASES.includes(p as PhaseName)) throw new Error(`unknown phase '${p}'; known: ${PHASES.join(', ')}`);
@@ -206,6 +209,7 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
         calls: values['sweep-calls'] ? parseList(values['sweep-calls'], 'sweep-calls', 1).map(Math.round) : sweepBase.calls,
         reps: reps ?? sweepBase.reps,
         quick: values.quick ?? false,
+        maxDecodeS: values['sweep-max-decode-s'] === undefined ? sweepBase.maxDecodeS : count(values['sweep-max-decode-s'], 'sweep-max-decode-s', 0),
       }
     : null;
   const config: BenchConfig = {

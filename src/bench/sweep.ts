@@ -18,7 +18,15 @@ import { join, resolve } from 'node:path';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
 import { runBench, type BenchConfig } from './runner.js';
 import { esc } from './svg.js';
-import { modelCallCount } from './workload-prep.js';
+import { flatModelTurns, modelCallCount } from './workload-prep.js';
+import type { Workload } from './workload.js';
+
+/** The recorded output tokens of the first `calls` model calls (100 per call where none is recorded). */
+export function outputTokens(w: Workload, calls: number): number {
+  return flatModelTurns(w)
+    .slice(0, calls)
+    .reduce((n, t) => n + (t.output_tokens ?? 100), 0);
+}
 
 /** Every client protocol but http-stored (the baseline's own variant); `http` is the baseline. */
 export const SWEEP_DESIGNS: readonly ClientProtocol[] = CLIENT_PROTOCOLS.filter((d) => d !== 'http-stored');
@@ -34,10 +42,16 @@ export interface SweepOptions {
   calls: number[];
   reps: number;
   quick: boolean;
+  /**
+   * Skip a cell whose decode alone (the workload's output tokens at that
+   * speed) would take longer than this per run, seconds; recorded as skipped
+   * with the estimate. Keeps the full sweep near 15 minutes on 2 cores.
+   */
+  maxDecodeS: number;
 }
 
-export const SWEEP_FULL: Omit<SweepOptions, 'quick'> = { speeds: [65, 1000, 4000], hopMs: [0, 1, 2, 5, 10], calls: [6, 20, 66], reps: 1 };
-export const SWEEP_QUICK: Omit<SweepOptions, 'quick'> = { speeds: [1000, 4000], hopMs: [0, 10], calls: [6, 12], reps: 1 };
+export const SWEEP_FULL: Omit<SweepOptions, 'quick'> = { speeds: [65, 1000, 4000], hopMs: [0, 1, 2, 5, 10], calls: [6, 20, 66], reps: 1, maxDecodeS: 15 };
+export const SWEEP_QUICK: Omit<SweepOptions, 'quick'> = { speeds: [1000, 4000], hopMs: [0, 10], calls: [6, 12], reps: 1, maxDecodeS: 15 };
 
 export interface SweepRow {
   speed: number;
@@ -77,6 +91,7 @@ export interface SweepResults {
   finished_at: string | null;
   rows: SweepRow[];
   failures: Array<{ cell: string; error: string }>;
+  skipped: Array<{ cell: string; reason: string }>;
 }
 
 export function parseList(spec: string, what: string, min: number): number[] {
@@ -208,6 +223,7 @@ function writeSweep(out: string, s: SweepResults): void {
     '',
     ...s.designs.filter((d) => d !== s.baseline).map((d) => `![${d}](sweep-${d}.svg)\n`),
     ...s.failures.map((f) => `- ${f.cell} failed: ${f.error}`),
+    ...s.skipped.map((f) => `- ${f.cell} skipped: ${f.reason}`),
   ].join('\n');
   writeFileSync(join(out, 'sweep.md'), `${md}\n`);
 }
@@ -234,11 +250,17 @@ export async function runSweep(base: BenchConfig, opts: SweepOptions, command: s
     finished_at: null,
     rows: [],
     failures: [],
+    skipped: [],
   };
   for (const speed of opts.speeds) {
     for (const n of calls) {
       for (const hop of opts.hopMs) {
         const cell = `${speed} tok/s, ${hop} ms/hop, ${n} calls`;
+        const decodeS = outputTokens(base.workload, n) / speed;
+        if (decodeS > opts.maxDecodeS) {
+          s.skipped.push({ cell, reason: `decode alone would take ${decodeS.toFixed(0)} s per run (over --sweep-max-decode-s ${opts.maxDecodeS})` });
+          continue;
+        }
         process.stderr.write(`sweep: ${cell}\n`);
         const cfg: BenchConfig = { ...base, designs, speeds: [speed], hopMs: hop, gridCalls: n, reps: opts.reps, phases: new Set(['grid']), out: join(out, `cell-${speed}-${hop}-${n}`) };
         const { results: r, ok } = await runBench(cfg);

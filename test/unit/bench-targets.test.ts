@@ -107,9 +107,9 @@ describe('sweep', () => {
     row(4000, 0, 10, 'ws', 500, 100),
   ];
   const results: SweepResults = {
-    schema: 'llr-bench-sweep/1', command: 'llr bench --sweep', options: { speeds: [1000], hopMs: [0, 10], calls: [10], reps: 1, quick: true },
+    schema: 'llr-bench-sweep/1', command: 'llr bench --sweep', options: { speeds: [1000], hopMs: [0, 10], calls: [10], reps: 1, quick: true, maxDecodeS: 15 },
     profile: 'loopback', hops: 2, call_hops: 0, call_hop_ms: 0, workload: 'w', designs: ['long-lived', 'ws', 'http'], baseline: 'http',
-    machine: null, started_at: '', finished_at: null, rows, failures: [],
+    machine: null, started_at: '', finished_at: null, rows, failures: [], skipped: [],
   };
 
   it('computes each design’s gain over the baseline per cell', () => {

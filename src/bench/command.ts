@@ -61,7 +61,7 @@ Usage: llr bench [--quick | --full] [options]
   --target-speed N        target 2's model speed, tokens/s (default 1000; must be in --speeds)
   --sweep                 the gain of each design over http across model speed × per-hop
                           latency × conversation length (default 65,1000,4000 × 0,1,2,5,10
-                          × 6,20,66 calls; with --quick 1000,4000 × 0,10 × 6,12); override with
+                          × 6,20,66 calls; with --quick 1000,4000 × 0,10 × 3,6); override with
                           --sweep-speeds, --sweep-hops, --sweep-calls; cells whose decode alone
                           exceeds --sweep-max-decode-s (default 15) per run are skipped and
                           listed; designs: ${SWEEP_DESIGNS.join(', ')} (or --designs); writes

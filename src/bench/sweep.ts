@@ -51,7 +51,7 @@ export interface SweepOptions {
 }
 
 export const SWEEP_FULL: Omit<SweepOptions, 'quick'> = { speeds: [65, 1000, 4000], hopMs: [0, 1, 2, 5, 10], calls: [6, 20, 66], reps: 1, maxDecodeS: 15 };
-export const SWEEP_QUICK: Omit<SweepOptions, 'quick'> = { speeds: [1000, 4000], hopMs: [0, 10], calls: [6, 12], reps: 1, maxDecodeS: 15 };
+export const SWEEP_QUICK: Omit<SweepOptions, 'quick'> = { speeds: [1000, 4000], hopMs: [0, 10], calls: [3, 6], reps: 1, maxDecodeS: 15 };
 
 export interface SweepRow {
   speed: number;

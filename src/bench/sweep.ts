@@ -201,7 +201,7 @@ export function sweepHeatmap(s: SweepResults, design: ClientProtocol): string {
       const g = gains.find((x) => x.speed === sp && x.calls === calls && x.hop_ms === h);
       const x = left + i * cw;
       out += `<rect x="${x}" y="${y}" width="${cw - 2}" height="${ch - 2}" fill="${gainColour(g?.e2e_gain ?? NaN)}"/>`;
-      out += `<text x="${x + cw / 2 - 1}" y="${y + ch / 2 + 4}" text-anchor="middle">${esc(g ? `${(g.e2e_gain * 100).toFixed(0)}% (${(g.ttft_gain * 100).toFixed(0)}%)` : '–')}</text>`;
+      out += `<text x="${x + cw / 2 - 1}" y="${y + ch / 2 + 4}" text-anchor="middle">${esc(g ? `${Math.round(g.e2e_gain * 100)}% (${Math.round(g.ttft_gain * 100)}%)` : '–')}</text>`;
     });
   });
   out += `<text x="12" y="${height - 28}" fill="#555">${esc(`green: toward ${pct(SEED_E2E_GAIN)} faster (full green at or beyond it); red: slower than ${s.baseline}`)}</text>`;

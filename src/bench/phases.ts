@@ -129,7 +129,8 @@ export async function streamPhase(
     });
     await deadline(server.race(Promise.resolve(run)), opts.timeoutMs, 'the single stream');
     const timing = run.timings.at(-1);
-    const decode = timing?.spans.find((s) => s.stage === 'decode')?.duration_ms ?? NaN;
+    // The decode span leaves out emission (the `emit` total); the server's rate is tokens over both.
+    const decode = (timing?.spans.find((s) => s.stage === 'decode')?.duration_ms ?? NaN) + (timing?.totals['emit'] ?? 0);
     const tokens = timing?.counters['output_tokens'] ?? NaN;
     const single = {
       tokens: opts.longTokens,

@@ -148,7 +148,7 @@ export interface StreamPhase {
     deltas: number;
     /** Deltas per second between the first and the last delta, on the client. */
     client_rate: number;
-    /** Output tokens / decode span, on the server. */
+    /** Output tokens / (decode span + emission), on the server. */
     server_rate: number;
     delta_frame_bytes: number;
   };

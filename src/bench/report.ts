@@ -257,7 +257,7 @@ function preamble(results: Results): string[] {
   const m = results.machine;
   return [
     `Status: **${results.status}**${results.error ? ` — ${results.error}` : ''}. Started ${results.started_at}${results.finished_at ? `, finished ${results.finished_at}` : ''}.`,
-    `Machine: ${m.cpus} × ${m.cpu}, ${m.memory_gb} GB RAM, Node ${m.node}, ${m.platform}.`,
+    `Machine: ${m.cpus} × ${m.cpu}, ${m.memory_gb} GB RAM, Node ${m.node}, ${m.platform}.${m.loadavg ? ` Load average at the start (1/5/15 min): ${m.loadavg.join(' / ')}${m.loadavg[0]! > m.cpus ? ` — above the ${m.cpus} CPUs: other work competed with the bench, and wall-clock spans include waiting for a CPU` : ''}.` : ''}`,
     `Workload: ${results.workload.name}. Source: ${results.workload.source}`,
     `Config: \`${JSON.stringify(results.config)}\``,
     noiseLine(results),

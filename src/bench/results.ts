@@ -188,6 +188,8 @@ export interface Machine {
   memory_gb: number;
   node: string;
   platform: string;
+  /** 1-, 5- and 15-minute load averages when the bench started: more than the CPU count means other work was competing. */
+  loadavg?: number[];
 }
 
 export interface Results {

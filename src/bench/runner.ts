@@ -76,6 +76,7 @@ function machine(): Machine {
     memory_gb: Math.round(os.totalmem() / 2 ** 30),
     node: process.version,
     platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100),
   };
 }
 

@@ -14,6 +14,7 @@
  * table, heat map) are exported for the tests.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
 import { runBench, type BenchConfig } from './runner.js';
@@ -89,6 +90,8 @@ export interface SweepResults {
   machine: Record<string, unknown> | null;
   started_at: string;
   finished_at: string | null;
+  /** Load averages (1/5/15 min) at the end; the start's are in `machine`. More than the CPU count: other work competed. */
+  loadavg_at_end?: number[];
   rows: SweepRow[];
   failures: Array<{ cell: string; error: string }>;
   skipped: Array<{ cell: string; reason: string }>;
@@ -217,6 +220,8 @@ function writeSweep(out: string, s: SweepResults): void {
     '',
     `Command: \`${s.command}\``,
     '',
+    `Machine: ${s.machine ? `${String(s.machine['cpus'])} × ${String(s.machine['cpu'])}, ${String(s.machine['memory_gb'])} GB, Node ${String(s.machine['node'])}` : 'unknown'}; ${s.started_at} → ${s.finished_at ?? 'unfinished'}; load average at the start ${Array.isArray(s.machine?.['loadavg']) ? (s.machine['loadavg'] as number[]).join(' / ') : '?'}, at the end ${s.loadavg_at_end?.join(' / ') ?? '?'}.`,
+    '',
     sweepParagraph(sweepGains(s.rows, s.baseline)),
     '',
     sweepMarkdown(s),
@@ -274,6 +279,7 @@ export async function runSweep(base: BenchConfig, opts: SweepOptions, command: s
     }
   }
   s.finished_at = new Date().toISOString();
+  s.loadavg_at_end = os.loadavg().map((x) => Math.round(x * 100) / 100);
   writeSweep(out, s);
   return { results: s, ok: s.failures.length === 0 };
 }

@@ -114,7 +114,7 @@ export function sweepGains(rows: readonly SweepRow[], baseline: ClientProtocol =
   return out;
 }
 
-const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)} %` : '–');
+const pct = (x: number) => (Number.isFinite(x) ? `${(Math.abs(x) < 0.0005 ? 0 : x * 100).toFixed(1)} %` : '–');
 const tps = (n: number) => `${n.toLocaleString('en-US')} tok/s`;
 
 function cellsText(gs: readonly SweepGain[]): string {

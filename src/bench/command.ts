@@ -33,7 +33,7 @@ Usage: llr bench [--quick | --full] [options]
                           tokens/s, 3 reps; overhead phase on the whole workload
                           (long-lived and ws 5 reps, http and http-stored 1);
                           ablations 2 reps; streams of 4000 / 100×1000 tokens;
-                          1000 paused runs. Under two minutes on 2 cores.
+                          1000 paused runs. Under two minutes on 2 idle cores.
   --full                  the whole workload at 65, 1000 and 4000 tokens/s, 3 reps;
                           overhead phase 9 reps (long-lived, ws) / 3; ablations 3;
                           streams of 16000 / 100×4000 tokens

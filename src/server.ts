@@ -34,7 +34,7 @@ export const DEFAULT_MODEL_SETTINGS: ModelSettings = {
   prefillTokensPerSecond: 20_000,
 };
 
-/** Settings that make the model cost nothing: for measuring the API alone. */
+/** Settings that make the model cost nothing (no TTFT, no prefill, infinite decode rate): what remains is the API, the transport and the client. */
 export const INSTANT_MODEL: ModelSettings = {
   tokensPerSecond: Infinity,
   ttftBaseMs: 0,

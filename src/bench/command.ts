@@ -49,6 +49,9 @@ Usage: llr bench [--quick | --full] [options]
   --phases a,b,...        of ${PHASES.join(', ')} (default: all)
   --ttft-ms N --prefill-tps N --hop-ms N --hops N
                           the simulated model's knobs (defaults 150, 20000, 0, 2)
+  --call-hop-ms N --call-hops N
+                          remote calls every design pays before every model call
+                          (default 0, 0; the production profile: 20 ms × 1)
   --streams N             concurrent streams in the stream phase (default 100)
   --paused-runs N         concurrent paused runs (default 1000)
   --run-timeout-ms N      cap on one replay run (default: from the workload and speed)

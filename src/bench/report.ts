@@ -168,7 +168,7 @@ export function buildCharts(results: Results): Chart[] {
     });
     charts.push({
       file: 'api-overhead.svg',
-      caption: 'API overhead (e2e − model spans − client tools) per design and model speed (median, whiskers min–max).',
+      caption: 'API overhead (the server\'s measured spans outside the model, event emission included; the residual — loopback, the client — is in the tables) per design and model speed (median, whiskers min–max).',
       svg: groupedBarChart({
         title: 'API overhead per agent run',
         yLabel: 'ms',

@@ -163,3 +163,35 @@ describe('emission accounting', () => {
     expect(new RunMetrics(() => 0).totals()).toEqual({});
   });
 });
+
+describe('llr bench flags for profiles, targets and the sweep', async () => {
+  const { parseBenchArgs } = await import('../../src/bench/command.js');
+  const syn = ['--synthetic', '3,200,5'];
+
+  it('takes the hops from the profile, and explicit flags over it', () => {
+    expect(parseBenchArgs(syn).config).toMatchObject({ profile: 'loopback', hopMs: 0, hops: 2, callHopMs: 0, callHops: 0, targetSpeed: 1000 });
+    expect(parseBenchArgs([...syn, '--profile', 'production']).config).toMatchObject({ profile: 'production', hopMs: 1, hops: 2, callHopMs: 20, callHops: 1 });
+    expect(parseBenchArgs([...syn, '--profile', 'production', '--hop-ms', '3', '--call-hops', '0']).config).toMatchObject({ hopMs: 3, callHops: 0, callHopMs: 20 });
+    expect(parseBenchArgs([...syn, '--target-speed', '4000']).config.targetSpeed).toBe(4000);
+    expect(() => parseBenchArgs([...syn, '--profile', 'nope'])).toThrow(/unknown --profile 'nope'/);
+  });
+
+  it('reads the sweep and its quick form', () => {
+    expect(parseBenchArgs(syn).sweep).toBeNull();
+    const quick = parseBenchArgs([...syn, '--sweep', '--quick']);
+    expect(quick.sweep).toMatchObject({ speeds: [1000, 4000], hopMs: [0, 10], calls: [3, 6], reps: 1, quick: true });
+    expect(quick.config.designs).toEqual([...SWEEP_DESIGNS]);
+    const full = parseBenchArgs([...syn, '--sweep', '--sweep-hops', '0,5', '--sweep-calls', '4', '--reps', '2', '--designs', 'ws,http']);
+    expect(full.sweep).toMatchObject({ speeds: [65, 1000, 4000], hopMs: [0, 5], calls: [4], reps: 2, quick: false, maxDecodeS: 15 });
+    expect(full.config.designs).toEqual(['ws', 'http']);
+    expect(() => parseBenchArgs(['--sweep', '--scaling', '10,20'])).toThrow(/--sweep and --scaling exclude each other/);
+  });
+
+  it('estimates a cell’s decode from the workload’s recorded output tokens (the skip rule)', async () => {
+    const { outputTokens } = await import('../../src/bench/sweep.js');
+    const { syntheticWorkload } = await import('../../src/bench/synthetic.js');
+    const w = syntheticWorkload({ turns: 4, toolOutputBytes: 10, outputTokensPerTurn: 30, seed: 1 });
+    expect(outputTokens(w, 2)).toBe(60);
+    expect(outputTokens(w, 99)).toBe(120);
+  });
+});

@@ -30,6 +30,7 @@ const HELP = `llr — long-lived-responses
 Usage:
   llr serve [--host H] [--port P] [--tokens-per-second N] [--ttft-ms N]
             [--prefill-tps N] [--instant] [--api-key K]... [--hop-ms N] [--hops N]
+            [--call-hop-ms N] [--call-hops N]
             [--pause-timeout-ms N] [--max-frame-bytes N] [--store PATH|memory|:memory:]
             [--seed N] [--no-websockets] [--off SWITCH]... [--on SWITCH]...
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
@@ -84,6 +85,8 @@ async function serve(argv: string[], demo = false): Promise<void> {
       'api-key': { type: 'string', multiple: true },
       'hop-ms': { type: 'string' },
       hops: { type: 'string' },
+      'call-hop-ms': { type: 'string' },
+      'call-hops': { type: 'string' },
       store: { type: 'string' },
       seed: { type: 'string' },
       'no-websockets': { type: 'boolean' },
@@ -134,6 +137,8 @@ async function serve(argv: string[], demo = false): Promise<void> {
     ...(apiKeys ? { apiKeys } : {}),
     hopLatencyMs: num(values['hop-ms'] ?? env('LLR_HOP_MS'), 'hop-ms') ?? 0,
     hops: num(values.hops ?? env('LLR_HOPS'), 'hops') ?? 2,
+    callHopLatencyMs: num(values['call-hop-ms'] ?? env('LLR_CALL_HOP_MS'), 'call-hop-ms') ?? 0,
+    callHops: num(values['call-hops'] ?? env('LLR_CALL_HOPS'), 'call-hops') ?? 0,
     limits: limitsFrom(values, process.env),
     allowOrigins: values['allow-origin'] ?? env('LLR_ALLOW_ORIGINS')?.split(',') ?? [],
     allowHosts: values['allow-host'] ?? env('LLR_ALLOW_HOSTS')?.split(',') ?? [],

@@ -37,7 +37,7 @@ export const DEFAULT_MODEL_SETTINGS: ModelSettings = {
   prefillTokensPerSecond: 20_000,
 };
 
-/** Settings that make the model cost nothing: for measuring the API alone. */
+/** Settings that make the model cost nothing (no TTFT, no prefill, infinite decode rate): what remains is the API, the transport and the client. */
 export const INSTANT_MODEL: ModelSettings = {
   tokensPerSecond: Infinity,
   ttftBaseMs: 0,
@@ -63,6 +63,10 @@ export interface ServerOptions {
   hopLatencyMs?: number;
   /** Remote hops on that path (gateway → router → engine). Default 2. */
   hops?: number;
+  /** Remote calls every design pays before each model call (e.g. a hosted safety classifier). Default 0. */
+  callHops?: number;
+  /** Latency of each of those calls, ms. Default 0. */
+  callHopLatencyMs?: number;
   /** Answer WebSocket upgrades with 426 (fallback experiments). */
   refuseWebSockets?: boolean;
   /** Browser origins allowed besides the server's own (`*`: any). Default none. See transport/guard.ts. */
@@ -109,6 +113,8 @@ export class LlrServer {
           hopLatencyMs: options.hopLatencyMs ?? 0,
           hops: options.hops ?? 2,
           ...(demo && { resolve: demo.models.resolve }),
+          callHops: options.callHops ?? 0,
+          callHopLatencyMs: options.callHopLatencyMs ?? 0,
         },
         clock,
       ),

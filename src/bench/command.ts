@@ -18,6 +18,8 @@ import { PHASES, recompute, runBench, type BenchConfig, type PhaseName } from '.
 import { parseTurns, runScaling, type ScalingOptions } from './scaling.js';
 import { DEFAULT_WORKLOAD, readWorkload, type Workload } from '../workload/load.js';
 import { syntheticFromSpec, syntheticWorkload } from '../workload/synthetic.js';
+import { PROFILE_NAMES, profileByName, profileKnobs } from './profiles.js';
+import { SWEEP_DESIGNS, SWEEP_FULL, SWEEP_QUICK, parseList, runSweep, sweepGains, sweepMarkdown, sweepParagraph, type SweepOptions } from './sweep.js';
 
 export { DEFAULT_WORKLOAD };
 
@@ -29,7 +31,7 @@ Usage: llr bench [--quick | --full] [options]
                           tokens/s, 3 reps; overhead phase on the whole workload
                           (long-lived and ws 5 reps, http and http-stored 1);
                           ablations 2 reps; streams of 4000 / 100×1000 tokens;
-                          1000 paused runs. Under two minutes on 2 cores.
+                          1000 paused runs. Under two minutes on 2 idle cores.
   --full                  the whole workload at 65, 1000 and 4000 tokens/s, 3 reps;
                           overhead phase 9 reps (long-lived, ws) / 3; ablations 3;
                           streams of 16000 / 100×4000 tokens
@@ -46,12 +48,26 @@ Usage: llr bench [--quick | --full] [options]
   --phases a,b,...        of ${PHASES.join(', ')} (default: all)
   --ttft-ms N --prefill-tps N --hop-ms N --hops N
                           the simulated model's knobs (defaults 150, 20000, 0, 2)
+  --call-hop-ms N --call-hops N
+                          remote calls every design pays before every model call
+                          (default 0, 0; the production profile: 20 ms × 1)
   --streams N             concurrent streams in the stream phase (default 100)
   --paused-runs N         concurrent paused runs (default 1000)
   --run-timeout-ms N      cap on one replay run (default: from the workload and speed)
   --store sqlite|memory   the servers' response store (default: a SQLite file per
                           server in DIR, deleted at the end, as llr serve uses)
   --report DIR            rebuild DIR's summaries, targets and report from its results.json
+  --profile NAME          cost profile: ${PROFILE_NAMES.join(', ')} (default loopback): the remote
+                          hops and their latencies (docs/benchmarks.md); --hop-ms, --hops,
+                          --call-hop-ms, --call-hops override its numbers
+  --target-speed N        target 2's model speed, tokens/s (default 1000; must be in --speeds)
+  --sweep                 the gain of each design over http across model speed × per-hop
+                          latency × conversation length (default 65,1000,4000 × 0,1,2,5,10
+                          × 6,20,66 calls; with --quick 1000,4000 × 0,10 × 3,6); override with
+                          --sweep-speeds, --sweep-hops, --sweep-calls; cells whose decode alone
+                          exceeds --sweep-max-decode-s (default 15) per run are skipped and
+                          listed; designs: ${SWEEP_DESIGNS.join(', ')} (or --designs); writes
+                          DIR/sweep.{json,md} and one heat map per design
   --scaling T1,T2,...     scaling curves instead: for each turn count a synthetic run
                           (--synthetic-bytes B, default 2000; --synthetic-tokens K,
                           default 100) through every design with the instant model;
@@ -82,6 +98,10 @@ export const QUICK: Preset = {
   paused: { runs: 1000 },
   runTimeoutMs: null,
   store: 'sqlite',
+  targetSpeed: 1000,
+  profile: 'loopback',
+  callHopMs: 0,
+  callHops: 0,
 };
 
 export const FULL: Preset = {
@@ -111,7 +131,7 @@ function storeKind(v: string | undefined): 'sqlite' | 'memory' {
   throw new Error(`--store is sqlite or memory, got '${v}'`);
 }
 
-export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boolean; report: string | null; scaling: ScalingOptions | null } {
+export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boolean; report: string | null; scaling: ScalingOptions | null; sweep: SweepOptions | null } {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -137,6 +157,15 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
       report: { type: 'string' },
       store: { type: 'string' },
       scaling: { type: 'string' },
+      profile: { type: 'string' },
+      'target-speed': { type: 'string' },
+      'call-hop-ms': { type: 'string' },
+      'call-hops': { type: 'string' },
+      sweep: { type: 'boolean' },
+      'sweep-speeds': { type: 'string' },
+      'sweep-hops': { type: 'string' },
+      'sweep-calls': { type: 'string' },
+      'sweep-max-decode-s': { type: 'string' },
       'synthetic-bytes': { type: 'string' },
       'synthetic-tokens': { type: 'string' },
     },
@@ -166,11 +195,25 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
       workload = readWorkload(path);
     }
   }
-  const designs = values.designs ? list(values.designs, 'designs') : preset.designs;
+  const designs = values.designs ? list(values.designs, 'designs') : values.sweep ? [...SWEEP_DESIGNS] : preset.designs;
   for (const d of designs) if (!CLIENT_PROTOCOLS.includes(d as ClientProtocol)) throw new Error(`unknown design '${d}'; known: ${CLIENT_PROTOCOLS.join(', ')}`);
   const phases = values.phases ? list(values.phases, 'phases') : [...PHASES];
   for (const p of phases) if (!PHASES.includes(p as PhaseName)) throw new Error(`unknown phase '${p}'; known: ${PHASES.join(', ')}`);
   const reps = values.reps === undefined ? null : count(values.reps, 'reps', 1);
+  const profile = profileByName(values.profile ?? preset.profile);
+  const knobs = profileKnobs(profile);
+  if (values.sweep && scaling) throw new Error('--sweep and --scaling exclude each other');
+  const sweepBase = values.quick ? SWEEP_QUICK : SWEEP_FULL;
+  const sweep: SweepOptions | null = values.sweep
+    ? {
+        speeds: values['sweep-speeds'] ? parseList(values['sweep-speeds'], 'sweep-speeds', 1) : sweepBase.speeds,
+        hopMs: values['sweep-hops'] ? parseList(values['sweep-hops'], 'sweep-hops', 0) : sweepBase.hopMs,
+        calls: values['sweep-calls'] ? parseList(values['sweep-calls'], 'sweep-calls', 1).map(Math.round) : sweepBase.calls,
+        reps: reps ?? sweepBase.reps,
+        quick: values.quick ?? false,
+        maxDecodeS: values['sweep-max-decode-s'] === undefined ? sweepBase.maxDecodeS : count(values['sweep-max-decode-s'], 'sweep-max-decode-s', 0),
+      }
+    : null;
   const config: BenchConfig = {
     ...preset,
     workload: workload as Workload,
@@ -186,21 +229,36 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
     toolFactor: values['tool-factor'] === undefined ? preset.toolFactor : count(values['tool-factor'], 'tool-factor'),
     ttftMs: values['ttft-ms'] === undefined ? preset.ttftMs : count(values['ttft-ms'], 'ttft-ms'),
     prefillTps: values['prefill-tps'] === undefined ? preset.prefillTps : count(values['prefill-tps'], 'prefill-tps', 1),
-    hopMs: values['hop-ms'] === undefined ? preset.hopMs : count(values['hop-ms'], 'hop-ms'),
-    hops: values.hops === undefined ? preset.hops : count(values.hops, 'hops'),
+    hopMs: values['hop-ms'] === undefined ? knobs.hopMs : count(values['hop-ms'], 'hop-ms'),
+    hops: values.hops === undefined ? knobs.hops : count(values.hops, 'hops'),
+    callHopMs: values['call-hop-ms'] === undefined ? knobs.callHopMs : count(values['call-hop-ms'], 'call-hop-ms'),
+    callHops: values['call-hops'] === undefined ? knobs.callHops : count(values['call-hops'], 'call-hops'),
+    profile: profile.name,
+    targetSpeed: values['target-speed'] === undefined ? preset.targetSpeed : count(values['target-speed'], 'target-speed', 1),
     phases: new Set(phases as PhaseName[]),
     stream: { ...preset.stream, streams: values.streams === undefined ? preset.stream.streams : count(values.streams, 'streams', 1) },
     paused: { runs: values['paused-runs'] === undefined ? preset.paused.runs : count(values['paused-runs'], 'paused-runs', 1) },
     runTimeoutMs: values['run-timeout-ms'] === undefined ? null : count(values['run-timeout-ms'], 'run-timeout-ms', 1),
     store: storeKind(values.store),
   };
-  return { config, help: values.help ?? false, report: values.report ?? null, scaling };
+  return { config, help: values.help ?? false, report: values.report ?? null, scaling, sweep };
 }
 
 export async function benchCommand(argv: string[]): Promise<void> {
-  const { config, help, report, scaling } = parseBenchArgs(argv);
+  const { config, help, report, scaling, sweep } = parseBenchArgs(argv);
   if (help) {
     process.stdout.write(HELP);
+    return;
+  }
+  if (sweep) {
+    const t0 = performance.now();
+    const { results, ok } = await runSweep(config, sweep, `llr bench ${argv.join(' ')}`);
+    process.stdout.write(`\n${sweepParagraph(sweepGains(results.rows, results.baseline))}\n\n${sweepMarkdown(results)}\n`);
+    process.stdout.write(`\nsweep in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${config.out}/sweep.json · ${config.out}/sweep.md · ${config.out}/sweep-*.svg\n`);
+    if (!ok) {
+      process.stderr.write(`llr bench --sweep: ${results.failures.map((f) => `${f.cell}: ${f.error}`).join('; ')}\n`);
+      process.exitCode = 1;
+    }
     return;
   }
   if (scaling) {

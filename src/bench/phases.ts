@@ -130,7 +130,8 @@ export async function streamPhase(
     await deadline(server.race(Promise.resolve(run)), opts.timeoutMs, 'the single stream');
     // The client resolves at the terminal event; the timing event follows it.
     const timing = (await deadline(server.race(run.telemetry()), opts.timeoutMs, 'the single stream timing')).at(-1);
-    const decode = timing?.spans.find((s) => s.stage === 'decode')?.duration_ms ?? NaN;
+    // The decode span leaves out emission (the `emit` total); the server's rate is tokens over both.
+    const decode = (timing?.spans.find((s) => s.stage === 'decode')?.duration_ms ?? NaN) + (timing?.totals['emit'] ?? 0);
     const tokens = timing?.counters['output_tokens'] ?? NaN;
     const single = {
       tokens: opts.longTokens,

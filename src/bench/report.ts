@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { CLIENT_PROTOCOLS } from '../client/index.js';
 import { okRuns, perCallMedians, stageBreakdown, targetLineText } from './measure.js';
 import type { Results, SummaryRow } from './results.js';
+import { targetsMarkdown } from './targets.js';
 import { esc, groupedBarChart, lineChart, stackedBarChart } from './svg.js';
 
 export interface Chart {
@@ -49,18 +50,21 @@ export function summaryTable(title: string, rows: readonly SummaryRow[], note?: 
   const sorted = [...rows].sort((a, b) => (a.tokens_per_second ?? 0) - (b.tokens_per_second ?? 0) || DESIGNS.indexOf(a.design) - DESIGNS.indexOf(b.design));
   return {
     title,
-    head: ['design', 'model', 'tool ×', 'runs', 'calls', 'e2e ms median (min–max)', 'API overhead ms (share)', 'per-call overhead ms', 'TTFT ms', 'model ms', 'floor ms', 'server CPU ms', 'client→server', 'server→client'],
+    head: ['design', 'model', 'tool ×', 'runs', 'calls', 'e2e ms median [95% CI] (min–max)', 'model ms analytic', 'model spans − analytic', 'API overhead ms (share)', 'of which emit', 'residual ms', 'per-call overhead ms', 'TTFT ms [95% CI]', 'floor ms', 'server CPU ms', 'client→server', 'server→client'],
     rows: sorted.map((r) => [
       r.design,
       speed(r.tokens_per_second),
       String(r.tool_factor),
       String(r.runs),
       String(r.model_calls),
-      `${n0(r.e2e_ms_median)} (${n0(r.e2e_ms_min)}–${n0(r.e2e_ms_max)})`,
+      `${n0(r.e2e_ms_median)} [${n0(r.e2e_ms_ci?.lo)}–${n0(r.e2e_ms_ci?.hi)}] (${n0(r.e2e_ms_min)}–${n0(r.e2e_ms_max)})`,
+      n0(r.model_ms_analytic_median),
+      n1(r.model_excess_ms_median),
       `${n1(r.api_overhead_ms_median)} (${pc(r.api_overhead_share)})`,
+      n1(r.emit_ms_median),
+      n1(r.residual_ms_median),
       n2(r.turn_overhead_ms_median),
-      n1(r.ttft_ms_median),
-      n0(r.model_ms_median),
+      `${n1(r.ttft_ms_median)} [${n1(r.ttft_ms_ci?.lo)}–${n1(r.ttft_ms_ci?.hi)}]`,
       n0(r.floor_ms_median),
       n0(r.server_cpu_ms_median),
       kb(r.client_bytes_sent_median),
@@ -164,7 +168,7 @@ export function buildCharts(results: Results): Chart[] {
     });
     charts.push({
       file: 'api-overhead.svg',
-      caption: 'API overhead (e2e − model spans − client tools) per design and model speed (median, whiskers min–max).',
+      caption: 'API overhead (the server\'s measured spans outside the model, event emission included; the residual — loopback, the client — is in the tables) per design and model speed (median, whiskers min–max).',
       svg: groupedBarChart({
         title: 'API overhead per agent run',
         yLabel: 'ms',
@@ -200,7 +204,7 @@ export function buildCharts(results: Results): Chart[] {
       svg: stackedBarChart({ title, yLabel: 'ms per run (median)', segmentNames: names, bars: bars.map((b) => ({ label: b.label, segments: Object.fromEntries(b.parts.map((p) => [p.name, p.ms])) })) }),
     });
   };
-  stacked('stages-instant.svg', 'Where the time goes: instant model, whole workload', 'Stacked breakdown by stage with the instant model over the whole workload: with no model time, what remains is the API (the model spans here are the engine streaming events and the simulated model\'s own bookkeeping).', overheadRuns);
+  stacked('stages-instant.svg', 'Where the time goes: instant model, whole workload', 'Stacked breakdown by stage with the instant model over the whole workload. The analytic model time is zero; the model spans left are the simulated model\'s own bookkeeping (prefix-cache hashing, replay policy), emission is its own segment, and the residual is what no span explains (loopback, the client, server work outside spans).', overheadRuns);
   const gridRuns = okRuns(results.runs, 'grid');
   const gs = gridRuns.some((r) => r.model.tokens_per_second === 1000) ? 1000 : gridRuns[0]?.model.tokens_per_second;
   stacked('stages-grid.svg', `Where the time goes: ${speed(gs ?? null)}`, `Stacked breakdown by stage at ${speed(gs ?? null)} (grid workload, median run per design).`, gridRuns.filter((r) => r.model.tokens_per_second === gs && r.tool_factor === (results.summary[0]?.tool_factor ?? 0)));
@@ -213,7 +217,13 @@ export function buildTables(results: Results): Table[] {
     tables.push(summaryTable('Per design and model speed (grid)', results.summary, `Workload: ${results.workload.grid_model_calls} model calls. TTFT: sent → first output item, less hidden reasoning decode. Floor: model time from the settings + one loopback RTT per call.`));
   }
   if (results.overhead_summary.length) {
-    tables.push(summaryTable('API overhead with an instant model (whole workload)', results.overhead_summary, `Workload: ${results.workload.overhead_model_calls} model calls; the model takes no time, so e2e is what the API costs on this machine.`));
+    tables.push(
+      summaryTable(
+        'API overhead with an instant model (whole workload)',
+        results.overhead_summary,
+        `Workload: ${results.workload.overhead_model_calls} model calls. The analytic model time is zero, so e2e = the simulator's own spans + API overhead (measured server spans, emission included) + the residual (loopback, client, work outside spans), each shown.`,
+      ),
+    );
   }
   const counters = countersTable(results);
   if (counters) tables.push(counters);
@@ -234,13 +244,23 @@ function htmlTable(t: Table): string {
   return `<h3>${esc(t.title)}</h3>\n<table><thead><tr>${head}</tr></thead><tbody>\n${rows}\n</tbody></table>${t.note ? `<p class="note">${esc(t.note)}</p>` : ''}`;
 }
 
+/** The spread seen between repetitions of one configuration: median and largest (max − min) / median of e2e. */
+export function noiseLine(results: Results): string {
+  const rows = [...results.summary, ...results.overhead_summary].filter((r) => Number.isFinite(r.e2e_spread));
+  if (rows.length === 0) return 'Noise between repetitions: not measured (fewer than 2 runs per configuration).';
+  const spreads = rows.map((r) => r.e2e_spread).sort((a, b) => a - b);
+  const worst = rows.reduce((a, b) => (b.e2e_spread > a.e2e_spread ? b : a));
+  return `Noise between repetitions (e2e (max − min) ÷ median, over ${rows.length} configurations): median ${pc(spreads[spreads.length >> 1]!)}, largest ${pc(worst.e2e_spread)} (${worst.design}, ${speed(worst.tokens_per_second)}). Intervals are percentile bootstrap 95 % intervals of the median (2,000 resamples, seed 1); with 3 runs they are about as wide as min–max.`;
+}
+
 function preamble(results: Results): string[] {
   const m = results.machine;
   return [
     `Status: **${results.status}**${results.error ? ` — ${results.error}` : ''}. Started ${results.started_at}${results.finished_at ? `, finished ${results.finished_at}` : ''}.`,
-    `Machine: ${m.cpus} × ${m.cpu}, ${m.memory_gb} GB RAM, Node ${m.node}, ${m.platform}.`,
+    `Machine: ${m.cpus} × ${m.cpu}, ${m.memory_gb} GB RAM, Node ${m.node}, ${m.platform}.${m.loadavg ? ` Load average at the start (1/5/15 min): ${m.loadavg.join(' / ')}${m.loadavg[0]! > m.cpus ? ` — above the ${m.cpus} CPUs: other work competed with the bench, and wall-clock spans include waiting for a CPU` : ''}.` : ''}`,
     `Workload: ${results.workload.name}. Source: ${results.workload.source}${tokenFigures(results.workload.summary['token_figures'])}`,
     `Config: \`${JSON.stringify(results.config)}\``,
+    noiseLine(results),
     results.loopback_rtt_ms ? `Loopback WebSocket round trip (raw ws echo, own process): p50 ${n2(results.loopback_rtt_ms.p50)} ms, p99 ${n2(results.loopback_rtt_ms.p99)} ms (${results.loopback_rtt_ms.n} samples).` : '',
   ].filter(Boolean);
 }
@@ -249,7 +269,7 @@ export function buildReport(results: Results): Report {
   const charts = buildCharts(results);
   const tables = buildTables(results);
   // The CLI line carries the note only when a target fails; the report always shows it.
-  const targets = results.targets.map((t) => (t.holds ? `${targetLineText(t)} (${t.note})` : targetLineText(t)));
+  const targets = results.targets.map((t) => (t.verdict === 'holds' || t.verdict === 'reported' || (t.verdict === undefined && t.holds) ? `${targetLineText(t)} (${t.note})` : targetLineText(t)));
   const failed = results.runs.filter((r) => !r.ok);
   const errors = [
     ...failed.map((r) => `${r.phase} ${r.design} ${speed(r.model.tokens_per_second)} rep ${r.rep}: ${(r as { error: string }).error}`),
@@ -260,6 +280,8 @@ export function buildReport(results: Results): Report {
     '',
     ...preamble(results).map((l) => `${l}\n`),
     '## Targets',
+    '',
+    targetsMarkdown(Number(results.config['target_speed'] ?? 1000)),
     '',
     ...targets.map((t) => `- ${t}`),
     '',

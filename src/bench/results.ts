@@ -44,8 +44,24 @@ export interface MeasuredRun extends Omit<RunSample, 'turns'> {
   turns: TurnRecord[];
   /** Server process CPU time (user + system) over the run, from `GET /llr/stats`. */
   server_cpu_ms: number;
-  /** e2e − model_ms − tool_ms. */
+  /**
+   * The API's measured work: the sum of the server's stage spans outside the
+   * model (validate, render, safety, route, hops, store, post-inference on the
+   * critical path) and its event emission (`emit`). See `residual_ms`.
+   */
   api_overhead_ms: number;
+  /** The `emit` total alone (building, serialising and writing events). */
+  emit_ms: number;
+  /** model_ms − model_ms_analytic: timer lateness and the simulator's own bookkeeping (prefix-cache hashing, replay policy); not API work. */
+  model_excess_ms: number;
+  /**
+   * e2e − tool_ms − model_ms − api_overhead_ms: what no span explains —
+   * loopback I/O, the client's parsing and bookkeeping, the server's work
+   * outside the spans (edge parsing, frame writes after the sink returned),
+   * event-loop waits. So e2e = model_ms_analytic + model_excess_ms + tool_ms
+   * + api_overhead_ms + residual_ms, exactly.
+   */
+  residual_ms: number;
   /** The model time the settings and the run's own token counts call for (no timer lateness). */
   model_ms_analytic: number;
   /** model_ms_analytic + one measured loopback round trip per model call; null when no RTT was measured. */
@@ -70,6 +86,16 @@ export interface SummaryRow {
   api_overhead_ms_max: number;
   /** api_overhead_ms_median / e2e_ms_median. */
   api_overhead_share: number;
+  /** Bootstrap 95 % interval of the e2e median (seeded). */
+  e2e_ms_ci: { lo: number; hi: number };
+  /** (max − min) / median of e2e over the repetitions. */
+  e2e_spread: number;
+  emit_ms_median: number;
+  model_excess_ms_median: number;
+  residual_ms_median: number;
+  model_ms_analytic_median: number;
+  /** Bootstrap 95 % interval of the TTFT median (over all model calls of all runs). */
+  ttft_ms_ci: { lo: number; hi: number };
   ttft_ms_median: number;
   model_ms_median: number;
   floor_ms_median: number | null;
@@ -106,7 +132,10 @@ export interface TargetLine {
   /** The figure, as printed. */
   figure: string;
   target: string;
+  /** true/false: every checked row passes / one fails; null: not measured, or a reported target. */
   holds: boolean | null;
+  /** From the targets table (targets.ts); absent in results written before it existed. */
+  verdict?: 'holds' | 'does not hold' | 'not measured' | 'reported';
   /** Why it does not hold and what would fix it, or what the figure rests on. */
   note: string;
   values: Record<string, number | string | boolean | null>;
@@ -119,7 +148,7 @@ export interface StreamPhase {
     deltas: number;
     /** Deltas per second between the first and the last delta, on the client. */
     client_rate: number;
-    /** Output tokens / decode span, on the server. */
+    /** Output tokens / (decode span + emission), on the server. */
     server_rate: number;
     delta_frame_bytes: number;
   };
@@ -159,6 +188,8 @@ export interface Machine {
   memory_gb: number;
   node: string;
   platform: string;
+  /** 1-, 5- and 15-minute load averages when the bench started: more than the CPU count means other work was competing. */
+  loadavg?: number[];
 }
 
 export interface Results {

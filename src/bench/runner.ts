@@ -58,6 +58,13 @@ export interface BenchConfig {
   runTimeoutMs: number | null;
   /** The servers' response store: a SQLite file per server in the output directory (as `llr serve` defaults to), or in memory. */
   store: 'sqlite' | 'memory';
+  /** Target 2's model speed, tokens/s (default 1000; must be one of `speeds` to be measured). */
+  targetSpeed: number;
+  /** The cost profile's name (profiles.ts); its hops are in hopMs/hops/callHopMs/callHops. */
+  profile: string;
+  /** Remote hops paid before every model call, by every design (the profile's per-call services), and their latency. */
+  callHopMs: number;
+  callHops: number;
 }
 
 export interface BenchOutcome {
@@ -72,6 +79,7 @@ function machine(): Machine {
     memory_gb: Math.round(os.totalmem() / 2 ** 30),
     node: process.version,
     platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100),
   };
 }
 
@@ -89,7 +97,7 @@ export function recompute(results: Results): void {
   results.ablations.rows = ablationRows(results.runs, results.ablations.baseline, baselineRuns);
   results.targets = [
     target1(okRuns(results.runs, 'overhead')),
-    target2(results.summary, results.loopback_rtt_ms?.p50 ?? null, okRuns(results.runs, 'grid')),
+    target2(results.summary, results.loopback_rtt_ms?.p50 ?? null, okRuns(results.runs, 'grid'), Number(results.config['target_speed'] ?? 1000)),
     target3(results.stream),
     target4(results.paused),
   ];
@@ -140,6 +148,10 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
       prefill_tokens_per_second: cfg.prefillTps,
       hop_ms: cfg.hopMs,
       hops: cfg.hops,
+      profile: cfg.profile,
+      call_hop_ms: cfg.callHopMs,
+      call_hops: cfg.callHops,
+      target_speed: cfg.targetSpeed,
       phases: [...cfg.phases],
       stream: cfg.stream,
       paused: cfg.paused,
@@ -174,7 +186,8 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
     const knobs = args.includes('--instant') ? [] : ['--ttft-ms', String(cfg.ttftMs), '--prefill-tps', String(cfg.prefillTps)];
     const db = join(out, `llr-server-${++serverNo}.sqlite`);
     if (cfg.store === 'sqlite') dbFiles.push(db, `${db}-wal`, `${db}-shm`);
-    const common = [...knobs, '--hop-ms', String(cfg.hopMs), '--hops', String(cfg.hops), '--store', cfg.store === 'sqlite' ? db : 'memory'];
+    const callHops = cfg.callHops > 0 && cfg.callHopMs > 0 ? ['--call-hop-ms', String(cfg.callHopMs), '--call-hops', String(cfg.callHops)] : [];
+    const common = [...knobs, '--hop-ms', String(cfg.hopMs), '--hops', String(cfg.hops), ...callHops, '--store', cfg.store === 'sqlite' ? db : 'memory'];
     const s = new ServerProcess(await deadline(spawnServer([...common, ...args], { nodeArgs }), 30_000, `starting ${what}`), what);
     servers.add(s);
     return s;
@@ -196,7 +209,7 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
     const calls = modelCallCount(w);
     const outTokens = flatModelTurns(w).reduce((n, t) => n + (t.output_tokens ?? 100), 0);
     const tools = Object.values(w.toolOutputs).reduce((n, o) => n + o.duration_ms, 0) * cfg.toolFactor;
-    const model = tps === null ? 0 : calls * (cfg.ttftMs + 2 * cfg.hops * cfg.hopMs) + outTokens * msPerToken(tps) + (w.recorded.input_tokens.at(-1) ?? 50_000) * msPerToken(cfg.prefillTps) * 2;
+    const model = tps === null ? 0 : calls * (cfg.ttftMs + 2 * cfg.hops * cfg.hopMs + cfg.callHops * cfg.callHopMs) + outTokens * msPerToken(tps) + (w.recorded.input_tokens.at(-1) ?? 50_000) * msPerToken(cfg.prefillTps) * 2;
     return Math.round(60_000 + 3 * (model + tools));
   };
 

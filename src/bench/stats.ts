@@ -34,3 +34,54 @@ export function round(x: number, digits = 3): number {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
 }
+
+/** A small seeded generator (mulberry32), so a bootstrap interval is the same on every rebuild of a report. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface Interval {
+  lo: number;
+  hi: number;
+  /** Values it rests on: with 3 runs the interval cannot be narrower than the data allow, and says so by its width. */
+  n: number;
+}
+
+/**
+ * Percentile bootstrap interval of the median: `resamples` resamples with
+ * replacement (seeded, so deterministic), the `level` central share of
+ * their medians. With one value the interval is that value; with none, NaN.
+ * Few values give a wide (honest) interval, never a narrower one.
+ */
+export function bootstrapMedianCI(values: readonly number[], opts: { resamples?: number; level?: number; seed?: number } = {}): Interval {
+  const n = values.length;
+  if (n === 0) return { lo: NaN, hi: NaN, n };
+  if (n === 1) return { lo: values[0]!, hi: values[0]!, n };
+  const resamples = opts.resamples ?? 2000;
+  const level = opts.level ?? 0.95;
+  const next = rng(opts.seed ?? 1);
+  const medians = new Float64Array(resamples);
+  const pick = new Array<number>(n);
+  for (let b = 0; b < resamples; b++) {
+    for (let i = 0; i < n; i++) pick[i] = values[Math.floor(next() * n)]!;
+    medians[b] = median(pick);
+  }
+  medians.sort();
+  const tail = (1 - level) / 2;
+  const at = (q: number) => medians[Math.min(resamples - 1, Math.max(0, Math.floor(q * resamples)))]!;
+  return { lo: at(tail), hi: at(1 - tail), n };
+}
+
+/** (max − min) / median: the spread seen between repetitions of one configuration. */
+export function relativeSpread(values: readonly number[]): number {
+  if (values.length < 2) return NaN;
+  const m = median(values);
+  return m > 0 ? (Math.max(...values) - Math.min(...values)) / m : NaN;
+}

@@ -75,6 +75,7 @@ export class ResponseRun {
   private pauseTimer: NodeJS.Timeout | null = null;
   /** Rejected when the run is halted: ends a pause whatever the registry holds. */
   private readonly stopped = pDefer<never>();
+  private inEmit = false;
   /** Resolves with the final Response after the terminal event; never rejects. */
   readonly done: Promise<Response>;
 
@@ -186,15 +187,17 @@ export class ResponseRun {
    * what the client does receive stays gapless.
    */
   private emit(e: UnnumberedEvent): boolean {
-    try {
-      this.sink({ ...e, sequence_number: this.seq } as ServerEvent);
-    } catch (err) {
-      this.sinkFailed(err, e.type);
-      return false;
-    }
-    this.seq++;
-    this.metrics.count('events_sent');
-    return true;
+    return this.emitting(() => {
+      try {
+        this.sink({ ...e, sequence_number: this.seq } as ServerEvent);
+      } catch (err) {
+        this.sinkFailed(err, e.type);
+        return false;
+      }
+      this.seq++;
+      this.metrics.count('events_sent');
+      return true;
+    });
   }
 
   private sinkFailed(err: unknown, type: string): void {
@@ -209,13 +212,32 @@ export class ResponseRun {
     });
   }
 
+  /**
+   * Time a piece of event emission (building events, the sink's
+   * serialisation and write) into the metrics' accumulated `emit` total;
+   * nested calls are timed once, by the outermost.
+   */
+  private emitting<T>(f: () => T): T {
+    if (this.inEmit) return f();
+    const m = this.metrics;
+    const s = m.now();
+    const events = m.counters.events_sent;
+    this.inEmit = true;
+    try {
+      return f();
+    } finally {
+      this.inEmit = false;
+      m.emitted(m.now() - s, m.counters.events_sent - events);
+    }
+  }
+
   /** Emit an error event in this response's stream (numbered). */
   emitError(err: WireError): boolean {
     return this.emit(err.toEvent());
   }
 
   private lifecycle(type: LifecycleType): boolean {
-    return this.emit({ type, response: snapshot(this.response) });
+    return this.emitting(() => this.emit({ type, response: snapshot(this.response) }));
   }
 
   private async loop(): Promise<Response> {
@@ -260,10 +282,13 @@ export class ResponseRun {
       ...(params.text && { textFormat: params.text.format }),
     };
     m.count('model_calls');
+    // The per-call remote services (default none), before the model is asked.
+    await this.services.router.callHop(m, this.abort.signal);
     const clock = this.services.clock;
     const started = clock.now();
     let firstToken = started;
     const segment = new Segment((e) => void this.emit(e), this.response.output);
+    const emitBefore = m.emitMs;
     const budget = params.max_output_tokens;
     for await (const ev of this.services.model.sample(req, this.abort.signal)) {
       // Ended from elsewhere (a sink failure, a stop) while the model ignores its signal.
@@ -283,12 +308,13 @@ export class ResponseRun {
         this.end = { status: 'incomplete', reason: 'max_output_tokens' };
         break;
       }
-      const tokens = segment.apply(ev);
+      const tokens = this.emitting(() => segment.apply(ev));
       this.outputTokens += tokens;
       m.count('output_tokens', tokens);
     }
     if (this.end) segment.truncate();
-    m.span('decode', firstToken, clock.now());
+    // Emission is API work, not the model's: the decode span leaves it out (it stays in the `emit` total).
+    m.span('decode', firstToken, Math.max(firstToken, clock.now() - (m.emitMs - emitBefore)));
     appendOutput(this.plan.context, segment.items);
     if (this.end) return [];
     assertDistinctCallIds(segment.calls);

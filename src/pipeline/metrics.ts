@@ -55,6 +55,16 @@ export class RunMetrics {
   readonly spans: TimingSpan[] = [];
   readonly counters: Record<Counter, number>;
   readonly t0: number;
+  /**
+   * Event emission (building wire events and the sink's serialisation and
+   * socket write), accumulated rather than one span per event: a delta is
+   * microseconds, a span object per delta would cost more than it measures.
+   * Reported as the `emit` total; the engine subtracts the part spent inside
+   * a model call from that call's decode span.
+   */
+  emitMs = 0;
+  /** Events sent inside the timed emission. */
+  emitCount = 0;
 
   constructor(readonly now: () => number = () => performance.now()) {
     this.t0 = now();
@@ -89,10 +99,17 @@ export class RunMetrics {
     }
   }
 
-  /** Total duration per stage name (a stage may run many times in a run). */
+  /** Add the time of one timed piece of emission and the events it sent (see `emitMs`). */
+  emitted(ms: number, events: number): void {
+    this.emitMs += ms;
+    this.emitCount += events;
+  }
+
+  /** Total duration per stage name (a stage may run many times in a run), and `emit` when anything was emitted. */
   totals(): Record<string, number> {
     const out: Record<string, number> = {};
     for (const sp of this.spans) out[sp.stage] = round((out[sp.stage] ?? 0) + sp.duration_ms);
+    if (this.emitMs > 0 || this.emitCount > 0) out['emit'] = round(this.emitMs);
     return out;
   }
 

@@ -7,7 +7,9 @@
  * Any model name is served (Codex and other clients send their own slugs):
  * unknown names route to the default deployment. The optional injected
  * latency per remote hop (default 0) stands for the router → inference hop
- * of a real deployment; it is an explicit knob, not hidden cost.
+ * of a real deployment; it is an explicit knob, not hidden cost. So is the
+ * optional per-model-call remote call (`callHops`, default 0), which every
+ * design pays before each model call.
  */
 import { createHash } from 'node:crypto';
 import type { Clock } from '../model/clock.js';
@@ -40,6 +42,14 @@ export interface RouterOptions {
    * runs (the teaching demo gives each race lane its own, see src/demo/models.ts).
    */
   resolve?: (name: string) => Deployment | undefined;
+  /**
+   * Remote calls paid before every model call by every design (a hosted
+   * safety classifier on the new input, for instance), and the latency of
+   * each; default 0 and 0 ms. Unlike `hops` no design skips them: a
+   * continuation still sends its new items through them.
+   */
+  callHops?: number;
+  callHopLatencyMs?: number;
 }
 
 export class Router {
@@ -76,6 +86,19 @@ export class Router {
       for (let i = 0; i < hops; i++) {
         metrics.count('remote_hops');
         await this.clock.sleep(this.opts.hopLatencyMs, signal);
+      }
+    });
+  }
+
+  /** The per-model-call remote calls (`callHops`), timed as a `hop` span. */
+  async callHop(metrics: RunMetrics, signal?: AbortSignal): Promise<void> {
+    const ms = this.opts.callHopLatencyMs ?? 0;
+    const n = this.opts.callHops ?? 0;
+    if (ms <= 0 || n <= 0) return;
+    await metrics.timeAsync('hop', async () => {
+      for (let i = 0; i < n; i++) {
+        metrics.count('remote_hops');
+        await this.clock.sleep(ms, signal);
       }
     });
   }

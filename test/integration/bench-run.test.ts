@@ -51,10 +51,43 @@ describe('llr bench', () => {
       expect(row.e2e_ms_median).toBeGreaterThan(row.api_overhead_ms_median);
     }
     expect(results.overhead_summary).toHaveLength(4);
+    // Instant model: no analytic model time; emission is measured and counted as API work; the terms add up to e2e.
+    for (const r of results.runs) {
+      if (!r.ok || r.phase !== 'overhead') continue;
+      expect(r.model_ms_analytic).toBe(0);
+      expect(r.emit_ms, r.design).toBeGreaterThan(0);
+      expect(r.stage_ms['emit']).toBe(r.emit_ms);
+      expect(r.api_overhead_ms).toBeGreaterThanOrEqual(r.emit_ms);
+      expect(r.model_excess_ms + r.tool_ms + r.api_overhead_ms + r.residual_ms).toBeCloseTo(r.e2e_ms, 6);
+    }
+    expect(results.config['target_speed']).toBe(1000);
+    expect(results.summary.every((r) => r.e2e_ms_ci.lo <= r.e2e_ms_median && r.e2e_ms_median <= r.e2e_ms_ci.hi)).toBe(true);
     expect(results.loopback_rtt_ms!.p50).toBeGreaterThan(0);
     expect(stdout).toMatch(/^target 1: .* → (holds|does not hold)/m);
     expect(stdout).toMatch(/^target 2: .*→/m);
     for (const f of ['report.md', 'index.html', 'charts/e2e.svg', 'charts/turn-overhead.svg', 'charts/stages-grid.svg']) expect(existsSync(join(out, f)), f).toBe(true);
+  }, 120_000);
+
+  it('sweeps designs over http across hop latency with the production profile', async () => {
+    const out = join(dir, 'sweep');
+    const { stdout } = await run(
+      process.execPath,
+      [CLI, 'bench', '--synthetic', '3,200,5', '--sweep', '--sweep-speeds', '4000', '--sweep-hops', '0,2', '--sweep-calls', '3', '--profile', 'production', '--out', out],
+      { timeout: 90_000 },
+    );
+    const sweep = JSON.parse(readFileSync(join(out, 'sweep.json'), 'utf8')) as { rows: Array<{ design: string; hop_ms: number }>; profile: string; call_hops: number; skipped: unknown[]; failures: unknown[] };
+    expect(sweep.failures).toEqual([]);
+    expect(sweep.profile).toBe('production');
+    expect(sweep.call_hops).toBe(1);
+    expect(sweep.rows.map((r) => `${r.design}@${r.hop_ms}`).sort()).toEqual(['http@0', 'http@2', 'long-lived@0', 'long-lived@2', 'ws@0', 'ws@2']);
+    expect(stdout).toMatch(/long-lived (never reaches|reaches) 40\.0 % faster end to end over http/);
+    for (const f of ['sweep.md', 'sweep-long-lived.svg', 'sweep-ws.svg']) expect(existsSync(join(out, f)), f).toBe(true);
+    // The hop model: at 2 ms per hop, http routes each of its 3 requests (2 hops each), a ws
+    // continuation skips one hop, a long-lived continuation routes nothing; every design pays
+    // the profile's one safety-classifier call per model call.
+    const cell = JSON.parse(readFileSync(join(out, 'cell-4000-2-3', 'results.json'), 'utf8')) as Results;
+    const hops = Object.fromEntries(cell.runs.map((r) => [r.design, r.ok ? r.counters['remote_hops'] : NaN]));
+    expect(hops).toEqual({ http: 3 * 2 + 3, ws: 2 + 1 + 1 + 3, 'long-lived': 2 + 3 });
   }, 120_000);
 
   it('names the line of a workload that is not a rollout, and starts nothing', async () => {

@@ -12,7 +12,7 @@ const results: ScalingResults = {
     { turns: 10, design: 'long-lived', runs: 3, e2e_ms_median: 20, api_overhead_ms_median: 10, api_overhead_per_call_ms: 1, server_cpu_ms_median: 5, client_bytes_sent_median: 900 },
     { turns: 20, design: 'long-lived', runs: 3, e2e_ms_median: 40, api_overhead_ms_median: 20, api_overhead_per_call_ms: 1, server_cpu_ms_median: 9, client_bytes_sent_median: 1800 },
     { turns: 10, design: 'http', runs: 3, e2e_ms_median: 50, api_overhead_ms_median: 40, api_overhead_per_call_ms: 4, server_cpu_ms_median: 30, client_bytes_sent_median: 9000 },
-    { turns: 20, design: 'http', runs: 3, e2e_ms_median: 160, api_overhead_ms_median: 150, api_overhead_per_call_ms: 7.5, server_cpu_ms_median: 99, client_bytes_sent_median: 36000 },
+    { turns: 20, design: 'http', runs: 3, e2e_ms_median: 160, api_overhead_ms_median: 150, api_overhead_per_call_ms: 7.5, residual_ms_median: 8.25, server_cpu_ms_median: 99, client_bytes_sent_median: 36000 },
   ],
   failures: [{ turns: 30, error: 'server crashed' }],
 };
@@ -36,7 +36,10 @@ describe('scaling sweep', () => {
 
   it('tabulates every row and lists failures', () => {
     const md = scalingMarkdown(results);
-    expect(md).toContain('| 20 | http | 3 | 160 | 150.0 | 7.50 | 99 | 36000 |');
+    expect(md).toContain('| 20 | http | 3 | 160 | 150.0 | 7.50 | 8.3 | 99 | 36000 |');
+    // A row from a file written before the residual existed says so instead of inventing one.
+    expect(md).toContain('| 10 | http | 3 | 50 | 40.0 | 4.00 | – | 30 | 9000 |');
+    expect(md).not.toMatch(/what is measured is the API alone/);
     expect(md).toContain('30 turns failed: server crashed');
   });
 });

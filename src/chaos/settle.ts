@@ -1,0 +1,158 @@
+/**
+ * After the clients are gone, the server must have wound everything down:
+ * every run record ended, billed exactly once (its `billing_records`
+ * counter, incremented with each ledger entry), post-inference work done,
+ * no HTTP request in flight. Also the server under test as a restartable
+ * target, so one crash is recorded with its input and the fuzzing goes on.
+ *
+ * Run records are read over `GET /llr/runs[/{id}]`; nothing here needs the
+ * server's internals. The waits poll the server with a bound: there is no
+ * event a client could wait on for work the server does after a close.
+ */
+import { request } from 'node:http';
+import type { Tally } from './oracle.js';
+import { ServerProc, probeHealth, type ExitInfo, type ServerProcOptions } from './proc.js';
+
+type Obj = Record<string, unknown>;
+
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+export function httpJson(url: string, path: string, timeoutMs = 10_000): Promise<{ status: number; json: Obj | null }> {
+  return new Promise((resolve) => {
+    const req = request(`${url}${path}`, { agent: false, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        let json: Obj | null = null;
+        try {
+          json = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Obj;
+        } catch {
+          json = null;
+        }
+        resolve({ status: res.statusCode ?? 0, json });
+      });
+      res.on('error', () => resolve({ status: 0, json: null }));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve({ status: 0, json: null }));
+    req.end();
+  });
+}
+
+const ENDED = new Set(['completed', 'failed', 'incomplete', 'cancelled']);
+const POLL_MS = 25;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function pool<T>(items: readonly T[], width: number, fn: (x: T) => Promise<void>): Promise<void> {
+  let i = 0;
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, async () => {
+    while (i < items.length) await fn(items[i++]!);
+  }));
+}
+
+/** Each response id: its record ends and shows exactly one billing entry, within `boundMs`. */
+export async function checkRecords(url: string, ids: Iterable<string>, tally: Tally, boundMs: number): Promise<void> {
+  const unique = [...new Set(ids)];
+  await pool(unique, 8, async (id) => {
+    const deadline = performance.now() + boundMs;
+    let rec: Obj | null = null;
+    for (;;) {
+      const r = await httpJson(url, `/llr/runs/${encodeURIComponent(id)}`);
+      rec = r.json;
+      const done = rec && ENDED.has(String(rec['status'])) && (rec['post_deferred'] !== true || rec['post_done'] === true);
+      if (done || performance.now() > deadline) break;
+      await sleep(POLL_MS);
+    }
+    if (!rec || typeof rec['status'] !== 'string') return tally.fail('unsettled', `response ${id}`, 'no run record for a response the client saw');
+    if (!ENDED.has(String(rec['status']))) return tally.fail('unsettled', `response ${id}`, `run record still '${String(rec['status'])}' ${boundMs} ms after its client finished`);
+    if (rec['post_deferred'] === true && rec['post_done'] !== true) return tally.fail('unsettled', `response ${id}`, 'post-inference work never finished');
+    const billed = (rec['counters'] as Obj | undefined)?.['billing_records'];
+    if (billed !== 1) tally.fail('billing', `response ${id}`, `billing_records = ${String(billed)} (status ${String(rec['status'])})`);
+  });
+}
+
+/** Every run record of the server ended and no HTTP request in flight, within `boundMs`. */
+export async function checkQuiescent(url: string, tally: Tally, boundMs: number): Promise<void> {
+  const deadline = performance.now() + boundMs;
+  let open: Obj[] = [];
+  let health: Obj | null = null;
+  for (;;) {
+    const list = await httpJson(url, '/llr/runs');
+    const data = Array.isArray(list.json?.['data']) ? (list.json!['data'] as Obj[]) : [];
+    open = data.filter((r) => !ENDED.has(String(r['status'])));
+    health = (await httpJson(url, '/health')).json;
+    const busy = Number(health?.['http_in_flight'] ?? 0) + Number(health?.['post_work_pending'] ?? 0);
+    if ((open.length === 0 && busy === 0) || performance.now() > deadline) break;
+    await sleep(POLL_MS);
+  }
+  for (const r of open.slice(0, 50)) {
+    tally.fail('unsettled', `run ${String(r['response_id'])} (${String(r['protocol'])})`, `record '${String(r['status'])}' after every client closed`);
+  }
+  if (Number(health?.['http_in_flight'] ?? 0) !== 0) tally.fail('unsettled', '/health', `http_in_flight = ${String(health?.['http_in_flight'])} after every client closed`);
+}
+
+/** The server under test; restarted after a crash so the run goes on. */
+export class Target {
+  /** How long an unanswered /health means the server froze, ms. */
+  freezeMs = 30_000;
+
+  constructor(
+    public server: ServerProc,
+    private readonly opts: ServerProcOptions,
+  ) {}
+
+  static async start(opts: ServerProcOptions): Promise<Target> {
+    return new Target(await ServerProc.start(opts), opts);
+  }
+
+  get url(): string {
+    return this.server.url;
+  }
+
+  /**
+   * Is the server alive and responsive? A slow /health is a `health` failure;
+   * a server that does not answer for `freezeMs` is killed and restarted (a
+   * `hang` of the whole server); one that died is a `crash`, both recorded
+   * with the input last sent. Returns true when the server was replaced.
+   */
+  async checkAlive(tally: Tally, lastInput: string, freezeMs = this.freezeMs): Promise<boolean> {
+    if (this.server.alive) {
+      const h = await probeHealth(this.url, 250);
+      if (h.ms > tally.healthMaxMs) tally.healthMaxMs = h.ms;
+      if (h.ok) return false;
+      const deadline = performance.now() + freezeMs;
+      let answered = false;
+      while (this.server.alive && performance.now() < deadline) {
+        const again = await Promise.race([probeHealth(this.url, freezeMs), this.server.exited.then(() => null)]);
+        if (again?.ok) {
+          answered = true;
+          break;
+        }
+        if (again) await sleep(100);
+      }
+      if (this.server.alive && answered) {
+        tally.fail('health', lastInput, `/health took ${h.ms.toFixed(0)} ms (deadline 250 ms)`);
+        return false;
+      }
+      if (this.server.alive) {
+        tally.fail('hang', lastInput, `the server froze: /health unanswered for ${(freezeMs / 1000).toFixed(0)} s; killed and restarted`);
+        this.server.signal('SIGKILL');
+        await this.server.exited;
+        this.server = await ServerProc.start(this.opts);
+        return true;
+      }
+    }
+    const exit = await this.server.exited;
+    tally.fail('crash', lastInput, `exit code ${exit.code} signal ${exit.signal}; stderr: ${this.server.stderr.slice(-1200)}`);
+    this.server = await ServerProc.start(this.opts);
+    return true;
+  }
+
+  stop(): Promise<ExitInfo> {
+    return this.server.stop();
+  }
+}

@@ -55,8 +55,9 @@ async function pool<T>(items: readonly T[], width: number, fn: (x: T) => Promise
 }
 
 /** Each response id: its record ends and shows exactly one billing entry, within `boundMs`. */
-export async function checkRecords(url: string, ids: Iterable<string>, tally: Tally, boundMs: number): Promise<void> {
+export async function checkRecords(url: string, ids: Iterable<string>, tally: Tally, boundMs: number): Promise<Map<string, string>> {
   const unique = [...new Set(ids)];
+  const statuses = new Map<string, string>();
   await pool(unique, 8, async (id) => {
     const deadline = performance.now() + boundMs;
     let rec: Obj | null = null;
@@ -67,12 +68,14 @@ export async function checkRecords(url: string, ids: Iterable<string>, tally: Ta
       if (done || performance.now() > deadline) break;
       await sleep(POLL_MS);
     }
+    if (rec && typeof rec['status'] === 'string') statuses.set(id, rec['status']);
     if (!rec || typeof rec['status'] !== 'string') return tally.fail('unsettled', `response ${id}`, 'no run record for a response the client saw');
     if (!ENDED.has(String(rec['status']))) return tally.fail('unsettled', `response ${id}`, `run record still '${String(rec['status'])}' ${boundMs} ms after its client finished`);
     if (rec['post_deferred'] === true && rec['post_done'] !== true) return tally.fail('unsettled', `response ${id}`, 'post-inference work never finished');
     const billed = (rec['counters'] as Obj | undefined)?.['billing_records'];
     if (billed !== 1) tally.fail('billing', `response ${id}`, `billing_records = ${String(billed)} (status ${String(rec['status'])})`);
   });
+  return statuses;
 }
 
 /** Every run record of the server ended and no HTTP request in flight, within `boundMs`. */

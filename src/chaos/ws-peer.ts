@@ -18,6 +18,8 @@ export class WsPeer {
   /** Complaints about events outside any stream or of a bad shape. */
   readonly problems: string[] = [];
   closeInfo: { code: number; reason: string } | null = null;
+  /** Called synchronously with every event (after the checks), e.g. to kill the server at a precise moment. */
+  onEvent: ((e: Obj) => void) | null = null;
   readonly closed: Promise<{ code: number; reason: string }>;
   private waiters = new Set<() => void>();
 
@@ -31,6 +33,11 @@ export class WsPeer {
         this.wake();
       });
     });
+  }
+
+  /** Events of a type seen so far. */
+  count(type: string): number {
+    return this.events.filter((e) => e['type'] === type).length;
   }
 
   static connect(url: string, protocol: WsProtocol, timeoutMs = 10_000): Promise<WsPeer> {
@@ -102,6 +109,7 @@ export class WsPeer {
     } else if (type !== 'error') {
       this.problems.push(`${String(type)} without a sequence_number`);
     }
+    this.onEvent?.(e);
     this.wake();
   }
 

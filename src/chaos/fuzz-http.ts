@@ -70,6 +70,7 @@ export async function fuzzHttp(target: Target, opts: HttpFuzzOptions, tally: Tal
   for (let i = 0; i < opts.inputs; i++) {
     const input = inputFor(rng, opts.scale, ids);
     lastInput = `#${i} http ${input.label} [${input.body?.length ?? 0} bytes] ${input.body ? input.body.subarray(0, 160).toString('utf8') : ''}`;
+    target.lastInput = lastInput;
     const out = await send(target.url, input, opts.hangMs);
     if (out.kind === 'unsendable') continue;
     tally.inputs++;

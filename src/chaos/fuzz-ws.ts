@@ -118,6 +118,7 @@ export async function fuzzWs(target: Target, opts: WsFuzzOptions, tally: Tally):
     const frame = frameFor(rng, opts.scale, opts.protocol, last);
     const size = frame.text?.length ?? frame.binary?.length ?? 0;
     lastInput = `#${i} ${opts.protocol} ${frame.label} [${size} bytes] ${typeof frame.text === 'string' ? frame.text.slice(0, 160) : ''}`;
+    target.lastInput = lastInput;
     tally.inputs++;
     const answered = await exchange(peer, frame, i, opts, tally, lastInput);
     if (answered === 'closed' || answered === 'hang') {

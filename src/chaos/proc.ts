@@ -215,3 +215,47 @@ export function probeHealth(url: string, deadlineMs: number): Promise<HealthProb
     req.end();
   });
 }
+
+/**
+ * Watches a server's responsiveness from a separate, otherwise idle process:
+ * `GET /health` every `everyMs`, reporting each answer slower than
+ * `deadlineMs` (or missing). A probe from the harness itself would also
+ * measure the harness's own busy event loop.
+ */
+export class HealthWatch {
+  private readonly proc: ChildProcess;
+  maxMs = 0;
+  probes = 0;
+
+  constructor(url: string, onSlow: (ms: number) => void, deadlineMs = 250, everyMs = 200) {
+    const script = `
+      const http = require('node:http');
+      const url = process.argv[1] + '/health';
+      const tick = () => {
+        const t0 = performance.now();
+        let done = false;
+        const end = (ok) => { if (done) return; done = true; process.stdout.write(JSON.stringify({ ms: Math.round(performance.now() - t0), ok }) + '\\n'); setTimeout(tick, ${everyMs}); };
+        const req = http.get(url, { agent: false, timeout: 60000 }, (res) => { res.resume(); res.on('end', () => end(res.statusCode === 200)); });
+        req.on('error', () => end(false));
+        req.on('timeout', () => { req.destroy(); end(false); });
+      };
+      tick();`;
+    this.proc = spawn(process.execPath, ['-e', script, url], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let partial = '';
+    this.proc.stdout!.setEncoding('utf8');
+    this.proc.stdout!.on('data', (c: string) => {
+      const lines = (partial + c).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        const { ms, ok } = JSON.parse(line) as { ms: number; ok: boolean };
+        this.probes++;
+        if (ok && ms > this.maxMs) this.maxMs = ms;
+        if (ok && ms > deadlineMs) onSlow(ms);
+      }
+    });
+  }
+
+  stop(): void {
+    this.proc.kill('SIGKILL');
+  }
+}

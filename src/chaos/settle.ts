@@ -11,7 +11,7 @@
  */
 import { request } from 'node:http';
 import type { Tally } from './oracle.js';
-import { ServerProc, probeHealth, type ExitInfo, type ServerProcOptions } from './proc.js';
+import { HealthWatch, ServerProc, probeHealth, type ExitInfo, type ServerProcOptions } from './proc.js';
 
 type Obj = Record<string, unknown>;
 
@@ -102,6 +102,10 @@ export async function checkQuiescent(url: string, tally: Tally, boundMs: number)
 export class Target {
   /** How long an unanswered /health means the server froze, ms. */
   freezeMs = 30_000;
+  /** What the scenario sent last: slow /health answers are charged to it. */
+  lastInput = '';
+  private watch: HealthWatch | null = null;
+  private tally: Tally | null = null;
 
   constructor(
     public server: ServerProc,
@@ -110,6 +114,31 @@ export class Target {
 
   static async start(opts: ServerProcOptions): Promise<Target> {
     return new Target(await ServerProc.start(opts), opts);
+  }
+
+  /**
+   * Watch /health (deadline 250 ms) from another process for as long as this
+   * target runs. `strict`: a slow answer is a failure charged to the input in
+   * flight (fuzzing sends one input at a time, so one input blocked the
+   * server); otherwise slow answers under deliberate load are counted in a note.
+   */
+  watchHealth(tally: Tally, strict: boolean): void {
+    this.tally = tally;
+    this.strict = strict;
+    this.watch?.stop();
+    this.watch = new HealthWatch(this.url, (ms) => {
+      if (this.strict) tally.fail('health', this.lastInput || '(between inputs)', `/health took ${ms} ms (deadline 250 ms)`);
+      else this.slowUnderLoad++;
+    });
+  }
+
+  /** /health answers over 250 ms seen while not strict. */
+  slowUnderLoad = 0;
+  private strict = true;
+
+  private async restart(): Promise<void> {
+    this.server = await ServerProc.start(this.opts);
+    if (this.tally) this.watchHealth(this.tally, this.strict);
   }
 
   get url(): string {
@@ -122,10 +151,11 @@ export class Target {
    * `hang` of the whole server); one that died is a `crash`, both recorded
    * with the input last sent. Returns true when the server was replaced.
    */
-  async checkAlive(tally: Tally, lastInput: string, freezeMs = this.freezeMs): Promise<boolean> {
+  async checkAlive(tally: Tally, lastInput: string, opts: { livenessOnly?: boolean } = {}): Promise<boolean> {
+    const freezeMs = this.freezeMs;
     if (this.server.alive) {
-      const h = await probeHealth(this.url, 250);
-      if (h.ms > tally.healthMaxMs) tally.healthMaxMs = h.ms;
+      // After a batch the harness is idle, so its own probe measures the server; under load only liveness is judged here.
+      const h = await probeHealth(this.url, opts.livenessOnly ? freezeMs : 250);
       if (h.ok) return false;
       const deadline = performance.now() + freezeMs;
       let answered = false;
@@ -138,24 +168,30 @@ export class Target {
         if (again) await sleep(100);
       }
       if (this.server.alive && answered) {
-        tally.fail('health', lastInput, `/health took ${h.ms.toFixed(0)} ms (deadline 250 ms)`);
+        tally.fail('health', lastInput, `/health after the batch took ${h.ms.toFixed(0)} ms (deadline 250 ms)`);
         return false;
       }
       if (this.server.alive) {
         tally.fail('hang', lastInput, `the server froze: /health unanswered for ${(freezeMs / 1000).toFixed(0)} s; killed and restarted`);
         this.server.signal('SIGKILL');
         await this.server.exited;
-        this.server = await ServerProc.start(this.opts);
+        await this.restart();
         return true;
       }
     }
     const exit = await this.server.exited;
     tally.fail('crash', lastInput, `exit code ${exit.code} signal ${exit.signal}; stderr: ${this.server.stderr.slice(-1200)}`);
-    this.server = await ServerProc.start(this.opts);
+    await this.restart();
     return true;
   }
 
+  /** The slowest /health the watch saw, ms. */
+  get healthMaxMs(): number {
+    return this.watch?.maxMs ?? 0;
+  }
+
   stop(): Promise<ExitInfo> {
+    this.watch?.stop();
     return this.server.stop();
   }
 }

@@ -42,7 +42,8 @@ export interface ScenarioContext {
   opts: ChaosOptions;
   scale: Scale;
   /** Start a server for this scenario, sampled for RSS into `tally`. */
-  withServer<T>(tally: Tally, server: Omit<ServerProcOptions, 'cli'>, fn: (target: Target) => Promise<T>): Promise<T>;
+  /** `strictHealth`: every /health over 250 ms during the scenario is a failure (fuzzing); otherwise counted in a note (deliberate load). */
+  withServer<T>(tally: Tally, server: Omit<ServerProcOptions, 'cli'>, fn: (target: Target) => Promise<T>, strictHealth?: boolean): Promise<T>;
 }
 
 export async function runChaos(opts: ChaosOptions): Promise<Tally[]> {
@@ -50,18 +51,20 @@ export async function runChaos(opts: ChaosOptions): Promise<Tally[]> {
   const ctx: ScenarioContext = {
     opts,
     scale: opts.quick ? QUICK_SCALE : LONG_SCALE,
-    async withServer(tally, server, fn) {
+    async withServer(tally, server, fn, strictHealth = false) {
       const target = await Target.start({ cli: opts.cli, ...server });
       target.freezeMs = opts.hangMs * 2;
+      target.watchHealth(tally, strictHealth);
       const rss = new RssSampler(() => target.server);
       try {
         return await fn(target);
       } finally {
         tally.rss = rss.stop();
-        if (target.server.alive && !target.server.expectedExit) {
-          const exit = await target.stop();
-          if (exit.code !== 0) tally.fail('crash', 'SIGTERM at the end of the scenario', `exit code ${exit.code} signal ${exit.signal}: ${target.server.stderr.slice(-600)}`);
-        }
+        tally.healthMaxMs = target.healthMaxMs;
+        if (target.slowUnderLoad) tally.notes.push(`${target.slowUnderLoad} /health answers over 250 ms under the scenario's load (watched from another process)`);
+        const wasAlive = target.server.alive && !target.server.expectedExit;
+        const exit = await target.stop();
+        if (wasAlive && exit.code !== 0) tally.fail('crash', 'SIGTERM at the end of the scenario', `exit code ${exit.code} signal ${exit.signal}: ${target.server.stderr.slice(-600)}`);
         if (target.server.errorLineCount) tally.notes.push(`${target.server.errorLineCount} error-level log lines, first: ${target.server.errorLines[0]?.slice(0, 300)}`);
       }
     },
@@ -78,7 +81,7 @@ export async function runChaos(opts: ChaosOptions): Promise<Tally[]> {
         const ids = design === 'http' ? await fuzzHttp(target, common, tally) : await fuzzWs(target, { ...common, protocol: design }, tally);
         await checkRecords(target.url, ids, tally, opts.settleMs);
         await checkQuiescent(target.url, tally, opts.settleMs);
-      });
+      }, true);
     }
   }
   for (const name of ['disconnect', 'slow-reader', 'concurrency', 'signals'] as const) {

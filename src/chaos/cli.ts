@@ -4,7 +4,7 @@
  * runs): prints one table row per scenario and design, then the failures
  * with their inputs. Exit code 1 when any property failed.
  *
- *   node dist/chaos/cli.js [--seed N] [--inputs N] [--quick] [--only fuzz,signals] [--hang-ms N]
+ *   node dist/chaos/cli.js [--seed N] [--inputs N] [--quick] [--only fuzz,signals] [--hang-ms N] [--health-ms N]
  */
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -18,11 +18,12 @@ const { values } = parseArgs({
     quick: { type: 'boolean' },
     only: { type: 'string' },
     'hang-ms': { type: 'string' },
+    'health-ms': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
-  process.stdout.write(`usage: npm run chaos -- [--seed N] [--inputs N] [--quick] [--only ${SCENARIOS.join(',')}] [--hang-ms N]\n`);
+  process.stdout.write(`usage: npm run chaos -- [--seed N] [--inputs N] [--quick] [--only ${SCENARIOS.join(',')}] [--hang-ms N] [--health-ms N]\n`);
   process.exit(0);
 }
 const cli = fileURLToPath(new URL('../cli.js', import.meta.url));
@@ -30,6 +31,7 @@ const opts = defaultOptions(cli, values.quick ?? false);
 if (values.seed) opts.seed = Number(values.seed);
 if (values.inputs) opts.inputs = Number(values.inputs);
 if (values['hang-ms']) opts.hangMs = Number(values['hang-ms']);
+if (values['health-ms']) opts.healthDeadlineMs = Number(values['health-ms']);
 if (values.only) {
   const only = values.only.split(',') as ScenarioName[];
   for (const s of only) if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario '${s}'; known: ${SCENARIOS.join(', ')}`);

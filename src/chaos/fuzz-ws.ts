@@ -196,7 +196,7 @@ async function drive(peer: WsPeer, rng: Rng, opts: WsFuzzOptions, tally: Tally, 
     const settled = await peer.until(() => s.terminal !== null || s.paused, opts.hangMs);
     if (s.terminal) {
       // llr.timing follows the terminal event in the same turn; wait for it so the next input starts clean.
-      await peer.until(() => peer.events.at(-1)?.['type'] === 'llr.timing' || peer.current !== s, Math.min(opts.hangMs, 2_000));
+      await peer.until(() => s.timing || peer.current !== s, Math.min(opts.hangMs, 2_000));
       return 'ok';
     }
     if (peer.closeInfo) {

@@ -122,6 +122,8 @@ export class StreamCheck {
   id: string | null = null;
   private next = 0;
   terminal: string | null = null;
+  /** `llr.timing` seen (it follows the terminal event). */
+  timing = false;
   finalResponse: Obj | null = null;
   problems: string[] = [];
   /** Set once `response.done` was the last lifecycle event (long-lived pause). */
@@ -141,6 +143,7 @@ export class StreamCheck {
     else if (seq !== this.next) this.problems.push(`${String(type)} has sequence_number ${seq}, expected ${this.next}`);
     this.next = typeof seq === 'number' ? seq + 1 : this.next + 1;
     if (this.terminal && type !== 'llr.timing') this.problems.push(`${String(type)} after the terminal ${this.terminal}`);
+    if (type === 'llr.timing') this.timing = true;
     if (isTerminal(type)) {
       this.terminal = type as string;
       this.paused = false;

@@ -180,8 +180,8 @@ export interface HealthProbe {
   body: Record<string, unknown> | null;
 }
 
-/** `GET /health` with a deadline: ok only if it answered 200 in time. */
-export function probeHealth(url: string, deadlineMs: number): Promise<HealthProbe> {
+/** `GET /health` with a deadline: ok only if it answered 200 in time; waits at most `maxWaitMs` for the answer. */
+export function probeHealth(url: string, deadlineMs: number, maxWaitMs = Math.max(deadlineMs * 20, 5_000)): Promise<HealthProbe> {
   const t0 = performance.now();
   return new Promise((resolve) => {
     let settled = false;
@@ -210,7 +210,7 @@ export function probeHealth(url: string, deadlineMs: number): Promise<HealthProb
     const timer = setTimeout(() => {
       req.destroy();
       finish(false, null);
-    }, Math.max(deadlineMs * 20, 5_000));
+    }, maxWaitMs);
     req.on('error', () => finish(false, null));
     req.end();
   });

@@ -101,7 +101,9 @@ export async function checkQuiescent(url: string, tally: Tally, boundMs: number)
 /** The server under test; restarted after a crash so the run goes on. */
 export class Target {
   /** How long an unanswered /health means the server froze, ms. */
-  freezeMs = 30_000;
+  freezeMs = 3_000;
+  /** The responsiveness bound for /health, ms. */
+  healthDeadlineMs = 250;
   /** What the scenario sent last: slow /health answers are charged to it. */
   lastInput = '';
   private watch: HealthWatch | null = null;
@@ -117,7 +119,7 @@ export class Target {
   }
 
   /**
-   * Watch /health (deadline 250 ms) from another process for as long as this
+   * Watch /health (deadline `healthDeadlineMs`) from another process for as long as this
    * target runs. `strict`: a slow answer is a failure charged to the input in
    * flight (fuzzing sends one input at a time, so one input blocked the
    * server); otherwise slow answers under deliberate load are counted in a note.
@@ -126,13 +128,17 @@ export class Target {
     this.tally = tally;
     this.strict = strict;
     this.watch?.stop();
-    this.watch = new HealthWatch(this.url, (ms) => {
-      if (this.strict) tally.fail('health', this.lastInput || '(between inputs)', `/health took ${ms} ms (deadline 250 ms)`);
-      else this.slowUnderLoad++;
-    });
+    this.watch = new HealthWatch(
+      this.url,
+      (ms) => {
+        if (this.strict) tally.fail('health', this.lastInput || '(between inputs)', `/health took ${ms} ms (deadline ${this.healthDeadlineMs} ms)`);
+        else this.slowUnderLoad++;
+      },
+      this.healthDeadlineMs,
+    );
   }
 
-  /** /health answers over 250 ms seen while not strict. */
+  /** /health answers over the deadline seen while not strict. */
   slowUnderLoad = 0;
   private strict = true;
 
@@ -155,12 +161,13 @@ export class Target {
     const freezeMs = this.freezeMs;
     if (this.server.alive) {
       // After a batch the harness is idle, so its own probe measures the server; under load only liveness is judged here.
-      const h = await probeHealth(this.url, opts.livenessOnly ? freezeMs : 250);
+      const h = await probeHealth(this.url, opts.livenessOnly ? freezeMs : this.healthDeadlineMs, freezeMs);
       if (h.ok) return false;
       const deadline = performance.now() + freezeMs;
       let answered = false;
       while (this.server.alive && performance.now() < deadline) {
-        const again = await Promise.race([probeHealth(this.url, freezeMs), this.server.exited.then(() => null)]);
+        const left = Math.max(deadline - performance.now(), 1);
+        const again = await Promise.race([probeHealth(this.url, left, left), this.server.exited.then(() => null)]);
         if (again?.ok) {
           answered = true;
           break;
@@ -168,7 +175,7 @@ export class Target {
         if (again) await sleep(100);
       }
       if (this.server.alive && answered) {
-        tally.fail('health', lastInput, `/health after the batch took ${h.ms.toFixed(0)} ms (deadline 250 ms)`);
+        tally.fail('health', lastInput, `/health after the batch took ${h.ms.toFixed(0)} ms (deadline ${this.healthDeadlineMs} ms)`);
         return false;
       }
       if (this.server.alive) {

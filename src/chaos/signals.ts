@@ -134,7 +134,7 @@ function sseClient(url: string, boundMs: number, body = asPost(textCreate({ stre
 
 async function sigkill(ctx: ScenarioContext, file: string): Promise<Tally> {
   const tally = new Tally('signals', 'SIGKILL durability');
-  const rounds = ctx.opts.quick ? 2 : 10;
+  const rounds = ctx.opts.quick ? 1 : 10;
   const rng = new Rng(ctx.opts.seed ^ 0x5151);
   const seen: Array<{ id: string; design: string }> = [];
   for (let round = 0; round < rounds; round++) {

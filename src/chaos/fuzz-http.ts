@@ -8,7 +8,7 @@
 import { type Tally } from './oracle.js';
 import { Rng, corpus, damage, mutate, serialize, weirdValue, type Json, type Scale } from './mutate.js';
 import { checkErrorAnswer, checkSse, send, type HttpInput } from './http-peer.js';
-import type { Target } from './settle.js';
+import { checkRecords, type Target } from './settle.js';
 
 export interface HttpFuzzOptions {
   inputs: number;
@@ -16,6 +16,7 @@ export interface HttpFuzzOptions {
   scale: Scale;
   hangMs: number;
   batch: number;
+  settleMs: number;
 }
 
 const CONTENT_TYPES = ['application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1'];
@@ -63,9 +64,10 @@ function inputFor(rng: Rng, scale: Scale, ids: readonly string[]): HttpInput {
   return { method, path, headers: headers(rng), ...(body ? { body } : {}), label: `${method} ${path.slice(0, 60)}` };
 }
 
-export async function fuzzHttp(target: Target, opts: HttpFuzzOptions, tally: Tally): Promise<string[]> {
+export async function fuzzHttp(target: Target, opts: HttpFuzzOptions, tally: Tally): Promise<void> {
   const rng = new Rng(opts.seed);
   let ids: string[] = [];
+  let batchIds: string[] = [];
   let lastInput = '';
   for (let i = 0; i < opts.inputs; i++) {
     const input = inputFor(rng, opts.scale, ids);
@@ -76,26 +78,36 @@ export async function fuzzHttp(target: Target, opts: HttpFuzzOptions, tally: Tal
     tally.inputs++;
     if (out.kind === 'hang') {
       tally.fail('hang', lastInput, `no complete answer within ${opts.hangMs} ms`);
-      if (await target.checkAlive(tally, lastInput)) ids = [];
+      if (await target.checkAlive(tally, lastInput)) {
+        ids = [];
+        batchIds = [];
+      }
     } else if (out.kind === 'reset') {
       if (await target.checkAlive(tally, lastInput)) {
         ids = [];
+        batchIds = [];
         continue;
       }
       tally.fail('malformed', lastInput, `connection ended without an answer: ${out.message}`);
     } else if (out.status >= 200 && out.status < 300) {
       const id = judgeSuccess(out, input, tally, lastInput);
-      if (id) ids.push(id);
+      if (id) {
+        ids.push(id);
+        batchIds.push(id);
+      }
     } else {
       tally.errors++;
       const bad = checkErrorAnswer(out.status, out.contentType, out.body, input.method);
       if (bad) tally.fail('malformed', lastInput, bad);
       else if (input.method !== 'HEAD') tally.errorCode(`${out.status} ${(JSON.parse(out.body.toString('utf8')) as { error: { code: string } }).error.code}`);
     }
-    if ((i + 1) % opts.batch === 0 && (await target.checkAlive(tally, lastInput))) ids = [];
+    if ((i + 1) % opts.batch === 0) {
+      if (await target.checkAlive(tally, lastInput)) ids = [];
+      else await checkRecords(target.url, batchIds, tally, opts.settleMs);
+      batchIds = [];
+    }
   }
-  await target.checkAlive(tally, lastInput);
-  return ids;
+  if (!(await target.checkAlive(tally, lastInput))) await checkRecords(target.url, batchIds, tally, opts.settleMs);
 }
 
 /** A 2xx: an SSE stream, a Response, or another JSON answer. Returns the response id of a create. */

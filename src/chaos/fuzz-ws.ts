@@ -14,7 +14,7 @@
  */
 import { DOCUMENTED_CLOSE, RFC_CLOSE, type Tally } from './oracle.js';
 import { Rng, corpus, damage, mutate, serialize, validAppend, weirdValue, type Json, type Scale } from './mutate.js';
-import type { Target } from './settle.js';
+import { checkRecords, type Target } from './settle.js';
 import { WsPeer, type WsProtocol } from './ws-peer.js';
 
 export interface WsFuzzOptions {
@@ -24,8 +24,10 @@ export interface WsFuzzOptions {
   scale: Scale;
   /** Bound on any single answer, ms: longer is a hang. */
   hangMs: number;
-  /** Probe /health (and liveness) every this many inputs. */
+  /** Probe /health (and liveness) and check the batch's run records every this many inputs. */
   batch: number;
+  /** Bound on a run record ending after its client saw the end, ms. */
+  settleMs: number;
 }
 
 interface Frame {
@@ -100,7 +102,8 @@ function frameFor(rng: Rng, scale: Scale, protocol: WsProtocol, last: { id: stri
   return { text: d.bytes, create, label: `damaged create: ${d.how}` };
 }
 
-export async function fuzzWs(target: Target, opts: WsFuzzOptions, tally: Tally): Promise<string[]> {
+/** Fuzz one design; run records are checked batch by batch (the server keeps a bounded ring of them). */
+export async function fuzzWs(target: Target, opts: WsFuzzOptions, tally: Tally): Promise<void> {
   const rng = new Rng(opts.seed);
   let ids: string[] = [];
   let last: { id: string; calls: string[] } | null = null;
@@ -139,15 +142,16 @@ export async function fuzzWs(target: Target, opts: WsFuzzOptions, tally: Tally):
       }
     }
     for (const p of peer.problems.splice(0)) tally.fail('malformed', lastInput, p);
-    if ((i + 1) % opts.batch === 0 && (await target.checkAlive(tally, lastInput))) {
+    if ((i + 1) % opts.batch === 0) {
+      if (await target.checkAlive(tally, lastInput)) {
+        peer = await WsPeer.connect(target.url, opts.protocol);
+        last = null;
+      } else await checkRecords(target.url, ids, tally, opts.settleMs);
       ids = [];
-      peer = await WsPeer.connect(target.url, opts.protocol);
-      last = null;
     }
   }
   await peer.close();
-  await target.checkAlive(tally, lastInput);
-  return ids;
+  if (!(await target.checkAlive(tally, lastInput))) await checkRecords(target.url, ids, tally, opts.settleMs);
 }
 
 /** Send one input and its barrier; classify the answer. */

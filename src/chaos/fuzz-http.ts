@@ -24,6 +24,21 @@ const BAD_IDS = ['%', '%ZZ', '%E0%A4%A', '%00', 'a%2Fb', '%ud800', '%C0%AF', 're
 const METHODS = ['GET', 'POST', 'DELETE', 'PUT', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND', 'get'];
 const PATHS = ['/', '/v1', '/v1/responses/', '//v1//responses', '/v1/responses?stream=true', '/v1/responses/compact', '/v1/responses/a/b', '/v1/Responses', '/llr', '/llr/runs/', '/llr/stats?gc=1', '/health?x=%ZZ', '/%ZZ', '/' + 'a'.repeat(6000), '/v1/responses/../../llr/runs'];
 
+/**
+ * Percent-encode every byte of the UTF-8 form (encodeURIComponent throws on a
+ * lone surrogate); a lone surrogate becomes its CESU-8 bytes, which are not
+ * valid UTF-8 — exactly what a careless client sends.
+ */
+function percentBytes(s: string): string {
+  let out = '';
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    const bytes = c >= 0xd800 && c <= 0xdfff ? Buffer.from([0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63)]) : Buffer.from(ch, 'utf8');
+    for (const b of bytes) out += /[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) && b < 128 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
 function headers(rng: Rng): Record<string, string> {
   const h: Record<string, string> = {};
   const ct = rng.pick([...CONTENT_TYPES, '']);
@@ -50,7 +65,7 @@ function inputFor(rng: Rng, scale: Scale, ids: readonly string[]): HttpInput {
   }
   if (roll < 0.75) {
     const method = rng.pick(['GET', 'GET', 'DELETE', 'HEAD']);
-    const id = ids.length && rng.chance(0.4) ? rng.pick(ids) : rng.chance(0.6) ? rng.pick(BAD_IDS) : encodeURIComponent(String(weirdValue(rng, { ...scale, maxString: 200 })).slice(0, 300)).replace(/%EF%BF%BD/g, '%ED%A0%80');
+    const id = ids.length && rng.chance(0.4) ? rng.pick(ids) : rng.chance(0.6) ? rng.pick(BAD_IDS) : percentBytes(String(weirdValue(rng, { ...scale, maxString: 200 })).slice(0, 300));
     return { method, path: `/v1/responses/${id}`, headers: headers(rng), label: `${method} /v1/responses/${id.slice(0, 60)}` };
   }
   if (roll < 0.85) {

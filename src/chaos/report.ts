@@ -33,6 +33,11 @@ export function table(rows: readonly Tally[]): string {
   return [line(cells[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
 }
 
+/** One row as a single line, for progress output while the suite runs. */
+export function rowLine(t: Tally): string {
+  return COLUMNS.map(([h, f]) => `${h} ${f(t)}`).join(' · ');
+}
+
 export function details(rows: readonly Tally[]): string {
   const out: string[] = [];
   for (const r of rows) {

@@ -160,8 +160,18 @@ export class Target {
    * `hang` of the whole server); one that died is a `crash`, both recorded
    * with the input last sent. Returns true when the server was replaced.
    */
-  async checkAlive(tally: Tally, lastInput: string, opts: { livenessOnly?: boolean } = {}): Promise<boolean> {
-    const freezeMs = this.freezeMs;
+  checkAlive(tally: Tally, lastInput: string, opts: { livenessOnly?: boolean } = {}): Promise<boolean> {
+    // One check at a time: concurrent checks of a dead server would each restart it.
+    if (this.checking) return this.checking.then(() => false);
+    this.checking = this.check(tally, lastInput, opts).finally(() => (this.checking = null));
+    return this.checking;
+  }
+
+  private checking: Promise<boolean> | null = null;
+
+  private async check(tally: Tally, lastInput: string, opts: { livenessOnly?: boolean }): Promise<boolean> {
+    // Under deliberate load a slow answer is expected; only a much longer silence is a freeze.
+    const freezeMs = opts.livenessOnly ? this.freezeMs * 5 : this.freezeMs;
     if (this.server.alive) {
       // After a batch the harness is idle, so its own probe measures the server; under load only liveness is judged here.
       const h = await probeHealth(this.url, opts.livenessOnly ? freezeMs : this.healthDeadlineMs, freezeMs);

@@ -14,6 +14,7 @@ import { fuzzHttp } from './fuzz-http.js';
 import { fuzzWs } from './fuzz-ws.js';
 import { LONG_SCALE, QUICK_SCALE, type Scale } from './mutate.js';
 import { Tally } from './oracle.js';
+import { rowLine } from './report.js';
 import { RssSampler, type ServerProcOptions } from './proc.js';
 import { Target, checkQuiescent } from './settle.js';
 import * as signals from './signals.js';
@@ -82,6 +83,7 @@ export async function runChaos(opts: ChaosOptions): Promise<Tally[]> {
         if (target.slowUnderLoad) tally.notes.push(`${target.slowUnderLoad} /health answers over ${opts.healthDeadlineMs} ms under the scenario's load (watched from another process)`);
         target.slowUnderLoad = 0;
         if (!key) await finish(target, tally);
+        opts.progress?.(`done: ${rowLine(tally)}${tally.failed ? ` · ${tally.failed} failures` : ''}`);
       }
     },
   };

@@ -171,7 +171,7 @@ export class Target {
 
   private async check(tally: Tally, lastInput: string, opts: { livenessOnly?: boolean }): Promise<boolean> {
     // Under deliberate load a slow answer is expected; only a much longer silence is a freeze.
-    const freezeMs = opts.livenessOnly ? this.freezeMs * 5 : this.freezeMs;
+    const freezeMs = opts.livenessOnly ? Math.max(this.freezeMs * 20, 60_000) : this.freezeMs;
     if (this.server.alive) {
       // After a batch the harness is idle, so its own probe measures the server; under load only liveness is judged here.
       const h = await probeHealth(this.url, opts.livenessOnly ? freezeMs : this.healthDeadlineMs, freezeMs);

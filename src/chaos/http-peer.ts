@@ -1,0 +1,118 @@
+/**
+ * A chaos HTTP client: any method, path, headers and body bytes, one fresh
+ * connection per request, a bound on the whole answer; and the checks of
+ * what came back: a JSON error body for a 4xx, never a 5xx for client input,
+ * a Response object, or an SSE stream whose events number without a gap,
+ * end with one terminal event and then `data: [DONE]`.
+ */
+import { request } from 'node:http';
+import { StreamCheck, checkHttpErrorBody } from './oracle.js';
+
+export interface HttpInput {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: Buffer;
+  label: string;
+}
+
+export type HttpOutcome =
+  | { kind: 'answer'; status: number; contentType: string; body: Buffer }
+  | { kind: 'hang' }
+  | { kind: 'reset'; message: string }
+  | { kind: 'unsendable'; message: string };
+
+export function send(url: string, input: HttpInput, timeoutMs: number): Promise<HttpOutcome> {
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (o: HttpOutcome) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(o);
+    };
+    let req: ReturnType<typeof request>;
+    try {
+      const headers = { ...input.headers, ...(input.body ? { 'Content-Length': String(input.body.length) } : {}) };
+      req = request(`${url}${input.path}`, { method: input.method, headers, agent: false }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => finish({ kind: 'answer', status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks) }));
+        res.on('error', (err) => finish({ kind: 'reset', message: `response aborted: ${err.message}` }));
+        res.on('aborted', () => finish({ kind: 'reset', message: 'response aborted' }));
+      });
+    } catch (err) {
+      // node refuses to send it (e.g. a character not allowed in a path or header): not an input.
+      resolve({ kind: 'unsendable', message: (err as Error).message });
+      return;
+    }
+    const timer = setTimeout(() => {
+      req.destroy();
+      finish({ kind: 'hang' });
+    }, timeoutMs);
+    req.on('error', (err) => finish({ kind: 'reset', message: err.message }));
+    req.end(input.body);
+  });
+}
+
+export interface SseResult {
+  stream: StreamCheck;
+  done: boolean;
+  problems: string[];
+}
+
+/** Parse and check an SSE body. */
+export function checkSse(body: string): SseResult {
+  const stream = new StreamCheck();
+  const problems: string[] = [];
+  let done = false;
+  for (const frame of body.split('\n\n')) {
+    if (!frame.trim()) continue;
+    const lines = frame.split('\n');
+    const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+    const event = lines.find((l) => l.startsWith('event: '))?.slice(7);
+    if (data.length !== 1) {
+      problems.push(`SSE frame with ${data.length} data lines`);
+      continue;
+    }
+    if (data[0] === '[DONE]') {
+      done = true;
+      continue;
+    }
+    if (done) problems.push('an event after [DONE]');
+    let e: Record<string, unknown>;
+    try {
+      e = JSON.parse(data[0]!) as Record<string, unknown>;
+    } catch {
+      problems.push(`SSE data is not JSON: ${data[0]!.slice(0, 80)}`);
+      continue;
+    }
+    if (event !== e['type']) problems.push(`event: ${event} but data.type ${String(e['type'])}`);
+    if (e['type'] === 'error' && (typeof e['code'] !== 'string' || typeof e['message'] !== 'string')) problems.push('SSE error without code/message');
+    stream.feed(e);
+  }
+  if (!done) problems.push('no data: [DONE]');
+  return { stream, done, problems };
+}
+
+/** A non-2xx answer must be a JSON error body with a 4xx status. Returns a complaint or null. */
+export function checkErrorAnswer(status: number, contentType: string, body: Buffer, method: string): string | null {
+  if (status >= 500) {
+    let code = '';
+    try {
+      code = String((JSON.parse(body.toString('utf8')) as { error?: { code?: string } }).error?.code ?? '');
+    } catch {
+      code = body.toString('utf8').slice(0, 60);
+    }
+    return `HTTP ${status} ${code} for client input`;
+  }
+  if (method === 'HEAD') return null;
+  if (!contentType.startsWith('application/json')) return `HTTP ${status} with content-type '${contentType}'`;
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    return `HTTP ${status} body is not JSON`;
+  }
+  return checkHttpErrorBody(json);
+}

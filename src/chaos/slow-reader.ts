@@ -1,0 +1,150 @@
+/**
+ * Clients that stop reading. Over WebSocket: a raw TCP client does the
+ * upgrade, queues fat creates (every lifecycle event carries megabytes) and
+ * never reads again. Over SSE: raw TCP clients POST fat streamed requests
+ * and never read. The server must keep its memory bounded (RSS growth under
+ * `SLOW_READER_RSS_BUDGET_MB`), drop a WebSocket reader that owes it more
+ * than its send budget, and end every run.
+ *
+ * Raw sockets because a real client library reads as fast as it can; the
+ * point is a peer whose receive window closes.
+ */
+import { randomBytes } from 'node:crypto';
+import { connect, type Socket } from 'node:net';
+import { Tally } from './oracle.js';
+import { asPost, fatCreate } from './bodies.js';
+import { checkQuiescent, httpJson } from './settle.js';
+import type { ScenarioContext } from './suite.js';
+
+/** Growth of the server's RSS over its start the whole scenario may cause, MB (the harness's bound, see docs/reliability.md). */
+export const SLOW_READER_RSS_BUDGET_MB = 150;
+/** The documented default WebSocket send limit (docs/protocol.md): a reader owed more must be dropped. */
+const WS_SEND_BUFFER_DEFAULT = 64 * 1024 * 1024;
+
+/** A masked client text frame (RFC 6455 §5.2). */
+export function wsFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const len = payload.length;
+  const head = len < 126 ? Buffer.from([0x81, 0x80 | len]) : len < 65536 ? Buffer.from([0x81, 0x80 | 126, len >> 8, len & 255]) : Buffer.concat([Buffer.from([0x81, 0x80 | 127]), u64(len)]);
+  const mask = randomBytes(4);
+  for (let i = 0; i < len; i++) payload[i] = payload[i]! ^ mask[i & 3]!;
+  return Buffer.concat([head, mask, payload]);
+}
+
+function u64(n: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64BE(BigInt(n));
+  return b;
+}
+
+function open(url: string): Promise<Socket> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const s = connect(Number(port), hostname, () => resolve(s));
+    // Keep a listener for the socket's whole life: a reset while our writes are pending must not crash the harness.
+    s.on('error', reject);
+  });
+}
+
+/** Upgrade a raw socket to ws mode; resolves once the 101 is read. */
+async function rawUpgrade(url: string): Promise<Socket> {
+  const s = await open(url);
+  const { host } = new URL(url);
+  s.write(`GET /v1/responses?protocol=ws HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+  await new Promise<void>((resolve, reject) => {
+    let head = '';
+    const onData = (c: Buffer) => {
+      head += c.toString('latin1');
+      if (head.includes('\r\n\r\n')) {
+        s.off('data', onData);
+        s.pause();
+        if (head.startsWith('HTTP/1.1 101')) resolve();
+        else reject(new Error(`upgrade refused: ${head.slice(0, 60)}`));
+      }
+    };
+    s.on('data', onData);
+  });
+  return s;
+}
+
+/** After the scenario: does the server close this socket? Reads (and discards) what is buffered until it ends or `ms` pass. */
+function closedByServer(s: Socket, ms: number): Promise<{ closed: boolean; bytes: number; sawDone: boolean }> {
+  return new Promise((resolve) => {
+    let bytes = 0;
+    let tail = '';
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (closed: boolean) => {
+      clearTimeout(timer);
+      s.destroy();
+      resolve({ closed, bytes, sawDone: tail.includes('data: [DONE]') });
+    };
+    // Already gone (a reset seen while our writes were pending): closed by the server.
+    if (s.destroyed || s.closed) return finish(true);
+    timer = setTimeout(() => finish(false), ms);
+    s.on('data', (c: Buffer) => {
+      bytes += c.length;
+      tail = (tail + c.toString('latin1')).slice(-64);
+      // A complete SSE stream: the server delivered everything; nothing more to learn by waiting.
+      if (tail.includes('data: [DONE]')) finish(false);
+    });
+    s.on('end', () => finish(true));
+    s.on('close', () => finish(true));
+    s.on('error', () => finish(true));
+    s.resume();
+  });
+}
+
+export async function run(ctx: ScenarioContext): Promise<Tally[]> {
+  const quick = ctx.opts.quick;
+  const tally = new Tally('slow-reader', 'ws+sse');
+  const wsReaders = quick ? 1 : 2;
+  // Each create's instructions are tokenized once by the server; the reader is owed them three times.
+  const creates = quick ? 8 : 40;
+  const wsBytes = 1 << 20;
+  const sseReaders = quick ? 1 : 3;
+  const sseBytes = quick ? 2 << 20 : 15 << 20;
+  await ctx.withServer(tally, {}, async (target) => {
+    const wsSockets: Socket[] = [];
+    for (let r = 0; r < wsReaders; r++) {
+      const s = await rawUpgrade(target.url);
+      wsSockets.push(s);
+      const frame = wsFrame(JSON.stringify(fatCreate(wsBytes)));
+      for (let i = 0; i < creates; i++) {
+        tally.inputs++;
+        s.write(frame);
+      }
+    }
+    const sseSockets: Socket[] = [];
+    for (let r = 0; r < sseReaders; r++) {
+      const s = await open(target.url);
+      const body = asPost(fatCreate(sseBytes, { stream: true }));
+      s.write(`POST /v1/responses HTTP/1.1\r\nHost: ${new URL(target.url).host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      s.pause();
+      tally.inputs++;
+      sseSockets.push(s);
+    }
+    // Wait (bounded) until the server has done all it will: every run ended, nothing in flight.
+    await checkQuiescent(target.url, tally, ctx.opts.hangMs);
+    await target.checkAlive(tally, 'slow readers while they are not reading', { livenessOnly: true });
+    const runs = ((await httpJson(target.url, '/llr/runs')).json?.['data'] as Array<Record<string, unknown>> | undefined) ?? [];
+    const ws = runs.filter((r) => r['protocol'] === 'ws');
+    const completed = ws.filter((r) => r['status'] === 'completed').length;
+    tally.responses = runs.length;
+    tally.notes.push(`ws runs: ${ws.length} started of ${creates * wsReaders} sent, ${completed} completed, ${ws.length - completed} ended otherwise`);
+    for (const [i, s] of wsSockets.entries()) {
+      const seen = await closedByServer(s, 2_000);
+      tally.closes += seen.closed ? 1 : 0;
+      // Each create owes the reader its instructions three times (created, in_progress, completed).
+      const owed = creates * wsBytes * 3;
+      if (!seen.closed && owed <= WS_SEND_BUFFER_DEFAULT) tally.notes.push(`ws slow reader ${i} owed ${(owed / 1048576).toFixed(0)} MB, under the send limit: not dropped, as expected`);
+      else if (!seen.closed) tally.fail('dropped', `ws slow reader ${i}: ${creates} creates × ${wsBytes} bytes of instructions, never read`, `the server still held the connection open after it owed it everything (${(seen.bytes / 1048576).toFixed(0)} MB read afterwards)`);
+    }
+    for (const [i, s] of sseSockets.entries()) {
+      const seen = await closedByServer(s, 5_000);
+      tally.notes.push(`sse slow reader ${i}: ${seen.sawDone ? 'the whole stream was buffered for it and delivered' : 'dropped by the server'} (${(seen.bytes / 1048576).toFixed(0)} MB read afterwards)`);
+    }
+  });
+  const growth = (tally.rss.peak - tally.rss.start) / 1048576;
+  if (growth > SLOW_READER_RSS_BUDGET_MB) tally.fail('rss', `${wsReaders} ws + ${sseReaders} sse slow readers`, `RSS grew ${growth.toFixed(0)} MB over its start (budget ${SLOW_READER_RSS_BUDGET_MB} MB)`);
+  return [tally];
+}

@@ -2,7 +2,8 @@
  * The validate stage: the per-item semantic checks a Responses API server
  * makes beyond the edge parser's shape checks — content part types, function
  * call arguments that parse as JSON, tool outputs that answer a call the
- * context holds, tool definitions with sane names and object schemas.
+ * context holds, tool definitions with sane names and object schemas that
+ * bounded arguments can satisfy (`checkToolSchema`).
  *
  * Full form walks every item and tool; incremental form walks only new items
  * against what the context already knows. Errors are `WireError`s naming the
@@ -12,6 +13,7 @@
 import { WireError } from '../protocol/errors.js';
 import type { InputItem, Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
+import { checkToolSchema } from '../model/schema-args.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const INPUT_PART_TYPES = new Set(['input_text', 'input_image', 'input_file', 'input_audio', 'output_text', 'refusal']);
@@ -42,6 +44,8 @@ export function validateTools(tools: readonly Tool[], metrics: RunMetrics): void
       }
       // Round-trips the schema: the API stores it, and a schema that cannot be serialised is rejected.
       JSON.stringify(p);
+      // The auto policy may generate arguments from it: refuse, before any run, a schema no bounded arguments satisfy.
+      checkToolSchema(p, `tools[${i}].parameters`);
     }
   });
   metrics.count('items_validated', tools.length);

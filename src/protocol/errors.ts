@@ -37,6 +37,7 @@ export const WIRE_ERRORS = {
   method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'Method not allowed.' },
   server_error: { status: 500, type: 'server_error', message: 'The server had an error while processing the request.' },
   server_shutting_down: { status: 503, type: 'server_error', message: 'The server is shutting down.' },
+  invalid_tool_schema: { status: 400, type: 'invalid_request_error', message: "A tool's parameters schema cannot be satisfied by bounded arguments." },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

@@ -12,7 +12,8 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { realClock, type Clock } from './model/clock.js';
-import { SimulatedModel } from './model/simulated.js';
+import { DEFAULT_RECORD_REQUESTS, SimulatedModel } from './model/simulated.js';
+import { DEFAULT_MAX_ENTRIES, PrefixCache } from './model/prefix-cache.js';
 import { autoPolicy, type ModelPolicy } from './model/policies.js';
 import type { Model, ModelSettings } from './model/types.js';
 import { Ledger, PostInference, PostWorkTracker } from './pipeline/post.js';
@@ -64,6 +65,14 @@ export interface ServerOptions {
   refuseWebSockets?: boolean;
   logger?: Logger;
   clock?: Clock;
+  /** Model requests the simulated model keeps for inspection (a ring). Default 0 (`DEFAULT_RECORD_REQUESTS`). */
+  recordRequests?: number;
+  /** Billing ledger entries kept besides per-owner totals (a ring). Default 10,000. */
+  ledgerEntries?: number;
+  /** Prefix-cache capacity in 64-token blocks. Default 65,536 (4M tokens). */
+  prefixCacheBlocks?: number;
+  /** 'owner' (default): the prefix cache is partitioned per API key; 'shared': one namespace for all keys. */
+  prefixCacheScope?: 'owner' | 'shared';
 }
 
 export const DEFAULT_STORE = 'data/llr.sqlite';
@@ -81,10 +90,19 @@ export class LlrServer {
     const clock = options.clock ?? realClock;
     const settings = { ...DEFAULT_MODEL_SETTINGS, ...options.modelSettings };
     const store = openStore(options.store ?? DEFAULT_STORE);
-    const ledger = new Ledger();
+    const ledger = new Ledger(options.ledgerEntries);
     const switches = { ...DEFAULT_SWITCHES, ...options.switches };
     this.services = {
-      model: options.model ?? new SimulatedModel({ policy: options.policy ?? autoPolicy(), clock, seed: options.seed ?? 1 }),
+      model:
+        options.model ??
+        new SimulatedModel({
+          policy: options.policy ?? autoPolicy(),
+          clock,
+          seed: options.seed ?? 1,
+          recordRequests: options.recordRequests ?? DEFAULT_RECORD_REQUESTS,
+          prefixCache: new PrefixCache(options.prefixCacheBlocks ?? DEFAULT_MAX_ENTRIES),
+          prefixCacheScope: options.prefixCacheScope ?? 'owner',
+        }),
       router: new Router(
         {
           deployments: [{ name: 'sim-model', aliases: ['sim', 'default'], settings }],

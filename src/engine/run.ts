@@ -208,6 +208,7 @@ export class ResponseRun {
       parallel_tool_calls: params.parallel_tool_calls,
       promptTokens: ctx.tokens.view(),
       maxOutputTokens: params.max_output_tokens,
+      cachePartition: this.plan.owner,
     };
     m.count('model_calls');
     const clock = this.services.clock;

@@ -5,7 +5,9 @@
  *
  * Used by every mode's server, the benchmarks, the CLI and the tests. It is a
  * product, not a test double: deterministic for a seed, with time injected
- * through a `Clock`, and it records every request in `calls`. Leaves out
+ * through a `Clock`, and it records the most recent `recordRequests`
+ * requests in `calls` (default none: a server that kept every request grew
+ * by the size of every prompt it ever saw). Leaves out
  * `maxOutputTokens` (the engine stops consuming when the budget is spent;
  * breaking out of the stream is safe) and any notion of GPU contention: each
  * call runs at the configured rate however many run at once.
@@ -26,7 +28,22 @@ export interface SimulatedModelOptions {
   seed?: number;
   /** Defaults to a private cache; pass one to share it between models (e.g. one per simulated GPU pool). */
   prefixCache?: PrefixCache;
+  /**
+   * How many of the most recent requests `calls` keeps (a ring; default
+   * `DEFAULT_RECORD_REQUESTS` = 0). Each holds the request's items and prompt,
+   * so this is the memory a test or a debugging session asks for, no more.
+   */
+  recordRequests?: number;
+  /**
+   * 'owner' (default): the prefix cache is partitioned per API key (the
+   * request's `cachePartition`), so `cached_tokens` never tells one tenant
+   * what another sent; 'shared': one namespace, as a single-tenant deployment.
+   */
+  prefixCacheScope?: 'owner' | 'shared';
 }
+
+/** Requests kept in `calls` unless the caller asks for more (`llr serve --record-requests N`). */
+export const DEFAULT_RECORD_REQUESTS = 0;
 
 /**
  * Without a real timer wait (an infinite rate, or a stream running behind its
@@ -36,8 +53,11 @@ export interface SimulatedModelOptions {
 export const YIELD_EVERY_TOKENS = 64;
 
 export class SimulatedModel implements Model {
-  /** Every request, in the order `sample` was called (the objects themselves, not copies). */
-  readonly calls: ModelRequest[] = [];
+  /** Requests sampled so far, including those no longer kept in `calls`. */
+  callCount = 0;
+  readonly recordRequests: number;
+  readonly prefixCacheScope: 'owner' | 'shared';
+  private readonly ring: ModelRequest[] = [];
   readonly policy: ModelPolicy;
   readonly clock: Clock;
   readonly seed: number;
@@ -51,10 +71,30 @@ export class SimulatedModel implements Model {
     this.seed = options.seed ?? 1;
     this.prefixCache = options.prefixCache ?? new PrefixCache();
     this.ids = mulberry32(hashString(`call ids ${this.seed}`));
+    const keep = options.recordRequests ?? DEFAULT_RECORD_REQUESTS;
+    if (!Number.isInteger(keep) || keep < 0) throw new RangeError(`recordRequests must be a non-negative integer, got ${keep}`);
+    this.recordRequests = keep;
+    this.prefixCacheScope = options.prefixCacheScope ?? 'owner';
+  }
+
+  /**
+   * The most recent `recordRequests` requests, oldest first (the objects
+   * themselves, not copies).
+   */
+  get calls(): ModelRequest[] {
+    const n = this.ring.length;
+    if (n < this.recordRequests) return this.ring.slice();
+    const start = this.callCount % this.recordRequests;
+    return [...this.ring.slice(start), ...this.ring.slice(0, start)];
+  }
+
+  private remember(req: ModelRequest): void {
+    if (this.recordRequests > 0) this.ring[this.callCount % this.recordRequests] = req;
+    this.callCount++;
   }
 
   async *sample(req: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelEvent, void, undefined> {
-    this.calls.push(req);
+    this.remember(req);
     signal.throwIfAborted();
     checkSettings(req.settings);
 
@@ -71,14 +111,15 @@ export class SimulatedModel implements Model {
     );
 
     const { settings } = req;
-    const cached = this.prefixCache.lookup(req.promptTokens);
+    const partition = this.prefixCacheScope === 'owner' ? (req.cachePartition ?? null) : null;
+    const cached = this.prefixCache.lookup(req.promptTokens, partition);
     const uncached = req.promptTokens.length - cached;
     const prefillMs = settings.prefillTokensPerSecond === Infinity ? 0 : (uncached / settings.prefillTokensPerSecond) * 1000;
     const ttft = settings.ttftBaseMs + prefillMs;
     if (ttft > 0) await this.clock.sleep(ttft, signal);
     signal.throwIfAborted();
     // Only a finished prefill leaves KV blocks behind, so an aborted call caches nothing.
-    this.prefixCache.insert(req.promptTokens);
+    this.prefixCache.insert(req.promptTokens, partition);
     yield { type: 'prefill', prompt_tokens: req.promptTokens.length, cached_tokens: cached, duration_ms: ttft };
 
     const pacer = new Pacer(this.clock, settings.tokensPerSecond, signal);

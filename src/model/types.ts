@@ -30,6 +30,8 @@ export interface ModelRequest {
   /** The rendered prompt (o200k token ids) the prefix cache is keyed on. */
   promptTokens: ArrayLike<number>;
   maxOutputTokens: number | null;
+  /** Whose prefix-cache namespace this call uses (the API key's owner id); absent or null = the anonymous one. */
+  cachePartition?: string | null;
 }
 
 export type ModelEvent =

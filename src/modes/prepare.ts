@@ -8,10 +8,10 @@
 import type { CreateParams } from '../protocol/events.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
-import { renderFull, type RenderedContext } from '../pipeline/render.js';
+import { renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
-import { safetyScan } from '../pipeline/safety.js';
-import { validateItems, validateTools } from '../pipeline/validate.js';
+import { safetyScanAsync } from '../pipeline/safety.js';
+import { validateItemsAsync, validateTools } from '../pipeline/validate.js';
 import type { Services } from '../engine/services.js';
 
 /**
@@ -19,18 +19,24 @@ import type { Services } from '../engine/services.js';
  * earlier responses) then this request's `input`. Errors name the request's
  * params: `input[i]` for input, `previous_response_id` for history.
  */
-export function checkAndRender(params: CreateParams, history: readonly InputItem[], input: readonly InputItem[], metrics: RunMetrics): RenderedContext {
-  metrics.time('validate', () => {
+export async function checkAndRender(
+  params: CreateParams,
+  history: readonly InputItem[],
+  input: readonly InputItem[],
+  metrics: RunMetrics,
+): Promise<RenderedContext> {
+  // Each stage yields to the event loop on large inputs (pipeline/cooperative.ts).
+  await metrics.timeAsync('validate', async () => {
     metrics.count('validate_full');
     validateTools(params.tools, metrics);
-    const known = validateItems(history, { callIds: new Set() }, metrics, 'previous_response_id');
-    validateItems(input, { callIds: known }, metrics);
+    const known = await validateItemsAsync(history, { callIds: new Set() }, metrics, 'previous_response_id');
+    await validateItemsAsync(input, { callIds: known }, metrics);
   });
-  const context = renderFull(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics);
-  metrics.time('safety', () => {
+  const context = await renderFullAsync(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics);
+  await metrics.timeAsync('safety', async () => {
     metrics.count('safety_full');
-    safetyScan(history, metrics, 'previous_response_id', params.instructions);
-    safetyScan(input, metrics, 'input');
+    await safetyScanAsync(history, metrics, 'previous_response_id', params.instructions);
+    await safetyScanAsync(input, metrics, 'input');
   });
   return context;
 }
@@ -47,7 +53,7 @@ export async function prepareFull(
   metrics: RunMetrics,
   owner: string | null,
 ): Promise<{ context: RenderedContext; route: RouteDecision }> {
-  const context = checkAndRender(params, history, input, metrics);
+  const context = await checkAndRender(params, history, input, metrics);
   const route = await services.router.route(params.model, affinityKey(params, owner), metrics);
   return { context, route };
 }

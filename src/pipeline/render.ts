@@ -9,9 +9,17 @@
  * tokenize only what is new, and lets a test check that the incremental
  * prompt equals a full re-render. Leaves out images and files: they count a
  * fixed number of tokens, as vision models bill them, without decoding.
+ *
+ * Each form exists twice over one implementation (a `Work` generator):
+ * synchronous, and cooperative (`…Async`), which tokenizes in slices of
+ * `SLICE_CHARS` and yields to the event loop past `YIELD_BUDGET_MS`, so a
+ * 16 MiB input never stalls other connections. An incremental render
+ * tokenizes every new item first and only then extends the context, in one
+ * synchronous step: a failure or a concurrent reader never sees half of it.
  */
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
-import { encodeText } from '../model/tokenizer.js';
+import { encodeStep, encodeText } from '../model/tokenizer.js';
+import { runCooperative, runSync, SLICE_CHARS, type Work } from './cooperative.js';
 import type { FunctionTool, InputItem, Tool } from '../protocol/objects.js';
 import { isFunctionTool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
@@ -78,50 +86,100 @@ function headerText(instructions: string | null, tools: FunctionTool[]): string 
   return s;
 }
 
-function tokenizeItem(item: InputItem, metrics: RunMetrics): number[] {
+/** Tokenize `text` in slices, yielding between them. */
+function* tokenizeWork(text: string): Work<number[]> {
+  const out: number[] = [];
+  for (let at = 0; at < text.length; ) {
+    at = encodeStep(text, at, out, SLICE_CHARS);
+    yield;
+  }
+  return out;
+}
+
+function* tokenizeItemWork(item: InputItem, metrics: RunMetrics): Work<number[]> {
   const { text, nonText } = itemText(item);
-  const toks = encodeText(text);
+  const toks = yield* tokenizeWork(text);
   metrics.count('items_tokenized');
   metrics.count('tokens_tokenized', toks.length);
-  const out = [IM_START, ...toks];
-  for (let i = 0; i < nonText * NON_TEXT_PART_TOKENS; i++) out.push(IM_START);
-  out.push(IM_END);
+  const out = new Array<number>(toks.length + nonText * NON_TEXT_PART_TOKENS + 2);
+  let n = 0;
+  out[n++] = IM_START;
+  for (let i = 0; i < toks.length; i++) out[n++] = toks[i]!;
+  for (let i = 0; i < nonText * NON_TEXT_PART_TOKENS; i++) out[n++] = IM_START;
+  out[n++] = IM_END;
+  return out;
+}
+
+function* renderFullWork(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): Work<RenderedContext> {
+  metrics.count('render_full');
+  const functionTools = tools.filter(isFunctionTool);
+  const header = yield* tokenizeWork(headerText(instructions, functionTools));
+  metrics.count('tokens_tokenized', header.length);
+  const ctx: RenderedContext = {
+    instructions,
+    tools,
+    functionTools,
+    items: [],
+    tokens: new TokenBuffer(header),
+    headerTokens: header.length,
+    callIds: new Set(),
+    answeredCallIds: new Set(),
+  };
+  for (const item of items) {
+    pushItem(ctx, item, yield* tokenizeItemWork(item, metrics));
+    yield;
+  }
+  return ctx;
+}
+
+/** The new items' tokens, in order; nothing is added to any context yet. */
+function* tokenizeItemsWork(items: readonly InputItem[], metrics: RunMetrics): Work<number[][]> {
+  const out: number[][] = [];
+  for (const item of items) {
+    out.push(yield* tokenizeItemWork(item, metrics));
+    yield;
+  }
   return out;
 }
 
 /** Full render: tokenizes the header and every item. */
-export function renderFull(
-  instructions: string | null,
-  tools: Tool[],
-  items: readonly InputItem[],
-  metrics: RunMetrics,
-): RenderedContext {
-  return metrics.time('render', () => {
-    metrics.count('render_full');
-    const functionTools = tools.filter(isFunctionTool);
-    const header = encodeText(headerText(instructions, functionTools));
-    metrics.count('tokens_tokenized', header.length);
-    const ctx: RenderedContext = {
-      instructions,
-      tools,
-      functionTools,
-      items: [],
-      tokens: new TokenBuffer(header),
-      headerTokens: header.length,
-      callIds: new Set(),
-      answeredCallIds: new Set(),
-    };
-    for (const item of items) pushItem(ctx, item, tokenizeItem(item, metrics));
-    return ctx;
-  });
+export function renderFull(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): RenderedContext {
+  return metrics.time('render', () => runSync(renderFullWork(instructions, tools, items, metrics)));
+}
+
+/** Full render, yielding to the event loop on large inputs. */
+export function renderFullAsync(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): Promise<RenderedContext> {
+  return metrics.timeAsync('render', () => runCooperative(renderFullWork(instructions, tools, items, metrics)));
 }
 
 /** Incremental render: tokenizes only `items` and appends them to `ctx` in place. */
 export function renderAppend(ctx: RenderedContext, items: readonly InputItem[], metrics: RunMetrics, stage = 'render_append'): void {
   metrics.time(stage, () => {
     metrics.count('render_incremental');
-    for (const item of items) pushItem(ctx, item, tokenizeItem(item, metrics));
+    commitItems(ctx, items, runSync(tokenizeItemsWork(items, metrics)));
   });
+}
+
+/** Incremental render, yielding on large inputs; `ctx` is extended in one step at the end. */
+export async function renderAppendAsync(ctx: RenderedContext, items: readonly InputItem[], metrics: RunMetrics, stage = 'render_append'): Promise<void> {
+  commitItems(ctx, items, await tokenizeItems(items, metrics, stage));
+}
+
+/**
+ * The tokens of new items, cooperatively, timed as `stage`, without touching
+ * any context: the engine's append commits them (`commitItems`) only once
+ * every check has passed.
+ */
+export function tokenizeItems(items: readonly InputItem[], metrics: RunMetrics, stage = 'render_append'): Promise<number[][]> {
+  return metrics.timeAsync(stage, () => {
+    metrics.count('render_incremental');
+    return runCooperative(tokenizeItemsWork(items, metrics));
+  });
+}
+
+/** Extend `ctx` with items and their tokens (from `tokenizeItems`), synchronously. */
+export function commitItems(ctx: RenderedContext, items: readonly InputItem[], tokens: readonly number[][]): void {
+  items.forEach((item, i) => pushItem(ctx, item, tokens[i]!));
 }
 
 /**

@@ -113,7 +113,7 @@ export class ResponseRun {
    * outputs for already answered calls are dropped (older Codex re-sends).
    *
    * The checks and tokenization of a large append yield to the event loop
-   * (pipeline/cooperative.ts), so appends are serialised: one arriving while
+   * (model/cooperative.ts), so appends are serialised: one arriving while
    * another is processed waits for it (at most `MAX_QUEUED_APPENDS`, then
    * `queue_full`) and is then handled exactly as if it had arrived after it —
    * e.g. refused with `no_paused_response` if the first one resumed the run.

@@ -13,7 +13,8 @@
  * call runs at the configured rate however many run at once.
  */
 import { type Clock, realClock } from './clock.js';
-import { conversationDigest } from './conversation.js';
+import { conversationDigest, conversationDigestWork } from './conversation.js';
+import { runCooperative } from './cooperative.js';
 import type { ModelPolicy } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
 import { hashString, hexString, mulberry32, type Rng } from './rng.js';
@@ -51,6 +52,22 @@ export const DEFAULT_RECORD_REQUESTS = 0;
  * starve sockets and other runs.
  */
 export const YIELD_EVERY_TOKENS = 64;
+
+/** Conversations longer than this (characters of text) are digested eagerly and cooperatively. */
+export const EAGER_DIGEST_CHARS = 256 * 1024;
+
+/** Characters of text in the conversation, counted without reading it. */
+function conversationChars(items: readonly ModelRequest['items'][number][]): number {
+  let n = 0;
+  for (const item of items) {
+    const it = item as unknown as Record<string, unknown>;
+    for (const v of [it['content'], it['arguments'], it['output']]) {
+      if (typeof v === 'string') n += v.length;
+      else if (Array.isArray(v)) for (const p of v as Array<{ text?: unknown }>) if (typeof p?.text === 'string') n += p.text.length;
+    }
+  }
+  return n;
+}
 
 export class SimulatedModel implements Model {
   /** Requests sampled so far, including those no longer kept in `calls`. */
@@ -104,7 +121,14 @@ export class SimulatedModel implements Model {
     // conversation gets the same text in every mode and under concurrency.
     // The digest walks the whole conversation, so it is computed only if the
     // policy draws from the rng (replay and script never do).
+    // A large conversation is digested up front, yielding to the event loop
+    // (the same number the lazy path computes), so hashing megabytes of
+    // input cannot stall other connections.
     let rng: Rng | undefined;
+    if (conversationChars(req.items) > EAGER_DIGEST_CHARS) {
+      rng = mulberry32(await runCooperative(conversationDigestWork(req.items, this.seed)));
+      signal.throwIfAborted();
+    }
     const plan = this.policy.plan(req, () => (rng ??= mulberry32(conversationDigest(req.items, this.seed)))());
     const items = plan.items.map((item) =>
       item.type === 'function_call' ? { ...item, call_id: item.call_id ?? `call_${hexString(this.ids, 24)}` } : item,

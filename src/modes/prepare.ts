@@ -25,7 +25,7 @@ export async function checkAndRender(
   input: readonly InputItem[],
   metrics: RunMetrics,
 ): Promise<RenderedContext> {
-  // Each stage yields to the event loop on large inputs (pipeline/cooperative.ts).
+  // Each stage yields to the event loop on large inputs (model/cooperative.ts).
   await metrics.timeAsync('validate', async () => {
     metrics.count('validate_full');
     validateTools(params.tools, metrics);

@@ -40,7 +40,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     const sw = services.switches;
     const input = resolveReferences(params.input, info.owner, services, metrics);
     const ctx = c.context;
-    // Each stage yields to the event loop on large inputs (pipeline/cooperative.ts).
+    // Each stage yields to the event loop on large inputs (model/cooperative.ts).
     if (sw.incremental_checks) {
       await metrics.timeAsync('validate', async () => {
         metrics.count('validate_incremental');

@@ -8,7 +8,7 @@
  * Used by the validate stage for large function-call arguments; small ones
  * use `JSON.parse`. Leaves out building the value: only validity matters.
  */
-import { SLICE_CHARS, type Work } from './cooperative.js';
+import { SLICE_CHARS, type Work } from '../model/cooperative.js';
 
 const OBJECT = 1;
 const ARRAY = 0;

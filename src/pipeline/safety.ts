@@ -20,8 +20,8 @@
 import { WireError } from '../protocol/errors.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
-import { itemText } from './render.js';
-import { runCooperative, runSync, type Work } from './cooperative.js';
+import { itemParts, JOIN_LIMIT_CHARS } from './render.js';
+import { runCooperative, runSync, type Work } from '../model/cooperative.js';
 
 /** Characters scanned per slice (per pattern) before a yield point. */
 export const SCAN_SLICE_CHARS = 256 * 1024;
@@ -50,9 +50,37 @@ export function safetyScanAsync(items: readonly InputItem[], metrics: RunMetrics
 function* scanWork(items: readonly InputItem[], metrics: RunMetrics, param: string, instructions: string | null): Work<void> {
   if (instructions) yield* scanText(instructions, 'instructions', metrics);
   for (let i = 0; i < items.length; i++) {
-    yield* scanText(itemText(items[i]!).text, `${param}[${i}]`, metrics);
+    yield* scanItem(items[i]!, `${param}[${i}]`, metrics);
     yield;
   }
+}
+
+/**
+ * Scan an item's text. A large single body is scanned in place rather than
+ * joined to its prefix: matches starting in the body are found in the body
+ * alone (the prefix ends in a line break, which is a word boundary like the
+ * start of a string), and those starting in the prefix in the prefix plus the
+ * body's first `SCAN_OVERLAP_CHARS`.
+ */
+function* scanItem(item: InputItem, param: string, metrics: RunMetrics): Work<void> {
+  const { prefix, body } = itemParts(item);
+  const single = body.length === 1 ? body[0]! : undefined;
+  if (single === undefined || prefix.length + single.length <= JOIN_LIMIT_CHARS) {
+    yield* scanText(prefix + body.join(''), param, metrics);
+    return;
+  }
+  const head = prefix + single.slice(0, SCAN_OVERLAP_CHARS);
+  for (const p of SLICED) {
+    p.global.lastIndex = 0;
+    const m = p.global.exec(head);
+    if (m && m.index < prefix.length) flag(param, p.name);
+  }
+  metrics.count('bytes_scanned', prefix.length);
+  yield* scanText(single, param, metrics);
+}
+
+function flag(param: string, name: string): never {
+  throw new WireError('content_flagged', `The input was flagged by the safety scan: '${param}' contains what looks like a ${name}. Remove the credential and retry.`, param);
 }
 
 const SLICED = SAFETY_PATTERNS.map(({ name, re }) => ({
@@ -68,9 +96,7 @@ function* scanText(text: string, param: string, metrics: RunMetrics): Work<void>
   metrics.count('bytes_scanned', text.length);
   for (const p of SLICED) {
     const hit = text.length <= SCAN_SLICE_CHARS ? p.re.test(text) : yield* slicedTest(p, text);
-    if (hit) {
-      throw new WireError('content_flagged', `The input was flagged by the safety scan: '${param}' contains what looks like a ${p.name}. Remove the credential and retry.`, param);
-    }
+    if (hit) flag(param, p.name);
   }
 }
 

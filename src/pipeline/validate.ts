@@ -14,7 +14,7 @@ import { WireError } from '../protocol/errors.js';
 import type { InputItem, Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { checkToolSchema } from '../model/schema-args.js';
-import { runCooperative, runSync, SLICE_CHARS, type Work } from './cooperative.js';
+import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import { jsonValidWork } from './json-check.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;

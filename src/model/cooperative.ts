@@ -6,8 +6,9 @@
  * (`runCooperative`), so one 16 MiB request cannot stall `/health`, other
  * connections or other runs.
  *
- * Used by the render, validate and safety stages and by the engine's
- * append. Leaves out worker threads: the work stays on the loop (it is what
+ * Used by the render, validate and safety stages, the engine's append and
+ * the simulated model's conversation digest (it lives in model/, the lowest
+ * layer that does such work, so every layer above can use it). Leaves out worker threads: the work stays on the loop (it is what
  * the benchmarks measure), it only stops monopolising it.
  */
 

@@ -17,7 +17,7 @@ import { WireError, toWireError } from '../protocol/errors.js';
 import type { CreateParams, LifecycleType, ServerEvent, UnnumberedEvent } from '../protocol/events.js';
 import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
-import { appendOutput, commitItems, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
+import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { safetyScanAsync } from '../pipeline/safety.js';
 import { validateItemsAsync } from '../pipeline/validate.js';
@@ -168,6 +168,7 @@ export class ResponseRun {
       await safetyScanAsync(fresh, m);
     });
     const tokens = await tokenizeItems(fresh, m);
+    if (this.state === 'paused') await reserveFor(ctx, tokens);
     // The run may have ended (cancel, disconnect, pause timeout) while the work yielded.
     if (this.state !== 'paused') {
       throw new WireError('no_paused_response', `Response '${this.id}' ended while the append was being processed; nothing was appended.`, null);

@@ -16,6 +16,8 @@
  * needs about 2^26 live blocks, far beyond any sane `maxEntries`.
  */
 
+import type { Work } from './cooperative.js';
+
 export const DEFAULT_BLOCK_SIZE = 64;
 /** 65,536 blocks of 64 tokens = 4M tokens, ~5 MB of keys (`llr serve --prefix-cache-blocks N`). */
 export const DEFAULT_MAX_ENTRIES = 65_536;
@@ -66,6 +68,38 @@ export class PrefixCache {
     for (let key = chain.next(); key !== undefined; key = chain.next()) keys.push(key);
     this.touch(keys);
     // Map iteration starts at the oldest entry: evict from there.
+    for (const key of this.blocks.keys()) {
+      if (this.blocks.size <= this.maxEntries) break;
+      this.blocks.delete(key);
+    }
+  }
+
+  /**
+   * The chained keys of every full block of `tokens`, yielding every 1,024
+   * blocks (model/cooperative.ts): for prompts of millions of tokens, whose
+   * hashing would otherwise hold the event loop. `lookupKeys` and
+   * `insertKeys` then give exactly what `lookup` and `insert` give.
+   */
+  *keysWork(tokens: ArrayLike<number>, partition: string | null = null): Work<number[]> {
+    const keys: number[] = [];
+    const chain = new BlockChain(tokens, this.blockSize, partition);
+    for (let key = chain.next(); key !== undefined; key = chain.next()) {
+      keys.push(key);
+      if (keys.length % 1024 === 0) yield;
+    }
+    return keys;
+  }
+
+  lookupKeys(keys: readonly number[]): number {
+    let n = 0;
+    while (n < keys.length && this.blocks.has(keys[n]!)) n++;
+    this.touch(keys.slice(0, n));
+    return n * this.blockSize;
+  }
+
+  insertKeys(keys: readonly number[]): void {
+    if (this.maxEntries === 0) return;
+    this.touch(keys);
     for (const key of this.blocks.keys()) {
       if (this.blocks.size <= this.maxEntries) break;
       this.blocks.delete(key);

@@ -53,6 +53,9 @@ export const DEFAULT_RECORD_REQUESTS = 0;
  */
 export const YIELD_EVERY_TOKENS = 64;
 
+/** Prompts longer than this (tokens) are hashed for the prefix cache cooperatively. */
+export const EAGER_HASH_TOKENS = 64 * 1024;
+
 /** Conversations longer than this (characters of text) are digested eagerly and cooperatively. */
 export const EAGER_DIGEST_CHARS = 256 * 1024;
 
@@ -136,14 +139,17 @@ export class SimulatedModel implements Model {
 
     const { settings } = req;
     const partition = this.prefixCacheScope === 'owner' ? (req.cachePartition ?? null) : null;
-    const cached = this.prefixCache.lookup(req.promptTokens, partition);
+    // A prompt of millions of tokens is hashed cooperatively, once, for both lookup and insert.
+    const keys = req.promptTokens.length > EAGER_HASH_TOKENS ? await runCooperative(this.prefixCache.keysWork(req.promptTokens, partition)) : null;
+    const cached = keys ? this.prefixCache.lookupKeys(keys) : this.prefixCache.lookup(req.promptTokens, partition);
     const uncached = req.promptTokens.length - cached;
     const prefillMs = settings.prefillTokensPerSecond === Infinity ? 0 : (uncached / settings.prefillTokensPerSecond) * 1000;
     const ttft = settings.ttftBaseMs + prefillMs;
     if (ttft > 0) await this.clock.sleep(ttft, signal);
     signal.throwIfAborted();
     // Only a finished prefill leaves KV blocks behind, so an aborted call caches nothing.
-    this.prefixCache.insert(req.promptTokens, partition);
+    if (keys) this.prefixCache.insertKeys(keys);
+    else this.prefixCache.insert(req.promptTokens, partition);
     yield { type: 'prefill', prompt_tokens: req.promptTokens.length, cached_tokens: cached, duration_ms: ttft };
 
     const pacer = new Pacer(this.clock, settings.tokensPerSecond, signal);

@@ -178,11 +178,16 @@ function* renderFullWork(instructions: string | null, tools: Tool[], items: read
     callIds: new Set(),
     answeredCallIds: new Set(),
   };
-  for (const item of items) {
-    pushItem(ctx, item, yield* tokenizeItemWork(item, metrics));
-    yield;
-  }
+  const itemTokens = yield* tokenizeItemsWork(items, metrics);
+  yield* tokens.reserveWork(chunkTotal(itemTokens));
+  items.forEach((item, i) => pushItem(ctx, item, itemTokens[i]!));
   return ctx;
+}
+
+function chunkTotal(items: readonly Chunks[]): number {
+  let n = 0;
+  for (const chunks of items) for (const c of chunks) n += c.length;
+  return n;
 }
 
 /** The new items' tokens, in order; nothing is added to any context yet. */
@@ -215,7 +220,14 @@ export function renderAppend(ctx: RenderedContext, items: readonly InputItem[], 
 
 /** Incremental render, yielding on large inputs; `ctx` is extended in one step at the end. */
 export async function renderAppendAsync(ctx: RenderedContext, items: readonly InputItem[], metrics: RunMetrics, stage = 'render_append'): Promise<void> {
-  commitItems(ctx, items, await tokenizeItems(items, metrics, stage));
+  const tokens = await tokenizeItems(items, metrics, stage);
+  await reserveFor(ctx, tokens);
+  commitItems(ctx, items, tokens);
+}
+
+/** Make room in `ctx`'s prompt for tokens about to be committed, cooperatively (a quick commit after). */
+export function reserveFor(ctx: RenderedContext, tokens: readonly Chunks[]): Promise<void> {
+  return runCooperative(ctx.tokens.reserveWork(chunkTotal(tokens)));
 }
 
 /**

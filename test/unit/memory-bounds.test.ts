@@ -8,6 +8,8 @@ import { Ledger } from '../../src/pipeline/post.js';
 import { PrefixCache } from '../../src/model/prefix-cache.js';
 import type { Response } from '../../src/protocol/objects.js';
 import { makeUsage } from '../../src/protocol/objects.js';
+import { runSync } from '../../src/model/cooperative.js';
+import { TokenBuffer } from '../../src/pipeline/tokens.js';
 
 const response = (id: string, input = 100, cached = 0, output = 10): Response =>
   ({ id, model: 'sim-model', usage: makeUsage(input, cached, output) }) as unknown as Response;
@@ -53,5 +55,30 @@ describe('PrefixCache partitions', () => {
     for (let owner = 0; owner < 20; owner++) cache.insert(prompt, `owner${owner}`);
     expect(cache.size).toBeLessThanOrEqual(50);
     expect(cache.lookup(prompt, 'owner19')).toBe(640);
+  });
+});
+
+describe('cooperative forms of the prompt structures', () => {
+  it('PrefixCache keysWork + lookupKeys/insertKeys give what lookup/insert give', () => {
+    const a = new PrefixCache();
+    const b = new PrefixCache();
+    const prompt = Array.from({ length: 200_000 }, (_, i) => (i * 31) % 5000);
+    const longer = [...prompt, ...Array.from({ length: 1000 }, (_, i) => i)];
+    a.insert(prompt, 'k');
+    b.insertKeys(runSync(b.keysWork(prompt, 'k')));
+    expect(b.size).toBe(a.size);
+    expect(b.lookupKeys(runSync(b.keysWork(longer, 'k')))).toBe(a.lookup(longer, 'k'));
+    expect(b.lookupKeys(runSync(b.keysWork(longer, 'other')))).toBe(0);
+  });
+
+  it('TokenBuffer.reserveWork keeps the content and earlier views, and makes room', () => {
+    const buf = new TokenBuffer([1, 2, 3], 4);
+    const before = buf.view();
+    runSync(buf.reserveWork(1_000_000));
+    expect(Array.from(buf.view())).toEqual([1, 2, 3]);
+    buf.pushAll(new Array(1_000_000).fill(7));
+    expect(buf.length).toBe(1_000_003);
+    expect(Array.from(before)).toEqual([1, 2, 3]);
+    expect(buf.view()[1_000_002]).toBe(7);
   });
 });

@@ -82,15 +82,27 @@ export function argsFromSchema(schema: JsonSchema | null | undefined, rng: Rng):
  * resolves, bounds are consistent, and the minimal arguments fit the limits.
  * Throws `invalid_tool_schema` naming `param`.
  */
-export function checkToolSchema(schema: unknown, param: string): void {
+export function checkToolSchema(schema: unknown, param: string, serialized?: string): void {
   if (!isSchema(schema)) return;
+  // Clients send the same tools with every request: a schema already accepted is not walked again.
+  const key = serialized !== undefined && serialized.length <= CHECKED_KEY_CHARS ? serialized : undefined;
+  if (key !== undefined && checked.has(key)) return;
   try {
     staticCheck(schema);
     new Generator(schema, () => 0, true).run();
   } catch (err) {
     throw asWireError(err, param);
   }
+  if (key !== undefined) {
+    if (checked.size >= CHECKED_ENTRIES) checked.delete(checked.keys().next().value!);
+    checked.add(key);
+  }
 }
+
+/** Accepted schemas remembered by their JSON (at most this many, each at most this long). */
+const CHECKED_ENTRIES = 256;
+const CHECKED_KEY_CHARS = 64 * 1024;
+const checked = new Set<string>();
 
 function asWireError(err: unknown, param: string): unknown {
   if (err instanceof WireError) return err;

@@ -45,9 +45,9 @@ export function validateTools(tools: readonly Tool[], metrics: RunMetrics): void
         throw new WireError('invalid_value', `Invalid 'tools[${i}].parameters.type': a function's parameters must be of type 'object'.`, `tools[${i}].parameters.type`);
       }
       // Round-trips the schema: the API stores it, and a schema that cannot be serialised is rejected.
-      JSON.stringify(p);
+      const serialized = JSON.stringify(p);
       // The auto policy may generate arguments from it: refuse, before any run, a schema no bounded arguments satisfy.
-      checkToolSchema(p, `tools[${i}].parameters`);
+      checkToolSchema(p, `tools[${i}].parameters`, serialized);
     }
   });
   metrics.count('items_validated', tools.length);

@@ -34,6 +34,8 @@ Usage:
             [--pause-timeout-ms N] [--max-frame-bytes N] [--store PATH|memory|:memory:]
             [--seed N] [--no-websockets] [--off SWITCH]... [--on SWITCH]...
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
+            [--record-requests N] [--ledger-entries N] [--prefix-cache-blocks N]
+            [--shared-prefix-cache]
             [limits and security defaults: see below]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
@@ -46,6 +48,10 @@ Demo options (serve and demo): [--no-demo] [--demo-workload FILE]
 
 serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
 token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
+Memory: the model keeps the last --record-requests requests (default 0), the
+ledger per-key totals plus --ledger-entries recent entries (default 10000),
+the prefix cache --prefix-cache-blocks 64-token blocks (default 65536),
+partitioned per API key unless --shared-prefix-cache.
 Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
 (all on by default except overlap_persist).
 --workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
@@ -107,6 +113,10 @@ async function serve(argv: string[], demo = false): Promise<void> {
       'demo-race-timeout-ms': { type: 'string' },
       'demo-max-tool-calls': { type: 'string' },
       'demo-max-prompt-bytes': { type: 'string' },
+      'record-requests': { type: 'string' },
+      'ledger-entries': { type: 'string' },
+      'prefix-cache-blocks': { type: 'string' },
+      'shared-prefix-cache': { type: 'boolean' },
     },
   });
   if (demo && values['no-demo']) throw new Error('llr demo cannot run with --no-demo');
@@ -146,6 +156,12 @@ async function serve(argv: string[], demo = false): Promise<void> {
     seed: num(values.seed ?? env('LLR_SEED'), 'seed') ?? 1,
     refuseWebSockets: values['no-websockets'] ?? env('LLR_NO_WEBSOCKETS') === '1',
     switches,
+    ...defined({
+      recordRequests: num(values['record-requests'] ?? env('LLR_RECORD_REQUESTS'), 'record-requests'),
+      ledgerEntries: num(values['ledger-entries'] ?? env('LLR_LEDGER_ENTRIES'), 'ledger-entries'),
+      prefixCacheBlocks: num(values['prefix-cache-blocks'] ?? env('LLR_PREFIX_CACHE_BLOCKS'), 'prefix-cache-blocks'),
+    }),
+    prefixCacheScope: (values['shared-prefix-cache'] ?? env('LLR_SHARED_PREFIX_CACHE') === '1') ? 'shared' : 'owner',
     logger: log,
     ...(policy ? { policy } : {}),
     demo: values['no-demo'] || env('LLR_NO_DEMO') === '1'

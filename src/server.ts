@@ -12,7 +12,8 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { realClock, type Clock } from './model/clock.js';
-import { SimulatedModel } from './model/simulated.js';
+import { DEFAULT_RECORD_REQUESTS, SimulatedModel } from './model/simulated.js';
+import { DEFAULT_MAX_ENTRIES, PrefixCache } from './model/prefix-cache.js';
 import { autoPolicy, type ModelPolicy } from './model/policies.js';
 import type { Model, ModelSettings } from './model/types.js';
 import { Ledger, PostInference, PostWorkTracker } from './pipeline/post.js';
@@ -77,6 +78,14 @@ export interface ServerOptions {
   clock?: Clock;
   /** The teaching demo at /demo (src/demo/service.ts for its bounds); `false` turns it off. */
   demo?: Partial<DemoOptions> | false;
+  /** Model requests the simulated model keeps for inspection (a ring). Default 0 (`DEFAULT_RECORD_REQUESTS`). */
+  recordRequests?: number;
+  /** Billing ledger entries kept besides per-owner totals (a ring). Default 10,000. */
+  ledgerEntries?: number;
+  /** Prefix-cache capacity in 64-token blocks. Default 65,536 (4M tokens). */
+  prefixCacheBlocks?: number;
+  /** 'owner' (default): the prefix cache is partitioned per API key; 'shared': one namespace for all keys. */
+  prefixCacheScope?: 'owner' | 'shared';
 }
 
 export const DEFAULT_STORE = 'data/llr.sqlite';
@@ -96,13 +105,22 @@ export class LlrServer {
     const clock = options.clock ?? realClock;
     const settings = { ...DEFAULT_MODEL_SETTINGS, ...options.modelSettings };
     const store = openStore(options.store ?? DEFAULT_STORE);
-    const ledger = new Ledger();
+    const ledger = new Ledger(options.ledgerEntries);
     const switches = { ...DEFAULT_SWITCHES, ...options.switches };
     const limits = { ...DEFAULT_LIMITS, ...options.limits };
     const auth = createAuthenticator(options.apiKeys ?? []);
     const demo = options.demo === false ? null : new DemoService(() => this.services, options.demo ?? {}, clock, options.seed ?? 1, auth.enabled);
     this.demo = demo;
-    const model = options.model ?? new SimulatedModel({ policy: options.policy ?? autoPolicy(), clock, seed: options.seed ?? 1 });
+    const model =
+      options.model ??
+      new SimulatedModel({
+        policy: options.policy ?? autoPolicy(),
+        clock,
+        seed: options.seed ?? 1,
+        recordRequests: options.recordRequests ?? DEFAULT_RECORD_REQUESTS,
+        prefixCache: new PrefixCache(options.prefixCacheBlocks ?? DEFAULT_MAX_ENTRIES),
+        prefixCacheScope: options.prefixCacheScope ?? 'owner',
+      });
     this.services = {
       // Demo lanes' model names go to their own simulated models (src/demo/models.ts).
       model: demo ? demo.models.wrap(model) : model,

@@ -20,10 +20,10 @@ import { WireError, toWireError } from '../protocol/errors.js';
 import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
-import { appendOutput, renderAppend, type RenderedContext } from '../pipeline/render.js';
+import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
-import { safetyScan } from '../pipeline/safety.js';
-import { validateItems } from '../pipeline/validate.js';
+import { safetyScanAsync } from '../pipeline/safety.js';
+import { validateItemsAsync } from '../pipeline/validate.js';
 import pDefer from 'p-defer';
 import type { PostInferenceJob } from '../pipeline/post.js';
 import { compactContext, compactThreshold } from '../pipeline/compaction.js';
@@ -35,6 +35,9 @@ import type { RunRecord } from './records.js';
 import type { Services } from './services.js';
 
 export type Protocol = 'long-lived' | 'ws' | 'http';
+
+/** Appends that may wait behind the one being processed on a run (then `queue_full`). */
+export const MAX_QUEUED_APPENDS = 64;
 export type EventSink = (event: ServerEvent) => void;
 
 /** Everything pre-inference work produced; the mode builds it, the run consumes it. */
@@ -76,6 +79,9 @@ export class ResponseRun {
   /** Rejected when the run is halted: ends a pause whatever the registry holds. */
   private readonly stopped = pDefer<never>();
   private inEmit = false;
+  /** Appends run one at a time (see `append`). */
+  private appendTail: Promise<void> = Promise.resolve();
+  private appendsWaiting = 0;
   /** Resolves with the final Response after the terminal event; never rejects. */
   readonly done: Promise<Response>;
 
@@ -118,8 +124,29 @@ export class ResponseRun {
    * Append client items to a paused run. Atomic: on any error nothing is
    * applied and the run stays paused. Re-sent function_call items and
    * outputs for already answered calls are dropped (older Codex re-sends).
+   *
+   * The checks and tokenization of a large append yield to the event loop
+   * (model/cooperative.ts), so appends are serialised: one arriving while
+   * another is processed waits for it (at most `MAX_QUEUED_APPENDS`, then
+   * `queue_full`) and is then handled exactly as if it had arrived after it —
+   * e.g. refused with `no_paused_response` if the first one resumed the run.
+   * The context is extended in one synchronous step once every check passed.
    */
-  append(items: readonly InputItem[]): void {
+  append(items: readonly InputItem[]): Promise<void> {
+    if (this.appendsWaiting >= MAX_QUEUED_APPENDS) {
+      return Promise.reject(new WireError('queue_full', `At most ${MAX_QUEUED_APPENDS} appends may wait behind the one being processed.`, null));
+    }
+    this.appendsWaiting++;
+    const turn = this.appendTail.then(() => {
+      this.appendsWaiting--;
+      return this.applyAppend(items);
+    });
+    // The next append waits for this one whatever its outcome; its error goes to this caller only.
+    this.appendTail = turn.catch(() => {});
+    return turn;
+  }
+
+  private async applyAppend(items: readonly InputItem[]): Promise<void> {
     if (this.state !== 'paused') {
       throw new WireError('no_paused_response', `Response '${this.id}' is not paused; there is nothing to append to.`, null);
     }
@@ -146,17 +173,23 @@ export class ResponseRun {
     checkContext(ctx, fresh, this.services.limits);
     const arrivedAt = this.services.clock.now();
     const m = this.metrics;
-    m.time('validate_append', () => {
+    await m.timeAsync('validate_append', async () => {
       m.count('validate_incremental');
-      validateItems(fresh, { callIds: ctx.callIds }, m);
+      await validateItemsAsync(fresh, { callIds: ctx.callIds }, m);
     });
-    m.time('safety_append', () => {
+    await m.timeAsync('safety_append', async () => {
       m.count('safety_incremental');
-      safetyScan(fresh, m);
+      await safetyScanAsync(fresh, m);
     });
+    const tokens = await tokenizeItems(fresh, m);
+    if (this.state === 'paused') await reserveFor(ctx, tokens);
+    // The run may have ended (cancel, disconnect, pause timeout) while the work yielded.
+    if (this.state !== 'paused') {
+      throw new WireError('no_paused_response', `Response '${this.id}' ended while the append was being processed; nothing was appended.`, null);
+    }
     this.lastAppendAt = arrivedAt;
     m.count('appends');
-    renderAppend(ctx, fresh, m);
+    commitItems(ctx, fresh, tokens);
     for (const item of fresh) {
       if (item.type === 'function_call_output') this.pauses.resolve((item as { call_id: string }).call_id);
     }
@@ -280,6 +313,7 @@ export class ResponseRun {
       promptTokens: ctx.tokens.view(),
       maxOutputTokens: params.max_output_tokens,
       ...(params.text && { textFormat: params.text.format }),
+      cachePartition: this.plan.owner,
     };
     m.count('model_calls');
     // The per-call remote services (default none), before the model is asked.

@@ -240,7 +240,10 @@ export function firstLine(output: string): string {
  */
 function reply(rng: Rng, userText: string): string {
   const target = intBetween(rng, 20, 50);
-  const topic = userText.replace(/\s+/g, ' ').trim().split(' ').slice(0, 6).join(' ').slice(0, 40);
+  // The first six words, read lazily: splitting a 16 MiB message into words only to keep six stalled the loop.
+  const first: string[] = [];
+  for (const m of userText.matchAll(/\S+/g)) if (first.push(m[0]) === 6) break;
+  const topic = first.join(' ').slice(0, 40);
   let text = topic === '' ? 'Understood.' : `You said: "${topic}".`;
   while (countTokens(text) < target) {
     const sentence = words(rng, intBetween(rng, 5, 10)).join(' ');

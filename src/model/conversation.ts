@@ -16,6 +16,7 @@ import type {
   InputMessage,
 } from '../protocol/objects.js';
 import { hashString } from './rng.js';
+import { runSync, SLICE_CHARS, type Work } from './cooperative.js';
 
 export function isMessage(item: InputItem): item is InputMessage {
   return (item.type === undefined || item.type === 'message') && typeof (item as InputMessage).role === 'string';
@@ -85,11 +86,50 @@ export function callsAfter(
  * should not.
  */
 export function conversationDigest(items: readonly InputItem[], seed = 0): number {
+  return runSync(conversationDigestWork(items, seed));
+}
+
+/**
+ * The same digest as slices of work (model/cooperative.ts). Each piece is
+ * hashed where it lies, never joined into a new string: FNV chains, so the
+ * hash of the pieces in order is the hash of their concatenation.
+ */
+export function* conversationDigestWork(items: readonly InputItem[], seed = 0): Work<number> {
   let h = hashString(String(seed));
   for (const item of items) {
-    if (isMessage(item)) h = hashString(`\u0001${item.role}\u0002${contentText(item.content)}`, h);
-    else if (isFunctionCall(item)) h = hashString(`\u0003${item.name}\u0002${item.arguments}`, h);
-    else if (isFunctionCallOutput(item)) h = hashString(`\u0004${outputText(item.output)}`, h);
+    if (isMessage(item)) {
+      h = hashString(`\u0001${item.role}\u0002`, h);
+      h = yield* hashTexts(typeof item.content === 'string' ? [item.content] : textParts(item.content, 'output_text'), h);
+    } else if (isFunctionCall(item)) {
+      h = hashString(`\u0003${item.name}\u0002`, h);
+      h = yield* hashTexts([item.arguments], h);
+    } else if (isFunctionCallOutput(item)) {
+      h = hashString('\u0004', h);
+      h = yield* hashTexts(typeof item.output === 'string' ? [item.output] : textParts(item.output, null), h);
+    }
+  }
+  return h;
+}
+
+/** The texts `contentText` / `outputText` join with '\n', without joining them. */
+function textParts(parts: ReadonlyArray<{ type: string; text?: unknown }>, alsoType: string | null): string[] {
+  const texts: string[] = [];
+  for (const part of parts) if ((part.type === 'input_text' || part.type === alsoType) && typeof part.text === 'string') texts.push(part.text);
+  return texts;
+}
+
+function* hashTexts(texts: readonly string[], h: number): Work<number> {
+  for (let i = 0; i < texts.length; i++) {
+    if (i > 0) h = hashString('\n', h);
+    const t = texts[i]!;
+    if (t.length <= SLICE_CHARS) {
+      h = hashString(t, h);
+      continue;
+    }
+    for (let at = 0; at < t.length; at += SLICE_CHARS) {
+      h = hashString(t.slice(at, at + SLICE_CHARS), h);
+      yield;
+    }
   }
   return h;
 }

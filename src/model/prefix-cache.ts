@@ -8,13 +8,18 @@
  * prompt tokens are free (cached), `insert()` after prefill remembers the
  * prompt. The cached count is always a multiple of the block size (a partial
  * trailing block is never cached), just as real servers report cached tokens
- * in block-sized steps. Leaves out the KV data itself (there is none to keep)
+ * in block-sized steps. A `partition` (the API key's owner id) seeds the
+ * chain, so the same prompt under two keys shares no block: one tenant's
+ * `cached_tokens` cannot reveal what another sent. All partitions share the
+ * one LRU capacity. Leaves out the KV data itself (there is none to keep)
  * and hash-collision checks: two 32-bit lanes give 53-bit keys, so a false hit
  * needs about 2^26 live blocks, far beyond any sane `maxEntries`.
  */
 
+import type { Work } from './cooperative.js';
+
 export const DEFAULT_BLOCK_SIZE = 64;
-/** 65,536 blocks of 64 tokens = 4M tokens, a few MB of keys. */
+/** 65,536 blocks of 64 tokens = 4M tokens, ~5 MB of keys (`llr serve --prefix-cache-blocks N`). */
 export const DEFAULT_MAX_ENTRIES = 65_536;
 
 export class PrefixCache {
@@ -44,9 +49,9 @@ export class PrefixCache {
    * blocks whose chained keys are all present. Hashes only up to the first
    * miss, so a cold prompt costs one block.
    */
-  lookup(tokens: ArrayLike<number>): number {
+  lookup(tokens: ArrayLike<number>, partition: string | null = null): number {
     const hits: number[] = [];
-    const chain = new BlockChain(tokens, this.blockSize);
+    const chain = new BlockChain(tokens, this.blockSize, partition);
     for (let key = chain.next(); key !== undefined; key = chain.next()) {
       if (!this.blocks.has(key)) break;
       hits.push(key);
@@ -56,13 +61,45 @@ export class PrefixCache {
   }
 
   /** Remember every full block of `tokens` (the trailing partial block is dropped). */
-  insert(tokens: ArrayLike<number>): void {
+  insert(tokens: ArrayLike<number>, partition: string | null = null): void {
     if (this.maxEntries === 0) return;
     const keys: number[] = [];
-    const chain = new BlockChain(tokens, this.blockSize);
+    const chain = new BlockChain(tokens, this.blockSize, partition);
     for (let key = chain.next(); key !== undefined; key = chain.next()) keys.push(key);
     this.touch(keys);
     // Map iteration starts at the oldest entry: evict from there.
+    for (const key of this.blocks.keys()) {
+      if (this.blocks.size <= this.maxEntries) break;
+      this.blocks.delete(key);
+    }
+  }
+
+  /**
+   * The chained keys of every full block of `tokens`, yielding every 1,024
+   * blocks (model/cooperative.ts): for prompts of millions of tokens, whose
+   * hashing would otherwise hold the event loop. `lookupKeys` and
+   * `insertKeys` then give exactly what `lookup` and `insert` give.
+   */
+  *keysWork(tokens: ArrayLike<number>, partition: string | null = null): Work<number[]> {
+    const keys: number[] = [];
+    const chain = new BlockChain(tokens, this.blockSize, partition);
+    for (let key = chain.next(); key !== undefined; key = chain.next()) {
+      keys.push(key);
+      if (keys.length % 1024 === 0) yield;
+    }
+    return keys;
+  }
+
+  lookupKeys(keys: readonly number[]): number {
+    let n = 0;
+    while (n < keys.length && this.blocks.has(keys[n]!)) n++;
+    this.touch(keys.slice(0, n));
+    return n * this.blockSize;
+  }
+
+  insertKeys(keys: readonly number[]): void {
+    if (this.maxEntries === 0) return;
+    this.touch(keys);
     for (const key of this.blocks.keys()) {
       if (this.blocks.size <= this.maxEntries) break;
       this.blocks.delete(key);
@@ -101,7 +138,14 @@ class BlockChain {
   constructor(
     private readonly tokens: ArrayLike<number>,
     private readonly blockSize: number,
-  ) {}
+    partition: string | null,
+  ) {
+    if (partition !== null) {
+      // Different starting lanes per partition: every key of the chain differs.
+      this.h1 = fmix(this.h1 ^ hashPartition(partition, 0x2f6b));
+      this.h2 = fmix(this.h2 ^ hashPartition(partition, 0x71c3));
+    }
+  }
 
   next(): number | undefined {
     const end = this.offset + this.blockSize;
@@ -119,6 +163,12 @@ class BlockChain {
     // 32 bits of lane 1 and 21 of lane 2: a safe integer, cheap as a Map key.
     return this.h1 * 0x200000 + (this.h2 >>> 11);
   }
+}
+
+function hashPartition(s: string, seed: number): number {
+  let h = seed;
+  for (let i = 0; i < s.length; i++) h = mixLane(h, s.charCodeAt(i));
+  return fmix(h ^ s.length);
 }
 
 function mixLane(h: number, word: number): number {

@@ -5,13 +5,16 @@
  *
  * Used by every mode's server, the benchmarks, the CLI and the tests. It is a
  * product, not a test double: deterministic for a seed, with time injected
- * through a `Clock`, and it records every request in `calls`. Leaves out
+ * through a `Clock`, and it records the most recent `recordRequests`
+ * requests in `calls` (default none: a server that kept every request grew
+ * by the size of every prompt it ever saw). Leaves out
  * `maxOutputTokens` (the engine stops consuming when the budget is spent;
  * breaking out of the stream is safe) and any notion of GPU contention: each
  * call runs at the configured rate however many run at once.
  */
 import { type Clock, realClock } from './clock.js';
-import { conversationDigest } from './conversation.js';
+import { conversationDigest, conversationDigestWork } from './conversation.js';
+import { runCooperative } from './cooperative.js';
 import type { ModelPolicy } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
 import { hashString, hexString, mulberry32, type Rng } from './rng.js';
@@ -26,7 +29,22 @@ export interface SimulatedModelOptions {
   seed?: number;
   /** Defaults to a private cache; pass one to share it between models (e.g. one per simulated GPU pool). */
   prefixCache?: PrefixCache;
+  /**
+   * How many of the most recent requests `calls` keeps (a ring; default
+   * `DEFAULT_RECORD_REQUESTS` = 0). Each holds the request's items and prompt,
+   * so this is the memory a test or a debugging session asks for, no more.
+   */
+  recordRequests?: number;
+  /**
+   * 'owner' (default): the prefix cache is partitioned per API key (the
+   * request's `cachePartition`), so `cached_tokens` never tells one tenant
+   * what another sent; 'shared': one namespace, as a single-tenant deployment.
+   */
+  prefixCacheScope?: 'owner' | 'shared';
 }
+
+/** Requests kept in `calls` unless the caller asks for more (`llr serve --record-requests N`). */
+export const DEFAULT_RECORD_REQUESTS = 0;
 
 /**
  * Without a real timer wait (an infinite rate, or a stream running behind its
@@ -35,9 +53,31 @@ export interface SimulatedModelOptions {
  */
 export const YIELD_EVERY_TOKENS = 64;
 
+/** Prompts longer than this (tokens) are hashed for the prefix cache cooperatively. */
+export const EAGER_HASH_TOKENS = 64 * 1024;
+
+/** Conversations longer than this (characters of text) are digested eagerly and cooperatively. */
+export const EAGER_DIGEST_CHARS = 256 * 1024;
+
+/** Characters of text in the conversation, counted without reading it. */
+function conversationChars(items: readonly ModelRequest['items'][number][]): number {
+  let n = 0;
+  for (const item of items) {
+    const it = item as unknown as Record<string, unknown>;
+    for (const v of [it['content'], it['arguments'], it['output']]) {
+      if (typeof v === 'string') n += v.length;
+      else if (Array.isArray(v)) for (const p of v as Array<{ text?: unknown }>) if (typeof p?.text === 'string') n += p.text.length;
+    }
+  }
+  return n;
+}
+
 export class SimulatedModel implements Model {
-  /** Every request, in the order `sample` was called (the objects themselves, not copies). */
-  readonly calls: ModelRequest[] = [];
+  /** Requests sampled so far, including those no longer kept in `calls`. */
+  callCount = 0;
+  readonly recordRequests: number;
+  readonly prefixCacheScope: 'owner' | 'shared';
+  private readonly ring: ModelRequest[] = [];
   readonly policy: ModelPolicy;
   readonly clock: Clock;
   readonly seed: number;
@@ -51,10 +91,30 @@ export class SimulatedModel implements Model {
     this.seed = options.seed ?? 1;
     this.prefixCache = options.prefixCache ?? new PrefixCache();
     this.ids = mulberry32(hashString(`call ids ${this.seed}`));
+    const keep = options.recordRequests ?? DEFAULT_RECORD_REQUESTS;
+    if (!Number.isInteger(keep) || keep < 0) throw new RangeError(`recordRequests must be a non-negative integer, got ${keep}`);
+    this.recordRequests = keep;
+    this.prefixCacheScope = options.prefixCacheScope ?? 'owner';
+  }
+
+  /**
+   * The most recent `recordRequests` requests, oldest first (the objects
+   * themselves, not copies).
+   */
+  get calls(): ModelRequest[] {
+    const n = this.ring.length;
+    if (n < this.recordRequests) return this.ring.slice();
+    const start = this.callCount % this.recordRequests;
+    return [...this.ring.slice(start), ...this.ring.slice(0, start)];
+  }
+
+  private remember(req: ModelRequest): void {
+    if (this.recordRequests > 0) this.ring[this.callCount % this.recordRequests] = req;
+    this.callCount++;
   }
 
   async *sample(req: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelEvent, void, undefined> {
-    this.calls.push(req);
+    this.remember(req);
     signal.throwIfAborted();
     checkSettings(req.settings);
 
@@ -64,21 +124,32 @@ export class SimulatedModel implements Model {
     // conversation gets the same text in every mode and under concurrency.
     // The digest walks the whole conversation, so it is computed only if the
     // policy draws from the rng (replay and script never do).
+    // A large conversation is digested up front, yielding to the event loop
+    // (the same number the lazy path computes), so hashing megabytes of
+    // input cannot stall other connections.
     let rng: Rng | undefined;
+    if (conversationChars(req.items) > EAGER_DIGEST_CHARS) {
+      rng = mulberry32(await runCooperative(conversationDigestWork(req.items, this.seed)));
+      signal.throwIfAborted();
+    }
     const plan = this.policy.plan(req, () => (rng ??= mulberry32(conversationDigest(req.items, this.seed)))());
     const items = plan.items.map((item) =>
       item.type === 'function_call' ? { ...item, call_id: item.call_id ?? `call_${hexString(this.ids, 24)}` } : item,
     );
 
     const { settings } = req;
-    const cached = this.prefixCache.lookup(req.promptTokens);
+    const partition = this.prefixCacheScope === 'owner' ? (req.cachePartition ?? null) : null;
+    // A prompt of millions of tokens is hashed cooperatively, once, for both lookup and insert.
+    const keys = req.promptTokens.length > EAGER_HASH_TOKENS ? await runCooperative(this.prefixCache.keysWork(req.promptTokens, partition)) : null;
+    const cached = keys ? this.prefixCache.lookupKeys(keys) : this.prefixCache.lookup(req.promptTokens, partition);
     const uncached = req.promptTokens.length - cached;
     const prefillMs = settings.prefillTokensPerSecond === Infinity ? 0 : (uncached / settings.prefillTokensPerSecond) * 1000;
     const ttft = settings.ttftBaseMs + prefillMs;
     if (ttft > 0) await this.clock.sleep(ttft, signal);
     signal.throwIfAborted();
     // Only a finished prefill leaves KV blocks behind, so an aborted call caches nothing.
-    this.prefixCache.insert(req.promptTokens);
+    if (keys) this.prefixCache.insertKeys(keys);
+    else this.prefixCache.insert(req.promptTokens, partition);
     yield { type: 'prefill', prompt_tokens: req.promptTokens.length, cached_tokens: cached, duration_ms: ttft };
 
     const pacer = new Pacer(this.clock, settings.tokensPerSecond, signal);

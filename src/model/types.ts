@@ -32,6 +32,8 @@ export interface ModelRequest {
   maxOutputTokens: number | null;
   /** The format the text answer must follow (`text.format`); absent means plain text. */
   textFormat?: TextFormat;
+  /** Whose prefix-cache namespace this call uses (the API key's owner id); absent or null = the anonymous one. */
+  cachePartition?: string | null;
 }
 
 export type ModelEvent =

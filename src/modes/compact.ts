@@ -17,14 +17,14 @@ import type { Services } from '../engine/services.js';
 import { checkAndRender } from './prepare.js';
 import { loadChain, resolveReferences } from './hydrate.js';
 
-export function compactWindow(params: CompactParams, services: Services, metrics: RunMetrics, owner: string | null): CompactedResponse {
+export async function compactWindow(params: CompactParams, services: Services, metrics: RunMetrics, owner: string | null): Promise<CompactedResponse> {
   if (params.input.length === 0 && params.previous_response_id === null) {
     throw new WireError('missing_required_parameter', "Provide 'input' or 'previous_response_id': there is nothing to compact.", 'input');
   }
   const input = resolveReferences(params.input, owner, services, metrics);
   const history = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
   // The same checks and render as a create's, so errors and token counts agree with one.
-  const ctx = checkAndRender({ instructions: params.instructions, tools: [] }, history, input, metrics);
+  const ctx = await checkAndRender({ instructions: params.instructions, tools: [] }, history, input, metrics);
   const { output, summary } = compact(ctx.items);
   return {
     id: newId('resp'),

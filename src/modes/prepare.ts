@@ -9,10 +9,10 @@ import type { CreateParams } from '../protocol/events.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { applyCompaction, hasCompaction } from '../pipeline/compaction.js';
-import { renderFull, type RenderedContext } from '../pipeline/render.js';
+import { renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
-import { safetyScan } from '../pipeline/safety.js';
-import { validateItems, validateTools } from '../pipeline/validate.js';
+import { safetyScanAsync } from '../pipeline/safety.js';
+import { validateItemsAsync, validateTools } from '../pipeline/validate.js';
 import type { Services } from '../engine/services.js';
 
 /**
@@ -20,12 +20,12 @@ import type { Services } from '../engine/services.js';
  * earlier responses) then this request's `input`. Errors name the request's
  * params: `input[i]` for input, `previous_response_id` for history.
  */
-export function checkAndRender(
+export async function checkAndRender(
   params: Pick<CreateParams, 'instructions' | 'tools'>,
   history: readonly InputItem[],
   input: readonly InputItem[],
   metrics: RunMetrics,
-): RenderedContext {
+): Promise<RenderedContext> {
   // A compaction item replaces the history it summarises (pipeline/compaction.ts).
   if (hasCompaction(input)) {
     history = [];
@@ -35,17 +35,18 @@ export function checkAndRender(
     history = applyCompaction(history, 'previous_response_id');
     metrics.count('compactions_applied');
   }
-  metrics.time('validate', () => {
+  // Each stage yields to the event loop on large inputs (model/cooperative.ts).
+  await metrics.timeAsync('validate', async () => {
     metrics.count('validate_full');
     validateTools(params.tools, metrics);
-    const known = validateItems(history, { callIds: new Set() }, metrics, 'previous_response_id');
-    validateItems(input, { callIds: known }, metrics);
+    const known = await validateItemsAsync(history, { callIds: new Set() }, metrics, 'previous_response_id');
+    await validateItemsAsync(input, { callIds: known }, metrics);
   });
-  const context = renderFull(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics);
-  metrics.time('safety', () => {
+  const context = await renderFullAsync(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics);
+  await metrics.timeAsync('safety', async () => {
     metrics.count('safety_full');
-    safetyScan(history, metrics, 'previous_response_id', params.instructions);
-    safetyScan(input, metrics, 'input');
+    await safetyScanAsync(history, metrics, 'previous_response_id', params.instructions);
+    await safetyScanAsync(input, metrics, 'input');
   });
   return context;
 }
@@ -62,7 +63,7 @@ export async function prepareFull(
   metrics: RunMetrics,
   owner: string | null,
 ): Promise<{ context: RenderedContext; route: RouteDecision }> {
-  const context = checkAndRender(params, history, input, metrics);
+  const context = await checkAndRender(params, history, input, metrics);
   const route = await services.router.route(params.model, affinityKey(params, owner), metrics);
   return { context, route };
 }

@@ -106,11 +106,12 @@ export class ConnectionSession {
           this.error(new WireError('no_paused_response', `Response '${event.response_id}' is not the paused response on this connection.`, 'response_id'));
           return;
         }
-        try {
-          run.append(event.input);
-        } catch (err) {
-          this.error(toWireError(err));
-        }
+        // Async (large appends yield to the loop); errors are reported as before, once it settles.
+        run.append(event.input).catch((err: unknown) => {
+          // Numbered in the run's stream while it is the one in flight; unnumbered once another has started.
+          if (this.active === run) this.error(toWireError(err));
+          else if (!this.closed) this.send(toWireError(err).toEvent() as ServerEvent);
+        });
         return;
       }
       case 'response.cancel': {

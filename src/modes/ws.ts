@@ -14,10 +14,10 @@
 import type { CreateParams } from '../protocol/events.js';
 import { hasCompaction } from '../pipeline/compaction.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
-import { renderAppend, renderFull, type RenderedContext } from '../pipeline/render.js';
+import { renderAppendAsync, renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
-import { safetyScan } from '../pipeline/safety.js';
-import { validateItems, validateTools } from '../pipeline/validate.js';
+import { safetyScanAsync } from '../pipeline/safety.js';
+import { validateItemsAsync, validateTools } from '../pipeline/validate.js';
 import type { RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { affinityKey, checkAndRender, prepareFull } from './prepare.js';
@@ -42,27 +42,28 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     const sw = services.switches;
     const input = resolveReferences(params.input, info.owner, services, metrics);
     const ctx = c.context;
+    // Each stage yields to the event loop on large inputs (model/cooperative.ts).
     if (sw.incremental_checks) {
-      metrics.time('validate', () => {
+      await metrics.timeAsync('validate', async () => {
         metrics.count('validate_incremental');
         validateTools(params.tools, metrics);
-        validateItems(input, { callIds: ctx.callIds }, metrics);
+        await validateItemsAsync(input, { callIds: ctx.callIds }, metrics);
       });
-      metrics.time('safety', () => {
+      await metrics.timeAsync('safety', async () => {
         metrics.count('safety_incremental');
-        safetyScan(input, metrics, 'input', headerKey === c.headerKey ? null : params.instructions);
+        await safetyScanAsync(input, metrics, 'input', headerKey === c.headerKey ? null : params.instructions);
       });
     } else {
-      metrics.time('validate', () => {
+      await metrics.timeAsync('validate', async () => {
         metrics.count('validate_full');
         validateTools(params.tools, metrics);
-        const known = validateItems(ctx.items, { callIds: new Set() }, metrics, 'previous_response_id');
-        validateItems(input, { callIds: known }, metrics);
+        const known = await validateItemsAsync(ctx.items, { callIds: new Set() }, metrics, 'previous_response_id');
+        await validateItemsAsync(input, { callIds: known }, metrics);
       });
-      metrics.time('safety', () => {
+      await metrics.timeAsync('safety', async () => {
         metrics.count('safety_full');
-        safetyScan(ctx.items, metrics, 'previous_response_id', params.instructions);
-        safetyScan(input, metrics, 'input');
+        await safetyScanAsync(ctx.items, metrics, 'previous_response_id', params.instructions);
+        await safetyScanAsync(input, metrics, 'input');
       });
     }
     let context: RenderedContext;
@@ -70,10 +71,10 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
       // The cache holds only this one response and a continuation replaces it,
       // so the context is extended in place: no copy of the whole prompt.
       metrics.count('rendered_cache_hits');
-      renderAppend(ctx, input, metrics, 'render');
+      await renderAppendAsync(ctx, input, metrics, 'render');
       context = ctx;
     } else {
-      context = renderFull(params.instructions, params.tools, [...ctx.items, ...input], metrics);
+      context = await renderFullAsync(params.instructions, params.tools, [...ctx.items, ...input], metrics);
     }
     let route: RouteDecision;
     if (sw.routing_reuse && c.route.requested === params.model) {
@@ -102,7 +103,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
       } else if (prev && cache && cache.id === prev) {
         // A compaction item replaces the cached history: a full rebuild of the smaller window.
         const input = resolveReferences(params.input, info.owner, services, metrics);
-        const context = checkAndRender(params, cache.context.items, input, metrics);
+        const context = await checkAndRender(params, cache.context.items, input, metrics);
         const route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
         prepared = { context, route, input };
       } else if (prev) {
@@ -110,7 +111,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
         metrics.count('store_hydrations');
         const before = loadChain(prev, info.owner, services, metrics);
         const input = resolveReferences(params.input, info.owner, services, metrics);
-        const context = checkAndRender(params, before, input, metrics);
+        const context = await checkAndRender(params, before, input, metrics);
         const route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
         prepared = { context, route, input };
       } else {

@@ -12,7 +12,7 @@
  * throws when the store does, so the caller can report the failure;
  * `PostWorkTracker` owns overlapped work so none is lost: shutdown awaits it
  * and its count is reported. Leaves out real payment: the ledger is in
- * memory, which is enough to pay the cost of computing and recording the
+ * memory (per-owner totals plus a bounded ring of recent entries), which is enough to pay the cost of computing and recording the
  * entry.
  */
 import type { Logger } from 'pino';
@@ -36,9 +36,38 @@ export interface LedgerEntry {
   at: number;
 }
 
+/** What one owner (API key) has been billed since the server started. */
+export interface LedgerTotals {
+  responses: number;
+  input_tokens: number;
+  cached_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+}
+
+/** Entries the ledger keeps in its ring of recent ones (`llr serve --ledger-entries N`). */
+export const DEFAULT_LEDGER_ENTRIES = 10_000;
+
+/**
+ * The billing ledger: per-owner totals for the life of the server (one row
+ * per API key, so bounded by the keys configured), plus a ring of the most
+ * recent entries for inspection and the tests' exactly-once check. A ledger
+ * that kept every entry grew without bound under a soak.
+ */
 export class Ledger {
-  readonly entries: LedgerEntry[] = [];
+  private readonly ring: LedgerEntry[] = [];
+  private next = 0;
+  /** Entries per response id, for responses still in the ring. */
   private readonly byResponse = new Map<string, number>();
+  private readonly owners = new Map<string | null, LedgerTotals>();
+  /** Entries recorded in total, evicted from the ring or not. */
+  recorded = 0;
+  /** Entries for a response that already had one in the ring: double billing, which must stay 0. */
+  duplicates = 0;
+
+  constructor(readonly maxEntries = DEFAULT_LEDGER_ENTRIES) {
+    if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError(`maxEntries must be a positive integer, got ${maxEntries}`);
+  }
 
   record(response: Response, owner: string | null): LedgerEntry {
     const u = response.usage;
@@ -56,14 +85,45 @@ export class Ledger {
       cost_usd: ((input - cached) * price.input + cached * price.cached + output * price.output) / 1e6,
       at: Date.now(),
     };
-    this.byResponse.set(response.id, (this.byResponse.get(response.id) ?? 0) + 1);
-    this.entries.push(entry);
+    const seen = this.byResponse.get(response.id) ?? 0;
+    if (seen > 0) this.duplicates++;
+    this.byResponse.set(response.id, seen + 1);
+    const t = this.owners.get(owner) ?? { responses: 0, input_tokens: 0, cached_tokens: 0, output_tokens: 0, cost_usd: 0 };
+    t.responses++;
+    t.input_tokens += input;
+    t.cached_tokens += cached;
+    t.output_tokens += output;
+    t.cost_usd += entry.cost_usd;
+    this.owners.set(owner, t);
+    if (this.ring.length < this.maxEntries) this.ring.push(entry);
+    else {
+      this.forget(this.ring[this.next]!);
+      this.ring[this.next] = entry;
+    }
+    this.next = (this.next + 1) % this.maxEntries;
+    this.recorded++;
     return entry;
   }
 
-  /** How many entries a response has: the tests' proof that billing ran exactly once. */
+  private forget(old: LedgerEntry): void {
+    const n = (this.byResponse.get(old.response_id) ?? 1) - 1;
+    if (n > 0) this.byResponse.set(old.response_id, n);
+    else this.byResponse.delete(old.response_id);
+  }
+
+  /** How many entries a response has (while it is among the recent ones): the tests' proof that billing ran exactly once. */
   countFor(responseId: string): number {
     return this.byResponse.get(responseId) ?? 0;
+  }
+
+  /** The most recent entries, oldest first. */
+  get entries(): LedgerEntry[] {
+    return this.ring.length < this.maxEntries ? this.ring.slice() : [...this.ring.slice(this.next), ...this.ring.slice(0, this.next)];
+  }
+
+  /** Totals for one owner (null: no API keys configured). */
+  totals(owner: string | null): LedgerTotals | undefined {
+    return this.owners.get(owner);
   }
 }
 

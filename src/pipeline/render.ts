@@ -9,9 +9,17 @@
  * tokenize only what is new, and lets a test check that the incremental
  * prompt equals a full re-render. Leaves out images and files: they count a
  * fixed number of tokens, as vision models bill them, without decoding.
+ *
+ * Each form exists twice over one implementation (a `Work` generator):
+ * synchronous, and cooperative (`…Async`), which tokenizes in slices of
+ * `SLICE_CHARS` and yields to the event loop past `YIELD_BUDGET_MS`, so a
+ * 16 MiB input never stalls other connections. An incremental render
+ * tokenizes every new item first and only then extends the context, in one
+ * synchronous step: a failure or a concurrent reader never sees half of it.
  */
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
-import { encodeText } from '../model/tokenizer.js';
+import { encodeStep, encodeText } from '../model/tokenizer.js';
+import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import type { FunctionTool, InputItem, Tool } from '../protocol/objects.js';
 import { isFunctionTool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
@@ -36,38 +44,56 @@ export interface RenderedContext {
   answeredCallIds: Set<string>;
 }
 
-/** The text an item contributes to the prompt (also what the safety scan reads). */
-export function itemText(item: InputItem): { text: string; nonText: number } {
+/**
+ * The text an item contributes to the prompt, as a short `prefix` (the role
+ * or call header, always ending in a line break) and the `body` segments
+ * that follow it: the item's text is `prefix + body.join('')`. Kept apart so
+ * a 16 MiB body is never copied into a new string only to be read (one such
+ * copy holds the loop for ~0.2 s).
+ */
+export interface ItemParts {
+  prefix: string;
+  body: string[];
+  nonText: number;
+}
+
+export function itemParts(item: InputItem): ItemParts {
   const it = item as unknown as Record<string, unknown>;
   switch (item.type) {
     case 'function_call':
-      return { text: `function_call ${it['name']} ${it['call_id']}\n${it['arguments']}`, nonText: 0 };
+      return { prefix: `function_call ${it['name']} ${it['call_id']}\n`, body: [String(it['arguments'])], nonText: 0 };
     case 'function_call_output':
-      return partsText(`function_call_output ${it['call_id']}\n`, it['output']);
+      return contentParts(`function_call_output ${it['call_id']}\n`, it['output']);
     case 'item_reference':
-      return { text: '', nonText: 0 };
+      return { prefix: '', body: [], nonText: 0 };
     case 'reasoning':
       // Encrypted reasoning is opaque to the API; only the summary is text.
-      return { text: `reasoning\n${JSON.stringify(it['summary'] ?? [])}`, nonText: 0 };
+      return { prefix: 'reasoning\n', body: [JSON.stringify(it['summary'] ?? [])], nonText: 0 };
     case 'message':
     case undefined:
-      return partsText(`${it['role']}\n`, it['content']);
+      return contentParts(`${it['role']}\n`, it['content']);
     default:
-      return { text: `${item.type}\n${JSON.stringify(item)}`, nonText: 0 };
+      return { prefix: `${item.type}\n`, body: [JSON.stringify(item)], nonText: 0 };
   }
 }
 
-function partsText(prefix: string, content: unknown): { text: string; nonText: number } {
-  if (typeof content === 'string') return { text: prefix + content, nonText: 0 };
-  let text = prefix;
+/** The text an item contributes to the prompt (also what the safety scan reads). */
+export function itemText(item: InputItem): { text: string; nonText: number } {
+  const { prefix, body, nonText } = itemParts(item);
+  return { text: prefix + body.join(''), nonText };
+}
+
+function contentParts(prefix: string, content: unknown): ItemParts {
+  if (typeof content === 'string') return { prefix, body: [content], nonText: 0 };
+  const body: string[] = [];
   let nonText = 0;
   if (Array.isArray(content)) {
     for (const p of content as Array<Record<string, unknown>>) {
-      if (typeof p['text'] === 'string') text += p['text'];
+      if (typeof p['text'] === 'string') body.push(p['text']);
       else nonText++;
     }
   }
-  return { text, nonText };
+  return { prefix, body, nonText };
 }
 
 function headerText(instructions: string | null, tools: FunctionTool[]): string {
@@ -78,50 +104,147 @@ function headerText(instructions: string | null, tools: FunctionTool[]): string 
   return s;
 }
 
-function tokenizeItem(item: InputItem, metrics: RunMetrics): number[] {
-  const { text, nonText } = itemText(item);
-  const toks = encodeText(text);
+/**
+ * An item's prompt tokens as a list of chunks (one per tokenized slice):
+ * one JS array of millions of numbers stalls the loop for hundreds of ms
+ * when V8 grows it, chunks never do.
+ */
+type Chunks = number[][];
+
+/** Tokenize `text` in slices from offset `from` (a pre-token boundary), yielding between them. */
+function* tokenizeWork(text: string, into: Chunks, from = 0): Work<number> {
+  let count = 0;
+  for (let at = from; at < text.length; ) {
+    const out: number[] = [];
+    at = encodeStep(text, at, out, SLICE_CHARS);
+    into.push(out);
+    count += out.length;
+    yield;
+  }
+  return count;
+}
+
+/** Above this many characters a single body is tokenized in place instead of being joined to its prefix. */
+export const JOIN_LIMIT_CHARS = 1024 * 1024;
+/** Characters of the body read together with the prefix to find the first pre-token boundary inside the body. */
+const HEAD_CHARS = 4096;
+
+/**
+ * Tokenize `prefix + body` exactly as one text. A large single body is not
+ * joined: the pre-tokens of the prefix and the start of the body are read in
+ * a small window until a boundary inside the body that the window's end did
+ * not decide (the split regex has no look-behind, so the rest of the body,
+ * tokenized from that boundary on its own, gives the same tokens).
+ */
+function* tokenizePartsWork(prefix: string, body: readonly string[], into: Chunks): Work<number> {
+  const single = body.length === 1 ? body[0]! : undefined;
+  if (single === undefined || prefix.length + single.length <= JOIN_LIMIT_CHARS) return yield* tokenizeWork(prefix + body.join(''), into);
+  const head = prefix + single.slice(0, HEAD_CHARS);
+  const first: number[] = [];
+  let at = 0;
+  while (at < prefix.length) at = encodeStep(head, at, first, 1);
+  // A pre-token that reached the window's end might continue past it: join after all (rare: a prefix glued to a huge first pre-token).
+  if (at >= head.length) return yield* tokenizeWork(prefix + single, into);
+  into.push(first);
+  return first.length + (yield* tokenizeWork(single, into, at - prefix.length));
+}
+
+function* tokenizeItemWork(item: InputItem, metrics: RunMetrics): Work<Chunks> {
+  const { prefix, body, nonText } = itemParts(item);
+  const chunks: Chunks = [[IM_START]];
+  const count = yield* tokenizePartsWork(prefix, body, chunks);
   metrics.count('items_tokenized');
-  metrics.count('tokens_tokenized', toks.length);
-  const out = [IM_START, ...toks];
-  for (let i = 0; i < nonText * NON_TEXT_PART_TOKENS; i++) out.push(IM_START);
-  out.push(IM_END);
+  metrics.count('tokens_tokenized', count);
+  if (nonText > 0) chunks.push(new Array<number>(nonText * NON_TEXT_PART_TOKENS).fill(IM_START));
+  chunks.push([IM_END]);
+  return chunks;
+}
+
+function* renderFullWork(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): Work<RenderedContext> {
+  metrics.count('render_full');
+  const functionTools = tools.filter(isFunctionTool);
+  const header: Chunks = [];
+  const headerTokens = yield* tokenizeWork(headerText(instructions, functionTools), header);
+  metrics.count('tokens_tokenized', headerTokens);
+  const tokens = new TokenBuffer([], headerTokens + 1024);
+  for (const c of header) tokens.pushAll(c);
+  const ctx: RenderedContext = {
+    instructions,
+    tools,
+    functionTools,
+    items: [],
+    tokens,
+    headerTokens,
+    callIds: new Set(),
+    answeredCallIds: new Set(),
+  };
+  const itemTokens = yield* tokenizeItemsWork(items, metrics);
+  yield* tokens.reserveWork(chunkTotal(itemTokens));
+  items.forEach((item, i) => pushItem(ctx, item, itemTokens[i]!));
+  return ctx;
+}
+
+function chunkTotal(items: readonly Chunks[]): number {
+  let n = 0;
+  for (const chunks of items) for (const c of chunks) n += c.length;
+  return n;
+}
+
+/** The new items' tokens, in order; nothing is added to any context yet. */
+function* tokenizeItemsWork(items: readonly InputItem[], metrics: RunMetrics): Work<Chunks[]> {
+  const out: Chunks[] = [];
+  for (const item of items) {
+    out.push(yield* tokenizeItemWork(item, metrics));
+    yield;
+  }
   return out;
 }
 
 /** Full render: tokenizes the header and every item. */
-export function renderFull(
-  instructions: string | null,
-  tools: Tool[],
-  items: readonly InputItem[],
-  metrics: RunMetrics,
-): RenderedContext {
-  return metrics.time('render', () => {
-    metrics.count('render_full');
-    const functionTools = tools.filter(isFunctionTool);
-    const header = encodeText(headerText(instructions, functionTools));
-    metrics.count('tokens_tokenized', header.length);
-    const ctx: RenderedContext = {
-      instructions,
-      tools,
-      functionTools,
-      items: [],
-      tokens: new TokenBuffer(header),
-      headerTokens: header.length,
-      callIds: new Set(),
-      answeredCallIds: new Set(),
-    };
-    for (const item of items) pushItem(ctx, item, tokenizeItem(item, metrics));
-    return ctx;
-  });
+export function renderFull(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): RenderedContext {
+  return metrics.time('render', () => runSync(renderFullWork(instructions, tools, items, metrics)));
+}
+
+/** Full render, yielding to the event loop on large inputs. */
+export function renderFullAsync(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): Promise<RenderedContext> {
+  return metrics.timeAsync('render', () => runCooperative(renderFullWork(instructions, tools, items, metrics)));
 }
 
 /** Incremental render: tokenizes only `items` and appends them to `ctx` in place. */
 export function renderAppend(ctx: RenderedContext, items: readonly InputItem[], metrics: RunMetrics, stage = 'render_append'): void {
   metrics.time(stage, () => {
     metrics.count('render_incremental');
-    for (const item of items) pushItem(ctx, item, tokenizeItem(item, metrics));
+    commitItems(ctx, items, runSync(tokenizeItemsWork(items, metrics)));
   });
+}
+
+/** Incremental render, yielding on large inputs; `ctx` is extended in one step at the end. */
+export async function renderAppendAsync(ctx: RenderedContext, items: readonly InputItem[], metrics: RunMetrics, stage = 'render_append'): Promise<void> {
+  const tokens = await tokenizeItems(items, metrics, stage);
+  await reserveFor(ctx, tokens);
+  commitItems(ctx, items, tokens);
+}
+
+/** Make room in `ctx`'s prompt for tokens about to be committed, cooperatively (a quick commit after). */
+export function reserveFor(ctx: RenderedContext, tokens: readonly Chunks[]): Promise<void> {
+  return runCooperative(ctx.tokens.reserveWork(chunkTotal(tokens)));
+}
+
+/**
+ * The tokens of new items, cooperatively, timed as `stage`, without touching
+ * any context: the engine's append commits them (`commitItems`) only once
+ * every check has passed.
+ */
+export function tokenizeItems(items: readonly InputItem[], metrics: RunMetrics, stage = 'render_append'): Promise<Chunks[]> {
+  return metrics.timeAsync(stage, () => {
+    metrics.count('render_incremental');
+    return runCooperative(tokenizeItemsWork(items, metrics));
+  });
+}
+
+/** Extend `ctx` with items and their tokens (from `tokenizeItems`), synchronously. */
+export function commitItems(ctx: RenderedContext, items: readonly InputItem[], tokens: readonly Chunks[]): void {
+  items.forEach((item, i) => pushItem(ctx, item, tokens[i]!));
 }
 
 /**
@@ -129,12 +252,12 @@ export function renderAppend(ctx: RenderedContext, items: readonly InputItem[], 
  * the model, so they are not counted as tokenization work of the request.
  */
 export function appendOutput(ctx: RenderedContext, items: readonly InputItem[]): void {
-  for (const item of items) pushItem(ctx, item, [IM_START, ...encodeText(itemText(item).text), IM_END]);
+  for (const item of items) pushItem(ctx, item, [[IM_START], encodeText(itemText(item).text), [IM_END]]);
 }
 
-function pushItem(ctx: RenderedContext, item: InputItem, toks: number[]): void {
+function pushItem(ctx: RenderedContext, item: InputItem, toks: Chunks): void {
   ctx.items.push(item);
-  ctx.tokens.pushAll(toks);
+  for (const c of toks) ctx.tokens.pushAll(c);
   const it = item as unknown as Record<string, unknown>;
   if (item.type === 'function_call' && typeof it['call_id'] === 'string') ctx.callIds.add(it['call_id']);
   if (item.type === 'function_call_output' && typeof it['call_id'] === 'string') ctx.answeredCallIds.add(it['call_id']);

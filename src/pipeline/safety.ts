@@ -8,11 +8,25 @@
  * is a `content_flagged` WireError naming the item. Leaves out content
  * moderation (violence, etc.): it needs a model, and this project simulates
  * only the model being served.
+ *
+ * Large texts are scanned in slices of `SCAN_SLICE_CHARS` (each read with
+ * `SCAN_OVERLAP_CHARS` more, so a credential that starts in a slice is seen
+ * whole), yielding to the event loop between slices in the cooperative form.
+ * A hit inside a slice is confirmed against the whole text at the same
+ * offset, so a slice edge can neither invent a match (a `\b` at the cut)
+ * nor hide one; the one blind spot is a private key whose header is followed
+ * by more than ~4,000 line breaks before its body.
  */
 import { WireError } from '../protocol/errors.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
-import { itemText } from './render.js';
+import { itemParts, JOIN_LIMIT_CHARS } from './render.js';
+import { runCooperative, runSync, type Work } from '../model/cooperative.js';
+
+/** Characters scanned per slice (per pattern) before a yield point. */
+export const SCAN_SLICE_CHARS = 256 * 1024;
+/** Extra characters each slice reads past its end: longer than any credential's shortest match. */
+export const SCAN_OVERLAP_CHARS = 4096;
 
 export const SAFETY_PATTERNS: ReadonlyArray<{ name: string; re: RegExp }> = [
   { name: 'private key', re: /-----BEGIN (?:RSA |EC |DSA |OPENSSH |ENCRYPTED )?PRIVATE KEY-----[\r\n]+[A-Za-z0-9+/=\r\n]{40,}/ },
@@ -25,15 +39,78 @@ export const SAFETY_PATTERNS: ReadonlyArray<{ name: string; re: RegExp }> = [
 
 /** Scan instructions and items; throws `content_flagged` on the first hit. */
 export function safetyScan(items: readonly InputItem[], metrics: RunMetrics, param = 'input', instructions: string | null = null): void {
-  if (instructions) scanText(instructions, 'instructions', metrics);
-  items.forEach((item, i) => scanText(itemText(item).text, `${param}[${i}]`, metrics));
+  runSync(scanWork(items, metrics, param, instructions));
 }
 
-function scanText(text: string, param: string, metrics: RunMetrics): void {
-  metrics.count('bytes_scanned', text.length);
-  for (const { name, re } of SAFETY_PATTERNS) {
-    if (re.test(text)) {
-      throw new WireError('content_flagged', `The input was flagged by the safety scan: '${param}' contains what looks like a ${name}. Remove the credential and retry.`, param);
-    }
+/** The same scan, yielding to the event loop on large inputs. */
+export function safetyScanAsync(items: readonly InputItem[], metrics: RunMetrics, param = 'input', instructions: string | null = null): Promise<void> {
+  return runCooperative(scanWork(items, metrics, param, instructions));
+}
+
+function* scanWork(items: readonly InputItem[], metrics: RunMetrics, param: string, instructions: string | null): Work<void> {
+  if (instructions) yield* scanText(instructions, 'instructions', metrics);
+  for (let i = 0; i < items.length; i++) {
+    yield* scanItem(items[i]!, `${param}[${i}]`, metrics);
+    yield;
   }
+}
+
+/**
+ * Scan an item's text. A large single body is scanned in place rather than
+ * joined to its prefix: matches starting in the body are found in the body
+ * alone (the prefix ends in a line break, which is a word boundary like the
+ * start of a string), and those starting in the prefix in the prefix plus the
+ * body's first `SCAN_OVERLAP_CHARS`.
+ */
+function* scanItem(item: InputItem, param: string, metrics: RunMetrics): Work<void> {
+  const { prefix, body } = itemParts(item);
+  const single = body.length === 1 ? body[0]! : undefined;
+  if (single === undefined || prefix.length + single.length <= JOIN_LIMIT_CHARS) {
+    yield* scanText(prefix + body.join(''), param, metrics);
+    return;
+  }
+  const head = prefix + single.slice(0, SCAN_OVERLAP_CHARS);
+  for (const p of SLICED) {
+    p.global.lastIndex = 0;
+    const m = p.global.exec(head);
+    if (m && m.index < prefix.length) flag(param, p.name);
+  }
+  metrics.count('bytes_scanned', prefix.length);
+  yield* scanText(single, param, metrics);
+}
+
+function flag(param: string, name: string): never {
+  throw new WireError('content_flagged', `The input was flagged by the safety scan: '${param}' contains what looks like a ${name}. Remove the credential and retry.`, param);
+}
+
+const SLICED = SAFETY_PATTERNS.map(({ name, re }) => ({
+  name,
+  re,
+  /** Finds candidates inside a slice. */
+  global: new RegExp(re.source, `${re.flags.replace(/[gy]/g, '')}g`),
+  /** Confirms a candidate at its offset in the whole text. */
+  sticky: new RegExp(re.source, `${re.flags.replace(/[gy]/g, '')}y`),
+}));
+
+function* scanText(text: string, param: string, metrics: RunMetrics): Work<void> {
+  metrics.count('bytes_scanned', text.length);
+  for (const p of SLICED) {
+    const hit = text.length <= SCAN_SLICE_CHARS ? p.re.test(text) : yield* slicedTest(p, text);
+    if (hit) flag(param, p.name);
+  }
+}
+
+function* slicedTest(p: (typeof SLICED)[number], text: string): Work<boolean> {
+  for (let start = 0; start < text.length; start += SCAN_SLICE_CHARS) {
+    const end = Math.min(text.length, start + SCAN_SLICE_CHARS);
+    const slice = text.slice(start, Math.min(text.length, end + SCAN_OVERLAP_CHARS));
+    p.global.lastIndex = 0;
+    for (let m = p.global.exec(slice); m !== null && start + m.index < end; m = p.global.exec(slice)) {
+      p.sticky.lastIndex = start + m.index;
+      if (p.sticky.test(text)) return true;
+      p.global.lastIndex = m.index + 1;
+    }
+    yield;
+  }
+  return false;
 }

@@ -4,7 +4,15 @@
  * tokens only; `view()` hands the model the prompt as it is now, and because
  * the buffer never rewrites a token (it reallocates into a new array when it
  * grows), an earlier view stays true forever without a copy.
+ *
+ * `reserveWork` makes room ahead of a large push in slices (copying the old
+ * prompt and first-touching the new pages a slice at a time), so the push
+ * itself — the atomic commit of an append — is a quick write.
  */
+import type { Work } from '../model/cooperative.js';
+
+/** Tokens copied or first-touched per slice by `reserveWork`. */
+const RESERVE_SLICE = 256 * 1024;
 export class TokenBuffer {
   private buf: Uint32Array;
   private len = 0;
@@ -32,6 +40,29 @@ export class TokenBuffer {
   /** The tokens so far, without copying; later pushes never change it. */
   view(): Uint32Array {
     return this.buf.subarray(0, this.len);
+  }
+
+  /**
+   * Make room for `extra` more tokens, yielding between slices. The buffer
+   * has one writer (the run or the connection that owns the context), which
+   * does not push while this runs; earlier views keep the old array.
+   */
+  *reserveWork(extra: number): Work<void> {
+    const need = this.len + extra;
+    let target = this.buf;
+    if (need > this.buf.length) {
+      target = new Uint32Array(Math.max(need, this.buf.length * 2));
+      for (let at = 0; at < this.len; at += RESERVE_SLICE) {
+        target.set(this.buf.subarray(at, Math.min(this.len, at + RESERVE_SLICE)), at);
+        yield;
+      }
+    }
+    // First touch of the pages the push will write (zeros are what they already hold).
+    for (let at = this.len; at < need; at += RESERVE_SLICE) {
+      target.fill(0, at, Math.min(need, at + RESERVE_SLICE));
+      yield;
+    }
+    this.buf = target;
   }
 
   /** A copy that can grow independently (for a context that forks). */

@@ -2,7 +2,8 @@
  * The validate stage: the per-item semantic checks a Responses API server
  * makes beyond the edge parser's shape checks — content part types, function
  * call arguments that parse as JSON, tool outputs that answer a call the
- * context holds, tool definitions with sane names and object schemas.
+ * context holds, tool definitions with sane names and object schemas that
+ * bounded arguments can satisfy (`checkToolSchema`).
  *
  * Full form walks every item and tool; incremental form walks only new items
  * against what the context already knows. Errors are `WireError`s naming the
@@ -12,6 +13,9 @@
 import { WireError } from '../protocol/errors.js';
 import type { InputItem, Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
+import { checkToolSchema } from '../model/schema-args.js';
+import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
+import { jsonValidWork } from './json-check.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const INPUT_PART_TYPES = new Set(['input_text', 'input_image', 'input_file', 'input_audio', 'output_text', 'refusal']);
@@ -41,7 +45,9 @@ export function validateTools(tools: readonly Tool[], metrics: RunMetrics): void
         throw new WireError('invalid_value', `Invalid 'tools[${i}].parameters.type': a function's parameters must be of type 'object'.`, `tools[${i}].parameters.type`);
       }
       // Round-trips the schema: the API stores it, and a schema that cannot be serialised is rejected.
-      JSON.stringify(p);
+      const serialized = JSON.stringify(p);
+      // The auto policy may generate arguments from it: refuse, before any run, a schema no bounded arguments satisfy.
+      checkToolSchema(p, `tools[${i}].parameters`, serialized);
     }
   });
   metrics.count('items_validated', tools.length);
@@ -53,8 +59,19 @@ export function validateTools(tools: readonly Tool[], metrics: RunMetrics): void
  * Returns the call ids known after these items.
  */
 export function validateItems(items: readonly InputItem[], known: KnownCalls, metrics: RunMetrics, param = 'input'): Set<string> {
+  return runSync(validateItemsWork(items, known, metrics, param));
+}
+
+/** The same checks, yielding to the event loop on large inputs. */
+export function validateItemsAsync(items: readonly InputItem[], known: KnownCalls, metrics: RunMetrics, param = 'input'): Promise<Set<string>> {
+  return runCooperative(validateItemsWork(items, known, metrics, param));
+}
+
+function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metrics: RunMetrics, param: string): Work<Set<string>> {
   const local = new Set<string>(known.callIds);
-  items.forEach((item, i) => {
+  for (let i = 0; i < items.length; i++) {
+    yield;
+    const item = items[i]!;
     const p = `${param}[${i}]`;
     const it = item as unknown as Record<string, unknown>;
     switch (item.type) {
@@ -64,11 +81,9 @@ export function validateItems(items: readonly InputItem[], known: KnownCalls, me
         break;
       case 'function_call': {
         const args = it['arguments'] as string;
-        try {
-          if (args !== '') JSON.parse(args);
-        } catch (err) {
-          throw new WireError('invalid_value', `Invalid '${p}.arguments': not valid JSON.`, `${p}.arguments`, { cause: err });
-        }
+        // Large arguments are checked in slices (JSON.parse of megabytes would hold the loop).
+        const valid = args === '' || (args.length <= SLICE_CHARS ? parses(args) : yield* jsonValidWork(args));
+        if (!valid) throw new WireError('invalid_value', `Invalid '${p}.arguments': not valid JSON.`, `${p}.arguments`);
         local.add(it['call_id'] as string);
         break;
       }
@@ -88,9 +103,18 @@ export function validateItems(items: readonly InputItem[], known: KnownCalls, me
       default:
         break;
     }
-  });
+  }
   metrics.count('items_validated', items.length);
   return local;
+}
+
+function parses(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function validateContent(role: string, content: unknown, p: string): void {

@@ -176,7 +176,7 @@ export class HttpTransport {
     const body = await readBody(req, this.services.limits.maxFrameBytes);
     const json = parseJsonText(body, 'body', this.services.limits.maxJsonDepth);
     const metrics = new RunMetrics(this.services.clock.now);
-    sendJson(res, 200, compactWindow(parseCompactBody(json), this.services, metrics, owner));
+    sendJson(res, 200, await compactWindow(parseCompactBody(json), this.services, metrics, owner));
   }
 
   private async create(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {

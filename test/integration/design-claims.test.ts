@@ -35,7 +35,7 @@ describe('long-lived design claims', () => {
   it(`a run with ${N} tool calls renders, routes and post-processes once; appends cost only their own tokens`, async () => {
     const steps = Array.from({ length: N }, (_, i) => ({ calls: [{ name: 'read_file', arguments: { path: `src/file${i}.ts` } }] }));
     const policy = scriptPolicy([...steps, { text: 'Read all the files.' }]);
-    const model = new SimulatedModel({ policy, seed: 7 });
+    const model = new SimulatedModel({ policy, seed: 7, recordRequests: N + 1 });
     const { url, server } = await testServer({ model });
     const s = await RawSocket.longLived(url);
     s.send({ type: 'response.create', model: 'sim-model', instructions: 'Be brief.', input: 'read the files', tools: [tool], store: true, llr: { timing: true } });

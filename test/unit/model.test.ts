@@ -138,15 +138,26 @@ describe('determinism and recording', () => {
     expect(other.find((e) => e.type === 'call.start')).not.toEqual(call);
   });
 
-  it('records every request it was asked, by reference', async () => {
-    const model = new SimulatedModel({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }]), clock: new FakeClock() });
+  it('records the requests it was asked for, by reference, in a ring of recordRequests', async () => {
+    const model = new SimulatedModel({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }, { text: 'c' }]), clock: new FakeClock(), recordRequests: 2 });
     const r1 = request();
     const r2 = request({ items: [user('second')] });
+    const r3 = request({ items: [user('third')] });
     await collect(model, r1);
     await collect(model, r2);
     expect(model.calls).toHaveLength(2);
     expect(model.calls[0]).toBe(r1);
     expect(model.calls[1]).toBe(r2);
+    await collect(model, r3);
+    expect(model.calls).toEqual([r2, r3]);
+    expect(model.callCount).toBe(3);
+  });
+
+  it('keeps no request by default', async () => {
+    const model = new SimulatedModel({ policy: scriptPolicy([{ text: 'a' }]), clock: new FakeClock() });
+    await collect(model, request());
+    expect(model.calls).toEqual([]);
+    expect(model.callCount).toBe(1);
   });
 
   it('streams a scripted call with its call_id and its arguments as token deltas', async () => {

@@ -1,0 +1,140 @@
+/**
+ * The cooperative forms of the pipeline give exactly the results of the
+ * straightforward ones: a large body tokenized in place equals the joined
+ * text tokenized at once, the sliced safety scan finds (and only finds) what
+ * a whole-text scan finds, the sliced JSON check agrees with JSON.parse, the
+ * conversation digest hashed in pieces equals the hash of the joined text,
+ * and the async forms really yield to the event loop on large inputs.
+ */
+import { describe, expect, it } from 'vitest';
+import { conversationDigest } from '../../src/model/conversation.js';
+import { runSync } from '../../src/model/cooperative.js';
+import { hashString, mulberry32, pick } from '../../src/model/rng.js';
+import { encodeText } from '../../src/model/tokenizer.js';
+import { jsonValidWork } from '../../src/pipeline/json-check.js';
+import { RunMetrics } from '../../src/pipeline/metrics.js';
+import { JOIN_LIMIT_CHARS, itemText, renderFull, renderFullAsync } from '../../src/pipeline/render.js';
+import { SAFETY_PATTERNS, SCAN_SLICE_CHARS, safetyScan, safetyScanAsync } from '../../src/pipeline/safety.js';
+import { validateItems } from '../../src/pipeline/validate.js';
+import type { InputItem } from '../../src/protocol/objects.js';
+
+const user = (content: string): InputItem => ({ type: 'message', role: 'user', content }) as InputItem;
+const big = (start: string) => start + 'lorem ipsum dolor sit amet, '.repeat(Math.ceil(JOIN_LIMIT_CHARS / 28) + 10);
+
+describe('render of a large body in place', () => {
+  it.each([
+    ['letters', 'Hello'],
+    ['leading newlines', '\n\n\nHello'],
+    ['leading spaces', '    Hello'],
+    ['leading digits', '12345 Hello'],
+    ['a huge first pre-token', 'x'.repeat(10_000)],
+    ['newline then space', '\n Hello'],
+  ])('gives the tokens of the joined text when the body starts with %s', (_name, start) => {
+    const item = user(big(start));
+    const ctx = renderFull(null, [], [item], new RunMetrics());
+    const expected = encodeText(itemText(item).text);
+    const got = Array.from(ctx.tokens.view());
+    expect(got.length).toBe(expected.length + 2);
+    expect(got.slice(1, -1)).toEqual(expected);
+  });
+
+  it('the cooperative render equals the synchronous one and yields on a large input', async () => {
+    const items = [user(big('Once')), user('short'), user(big(' again'))];
+    const sync = renderFull('Be brief.', [], items, new RunMetrics());
+    let turns = 0;
+    const ticker = setInterval(() => turns++, 0);
+    const coop = await renderFullAsync('Be brief.', [], items, new RunMetrics());
+    clearInterval(ticker);
+    expect(Array.from(coop.tokens.view())).toEqual(Array.from(sync.tokens.view()));
+    expect(turns).toBeGreaterThan(0);
+  });
+});
+
+describe('sliced safety scan', () => {
+  const filler = (n: number) => 'word '.repeat(Math.ceil(n / 5)).slice(0, n);
+  const secrets = {
+    aws: 'AKIAABCDEFGHIJKLMNOP',
+    github: `ghp_${'a1'.repeat(20)}`,
+    google: `AIza${'b'.repeat(35)}`,
+    key: `-----BEGIN RSA PRIVATE KEY-----\n${'QUJD'.repeat(20)}`,
+  };
+
+  it.each(Object.entries(secrets))('finds a %s credential straddling every slice edge', (_name, secret) => {
+    for (const offset of [SCAN_SLICE_CHARS - 3, SCAN_SLICE_CHARS - secret.length + 1, 2 * SCAN_SLICE_CHARS - 1]) {
+      const text = `${filler(offset)} ${secret} ${filler(SCAN_SLICE_CHARS)}`;
+      expect(() => safetyScan([user(text)], new RunMetrics()), `offset ${offset}`).toThrow(/flagged/);
+    }
+  });
+
+  it('does not invent a match at a slice edge (a \\b that the whole text does not have)', () => {
+    // A GitHub-looking run glued to an underscore: no word boundary after it in the whole text.
+    const run = `ghp_${'a'.repeat(SCAN_SLICE_CHARS)}_tail`;
+    const text = `${filler(100)} ${run}`;
+    expect(SAFETY_PATTERNS.find((p) => p.name === 'GitHub token')!.re.test(text)).toBe(false);
+    expect(() => safetyScan([user(text)], new RunMetrics())).not.toThrow();
+  });
+
+  it('the cooperative scan agrees and yields', async () => {
+    const clean = user(filler(4 * SCAN_SLICE_CHARS));
+    const dirty = user(`${filler(3 * SCAN_SLICE_CHARS)} ${secrets.aws}`);
+    await expect(safetyScanAsync([clean], new RunMetrics())).resolves.toBeUndefined();
+    await expect(safetyScanAsync([clean, dirty], new RunMetrics())).rejects.toThrow(/input\[1\]/);
+  });
+});
+
+describe('sliced JSON check', () => {
+  const rng = mulberry32(42);
+  const atoms = ['0', '-1.5e3', '"s"', '"\\u00e9\\n"', 'true', 'false', 'null', '[]', '{}', '[1,2]', '{"a":{"b":[null]}}'];
+  const junk = ['', ' ', ',', '[', ']', '{', '}', ':', '01', '1.', '"', '"\\x"', 'tru', '- 1', '\u0001', '"a\nb"'];
+  const valid = () => {
+    const parts: string[] = [];
+    for (let i = 0; i < 1 + Math.floor(rng() * 6); i++) parts.push(rng() < 0.5 ? pick(rng, atoms) : `{"k${i}": ${pick(rng, atoms)}}`);
+    return `[${parts.join(', ')}]`;
+  };
+  const parses = (s: string) => {
+    try {
+      JSON.parse(s);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('agrees with JSON.parse on 3,000 seeded valid and broken texts', () => {
+    for (let i = 0; i < 3000; i++) {
+      let s = valid();
+      if (rng() < 0.5) {
+        const at = Math.floor(rng() * (s.length + 1));
+        s = rng() < 0.5 ? s.slice(0, at) + pick(rng, junk) + s.slice(at) : s.slice(0, at) + s.slice(at + 1);
+      }
+      expect(runSync(jsonValidWork(s)), s).toBe(parses(s));
+    }
+  });
+
+  it('accepts deep nesting without recursion and large texts in slices', () => {
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+    expect(runSync(jsonValidWork(deep))).toBe(true);
+    const large = JSON.stringify({ a: Array.from({ length: 200_000 }, (_, i) => ({ i, s: 'x' })) });
+    expect(runSync(jsonValidWork(large))).toBe(true);
+    expect(runSync(jsonValidWork(large.slice(0, -1)))).toBe(false);
+    const call = { type: 'function_call', call_id: 'c', name: 'f', arguments: large.slice(0, -1) } as InputItem;
+    expect(() => validateItems([call], { callIds: new Set() }, new RunMetrics())).toThrow(/not valid JSON/);
+  });
+});
+
+describe('conversation digest in pieces', () => {
+  it('equals the hash of the joined strings', () => {
+    const items = [
+      user(big('Hi')),
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'one' }, { type: 'output_text', text: 'two' }] } as InputItem,
+      { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{"a":1}' } as InputItem,
+      { type: 'function_call_output', call_id: 'c1', output: [{ type: 'input_text', text: 'x' }, { type: 'input_text', text: 'y' }] } as InputItem,
+    ];
+    let h = hashString(String(7));
+    h = hashString(`\u0001user\u0002${(items[0] as { content: string }).content}`, h);
+    h = hashString('\u0001assistant\u0002one\ntwo', h);
+    h = hashString('\u0003f\u0002{"a":1}', h);
+    h = hashString('\u0004x\ny', h);
+    expect(conversationDigest(items, 7)).toBe(h);
+  });
+});

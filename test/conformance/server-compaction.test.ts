@@ -69,9 +69,10 @@ describe('server-side compaction', () => {
       { type: 'function_call_output', call_id: 'call_1', output: 'x\n'.repeat(2000) },
       { type: 'message', role: 'user', content: 'Summarise it.' },
     ];
-    const plain = (await (await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'sim-model', input: history }) })).json()) as Response;
+    const plain = (await (await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: history }) })).json()) as Response;
     const res = await fetch(`${url}/v1/responses`, {
       method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ model: 'sim-model', input: history, stream: true, context_management: [{ type: 'compaction', compact_threshold: 500 }] }),
     });
     const events = (await res.text()).split('\n\n').map((f) => f.split('\n').find((l) => l.startsWith('data: '))?.slice(6)).filter((d): d is string => !!d && d !== '[DONE]').map((d) => JSON.parse(d) as { type: string; item?: { type: string }; response?: Response });
@@ -84,14 +85,14 @@ describe('server-side compaction', () => {
     expect(rec.counters['compactions']).toBe(1);
     expect(rec.spans.map((s) => s.stage)).toContain('compact');
     // Below the threshold nothing happens.
-    const calm = (await (await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'sim-model', input: 'hi', context_management: [{ type: 'compaction', compact_threshold: 100000 }] }) })).json()) as Response;
+    const calm = (await (await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: 'hi', context_management: [{ type: 'compaction', compact_threshold: 100000 }] }) })).json()) as Response;
     expect(calm.output.map((i) => i.type)).toEqual(['message']);
   });
 
   it('refuses a bad context_management', async () => {
     const { url } = await testServer();
     for (const [cm, param] of [[{}, 'context_management'], [[{ type: 'truncate' }], 'context_management[0].type'], [[{ type: 'compaction', compact_threshold: 0 }], 'context_management[0].compact_threshold']] as const) {
-      const res = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'm', input: 'x', context_management: cm }) });
+      const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'x', context_management: cm }) });
       expect(res.status).toBe(400);
       expect(((await res.json()) as { error: { param: string } }).error.param).toBe(param);
     }

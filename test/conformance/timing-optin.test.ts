@@ -70,7 +70,7 @@ describe('llr:timing is opt-in', () => {
 
   it('refuses a bad llr option with a clear error', async () => {
     const { url } = await testServer();
-    const res = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'sim-model', input: 'x', llr: { timing: 'yes' } }) });
+    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: 'x', llr: { timing: 'yes' } }) });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: { param: string } }).error.param).toBe('llr.timing');
   });

@@ -77,7 +77,7 @@ describe('echoed fields', () => {
     const { url } = await testServer();
     const r = await post(url, { model: 'm', input: 'hi', truncation: 'auto', presence_penalty: 0.5, frequency_penalty: -1, temperature: 0.2, top_p: 0.9 });
     expect(r).toMatchObject({ truncation: 'auto', presence_penalty: 0.5, frequency_penalty: -1, temperature: 0.2, top_p: 0.9 });
-    const bad = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'm', input: 'hi', truncation: 'sometimes' }) });
+    const bad = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', truncation: 'sometimes' }) });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('truncation');
   });
@@ -93,14 +93,14 @@ describe('echoed fields', () => {
     expect(answer).toMatchObject({ city: 'Rome', ok: true });
     const o = await post(url, { model: 'm', input: 'hi', text: { format: { type: 'json_object' } } });
     expect(JSON.parse((o.output[0] as { content: Array<{ text: string }> }).content[0]!.text)).toHaveProperty('answer');
-    const bad = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'x' } } }) });
+    const bad = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'x' } } }) });
     expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('text.format.schema');
   });
 
   it('a forced tool must be among the tools, and "required" needs tools', async () => {
     const { url } = await testServer();
     for (const body of [{ tool_choice: { type: 'function', name: 'nope' }, tools: [bareTool] }, { tool_choice: 'required' }]) {
-      const res = await fetch(`${url}/v1/responses`, { method: 'POST', body: JSON.stringify({ model: 'm', input: 'hi', ...body }) });
+      const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', ...body }) });
       expect(res.status).toBe(400);
       expect(((await res.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: 'invalid_value', param: 'tool_choice' });
     }

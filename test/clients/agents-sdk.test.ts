@@ -44,7 +44,9 @@ function weather(seen: string[]) {
 }
 
 async function records(url: string): Promise<RunRecord[]> {
-  return ((await (await fetch(`${url}/llr/runs`)).json()) as { data: RunRecord[] }).data;
+  // The records are the caller's own (the key is required when keys are configured), newest last.
+  const res = await fetch(`${url}/llr/runs?order=asc&limit=1000`, { headers: { Authorization: `Bearer ${API_KEY}` } });
+  return ((await res.json()) as { data: RunRecord[] }).data;
 }
 
 type Transport = 'http' | 'ws';

@@ -12,7 +12,8 @@ import type { Response } from '../../src/protocol/objects.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
-const LONG = 'one two three four five six seven eight nine ten eleven twelve';
+// Well past the smallest budget the API accepts (16 tokens).
+const LONG = 'one two three four five six seven eight nine ten eleven twelve '.repeat(4).trim();
 
 async function sse(url: string, body: unknown): Promise<ServerEvent[]> {
   const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -32,9 +33,9 @@ function tail(events: ServerEvent[]): string[] {
 describe('truncated output', () => {
   it('SSE: a cut message gets its done events with status incomplete, then response.incomplete', async () => {
     const { url } = await testServer({ policy: scriptPolicy([{ text: LONG }]) });
-    const events = await sse(url, { model: 'sim-model', input: 'talk', stream: true, max_output_tokens: 4 });
+    const events = await sse(url, { model: 'sim-model', input: 'talk', stream: true, max_output_tokens: 16 });
     const t = tail(events);
-    expect(t.filter((x) => x === 'response.output_text.delta')).toHaveLength(4);
+    expect(t.filter((x) => x === 'response.output_text.delta')).toHaveLength(16);
     expect(t.filter((x) => x !== 'response.output_text.delta')).toEqual([
       'response.output_item.added', 'response.content_part.added',
       'response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.incomplete',
@@ -47,14 +48,14 @@ describe('truncated output', () => {
     const final = (events.at(-1) as { response: Response }).response;
     expect(final.incomplete_details).toEqual({ reason: 'max_output_tokens' });
     expect(final.output[0]).toMatchObject({ status: 'incomplete', content: [{ text: deltas }] });
-    expect(final.usage!.output_tokens).toBe(4);
+    expect(final.usage!.output_tokens).toBe(16);
     const seqs = events.map((e) => e.sequence_number);
     expect(seqs).toEqual(seqs.map((_, i) => i));
   });
 
   it('SSE: a cut function call gets arguments.done and output_item.done (incomplete)', async () => {
     const { url } = await testServer({ policy: scriptPolicy([{ calls: [{ name: 'f', arguments: { text: LONG } }] }]) });
-    const events = await sse(url, { model: 'sim-model', input: 'go', stream: true, max_output_tokens: 3, tools: [{ type: 'function', name: 'f' }] });
+    const events = await sse(url, { model: 'sim-model', input: 'go', stream: true, max_output_tokens: 16, tools: [{ type: 'function', name: 'f' }] });
     expect(tail(events).filter((x) => x !== 'response.function_call_arguments.delta')).toEqual([
       'response.output_item.added', 'response.function_call_arguments.done', 'response.output_item.done', 'response.incomplete',
     ]);
@@ -65,7 +66,7 @@ describe('truncated output', () => {
   it('WebSocket mode and the long-lived protocol close the cut item before the terminal event', async () => {
     const { url } = await testServer({ policy: scriptPolicy([{ text: LONG }, { text: LONG }]) });
     for (const s of [await RawSocket.connect(url), await RawSocket.longLived(url)]) {
-      s.send({ type: 'response.create', model: 'sim-model', input: 'talk', max_output_tokens: 2 });
+      s.send({ type: 'response.create', model: 'sim-model', input: 'talk', max_output_tokens: 16 });
       await s.next('response.incomplete');
       const t = tail(s.events);
       expect(t.slice(0, t.indexOf('response.incomplete') + 1).slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.incomplete']);

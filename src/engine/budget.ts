@@ -23,20 +23,42 @@ export type ContextLimits = Pick<Limits, 'maxContextBytes' | 'maxContextItems'>;
 
 const itemSizes = new WeakMap<object, number>();
 
-/** An item's JSON size in bytes, measured once per item object. */
+/**
+ * An item's size in bytes, measured once per item object: the UTF-8 bytes
+ * of its strings (keys included) plus one byte per value and per container
+ * for the JSON punctuation. It is within a few per cent of the item's JSON
+ * (escapes are not counted) and, unlike `JSON.stringify`, costs no copy:
+ * 16 MiB measures in a few ms instead of ~0.5 s of one loop turn.
+ */
 export function itemBytes(item: InputItem): number {
   let n = itemSizes.get(item);
   if (n === undefined) {
-    let json: string;
-    try {
-      json = JSON.stringify(item);
-    } catch (err) {
-      throw new WireError('invalid_value', 'An input item could not be measured: it is nested too deeply.', 'input', { cause: err });
-    }
-    n = Buffer.byteLength(json ?? '');
+    n = jsonishBytes(item);
     itemSizes.set(item, n);
   }
   return n;
+}
+
+function jsonishBytes(root: unknown): number {
+  let bytes = 0;
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') bytes += Buffer.byteLength(v) + 2;
+    else if (typeof v === 'number' || typeof v === 'boolean') bytes += String(v).length + 1;
+    else if (v === null || v === undefined) bytes += 4;
+    else if (Array.isArray(v)) {
+      bytes += 2 + v.length;
+      for (const x of v) stack.push(x);
+    } else if (typeof v === 'object') {
+      bytes += 2;
+      for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+        bytes += Buffer.byteLength(k) + 4;
+        stack.push(x);
+      }
+    }
+  }
+  return bytes;
 }
 
 interface Meter {

@@ -28,6 +28,6 @@ if (how === 'http') {
     if (e.type === 'response.done') ws.send(JSON.stringify({ type: 'response.append', input: [{ type: 'function_call_output', call_id: e.response.pending_tool_calls[0], output: input }] }));
     if (e.type === 'response.completed' || e.type === 'response.failed' || e.type === 'response.incomplete') done(e.response.status, e.response.usage);
   });
-  if (how === 'append') ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'please lookup the value', tools, tool_choice: { type: 'function', name: 'lookup' }, store: false }));
+  if (how === 'append') ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'please lookup the value', tools, store: false }));
   else ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', input, store: false }));
 }

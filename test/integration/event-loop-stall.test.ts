@@ -134,7 +134,7 @@ describe('the event loop stays responsive under large inputs', () => {
 
   it('long-lived append of a 16 MiB tool output: no loop turn holds the CPU for 250 ms', async () => {
     const { server } = await testServer();
-    const params = parseCreateBody({ model: 'sim-model', input: 'please lookup the value', tools, tool_choice: { type: 'function', name: 'lookup' }, store: false });
+    const params = parseCreateBody({ model: 'sim-model', input: 'please lookup the value', tools, store: false });
     const plan = await longLivedPolicy(server.services, info()).plan(params, new RunMetrics());
     let pausedCall!: (id: string) => void;
     const paused = new Promise<string>((resolve) => (pausedCall = resolve));

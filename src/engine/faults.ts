@@ -58,7 +58,7 @@ export function parseChaosSpec(spec: string): ChaosRule {
   if (!(probability >= 0 && probability <= 1)) throw bad(`the probability must be a number from 0 to 1, got '${p}'`);
   const delays = kind === 'stall' || kind === 'latency';
   if (delays && ms === undefined) throw bad(`a ${kind} needs a duration in ms`);
-  if (!delays && ms !== undefined) throw bad(`an ${kind} takes no duration`);
+  if (!delays && ms !== undefined) throw bad(`${kind === 'error' ? 'an' : 'a'} ${kind} takes no duration`);
   const d = ms === undefined ? 0 : strictNumber(ms);
   if (!(Number.isInteger(d) && d >= 0 && d <= MAX_MS)) throw bad(`the duration must be an integer number of ms from 0 to ${MAX_MS}, got '${ms}'`);
   return { kind: kind as ChaosKind, point: point as ChaosPoint, probability, ms: d };

@@ -2,13 +2,20 @@
  * The chaos knobs' pure parts (src/engine/faults.ts): the `--chaos` spec
  * grammar and its errors, the seeded decisions (deterministic for a seed,
  * about the asked rate), and which moment of a model call's stream is which
- * point. No sockets, no timers (delays use an instant clock).
+ * point; the run's `drop` hook. No sockets (a server is built, never
+ * listens); delays use an instant clock.
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Chaos, StreamPoints, chaosDraw, parseChaosSpec, type ChaosPoint, type ChaosRule } from '../../src/engine/faults.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 import type { Clock } from '../../src/model/clock.js';
+import { ResponseRun, type RunHooks } from '../../src/engine/run.js';
+import { longLivedPolicy } from '../../src/modes/long-lived.js';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { INSTANT_MODEL, LlrServer } from '../../src/server.js';
+import type { ServerEvent } from '../../src/protocol/events.js';
+import { parseClientFrame } from '../../src/protocol/parse.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -142,5 +149,44 @@ describe('StreamPoints', () => {
     // reasoning (tokens, no wire event) first, then a call.
     const call = new StreamPoints();
     expect([call.next(true), call.next(false), call.next(true), call.next(false)]).toEqual(['first-token', 'mid-stream', null, null]);
+  });
+});
+
+describe("the run's drop hook (RunHooks)", () => {
+  async function run(chaos: string, hooks: (got: ServerEvent[]) => RunHooks) {
+    const server = new LlrServer({ store: 'memory', logger: silent, modelSettings: INSTANT_MODEL, policy: scriptPolicy([{ text: 'hello there friend' }]), chaos: [chaos] });
+    const svc = server.services;
+    const frame = parseClientFrame(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'go' }));
+    if (frame.type !== 'response.create') throw new Error('not a create');
+    const { type: _t, ...params } = frame;
+    const plan = await longLivedPolicy(svc, { connection: 'conn_t', owner: null, authSpan: null }).plan(params, new RunMetrics(svc.clock.now));
+    const got: ServerEvent[] = [];
+    const r = new ResponseRun(plan, svc, (e) => got.push(e), hooks(got));
+    const response = await r.done;
+    await svc.postWork.flush();
+    const billed = svc.ledger.countFor(response.id);
+    svc.store.close();
+    return { response, got, billed, record: svc.records.get(response.id)! };
+  }
+
+  it('an injected disconnect calls it once; the run sends nothing after it and ends cancelled, billed once', async () => {
+    const atDrop: number[] = [];
+    const out = await run('disconnect@mid-stream', (got) => ({ drop: () => void atDrop.push(got.length) }));
+    expect(atDrop).toEqual([out.got.length]);
+    expect(out.got.map((e) => e.type).filter((t) => t === 'response.output_text.delta')).toHaveLength(1);
+    expect(out.response.status).toBe('cancelled');
+    expect(out.billed).toBe(1);
+    expect(out.record).toMatchObject({ status: 'cancelled', counters: { chaos_disconnects: 1 } });
+  });
+
+  it('a drop hook that throws is contained: the run still ends once', async () => {
+    const out = await run('disconnect@first-token', () => ({
+      drop: () => {
+        throw new Error('transport gone');
+      },
+    }));
+    expect(out.response.status).toBe('cancelled');
+    expect(out.billed).toBe(1);
+    expect(out.record.counters).toMatchObject({ chaos_disconnects: 1, engine_faults: 1 });
   });
 });

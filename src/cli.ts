@@ -24,6 +24,7 @@ import { limitHelp, limitOptions, limitsFrom } from './limit-flags.js';
 import { connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
 import { replayPolicy, type ModelPolicy } from './model/policies.js';
+import { parseChaosSpec } from './engine/faults.js';
 
 const HELP = `llr — long-lived-responses
 
@@ -64,6 +65,23 @@ serve security defaults:
                             default: only pages served by this server)
   --allow-host HOST         when bound to loopback, also accept this Host header
                             (repeatable; * = any; default: localhost, 127.0.0.1, [::1])
+serve chaos knobs (client-resilience research; default off; docs/reliability.md "Chaos knobs"):
+  --chaos KIND@POINT[:P[:MS]]  inject a fault with probability P (0-1, default 1) at each
+                            occurrence of POINT (repeatable; also LLR_CHAOS=spec,spec):
+                            KIND  error       the response fails: error event + response.failed
+                                              (code injected_fault), billed and recorded once
+                                  disconnect  the server drops the connection (WS close 1011,
+                                              SSE ends without a terminal event, plain HTTP no
+                                              answer); the response ends cancelled
+                                  stall       the stream stops for MS ms (required)
+                                  latency     MS ms (required) added before the point
+                            POINT first-token (each model call, before its first output event)
+                                  mid-stream  (each model call, after its first output token)
+                                  pause       (a turn that ended with tool calls, before the
+                                              client is told: response.done or the terminal event)
+                            e.g. --chaos error@first-token:0.1 --chaos stall@pause:0.2:3000
+  --chaos-seed N            seed of the chaos decisions (default: --seed); same seed and
+                            order of responses, same faults
 `;
 
 function env(name: string): string | undefined {
@@ -107,6 +125,8 @@ async function serve(argv: string[], demo = false): Promise<void> {
       ...limitOptions(),
       'allow-origin': { type: 'string', multiple: true },
       'allow-host': { type: 'string', multiple: true },
+      chaos: { type: 'string', multiple: true },
+      'chaos-seed': { type: 'string' },
       'no-demo': { type: 'boolean' },
       'demo-workload': { type: 'string' },
       'demo-max-races': { type: 'string' },
@@ -131,6 +151,9 @@ async function serve(argv: string[], demo = false): Promise<void> {
     if (!(name in DEFAULT_SWITCHES)) throw new Error(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
     (switches as Record<string, boolean>)[name] = true;
   }
+  // Validated here so a bad spec is a clear CLI error before anything listens.
+  const chaos = (values.chaos ?? env('LLR_CHAOS')?.split(',') ?? []).map(parseChaosSpec);
+  const chaosSeed = num(values['chaos-seed'] ?? env('LLR_CHAOS_SEED'), 'chaos-seed');
   const instant = values.instant ?? env('LLR_INSTANT') === '1';
   const apiKeys = values['api-key'] ?? env('LLR_API_KEYS')?.split(',');
   const { server, url } = await startServer({
@@ -162,6 +185,8 @@ async function serve(argv: string[], demo = false): Promise<void> {
       prefixCacheBlocks: num(values['prefix-cache-blocks'] ?? env('LLR_PREFIX_CACHE_BLOCKS'), 'prefix-cache-blocks'),
     }),
     prefixCacheScope: (values['shared-prefix-cache'] ?? env('LLR_SHARED_PREFIX_CACHE') === '1') ? 'shared' : 'owner',
+    chaos,
+    ...(chaosSeed !== undefined ? { chaosSeed } : {}),
     logger: log,
     ...(policy ? { policy } : {}),
     demo: values['no-demo'] || env('LLR_NO_DEMO') === '1'

@@ -30,6 +30,7 @@ import { WsTransport } from './transport/ws.js';
 import { HttpTransport } from './transport/http.js';
 import { createLogger } from './log.js';
 import { DemoService, type DemoOptions } from './demo/service.js';
+import { Chaos, parseChaosSpec, type ChaosRule } from './engine/faults.js';
 
 /** The simulated model's defaults: a fast model (1,000 tokens/s) with a realistic first token. */
 export const DEFAULT_MODEL_SETTINGS: ModelSettings = {
@@ -76,6 +77,14 @@ export interface ServerOptions {
   allowHosts?: string[];
   logger?: Logger;
   clock?: Clock;
+  /**
+   * Chaos knobs (engine/faults.ts, docs/reliability.md): faults injected on
+   * purpose, as rules or `--chaos` specs (`error@first-token:0.1`). Default
+   * none: nothing is injected.
+   */
+  chaos?: Array<ChaosRule | string>;
+  /** Seed of the chaos decisions; default `seed`. */
+  chaosSeed?: number;
   /** The teaching demo at /demo (src/demo/service.ts for its bounds); `false` turns it off. */
   demo?: Partial<DemoOptions> | false;
   /** Model requests the simulated model keeps for inspection (a ring). Default 0 (`DEFAULT_RECORD_REQUESTS`). */
@@ -145,7 +154,13 @@ export class LlrServer {
       clock,
       switches,
       limits,
+      chaos: new Chaos(
+        (options.chaos ?? []).map((r) => (typeof r === 'string' ? parseChaosSpec(r) : r)),
+        options.chaosSeed ?? options.seed ?? 1,
+        clock,
+      ),
     };
+    if (this.services.chaos?.rules.length) log.warn({ chaos: this.services.chaos.rules, seed: this.services.chaos.seed }, 'chaos knobs on: faults will be injected');
     this.refuseWebSockets = options.refuseWebSockets ?? false;
     const guard = createGuard({
       allowOrigins: options.allowOrigins ?? [],

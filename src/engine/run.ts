@@ -33,6 +33,7 @@ import { Segment, carriesTokens } from './segment.js';
 import { newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
 import type { Services } from './services.js';
+import { StreamPoints, type ChaosPoint, type RunFaults } from './faults.js';
 
 export type Protocol = 'long-lived' | 'ws' | 'http';
 
@@ -54,6 +55,16 @@ export interface RunPlan {
   /** What a client tool call does to the response. */
   onToolCalls: 'pause' | 'end';
   postInference: 'inline' | 'overlapped';
+}
+
+/** What the run may ask of whoever carries it. */
+export interface RunHooks {
+  /**
+   * Drop the client's connection as a server-side fault (chaos knobs,
+   * engine/faults.ts): WS closes with 1011, SSE ends without a terminal
+   * event. Absent: the run just ends, detached.
+   */
+  drop?(): void;
 }
 
 type EndStatus = Exclude<ResponseStatus, 'queued' | 'in_progress'>;
@@ -82,6 +93,8 @@ export class ResponseRun {
   /** Appends run one at a time (see `append`). */
   private appendTail: Promise<void> = Promise.resolve();
   private appendsWaiting = 0;
+  /** Chaos knobs for this run; null (the default) when none are configured. */
+  private readonly faults: RunFaults | null;
   /** Resolves with the final Response after the terminal event; never rejects. */
   readonly done: Promise<Response>;
 
@@ -89,8 +102,10 @@ export class ResponseRun {
     private readonly plan: RunPlan,
     private readonly services: Services,
     private sink: EventSink,
+    private readonly hooks: RunHooks = {},
   ) {
     this.metrics = plan.metrics;
+    this.faults = services.chaos?.forRun(plan.metrics, services.log) ?? null;
     this.pauses = new PauseRegistry(services.limits.maxPendingCalls);
     // Handled here so a halt while nothing waits on it is not an unhandled rejection.
     this.stopped.promise.catch(() => {});
@@ -281,6 +296,7 @@ export class ResponseRun {
       if (this.plan.params.generate) {
         while (!this.end) {
           const calls = await this.sample();
+          if (calls.length > 0 && !this.end) await this.chaos('pause');
           if (this.end || calls.length === 0 || this.plan.onToolCalls === 'end') break;
           await this.pause(calls);
         }
@@ -324,8 +340,13 @@ export class ResponseRun {
     const segment = new Segment((e) => void this.emit(e), this.response.output);
     const emitBefore = m.emitMs;
     const budget = params.max_output_tokens;
+    const points = this.faults && new StreamPoints();
+    const delayBefore = m.counters.chaos_delay_ms;
     for await (const ev of this.services.model.sample(req, this.abort.signal)) {
       // Ended from elsewhere (a sink failure, a stop) while the model ignores its signal.
+      if (this.end) break;
+      const point = ev.type !== 'prefill' && points?.next(carriesTokens(ev));
+      if (point) await this.chaos(point);
       if (this.end) break;
       if (ev.type === 'prefill') {
         firstToken = clock.now();
@@ -348,7 +369,9 @@ export class ResponseRun {
     }
     if (this.end) segment.truncate();
     // Emission is API work, not the model's: the decode span leaves it out (it stays in the `emit` total).
-    m.span('decode', firstToken, Math.max(firstToken, clock.now() - (m.emitMs - emitBefore)));
+    // Injected delays (chaos knobs) are left out too: they have their own spans.
+    const injected = m.counters.chaos_delay_ms - delayBefore;
+    m.span('decode', firstToken, Math.max(firstToken, clock.now() - (m.emitMs - emitBefore) - injected));
     appendOutput(this.plan.context, segment.items);
     if (this.end) return [];
     assertDistinctCallIds(segment.calls);
@@ -371,6 +394,24 @@ export class ResponseRun {
     const index = this.response.output.push(item) - 1;
     this.emit({ type: 'response.output_item.added', output_index: index, item: { ...item } });
     this.emit({ type: 'response.output_item.done', output_index: index, item: { ...item } });
+  }
+
+  /**
+   * A chaos point (engine/faults.ts): injected delays wait there (a stop
+   * ends the wait); an injected error fails the run, an injected disconnect
+   * ends it cancelled and asks the transport to drop the connection. Either
+   * ends the run through `halt`, so once.
+   */
+  private async chaos(point: ChaosPoint): Promise<void> {
+    if (!this.faults) return;
+    const fault = await this.faults.at(point, this.abort.signal, this.id);
+    if (fault === 'error') {
+      this.halt({ status: 'failed', reason: 'injected_fault', error: new WireError('injected_fault', `An injected fault (llr serve --chaos error@${point}) failed this response.`) });
+    } else if (fault === 'disconnect') {
+      this.halt({ status: 'cancelled', reason: 'injected_disconnect' });
+      this.detach();
+      this.contain('drop', () => this.hooks.drop?.());
+    }
   }
 
   private async pause(calls: FunctionCall[]): Promise<void> {

@@ -11,6 +11,7 @@ import type { Ledger, PostInference, PostWorkTracker } from '../pipeline/post.js
 import type { Router } from '../pipeline/route.js';
 import type { ResponseStore } from '../store/types.js';
 import type { RunRecords } from './records.js';
+import type { Chaos } from './faults.js';
 
 /**
  * The optimizations this project reproduces, each switchable so its
@@ -108,4 +109,6 @@ export interface Services {
   clock: Clock;
   switches: Switches;
   limits: Limits;
+  /** Chaos knobs (engine/faults.ts); absent or without rules: no fault is injected (the default). */
+  chaos?: Chaos;
 }

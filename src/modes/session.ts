@@ -66,6 +66,8 @@ export class ConnectionSession {
     private readonly info: SessionInfo,
     private readonly send: (e: ServerEvent) => void,
     private readonly log: Logger,
+    /** Drop the connection as a server-side fault (chaos knobs); absent, an injected disconnect just ends the run. */
+    private readonly drop?: () => void,
   ) {}
 
   get protocol(): Protocol {
@@ -176,7 +178,13 @@ export class ConnectionSession {
         if (this.closingError) this.send(this.closingError.toEvent() as ServerEvent);
         return;
       }
-      const run = new ResponseRun(plan, this.services, this.send);
+      const run = new ResponseRun(plan, this.services, this.send, {
+        // An injected disconnect: nothing more starts on this connection, then the transport drops it.
+        drop: () => {
+          void this.close();
+          this.drop?.();
+        },
+      });
       this.active = run;
       const log = this.log.child({ response_id: run.id });
       log.debug({ model: plan.route.model }, 'response started');

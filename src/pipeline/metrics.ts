@@ -48,6 +48,12 @@ export const COUNTERS = [
   'compactions_applied',
   /** Server-side compactions (`context_management`) done during a run. */
   'compactions',
+  /** Chaos knobs (engine/faults.ts): faults injected into this run, by kind, and the ms its injected delays took. */
+  'chaos_errors',
+  'chaos_disconnects',
+  'chaos_stalls',
+  'chaos_latency',
+  'chaos_delay_ms',
 ] as const;
 export type Counter = (typeof COUNTERS)[number];
 

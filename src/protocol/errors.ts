@@ -56,6 +56,7 @@ export const WIRE_ERRORS = {
   send_buffer_full: { status: 400, type: 'invalid_request_error', message: 'The client did not read the stream; too much was left unsent.' },
   too_many_races: { status: 429, type: 'rate_limit_error', message: 'Too many demo races are running; try again when one ends.' },
   invalid_tool_schema: { status: 400, type: 'invalid_request_error', message: "A tool's parameters schema cannot be satisfied by bounded arguments." },
+  injected_fault: { status: 500, type: 'server_error', message: 'An injected fault (llr serve --chaos) failed this response.' },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

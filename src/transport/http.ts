@@ -188,13 +188,16 @@ export class HttpTransport {
     const params = withTimingOptIn(parseCreateBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth)), timingHeader(req));
     const plan = await httpPlan(params, this.services, metrics, owner);
     if (params.stream) return this.stream(res, plan);
-    const run = new ResponseRun(plan, this.services, () => {});
+    // Chaos knobs' injected disconnect: no answer, the connection is closed.
+    const run = new ResponseRun(plan, this.services, () => {}, { drop: () => res.destroy() });
     this.track(run);
     res.on('close', () => {
       if (!res.writableFinished) run.stop('cancelled', 'client_disconnected');
     });
     const response = await run.done;
-    sendJson(res, response.status === 'failed' && response.error?.code === 'server_error' ? 500 : 200, response);
+    if (res.destroyed) return;
+    const fault = response.status === 'failed' && (response.error?.code === 'server_error' || response.error?.code === 'injected_fault');
+    sendJson(res, fault ? 500 : 200, response);
   }
 
   private async stream(res: ServerResponse, plan: RunPlan): Promise<void> {
@@ -217,6 +220,12 @@ export class HttpTransport {
         return;
       }
       if (!res.write(sseFrame(e))) congested = true;
+    }, {
+      // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
+      drop: () => {
+        const socket = res.socket;
+        res.end(() => socket?.destroy());
+      },
     });
     this.track(run);
     res.on('close', () => {
@@ -229,7 +238,7 @@ export class HttpTransport {
       }
     });
     await run.done;
-    if (!res.destroyed) res.end('data: [DONE]\n\n');
+    if (!res.destroyed && !res.writableEnded) res.end('data: [DONE]\n\n');
   }
 
   private track(run: ResponseRun): void {

@@ -134,7 +134,9 @@ export class WsTransport {
       }
       ws.send(JSON.stringify(e));
     };
-    const session = new ConnectionSession(this.opts.policies(protocol, info), services, info, send, log);
+    // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).
+    const drop = () => ws.close(1011, 'injected disconnect');
+    const session = new ConnectionSession(this.opts.policies(protocol, info), services, info, send, log, drop);
     this.sessions.add(session);
     log.info('websocket connected');
 

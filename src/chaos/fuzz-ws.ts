@@ -199,7 +199,7 @@ async function drive(peer: WsPeer, rng: Rng, opts: WsFuzzOptions, tally: Tally, 
   for (let round = 0; ; round++) {
     const settled = await peer.until(() => s.terminal !== null || s.paused, opts.hangMs);
     if (s.terminal) {
-      // llr.timing follows the terminal event in the same turn; wait for it so the next input starts clean.
+      // llr:timing (the peer opted in) follows the terminal event in the same turn; wait for it so the next input starts clean.
       await peer.until(() => s.timing || peer.current !== s, Math.min(opts.hangMs, 2_000));
       return 'ok';
     }

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { Tally } from './oracle.js';
 import { asPost, fatCreate } from './bodies.js';
-import { checkQuiescent, httpJson } from './settle.js';
+import { checkQuiescent, listRuns } from './settle.js';
 import type { ScenarioContext } from './suite.js';
 
 /** Growth of the server's RSS over its start the whole scenario may cause, MB (the harness's bound, see docs/reliability.md). */
@@ -126,7 +126,7 @@ export async function run(ctx: ScenarioContext): Promise<Tally[]> {
     // Wait (bounded) until the server has done all it will: every run ended, nothing in flight.
     await checkQuiescent(target.url, tally, ctx.opts.hangMs);
     await target.checkAlive(tally, 'slow readers while they are not reading', { livenessOnly: true });
-    const runs = ((await httpJson(target.url, '/llr/runs')).json?.['data'] as Array<Record<string, unknown>> | undefined) ?? [];
+    const runs = (await listRuns(target.url)) ?? [];
     const ws = runs.filter((r) => r['protocol'] === 'ws');
     const completed = ws.filter((r) => r['status'] === 'completed').length;
     tally.responses = runs.length;

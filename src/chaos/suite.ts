@@ -22,6 +22,9 @@ import * as slowReader from './slow-reader.js';
 
 const MODULES = { disconnect, 'slow-reader': slowReader, concurrency, signals } as const;
 
+/** The smallest run-record ring the harness starts a server with (the concurrency scenario's 1,000 runs, with room). */
+const RUN_RECORDS_MIN = 10_000;
+
 export const SCENARIOS = ['fuzz', 'disconnect', 'slow-reader', 'concurrency', 'signals'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -69,7 +72,9 @@ export async function runChaos(opts: ChaosOptions): Promise<Tally[]> {
     async withServer(tally, server, fn, strictHealth = false) {
       const key = ctx.share;
       const reused = key ? shared.get(key) : undefined;
-      const target = reused?.target ?? (await Target.start({ cli: opts.cli, ...server }));
+      // The server's run-record ring (default 1,000) must hold every run a scenario judges, or records are evicted before they are read.
+      const ring = ['--max-run-records', String(Math.max(RUN_RECORDS_MIN, opts.inputs * 4))];
+      const target = reused?.target ?? (await Target.start({ cli: opts.cli, ...server, args: [...ring, ...(server.args ?? [])] }));
       if (key) shared.set(key, { target, last: tally });
       target.freezeMs = opts.freezeMs;
       target.healthDeadlineMs = opts.healthDeadlineMs;

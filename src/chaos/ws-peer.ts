@@ -40,8 +40,9 @@ export class WsPeer {
     return this.events.filter((e) => e['type'] === type).length;
   }
 
+  /** Opts in to the server's `llr:timing` event (`?llr_timing=1`), so the oracle also checks where it comes in the stream. */
   static connect(url: string, protocol: WsProtocol, timeoutMs = 10_000): Promise<WsPeer> {
-    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses?protocol=${protocol}`, { handshakeTimeout: timeoutMs });
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses?protocol=${protocol}&llr_timing=1`, { handshakeTimeout: timeoutMs });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(new WsPeer(ws)));
       ws.once('error', reject);

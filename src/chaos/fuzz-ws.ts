@@ -164,7 +164,7 @@ async function exchange(peer: WsPeer, frame: Frame, i: number, opts: WsFuzzOptio
   peer.send({ type: token });
   const isBarrier = (e: Record<string, unknown>) => e['type'] === 'error' && String((e['error'] as { message?: unknown })?.message ?? '').includes(token);
   const own = () => peer.events.slice(from).filter((e) => !isBarrier(e));
-  const createAnswered = () => peer.streams.length > streamsBefore || own().some((e) => e['type'] === 'error' && typeof e['sequence_number'] !== 'number');
+  const createAnswered = () => peer.streams.length > streamsBefore || own().some((e) => peer.connErrors.has(e));
   const ok = await peer.until(() => peer.events.slice(from).some(isBarrier) && (!frame.create || createAnswered()), opts.hangMs);
   if (peer.closeInfo) return closed(peer, tally, input);
   if (!ok) {

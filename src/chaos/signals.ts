@@ -73,6 +73,7 @@ async function sigterm(ctx: ScenarioContext, file: string): Promise<Tally> {
       tally.responses += queued.streams.filter((s) => s.terminal).length;
       if (answered < 3) tally.fail('hang', 'SIGTERM with one ws run streaming and two creates queued behind it', `${3 - answered} of 3 creates got no answer (no terminal event, no server_shutting_down error) before close ${queued.closeInfo?.code ?? 'none'}`);
       judgeClose(queued, tally, 'SIGTERM with queued creates');
+      for (const p of [...paused, ...streaming, queued]) for (const q of p.problems.splice(0)) tally.fail('malformed', 'SIGTERM with clients in every state', q);
       for (const s of sse) {
         const r = await s.result;
         const problems = r.error ? [r.error] : [...r.problems];

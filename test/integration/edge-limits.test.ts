@@ -255,6 +255,7 @@ describe('WebSocket budgets and the connection cap', () => {
     s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
     expect((await s.closed).code).toBe(1000);
     expect(s.events.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['websocket_connection_limit_reached', 'websocket_connection_limit_reached']);
+    expect(s.events.map((e) => e.sequence_number)).toEqual([0, 1]);
   });
 
   it('shutdown: the run in flight ends incomplete, each queued create gets server_shutting_down, then close 1001', async () => {
@@ -274,5 +275,7 @@ describe('WebSocket budgets and the connection cap', () => {
     const shutting = s.all('error').filter((e) => e.error.code === 'server_shutting_down');
     expect(shutting).toHaveLength(2);
     expect(shutting[0]).toMatchObject({ status: 503, error: { type: 'server_error' } });
+    // No response in flight for them: numbered by the connection's own error counter (found by the chaos suite: they had none).
+    expect(shutting.map((e) => e.sequence_number)).toEqual([0, 1]);
   });
 });

@@ -203,6 +203,14 @@ describe('WebSocket budgets and the connection cap', () => {
     expect(DEFAULT_LIMITS.maxSendBufferBytes).toBe(4 * 1024 * 1024);
   });
 
+  it('a client that reads gets a response whose events each exceed the send limit (they echo a large request)', async () => {
+    // Found by the chaos fuzzer: a 5 MB create (under the frame limit) got a reading client dropped with 1006 at the 4 MiB limit.
+    const { url } = await testServer({ limits: { maxSendBufferBytes: 64 * 1024 } });
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', instructions: 'x '.repeat(3 * 1024 * 1024), input: 'hi' });
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+  });
+
   it('queued creates are bounded by bytes as well as count', async () => {
     const { url } = await testServer({ policy: pauseThenText(), limits: { maxQueuedBytes: 1500 } });
     const s = await RawSocket.longLived(url);

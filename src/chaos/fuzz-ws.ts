@@ -164,7 +164,7 @@ async function exchange(peer: WsPeer, frame: Frame, i: number, opts: WsFuzzOptio
   peer.send({ type: token });
   const isBarrier = (e: Record<string, unknown>) => e['type'] === 'error' && String((e['error'] as { message?: unknown })?.message ?? '').includes(token);
   const own = () => peer.events.slice(from).filter((e) => !isBarrier(e));
-  const createAnswered = () => peer.streams.length > streamsBefore || own().some((e) => e['type'] === 'error' && typeof e['sequence_number'] !== 'number');
+  const createAnswered = () => peer.streams.length > streamsBefore || own().some((e) => peer.connErrors.has(e));
   const ok = await peer.until(() => peer.events.slice(from).some(isBarrier) && (!frame.create || createAnswered()), opts.hangMs);
   if (peer.closeInfo) return closed(peer, tally, input);
   if (!ok) {
@@ -199,7 +199,7 @@ async function drive(peer: WsPeer, rng: Rng, opts: WsFuzzOptions, tally: Tally, 
   for (let round = 0; ; round++) {
     const settled = await peer.until(() => s.terminal !== null || s.paused, opts.hangMs);
     if (s.terminal) {
-      // llr.timing follows the terminal event in the same turn; wait for it so the next input starts clean.
+      // llr:timing (the peer opted in) follows the terminal event in the same turn; wait for it so the next input starts clean.
       await peer.until(() => s.timing || peer.current !== s, Math.min(opts.hangMs, 2_000));
       return 'ok';
     }

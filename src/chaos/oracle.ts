@@ -6,6 +6,7 @@
  * close code. Anything else is a failure of a named kind, kept with the
  * input that caused it (abbreviated) so a person can replay it.
  */
+import { TIMING_EVENT } from '../protocol/events.js';
 
 export const FAILURE_KINDS = [
   'crash', // the server process exited
@@ -115,14 +116,14 @@ export function isTerminal(type: unknown): boolean {
 
 /**
  * One response's stream, event by event: response.created at 0, then every
- * event numbered +1, one terminal event, then at most `llr.timing`. On a
+ * event numbered +1, one terminal event, then at most `llr:timing`. On a
  * WebSocket one stream is open at a time, so events need no response id.
  */
 export class StreamCheck {
   id: string | null = null;
   private next = 0;
   terminal: string | null = null;
-  /** `llr.timing` seen (it follows the terminal event). */
+  /** `llr:timing` seen (it follows the terminal event). */
   timing = false;
   finalResponse: Obj | null = null;
   problems: string[] = [];
@@ -142,8 +143,8 @@ export class StreamCheck {
     if (typeof seq !== 'number') this.problems.push(`${String(type)} has no sequence_number`);
     else if (seq !== this.next) this.problems.push(`${String(type)} has sequence_number ${seq}, expected ${this.next}`);
     this.next = typeof seq === 'number' ? seq + 1 : this.next + 1;
-    if (this.terminal && type !== 'llr.timing') this.problems.push(`${String(type)} after the terminal ${this.terminal}`);
-    if (type === 'llr.timing') this.timing = true;
+    if (this.terminal && type !== TIMING_EVENT) this.problems.push(`${String(type)} after the terminal ${this.terminal}`);
+    if (type === TIMING_EVENT) this.timing = true;
     if (isTerminal(type)) {
       this.terminal = type as string;
       this.paused = false;

@@ -81,14 +81,38 @@ export async function checkRecords(url: string, ids: Iterable<string>, tally: Ta
   return statuses;
 }
 
+/** `GET /llr/runs` page size the harness asks for (the server's most). */
+const RUNS_PAGE = 1000;
+/** Bound on pages read in one listing (the harness starts its servers with a ring of at most this × `RUNS_PAGE` records). */
+const MAX_RUNS_PAGES = 1000;
+
+/**
+ * Every run record the server keeps, all pages of `GET /llr/runs` followed by
+ * their `after` cursor (the server answers at most 1,000 per page). Null if a
+ * page could not be read (server gone or not answering JSON).
+ */
+export async function listRuns(url: string): Promise<Obj[] | null> {
+  const all: Obj[] = [];
+  let after: string | null = null;
+  for (let page = 0; page < MAX_RUNS_PAGES; page++) {
+    const r = await httpJson(url, `/llr/runs?limit=${RUNS_PAGE}${after ? `&after=${encodeURIComponent(after)}` : ''}`);
+    const data = r.json?.['data'];
+    if (r.status !== 200 || !Array.isArray(data)) return null;
+    all.push(...(data as Obj[]));
+    const last = r.json?.['last_id'];
+    if (r.json?.['has_more'] !== true || typeof last !== 'string') return all;
+    after = last;
+  }
+  return all;
+}
+
 /** Every run record of the server ended and no HTTP request in flight, within `boundMs`. */
 export async function checkQuiescent(url: string, tally: Tally, boundMs: number): Promise<void> {
   const deadline = performance.now() + boundMs;
   let open: Obj[] = [];
   let health: Obj | null = null;
   for (;;) {
-    const list = await httpJson(url, '/llr/runs');
-    const data = Array.isArray(list.json?.['data']) ? (list.json!['data'] as Obj[]) : [];
+    const data = (await listRuns(url)) ?? [];
     open = data.filter((r) => !ENDED.has(String(r['status'])));
     health = (await httpJson(url, '/health')).json;
     const busy = Number(health?.['http_in_flight'] ?? 0) + Number(health?.['post_work_pending'] ?? 0);

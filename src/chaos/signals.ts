@@ -69,10 +69,11 @@ async function sigterm(ctx: ScenarioContext, file: string): Promise<Tally> {
         judgeClose(p, tally, input);
       }
       await Promise.race([queued.closed, new Promise((r) => setTimeout(r, hang))]);
-      const answered = queued.streams.filter((s) => s.terminal).length + queued.events.filter((e) => e['type'] === 'error' && typeof e['sequence_number'] !== 'number').length;
+      const answered = queued.streams.filter((s) => s.terminal).length + queued.connErrors.size;
       tally.responses += queued.streams.filter((s) => s.terminal).length;
       if (answered < 3) tally.fail('hang', 'SIGTERM with one ws run streaming and two creates queued behind it', `${3 - answered} of 3 creates got no answer (no terminal event, no server_shutting_down error) before close ${queued.closeInfo?.code ?? 'none'}`);
       judgeClose(queued, tally, 'SIGTERM with queued creates');
+      for (const p of [...paused, ...streaming, queued]) for (const q of p.problems.splice(0)) tally.fail('malformed', 'SIGTERM with clients in every state', q);
       for (const s of sse) {
         const r = await s.result;
         const problems = r.error ? [r.error] : [...r.problems];

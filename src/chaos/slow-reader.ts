@@ -13,13 +13,13 @@ import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { Tally } from './oracle.js';
 import { asPost, fatCreate } from './bodies.js';
-import { checkQuiescent, httpJson } from './settle.js';
+import { checkQuiescent, listRuns } from './settle.js';
 import type { ScenarioContext } from './suite.js';
 
 /** Growth of the server's RSS over its start the whole scenario may cause, MB (the harness's bound, see docs/reliability.md). */
 export const SLOW_READER_RSS_BUDGET_MB = 150;
-/** The documented default WebSocket send limit (docs/protocol.md): a reader owed more must be dropped. */
-const WS_SEND_BUFFER_DEFAULT = 64 * 1024 * 1024;
+/** The documented default send limit (`--send-buffer-bytes`, docs/reliability.md): a reader owed more must be dropped. */
+const WS_SEND_BUFFER_DEFAULT = 4 * 1024 * 1024;
 
 /** A masked client text frame (RFC 6455 §5.2). */
 export function wsFrame(text: string): Buffer {
@@ -123,10 +123,19 @@ export async function run(ctx: ScenarioContext): Promise<Tally[]> {
       tally.inputs++;
       sseSockets.push(s);
     }
-    // Wait (bounded) until the server has done all it will: every run ended, nothing in flight.
+    // The server reads megabytes of frames and bodies before any run starts: wait (bounded) until each reader has a run
+    // on record, or a quiescence check could pass before anything began.
+    const deadline = performance.now() + ctx.opts.hangMs;
+    for (;;) {
+      const recs = (await listRuns(target.url)) ?? [];
+      const started = (p: string) => recs.filter((r) => r['protocol'] === p).length;
+      if ((started('ws') >= wsReaders && started('http') >= sseReaders) || performance.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    // Then wait (bounded) until the server has done all it will: every run ended, nothing in flight.
     await checkQuiescent(target.url, tally, ctx.opts.hangMs);
     await target.checkAlive(tally, 'slow readers while they are not reading', { livenessOnly: true });
-    const runs = ((await httpJson(target.url, '/llr/runs')).json?.['data'] as Array<Record<string, unknown>> | undefined) ?? [];
+    const runs = (await listRuns(target.url)) ?? [];
     const ws = runs.filter((r) => r['protocol'] === 'ws');
     const completed = ws.filter((r) => r['status'] === 'completed').length;
     tally.responses = runs.length;

@@ -22,6 +22,9 @@ import * as slowReader from './slow-reader.js';
 
 const MODULES = { disconnect, 'slow-reader': slowReader, concurrency, signals } as const;
 
+/** The smallest run-record ring the harness starts a server with (the concurrency scenario's 1,000 runs, with room). */
+const RUN_RECORDS_MIN = 10_000;
+
 export const SCENARIOS = ['fuzz', 'disconnect', 'slow-reader', 'concurrency', 'signals'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -36,7 +39,7 @@ export interface ChaosOptions {
   hangMs: number;
   /** Bound on winding down after the clients close, ms. */
   settleMs: number;
-  /** /health must answer within this, ms (250 in the long form; the quick form allows 1,000 so a loaded CI machine does not flake, while a freeze still fails). */
+  /** /health must answer within this, ms (250 in the long form; the quick form allows 2,000 so a loaded CI machine does not flake, while a freeze, 3 s of silence, still fails as a hang). */
   healthDeadlineMs: number;
   /** After a hang, how long /health may stay silent before the server counts as frozen and is restarted, ms. */
   freezeMs: number;
@@ -46,7 +49,7 @@ export interface ChaosOptions {
 }
 
 export function defaultOptions(cli: string, quick: boolean): ChaosOptions {
-  return { cli, seed: 1, inputs: quick ? 60 : 2_000, quick, hangMs: quick ? 5_000 : 10_000, settleMs: 5_000, healthDeadlineMs: quick ? 1_000 : 250, freezeMs: 3_000 };
+  return { cli, seed: 1, inputs: quick ? 60 : 2_000, quick, hangMs: quick ? 5_000 : 10_000, settleMs: 5_000, healthDeadlineMs: quick ? 2_000 : 250, freezeMs: 3_000 };
 }
 
 export interface ScenarioContext {
@@ -69,7 +72,9 @@ export async function runChaos(opts: ChaosOptions): Promise<Tally[]> {
     async withServer(tally, server, fn, strictHealth = false) {
       const key = ctx.share;
       const reused = key ? shared.get(key) : undefined;
-      const target = reused?.target ?? (await Target.start({ cli: opts.cli, ...server }));
+      // The server's run-record ring (default 1,000) must hold every run a scenario judges, or records are evicted before they are read.
+      const ring = ['--max-run-records', String(Math.max(RUN_RECORDS_MIN, opts.inputs * 4))];
+      const target = reused?.target ?? (await Target.start({ cli: opts.cli, ...server, args: [...ring, ...(server.args ?? [])] }));
       if (key) shared.set(key, { target, last: tally });
       target.freezeMs = opts.freezeMs;
       target.healthDeadlineMs = opts.healthDeadlineMs;

@@ -17,6 +17,9 @@ export class WsPeer {
   current: StreamCheck | null = null;
   /** Complaints about events outside any stream or of a bad shape. */
   readonly problems: string[] = [];
+  /** Errors with no response in flight: numbered by the connection's own counter (docs/protocol.md), not in a stream. */
+  readonly connErrors = new Set<Obj>();
+  private nextConnErrorSeq = 0;
   closeInfo: { code: number; reason: string } | null = null;
   /** Called synchronously with every event (after the checks), e.g. to kill the server at a precise moment. */
   onEvent: ((e: Obj) => void) | null = null;
@@ -40,8 +43,9 @@ export class WsPeer {
     return this.events.filter((e) => e['type'] === type).length;
   }
 
+  /** Opts in to the server's `llr:timing` event (`?llr_timing=1`), so the oracle also checks where it comes in the stream. */
   static connect(url: string, protocol: WsProtocol, timeoutMs = 10_000): Promise<WsPeer> {
-    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses?protocol=${protocol}`, { handshakeTimeout: timeoutMs });
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses?protocol=${protocol}&llr_timing=1`, { handshakeTimeout: timeoutMs });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(new WsPeer(ws)));
       ws.once('error', reject);
@@ -103,10 +107,16 @@ export class WsPeer {
       this.current = new StreamCheck();
       this.streams.push(this.current);
       this.current.feed(e);
+    } else if (type === 'error' && numbered && (!this.current || this.current.terminal)) {
+      // No response in flight: the connection's own error counter, +1 per such error.
+      const seq = e['sequence_number'] as number;
+      if (seq !== this.nextConnErrorSeq) this.problems.push(`an error outside any response has sequence_number ${seq}, expected ${this.nextConnErrorSeq} (the connection's error counter)`);
+      this.nextConnErrorSeq = seq + 1;
+      this.connErrors.add(e);
     } else if (numbered) {
       if (!this.current) this.problems.push(`${String(type)} numbered but no response stream is open`);
       else this.current.feed(e);
-    } else if (type !== 'error') {
+    } else {
       this.problems.push(`${String(type)} without a sequence_number`);
     }
     this.onEvent?.(e);

@@ -110,9 +110,9 @@ export class ConnectionSession {
         }
         // Async (large appends yield to the loop); errors are reported as before, once it settles.
         run.append(event.input).catch((err: unknown) => {
-          // Numbered in the run's stream while it is the one in flight; unnumbered once another has started.
+          // Numbered in the run's stream while it is the one in flight; by the connection's counter once it is not.
           if (this.active === run) this.error(toWireError(err));
-          else if (!this.closed) this.send(toWireError(err).toEvent() as ServerEvent);
+          else if (!this.closed) this.sendConnectionError(toWireError(err));
         });
         return;
       }
@@ -144,7 +144,12 @@ export class ConnectionSession {
     if (err.code === 'server_error') this.log.error({ err: err.cause ?? err }, 'server fault');
     else this.log.info({ code: err.code, param: err.param }, 'client error');
     if (this.active && !this.active.ended) this.active.emitError(err);
-    else this.send({ ...err.toEvent(), sequence_number: this.errorSeq++ });
+    else this.sendConnectionError(err);
+  }
+
+  /** An error about no response in flight: numbered by the connection's own counter (every event carries a `sequence_number`). */
+  private sendConnectionError(err: WireError): void {
+    this.send({ ...err.toEvent(), sequence_number: this.errorSeq++ });
   }
 
   private async pump(): Promise<void> {
@@ -175,7 +180,7 @@ export class ConnectionSession {
       }
       if (this.closed) {
         // Planned, but the server ended the connection meanwhile: it never starts.
-        if (this.closingError) this.send(this.closingError.toEvent() as ServerEvent);
+        if (this.closingError) this.sendConnectionError(this.closingError);
         return;
       }
       const run = new ResponseRun(plan, this.services, this.send, {
@@ -248,7 +253,8 @@ export class ConnectionSession {
     if (this.busy) await new Promise<void>((resolve) => this.busyWaiters.push(resolve));
     if (queuedError) {
       if (waiting.length > 0) this.log.info({ code: queuedError.code, queued: waiting.length }, 'queued creates refused');
-      for (const _ of waiting) this.send(queuedError.toEvent() as ServerEvent);
+      // No response in flight for them: numbered by the connection's own counter, like any such error.
+      for (const _ of waiting) this.sendConnectionError(queuedError);
     }
     this.notifyIdle();
   }

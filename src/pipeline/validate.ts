@@ -124,6 +124,10 @@ function validateContent(role: string, content: unknown, p: string): void {
 
 function validateParts(parts: unknown[], p: string, role?: string): void {
   parts.forEach((raw, j) => {
+    // A part that is not an object (`null`, a string, an array) names its param like any other bad part.
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+      throw new WireError('invalid_type', `Invalid '${p}[${j}]': expected a content part object, got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}.`, `${p}[${j}]`);
+    }
     const part = raw as Record<string, unknown>;
     const type = part['type'];
     if (typeof type !== 'string' || !INPUT_PART_TYPES.has(type)) {

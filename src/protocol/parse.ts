@@ -406,7 +406,11 @@ function parseTools(v: unknown): Tool[] {
     if (typeof t['type'] !== 'string') {
       throw new WireError('missing_required_parameter', `Missing required parameter: 'tools[${i}].type'.`, `tools[${i}].type`);
     }
-    if (t['type'] === 'function') requireString(t, 'name', `tools[${i}]`);
+    if (t['type'] === 'function') {
+      requireString(t, 'name', `tools[${i}]`);
+      // The router reads it as text (model/tool-match.ts): a number or object is refused here, not a 500 later.
+      optString(t, 'description', `tools[${i}].`);
+    }
     return t as unknown as Tool;
   });
 }

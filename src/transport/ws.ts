@@ -121,18 +121,25 @@ export class WsTransport {
   private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean): void {
     const { services } = this.opts;
     const log = services.log.child({ conn: info.connection, protocol });
+    // The largest event sent on this connection: lifecycle events echo the request (instructions, tools), so one
+    // can exceed the limit by itself; the allowance below lets a client that reads receive a request it was allowed to send.
+    let largestEvent = 0;
     const send = (e: ServerEvent) => {
       if (ws.readyState !== ws.OPEN) return;
       // A client that stops reading must not make the server hold its stream
-      // in memory without bound: past the limit the connection is dropped
-      // (a close frame could not reach a peer that does not read), which
+      // in memory without bound: past the limit (plus two of the largest
+      // events, bounded by the frame limit) the connection is dropped (a
+      // close frame could not reach a peer that does not read), which
       // cancels its run like a disconnect.
-      if (ws.bufferedAmount > services.limits.maxSendBufferBytes) {
-        log.info({ code: 'send_buffer_full', buffered: ws.bufferedAmount, limit: services.limits.maxSendBufferBytes }, 'send buffer limit reached; dropping the connection');
+      const limit = services.limits.maxSendBufferBytes + 2 * largestEvent;
+      if (ws.bufferedAmount > limit) {
+        log.info({ code: 'send_buffer_full', buffered: ws.bufferedAmount, limit }, 'send buffer limit reached; dropping the connection');
         ws.terminate();
         return;
       }
-      ws.send(JSON.stringify(e));
+      const text = JSON.stringify(e);
+      if (text.length > largestEvent) largestEvent = text.length;
+      ws.send(text);
     };
     // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).
     const drop = () => ws.close(1011, 'injected disconnect');

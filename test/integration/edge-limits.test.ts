@@ -203,6 +203,14 @@ describe('WebSocket budgets and the connection cap', () => {
     expect(DEFAULT_LIMITS.maxSendBufferBytes).toBe(4 * 1024 * 1024);
   });
 
+  it('a client that reads gets a response whose events each exceed the send limit (they echo a large request)', async () => {
+    // Found by the chaos fuzzer: a 5 MB create (under the frame limit) got a reading client dropped with 1006 at the 4 MiB limit.
+    const { url } = await testServer({ limits: { maxSendBufferBytes: 64 * 1024 } });
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', instructions: 'x '.repeat(3 * 1024 * 1024), input: 'hi' });
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+  });
+
   it('queued creates are bounded by bytes as well as count', async () => {
     const { url } = await testServer({ policy: pauseThenText(), limits: { maxQueuedBytes: 1500 } });
     const s = await RawSocket.longLived(url);
@@ -255,6 +263,7 @@ describe('WebSocket budgets and the connection cap', () => {
     s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
     expect((await s.closed).code).toBe(1000);
     expect(s.events.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['websocket_connection_limit_reached', 'websocket_connection_limit_reached']);
+    expect(s.events.map((e) => e.sequence_number)).toEqual([0, 1]);
   });
 
   it('shutdown: the run in flight ends incomplete, each queued create gets server_shutting_down, then close 1001', async () => {
@@ -274,5 +283,7 @@ describe('WebSocket budgets and the connection cap', () => {
     const shutting = s.all('error').filter((e) => e.error.code === 'server_shutting_down');
     expect(shutting).toHaveLength(2);
     expect(shutting[0]).toMatchObject({ status: 503, error: { type: 'server_error' } });
+    // No response in flight for them: numbered by the connection's own error counter (found by the chaos suite: they had none).
+    expect(shutting.map((e) => e.sequence_number)).toEqual([0, 1]);
   });
 });

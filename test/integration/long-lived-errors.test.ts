@@ -98,6 +98,19 @@ describe('long-lived bad input', () => {
     expect((await s.next('response.completed')).response.output.at(-1)?.type).toBe('message');
   });
 
+  it.each([[[null]], [['text']], [[[1]]]])('append whose function_call_output.output is %j → 400 invalid_type naming the part, run stays paused', async (output) => {
+    const { s } = await pausedRun();
+    // Found by the chaos fuzzer: a non-object part used to be a 500 (TypeError in validateParts).
+    s.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output }, out('call_b')] });
+    const err = await s.next('error');
+    expect(err.status).toBe(400);
+    expect(err.error.type).toBe('invalid_request_error');
+    expect(err.error.code).toBe('invalid_type');
+    expect(err.error.param).toBe('input[0].output[0]');
+    s.send({ type: 'response.append', input: [out('call_a'), out('call_b')] });
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+  });
+
   it('a partial append keeps the run paused until every call is answered', async () => {
     const { s, server } = await pausedRun();
     s.send({ type: 'response.append', input: [out('call_a')] });

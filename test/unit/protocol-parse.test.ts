@@ -51,6 +51,9 @@ describe('parseClientFrame', () => {
     ['{"type":"response.create","model":"m","tool_choice":5}', 'invalid_value', 'tool_choice'],
     ['{"type":"response.create","model":"m","metadata":{"k":1}}', 'invalid_type', 'metadata.k'],
     ['{"type":"response.create","model":"m","store":"yes"}', 'invalid_type', 'store'],
+    // Found by the chaos fuzzer: a non-string description reached the router and was a 500.
+    ['{"type":"response.create","model":"m","tools":[{"type":"function","name":"f","description":0}]}', 'invalid_type', 'tools[0].description'],
+    ['{"type":"response.create","model":"m","tools":[{"type":"function","name":"f","description":{"a":1}}]}', 'invalid_type', 'tools[0].description'],
   ])('%s → %s (%s)', (frame, code, param) => {
     const err = fails(() => parseClientFrame(frame));
     expect(err.code).toBe(code);

@@ -152,7 +152,15 @@ export function compact(window: readonly InputItem[]): Compacted {
   const summaryItem: InputMessage = { type: 'message', role: 'developer', content: [{ type: 'input_text', text: summary }] };
   const carried: InputItem[] = [summaryItem, ...users, ...pending, ...kept];
   const item: CompactionItem = { id: newId('cmp'), type: 'compaction', encrypted_content: seal({ v: VERSION, items: carried }) };
-  const shown = [...users, ...turnUser].map((u) => ({ type: 'message' as const, role: 'user' as const, content: normalise(u.content) }));
+  // Shown as output items (an id and a status, as the API's compact answer has them and as the
+  // Open Responses `Message` schema requires); read back by position, so the ids carry no meaning.
+  const shown = [...users, ...turnUser].map((u) => ({
+    id: newId('msg'),
+    type: 'message' as const,
+    status: 'completed' as const,
+    role: 'user' as const,
+    content: normalise(u.content),
+  }));
   return { output: [...shown, item], carried, summary };
 }
 

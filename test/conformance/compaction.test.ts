@@ -39,10 +39,13 @@ describe('POST /v1/responses/compact', () => {
     expect(c.id).toMatch(/^resp_/);
     expect(Number.isInteger(c.created_at)).toBe(true);
     expect(c.output.map((i) => i.type)).toEqual(['message', 'message', 'compaction']);
+    // Kept messages are output items: an id and a status, as the Open Responses `Message` schema
+    // requires (its compliance suite's `compact-response` test failed on their absence).
     expect(c.output.slice(0, 2)).toEqual([
-      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'First question about the build.' }] },
-      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Second question: why step 3?' }] },
+      { id: expect.stringMatching(/^msg_/), type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_text', text: 'First question about the build.' }] },
+      { id: expect.stringMatching(/^msg_/), type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_text', text: 'Second question: why step 3?' }] },
     ]);
+    expect(new Set(c.output.map((i) => i.id)).size).toBe(3);
     const item = c.output[2] as { id: string; encrypted_content: string };
     expect(item.id).toMatch(/^cmp_/);
     expect(item.encrypted_content).not.toContain('build');

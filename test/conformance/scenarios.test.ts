@@ -111,31 +111,47 @@ const scenarios: Record<string, Scenario> = {
   },
 };
 
-/** Each scenario's outcome per design, compared with the first design's. */
-const outcomes = new Map<string, Map<ClientProtocol, Outcome>>();
+/** Runs one scenario over one design on a server of its own. */
+async function runScenario(name: string, protocol: ClientProtocol): Promise<Outcome> {
+  const { url } = await testServer({ seed: 11 });
+  const client = await connectClient(protocol, url);
+  try {
+    return await scenarios[name]!(client);
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * The reference outcome of a scenario (the first design's), run at most once
+ * and on demand by whichever test needs it first, so every test stands alone:
+ * any order, any `-t` filter.
+ */
+const REFERENCE = CLIENT_PROTOCOLS[0]!;
+const references = new Map<string, Promise<Outcome>>();
+function referenceOutcome(name: string): Promise<Outcome> {
+  let outcome = references.get(name);
+  if (!outcome) {
+    outcome = runScenario(name, REFERENCE);
+    references.set(name, outcome);
+  }
+  return outcome;
+}
 
 describe.each(Object.keys(scenarios))('%s', (name) => {
   it.each(CLIENT_PROTOCOLS)('over %s', async (protocol) => {
-    const { url } = await testServer({ seed: 11 });
-    const client = await connectClient(protocol, url);
-    try {
-      const outcome = await scenarios[name]!(client);
-      const byDesign = outcomes.get(name) ?? new Map<ClientProtocol, Outcome>();
-      outcomes.set(name, byDesign);
-      byDesign.set(protocol, outcome);
-      expect(outcome.statuses.every((s) => s === 'completed')).toBe(true);
-      if (protocol === 'long-lived') {
-        // One Response per user turn, however many tool calls.
-        expect(outcome.responses).toBe(outcome.statuses.length);
-      }
-      // Every design ends with the same transcript as the first one run.
-      if (protocol !== CLIENT_PROTOCOLS[0]) {
-        const reference = byDesign.get(CLIENT_PROTOCOLS[0]!);
-        expect(reference, 'the reference design ran first').toBeDefined();
-        expect(outcome.transcript).toEqual(reference!.transcript);
-      }
-    } finally {
-      await client.close();
+    const outcome = protocol === REFERENCE ? await referenceOutcome(name) : await runScenario(name, protocol);
+    expect(outcome.statuses.every((s) => s === 'completed')).toBe(true);
+    if (protocol === 'long-lived') {
+      // One Response per user turn, however many tool calls.
+      expect(outcome.responses).toBe(outcome.statuses.length);
+    }
+    // Every design ends with the same transcript as the reference design.
+    if (protocol !== REFERENCE) {
+      const reference = await referenceOutcome(name).catch((e: unknown) => {
+        throw new Error(`the reference design (${REFERENCE}) failed this scenario`, { cause: e });
+      });
+      expect(outcome.transcript).toEqual(reference.transcript);
     }
   });
 });

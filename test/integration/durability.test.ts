@@ -7,16 +7,16 @@
  * the next response, so the chain costs one process per kill. No sleeps: the
  * test waits on the child's log line, its exit, and the client's events.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Response } from '../../src/protocol/objects.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
+import { buildDist } from '../helpers/build.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'cli.js');
@@ -24,9 +24,8 @@ const dir = mkdtempSync(join(tmpdir(), 'llr-durability-'));
 const KILLS_PER_DESIGN = 10;
 
 beforeAll(async () => {
-  // The child runs the built CLI: emit it first (a type error elsewhere must not stop the emit).
-  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')]).catch(() => {});
-  if (!existsSync(CLI)) throw new Error(`${CLI} was not built`);
+  // The tests run the built CLI: build it, and stop here if the build fails.
+  await buildDist();
 }, 120_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -32,8 +32,8 @@ import { Segment, carriesTokens } from './segment.js';
 import { newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
 import type { Services } from './services.js';
+import type { Protocol } from '../protocol/designs.js';
 
-export type Protocol = 'long-lived' | 'ws' | 'http';
 export type EventSink = (event: ServerEvent) => void;
 
 /** Everything pre-inference work produced; the mode builds it, the run consumes it. */

@@ -28,14 +28,11 @@ import { parseClientFrame } from '../protocol/parse.js';
 import { newId } from '../protocol/objects.js';
 import type { ServerEvent } from '../protocol/events.js';
 import type { Services } from '../engine/services.js';
-import type { Protocol } from '../engine/run.js';
+import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
 import { ConnectionSession, type ModePolicy, type SessionInfo } from '../modes/session.js';
 import type { Authenticator } from './auth.js';
 import type { Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
-
-export const LONG_LIVED_BETA = 'responses_websockets=2026-02-04';
-export const WS_MODE_BETA = 'responses_websockets=2026-02-06';
 
 export type PolicyFactory = (protocol: Exclude<Protocol, 'http'>, info: SessionInfo) => ModePolicy;
 

@@ -10,6 +10,7 @@
 import WebSocket from 'ws';
 import { afterEach } from 'vitest';
 import type { ServerEvent } from '../../src/protocol/events.js';
+import { LONG_LIVED_BETA } from '../../src/protocol/designs.js';
 
 const open = new Set<RawSocket>();
 afterEach(() => {
@@ -84,7 +85,7 @@ export class RawSocket {
   }
 
   static longLived(url: string): Promise<RawSocket> {
-    return RawSocket.connect(url, { headers: { 'OpenAI-Beta': 'responses_websockets=2026-02-04' } });
+    return RawSocket.connect(url, { headers: { 'OpenAI-Beta': LONG_LIVED_BETA } });
   }
 
   send(frame: unknown): void {

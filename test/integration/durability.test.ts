@@ -16,6 +16,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Response } from '../../src/protocol/objects.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
+import { LONG_LIVED_BETA, type Protocol } from '../../src/protocol/designs.js';
 import { buildDist } from '../helpers/build.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -58,7 +59,7 @@ function serve(store: string, extra: string[] = []): Promise<Served> {
   });
 }
 
-type Design = 'long-lived' | 'ws' | 'http';
+type Design = Protocol;
 
 /** One store:true response; the server is SIGKILLed synchronously on the client's first sight of response.completed. */
 async function completeThenKill(design: Design, s: Served): Promise<string> {
@@ -80,7 +81,7 @@ async function completeThenKill(design: Design, s: Served): Promise<string> {
       }
     }
   }
-  const headers: Record<string, string> = design === 'long-lived' ? { 'OpenAI-Beta': 'responses_websockets=2026-02-04' } : {};
+  const headers: Record<string, string> = design === 'long-lived' ? { 'OpenAI-Beta': LONG_LIVED_BETA } : {};
   const ws = new WebSocket(s.url.replace(/^http/, 'ws') + '/v1/responses', { headers });
   return new Promise((resolve, reject) => {
     ws.on('error', () => {}); // the kill resets the socket; that is the point

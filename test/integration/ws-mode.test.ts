@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
+import { WS_MODE_BETA } from '../../src/protocol/designs.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -18,7 +19,7 @@ describe('ws mode', () => {
     const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }, { text: 'c' }]) });
     for (const s of [
       await RawSocket.connect(url),
-      await RawSocket.connect(url, { headers: { 'OpenAI-Beta': 'responses_websockets=2026-02-06' } }),
+      await RawSocket.connect(url, { headers: { 'OpenAI-Beta': WS_MODE_BETA } }),
       await RawSocket.connect(url, { query: '?protocol=ws' }),
     ]) {
       s.send(create());

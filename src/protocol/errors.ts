@@ -54,6 +54,10 @@ export const WIRE_ERRORS = {
   too_many_connections: { status: 503, type: 'server_error', message: 'The server has too many open connections; try again later.' },
   request_aborted: { status: 400, type: 'invalid_request_error', message: 'The client closed the connection before the request body ended.' },
   send_buffer_full: { status: 400, type: 'invalid_request_error', message: 'The client did not read the stream; too much was left unsent.' },
+  // WebSocket upgrades refused before a connection exists (the ws library's handshake checks: 400, or 405 for a method).
+  invalid_websocket_handshake: { status: 400, type: 'invalid_request_error', message: 'The WebSocket handshake is malformed.' },
+  // WebSockets switched off (`llr serve --no-websockets`): clients fall back to HTTP.
+  upgrade_required: { status: 426, type: 'invalid_request_error', message: 'WebSockets are switched off on this server; use HTTP.' },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

@@ -70,7 +70,7 @@ export class WsTransport {
     this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) => {
       const status = /method/i.test(err.message) ? 405 : 400;
       const headers: Record<string, string> = /version/i.test(err.message) ? { 'Sec-WebSocket-Version': '13, 8' } : {};
-      this.refuseLogged(req, socket, status, { code: 'invalid_websocket_handshake', message: err.message }, headers);
+      this.refuseLogged(req, socket, status, new WireError('invalid_websocket_handshake', err.message).body(), headers);
     });
   }
 
@@ -100,7 +100,10 @@ export class WsTransport {
       const e = new WireError('too_many_connections');
       return no(e.status, e.body());
     }
-    if (this.opts.refuseUpgrades()) return no(426, { code: 'upgrade_required', message: 'WebSockets are switched off on this server; use HTTP.' });
+    if (this.opts.refuseUpgrades()) {
+      const e = new WireError('upgrade_required');
+      return no(e.status, e.body());
+    }
     const protocol = chooseProtocol(req, url);
     if (typeof protocol === 'object') return no(400, { code: 'invalid_value', message: protocol.error, param: 'protocol' });
     const authStart = this.opts.services.clock.now();

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { WS_MODE_BETA } from '../../src/protocol/designs.js';
+import { rawRequest, requestText, upgradeHeaders } from '../helpers/raw-http.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -208,8 +209,10 @@ describe('ws mode', () => {
   });
 
   it('the 426 switch refuses upgrades so clients fall back to HTTP', async () => {
-    const { url, server } = await testServer({ refuseWebSockets: true });
+    const { url, port, server } = await testServer({ refuseWebSockets: true });
     await expect(RawSocket.connect(url)).rejects.toMatchObject({ status: 426 });
+    const refused = await rawRequest(port, requestText('GET', '/v1/responses', upgradeHeaders()));
+    expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 'upgrade_required', type: 'invalid_request_error' } });
     server.refuseWebSockets = false;
     await expect(RawSocket.connect(url)).resolves.toBeInstanceOf(RawSocket);
   });

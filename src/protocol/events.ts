@@ -83,7 +83,7 @@ export interface WireErrorBody {
   param: string | null;
 }
 
-/** WebSocket shape (nested); SSE uses the flat shape, see `toSseError`. */
+/** WebSocket shape (nested); SSE uses the flat shape, see `sseFrame` in transport/http.ts. */
 export type ErrorEvent = Partial<Seq> & {
   type: 'error';
   status: number;

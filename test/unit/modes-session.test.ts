@@ -45,8 +45,8 @@ class Sink {
     });
   };
   /** The next event of `type` from now on. */
-  next(type: ServerEvent['type']): Promise<ServerEvent> {
-    return new Promise((resolve) => this.waiters.push({ type, resolve }));
+  next<K extends ServerEvent['type']>(type: K): Promise<Extract<ServerEvent, { type: K }>> {
+    return new Promise((resolve) => this.waiters.push({ type, resolve: resolve as (e: ServerEvent) => void }));
   }
   types(): string[] {
     return this.events.map((e) => (e.type === 'error' ? `error:${e.error.code}` : e.type)).filter((t) => !t.startsWith('llr.'));
@@ -110,6 +110,20 @@ function session(svc: Services, policy: ModePolicy) {
   return { s, sink };
 }
 
+const CALL: ScriptStep = { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_1' }] };
+
+/** A session whose first create (then `queued` more) pauses at a tool call; resolves at the pause. */
+async function pausedSession(steps: ScriptStep[], queued: string[] = []) {
+  const svc = services([CALL, ...steps]);
+  const fake = fakePolicy(svc);
+  const { s, sink } = session(svc, fake.policy);
+  const paused = sink.next('response.done');
+  s.handle(create('go'));
+  for (const name of queued) s.handle(create(name));
+  const done = await paused;
+  return { svc, fake, s, sink, id: done.response.id };
+}
+
 describe('ConnectionSession', () => {
   it('runs creates one at a time, in the order they came', async () => {
     const svc = services([{ text: 'one' }, { text: 'two' }]);
@@ -125,15 +139,10 @@ describe('ConnectionSession', () => {
   });
 
   it('routes an append to the paused run, which resumes and completes in the same response', async () => {
-    const svc = services([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_1' }] }, { text: 'thanks' }]);
-    const { s, sink } = session(svc, fakePolicy(svc).policy);
-    const paused = sink.next('response.done');
-    s.handle(create('go'));
-    const done = (await paused) as Extract<ServerEvent, { type: 'response.done' }>;
+    const { s, sink, id } = await pausedSession([{ text: 'thanks' }]);
     const completed = sink.next('response.completed');
-    s.handle(frame({ type: 'response.append', response_id: done.response.id, input: output('call_1', 'found') }));
-    const end = (await completed) as Extract<ServerEvent, { type: 'response.completed' }>;
-    expect(end.response.id).toBe(done.response.id);
+    s.handle(frame({ type: 'response.append', response_id: id, input: output('call_1', 'found') }));
+    expect((await completed).response.id).toBe(id);
     expect(sink.types().filter((t) => t === 'response.created')).toHaveLength(1);
   });
 
@@ -157,17 +166,13 @@ describe('ConnectionSession', () => {
   });
 
   it('an append naming another response than the paused one is refused; the run stays paused', async () => {
-    const svc = services([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_1' }] }, { text: 'ok' }]);
-    const { s, sink } = session(svc, fakePolicy(svc).policy);
-    const paused = sink.next('response.done');
-    s.handle(create('go'));
-    const done = (await paused) as Extract<ServerEvent, { type: 'response.done' }>;
+    const { s, sink, id } = await pausedSession([{ text: 'ok' }]);
     const refused = sink.next('error');
     s.handle(frame({ type: 'response.append', response_id: 'resp_other', input: output('call_1', 'x') }));
     expect(await refused).toMatchObject({ error: { code: 'no_paused_response', param: 'response_id' } });
     const completed = sink.next('response.completed');
     s.handle(frame({ type: 'response.append', input: output('call_1', 'x') }));
-    expect(((await completed) as Extract<ServerEvent, { type: 'response.completed' }>).response.id).toBe(done.response.id);
+    expect((await completed).response.id).toBe(id);
   });
 
   it('a create the policy refuses: an error event, failed() is told, the next create runs', async () => {
@@ -184,11 +189,7 @@ describe('ConnectionSession', () => {
   });
 
   it('cancel ends the run in flight cancelled', async () => {
-    const svc = services([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_1' }] }]);
-    const { s, sink } = session(svc, fakePolicy(svc).policy);
-    const paused = sink.next('response.done');
-    s.handle(create('go'));
-    await paused;
+    const { svc, s, sink } = await pausedSession([]);
     const cancelled = sink.next('response.cancelled');
     s.handle(frame({ type: 'response.cancel' }));
     expect(await cancelled).toMatchObject({ response: { status: 'cancelled' } });
@@ -196,25 +197,12 @@ describe('ConnectionSession', () => {
     expect(svc.records.list().map((r) => r.status)).toEqual(['cancelled']);
   });
 
-  it('the queue behind the create in flight is bounded by count', async () => {
-    const svc = services([{ text: 'a' }, { text: 'b' }], { maxQueuedCreates: 1 });
-    const fake = fakePolicy(svc, { gated: true });
-    const { s, sink } = session(svc, fake.policy);
-    s.handle(create('first'));
-    await fake.planning(1);
-    s.handle(create('second'));
-    s.handle(create('third'));
-    expect(sink.types()).toEqual(['error:queue_full']);
-    fake.open(0);
-    await fake.planning(2);
-    fake.open(1);
-    await s.idle();
-    expect(fake.planned).toEqual(['first', 'second']);
-    expect(sink.types().filter((t) => t === 'response.completed')).toHaveLength(2);
-  });
-
-  it('the queue is bounded by bytes too', async () => {
-    const svc = services([{ text: 'a' }, { text: 'b' }], { maxQueuedBytes: 100 });
+  // While the first create is being planned, a second waits in the queue and a third is over the bound.
+  it.each([
+    ['count', { maxQueuedCreates: 1 }],
+    ['bytes', { maxQueuedBytes: 100 }],
+  ] as const)('the queue behind the create in flight is bounded by %s', async (_bound, limits) => {
+    const svc = services([{ text: 'a' }, { text: 'b' }], limits);
     const fake = fakePolicy(svc, { gated: true });
     const { s, sink } = session(svc, fake.policy);
     s.handle(create('first'), 10);
@@ -227,16 +215,11 @@ describe('ConnectionSession', () => {
     fake.open(1);
     await s.idle();
     expect(fake.planned).toEqual(['first', 'second']);
+    expect(sink.types().filter((t) => t === 'response.completed')).toHaveLength(2);
   });
 
   it('a disconnect while paused cancels the run, sends nothing more and ignores later events', async () => {
-    const svc = services([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_1' }] }]);
-    const fake = fakePolicy(svc);
-    const { s, sink } = session(svc, fake.policy);
-    const paused = sink.next('response.done');
-    s.handle(create('go'));
-    s.handle(create('queued'));
-    await paused;
+    const { svc, fake, s, sink } = await pausedSession([], ['queued']);
     const before = sink.events.length;
     await s.close();
     expect(sink.events.length).toBe(before);
@@ -249,13 +232,7 @@ describe('ConnectionSession', () => {
   });
 
   it('shutdown with a run paused: it ends incomplete with its terminal event; queued creates are told', async () => {
-    const svc = services([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_1' }] }]);
-    const { s, sink } = session(svc, fakePolicy(svc).policy);
-    const paused = sink.next('response.done');
-    s.handle(create('go'));
-    s.handle(create('queued 1'));
-    s.handle(create('queued 2'));
-    await paused;
+    const { s, sink } = await pausedSession([], ['queued 1', 'queued 2']);
     await s.shutdown();
     const tail = sink.types().slice(sink.types().indexOf('response.done') + 1);
     expect(tail).toEqual(['response.incomplete', 'error:server_shutting_down', 'error:server_shutting_down']);

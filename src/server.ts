@@ -5,7 +5,8 @@
  * shuts down gracefully — runs in flight end `incomplete`, their
  * post-inference work still happens once, deferred work is flushed.
  *
- * Used by the CLI (`llr serve`), the tests (port 0, `await using`) and the
+ * Used by the CLI (`llr serve`), the tests (port 0, closed after each test by
+ * test/helpers/server.ts; `Symbol.asyncDispose` also closes it) and the
  * benchmarks. Transports only move bytes; the modes hold the designs.
  */
 import { createServer as createHttpServer, type Server } from 'node:http';

@@ -12,6 +12,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import type { ServerEvent } from '../protocol/events.js';
+import { LONG_LIVED_BETA } from '../protocol/designs.js';
 import { spawnFrameServer, spawnServer } from './processes.js';
 import { round, summary } from './stats.js';
 
@@ -88,7 +89,7 @@ async function main(): Promise<void> {
   // The frame server echoes every frame that is not a blast request.
   const echo = await spawnFrameServer();
   try {
-    const ll = await open(server.url, { 'OpenAI-Beta': 'responses_websockets=2026-02-04' });
+    const ll = await open(server.url, { 'OpenAI-Beta': LONG_LIVED_BETA });
     const ew = await open(echo.url);
     const appendMs: number[] = [];
     const echoMs: number[] = [];

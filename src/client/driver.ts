@@ -18,6 +18,7 @@
  */
 import { isTimingEvent, type ServerEvent, type TimingEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response, Tool, ToolChoice } from '../protocol/objects.js';
+import type { Protocol } from '../protocol/designs.js';
 
 export interface AgentRequest {
   model: string;
@@ -36,7 +37,7 @@ export interface AgentRequest {
 export type ToolExecutor = (call: FunctionCall) => Promise<string> | string;
 
 export interface AgentClient {
-  readonly protocol: 'long-lived' | 'ws' | 'http';
+  readonly protocol: Protocol;
   /** Run one user turn; a later run continues the same conversation. */
   run(request: AgentRequest, executeTool: ToolExecutor): AgentRun;
   /** Forget the conversation: the next run starts a new one. */

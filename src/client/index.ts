@@ -7,8 +7,9 @@ import type { AgentClient } from './driver.js';
 import { HttpClient } from './http.js';
 import { LongLivedClient } from './long-lived.js';
 import { WsClient } from './ws.js';
+import type { Protocol } from '../protocol/designs.js';
 
-export type ClientProtocol = 'long-lived' | 'ws' | 'http' | 'http-stored';
+export type ClientProtocol = Protocol | 'http-stored';
 export const CLIENT_PROTOCOLS: readonly ClientProtocol[] = ['long-lived', 'ws', 'http', 'http-stored'];
 
 /** `timing` (default true): ask the server for its `llr:timing` events. */

@@ -10,8 +10,7 @@ import { isTerminalEvent, isTimingEvent, type ServerEvent } from '../protocol/ev
 import type { FunctionCall, InputItem } from '../protocol/objects.js';
 import { AgentRun, ServerError, TimingRoutes, busyRun, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 import { EventSocket, type SocketOptions } from './socket.js';
-
-export const LONG_LIVED_BETA = 'responses_websockets=2026-02-04';
+import { LONG_LIVED_BETA } from '../protocol/designs.js';
 
 export class LongLivedClient implements AgentClient {
   readonly protocol = 'long-lived' as const;

@@ -5,13 +5,14 @@
  */
 import WebSocket from 'ws';
 import type { ServerEvent } from '../protocol/events.js';
+import type { Protocol } from '../protocol/designs.js';
 
 export interface SocketOptions {
   apiKey?: string;
   /** Extra upgrade headers. */
   headers?: Record<string, string>;
   /** `?protocol=` value (what a browser would use instead of the header). */
-  protocol?: 'long-lived' | 'ws';
+  protocol?: Exclude<Protocol, 'http'>;
   beta?: string;
   /** Ask for the server's `llr:timing` events (`?llr_timing=1` on the upgrade). Default true. */
   timing?: boolean;

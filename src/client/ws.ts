@@ -11,8 +11,7 @@ import { isTerminalEvent, isTimingEvent, type ServerEvent } from '../protocol/ev
 import type { FunctionCall, InputItem } from '../protocol/objects.js';
 import { AgentRun, ServerError, TimingRoutes, busyRun, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 import { EventSocket, type SocketOptions } from './socket.js';
-
-export const WS_MODE_BETA = 'responses_websockets=2026-02-06';
+import { WS_MODE_BETA } from '../protocol/designs.js';
 
 export class WsClient implements AgentClient {
   readonly protocol = 'ws' as const;

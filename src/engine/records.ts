@@ -10,11 +10,12 @@
  */
 import type { TimingSpan } from '../protocol/events.js';
 import type { Usage } from '../protocol/objects.js';
+import type { Protocol } from '../protocol/designs.js';
 
 export interface RunRecord {
   response_id: string;
   /** The wire protocol that carried it: `long-lived`, `ws` or `http`. */
-  protocol: string;
+  protocol: Protocol;
   connection: string | null;
   /** Who asked for it: the API key's owner id, null when the server has no keys. */
   owner: string | null;

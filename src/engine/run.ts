@@ -35,7 +35,8 @@ import type { RunRecord } from './records.js';
 import type { Services } from './services.js';
 import { StreamPoints, type ChaosPoint, type RunFaults } from './faults.js';
 
-export type Protocol = 'long-lived' | 'ws' | 'http';
+import type { Protocol } from '../protocol/designs.js';
+export type { Protocol };
 
 /** Appends that may wait behind the one being processed on a run (then `queue_full`). */
 export const MAX_QUEUED_APPENDS = 64;

@@ -18,7 +18,8 @@ import type { Logger } from 'pino';
 import { WireError, toWireError } from '../protocol/errors.js';
 import type { ClientEvent, CreateParams, ServerEvent } from '../protocol/events.js';
 import { RunMetrics } from '../pipeline/metrics.js';
-import { ResponseRun, type Protocol, type RunPlan } from '../engine/run.js';
+import type { Protocol } from '../protocol/designs.js';
+import { ResponseRun, type RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 
 export interface ModePolicy {

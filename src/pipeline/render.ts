@@ -262,14 +262,3 @@ function pushItem(ctx: RenderedContext, item: InputItem, toks: Chunks): void {
   if (item.type === 'function_call' && typeof it['call_id'] === 'string') ctx.callIds.add(it['call_id']);
   if (item.type === 'function_call_output' && typeof it['call_id'] === 'string') ctx.answeredCallIds.add(it['call_id']);
 }
-
-/** A copy that a continuation can extend without touching the original (ws cache). */
-export function forkContext(ctx: RenderedContext): RenderedContext {
-  return {
-    ...ctx,
-    items: ctx.items.slice(),
-    tokens: ctx.tokens.clone(),
-    callIds: new Set(ctx.callIds),
-    answeredCallIds: new Set(ctx.answeredCallIds),
-  };
-}

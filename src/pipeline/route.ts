@@ -34,7 +34,7 @@ export interface RouterOptions {
   replicas: number;
   /** Injected latency per remote hop, ms (default 0). */
   hopLatencyMs: number;
-  /** Remote hops on the path to the model (router → engine), default 1. */
+  /** Remote hops on the path to the model (gateway → router → engine); `llr serve --hops`, default 2 (set in server.ts). */
   hops: number;
   /**
    * Names the table does not hold are looked up here before falling back to

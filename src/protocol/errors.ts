@@ -57,6 +57,10 @@ export const WIRE_ERRORS = {
   too_many_races: { status: 429, type: 'rate_limit_error', message: 'Too many demo races are running; try again when one ends.' },
   invalid_tool_schema: { status: 400, type: 'invalid_request_error', message: "A tool's parameters schema cannot be satisfied by bounded arguments." },
   injected_fault: { status: 500, type: 'server_error', message: 'An injected fault (llr serve --chaos) failed this response.' },
+  // WebSocket upgrades refused before a connection exists (the ws library's handshake checks: 400, or 405 for a method).
+  invalid_websocket_handshake: { status: 400, type: 'invalid_request_error', message: 'The WebSocket handshake is malformed.' },
+  // WebSockets switched off (`llr serve --no-websockets`): clients fall back to HTTP.
+  upgrade_required: { status: 426, type: 'invalid_request_error', message: 'WebSockets are switched off on this server; use HTTP.' },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

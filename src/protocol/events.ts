@@ -85,7 +85,8 @@ export interface WireErrorBody {
 }
 
 /**
- * WebSocket shape (nested); SSE uses the flat shape, see `toSseError`. Always
+ * WebSocket shape (nested); SSE uses the flat shape, see `sseFrame` in
+ * transport/http.ts. Always
  * numbered: in the stream of the response in flight, or by the connection's
  * own counter when none is.
  */

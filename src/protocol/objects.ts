@@ -216,16 +216,6 @@ export function isFunctionTool(t: Tool): t is FunctionTool {
   return t.type === 'function' && typeof (t as FunctionTool).name === 'string';
 }
 
-export function emptyUsage(): Usage {
-  return {
-    input_tokens: 0,
-    input_tokens_details: { cached_tokens: 0 },
-    output_tokens: 0,
-    output_tokens_details: { reasoning_tokens: 0 },
-    total_tokens: 0,
-  };
-}
-
 export function makeUsage(input: number, cached: number, output: number): Usage {
   return {
     input_tokens: input,

@@ -29,14 +29,11 @@ import { timingHeader } from './http.js';
 import { newId } from '../protocol/objects.js';
 import type { ServerEvent } from '../protocol/events.js';
 import type { Services } from '../engine/services.js';
-import type { Protocol } from '../engine/run.js';
+import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
 import { ConnectionSession, type ModePolicy, type SessionInfo } from '../modes/session.js';
 import type { Authenticator } from './auth.js';
 import type { Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
-
-export const LONG_LIVED_BETA = 'responses_websockets=2026-02-04';
-export const WS_MODE_BETA = 'responses_websockets=2026-02-06';
 
 export type PolicyFactory = (protocol: Exclude<Protocol, 'http'>, info: SessionInfo) => ModePolicy;
 
@@ -74,7 +71,7 @@ export class WsTransport {
     this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) => {
       const status = /method/i.test(err.message) ? 405 : 400;
       const headers: Record<string, string> = /version/i.test(err.message) ? { 'Sec-WebSocket-Version': '13, 8' } : {};
-      this.refuseLogged(req, socket, status, { code: 'invalid_websocket_handshake', message: err.message }, headers);
+      this.refuseLogged(req, socket, status, new WireError('invalid_websocket_handshake', err.message).body(), headers);
     });
   }
 
@@ -104,7 +101,10 @@ export class WsTransport {
       const e = new WireError('too_many_connections');
       return no(e.status, e.body());
     }
-    if (this.opts.refuseUpgrades()) return no(426, { code: 'upgrade_required', message: 'WebSockets are switched off on this server; use HTTP.' });
+    if (this.opts.refuseUpgrades()) {
+      const e = new WireError('upgrade_required');
+      return no(e.status, e.body());
+    }
     const protocol = chooseProtocol(req, url);
     if (typeof protocol === 'object') return no(400, { code: 'invalid_value', message: protocol.error, param: 'protocol' });
     const authStart = this.opts.services.clock.now();

@@ -12,6 +12,7 @@ import { SimulatedModel } from '../../src/model/simulated.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 import { renderAppend, renderFull } from '../../src/pipeline/render.js';
 import type { InputItem } from '../../src/protocol/objects.js';
+import type { Protocol } from '../../src/protocol/designs.js';
 import type { RunRecord } from '../../src/engine/records.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
@@ -93,7 +94,7 @@ describe('what each design tokenizes over a 20-turn agent run', () => {
   const execTool = { type: 'function', name: 'exec_command', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } };
   const prompt = `one at a time:\n${Array.from({ length: TURNS }, (_, i) => `$ echo ${i}`).join('\n')}`;
 
-  async function run(protocol: 'long-lived' | 'ws' | 'http') {
+  async function run(protocol: Protocol) {
     const { url, server } = await testServer();
     const client = await connectClient(protocol, url);
     const agent = client.run({ model: 'sim-model', input: prompt, tools: [execTool], parallel_tool_calls: false }, () => 'ok');

@@ -7,16 +7,17 @@
  * the next response, so the chain costs one process per kill. No sleeps: the
  * test waits on the child's log line, its exit, and the client's events.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Response } from '../../src/protocol/objects.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
+import { LONG_LIVED_BETA, type Protocol } from '../../src/protocol/designs.js';
+import { buildDist } from '../helpers/build.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'cli.js');
@@ -24,9 +25,8 @@ const dir = mkdtempSync(join(tmpdir(), 'llr-durability-'));
 const KILLS_PER_DESIGN = 10;
 
 beforeAll(async () => {
-  // The child runs the built CLI: emit it first (a type error elsewhere must not stop the emit).
-  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')]).catch(() => {});
-  if (!existsSync(CLI)) throw new Error(`${CLI} was not built`);
+  // The tests run the built CLI: build it, and stop here if the build fails.
+  await buildDist();
 }, 120_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -59,7 +59,7 @@ function serve(store: string, extra: string[] = []): Promise<Served> {
   });
 }
 
-type Design = 'long-lived' | 'ws' | 'http';
+type Design = Protocol;
 
 /** One store:true response; the server is SIGKILLed synchronously on the client's first sight of response.completed. */
 async function completeThenKill(design: Design, s: Served): Promise<string> {
@@ -81,7 +81,7 @@ async function completeThenKill(design: Design, s: Served): Promise<string> {
       }
     }
   }
-  const headers: Record<string, string> = design === 'long-lived' ? { 'OpenAI-Beta': 'responses_websockets=2026-02-04' } : {};
+  const headers: Record<string, string> = design === 'long-lived' ? { 'OpenAI-Beta': LONG_LIVED_BETA } : {};
   const ws = new WebSocket(s.url.replace(/^http/, 'ws') + '/v1/responses', { headers });
   return new Promise((resolve, reject) => {
     ws.on('error', () => {}); // the kill resets the socket; that is the point

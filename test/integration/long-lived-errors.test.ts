@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { tokenPieces } from '../../src/model/tokenizer.js';
+import { LONG_LIVED_BETA } from '../../src/protocol/designs.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -308,9 +309,9 @@ describe('long-lived bad input', () => {
     const { url } = await testServer({ apiKeys: ['sekret'] });
     await expect(RawSocket.longLived(url)).rejects.toMatchObject({ status: 401 });
     await expect(
-      RawSocket.connect(url, { headers: { 'OpenAI-Beta': 'responses_websockets=2026-02-04', Authorization: 'Bearer wrong' } }),
+      RawSocket.connect(url, { headers: { 'OpenAI-Beta': LONG_LIVED_BETA, Authorization: 'Bearer wrong' } }),
     ).rejects.toMatchObject({ status: 401 });
-    const ok = await RawSocket.connect(url, { headers: { 'OpenAI-Beta': 'responses_websockets=2026-02-04', Authorization: 'Bearer sekret' } });
+    const ok = await RawSocket.connect(url, { headers: { 'OpenAI-Beta': LONG_LIVED_BETA, Authorization: 'Bearer sekret' } });
     ok.send(create());
     expect((await ok.next('response.created')).response.status).toBe('in_progress');
   });

@@ -6,7 +6,7 @@
  * (grid and overhead phases; the other phases do not depend on the workload).
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Results } from '../../src/bench/results.js';
 import { readWorkload } from '../../src/workload/load.js';
+import { buildDist } from '../helpers/build.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -22,9 +23,8 @@ const FIXTURES = join(ROOT, 'test', 'fixtures', 'workloads');
 const dir = mkdtempSync(join(tmpdir(), 'llr-workload-cli-'));
 
 beforeAll(async () => {
-  // Emit even if someone's work in progress elsewhere has a type error; the typecheck is `npm test`'s job.
-  await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')]).catch(() => {});
-  if (!existsSync(CLI)) throw new Error(`${CLI} was not built`);
+  // The tests run the built CLI: build it, and stop here if the build fails.
+  await buildDist();
 }, 120_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -6,6 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
+import { WS_MODE_BETA } from '../../src/protocol/designs.js';
+import { rawRequest, requestText, upgradeHeaders } from '../helpers/raw-http.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -18,7 +20,7 @@ describe('ws mode', () => {
     const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }, { text: 'c' }]) });
     for (const s of [
       await RawSocket.connect(url),
-      await RawSocket.connect(url, { headers: { 'OpenAI-Beta': 'responses_websockets=2026-02-06' } }),
+      await RawSocket.connect(url, { headers: { 'OpenAI-Beta': WS_MODE_BETA } }),
       await RawSocket.connect(url, { query: '?protocol=ws' }),
     ]) {
       s.send(create());
@@ -207,8 +209,10 @@ describe('ws mode', () => {
   });
 
   it('the 426 switch refuses upgrades so clients fall back to HTTP', async () => {
-    const { url, server } = await testServer({ refuseWebSockets: true });
+    const { url, port, server } = await testServer({ refuseWebSockets: true });
     await expect(RawSocket.connect(url)).rejects.toMatchObject({ status: 426 });
+    const refused = await rawRequest(port, requestText('GET', '/v1/responses', upgradeHeaders()));
+    expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 'upgrade_required', type: 'invalid_request_error' } });
     server.refuseWebSockets = false;
     await expect(RawSocket.connect(url)).resolves.toBeInstanceOf(RawSocket);
   });

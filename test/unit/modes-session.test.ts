@@ -1,0 +1,258 @@
+/**
+ * The connection session without a socket: typed client events in, server
+ * events into an in-memory sink, a policy that wraps the long-lived one with
+ * a gate on planning (so a test decides when a create finishes planning) and
+ * records what it was told. Covers ordering of creates, the bounded queue,
+ * append and cancel routing, refusals as error events, and the three ways a
+ * connection ends (disconnect, shutdown with a run in flight, shutdown while
+ * a create is being planned). Waits on events and gates only.
+ */
+import pDefer, { type DeferredPromise } from 'p-defer';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Limits, Services } from '../../src/engine/services.js';
+import { longLivedPolicy } from '../../src/modes/long-lived.js';
+import { ConnectionSession, type ModePolicy, type SessionInfo } from '../../src/modes/session.js';
+import { scriptPolicy, type ScriptStep } from '../../src/model/policies.js';
+import { WireError } from '../../src/protocol/errors.js';
+import type { ClientEvent, CreateParams, ServerEvent } from '../../src/protocol/events.js';
+import { parseClientFrame } from '../../src/protocol/parse.js';
+import { INSTANT_MODEL, LlrServer } from '../../src/server.js';
+
+const servers: LlrServer[] = [];
+afterEach(() => {
+  for (const s of servers.splice(0)) s.services.store.close();
+});
+
+const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+
+function services(steps: ScriptStep[], limits: Partial<Limits> = {}): Services {
+  const server = new LlrServer({ store: 'memory', logger: pino({ level: 'silent' }), modelSettings: INSTANT_MODEL, policy: scriptPolicy(steps), limits });
+  servers.push(server);
+  return server.services;
+}
+
+/** Records every event and lets a test wait for the next one of a type. */
+class Sink {
+  readonly events: ServerEvent[] = [];
+  private waiters: Array<{ type: string; resolve: (e: ServerEvent) => void }> = [];
+  readonly send = (e: ServerEvent): void => {
+    this.events.push(JSON.parse(JSON.stringify(e)) as ServerEvent);
+    this.waiters = this.waiters.filter((w) => {
+      if (e.type !== w.type) return true;
+      w.resolve(e);
+      return false;
+    });
+  };
+  /** The next event of `type` from now on. */
+  next<K extends ServerEvent['type']>(type: K): Promise<Extract<ServerEvent, { type: K }>> {
+    return new Promise((resolve) => this.waiters.push({ type, resolve: resolve as (e: ServerEvent) => void }));
+  }
+  types(): string[] {
+    return this.events.map((e) => (e.type === 'error' ? `error:${e.error.code}` : e.type)).filter((t) => !t.startsWith('llr.'));
+  }
+}
+
+/** The long-lived policy behind a gate: each plan() waits for the test to open its gate (when gated), and what it was told is recorded. */
+function fakePolicy(svc: Services, opts: { gated?: boolean; appendable?: boolean; refuse?: (p: CreateParams) => boolean } = {}) {
+  const info: SessionInfo = { connection: 'conn_unit', owner: null, authSpan: null };
+  const real = longLivedPolicy(svc, info);
+  const planned: string[] = [];
+  const failed: string[] = [];
+  const ended: string[] = [];
+  const gates: Array<DeferredPromise<void>> = [];
+  const planning: Array<DeferredPromise<void>> = [pDefer()];
+  const policy: ModePolicy = {
+    protocol: real.protocol,
+    appendable: opts.appendable ?? true,
+    async plan(params, metrics) {
+      planned.push(label(params));
+      const gate = pDefer<void>();
+      gates.push(gate);
+      planning.at(-1)!.resolve();
+      planning.push(pDefer());
+      if (opts.gated) await gate.promise;
+      if (opts.refuse?.(params)) throw new WireError('invalid_value', 'refused by the test policy', 'input');
+      return real.plan(params, metrics);
+    },
+    ended(run) {
+      ended.push(run.response.status);
+    },
+    failed(params, err) {
+      failed.push(`${label(params)}:${err.code}`);
+    },
+  };
+  return {
+    policy,
+    planned,
+    failed,
+    ended,
+    /** Resolves when plan() has been entered `n` times. */
+    async planning(n: number) {
+      while (planned.length < n) await planning.at(-1)!.promise;
+    },
+    open(i: number) {
+      gates[i]!.resolve();
+    },
+  };
+}
+
+/** A client event as the edge parses it. */
+const frame = (event: Record<string, unknown>): ClientEvent => parseClientFrame(JSON.stringify(event));
+/** A create the test can tell apart by its label. */
+const create = (name: string): ClientEvent => frame({ type: 'response.create', model: 'sim-model', input: `say ${name}`, tools: [tool], metadata: { label: name } });
+const label = (params: CreateParams): string => params.metadata['label'] ?? '?';
+const output = (call_id: string, text: string) => [{ type: 'function_call_output', call_id, output: text }];
+
+function session(svc: Services, policy: ModePolicy) {
+  const sink = new Sink();
+  const s = new ConnectionSession(policy, svc, { connection: 'conn_unit', owner: null, authSpan: null }, sink.send, pino({ level: 'silent' }));
+  return { s, sink };
+}
+
+const CALL: ScriptStep = { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_1' }] };
+
+/** A session whose first create (then `queued` more) pauses at a tool call; resolves at the pause. */
+async function pausedSession(steps: ScriptStep[], queued: string[] = []) {
+  const svc = services([CALL, ...steps]);
+  const fake = fakePolicy(svc);
+  const { s, sink } = session(svc, fake.policy);
+  const paused = sink.next('response.done');
+  s.handle(create('go'));
+  for (const name of queued) s.handle(create(name));
+  const done = await paused;
+  return { svc, fake, s, sink, id: done.response.id };
+}
+
+describe('ConnectionSession', () => {
+  it('runs creates one at a time, in the order they came', async () => {
+    const svc = services([{ text: 'one' }, { text: 'two' }]);
+    const fake = fakePolicy(svc);
+    const { s, sink } = session(svc, fake.policy);
+    s.handle(create('first'));
+    s.handle(create('second'));
+    await s.idle();
+    expect(fake.planned).toEqual(['first', 'second']);
+    const lifecycle = sink.types().filter((t) => t === 'response.created' || t === 'response.completed');
+    expect(lifecycle).toEqual(['response.created', 'response.completed', 'response.created', 'response.completed']);
+    expect(fake.ended).toEqual(['completed', 'completed']);
+  });
+
+  it('routes an append to the paused run, which resumes and completes in the same response', async () => {
+    const { s, sink, id } = await pausedSession([{ text: 'thanks' }]);
+    const completed = sink.next('response.completed');
+    s.handle(frame({ type: 'response.append', response_id: id, input: output('call_1', 'found') }));
+    expect((await completed).response.id).toBe(id);
+    expect(sink.types().filter((t) => t === 'response.created')).toHaveLength(1);
+  });
+
+  it('refusals are error events and the connection goes on', async () => {
+    const svc = services([{ text: 'still here' }]);
+    const { s, sink } = session(svc, fakePolicy(svc).policy);
+    s.handle(frame({ type: 'response.append', input: output('call_1', 'x') }));
+    s.handle(frame({ type: 'response.cancel' }));
+    s.handle(frame({ type: 'response.cancel', response_id: 'resp_nope' }));
+    expect(sink.types()).toEqual(['error:no_paused_response', 'error:no_response_in_flight', 'error:no_response_in_flight']);
+    s.handle(create('hi'));
+    await s.idle();
+    expect(sink.types().at(-1)).toBe('response.completed');
+  });
+
+  it('an append on a protocol without append is an unknown event type', () => {
+    const svc = services([]);
+    const { s, sink } = session(svc, fakePolicy(svc, { appendable: false }).policy);
+    s.handle(frame({ type: 'response.append', input: output('call_1', 'x') }));
+    expect(sink.types()).toEqual(['error:unknown_event_type']);
+  });
+
+  it('an append naming another response than the paused one is refused; the run stays paused', async () => {
+    const { s, sink, id } = await pausedSession([{ text: 'ok' }]);
+    const refused = sink.next('error');
+    s.handle(frame({ type: 'response.append', response_id: 'resp_other', input: output('call_1', 'x') }));
+    expect(await refused).toMatchObject({ error: { code: 'no_paused_response', param: 'response_id' } });
+    const completed = sink.next('response.completed');
+    s.handle(frame({ type: 'response.append', input: output('call_1', 'x') }));
+    expect((await completed).response.id).toBe(id);
+  });
+
+  it('a create the policy refuses: an error event, failed() is told, the next create runs', async () => {
+    const svc = services([{ text: 'fine' }]);
+    const fake = fakePolicy(svc, { refuse: (p) => label(p) === 'bad' });
+    const { s, sink } = session(svc, fake.policy);
+    s.handle(create('bad'));
+    s.handle(create('good'));
+    await s.idle();
+    expect(fake.failed).toEqual(['bad:invalid_value']);
+    expect(sink.types()[0]).toBe('error:invalid_value');
+    expect(sink.types().at(-1)).toBe('response.completed');
+    expect(fake.ended).toEqual(['completed']);
+  });
+
+  it('cancel ends the run in flight cancelled', async () => {
+    const { svc, s, sink } = await pausedSession([]);
+    const cancelled = sink.next('response.cancelled');
+    s.handle(frame({ type: 'response.cancel' }));
+    expect(await cancelled).toMatchObject({ response: { status: 'cancelled' } });
+    await s.idle();
+    expect(svc.records.list().map((r) => r.status)).toEqual(['cancelled']);
+  });
+
+  // While the first create is being planned, a second waits in the queue and a third is over the bound.
+  it.each([
+    ['count', { maxQueuedCreates: 1 }],
+    ['bytes', { maxQueuedBytes: 100 }],
+  ] as const)('the queue behind the create in flight is bounded by %s', async (_bound, limits) => {
+    const svc = services([{ text: 'a' }, { text: 'b' }], limits);
+    const fake = fakePolicy(svc, { gated: true });
+    const { s, sink } = session(svc, fake.policy);
+    s.handle(create('first'), 10);
+    await fake.planning(1);
+    s.handle(create('second'), 60);
+    s.handle(create('third'), 60);
+    expect(sink.types()).toEqual(['error:queue_full']);
+    fake.open(0);
+    await fake.planning(2);
+    fake.open(1);
+    await s.idle();
+    expect(fake.planned).toEqual(['first', 'second']);
+    expect(sink.types().filter((t) => t === 'response.completed')).toHaveLength(2);
+  });
+
+  it('a disconnect while paused cancels the run, sends nothing more and ignores later events', async () => {
+    const { svc, fake, s, sink } = await pausedSession([], ['queued']);
+    const before = sink.events.length;
+    await s.close();
+    expect(sink.events.length).toBe(before);
+    expect(fake.ended).toEqual(['cancelled']);
+    expect(svc.records.list().map((r) => r.status)).toEqual(['cancelled']);
+    s.handle(create('after'));
+    await s.idle();
+    expect(fake.planned).toEqual(['go']);
+    expect(sink.events.length).toBe(before);
+  });
+
+  it('shutdown with a run paused: it ends incomplete with its terminal event; queued creates are told', async () => {
+    const { s, sink } = await pausedSession([], ['queued 1', 'queued 2']);
+    await s.shutdown();
+    const tail = sink.types().slice(sink.types().indexOf('response.done') + 1);
+    expect(tail).toEqual(['response.incomplete', 'error:server_shutting_down', 'error:server_shutting_down']);
+    // A second end (the peer's close after the server's) waits for the same end and adds nothing.
+    await s.close();
+    expect(sink.types().slice(sink.types().indexOf('response.done') + 1)).toEqual(tail);
+  });
+
+  it('shutdown while a create is being planned: it never starts, and it and the queue are told before the end resolves', async () => {
+    const svc = services([{ text: 'never' }]);
+    const fake = fakePolicy(svc, { gated: true });
+    const { s, sink } = session(svc, fake.policy);
+    s.handle(create('planning'));
+    await fake.planning(1);
+    s.handle(create('queued'));
+    const ended = s.shutdown();
+    fake.open(0);
+    await ended;
+    expect(sink.types()).toEqual(['error:server_shutting_down', 'error:server_shutting_down']);
+    expect(fake.planned).toEqual(['planning']);
+    expect(svc.records.list()).toEqual([]);
+  });
+});

@@ -35,7 +35,7 @@ Usage:
             [--seed N] [--no-websockets] [--off SWITCH]... [--on SWITCH]...
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
             [limits and security defaults: see below]
-  llr run "prompt" [--url URL] [--protocol long-lived|ws|http] [--model M] [--api-key K]
+  llr run "prompt" [--url URL] [--protocol long-lived|ws|http|http-stored|long-lived-http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
   llr workload inspect FILE | convert FILE [OUT]               (llr workload --help)
   llr demo [serve options]   serve and print the teaching demo's URL (opens nothing)

@@ -36,7 +36,7 @@ export interface AgentRequest {
 export type ToolExecutor = (call: FunctionCall) => Promise<string> | string;
 
 export interface AgentClient {
-  readonly protocol: 'long-lived' | 'ws' | 'http';
+  readonly protocol: 'long-lived' | 'ws' | 'http' | 'long-lived-http';
   /** Run one user turn; a later run continues the same conversation. */
   run(request: AgentRequest, executeTool: ToolExecutor): AgentRun;
   /** Forget the conversation: the next run starts a new one. */

@@ -34,7 +34,7 @@ import { newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
 import type { Services } from './services.js';
 
-export type Protocol = 'long-lived' | 'ws' | 'http';
+export type Protocol = 'long-lived' | 'ws' | 'http' | 'long-lived-http';
 export type EventSink = (event: ServerEvent) => void;
 
 /** Everything pre-inference work produced; the mode builds it, the run consumes it. */

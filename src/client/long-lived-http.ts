@@ -32,6 +32,8 @@ export class LongLivedHttpClient implements AgentClient {
   /** The id of the response in flight (known from `response.created`), for `cancel()`. */
   private currentId: string | null = null;
   private stream: AbortController | null = null;
+  /** `cancel()` was called for the run in flight: its tool outputs are not appended. */
+  private cancelling = false;
   /** The conversation so far: a follow-up run re-sends it in full (the protocol has no previous_response_id). */
   private history: InputItem[] = [];
   private readonly base: string;
@@ -48,6 +50,7 @@ export class LongLivedHttpClient implements AgentClient {
     const timing = this.opts.timing ?? true;
     const run = new AgentRun(timing);
     this.current = run;
+    this.cancelling = false;
     const input = [...this.history, ...toInputItems(request.input)];
     run.transcript.push(...input);
     const abort = new AbortController();
@@ -94,6 +97,8 @@ export class LongLivedHttpClient implements AgentClient {
           calls = [];
           const outputs = await runTools(due, exec);
           run.transcript.push(...outputs);
+          // Cancelled while the tools ran: the stream's next event is `response.cancelled`.
+          if (this.cancelling) break;
           await this.post(`${this.base}/${encodeURIComponent(e.response.id)}/append`, JSON.stringify({ input: outputs }));
           break;
         }
@@ -135,6 +140,7 @@ export class LongLivedHttpClient implements AgentClient {
   /** Cancel the run in flight (`POST /v1/responses/{id}/cancel`); its stream then ends with `response.cancelled`. */
   async cancel(): Promise<void> {
     if (!this.currentId) return;
+    this.cancelling = true;
     await this.post(`${this.base}/${encodeURIComponent(this.currentId)}/cancel`, '{}');
   }
 

@@ -42,7 +42,7 @@ describe('llr bench', () => {
     const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as Results;
     expect(results.status).toBe('complete');
     expect(results.runs.every((r) => r.ok)).toBe(true);
-    expect(results.summary.map((r) => r.design).sort()).toEqual(['http', 'http-stored', 'long-lived', 'ws']);
+    expect(results.summary.map((r) => r.design).sort()).toEqual(['http', 'http-stored', 'long-lived', 'long-lived-http', 'ws']);
     for (const row of results.summary) {
       expect(row.tokens_per_second).toBe(4000);
       for (const k of ['e2e_ms_median', 'api_overhead_ms_median', 'ttft_ms_median'] as const) {

@@ -6,6 +6,9 @@
  * closed by the client, shutdown while paused, the per-key ownership of a
  * run and the cap on live runs. Every run ends once and is billed once.
  */
+import { createServer } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { LongLivedHttpClient } from '../../src/client/index.js';
 import { scriptPolicy } from '../../src/model/policies.js';
@@ -202,5 +205,28 @@ describe('long-lived over HTTP', () => {
     release();
     expect((await second).status).toBe('cancelled');
     await client.close();
+  });
+
+  it('LongLivedHttpClient finishes against a server that sends no timing and keeps no [DONE] promise', async () => {
+    // A minimal Responses SSE server: created, completed, and the stream simply ends.
+    const srv = createServer((req, res) => {
+      req.resume();
+      const response = { id: 'resp_min', object: 'response', status: 'completed', output: [], usage: null };
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      res.write(`event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { ...response, status: 'in_progress' } })}\n\n`);
+      res.end(`event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: 1, response })}\n\n`);
+    });
+    srv.listen(0, '127.0.0.1');
+    await once(srv, 'listening');
+    try {
+      const client = new LongLivedHttpClient(`http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
+      const run = client.run({ model: 'm', input: 'hi' }, () => '');
+      expect((await run).status).toBe('completed');
+      expect(await run.telemetry()).toEqual([]);
+      await client.close();
+    } finally {
+      srv.closeAllConnections();
+      srv.close();
+    }
   });
 });

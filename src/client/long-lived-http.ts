@@ -3,7 +3,9 @@
  * on plain HTTP (`long-lived-http`). One `POST /v1/responses?protocol=long-lived`
  * with `stream:true` per run, read as one SSE stream; at every
  * `response.done` it runs the pending tool calls and sends their outputs with
- * `POST /v1/responses/{id}/append` (202), then reads on in the same stream.
+ * `POST /v1/responses/{id}/append` (202), and reads on in the same stream
+ * without waiting for the 202 (as a `response.append` frame is not
+ * acknowledged either): the resumed run's events are not held behind it.
  * The run resolves at the terminal event; the stream is read to its end so
  * an `llr:timing` event (asked for by default with `X-LLR-Timing: 1`) lands
  * in the run's timings, and timing is optional (a server that sends none
@@ -55,19 +57,24 @@ export class LongLivedHttpClient implements AgentClient {
     run.transcript.push(...input);
     const abort = new AbortController();
     this.stream = abort;
-    this.loop(request, input, executeTool, run, abort).then(
-      () => run.endTelemetry(),
-      (err: unknown) => {
-        // Closing the stream ends the run on the server as a disconnect does.
-        abort.abort();
-        run.reject(err);
-        run.endTelemetry();
-      },
-    );
+    const fail = (err: unknown) => {
+      // The first failure is the run's; closing the stream then ends the run on the server as a disconnect does.
+      run.reject(err);
+      abort.abort();
+      run.endTelemetry();
+    };
+    this.loop(request, input, executeTool, run, abort, fail).then(() => run.endTelemetry(), fail);
     return run;
   }
 
-  private async loop(request: AgentRequest, input: InputItem[], exec: ToolExecutor, run: AgentRun, abort: AbortController): Promise<void> {
+  private async loop(
+    request: AgentRequest,
+    input: InputItem[],
+    exec: ToolExecutor,
+    run: AgentRun,
+    abort: AbortController,
+    fail: (err: unknown) => void,
+  ): Promise<void> {
     const body = JSON.stringify({ ...createBody(request, input, null, request.store ?? false), stream: true });
     const res = await this.post(`${this.base}?protocol=long-lived`, body, abort.signal);
     let calls: FunctionCall[] = [];
@@ -95,11 +102,15 @@ export class LongLivedHttpClient implements AgentClient {
           const pending = new Set(e.response.pending_tool_calls ?? calls.map((c) => c.call_id));
           const due = calls.filter((c) => pending.has(c.call_id));
           calls = [];
-          const outputs = await runTools(due, exec);
-          run.transcript.push(...outputs);
-          // Cancelled while the tools ran: the stream's next event is `response.cancelled`.
-          if (this.cancelling) break;
-          await this.post(`${this.base}/${encodeURIComponent(e.response.id)}/append`, JSON.stringify({ input: outputs }));
+          const id = e.response.id;
+          void runTools(due, exec)
+            .then(async (outputs) => {
+              run.transcript.push(...outputs);
+              // Cancelled while the tools ran: the stream's next event is `response.cancelled`.
+              if (this.cancelling) return;
+              await this.post(`${this.base}/${encodeURIComponent(id)}/append`, JSON.stringify({ input: outputs }));
+            })
+            .catch(fail);
           break;
         }
         case 'error':

@@ -10,7 +10,7 @@ import { createServer } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { LongLivedHttpClient } from '../../src/client/index.js';
+import { LongLivedHttpClient, ServerError } from '../../src/client/index.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import type { Model, ModelEvent } from '../../src/model/types.js';
 import { SseStream, postJson } from '../helpers/sse-stream.js';
@@ -204,6 +204,23 @@ describe('long-lived over HTTP', () => {
     await client.cancel();
     release();
     expect((await second).status).toBe('cancelled');
+    await client.close();
+  });
+
+  it('LongLivedHttpClient: an append the server refuses fails the run with its error, and the run ends on the server', async () => {
+    const { url, server } = await testServer({ policy: twoCalls() });
+    const client = new LongLivedHttpClient(url);
+    // A tool output carrying a credential is refused by the append's safety scan.
+    const run = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, () => 'key: AKIAABCDEFGHIJKLMNOP');
+    const err = await run.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ServerError);
+    expect((err as ServerError).code).toBe('content_flagged');
+    await server.httpTransport.idle();
+    const recs = server.services.records.page({ owner: null, limit: 10, after: null, order: 'desc' }).data;
+    expect(recs.map((r) => [r.protocol, r.status])).toEqual([['long-lived-http', 'cancelled']]);
     await client.close();
   });
 

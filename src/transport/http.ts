@@ -248,7 +248,7 @@ export class HttpTransport {
   private async stream(res: ServerResponse, run: ResponseRun): Promise<void> {
     const limit = this.services.limits.maxSendBufferBytes;
     this.track(run);
-    res.on('close', () => {
+    const closed = () => {
       const dropped = droppedStreams.get(res) ?? null;
       if (dropped !== null) {
         this.services.log.info({ response_id: run.id, code: 'send_buffer_full', buffered: dropped, limit }, 'SSE reader left too much unsent; dropped it');
@@ -257,7 +257,11 @@ export class HttpTransport {
         run.detach();
         run.stop('cancelled', dropped !== null ? 'send_buffer_full' : 'client_disconnected');
       }
-    });
+    };
+    res.on('close', closed);
+    // A client gone while the run was being planned: its `close` has fired already, and a
+    // long-lived run would otherwise wait paused for nobody until the pause timeout.
+    if (res.destroyed || res.socket?.destroyed === true) closed();
     await run.done;
     if (!res.destroyed) res.end('data: [DONE]\n\n');
   }

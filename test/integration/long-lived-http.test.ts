@@ -8,10 +8,12 @@
  */
 import { createServer } from 'node:http';
 import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { LongLivedHttpClient, ServerError } from '../../src/client/index.js';
+import { realClock, type Clock } from '../../src/model/clock.js';
 import { scriptPolicy } from '../../src/model/policies.js';
+import type { RunRecord } from '../../src/engine/records.js';
 import type { Model, ModelEvent } from '../../src/model/types.js';
 import { SseStream, postJson } from '../helpers/sse-stream.js';
 import { testServer } from '../helpers/server.js';
@@ -152,6 +154,43 @@ describe('long-lived over HTTP', () => {
     expect(rec.counters['billing_records']).toBe(1);
     expect(server.services.ledger.countFor(id)).toBe(1);
     expect((await append([out('call_a')])).status).toBe(404);
+  });
+
+  it('a client gone while its create was being planned: the run is cancelled at once, not left paused for nobody', async () => {
+    // The injected routing hop (777 ms) is where planning waits, on a gate the test holds.
+    let planning!: () => void;
+    const inPlan = new Promise<void>((r) => (planning = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const clock: Clock = { ...realClock, sleep: (ms, signal) => (ms === 777 ? (planning(), gate) : realClock.sleep(ms, signal)) };
+    const { url, server } = await testServer({ policy: twoCalls(), clock, hopLatencyMs: 777, hops: 1 });
+    const ended = new Promise<RunRecord>((resolve) => {
+      const records = server.services.records;
+      const upsert = records.upsert.bind(records);
+      records.upsert = (rec) => {
+        upsert(rec);
+        if (rec.ended_at !== null) resolve(rec);
+      };
+    });
+    const sockets: Socket[] = [];
+    server.http.on('connection', (s: Socket) => sockets.push(s));
+    const abort = new AbortController();
+    const req = fetch(`${url}/v1/responses?protocol=long-lived`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ ...create(), stream: true }),
+      signal: abort.signal,
+    }).catch(() => null);
+    await inPlan;
+    abort.abort();
+    await req;
+    await Promise.all(sockets.map((s) => (s.destroyed ? null : once(s, 'close'))));
+    release();
+    const rec = await ended;
+    expect(rec).toMatchObject({ protocol: 'long-lived-http', status: 'cancelled' });
+    await server.httpTransport.idle();
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(rec.response_id)).toBe(1);
   });
 
   it('shutdown while paused → response.incomplete (server_shutdown) on the stream, billed once', async () => {

@@ -17,7 +17,7 @@
  */
 import { isTerminalEvent, type ServerEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
-import { AgentRun, ServerError, busyRun, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { AgentRun, ServerError, busyRun, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 import { sseEvents } from './http.js';
 
 export interface LongLivedHttpClientOptions {
@@ -94,13 +94,8 @@ export class LongLivedHttpClient implements AgentClient {
         case 'response.created':
           this.currentId = e.response.id;
           break;
-        case 'response.output_item.done':
-          run.transcript.push(e.item as unknown as InputItem);
-          if (e.item.type === 'function_call') calls.push(e.item);
-          break;
         case 'response.done': {
-          const pending = new Set(e.response.pending_tool_calls ?? calls.map((c) => c.call_id));
-          const due = calls.filter((c) => pending.has(c.call_id));
+          const due = pausedCalls(e.response, calls);
           calls = [];
           const id = e.response.id;
           void runTools(due, exec)
@@ -113,6 +108,11 @@ export class LongLivedHttpClient implements AgentClient {
             .catch(fail);
           break;
         }
+        case 'response.output_item.done':
+          // An output item goes back as input as it is (InputItem's catch-all member defeats the direct cast; see issue 8).
+          run.transcript.push(e.item as unknown as InputItem);
+          if (e.item.type === 'function_call') calls.push(e.item);
+          break;
         case 'error':
           // Within a run an error precedes its terminal event; it only fails the run if none follows.
           lastError = errorOf(e);
@@ -168,7 +168,8 @@ export class LongLivedHttpClient implements AgentClient {
 }
 
 function errorOf(e: ServerEvent & { type: 'error' }): ServerError {
-  // The SSE `error` event is flat (`code`, `message`, `param`), as openai-node expects.
-  const flat = e as unknown as { code: string; message: string; param: string | null };
-  return new ServerError(flat.code, flat.message, flat.param);
+  // The SSE `error` event is flat (`code`, `message`, `param`, as openai-node expects), not the typed nested shape.
+  const flat: { [k: string]: unknown } = { ...e };
+  const text = (v: unknown) => (typeof v === 'string' ? v : null);
+  return new ServerError(text(flat['code']) ?? 'server_error', text(flat['message']) ?? 'The server sent an error event.', text(flat['param']));
 }

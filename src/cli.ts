@@ -38,7 +38,7 @@ Usage:
             [--record-requests N] [--ledger-entries N] [--prefix-cache-blocks N]
             [--shared-prefix-cache]
             [limits and security defaults: see below]
-  llr run "prompt" [--url URL] [--protocol long-lived|ws|http] [--model M] [--api-key K]
+  llr run "prompt" [--url URL] [--protocol long-lived|ws|http|http-stored|long-lived-http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
   llr workload inspect FILE | convert FILE [OUT]               (llr workload --help)
   llr demo [serve options]   serve and print the teaching demo's URL (opens nothing)

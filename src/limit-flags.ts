@@ -26,6 +26,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-run-records', key: 'maxRunRecords', help: 'run records kept for GET /llr/runs' },
   { flag: 'max-context-bytes', key: 'maxContextBytes', help: 'bytes (JSON) one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-context-items', key: 'maxContextItems', help: 'items one long-lived run / ws-mode response keeps in its context' },
+  { flag: 'max-live-http-runs', key: 'maxLiveHttpRuns', help: 'long-lived runs open over HTTP at once; past it 429' },
 ];
 
 /** The longest delay a Node timer honours. */

@@ -87,7 +87,7 @@ export const QUICK: Preset = {
   speeds: [1000, 4000],
   reps: 3,
   designs: [...CLIENT_PROTOCOLS],
-  overheadReps: { 'long-lived': 5, ws: 5, http: 1, 'http-stored': 1 },
+  overheadReps: { 'long-lived': 5, ws: 5, http: 1, 'http-stored': 1, 'long-lived-http': 5 },
   ablationReps: 2,
   toolFactor: 0,
   ttftMs: 150,
@@ -109,7 +109,7 @@ export const FULL: Preset = {
   mode: 'full',
   gridCalls: null,
   speeds: [65, 1000, 4000],
-  overheadReps: { ...EVERY, 'long-lived': 9, ws: 9 },
+  overheadReps: { ...EVERY, 'long-lived': 9, ws: 9, 'long-lived-http': 9 },
   ablationReps: 3,
   stream: { tokensPerSecond: 4000, longTokens: 16_000, shortTokens: 4000, streams: 100 },
 };

@@ -225,6 +225,12 @@ export function busyRun(): AgentRun {
   return run;
 }
 
+/** The calls a pause (`response.done`) waits for: those it lists in `pending_tool_calls`, else every call since the last pause. */
+export function pausedCalls(response: Response, calls: readonly FunctionCall[]): FunctionCall[] {
+  const pending = new Set(response.pending_tool_calls ?? calls.map((c) => c.call_id));
+  return calls.filter((c) => pending.has(c.call_id));
+}
+
 /** Run the calls of one model turn (concurrently) and build their outputs. */
 export async function runTools(calls: FunctionCall[], exec: ToolExecutor): Promise<InputItem[]> {
   const outputs = await Promise.all(

@@ -1,16 +1,17 @@
 /**
- * The clients of the three designs behind one factory, for agent code that
+ * The clients of the four designs behind one factory, for agent code that
  * takes the design as a parameter (the CLI, the conformance tests, the
  * benchmark).
  */
 import type { AgentClient } from './driver.js';
 import { HttpClient } from './http.js';
 import { LongLivedClient } from './long-lived.js';
+import { LongLivedHttpClient } from './long-lived-http.js';
 import { WsClient } from './ws.js';
 import type { Protocol } from '../protocol/designs.js';
 
 export type ClientProtocol = Protocol | 'http-stored';
-export const CLIENT_PROTOCOLS: readonly ClientProtocol[] = ['long-lived', 'ws', 'http', 'http-stored'];
+export const CLIENT_PROTOCOLS: readonly ClientProtocol[] = ['long-lived', 'ws', 'http', 'http-stored', 'long-lived-http'];
 
 /** `timing` (default true): ask the server for its `llr:timing` events. */
 export async function connectClient(
@@ -28,6 +29,8 @@ export async function connectClient(
       return new HttpClient(url, { ...auth, style: 'full' });
     case 'http-stored':
       return new HttpClient(url, { ...auth, style: 'stored' });
+    case 'long-lived-http':
+      return new LongLivedHttpClient(url, auth);
     default: {
       const never: never = protocol;
       throw new Error(`unknown protocol '${String(never)}'`);
@@ -36,4 +39,4 @@ export async function connectClient(
 }
 
 export { AgentRun, ServerError, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
-export { HttpClient, LongLivedClient, WsClient };
+export { HttpClient, LongLivedClient, LongLivedHttpClient, WsClient };

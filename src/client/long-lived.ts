@@ -8,7 +8,7 @@
  */
 import { isTerminalEvent, isTimingEvent, type ServerEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem } from '../protocol/objects.js';
-import { AgentRun, ServerError, TimingRoutes, busyRun, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { AgentRun, ServerError, TimingRoutes, busyRun, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 import { EventSocket, type SocketOptions } from './socket.js';
 import { LONG_LIVED_BETA } from '../protocol/designs.js';
 
@@ -65,8 +65,7 @@ export class LongLivedClient implements AgentClient {
           if (e.item.type === 'function_call') calls.push(e.item);
           break;
         case 'response.done': {
-          const pending = new Set(e.response.pending_tool_calls ?? calls.map((c) => c.call_id));
-          const due = calls.filter((c) => pending.has(c.call_id));
+          const due = pausedCalls(e.response, calls);
           calls = [];
           void runTools(due, executeTool).then(
             (outputs) => {

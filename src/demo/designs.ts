@@ -1,7 +1,7 @@
 /**
  * The designs the teaching demo races, in lane order: the one list the page
  * reads (through `GET /demo/api/config`) and the race driver runs. Adding a
- * design (e.g. `long-lived-http` once its client exists) is one entry here.
+ * design is one entry here (`long-lived-http` was).
  *
  * The texts are the page's teaching copy: what the client sends to continue
  * after a tool call, and one sentence on what the server keeps between model
@@ -51,6 +51,15 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
     continues_with: 'POST /v1/responses (whole conversation)',
     keeps:
       'Nothing survives between calls: every model call is a new POST carrying the whole conversation, which the server validates, tokenises and scans again from the start, so its work grows with every call.',
+  },
+  {
+    id: 'long-lived-http',
+    client: 'long-lived-http',
+    label: 'Long-lived over HTTP',
+    starts_with: 'POST /v1/responses?protocol=long-lived',
+    continues_with: 'POST /v1/responses/{id}/append',
+    keeps:
+      'The same long-lived Response without a WebSocket: one SSE stream stays open for the whole run, the client posts only the tool outputs to append, and the server keeps everything it had already checked and tokenised.',
   },
 ];
 

@@ -80,6 +80,13 @@ export interface Limits {
   maxConnections: number;
   /** Run records kept for `GET /llr/runs` (a ring, default 1,000: newest kept). */
   maxRunRecords: number;
+  /**
+   * Long-lived runs open over HTTP at once (`POST /v1/responses?protocol=long-lived`,
+   * default 512); past it 429 `too_many_live_runs`. Each also holds an SSE
+   * connection (bounded by `maxConnections`); half of those stay free for the
+   * appends that resume the runs and for other requests.
+   */
+  maxLiveHttpRuns: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -95,6 +102,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxQueuedBytes: 32 * 1024 * 1024,
   maxConnections: 1024,
   maxRunRecords: 1000,
+  maxLiveHttpRuns: 512,
 };
 
 export interface Services {

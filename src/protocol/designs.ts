@@ -7,7 +7,7 @@
  */
 
 /** The server-side designs: what carried a response. */
-export type Protocol = 'long-lived' | 'ws' | 'http';
+export type Protocol = 'long-lived' | 'ws' | 'http' | 'long-lived-http';
 
 /** `OpenAI-Beta` value that selects the long-lived Response on a WebSocket upgrade. */
 export const LONG_LIVED_BETA = 'responses_websockets=2026-02-04';

@@ -309,6 +309,15 @@ export function parseCompactBody(body: unknown): CompactParams {
   };
 }
 
+/**
+ * The body of `POST /v1/responses/{id}/append` (the long-lived protocol over
+ * HTTP): `{"input": [...]}`, the same items a `response.append` frame carries.
+ */
+export function parseAppendBody(body: unknown): InputItem[] {
+  if (!isObj(body)) throw new WireError('invalid_type', 'The request body must be a JSON object.', null);
+  return parseInput(body['input'], 'input', true);
+}
+
 /** A create opted in to timing by its connection or request headers. */
 export function withTimingOptIn<T extends CreateParams>(params: T, optIn: boolean): T {
   return optIn ? { ...params, llr: { ...params.llr, timing: true } } : params;

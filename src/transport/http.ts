@@ -26,12 +26,13 @@ import type { Socket } from 'node:net';
 import { WireError, toWireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { newId } from '../protocol/objects.js';
-import { parseCompactBody, parseCreateBody, parseJsonText, withTimingOptIn } from '../protocol/parse.js';
+import { parseAppendBody, parseCompactBody, parseCreateBody, parseJsonText, withTimingOptIn } from '../protocol/parse.js';
 import { RunMetrics } from '../pipeline/metrics.js';
-import { ResponseRun, type RunPlan } from '../engine/run.js';
+import { ResponseRun, type EventSink, type RunHooks } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { httpPlan } from '../modes/http.js';
 import { compactWindow } from '../modes/compact.js';
+import { LiveRuns } from '../modes/long-lived-http.js';
 import type { Authenticator } from './auth.js';
 import type { Guard } from './guard.js';
 
@@ -55,6 +56,8 @@ export interface HttpRoutes {
 
 export class HttpTransport {
   private readonly runs = new Set<ResponseRun>();
+  /** Long-lived runs open over HTTP (`?protocol=long-lived`), found again by id to append and cancel. */
+  private readonly live: LiveRuns;
   private readonly idleWaiters: Array<() => void> = [];
   private closing = false;
 
@@ -64,7 +67,9 @@ export class HttpTransport {
     private readonly guard: Guard = () => null,
     private readonly overCapacity: OverCapacity = () => false,
     private readonly extra: HttpRoutes | null = null,
-  ) {}
+  ) {
+    this.live = new LiveRuns(services);
+  }
 
   get inFlight(): number {
     return this.runs.size;
@@ -141,11 +146,22 @@ export class HttpTransport {
       if (method !== 'POST') throw new WireError('method_not_allowed');
       const owner = this.authenticate(req);
       checkJsonContentType(req);
-      return this.create(req, res, owner);
+      return this.create(req, res, owner, createProtocol(url));
     }
     if (path === '/v1/responses/compact') {
       if (method !== 'POST') throw new WireError('method_not_allowed');
       return this.compact(req, res, this.authenticate(req));
+    }
+    const live = /^\/v1\/responses\/([^/]+)\/(append|cancel)$/.exec(path);
+    if (live) {
+      if (method !== 'POST') throw new WireError('method_not_allowed');
+      const owner = this.authenticate(req);
+      const id = decodeId(live[1]!, 'response_id');
+      if (live[2] === 'cancel') return sendJson(res, 200, await this.live.cancel(id, owner));
+      checkJsonContentType(req);
+      const body = await readBody(req, this.services.limits.maxFrameBytes);
+      await this.live.append(id, owner, parseAppendBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth)));
+      return sendJson(res, 202, {});
     }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
     if (m) {
@@ -179,15 +195,20 @@ export class HttpTransport {
     sendJson(res, 200, await compactWindow(parseCompactBody(json), this.services, metrics, owner));
   }
 
-  private async create(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {
+  private async create(req: IncomingMessage, res: ServerResponse, owner: string | null, protocol: 'http' | 'long-lived'): Promise<void> {
     const metrics = new RunMetrics(this.services.clock.now);
     const authAt = this.services.clock.now();
     if (this.auth.enabled) metrics.count('auth_checks');
     metrics.span('auth', authAt, authAt);
     const body = await readBody(req, this.services.limits.maxFrameBytes);
     const params = withTimingOptIn(parseCreateBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth)), timingHeader(req));
+    if (protocol === 'long-lived') {
+      // One SSE stream for the whole run; appends and cancels find it by id (modes/long-lived-http.ts).
+      const run = await this.live.start(params, owner, metrics, () => this.sseSink(res), sseHooks(res));
+      return this.stream(res, run);
+    }
     const plan = await httpPlan(params, this.services, metrics, owner);
-    if (params.stream) return this.stream(res, plan);
+    if (params.stream) return this.stream(res, new ResponseRun(plan, this.services, this.sseSink(res), sseHooks(res)));
     // Chaos knobs' injected disconnect: no answer, the connection is closed.
     const run = new ResponseRun(plan, this.services, () => {}, { drop: () => res.destroy() });
     this.track(run);
@@ -200,35 +221,38 @@ export class HttpTransport {
     sendJson(res, fault ? 500 : 200, response);
   }
 
-  private async stream(res: ServerResponse, plan: RunPlan): Promise<void> {
+  /**
+   * The SSE stream of a run on `res`: the headers go out now (the run's
+   * first events follow at once), each event is one frame. `stream` ends it.
+   */
+  private sseSink(res: ServerResponse): EventSink {
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
     const limit = this.services.limits.maxSendBufferBytes;
     let congested = false;
-    let dropped: number | null = null;
     res.on('drain', () => {
       congested = false;
     });
-    const run = new ResponseRun(plan, this.services, (e) => {
+    return (e) => {
       if (res.writableEnded || res.destroyed) return;
       // Back-pressure: once write() has said the socket is full, later events
       // queue in memory only while the unsent bytes stay under the limit
       // (the same one as a WebSocket's send buffer). A reader that does not
       // read past it is dropped, and its run ends as a disconnect (below).
       if (congested && res.writableLength > limit) {
-        dropped = res.writableLength;
+        droppedStreams.set(res, res.writableLength);
         res.destroy();
         return;
       }
       if (!res.write(sseFrame(e))) congested = true;
-    }, {
-      // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
-      drop: () => {
-        const socket = res.socket;
-        res.end(() => socket?.destroy());
-      },
-    });
+    };
+  }
+
+  /** Track a run streaming on `res` (see `sseSink`); closing the stream ends it as a disconnect does. */
+  private async stream(res: ServerResponse, run: ResponseRun): Promise<void> {
+    const limit = this.services.limits.maxSendBufferBytes;
     this.track(run);
-    res.on('close', () => {
+    const closed = () => {
+      const dropped = droppedStreams.get(res) ?? null;
       if (dropped !== null) {
         this.services.log.info({ response_id: run.id, code: 'send_buffer_full', buffered: dropped, limit }, 'SSE reader left too much unsent; dropped it');
       }
@@ -236,7 +260,11 @@ export class HttpTransport {
         run.detach();
         run.stop('cancelled', dropped !== null ? 'send_buffer_full' : 'client_disconnected');
       }
-    });
+    };
+    res.on('close', closed);
+    // A client gone while the run was being planned: its `close` has fired already, and a
+    // long-lived run would otherwise wait paused for nobody until the pause timeout.
+    if (res.destroyed || res.socket?.destroyed === true) closed();
     await run.done;
     if (!res.destroyed && !res.writableEnded) res.end('data: [DONE]\n\n');
   }
@@ -258,10 +286,22 @@ export class HttpTransport {
   /** Shutdown: runs in flight end `incomplete` and their streams finish. */
   async shutdown(): Promise<void> {
     this.closing = true;
+    this.live.close();
     const runs = [...this.runs];
     for (const r of runs) r.stop('incomplete', 'server_shutdown');
     await Promise.all(runs.map((r) => r.done));
   }
+}
+
+/** Streams dropped for not reading, with what they left unsent (for the log line when they close). */
+const droppedStreams = new WeakMap<ServerResponse, number>();
+
+/** `?protocol=` of `POST /v1/responses`: absent or `http` is the baseline, `long-lived` the long-lived Response over HTTP. */
+function createProtocol(url: URL): 'http' | 'long-lived' {
+  const q = url.searchParams.get('protocol');
+  if (q === null || q === 'http') return 'http';
+  if (q === 'long-lived') return 'long-lived';
+  throw new WireError('invalid_value', `Unknown protocol '${q.slice(0, 100)}': use 'long-lived' (or nothing for the HTTP + SSE baseline).`, 'protocol');
 }
 
 /**
@@ -368,4 +408,14 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
     });
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
   });
+}
+
+/** Chaos knobs' injected disconnect on an SSE stream: it ends (no terminal event, no [DONE]) and the connection closes. */
+function sseHooks(res: ServerResponse): RunHooks {
+  return {
+    drop: () => {
+      const socket = res.socket;
+      res.end(() => socket?.destroy());
+    },
+  };
 }

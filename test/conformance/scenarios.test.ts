@@ -140,7 +140,7 @@ describe.each(Object.keys(scenarios))('%s', (name) => {
   it.each(CLIENT_PROTOCOLS)('over %s', async (protocol) => {
     const outcome = await runScenario(name, protocol);
     expect(outcome.statuses.every((s) => s === 'completed')).toBe(true);
-    if (protocol === 'long-lived') {
+    if (protocol === 'long-lived' || protocol === 'long-lived-http') {
       // One Response per user turn, however many tool calls.
       expect(outcome.responses).toBe(outcome.statuses.length);
     }

@@ -103,7 +103,7 @@ describe('the project clients and timing', () => {
         const timings = await run.telemetry();
         expect(r.status, protocol).toBe('completed');
         if (timing) {
-          const expected = protocol === 'long-lived' ? 1 : 2;
+          const expected = protocol === 'long-lived' || protocol === 'long-lived-http' ? 1 : 2;
           expect(timings.map((t) => t.response_id), protocol).toEqual(run.responses.map((x) => x.id));
           expect(timings).toHaveLength(expected);
         } else {

@@ -42,7 +42,7 @@ describe('llr bench', () => {
     const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as Results;
     expect(results.status).toBe('complete');
     expect(results.runs.every((r) => r.ok)).toBe(true);
-    expect(results.summary.map((r) => r.design).sort()).toEqual(['http', 'http-stored', 'long-lived', 'ws']);
+    expect(results.summary.map((r) => r.design).sort()).toEqual(['http', 'http-stored', 'long-lived', 'long-lived-http', 'ws']);
     for (const row of results.summary) {
       expect(row.tokens_per_second).toBe(4000);
       for (const k of ['e2e_ms_median', 'api_overhead_ms_median', 'ttft_ms_median'] as const) {
@@ -50,7 +50,7 @@ describe('llr bench', () => {
       }
       expect(row.e2e_ms_median).toBeGreaterThan(row.api_overhead_ms_median);
     }
-    expect(results.overhead_summary).toHaveLength(4);
+    expect(results.overhead_summary).toHaveLength(5);
     // Instant model: no analytic model time; emission is measured and counted as API work; the terms add up to e2e.
     for (const r of results.runs) {
       if (!r.ok || r.phase !== 'overhead') continue;
@@ -79,15 +79,15 @@ describe('llr bench', () => {
     expect(sweep.failures).toEqual([]);
     expect(sweep.profile).toBe('production');
     expect(sweep.call_hops).toBe(1);
-    expect(sweep.rows.map((r) => `${r.design}@${r.hop_ms}`).sort()).toEqual(['http@0', 'http@2', 'long-lived@0', 'long-lived@2', 'ws@0', 'ws@2']);
+    expect(sweep.rows.map((r) => `${r.design}@${r.hop_ms}`).sort()).toEqual(['http@0', 'http@2', 'long-lived-http@0', 'long-lived-http@2', 'long-lived@0', 'long-lived@2', 'ws@0', 'ws@2']);
     expect(stdout).toMatch(/long-lived (never reaches|reaches) 40\.0 % faster end to end over http/);
-    for (const f of ['sweep.md', 'sweep-long-lived.svg', 'sweep-ws.svg']) expect(existsSync(join(out, f)), f).toBe(true);
+    for (const f of ['sweep.md', 'sweep-long-lived.svg', 'sweep-ws.svg', 'sweep-long-lived-http.svg']) expect(existsSync(join(out, f)), f).toBe(true);
     // The hop model: at 2 ms per hop, http routes each of its 3 requests (2 hops each), a ws
     // continuation skips one hop, a long-lived continuation routes nothing; every design pays
     // the profile's one safety-classifier call per model call.
     const cell = JSON.parse(readFileSync(join(out, 'cell-4000-2-3', 'results.json'), 'utf8')) as Results;
     const hops = Object.fromEntries(cell.runs.map((r) => [r.design, r.ok ? r.counters['remote_hops'] : NaN]));
-    expect(hops).toEqual({ http: 3 * 2 + 3, ws: 2 + 1 + 1 + 3, 'long-lived': 2 + 3 });
+    expect(hops).toEqual({ http: 3 * 2 + 3, ws: 2 + 1 + 1 + 3, 'long-lived': 2 + 3, 'long-lived-http': 2 + 3 });
   }, 120_000);
 
   it('names the line of a workload that is not a rollout, and starts nothing', async () => {

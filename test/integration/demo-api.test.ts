@@ -104,7 +104,9 @@ describe('demo race', () => {
     expect(msgs.at(-1)).toMatchObject({ type: 'race.done', status: 'done' });
     const race = msgs.find((m) => m.type === 'race');
     expect(race?.type === 'race' && race.workload.tools_note).toMatch(/No command runs/);
-    const http = (await records(url)).filter((r) => r.model.endsWith('-http'));
+    // Exact names: `-http` is also the end of `-long-lived-http`.
+    const httpModel = race?.type === 'race' ? race.designs.find((d) => d.id === 'http')!.model : '';
+    const http = (await records(url)).filter((r) => r.model === httpModel);
     expect(sum(http, 'model_calls')).toBe(3);
   });
 
@@ -119,7 +121,7 @@ describe('demo race', () => {
         // Every lane is waiting: none has started the next model call.
         const calls = (await records(url)).filter((r) => r.model.startsWith(`llr-demo-${raceId}-`) && !r.model.endsWith('-warmup'));
         for (const d of DEMO_DESIGNS) {
-          expect(sum(calls.filter((r) => r.model.endsWith(`-${d.id}`)), 'model_calls'), d.id).toBe(steps + 1);
+          expect(sum(calls.filter((r) => r.model === `llr-demo-${raceId}-${d.id}`), 'model_calls'), d.id).toBe(steps + 1);
         }
         steps++;
         const r = await fetch(`${url}/demo/api/races/${raceId}/step`, { method: 'POST' });
@@ -148,7 +150,7 @@ describe('demo race', () => {
     expect(server.demo!.models.size).toBe(0);
     const mine = (await records(url)).filter((r) => r.model.startsWith(`llr-demo-${raceId}-`) && !r.model.endsWith('-warmup'));
     // 41 model calls per lane had it run on; a stopped lane makes at most a few.
-    for (const d of DEMO_DESIGNS) expect(sum(mine.filter((r) => r.model.endsWith(`-${d.id}`)), 'model_calls'), d.id).toBeLessThan(5);
+    for (const d of DEMO_DESIGNS) expect(sum(mine.filter((r) => r.model === `llr-demo-${raceId}-${d.id}`), 'model_calls'), d.id).toBeLessThan(5);
   });
 
   it('stops a race when its page goes away, and frees its lanes', async () => {

@@ -15,6 +15,7 @@ import type { InputItem } from '../../src/protocol/objects.js';
 import type { Protocol } from '../../src/protocol/designs.js';
 import type { RunRecord } from '../../src/engine/records.js';
 import { RawSocket } from '../helpers/raw-socket.js';
+import { SseStream, postJson } from '../helpers/sse-stream.js';
 import { testServer } from '../helpers/server.js';
 
 const N = 6;
@@ -32,14 +33,34 @@ async function record(url: string, id: string): Promise<RunRecord> {
   return (await res.json()) as RunRecord;
 }
 
-describe('long-lived design claims', () => {
+/** One long-lived run, over the WebSocket or over HTTP: the same events, appended to the same way. */
+interface LiveConn {
+  next: RawSocket['next'];
+  append(id: string, input: InputItem[]): Promise<void>;
+}
+
+async function openLive(design: 'long-lived' | 'long-lived-http', url: string, create: Record<string, unknown>): Promise<LiveConn> {
+  if (design === 'long-lived') {
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', ...create });
+    return { next: (type) => s.next(type), append: async (_id, input) => s.send({ type: 'response.append', input }) };
+  }
+  const s = await SseStream.open(url, create);
+  return {
+    next: (type) => s.next(type),
+    append: async (id, input) => {
+      expect((await postJson(`${url}/v1/responses/${id}/append`, { input })).status).toBe(202);
+    },
+  };
+}
+
+describe.each(['long-lived', 'long-lived-http'] as const)('%s design claims', (design) => {
   it(`a run with ${N} tool calls renders, routes and post-processes once; appends cost only their own tokens`, async () => {
     const steps = Array.from({ length: N }, (_, i) => ({ calls: [{ name: 'read_file', arguments: { path: `src/file${i}.ts` } }] }));
     const policy = scriptPolicy([...steps, { text: 'Read all the files.' }]);
     const model = new SimulatedModel({ policy, seed: 7, recordRequests: N + 1 });
     const { url, server } = await testServer({ model });
-    const s = await RawSocket.longLived(url);
-    s.send({ type: 'response.create', model: 'sim-model', instructions: 'Be brief.', input: 'read the files', tools: [tool], store: true, llr: { timing: true } });
+    const s = await openLive(design, url, { model: 'sim-model', instructions: 'Be brief.', input: 'read the files', tools: [tool], store: true, llr: { timing: true } });
 
     let before = -1;
     let appended: InputItem[] = [];
@@ -54,7 +75,7 @@ describe('long-lived design claims', () => {
       before = rec.counters['tokens_tokenized']!;
       const callId = done.response.pending_tool_calls![0]!;
       appended = [{ type: 'function_call_output', call_id: callId, output: `contents of file ${i}\n`.repeat(i + 1) }];
-      s.send({ type: 'response.append', input: appended });
+      await s.append(done.response.id, appended);
     }
     const end = await s.next('response.completed');
     const timing = await s.next('llr:timing');
@@ -124,8 +145,8 @@ describe('what each design tokenizes over a 20-turn agent run', () => {
     expect(records.slice(1).every((r) => r.counters['rendered_cache_hits'] === 1 && r.counters['render_full'] === 0)).toBe(true);
   });
 
-  it('long-lived renders the context once for the whole run', async () => {
-    const { records } = await run('long-lived');
+  it.each(['long-lived', 'long-lived-http'] as const)('%s renders the context once for the whole run', async (design) => {
+    const { records } = await run(design);
     expect(records).toHaveLength(1);
     expect(records[0]!.counters).toMatchObject({ render_full: 1, render_incremental: TURNS, items_tokenized: 1 + TURNS, model_calls: TURNS + 1 });
   });

@@ -82,6 +82,6 @@ describe('llr bench --workload on a compacted rollout', () => {
     expect(results.runs.length).toBeGreaterThan(0);
     expect(results.runs.every((run) => run.ok)).toBe(true);
     expect(results.workload).toMatchObject({ name: 'rollout-compacted.jsonl', grid_model_calls: 6, overhead_model_calls: 7 });
-    expect(results.overhead_summary.map((row) => row.design).sort()).toEqual(['http', 'http-stored', 'long-lived', 'ws']);
+    expect(results.overhead_summary.map((row) => row.design).sort()).toEqual(['http', 'http-stored', 'long-lived', 'long-lived-http', 'ws']);
   }, 120_000);
 });

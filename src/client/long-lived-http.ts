@@ -1,0 +1,175 @@
+/**
+ * `LongLivedHttpClient`: the agent-loop driver over the long-lived protocol
+ * on plain HTTP (`long-lived-http`). One `POST /v1/responses?protocol=long-lived`
+ * with `stream:true` per run, read as one SSE stream; at every
+ * `response.done` it runs the pending tool calls and sends their outputs with
+ * `POST /v1/responses/{id}/append` (202), and reads on in the same stream
+ * without waiting for the 202 (as a `response.append` frame is not
+ * acknowledged either): the resumed run's events are not held behind it.
+ * The run resolves at the terminal event; the stream is read to its end so
+ * an `llr:timing` event (asked for by default with `X-LLR-Timing: 1`) lands
+ * in the run's timings, and timing is optional (a server that sends none
+ * only ends the run's telemetry when the stream ends).
+ *
+ * An append the server refuses fails the run, and the client closes the
+ * stream (the server then ends the run as a disconnect). One run at a time
+ * per client. Imports only `protocol/` (and the shared driver and SSE reader).
+ */
+import { isTerminalEvent, type ServerEvent } from '../protocol/events.js';
+import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
+import { AgentRun, ServerError, busyRun, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { sseEvents } from './http.js';
+
+export interface LongLivedHttpClientOptions {
+  apiKey?: string;
+  /** Ask for the server's `llr:timing` events (`X-LLR-Timing: 1`). Default true. */
+  timing?: boolean;
+}
+
+export class LongLivedHttpClient implements AgentClient {
+  readonly protocol = 'long-lived-http' as const;
+  bytesSent = 0;
+  bytesReceived = 0;
+  private current: AgentRun | null = null;
+  /** The id of the response in flight (known from `response.created`), for `cancel()`. */
+  private currentId: string | null = null;
+  private stream: AbortController | null = null;
+  /** `cancel()` was called for the run in flight: its tool outputs are not appended. */
+  private cancelling = false;
+  /** The conversation so far: a follow-up run re-sends it in full (the protocol has no previous_response_id). */
+  private history: InputItem[] = [];
+  private readonly base: string;
+
+  constructor(baseUrl: string, private readonly opts: LongLivedHttpClientOptions = {}) {
+    const u = new URL(baseUrl);
+    u.pathname = u.pathname.replace(/\/+$/, '').replace(/\/v1(\/responses)?$/, '') + '/v1/responses';
+    u.search = '';
+    this.base = u.toString();
+  }
+
+  run(request: AgentRequest, executeTool: ToolExecutor): AgentRun {
+    if (this.current && !this.current.done) return busyRun();
+    const timing = this.opts.timing ?? true;
+    const run = new AgentRun(timing);
+    this.current = run;
+    this.cancelling = false;
+    const input = [...this.history, ...toInputItems(request.input)];
+    run.transcript.push(...input);
+    const abort = new AbortController();
+    this.stream = abort;
+    const fail = (err: unknown) => {
+      // The first failure is the run's; closing the stream then ends the run on the server as a disconnect does.
+      run.reject(err);
+      abort.abort();
+      run.endTelemetry();
+    };
+    this.loop(request, input, executeTool, run, abort, fail).then(() => run.endTelemetry(), fail);
+    return run;
+  }
+
+  private async loop(
+    request: AgentRequest,
+    input: InputItem[],
+    exec: ToolExecutor,
+    run: AgentRun,
+    abort: AbortController,
+    fail: (err: unknown) => void,
+  ): Promise<void> {
+    const body = JSON.stringify({ ...createBody(request, input, null, request.store ?? false), stream: true });
+    const res = await this.post(`${this.base}?protocol=long-lived`, body, abort.signal);
+    let calls: FunctionCall[] = [];
+    let final: Response | null = null;
+    let lastError: ServerError | null = null;
+    for await (const e of sseEvents(res.body!, (n) => (this.bytesReceived += n))) {
+      run.push(e);
+      if (isTerminalEvent(e)) {
+        final = e.response;
+        run.responses.push(final);
+        if (final.status === 'completed') this.history = run.transcript.slice();
+        this.currentId = null;
+        run.resolve(final);
+        continue;
+      }
+      switch (e.type) {
+        case 'response.created':
+          this.currentId = e.response.id;
+          break;
+        case 'response.done': {
+          const due = pausedCalls(e.response, calls);
+          calls = [];
+          const id = e.response.id;
+          void runTools(due, exec)
+            .then(async (outputs) => {
+              run.transcript.push(...outputs);
+              // Cancelled while the tools ran: the stream's next event is `response.cancelled`.
+              if (this.cancelling) return;
+              await this.post(`${this.base}/${encodeURIComponent(id)}/append`, JSON.stringify({ input: outputs }));
+            })
+            .catch(fail);
+          break;
+        }
+        case 'response.output_item.done':
+          // An output item goes back as input as it is (InputItem's catch-all member defeats the direct cast; see issue 8).
+          run.transcript.push(e.item as unknown as InputItem);
+          if (e.item.type === 'function_call') calls.push(e.item);
+          break;
+        case 'error':
+          // Within a run an error precedes its terminal event; it only fails the run if none follows.
+          lastError = errorOf(e);
+          break;
+        default:
+          break;
+      }
+    }
+    if (!final) throw lastError ?? new Error('the SSE stream ended without a terminal event');
+  }
+
+  /** POST JSON; a non-2xx answer becomes the server's error. */
+  private async post(url: string, body: string, signal?: AbortSignal): Promise<globalThis.Response> {
+    this.bytesSent += Buffer.byteLength(body);
+    const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'text/event-stream' };
+    if (this.opts.timing ?? true) headers['X-LLR-Timing'] = '1';
+    if (this.opts.apiKey) headers['Authorization'] = `Bearer ${this.opts.apiKey}`;
+    const res = await fetch(url, { method: 'POST', headers, body, ...(signal && { signal }) });
+    if (res.ok && res.body) {
+      if (res.headers.get('content-type')?.startsWith('text/event-stream')) return res;
+      // A JSON answer (an append's `{}`): read it all so the connection is reused.
+      this.bytesReceived += Buffer.byteLength(await res.text());
+      return res;
+    }
+    const text = await res.text();
+    this.bytesReceived += Buffer.byteLength(text);
+    let err: { code?: string; message?: string; param?: string | null } = {};
+    try {
+      err = (JSON.parse(text) as { error?: typeof err }).error ?? {};
+    } catch {
+      // Not a Responses error body: reported with the status alone.
+    }
+    throw new ServerError(err.code ?? `http_${res.status}`, err.message ?? text.slice(0, 200), err.param ?? null, res.status);
+  }
+
+  /** Cancel the run in flight (`POST /v1/responses/{id}/cancel`); its stream then ends with `response.cancelled`. */
+  async cancel(): Promise<void> {
+    if (!this.currentId) return;
+    this.cancelling = true;
+    await this.post(`${this.base}/${encodeURIComponent(this.currentId)}/cancel`, '{}');
+  }
+
+  /** Forget the conversation: the next run starts a new one. */
+  newConversation(): void {
+    this.history = [];
+  }
+
+  /** Close the stream of a run still in flight (the server ends it as a disconnect). */
+  async close(): Promise<void> {
+    this.stream?.abort();
+    this.stream = null;
+  }
+}
+
+function errorOf(e: ServerEvent & { type: 'error' }): ServerError {
+  // The SSE `error` event is flat (`code`, `message`, `param`, as openai-node expects), not the typed nested shape.
+  const flat: { [k: string]: unknown } = { ...e };
+  const text = (v: unknown) => (typeof v === 'string' ? v : null);
+  return new ServerError(text(flat['code']) ?? 'server_error', text(flat['message']) ?? 'The server sent an error event.', text(flat['param']));
+}

@@ -1,0 +1,87 @@
+/**
+ * A streamed `POST /v1/responses` read event by event on a real socket, for
+ * tests of the long-lived protocol over HTTP: `next(type)` waits for the next
+ * event of that type (an unexpected `error` event or the end of the stream
+ * fails it at once, never a timeout), `ended` resolves when the stream ends,
+ * saying whether `data: [DONE]` closed it. `abort()` closes it from the
+ * client side. Also `postJson` for the append and cancel routes.
+ */
+import type { ServerEvent } from '../../src/protocol/events.js';
+
+type Of<K extends ServerEvent['type']> = Extract<ServerEvent, { type: K }>;
+
+export class SseStream {
+  readonly events: ServerEvent[] = [];
+  /** Resolves when the stream ends: `done` when it ended with `data: [DONE]`. */
+  readonly ended: Promise<{ done: boolean }>;
+  private cursor = 0;
+  private finished = false;
+  private wake: (() => void) | null = null;
+  private readonly controller: AbortController;
+
+  private constructor(res: Response, controller: AbortController) {
+    this.controller = controller;
+    this.ended = this.read(res.body!);
+  }
+
+  /** Open the stream; a refusal (non-200) throws with the status and body. */
+  static async open(url: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<SseStream> {
+    const controller = new AbortController();
+    const res = await fetch(`${url}/v1/responses?protocol=long-lived`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...headers },
+      body: JSON.stringify({ stream: true, ...body }),
+      signal: controller.signal,
+    });
+    if (res.status !== 200) throw new Error(`stream refused: ${res.status} ${await res.text()}`);
+    return new SseStream(res, controller);
+  }
+
+  private async read(body: ReadableStream<Uint8Array>): Promise<{ done: boolean }> {
+    const decoder = new TextDecoder();
+    let buf = '';
+    let done = false;
+    try {
+      for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+        buf += decoder.decode(chunk, { stream: true });
+        let idx: number;
+        while ((idx = buf.indexOf('\n\n')) >= 0) {
+          const data = buf.slice(0, idx).split('\n').find((l) => l.startsWith('data: '))?.slice(6);
+          buf = buf.slice(idx + 2);
+          if (data === '[DONE]') done = true;
+          else if (data) this.events.push(JSON.parse(data) as ServerEvent);
+          this.wake?.();
+        }
+      }
+    } catch {
+      // Aborted by the test (or reset): the stream is over either way.
+    }
+    this.finished = true;
+    this.wake?.();
+    return { done };
+  }
+
+  /** The next event of `type` after the last one returned. */
+  async next<K extends ServerEvent['type']>(type: K): Promise<Of<K>> {
+    for (;;) {
+      while (this.cursor < this.events.length) {
+        const e = this.events[this.cursor++]!;
+        if (e.type === type) return e as Of<K>;
+        if (e.type === 'error') throw new Error(`unexpected error event while waiting for ${type}: ${JSON.stringify(e)}`);
+      }
+      if (this.finished) throw new Error(`the stream ended before a ${type} event`);
+      await new Promise<void>((r) => (this.wake = r));
+      this.wake = null;
+    }
+  }
+
+  abort(): void {
+    this.controller.abort();
+  }
+}
+
+/** POST a JSON body; the status and the parsed answer. */
+export async function postJson(url: string, body: unknown = {}, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, json: await res.json() };
+}

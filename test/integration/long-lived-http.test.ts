@@ -1,0 +1,288 @@
+/**
+ * The long-lived protocol over plain HTTP (`long-lived-http`) on real
+ * sockets: one SSE stream per run that pauses at `response.done`, appends
+ * (`POST /v1/responses/{id}/append` → 202 `{}`) that resume the same stream,
+ * the WebSocket protocol's error codes as HTTP error bodies, cancel, a stream
+ * closed by the client, shutdown while paused, the per-key ownership of a
+ * run and the cap on live runs. Every run ends once and is billed once.
+ */
+import { createServer } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo, Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { LongLivedHttpClient, ServerError } from '../../src/client/index.js';
+import { realClock, type Clock } from '../../src/model/clock.js';
+import { scriptPolicy } from '../../src/model/policies.js';
+import type { RunRecord } from '../../src/engine/records.js';
+import type { Model, ModelEvent } from '../../src/model/types.js';
+import { SseStream, postJson } from '../helpers/sse-stream.js';
+import { testServer } from '../helpers/server.js';
+
+const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const create = (extra: Record<string, unknown> = {}) => ({ model: 'sim-model', input: 'go', tools: [tool], ...extra });
+const twoCalls = () =>
+  scriptPolicy([
+    { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }, { name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+    { text: 'all done' },
+  ]);
+const out = (call_id: string, output = 'ok') => ({ type: 'function_call_output', call_id, output });
+
+async function pausedRun(opts: Parameters<typeof testServer>[0] = {}, headers: Record<string, string> = {}) {
+  const ctx = await testServer({ policy: twoCalls(), ...opts });
+  const s = await SseStream.open(ctx.url, create(), headers);
+  const done = await s.next('response.done');
+  const id = done.response.id;
+  const append = (input: unknown[], h = headers) => postJson(`${ctx.url}/v1/responses/${id}/append`, { input }, h);
+  return { ...ctx, s, done, id, append };
+}
+
+/** A model that streams a few tokens, then waits for `gate` (or its abort) before ending its message. */
+function gatedModel(gate: Promise<void>): Model {
+  return {
+    async *sample(_req, signal): AsyncIterable<ModelEvent> {
+      yield { type: 'message.start' };
+      yield { type: 'text.delta', delta: 'hello' };
+      await Promise.race([gate, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
+      yield { type: 'text.delta', delta: ' world' };
+      yield { type: 'message.end' };
+    },
+  };
+}
+
+describe('long-lived over HTTP', () => {
+  it('pauses at response.done, resumes the same stream on append (202 {}), ends once with a gapless stream', async () => {
+    const { s, done, id, append, server } = await pausedRun();
+    expect(done.response.pending_tool_calls).toEqual(['call_a', 'call_b']);
+    expect(await append([out('call_a')])).toEqual({ status: 202, json: {} });
+    expect(await append([out('call_b')])).toEqual({ status: 202, json: {} });
+    const end = await s.next('response.completed');
+    expect(end.response.id).toBe(id);
+    expect(await s.ended).toEqual({ done: true });
+    expect(s.events.map((e) => e.sequence_number)).toEqual(s.events.map((_, i) => i));
+    expect(s.events.filter((e) => e.type === 'response.created')).toHaveLength(1);
+    await server.services.postWork.flush();
+    const rec = server.services.records.get(id)!;
+    expect(rec).toMatchObject({ protocol: 'long-lived-http', connection: null, status: 'completed' });
+    expect(rec.counters).toMatchObject({ pauses: 1, appends: 2, model_calls: 2, render_full: 1 });
+    expect(server.services.ledger.countFor(id)).toBe(1);
+    expect(server.httpTransport.inFlight).toBe(0);
+  });
+
+  it('refuses a create without stream:true and an unknown ?protocol=', async () => {
+    const { url } = await testServer();
+    const plain = await postJson(`${url}/v1/responses?protocol=long-lived`, create());
+    expect(plain.status).toBe(400);
+    expect(plain.json.error).toMatchObject({ code: 'invalid_value', param: 'stream', type: 'invalid_request_error' });
+    expect(plain.json.error.message).toMatch(/stream/);
+    const other = await postJson(`${url}/v1/responses?protocol=carrier-pigeon`, { ...create(), stream: true });
+    expect(other.status).toBe(400);
+    expect(other.json.error).toMatchObject({ code: 'invalid_value', param: 'protocol' });
+  });
+
+  it('append to an unknown id → 404 response_not_found; cancel of one → the same', async () => {
+    const { url } = await testServer();
+    for (const path of ['append', 'cancel']) {
+      const r = await postJson(`${url}/v1/responses/resp_nope/${path}`, { input: [out('call_a')] });
+      expect(r.status).toBe(404);
+      expect(r.json.error).toMatchObject({ code: 'response_not_found', param: 'response_id' });
+    }
+  });
+
+  it('unknown call id → 400 unknown_call_id, nothing applied, the run stays paused; a bad body → 400', async () => {
+    const { s, append, server, id, url } = await pausedRun();
+    const bad = await append([out('call_zzz')]);
+    expect(bad.status).toBe(400);
+    expect(bad.json.error).toMatchObject({ code: 'unknown_call_id', param: 'input.call_id' });
+    const noInput = await postJson(`${url}/v1/responses/${id}/append`, {});
+    expect(noInput.status).toBe(400);
+    expect(noInput.json.error).toMatchObject({ code: 'missing_required_parameter', param: 'input' });
+    // Still paused: both outputs are accepted and the run completes.
+    expect((await append([out('call_a'), out('call_b')])).status).toBe(202);
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+    expect(server.services.records.get(id)!.counters['appends']).toBe(1);
+  });
+
+  it('append while the run is streaming (not paused) → 400 no_paused_response', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { url, server } = await testServer({ model: gatedModel(gate) });
+    const s = await SseStream.open(url, create());
+    const created = await s.next('response.created');
+    await s.next('response.output_text.delta');
+    const r = await postJson(`${url}/v1/responses/${created.response.id}/append`, { input: [out('call_a')] });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ code: 'no_paused_response' });
+    release();
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(created.response.id)).toBe(1);
+  });
+
+  it('only the key that created the run may append or cancel it (404 for another key)', async () => {
+    const k1 = { Authorization: 'Bearer k1' };
+    const k2 = { Authorization: 'Bearer k2' };
+    const { url, s, id, append } = await pausedRun({ apiKeys: ['k1', 'k2'] }, k1);
+    const stranger = await append([out('call_a'), out('call_b')], k2);
+    expect(stranger.status).toBe(404);
+    expect(stranger.json.error.code).toBe('response_not_found');
+    expect((await postJson(`${url}/v1/responses/${id}/cancel`, {}, k2)).status).toBe(404);
+    expect((await postJson(`${url}/v1/responses/${id}/cancel`, {})).status).toBe(401);
+    expect((await append([out('call_a'), out('call_b')], k1)).status).toBe(202);
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+  });
+
+  it('cancel → 200 with the cancelled Response, the stream ends response.cancelled, the run is gone', async () => {
+    const { url, s, id, append, server } = await pausedRun();
+    const c = await postJson(`${url}/v1/responses/${id}/cancel`);
+    expect(c.status).toBe(200);
+    expect(c.json).toMatchObject({ id, status: 'cancelled' });
+    expect((await s.next('response.cancelled')).response.id).toBe(id);
+    expect(await s.ended).toEqual({ done: true });
+    expect((await append([out('call_a')])).status).toBe(404);
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(id)).toBe(1);
+  });
+
+  it('the client closing the stream while paused cancels the run, once', async () => {
+    const { s, id, server, append } = await pausedRun();
+    s.abort();
+    await s.ended;
+    await server.httpTransport.idle();
+    await server.services.postWork.flush();
+    const rec = server.services.records.get(id)!;
+    expect(rec.status).toBe('cancelled');
+    expect(rec.counters['billing_records']).toBe(1);
+    expect(server.services.ledger.countFor(id)).toBe(1);
+    expect((await append([out('call_a')])).status).toBe(404);
+  });
+
+  it('a client gone while its create was being planned: the run is cancelled at once, not left paused for nobody', async () => {
+    // The injected routing hop (777 ms) is where planning waits, on a gate the test holds.
+    let planning!: () => void;
+    const inPlan = new Promise<void>((r) => (planning = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const clock: Clock = { ...realClock, sleep: (ms, signal) => (ms === 777 ? (planning(), gate) : realClock.sleep(ms, signal)) };
+    const { url, server } = await testServer({ policy: twoCalls(), clock, hopLatencyMs: 777, hops: 1 });
+    const ended = new Promise<RunRecord>((resolve) => {
+      const records = server.services.records;
+      const upsert = records.upsert.bind(records);
+      records.upsert = (rec) => {
+        upsert(rec);
+        if (rec.ended_at !== null) resolve(rec);
+      };
+    });
+    const sockets: Socket[] = [];
+    server.http.on('connection', (s: Socket) => sockets.push(s));
+    const abort = new AbortController();
+    const req = fetch(`${url}/v1/responses?protocol=long-lived`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ ...create(), stream: true }),
+      signal: abort.signal,
+    }).catch(() => null);
+    await inPlan;
+    abort.abort();
+    await req;
+    await Promise.all(sockets.map((s) => (s.destroyed ? null : once(s, 'close'))));
+    release();
+    const rec = await ended;
+    expect(rec).toMatchObject({ protocol: 'long-lived-http', status: 'cancelled' });
+    await server.httpTransport.idle();
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(rec.response_id)).toBe(1);
+  });
+
+  it('shutdown while paused → response.incomplete (server_shutdown) on the stream, billed once', async () => {
+    const { s, id, server } = await pausedRun();
+    const closing = server.close();
+    const end = await s.next('response.incomplete');
+    expect(end.response.id).toBe(id);
+    expect(end.response.incomplete_details).toEqual({ reason: 'server_shutdown' });
+    expect(await s.ended).toEqual({ done: true });
+    await closing;
+    expect(server.services.ledger.countFor(id)).toBe(1);
+  });
+
+  it('at most --max-live-http-runs runs are open: past it 429 too_many_live_runs, and a slot frees when one ends', async () => {
+    const { url, id } = await pausedRun({ limits: { maxLiveHttpRuns: 1 } });
+    const refused = await postJson(`${url}/v1/responses?protocol=long-lived`, { ...create(), stream: true });
+    expect(refused.status).toBe(429);
+    expect(refused.json.error).toMatchObject({ code: 'too_many_live_runs', type: 'rate_limit_error' });
+    expect((await postJson(`${url}/v1/responses/${id}/cancel`)).status).toBe(200);
+    const again = await SseStream.open(url, create());
+    expect((await again.next('response.created')).response.id).not.toBe(id);
+  });
+
+  it('LongLivedHttpClient runs an agent loop as one Response and can cancel a paused run', async () => {
+    const policy = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }, { name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+      { text: 'all done' },
+      { calls: [{ name: 'lookup', arguments: { q: 'c' }, call_id: 'call_c' }] },
+    ]);
+    const { url } = await testServer({ policy });
+    const client = new LongLivedHttpClient(url);
+    const run = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, (call) => `out ${call.call_id}`);
+    const r = await run;
+    expect(r.status).toBe('completed');
+    expect(run.responses).toHaveLength(1);
+    expect(run.transcript.filter((i) => i.type === 'function_call_output')).toHaveLength(2);
+    expect((await run.telemetry()).map((t) => t.response_id)).toEqual([r.id]);
+
+    // Cancel while the client runs its tools (the server is paused): the run ends `cancelled`, no append is sent.
+    let called!: () => void;
+    const inTool = new Promise<void>((res) => (called = res));
+    let release!: () => void;
+    const gate = new Promise<void>((res) => (release = res));
+    const second = client.run({ model: 'sim-model', input: 'again', tools: [tool] as never }, async () => {
+      called();
+      await gate;
+      return 'late';
+    });
+    await inTool;
+    await client.cancel();
+    release();
+    expect((await second).status).toBe('cancelled');
+    await client.close();
+  });
+
+  it('LongLivedHttpClient: an append the server refuses fails the run with its error, and the run ends on the server', async () => {
+    const { url, server } = await testServer({ policy: twoCalls() });
+    const client = new LongLivedHttpClient(url);
+    // A tool output carrying a credential is refused by the append's safety scan.
+    const run = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, () => 'key: AKIAABCDEFGHIJKLMNOP');
+    const err = await run.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ServerError);
+    expect((err as ServerError).code).toBe('content_flagged');
+    await server.httpTransport.idle();
+    const recs = server.services.records.page({ owner: null, limit: 10, after: null, order: 'desc' }).data;
+    expect(recs.map((r) => [r.protocol, r.status])).toEqual([['long-lived-http', 'cancelled']]);
+    await client.close();
+  });
+
+  it('LongLivedHttpClient finishes against a server that sends no timing and keeps no [DONE] promise', async () => {
+    // A minimal Responses SSE server: created, completed, and the stream simply ends.
+    const srv = createServer((req, res) => {
+      req.resume();
+      const response = { id: 'resp_min', object: 'response', status: 'completed', output: [], usage: null };
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      res.write(`event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { ...response, status: 'in_progress' } })}\n\n`);
+      res.end(`event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: 1, response })}\n\n`);
+    });
+    srv.listen(0, '127.0.0.1');
+    await once(srv, 'listening');
+    try {
+      const client = new LongLivedHttpClient(`http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
+      const run = client.run({ model: 'm', input: 'hi' }, () => '');
+      expect((await run).status).toBe('completed');
+      expect(await run.telemetry()).toEqual([]);
+      await client.close();
+    } finally {
+      srv.closeAllConnections();
+      srv.close();
+    }
+  });
+});

@@ -99,7 +99,7 @@ export class DemoService implements HttpRoutes {
   async handle(req: IncomingMessage, res: ServerResponse, path: string, authenticate: () => string | null): Promise<void> {
     const method = req.method ?? 'GET';
     const rest = path.slice(this.prefix.length).replace(/^\//, '');
-    if (rest === '' || rest in FILES) {
+    if (rest === '' || Object.hasOwn(FILES, rest)) {
       if (method !== 'GET' && method !== 'HEAD') throw new WireError('method_not_allowed');
       return this.file(res, rest === '' ? 'index.html' : rest, method === 'HEAD');
     }

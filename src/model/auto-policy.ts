@@ -30,7 +30,7 @@ import { callsAfter, contentText, latestUserIndex, outputText } from './conversa
 import type { ModelPolicy, PlannedItem, PlannedOutput } from './policies.js';
 import { intBetween, type Rng, words } from './rng.js';
 import { argsFromSchema } from './schema-args.js';
-import { fillFromMessage, relevance } from './tool-match.js';
+import { fillFromMessage, messageIndex, relevance } from './tool-match.js';
 import { countTokens } from './tokenizer.js';
 import type { ModelRequest } from './types.js';
 
@@ -200,7 +200,8 @@ function withoutCalled(lines: readonly string[], called: readonly string[]): str
  */
 function targetTools(tools: readonly FunctionTool[], choice: Choice, userText: string): FunctionTool[] {
   if (choice.name !== undefined) return tools.filter((t) => t.name === choice.name);
-  const asked = tools.filter((t) => !(SHELL_TOOLS as readonly string[]).includes(t.name) && relevance(t, userText) > 0);
+  const msg = messageIndex(userText); // read the message once, not once per tool
+  const asked = tools.filter((t) => !(SHELL_TOOLS as readonly string[]).includes(t.name) && relevance(t, msg) > 0);
   if (asked.length > 0) return asked;
   const first = tools[0];
   return choice.mode === 'required' && first ? [first] : [];

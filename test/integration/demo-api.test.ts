@@ -220,6 +220,12 @@ describe('demo requests', () => {
     expect(await page.text()).toMatch(/data-action="race"/);
     for (const f of ['demo.js', 'lanes.js', 'timeline.js', 'demo.css']) expect((await fetch(`${url}/demo/${f}`)).status, f).toBe(200);
     expect((await fetch(`${url}/demo/..%2Fpackage.json`)).status).toBe(404);
+    // Names an object inherits (`in` would see them) are not files either: 404, not a 500 from reading them.
+    for (const f of ['__proto__', 'constructor', 'hasOwnProperty', 'toString']) {
+      const r = await fetch(`${url}/demo/${f}`);
+      expect(r.status, f).toBe(404);
+      expect(((await r.json()) as { error: { code: string } }).error.code, f).toBe('not_found');
+    }
     expect((await fetch(`${url}/demo/index.html`, { method: 'POST' })).status).toBe(405);
     const config = (await (await fetch(`${url}/demo/api/config`)).json()) as { designs: Array<{ id: string }> };
     expect(config.designs.map((d) => d.id)).toEqual(DEMO_DESIGNS.map((d) => d.id));

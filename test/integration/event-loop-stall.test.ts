@@ -132,6 +132,20 @@ describe('the event loop stays responsive under large inputs', () => {
     assertStalls(stalls);
   }, 180_000);
 
+  it('3,000 tools against a 1 MB message: matching tools to the message does not rescan it per tool', async () => {
+    // Was one regular expression built and run over the whole message per tool: 2,000 tools and a
+    // 1 MB message froze the loop for ~45 s (attack report, issue 7).
+    const { server } = await testServer();
+    const many = Array.from({ length: 3000 }, (_, i) => ({ type: 'function', name: `tool_${i}`, description: `Tool number ${i}.`, parameters: { type: 'object' } }));
+    const params = parseCreateBody({ model: 'sim-model', input: prose(1_000_000) + ' then use tool_2999', tools: many, store: false });
+    const work = (async () => run(server, await httpPlan(params, server.services, new RunMetrics(), null)).done)();
+    const { result, stalls } = await watchLoop(work);
+    expect(result.status).toBe('completed');
+    // The one tool the message names exactly is the one called.
+    expect(result.output.filter((o) => o.type === 'function_call').map((o) => (o as { name: string }).name)).toEqual(['tool_2999']);
+    assertStalls(stalls);
+  }, 180_000);
+
   it('long-lived append of a 16 MiB tool output: no loop turn holds the CPU for 250 ms', async () => {
     const { server } = await testServer();
     const params = parseCreateBody({ model: 'sim-model', input: 'please lookup the value', tools, store: false });

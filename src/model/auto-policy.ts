@@ -200,8 +200,10 @@ function withoutCalled(lines: readonly string[], called: readonly string[]): str
  */
 function targetTools(tools: readonly FunctionTool[], choice: Choice, userText: string): FunctionTool[] {
   if (choice.name !== undefined) return tools.filter((t) => t.name === choice.name);
-  const msg = messageIndex(userText); // read the message once, not once per tool
-  const asked = tools.filter((t) => !(SHELL_TOOLS as readonly string[]).includes(t.name) && relevance(t, msg) > 0);
+  const candidates = tools.filter((t) => !(SHELL_TOOLS as readonly string[]).includes(t.name));
+  // Read the message once (and only when there is a tool to match), not once per tool.
+  const msg = candidates.length > 0 ? messageIndex(userText) : null;
+  const asked = msg ? candidates.filter((t) => relevance(t, msg) > 0) : [];
   if (asked.length > 0) return asked;
   const first = tools[0];
   return choice.mode === 'required' && first ? [first] : [];

@@ -77,7 +77,15 @@ export interface MessageIndex {
   runs: Set<string>;
 }
 
-export function messageIndex(text: string): MessageIndex {
+/**
+ * How much of a message tool matching reads: its first 64 Ki characters. A
+ * request for a tool is phrased in a sentence, not found 10 MB into a pasted
+ * log, and indexing a 16 MiB message would hold the event loop for seconds.
+ */
+export const MATCH_CHARS = 64 * 1024;
+
+export function messageIndex(full: string): MessageIndex {
+  const text = full.length > MATCH_CHARS ? full.slice(0, MATCH_CHARS) : full;
   return { text, words: messageWords(text), runs: new Set(text.match(NAME_RUN) ?? []) };
 }
 

@@ -38,13 +38,14 @@ describe('prefix cache tenancy', () => {
 
 describe('request recording', () => {
   it('keeps no model request by default, and the last N with recordRequests', async () => {
-    const plain = await testServer();
+    // The demo wraps the model (its lanes get their own); without it the model is the simulated one.
+    const plain = await testServer({ demo: false });
     await cachedTokens(plain.url, 'x');
     const model = plain.server.services.model as SimulatedModel;
     expect(model.callCount).toBe(1);
     expect(model.calls).toEqual([]);
 
-    const recording = await testServer({ recordRequests: 2 });
+    const recording = await testServer({ recordRequests: 2, demo: false });
     for (let i = 0; i < 3; i++) await cachedTokens(recording.url, 'x');
     expect((recording.server.services.model as SimulatedModel).calls).toHaveLength(2);
   });

@@ -59,7 +59,7 @@ describe('chaos oracle', () => {
     s.feed(ev('response.created', 0, { response: { id: 'resp_1' } }));
     s.feed(ev('response.in_progress', 1));
     s.feed(ev('response.completed', 2, { response: { id: 'resp_1' } }));
-    s.feed(ev('llr.timing', 3));
+    s.feed(ev('llr:timing', 3));
     expect(s.close()).toEqual([]);
     expect(s.id).toBe('resp_1');
   });

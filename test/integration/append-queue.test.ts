@@ -18,7 +18,7 @@ async function paused() {
     { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }, { name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
     { text: 'all done' },
   ]);
-  const { url, server } = await testServer({ policy, recordRequests: 2 });
+  const { url, server } = await testServer({ policy, recordRequests: 2, demo: false });
   const s = await RawSocket.longLived(url);
   s.send({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool], store: false });
   const done = await s.next('response.done');

@@ -124,9 +124,10 @@ describe('the demo page', () => {
     for (let i = 1; i <= 2; i++) {
       // Every lane has made exactly i model calls and waits for the presenter.
       await step.waitFor();
-      // The counters follow the server's events: wait for them (the button can be enabled a frame before they update).
+      // The counters follow the server's events: wait for them (the button can be enabled a frame before they
+        // update). Playwright's own selector engine, not a page-side eval: the page's CSP forbids eval.
       for (const d of ['long-lived', 'ws', 'http']) {
-        await page.waitForFunction(`document.querySelector('[data-design="${d}"] [data-field="model-calls"]')?.textContent === '${i}'`, undefined, { timeout: 20_000 });
+        await page.locator(`[data-design="${d}"] [data-field="model-calls"]`, { hasText: new RegExp(`^${i}$`) }).waitFor({ timeout: 20_000 });
         expect(await page.locator(`[data-design="${d}"] [data-field="model-calls"]`).textContent(), `${d} after ${i}`).toBe(String(i));
       }
       await step.focus();

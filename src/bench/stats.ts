@@ -3,6 +3,7 @@
  * sorted copy), median, and spread. No sampling tricks: every measured value
  * is kept.
  */
+import { mulberry32 } from '../model/rng.js';
 
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return NaN;
@@ -35,18 +36,6 @@ export function round(x: number, digits = 3): number {
   return Math.round(x * f) / f;
 }
 
-/** A small seeded generator (mulberry32), so a bootstrap interval is the same on every rebuild of a report. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export interface Interval {
   lo: number;
   hi: number;
@@ -66,7 +55,7 @@ export function bootstrapMedianCI(values: readonly number[], opts: { resamples?:
   if (n === 1) return { lo: values[0]!, hi: values[0]!, n };
   const resamples = opts.resamples ?? 2000;
   const level = opts.level ?? 0.95;
-  const next = rng(opts.seed ?? 1);
+  const next = mulberry32(opts.seed ?? 1);
   const medians = new Float64Array(resamples);
   const pick = new Array<number>(n);
   for (let b = 0; b < resamples; b++) {

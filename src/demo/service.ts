@@ -24,6 +24,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Services } from '../engine/services.js';
 import { WireError } from '../protocol/errors.js';
+import { parseJsonText } from '../protocol/parse.js';
+import { readBody } from '../transport/body.js';
 import type { HttpRoutes } from '../transport/http.js';
 import { DEMO_DESIGNS } from './designs.js';
 import type { DemoMessage } from './messages.js';
@@ -175,7 +177,7 @@ export class DemoService implements HttpRoutes {
 
   private async startRace(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const services = this.services();
-    const body = await readJson(req, this.options.maxPromptBytes + 4096);
+    const body = parseJsonText(await readBody(req, this.options.maxPromptBytes + 4096), 'body', services.limits.maxJsonDepth);
     const r = parseRaceRequest(body, this.options);
     if (this.closed) throw new WireError('server_shutting_down');
     if (this.races.size >= this.options.maxRaces) throw new WireError('too_many_races', `${this.options.maxRaces} demo races are already running; try again when one ends.`);
@@ -241,29 +243,4 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-cache' });
   res.end(text);
-}
-
-function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`));
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => {
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      } catch (err) {
-        reject(new WireError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}`, null, { cause: err }));
-      }
-    });
-    req.on('error', reject);
-  });
 }

@@ -34,6 +34,7 @@ import { httpPlan } from '../modes/http.js';
 import { compactWindow } from '../modes/compact.js';
 import { LiveRuns } from '../modes/long-lived-http.js';
 import type { Authenticator } from './auth.js';
+import { readBody } from './body.js';
 import type { Guard } from './guard.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
@@ -377,37 +378,6 @@ function pageQuery(url: URL): { limit: number; after: string | null; order: 'asc
   const order = q.get('order') ?? 'desc';
   if (order !== 'asc' && order !== 'desc') throw new WireError('invalid_value', "Invalid 'order': expected 'asc' or 'desc'.", 'order');
   return { limit, after: q.get('after'), order };
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    // A client that closes mid-body is not a server fault: nobody is left to
-    // answer, and the log says `request_aborted` at info.
-    const aborted = (cause?: unknown) => reject(new WireError('request_aborted', undefined, null, { cause }));
-    req.on('error', aborted);
-    req.on('close', () => {
-      if (!req.complete) aborted();
-    });
-    const declared = Number(req.headers['content-length'] ?? NaN);
-    if (declared > limit) {
-      req.resume();
-      reject(new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`));
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-  });
 }
 
 /** Chaos knobs' injected disconnect on an SSE stream: it ends (no terminal event, no [DONE]) and the connection closes. */

@@ -22,8 +22,7 @@ import { Router } from './pipeline/route.js';
 import { openStore } from './store/index.js';
 import { RunRecords } from './engine/records.js';
 import { DEFAULT_LIMITS, DEFAULT_SWITCHES, type Limits, type Services, type Switches } from './engine/services.js';
-import { longLivedPolicy } from './modes/long-lived.js';
-import { wsModePolicy } from './modes/ws.js';
+import { SessionHost } from './modes/host.js';
 import { createAuthenticator } from './transport/auth.js';
 import { createGuard, isLoopbackAddress } from './transport/guard.js';
 import type { Socket } from 'node:net';
@@ -172,16 +171,16 @@ export class LlrServer {
     // is marked; its request or upgrade is answered 503 and it is closed.
     const overCap = new WeakSet<Socket>();
     const overCapacity = (socket: Socket) => overCap.has(socket);
+    // The session layer both transports open their sessions in: every design is a policy there.
+    const host = new SessionHost(this.services);
     this.ws = new WsTransport({
-      services: this.services,
+      host,
       auth,
-      policies: (protocol, info) =>
-        protocol === 'long-lived' ? longLivedPolicy(this.services, info) : wsModePolicy(this.services, info),
       refuseUpgrades: () => this.refuseWebSockets,
       guard,
       overCapacity,
     });
-    this.httpTransport = new HttpTransport(this.services, auth, guard, overCapacity, demo);
+    this.httpTransport = new HttpTransport(host, auth, guard, overCapacity, demo);
     this.http = createHttpServer((req, res) => this.httpTransport.handle(req, res));
     let open = 0;
     this.http.on('connection', (socket: Socket) => {

@@ -12,6 +12,16 @@ import type { RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { loadChain, resolveReferences } from './hydrate.js';
 import { prepareFull } from './prepare.js';
+import type { ModePolicy, SessionInfo } from './session.js';
+
+/** The baseline as a policy: one HTTP request is a one-shot session (modes/host.ts) that plans with `httpPlan`. */
+export function httpPolicy(services: Services, info: SessionInfo): ModePolicy {
+  return {
+    protocol: 'http',
+    appendable: false,
+    plan: (params, metrics) => httpPlan(params, services, metrics, info.owner),
+  };
+}
 
 export async function httpPlan(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null): Promise<RunPlan> {
   const input = resolveReferences(params.input, owner, services, metrics);

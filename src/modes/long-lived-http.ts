@@ -13,21 +13,21 @@
  * keeps the runs open over HTTP in a map, bounded by `maxLiveHttpRuns`
  * (429 `too_many_live_runs` past it), each entry removed when its run ends;
  * only the key that created a run may append to or cancel it (another key
- * gets the same 404 as a missing run). Closing the stream, cancelling and
- * shutdown are the transport's, through the run itself.
+ * gets the same 404 as a missing run). Each create is a one-shot session
+ * (modes/host.ts) like an HTTP baseline request: closing the stream ends
+ * the run as a disconnect does, and shutdown ends it `incomplete`, through
+ * the session.
  */
 import { WireError } from '../protocol/errors.js';
-import type { CreateParams } from '../protocol/events.js';
 import type { InputItem, Response } from '../protocol/objects.js';
-import type { RunMetrics } from '../pipeline/metrics.js';
-import { ResponseRun, type EventSink, type RunHooks, type RunPlan } from '../engine/run.js';
+import type { ResponseRun } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
-import type { ModePolicy } from './session.js';
+import type { ModePolicy, SessionInfo } from './session.js';
 import { longLivedPolicy } from './long-lived.js';
 
-export function longLivedHttpPolicy(services: Services, owner: string | null): ModePolicy {
+export function longLivedHttpPolicy(services: Services, info: SessionInfo, live: LiveRuns): ModePolicy {
   // No connection: the run outlives none (its record says `connection: null`, as HTTP's do).
-  const ws = longLivedPolicy(services, { connection: '', owner, authSpan: null });
+  const ws = longLivedPolicy(services, { ...info, connection: null });
   return {
     protocol: 'long-lived-http',
     appendable: true,
@@ -39,7 +39,11 @@ export function longLivedHttpPolicy(services: Services, owner: string | null): M
           'stream',
         );
       }
-      return { ...(await ws.plan(params, metrics)), protocol: 'long-lived-http', connection: null };
+      // The cap is checked before planning (a refused create costs no tokenizing) and covers creates being planned.
+      return live.planning(async () => ({ ...(await ws.plan(params, metrics)), protocol: 'long-lived-http', connection: null }));
+    },
+    started(run) {
+      live.add(run, info.owner);
     },
   };
 }
@@ -53,8 +57,7 @@ interface Live {
 export class LiveRuns {
   private readonly live = new Map<string, Live>();
   /** Creates admitted and still being planned: they count against the cap. */
-  private planning = 0;
-  private closed = false;
+  private inPlanning = 0;
 
   constructor(private readonly services: Services) {}
 
@@ -62,30 +65,24 @@ export class LiveRuns {
     return this.live.size;
   }
 
-  /**
-   * Plan a create and start its run with `sink` as its stream. The cap is
-   * checked before planning (a refused create costs no tokenizing) and
-   * covers creates being planned; a create planned after shutdown began
-   * never starts.
-   */
-  async start(params: CreateParams, owner: string | null, metrics: RunMetrics, sink: (plan: RunPlan) => EventSink, hooks: RunHooks = {}): Promise<ResponseRun> {
-    if (this.closed) throw new WireError('server_shutting_down');
+  /** Plan a create under the cap (`maxLiveHttpRuns`, counting creates being planned). */
+  async planning<T>(plan: () => Promise<T>): Promise<T> {
     const cap = this.services.limits.maxLiveHttpRuns;
-    if (this.live.size + this.planning >= cap) {
+    if (this.live.size + this.inPlanning >= cap) {
       throw new WireError('too_many_live_runs', `At most ${cap} long-lived runs may be open over HTTP at once; try again when one ends.`);
     }
-    this.planning++;
-    let plan: RunPlan;
+    this.inPlanning++;
     try {
-      plan = await longLivedHttpPolicy(this.services, owner).plan(params, metrics);
+      return await plan();
     } finally {
-      this.planning--;
+      this.inPlanning--;
     }
-    if (this.closed) throw new WireError('server_shutting_down');
-    const run = new ResponseRun(plan, this.services, sink(plan), hooks);
+  }
+
+  /** A run that started: found by id until it ends. */
+  add(run: ResponseRun, owner: string | null): void {
     this.live.set(run.id, { run, owner });
     void run.done.finally(() => this.live.delete(run.id));
-    return run;
   }
 
   /** The live run `id` created by `owner`; another key's run is reported exactly like a missing one. */
@@ -109,10 +106,5 @@ export class LiveRuns {
     const run = this.get(id, owner);
     run.stop('cancelled', 'cancelled_by_client');
     return run.done;
-  }
-
-  /** No run starts any more (those open are ended by the transport, like every HTTP run). */
-  close(): void {
-    this.closed = true;
   }
 }

@@ -1,11 +1,13 @@
 /**
- * One WebSocket connection's conversation with the engine, whatever the
- * design: it takes typed client events, runs one response at a time (later
+ * One peer's conversation with the engine, whatever the design and the
+ * transport: a WebSocket connection, or one HTTP request (a one-shot
+ * session: one create, errors as HTTP statuses through `Transport.refuse`).
+ * It takes typed client events, runs one response at a time (later
  * `response.create` frames wait in order), routes `response.append` and
  * `response.cancel` to the response in flight, and turns every failure into
- * an `error` event on the socket. The design-specific part — what
+ * an `error` event (or a refusal). The design-specific part — what
  * pre-inference work a create needs and what survives between responses —
- * is the `ModePolicy`.
+ * is the `ModePolicy`; the bytes are the `Transport`'s (modes/transport.ts).
  *
  * Owns its runs: on disconnect the run in flight is cancelled (every
  * deferred settled, usage recorded once); on shutdown it ends `incomplete`.
@@ -15,12 +17,16 @@
  * event (`server_shutting_down`, or the limit's code) instead of vanishing.
  */
 import type { Logger } from 'pino';
+import pDefer from 'p-defer';
 import { WireError, toWireError } from '../protocol/errors.js';
 import type { ClientEvent, CreateParams, ServerEvent } from '../protocol/events.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import type { Protocol } from '../protocol/designs.js';
 import { ResponseRun, type RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
+import type { SessionInfo, Transport } from './transport.js';
+
+export type { SessionInfo, Transport };
 
 export interface ModePolicy {
   readonly protocol: Protocol;
@@ -28,17 +34,12 @@ export interface ModePolicy {
   readonly appendable: boolean;
   /** Pre-inference work for a create; throws a WireError for a bad request. */
   plan(params: CreateParams, metrics: RunMetrics): Promise<RunPlan>;
+  /** Called when a run has started, before its first event is awaited (e.g. to find it again by id). */
+  started?(run: ResponseRun): void;
   /** Called once a run has ended and its terminal event was sent. */
   ended?(run: ResponseRun, plan: RunPlan): void;
   /** Called when a create failed before a run started (e.g. to evict cache). */
   failed?(params: CreateParams, err: WireError): void;
-}
-
-export interface SessionInfo {
-  connection: string;
-  owner: string | null;
-  /** Auth work done at the upgrade, charged to the connection's first response. */
-  authSpan: { start: number; end: number } | null;
 }
 
 interface Queued {
@@ -60,16 +61,24 @@ export class ConnectionSession {
   private idleWaiters: Array<() => void> = [];
   /** Numbers error events sent while no response is in flight. */
   private errorSeq = 0;
+  /** Resolved once the session has ended (closed or finished) and everything it owed was sent. */
+  private readonly over = pDefer<void>();
+  private readonly send: (e: ServerEvent) => void;
 
   constructor(
     private readonly policy: ModePolicy,
     private readonly services: Services,
+    private readonly transport: Transport,
     private readonly info: SessionInfo,
-    private readonly send: (e: ServerEvent) => void,
     private readonly log: Logger,
-    /** Drop the connection as a server-side fault (chaos knobs); absent, an injected disconnect just ends the run. */
-    private readonly drop?: () => void,
-  ) {}
+  ) {
+    this.send = (e) => transport.send(e);
+  }
+
+  /** Resolves once the session has ended: closed by the peer or finished by the server, its run and queue wound down. */
+  get finished(): Promise<void> {
+    return this.over.promise;
+  }
 
   get protocol(): Protocol {
     return this.policy.protocol;
@@ -150,7 +159,8 @@ export class ConnectionSession {
 
   /** An error about no response in flight: numbered by the connection's own counter (every event carries a `sequence_number`). */
   private sendConnectionError(err: WireError): void {
-    this.send({ ...err.toEvent(), sequence_number: this.errorSeq++ });
+    if (this.transport.refuse) this.transport.refuse(err);
+    else this.send({ ...err.toEvent(), sequence_number: this.errorSeq++ });
   }
 
   private async pump(): Promise<void> {
@@ -184,19 +194,22 @@ export class ConnectionSession {
         if (this.closingError) this.sendConnectionError(this.closingError);
         return;
       }
+      this.transport.start?.();
       const run = new ResponseRun(plan, this.services, this.send, {
         // An injected disconnect: nothing more starts on this connection, then the transport drops it.
         drop: () => {
           void this.close();
-          this.drop?.();
+          this.transport.drop();
         },
       });
       this.active = run;
+      this.policy.started?.(run);
       const log = this.log.child({ response_id: run.id });
       log.debug({ model: plan.route.model }, 'response started');
       await run.done;
       this.active = null;
       this.policy.ended?.(run, plan);
+      this.transport.ended?.(run.response);
     } catch (err) {
       // Nothing above should throw; if it does, it is the server's fault and the connection goes on.
       this.active = null;
@@ -214,9 +227,9 @@ export class ConnectionSession {
     for (const f of w) f();
   }
 
-  /** The peer is gone: cancel the run in flight, drop the queue. */
-  close(): Promise<void> {
-    return this.end('cancelled', 'client_disconnected', true);
+  /** The peer is gone (`reason`: how, e.g. `send_buffer_full` for a reader dropped for not reading): cancel the run in flight, drop the queue. */
+  close(reason = 'client_disconnected'): Promise<void> {
+    return this.end('cancelled', reason, true);
   }
 
   /** Server shutdown: the run in flight ends `incomplete`; its events still go out; each queued create gets `server_shutting_down`. */
@@ -258,6 +271,7 @@ export class ConnectionSession {
       for (const _ of waiting) this.sendConnectionError(queuedError);
     }
     this.notifyIdle();
+    this.over.resolve();
   }
 
   /** Resolves when nothing is running or queued (tests, shutdown). */

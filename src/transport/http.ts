@@ -5,11 +5,13 @@
  * memory at `GET /llr/stats` (for benchmarks), and extra routes mounted under
  * a prefix (`HttpRoutes`: the teaching demo at `/demo`).
  *
- * It only moves bytes: bodies are parsed at the edge, the HTTP mode plans the
- * run, the engine streams it, and this file writes each event as one SSE
- * frame in a single write (`event:` + one-line `data:`), then `data: [DONE]`
- * (the telemetry event `llr:timing` only to clients that opt in, see
- * `timingHeader`).
+ * It only moves bytes: bodies are parsed at the edge, and each create is a
+ * one-shot session (modes/host.ts) of the design it names — `http`, or
+ * `long-lived-http` with `?protocol=long-lived` — whose `Transport` here
+ * writes each event as one SSE frame in a single write (`event:` + one-line
+ * `data:`), then `data: [DONE]`, or the final Response as JSON (the
+ * telemetry event `llr:timing` only to clients that opt in, see
+ * `timingHeader`). Errors before a response starts are HTTP statuses.
  * Errors are an HTTP status with `{"error":{message,type,param,code}}`; in an
  * SSE stream they use the flat `error` event shape openai-node expects.
  *
@@ -26,13 +28,10 @@ import type { Socket } from 'node:net';
 import { WireError, toWireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { newId } from '../protocol/objects.js';
+import type { Response } from '../protocol/objects.js';
 import { parseAppendBody, parseCompactBody, parseCreateBody, parseJsonText, withTimingOptIn } from '../protocol/parse.js';
-import { RunMetrics } from '../pipeline/metrics.js';
-import { ResponseRun, type EventSink, type RunHooks } from '../engine/run.js';
-import type { Services } from '../engine/services.js';
-import { httpPlan } from '../modes/http.js';
-import { compactWindow } from '../modes/compact.js';
-import { LiveRuns } from '../modes/long-lived-http.js';
+import type { SessionHost, SessionSet } from '../modes/host.js';
+import type { SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
 import { readBody } from './body.js';
 import type { Guard } from './guard.js';
@@ -56,24 +55,22 @@ export interface HttpRoutes {
 }
 
 export class HttpTransport {
-  private readonly runs = new Set<ResponseRun>();
-  /** Long-lived runs open over HTTP (`?protocol=long-lived`), found again by id to append and cancel. */
-  private readonly live: LiveRuns;
-  private readonly idleWaiters: Array<() => void> = [];
-  private closing = false;
+  /** One one-shot session per create in flight, from the end of its body until its response has ended. */
+  private readonly sessions: SessionSet;
 
   constructor(
-    private readonly services: Services,
+    private readonly host: SessionHost,
     private readonly auth: Authenticator,
     private readonly guard: Guard = () => null,
     private readonly overCapacity: OverCapacity = () => false,
     private readonly extra: HttpRoutes | null = null,
   ) {
-    this.live = new LiveRuns(services);
+    this.sessions = host.sessions();
   }
 
+  /** Creates in flight: being planned or streaming. */
   get inFlight(): number {
-    return this.runs.size;
+    return this.sessions.size;
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
@@ -81,7 +78,7 @@ export class HttpTransport {
     res.setHeader('x-request-id', requestId);
     this.route(req, res).catch((err: unknown) => {
       const wire = toWireError(err);
-      const log = this.services.log;
+      const log = this.host.log;
       if (wire.code === 'server_error') log.error({ err, request_id: requestId }, 'http handler failed');
       else {
         log.info(
@@ -103,16 +100,17 @@ export class HttpTransport {
     if (refused) throw refused;
     if (this.overCapacity(req.socket)) throw new WireError('too_many_connections');
     // A request on a kept-alive connection after shutdown began is not started.
-    if (this.closing) throw new WireError('server_shutting_down');
+    if (this.sessions.closing) throw new WireError('server_shutting_down');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     if (path === '/health' && method === 'GET') {
+      const post = this.host.postWork();
       return sendJson(res, 200, {
         status: 'ok',
-        http_in_flight: this.runs.size,
-        post_work_pending: this.services.postWork.inFlight,
-        post_work_completed: this.services.postWork.completed,
+        http_in_flight: this.inFlight,
+        post_work_pending: post.pending,
+        post_work_completed: post.completed,
       });
     }
     if (path === '/llr/stats' && method === 'GET') {
@@ -126,15 +124,15 @@ export class HttpTransport {
         memory: process.memoryUsage(),
         gc_available: gc !== undefined,
         uptime_s: process.uptime(),
-        http_in_flight: this.runs.size,
+        http_in_flight: this.inFlight,
       });
     }
     if (path === '/llr/runs' || path.startsWith('/llr/runs/')) {
       if (method !== 'GET') throw new WireError('method_not_allowed');
       const owner = this.authenticate(req);
       const id = path.slice('/llr/runs'.length).replace(/^\//, '');
-      if (!id) return sendJson(res, 200, this.services.records.page({ owner, ...pageQuery(url) }));
-      const rec = this.services.records.get(decodeId(id, 'id'));
+      if (!id) return sendJson(res, 200, this.host.runRecords({ owner, ...pageQuery(url) }));
+      const rec = this.host.runRecord(decodeId(id, 'id'));
       // Another key's record is reported exactly like a missing one.
       if (!rec || (owner !== null && rec.owner !== owner)) throw new WireError('not_found', `No run record for '${id.slice(0, 100)}'.`);
       return sendJson(res, 200, rec);
@@ -145,9 +143,11 @@ export class HttpTransport {
     }
     if (path === '/v1/responses') {
       if (method !== 'POST') throw new WireError('method_not_allowed');
+      const authStart = this.host.now();
       const owner = this.authenticate(req);
+      const info: SessionInfo = { connection: null, owner, authSpan: { start: authStart, end: this.host.now() } };
       checkJsonContentType(req);
-      return this.create(req, res, owner, createProtocol(url));
+      return this.create(req, res, info, createProtocol(url));
     }
     if (path === '/v1/responses/compact') {
       if (method !== 'POST') throw new WireError('method_not_allowed');
@@ -158,10 +158,10 @@ export class HttpTransport {
       if (method !== 'POST') throw new WireError('method_not_allowed');
       const owner = this.authenticate(req);
       const id = decodeId(live[1]!, 'response_id');
-      if (live[2] === 'cancel') return sendJson(res, 200, await this.live.cancel(id, owner));
+      if (live[2] === 'cancel') return sendJson(res, 200, await this.host.live.cancel(id, owner));
       checkJsonContentType(req);
-      const body = await readBody(req, this.services.limits.maxFrameBytes);
-      await this.live.append(id, owner, parseAppendBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth)));
+      const body = await readBody(req, this.host.limits.maxFrameBytes);
+      await this.host.live.append(id, owner, parseAppendBody(parseJsonText(body, 'body', this.host.limits.maxJsonDepth)));
       return sendJson(res, 202, {});
     }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
@@ -169,12 +169,12 @@ export class HttpTransport {
       const owner = this.authenticate(req);
       const id = decodeId(m[1]!, 'response_id');
       if (method === 'GET') {
-        const rec = this.services.store.get(id, owner);
-        if (!rec) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
-        return sendJson(res, 200, rec.response);
+        const stored = this.host.storedResponse(id, owner);
+        if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+        return sendJson(res, 200, stored);
       }
       if (method === 'DELETE') {
-        if (!this.services.store.delete(id, owner)) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+        if (!this.host.deleteStoredResponse(id, owner)) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
         return sendJson(res, 200, { id, object: 'response', deleted: true });
       }
       throw new WireError('method_not_allowed');
@@ -190,118 +190,122 @@ export class HttpTransport {
 
   /** `POST /v1/responses/compact` (modes/compact.ts): JSON in, the compacted window out. */
   private async compact(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {
-    const body = await readBody(req, this.services.limits.maxFrameBytes);
-    const json = parseJsonText(body, 'body', this.services.limits.maxJsonDepth);
-    const metrics = new RunMetrics(this.services.clock.now);
-    sendJson(res, 200, await compactWindow(parseCompactBody(json), this.services, metrics, owner));
-  }
-
-  private async create(req: IncomingMessage, res: ServerResponse, owner: string | null, protocol: 'http' | 'long-lived'): Promise<void> {
-    const metrics = new RunMetrics(this.services.clock.now);
-    const authAt = this.services.clock.now();
-    if (this.auth.enabled) metrics.count('auth_checks');
-    metrics.span('auth', authAt, authAt);
-    const body = await readBody(req, this.services.limits.maxFrameBytes);
-    const params = withTimingOptIn(parseCreateBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth)), timingHeader(req));
-    if (protocol === 'long-lived') {
-      // One SSE stream for the whole run; appends and cancels find it by id (modes/long-lived-http.ts).
-      const run = await this.live.start(params, owner, metrics, () => this.sseSink(res), sseHooks(res));
-      return this.stream(res, run);
-    }
-    const plan = await httpPlan(params, this.services, metrics, owner);
-    if (params.stream) return this.stream(res, new ResponseRun(plan, this.services, this.sseSink(res), sseHooks(res)));
-    // Chaos knobs' injected disconnect: no answer, the connection is closed.
-    const run = new ResponseRun(plan, this.services, () => {}, { drop: () => res.destroy() });
-    this.track(run);
-    res.on('close', () => {
-      if (!res.writableFinished) run.stop('cancelled', 'client_disconnected');
-    });
-    const response = await run.done;
-    if (res.destroyed) return;
-    const fault = response.status === 'failed' && (response.error?.code === 'server_error' || response.error?.code === 'injected_fault');
-    sendJson(res, fault ? 500 : 200, response);
+    const body = await readBody(req, this.host.limits.maxFrameBytes);
+    const json = parseJsonText(body, 'body', this.host.limits.maxJsonDepth);
+    sendJson(res, 200, await this.host.compact(parseCompactBody(json), owner));
   }
 
   /**
-   * The SSE stream of a run on `res`: the headers go out now (the run's
-   * first events follow at once), each event is one frame. `stream` ends it.
+   * A create: a one-shot session of the design, over this request. Resolves
+   * once its answer is written (or the client is gone); an error no
+   * response carries (a refused create, shutdown while it was planned)
+   * rejects, and `handle` answers it with its status.
    */
-  private sseSink(res: ServerResponse): EventSink {
-    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
-    const limit = this.services.limits.maxSendBufferBytes;
-    let congested = false;
-    res.on('drain', () => {
-      congested = false;
+  private async create(req: IncomingMessage, res: ServerResponse, info: SessionInfo, protocol: 'http' | 'long-lived-http'): Promise<void> {
+    const limits = this.host.limits;
+    const body = await readBody(req, limits.maxFrameBytes);
+    const params = withTimingOptIn(parseCreateBody(parseJsonText(body, 'body', limits.maxJsonDepth)), timingHeader(req));
+    const log = this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol });
+    await new Promise<void>((resolve, reject) => {
+      let dropped: { buffered: number; response_id: string | null } | null = null;
+      const transport = params.stream
+        ? sseTransport(res, limits.maxSendBufferBytes, (buffered, id) => (dropped = { buffered, response_id: id }))
+        : jsonTransport(res);
+      transport.ended = (response) => {
+        transport.end(response);
+        resolve();
+      };
+      transport.refuse = reject;
+      const session = this.sessions.openSession(protocol, transport, info, log);
+      const closed = () => {
+        if (dropped !== null) {
+          log.info({ code: 'send_buffer_full', ...dropped, limit: limits.maxSendBufferBytes }, 'SSE reader left too much unsent; dropped it');
+        }
+        // A one-shot session ends with its request: the run in flight, if any, ends as a disconnect does.
+        void session.close(dropped !== null ? 'send_buffer_full' : 'client_disconnected');
+        resolve();
+      };
+      res.on('close', closed);
+      // A client gone while the body was read: its `close` may have fired already.
+      if (res.destroyed || res.socket?.destroyed === true) closed();
+      else session.handle({ type: 'response.create', ...params }, body.length);
     });
-    return (e) => {
+  }
+
+  /** Resolves once no HTTP create is in flight. */
+  idle(): Promise<void> {
+    return this.sessions.idle();
+  }
+
+  /** Shutdown: runs in flight end `incomplete` and their streams finish; creates being planned get 503. */
+  shutdown(): Promise<void> {
+    return this.sessions.shutdown();
+  }
+}
+
+/** A one-shot transport with how it writes the final answer. */
+type ExchangeTransport = Transport & { end(response: Response): void };
+
+/**
+ * The SSE stream of a create on `res`: the headers go out when its
+ * response starts (errors before that are HTTP statuses), each event is one
+ * frame, `data: [DONE]` ends it. `dropped` is told what a reader that did
+ * not read left unsent when it was dropped, and the response's id.
+ */
+function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: number, responseId: string | null) => void): ExchangeTransport {
+  let congested = false;
+  let responseId: string | null = null;
+  return {
+    start() {
+      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+      res.on('drain', () => {
+        congested = false;
+      });
+    },
+    send(e) {
       if (res.writableEnded || res.destroyed) return;
+      if (e.type === 'response.created') responseId = e.response.id;
       // Back-pressure: once write() has said the socket is full, later events
       // queue in memory only while the unsent bytes stay under the limit
       // (the same one as a WebSocket's send buffer). A reader that does not
-      // read past it is dropped, and its run ends as a disconnect (below).
+      // read past it is dropped, and its run ends as a disconnect.
       if (congested && res.writableLength > limit) {
-        droppedStreams.set(res, res.writableLength);
+        dropped(res.writableLength, responseId);
         res.destroy();
         return;
       }
       if (!res.write(sseFrame(e))) congested = true;
-    };
-  }
-
-  /** Track a run streaming on `res` (see `sseSink`); closing the stream ends it as a disconnect does. */
-  private async stream(res: ServerResponse, run: ResponseRun): Promise<void> {
-    const limit = this.services.limits.maxSendBufferBytes;
-    this.track(run);
-    const closed = () => {
-      const dropped = droppedStreams.get(res) ?? null;
-      if (dropped !== null) {
-        this.services.log.info({ response_id: run.id, code: 'send_buffer_full', buffered: dropped, limit }, 'SSE reader left too much unsent; dropped it');
-      }
-      if (!run.ended) {
-        run.detach();
-        run.stop('cancelled', dropped !== null ? 'send_buffer_full' : 'client_disconnected');
-      }
-    };
-    res.on('close', closed);
-    // A client gone while the run was being planned: its `close` has fired already, and a
-    // long-lived run would otherwise wait paused for nobody until the pause timeout.
-    if (res.destroyed || res.socket?.destroyed === true) closed();
-    await run.done;
-    if (!res.destroyed && !res.writableEnded) res.end('data: [DONE]\n\n');
-  }
-
-  private track(run: ResponseRun): void {
-    this.runs.add(run);
-    void run.done.finally(() => {
-      this.runs.delete(run);
-      if (this.runs.size === 0) for (const w of this.idleWaiters.splice(0)) w();
-    });
-  }
-
-  /** Resolves once no HTTP response is in flight. */
-  idle(): Promise<void> {
-    if (this.runs.size === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
-  }
-
-  /** Shutdown: runs in flight end `incomplete` and their streams finish. */
-  async shutdown(): Promise<void> {
-    this.closing = true;
-    this.live.close();
-    const runs = [...this.runs];
-    for (const r of runs) r.stop('incomplete', 'server_shutdown');
-    await Promise.all(runs.map((r) => r.done));
-  }
+    },
+    // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
+    drop() {
+      const socket = res.socket;
+      res.end(() => socket?.destroy());
+    },
+    end() {
+      if (!res.destroyed && !res.writableEnded) res.end('data: [DONE]\n\n');
+    },
+  };
 }
 
-/** Streams dropped for not reading, with what they left unsent (for the log line when they close). */
-const droppedStreams = new WeakMap<ServerResponse, number>();
+/** A create without `stream`: the final Response as JSON (500 when the server failed it). */
+function jsonTransport(res: ServerResponse): ExchangeTransport {
+  return {
+    send() {},
+    // Chaos knobs' injected disconnect: no answer, the connection is closed.
+    drop: () => res.destroy(),
+    end(response) {
+      if (res.destroyed) return;
+      const fault = response.status === 'failed' && (response.error?.code === 'server_error' || response.error?.code === 'injected_fault');
+      sendJson(res, fault ? 500 : 200, response);
+    },
+  };
+}
 
 /** `?protocol=` of `POST /v1/responses`: absent or `http` is the baseline, `long-lived` the long-lived Response over HTTP. */
-function createProtocol(url: URL): 'http' | 'long-lived' {
+function createProtocol(url: URL): 'http' | 'long-lived-http' {
   const q = url.searchParams.get('protocol');
   if (q === null || q === 'http') return 'http';
-  if (q === 'long-lived') return 'long-lived';
+  if (q === 'long-lived') return 'long-lived-http';
   throw new WireError('invalid_value', `Unknown protocol '${q.slice(0, 100)}': use 'long-lived' (or nothing for the HTTP + SSE baseline).`, 'protocol');
 }
 
@@ -378,14 +382,4 @@ function pageQuery(url: URL): { limit: number; after: string | null; order: 'asc
   const order = q.get('order') ?? 'desc';
   if (order !== 'asc' && order !== 'desc') throw new WireError('invalid_value', "Invalid 'order': expected 'asc' or 'desc'.", 'order');
   return { limit, after: q.get('after'), order };
-}
-
-/** Chaos knobs' injected disconnect on an SSE stream: it ends (no terminal event, no [DONE]) and the connection closes. */
-function sseHooks(res: ServerResponse): RunHooks {
-  return {
-    drop: () => {
-      const socket = res.socket;
-      res.end(() => socket?.destroy());
-    },
-  };
 }

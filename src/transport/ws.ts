@@ -28,19 +28,17 @@ import { parseClientFrame, withTimingOptIn } from '../protocol/parse.js';
 import { timingHeader } from './http.js';
 import { newId } from '../protocol/objects.js';
 import type { ServerEvent } from '../protocol/events.js';
-import type { Services } from '../engine/services.js';
 import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
-import { ConnectionSession, type ModePolicy, type SessionInfo } from '../modes/session.js';
+import type { SessionHost, SessionSet } from '../modes/host.js';
+import type { SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
 import type { Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
 
-export type PolicyFactory = (protocol: Exclude<Protocol, 'http'>, info: SessionInfo) => ModePolicy;
-
 export interface WsTransportOptions {
-  services: Services;
+  /** The session layer: each accepted connection is a session of the chosen design. */
+  host: SessionHost;
   auth: Authenticator;
-  policies: PolicyFactory;
   /** Answer every upgrade with 426 (clients such as Codex then fall back to HTTP). */
   refuseUpgrades: () => boolean;
   /** Host/Origin checks (default: none). */
@@ -61,11 +59,12 @@ export function chooseProtocol(req: IncomingMessage, url: URL): Exclude<Protocol
 
 export class WsTransport {
   private readonly wss: WebSocketServer;
-  readonly sessions = new Set<ConnectionSession>();
-  private readonly idleWaiters: Array<() => void> = [];
+  /** The open connections' sessions. */
+  readonly sessions: SessionSet;
 
   constructor(private readonly opts: WsTransportOptions) {
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: opts.services.limits.maxFrameBytes });
+    this.sessions = opts.host.sessions();
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: opts.host.limits.maxFrameBytes });
     // A handshake the `ws` library refuses (bad method, key, version …) is
     // answered here like every other refusal: a JSON body, logged at info.
     this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) => {
@@ -77,7 +76,7 @@ export class WsTransport {
 
   private refuseLogged(req: IncomingMessage, socket: Duplex, status: number, error: RefusalBody, headers: Record<string, string> = {}): void {
     const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
-    this.opts.services.log.info(
+    this.opts.host.log.info(
       { status, code: error.code, param: error.param ?? null, path: (req.url ?? '').slice(0, 200), remote },
       'websocket upgrade refused',
     );
@@ -85,7 +84,7 @@ export class WsTransport {
   }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const log = this.opts.services.log;
+    const log = this.opts.host.log;
     // Node removes its own error listener from an upgraded socket: without
     // this one a peer that resets before reading a refusal (ECONNRESET,
     // EPIPE) would be an unhandled 'error' event that ends the process.
@@ -107,9 +106,9 @@ export class WsTransport {
     }
     const protocol = chooseProtocol(req, url);
     if (typeof protocol === 'object') return no(400, { code: 'invalid_value', message: protocol.error, param: 'protocol' });
-    const authStart = this.opts.services.clock.now();
+    const authStart = this.opts.host.now();
     const owner = this.opts.auth.check(req, url);
-    const authEnd = this.opts.services.clock.now();
+    const authEnd = this.opts.host.now();
     if (owner === false) return no(401, { code: 'unauthorized', message: 'Missing or invalid API key.' });
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // Opt in to `llr:timing` for every response of the connection (header, or query for browsers).
@@ -119,39 +118,47 @@ export class WsTransport {
   }
 
   private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean): void {
-    const { services } = this.opts;
-    const log = services.log.child({ conn: info.connection, protocol });
+    const { host } = this.opts;
+    const log = host.log.child({ conn: info.connection, protocol });
     // The largest event sent on this connection: lifecycle events echo the request (instructions, tools), so one
     // can exceed the limit by itself; the allowance below lets a client that reads receive a request it was allowed to send.
     let largestEvent = 0;
-    const send = (e: ServerEvent) => {
-      if (ws.readyState !== ws.OPEN) return;
-      // A client that stops reading must not make the server hold its stream
-      // in memory without bound: past the limit (plus two of the largest
-      // events, bounded by the frame limit) the connection is dropped (a
-      // close frame could not reach a peer that does not read), which
-      // cancels its run like a disconnect.
-      const limit = services.limits.maxSendBufferBytes + 2 * largestEvent;
-      if (ws.bufferedAmount > limit) {
-        log.info({ code: 'send_buffer_full', buffered: ws.bufferedAmount, limit }, 'send buffer limit reached; dropping the connection');
-        ws.terminate();
-        return;
-      }
-      const text = JSON.stringify(e);
-      if (text.length > largestEvent) largestEvent = text.length;
-      ws.send(text);
+    const transport: Transport = {
+      send: (e: ServerEvent) => {
+        if (ws.readyState !== ws.OPEN) return;
+        // A client that stops reading must not make the server hold its stream
+        // in memory without bound: past the limit (plus two of the largest
+        // events, bounded by the frame limit) the connection is dropped (a
+        // close frame could not reach a peer that does not read), which
+        // cancels its run like a disconnect.
+        const limit = host.limits.maxSendBufferBytes + 2 * largestEvent;
+        if (ws.bufferedAmount > limit) {
+          log.info({ code: 'send_buffer_full', buffered: ws.bufferedAmount, limit }, 'send buffer limit reached; dropping the connection');
+          ws.terminate();
+          return;
+        }
+        const text = JSON.stringify(e);
+        if (text.length > largestEvent) largestEvent = text.length;
+        ws.send(text);
+      },
+      // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).
+      drop: () => ws.close(1011, 'injected disconnect'),
     };
-    // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).
-    const drop = () => ws.close(1011, 'injected disconnect');
-    const session = new ConnectionSession(this.opts.policies(protocol, info), services, info, send, log, drop);
-    this.sessions.add(session);
+    let session;
+    try {
+      session = this.sessions.openSession(protocol, transport, info, log);
+    } catch {
+      // Shutdown began while the handshake completed: nothing starts on this connection.
+      ws.close(1001, 'server shutting down');
+      return;
+    }
     log.info('websocket connected');
 
     ws.on('message', (data, isBinary) => {
       if (isBinary) return session.error(new WireError('binary_frame'));
       try {
         const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
-        const event = parseClientFrame(buf.toString('utf8'), services.limits.maxJsonDepth);
+        const event = parseClientFrame(buf.toString('utf8'), host.limits.maxJsonDepth);
         session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event, buf.length);
       } catch (err) {
         session.error(toWireError(err));
@@ -165,7 +172,7 @@ export class WsTransport {
       void session.finish('connection_limit_reached', limit).then(() => ws.close(1000, 'connection limit reached'));
     };
     // A lifetime past what a Node timer can hold (2^31-1 ms) means no limit, not an immediate close.
-    const lifetimeMs = services.limits.connectionLifetimeMs;
+    const lifetimeMs = host.limits.connectionLifetimeMs;
     const lifetime = lifetimeMs > 2 ** 31 - 1 ? undefined : setTimeout(endOfLife, lifetimeMs);
     // The `ws` library's errors are the peer's protocol mistakes (a frame over
     // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
@@ -173,22 +180,18 @@ export class WsTransport {
     ws.on('close', (code) => {
       clearTimeout(lifetime);
       log.info({ code }, 'websocket closed');
-      void session.close().finally(() => {
-        this.sessions.delete(session);
-        if (this.sessions.size === 0) for (const w of this.idleWaiters.splice(0)) w();
-      });
+      void session.close();
     });
   }
 
   /** Resolves once no connection is open and every closed one is fully wound down. */
   idle(): Promise<void> {
-    if (this.sessions.size === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return this.sessions.idle();
   }
 
   /** Shutdown: every session's run in flight ends `incomplete`, then sockets close. */
   async shutdown(): Promise<void> {
-    await Promise.all([...this.sessions].map((s) => s.shutdown()));
+    await this.sessions.shutdown();
     for (const ws of this.wss.clients) ws.close(1001, 'server shutting down');
     this.wss.close();
   }

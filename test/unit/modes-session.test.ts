@@ -1,6 +1,6 @@
 /**
  * The connection session without a socket: typed client events in, server
- * events into an in-memory sink, a policy that wraps the long-lived one with
+ * events out through the in-memory transport (src/transport/memory.ts), a policy that wraps the long-lived one with
  * a gate on planning (so a test decides when a create finishes planning) and
  * records what it was told. Covers ordering of creates, the bounded queue,
  * append and cancel routing, refusals as error events, and the three ways a
@@ -18,6 +18,7 @@ import { WireError } from '../../src/protocol/errors.js';
 import type { ClientEvent, CreateParams, ServerEvent } from '../../src/protocol/events.js';
 import { parseClientFrame } from '../../src/protocol/parse.js';
 import { INSTANT_MODEL, LlrServer } from '../../src/server.js';
+import { MemoryClient } from '../../src/transport/memory.js';
 
 const servers: LlrServer[] = [];
 afterEach(() => {
@@ -30,27 +31,6 @@ function services(steps: ScriptStep[], limits: Partial<Limits> = {}): Services {
   const server = new LlrServer({ store: 'memory', logger: pino({ level: 'silent' }), modelSettings: INSTANT_MODEL, policy: scriptPolicy(steps), limits });
   servers.push(server);
   return server.services;
-}
-
-/** Records every event and lets a test wait for the next one of a type. */
-class Sink {
-  readonly events: ServerEvent[] = [];
-  private waiters: Array<{ type: string; resolve: (e: ServerEvent) => void }> = [];
-  readonly send = (e: ServerEvent): void => {
-    this.events.push(JSON.parse(JSON.stringify(e)) as ServerEvent);
-    this.waiters = this.waiters.filter((w) => {
-      if (e.type !== w.type) return true;
-      w.resolve(e);
-      return false;
-    });
-  };
-  /** The next event of `type` from now on. */
-  next<K extends ServerEvent['type']>(type: K): Promise<Extract<ServerEvent, { type: K }>> {
-    return new Promise((resolve) => this.waiters.push({ type, resolve: resolve as (e: ServerEvent) => void }));
-  }
-  types(): string[] {
-    return this.events.map((e) => (e.type === 'error' ? `error:${e.error.code}` : e.type)).filter((t) => !t.startsWith('llr.'));
-  }
 }
 
 /** The long-lived policy behind a gate: each plan() waits for the test to open its gate (when gated), and what it was told is recorded. */
@@ -104,9 +84,18 @@ const create = (name: string): ClientEvent => frame({ type: 'response.create', m
 const label = (params: CreateParams): string => params.metadata['label'] ?? '?';
 const output = (call_id: string, text: string) => [{ type: 'function_call_output', call_id, output: text }];
 
+/** A session over the in-memory transport; `sink` reads what its client end received. */
 function session(svc: Services, policy: ModePolicy) {
-  const sink = new Sink();
-  const s = new ConnectionSession(policy, svc, { connection: 'conn_unit', owner: null, authSpan: null }, sink.send, pino({ level: 'silent' }));
+  const client = new MemoryClient();
+  const s = new ConnectionSession(policy, svc, client.transport, { connection: 'conn_unit', owner: null, authSpan: null }, pino({ level: 'silent' }));
+  client.attach(s);
+  const sink = {
+    get events(): ServerEvent[] {
+      return client.events;
+    },
+    next: <K extends ServerEvent['type']>(type: K) => client.nextEvent(type),
+    types: (): string[] => client.events.map((e) => (e.type === 'error' ? `error:${e.error.code}` : e.type)).filter((t) => !t.startsWith('llr.')),
+  };
   return { s, sink };
 }
 

@@ -1,0 +1,152 @@
+/**
+ * What the transports see of the server: the session layer's front door.
+ * A transport opens a session for a peer (`SessionSet.open`: a WebSocket
+ * connection, or one HTTP request as a one-shot session) with the design's
+ * policy, and reads the few things an edge needs (limits, clock, log) and
+ * the read-only routes' answers (stored responses, run records, health,
+ * compaction). It never sees a run, a plan or the engine's services.
+ *
+ * `policy()` is the one place that lists the designs: a new design is its
+ * policy file, one case here, and the transport's route that names it.
+ *
+ * Each transport keeps its own `SessionSet` (its in-flight count, `idle()`
+ * and `shutdown()`): every session it opened is tracked from the moment it
+ * opens until it has wound down, so a create still being planned when the
+ * server shuts down is told (`server_shutting_down`) instead of missed.
+ */
+import type { Logger } from 'pino';
+import { WireError } from '../protocol/errors.js';
+import type { CompactedResponse, Response } from '../protocol/objects.js';
+import type { CompactParams } from '../protocol/parse.js';
+import type { Protocol } from '../protocol/designs.js';
+import { RunMetrics } from '../pipeline/metrics.js';
+import type { PageQuery, RecordPage, RunRecord } from '../engine/records.js';
+import type { Limits, Services } from '../engine/services.js';
+import { compactWindow } from './compact.js';
+import { httpPolicy } from './http.js';
+import { LiveRuns, longLivedHttpPolicy } from './long-lived-http.js';
+import { longLivedPolicy } from './long-lived.js';
+import { ConnectionSession, type ModePolicy } from './session.js';
+import type { SessionInfo, Transport } from './transport.js';
+import { wsModePolicy } from './ws.js';
+
+export class SessionHost {
+  /** Long-lived runs open over HTTP, found again by id for `append` and `cancel`. */
+  readonly live: LiveRuns;
+
+  constructor(private readonly services: Services) {
+    this.live = new LiveRuns(services);
+  }
+
+  get limits(): Readonly<Limits> {
+    return this.services.limits;
+  }
+
+  get log(): Logger {
+    return this.services.log;
+  }
+
+  /** The server's clock (ms): transports time their auth check with it. */
+  now(): number {
+    return this.services.clock.now();
+  }
+
+  /** The policy of each design. */
+  policy(protocol: Protocol, info: SessionInfo): ModePolicy {
+    switch (protocol) {
+      case 'long-lived':
+        return longLivedPolicy(this.services, info);
+      case 'ws':
+        return wsModePolicy(this.services, info);
+      case 'http':
+        return httpPolicy(this.services, info);
+      case 'long-lived-http':
+        return longLivedHttpPolicy(this.services, info, this.live);
+      default: {
+        const never: never = protocol;
+        throw new Error(`unknown design ${String(never)}`);
+      }
+    }
+  }
+
+  /** A transport's own set of sessions. */
+  sessions(): SessionSet {
+    return new SessionSet(this, this.services);
+  }
+
+  /** `POST /v1/responses/compact` (modes/compact.ts). */
+  compact(params: CompactParams, owner: string | null): Promise<CompactedResponse> {
+    return compactWindow(params, this.services, new RunMetrics(this.services.clock.now), owner);
+  }
+
+  /** A stored response the owner may read, or undefined. */
+  storedResponse(id: string, owner: string | null): Response | undefined {
+    return this.services.store.get(id, owner)?.response;
+  }
+
+  deleteStoredResponse(id: string, owner: string | null): boolean {
+    return this.services.store.delete(id, owner);
+  }
+
+  runRecords(q: PageQuery): RecordPage {
+    return this.services.records.page(q);
+  }
+
+  runRecord(id: string): RunRecord | undefined {
+    return this.services.records.get(id);
+  }
+
+  /** Post-inference work still running and done (`GET /health`). */
+  postWork(): { pending: number; completed: number } {
+    return { pending: this.services.postWork.inFlight, completed: this.services.postWork.completed };
+  }
+}
+
+/** The sessions one transport opened, tracked until each has wound down. */
+export class SessionSet {
+  private readonly open = new Set<ConnectionSession>();
+  private idleWaiters: Array<() => void> = [];
+  private shuttingDown = false;
+
+  constructor(
+    private readonly host: SessionHost,
+    private readonly services: Services,
+  ) {}
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  /** Whether shutdown has begun: nothing opens any more. */
+  get closing(): boolean {
+    return this.shuttingDown;
+  }
+
+  /**
+   * A session of `protocol` for a peer; `server_shutting_down` once
+   * shutdown has begun. It stays in the set until it ends (the transport
+   * closes it when the peer is gone; shutdown finishes it).
+   */
+  openSession(protocol: Protocol, transport: Transport, info: SessionInfo, log: Logger): ConnectionSession {
+    if (this.shuttingDown) throw new WireError('server_shutting_down');
+    const session = new ConnectionSession(this.host.policy(protocol, info), this.services, transport, info, log);
+    this.open.add(session);
+    void session.finished.then(() => {
+      this.open.delete(session);
+      if (this.open.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+    });
+    return session;
+  }
+
+  /** Resolves once no session is open and every closed one is fully wound down. */
+  idle(): Promise<void> {
+    if (this.open.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Shutdown: every session's run in flight ends `incomplete` with its terminal event; creates not started are told. */
+  async shutdown(): Promise<void> {
+    this.shuttingDown = true;
+    await Promise.all([...this.open].map((s) => s.shutdown()));
+  }
+}

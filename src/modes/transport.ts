@@ -1,0 +1,53 @@
+/**
+ * The seam between a transport and the session layer. A transport (a
+ * WebSocket connection, one HTTP request, the in-memory pair of the unit
+ * tests) gives a session a `Transport`: where its events go and how to drop
+ * the peer. It gets back the `ConnectionSession` (modes/session.ts): typed
+ * client events in (`handle`), edge errors (`error`), and the ends (`close`
+ * when the peer is gone, `finish` when the server ends it).
+ *
+ * Everything else a transport does is bytes: framing, back-pressure (a
+ * reader that does not read is dropped inside `send`, and the transport
+ * closes the session with the reason), limits at the edge. Nothing here
+ * knows about runs, plans or the engine.
+ *
+ * Two optional members let a one-shot transport (an HTTP request carries
+ * one response and its errors are HTTP statuses) use the same session as a
+ * WebSocket connection: `start` opens the stream when a response begins,
+ * `refuse` answers an error that no response carries, and `ended` gets the
+ * final Response. A WebSocket leaves them out: errors are `error` events.
+ */
+import type { WireError } from '../protocol/errors.js';
+import type { ServerEvent } from '../protocol/events.js';
+import type { Response } from '../protocol/objects.js';
+
+/** What a transport gives a session. */
+export interface Transport {
+  /**
+   * Send one event to the peer (one WebSocket text frame, one SSE frame).
+   * Called synchronously by the run: serialise or copy at once. It may
+   * throw: the run then fails once with a `server_error`.
+   */
+  send(event: ServerEvent): void;
+  /** Drop the peer as a server-side fault (chaos knobs): WebSocket close 1011, an SSE stream ends without a terminal event. */
+  drop(): void;
+  /** A response is about to start on this transport (HTTP: the SSE headers go out). */
+  start?(): void;
+  /** A response ended and its terminal event was sent: its final state (HTTP: the JSON body, or the end of the stream). */
+  ended?(response: Response): void;
+  /**
+   * An error no response in flight carries (a refused create, a create the
+   * server ended before it started). Absent: an `error` event numbered by
+   * the session's own counter. HTTP: an error status and body.
+   */
+  refuse?(err: WireError): void;
+}
+
+/** Who is on the other end: the session's identity, fixed when it opens. */
+export interface SessionInfo {
+  /** The connection's id (`conn_…`); null for a one-shot HTTP request (its records say `connection: null`). */
+  connection: string | null;
+  owner: string | null;
+  /** The authentication check done before the session opened (upgrade or request), charged to its first response as the `auth` span. */
+  authSpan: { start: number; end: number } | null;
+}

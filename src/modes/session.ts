@@ -64,15 +64,18 @@ export class ConnectionSession {
   /** Resolved once the session has ended (closed or finished) and everything it owed was sent. */
   private readonly over = pDefer<void>();
   private readonly send: (e: ServerEvent) => void;
+  /** The auth check's span until the first response is charged with it (the transport's `info` is left as given). */
+  private authSpan: SessionInfo['authSpan'];
 
   constructor(
     private readonly policy: ModePolicy,
     private readonly services: Services,
     private readonly transport: Transport,
-    private readonly info: SessionInfo,
+    info: SessionInfo,
     private readonly log: Logger,
   ) {
     this.send = (e) => transport.send(e);
+    this.authSpan = info.authSpan;
   }
 
   /** Resolves once the session has ended: closed by the peer or finished by the server, its run and queue wound down. */
@@ -175,10 +178,10 @@ export class ConnectionSession {
     this.busy = true;
     try {
       const metrics = new RunMetrics(this.services.clock.now);
-      if (this.info.authSpan) {
+      if (this.authSpan) {
         metrics.count('auth_checks');
-        metrics.span('auth', this.info.authSpan.start, this.info.authSpan.end);
-        this.info.authSpan = null;
+        metrics.span('auth', this.authSpan.start, this.authSpan.end);
+        this.authSpan = null;
       }
       let plan: RunPlan;
       try {

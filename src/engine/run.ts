@@ -22,8 +22,7 @@ import { makeUsage, type FunctionCall, type InputItem, type Response, type Respo
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
-import { safetyScanAsync } from '../pipeline/safety.js';
-import { validateItemsAsync } from '../pipeline/validate.js';
+import { checkFull, checkIncremental } from '../pipeline/checks.js';
 import pDefer from 'p-defer';
 import type { PostInferenceJob } from '../pipeline/post.js';
 import { compactContext, compactThreshold } from '../pipeline/compaction.js';
@@ -189,14 +188,9 @@ export class ResponseRun {
     checkContext(ctx, fresh, this.services.limits);
     const arrivedAt = this.services.clock.now();
     const m = this.metrics;
-    await m.timeAsync('validate_append', async () => {
-      m.count('validate_incremental');
-      await validateItemsAsync(fresh, { callIds: ctx.callIds }, m);
-    });
-    await m.timeAsync('safety_append', async () => {
-      m.count('safety_incremental');
-      await safetyScanAsync(fresh, m);
-    });
+    // Only the appended items (pipeline/checks.ts); with `incremental_checks` off, the whole context again.
+    if (this.services.switches.incremental_checks) await checkIncremental({ tools: [], instructions: null }, ctx.callIds, fresh, m, 'append');
+    else await checkFull(this.plan.params, ctx.items, fresh, m, 'append');
     const tokens = await tokenizeItems(fresh, m);
     if (this.state === 'paused') await reserveFor(ctx, tokens);
     // The run may have ended (cancel, disconnect, pause timeout) while the work yielded.

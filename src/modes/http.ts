@@ -10,8 +10,7 @@ import type { CreateParams } from '../protocol/events.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import type { RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
-import { loadChain, resolveReferences } from './hydrate.js';
-import { prepareFull } from './prepare.js';
+import { prepareFromStore } from './hydrate.js';
 import type { ModePolicy, SessionInfo } from './session.js';
 
 /** The baseline as a policy: one HTTP request is a one-shot session (modes/host.ts) that plans with `httpPlan`. */
@@ -24,10 +23,7 @@ export function httpPolicy(services: Services, info: SessionInfo): ModePolicy {
 }
 
 export async function httpPlan(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null): Promise<RunPlan> {
-  const input = resolveReferences(params.input, owner, services, metrics);
-  const before = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
-  if (params.previous_response_id) metrics.count('store_hydrations');
-  const { context, route } = await prepareFull(params, before, input, services, metrics, owner);
+  const { context, route, input } = await prepareFromStore(params, services, metrics, owner);
   return {
     protocol: 'http',
     params,

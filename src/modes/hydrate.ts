@@ -3,12 +3,33 @@
  * `previous_response_id` chain (every response's input then output, oldest
  * first) and the resolution of `item_reference` input items. This is the
  * slow path: the HTTP baseline takes it on every continuation, the ws design
- * only when its connection cache misses.
+ * only when its connection cache misses (`prepareFromStore`, both).
  */
 import { WireError } from '../protocol/errors.js';
+import type { CreateParams } from '../protocol/events.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
+import type { RenderedContext } from '../pipeline/render.js';
+import type { RouteDecision } from '../pipeline/route.js';
 import type { Services } from '../engine/services.js';
+import { prepareFull } from './prepare.js';
+
+/**
+ * A create with everything it needs loaded from the store: its item
+ * references resolved, its `previous_response_id` chain (if any) loaded
+ * (`store_hydrations`), then the full checks, render and route over both.
+ */
+export async function prepareFromStore(
+  params: CreateParams,
+  services: Services,
+  metrics: RunMetrics,
+  owner: string | null,
+): Promise<{ context: RenderedContext; route: RouteDecision; input: InputItem[] }> {
+  const input = resolveReferences(params.input, owner, services, metrics);
+  const before = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
+  if (params.previous_response_id) metrics.count('store_hydrations');
+  return { ...(await prepareFull(params, before, input, services, metrics, owner)), input };
+}
 
 export function notFound(id: string): WireError {
   return new WireError('previous_response_not_found', `Previous response with id '${id}' not found.`, 'previous_response_id');
@@ -23,7 +44,7 @@ export function loadChain(id: string, owner: string | null, services: Services, 
     const items: InputItem[] = [];
     for (const rec of chain) {
       for (const item of rec.input) items.push(item);
-      for (const item of rec.response.output) items.push(item as unknown as InputItem);
+      for (const item of rec.response.output) items.push(item);
     }
     return items;
   });
@@ -39,7 +60,7 @@ export function resolveReferences(items: InputItem[], owner: string | null, serv
       const id = (item as { id: string }).id;
       const found = services.store.getItem(id, owner);
       if (!found) throw new WireError('item_not_found', `Item with id '${id}' not found.`, `input[${i}].id`);
-      return found as unknown as InputItem;
+      return found;
     }),
   );
 }

@@ -1,6 +1,7 @@
 /**
- * Full pre-inference work for a new response: validate the request, render
- * the whole context, scan it, and route the model. Every design does this for
+ * Full pre-inference work for a new response: check the request (validate,
+ * scan: `checkFull`, pipeline/checks.ts), render the whole context, and
+ * route the model. Every design does this for
  * a fresh request; the long-lived design does it once per agent run, the ws
  * design only when its connection cache misses (or a compaction item arrives),
  * and the HTTP baseline on every request.
@@ -11,14 +12,14 @@ import type { RunMetrics } from '../pipeline/metrics.js';
 import { applyCompaction, hasCompaction } from '../pipeline/compaction.js';
 import { renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
-import { safetyScanAsync } from '../pipeline/safety.js';
-import { validateItemsAsync, validateTools } from '../pipeline/validate.js';
+import { checkFull } from '../pipeline/checks.js';
 import type { Services } from '../engine/services.js';
 
 /**
- * Validate, render and scan a whole context: `history` (items loaded from
+ * Validate, scan and render a whole context: `history` (items loaded from
  * earlier responses) then this request's `input`. Errors name the request's
- * params: `input[i]` for input, `previous_response_id` for history.
+ * params: `input[i]` for input, `previous_response_id` for history. A
+ * request the checks refuse costs no tokenizing.
  */
 export async function checkAndRender(
   params: Pick<CreateParams, 'instructions' | 'tools'>,
@@ -35,20 +36,8 @@ export async function checkAndRender(
     history = applyCompaction(history, 'previous_response_id');
     metrics.count('compactions_applied');
   }
-  // Each stage yields to the event loop on large inputs (model/cooperative.ts).
-  await metrics.timeAsync('validate', async () => {
-    metrics.count('validate_full');
-    validateTools(params.tools, metrics);
-    const known = await validateItemsAsync(history, { callIds: new Set() }, metrics, 'previous_response_id');
-    await validateItemsAsync(input, { callIds: known }, metrics);
-  });
-  const context = await renderFullAsync(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics);
-  await metrics.timeAsync('safety', async () => {
-    metrics.count('safety_full');
-    await safetyScanAsync(history, metrics, 'previous_response_id', params.instructions);
-    await safetyScanAsync(input, metrics, 'input');
-  });
-  return context;
+  await checkFull(params, history, input, metrics);
+  return renderFullAsync(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics);
 }
 
 export function affinityKey(params: CreateParams, owner: string | null): string {

@@ -14,14 +14,13 @@
 import type { CreateParams } from '../protocol/events.js';
 import { hasCompaction } from '../pipeline/compaction.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
+import { checkFull, checkIncremental } from '../pipeline/checks.js';
 import { renderAppendAsync, renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
-import { safetyScanAsync } from '../pipeline/safety.js';
-import { validateItemsAsync, validateTools } from '../pipeline/validate.js';
 import type { RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
-import { affinityKey, checkAndRender, prepareFull } from './prepare.js';
-import { loadChain, notFound, resolveReferences } from './hydrate.js';
+import { affinityKey, checkAndRender } from './prepare.js';
+import { notFound, prepareFromStore, resolveReferences } from './hydrate.js';
 import { checkContext } from '../engine/budget.js';
 import type { ModePolicy, SessionInfo } from './session.js';
 
@@ -42,29 +41,12 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     const sw = services.switches;
     const input = resolveReferences(params.input, info.owner, services, metrics);
     const ctx = c.context;
-    // Each stage yields to the event loop on large inputs (model/cooperative.ts).
+    // The whole context again with the switch off: the same checks a cache miss runs.
     if (sw.incremental_checks) {
-      await metrics.timeAsync('validate', async () => {
-        metrics.count('validate_incremental');
-        validateTools(params.tools, metrics);
-        await validateItemsAsync(input, { callIds: ctx.callIds }, metrics);
-      });
-      await metrics.timeAsync('safety', async () => {
-        metrics.count('safety_incremental');
-        await safetyScanAsync(input, metrics, 'input', headerKey === c.headerKey ? null : params.instructions);
-      });
+      const instructions = headerKey === c.headerKey ? null : params.instructions;
+      await checkIncremental({ tools: params.tools, instructions }, ctx.callIds, input, metrics);
     } else {
-      await metrics.timeAsync('validate', async () => {
-        metrics.count('validate_full');
-        validateTools(params.tools, metrics);
-        const known = await validateItemsAsync(ctx.items, { callIds: new Set() }, metrics, 'previous_response_id');
-        await validateItemsAsync(input, { callIds: known }, metrics);
-      });
-      await metrics.timeAsync('safety', async () => {
-        metrics.count('safety_full');
-        await safetyScanAsync(ctx.items, metrics, 'previous_response_id', params.instructions);
-        await safetyScanAsync(input, metrics, 'input');
-      });
+      await checkFull(params, ctx.items, input, metrics);
     }
     let context: RenderedContext;
     if (sw.rendered_token_cache && headerKey === c.headerKey) {
@@ -106,17 +88,10 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
         const context = await checkAndRender(params, cache.context.items, input, metrics);
         const route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
         prepared = { context, route, input };
-      } else if (prev) {
-        if (!params.store) throw notFound(prev);
-        metrics.count('store_hydrations');
-        const before = loadChain(prev, info.owner, services, metrics);
-        const input = resolveReferences(params.input, info.owner, services, metrics);
-        const context = await checkAndRender(params, before, input, metrics);
-        const route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
-        prepared = { context, route, input };
       } else {
-        const input = resolveReferences(params.input, info.owner, services, metrics);
-        prepared = { ...(await prepareFull(params, [], input, services, metrics, info.owner)), input };
+        // A cache miss: the HTTP baseline's work, from the store (a fresh create has no chain to load).
+        if (prev && !params.store) throw notFound(prev);
+        prepared = await prepareFromStore(params, services, metrics, info.owner);
       }
       // A chain of continuations extends one cached context: bound it like a long-lived run.
       checkContext(prepared.context, [], services.limits);

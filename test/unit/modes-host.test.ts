@@ -72,6 +72,25 @@ describe('WebSocket-like sessions over the in-memory pair', () => {
     expect(kinds(c).filter((k) => k === 'response.created')).toHaveLength(1);
   });
 
+  it.each([true, false])('long-lived: an append is checked by the same checks as a ws continuation (incremental_checks %s)', async (incremental) => {
+    const { server, sessions } = host([CALL, { text: 'thanks' }], { switches: { incremental_checks: incremental } });
+    const c = MemoryClient.connect(sessions, 'long-lived', conn, log);
+    const paused = c.nextEvent('response.done');
+    c.send(create());
+    const id = (await paused).response.id;
+    const completed = c.nextEvent('response.completed');
+    c.send({ type: 'response.append', input: output('call_1') });
+    await completed;
+    const rec = server.services.records.get(id)!;
+    // The create's checks are full either way; the append's are incremental unless the switch is off.
+    expect(rec.counters['validate_full']).toBe(incremental ? 1 : 2);
+    expect(rec.counters['safety_full']).toBe(incremental ? 1 : 2);
+    expect(rec.counters['validate_incremental'] ?? 0).toBe(incremental ? 1 : 0);
+    // The create: its tool and message (2). The append: its output (1); off, also the tool, the message and the call again (4).
+    expect(rec.counters['items_validated']).toBe(incremental ? 3 : 6);
+    expect(rec.spans.map((sp) => sp.stage)).toEqual(expect.arrayContaining(['validate', 'safety', 'validate_append', 'safety_append']));
+  });
+
   it('ws: the continuation from the connection’s last response is checked incrementally', async () => {
     const { server, sessions } = host([CALL, { text: 'thanks' }]);
     const c = MemoryClient.connect(sessions, 'ws', conn, log);

@@ -21,9 +21,9 @@ import type { Chaos } from './faults.js';
 export interface Switches {
   /** ws: keep the previous response's rendered tokens; off → re-render the whole context. */
   rendered_token_cache: boolean;
-  /** ws / long-lived: validate and scan only new items; off → the whole context every time. */
+  /** ws continuations and long-lived appends (pipeline/checks.ts): validate and scan only new items; off → the whole context every time. */
   incremental_checks: boolean;
-  /** ws / long-lived: reuse the routing decision; off → route (and pay the hops) again. */
+  /** ws: reuse the cached routing decision; off → route (and pay the hops) again. A long-lived run routes once by construction. */
   routing_reuse: boolean;
   /** ws / long-lived: billing, persistence and the log run after the terminal event. */
   overlap_post_inference: boolean;

@@ -144,14 +144,12 @@ export class WsTransport {
       // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).
       drop: () => ws.close(1011, 'injected disconnect'),
     };
-    let session;
-    try {
-      session = this.sessions.openSession(protocol, transport, info, log);
-    } catch {
+    if (this.sessions.closing) {
       // Shutdown began while the handshake completed: nothing starts on this connection.
       ws.close(1001, 'server shutting down');
       return;
     }
+    const session = this.sessions.openSession(protocol, transport, info, log);
     log.info('websocket connected');
 
     ws.on('message', (data, isBinary) => {

@@ -6,11 +6,11 @@
  * sockets on port 0; planning is held on a gate (the injected routing hop).
  */
 import { describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/model/clock.js';
-import { realClock } from '../../src/model/clock.js';
+import { realClock, type Clock } from '../../src/model/clock.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import type { RunRecord } from '../../src/engine/records.js';
 import { RawSocket } from '../helpers/raw-socket.js';
+import { gatedPlanning } from '../helpers/gated-planning.js';
 import { testServer } from '../helpers/server.js';
 
 const KEY = 'sk-test-session';
@@ -19,16 +19,6 @@ const KEY = 'sk-test-session';
 function steppingClock(): Clock {
   let t = 0;
   return { ...realClock, now: () => (t += 1) };
-}
-
-/** A clock whose 777 ms sleep (the injected routing hop) waits for the test: planning is held there. */
-function gatedPlanning() {
-  let entered!: () => void;
-  const inPlan = new Promise<void>((r) => (entered = r));
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const clock: Clock = { ...realClock, sleep: (ms, signal) => (ms === 777 ? (entered(), gate) : realClock.sleep(ms, signal)) };
-  return { clock, inPlan, release };
 }
 
 async function record(url: string, id: string): Promise<RunRecord> {
@@ -67,8 +57,8 @@ describe('HTTP creates are sessions', () => {
     ['SSE', '', true],
     ['long-lived SSE', '?protocol=long-lived', true],
   ] as const)('shutdown while a %s create is being planned: 503 server_shutting_down, and nothing starts', async (_kind, query, stream) => {
-    const { clock, inPlan, release } = gatedPlanning();
-    const { url, server } = await testServer({ clock, hopLatencyMs: 777, hops: 1, policy: scriptPolicy([{ text: 'never' }]) });
+    const { opts, inPlan, release } = gatedPlanning();
+    const { url, server } = await testServer({ ...opts, policy: scriptPolicy([{ text: 'never' }]) });
     const res = fetch(`${url}/v1/responses${query}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },

@@ -11,10 +11,10 @@ import { once } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { LongLivedHttpClient, ServerError } from '../../src/client/index.js';
-import { realClock, type Clock } from '../../src/model/clock.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import type { Model, ModelEvent } from '../../src/model/types.js';
 import { SseStream, postJson } from '../helpers/sse-stream.js';
+import { gatedPlanning } from '../helpers/gated-planning.js';
 import { testServer } from '../helpers/server.js';
 
 const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
@@ -156,13 +156,9 @@ describe('long-lived over HTTP', () => {
   });
 
   it('a client gone while its create was being planned: its run never starts, so nothing waits paused for nobody', async () => {
-    // The injected routing hop (777 ms) is where planning waits, on a gate the test holds.
-    let planning!: () => void;
-    const inPlan = new Promise<void>((r) => (planning = r));
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const clock: Clock = { ...realClock, sleep: (ms, signal) => (ms === 777 ? (planning(), gate) : realClock.sleep(ms, signal)) };
-    const { url, server } = await testServer({ policy: twoCalls(), clock, hopLatencyMs: 777, hops: 1 });
+    // The injected routing hop is where planning waits, on a gate the test holds.
+    const { opts, inPlan, release } = gatedPlanning();
+    const { url, server } = await testServer({ policy: twoCalls(), ...opts });
     const sockets: Socket[] = [];
     server.http.on('connection', (s: Socket) => sockets.push(s));
     const abort = new AbortController();

@@ -9,8 +9,6 @@
  */
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/model/clock.js';
-import { realClock } from '../../src/model/clock.js';
 import { scriptPolicy, type ScriptStep } from '../../src/model/policies.js';
 import type { Protocol } from '../../src/protocol/designs.js';
 import type { Limits } from '../../src/engine/services.js';
@@ -18,6 +16,7 @@ import { SessionHost } from '../../src/modes/host.js';
 import type { SessionInfo } from '../../src/modes/transport.js';
 import { INSTANT_MODEL, LlrServer, type ServerOptions } from '../../src/server.js';
 import { MemoryClient, type Received } from '../../src/transport/memory.js';
+import { gatedPlanning } from '../helpers/gated-planning.js';
 
 const servers: LlrServer[] = [];
 afterEach(() => {
@@ -41,16 +40,6 @@ const create = (fields: Record<string, unknown> = {}) => ({ type: 'response.crea
 const output = (call_id: string) => [{ type: 'function_call_output', call_id, output: 'found' }];
 const kinds = (c: MemoryClient) => c.received.map((r) => (r.kind === 'event' ? r.event.type : r.kind)).filter((k) => !k.startsWith('llr.'));
 const isAnswer = (r: Received) => r.kind === 'answer' || r.kind === 'refused';
-
-/** A clock whose 777 ms sleep (the injected routing hop) waits for the test: planning is held there. */
-function gatedPlanning() {
-  let entered!: () => void;
-  const inPlan = new Promise<void>((r) => (entered = r));
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const clock: Clock = { ...realClock, sleep: (ms, signal) => (ms === 777 ? (entered(), gate) : realClock.sleep(ms, signal)) };
-  return { opts: { clock, hopLatencyMs: 777, hops: 1 }, inPlan, release };
-}
 
 describe('SessionHost', () => {
   it.each(['long-lived', 'ws', 'http', 'long-lived-http'] as const)('has a policy for %s that serves that design', (protocol: Protocol) => {

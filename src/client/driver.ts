@@ -16,7 +16,7 @@
  * (`TimingRoutes`), and a caller that wants every timing awaits
  * `run.telemetry()`.
  */
-import { isTimingEvent, type ServerEvent, type TimingEvent } from '../protocol/events.js';
+import { isTimingEvent, type ServerEvent, type SseErrorEvent, type TimingEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response, Tool, ToolChoice } from '../protocol/objects.js';
 import type { Protocol } from '../protocol/designs.js';
 
@@ -62,14 +62,17 @@ export function toInputItems(input: string | InputItem[]): InputItem[] {
   return typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : input;
 }
 
+/** An event of a run as its transport carried it: over SSE, `error` is flat. */
+export type AgentEvent = ServerEvent | SseErrorEvent;
+
 /** The events and the outcome of one agent run. */
-export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Response> {
+export class AgentRun implements AsyncIterable<AgentEvent>, PromiseLike<Response> {
   /** Everything the conversation holds at the end: inputs, outputs, tool outputs, in order. */
   readonly transcript: InputItem[] = [];
   /** Each Response the run went through (one for long-lived, one per model call otherwise). */
   readonly responses: Response[] = [];
   readonly timings: TimingEvent[] = [];
-  private readonly buffer: ServerEvent[] = [];
+  private readonly buffer: AgentEvent[] = [];
   private wake: (() => void) | null = null;
   private finished = false;
   private failure: unknown = null;
@@ -88,7 +91,7 @@ export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Respons
     this.result.catch(() => {});
   }
 
-  push(e: ServerEvent): void {
+  push(e: AgentEvent): void {
     if (isTimingEvent(e)) this.timings.push(e);
     this.buffer.push(e);
     this.wake?.();
@@ -150,7 +153,7 @@ export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Respons
     return this.result.then(onfulfilled, onrejected);
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<ServerEvent> {
+  async *[Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
     for (;;) {
       const e = this.buffer.shift();
       if (e) {

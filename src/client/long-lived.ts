@@ -61,7 +61,7 @@ export class LongLivedClient implements AgentClient {
           started = true;
           break;
         case 'response.output_item.done':
-          run.transcript.push(e.item as unknown as InputItem);
+          run.transcript.push(e.item);
           if (e.item.type === 'function_call') calls.push(e.item);
           break;
         case 'response.done': {

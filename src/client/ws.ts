@@ -69,7 +69,7 @@ export class WsClient implements AgentClient {
       }
       switch (e.type) {
         case 'response.output_item.done':
-          run.transcript.push(e.item as unknown as InputItem);
+          run.transcript.push(e.item);
           if (e.item.type === 'function_call') calls.push(e.item);
           break;
         case 'error':

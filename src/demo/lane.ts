@@ -10,9 +10,8 @@
  * server's modes do the work; this only drives a client and reads records).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connectClient, type AgentClient } from '../client/index.js';
+import { connectClient, type AgentClient, type AgentEvent } from '../client/index.js';
 import type { RunRecords, RunRecord } from '../engine/records.js';
-import type { ServerEvent } from '../protocol/events.js';
 import type { FunctionCall } from '../protocol/objects.js';
 import type { DemoDesign } from './designs.js';
 import type { DemoMessage, LaneDoneMessage } from './messages.js';
@@ -121,7 +120,7 @@ export class Lane {
       );
       // Stamp each event as the client receives it, before it acts on it.
       const push = run.push.bind(run);
-      run.push = (e: ServerEvent) => {
+      run.push = (e: AgentEvent) => {
         this.onEvent(e, performance.now());
         push(e);
       };
@@ -239,7 +238,7 @@ export class Lane {
     }
   }
 
-  private onEvent(e: ServerEvent, at: number): void {
+  private onEvent(e: AgentEvent, at: number): void {
     const t = this.ms(at);
     if (this.pendingOut) {
       const bytes = this.bytes().bytes_sent - this.bytesMark;
@@ -282,9 +281,12 @@ export class Lane {
       case 'response.output_item.done':
         this.wire(t, 'in', e.type, e.item.type === 'function_call' ? `function_call ${e.item.name}` : e.item.type, 1);
         break;
-      case 'error':
-        this.wire(t, 'in', e.type, `${e.error.code}: ${e.error.message}`, 1);
+      case 'error': {
+        // Nested on a WebSocket, flat on an SSE stream.
+        const err = 'error' in e ? e.error : e;
+        this.wire(t, 'in', e.type, `${err.code}: ${err.message}`, 1);
         break;
+      }
       default:
         this.wire(t, 'in', e.type, '', 1);
     }

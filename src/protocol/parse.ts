@@ -9,7 +9,7 @@
  */
 import { WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
-import { isFunctionTool, type FunctionCallOutput, type InputItem, type InputRole, type TextFormat, type Tool, type ToolChoice } from './objects.js';
+import { isFunctionTool, type InputItem, type InputText, type OtherContentPart, type InputRole, type TextFormat, type Tool, type ToolChoice } from './objects.js';
 
 type Obj = Record<string, unknown>;
 
@@ -357,7 +357,7 @@ function parseItem(v: unknown, param: string): InputItem {
   }
   if (hasType(v, 'function_call_output')) {
     requireString(v, 'call_id', param);
-    requireOutput(v, param);
+    requireTextOrParts(v, 'output', param);
     return v;
   }
   if (hasType(v, 'item_reference')) {
@@ -381,14 +381,20 @@ function hasType<T extends string>(v: Obj, type: T): v is Obj & { type: T } {
   return v['type'] === type;
 }
 
-/** A tool output is text or a list of content parts; the parts are the validate stage's to check (timed there). */
-function requireOutput(v: Obj, param: string): asserts v is Obj & Pick<FunctionCallOutput, 'output'> {
-  const output = v['output'];
-  if (typeof output !== 'string' && !Array.isArray(output)) {
+type ContentPart = InputText | OtherContentPart;
+
+/**
+ * `v[key]` is text or a list of content parts (a message's content, a tool's
+ * output). The parts' shapes are the validate stage's to check (timed there);
+ * a message's are checked for a `type` below.
+ */
+function requireTextOrParts<K extends string>(v: Obj, key: K, param: string): asserts v is Obj & { [P in K]: string | ContentPart[] } {
+  const x = v[key];
+  if (typeof x !== 'string' && !Array.isArray(x)) {
     throw new WireError(
-      output === undefined ? 'missing_required_parameter' : 'invalid_type',
-      `Invalid '${param}.output': expected a string or an array of content parts.`,
-      `${param}.output`,
+      x === undefined ? 'missing_required_parameter' : 'invalid_type',
+      `Invalid '${param}.${key}': expected a string or an array of content parts.`,
+      `${param}.${key}`,
     );
   }
 }
@@ -398,14 +404,8 @@ function parseMessage(v: Obj, param: string): InputItem {
   if (!isRole(role)) {
     throw new WireError('invalid_value', `Invalid value for '${param}.role': expected one of ${ROLES.join(', ')}.`, `${param}.role`);
   }
-  const content = v['content'];
-  if (typeof content !== 'string' && !Array.isArray(content)) {
-    throw new WireError(
-      content === undefined ? 'missing_required_parameter' : 'invalid_type',
-      `Invalid '${param}.content': expected a string or an array of content parts.`,
-      `${param}.content`,
-    );
-  }
+  requireTextOrParts(v, 'content', param);
+  const content = v.content;
   if (Array.isArray(content)) {
     content.forEach((part, j) => {
       assertObj(part, `${param}.content[${j}]`);

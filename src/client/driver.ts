@@ -43,6 +43,10 @@ export interface AgentClient {
   /** Forget the conversation: the next run starts a new one. */
   newConversation(): void;
   close(): Promise<void>;
+  /** Payload bytes (HTTP bodies, WebSocket frames; not the framing around them) sent since the client was made. */
+  readonly bytesSent: number;
+  /** Payload bytes received since the client was made. */
+  readonly bytesReceived: number;
 }
 
 /** A wire error the server sent, surfaced to the caller. */
@@ -99,18 +103,21 @@ export class AgentRun implements AsyncIterable<AgentEvent>, PromiseLike<Response
   }
 
   resolve(r: Response): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.settle.resolve(r);
-    this.wake?.();
-    this.checkTelemetry();
+    this.finish(() => this.settle.resolve(r));
   }
 
   reject(err: unknown): void {
+    this.finish(() => {
+      this.failure = err;
+      this.settle.reject(err);
+    });
+  }
+
+  /** A run ends once: the first outcome settles it and wakes its readers. */
+  private finish(settle: () => void): void {
     if (this.finished) return;
     this.finished = true;
-    this.failure = err;
-    this.settle.reject(err);
+    settle();
     this.wake?.();
     this.checkTelemetry();
   }

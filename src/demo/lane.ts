@@ -169,12 +169,8 @@ export class Lane {
     return { bytes_sent: now.bytes_sent - this.bytesBase.bytes_sent, bytes_received: now.bytes_received - this.bytesBase.bytes_received };
   }
 
-  /** What the client counted: on itself (HTTP clients) or on its socket (WebSocket clients). */
   private clientBytes(): { bytes_sent: number; bytes_received: number } {
-    type Counts = { bytesSent?: unknown; bytesReceived?: unknown };
-    const c = this.client as (Counts & { socket?: Counts }) | null;
-    const from = typeof c?.bytesSent === 'number' ? c : c?.socket;
-    return { bytes_sent: Number(from?.bytesSent ?? 0), bytes_received: Number(from?.bytesReceived ?? 0) };
+    return { bytes_sent: this.client?.bytesSent ?? 0, bytes_received: this.client?.bytesReceived ?? 0 };
   }
 
   private ms(at: number): number {

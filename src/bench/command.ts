@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringOptions } from '../flags.js';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
-import { targetLineText } from './measure.js';
+import { targetLineText } from './format.js';
 import { writeReport } from './report.js';
 import { ResultsFile, type Results } from './results.js';
 import { PHASES, recompute, runBench, type BenchConfig, type PhaseName } from './runner.js';

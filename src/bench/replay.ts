@@ -18,7 +18,7 @@
  * `llr:timing` events the call's prefill and decode spans. Per run: the wall
  * time, payload bytes each way, the summed stage totals and counters.
  * Leaves out the server's CPU time (the runner asks the server process) and
- * any statistics (measure.ts).
+ * any statistics (derive.ts, summaries.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connectClient, type AgentClient, type ClientProtocol } from '../client/index.js';

@@ -15,6 +15,7 @@
  */
 import { exec } from 'node:child_process';
 import { parseArgs } from 'node:util';
+import { stringOptions } from './flags.js';
 import { DEFAULT_STORE, startServer } from './server.js';
 import { createLogger } from './log.js';
 import { exitWithParent } from './lifecycle.js';
@@ -100,42 +101,20 @@ async function serve(argv: string[], demo = false): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'tokens-per-second': { type: 'string' },
-      'ttft-ms': { type: 'string' },
-      'prefill-tps': { type: 'string' },
+      ...stringOptions(['host', 'port', 'tokens-per-second', 'ttft-ms', 'prefill-tps', 'hop-ms', 'hops', 'call-hop-ms', 'call-hops',
+        'store', 'seed', 'max-context-bytes', 'max-context-items', 'log-level', 'policy', 'workload', 'synthetic', 'chaos-seed',
+        'demo-workload', 'demo-max-races', 'demo-race-timeout-ms', 'demo-max-tool-calls', 'demo-max-prompt-bytes', 'record-requests',
+        'ledger-entries', 'prefix-cache-blocks']),
       instant: { type: 'boolean' },
       'api-key': { type: 'string', multiple: true },
-      'hop-ms': { type: 'string' },
-      hops: { type: 'string' },
-      'call-hop-ms': { type: 'string' },
-      'call-hops': { type: 'string' },
-      store: { type: 'string' },
-      seed: { type: 'string' },
       'no-websockets': { type: 'boolean' },
       off: { type: 'string', multiple: true },
       on: { type: 'string', multiple: true },
-      'max-context-bytes': { type: 'string' },
-      'max-context-items': { type: 'string' },
-      'log-level': { type: 'string' },
-      policy: { type: 'string' },
-      workload: { type: 'string' },
-      synthetic: { type: 'string' },
       ...limitOptions(),
       'allow-origin': { type: 'string', multiple: true },
       'allow-host': { type: 'string', multiple: true },
       chaos: { type: 'string', multiple: true },
-      'chaos-seed': { type: 'string' },
       'no-demo': { type: 'boolean' },
-      'demo-workload': { type: 'string' },
-      'demo-max-races': { type: 'string' },
-      'demo-race-timeout-ms': { type: 'string' },
-      'demo-max-tool-calls': { type: 'string' },
-      'demo-max-prompt-bytes': { type: 'string' },
-      'record-requests': { type: 'string' },
-      'ledger-entries': { type: 'string' },
-      'prefix-cache-blocks': { type: 'string' },
       'shared-prefix-cache': { type: 'boolean' },
     },
   });

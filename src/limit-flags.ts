@@ -6,6 +6,7 @@
  * limit has a flag.
  */
 import { DEFAULT_LIMITS, type Limits } from './engine/services.js';
+import { stringOptions } from './flags.js';
 
 export interface LimitFlag {
   flag: string;
@@ -39,7 +40,7 @@ export function envName(flag: string): string {
 
 /** The `parseArgs` options for the limit flags. */
 export function limitOptions(): Record<string, { type: 'string' }> {
-  return Object.fromEntries(LIMIT_FLAGS.map((f) => [f.flag, { type: 'string' as const }]));
+  return stringOptions(LIMIT_FLAGS.map((f) => f.flag));
 }
 
 /** The help lines, each with its default. */

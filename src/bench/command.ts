@@ -10,8 +10,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { stringOptions } from '../flags.js';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
-import { targetLineText } from './measure.js';
+import { targetLineText } from './format.js';
 import { writeReport } from './report.js';
 import { ResultsFile, type Results } from './results.js';
 import { PHASES, recompute, runBench, type BenchConfig, type PhaseName } from './runner.js';
@@ -137,37 +138,12 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
     options: {
       quick: { type: 'boolean' },
       full: { type: 'boolean' },
-      workload: { type: 'string' },
-      synthetic: { type: 'string' },
-      out: { type: 'string' },
-      calls: { type: 'string' },
-      speeds: { type: 'string' },
-      reps: { type: 'string' },
-      designs: { type: 'string' },
-      'tool-factor': { type: 'string' },
-      phases: { type: 'string' },
-      'ttft-ms': { type: 'string' },
-      'prefill-tps': { type: 'string' },
-      'hop-ms': { type: 'string' },
-      hops: { type: 'string' },
-      streams: { type: 'string' },
-      'paused-runs': { type: 'string' },
-      'run-timeout-ms': { type: 'string' },
+      ...stringOptions(['workload', 'synthetic', 'out', 'calls', 'speeds', 'reps', 'designs', 'tool-factor', 'phases', 'ttft-ms',
+        'prefill-tps', 'hop-ms', 'hops', 'streams', 'paused-runs', 'run-timeout-ms', 'report', 'store', 'scaling', 'profile',
+        'target-speed', 'call-hop-ms', 'call-hops', 'sweep-speeds', 'sweep-hops', 'sweep-calls', 'sweep-max-decode-s', 'synthetic-bytes',
+        'synthetic-tokens']),
       help: { type: 'boolean', short: 'h' },
-      report: { type: 'string' },
-      store: { type: 'string' },
-      scaling: { type: 'string' },
-      profile: { type: 'string' },
-      'target-speed': { type: 'string' },
-      'call-hop-ms': { type: 'string' },
-      'call-hops': { type: 'string' },
       sweep: { type: 'boolean' },
-      'sweep-speeds': { type: 'string' },
-      'sweep-hops': { type: 'string' },
-      'sweep-calls': { type: 'string' },
-      'sweep-max-decode-s': { type: 'string' },
-      'synthetic-bytes': { type: 'string' },
-      'synthetic-tokens': { type: 'string' },
     },
   });
   if (values.quick && values.full) throw new Error('--quick and --full exclude each other');

@@ -11,10 +11,9 @@
  * report formatting.
  */
 import WebSocket from 'ws';
-import { LongLivedClient, WsClient, type AgentClient, type AgentRun } from '../client/index.js';
+import { LongLivedClient, WsClient, type AgentClient, type AgentEvent, type AgentRun } from '../client/index.js';
 import { words, mulberry32 } from '../model/rng.js';
 import { tokenPieces } from '../model/tokenizer.js';
-import type { ServerEvent } from '../protocol/events.js';
 import type { FunctionTool, InputItem } from '../protocol/objects.js';
 import { cpuMs, deadline, type ServerProcess, type ServerStats } from './guard.js';
 import type { PausedPhase, StreamPhase } from './results.js';
@@ -53,9 +52,9 @@ export async function loopbackRtt(echoUrl: string, n = 300, bytes = 256): Promis
 }
 
 /** Observe every event a run receives, stamped when the client gets it. */
-function stamp(run: AgentRun, f: (e: ServerEvent, at: number) => void): void {
+function stamp(run: AgentRun, f: (e: AgentEvent, at: number) => void): void {
   const push = run.push.bind(run);
-  run.push = (e: ServerEvent) => {
+  run.push = (e: AgentEvent) => {
     f(e, performance.now());
     push(e);
   };
@@ -248,13 +247,13 @@ export async function pausedPhase(server: ServerProcess, w: Workload, opts: { ru
     for (const [i, c] of clients.entries()) {
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));
-      const entry = { run: null as unknown as AgentRun, release, firstAfter: null as number | null, releasedAt: Infinity };
-      entry.run = c.run({ model: 'sim-model', input, ...(w.instructions !== null && { instructions: w.instructions }), tools: w.tools }, async (call) => {
+      const run = c.run({ model: 'sim-model', input, ...(w.instructions !== null && { instructions: w.instructions }), tools: w.tools }, async (call) => {
         if (++paused === opts.runs) allPaused();
         await gate;
         return w.toolOutputs[call.call_id]?.output ?? 'ok';
       });
-      stamp(entry.run, (_e, at) => {
+      const entry = { run, release, firstAfter: null as number | null, releasedAt: Infinity };
+      stamp(run, (_e, at) => {
         if (at >= entry.releasedAt && entry.firstAfter === null) entry.firstAfter = at - entry.releasedAt;
       });
       entry.run.then(undefined, () => {});

@@ -18,10 +18,10 @@
  * `llr:timing` events the call's prefill and decode spans. Per run: the wall
  * time, payload bytes each way, the summed stage totals and counters.
  * Leaves out the server's CPU time (the runner asks the server process) and
- * any statistics (measure.ts).
+ * any statistics (derive.ts, summaries.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connectClient, HttpClient, LongLivedClient, LongLivedHttpClient, WsClient, type AgentClient, type ClientProtocol } from '../client/index.js';
+import { connectClient, type AgentClient, type ClientProtocol } from '../client/index.js';
 import type { ServerEvent, TimingEvent } from '../protocol/events.js';
 import type { FunctionCall } from '../protocol/objects.js';
 import { callsOf } from '../workload/replayable.js';
@@ -322,9 +322,5 @@ export function attributeSpans(timings: readonly TimingEvent[], turns: TurnSampl
 }
 
 function bytesOf(client: AgentClient): { client_sent: number; server_sent: number } {
-  if (client instanceof HttpClient || client instanceof LongLivedHttpClient) return { client_sent: client.bytesSent, server_sent: client.bytesReceived };
-  if (client instanceof LongLivedClient || client instanceof WsClient) {
-    return { client_sent: client.socket.bytesSent, server_sent: client.socket.bytesReceived };
-  }
-  return { client_sent: 0, server_sent: 0 };
+  return { client_sent: client.bytesSent, server_sent: client.bytesReceived };
 }

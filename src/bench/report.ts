@@ -5,12 +5,13 @@
  *
  * `buildReport` is pure (tested on a small fake Results); `writeReport` puts
  * the files in the output directory. Leaves out the numbers' derivation
- * (measure.ts) and any styling beyond a few lines of CSS.
+ * (derive.ts, summaries.ts, verdicts.ts) and any styling beyond a few lines of CSS.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CLIENT_PROTOCOLS } from '../client/index.js';
-import { okRuns, perCallMedians, stageBreakdown, targetLineText } from './measure.js';
+import { targetLineText } from './format.js';
+import { okRuns, perCallMedians, stageBreakdown } from './summaries.js';
 import type { Results, SummaryRow } from './results.js';
 import { targetsMarkdown } from './targets.js';
 import { esc, groupedBarChart, lineChart, stackedBarChart } from './svg.js';

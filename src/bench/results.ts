@@ -5,7 +5,7 @@
  * `status` saying how it ended.
  *
  * Used by the runner (writes), the report (reads) and the tests. Types and
- * the writer only; the numbers are derived in measure.ts.
+ * the writer only; the numbers are derived in derive.ts and summaries.ts.
  */
 import { renameSync, writeFileSync } from 'node:fs';
 import type { ClientProtocol } from '../client/index.js';
@@ -32,7 +32,7 @@ export interface RunMeta {
   off: string | null;
 }
 
-/** A turn with what measure.ts derives from it. */
+/** A turn with what derive.ts derives from it. */
 export interface TurnRecord extends TurnSample {
   /** `done_ms` minus the call's prefill and decode spans: what the API and transport added. */
   overhead_ms: number;

@@ -18,7 +18,9 @@ import { join, resolve } from 'node:path';
 import type { ClientProtocol } from '../client/index.js';
 import { DEFAULT_SWITCHES } from '../engine/services.js';
 import { ServerCrashedError, ServerProcess, cpuMs, deadline, type ServerStats } from './guard.js';
-import { ablationRows, deriveRun, hiddenTokensPerCall, msPerToken, okRuns, summarize, target1, target2, target3, target4, targetLineText } from './measure.js';
+import { deriveRun, hiddenTokensPerCall, msPerToken } from './derive.js';
+import { ablationRows, okRuns, summarize } from './summaries.js';
+import { target1, target2, target3, target4 } from './verdicts.js';
 import { loopbackRtt, pausedPhase, pausedWorkload, streamPhase, streamWorkload } from './phases.js';
 import { spawnFrameServer, spawnServer, type Child } from './processes.js';
 import { Progress } from './progress.js';
@@ -410,4 +412,3 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
   return { results, ok };
 }
 
-export { targetLineText };

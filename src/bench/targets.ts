@@ -1,12 +1,12 @@
 /**
  * The bench's targets as one table: each row is one checked (or only
  * reported) value with its unit, its threshold and what it means. The
- * verdicts (measure.ts), the CLI lines, the report and the table in
+ * verdicts (verdicts.ts), the CLI lines, the report and the table in
  * docs/benchmarks.md are all derived from it, so a threshold is written
  * once, here.
  *
  * Pure data and small pure helpers; the figures themselves are computed in
- * measure.ts.
+ * derive.ts, summaries.ts and verdicts.ts.
  */
 
 export type TargetId = 1 | 2 | 3 | 4;

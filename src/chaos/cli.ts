@@ -7,18 +7,15 @@
  *   node dist/chaos/cli.js [--seed N] [--inputs N] [--quick] [--only fuzz,signals] [--hang-ms N] [--health-ms N]
  */
 import { parseArgs } from 'node:util';
+import { stringOptions } from '../flags.js';
 import { fileURLToPath } from 'node:url';
 import { SCENARIOS, defaultOptions, runChaos, type ScenarioName } from './suite.js';
 import { details, errorCodes, table } from './report.js';
 
 const { values } = parseArgs({
   options: {
-    seed: { type: 'string' },
-    inputs: { type: 'string' },
+    ...stringOptions(['seed', 'inputs', 'only', 'hang-ms', 'health-ms']),
     quick: { type: 'boolean' },
-    only: { type: 'string' },
-    'hang-ms': { type: 'string' },
-    'health-ms': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });

@@ -8,16 +8,7 @@
 import { type Tally } from './oracle.js';
 import { Rng, corpus, damage, mutate, serialize, weirdValue, type Json, type Scale } from './mutate.js';
 import { checkErrorAnswer, checkSse, send, type HttpInput } from './http-peer.js';
-import { checkRecords, type Target } from './settle.js';
-
-export interface HttpFuzzOptions {
-  inputs: number;
-  seed: number;
-  scale: Scale;
-  hangMs: number;
-  batch: number;
-  settleMs: number;
-}
+import { checkRecords, type FuzzOptions, type Target } from './settle.js';
 
 const JSON_TYPES = ['application/json', 'application/json', 'application/json; charset=utf-8', 'Application/JSON'];
 /** Refused with 415 since POSTs need a JSON content type: sent to a minority of requests so most bodies reach the pipeline. */
@@ -81,7 +72,7 @@ function inputFor(rng: Rng, scale: Scale, ids: readonly string[]): HttpInput {
   return { method, path, headers: headers(rng), ...(body ? { body } : {}), label: `${method} ${path.slice(0, 60)}` };
 }
 
-export async function fuzzHttp(target: Target, opts: HttpFuzzOptions, tally: Tally): Promise<void> {
+export async function fuzzHttp(target: Target, opts: FuzzOptions, tally: Tally): Promise<void> {
   const rng = new Rng(opts.seed);
   let ids: string[] = [];
   let batchIds: string[] = [];

@@ -14,20 +14,11 @@
  */
 import { DOCUMENTED_CLOSE, RFC_CLOSE, type Tally } from './oracle.js';
 import { Rng, corpus, damage, mutate, serialize, validAppend, weirdValue, type Json, type Scale } from './mutate.js';
-import { checkRecords, type Target } from './settle.js';
+import { checkRecords, type FuzzOptions, type Target } from './settle.js';
 import { WsPeer, type WsProtocol } from './ws-peer.js';
 
-export interface WsFuzzOptions {
+export interface WsFuzzOptions extends FuzzOptions {
   protocol: WsProtocol;
-  inputs: number;
-  seed: number;
-  scale: Scale;
-  /** Bound on any single answer, ms: longer is a hang. */
-  hangMs: number;
-  /** Probe /health (and liveness) and check the batch's run records every this many inputs. */
-  batch: number;
-  /** Bound on a run record ending after its client saw the end, ms. */
-  settleMs: number;
 }
 
 interface Frame {

@@ -11,9 +11,23 @@
  */
 import { request } from 'node:http';
 import type { Tally } from './oracle.js';
+import type { Scale } from './mutate.js';
 import { HealthWatch, ServerProc, probeHealth, type ExitInfo, type ServerProcOptions } from './proc.js';
 
 type Obj = Record<string, unknown>;
+
+/** What both fuzzers (HTTP, WebSocket) take: how many inputs, from which seed, and the bounds their oracle checks. */
+export interface FuzzOptions {
+  inputs: number;
+  seed: number;
+  scale: Scale;
+  /** Bound on any single answer, ms: longer is a hang. */
+  hangMs: number;
+  /** Probe /health (and liveness) and check the batch's run records every this many inputs. */
+  batch: number;
+  /** Bound on a run record ending after its client saw the end, ms. */
+  settleMs: number;
+}
 
 export interface HttpAnswer {
   status: number;

@@ -16,7 +16,7 @@
  * (`TimingRoutes`), and a caller that wants every timing awaits
  * `run.telemetry()`.
  */
-import { isTimingEvent, type ServerEvent, type TimingEvent } from '../protocol/events.js';
+import { isTimingEvent, type ServerEvent, type SseErrorEvent, type TimingEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response, Tool, ToolChoice } from '../protocol/objects.js';
 import type { Protocol } from '../protocol/designs.js';
 
@@ -43,6 +43,10 @@ export interface AgentClient {
   /** Forget the conversation: the next run starts a new one. */
   newConversation(): void;
   close(): Promise<void>;
+  /** Payload bytes (HTTP bodies, WebSocket frames; not the framing around them) sent since the client was made. */
+  readonly bytesSent: number;
+  /** Payload bytes received since the client was made. */
+  readonly bytesReceived: number;
 }
 
 /** A wire error the server sent, surfaced to the caller. */
@@ -62,14 +66,17 @@ export function toInputItems(input: string | InputItem[]): InputItem[] {
   return typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : input;
 }
 
+/** An event of a run as its transport carried it: over SSE, `error` is flat. */
+export type AgentEvent = ServerEvent | SseErrorEvent;
+
 /** The events and the outcome of one agent run. */
-export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Response> {
+export class AgentRun implements AsyncIterable<AgentEvent>, PromiseLike<Response> {
   /** Everything the conversation holds at the end: inputs, outputs, tool outputs, in order. */
   readonly transcript: InputItem[] = [];
   /** Each Response the run went through (one for long-lived, one per model call otherwise). */
   readonly responses: Response[] = [];
   readonly timings: TimingEvent[] = [];
-  private readonly buffer: ServerEvent[] = [];
+  private readonly buffer: AgentEvent[] = [];
   private wake: (() => void) | null = null;
   private finished = false;
   private failure: unknown = null;
@@ -88,7 +95,7 @@ export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Respons
     this.result.catch(() => {});
   }
 
-  push(e: ServerEvent): void {
+  push(e: AgentEvent): void {
     if (isTimingEvent(e)) this.timings.push(e);
     this.buffer.push(e);
     this.wake?.();
@@ -96,18 +103,21 @@ export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Respons
   }
 
   resolve(r: Response): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.settle.resolve(r);
-    this.wake?.();
-    this.checkTelemetry();
+    this.finish(() => this.settle.resolve(r));
   }
 
   reject(err: unknown): void {
+    this.finish(() => {
+      this.failure = err;
+      this.settle.reject(err);
+    });
+  }
+
+  /** A run ends once: the first outcome settles it and wakes its readers. */
+  private finish(settle: () => void): void {
     if (this.finished) return;
     this.finished = true;
-    this.failure = err;
-    this.settle.reject(err);
+    settle();
     this.wake?.();
     this.checkTelemetry();
   }
@@ -150,7 +160,7 @@ export class AgentRun implements AsyncIterable<ServerEvent>, PromiseLike<Respons
     return this.result.then(onfulfilled, onrejected);
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<ServerEvent> {
+  async *[Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
     for (;;) {
       const e = this.buffer.shift();
       if (e) {

@@ -8,7 +8,7 @@
  * its end, so an `llr:timing` event (asked for by default) is in the run's
  * timings when the run resolves.
  */
-import { isTerminalEvent, type ServerEvent } from '../protocol/events.js';
+import { isTerminalEvent, type SseEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
 import { AgentRun, ServerError, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 
@@ -83,13 +83,12 @@ export class HttpClient implements AgentClient {
     for await (const e of sseEvents(res.body, (n) => (this.bytesReceived += n))) {
       run.push(e);
       if (e.type === 'response.output_item.done') {
-        run.transcript.push(e.item as unknown as InputItem);
+        run.transcript.push(e.item);
         if (e.item.type === 'function_call') calls.push(e.item);
       } else if (isTerminalEvent(e)) {
         final = e.response;
       } else if (e.type === 'error') {
-        const flat = e as unknown as { code: string; message: string; param: string | null };
-        if (!final) throw new ServerError(flat.code, flat.message, flat.param);
+        if (!final) throw new ServerError(e.code, e.message, e.param);
       }
     }
     if (!final) throw new Error('the SSE stream ended without a terminal event');
@@ -100,10 +99,10 @@ export class HttpClient implements AgentClient {
 }
 
 /** Parse an SSE body into events (one `data:` line per event, `[DONE]` ends it). */
-export async function* sseEvents(body: ReadableStream<Uint8Array>, onBytes: (n: number) => void = () => {}): AsyncGenerator<ServerEvent> {
+export async function* sseEvents(body: ReadableStream<Uint8Array>, onBytes: (n: number) => void = () => {}): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   let buf = '';
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const chunk of body) {
     onBytes(chunk.byteLength);
     buf += decoder.decode(chunk, { stream: true });
     let idx: number;
@@ -113,7 +112,7 @@ export async function* sseEvents(body: ReadableStream<Uint8Array>, onBytes: (n: 
       const data = frame.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
       if (!data) continue;
       if (data === '[DONE]') return;
-      yield JSON.parse(data) as ServerEvent;
+      yield JSON.parse(data) as SseEvent;
     }
   }
 }

@@ -38,5 +38,5 @@ export async function connectClient(
   }
 }
 
-export { AgentRun, ServerError, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+export { AgentRun, ServerError, type AgentClient, type AgentEvent, type AgentRequest, type ToolExecutor } from './driver.js';
 export { HttpClient, LongLivedClient, LongLivedHttpClient, WsClient };

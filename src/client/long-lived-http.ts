@@ -15,7 +15,7 @@
  * stream (the server then ends the run as a disconnect). One run at a time
  * per client. Imports only `protocol/` (and the shared driver and SSE reader).
  */
-import { isTerminalEvent, type ServerEvent } from '../protocol/events.js';
+import { isTerminalEvent, type SseErrorEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
 import { AgentRun, ServerError, busyRun, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 import { sseEvents } from './http.js';
@@ -109,8 +109,8 @@ export class LongLivedHttpClient implements AgentClient {
           break;
         }
         case 'response.output_item.done':
-          // An output item goes back as input as it is (InputItem's catch-all member defeats the direct cast; see issue 8).
-          run.transcript.push(e.item as unknown as InputItem);
+          // An output item goes back as input as it is.
+          run.transcript.push(e.item);
           if (e.item.type === 'function_call') calls.push(e.item);
           break;
         case 'error':
@@ -167,9 +167,8 @@ export class LongLivedHttpClient implements AgentClient {
   }
 }
 
-function errorOf(e: ServerEvent & { type: 'error' }): ServerError {
-  // The SSE `error` event is flat (`code`, `message`, `param`, as openai-node expects), not the typed nested shape.
-  const flat: { [k: string]: unknown } = { ...e };
+function errorOf(e: SseErrorEvent): ServerError {
+  // Another server may leave a field out: read each as it came.
   const text = (v: unknown) => (typeof v === 'string' ? v : null);
-  return new ServerError(text(flat['code']) ?? 'server_error', text(flat['message']) ?? 'The server sent an error event.', text(flat['param']));
+  return new ServerError(text(e.code) ?? 'server_error', text(e.message) ?? 'The server sent an error event.', text(e.param));
 }

@@ -6,20 +6,18 @@
  * (the `llr:timing` event that may follow is routed to it by response id).
  * One run at a time per client (the protocol allows one per connection).
  */
-import { isTerminalEvent, isTimingEvent, type ServerEvent } from '../protocol/events.js';
-import type { FunctionCall, InputItem } from '../protocol/objects.js';
-import { AgentRun, ServerError, TimingRoutes, busyRun, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { isTerminalEvent } from '../protocol/events.js';
+import type { FunctionCall } from '../protocol/objects.js';
+import { ServerError, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type AgentRun, type ToolExecutor } from './driver.js';
 import { EventSocket, type SocketOptions } from './socket.js';
+import { SocketClient } from './socket-client.js';
 import { LONG_LIVED_BETA } from '../protocol/designs.js';
 
-export class LongLivedClient implements AgentClient {
+export class LongLivedClient extends SocketClient implements AgentClient {
   readonly protocol = 'long-lived' as const;
-  private current: AgentRun | null = null;
-  /** The conversation so far: a follow-up run re-sends it in full (the protocol has no previous_response_id). */
-  private history: InputItem[] = [];
-  private readonly timings = new TimingRoutes();
 
-  private constructor(readonly socket: EventSocket) {
+  private constructor(socket: EventSocket) {
+    super(socket);
     socket.onClose = (code, reason) => {
       this.timings.close();
       const run = this.current;
@@ -34,24 +32,14 @@ export class LongLivedClient implements AgentClient {
     return new LongLivedClient(await EventSocket.open(baseUrl, { ...opts, beta: LONG_LIVED_BETA }));
   }
 
+  /** One `response.create`; the follow-up run re-sends the whole conversation (the protocol has no previous_response_id). */
   run(request: AgentRequest, executeTool: ToolExecutor): AgentRun {
-    if (this.current && !this.current.done) return busyRun();
-    const run = new AgentRun(this.socket.timing);
-    this.current = run;
     const input = [...this.history, ...toInputItems(request.input)];
-    run.transcript.push(...input);
     let calls: FunctionCall[] = [];
     let started = false;
-
-    this.socket.onEvent = (e: ServerEvent) => {
-      if (isTimingEvent(e)) {
-        this.timings.deliver(e);
-        return;
-      }
-      run.push(e);
+    const run = this.begin((e) => {
       if (isTerminalEvent(e)) {
-        run.responses.push(e.response);
-        if (this.socket.timing) this.timings.expect(e.response.id, run);
+        this.ended(run, e.response);
         if (e.response.status === 'completed') this.history = run.transcript.slice();
         run.resolve(e.response);
         return;
@@ -61,7 +49,7 @@ export class LongLivedClient implements AgentClient {
           started = true;
           break;
         case 'response.output_item.done':
-          run.transcript.push(e.item as unknown as InputItem);
+          run.transcript.push(e.item);
           if (e.item.type === 'function_call') calls.push(e.item);
           break;
         case 'response.done': {
@@ -82,22 +70,15 @@ export class LongLivedClient implements AgentClient {
         default:
           break;
       }
-    };
+    });
+    if (run.done) return run;
+    run.transcript.push(...input);
     this.socket.send({ type: 'response.create', ...createBody(request, input, null, request.store ?? false) });
     return run;
-  }
-
-  /** Forget the conversation: the next run starts a new one. */
-  newConversation(): void {
-    this.history = [];
   }
 
   /** Cancel the run in flight (`response.cancel`). */
   cancel(): void {
     this.socket.send({ type: 'response.cancel' });
-  }
-
-  close(): Promise<void> {
-    return this.socket.close();
   }
 }

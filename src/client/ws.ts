@@ -7,21 +7,20 @@
  * are not inherited). It continues on the terminal event; the `llr:timing`
  * event that may follow is routed to its run by response id.
  */
-import { isTerminalEvent, isTimingEvent, type ServerEvent } from '../protocol/events.js';
+import { isTerminalEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem } from '../protocol/objects.js';
-import { AgentRun, ServerError, TimingRoutes, busyRun, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { ServerError, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type AgentRun, type ToolExecutor } from './driver.js';
 import { EventSocket, type SocketOptions } from './socket.js';
+import { SocketClient } from './socket-client.js';
 import { WS_MODE_BETA } from '../protocol/designs.js';
 
-export class WsClient implements AgentClient {
+export class WsClient extends SocketClient implements AgentClient {
   readonly protocol = 'ws' as const;
-  private current: AgentRun | null = null;
   /** The last response of the previous run, so a follow-up run continues the conversation. */
   lastResponseId: string | null = null;
-  private history: InputItem[] = [];
-  private readonly timings = new TimingRoutes();
 
-  private constructor(readonly socket: EventSocket) {
+  private constructor(socket: EventSocket) {
+    super(socket);
     socket.onClose = (code) => {
       this.current?.reject(new Error(`connection closed (${code})`));
       this.timings.close();
@@ -33,11 +32,7 @@ export class WsClient implements AgentClient {
   }
 
   run(request: AgentRequest, executeTool: ToolExecutor): AgentRun {
-    if (this.current && !this.current.done) return busyRun();
-    const run = new AgentRun(this.socket.timing);
-    this.current = run;
     const first = toInputItems(request.input);
-    run.transcript.push(...this.history, ...first);
     let calls: FunctionCall[] = [];
 
     const create = (input: InputItem[], previous: string | null) => {
@@ -45,16 +40,10 @@ export class WsClient implements AgentClient {
       this.socket.send({ type: 'response.create', ...createBody(request, input, previous, request.store ?? false) });
     };
 
-    this.socket.onEvent = (e: ServerEvent) => {
-      if (isTimingEvent(e)) {
-        this.timings.deliver(e);
-        return;
-      }
-      run.push(e);
+    const run = this.begin((e) => {
       if (isTerminalEvent(e)) {
         const done = e.response;
-        run.responses.push(done);
-        if (this.socket.timing) this.timings.expect(done.id, run);
+        this.ended(run, done);
         if (done.status !== 'completed' || calls.length === 0) {
           this.lastResponseId = done.status === 'completed' ? done.id : null;
           if (done.status === 'completed') this.history = run.transcript.slice();
@@ -69,7 +58,7 @@ export class WsClient implements AgentClient {
       }
       switch (e.type) {
         case 'response.output_item.done':
-          run.transcript.push(e.item as unknown as InputItem);
+          run.transcript.push(e.item);
           if (e.item.type === 'function_call') calls.push(e.item);
           break;
         case 'error':
@@ -78,18 +67,16 @@ export class WsClient implements AgentClient {
         default:
           break;
       }
-    };
+    });
+    if (run.done) return run;
+    run.transcript.push(...this.history, ...first);
     create(first, this.lastResponseId);
     return run;
   }
 
   /** Forget the conversation: the next run starts a new one. */
-  newConversation(): void {
-    this.history = [];
+  override newConversation(): void {
+    super.newConversation();
     this.lastResponseId = null;
-  }
-
-  close(): Promise<void> {
-    return this.socket.close();
   }
 }

@@ -10,9 +10,8 @@
  * server's modes do the work; this only drives a client and reads records).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connectClient, type AgentClient } from '../client/index.js';
+import { connectClient, type AgentClient, type AgentEvent } from '../client/index.js';
 import type { RunRecords, RunRecord } from '../engine/records.js';
-import type { ServerEvent } from '../protocol/events.js';
 import type { FunctionCall } from '../protocol/objects.js';
 import type { DemoDesign } from './designs.js';
 import type { DemoMessage, LaneDoneMessage } from './messages.js';
@@ -121,7 +120,7 @@ export class Lane {
       );
       // Stamp each event as the client receives it, before it acts on it.
       const push = run.push.bind(run);
-      run.push = (e: ServerEvent) => {
+      run.push = (e: AgentEvent) => {
         this.onEvent(e, performance.now());
         push(e);
       };
@@ -170,12 +169,8 @@ export class Lane {
     return { bytes_sent: now.bytes_sent - this.bytesBase.bytes_sent, bytes_received: now.bytes_received - this.bytesBase.bytes_received };
   }
 
-  /** What the client counted: on itself (HTTP clients) or on its socket (WebSocket clients). */
   private clientBytes(): { bytes_sent: number; bytes_received: number } {
-    type Counts = { bytesSent?: unknown; bytesReceived?: unknown };
-    const c = this.client as (Counts & { socket?: Counts }) | null;
-    const from = typeof c?.bytesSent === 'number' ? c : c?.socket;
-    return { bytes_sent: Number(from?.bytesSent ?? 0), bytes_received: Number(from?.bytesReceived ?? 0) };
+    return { bytes_sent: this.client?.bytesSent ?? 0, bytes_received: this.client?.bytesReceived ?? 0 };
   }
 
   private ms(at: number): number {
@@ -239,7 +234,7 @@ export class Lane {
     }
   }
 
-  private onEvent(e: ServerEvent, at: number): void {
+  private onEvent(e: AgentEvent, at: number): void {
     const t = this.ms(at);
     if (this.pendingOut) {
       const bytes = this.bytes().bytes_sent - this.bytesMark;
@@ -282,9 +277,12 @@ export class Lane {
       case 'response.output_item.done':
         this.wire(t, 'in', e.type, e.item.type === 'function_call' ? `function_call ${e.item.name}` : e.item.type, 1);
         break;
-      case 'error':
-        this.wire(t, 'in', e.type, `${e.error.code}: ${e.error.message}`, 1);
+      case 'error': {
+        // Nested on a WebSocket, flat on an SSE stream.
+        const err = 'error' in e ? e.error : e;
+        this.wire(t, 'in', e.type, `${err.code}: ${err.message}`, 1);
         break;
+      }
       default:
         this.wire(t, 'in', e.type, '', 1);
     }

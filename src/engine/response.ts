@@ -12,7 +12,8 @@
 import type { CreateParams } from '../protocol/events.js';
 import { isFunctionTool, newId, type Response, type Tool } from '../protocol/objects.js';
 
-export function newResponse(params: CreateParams, now = Date.now()): Response {
+/** `now`: wall-clock ms since the epoch, from the injected clock (`Clock.wallNow`). */
+export function newResponse(params: CreateParams, now: number): Response {
   return {
     id: newId('resp'),
     object: 'response',

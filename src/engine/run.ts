@@ -19,7 +19,7 @@ import type { ModelRequest } from '../model/types.js';
 import { WireError, toWireError } from '../protocol/errors.js';
 import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
-import type { RunMetrics } from '../pipeline/metrics.js';
+import type { Counter, RunMetrics } from '../pipeline/metrics.js';
 import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { checkFull, checkIncremental } from '../pipeline/checks.js';
@@ -86,7 +86,8 @@ export class ResponseRun {
   private cachedTokens = 0;
   private outputTokens = 0;
   private lastAppendAt = 0;
-  private pauseTimer: NodeJS.Timeout | null = null;
+  /** Aborts the pause timeout's sleep on the injected clock. */
+  private pauseTimer: AbortController | null = null;
   /** Rejected when the run is halted: ends a pause whatever the registry holds. */
   private readonly stopped = pDefer<never>();
   private inEmit = false;
@@ -425,12 +426,22 @@ export class ResponseRun {
     this.record();
     // Node fires a timer longer than 2^31-1 ms at once: past that (Infinity included) the pause has no timeout.
     const timeout = this.services.limits.pauseTimeoutMs;
-    if (timeout <= 2 ** 31 - 1) this.pauseTimer = setTimeout(() => this.stop('incomplete', 'pause_timeout'), timeout);
+    if (timeout <= 2 ** 31 - 1) {
+      const timer = new AbortController();
+      this.pauseTimer = timer;
+      // Only the pause that set it may end the run: a sleep settles a microtask after its timer fires.
+      clock.sleep(timeout, timer.signal).then(
+        () => {
+          if (this.pauseTimer === timer) this.stop('incomplete', 'pause_timeout');
+        },
+        () => {},
+      );
+    }
     try {
       // `stopped` ends the pause even if a deferred were somehow left unsettled.
       await Promise.race([waiting, this.stopped.promise]);
     } finally {
-      if (this.pauseTimer) clearTimeout(this.pauseTimer);
+      this.pauseTimer?.abort();
       this.pauseTimer = null;
       this.metrics.span('paused', pausedAt, Math.max(pausedAt, this.lastAppendAt));
       if (this.state === 'paused') this.state = 'streaming';
@@ -448,7 +459,7 @@ export class ResponseRun {
     this.state = 'ended';
     this.contain('close', () => {
       this.pauses.close(ended.reason);
-      if (this.pauseTimer) clearTimeout(this.pauseTimer);
+      this.pauseTimer?.abort();
       this.stopped.reject(new RunClosedError(ended.reason));
     });
     this.contain('usage', () =>
@@ -488,36 +499,27 @@ export class ResponseRun {
 
   /** Run one finishing step; a throw is logged and counted, never escapes. */
   private contain(step: string, fn: () => void): boolean {
-    try {
-      fn();
-      return true;
-    } catch (err) {
-      this.metrics.count('engine_faults');
-      this.services.log.error({ err, response_id: this.id, step }, 'a step of ending the response failed');
-      return false;
-    }
+    return this.guarded(fn, 'engine_faults', { step }, 'a step of ending the response failed');
   }
 
   /** Write a stored response; false (logged, counted) when the store failed. */
   private persist(job: PostInferenceJob): boolean {
-    try {
-      this.services.post.persist(job);
-      return true;
-    } catch (err) {
-      this.metrics.count('persist_failed');
-      this.services.log.error({ err, response_id: this.id }, 'the response could not be stored');
-      return false;
-    }
+    return this.guarded(() => this.services.post.persist(job), 'persist_failed', {}, 'the response could not be stored');
   }
 
   /** Billing and the log line; a failure is logged and counted, and never loses the terminal event. */
   private account(job: PostInferenceJob): boolean {
+    return this.guarded(() => this.services.post.account(job), 'post_inference_failed', {}, 'post-inference work failed');
+  }
+
+  /** `fn`, with a throw counted under `counter` and logged, never escaping: true when it did not throw. */
+  private guarded(fn: () => void, counter: Counter, fields: object, msg: string): boolean {
     try {
-      this.services.post.account(job);
+      fn();
       return true;
     } catch (err) {
-      this.metrics.count('post_inference_failed');
-      this.services.log.error({ err, response_id: this.id }, 'post-inference work failed');
+      this.metrics.count(counter);
+      this.services.log.error({ err, response_id: this.id, ...fields }, msg);
       return false;
     }
   }

@@ -70,7 +70,7 @@ export class Segment {
       }
       case 'call.end': {
         const call = this.closeCall(this.need(this.call, 'the end of a call it did not start'), 'completed');
-        this.items.push(call as unknown as InputItem);
+        this.items.push(call);
         this.calls.push(call);
         return 0;
       }
@@ -98,7 +98,7 @@ export class Segment {
     this.emit({ type: 'response.output_text.done', item_id: msg.id, output_index: this.index, content_index: 0, text: part.text, logprobs: [] });
     this.emit({ type: 'response.content_part.done', item_id: msg.id, output_index: this.index, content_index: 0, part: { ...part } });
     this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...msg, content: [{ ...part }] } });
-    this.items.push(msg as unknown as InputItem);
+    this.items.push(msg);
     this.msg = null;
   }
 

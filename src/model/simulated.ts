@@ -59,12 +59,15 @@ export const EAGER_HASH_TOKENS = 64 * 1024;
 /** Conversations longer than this (characters of text) are digested eagerly and cooperatively. */
 export const EAGER_DIGEST_CHARS = 256 * 1024;
 
+type TextFields = { content?: unknown; arguments?: unknown; output?: unknown; type?: unknown };
+
 /** Characters of text in the conversation, counted without reading it. */
 function conversationChars(items: readonly ModelRequest['items'][number][]): number {
   let n = 0;
   for (const item of items) {
-    const it = item as unknown as Record<string, unknown>;
-    for (const v of [it['content'], it['arguments'], it['output']]) {
+    // Any item may carry text in these fields (hosted tool items too), so all three are read for every item.
+    const it: TextFields = item;
+    for (const v of [it.content, it.arguments, it.output]) {
       if (typeof v === 'string') n += v.length;
       else if (Array.isArray(v)) for (const p of v as Array<{ text?: unknown }>) if (typeof p?.text === 'string') n += p.text.length;
     }

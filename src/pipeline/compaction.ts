@@ -28,7 +28,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { WireError } from '../protocol/errors.js';
 import type { CreateParams } from '../protocol/events.js';
-import { newId, type CompactionItem, type InputItem, type InputMessage } from '../protocol/objects.js';
+import { isKnownItem, newId, type CompactionItem, type InputCompactionItem, type InputItem, type InputMessage } from '../protocol/objects.js';
 import { countTokens } from '../model/tokenizer.js';
 import type { RunMetrics } from './metrics.js';
 import { renderFull, type RenderedContext } from './render.js';
@@ -49,7 +49,7 @@ interface Payload {
   items: InputItem[];
 }
 
-export function isCompaction(item: InputItem): item is CompactionItem {
+export function isCompaction(item: InputItem): item is InputCompactionItem {
   return item.type === 'compaction';
 }
 
@@ -82,15 +82,10 @@ function open(content: unknown, param: string): Payload {
  * errors (`input`, `previous_response_id`).
  */
 export function applyCompaction(items: readonly InputItem[], param = 'input'): InputItem[] {
-  let last = -1;
-  for (let i = items.length - 1; i >= 0; i--) {
-    if (isCompaction(items[i]!)) {
-      last = i;
-      break;
-    }
-  }
-  if (last < 0) return items.slice();
-  const { items: carried } = open((items[last] as CompactionItem).encrypted_content, `${param}[${last}]`);
+  const last = items.findLastIndex(isCompaction);
+  const item = items[last];
+  if (item === undefined || !isCompaction(item)) return items.slice();
+  const { items: carried } = open(item.encrypted_content, `${param}[${last}]`);
   return [...carried, ...items.slice(last + 1)];
 }
 
@@ -122,23 +117,19 @@ export function compact(window: readonly InputItem[]): Compacted {
   const turn = lastUser < 0 ? [] : window.slice(lastUser);
   const outputs = new Map<string, string>();
   for (const item of window) {
-    if (item.type === 'function_call_output') {
-      const it = item as { call_id: string; output: unknown };
-      outputs.set(it.call_id, firstLine(textOf(it.output)));
-    }
+    if (isKnownItem(item) && item.type === 'function_call_output') outputs.set(item.call_id, firstLine(textOf(item.output)));
   }
   const users: InputMessage[] = [];
   const pending: InputItem[] = [];
   const lines: string[] = [];
   let summarised = 0;
   for (const item of earlier) {
-    const it = item as unknown as Record<string, unknown>;
     if (isUserMessage(item)) {
-      users.push({ type: 'message', role: 'user', content: normalise(it['content']) });
+      users.push({ type: 'message', role: 'user', content: normalise(item.content) });
       continue;
     }
     if (item.type === 'function_call_output') continue;
-    if (item.type === 'function_call' && !outputs.has(String(it['call_id']))) {
+    if (isKnownItem(item) && item.type === 'function_call' && !outputs.has(item.call_id)) {
       pending.push(item);
       continue;
     }
@@ -185,8 +176,12 @@ export function compactContext(ctx: RenderedContext, metrics: RunMetrics): { ite
   });
 }
 
-function isUserMessage(item: InputItem): boolean {
-  return (item.type === 'message' || item.type === undefined) && (item as { role?: unknown }).role === 'user';
+function isMessage(item: InputItem): item is InputMessage {
+  return isKnownItem(item) && (item.type === 'message' || item.type === undefined);
+}
+
+function isUserMessage(item: InputItem): item is InputMessage {
+  return isMessage(item) && item.role === 'user';
 }
 
 function cut(line: string): string {
@@ -195,36 +190,40 @@ function cut(line: string): string {
 
 /** An item of the turn in progress, kept with long text cut to its first line. */
 function shorten(item: InputItem): InputItem {
-  const it = item as unknown as Record<string, unknown>;
-  if (item.type === 'function_call_output') {
-    const text = textOf(it['output']);
+  if (isKnownItem(item) && item.type === 'function_call_output') {
+    const text = textOf(item.output);
     const first = firstLine(text);
-    return first === text.trim() ? item : ({ ...it, output: `${cut(first)} [compacted]` } as unknown as InputItem);
+    return first === text.trim() ? item : { ...item, output: `${cut(first)} [compacted]` };
   }
-  if ((item.type === 'message' || item.type === undefined) && it['role'] === 'assistant') {
-    const text = textOf(it['content']);
+  if (isMessage(item) && item.role === 'assistant') {
+    const text = textOf(item.content);
     const first = firstLine(text);
     if (first === text.trim()) return item;
-    return { ...it, content: [{ type: 'output_text', text: `${cut(first)} [compacted]`, annotations: [], logprobs: [] }] } as unknown as InputItem;
+    return { ...item, content: [{ type: 'output_text', text: `${cut(first)} [compacted]`, annotations: [], logprobs: [] }] };
   }
   return item;
 }
 
 function summaryLine(item: InputItem, outputs: Map<string, string>): string | null {
-  const it = item as unknown as Record<string, unknown>;
+  if (!isKnownItem(item)) return `${item.type} item`;
   switch (item.type) {
     case 'message':
     case undefined:
-      return `${String(it['role'])}: ${firstLine(textOf(it['content']))}`;
+      return `${item.role}: ${firstLine(textOf(item.content))}`;
     case 'function_call': {
-      const out = outputs.get(String(it['call_id']));
-      return `called ${String(it['name'])}(${String(it['arguments'])})${out === undefined ? '' : ` → ${out}`}`;
+      const out = outputs.get(item.call_id);
+      return `called ${item.name}(${item.arguments})${out === undefined ? '' : ` → ${out}`}`;
     }
     case 'reasoning':
     case 'item_reference':
       return null;
-    default:
+    case 'function_call_output':
+    case 'compaction':
       return `${item.type} item`;
+    default: {
+      const never: never = item;
+      throw new Error(`unhandled item ${JSON.stringify(never)}`);
+    }
   }
 }
 

@@ -20,8 +20,7 @@
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { encodeStep, encodeText } from '../model/tokenizer.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
-import type { FunctionTool, InputItem, Tool } from '../protocol/objects.js';
-import { isFunctionTool } from '../protocol/objects.js';
+import { isFunctionTool, isKnownItem, type FunctionTool, type InputItem, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { TokenBuffer } from './tokens.js';
 
@@ -58,23 +57,32 @@ export interface ItemParts {
 }
 
 export function itemParts(item: InputItem): ItemParts {
-  const it = item as unknown as Record<string, unknown>;
+  if (!isKnownItem(item)) return opaqueParts(item);
   switch (item.type) {
     case 'function_call':
-      return { prefix: `function_call ${it['name']} ${it['call_id']}\n`, body: [String(it['arguments'])], nonText: 0 };
+      return { prefix: `function_call ${item.name} ${item.call_id}\n`, body: [item.arguments], nonText: 0 };
     case 'function_call_output':
-      return contentParts(`function_call_output ${it['call_id']}\n`, it['output']);
+      return contentParts(`function_call_output ${item.call_id}\n`, item.output);
     case 'item_reference':
       return { prefix: '', body: [], nonText: 0 };
     case 'reasoning':
       // Encrypted reasoning is opaque to the API; only the summary is text.
-      return { prefix: 'reasoning\n', body: [JSON.stringify(it['summary'] ?? [])], nonText: 0 };
+      return { prefix: 'reasoning\n', body: [JSON.stringify(item.summary ?? [])], nonText: 0 };
     case 'message':
     case undefined:
-      return contentParts(`${it['role']}\n`, it['content']);
-    default:
-      return { prefix: `${item.type}\n`, body: [JSON.stringify(item)], nonText: 0 };
+      return contentParts(`${item.role}\n`, item.content);
+    case 'compaction':
+      return opaqueParts(item);
+    default: {
+      const never: never = item;
+      throw new Error(`unhandled item ${JSON.stringify(never)}`);
+    }
   }
+}
+
+/** An item the prompt shows as its type and JSON (a compaction not expanded, hosted tool items). */
+function opaqueParts(item: InputItem): ItemParts {
+  return { prefix: `${item.type}\n`, body: [JSON.stringify(item)], nonText: 0 };
 }
 
 /** The text an item contributes to the prompt (also what the safety scan reads). */
@@ -258,7 +266,7 @@ export function appendOutput(ctx: RenderedContext, items: readonly InputItem[]):
 function pushItem(ctx: RenderedContext, item: InputItem, toks: Chunks): void {
   ctx.items.push(item);
   for (const c of toks) ctx.tokens.pushAll(c);
-  const it = item as unknown as Record<string, unknown>;
-  if (item.type === 'function_call' && typeof it['call_id'] === 'string') ctx.callIds.add(it['call_id']);
-  if (item.type === 'function_call_output' && typeof it['call_id'] === 'string') ctx.answeredCallIds.add(it['call_id']);
+  if (!isKnownItem(item)) return;
+  if (item.type === 'function_call') ctx.callIds.add(item.call_id);
+  if (item.type === 'function_call_output') ctx.answeredCallIds.add(item.call_id);
 }

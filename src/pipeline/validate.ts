@@ -11,7 +11,7 @@
  * not do it either unless `strict`).
  */
 import { WireError } from '../protocol/errors.js';
-import type { InputItem, Tool } from '../protocol/objects.js';
+import { isKnownItem, type InputItem, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { checkToolSchema } from '../model/schema-args.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
@@ -73,26 +73,26 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
     yield;
     const item = items[i]!;
     const p = `${param}[${i}]`;
-    const it = item as unknown as Record<string, unknown>;
+    if (!isKnownItem(item)) continue; // hosted tool items: carried through, not checked
     switch (item.type) {
       case 'message':
       case undefined:
-        validateContent(it['role'] as string, it['content'], p);
+        validateContent(item.role, item.content, p);
         break;
       case 'function_call': {
-        const args = it['arguments'] as string;
+        const args = item.arguments;
         // Large arguments are checked in slices (JSON.parse of megabytes would hold the loop).
         const valid = args === '' || (args.length <= SLICE_CHARS ? parses(args) : yield* jsonValidWork(args));
         if (!valid) throw new WireError('invalid_value', `Invalid '${p}.arguments': not valid JSON.`, `${p}.arguments`);
-        local.add(it['call_id'] as string);
+        local.add(item.call_id);
         break;
       }
       case 'function_call_output': {
-        const id = it['call_id'] as string;
+        const id = item.call_id;
         if (!local.has(id)) {
           throw new WireError('unknown_call_id', `No tool call found for function call output with call_id '${id}'.`, `${p}.call_id`);
         }
-        const out = it['output'];
+        const out = item.output;
         if (Array.isArray(out)) validateParts(out, `${p}.output`);
         break;
       }

@@ -96,6 +96,16 @@ export type ErrorEvent = Seq & {
   error: WireErrorBody;
 };
 
+/**
+ * The `error` event as an SSE stream carries it: flat, as openai-node reads
+ * it (written by `sseFrame`, transport/http.ts); no status, the HTTP one is
+ * already sent.
+ */
+export type SseErrorEvent = Seq & { type: 'error' } & Pick<WireErrorBody, 'code' | 'message' | 'param'>;
+
+/** What an SSE stream carries: the server events, `error` in its flat shape. */
+export type SseEvent = Exclude<ServerEvent, ErrorEvent> | SseErrorEvent;
+
 export interface TimingSpan {
   stage: string;
   start_ms: number;
@@ -147,7 +157,7 @@ export const TERMINAL_EVENT_TYPES = [
 ] as const;
 export type TerminalEventType = (typeof TERMINAL_EVENT_TYPES)[number];
 
-export function isTerminalEvent(e: ServerEvent): e is ServerEventOf<TerminalEventType> {
+export function isTerminalEvent(e: { type: string }): e is ServerEventOf<TerminalEventType> {
   return (TERMINAL_EVENT_TYPES as readonly string[]).includes(e.type);
 }
 

@@ -63,6 +63,12 @@ export interface FunctionCall {
   status: ItemStatus;
 }
 
+/** A function call sent back as input: the API accepts it without the id and status it was given. */
+export interface InputFunctionCall extends Omit<FunctionCall, 'id' | 'status'> {
+  id?: string;
+  status?: ItemStatus;
+}
+
 export interface FunctionCallOutput {
   type: 'function_call_output';
   call_id: string;
@@ -81,10 +87,11 @@ export interface InputMessage {
   status?: ItemStatus;
 }
 
+/** Carried through untouched: the edge checks no field of it, so none is typed as checked. */
 export interface ReasoningItem {
   type: 'reasoning';
   id?: string;
-  summary: unknown[];
+  summary?: unknown;
   encrypted_content?: string | null;
   [k: string]: unknown;
 }
@@ -105,21 +112,41 @@ export interface CompactionItem {
   created_by?: string;
 }
 
-/** Any other item type (hosted tool calls, custom tools): carried through untouched. */
+/**
+ * Any other item type (hosted tool calls, custom tools): carried through
+ * untouched. Its `type` is any string, so it matches every `item.type ===`
+ * test: narrow with `isKnownItem` first, then `switch (item.type)` narrows.
+ */
 export interface UnknownItem {
   type: string;
   [k: string]: unknown;
 }
 
 export type OutputItem = AssistantMessage | FunctionCall | CompactionItem;
-export type InputItem =
-  | InputMessage
-  | FunctionCall
-  | FunctionCallOutput
-  | ReasoningItem
-  | ItemReference
-  | CompactionItem
-  | UnknownItem;
+
+/** A compaction sent back as input: only its sealed content is required. */
+export interface InputCompactionItem extends Omit<CompactionItem, 'id'> {
+  id?: string;
+}
+
+/** The item types this server reads: the edge checks their shape (protocol/parse.ts). */
+export type KnownItem = InputMessage | InputFunctionCall | FunctionCallOutput | ReasoningItem | ItemReference | InputCompactionItem;
+export type InputItem = KnownItem | UnknownItem;
+
+/** Keyed by type so the compiler checks the list against `KnownItem`. */
+const KNOWN_ITEM_TYPES: Record<NonNullable<KnownItem['type']>, true> = {
+  message: true,
+  function_call: true,
+  function_call_output: true,
+  reasoning: true,
+  item_reference: true,
+  compaction: true,
+};
+
+/** A known item (a message has type 'message' or none); afterwards `item.type` discriminates. */
+export function isKnownItem(item: InputItem): item is KnownItem {
+  return item.type === undefined || Object.hasOwn(KNOWN_ITEM_TYPES, item.type);
+}
 
 export interface FunctionTool {
   type: 'function';

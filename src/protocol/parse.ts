@@ -9,7 +9,7 @@
  */
 import { WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
-import type { InputItem, TextFormat, Tool, ToolChoice } from './objects.js';
+import { isFunctionTool, type InputItem, type InputText, type OtherContentPart, type InputRole, type TextFormat, type Tool, type ToolChoice } from './objects.js';
 
 type Obj = Record<string, unknown>;
 
@@ -166,9 +166,8 @@ export function parseClientFrame(text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH
   }
 }
 
-/** Parse the body of a create request (HTTP POST or `response.create`). */
-export function parseCreateBody(body: unknown): CreateParams {
-  assertObj(body, 'body');
+/** `model` is required by every body that samples or compacts: a non-empty string. */
+function requireModel(body: Obj): string {
   const model = body['model'];
   if (model === undefined || model === null) {
     throw new WireError('missing_required_parameter', "Missing required parameter: 'model'.", 'model');
@@ -176,6 +175,13 @@ export function parseCreateBody(body: unknown): CreateParams {
   if (typeof model !== 'string' || model.length === 0) {
     throw new WireError('invalid_type', "Invalid type for 'model': expected a non-empty string.", 'model');
   }
+  return model;
+}
+
+/** Parse the body of a create request (HTTP POST or `response.create`). */
+export function parseCreateBody(body: unknown): CreateParams {
+  assertObj(body, 'body');
+  const model = requireModel(body);
   const input = body['input'] === undefined ? [] : parseInput(body['input'], 'input', false);
   const tools = parseTools(body['tools']);
   const toolChoice = parseToolChoice(body['tool_choice']);
@@ -224,8 +230,9 @@ function parseText(v: unknown): Pick<CreateParams, 'text'> {
     const type = f['type'];
     if (type === 'json_schema') {
       requireString(f, 'name', 'text.format');
-      assertObj(f['schema'], 'text.format.schema');
-      format = f as unknown as TextFormat;
+      const schema = f['schema'];
+      assertObj(schema, 'text.format.schema');
+      format = { ...f, type, schema };
     } else if (type === 'text' || type === 'json_object') {
       format = { type };
     } else {
@@ -293,13 +300,7 @@ export interface CompactParams {
 
 export function parseCompactBody(body: unknown): CompactParams {
   assertObj(body, 'body');
-  const model = body['model'];
-  if (model === undefined || model === null) {
-    throw new WireError('missing_required_parameter', "Missing required parameter: 'model'.", 'model');
-  }
-  if (typeof model !== 'string' || model.length === 0) {
-    throw new WireError('invalid_type', "Invalid type for 'model': expected a non-empty string.", 'model');
-  }
+  const model = requireModel(body);
   return {
     model,
     input: parseInput(body['input'], 'input', false),
@@ -335,61 +336,76 @@ function parseInput(v: unknown, param: string, required: boolean): InputItem[] {
   return v.map((item, i) => parseItem(item, `${param}[${i}]`));
 }
 
-const ROLES = ['user', 'system', 'developer', 'assistant'];
+const ROLES: readonly InputRole[] = ['user', 'system', 'developer', 'assistant'];
+
+function isRole(v: unknown): v is InputRole {
+  return ROLES.includes(v as InputRole);
+}
 
 function parseItem(v: unknown, param: string): InputItem {
   assertObj(v, param);
-  const type = v['type'];
-  if (type === undefined && 'role' in v) return parseMessage(v, param);
-  if (typeof type !== 'string') {
+  if (v['type'] === undefined && 'role' in v) return parseMessage(v, param);
+  if (!hasStringType(v)) {
     throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.type'.`, `${param}.type`);
   }
-  switch (type) {
-    case 'message':
-      return parseMessage(v, param);
-    case 'function_call': {
-      requireString(v, 'call_id', param);
-      requireString(v, 'name', param);
-      requireString(v, 'arguments', param);
-      return v as unknown as InputItem;
-    }
-    case 'function_call_output': {
-      requireString(v, 'call_id', param);
-      const out = v['output'];
-      if (typeof out !== 'string' && !Array.isArray(out)) {
-        throw new WireError(
-          out === undefined ? 'missing_required_parameter' : 'invalid_type',
-          `Invalid '${param}.output': expected a string or an array of content parts.`,
-          `${param}.output`,
-        );
-      }
-      return v as unknown as InputItem;
-    }
-    case 'item_reference':
-      requireString(v, 'id', param);
-      return v as unknown as InputItem;
-    case 'compaction':
-      requireString(v, 'encrypted_content', param);
-      return v as unknown as InputItem;
-    default:
-      // reasoning, custom tool calls, hosted tool calls: carried through untouched.
-      return v as unknown as InputItem;
+  if (hasType(v, 'message')) return parseMessage(v, param);
+  if (hasType(v, 'function_call')) {
+    requireString(v, 'call_id', param);
+    requireString(v, 'name', param);
+    requireString(v, 'arguments', param);
+    return v;
+  }
+  if (hasType(v, 'function_call_output')) {
+    requireString(v, 'call_id', param);
+    requireTextOrParts(v, 'output', param);
+    return v;
+  }
+  if (hasType(v, 'item_reference')) {
+    requireString(v, 'id', param);
+    return v;
+  }
+  if (hasType(v, 'compaction')) {
+    requireString(v, 'encrypted_content', param);
+    return v;
+  }
+  // reasoning, custom tool calls, hosted tool calls: carried through untouched.
+  return v;
+}
+
+function hasStringType(v: Obj): v is Obj & { type: string } {
+  return typeof v['type'] === 'string';
+}
+
+/** `v.type` is `type`: a check the compiler narrows on. */
+function hasType<T extends string>(v: Obj, type: T): v is Obj & { type: T } {
+  return v['type'] === type;
+}
+
+type ContentPart = InputText | OtherContentPart;
+
+/**
+ * `v[key]` is text or a list of content parts (a message's content, a tool's
+ * output). The parts' shapes are the validate stage's to check (timed there);
+ * a message's are checked for a `type` below.
+ */
+function requireTextOrParts<K extends string>(v: Obj, key: K, param: string): asserts v is Obj & { [P in K]: string | ContentPart[] } {
+  const x = v[key];
+  if (typeof x !== 'string' && !Array.isArray(x)) {
+    throw new WireError(
+      x === undefined ? 'missing_required_parameter' : 'invalid_type',
+      `Invalid '${param}.${key}': expected a string or an array of content parts.`,
+      `${param}.${key}`,
+    );
   }
 }
 
 function parseMessage(v: Obj, param: string): InputItem {
   const role = v['role'];
-  if (typeof role !== 'string' || !ROLES.includes(role)) {
+  if (!isRole(role)) {
     throw new WireError('invalid_value', `Invalid value for '${param}.role': expected one of ${ROLES.join(', ')}.`, `${param}.role`);
   }
-  const content = v['content'];
-  if (typeof content !== 'string' && !Array.isArray(content)) {
-    throw new WireError(
-      content === undefined ? 'missing_required_parameter' : 'invalid_type',
-      `Invalid '${param}.content': expected a string or an array of content parts.`,
-      `${param}.content`,
-    );
-  }
+  requireTextOrParts(v, 'content', param);
+  const content = v.content;
   if (Array.isArray(content)) {
     content.forEach((part, j) => {
       assertObj(part, `${param}.content[${j}]`);
@@ -398,10 +414,10 @@ function parseMessage(v: Obj, param: string): InputItem {
       }
     });
   }
-  return { ...v, type: 'message' } as unknown as InputItem;
+  return { ...v, type: 'message', role, content };
 }
 
-function requireString(v: Obj, key: string, param: string): void {
+function requireString<K extends string>(v: Obj, key: K, param: string): asserts v is Obj & { [P in K]: string } {
   const x = v[key];
   if (x === undefined) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.${key}'.`, `${param}.${key}`);
   if (typeof x !== 'string') throw new WireError('invalid_type', `Invalid type for '${param}.${key}': expected a string.`, `${param}.${key}`);
@@ -412,15 +428,16 @@ function parseTools(v: unknown): Tool[] {
   if (!Array.isArray(v)) throw new WireError('invalid_type', "Invalid type for 'tools': expected an array.", 'tools');
   return v.map((t, i) => {
     assertObj(t, `tools[${i}]`);
-    if (typeof t['type'] !== 'string') {
+    if (!hasStringType(t)) {
       throw new WireError('missing_required_parameter', `Missing required parameter: 'tools[${i}].type'.`, `tools[${i}].type`);
     }
-    if (t['type'] === 'function') {
+    if (hasType(t, 'function')) {
       requireString(t, 'name', `tools[${i}]`);
       // The router reads it as text (model/tool-match.ts): a number or object is refused here, not a 500 later.
       optString(t, 'description', `tools[${i}].`);
+      // `parameters` is checked by the validate stage (pipeline/validate.ts), which is timed.
     }
-    return t as unknown as Tool;
+    return t;
   });
 }
 
@@ -441,7 +458,7 @@ function parseToolChoice(v: unknown): ToolChoice {
 
 /** A forced tool must exist: the model could not obey otherwise (the API refuses it too). */
 function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
-  const functions = new Set(tools.filter((t) => t.type === 'function').map((t) => (t as { name: string }).name));
+  const functions = new Set(tools.filter(isFunctionTool).map((t) => t.name));
   if (typeof choice === 'object' && choice.type === 'function' && !functions.has(choice['name'] as string)) {
     throw new WireError('invalid_value', `Tool choice '${String(choice['name']).slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
   }

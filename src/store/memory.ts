@@ -9,13 +9,7 @@
  * exists to skip. Leaves out eviction and size limits: it grows until closed.
  */
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import {
-  MAX_CHAIN_LINKS,
-  itemsById,
-  newCounters,
-  type ResponseStore,
-  type StoredResponse,
-} from './types.js';
+import { MAX_CHAIN_LINKS, itemsById, newCounters, type ResponseStore, type StoredResponse } from './types.js';
 
 interface Entry {
   rec: StoredResponse;

@@ -13,13 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import {
-  MAX_CHAIN_LINKS,
-  itemsById,
-  newCounters,
-  type ResponseStore,
-  type StoredResponse,
-} from './types.js';
+import { MAX_CHAIN_LINKS, itemsById, newCounters, type ResponseStore, type StoredResponse } from './types.js';
 
 /** Bump with a migration in `#migrate` whenever the tables below change. */
 export const SCHEMA_VERSION = 1;

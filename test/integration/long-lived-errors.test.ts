@@ -4,6 +4,7 @@
  * paused, and usage is recorded exactly once however the run ends.
  */
 import { describe, expect, it } from 'vitest';
+import { realClock, type Clock } from '../../src/model/clock.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { tokenPieces } from '../../src/model/tokenizer.js';
 import { LONG_LIVED_BETA } from '../../src/protocol/designs.js';
@@ -186,6 +187,23 @@ describe('long-lived bad input', () => {
     expect(rec.usage!.output_tokens).toBeGreaterThan(0);
     expect(rec.usage!.output_tokens).toBeLessThan(400);
     expect(server.services.ledger.countFor(created.response.id)).toBe(1);
+  });
+
+  it('the pause timeout runs on the injected clock: its sleep ending times the pause out', async () => {
+    const HOUR = 3_600_000;
+    let fire!: () => void;
+    const fired = new Promise<void>((r) => (fire = r));
+    let asked!: () => void;
+    const sleeping = new Promise<void>((r) => (asked = r));
+    const clock: Clock = { ...realClock, sleep: (ms, signal) => (ms === HOUR ? (asked(), fired) : realClock.sleep(ms, signal)) };
+    const { url } = await testServer({ policy: twoCalls(), clock, limits: { pauseTimeoutMs: HOUR } });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    await s.next('response.done');
+    await sleeping;
+    fire();
+    const end = await s.next('response.incomplete');
+    expect(end.response.incomplete_details).toEqual({ reason: 'pause_timeout' });
   });
 
   it('paused longer than the pause timeout → incomplete', async () => {

@@ -5,7 +5,10 @@
  * targets' verdicts on small hand-made results.
  */
 import { describe, expect, it } from 'vitest';
-import { deriveRun, overheadGrowth, summarize, target1, target2, target3, target4, targetLineText } from '../../src/bench/measure.js';
+import { deriveRun } from '../../src/bench/derive.js';
+import { targetLineText } from '../../src/bench/format.js';
+import { overheadGrowth, summarize } from '../../src/bench/summaries.js';
+import { target1, target2, target3, target4 } from '../../src/bench/verdicts.js';
 import { attributeSpans, type RunSample, type TurnSample } from '../../src/bench/replay.js';
 import type { ModelConfig, PausedPhase, RunRecord, StreamPhase } from '../../src/bench/results.js';
 import { median, percentile, summary } from '../../src/bench/stats.js';

@@ -4,7 +4,9 @@
  * together, and the chart helpers' scales.
  */
 import { describe, expect, it } from 'vitest';
-import { deriveRun, summarize, target1, target2, target3, target4 } from '../../src/bench/measure.js';
+import { deriveRun } from '../../src/bench/derive.js';
+import { summarize } from '../../src/bench/summaries.js';
+import { target1, target2, target3, target4 } from '../../src/bench/verdicts.js';
 import type { RunSample, TurnSample } from '../../src/bench/replay.js';
 import { buildReport } from '../../src/bench/report.js';
 import type { ModelConfig, Results, RunRecord } from '../../src/bench/results.js';

@@ -15,7 +15,8 @@ import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
 import { targetLineText } from './format.js';
 import { writeReport } from './report.js';
 import { ResultsFile, type Results } from './results.js';
-import { PHASES, recompute, runBench, type BenchConfig, type PhaseName } from './runner.js';
+import { PHASES, interruptBenches, runBench, type BenchConfig, type PhaseName } from './runner.js';
+import { recompute } from './verdicts.js';
 import { parseTurns, runScaling, type ScalingOptions } from './scaling.js';
 import { DEFAULT_WORKLOAD, readWorkload, type Workload } from '../workload/load.js';
 import { syntheticFromSpec, syntheticWorkload } from '../workload/synthetic.js';
@@ -221,6 +222,22 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
 }
 
 export async function benchCommand(argv: string[]): Promise<void> {
+  // A signal keeps each bench's partial results (results.json, status failed, 'interrupted') and stops its servers.
+  const onSignal = () => {
+    interruptBenches();
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await bench(argv);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+async function bench(argv: string[]): Promise<void> {
   const { config, help, report, scaling, sweep } = parseBenchArgs(argv);
   if (help) {
     process.stdout.write(HELP);

@@ -47,7 +47,7 @@ function byDesign<T extends { design: string }>(rows: readonly T[]): T[] {
   return [...rows].sort((a, b) => DESIGNS.indexOf(a.design as never) - DESIGNS.indexOf(b.design as never));
 }
 
-export function summaryTable(title: string, rows: readonly SummaryRow[], note?: string): Table {
+function summaryTable(title: string, rows: readonly SummaryRow[], note?: string): Table {
   const sorted = [...rows].sort((a, b) => (a.tokens_per_second ?? 0) - (b.tokens_per_second ?? 0) || DESIGNS.indexOf(a.design) - DESIGNS.indexOf(b.design));
   return {
     title,
@@ -149,7 +149,7 @@ function phaseTables(results: Results): Table[] {
   return out;
 }
 
-export function buildCharts(results: Results): Chart[] {
+function buildCharts(results: Results): Chart[] {
   const charts: Chart[] = [];
   const grid = results.summary.filter((r) => r.tool_factor === (results.summary[0]?.tool_factor ?? 0));
   const speeds = [...new Set(grid.map((r) => r.tokens_per_second))].sort((a, b) => (a ?? 0) - (b ?? 0));
@@ -212,7 +212,7 @@ export function buildCharts(results: Results): Chart[] {
   return charts;
 }
 
-export function buildTables(results: Results): Table[] {
+function buildTables(results: Results): Table[] {
   const tables: Table[] = [];
   if (results.summary.length) {
     tables.push(summaryTable('Per design and model speed (grid)', results.summary, `Workload: ${results.workload.grid_model_calls} model calls. TTFT: sent → first output item, less hidden reasoning decode. Floor: model time from the settings + one loopback RTT per call.`));
@@ -246,7 +246,7 @@ function htmlTable(t: Table): string {
 }
 
 /** The spread seen between repetitions of one configuration: median and largest (max − min) / median of e2e. */
-export function noiseLine(results: Results): string {
+function noiseLine(results: Results): string {
   const rows = [...results.summary, ...results.overhead_summary].filter((r) => Number.isFinite(r.e2e_spread));
   if (rows.length === 0) return 'Noise between repetitions: not measured (fewer than 2 runs per configuration).';
   const spreads = rows.map((r) => r.e2e_spread).sort((a, b) => a - b);

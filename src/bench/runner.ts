@@ -11,25 +11,27 @@
  * streaming; paused runs. A failed run is recorded and the bench goes on; a
  * crashed server or a phase past its deadline fails that phase (stream,
  * paused) or the bench (replay phases), keeping what was measured.
+ *
+ * Returns the outcome; the CLI decides the exit code. On a signal the CLI
+ * calls `interruptBenches()` (partial results kept, processes stopped).
+ * Each phase is its own function over the run's `BenchSession` (session.ts).
  */
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import type { ClientProtocol } from '../client/index.js';
 import { DEFAULT_SWITCHES } from '../engine/services.js';
-import { ServerCrashedError, ServerProcess, cpuMs, deadline, type ServerStats } from './guard.js';
-import { deriveRun, hiddenTokensPerCall, msPerToken } from './derive.js';
-import { ablationRows, okRuns, summarize } from './summaries.js';
-import { target1, target2, target3, target4 } from './verdicts.js';
+import { deadline, type ServerProcess } from './guard.js';
+import { hiddenTokensPerCall } from './derive.js';
 import { loopbackRtt, pausedPhase, pausedWorkload, streamPhase, streamWorkload } from './phases.js';
-import { spawnFrameServer, spawnServer, type Child } from './processes.js';
+import { spawnFrameServer } from './processes.js';
 import { Progress } from './progress.js';
-import { replayRun } from './replay.js';
+import { ResultsFile, type Machine, type Results } from './results.js';
+import { BenchSession, rotate } from './session.js';
 import { writeReport } from './report.js';
-import { ResultsFile, type Machine, type ModelConfig, type Phase, type RunMeta, type RunRecord, type Results } from './results.js';
 import { writeWorkloadJson } from '../workload/format.js';
 import { summarizeWorkload } from '../workload/load.js';
-import { flatModelTurns, modelCallCount } from '../workload/replayable.js';
+import { modelCallCount } from '../workload/replayable.js';
 import type { Workload } from '../workload/types.js';
 import { truncateWorkload } from './workload-prep.js';
 
@@ -85,51 +87,37 @@ function machine(): Machine {
   };
 }
 
-function rotate<T>(xs: readonly T[], by: number): T[] {
-  const k = xs.length ? by % xs.length : 0;
-  return [...xs.slice(k), ...xs.slice(0, k)];
+/** Benches in flight in this process, each with what to do when the process is interrupted. */
+const inFlight = new Set<BenchSession>();
+
+/** On SIGINT/SIGTERM (the CLI's handler): every bench in flight keeps its partial results and stops its servers. */
+export function interruptBenches(): void {
+  for (const s of inFlight) s.interrupt();
 }
 
-/** Summaries, ablation rows and targets from the runs and phases (also for `llr bench --report DIR`). */
-export function recompute(results: Results): void {
-  results.summary = summarize(results.runs, 'grid');
-  results.overhead_summary = summarize(results.runs, 'overhead');
-  const baselineRuns = okRuns(results.runs, 'ablation').filter((r) => r.off === null);
-  results.ablations.baseline = baselineRuns.length ? summarize(baselineRuns, 'ablation')[0]! : null;
-  results.ablations.rows = ablationRows(results.runs, results.ablations.baseline, baselineRuns);
-  results.targets = [
-    target1(okRuns(results.runs, 'overhead')),
-    target2(results.summary, results.loopback_rtt_ms?.p50 ?? null, okRuns(results.runs, 'grid'), Number(results.config['target_speed'] ?? 1000)),
-    target3(results.stream),
-    target4(results.paused),
-  ];
+/** The switches the ablations turn off: those on by default (overlap_persist is off: it trades durability, not an optimization to ablate). */
+function ablatedSwitches(): string[] {
+  return Object.entries(DEFAULT_SWITCHES)
+    .filter(([, on]) => on)
+    .map(([name]) => name);
 }
 
-export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<BenchOutcome> {
-  const out = resolve(cfg.out);
-  mkdirSync(out, { recursive: true });
-  const full = cfg.workload;
-  const grid = cfg.gridCalls === null ? truncateWorkload(full, modelCallCount(full)) : truncateWorkload(full, cfg.gridCalls);
-  const whole = truncateWorkload(full, modelCallCount(full));
-  const gridFile = join(out, 'workload-grid.json');
-  const wholeFile = join(out, 'workload-whole.json');
-  writeWorkloadJson(gridFile, grid);
-  writeWorkloadJson(wholeFile, whole);
-
-  // Ablations turn off what is on by default (overlap_persist is off: it trades durability, not an optimization to ablate).
-  const switches = Object.entries(DEFAULT_SWITCHES).filter(([, on]) => on).map(([name]) => name);
+/** Progress steps: the loopback RTT, each phase's warm-ups and measured runs. */
+function stepCount(cfg: BenchConfig, switches: readonly string[]): number {
   const has = (p: PhaseName) => cfg.phases.has(p);
-  const maxOverheadReps = Math.max(0, ...cfg.designs.map((d) => cfg.overheadReps[d]));
-  const total =
+  return (
     1 +
     (has('grid') ? cfg.speeds.length * (1 + cfg.reps * cfg.designs.length) : 0) +
     (has('overhead') ? 1 + cfg.designs.reduce((n, d) => n + cfg.overheadReps[d], 0) : 0) +
     (has('ablations') ? (switches.length + 1) * (1 + cfg.ablationReps) : 0) +
     (has('stream') ? 1 : 0) +
-    (has('paused') ? 1 : 0);
-  const bar = progress ?? new Progress(total);
+    (has('paused') ? 1 : 0)
+  );
+}
 
-  const results: Results = {
+function initialResults(cfg: BenchConfig, grid: Workload, whole: Workload): Results {
+  const full = cfg.workload;
+  return {
     schema: 'llr-bench/1',
     status: 'running',
     error: null,
@@ -175,240 +163,169 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
     targets: [],
     phase_errors: [],
   };
+}
+
+async function loopbackPhase(s: BenchSession): Promise<void> {
+  s.bar.step('loopback round trip (raw ws echo)');
+  s.frames = await deadline(spawnFrameServer(), 30_000, 'starting the frame server');
+  s.results.loopback_rtt_ms = await deadline(loopbackRtt(s.frames.url), 30_000, 'the loopback RTT');
+  s.write();
+  s.bar.tick(`p50 ${s.results.loopback_rtt_ms.p50.toFixed(3)} ms`);
+}
+
+async function gridPhase(s: BenchSession, grid: Workload, gridFile: string): Promise<void> {
+  for (const tps of s.cfg.speeds) {
+    await s.withServer(`llr serve at ${tps} tok/s`, ['--workload', gridFile, '--tokens-per-second', String(tps)], async (server) => {
+      await s.warm(server, grid, tps, `grid ${tps} tok/s`);
+      await s.replayPhase('grid', server, grid, tps, s.interleaved(() => s.cfg.reps));
+    });
+    s.save();
+  }
+}
+
+async function overheadPhase(s: BenchSession, whole: Workload, wholeFile: string): Promise<void> {
+  await s.withServer('llr serve --instant', ['--workload', wholeFile, '--instant'], async (server) => {
+    await s.warm(server, whole, null, 'overhead (instant model)');
+    await s.replayPhase('overhead', server, whole, null, s.interleaved((d) => s.cfg.overheadReps[d]));
+  });
+  s.save();
+}
+
+/**
+ * Every configuration (the baseline with every switch on, and each switch
+ * off) has its own warmed server; the repetitions are interleaved across
+ * them, rotating, so a drift in the machine's speed spreads over all.
+ */
+async function ablationPhase(s: BenchSession, whole: Workload, wholeFile: string, switches: readonly string[]): Promise<void> {
+  const configs = [null, ...switches];
+  const servers = new Map<string | null, ServerProcess>();
+  try {
+    for (const name of configs) {
+      const flags = name === null ? [] : ['--off', name];
+      const what = name === null ? 'ablation baseline (all switches on)' : `ablation --off ${name}`;
+      const server = await s.start(`llr serve --instant ${flags.join(' ')}`, ['--workload', wholeFile, '--instant', ...flags]);
+      servers.set(name, server);
+      await s.warm(server, whole, null, what);
+    }
+    const hidden = hiddenTokensPerCall(whole);
+    for (let rep = 0; rep < s.cfg.ablationReps; rep++) {
+      for (const name of rotate(configs, rep)) {
+        await s.measure(servers.get(name)!, whole, { phase: 'ablation', design: 'ws', model: s.modelOf(null), rep, tool_factor: 0, off: name }, hidden);
+      }
+    }
+  } finally {
+    for (const server of servers.values()) await s.stop(server);
+  }
+  s.save();
+}
+
+/**
+ * A phase with its own workload and server whose failure (a crash, a
+ * deadline) is recorded in `phase_errors` and does not stop the bench.
+ */
+async function sidePhase<T>(
+  s: BenchSession,
+  phase: 'stream' | 'paused',
+  label: string,
+  workload: Workload,
+  serverArgs: string[],
+  run: (server: ServerProcess) => Promise<T>,
+  keep: (result: T) => void,
+  nodeArgs: string[] = [],
+): Promise<void> {
+  s.bar.step(label);
+  const file = join(s.out, `workload-${phase}.json`);
+  writeWorkloadJson(file, workload);
+  try {
+    keep(await s.withServer(`llr serve (${phase} phase)`, ['--workload', file, ...serverArgs], run, nodeArgs));
+  } catch (err) {
+    s.results.phase_errors.push({ phase, error: (err as Error).message });
+    s.bar.log(`${phase} phase failed: ${(err as Error).message}`);
+  }
+  s.save();
+  s.bar.tick();
+}
+
+function streamStep(s: BenchSession): Promise<void> {
+  const cfg = s.cfg.stream;
+  const sw = streamWorkload(cfg.longTokens, cfg.shortTokens);
+  return sidePhase(
+    s,
+    'stream',
+    `streaming at ${cfg.tokensPerSecond} tok/s`,
+    sw.workload,
+    ['--tokens-per-second', String(cfg.tokensPerSecond)],
+    (server) => {
+      if (!s.frames) throw new Error('the frame server is not running');
+      return streamPhase(server, s.frames, { ...cfg, longTokens: sw.longTokens, shortTokens: sw.shortTokens, timeoutMs: 120_000 });
+    },
+    (r) => (s.results.stream = r),
+  );
+}
+
+function pausedStep(s: BenchSession): Promise<void> {
+  const pw = pausedWorkload();
+  return sidePhase(
+    s,
+    'paused',
+    `${s.cfg.paused.runs} paused long-lived runs`,
+    pw,
+    ['--instant'],
+    (server) => pausedPhase(server, pw, { runs: s.cfg.paused.runs, timeoutMs: 120_000 }),
+    (r) => (s.results.paused = r),
+    ['--expose-gc'],
+  );
+}
+
+/** The run's status from its runs and phases: complete, or failed with what failed. */
+function settle(results: Results): boolean {
+  results.status = results.runs.some((r) => !r.ok) || results.phase_errors.length ? 'failed' : 'complete';
+  if (results.status === 'complete') return true;
+  results.error = `${results.runs.filter((r) => !r.ok).length} run(s) and ${results.phase_errors.length} phase(s) failed`;
+  return false;
+}
+
+export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<BenchOutcome> {
+  const out = resolve(cfg.out);
+  mkdirSync(out, { recursive: true });
+  const full = cfg.workload;
+  const grid = cfg.gridCalls === null ? truncateWorkload(full, modelCallCount(full)) : truncateWorkload(full, cfg.gridCalls);
+  const whole = truncateWorkload(full, modelCallCount(full));
+  const gridFile = join(out, 'workload-grid.json');
+  const wholeFile = join(out, 'workload-whole.json');
+  writeWorkloadJson(gridFile, grid);
+  writeWorkloadJson(wholeFile, whole);
+
+  const switches = ablatedSwitches();
+  const has = (p: PhaseName) => cfg.phases.has(p);
+  const maxOverheadReps = Math.max(0, ...cfg.designs.map((d) => cfg.overheadReps[d]));
+  const bar = progress ?? new Progress(stepCount(cfg, switches));
+  const results = initialResults(cfg, grid, whole);
   const file = new ResultsFile(join(out, 'results.json'), results);
   file.write();
-
-  let frames: Child | null = null;
-  let runNo = 0;
-  const servers = new Set<ServerProcess>();
-  let serverNo = 0;
-  const dbFiles: string[] = [];
-  const start = async (what: string, args: string[], nodeArgs: string[] = []): Promise<ServerProcess> => {
-    // --instant sets the model's knobs itself; passing them too would override it.
-    const knobs = args.includes('--instant') ? [] : ['--ttft-ms', String(cfg.ttftMs), '--prefill-tps', String(cfg.prefillTps)];
-    const db = join(out, `llr-server-${++serverNo}.sqlite`);
-    if (cfg.store === 'sqlite') dbFiles.push(db, `${db}-wal`, `${db}-shm`);
-    const callHops = cfg.callHops > 0 && cfg.callHopMs > 0 ? ['--call-hop-ms', String(cfg.callHopMs), '--call-hops', String(cfg.callHops)] : [];
-    const common = [...knobs, '--hop-ms', String(cfg.hopMs), '--hops', String(cfg.hops), ...callHops, '--store', cfg.store === 'sqlite' ? db : 'memory'];
-    const s = new ServerProcess(await deadline(spawnServer([...common, ...args], { nodeArgs }), 30_000, `starting ${what}`), what);
-    servers.add(s);
-    return s;
-  };
-  const stop = async (s: ServerProcess) => {
-    servers.delete(s);
-    await s.stop();
-  };
-
-  const modelOf = (tps: number | null): ModelConfig => ({
-    tokens_per_second: tps,
-    ttft_ms: tps === null ? 0 : cfg.ttftMs,
-    prefill_tokens_per_second: tps === null ? null : cfg.prefillTps,
-    hop_ms: cfg.hopMs,
-    hops: cfg.hops,
-  });
-  const timeoutFor = (w: Workload, tps: number | null) => {
-    if (cfg.runTimeoutMs !== null) return cfg.runTimeoutMs;
-    const calls = modelCallCount(w);
-    const outTokens = flatModelTurns(w).reduce((n, t) => n + (t.output_tokens ?? 100), 0);
-    const tools = Object.values(w.toolOutputs).reduce((n, o) => n + o.duration_ms, 0) * cfg.toolFactor;
-    const model = tps === null ? 0 : calls * (cfg.ttftMs + 2 * cfg.hops * cfg.hopMs + cfg.callHops * cfg.callHopMs) + outTokens * msPerToken(tps) + (w.recorded.input_tokens.at(-1) ?? 50_000) * msPerToken(cfg.prefillTps) * 2;
-    return Math.round(60_000 + 3 * (model + tools));
-  };
-
-  /** One measured replay; a failure is recorded, a crash is thrown. */
-  const measure = async (server: ServerProcess, w: Workload, meta: RunMeta, hidden: number[]): Promise<RunRecord> => {
-    const label = `${meta.phase} ${meta.design} ${meta.model.tokens_per_second ?? 'instant'}${meta.model.tokens_per_second ? ' tok/s' : ''}${meta.off ? ` --off ${meta.off}` : ''} rep ${meta.rep + 1}`;
-    bar.step(label);
-    let record: RunRecord;
-    try {
-      const before = await server.getJson<ServerStats>('/llr/stats');
-      const sample = await server.race(
-        replayRun({
-          design: meta.design,
-          url: server.url,
-          workload: w,
-          nonce: `[llr bench run ${String(++runNo).padStart(5, '0')}]`,
-          toolFactor: meta.tool_factor,
-          timeoutMs: timeoutFor(w, meta.model.tokens_per_second),
-        }),
-      );
-      const after = await server.getJson<ServerStats>('/llr/stats');
-      const derived = deriveRun(sample, { model: meta.model, hiddenTokens: hidden, rttMs: results.loopback_rtt_ms?.p50 ?? null, serverCpuMs: cpuMs(before, after) });
-      record = { ...meta, ok: true, ...derived };
-    } catch (err) {
-      if (err instanceof ServerCrashedError) throw err;
-      record = { ...meta, ok: false, error: (err as Error).message };
-      bar.log(`run failed: ${label}: ${(err as Error).message}`);
-    }
-    results.runs.push(record);
-    file.write();
-    bar.tick(record.ok ? `${Math.round(record.e2e_ms)} ms` : 'failed');
-    return record;
-  };
-
-  /**
-   * An unmeasured run: JIT, tokenizer tables and the shared preamble's prefix
-   * cache. With a timed model only the first user turn is replayed (the
-   * replay policy is stateless, so a shorter conversation is still on script).
-   */
-  const warm = async (server: ServerProcess, w: Workload, tps: number | null, what: string) => {
-    bar.step(`${what}: warm-up`);
-    const short = tps !== null && w.userTurns.length > 1 ? { ...w, userTurns: w.userTurns.slice(0, 1) } : w;
-    await server.race(replayRun({ design: 'ws', url: server.url, workload: short, nonce: `[llr bench warm ${String(++runNo).padStart(4, '0')}]`, toolFactor: 0, timeoutMs: timeoutFor(short, tps) }));
-    bar.tick();
-  };
-
-  const replayPhase = async (phase: Phase, server: ServerProcess, w: Workload, tps: number | null, plan: Array<{ design: ClientProtocol; rep: number }>, off: string | null = null) => {
-    const hidden = hiddenTokensPerCall(w);
-    for (const { design, rep } of plan) {
-      await measure(server, w, { phase, design, model: modelOf(tps), rep, tool_factor: phase === 'grid' ? cfg.toolFactor : 0, off }, hidden);
-    }
-  };
-
-  const interleaved = (reps: (d: ClientProtocol) => number) => {
-    const plan: Array<{ design: ClientProtocol; rep: number }> = [];
-    const most = Math.max(0, ...cfg.designs.map(reps));
-    for (let rep = 0; rep < most; rep++) for (const design of rotate(cfg.designs, rep)) if (rep < reps(design)) plan.push({ design, rep });
-    return plan;
-  };
-
-  const refresh = () => recompute(results);
+  const s = new BenchSession(cfg, out, results, file, bar);
 
   let ok = true;
-  const onSignal = () => {
-    results.status = 'failed';
-    results.error = 'interrupted';
-    results.finished_at = new Date().toISOString();
-    refresh();
-    file.write();
-    for (const s of servers) void s.stop();
-    void frames?.stop();
-    process.exit(130);
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  inFlight.add(s);
   try {
-    bar.step('loopback round trip (raw ws echo)');
-    frames = await deadline(spawnFrameServer(), 30_000, 'starting the frame server');
-    results.loopback_rtt_ms = await deadline(loopbackRtt(frames.url), 30_000, 'the loopback RTT');
-    file.write();
-    bar.tick(`p50 ${results.loopback_rtt_ms.p50.toFixed(3)} ms`);
-
-    if (has('grid')) {
-      for (const tps of cfg.speeds) {
-        const server = await start(`llr serve at ${tps} tok/s`, ['--workload', gridFile, '--tokens-per-second', String(tps)]);
-        try {
-          await warm(server, grid, tps, `grid ${tps} tok/s`);
-          await replayPhase('grid', server, grid, tps, interleaved(() => cfg.reps));
-        } finally {
-          await stop(server);
-        }
-        refresh();
-        file.write();
-      }
-    }
-
-    if (has('overhead') && maxOverheadReps > 0) {
-      const server = await start('llr serve --instant', ['--workload', wholeFile, '--instant']);
-      try {
-        await warm(server, whole, null, 'overhead (instant model)');
-        await replayPhase('overhead', server, whole, null, interleaved((d) => cfg.overheadReps[d]));
-      } finally {
-        await stop(server);
-      }
-      refresh();
-      file.write();
-    }
-
-    if (has('ablations') && cfg.ablationReps > 0) {
-      // Every configuration (the baseline with every switch on, and each switch
-      // off) has its own warmed server; the repetitions are interleaved across
-      // them, rotating, so a drift in the machine's speed spreads over all.
-      const configs = [null, ...switches];
-      const ablationServers = new Map<string | null, ServerProcess>();
-      try {
-        for (const name of configs) {
-          const flags = name === null ? [] : ['--off', name];
-          const what = name === null ? 'ablation baseline (all switches on)' : `ablation --off ${name}`;
-          const server = await start(`llr serve --instant ${flags.join(' ')}`, ['--workload', wholeFile, '--instant', ...flags]);
-          ablationServers.set(name, server);
-          await warm(server, whole, null, what);
-        }
-        const hidden = hiddenTokensPerCall(whole);
-        for (let rep = 0; rep < cfg.ablationReps; rep++) {
-          for (const name of rotate(configs, rep)) {
-            await measure(ablationServers.get(name)!, whole, { phase: 'ablation', design: 'ws', model: modelOf(null), rep, tool_factor: 0, off: name }, hidden);
-          }
-        }
-      } finally {
-        for (const server of ablationServers.values()) await stop(server);
-      }
-      refresh();
-      file.write();
-    }
-
-    if (has('stream')) {
-      bar.step(`streaming at ${cfg.stream.tokensPerSecond} tok/s`);
-      const sw = streamWorkload(cfg.stream.longTokens, cfg.stream.shortTokens);
-      const swFile = join(out, 'workload-stream.json');
-      writeWorkloadJson(swFile, sw.workload);
-      try {
-        const server = await start('llr serve (stream phase)', ['--workload', swFile, '--tokens-per-second', String(cfg.stream.tokensPerSecond)]);
-        try {
-          results.stream = await streamPhase(server, frames, { ...cfg.stream, longTokens: sw.longTokens, shortTokens: sw.shortTokens, timeoutMs: 120_000 });
-        } finally {
-          await stop(server);
-        }
-      } catch (err) {
-        results.phase_errors.push({ phase: 'stream', error: (err as Error).message });
-        bar.log(`stream phase failed: ${(err as Error).message}`);
-      }
-      refresh();
-      file.write();
-      bar.tick();
-    }
-
-    if (has('paused')) {
-      bar.step(`${cfg.paused.runs} paused long-lived runs`);
-      const pw = pausedWorkload();
-      const pwFile = join(out, 'workload-paused.json');
-      writeWorkloadJson(pwFile, pw);
-      try {
-        const server = await start('llr serve (paused phase)', ['--workload', pwFile, '--instant'], ['--expose-gc']);
-        try {
-          results.paused = await pausedPhase(server, pw, { runs: cfg.paused.runs, timeoutMs: 120_000 });
-        } finally {
-          await stop(server);
-        }
-      } catch (err) {
-        results.phase_errors.push({ phase: 'paused', error: (err as Error).message });
-        bar.log(`paused phase failed: ${(err as Error).message}`);
-      }
-      refresh();
-      file.write();
-      bar.tick();
-    }
-    results.status = results.runs.some((r) => !r.ok) || results.phase_errors.length ? 'failed' : 'complete';
-    if (results.status === 'failed') {
-      ok = false;
-      results.error = `${results.runs.filter((r) => !r.ok).length} run(s) and ${results.phase_errors.length} phase(s) failed`;
-    }
+    await loopbackPhase(s);
+    if (has('grid')) await gridPhase(s, grid, gridFile);
+    if (has('overhead') && maxOverheadReps > 0) await overheadPhase(s, whole, wholeFile);
+    if (has('ablations') && cfg.ablationReps > 0) await ablationPhase(s, whole, wholeFile, switches);
+    if (has('stream')) await streamStep(s);
+    if (has('paused')) await pausedStep(s);
+    ok = settle(results);
   } catch (err) {
     ok = false;
     results.status = 'failed';
     results.error = (err as Error).message;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    for (const s of [...servers]) await stop(s).catch(() => {});
-    await frames?.stop().catch(() => {});
-    for (const f of dbFiles) rmSync(f, { force: true });
+    inFlight.delete(s);
+    await s.close();
     results.finished_at = new Date().toISOString();
-    refresh();
-    file.write();
+    s.save();
     writeReport(out, results);
     bar.finish();
   }
   return { results, ok };
 }
-

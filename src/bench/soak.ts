@@ -127,7 +127,7 @@ export async function runSoak(opts: SoakOptions, onSample: (s: SoakSample) => vo
   }
 }
 
-export function formatSoak(r: SoakResult): string {
+function formatSoak(r: SoakResult): string {
   const o = r.options;
   const lines = [
     `soak: ${o.requests} HTTP store:false requests, ${Math.round(o.inputBytes / 1024)} KB inputs, concurrency ${o.concurrency}, warm-up ${o.warmup}; server: llr serve --store memory --instant (--expose-gc)`,

@@ -32,7 +32,7 @@ export function summarize(runs: readonly RunRecord[], phase: Phase): SummaryRow[
   return [...groups.values()].map((g) => summaryRow(g));
 }
 
-export function summaryRow(g: readonly OkRun[]): SummaryRow {
+function summaryRow(g: readonly OkRun[]): SummaryRow {
   const first = g[0]!;
   const pick = (f: (r: OkRun) => number) => g.map(f);
   const e2e = pick((r) => r.e2e_ms);

@@ -23,7 +23,7 @@ export function niceScale(max: number, ticks = 5): { max: number; step: number }
   return { max: Math.ceil(max / step) * step, step };
 }
 
-export function fmtTick(v: number): string {
+function fmtTick(v: number): string {
   if (v === 0) return '0';
   if (Math.abs(v) >= 10_000) return `${(v / 1000).toFixed(0)}k`;
   if (Math.abs(v) >= 1000) return `${(v / 1000).toFixed(1)}k`;

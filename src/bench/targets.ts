@@ -71,7 +71,7 @@ export const TARGET_NAMES: Record<TargetId, string> = {
   4: '1,000 concurrent paused long-lived runs',
 };
 
-export function specsOf(id: TargetId): TargetSpec[] {
+function specsOf(id: TargetId): TargetSpec[] {
   return TARGET_SPECS.filter((s) => s.target === id);
 }
 

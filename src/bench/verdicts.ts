@@ -1,14 +1,15 @@
 /**
  * The four target lines: each target's figure, verdict (against the
  * thresholds in targets.ts) and the notes that explain it, from the
- * summaries and the stream and paused phases. Pure: no I/O, no clocks.
- * Used by the runner (`recompute`) and the tests.
+ * summaries and the stream and paused phases; `recompute` fills a
+ * Results' summaries, ablation rows and target lines from its runs. Pure: no
+ * I/O, no clocks. Used by the runner, `llr bench --report` and the tests.
  */
 import type { ClientProtocol } from '../client/index.js';
 import { f1, f2, kib, pct } from './format.js';
-import type { PausedPhase, StreamPhase, SummaryRow, TargetLine } from './results.js';
+import type { PausedPhase, Results, StreamPhase, SummaryRow, TargetLine } from './results.js';
 import { median } from './stats.js';
-import { overheadGrowth, type Growth, type OkRun } from './summaries.js';
+import { ablationRows, okRuns, overheadGrowth, summarize, type Growth, type OkRun } from './summaries.js';
 import { TARGET_NAMES, fill, passes, spec, targetText, verdictOf } from './targets.js';
 
 export function target1(overheadRuns: readonly OkRun[]): TargetLine {
@@ -151,3 +152,17 @@ export function target4(paused: PausedPhase | null): TargetLine {
   };
 }
 
+/** Summaries, ablation rows and targets from the runs and phases (also for `llr bench --report DIR`). */
+export function recompute(results: Results): void {
+  results.summary = summarize(results.runs, 'grid');
+  results.overhead_summary = summarize(results.runs, 'overhead');
+  const baselineRuns = okRuns(results.runs, 'ablation').filter((r) => r.off === null);
+  results.ablations.baseline = baselineRuns.length ? summarize(baselineRuns, 'ablation')[0]! : null;
+  results.ablations.rows = ablationRows(results.runs, results.ablations.baseline, baselineRuns);
+  results.targets = [
+    target1(okRuns(results.runs, 'overhead')),
+    target2(results.summary, results.loopback_rtt_ms?.p50 ?? null, okRuns(results.runs, 'grid'), Number(results.config['target_speed'] ?? 1000)),
+    target3(results.stream),
+    target4(results.paused),
+  ];
+}

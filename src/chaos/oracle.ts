@@ -79,7 +79,7 @@ export class Tally {
   }
 }
 
-export function abbreviate(s: string, max = 240): string {
+function abbreviate(s: string, max = 240): string {
   const oneLine = s.replace(/[\r\n]+/g, '⏎');
   if (oneLine.length <= max) return oneLine;
   return `${oneLine.slice(0, max - 40)}… (${s.length} chars) …${oneLine.slice(-30)}`;
@@ -110,7 +110,7 @@ export function checkWsError(e: Obj): string | null {
 
 const TERMINAL = new Set(['response.completed', 'response.failed', 'response.incomplete', 'response.cancelled']);
 
-export function isTerminal(type: unknown): boolean {
+function isTerminal(type: unknown): boolean {
   return typeof type === 'string' && TERMINAL.has(type);
 }
 

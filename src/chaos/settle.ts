@@ -29,12 +29,6 @@ export interface FuzzOptions {
   settleMs: number;
 }
 
-export interface HttpAnswer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-}
-
 export function httpJson(url: string, path: string, timeoutMs = 10_000): Promise<{ status: number; json: Obj | null }> {
   return new Promise((resolve) => {
     const req = request(`${url}${path}`, { agent: false, timeout: timeoutMs }, (res) => {

@@ -22,7 +22,7 @@ export const SLOW_READER_RSS_BUDGET_MB = 150;
 const WS_SEND_BUFFER_DEFAULT = 4 * 1024 * 1024;
 
 /** A masked client text frame (RFC 6455 §5.2). */
-export function wsFrame(text: string): Buffer {
+function wsFrame(text: string): Buffer {
   const payload = Buffer.from(text);
   const len = payload.length;
   const head = len < 126 ? Buffer.from([0x81, 0x80 | len]) : len < 65536 ? Buffer.from([0x81, 0x80 | 126, len >> 8, len & 255]) : Buffer.concat([Buffer.from([0x81, 0x80 | 127]), u64(len)]);

@@ -19,7 +19,7 @@ export interface SocketOptions {
 }
 
 /** `http://host:port[/v1]` or `ws://…` → `ws://host:port/v1/responses[?protocol=…]`. */
-export function responsesSocketUrl(base: string, protocol?: string, timing = false): string {
+function responsesSocketUrl(base: string, protocol?: string, timing = false): string {
   const u = new URL(base);
   u.protocol = u.protocol === 'https:' || u.protocol === 'wss:' ? 'wss:' : 'ws:';
   u.pathname = u.pathname.replace(/\/+$/, '').replace(/\/v1(\/responses)?$/, '') + '/v1/responses';

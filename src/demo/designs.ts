@@ -62,7 +62,3 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
       'The same long-lived Response without a WebSocket: one SSE stream stays open for the whole run, the client posts only the tool outputs to append, and the server keeps everything it had already checked and tokenised.',
   },
 ];
-
-export function demoDesign(id: string): DemoDesign | undefined {
-  return DEMO_DESIGNS.find((d) => d.id === id);
-}

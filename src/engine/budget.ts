@@ -30,7 +30,7 @@ const itemSizes = new WeakMap<object, number>();
  * (escapes are not counted) and, unlike `JSON.stringify`, costs no copy:
  * 16 MiB measures in a few ms instead of ~0.5 s of one loop turn.
  */
-export function itemBytes(item: InputItem): number {
+function itemBytes(item: InputItem): number {
   let n = itemSizes.get(item);
   if (n === undefined) {
     n = jsonishBytes(item);
@@ -69,7 +69,7 @@ interface Meter {
 const meters = new WeakMap<RenderedContext, Meter>();
 
 /** What a context holds now: its item count and their bytes. */
-export function contextSize(ctx: RenderedContext): { items: number; bytes: number } {
+function contextSize(ctx: RenderedContext): { items: number; bytes: number } {
   let m = meters.get(ctx);
   const items = ctx.items;
   // Contexts only grow; a shorter one was rebuilt, so it is measured afresh.

@@ -54,7 +54,7 @@ export function newResponse(params: CreateParams, now: number): Response {
 }
 
 /** A function tool as the API echoes it: every field, defaults filled in. Other tools as sent. */
-export function echoTool(t: Tool): Tool {
+function echoTool(t: Tool): Tool {
   if (!isFunctionTool(t)) return t;
   return {
     ...t,

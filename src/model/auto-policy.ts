@@ -56,7 +56,7 @@ interface Choice {
   allowed?: ReadonlySet<string>;
 }
 
-export function readChoice(choice: ToolChoice): Choice {
+function readChoice(choice: ToolChoice): Choice {
   if (choice === 'none' || choice === 'auto' || choice === 'required') return { mode: choice };
   if (typeof choice === 'object' && choice !== null) {
     if (choice.type === 'function' && typeof choice.name === 'string') return { mode: 'required', name: choice.name };
@@ -154,7 +154,7 @@ function shellCall(tool: string, line: string): PlannedItem {
 }
 
 /** Lines of the message that start with `$ `, without the prompt sign. */
-export function dollarLines(text: string): string[] {
+function dollarLines(text: string): string[] {
   const lines: string[] = [];
   for (const raw of text.split(/\r?\n/)) {
     const line = raw.trimStart();

@@ -41,7 +41,7 @@ const STOP = new Set([
 ]);
 
 /** A message word or tool word, folded so plurals and possessives compare equal. */
-export function fold(word: string): string {
+function fold(word: string): string {
   let w = word.toLowerCase().replace(/['’]s$/, '');
   if (w.length > 4 && w.endsWith('ies')) w = `${w.slice(0, -3)}y`;
   else if (w.length > 3 && w.endsWith('s') && !w.endsWith('ss')) w = w.slice(0, -1);
@@ -54,7 +54,7 @@ function messageWords(text: string): Set<string> {
 }
 
 /** `get_weather`, `getWeather`, `get-weather` → get, weather. */
-export function nameWords(name: string): string[] {
+function nameWords(name: string): string[] {
   return name
     .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
     .split(/[^A-Za-z0-9]+/)

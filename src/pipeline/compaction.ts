@@ -49,7 +49,7 @@ interface Payload {
   items: InputItem[];
 }
 
-export function isCompaction(item: InputItem): item is InputCompactionItem {
+function isCompaction(item: InputItem): item is InputCompactionItem {
   return item.type === 'compaction';
 }
 

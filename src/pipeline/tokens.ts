@@ -26,11 +26,6 @@ export class TokenBuffer {
     return this.len;
   }
 
-  push(t: number): void {
-    if (this.len === this.buf.length) this.grow(this.len + 1);
-    this.buf[this.len++] = t;
-  }
-
   pushAll(ts: ArrayLike<number>): void {
     if (this.len + ts.length > this.buf.length) this.grow(this.len + ts.length);
     for (let i = 0; i < ts.length; i++) this.buf[this.len + i] = ts[i]!;
@@ -63,11 +58,6 @@ export class TokenBuffer {
       yield;
     }
     this.buf = target;
-  }
-
-  /** A copy that can grow independently (for a context that forks). */
-  clone(): TokenBuffer {
-    return new TokenBuffer(this.view());
   }
 
   private grow(min: number): void {

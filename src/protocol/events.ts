@@ -149,7 +149,7 @@ export type ServerEventType = ServerEvent['type'];
 export type ServerEventOf<K extends ServerEventType> = Extract<ServerEvent, { type: K }>;
 
 /** Terminal lifecycle events: after one of these the response is over. */
-export const TERMINAL_EVENT_TYPES = [
+const TERMINAL_EVENT_TYPES = [
   'response.completed',
   'response.failed',
   'response.incomplete',
@@ -230,8 +230,6 @@ export type ClientEvent =
   | { type: 'response.append'; input: InputItem[]; response_id: string | null }
   | { type: 'response.cancel'; response_id: string | null }
   | { type: 'response.processed' };
-
-export type ClientEventOf<K extends ClientEventType> = Extract<ClientEvent, { type: K }>;
 
 /** Events as the engine produces them, before the stream numbers them. */
 export type UnnumberedEvent = ServerEvent extends infer E

@@ -46,7 +46,7 @@ export async function workloadCommand(argv: string[]): Promise<void> {
 }
 
 /** The inspect report; `format` names what the file was read as. */
-export function inspectText(w: Workload, format: string): string {
+function inspectText(w: Workload, format: string): string {
   const lines: string[] = [];
   const o = w.origin ?? {};
   const about = ['format', 'originator', 'cli_version', 'session_source', 'parent_thread_id', 'forked_from_id']

@@ -1,0 +1,190 @@
+/**
+ * One `llr bench` run's moving parts, shared by its phases (runner.ts): the
+ * server processes it started (each with its SQLite file, removed at the
+ * end), the results file written after every run, the progress bar, and the
+ * measured replay itself (`measure`: one run recorded, a failure kept and
+ * the bench going on, a crashed server thrown), with its unmeasured
+ * warm-up.
+ *
+ * Leaves out the order of the phases and what each measures (runner.ts,
+ * phases.ts) and the numbers' derivation (derive.ts, summaries.ts).
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ClientProtocol } from '../client/index.js';
+import { ServerCrashedError, ServerProcess, cpuMs, deadline, type ServerStats } from './guard.js';
+import { deriveRun, hiddenTokensPerCall, msPerToken } from './derive.js';
+import { spawnServer, type Child } from './processes.js';
+import type { Progress } from './progress.js';
+import { replayRun } from './replay.js';
+import type { ModelConfig, Phase, Results, ResultsFile, RunMeta, RunRecord } from './results.js';
+import type { BenchConfig } from './runner.js';
+import { recompute } from './verdicts.js';
+import { flatModelTurns, modelCallCount } from '../workload/replayable.js';
+import type { Workload } from '../workload/types.js';
+
+/** One repetition of one design in a replay phase. */
+export type PlanStep = { design: ClientProtocol; rep: number };
+
+export function rotate<T>(xs: readonly T[], by: number): T[] {
+  const k = xs.length ? by % xs.length : 0;
+  return [...xs.slice(k), ...xs.slice(0, k)];
+}
+
+export class BenchSession {
+  /** The raw WebSocket echo server (loopback RTT, the stream phase's reference). */
+  frames: Child | null = null;
+  private runNo = 0;
+  private serverNo = 0;
+  private readonly servers = new Set<ServerProcess>();
+  private readonly dbFiles: string[] = [];
+
+  constructor(
+    readonly cfg: BenchConfig,
+    readonly out: string,
+    readonly results: Results,
+    private readonly file: ResultsFile,
+    readonly bar: Progress,
+  ) {}
+
+  /** Recompute summaries and targets and write results.json. */
+  save(): void {
+    recompute(this.results);
+    this.file.write();
+  }
+
+  /** Write results.json as it is. */
+  write(): void {
+    this.file.write();
+  }
+
+  async start(what: string, args: string[], nodeArgs: string[] = []): Promise<ServerProcess> {
+    const cfg = this.cfg;
+    // --instant sets the model's knobs itself; passing them too would override it.
+    const knobs = args.includes('--instant') ? [] : ['--ttft-ms', String(cfg.ttftMs), '--prefill-tps', String(cfg.prefillTps)];
+    const db = join(this.out, `llr-server-${++this.serverNo}.sqlite`);
+    if (cfg.store === 'sqlite') this.dbFiles.push(db, `${db}-wal`, `${db}-shm`);
+    const callHops = cfg.callHops > 0 && cfg.callHopMs > 0 ? ['--call-hop-ms', String(cfg.callHopMs), '--call-hops', String(cfg.callHops)] : [];
+    const common = [...knobs, '--hop-ms', String(cfg.hopMs), '--hops', String(cfg.hops), ...callHops, '--store', cfg.store === 'sqlite' ? db : 'memory'];
+    const s = new ServerProcess(await deadline(spawnServer([...common, ...args], { nodeArgs }), 30_000, `starting ${what}`), what);
+    this.servers.add(s);
+    return s;
+  }
+
+  async stop(s: ServerProcess): Promise<void> {
+    this.servers.delete(s);
+    await s.stop();
+  }
+
+  /** A server for the duration of `use`, stopped however it ends. */
+  async withServer<T>(what: string, args: string[], use: (s: ServerProcess) => Promise<T>, nodeArgs: string[] = []): Promise<T> {
+    const server = await this.start(what, args, nodeArgs);
+    try {
+      return await use(server);
+    } finally {
+      await this.stop(server);
+    }
+  }
+
+  modelOf(tps: number | null): ModelConfig {
+    const cfg = this.cfg;
+    return {
+      tokens_per_second: tps,
+      ttft_ms: tps === null ? 0 : cfg.ttftMs,
+      prefill_tokens_per_second: tps === null ? null : cfg.prefillTps,
+      hop_ms: cfg.hopMs,
+      hops: cfg.hops,
+    };
+  }
+
+  private timeoutFor(w: Workload, tps: number | null): number {
+    const cfg = this.cfg;
+    if (cfg.runTimeoutMs !== null) return cfg.runTimeoutMs;
+    const calls = modelCallCount(w);
+    const outTokens = flatModelTurns(w).reduce((n, t) => n + (t.output_tokens ?? 100), 0);
+    const tools = Object.values(w.toolOutputs).reduce((n, o) => n + o.duration_ms, 0) * cfg.toolFactor;
+    const model = tps === null ? 0 : calls * (cfg.ttftMs + 2 * cfg.hops * cfg.hopMs + cfg.callHops * cfg.callHopMs) + outTokens * msPerToken(tps) + (w.recorded.input_tokens.at(-1) ?? 50_000) * msPerToken(cfg.prefillTps) * 2;
+    return Math.round(60_000 + 3 * (model + tools));
+  }
+
+  /** One measured replay; a failure is recorded, a crash is thrown. */
+  async measure(server: ServerProcess, w: Workload, meta: RunMeta, hidden: number[]): Promise<RunRecord> {
+    const { bar, results } = this;
+    const label = `${meta.phase} ${meta.design} ${meta.model.tokens_per_second ?? 'instant'}${meta.model.tokens_per_second ? ' tok/s' : ''}${meta.off ? ` --off ${meta.off}` : ''} rep ${meta.rep + 1}`;
+    bar.step(label);
+    let record: RunRecord;
+    try {
+      const before = await server.getJson<ServerStats>('/llr/stats');
+      const sample = await server.race(
+        replayRun({
+          design: meta.design,
+          url: server.url,
+          workload: w,
+          nonce: `[llr bench run ${String(++this.runNo).padStart(5, '0')}]`,
+          toolFactor: meta.tool_factor,
+          timeoutMs: this.timeoutFor(w, meta.model.tokens_per_second),
+        }),
+      );
+      const after = await server.getJson<ServerStats>('/llr/stats');
+      const derived = deriveRun(sample, { model: meta.model, hiddenTokens: hidden, rttMs: results.loopback_rtt_ms?.p50 ?? null, serverCpuMs: cpuMs(before, after) });
+      record = { ...meta, ok: true, ...derived };
+    } catch (err) {
+      if (err instanceof ServerCrashedError) throw err;
+      record = { ...meta, ok: false, error: (err as Error).message };
+      bar.log(`run failed: ${label}: ${(err as Error).message}`);
+    }
+    results.runs.push(record);
+    this.file.write();
+    bar.tick(record.ok ? `${Math.round(record.e2e_ms)} ms` : 'failed');
+    return record;
+  }
+
+  /**
+   * An unmeasured run: JIT, tokenizer tables and the shared preamble's prefix
+   * cache. With a timed model only the first user turn is replayed (the
+   * replay policy is stateless, so a shorter conversation is still on script).
+   */
+  async warm(server: ServerProcess, w: Workload, tps: number | null, what: string): Promise<void> {
+    this.bar.step(`${what}: warm-up`);
+    const short = tps !== null && w.userTurns.length > 1 ? { ...w, userTurns: w.userTurns.slice(0, 1) } : w;
+    await server.race(replayRun({ design: 'ws', url: server.url, workload: short, nonce: `[llr bench warm ${String(++this.runNo).padStart(4, '0')}]`, toolFactor: 0, timeoutMs: this.timeoutFor(short, tps) }));
+    this.bar.tick();
+  }
+
+  async replayPhase(phase: Phase, server: ServerProcess, w: Workload, tps: number | null, plan: PlanStep[], off: string | null = null): Promise<void> {
+    const hidden = hiddenTokensPerCall(w);
+    for (const { design, rep } of plan) {
+      await this.measure(server, w, { phase, design, model: this.modelOf(tps), rep, tool_factor: phase === 'grid' ? this.cfg.toolFactor : 0, off }, hidden);
+    }
+  }
+
+  /** Every design `reps(design)` times, the order rotating each repetition. */
+  interleaved(reps: (d: ClientProtocol) => number): PlanStep[] {
+    const designs = this.cfg.designs;
+    const plan: PlanStep[] = [];
+    const most = Math.max(0, ...designs.map(reps));
+    for (let rep = 0; rep < most; rep++) for (const design of rotate(designs, rep)) if (rep < reps(design)) plan.push({ design, rep });
+    return plan;
+  }
+
+  /**
+   * Interrupted (a signal): keep what was measured, marked failed, and stop
+   * the processes without waiting. The caller decides how the process exits.
+   */
+  interrupt(): void {
+    const results = this.results;
+    results.status = 'failed';
+    results.error = 'interrupted';
+    results.finished_at = new Date().toISOString();
+    this.save();
+    for (const s of this.servers) void s.stop();
+    void this.frames?.stop();
+  }
+
+  /** Stop what is still running and remove the servers' database files. */
+  async close(): Promise<void> {
+    for (const s of [...this.servers]) await this.stop(s).catch(() => {});
+    await this.frames?.stop().catch(() => {});
+    for (const f of this.dbFiles) rmSync(f, { force: true });
+  }
+}

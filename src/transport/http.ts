@@ -35,6 +35,7 @@ import { compactWindow } from '../modes/compact.js';
 import { LiveRuns } from '../modes/long-lived-http.js';
 import type { Authenticator } from './auth.js';
 import { readBody } from './body.js';
+import { batchWrites } from './batch.js';
 import type { Guard } from './guard.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
@@ -230,6 +231,9 @@ export class HttpTransport {
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
     const limit = this.services.limits.maxSendBufferBytes;
     let congested = false;
+    // One socket write per event-loop turn (transport/batch.ts): the socket itself, whose corks
+    // balance whatever becomes of the response (a response detaches from its socket when it ends).
+    const batch = res.socket ? batchWrites(res.socket) : () => {};
     res.on('drain', () => {
       congested = false;
     });
@@ -244,6 +248,7 @@ export class HttpTransport {
         res.destroy();
         return;
       }
+      batch();
       if (!res.write(sseFrame(e))) congested = true;
     };
   }

@@ -32,6 +32,7 @@ import type { Services } from '../engine/services.js';
 import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
 import { ConnectionSession, type ModePolicy, type SessionInfo } from '../modes/session.js';
 import type { Authenticator } from './auth.js';
+import { batchWrites } from './batch.js';
 import type { Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
 
@@ -114,11 +115,11 @@ export class WsTransport {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // Opt in to `llr:timing` for every response of the connection (header, or query for browsers).
       const timing = timingHeader(req) || url.searchParams.get('llr_timing') === '1';
-      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } }, timing);
+      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } }, timing, batchWrites(socket as Socket));
     });
   }
 
-  private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean): void {
+  private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean, batch: () => void): void {
     const { services } = this.opts;
     const log = services.log.child({ conn: info.connection, protocol });
     // The largest event sent on this connection: lifecycle events echo the request (instructions, tools), so one
@@ -139,6 +140,7 @@ export class WsTransport {
       }
       const text = JSON.stringify(e);
       if (text.length > largestEvent) largestEvent = text.length;
+      batch(); // one socket write per event-loop turn (transport/batch.ts)
       ws.send(text);
     };
     // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).

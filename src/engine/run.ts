@@ -17,6 +17,7 @@
  */
 import type { ModelRequest } from '../model/types.js';
 import { WireError, toWireError } from '../protocol/errors.js';
+import { numberedInPlace } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
@@ -238,7 +239,11 @@ export class ResponseRun {
   private emit(e: UnnumberedEvent): boolean {
     return this.emitting(() => {
       try {
-        this.sink({ ...e, sequence_number: this.seq } as ServerEvent);
+        // Deltas are built fresh for this one emission: numbered in place, they keep their pre-serialised form.
+        if (numberedInPlace(e)) {
+          e.sequence_number = this.seq;
+          this.sink(e);
+        } else this.sink({ ...e, sequence_number: this.seq } as ServerEvent);
       } catch (err) {
         this.sinkFailed(err, e.type);
         return false;

@@ -36,6 +36,7 @@ import { LiveRuns } from '../modes/long-lived-http.js';
 import type { Authenticator } from './auth.js';
 import { readBody } from './body.js';
 import { batchWrites } from './batch.js';
+import { eventJson } from '../protocol/event-json.js';
 import type { Guard } from './guard.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
@@ -330,7 +331,7 @@ export function sseFrame(e: ServerEvent): string {
     e.type === 'error'
       ? { type: 'error', code: e.error.code, message: e.error.message, param: e.error.param, sequence_number: e.sequence_number }
       : e;
-  return `event: ${e.type}\ndata: ${JSON.stringify(data)}\n\n`;
+  return `event: ${e.type}\ndata: ${data === e ? eventJson(e) : JSON.stringify(data)}\n\n`;
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -28,6 +28,7 @@ import { parseClientFrame, withTimingOptIn } from '../protocol/parse.js';
 import { timingHeader } from './http.js';
 import { newId } from '../protocol/objects.js';
 import type { ServerEvent } from '../protocol/events.js';
+import { eventJson } from '../protocol/event-json.js';
 import type { Services } from '../engine/services.js';
 import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
 import { ConnectionSession, type ModePolicy, type SessionInfo } from '../modes/session.js';
@@ -138,7 +139,7 @@ export class WsTransport {
         ws.terminate();
         return;
       }
-      const text = JSON.stringify(e);
+      const text = eventJson(e);
       if (text.length > largestEvent) largestEvent = text.length;
       batch(); // one socket write per event-loop turn (transport/batch.ts)
       ws.send(text);

@@ -18,7 +18,7 @@
  * synchronous step: a failure or a concurrent reader never sees half of it.
  */
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
-import { encodeStep, encodeText } from '../model/tokenizer.js';
+import { encodeOutput, encodeStep, encodeText } from '../model/tokenizer.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import type { FunctionTool, InputItem, Tool } from '../protocol/objects.js';
 import { isFunctionTool } from '../protocol/objects.js';
@@ -252,10 +252,21 @@ export function commitItems(ctx: RenderedContext, items: readonly InputItem[], t
  * the model, so they are not counted as tokenization work of the request.
  */
 export function appendOutput(ctx: RenderedContext, items: readonly InputItem[]): void {
-  for (const item of items) pushItem(ctx, item, [[IM_START], encodeText(itemText(item).text), [IM_END]]);
+  for (const item of items) {
+    const { prefix, body } = itemParts(item);
+    // The prefix ends in a line break: before a body that does not start with
+    // white space or '/' (a punctuation pre-token may swallow `[\r\n/]*`),
+    // no pre-token spans the two, so the item's tokens are the
+    // prefix's then the body's — and the body's are the ones the model just
+    // produced (model/tokenizer.ts `encodeOutput`), not encoded again.
+    const single = body.length === 1 ? body[0]! : null;
+    const split = single !== null && single.length > 0 && !/^[\s/]/.test(single) && prefix.endsWith('\n');
+    const toks = split ? [[IM_START], encodeText(prefix), encodeOutput(single), [IM_END]] : [[IM_START], encodeText(prefix + body.join('')), [IM_END]];
+    pushItem(ctx, item, toks);
+  }
 }
 
-function pushItem(ctx: RenderedContext, item: InputItem, toks: Chunks): void {
+function pushItem(ctx: RenderedContext, item: InputItem, toks: ReadonlyArray<ArrayLike<number>>): void {
   ctx.items.push(item);
   for (const c of toks) ctx.tokens.pushAll(c);
   const it = item as unknown as Record<string, unknown>;

@@ -31,7 +31,7 @@ import { compactContext, compactThreshold } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
 import { checkContext } from './budget.js';
 import { Segment, carriesTokens } from './segment.js';
-import { newResponse, snapshot } from './response.js';
+import { leanSnapshot, newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
 import type { Services } from './services.js';
 import { StreamPoints, type ChaosPoint, type RunFaults } from './faults.js';
@@ -431,7 +431,8 @@ export class ResponseRun {
     this.state = 'paused';
     this.metrics.count('pauses');
     this.response.pending_tool_calls = ids;
-    this.lifecycle('response.done');
+    if (this.services.switches.lean_pause_event) this.emitting(() => this.emit({ type: 'response.done', response: leanSnapshot(this.response) }));
+    else this.lifecycle('response.done');
     delete this.response.pending_tool_calls;
     this.record();
     // Node fires a timer longer than 2^31-1 ms at once: past that (Infinity included) the pause has no timeout.

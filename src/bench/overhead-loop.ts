@@ -38,6 +38,8 @@ export interface LoopSamples {
   /** samples[i] answers tool call i + 1. */
   samples: number[];
   frameBytes: number;
+  /** Bytes of each pause's `response.done` frame (long-lived), in order. */
+  pauseBytes: number[];
 }
 
 function prompt(steps: number): string {
@@ -65,10 +67,12 @@ function loop(
   let frameBytes = 0;
   let callId: string | null = null;
   let responseId = '';
+  const pauseBytes: number[] = [];
   return new Promise((resolve, reject) => {
-    ws.on('message', function onMessage(data) {
+    ws.on('message', function onMessage(data: Buffer) {
       const at = performance.now();
       const e = JSON.parse(data.toString()) as ServerEvent;
+      if (e.type === 'response.done') pauseBytes.push(data.length);
       if (e.type === 'response.output_item.done') {
         if (waiting) {
           samples.push(at - sentAt);
@@ -93,7 +97,7 @@ function loop(
       } else if (e.type === 'response.completed' && callId === null) {
         ws.off('message', onMessage);
         if (samples.length !== steps) reject(new Error(`expected ${steps} tool calls, saw ${samples.length}`));
-        else resolve({ samples, frameBytes });
+        else resolve({ samples, frameBytes, pauseBytes });
       }
     });
     ws.send(first);

@@ -76,11 +76,25 @@ export async function deltaThroughput(
 
 export interface StartupResult {
   listening_ms: number;
+  /** CPU (user + system) the server process had used when it was listening (/proc; null elsewhere): the figure a busy machine inflates least. */
+  listening_cpu_ms: number | null;
   /** Resident memory of the idle server before any request (/proc), or from `/llr/stats` where there is no /proc. */
   rss_bytes: number;
   rss_source: 'proc' | 'llr/stats';
   /** The same, after one request (the tokenizer's tables and the first model call loaded). */
   rss_after_first_response_bytes: number;
+}
+
+/** utime + stime of a process, ms (/proc/PID/stat, in clock ticks of 10 ms on Linux). */
+function procCpuMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
 }
 
 function procRss(pid: number | undefined): number | null {
@@ -99,6 +113,7 @@ export async function startup(): Promise<StartupResult> {
   const child = await spawnServer([]);
   const listening = performance.now() - t0;
   try {
+    const cpu = procCpuMs(child.proc.pid);
     const proc = procRss(child.proc.pid);
     let rss = proc;
     if (rss === null) {
@@ -110,9 +125,10 @@ export async function startup(): Promise<StartupResult> {
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ model: 'sim-model', input: 'hello', store: false }),
     });
-    await res.text();
+    const body = await res.text();
+    if (!res.ok) throw new Error(`the first request failed: HTTP ${res.status} ${body.slice(0, 300)}`);
     const after = procRss(child.proc.pid) ?? ((await (await fetch(new URL('/llr/stats', child.url))).json()) as ServerStats).memory.rss;
-    return { listening_ms: listening, rss_bytes: rss, rss_source: proc === null ? 'llr/stats' : 'proc', rss_after_first_response_bytes: after };
+    return { listening_ms: listening, listening_cpu_ms: cpu, rss_bytes: rss, rss_source: proc === null ? 'llr/stats' : 'proc', rss_after_first_response_bytes: after };
   } finally {
     await child.stop();
   }

@@ -16,7 +16,7 @@
  *
  * Every server runs in its own process, the echo in another. Flags:
  *   --phases loop,stream,paused,startup (default all)
- *   --loops N (30)  --steps N (21)  --output-bytes N (1024)
+ *   --loops N (30)  --steps N (22)  --output-bytes N (1024)
  *   --streams N (100)  --stream-tokens N (2000)  --paused-runs N (10000)
  *   --json
  * The defaults take about a minute on an idle 2-core machine.
@@ -38,7 +38,7 @@ const { values } = parseArgs({
   options: {
     phases: { type: 'string', default: 'loop,stream,paused,startup' },
     loops: { type: 'string', default: '30' },
-    steps: { type: 'string', default: '21' },
+    steps: { type: 'string', default: '22' },
     'output-bytes': { type: 'string', default: '1024' },
     streams: { type: 'string', default: '100' },
     'stream-tokens': { type: 'string', default: '2000' },
@@ -47,9 +47,9 @@ const { values } = parseArgs({
   },
 });
 
-function int(name: keyof typeof values, min: number): number {
+function int(name: keyof typeof values, min: number, max = Infinity): number {
   const n = Number(values[name]);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} needs an integer >= ${min}, got '${String(values[name])}'`);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} needs an integer in [${min}, ${max}], got '${String(values[name])}'`);
   return n;
 }
 
@@ -57,19 +57,28 @@ const phases = new Set(String(values.phases).split(','));
 for (const p of phases) if (!['loop', 'stream', 'paused', 'startup'].includes(p)) throw new Error(`unknown phase '${p}' (loop, stream, paused, startup)`);
 const cfg = {
   loops: int('loops', 1),
-  steps: int('steps', 4),
+  // The auto policy answers at most 64 calls per user message (model/auto-policy.ts).
+  steps: int('steps', 4, 60),
   outputBytes: int('output-bytes', 1),
   streams: int('streams', 1),
   streamTokens: int('stream-tokens', 10),
   pausedRuns: int('paused-runs', 1),
 };
 
-/** Steps around step 2 and step 20 (1-based; pooled over three steps each so one noisy sample weighs less). */
+/**
+ * Steps around step 2 and step 20 (1-based; pooled over three steps each so
+ * one noisy sample weighs less). The answer to the last call is followed by
+ * the final message, not a tool call: it is left out of every tool-step figure.
+ */
 const EARLY = [1, 2, 3];
-const late = () => [cfg.steps - 2, cfg.steps - 1, cfg.steps];
+const late = () => [cfg.steps - 3, cfg.steps - 2, cfg.steps - 1];
 
 interface LoopResult {
   echo: { n: number; p50: number; p99: number };
+  /** The same long-lived loops on a server with `--on lean_pause_event`. */
+  lean: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
+  /** Bytes of a pause's response.done at the first and the last step, full (default) and lean. */
+  pause_bytes: { full_first: number; full_last: number; lean_first: number; lean_last: number };
   long_lived: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
   ws: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
 }
@@ -79,37 +88,53 @@ function ofSteps(runs: LoopSamples[], steps: number[]): number[] {
 }
 
 function loopStats(runs: LoopSamples[]) {
-  const all = runs.flatMap((r) => r.samples);
+  const all = runs.flatMap((r) => r.samples.slice(0, -1));
   return { n: all.length, p50: percentile(all, 50), p99: percentile(all, 99), early_p50: percentile(ofSteps(runs, EARLY), 50), late_p50: percentile(ofSteps(runs, late()), 50) };
 }
 
 async function loopPhase(echoUrl: string): Promise<LoopResult> {
   const server = new ServerProcess(await spawnServer(['--instant']), 'llr serve --instant');
+  const leanServer = new ServerProcess(await spawnServer(['--instant', '--on', 'lean_pause_event']), 'llr serve --instant --on lean_pause_event');
   try {
     const ll = await server.race(openLongLived(server.url));
+    const lean = await leanServer.race(openLongLived(leanServer.url));
     const ws = await server.race(openWs(server.url));
     const ew = await openWs(echoUrl);
     const llRuns: LoopSamples[] = [];
+    const leanRuns: LoopSamples[] = [];
     const wsRuns: LoopSamples[] = [];
     const echo: number[] = [];
     const t = 120_000;
+    const llLoop = () => deadline(server.race(longLivedLoop(ll, cfg.steps, cfg.outputBytes)), t, 'a long-lived loop');
+    const leanLoop = () => deadline(leanServer.race(longLivedLoop(lean, cfg.steps, cfg.outputBytes)), t, 'a long-lived loop (lean pause event)');
+    const wsLoop = () => deadline(server.race(wsChainLoop(ws, cfg.steps, cfg.outputBytes)), t, 'a ws loop');
     // Warm-up (JIT, tokenizer tables) is not measured.
-    const warm = await deadline(server.race(longLivedLoop(ll, cfg.steps, cfg.outputBytes)), t, 'the warm-up loop');
-    await deadline(server.race(wsChainLoop(ws, cfg.steps, cfg.outputBytes)), t, 'the warm-up loop');
+    const warm = await llLoop();
+    await leanLoop();
+    await wsLoop();
     const frame = 'x'.repeat(warm.frameBytes);
     await echoRounds(ew, frame, 200);
     for (let i = 0; i < cfg.loops; i++) {
-      llRuns.push(await deadline(server.race(longLivedLoop(ll, cfg.steps, cfg.outputBytes)), t, 'a long-lived loop'));
+      llRuns.push(await llLoop());
       echo.push(...(await echoRounds(ew, frame, cfg.steps)));
-      wsRuns.push(await deadline(server.race(wsChainLoop(ws, cfg.steps, cfg.outputBytes)), t, 'a ws loop'));
+      wsRuns.push(await wsLoop());
       echo.push(...(await echoRounds(ew, frame, cfg.steps)));
+      leanRuns.push(await leanLoop());
     }
     ll.close();
+    lean.close();
     ws.close();
     ew.close();
-    return { echo: { n: echo.length, p50: percentile(echo, 50), p99: percentile(echo, 99) }, long_lived: loopStats(llRuns), ws: loopStats(wsRuns) };
+    const bytes = (r: LoopSamples | undefined, i: number) => r?.pauseBytes.at(i) ?? NaN;
+    return {
+      echo: { n: echo.length, p50: percentile(echo, 50), p99: percentile(echo, 99) },
+      long_lived: loopStats(llRuns),
+      ws: loopStats(wsRuns),
+      lean: loopStats(leanRuns),
+      pause_bytes: { full_first: bytes(llRuns[0], 0), full_last: bytes(llRuns[0], -1), lean_first: bytes(leanRuns[0], 0), lean_last: bytes(leanRuns[0], -1) },
+    };
   } finally {
-    await server.stop();
+    await Promise.all([server.stop(), leanServer.stop()]);
   }
 }
 
@@ -163,6 +188,9 @@ function rows(r: { loop?: LoopResult; stream?: ThroughputResult; paused?: Paused
     out.push({ what: 'long-lived append → next output_item.done p50', measured: `${ms(ll.p50)} = ${x(ll.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 2× echo p50', holds: ll.p50 <= 2 * echo.p50 });
     out.push({ what: 'long-lived append → next output_item.done p99', measured: `${ms(ll.p99)} = ${x(ll.p99, echo.p50).toFixed(2)}× echo`, target: '≤ 5× echo p50', holds: ll.p99 <= 5 * echo.p50 });
     out.push({ what: 'ws previous_response_id → output_item.done p50', measured: `${ms(ws.p50)} = ${x(ws.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 3× echo p50', holds: ws.p50 <= 3 * echo.p50 });
+    const b = r.loop.pause_bytes;
+    out.push({ what: 'pause response.done bytes, first → last step', measured: `full ${b.full_first} → ${b.full_last}; lean ${b.lean_first} → ${b.lean_last}`, target: '(reported)', holds: null });
+    out.push({ what: 'long-lived, --on lean_pause_event, p50 / p99', measured: `${ms(r.loop.lean.p50)} / ${ms(r.loop.lean.p99)} = ${x(r.loop.lean.p50, echo.p50).toFixed(2)}× echo`, target: '(reported)', holds: null });
     const e = EARLY.join(','), l = late().join(',');
     out.push({ what: `long-lived per step, steps ${l} / ${e} (p50)`, measured: `${ms(ll.late_p50)} / ${ms(ll.early_p50)} = ${x(ll.late_p50, ll.early_p50).toFixed(2)}`, target: '≤ 1.1', holds: ll.late_p50 / ll.early_p50 <= 1.1 });
     out.push({ what: `ws per step, steps ${l} / ${e} (p50)`, measured: `${ms(ws.late_p50)} / ${ms(ws.early_p50)} = ${x(ws.late_p50, ws.early_p50).toFixed(2)}`, target: '≤ 1.1', holds: ws.late_p50 / ws.early_p50 <= 1.1 });
@@ -183,7 +211,8 @@ function rows(r: { loop?: LoopResult; stream?: ThroughputResult; paused?: Paused
   }
   if (r.startup) {
     const s = r.startup;
-    out.push({ what: '`llr serve` spawn → listening', measured: ms(s.listening_ms), target: '< 1000 ms', holds: s.listening_ms < 1000 });
+    const cpu = s.listening_cpu_ms === null ? '' : ` (CPU ${s.listening_cpu_ms} ms)`;
+    out.push({ what: '`llr serve` spawn → listening', measured: `${ms(s.listening_ms)}${cpu}`, target: '< 1000 ms', holds: s.listening_ms < 1000 });
     out.push({ what: `RSS before the first request (${s.rss_source})`, measured: `${(s.rss_bytes / 2 ** 20).toFixed(1)} MB (after one response ${(s.rss_after_first_response_bytes / 2 ** 20).toFixed(1)} MB)`, target: '< 80 MB', holds: s.rss_bytes < 80 * 2 ** 20 });
   }
   return out;

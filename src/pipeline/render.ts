@@ -17,16 +17,13 @@
  * tokenizes every new item first and only then extends the context, in one
  * synchronous step: a failure or a concurrent reader never sees half of it.
  */
-import { encode } from 'gpt-tokenizer/encoding/o200k_base';
-import { encodeOutput, encodeStep, encodeText } from '../model/tokenizer.js';
+import { encodeOutput, encodeStep, encodeText, IM_END, IM_START } from '../model/tokenizer.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import type { FunctionTool, InputItem, Tool } from '../protocol/objects.js';
 import { isFunctionTool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { TokenBuffer } from './tokens.js';
 
-const IM_START = encode('<|im_start|>', { allowedSpecial: 'all' })[0] ?? 0;
-const IM_END = encode('<|im_end|>', { allowedSpecial: 'all' })[0] ?? 0;
 /** What a non-text part (image, file) costs in the prompt. */
 export const NON_TEXT_PART_TOKENS = 85;
 

@@ -333,6 +333,7 @@ export class ResponseRun {
       tool_choice: params.tool_choice,
       parallel_tool_calls: params.parallel_tool_calls,
       promptTokens: ctx.tokens.view(),
+      promptKeys: ctx.tokens.keys,
       maxOutputTokens: params.max_output_tokens,
       ...(params.text && { textFormat: params.text.format }),
       cachePartition: this.plan.owner,
@@ -577,6 +578,8 @@ export class ResponseRun {
   private record(deferred = false, postDone = !deferred && this.state === 'ended'): void {
     this.contain('record', () => {
       const r = this.response;
+      const all = this.metrics.spans;
+      const count = all.length;
       const rec: RunRecord = {
         response_id: r.id,
         protocol: this.plan.protocol,
@@ -588,7 +591,11 @@ export class ResponseRun {
         usage: r.usage,
         counters: { ...this.metrics.counters },
         totals: this.metrics.totals(),
-        spans: this.metrics.spans.slice(),
+        // The spans so far, copied only when the record is read: spans are append-only, and a
+        // copy at every pause of a long run was quadratic.
+        get spans() {
+          return all.slice(0, count);
+        },
         started_at: r.created_at,
         ended_at: this.state === 'ended' ? Math.floor(this.wallNow() / 1000) : null,
         post_deferred: deferred,

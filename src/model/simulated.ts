@@ -14,7 +14,7 @@
  */
 import { type Clock, realClock } from './clock.js';
 import { conversationDigest, conversationDigestWork } from './conversation.js';
-import { runCooperative } from './cooperative.js';
+import { runCooperative, runSync } from './cooperative.js';
 import type { ModelPolicy } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
 import { hashString, hexString, mulberry32, type Rng } from './rng.js';
@@ -139,16 +139,25 @@ export class SimulatedModel implements Model {
 
     const { settings } = req;
     const partition = this.prefixCacheScope === 'owner' ? (req.cachePartition ?? null) : null;
-    // A prompt of millions of tokens is hashed cooperatively, once, for both lookup and insert.
-    const keys = req.promptTokens.length > EAGER_HASH_TOKENS ? await runCooperative(this.prefixCache.keysWork(req.promptTokens, partition)) : null;
-    const cached = keys ? this.prefixCache.lookupKeys(keys) : this.prefixCache.lookup(req.promptTokens, partition);
+    // The prompt is hashed once for both lookup and insert: only its new blocks when the
+    // caller keeps its keys (a growing context), cooperatively when it is large.
+    const cache = this.prefixCache;
+    let keys: readonly number[] | null = null;
+    if (req.promptKeys) {
+      const work = req.promptKeys.work(req.promptTokens, cache.blockSize, partition);
+      const fresh = req.promptTokens.length - req.promptKeys.covered(cache.blockSize, partition);
+      keys = fresh > EAGER_HASH_TOKENS ? await runCooperative(work) : runSync(work);
+    }
+    else if (req.promptTokens.length > EAGER_HASH_TOKENS) keys = await runCooperative(cache.keysWork(req.promptTokens, partition));
+    const blocks = keys?.length ?? 0;
+    const cached = keys ? cache.lookupKeys(keys, blocks) : cache.lookup(req.promptTokens, partition);
     const uncached = req.promptTokens.length - cached;
     const prefillMs = settings.prefillTokensPerSecond === Infinity ? 0 : (uncached / settings.prefillTokensPerSecond) * 1000;
     const ttft = settings.ttftBaseMs + prefillMs;
     if (ttft > 0) await this.clock.sleep(ttft, signal);
     signal.throwIfAborted();
     // Only a finished prefill leaves KV blocks behind, so an aborted call caches nothing.
-    if (keys) this.prefixCache.insertKeys(keys);
+    if (keys) this.prefixCache.insertKeys(keys, blocks);
     else this.prefixCache.insert(req.promptTokens, partition);
     yield { type: 'prefill', prompt_tokens: req.promptTokens.length, cached_tokens: cached, duration_ms: ttft };
 

@@ -334,6 +334,7 @@ export class ResponseRun {
       parallel_tool_calls: params.parallel_tool_calls,
       promptTokens: ctx.tokens.view(),
       promptKeys: ctx.tokens.keys,
+      conversationChars: ctx.textChars,
       maxOutputTokens: params.max_output_tokens,
       ...(params.text && { textFormat: params.text.format }),
       cachePartition: this.plan.owner,

@@ -13,7 +13,7 @@
  * call runs at the configured rate however many run at once.
  */
 import { type Clock, realClock } from './clock.js';
-import { conversationDigest, conversationDigestWork } from './conversation.js';
+import { conversationDigest, conversationDigestWork, itemTextChars } from './conversation.js';
 import { runCooperative, runSync } from './cooperative.js';
 import type { ModelPolicy } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
@@ -62,13 +62,7 @@ export const EAGER_DIGEST_CHARS = 256 * 1024;
 /** Characters of text in the conversation, counted without reading it. */
 function conversationChars(items: readonly ModelRequest['items'][number][]): number {
   let n = 0;
-  for (const item of items) {
-    const it = item as unknown as Record<string, unknown>;
-    for (const v of [it['content'], it['arguments'], it['output']]) {
-      if (typeof v === 'string') n += v.length;
-      else if (Array.isArray(v)) for (const p of v as Array<{ text?: unknown }>) if (typeof p?.text === 'string') n += p.text.length;
-    }
-  }
+  for (const item of items) n += itemTextChars(item);
   return n;
 }
 
@@ -128,7 +122,7 @@ export class SimulatedModel implements Model {
     // (the same number the lazy path computes), so hashing megabytes of
     // input cannot stall other connections.
     let rng: Rng | undefined;
-    if (conversationChars(req.items) > EAGER_DIGEST_CHARS) {
+    if ((req.conversationChars ?? conversationChars(req.items)) > EAGER_DIGEST_CHARS) {
       rng = mulberry32(await runCooperative(conversationDigestWork(req.items, this.seed)));
       signal.throwIfAborted();
     }

@@ -35,6 +35,8 @@ export interface ModelRequest {
    * grows): the model hashes only the new blocks. Absent: it hashes the prompt.
    */
   promptKeys?: PromptKeys;
+  /** Characters of text in `items` (model/conversation.ts `itemTextChars`), when the caller keeps the sum; absent: counted. */
+  conversationChars?: number;
   maxOutputTokens: number | null;
   /** The format the text answer must follow (`text.format`); absent means plain text. */
   textFormat?: TextFormat;

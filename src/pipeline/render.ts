@@ -22,6 +22,7 @@ import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooper
 import type { FunctionTool, InputItem, Tool } from '../protocol/objects.js';
 import { isFunctionTool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
+import { itemTextChars } from '../model/conversation.js';
 import { TokenBuffer } from './tokens.js';
 
 /** What a non-text part (image, file) costs in the prompt. */
@@ -39,6 +40,8 @@ export interface RenderedContext {
   /** call_ids of function_call items in `items`, and of those answered by an output. */
   callIds: Set<string>;
   answeredCallIds: Set<string>;
+  /** Characters of text in `items` (`itemTextChars`), kept as items are added so no model call counts them again. */
+  textChars: number;
 }
 
 /**
@@ -174,6 +177,7 @@ function* renderFullWork(instructions: string | null, tools: Tool[], items: read
     headerTokens,
     callIds: new Set(),
     answeredCallIds: new Set(),
+    textChars: 0,
   };
   const itemTokens = yield* tokenizeItemsWork(items, metrics);
   yield* tokens.reserveWork(chunkTotal(itemTokens));
@@ -265,6 +269,7 @@ export function appendOutput(ctx: RenderedContext, items: readonly InputItem[]):
 
 function pushItem(ctx: RenderedContext, item: InputItem, toks: ReadonlyArray<ArrayLike<number>>): void {
   ctx.items.push(item);
+  ctx.textChars += itemTextChars(item);
   for (const c of toks) ctx.tokens.pushAll(c);
   const it = item as unknown as Record<string, unknown>;
   if (item.type === 'function_call' && typeof it['call_id'] === 'string') ctx.callIds.add(it['call_id']);

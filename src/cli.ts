@@ -55,7 +55,7 @@ ledger per-key totals plus --ledger-entries recent entries (default 10000),
 the prefix cache --prefix-cache-blocks 64-token blocks (default 65536),
 partitioned per API key unless --shared-prefix-cache.
 Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
-(all on by default except overlap_persist).
+(all on by default except overlap_persist and lean_pause_event).
 --workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
 selects the replay policy: the model replays the recorded run's turns.
 

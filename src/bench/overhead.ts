@@ -1,141 +1,255 @@
 /**
- * `npm run bench:overhead`: what the long-lived protocol adds to a tool call
- * round trip. With an instant model (no decode, no prefill), it measures the
- * time from sending `response.append` to the first event of the resumed
- * response, and beside it, in the same run, a raw `ws` echo round trip of a
- * frame of the same size to an echo server in its own process. Prints p50
- * and p99 of both and their ratio, and the machine it ran on.
+ * `npm run bench:overhead`: is the server ever the bottleneck? One run
+ * measures each target of issue 11 side by side and prints it as
+ * measured / target / holds (docs/benchmarks.md, "Server overhead"):
  *
- * Flags: --appends N (default 2000, in runs of 50 tool calls), --json.
+ *  loop     a tool loop with an instant model, long-lived (`response.append`
+ *           → the next call's `output_item.done`) and ws mode (`response.create`
+ *           on `previous_response_id` → the same), against the raw `ws` echo
+ *           round trip of a frame of the append's size, measured interleaved
+ *           in the same run; and the per-step cost late vs early in the loop.
+ *  stream   delta events per server CPU-second over many concurrent unpaced
+ *           streams (the server's CPU from `GET /llr/stats`).
+ *  paused   many long-lived runs paused at once: RSS per paused run and
+ *           append → resume latency while the others wait (phases.ts).
+ *  startup  `llr serve` spawn → listening, and its RSS before any request.
+ *
+ * Every server runs in its own process, the echo in another. Flags:
+ *   --phases loop,stream,paused,startup (default all)
+ *   --loops N (30)  --steps N (22)  --output-bytes N (1024)
+ *   --streams N (100)  --stream-tokens N (2000)  --paused-runs N (10000)
+ *   --json
+ * The defaults take about a minute on an idle 2-core machine.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import WebSocket from 'ws';
-import type { ServerEvent } from '../protocol/events.js';
-import { LONG_LIVED_BETA } from '../protocol/designs.js';
+import { writeWorkloadJson } from '../workload/format.js';
+import { deadline, ServerProcess } from './guard.js';
+import { echoRounds, longLivedLoop, openLongLived, openWs, wsChainLoop, type LoopSamples } from './overhead-loop.js';
+import { deltaThroughput, startup, type StartupResult, type ThroughputResult } from './overhead-server.js';
+import { MARKER_CALL, NOOP_TOOL, pausedPhase, pausedWorkload, streamWorkload } from './phases.js';
 import { spawnFrameServer, spawnServer } from './processes.js';
-import { round, summary } from './stats.js';
+import type { PausedPhase } from './results.js';
+import { percentile, round } from './stats.js';
 
 const { values } = parseArgs({
-  options: { appends: { type: 'string', default: '2000' }, json: { type: 'boolean' } },
+  options: {
+    phases: { type: 'string', default: 'loop,stream,paused,startup' },
+    loops: { type: 'string', default: '30' },
+    steps: { type: 'string', default: '22' },
+    'output-bytes': { type: 'string', default: '1024' },
+    streams: { type: 'string', default: '100' },
+    'stream-tokens': { type: 'string', default: '2000' },
+    'paused-runs': { type: 'string', default: '10000' },
+    json: { type: 'boolean' },
+  },
 });
-/** Tool calls per run: under the auto policy's backstop of 64 calls per user message. */
-const perRun = 50;
-const runs = Math.ceil(Number(values.appends) / perRun);
 
-function open(url: string, headers: Record<string, string> = {}): Promise<WebSocket> {
-  const ws = new WebSocket(url.replace(/^http/, 'ws') + '/v1/responses', { headers });
-  return new Promise((resolve, reject) => {
-    ws.once('open', () => resolve(ws));
-    ws.once('error', reject);
-  });
+function int(name: keyof typeof values, min: number, max = Infinity): number {
+  const n = Number(values[name]);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} needs an integer in [${min}, ${max}], got '${String(values[name])}'`);
+  return n;
 }
 
-/** One long-lived run with `n` sequential tool calls; returns append → first resumed event, ms. */
-async function longLivedRun(ws: WebSocket, n: number): Promise<{ samples: number[]; frameBytes: number }> {
-  const lines = Array.from({ length: n }, (_, i) => `$ echo ${i}`).join('\n');
-  const samples: number[] = [];
-  let sentAt = 0;
-  let frameBytes = 0;
-  let waitingFirst = false;
-  return new Promise((resolve, reject) => {
-    ws.on('message', function onMessage(data) {
-      const e = JSON.parse(data.toString()) as ServerEvent;
-      if (waitingFirst) {
-        samples.push(performance.now() - sentAt);
-        waitingFirst = false;
-      }
-      if (e.type === 'response.done') {
-        const callId = e.response.pending_tool_calls![0]!;
-        const frame = JSON.stringify({ type: 'response.append', input: [{ type: 'function_call_output', call_id: callId, output: 'ok\n' }] });
-        frameBytes = Buffer.byteLength(frame);
-        waitingFirst = true;
-        sentAt = performance.now();
-        ws.send(frame);
-      } else if (e.type === 'response.completed') {
-        ws.off('message', onMessage);
-        resolve({ samples, frameBytes });
-      } else if (e.type === 'error' || e.type === 'response.failed') {
-        reject(new Error(`server error: ${JSON.stringify(e)}`));
-      }
-    });
-    ws.send(
-      JSON.stringify({
-        type: 'response.create',
-        model: 'sim-model',
-        input: `run these one at a time:\n${lines}`,
-        parallel_tool_calls: false,
-        tools: [{ type: 'function', name: 'exec_command', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } }],
-      }),
-    );
-  });
+const phases = new Set(String(values.phases).split(','));
+for (const p of phases) if (!['loop', 'stream', 'paused', 'startup'].includes(p)) throw new Error(`unknown phase '${p}' (loop, stream, paused, startup)`);
+const cfg = {
+  loops: int('loops', 1),
+  // The auto policy answers at most 64 calls per user message (model/auto-policy.ts).
+  steps: int('steps', 4, 60),
+  outputBytes: int('output-bytes', 1),
+  streams: int('streams', 1),
+  streamTokens: int('stream-tokens', 10),
+  pausedRuns: int('paused-runs', 1),
+};
+
+/**
+ * Steps around step 2 and step 20 (1-based; pooled over three steps each so
+ * one noisy sample weighs less). The answer to the last call is followed by
+ * the final message, not a tool call: it is left out of every tool-step figure.
+ */
+const EARLY = [1, 2, 3];
+const late = () => [cfg.steps - 3, cfg.steps - 2, cfg.steps - 1];
+
+interface LoopResult {
+  echo: { n: number; p50: number; p99: number };
+  /** The same long-lived loops on a server with `--on lean_pause_event`. */
+  lean: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
+  /** Bytes of a pause's response.done at the first and the last step, full (default) and lean. */
+  pause_bytes: { full_first: number; full_last: number; lean_first: number; lean_last: number };
+  long_lived: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
+  ws: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
 }
 
-async function echoRound(ws: WebSocket, frame: string, n: number): Promise<number[]> {
-  const samples: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    await new Promise<void>((resolve) => {
-      ws.once('message', () => resolve());
-      ws.send(frame);
-    });
-    samples.push(performance.now() - t);
+function ofSteps(runs: LoopSamples[], steps: number[]): number[] {
+  return runs.flatMap((r) => steps.map((s) => r.samples[s - 1]!));
+}
+
+function loopStats(runs: LoopSamples[]) {
+  const all = runs.flatMap((r) => r.samples.slice(0, -1));
+  return { n: all.length, p50: percentile(all, 50), p99: percentile(all, 99), early_p50: percentile(ofSteps(runs, EARLY), 50), late_p50: percentile(ofSteps(runs, late()), 50) };
+}
+
+async function loopPhase(echoUrl: string): Promise<LoopResult> {
+  const server = new ServerProcess(await spawnServer(['--instant']), 'llr serve --instant');
+  const leanServer = new ServerProcess(await spawnServer(['--instant', '--on', 'lean_pause_event']), 'llr serve --instant --on lean_pause_event');
+  try {
+    const ll = await server.race(openLongLived(server.url));
+    const lean = await leanServer.race(openLongLived(leanServer.url));
+    const ws = await server.race(openWs(server.url));
+    const ew = await openWs(echoUrl);
+    const llRuns: LoopSamples[] = [];
+    const leanRuns: LoopSamples[] = [];
+    const wsRuns: LoopSamples[] = [];
+    const echo: number[] = [];
+    const t = 120_000;
+    const llLoop = () => deadline(server.race(longLivedLoop(ll, cfg.steps, cfg.outputBytes)), t, 'a long-lived loop');
+    const leanLoop = () => deadline(leanServer.race(longLivedLoop(lean, cfg.steps, cfg.outputBytes)), t, 'a long-lived loop (lean pause event)');
+    const wsLoop = () => deadline(server.race(wsChainLoop(ws, cfg.steps, cfg.outputBytes)), t, 'a ws loop');
+    // Warm-up (JIT, tokenizer tables) is not measured.
+    const warm = await llLoop();
+    await leanLoop();
+    await wsLoop();
+    const frame = 'x'.repeat(warm.frameBytes);
+    await echoRounds(ew, frame, 200);
+    for (let i = 0; i < cfg.loops; i++) {
+      llRuns.push(await llLoop());
+      echo.push(...(await echoRounds(ew, frame, cfg.steps)));
+      wsRuns.push(await wsLoop());
+      echo.push(...(await echoRounds(ew, frame, cfg.steps)));
+      leanRuns.push(await leanLoop());
+    }
+    ll.close();
+    lean.close();
+    ws.close();
+    ew.close();
+    const bytes = (r: LoopSamples | undefined, i: number) => r?.pauseBytes.at(i) ?? NaN;
+    return {
+      echo: { n: echo.length, p50: percentile(echo, 50), p99: percentile(echo, 99) },
+      long_lived: loopStats(llRuns),
+      ws: loopStats(wsRuns),
+      lean: loopStats(leanRuns),
+      pause_bytes: { full_first: bytes(llRuns[0], 0), full_last: bytes(llRuns[0], -1), lean_first: bytes(leanRuns[0], 0), lean_last: bytes(leanRuns[0], -1) },
+    };
+  } finally {
+    await Promise.all([server.stop(), leanServer.stop()]);
   }
-  return samples;
+}
+
+async function streamPhase(dir: string): Promise<ThroughputResult> {
+  const sw = streamWorkload(8, cfg.streamTokens);
+  const file = join(dir, 'workload-stream.json');
+  writeWorkloadJson(file, sw.workload);
+  const server = new ServerProcess(await spawnServer(['--workload', file, '--instant', '--max-connections', String(cfg.streams * 2 + 64)]), 'llr serve (stream)');
+  try {
+    const input = [
+      { type: 'message', role: 'user', content: 'stream' },
+      { type: 'function_call', id: 'fc_marker', call_id: MARKER_CALL, name: 'noop', arguments: '{}', status: 'completed' },
+      { type: 'function_call_output', call_id: MARKER_CALL, output: 'ok' },
+    ];
+    const opts = { streams: cfg.streams, input, tools: [NOOP_TOOL], expected: sw.shortTokens, timeoutMs: 120_000 };
+    // Warm-up: one round of a tenth of the streams.
+    await deltaThroughput(server, { ...opts, streams: Math.max(1, Math.floor(cfg.streams / 10)) });
+    return await deltaThroughput(server, opts);
+  } finally {
+    await server.stop();
+  }
+}
+
+async function pausedRuns(dir: string): Promise<PausedPhase> {
+  const pw = pausedWorkload();
+  const file = join(dir, 'workload-paused.json');
+  writeWorkloadJson(file, pw);
+  const child = await spawnServer(['--workload', file, '--instant', '--max-connections', String(cfg.pausedRuns + 256)], { nodeArgs: ['--expose-gc'] });
+  const server = new ServerProcess(child, 'llr serve (paused)');
+  try {
+    return await pausedPhase(server, pw, { runs: cfg.pausedRuns, timeoutMs: 300_000 });
+  } finally {
+    await server.stop();
+  }
+}
+
+interface Row {
+  what: string;
+  measured: string;
+  target: string;
+  holds: boolean | null;
+}
+
+function rows(r: { loop?: LoopResult; stream?: ThroughputResult; paused?: PausedPhase; startup?: StartupResult }): Row[] {
+  const out: Row[] = [];
+  const ms = (x: number) => `${x.toFixed(3)} ms`;
+  if (r.loop) {
+    const { echo, long_lived: ll, ws } = r.loop;
+    const x = (a: number, b: number) => a / b;
+    out.push({ what: 'raw ws echo round trip p50 / p99', measured: `${ms(echo.p50)} / ${ms(echo.p99)}`, target: '(the yardstick)', holds: null });
+    out.push({ what: 'long-lived append → next output_item.done p50', measured: `${ms(ll.p50)} = ${x(ll.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 2× echo p50', holds: ll.p50 <= 2 * echo.p50 });
+    out.push({ what: 'long-lived append → next output_item.done p99', measured: `${ms(ll.p99)} = ${x(ll.p99, echo.p50).toFixed(2)}× echo`, target: '≤ 5× echo p50', holds: ll.p99 <= 5 * echo.p50 });
+    out.push({ what: 'ws previous_response_id → output_item.done p50', measured: `${ms(ws.p50)} = ${x(ws.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 3× echo p50', holds: ws.p50 <= 3 * echo.p50 });
+    const b = r.loop.pause_bytes;
+    out.push({ what: 'pause response.done bytes, first → last step', measured: `full ${b.full_first} → ${b.full_last}; lean ${b.lean_first} → ${b.lean_last}`, target: '(reported)', holds: null });
+    out.push({ what: 'long-lived, --on lean_pause_event, p50 / p99', measured: `${ms(r.loop.lean.p50)} / ${ms(r.loop.lean.p99)} = ${x(r.loop.lean.p50, echo.p50).toFixed(2)}× echo`, target: '(reported)', holds: null });
+    const e = EARLY.join(','), l = late().join(',');
+    out.push({ what: `long-lived per step, steps ${l} / ${e} (p50)`, measured: `${ms(ll.late_p50)} / ${ms(ll.early_p50)} = ${x(ll.late_p50, ll.early_p50).toFixed(2)}`, target: '≤ 1.1', holds: ll.late_p50 / ll.early_p50 <= 1.1 });
+    out.push({ what: `ws per step, steps ${l} / ${e} (p50)`, measured: `${ms(ws.late_p50)} / ${ms(ws.early_p50)} = ${x(ws.late_p50, ws.early_p50).toFixed(2)}`, target: '≤ 1.1', holds: ws.late_p50 / ws.early_p50 <= 1.1 });
+  }
+  if (r.stream) {
+    const s = r.stream;
+    out.push({
+      what: `deltas per server CPU-second, ${s.streams} streams`,
+      measured: `${Math.round(s.deltas_per_cpu_second).toLocaleString('en')} (${s.deltas.toLocaleString('en')} deltas, ${s.delta_bytes} B, ${Math.round(s.server_cpu_ms)} ms CPU)`,
+      target: '≥ 500,000',
+      holds: s.deltas_per_cpu_second >= 500_000,
+    });
+  }
+  if (r.paused) {
+    const p = r.paused;
+    out.push({ what: `paused long-lived runs (${p.runs.toLocaleString('en')}): RSS per paused run`, measured: `${Math.round(p.rss_bytes_per_run).toLocaleString('en')} B (heap ${Math.round(p.heap_bytes_per_run).toLocaleString('en')} B)`, target: '(reported)', holds: null });
+    out.push({ what: 'paused: append → resume p99 while the others wait', measured: `${ms(p.append_to_resume_ms.p99)} (p50 ${ms(p.append_to_resume_ms.p50)}, n ${p.append_to_resume_ms.n})`, target: '< 2 ms', holds: p.append_to_resume_ms.p99 < 2 && p.resumed === p.runs });
+  }
+  if (r.startup) {
+    const s = r.startup;
+    const cpu = s.listening_cpu_ms === null ? '' : ` (CPU ${s.listening_cpu_ms} ms)`;
+    out.push({ what: '`llr serve` spawn → listening', measured: `${ms(s.listening_ms)}${cpu}`, target: '< 1000 ms', holds: s.listening_ms < 1000 });
+    out.push({ what: `RSS before the first request (${s.rss_source})`, measured: `${(s.rss_bytes / 2 ** 20).toFixed(1)} MB (after one response ${(s.rss_after_first_response_bytes / 2 ** 20).toFixed(1)} MB)`, target: '< 80 MB', holds: s.rss_bytes < 80 * 2 ** 20 });
+  }
+  return out;
 }
 
 async function main(): Promise<void> {
-  const server = await spawnServer(['--instant']);
-  // The frame server echoes every frame that is not a blast request.
+  const machine = { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version, platform: `${os.platform()} ${os.release()}`, loadavg: os.loadavg().map((x) => round(x, 2)) };
+  const dir = mkdtempSync(join(os.tmpdir(), 'llr-overhead-'));
   const echo = await spawnFrameServer();
+  const result: { machine: typeof machine; config: typeof cfg; loop?: LoopResult; stream?: ThroughputResult; paused?: PausedPhase; startup?: StartupResult } = { machine, config: cfg };
+  const started = performance.now();
   try {
-    const ll = await open(server.url, { 'OpenAI-Beta': LONG_LIVED_BETA });
-    const ew = await open(echo.url);
-    const appendMs: number[] = [];
-    const echoMs: number[] = [];
-    // Warm-up (JIT, tokenizer tables) is not measured.
-    const warm = await longLivedRun(ll, 50);
-    await echoRound(ew, 'x'.repeat(warm.frameBytes), 200);
-    for (let r = 0; r < runs; r++) {
-      const { samples, frameBytes } = await longLivedRun(ll, perRun);
-      appendMs.push(...samples);
-      echoMs.push(...(await echoRound(ew, 'x'.repeat(frameBytes), perRun)));
-    }
-    ll.close();
-    ew.close();
-    const a = summary(appendMs);
-    const e = summary(echoMs);
-    const result = {
-      machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version, platform: `${os.platform()} ${os.release()}` },
-      config: { model: 'instant (no decode, no prefill)', appends: appendMs.length, runs },
-      append_to_resume_ms: { p50: round(a.p50), p99: round(a.p99), mean: round(a.mean) },
-      ws_echo_rtt_ms: { p50: round(e.p50), p99: round(e.p99), mean: round(e.mean) },
-      ratio: { p50: round(a.p50 / e.p50, 2), p99: round(a.p99 / e.p99, 2) },
-    };
-    if (values.json) {
-      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    } else {
-      const out = [
-        `machine: ${result.machine.cpus} × ${result.machine.cpu}, node ${result.machine.node}, ${result.machine.platform}`,
-        `samples: ${appendMs.length} appends over ${runs} long-lived runs, instant model; same count of echo round trips`,
-        ``,
-        `                          p50 ms    p99 ms`,
-        `append → resumed event   ${fmt(a.p50)}  ${fmt(a.p99)}`,
-        `raw ws echo round trip   ${fmt(e.p50)}  ${fmt(e.p99)}`,
-        `ratio                    ${fmt(a.p50 / e.p50)}× ${fmt(a.p99 / e.p99)}×`,
-      ];
-      process.stdout.write(`${out.join('\n')}\n`);
-    }
+    if (phases.has('startup')) result.startup = await startup();
+    if (phases.has('loop')) result.loop = await loopPhase(echo.url);
+    if (phases.has('stream')) result.stream = await streamPhase(dir);
+    if (phases.has('paused')) result.paused = await pausedRuns(dir);
   } finally {
-    await Promise.all([server.stop(), echo.stop()]);
+    await echo.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
-}
-
-function fmt(x: number): string {
-  return x.toFixed(3).padStart(8);
+  const table = rows(result);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ ...result, targets: table }, null, 2)}\n`);
+    return;
+  }
+  const w = [Math.max(...table.map((r) => r.what.length)), Math.max(...table.map((r) => r.measured.length)), Math.max(...table.map((r) => r.target.length))];
+  const lines = [
+    `machine: ${machine.cpus} × ${machine.cpu}, node ${machine.node}, ${machine.platform}, load ${machine.loadavg.join(' ')}`,
+    `config: ${JSON.stringify(cfg)}; ${Math.round((performance.now() - started) / 1000)} s`,
+    '',
+    `${'what'.padEnd(w[0]!)}  ${'measured'.padEnd(w[1]!)}  ${'target'.padEnd(w[2]!)}  holds`,
+    ...table.map((r) => `${r.what.padEnd(w[0]!)}  ${r.measured.padEnd(w[1]!)}  ${r.target.padEnd(w[2]!)}  ${r.holds === null ? '' : r.holds ? 'yes' : 'NO'}`),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`bench:overhead failed: ${(err as Error).message}\n`);
+  process.stderr.write(`bench:overhead failed: ${(err as Error).stack ?? String(err)}\n`);
   process.exitCode = 1;
 });

@@ -62,8 +62,8 @@ function stamp(run: AgentRun, f: (e: AgentEvent, at: number) => void): void {
 
 // ---------------------------------------------------------------- streaming
 
-const MARKER_CALL = 'call_llr_bench_stream_marker';
-const NOOP_TOOL: FunctionTool = { type: 'function', name: 'noop', description: 'Does nothing.', parameters: { type: 'object', properties: {} }, strict: false };
+export const MARKER_CALL = 'call_llr_bench_stream_marker';
+export const NOOP_TOOL: FunctionTool = { type: 'function', name: 'noop', description: 'Does nothing.', parameters: { type: 'object', properties: {} }, strict: false };
 
 function textOfTokens(n: number, seed: number): { text: string; tokens: number } {
   const rng = mulberry32(seed);

@@ -70,3 +70,22 @@ function echoTool(t: Tool): Tool {
 export function snapshot(r: Response): Response {
   return { ...r, output: r.output.map((i) => ({ ...i })) as Response['output'] };
 }
+
+/**
+ * The lean response a pause's `response.done` carries under the
+ * `lean_pause_event` switch: what a long-lived client needs to continue (which
+ * calls the pause waits for), not the snapshot of everything so far.
+ */
+export function leanSnapshot(r: Response): Response {
+  const lean = {
+    id: r.id,
+    object: r.object,
+    created_at: r.created_at,
+    status: r.status,
+    model: r.model,
+    previous_response_id: r.previous_response_id,
+    usage: r.usage,
+    pending_tool_calls: r.pending_tool_calls?.slice() ?? [],
+  };
+  return lean as unknown as Response;
+}

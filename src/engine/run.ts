@@ -17,6 +17,7 @@
  */
 import type { ModelRequest } from '../model/types.js';
 import { WireError, toWireError } from '../protocol/errors.js';
+import { numberedInPlace } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import type { Counter, RunMetrics } from '../pipeline/metrics.js';
@@ -29,7 +30,7 @@ import { compactContext, compactThreshold } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
 import { checkContext } from './budget.js';
 import { Segment, carriesTokens } from './segment.js';
-import { newResponse, snapshot } from './response.js';
+import { leanSnapshot, newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
 import type { Services } from './services.js';
 import { StreamPoints, type ChaosPoint, type RunFaults } from './faults.js';
@@ -233,7 +234,11 @@ export class ResponseRun {
   private emit(e: UnnumberedEvent): boolean {
     return this.emitting(() => {
       try {
-        this.sink({ ...e, sequence_number: this.seq } as ServerEvent);
+        // Deltas are built fresh for this one emission: numbered in place, they keep their pre-serialised form.
+        if (numberedInPlace(e)) {
+          e.sequence_number = this.seq;
+          this.sink(e);
+        } else this.sink({ ...e, sequence_number: this.seq } as ServerEvent);
       } catch (err) {
         this.sinkFailed(err, e.type);
         return false;
@@ -323,6 +328,8 @@ export class ResponseRun {
       tool_choice: params.tool_choice,
       parallel_tool_calls: params.parallel_tool_calls,
       promptTokens: ctx.tokens.view(),
+      promptKeys: ctx.tokens.keys,
+      conversationChars: ctx.textChars,
       maxOutputTokens: params.max_output_tokens,
       ...(params.text && { textFormat: params.text.format }),
       cachePartition: this.plan.owner,
@@ -421,7 +428,8 @@ export class ResponseRun {
     this.state = 'paused';
     this.metrics.count('pauses');
     this.response.pending_tool_calls = ids;
-    this.lifecycle('response.done');
+    if (this.services.switches.lean_pause_event) this.emitting(() => this.emit({ type: 'response.done', response: leanSnapshot(this.response) }));
+    else this.lifecycle('response.done');
     delete this.response.pending_tool_calls;
     this.record();
     // Node fires a timer longer than 2^31-1 ms at once: past that (Infinity included) the pause has no timeout.
@@ -567,6 +575,8 @@ export class ResponseRun {
   private record(deferred = false, postDone = !deferred && this.state === 'ended'): void {
     this.contain('record', () => {
       const r = this.response;
+      const all = this.metrics.spans;
+      const count = all.length;
       const rec: RunRecord = {
         response_id: r.id,
         protocol: this.plan.protocol,
@@ -578,7 +588,11 @@ export class ResponseRun {
         usage: r.usage,
         counters: { ...this.metrics.counters },
         totals: this.metrics.totals(),
-        spans: this.metrics.spans.slice(),
+        // The spans so far, copied only when the record is read: spans are append-only, and a
+        // copy at every pause of a long run was quadratic.
+        get spans() {
+          return all.slice(0, count);
+        },
         started_at: r.created_at,
         ended_at: this.state === 'ended' ? Math.floor(this.wallNow() / 1000) : null,
         post_deferred: deferred,

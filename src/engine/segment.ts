@@ -10,6 +10,7 @@
  */
 import type { ModelEvent } from '../model/types.js';
 import type { UnnumberedEvent } from '../protocol/events.js';
+import { ArgsDelta, DeltaHead, TextDelta } from '../protocol/event-json.js';
 import { newId, type AssistantMessage, type FunctionCall, type InputItem, type OutputItem } from '../protocol/objects.js';
 
 /** Model events that carry output tokens (the ones a budget can refuse). */
@@ -25,6 +26,8 @@ export class Segment {
   private msg: AssistantMessage | null = null;
   private call: FunctionCall | null = null;
   private index = -1;
+  /** The open item's pre-serialised delta head (protocol/event-json.ts). */
+  private head: DeltaHead | null = null;
 
   constructor(
     private readonly emit: (e: UnnumberedEvent) => void,
@@ -41,6 +44,7 @@ export class Segment {
         const msg: AssistantMessage = { id: newId('msg'), type: 'message', role: 'assistant', status: 'in_progress', content: [] };
         this.msg = msg;
         this.index = this.output.push(msg) - 1;
+        this.head = new DeltaHead('response.output_text.delta', msg.id, this.index, 0);
         this.emit({ type: 'response.output_item.added', output_index: this.index, item: { ...msg, content: [] } });
         this.emit({ type: 'response.content_part.added', item_id: msg.id, output_index: this.index, content_index: 0, part: emptyText() });
         msg.content.push(emptyText());
@@ -49,7 +53,7 @@ export class Segment {
       case 'text.delta': {
         const msg = this.need(this.msg, 'text outside a message');
         msg.content[0]!.text += ev.delta;
-        this.emit({ type: 'response.output_text.delta', item_id: msg.id, output_index: this.index, content_index: 0, delta: ev.delta, logprobs: [] });
+        this.emit(new TextDelta(this.head!, ev.delta));
         return 1;
       }
       case 'message.end':
@@ -59,13 +63,14 @@ export class Segment {
         const call: FunctionCall = { id: newId('fc'), type: 'function_call', call_id: ev.call_id, name: ev.name, arguments: '', status: 'in_progress' };
         this.call = call;
         this.index = this.output.push(call) - 1;
+        this.head = new DeltaHead('response.function_call_arguments.delta', call.id, this.index, null);
         this.emit({ type: 'response.output_item.added', output_index: this.index, item: { ...call } });
         return 0;
       }
       case 'args.delta': {
         const call = this.need(this.call, 'arguments outside a call');
         call.arguments += ev.delta;
-        this.emit({ type: 'response.function_call_arguments.delta', item_id: call.id, output_index: this.index, delta: ev.delta });
+        this.emit(new ArgsDelta(this.head!, ev.delta));
         return 1;
       }
       case 'call.end': {

@@ -36,6 +36,15 @@ export interface Switches {
    * `response.completed` can always fetch it, even after a crash.
    */
   overlap_persist: boolean;
+  /**
+   * long-lived: a pause's `response.done` carries a lean response (id,
+   * object, created_at, status, model, previous_response_id, usage,
+   * pending_tool_calls) instead of the full snapshot (instructions, tools,
+   * every output item so far: tens of KB per pause late in a run). Off (the
+   * default): clients receive the full snapshot, as before. The items are in
+   * their `output_item.done` events either way; Codex needs only the type.
+   */
+  lean_pause_event: boolean;
 }
 
 export const DEFAULT_SWITCHES: Switches = {
@@ -45,6 +54,7 @@ export const DEFAULT_SWITCHES: Switches = {
   overlap_post_inference: true,
   skip_intermediate_hop: true,
   overlap_persist: false,
+  lean_pause_event: false,
 };
 
 export interface Limits {

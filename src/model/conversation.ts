@@ -133,3 +133,19 @@ function* hashTexts(texts: readonly string[], h: number): Work<number> {
   }
   return h;
 }
+
+/**
+ * Characters of text an item carries (its content, arguments or output, as a
+ * string or text parts), counted without reading them: the simulated model
+ * sums it to decide whether to digest a conversation cooperatively, and the
+ * render stage keeps the running sum of a context (`textChars`).
+ */
+export function itemTextChars(item: InputItem): number {
+  const it = item as unknown as Record<string, unknown>;
+  let n = 0;
+  for (const v of [it['content'], it['arguments'], it['output']]) {
+    if (typeof v === 'string') n += v.length;
+    else if (Array.isArray(v)) for (const p of v as Array<{ text?: unknown }>) if (typeof p?.text === 'string') n += p.text.length;
+  }
+  return n;
+}

@@ -90,16 +90,17 @@ export class PrefixCache {
     return keys;
   }
 
-  lookupKeys(keys: readonly number[]): number {
+  /** `lookup` from precomputed keys (the first `count` of them: a `PromptKeys` array may grow later). */
+  lookupKeys(keys: readonly number[], count = keys.length): number {
     let n = 0;
-    while (n < keys.length && this.blocks.has(keys[n]!)) n++;
-    this.touch(keys.slice(0, n));
+    while (n < count && this.blocks.has(keys[n]!)) n++;
+    this.touch(keys, n);
     return n * this.blockSize;
   }
 
-  insertKeys(keys: readonly number[]): void {
+  insertKeys(keys: readonly number[], count = keys.length): void {
     if (this.maxEntries === 0) return;
-    this.touch(keys);
+    this.touch(keys, count);
     for (const key of this.blocks.keys()) {
       if (this.blocks.size <= this.maxEntries) break;
       this.blocks.delete(key);
@@ -116,12 +117,60 @@ export class PrefixCache {
    * descendants would make the whole chain unreachable while it still used
    * space (vLLM frees blocks tail-first for the same reason).
    */
-  private touch(keys: readonly number[]): void {
-    for (let i = keys.length - 1; i >= 0; i--) {
+  private touch(keys: readonly number[], count = keys.length): void {
+    for (let i = count - 1; i >= 0; i--) {
       const key = keys[i]!;
       this.blocks.delete(key);
       this.blocks.set(key, true);
     }
+  }
+}
+
+/**
+ * The chained block keys of one growing prompt, kept between model calls:
+ * a long-lived run's or a ws connection's prompt only grows (pipeline/tokens.ts
+ * `TokenBuffer`), so each call hashes only the blocks completed since the
+ * last one, instead of the whole prompt twice (lookup, then insert) — which
+ * over a run of N calls was quadratic. The owner guarantees the append-only
+ * contract: every `tokens` passed extends the previous one.
+ */
+export class PromptKeys {
+  private keys: number[] = [];
+  private chain: BlockChain | null = null;
+  private blockSize = 0;
+  private partition: string | null = null;
+
+  /** Tokens already hashed (for `blockSize` and `partition`): a call hashes only what lies past them. */
+  covered(blockSize: number, partition: string | null): number {
+    return this.chain !== null && blockSize === this.blockSize && partition === this.partition ? this.chain.offset : 0;
+  }
+
+  /** Keys of every full block of `tokens` (yielding every 1,024 new blocks); the array is this object's, read its current length at once. */
+  *work(tokens: ArrayLike<number>, blockSize: number, partition: string | null): Work<readonly number[]> {
+    if (this.chain === null || blockSize !== this.blockSize || partition !== this.partition || tokens.length < this.chain.offset) {
+      this.keys = [];
+      this.chain = new BlockChain(tokens, blockSize, partition);
+      this.blockSize = blockSize;
+      this.partition = partition;
+    }
+    const chain = this.chain;
+    chain.tokens = tokens;
+    let fresh = 0;
+    for (let key = chain.next(); key !== undefined; key = chain.next()) {
+      this.keys.push(key);
+      if (++fresh % 1024 === 0) yield;
+    }
+    return this.keys;
+  }
+
+  /** An independent copy (for a context that forks): the keys so far without hashing them again. */
+  clone(): PromptKeys {
+    const c = new PromptKeys();
+    c.keys = this.keys.slice();
+    c.chain = this.chain?.clone() ?? null;
+    c.blockSize = this.blockSize;
+    c.partition = this.partition;
+    return c;
   }
 }
 
@@ -131,12 +180,13 @@ export class PrefixCache {
  * start from the previous block's, which is what makes a key name a prefix.
  */
 class BlockChain {
-  private offset = 0;
+  offset = 0;
   private h1 = 0x9747b28c;
   private h2 = 0x5bd1e995;
 
   constructor(
-    private readonly tokens: ArrayLike<number>,
+    /** Replaced by `PromptKeys` with the grown prompt (the same tokens, more of them). */
+    public tokens: ArrayLike<number>,
     private readonly blockSize: number,
     partition: string | null,
   ) {
@@ -145,6 +195,14 @@ class BlockChain {
       this.h1 = fmix(this.h1 ^ hashPartition(partition, 0x2f6b));
       this.h2 = fmix(this.h2 ^ hashPartition(partition, 0x71c3));
     }
+  }
+
+  clone(): BlockChain {
+    const c = new BlockChain(this.tokens, this.blockSize, null);
+    c.offset = this.offset;
+    c.h1 = this.h1;
+    c.h2 = this.h2;
+    return c;
   }
 
   next(): number | undefined {

@@ -13,8 +13,8 @@
  * call runs at the configured rate however many run at once.
  */
 import { type Clock, realClock } from './clock.js';
-import { conversationDigest, conversationDigestWork } from './conversation.js';
-import { runCooperative } from './cooperative.js';
+import { conversationDigest, conversationDigestWork, itemTextChars } from './conversation.js';
+import { runCooperative, runSync } from './cooperative.js';
 import type { ModelPolicy } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
 import { hashString, hexString, mulberry32, type Rng } from './rng.js';
@@ -59,19 +59,10 @@ export const EAGER_HASH_TOKENS = 64 * 1024;
 /** Conversations longer than this (characters of text) are digested eagerly and cooperatively. */
 export const EAGER_DIGEST_CHARS = 256 * 1024;
 
-type TextFields = { content?: unknown; arguments?: unknown; output?: unknown; type?: unknown };
-
 /** Characters of text in the conversation, counted without reading it. */
 function conversationChars(items: readonly ModelRequest['items'][number][]): number {
   let n = 0;
-  for (const item of items) {
-    // Any item may carry text in these fields (hosted tool items too), so all three are read for every item.
-    const it: TextFields = item;
-    for (const v of [it.content, it.arguments, it.output]) {
-      if (typeof v === 'string') n += v.length;
-      else if (Array.isArray(v)) for (const p of v as Array<{ text?: unknown }>) if (typeof p?.text === 'string') n += p.text.length;
-    }
-  }
+  for (const item of items) n += itemTextChars(item);
   return n;
 }
 
@@ -131,7 +122,7 @@ export class SimulatedModel implements Model {
     // (the same number the lazy path computes), so hashing megabytes of
     // input cannot stall other connections.
     let rng: Rng | undefined;
-    if (conversationChars(req.items) > EAGER_DIGEST_CHARS) {
+    if ((req.conversationChars ?? conversationChars(req.items)) > EAGER_DIGEST_CHARS) {
       rng = mulberry32(await runCooperative(conversationDigestWork(req.items, this.seed)));
       signal.throwIfAborted();
     }
@@ -142,16 +133,25 @@ export class SimulatedModel implements Model {
 
     const { settings } = req;
     const partition = this.prefixCacheScope === 'owner' ? (req.cachePartition ?? null) : null;
-    // A prompt of millions of tokens is hashed cooperatively, once, for both lookup and insert.
-    const keys = req.promptTokens.length > EAGER_HASH_TOKENS ? await runCooperative(this.prefixCache.keysWork(req.promptTokens, partition)) : null;
-    const cached = keys ? this.prefixCache.lookupKeys(keys) : this.prefixCache.lookup(req.promptTokens, partition);
+    // The prompt is hashed once for both lookup and insert: only its new blocks when the
+    // caller keeps its keys (a growing context), cooperatively when it is large.
+    const cache = this.prefixCache;
+    let keys: readonly number[] | null = null;
+    if (req.promptKeys) {
+      const work = req.promptKeys.work(req.promptTokens, cache.blockSize, partition);
+      const fresh = req.promptTokens.length - req.promptKeys.covered(cache.blockSize, partition);
+      keys = fresh > EAGER_HASH_TOKENS ? await runCooperative(work) : runSync(work);
+    }
+    else if (req.promptTokens.length > EAGER_HASH_TOKENS) keys = await runCooperative(cache.keysWork(req.promptTokens, partition));
+    const blocks = keys?.length ?? 0;
+    const cached = keys ? cache.lookupKeys(keys, blocks) : cache.lookup(req.promptTokens, partition);
     const uncached = req.promptTokens.length - cached;
     const prefillMs = settings.prefillTokensPerSecond === Infinity ? 0 : (uncached / settings.prefillTokensPerSecond) * 1000;
     const ttft = settings.ttftBaseMs + prefillMs;
     if (ttft > 0) await this.clock.sleep(ttft, signal);
     signal.throwIfAborted();
     // Only a finished prefill leaves KV blocks behind, so an aborted call caches nothing.
-    if (keys) this.prefixCache.insertKeys(keys);
+    if (keys) this.prefixCache.insertKeys(keys, blocks);
     else this.prefixCache.insert(req.promptTokens, partition);
     yield { type: 'prefill', prompt_tokens: req.promptTokens.length, cached_tokens: cached, duration_ms: ttft };
 

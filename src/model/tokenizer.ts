@@ -22,8 +22,7 @@
  * `encodeStep` does the work in bounded slices, so callers that must not
  * block the event loop (the render stage) can yield between slices.
  */
-import o200k from 'gpt-tokenizer/encoding/o200k_base';
-import { decodeGenerator } from 'gpt-tokenizer/encoding/o200k_base';
+import { createRequire } from 'node:module';
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/esm/encodingParams/constants';
 
 /**
@@ -34,6 +33,10 @@ import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/esm/encodingParams/consta
  */
 export const MAX_PRETOKEN_CHARS = 256;
 
+/** `<|im_start|>` and `<|im_end|>` as gpt-tokenizer numbers them (the render stage frames items with them); checked when the tables load. */
+export const IM_START = 200003;
+export const IM_END = 200004;
+
 /**
  * The library's byte-pair core: rank lookup for a whole pre-token and the
  * merge. Not part of its typed API, so checked once at load: a library
@@ -43,11 +46,35 @@ interface BpeCore {
   getBpeRankFromString(s: string): number | undefined;
   bytePairEncode(s: string): number[];
 }
-const core = (o200k as unknown as { bytePairEncodingCoreProcessor?: BpeCore }).bytePairEncodingCoreProcessor;
-if (!core || typeof core.getBpeRankFromString !== 'function' || typeof core.bytePairEncode !== 'function') {
-  throw new Error('gpt-tokenizer: the byte-pair core this wrapper relies on is missing (library version changed?)');
+
+type O200k = typeof import('gpt-tokenizer/encoding/o200k_base');
+interface Tables {
+  bpe: BpeCore;
+  decodeGenerator: O200k['decodeGenerator'];
 }
-const bpe: BpeCore = core;
+let tables: Tables | null = null;
+
+/**
+ * The o200k tables, loaded (synchronously) the first time anything is
+ * tokenized rather than when the server starts: they are ~70 MB of RSS and
+ * ~0.4 s of start-up, which a server that has not served a request yet (or
+ * never tokenizes: `llr bench`'s parent, the CLI's help) need not pay.
+ */
+function load(): Tables {
+  if (tables) return tables;
+  const o200k = createRequire(import.meta.url)('gpt-tokenizer/encoding/o200k_base') as O200k;
+  // The CommonJS build: the encoder instance (which holds the core) is its default export.
+  const core = (o200k.default as unknown as { bytePairEncodingCoreProcessor?: BpeCore }).bytePairEncodingCoreProcessor;
+  if (!core || typeof core.getBpeRankFromString !== 'function' || typeof core.bytePairEncode !== 'function') {
+    throw new Error('gpt-tokenizer: the byte-pair core this wrapper relies on is missing (library version changed?)');
+  }
+  const special = (s: string) => o200k.encode(s, { allowedSpecial: 'all' })[0];
+  if (special('<|im_start|>') !== IM_START || special('<|im_end|>') !== IM_END) {
+    throw new Error('gpt-tokenizer: o200k special token ids differ from the ones the render stage uses');
+  }
+  tables = { bpe: core, decodeGenerator: o200k.decodeGenerator };
+  return tables;
+}
 
 /**
  * Encode pre-tokens of `text` from offset `from` (which must be a pre-token
@@ -58,18 +85,19 @@ const bpe: BpeCore = core;
  * would.
  */
 export function encodeStep(text: string, from: number, out: number[], maxChars = Infinity): number {
+  const { bpe } = load();
   const re = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, O200K_TOKEN_SPLIT_REGEX.flags);
   re.lastIndex = from;
   const stopAt = from + maxChars;
   let m: RegExpExecArray | null;
   while ((m = re.exec(text)) !== null) {
-    encodePretoken(m[0], out);
+    encodePretoken(m[0], out, bpe);
     if (re.lastIndex >= stopAt) return re.lastIndex;
   }
   return text.length;
 }
 
-function encodePretoken(piece: string, out: number[]): void {
+function encodePretoken(piece: string, out: number[], bpe: BpeCore): void {
   if (piece.length <= MAX_PRETOKEN_CHARS) {
     const rank = bpe.getBpeRankFromString(piece);
     if (rank !== undefined) out.push(rank);
@@ -116,5 +144,44 @@ export function countTokens(text: string): number {
  */
 export function tokenPieces(text: string): string[] {
   if (text === '') return [];
-  return [...decodeGenerator(encodeText(text))];
+  const ids = encodeText(text);
+  remember(text, ids);
+  return [...load().decodeGenerator(ids)];
+}
+
+/**
+ * The token ids of texts the model just split into pieces, kept so the
+ * render stage can append the model's output to the prompt without encoding
+ * it again (`encodeOutput`): the model produced those tokens. A pure memo
+ * (encoding is a function of the text), bounded by entries and tokens; an
+ * entry is dropped once taken.
+ */
+const MEMO_ENTRIES = 1024;
+const MEMO_TOKENS = 4 * 1024 * 1024;
+const memo = new Map<string, Uint32Array>();
+let memoTokens = 0;
+
+function remember(text: string, ids: readonly number[]): void {
+  if (ids.length > MEMO_TOKENS / 4) return;
+  const old = memo.get(text);
+  if (old) {
+    memo.delete(text);
+    memoTokens -= old.length;
+  }
+  memo.set(text, Uint32Array.from(ids));
+  memoTokens += ids.length;
+  for (const [k, v] of memo) {
+    if (memo.size <= MEMO_ENTRIES && memoTokens <= MEMO_TOKENS) break;
+    memo.delete(k);
+    memoTokens -= v.length;
+  }
+}
+
+/** `encodeText(text)`, taken from the memo when the model just split this text (`tokenPieces`). */
+export function encodeOutput(text: string): ArrayLike<number> {
+  const ids = memo.get(text);
+  if (ids === undefined) return encodeText(text);
+  memo.delete(text);
+  memoTokens -= ids.length;
+  return ids;
 }

@@ -7,6 +7,7 @@
  * this project measures the API around the model, so the model is simulated.
  */
 import type { FunctionTool, InputItem, TextFormat, ToolChoice } from '../protocol/objects.js';
+import type { PromptKeys } from './prefix-cache.js';
 
 export interface ModelSettings {
   /** Decode speed; `Infinity` streams as fast as the loop can. */
@@ -29,6 +30,13 @@ export interface ModelRequest {
   parallel_tool_calls: boolean;
   /** The rendered prompt (o200k token ids) the prefix cache is keyed on. */
   promptTokens: ArrayLike<number>;
+  /**
+   * The prompt's prefix-cache block keys kept between calls (the prompt only
+   * grows): the model hashes only the new blocks. Absent: it hashes the prompt.
+   */
+  promptKeys?: PromptKeys;
+  /** Characters of text in `items` (model/conversation.ts `itemTextChars`), when the caller keeps the sum; absent: counted. */
+  conversationChars?: number;
   maxOutputTokens: number | null;
   /** The format the text answer must follow (`text.format`); absent means plain text. */
   textFormat?: TextFormat;

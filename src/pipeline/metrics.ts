@@ -71,6 +71,12 @@ export class RunMetrics {
   emitMs = 0;
   /** Events sent inside the timed emission. */
   emitCount = 0;
+  /**
+   * Per-stage totals kept as spans are added (the same sums, in the same
+   * order, as adding up `spans`): `totals()` at every pause of a long run
+   * would otherwise re-add every span so far.
+   */
+  private readonly sums = new Map<string, number>();
 
   constructor(readonly now: () => number = () => performance.now()) {
     this.t0 = now();
@@ -83,7 +89,9 @@ export class RunMetrics {
 
   /** Record a span measured elsewhere (e.g. auth at the upgrade, before the run existed). */
   span(stage: string, startAbs: number, endAbs: number): void {
-    this.spans.push({ stage, start_ms: round(startAbs - this.t0), duration_ms: round(endAbs - startAbs) });
+    const sp = { stage, start_ms: round(startAbs - this.t0), duration_ms: round(endAbs - startAbs) };
+    this.spans.push(sp);
+    this.sums.set(stage, round((this.sums.get(stage) ?? 0) + sp.duration_ms));
   }
 
   /** Time a synchronous stage. */
@@ -113,8 +121,7 @@ export class RunMetrics {
 
   /** Total duration per stage name (a stage may run many times in a run), and `emit` when anything was emitted. */
   totals(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const sp of this.spans) out[sp.stage] = round((out[sp.stage] ?? 0) + sp.duration_ms);
+    const out: Record<string, number> = Object.fromEntries(this.sums);
     if (this.emitMs > 0 || this.emitCount > 0) out['emit'] = round(this.emitMs);
     return out;
   }

@@ -17,15 +17,13 @@
  * tokenizes every new item first and only then extends the context, in one
  * synchronous step: a failure or a concurrent reader never sees half of it.
  */
-import { encode } from 'gpt-tokenizer/encoding/o200k_base';
-import { encodeStep, encodeText } from '../model/tokenizer.js';
+import { encodeOutput, encodeStep, encodeText, IM_END, IM_START } from '../model/tokenizer.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import { isFunctionTool, isKnownItem, type FunctionTool, type InputItem, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
+import { itemTextChars } from '../model/conversation.js';
 import { TokenBuffer } from './tokens.js';
 
-const IM_START = encode('<|im_start|>', { allowedSpecial: 'all' })[0] ?? 0;
-const IM_END = encode('<|im_end|>', { allowedSpecial: 'all' })[0] ?? 0;
 /** What a non-text part (image, file) costs in the prompt. */
 export const NON_TEXT_PART_TOKENS = 85;
 
@@ -41,6 +39,8 @@ export interface RenderedContext {
   /** call_ids of function_call items in `items`, and of those answered by an output. */
   callIds: Set<string>;
   answeredCallIds: Set<string>;
+  /** Characters of text in `items` (`itemTextChars`), kept as items are added so no model call counts them again. */
+  textChars: number;
 }
 
 /**
@@ -185,6 +185,7 @@ function* renderFullWork(instructions: string | null, tools: Tool[], items: read
     headerTokens,
     callIds: new Set(),
     answeredCallIds: new Set(),
+    textChars: 0,
   };
   const itemTokens = yield* tokenizeItemsWork(items, metrics);
   yield* tokens.reserveWork(chunkTotal(itemTokens));
@@ -260,11 +261,23 @@ export function commitItems(ctx: RenderedContext, items: readonly InputItem[], t
  * the model, so they are not counted as tokenization work of the request.
  */
 export function appendOutput(ctx: RenderedContext, items: readonly InputItem[]): void {
-  for (const item of items) pushItem(ctx, item, [[IM_START], encodeText(itemText(item).text), [IM_END]]);
+  for (const item of items) {
+    const { prefix, body } = itemParts(item);
+    // The prefix ends in a line break: before a body that does not start with
+    // white space or '/' (a punctuation pre-token may swallow `[\r\n/]*`),
+    // no pre-token spans the two, so the item's tokens are the
+    // prefix's then the body's — and the body's are the ones the model just
+    // produced (model/tokenizer.ts `encodeOutput`), not encoded again.
+    const single = body.length === 1 ? body[0]! : null;
+    const split = single !== null && single.length > 0 && !/^[\s/]/.test(single) && prefix.endsWith('\n');
+    const toks = split ? [[IM_START], encodeText(prefix), encodeOutput(single), [IM_END]] : [[IM_START], encodeText(prefix + body.join('')), [IM_END]];
+    pushItem(ctx, item, toks);
+  }
 }
 
-function pushItem(ctx: RenderedContext, item: InputItem, toks: Chunks): void {
+function pushItem(ctx: RenderedContext, item: InputItem, toks: ReadonlyArray<ArrayLike<number>>): void {
   ctx.items.push(item);
+  ctx.textChars += itemTextChars(item);
   for (const c of toks) ctx.tokens.pushAll(c);
   if (!isKnownItem(item)) return;
   if (item.type === 'function_call') ctx.callIds.add(item.call_id);

@@ -10,14 +10,18 @@
  * itself — the atomic commit of an append — is a quick write.
  */
 import type { Work } from '../model/cooperative.js';
+import { PromptKeys } from '../model/prefix-cache.js';
 
 /** Tokens copied or first-touched per slice by `reserveWork`. */
 const RESERVE_SLICE = 256 * 1024;
 export class TokenBuffer {
   private buf: Uint32Array;
   private len = 0;
+  /** The prefix cache's block keys of this prompt, extended as it grows (model/prefix-cache.ts). */
+  readonly keys: PromptKeys;
 
-  constructor(initial: ArrayLike<number> = [], capacity = 1024) {
+  constructor(initial: ArrayLike<number> = [], capacity = 1024, keys = new PromptKeys()) {
+    this.keys = keys;
     this.buf = new Uint32Array(Math.max(capacity, initial.length * 2, 16));
     this.pushAll(initial);
   }

@@ -34,6 +34,8 @@ import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
 import { readBody } from './body.js';
+import { batchWrites } from './batch.js';
+import { eventJson } from '../protocol/event-json.js';
 import type { Guard } from './guard.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
@@ -255,9 +257,13 @@ type ExchangeTransport = Transport & { end(response: Response): void };
 function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: number, responseId: string | null) => void): ExchangeTransport {
   let congested = false;
   let responseId: string | null = null;
+  // One socket write per event-loop turn (transport/batch.ts): the socket itself, whose corks
+  // balance whatever becomes of the response (a response detaches from its socket when it ends).
+  let batch: () => void = () => {};
   return {
     start() {
       res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+      if (res.socket) batch = batchWrites(res.socket);
       res.on('drain', () => {
         congested = false;
       });
@@ -274,6 +280,7 @@ function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: nu
         res.destroy();
         return;
       }
+      batch();
       if (!res.write(sseFrame(e))) congested = true;
     },
     // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
@@ -329,7 +336,7 @@ export function sseFrame(e: ServerEvent): string {
     e.type === 'error'
       ? { type: 'error', code: e.error.code, message: e.error.message, param: e.error.param, sequence_number: e.sequence_number }
       : e;
-  return `event: ${e.type}\ndata: ${JSON.stringify(data)}\n\n`;
+  return `event: ${e.type}\ndata: ${data === e ? eventJson(e) : JSON.stringify(data)}\n\n`;
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -28,10 +28,12 @@ import { parseClientFrame, withTimingOptIn } from '../protocol/parse.js';
 import { timingHeader } from './http.js';
 import { newId } from '../protocol/objects.js';
 import type { ServerEvent } from '../protocol/events.js';
+import { eventJson } from '../protocol/event-json.js';
 import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
+import { batchWrites } from './batch.js';
 import type { Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
 
@@ -113,11 +115,11 @@ export class WsTransport {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // Opt in to `llr:timing` for every response of the connection (header, or query for browsers).
       const timing = timingHeader(req) || url.searchParams.get('llr_timing') === '1';
-      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } }, timing);
+      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } }, timing, batchWrites(socket as Socket));
     });
   }
 
-  private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean): void {
+  private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean, batch: () => void): void {
     const { host } = this.opts;
     const log = host.log.child({ conn: info.connection, protocol });
     // The largest event sent on this connection: lifecycle events echo the request (instructions, tools), so one
@@ -137,8 +139,9 @@ export class WsTransport {
           ws.terminate();
           return;
         }
-        const text = JSON.stringify(e);
+        const text = eventJson(e);
         if (text.length > largestEvent) largestEvent = text.length;
+        batch(); // one socket write per event-loop turn (transport/batch.ts)
         ws.send(text);
       },
       // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).

@@ -1,0 +1,146 @@
+/**
+ * The tool-loop half of `npm run bench:overhead`: what the server adds to
+ * one tool call, against the raw `ws` echo round trip measured in the same
+ * run. A long-lived run (`response.append` → the next model call's first
+ * `response.output_item.done`) and a ws-mode chain (`response.create` with
+ * `previous_response_id` → the same event), both over a tool loop of
+ * `steps` sequential calls with an instant model, each tool output padded to
+ * `outputBytes` so the conversation grows as a real one does (what makes a
+ * per-step cost that grows with the conversation visible). Between loops,
+ * echo round trips of a frame the size of the append frame.
+ *
+ * Leaves out statistics and printing (overhead.ts).
+ */
+import WebSocket from 'ws';
+import { LONG_LIVED_BETA } from '../protocol/designs.js';
+import type { ServerEvent } from '../protocol/events.js';
+
+export const SHELL_TOOL = {
+  type: 'function',
+  name: 'exec_command',
+  parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+} as const;
+
+export function openWs(url: string, headers: Record<string, string> = {}): Promise<WebSocket> {
+  const ws = new WebSocket(url.replace(/^http/, 'ws') + '/v1/responses', { headers });
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => resolve(ws));
+    ws.once('error', reject);
+  });
+}
+
+export function openLongLived(url: string): Promise<WebSocket> {
+  return openWs(url, { 'OpenAI-Beta': LONG_LIVED_BETA });
+}
+
+/** Per step (1-based index of the tool call answered), the ms from sending the answer to the next call's first item. */
+export interface LoopSamples {
+  /** samples[i] answers tool call i + 1. */
+  samples: number[];
+  frameBytes: number;
+  /** Bytes of each pause's `response.done` frame (long-lived), in order. */
+  pauseBytes: number[];
+}
+
+function prompt(steps: number): string {
+  // The auto policy runs `$ ` lines one at a time; a final message ends the run.
+  return `run these one at a time:\n${Array.from({ length: steps }, (_, i) => `$ echo ${i}`).join('\n')}`;
+}
+
+/**
+ * One tool loop. `answer(callId, output)` sends the tool output (an append,
+ * or a new create chained on the last response id) and returns the frame;
+ * `ended` tells when a response has ended with a call to answer.
+ */
+function loop(
+  ws: WebSocket,
+  steps: number,
+  outputBytes: number,
+  first: string,
+  answer: (callId: string, output: string, lastResponseId: string) => string,
+  awaitsAnswer: (e: ServerEvent) => boolean,
+): Promise<LoopSamples> {
+  const output = 'x'.repeat(Math.max(0, outputBytes - 1)) + '\n';
+  const samples: number[] = [];
+  let sentAt = 0;
+  let waiting = false;
+  let frameBytes = 0;
+  let callId: string | null = null;
+  let responseId = '';
+  const pauseBytes: number[] = [];
+  return new Promise((resolve, reject) => {
+    ws.on('message', function onMessage(data: Buffer) {
+      const at = performance.now();
+      const e = JSON.parse(data.toString()) as ServerEvent;
+      if (e.type === 'response.done') pauseBytes.push(data.length);
+      if (e.type === 'response.output_item.done') {
+        if (waiting) {
+          samples.push(at - sentAt);
+          waiting = false;
+        }
+        if (e.item.type === 'function_call') callId = e.item.call_id;
+        return;
+      }
+      if (e.type === 'response.created') responseId = e.response.id;
+      if (e.type === 'error' || e.type === 'response.failed') {
+        ws.off('message', onMessage);
+        reject(new Error(`server error: ${JSON.stringify(e).slice(0, 500)}`));
+        return;
+      }
+      if (awaitsAnswer(e) && callId !== null) {
+        const frame = answer(callId, output, responseId);
+        callId = null;
+        frameBytes = Buffer.byteLength(frame);
+        waiting = true;
+        sentAt = performance.now();
+        ws.send(frame);
+      } else if (e.type === 'response.completed' && callId === null) {
+        ws.off('message', onMessage);
+        if (samples.length !== steps) reject(new Error(`expected ${steps} tool calls, saw ${samples.length}`));
+        else resolve({ samples, frameBytes, pauseBytes });
+      }
+    });
+    ws.send(first);
+  });
+}
+
+/** A long-lived run of `steps` tool calls: each answered with `response.append`. */
+export function longLivedLoop(ws: WebSocket, steps: number, outputBytes: number): Promise<LoopSamples> {
+  const create = JSON.stringify({ type: 'response.create', model: 'sim-model', input: prompt(steps), parallel_tool_calls: false, tools: [SHELL_TOOL] });
+  return loop(
+    ws,
+    steps,
+    outputBytes,
+    create,
+    (callId, output) => JSON.stringify({ type: 'response.append', input: [{ type: 'function_call_output', call_id: callId, output }] }),
+    (e) => e.type === 'response.done',
+  );
+}
+
+/** A ws-mode chain of `steps` tool calls: each answered with a `response.create` on `previous_response_id`. */
+export function wsChainLoop(ws: WebSocket, steps: number, outputBytes: number): Promise<LoopSamples> {
+  const base = { type: 'response.create', model: 'sim-model', store: false, parallel_tool_calls: false, tools: [SHELL_TOOL] };
+  return loop(
+    ws,
+    steps,
+    outputBytes,
+    JSON.stringify({ ...base, input: prompt(steps) }),
+    (callId, output, prev) =>
+      JSON.stringify({ ...base, previous_response_id: prev, input: [{ type: 'function_call_output', call_id: callId, output }] }),
+    (e) => e.type === 'response.completed',
+  );
+}
+
+/** `n` sequential echo round trips of `frame`, ms each. */
+export async function echoRounds(ws: WebSocket, frame: string, n: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await new Promise<void>((resolve) => {
+      ws.once('message', () => resolve());
+      ws.send(frame);
+    });
+    samples.push(performance.now() - t);
+  }
+  return samples;
+}

@@ -1,0 +1,91 @@
+/**
+ * The pre-serialised delta events (protocol/event-json.ts) must be
+ * byte-identical to `JSON.stringify` of the same event as the engine built
+ * it before (a plain object in wire order): over many random strings with
+ * unicode, lone surrogates, control characters and escapes, for both delta
+ * kinds; and a segment's whole stream must serialise the same both ways.
+ */
+import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../src/model/rng.js';
+import { ArgsDelta, DeltaHead, TextDelta, eventJson } from '../../src/protocol/event-json.js';
+import type { ServerEvent, UnnumberedEvent } from '../../src/protocol/events.js';
+import { Segment } from '../../src/engine/segment.js';
+
+const ALPHABET = [
+  'a', 'Z', ' ', '0', '"', '\\', '/', '\n', '\r', '\t', '\b', '\f', '\u0000', '\u001f', '\u007f', '\u2028', '\u2029',
+  'é', 'ß', '中', '😀', '\ud83d', '\ude00', '\ufeff', '<', '>', '&', "'", '`', '{', '}', '[', ']', ':', ',',
+];
+
+function randomString(rng: () => number, max: number): string {
+  const n = Math.floor(rng() * max);
+  let s = '';
+  for (let i = 0; i < n; i++) {
+    s += rng() < 0.2 ? String.fromCharCode(Math.floor(rng() * 0x10000)) : ALPHABET[Math.floor(rng() * ALPHABET.length)]!;
+  }
+  return s;
+}
+
+describe('pre-serialised delta events', () => {
+  it('text deltas serialise exactly as JSON.stringify of the plain event', () => {
+    const rng = mulberry32(42);
+    for (let i = 0; i < 5000; i++) {
+      const itemId = i % 7 === 0 ? `msg_${randomString(rng, 12)}` : `msg_${i.toString(16)}`;
+      const index = Math.floor(rng() * 1000);
+      const delta = randomString(rng, 40);
+      const seq = Math.floor(rng() * 1e9);
+      const e = new TextDelta(new DeltaHead('response.output_text.delta', itemId, index, 0), delta);
+      e.sequence_number = seq;
+      const plain = { type: 'response.output_text.delta', item_id: itemId, output_index: index, content_index: 0, delta, logprobs: [], sequence_number: seq };
+      expect(eventJson(e)).toBe(JSON.stringify(plain));
+      expect(eventJson(e)).toBe(JSON.stringify(e));
+    }
+  });
+
+  it('argument deltas serialise exactly as JSON.stringify of the plain event', () => {
+    const rng = mulberry32(7);
+    for (let i = 0; i < 5000; i++) {
+      const itemId = `fc_${randomString(rng, 10)}`;
+      const index = Math.floor(rng() * 50);
+      const delta = randomString(rng, 40);
+      const e = new ArgsDelta(new DeltaHead('response.function_call_arguments.delta', itemId, index, null), delta);
+      e.sequence_number = i;
+      const plain = { type: 'response.function_call_arguments.delta', item_id: itemId, output_index: index, delta, sequence_number: i };
+      expect(eventJson(e)).toBe(JSON.stringify(plain));
+      expect(JSON.parse(eventJson(e))).toEqual(plain);
+    }
+  });
+
+  it('an unnumbered delta falls back to JSON.stringify', () => {
+    const e = new TextDelta(new DeltaHead('response.output_text.delta', 'msg_1', 0, 0), 'x');
+    expect(eventJson(e)).toBe(JSON.stringify(e));
+    expect(JSON.parse(eventJson(e))).toMatchObject({ sequence_number: -1 });
+  });
+
+  it('a segment emits the same bytes as the plain events it replaced', () => {
+    const events: UnnumberedEvent[] = [];
+    const seg = new Segment((e) => events.push(e), []);
+    const rng = mulberry32(3);
+    seg.apply({ type: 'message.start' });
+    for (let i = 0; i < 200; i++) seg.apply({ type: 'text.delta', delta: randomString(rng, 8) });
+    seg.apply({ type: 'message.end' });
+    seg.apply({ type: 'call.start', name: 'exec_command', call_id: 'call_1' });
+    for (let i = 0; i < 50; i++) seg.apply({ type: 'args.delta', delta: randomString(rng, 8) });
+    seg.apply({ type: 'call.end' });
+    let deltas = 0;
+    events.forEach((e, seq) => {
+      if (e instanceof TextDelta || e instanceof ArgsDelta) {
+        deltas++;
+        e.sequence_number = seq;
+        const plain =
+          e instanceof TextDelta
+            ? { type: e.type, item_id: e.item_id, output_index: e.output_index, content_index: e.content_index, delta: e.delta, logprobs: [], sequence_number: seq }
+            : { type: e.type, item_id: e.item_id, output_index: e.output_index, delta: e.delta, sequence_number: seq };
+        expect(eventJson(e)).toBe(JSON.stringify(plain));
+      } else {
+        const numbered = { ...e, sequence_number: seq } as ServerEvent;
+        expect(eventJson(numbered)).toBe(JSON.stringify(numbered));
+      }
+    });
+    expect(deltas).toBe(250);
+  });
+});

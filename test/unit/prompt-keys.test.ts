@@ -1,0 +1,52 @@
+/**
+ * `PromptKeys` (model/prefix-cache.ts): the block keys of a growing prompt,
+ * extended call by call, must be exactly the keys of hashing the whole
+ * prompt each time, and give the same cached counts; a change of partition
+ * or block size starts over; a clone grows independently.
+ */
+import { describe, expect, it } from 'vitest';
+import { runSync } from '../../src/model/cooperative.js';
+import { PrefixCache } from '../../src/model/prefix-cache.js';
+import { mulberry32 } from '../../src/model/rng.js';
+import { TokenBuffer } from '../../src/pipeline/tokens.js';
+
+describe('PromptKeys', () => {
+  it('extends to exactly the keys of the whole prompt, call after call', () => {
+    const rng = mulberry32(9);
+    const buf = new TokenBuffer();
+    const whole = new PrefixCache();
+    const incremental = new PrefixCache();
+    for (let call = 0; call < 40; call++) {
+      const n = Math.floor(rng() * 300);
+      buf.pushAll(Array.from({ length: n }, () => Math.floor(rng() * 200_000)));
+      const partition = call < 20 ? null : 'owner-a';
+      const expected = runSync(whole.keysWork(buf.view(), partition));
+      const keys = runSync(buf.keys.work(buf.view(), 64, partition));
+      expect(keys.slice()).toEqual(expected);
+      expect(buf.keys.covered(64, partition)).toBe(expected.length * 64);
+      const a = whole.lookup(buf.view(), partition);
+      const b = incremental.lookupKeys(keys, keys.length);
+      expect(b).toBe(a);
+      whole.insert(buf.view(), partition);
+      incremental.insertKeys(keys, keys.length);
+    }
+  });
+
+  it('starts over for another block size, and a clone grows on its own', () => {
+    const buf = new TokenBuffer(Array.from({ length: 1000 }, (_, i) => i));
+    const cache = new PrefixCache(100, 32);
+    const k32 = runSync(buf.keys.work(buf.view(), 32, null)).slice();
+    expect(k32).toEqual(runSync(cache.keysWork(buf.view(), null)));
+    const fork = new TokenBuffer(buf.view(), 1024, buf.keys.clone());
+    fork.pushAll(Array.from({ length: 100 }, () => 7));
+    buf.pushAll(Array.from({ length: 100 }, () => 8));
+    const a = runSync(buf.keys.work(buf.view(), 32, null)).slice();
+    const b = runSync(fork.keys.work(fork.view(), 32, null)).slice();
+    expect(a).toEqual(runSync(cache.keysWork(buf.view(), null)));
+    expect(b).toEqual(runSync(cache.keysWork(fork.view(), null)));
+    expect(a.slice(0, k32.length)).toEqual(k32);
+    expect(a.at(-1)).not.toBe(b.at(-1));
+    const k64 = runSync(buf.keys.work(buf.view(), 64, null)).slice();
+    expect(k64).toEqual(runSync(new PrefixCache(100, 64).keysWork(buf.view(), null)));
+  });
+});

@@ -22,6 +22,7 @@ import { ablationRows, deriveRun, hiddenTokensPerCall, msPerToken, okRuns, summa
 import { loopbackRtt, pausedPhase, pausedWorkload, streamPhase, streamWorkload } from './phases.js';
 import { spawnFrameServer, spawnServer, type Child } from './processes.js';
 import { Progress } from './progress.js';
+import { SpawnAhead } from './spawn-ahead.js';
 import { replayRun } from './replay.js';
 import { writeReport } from './report.js';
 import { ResultsFile, type Machine, type ModelConfig, type Phase, type RunMeta, type RunRecord, type Results } from './results.js';
@@ -113,6 +114,13 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
   const wholeFile = join(out, 'workload-whole.json');
   writeWorkloadJson(gridFile, grid);
   writeWorkloadJson(wholeFile, whole);
+  const sw = streamWorkload(cfg.stream.longTokens, cfg.stream.shortTokens);
+  const swFile = join(out, 'workload-stream.json');
+  const pw = pausedWorkload();
+  const pwFile = join(out, 'workload-paused.json');
+  // Written up front: a server started ahead of its phase reads its file at start.
+  if (cfg.phases.has('stream')) writeWorkloadJson(swFile, sw.workload);
+  if (cfg.phases.has('paused')) writeWorkloadJson(pwFile, pw);
 
   // Ablations turn off what is on by default (overlap_persist is off: it trades durability, not an optimization to ablate).
   const switches = Object.entries(DEFAULT_SWITCHES).filter(([, on]) => on).map(([name]) => name);
@@ -172,6 +180,7 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
     paused: null,
     targets: [],
     phase_errors: [],
+    phase_seconds: {},
   };
   const file = new ResultsFile(join(out, 'results.json'), results);
   file.write();
@@ -195,6 +204,39 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
   const stop = async (s: ServerProcess) => {
     servers.delete(s);
     await s.stop();
+  };
+
+  // Every server the selected phases need, in the order they need them; each
+  // warm-up starts the next two (spawn-ahead.ts), and settles them before it returns.
+  const ablationConfigs = [null, ...switches];
+  const order = [
+    ...(has('grid') ? cfg.speeds.map((tps) => `grid:${tps}`) : []),
+    ...(has('overhead') && maxOverheadReps > 0 ? ['overhead'] : []),
+    ...(has('ablations') && cfg.ablationReps > 0 ? ablationConfigs.map((name) => `ablation:${name ?? ''}`) : []),
+    ...(has('stream') ? ['stream'] : []),
+    ...(has('paused') ? ['paused'] : []),
+  ];
+  const ahead = new SpawnAhead<ServerProcess>((key) => {
+    const [kind, arg = ''] = key.split(':') as [string, string?];
+    if (kind === 'grid') return start(`llr serve at ${arg} tok/s`, ['--workload', gridFile, '--tokens-per-second', arg]);
+    if (kind === 'overhead') return start('llr serve --instant', ['--workload', wholeFile, '--instant']);
+    if (kind === 'ablation') return start(`llr serve --instant${arg ? ` --off ${arg}` : ''}`, ['--workload', wholeFile, '--instant', ...(arg ? ['--off', arg] : [])]);
+    if (kind === 'stream') return start('llr serve (stream phase)', ['--workload', swFile, '--tokens-per-second', String(cfg.stream.tokensPerSecond)]);
+    return start('llr serve (paused phase)', ['--workload', pwFile, '--instant'], ['--expose-gc']);
+  });
+  let nextUp = 0;
+  const take = (key: string) => {
+    nextUp = Math.max(nextUp, order.indexOf(key) + 1);
+    return ahead.take(key);
+  };
+  const prepareNext = (n = 2) => {
+    for (; n > 0 && nextUp < order.length; n--) ahead.prepare(order[nextUp++]!);
+  };
+  let lapStart = performance.now();
+  /** Wall time of a phase, seconds (results.phase_seconds: the quick form's budget, docs/benchmarks.md). */
+  const lap = (name: string) => {
+    results.phase_seconds![name] = Math.round((performance.now() - lapStart) / 100) / 10;
+    lapStart = performance.now();
   };
 
   const modelOf = (tps: number | null): ModelConfig => ({
@@ -252,7 +294,10 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
   const warm = async (server: ServerProcess, w: Workload, tps: number | null, what: string) => {
     bar.step(`${what}: warm-up`);
     const short = tps !== null && w.userTurns.length > 1 ? { ...w, userTurns: w.userTurns.slice(0, 1) } : w;
+    // The next servers start while this unmeasured run goes on, and are up before the measured runs begin.
+    prepareNext();
     await server.race(replayRun({ design: 'ws', url: server.url, workload: short, nonce: `[llr bench warm ${String(++runNo).padStart(4, '0')}]`, toolFactor: 0, timeoutMs: timeoutFor(short, tps) }));
+    await ahead.settle();
     bar.tick();
   };
 
@@ -291,10 +336,11 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
     results.loopback_rtt_ms = await deadline(loopbackRtt(frames.url), 30_000, 'the loopback RTT');
     file.write();
     bar.tick(`p50 ${results.loopback_rtt_ms.p50.toFixed(3)} ms`);
+    lap('loopback');
 
     if (has('grid')) {
       for (const tps of cfg.speeds) {
-        const server = await start(`llr serve at ${tps} tok/s`, ['--workload', gridFile, '--tokens-per-second', String(tps)]);
+        const server = await take(`grid:${tps}`);
         try {
           await warm(server, grid, tps, `grid ${tps} tok/s`);
           await replayPhase('grid', server, grid, tps, interleaved(() => cfg.reps));
@@ -304,10 +350,11 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
         refresh();
         file.write();
       }
+      lap('grid');
     }
 
     if (has('overhead') && maxOverheadReps > 0) {
-      const server = await start('llr serve --instant', ['--workload', wholeFile, '--instant']);
+      const server = await take('overhead');
       try {
         await warm(server, whole, null, 'overhead (instant model)');
         await replayPhase('overhead', server, whole, null, interleaved((d) => cfg.overheadReps[d]));
@@ -316,19 +363,19 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
       }
       refresh();
       file.write();
+      lap('overhead');
     }
 
     if (has('ablations') && cfg.ablationReps > 0) {
       // Every configuration (the baseline with every switch on, and each switch
       // off) has its own warmed server; the repetitions are interleaved across
       // them, rotating, so a drift in the machine's speed spreads over all.
-      const configs = [null, ...switches];
+      const configs = ablationConfigs;
       const ablationServers = new Map<string | null, ServerProcess>();
       try {
         for (const name of configs) {
-          const flags = name === null ? [] : ['--off', name];
           const what = name === null ? 'ablation baseline (all switches on)' : `ablation --off ${name}`;
-          const server = await start(`llr serve --instant ${flags.join(' ')}`, ['--workload', wholeFile, '--instant', ...flags]);
+          const server = await take(`ablation:${name ?? ''}`);
           ablationServers.set(name, server);
           await warm(server, whole, null, what);
         }
@@ -343,15 +390,14 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
       }
       refresh();
       file.write();
+      lap('ablations');
     }
 
     if (has('stream')) {
       bar.step(`streaming at ${cfg.stream.tokensPerSecond} tok/s`);
-      const sw = streamWorkload(cfg.stream.longTokens, cfg.stream.shortTokens);
-      const swFile = join(out, 'workload-stream.json');
-      writeWorkloadJson(swFile, sw.workload);
       try {
-        const server = await start('llr serve (stream phase)', ['--workload', swFile, '--tokens-per-second', String(cfg.stream.tokensPerSecond)]);
+        const server = await take('stream');
+        await ahead.settle();
         try {
           results.stream = await streamPhase(server, frames, { ...cfg.stream, longTokens: sw.longTokens, shortTokens: sw.shortTokens, timeoutMs: 120_000 });
         } finally {
@@ -364,15 +410,14 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
       refresh();
       file.write();
       bar.tick();
+      lap('stream');
     }
 
     if (has('paused')) {
       bar.step(`${cfg.paused.runs} paused long-lived runs`);
-      const pw = pausedWorkload();
-      const pwFile = join(out, 'workload-paused.json');
-      writeWorkloadJson(pwFile, pw);
       try {
-        const server = await start('llr serve (paused phase)', ['--workload', pwFile, '--instant'], ['--expose-gc']);
+        const server = await take('paused');
+        await ahead.settle();
         try {
           results.paused = await pausedPhase(server, pw, { runs: cfg.paused.runs, timeoutMs: 120_000 });
         } finally {
@@ -385,6 +430,7 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
       refresh();
       file.write();
       bar.tick();
+      lap('paused');
     }
     results.status = results.runs.some((r) => !r.ok) || results.phase_errors.length ? 'failed' : 'complete';
     if (results.status === 'failed') {
@@ -398,6 +444,7 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    await ahead.drain();
     for (const s of [...servers]) await stop(s).catch(() => {});
     await frames?.stop().catch(() => {});
     for (const f of dbFiles) rmSync(f, { force: true });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
 import { targetLineText } from './measure.js';
-import { writeReport } from './report.js';
+import { phaseTimes, writeReport } from './report.js';
 import { ResultsFile, type Results } from './results.js';
 import { PHASES, recompute, runBench, type BenchConfig, type PhaseName } from './runner.js';
 import { parseTurns, runScaling, type ScalingOptions } from './scaling.js';
@@ -298,7 +298,9 @@ export async function benchCommand(argv: string[]): Promise<void> {
 function printOutcome(results: Results, ms: number, dir: string): void {
   const out = process.stdout;
   out.write(`\nllr bench ${String(results.config['mode'])}: ${results.status}${ms ? ` in ${(ms / 1000).toFixed(1)} s` : ''} · ${results.machine.cpus} × ${results.machine.cpu} · node ${results.machine.node}\n`);
-  out.write(`workload: ${results.workload.name} (grid ${results.workload.grid_model_calls} model calls, overhead phase ${results.workload.overhead_model_calls})\n\n`);
+  out.write(`workload: ${results.workload.name} (grid ${results.workload.grid_model_calls} model calls, overhead phase ${results.workload.overhead_model_calls})\n`);
+  const times = phaseTimes(results);
+  out.write(`${times ? `${times}\n` : ''}\n`);
   const rows = [...results.summary, ...results.overhead_summary];
   if (rows.length) {
     out.write(`${'design'.padEnd(12)}${'model'.padStart(12)}${'e2e ms'.padStart(10)}${'overhead ms'.padStart(13)}${'share'.padStart(8)}${'TTFT ms'.padStart(10)}${'runs'.padStart(6)}\n`);

@@ -13,6 +13,7 @@ import { CLIENT_PROTOCOLS } from '../client/index.js';
 import { targetLineText } from './format.js';
 import { okRuns, perCallMedians, stageBreakdown } from './summaries.js';
 import type { Results, SummaryRow } from './results.js';
+import { instantSplitTable } from './instant-split.js';
 import { targetsMarkdown } from './targets.js';
 import { esc, groupedBarChart, lineChart, stackedBarChart } from './svg.js';
 
@@ -226,6 +227,8 @@ function buildTables(results: Results): Table[] {
       ),
     );
   }
+  const split = instantSplitTable(results.runs);
+  if (split) tables.push(split);
   const counters = countersTable(results);
   if (counters) tables.push(counters);
   const ab = ablationTable(results);
@@ -262,6 +265,7 @@ function preamble(results: Results): string[] {
     `Workload: ${results.workload.name}. Source: ${results.workload.source}${tokenFigures(results.workload.summary['token_figures'])}`,
     `Config: \`${JSON.stringify(results.config)}\``,
     noiseLine(results),
+    phaseTimes(results),
     results.loopback_rtt_ms ? `Loopback WebSocket round trip (raw ws echo, own process): p50 ${n2(results.loopback_rtt_ms.p50)} ms, p99 ${n2(results.loopback_rtt_ms.p99)} ms (${results.loopback_rtt_ms.n} samples).` : '',
   ].filter(Boolean);
 }
@@ -320,6 +324,14 @@ export function writeReport(dir: string, results: Results): Report {
   writeFileSync(join(dir, 'report.md'), report.markdown);
   writeFileSync(join(dir, 'index.html'), report.html);
   return report;
+}
+
+/** Wall time per phase (results.phase_seconds), the bench's own budget; '' for files written before it was recorded. */
+export function phaseTimes(results: Results): string {
+  const p = results.phase_seconds;
+  if (!p || Object.keys(p).length === 0) return '';
+  const total = Object.values(p).reduce((a, b) => a + b, 0);
+  return `Wall time per phase: ${Object.entries(p).map(([k, v]) => `${k} ${v.toFixed(1)} s`).join(', ')} (${total.toFixed(1)} s in all).`;
 }
 
 /** Whether the workload's per-call token figures were recorded or inferred (docs/benchmarks.md, "Workloads"). */

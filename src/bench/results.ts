@@ -213,6 +213,8 @@ export interface Results {
   targets: TargetLine[];
   /** Phases that failed (the rest of the bench went on), with the message. */
   phase_errors: Array<{ phase: string; error: string }>;
+  /** Wall time of each phase that ran, seconds (loopback, grid, overhead, ablations, stream, paused); absent in older files. */
+  phase_seconds?: Record<string, number>;
 }
 
 /** Writes the results file after every change; never leaves a half-written file. */

@@ -162,6 +162,7 @@ function initialResults(cfg: BenchConfig, grid: Workload, whole: Workload): Resu
     paused: null,
     targets: [],
     phase_errors: [],
+    phase_seconds: {},
   };
 }
 
@@ -173,22 +174,24 @@ async function loopbackPhase(s: BenchSession): Promise<void> {
   s.bar.tick(`p50 ${s.results.loopback_rtt_ms.p50.toFixed(3)} ms`);
 }
 
-async function gridPhase(s: BenchSession, grid: Workload, gridFile: string): Promise<void> {
+async function gridPhase(s: BenchSession, grid: Workload): Promise<void> {
   for (const tps of s.cfg.speeds) {
-    await s.withServer(`llr serve at ${tps} tok/s`, ['--workload', gridFile, '--tokens-per-second', String(tps)], async (server) => {
+    await s.withPlanned(`grid:${tps}`, async (server) => {
       await s.warm(server, grid, tps, `grid ${tps} tok/s`);
       await s.replayPhase('grid', server, grid, tps, s.interleaved(() => s.cfg.reps));
     });
     s.save();
   }
+  s.lap('grid');
 }
 
-async function overheadPhase(s: BenchSession, whole: Workload, wholeFile: string): Promise<void> {
-  await s.withServer('llr serve --instant', ['--workload', wholeFile, '--instant'], async (server) => {
+async function overheadPhase(s: BenchSession, whole: Workload): Promise<void> {
+  await s.withPlanned('overhead', async (server) => {
     await s.warm(server, whole, null, 'overhead (instant model)');
     await s.replayPhase('overhead', server, whole, null, s.interleaved((d) => s.cfg.overheadReps[d]));
   });
   s.save();
+  s.lap('overhead');
 }
 
 /**
@@ -196,14 +199,13 @@ async function overheadPhase(s: BenchSession, whole: Workload, wholeFile: string
  * off) has its own warmed server; the repetitions are interleaved across
  * them, rotating, so a drift in the machine's speed spreads over all.
  */
-async function ablationPhase(s: BenchSession, whole: Workload, wholeFile: string, switches: readonly string[]): Promise<void> {
+async function ablationPhase(s: BenchSession, whole: Workload, switches: readonly string[]): Promise<void> {
   const configs = [null, ...switches];
   const servers = new Map<string | null, ServerProcess>();
   try {
     for (const name of configs) {
-      const flags = name === null ? [] : ['--off', name];
       const what = name === null ? 'ablation baseline (all switches on)' : `ablation --off ${name}`;
-      const server = await s.start(`llr serve --instant ${flags.join(' ')}`, ['--workload', wholeFile, '--instant', ...flags]);
+      const server = await s.take(`ablation:${name ?? ''}`);
       servers.set(name, server);
       await s.warm(server, whole, null, what);
     }
@@ -217,44 +219,35 @@ async function ablationPhase(s: BenchSession, whole: Workload, wholeFile: string
     for (const server of servers.values()) await s.stop(server);
   }
   s.save();
+  s.lap('ablations');
 }
 
 /**
  * A phase with its own workload and server whose failure (a crash, a
  * deadline) is recorded in `phase_errors` and does not stop the bench.
  */
-async function sidePhase<T>(
-  s: BenchSession,
-  phase: 'stream' | 'paused',
-  label: string,
-  workload: Workload,
-  serverArgs: string[],
-  run: (server: ServerProcess) => Promise<T>,
-  keep: (result: T) => void,
-  nodeArgs: string[] = [],
-): Promise<void> {
+async function sidePhase<T>(s: BenchSession, phase: 'stream' | 'paused', label: string, run: (server: ServerProcess) => Promise<T>, keep: (result: T) => void): Promise<void> {
   s.bar.step(label);
-  const file = join(s.out, `workload-${phase}.json`);
-  writeWorkloadJson(file, workload);
   try {
-    keep(await s.withServer(`llr serve (${phase} phase)`, ['--workload', file, ...serverArgs], run, nodeArgs));
+    const server = s.take(phase);
+    // A server started ahead must be up (and idle) before the phase measures.
+    await s.settle();
+    keep(await s.withPlanned(phase, () => server.then(run)));
   } catch (err) {
     s.results.phase_errors.push({ phase, error: (err as Error).message });
     s.bar.log(`${phase} phase failed: ${(err as Error).message}`);
   }
   s.save();
   s.bar.tick();
+  s.lap(phase);
 }
 
-function streamStep(s: BenchSession): Promise<void> {
+function streamStep(s: BenchSession, sw: ReturnType<typeof streamWorkload>): Promise<void> {
   const cfg = s.cfg.stream;
-  const sw = streamWorkload(cfg.longTokens, cfg.shortTokens);
   return sidePhase(
     s,
     'stream',
     `streaming at ${cfg.tokensPerSecond} tok/s`,
-    sw.workload,
-    ['--tokens-per-second', String(cfg.tokensPerSecond)],
     (server) => {
       if (!s.frames) throw new Error('the frame server is not running');
       return streamPhase(server, s.frames, { ...cfg, longTokens: sw.longTokens, shortTokens: sw.shortTokens, timeoutMs: 120_000 });
@@ -263,17 +256,13 @@ function streamStep(s: BenchSession): Promise<void> {
   );
 }
 
-function pausedStep(s: BenchSession): Promise<void> {
-  const pw = pausedWorkload();
+function pausedStep(s: BenchSession, pw: Workload): Promise<void> {
   return sidePhase(
     s,
     'paused',
     `${s.cfg.paused.runs} paused long-lived runs`,
-    pw,
-    ['--instant'],
     (server) => pausedPhase(server, pw, { runs: s.cfg.paused.runs, timeoutMs: 120_000 }),
     (r) => (s.results.paused = r),
-    ['--expose-gc'],
   );
 }
 
@@ -305,15 +294,40 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
   file.write();
   const s = new BenchSession(cfg, out, results, file, bar);
 
+  // Written up front: a server started ahead of its phase reads its file at start.
+  const sw = streamWorkload(cfg.stream.longTokens, cfg.stream.shortTokens);
+  const swFile = join(out, 'workload-stream.json');
+  const pw = pausedWorkload();
+  const pwFile = join(out, 'workload-paused.json');
+  if (has('stream')) writeWorkloadJson(swFile, sw.workload);
+  if (has('paused')) writeWorkloadJson(pwFile, pw);
+  // Every server the selected phases need, in the order they take them (session.ts planServers).
+  const order = [
+    ...(has('grid') ? cfg.speeds.map((tps) => `grid:${tps}`) : []),
+    ...(has('overhead') && maxOverheadReps > 0 ? ['overhead'] : []),
+    ...(has('ablations') && cfg.ablationReps > 0 ? [null, ...switches].map((name) => `ablation:${name ?? ''}`) : []),
+    ...(has('stream') ? ['stream'] : []),
+    ...(has('paused') ? ['paused'] : []),
+  ];
+  s.planServers(order, (key) => {
+    const [kind, arg = ''] = key.split(':') as [string, string?];
+    if (kind === 'grid') return s.start(`llr serve at ${arg} tok/s`, ['--workload', gridFile, '--tokens-per-second', arg]);
+    if (kind === 'overhead') return s.start('llr serve --instant', ['--workload', wholeFile, '--instant']);
+    if (kind === 'ablation') return s.start(`llr serve --instant${arg ? ` --off ${arg}` : ''}`, ['--workload', wholeFile, '--instant', ...(arg ? ['--off', arg] : [])]);
+    if (kind === 'stream') return s.start('llr serve (stream phase)', ['--workload', swFile, '--tokens-per-second', String(cfg.stream.tokensPerSecond)]);
+    return s.start('llr serve (paused phase)', ['--workload', pwFile, '--instant'], ['--expose-gc']);
+  });
+
   let ok = true;
   inFlight.add(s);
   try {
     await loopbackPhase(s);
-    if (has('grid')) await gridPhase(s, grid, gridFile);
-    if (has('overhead') && maxOverheadReps > 0) await overheadPhase(s, whole, wholeFile);
-    if (has('ablations') && cfg.ablationReps > 0) await ablationPhase(s, whole, wholeFile, switches);
-    if (has('stream')) await streamStep(s);
-    if (has('paused')) await pausedStep(s);
+    s.lap('loopback');
+    if (has('grid')) await gridPhase(s, grid);
+    if (has('overhead') && maxOverheadReps > 0) await overheadPhase(s, whole);
+    if (has('ablations') && cfg.ablationReps > 0) await ablationPhase(s, whole, switches);
+    if (has('stream')) await streamStep(s, sw);
+    if (has('paused')) await pausedStep(s, pw);
     ok = settle(results);
   } catch (err) {
     ok = false;

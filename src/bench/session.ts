@@ -17,6 +17,7 @@ import { deriveRun, hiddenTokensPerCall, msPerToken } from './derive.js';
 import { spawnServer, type Child } from './processes.js';
 import type { Progress } from './progress.js';
 import { replayRun } from './replay.js';
+import { SpawnAhead } from './spawn-ahead.js';
 import type { ModelConfig, Phase, Results, ResultsFile, RunMeta, RunRecord } from './results.js';
 import type { BenchConfig } from './runner.js';
 import { recompute } from './verdicts.js';
@@ -38,6 +39,11 @@ export class BenchSession {
   private serverNo = 0;
   private readonly servers = new Set<ServerProcess>();
   private readonly dbFiles: string[] = [];
+  /** Servers started ahead of need (spawn-ahead.ts): keys in the order the phases take them. */
+  private ahead: SpawnAhead<ServerProcess> | null = null;
+  private order: string[] = [];
+  private nextUp = 0;
+  private lapStart = performance.now();
 
   constructor(
     readonly cfg: BenchConfig,
@@ -74,6 +80,50 @@ export class BenchSession {
   async stop(s: ServerProcess): Promise<void> {
     this.servers.delete(s);
     await s.stop();
+  }
+
+  /**
+   * The servers the phases will need, by key, in the order they take them,
+   * and how to start each: every warm-up starts the next two while it runs
+   * and settles them before it returns, so a measured run never shares the
+   * CPU with a starting server.
+   */
+  planServers(order: string[], spawn: (key: string) => Promise<ServerProcess>): void {
+    this.order = order;
+    this.ahead = new SpawnAhead(spawn);
+  }
+
+  /** The server for `key`: started ahead, or now. */
+  take(key: string): Promise<ServerProcess> {
+    if (!this.ahead) throw new Error('planServers() was not called');
+    this.nextUp = Math.max(this.nextUp, this.order.indexOf(key) + 1);
+    return this.ahead.take(key);
+  }
+
+  /** Start the next `n` servers of the plan (they start while unmeasured work runs). */
+  prepareNext(n = 2): void {
+    for (; this.ahead && n > 0 && this.nextUp < this.order.length; n--) this.ahead.prepare(this.order[this.nextUp++]!);
+  }
+
+  /** Wait until no server is starting (before a measured run). */
+  async settle(): Promise<void> {
+    await this.ahead?.settle();
+  }
+
+  /** The planned server `key` for the duration of `use`, stopped however it ends. */
+  async withPlanned<T>(key: string, use: (s: ServerProcess) => Promise<T>): Promise<T> {
+    const server = await this.take(key);
+    try {
+      return await use(server);
+    } finally {
+      await this.stop(server);
+    }
+  }
+
+  /** Wall time since the last lap, seconds, as `results.phase_seconds[name]` (the quick form's budget, docs/benchmarks.md). */
+  lap(name: string): void {
+    (this.results.phase_seconds ??= {})[name] = Math.round((performance.now() - this.lapStart) / 100) / 10;
+    this.lapStart = performance.now();
   }
 
   /** A server for the duration of `use`, stopped however it ends. */
@@ -147,7 +197,10 @@ export class BenchSession {
   async warm(server: ServerProcess, w: Workload, tps: number | null, what: string): Promise<void> {
     this.bar.step(`${what}: warm-up`);
     const short = tps !== null && w.userTurns.length > 1 ? { ...w, userTurns: w.userTurns.slice(0, 1) } : w;
+    // The next servers start while this unmeasured run goes on, and are up before the measured runs begin.
+    this.prepareNext();
     await server.race(replayRun({ design: 'ws', url: server.url, workload: short, nonce: `[llr bench warm ${String(++this.runNo).padStart(4, '0')}]`, toolFactor: 0, timeoutMs: this.timeoutFor(short, tps) }));
+    await this.settle();
     this.bar.tick();
   }
 
@@ -183,6 +236,8 @@ export class BenchSession {
 
   /** Stop what is still running and remove the servers' database files. */
   async close(): Promise<void> {
+    // Spawns still in flight finish first, so every process started is stopped.
+    await this.ahead?.drain();
     for (const s of [...this.servers]) await this.stop(s).catch(() => {});
     await this.frames?.stop().catch(() => {});
     for (const f of this.dbFiles) rmSync(f, { force: true });

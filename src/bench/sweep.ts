@@ -146,6 +146,15 @@ export function sweepParagraph(gains: readonly SweepGain[], e2eTarget = SEED_E2E
   return parts.join(' ');
 }
 
+/**
+ * The cells the sweep did not run (too slow a decode for --sweep-max-decode-s),
+ * said beside the paragraph so that "never reaches" is read over the cells measured.
+ */
+export function sweepSkippedText(skipped: SweepResults['skipped'], maxDecodeS: number): string {
+  if (skipped.length === 0) return '';
+  return `Not run (${skipped.length} cell${skipped.length === 1 ? '' : 's'}, decode alone over --sweep-max-decode-s ${maxDecodeS} s per run): ${skipped.map((k) => `${k.cell} (${k.reason.replace(/ \(over .*\)$/, '')})`).join('; ')}. There the same API work is spread over a longer run, so the gain is expected to be smaller than in the same cells at a faster model; the sweep does not measure it.`;
+}
+
 export function sweepMarkdown(s: SweepResults): string {
   const gains = sweepGains(s.rows, s.baseline);
   const designs = s.designs.filter((d) => d !== s.baseline);
@@ -224,6 +233,7 @@ function writeSweep(out: string, s: SweepResults): void {
     '',
     sweepParagraph(sweepGains(s.rows, s.baseline)),
     '',
+    ...(s.skipped.length ? [sweepSkippedText(s.skipped, s.options.maxDecodeS), ''] : []),
     sweepMarkdown(s),
     '',
     ...s.designs.filter((d) => d !== s.baseline).map((d) => `![${d}](sweep-${d}.svg)\n`),

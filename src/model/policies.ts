@@ -27,6 +27,11 @@ export interface PlannedOutput {
 export interface ModelPolicy {
   readonly name: string;
   /**
+   * false: `plan` never draws from `rng` (script, replay), so the model skips
+   * digesting the conversation that seeds it. Absent: it may draw.
+   */
+  readonly random?: boolean;
+  /**
    * Plan one model call. `rng` is seeded from the model's seed and the
    * conversation's visible content, so the same conversation gets the same
    * plan however many calls the model served before. May throw (a script that
@@ -85,6 +90,7 @@ export function scriptPolicy(steps: readonly ScriptStep[]): ScriptPolicy {
   let next = 0;
   return {
     name: 'script',
+    random: false,
     plan() {
       const plan = plans[next];
       if (plan === undefined) throw new ScriptExhaustedError(plans.length);
@@ -142,6 +148,7 @@ export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
 
   return {
     name: 'replay',
+    random: false,
     plan(req) {
       let cursor = -1;
       for (const item of req.items) {

@@ -117,12 +117,14 @@ export class SimulatedModel implements Model {
     // seeded from the conversation, not from call order, so the same
     // conversation gets the same text in every mode and under concurrency.
     // The digest walks the whole conversation, so it is computed only if the
-    // policy draws from the rng (replay and script never do).
+    // policy draws from the rng (replay and script never do: `random: false`;
+    // digesting for them cost a replayed 66-call run ~100 ms of model span
+    // with the instant model, bookkeeping the bench books as model time).
     // A large conversation is digested up front, yielding to the event loop
     // (the same number the lazy path computes), so hashing megabytes of
     // input cannot stall other connections.
     let rng: Rng | undefined;
-    if ((req.conversationChars ?? conversationChars(req.items)) > EAGER_DIGEST_CHARS) {
+    if (this.policy.random !== false && (req.conversationChars ?? conversationChars(req.items)) > EAGER_DIGEST_CHARS) {
       rng = mulberry32(await runCooperative(conversationDigestWork(req.items, this.seed)));
       signal.throwIfAborted();
     }

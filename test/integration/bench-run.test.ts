@@ -60,6 +60,23 @@ describe('llr bench', () => {
       expect(r.api_overhead_ms).toBeGreaterThanOrEqual(r.emit_ms);
       expect(r.model_excess_ms + r.tool_ms + r.api_overhead_ms + r.residual_ms).toBeCloseTo(r.e2e_ms, 6);
     }
+    // The report shows one instant-model run per design whose terms add up (to the 0.1 ms shown):
+    // model 0 by construction, overhead = API spans + residual, e2e = model + simulator + overhead.
+    const report = readFileSync(join(out, 'report.md'), 'utf8');
+    const table = report.split('### Instant model: where one run goes')[1]!.split('\n\n')[1]!.split('\n').slice(2);
+    expect(table.map((line) => line.split(' | ')[0]!.slice(2)).sort()).toEqual(['http', 'http-stored', 'long-lived', 'long-lived-http', 'ws']);
+    for (const line of table) {
+      const cells = line.split(' | ');
+      const [e2e, model, sim, overhead, api, residual] = cells.slice(2, 8).map(Number) as [number, number, number, number, number, number];
+      expect(model).toBe(0);
+      expect(Math.abs(e2e - (model + sim + overhead)), line).toBeLessThanOrEqual(0.15);
+      expect(Math.abs(overhead - (api + residual)), line).toBeLessThanOrEqual(0.15);
+      const stages = cells[8]!.replace(/ \|$/, '').split(', ').map((s) => Number(s.split(' ').at(-1)));
+      expect(Math.abs(stages.reduce((a, b) => a + b, 0) - api), line).toBeLessThanOrEqual(0.05 * stages.length + 0.5);
+      // The row is a real run of that design: its e2e.
+      const design = cells[0]!.slice(2);
+      expect(results.runs.some((r) => r.ok && r.phase === 'overhead' && r.design === design && r.e2e_ms.toFixed(1) === cells[2])).toBe(true);
+    }
     expect(results.config['target_speed']).toBe(1000);
     expect(results.summary.every((r) => r.e2e_ms_ci.lo <= r.e2e_ms_median && r.e2e_ms_median <= r.e2e_ms_ci.hi)).toBe(true);
     expect(results.loopback_rtt_ms!.p50).toBeGreaterThan(0);

@@ -1,18 +1,17 @@
 /**
- * `llr workload inspect / convert` and `llr bench --workload` from the built
+ * `llr workload inspect / convert` from the built
  * CLI: inspect reports what was read, convert writes the neutral format that
  * reads back the same, a file the reader cannot use exits 1 with its line and
- * no stack trace, and a bench over a compacted rollout runs to the end
- * (grid and overhead phases; the other phases do not depend on the workload).
+ * no stack trace. (`llr bench --quick --workload` on every fixture:
+ * bench-workloads.test.ts.)
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Results } from '../../src/bench/results.js';
 import { readWorkload } from '../../src/workload/load.js';
 import { buildDist } from '../helpers/build.js';
 
@@ -66,22 +65,4 @@ describe('llr workload', () => {
     expect(n.code).toBe(1);
     expect(n.stderr).toBe('llr: bad.json: not an llr workload (docs/workload.schema.json): /userTurns must NOT have fewer than 1 items\n');
   });
-});
-
-describe('llr bench --workload on a compacted rollout', () => {
-  it('runs the grid and overhead phases to the end for every design', async () => {
-    const out = join(dir, 'bench');
-    const r = await llr(
-      ['bench', '--workload', join(FIXTURES, 'rollout-compacted.jsonl'), '--speeds', '4000', '--reps', '1', '--phases', 'grid,overhead', '--out', out],
-      110_000,
-    );
-    expect(r.stderr).not.toMatch(/diverged|failed/);
-    expect(r.code).toBe(0);
-    const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as Results;
-    expect(results.status).toBe('complete');
-    expect(results.runs.length).toBeGreaterThan(0);
-    expect(results.runs.every((run) => run.ok)).toBe(true);
-    expect(results.workload).toMatchObject({ name: 'rollout-compacted.jsonl', grid_model_calls: 6, overhead_model_calls: 7 });
-    expect(results.overhead_summary.map((row) => row.design).sort()).toEqual(['http', 'http-stored', 'long-lived', 'long-lived-http', 'ws']);
-  }, 120_000);
 });

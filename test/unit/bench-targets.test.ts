@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { PROFILES, PROFILE_NAMES, profileByName, profileKnobs, profileMarkdown } from '../../src/bench/profiles.js';
 import { bootstrapMedianCI, median, relativeSpread } from '../../src/bench/stats.js';
-import { SWEEP_DESIGNS, gainColour, parseList, sweepGains, sweepHeatmap, sweepMarkdown, sweepParagraph, type SweepResults, type SweepRow } from '../../src/bench/sweep.js';
+import { SWEEP_DESIGNS, gainColour, parseList, sweepGains, sweepHeatmap, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepResults, type SweepRow } from '../../src/bench/sweep.js';
 import { TARGET_SPECS, passes, spec, targetText, targetsMarkdown, thresholdText, verdictOf } from '../../src/bench/targets.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 
@@ -131,6 +131,14 @@ describe('sweep', () => {
     expect(never).toMatch(/ws never reaches 40\.0 % faster end to end over http in the 1 cells measured: its best is 2\.0 %/);
     expect(never).toMatch(/never 45\.0 % faster \(best 1\.0 %/);
     expect(sweepParagraph([])).toMatch(/says nothing/);
+  });
+
+  it('names the cells it did not run beside the paragraph', () => {
+    expect(sweepSkippedText([], 15)).toBe('');
+    const text = sweepSkippedText([{ cell: '65 tok/s, 0 ms/hop, 66 calls', reason: 'decode alone would take 140 s per run (over --sweep-max-decode-s 15)' }], 15);
+    expect(text).toBe(
+      'Not run (1 cell, decode alone over --sweep-max-decode-s 15 s per run): 65 tok/s, 0 ms/hop, 66 calls (decode alone would take 140 s per run). There the same API work is spread over a longer run, so the gain is expected to be smaller than in the same cells at a faster model; the sweep does not measure it.',
+    );
   });
 
   it('writes a table and a heat map per design', () => {

@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { autoPolicy, scriptPolicy, ScriptExhaustedError } from '../../src/model/policies.js';
 import { PrefixCache } from '../../src/model/prefix-cache.js';
-import { SimulatedModel, YIELD_EVERY_TOKENS } from '../../src/model/simulated.js';
+import { EAGER_DIGEST_CHARS, SimulatedModel, YIELD_EVERY_TOKENS } from '../../src/model/simulated.js';
+import type { InputMessage } from '../../src/protocol/objects.js';
 import { tokenPieces } from '../../src/model/tokenizer.js';
 import { collect, deltaCount, FakeClock, fnTool, outputOf, request, SETTINGS, StuckClock, user } from './model-fixtures.js';
 
@@ -218,5 +219,32 @@ describe('abort', () => {
     const model = new SimulatedModel({ policy: scriptPolicy([{ text: 'x' }]), clock: new FakeClock() });
     const reason = new Error('already');
     await expect(collect(model, request(), AbortSignal.abort(reason))).rejects.toBe(reason);
+  });
+});
+
+describe('the conversation digest', () => {
+  /** A user message past the eager-digest size whose content counts how often it is read. */
+  function countedItem(): { item: InputMessage; reads: () => number } {
+    let reads = 0;
+    const text = 'x'.repeat(EAGER_DIGEST_CHARS + 1);
+    const item = { type: 'message', role: 'user' } as InputMessage;
+    Object.defineProperty(item, 'content', { enumerable: true, get: () => (reads++, text) });
+    return { item, reads: () => reads };
+  }
+
+  it('is skipped for a policy that never draws from the rng (script, replay): the model does not read the conversation', async () => {
+    const { item, reads } = countedItem();
+    const model = new SimulatedModel({ policy: scriptPolicy([{ text: 'ok' }]), clock: new FakeClock() });
+    expect(model.policy.random).toBe(false);
+    expect(outputOf(await collect(model, request({ items: [item] })))).toEqual([{ type: 'message', text: 'ok' }]);
+    expect(reads()).toBe(0);
+  });
+
+  it('is computed for a policy that may draw, from the same conversation', async () => {
+    const { item, reads } = countedItem();
+    const script = scriptPolicy([{ text: 'ok' }]);
+    const model = new SimulatedModel({ policy: { name: 'may draw', plan: (req, rng) => script.plan(req, rng) }, clock: new FakeClock() });
+    await collect(model, request({ items: [item] }));
+    expect(reads()).toBeGreaterThanOrEqual(2); // sized, then digested
   });
 });

@@ -87,5 +87,7 @@ export function leanSnapshot(r: Response): Response {
     usage: r.usage,
     pending_tool_calls: r.pending_tool_calls?.slice() ?? [],
   };
+  // Deliberately a subset of Response: the documented opt-in switch's event (docs/protocol.md); typing every
+  // pause event as a union would make every client narrow a shape only this switch sends.
   return lean as unknown as Response;
 }

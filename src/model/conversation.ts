@@ -141,9 +141,10 @@ function* hashTexts(texts: readonly string[], h: number): Work<number> {
  * render stage keeps the running sum of a context (`textChars`).
  */
 export function itemTextChars(item: InputItem): number {
-  const it = item as unknown as Record<string, unknown>;
+  // Any item may carry text in these fields (hosted tool items too), so all three are read for every item.
+  const it: { content?: unknown; arguments?: unknown; output?: unknown; type?: unknown } = item;
   let n = 0;
-  for (const v of [it['content'], it['arguments'], it['output']]) {
+  for (const v of [it.content, it.arguments, it.output]) {
     if (typeof v === 'string') n += v.length;
     else if (Array.isArray(v)) for (const p of v as Array<{ text?: unknown }>) if (typeof p?.text === 'string') n += p.text.length;
   }

@@ -375,7 +375,7 @@ export class ResponseRun {
     // Injected delays (chaos knobs) are left out too: they have their own spans.
     const injected = m.counters.chaos_delay_ms - delayBefore;
     m.span('decode', firstToken, Math.max(firstToken, clock.now() - (m.emitMs - emitBefore) - injected));
-    appendOutput(this.plan.context, segment.items);
+    appendOutput(this.plan.context, segment.items, segment.itemTokens);
     if (this.end) return [];
     assertDistinctCallIds(segment.calls);
     return segment.calls;

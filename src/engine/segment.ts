@@ -21,6 +21,8 @@ export function carriesTokens(ev: ModelEvent): boolean {
 export class Segment {
   /** Finished items, in order, as the context holds them. */
   readonly items: InputItem[] = [];
+  /** Per item of `items`, the token ids the model reported for its text (`message.end` / `call.end`), if any. */
+  readonly itemTokens: Array<readonly number[] | undefined> = [];
   /** Finished function calls. */
   readonly calls: FunctionCall[] = [];
   private msg: AssistantMessage | null = null;
@@ -57,7 +59,7 @@ export class Segment {
         return 1;
       }
       case 'message.end':
-        this.closeMessage(this.need(this.msg, 'the end of a message it did not start'), 'completed');
+        this.closeMessage(this.need(this.msg, 'the end of a message it did not start'), 'completed', ev.tokens);
         return 0;
       case 'call.start': {
         const call: FunctionCall = { id: newId('fc'), type: 'function_call', call_id: ev.call_id, name: ev.name, arguments: '', status: 'in_progress' };
@@ -76,6 +78,7 @@ export class Segment {
       case 'call.end': {
         const call = this.closeCall(this.need(this.call, 'the end of a call it did not start'), 'completed');
         this.items.push(call);
+        this.itemTokens.push(ev.tokens);
         this.calls.push(call);
         return 0;
       }
@@ -97,13 +100,14 @@ export class Segment {
     if (this.call) this.closeCall(this.call, 'incomplete');
   }
 
-  private closeMessage(msg: AssistantMessage, status: 'completed' | 'incomplete'): void {
+  private closeMessage(msg: AssistantMessage, status: 'completed' | 'incomplete', tokens?: readonly number[]): void {
     const part = msg.content[0]!;
     msg.status = status;
     this.emit({ type: 'response.output_text.done', item_id: msg.id, output_index: this.index, content_index: 0, text: part.text, logprobs: [] });
     this.emit({ type: 'response.content_part.done', item_id: msg.id, output_index: this.index, content_index: 0, part: { ...part } });
     this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...msg, content: [{ ...part }] } });
     this.items.push(msg);
+    this.itemTokens.push(status === 'completed' ? tokens : undefined);
     this.msg = null;
   }
 

@@ -18,7 +18,7 @@ import { runCooperative, runSync } from './cooperative.js';
 import type { ModelPolicy } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
 import { hashString, hexString, mulberry32, type Rng } from './rng.js';
-import { tokenPieces } from './tokenizer.js';
+import { encodeText, piecesOf } from './tokenizer.js';
 import type { Model, ModelEvent, ModelRequest, ModelSettings } from './types.js';
 
 export interface SimulatedModelOptions {
@@ -166,21 +166,36 @@ export class SimulatedModel implements Model {
     for (const item of items) {
       if (item.type === 'message') {
         yield { type: 'message.start' };
-        for (const delta of tokenPieces(item.text)) {
+        const { pieces, tokens } = split(item.text);
+        for (const delta of pieces) {
           await pacer.advance(1);
           yield { type: 'text.delta', delta };
         }
-        yield { type: 'message.end' };
+        yield tokens ? { type: 'message.end', tokens } : { type: 'message.end' };
       } else {
         yield { type: 'call.start', name: item.name, call_id: item.call_id };
-        for (const delta of tokenPieces(item.arguments)) {
+        const { pieces, tokens } = split(item.arguments);
+        for (const delta of pieces) {
           await pacer.advance(1);
           yield { type: 'args.delta', delta };
         }
-        yield { type: 'call.end' };
+        yield tokens ? { type: 'call.end', tokens } : { type: 'call.end' };
       }
     }
   }
+}
+
+/**
+ * A text's pieces (one delta each) and its token ids, which the model hands
+ * back at the item's end so the prompt is not encoded again; the ids only
+ * when the pieces rejoin to the text (a lone surrogate comes back as U+FFFD:
+ * then the engine encodes what was streamed).
+ */
+function split(text: string): { pieces: string[]; tokens: number[] | null } {
+  if (text === '') return { pieces: [], tokens: null };
+  const ids = encodeText(text);
+  const pieces = piecesOf(ids);
+  return { pieces, tokens: pieces.join('') === text ? ids : null };
 }
 
 function checkSettings(s: ModelSettings): void {

@@ -144,44 +144,10 @@ export function countTokens(text: string): number {
  */
 export function tokenPieces(text: string): string[] {
   if (text === '') return [];
-  const ids = encodeText(text);
-  remember(text, ids);
+  return piecesOf(encodeText(text));
+}
+
+/** The string pieces of token ids (see `tokenPieces`), for a caller that keeps the ids too. */
+export function piecesOf(ids: readonly number[]): string[] {
   return [...load().decodeGenerator(ids)];
-}
-
-/**
- * The token ids of texts the model just split into pieces, kept so the
- * render stage can append the model's output to the prompt without encoding
- * it again (`encodeOutput`): the model produced those tokens. A pure memo
- * (encoding is a function of the text), bounded by entries and tokens; an
- * entry is dropped once taken.
- */
-const MEMO_ENTRIES = 1024;
-const MEMO_TOKENS = 4 * 1024 * 1024;
-const memo = new Map<string, Uint32Array>();
-let memoTokens = 0;
-
-function remember(text: string, ids: readonly number[]): void {
-  if (ids.length > MEMO_TOKENS / 4) return;
-  const old = memo.get(text);
-  if (old) {
-    memo.delete(text);
-    memoTokens -= old.length;
-  }
-  memo.set(text, Uint32Array.from(ids));
-  memoTokens += ids.length;
-  for (const [k, v] of memo) {
-    if (memo.size <= MEMO_ENTRIES && memoTokens <= MEMO_TOKENS) break;
-    memo.delete(k);
-    memoTokens -= v.length;
-  }
-}
-
-/** `encodeText(text)`, taken from the memo when the model just split this text (`tokenPieces`). */
-export function encodeOutput(text: string): ArrayLike<number> {
-  const ids = memo.get(text);
-  if (ids === undefined) return encodeText(text);
-  memo.delete(text);
-  memoTokens -= ids.length;
-  return ids;
 }

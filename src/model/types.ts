@@ -51,10 +51,15 @@ export type ModelEvent =
   | { type: 'reasoning'; tokens: number }
   | { type: 'message.start' }
   | { type: 'text.delta'; delta: string }
-  | { type: 'message.end' }
+  /**
+   * `tokens`: the o200k ids of the item's whole text as streamed, when the
+   * model has them; the engine then appends the item to the prompt without
+   * encoding it again. Absent: the engine encodes the text.
+   */
+  | { type: 'message.end'; tokens?: readonly number[] }
   | { type: 'call.start'; name: string; call_id: string }
   | { type: 'args.delta'; delta: string }
-  | { type: 'call.end' };
+  | { type: 'call.end'; tokens?: readonly number[] };
 
 export interface Model {
   /** Stream one model call. Aborting `signal` ends the stream with the signal's reason. */

@@ -17,7 +17,7 @@
  * tokenizes every new item first and only then extends the context, in one
  * synchronous step: a failure or a concurrent reader never sees half of it.
  */
-import { encodeOutput, encodeStep, encodeText, IM_END, IM_START } from '../model/tokenizer.js';
+import { encodeStep, encodeText, IM_END, IM_START } from '../model/tokenizer.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import { isFunctionTool, isKnownItem, type FunctionTool, type InputItem, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
@@ -258,21 +258,22 @@ export function commitItems(ctx: RenderedContext, items: readonly InputItem[], t
 
 /**
  * Add the model's own output items to the context. Their tokens came from
- * the model, so they are not counted as tokenization work of the request.
+ * the model, so they are not counted as tokenization work of the request;
+ * where the model reported an item's token ids (`tokens[i]`, see
+ * model/types.ts), the item's text is not encoded again.
  */
-export function appendOutput(ctx: RenderedContext, items: readonly InputItem[]): void {
-  for (const item of items) {
+export function appendOutput(ctx: RenderedContext, items: readonly InputItem[], tokens: ReadonlyArray<readonly number[] | undefined> = []): void {
+  items.forEach((item, i) => {
     const { prefix, body } = itemParts(item);
+    const known = tokens[i];
     // The prefix ends in a line break: before a body that does not start with
-    // white space or '/' (a punctuation pre-token may swallow `[\r\n/]*`),
-    // no pre-token spans the two, so the item's tokens are the
-    // prefix's then the body's — and the body's are the ones the model just
-    // produced (model/tokenizer.ts `encodeOutput`), not encoded again.
+    // white space or '/' (a punctuation pre-token may swallow `[\r\n/]*`), no
+    // pre-token spans the two, so the item's tokens are the prefix's, then the body's.
     const single = body.length === 1 ? body[0]! : null;
-    const split = single !== null && single.length > 0 && !/^[\s/]/.test(single) && prefix.endsWith('\n');
-    const toks = split ? [[IM_START], encodeText(prefix), encodeOutput(single), [IM_END]] : [[IM_START], encodeText(prefix + body.join('')), [IM_END]];
+    const split = known !== undefined && single !== null && single.length > 0 && !/^[\s/]/.test(single) && prefix.endsWith('\n');
+    const toks = split ? [[IM_START], encodeText(prefix), known, [IM_END]] : [[IM_START], encodeText(prefix + body.join('')), [IM_END]];
     pushItem(ctx, item, toks);
-  }
+  });
 }
 
 function pushItem(ctx: RenderedContext, item: InputItem, toks: ReadonlyArray<ArrayLike<number>>): void {

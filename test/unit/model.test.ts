@@ -8,7 +8,7 @@ import { autoPolicy, scriptPolicy, ScriptExhaustedError } from '../../src/model/
 import { PrefixCache } from '../../src/model/prefix-cache.js';
 import { EAGER_DIGEST_CHARS, SimulatedModel, YIELD_EVERY_TOKENS } from '../../src/model/simulated.js';
 import type { InputMessage } from '../../src/protocol/objects.js';
-import { tokenPieces } from '../../src/model/tokenizer.js';
+import { encodeText, tokenPieces } from '../../src/model/tokenizer.js';
 import { collect, deltaCount, FakeClock, fnTool, outputOf, request, SETTINGS, StuckClock, user } from './model-fixtures.js';
 
 const TEXT = 'The quick brown fox jumps over the lazy dog while the server streams tokens.';
@@ -172,7 +172,8 @@ describe('determinism and recording', () => {
       { type: 'function_call', name: 'get_weather', call_id: 'call_w', arguments: '{"city":"Paris"}' },
     ]);
     expect(events.filter((e) => e.type === 'args.delta').length).toBe(tokenPieces('{"city":"Paris"}').length);
-    expect(events.at(-1)).toEqual({ type: 'call.end' });
+    // The call's end reports the token ids of the arguments it streamed (the engine reuses them for the prompt).
+    expect(events.at(-1)).toEqual({ type: 'call.end', tokens: encodeText('{"city":"Paris"}') });
   });
 
   it('fails the call when the script is exhausted, naming the step count', async () => {

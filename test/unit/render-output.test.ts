@@ -1,12 +1,16 @@
 /**
  * The model's output joins the prompt with the tokens the model produced
- * (pipeline/render.ts `appendOutput`, model/tokenizer.ts `encodeOutput`):
+ * (pipeline/render.ts `appendOutput`, the ids of `message.end` / `call.end`):
  * the prompt must be token for token what encoding the whole item gives,
- * for random messages and calls, whether or not the memo holds the text.
+ * for random messages and calls, with or without the model's ids; and the
+ * simulated model reports exactly the ids of what it streamed.
  */
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../src/model/rng.js';
-import { tokenPieces } from '../../src/model/tokenizer.js';
+import { encodeText } from '../../src/model/tokenizer.js';
+import { SimulatedModel } from '../../src/model/simulated.js';
+import { scriptPolicy } from '../../src/model/policies.js';
+import type { ModelEvent, ModelRequest } from '../../src/model/types.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 import { appendOutput, renderAppend, renderFull } from '../../src/pipeline/render.js';
 import type { InputItem } from '../../src/protocol/objects.js';
@@ -35,12 +39,26 @@ describe('appendOutput', () => {
     for (let i = 0; i < 1500; i++) {
       const item = randomItem(rng, i);
       const body = item.type === 'function_call' ? (item as { arguments: string }).arguments : (item as unknown as { content: Array<{ text: string }> }).content[0]!.text;
-      if (i % 2 === 0) tokenPieces(body); // what the model does: the memo then holds the body's tokens
       const a = renderFull(null, [], [], new RunMetrics());
       const b = renderFull(null, [], [], new RunMetrics());
-      appendOutput(a, [item]);
+      appendOutput(a, [item], i % 2 === 0 ? [encodeText(body)] : []);
       renderAppend(b, [item], new RunMetrics());
       expect(Array.from(a.tokens.view()), JSON.stringify(item)).toEqual(Array.from(b.tokens.view()));
+    }
+  });
+
+  it('the simulated model reports the ids of what it streamed, except when the pieces do not rejoin', async () => {
+    const texts = ['Hello, world!', ' leading space', 'emoji 😀 and 中文', 'lone \ud83d surrogate'];
+    const policy = scriptPolicy(texts.map((text) => ({ text })));
+    const model = new SimulatedModel({ policy });
+    for (const text of texts) {
+      const req = { model: 'm', settings: { tokensPerSecond: Infinity, ttftBaseMs: 0, prefillTokensPerSecond: Infinity }, instructions: null, items: [], tools: [], tool_choice: 'auto', parallel_tool_calls: true, promptTokens: [], maxOutputTokens: null } as unknown as ModelRequest;
+      const events: ModelEvent[] = [];
+      for await (const e of model.sample(req, new AbortController().signal)) events.push(e);
+      const streamed = events.map((e) => (e.type === 'text.delta' ? e.delta : '')).join('');
+      const end = events.find((e) => e.type === 'message.end') as Extract<ModelEvent, { type: 'message.end' }>;
+      if (streamed === text) expect(end.tokens).toEqual(encodeText(text));
+      else expect(end.tokens).toBeUndefined();
     }
   });
 });

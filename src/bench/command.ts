@@ -19,7 +19,7 @@ import { parseTurns, runScaling, type ScalingOptions } from './scaling.js';
 import { DEFAULT_WORKLOAD, readWorkload, type Workload } from '../workload/load.js';
 import { syntheticFromSpec, syntheticWorkload } from '../workload/synthetic.js';
 import { PROFILE_NAMES, profileByName, profileKnobs } from './profiles.js';
-import { SWEEP_DESIGNS, SWEEP_FULL, SWEEP_QUICK, parseList, runSweep, sweepGains, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepOptions } from './sweep.js';
+import { SWEEP_DESIGNS, SWEEP_FULL, SWEEP_QUICK, parseList, rebuildSweep, runSweep, sweepGains, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepOptions } from './sweep.js';
 
 export { DEFAULT_WORKLOAD };
 
@@ -58,6 +58,7 @@ Usage: llr bench [--quick | --full] [options]
   --store sqlite|memory   the servers' response store (default: a SQLite file per
                           server in DIR, deleted at the end, as llr serve uses)
   --report DIR            rebuild DIR's summaries, targets and report from its results.json
+                          (a sweep's DIR: its table, paragraph and heat maps from sweep.json)
   --profile NAME          cost profile: ${PROFILE_NAMES.join(', ')} (default loopback): the remote
                           hops and their latencies (docs/benchmarks.md); --hop-ms, --hops,
                           --call-hop-ms, --call-hops override its numbers
@@ -281,6 +282,13 @@ export async function benchCommand(argv: string[]): Promise<void> {
     return;
   }
   if (report !== null) {
+    if (!existsSync(join(report, 'results.json')) && existsSync(join(report, 'sweep.json'))) {
+      // A sweep's directory: its table, paragraph and heat maps from sweep.json and the cells' results.
+      const s = rebuildSweep(report);
+      const skipped = sweepSkippedText(s.skipped, s.options.maxDecodeS);
+      process.stdout.write(`${sweepParagraph(sweepGains(s.rows, s.baseline))}\n\n${skipped ? `${skipped}\n\n` : ''}${sweepMarkdown(s)}\n`);
+      return;
+    }
     // Rebuild summaries, targets and the report from a results.json alone.
     const path = join(report, 'results.json');
     const results = JSON.parse(readFileSync(path, 'utf8')) as Results;

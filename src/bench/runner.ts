@@ -289,11 +289,14 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
   /**
    * An unmeasured run: JIT, tokenizer tables and the shared preamble's prefix
    * cache. With a timed model only the first user turn is replayed (the
-   * replay policy is stateless, so a shorter conversation is still on script).
+   * replay policy is stateless, so a shorter conversation is still on script);
+   * so it is for quick's ablation servers (`firstTurn`), whose single run per
+   * switch reads only the rendered-token cache's ~4× and exact counters, and
+   * where the cache-off server's whole-run warm-up alone took ~5 s.
    */
-  const warm = async (server: ServerProcess, w: Workload, tps: number | null, what: string) => {
+  const warm = async (server: ServerProcess, w: Workload, tps: number | null, what: string, firstTurn = tps !== null) => {
     bar.step(`${what}: warm-up`);
-    const short = tps !== null && w.userTurns.length > 1 ? { ...w, userTurns: w.userTurns.slice(0, 1) } : w;
+    const short = firstTurn && w.userTurns.length > 1 ? { ...w, userTurns: w.userTurns.slice(0, 1) } : w;
     // The next servers start while this unmeasured run goes on, and are up before the measured runs begin.
     prepareNext();
     await server.race(replayRun({ design: 'ws', url: server.url, workload: short, nonce: `[llr bench warm ${String(++runNo).padStart(4, '0')}]`, toolFactor: 0, timeoutMs: timeoutFor(short, tps) }));
@@ -377,7 +380,7 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
           const what = name === null ? 'ablation baseline (all switches on)' : `ablation --off ${name}`;
           const server = await take(`ablation:${name ?? ''}`);
           ablationServers.set(name, server);
-          await warm(server, whole, null, what);
+          await warm(server, whole, null, what, cfg.mode === 'quick');
         }
         const hidden = hiddenTokensPerCall(whole);
         for (let rep = 0; rep < cfg.ablationReps; rep++) {

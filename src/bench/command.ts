@@ -19,7 +19,7 @@ import { parseTurns, runScaling, type ScalingOptions } from './scaling.js';
 import { DEFAULT_WORKLOAD, readWorkload, type Workload } from '../workload/load.js';
 import { syntheticFromSpec, syntheticWorkload } from '../workload/synthetic.js';
 import { PROFILE_NAMES, profileByName, profileKnobs } from './profiles.js';
-import { SWEEP_DESIGNS, SWEEP_FULL, SWEEP_QUICK, parseList, rebuildSweep, runSweep, sweepGains, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepOptions } from './sweep.js';
+import { SWEEP_DESIGNS, SWEEP_FULL, SWEEP_QUICK, parseList, rebuildSweep, runSweep, sweepGains, sweepLoadText, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepOptions } from './sweep.js';
 
 export { DEFAULT_WORKLOAD };
 
@@ -259,7 +259,8 @@ export async function benchCommand(argv: string[]): Promise<void> {
     const t0 = performance.now();
     const { results, ok } = await runSweep(config, sweep, `llr bench ${argv.join(' ')}`);
     const skipped = sweepSkippedText(results.skipped, results.options.maxDecodeS);
-    process.stdout.write(`\n${sweepParagraph(sweepGains(results.rows, results.baseline))}\n\n${skipped ? `${skipped}\n\n` : ''}${sweepMarkdown(results)}\n`);
+    const load = sweepLoadText(results);
+    process.stdout.write(`\n${sweepParagraph(sweepGains(results.rows, results.baseline))}\n\n${skipped ? `${skipped}\n\n` : ''}${load ? `${load}\n\n` : ''}${sweepMarkdown(results)}\n`);
     process.stdout.write(`\nsweep in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${config.out}/sweep.json · ${config.out}/sweep.md · ${config.out}/sweep-*.svg\n`);
     if (!ok) {
       process.stderr.write(`llr bench --sweep: ${results.failures.map((f) => `${f.cell}: ${f.error}`).join('; ')}\n`);
@@ -287,7 +288,8 @@ export async function benchCommand(argv: string[]): Promise<void> {
       // A sweep's directory: its table, paragraph and heat maps from sweep.json and the cells' results.
       const s = rebuildSweep(report);
       const skipped = sweepSkippedText(s.skipped, s.options.maxDecodeS);
-      process.stdout.write(`${sweepParagraph(sweepGains(s.rows, s.baseline))}\n\n${skipped ? `${skipped}\n\n` : ''}${sweepMarkdown(s)}\n`);
+      const load = sweepLoadText(s);
+      process.stdout.write(`${sweepParagraph(sweepGains(s.rows, s.baseline))}\n\n${skipped ? `${skipped}\n\n` : ''}${load ? `${load}\n\n` : ''}${sweepMarkdown(s)}\n`);
       return;
     }
     // Rebuild summaries, targets and the report from a results.json alone.

@@ -167,6 +167,17 @@ export function sweepSkippedText(skipped: SweepResults['skipped'], maxDecodeS: n
   return `Not run (${skipped.length} cell${skipped.length === 1 ? '' : 's'}, decode alone over --sweep-max-decode-s ${maxDecodeS} s per run): ${skipped.map((k) => `${k.cell} (${k.reason.replace(/ \(over .*\)$/, '')})`).join('; ')}. There the same API work is spread over a longer run, so the gain is expected to be smaller than in the same cells at a faster model; the sweep does not measure it.`;
 }
 
+/** Said beside the paragraph when cells ran while other work competed for the CPU ('' otherwise or when unknown). */
+export function sweepLoadText(s: SweepResults): string {
+  const cpus = Number(s.machine?.['cpus']);
+  const cells = [...new Map(s.rows.filter((r) => r.load_1m !== undefined).map((r) => [`${r.speed}|${r.hop_ms}|${r.calls}`, r.load_1m!])).values()];
+  if (!Number.isFinite(cpus) || cells.length === 0) return '';
+  const over = cells.filter((l) => l > cpus);
+  if (over.length === 0) return '';
+  const range = `${Math.min(...cells).toFixed(1)}–${Math.max(...cells).toFixed(1)}`;
+  return `${over.length === cells.length ? 'Every cell' : `${over.length} of ${cells.length} cells`} started with a load average above the ${cpus} CPUs (${range} over the cells measured): other work competed for the CPU, which slows ${s.baseline} (the most CPU work per run) more than the other designs, so these gains are larger than the same cells give on an idle machine.`;
+}
+
 export function sweepMarkdown(s: SweepResults): string {
   const gains = sweepGains(s.rows, s.baseline);
   const designs = s.designs.filter((d) => d !== s.baseline);
@@ -268,6 +279,7 @@ function writeSweep(out: string, s: SweepResults): void {
     sweepParagraph(sweepGains(s.rows, s.baseline)),
     '',
     ...(s.skipped.length ? [sweepSkippedText(s.skipped, s.options.maxDecodeS), ''] : []),
+    ...(sweepLoadText(s) ? [sweepLoadText(s), ''] : []),
     sweepMarkdown(s),
     '',
     ...s.designs.filter((d) => d !== s.baseline).map((d) => `![${d}](sweep-${d}.svg)\n`),

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROFILES, PROFILE_NAMES, profileByName, profileKnobs, profileMarkdown } from '../../src/bench/profiles.js';
 import { bootstrapMedianCI, median, relativeSpread } from '../../src/bench/stats.js';
-import { SWEEP_DESIGNS, gainColour, parseList, rebuildSweep, sweepGains, sweepHeatmap, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepResults, type SweepRow } from '../../src/bench/sweep.js';
+import { SWEEP_DESIGNS, gainColour, parseList, rebuildSweep, sweepGains, sweepHeatmap, sweepLoadText, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepResults, type SweepRow } from '../../src/bench/sweep.js';
 import { TARGET_SPECS, passes, spec, targetText, targetsMarkdown, thresholdText, verdictOf } from '../../src/bench/targets.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 
@@ -157,6 +157,11 @@ describe('sweep', () => {
       expect(md).toMatch(/\| 1,000 tok\/s \| 0 \| 10 \| 11\.5 \| 1,000 \|/);
       expect(md).toMatch(/on 2 CPUs; above the CPU count other work competed/);
       expect(readFileSync(join(dir, 'sweep-ws.svg'), 'utf8')).toContain('load average 11.5–11.5 on 2 CPUs');
+      expect(sweepLoadText(rebuilt)).toBe(
+        'Every cell started with a load average above the 2 CPUs (11.5–11.5 over the cells measured): other work competed for the CPU, which slows http (the most CPU work per run) more than the other designs, so these gains are larger than the same cells give on an idle machine.',
+      );
+      expect(md).toContain(sweepLoadText(rebuilt));
+      expect(sweepLoadText({ ...rebuilt, rows: rebuilt.rows.map((r) => ({ ...r, load_1m: 0.5 })) })).toBe('');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

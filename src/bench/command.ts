@@ -21,7 +21,7 @@ import { parseTurns, runScaling, type ScalingOptions } from './scaling.js';
 import { DEFAULT_WORKLOAD, readWorkload, type Workload } from '../workload/load.js';
 import { syntheticFromSpec, syntheticWorkload } from '../workload/synthetic.js';
 import { PROFILE_NAMES, profileByName, profileKnobs } from './profiles.js';
-import { SWEEP_DESIGNS, SWEEP_FULL, SWEEP_QUICK, parseList, runSweep, sweepGains, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepOptions } from './sweep.js';
+import { SWEEP_DESIGNS, SWEEP_FULL, SWEEP_QUICK, parseList, rebuildSweep, runSweep, sweepGains, sweepLoadText, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepOptions } from './sweep.js';
 
 export { DEFAULT_WORKLOAD };
 
@@ -32,8 +32,8 @@ Usage: llr bench [--quick | --full] [options]
   --quick                 (default) grid on the first 6 model calls at 1000 and 4000
                           tokens/s, 3 reps; overhead phase on the whole workload
                           (long-lived and ws 5 reps, long-lived-http 3, http and
-                          http-stored 1); ablations 1 rep; streams of 4000 / 100×1000
-                          tokens; 1000 paused runs. About 90 s on 2 idle cores (budget
+                          http-stored 1); ablations 1 rep (first-turn warm-ups); streams
+                          of 4000 / 100×500 tokens; 1000 paused runs. About 90 s on 2 idle cores (budget
                           per phase: docs/benchmarks.md).
   --full                  the whole workload at 65, 1000 and 4000 tokens/s, 3 reps;
                           overhead phase 9 reps (long-lived, ws) / 3; ablations 3;
@@ -60,6 +60,7 @@ Usage: llr bench [--quick | --full] [options]
   --store sqlite|memory   the servers' response store (default: a SQLite file per
                           server in DIR, deleted at the end, as llr serve uses)
   --report DIR            rebuild DIR's summaries, targets and report from its results.json
+                          (a sweep's DIR: its table, paragraph and heat maps from sweep.json)
   --profile NAME          cost profile: ${PROFILE_NAMES.join(', ')} (default loopback): the remote
                           hops and their latencies (docs/benchmarks.md); --hop-ms, --hops,
                           --call-hop-ms, --call-hops override its numbers
@@ -99,7 +100,8 @@ export const QUICK: Preset = {
   prefillTps: 20_000,
   hopMs: 0,
   hops: 2,
-  stream: { tokensPerSecond: 4000, longTokens: 4000, shortTokens: 1000, streams: 100 },
+  // The single stream (target 3's rate) needs its second at 4,000 tok/s; the 100 concurrent ones report a throughput, ~1 s of it is enough.
+  stream: { tokensPerSecond: 4000, longTokens: 4000, shortTokens: 500, streams: 100 },
   paused: { runs: 1000 },
   runTimeoutMs: null,
   store: 'sqlite',
@@ -250,7 +252,8 @@ async function bench(argv: string[]): Promise<void> {
     const t0 = performance.now();
     const { results, ok } = await runSweep(config, sweep, `llr bench ${argv.join(' ')}`);
     const skipped = sweepSkippedText(results.skipped, results.options.maxDecodeS);
-    process.stdout.write(`\n${sweepParagraph(sweepGains(results.rows, results.baseline))}\n\n${skipped ? `${skipped}\n\n` : ''}${sweepMarkdown(results)}\n`);
+    const load = sweepLoadText(results);
+    process.stdout.write(`\n${sweepParagraph(sweepGains(results.rows, results.baseline))}\n\n${skipped ? `${skipped}\n\n` : ''}${load ? `${load}\n\n` : ''}${sweepMarkdown(results)}\n`);
     process.stdout.write(`\nsweep in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${config.out}/sweep.json · ${config.out}/sweep.md · ${config.out}/sweep-*.svg\n`);
     if (!ok) {
       process.stderr.write(`llr bench --sweep: ${results.failures.map((f) => `${f.cell}: ${f.error}`).join('; ')}\n`);
@@ -274,6 +277,14 @@ async function bench(argv: string[]): Promise<void> {
     return;
   }
   if (report !== null) {
+    if (!existsSync(join(report, 'results.json')) && existsSync(join(report, 'sweep.json'))) {
+      // A sweep's directory: its table, paragraph and heat maps from sweep.json and the cells' results.
+      const s = rebuildSweep(report);
+      const skipped = sweepSkippedText(s.skipped, s.options.maxDecodeS);
+      const load = sweepLoadText(s);
+      process.stdout.write(`${sweepParagraph(sweepGains(s.rows, s.baseline))}\n\n${skipped ? `${skipped}\n\n` : ''}${load ? `${load}\n\n` : ''}${sweepMarkdown(s)}\n`);
+      return;
+    }
     // Rebuild summaries, targets and the report from a results.json alone.
     const path = join(report, 'results.json');
     const results = JSON.parse(readFileSync(path, 'utf8')) as Results;

@@ -207,7 +207,7 @@ async function ablationPhase(s: BenchSession, whole: Workload, switches: readonl
       const what = name === null ? 'ablation baseline (all switches on)' : `ablation --off ${name}`;
       const server = await s.take(`ablation:${name ?? ''}`);
       servers.set(name, server);
-      await s.warm(server, whole, null, what);
+      await s.warm(server, whole, null, what, s.cfg.mode === 'quick');
     }
     const hidden = hiddenTokensPerCall(whole);
     for (let rep = 0; rep < s.cfg.ablationReps; rep++) {

@@ -192,11 +192,14 @@ export class BenchSession {
   /**
    * An unmeasured run: JIT, tokenizer tables and the shared preamble's prefix
    * cache. With a timed model only the first user turn is replayed (the
-   * replay policy is stateless, so a shorter conversation is still on script).
+   * replay policy is stateless, so a shorter conversation is still on script);
+   * so it is for quick's ablation servers (`firstTurn`), whose single run per
+   * switch reads only the rendered-token cache's ~4x and exact counters, and
+   * where the cache-off server's whole-run warm-up alone took ~5 s.
    */
-  async warm(server: ServerProcess, w: Workload, tps: number | null, what: string): Promise<void> {
+  async warm(server: ServerProcess, w: Workload, tps: number | null, what: string, firstTurn = tps !== null): Promise<void> {
     this.bar.step(`${what}: warm-up`);
-    const short = tps !== null && w.userTurns.length > 1 ? { ...w, userTurns: w.userTurns.slice(0, 1) } : w;
+    const short = firstTurn && w.userTurns.length > 1 ? { ...w, userTurns: w.userTurns.slice(0, 1) } : w;
     // The next servers start while this unmeasured run goes on, and are up before the measured runs begin.
     this.prepareNext();
     await server.race(replayRun({ design: 'ws', url: server.url, workload: short, nonce: `[llr bench warm ${String(++this.runNo).padStart(4, '0')}]`, toolFactor: 0, timeoutMs: this.timeoutFor(short, tps) }));

@@ -13,10 +13,11 @@
  * the sweep by being a client protocol. Pure parts (gains, paragraph,
  * table, heat map) are exported for the tests.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
+import type { Results } from './results.js';
 import { runBench, type BenchConfig } from './runner.js';
 import { esc } from './svg.js';
 import { flatModelTurns, modelCallCount } from '../workload/replayable.js';
@@ -63,6 +64,15 @@ export interface SweepRow {
   e2e_ms_median: number;
   e2e_ms_ci: { lo: number; hi: number };
   ttft_ms_median: number;
+  /**
+   * The 1-minute load average when the cell started (absent in files written
+   * before it was recorded). Above the CPU count, other work competed for the
+   * CPU: that slows the design with the most CPU work per run (http) more
+   * than the others, and inflates their gain.
+   */
+  load_1m?: number;
+  /** The server's CPU time per run (median), ms. */
+  server_cpu_ms?: number;
 }
 
 export interface SweepGain {
@@ -134,7 +144,9 @@ export function sweepParagraph(gains: readonly SweepGain[], e2eTarget = SEED_E2E
     const reach = mine.filter((g) => g.e2e_gain >= e2eTarget);
     const reachT = mine.filter((g) => g.ttft_gain >= ttftTarget);
     const e2e =
-      reach.length === 0
+      reach.length === mine.length
+        ? `${d} reaches ${pct(e2eTarget)} faster end to end over ${SWEEP_BASELINE} in all ${mine.length} cells measured: its best is ${pct(best.e2e_gain)} (${cellsText([best])}), its worst ${pct(worst.e2e_gain)} (${cellsText([worst])})`
+        : reach.length === 0
         ? `${d} never reaches ${pct(e2eTarget)} faster end to end over ${SWEEP_BASELINE} in the ${mine.length} cells measured: its best is ${pct(best.e2e_gain)} (${cellsText([best])}), its worst ${pct(worst.e2e_gain)} (${cellsText([worst])})`
         : `${d} reaches ${pct(e2eTarget)} faster end to end in ${reach.length} of ${mine.length} cells (${cellsText(reach)}; best ${pct(best.e2e_gain)}) and not in the other ${mine.length - reach.length} (worst ${pct(worst.e2e_gain)} at ${cellsText([worst])})`;
     const ttft =
@@ -155,23 +167,36 @@ export function sweepSkippedText(skipped: SweepResults['skipped'], maxDecodeS: n
   return `Not run (${skipped.length} cell${skipped.length === 1 ? '' : 's'}, decode alone over --sweep-max-decode-s ${maxDecodeS} s per run): ${skipped.map((k) => `${k.cell} (${k.reason.replace(/ \(over .*\)$/, '')})`).join('; ')}. There the same API work is spread over a longer run, so the gain is expected to be smaller than in the same cells at a faster model; the sweep does not measure it.`;
 }
 
+/** Said beside the paragraph when cells ran while other work competed for the CPU ('' otherwise or when unknown). */
+export function sweepLoadText(s: SweepResults): string {
+  const cpus = Number(s.machine?.['cpus']);
+  const cells = [...new Map(s.rows.filter((r) => r.load_1m !== undefined).map((r) => [`${r.speed}|${r.hop_ms}|${r.calls}`, r.load_1m!])).values()];
+  if (!Number.isFinite(cpus) || cells.length === 0) return '';
+  const over = cells.filter((l) => l > cpus);
+  if (over.length === 0) return '';
+  const range = `${Math.min(...cells).toFixed(1)}–${Math.max(...cells).toFixed(1)}`;
+  return `${over.length === cells.length ? 'Every cell' : `${over.length} of ${cells.length} cells`} started with a load average above the ${cpus} CPUs (${range} over the cells measured): other work competed for the CPU, which slows ${s.baseline} (the most CPU work per run) more than the other designs, so these gains are larger than the same cells give on an idle machine.`;
+}
+
 export function sweepMarkdown(s: SweepResults): string {
   const gains = sweepGains(s.rows, s.baseline);
   const designs = s.designs.filter((d) => d !== s.baseline);
-  const head = ['model', 'hop ms', 'calls', `${s.baseline} e2e ms`, ...designs.flatMap((d) => [`${d} e2e gain`, `${d} TTFT gain`])];
+  const loads = s.rows.some((r) => r.load_1m !== undefined);
+  const head = ['model', 'hop ms', 'calls', ...(loads ? ['load'] : []), `${s.baseline} e2e ms`, ...designs.flatMap((d) => [`${d} e2e gain`, `${d} TTFT gain`])];
   const cells = [...new Map(s.rows.map((r) => [`${r.speed}|${r.hop_ms}|${r.calls}`, r])).values()].sort((a, b) => a.speed - b.speed || a.calls - b.calls || a.hop_ms - b.hop_ms);
   const line = (xs: string[]) => `| ${xs.join(' | ')} |`;
   const rows = cells.map((c) => {
     const base = s.rows.find((r) => r.design === s.baseline && r.speed === c.speed && r.hop_ms === c.hop_ms && r.calls === c.calls);
     const g = (d: ClientProtocol) => gains.find((x) => x.design === d && x.speed === c.speed && x.hop_ms === c.hop_ms && x.calls === c.calls);
-    return line([tps(c.speed), String(c.hop_ms), String(c.calls), base ? Math.round(base.e2e_ms_median).toLocaleString('en-US') : '–', ...designs.flatMap((d) => [pct(g(d)?.e2e_gain ?? NaN), pct(g(d)?.ttft_gain ?? NaN)])]);
+    const load = loads ? [base?.load_1m === undefined ? '–' : base.load_1m.toFixed(1)] : [];
+    return line([tps(c.speed), String(c.hop_ms), String(c.calls), ...load, base ? Math.round(base.e2e_ms_median).toLocaleString('en-US') : '–', ...designs.flatMap((d) => [pct(g(d)?.e2e_gain ?? NaN), pct(g(d)?.ttft_gain ?? NaN)])]);
   });
   return [
     line(head),
     line(head.map(() => '---')),
     ...rows,
     '',
-    `Gain = 1 − median(design) ÷ median(${s.baseline}), ${s.options.reps} run(s) per design and cell; TTFT is the median over every model call. Profile \`${s.profile}\`: ${s.hops} route hops at the swept latency per routed request${s.call_hops > 0 ? `, ${s.call_hops} per-call hop(s) of ${s.call_hop_ms} ms` : ''}. Workload: ${s.workload}.`,
+    `Gain = 1 − median(design) ÷ median(${s.baseline}), ${s.options.reps} run(s) per design and cell; TTFT is the median over every model call. Profile \`${s.profile}\`: ${s.hops} route hops at the swept latency per routed request${s.call_hops > 0 ? `, ${s.call_hops} per-call hop(s) of ${s.call_hop_ms} ms` : ''}. Workload: ${s.workload}.${loads ? ` Load: the 1-minute load average when the cell started, on ${String(s.machine?.['cpus'] ?? '?')} CPUs; above the CPU count other work competed for the CPU, which slows ${s.baseline} (the most CPU work per run) more than the other designs and inflates their gain.` : ''}`,
   ].join('\n');
 }
 
@@ -217,8 +242,28 @@ export function sweepHeatmap(s: SweepResults, design: ClientProtocol): string {
     });
   });
   out += `<text x="12" y="${height - 28}" fill="#555">${esc(`green: toward ${pct(SEED_E2E_GAIN)} faster (full green at or beyond it); red: slower than ${s.baseline}`)}</text>`;
-  out += `<text x="12" y="${height - 10}" fill="#555">${esc(`profile ${s.profile}; ${s.options.reps} run(s) per cell; ${s.workload}`)}</text>`;
+  const loads = s.rows.flatMap((r) => (r.load_1m === undefined ? [] : [r.load_1m]));
+  const loadText = loads.length ? `; load average ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} on ${String(s.machine?.['cpus'] ?? '?')} CPUs` : '';
+  out += `<text x="12" y="${height - 10}" fill="#555">${esc(`profile ${s.profile}; ${s.options.reps} run(s) per cell; ${s.workload}${loadText}`)}</text>`;
   return `${out}</svg>\n`;
+}
+
+/**
+ * Rebuild DIR/sweep.{md,json} and the heat maps from DIR/sweep.json (`llr
+ * bench --report DIR` on a sweep's directory), filling each row's load and
+ * server CPU from its cell's results.json where the sweep did not record them.
+ */
+export function rebuildSweep(dir: string): SweepResults {
+  const s = JSON.parse(readFileSync(join(dir, 'sweep.json'), 'utf8')) as SweepResults;
+  for (const row of s.rows) {
+    const cell = join(dir, `cell-${row.speed}-${row.hop_ms}-${row.calls}`, 'results.json');
+    if ((row.load_1m !== undefined && row.server_cpu_ms !== undefined) || !existsSync(cell)) continue;
+    const r = JSON.parse(readFileSync(cell, 'utf8')) as Results;
+    row.load_1m ??= r.machine.loadavg?.[0];
+    row.server_cpu_ms ??= r.summary.find((x) => x.design === row.design)?.server_cpu_ms_median;
+  }
+  writeSweep(dir, s);
+  return s;
 }
 
 function writeSweep(out: string, s: SweepResults): void {
@@ -234,6 +279,7 @@ function writeSweep(out: string, s: SweepResults): void {
     sweepParagraph(sweepGains(s.rows, s.baseline)),
     '',
     ...(s.skipped.length ? [sweepSkippedText(s.skipped, s.options.maxDecodeS), ''] : []),
+    ...(sweepLoadText(s) ? [sweepLoadText(s), ''] : []),
     sweepMarkdown(s),
     '',
     ...s.designs.filter((d) => d !== s.baseline).map((d) => `![${d}](sweep-${d}.svg)\n`),
@@ -282,7 +328,18 @@ export async function runSweep(base: BenchConfig, opts: SweepOptions, command: s
         s.machine ??= { ...r.machine };
         if (!ok) s.failures.push({ cell, error: r.error ?? 'failed' });
         for (const row of r.summary) {
-          s.rows.push({ speed, hop_ms: hop, calls: n, design: row.design, runs: row.runs, e2e_ms_median: row.e2e_ms_median, e2e_ms_ci: row.e2e_ms_ci, ttft_ms_median: row.ttft_ms_median });
+          s.rows.push({
+            speed,
+            hop_ms: hop,
+            calls: n,
+            design: row.design,
+            runs: row.runs,
+            e2e_ms_median: row.e2e_ms_median,
+            e2e_ms_ci: row.e2e_ms_ci,
+            ttft_ms_median: row.ttft_ms_median,
+            ...(r.machine.loadavg && { load_1m: r.machine.loadavg[0]! }),
+            server_cpu_ms: row.server_cpu_ms_median,
+          });
         }
         writeSweep(out, s);
       }

@@ -3,10 +3,13 @@
  * the seeded bootstrap interval, the cost profiles, the sweep's gains,
  * paragraph, table and heat map, and the emission total in RunMetrics.
  */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROFILES, PROFILE_NAMES, profileByName, profileKnobs, profileMarkdown } from '../../src/bench/profiles.js';
 import { bootstrapMedianCI, median, relativeSpread } from '../../src/bench/stats.js';
-import { SWEEP_DESIGNS, gainColour, parseList, sweepGains, sweepHeatmap, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepResults, type SweepRow } from '../../src/bench/sweep.js';
+import { SWEEP_DESIGNS, gainColour, parseList, rebuildSweep, sweepGains, sweepHeatmap, sweepLoadText, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepResults, type SweepRow } from '../../src/bench/sweep.js';
 import { TARGET_SPECS, passes, spec, targetText, targetsMarkdown, thresholdText, verdictOf } from '../../src/bench/targets.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 
@@ -131,6 +134,37 @@ describe('sweep', () => {
     expect(never).toMatch(/ws never reaches 40\.0 % faster end to end over http in the 1 cells measured: its best is 2\.0 %/);
     expect(never).toMatch(/never 45\.0 % faster \(best 1\.0 %/);
     expect(sweepParagraph([])).toMatch(/says nothing/);
+  });
+
+  it('says so when every cell reaches the figure', () => {
+    const all = sweepParagraph(sweepGains([row(4000, 0, 66, 'http', 100, 10), row(4000, 0, 66, 'ws', 50, 5), row(4000, 1, 66, 'http', 100, 10), row(4000, 1, 66, 'ws', 55, 5)]));
+    expect(all).toMatch(/^ws reaches 40\.0 % faster end to end over http in all 2 cells measured: its best is 50\.0 % \(4,000 tok\/s, 0 ms\/hop, 66 calls\), its worst 45\.0 % \(4,000 tok\/s, 1 ms\/hop, 66 calls\)/);
+  });
+
+  it('shows the load each cell ran under, and rebuilds it from the cells of an older sweep.json', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llr-sweep-'));
+    try {
+      const old: SweepResults = { ...results, machine: { cpus: 2 }, rows: [row(1000, 0, 10, 'http', 1000, 200), row(1000, 0, 10, 'ws', 900, 180)] };
+      writeFileSync(join(dir, 'sweep.json'), JSON.stringify(old));
+      expect(sweepMarkdown(old)).not.toMatch(/\| load \||load average/);
+      mkdirSync(join(dir, 'cell-1000-0-10'));
+      const cell = { machine: { loadavg: [11.5, 9, 8] }, summary: [{ design: 'http', server_cpu_ms_median: 4700 }, { design: 'ws', server_cpu_ms_median: 900 }] };
+      writeFileSync(join(dir, 'cell-1000-0-10', 'results.json'), JSON.stringify(cell));
+      const rebuilt = rebuildSweep(dir);
+      expect(rebuilt.rows.map((r) => [r.design, r.load_1m, r.server_cpu_ms])).toEqual([['http', 11.5, 4700], ['ws', 11.5, 900]]);
+      const md = readFileSync(join(dir, 'sweep.md'), 'utf8');
+      expect(md).toContain('| model | hop ms | calls | load | http e2e ms | long-lived e2e gain |');
+      expect(md).toMatch(/\| 1,000 tok\/s \| 0 \| 10 \| 11\.5 \| 1,000 \|/);
+      expect(md).toMatch(/on 2 CPUs; above the CPU count other work competed/);
+      expect(readFileSync(join(dir, 'sweep-ws.svg'), 'utf8')).toContain('load average 11.5–11.5 on 2 CPUs');
+      expect(sweepLoadText(rebuilt)).toBe(
+        'Every cell started with a load average above the 2 CPUs (11.5–11.5 over the cells measured): other work competed for the CPU, which slows http (the most CPU work per run) more than the other designs, so these gains are larger than the same cells give on an idle machine.',
+      );
+      expect(md).toContain(sweepLoadText(rebuilt));
+      expect(sweepLoadText({ ...rebuilt, rows: rebuilt.rows.map((r) => ({ ...r, load_1m: 0.5 })) })).toBe('');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('names the cells it did not run beside the paragraph', () => {

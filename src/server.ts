@@ -31,6 +31,7 @@ import { HttpTransport } from './transport/http.js';
 import { createLogger } from './log.js';
 import { DemoService, type DemoOptions } from './demo/service.js';
 import { Chaos, parseChaosSpec, type ChaosRule } from './engine/faults.js';
+import { loadTokenizer } from './model/tokenizer.js';
 
 /** The simulated model's defaults: a fast model (1,000 tokens/s) with a realistic first token. */
 export const DEFAULT_MODEL_SETTINGS: ModelSettings = {
@@ -95,6 +96,13 @@ export interface ServerOptions {
   prefixCacheBlocks?: number;
   /** 'owner' (default): the prefix cache is partitioned per API key; 'shared': one namespace for all keys. */
   prefixCacheScope?: 'owner' | 'shared';
+  /**
+   * Leave loading the tokenizer's tables (~70 MB RSS, ~0.4 s of one loop
+   * turn) to the first request that tokenizes, instead of start-up. Default
+   * false: the server loads them when it is created, so no request's loop
+   * turn pays for them (`llr serve --lazy-tokenizer`).
+   */
+  lazyTokenizer?: boolean;
 }
 
 export const DEFAULT_STORE = 'data/llr.sqlite';
@@ -110,6 +118,7 @@ export class LlrServer {
   private closing: Promise<void> | null = null;
 
   constructor(readonly options: ServerOptions = {}) {
+    if (!options.lazyTokenizer) loadTokenizer();
     const log = options.logger ?? createLogger();
     const clock = options.clock ?? realClock;
     const settings = { ...DEFAULT_MODEL_SETTINGS, ...options.modelSettings };

@@ -107,10 +107,10 @@ function procRss(pid: number | undefined): number | null {
   }
 }
 
-/** Spawn `llr serve` (default options), time it to listening, read its idle RSS, then after one response. */
-export async function startup(): Promise<StartupResult> {
+/** Spawn `llr serve` (default options plus `args`), time it to listening, read its idle RSS, then after one response. */
+export async function startup(args: string[] = []): Promise<StartupResult> {
   const t0 = performance.now();
-  const child = await spawnServer([]);
+  const child = await spawnServer(args);
   const listening = performance.now() - t0;
   try {
     const cpu = procCpuMs(child.proc.pid);

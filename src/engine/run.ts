@@ -18,7 +18,7 @@
 import type { ModelRequest } from '../model/types.js';
 import { WireError, toWireError } from '../protocol/errors.js';
 import { numberedInPlace } from '../protocol/event-json.js';
-import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
+import { TIMING_EVENT, type CreateParams, type TimingSpan, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import type { Counter, RunMetrics } from '../pipeline/metrics.js';
 import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
@@ -575,8 +575,6 @@ export class ResponseRun {
   private record(deferred = false, postDone = !deferred && this.state === 'ended'): void {
     this.contain('record', () => {
       const r = this.response;
-      const all = this.metrics.spans;
-      const count = all.length;
       const rec: RunRecord = {
         response_id: r.id,
         protocol: this.plan.protocol,
@@ -588,19 +586,28 @@ export class ResponseRun {
         usage: r.usage,
         counters: { ...this.metrics.counters },
         totals: this.metrics.totals(),
-        // The spans so far, copied only when the record is read: spans are append-only, and a
-        // copy at every pause of a long run was quadratic.
-        get spans() {
-          return all.slice(0, count);
-        },
+        spans: [],
         started_at: r.created_at,
         ended_at: this.state === 'ended' ? Math.floor(this.wallNow() / 1000) : null,
         post_deferred: deferred,
         post_done: postDone,
       };
+      lazySpans(rec, this.metrics.spans);
       this.services.records.upsert(rec);
     });
   }
+}
+
+/**
+ * A record's spans, copied only when the record is read: spans are
+ * append-only, and copying them at every pause of a long run was quadratic.
+ * Module-level so the getter holds the spans alone, not the run (a record
+ * outlives its run in the ring; a closure inside the run would keep its
+ * whole context alive).
+ */
+function lazySpans(rec: RunRecord, spans: readonly TimingSpan[]): void {
+  const count = spans.length;
+  Object.defineProperty(rec, 'spans', { enumerable: true, configurable: true, get: () => spans.slice(0, count) });
 }
 
 /** Two calls of one model turn sharing a call_id could not be answered apart: the model's fault. */

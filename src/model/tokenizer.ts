@@ -114,6 +114,15 @@ function encodePretoken(piece: string, out: number[], bpe: BpeCore): void {
   }
 }
 
+/**
+ * Load the tables now (a server does at start-up, so its first request does
+ * not hold the event loop for the ~0.4 s the load takes; `llr serve
+ * --lazy-tokenizer` leaves them to the first request instead).
+ */
+export function loadTokenizer(): void {
+  load();
+}
+
 /** The o200k token ids of `text`. */
 export function encodeText(text: string): number[] {
   const out: number[] = [];

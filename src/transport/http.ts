@@ -101,13 +101,18 @@ export class HttpTransport {
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const refused = this.guard(req);
     if (refused) throw refused;
-    if (this.overCapacity(req.socket)) throw new WireError('too_many_connections');
     // A request on a kept-alive connection after shutdown began is not started.
     if (this.closing) throw new WireError('server_shutting_down');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
+    const overCap = this.overCapacity(req.socket);
+    // `/health` answers even past the connection cap (server.ts keeps a small
+    // reserve of sockets for it), so idle clients holding every slot cannot
+    // make a live server look dead; the socket is then closed.
+    if (overCap && !(path === '/health' && method === 'GET')) throw new WireError('too_many_connections');
     if (path === '/health' && method === 'GET') {
+      if (overCap) res.setHeader('Connection', 'close');
       return sendJson(res, 200, {
         status: 'ok',
         http_in_flight: this.runs.size,

@@ -10,8 +10,9 @@
  * an error event; binary frames get an error event; the connection lifetime
  * limit sends the documented error, ends the run in flight (its terminal
  * event still goes out) and closes with 1000; more than `maxSendBufferBytes`
- * unsent to a client that does not read drops it. The socket stays open
- * after any error event.
+ * unsent to a client that does not read drops it; a peer that answers no
+ * ping within `wsIdleTimeoutMs` is dropped (see `startHeartbeat`). The
+ * socket stays open after any error event.
  *
  * The upgrade is refused with an HTTP answer and a JSON error body (wrong
  * path, Host/Origin guard, connection cap 503, bad protocol, 401, 426); the
@@ -147,6 +148,9 @@ export class WsTransport {
     this.sessions.add(session);
     log.info('websocket connected');
 
+    const heartbeat = startHeartbeat(ws, services.limits.wsIdleTimeoutMs, () =>
+      log.info({ code: 'ws_idle_timeout', idle_ms: services.limits.wsIdleTimeoutMs }, 'websocket peer answered no ping; dropping the connection'),
+    );
     ws.on('message', (data, isBinary) => {
       if (isBinary) return session.error(new WireError('binary_frame'));
       try {
@@ -172,6 +176,7 @@ export class WsTransport {
     ws.on('error', (err: Error & { code?: string }) => log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error'));
     ws.on('close', (code) => {
       clearTimeout(lifetime);
+      clearInterval(heartbeat);
       log.info({ code }, 'websocket closed');
       void session.close().finally(() => {
         this.sessions.delete(session);
@@ -192,6 +197,35 @@ export class WsTransport {
     for (const ws of this.wss.clients) ws.close(1001, 'server shutting down');
     this.wss.close();
   }
+}
+
+/**
+ * The idle timeout (`wsIdleTimeoutMs`): every half of it the peer is pinged,
+ * and a peer from which nothing arrived since the previous ping (no frame,
+ * no pong, no ping) is dropped, so a vanished peer goes between half and
+ * all of the timeout after its last sign of life. Clients answer pings on
+ * their own, so a silent client whose run is paused for a tool stays.
+ * 0 (or more than a timer holds): no heartbeat.
+ */
+function startHeartbeat(ws: WebSocket, idleMs: number, onDrop: () => void): ReturnType<typeof setInterval> | undefined {
+  if (!(idleMs > 0) || idleMs > 2 ** 31 - 1) return undefined;
+  let alive = true;
+  const seen = () => {
+    alive = true;
+  };
+  ws.on('pong', seen);
+  ws.on('ping', seen);
+  ws.on('message', seen);
+  return setInterval(() => {
+    if (ws.readyState !== ws.OPEN) return;
+    if (!alive) {
+      onDrop();
+      ws.terminate();
+      return;
+    }
+    alive = false;
+    ws.ping();
+  }, Math.max(1, Math.floor(idleMs / 2)));
 }
 
 function limitMessage(ms: number): string {

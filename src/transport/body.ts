@@ -2,9 +2,11 @@
  * Reading an HTTP request body with a size limit: the one reader of the
  * server's POST routes (the Responses API and the demo's). Over the limit is
  * `payload_too_large`; a client that closes mid-body is `request_aborted`
- * (a client's doing, logged at info). Leaves parsing to the caller.
+ * (a client's doing, logged at info). Leaves parsing to the caller. Also
+ * what an early refusal does with a body it never read (`drainBody`,
+ * `closeAfterAnswer`).
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WireError } from '../protocol/errors.js';
 
 export function readBody(req: IncomingMessage, limit: number): Promise<string> {
@@ -36,4 +38,64 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
     });
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
   });
+}
+
+/**
+ * Early refusals (404, 405, 415, 401, 403, 503, 413 …) are decided before
+ * the body is read. Answering while the client still uploads, then closing,
+ * makes the kernel reset the connection over the unread bytes, and a client
+ * that writes before it reads (node's http client, the openai SDK on it)
+ * gets EPIPE or ECONNRESET instead of the answer. So the rest of the body
+ * is read and discarded first, up to `limit` bytes (the body size the
+ * route would have accepted; its time is bounded by the request timeout):
+ * resolves true once it ended, false when it was over the limit (the
+ * caller then answers with `closeAfterAnswer`) or the client went away.
+ */
+export function drainBody(req: IncomingMessage, limit: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (req.complete) return resolve(true);
+    if (Number(req.headers['content-length'] ?? NaN) > limit) return resolve(false);
+    let size = 0;
+    const onData = (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.off('data', onData);
+        resolve(false);
+      }
+    };
+    req.on('data', onData);
+    req.on('end', () => resolve(true));
+    req.on('close', () => resolve(req.complete));
+    req.on('error', () => resolve(false));
+    req.resume();
+  });
+}
+
+/** How long a refused upload is still read after the answer (`closeAfterAnswer`). */
+export const LINGER_MS = 2000;
+
+/**
+ * An answer sent while the client may still be uploading more than the
+ * server will read: `Connection: close`, then (instead of Node's close as
+ * soon as the answer is flushed) only our side is shut, and what the client
+ * still sends is discarded for at most `LINGER_MS` and `limit` bytes before
+ * the socket is destroyed, so the answer reaches the client before any
+ * reset. Call before the answer is written.
+ */
+export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse, limit: number, lingerMs = LINGER_MS): void {
+  res.setHeader('Connection', 'close');
+  const socket = req.socket;
+  // Node ends a `Connection: close` response with socket.destroySoon(): end our side only.
+  socket.destroySoon = () => {
+    socket.end();
+  };
+  let size = 0;
+  req.on('data', (c: Buffer) => {
+    size += c.length;
+    if (size > limit) socket.destroy();
+  });
+  req.on('error', () => {});
+  req.resume();
+  const timer = setTimeout(() => socket.destroy(), lingerMs);
+  socket.once('close', () => clearTimeout(timer));
 }

@@ -34,7 +34,7 @@ import { httpPlan } from '../modes/http.js';
 import { compactWindow } from '../modes/compact.js';
 import { LiveRuns } from '../modes/long-lived-http.js';
 import type { Authenticator } from './auth.js';
-import { readBody } from './body.js';
+import { closeAfterAnswer, drainBody, readBody } from './body.js';
 import type { Guard } from './guard.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
@@ -90,12 +90,27 @@ export class HttpTransport {
         );
       }
       if (res.destroyed || req.socket.destroyed) return;
-      if (!res.headersSent) {
-        // Past the connection cap the socket is not kept alive for another request.
-        if (wire.code === 'too_many_connections' || wire.code === 'server_shutting_down') res.setHeader('Connection', 'close');
-        sendError(res, wire);
-      } else res.end();
+      if (res.headersSent) return void res.end();
+      // Past the connection cap the socket is not kept alive for another request.
+      if (wire.code === 'too_many_connections' || wire.code === 'server_shutting_down') res.setHeader('Connection', 'close');
+      void this.refuse(req, res, wire);
     });
+  }
+
+  /**
+   * An error answer before the body was read (or while it is still coming):
+   * the body is drained first, up to the frame limit, so the client gets
+   * the answer and not a reset; a larger body (or a 413) is answered at once
+   * with `Connection: close` and lingers (transport/body.ts).
+   */
+  private async refuse(req: IncomingMessage, res: ServerResponse, wire: WireError): Promise<void> {
+    const limit = this.services.limits.maxFrameBytes;
+    if (!req.complete) {
+      const whole = wire.code !== 'payload_too_large' && (await drainBody(req, limit));
+      if (res.destroyed || req.socket.destroyed) return;
+      if (!whole) closeAfterAnswer(req, res, limit);
+    }
+    sendError(res, wire);
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {

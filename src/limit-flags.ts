@@ -31,6 +31,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'request-timeout-ms', key: 'requestTimeoutMs', help: 'longest to receive a whole HTTP request, body included (0: none)' },
   { flag: 'keep-alive-timeout-ms', key: 'keepAliveTimeoutMs', help: 'idle HTTP keep-alive connection closed after (0: none)' },
   { flag: 'ws-idle-timeout-ms', key: 'wsIdleTimeoutMs', help: 'WebSocket peer silent this long (no frame, no pong) is dropped; pinged at half (0: none)' },
+  { flag: 'max-server-bytes', key: 'maxServerBytes', help: 'request bytes held server-wide (bodies, queued creates, live contexts); past it 503 server_busy' },
 ];
 
 /** The longest delay a Node timer honours. */

@@ -21,6 +21,7 @@ import { Ledger, PostInference, PostWorkTracker } from './pipeline/post.js';
 import { Router } from './pipeline/route.js';
 import { openStore } from './store/index.js';
 import { RunRecords } from './engine/records.js';
+import { ServerBytes } from './engine/server-bytes.js';
 import { DEFAULT_LIMITS, DEFAULT_SWITCHES, type Limits, type Services, type Switches } from './engine/services.js';
 import { longLivedPolicy } from './modes/long-lived.js';
 import { wsModePolicy } from './modes/ws.js';
@@ -176,6 +177,7 @@ export class LlrServer {
       clock,
       switches,
       limits,
+      bytes: new ServerBytes(limits.maxServerBytes),
       chaos: new Chaos(
         (options.chaos ?? []).map((r) => (typeof r === 'string' ? parseChaosSpec(r) : r)),
         options.chaosSeed ?? options.seed ?? 1,

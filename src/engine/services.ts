@@ -12,6 +12,7 @@ import type { Router } from '../pipeline/route.js';
 import type { ResponseStore } from '../store/types.js';
 import type { RunRecords } from './records.js';
 import type { Chaos } from './faults.js';
+import type { ServerBytes } from './server-bytes.js';
 
 /**
  * The optimizations this project reproduces, each switchable so its
@@ -109,6 +110,17 @@ export interface Limits {
    * run ends as a disconnect.
    */
   wsIdleTimeoutMs: number;
+  /**
+   * Bytes the whole server may hold for its clients' requests at once
+   * (default 256 MiB): request bodies being read, WebSocket creates queued
+   * behind the one in flight and frames being handled, and the contexts
+   * that live across model calls (long-lived runs, ws-mode connection
+   * caches). Each connection has its own budgets (`maxQueuedBytes`,
+   * `maxContextBytes`, `maxFrameBytes`); this one bounds their sum over
+   * all connections. Past it a request is refused with 503 `server_busy`
+   * (over a WebSocket an `error` event; the connection goes on).
+   */
+  maxServerBytes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -129,6 +141,7 @@ export const DEFAULT_LIMITS: Limits = {
   requestTimeoutMs: 60_000,
   keepAliveTimeoutMs: 5_000,
   wsIdleTimeoutMs: 60_000,
+  maxServerBytes: 256 * 1024 * 1024,
 };
 
 export interface Services {
@@ -145,4 +158,6 @@ export interface Services {
   limits: Limits;
   /** Chaos knobs (engine/faults.ts); absent or without rules: no fault is injected (the default). */
   chaos?: Chaos;
+  /** The server-wide byte budget (engine/server-bytes.ts), charged by the transports; absent: none. */
+  bytes?: ServerBytes;
 }

@@ -8,8 +8,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WireError } from '../protocol/errors.js';
+import type { Hold } from '../engine/server-bytes.js';
 
-export function readBody(req: IncomingMessage, limit: number): Promise<string> {
+/**
+ * The body as text. With `hold`, each chunk is charged to the server-wide
+ * byte budget as it arrives (`server_busy` past it); the caller releases
+ * the hold when its request is done.
+ */
+export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Promise<string> {
   return new Promise((resolve, reject) => {
     // A client that closes mid-body is not a server fault: nobody is left to
     // answer, and the log says `request_aborted` at info.
@@ -33,6 +39,15 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
         req.resume();
         reject(new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`));
         return;
+      }
+      if (hold) {
+        try {
+          hold.add(c.length);
+        } catch (err) {
+          req.removeAllListeners('data');
+          reject(err);
+          return;
+        }
       }
       chunks.push(c);
     });

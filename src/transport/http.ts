@@ -30,6 +30,7 @@ import { parseAppendBody, parseCompactBody, parseCreateBody, parseJsonText, with
 import { RunMetrics } from '../pipeline/metrics.js';
 import { ResponseRun, type EventSink, type RunHooks } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
+import type { Hold } from '../engine/server-bytes.js';
 import { httpPlan } from '../modes/http.js';
 import { compactWindow } from '../modes/compact.js';
 import { LiveRuns } from '../modes/long-lived-http.js';
@@ -133,6 +134,7 @@ export class HttpTransport {
         http_in_flight: this.runs.size,
         post_work_pending: this.services.postWork.inFlight,
         post_work_completed: this.services.postWork.completed,
+        bytes_held: this.services.bytes?.held ?? 0,
       });
     }
     if (path === '/llr/stats' && method === 'GET') {
@@ -167,11 +169,13 @@ export class HttpTransport {
       if (method !== 'POST') throw new WireError('method_not_allowed');
       const owner = this.authenticate(req);
       checkJsonContentType(req);
-      return this.create(req, res, owner, createProtocol(url));
+      const protocol = createProtocol(url);
+      return this.holding((hold) => this.create(req, res, owner, protocol, hold));
     }
     if (path === '/v1/responses/compact') {
       if (method !== 'POST') throw new WireError('method_not_allowed');
-      return this.compact(req, res, this.authenticate(req));
+      const owner = this.authenticate(req);
+      return this.holding((hold) => this.compact(req, res, owner, hold));
     }
     const live = /^\/v1\/responses\/([^/]+)\/(append|cancel)$/.exec(path);
     if (live) {
@@ -180,7 +184,7 @@ export class HttpTransport {
       const id = decodeId(live[1]!, 'response_id');
       if (live[2] === 'cancel') return sendJson(res, 200, await this.live.cancel(id, owner));
       checkJsonContentType(req);
-      const body = await readBody(req, this.services.limits.maxFrameBytes);
+      const body = await this.holding((hold) => readBody(req, this.services.limits.maxFrameBytes, hold));
       await this.live.append(id, owner, parseAppendBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth)));
       return sendJson(res, 202, {});
     }
@@ -202,6 +206,20 @@ export class HttpTransport {
     throw new WireError('not_found', `No route for ${method} ${url.pathname}.`);
   }
 
+  /**
+   * Runs `fn` with a share of the server-wide byte budget for this request
+   * (its body is charged as it is read), released when `fn` settles: after
+   * the JSON answer, or when the SSE stream's run ends.
+   */
+  private async holding<T>(fn: (hold: Hold | undefined) => Promise<T>): Promise<T> {
+    const hold = this.services.bytes?.hold();
+    try {
+      return await fn(hold);
+    } finally {
+      hold?.releaseAll();
+    }
+  }
+
   private authenticate(req: IncomingMessage): string | null {
     const owner = this.auth.check(req);
     if (owner === false) throw new WireError('unauthorized');
@@ -209,19 +227,19 @@ export class HttpTransport {
   }
 
   /** `POST /v1/responses/compact` (modes/compact.ts): JSON in, the compacted window out. */
-  private async compact(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {
-    const body = await readBody(req, this.services.limits.maxFrameBytes);
+  private async compact(req: IncomingMessage, res: ServerResponse, owner: string | null, hold?: Hold): Promise<void> {
+    const body = await readBody(req, this.services.limits.maxFrameBytes, hold);
     const json = parseJsonText(body, 'body', this.services.limits.maxJsonDepth);
     const metrics = new RunMetrics(this.services.clock.now);
     sendJson(res, 200, await compactWindow(parseCompactBody(json), this.services, metrics, owner));
   }
 
-  private async create(req: IncomingMessage, res: ServerResponse, owner: string | null, protocol: 'http' | 'long-lived'): Promise<void> {
+  private async create(req: IncomingMessage, res: ServerResponse, owner: string | null, protocol: 'http' | 'long-lived', hold?: Hold): Promise<void> {
     const metrics = new RunMetrics(this.services.clock.now);
     const authAt = this.services.clock.now();
     if (this.auth.enabled) metrics.count('auth_checks');
     metrics.span('auth', authAt, authAt);
-    const body = await readBody(req, this.services.limits.maxFrameBytes);
+    const body = await readBody(req, this.services.limits.maxFrameBytes, hold);
     const params = withTimingOptIn(parseCreateBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth)), timingHeader(req));
     if (protocol === 'long-lived') {
       // One SSE stream for the whole run; appends and cancels find it by id (modes/long-lived-http.ts).

@@ -151,12 +151,16 @@ export class WsTransport {
     const heartbeat = startHeartbeat(ws, services.limits.wsIdleTimeoutMs, () =>
       log.info({ code: 'ws_idle_timeout', idle_ms: services.limits.wsIdleTimeoutMs }, 'websocket peer answered no ping; dropping the connection'),
     );
+    const held = holdForConnection(services, session);
     ws.on('message', (data, isBinary) => {
       if (isBinary) return session.error(new WireError('binary_frame'));
       try {
         const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
         const event = parseClientFrame(buf.toString('utf8'), services.limits.maxJsonDepth);
+        const charged = event.type === 'response.create' || event.type === 'response.append';
+        if (charged) held?.frame(buf.length, event.type === 'response.create');
         session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event, buf.length);
+        if (charged) held?.watch();
       } catch (err) {
         session.error(toWireError(err));
       }
@@ -177,6 +181,7 @@ export class WsTransport {
     ws.on('close', (code) => {
       clearTimeout(lifetime);
       clearInterval(heartbeat);
+      held?.close();
       log.info({ code }, 'websocket closed');
       void session.close().finally(() => {
         this.sessions.delete(session);
@@ -197,6 +202,50 @@ export class WsTransport {
     for (const ws of this.wss.clients) ws.close(1001, 'server shutting down');
     this.wss.close();
   }
+}
+
+/**
+ * A connection's share of the server-wide byte budget (`maxServerBytes`):
+ * each create and append frame is charged when it arrives (past the budget
+ * it throws `server_busy`, which becomes an `error` event, and the frame is
+ * not handled) and held while the connection has work — queued, running or
+ * paused, so a long-lived run's creates and appends stand for its context.
+ * When the work ends the charge is released, except in ws mode the last
+ * create's frame, standing for the context cached for a continuation, until
+ * the next one or the close. A connection never holds more than its own
+ * budgets allow (queued bytes + context bytes + one frame): refused frames
+ * past that are not memory it keeps.
+ */
+function holdForConnection(
+  services: Services,
+  session: ConnectionSession,
+): { frame(bytes: number, create: boolean): void; watch(): void; close(): void } | undefined {
+  const hold = services.bytes?.hold();
+  if (!hold) return undefined;
+  const { maxQueuedBytes, maxContextBytes, maxFrameBytes } = services.limits;
+  const cap = maxQueuedBytes + maxContextBytes + maxFrameBytes;
+  let lastCreate = 0;
+  let waiting = false;
+  let closed = false;
+  return {
+    frame(bytes, create) {
+      hold.add(Math.max(0, Math.min(bytes, cap - hold.bytes)));
+      if (create) lastCreate = bytes;
+    },
+    /** After the frame was handled: release when the connection's work has ended. */
+    watch() {
+      if (waiting) return;
+      waiting = true;
+      void session.idle().then(() => {
+        waiting = false;
+        if (!closed) hold.keep(session.protocol === 'ws' ? lastCreate : 0);
+      });
+    },
+    close() {
+      closed = true;
+      hold.releaseAll();
+    },
+  };
 }
 
 /**

@@ -17,41 +17,51 @@ import type { Hold } from '../engine/server-bytes.js';
  */
 export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Promise<string> {
   return new Promise((resolve, reject) => {
+    let chunks: Buffer[] = [];
+    let size = 0;
+    // Settled once; every listener goes with it. A listener left on `req`
+    // would keep this promise, and so the whole body text (or its chunks),
+    // alive for as long as the request lives: for an SSE stream, the run's
+    // whole life (found by the chaos suite's slow readers: 15 MB per stream).
+    const settle = (err: unknown, text?: string) => {
+      req.off('error', onError);
+      req.off('close', onClose);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      chunks = [];
+      if (err) reject(err);
+      else resolve(text ?? '');
+    };
     // A client that closes mid-body is not a server fault: nobody is left to
     // answer, and the log says `request_aborted` at info.
-    const aborted = (cause?: unknown) => reject(new WireError('request_aborted', undefined, null, { cause }));
-    req.on('error', aborted);
-    req.on('close', () => {
+    const aborted = (cause?: unknown) => settle(new WireError('request_aborted', undefined, null, { cause }));
+    const onError = (err: unknown) => aborted(err);
+    const onClose = () => {
       if (!req.complete) aborted();
-    });
-    const declared = Number(req.headers['content-length'] ?? NaN);
-    if (declared > limit) {
-      req.resume();
-      reject(new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
+    };
+    const tooLarge = () => new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`);
+    const onData = (c: Buffer) => {
       size += c.length;
       if (size > limit) {
-        req.removeAllListeners('data');
         req.resume();
-        reject(new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`));
-        return;
+        return settle(tooLarge());
       }
-      if (hold) {
-        try {
-          hold.add(c.length);
-        } catch (err) {
-          req.removeAllListeners('data');
-          reject(err);
-          return;
-        }
+      try {
+        hold?.add(c.length);
+      } catch (err) {
+        return settle(err);
       }
       chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    };
+    const onEnd = () => settle(null, Buffer.concat(chunks, size).toString('utf8'));
+    req.on('error', onError);
+    req.on('close', onClose);
+    if (Number(req.headers['content-length'] ?? NaN) > limit) {
+      req.resume();
+      return settle(tooLarge());
+    }
+    req.on('data', onData);
+    req.on('end', onEnd);
   });
 }
 

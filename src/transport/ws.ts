@@ -155,7 +155,8 @@ export class WsTransport {
     ws.on('message', (data, isBinary) => {
       if (isBinary) return session.error(new WireError('binary_frame'));
       try {
-        const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
+        // The ws library hands over a Buffer for text frames (its default binaryType): no copy of a frame of up to 16 MiB.
+        const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
         const event = parseClientFrame(buf.toString('utf8'), services.limits.maxJsonDepth);
         const charged = event.type === 'response.create' || event.type === 'response.append';
         if (charged) held?.frame(buf.length, event.type === 'response.create');

@@ -91,3 +91,30 @@ describe('the server-wide byte budget', () => {
     expect(DEFAULT_LIMITS.maxServerBytes).toBe(256 * 1024 * 1024);
   });
 });
+
+describe('readBody', () => {
+  it('leaves no listener on the request once settled (one kept the whole body text alive for an SSE stream’s life)', async () => {
+    const { createServer } = await import('node:http');
+    const { readBody } = await import('../../src/transport/body.js');
+    const counts: Array<{ before: number[]; after: number[]; text: number }> = [];
+    const names = ['close', 'error', 'data', 'end'] as const;
+    const server = createServer((req, res) => {
+      const before = names.map((n) => req.listenerCount(n));
+      void readBody(req, 1 << 20)
+        .then((text) => counts.push({ before, after: names.map((n) => req.listenerCount(n)), text: text.length }))
+        .catch(() => counts.push({ before, after: names.map((n) => req.listenerCount(n)), text: -1 }))
+        .finally(() => res.end('ok'));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as { port: number };
+    try {
+      await (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: 'x'.repeat(100_000) })).text();
+      await (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: 'x'.repeat(2 << 20) })).text();
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+    expect(counts.map((c) => c.text)).toEqual([100_000, -1]);
+    for (const c of counts) expect(c.after).toEqual(c.before);
+  });
+});

@@ -13,6 +13,9 @@
  * by bytes (`maxQueuedBytes`); when the server ends the connection
  * (shutdown, lifetime limit) every create still waiting gets an `error`
  * event (`server_shutting_down`, or the limit's code) instead of vanishing.
+ * A queued create starts once the client has read what the previous
+ * responses sent (the transport's `room`), so pipelining does not get a
+ * reading client dropped at the send limit.
  */
 import type { Logger } from 'pino';
 import { WireError, toWireError } from '../protocol/errors.js';
@@ -60,6 +63,8 @@ export class ConnectionSession {
   private idleWaiters: Array<() => void> = [];
   /** Numbers error events sent while no response is in flight. */
   private errorSeq = 0;
+  /** Ends a queued create's wait for `room` (the connection is ending). */
+  private wakeRoom: (() => void) | null = null;
 
   constructor(
     private readonly policy: ModePolicy,
@@ -69,6 +74,12 @@ export class ConnectionSession {
     private readonly log: Logger,
     /** Drop the connection as a server-side fault (chaos knobs); absent, an injected disconnect just ends the run. */
     private readonly drop?: () => void,
+    /**
+     * Resolves when the client has read enough of what was sent (the
+     * transport's send buffer is under its limit, or the socket is gone):
+     * a queued create starts only then. Absent: at once.
+     */
+    private readonly room?: () => Promise<void>,
   ) {}
 
   get protocol(): Protocol {
@@ -164,6 +175,20 @@ export class ConnectionSession {
     this.queuedBytes -= next.bytes;
     this.busy = true;
     try {
+      // Back-pressure between responses: a whole response can be sent in one
+      // turn (an instant model, events echoing a large request), and queued
+      // creates running back to back would fill the send buffer of a client
+      // that reads, just more slowly, until it is dropped at the limit.
+      // The wait also ends when the connection does (shutdown, lifetime: `endOnce` wakes it).
+      if (this.room) await new Promise<void>((resolve) => {
+        this.wakeRoom = resolve;
+        void this.room!().then(resolve);
+      });
+      this.wakeRoom = null;
+      if (this.closed) {
+        if (this.closingError) this.sendConnectionError(this.closingError);
+        return;
+      }
       const metrics = new RunMetrics(this.services.clock.now);
       if (this.info.authSpan) {
         metrics.count('auth_checks');
@@ -242,6 +267,7 @@ export class ConnectionSession {
   private async endOnce(status: 'cancelled' | 'incomplete', reason: string, detach: boolean, queuedError?: WireError): Promise<void> {
     this.closed = true;
     this.closingError = queuedError ?? null;
+    this.wakeRoom?.();
     const waiting = this.queue.splice(0);
     this.queuedBytes = 0;
     const run = this.active;

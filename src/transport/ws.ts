@@ -140,11 +140,24 @@ export class WsTransport {
       }
       const text = JSON.stringify(e);
       if (text.length > largestEvent) largestEvent = text.length;
-      ws.send(text);
+      ws.send(text, roomCheck);
+    };
+    // `room` for the session: a queued create starts once everything sent before it has been flushed to the
+    // socket (checked as each send completes), so each response starts with the whole send allowance; a client
+    // that reads is never dropped for pipelining, one that does not read holds only its queue.
+    const roomWaiters: Array<() => void> = [];
+    const hasRoom = () => ws.readyState !== ws.OPEN || ws.bufferedAmount === 0;
+    const roomCheck = () => {
+      if (roomWaiters.length > 0 && hasRoom()) for (const w of roomWaiters.splice(0)) w();
+    };
+    const room = () => {
+      if (hasRoom()) return Promise.resolve();
+      log.info({ code: 'send_buffer_wait', buffered: ws.bufferedAmount }, 'next queued response waits for the client to read');
+      return new Promise<void>((resolve) => roomWaiters.push(resolve));
     };
     // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).
     const drop = () => ws.close(1011, 'injected disconnect');
-    const session = new ConnectionSession(this.opts.policies(protocol, info), services, info, send, log, drop);
+    const session = new ConnectionSession(this.opts.policies(protocol, info), services, info, send, log, drop, room);
     this.sessions.add(session);
     log.info('websocket connected');
 
@@ -180,6 +193,7 @@ export class WsTransport {
     // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
     ws.on('error', (err: Error & { code?: string }) => log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error'));
     ws.on('close', (code) => {
+      for (const w of roomWaiters.splice(0)) w();
       clearTimeout(lifetime);
       clearInterval(heartbeat);
       held?.close();

@@ -128,6 +128,14 @@ export class WsTransport {
     // The largest event sent on this connection: lifecycle events echo the request (instructions, tools), so one
     // can exceed the limit by itself; the allowance below lets a client that reads receive a request it was allowed to send.
     let largestEvent = 0;
+    // `room` for the session: a queued create starts once everything sent before it has been flushed to the
+    // socket (checked as each send completes), so each response starts with the whole send allowance; a client
+    // that reads is never dropped for pipelining, one that does not read holds only its queue.
+    const roomWaiters: Array<() => void> = [];
+    const hasRoom = () => ws.readyState !== ws.OPEN || ws.bufferedAmount === 0;
+    const roomCheck = () => {
+      if (roomWaiters.length > 0 && hasRoom()) for (const w of roomWaiters.splice(0)) w();
+    };
     const transport: Transport = {
       send: (e: ServerEvent) => {
         if (ws.readyState !== ws.OPEN) return;
@@ -145,10 +153,15 @@ export class WsTransport {
         const text = eventJson(e);
         if (text.length > largestEvent) largestEvent = text.length;
         batch(); // one socket write per event-loop turn (transport/batch.ts)
-        ws.send(text);
+        ws.send(text, roomCheck);
       },
       // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).
       drop: () => ws.close(1011, 'injected disconnect'),
+      room: () => {
+        if (hasRoom()) return Promise.resolve();
+        log.info({ code: 'send_buffer_wait', buffered: ws.bufferedAmount }, 'next queued response waits for the client to read');
+        return new Promise<void>((resolve) => roomWaiters.push(resolve));
+      },
     };
     if (this.sessions.closing) {
       // Shutdown began while the handshake completed: nothing starts on this connection.
@@ -192,6 +205,7 @@ export class WsTransport {
     // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
     ws.on('error', (err: Error & { code?: string }) => log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error'));
     ws.on('close', (code) => {
+      for (const w of roomWaiters.splice(0)) w();
       clearTimeout(lifetime);
       clearInterval(heartbeat);
       held.close();

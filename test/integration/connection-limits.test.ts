@@ -149,3 +149,34 @@ describe('WebSocket heartbeat', () => {
     c.ws.close();
   });
 });
+
+describe('back-pressure between queued responses', () => {
+  it('a client that pipelines creates and reads late is not dropped: the next response waits until it has read', async () => {
+    const cap = captureLogger();
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferBytes: 256 * 1024 } });
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses?protocol=ws`);
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    let completed = 0;
+    const all = new Promise<void>((resolve, reject) => {
+      ws.on('message', (d) => {
+        const e = JSON.parse(d.toString()) as ServerEvent;
+        if (e.type === 'error') reject(new Error(JSON.stringify(e)));
+        if (e.type === 'response.completed' && ++completed === 30) resolve();
+      });
+      ws.on('close', (code) => reject(new Error(`closed ${code} after ${completed} responses`)));
+    });
+    // Not reading while 30 responses of ~600 KB each (every lifecycle event echoes 200 KB of instructions) are due:
+    // more than the socket buffers hold, so without back-pressure the send limit drops the client.
+    ws.pause();
+    for (let i = 0; i < 30; i++) ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', instructions: 'y'.repeat(200 * 1024), input: `n${i}` }));
+    // (Without back-pressure the client is dropped instead: `all` rejects with the close.)
+    await Promise.race([cap.waitFor((l) => l.code === 'send_buffer_wait'), all]);
+    ws.resume();
+    await all;
+    expect(cap.lines.some((l) => l.code === 'send_buffer_full')).toBe(false);
+    ws.close();
+  }, 60_000);
+});

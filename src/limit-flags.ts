@@ -28,6 +28,11 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-context-bytes', key: 'maxContextBytes', help: 'bytes (JSON) one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-context-items', key: 'maxContextItems', help: 'items one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-live-http-runs', key: 'maxLiveHttpRuns', help: 'long-lived runs open over HTTP at once; past it 429' },
+  { flag: 'headers-timeout-ms', key: 'headersTimeoutMs', help: 'longest to receive an HTTP request\'s headers; past it 408, closed (0: none)' },
+  { flag: 'request-timeout-ms', key: 'requestTimeoutMs', help: 'longest to receive a whole HTTP request, body included (0: none)' },
+  { flag: 'keep-alive-timeout-ms', key: 'keepAliveTimeoutMs', help: 'idle HTTP keep-alive connection closed after (0: none)' },
+  { flag: 'ws-idle-timeout-ms', key: 'wsIdleTimeoutMs', help: 'WebSocket peer silent this long (no frame, no pong) is dropped; pinged at half (0: none)' },
+  { flag: 'max-server-bytes', key: 'maxServerBytes', help: 'request bytes held server-wide (bodies, queued creates, live contexts); past it 503 server_busy' },
 ];
 
 /** The longest delay a Node timer honours. */

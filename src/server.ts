@@ -23,6 +23,7 @@ import { openStore } from './store/index.js';
 import { RunRecords } from './engine/records.js';
 import { DEFAULT_LIMITS, DEFAULT_SWITCHES, type Limits, type Services, type Switches } from './engine/services.js';
 import { SessionHost } from './modes/host.js';
+import { ServerBytes } from './modes/server-bytes.js';
 import { createAuthenticator } from './transport/auth.js';
 import { createGuard, isLoopbackAddress } from './transport/guard.js';
 import type { Socket } from 'node:net';
@@ -105,6 +106,27 @@ export interface ServerOptions {
   lazyTokenizer?: boolean;
 }
 
+/**
+ * Sockets accepted past `maxConnections` (each answered `/health`, or 503
+ * `too_many_connections`, and closed): the reserve that keeps `/health`
+ * answering while idle or half-open clients hold every slot. Past cap +
+ * reserve a socket is closed at once. Bounded by the headers timeout.
+ */
+export const OVER_CAP_RESERVE = 64;
+
+/**
+ * Node's HTTP timeouts from the limits (0: none). Node checks them every
+ * `connectionsCheckingInterval` (its default is 30 s, which let a half-open
+ * client hold a slot for up to 90 s): here a quarter of the shortest, at
+ * least 10 ms and at most 1 s. Node requires headers ≤ request timeout.
+ */
+export function httpServerOptions(limits: Limits): { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number } {
+  const requestTimeout = limits.requestTimeoutMs;
+  const headersTimeout = requestTimeout > 0 && limits.headersTimeoutMs > 0 ? Math.min(limits.headersTimeoutMs, requestTimeout) : limits.headersTimeoutMs;
+  const shortest = Math.min(...[headersTimeout, requestTimeout].filter((t) => t > 0), 4000);
+  return { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(shortest / 4))) };
+}
+
 export const DEFAULT_STORE = 'data/llr.sqlite';
 export const DEFAULT_HOST = '127.0.0.1';
 
@@ -114,6 +136,8 @@ export class LlrServer {
   readonly ws: WsTransport;
   readonly httpTransport: HttpTransport;
   readonly demo: DemoService | null;
+  /** The server-wide byte budget (`maxServerBytes`, modes/server-bytes.ts), held by the session layer and charged at the edge. */
+  readonly bytes: ServerBytes;
   refuseWebSockets: boolean;
   private closing: Promise<void> | null = null;
 
@@ -181,7 +205,8 @@ export class LlrServer {
     const overCap = new WeakSet<Socket>();
     const overCapacity = (socket: Socket) => overCap.has(socket);
     // The session layer both transports open their sessions in: every design is a policy there.
-    const host = new SessionHost(this.services);
+    this.bytes = new ServerBytes(limits.maxServerBytes);
+    const host = new SessionHost(this.services, this.bytes);
     this.ws = new WsTransport({
       host,
       auth,
@@ -190,7 +215,12 @@ export class LlrServer {
       overCapacity,
     });
     this.httpTransport = new HttpTransport(host, auth, guard, overCapacity, demo);
-    this.http = createHttpServer((req, res) => this.httpTransport.handle(req, res));
+    this.http = createHttpServer(httpServerOptions(limits), (req, res) => this.httpTransport.handle(req, res));
+    this.http.keepAliveTimeout = limits.keepAliveTimeoutMs;
+    // Past the cap a few more sockets are accepted, so `/health` still answers
+    // (everything else gets 503); past that reserve the kernel's accept is
+    // closed at once (net.Server.maxConnections).
+    this.http.maxConnections = limits.maxConnections + OVER_CAP_RESERVE;
     let open = 0;
     this.http.on('connection', (socket: Socket) => {
       if (open >= limits.maxConnections) overCap.add(socket);

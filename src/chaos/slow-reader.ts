@@ -3,8 +3,10 @@
  * upgrade, queues fat creates (every lifecycle event carries megabytes) and
  * never reads again. Over SSE: raw TCP clients POST fat streamed requests
  * and never read. The server must keep its memory bounded (RSS growth under
- * `SLOW_READER_RSS_BUDGET_MB`), drop a WebSocket reader that owes it more
- * than its send budget, and end every run.
+ * `SLOW_READER_RSS_BUDGET_MB` above a control: the same requests from
+ * clients that read, sent first on the same server), drop a WebSocket reader
+ * that does not read (at the send limit within a response, or by the
+ * heartbeat while its next queued response waits for it), and end every run.
  *
  * Raw sockets because a real client library reads as fast as it can; the
  * point is a peer whose receive window closes.
@@ -14,12 +16,21 @@ import { connect, type Socket } from 'node:net';
 import { Tally } from './oracle.js';
 import { asPost, fatCreate } from './bodies.js';
 import { checkQuiescent, listRuns } from './settle.js';
+import { RssSampler } from './proc.js';
+import { WsPeer } from './ws-peer.js';
 import type { ScenarioContext } from './suite.js';
 
-/** Growth of the server's RSS over its start the whole scenario may cause, MB (the harness's bound, see docs/reliability.md). */
+/**
+ * What slow readers may add to the server's peak RSS over the same requests
+ * read promptly, MB (the harness's bound, see docs/reliability.md).
+ */
 export const SLOW_READER_RSS_BUDGET_MB = 150;
 /** The documented default send limit (`--send-buffer-bytes`, docs/reliability.md): a reader owed more must be dropped. */
 const WS_SEND_BUFFER_DEFAULT = 4 * 1024 * 1024;
+/** `--ws-idle-timeout-ms` of this scenario's server: a reader that answers no ping is dropped within it. */
+const WS_IDLE_MS = 3000;
+/** Responses a control ws client reads before it closes (its other creates are then dropped, as a slow reader's are). */
+const CONTROL_RUNS = 6;
 
 /** A masked client text frame (RFC 6455 §5.2). */
 function wsFrame(text: string): Buffer {
@@ -103,7 +114,19 @@ export async function run(ctx: ScenarioContext): Promise<Tally[]> {
   const wsBytes = 1 << 20;
   const sseReaders = quick ? 1 : 3;
   const sseBytes = quick ? 2 << 20 : 15 << 20;
-  await ctx.withServer(tally, {}, async (target) => {
+  let control = { start: 0, peak: 0, end: 0 };
+  let slow = { start: 0, peak: 0, end: 0 };
+  // A ws reader that reads nothing holds its queue (the next response waits for it to read) until the heartbeat drops it
+  // for answering no ping: a short idle timeout here so the scenario need not wait the default 60 s.
+  await ctx.withServer(tally, { args: ['--ws-idle-timeout-ms', String(WS_IDLE_MS)] }, async (target) => {
+    // The control: the same fat requests from clients that read. What they
+    // cost (parsing and tokenizing megabytes, serialising events that echo
+    // them) is the cost of the requests, not of slow reading; the budget
+    // below is for what slow readers add on top.
+    const controlRss = new RssSampler(() => target.server);
+    const controlIds = await readingControl(target.url, wsReaders, creates, wsBytes, sseReaders, sseBytes, ctx.opts.hangMs, tally);
+    control = controlRss.stop();
+    const slowRss = new RssSampler(() => target.server);
     const wsSockets: Socket[] = [];
     for (let r = 0; r < wsReaders; r++) {
       const s = await rawUpgrade(target.url);
@@ -127,7 +150,7 @@ export async function run(ctx: ScenarioContext): Promise<Tally[]> {
     // on record, or a quiescence check could pass before anything began.
     const deadline = performance.now() + ctx.opts.hangMs;
     for (;;) {
-      const recs = (await listRuns(target.url)) ?? [];
+      const recs = ((await listRuns(target.url)) ?? []).filter((r) => !controlIds.has(String(r['response_id'])));
       const started = (p: string) => recs.filter((r) => r['protocol'] === p).length;
       if ((started('ws') >= wsReaders && started('http') >= sseReaders) || performance.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 25));
@@ -135,25 +158,74 @@ export async function run(ctx: ScenarioContext): Promise<Tally[]> {
     // Then wait (bounded) until the server has done all it will: every run ended, nothing in flight.
     await checkQuiescent(target.url, tally, ctx.opts.hangMs);
     await target.checkAlive(tally, 'slow readers while they are not reading', { livenessOnly: true });
-    const runs = (await listRuns(target.url)) ?? [];
+    const runs = ((await listRuns(target.url)) ?? []).filter((r) => !controlIds.has(String(r['response_id'])));
     const ws = runs.filter((r) => r['protocol'] === 'ws');
     const completed = ws.filter((r) => r['status'] === 'completed').length;
     tally.responses = runs.length;
     tally.notes.push(`ws runs: ${ws.length} started of ${creates * wsReaders} sent, ${completed} completed, ${ws.length - completed} ended otherwise`);
     for (const [i, s] of wsSockets.entries()) {
-      const seen = await closedByServer(s, 2_000);
+      // Dropped by the send limit (owed more than it in one response) or by the heartbeat (it answers no ping).
+      const seen = await closedByServer(s, 2 * WS_IDLE_MS + 2_000);
       tally.closes += seen.closed ? 1 : 0;
       // Each create owes the reader its instructions three times (created, in_progress, completed).
       const owed = creates * wsBytes * 3;
       if (!seen.closed && owed <= WS_SEND_BUFFER_DEFAULT) tally.notes.push(`ws slow reader ${i} owed ${(owed / 1048576).toFixed(0)} MB, under the send limit: not dropped, as expected`);
-      else if (!seen.closed) tally.fail('dropped', `ws slow reader ${i}: ${creates} creates × ${wsBytes} bytes of instructions, never read`, `the server still held the connection open after it owed it everything (${(seen.bytes / 1048576).toFixed(0)} MB read afterwards)`);
+      else if (!seen.closed) {
+        tally.fail('dropped', `ws slow reader ${i}: ${creates} creates × ${wsBytes} bytes of instructions, never read`, `the server still held the connection open ${2 * WS_IDLE_MS} ms after the heartbeat should have dropped it (${(seen.bytes / 1048576).toFixed(0)} MB read afterwards)`);
+      }
     }
     for (const [i, s] of sseSockets.entries()) {
       const seen = await closedByServer(s, 5_000);
       tally.notes.push(`sse slow reader ${i}: ${seen.sawDone ? 'the whole stream was buffered for it and delivered' : 'dropped by the server'} (${(seen.bytes / 1048576).toFixed(0)} MB read afterwards)`);
     }
+    slow = slowRss.stop();
   });
-  const growth = (tally.rss.peak - tally.rss.start) / 1048576;
-  if (growth > SLOW_READER_RSS_BUDGET_MB) tally.fail('rss', `${wsReaders} ws + ${sseReaders} sse slow readers`, `RSS grew ${growth.toFixed(0)} MB over its start (budget ${SLOW_READER_RSS_BUDGET_MB} MB)`);
+  const mb = (n: number) => (n / 1048576).toFixed(0);
+  tally.notes.push(
+    `RSS MB: the same requests read promptly ${mb(control.start)}/${mb(control.peak)}/${mb(control.end)}, then by slow readers ${mb(slow.start)}/${mb(slow.peak)}/${mb(slow.end)} (start/peak/end)`,
+  );
+  // What slow readers add over serving the same requests: the peak over the higher of the control's peak and where the slow phase began.
+  const growth = (slow.peak - Math.max(control.peak, slow.start)) / 1048576;
+  if (growth > SLOW_READER_RSS_BUDGET_MB) {
+    tally.fail('rss', `${wsReaders} ws + ${sseReaders} sse slow readers`, `RSS peaked ${growth.toFixed(0)} MB over the same requests read promptly (budget ${SLOW_READER_RSS_BUDGET_MB} MB)`);
+  }
   return [tally];
+}
+
+/**
+ * The same requests as the slow readers', from clients that read everything:
+ * ws mode creates on a `ws` client (until each has its terminal event or an
+ * error), SSE posts on raw sockets read to the end. Returns the ids of the
+ * runs it caused, so the slow phase's counts leave them out.
+ */
+async function readingControl(url: string, wsReaders: number, creates: number, wsBytes: number, sseReaders: number, sseBytes: number, boundMs: number, tally: Tally): Promise<Set<string>> {
+  const before = new Set(((await listRuns(url)) ?? []).map((r) => String(r['response_id'])));
+  const frame = JSON.stringify(fatCreate(wsBytes));
+  const peers = await Promise.all(Array.from({ length: wsReaders }, () => WsPeer.connect(url, 'ws')));
+  const answered = (p: WsPeer) => p.events.filter((e) => e['type'] === 'error' || /^response\.(completed|failed|incomplete)$/.test(String(e['type']))).length;
+  for (const p of peers) for (let i = 0; i < creates; i++) p.ws.send(frame);
+  const { host } = new URL(url);
+  const body = asPost(fatCreate(sseBytes, { stream: true }));
+  const sse = Array.from({ length: sseReaders }, async () => {
+    const s = await open(url);
+    s.write(`POST /v1/responses HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    await closedByServer(s, boundMs * 4);
+  });
+  // Every frame is parsed and queued as in the slow phase; the first few runs are enough (a slow reader is dropped after
+  // about as many), and running all of them (megabytes of instructions tokenized each) would take a minute.
+  const runs = Math.min(creates, CONTROL_RUNS);
+  // A reading client may still be dropped (this process is busy writing megabytes, so it may answer a ping of the
+  // scenario's short heartbeat late); the server's cost (every frame parsed and queued, runs started) is paid either way.
+  const wsDone = await Promise.all(peers.map((p) => p.until(() => answered(p) >= runs || p.closeInfo !== null, boundMs * 4)));
+  await Promise.all(sse);
+  for (const p of peers) p.ws.close();
+  await Promise.all(peers.map((p) => p.closed));
+  const dropped = peers.filter((p) => p.closeInfo !== null && answered(p) < runs).length;
+  if (dropped) tally.notes.push(`control: ${dropped} reading ws client(s) closed by the server before ${runs} answers`);
+  if (wsDone.includes(false)) {
+    const seen = peers.map((p) => `${answered(p)} answers of ${p.events.length} events${p.closeInfo ? `, closed ${p.closeInfo.code}` : ''}`).join('; ');
+    tally.notes.push(`control: a reading ws client did not get ${runs} answers in time (${seen})`);
+  }
+  await checkQuiescent(url, tally, boundMs);
+  return new Set(((await listRuns(url)) ?? []).map((r) => String(r['response_id'])).filter((id) => !before.has(id)));
 }

@@ -97,6 +97,40 @@ export interface Limits {
    * appends that resume the runs and for other requests.
    */
   maxLiveHttpRuns: number;
+  /**
+   * Longest an HTTP client may take to send a request's headers, ms (default
+   * 10 s; 0: no limit). A connection that opens and sends nothing, or only
+   * part of its headers (a half-open or idle client), is closed past it (with
+   * Node's `408`), so it cannot hold a connection slot. Also bounds an
+   * upgrade request's headers.
+   */
+  headersTimeoutMs: number;
+  /** Longest an HTTP client may take to send a whole request, headers and body, ms (default 60 s; 0: no limit); past it `408` and close. */
+  requestTimeoutMs: number;
+  /** Longest an HTTP keep-alive connection stays open idle between requests, ms (default 5 s; 0: no limit). */
+  keepAliveTimeoutMs: number;
+  /**
+   * A WebSocket peer from which nothing arrives (no frame, no pong) for this
+   * long is dropped, ms (default 60 s; 0: no heartbeat). The server pings
+   * every half of it; every standard client answers pings on its own, so a
+   * client that is silent while its tool runs stays connected (its paused
+   * run ends only by the pause timeout, a cancel, or the connection's end).
+   * A peer that vanished (half-open TCP) answers no ping and is dropped; its
+   * run ends as a disconnect.
+   */
+  wsIdleTimeoutMs: number;
+  /**
+   * Bytes the whole server may hold for its clients' requests at once
+   * (default 256 MiB): request bodies being read, WebSocket creates queued
+   * behind the one in flight and frames being handled, and the contexts
+   * that live across model calls (long-lived runs, ws-mode connection
+   * caches). Each connection has its own budgets (`maxQueuedBytes`,
+   * `maxContextBytes`, `maxFrameBytes`); this one bounds their sum over
+   * all connections. Past it a request is refused with 503 `server_busy`
+   * (over a WebSocket an `error` event; the connection goes on). Kept by
+   * the session layer (modes/server-bytes.ts), charged at the edge.
+   */
+  maxServerBytes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -113,6 +147,11 @@ export const DEFAULT_LIMITS: Limits = {
   maxConnections: 1024,
   maxRunRecords: 1000,
   maxLiveHttpRuns: 512,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 5_000,
+  wsIdleTimeoutMs: 60_000,
+  maxServerBytes: 256 * 1024 * 1024,
 };
 
 export interface Services {

@@ -4,7 +4,10 @@
  * connection, or one HTTP request as a one-shot session) with the design's
  * policy, and reads the few things an edge needs (limits, clock, log) and
  * the read-only routes' answers (stored responses, run records, health,
- * compaction). It never sees a run, a plan or the engine's services.
+ * compaction), and takes its shares of the server-wide byte budget
+ * (modes/server-bytes.ts: a `Hold` per HTTP request, `ConnectionBytes` per
+ * WebSocket connection). It never sees a run, a plan or the engine's
+ * services.
  *
  * `policy()` is the one place that lists the designs: a new design is its
  * policy file, one case here, and the transport's route that names it.
@@ -27,6 +30,7 @@ import { httpPolicy } from './http.js';
 import { LiveRuns, longLivedHttpPolicy } from './long-lived-http.js';
 import { longLivedPolicy } from './long-lived.js';
 import { ConnectionSession, type ModePolicy } from './session.js';
+import { ServerBytes, connectionBytes, type ConnectionBytes, type Hold } from './server-bytes.js';
 import type { SessionInfo, Transport } from './transport.js';
 import { wsModePolicy } from './ws.js';
 
@@ -34,8 +38,18 @@ export class SessionHost {
   /** Long-lived runs open over HTTP, found again by id for `append` and `cancel`. */
   readonly live: LiveRuns;
 
-  constructor(private readonly services: Services) {
+  /**
+   * The server-wide byte budget (`maxServerBytes`): one per server, shared
+   * by its transports. Given by the composition root, or a new one.
+   */
+  readonly bytes: ServerBytes;
+
+  constructor(
+    private readonly services: Services,
+    bytes?: ServerBytes,
+  ) {
     this.live = new LiveRuns(services);
+    this.bytes = bytes ?? new ServerBytes(services.limits.maxServerBytes);
   }
 
   get limits(): Readonly<Limits> {
@@ -49,6 +63,16 @@ export class SessionHost {
   /** The server's clock (ms): transports time their auth check with it. */
   now(): number {
     return this.services.clock.now();
+  }
+
+  /** A share of the byte budget for one HTTP request (its body is charged as it is read); the transport releases it when the request is done. */
+  requestHold(): Hold {
+    return this.bytes.hold();
+  }
+
+  /** A WebSocket connection's share of the byte budget: its frames held while `session` has work. */
+  connectionBytes(session: ConnectionSession): ConnectionBytes {
+    return connectionBytes(this.bytes, this.services.limits, session);
   }
 
   /** The policy of each design. */

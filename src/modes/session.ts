@@ -15,6 +15,9 @@
  * by bytes (`maxQueuedBytes`); when the server ends the connection
  * (shutdown, lifetime limit) every create still waiting gets an `error`
  * event (`server_shutting_down`, or the limit's code) instead of vanishing.
+ * A queued create starts once the client has read what the previous
+ * responses sent (`Transport.room`), so pipelining does not get a reading
+ * client dropped at the send limit.
  */
 import type { Logger } from 'pino';
 import pDefer from 'p-defer';
@@ -66,6 +69,8 @@ export class ConnectionSession {
   private readonly send: (e: ServerEvent) => void;
   /** The auth check's span until the first response is charged with it (the transport's `info` is left as given). */
   private authSpan: SessionInfo['authSpan'];
+  /** Ends a queued create's wait for the transport's `room` (the connection is ending). */
+  private wakeRoom: (() => void) | null = null;
 
   constructor(
     private readonly policy: ModePolicy,
@@ -177,6 +182,23 @@ export class ConnectionSession {
     this.queuedBytes -= next.bytes;
     this.busy = true;
     try {
+      // Back-pressure between responses: a whole response can be sent in one
+      // turn (an instant model, events echoing a large request), and queued
+      // creates running back to back would fill the send buffer of a client
+      // that reads, just more slowly, until it is dropped at the limit.
+      // The wait also ends when the connection does (shutdown, lifetime: `endOnce` wakes it).
+      const room = this.transport.room?.bind(this.transport);
+      if (room) {
+        await new Promise<void>((resolve) => {
+          this.wakeRoom = resolve;
+          void room().then(resolve);
+        });
+      }
+      this.wakeRoom = null;
+      if (this.closed) {
+        if (this.closingError) this.sendConnectionError(this.closingError);
+        return;
+      }
       const metrics = new RunMetrics(this.services.clock.now);
       if (this.authSpan) {
         metrics.count('auth_checks');
@@ -258,6 +280,7 @@ export class ConnectionSession {
   private async endOnce(status: 'cancelled' | 'incomplete', reason: string, detach: boolean, queuedError?: WireError): Promise<void> {
     this.closed = true;
     this.closingError = queuedError ?? null;
+    this.wakeRoom?.();
     const waiting = this.queue.splice(0);
     this.queuedBytes = 0;
     const run = this.active;

@@ -41,6 +41,14 @@ export interface Transport {
    * the session's own counter. HTTP: an error status and body.
    */
   refuse?(err: WireError): void;
+  /**
+   * Resolves when the peer has read what was sent so far (the send buffer
+   * is flushed, or the peer is gone): a queued create starts only then, so
+   * responses pipelined back to back do not get a client that reads, only
+   * more slowly, dropped at the send limit. Absent: at once (one-shot HTTP
+   * carries one response).
+   */
+  room?(): Promise<void>;
 }
 
 /** Who is on the other end: the session's identity, fixed when it opens. */

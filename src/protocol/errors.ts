@@ -62,6 +62,8 @@ export const WIRE_ERRORS = {
   invalid_websocket_handshake: { status: 400, type: 'invalid_request_error', message: 'The WebSocket handshake is malformed.' },
   // WebSockets switched off (`llr serve --no-websockets`): clients fall back to HTTP.
   upgrade_required: { status: 426, type: 'invalid_request_error', message: 'WebSockets are switched off on this server; use HTTP.' },
+  // The server-wide byte budget (`maxServerBytes`, llr serve --max-server-bytes) is spent: try again when other requests end.
+  server_busy: { status: 503, type: 'server_error', message: 'The server holds too much request data at once; try again later.' },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

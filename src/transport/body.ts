@@ -2,38 +2,125 @@
  * Reading an HTTP request body with a size limit: the one reader of the
  * server's POST routes (the Responses API and the demo's). Over the limit is
  * `payload_too_large`; a client that closes mid-body is `request_aborted`
- * (a client's doing, logged at info). Leaves parsing to the caller.
+ * (a client's doing, logged at info). Leaves parsing to the caller. Also
+ * what an early refusal does with a body it never read (`drainBody`,
+ * `closeAfterAnswer`).
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WireError } from '../protocol/errors.js';
+import type { Hold } from '../modes/server-bytes.js';
 
-export function readBody(req: IncomingMessage, limit: number): Promise<string> {
+/**
+ * The body as text. With `hold`, each chunk is charged to the server-wide
+ * byte budget as it arrives (`server_busy` past it); the caller releases
+ * the hold when its request is done.
+ */
+export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Promise<string> {
   return new Promise((resolve, reject) => {
+    let chunks: Buffer[] = [];
+    let size = 0;
+    // Settled once; every listener goes with it. A listener left on `req`
+    // would keep this promise, and so the whole body text (or its chunks),
+    // alive for as long as the request lives: for an SSE stream, the run's
+    // whole life (found by the chaos suite's slow readers: 15 MB per stream).
+    const settle = (err: unknown, text?: string) => {
+      req.off('error', onError);
+      req.off('close', onClose);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      chunks = [];
+      if (err) reject(err);
+      else resolve(text ?? '');
+    };
     // A client that closes mid-body is not a server fault: nobody is left to
     // answer, and the log says `request_aborted` at info.
-    const aborted = (cause?: unknown) => reject(new WireError('request_aborted', undefined, null, { cause }));
-    req.on('error', aborted);
-    req.on('close', () => {
+    const aborted = (cause?: unknown) => settle(new WireError('request_aborted', undefined, null, { cause }));
+    const onError = (err: unknown) => aborted(err);
+    const onClose = () => {
       if (!req.complete) aborted();
-    });
-    const declared = Number(req.headers['content-length'] ?? NaN);
-    if (declared > limit) {
-      req.resume();
-      reject(new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
+    };
+    const tooLarge = () => new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`);
+    const onData = (c: Buffer) => {
       size += c.length;
       if (size > limit) {
-        req.removeAllListeners('data');
         req.resume();
-        reject(new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`));
-        return;
+        return settle(tooLarge());
+      }
+      try {
+        hold?.add(c.length);
+      } catch (err) {
+        return settle(err);
       }
       chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    };
+    const onEnd = () => settle(null, Buffer.concat(chunks, size).toString('utf8'));
+    req.on('error', onError);
+    req.on('close', onClose);
+    if (Number(req.headers['content-length'] ?? NaN) > limit) {
+      req.resume();
+      return settle(tooLarge());
+    }
+    req.on('data', onData);
+    req.on('end', onEnd);
   });
+}
+
+/**
+ * Early refusals (404, 405, 415, 401, 403, 503, 413 …) are decided before
+ * the body is read. Answering while the client still uploads, then closing,
+ * makes the kernel reset the connection over the unread bytes, and a client
+ * that writes before it reads (node's http client, the openai SDK on it)
+ * gets EPIPE or ECONNRESET instead of the answer. So the rest of the body
+ * is read and discarded first, up to `limit` bytes (the body size the
+ * route would have accepted; its time is bounded by the request timeout):
+ * resolves true once it ended, false when it was over the limit (the
+ * caller then answers with `closeAfterAnswer`) or the client went away.
+ */
+export function drainBody(req: IncomingMessage, limit: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (req.complete) return resolve(true);
+    if (Number(req.headers['content-length'] ?? NaN) > limit) return resolve(false);
+    let size = 0;
+    const onData = (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.off('data', onData);
+        resolve(false);
+      }
+    };
+    req.on('data', onData);
+    req.on('end', () => resolve(true));
+    req.on('close', () => resolve(req.complete));
+    req.on('error', () => resolve(false));
+    req.resume();
+  });
+}
+
+/** How long a refused upload is still read after the answer (`closeAfterAnswer`). */
+export const LINGER_MS = 2000;
+
+/**
+ * An answer sent while the client may still be uploading more than the
+ * server will read: `Connection: close`, then (instead of Node's close as
+ * soon as the answer is flushed) only our side is shut, and what the client
+ * still sends is discarded for at most `LINGER_MS` and `limit` bytes before
+ * the socket is destroyed, so the answer reaches the client before any
+ * reset. Call before the answer is written.
+ */
+export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse, limit: number, lingerMs = LINGER_MS): void {
+  res.setHeader('Connection', 'close');
+  const socket = req.socket;
+  // Node ends a `Connection: close` response with socket.destroySoon(): end our side only.
+  socket.destroySoon = () => {
+    socket.end();
+  };
+  let size = 0;
+  req.on('data', (c: Buffer) => {
+    size += c.length;
+    if (size > limit) socket.destroy();
+  });
+  req.on('error', () => {});
+  req.resume();
+  const timer = setTimeout(() => socket.destroy(), lingerMs);
+  socket.once('close', () => clearTimeout(timer));
 }

@@ -19,9 +19,13 @@
  * cap (503), `Content-Type` on POST (415; a missing header is accepted),
  * the body size and JSON depth limits, the key on `/llr/*` when keys are
  * configured, and SSE back-pressure (a reader that leaves more than
- * `maxSendBufferBytes` unsent is dropped; its run ends as a disconnect).
- * Every response carries `x-request-id`; every refusal is logged at `info`
- * with it, its code and its param.
+ * `maxSendBufferBytes` unsent is dropped; its run ends as a disconnect),
+ * the server-wide byte budget (a body is charged to a `Hold` from the
+ * session host while its request lives; past it 503 `server_busy`), and
+ * `/health` still answered past the connection cap. An early refusal
+ * drains the unread body first (transport/body.ts), so an uploading client
+ * gets the answer, not a reset. Every response carries `x-request-id`;
+ * every refusal is logged at `info` with it, its code and its param.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -31,9 +35,10 @@ import { newId } from '../protocol/objects.js';
 import type { Response } from '../protocol/objects.js';
 import { parseAppendBody, parseCompactBody, parseCreateBody, parseJsonText, withTimingOptIn } from '../protocol/parse.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
+import type { Hold } from '../modes/server-bytes.js';
 import type { SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
-import { readBody } from './body.js';
+import { closeAfterAnswer, drainBody, readBody } from './body.js';
 import { batchWrites } from './batch.js';
 import { eventJson } from '../protocol/event-json.js';
 import type { Guard } from './guard.js';
@@ -89,30 +94,51 @@ export class HttpTransport {
         );
       }
       if (res.destroyed || req.socket.destroyed) return;
-      if (!res.headersSent) {
-        // Past the connection cap the socket is not kept alive for another request.
-        if (wire.code === 'too_many_connections' || wire.code === 'server_shutting_down') res.setHeader('Connection', 'close');
-        sendError(res, wire);
-      } else res.end();
+      if (res.headersSent) return void res.end();
+      // Past the connection cap the socket is not kept alive for another request.
+      if (wire.code === 'too_many_connections' || wire.code === 'server_shutting_down') res.setHeader('Connection', 'close');
+      void this.refuse(req, res, wire);
     });
+  }
+
+  /**
+   * An error answer before the body was read (or while it is still coming):
+   * the body is drained first, up to the frame limit, so the client gets
+   * the answer and not a reset; a larger body (or a 413) is answered at once
+   * with `Connection: close` and lingers (transport/body.ts).
+   */
+  private async refuse(req: IncomingMessage, res: ServerResponse, wire: WireError): Promise<void> {
+    const limit = this.host.limits.maxFrameBytes;
+    if (!req.complete) {
+      const whole = wire.code !== 'payload_too_large' && (await drainBody(req, limit));
+      if (res.destroyed || req.socket.destroyed) return;
+      if (!whole) closeAfterAnswer(req, res, limit);
+    }
+    sendError(res, wire);
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const refused = this.guard(req);
     if (refused) throw refused;
-    if (this.overCapacity(req.socket)) throw new WireError('too_many_connections');
     // A request on a kept-alive connection after shutdown began is not started.
     if (this.sessions.closing) throw new WireError('server_shutting_down');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
+    const overCap = this.overCapacity(req.socket);
+    // `/health` answers even past the connection cap (server.ts keeps a small
+    // reserve of sockets for it), so idle clients holding every slot cannot
+    // make a live server look dead; the socket is then closed.
+    if (overCap && !(path === '/health' && method === 'GET')) throw new WireError('too_many_connections');
     if (path === '/health' && method === 'GET') {
+      if (overCap) res.setHeader('Connection', 'close');
       const post = this.host.postWork();
       return sendJson(res, 200, {
         status: 'ok',
         http_in_flight: this.inFlight,
         post_work_pending: post.pending,
         post_work_completed: post.completed,
+        bytes_held: this.host.bytes.held,
       });
     }
     if (path === '/llr/stats' && method === 'GET') {
@@ -149,11 +175,13 @@ export class HttpTransport {
       const owner = this.authenticate(req);
       const info: SessionInfo = { connection: null, owner, authSpan: { start: authStart, end: this.host.now() } };
       checkJsonContentType(req);
-      return this.create(req, res, info, createProtocol(url));
+      const protocol = createProtocol(url);
+      return this.holding((hold) => this.create(req, res, info, protocol, hold));
     }
     if (path === '/v1/responses/compact') {
       if (method !== 'POST') throw new WireError('method_not_allowed');
-      return this.compact(req, res, this.authenticate(req));
+      const owner = this.authenticate(req);
+      return this.holding((hold) => this.compact(req, res, owner, hold));
     }
     const live = /^\/v1\/responses\/([^/]+)\/(append|cancel)$/.exec(path);
     if (live) {
@@ -162,7 +190,7 @@ export class HttpTransport {
       const id = decodeId(live[1]!, 'response_id');
       if (live[2] === 'cancel') return sendJson(res, 200, await this.host.live.cancel(id, owner));
       checkJsonContentType(req);
-      const body = await readBody(req, this.host.limits.maxFrameBytes);
+      const body = await this.holding((hold) => readBody(req, this.host.limits.maxFrameBytes, hold));
       await this.host.live.append(id, owner, parseAppendBody(parseJsonText(body, 'body', this.host.limits.maxJsonDepth)));
       return sendJson(res, 202, {});
     }
@@ -184,6 +212,20 @@ export class HttpTransport {
     throw new WireError('not_found', `No route for ${method} ${url.pathname}.`);
   }
 
+  /**
+   * Runs `fn` with a share of the server-wide byte budget for this request
+   * (its body is charged as it is read), released when `fn` settles: after
+   * the JSON answer, or when the SSE stream's run ends.
+   */
+  private async holding<T>(fn: (hold: Hold) => Promise<T>): Promise<T> {
+    const hold = this.host.requestHold();
+    try {
+      return await fn(hold);
+    } finally {
+      hold.releaseAll();
+    }
+  }
+
   private authenticate(req: IncomingMessage): string | null {
     const owner = this.auth.check(req);
     if (owner === false) throw new WireError('unauthorized');
@@ -191,8 +233,8 @@ export class HttpTransport {
   }
 
   /** `POST /v1/responses/compact` (modes/compact.ts): JSON in, the compacted window out. */
-  private async compact(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {
-    const body = await readBody(req, this.host.limits.maxFrameBytes);
+  private async compact(req: IncomingMessage, res: ServerResponse, owner: string | null, hold: Hold): Promise<void> {
+    const body = await readBody(req, this.host.limits.maxFrameBytes, hold);
     const json = parseJsonText(body, 'body', this.host.limits.maxJsonDepth);
     sendJson(res, 200, await this.host.compact(parseCompactBody(json), owner));
   }
@@ -203,9 +245,9 @@ export class HttpTransport {
    * response carries (a refused create, shutdown while it was planned)
    * rejects, and `handle` answers it with its status.
    */
-  private async create(req: IncomingMessage, res: ServerResponse, info: SessionInfo, protocol: 'http' | 'long-lived-http'): Promise<void> {
+  private async create(req: IncomingMessage, res: ServerResponse, info: SessionInfo, protocol: 'http' | 'long-lived-http', hold: Hold): Promise<void> {
     const limits = this.host.limits;
-    const body = await readBody(req, limits.maxFrameBytes);
+    const body = await readBody(req, limits.maxFrameBytes, hold);
     const params = withTimingOptIn(parseCreateBody(parseJsonText(body, 'body', limits.maxJsonDepth)), timingHeader(req));
     const log = this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol });
     await new Promise<void>((resolve, reject) => {

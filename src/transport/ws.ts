@@ -10,8 +10,11 @@
  * an error event; binary frames get an error event; the connection lifetime
  * limit sends the documented error, ends the run in flight (its terminal
  * event still goes out) and closes with 1000; more than `maxSendBufferBytes`
- * unsent to a client that does not read drops it. The socket stays open
- * after any error event.
+ * unsent to a client that does not read drops it; a peer that answers no
+ * ping within `wsIdleTimeoutMs` is dropped (see `startHeartbeat`); a
+ * create or append frame past the server-wide byte budget (the share the
+ * session host gives the connection) gets an `error` event `server_busy`
+ * and is not handled. The socket stays open after any error event.
  *
  * The upgrade is refused with an HTTP answer and a JSON error body (wrong
  * path, Host/Origin guard, connection cap 503, bad protocol, 401, 426); the
@@ -125,6 +128,14 @@ export class WsTransport {
     // The largest event sent on this connection: lifecycle events echo the request (instructions, tools), so one
     // can exceed the limit by itself; the allowance below lets a client that reads receive a request it was allowed to send.
     let largestEvent = 0;
+    // `room` for the session: a queued create starts once everything sent before it has been flushed to the
+    // socket (checked as each send completes), so each response starts with the whole send allowance; a client
+    // that reads is never dropped for pipelining, one that does not read holds only its queue.
+    const roomWaiters: Array<() => void> = [];
+    const hasRoom = () => ws.readyState !== ws.OPEN || ws.bufferedAmount === 0;
+    const roomCheck = () => {
+      if (roomWaiters.length > 0 && hasRoom()) for (const w of roomWaiters.splice(0)) w();
+    };
     const transport: Transport = {
       send: (e: ServerEvent) => {
         if (ws.readyState !== ws.OPEN) return;
@@ -142,10 +153,15 @@ export class WsTransport {
         const text = eventJson(e);
         if (text.length > largestEvent) largestEvent = text.length;
         batch(); // one socket write per event-loop turn (transport/batch.ts)
-        ws.send(text);
+        ws.send(text, roomCheck);
       },
       // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).
       drop: () => ws.close(1011, 'injected disconnect'),
+      room: () => {
+        if (hasRoom()) return Promise.resolve();
+        log.info({ code: 'send_buffer_wait', buffered: ws.bufferedAmount }, 'next queued response waits for the client to read');
+        return new Promise<void>((resolve) => roomWaiters.push(resolve));
+      },
     };
     if (this.sessions.closing) {
       // Shutdown began while the handshake completed: nothing starts on this connection.
@@ -155,12 +171,22 @@ export class WsTransport {
     const session = this.sessions.openSession(protocol, transport, info, log);
     log.info('websocket connected');
 
+    const idleMs = host.limits.wsIdleTimeoutMs;
+    const heartbeat = startHeartbeat(ws, idleMs, () =>
+      log.info({ code: 'ws_idle_timeout', idle_ms: idleMs }, 'websocket peer answered no ping; dropping the connection'),
+    );
+    // This connection's share of the server-wide byte budget (modes/server-bytes.ts): past it a frame gets `server_busy`.
+    const held = host.connectionBytes(session);
     ws.on('message', (data, isBinary) => {
       if (isBinary) return session.error(new WireError('binary_frame'));
       try {
-        const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
+        // The ws library hands over a Buffer for text frames (its default binaryType): no copy of a frame of up to 16 MiB.
+        const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
         const event = parseClientFrame(buf.toString('utf8'), host.limits.maxJsonDepth);
+        const charged = event.type === 'response.create' || event.type === 'response.append';
+        if (charged) held.frame(buf.length, event.type === 'response.create');
         session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event, buf.length);
+        if (charged) held.watch();
       } catch (err) {
         session.error(toWireError(err));
       }
@@ -179,7 +205,10 @@ export class WsTransport {
     // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
     ws.on('error', (err: Error & { code?: string }) => log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error'));
     ws.on('close', (code) => {
+      for (const w of roomWaiters.splice(0)) w();
       clearTimeout(lifetime);
+      clearInterval(heartbeat);
+      held.close();
       log.info({ code }, 'websocket closed');
       void session.close();
     });
@@ -196,6 +225,35 @@ export class WsTransport {
     for (const ws of this.wss.clients) ws.close(1001, 'server shutting down');
     this.wss.close();
   }
+}
+
+/**
+ * The idle timeout (`wsIdleTimeoutMs`): every half of it the peer is pinged,
+ * and a peer from which nothing arrived since the previous ping (no frame,
+ * no pong, no ping) is dropped, so a vanished peer goes between half and
+ * all of the timeout after its last sign of life. Clients answer pings on
+ * their own, so a silent client whose run is paused for a tool stays.
+ * 0 (or more than a timer holds): no heartbeat.
+ */
+function startHeartbeat(ws: WebSocket, idleMs: number, onDrop: () => void): ReturnType<typeof setInterval> | undefined {
+  if (!(idleMs > 0) || idleMs > 2 ** 31 - 1) return undefined;
+  let alive = true;
+  const seen = () => {
+    alive = true;
+  };
+  ws.on('pong', seen);
+  ws.on('ping', seen);
+  ws.on('message', seen);
+  return setInterval(() => {
+    if (ws.readyState !== ws.OPEN) return;
+    if (!alive) {
+      onDrop();
+      ws.terminate();
+      return;
+    }
+    alive = false;
+    ws.ping();
+  }, Math.max(1, Math.floor(idleMs / 2)));
 }
 
 function limitMessage(ms: number): string {

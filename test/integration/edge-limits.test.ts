@@ -231,8 +231,10 @@ describe('WebSocket budgets and the connection cap', () => {
     const up = await rawRequest(port, requestText('GET', '/v1/responses', upgradeHeaders()));
     expect(up.status).toBe(503);
     expect(JSON.parse(up.body)).toMatchObject({ error: { code: 'too_many_connections', type: 'server_error' } });
-    const plain = await rawRequest(port, requestText('GET', '/health', {}));
+    const plain = await rawRequest(port, requestText('GET', '/v1/responses/resp_x', {}));
     expect(plain.status).toBe(503);
+    // `/health` still answers past the cap (test/integration/connection-limits.test.ts).
+    expect((await rawRequest(port, requestText('GET', '/health', {}))).status).toBe(200);
   });
 
   it('the lifetime limit: the error, then the run in flight ends incomplete, queued creates are told, then close 1000', async () => {

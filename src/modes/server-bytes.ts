@@ -1,0 +1,132 @@
+/**
+ * The server-wide byte budget (`Limits.maxServerBytes`): request bytes the
+ * whole server holds for its clients at once. Each connection has its own
+ * budgets (queued creates, context, frame size); this bounds their sum over
+ * every connection, so many connections that each stay within their own
+ * budget cannot together grow the process without bound.
+ *
+ * The session layer owns it (one per `SessionHost`) and hands the
+ * transports their shares: a `Hold` per HTTP request (its body, charged as
+ * it is read) and a `ConnectionBytes` per WebSocket connection (its create
+ * and append frames, held while the session has work). Transports charge at
+ * the edge and never see run state; what "the session has work" means is
+ * decided here, from the session. Each charge is released exactly once
+ * (docs/reliability.md says what counts). Past the budget a request is
+ * refused with `server_busy` (503) before it is held. Pure bookkeeping: no
+ * I/O.
+ */
+import { WireError } from '../protocol/errors.js';
+import type { Limits } from '../engine/services.js';
+import type { ConnectionSession } from './session.js';
+
+export class ServerBytes {
+  private heldBytes = 0;
+  private peakBytes = 0;
+
+  constructor(readonly max: number) {}
+
+  get held(): number {
+    return this.heldBytes;
+  }
+
+  get peak(): number {
+    return this.peakBytes;
+  }
+
+  /** Charge `n` bytes, or throw `server_busy` (nothing charged) when they would pass the budget. */
+  charge(n: number): void {
+    if (this.heldBytes + n > this.max) {
+      throw new WireError(
+        'server_busy',
+        `The server holds ${this.heldBytes} bytes of requests and keeps at most ${this.max} (llr serve --max-server-bytes); try again when other requests end.`,
+      );
+    }
+    this.heldBytes += n;
+    if (this.heldBytes > this.peakBytes) this.peakBytes = this.heldBytes;
+  }
+
+  release(n: number): void {
+    this.heldBytes = Math.max(0, this.heldBytes - n);
+  }
+
+  /** A charge released once, however often `release` is called (for owners with several ways to end). */
+  hold(): Hold {
+    let n = 0;
+    return {
+      add: (k: number) => {
+        this.charge(k);
+        n += k;
+      },
+      get bytes() {
+        return n;
+      },
+      releaseAll: () => {
+        this.release(n);
+        n = 0;
+      },
+      keep: (k: number) => {
+        if (n > k) {
+          this.release(n - k);
+          n = k;
+        }
+      },
+    };
+  }
+}
+
+/** One owner's share of the budget (a request, a connection). */
+export interface Hold {
+  /** Charge `k` more bytes (throws `server_busy`, nothing charged, past the budget). */
+  add(k: number): void;
+  readonly bytes: number;
+  /** Release everything this hold has charged. */
+  releaseAll(): void;
+  /** Release all but `k` bytes. */
+  keep(k: number): void;
+}
+
+/** A WebSocket connection's share, as its transport uses it. */
+export interface ConnectionBytes {
+  /** A create or append frame of `bytes` arrived: charge it (throws `server_busy`: the frame is not handled). */
+  frame(bytes: number, create: boolean): void;
+  /** After the frame was handled: release when the session's work has ended. */
+  watch(): void;
+  /** The connection closed: release everything. */
+  close(): void;
+}
+
+/**
+ * A connection's share of the budget: each create and append frame is
+ * charged when it arrives and held while the session has work — queued,
+ * running or paused, so a long-lived run's creates and appends stand for
+ * its context. When the work ends the charge is released, except in ws
+ * mode the last create's frame, standing for the context cached for a
+ * continuation, until the next one or the close. A connection never holds
+ * more than its own budgets allow (queued bytes + context bytes + one
+ * frame): refused frames past that are not memory it keeps.
+ */
+export function connectionBytes(bytes: ServerBytes, limits: Readonly<Limits>, session: ConnectionSession): ConnectionBytes {
+  const hold = bytes.hold();
+  const cap = limits.maxQueuedBytes + limits.maxContextBytes + limits.maxFrameBytes;
+  let lastCreate = 0;
+  let waiting = false;
+  let closed = false;
+  return {
+    frame(n, create) {
+      hold.add(Math.max(0, Math.min(n, cap - hold.bytes)));
+      if (create) lastCreate = n;
+    },
+    watch() {
+      if (waiting) return;
+      waiting = true;
+      void session.idle().then(() => {
+        waiting = false;
+        if (!closed) hold.keep(session.protocol === 'ws' ? lastCreate : 0);
+      });
+    },
+    close() {
+      closed = true;
+      hold.releaseAll();
+    },
+  };
+}

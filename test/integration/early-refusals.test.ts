@@ -1,0 +1,108 @@
+/**
+ * Early refusals with a body still uploading (issue 7): the server decides
+ * 404, 405, 415, 401, 403, 503 and 413 before it reads the body. A client
+ * that is still sending must receive the JSON error, not EPIPE/ECONNRESET,
+ * with the clients people use: undici's fetch (the openai SDK's transport)
+ * and node's http client with `Connection: close` (what the chaos suite
+ * and older SDKs send). The body is paced in 64 KiB pieces so the answer is
+ * decided while the upload is in flight.
+ */
+import { request } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { testServer } from '../helpers/server.js';
+
+const KiB = 1024;
+const PIECE = 64 * KiB;
+
+/** A body of `n` bytes, one 64 KiB piece per timer turn. */
+function pacedStream(n: number): ReadableStream<Uint8Array> {
+  let sent = 0;
+  return new ReadableStream({
+    async pull(c) {
+      await new Promise((r) => setTimeout(r, 1));
+      const k = Math.min(PIECE, n - sent);
+      sent += k;
+      if (k <= 0) c.close();
+      else c.enqueue(new Uint8Array(k).fill(97));
+    },
+  });
+}
+
+type Outcome = { status: number; code: string } | { failed: string };
+
+async function viaFetch(url: string, method: string, path: string, headers: Record<string, string>, n: number): Promise<Outcome> {
+  try {
+    const res = await fetch(url + path, { method, headers: { ...headers, 'content-length': String(n) }, body: pacedStream(n), duplex: 'half' } as RequestInit);
+    const body = (await res.json()) as { error: { code: string } };
+    return { status: res.status, code: body.error.code };
+  } catch (err) {
+    return { failed: String((err as { cause?: { code?: string } }).cause?.code ?? err) };
+  }
+}
+
+function viaNodeHttp(url: string, method: string, path: string, headers: Record<string, string>, n: number): Promise<Outcome> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (o: Outcome) => {
+      if (!settled) resolve(o);
+      settled = true;
+    };
+    const req = request(url + path, { method, headers: { ...headers, 'Content-Length': n }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => finish({ status: res.statusCode ?? 0, code: (JSON.parse(Buffer.concat(chunks).toString()) as { error: { code: string } }).error.code }));
+      res.on('error', (err) => finish({ failed: `response: ${err.message}` }));
+    });
+    // An error after the whole answer arrived (the server stops reading a body it refused) is not the client's loss.
+    req.on('error', (err: Error & { code?: string }) => finish({ failed: err.code ?? err.message }));
+    let sent = 0;
+    const step = () => {
+      if (req.destroyed) return;
+      if (sent >= n) return void req.end();
+      const k = Math.min(PIECE, n - sent);
+      sent += k;
+      req.write(Buffer.alloc(k, 97));
+      setTimeout(step, 1);
+    };
+    step();
+  });
+}
+
+const json = { 'Content-Type': 'application/json' };
+const limit = 1024 * KiB;
+const under = 768 * KiB;
+const cases: Array<{ name: string; method: string; path: string; headers: Record<string, string>; n: number; status: number; code: string; opts?: object }> = [
+  { name: '404 unknown route', method: 'POST', path: '/nope', headers: json, n: under, status: 404, code: 'not_found' },
+  { name: '404 DELETE with a body', method: 'DELETE', path: '/v1/responses/a/b', headers: json, n: under, status: 404, code: 'not_found' },
+  { name: '405 wrong method', method: 'PUT', path: '/v1/responses', headers: json, n: under, status: 405, code: 'method_not_allowed' },
+  { name: '415 wrong content type', method: 'POST', path: '/v1/responses', headers: { 'Content-Type': 'text/plain' }, n: under, status: 415, code: 'unsupported_media_type' },
+  { name: '401 no key', method: 'POST', path: '/v1/responses', headers: json, n: under, status: 401, code: 'unauthorized', opts: { apiKeys: ['k'] } },
+  { name: '403 guard', method: 'POST', path: '/v1/responses', headers: { ...json, Origin: 'http://evil.example' }, n: under, status: 403, code: 'origin_not_allowed' },
+  { name: '413 declared too large', method: 'POST', path: '/v1/responses', headers: json, n: 4 * limit, status: 413, code: 'payload_too_large' },
+];
+
+describe('an early refusal reaches a client that is still uploading', () => {
+  for (const c of cases) {
+    it(`${c.name}: undici fetch and node http (Connection: close) both get the JSON error`, async () => {
+      const { url } = await testServer({ limits: { maxFrameBytes: limit }, ...c.opts });
+      expect(await viaFetch(url, c.method, c.path, c.headers, c.n)).toEqual({ status: c.status, code: c.code });
+      expect(await viaNodeHttp(url, c.method, c.path, c.headers, c.n)).toEqual({ status: c.status, code: c.code });
+    });
+  }
+
+  it('503 past the connection cap, while idle sockets hold the slots', async () => {
+    const { url, port } = await testServer({ limits: { maxFrameBytes: limit, maxConnections: 1 } });
+    const { rawConnect } = await import('../helpers/raw-http.js');
+    await rawConnect(port);
+    expect(await viaNodeHttp(url, 'POST', '/v1/responses', json, under)).toEqual({ status: 503, code: 'too_many_connections' });
+  });
+
+  it('a refused chunked upload larger than the limit gets its answer, then the connection closes', async () => {
+    const { url } = await testServer({ limits: { maxFrameBytes: limit } });
+    // No content-length: undici sends it chunked; the drain stops at the limit and the answer goes out with Connection: close.
+    const res = await fetch(`${url}/nope`, { method: 'POST', headers: json, body: pacedStream(3 * limit), duplex: 'half' } as RequestInit);
+    expect(res.status).toBe(404);
+    expect(res.headers.get('connection')).toBe('close');
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
+  });
+});

@@ -1,0 +1,120 @@
+/**
+ * The server-wide byte budget (`--max-server-bytes`, issue 7): connections
+ * that each stay within their own budgets cannot together hold more than
+ * the server's. Past it: HTTP 503 `server_busy` with a JSON body, over a
+ * WebSocket an `error` event with a `sequence_number` (the connection goes
+ * on); every charge is released when its work ends. Real sockets.
+ */
+import { describe, expect, it } from 'vitest';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { ServerBytes } from '../../src/modes/server-bytes.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const pauseThenText = () => scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
+const KiB = 1024;
+const create = (n: number, extra: object = {}) => ({ type: 'response.create', model: 'sim-model', input: 'x'.repeat(n), ...extra });
+const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
+
+describe('ServerBytes', () => {
+  it('charges up to the budget, refuses past it with server_busy, releases once', () => {
+    const b = new ServerBytes(100);
+    const h = b.hold();
+    h.add(60);
+    expect(() => b.hold().add(41)).toThrow(expect.objectContaining({ code: 'server_busy', status: 503 }));
+    expect(b.held).toBe(60);
+    h.keep(10);
+    expect(b.held).toBe(10);
+    h.releaseAll();
+    h.releaseAll();
+    expect(b.held).toBe(0);
+    expect(b.peak).toBe(60);
+  });
+});
+
+describe('the server-wide byte budget', () => {
+  it('a paused long-lived WebSocket run holds its create; another connection past the budget gets server_busy and goes on', async () => {
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'small' }, { text: 'done' }]);
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: 64 * KiB } });
+    const a = await RawSocket.longLived(url);
+    a.send(create(40 * KiB, { tools: [tool] }));
+    const paused = await a.next('response.done');
+    expect(await held(url)).toBeGreaterThan(40 * KiB);
+
+    const b = await RawSocket.longLived(url);
+    b.send(create(40 * KiB));
+    const busy = await b.next('error');
+    expect(busy).toMatchObject({ status: 503, error: { code: 'server_busy', type: 'server_error' }, sequence_number: 0 });
+    // The connection goes on: a small create fits.
+    b.send(create(10));
+    await b.next('response.completed', { skipErrors: true });
+
+    // The paused run's charge is released when it ends (its append is charged too, then released with it).
+    a.send({ type: 'response.append', response_id: paused.response.id, input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] });
+    await a.next('response.completed');
+    // Both connections idle (their runs ended): nothing held, though they are still open.
+    expect(await held(url)).toBe(0);
+    a.dispose();
+    b.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('over HTTP: a long-lived SSE run holds its body; a POST past the budget gets 503 server_busy; all released after', async () => {
+    const { server, url } = await testServer({ policy: pauseThenText(), limits: { maxServerBytes: 64 * KiB } });
+    const post = (path: string, body: object) =>
+      fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const { type: _t, ...first } = create(40 * KiB, { tools: [tool], stream: true });
+    const stream = await post('/v1/responses?protocol=long-lived', first);
+    const reader = stream.body!.getReader();
+    let text = '';
+    while (!text.includes('response.done')) text += new TextDecoder().decode((await reader.read()).value);
+    const id = /"id":"(resp_[^"]+)"/.exec(text)![1]!;
+
+    const { type: _t2, ...second } = create(40 * KiB);
+    const refused = await post('/v1/responses', second);
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('server_busy');
+
+    expect((await post(`/v1/responses/${id}/cancel`, {})).status).toBe(200);
+    while (!(await reader.read()).done);
+    await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+    const { type: _t3, ...third } = create(40 * KiB);
+    expect((await post('/v1/responses', third)).status).toBe(200);
+    expect(server.bytes.peak).toBeLessThanOrEqual(64 * KiB);
+  });
+
+  it('the default is 256 MiB', async () => {
+    const { DEFAULT_LIMITS } = await import('../../src/engine/services.js');
+    expect(DEFAULT_LIMITS.maxServerBytes).toBe(256 * 1024 * 1024);
+  });
+});
+
+describe('readBody', () => {
+  it('leaves no listener on the request once settled (one kept the whole body text alive for an SSE stream’s life)', async () => {
+    const { createServer } = await import('node:http');
+    const { readBody } = await import('../../src/transport/body.js');
+    const counts: Array<{ before: number[]; after: number[]; text: number }> = [];
+    const names = ['close', 'error', 'data', 'end'] as const;
+    const server = createServer((req, res) => {
+      const before = names.map((n) => req.listenerCount(n));
+      void readBody(req, 1 << 20)
+        .then((text) => counts.push({ before, after: names.map((n) => req.listenerCount(n)), text: text.length }))
+        .catch(() => counts.push({ before, after: names.map((n) => req.listenerCount(n)), text: -1 }))
+        .finally(() => res.end('ok'));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as { port: number };
+    try {
+      await (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: 'x'.repeat(100_000) })).text();
+      await (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: 'x'.repeat(2 << 20) })).text();
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+    expect(counts.map((c) => c.text)).toEqual([100_000, -1]);
+    for (const c of counts) expect(c.after).toEqual(c.before);
+  });
+});

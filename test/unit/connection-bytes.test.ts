@@ -1,0 +1,94 @@
+/**
+ * A WebSocket connection's share of the server-wide byte budget, as the
+ * session layer gives it (`SessionHost.connectionBytes`, modes/server-bytes.ts),
+ * over the in-memory pair: frames are charged the way transport/ws.ts
+ * charges them (before `handle`, `watch` after), and the share follows the
+ * session's work — held while a run is queued, running or paused, released
+ * when it ends, except ws mode's last create (the cached context for a
+ * continuation), released at close. No sockets, no timers: waits on events
+ * and on `session.idle()`.
+ */
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { scriptPolicy, type ScriptStep } from '../../src/model/policies.js';
+import { SessionHost } from '../../src/modes/host.js';
+import { ServerBytes } from '../../src/modes/server-bytes.js';
+import type { SessionInfo } from '../../src/modes/transport.js';
+import { INSTANT_MODEL, LlrServer } from '../../src/server.js';
+import { MemoryClient } from '../../src/transport/memory.js';
+
+const servers: LlrServer[] = [];
+afterEach(() => {
+  for (const s of servers.splice(0)) s.services.store.close();
+});
+
+const log = pino({ level: 'silent' });
+const conn: SessionInfo = { connection: 'conn_mem', owner: null, authSpan: null };
+const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const CALL: ScriptStep = { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_1' }] };
+
+function open(protocol: 'ws' | 'long-lived', steps: ScriptStep[], budget: number) {
+  const server = new LlrServer({ store: 'memory', logger: log, modelSettings: INSTANT_MODEL, policy: scriptPolicy(steps) });
+  servers.push(server);
+  const bytes = new ServerBytes(budget);
+  const host = new SessionHost(server.services, bytes);
+  const client = MemoryClient.connect(host.sessions(), protocol, conn, log);
+  const share = host.connectionBytes(client.session);
+  /** One frame as transport/ws.ts handles it; returns its size. */
+  const frame = (event: { type: 'response.create' | 'response.append' } & Record<string, unknown>): number => {
+    const text = JSON.stringify(event);
+    const n = Buffer.byteLength(text);
+    share.frame(n, event.type === 'response.create');
+    client.send(text);
+    share.watch();
+    return n;
+  };
+  return { bytes, client, share, frame };
+}
+
+const create = (input: string) => ({ type: 'response.create' as const, model: 'sim-model', input, tools: [tool] });
+
+describe('a WebSocket connection’s share of the byte budget', () => {
+  it('long-lived: the create and the append stay charged while the run is paused, and all is released when it completes', async () => {
+    const { bytes, client, frame } = open('long-lived', [CALL, { text: 'thanks' }], 1 << 20);
+    const paused = client.nextEvent('response.done');
+    const c = frame(create('x'.repeat(2000)));
+    await paused;
+    expect(bytes.held).toBe(c);
+    const completed = client.nextEvent('response.completed');
+    const a = frame({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_1', output: 'found' }] });
+    expect(bytes.held).toBe(c + a);
+    await completed;
+    await client.session.idle();
+    expect(bytes.held).toBe(0);
+    expect(bytes.peak).toBe(c + a);
+  });
+
+  it('ws mode: after a response the last create stays charged for the cached context, until the next create replaces it and the close', async () => {
+    const { bytes, client, share, frame } = open('ws', [{ text: 'one' }, { text: 'two' }], 1 << 20);
+    let done = client.nextEvent('response.completed');
+    const first = frame(create('x'.repeat(3000)));
+    await done;
+    await client.session.idle();
+    expect(bytes.held).toBe(first);
+    done = client.nextEvent('response.completed');
+    const second = frame(create('y'.repeat(500)));
+    await done;
+    await client.session.idle();
+    expect(bytes.held).toBe(second);
+    share.close();
+    await client.close();
+    expect(bytes.held).toBe(0);
+  });
+
+  it('a frame past the budget is refused with server_busy and nothing is charged', () => {
+    const { bytes, share } = open('ws', [], 1000);
+    expect(() => share.frame(1001, true)).toThrow(expect.objectContaining({ code: 'server_busy', status: 503 }));
+    expect(bytes.held).toBe(0);
+    share.frame(1000, true);
+    expect(bytes.held).toBe(1000);
+    share.close();
+    share.close();
+    expect(bytes.held).toBe(0);
+  });
+});

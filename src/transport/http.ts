@@ -26,7 +26,7 @@ import type { Socket } from 'node:net';
 import { WireError, toWireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { newId } from '../protocol/objects.js';
-import { parseAppendBody, parseCompactBody, parseCreateBody, parseJsonText, withTimingOptIn } from '../protocol/parse.js';
+import { parseAppendBody, parseCompactBody, parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import { ResponseRun, type EventSink, type RunHooks } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
@@ -35,6 +35,7 @@ import { compactWindow } from '../modes/compact.js';
 import { LiveRuns } from '../modes/long-lived-http.js';
 import type { Authenticator } from './auth.js';
 import { readBody } from './body.js';
+import { parseCaps, parseEdgeJson } from './json-in.js';
 import type { Guard } from './guard.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
@@ -161,7 +162,7 @@ export class HttpTransport {
       if (live[2] === 'cancel') return sendJson(res, 200, await this.live.cancel(id, owner));
       checkJsonContentType(req);
       const body = await readBody(req, this.services.limits.maxFrameBytes);
-      await this.live.append(id, owner, parseAppendBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth)));
+      await this.live.append(id, owner, parseAppendBody(await parseEdgeJson(body, 'body', this.services.limits), parseCaps(this.services.limits)));
       return sendJson(res, 202, {});
     }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
@@ -191,9 +192,9 @@ export class HttpTransport {
   /** `POST /v1/responses/compact` (modes/compact.ts): JSON in, the compacted window out. */
   private async compact(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {
     const body = await readBody(req, this.services.limits.maxFrameBytes);
-    const json = parseJsonText(body, 'body', this.services.limits.maxJsonDepth);
+    const json = await parseEdgeJson(body, 'body', this.services.limits);
     const metrics = new RunMetrics(this.services.clock.now);
-    sendJson(res, 200, await compactWindow(parseCompactBody(json), this.services, metrics, owner));
+    sendJson(res, 200, await compactWindow(parseCompactBody(json, parseCaps(this.services.limits)), this.services, metrics, owner));
   }
 
   private async create(req: IncomingMessage, res: ServerResponse, owner: string | null, protocol: 'http' | 'long-lived'): Promise<void> {
@@ -202,7 +203,7 @@ export class HttpTransport {
     if (this.auth.enabled) metrics.count('auth_checks');
     metrics.span('auth', authAt, authAt);
     const body = await readBody(req, this.services.limits.maxFrameBytes);
-    const params = withTimingOptIn(parseCreateBody(parseJsonText(body, 'body', this.services.limits.maxJsonDepth)), timingHeader(req));
+    const params = withTimingOptIn(parseCreateBody(await parseEdgeJson(body, 'body', this.services.limits), parseCaps(this.services.limits)), timingHeader(req));
     if (protocol === 'long-lived') {
       // One SSE stream for the whole run; appends and cancels find it by id (modes/long-lived-http.ts).
       const run = await this.live.start(params, owner, metrics, () => this.sseSink(res), sseHooks(res));

@@ -24,7 +24,8 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WireError, toWireError } from '../protocol/errors.js';
-import { parseClientFrame, withTimingOptIn } from '../protocol/parse.js';
+import { COOPERATIVE_PARSE_CHARS, parseClientEvent, parseJsonText, withTimingOptIn } from '../protocol/parse.js';
+import { parseCaps, parseEdgeJson } from './json-in.js';
 import { timingHeader } from './http.js';
 import { newId } from '../protocol/objects.js';
 import type { ServerEvent } from '../protocol/events.js';
@@ -147,15 +148,59 @@ export class WsTransport {
     this.sessions.add(session);
     log.info('websocket connected');
 
-    ws.on('message', (data, isBinary) => {
-      if (isBinary) return session.error(new WireError('binary_frame'));
+    // A frame over COOPERATIVE_PARSE_CHARS is parsed in slices (transport/json-in.ts); frames that
+    // arrive meanwhile wait behind it, in order, up to `maxQueuedBytes` (past it: `queue_full`).
+    const { limits } = services;
+    let parsing: Promise<void> | null = null;
+    let waitingBytes = 0;
+    const deliver = (value: unknown, bytes: number) => {
+      const event = parseClientEvent(value, parseCaps(limits));
+      session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event, bytes);
+    };
+    const onFrame = (data: WebSocket.RawData, isBinary: boolean): Promise<void> | undefined => {
+      if (isBinary) {
+        session.error(new WireError('binary_frame'));
+        return undefined;
+      }
+      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
+      const text = buf.toString('utf8');
+      if (text.length > COOPERATIVE_PARSE_CHARS) {
+        // Either step may throw a WireError (bad JSON, a cap): it becomes an `error` event, never a rejection.
+        return parseEdgeJson(text, 'frame', limits)
+          .then((value) => deliver(value, buf.length))
+          .catch((err: unknown) => session.error(toWireError(err)));
+      }
       try {
-        const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
-        const event = parseClientFrame(buf.toString('utf8'), services.limits.maxJsonDepth);
-        session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event, buf.length);
+        deliver(parseJsonText(text, 'frame', limits.maxJsonDepth, limits.maxJsonKeys), buf.length);
       } catch (err) {
         session.error(toWireError(err));
       }
+      return undefined;
+    };
+    const track = (p: Promise<void>) => {
+      parsing = p;
+      void p.finally(() => {
+        if (parsing === p) parsing = null;
+      });
+    };
+    ws.on('message', (data, isBinary) => {
+      if (parsing === null) {
+        const p = onFrame(data, isBinary);
+        if (p) track(p);
+        return;
+      }
+      const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer).byteLength;
+      if (waitingBytes + bytes > limits.maxQueuedBytes) {
+        session.error(new WireError('queue_full', `Frames waiting behind a large frame being parsed would exceed ${limits.maxQueuedBytes} bytes.`));
+        return;
+      }
+      waitingBytes += bytes;
+      track(
+        parsing.then(() => {
+          waitingBytes -= bytes;
+          return onFrame(data, isBinary);
+        }),
+      );
     });
     const endOfLife = () => {
       // The client first gets the documented error, then the run in flight

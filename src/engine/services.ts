@@ -91,6 +91,8 @@ export interface Limits {
   maxTools: number;
   /** Most keys in one JSON object of a body or frame (default 10,000); past it 400 `object_above_max_properties`. */
   maxJsonKeys: number;
+  /** Most objects and arrays in one body or frame (default 200,000); past it 400 `array_above_max_length`. */
+  maxJsonContainers: number;
   /**
    * Most subschemas in one request's schemas, all tools' `parameters` and
    * `text.format.schema` together (default 20,000; the API allows a strict
@@ -116,6 +118,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxLiveHttpRuns: 512,
   maxTools: 128,
   maxJsonKeys: 10_000,
+  maxJsonContainers: 200_000,
   maxSchemaNodes: 20_000,
 };
 

@@ -21,7 +21,7 @@ import type { Services } from '../engine/services.js';
  * params: `input[i]` for input, `previous_response_id` for history.
  */
 export async function checkAndRender(
-  params: Pick<CreateParams, 'instructions' | 'tools'>,
+  params: Pick<CreateParams, 'instructions' | 'tools'> & Partial<Pick<CreateParams, 'text'>>,
   history: readonly InputItem[],
   input: readonly InputItem[],
   metrics: RunMetrics,
@@ -38,7 +38,7 @@ export async function checkAndRender(
   // Each stage yields to the event loop on large inputs (model/cooperative.ts).
   await metrics.timeAsync('validate', async () => {
     metrics.count('validate_full');
-    validateTools(params.tools, metrics);
+    validateTools(params.tools, metrics, params.text?.format);
     const known = await validateItemsAsync(history, { callIds: new Set() }, metrics, 'previous_response_id');
     await validateItemsAsync(input, { callIds: known }, metrics);
   });

@@ -11,7 +11,7 @@
  * not do it either unless `strict`).
  */
 import { WireError } from '../protocol/errors.js';
-import type { InputItem, Tool } from '../protocol/objects.js';
+import type { InputItem, TextFormat, Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { checkToolSchema } from '../model/schema-args.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
@@ -25,7 +25,15 @@ export interface KnownCalls {
   callIds: ReadonlySet<string>;
 }
 
-export function validateTools(tools: readonly Tool[], metrics: RunMetrics): void {
+/**
+ * Tools' names and schemas, and the `text.format` schema of structured
+ * outputs: one no bounded output satisfies is `invalid_json_schema` (400,
+ * `param: text.format.schema`) before the run, not a failed response after.
+ */
+export function validateTools(tools: readonly Tool[], metrics: RunMetrics, format?: TextFormat): void {
+  if (format?.type === 'json_schema') {
+    checkToolSchema(format.schema, 'text.format.schema', JSON.stringify(format.schema), 'invalid_json_schema');
+  }
   const seen = new Set<string>();
   tools.forEach((t, i) => {
     if (t.type !== 'function') return;

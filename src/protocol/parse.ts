@@ -51,13 +51,21 @@ function optNumber(o: Obj, key: string): number | null {
 export const DEFAULT_MAX_JSON_DEPTH = 64;
 /** The most keys one JSON object may have by default (see `Limits.maxJsonKeys`). */
 export const DEFAULT_MAX_JSON_KEYS = 10_000;
+/**
+ * The most objects and arrays one body or frame may hold by default (see
+ * `Limits.maxJsonContainers`): 16 MiB of `[[]]` is 8 million arrays, whose
+ * garbage collection alone holds the loop for seconds; 200,000 is twice
+ * what the input cap (50,000 items and parts) and the schema cap need.
+ */
+export const DEFAULT_MAX_JSON_CONTAINERS = 200_000;
 
 /** Characters the shape check scans between yields (~1–3 ms). */
 const SHAPE_SLICE_CHARS = 512 * 1024;
 
 /**
  * Refuse JSON text that nests deeper than `maxDepth` arrays/objects, or has
- * an object with more than `maxKeys` keys, before it is parsed: a value
+ * an object with more than `maxKeys` keys, or more than `maxContainers`
+ * objects and arrays in all, before it is parsed: a value
  * thousands of levels deep parses fine but overflows the stack later, when a
  * response, an event or a stored record serialises it; an object with a
  * million keys takes seconds to parse and to walk (V8 keeps it as a hash
@@ -66,7 +74,8 @@ const SHAPE_SLICE_CHARS = 512 * 1024;
  * recursion that yields every 512 K characters; the param named is the
  * top-level key whose value is at fault.
  */
-export function* jsonShapeWork(text: string, maxDepth: number, maxKeys = Infinity): Generator<void, void, void> {
+export function* jsonShapeWork(text: string, maxDepth: number, maxKeys = Infinity, maxContainers = Infinity): Generator<void, void, void> {
+  let containers = 0;
   let depth = 0;
   let keyStart = -1;
   let keyEnd = -1;
@@ -103,6 +112,14 @@ export function* jsonShapeWork(text: string, maxDepth: number, maxKeys = Infinit
         throw new WireError('json_too_deep', `The JSON nests deeper than ${maxDepth} levels${p ? ` (in '${p}')` : ''}; this server accepts at most ${maxDepth}.`, p);
       }
       keys.push(c === 123 ? 0 : -1);
+      if (++containers > maxContainers) {
+        const p = param();
+        throw new WireError(
+          'array_above_max_length',
+          `The JSON holds more than ${maxContainers} objects and arrays${p ? ` (the last in '${p}')` : ''}; this server accepts at most ${maxContainers} (llr serve --max-json-containers).`,
+          p,
+        );
+      }
     } else if (c === 125 /* } */ || c === 93 /* ] */) {
       depth--;
       keys.pop();
@@ -125,14 +142,14 @@ export function* jsonShapeWork(text: string, maxDepth: number, maxKeys = Infinit
 }
 
 /** `jsonShapeWork` in one go (the depth check alone when `maxKeys` is left out). */
-export function checkJsonDepth(text: string, max: number, maxKeys = Infinity): void {
-  const work = jsonShapeWork(text, max, maxKeys);
+export function checkJsonDepth(text: string, max: number, maxKeys = Infinity, maxContainers = Infinity): void {
+  const work = jsonShapeWork(text, max, maxKeys, maxContainers);
   while (!work.next().done);
 }
 
 /** JSON text from the edge (an HTTP body or a WebSocket frame) → a value, depth-checked first. */
-export function parseJsonText(text: string, what: 'body' | 'frame', maxDepth = DEFAULT_MAX_JSON_DEPTH, maxKeys = DEFAULT_MAX_JSON_KEYS): unknown {
-  checkJsonDepth(text, maxDepth, maxKeys);
+export function parseJsonText(text: string, what: 'body' | 'frame', maxDepth = DEFAULT_MAX_JSON_DEPTH, maxKeys = DEFAULT_MAX_JSON_KEYS, maxContainers = DEFAULT_MAX_JSON_CONTAINERS): unknown {
+  checkJsonDepth(text, maxDepth, maxKeys, maxContainers);
   return parseChecked(text, what);
 }
 
@@ -158,8 +175,14 @@ export const COOPERATIVE_PARSE_CHARS = 1024 * 1024;
  * itself go in slices (protocol/json-chunked.ts), so a 16 MiB body or frame
  * never holds the event loop for long.
  */
-export function* parseJsonTextWork(text: string, what: 'body' | 'frame', maxDepth = DEFAULT_MAX_JSON_DEPTH, maxKeys = DEFAULT_MAX_JSON_KEYS): ParseWork<unknown> {
-  yield* jsonShapeWork(text, maxDepth, maxKeys);
+export function* parseJsonTextWork(
+  text: string,
+  what: 'body' | 'frame',
+  maxDepth = DEFAULT_MAX_JSON_DEPTH,
+  maxKeys = DEFAULT_MAX_JSON_KEYS,
+  maxContainers = DEFAULT_MAX_JSON_CONTAINERS,
+): ParseWork<unknown> {
+  yield* jsonShapeWork(text, maxDepth, maxKeys, maxContainers);
   if (text.length <= COOPERATIVE_PARSE_CHARS) return parseChecked(text, what);
   yield;
   try {
@@ -209,9 +232,43 @@ export interface ParseCaps {
   maxTools: number;
   /** Most input items plus content parts in one request's `input`. */
   maxInputParts: number;
+  /** Most objects and arrays in all tools' `parameters` and `text.format.schema` together. */
+  maxSchemaNodes: number;
 }
 
-export const DEFAULT_PARSE_CAPS: ParseCaps = { maxTools: 128, maxInputParts: 50_000 };
+export const DEFAULT_PARSE_CAPS: ParseCaps = { maxTools: 128, maxInputParts: 50_000, maxSchemaNodes: 20_000 };
+
+/**
+ * The schemas of one request (each tool's `parameters`, then
+ * `text.format.schema`) hold at most `max` objects and arrays together: the
+ * schema checks and the argument generator walk them, so their work per
+ * request is bounded here, before any of it. A walk with an explicit stack
+ * that stops at the cap.
+ */
+function checkSchemaNodes(tools: Tool[], format: TextFormat | undefined, max: number): void {
+  let nodes = 0;
+  const count = (root: unknown, code: 'invalid_tool_schema' | 'invalid_json_schema', param: string) => {
+    const stack: unknown[] = [root];
+    while (stack.length > 0) {
+      const v = stack.pop();
+      if (typeof v !== 'object' || v === null) continue;
+      if (++nodes > max) {
+        throw new WireError(
+          code,
+          `Invalid '${param}': this request's schemas (tools' parameters and text.format.schema together) hold more than ${max} objects and arrays; this server accepts at most ${max} (llr serve --max-schema-nodes).`,
+          param,
+        );
+      }
+      if (Array.isArray(v)) for (const x of v) stack.push(x);
+      else for (const k in v) stack.push((v as Obj)[k]);
+    }
+  };
+  tools.forEach((t, i) => {
+    const p = (t as { parameters?: unknown }).parameters;
+    if (p !== undefined) count(p, 'invalid_tool_schema', `tools[${i}].parameters`);
+  });
+  if (format?.type === 'json_schema') count(format.schema, 'invalid_json_schema', 'text.format.schema');
+}
 
 /** Parse one text frame of a WebSocket connection. */
 export function parseClientFrame(text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH, caps: ParseCaps = DEFAULT_PARSE_CAPS): ClientEvent {
@@ -260,6 +317,8 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
   const tools = parseTools(body['tools'], caps);
   const toolChoice = parseToolChoice(body['tool_choice']);
   checkToolChoice(toolChoice, tools);
+  const text = parseText(body['text']);
+  checkSchemaNodes(tools, text.text?.format, caps.maxSchemaNodes);
   return {
     model,
     input,
@@ -283,7 +342,7 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
     ...parseEchoed(body),
-    ...parseText(body['text']),
+    ...text,
   };
 }
 

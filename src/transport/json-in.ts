@@ -8,12 +8,17 @@
  */
 import type { Limits } from '../engine/services.js';
 import { runCooperative } from '../model/cooperative.js';
-import { parseJsonTextWork, type ParseCaps } from '../protocol/parse.js';
+import { parseJsonText, parseJsonTextWork, type ParseCaps } from '../protocol/parse.js';
 
 export function parseEdgeJson(text: string, what: 'body' | 'frame', limits: Limits): Promise<unknown> {
-  return runCooperative(parseJsonTextWork(text, what, limits.maxJsonDepth, limits.maxJsonKeys));
+  return runCooperative(parseJsonTextWork(text, what, limits.maxJsonDepth, limits.maxJsonKeys, limits.maxJsonContainers));
+}
+
+/** The one-turn form for small texts (a WebSocket frame under `COOPERATIVE_PARSE_CHARS`). */
+export function parseEdgeJsonNow(text: string, what: 'body' | 'frame', limits: Limits): unknown {
+  return parseJsonText(text, what, limits.maxJsonDepth, limits.maxJsonKeys, limits.maxJsonContainers);
 }
 
 export function parseCaps(limits: Limits): ParseCaps {
-  return { maxTools: limits.maxTools, maxInputParts: limits.maxContextItems };
+  return { maxTools: limits.maxTools, maxInputParts: limits.maxContextItems, maxSchemaNodes: limits.maxSchemaNodes };
 }

@@ -24,8 +24,8 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WireError, toWireError } from '../protocol/errors.js';
-import { COOPERATIVE_PARSE_CHARS, parseClientEvent, parseJsonText, withTimingOptIn } from '../protocol/parse.js';
-import { parseCaps, parseEdgeJson } from './json-in.js';
+import { COOPERATIVE_PARSE_CHARS, parseClientEvent, withTimingOptIn } from '../protocol/parse.js';
+import { parseCaps, parseEdgeJson, parseEdgeJsonNow } from './json-in.js';
 import { timingHeader } from './http.js';
 import { newId } from '../protocol/objects.js';
 import type { ServerEvent } from '../protocol/events.js';
@@ -171,7 +171,7 @@ export class WsTransport {
           .catch((err: unknown) => session.error(toWireError(err)));
       }
       try {
-        deliver(parseJsonText(text, 'frame', limits.maxJsonDepth, limits.maxJsonKeys), buf.length);
+        deliver(parseEdgeJsonNow(text, 'frame', limits), buf.length);
       } catch (err) {
         session.error(toWireError(err));
       }

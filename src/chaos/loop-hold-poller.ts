@@ -3,8 +3,10 @@
  * worker thread so that the probe's own work (building a 16 MiB body,
  * reading a large answer) never delays a poll: one `GET /health` at a time on
  * a kept-alive connection, the next one 2 ms after the last answer. For every
- * poll it also reads the server process's CPU time from /proc (Linux), so the
- * slowest wait can be told apart from a machine too busy to run the server.
+ * poll it also reads the CPU time of the server's main thread (the event
+ * loop's; GC helper threads and the libuv pool excluded) from /proc (Linux),
+ * so the slowest wait can be told apart from a machine too busy to run the
+ * server.
  *
  * Messages in: `{cmd: 'start'}` (reset the figures), `{cmd: 'stop'}` (answer
  * with `PollFigures`), `{cmd: 'exit'}`. Leaves out everything but /health.
@@ -17,9 +19,9 @@ export interface PollFigures {
   polls: number;
   /** The slowest /health answer, ms (wall clock, from sending to the whole answer). */
   maxMs: number;
-  /** CPU time (user + system, all threads) the server used during that slowest wait, ms; null off Linux. */
+  /** CPU time (user + system) the server's main thread used during that slowest wait, ms; null off Linux. */
   cpuAtMaxMs: number | null;
-  /** The most server CPU time used during any one wait, ms. */
+  /** The most main-thread CPU time used during any one wait, ms. */
   maxCpuMs: number | null;
   /** Polls that failed (connection refused or reset). */
   failures: number;
@@ -32,7 +34,7 @@ const TICK_MS = 10; // /proc reports CPU time in clock ticks (USER_HZ, 100 on Li
 function cpuMs(): number | null {
   try {
     // Fields after the `(comm)`: utime is the 12th, stime the 13th (1-based after the state field).
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(f[11]) + Number(f[12])) * TICK_MS;
   } catch {

@@ -27,7 +27,7 @@ const MIB = 1024 * 1024;
 export interface Shape {
   name: string;
   /** Where it goes. */
-  via: 'http' | 'http-sse' | 'compact' | 'ws' | 'long-lived-append';
+  via: 'http' | 'http-sse' | 'http-chain' | 'compact' | 'ws' | 'long-lived-append';
   /** The body or frame (built before the clock starts). */
   build(bytes: number): string;
 }
@@ -57,7 +57,56 @@ function fill(bytes: number, unit: (i: number) => string): { text: string; n: nu
 const envelope = (fields: string) => `{"model":"sim-model",${fields}}`;
 const OVERHEAD = 512;
 
+/** Prose of about `n` characters (tokenizes like text, not like one long word). */
+const prose = (n: number) => 'lorem ipsum dolor sit amet, consectetur adipiscing elit '.repeat(Math.max(1, Math.ceil(n / 56))).slice(0, n);
+
+/** The default caps (src/engine/services.ts): the at-cap shapes stay just under them. */
+const AT_CAP = { inputParts: 49_000, tools: 128, schemaNodes: 19_500 };
+
+/** `AT_CAP.tools` tools whose schemas hold `AT_CAP.schemaNodes` objects together, descriptions filling `bytes`. */
+function toolsAtCap(bytes: number): string {
+  const props = Math.floor(AT_CAP.schemaNodes / AT_CAP.tools) - 2;
+  const desc = prose(Math.floor((bytes - OVERHEAD) / (AT_CAP.tools * props)) - 40);
+  const tool = (i: number) => {
+    const p = Array.from({ length: props }, (_, j) => `"p${j}":{"type":"string","description":"${desc}"}`).join(',');
+    return `{"type":"function","name":"tool_${i}","description":"tool ${i}","parameters":{"type":"object","properties":{${p}}}}`;
+  };
+  return Array.from({ length: AT_CAP.tools }, (_, i) => tool(i)).join(',');
+}
+
+/** `AT_CAP.inputParts` user messages filling `bytes`. */
+function itemsAtCap(bytes: number): string {
+  const text = prose(Math.floor((bytes - OVERHEAD) / AT_CAP.inputParts) - 32);
+  return Array.from({ length: AT_CAP.inputParts }, () => `{"role":"user","content":"${text}"}`).join(',');
+}
+
 export const SHAPES: Shape[] = [
+  { name: 'at cap: 49k input items, prose', via: 'http', build: (b) => envelope(`"input":[${itemsAtCap(b)}]`) },
+  {
+    name: 'at cap: 49k content parts, prose',
+    via: 'http',
+    build: (b) => envelope(`"input":[{"role":"user","content":[${Array.from({ length: AT_CAP.inputParts }, () => `{"type":"input_text","text":"${prose(Math.floor((b - OVERHEAD) / AT_CAP.inputParts) - 40)}"}`).join(',')}]}]`),
+  },
+  { name: 'at cap: 128 tools, 19.5k schema nodes', via: 'http', build: (b) => envelope(`"input":"please use tool_7","tools":[${toolsAtCap(b)}]`) },
+  { name: 'at cap: 128 tools (SSE)', via: 'http-sse', build: (b) => envelope(`"stream":true,"input":"hi","tools":[${toolsAtCap(b)}]`) },
+  {
+    name: 'at cap: text.format, 19.5k schema nodes',
+    via: 'http',
+    build: (b) => {
+      const per = 9_000;
+      const desc = prose(Math.floor((b - OVERHEAD) / (2 * per)) - 40);
+      const obj = (k: string) => `"${k}":{"type":"object","properties":{${Array.from({ length: per }, (_, j) => `"${k}${j}":{"type":"string","description":"${desc}"}`).join(',')}}}`;
+      return envelope(`"input":"hi","text":{"format":{"type":"json_schema","name":"out","schema":{"type":"object","properties":{${obj('a')},${obj('b')}},"required":["a","b"]}}}`);
+    },
+  },
+  { name: 'at cap: previous_response_id of 49k items', via: 'http-chain', build: (b) => envelope(`"input":[${itemsAtCap(b)}]`) },
+  { name: 'at cap: ws create, 49k items', via: 'ws', build: (b) => `{"type":"response.create","model":"sim-model","input":[${itemsAtCap(b)}]}` },
+  { name: 'at cap: ws create, 128 tools', via: 'ws', build: (b) => `{"type":"response.create","model":"sim-model","input":"hi","tools":[${toolsAtCap(b)}]}` },
+  {
+    name: 'at cap: long-lived append, 49k items',
+    via: 'long-lived-append',
+    build: (b) => `{"type":"response.append","input":[{"type":"function_call_output","call_id":"%CALL%","output":"ok"},${itemsAtCap(b - 200)}]}`,
+  },
   { name: 'input: tiny items', via: 'http', build: (b) => envelope(`"input":[${fill(b - OVERHEAD, () => '{"role":"user","content":"a"}').text}]`) },
   {
     name: 'input: content parts',
@@ -117,18 +166,24 @@ export const SHAPES: Shape[] = [
   },
 ];
 
-function post(url: string, path: string, body: string, timeoutMs: number): Promise<string> {
+function post(url: string, path: string, body: string, timeoutMs: number, onHead?: (head: string) => void): Promise<string> {
   return new Promise((resolve) => {
     const req = request(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }, agent: false }, (res) => {
       // Only the head and the tail of the answer are kept: reading a 16 MiB answer must not cost the probe.
       let head = '';
       let tail = '';
+      let terminal: string | undefined;
       res.setEncoding('utf8');
       res.on('data', (c: string) => {
         if (head.length < 4096) head += c.slice(0, 4096);
+        // An SSE terminal event's name starts a frame that may be megabytes long: look for it as it passes.
+        terminal ??= TERMINAL.exec(tail.slice(-64) + c.slice(0, 4096))?.[1] ?? TERMINAL.exec(c.slice(-64 * 1024))?.[1];
         tail = (tail + c).slice(-4096);
       });
-      res.on('end', () => resolve(summarise(res.statusCode ?? 0, head, tail)));
+      res.on('end', () => {
+        onHead?.(head);
+        resolve(summarise(res.statusCode ?? 0, head, terminal));
+      });
       res.on('error', (e) => resolve(`aborted: ${e.message}`));
     });
     req.setTimeout(timeoutMs, () => req.destroy(new Error('timeout')));
@@ -137,10 +192,19 @@ function post(url: string, path: string, body: string, timeoutMs: number): Promi
   });
 }
 
-function summarise(status: number, head: string, tail: string): string {
+/** Store a response made of `body`, then continue it with `previous_response_id` (the stored items are loaded again). */
+async function chain(url: string, body: string, timeoutMs: number): Promise<string> {
+  let id: string | undefined;
+  const first = await post(url, '/v1/responses', body, timeoutMs, (head) => (id = /"id":"(resp_[^"]+)"/.exec(head)?.[1]));
+  if (!first.startsWith('200') || id === undefined) return `first: ${first}`;
+  return post(url, '/v1/responses', JSON.stringify({ model: 'sim-model', previous_response_id: id, input: 'and then?' }), timeoutMs);
+}
+
+const TERMINAL = /event: (response\.(?:completed|failed|incomplete))/;
+
+function summarise(status: number, head: string, terminal: string | undefined): string {
   const code = /"code":"([^"]+)"/.exec(head)?.[1];
   if (status !== 200) return `${status} ${code ?? ''}`.trim();
-  const terminal = /event: (response\.(?:completed|failed|incomplete))/.exec(tail)?.[1];
   if (terminal) return `200 ${terminal.slice('response.'.length)}`;
   const st = /"status":"(completed|failed|incomplete|in_progress)"/.exec(head)?.[1];
   return `200 ${st ?? ''}`.trim();
@@ -215,7 +279,9 @@ export async function probeLoopHold(opts: ProbeOptions): Promise<HoldRow[]> {
       const outcome =
         shape.via === 'ws' || shape.via === 'long-lived-append'
           ? await viaWs(server.url, body, shape.via === 'long-lived-append', timeout)
-          : await post(server.url, shape.via === 'compact' ? '/v1/responses/compact' : '/v1/responses', body, timeout);
+          : shape.via === 'http-chain'
+            ? await chain(server.url, body, timeout)
+            : await post(server.url, shape.via === 'compact' ? '/v1/responses/compact' : '/v1/responses', body, timeout);
       const totalMs = performance.now() - t0;
       const health = (await ask(worker, 'stop')) as PollFigures;
       const verdict = health.maxMs <= HOLD_LIMIT_MS ? 'ok' : health.cpuAtMaxMs !== null && health.cpuAtMaxMs < HOLD_LIMIT_MS ? 'slow machine' : 'HOLDS';

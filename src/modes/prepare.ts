@@ -12,7 +12,7 @@ import { applyCompaction, hasCompaction } from '../pipeline/compaction.js';
 import { renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { safetyScanAsync } from '../pipeline/safety.js';
-import { validateItemsAsync, validateTools } from '../pipeline/validate.js';
+import { validateItemsAsync, validateToolsAsync } from '../pipeline/validate.js';
 import type { Services } from '../engine/services.js';
 
 /**
@@ -38,7 +38,7 @@ export async function checkAndRender(
   // Each stage yields to the event loop on large inputs (model/cooperative.ts).
   await metrics.timeAsync('validate', async () => {
     metrics.count('validate_full');
-    validateTools(params.tools, metrics, params.text?.format);
+    await validateToolsAsync(params.tools, metrics, params.text?.format);
     const known = await validateItemsAsync(history, { callIds: new Set() }, metrics, 'previous_response_id');
     await validateItemsAsync(input, { callIds: known }, metrics);
   });

@@ -17,7 +17,7 @@ import type { RunMetrics } from '../pipeline/metrics.js';
 import { renderAppendAsync, renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { safetyScanAsync } from '../pipeline/safety.js';
-import { validateItemsAsync, validateTools } from '../pipeline/validate.js';
+import { validateItemsAsync, validateToolsAsync } from '../pipeline/validate.js';
 import type { RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { affinityKey, checkAndRender, prepareFull } from './prepare.js';
@@ -46,7 +46,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     if (sw.incremental_checks) {
       await metrics.timeAsync('validate', async () => {
         metrics.count('validate_incremental');
-        validateTools(params.tools, metrics, params.text?.format);
+        await validateToolsAsync(params.tools, metrics, params.text?.format);
         await validateItemsAsync(input, { callIds: ctx.callIds }, metrics);
       });
       await metrics.timeAsync('safety', async () => {
@@ -56,7 +56,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     } else {
       await metrics.timeAsync('validate', async () => {
         metrics.count('validate_full');
-        validateTools(params.tools, metrics, params.text?.format);
+        await validateToolsAsync(params.tools, metrics, params.text?.format);
         const known = await validateItemsAsync(ctx.items, { callIds: new Set() }, metrics, 'previous_response_id');
         await validateItemsAsync(input, { callIds: known }, metrics);
       });

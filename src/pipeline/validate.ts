@@ -31,12 +31,24 @@ export interface KnownCalls {
  * `param: text.format.schema`) before the run, not a failed response after.
  */
 export function validateTools(tools: readonly Tool[], metrics: RunMetrics, format?: TextFormat): void {
+  runSync(validateToolsWork(tools, metrics, format));
+}
+
+/** The same checks, yielding to the event loop between tools (their schemas together can fill 16 MiB). */
+export function validateToolsAsync(tools: readonly Tool[], metrics: RunMetrics, format?: TextFormat): Promise<void> {
+  return runCooperative(validateToolsWork(tools, metrics, format));
+}
+
+function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?: TextFormat): Work<void> {
   if (format?.type === 'json_schema') {
     checkToolSchema(format.schema, 'text.format.schema', JSON.stringify(format.schema), 'invalid_json_schema');
+    yield;
   }
   const seen = new Set<string>();
-  tools.forEach((t, i) => {
-    if (t.type !== 'function') return;
+  for (let i = 0; i < tools.length; i++) {
+    const t = tools[i]!;
+    yield;
+    if (t.type !== 'function') continue;
     const ft = t as { name: string; parameters?: unknown };
     if (!TOOL_NAME.test(ft.name)) {
       throw new WireError('invalid_value', `Invalid 'tools[${i}].name': must match ${TOOL_NAME.source}.`, `tools[${i}].name`);
@@ -57,7 +69,7 @@ export function validateTools(tools: readonly Tool[], metrics: RunMetrics, forma
       // The auto policy may generate arguments from it: refuse, before any run, a schema no bounded arguments satisfy.
       checkToolSchema(p, `tools[${i}].parameters`, serialized);
     }
-  });
+  }
   metrics.count('items_validated', tools.length);
 }
 

@@ -36,6 +36,8 @@ import { LiveRuns } from '../modes/long-lived-http.js';
 import type { Authenticator } from './auth.js';
 import { readBody } from './body.js';
 import { parseCaps, parseEdgeJson } from './json-in.js';
+import { sendJsonCooperative } from './json-out.js';
+import { eventPieces, piecesLength } from './event-json.js';
 import type { Guard } from './guard.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
@@ -172,7 +174,7 @@ export class HttpTransport {
       if (method === 'GET') {
         const rec = this.services.store.get(id, owner);
         if (!rec) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
-        return sendJson(res, 200, rec.response);
+        return sendJsonCooperative(res, 200, rec.response);
       }
       if (method === 'DELETE') {
         if (!this.services.store.delete(id, owner)) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
@@ -194,7 +196,7 @@ export class HttpTransport {
     const body = await readBody(req, this.services.limits.maxFrameBytes);
     const json = await parseEdgeJson(body, 'body', this.services.limits);
     const metrics = new RunMetrics(this.services.clock.now);
-    sendJson(res, 200, await compactWindow(parseCompactBody(json, parseCaps(this.services.limits)), this.services, metrics, owner));
+    await sendJsonCooperative(res, 200, await compactWindow(parseCompactBody(json, parseCaps(this.services.limits)), this.services, metrics, owner));
   }
 
   private async create(req: IncomingMessage, res: ServerResponse, owner: string | null, protocol: 'http' | 'long-lived'): Promise<void> {
@@ -220,7 +222,7 @@ export class HttpTransport {
     const response = await run.done;
     if (res.destroyed) return;
     const fault = response.status === 'failed' && (response.error?.code === 'server_error' || response.error?.code === 'injected_fault');
-    sendJson(res, fault ? 500 : 200, response);
+    await sendJsonCooperative(res, fault ? 500 : 200, response);
   }
 
   /**
@@ -229,8 +231,11 @@ export class HttpTransport {
    */
   private sseSink(res: ServerResponse): EventSink {
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
-    const limit = this.services.limits.maxSendBufferBytes;
     let congested = false;
+    // The largest frame of this stream: lifecycle events echo the request (tools, instructions), so
+    // two of them can exceed the limit by themselves; as on a WebSocket (transport/ws.ts), the limit
+    // is raised by twice that, so a client that reads gets a request it was allowed to send.
+    let largestFrame = 0;
     res.on('drain', () => {
       congested = false;
     });
@@ -240,12 +245,21 @@ export class HttpTransport {
       // queue in memory only while the unsent bytes stay under the limit
       // (the same one as a WebSocket's send buffer). A reader that does not
       // read past it is dropped, and its run ends as a disconnect (below).
+      const limit = this.services.limits.maxSendBufferBytes + 2 * largestFrame;
       if (congested && res.writableLength > limit) {
         droppedStreams.set(res, res.writableLength);
         res.destroy();
         return;
       }
-      if (!res.write(sseFrame(e))) congested = true;
+      const pieces = ssePieces(e);
+      const size = piecesLength(pieces);
+      if (size > largestFrame) largestFrame = size;
+      // One frame in one write when it is one string; a large tools echo goes as its shared bytes (transport/event-json.ts).
+      let ok = true;
+      if (pieces.length > 1) res.cork();
+      for (const p of pieces) ok = res.write(p);
+      if (pieces.length > 1) res.uncork();
+      if (!ok) congested = true;
     };
   }
 
@@ -322,11 +336,22 @@ export function timingHeader(req: IncomingMessage): boolean {
 
 /** One SSE frame; JSON.stringify never emits a raw CR/LF, so the framing holds. */
 export function sseFrame(e: ServerEvent): string {
+  return ssePieces(e)
+    .map((p) => (typeof p === 'string' ? p : p.toString('utf8')))
+    .join('');
+}
+
+/** The frame as pieces to write in order (`eventPieces`). */
+function ssePieces(e: ServerEvent): Array<string | Buffer> {
   const data =
     e.type === 'error'
       ? { type: 'error', code: e.error.code, message: e.error.message, param: e.error.param, sequence_number: e.sequence_number }
       : e;
-  return `event: ${e.type}\ndata: ${JSON.stringify(data)}\n\n`;
+  const pieces: Array<string | Buffer> = eventPieces(data);
+  pieces[0] = `event: ${e.type}\ndata: ${pieces[0] as string}`;
+  const last = pieces.length - 1;
+  pieces[last] = typeof pieces[last] === 'string' ? `${pieces[last]}\n\n` : pieces[last]!;
+  return pieces;
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

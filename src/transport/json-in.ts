@@ -6,12 +6,33 @@
  * cannot keep `/health` or other connections waiting. Also the parse caps
  * (`ParseCaps`) the limits set for `parseCreateBody` and friends.
  */
+import { StringDecoder } from 'node:string_decoder';
 import type { Limits } from '../engine/services.js';
 import { runCooperative } from '../model/cooperative.js';
 import { parseJsonText, parseJsonTextWork, type ParseCaps } from '../protocol/parse.js';
 
-export function parseEdgeJson(text: string, what: 'body' | 'frame', limits: Limits): Promise<unknown> {
-  return runCooperative(parseJsonTextWork(text, what, limits.maxJsonDepth, limits.maxJsonKeys, limits.maxJsonContainers));
+export function parseEdgeJson(text: string | Buffer, what: 'body' | 'frame', limits: Limits): Promise<unknown> {
+  return runCooperative(
+    (function* () {
+      const s = typeof text === 'string' ? text : yield* decodeWork(text);
+      return yield* parseJsonTextWork(s, what, limits.maxJsonDepth, limits.maxJsonKeys, limits.maxJsonContainers);
+    })(),
+  );
+}
+
+/** Bytes decoded per slice (~1–3 ms). */
+const DECODE_SLICE_BYTES = 1024 * 1024;
+
+/** UTF-8 → string in slices (a WebSocket frame arrives as one Buffer; `toString` of 16 MiB is one long turn). */
+function* decodeWork(buf: Buffer): Generator<void, string, void> {
+  const decoder = new StringDecoder('utf8');
+  const parts: string[] = [];
+  for (let i = 0; i < buf.length; i += DECODE_SLICE_BYTES) {
+    parts.push(decoder.write(buf.subarray(i, i + DECODE_SLICE_BYTES)));
+    yield;
+  }
+  parts.push(decoder.end());
+  return parts.join('');
 }
 
 /** The one-turn form for small texts (a WebSocket frame under `COOPERATIVE_PARSE_CHARS`). */

@@ -100,6 +100,20 @@ export const SHAPES: Shape[] = [
     },
   },
   { name: 'at cap: previous_response_id of 49k items', via: 'http-chain', build: (b) => envelope(`"input":[${itemsAtCap(b)}]`) },
+  { name: 'at cap: compact, 49k items', via: 'compact', build: (b) => envelope(`"input":[${itemsAtCap(b)}]`) },
+  {
+    name: 'at cap: 49k images',
+    via: 'http',
+    build: (b) => {
+      const data = 'A'.repeat(Math.floor((b - OVERHEAD) / AT_CAP.inputParts) - 70);
+      return envelope(`"input":[{"role":"user","content":[${Array.from({ length: AT_CAP.inputParts }, () => `{"type":"input_image","image_url":"data:image/png;base64,${data}"}`).join(',')}]}]`);
+    },
+  },
+  {
+    name: 'at cap: 199k arrays, depth 60',
+    via: 'http',
+    build: () => envelope(`"input":"hi","x_unknown":[${Array.from({ length: Math.floor(199_000 / 59) }, () => `${'['.repeat(59)}0${']'.repeat(59)}`).join(',')}]`),
+  },
   { name: 'at cap: ws create, 49k items', via: 'ws', build: (b) => `{"type":"response.create","model":"sim-model","input":[${itemsAtCap(b)}]}` },
   { name: 'at cap: ws create, 128 tools', via: 'ws', build: (b) => `{"type":"response.create","model":"sim-model","input":"hi","tools":[${toolsAtCap(b)}]}` },
   {

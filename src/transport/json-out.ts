@@ -6,56 +6,17 @@
  * and stringifies its leaves natively, yielding between members;
  * `sendJsonCooperative` computes the length, sends the head, then writes the
  * text in 256 KiB pieces, giving the loop a turn between them
- * (`runCooperative`). Small bodies (the common case) are still stringified
- * and written in one go.
- *
- * The text is exactly `JSON.stringify(value)` for the JSON-shaped values the
- * server answers with (plain objects, arrays, strings, finite numbers,
- * booleans, null; `undefined` members left out). Leaves out `toJSON` and
- * replacers: no response object has them.
+ * (`runCooperative`). Small bodies (the common case) are still written in
+ * one go. `stringifyWork` lives in protocol/json-chunked.ts.
  */
 import type { ServerResponse } from 'node:http';
 import { runCooperative, type Work } from '../model/cooperative.js';
+import { stringifyWork } from '../protocol/json-chunked.js';
 
-/** Members stringified between yields (each yield is only taken once the loop budget is spent). */
-const MEMBERS_PER_YIELD = 256;
+export { stringifyWork };
+
 /** Bytes handed to the socket per write. */
 const WRITE_PIECE_CHARS = 256 * 1024;
-
-/** The pieces of `JSON.stringify(value)` (joined, they are the text). */
-export function* stringifyWork(value: unknown): Work<string[]> {
-  const out: string[] = [];
-  let members = 0;
-  function* walk(v: unknown, inArray: boolean): Work<void> {
-    if (typeof v !== 'object' || v === null) {
-      const s = JSON.stringify(v);
-      out.push(s === undefined ? (inArray ? 'null' : '') : s);
-      return;
-    }
-    if (++members % MEMBERS_PER_YIELD === 0) yield;
-    if (Array.isArray(v)) {
-      out.push('[');
-      for (let i = 0; i < v.length; i++) {
-        if (i > 0) out.push(',');
-        yield* walk(v[i], true);
-      }
-      out.push(']');
-      return;
-    }
-    out.push('{');
-    let first = true;
-    for (const k of Object.keys(v)) {
-      const x = (v as Record<string, unknown>)[k];
-      if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue;
-      out.push(first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`);
-      first = false;
-      yield* walk(x, false);
-    }
-    out.push('}');
-  }
-  yield* walk(value, true);
-  return out;
-}
 
 /** Bodies with fewer parts than this and under one write piece go out in one write. */
 const SMALL_BODY_MEMBERS = 2_000;

@@ -28,6 +28,10 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-context-bytes', key: 'maxContextBytes', help: 'bytes (JSON) one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-context-items', key: 'maxContextItems', help: 'items one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-live-http-runs', key: 'maxLiveHttpRuns', help: 'long-lived runs open over HTTP at once; past it 429' },
+  { flag: 'max-tools', key: 'maxTools', help: "entries in one request's tools; past it 400 array_above_max_length" },
+  { flag: 'max-json-keys', key: 'maxJsonKeys', help: 'keys in one JSON object of a body or frame' },
+  { flag: 'max-json-containers', key: 'maxJsonContainers', help: 'objects and arrays in one body or frame' },
+  { flag: 'max-schema-nodes', key: 'maxSchemaNodes', help: "subschemas in one request's tool and text.format schemas together" },
 ];
 
 /** The longest delay a Node timer honours. */

@@ -97,6 +97,19 @@ export interface Limits {
    * appends that resume the runs and for other requests.
    */
   maxLiveHttpRuns: number;
+  /** Most entries in one request's `tools` (default 128, the API's cap); past it 400 `array_above_max_length`. */
+  maxTools: number;
+  /** Most keys in one JSON object of a body or frame (default 10,000); past it 400 `object_above_max_properties`. */
+  maxJsonKeys: number;
+  /** Most objects and arrays in one body or frame (default 200,000); past it 400 `array_above_max_length`. */
+  maxJsonContainers: number;
+  /**
+   * Most subschemas in one request's schemas, all tools' `parameters` and
+   * `text.format.schema` together (default 20,000; the API allows a strict
+   * schema 5,000 properties); past it 400 `invalid_tool_schema` /
+   * `invalid_json_schema`. Bounds the schema checks' work per request.
+   */
+  maxSchemaNodes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -113,6 +126,10 @@ export const DEFAULT_LIMITS: Limits = {
   maxConnections: 1024,
   maxRunRecords: 1000,
   maxLiveHttpRuns: 512,
+  maxTools: 128,
+  maxJsonKeys: 10_000,
+  maxJsonContainers: 200_000,
+  maxSchemaNodes: 20_000,
 };
 
 export interface Services {

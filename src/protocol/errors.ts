@@ -62,6 +62,11 @@ export const WIRE_ERRORS = {
   invalid_websocket_handshake: { status: 400, type: 'invalid_request_error', message: 'The WebSocket handshake is malformed.' },
   // WebSockets switched off (`llr serve --no-websockets`): clients fall back to HTTP.
   upgrade_required: { status: 426, type: 'invalid_request_error', message: 'WebSockets are switched off on this server; use HTTP.' },
+  // Size caps on one request (issue 7: no request holds the event loop): the API's own where it has one.
+  array_above_max_length: { status: 400, type: 'invalid_request_error', message: 'Array too long.' },
+  object_above_max_properties: { status: 400, type: 'invalid_request_error', message: 'Object has too many properties.' },
+  string_above_max_length: { status: 400, type: 'invalid_request_error', message: 'String too long.' },
+  invalid_json_schema: { status: 400, type: 'invalid_request_error', message: "The 'text.format' JSON schema cannot be satisfied by bounded output." },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

@@ -5,6 +5,7 @@
  * (a client's doing, logged at info). Leaves parsing to the caller.
  */
 import type { IncomingMessage } from 'node:http';
+import { StringDecoder } from 'node:string_decoder';
 import { WireError } from '../protocol/errors.js';
 
 export function readBody(req: IncomingMessage, limit: number): Promise<string> {
@@ -22,7 +23,10 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
       reject(new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`));
       return;
     }
-    const chunks: Buffer[] = [];
+    // Each chunk is decoded as it arrives (a StringDecoder keeps a character split across chunks):
+    // decoding 16 MiB at the end, after a Buffer.concat, held the event loop ~0.2–0.3 s in one turn.
+    const decoder = new StringDecoder('utf8');
+    const parts: string[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
@@ -32,8 +36,11 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
         reject(new WireError('payload_too_large', `The request body is larger than ${limit} bytes.`));
         return;
       }
-      chunks.push(c);
+      parts.push(decoder.write(c));
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => {
+      parts.push(decoder.end());
+      resolve(parts.join(''));
+    });
   });
 }

@@ -4,10 +4,13 @@
  * it before (a plain object in wire order): over many random strings with
  * unicode, lone surrogates, control characters and escapes, for both delta
  * kinds; and a segment's whole stream must serialise the same both ways.
+ * A large tools echo is serialised once per tools array and sent as the
+ * same shared bytes by every event that carries it, the pieces joined still
+ * exactly `JSON.stringify(event)`.
  */
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../src/model/rng.js';
-import { ArgsDelta, DeltaHead, TextDelta, eventJson } from '../../src/protocol/event-json.js';
+import { ArgsDelta, DeltaHead, TextDelta, eventJson, eventPieces, piecesLength } from '../../src/protocol/event-json.js';
 import type { ServerEvent, UnnumberedEvent } from '../../src/protocol/events.js';
 import { Segment } from '../../src/engine/segment.js';
 
@@ -87,5 +90,37 @@ describe('pre-serialised delta events', () => {
       }
     });
     expect(deltas).toBe(250);
+  });
+});
+
+describe('the tools echo of lifecycle events', () => {
+  const tools = Array.from({ length: 128 }, (_, i) => ({ type: 'function', name: `t${i}`, description: 'd"\u2028é😀'.repeat(200), parameters: { type: 'object' } }));
+  const response = { id: 'resp_1', instructions: 'hi "there"', tools, output: [], status: 'in_progress' };
+
+  it('is JSON.stringify of the event, the large echo as bytes shared by every event of the response', () => {
+    const shared: Buffer[] = [];
+    for (const type of ['response.created', 'response.in_progress', 'response.completed']) {
+      const e = { type, sequence_number: 1, response: { ...response, status: type.slice(9) } };
+      expect(eventJson(e)).toBe(JSON.stringify(e));
+      const pieces = eventPieces(e);
+      expect(pieces).toHaveLength(3);
+      if (pieces.length !== 3) continue;
+      shared.push(pieces[1]);
+      const bytes = Buffer.concat([Buffer.from(pieces[0]), pieces[1], Buffer.from(pieces[2])]);
+      expect(bytes.equals(Buffer.from(JSON.stringify(e)))).toBe(true);
+      expect(piecesLength(pieces)).toBe(pieces[0].length + pieces[1].length + pieces[2].length);
+    }
+    expect(shared[1]).toBe(shared[0]);
+    expect(shared[2]).toBe(shared[0]);
+  });
+
+  it('keeps small echoes, events without a response and deltas in one string', () => {
+    const small = { type: 'response.created', response: { ...response, tools: tools.slice(0, 1) } };
+    expect(eventPieces(small)).toEqual([JSON.stringify(small)]);
+    const none = { type: 'response.output_text.delta', delta: 'x' };
+    expect(eventPieces(none)).toEqual([JSON.stringify(none)]);
+    const d = new TextDelta(new DeltaHead('response.output_text.delta', 'msg_1', 0, 0), 'x');
+    d.sequence_number = 3;
+    expect(eventPieces(d)).toEqual([JSON.stringify(d)]);
   });
 });

@@ -87,5 +87,6 @@ export function leanSnapshot(r: Response): Response {
     usage: r.usage,
     pending_tool_calls: r.pending_tool_calls?.slice() ?? [],
   };
+  // Deliberately not a full Response (the switch's point): clients of the lean event read only these fields.
   return lean as unknown as Response;
 }

@@ -141,6 +141,7 @@ function* hashTexts(texts: readonly string[], h: number): Work<number> {
  * render stage keeps the running sum of a context (`textChars`).
  */
 export function itemTextChars(item: InputItem): number {
+  // Read as a record: any item kind (known or carried through) may hold text in these three fields.
   const it = item as unknown as Record<string, unknown>;
   let n = 0;
   for (const v of [it['content'], it['arguments'], it['output']]) {

@@ -2,14 +2,14 @@
  * An event's JSON, with the large echo of the request serialised and
  * encoded once per Response instead of once per event. `response.created`,
  * `…in_progress` and the terminal event each carry the Response, which
- * echoes the request's `tools` (up to 128 tools whose schemas, with
- * descriptions, can fill the 16 MiB body): stringifying them for every
- * event, then UTF-8-encoding the 16 MiB frame on write, held the event loop
- * 0.3–0.8 s. The tools array is shared by every snapshot of one Response
- * (engine/response.ts), so its UTF-8 bytes are kept in a WeakMap keyed by
- * the array, and an event is sent as pieces: the text before the tools, the
- * shared bytes, the text after (found by a sentinel string carrying a
- * per-process random nonce, which no client string can collide with).
+ * echoes the request's `instructions` and `tools` (either can fill the
+ * 16 MiB body): stringifying them for every event, then UTF-8-encoding the
+ * 16 MiB frame on write, held the event loop 0.3–0.8 s. The tools array is
+ * shared by every snapshot of one Response (engine/response.ts), so the
+ * fields' UTF-8 bytes are kept in a WeakMap keyed by it, and an event is sent
+ * as pieces: text, shared bytes, text … (the fields found by sentinel
+ * strings carrying a per-process random nonce, which no client string can
+ * collide with).
  *
  * Used by both transports' sinks (SSE frames, WebSocket frames). Joined,
  * the pieces are exactly `JSON.stringify(event)` in UTF-8. Small echoes take
@@ -19,27 +19,59 @@ import { randomBytes } from 'node:crypto';
 
 /** Echoes shorter than this are stringified with the event (memoising them would cost more than it saves). */
 const MEMO_MIN_CHARS = 64 * 1024;
-const SENTINEL = `llr-tools-${randomBytes(12).toString('hex')}`;
-const QUOTED = JSON.stringify(SENTINEL);
+const NONCE = randomBytes(12).toString('hex');
+/** The echoed fields that can be large, each replaced by its own sentinel. */
+const FIELDS = ['instructions', 'tools'] as const;
+const SENTINELS = FIELDS.map((f) => `llr-echo-${f}-${NONCE}`);
+const QUOTED = SENTINELS.map((t) => JSON.stringify(t));
 
-const memo = new WeakMap<object, Buffer | null>();
+/** Per Response (keyed by its tools array, which every snapshot shares): each field's UTF-8 JSON, or null when small. */
+const memo = new WeakMap<object, Array<Buffer | null>>();
 
-/** `JSON.stringify(e)` as one string, or as [before, tools bytes, after] when the tools echo is large. */
-export function eventPieces(e: object): [string] | [string, Buffer, string] {
+/**
+ * `JSON.stringify(e)` as one string, or as pieces (strings, and the shared
+ * bytes of the large echoed fields) when the Response echoes a large
+ * `instructions` or `tools`.
+ */
+export function eventPieces(e: object): Array<string | Buffer> {
   const r = (e as { response?: unknown }).response;
   if (typeof r !== 'object' || r === null) return [JSON.stringify(e)];
-  const tools = (r as { tools?: unknown }).tools;
-  if (!Array.isArray(tools) || tools.length === 0) return [JSON.stringify(e)];
-  let bytes = memo.get(tools);
+  const rec = r as Record<string, unknown>;
+  const key = rec['tools'];
+  if (!Array.isArray(key)) return [JSON.stringify(e)];
+  let bytes = memo.get(key);
   if (bytes === undefined) {
-    const t = JSON.stringify(tools);
-    bytes = t.length >= MEMO_MIN_CHARS ? Buffer.from(t, 'utf8') : null;
-    memo.set(tools, bytes);
+    bytes = FIELDS.map((f) => {
+      const v = rec[f];
+      // A long string needs no JSON.stringify to know its size; a tools array does.
+      if (typeof v === 'string' && v.length < MEMO_MIN_CHARS) return null;
+      if (Array.isArray(v) && v.length === 0) return null;
+      if (v === undefined || v === null) return null;
+      const t = JSON.stringify(v);
+      return t.length >= MEMO_MIN_CHARS ? Buffer.from(t, 'utf8') : null;
+    });
+    memo.set(key, bytes);
   }
-  if (bytes === null) return [JSON.stringify(e)];
-  const out = JSON.stringify({ ...e, response: { ...r, tools: SENTINEL } });
-  const at = out.indexOf(QUOTED);
-  return [out.slice(0, at), bytes, out.slice(at + QUOTED.length)];
+  if (bytes.every((b) => b === null)) return [JSON.stringify(e)];
+  const swapped: Record<string, unknown> = { ...rec };
+  FIELDS.forEach((f, i) => {
+    if (bytes[i] !== null) swapped[f] = SENTINELS[i];
+  });
+  let text = JSON.stringify({ ...e, response: swapped });
+  const pieces: Array<string | Buffer> = [];
+  // Splice in the order the fields occur in the text.
+  const at = FIELDS.map((_, i) => (bytes[i] !== null ? text.indexOf(QUOTED[i]!) : -1));
+  const order = FIELDS.map((_, i) => i)
+    .filter((i) => at[i]! >= 0)
+    .sort((a, b) => at[a]! - at[b]!);
+  let from = 0;
+  for (const i of order) {
+    pieces.push(text.slice(from, at[i]!), bytes[i]!);
+    from = at[i]! + QUOTED[i]!.length;
+  }
+  pieces.push(text.slice(from));
+  text = '';
+  return pieces;
 }
 
 /** The pieces' size (characters of strings, bytes of buffers): for send-buffer accounting. */

@@ -347,10 +347,10 @@ function ssePieces(e: ServerEvent): Array<string | Buffer> {
     e.type === 'error'
       ? { type: 'error', code: e.error.code, message: e.error.message, param: e.error.param, sequence_number: e.sequence_number }
       : e;
-  const pieces: Array<string | Buffer> = eventPieces(data);
+  const pieces = eventPieces(data);
+  // The first and last pieces are always strings (eventPieces).
   pieces[0] = `event: ${e.type}\ndata: ${pieces[0] as string}`;
-  const last = pieces.length - 1;
-  pieces[last] = typeof pieces[last] === 'string' ? `${pieces[last]}\n\n` : pieces[last]!;
+  pieces[pieces.length - 1] = `${pieces[pieces.length - 1] as string}\n\n`;
   return pieces;
 }
 

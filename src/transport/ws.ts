@@ -144,7 +144,7 @@ export class WsTransport {
       if (size > largestEvent) largestEvent = size;
       // A large tools echo arrives as its shared UTF-8 bytes (transport/event-json.ts): one copy, no re-encoding.
       // Sent as fragments of one text message: copying 16 MiB into one buffer costs 0.1–0.4 s where fresh memory is slow.
-      if (pieces.length === 1) ws.send(pieces[0]);
+      if (pieces.length === 1) ws.send(pieces[0]!);
       else pieces.forEach((p, i) => ws.send(p, { binary: false, fin: i === pieces.length - 1 }));
     };
     // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).

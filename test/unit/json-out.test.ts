@@ -57,7 +57,25 @@ describe('eventJson', () => {
     }
     const small = { type: 'response.created', response: { ...response, tools: tools.slice(0, 1) } };
     expect(eventJson(small)).toBe(JSON.stringify(small));
+    const long = 'instr "\ud83d\ude00"\n'.repeat(10_000);
+    for (const t of [tools, []]) {
+      const both = { type: 'response.created', sequence_number: 0, response: { ...response, tools: t, instructions: long } };
+      expect(eventJson(both)).toBe(JSON.stringify(both));
+      expect(eventJson({ ...both, type: 'response.completed' })).toBe(JSON.stringify({ ...both, type: 'response.completed' }));
+    }
     const none = { type: 'response.output_text.delta', delta: 'x' };
     expect(eventJson(none)).toBe(JSON.stringify(none));
+  });
+});
+
+describe('stringifyWork on long strings', () => {
+  it('escapes a string over 1 Mi characters in slices, surrogate pairs and escapes intact', () => {
+    for (const shift of [0, 1]) {
+      const s = `${'x'.repeat(shift)}${'\ud83d\ude00"\\\n\u2028'.repeat(500_000)}`;
+      const v = { instructions: s, lone: '\ud83d' };
+      const { text, yields } = run(v);
+      expect(text).toBe(JSON.stringify(v));
+      expect(yields).toBeGreaterThan(1);
+    }
   });
 });

@@ -34,7 +34,8 @@ const held = rows.filter((r) => r.verdict === 'HOLDS').length;
 process.stdout.write(
   `\nloop-hold probe: node ${process.version}, ${cpus().length} CPUs, load ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}; ` +
     `llr serve --instant ${positionals.join(' ')}(default limits otherwise); /health polled every ~2 ms from a worker thread\n` +
-    `'srv CPU' = the server's CPU time during the slowest /health wait; verdict 'slow machine' = slow answer while the server used < ${HOLD_LIMIT_MS} ms CPU\n\n`,
+    `'srv CPU' = CPU time of the server's main thread (its event loop) during the slowest /health wait; ` +
+    `verdict 'slow machine' = a slow answer while that thread used < ${HOLD_LIMIT_MS} ms CPU (the OS did not run it)\n\n`,
 );
 process.stdout.write(`${holdTable(rows)}\n\n${held === 0 ? `no shape held /health over ${HOLD_LIMIT_MS} ms` : `${held} shapes held /health over ${HOLD_LIMIT_MS} ms`}\n`);
 process.exitCode = held === 0 ? 0 : 1;

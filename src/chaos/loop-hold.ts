@@ -8,8 +8,8 @@
  * a real `llr serve` process (default limits, `--instant` model) while a
  * worker thread polls `/health` (chaos/loop-hold-poller.ts). One row per
  * shape: what came back, how long it took, the slowest `/health`, and the
- * server's CPU time during that slowest wait (a wait with little server CPU
- * was the machine's doing, not the server's).
+ * CPU time of the server's main thread during that slowest wait (a wait with
+ * little of it was the machine's doing, not the server's).
  *
  * `npm run bench:loop-hold` prints the table (chaos/loop-hold-cli.ts).
  * Leaves out concurrency: one request at a time is the claim under test.

@@ -203,12 +203,29 @@ export function parseJsonWork(text: string, maxDepth: number, chunkChars = PARSE
  */
 /** Members stringified between yields (each yield is only taken once the loop budget is spent). */
 const MEMBERS_PER_YIELD = 256;
+/** Strings longer than this are escaped in slices of this size. */
+const STRING_SLICE_CHARS = 1024 * 1024;
 
 /** The pieces of `JSON.stringify(value)` (joined, they are the text). */
 export function* stringifyWork(value: unknown): ParseWork<string[]> {
   const out: string[] = [];
   let members = 0;
   function* walk(v: unknown, inArray: boolean): ParseWork<void> {
+    if (typeof v === 'string' && v.length > STRING_SLICE_CHARS) {
+      // A long string in slices (never between a surrogate pair's halves, which JSON.stringify
+      // would escape one by one): no second string of its size is built in one turn.
+      out.push('"');
+      for (let at = 0; at < v.length; ) {
+        let end = Math.min(v.length, at + STRING_SLICE_CHARS);
+        const last = v.charCodeAt(end - 1);
+        if (end < v.length && last >= 0xd800 && last <= 0xdbff) end--;
+        out.push(JSON.stringify(v.slice(at, end)).slice(1, -1));
+        at = end;
+        yield;
+      }
+      out.push('"');
+      return;
+    }
     if (typeof v !== 'object' || v === null) {
       const s = JSON.stringify(v);
       out.push(s === undefined ? (inArray ? 'null' : '') : s);

@@ -23,7 +23,7 @@
  * leaves more than `maxSendBufferBytes`, plus twice the stream's largest
  * frame, unsent is dropped; its run ends as a disconnect). Large answers
  * (a Response echoing 16 MiB) are written in slices (transport/json-out.ts),
- * and a large tools echo goes out as shared bytes (protocol/event-json.ts),
+ * and a large instructions or tools echo goes out as shared bytes (protocol/event-json.ts),
  * so no request holds the event loop (issue 7).
  * Every response carries `x-request-id`; every refusal is logged at `info`
  * with it, its code and its param.
@@ -300,7 +300,7 @@ function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: nu
       const size = piecesLength(pieces);
       if (size > largestFrame) largestFrame = size;
       batch();
-      // A large tools echo goes as its shared bytes (protocol/event-json.ts), in the same corked write.
+      // A large echo goes as its shared bytes (protocol/event-json.ts), in the same corked write.
       let ok = true;
       for (const p of pieces) ok = res.write(p);
       if (!ok) congested = true;
@@ -355,7 +355,7 @@ export function timingHeader(req: IncomingMessage): boolean {
 
 /**
  * One SSE frame as pieces to write in order (`eventPieces`: one string, or a
- * large tools echo as its shared bytes); JSON.stringify never emits a raw
+ * large instructions or tools echo as shared bytes); JSON.stringify never emits a raw
  * CR/LF, so the framing holds.
  */
 function sseFrame(e: ServerEvent): EventPieces {
@@ -365,7 +365,8 @@ function sseFrame(e: ServerEvent): EventPieces {
       : e;
   const p = eventPieces(data);
   const head = `event: ${e.type}\ndata: `;
-  return p.length === 1 ? [`${head}${p[0]}\n\n`] : [`${head}${p[0]}`, p[1], `${p[2]}\n\n`];
+  // The frame's end as a piece of its own when the event has shared bytes: the same corked write either way.
+  return p.length === 1 ? [`${head}${p[0]}\n\n`] : [`${head}${p[0]}`, ...p.slice(1), '\n\n'];
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -13,8 +13,9 @@
  * event; the connection lifetime limit sends the documented error, ends the
  * run in flight (its terminal event still goes out) and closes with 1000;
  * more than `maxSendBufferBytes` unsent to a client that does not read drops
- * it. The socket stays open after any error event. A large tools echo goes
- * out as shared bytes in fragments of one message (protocol/event-json.ts).
+ * it. The socket stays open after any error event. A large instructions or
+ * tools echo goes out as shared bytes in fragments of one message
+ * (protocol/event-json.ts).
  *
  * The upgrade is refused with an HTTP answer and a JSON error body (wrong
  * path, Host/Origin guard, connection cap 503, bad protocol, 401, 426); the
@@ -147,7 +148,7 @@ export class WsTransport {
         const size = piecesLength(pieces);
         if (size > largestEvent) largestEvent = size;
         batch(); // one socket write per event-loop turn (transport/batch.ts)
-        // A large tools echo arrives as its shared UTF-8 bytes (protocol/event-json.ts): one copy, no re-encoding,
+        // A large instructions or tools echo arrives as its shared UTF-8 bytes (protocol/event-json.ts): one copy, no re-encoding,
         // sent as fragments of one text message (copying 16 MiB into one buffer costs 0.1–0.4 s where fresh memory is slow).
         if (pieces.length === 1) ws.send(pieces[0]);
         else pieces.forEach((p, i) => ws.send(p, { binary: false, fin: i === pieces.length - 1 }));

@@ -44,3 +44,15 @@ describe('stringifyWork', () => {
     expect(yields).toBeGreaterThan(10);
   });
 });
+
+describe('stringifyWork on long strings', () => {
+  it('escapes a string over 1 Mi characters in slices, surrogate pairs and escapes intact', () => {
+    for (const shift of [0, 1]) {
+      const s = `${'x'.repeat(shift)}${'\ud83d\ude00"\\\n\u2028'.repeat(500_000)}`;
+      const v = { instructions: s, lone: '\ud83d' };
+      const { text, yields } = run(v);
+      expect(text).toBe(JSON.stringify(v));
+      expect(yields).toBeGreaterThan(1);
+    }
+  });
+});

@@ -131,6 +131,19 @@ export interface Limits {
    * the session layer (modes/server-bytes.ts), charged at the edge.
    */
   maxServerBytes: number;
+  /** Most entries in one request's `tools` (default 128, the API's cap); past it 400 `array_above_max_length`. */
+  maxTools: number;
+  /** Most keys in one JSON object of a body or frame (default 10,000); past it 400 `object_above_max_properties`. */
+  maxJsonKeys: number;
+  /** Most objects and arrays in one body or frame (default 200,000); past it 400 `array_above_max_length`. */
+  maxJsonContainers: number;
+  /**
+   * Most subschemas in one request's schemas, all tools' `parameters` and
+   * `text.format.schema` together (default 20,000; the API allows a strict
+   * schema 5,000 properties); past it 400 `invalid_tool_schema` /
+   * `invalid_json_schema`. Bounds the schema checks' work per request.
+   */
+  maxSchemaNodes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -152,6 +165,10 @@ export const DEFAULT_LIMITS: Limits = {
   keepAliveTimeoutMs: 5_000,
   wsIdleTimeoutMs: 60_000,
   maxServerBytes: 256 * 1024 * 1024,
+  maxTools: 128,
+  maxJsonKeys: 10_000,
+  maxJsonContainers: 200_000,
+  maxSchemaNodes: 20_000,
 };
 
 export interface Services {

@@ -82,7 +82,7 @@ export function argsFromSchema(schema: JsonSchema | null | undefined, rng: Rng):
  * resolves, bounds are consistent, and the minimal arguments fit the limits.
  * Throws `invalid_tool_schema` naming `param`.
  */
-export function checkToolSchema(schema: unknown, param: string, serialized?: string): void {
+export function checkToolSchema(schema: unknown, param: string, serialized?: string, code: SchemaErrorCode = 'invalid_tool_schema'): void {
   if (!isSchema(schema)) return;
   // Clients send the same tools with every request: a schema already accepted is not walked again.
   const key = serialized !== undefined && serialized.length <= CHECKED_KEY_CHARS ? serialized : undefined;
@@ -91,7 +91,7 @@ export function checkToolSchema(schema: unknown, param: string, serialized?: str
     staticCheck(schema);
     new Generator(schema, () => 0, true).run();
   } catch (err) {
-    throw asWireError(err, param);
+    throw asWireError(err, param, code);
   }
   if (key !== undefined) {
     if (checked.size >= CHECKED_ENTRIES) checked.delete(checked.keys().next().value!);
@@ -104,11 +104,14 @@ const CHECKED_ENTRIES = 256;
 const CHECKED_KEY_CHARS = 64 * 1024;
 const checked = new Set<string>();
 
-function asWireError(err: unknown, param: string): unknown {
+/** A tool's `parameters` or the `text.format` schema of structured outputs. */
+type SchemaErrorCode = 'invalid_tool_schema' | 'invalid_json_schema';
+
+function asWireError(err: unknown, param: string, code: SchemaErrorCode = 'invalid_tool_schema'): unknown {
   if (err instanceof WireError) return err;
   if (err instanceof SchemaError || err instanceof OverBudget) {
     const where = err instanceof SchemaError && err.path ? ` at '${err.path}'` : '';
-    return new WireError('invalid_tool_schema', `Invalid '${param}'${where}: ${err.message}`, param, { cause: err });
+    return new WireError(code, `Invalid '${param}'${where}: ${err.message}`, param, { cause: err });
   }
   return err;
 }

@@ -10,7 +10,7 @@
 import { WireError } from '../protocol/errors.js';
 import { makeUsage, newId, type CompactedResponse } from '../protocol/objects.js';
 import type { CompactParams } from '../protocol/parse.js';
-import { compact } from '../pipeline/compaction.js';
+import { compactAsync } from '../pipeline/compaction.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { countTokens } from '../model/tokenizer.js';
 import type { Services } from '../engine/services.js';
@@ -25,7 +25,7 @@ export async function compactWindow(params: CompactParams, services: Services, m
   const history = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
   // The same checks and render as a create's, so errors and token counts agree with one.
   const ctx = await checkAndRender({ instructions: params.instructions, tools: [] }, history, input, metrics);
-  const { output, summary } = compact(ctx.items);
+  const { output, summary } = await compactAsync(ctx.items);
   return {
     id: newId('resp'),
     object: 'response.compaction',

@@ -22,7 +22,7 @@ import type { Services } from '../engine/services.js';
  * request the checks refuse costs no tokenizing.
  */
 export async function checkAndRender(
-  params: Pick<CreateParams, 'instructions' | 'tools'>,
+  params: Pick<CreateParams, 'instructions' | 'tools'> & Partial<Pick<CreateParams, 'text'>>,
   history: readonly InputItem[],
   input: readonly InputItem[],
   metrics: RunMetrics,

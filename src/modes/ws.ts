@@ -44,7 +44,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     // The whole context again with the switch off: the same checks a cache miss runs.
     if (sw.incremental_checks) {
       const instructions = headerKey === c.headerKey ? null : params.instructions;
-      await checkIncremental({ tools: params.tools, instructions }, ctx.callIds, input, metrics);
+      await checkIncremental({ tools: params.tools, instructions, text: params.text }, ctx.callIds, input, metrics);
     } else {
       await checkFull(params, ctx.items, input, metrics);
     }

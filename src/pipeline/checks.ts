@@ -9,8 +9,8 @@
  *   miss, and — with the `incremental_checks` switch off — every ws
  *   continuation and long-lived append.
  * - `checkIncremental`: only the new items, against the call ids the
- *   context already holds; a create's tools are validated again (they are
- *   the request's own) and its instructions scanned only when they differ
+ *   context already holds; a create's tools and `text.format` schema are
+ *   validated again (they are the request's own) and its instructions scanned only when they differ
  *   from the context's. A ws continuation from the cached response, and
  *   every long-lived append (WebSocket and HTTP).
  *
@@ -19,12 +19,13 @@
  * on items appended to a live run; the counters `validate_full` /
  * `validate_incremental` and `safety_full` / `safety_incremental` say which
  * form ran. Each stage yields to the event loop on large inputs
- * (model/cooperative.ts).
+ * (model/cooperative.ts), the tools' check between tools (128 tools'
+ * schemas can fill a 16 MiB body).
  */
-import type { InputItem, Tool } from '../protocol/objects.js';
+import type { InputItem, TextConfig, Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { safetyScanAsync } from './safety.js';
-import { validateItemsAsync, validateTools } from './validate.js';
+import { validateItemsAsync, validateToolsAsync } from './validate.js';
 
 /** When the checks run: before a response starts (`create`) or on items appended to a live run (`append`). */
 export type CheckStage = 'create' | 'append';
@@ -39,13 +40,15 @@ export interface CheckRequest {
   tools: readonly Tool[];
   /** Instructions to scan; null for none. */
   instructions: string | null;
+  /** The create's `text` config: a `json_schema` format is checked like a tool's schema (`invalid_json_schema`). */
+  text?: TextConfig | undefined;
 }
 
 /** Validate and scan a whole context: `history` (items of earlier responses) then `input`. */
 export async function checkFull(req: CheckRequest, history: readonly InputItem[], input: readonly InputItem[], metrics: RunMetrics, stage: CheckStage = 'create'): Promise<void> {
   await metrics.timeAsync(SPANS[stage].validate, async () => {
     metrics.count('validate_full');
-    validateTools(req.tools, metrics);
+    await validateToolsAsync(req.tools, metrics, req.text?.format);
     const known = await validateItemsAsync(history, { callIds: new Set() }, metrics, 'previous_response_id');
     await validateItemsAsync(input, { callIds: known }, metrics);
   });
@@ -60,7 +63,7 @@ export async function checkFull(req: CheckRequest, history: readonly InputItem[]
 export async function checkIncremental(req: CheckRequest, callIds: ReadonlySet<string>, input: readonly InputItem[], metrics: RunMetrics, stage: CheckStage = 'create'): Promise<void> {
   await metrics.timeAsync(SPANS[stage].validate, async () => {
     metrics.count('validate_incremental');
-    validateTools(req.tools, metrics);
+    await validateToolsAsync(req.tools, metrics, req.text?.format);
     await validateItemsAsync(input, { callIds }, metrics);
   });
   await metrics.timeAsync(SPANS[stage].safety, async () => {

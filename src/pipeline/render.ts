@@ -104,12 +104,14 @@ function contentParts(prefix: string, content: unknown): ItemParts {
   return { prefix, body, nonText };
 }
 
-function headerText(instructions: string | null, tools: FunctionTool[]): string {
-  let s = instructions ? `system\n${instructions}\n` : '';
+/** The instructions and tools as prompt text; yields between tools (128 tools' schemas can fill 16 MiB). */
+function* headerText(instructions: string | null, tools: FunctionTool[]): Work<string> {
+  const parts = instructions ? [`system\n${instructions}\n`] : [];
   for (const t of tools) {
-    s += `tool ${t.name}: ${t.description ?? ''}\n${JSON.stringify(t.parameters ?? {})}\n`;
+    parts.push(`tool ${t.name}: ${t.description ?? ''}\n${JSON.stringify(t.parameters ?? {})}\n`);
+    yield;
   }
-  return s;
+  return parts.join('');
 }
 
 /**
@@ -172,7 +174,7 @@ function* renderFullWork(instructions: string | null, tools: Tool[], items: read
   metrics.count('render_full');
   const functionTools = tools.filter(isFunctionTool);
   const header: Chunks = [];
-  const headerTokens = yield* tokenizeWork(headerText(instructions, functionTools), header);
+  const headerTokens = yield* tokenizeWork(yield* headerText(instructions, functionTools), header);
   metrics.count('tokens_tokenized', headerTokens);
   const tokens = new TokenBuffer([], headerTokens + 1024);
   for (const c of header) tokens.pushAll(c);

@@ -11,7 +11,7 @@
  * not do it either unless `strict`).
  */
 import { WireError } from '../protocol/errors.js';
-import { isKnownItem, type InputItem, type Tool } from '../protocol/objects.js';
+import { isKnownItem, type InputItem, type TextFormat, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { checkToolSchema } from '../model/schema-args.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
@@ -25,10 +25,30 @@ export interface KnownCalls {
   callIds: ReadonlySet<string>;
 }
 
-export function validateTools(tools: readonly Tool[], metrics: RunMetrics): void {
+/**
+ * Tools' names and schemas, and the `text.format` schema of structured
+ * outputs: one no bounded output satisfies is `invalid_json_schema` (400,
+ * `param: text.format.schema`) before the run, not a failed response after.
+ */
+export function validateTools(tools: readonly Tool[], metrics: RunMetrics, format?: TextFormat): void {
+  runSync(validateToolsWork(tools, metrics, format));
+}
+
+/** The same checks, yielding to the event loop between tools (their schemas together can fill 16 MiB). */
+export function validateToolsAsync(tools: readonly Tool[], metrics: RunMetrics, format?: TextFormat): Promise<void> {
+  return runCooperative(validateToolsWork(tools, metrics, format));
+}
+
+function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?: TextFormat): Work<void> {
+  if (format?.type === 'json_schema') {
+    checkToolSchema(format.schema, 'text.format.schema', JSON.stringify(format.schema), 'invalid_json_schema');
+    yield;
+  }
   const seen = new Set<string>();
-  tools.forEach((t, i) => {
-    if (t.type !== 'function') return;
+  for (let i = 0; i < tools.length; i++) {
+    const t = tools[i]!;
+    yield;
+    if (t.type !== 'function') continue;
     const ft = t as { name: string; parameters?: unknown };
     if (!TOOL_NAME.test(ft.name)) {
       throw new WireError('invalid_value', `Invalid 'tools[${i}].name': must match ${TOOL_NAME.source}.`, `tools[${i}].name`);
@@ -49,7 +69,7 @@ export function validateTools(tools: readonly Tool[], metrics: RunMetrics): void
       // The auto policy may generate arguments from it: refuse, before any run, a schema no bounded arguments satisfy.
       checkToolSchema(p, `tools[${i}].parameters`, serialized);
     }
-  });
+  }
   metrics.count('items_validated', tools.length);
 }
 

@@ -64,6 +64,11 @@ export const WIRE_ERRORS = {
   upgrade_required: { status: 426, type: 'invalid_request_error', message: 'WebSockets are switched off on this server; use HTTP.' },
   // The server-wide byte budget (`maxServerBytes`, llr serve --max-server-bytes) is spent: try again when other requests end.
   server_busy: { status: 503, type: 'server_error', message: 'The server holds too much request data at once; try again later.' },
+  // Size caps on one request (issue 7: no request holds the event loop): the API's own where it has one.
+  array_above_max_length: { status: 400, type: 'invalid_request_error', message: 'Array too long.' },
+  object_above_max_properties: { status: 400, type: 'invalid_request_error', message: 'Object has too many properties.' },
+  string_above_max_length: { status: 400, type: 'invalid_request_error', message: 'String too long.' },
+  invalid_json_schema: { status: 400, type: 'invalid_request_error', message: "The 'text.format' JSON schema cannot be satisfied by bounded output." },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

@@ -1,19 +1,30 @@
 /**
- * Server events as the JSON text a transport sends. Every event is
- * `JSON.stringify`-ed, except the two delta events, which make up almost
- * every event of a stream: the engine builds them as `TextDelta` /
- * `ArgsDelta` instances whose JSON is a pre-serialised head, shared by all
- * the deltas of one item (type, item_id, output_index, content_index), then
- * the escaped delta and the sequence number. The text is byte-identical to
- * `JSON.stringify` of the same event (the class fields are declared in the
- * wire order, and a unit test compares the two over many random strings);
- * only the work differs.
+ * Server events as the JSON text a transport sends, in the two forms that
+ * make a stream cheap: byte-identical to `JSON.stringify` of the event
+ * either way (the unit tests compare the two), only the work differs.
  *
- * Used by the WebSocket and SSE transports (serialising) and engine/segment.ts
- * (building deltas). Leaves out every other event: they are a few per model
- * call and keep the general path.
+ * - Deltas, almost every event of a stream: the engine builds them as
+ *   `TextDelta` / `ArgsDelta` instances whose JSON is a pre-serialised head,
+ *   shared by all the deltas of one item (type, item_id, output_index,
+ *   content_index), then the escaped delta and the sequence number (the
+ *   class fields are declared in the wire order).
+ * - A large echo, once per Response: `response.created`, `…in_progress`
+ *   and the terminal event each carry the Response, which echoes the
+ *   request's `instructions` and `tools` (either can fill the 16 MiB body).
+ *   Stringifying them for every event, then UTF-8-encoding the frame on
+ *   write, held the event loop 0.3–0.8 s (issue 7). Every snapshot of one
+ *   Response shares its tools array (engine/response.ts), so the large
+ *   fields' UTF-8 bytes are kept in a WeakMap keyed by it, and the event
+ *   goes out as pieces (`eventPieces`): text, shared bytes, text … (each
+ *   field found by a sentinel string carrying a per-process random nonce,
+ *   which no client string can collide with).
+ *
+ * Used by the WebSocket and SSE transports (serialising), the in-memory
+ * transport, and engine/segment.ts (building deltas). Every other event
+ * keeps the general path: one `JSON.stringify`.
  */
-import type { ArgsDeltaEvent, ServerEvent, TextDeltaEvent } from './events.js';
+import { randomBytes } from 'node:crypto';
+import type { ArgsDeltaEvent, TextDeltaEvent } from './events.js';
 
 /** What the deltas of one item share; built once per item. */
 export class DeltaHead {
@@ -85,8 +96,83 @@ export function numberedInPlace(e: object): e is TextDelta | ArgsDelta {
   return e instanceof TextDelta || e instanceof ArgsDelta;
 }
 
-/** The JSON text of `e`: exactly `JSON.stringify(e)`. */
-export function eventJson(e: ServerEvent): string {
-  if (e instanceof TextDelta || e instanceof ArgsDelta) return e.toWire();
-  return JSON.stringify(e);
+/** An event's text as pieces to write in order: text, then the large echoes' shared UTF-8 bytes each followed by text. */
+export type EventPieces = [string, ...Array<string | Buffer>];
+
+/** Echoes shorter than this are stringified with the event (memoising them would cost more than it saves). */
+const MEMO_MIN_CHARS = 64 * 1024;
+const NONCE = randomBytes(12).toString('hex');
+/** The echoed fields that can be large (either can fill the 16 MiB body), each replaced by its own sentinel. */
+const FIELDS = ['instructions', 'tools'] as const;
+const SENTINELS = FIELDS.map((f) => `llr-echo-${f}-${NONCE}`);
+const QUOTED = SENTINELS.map((t) => JSON.stringify(t));
+
+/** One Response's large echoes: each field's UTF-8 JSON, or null when small; and the instructions they were made from. */
+interface Echoes {
+  instructions: unknown;
+  bytes: Array<Buffer | null>;
+}
+/** Per Response, keyed by its tools array (every snapshot of one Response shares it, engine/response.ts). */
+const echoes = new WeakMap<object, Echoes>();
+
+function echoBytes(v: unknown): Buffer | null {
+  // A short string needs no JSON.stringify to know it is small; a tools array does.
+  if (v === undefined || v === null || (typeof v === 'string' && v.length < MEMO_MIN_CHARS) || (Array.isArray(v) && v.length === 0)) return null;
+  const t = JSON.stringify(v);
+  return t.length >= MEMO_MIN_CHARS ? Buffer.from(t, 'utf8') : null;
+}
+
+/**
+ * The pieces of `JSON.stringify(e)` (joined and UTF-8-encoded, they are its
+ * bytes). `e` is a server event, or the flat SSE error body
+ * (transport/http.ts), which carries no Response.
+ */
+export function eventPieces(e: object): EventPieces {
+  if (e instanceof TextDelta || e instanceof ArgsDelta) return [e.toWire()];
+  if (!('response' in e)) return [JSON.stringify(e)];
+  const r = e.response;
+  if (typeof r !== 'object' || r === null || !('tools' in r) || !Array.isArray(r.tools)) return [JSON.stringify(e)];
+  const instructions: unknown = Reflect.get(r, 'instructions');
+  let memo = echoes.get(r.tools);
+  // Checked, not assumed: a tools array shared by two Responses with different instructions gets fresh bytes.
+  if (memo === undefined || memo.instructions !== instructions) {
+    memo = { instructions, bytes: [echoBytes(instructions), echoBytes(r.tools)] };
+    echoes.set(r.tools, memo);
+  }
+  const { bytes } = memo;
+  if (bytes.every((b) => b === null)) return [JSON.stringify(e)];
+  // Spreading keeps every key where it was: each sentinel stands exactly where its field goes.
+  const swapped: Record<string, unknown> = { ...r };
+  FIELDS.forEach((f, i) => {
+    if (bytes[i] !== null) swapped[f] = SENTINELS[i];
+  });
+  const text = JSON.stringify({ ...e, response: swapped });
+  // Spliced in the order the fields occur in the text.
+  const at = FIELDS.map((_, i) => (bytes[i] !== null ? text.indexOf(QUOTED[i]!) : -1));
+  const order = FIELDS.map((_, i) => i)
+    .filter((i) => at[i]! >= 0)
+    .sort((a, b) => at[a]! - at[b]!);
+  const first = order[0]!;
+  const pieces: EventPieces = [text.slice(0, at[first])];
+  let from = 0;
+  for (const i of order) {
+    if (from > 0) pieces.push(text.slice(from, at[i]));
+    pieces.push(bytes[i]!);
+    from = at[i]! + QUOTED[i]!.length;
+  }
+  pieces.push(text.slice(from));
+  return pieces;
+}
+
+/** The pieces' size (characters of strings, bytes of buffers): for send-buffer accounting. */
+export function piecesLength(pieces: EventPieces): number {
+  let n = 0;
+  for (const p of pieces) n += p.length;
+  return n;
+}
+
+/** The JSON text of `e` as one string: exactly `JSON.stringify(e)`. */
+export function eventJson(e: object): string {
+  const p = eventPieces(e);
+  return p.length === 1 ? p[0] : p.map((x) => (typeof x === 'string' ? x : x.toString('utf8'))).join('');
 }

@@ -10,6 +10,7 @@
 import { WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
 import { isFunctionTool, type InputItem, type InputText, type OtherContentPart, type InputRole, type TextFormat, type Tool, type ToolChoice } from './objects.js';
+import { parseJsonWork, type ParseWork } from './json-chunked.js';
 
 type Obj = Record<string, unknown>;
 
@@ -48,21 +49,47 @@ function optNumber(o: Obj, key: string): number | null {
 
 /** The deepest JSON nesting accepted by default (see `Limits.maxJsonDepth`). */
 export const DEFAULT_MAX_JSON_DEPTH = 64;
+/** The most keys one JSON object may have by default (see `Limits.maxJsonKeys`). */
+export const DEFAULT_MAX_JSON_KEYS = 10_000;
+/**
+ * The most objects and arrays one body or frame may hold by default (see
+ * `Limits.maxJsonContainers`): 16 MiB of `[[]]` is 8 million arrays, whose
+ * garbage collection alone holds the loop for seconds; 200,000 is twice
+ * what the input cap (50,000 items and parts) and the schema cap need.
+ */
+export const DEFAULT_MAX_JSON_CONTAINERS = 200_000;
+
+/** Characters the shape check scans between yields (~1–3 ms). */
+const SHAPE_SLICE_CHARS = 512 * 1024;
 
 /**
- * Refuse JSON text that nests deeper than `max` arrays/objects, before it is
- * parsed: a value thousands of levels deep parses fine but overflows the
- * stack later, when a response, an event or a stored record serialises it.
- * One linear pass without recursion; the param named is the top-level key
- * whose value is too deep.
+ * Refuse JSON text that nests deeper than `maxDepth` arrays/objects, or has
+ * an object with more than `maxKeys` keys, or more than `maxContainers`
+ * objects and arrays in all, before it is parsed: a value
+ * thousands of levels deep parses fine but overflows the stack later, when a
+ * response, an event or a stored record serialises it; an object with a
+ * million keys takes seconds to parse and to walk (V8 keeps it as a hash
+ * table), while the API's own objects are small (`metadata`: 16 keys, a
+ * strict schema: 5,000 properties in all). One linear pass without
+ * recursion that yields every 512 K characters; the param named is the
+ * top-level key whose value is at fault.
  */
-export function checkJsonDepth(text: string, max: number): void {
+export function* jsonShapeWork(text: string, maxDepth: number, maxKeys = Infinity, maxContainers = Infinity): Generator<void, void, void> {
+  let containers = 0;
   let depth = 0;
   let keyStart = -1;
   let keyEnd = -1;
   let lastStart = -1;
   let lastEnd = -1;
+  // Per open container: its key count so far (objects) or -1 (arrays).
+  const keys: number[] = [];
+  const param = () => (keyStart >= 0 ? text.slice(keyStart, Math.min(keyEnd, keyStart + 100)) : null);
+  let nextYield = SHAPE_SLICE_CHARS;
   for (let i = 0; i < text.length; i++) {
+    if (i >= nextYield) {
+      yield;
+      nextYield = i + SHAPE_SLICE_CHARS;
+    }
     const c = text.charCodeAt(i);
     if (c === 34 /* " */) {
       // Skip the string: the next quote not escaped by an odd run of backslashes.
@@ -80,31 +107,89 @@ export function checkJsonDepth(text: string, max: number): void {
       }
       i = j;
     } else if (c === 123 /* { */ || c === 91 /* [ */) {
-      if (++depth > max) {
-        const param = keyStart >= 0 ? text.slice(keyStart, Math.min(keyEnd, keyStart + 100)) : null;
+      if (++depth > maxDepth) {
+        const p = param();
+        throw new WireError('json_too_deep', `The JSON nests deeper than ${maxDepth} levels${p ? ` (in '${p}')` : ''}; this server accepts at most ${maxDepth}.`, p);
+      }
+      keys.push(c === 123 ? 0 : -1);
+      if (++containers > maxContainers) {
+        const p = param();
         throw new WireError(
-          'json_too_deep',
-          `The JSON nests deeper than ${max} levels${param ? ` (in '${param}')` : ''}; this server accepts at most ${max}.`,
-          param,
+          'array_above_max_length',
+          `The JSON holds more than ${maxContainers} objects and arrays${p ? ` (the last in '${p}')` : ''}; this server accepts at most ${maxContainers} (llr serve --max-json-containers).`,
+          p,
         );
       }
     } else if (c === 125 /* } */ || c === 93 /* ] */) {
       depth--;
-    } else if (c === 58 /* : */ && depth === 1) {
-      keyStart = lastStart;
-      keyEnd = lastEnd;
+      keys.pop();
+    } else if (c === 58 /* : */) {
+      if (depth === 1) {
+        keyStart = lastStart;
+        keyEnd = lastEnd;
+      }
+      const n = keys.length - 1;
+      if (n >= 0 && keys[n]! >= 0 && ++keys[n]! > maxKeys) {
+        const p = param();
+        throw new WireError(
+          'object_above_max_properties',
+          `An object in the JSON has more than ${maxKeys} keys${p ? ` (in '${p}')` : ''}; this server accepts at most ${maxKeys} (llr serve --max-json-keys).`,
+          p,
+        );
+      }
     }
   }
 }
 
+/** `jsonShapeWork` in one go (the depth check alone when `maxKeys` is left out). */
+export function checkJsonDepth(text: string, max: number, maxKeys = Infinity, maxContainers = Infinity): void {
+  const work = jsonShapeWork(text, max, maxKeys, maxContainers);
+  while (!work.next().done);
+}
+
 /** JSON text from the edge (an HTTP body or a WebSocket frame) → a value, depth-checked first. */
-export function parseJsonText(text: string, what: 'body' | 'frame', maxDepth = DEFAULT_MAX_JSON_DEPTH): unknown {
-  checkJsonDepth(text, maxDepth);
+export function parseJsonText(text: string, what: 'body' | 'frame', maxDepth = DEFAULT_MAX_JSON_DEPTH, maxKeys = DEFAULT_MAX_JSON_KEYS, maxContainers = DEFAULT_MAX_JSON_CONTAINERS): unknown {
+  checkJsonDepth(text, maxDepth, maxKeys, maxContainers);
+  return parseChecked(text, what);
+}
+
+function invalidJson(what: 'body' | 'frame', err: unknown): WireError {
+  const subject = what === 'body' ? 'The request body' : 'The frame';
+  return new WireError('invalid_json', `${subject} is not valid JSON: ${(err as Error).message}`, null, { cause: err });
+}
+
+function parseChecked(text: string, what: 'body' | 'frame'): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    const subject = what === 'body' ? 'The request body' : 'The frame';
-    throw new WireError('invalid_json', `${subject} is not valid JSON: ${(err as Error).message}`, null, { cause: err });
+    throw invalidJson(what, err);
+  }
+}
+
+/** Texts up to this many characters are parsed in one turn (~5–10 ms); longer ones in slices. */
+export const COOPERATIVE_PARSE_CHARS = 1024 * 1024;
+
+/**
+ * `parseJsonText` as cooperative work (run it with `runCooperative`): the
+ * shape check and, for a text over `COOPERATIVE_PARSE_CHARS`, the parse
+ * itself go in slices (protocol/json-chunked.ts), so a 16 MiB body or frame
+ * never holds the event loop for long.
+ */
+export function* parseJsonTextWork(
+  text: string,
+  what: 'body' | 'frame',
+  maxDepth = DEFAULT_MAX_JSON_DEPTH,
+  maxKeys = DEFAULT_MAX_JSON_KEYS,
+  maxContainers = DEFAULT_MAX_JSON_CONTAINERS,
+): ParseWork<unknown> {
+  yield* jsonShapeWork(text, maxDepth, maxKeys, maxContainers);
+  if (text.length <= COOPERATIVE_PARSE_CHARS) return parseChecked(text, what);
+  yield;
+  try {
+    return yield* parseJsonWork(text, maxDepth);
+  } catch (err) {
+    if (err instanceof SyntaxError) throw invalidJson(what, err);
+    throw err;
   }
 }
 
@@ -137,9 +222,61 @@ function optRange(o: Obj, key: string, min: number, max: number): number | null 
   return v;
 }
 
+/**
+ * Caps on the size of one request's parts (`Limits`: `maxTools`,
+ * `maxContextItems`): checked here, before any per-item work, so a request
+ * over them costs the server no more than its parse.
+ */
+export interface ParseCaps {
+  /** Most entries in `tools` (the API's 128). */
+  maxTools: number;
+  /** Most input items plus content parts in one request's `input`. */
+  maxInputParts: number;
+  /** Most objects and arrays in all tools' `parameters` and `text.format.schema` together. */
+  maxSchemaNodes: number;
+}
+
+export const DEFAULT_PARSE_CAPS: ParseCaps = { maxTools: 128, maxInputParts: 50_000, maxSchemaNodes: 20_000 };
+
+/**
+ * The schemas of one request (each tool's `parameters`, then
+ * `text.format.schema`) hold at most `max` objects and arrays together: the
+ * schema checks and the argument generator walk them, so their work per
+ * request is bounded here, before any of it. A walk with an explicit stack
+ * that stops at the cap.
+ */
+function checkSchemaNodes(tools: Tool[], format: TextFormat | undefined, max: number): void {
+  let nodes = 0;
+  const count = (root: unknown, code: 'invalid_tool_schema' | 'invalid_json_schema', param: string) => {
+    const stack: unknown[] = [root];
+    while (stack.length > 0) {
+      const v = stack.pop();
+      if (typeof v !== 'object' || v === null) continue;
+      if (++nodes > max) {
+        throw new WireError(
+          code,
+          `Invalid '${param}': this request's schemas (tools' parameters and text.format.schema together) hold more than ${max} objects and arrays; this server accepts at most ${max} (llr serve --max-schema-nodes).`,
+          param,
+        );
+      }
+      if (Array.isArray(v)) for (const x of v) stack.push(x);
+      else for (const k in v) stack.push((v as Obj)[k]);
+    }
+  };
+  tools.forEach((t, i) => {
+    const p: unknown = t.parameters;
+    if (p !== undefined) count(p, 'invalid_tool_schema', `tools[${i}].parameters`);
+  });
+  if (format?.type === 'json_schema') count(format.schema, 'invalid_json_schema', 'text.format.schema');
+}
+
 /** Parse one text frame of a WebSocket connection. */
-export function parseClientFrame(text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH): ClientEvent {
-  const value = parseJsonText(text, 'frame', maxDepth);
+export function parseClientFrame(text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH, caps: ParseCaps = DEFAULT_PARSE_CAPS): ClientEvent {
+  return parseClientEvent(parseJsonText(text, 'frame', maxDepth), caps);
+}
+
+/** A parsed frame → a typed client event. */
+export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): ClientEvent {
   if (!isObj(value)) throw new WireError('invalid_type', 'A client event must be a JSON object.', null);
   const type = value['type'];
   if (typeof type !== 'string') throw new WireError('missing_required_parameter', "Missing required parameter: 'type'.", 'type');
@@ -148,11 +285,11 @@ export function parseClientFrame(text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH
   }
   switch (type as ClientEventType) {
     case 'response.create':
-      return { type: 'response.create', ...parseCreateBody(value) };
+      return { type: 'response.create', ...parseCreateBody(value, caps) };
     case 'response.append':
       return {
         type: 'response.append',
-        input: parseInput(value['input'], 'input', true),
+        input: parseInput(value['input'], 'input', true, caps),
         response_id: optString(value, 'response_id'),
       };
     case 'response.cancel':
@@ -179,13 +316,15 @@ function requireModel(body: Obj): string {
 }
 
 /** Parse the body of a create request (HTTP POST or `response.create`). */
-export function parseCreateBody(body: unknown): CreateParams {
+export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): CreateParams {
   assertObj(body, 'body');
   const model = requireModel(body);
-  const input = body['input'] === undefined ? [] : parseInput(body['input'], 'input', false);
-  const tools = parseTools(body['tools']);
+  const input = body['input'] === undefined ? [] : parseInput(body['input'], 'input', false, caps);
+  const tools = parseTools(body['tools'], caps);
   const toolChoice = parseToolChoice(body['tool_choice']);
   checkToolChoice(toolChoice, tools);
+  const text = parseText(body['text']);
+  checkSchemaNodes(tools, text.text?.format, caps.maxSchemaNodes);
   return {
     model,
     input,
@@ -209,7 +348,7 @@ export function parseCreateBody(body: unknown): CreateParams {
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
     ...parseEchoed(body),
-    ...parseText(body['text']),
+    ...text,
   };
 }
 
@@ -298,12 +437,12 @@ export interface CompactParams {
   prompt_cache_key: string | null;
 }
 
-export function parseCompactBody(body: unknown): CompactParams {
+export function parseCompactBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): CompactParams {
   assertObj(body, 'body');
   const model = requireModel(body);
   return {
     model,
-    input: parseInput(body['input'], 'input', false),
+    input: parseInput(body['input'], 'input', false, caps),
     previous_response_id: optString(body, 'previous_response_id'),
     instructions: optString(body, 'instructions'),
     prompt_cache_key: optString(body, 'prompt_cache_key'),
@@ -314,9 +453,9 @@ export function parseCompactBody(body: unknown): CompactParams {
  * The body of `POST /v1/responses/{id}/append` (the long-lived protocol over
  * HTTP): `{"input": [...]}`, the same items a `response.append` frame carries.
  */
-export function parseAppendBody(body: unknown): InputItem[] {
+export function parseAppendBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): InputItem[] {
   if (!isObj(body)) throw new WireError('invalid_type', 'The request body must be a JSON object.', null);
-  return parseInput(body['input'], 'input', true);
+  return parseInput(body['input'], 'input', true, caps);
 }
 
 /** A create opted in to timing by its connection or request headers. */
@@ -324,7 +463,7 @@ export function withTimingOptIn<T extends CreateParams>(params: T, optIn: boolea
   return optIn ? { ...params, llr: { ...params.llr, timing: true } } : params;
 }
 
-function parseInput(v: unknown, param: string, required: boolean): InputItem[] {
+function parseInput(v: unknown, param: string, required: boolean, caps: ParseCaps): InputItem[] {
   if (v === undefined || v === null) {
     if (required) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
     return [];
@@ -333,7 +472,32 @@ function parseInput(v: unknown, param: string, required: boolean): InputItem[] {
   if (!Array.isArray(v)) {
     throw new WireError('invalid_type', `Invalid type for '${param}': expected a string or an array of items.`, param);
   }
+  checkInputParts(v, param, caps.maxInputParts);
   return v.map((item, i) => parseItem(item, `${param}[${i}]`));
+}
+
+/**
+ * Items plus the content parts of messages and tool outputs: every stage
+ * after the parse (validate, render, the model, the store) does work per
+ * part, so their number is capped before any of it (`--max-context-items`,
+ * the same bound a long-lived run's context has).
+ */
+function checkInputParts(items: unknown[], param: string, max: number): void {
+  let parts = items.length;
+  if (parts <= max) {
+    for (const it of items) {
+      if (!isObj(it)) continue;
+      const c = Array.isArray(it['content']) ? it['content'] : Array.isArray(it['output']) ? it['output'] : null;
+      if (c !== null && (parts += c.length) > max) break;
+    }
+  }
+  if (parts > max) {
+    throw new WireError(
+      'array_above_max_length',
+      `Invalid '${param}': too many items and content parts. Expected at most ${max}, but got ${parts > items.length ? 'more' : items.length} (llr serve --max-context-items).`,
+      param,
+    );
+  }
 }
 
 const ROLES: readonly InputRole[] = ['user', 'system', 'developer', 'assistant'];
@@ -423,9 +587,17 @@ function requireString<K extends string>(v: Obj, key: K, param: string): asserts
   if (typeof x !== 'string') throw new WireError('invalid_type', `Invalid type for '${param}.${key}': expected a string.`, `${param}.${key}`);
 }
 
-function parseTools(v: unknown): Tool[] {
+function parseTools(v: unknown, caps: ParseCaps): Tool[] {
   if (v === undefined || v === null) return [];
   if (!Array.isArray(v)) throw new WireError('invalid_type', "Invalid type for 'tools': expected an array.", 'tools');
+  if (v.length > caps.maxTools) {
+    // The API's words and code (its cap is 128).
+    throw new WireError(
+      'array_above_max_length',
+      `Invalid 'tools': array too long. Expected an array with maximum length ${caps.maxTools}, but got an array with length ${v.length} instead.`,
+      'tools',
+    );
+  }
   return v.map((t, i) => {
     assertObj(t, `tools[${i}]`);
     if (!hasStringType(t)) {
@@ -467,11 +639,30 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
   }
 }
 
+/** The API's bounds on `metadata`: 16 pairs, keys up to 64 characters, values up to 512. */
+export const METADATA_LIMITS = { pairs: 16, keyChars: 64, valueChars: 512 } as const;
+
 function parseMetadata(v: unknown): Record<string, string> {
   if (v === undefined || v === null) return {};
   assertObj(v, 'metadata');
-  for (const [k, x] of Object.entries(v)) {
-    if (typeof x !== 'string') throw new WireError('invalid_type', `Invalid type for 'metadata.${k}': expected a string.`, `metadata.${k}`);
+  let n = 0;
+  for (const k in v) {
+    if (++n > METADATA_LIMITS.pairs) {
+      throw new WireError(
+        'object_above_max_properties',
+        `Invalid 'metadata': too many properties. Expected an object with at most ${METADATA_LIMITS.pairs} properties.`,
+        'metadata',
+      );
+    }
+    const x = v[k];
+    const p = `metadata.${k.slice(0, 100)}`;
+    if (k.length > METADATA_LIMITS.keyChars) {
+      throw new WireError('string_above_max_length', `Invalid 'metadata': a key is longer than ${METADATA_LIMITS.keyChars} characters.`, 'metadata');
+    }
+    if (typeof x !== 'string') throw new WireError('invalid_type', `Invalid type for '${p}': expected a string.`, p);
+    if (x.length > METADATA_LIMITS.valueChars) {
+      throw new WireError('string_above_max_length', `Invalid '${p}': string too long. Expected a string with maximum length ${METADATA_LIMITS.valueChars}.`, p);
+    }
   }
   return v as Record<string, string>;
 }

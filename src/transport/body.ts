@@ -7,6 +7,7 @@
  * `closeAfterAnswer`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StringDecoder } from 'node:string_decoder';
 import { WireError } from '../protocol/errors.js';
 import type { Hold } from '../modes/server-bytes.js';
 
@@ -17,7 +18,10 @@ import type { Hold } from '../modes/server-bytes.js';
  */
 export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Promise<string> {
   return new Promise((resolve, reject) => {
-    let chunks: Buffer[] = [];
+    // Each chunk is decoded as it arrives (a StringDecoder keeps a character split across chunks):
+    // decoding 16 MiB at the end, after a Buffer.concat, held the event loop ~0.2–0.3 s in one turn.
+    const decoder = new StringDecoder('utf8');
+    let parts: string[] = [];
     let size = 0;
     // Settled once; every listener goes with it. A listener left on `req`
     // would keep this promise, and so the whole body text (or its chunks),
@@ -28,7 +32,7 @@ export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Prom
       req.off('close', onClose);
       req.off('data', onData);
       req.off('end', onEnd);
-      chunks = [];
+      parts = [];
       if (err) reject(err);
       else resolve(text ?? '');
     };
@@ -51,9 +55,12 @@ export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Prom
       } catch (err) {
         return settle(err);
       }
-      chunks.push(c);
+      parts.push(decoder.write(c));
     };
-    const onEnd = () => settle(null, Buffer.concat(chunks, size).toString('utf8'));
+    const onEnd = () => {
+      parts.push(decoder.end());
+      settle(null, parts.join(''));
+    };
     req.on('error', onError);
     req.on('close', onClose);
     if (Number(req.headers['content-length'] ?? NaN) > limit) {

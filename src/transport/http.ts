@@ -24,7 +24,11 @@
  * session host while its request lives; past it 503 `server_busy`), and
  * `/health` still answered past the connection cap. An early refusal
  * drains the unread body first (transport/body.ts), so an uploading client
- * gets the answer, not a reset. Every response carries `x-request-id`;
+ * gets the answer, not a reset. JSON shape limits and parse caps
+ * (transport/json-in.ts: bodies over 1 MiB parsed in slices); large
+ * answers written in slices (transport/json-out.ts) and a large
+ * instructions or tools echo sent as shared bytes (protocol/event-json.ts),
+ * so no request holds the event loop. Every response carries `x-request-id`;
  * every refusal is logged at `info` with it, its code and its param.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -33,14 +37,16 @@ import { WireError, toWireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { newId } from '../protocol/objects.js';
 import type { Response } from '../protocol/objects.js';
-import { parseAppendBody, parseCompactBody, parseCreateBody, parseJsonText, withTimingOptIn } from '../protocol/parse.js';
+import { parseAppendBody, parseCompactBody, parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
+import { eventPieces, piecesLength, type EventPieces } from '../protocol/event-json.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { Hold } from '../modes/server-bytes.js';
 import type { SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
 import { closeAfterAnswer, drainBody, readBody } from './body.js';
 import { batchWrites } from './batch.js';
-import { eventJson } from '../protocol/event-json.js';
+import { parseCaps, parseEdgeJson } from './json-in.js';
+import { sendJsonCooperative } from './json-out.js';
 import type { Guard } from './guard.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
@@ -190,8 +196,9 @@ export class HttpTransport {
       const id = decodeId(live[1]!, 'response_id');
       if (live[2] === 'cancel') return sendJson(res, 200, await this.host.live.cancel(id, owner));
       checkJsonContentType(req);
-      const body = await this.holding((hold) => readBody(req, this.host.limits.maxFrameBytes, hold));
-      await this.host.live.append(id, owner, parseAppendBody(parseJsonText(body, 'body', this.host.limits.maxJsonDepth)));
+      const limits = this.host.limits;
+      const body = await this.holding((hold) => readBody(req, limits.maxFrameBytes, hold));
+      await this.host.live.append(id, owner, parseAppendBody(await parseEdgeJson(body, 'body', limits), parseCaps(limits)));
       return sendJson(res, 202, {});
     }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
@@ -201,7 +208,8 @@ export class HttpTransport {
       if (method === 'GET') {
         const stored = this.host.storedResponse(id, owner);
         if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
-        return sendJson(res, 200, stored);
+        // A stored response echoes its request (16 MiB of instructions or tools): written in slices.
+        return sendJsonCooperative(res, 200, stored);
       }
       if (method === 'DELETE') {
         if (!this.host.deleteStoredResponse(id, owner)) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
@@ -234,9 +242,10 @@ export class HttpTransport {
 
   /** `POST /v1/responses/compact` (modes/compact.ts): JSON in, the compacted window out. */
   private async compact(req: IncomingMessage, res: ServerResponse, owner: string | null, hold: Hold): Promise<void> {
-    const body = await readBody(req, this.host.limits.maxFrameBytes, hold);
-    const json = parseJsonText(body, 'body', this.host.limits.maxJsonDepth);
-    sendJson(res, 200, await this.host.compact(parseCompactBody(json), owner));
+    const limits = this.host.limits;
+    const body = await readBody(req, limits.maxFrameBytes, hold);
+    const json = await parseEdgeJson(body, 'body', limits);
+    await sendJsonCooperative(res, 200, await this.host.compact(parseCompactBody(json, parseCaps(limits)), owner));
   }
 
   /**
@@ -248,22 +257,22 @@ export class HttpTransport {
   private async create(req: IncomingMessage, res: ServerResponse, info: SessionInfo, protocol: 'http' | 'long-lived-http', hold: Hold): Promise<void> {
     const limits = this.host.limits;
     const body = await readBody(req, limits.maxFrameBytes, hold);
-    const params = withTimingOptIn(parseCreateBody(parseJsonText(body, 'body', limits.maxJsonDepth)), timingHeader(req));
+    const params = withTimingOptIn(parseCreateBody(await parseEdgeJson(body, 'body', limits), parseCaps(limits)), timingHeader(req));
     const log = this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol });
     await new Promise<void>((resolve, reject) => {
-      let dropped: { buffered: number; response_id: string | null } | null = null;
+      let dropped: { buffered: number; limit: number; response_id: string | null } | null = null;
       const transport = params.stream
-        ? sseTransport(res, limits.maxSendBufferBytes, (buffered, id) => (dropped = { buffered, response_id: id }))
+        ? sseTransport(res, limits.maxSendBufferBytes, (buffered, limit, id) => (dropped = { buffered, limit, response_id: id }))
         : jsonTransport(res);
       transport.ended = (response) => {
-        transport.end(response);
-        resolve();
+        // A large answer is written in slices (transport/json-out.ts): the request is done once it is handed over.
+        transport.end(response).then(resolve, reject);
       };
       transport.refuse = reject;
       const session = this.sessions.openSession(protocol, transport, info, log);
       const closed = () => {
         if (dropped !== null) {
-          log.info({ code: 'send_buffer_full', ...dropped, limit: limits.maxSendBufferBytes }, 'SSE reader left too much unsent; dropped it');
+          log.info({ code: 'send_buffer_full', ...dropped }, 'SSE reader left too much unsent; dropped it');
         }
         // A one-shot session ends with its request: the run in flight, if any, ends as a disconnect does.
         void session.close(dropped !== null ? 'send_buffer_full' : 'client_disconnected');
@@ -287,18 +296,23 @@ export class HttpTransport {
   }
 }
 
-/** A one-shot transport with how it writes the final answer. */
-type ExchangeTransport = Transport & { end(response: Response): void };
+/** A one-shot transport with how it writes the final answer (resolves once it is handed to the socket). */
+type ExchangeTransport = Transport & { end(response: Response): Promise<void> };
 
 /**
  * The SSE stream of a create on `res`: the headers go out when its
  * response starts (errors before that are HTTP statuses), each event is one
  * frame, `data: [DONE]` ends it. `dropped` is told what a reader that did
- * not read left unsent when it was dropped, and the response's id.
+ * not read left unsent when it was dropped, the limit it passed, and the
+ * response's id.
  */
-function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: number, responseId: string | null) => void): ExchangeTransport {
+function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: number, limit: number, responseId: string | null) => void): ExchangeTransport {
   let congested = false;
   let responseId: string | null = null;
+  // The largest frame of this stream: lifecycle events echo the request (tools, instructions), so
+  // two of them can exceed the limit by themselves; as on a WebSocket (transport/ws.ts), the limit
+  // is raised by twice that, so a client that reads gets a request it was allowed to send.
+  let largestFrame = 0;
   // One socket write per event-loop turn (transport/batch.ts): the socket itself, whose corks
   // balance whatever becomes of the response (a response detaches from its socket when it ends).
   let batch: () => void = () => {};
@@ -317,13 +331,20 @@ function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: nu
       // queue in memory only while the unsent bytes stay under the limit
       // (the same one as a WebSocket's send buffer). A reader that does not
       // read past it is dropped, and its run ends as a disconnect.
-      if (congested && res.writableLength > limit) {
-        dropped(res.writableLength, responseId);
+      const allowed = limit + 2 * largestFrame;
+      if (congested && res.writableLength > allowed) {
+        dropped(res.writableLength, allowed, responseId);
         res.destroy();
         return;
       }
+      const pieces = sseFrame(e);
+      const size = piecesLength(pieces);
+      if (size > largestFrame) largestFrame = size;
       batch();
-      if (!res.write(sseFrame(e))) congested = true;
+      // A large echo goes as its shared bytes (protocol/event-json.ts), in the same corked write.
+      let ok = true;
+      for (const p of pieces) ok = res.write(p);
+      if (!ok) congested = true;
     },
     // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
     drop() {
@@ -332,20 +353,21 @@ function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: nu
     },
     end() {
       if (!res.destroyed && !res.writableEnded) res.end('data: [DONE]\n\n');
+      return Promise.resolve();
     },
   };
 }
 
-/** A create without `stream`: the final Response as JSON (500 when the server failed it). */
+/** A create without `stream`: the final Response as JSON (500 when the server failed it), written in slices when large. */
 function jsonTransport(res: ServerResponse): ExchangeTransport {
   return {
     send() {},
     // Chaos knobs' injected disconnect: no answer, the connection is closed.
     drop: () => res.destroy(),
-    end(response) {
+    async end(response) {
       if (res.destroyed) return;
       const fault = response.status === 'failed' && (response.error?.code === 'server_error' || response.error?.code === 'injected_fault');
-      sendJson(res, fault ? 500 : 200, response);
+      await sendJsonCooperative(res, fault ? 500 : 200, response);
     },
   };
 }
@@ -372,13 +394,20 @@ export function timingHeader(req: IncomingMessage): boolean {
   return req.headers['x-llr-timing'] === '1';
 }
 
-/** One SSE frame; JSON.stringify never emits a raw CR/LF, so the framing holds. */
-export function sseFrame(e: ServerEvent): string {
+/**
+ * One SSE frame as pieces to write in order (`eventPieces`: one string, or a
+ * large instructions or tools echo as shared bytes); JSON.stringify never emits a raw
+ * CR/LF, so the framing holds.
+ */
+function sseFrame(e: ServerEvent): EventPieces {
   const data =
     e.type === 'error'
       ? { type: 'error', code: e.error.code, message: e.error.message, param: e.error.param, sequence_number: e.sequence_number }
       : e;
-  return `event: ${e.type}\ndata: ${data === e ? eventJson(e) : JSON.stringify(data)}\n\n`;
+  const p = eventPieces(data);
+  const head = `event: ${e.type}\ndata: `;
+  // The frame's end as a piece of its own when the event has shared bytes: the same corked write either way.
+  return p.length === 1 ? [`${head}${p[0]}\n\n`] : [`${head}${p[0]}`, ...p.slice(1), '\n\n'];
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

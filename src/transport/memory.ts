@@ -19,6 +19,7 @@ import type { ServerEvent } from '../protocol/events.js';
 import type { Response } from '../protocol/objects.js';
 import type { Protocol } from '../protocol/designs.js';
 import { parseClientFrame } from '../protocol/parse.js';
+import { eventJson } from '../protocol/event-json.js';
 import type { Logger } from 'pino';
 import type { SessionSet } from '../modes/host.js';
 import type { ConnectionSession } from '../modes/session.js';
@@ -53,7 +54,7 @@ export class MemoryClient {
 
   constructor(opts: MemoryPairOptions = {}) {
     const transport: Transport = {
-      send: (e) => this.receive({ kind: 'event', event: JSON.parse(JSON.stringify(e)) as ServerEvent }),
+      send: (e) => this.receive({ kind: 'event', event: JSON.parse(eventJson(e)) as ServerEvent }),
       drop: () => this.receive({ kind: 'dropped' }),
     };
     if (opts.oneShot) {

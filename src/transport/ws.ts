@@ -15,6 +15,11 @@
  * create or append frame past the server-wide byte budget (the share the
  * session host gives the connection) gets an `error` event `server_busy`
  * and is not handled. The socket stays open after any error event.
+ * Frames over the JSON shape limits or parse caps (transport/json-in.ts)
+ * get an error event; a frame over 1 MiB is parsed in slices, and frames
+ * arriving meanwhile wait behind it in order (up to `maxQueuedBytes`, past
+ * it `queue_full`). A large instructions or tools echo goes out as shared
+ * bytes in fragments of one message (protocol/event-json.ts).
  *
  * The upgrade is refused with an HTTP answer and a JSON error body (wrong
  * path, Host/Origin guard, connection cap 503, bad protocol, 401, 426); the
@@ -27,11 +32,12 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WireError, toWireError } from '../protocol/errors.js';
-import { parseClientFrame, withTimingOptIn } from '../protocol/parse.js';
+import { COOPERATIVE_PARSE_CHARS, parseClientEvent, withTimingOptIn } from '../protocol/parse.js';
+import { parseCaps, parseEdgeJson, parseEdgeJsonNow } from './json-in.js';
 import { timingHeader } from './http.js';
 import { newId } from '../protocol/objects.js';
 import type { ServerEvent } from '../protocol/events.js';
-import { eventJson } from '../protocol/event-json.js';
+import { eventPieces, piecesLength } from '../protocol/event-json.js';
 import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { SessionInfo, Transport } from '../modes/transport.js';
@@ -150,10 +156,14 @@ export class WsTransport {
           ws.terminate();
           return;
         }
-        const text = eventJson(e);
-        if (text.length > largestEvent) largestEvent = text.length;
+        const pieces = eventPieces(e);
+        const size = piecesLength(pieces);
+        if (size > largestEvent) largestEvent = size;
         batch(); // one socket write per event-loop turn (transport/batch.ts)
-        ws.send(text, roomCheck);
+        // A large instructions or tools echo arrives as its shared UTF-8 bytes (protocol/event-json.ts): one copy, no re-encoding,
+        // sent as fragments of one text message (copying 16 MiB into one buffer costs 0.1–0.4 s where fresh memory is slow).
+        if (pieces.length === 1) ws.send(pieces[0], roomCheck);
+        else pieces.forEach((p, i) => ws.send(p, { binary: false, fin: i === pieces.length - 1 }, i === pieces.length - 1 ? roomCheck : undefined));
       },
       // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).
       drop: () => ws.close(1011, 'injected disconnect'),
@@ -177,19 +187,62 @@ export class WsTransport {
     );
     // This connection's share of the server-wide byte budget (modes/server-bytes.ts): past it a frame gets `server_busy`.
     const held = host.connectionBytes(session);
-    ws.on('message', (data, isBinary) => {
-      if (isBinary) return session.error(new WireError('binary_frame'));
+    // A frame over COOPERATIVE_PARSE_CHARS is parsed in slices (transport/json-in.ts); frames that
+    // arrive meanwhile wait behind it, in order, up to `maxQueuedBytes` (past it: `queue_full`).
+    const { limits } = host;
+    let parsing: Promise<void> | null = null;
+    let waitingBytes = 0;
+    const deliver = (value: unknown, bytes: number) => {
+      const event = parseClientEvent(value, parseCaps(limits));
+      const charged = event.type === 'response.create' || event.type === 'response.append';
+      if (charged) held.frame(bytes, event.type === 'response.create');
+      session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event, bytes);
+      if (charged) held.watch();
+    };
+    const onFrame = (data: WebSocket.RawData, isBinary: boolean): Promise<void> | undefined => {
+      if (isBinary) {
+        session.error(new WireError('binary_frame'));
+        return undefined;
+      }
+      // The ws library hands each message over in a buffer of its own: no copy needed (16 MiB copies are slow).
+      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+      if (buf.length > COOPERATIVE_PARSE_CHARS) {
+        // Either step may throw a WireError (bad JSON, a cap): it becomes an `error` event, never a rejection.
+        return parseEdgeJson(buf, 'frame', limits)
+          .then((value) => deliver(value, buf.length))
+          .catch((err: unknown) => session.error(toWireError(err)));
+      }
       try {
-        // The ws library hands over a Buffer for text frames (its default binaryType): no copy of a frame of up to 16 MiB.
-        const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-        const event = parseClientFrame(buf.toString('utf8'), host.limits.maxJsonDepth);
-        const charged = event.type === 'response.create' || event.type === 'response.append';
-        if (charged) held.frame(buf.length, event.type === 'response.create');
-        session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event, buf.length);
-        if (charged) held.watch();
+        deliver(parseEdgeJsonNow(buf.toString('utf8'), 'frame', limits), buf.length);
       } catch (err) {
         session.error(toWireError(err));
       }
+      return undefined;
+    };
+    const track = (p: Promise<void>) => {
+      parsing = p;
+      void p.finally(() => {
+        if (parsing === p) parsing = null;
+      });
+    };
+    ws.on('message', (data, isBinary) => {
+      if (parsing === null) {
+        const p = onFrame(data, isBinary);
+        if (p) track(p);
+        return;
+      }
+      const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
+      if (waitingBytes + bytes > limits.maxQueuedBytes) {
+        session.error(new WireError('queue_full', `Frames waiting behind a large frame being parsed would exceed ${limits.maxQueuedBytes} bytes.`));
+        return;
+      }
+      waitingBytes += bytes;
+      track(
+        parsing.then(() => {
+          waitingBytes -= bytes;
+          return onFrame(data, isBinary);
+        }),
+      );
     });
     const endOfLife = () => {
       // The client first gets the documented error, then the run in flight

@@ -33,7 +33,7 @@ import { wsModePolicy } from '../../src/modes/ws.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
 import type { InputItem } from '../../src/protocol/objects.js';
-import { parseCreateBody } from '../../src/protocol/parse.js';
+import { DEFAULT_PARSE_CAPS, parseCreateBody } from '../../src/protocol/parse.js';
 import type { LlrServer } from '../../src/server.js';
 
 const STALL_LIMIT_MS = 250;
@@ -137,7 +137,9 @@ describe('the event loop stays responsive under large inputs', () => {
     // 1 MB message froze the loop for ~45 s (attack report, issue 7).
     const { server } = await testServer();
     const many = Array.from({ length: 3000 }, (_, i) => ({ type: 'function', name: `tool_${i}`, description: `Tool number ${i}.`, parameters: { type: 'object' } }));
-    const params = parseCreateBody({ model: 'sim-model', input: 'Please use tool_2999 on this: ' + prose(1_000_000), tools: many, store: false });
+    // Past the default 128-tool cap (`--max-tools`): this checks the matcher itself, as a server configured for more would run it.
+    const caps = { ...DEFAULT_PARSE_CAPS, maxTools: 3000 };
+    const params = parseCreateBody({ model: 'sim-model', input: 'Please use tool_2999 on this: ' + prose(1_000_000), tools: many, store: false }, caps);
     const work = (async () => run(server, await httpPlan(params, server.services, new RunMetrics(), null)).done)();
     const { result, stalls } = await watchLoop(work);
     expect(result.status).toBe('completed');

@@ -4,10 +4,13 @@
  * it before (a plain object in wire order): over many random strings with
  * unicode, lone surrogates, control characters and escapes, for both delta
  * kinds; and a segment's whole stream must serialise the same both ways.
+ * A large instructions or tools echo is serialised once per Response and
+ * sent as the same shared bytes by every event that carries it, the pieces
+ * joined still exactly `JSON.stringify(event)`.
  */
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../src/model/rng.js';
-import { ArgsDelta, DeltaHead, TextDelta, eventJson } from '../../src/protocol/event-json.js';
+import { ArgsDelta, DeltaHead, TextDelta, eventJson, eventPieces, piecesLength } from '../../src/protocol/event-json.js';
 import type { ServerEvent, UnnumberedEvent } from '../../src/protocol/events.js';
 import { Segment } from '../../src/engine/segment.js';
 
@@ -87,5 +90,60 @@ describe('pre-serialised delta events', () => {
       }
     });
     expect(deltas).toBe(250);
+  });
+});
+
+describe('the tools echo of lifecycle events', () => {
+  const tools = Array.from({ length: 128 }, (_, i) => ({ type: 'function', name: `t${i}`, description: 'd"\u2028é😀'.repeat(200), parameters: { type: 'object' } }));
+  const response = { id: 'resp_1', instructions: 'hi "there"', tools, output: [], status: 'in_progress' };
+
+  it('is JSON.stringify of the event, the large echo as bytes shared by every event of the response', () => {
+    const shared: Buffer[] = [];
+    for (const type of ['response.created', 'response.in_progress', 'response.completed']) {
+      const e = { type, sequence_number: 1, response: { ...response, status: type.slice(9) } };
+      expect(eventJson(e)).toBe(JSON.stringify(e));
+      const pieces = eventPieces(e);
+      expect(pieces).toHaveLength(3);
+      const middle = pieces[1];
+      expect(Buffer.isBuffer(middle)).toBe(true);
+      if (Buffer.isBuffer(middle)) shared.push(middle);
+      const bytes = Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+      expect(bytes.equals(Buffer.from(JSON.stringify(e)))).toBe(true);
+      expect(piecesLength(pieces)).toBe(pieces.reduce((n, p) => n + p.length, 0));
+    }
+    expect(shared[1]).toBe(shared[0]);
+    expect(shared[2]).toBe(shared[0]);
+  });
+
+  it('a long instructions echo, with or without tools, is shared bytes too, spliced where it stands', () => {
+    const long = 'instr "\ud83d\ude00"\n'.repeat(10_000);
+    for (const t of [tools, []]) {
+      const both = { type: 'response.created', sequence_number: 0, response: { ...response, tools: t, instructions: long } };
+      const done = { ...both, type: 'response.completed' };
+      expect(eventJson(both)).toBe(JSON.stringify(both));
+      expect(eventJson(done)).toBe(JSON.stringify(done));
+      const [a, b] = [eventPieces(both), eventPieces(done)];
+      expect(a).toHaveLength(t.length > 0 ? 5 : 3);
+      expect(b[1]).toBe(a[1]);
+    }
+  });
+
+  it('a tools array shared by two responses with different instructions gets each its own echo', () => {
+    const shared: unknown[] = [];
+    const one = { type: 'response.created', response: { id: 'resp_a', instructions: 'a'.repeat(70_000), tools: shared } };
+    const two = { type: 'response.created', response: { id: 'resp_b', instructions: 'b'.repeat(70_000), tools: shared } };
+    expect(eventJson(one)).toBe(JSON.stringify(one));
+    expect(eventJson(two)).toBe(JSON.stringify(two));
+    expect(eventJson(one)).toBe(JSON.stringify(one));
+  });
+
+  it('keeps small echoes, events without a response and deltas in one string', () => {
+    const small = { type: 'response.created', response: { ...response, tools: tools.slice(0, 1) } };
+    expect(eventPieces(small)).toEqual([JSON.stringify(small)]);
+    const none = { type: 'response.output_text.delta', delta: 'x' };
+    expect(eventPieces(none)).toEqual([JSON.stringify(none)]);
+    const d = new TextDelta(new DeltaHead('response.output_text.delta', 'msg_1', 0, 0), 'x');
+    d.sequence_number = 3;
+    expect(eventPieces(d)).toEqual([JSON.stringify(d)]);
   });
 });

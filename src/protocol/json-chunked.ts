@@ -1,0 +1,257 @@
+/**
+ * Parsing a large JSON text (an HTTP body or a WebSocket frame up to the
+ * 16 MiB default limit) in slices, so the event loop is never held for the
+ * whole of it: `JSON.parse` of 16 MiB of small objects runs 0.1–0.4 s in one
+ * turn, and over 3 s when one object has a million keys.
+ *
+ * How: a container whose text spans more than `chunkChars` is not handed to
+ * `JSON.parse` whole. Its members are found with a lexical scan (strings
+ * skipped with `indexOf`, brackets counted) and parsed natively in batches of
+ * at most `chunkChars` (`[m1,m2,…]`, `{k1:v1,…}`); a member that is itself
+ * larger is walked the same way. The work is a generator that yields after
+ * every batch, run by the transport with `runCooperative` (model/
+ * cooperative.ts), which gives the loop a turn every few ms. The result is
+ * the value `JSON.parse` would give (same key order, later duplicate keys
+ * win, `__proto__` an own property); the scan also enforces the nesting
+ * limit, naming the top-level key like `checkJsonDepth`.
+ *
+ * Used by `parseJsonTextAsync` (protocol/parse.ts) for texts above
+ * `COOPERATIVE_PARSE_CHARS`; smaller ones keep the one-turn `JSON.parse`.
+ * Leaves out worker threads: the parsed value would have to be copied back
+ * with the structured clone, which costs the main thread about what parsing
+ * does.
+ */
+import { WireError } from './errors.js';
+
+/** Generator-shaped work, as model/cooperative.ts runs it (protocol/ cannot import model/). */
+export type ParseWork<T> = Generator<void, T, void>;
+
+/** Largest slice handed to `JSON.parse` at once (~0.2–1 ms of work). */
+export const PARSE_CHUNK_CHARS = 64 * 1024;
+
+type Container = unknown[] | Record<string, unknown>;
+
+class ChunkedParser {
+  private topKey: string | null = null;
+
+  constructor(
+    private readonly s: string,
+    private readonly maxDepth: number,
+    private readonly chunk: number,
+  ) {}
+
+  *run(): ParseWork<unknown> {
+    let i = this.ws(0);
+    const { value, end } = yield* this.value(i, 0);
+    i = this.ws(end);
+    if (i !== this.s.length) this.fail(i, 'unexpected text after the JSON value');
+    return value;
+  }
+
+  private fail(at: number, what: string): never {
+    throw new SyntaxError(`${what} at position ${at}`);
+  }
+
+  private ws(i: number): number {
+    const s = this.s;
+    for (let c = s.charCodeAt(i); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = s.charCodeAt(++i));
+    return i;
+  }
+
+  /** End (exclusive) of the string starting at `i` (a quote). */
+  private stringEnd(i: number): number {
+    const s = this.s;
+    let j = i;
+    for (;;) {
+      j = s.indexOf('"', j + 1);
+      if (j < 0) this.fail(i, 'unterminated string');
+      let k = j - 1;
+      while (s.charCodeAt(k) === 0x5c) k--;
+      if ((j - 1 - k) % 2 === 0) return j + 1;
+    }
+  }
+
+  /**
+   * End of the value starting at `i` if it ends within `limit` characters,
+   * else -1; checks that its nesting fits under `depth`. A string or scalar
+   * always gets its end (they cannot be split).
+   */
+  private valueEnd(i: number, depth: number, limit: number): number {
+    const s = this.s;
+    const c = s.charCodeAt(i);
+    if (c === 0x22) return this.stringEnd(i);
+    if (c !== 0x7b && c !== 0x5b) {
+      let j = i;
+      for (let d = s.charCodeAt(j); j < s.length && d !== 0x2c && d !== 0x5d && d !== 0x7d && d !== 0x20 && d !== 0x0a && d !== 0x0d && d !== 0x09; d = s.charCodeAt(++j));
+      if (j === i) this.fail(i, 'expected a value');
+      return j;
+    }
+    let level = 0;
+    const stop = Math.min(s.length, i + limit);
+    for (let j = i; j < stop; j++) {
+      const d = s.charCodeAt(j);
+      if (d === 0x22) {
+        j = this.stringEnd(j) - 1;
+      } else if (d === 0x7b || d === 0x5b) {
+        if (depth + ++level > this.maxDepth) this.tooDeep();
+      } else if (d === 0x7d || d === 0x5d) {
+        if (--level === 0) return j + 1;
+      }
+    }
+    return -1;
+  }
+
+  private tooDeep(): never {
+    const param = this.topKey?.slice(0, 100) ?? null;
+    throw new WireError('json_too_deep', `The JSON nests deeper than ${this.maxDepth} levels${param ? ` (in '${param}')` : ''}; this server accepts at most ${this.maxDepth}.`, param);
+  }
+
+  private native(from: number, to: number, wrap: '' | '[]' | '{}'): unknown {
+    const text = this.s.slice(from, to);
+    try {
+      return JSON.parse(wrap === '' ? text : `${wrap[0]}${text}${wrap[1]}`);
+    } catch (err) {
+      this.fail(from, (err as Error).message);
+    }
+  }
+
+  /** The value at `i` (no leading whitespace) at nesting `depth` (containers around it). */
+  private *value(i: number, depth: number): ParseWork<{ value: unknown; end: number }> {
+    const end = this.valueEnd(i, depth, this.chunk);
+    if (end >= 0) return { value: this.native(i, end, ''), end };
+    // A container too large for one slice: its members, in batches.
+    const isArray = this.s.charCodeAt(i) === 0x5b;
+    if (depth + 1 > this.maxDepth) this.tooDeep();
+    const out: Container = isArray ? [] : {};
+    const close = isArray ? 0x5d : 0x7d;
+    let p = this.ws(i + 1);
+    if (this.s.charCodeAt(p) === close) return { value: out, end: p + 1 };
+    let batchStart = -1;
+    let batchEnd = -1;
+    const flush = () => {
+      if (batchStart < 0) return;
+      const part = this.native(batchStart, batchEnd, isArray ? '[]' : '{}');
+      if (isArray) for (const v of part as unknown[]) (out as unknown[]).push(v);
+      else for (const k of Object.keys(part as object)) setKey(out as Record<string, unknown>, k, (part as Record<string, unknown>)[k]);
+      batchStart = -1;
+    };
+    for (;;) {
+      // One member: `value`, or `"key": value`.
+      const memberStart = p;
+      let key: string | null = null;
+      let v = p;
+      if (!isArray) {
+        if (this.s.charCodeAt(p) !== 0x22) this.fail(p, 'expected a property name');
+        const keyEnd = this.stringEnd(p);
+        if (depth === 0) this.topKey = this.s.slice(p + 1, keyEnd - 1);
+        key = this.native(p, keyEnd, '') as string;
+        v = this.ws(keyEnd);
+        if (this.s.charCodeAt(v) !== 0x3a) this.fail(v, "expected ':'");
+        v = this.ws(v + 1);
+      }
+      const room = batchStart < 0 ? this.chunk : this.chunk - (p - batchStart);
+      let end = this.valueEnd(v, depth + 1, Math.max(room, 1));
+      if (end >= 0 && end - memberStart <= this.chunk) {
+        if (batchStart < 0) batchStart = memberStart;
+        batchEnd = end;
+      } else {
+        flush();
+        yield;
+        const member = yield* this.value(v, depth + 1);
+        end = member.end;
+        if (isArray) (out as unknown[]).push(member.value);
+        else setKey(out as Record<string, unknown>, key!, member.value);
+      }
+      p = this.ws(end);
+      const d = this.s.charCodeAt(p);
+      if (d === close) {
+        flush();
+        return { value: out, end: p + 1 };
+      }
+      if (d !== 0x2c) this.fail(p, `expected ',' or '${isArray ? ']' : '}'}'`);
+      p = this.ws(p + 1);
+      if (batchStart >= 0 && p - batchStart > this.chunk) {
+        flush();
+        yield;
+      }
+    }
+  }
+}
+
+/** `JSON.parse`'s assignment: `__proto__` becomes an own property, not the prototype. */
+function setKey(o: Record<string, unknown>, k: string, v: unknown): void {
+  if (k === '__proto__') Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+  else o[k] = v;
+}
+
+/**
+ * Parse `text` in slices (see the header). Throws `SyntaxError` for invalid
+ * JSON (the caller reports `invalid_json`) and `json_too_deep` past
+ * `maxDepth` nested arrays/objects.
+ */
+export function parseJsonWork(text: string, maxDepth: number, chunkChars = PARSE_CHUNK_CHARS): ParseWork<unknown> {
+  return new ChunkedParser(text, maxDepth, chunkChars).run();
+}
+
+/**
+ * The other direction: the pieces of `JSON.stringify(value)` (joined, they
+ * are its text), leaves stringified natively, yielding between members, for
+ * answers and sealed compactions of up to 16 MiB. Exact for the JSON-shaped
+ * values the server handles (plain objects, arrays, strings, numbers,
+ * booleans, null; `undefined` members left out); leaves out `toJSON` and
+ * replacers, which none of them has.
+ */
+/** Members stringified between yields (each yield is only taken once the loop budget is spent). */
+const MEMBERS_PER_YIELD = 256;
+/** Strings longer than this are escaped in slices of this size. */
+const STRING_SLICE_CHARS = 1024 * 1024;
+
+/** The pieces of `JSON.stringify(value)` (joined, they are the text). */
+export function* stringifyWork(value: unknown): ParseWork<string[]> {
+  const out: string[] = [];
+  let members = 0;
+  function* walk(v: unknown, inArray: boolean): ParseWork<void> {
+    if (typeof v === 'string' && v.length > STRING_SLICE_CHARS) {
+      // A long string in slices (never between a surrogate pair's halves, which JSON.stringify
+      // would escape one by one): no second string of its size is built in one turn.
+      out.push('"');
+      for (let at = 0; at < v.length; ) {
+        let end = Math.min(v.length, at + STRING_SLICE_CHARS);
+        const last = v.charCodeAt(end - 1);
+        if (end < v.length && last >= 0xd800 && last <= 0xdbff) end--;
+        out.push(JSON.stringify(v.slice(at, end)).slice(1, -1));
+        at = end;
+        yield;
+      }
+      out.push('"');
+      return;
+    }
+    if (typeof v !== 'object' || v === null) {
+      const s = JSON.stringify(v);
+      out.push(s === undefined ? (inArray ? 'null' : '') : s);
+      return;
+    }
+    if (++members % MEMBERS_PER_YIELD === 0) yield;
+    if (Array.isArray(v)) {
+      out.push('[');
+      for (let i = 0; i < v.length; i++) {
+        if (i > 0) out.push(',');
+        yield* walk(v[i], true);
+      }
+      out.push(']');
+      return;
+    }
+    out.push('{');
+    let first = true;
+    for (const k of Object.keys(v)) {
+      const x = (v as Record<string, unknown>)[k];
+      if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue;
+      out.push(first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`);
+      first = false;
+      yield* walk(x, false);
+    }
+    out.push('}');
+  }
+  yield* walk(value, true);
+  return out;
+}

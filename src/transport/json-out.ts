@@ -1,0 +1,73 @@
+/**
+ * JSON out at the edge, in slices: a Response object echoes what the request
+ * carried (16 MiB of instructions, 128 tools with their schemas), and
+ * `JSON.stringify` of it plus writing it to the socket held the event loop
+ * 0.3–0.9 s in one turn on a loaded machine. `stringifyWork` walks the value
+ * and stringifies its leaves natively, yielding between members;
+ * `sendJsonCooperative` computes the length, sends the head, then writes the
+ * text in 256 KiB pieces, giving the loop a turn between them
+ * (`runCooperative`). Small bodies (the common case) are still written in
+ * one go. `stringifyWork` lives in protocol/json-chunked.ts.
+ */
+import type { ServerResponse } from 'node:http';
+import { runCooperative, type Work } from '../model/cooperative.js';
+import { stringifyWork } from '../protocol/json-chunked.js';
+
+export { stringifyWork };
+
+/** Bytes handed to the socket per write. */
+const WRITE_PIECE_CHARS = 256 * 1024;
+
+/** Bodies with fewer parts than this and under one write piece go out in one write. */
+const SMALL_BODY_MEMBERS = 2_000;
+
+/**
+ * `sendJson`, cooperative for large bodies. Resolves when the body is handed
+ * to the socket (or the client is gone).
+ */
+export async function sendJsonCooperative(res: ServerResponse, status: number, body: unknown): Promise<void> {
+  const parts = await runCooperative(stringifyWork(body));
+  if (parts.length < SMALL_BODY_MEMBERS && parts.reduce((n, p) => n + p.length, 0) < WRITE_PIECE_CHARS) {
+    const text = parts.join('');
+    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+    res.end(text);
+    return;
+  }
+  const pieces = await runCooperative(piecesWork(parts));
+  const length = pieces.reduce((n, p) => n + p.bytes, 0);
+  if (res.destroyed) return;
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': length });
+  await runCooperative(
+    (function* () {
+      for (const p of pieces) {
+        if (res.destroyed) return;
+        res.write(p.text);
+        yield;
+      }
+    })(),
+  );
+  if (!res.destroyed) res.end();
+}
+
+/** Join the parts into ~256 KiB pieces with their UTF-8 length. */
+function* piecesWork(parts: string[]): Work<Array<{ text: string; bytes: number }>> {
+  const pieces: Array<{ text: string; bytes: number }> = [];
+  let acc: string[] = [];
+  let size = 0;
+  const flush = () => {
+    const text = acc.join('');
+    pieces.push({ text, bytes: Buffer.byteLength(text) });
+    acc = [];
+    size = 0;
+  };
+  for (const p of parts) {
+    acc.push(p);
+    size += p.length;
+    if (size >= WRITE_PIECE_CHARS) {
+      flush();
+      yield;
+    }
+  }
+  if (size > 0 || pieces.length === 0) flush();
+  return pieces;
+}

@@ -1,0 +1,109 @@
+/**
+ * The sliced JSON parse (protocol/json-chunked.ts) gives exactly what
+ * `JSON.parse` gives — key order, later duplicate keys winning, `__proto__`
+ * as an own key, every scalar form — with slices small enough that every
+ * container is split; it refuses what `JSON.parse` refuses, and enforces the
+ * nesting limit while it walks. The shape check refuses an object with too
+ * many keys, naming the top-level field.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseJsonWork } from '../../src/protocol/json-chunked.js';
+import { checkJsonDepth, parseJsonTextWork } from '../../src/protocol/parse.js';
+import { WireError } from '../../src/protocol/errors.js';
+import { mulberry32 } from '../../src/model/rng.js';
+
+function run<T>(work: Generator<void, T, void>): { value: T; yields: number } {
+  let yields = 0;
+  let r = work.next();
+  while (!r.done) {
+    yields++;
+    r = work.next();
+  }
+  return { value: r.value, yields };
+}
+
+function randomValue(rng: () => number, depth: number): unknown {
+  const r = rng();
+  if (depth > 5 || r < 0.3) {
+    const k = Math.floor(rng() * 7);
+    return [null, true, false, -12.5e3, 0, `s"\\\n${Math.floor(rng() * 1e6)}\u00e9\ud83d\ude00`, 1234567890123][k];
+  }
+  const n = Math.floor(rng() * 12);
+  if (r < 0.65) return Array.from({ length: n }, () => randomValue(rng, depth + 1));
+  const o: Record<string, unknown> = {};
+  for (let i = 0; i < n; i++) o[`k${Math.floor(rng() * 8)}${i % 3 === 0 ? '\\"x' : ''}`] = randomValue(rng, depth + 1);
+  return o;
+}
+
+describe('parseJsonWork', () => {
+  it('equals JSON.parse on random documents, with every container split into slices', () => {
+    const rng = mulberry32(7);
+    for (let n = 0; n < 80; n++) {
+      const text = JSON.stringify(randomValue(rng, 0), null, n % 2 === 0 ? undefined : 1);
+      for (const chunk of [1, 7, 64]) {
+        const { value } = run(parseJsonWork(text, 64, chunk));
+        expect(value).toEqual(JSON.parse(text));
+        expect(JSON.stringify(value)).toBe(JSON.stringify(JSON.parse(text)));
+      }
+    }
+  });
+
+  it('keeps JSON.parse semantics for duplicate keys and __proto__', () => {
+    const text = '{"a":1,"__proto__":{"polluted":true},"b":[1,2,{"a":3}],"a":4}';
+    const { value } = run(parseJsonWork(text, 64, 4));
+    const native = JSON.parse(text);
+    expect(Object.keys(value as object)).toEqual(Object.keys(native));
+    expect((value as { a: number }).a).toBe(4);
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+    expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+    expect(Object.getOwnPropertyDescriptor(value, '__proto__')?.value).toEqual({ polluted: true });
+  });
+
+  it('refuses what JSON.parse refuses', () => {
+    for (const bad of ['[1,2,]', '{"a":1,}', '{"a" 1}', '[1 2]', '{a:1}', '[1,2', '[1,2]x', '{"a":tru}', '["\\x"]', '[01]', '']) {
+      expect(() => JSON.parse(bad), bad).toThrow();
+      expect(() => run(parseJsonWork(bad, 64, 2)), bad).toThrow(SyntaxError);
+    }
+  });
+
+  it('enforces the nesting limit while walking, naming the top-level key', () => {
+    // The body object is level 1, as in checkJsonDepth: 1 + 10 arrays = 11 levels.
+    const text = `{"ok":[1,2,3,4,5,6,7,8],"tools":${'['.repeat(10)}${']'.repeat(10)}}`;
+    expect(() => checkJsonDepth(text, 11)).not.toThrow();
+    expect(() => checkJsonDepth(text, 10)).toThrow(WireError);
+    expect(() => run(parseJsonWork(text, 11, 3))).not.toThrow();
+    const err = (() => {
+      try {
+        run(parseJsonWork(text, 10, 3));
+      } catch (e) {
+        return e;
+      }
+    })() as WireError;
+    expect(err).toBeInstanceOf(WireError);
+    expect(err.code).toBe('json_too_deep');
+    expect(err.param).toBe('tools');
+  });
+
+  it('yields on a large text: a 2 MB body of small items is parsed over many slices', () => {
+    const text = JSON.stringify({ model: 'm', input: Array.from({ length: 60_000 }, (_, i) => ({ role: 'user', content: `m${i}` })) });
+    expect(text.length).toBeGreaterThan(2_000_000);
+    const { value, yields } = run(parseJsonTextWork(text, 'body'));
+    expect(yields).toBeGreaterThan(20);
+    expect(value).toEqual(JSON.parse(text));
+  });
+});
+
+describe('the shape check', () => {
+  it('refuses an object with more keys than the cap, naming the top-level field', () => {
+    const meta = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`k${i}`, 'v']));
+    const text = JSON.stringify({ model: 'm', metadata: meta });
+    expect(() => checkJsonDepth(text, 64, 11)).not.toThrow();
+    try {
+      checkJsonDepth(text, 64, 10);
+      expect.unreachable();
+    } catch (e) {
+      expect((e as WireError).code).toBe('object_above_max_properties');
+      expect((e as WireError).param).toBe('metadata');
+    }
+  });
+});

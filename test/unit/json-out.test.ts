@@ -1,0 +1,58 @@
+/**
+ * The sliced serialiser (transport/json-out.ts) writes exactly what
+ * `JSON.stringify` writes for the JSON-shaped values the server answers
+ * with, including `undefined` members (left out of objects, `null` in
+ * arrays), non-finite numbers, escapes and surrogate pairs; and it yields on
+ * a large value. (The tools echo of events: test/unit/event-json.test.ts.)
+ */
+import { describe, expect, it } from 'vitest';
+import { stringifyWork } from '../../src/transport/json-out.js';
+import { mulberry32 } from '../../src/model/rng.js';
+
+function run(value: unknown): { text: string; yields: number } {
+  const work = stringifyWork(value);
+  let yields = 0;
+  let r = work.next();
+  while (!r.done) {
+    yields++;
+    r = work.next();
+  }
+  return { text: r.value.join(''), yields };
+}
+
+function randomValue(rng: () => number, depth: number): unknown {
+  const r = rng();
+  if (depth > 4 || r < 0.3) return [null, true, 0.5, -3, NaN, Infinity, undefined, 'a"b\\c\n\u2028\ud83d\ude00', ''][Math.floor(rng() * 9)];
+  const n = Math.floor(rng() * 8);
+  if (r < 0.6) return Array.from({ length: n }, () => randomValue(rng, depth + 1));
+  return Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}"\u00e9`, randomValue(rng, depth + 1)]));
+}
+
+describe('stringifyWork', () => {
+  it('equals JSON.stringify on random JSON-shaped values', () => {
+    const rng = mulberry32(3);
+    for (let i = 0; i < 500; i++) {
+      const v = randomValue(rng, 0);
+      expect(run(v).text).toBe(JSON.stringify(v) ?? 'null');
+    }
+  });
+
+  it('yields on a large value', () => {
+    const v = { tools: Array.from({ length: 5_000 }, (_, i) => ({ name: `t${i}`, parameters: { type: 'object' } })) };
+    const { text, yields } = run(v);
+    expect(text).toBe(JSON.stringify(v));
+    expect(yields).toBeGreaterThan(10);
+  });
+});
+
+describe('stringifyWork on long strings', () => {
+  it('escapes a string over 1 Mi characters in slices, surrogate pairs and escapes intact', () => {
+    for (const shift of [0, 1]) {
+      const s = `${'x'.repeat(shift)}${'\ud83d\ude00"\\\n\u2028'.repeat(500_000)}`;
+      const v = { instructions: s, lone: '\ud83d' };
+      const { text, yields } = run(v);
+      expect(text).toBe(JSON.stringify(v));
+      expect(yields).toBeGreaterThan(1);
+    }
+  });
+});

@@ -265,8 +265,13 @@ export class HttpTransport {
         ? sseTransport(res, limits.maxSendBufferBytes, (buffered, limit, id) => (dropped = { buffered, limit, response_id: id }))
         : jsonTransport(res);
       transport.ended = (response) => {
-        // A large answer is written in slices (transport/json-out.ts): the request is done once it is handed over.
-        transport.end(response).then(resolve, reject);
+        // A large answer is written in slices (transport/json-out.ts): the request is done once it is handed over,
+        // and its one-shot session ends with it, though a reader that is not reading keeps the socket (and its
+        // unsent bytes, bounded by the send limit) until it reads or leaves: a create is no longer in flight.
+        transport.end(response).then(() => {
+          void session.close('completed');
+          resolve();
+        }, reject);
       };
       transport.refuse = reject;
       const session = this.sessions.openSession(protocol, transport, info, log);

@@ -264,16 +264,32 @@ export class HttpTransport {
       const transport = params.stream
         ? sseTransport(res, limits.maxSendBufferBytes, (buffered, limit, id) => (dropped = { buffered, limit, response_id: id }))
         : jsonTransport(res);
+      // A pipelined request waits for the one before it: its response has no socket yet and gets no `close` of
+      // its own when the client goes away, so the request's socket is watched too (found by an outside attack:
+      // such creates stayed counted in http_in_flight for good).
+      const socket = req.socket;
+      const onSocketClose = () => closed();
+      socket.once('close', onSocketClose);
+      const done = () => {
+        socket.off('close', onSocketClose);
+        resolve();
+      };
       transport.ended = (response) => {
         // A large answer is written in slices (transport/json-out.ts): the request is done once it is handed over,
         // and its one-shot session ends with it, though a reader that is not reading keeps the socket (and its
         // unsent bytes, bounded by the send limit) until it reads or leaves: a create is no longer in flight.
         transport.end(response).then(() => {
           void session.close('completed');
-          resolve();
-        }, reject);
+          done();
+        }, (err: unknown) => {
+          socket.off('close', onSocketClose);
+          reject(err);
+        });
       };
-      transport.refuse = reject;
+      transport.refuse = (err) => {
+        socket.off('close', onSocketClose);
+        reject(err);
+      };
       const session = this.sessions.openSession(protocol, transport, info, log);
       const closed = () => {
         if (dropped !== null) {
@@ -281,11 +297,11 @@ export class HttpTransport {
         }
         // A one-shot session ends with its request: the run in flight, if any, ends as a disconnect does.
         void session.close(dropped !== null ? 'send_buffer_full' : 'client_disconnected');
-        resolve();
+        done();
       };
       res.on('close', closed);
       // A client gone while the body was read: its `close` may have fired already.
-      if (res.destroyed || res.socket?.destroyed === true) closed();
+      if (res.destroyed || socket.destroyed) closed();
       else session.handle({ type: 'response.create', ...params }, body.length);
     });
   }

@@ -193,6 +193,8 @@ export class WsTransport {
     let parsing: Promise<void> | null = null;
     let waitingBytes = 0;
     const deliver = (value: unknown, bytes: number) => {
+      // A large frame parsed after the peer left: nobody to answer, nothing to charge or start.
+      if (ws.readyState !== ws.OPEN) return;
       const event = parseClientEvent(value, parseCaps(limits));
       const charged = event.type === 'response.create' || event.type === 'response.append';
       if (charged) held.frame(bytes, event.type === 'response.create');

@@ -91,4 +91,13 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     share.close();
     expect(bytes.held).toBe(0);
   });
+
+  it('a frame whose parse ends after the connection closed charges nothing (a large frame parsed in slices, its peer gone)', () => {
+    const { bytes, share } = open('ws', [], 1 << 20);
+    share.frame(1000, true);
+    share.close();
+    share.frame(5000, true);
+    share.watch();
+    expect(bytes.held).toBe(0);
+  });
 });

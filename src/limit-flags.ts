@@ -22,6 +22,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-queued-creates', key: 'maxQueuedCreates', help: 'creates queued behind the one in flight, per connection' },
   { flag: 'max-queued-bytes', key: 'maxQueuedBytes', help: 'bytes of those queued creates, per connection' },
   { flag: 'send-buffer-bytes', key: 'maxSendBufferBytes', help: 'unsent bytes before a non-reading WS/SSE client is dropped' },
+  { flag: 'send-stall-timeout-ms', key: 'sendStallTimeoutMs', help: 'HTTP answer left unsent this long with nothing leaving: connection dropped (0: none)' },
   { flag: 'lifetime-ms', key: 'connectionLifetimeMs', help: 'WebSocket connection lifetime' },
   { flag: 'max-connections', key: 'maxConnections', help: 'open TCP connections; past it 503 too_many_connections' },
   { flag: 'max-run-records', key: 'maxRunRecords', help: 'run records kept for GET /llr/runs' },

@@ -78,6 +78,15 @@ export interface Limits {
    * event larger than the limit still goes out when the buffer is below it.
    */
   maxSendBufferBytes: number;
+  /**
+   * Longest an HTTP answer (SSE stream or JSON body) may sit unsent to a
+   * client that reads nothing, ms (default 30 s; 0: no limit): while bytes
+   * wait to be sent and none leave for this long, the connection is dropped
+   * (a run still in flight ends as a disconnect). Bounds in time what a
+   * non-reading client keeps in memory when its whole answer arrived in one
+   * burst, before the send-buffer check (`maxSendBufferBytes`) could trip.
+   */
+  sendStallTimeoutMs: number;
   /** Bytes (JSON) of items one long-lived run or ws-mode response may hold in its context (default 32 MiB). */
   maxContextBytes: number;
   /** Items one long-lived run or ws-mode response may hold in its context (default 50,000). */
@@ -155,6 +164,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxContextBytes: 32 * 1024 * 1024,
   maxContextItems: 50_000,
   maxSendBufferBytes: 4 * 1024 * 1024,
+  sendStallTimeoutMs: 30_000,
   maxJsonDepth: 64,
   maxQueuedBytes: 32 * 1024 * 1024,
   maxConnections: 1024,

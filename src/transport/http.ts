@@ -291,6 +291,9 @@ export class HttpTransport {
         reject(err);
       };
       const session = this.sessions.openSession(protocol, transport, info, log);
+      watchStall(res, limits.sendStallTimeoutMs, (pending) =>
+        log.info({ code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs }, 'answer left unsent with nothing leaving; dropped the connection'),
+      );
       const closed = () => {
         if (dropped !== null) {
           log.info({ code: 'send_buffer_full', ...dropped }, 'SSE reader left too much unsent; dropped it');
@@ -315,6 +318,39 @@ export class HttpTransport {
   shutdown(): Promise<void> {
     return this.sessions.shutdown();
   }
+}
+
+/**
+ * A reader that reads nothing keeps its answer in memory: a JSON body, or an
+ * SSE stream whose events all came in one burst (the send-buffer check runs
+ * only when the next event is sent). While bytes wait to be sent and none
+ * leave for `ms`, the connection is dropped (`sendStallTimeoutMs`). Watches
+ * until the answer is fully handed to the kernel (`finish`) or the
+ * connection closes.
+ */
+function watchStall(res: ServerResponse, ms: number, stalled: (pending: number) => void): void {
+  if (ms <= 0) return;
+  let written = -1;
+  let since = performance.now();
+  const timer = setInterval(() => {
+    const socket = res.socket;
+    if (!socket) return;
+    const pending = res.writableLength + socket.writableLength;
+    if (pending === 0 || socket.bytesWritten !== written) {
+      written = socket.bytesWritten;
+      since = performance.now();
+      return;
+    }
+    if (performance.now() - since >= ms) {
+      clearInterval(timer);
+      stalled(pending);
+      socket.destroy();
+    }
+  }, Math.max(10, Math.min(1000, Math.floor(ms / 4))));
+  timer.unref();
+  const stop = () => clearInterval(timer);
+  res.once('finish', stop);
+  res.once('close', stop);
 }
 
 /** A one-shot transport with how it writes the final answer (resolves once it is handed to the socket). */

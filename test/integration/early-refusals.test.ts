@@ -14,12 +14,12 @@ import { testServer } from '../helpers/server.js';
 const KiB = 1024;
 const PIECE = 64 * KiB;
 
-/** A body of `n` bytes, one 64 KiB piece per timer turn. */
+/** A body of `n` bytes, one 64 KiB piece per event-loop turn (still uploading when the server answers). */
 function pacedStream(n: number): ReadableStream<Uint8Array> {
   let sent = 0;
   return new ReadableStream({
     async pull(c) {
-      await new Promise((r) => setTimeout(r, 1));
+      await new Promise((r) => setImmediate(r));
       const k = Math.min(PIECE, n - sent);
       sent += k;
       if (k <= 0) c.close();
@@ -61,8 +61,8 @@ function viaNodeHttp(url: string, method: string, path: string, headers: Record<
       if (sent >= n) return void req.end();
       const k = Math.min(PIECE, n - sent);
       sent += k;
-      req.write(Buffer.alloc(k, 97));
-      setTimeout(step, 1);
+      // The next piece once this one is handed to the socket: an upload paced by the connection, not a timer.
+      req.write(Buffer.alloc(k, 97), () => setImmediate(step));
     };
     step();
   });

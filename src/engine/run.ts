@@ -38,6 +38,9 @@ import { StreamPoints, type ChaosPoint, type RunFaults } from './faults.js';
 import type { Protocol } from '../protocol/designs.js';
 export type { Protocol };
 
+/** Why the pause watcher's sleep is aborted (a shared reason: aborting without one builds a DOMException). */
+const RUN_ENDED = new Error('run ended');
+
 /** Appends that may wait behind the one being processed on a run (then `queue_full`). */
 export const MAX_QUEUED_APPENDS = 64;
 export type EventSink = (event: ServerEvent) => void;
@@ -87,8 +90,14 @@ export class ResponseRun {
   private cachedTokens = 0;
   private outputTokens = 0;
   private lastAppendAt = 0;
-  /** Aborts the pause timeout's sleep on the injected clock. */
-  private pauseTimer: AbortController | null = null;
+  /** Pauses so far: the pause-timeout watcher ends the run only if the pause it watched is still the current one. */
+  private pauseNo = 0;
+  private pausedAt = 0;
+  /**
+   * The pause-timeout watcher's sleep on the injected clock: one per run at
+   * a time, not one per pause (see `watchPause`); aborted when the run ends.
+   */
+  private pauseWatch: AbortController | null = null;
   /** Rejected when the run is halted: ends a pause whatever the registry holds. */
   private readonly stopped = pDefer<never>();
   private inEmit = false;
@@ -431,29 +440,47 @@ export class ResponseRun {
     if (this.services.switches.lean_pause_event) this.emitting(() => this.emit({ type: 'response.done', response: leanSnapshot(this.response) }));
     else this.lifecycle('response.done');
     delete this.response.pending_tool_calls;
-    this.record();
-    // Node fires a timer longer than 2^31-1 ms at once: past that (Infinity included) the pause has no timeout.
-    const timeout = this.services.limits.pauseTimeoutMs;
-    if (timeout <= 2 ** 31 - 1) {
-      const timer = new AbortController();
-      this.pauseTimer = timer;
-      // Only the pause that set it may end the run: a sleep settles a microtask after its timer fires.
-      clock.sleep(timeout, timer.signal).then(
-        () => {
-          if (this.pauseTimer === timer) this.stop('incomplete', 'pause_timeout');
-        },
-        () => {},
-      );
-    }
+    this.pauseNo++;
+    this.pausedAt = pausedAt;
+    this.watchPause();
     try {
       // `stopped` ends the pause even if a deferred were somehow left unsettled.
       await Promise.race([waiting, this.stopped.promise]);
     } finally {
-      this.pauseTimer?.abort();
-      this.pauseTimer = null;
       this.metrics.span('paused', pausedAt, Math.max(pausedAt, this.lastAppendAt));
       if (this.state === 'paused') this.state = 'streaming';
     }
+  }
+
+  /**
+   * The pause timeout (`--pause-timeout-ms`): the run ends `incomplete` once
+   * one pause has lasted that long. One sleep watches every pause of the
+   * run: a pause that starts while the sleep of an earlier one is still
+   * running needs no timer of its own (an AbortController, a timer and an
+   * abort per pause were ~15 % of a tool step's server CPU). When the sleep
+   * ends, the pause it watched still current times the run out; a later
+   * pause is watched for what is left of its own timeout; no pause at all
+   * leaves the next pause to start a new watch. Node fires a timer longer
+   * than 2^31-1 ms at once: past that (Infinity included) there is no timeout.
+   */
+  private watchPause(): void {
+    const timeout = this.services.limits.pauseTimeoutMs;
+    if (this.pauseWatch || timeout > 2 ** 31 - 1) return;
+    const watch = new AbortController();
+    this.pauseWatch = watch;
+    const clock = this.services.clock;
+    const sleep = (pause: number, ms: number): void => {
+      clock.sleep(ms, watch.signal).then(
+        () => {
+          if (this.pauseWatch !== watch) return;
+          if (this.state !== 'paused') this.pauseWatch = null;
+          else if (this.pauseNo === pause) this.stop('incomplete', 'pause_timeout');
+          else sleep(this.pauseNo, this.pausedAt + timeout - clock.now());
+        },
+        () => {},
+      );
+    };
+    sleep(this.pauseNo, timeout);
   }
 
   /**
@@ -467,7 +494,8 @@ export class ResponseRun {
     this.state = 'ended';
     this.contain('close', () => {
       this.pauses.close(ended.reason);
-      this.pauseTimer?.abort();
+      this.pauseWatch?.abort(RUN_ENDED);
+      this.pauseWatch = null;
       this.stopped.reject(new RunClosedError(ended.reason));
     });
     this.contain('usage', () =>
@@ -572,27 +600,66 @@ export class ResponseRun {
     return this.services.clock.wallNow?.() ?? Date.now();
   }
 
+  /**
+   * The run's record for `GET /llr/runs`. While the run lives, one live
+   * record reads its status, usage, counters, totals and spans when it is
+   * read, so a pause costs nothing here (a copy per pause was quadratic over
+   * a long run and a measurable part of each tool step). At the end the
+   * record is frozen: it then holds copies and the usage, not the run.
+   */
   private record(deferred = false, postDone = !deferred && this.state === 'ended'): void {
     this.contain('record', () => {
       const r = this.response;
-      const rec: RunRecord = {
+      const m = this.metrics;
+      const ended = this.state === 'ended';
+      const base = {
         response_id: r.id,
         protocol: this.plan.protocol,
         connection: this.plan.connection,
         owner: this.plan.owner,
-        status: r.status,
+      };
+      const rest = {
         model: this.plan.route.model,
         previous_response_id: r.previous_response_id,
-        usage: r.usage,
-        counters: { ...this.metrics.counters },
-        totals: this.metrics.totals(),
-        spans: [],
-        started_at: r.created_at,
-        ended_at: this.state === 'ended' ? Math.floor(this.wallNow() / 1000) : null,
-        post_deferred: deferred,
-        post_done: postDone,
       };
-      lazySpans(rec, this.metrics.spans);
+      const rec: RunRecord = ended
+        ? {
+            ...base,
+            status: r.status,
+            ...rest,
+            usage: r.usage,
+            counters: { ...m.counters },
+            totals: m.totals(),
+            spans: [],
+            started_at: r.created_at,
+            ended_at: Math.floor(this.wallNow() / 1000),
+            post_deferred: deferred,
+            post_done: postDone,
+          }
+        : {
+            ...base,
+            get status() {
+              return r.status;
+            },
+            ...rest,
+            get usage() {
+              return r.usage;
+            },
+            get counters() {
+              return { ...m.counters };
+            },
+            get totals() {
+              return m.totals();
+            },
+            get spans() {
+              return m.spans.slice();
+            },
+            started_at: r.created_at,
+            ended_at: null,
+            post_deferred: deferred,
+            post_done: postDone,
+          };
+      if (ended) lazySpans(rec, m.spans);
       this.services.records.upsert(rec);
     });
   }

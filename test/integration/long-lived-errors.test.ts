@@ -206,6 +206,76 @@ describe('long-lived bad input', () => {
     expect(end.response.incomplete_details).toEqual({ reason: 'pause_timeout' });
   });
 
+  /** A clock whose long sleeps (the pause watch's) wait for the test to end them; `nextSleep()` resolves when one starts. */
+  function heldSleeps() {
+    const sleeps: Array<{ ms: number; end: () => void; signal: AbortSignal | undefined }> = [];
+    let started: (() => void) | null = null;
+    const clock: Clock = {
+      ...realClock,
+      sleep: (ms, signal) => {
+        if (ms < 60_000) return realClock.sleep(ms, signal);
+        return new Promise<void>((resolve, reject) => {
+          sleeps.push({ ms, end: resolve, signal });
+          signal?.addEventListener('abort', () => reject(signal.reason), { once: true });
+          const wake = started;
+          started = null;
+          wake?.();
+        });
+      },
+    };
+    const nextSleep = () => new Promise<void>((r) => (started = r));
+    return { sleeps, clock, nextSleep };
+  }
+  const callThenCall = () =>
+    scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
+      { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+      { text: 'all done' },
+    ]);
+
+  it('one pause watch spans the pauses of a run: its sleep ending in a later pause waits out the rest of that pause', async () => {
+    const HOUR = 3_600_000;
+    const { sleeps, clock, nextSleep } = heldSleeps();
+    const { url } = await testServer({ policy: callThenCall(), clock, limits: { pauseTimeoutMs: HOUR } });
+    const s = await RawSocket.longLived(url);
+    let started = nextSleep();
+    s.send(create());
+    await s.next('response.done');
+    await started;
+    expect(sleeps.map((x) => x.ms)).toEqual([HOUR]);
+    s.send({ type: 'response.append', input: [out('call_a')] });
+    await s.next('response.done');
+    // The second pause starts no timer of its own.
+    expect(sleeps).toHaveLength(1);
+    started = nextSleep();
+    sleeps[0]!.end();
+    // The first pause's timeout ending in the second pause does not time it out: the watch sleeps on for the rest.
+    await started;
+    expect(sleeps).toHaveLength(2);
+    expect(sleeps[1]!.ms).toBeGreaterThan(0);
+    expect(sleeps[1]!.ms).toBeLessThanOrEqual(HOUR);
+    sleeps[1]!.end();
+    const end = await s.next('response.incomplete');
+    expect(end.response.incomplete_details).toEqual({ reason: 'pause_timeout' });
+    expect(s.all('response.output_item.done').map((e) => e.item.type)).toEqual(['function_call', 'function_call']);
+  });
+
+  it('a run that ends aborts its pause watch: no sleep is left behind', async () => {
+    const { sleeps, clock, nextSleep } = heldSleeps();
+    const { url } = await testServer({ policy: callThenCall(), clock, limits: { pauseTimeoutMs: 3_600_000 } });
+    const s = await RawSocket.longLived(url);
+    const started = nextSleep();
+    s.send(create());
+    await s.next('response.done');
+    await started;
+    s.send({ type: 'response.append', input: [out('call_a')] });
+    await s.next('response.done');
+    s.send({ type: 'response.append', input: [out('call_b')] });
+    await s.next('response.completed');
+    expect(sleeps).toHaveLength(1);
+    expect(sleeps[0]!.signal?.aborted).toBe(true);
+  });
+
   it('paused longer than the pause timeout → incomplete', async () => {
     const { url, server } = await testServer({ policy: twoCalls(), limits: { pauseTimeoutMs: 50 } });
     const s = await RawSocket.longLived(url);

@@ -90,11 +90,17 @@ export class PrefixCache {
     return keys;
   }
 
-  /** `lookup` from precomputed keys (the first `count` of them: a `PromptKeys` array may grow later). */
+  /**
+   * `lookup` from precomputed keys (the first `count` of them: a `PromptKeys`
+   * array may grow later). Unlike `lookup` it leaves the LRU order alone: its
+   * caller (the simulated model) inserts the same keys after prefill, which
+   * marks the hits used again, so touching them here too was every block's
+   * delete and set twice per model call. A call aborted during prefill
+   * leaves its hits' recency as it was.
+   */
   lookupKeys(keys: readonly number[], count = keys.length): number {
     let n = 0;
     while (n < count && this.blocks.has(keys[n]!)) n++;
-    this.touch(keys, n);
     return n * this.blockSize;
   }
 

@@ -220,20 +220,37 @@ function summary(verb: string, noun: string, calls: readonly Call[], label: (c: 
  * JSON `{"output": "...", "metadata": {...}}`; both are unwrapped first.
  */
 export function firstLine(output: string): string {
-  let body = output;
+  let body = unwrapJsonOutput(output);
+  const marker = body.match(/^Output:\r?\n/m);
+  if (marker?.index !== undefined) body = body.slice(marker.index + marker[0].length);
+  // Line by line, not split: the summary reads one line of an output that may be megabytes.
+  let line = '';
+  for (let at = 0; at < body.length && line === ''; ) {
+    const nl = body.indexOf('\n', at);
+    const end = nl < 0 ? body.length : nl;
+    line = body.slice(at, end).trim();
+    at = end + 1;
+  }
+  if (line === '') return '(no output)';
+  return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 1)}…` : line;
+}
+
+/**
+ * The `output` of the classic shell tool's JSON, or `output` itself. Only
+ * text that can be a JSON object is parsed: a failed parse throws, and a
+ * throw per tool output cost a summary more than all the rest of it.
+ */
+function unwrapJsonOutput(output: string): string {
+  if (!/^\s*\{/.test(output)) return output;
   try {
     const parsed: unknown = JSON.parse(output);
     if (typeof parsed === 'object' && parsed !== null && typeof (parsed as { output?: unknown }).output === 'string') {
-      body = (parsed as { output: string }).output;
+      return (parsed as { output: string }).output;
     }
   } catch {
-    // Not JSON: plain text output.
+    // Not JSON after all: plain text output.
   }
-  const marker = body.match(/^Output:\r?\n/m);
-  if (marker?.index !== undefined) body = body.slice(marker.index + marker[0].length);
-  const line = body.split(/\r?\n/).find((l) => l.trim() !== '')?.trim() ?? '';
-  if (line === '') return '(no output)';
-  return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 1)}…` : line;
+  return output;
 }
 
 /**

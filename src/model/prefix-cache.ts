@@ -19,12 +19,21 @@
 import type { Work } from './cooperative.js';
 
 export const DEFAULT_BLOCK_SIZE = 64;
-/** 65,536 blocks of 64 tokens = 4M tokens, ~5 MB of keys (`llr serve --prefix-cache-blocks N`). */
+/** 65,536 blocks of 64 tokens = 4M tokens, ~8 MB of keys and LRU links (`llr serve --prefix-cache-blocks N`). */
 export const DEFAULT_MAX_ENTRIES = 65_536;
 
+/** A cached block in the LRU list (oldest at `head`, newest at `tail`). */
+interface Block {
+  readonly key: number;
+  older: Block | null;
+  newer: Block | null;
+}
+
 export class PrefixCache {
-  /** Block key → nothing; a Map is used for its insertion order (LRU order, oldest first). */
-  private readonly blocks = new Map<number, true>();
+  /** Block key → its place in the LRU list. */
+  private readonly blocks = new Map<number, Block>();
+  private head: Block | null = null;
+  private tail: Block | null = null;
 
   /**
    * @param maxEntries how many blocks (not prompts) the cache holds before
@@ -67,11 +76,7 @@ export class PrefixCache {
     const chain = new BlockChain(tokens, this.blockSize, partition);
     for (let key = chain.next(); key !== undefined; key = chain.next()) keys.push(key);
     this.touch(keys);
-    // Map iteration starts at the oldest entry: evict from there.
-    for (const key of this.blocks.keys()) {
-      if (this.blocks.size <= this.maxEntries) break;
-      this.blocks.delete(key);
-    }
+    this.evict();
   }
 
   /**
@@ -107,14 +112,21 @@ export class PrefixCache {
   insertKeys(keys: readonly number[], count = keys.length): void {
     if (this.maxEntries === 0) return;
     this.touch(keys, count);
-    for (const key of this.blocks.keys()) {
-      if (this.blocks.size <= this.maxEntries) break;
-      this.blocks.delete(key);
-    }
+    this.evict();
   }
 
   clear(): void {
     this.blocks.clear();
+    this.head = this.tail = null;
+  }
+
+  /** Drop the least recently used blocks until the cache fits. */
+  private evict(): void {
+    while (this.blocks.size > this.maxEntries && this.head) {
+      const oldest = this.head;
+      this.unlink(oldest);
+      this.blocks.delete(oldest.key);
+    }
   }
 
   /**
@@ -124,11 +136,51 @@ export class PrefixCache {
    * space (vLLM frees blocks tail-first for the same reason).
    */
   private touch(keys: readonly number[], count = keys.length): void {
-    for (let i = count - 1; i >= 0; i--) {
-      const key = keys[i]!;
-      this.blocks.delete(key);
-      this.blocks.set(key, true);
+    // The chain's root belongs at the tail, its next block just before it, and
+    // so on. A growing prompt touched again finds its earlier blocks already
+    // there (nothing else was used since, the usual case): they are only
+    // checked, and the new blocks are linked in behind them. The resulting
+    // order is the one deleting and re-adding every block gave.
+    let i = 0;
+    let place = this.tail;
+    while (i < count && place !== null && place.key === keys[i]) {
+      place = place.older;
+      i++;
     }
+    // `newer` is where the next block goes: just older than the last one placed.
+    let newer = i === 0 ? null : this.blocks.get(keys[i - 1]!)!;
+    for (; i < count; i++) {
+      const key = keys[i]!;
+      let block = this.blocks.get(key);
+      if (block === undefined) {
+        block = { key, older: null, newer: null };
+        this.blocks.set(key, block);
+      } else if (block === (newer === null ? this.tail : newer.older)) {
+        newer = block;
+        continue;
+      } else this.unlink(block);
+      this.linkOlderThan(block, newer);
+      newer = block;
+    }
+  }
+
+  private unlink(b: Block): void {
+    if (b.older) b.older.newer = b.newer;
+    else this.head = b.newer;
+    if (b.newer) b.newer.older = b.older;
+    else this.tail = b.older;
+    b.older = b.newer = null;
+  }
+
+  /** Link `b` just older than `newer` (null: as the newest block). */
+  private linkOlderThan(b: Block, newer: Block | null): void {
+    const older = newer === null ? this.tail : newer.older;
+    b.newer = newer;
+    b.older = older;
+    if (older) older.newer = b;
+    else this.head = b;
+    if (newer) newer.older = b;
+    else this.tail = b;
   }
 }
 

@@ -119,6 +119,47 @@ describe('PrefixCache', () => {
     expect(cache.lookup(seq(64, 1000))).toBe(0);
   });
 
+  it('keeps exactly the LRU order of deleting and re-adding every touched block (random growing and forking prompts)', () => {
+    // The reference: a Map in insertion order, each touched block deleted and re-set, deepest first.
+    const blockSize = 4;
+    for (let seed = 1; seed <= 20; seed++) {
+      let r = seed;
+      const rand = (n: number) => ((r = (Math.imul(r, 1103515245) + 12345) >>> 0) % n);
+      const cache = new PrefixCache(12, blockSize);
+      const ref = new Map<string, true>();
+      const touch = (keys: string[]) => {
+        for (let i = keys.length - 1; i >= 0; i--) {
+          ref.delete(keys[i]!);
+          ref.set(keys[i]!, true);
+        }
+      };
+      const keysOf = (p: number[]) => Array.from({ length: Math.floor(p.length / blockSize) }, (_, i) => p.slice(0, (i + 1) * blockSize).join(','));
+      const prompts: number[][] = [[]];
+      for (let step = 0; step < 300; step++) {
+        // Grow a prompt (the usual case), fork one, or start a fresh one.
+        const base = prompts[rand(prompts.length)]!;
+        const op = rand(3);
+        const p = op === 0 ? [...base, ...Array.from({ length: 1 + rand(9) }, () => rand(3))] : op === 1 ? base.slice(0, rand(base.length + 1)) : Array.from({ length: rand(20) }, () => rand(3));
+        prompts.push(p);
+        if (prompts.length > 8) prompts.shift();
+        const keys = keysOf(p);
+        let hits = 0;
+        while (hits < keys.length && ref.has(keys[hits]!)) hits++;
+        expect(cache.lookup(p)).toBe(hits * blockSize);
+        touch(keys.slice(0, hits));
+        if (rand(4) > 0) {
+          cache.insert(p);
+          touch(keys);
+          for (const k of ref.keys()) {
+            if (ref.size <= 12) break;
+            ref.delete(k);
+          }
+        }
+        expect(cache.size).toBe(ref.size);
+      }
+    }
+  });
+
   it('caches nothing with maxEntries = 0 and rejects bad sizes', () => {
     const cache = new PrefixCache(0);
     cache.insert(seq(128));

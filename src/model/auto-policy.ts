@@ -25,7 +25,7 @@
  * the request and the rng (seeded from the conversation), so concurrent runs
  * need no shared state.
  */
-import type { FunctionTool, InputMessage, TextFormat, ToolChoice } from '../protocol/objects.js';
+import type { FunctionCall, FunctionTool, InputMessage, TextFormat, ToolChoice } from '../protocol/objects.js';
 import { callsAfter, contentText, latestUserIndex, outputText } from './conversation.js';
 import type { ModelPolicy, PlannedItem, PlannedOutput } from './policies.js';
 import { intBetween, type Rng, words } from './rng.js';
@@ -111,13 +111,13 @@ function decide(req: ModelRequest, rng: Rng): PlannedOutput {
   if (choice.mode !== 'none' && (forced || after.length < MAX_CALLS_PER_TURN)) {
     // (a) shell commands
     const shell = SHELL_TOOLS.map((n) => tools.find((t) => t.name === n)).find((t) => t !== undefined);
-    const lines = dollarLines(userText);
+    const lines = u < 0 ? dollarLines(userText) : userLines(req.items[u] as InputMessage, userText);
     if (shell && lines.length > 0 && (choice.name === undefined || choice.name === shell.name)) {
       const done = after.filter((c) => c.call.name === shell.name);
-      const pending = withoutCalled(lines, done.map((c) => commandOf(c.call.arguments)));
+      const pending = withoutCalled(lines, done.map((c) => callCommand(c.call)));
       if (pending.length > 0) return { items: batchOf(pending).map((line) => shellCall(shell.name, line)) };
       if (forced) return { items: [shellCall(shell.name, lines[0]!)] };
-      return say(summary('Ran', 'command', done, (c) => commandOf(c.call.arguments)));
+      return say(summary('Ran', 'command', done, (c) => callCommand(c.call)));
     }
 
     // (b) function tools the message asks for, or the forced one
@@ -161,6 +161,28 @@ function dollarLines(text: string): string[] {
     if (line.startsWith('$ ') && line.slice(2).trim() !== '') lines.push(line.slice(2).trim());
   }
   return lines;
+}
+
+/**
+ * What a model call reads again on every call of a tool loop, kept per item
+ * (the context hands the same item objects to each call; items are not
+ * changed once in it): a user message's `$ ` lines and a shell call's
+ * command. Parsing every earlier call's arguments again made each call of a
+ * loop slower than the one before. Weak, so they go with their items.
+ */
+const linesOf = new WeakMap<InputMessage, string[]>();
+const commandOfCall = new WeakMap<FunctionCall, string>();
+
+function userLines(message: InputMessage, text: string): string[] {
+  let lines = linesOf.get(message);
+  if (lines === undefined) linesOf.set(message, (lines = dollarLines(text)));
+  return lines;
+}
+
+function callCommand(call: FunctionCall): string {
+  let cmd = commandOfCall.get(call);
+  if (cmd === undefined) commandOfCall.set(call, (cmd = commandOf(call.arguments)));
+  return cmd;
 }
 
 /** The command line a shell call ran, read back from its arguments (either tool's shape). */

@@ -17,7 +17,7 @@ import { exec } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { stringOptions } from './flags.js';
 import { DEFAULT_STORE, startServer } from './server.js';
-import { createLogger } from './log.js';
+import { createLogger, flushLogSync } from './log.js';
 import { exitWithParent } from './lifecycle.js';
 import type { Switches } from './engine/services.js';
 import { DEFAULT_SWITCHES } from './engine/services.js';
@@ -123,7 +123,8 @@ async function serve(argv: string[], demo = false): Promise<void> {
   });
   if (demo && values['no-demo']) throw new Error('llr demo cannot run with --no-demo');
   const policy = await modelPolicy(values.policy, values.workload, values.synthetic);
-  const log = createLogger(values['log-level'] ? { level: values['log-level'] } : {});
+  const limits = limitsFrom(values, process.env);
+  const log = createLogger({ ...(values['log-level'] ? { level: values['log-level'] } : {}), ...(limits.maxLogBufferBytes !== undefined ? { maxBufferBytes: limits.maxLogBufferBytes } : {}) });
   const switches: Partial<Switches> = {};
   for (const name of values.off ?? []) {
     if (!(name in DEFAULT_SWITCHES)) throw new Error(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
@@ -154,7 +155,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
     hops: num(values.hops ?? env('LLR_HOPS'), 'hops') ?? 2,
     callHopLatencyMs: num(values['call-hop-ms'] ?? env('LLR_CALL_HOP_MS'), 'call-hop-ms') ?? 0,
     callHops: num(values['call-hops'] ?? env('LLR_CALL_HOPS'), 'call-hops') ?? 0,
-    limits: limitsFrom(values, process.env),
+    limits,
     allowOrigins: values['allow-origin'] ?? env('LLR_ALLOW_ORIGINS')?.split(',') ?? [],
     allowHosts: values['allow-host'] ?? env('LLR_ALLOW_HOSTS')?.split(',') ?? [],
     store: values.store ?? env('LLR_STORE') ?? DEFAULT_STORE,
@@ -190,10 +191,12 @@ async function serve(argv: string[], demo = false): Promise<void> {
     stopping = true;
     log.info({ signal }, 'shutting down');
     void server.close().then(() => {
-      log.flush();
+      flushLogSync(log);
       process.exit(0);
     });
   };
+  // Lines still waiting for stdout are written however the process ends (a crash included).
+  process.once('exit', () => flushLogSync(log));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   exitWithParent(() => stop('parent process exited'));

@@ -153,6 +153,15 @@ export interface Limits {
    * `invalid_json_schema`. Bounds the schema checks' work per request.
    */
   maxSchemaNodes: number;
+  /**
+   * Bytes of log lines waiting to be written to stdout (default 16 MiB).
+   * Lines are written asynchronously: a synchronous write per line (one per
+   * response) was a system call on every ws-mode step, and a slow stdout
+   * reader would stall the whole server. Past it, lines are dropped (and the
+   * next line that fits says how many), rather than the server's memory
+   * growing for a reader that does not read. Flushed at shutdown.
+   */
+  maxLogBufferBytes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -179,6 +188,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxJsonKeys: 10_000,
   maxJsonContainers: 200_000,
   maxSchemaNodes: 20_000,
+  maxLogBufferBytes: 16 * 1024 * 1024,
 };
 
 export interface Services {

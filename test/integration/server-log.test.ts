@@ -1,0 +1,88 @@
+/**
+ * The server's log (src/log.ts) as a real `llr serve` child writes it: JSON
+ * lines written asynchronously to stdout, every one of them there by the
+ * time the process has exited after SIGTERM; and a stdout nobody reads
+ * costs at most `--max-log-buffer-bytes` and never stalls the server (lines
+ * past it are dropped and counted once stdout drains). No sleeps: the test
+ * waits on the child's output, its exit and HTTP answers.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildDist } from '../helpers/build.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = join(ROOT, 'dist', 'cli.js');
+
+beforeAll(async () => {
+  await buildDist();
+}, 120_000);
+
+interface Child {
+  url: string;
+  proc: ChildProcess;
+  /** Everything written to stdout, once the process has exited. */
+  output: Promise<string>;
+}
+
+function serve(extra: string[] = []): Promise<Child> {
+  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--store', 'memory', '--instant', ...extra], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
+  });
+  let out = '';
+  proc.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  const output = new Promise<string>((resolve) => proc.once('close', () => resolve(out)));
+  return new Promise((resolve, reject) => {
+    const seek = () => {
+      const m = /"url":"(http[^"]+)"/.exec(out);
+      if (!m) return;
+      proc.stdout!.off('data', seek);
+      resolve({ url: m[1]!, proc, output });
+    };
+    proc.stdout!.on('data', seek);
+    proc.once('exit', (code) => reject(new Error(`llr serve exited (${code}) before listening:\n${out}`)));
+  });
+}
+
+async function create(url: string, i: number): Promise<void> {
+  const res = await fetch(`${url}/v1/responses`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'sim-model', input: `hello ${i}`, store: false }),
+  });
+  expect(res.status).toBe(200);
+  expect(((await res.json()) as { status: string }).status).toBe('completed');
+}
+
+const lines = (out: string) => out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; dropped?: number });
+
+describe('server log', () => {
+  it('writes one line per response, and every waiting line is out when the process has exited after SIGTERM', async () => {
+    const { url, proc, output } = await serve();
+    const n = 40;
+    for (let i = 0; i < n; i++) await create(url, i);
+    proc.kill('SIGTERM');
+    const logged = lines(await output);
+    expect(logged.filter((l) => l.msg === 'response finished')).toHaveLength(n);
+    expect(logged.some((l) => l.msg === 'shutting down')).toBe(true);
+  }, 60_000);
+
+  it('a stdout nobody reads does not stall the server: lines past --max-log-buffer-bytes are dropped and counted', async () => {
+    const { url, proc, output } = await serve(['--max-log-buffer-bytes', '8192']);
+    // Nobody reads: the pipe fills (64 KiB on Linux), then the server's own buffer, then lines are dropped.
+    proc.stdout!.pause();
+    const n = 600;
+    for (let i = 0; i < n; i++) await create(url, i);
+    proc.stdout!.resume();
+    proc.kill('SIGTERM');
+    const logged = lines(await output);
+    const finished = logged.filter((l) => l.msg === 'response finished').length;
+    const dropped = logged.filter((l) => l.dropped !== undefined).reduce((a, l) => a + l.dropped!, 0);
+    expect(finished).toBeLessThan(n);
+    expect(dropped).toBeGreaterThan(0);
+    // Every line is either written or counted as dropped (the connection lines are dropped too, so at least n).
+    expect(finished + dropped).toBeGreaterThanOrEqual(n);
+  }, 120_000);
+});

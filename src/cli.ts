@@ -17,7 +17,7 @@ import { exec } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { stringOptions } from './flags.js';
 import { DEFAULT_STORE, startServer } from './server.js';
-import { createLogger, flushLogSync } from './log.js';
+import { createLogger, flushLog, flushLogSync } from './log.js';
 import { exitWithParent } from './lifecycle.js';
 import type { Switches } from './engine/services.js';
 import { DEFAULT_SWITCHES } from './engine/services.js';
@@ -184,13 +184,16 @@ async function serve(argv: string[], demo = false): Promise<void> {
         }),
   });
   log.info({ url, websocket: url.replace(/^http/, 'ws') + '/v1/responses' }, `llr listening on ${url}`);
+  // Whoever started the server waits for this line (log lines are otherwise written in batches).
+  log.flush();
   if (demo) process.stdout.write(`llr demo: open ${url}/demo in a browser\n`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
-    void server.close().then(() => {
+    void server.close().then(async () => {
+      await flushLog(log);
       flushLogSync(log);
       process.exit(0);
     });

@@ -13,9 +13,21 @@
 import pDefer, { type DeferredPromise } from 'p-defer';
 import { WireError } from '../protocol/errors.js';
 
+/**
+ * Why a run's waits end (its pause, the model's stream). A signal between
+ * parts of the engine, never shown to a client: it carries no stack trace,
+ * whose capture was most of its cost (every run makes one or two).
+ */
 export class RunClosedError extends Error {
-  constructor(readonly reason: string) {
+  readonly reason: string;
+
+  constructor(reason: string) {
+    // Nothing before super() may touch `this` (a parameter property would).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(`run closed: ${reason}`);
+    Error.stackTraceLimit = limit;
+    this.reason = reason;
     this.name = new.target.name;
   }
 }
@@ -72,6 +84,7 @@ export class PauseRegistry {
   close(reason: string): void {
     if (this.closedReason !== null) return;
     this.closedReason = reason;
+    if (this.unsettled.size === 0) return;
     const err = new RunClosedError(reason);
     for (const d of this.unsettled) d.reject(err);
     this.unsettled.clear();

@@ -56,6 +56,8 @@ export const COUNTERS = [
   'chaos_delay_ms',
 ] as const;
 export type Counter = (typeof COUNTERS)[number];
+/** Every counter at 0: copied per response (building it from the list each time cost more than the copy). */
+const ZERO_COUNTERS = Object.fromEntries(COUNTERS.map((c) => [c, 0])) as Record<Counter, number>;
 
 export class RunMetrics {
   readonly spans: TimingSpan[] = [];
@@ -80,7 +82,7 @@ export class RunMetrics {
 
   constructor(readonly now: () => number = () => performance.now()) {
     this.t0 = now();
-    this.counters = Object.fromEntries(COUNTERS.map((c) => [c, 0])) as Record<Counter, number>;
+    this.counters = { ...ZERO_COUNTERS };
   }
 
   count(c: Counter, n = 1): void {

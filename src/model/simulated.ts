@@ -163,21 +163,36 @@ export class SimulatedModel implements Model {
       await pacer.advance(hidden);
       yield { type: 'reasoning', tokens: hidden };
     }
+    const batch = Math.max(1, Math.floor(req.batchTokens ?? 1));
     for (const item of items) {
       if (item.type === 'message') {
         yield { type: 'message.start' };
         const { pieces, tokens } = split(item.text);
-        for (const delta of pieces) {
-          await pacer.advance(1);
-          yield { type: 'text.delta', delta };
+        if (batch === 1) {
+          for (const delta of pieces) {
+            await pacer.advance(1);
+            yield { type: 'text.delta', delta };
+          }
+        } else {
+          for (let i = 0; i < pieces.length; ) {
+            const n = await pacer.take(Math.min(batch, pieces.length - i));
+            yield { type: 'text.deltas', deltas: pieces.slice(i, (i += n)) };
+          }
         }
         yield tokens ? { type: 'message.end', tokens } : { type: 'message.end' };
       } else {
         yield { type: 'call.start', name: item.name, call_id: item.call_id };
         const { pieces, tokens } = split(item.arguments);
-        for (const delta of pieces) {
-          await pacer.advance(1);
-          yield { type: 'args.delta', delta };
+        if (batch === 1) {
+          for (const delta of pieces) {
+            await pacer.advance(1);
+            yield { type: 'args.delta', delta };
+          }
+        } else {
+          for (let i = 0; i < pieces.length; ) {
+            const n = await pacer.take(Math.min(batch, pieces.length - i));
+            yield { type: 'args.deltas', deltas: pieces.slice(i, (i += n)) };
+          }
         }
         yield tokens ? { type: 'call.end', tokens } : { type: 'call.end' };
       }
@@ -209,7 +224,8 @@ function checkSettings(s: ModelSettings): void {
  * included) is due at `t0 + i * 1000 / rate`. A token that is already late
  * is released without sleeping, so timer granularity (1 ms and worse) delays
  * single tokens but never lowers the average rate, and every token is still
- * its own event.
+ * its own event. A caller that takes batches (`take`) gets every token due
+ * at once in one hand-over.
  */
 class Pacer {
   private readonly t0: number;
@@ -239,6 +255,45 @@ class Pacer {
         return;
       }
     }
+    await this.turn(n);
+  }
+
+  /**
+   * Wait until the next token is due, then take it and every later one
+   * already due, up to `max`; returns how many (1 to `max`): the batch a
+   * caller streams at once. Each token keeps its own due time, so the rate
+   * and the time of every token are those of `advance(1)` per token; only
+   * the hand-over is batched. Throws the signal's reason once aborted.
+   */
+  async take(max: number): Promise<number> {
+    if (max <= 1) {
+      await this.advance(1);
+      return 1;
+    }
+    this.signal.throwIfAborted();
+    if (this.msPerToken === 0) {
+      this.emitted += max;
+      await this.turn(max);
+      return max;
+    }
+    let now = this.clock.now();
+    const next = this.t0 + (this.emitted + 1) * this.msPerToken;
+    const slept = now < next;
+    if (slept) {
+      await this.clock.sleep(next - now, this.signal);
+      now = this.clock.now();
+    }
+    // Every token whose due time has passed (the next one at least, whatever the rounding).
+    let n = 1;
+    while (n < max && this.t0 + (this.emitted + n + 1) * this.msPerToken <= now) n++;
+    this.emitted += n;
+    if (slept) this.sinceLoopTurn = 0;
+    else await this.turn(n);
+    return n;
+  }
+
+  /** Count `n` tokens released without a timer wait; give the event loop a turn every `YIELD_EVERY_TOKENS` of them. */
+  private async turn(n: number): Promise<void> {
     this.sinceLoopTurn += n;
     if (this.sinceLoopTurn >= YIELD_EVERY_TOKENS) {
       this.sinceLoopTurn = 0;

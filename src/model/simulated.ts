@@ -15,7 +15,7 @@
 import { type Clock, realClock } from './clock.js';
 import { conversationDigest, conversationDigestWork, itemTextChars } from './conversation.js';
 import { runCooperative, runSync } from './cooperative.js';
-import type { ModelPolicy } from './policies.js';
+import type { ModelPolicy, PiecesMemo } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
 import { hashString, hexString, mulberry32, type Rng } from './rng.js';
 import { encodeText, piecesOf } from './tokenizer.js';
@@ -164,10 +164,11 @@ export class SimulatedModel implements Model {
       yield { type: 'reasoning', tokens: hidden };
     }
     const batch = Math.max(1, Math.floor(req.batchTokens ?? 1));
-    for (const item of items) {
+    for (const [i, item] of items.entries()) {
+      const memo = plan.pieces?.[i];
       if (item.type === 'message') {
         yield { type: 'message.start' };
-        const { pieces, tokens } = split(item.text);
+        const { pieces, tokens } = split(item.text, memo);
         if (batch === 1) {
           for (const delta of pieces) {
             await pacer.advance(1);
@@ -182,7 +183,7 @@ export class SimulatedModel implements Model {
         yield tokens ? { type: 'message.end', tokens } : { type: 'message.end' };
       } else {
         yield { type: 'call.start', name: item.name, call_id: item.call_id };
-        const { pieces, tokens } = split(item.arguments);
+        const { pieces, tokens } = split(item.arguments, memo);
         if (batch === 1) {
           for (const delta of pieces) {
             await pacer.advance(1);
@@ -206,11 +207,14 @@ export class SimulatedModel implements Model {
  * when the pieces rejoin to the text (a lone surrogate comes back as U+FFFD:
  * then the engine encodes what was streamed).
  */
-function split(text: string): { pieces: string[]; tokens: number[] | null } {
+function split(text: string, memo?: PiecesMemo): { pieces: readonly string[]; tokens: readonly number[] | null } {
   if (text === '') return { pieces: [], tokens: null };
+  if (memo?.text === text && memo.pieces && memo.tokens !== undefined) return { pieces: memo.pieces, tokens: memo.tokens };
   const ids = encodeText(text);
   const pieces = piecesOf(ids);
-  return { pieces, tokens: pieces.join('') === text ? ids : null };
+  const tokens = pieces.join('') === text ? ids : null;
+  if (memo) Object.assign(memo, { text, pieces, tokens });
+  return { pieces, tokens };
 }
 
 function checkSettings(s: ModelSettings): void {

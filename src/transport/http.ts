@@ -361,9 +361,10 @@ type ExchangeTransport = Transport & { end(response: Response): Promise<void> };
  * response starts (errors before that are HTTP statuses), each event is one
  * frame, `data: [DONE]` ends it. `dropped` is told what a reader that did
  * not read left unsent when it was dropped, the limit it passed, and the
- * response's id.
+ * response's id. Exported for the unit tests (a batch of deltas against
+ * one `send` per delta).
  */
-function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: number, limit: number, responseId: string | null) => void): ExchangeTransport {
+export function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: number, limit: number, responseId: string | null) => void): ExchangeTransport {
   let congested = false;
   let responseId: string | null = null;
   // The largest frame of this stream: lifecycle events echo the request (tools, instructions), so

@@ -14,7 +14,7 @@
  */
 import type { Writable } from 'node:stream';
 import type { WebSocket } from 'ws';
-import type { DeltaBatch } from '../protocol/event-json.js';
+import type { DeltaBatch, DeltaHead } from '../protocol/event-json.js';
 
 /** The `ws` library's private sender state read by `directSocket` (checked field by field, never assumed). */
 interface SenderState {
@@ -42,42 +42,87 @@ export function directSocket(ws: WebSocket): Writable | null {
   return socket as Writable;
 }
 
-const NON_ASCII = /[^\x00-\x7f]/;
-
-/** A batch's frames: a Latin-1 string (one char per byte) or bytes; and its largest message (chars of JSON). */
+/** A batch's frames, one message per delta, and its largest message (chars of JSON, as `piecesLength` counts). */
 export interface BatchFrames {
-  frames: string | Buffer;
-  latin1: boolean;
+  frames: Buffer;
   largest: number;
 }
 
+/** Each delta head's JSON as bytes (it is ASCII: item ids are), kept while the head lives. */
+const headBytes = new WeakMap<DeltaHead, Buffer>();
+
 /**
  * The frames of a batch of deltas, one message per delta, exactly the bytes
- * `ws.send(JSON.stringify(event))` writes for each. When every delta is
- * ASCII (the usual case; the head and the tail always are) the frames are
- * built as one Latin-1 string, whose chars are the bytes: no per-message
- * measuring, encoding or copying; otherwise UTF-8 frames in one buffer.
+ * `ws.send(JSON.stringify(event))` writes for each, built in place in one
+ * buffer: the head and tail shared by the item's deltas are copied as bytes,
+ * only the escaped delta and the sequence number are new per message.
  */
 export function batchFrames(b: DeltaBatch): BatchFrames {
   const { head, deltas, first } = b;
-  const n = deltas.length;
-  if (head.ascii && !NON_ASCII.test(deltas.join(''))) {
-    const { json, tail } = head;
-    const fixed = json.length + tail.length + 1;
-    let s = '';
-    let largest = 0;
-    for (let i = 0; i < n; i++) {
-      const q = JSON.stringify(deltas[i]);
-      const seq = String(first + i);
-      const len = fixed + q.length + seq.length;
-      if (len >= 65536) return utf8Frames(b);
-      s += `${len < 126 ? SHORT_HEADERS[len] : `\x81\x7e${String.fromCharCode(len >> 8, len & 0xff)}`}${json}${q}${tail}${seq}}`;
-      if (len > largest) largest = len;
-    }
-    return { frames: s, latin1: true, largest };
+  if (!head.ascii) return utf8Frames(b);
+  let hb = headBytes.get(head);
+  if (hb === undefined) {
+    hb = Buffer.from(head.json, 'latin1');
+    headBytes.set(head, hb);
   }
-  return utf8Frames(b);
+  const tail = head.tail;
+  const n = deltas.length;
+  // Per message at most: a 10-byte header, the head, 6 bytes per UTF-16 unit of the delta (an escape like
+  // \u001f, or 3 bytes of UTF-8), the quotes, the tail, 16 digits (a safe integer) and the brace.
+  let max = 0;
+  for (let i = 0; i < n; i++) max += 10 + hb.length + 6 * deltas[i]!.length + 2 + tail.length + 16 + 1;
+  // A buffer of its own (not a slice of a shared slab: a reader that stops reading would pin the whole slab).
+  const buf = Buffer.allocUnsafe(max);
+  let o = 0;
+  let largest = 0;
+  for (let i = 0; i < n; i++) {
+    const q = JSON.stringify(deltas[i]);
+    const seq = String(first + i);
+    const chars = hb.length + q.length + tail.length + seq.length + 1;
+    if (chars > largest) largest = chars;
+    const ascii = isAscii(q);
+    o = putHeader(buf, o, ascii ? chars : chars - q.length + Buffer.byteLength(q, 'utf8'));
+    buf.set(hb, o);
+    o = ascii ? putAscii(buf, o + hb.length, q) : putUtf8(buf, o + hb.length, q);
+    o = putAscii(buf, o, tail);
+    o = putAscii(buf, o, seq);
+    buf[o++] = 0x7d; // }
+  }
+  return { frames: buf.subarray(0, o), largest };
 }
+
+function isAscii(s: string): boolean {
+  for (let k = 0; k < s.length; k++) if (s.charCodeAt(k) > 0x7f) return false;
+  return true;
+}
+
+/** Write ASCII `s` at `o`; returns the offset after it. */
+function putAscii(buf: Buffer, o: number, s: string): number {
+  for (let k = 0; k < s.length; k++) buf[o++] = s.charCodeAt(k);
+  return o;
+}
+
+function putUtf8(buf: Buffer, o: number, s: string): number {
+  return o + buf.write(s, o, 'utf8');
+}
+
+/** A final, unmasked text frame's header for a payload of `len` bytes (RFC 6455 §5.2); returns the offset after it. */
+function putHeader(buf: Buffer, o: number, len: number): number {
+  buf[o++] = 0x81; // FIN, text
+  if (len < 126) buf[o++] = len;
+  else if (len < 65536) {
+    buf[o++] = 126;
+    buf[o++] = len >> 8;
+    buf[o++] = len & 0xff;
+  } else {
+    buf[o++] = 127;
+    buf.writeUInt32BE(Math.floor(len / 2 ** 32), o);
+    buf.writeUInt32BE(len >>> 0, o + 4);
+    o += 8;
+  }
+  return o;
+}
+
 
 function utf8Frames(b: DeltaBatch): BatchFrames {
   const texts = new Array<string>(b.deltas.length);
@@ -87,11 +132,9 @@ function utf8Frames(b: DeltaBatch): BatchFrames {
     texts[i] = t;
     if (t.length > largest) largest = t.length;
   }
-  return { frames: textFrames(texts), latin1: false, largest };
+  return { frames: textFrames(texts), largest };
 }
 
-/** The header of a final text frame with a payload of n < 126 bytes, as Latin-1 chars. */
-const SHORT_HEADERS = Array.from({ length: 126 }, (_, n) => String.fromCharCode(0x81, n));
 
 /** Bytes of a server frame header for a payload of `n` bytes. */
 function headerSize(n: number): number {
@@ -111,18 +154,7 @@ export function textFrames(texts: readonly string[]): Buffer {
   let o = 0;
   for (let i = 0; i < texts.length; i++) {
     const n = sizes[i]!;
-    buf[o++] = 0x81; // FIN, text
-    if (n < 126) buf[o++] = n;
-    else if (n < 65536) {
-      buf[o++] = 126;
-      buf.writeUInt16BE(n, o);
-      o += 2;
-    } else {
-      buf[o++] = 127;
-      buf.writeUInt32BE(Math.floor(n / 2 ** 32), o);
-      buf.writeUInt32BE(n >>> 0, o + 4);
-      o += 8;
-    }
+    o = putHeader(buf, o, n);
     o += buf.write(texts[i]!, o, n, 'utf8');
   }
   return buf;

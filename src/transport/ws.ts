@@ -178,13 +178,12 @@ export class WsTransport {
         }
         const socket = directSocket(ws);
         if (socket !== null) {
-          const { frames, latin1, largest } = batchFrames(b);
+          const { frames, largest } = batchFrames(b);
           // Only while no event of the batch could reach the send limit: then each is sent as `send` would.
           if (ws.bufferedAmount + frames.length <= host.limits.maxSendBufferBytes + 2 * largestEvent) {
             if (largest > largestEvent) largestEvent = largest;
             batch();
-            if (latin1) socket.write(frames, 'latin1', roomCheck);
-            else socket.write(frames, roomCheck);
+            socket.write(frames, roomCheck);
             b.sent = n;
             return;
           }

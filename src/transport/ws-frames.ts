@@ -32,14 +32,20 @@ interface SenderState {
  * or of another shape (another version of `ws`) means null.
  */
 export function directSocket(ws: WebSocket): Writable | null {
-  const w = ws as unknown as { _sender?: SenderState | null; _socket?: unknown; _isServer?: unknown };
+  const w = ws as unknown as { _sender?: SenderState | null; _socket?: unknown; _isServer?: unknown; _extensions?: unknown };
   const s = w._sender;
-  if (!s || w._isServer !== true || ws.extensions !== '') return null;
+  // No extension negotiated (`ws.extensions === ''`, read without building its string each time).
+  if (!s || w._isServer !== true || typeof w._extensions !== 'object' || w._extensions === null || hasKeys(w._extensions)) return null;
   // ws's Sender: state DEFAULT (0) is neither deflating nor reading a blob; an empty queue; no message left unfinished.
   if (s._state !== 0 || !Array.isArray(s._queue) || s._queue.length !== 0 || s._firstFragment !== true || s._bufferedBytes !== 0) return null;
   const socket = s._socket;
   if (socket === undefined || socket === null || socket !== w._socket) return null;
   return socket as Writable;
+}
+
+function hasKeys(o: object): boolean {
+  for (const _ in o) return true;
+  return false;
 }
 
 /** A batch's frames, one message per delta, and its largest message (chars of JSON, as `piecesLength` counts). */
@@ -50,6 +56,8 @@ export interface BatchFrames {
 
 /** Each delta head's JSON as bytes (it is ASCII: item ids are), kept while the head lives. */
 const headBytes = new WeakMap<DeltaHead, Buffer>();
+/** The two tails (text and argument deltas) as bytes. */
+const tailBytes = new Map<string, Buffer>();
 
 /**
  * The frames of a batch of deltas, one message per delta, exactly the bytes
@@ -65,12 +73,16 @@ export function batchFrames(b: DeltaBatch): BatchFrames {
     hb = Buffer.from(head.json, 'latin1');
     headBytes.set(head, hb);
   }
-  const tail = head.tail;
+  let tb = tailBytes.get(head.tail);
+  if (tb === undefined) {
+    tb = Buffer.from(head.tail, 'latin1');
+    tailBytes.set(head.tail, tb);
+  }
   const n = deltas.length;
   // Per message at most: a 10-byte header, the head, 6 bytes per UTF-16 unit of the delta (an escape like
   // \u001f, or 3 bytes of UTF-8), the quotes, the tail, 16 digits (a safe integer) and the brace.
   let max = 0;
-  for (let i = 0; i < n; i++) max += 10 + hb.length + 6 * deltas[i]!.length + 2 + tail.length + 16 + 1;
+  for (let i = 0; i < n; i++) max += 10 + hb.length + 6 * deltas[i]!.length + 2 + tb.length + 16 + 1;
   // A buffer of its own (not a slice of a shared slab: a reader that stops reading would pin the whole slab).
   const buf = Buffer.allocUnsafe(max);
   let o = 0;
@@ -78,13 +90,14 @@ export function batchFrames(b: DeltaBatch): BatchFrames {
   for (let i = 0; i < n; i++) {
     const q = JSON.stringify(deltas[i]);
     const seq = String(first + i);
-    const chars = hb.length + q.length + tail.length + seq.length + 1;
+    const chars = hb.length + q.length + tb.length + seq.length + 1;
     if (chars > largest) largest = chars;
     const ascii = isAscii(q);
     o = putHeader(buf, o, ascii ? chars : chars - q.length + Buffer.byteLength(q, 'utf8'));
     buf.set(hb, o);
     o = ascii ? putAscii(buf, o + hb.length, q) : putUtf8(buf, o + hb.length, q);
-    o = putAscii(buf, o, tail);
+    buf.set(tb, o);
+    o += tb.length;
     o = putAscii(buf, o, seq);
     buf[o++] = 0x7d; // }
   }

@@ -182,7 +182,7 @@ export class WsTransport {
           // Only while no event of the batch could reach the send limit: then each is sent as `send` would.
           if (ws.bufferedAmount + frames.length <= host.limits.maxSendBufferBytes + 2 * largestEvent) {
             if (largest > largestEvent) largestEvent = largest;
-            batch();
+            // One write already: it needs no cork (behind one this turn's earlier sends set, it keeps its place).
             socket.write(frames, roomCheck);
             b.sent = n;
             return;

@@ -88,20 +88,62 @@ export function batchFrames(b: DeltaBatch): BatchFrames {
   let o = 0;
   let largest = 0;
   for (let i = 0; i < n; i++) {
-    const q = JSON.stringify(deltas[i]);
-    const seq = String(first + i);
-    const chars = hb.length + q.length + tb.length + seq.length + 1;
-    if (chars > largest) largest = chars;
-    const ascii = isAscii(q);
-    o = putHeader(buf, o, ascii ? chars : chars - q.length + Buffer.byteLength(q, 'utf8'));
-    buf.set(hb, o);
-    o = ascii ? putAscii(buf, o + hb.length, q) : putUtf8(buf, o + hb.length, q);
+    const d = deltas[i]!;
+    const seq = first + i;
+    const digits = digitCount(seq);
+    const fixed = hb.length + tb.length + digits + 1;
+    if (plain(d)) {
+      // Printable ASCII without a quote or a backslash: its JSON is the text in quotes (no string built).
+      const len = fixed + d.length + 2;
+      if (len > largest) largest = len;
+      o = putHeader(buf, o, len);
+      buf.set(hb, o);
+      o += hb.length;
+      buf[o++] = 0x22;
+      o = putAscii(buf, o, d);
+      buf[o++] = 0x22;
+    } else {
+      const q = JSON.stringify(d);
+      if (fixed + q.length > largest) largest = fixed + q.length;
+      const ascii = isAscii(q);
+      o = putHeader(buf, o, fixed + (ascii ? q.length : Buffer.byteLength(q, 'utf8')));
+      buf.set(hb, o);
+      o = ascii ? putAscii(buf, o + hb.length, q) : putUtf8(buf, o + hb.length, q);
+    }
     buf.set(tb, o);
-    o += tb.length;
-    o = putAscii(buf, o, seq);
+    o = putDigits(buf, o + tb.length, seq, digits);
     buf[o++] = 0x7d; // }
   }
   return { frames: buf.subarray(0, o), largest };
+}
+
+/** Whether JSON.stringify(s) is just `s` in quotes: printable ASCII, no `"` and no `\\`. */
+function plain(s: string): boolean {
+  for (let k = 0; k < s.length; k++) {
+    const c = s.charCodeAt(k);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
+}
+
+/** Decimal digits of a sequence number (a non-negative safe integer), as `String(n).length`. */
+function digitCount(n: number): number {
+  let d = 1;
+  while (n >= 10) {
+    n = Math.floor(n / 10);
+    d++;
+  }
+  return d;
+}
+
+/** Write `n`'s `digits` decimal digits at `o`; returns the offset after them. */
+function putDigits(buf: Buffer, o: number, n: number, digits: number): number {
+  const end = o + digits;
+  for (let k = end - 1; k >= o; k--) {
+    buf[k] = 0x30 + (n % 10);
+    n = Math.floor(n / 10);
+  }
+  return end;
 }
 
 function isAscii(s: string): boolean {

@@ -89,6 +89,17 @@ describe('WebSocket frames of a batch', () => {
     }
   });
 
+  it('number every message right across digit counts, up to the largest safe integer', () => {
+    const rng = mulberry32(21);
+    const head = new DeltaHead('response.function_call_arguments.delta', 'fc_1', 3, null);
+    for (const first of [0, 5, 95, 990, 99_990, 2 ** 31 - 3, 2 ** 32 - 3, Number.MAX_SAFE_INTEGER - 130]) {
+      const b = new DeltaBatch(head, Array.from({ length: 120 }, () => asciiString(rng, 6)), first);
+      const texts = b.deltas.map((_, i) => b.json(i));
+      texts.forEach((t, i) => expect(JSON.parse(t)).toMatchObject({ sequence_number: first + i }));
+      expect(batchFrames(b).frames.equals(wsSendBytes(texts))).toBe(true);
+    }
+  });
+
   it('frame payloads of every length class (under 126, 16-bit and 64-bit lengths) the same way', () => {
     const rng = mulberry32(5);
     const sizes = [0, 1, 60, 125, 126, 127, 200, 65535 - 200, 65535, 65536, 70_000, 200_000];

@@ -287,7 +287,7 @@ export class ResponseRun {
         this.seq += batch.sent;
         this.metrics.count('events_sent', batch.sent);
         this.sinkFailed(err, head.type);
-        return batch.sent + 1;
+        return Math.min(batch.sent + 1, deltas.length);
       }
       this.seq += deltas.length;
       this.metrics.count('events_sent', deltas.length);

@@ -17,7 +17,7 @@
  */
 import type { ModelRequest } from '../model/types.js';
 import { WireError, toWireError } from '../protocol/errors.js';
-import { numberedInPlace } from '../protocol/event-json.js';
+import { DeltaBatch, numberedInPlace, type DeltaHead } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type TimingSpan, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import type { Counter, RunMetrics } from '../pipeline/metrics.js';
@@ -43,7 +43,22 @@ const RUN_ENDED = new Error('run ended');
 
 /** Appends that may wait behind the one being processed on a run (then `queue_full`). */
 export const MAX_QUEUED_APPENDS = 64;
-export type EventSink = (event: ServerEvent) => void;
+/**
+ * Where a run's events go. `deltas`, when present, takes a batch of
+ * consecutive deltas at once (each still its own numbered event: the
+ * transport frames them into one write) and advances `batch.sent` as it
+ * hands each over; absent, each delta goes through the sink alone.
+ */
+export type EventSink = ((event: ServerEvent) => void) & { deltas?: (batch: DeltaBatch) => void };
+
+/**
+ * The most output tokens the run takes from the model in one batch (the
+ * model's `batchTokens`): tokens due at once go out in one hand-over and one
+ * socket write. Equal to the simulated model's cooperative yield interval
+ * (`YIELD_EVERY_TOKENS`), so an instant stream still gives the event loop a
+ * turn between batches, and one batch holds the loop for well under 1 ms.
+ */
+export const DELTA_BATCH_TOKENS = 64;
 
 /** Everything pre-inference work produced; the mode builds it, the run consumes it. */
 export interface RunPlan {
@@ -258,6 +273,37 @@ export class ResponseRun {
     });
   }
 
+  /**
+   * Send consecutive deltas of one item, each its own numbered event, in one
+   * hand-over when the sink takes batches; returns how many the stream took
+   * (all, or up to and including the one whose send failed, or up to the one
+   * after which the run ended), as one `emit` per delta would have.
+   */
+  private emitDeltas(head: DeltaHead, deltas: readonly string[]): number {
+    return this.emitting(() => {
+      const many = this.sink.deltas;
+      if (many === undefined) {
+        for (let i = 0; i < deltas.length; i++) {
+          const e = head.event(deltas[i]!);
+          if (!this.emit(e) || this.end) return i + 1;
+        }
+        return deltas.length;
+      }
+      const batch = new DeltaBatch(head, deltas, this.seq);
+      try {
+        many(batch);
+      } catch (err) {
+        this.seq += batch.sent;
+        this.metrics.count('events_sent', batch.sent);
+        this.sinkFailed(err, head.type);
+        return Math.min(batch.sent + 1, deltas.length);
+      }
+      this.seq += deltas.length;
+      this.metrics.count('events_sent', deltas.length);
+      return deltas.length;
+    });
+  }
+
   private sinkFailed(err: unknown, type: string): void {
     const m = this.metrics;
     if (m.counters['events_unsent']++ === 0) {
@@ -349,10 +395,12 @@ export class ResponseRun {
     const clock = this.services.clock;
     const started = clock.now();
     let firstToken = started;
-    const segment = new Segment((e) => void this.emit(e), this.response.output);
+    const segment = new Segment((e) => void this.emit(e), this.response.output, (head, deltas) => this.emitDeltas(head, deltas));
     const emitBefore = m.emitMs;
     const budget = params.max_output_tokens;
     const points = this.faults && new StreamPoints();
+    // Chaos points fall between single tokens (the mid-stream one after the first): with chaos knobs, one token per event.
+    if (!points) req.batchTokens = DELTA_BATCH_TOKENS;
     const delayBefore = m.counters.chaos_delay_ms;
     for await (const ev of this.services.model.sample(req, this.abort.signal)) {
       // Ended from elsewhere (a sink failure, a stop) while the model ignores its signal.
@@ -375,9 +423,16 @@ export class ResponseRun {
         this.end = { status: 'incomplete', reason: 'max_output_tokens' };
         break;
       }
-      const tokens = this.emitting(() => segment.apply(ev));
+      // A batch the budget ends part-way: the deltas within it go out, then the run ends as at the next token.
+      const over = budget !== null && (ev.type === 'text.deltas' || ev.type === 'args.deltas') && this.outputTokens + ev.deltas.length > budget;
+      const applied = over ? { type: ev.type, deltas: ev.deltas.slice(0, budget - this.outputTokens) } : ev;
+      const tokens = this.emitting(() => segment.apply(applied));
       this.outputTokens += tokens;
       m.count('output_tokens', tokens);
+      if (over && !this.end) {
+        this.end = { status: 'incomplete', reason: 'max_output_tokens' };
+        break;
+      }
     }
     if (this.end) segment.truncate();
     // Emission is API work, not the model's: the decode span leaves it out (it stays in the `emit` total).

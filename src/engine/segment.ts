@@ -6,7 +6,8 @@
  *
  * Used by `ResponseRun` for every segment of every design. Knows nothing of
  * prefill, budgets or pausing; it reports how many output tokens each event
- * carried.
+ * carried. A batch of deltas (`text.deltas`, `args.deltas`) goes out through
+ * one `DeltaEmitter` call, each delta still its own wire event.
  */
 import type { ModelEvent } from '../model/types.js';
 import type { UnnumberedEvent } from '../protocol/events.js';
@@ -15,8 +16,16 @@ import { newId, type AssistantMessage, type FunctionCall, type InputItem, type O
 
 /** Model events that carry output tokens (the ones a budget can refuse). */
 export function carriesTokens(ev: ModelEvent): boolean {
-  return ev.type === 'text.delta' || ev.type === 'args.delta' || ev.type === 'reasoning';
+  return ev.type === 'text.delta' || ev.type === 'args.delta' || ev.type === 'reasoning' || ev.type === 'text.deltas' || ev.type === 'args.deltas';
 }
+
+/**
+ * Emits consecutive deltas of one item (each its own numbered event) and
+ * returns how many of them the stream took: all of them, or fewer when it
+ * ended part-way (a failed send counts the delta it failed on, as a single
+ * delta's failure does).
+ */
+export type DeltaEmitter = (head: DeltaHead, deltas: readonly string[]) => number;
 
 export class Segment {
   /** Finished items, in order, as the context holds them. */
@@ -35,6 +44,11 @@ export class Segment {
     private readonly emit: (e: UnnumberedEvent) => void,
     /** The response's output list: items are added as they start. */
     private readonly output: OutputItem[],
+    /** How a batch of deltas goes out; absent: one `emit` per delta. */
+    private readonly emitDeltas: DeltaEmitter = (head, deltas) => {
+      for (const d of deltas) emit(head.event(d));
+      return deltas.length;
+    },
   ) {}
 
   /** Apply one event (not `prefill`); returns the output tokens it carried. */
@@ -58,6 +72,12 @@ export class Segment {
         this.emit(new TextDelta(this.head!, ev.delta));
         return 1;
       }
+      case 'text.deltas': {
+        const msg = this.need(this.msg, 'text outside a message');
+        const n = this.emitDeltas(this.head!, ev.deltas);
+        msg.content[0]!.text += (n === ev.deltas.length ? ev.deltas : ev.deltas.slice(0, n)).join('');
+        return n;
+      }
       case 'message.end':
         this.closeMessage(this.need(this.msg, 'the end of a message it did not start'), 'completed', ev.tokens);
         return 0;
@@ -74,6 +94,12 @@ export class Segment {
         call.arguments += ev.delta;
         this.emit(new ArgsDelta(this.head!, ev.delta));
         return 1;
+      }
+      case 'args.deltas': {
+        const call = this.need(this.call, 'arguments outside a call');
+        const n = this.emitDeltas(this.head!, ev.deltas);
+        call.arguments += (n === ev.deltas.length ? ev.deltas : ev.deltas.slice(0, n)).join('');
+        return n;
       }
       case 'call.end': {
         const call = this.closeCall(this.need(this.call, 'the end of a call it did not start'), 'completed');

@@ -15,7 +15,7 @@
 import { type Clock, realClock } from './clock.js';
 import { conversationDigest, conversationDigestWork, itemTextChars } from './conversation.js';
 import { runCooperative, runSync } from './cooperative.js';
-import type { ModelPolicy } from './policies.js';
+import type { ModelPolicy, PiecesMemo } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
 import { hashString, hexString, mulberry32, type Rng } from './rng.js';
 import { encodeText, piecesOf } from './tokenizer.js';
@@ -163,21 +163,37 @@ export class SimulatedModel implements Model {
       await pacer.advance(hidden);
       yield { type: 'reasoning', tokens: hidden };
     }
-    for (const item of items) {
+    const batch = Math.max(1, Math.floor(req.batchTokens ?? 1));
+    for (const [i, item] of items.entries()) {
+      const memo = plan.pieces?.[i];
       if (item.type === 'message') {
         yield { type: 'message.start' };
-        const { pieces, tokens } = split(item.text);
-        for (const delta of pieces) {
-          await pacer.advance(1);
-          yield { type: 'text.delta', delta };
+        const { pieces, tokens } = split(item.text, memo);
+        if (batch === 1) {
+          for (const delta of pieces) {
+            await pacer.advance(1);
+            yield { type: 'text.delta', delta };
+          }
+        } else {
+          for (let i = 0; i < pieces.length; ) {
+            const n = await pacer.take(Math.min(batch, pieces.length - i));
+            yield { type: 'text.deltas', deltas: pieces.slice(i, (i += n)) };
+          }
         }
         yield tokens ? { type: 'message.end', tokens } : { type: 'message.end' };
       } else {
         yield { type: 'call.start', name: item.name, call_id: item.call_id };
-        const { pieces, tokens } = split(item.arguments);
-        for (const delta of pieces) {
-          await pacer.advance(1);
-          yield { type: 'args.delta', delta };
+        const { pieces, tokens } = split(item.arguments, memo);
+        if (batch === 1) {
+          for (const delta of pieces) {
+            await pacer.advance(1);
+            yield { type: 'args.delta', delta };
+          }
+        } else {
+          for (let i = 0; i < pieces.length; ) {
+            const n = await pacer.take(Math.min(batch, pieces.length - i));
+            yield { type: 'args.deltas', deltas: pieces.slice(i, (i += n)) };
+          }
         }
         yield tokens ? { type: 'call.end', tokens } : { type: 'call.end' };
       }
@@ -191,11 +207,14 @@ export class SimulatedModel implements Model {
  * when the pieces rejoin to the text (a lone surrogate comes back as U+FFFD:
  * then the engine encodes what was streamed).
  */
-function split(text: string): { pieces: string[]; tokens: number[] | null } {
+function split(text: string, memo?: PiecesMemo): { pieces: readonly string[]; tokens: readonly number[] | null } {
   if (text === '') return { pieces: [], tokens: null };
+  if (memo?.text === text && memo.pieces && memo.tokens !== undefined) return { pieces: memo.pieces, tokens: memo.tokens };
   const ids = encodeText(text);
   const pieces = piecesOf(ids);
-  return { pieces, tokens: pieces.join('') === text ? ids : null };
+  const tokens = pieces.join('') === text ? ids : null;
+  if (memo) Object.assign(memo, { text, pieces, tokens });
+  return { pieces, tokens };
 }
 
 function checkSettings(s: ModelSettings): void {
@@ -209,7 +228,8 @@ function checkSettings(s: ModelSettings): void {
  * included) is due at `t0 + i * 1000 / rate`. A token that is already late
  * is released without sleeping, so timer granularity (1 ms and worse) delays
  * single tokens but never lowers the average rate, and every token is still
- * its own event.
+ * its own event. A caller that takes batches (`take`) gets every token due
+ * at once in one hand-over.
  */
 class Pacer {
   private readonly t0: number;
@@ -239,6 +259,45 @@ class Pacer {
         return;
       }
     }
+    await this.turn(n);
+  }
+
+  /**
+   * Wait until the next token is due, then take it and every later one
+   * already due, up to `max`; returns how many (1 to `max`): the batch a
+   * caller streams at once. Each token keeps its own due time, so the rate
+   * and the time of every token are those of `advance(1)` per token; only
+   * the hand-over is batched. Throws the signal's reason once aborted.
+   */
+  async take(max: number): Promise<number> {
+    if (max <= 1) {
+      await this.advance(1);
+      return 1;
+    }
+    this.signal.throwIfAborted();
+    if (this.msPerToken === 0) {
+      this.emitted += max;
+      await this.turn(max);
+      return max;
+    }
+    let now = this.clock.now();
+    const next = this.t0 + (this.emitted + 1) * this.msPerToken;
+    const slept = now < next;
+    if (slept) {
+      await this.clock.sleep(next - now, this.signal);
+      now = this.clock.now();
+    }
+    // Every token whose due time has passed (the next one at least, whatever the rounding).
+    let n = 1;
+    while (n < max && this.t0 + (this.emitted + n + 1) * this.msPerToken <= now) n++;
+    this.emitted += n;
+    if (slept) this.sinceLoopTurn = 0;
+    else await this.turn(n);
+    return n;
+  }
+
+  /** Count `n` tokens released without a timer wait; give the event loop a turn every `YIELD_EVERY_TOKENS` of them. */
+  private async turn(n: number): Promise<void> {
     this.sinceLoopTurn += n;
     if (this.sinceLoopTurn >= YIELD_EVERY_TOKENS) {
       this.sinceLoopTurn = 0;

@@ -3,7 +3,9 @@
  *
  * The engine calls `sample()` once per model call (once per segment of a
  * long-lived run) and consumes the events in order. Each `text.delta` /
- * `args.delta` is exactly one output token. Leaves out real network models:
+ * `args.delta` is exactly one output token; a `text.deltas` / `args.deltas`
+ * batch carries several, one token each, and is only sent to a caller that
+ * asked for batches (`ModelRequest.batchTokens`). Leaves out real network models:
  * this project measures the API around the model, so the model is simulated.
  */
 import type { FunctionTool, InputItem, TextFormat, ToolChoice } from '../protocol/objects.js';
@@ -42,6 +44,13 @@ export interface ModelRequest {
   textFormat?: TextFormat;
   /** Whose prefix-cache namespace this call uses (the API key's owner id); absent or null = the anonymous one. */
   cachePartition?: string | null;
+  /**
+   * The most output tokens the caller takes in one `text.deltas` /
+   * `args.deltas` event: tokens already due at once (an instant model: all
+   * of them; a paced one: those its schedule has reached) come as one batch
+   * of up to this many. Absent or 1: one `text.delta` / `args.delta` per token.
+   */
+  batchTokens?: number;
 }
 
 export type ModelEvent =
@@ -51,6 +60,8 @@ export type ModelEvent =
   | { type: 'reasoning'; tokens: number }
   | { type: 'message.start' }
   | { type: 'text.delta'; delta: string }
+  /** Several tokens of text due at once, one piece each (only when the request asked for `batchTokens` > 1). */
+  | { type: 'text.deltas'; deltas: readonly string[] }
   /**
    * `tokens`: the o200k ids of the item's whole text as streamed, when the
    * model has them; the engine then appends the item to the prompt without
@@ -59,6 +70,7 @@ export type ModelEvent =
   | { type: 'message.end'; tokens?: readonly number[] }
   | { type: 'call.start'; name: string; call_id: string }
   | { type: 'args.delta'; delta: string }
+  | { type: 'args.deltas'; deltas: readonly string[] }
   | { type: 'call.end'; tokens?: readonly number[] };
 
 export interface Model {

@@ -25,7 +25,8 @@ import { WireError, toWireError } from '../protocol/errors.js';
 import type { ClientEvent, CreateParams, ServerEvent } from '../protocol/events.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import type { Protocol } from '../protocol/designs.js';
-import { ResponseRun, type RunPlan } from '../engine/run.js';
+import { ResponseRun, type EventSink, type RunPlan } from '../engine/run.js';
+import type { DeltaBatch } from '../protocol/event-json.js';
 import type { Services } from '../engine/services.js';
 import type { SessionInfo, Transport } from './transport.js';
 
@@ -66,7 +67,7 @@ export class ConnectionSession {
   private errorSeq = 0;
   /** Resolved once the session has ended (closed or finished) and everything it owed was sent. */
   private readonly over = pDefer<void>();
-  private readonly send: (e: ServerEvent) => void;
+  private readonly send: EventSink;
   /** The auth check's span until the first response is charged with it (the transport's `info` is left as given). */
   private authSpan: SessionInfo['authSpan'];
   /** Ends a queued create's wait for the transport's `room` (the connection is ending). */
@@ -79,7 +80,8 @@ export class ConnectionSession {
     info: SessionInfo,
     private readonly log: Logger,
   ) {
-    this.send = (e) => transport.send(e);
+    const send = (e: ServerEvent) => transport.send(e);
+    this.send = transport.sendDeltas ? Object.assign(send, { deltas: (b: DeltaBatch) => transport.sendDeltas!(b) }) : send;
     this.authSpan = info.authSpan;
   }
 

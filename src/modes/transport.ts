@@ -19,6 +19,7 @@
  */
 import type { WireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
+import type { DeltaBatch } from '../protocol/event-json.js';
 import type { Response } from '../protocol/objects.js';
 
 /** What a transport gives a session. */
@@ -29,6 +30,14 @@ export interface Transport {
    * throw: the run then fails once with a `server_error`.
    */
   send(event: ServerEvent): void;
+  /**
+   * Send consecutive deltas of one item, each its own event exactly as
+   * `send(batch.event(i))` would send it (one WebSocket message, one SSE
+   * frame), in as few writes as the transport can; advance `batch.sent` as
+   * each is handed over, so a throw part-way says which went out. Absent:
+   * the session sends each delta through `send`.
+   */
+  sendDeltas?(batch: DeltaBatch): void;
   /** Drop the peer as a server-side fault (chaos knobs): WebSocket close 1011, an SSE stream ends without a terminal event. */
   drop(): void;
   /** A response is about to start on this transport (HTTP: the SSE headers go out). */

@@ -19,6 +19,9 @@
  *   field found by a sentinel string carrying a per-process random nonce,
  *   which no client string can collide with).
  *
+ * Consecutive deltas of one item can also travel as one `DeltaBatch` (each
+ * still its own numbered event) so a transport frames them into one write.
+ *
  * Used by the WebSocket and SSE transports (serialising), the in-memory
  * transport, and engine/segment.ts (building deltas). Every other event
  * keeps the general path: one `JSON.stringify`.
@@ -40,6 +43,60 @@ export class DeltaHead {
   ) {
     const idx = contentIndex === null ? '' : `,"content_index":${JSON.stringify(contentIndex)}`;
     this.json = `{"type":${JSON.stringify(type)},"item_id":${JSON.stringify(itemId)},"output_index":${JSON.stringify(outputIndex)}${idx},"delta":`;
+    this.tail = contentIndex === null ? ',"sequence_number":' : ',"logprobs":[],"sequence_number":';
+    this.ascii = !/[^\x00-\x7f]/.test(this.json);
+  }
+
+  /** Whether `json` is ASCII (item ids are): then a delta's text is ASCII exactly when its delta is. */
+  readonly ascii: boolean;
+
+  /** What follows the escaped delta, up to the sequence number. */
+  readonly tail: string;
+
+  /** The JSON text of this item's delta `delta` numbered `seq` (a safe integer): exactly `JSON.stringify` of its event. */
+  wire(delta: string, seq: number): string {
+    return `${this.json}${JSON.stringify(delta)}${this.tail}${seq}}`;
+  }
+
+  /** The delta as an event object (unnumbered), for sinks that take one event at a time. */
+  event(delta: string): TextDelta | ArgsDelta {
+    return this.contentIndex === null ? new ArgsDelta(this, delta) : new TextDelta(this, delta);
+  }
+}
+
+/**
+ * Consecutive deltas of one item, numbered `first`, `first + 1` …: each is
+ * still its own event (its own WebSocket message or SSE frame, its own
+ * sequence number); only the hand-over from the run to the transport is
+ * one call, so a transport can frame them all into one write. The
+ * transport advances `sent` as it hands each event to the socket, so a
+ * throw part-way tells the run exactly which were sent.
+ */
+export class DeltaBatch {
+  /** Events handed over so far (the transport advances it). */
+  sent = 0;
+
+  constructor(
+    readonly head: DeltaHead,
+    readonly deltas: readonly string[],
+    /** The first delta's sequence number. */
+    readonly first: number,
+  ) {}
+
+  get type(): DeltaHead['type'] {
+    return this.head.type;
+  }
+
+  /** The i-th delta's JSON text (exactly `JSON.stringify(this.event(i))`). */
+  json(i: number): string {
+    return this.head.wire(this.deltas[i]!, this.first + i);
+  }
+
+  /** The i-th delta as a numbered event object. */
+  event(i: number): TextDelta | ArgsDelta {
+    const e = this.head.event(this.deltas[i]!);
+    e.sequence_number = this.first + i;
+    return e;
   }
 }
 

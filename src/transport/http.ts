@@ -361,9 +361,10 @@ type ExchangeTransport = Transport & { end(response: Response): Promise<void> };
  * response starts (errors before that are HTTP statuses), each event is one
  * frame, `data: [DONE]` ends it. `dropped` is told what a reader that did
  * not read left unsent when it was dropped, the limit it passed, and the
- * response's id.
+ * response's id. Exported for the unit tests (a batch of deltas against
+ * one `send` per delta).
  */
-function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: number, limit: number, responseId: string | null) => void): ExchangeTransport {
+export function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: number, limit: number, responseId: string | null) => void): ExchangeTransport {
   let congested = false;
   let responseId: string | null = null;
   // The largest frame of this stream: lifecycle events echo the request (tools, instructions), so
@@ -402,6 +403,35 @@ function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: nu
       let ok = true;
       for (const p of pieces) ok = res.write(p);
       if (!ok) congested = true;
+    },
+    // A batch of deltas (protocol/event-json.ts): their frames joined into one write, the same bytes as `send` per event,
+    // while no event of the batch could reach the send limit (then `send` per event, which drops the reader at the limit).
+    sendDeltas(b) {
+      const n = b.deltas.length;
+      if (res.writableEnded || res.destroyed) {
+        b.sent = n;
+        return;
+      }
+      const head = `event: ${b.type}\ndata: `;
+      let text = '';
+      let largest = 0;
+      for (let i = 0; i < n; i++) {
+        const frame = `${head}${b.json(i)}\n\n`;
+        text += frame;
+        if (frame.length > largest) largest = frame.length;
+      }
+      // 3 bytes per UTF-16 unit bound the frames' UTF-8 size.
+      if (res.writableLength + 3 * text.length <= limit + 2 * largestFrame) {
+        if (largest > largestFrame) largestFrame = largest;
+        batch();
+        if (!res.write(text)) congested = true;
+        b.sent = n;
+        return;
+      }
+      for (let i = 0; i < n; i++) {
+        this.send(b.event(i));
+        b.sent = i + 1;
+      }
     },
     // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
     drop() {

@@ -23,7 +23,7 @@
  * `encodeStep` does the work in bounded slices, so callers that must not
  * block the event loop (the render stage) can yield between slices.
  *
- * The tables (model/bpe-tables.ts, ~60 MB of RSS) load when first needed,
+ * The tables (model/bpe-tables.ts, ~6 MB, ~0.1–0.2 s to build) load when first needed,
  * not at start-up. A server waits for them without blocking its loop:
  * `afterTokenizer` runs a step once `tokenizerReady()` has built them a
  * slice at a time (the render stage, the first tokenizing stage of every
@@ -31,7 +31,8 @@
  * Concurrent waiters share one load; a failed load rejects each waiter with
  * a `server_error` and the next caller tries again. A synchronous caller
  * that finds them unloaded (the CLI, tests, `llr serve --eager-tokenizer` at
- * start-up) builds them in one go (~0.3 s).
+ * start-up) builds them in one go. The merge cache (model/bpe-merge.ts)
+ * grows with use, up to its bound.
  */
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -66,6 +67,8 @@ let tables: Tables | null = null;
 let pending: Promise<void> | null = null;
 let failures = 0;
 let loadMs: number | null = null;
+/** Bumped when the source changes, so a load begun on the old source is not installed. */
+let generation = 0;
 
 /** Where the tables' data comes from: the library's data file, or (tests) a source that gates or fails the read. */
 export interface TokenizerSource {
@@ -96,7 +99,6 @@ export function setTokenizerSource(src: TokenizerSource | null): void {
   loadMs = null;
   generation++;
 }
-let generation = 0;
 
 function install(t: BpeTables, startedAt: number): Tables {
   const specials = createO200KSpecialTokenMap();

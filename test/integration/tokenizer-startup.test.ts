@@ -17,6 +17,8 @@ import { setTokenizerSource, tokenPieces } from '../../src/model/tokenizer.js';
 import type { Response } from '../../src/protocol/objects.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { testServer } from '../helpers/server.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { LONG_LIVED_BETA, WS_MODE_BETA } from '../../src/protocol/designs.js';
 import { buildDist, CLI } from '../helpers/build.js';
 
 const data = readFileSync(createRequire(import.meta.url).resolve('gpt-tokenizer/data/o200k_base.tiktoken'));
@@ -61,9 +63,12 @@ describe('tokenizer tables load with the first request', () => {
   it('are not loaded before it; concurrent first requests share one load and succeed; /health answers during the load', async () => {
     const gated = gatedSource();
     setTokenizerSource(gated.src);
-    const { url } = await testServer({ policy: scriptPolicy(Array.from({ length: 4 }, () => ({ text: ANSWER }))) });
+    const { url } = await testServer({ policy: scriptPolicy(Array.from({ length: 6 }, () => ({ text: ANSWER }))) });
     expect((await stats(url)).state).toBe('unloaded');
 
+    // A create over each WebSocket design too: every path waits for the tables (a synchronous load would throw here).
+    const sockets = [await RawSocket.connect(url, { headers: { 'OpenAI-Beta': WS_MODE_BETA } }), await RawSocket.connect(url, { headers: { 'OpenAI-Beta': LONG_LIVED_BETA } })];
+    for (const s of sockets) s.send({ type: 'response.create', model: 'sim-model', input: 'over a socket', store: false });
     const done: boolean[] = [];
     const firsts = ['one', 'two', 'three', 'four'].map((input, i) =>
       create(url, input).then(async (res) => {
@@ -87,6 +92,10 @@ describe('tokenizer tables load with the first request', () => {
       expect(text).toBe(ANSWER);
       expect(r.body.usage?.output_tokens).toBe(tokenPieces(ANSWER).length);
       expect(r.body.usage?.input_tokens).toBeGreaterThan(0);
+    }
+    for (const s of sockets) {
+      const completed = await s.next('response.completed');
+      expect(completed.response.usage?.output_tokens).toBe(tokenPieces(ANSWER).length);
     }
     expect(gated.src.reads).toBe(1);
     const after = await stats(url);

@@ -38,6 +38,7 @@ Usage:
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
             [--record-requests N] [--ledger-entries N] [--prefix-cache-blocks N]
             [--shared-prefix-cache] [--eager-tokenizer] [--lazy-tokenizer]
+            [--tokenizer-cache-entries N]
             [limits and security defaults: see below]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http|http-stored|long-lived-http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
@@ -57,7 +58,8 @@ partitioned per API key unless --shared-prefix-cache. The tokenizer's tables
 (~6 MB) load when the first request needs them, a slice at a time (that
 request waits ~0.1-0.3 s; /health and other work go on meanwhile), or at
 start-up with --eager-tokenizer (~0.1 s more start-up). --lazy-tokenizer,
-the old name of the default, is still accepted.
+the old name of the default, is still accepted. The tokenizer caches the
+merges of --tokenizer-cache-entries pre-tokens (default 100000; 0: off).
 Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
 (all on by default except overlap_persist and lean_pause_event).
 --workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
@@ -108,7 +110,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
       ...stringOptions(['host', 'port', 'tokens-per-second', 'ttft-ms', 'prefill-tps', 'hop-ms', 'hops', 'call-hop-ms', 'call-hops',
         'store', 'seed', 'max-context-bytes', 'max-context-items', 'log-level', 'policy', 'workload', 'synthetic', 'chaos-seed',
         'demo-workload', 'demo-max-races', 'demo-race-timeout-ms', 'demo-max-tool-calls', 'demo-max-prompt-bytes', 'record-requests',
-        'ledger-entries', 'prefix-cache-blocks']),
+        'ledger-entries', 'prefix-cache-blocks', 'tokenizer-cache-entries']),
       instant: { type: 'boolean' },
       'api-key': { type: 'string', multiple: true },
       'no-websockets': { type: 'boolean' },
@@ -170,6 +172,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
       recordRequests: num(values['record-requests'] ?? env('LLR_RECORD_REQUESTS'), 'record-requests'),
       ledgerEntries: num(values['ledger-entries'] ?? env('LLR_LEDGER_ENTRIES'), 'ledger-entries'),
       prefixCacheBlocks: num(values['prefix-cache-blocks'] ?? env('LLR_PREFIX_CACHE_BLOCKS'), 'prefix-cache-blocks'),
+      tokenizerCacheEntries: num(values['tokenizer-cache-entries'] ?? env('LLR_TOKENIZER_CACHE_ENTRIES'), 'tokenizer-cache-entries'),
     }),
     prefixCacheScope: (values['shared-prefix-cache'] ?? env('LLR_SHARED_PREFIX_CACHE') === '1') ? 'shared' : 'owner',
     chaos,

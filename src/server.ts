@@ -33,6 +33,7 @@ import { createLogger } from './log.js';
 import { DemoService, type DemoOptions } from './demo/service.js';
 import { Chaos, parseChaosSpec, type ChaosRule } from './engine/faults.js';
 import { loadTokenizer } from './model/tokenizer.js';
+import { setMergeCacheEntries } from './model/bpe-merge.js';
 
 /** The simulated model's defaults: a fast model (1,000 tokens/s) with a realistic first token. */
 export const DEFAULT_MODEL_SETTINGS: ModelSettings = {
@@ -108,6 +109,13 @@ export interface ServerOptions {
   eagerTokenizer?: boolean;
   /** The old switch for what is now the default (tables loaded when first needed): accepted and ignored. */
   lazyTokenizer?: boolean;
+  /**
+   * Bound of the tokenizer's merge cache, in pre-tokens (model/bpe-merge.ts;
+   * default `MERGE_CACHE_ENTRIES`, 100,000; 0: off). The tokenizer is one per
+   * process, so this sets it for every server in the process
+   * (`llr serve --tokenizer-cache-entries`).
+   */
+  tokenizerCacheEntries?: number;
 }
 
 /**
@@ -146,6 +154,7 @@ export class LlrServer {
   private closing: Promise<void> | null = null;
 
   constructor(readonly options: ServerOptions = {}) {
+    if (options.tokenizerCacheEntries !== undefined) setMergeCacheEntries(options.tokenizerCacheEntries);
     if (options.eagerTokenizer) loadTokenizer();
     const log = options.logger ?? createLogger();
     const clock = options.clock ?? realClock;

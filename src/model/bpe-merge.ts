@@ -20,6 +20,13 @@ import { rankOfBytes, type BpeTables } from './bpe-tables.js';
  * text fills it with short words (a few MB).
  */
 export const MERGE_CACHE_ENTRIES = 100_000;
+let cacheEntries = MERGE_CACHE_ENTRIES;
+
+/** Change the merge cache's bound for the process (`llr serve --tokenizer-cache-entries`); 0 turns caching off. */
+export function setMergeCacheEntries(n: number): void {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`tokenizer cache entries must be a whole number ≥ 0, not ${n}`);
+  cacheEntries = n;
+}
 
 const encoder = new TextEncoder();
 
@@ -37,9 +44,15 @@ export class BpeMerger {
       return hit;
     }
     const ids = merge(this.tables, encoder.encode(piece));
-    if (this.cache.size >= MERGE_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+    if (cacheEntries === 0) return ids;
+    while (this.cache.size >= cacheEntries) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(piece, ids);
     return ids;
+  }
+
+  /** Pre-tokens whose merge is cached now. */
+  get cached(): number {
+    return this.cache.size;
   }
 }
 

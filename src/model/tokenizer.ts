@@ -154,9 +154,9 @@ export function afterTokenizer<T>(step: () => Promise<T>): Promise<T> {
   return tables ? step() : tokenizerReady().then(step);
 }
 
-/** Whether the tables are loaded, being loaded, or not yet asked for (`/llr/stats`), with how long the load took and how many loads failed. */
-export function tokenizerState(): { state: 'unloaded' | 'loading' | 'loaded'; load_ms: number | null; failed_loads: number } {
-  return { state: tables ? 'loaded' : pending ? 'loading' : 'unloaded', load_ms: loadMs, failed_loads: failures };
+/** Whether the tables are loaded, being loaded, or not yet asked for (`/llr/stats`), with how long the load took, how many loads failed and how many merges are cached. */
+export function tokenizerState(): { state: 'unloaded' | 'loading' | 'loaded'; load_ms: number | null; failed_loads: number; merge_cache: number } {
+  return { state: tables ? 'loaded' : pending ? 'loading' : 'unloaded', load_ms: loadMs, failed_loads: failures, merge_cache: tables?.bpe.cached ?? 0 };
 }
 
 /**

@@ -12,6 +12,7 @@ import { encode as libraryEncode } from 'gpt-tokenizer/encoding/o200k_base';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WireError } from '../../src/protocol/errors.js';
 import { afterTokenizer, encodeText, setTokenizerSource, tokenizerReady, tokenizerState } from '../../src/model/tokenizer.js';
+import { MERGE_CACHE_ENTRIES, setMergeCacheEntries } from '../../src/model/bpe-merge.js';
 
 const data = readFileSync(createRequire(import.meta.url).resolve('gpt-tokenizer/data/o200k_base.tiktoken'));
 const TEXT = 'The server streams one delta per token: 日本語 🎉';
@@ -111,5 +112,22 @@ describe('tokenizer tables on demand', () => {
     release(data);
     await waiting;
     expect(encodeText(TEXT)).toEqual(libraryEncode(TEXT));
+  });
+});
+
+describe('tokenizer merge cache bound', () => {
+  afterEach(() => setMergeCacheEntries(MERGE_CACHE_ENTRIES));
+
+  it('holds at most the set number of pre-tokens, and off (0) gives the same ids', () => {
+    const words = Array.from({ length: 50 }, (_, i) => ` zq${i}xv${i * 7}kj`);
+    const want = words.map((w) => libraryEncode(w));
+    setMergeCacheEntries(3);
+    expect(words.map((w) => encodeText(w))).toEqual(want);
+    expect(tokenizerState().merge_cache).toBeLessThanOrEqual(3);
+    expect(tokenizerState().merge_cache).toBeGreaterThan(0);
+    setMergeCacheEntries(0);
+    expect(words.map((w) => encodeText(w))).toEqual(want);
+    expect(() => setMergeCacheEntries(-1)).toThrow(RangeError);
+    expect(() => setMergeCacheEntries(1.5)).toThrow(RangeError);
   });
 });

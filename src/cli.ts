@@ -37,7 +37,8 @@ Usage:
             [--seed N] [--no-websockets] [--off SWITCH]... [--on SWITCH]...
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
             [--record-requests N] [--ledger-entries N] [--prefix-cache-blocks N]
-            [--shared-prefix-cache] [--lazy-tokenizer]
+            [--shared-prefix-cache] [--eager-tokenizer] [--lazy-tokenizer]
+            [--tokenizer-cache-entries N]
             [limits and security defaults: see below]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http|http-stored|long-lived-http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
@@ -54,8 +55,11 @@ Memory: the model keeps the last --record-requests requests (default 0), the
 ledger per-key totals plus --ledger-entries recent entries (default 10000),
 the prefix cache --prefix-cache-blocks 64-token blocks (default 65536),
 partitioned per API key unless --shared-prefix-cache. The tokenizer's tables
-(~70 MB) load at start-up, or with --lazy-tokenizer at the first request
-that tokenizes (that request's loop turn then takes ~0.4 s longer).
+(~6 MB) load when the first request needs them, a slice at a time (that
+request waits ~0.1-0.3 s; /health and other work go on meanwhile), or at
+start-up with --eager-tokenizer (~0.1 s more start-up). --lazy-tokenizer,
+the old name of the default, is still accepted. The tokenizer caches the
+merges of --tokenizer-cache-entries pre-tokens (default 100000; 0: off).
 Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
 (all on by default except overlap_persist and lean_pause_event).
 --workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
@@ -106,11 +110,12 @@ async function serve(argv: string[], demo = false): Promise<void> {
       ...stringOptions(['host', 'port', 'tokens-per-second', 'ttft-ms', 'prefill-tps', 'hop-ms', 'hops', 'call-hop-ms', 'call-hops',
         'store', 'seed', 'max-context-bytes', 'max-context-items', 'log-level', 'policy', 'workload', 'synthetic', 'chaos-seed',
         'demo-workload', 'demo-max-races', 'demo-race-timeout-ms', 'demo-max-tool-calls', 'demo-max-prompt-bytes', 'record-requests',
-        'ledger-entries', 'prefix-cache-blocks']),
+        'ledger-entries', 'prefix-cache-blocks', 'tokenizer-cache-entries']),
       instant: { type: 'boolean' },
       'api-key': { type: 'string', multiple: true },
       'no-websockets': { type: 'boolean' },
       'lazy-tokenizer': { type: 'boolean' },
+      'eager-tokenizer': { type: 'boolean' },
       off: { type: 'string', multiple: true },
       on: { type: 'string', multiple: true },
       ...limitOptions(),
@@ -162,11 +167,13 @@ async function serve(argv: string[], demo = false): Promise<void> {
     seed: num(values.seed ?? env('LLR_SEED'), 'seed') ?? 1,
     refuseWebSockets: values['no-websockets'] ?? env('LLR_NO_WEBSOCKETS') === '1',
     lazyTokenizer: values['lazy-tokenizer'] ?? env('LLR_LAZY_TOKENIZER') === '1',
+    eagerTokenizer: values['eager-tokenizer'] ?? env('LLR_EAGER_TOKENIZER') === '1',
     switches,
     ...defined({
       recordRequests: num(values['record-requests'] ?? env('LLR_RECORD_REQUESTS'), 'record-requests'),
       ledgerEntries: num(values['ledger-entries'] ?? env('LLR_LEDGER_ENTRIES'), 'ledger-entries'),
       prefixCacheBlocks: num(values['prefix-cache-blocks'] ?? env('LLR_PREFIX_CACHE_BLOCKS'), 'prefix-cache-blocks'),
+      tokenizerCacheEntries: num(values['tokenizer-cache-entries'] ?? env('LLR_TOKENIZER_CACHE_ENTRIES'), 'tokenizer-cache-entries'),
     }),
     prefixCacheScope: (values['shared-prefix-cache'] ?? env('LLR_SHARED_PREFIX_CACHE') === '1') ? 'shared' : 'owner',
     chaos,

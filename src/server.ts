@@ -33,6 +33,7 @@ import { createLogger } from './log.js';
 import { DemoService, type DemoOptions } from './demo/service.js';
 import { Chaos, parseChaosSpec, type ChaosRule } from './engine/faults.js';
 import { loadTokenizer } from './model/tokenizer.js';
+import { setMergeCacheEntries } from './model/bpe-merge.js';
 
 /** The simulated model's defaults: a fast model (1,000 tokens/s) with a realistic first token. */
 export const DEFAULT_MODEL_SETTINGS: ModelSettings = {
@@ -98,12 +99,23 @@ export interface ServerOptions {
   /** 'owner' (default): the prefix cache is partitioned per API key; 'shared': one namespace for all keys. */
   prefixCacheScope?: 'owner' | 'shared';
   /**
-   * Leave loading the tokenizer's tables (~70 MB RSS, ~0.4 s of one loop
-   * turn) to the first request that tokenizes, instead of start-up. Default
-   * false: the server loads them when it is created, so no request's loop
-   * turn pays for them (`llr serve --lazy-tokenizer`).
+   * Load the tokenizer's tables (~6 MB, ~0.1 s) when the server is created,
+   * in one go, instead of when the first request needs them. Default false:
+   * the first request that tokenizes starts the load and waits for it while
+   * the tables are built a slice at a time, so start-up stays small and
+   * `/health` keeps answering during the load (model/tokenizer.ts;
+   * `llr serve --eager-tokenizer`).
    */
+  eagerTokenizer?: boolean;
+  /** The old switch for what is now the default (tables loaded when first needed): accepted and ignored. */
   lazyTokenizer?: boolean;
+  /**
+   * Bound of the tokenizer's merge cache, in pre-tokens (model/bpe-merge.ts;
+   * default `MERGE_CACHE_ENTRIES`, 100,000; 0: off). The tokenizer is one per
+   * process, so this sets it for every server in the process
+   * (`llr serve --tokenizer-cache-entries`).
+   */
+  tokenizerCacheEntries?: number;
 }
 
 /**
@@ -142,7 +154,8 @@ export class LlrServer {
   private closing: Promise<void> | null = null;
 
   constructor(readonly options: ServerOptions = {}) {
-    if (!options.lazyTokenizer) loadTokenizer();
+    if (options.tokenizerCacheEntries !== undefined) setMergeCacheEntries(options.tokenizerCacheEntries);
+    if (options.eagerTokenizer) loadTokenizer();
     const log = options.logger ?? createLogger();
     const clock = options.clock ?? realClock;
     const settings = { ...DEFAULT_MODEL_SETTINGS, ...options.modelSettings };

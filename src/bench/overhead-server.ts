@@ -83,6 +83,8 @@ export interface StartupResult {
   rss_source: 'proc' | 'llr/stats';
   /** The same, after one request (the tokenizer's tables and the first model call loaded). */
   rss_after_first_response_bytes: number;
+  /** Send → complete JSON body of that first request (by default it includes loading the tokenizer's tables). */
+  first_response_ms: number;
 }
 
 /** utime + stime of a process, ms (/proc/PID/stat, in clock ticks of 10 ms on Linux). */
@@ -120,15 +122,17 @@ export async function startup(args: string[] = []): Promise<StartupResult> {
       const res = await fetch(new URL('/llr/stats', child.url));
       rss = ((await res.json()) as ServerStats).memory.rss;
     }
+    const sent = performance.now();
     const res = await fetch(new URL('/v1/responses', child.url), {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ model: 'sim-model', input: 'hello', store: false }),
     });
     const body = await res.text();
+    const firstResponse = performance.now() - sent;
     if (!res.ok) throw new Error(`the first request failed: HTTP ${res.status} ${body.slice(0, 300)}`);
     const after = procRss(child.proc.pid) ?? ((await (await fetch(new URL('/llr/stats', child.url))).json()) as ServerStats).memory.rss;
-    return { listening_ms: listening, listening_cpu_ms: cpu, rss_bytes: rss, rss_source: proc === null ? 'llr/stats' : 'proc', rss_after_first_response_bytes: after };
+    return { listening_ms: listening, listening_cpu_ms: cpu, rss_bytes: rss, rss_source: proc === null ? 'llr/stats' : 'proc', rss_after_first_response_bytes: after, first_response_ms: firstResponse };
   } finally {
     await child.stop();
   }

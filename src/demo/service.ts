@@ -30,6 +30,7 @@ import type { HttpRoutes } from '../transport/http.js';
 import { DEMO_DESIGNS } from './designs.js';
 import type { DemoMessage } from './messages.js';
 import { DemoModels } from './models.js';
+import { tokenizerReady } from '../model/tokenizer.js';
 import { parseRaceRequest, SPEEDS, speedSettings } from './request.js';
 import { Race } from './race.js';
 import { codexAvailable, DEFAULT_DEMO_WORKLOAD, PROMPT_TOOL_MS, SYNTHETIC_TOOL_MS } from './workloads.js';
@@ -178,6 +179,8 @@ export class DemoService implements HttpRoutes {
   private async startRace(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const services = this.services();
     const body = parseJsonText(await readBody(req, this.options.maxPromptBytes + 4096), 'body', services.limits.maxJsonDepth);
+    // Reading a recorded workload counts its tokens synchronously: wait for the tokenizer's tables first (model/tokenizer.ts).
+    await tokenizerReady();
     const r = parseRaceRequest(body, this.options);
     if (this.closed) throw new WireError('server_shutting_down');
     if (this.races.size >= this.options.maxRaces) throw new WireError('too_many_races', `${this.options.maxRaces} demo races are already running; try again when one ends.`);

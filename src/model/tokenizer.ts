@@ -17,13 +17,32 @@
  * (never splitting a surrogate pair), the way production tokenizers cap
  * their merge input. Text whose pre-tokens are all shorter — every ordinary
  * text — encodes exactly as the library encodes it: the loop below is the
- * library's own encode loop, over its own regex and merge ranks.
+ * library's encode loop and model/bpe-merge.ts its merge, over its own regex
+ * and merge ranks (read from its data file, model/bpe-tables.ts).
  *
  * `encodeStep` does the work in bounded slices, so callers that must not
  * block the event loop (the render stage) can yield between slices.
+ *
+ * The tables (model/bpe-tables.ts, ~6 MB, ~0.1–0.2 s to build) load when first needed,
+ * not at start-up. A server waits for them without blocking its loop:
+ * `afterTokenizer` runs a step once `tokenizerReady()` has built them a
+ * slice at a time (the render stage, the first tokenizing stage of every
+ * request, goes through it, so everything after it finds them loaded).
+ * Concurrent waiters share one load; a failed load rejects each waiter with
+ * a `server_error` and the next caller tries again. A synchronous caller
+ * that finds them unloaded (the CLI, tests, `llr serve --eager-tokenizer` at
+ * start-up) builds them in one go. The merge cache (model/bpe-merge.ts)
+ * grows with use, up to its bound.
  */
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/esm/encodingParams/constants';
+import { createO200KSpecialTokenMap } from 'gpt-tokenizer/esm/encodingParams/o200k_base';
+import { WireError } from '../protocol/errors.js';
+import { buildTablesWork, rankOfString, tokenBytes, type BpeTables } from './bpe-tables.js';
+import { BpeMerger } from './bpe-merge.js';
+import { runCooperative, runSync } from './cooperative.js';
 
 /**
  * Longest pre-token merged in one piece (UTF-16 code units). Longer ones
@@ -37,43 +56,107 @@ export const MAX_PRETOKEN_CHARS = 256;
 export const IM_START = 200003;
 export const IM_END = 200004;
 
-/**
- * The library's byte-pair core: rank lookup for a whole pre-token and the
- * merge. Not part of its typed API, so checked once at load: a library
- * update that renames them fails here, loudly, rather than tokenizing wrong.
- */
-interface BpeCore {
-  getBpeRankFromString(s: string): number | undefined;
-  bytePairEncode(s: string): number[];
-}
-
-type O200k = typeof import('gpt-tokenizer/encoding/o200k_base');
 interface Tables {
-  bpe: BpeCore;
-  decodeGenerator: O200k['decodeGenerator'];
+  bpe: BpeMerger;
+  /** String tokens decoded so far, by rank (filled as the model's output uses them). */
+  strings: Array<string | undefined>;
+  /** Special tokens by id (decoded as their text, as the library decodes them). */
+  special: Map<number, string>;
 }
 let tables: Tables | null = null;
+let pending: Promise<void> | null = null;
+let failures = 0;
+let loadMs: number | null = null;
+/** Bumped when the source changes, so a load begun on the old source is not installed. */
+let generation = 0;
+
+/** Where the tables' data comes from: the library's data file, or (tests) a source that gates or fails the read. */
+export interface TokenizerSource {
+  read(): Promise<Uint8Array>;
+  readSync(): Uint8Array;
+}
+
+const librarySource: TokenizerSource = {
+  read: () => readFile(dataFile()),
+  readSync: () => readFileSync(dataFile()),
+};
+let source = librarySource;
+
+function dataFile(): string {
+  return createRequire(import.meta.url).resolve('gpt-tokenizer/data/o200k_base.tiktoken');
+}
 
 /**
- * The o200k tables, loaded (synchronously) the first time anything is
- * tokenized rather than when the server starts: they are ~70 MB of RSS and
- * ~0.4 s of start-up, which a server that has not served a request yet (or
- * never tokenizes: `llr bench`'s parent, the CLI's help) need not pay.
+ * Read the tables from `src` from now on (null: the library's data file),
+ * dropping any loaded ones so the next use loads again. For tests: a load
+ * they can hold open or make fail. A load already under way finishes on its
+ * old source and is not installed.
  */
-function load(): Tables {
-  if (tables) return tables;
-  const o200k = createRequire(import.meta.url)('gpt-tokenizer/encoding/o200k_base') as O200k;
-  // The CommonJS build: the encoder instance (which holds the core) is its default export.
-  const core = (o200k.default as unknown as { bytePairEncodingCoreProcessor?: BpeCore }).bytePairEncodingCoreProcessor;
-  if (!core || typeof core.getBpeRankFromString !== 'function' || typeof core.bytePairEncode !== 'function') {
-    throw new Error('gpt-tokenizer: the byte-pair core this wrapper relies on is missing (library version changed?)');
-  }
-  const special = (s: string) => o200k.encode(s, { allowedSpecial: 'all' })[0];
-  if (special('<|im_start|>') !== IM_START || special('<|im_end|>') !== IM_END) {
+export function setTokenizerSource(src: TokenizerSource | null): void {
+  source = src ?? librarySource;
+  tables = null;
+  pending = null;
+  loadMs = null;
+  generation++;
+}
+
+function install(t: BpeTables, startedAt: number): Tables {
+  const specials = createO200KSpecialTokenMap();
+  if (specials.get('<|im_start|>') !== IM_START || specials.get('<|im_end|>') !== IM_END) {
     throw new Error('gpt-tokenizer: o200k special token ids differ from the ones the render stage uses');
   }
-  tables = { bpe: core, decodeGenerator: o200k.decodeGenerator };
+  if (t.size > Math.min(...specials.values())) throw new Error('o200k data: ranks overlap the special tokens');
+  tables ??= { bpe: new BpeMerger(t), strings: new Array<string | undefined>(t.size), special: new Map([...specials].map(([k, v]) => [v, k])) };
+  loadMs ??= performance.now() - startedAt;
   return tables;
+}
+
+/** The tables, built now in one go if nothing has built them yet (the synchronous path). */
+function load(): Tables {
+  if (tables) return tables;
+  const t0 = performance.now();
+  return install(runSync(buildTablesWork(source.readSync())), t0);
+}
+
+/**
+ * Resolves once the tables are loaded, building them a slice at a time
+ * (each slice a few ms of one loop turn) if nothing has yet. Concurrent
+ * callers share one load. Rejects with a `server_error` WireError if the
+ * load fails; the next call starts a new load.
+ */
+export function tokenizerReady(): Promise<void> {
+  if (tables) return Promise.resolve();
+  if (pending) return pending;
+  const t0 = performance.now();
+  const gen = generation;
+  const from = source;
+  const load = (async () => {
+    const data = await from.read();
+    const built = await runCooperative(buildTablesWork(data));
+    if (gen === generation) install(built, t0);
+  })();
+  const settled: Promise<void> = load.then(
+    () => {
+      if (pending === settled) pending = null;
+    },
+    (cause: unknown) => {
+      if (pending === settled) pending = null;
+      failures++;
+      throw new WireError('server_error', 'The tokenizer tables could not be loaded, so the request was not processed; try again.', null, { cause });
+    },
+  );
+  pending = settled;
+  return settled;
+}
+
+/** Run `step` once the tables are loaded: at once (no extra turn) when they are, after `tokenizerReady()` when not. */
+export function afterTokenizer<T>(step: () => Promise<T>): Promise<T> {
+  return tables ? step() : tokenizerReady().then(step);
+}
+
+/** Whether the tables are loaded, being loaded, or not yet asked for (`/llr/stats`), with how long the load took, how many loads failed and how many merges are cached. */
+export function tokenizerState(): { state: 'unloaded' | 'loading' | 'loaded'; load_ms: number | null; failed_loads: number; merge_cache: number } {
+  return { state: tables ? 'loaded' : pending ? 'loading' : 'unloaded', load_ms: loadMs, failed_loads: failures, merge_cache: tables?.bpe.cached ?? 0 };
 }
 
 /**
@@ -97,11 +180,15 @@ export function encodeStep(text: string, from: number, out: number[], maxChars =
   return text.length;
 }
 
-function encodePretoken(piece: string, out: number[], bpe: BpeCore): void {
+/** A pre-token's UTF-8 bytes, for the whole-token lookup (3 bytes per UTF-16 unit at most). */
+const utf8 = new Uint8Array(3 * MAX_PRETOKEN_CHARS);
+const utf8Encoder = new TextEncoder();
+
+function encodePretoken(piece: string, out: number[], bpe: BpeMerger): void {
   if (piece.length <= MAX_PRETOKEN_CHARS) {
-    const rank = bpe.getBpeRankFromString(piece);
+    const rank = rankOfString(bpe.tables, piece, utf8, utf8Encoder.encodeInto(piece, utf8).written);
     if (rank !== undefined) out.push(rank);
-    else for (const t of bpe.bytePairEncode(piece)) out.push(t);
+    else for (const t of bpe.encode(piece)) out.push(t);
     return;
   }
   for (let i = 0; i < piece.length; ) {
@@ -109,15 +196,14 @@ function encodePretoken(piece: string, out: number[], bpe: BpeCore): void {
     // Never cut between the halves of a surrogate pair: each half alone would encode as U+FFFD.
     const last = piece.charCodeAt(end - 1);
     if (end < piece.length && last >= 0xd800 && last <= 0xdbff) end--;
-    for (const t of bpe.bytePairEncode(piece.slice(i, end))) out.push(t);
+    for (const t of bpe.encode(piece.slice(i, end))) out.push(t);
     i = end;
   }
 }
 
 /**
- * Load the tables now (a server does at start-up, so its first request does
- * not hold the event loop for the ~0.4 s the load takes; `llr serve
- * --lazy-tokenizer` leaves them to the first request instead).
+ * Load the tables now, in one go (`llr serve --eager-tokenizer` does at
+ * start-up, so not even its first request waits for them).
  */
 export function loadTokenizer(): void {
   load();
@@ -140,16 +226,17 @@ export function countTokens(text: string): number {
  * `tokenPieces(s).join('') === s` for any well-formed string.
  *
  * A token can end in the middle of a multi-byte UTF-8 character (emoji, CJK).
- * `decodeGenerator` holds such bytes back and emits them with the token that
- * completes the character, so a piece is never a broken character; the cost is
+ * Such bytes are held back and emitted with the token that completes the
+ * character (as the library's `decodeGenerator` does), so a piece is never a
+ * broken character; the cost is
  * that there can be fewer pieces than tokens. The simulated model streams each
  * piece as one delta and counts it as one output token, so usage is the piece
  * count (at most the true token count). Lone surrogates are not well-formed
  * and come back as U+FFFD.
  *
- * The generator is drained synchronously here on purpose: the library's UTF-8
- * decoder is shared module state, so an abandoned half-read generator would
- * leak bytes into the next decode.
+ * The decoder below is shared module state, used synchronously and flushed
+ * at the end of each call, so no bytes carry over from one call to the next
+ * (ids that end mid-character give U+FFFD there).
  */
 export function tokenPieces(text: string): string[] {
   if (text === '') return [];
@@ -158,5 +245,35 @@ export function tokenPieces(text: string): string[] {
 
 /** The string pieces of token ids (see `tokenPieces`), for a caller that keeps the ids too. */
 export function piecesOf(ids: readonly number[]): string[] {
-  return [...load().decodeGenerator(ids)];
+  const t = load();
+  const out: string[] = [];
+  let buf = '';
+  for (const id of ids) {
+    const v = tokenValue(t, id);
+    // An id that is no token is skipped, as the library's decoder skips it.
+    if (v === undefined || v === '') continue;
+    buf += typeof v === 'string' ? v : pieceDecoder.decode(v, { stream: true });
+    // Wait for the low half of a surrogate pair (a character split across tokens).
+    if (buf.length === 0 || isHighSurrogate(buf.charCodeAt(buf.length - 1))) continue;
+    out.push(buf);
+    buf = '';
+  }
+  buf += pieceDecoder.decode();
+  if (buf.length > 0) out.push(buf);
+  return out;
+}
+
+const pieceDecoder = new TextDecoder('utf-8', { ignoreBOM: true });
+const stringDecoder = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/** What id `r` decodes to, as the library's table holds it: a string token's text, a bytes token's bytes, a special token's name. */
+function tokenValue(t: Tables, r: number): string | Uint8Array | undefined {
+  const tables = t.bpe.tables;
+  if (!Number.isInteger(r) || r < 0 || r >= tables.size) return t.special.get(r);
+  if (!tables.isString[r]) return tokenBytes(tables, r);
+  return (t.strings[r] ??= stringDecoder.decode(tokenBytes(tables, r)));
+}
+
+function isHighSurrogate(c: number): boolean {
+  return c >= 0xd800 && c <= 0xdbff;
 }

@@ -17,7 +17,7 @@
  * tokenizes every new item first and only then extends the context, in one
  * synchronous step: a failure or a concurrent reader never sees half of it.
  */
-import { encodeStep, encodeText, IM_END, IM_START } from '../model/tokenizer.js';
+import { afterTokenizer, encodeStep, encodeText, IM_END, IM_START } from '../model/tokenizer.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import { isFunctionTool, isKnownItem, type FunctionTool, type InputItem, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
@@ -216,9 +216,14 @@ export function renderFull(instructions: string | null, tools: Tool[], items: re
   return metrics.time('render', () => runSync(renderFullWork(instructions, tools, items, metrics)));
 }
 
-/** Full render, yielding to the event loop on large inputs. */
+/**
+ * Full render, yielding to the event loop on large inputs. The first
+ * tokenizing stage of a request: it waits for the tokenizer's tables if they
+ * are still loading (model/tokenizer.ts), so nothing later in the request
+ * finds them unloaded.
+ */
 export function renderFullAsync(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): Promise<RenderedContext> {
-  return metrics.timeAsync('render', () => runCooperative(renderFullWork(instructions, tools, items, metrics)));
+  return metrics.timeAsync('render', () => afterTokenizer(() => runCooperative(renderFullWork(instructions, tools, items, metrics))));
 }
 
 /** Incremental render: tokenizes only `items` and appends them to `ctx` in place. */
@@ -249,7 +254,8 @@ export function reserveFor(ctx: RenderedContext, tokens: readonly Chunks[]): Pro
 export function tokenizeItems(items: readonly InputItem[], metrics: RunMetrics, stage = 'render_append'): Promise<Chunks[]> {
   return metrics.timeAsync(stage, () => {
     metrics.count('render_incremental');
-    return runCooperative(tokenizeItemsWork(items, metrics));
+    // Waits for the tokenizer's tables too (a continuation can be a process's first tokenizing request).
+    return afterTokenizer(() => runCooperative(tokenizeItemsWork(items, metrics)));
   });
 }
 

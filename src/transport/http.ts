@@ -48,6 +48,7 @@ import { batchWrites } from './batch.js';
 import { parseCaps, parseEdgeJson } from './json-in.js';
 import { sendJsonCooperative } from './json-out.js';
 import type { Guard } from './guard.js';
+import { tokenizerState } from '../model/tokenizer.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
 export type OverCapacity = (socket: Socket) => boolean;
@@ -159,6 +160,8 @@ export class HttpTransport {
         gc_available: gc !== undefined,
         uptime_s: process.uptime(),
         http_in_flight: this.inFlight,
+        // 'unloaded' until the first request that tokenizes (model/tokenizer.ts).
+        tokenizer: tokenizerState(),
       });
     }
     if (path === '/llr/runs' || path.startsWith('/llr/runs/')) {

@@ -660,76 +660,116 @@ export class ResponseRun {
    * record reads its status, usage, counters, totals and spans when it is
    * read, so a pause costs nothing here (a copy per pause was quadratic over
    * a long run and a measurable part of each tool step). At the end the
-   * record is frozen: it then holds copies and the usage, not the run.
+   * record is frozen: a plain object holding copies and the usage, not the
+   * run. Both are built field by field (object spreads and property
+   * definitions made records the costliest part of starting a response).
    */
   private record(deferred = false, postDone = !deferred && this.state === 'ended'): void {
     this.contain('record', () => {
       const r = this.response;
       const m = this.metrics;
-      const ended = this.state === 'ended';
-      const base = {
-        response_id: r.id,
-        protocol: this.plan.protocol,
-        connection: this.plan.connection,
-        owner: this.plan.owner,
-      };
-      const rest = {
-        model: this.plan.route.model,
-        previous_response_id: r.previous_response_id,
-      };
-      const rec: RunRecord = ended
-        ? {
-            ...base,
-            status: r.status,
-            ...rest,
-            usage: r.usage,
-            counters: { ...m.counters },
-            totals: m.totals(),
-            spans: [],
-            started_at: r.created_at,
-            ended_at: Math.floor(this.wallNow() / 1000),
-            post_deferred: deferred,
-            post_done: postDone,
-          }
-        : {
-            ...base,
-            get status() {
-              return r.status;
-            },
-            ...rest,
-            get usage() {
-              return r.usage;
-            },
-            get counters() {
-              return { ...m.counters };
-            },
-            get totals() {
-              return m.totals();
-            },
-            get spans() {
-              return m.spans.slice();
-            },
-            started_at: r.created_at,
-            ended_at: null,
-            post_deferred: deferred,
-            post_done: postDone,
-          };
-      if (ended) lazySpans(rec, m.spans);
+      const plan = this.plan;
+      const rec: RunRecord =
+        this.state !== 'ended'
+          ? new LiveRunRecord(r, m, plan, deferred, postDone)
+          : {
+              response_id: r.id,
+              protocol: plan.protocol,
+              connection: plan.connection,
+              owner: plan.owner,
+              status: r.status,
+              model: plan.route.model,
+              previous_response_id: r.previous_response_id,
+              usage: r.usage,
+              counters: { ...m.counters },
+              totals: m.totals(),
+              spans: m.spans.slice(),
+              started_at: r.created_at,
+              ended_at: Math.floor(this.wallNow() / 1000),
+              post_deferred: deferred,
+              post_done: postDone,
+            };
       this.services.records.upsert(rec);
     });
   }
 }
 
 /**
- * A record's spans, copied only when the record is read: spans are
- * append-only, and copying them at every pause of a long run was quadratic.
- * Module-level so the getter holds the spans alone, not the run (a record
- * outlives its run in the ring; a closure inside the run would keep its
- * whole context alive).
+ * A running response's record: status, usage, counters, totals and spans are
+ * read from the run when asked for (and `toJSON` gives the plain record), so
+ * nothing is copied while the run goes on. Holds the run's response and
+ * metrics only while it is the record: the run replaces it with a frozen one
+ * when it ends.
  */
-function lazySpans(rec: RunRecord, spans: readonly TimingSpan[]): void {
-  const count = spans.length;
-  Object.defineProperty(rec, 'spans', { enumerable: true, configurable: true, get: () => spans.slice(0, count) });
+class LiveRunRecord implements RunRecord {
+  readonly response_id: string;
+  readonly protocol: Protocol;
+  readonly connection: string | null;
+  readonly owner: string | null;
+  readonly model: string;
+  readonly previous_response_id: string | null;
+  readonly started_at: number;
+  readonly ended_at = null;
+  readonly #response: Response;
+  readonly #metrics: RunMetrics;
+
+  constructor(
+    response: Response,
+    metrics: RunMetrics,
+    plan: RunPlan,
+    readonly post_deferred: boolean,
+    readonly post_done: boolean,
+  ) {
+    this.#response = response;
+    this.#metrics = metrics;
+    this.response_id = response.id;
+    this.protocol = plan.protocol;
+    this.connection = plan.connection;
+    this.owner = plan.owner;
+    this.model = plan.route.model;
+    this.previous_response_id = response.previous_response_id;
+    this.started_at = response.created_at;
+  }
+
+  get status(): string {
+    return this.#response.status;
+  }
+
+  get usage(): Response['usage'] {
+    return this.#response.usage;
+  }
+
+  get counters(): Record<string, number> {
+    return { ...this.#metrics.counters };
+  }
+
+  get totals(): Record<string, number> {
+    return this.#metrics.totals();
+  }
+
+  get spans(): TimingSpan[] {
+    return this.#metrics.spans.slice();
+  }
+
+  toJSON(): RunRecord {
+    return {
+      response_id: this.response_id,
+      protocol: this.protocol,
+      connection: this.connection,
+      owner: this.owner,
+      status: this.status,
+      model: this.model,
+      previous_response_id: this.previous_response_id,
+      usage: this.usage,
+      counters: this.counters,
+      totals: this.totals,
+      spans: this.spans,
+      started_at: this.started_at,
+      ended_at: this.ended_at,
+      post_deferred: this.post_deferred,
+      post_done: this.post_done,
+    };
+  }
 }
 
 /** Two calls of one model turn sharing a call_id could not be answered apart: the model's fault. */

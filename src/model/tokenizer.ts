@@ -169,7 +169,7 @@ export function tokenizerState(): { state: 'unloaded' | 'loading' | 'loaded'; lo
  */
 export function encodeStep(text: string, from: number, out: number[], maxChars = Infinity): number {
   const { bpe } = load();
-  const re = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, O200K_TOKEN_SPLIT_REGEX.flags);
+  const re = SPLIT;
   re.lastIndex = from;
   const stopAt = from + maxChars;
   let m: RegExpExecArray | null;
@@ -179,6 +179,13 @@ export function encodeStep(text: string, from: number, out: number[], maxChars =
   }
   return text.length;
 }
+
+/**
+ * The split regex, one for the module: `encodeStep` is synchronous and sets
+ * `lastIndex` before each use, so nothing can see another call's state (a
+ * new RegExp per call cost more than encoding a short text).
+ */
+const SPLIT = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, O200K_TOKEN_SPLIT_REGEX.flags);
 
 /** A pre-token's UTF-8 bytes, for the whole-token lookup (3 bytes per UTF-16 unit at most). */
 const utf8 = new Uint8Array(3 * MAX_PRETOKEN_CHARS);

@@ -109,7 +109,7 @@ export function rankOfBytes(t: BpeTables, key: Uint8Array, from = 0, to = key.le
 
 /** The library's lookup of a whole pre-token as a string token: `utf8` holds its UTF-8 bytes; a string with a lone surrogate is never one. */
 export function rankOfString(t: BpeTables, s: string, utf8: Uint8Array, len: number): number | undefined {
-  return (s as unknown as { isWellFormed(): boolean }).isWellFormed() ? find(t, utf8, 0, len, 1) : undefined;
+  return (s as string & { isWellFormed(): boolean }).isWellFormed() ? find(t, utf8, 0, len, 1) : undefined;
 }
 
 /** Token `r`'s bytes (a view into the table). */

@@ -32,14 +32,15 @@ interface SenderState {
  * or of another shape (another version of `ws`) means null.
  */
 export function directSocket(ws: WebSocket): Writable | null {
-  const w = ws as unknown as { _sender?: SenderState | null; _socket?: unknown; _isServer?: unknown; _extensions?: unknown };
-  const s = w._sender;
+  const sender: unknown = Reflect.get(ws, '_sender');
+  const extensions: unknown = Reflect.get(ws, '_extensions');
   // No extension negotiated (`ws.extensions === ''`, read without building its string each time).
-  if (!s || w._isServer !== true || typeof w._extensions !== 'object' || w._extensions === null || hasKeys(w._extensions)) return null;
+  if (typeof sender !== 'object' || sender === null || Reflect.get(ws, '_isServer') !== true || typeof extensions !== 'object' || extensions === null || hasKeys(extensions)) return null;
+  const s = sender as SenderState;
   // ws's Sender: state DEFAULT (0) is neither deflating nor reading a blob; an empty queue; no message left unfinished.
   if (s._state !== 0 || !Array.isArray(s._queue) || s._queue.length !== 0 || s._firstFragment !== true || s._bufferedBytes !== 0) return null;
   const socket = s._socket;
-  if (socket === undefined || socket === null || socket !== w._socket) return null;
+  if (socket === undefined || socket === null || socket !== Reflect.get(ws, '_socket')) return null;
   return socket as Writable;
 }
 

@@ -169,35 +169,35 @@ export class SimulatedModel implements Model {
       if (item.type === 'message') {
         yield { type: 'message.start' };
         const { pieces, tokens } = split(item.text, memo);
-        if (batch === 1) {
-          for (const delta of pieces) {
-            await pacer.advance(1);
-            yield { type: 'text.delta', delta };
-          }
-        } else {
-          for (let i = 0; i < pieces.length; ) {
-            const n = await pacer.take(Math.min(batch, pieces.length - i));
-            yield { type: 'text.deltas', deltas: pieces.slice(i, (i += n)) };
-          }
-        }
+        yield* deltaEvents(pieces, pacer, batch, true);
         yield tokens ? { type: 'message.end', tokens } : { type: 'message.end' };
       } else {
         yield { type: 'call.start', name: item.name, call_id: item.call_id };
         const { pieces, tokens } = split(item.arguments, memo);
-        if (batch === 1) {
-          for (const delta of pieces) {
-            await pacer.advance(1);
-            yield { type: 'args.delta', delta };
-          }
-        } else {
-          for (let i = 0; i < pieces.length; ) {
-            const n = await pacer.take(Math.min(batch, pieces.length - i));
-            yield { type: 'args.deltas', deltas: pieces.slice(i, (i += n)) };
-          }
-        }
+        yield* deltaEvents(pieces, pacer, batch, false);
         yield tokens ? { type: 'call.end', tokens } : { type: 'call.end' };
       }
     }
+  }
+}
+
+/**
+ * An item's pieces as delta events, paced: one event per token, or (when
+ * the caller takes batches) every token already due, up to `batch`, in one
+ * event. `text`: a message's text, else a call's arguments.
+ */
+async function* deltaEvents(pieces: readonly string[], pacer: Pacer, batch: number, text: boolean): AsyncGenerator<ModelEvent, void, undefined> {
+  if (batch === 1) {
+    for (const delta of pieces) {
+      await pacer.advance(1);
+      yield text ? { type: 'text.delta', delta } : { type: 'args.delta', delta };
+    }
+    return;
+  }
+  for (let i = 0; i < pieces.length; ) {
+    const n = await pacer.take(Math.min(batch, pieces.length - i));
+    const deltas = pieces.slice(i, (i += n));
+    yield text ? { type: 'text.deltas', deltas } : { type: 'args.deltas', deltas };
   }
 }
 

@@ -129,7 +129,11 @@ async function serve(argv: string[], demo = false): Promise<void> {
   if (demo && values['no-demo']) throw new Error('llr demo cannot run with --no-demo');
   const policy = await modelPolicy(values.policy, values.workload, values.synthetic);
   const limits = limitsFrom(values, process.env);
-  const log = createLogger({ ...(values['log-level'] ? { level: values['log-level'] } : {}), ...(limits.maxLogBufferBytes !== undefined ? { maxBufferBytes: limits.maxLogBufferBytes } : {}) });
+  const log = createLogger({
+    ownsProcess: true,
+    ...(values['log-level'] ? { level: values['log-level'] } : {}),
+    ...(limits.maxLogBufferBytes !== undefined ? { maxBufferBytes: limits.maxLogBufferBytes } : {}),
+  });
   const switches: Partial<Switches> = {};
   for (const name of values.off ?? []) {
     if (!(name in DEFAULT_SWITCHES)) throw new Error(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
@@ -205,8 +209,6 @@ async function serve(argv: string[], demo = false): Promise<void> {
       process.exit(0);
     });
   };
-  // Lines still waiting for stdout are written however the process ends (a crash included).
-  process.once('exit', () => flushLogSync(log));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   exitWithParent(() => stop('parent process exited'));

@@ -38,7 +38,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-json-keys', key: 'maxJsonKeys', help: 'keys in one JSON object of a body or frame' },
   { flag: 'max-json-containers', key: 'maxJsonContainers', help: 'objects and arrays in one body or frame' },
   { flag: 'max-schema-nodes', key: 'maxSchemaNodes', help: "subschemas in one request's tool and text.format schemas together" },
-  { flag: 'max-log-buffer-bytes', key: 'maxLogBufferBytes', help: 'log lines waiting for stdout (written asynchronously); past it lines are dropped' },
+  { flag: 'max-log-buffer-bytes', key: 'maxLogBufferBytes', help: 'log lines waiting for stdout (written asynchronously); past it lines are dropped (0: no limit)' },
 ];
 
 /** The longest delay a Node timer honours. */

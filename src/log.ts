@@ -7,16 +7,32 @@
  * batches of 4 KiB and at least every 100 ms: a synchronous write per line
  * — one per response — was a system call on the event loop at every
  * ws-mode step, and a stdout nobody reads would have stalled the whole
- * server. Call `log.flush()` after a line someone waits for (the listening line). What waits is bounded by `maxBufferBytes`
- * (`llr serve --max-log-buffer-bytes`, default 16 MiB): past it lines are
+ * server. Call `log.flush()` after a line someone waits for (the listening
+ * line). What waits is bounded by `maxBufferBytes` (`llr serve
+ * --max-log-buffer-bytes`, default 16 MiB; 0: no bound): past it lines are
  * dropped, counted, and reported by one warning once stdout drains.
- * `flushLogSync` writes what waits before the process exits (for at most
- * 2 s: a stdout nobody reads cannot keep the process alive).
+ *
+ * Exiting: `flushLog` (a stopping server) and, for a logger made with
+ * `ownsProcess`, the process's `exit` (a crash included) write what waits,
+ * together for at most `EXIT_FLUSH_MS`: a stdout nobody reads cannot keep
+ * the process alive. What is still unwritten then is dropped (the stream
+ * is destroyed, so pino's own exit hook has nothing left to flush).
  */
 import { pino, type Logger } from 'pino';
 import { DEFAULT_LIMITS } from './engine/services.js';
 
-export function createLogger(opts: { level?: string; pretty?: boolean; maxBufferBytes?: number } = {}): Logger {
+/** Longest the exit flushes wait, together, for a stdout that does not take its lines. */
+export const EXIT_FLUSH_MS = 2000;
+
+export interface LoggerOptions {
+  level?: string;
+  pretty?: boolean;
+  maxBufferBytes?: number;
+  /** The process's own logger (`llr serve`): flush at process exit, bounded. */
+  ownsProcess?: boolean;
+}
+
+export function createLogger(opts: LoggerOptions = {}): Logger {
   const level = opts.level ?? process.env['LLR_LOG_LEVEL'] ?? 'info';
   const pretty = opts.pretty ?? Boolean(process.stdout.isTTY);
   if (pretty) {
@@ -27,6 +43,9 @@ export function createLogger(opts: { level?: string; pretty?: boolean; maxBuffer
   }
   const max = opts.maxBufferBytes ?? DEFAULT_LIMITS.maxLogBufferBytes;
   const state: SinkState = { dropped: 0, reporting: 0, flushUntil: 0 };
+  // Registered before the destination exists, so it runs before pino's own exit hook: that hook flushes
+  // synchronously and, on a full pipe, would retry forever or throw.
+  if (opts.ownsProcess) process.once('exit', () => flushLogSync(log));
   const dest = pino.destination({
     dest: 1,
     sync: false,
@@ -34,11 +53,11 @@ export function createLogger(opts: { level?: string; pretty?: boolean; maxBuffer
     minLength: 4096,
     periodicFlush: 100,
     ...(Number.isFinite(max) && max > 0 ? { maxLength: max } : {}),
-    // A full pipe: keep retrying while running (the buffer is bounded); at exit, only until the flush's deadline.
+    // A full pipe: keep retrying while running (the buffer is bounded); when exiting, only until the deadline.
     retryEAGAIN: () => state.flushUntil === 0 || performance.now() < state.flushUntil,
   });
   const log = pino({ level }, dest);
-  sinks.set(log, state);
+  sinks.set(log, { state, dest });
   // A report that is itself dropped gives its count back.
   dest.on('drop', () => void (state.dropped += state.reporting > 0 ? state.reporting : 1));
   dest.on('drain', () => reportDrops(log));
@@ -52,16 +71,18 @@ interface SinkState {
   dropped: number;
   /** While a report is being written: the count it carries. */
   reporting: number;
-  /** While exiting: when `flushLogSync` gives up on a stdout nobody reads (0: not exiting). */
+  /** Once exiting: when the exit flushes give up on a stdout nobody reads (0: not exiting). */
   flushUntil: number;
 }
-/** Per logger made by `createLogger`. */
-const sinks = new WeakMap<Logger, SinkState>();
-/** Longest `flushLogSync` waits for a stdout that does not take its lines. */
-const EXIT_FLUSH_MS = 2000;
+interface Sink {
+  state: SinkState;
+  dest: { flushSync(): void; destroy(): void; destroyed?: boolean };
+}
+/** Per logger made by `createLogger` (not the pretty one). */
+const sinks = new WeakMap<Logger, Sink>();
 
 function reportDrops(log: Logger): void {
-  const state = sinks.get(log);
+  const state = sinks.get(log)?.state;
   if (!state || state.dropped === 0) return;
   const n = state.dropped;
   state.dropped = 0;
@@ -73,16 +94,24 @@ function reportDrops(log: Logger): void {
   }
 }
 
+/** Start (once) the exit deadline the flushes share. */
+function exiting(state: SinkState): void {
+  if (state.flushUntil === 0) state.flushUntil = performance.now() + EXIT_FLUSH_MS;
+}
+
 /**
  * Write every log line still waiting, and how many were dropped, then
- * resolve (at most `EXIT_FLUSH_MS` later: a stdout nobody reads cannot keep
- * a stopping server alive). The way to stop cleanly: unlike `flushLogSync`
- * it also waits for a write already in flight.
+ * resolve, by the shared exit deadline at the latest. The way to stop
+ * cleanly: unlike `flushLogSync` it also waits for a write already in
+ * flight.
  */
 export function flushLog(log: Logger): Promise<void> {
+  const sink = sinks.get(log);
+  if (sink) exiting(sink.state);
   reportDrops(log);
+  const left = sink ? Math.max(0, sink.state.flushUntil - performance.now()) : EXIT_FLUSH_MS;
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, EXIT_FLUSH_MS);
+    const timer = setTimeout(resolve, left);
     const done = () => {
       clearTimeout(timer);
       resolve();
@@ -97,21 +126,24 @@ export function flushLog(log: Logger): Promise<void> {
 
 /**
  * Write every log line still waiting, and how many were dropped,
- * synchronously (a process that exits now: a crash); a write already in
- * flight is not waited for. Gives up after `EXIT_FLUSH_MS` on a stdout nobody reads,
- * so such a server still exits; never throws.
+ * synchronously (the process exits now), until the shared exit deadline;
+ * then drop what is left. A write already in flight is not waited for.
+ * Never throws.
  */
 export function flushLogSync(log: Logger): void {
-  const stream: unknown = Reflect.get(log, pino.symbols.streamSym);
-  const state = sinks.get(log);
-  if (state) state.flushUntil = performance.now() + EXIT_FLUSH_MS;
+  const sink = sinks.get(log);
+  if (!sink || sink.dest.destroyed) return;
+  exiting(sink.state);
   try {
-    if (typeof stream === 'object' && stream !== null && 'flushSync' in stream && typeof stream.flushSync === 'function') {
-      stream.flushSync();
-      reportDrops(log);
-      stream.flushSync();
-    }
+    sink.dest.flushSync();
+    reportDrops(log);
+    sink.dest.flushSync();
   } catch {
-    // stdout is gone (a closed pipe): nothing left to write to.
+    // stdout is gone (a closed pipe) or nobody read it before the deadline.
+  }
+  try {
+    sink.dest.destroy();
+  } catch {
+    // Already closing.
   }
 }

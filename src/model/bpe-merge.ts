@@ -6,20 +6,24 @@
  * bytes, repeatedly join the adjacent pair whose joined bytes have the lowest
  * rank (the leftmost on a tie) until no pair is a token. Quadratic in the
  * pre-token's length, which is why model/tokenizer.ts never hands it more
- * than `MAX_PRETOKEN_CHARS`. Results are cached per pre-token in an LRU of
- * `MERGE_CACHE_ENTRIES` (the library's default size, which the tokenizer used
- * before it read the tables itself): a cache hit and a fresh merge give the
- * same ids.
+ * than `MAX_PRETOKEN_CHARS`. Results for short pre-tokens are cached, at
+ * most `MERGE_CACHE_ENTRIES` (the library's default size, which the
+ * tokenizer used before it read the tables itself): a cache hit and a fresh
+ * merge give the same ids.
  */
 import { rankOfBytes, type BpeTables } from './bpe-tables.js';
 
 /**
- * Pre-tokens whose merge result is remembered (least recently used dropped
- * first). Each entry is one pre-token of at most `MAX_PRETOKEN_CHARS` and its
- * ids, so the cache stays under ~20 MB even when full of long ones; ordinary
- * text fills it with short words (a few MB).
+ * Pre-tokens whose merge result is remembered, at most this many. Only
+ * pre-tokens of up to `MAX_CACHED_CHARS` are cached — words, identifiers,
+ * numbers: what text repeats — so a full cache stays near 20 MB; longer
+ * pieces (runs of one script without spaces, base64) rarely repeat, and
+ * caching them let a few requests of random CJK fill ~500 MB (outside
+ * attack).
  */
 export const MERGE_CACHE_ENTRIES = 100_000;
+/** Longest pre-token (UTF-16 units) whose merge is cached. */
+export const MAX_CACHED_CHARS = 32;
 let cacheEntries = MERGE_CACHE_ENTRIES;
 
 /** Change the merge cache's bound for the process (`llr serve --tokenizer-cache-entries`); 0 turns caching off. */
@@ -30,29 +34,47 @@ export function setMergeCacheEntries(n: number): void {
 
 const encoder = new TextEncoder();
 
+/**
+ * Two generations instead of a strict LRU: new results go to `young`; a hit
+ * in `old` moves there; when `young` holds half the bound, it becomes `old`
+ * and the previous `old` is dropped whole. Every step is O(1): evicting one
+ * entry at a time from the front of a Map left deleted slots that each next
+ * eviction walked again, which made a full cache ~5× slower than none.
+ */
 export class BpeMerger {
-  private readonly cache = new Map<string, number[]>();
+  private young = new Map<string, number[]>();
+  private old = new Map<string, number[]>();
 
   constructor(readonly tables: BpeTables) {}
 
   /** The ids of `piece` (one pre-token, or a bounded slice of one). */
   encode(piece: string): number[] {
-    const hit = this.cache.get(piece);
-    if (hit) {
-      this.cache.delete(piece);
-      this.cache.set(piece, hit);
-      return hit;
+    const cacheable = cacheEntries > 0 && piece.length <= MAX_CACHED_CHARS;
+    if (cacheable) {
+      const hit = this.young.get(piece);
+      if (hit) return hit;
+      const aged = this.old.get(piece);
+      if (aged) {
+        this.remember(piece, aged);
+        return aged;
+      }
     }
     const ids = merge(this.tables, encoder.encode(piece));
-    if (cacheEntries === 0) return ids;
-    while (this.cache.size >= cacheEntries) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(piece, ids);
+    if (cacheable) this.remember(piece, ids);
     return ids;
   }
 
-  /** Pre-tokens whose merge is cached now. */
+  private remember(piece: string, ids: number[]): void {
+    if (this.young.size >= Math.max(1, cacheEntries >>> 1)) {
+      this.old = this.young;
+      this.young = new Map();
+    }
+    this.young.set(piece, ids);
+  }
+
+  /** Pre-tokens whose merge is cached now (a piece in both generations counts twice). */
   get cached(): number {
-    return this.cache.size;
+    return this.young.size + this.old.size;
   }
 }
 

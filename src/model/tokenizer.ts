@@ -170,16 +170,77 @@ export function tokenizerState(): { state: 'unloaded' | 'loading' | 'loaded'; lo
  * would.
  */
 export function encodeStep(text: string, from: number, out: number[], maxChars = Infinity): number {
+  const cursor: EncodeCursor = { at: from, end: from };
+  // A long pre-token is finished before returning: the caller restarts the regex at the offset returned.
+  do encodeSlice(text, cursor, out, maxChars);
+  while (cursor.end > cursor.at);
+  return cursor.at;
+}
+
+/**
+ * Where encoding of a text stands: at `at`, which is a pre-token boundary,
+ * or (when `end > at`) a piece boundary inside a long pre-token that ends at
+ * `end`. Start with `{ at: 0, end: 0 }`; done when `at === text.length`.
+ */
+export interface EncodeCursor {
+  at: number;
+  end: number;
+}
+
+/**
+ * Encode from `cursor` until at least `maxChars` characters are consumed or
+ * the text ends, pushing token ids to `out` and moving the cursor. Unlike
+ * `encodeStep` it also stops inside a long pre-token, between the pieces it
+ * is merged in (`MAX_PRETOKEN_CHARS`): one run of megabytes without a space
+ * (random CJK) is one pre-token, and encoding it in one call held the event
+ * loop for seconds. The pieces a resumed call merges are the ones one call
+ * would have: they are cut from the pre-token's start.
+ */
+export function encodeSlice(text: string, cursor: EncodeCursor, out: number[], maxChars: number): void {
   const { bpe } = load();
+  const stopAt = cursor.at + maxChars;
+  if (cursor.end > cursor.at) {
+    cursor.at = encodePieces(text, cursor.at, cursor.end, out, bpe, stopAt);
+    if (cursor.at < cursor.end) return;
+    if (cursor.at >= stopAt) return;
+  }
   const re = SPLIT;
-  re.lastIndex = from;
-  const stopAt = from + maxChars;
+  re.lastIndex = cursor.at;
   let m: RegExpExecArray | null;
   while ((m = re.exec(text)) !== null) {
-    encodePretoken(m[0], out, bpe);
-    if (re.lastIndex >= stopAt) return re.lastIndex;
+    const start = m.index;
+    const end = re.lastIndex;
+    if (end - start <= MAX_PRETOKEN_CHARS) {
+      encodePretoken(m[0], out, bpe);
+      cursor.at = cursor.end = end;
+    } else {
+      cursor.end = end;
+      cursor.at = encodePieces(text, start, end, out, bpe, stopAt);
+      if (cursor.at < end) return;
+    }
+    if (cursor.at >= stopAt) return;
+    re.lastIndex = cursor.at;
   }
-  return text.length;
+  cursor.at = cursor.end = text.length;
+}
+
+/**
+ * Merge the long pre-token `text[from, end)` — `from` its start or a piece
+ * boundary a previous call returned — in pieces of `MAX_PRETOKEN_CHARS`,
+ * until `stopAt`; returns the piece boundary reached (`end` when done).
+ */
+function encodePieces(text: string, from: number, end: number, out: number[], bpe: BpeMerger, stopAt: number): number {
+  let i = from;
+  while (i < end) {
+    let to = Math.min(i + MAX_PRETOKEN_CHARS, end);
+    // Never cut between the halves of a surrogate pair: each half alone would encode as U+FFFD.
+    const last = text.charCodeAt(to - 1);
+    if (to < end && last >= 0xd800 && last <= 0xdbff) to--;
+    for (const t of bpe.encode(text.slice(i, to))) out.push(t);
+    i = to;
+    if (i >= stopAt) break;
+  }
+  return i;
 }
 
 /**
@@ -193,21 +254,11 @@ const SPLIT = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, O200K_TOKEN_SPLIT_REGEX
 const utf8 = new Uint8Array(3 * MAX_PRETOKEN_CHARS);
 const utf8Encoder = new TextEncoder();
 
+/** A pre-token of at most `MAX_PRETOKEN_CHARS`: one token, or its merge. */
 function encodePretoken(piece: string, out: number[], bpe: BpeMerger): void {
-  if (piece.length <= MAX_PRETOKEN_CHARS) {
-    const rank = rankOfString(bpe.tables, piece, utf8, utf8Encoder.encodeInto(piece, utf8).written);
-    if (rank !== undefined) out.push(rank);
-    else for (const t of bpe.encode(piece)) out.push(t);
-    return;
-  }
-  for (let i = 0; i < piece.length; ) {
-    let end = Math.min(i + MAX_PRETOKEN_CHARS, piece.length);
-    // Never cut between the halves of a surrogate pair: each half alone would encode as U+FFFD.
-    const last = piece.charCodeAt(end - 1);
-    if (end < piece.length && last >= 0xd800 && last <= 0xdbff) end--;
-    for (const t of bpe.encode(piece.slice(i, end))) out.push(t);
-    i = end;
-  }
+  const rank = rankOfString(bpe.tables, piece, utf8, utf8Encoder.encodeInto(piece, utf8).written);
+  if (rank !== undefined) out.push(rank);
+  else for (const t of bpe.encode(piece)) out.push(t);
 }
 
 /**

@@ -17,7 +17,7 @@
  * tokenizes every new item first and only then extends the context, in one
  * synchronous step: a failure or a concurrent reader never sees half of it.
  */
-import { afterTokenizer, encodeStep, encodeText, IM_END, IM_START } from '../model/tokenizer.js';
+import { afterTokenizer, encodeSlice, encodeStep, encodeText, IM_END, IM_START, type EncodeCursor } from '../model/tokenizer.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import { isFunctionTool, isKnownItem, type FunctionTool, type InputItem, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
@@ -124,9 +124,11 @@ type Chunks = number[][];
 /** Tokenize `text` in slices from offset `from` (a pre-token boundary), yielding between them. */
 function* tokenizeWork(text: string, into: Chunks, from = 0): Work<number> {
   let count = 0;
-  for (let at = from; at < text.length; ) {
+  // The cursor also stops inside one long pre-token (a megabyte run without a space), between its merge pieces.
+  const cursor: EncodeCursor = { at: from, end: from };
+  while (cursor.at < text.length) {
     const out: number[] = [];
-    at = encodeStep(text, at, out, SLICE_CHARS);
+    encodeSlice(text, cursor, out, SLICE_CHARS);
     into.push(out);
     count += out.length;
     yield;

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { encode as libraryEncode } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
-import { MAX_PRETOKEN_CHARS, countTokens, encodeStep, encodeText, tokenPieces } from '../../src/model/tokenizer.js';
+import { MAX_PRETOKEN_CHARS, countTokens, encodeSlice, encodeStep, encodeText, tokenPieces, type EncodeCursor } from '../../src/model/tokenizer.js';
 import { mulberry32, pick } from '../../src/model/rng.js';
 
 const PLAIN = { disallowedSpecial: new Set<string>() };
@@ -45,6 +45,40 @@ describe('tokenizer: same as the library on ordinary text', () => {
     }
     expect(steps).toBeGreaterThan(10);
     expect(sliced).toEqual(whole);
+  });
+});
+
+describe('tokenizer: encodeSlice stops inside one long pre-token', () => {
+  // A run without a space is one pre-token however long: CJK, emoji (surrogate pairs) and combining marks.
+  const rng = mulberry32(5);
+  const cjk = Array.from({ length: 40_000 }, () => String.fromCharCode(0x4e00 + Math.floor(rng() * 20_000))).join('');
+  const emoji = '🎉👍🏽'.repeat(6_000);
+  const cases: Array<[string, string]> = [
+    ['random CJK', `before ${cjk} after`],
+    ['emoji', `x${emoji}y`],
+    ['mixed', `${ordinaryText(3, 200)}${cjk.slice(0, 9_999)}${emoji}${ordinaryText(4, 200)}`],
+  ];
+
+  it.each(cases)('%s: slices of any size give the tokens of one pass, and a slice returns mid-run', (_name, text) => {
+    const whole = encodeText(text);
+    for (const size of [1, 97, 300, 4096]) {
+      const cursor: EncodeCursor = { at: 0, end: 0 };
+      const sliced: number[] = [];
+      let insideRun = 0;
+      let calls = 0;
+      while (cursor.at < text.length) {
+        const from = cursor.at;
+        encodeSlice(text, cursor, sliced, size);
+        calls++;
+        expect(cursor.at).toBeGreaterThan(from);
+        // One call never goes far past its budget: at most one pre-token of the cap, or one merge piece.
+        expect(cursor.at - from).toBeLessThanOrEqual(size + MAX_PRETOKEN_CHARS);
+        if (cursor.end > cursor.at) insideRun++;
+      }
+      expect(sliced).toEqual(whole);
+      expect(insideRun).toBeGreaterThan(0);
+      expect(calls).toBeGreaterThan(text.length / (size + MAX_PRETOKEN_CHARS));
+    }
   });
 });
 

@@ -153,12 +153,22 @@ function shellCall(tool: string, line: string): PlannedItem {
     : functionCall(tool, { command: ['bash', '-lc', line] });
 }
 
-/** Lines of the message that start with `$ `, without the prompt sign. */
+/**
+ * Longest `$ ` line run as a command (UTF-16 units). The model streams a
+ * command back as the call's arguments, tokenizing them in one go: a
+ * megabyte line held the event loop for seconds (outside attack). A longer
+ * line is not a command, just text.
+ */
+export const MAX_COMMAND_CHARS = 16 * 1024;
+
+/** Lines of the message that start with `$ `, without the prompt sign (at most `MAX_COMMAND_CHARS` each). */
 function dollarLines(text: string): string[] {
   const lines: string[] = [];
   for (const raw of text.split(/\r?\n/)) {
+    if (raw.length > MAX_COMMAND_CHARS + 64) continue;
     const line = raw.trimStart();
-    if (line.startsWith('$ ') && line.slice(2).trim() !== '') lines.push(line.slice(2).trim());
+    const cmd = line.startsWith('$ ') ? line.slice(2).trim() : '';
+    if (cmd !== '' && cmd.length <= MAX_COMMAND_CHARS) lines.push(cmd);
   }
   return lines;
 }

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PlannedOutput } from '../../src/model/policies.js';
 import { autoPolicy } from '../../src/model/policies.js';
+import { MAX_COMMAND_CHARS } from '../../src/model/auto-policy.js';
 import { mulberry32 } from '../../src/model/rng.js';
 import { extract, relevance } from '../../src/model/tool-match.js';
 import type { FunctionTool, InputItem } from '../../src/protocol/objects.js';
@@ -103,5 +104,16 @@ describe('auto policy: forced tools', () => {
 
   it('"none" never calls, even when asked', () => {
     expect(planAuto([user('weather in Rome?')], { tools: [weather], tool_choice: 'none' }).items[0]?.type).toBe('message');
+  });
+});
+
+describe('auto policy: shell command lines', () => {
+  it('runs a `$ ` line up to MAX_COMMAND_CHARS as a command, and treats a longer one as text', () => {
+    const ok = `echo ${'x'.repeat(MAX_COMMAND_CHARS - 5)}`;
+    expect(calls(planAuto([user(`$ ${ok}`)], { tools: [EXEC_COMMAND] }))).toEqual([{ name: 'exec_command', args: { cmd: ok } }]);
+    // One unit over: not a command (its arguments would be tokenized in one go by the model), so a text reply.
+    const long = `echo ${'x'.repeat(MAX_COMMAND_CHARS - 4)}`;
+    const out = planAuto([user(`$ ${long}`)], { tools: [EXEC_COMMAND] });
+    expect(out.items.every((i) => i.type === 'message')).toBe(true);
   });
 });

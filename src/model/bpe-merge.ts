@@ -6,24 +6,25 @@
  * bytes, repeatedly join the adjacent pair whose joined bytes have the lowest
  * rank (the leftmost on a tie) until no pair is a token. Quadratic in the
  * pre-token's length, which is why model/tokenizer.ts never hands it more
- * than `MAX_PRETOKEN_CHARS`. Results for short pre-tokens are cached, at
- * most `MERGE_CACHE_ENTRIES` (the library's default size, which the
- * tokenizer used before it read the tables itself): a cache hit and a fresh
- * merge give the same ids.
+ * than `MAX_PRETOKEN_CHARS`. Results are cached, at most
+ * `MERGE_CACHE_ENTRIES` (the library's default size, which the tokenizer
+ * used before it read the tables itself) and `MERGE_CACHE_WEIGHT`: a cache
+ * hit and a fresh merge give the same ids.
  */
 import { rankOfBytes, type BpeTables } from './bpe-tables.js';
 
 /**
- * Pre-tokens whose merge result is remembered, at most this many. Only
- * pre-tokens of up to `MAX_CACHED_CHARS` are cached — words, identifiers,
- * numbers: what text repeats — so a full cache stays near 20 MB; longer
- * pieces (runs of one script without spaces, base64) rarely repeat, and
- * caching them let a few requests of random CJK fill ~500 MB (outside
- * attack).
+ * Pre-tokens whose merge result is remembered, at most this many, and at
+ * most `MERGE_CACHE_WEIGHT` characters and ids together: ordinary text fills
+ * it with short words (a few MB); long pieces (the 256-unit pieces of a run
+ * without spaces) count by their size, so a cache full of them stays near
+ * 30 MB (counting entries alone let a few requests of random CJK fill
+ * ~500 MB; outside attack). A run of one repeated character — a padded
+ * tool output — is still merged once.
  */
 export const MERGE_CACHE_ENTRIES = 100_000;
-/** Longest pre-token (UTF-16 units) whose merge is cached. */
-export const MAX_CACHED_CHARS = 32;
+/** Characters of cached pre-tokens plus their ids, at most (~8 bytes each). */
+export const MERGE_CACHE_WEIGHT = 4_000_000;
 let cacheEntries = MERGE_CACHE_ENTRIES;
 
 /** Change the merge cache's bound for the process (`llr serve --tokenizer-cache-entries`); 0 turns caching off. */
@@ -37,39 +38,42 @@ const encoder = new TextEncoder();
 /**
  * Two generations instead of a strict LRU: new results go to `young`; a hit
  * in `old` moves there; when `young` holds half the bound, it becomes `old`
- * and the previous `old` is dropped whole. Every step is O(1): evicting one
+ * (or half the weight) and the previous `old` is dropped whole. Every step is O(1): evicting one
  * entry at a time from the front of a Map left deleted slots that each next
  * eviction walked again, which made a full cache ~5× slower than none.
  */
 export class BpeMerger {
   private young = new Map<string, number[]>();
   private old = new Map<string, number[]>();
+  /** Characters and ids in `young`. */
+  private youngWeight = 0;
 
   constructor(readonly tables: BpeTables) {}
 
   /** The ids of `piece` (one pre-token, or a bounded slice of one). */
   encode(piece: string): number[] {
-    const cacheable = cacheEntries > 0 && piece.length <= MAX_CACHED_CHARS;
-    if (cacheable) {
-      const hit = this.young.get(piece);
-      if (hit) return hit;
-      const aged = this.old.get(piece);
-      if (aged) {
-        this.remember(piece, aged);
-        return aged;
-      }
+    if (cacheEntries === 0) return merge(this.tables, encoder.encode(piece));
+    const hit = this.young.get(piece);
+    if (hit) return hit;
+    const aged = this.old.get(piece);
+    if (aged) {
+      this.remember(piece, aged);
+      return aged;
     }
     const ids = merge(this.tables, encoder.encode(piece));
-    if (cacheable) this.remember(piece, ids);
+    this.remember(piece, ids);
     return ids;
   }
 
   private remember(piece: string, ids: number[]): void {
-    if (this.young.size >= Math.max(1, cacheEntries >>> 1)) {
+    const weight = piece.length + ids.length;
+    if (this.young.size >= Math.max(1, cacheEntries >>> 1) || this.youngWeight + weight > MERGE_CACHE_WEIGHT >>> 1) {
       this.old = this.young;
       this.young = new Map();
+      this.youngWeight = 0;
     }
     this.young.set(piece, ids);
+    this.youngWeight += weight;
   }
 
   /** Pre-tokens whose merge is cached now (a piece in both generations counts twice). */

@@ -6,8 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { encode as libraryEncode } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
-import { MAX_PRETOKEN_CHARS, countTokens, encodeSlice, encodeStep, encodeText, tokenPieces, type EncodeCursor } from '../../src/model/tokenizer.js';
+import { MAX_PRETOKEN_CHARS, countTokens, encodeSlice, encodeStep, encodeText, tokenPieces, tokenizerState, type EncodeCursor } from '../../src/model/tokenizer.js';
 import { mulberry32, pick } from '../../src/model/rng.js';
+import { MERGE_CACHE_WEIGHT } from '../../src/model/bpe-merge.js';
 
 const PLAIN = { disallowedSpecial: new Set<string>() };
 
@@ -117,4 +118,23 @@ describe('tokenizer: linear on whitespace-free runs', () => {
     const text = 'a' + '𝔘'.repeat(MAX_PRETOKEN_CHARS);
     expect(tokenPieces(text).join('')).toBe(text);
   });
+});
+
+describe('tokenizer: hostile runs', () => {
+  it('a run past the split regex’s stack (millions of one CJK character) encodes instead of throwing', () => {
+    const text = `a${'中'.repeat(4_300_000)} tail`;
+    const tokens = encodeText(text);
+    expect(tokens.length).toBeGreaterThan(4_300_000 / MAX_PRETOKEN_CHARS);
+    expect(tokens.length).toBeLessThan(text.length);
+  }, 60_000);
+
+  it('the merge cache stays within its weight when filled with long distinct pieces', () => {
+    const rng = mulberry32(11);
+    // ~11,700 distinct pieces of 256 random CJK characters; each encodes to more ids than characters.
+    const text = Array.from({ length: 3_000_000 }, () => String.fromCharCode(0x4e00 + Math.floor(rng() * 20_000))).join('');
+    const ids = encodeText(text);
+    expect(ids.length).toBeGreaterThan(text.length);
+    // So each cached piece weighs over 2 × 256: two generations of half the weight each hold fewer than this.
+    expect(tokenizerState().merge_cache).toBeLessThanOrEqual(Math.ceil(MERGE_CACHE_WEIGHT / (2 * MAX_PRETOKEN_CHARS)) + 2);
+  }, 60_000);
 });

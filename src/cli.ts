@@ -59,7 +59,8 @@ partitioned per API key unless --shared-prefix-cache. The tokenizer's tables
 request waits ~0.1-0.3 s; /health and other work go on meanwhile), or at
 start-up with --eager-tokenizer (~0.1 s more start-up). --lazy-tokenizer,
 the old name of the default, is still accepted. The tokenizer caches the
-merges of --tokenizer-cache-entries pre-tokens (default 100000; 0: off).
+merges of --tokenizer-cache-entries pre-tokens (default 100000, and at most
+4,000,000 characters and ids together; 0: off).
 Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
 (all on by default except overlap_persist and lean_pause_event).
 --workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic

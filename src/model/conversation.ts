@@ -143,10 +143,13 @@ function* hashTexts(texts: readonly string[], h: number): Work<number> {
 export function itemTextChars(item: InputItem): number {
   // Any item may carry text in these fields (hosted tool items too), so all three are read for every item.
   const it: { content?: unknown; arguments?: unknown; output?: unknown; type?: unknown } = item;
+  return textChars(it.content) + textChars(it.arguments) + textChars(it.output);
+}
+
+/** One field's text length: a string, or the text of its parts (no array built per item: this runs for every item of a context). */
+function textChars(v: unknown): number {
+  if (typeof v === 'string') return v.length;
   let n = 0;
-  for (const v of [it.content, it.arguments, it.output]) {
-    if (typeof v === 'string') n += v.length;
-    else if (Array.isArray(v)) for (const p of v as Array<{ text?: unknown }>) if (typeof p?.text === 'string') n += p.text.length;
-  }
+  if (Array.isArray(v)) for (const p of v as Array<{ text?: unknown }>) if (typeof p?.text === 'string') n += p.text.length;
   return n;
 }

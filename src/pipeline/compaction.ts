@@ -164,7 +164,10 @@ function* compactWork(window: readonly InputItem[]): Work<Compacted> {
   const pending: InputItem[] = [];
   const lines: string[] = [];
   let summarised = 0;
-  for (const item of earlier) {
+  // Every loop over the window yields every 1,024 items: at the 50,000-item cap each was tens of ms in one turn.
+  for (let i = 0; i < earlier.length; i++) {
+    if ((i & 1023) === 1023) yield;
+    const item = earlier[i]!;
     if (isUserMessage(item)) {
       users.push({ type: 'message', role: 'user', content: normalise(item.content) });
       continue;
@@ -186,14 +189,13 @@ function* compactWork(window: readonly InputItem[]): Work<Compacted> {
   const item: CompactionItem = { id: newId('cmp'), type: 'compaction', encrypted_content: yield* sealWork({ v: VERSION, items: carried }) };
   // Shown as output items (an id and a status, as the API's compact answer has them and as the
   // Open Responses `Message` schema requires); read back by position, so the ids carry no meaning.
-  const shown = [...users, ...turnUser].map((u) => ({
-    id: newId('msg'),
-    type: 'message' as const,
-    status: 'completed' as const,
-    role: 'user' as const,
-    content: normalise(u.content),
-  }));
-  return { output: [...shown, item], carried, summary };
+  const shown: Compacted['output'] = [];
+  for (const u of [...users, ...turnUser]) {
+    shown.push({ id: newId('msg'), type: 'message', status: 'completed', role: 'user', content: normalise(u.content) });
+    if ((shown.length & 1023) === 0) yield;
+  }
+  shown.push(item);
+  return { output: shown, carried, summary };
 }
 
 /** The threshold a create asked for with `context_management`, or null when it asked for none. */

@@ -193,7 +193,11 @@ function* renderFullWork(instructions: string | null, tools: Tool[], items: read
   };
   const itemTokens = yield* tokenizeItemsWork(items, metrics);
   yield* tokens.reserveWork(chunkTotal(itemTokens));
-  items.forEach((item, i) => pushItem(ctx, item, itemTokens[i]!));
+  // The context is this render's own until it returns, so committing 49k items may yield between them.
+  for (let i = 0; i < items.length; i++) {
+    pushItem(ctx, items[i]!, itemTokens[i]!);
+    if ((i & 1023) === 1023) yield;
+  }
   return ctx;
 }
 

@@ -512,7 +512,7 @@ export class ResponseRun {
    * one pause has lasted that long. One sleep watches every pause of the
    * run: a pause that starts while the sleep of an earlier one is still
    * running needs no timer of its own (an AbortController, a timer and an
-   * abort per pause were ~15 % of a tool step's server CPU). When the sleep
+   * abort per pause showed in a CPU profile of every tool step). When the sleep
    * ends, the pause it watched still current times the run out; a later
    * pause is watched for what is left of its own timeout; no pause at all
    * leaves the next pause to start a new watch. Node fires a timer longer
@@ -672,23 +672,7 @@ export class ResponseRun {
       const rec: RunRecord =
         this.state !== 'ended'
           ? new LiveRunRecord(r, m, plan, deferred, postDone)
-          : {
-              response_id: r.id,
-              protocol: plan.protocol,
-              connection: plan.connection,
-              owner: plan.owner,
-              status: r.status,
-              model: plan.route.model,
-              previous_response_id: r.previous_response_id,
-              usage: r.usage,
-              counters: { ...m.counters },
-              totals: m.totals(),
-              spans: m.spans.slice(),
-              started_at: r.created_at,
-              ended_at: Math.floor(this.wallNow() / 1000),
-              post_deferred: deferred,
-              post_done: postDone,
-            };
+          : plainRecord(r, m, { protocol: plan.protocol, connection: plan.connection, owner: plan.owner, model: plan.route.model }, Math.floor(this.wallNow() / 1000), deferred, postDone);
       this.services.records.upsert(rec);
     });
   }
@@ -752,24 +736,36 @@ class LiveRunRecord implements RunRecord {
   }
 
   toJSON(): RunRecord {
-    return {
-      response_id: this.response_id,
-      protocol: this.protocol,
-      connection: this.connection,
-      owner: this.owner,
-      status: this.status,
-      model: this.model,
-      previous_response_id: this.previous_response_id,
-      usage: this.usage,
-      counters: this.counters,
-      totals: this.totals,
-      spans: this.spans,
-      started_at: this.started_at,
-      ended_at: this.ended_at,
-      post_deferred: this.post_deferred,
-      post_done: this.post_done,
-    };
+    return plainRecord(this.#response, this.#metrics, this, null, this.post_deferred, this.post_done);
   }
+}
+
+/** A run's record as a plain object: copies of its counters, totals and spans (frozen, or a live record's snapshot). */
+function plainRecord(
+  r: Response,
+  m: RunMetrics,
+  who: Pick<RunRecord, 'protocol' | 'connection' | 'owner' | 'model'>,
+  endedAt: number | null,
+  deferred: boolean,
+  postDone: boolean,
+): RunRecord {
+  return {
+    response_id: r.id,
+    protocol: who.protocol,
+    connection: who.connection,
+    owner: who.owner,
+    status: r.status,
+    model: who.model,
+    previous_response_id: r.previous_response_id,
+    usage: r.usage,
+    counters: { ...m.counters },
+    totals: m.totals(),
+    spans: m.spans.slice(),
+    started_at: r.created_at,
+    ended_at: endedAt,
+    post_deferred: deferred,
+    post_done: postDone,
+  };
 }
 
 /** Two calls of one model turn sharing a call_id could not be answered apart: the model's fault. */

@@ -122,7 +122,7 @@ export class TextDelta implements TextDeltaEvent {
 
   toWire(): string {
     if (this.logprobs.length !== 0 || !Number.isSafeInteger(this.sequence_number)) return JSON.stringify(this);
-    return `${this.#head.json}${JSON.stringify(this.delta)},"logprobs":[],"sequence_number":${this.sequence_number}}`;
+    return this.#head.wire(this.delta, this.sequence_number);
   }
 }
 
@@ -144,7 +144,7 @@ export class ArgsDelta implements ArgsDeltaEvent {
 
   toWire(): string {
     if (!Number.isSafeInteger(this.sequence_number)) return JSON.stringify(this);
-    return `${this.#head.json}${JSON.stringify(this.delta)},"sequence_number":${this.sequence_number}}`;
+    return this.#head.wire(this.delta, this.sequence_number);
   }
 }
 

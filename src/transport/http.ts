@@ -415,7 +415,7 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
         b.sent = n;
         return;
       }
-      const head = `event: ${b.type}\ndata: `;
+      const head = sseHead(b.type);
       let text = '';
       let largest = 0;
       for (let i = 0; i < n; i++) {
@@ -489,13 +489,18 @@ export function timingHeader(req: IncomingMessage): boolean {
  * large instructions or tools echo as shared bytes); JSON.stringify never emits a raw
  * CR/LF, so the framing holds.
  */
+/** What an SSE frame of an event of `type` starts with (its JSON and a blank line follow). */
+function sseHead(type: string): string {
+  return `event: ${type}\ndata: `;
+}
+
 function sseFrame(e: ServerEvent): EventPieces {
   const data =
     e.type === 'error'
       ? { type: 'error', code: e.error.code, message: e.error.message, param: e.error.param, sequence_number: e.sequence_number }
       : e;
   const p = eventPieces(data);
-  const head = `event: ${e.type}\ndata: `;
+  const head = sseHead(e.type);
   // The frame's end as a piece of its own when the event has shared bytes: the same corked write either way.
   return p.length === 1 ? [`${head}${p[0]}\n\n`] : [`${head}${p[0]}`, ...p.slice(1), '\n\n'];
 }

@@ -47,9 +47,9 @@ import { runCooperative, runSync } from './cooperative.js';
 /**
  * Longest pre-token merged in one piece (UTF-16 code units). Longer ones
  * (runs of one letter, base64 without digits, long whitespace) are merged in
- * pieces of this size, so tokenizing stays linear: 0.7–0.95 s per MB of
- * random CJK, emoji or Latin words on the project's 2-vCPU VM (the outside
- * attack's `tok-speed` inputs), less for text that repeats (the merge cache).
+ * pieces of this size, so tokenizing stays linear: `npm run bench:tokenize`
+ * gives 0.54–0.71 s per MB of random CJK, emoji or Latin words on the
+ * project's 2-vCPU VM, ~0.1 s per MB of ordinary text (the merge cache).
  * Real words, identifiers and numbers are far shorter.
  */
 export const MAX_PRETOKEN_CHARS = 256;

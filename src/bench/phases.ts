@@ -11,12 +11,13 @@
  * report formatting.
  */
 import WebSocket from 'ws';
-import { LongLivedClient, WsClient, type AgentClient, type AgentEvent, type AgentRun } from '../client/index.js';
+import { WsClient, type AgentClient, type AgentEvent, type AgentRun } from '../client/index.js';
 import { words, mulberry32 } from '../model/rng.js';
 import { tokenPieces } from '../model/tokenizer.js';
 import type { FunctionTool, InputItem } from '../protocol/objects.js';
 import { cpuMs, deadline, type ServerProcess, type ServerStats } from './guard.js';
 import type { PausedPhase, StreamPhase } from './results.js';
+import { holdPausedRuns } from './paused-runs.js';
 import { percentile } from './stats.js';
 import { syntheticWorkload } from '../workload/synthetic.js';
 import type { Workload } from '../workload/types.js';
@@ -231,52 +232,31 @@ export function pausedWorkload(): Workload {
 export async function pausedPhase(server: ServerProcess, w: Workload, opts: { runs: number; timeoutMs: number }): Promise<PausedPhase> {
   const stats = (gc: boolean) => server.getJson<ServerStats>(`/llr/stats${gc ? '?gc=1' : ''}`);
   const before = await stats(true);
-  const clients: LongLivedClient[] = [];
   const t0 = performance.now();
-  const runs: Array<{ run: AgentRun; release: () => void; firstAfter: number | null; releasedAt: number }> = [];
-  let paused = 0;
+  const held = await deadline(server.race(holdPausedRuns(server.url, w, opts.runs)), opts.timeoutMs, `${opts.runs} runs opening`);
   let resumed = 0;
-  let allPaused!: () => void;
-  const allPausedP = new Promise<void>((r) => (allPaused = r));
-  const [{ input }] = w.userTurns as [Workload['userTurns'][number]];
   try {
-    for (let i = 0; i < opts.runs; i += 100) {
-      const batch = await server.race(Promise.all(Array.from({ length: Math.min(100, opts.runs - i) }, () => LongLivedClient.connect(server.url))));
-      clients.push(...batch);
-    }
-    for (const [i, c] of clients.entries()) {
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      const run = c.run({ model: 'sim-model', input, ...(w.instructions !== null && { instructions: w.instructions }), tools: w.tools }, async (call) => {
-        if (++paused === opts.runs) allPaused();
-        await gate;
-        return w.toolOutputs[call.call_id]?.output ?? 'ok';
-      });
-      const entry = { run, release, firstAfter: null as number | null, releasedAt: Infinity };
-      stamp(run, (_e, at) => {
-        if (at >= entry.releasedAt && entry.firstAfter === null) entry.firstAfter = at - entry.releasedAt;
-      });
-      entry.run.then(undefined, () => {});
-      runs[i] = entry;
-    }
-    await deadline(server.race(allPausedP), opts.timeoutMs, `${opts.runs} runs pausing`);
+    await deadline(server.race(held.allPaused), opts.timeoutMs, `${opts.runs} runs pausing`);
     const openMs = performance.now() - t0;
     const after = await stats(true);
     const latencies: number[] = [];
     let promptTokens: number | null = null;
-    for (const entry of runs) {
-      entry.releasedAt = performance.now();
-      entry.release();
-      const response = await deadline(server.race(Promise.resolve(entry.run)), 10_000, 'a resumed run');
-      if (response.status === 'completed') resumed++;
-      if (entry.firstAfter !== null) latencies.push(entry.firstAfter);
-      const c = (await deadline(server.race(entry.run.telemetry()), 10_000, 'a resumed run timing')).at(-1)?.counters;
-      if (c && promptTokens === null) promptTokens = Math.round((c['prompt_tokens'] ?? 0) / Math.max(1, c['model_calls'] ?? 1));
+    for (let i = 0; i < opts.runs; i++) {
+      const r = await deadline(server.race(held.resume(i)), 10_000, 'a resumed run');
+      resumed++;
+      if (Number.isFinite(r.firstMs)) latencies.push(r.firstMs);
+      if (i === 0 && r.responseId !== null) {
+        // The rendered context a paused run holds: the first model call's prompt, from the
+        // run's record (read at once: the server keeps a bounded number of records).
+        const record = await server.getJson<{ counters?: Record<string, number> }>(`/llr/runs/${r.responseId}`).catch(() => null);
+        const c = record?.counters;
+        if (c) promptTokens = Math.round((c['prompt_tokens'] ?? 0) / Math.max(1, c['model_calls'] ?? 1));
+      }
     }
     const mem = (s: ServerStats) => ({ rss: s.memory.rss, heapUsed: s.memory.heapUsed, external: s.memory.external });
     return {
       runs: opts.runs,
-      paused,
+      paused: held.paused(),
       resumed,
       prompt_tokens_per_run: promptTokens,
       before: mem(before),
@@ -293,7 +273,6 @@ export async function pausedPhase(server: ServerProcess, w: Workload, opts: { ru
       open_ms: openMs,
     };
   } finally {
-    for (const r of runs) r.release();
-    for (let i = 0; i < clients.length; i += 100) await Promise.all(clients.slice(i, i + 100).map((c) => c.close().catch(() => {})));
+    held.close();
   }
 }

@@ -42,6 +42,12 @@ export interface LoopSamples {
   pauseBytes: number[];
 }
 
+/** An event frame's `type`, read from its head (the server writes `type` first); the whole frame parsed otherwise. */
+function eventType(data: Buffer): string {
+  const head = /^\{"type":"([a-z_.]+)"/.exec(data.toString('latin1', 0, 64));
+  return head ? head[1]! : (JSON.parse(data.toString()) as { type: string }).type;
+}
+
 function prompt(steps: number): string {
   // The auto policy runs `$ ` lines one at a time; a final message ends the run.
   return `run these one at a time:\n${Array.from({ length: steps }, (_, i) => `$ echo ${i}`).join('\n')}`;
@@ -58,7 +64,7 @@ function loop(
   outputBytes: number,
   first: string,
   answer: (callId: string, output: string, lastResponseId: string) => string,
-  awaitsAnswer: (e: ServerEvent) => boolean,
+  awaitsAnswer: (type: string) => boolean,
 ): Promise<LoopSamples> {
   const output = 'x'.repeat(Math.max(0, outputBytes - 1)) + '\n';
   const samples: number[] = [];
@@ -71,30 +77,33 @@ function loop(
   return new Promise((resolve, reject) => {
     ws.on('message', function onMessage(data: Buffer) {
       const at = performance.now();
-      const e = JSON.parse(data.toString()) as ServerEvent;
-      if (e.type === 'response.done') pauseBytes.push(data.length);
-      if (e.type === 'response.output_item.done') {
+      // The driver decodes only the frames it acts on (a call's item, the response id, an error), so its own
+      // garbage — a 5 KB pause snapshot parsed per step — does not land in the steps it measures as scavenges.
+      const type = eventType(data);
+      if (type === 'response.done') pauseBytes.push(data.length);
+      if (type === 'response.output_item.done') {
         if (waiting) {
           samples.push(at - sentAt);
           waiting = false;
         }
+        const e = JSON.parse(data.toString()) as Extract<ServerEvent, { type: 'response.output_item.done' }>;
         if (e.item.type === 'function_call') callId = e.item.call_id;
         return;
       }
-      if (e.type === 'response.created') responseId = e.response.id;
-      if (e.type === 'error' || e.type === 'response.failed') {
+      if (type === 'response.created') responseId = (JSON.parse(data.toString()) as Extract<ServerEvent, { type: 'response.created' }>).response.id;
+      if (type === 'error' || type === 'response.failed') {
         ws.off('message', onMessage);
-        reject(new Error(`server error: ${JSON.stringify(e).slice(0, 500)}`));
+        reject(new Error(`server error: ${data.toString().slice(0, 500)}`));
         return;
       }
-      if (awaitsAnswer(e) && callId !== null) {
+      if (awaitsAnswer(type) && callId !== null) {
         const frame = answer(callId, output, responseId);
         callId = null;
         frameBytes = Buffer.byteLength(frame);
         waiting = true;
         sentAt = performance.now();
         ws.send(frame);
-      } else if (e.type === 'response.completed' && callId === null) {
+      } else if (type === 'response.completed' && callId === null) {
         ws.off('message', onMessage);
         if (samples.length !== steps) reject(new Error(`expected ${steps} tool calls, saw ${samples.length}`));
         else resolve({ samples, frameBytes, pauseBytes });
@@ -113,7 +122,7 @@ export function longLivedLoop(ws: WebSocket, steps: number, outputBytes: number)
     outputBytes,
     create,
     (callId, output) => JSON.stringify({ type: 'response.append', input: [{ type: 'function_call_output', call_id: callId, output }] }),
-    (e) => e.type === 'response.done',
+    (type) => type === 'response.done',
   );
 }
 
@@ -127,7 +136,7 @@ export function wsChainLoop(ws: WebSocket, steps: number, outputBytes: number): 
     JSON.stringify({ ...base, input: prompt(steps) }),
     (callId, output, prev) =>
       JSON.stringify({ ...base, previous_response_id: prev, input: [{ type: 'function_call_output', call_id: callId, output }] }),
-    (e) => e.type === 'response.completed',
+    (type) => type === 'response.completed',
   );
 }
 

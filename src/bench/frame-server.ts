@@ -3,7 +3,12 @@
  * straight back (the loopback round-trip floor), except a frame
  * `{"blast":N,"bytes":B}`, which is answered with N frames of B bytes of JSON
  * sent as fast as `ws` takes them (the raw frame-throughput ceiling the
- * streaming target is compared with). Prints `{"url": …}` once listening.
+ * streaming target is compared with), and a frame starting `{"hold_us":N`,
+ * echoed after the process has kept its CPU busy for N µs (at most 10 ms):
+ * the round trip of a server that does no work but takes as long as one
+ * that does, which shows what the time a server takes costs its client on
+ * this machine beyond that time (the peer's wake-up). Prints `{"url": …}`
+ * once listening.
  */
 import { WebSocketServer } from 'ws';
 import { exitWithParent } from '../lifecycle.js';
@@ -12,6 +17,13 @@ const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
 wss.on('connection', (ws) =>
   ws.on('message', (data, isBinary) => {
     const text = isBinary ? '' : data.toString();
+    const hold = /^\{"hold_us":(\d{1,5})[,}]/.exec(text);
+    if (hold) {
+      const until = performance.now() + Math.min(10_000, Number(hold[1])) / 1000;
+      while (performance.now() < until);
+      ws.send(data, { binary: false });
+      return;
+    }
     const blast = text.startsWith('{"blast":') ? (JSON.parse(text) as { blast: number; bytes: number }) : null;
     if (!blast) {
       ws.send(data, { binary: isBinary });

@@ -74,8 +74,13 @@ const cfg = {
 const EARLY = [1, 2, 3];
 const late = () => [cfg.steps - 3, cfg.steps - 2, cfg.steps - 1];
 
+/** The echo's reply held this long (µs of busy CPU) before it is sent: the round trip of a server that takes that long. */
+const HOLDS_US = [100, 200, 300];
+
 interface LoopResult {
   echo: { n: number; p50: number; p99: number };
+  /** Echo round trips with the reply held `hold_us` (frame-server.ts), p50: what a server's time costs its client here. */
+  held_echo: Array<{ hold_us: number; n: number; p50: number }>;
   /** The same long-lived loops on a server with `--on lean_pause_event`. */
   lean: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
   /** Bytes of a pause's response.done at the first and the last step, full (default) and lean. */
@@ -129,6 +134,13 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
       echo.push(...(await echoRounds(ew, frame, cfg.steps)));
       leanRuns.push(await leanLoop());
     }
+    const heldEcho: LoopResult['held_echo'] = [];
+    for (const us of HOLDS_US) {
+      const held = JSON.stringify({ hold_us: us, pad: frame.slice(0, Math.max(0, frame.length - 30)) });
+      await echoRounds(ew, held, 20);
+      const samples = await echoRounds(ew, held, cfg.steps * 10);
+      heldEcho.push({ hold_us: us, n: samples.length, p50: percentile(samples, 50) });
+    }
     ll.close();
     lean.close();
     ws.close();
@@ -136,6 +148,7 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
     const bytes = (r: LoopSamples | undefined, i: number) => r?.pauseBytes.at(i) ?? NaN;
     return {
       echo: { n: echo.length, p50: percentile(echo, 50), p99: percentile(echo, 99) },
+      held_echo: heldEcho,
       long_lived: loopStats(llRuns),
       ws: loopStats(wsRuns),
       lean: loopStats(leanRuns),
@@ -195,6 +208,9 @@ function rows(r: { loop?: LoopResult; stream?: ThroughputResult; paused?: Paused
     const { echo, long_lived: ll, ws } = r.loop;
     const x = (a: number, b: number) => a / b;
     out.push({ what: 'raw ws echo round trip p50 / p99', measured: `${ms(echo.p50)} / ${ms(echo.p99)}`, target: '(the yardstick)', holds: null });
+    for (const h of r.loop.held_echo) {
+      out.push({ what: `echo with the reply held ${h.hold_us} µs, p50`, measured: `${ms(h.p50)} = hold + ${ms(h.p50 - h.hold_us / 1000)}`, target: '(reported)', holds: null });
+    }
     out.push({ what: 'long-lived append → next output_item.done p50', measured: `${ms(ll.p50)} = ${x(ll.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 2× echo p50', holds: ll.p50 <= 2 * echo.p50 });
     out.push({ what: 'long-lived append → next output_item.done p99', measured: `${ms(ll.p99)} = ${x(ll.p99, echo.p50).toFixed(2)}× echo`, target: '≤ 5× echo p50', holds: ll.p99 <= 5 * echo.p50 });
     out.push({ what: 'ws previous_response_id → output_item.done p50', measured: `${ms(ws.p50)} = ${x(ws.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 3× echo p50', holds: ws.p50 <= 3 * echo.p50 });

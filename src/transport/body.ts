@@ -2,12 +2,14 @@
  * Reading an HTTP request body with a size limit: the one reader of the
  * server's POST routes (the Responses API and the demo's). Over the limit is
  * `payload_too_large`; a client that closes mid-body is `request_aborted`
- * (a client's doing, logged at info). Leaves parsing to the caller. Also
+ * (a client's doing, logged at info); a body that is not UTF-8 is
+ * `invalid_json` (JSON text is UTF-8, RFC 8259 §8.1: replacing the bad bytes
+ * with U+FFFD would silently change what the client sent). Leaves parsing to
+ * the caller. Also
  * what an early refusal does with a body it never read (`drainBody`,
  * `closeAfterAnswer`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { StringDecoder } from 'node:string_decoder';
 import { WireError } from '../protocol/errors.js';
 import type { Hold } from '../modes/server-bytes.js';
 
@@ -18,9 +20,10 @@ import type { Hold } from '../modes/server-bytes.js';
  */
 export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Promise<string> {
   return new Promise((resolve, reject) => {
-    // Each chunk is decoded as it arrives (a StringDecoder keeps a character split across chunks):
+    // Each chunk is decoded as it arrives (a streaming decoder keeps a character split across chunks):
     // decoding 16 MiB at the end, after a Buffer.concat, held the event loop ~0.2–0.3 s in one turn.
-    const decoder = new StringDecoder('utf8');
+    // `fatal`: invalid UTF-8 is refused, not replaced; `ignoreBOM`: a BOM stays in the text (and fails the parse) as before.
+    const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
     let parts: string[] = [];
     let size = 0;
     // Settled once; every listener goes with it. A listener left on `req`
@@ -55,10 +58,23 @@ export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Prom
       } catch (err) {
         return settle(err);
       }
-      parts.push(decoder.write(c));
+      const text = decode(c, true);
+      if (text !== null) parts.push(text);
+    };
+    const notUtf8 = () => new WireError('invalid_json', 'The request body is not valid JSON: it is not valid UTF-8.');
+    const decode = (c: Buffer | undefined, stream: boolean): string | null => {
+      try {
+        return c === undefined ? decoder.decode() : decoder.decode(c, { stream });
+      } catch {
+        req.resume();
+        settle(notUtf8());
+        return null;
+      }
     };
     const onEnd = () => {
-      parts.push(decoder.end());
+      const rest = decode(undefined, false);
+      if (rest === null) return;
+      parts.push(rest);
       settle(null, parts.join(''));
     };
     req.on('error', onError);

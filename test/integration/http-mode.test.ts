@@ -114,6 +114,31 @@ describe('http baseline', () => {
     expect(await errorOf(await post(url, '{"model":'))).toMatchObject({ status: 400, code: 'invalid_json', type: 'invalid_request_error' });
   });
 
+  it('a body that is not UTF-8 → 400 invalid_json (the bytes are not replaced); a character split across chunks is kept', async () => {
+    const { url } = await testServer();
+    const bad = Buffer.concat([Buffer.from('{"model":"sim-model","input":"caf'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
+    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: bad });
+    const e = await errorOf(res);
+    expect(e).toMatchObject({ status: 400, code: 'invalid_json', type: 'invalid_request_error' });
+    expect(e.message).toMatch(/UTF-8/);
+    // A truncated sequence at the very end is refused too.
+    const cut = Buffer.concat([Buffer.from('{"model":"sim-model","input":"x"}'), Buffer.from([0xe2, 0x82])]);
+    expect(await errorOf(await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: cut }))).toMatchObject({ status: 400, code: 'invalid_json' });
+    // Valid multi-byte text sent in chunks that split its characters arrives whole.
+    const text = 'é€😀'.repeat(2000);
+    const whole = Buffer.from(JSON.stringify({ model: 'sim-model', input: 'hi', instructions: text }));
+    const chunks = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (let i = 0; i < whole.length; i += 7) c.enqueue(whole.subarray(i, i + 7));
+        c.close();
+      },
+    });
+    const ok = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: chunks, duplex: 'half' } as RequestInit);
+    expect(ok.status).toBe(200);
+    // The Response echoes the instructions it was given.
+    expect(((await ok.json()) as Response).instructions).toBe(text);
+  });
+
   it('invalid body → 400 naming the param', async () => {
     const { url } = await testServer();
     expect(await errorOf(await post(url, { input: 'x' }))).toMatchObject({ status: 400, code: 'missing_required_parameter', param: 'model' });

@@ -104,6 +104,8 @@ export class ResponseRun {
   private promptTokens = 0;
   private cachedTokens = 0;
   private outputTokens = 0;
+  /** Of `outputTokens`, the model's hidden reasoning (usage.output_tokens_details.reasoning_tokens). */
+  private reasoningTokens = 0;
   private lastAppendAt = 0;
   /** Pauses so far: the pause-timeout watcher ends the run only if the pause it watched is still the current one. */
   private pauseNo = 0;
@@ -428,6 +430,7 @@ export class ResponseRun {
       const applied = over ? { type: ev.type, deltas: ev.deltas.slice(0, budget - this.outputTokens) } : ev;
       const tokens = this.emitting(() => segment.apply(applied));
       this.outputTokens += tokens;
+      if (ev.type === 'reasoning') this.reasoningTokens += tokens;
       m.count('output_tokens', tokens);
       if (over && !this.end) {
         this.end = { status: 'incomplete', reason: 'max_output_tokens' };
@@ -557,7 +560,7 @@ export class ResponseRun {
       m.time('usage', () => {
         response.status = ended.status;
         response.completed_at = ended.status === 'completed' ? Math.floor(this.wallNow() / 1000) : null;
-        response.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens);
+        response.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens, this.reasoningTokens);
         if (ended.status === 'incomplete') response.incomplete_details = { reason: ended.reason };
         if (ended.error) response.error = { code: ended.error.code, message: ended.error.message };
         for (const item of response.output) if ('status' in item && item.status === 'in_progress') item.status = 'incomplete';

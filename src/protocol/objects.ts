@@ -243,12 +243,13 @@ export function isFunctionTool(t: Tool): t is FunctionTool {
   return t.type === 'function' && typeof (t as FunctionTool).name === 'string';
 }
 
-export function makeUsage(input: number, cached: number, output: number): Usage {
+/** `reasoning`: of the `output` tokens, those the model spent on hidden reasoning. */
+export function makeUsage(input: number, cached: number, output: number, reasoning = 0): Usage {
   return {
     input_tokens: input,
     input_tokens_details: { cached_tokens: cached },
     output_tokens: output,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: reasoning },
     total_tokens: input + output,
   };
 }

@@ -109,6 +109,14 @@ describe('http baseline', () => {
     expect(r.usage?.output_tokens).toBe(tokenPieces(text).length);
   });
 
+  it('usage counts the model\'s hidden reasoning in output_tokens_details.reasoning_tokens', async () => {
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'hello there', hiddenTokens: 37 }]) });
+    const r = (await (await post(url, { model: 'sim-model', input: 'hi' })).json()) as Response;
+    const visible = tokenPieces('hello there').length;
+    expect(r.usage).toMatchObject({ output_tokens: 37 + visible, output_tokens_details: { reasoning_tokens: 37 } });
+    expect(r.usage!.total_tokens).toBe(r.usage!.input_tokens + 37 + visible);
+  });
+
   it('malformed JSON body → 400 invalid_json', async () => {
     const { url } = await testServer();
     expect(await errorOf(await post(url, '{"model":'))).toMatchObject({ status: 400, code: 'invalid_json', type: 'invalid_request_error' });

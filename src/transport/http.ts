@@ -465,6 +465,9 @@ function jsonTransport(res: ServerResponse): ExchangeTransport {
 
 /** `?protocol=` of `POST /v1/responses`: absent or `http` is the baseline, `long-lived` the long-lived Response over HTTP. */
 function createProtocol(url: URL): 'http' | 'long-lived-http' {
+  if (url.searchParams.getAll('protocol').length > 1) {
+    throw new WireError('invalid_value', "'protocol' is given more than once: give it once.", 'protocol');
+  }
   const q = url.searchParams.get('protocol');
   if (q === null || q === 'http') return 'http';
   if (q === 'long-lived') return 'long-lived-http';

@@ -63,9 +63,10 @@ export interface WsTransportOptions {
 
 /** Which protocol an upgrade asks for, or an error message for a bad `?protocol=`. */
 export function chooseProtocol(req: IncomingMessage, url: URL): Exclude<Protocol, 'http'> | { error: string } {
+  if (url.searchParams.getAll('protocol').length > 1) return { error: "'protocol' is given more than once: give it once." };
   const q = url.searchParams.get('protocol');
   if (q === 'long-lived' || q === 'ws') return q;
-  if (q !== null) return { error: `Unknown protocol '${q}': use 'long-lived' or 'ws'.` };
+  if (q !== null) return { error: `Unknown protocol '${q.slice(0, 100)}': use 'long-lived' or 'ws'.` };
   const beta = req.headers['openai-beta'];
   const values = (Array.isArray(beta) ? beta : [beta ?? '']).flatMap((v) => v.split(',')).map((v) => v.trim());
   return values.includes(LONG_LIVED_BETA) ? 'long-lived' : 'ws';

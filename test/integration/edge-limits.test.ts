@@ -27,6 +27,7 @@ describe('refused upgrades', () => {
   const cases: Array<[string, Record<string, string>, string, { apiKeys?: string[]; refuseWebSockets?: boolean }]> = [
     ['wrong path', upgradeHeaders(), '/nope', {}],
     ['bad protocol', upgradeHeaders(), '/v1/responses?protocol=zzz', {}],
+    ['protocol twice', upgradeHeaders(), '/v1/responses?protocol=ws&protocol=long-lived', {}],
     ['no key (401)', upgradeHeaders(), '/v1/responses', { apiKeys: ['k'] }],
     ['websockets off (426)', upgradeHeaders(), '/v1/responses', { refuseWebSockets: true }],
     ['wrong Sec-WebSocket-Key', upgradeHeaders({ 'Sec-WebSocket-Key': 'short' }), '/v1/responses', {}],
@@ -64,6 +65,14 @@ describe('refused upgrades', () => {
       expect(JSON.parse(res.body)).toMatchObject({ error: { code } });
     }
     expect(cap.lines.filter((l) => l.msg === 'websocket upgrade refused').map((l) => [l.level, l['status']])).toEqual(cases.map(([, , status]) => [30, status]));
+  });
+
+  it('an upgrade with ?protocol= given twice is refused with 400, not served as one of them', async () => {
+    const { port } = await testServer();
+    const res = await rawRequest(port, requestText('GET', '/v1/responses?protocol=ws&protocol=long-lived', upgradeHeaders()));
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body)).toMatchObject({ error: { code: 'invalid_value', param: 'protocol' } });
+    expect(JSON.parse(res.body).error.message).toMatch(/more than once/);
   });
 
   it('an upgrade on /v1/responses/ (trailing slash) is accepted like the HTTP route', async () => {

@@ -76,6 +76,13 @@ describe('long-lived over HTTP', () => {
     const other = await postJson(`${url}/v1/responses?protocol=carrier-pigeon`, { ...create(), stream: true });
     expect(other.status).toBe(400);
     expect(other.json.error).toMatchObject({ code: 'invalid_value', param: 'protocol' });
+    // Given twice, even with one valid value, it is refused rather than one of them picked.
+    for (const q of ['protocol=long-lived&protocol=http', 'protocol=long-lived&protocol=long-lived']) {
+      const twice = await postJson(`${url}/v1/responses?${q}`, { ...create(), stream: true });
+      expect(twice.status).toBe(400);
+      expect(twice.json.error).toMatchObject({ code: 'invalid_value', param: 'protocol' });
+      expect(twice.json.error.message).toMatch(/more than once/);
+    }
   });
 
   it('append to an unknown id → 404 response_not_found; cancel of one → the same', async () => {

@@ -204,14 +204,11 @@ export function encodeSlice(text: string, cursor: EncodeCursor, out: number[], m
     if (cursor.at < cursor.end) return;
     if (cursor.at >= stopAt) return;
   }
-  const re = SPLIT;
-  re.lastIndex = cursor.at;
-  let m: RegExpExecArray | null;
-  while ((m = splitNext(re, text)) !== null) {
-    const start = m.index;
-    const end = re.lastIndex;
+  let end: number;
+  while ((end = nextPretoken(text, cursor.at)) >= 0) {
+    const start = pretokenStart;
     if (end - start <= MAX_PRETOKEN_CHARS) {
-      encodePretoken(m[0], out, bpe);
+      encodePretoken(text.slice(start, end), out, bpe);
       cursor.at = cursor.end = end;
     } else {
       cursor.end = end;
@@ -219,9 +216,43 @@ export function encodeSlice(text: string, cursor: EncodeCursor, out: number[], m
       if (cursor.at < end) return;
     }
     if (cursor.at >= stopAt) return;
-    re.lastIndex = cursor.at;
   }
   cursor.at = cursor.end = text.length;
+}
+
+/** Where the pre-token `nextPretoken` found starts (a module variable: no array per pre-token). */
+let pretokenStart = 0;
+
+/**
+ * The end of the next pre-token at or after `from` (its start in
+ * `pretokenStart`), or -1 when the text has none. The split regex matches
+ * every character (each alternative is non-empty and together they cover
+ * letters, numbers, other characters and white space), so the next
+ * pre-token starts at `from`: a sticky `test` finds its end without the
+ * match array and string `exec` allocates per pre-token (most of the
+ * tokenizer's garbage, and a step's). The general search stays as the
+ * fallback, with its stack-overflow handling.
+ */
+function nextPretoken(text: string, from: number): number {
+  if (from >= text.length) return -1;
+  const sticky = STICKY;
+  sticky.lastIndex = from;
+  let found = false;
+  try {
+    found = sticky.test(text);
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+  }
+  if (found) {
+    pretokenStart = from;
+    return sticky.lastIndex;
+  }
+  const re = SPLIT;
+  re.lastIndex = from;
+  const m = splitNext(re, text);
+  if (m === null) return -1;
+  pretokenStart = m.index;
+  return re.lastIndex;
 }
 
 /**
@@ -270,6 +301,8 @@ function encodePieces(text: string, from: number, end: number, out: number[], bp
  * new RegExp per call cost more than encoding a short text).
  */
 const SPLIT = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, O200K_TOKEN_SPLIT_REGEX.flags);
+/** The same regex anchored at `lastIndex` (`nextPretoken`). */
+const STICKY = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, O200K_TOKEN_SPLIT_REGEX.flags.replace('g', '') + 'y');
 
 /** A pre-token's UTF-8 bytes, for the whole-token lookup (3 bytes per UTF-16 unit at most). */
 const utf8 = new Uint8Array(3 * MAX_PRETOKEN_CHARS);

@@ -49,7 +49,7 @@ export const MAX_QUEUED_APPENDS = 64;
  * transport frames them into one write) and advances `batch.sent` as it
  * hands each over; absent, each delta goes through the sink alone.
  */
-export type EventSink = ((event: ServerEvent) => void) & { deltas?: (batch: DeltaBatch) => void };
+export type EventSink = ((event: ServerEvent) => void) & { deltas?: (batch: DeltaBatch) => void; flush?: () => void };
 
 /**
  * The most output tokens the run takes from the model in one batch (the
@@ -367,6 +367,9 @@ export class ResponseRun {
         this.end = { status: 'failed', reason: wire.code, error: wire };
       }
     }
+    // What the model streamed leaves before the post-inference work (the store write, the record, billing,
+    // the log): that work, and any garbage collection it sets off, must not hold back what the client reads.
+    this.contain('flush', () => this.sink.flush?.());
     this.finish(this.end);
     return this.response;
   }

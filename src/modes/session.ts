@@ -80,8 +80,10 @@ export class ConnectionSession {
     info: SessionInfo,
     private readonly log: Logger,
   ) {
-    const send = (e: ServerEvent) => transport.send(e);
-    this.send = transport.sendDeltas ? Object.assign(send, { deltas: (b: DeltaBatch) => transport.sendDeltas!(b) }) : send;
+    const send: EventSink = (e: ServerEvent) => transport.send(e);
+    if (transport.sendDeltas) send.deltas = (b: DeltaBatch) => transport.sendDeltas!(b);
+    if (transport.flush) send.flush = () => transport.flush!();
+    this.send = send;
     this.authSpan = info.authSpan;
   }
 

@@ -40,6 +40,12 @@ export interface Transport {
   sendDeltas?(batch: DeltaBatch): void;
   /** Drop the peer as a server-side fault (chaos knobs): WebSocket close 1011, an SSE stream ends without a terminal event. */
   drop(): void;
+  /**
+   * Write what this event-loop turn has batched now instead of at its end
+   * (transport/batch.ts): the run calls it when the model's stream is over,
+   * before the post-inference work. Absent: nothing is batched.
+   */
+  flush?(): void;
   /** A response is about to start on this transport (HTTP: the SSE headers go out). */
   start?(): void;
   /** A response ended and its terminal event was sent: its final state (HTTP: the JSON body, or the end of the stream). */

@@ -18,6 +18,8 @@
  * back by about 0.1 ms per tool step (`npm run bench:overhead`, the loop
  * phase: the p50 from the append to the next call's `output_item.done`).
  * The bytes and their order are unchanged; that turn costs one more write.
+ * The run also flushes when the model's stream is over, before its
+ * post-inference work (engine/run.ts, `EventSink.flush`).
  */
 import type { ServerEvent } from '../protocol/events.js';
 

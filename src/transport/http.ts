@@ -438,6 +438,9 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
       }
     },
     // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
+    flush() {
+      batch.flush();
+    },
     drop() {
       const socket = res.socket;
       res.end(() => socket?.destroy());

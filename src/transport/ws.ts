@@ -197,6 +197,7 @@ export class WsTransport {
       },
       // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).
       drop: () => ws.close(1011, 'injected disconnect'),
+      flush: () => batch.flush(),
       room: () => {
         if (hasRoom()) return Promise.resolve();
         log.info({ code: 'send_buffer_wait', buffered: ws.bufferedAmount }, 'next queued response waits for the client to read');

@@ -232,6 +232,40 @@ describe('duplicate call_ids', () => {
   });
 });
 
+describe('the model\'s output leaves before the post-inference work', () => {
+  it.each(['long-lived', 'ws'] as const)('%s: the sink is flushed after the last output event and before the store write and the terminal event', async (protocol) => {
+    const svc = services();
+    const order: string[] = [];
+    const sink: EventSink = Object.assign((e: ServerEvent) => void order.push(e.type), { flush: () => void order.push('flush') });
+    const put = svc.store.put.bind(svc.store);
+    svc.store.put = (rec) => {
+      order.push('store');
+      put(rec);
+    };
+    const run = await startRun(svc, sink, { store: true }, protocol);
+    await run.done;
+    const at = (x: string) => order.indexOf(x);
+    expect(order.filter((x) => x === 'flush')).toHaveLength(1);
+    expect(at('flush')).toBeGreaterThan(order.lastIndexOf('response.output_item.done'));
+    expect(at('flush')).toBeLessThan(at('store'));
+    expect(at('store')).toBeLessThan(at('response.completed'));
+  });
+
+  it('a flush that throws is contained: the run still ends once with its terminal event', async () => {
+    const svc = services();
+    const got: string[] = [];
+    const sink: EventSink = Object.assign((e: ServerEvent) => void got.push(e.type), {
+      flush: () => {
+        throw new Error('socket gone');
+      },
+    });
+    const run = await startRun(svc, sink);
+    const r = await run.done;
+    expect(r.status).toBe('completed');
+    expect(got.filter((t) => t === 'response.completed')).toHaveLength(1);
+  });
+});
+
 describe('durability: a stored response is in the store before its terminal event', () => {
   it.each(['long-lived', 'ws'] as const)('%s, default switches: the store holds it when the sink sees response.completed', async (protocol) => {
     const svc = services();

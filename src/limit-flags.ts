@@ -26,6 +26,8 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'lifetime-ms', key: 'connectionLifetimeMs', help: 'WebSocket connection lifetime' },
   { flag: 'max-connections', key: 'maxConnections', help: 'open TCP connections; past it 503 too_many_connections' },
   { flag: 'max-run-records', key: 'maxRunRecords', help: 'run records kept for GET /llr/runs' },
+  { flag: 'max-memory-store-responses', key: 'maxMemoryStoreResponses', help: 'stored responses an in-memory store (--store memory or :memory:) keeps; past it the oldest are evicted' },
+  { flag: 'max-memory-store-bytes', key: 'maxMemoryStoreBytes', help: 'bytes (JSON) an in-memory store keeps; past it the oldest are evicted' },
   { flag: 'max-context-bytes', key: 'maxContextBytes', help: 'bytes (JSON) one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-context-items', key: 'maxContextItems', help: 'items one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-live-http-runs', key: 'maxLiveHttpRuns', help: 'long-lived runs open over HTTP at once; past it 429' },
@@ -56,7 +58,8 @@ export function limitOptions(): Record<string, { type: 'string' }> {
 
 /** The help lines, each with its default. */
 export function limitHelp(): string {
-  return LIMIT_FLAGS.map((f) => `  --${`${f.flag} N`.padEnd(24)}${f.help} (${DEFAULT_LIMITS[f.key]})`).join('\n');
+  const width = Math.max(24, ...LIMIT_FLAGS.map((f) => f.flag.length + 3));
+  return LIMIT_FLAGS.map((f) => `  --${`${f.flag} N`.padEnd(width)}${f.help} (${DEFAULT_LIMITS[f.key]})`).join('\n');
 }
 
 /**

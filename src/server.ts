@@ -159,10 +159,10 @@ export class LlrServer {
     const log = options.logger ?? createLogger();
     const clock = options.clock ?? realClock;
     const settings = { ...DEFAULT_MODEL_SETTINGS, ...options.modelSettings };
-    const store = openStore(options.store ?? DEFAULT_STORE);
-    const ledger = new Ledger(options.ledgerEntries);
     const switches = { ...DEFAULT_SWITCHES, ...options.switches };
     const limits = { ...DEFAULT_LIMITS, ...options.limits };
+    const store = openStore(options.store ?? DEFAULT_STORE, { maxResponses: limits.maxMemoryStoreResponses, maxBytes: limits.maxMemoryStoreBytes });
+    const ledger = new Ledger(options.ledgerEntries);
     const auth = createAuthenticator(options.apiKeys ?? []);
     const demo = options.demo === false ? null : new DemoService(() => this.services, options.demo ?? {}, clock, options.seed ?? 1, auth.enabled);
     this.demo = demo;

@@ -100,6 +100,16 @@ export interface Limits {
   /** Run records kept for `GET /llr/runs` (a ring, default 1,000: newest kept). */
   maxRunRecords: number;
   /**
+   * Stored responses an in-memory store keeps (`--store memory` or
+   * `:memory:`; default 10,000): past it the oldest put is evicted, as the
+   * API lets stored responses expire (a GET naming it is 404, a
+   * `previous_response_id` 400 `previous_response_not_found`). A store on a
+   * file keeps everything (the disk is its bound).
+   */
+  maxMemoryStoreResponses: number;
+  /** Bytes (JSON, estimated for `--store memory`) an in-memory store keeps (default 256 MiB); past it the oldest are evicted. */
+  maxMemoryStoreBytes: number;
+  /**
    * Long-lived runs open over HTTP at once (`POST /v1/responses?protocol=long-lived`,
    * default 512); past it 429 `too_many_live_runs`. Each also holds an SSE
    * connection (bounded by `maxConnections`); half of those stay free for the
@@ -178,6 +188,8 @@ export const DEFAULT_LIMITS: Limits = {
   maxQueuedBytes: 32 * 1024 * 1024,
   maxConnections: 1024,
   maxRunRecords: 1000,
+  maxMemoryStoreResponses: 10_000,
+  maxMemoryStoreBytes: 256 * 1024 * 1024,
   maxLiveHttpRuns: 512,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 60_000,

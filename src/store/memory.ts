@@ -7,15 +7,23 @@
  * that for free from JSON). The copy (`copyJson`) shares strings, which are
  * immutable: `structuredClone` copied them too and held the event loop
  * ~0.4 s for a record with 16 MiB of instructions. Nothing is serialised, so
- * `bytes_written` stays 0: counting bytes would add the very work this store
- * exists to skip. Leaves out eviction and size limits: it grows until closed.
+ * `bytes_written` stays 0.
+ *
+ * Bounded (`MemoryBounds`: `--max-memory-store-responses`,
+ * `--max-memory-store-bytes`): past either bound the oldest puts are evicted,
+ * as the API lets stored responses expire. A record's size is estimated
+ * during the copy (string lengths plus a few bytes per value: about its
+ * JSON), so bounding it costs no second walk. The record just put is never
+ * the one evicted.
  */
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { MAX_CHAIN_LINKS, itemsById, newCounters, type ResponseStore, type StoredResponse } from './types.js';
+import { MAX_CHAIN_LINKS, UNBOUNDED, itemsById, newCounters, type MemoryBounds, type ResponseStore, type StoredResponse } from './types.js';
 
 interface Entry {
   rec: StoredResponse;
   items: Map<string, InputItem | OutputItem>;
+  /** Estimated bytes (`copySized`). */
+  bytes: number;
 }
 
 export class MemoryStore implements ResponseStore {
@@ -27,18 +35,44 @@ export class MemoryStore implements ResponseStore {
    * responses) can hold the same id and neither may shadow the other.
    */
   readonly #itemIndex = new Map<string, string[]>();
+  #bytes = 0;
+
+  constructor(readonly bounds: MemoryBounds = UNBOUNDED) {}
+
+  /** Estimated bytes held (what `bounds.maxBytes` limits). */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  get size(): number {
+    return this.#records.size;
+  }
 
   put(rec: StoredResponse): void {
     this.counters.writes++;
     const id = rec.response.id;
-    this.#unindex(id);
-    const copy = copyJson(rec);
+    this.#drop(id);
+    const sized = { bytes: 0 };
+    const copy = copySized(rec, sized);
     const items = itemsById(copy);
-    this.#records.set(id, { rec: copy, items });
+    this.#records.set(id, { rec: copy, items, bytes: sized.bytes });
+    this.#bytes += sized.bytes;
     for (const itemId of items.keys()) {
       const holders = this.#itemIndex.get(itemId);
       if (holders) holders.push(id);
       else this.#itemIndex.set(itemId, [id]);
+    }
+    this.#evict(id);
+  }
+
+  /** Oldest first (a Map iterates in insertion order; a replaced record was dropped and put again), never `keep`. */
+  #evict(keep: string): void {
+    const { maxResponses, maxBytes } = this.bounds;
+    for (const oldest of this.#records.keys()) {
+      if (this.#records.size <= maxResponses && this.#bytes <= maxBytes) return;
+      if (oldest === keep) continue;
+      this.#drop(oldest);
+      this.counters.evicted++;
     }
   }
 
@@ -53,8 +87,7 @@ export class MemoryStore implements ResponseStore {
   delete(id: string, owner: string | null): boolean {
     this.counters.writes++;
     if (!this.#owned(id, owner)) return false;
-    this.#unindex(id);
-    this.#records.delete(id);
+    this.#drop(id);
     return true;
   }
 
@@ -92,6 +125,7 @@ export class MemoryStore implements ResponseStore {
   close(): void {
     this.#records.clear();
     this.#itemIndex.clear();
+    this.#bytes = 0;
   }
 
   #owned(id: string, owner: string | null): Entry | undefined {
@@ -99,10 +133,12 @@ export class MemoryStore implements ResponseStore {
     return entry && entry.rec.owner === owner ? entry : undefined;
   }
 
-  /** Drop a response's item index entries (before a replace or a delete). */
-  #unindex(responseId: string): void {
+  /** Remove a response and its item index entries (a replace, a delete, an eviction). */
+  #drop(responseId: string): void {
     const entry = this.#records.get(responseId);
     if (!entry) return;
+    this.#records.delete(responseId);
+    this.#bytes -= entry.bytes;
     for (const itemId of entry.items.keys()) {
       const holders = this.#itemIndex.get(itemId);
       if (!holders) continue;
@@ -118,6 +154,22 @@ export class MemoryStore implements ResponseStore {
  * objects copied, strings and other primitives shared. `__proto__` stays an
  * own key, as JSON.parse makes it.
  */
+/** `copyJson` that also adds an estimate of `v`'s JSON size to `sized.bytes`: string lengths, plus 8 per value. */
+function copySized<T>(v: T, sized: { bytes: number }): T {
+  sized.bytes += 8;
+  if (typeof v === 'string') sized.bytes += v.length;
+  if (typeof v !== 'object' || v === null) return v;
+  if (Array.isArray(v)) return v.map((x) => copySized(x, sized)) as T;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v)) {
+    sized.bytes += k.length;
+    const x = copySized((v as Record<string, unknown>)[k], sized);
+    if (k === '__proto__') Object.defineProperty(out, k, { value: x, writable: true, enumerable: true, configurable: true });
+    else out[k] = x;
+  }
+  return out as T;
+}
+
 export function copyJson<T>(v: T): T {
   if (typeof v !== 'object' || v === null) return v;
   if (Array.isArray(v)) return v.map(copyJson) as T;

@@ -13,7 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { MAX_CHAIN_LINKS, itemsById, newCounters, type ResponseStore, type StoredResponse } from './types.js';
+import { MAX_CHAIN_LINKS, UNBOUNDED, itemsById, newCounters, type MemoryBounds, type ResponseStore, type StoredResponse } from './types.js';
 
 /** Bump with a migration in `#migrate` whenever the tables below change. */
 export const SCHEMA_VERSION = 1;
@@ -89,9 +89,26 @@ export class SqliteStore implements ResponseStore {
   readonly #selectChain: Database.Statement<[IdOwner & { limit: number }], ChainRow>;
   readonly #put: (p: PutParams, items: ItemParams[]) => void;
   readonly #delete: (key: IdOwner) => boolean;
+  readonly #evict: (id: string) => void;
 
-  /** `path` is a file path (parent directories are created) or `':memory:'`. */
-  constructor(path: string) {
+  /**
+   * Sizes of the stored responses, oldest put first, kept only under finite
+   * `bounds` (an in-memory database): past either bound the oldest go.
+   */
+  readonly #sizes: Map<string, number> | null;
+  #bytes = 0;
+  readonly #evictOne: Database.Statement<[string]>;
+
+  /**
+   * `path` is a file path (parent directories are created) or `':memory:'`;
+   * `bounds` (meant for `':memory:'`: a file's bound is its disk) limits the
+   * responses kept, evicting the oldest put.
+   */
+  constructor(
+    path: string,
+    readonly bounds: MemoryBounds = UNBOUNDED,
+  ) {
+    this.#sizes = Number.isFinite(bounds.maxResponses) || Number.isFinite(bounds.maxBytes) ? new Map() : null;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.#db = new Database(path);
     // WAL lets readers (a second server process, the sqlite3 shell) run beside
@@ -112,6 +129,7 @@ export class SqliteStore implements ResponseStore {
     );
     this.#deleteResponse = db.prepare(`DELETE FROM responses WHERE id = @id AND owner IS @owner`);
     this.#deleteItems = db.prepare(`DELETE FROM items WHERE response_id = ?`);
+    this.#evictOne = db.prepare(`DELETE FROM responses WHERE id = ?`);
     this.#selectResponse = db.prepare(
       `SELECT owner, created_at, response, input FROM responses WHERE id = @id AND owner IS @owner`,
     );
@@ -143,7 +161,15 @@ export class SqliteStore implements ResponseStore {
     this.#delete = db.transaction((key: IdOwner) => {
       if (this.#deleteResponse.run(key).changes === 0) return false;
       this.#deleteItems.run(key.id);
+      if (this.#sizes?.has(key.id)) {
+        this.#bytes -= this.#sizes.get(key.id)!;
+        this.#sizes.delete(key.id);
+      }
       return true;
+    });
+    this.#evict = db.transaction((id: string) => {
+      this.#evictOne.run(id);
+      this.#deleteItems.run(id);
     });
   }
 
@@ -167,6 +193,24 @@ export class SqliteStore implements ResponseStore {
     }
     this.#put(params, items);
     this.counters.bytes_written += bytes;
+    if (this.#sizes) this.#bound(id, bytes);
+  }
+
+  /** Account for the response just put, then evict the oldest others while over a bound. */
+  #bound(id: string, bytes: number): void {
+    const sizes = this.#sizes!;
+    this.#bytes += bytes - (sizes.get(id) ?? 0);
+    sizes.delete(id);
+    sizes.set(id, bytes);
+    const { maxResponses, maxBytes } = this.bounds;
+    for (const [oldest, size] of sizes) {
+      if (sizes.size <= maxResponses && this.#bytes <= maxBytes) return;
+      if (oldest === id) continue;
+      this.#evict(oldest);
+      sizes.delete(oldest);
+      this.#bytes -= size;
+      this.counters.evicted++;
+    }
   }
 
   get(id: string, owner: string | null): StoredResponse | undefined {

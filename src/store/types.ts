@@ -32,7 +32,17 @@ export interface StoreCounters {
   writes: number;
   rows_read: number;
   bytes_written: number;
+  /** Responses an in-memory store dropped to stay within its bounds (oldest first). */
+  evicted: number;
 }
+
+/** How much an in-memory store keeps (`Limits.maxMemoryStoreResponses` / `maxMemoryStoreBytes`); past either, the oldest puts go. */
+export interface MemoryBounds {
+  maxResponses: number;
+  maxBytes: number;
+}
+
+export const UNBOUNDED: MemoryBounds = { maxResponses: Infinity, maxBytes: Infinity };
 
 export interface ResponseStore {
   /** Insert, or replace by response.id (the record's items are re-indexed). */
@@ -58,7 +68,7 @@ export interface ResponseStore {
 export const MAX_CHAIN_LINKS = 10_000;
 
 export function newCounters(): StoreCounters {
-  return { reads: 0, writes: 0, rows_read: 0, bytes_written: 0 };
+  return { reads: 0, writes: 0, rows_read: 0, bytes_written: 0, evicted: 0 };
 }
 
 /**

@@ -117,6 +117,16 @@ describe('http baseline', () => {
     expect(r.usage!.total_tokens).toBe(r.usage!.input_tokens + 37 + visible);
   });
 
+  it('an in-memory store keeps at most --max-memory-store-responses: the oldest is 404, and previous_response_not_found when chained on', async () => {
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }, { text: 'c' }]), limits: { maxMemoryStoreResponses: 2 } });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(((await (await post(url, { model: 'sim-model', input: `q${i}` })).json()) as Response).id);
+    expect((await fetch(`${url}/v1/responses/${ids[0]}`)).status).toBe(404);
+    for (const id of ids.slice(1)) expect((await fetch(`${url}/v1/responses/${id}`)).status).toBe(200);
+    const chained = await errorOf(await post(url, { model: 'sim-model', input: 'more', previous_response_id: ids[0] }));
+    expect(chained).toMatchObject({ status: 400, code: 'previous_response_not_found', param: 'previous_response_id' });
+  });
+
   it('malformed JSON body → 400 invalid_json', async () => {
     const { url } = await testServer();
     expect(await errorOf(await post(url, '{"model":'))).toMatchObject({ status: 400, code: 'invalid_json', type: 'invalid_request_error' });

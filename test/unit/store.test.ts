@@ -15,6 +15,7 @@ import {
   SCHEMA_VERSION,
   SqliteStore,
   openStore,
+  type MemoryBounds,
   type ResponseStore,
   type StoredResponse,
 } from '../../src/store/index.js';
@@ -94,10 +95,55 @@ function makeRecord(
   };
 }
 
-const stores: Array<{ name: string; open: () => ResponseStore; serialises: boolean }> = [
-  { name: 'MemoryStore', open: () => new MemoryStore(), serialises: false },
-  { name: 'SqliteStore(:memory:)', open: () => new SqliteStore(':memory:'), serialises: true },
+const stores: Array<{ name: string; open: () => ResponseStore; serialises: boolean; bounded: (b: MemoryBounds) => ResponseStore }> = [
+  { name: 'MemoryStore', open: () => new MemoryStore(), serialises: false, bounded: (b) => new MemoryStore(b) },
+  { name: 'SqliteStore(:memory:)', open: () => new SqliteStore(':memory:'), serialises: true, bounded: (b) => openStore(':memory:', b) },
 ];
+
+describe.each(stores)('$name, bounded', ({ bounded }) => {
+  it('keeps at most maxResponses, evicting the oldest put; a replaced one counts as new; chains through an evicted one break', () => {
+    const store = bounded({ maxResponses: 3, maxBytes: Infinity });
+    try {
+      for (const id of ['resp_1', 'resp_2', 'resp_3']) store.put(makeRecord(id, id === 'resp_1' ? {} : { previous: `resp_${Number(id.slice(5)) - 1}` }));
+      store.put(makeRecord('resp_1')); // replaced: now the newest
+      store.put(makeRecord('resp_4', { previous: 'resp_3' }));
+      expect(store.get('resp_2', ALICE)).toBeUndefined();
+      expect(store.getItem('msg_resp_2', ALICE)).toBeUndefined();
+      for (const id of ['resp_1', 'resp_3', 'resp_4']) expect(store.get(id, ALICE)?.response.id).toBe(id);
+      expect(store.counters.evicted).toBe(1);
+      // resp_3's chain reaches resp_2, which is gone: the chain is broken, as for a deleted link.
+      expect(store.chain('resp_4', ALICE)).toBeUndefined();
+      // A delete frees its place: the next put evicts nothing.
+      expect(store.delete('resp_1', ALICE)).toBe(true);
+      store.put(makeRecord('resp_5'));
+      expect(store.counters.evicted).toBe(1);
+      expect(['resp_3', 'resp_4', 'resp_5'].map((id) => store.get(id, ALICE)?.response.id)).toEqual(['resp_3', 'resp_4', 'resp_5']);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('keeps at most maxBytes, but never evicts the response just put', () => {
+    const one = JSON.stringify(makeRecord('resp_1')).length;
+    const store = bounded({ maxResponses: Infinity, maxBytes: 3 * one });
+    try {
+      for (let i = 1; i <= 10; i++) store.put(makeRecord(`resp_${i}`));
+      const kept = Array.from({ length: 10 }, (_, i) => store.get(`resp_${i + 1}`, ALICE) !== undefined);
+      // The newest are kept, the oldest went: a run of false, then a run of true, with the last always kept.
+      expect(kept.at(-1)).toBe(true);
+      expect(kept.indexOf(true)).toBeGreaterThan(3);
+      expect(kept.slice(kept.indexOf(true)).every(Boolean)).toBe(true);
+      expect(store.counters.evicted).toBe(kept.filter((k) => !k).length);
+      // One record over the whole bound is still stored (it is the newest), alone.
+      const big = makeRecord('resp_big', { input: [{ type: 'message', role: 'user', content: 'x'.repeat(10 * one) }] });
+      store.put(big);
+      expect(store.get('resp_big', ALICE)?.response.id).toBe('resp_big');
+      expect(store.get('resp_10', ALICE)).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  });
+});
 
 describe.each(stores)('$name', ({ open, serialises }) => {
   let store: ResponseStore;
@@ -247,6 +293,7 @@ describe.each(stores)('$name', ({ open, serialises }) => {
       // get 1 + (Bob's get 0) + chain 2 + item 1
       rows_read: before.rows_read + 4,
       bytes_written: serialises ? expect.any(Number) : 0,
+      evicted: 0,
     });
     if (serialises) {
       const one = makeRecord('resp_1');

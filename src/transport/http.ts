@@ -376,7 +376,7 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
   let largestFrame = 0;
   // One socket write per event-loop turn (transport/batch.ts): the socket itself, whose corks
   // balance whatever becomes of the response (a response detaches from its socket when it ends).
-  let batch: Batcher = Object.assign(() => {}, { flush: () => {} });
+  let batch: Batcher = Object.assign(() => {}, { flush: () => {}, backlog: (now: number) => now });
   return {
     start() {
       res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
@@ -392,8 +392,9 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
       // queue in memory only while the unsent bytes stay under the limit
       // (the same one as a WebSocket's send buffer). A reader that does not
       // read past it is dropped, and its run ends as a disconnect.
+      // What this turn wrote is not counted: no reader could have read it yet (transport/batch.ts, `backlog`).
       const allowed = limit + 2 * largestFrame;
-      if (congested && res.writableLength > allowed) {
+      if (congested && batch.backlog(res.writableLength) > allowed) {
         dropped(res.writableLength, allowed, responseId);
         res.destroy();
         return;
@@ -401,7 +402,7 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
       const pieces = sseFrame(e);
       const size = piecesLength(pieces);
       if (size > largestFrame) largestFrame = size;
-      batch();
+      batch(res.writableLength);
       // A large echo goes as its shared bytes (protocol/event-json.ts), in the same corked write.
       let ok = true;
       for (const p of pieces) ok = res.write(p);
@@ -427,7 +428,7 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
       // 3 bytes per UTF-16 unit bound the frames' UTF-8 size.
       if (res.writableLength + 3 * text.length <= limit + 2 * largestFrame) {
         if (largest > largestFrame) largestFrame = largest;
-        batch();
+        batch(res.writableLength);
         if (!res.write(text)) congested = true;
         b.sent = n;
         return;

@@ -132,6 +132,15 @@ export class HttpTransport {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
+    // GET, HEAD and DELETE routes read no body. One sent anyway is read and discarded before the answer, as
+    // for an early refusal (`refuse`): answering while it still uploads, then closing, reset the connection
+    // over the unread bytes, and a client that writes before it reads got EPIPE, not the answer (chaos #586).
+    if ((method === 'GET' || method === 'HEAD' || method === 'DELETE') && !req.complete && announcesBody(req)) {
+      const limit = this.host.limits.maxFrameBytes;
+      const whole = await drainBody(req, limit);
+      if (res.destroyed || req.socket.destroyed) return;
+      if (!whole) closeAfterAnswer(req, res, limit);
+    }
     const overCap = this.overCapacity(req.socket);
     // `/health` answers even past the connection cap (server.ts keeps a small
     // reserve of sockets for it), so idle clients holding every slot cannot
@@ -354,6 +363,12 @@ function watchStall(res: ServerResponse, ms: number, stalled: (pending: number) 
   const stop = () => clearInterval(timer);
   res.once('finish', stop);
   res.once('close', stop);
+}
+
+/** The request says it has a body: a non-zero Content-Length, or a Transfer-Encoding. */
+function announcesBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
 /** A one-shot transport with how it writes the final answer (resolves once it is handed to the socket). */

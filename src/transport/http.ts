@@ -441,7 +441,7 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
         if (frame.length > largest) largest = frame.length;
       }
       // 3 bytes per UTF-16 unit bound the frames' UTF-8 size.
-      if (res.writableLength + 3 * text.length <= limit + 2 * largestFrame) {
+      if (batch.backlog(res.writableLength) + 3 * text.length <= limit + 2 * largestFrame) {
         if (largest > largestFrame) largestFrame = largest;
         batch(res.writableLength);
         if (!res.write(text)) congested = true;

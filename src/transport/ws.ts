@@ -183,7 +183,7 @@ export class WsTransport {
         if (socket !== null) {
           const { frames, largest } = batchFrames(b);
           // Only while no event of the batch could reach the send limit: then each is sent as `send` would.
-          if (ws.bufferedAmount + frames.length <= host.limits.maxSendBufferBytes + 2 * largestEvent) {
+          if (batch.backlog(ws.bufferedAmount) + frames.length <= host.limits.maxSendBufferBytes + 2 * largestEvent) {
             if (largest > largestEvent) largestEvent = largest;
             // One write already: it needs no cork (behind one this turn's earlier sends set, it keeps its place).
             socket.write(frames, roomCheck);

@@ -79,7 +79,15 @@ export async function holdPausedRuns(url: string, w: Workload, runs: number): Pr
   };
   try {
     for (let i = 0; i < runs; i += 100) {
-      const batch = await Promise.all(Array.from({ length: Math.min(100, runs - i) }, () => open(url)));
+      // Settled, not Promise.all: when some opens are refused (a connection cap), the ones that opened
+      // in the same batch are closed too, not left open (the server pings them) to keep the process alive.
+      const opened = await Promise.allSettled(Array.from({ length: Math.min(100, runs - i) }, () => open(url)));
+      const refused = opened.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+      if (refused) {
+        for (const o of opened) if (o.status === 'fulfilled') o.value.terminate();
+        throw refused.reason;
+      }
+      const batch = opened.map((o) => (o as PromiseFulfilledResult<WebSocket>).value);
       for (const ws of batch) {
         const h: Held = { ws, calls: [], responseId: null, paused: false, appendedAt: 0, firstAfter: null, ended: null, failure: null };
         ws.on('message', (data: Buffer) => {

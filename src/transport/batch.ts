@@ -20,6 +20,16 @@
  * The bytes and their order are unchanged; that turn costs one more write.
  * The run also flushes when the model's stream is over, before its
  * post-inference work (engine/run.ts, `EventSink.flush`).
+ *
+ * A reader is judged on what it had a chance to read (`backlog`): while a
+ * turn's writes are open, its send limit is checked against the bytes left
+ * unsent when the turn's first write came, not against the turn's own
+ * corked bytes, which no reader could have taken yet. Otherwise a reader
+ * that reads was dropped for what one turn wrote: a request's 6 MB tools
+ * echoed by `response.created`, `in_progress` and `completed`, then any
+ * event in the same turn (`llr:timing`, an error) found 18 MB unsent, over
+ * 4 MiB plus twice the largest event. The next turn judges the real backlog,
+ * so one that does not read is still dropped, one turn later at most.
  */
 import type { ServerEvent } from '../protocol/events.js';
 
@@ -29,10 +39,12 @@ export interface Corkable {
 }
 
 export interface Batcher {
-  /** Call before each write to the stream. */
-  (): void;
+  /** Call before each write to the stream, with the bytes it holds unsent before that write. */
+  (unsent: number): void;
   /** Write what this turn has batched now, without waiting for the check phase. */
   flush(): void;
+  /** The unsent bytes a send limit judges: those at this turn's first write while its writes are open, else `now`. */
+  backlog(now: number): number;
 }
 
 /** Item types the client executes: once one is done, the client can start it. */
@@ -46,17 +58,27 @@ export function readyToRun(e: ServerEvent): boolean {
 /** A function to call before each write to `stream`. */
 export function batchWrites(stream: Corkable): Batcher {
   let corked = false;
+  // Unsent bytes at this turn's first write; null until a turn writes, and again from its check phase.
+  let turn: number | null = null;
   const flush = () => {
     if (!corked) return;
     corked = false;
     stream.uncork();
   };
-  const batch = (() => {
+  const endTurn = () => {
+    turn = null;
+    flush();
+  };
+  const batch = ((unsent: number) => {
+    if (turn === null) {
+      turn = unsent;
+      setImmediate(endTurn);
+    }
     if (corked) return;
     corked = true;
     stream.cork();
-    setImmediate(flush);
   }) as Batcher;
   batch.flush = flush;
+  batch.backlog = (now) => turn ?? now;
   return batch;
 }

@@ -132,6 +132,15 @@ export class HttpTransport {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
+    // GET, HEAD and DELETE routes read no body. One sent anyway is read and discarded before the answer, as
+    // for an early refusal (`refuse`): answering while it still uploads, then closing, reset the connection
+    // over the unread bytes, and a client that writes before it reads got EPIPE, not the answer (chaos #586).
+    if ((method === 'GET' || method === 'HEAD' || method === 'DELETE') && !req.complete && announcesBody(req)) {
+      const limit = this.host.limits.maxFrameBytes;
+      const whole = await drainBody(req, limit);
+      if (res.destroyed || req.socket.destroyed) return;
+      if (!whole) closeAfterAnswer(req, res, limit);
+    }
     const overCap = this.overCapacity(req.socket);
     // `/health` answers even past the connection cap (server.ts keeps a small
     // reserve of sockets for it), so idle clients holding every slot cannot
@@ -356,6 +365,12 @@ function watchStall(res: ServerResponse, ms: number, stalled: (pending: number) 
   res.once('close', stop);
 }
 
+/** The request says it has a body: a non-zero Content-Length, or a Transfer-Encoding. */
+function announcesBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
 /** A one-shot transport with how it writes the final answer (resolves once it is handed to the socket). */
 type ExchangeTransport = Transport & { end(response: Response): Promise<void> };
 
@@ -376,7 +391,7 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
   let largestFrame = 0;
   // One socket write per event-loop turn (transport/batch.ts): the socket itself, whose corks
   // balance whatever becomes of the response (a response detaches from its socket when it ends).
-  let batch: Batcher = Object.assign(() => {}, { flush: () => {} });
+  let batch: Batcher = Object.assign(() => {}, { flush: () => {}, backlog: (now: number) => now });
   return {
     start() {
       res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
@@ -392,8 +407,9 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
       // queue in memory only while the unsent bytes stay under the limit
       // (the same one as a WebSocket's send buffer). A reader that does not
       // read past it is dropped, and its run ends as a disconnect.
+      // What this turn wrote is not counted: no reader could have read it yet (transport/batch.ts, `backlog`).
       const allowed = limit + 2 * largestFrame;
-      if (congested && res.writableLength > allowed) {
+      if (congested && batch.backlog(res.writableLength) > allowed) {
         dropped(res.writableLength, allowed, responseId);
         res.destroy();
         return;
@@ -401,7 +417,7 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
       const pieces = sseFrame(e);
       const size = piecesLength(pieces);
       if (size > largestFrame) largestFrame = size;
-      batch();
+      batch(res.writableLength);
       // A large echo goes as its shared bytes (protocol/event-json.ts), in the same corked write.
       let ok = true;
       for (const p of pieces) ok = res.write(p);
@@ -425,9 +441,9 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
         if (frame.length > largest) largest = frame.length;
       }
       // 3 bytes per UTF-16 unit bound the frames' UTF-8 size.
-      if (res.writableLength + 3 * text.length <= limit + 2 * largestFrame) {
+      if (batch.backlog(res.writableLength) + 3 * text.length <= limit + 2 * largestFrame) {
         if (largest > largestFrame) largestFrame = largest;
-        batch();
+        batch(res.writableLength);
         if (!res.write(text)) congested = true;
         b.sent = n;
         return;

@@ -154,16 +154,18 @@ export class WsTransport {
         // events, bounded by the frame limit) the connection is dropped (a
         // close frame could not reach a peer that does not read), which
         // cancels its run like a disconnect.
+        // What this turn wrote is not counted: no reader could have read it yet (transport/batch.ts, `backlog`).
         const limit = host.limits.maxSendBufferBytes + 2 * largestEvent;
-        if (ws.bufferedAmount > limit) {
-          log.info({ code: 'send_buffer_full', buffered: ws.bufferedAmount, limit }, 'send buffer limit reached; dropping the connection');
+        const unsent = ws.bufferedAmount;
+        if (batch.backlog(unsent) > limit) {
+          log.info({ code: 'send_buffer_full', buffered: unsent, limit }, 'send buffer limit reached; dropping the connection');
           ws.terminate();
           return;
         }
         const pieces = eventPieces(e);
         const size = piecesLength(pieces);
         if (size > largestEvent) largestEvent = size;
-        batch(); // one socket write per event-loop turn (transport/batch.ts)
+        batch(unsent); // one socket write per event-loop turn (transport/batch.ts)
         // A large instructions or tools echo arrives as its shared UTF-8 bytes (protocol/event-json.ts): one copy, no re-encoding,
         // sent as fragments of one text message (copying 16 MiB into one buffer costs 0.1–0.4 s where fresh memory is slow).
         if (pieces.length === 1) ws.send(pieces[0], roomCheck);
@@ -182,7 +184,7 @@ export class WsTransport {
         if (socket !== null) {
           const { frames, largest } = batchFrames(b);
           // Only while no event of the batch could reach the send limit: then each is sent as `send` would.
-          if (ws.bufferedAmount + frames.length <= host.limits.maxSendBufferBytes + 2 * largestEvent) {
+          if (batch.backlog(ws.bufferedAmount) + frames.length <= host.limits.maxSendBufferBytes + 2 * largestEvent) {
             if (largest > largestEvent) largestEvent = largest;
             // One write already: it needs no cork (behind one this turn's earlier sends set, it keeps its place).
             socket.write(frames, roomCheck);

@@ -48,4 +48,13 @@ describe('paused runs (bench client)', () => {
     held.close();
   });
 
+  it('closes the connections it did open when the server refuses the rest (connection cap)', async () => {
+    const w = pausedWorkload();
+    const { server, url } = await testServer({ policy: replayPolicy(flatModelTurns(w)), limits: { maxConnections: 3 } });
+    // Eight opens in one batch: three are accepted, the rest answered 503 too_many_connections.
+    await expect(holdPausedRuns(url, w, 8)).rejects.toThrow(/503/);
+    // The three accepted connections were closed by the client, not left open (the server pings them,
+    // so a leaked one would stay open for good and keep the bench process alive).
+    await server.ws.idle();
+  });
 });

@@ -97,6 +97,41 @@ describe('an early refusal reaches a client that is still uploading', () => {
     expect(await viaNodeHttp(url, 'POST', '/v1/responses', json, under)).toEqual({ status: 503, code: 'too_many_connections' });
   });
 
+  it('a GET route reads the body it was sent before answering, so the answer is not lost to a reset', async () => {
+    // Found by the chaos fuzzer (seed 7, #586): GET /health with a 4 MB body was answered on its headers and the
+    // connection closed over the unread body; the client, still writing, got `write EPIPE` and never the answer.
+    const { port } = await testServer({ limits: { maxFrameBytes: limit } });
+    const { rawConnect, requestText } = await import('../helpers/raw-http.js');
+    for (const path of ['/health', '/llr/stats', '/llr/runs']) {
+      const s = await rawConnect(port);
+      const n = under;
+      let written = 0;
+      let answer = '';
+      let writtenAtAnswer = -1;
+      s.on('data', (c: Buffer) => {
+        if (writtenAtAnswer < 0) writtenAtAnswer = written;
+        answer += c.toString();
+      });
+      const ended = new Promise<void>((resolve, reject) => {
+        s.once('end', () => resolve());
+        s.once('error', reject);
+      });
+      s.write(requestText('GET', path, { 'Content-Type': 'application/json', 'Content-Length': String(n), Connection: 'close' }));
+      // The body in 64 KiB pieces, one per event-loop turn: the server could answer long before the last one.
+      const step = () => {
+        if (written >= n || s.destroyed) return;
+        const k = Math.min(PIECE, n - written);
+        written += k;
+        s.write(Buffer.alloc(k, 97), () => setImmediate(step));
+      };
+      step();
+      await ended;
+      expect(writtenAtAnswer).toBe(n); // no answer before the whole body was sent
+      expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+      s.destroy();
+    }
+  });
+
   it('a refused chunked upload larger than the limit gets its answer, then the connection closes', async () => {
     const { url } = await testServer({ limits: { maxFrameBytes: limit } });
     // No content-length: undici sends it chunked; the drain stops at the limit and the answer goes out with Connection: close.

@@ -220,6 +220,24 @@ describe('WebSocket budgets and the connection cap', () => {
     expect((await s.next('response.completed')).response.status).toBe('completed');
   });
 
+  it('a client that reads is judged on what it could read: an event after three large echoes in one turn does not drop it', async () => {
+    // Found by the chaos fuzzer (seed 7, #493): a ws-mode response echoing a 6 MB tools list in `created`, `in_progress`
+    // and `completed` is written in one corked turn; `llr:timing` (or an error) after it found 18 MB unsent, all of it
+    // that turn's, over 4 MiB + twice the largest event, and the reader was dropped (1006) before it could read a byte.
+    const { url } = await testServer({ limits: { maxSendBufferBytes: 64 * 1024 } });
+    const big = { type: 'function', name: 'noop', description: 'Does nothing.', parameters: { type: 'object', properties: { a: { type: 'string', description: 'x'.repeat(1_000_000) } } } };
+    const s = await RawSocket.connect(url, { query: '?llr_timing=1' });
+    s.send({ type: 'response.create', model: 'sim-model', input: 'hello there', tools: [big] });
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+    expect((await s.next('llr:timing')).type).toBe('llr:timing');
+
+    // The same over SSE: the stream ends with its timing and [DONE], not cut short.
+    const res = await post(url, { model: 'sim-model', input: 'hello there', tools: [big], stream: true }, { 'X-LLR-Timing': '1' });
+    const text = await res.text();
+    expect(text).toContain('"type":"llr:timing"');
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+
   it('queued creates are bounded by bytes as well as count', async () => {
     const { url } = await testServer({ policy: pauseThenText(), limits: { maxQueuedBytes: 1500 } });
     const s = await RawSocket.longLived(url);

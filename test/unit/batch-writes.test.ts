@@ -32,13 +32,13 @@ describe('batchWrites', () => {
   it('corks at the first write of a turn and uncorks once in its check phase', async () => {
     const s = stream();
     const batch = batchWrites(s);
-    batch();
-    batch();
-    batch();
+    batch(0);
+    batch(0);
+    batch(0);
     expect(s.log).toEqual(['cork']);
     await checkPhase();
     expect(s.log).toEqual(['cork', 'uncork']);
-    batch();
+    batch(0);
     await checkPhase();
     expect(s.log).toEqual(['cork', 'uncork', 'cork', 'uncork']);
     expect(s.depth()).toBe(0);
@@ -47,16 +47,32 @@ describe('batchWrites', () => {
   it('flush writes at once; a later write in the turn corks again, and corks stay balanced', async () => {
     const s = stream();
     const batch = batchWrites(s);
-    batch();
+    batch(0);
     batch.flush();
     expect(s.log).toEqual(['cork', 'uncork']);
     batch.flush(); // nothing corked: nothing to do
     expect(s.log).toEqual(['cork', 'uncork']);
-    batch();
+    batch(0);
     expect(s.depth()).toBe(1);
     await checkPhase();
     await checkPhase();
     expect(s.log).toEqual(['cork', 'uncork', 'cork', 'uncork']);
+    expect(s.depth()).toBe(0);
+  });
+});
+
+describe('Batcher.backlog', () => {
+  it("judges a send limit on the bytes unsent at the turn's first write until the check phase, then on the present", async () => {
+    const s = stream();
+    const batch = batchWrites(s);
+    expect(batch.backlog(7)).toBe(7); // no turn open: the present
+    batch(100);
+    expect(batch.backlog(5_000_000)).toBe(100); // this turn's own writes are not the reader's
+    batch.flush();
+    batch(900); // corked again in the same turn: still the turn's first figure
+    expect(batch.backlog(5_000_000)).toBe(100);
+    await checkPhase();
+    expect(batch.backlog(5_000_000)).toBe(5_000_000);
     expect(s.depth()).toBe(0);
   });
 });

@@ -3,14 +3,14 @@
  * time the settings call for is zero by construction (no TTFT, infinite
  * prefill and decode rates), so a run's end-to-end time is
  *
- *   e2e = 0 (model) + simulator spans + API spans + residual
+ *   e2e = 0 (model) + simulator spans + tools + API spans + residual
  *
  * where the simulator spans are the simulated model's own bookkeeping
  * (prefix-cache hashing, the replay policy: not API work, and no real
  * model's time either), the API spans are the server's measured stages
  * outside the model, emission included, and the residual is what no span
  * explains (loopback, the client, server work outside spans). The overhead
- * the report gives for the run is e2e minus the first two terms, so it is
+ * the report gives for the run is e2e minus the first three terms, so it is
  * exactly the API spans plus the residual, both shown.
  *
  * The summary tables give each column its own median, which need not add
@@ -32,6 +32,8 @@ export interface InstantSplit {
   /** Zero by construction with the instant model. */
   model_ms: number;
   simulator_ms: number;
+  /** The client's time running the tools (instant tools: its own bookkeeping, which grows under load). */
+  tools_ms: number;
   /** e2e − model − simulator − tools: exactly api_ms + residual_ms. */
   overhead_ms: number;
   api_ms: number;
@@ -59,6 +61,7 @@ export function instantSplits(runs: readonly RunRecord[]): InstantSplit[] {
       e2e_ms: r.e2e_ms,
       model_ms: r.model_ms_analytic,
       simulator_ms: r.model_excess_ms,
+      tools_ms: r.tool_ms,
       overhead_ms: r.e2e_ms - r.model_ms_analytic - r.model_excess_ms - r.tool_ms,
       api_ms: r.api_overhead_ms,
       stages,
@@ -76,19 +79,20 @@ export function instantSplitTable(runs: readonly RunRecord[]): { title: string; 
   if (splits.length === 0) return null;
   return {
     title: 'Instant model: where one run goes (the median run of each design)',
-    head: ['design', 'run', 'e2e ms', 'model ms (0 by construction)', 'simulator spans ms', 'overhead ms', 'API spans ms', 'residual ms', 'API spans by stage, ms'],
+    head: ['design', 'run', 'e2e ms', 'model ms (0 by construction)', 'simulator spans ms', 'tools ms', 'overhead ms', 'API spans ms', 'residual ms', 'API spans by stage, ms'],
     rows: splits.map((s) => [
       s.design,
       `rep ${s.rep} of ${s.runs}`,
       f1(s.e2e_ms),
       f1(s.model_ms),
       f1(s.simulator_ms),
+      f1(s.tools_ms),
       f1(s.overhead_ms),
       f1(s.api_ms),
       f1(s.residual_ms),
       s.stages.map(([k, v]) => `${k} ${f1(v)}`).join(', '),
     ]),
     note:
-      'Each row is one run, so its terms add up: e2e = model + simulator spans + overhead, and overhead = API spans (the server\'s measured stages outside the model, emission included) + residual (loopback, the client, server work outside any span). The simulator spans are the simulated model\'s own bookkeeping (prefix-cache hashing, the replay policy), counted as neither model time nor API work.',
+      'Each row is one run, so its terms add up: e2e = model + simulator spans + tools + overhead, and overhead = API spans (the server\'s measured stages outside the model, emission included) + residual (loopback, the client, server work outside any span). The simulator spans are the simulated model\'s own bookkeeping (prefix-cache hashing, the replay policy), counted as neither model time nor API work.',
   };
 }

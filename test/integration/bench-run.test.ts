@@ -67,11 +67,11 @@ describe('llr bench', () => {
     expect(table.map((line) => line.split(' | ')[0]!.slice(2)).sort()).toEqual(['http', 'http-stored', 'long-lived', 'long-lived-http', 'ws']);
     for (const line of table) {
       const cells = line.split(' | ');
-      const [e2e, model, sim, overhead, api, residual] = cells.slice(2, 8).map(Number) as [number, number, number, number, number, number];
+      const [e2e, model, sim, tools, overhead, api, residual] = cells.slice(2, 9).map(Number) as [number, number, number, number, number, number, number];
       expect(model).toBe(0);
-      expect(Math.abs(e2e - (model + sim + overhead)), line).toBeLessThanOrEqual(0.15);
+      expect(Math.abs(e2e - (model + sim + tools + overhead)), line).toBeLessThanOrEqual(0.2);
       expect(Math.abs(overhead - (api + residual)), line).toBeLessThanOrEqual(0.15);
-      const stages = cells[8]!.replace(/ \|$/, '').split(', ').map((s) => Number(s.split(' ').at(-1)));
+      const stages = cells[9]!.replace(/ \|$/, '').split(', ').map((s) => Number(s.split(' ').at(-1)));
       expect(Math.abs(stages.reduce((a, b) => a + b, 0) - api), line).toBeLessThanOrEqual(0.05 * stages.length + 0.5);
       // The row is a real run of that design: its e2e.
       const design = cells[0]!.slice(2);

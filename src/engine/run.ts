@@ -429,8 +429,16 @@ export class ResponseRun {
         break;
       }
       // A batch the budget ends part-way: the deltas within it go out, then the run ends as at the next token.
-      const over = budget !== null && (ev.type === 'text.deltas' || ev.type === 'args.deltas') && this.outputTokens + ev.deltas.length > budget;
-      const applied = over ? { type: ev.type, deltas: ev.deltas.slice(0, budget - this.outputTokens) } : ev;
+      // Hidden reasoning counts toward the budget too (one event carries a whole burst): it is cut at the budget.
+      const over =
+        budget !== null &&
+        (((ev.type === 'text.deltas' || ev.type === 'args.deltas') && this.outputTokens + ev.deltas.length > budget) ||
+          (ev.type === 'reasoning' && this.outputTokens + ev.tokens > budget));
+      const applied = !over
+        ? ev
+        : ev.type === 'reasoning'
+          ? { type: ev.type, tokens: budget - this.outputTokens }
+          : { type: ev.type, deltas: ev.deltas.slice(0, budget - this.outputTokens) };
       const tokens = this.emitting(() => segment.apply(applied));
       this.outputTokens += tokens;
       if (ev.type === 'reasoning') this.reasoningTokens += tokens;

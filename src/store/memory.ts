@@ -140,11 +140,15 @@ export class MemoryStore implements ResponseStore {
     this.#records.delete(responseId);
     this.#bytes -= entry.bytes;
     for (const itemId of entry.items.keys()) {
+      // In place, no copy: an eviction drops the oldest put, first in each of its lists (a shift), and runs on
+      // every put past the bound. Copying each list (filter) cost O(items × holders) per put: 500 input items
+      // whose ids every record repeats, 3,000 records, took ~75 ms a put (258 ms the worst).
       const holders = this.#itemIndex.get(itemId);
-      if (!holders) continue;
-      const rest = holders.filter((h) => h !== responseId);
-      if (rest.length === 0) this.#itemIndex.delete(itemId);
-      else this.#itemIndex.set(itemId, rest);
+      const at = holders ? holders.indexOf(responseId) : -1;
+      if (at < 0) continue;
+      if (holders!.length === 1) this.#itemIndex.delete(itemId);
+      else if (at === 0) holders!.shift();
+      else holders!.splice(at, 1);
     }
   }
 }

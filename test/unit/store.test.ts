@@ -145,6 +145,60 @@ describe.each(stores)('$name, bounded', ({ bounded }) => {
   });
 });
 
+describe.each(stores)('$name, bounded, items shared by id', ({ bounded }) => {
+  const shared = (tag: string): InputItem[] => [
+    { type: 'message', role: 'user', id: 'msg_shared', content: `shared from ${tag}` },
+    { type: 'message', role: 'user', id: `msg_own_${tag}`, content: tag },
+  ];
+
+  it('resolves an id held by several records to the newest one left after evictions, a replace and a delete', () => {
+    const store = bounded({ maxResponses: 3, maxBytes: Infinity });
+    try {
+      for (const tag of ['a', 'b', 'c', 'd']) store.put(makeRecord(`resp_${tag}`, { input: shared(tag) })); // a evicted
+      expect(store.getItem('msg_own_a', ALICE)).toBeUndefined();
+      expect(store.getItem('msg_shared', ALICE)).toMatchObject({ content: 'shared from d' });
+      store.put(makeRecord('resp_b', { input: shared('b2') })); // replaced: the newest holder now
+      expect(store.getItem('msg_shared', ALICE)).toMatchObject({ content: 'shared from b2' });
+      expect(store.delete('resp_b', ALICE)).toBe(true); // dropped from the end of the list
+      expect(store.getItem('msg_shared', ALICE)).toMatchObject({ content: 'shared from d' });
+      expect(store.delete('resp_d', ALICE)).toBe(true);
+      store.put(makeRecord('resp_e', { input: [{ type: 'message', role: 'user', content: 'no ids' }] }));
+      expect(store.getItem('msg_shared', ALICE)).toMatchObject({ content: 'shared from c' });
+      store.put(makeRecord('resp_f'));
+      store.put(makeRecord('resp_g')); // c evicted: no holder left
+      expect(store.getItem('msg_shared', ALICE)).toBeUndefined();
+      expect(store.getItem('msg_own_c', ALICE)).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('MemoryStore eviction cost', () => {
+  it('evicts in steady state about as fast as it fills, when every record repeats the same item ids', () => {
+    // A stateless client resending its history with item ids: every record holds the same 400 ids. Eviction runs
+    // on every put past the bound; copying each id's holder list made a put O(items × records): ~40 ms here
+    // (about a hundred times a put while filling), now about the same as a put while filling.
+    const items: InputItem[] = Array.from({ length: 400 }, (_, i) => ({ type: 'message', role: 'user', id: `msg_${i}`, content: `turn ${i}` }));
+    const store = new MemoryStore({ maxResponses: 2_000, maxBytes: Infinity });
+    try {
+      const puts = (from: number, n: number) => {
+        const start = performance.now();
+        for (let i = from; i < from + n; i++) store.put(makeRecord(`resp_${i}`, { input: items }));
+        return (performance.now() - start) / n;
+      };
+      puts(0, 1_800);
+      const filling = puts(1_800, 200);
+      const evicting = puts(2_000, 200);
+      expect(store.counters.evicted).toBe(200);
+      expect(store.getItem('msg_7', ALICE)).toMatchObject({ content: 'turn 7' });
+      expect(evicting).toBeLessThan(20 * filling);
+    } finally {
+      store.close();
+    }
+  });
+});
+
 describe.each(stores)('$name', ({ open, serialises }) => {
   let store: ResponseStore;
   beforeEach(() => {

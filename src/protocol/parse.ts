@@ -303,7 +303,16 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
   }
 }
 
-/** `model` is required by every body that samples or compacts: a non-empty string. */
+/**
+ * The longest `model` accepted. The API's model ids are a few dozen
+ * characters and an unknown one is refused; this server takes any name (the
+ * simulated model answers to all), so the length is what it bounds: the name
+ * is echoed in every lifecycle event, and a 6 MB name of lone surrogates (an
+ * outside fuzzer's, chaos seed 11) cost ~0.5 s of serialising per response.
+ */
+export const MAX_MODEL_CHARS = 256;
+
+/** `model` is required by every body that samples or compacts: a non-empty string of at most `MAX_MODEL_CHARS`. */
 function requireModel(body: Obj): string {
   const model = body['model'];
   if (model === undefined || model === null) {
@@ -311,6 +320,9 @@ function requireModel(body: Obj): string {
   }
   if (typeof model !== 'string' || model.length === 0) {
     throw new WireError('invalid_type', "Invalid type for 'model': expected a non-empty string.", 'model');
+  }
+  if (model.length > MAX_MODEL_CHARS) {
+    throw new WireError('string_above_max_length', `Invalid 'model': string too long. Expected a string with maximum length ${MAX_MODEL_CHARS}.`, 'model');
   }
   return model;
 }

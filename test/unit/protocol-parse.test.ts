@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { WireError, toWireError } from '../../src/protocol/errors.js';
-import { parseClientFrame, parseCreateBody } from '../../src/protocol/parse.js';
+import { MAX_MODEL_CHARS, parseClientFrame, parseCreateBody } from '../../src/protocol/parse.js';
 
 function fails(fn: () => unknown): WireError {
   try {
@@ -66,6 +66,20 @@ describe('parseCreateBody', () => {
   it('carries unknown item types (reasoning, hosted calls) through untouched', () => {
     const reasoning = { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'abc' };
     expect(parseCreateBody({ model: 'm', input: [reasoning] }).input[0]).toBe(reasoning);
+  });
+
+  it('takes a model name up to MAX_MODEL_CHARS and refuses a longer one, naming the param', () => {
+    expect(parseCreateBody({ model: 'm'.repeat(MAX_MODEL_CHARS), input: 'hi' }).model).toHaveLength(MAX_MODEL_CHARS);
+    const err = (() => {
+      try {
+        parseCreateBody({ model: '\ud800'.repeat(MAX_MODEL_CHARS + 1), input: 'hi' });
+      } catch (e) {
+        return e as WireError;
+      }
+      return null;
+    })();
+    expect(err).toBeInstanceOf(WireError);
+    expect(err!.toEvent()).toMatchObject({ status: 400, error: { code: 'string_above_max_length', param: 'model' } });
   });
 });
 

@@ -153,11 +153,6 @@ export class MemoryStore implements ResponseStore {
   }
 }
 
-/**
- * A deep copy of a JSON-shaped value (what records hold): arrays and plain
- * objects copied, strings and other primitives shared. `__proto__` stays an
- * own key, as JSON.parse makes it.
- */
 /** `copyJson` that also adds an estimate of `v`'s JSON size to `sized.bytes`: string lengths, plus 8 per value. */
 function copySized<T>(v: T, sized: { bytes: number }): T {
   sized.bytes += 8;
@@ -174,6 +169,11 @@ function copySized<T>(v: T, sized: { bytes: number }): T {
   return out as T;
 }
 
+/**
+ * A deep copy of a JSON-shaped value (what records hold): arrays and plain
+ * objects copied, strings and other primitives shared. `__proto__` stays an
+ * own key, as JSON.parse makes it.
+ */
 export function copyJson<T>(v: T): T {
   if (typeof v !== 'object' || v === null) return v;
   if (Array.isArray(v)) return v.map(copyJson) as T;

@@ -453,10 +453,11 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
         b.sent = i + 1;
       }
     },
-    // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
+    // What this turn has batched goes out now (the run's output before its post-inference work).
     flush() {
       batch.flush();
     },
+    // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
     drop() {
       const socket = res.socket;
       res.end(() => socket?.destroy());

@@ -12,8 +12,8 @@
  * Bounded (`MemoryBounds`: `--max-memory-store-responses`,
  * `--max-memory-store-bytes`): past either bound the oldest puts are evicted,
  * as the API lets stored responses expire. A record's size is estimated
- * during the copy (string lengths plus a few bytes per value: about its
- * JSON), so bounding it costs no second walk. The record just put is never
+ * during the copy (its strings' UTF-8 bytes plus a few bytes per value:
+ * about its JSON), so bounding it costs no second walk. The record just put is never
  * the one evicted.
  */
 import type { InputItem, OutputItem } from '../protocol/objects.js';
@@ -153,10 +153,11 @@ export class MemoryStore implements ResponseStore {
   }
 }
 
-/** `copyJson` that also adds an estimate of `v`'s JSON size to `sized.bytes`: string lengths, plus 8 per value. */
+/** `copyJson` that also adds an estimate of `v`'s JSON size to `sized.bytes`: the strings' UTF-8 bytes, plus 8 per value. */
 function copySized<T>(v: T, sized: { bytes: number }): T {
   sized.bytes += 8;
-  if (typeof v === 'string') sized.bytes += v.length;
+  // UTF-8 bytes, not UTF-16 units: CJK text is 3 bytes a character, and counting units let it hold 3× the bound.
+  if (typeof v === 'string') sized.bytes += Buffer.byteLength(v);
   if (typeof v !== 'object' || v === null) return v;
   if (Array.isArray(v)) return v.map((x) => copySized(x, sized)) as T;
   const out: Record<string, unknown> = {};

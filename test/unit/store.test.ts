@@ -174,6 +174,22 @@ describe.each(stores)('$name, bounded, items shared by id', ({ bounded }) => {
   });
 });
 
+describe('MemoryStore byte estimate', () => {
+  it('counts text in UTF-8 bytes, so CJK weighs three bytes a character as in its JSON', () => {
+    const store = new MemoryStore({ maxResponses: Infinity, maxBytes: Infinity });
+    try {
+      const cjk = '字'.repeat(10_000);
+      store.put(makeRecord('resp_1', { input: [{ type: 'message', role: 'user', content: cjk }] }));
+      const json = Buffer.byteLength(JSON.stringify(store.get('resp_1', ALICE)));
+      expect(store.bytes).toBeGreaterThanOrEqual(30_000);
+      // Within the JSON's size, give or take the per-value allowance.
+      expect(Math.abs(store.bytes - json)).toBeLessThan(json * 0.2);
+    } finally {
+      store.close();
+    }
+  });
+});
+
 describe('MemoryStore eviction cost', () => {
   it('evicts in steady state about as fast as it fills, when every record repeats the same item ids', () => {
     // A stateless client resending its history with item ids: every record holds the same 400 ids. Eviction runs

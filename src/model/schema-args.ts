@@ -143,6 +143,7 @@ function staticCheck(root: JsonSchema): void {
       if (!target) throw new SchemaError(`'$ref' '${node.$ref}' does not resolve to a schema in this document (only local '#/…' references are supported)`, path);
       walk(target, node.$ref, depth + 1);
     }
+    checkType(node, path);
     bounds(node, 'minItems', 'maxItems', path);
     bounds(node, 'minLength', 'maxLength', path);
     bounds(node, 'minProperties', 'maxProperties', path);
@@ -161,6 +162,25 @@ function staticCheck(root: JsonSchema): void {
     }
   };
   walk(root, '#', 0);
+}
+
+/** JSON Schema's type names: a `type` is one of them or a list of them. */
+const JSON_TYPES: ReadonlySet<string> = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);
+
+/**
+ * A `type` that is not a JSON Schema type name is refused, as the API
+ * validates tool schemas: generation took any other string for `string`, so
+ * a schema typed with a megabyte of garbage was accepted and echoed in every
+ * lifecycle event (chaos fuzz seed 11). The message quotes at most 40
+ * characters of the value.
+ */
+function checkType(node: JsonSchema, path: string): void {
+  if (!('type' in node)) return;
+  const t = node.type;
+  const ok = typeof t === 'string' ? JSON_TYPES.has(t) : Array.isArray(t) && t.every((x) => typeof x === 'string' && JSON_TYPES.has(x));
+  if (ok) return;
+  const shown = typeof t === 'string' ? JSON.stringify(t.slice(0, 40)) + (t.length > 40 ? '…' : '') : Array.isArray(t) ? 'a list with other values' : typeof t;
+  throw new SchemaError(`'type' must be one of ${[...JSON_TYPES].join(', ')}, or a list of them; got ${shown}`, path);
 }
 
 function bounds(node: JsonSchema, lo: string, hi: string, path: string): void {

@@ -72,6 +72,20 @@ describe('checkToolSchema: unsatisfiable schemas are a client error', () => {
     expect(refused(() => argsFromSchema(schema, mulberry32(1))).code).toBe('invalid_tool_schema');
   });
 
+  it('a type that is not a JSON Schema type name is refused, anywhere in the schema, quoting at most 40 characters', () => {
+    for (const type of ['float', 'String', '\ud800'.repeat(100_000), 42, ['string', 'date'], { no: 1 }]) {
+      const schema: JsonSchema = { type: 'object', properties: { a: { type: 'string' }, deep: { type: 'object', properties: { lat: { type } } } } };
+      const err = refused(() => checkToolSchema(schema, 'tools[0].parameters'));
+      expect(err.code).toBe('invalid_tool_schema');
+      expect(err.message).toMatch(/'type' must be one of string, number, integer, boolean, object, array, null/);
+      expect(err.message.length).toBeLessThan(600);
+    }
+    // Every type name, alone or listed, passes.
+    for (const type of ['string', 'number', 'integer', 'boolean', 'object', 'array', 'null', ['string', 'null'], []]) {
+      expect(() => checkToolSchema({ type: 'object', properties: { x: { type } } }, 'tools[0].parameters')).not.toThrow();
+    }
+  });
+
   it('the validate stage reports the tool index', () => {
     const tools = [
       { type: 'function' as const, name: 'fine', parameters: { type: 'object', properties: { q: { type: 'string' } } }, strict: null, description: null },

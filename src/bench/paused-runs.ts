@@ -17,7 +17,7 @@
  * Leaves out the server's memory figures and percentiles (phases.ts).
  */
 import WebSocket from 'ws';
-import { LONG_LIVED_BETA } from '../protocol/designs.js';
+import { openLongLived } from './overhead-loop.js';
 import type { Workload } from '../workload/types.js';
 
 /** One held run: its connection, the calls it paused on, and the first-frame stamp after the append. */
@@ -48,14 +48,6 @@ const CREATED = prefix('response.created');
 const PAUSED = prefix('response.done');
 const COMPLETED = prefix('response.completed');
 
-function open(url: string): Promise<WebSocket> {
-  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses`, { headers: { 'OpenAI-Beta': LONG_LIVED_BETA } });
-  return new Promise((resolve, reject) => {
-    ws.once('open', () => resolve(ws));
-    ws.once('error', reject);
-  });
-}
-
 /** Opens `runs` connections (100 at a time) and starts a long-lived run on each, which pauses at `w`'s first tool call. */
 export async function holdPausedRuns(url: string, w: Workload, runs: number): Promise<HeldRuns> {
   const [{ input }] = w.userTurns as [Workload['userTurns'][number]];
@@ -81,7 +73,7 @@ export async function holdPausedRuns(url: string, w: Workload, runs: number): Pr
     for (let i = 0; i < runs; i += 100) {
       // Settled, not Promise.all: when some opens are refused (a connection cap), the ones that opened
       // in the same batch are closed too, not left open (the server pings them) to keep the process alive.
-      const opened = await Promise.allSettled(Array.from({ length: Math.min(100, runs - i) }, () => open(url)));
+      const opened = await Promise.allSettled(Array.from({ length: Math.min(100, runs - i) }, () => openLongLived(url)));
       const refused = opened.find((o): o is PromiseRejectedResult => o.status === 'rejected');
       if (refused) {
         for (const o of opened) if (o.status === 'fulfilled') o.value.terminate();

@@ -22,7 +22,7 @@
 import type { Logger } from 'pino';
 import pDefer from 'p-defer';
 import { WireError, toWireError } from '../protocol/errors.js';
-import type { ClientEvent, CreateParams, ServerEvent } from '../protocol/events.js';
+import { readyToRun, type ClientEvent, type CreateParams, type ServerEvent } from '../protocol/events.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import type { Protocol } from '../protocol/designs.js';
 import { ResponseRun, type EventSink, type RunPlan } from '../engine/run.js';
@@ -80,7 +80,13 @@ export class ConnectionSession {
     info: SessionInfo,
     private readonly log: Logger,
   ) {
-    const send: EventSink = (e: ServerEvent) => transport.send(e);
+    // A call the client runs leaves at once, not at the end of the turn (transport/batch.ts).
+    const send: EventSink = transport.flush
+      ? (e: ServerEvent) => {
+          transport.send(e);
+          if (readyToRun(e)) transport.flush!();
+        }
+      : (e: ServerEvent) => transport.send(e);
     if (transport.sendDeltas) send.deltas = (b: DeltaBatch) => transport.sendDeltas!(b);
     if (transport.flush) send.flush = () => transport.flush!();
     this.send = send;

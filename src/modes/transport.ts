@@ -42,8 +42,9 @@ export interface Transport {
   drop(): void;
   /**
    * Write what this event-loop turn has batched now instead of at its end
-   * (transport/batch.ts): the run calls it when the model's stream is over,
-   * before the post-inference work. Absent: nothing is batched.
+   * (transport/batch.ts): the session calls it after a call the client runs
+   * (`readyToRun`), the run when the model's stream is over, before the
+   * post-inference work. Absent: nothing is batched.
    */
   flush?(): void;
   /** A response is about to start on this transport (HTTP: the SSE headers go out). */

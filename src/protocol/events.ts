@@ -237,3 +237,11 @@ export type UnnumberedEvent = ServerEvent extends infer E
     ? Omit<E, 'sequence_number'>
     : never
   : never;
+
+/** Item types the client executes: once one is done, the client can start it. */
+const CLIENT_CALLS: ReadonlySet<string> = new Set(['function_call', 'custom_tool_call', 'local_shell_call', 'computer_call']);
+
+/** `e` hands the client a call to run: the session has the transport write it out at once (`Transport.flush`). */
+export function readyToRun(e: ServerEvent): boolean {
+  return e.type === 'response.output_item.done' && CLIENT_CALLS.has(e.item.type);
+}

@@ -13,7 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { MAX_CHAIN_LINKS, UNBOUNDED, itemsById, newCounters, type MemoryBounds, type ResponseStore, type StoredResponse } from './types.js';
+import { MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, itemsById, newCounters, type MemoryBounds, type ResponseStore, type StoredResponse } from './types.js';
 
 /** Bump with a migration in `#migrate` whenever the tables below change. */
 export const SCHEMA_VERSION = 1;
@@ -91,12 +91,8 @@ export class SqliteStore implements ResponseStore {
   readonly #delete: (key: IdOwner) => boolean;
   readonly #evict: (id: string) => void;
 
-  /**
-   * Sizes of the stored responses, oldest put first, kept only under finite
-   * `bounds` (an in-memory database): past either bound the oldest go.
-   */
-  readonly #sizes: Map<string, number> | null;
-  #bytes = 0;
+  /** Sizes in put order, kept only under finite `bounds` (an in-memory database): past either, the oldest go. */
+  readonly #order: PutOrder | null;
   readonly #evictOne: Database.Statement<[string]>;
 
   /**
@@ -108,7 +104,7 @@ export class SqliteStore implements ResponseStore {
     path: string,
     readonly bounds: MemoryBounds = UNBOUNDED,
   ) {
-    this.#sizes = Number.isFinite(bounds.maxResponses) || Number.isFinite(bounds.maxBytes) ? new Map() : null;
+    this.#order = Number.isFinite(bounds.maxResponses) || Number.isFinite(bounds.maxBytes) ? new PutOrder(bounds) : null;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.#db = new Database(path);
     // WAL lets readers (a second server process, the sqlite3 shell) run beside
@@ -161,10 +157,7 @@ export class SqliteStore implements ResponseStore {
     this.#delete = db.transaction((key: IdOwner) => {
       if (this.#deleteResponse.run(key).changes === 0) return false;
       this.#deleteItems.run(key.id);
-      if (this.#sizes?.has(key.id)) {
-        this.#bytes -= this.#sizes.get(key.id)!;
-        this.#sizes.delete(key.id);
-      }
+      this.#order?.delete(key.id);
       return true;
     });
     this.#evict = db.transaction((id: string) => {
@@ -193,22 +186,8 @@ export class SqliteStore implements ResponseStore {
     }
     this.#put(params, items);
     this.counters.bytes_written += bytes;
-    if (this.#sizes) this.#bound(id, bytes);
-  }
-
-  /** Account for the response just put, then evict the oldest others while over a bound. */
-  #bound(id: string, bytes: number): void {
-    const sizes = this.#sizes!;
-    this.#bytes += bytes - (sizes.get(id) ?? 0);
-    sizes.delete(id);
-    sizes.set(id, bytes);
-    const { maxResponses, maxBytes } = this.bounds;
-    for (const [oldest, size] of sizes) {
-      if (sizes.size <= maxResponses && this.#bytes <= maxBytes) return;
-      if (oldest === id) continue;
-      this.#evict(oldest);
-      sizes.delete(oldest);
-      this.#bytes -= size;
+    for (const old of this.#order?.put(id, bytes) ?? []) {
+      this.#evict(old);
       this.counters.evicted++;
     }
   }

@@ -44,6 +44,52 @@ export interface MemoryBounds {
 
 export const UNBOUNDED: MemoryBounds = { maxResponses: Infinity, maxBytes: Infinity };
 
+/**
+ * The bounded part of an in-memory store: each stored response's size, in
+ * put order (a replaced one becomes the newest), and which to evict past
+ * `bounds`: the oldest first, never the one just put.
+ */
+export class PutOrder {
+  readonly #sizes = new Map<string, number>();
+  #bytes = 0;
+
+  constructor(readonly bounds: MemoryBounds) {}
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Record a put of `bytes`; returns the ids the store must now drop, oldest first (already forgotten here). */
+  put(id: string, bytes: number): string[] {
+    this.delete(id);
+    this.#sizes.set(id, bytes);
+    this.#bytes += bytes;
+    const evicted: string[] = [];
+    const { maxResponses, maxBytes } = this.bounds;
+    for (const [oldest, size] of this.#sizes) {
+      if (this.#sizes.size <= maxResponses && this.#bytes <= maxBytes) break;
+      if (oldest === id) continue;
+      this.#sizes.delete(oldest);
+      this.#bytes -= size;
+      evicted.push(oldest);
+    }
+    return evicted;
+  }
+
+  /** Forget a response (deleted, or replaced before its put); nothing when it is not here. */
+  delete(id: string): void {
+    const size = this.#sizes.get(id);
+    if (size === undefined) return;
+    this.#sizes.delete(id);
+    this.#bytes -= size;
+  }
+
+  clear(): void {
+    this.#sizes.clear();
+    this.#bytes = 0;
+  }
+}
+
 export interface ResponseStore {
   /** Insert, or replace by response.id (the record's items are re-indexed). */
   put(rec: StoredResponse): void;

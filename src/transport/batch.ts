@@ -11,12 +11,13 @@
  * natural batch: nothing waits for a later one).
  *
  * One exception to "uncorked in the check phase": a call the client runs
- * (`readyToRun`) is written as soon as its `output_item.done` is, with what
- * came before it. The client can start the tool from that event, and the
+ * (`readyToRun`, protocol/events.ts) is written as soon as its
+ * `output_item.done` is, with what came before it: the session flushes the
+ * transport after it (modes/session.ts, `Transport.flush`). The client can start the tool from that event, and the
  * rest of the turn (the pause's `response.done` with its snapshot of the
  * response, a ws-mode response's completion and bookkeeping) would hold it
- * back by about 0.1 ms per tool step (`npm run bench:overhead`, the loop
- * phase: the p50 from the append to the next call's `output_item.done`).
+ * back (docs/benchmarks.md, "Second pass at the tool step", compares the
+ * loop phase of `npm run bench:overhead` before and after).
  * The bytes and their order are unchanged; that turn costs one more write.
  * The run also flushes when the model's stream is over, before its
  * post-inference work (engine/run.ts, `EventSink.flush`).
@@ -31,8 +32,6 @@
  * 4 MiB plus twice the largest event. The next turn judges the real backlog,
  * so one that does not read is still dropped, one turn later at most.
  */
-import type { ServerEvent } from '../protocol/events.js';
-
 export interface Corkable {
   cork(): void;
   uncork(): void;
@@ -45,14 +44,6 @@ export interface Batcher {
   flush(): void;
   /** The unsent bytes a send limit judges: those at this turn's first write while its writes are open, else `now`. */
   backlog(now: number): number;
-}
-
-/** Item types the client executes: once one is done, the client can start it. */
-const CLIENT_CALLS: ReadonlySet<string> = new Set(['function_call', 'custom_tool_call', 'local_shell_call', 'computer_call']);
-
-/** `e` hands the client a call to run: the transport writes it out at once (`Batcher.flush`). */
-export function readyToRun(e: ServerEvent): boolean {
-  return e.type === 'response.output_item.done' && CLIENT_CALLS.has(e.item.type);
 }
 
 /** A function to call before each write to `stream`. */

@@ -44,7 +44,7 @@ import type { Hold } from '../modes/server-bytes.js';
 import type { SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
 import { closeAfterAnswer, drainBody, readBody } from './body.js';
-import { batchWrites, readyToRun, type Batcher } from './batch.js';
+import { batchWrites, type Batcher } from './batch.js';
 import { parseCaps, parseEdgeJson } from './json-in.js';
 import { sendJsonCooperative } from './json-out.js';
 import type { Guard } from './guard.js';
@@ -422,7 +422,6 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
       let ok = true;
       for (const p of pieces) ok = res.write(p);
       if (!ok) congested = true;
-      if (readyToRun(e)) batch.flush();
     },
     // A batch of deltas (protocol/event-json.ts): their frames joined into one write, the same bytes as `send` per event,
     // while no event of the batch could reach the send limit (then `send` per event, which drops the reader at the limit).

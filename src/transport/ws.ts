@@ -45,7 +45,7 @@ import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
-import { batchWrites, readyToRun, type Batcher } from './batch.js';
+import { batchWrites, type Batcher } from './batch.js';
 import type { Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
 
@@ -170,7 +170,6 @@ export class WsTransport {
         // sent as fragments of one text message (copying 16 MiB into one buffer costs 0.1–0.4 s where fresh memory is slow).
         if (pieces.length === 1) ws.send(pieces[0], roomCheck);
         else pieces.forEach((p, i) => ws.send(p, { binary: false, fin: i === pieces.length - 1 }, i === pieces.length - 1 ? roomCheck : undefined));
-        if (readyToRun(e)) batch.flush();
       },
       // A batch of deltas (protocol/event-json.ts): its frames built into one buffer and written once when that is
       // byte-for-byte what `send` per event would write (transport/ws-frames.ts); else `send` per event.

@@ -6,7 +6,8 @@
  * picks out exactly the events that hand the client a call to run.
  */
 import { describe, expect, it } from 'vitest';
-import { batchWrites, readyToRun } from '../../src/transport/batch.js';
+import { batchWrites } from '../../src/transport/batch.js';
+import { readyToRun } from '../../src/protocol/events.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
 
 function stream() {

@@ -229,20 +229,36 @@ export function pausedWorkload(): Workload {
   return syntheticWorkload({ turns: 2, toolOutputBytes: 200, outputTokensPerTurn: 20, seed: 7 });
 }
 
-export async function pausedPhase(server: ServerProcess, w: Workload, opts: { runs: number; timeoutMs: number }): Promise<PausedPhase> {
+/**
+ * `runs` long-lived runs paused at once, then answered one at a time while
+ * the others wait. With `warmup` W, W more runs are opened and paused with
+ * them and answered first: the server's first resumes run its cold code and
+ * grow its young generation (the slow ones cluster in the first ~1,000), so
+ * these are timed apart (`cold_append_to_resume_ms`) and the measured
+ * `runs` resumes are a warm server's, still with `runs` runs waiting when
+ * they start.
+ */
+export async function pausedPhase(server: ServerProcess, w: Workload, opts: { runs: number; timeoutMs: number; warmup?: number }): Promise<PausedPhase> {
   const stats = (gc: boolean) => server.getJson<ServerStats>(`/llr/stats${gc ? '?gc=1' : ''}`);
   const before = await stats(true);
   const t0 = performance.now();
-  const held = await deadline(server.race(holdPausedRuns(server.url, w, opts.runs)), opts.timeoutMs, `${opts.runs} runs opening`);
+  const warmup = opts.warmup ?? 0;
+  const total = opts.runs + warmup;
+  const held = await deadline(server.race(holdPausedRuns(server.url, w, total)), opts.timeoutMs, `${total} runs opening`);
   let resumed = 0;
   try {
-    await deadline(server.race(held.allPaused), opts.timeoutMs, `${opts.runs} runs pausing`);
+    await deadline(server.race(held.allPaused), opts.timeoutMs, `${total} runs pausing`);
     const openMs = performance.now() - t0;
     const after = await stats(true);
+    const cold: number[] = [];
+    for (let i = 0; i < warmup; i++) {
+      const r = await deadline(server.race(held.resume(i)), 10_000, 'a resumed warm-up run');
+      if (Number.isFinite(r.firstMs)) cold.push(r.firstMs);
+    }
     const latencies: number[] = [];
     let promptTokens: number | null = null;
     for (let i = 0; i < opts.runs; i++) {
-      const r = await deadline(server.race(held.resume(i)), 10_000, 'a resumed run');
+      const r = await deadline(server.race(held.resume(warmup + i)), 10_000, 'a resumed run');
       resumed++;
       if (Number.isFinite(r.firstMs)) latencies.push(r.firstMs);
       if (i === 0 && r.responseId !== null) {
@@ -262,14 +278,16 @@ export async function pausedPhase(server: ServerProcess, w: Workload, opts: { ru
       before: mem(before),
       after: mem(after),
       gc_forced: after.gc_available,
-      rss_bytes_per_run: (after.memory.rss - before.memory.rss) / opts.runs,
-      heap_bytes_per_run: (after.memory.heapUsed - before.memory.heapUsed) / opts.runs,
+      warmup_runs: warmup,
+      rss_bytes_per_run: (after.memory.rss - before.memory.rss) / total,
+      heap_bytes_per_run: (after.memory.heapUsed - before.memory.heapUsed) / total,
       append_to_resume_ms: {
         n: latencies.length,
         p50: percentile(latencies, 50),
         p99: percentile(latencies, 99),
         max: latencies.length ? Math.max(...latencies) : NaN,
       },
+      ...(warmup > 0 && { cold_append_to_resume_ms: { n: cold.length, p50: percentile(cold, 50), p99: percentile(cold, 99), max: cold.length ? Math.max(...cold) : NaN } }),
       open_ms: openMs,
     };
   } finally {

@@ -176,9 +176,14 @@ export interface PausedPhase {
   before: { rss: number; heapUsed: number; external: number };
   after: { rss: number; heapUsed: number; external: number };
   gc_forced: boolean;
+  /** Runs opened and paused with the measured ones, then resumed first and timed apart (absent in older files: none). */
+  warmup_runs?: number;
+  /** Per run of all paused at once (the measured runs and the warm-up runs). */
   rss_bytes_per_run: number;
   heap_bytes_per_run: number;
   append_to_resume_ms: { n: number; p50: number; p99: number; max: number };
+  /** The warm-up runs' resumes (the server's first), when there were any. */
+  cold_append_to_resume_ms?: { n: number; p50: number; p99: number; max: number };
   open_ms: number;
 }
 

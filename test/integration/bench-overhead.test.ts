@@ -1,0 +1,72 @@
+/**
+ * `npm run bench:overhead` end to end at a tiny size, from the built
+ * command (it spawns `dist/cli.js serve`): the stream phase repeats rounds
+ * until the server is warm and reports the median of the measured ones
+ * with every round listed; the paused phase opens its warm-up runs with the
+ * measured ones, resumes them first, and times them apart. Checks the
+ * bookkeeping, not the speed (benchmarks print figures; tests do not time).
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildDist, ROOT } from '../helpers/build.js';
+
+const run = promisify(execFile);
+
+interface Round {
+  streams: number;
+  deltas: number;
+  deltas_per_cpu_second: number;
+}
+interface Out {
+  stream: { figure: Round; warmup: Round[]; measured: Round[] };
+  paused: {
+    runs: number;
+    paused: number;
+    resumed: number;
+    warmup_runs: number;
+    append_to_resume_ms: { n: number; p50: number; p99: number };
+    cold_append_to_resume_ms: { n: number; p50: number; p99: number };
+  };
+  targets: Array<{ what: string; measured: string; holds: boolean | null }>;
+}
+
+beforeAll(async () => {
+  await buildDist();
+}, 120_000);
+
+describe('bench:overhead', () => {
+  it('warms the stream phase up until rounds agree and the paused phase on runs of its own', async () => {
+    const args = ['--phases', 'stream,paused', '--streams', '3', '--stream-tokens', '40', '--paused-runs', '15', '--paused-warmup', '6', '--json'];
+    const { stdout } = await run(process.execPath, [join(ROOT, 'dist', 'bench', 'overhead.js'), ...args], { timeout: 120_000, maxBuffer: 8 * 2 ** 20 });
+    const out = JSON.parse(stdout) as Out;
+
+    const { warmup, measured, figure } = out.stream;
+    // At least two warm-up rounds, at most eight; then three measured, each with every delta of every stream.
+    expect(warmup.length).toBeGreaterThanOrEqual(2);
+    expect(warmup.length).toBeLessThanOrEqual(8);
+    expect(measured).toHaveLength(3);
+    for (const r of [...warmup, ...measured]) expect(r.deltas).toBe(3 * 40);
+    // The figure is the median measured round.
+    const rates = measured.map((r) => r.deltas_per_cpu_second).sort((a, b) => a - b);
+    expect(figure.deltas_per_cpu_second).toBe(rates[1]);
+    // Warm-up stopped early only on two rounds in a row within 10 %.
+    if (warmup.length < 8) {
+      const [a, b] = warmup.slice(-2).map((r) => r.deltas_per_cpu_second);
+      expect(Math.abs(a! - b!)).toBeLessThanOrEqual(0.1 * Math.max(a!, b!));
+    }
+    const rounds = out.targets.find((t) => t.what.startsWith('stream rounds'));
+    expect(rounds?.measured.split('→')[1]!.split(',')).toHaveLength(3);
+
+    const p = out.paused;
+    // All 21 runs were paused at once; the six warm-up runs were resumed first and timed apart.
+    expect(p.paused).toBe(21);
+    expect(p.warmup_runs).toBe(6);
+    expect(p.cold_append_to_resume_ms.n).toBe(6);
+    expect(p.runs).toBe(15);
+    expect(p.resumed).toBe(15);
+    expect(p.append_to_resume_ms.n).toBe(15);
+    expect(p.append_to_resume_ms.p99).toBeGreaterThanOrEqual(p.append_to_resume_ms.p50);
+  }, 150_000);
+});

@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../node-flags.js';
 
 export interface Child {
   url: string;
@@ -56,7 +57,8 @@ function stopper(proc: ChildProcess): () => Promise<void> {
 
 /** `llr serve` on a free port, JSON logs, with extra flags (and extra node flags, e.g. `--expose-gc`). */
 export async function spawnServer(args: string[] = [], opts: { nodeArgs?: string[] } = {}): Promise<Child> {
-  const nodeArgs = [...(process.env['LLR_BENCH_SERVER_NODE_ARGS']?.split(' ').filter(Boolean) ?? []), ...(opts.nodeArgs ?? [])];
+  // The options `llr` itself runs with (node-flags.ts), then the environment's and the caller's (a later option wins).
+  const nodeArgs = [...NODE_FLAGS, ...(process.env['LLR_BENCH_SERVER_NODE_ARGS']?.split(' ').filter(Boolean) ?? []), ...(opts.nodeArgs ?? [])];
   const proc = spawn(process.execPath, [...nodeArgs, here('../cli.js'), 'serve', '--port', '0', '--store', 'memory', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },

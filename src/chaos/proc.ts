@@ -11,6 +11,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { NODE_FLAGS } from '../node-flags.js';
 
 export interface ServerProcOptions {
   /** Path of the built CLI (`dist/cli.js`). */
@@ -58,7 +59,7 @@ export class ServerProc {
   }
 
   static start(opts: ServerProcOptions): Promise<ServerProc> {
-    const args = [opts.cli, 'serve', '--port', '0', '--store', opts.store ?? 'memory', ...(opts.paced ? [] : ['--instant']), ...(opts.args ?? [])];
+    const args = [...NODE_FLAGS, opts.cli, 'serve', '--port', '0', '--store', opts.store ?? 'memory', ...(opts.paced ? [] : ['--instant']), ...(opts.args ?? [])];
     const proc = spawn(process.execPath, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },

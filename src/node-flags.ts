@@ -1,0 +1,25 @@
+/**
+ * The Node.js options the server runs with where this repository starts it:
+ * `npm start`, and the servers the benches and the chaos suite spawn
+ * (bench/processes.ts, chaos/proc.ts). test/unit/node-flags.test.ts checks
+ * `npm start` says exactly this.
+ *
+ * `--max-semi-space-size=64` (MiB; Node 20's default tops out at 16): the
+ * young generation's bound. A long run allocates fast (events, snapshots,
+ * records) and keeps a little of each. With the default, the paused phase
+ * of `npm run bench:overhead` scavenged every ~200 resumes for 4–12 ms
+ * (`--trace-gc`, one-off): about 1.4 % of its append → resume samples fell
+ * in one, which set the p99. With 64 MiB a scavenge comes about every 800
+ * resumes (docs/benchmarks.md, "Third pass"). The cost is memory: the young
+ * generation grows, only under a high allocation rate, to at most 3 × 64
+ * MiB (the paused phase's RSS per run rose ~8 KB at 11,000 runs); it starts
+ * small, so the idle server's RSS is unchanged.
+ *
+ * The `llr` bin keeps `#!/usr/bin/env node`: a shebang with options needs
+ * `env -S`, which BusyBox's env (Alpine images) lacks, and the bin would
+ * not start there at all. Run it as `NODE_OPTIONS=--max-semi-space-size=64
+ * llr serve` for the same collector; for Node's default with `npm start`'s
+ * command, `node dist/cli.js serve`; for the benches' servers,
+ * `LLR_BENCH_SERVER_NODE_ARGS=--max-semi-space-size=16` (a later option wins).
+ */
+export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=64'];

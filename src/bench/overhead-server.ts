@@ -60,6 +60,9 @@ export async function deltaThroughput(
     const wall = performance.now() - t0;
     const after = await server.getJson<ServerStats>('/llr/stats');
     const cpu = cpuMs(before, after);
+    // A rate over no CPU is Infinity: it would pass the target, agree with any other round in the warm-up's
+    // steadiness test (|x − ∞| ≤ 0.1 × ∞) and print as "∞". Fail instead: the measurement is void.
+    if (!(cpu > 0)) throw new Error(`the server's CPU did not advance over a stream round (${cpu} ms from /llr/stats): no rate to report`);
     if (deltas !== opts.streams * opts.expected) throw new Error(`expected ${opts.streams * opts.expected} deltas, got ${deltas}`);
     return {
       streams: opts.streams,

@@ -46,11 +46,23 @@ function waitForUrl(proc: ChildProcess, what: string, timeoutMs = 20_000): Promi
   });
 }
 
-function stopper(proc: ChildProcess): () => Promise<void> {
+/** How long a child has to exit after SIGTERM before it is killed. */
+export const STOP_GRACE_MS = 10_000;
+
+/**
+ * SIGTERM, then SIGKILL after `graceMs`: a child that cannot act on SIGTERM (stopped, or its event
+ * loop stuck) would otherwise keep `stop()` waiting for ever, and a phase that already failed on a
+ * deadline would never print why (its error is reported after the `finally` that stops the server).
+ */
+export function stopper(proc: ChildProcess, graceMs = STOP_GRACE_MS): () => Promise<void> {
   return () =>
     new Promise((resolve) => {
       if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
-      proc.once('exit', () => resolve());
+      const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+      proc.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
       proc.kill('SIGTERM');
     });
 }

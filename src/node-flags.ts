@@ -11,10 +11,10 @@
  * of `npm run bench:overhead` scavenged every ~200 resumes for 4–12 ms
  * (`--trace-gc`, one-off): about 1.4 % of its append → resume samples fell
  * in one, which set the p99. With 64 MiB a scavenge comes about every 800
- * resumes (the same one-off `--trace-gc`; no section of docs/benchmarks.md
- * records either yet), but each copies a larger space and takes longer
- * (about 3× in a one-off review run), so the longest resumes grow while
- * fewer samples reach the p99. The other cost is memory: the young
+ * resumes (the same one-off `--trace-gc`), but each copies a larger space
+ * and takes longer (about 3× in a one-off review run): fewer samples reach
+ * the p99, the few that meet a scavenge wait longer. docs/benchmarks.md,
+ * "Third pass", has the A/B of 16, 32 and 64 MiB on the bench's command. The other cost is memory: the young
  * generation grows, only under a high allocation rate, to at most 3 × 64
  * MiB (the paused phase's RSS per run rose ~8 KB at 11,000 runs); it starts
  * small, so the idle server's RSS is unchanged.

@@ -1,6 +1,6 @@
 /**
  * The Node.js options the repository runs its server with (src/node-flags.ts)
- * are the ones `npm start` passes, and node takes them both on its command
+ * are the ones `npm start` and `npm run bench:overhead` pass, and node takes them both on its command
  * line and in NODE_OPTIONS (how the docs tell `llr` bin users to set them).
  */
 import { execFileSync } from 'node:child_process';
@@ -15,6 +15,11 @@ describe('node flags', () => {
   it('npm start runs node with them', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     expect(pkg.scripts['start']).toBe(`node ${NODE_FLAGS.join(' ')} dist/cli.js serve`);
+  });
+
+  it('npm run bench:overhead runs its client with them too (its own collections land in the measured windows)', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts['bench:overhead']).toBe(`tsc -p tsconfig.json && node ${NODE_FLAGS.join(' ')} dist/bench/overhead.js`);
   });
 
   it('the bin keeps a shebang without options (env -S is not everywhere)', () => {

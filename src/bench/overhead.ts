@@ -84,7 +84,44 @@ const late = () => [cfg.steps - 3, cfg.steps - 2, cfg.steps - 1];
 /** The echo's reply held this long (µs of busy CPU) before it is sent: the round trip of a server that takes that long. */
 const HOLDS_US = [100, 200, 300];
 
+/** The stages the server times per tool step of a long-lived run (engine/run.ts, the append's and the model call's spans). */
+const STEP_STAGES = ['validate_append', 'safety_append', 'render_append', 'prefill', 'decode'] as const;
+
+/**
+ * The server's own account of a long-lived tool step, from the newest
+ * long-lived run's record (`GET /llr/runs`): each stage's p50 over its steps
+ * (µs), and the sink's time per event sent (serialising and writing; the
+ * record keeps its total, not a span per event). What the step's p50 is
+ * made of on the server's side; the rest is the wire, the peer, the event
+ * loop's turns and the work no span covers (parsing the frame, scheduling).
+ */
+interface StepStages {
+  steps: number;
+  p50_us: Record<(typeof STEP_STAGES)[number], number>;
+  emit_us_per_event: number;
+}
+
+interface RunRecordSpans {
+  protocol: string;
+  counters: Record<string, number>;
+  totals: Record<string, number>;
+  spans: Array<{ stage: string; duration_ms: number }>;
+}
+
+async function stepStages(server: ServerProcess): Promise<StepStages | null> {
+  const page = await server.getJson<{ data: RunRecordSpans[] }>('/llr/runs?limit=100');
+  const rec = page.data.find((r) => r.protocol === 'long-lived' && (r.counters['appends'] ?? 0) > 0);
+  if (!rec) return null;
+  const p50_us = Object.fromEntries(
+    STEP_STAGES.map((st) => [st, percentile(rec.spans.filter((s) => s.stage === st).map((s) => s.duration_ms * 1000), 50)]),
+  ) as StepStages['p50_us'];
+  const events = rec.counters['events_sent'] ?? 0;
+  return { steps: rec.counters['appends'] ?? 0, p50_us, emit_us_per_event: events > 0 ? ((rec.totals['emit'] ?? 0) * 1000) / events : NaN };
+}
+
 interface LoopResult {
+  /** The server's stage times per long-lived step (the last measured long-lived loop's record), or null when no record was found. */
+  stages: StepStages | null;
   echo: { n: number; p50: number; p99: number };
   /** Echo round trips with the reply held `hold_us` (frame-server.ts), p50: what a server's time costs its client here. */
   held_echo: Array<{ hold_us: number; n: number; p50: number }>;
@@ -152,8 +189,10 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
     lean.close();
     ws.close();
     ew.close();
+    const stages = await server.race(stepStages(server));
     const bytes = (r: LoopSamples | undefined, i: number) => r?.pauseBytes.at(i) ?? NaN;
     return {
+      stages,
       echo: { n: echo.length, p50: percentile(echo, 50), p99: percentile(echo, 99) },
       held_echo: heldEcho,
       long_lived: loopStats(llRuns),
@@ -248,6 +287,17 @@ function rows(r: { loop?: LoopResult; stream?: StreamResult; paused?: PausedPhas
     out.push({ what: 'long-lived append → next output_item.done p50', measured: `${ms(ll.p50)} = ${x(ll.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 2× echo p50', holds: ll.p50 <= 2 * echo.p50 });
     out.push({ what: 'long-lived append → next output_item.done p99', measured: `${ms(ll.p99)} = ${x(ll.p99, echo.p50).toFixed(2)}× echo`, target: '≤ 5× echo p50', holds: ll.p99 <= 5 * echo.p50 });
     out.push({ what: 'ws previous_response_id → output_item.done p50', measured: `${ms(ws.p50)} = ${x(ws.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 3× echo p50', holds: ws.p50 <= 3 * echo.p50 });
+    const st = r.loop.stages;
+    if (st) {
+      const parts = STEP_STAGES.map((k) => `${k.replace('_append', '')} ${Math.round(st.p50_us[k])}`);
+      const sum = STEP_STAGES.reduce((a, k) => a + st.p50_us[k], 0);
+      out.push({
+        what: `server's timed stages per long-lived step, p50 µs (one run, ${st.steps} steps)`,
+        measured: `${parts.join(' + ')} = ${Math.round(sum)}; emit ${st.emit_us_per_event.toFixed(1)} per event`,
+        target: '(reported)',
+        holds: null,
+      });
+    }
     const b = r.loop.pause_bytes;
     out.push({ what: 'pause response.done bytes, first → last step', measured: `full ${b.full_first} → ${b.full_last}; lean ${b.lean_first} → ${b.lean_last}`, target: '(reported)', holds: null });
     out.push({ what: 'long-lived, --on lean_pause_event, p50 / p99', measured: `${ms(r.loop.lean.p50)} / ${ms(r.loop.lean.p99)} = ${x(r.loop.lean.p50, echo.p50).toFixed(2)}× echo`, target: '(reported)', holds: null });

@@ -3,7 +3,8 @@
  * command (it spawns `dist/cli.js serve`): the stream phase repeats rounds
  * until the server is warm and reports the median of the measured ones
  * with every round listed; the paused phase opens its warm-up runs with the
- * measured ones, resumes them first, and times them apart. Checks the
+ * measured ones, resumes them first, and times them apart; the loop phase
+ * reads the server's stage times of a long-lived step from its run record. Checks the
  * bookkeeping, not the speed (benchmarks print figures; tests do not time).
  */
 import { execFile } from 'node:child_process';
@@ -68,5 +69,17 @@ describe('bench:overhead', () => {
     expect(p.resumed).toBe(15);
     expect(p.append_to_resume_ms.n).toBe(15);
     expect(p.append_to_resume_ms.p99).toBeGreaterThanOrEqual(p.append_to_resume_ms.p50);
+  }, 150_000);
+
+  it("reports the server's timed stages of a long-lived step from its run record", async () => {
+    const args = ['--phases', 'loop', '--loops', '1', '--steps', '4', '--json'];
+    const { stdout } = await run(process.execPath, [join(ROOT, 'dist', 'bench', 'overhead.js'), ...args], { timeout: 120_000, maxBuffer: 8 * 2 ** 20 });
+    const out = JSON.parse(stdout) as { loop: { stages: { steps: number; p50_us: Record<string, number>; emit_us_per_event: number } | null } };
+    const st = out.loop.stages;
+    // The newest long-lived run is a measured loop of 4 tool steps: 4 appends, each stage timed at every step.
+    expect(st?.steps).toBe(4);
+    expect(Object.keys(st!.p50_us).sort()).toEqual(['decode', 'prefill', 'render_append', 'safety_append', 'validate_append']);
+    for (const v of Object.values(st!.p50_us)) expect(v).toBeGreaterThan(0);
+    expect(st!.emit_us_per_event).toBeGreaterThan(0);
   }, 150_000);
 });

@@ -43,7 +43,7 @@ export interface LoopSamples {
 }
 
 /** An event frame's `type`, read from its head (the server writes `type` first); the whole frame parsed otherwise. */
-function eventType(data: Buffer): string {
+export function eventType(data: Buffer): string {
   const head = /^\{"type":"([a-z_.]+)"/.exec(data.toString('latin1', 0, 64));
   return head ? head[1]! : (JSON.parse(data.toString()) as { type: string }).type;
 }

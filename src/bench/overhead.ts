@@ -38,6 +38,7 @@ import { MARKER_CALL, NOOP_TOOL, pausedPhase, pausedWorkload, streamWorkload } f
 import { spawnFrameServer, spawnServer } from './processes.js';
 import type { PausedPhase } from './results.js';
 import { percentile, round } from './stats.js';
+import type { RecordPage } from '../engine/records.js';
 
 const { values } = parseArgs({
   options: {
@@ -101,15 +102,8 @@ interface StepStages {
   emit_us_per_event: number;
 }
 
-interface RunRecordSpans {
-  protocol: string;
-  counters: Record<string, number>;
-  totals: Record<string, number>;
-  spans: Array<{ stage: string; duration_ms: number }>;
-}
-
 async function stepStages(server: ServerProcess): Promise<StepStages | null> {
-  const page = await server.getJson<{ data: RunRecordSpans[] }>('/llr/runs?limit=100');
+  const page = await server.getJson<RecordPage>('/llr/runs?limit=100');
   const rec = page.data.find((r) => r.protocol === 'long-lived' && (r.counters['appends'] ?? 0) > 0);
   if (!rec) return null;
   const p50_us = Object.fromEntries(

@@ -7,7 +7,7 @@
  * holding 10,000 runs must cost the measurement as little as it can. The
  * library client keeps every event of every run, parses each one, and asks
  * for `llr:timing` telemetry; with 10,000 runs in one process its own
- * garbage collection (scavenges of up to 28 ms, seen with `--trace-gc`)
+ * garbage collection (its scavenges, seen with `--trace-gc`)
  * landed inside the measured append → resume windows and set the p99. This
  * client parses only the frames it needs (a call's `output_item.done`, to
  * learn the call ids), stamps the first frame after each append, and keeps
@@ -17,7 +17,7 @@
  * Leaves out the server's memory figures and percentiles (phases.ts).
  */
 import WebSocket from 'ws';
-import { openLongLived } from './overhead-loop.js';
+import { eventType, openLongLived } from './overhead-loop.js';
 import type { Workload } from '../workload/types.js';
 
 /** One held run: its connection, the calls it paused on, and the first-frame stamp after the append. */
@@ -41,12 +41,6 @@ export interface HeldRuns {
   resume(i: number): Promise<{ firstMs: number; responseId: string | null }>;
   close(): void;
 }
-
-const prefix = (type: string) => `{"type":"${type}"`;
-const ITEM_DONE = prefix('response.output_item.done');
-const CREATED = prefix('response.created');
-const PAUSED = prefix('response.done');
-const COMPLETED = prefix('response.completed');
 
 /** Opens `runs` connections (100 at a time) and starts a long-lived run on each, which pauses at `w`'s first tool call. */
 export async function holdPausedRuns(url: string, w: Workload, runs: number): Promise<HeldRuns> {
@@ -84,19 +78,19 @@ export async function holdPausedRuns(url: string, w: Workload, runs: number): Pr
         const h: Held = { ws, calls: [], responseId: null, paused: false, appendedAt: 0, firstAfter: null, ended: null, failure: null };
         ws.on('message', (data: Buffer) => {
           if (h.appendedAt > 0 && h.firstAfter === null) h.firstAfter = performance.now() - h.appendedAt;
-          // Only the frames this client acts on are decoded; events start with their type.
-          const head = data.toString('latin1', 0, 40);
-          if (head.startsWith(ITEM_DONE)) {
+          // Only the frames this client acts on are decoded; the type is read from the frame's head.
+          const type = eventType(data);
+          if (type === 'response.output_item.done') {
             const e = JSON.parse(data.toString()) as { item: { type: string; call_id?: string } };
             if (e.item.type === 'function_call' && e.item.call_id) h.calls.push(e.item.call_id);
-          } else if (head.startsWith(CREATED)) {
+          } else if (type === 'response.created') {
             h.responseId = (JSON.parse(data.toString()) as { response: { id: string } }).response.id;
-          } else if (head.startsWith(PAUSED) && !h.paused) {
+          } else if (type === 'response.done' && !h.paused) {
             h.paused = true;
             if (++paused === runs) settle.resolve();
-          } else if (head.startsWith(COMPLETED)) {
+          } else if (type === 'response.completed') {
             h.ended?.('');
-          } else if (head.startsWith(prefix('error')) || head.startsWith(prefix('response.failed')) || head.startsWith(prefix('response.incomplete'))) {
+          } else if (type === 'error' || type === 'response.failed' || type === 'response.incomplete') {
             fail(h, data.toString());
           }
         });

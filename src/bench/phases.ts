@@ -18,6 +18,7 @@ import type { FunctionTool, InputItem } from '../protocol/objects.js';
 import { cpuMs, deadline, type ServerProcess, type ServerStats } from './guard.js';
 import type { PausedPhase, StreamPhase } from './results.js';
 import { holdPausedRuns } from './paused-runs.js';
+import type { RunRecord } from '../engine/records.js';
 import { percentile } from './stats.js';
 import { syntheticWorkload } from '../workload/synthetic.js';
 import type { Workload } from '../workload/types.js';
@@ -264,7 +265,7 @@ export async function pausedPhase(server: ServerProcess, w: Workload, opts: { ru
       if (i === 0 && r.responseId !== null) {
         // The rendered context a paused run holds: the first model call's prompt, from the
         // run's record (read at once: the server keeps a bounded number of records).
-        const record = await server.getJson<{ counters?: Record<string, number> }>(`/llr/runs/${r.responseId}`).catch(() => null);
+        const record = await server.getJson<RunRecord>(`/llr/runs/${r.responseId}`).catch(() => null);
         const c = record?.counters;
         if (c) promptTokens = Math.round((c['prompt_tokens'] ?? 0) / Math.max(1, c['model_calls'] ?? 1));
       }

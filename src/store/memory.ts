@@ -33,7 +33,7 @@ export class MemoryStore implements ResponseStore {
    * responses) can hold the same id and neither may shadow the other.
    */
   readonly #itemIndex = new Map<string, string[]>();
-  /** Sizes in put order: what the bounds evict (estimated, `copySized`). */
+  /** Sizes in put order: what the bounds evict (estimated by `copyJson` as it copies). */
   readonly #order: PutOrder;
 
   constructor(readonly bounds: MemoryBounds = UNBOUNDED) {
@@ -54,7 +54,7 @@ export class MemoryStore implements ResponseStore {
     const id = rec.response.id;
     this.#drop(id);
     const sized = { bytes: 0 };
-    const copy = copySized(rec, sized);
+    const copy = copyJson(rec, sized);
     const items = itemsById(copy);
     this.#records.set(id, { rec: copy, items });
     for (const itemId of items.keys()) {
@@ -133,9 +133,9 @@ export class MemoryStore implements ResponseStore {
     this.#order.delete(responseId);
     for (const itemId of entry.items.keys()) {
       // In place, no copy: an eviction drops the oldest put, first in each of its lists (a shift), and runs on
-      // every put past the bound. Copying each list (filter) cost O(items × holders) per put: 500 input items
-      // whose ids every record repeats, 3,000 records, took ~75 ms a put in a one-off measurement (store.test.ts
-      // checks a put while evicting against a put while filling).
+      // every put past the bound. Copying each list (filter) cost O(items × holders) per put, so a put grew with
+      // the records held when every record repeats the same input item ids (store.test.ts checks a put while
+      // evicting against a put while filling).
       const holders = this.#itemIndex.get(itemId);
       const at = holders ? holders.indexOf(responseId) : -1;
       if (at < 0) continue;
@@ -146,34 +146,25 @@ export class MemoryStore implements ResponseStore {
   }
 }
 
-/** `copyJson` that also adds an estimate of `v`'s JSON size to `sized.bytes`: the strings' UTF-8 bytes, plus 8 per value. */
-function copySized<T>(v: T, sized: { bytes: number }): T {
-  sized.bytes += 8;
-  // UTF-8 bytes, not UTF-16 units: CJK text is 3 bytes a character, and counting units let it hold 3× the bound.
-  if (typeof v === 'string') sized.bytes += Buffer.byteLength(v);
-  if (typeof v !== 'object' || v === null) return v;
-  if (Array.isArray(v)) return v.map((x) => copySized(x, sized)) as T;
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(v)) {
-    sized.bytes += k.length;
-    const x = copySized((v as Record<string, unknown>)[k], sized);
-    if (k === '__proto__') Object.defineProperty(out, k, { value: x, writable: true, enumerable: true, configurable: true });
-    else out[k] = x;
-  }
-  return out as T;
-}
-
 /**
  * A deep copy of a JSON-shaped value (what records hold): arrays and plain
  * objects copied, strings and other primitives shared. `__proto__` stays an
- * own key, as JSON.parse makes it.
+ * own key, as JSON.parse makes it. With `sized` (a put), an estimate of
+ * `v`'s JSON size is added to `sized.bytes` on the way: the strings' UTF-8
+ * bytes, the keys, plus 8 per value.
  */
-export function copyJson<T>(v: T): T {
+export function copyJson<T>(v: T, sized?: { bytes: number }): T {
+  if (sized) {
+    sized.bytes += 8;
+    // UTF-8 bytes, not UTF-16 units: CJK text is 3 bytes a character, and counting units let it hold 3× the bound.
+    if (typeof v === 'string') sized.bytes += Buffer.byteLength(v);
+  }
   if (typeof v !== 'object' || v === null) return v;
-  if (Array.isArray(v)) return v.map(copyJson) as T;
+  if (Array.isArray(v)) return v.map((x) => copyJson(x, sized)) as T;
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(v)) {
-    const x = copyJson((v as Record<string, unknown>)[k]);
+    if (sized) sized.bytes += k.length;
+    const x = copyJson((v as Record<string, unknown>)[k], sized);
     if (k === '__proto__') Object.defineProperty(out, k, { value: x, writable: true, enumerable: true, configurable: true });
     else out[k] = x;
   }

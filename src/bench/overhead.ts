@@ -113,9 +113,43 @@ async function stepStages(server: ServerProcess): Promise<StepStages | null> {
   return { steps: rec.counters['appends'] ?? 0, p50_us, emit_us_per_event: events > 0 ? ((rec.totals['emit'] ?? 0) * 1000) / events : NaN };
 }
 
+/** The stages the server times per ws-mode continuation: the request's checks and render, the model call, and the post-inference work each response does. */
+const WS_STAGES = ['validate', 'safety', 'render', 'prefill', 'decode', 'usage', 'billing', 'log'] as const;
+
+/**
+ * The server's own account of a ws-mode tool step: over the newest ws
+ * responses served from the connection's cache (a continuation, not a chain's
+ * first create), each stage's p50 of its per-response total (µs), and the
+ * sink's time per response and per event. What a ws step carries that a
+ * long-lived one does not: three Response snapshots and the post-inference
+ * stages, once per response.
+ */
+interface WsStages {
+  responses: number;
+  p50_us: Record<(typeof WS_STAGES)[number], number>;
+  emit_us_per_response: number;
+  events_per_response: number;
+}
+
+async function wsStages(server: ServerProcess): Promise<WsStages | null> {
+  const page = await server.getJson<RecordPage>('/llr/runs?limit=100');
+  const recs = page.data.filter((r) => r.protocol === 'ws' && (r.counters['rendered_cache_hits'] ?? 0) > 0);
+  if (recs.length === 0) return null;
+  const p50 = (f: (r: (typeof recs)[number]) => number) => percentile(recs.map(f), 50);
+  const p50_us = Object.fromEntries(WS_STAGES.map((st) => [st, p50((r) => (r.totals[st] ?? 0) * 1000)])) as WsStages['p50_us'];
+  return {
+    responses: recs.length,
+    p50_us,
+    emit_us_per_response: p50((r) => (r.totals['emit'] ?? 0) * 1000),
+    events_per_response: p50((r) => r.counters['events_sent'] ?? 0),
+  };
+}
+
 interface LoopResult {
   /** The server's stage times per long-lived step (the last measured long-lived loop's record), or null when no record was found. */
   stages: StepStages | null;
+  /** The same for ws-mode continuations (the newest ones the server recorded), or null when none was found. */
+  ws_stages: WsStages | null;
   echo: { n: number; p50: number; p99: number };
   /** Echo round trips with the reply held `hold_us` (frame-server.ts), p50: what a server's time costs its client here. */
   held_echo: Array<{ hold_us: number; n: number; p50: number }>;
@@ -184,9 +218,11 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
     ws.close();
     ew.close();
     const stages = await server.race(stepStages(server));
+    const ws_stages = await server.race(wsStages(server));
     const bytes = (r: LoopSamples | undefined, i: number) => r?.pauseBytes.at(i) ?? NaN;
     return {
       stages,
+      ws_stages,
       echo: { n: echo.length, p50: percentile(echo, 50), p99: percentile(echo, 99) },
       held_echo: heldEcho,
       long_lived: loopStats(llRuns),
@@ -288,6 +324,17 @@ function rows(r: { loop?: LoopResult; stream?: StreamResult; paused?: PausedPhas
       out.push({
         what: `server's timed stages per long-lived step, p50 µs (one run, ${st.steps} steps)`,
         measured: `${parts.join(' + ')} = ${Math.round(sum)}; emit ${st.emit_us_per_event.toFixed(1)} per event`,
+        target: '(reported)',
+        holds: null,
+      });
+    }
+    const wst = r.loop.ws_stages;
+    if (wst) {
+      const parts = WS_STAGES.map((k) => `${k} ${Math.round(wst.p50_us[k])}`);
+      const sum = WS_STAGES.reduce((a, k) => a + wst.p50_us[k], 0);
+      out.push({
+        what: `server's timed stages per ws continuation, p50 µs (${wst.responses} responses)`,
+        measured: `${parts.join(' + ')} = ${Math.round(sum)}; emit ${Math.round(wst.emit_us_per_response)} per response (${wst.events_per_response} events)`,
         target: '(reported)',
         holds: null,
       });

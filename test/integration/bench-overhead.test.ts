@@ -74,12 +74,29 @@ describe('bench:overhead', () => {
   it("reports the server's timed stages of a long-lived step from its run record", async () => {
     const args = ['--phases', 'loop', '--loops', '1', '--steps', '4', '--json'];
     const { stdout } = await run(process.execPath, [join(ROOT, 'dist', 'bench', 'overhead.js'), ...args], { timeout: 120_000, maxBuffer: 8 * 2 ** 20 });
-    const out = JSON.parse(stdout) as { loop: { stages: { steps: number; p50_us: Record<string, number>; emit_us_per_event: number } | null } };
+    const out = JSON.parse(stdout) as {
+      loop: {
+        stages: { steps: number; p50_us: Record<string, number>; emit_us_per_event: number } | null;
+        ws_stages: { responses: number; p50_us: Record<string, number>; emit_us_per_response: number; events_per_response: number } | null;
+      };
+      targets: Array<{ what: string; measured: string }>;
+    };
     const st = out.loop.stages;
     // The newest long-lived run is a measured loop of 4 tool steps: 4 appends, each stage timed at every step.
     expect(st?.steps).toBe(4);
     expect(Object.keys(st!.p50_us).sort()).toEqual(['decode', 'prefill', 'render_append', 'safety_append', 'validate_append']);
     for (const v of Object.values(st!.p50_us)) expect(v).toBeGreaterThan(0);
     expect(st!.emit_us_per_event).toBeGreaterThan(0);
+
+    // The ws chain's continuations (its 4 tool answers; the chain's first create is a cache miss, left out):
+    // each checked, rendered, sampled and accounted once, and its snapshots and deltas emitted.
+    const ws = out.loop.ws_stages;
+    expect(ws?.responses).toBeGreaterThanOrEqual(4);
+    expect(Object.keys(ws!.p50_us).sort()).toEqual(['billing', 'decode', 'log', 'prefill', 'render', 'safety', 'usage', 'validate']);
+    for (const v of Object.values(ws!.p50_us)) expect(v).toBeGreaterThan(0);
+    expect(ws!.emit_us_per_response).toBeGreaterThan(0);
+    // created, in_progress, the call's added / delta(s) / arguments.done / done, completed.
+    expect(ws!.events_per_response).toBeGreaterThanOrEqual(7);
+    expect(out.targets.some((t) => t.what.startsWith("server's timed stages per ws continuation") && /= \d+; emit \d+ per response/.test(t.measured))).toBe(true);
   }, 150_000);
 });

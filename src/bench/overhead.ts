@@ -18,12 +18,8 @@
  *  startup  `llr serve` spawn → listening, and its RSS before any request
  *           (default, then --eager-tokenizer), and its first response's time.
  *
- * Every server runs in its own process, the echo in another. Flags:
- *   --phases loop,stream,paused,startup (default all)
- *   --loops N (30)  --steps N (22)  --output-bytes N (1024)
- *   --streams N (100)  --stream-tokens N (2000)  --paused-runs N (10000)
- *   --paused-warmup N (1000)
- *   --json
+ * Every server runs in its own process, the echo in another. Flags: `USAGE`
+ * below (`--help` prints it).
  * The defaults take about a minute on an idle 2-core machine.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -40,29 +36,55 @@ import type { PausedPhase } from './results.js';
 import { percentile, round } from './stats.js';
 import type { RecordPage } from '../engine/records.js';
 
-const { values } = parseArgs({
-  options: {
-    phases: { type: 'string', default: 'loop,stream,paused,startup' },
-    loops: { type: 'string', default: '30' },
-    steps: { type: 'string', default: '22' },
-    'output-bytes': { type: 'string', default: '1024' },
-    streams: { type: 'string', default: '100' },
-    'stream-tokens': { type: 'string', default: '2000' },
-    'paused-runs': { type: 'string', default: '10000' },
-    'paused-warmup': { type: 'string', default: '1000' },
-    json: { type: 'boolean' },
-  },
-});
+const OPTIONS = {
+  phases: { type: 'string', default: 'loop,stream,paused,startup' },
+  loops: { type: 'string', default: '30' },
+  steps: { type: 'string', default: '22' },
+  'output-bytes': { type: 'string', default: '1024' },
+  streams: { type: 'string', default: '100' },
+  'stream-tokens': { type: 'string', default: '2000' },
+  'paused-runs': { type: 'string', default: '10000' },
+  'paused-warmup': { type: 'string', default: '1000' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const USAGE = `usage: npm run bench:overhead -- [flags]   (or node --max-semi-space-size=64 dist/bench/overhead.js [flags])
+  --phases loop,stream,paused,startup   which phases to run (default all)
+  --loops N (30)  --steps N (22, 4–60)  --output-bytes N (1024)
+  --streams N (100)  --stream-tokens N (2000)
+  --paused-runs N (10000)  --paused-warmup N (1000)
+  --json       print the results as one JSON object instead of the table
+  -h, --help   print this and exit
+docs/benchmarks.md ("Server overhead") says what each row measures.`;
+
+/** A bad command line: the message and the usage on stderr, exit status 2, no stack trace. */
+function usageError(message: string): never {
+  process.stderr.write(`bench:overhead: ${message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+const values = (() => {
+  try {
+    return parseArgs({ options: OPTIONS }).values;
+  } catch (err) {
+    return usageError((err as Error).message);
+  }
+})();
+if (values.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
 
 function int(name: keyof typeof values, min: number, max = Infinity): number {
   // Digits only: Number() would take '' as 0 and '1e3' or '0x10' as numbers.
   const n = /^\d+$/.test(String(values[name])) ? Number(values[name]) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new Error(`--${name} needs an integer in [${min}, ${max}], got '${String(values[name])}'`);
+  if (!Number.isSafeInteger(n) || n < min || n > max) usageError(`--${name} needs an integer in [${min}, ${max}], got '${String(values[name])}'`);
   return n;
 }
 
 const phases = new Set(String(values.phases).split(','));
-for (const p of phases) if (!['loop', 'stream', 'paused', 'startup'].includes(p)) throw new Error(`unknown phase '${p}' (loop, stream, paused, startup)`);
+for (const p of phases) if (!['loop', 'stream', 'paused', 'startup'].includes(p)) usageError(`unknown phase '${p}' (loop, stream, paused, startup)`);
 const cfg = {
   loops: int('loops', 1),
   // The auto policy answers at most 64 calls per user message (model/auto-policy.ts).

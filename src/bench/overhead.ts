@@ -18,14 +18,14 @@
  *  startup  `llr serve` spawn → listening, and its RSS before any request
  *           (default, then --eager-tokenizer), and its first response's time.
  *
- * Every server runs in its own process, the echo in another. Flags: `USAGE`
+ * Every server runs in its own process, the echo in another. Flags: `COMMAND`
  * below (`--help` prints it).
  * The defaults take about a minute on an idle 2-core machine.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { intFlag, parseCommandLine, usageError } from '../command-line.js';
 import { writeWorkloadJson } from '../workload/format.js';
 import { deadline, ServerProcess } from './guard.js';
 import { echoRounds, longLivedLoop, openLongLived, openWs, wsChainLoop, type LoopSamples } from './overhead-loop.js';
@@ -36,64 +36,44 @@ import type { PausedPhase } from './results.js';
 import { percentile, round } from './stats.js';
 import type { RecordPage } from '../engine/records.js';
 
-const OPTIONS = {
-  phases: { type: 'string', default: 'loop,stream,paused,startup' },
-  loops: { type: 'string', default: '30' },
-  steps: { type: 'string', default: '22' },
-  'output-bytes': { type: 'string', default: '1024' },
-  streams: { type: 'string', default: '100' },
-  'stream-tokens': { type: 'string', default: '2000' },
-  'paused-runs': { type: 'string', default: '10000' },
-  'paused-warmup': { type: 'string', default: '1000' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-const USAGE = `usage: npm run bench:overhead -- [flags]   (or node --max-semi-space-size=64 dist/bench/overhead.js [flags])
+const COMMAND = {
+  name: 'bench:overhead',
+  usage: `usage: npm run bench:overhead -- [flags]   (or node --max-semi-space-size=64 dist/bench/overhead.js [flags])
   --phases loop,stream,paused,startup   which phases to run (default all)
   --loops N (30)  --steps N (22, 4–60)  --output-bytes N (1024)
   --streams N (100)  --stream-tokens N (2000)
   --paused-runs N (10000)  --paused-warmup N (1000)
   --json       print the results as one JSON object instead of the table
   -h, --help   print this and exit
-docs/benchmarks.md ("Server overhead") says what each row measures.`;
+docs/benchmarks.md ("Server overhead") says what each row measures.`,
+};
 
-/** A bad command line: the message and the usage on stderr, exit status 2, no stack trace. */
-function usageError(message: string): never {
-  process.stderr.write(`bench:overhead: ${message}\n${USAGE}\n`);
-  process.exit(2);
-}
-
-const values = (() => {
-  try {
-    return parseArgs({ options: OPTIONS }).values;
-  } catch (err) {
-    return usageError((err as Error).message);
-  }
-})();
-if (values.help) {
-  process.stdout.write(`${USAGE}\n`);
-  process.exit(0);
-}
-
-function int(name: keyof typeof values, min: number, max = Infinity): number {
-  // Digits only: Number() would take '' as 0 and '1e3' or '0x10' as numbers.
-  const n = /^\d+$/.test(String(values[name])) ? Number(values[name]) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) usageError(`--${name} needs an integer in [${min}, ${max}], got '${String(values[name])}'`);
-  return n;
-}
+const { values } = parseCommandLine(COMMAND, {
+  options: {
+    phases: { type: 'string', default: 'loop,stream,paused,startup' },
+    loops: { type: 'string' },
+    steps: { type: 'string' },
+    'output-bytes': { type: 'string' },
+    streams: { type: 'string' },
+    'stream-tokens': { type: 'string' },
+    'paused-runs': { type: 'string' },
+    'paused-warmup': { type: 'string' },
+    json: { type: 'boolean' },
+  },
+});
+const int = (name: keyof typeof values, fallback: number, min: number, max = Infinity) => intFlag(COMMAND, name, values[name] as string | undefined, fallback, min, max);
 
 const phases = new Set(String(values.phases).split(','));
-for (const p of phases) if (!['loop', 'stream', 'paused', 'startup'].includes(p)) usageError(`unknown phase '${p}' (loop, stream, paused, startup)`);
+for (const p of phases) if (!['loop', 'stream', 'paused', 'startup'].includes(p)) usageError(COMMAND, `unknown phase '${p}' (loop, stream, paused, startup)`);
 const cfg = {
-  loops: int('loops', 1),
+  loops: int('loops', 30, 1),
   // The auto policy answers at most 64 calls per user message (model/auto-policy.ts).
-  steps: int('steps', 4, 60),
-  outputBytes: int('output-bytes', 1),
-  streams: int('streams', 1),
-  streamTokens: int('stream-tokens', 10),
-  pausedRuns: int('paused-runs', 1),
-  pausedWarmup: int('paused-warmup', 0),
+  steps: int('steps', 22, 4, 60),
+  outputBytes: int('output-bytes', 1024, 1),
+  streams: int('streams', 100, 1),
+  streamTokens: int('stream-tokens', 2000, 10),
+  pausedRuns: int('paused-runs', 10_000, 1),
+  pausedWarmup: int('paused-warmup', 1000, 0),
 };
 
 /**

@@ -13,17 +13,25 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { intFlag, parseCommandLine } from '../command-line.js';
 import WebSocket from 'ws';
 import type { ServerEvent } from '../protocol/events.js';
 import { spawnServer } from './processes.js';
 import { round, summary } from './stats.js';
 
-const { values } = parseArgs({
-  options: { responses: { type: 'string', default: '400' }, 'input-bytes': { type: 'string', default: '4096' }, json: { type: 'boolean' } },
+const COMMAND = {
+  name: 'bench:persist',
+  usage: `usage: npm run bench:persist -- [--responses N] [--input-bytes N] [--json]
+  --responses N    stored responses per store (400)
+  --input-bytes N  bytes of input per response (4096)
+  --json           the result as JSON
+  -h, --help       print this and exit`,
+};
+const { values } = parseCommandLine(COMMAND, {
+  options: { responses: { type: 'string' }, 'input-bytes': { type: 'string' }, json: { type: 'boolean' } },
 });
-const responses = Number(values.responses);
-const input = 'x'.repeat(Number(values['input-bytes']));
+const responses = intFlag(COMMAND, 'responses', values.responses, 400, 1);
+const input = 'x'.repeat(intFlag(COMMAND, 'input-bytes', values['input-bytes'], 4096, 1, 16 * 2 ** 20));
 
 function open(url: string): Promise<WebSocket> {
   const ws = new WebSocket(url.replace(/^http/, 'ws') + '/v1/responses');

@@ -15,7 +15,7 @@
  * server keeps per request when it is asked to keep nothing.
  */
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { intFlag, parseCommandLine, usageError } from '../command-line.js';
 import { spawnServer } from './processes.js';
 
 /** How far RSS may rise above its warm value over the whole soak. */
@@ -142,26 +142,36 @@ function formatSoak(r: SoakResult): string {
   return lines.join('\n');
 }
 
+const SOAK_COMMAND = {
+  name: 'soak',
+  usage: `usage: npm run soak -- [--quick] [--requests N] [--warmup N] [--concurrency N] [--input-kb N] [--json]
+  --quick          2,000 requests instead of 20,000
+  --requests N     requests in all (20000)   --warmup N   requests before the baseline (a tenth)
+  --concurrency N  requests in flight (8)    --input-kb N  KB of input per request (50)
+  --json           the result as JSON
+  -h, --help       print this and exit`,
+};
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine(SOAK_COMMAND, {
     options: {
       quick: { type: 'boolean' },
       requests: { type: 'string' },
       warmup: { type: 'string' },
-      concurrency: { type: 'string', default: '8' },
-      'input-kb': { type: 'string', default: '50' },
+      concurrency: { type: 'string' },
+      'input-kb': { type: 'string' },
       json: { type: 'boolean' },
     },
   });
-  const requests = Number(values.requests ?? (values.quick ? 2000 : 20_000));
+  const int = (name: 'requests' | 'warmup' | 'concurrency' | 'input-kb', fallback: number) => intFlag(SOAK_COMMAND, name, values[name], fallback, 1);
+  const requests = int('requests', values.quick ? 2000 : 20_000);
   const opts: SoakOptions = {
     requests,
-    warmup: Number(values.warmup ?? Math.floor(requests / 10)),
-    concurrency: Number(values.concurrency),
-    inputBytes: Number(values['input-kb']) * 1024,
+    warmup: int('warmup', Math.floor(requests / 10)),
+    concurrency: int('concurrency', 8),
+    inputBytes: int('input-kb', 50) * 1024,
   };
-  for (const [k, v] of Object.entries(opts)) if (!(Number.isInteger(v) && v > 0)) throw new Error(`--${k} needs a positive integer, got ${v}`);
-  if (opts.warmup >= opts.requests) throw new Error('--warmup must be smaller than --requests');
+  if (opts.warmup >= opts.requests) usageError(SOAK_COMMAND, '--warmup must be smaller than --requests');
   const result = await runSoak(opts, (s) => process.stderr.write(`  ${s.requests} requests: RSS ${s.rss_mb} MB, heap ${s.heap_used_mb} MB\n`));
   process.stdout.write(`${values.json ? JSON.stringify(result, null, 2) : formatSoak(result)}\n`);
   if (!result.within_bound || result.failures > 0) process.exitCode = 1;

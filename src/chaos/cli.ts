@@ -6,32 +6,31 @@
  *
  *   node dist/chaos/cli.js [--seed N] [--inputs N] [--quick] [--only fuzz,signals] [--hang-ms N] [--health-ms N]
  */
-import { parseArgs } from 'node:util';
+import { intFlag, parseCommandLine, usageError } from '../command-line.js';
 import { stringOptions } from '../flags.js';
 import { fileURLToPath } from 'node:url';
 import { SCENARIOS, defaultOptions, runChaos, type ScenarioName } from './suite.js';
 import { details, errorCodes, table } from './report.js';
 
-const { values } = parseArgs({
+const COMMAND = {
+  name: 'chaos',
+  usage: `usage: npm run chaos -- [--seed N] [--inputs N] [--quick] [--only ${SCENARIOS.join(',')}] [--hang-ms N] [--health-ms N]`,
+};
+const { values } = parseCommandLine(COMMAND, {
   options: {
     ...stringOptions(['seed', 'inputs', 'only', 'hang-ms', 'health-ms']),
     quick: { type: 'boolean' },
-    help: { type: 'boolean', short: 'h' },
   },
 });
-if (values.help) {
-  process.stdout.write(`usage: npm run chaos -- [--seed N] [--inputs N] [--quick] [--only ${SCENARIOS.join(',')}] [--hang-ms N] [--health-ms N]\n`);
-  process.exit(0);
-}
 const cli = fileURLToPath(new URL('../cli.js', import.meta.url));
 const opts = defaultOptions(cli, values.quick ?? false);
-if (values.seed) opts.seed = Number(values.seed);
-if (values.inputs) opts.inputs = Number(values.inputs);
-if (values['hang-ms']) opts.hangMs = Number(values['hang-ms']);
-if (values['health-ms']) opts.healthDeadlineMs = Number(values['health-ms']);
+opts.seed = intFlag(COMMAND, 'seed', values.seed, opts.seed, 0, 2 ** 32 - 1);
+opts.inputs = intFlag(COMMAND, 'inputs', values.inputs, opts.inputs, 1);
+opts.hangMs = intFlag(COMMAND, 'hang-ms', values['hang-ms'], opts.hangMs, 1);
+opts.healthDeadlineMs = intFlag(COMMAND, 'health-ms', values['health-ms'], opts.healthDeadlineMs, 1);
 if (values.only) {
   const only = values.only.split(',') as ScenarioName[];
-  for (const s of only) if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario '${s}'; known: ${SCENARIOS.join(', ')}`);
+  for (const s of only) if (!(SCENARIOS as readonly string[]).includes(s)) usageError(COMMAND, `unknown scenario '${s}'; known: ${SCENARIOS.join(', ')}`);
   opts.only = only;
 }
 const t0 = performance.now();

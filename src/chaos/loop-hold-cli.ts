@@ -7,25 +7,23 @@
  *
  *   node dist/chaos/loop-hold-cli.js [--bytes N] [--only SUBSTRING] [-- serve flags…]
  */
-import { parseArgs } from 'node:util';
+import { intFlag, parseCommandLine } from '../command-line.js';
 import { fileURLToPath } from 'node:url';
 import { cpus } from 'node:os';
 import { HOLD_LIMIT_MS, holdTable, probeLoopHold } from './loop-hold.js';
 
-const { values, positionals } = parseArgs({
-  options: { bytes: { type: 'string' }, only: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+const COMMAND = { name: 'bench:loop-hold', usage: 'usage: npm run bench:loop-hold -- [--bytes N] [--only SUBSTRING] [-- extra llr serve flags]' };
+const { values, positionals } = parseCommandLine(COMMAND, {
+  options: { bytes: { type: 'string' }, only: { type: 'string' } },
   allowPositionals: true,
 });
-if (values.help) {
-  process.stdout.write('usage: npm run bench:loop-hold -- [--bytes N] [--only SUBSTRING] [-- extra llr serve flags]\n');
-  process.exit(0);
-}
+const bytes = values.bytes === undefined ? undefined : intFlag(COMMAND, 'bytes', values.bytes, 0, 1);
 const cli = fileURLToPath(new URL('../cli.js', import.meta.url));
 const only = values.only;
 const t0 = performance.now();
 const rows = await probeLoopHold({
   cli,
-  ...(values.bytes !== undefined && { bytes: Number(values.bytes) }),
+  ...(bytes !== undefined && { bytes }),
   serveArgs: positionals,
   ...(only !== undefined && { only: (name: string) => name.includes(only) }),
   progress: (line) => process.stderr.write(`[loop-hold ${((performance.now() - t0) / 1000).toFixed(1)} s] ${line}\n`),

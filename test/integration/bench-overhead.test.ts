@@ -4,8 +4,8 @@
  * until the server is warm and reports the median of the measured ones
  * with every round listed; the paused phase opens its warm-up runs with the
  * measured ones, resumes them first, and times them apart; the loop phase
- * reads the server's stage times of a long-lived step and of ws continuations from its run records; a bad
- * command line gets its message and the usage, not a stack trace. Checks the
+ * reads the server's stage times of a long-lived step and of ws continuations from its run records
+ * (a bad command line: test/integration/command-line.test.ts). Checks the
  * bookkeeping, not the speed (benchmarks print figures; tests do not time).
  */
 import { execFile } from 'node:child_process';
@@ -71,28 +71,6 @@ describe('bench:overhead', () => {
     expect(p.append_to_resume_ms.n).toBe(15);
     expect(p.append_to_resume_ms.p99).toBeGreaterThanOrEqual(p.append_to_resume_ms.p50);
   }, 150_000);
-
-  it('answers --help with the usage, and a bad flag with its message and the usage (exit 2, no stack trace)', async () => {
-    const bench = join(ROOT, 'dist', 'bench', 'overhead.js');
-    const help = await run(process.execPath, [bench, '--help'], { timeout: 30_000 });
-    expect(help.stdout).toMatch(/^usage: npm run bench:overhead/);
-    expect(help.stdout).toContain('--paused-warmup N');
-    for (const [args, says] of [
-      [['--nope'], "Unknown option '--nope'"],
-      [['--loops', '1e3'], "--loops needs an integer in [1, Infinity], got '1e3'"],
-      [['--phases', 'loop,warp'], "unknown phase 'warp'"],
-    ] as const) {
-      const err = await run(process.execPath, [bench, ...args], { timeout: 30_000 }).then(
-        () => null,
-        (e: { code: number; stderr: string; stdout: string }) => e,
-      );
-      expect(err?.code).toBe(2);
-      expect(err?.stderr).toContain(says);
-      expect(err?.stderr).toContain('usage: npm run bench:overhead');
-      expect(err?.stderr).not.toMatch(/\n\s+at /);
-      expect(err?.stdout).toBe('');
-    }
-  });
 
   it("reports the server's timed stages of a long-lived step from its run record", async () => {
     const args = ['--phases', 'loop', '--loops', '1', '--steps', '4', '--json'];

@@ -35,6 +35,12 @@ import { spawnFrameServer, spawnServer } from './processes.js';
 import type { PausedPhase } from './results.js';
 import { percentile, round } from './stats.js';
 import type { RecordPage } from '../engine/records.js';
+import { tokenizerReady } from '../model/tokenizer.js';
+import { RunMetrics } from '../pipeline/metrics.js';
+import { tokenizeItemsSync } from '../pipeline/render.js';
+import { safetyScan } from '../pipeline/safety.js';
+import { validateItems } from '../pipeline/validate.js';
+import type { InputItem } from '../protocol/objects.js';
 
 const COMMAND = {
   name: 'bench:overhead',
@@ -147,7 +153,51 @@ async function wsStages(server: ServerProcess): Promise<WsStages | null> {
   };
 }
 
+/**
+ * The append's three stages (validation, the safety scan, tokenizing: the
+ * functions behind the server's `validate_append`, `safety_append` and
+ * `render_append` spans) on the loop's own item — a `function_call_output`
+ * of `outputBytes` — back to back in this process, hot: µs per call, the
+ * median of 20 batches of 100 after 500 unmeasured calls. What the same work
+ * costs with warm caches and a trained JIT, next to what it costs the server
+ * once per step of a ping-pong loop, between idle waits.
+ */
+interface HotStages {
+  calls: number;
+  us: { validate: number; safety: number; render: number };
+}
+
+async function hotStages(outputBytes: number): Promise<HotStages> {
+  await tokenizerReady();
+  const callId = 'call_0123456789abcdef01234567';
+  const items: InputItem[] = [{ type: 'function_call_output', call_id: callId, output: 'x'.repeat(Math.max(0, outputBytes - 1)) + '\n' }];
+  const known = { callIds: new Set([callId]) };
+  const metrics = new RunMetrics();
+  const BATCH = 100;
+  const BATCHES = 20;
+  const time = (f: () => void): number => {
+    for (let i = 0; i < 500; i++) f();
+    const batches: number[] = [];
+    for (let b = 0; b < BATCHES; b++) {
+      const t = performance.now();
+      for (let i = 0; i < BATCH; i++) f();
+      batches.push(((performance.now() - t) * 1000) / BATCH);
+    }
+    return percentile(batches, 50);
+  };
+  return {
+    calls: BATCH * BATCHES,
+    us: {
+      validate: time(() => void validateItems(items, known, metrics)),
+      safety: time(() => safetyScan(items, metrics)),
+      render: time(() => void tokenizeItemsSync(items, metrics)),
+    },
+  };
+}
+
 interface LoopResult {
+  /** The append's stages in a hot loop in the bench process (µs per call). */
+  hot_stages: HotStages;
   /** The server's stage times per long-lived step (the last measured long-lived loop's record), or null when no record was found. */
   stages: StepStages | null;
   /** The same for ws-mode continuations (the newest ones the server recorded), or null when none was found. */
@@ -221,10 +271,12 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
     ew.close();
     const stages = await server.race(stepStages(server));
     const ws_stages = await server.race(wsStages(server));
+    const hot_stages = await hotStages(cfg.outputBytes);
     const bytes = (r: LoopSamples | undefined, i: number) => r?.pauseBytes.at(i) ?? NaN;
     return {
       stages,
       ws_stages,
+      hot_stages,
       echo: { n: echo.length, p50: percentile(echo, 50), p99: percentile(echo, 99) },
       held_echo: heldEcho,
       long_lived: loopStats(llRuns),
@@ -330,6 +382,15 @@ function rows(r: { loop?: LoopResult; stream?: StreamResult; paused?: PausedPhas
         holds: null,
       });
     }
+    const hot = r.loop.hot_stages;
+    const hotSum = hot.us.validate + hot.us.safety + hot.us.render;
+    const stepSum = st ? st.p50_us.validate_append + st.p50_us.safety_append + st.p50_us.render_append : NaN;
+    out.push({
+      what: `the same append stages in a hot loop (this process, ${hot.calls} calls each), µs per call`,
+      measured: `validate ${hot.us.validate.toFixed(1)} + safety ${hot.us.safety.toFixed(1)} + render ${hot.us.render.toFixed(1)} = ${hotSum.toFixed(1)}${st ? `; the server's step: ${Math.round(stepSum)} = ${(stepSum / hotSum).toFixed(1)}×` : ''}`,
+      target: '(reported)',
+      holds: null,
+    });
     const wst = r.loop.ws_stages;
     if (wst) {
       const parts = WS_STAGES.map((k) => `${k} ${Math.round(wst.p50_us[k])}`);

@@ -265,6 +265,16 @@ export function tokenizeItems(items: readonly InputItem[], metrics: RunMetrics, 
   });
 }
 
+/**
+ * The same tokens as `tokenizeItems`, synchronously and untimed, counted in
+ * `metrics`: for a caller that has waited for the tokenizer's tables
+ * (`tokenizerReady`) and tokenizes small inputs in a loop (bench:overhead's
+ * hot-loop row).
+ */
+export function tokenizeItemsSync(items: readonly InputItem[], metrics: RunMetrics): Chunks[] {
+  return runSync(tokenizeItemsWork(items, metrics));
+}
+
 /** Extend `ctx` with items and their tokens (from `tokenizeItems`), synchronously. */
 export function commitItems(ctx: RenderedContext, items: readonly InputItem[], tokens: readonly Chunks[]): void {
   items.forEach((item, i) => pushItem(ctx, item, tokens[i]!));

@@ -4,7 +4,8 @@
  * until the server is warm and reports the median of the measured ones
  * with every round listed; the paused phase opens its warm-up runs with the
  * measured ones, resumes them first, and times them apart; the loop phase
- * reads the server's stage times of a long-lived step and of ws continuations from its run records
+ * reads the server's stage times of a long-lived step and of ws continuations from its run records,
+ * and times the append's stages in a hot loop
  * (a bad command line: test/integration/command-line.test.ts). Checks the
  * bookkeeping, not the speed (benchmarks print figures; tests do not time).
  */
@@ -79,6 +80,7 @@ describe('bench:overhead', () => {
       loop: {
         stages: { steps: number; p50_us: Record<string, number>; emit_us_per_event: number } | null;
         ws_stages: { responses: number; p50_us: Record<string, number>; emit_us_per_response: number; events_per_response: number } | null;
+        hot_stages: { calls: number; us: Record<string, number> };
       };
       targets: Array<{ what: string; measured: string }>;
     };
@@ -98,6 +100,12 @@ describe('bench:overhead', () => {
     expect(ws!.emit_us_per_response).toBeGreaterThan(0);
     // created, in_progress, the call's added / delta(s) / arguments.done / done, completed.
     expect(ws!.events_per_response).toBeGreaterThanOrEqual(7);
+    // The append's stages on the loop's own item, hot, in the bench process.
+    const hot = out.loop.hot_stages;
+    expect(hot.calls).toBe(2000);
+    expect(Object.keys(hot.us).sort()).toEqual(['render', 'safety', 'validate']);
+    for (const v of Object.values(hot.us)) expect(v).toBeGreaterThan(0);
+    expect(out.targets.some((t) => t.what.startsWith('the same append stages in a hot loop') && /the server's step: \d+ = [\d.]+×/.test(t.measured))).toBe(true);
     expect(out.targets.some((t) => t.what.startsWith("server's timed stages per ws continuation") && /= \d+; emit \d+ per response/.test(t.measured))).toBe(true);
   }, 150_000);
 });

@@ -35,7 +35,10 @@ import { spawnFrameServer, spawnServer } from './processes.js';
 import type { PausedPhase } from './results.js';
 import { percentile, round } from './stats.js';
 import type { RecordPage } from '../engine/records.js';
+import { DEFAULT_LIMITS } from '../engine/services.js';
 import { tokenizerReady } from '../model/tokenizer.js';
+import { parseClientEvent } from '../protocol/parse.js';
+import { parseCaps, parseEdgeJsonNow } from '../transport/json-in.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import { tokenizeItemsSync } from '../pipeline/render.js';
 import { safetyScan } from '../pipeline/safety.js';
@@ -93,8 +96,8 @@ const late = () => [cfg.steps - 3, cfg.steps - 2, cfg.steps - 1];
 /** The echo's reply held this long (µs of busy CPU) before it is sent: the round trip of a server that takes that long. */
 const HOLDS_US = [100, 200, 300];
 
-/** The stages the server times per tool step of a long-lived run (engine/run.ts, the append's and the model call's spans). */
-const STEP_STAGES = ['validate_append', 'safety_append', 'render_append', 'prefill', 'decode'] as const;
+/** The stages the server times per tool step of a long-lived run (the append frame's parse, the append's checks and render, the model call). */
+const STEP_STAGES = ['parse_append', 'validate_append', 'safety_append', 'render_append', 'prefill', 'decode'] as const;
 
 /**
  * The server's own account of a long-lived tool step, from the newest
@@ -122,7 +125,7 @@ async function stepStages(server: ServerProcess): Promise<StepStages | null> {
 }
 
 /** The stages the server times per ws-mode continuation: the request's checks and render, the model call, and the post-inference work each response does. */
-const WS_STAGES = ['validate', 'safety', 'render', 'prefill', 'decode', 'usage', 'billing', 'log'] as const;
+const WS_STAGES = ['parse', 'validate', 'safety', 'render', 'prefill', 'decode', 'usage', 'billing', 'log'] as const;
 
 /**
  * The server's own account of a ws-mode tool step: over the newest ws
@@ -154,23 +157,25 @@ async function wsStages(server: ServerProcess): Promise<WsStages | null> {
 }
 
 /**
- * The append's three stages (validation, the safety scan, tokenizing: the
- * functions behind the server's `validate_append`, `safety_append` and
- * `render_append` spans) on the loop's own item — a `function_call_output`
- * of `outputBytes` — back to back in this process, hot: µs per call, the
+ * The append's four stages (parsing its frame, validation, the safety scan,
+ * tokenizing: the functions behind the server's `parse_append`,
+ * `validate_append`, `safety_append` and `render_append` spans) on the
+ * loop's own append — a `function_call_output` of `outputBytes` — back to
+ * back in this process, hot: µs per call, the
  * median of 20 batches of 100 after 500 unmeasured calls. What the same work
  * costs with warm caches and a trained JIT, next to what it costs the server
  * once per step of a ping-pong loop, between idle waits.
  */
 interface HotStages {
   calls: number;
-  us: { validate: number; safety: number; render: number };
+  us: { parse: number; validate: number; safety: number; render: number };
 }
 
 async function hotStages(outputBytes: number): Promise<HotStages> {
   await tokenizerReady();
   const callId = 'call_0123456789abcdef01234567';
   const items: InputItem[] = [{ type: 'function_call_output', call_id: callId, output: 'x'.repeat(Math.max(0, outputBytes - 1)) + '\n' }];
+  const frame = JSON.stringify({ type: 'response.append', input: items });
   const known = { callIds: new Set([callId]) };
   const metrics = new RunMetrics();
   const BATCH = 100;
@@ -188,6 +193,7 @@ async function hotStages(outputBytes: number): Promise<HotStages> {
   return {
     calls: BATCH * BATCHES,
     us: {
+      parse: time(() => void parseClientEvent(parseEdgeJsonNow(frame, 'frame', DEFAULT_LIMITS), parseCaps(DEFAULT_LIMITS))),
       validate: time(() => void validateItems(items, known, metrics)),
       safety: time(() => safetyScan(items, metrics)),
       render: time(() => void tokenizeItemsSync(items, metrics)),
@@ -383,11 +389,11 @@ function rows(r: { loop?: LoopResult; stream?: StreamResult; paused?: PausedPhas
       });
     }
     const hot = r.loop.hot_stages;
-    const hotSum = hot.us.validate + hot.us.safety + hot.us.render;
-    const stepSum = st ? st.p50_us.validate_append + st.p50_us.safety_append + st.p50_us.render_append : NaN;
+    const hotSum = hot.us.parse + hot.us.validate + hot.us.safety + hot.us.render;
+    const stepSum = st ? st.p50_us.parse_append + st.p50_us.validate_append + st.p50_us.safety_append + st.p50_us.render_append : NaN;
     out.push({
       what: `the same append stages in a hot loop (this process, ${hot.calls} calls each), µs per call`,
-      measured: `validate ${hot.us.validate.toFixed(1)} + safety ${hot.us.safety.toFixed(1)} + render ${hot.us.render.toFixed(1)} = ${hotSum.toFixed(1)}${st ? `; the server's step: ${Math.round(stepSum)} = ${(stepSum / hotSum).toFixed(1)}×` : ''}`,
+      measured: `parse ${hot.us.parse.toFixed(1)} + validate ${hot.us.validate.toFixed(1)} + safety ${hot.us.safety.toFixed(1)} + render ${hot.us.render.toFixed(1)} = ${hotSum.toFixed(1)}${st ? `; the server's step: ${Math.round(stepSum)} = ${(stepSum / hotSum).toFixed(1)}×` : ''}`,
       target: '(reported)',
       holds: null,
     });

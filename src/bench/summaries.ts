@@ -87,6 +87,7 @@ export function perCallMedians(runs: readonly OkRun[], f: (t: TurnRecord) => num
 export function stageBreakdown(runs: readonly OkRun[]): Array<{ name: string; ms: number }> {
   if (runs.length === 0) return [];
   const groups: Array<[string, string[]]> = [
+    ['parse (the request\'s JSON)', ['parse', 'parse_append']],
     ['validate', ['validate', 'validate_append']],
     ['render / tokenize', ['render', 'render_append']],
     ['safety scan', ['safety', 'safety_append']],

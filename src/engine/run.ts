@@ -36,6 +36,16 @@ import type { Services } from './services.js';
 import { StreamPoints, type ChaosPoint, type RunFaults } from './faults.js';
 
 import type { Protocol } from '../protocol/designs.js';
+/**
+ * When a transport parsed a client's create or append (its frame or body:
+ * the JSON and the event's shape), on the services' clock: charged to the
+ * response it starts or extends as the `parse` / `parse_append` span.
+ */
+export interface ParseSpan {
+  start: number;
+  end: number;
+}
+
 export type { Protocol };
 
 /** Why the pause watcher's sleep is aborted (a shared reason: aborting without one builds a DOMException). */
@@ -175,21 +185,23 @@ export class ResponseRun {
    * e.g. refused with `no_paused_response` if the first one resumed the run.
    * The context is extended in one synchronous step once every check passed.
    */
-  append(items: readonly InputItem[]): Promise<void> {
+  append(items: readonly InputItem[], parse: ParseSpan | null = null): Promise<void> {
     if (this.appendsWaiting >= MAX_QUEUED_APPENDS) {
       return Promise.reject(new WireError('queue_full', `At most ${MAX_QUEUED_APPENDS} appends may wait behind the one being processed.`, null));
     }
     this.appendsWaiting++;
     const turn = this.appendTail.then(() => {
       this.appendsWaiting--;
-      return this.applyAppend(items);
+      return this.applyAppend(items, parse);
     });
     // The next append waits for this one whatever its outcome; its error goes to this caller only.
     this.appendTail = turn.catch(() => {});
     return turn;
   }
 
-  private async applyAppend(items: readonly InputItem[]): Promise<void> {
+  private async applyAppend(items: readonly InputItem[], parse: ParseSpan | null): Promise<void> {
+    // The transport's parse of this append (frame or body), charged whatever the append's outcome, like its checks.
+    if (parse) this.metrics.span('parse_append', parse.start, parse.end);
     if (this.state !== 'paused') {
       throw new WireError('no_paused_response', `Response '${this.id}' is not paused; there is nothing to append to.`, null);
     }

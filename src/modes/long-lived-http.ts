@@ -20,7 +20,7 @@
  */
 import { WireError } from '../protocol/errors.js';
 import type { InputItem, Response } from '../protocol/objects.js';
-import type { ResponseRun } from '../engine/run.js';
+import type { ParseSpan, ResponseRun } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import type { ModePolicy, SessionInfo } from './session.js';
 import { longLivedPolicy } from './long-lived.js';
@@ -95,10 +95,10 @@ export class LiveRuns {
   }
 
   /** Append tool outputs to a paused run: the WebSocket protocol's checks and errors. */
-  async append(id: string, owner: string | null, input: InputItem[]): Promise<void> {
+  async append(id: string, owner: string | null, input: InputItem[], parse: ParseSpan | null = null): Promise<void> {
     const run = this.get(id, owner);
     if (!run.paused) throw new WireError('no_paused_response', `Response '${run.id}' is not paused; there is nothing to append to.`);
-    await run.append(input);
+    await run.append(input, parse);
   }
 
   /** End a run `cancelled`; resolves with its final Response once its terminal event was sent. */

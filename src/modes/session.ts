@@ -28,7 +28,7 @@ import type { Protocol } from '../protocol/designs.js';
 import { ResponseRun, type EventSink, type RunPlan } from '../engine/run.js';
 import type { DeltaBatch } from '../protocol/event-json.js';
 import type { Services } from '../engine/services.js';
-import type { SessionInfo, Transport } from './transport.js';
+import type { ParseSpan, SessionInfo, Transport } from './transport.js';
 
 export type { SessionInfo, Transport };
 
@@ -49,6 +49,7 @@ export interface ModePolicy {
 interface Queued {
   params: CreateParams;
   bytes: number;
+  parse: ParseSpan | null;
 }
 
 export class ConnectionSession {
@@ -102,8 +103,12 @@ export class ConnectionSession {
     return this.policy.protocol;
   }
 
-  /** One client event; `bytes` is the size of its frame (what a queued create holds in memory). */
-  handle(event: ClientEvent, bytes = 0): void {
+  /**
+   * One client event; `bytes` is the size of its frame (what a queued create
+   * holds in memory), `parse` when the transport parsed it (charged to the
+   * response the create starts or the append extends).
+   */
+  handle(event: ClientEvent, bytes = 0, parse: ParseSpan | null = null): void {
     if (this.closed) return;
     switch (event.type) {
       case 'response.create': {
@@ -117,7 +122,7 @@ export class ConnectionSession {
           this.error(new WireError('queue_full', `At most ${limits.maxQueuedBytes} bytes of requests may wait behind the one in flight.`));
           return;
         }
-        this.queue.push({ params, bytes });
+        this.queue.push({ params, bytes, parse });
         this.queuedBytes += bytes;
         void this.pump();
         return;
@@ -137,7 +142,7 @@ export class ConnectionSession {
           return;
         }
         // Async (large appends yield to the loop); errors are reported as before, once it settles.
-        run.append(event.input).catch((err: unknown) => {
+        run.append(event.input, parse).catch((err: unknown) => {
           // Numbered in the run's stream while it is the one in flight; by the connection's counter once it is not.
           if (this.active === run) this.error(toWireError(err));
           else if (!this.closed) this.sendConnectionError(toWireError(err));
@@ -210,6 +215,7 @@ export class ConnectionSession {
         return;
       }
       const metrics = new RunMetrics(this.services.clock.now);
+      if (next.parse) metrics.span('parse', next.parse.start, next.parse.end);
       if (this.authSpan) {
         metrics.count('auth_checks');
         metrics.span('auth', this.authSpan.start, this.authSpan.end);

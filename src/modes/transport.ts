@@ -67,6 +67,8 @@ export interface Transport {
   room?(): Promise<void>;
 }
 
+export type { ParseSpan } from '../engine/run.js';
+
 /** Who is on the other end: the session's identity, fixed when it opens. */
 export interface SessionInfo {
   /** The connection's id (`conn_…`); null for a one-shot HTTP request (its records say `connection: null`). */

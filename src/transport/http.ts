@@ -210,7 +210,10 @@ export class HttpTransport {
       checkJsonContentType(req);
       const limits = this.host.limits;
       const body = await this.holding((hold) => readBody(req, limits.maxFrameBytes, hold));
-      await this.host.live.append(id, owner, parseAppendBody(await parseEdgeJson(body, 'body', limits), parseCaps(limits)));
+      // Timed from the whole body's arrival (reading it is the network's time, not work): the append's `parse_append` span.
+      const start = this.host.now();
+      const input = parseAppendBody(await parseEdgeJson(body, 'body', limits), parseCaps(limits));
+      await this.host.live.append(id, owner, input, { start, end: this.host.now() });
       return sendJson(res, 202, {});
     }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
@@ -269,7 +272,10 @@ export class HttpTransport {
   private async create(req: IncomingMessage, res: ServerResponse, info: SessionInfo, protocol: 'http' | 'long-lived-http', hold: Hold): Promise<void> {
     const limits = this.host.limits;
     const body = await readBody(req, limits.maxFrameBytes, hold);
+    // Timed from the whole body's arrival (reading it is the network's time, not work): the response's `parse` span.
+    const parseStart = this.host.now();
     const params = withTimingOptIn(parseCreateBody(await parseEdgeJson(body, 'body', limits), parseCaps(limits)), timingHeader(req));
+    const parse = { start: parseStart, end: this.host.now() };
     const log = this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol });
     await new Promise<void>((resolve, reject) => {
       let dropped: { buffered: number; limit: number; response_id: string | null } | null = null;
@@ -317,7 +323,7 @@ export class HttpTransport {
       res.on('close', closed);
       // A client gone while the body was read: its `close` may have fired already.
       if (res.destroyed || socket.destroyed) closed();
-      else session.handle({ type: 'response.create', ...params }, body.length);
+      else session.handle({ type: 'response.create', ...params }, body.length, parse);
     });
   }
 

@@ -224,13 +224,15 @@ export class WsTransport {
     const { limits } = host;
     let parsing: Promise<void> | null = null;
     let waitingBytes = 0;
-    const deliver = (value: unknown, bytes: number) => {
+    // `parseStart`: when the frame's parse began; the create or append it carries is charged with the parse (`parse` / `parse_append` spans).
+    const deliver = (value: unknown, bytes: number, parseStart: number) => {
       // A large frame parsed after the peer left: nobody to answer, nothing to charge or start.
       if (ws.readyState !== ws.OPEN) return;
       const event = parseClientEvent(value, parseCaps(limits));
+      const parse = { start: parseStart, end: host.now() };
       const charged = event.type === 'response.create' || event.type === 'response.append';
       if (charged) held.frame(bytes, event.type === 'response.create');
-      session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event, bytes);
+      session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event, bytes, parse);
       if (charged) held.watch();
     };
     const onFrame = (data: WebSocket.RawData, isBinary: boolean): Promise<void> | undefined => {
@@ -238,16 +240,17 @@ export class WsTransport {
         session.error(new WireError('binary_frame'));
         return undefined;
       }
+      const parseStart = host.now();
       // The ws library hands each message over in a buffer of its own: no copy needed (16 MiB copies are slow).
       const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
       if (buf.length > COOPERATIVE_PARSE_CHARS) {
         // Either step may throw a WireError (bad JSON, a cap): it becomes an `error` event, never a rejection.
         return parseEdgeJson(buf, 'frame', limits)
-          .then((value) => deliver(value, buf.length))
+          .then((value) => deliver(value, buf.length, parseStart))
           .catch((err: unknown) => session.error(toWireError(err)));
       }
       try {
-        deliver(parseEdgeJsonNow(buf.toString('utf8'), 'frame', limits), buf.length);
+        deliver(parseEdgeJsonNow(buf.toString('utf8'), 'frame', limits), buf.length, parseStart);
       } catch (err) {
         session.error(toWireError(err));
       }

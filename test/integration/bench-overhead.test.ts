@@ -87,7 +87,7 @@ describe('bench:overhead', () => {
     const st = out.loop.stages;
     // The newest long-lived run is a measured loop of 4 tool steps: 4 appends, each stage timed at every step.
     expect(st?.steps).toBe(4);
-    expect(Object.keys(st!.p50_us).sort()).toEqual(['decode', 'prefill', 'render_append', 'safety_append', 'validate_append']);
+    expect(Object.keys(st!.p50_us).sort()).toEqual(['decode', 'parse_append', 'prefill', 'render_append', 'safety_append', 'validate_append']);
     for (const v of Object.values(st!.p50_us)) expect(v).toBeGreaterThan(0);
     expect(st!.emit_us_per_event).toBeGreaterThan(0);
 
@@ -95,7 +95,7 @@ describe('bench:overhead', () => {
     // each checked, rendered, sampled and accounted once, and its snapshots and deltas emitted.
     const ws = out.loop.ws_stages;
     expect(ws?.responses).toBeGreaterThanOrEqual(4);
-    expect(Object.keys(ws!.p50_us).sort()).toEqual(['billing', 'decode', 'log', 'prefill', 'render', 'safety', 'usage', 'validate']);
+    expect(Object.keys(ws!.p50_us).sort()).toEqual(['billing', 'decode', 'log', 'parse', 'prefill', 'render', 'safety', 'usage', 'validate']);
     for (const v of Object.values(ws!.p50_us)) expect(v).toBeGreaterThan(0);
     expect(ws!.emit_us_per_response).toBeGreaterThan(0);
     // created, in_progress, the call's added / delta(s) / arguments.done / done, completed.
@@ -103,7 +103,7 @@ describe('bench:overhead', () => {
     // The append's stages on the loop's own item, hot, in the bench process.
     const hot = out.loop.hot_stages;
     expect(hot.calls).toBe(2000);
-    expect(Object.keys(hot.us).sort()).toEqual(['render', 'safety', 'validate']);
+    expect(Object.keys(hot.us).sort()).toEqual(['parse', 'render', 'safety', 'validate']);
     for (const v of Object.values(hot.us)) expect(v).toBeGreaterThan(0);
     expect(out.targets.some((t) => t.what.startsWith('the same append stages in a hot loop') && /the server's step: \d+ = [\d.]+×/.test(t.measured))).toBe(true);
     expect(out.targets.some((t) => t.what.startsWith("server's timed stages per ws continuation") && /= \d+; emit \d+ per response/.test(t.measured))).toBe(true);

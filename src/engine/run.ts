@@ -402,6 +402,7 @@ export class ResponseRun {
       promptTokens: ctx.tokens.view(),
       promptKeys: ctx.tokens.keys,
       conversationChars: ctx.textChars,
+      digest: ctx.digest,
       maxOutputTokens: params.max_output_tokens,
       ...(params.text && { textFormat: params.text.format }),
       cachePartition: this.plan.owner,

@@ -13,7 +13,7 @@
  * call runs at the configured rate however many run at once.
  */
 import { type Clock, realClock } from './clock.js';
-import { conversationDigest, conversationDigestWork, itemTextChars } from './conversation.js';
+import { conversationDigestWork, itemTextChars } from './conversation.js';
 import { runCooperative, runSync } from './cooperative.js';
 import type { ModelPolicy, PiecesMemo } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
@@ -123,12 +123,14 @@ export class SimulatedModel implements Model {
     // A large conversation is digested up front, yielding to the event loop
     // (the same number the lazy path computes), so hashing megabytes of
     // input cannot stall other connections.
+    // A caller that keeps the conversation's digest (a growing context) has only the new items hashed.
+    const digestWork = () => (req.digest ? req.digest.work(req.items, this.seed) : conversationDigestWork(req.items, this.seed));
     let rng: Rng | undefined;
     if (this.policy.random !== false && (req.conversationChars ?? conversationChars(req.items)) > EAGER_DIGEST_CHARS) {
-      rng = mulberry32(await runCooperative(conversationDigestWork(req.items, this.seed)));
+      rng = mulberry32(await runCooperative(digestWork()));
       signal.throwIfAborted();
     }
-    const plan = this.policy.plan(req, () => (rng ??= mulberry32(conversationDigest(req.items, this.seed)))());
+    const plan = this.policy.plan(req, () => (rng ??= mulberry32(runSync(digestWork())))());
     const items = plan.items.map((item) =>
       item.type === 'function_call' ? { ...item, call_id: item.call_id ?? `call_${hexString(this.ids, 24)}` } : item,
     );

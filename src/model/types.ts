@@ -10,6 +10,7 @@
  */
 import type { FunctionTool, InputItem, TextFormat, ToolChoice } from '../protocol/objects.js';
 import type { PromptKeys } from './prefix-cache.js';
+import type { ConversationDigest } from './conversation.js';
 
 export interface ModelSettings {
   /** Decode speed; `Infinity` streams as fast as the loop can. */
@@ -39,6 +40,11 @@ export interface ModelRequest {
   promptKeys?: PromptKeys;
   /** Characters of text in `items` (model/conversation.ts `itemTextChars`), when the caller keeps the sum; absent: counted. */
   conversationChars?: number;
+  /**
+   * The conversation's digest kept between calls (its items only grow): the
+   * model hashes only the new items. Absent: it hashes the whole conversation.
+   */
+  digest?: ConversationDigest;
   maxOutputTokens: number | null;
   /** The format the text answer must follow (`text.format`); absent means plain text. */
   textFormat?: TextFormat;

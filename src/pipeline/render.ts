@@ -21,7 +21,7 @@ import { afterTokenizer, encodeSlice, encodeStep, encodeText, IM_END, IM_START, 
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import { isFunctionTool, isKnownItem, type FunctionTool, type InputItem, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
-import { itemTextChars } from '../model/conversation.js';
+import { ConversationDigest, itemTextChars } from '../model/conversation.js';
 import { TokenBuffer } from './tokens.js';
 
 /** What a non-text part (image, file) costs in the prompt. */
@@ -41,6 +41,8 @@ export interface RenderedContext {
   answeredCallIds: Set<string>;
   /** Characters of text in `items` (`itemTextChars`), kept as items are added so no model call counts them again. */
   textChars: number;
+  /** The simulated model's digest of `items`, extended as they grow so no model call hashes them again (model/conversation.ts). */
+  digest: ConversationDigest;
 }
 
 /**
@@ -190,6 +192,7 @@ function* renderFullWork(instructions: string | null, tools: Tool[], items: read
     callIds: new Set(),
     answeredCallIds: new Set(),
     textChars: 0,
+    digest: new ConversationDigest(),
   };
   const itemTokens = yield* tokenizeItemsWork(items, metrics);
   yield* tokens.reserveWork(chunkTotal(itemTokens));

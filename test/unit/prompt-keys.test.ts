@@ -2,7 +2,10 @@
  * `PromptKeys` (model/prefix-cache.ts): the block keys of a growing prompt,
  * extended call by call, must be exactly the keys of hashing the whole
  * prompt each time, and give the same cached counts; a change of partition
- * or block size starts over; a clone grows independently.
+ * or block size starts over; a clone grows independently. A cache given a
+ * growing prompt's own key array again (the simulated model's every call)
+ * looks up and places only the new blocks while nothing else was used or
+ * evicted since, with exactly the hits and LRU order of checking them all.
  */
 import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/model/cooperative.js';
@@ -49,4 +52,35 @@ describe('PromptKeys', () => {
     const k64 = runSync(buf.keys.work(buf.view(), 64, null)).slice();
     expect(k64).toEqual(runSync(new PrefixCache(100, 64).keysWork(buf.view(), null)));
   });
+
+  it("a growing prompt's next call gives the hits and LRU order of checking every block, however prompts interleave, evict and abort", () => {
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
+      const rng = mulberry32(seed);
+      // Small enough that inserts evict, sometimes the inserting prompt's own blocks.
+      const max = 20 + Math.floor(rng() * 200);
+      const fast = new PrefixCache(max, 16);
+      const checked = new PrefixCache(max, 16);
+      const prompts = Array.from({ length: 3 }, () => new TokenBuffer());
+      for (let call = 0; call < 400; call++) {
+        const p = Math.floor(rng() * (rng() < 0.7 ? 1 : prompts.length));
+        const buf = prompts[p]!;
+        buf.pushAll(Array.from({ length: Math.floor(rng() * 120) }, () => Math.floor(rng() * 50_000)));
+        const partition = rng() < 0.05 ? 'other' : null;
+        const keys = runSync(buf.keys.work(buf.view(), 16, partition));
+        // The reference gets a fresh copy each time: nothing it remembers of an array applies.
+        const copy = keys.slice();
+        expect(fast.lookupKeys(keys, keys.length)).toBe(checked.lookupKeys(copy, copy.length));
+        // A call aborted during prefill looks up and inserts nothing.
+        if (rng() < 0.1) continue;
+        fast.insertKeys(keys, keys.length);
+        checked.insertKeys(copy, copy.length);
+        expect(fast.order()).toEqual(checked.order());
+        if (rng() < 0.02) {
+          fast.clear();
+          checked.clear();
+        }
+      }
+    }
+  });
 });
+

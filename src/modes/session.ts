@@ -245,8 +245,10 @@ export class ConnectionSession {
       });
       this.active = run;
       this.policy.started?.(run);
-      const log = this.log.child({ response_id: run.id });
-      log.debug({ model: plan.route.model }, 'response started');
+      // The same line a child logger with the response id would write (its bindings come before the
+      // object's fields), without a logger per response: one made here stayed in this async frame's
+      // registers while the run was paused, and made the connection's logger a prototype (its own map).
+      this.log.debug({ response_id: run.id, model: plan.route.model }, 'response started');
       await run.done;
       this.active = null;
       this.policy.ended?.(run, plan);

@@ -48,7 +48,7 @@ export interface ParseSpan {
 
 export type { Protocol };
 
-/** Why the pause watcher's sleep is aborted (a shared reason: aborting without one builds a DOMException). */
+/** Why the pause watcher's sleep is aborted when the run ends (a shared reason: aborting without one builds a DOMException). */
 const RUN_ENDED = new Error('run ended');
 
 /** Appends that may wait behind the one being processed on a run (then `queue_full`). */
@@ -121,10 +121,11 @@ export class ResponseRun {
   private pauseNo = 0;
   private pausedAt = 0;
   /**
-   * The pause-timeout watcher's sleep on the injected clock: one per run at
-   * a time, not one per pause (see `watchPause`); aborted when the run ends.
+   * Whether the pause-timeout watcher's sleep on the injected clock is
+   * running: one per run at a time, not one per pause (see `watchPause`).
+   * It sleeps on the run's own abort signal, aborted when the run ends.
    */
-  private pauseWatch: AbortController | null = null;
+  private watching = false;
   /** Rejected when the run is halted: ends a pause whatever the registry holds. */
   private readonly stopped = pDefer<never>();
   private inEmit = false;
@@ -547,15 +548,17 @@ export class ResponseRun {
    */
   private watchPause(): void {
     const timeout = this.services.limits.pauseTimeoutMs;
-    if (this.pauseWatch || timeout > 2 ** 31 - 1) return;
-    const watch = new AbortController();
-    this.pauseWatch = watch;
+    if (this.watching || timeout > 2 ** 31 - 1) return;
+    this.watching = true;
     const clock = this.services.clock;
+    // The run's own signal, not an AbortController of the watch's: each costs ~0.8 KB (Node gives every
+    // AbortSignal a map of its own) for as long as the run lives. A halt aborts it too; the run is ending then.
+    const signal = this.abort.signal;
     const sleep = (pause: number, ms: number): void => {
-      clock.sleep(ms, watch.signal).then(
+      clock.sleep(ms, signal).then(
         () => {
-          if (this.pauseWatch !== watch) return;
-          if (this.state !== 'paused') this.pauseWatch = null;
+          if (!this.watching) return;
+          if (this.state !== 'paused') this.watching = false;
           else if (this.pauseNo === pause) this.stop('incomplete', 'pause_timeout');
           else sleep(this.pauseNo, this.pausedAt + timeout - clock.now());
         },
@@ -576,8 +579,9 @@ export class ResponseRun {
     this.state = 'ended';
     this.contain('close', () => {
       this.pauses.close(ended.reason);
-      this.pauseWatch?.abort(RUN_ENDED);
-      this.pauseWatch = null;
+      // Ends the pause watch's sleep (and its timer); nothing else uses the signal once the run ends.
+      if (this.watching) this.abort.abort(RUN_ENDED);
+      this.watching = false;
       this.stopped.reject(new RunClosedError(ended.reason));
     });
     this.contain('usage', () =>

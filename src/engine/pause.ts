@@ -1,16 +1,20 @@
 /**
- * The pause registry: one p-defer per pending `call_id` of a paused run. It
- * owns every deferred it creates and always settles them: resolved by an
- * append with the call's output, rejected by cancel, timeout, disconnect or
- * shutdown. After `close()` nothing can register, so a late callback cannot
- * leave a promise pending.
+ * The pause registry: one waiter per `wait()` of a paused run, counting the
+ * `call_id`s it still waits for. It owns every waiter it creates and always
+ * settles them: resolved once an append has answered each of its calls,
+ * rejected by cancel, timeout, disconnect or shutdown. After `close()`
+ * nothing can register, so a late callback cannot leave a promise pending.
  *
  * A `call_id` is the only thing an output can name, so two pending calls may
  * never share one: `wait()` refuses a duplicate (within the batch or against
- * a call still pending) before registering anything, and `close()` settles
- * every deferred it ever made, not only those its map still indexes.
+ * a call still pending) before registering anything. A waiter is unsettled
+ * exactly while one of its calls is still indexed (answering a call removes
+ * it and counts the waiter down; the last one resolves it), so `close()`
+ * settles every waiter it ever made by going through the index.
+ *
+ * One promise per wait, not a deferred per call joined by `Promise.all`: a
+ * paused run holds its registry for as long as it waits (~1 KB less each).
  */
-import pDefer, { type DeferredPromise } from 'p-defer';
 import { WireError } from '../protocol/errors.js';
 
 /**
@@ -32,10 +36,16 @@ export class RunClosedError extends Error {
   }
 }
 
+/** One `wait()`: how many of its calls are unanswered, and how to settle its promise. */
+interface Waiter {
+  left: number;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
 export class PauseRegistry {
-  private readonly deferreds = new Map<string, DeferredPromise<void>>();
-  /** Every deferred made and not yet settled: what close() must reject whatever the map says. */
-  private readonly unsettled = new Set<DeferredPromise<void>>();
+  /** Each pending call's waiter. */
+  private readonly waiters = new Map<string, Waiter>();
   private closedReason: string | null = null;
 
   constructor(private readonly maxPending: number) {}
@@ -43,52 +53,49 @@ export class PauseRegistry {
   /** Register calls and get one promise that settles when all are answered (or the run closes). */
   wait(callIds: readonly string[]): Promise<void> {
     if (this.closedReason !== null) return Promise.reject(new RunClosedError(this.closedReason));
-    if (this.deferreds.size + callIds.length > this.maxPending) {
+    if (this.waiters.size + callIds.length > this.maxPending) {
       throw new WireError('too_many_pending_calls', `The model made more tool calls than one pause may wait for (limit ${this.maxPending}).`);
     }
     const seen = new Set<string>();
     for (const id of callIds) {
-      if (seen.has(id) || this.deferreds.has(id)) throw duplicateCallId(id);
+      if (seen.has(id) || this.waiters.has(id)) throw duplicateCallId(id);
       seen.add(id);
     }
-    const promises = callIds.map((id) => {
-      const d = pDefer<void>();
-      this.deferreds.set(id, d);
-      this.unsettled.add(d);
-      return d.promise;
+    if (callIds.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const w: Waiter = { left: callIds.length, resolve, reject };
+      for (const id of callIds) this.waiters.set(id, w);
     });
-    return Promise.all(promises).then(() => undefined);
   }
 
   has(callId: string): boolean {
-    return this.deferreds.has(callId);
+    return this.waiters.has(callId);
   }
 
   pending(): string[] {
-    return [...this.deferreds.keys()];
+    return [...this.waiters.keys()];
   }
 
   get size(): number {
-    return this.deferreds.size;
+    return this.waiters.size;
   }
 
   resolve(callId: string): void {
-    const d = this.deferreds.get(callId);
-    if (!d) return;
-    this.deferreds.delete(callId);
-    this.unsettled.delete(d);
-    d.resolve();
+    const w = this.waiters.get(callId);
+    if (!w) return;
+    this.waiters.delete(callId);
+    if (--w.left === 0) w.resolve();
   }
 
   /** Reject everything pending and refuse new registrations. Idempotent. */
   close(reason: string): void {
     if (this.closedReason !== null) return;
     this.closedReason = reason;
-    if (this.unsettled.size === 0) return;
+    if (this.waiters.size === 0) return;
     const err = new RunClosedError(reason);
-    for (const d of this.unsettled) d.reject(err);
-    this.unsettled.clear();
-    this.deferreds.clear();
+    // A waiter of several calls is rejected once per call still pending: a settled promise ignores the rest.
+    for (const w of this.waiters.values()) w.reject(err);
+    this.waiters.clear();
   }
 }
 

@@ -769,7 +769,7 @@ class LiveRunRecord implements RunRecord {
   }
 
   get spans(): TimingSpan[] {
-    return this.#metrics.spans.slice();
+    return this.#metrics.spans;
   }
 
   toJSON(): RunRecord {
@@ -797,7 +797,7 @@ function plainRecord(
     usage: r.usage,
     counters: { ...m.counters },
     totals: m.totals(),
-    spans: m.spans.slice(),
+    spans: m.spans,
     started_at: r.created_at,
     ended_at: endedAt,
     post_deferred: deferred,

@@ -60,7 +60,14 @@ export type Counter = (typeof COUNTERS)[number];
 const ZERO_COUNTERS = Object.fromEntries(COUNTERS.map((c) => [c, 0])) as Record<Counter, number>;
 
 export class RunMetrics {
-  readonly spans: TimingSpan[] = [];
+  /**
+   * The timeline, kept flat: each span's stage, and its start and duration
+   * (two numbers per span, in an array V8 stores unboxed) — not an object and
+   * two heap numbers per span (~88 B) for as long as the run lives. `spans`
+   * builds the objects when the timeline is read (the timing event, a record).
+   */
+  private readonly stages: string[] = [];
+  private readonly times: number[] = [];
   readonly counters: Record<Counter, number>;
   readonly t0: number;
   /**
@@ -73,12 +80,6 @@ export class RunMetrics {
   emitMs = 0;
   /** Events sent inside the timed emission. */
   emitCount = 0;
-  /**
-   * Per-stage totals kept as spans are added (the same sums, in the same
-   * order, as adding up `spans`): `totals()` at every pause of a long run
-   * would otherwise re-add every span so far.
-   */
-  private readonly sums = new Map<string, number>();
 
   constructor(readonly now: () => number = () => performance.now()) {
     this.t0 = now();
@@ -91,9 +92,16 @@ export class RunMetrics {
 
   /** Record a span measured elsewhere (e.g. auth at the upgrade, before the run existed). */
   span(stage: string, startAbs: number, endAbs: number): void {
-    const sp = { stage, start_ms: round(startAbs - this.t0), duration_ms: round(endAbs - startAbs) };
-    this.spans.push(sp);
-    this.sums.set(stage, round((this.sums.get(stage) ?? 0) + sp.duration_ms));
+    this.stages.push(stage);
+    this.times.push(round(startAbs - this.t0), round(endAbs - startAbs));
+  }
+
+  /** The spans so far, in order: a new array of new objects at each read (the caller may keep it). */
+  get spans(): TimingSpan[] {
+    const { stages, times } = this;
+    const out: TimingSpan[] = new Array(stages.length);
+    for (let i = 0; i < stages.length; i++) out[i] = { stage: stages[i]!, start_ms: times[2 * i]!, duration_ms: times[2 * i + 1]! };
+    return out;
   }
 
   /** Time a synchronous stage. */
@@ -121,9 +129,20 @@ export class RunMetrics {
     this.emitCount += events;
   }
 
-  /** Total duration per stage name (a stage may run many times in a run), and `emit` when anything was emitted. */
+  /**
+   * Total duration per stage name (a stage may run many times in a run), in
+   * the order each stage first ran, and `emit` when anything was emitted.
+   * Added up when asked (a run's timing event and final record, a live
+   * record when it is read), which copies the spans anyway: no running sums
+   * kept per run.
+   */
   totals(): Record<string, number> {
-    const out: Record<string, number> = Object.fromEntries(this.sums);
+    const out: Record<string, number> = {};
+    const { stages, times } = this;
+    for (let i = 0; i < stages.length; i++) {
+      const stage = stages[i]!;
+      out[stage] = round((Object.hasOwn(out, stage) ? out[stage]! : 0) + times[2 * i + 1]!);
+    }
     if (this.emitMs > 0 || this.emitCount > 0) out['emit'] = round(this.emitMs);
     return out;
   }

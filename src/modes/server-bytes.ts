@@ -146,11 +146,14 @@ class ConnectionHold implements ConnectionBytes {
   watch(): void {
     if (this.waiting) return;
     this.waiting = true;
-    void this.session.idle().then(() => {
-      this.waiting = false;
-      if (!this.closed) this.hold.keep(this.session.protocol === 'ws' ? this.lastCreate : 0);
-    });
+    this.session.whenIdle(this.idle);
   }
+
+  /** The session's work ended: release what it no longer stands for. */
+  private readonly idle = (): void => {
+    this.waiting = false;
+    if (!this.closed) this.hold.keep(this.session.protocol === 'ws' ? this.lastCreate : 0);
+  };
 
   close(): void {
     this.closed = true;

@@ -259,9 +259,15 @@ export class PromptKeys {
     const chain = this.chain;
     chain.tokens = tokens;
     let fresh = 0;
-    for (let key = chain.next(); key !== undefined; key = chain.next()) {
-      this.keys.push(key);
-      if (++fresh % 1024 === 0) yield;
+    try {
+      for (let key = chain.next(); key !== undefined; key = chain.next()) {
+        this.keys.push(key);
+        if (++fresh % 1024 === 0) yield;
+      }
+    } finally {
+      // Each call hands the prompt again: holding on to this view between calls (a paused run's life) kept a
+      // typed array object, and after the prompt's buffer grew, the old buffer, for nothing.
+      chain.tokens = NO_TOKENS;
     }
     return this.keys;
   }
@@ -276,6 +282,8 @@ export class PromptKeys {
     return c;
   }
 }
+
+const NO_TOKENS: ArrayLike<number> = Object.freeze([]);
 
 /**
  * Walks the full blocks of a token list, yielding each block's chained key.

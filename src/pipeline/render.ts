@@ -176,7 +176,9 @@ function* tokenizeItemWork(item: InputItem, metrics: RunMetrics): Work<Chunks> {
 
 function* renderFullWork(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): Work<RenderedContext> {
   metrics.count('render_full');
-  const functionTools = tools.filter(isFunctionTool);
+  // Usually every tool is a function tool: then the context shares the request's array instead of a copy of it
+  // (neither is ever changed), which a paused run would keep for its whole life.
+  const functionTools = tools.every(isFunctionTool) ? tools : tools.filter(isFunctionTool);
   const header: Chunks = [];
   const headerTokens = yield* tokenizeWork(yield* headerText(instructions, functionTools), header);
   metrics.count('tokens_tokenized', headerTokens);

@@ -174,6 +174,14 @@ function* tokenizeItemWork(item: InputItem, metrics: RunMetrics): Work<Chunks> {
   return chunks;
 }
 
+/**
+ * Room a new prompt has past its header before the items' reservation
+ * (`reserveWork`) and later pushes grow it (doubling, so a growing prompt
+ * reallocates O(log n) times). It is memory every held context keeps: at
+ * 1,024 tokens it was 4 KB of a paused run's ~40 KB RSS.
+ */
+const PROMPT_SLACK_TOKENS = 256;
+
 function* renderFullWork(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): Work<RenderedContext> {
   metrics.count('render_full');
   // Usually every tool is a function tool: then the context shares the request's array instead of a copy of it
@@ -182,7 +190,7 @@ function* renderFullWork(instructions: string | null, tools: Tool[], items: read
   const header: Chunks = [];
   const headerTokens = yield* tokenizeWork(yield* headerText(instructions, functionTools), header);
   metrics.count('tokens_tokenized', headerTokens);
-  const tokens = new TokenBuffer([], headerTokens + 1024);
+  const tokens = new TokenBuffer([], headerTokens + PROMPT_SLACK_TOKENS);
   for (const c of header) tokens.pushAll(c);
   const ctx: RenderedContext = {
     instructions,

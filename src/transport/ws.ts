@@ -43,6 +43,9 @@ import { eventPieces, piecesLength, type DeltaBatch } from '../protocol/event-js
 import { batchFrames, directSocket } from './ws-frames.js';
 import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
+import type { ConnectionSession } from '../modes/session.js';
+import type { ConnectionBytes } from '../modes/server-bytes.js';
+import type { Logger } from 'pino';
 import type { SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
 import { batchWrites, type Batcher } from './batch.js';
@@ -141,173 +144,15 @@ export class WsTransport {
   private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean, batch: Batcher): void {
     const { host } = this.opts;
     const log = host.log.child({ conn: info.connection, protocol });
-    // The largest event sent on this connection: lifecycle events echo the request (instructions, tools), so one
-    // can exceed the limit by itself; the allowance below lets a client that reads receive a request it was allowed to send.
-    let largestEvent = 0;
-    // `room` for the session: a queued create starts once everything sent before it has been flushed to the
-    // socket (checked as each send completes), so each response starts with the whole send allowance; a client
-    // that reads is never dropped for pipelining, one that does not read holds only its queue.
-    const roomWaiters: Array<() => void> = [];
-    const hasRoom = () => ws.readyState !== ws.OPEN || ws.bufferedAmount === 0;
-    const roomCheck = () => {
-      if (roomWaiters.length > 0 && hasRoom()) for (const w of roomWaiters.splice(0)) w();
-    };
-    const transport: Transport = {
-      send: (e: ServerEvent) => {
-        if (ws.readyState !== ws.OPEN) return;
-        // A client that stops reading must not make the server hold its stream
-        // in memory without bound: past the limit (plus two of the largest
-        // events, bounded by the frame limit) the connection is dropped (a
-        // close frame could not reach a peer that does not read), which
-        // cancels its run like a disconnect.
-        // What this turn wrote is not counted: no reader could have read it yet (transport/batch.ts, `backlog`).
-        const limit = host.limits.maxSendBufferBytes + 2 * largestEvent;
-        const unsent = ws.bufferedAmount;
-        if (batch.backlog(unsent) > limit) {
-          log.info({ code: 'send_buffer_full', buffered: unsent, limit }, 'send buffer limit reached; dropping the connection');
-          ws.terminate();
-          return;
-        }
-        const pieces = eventPieces(e);
-        const size = piecesLength(pieces);
-        if (size > largestEvent) largestEvent = size;
-        batch(unsent); // one socket write per event-loop turn (transport/batch.ts)
-        // A large instructions or tools echo arrives as its shared UTF-8 bytes (protocol/event-json.ts): one copy, no re-encoding,
-        // sent as fragments of one text message (copying 16 MiB into one buffer costs 0.1–0.4 s where fresh memory is slow).
-        if (pieces.length === 1) ws.send(pieces[0], roomCheck);
-        else pieces.forEach((p, i) => ws.send(p, { binary: false, fin: i === pieces.length - 1 }, i === pieces.length - 1 ? roomCheck : undefined));
-      },
-      // A batch of deltas (protocol/event-json.ts): its frames built into one buffer and written once when that is
-      // byte-for-byte what `send` per event would write (transport/ws-frames.ts); else `send` per event.
-      sendDeltas: (b: DeltaBatch) => {
-        const n = b.deltas.length;
-        if (ws.readyState !== ws.OPEN) {
-          b.sent = n;
-          return;
-        }
-        const socket = directSocket(ws);
-        if (socket !== null) {
-          const { frames, largest } = batchFrames(b);
-          // Only while no event of the batch could reach the send limit: then each is sent as `send` would.
-          if (batch.backlog(ws.bufferedAmount) + frames.length <= host.limits.maxSendBufferBytes + 2 * largestEvent) {
-            if (largest > largestEvent) largestEvent = largest;
-            // One write already: it needs no cork (behind one this turn's earlier sends set, it keeps its place).
-            socket.write(frames, roomCheck);
-            b.sent = n;
-            return;
-          }
-        }
-        for (let i = b.sent; i < n; i++) {
-          transport.send(b.event(i));
-          b.sent = i + 1;
-        }
-      },
-      // Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md).
-      drop: () => ws.close(1011, 'injected disconnect'),
-      flush: () => batch.flush(),
-      room: () => {
-        if (hasRoom()) return Promise.resolve();
-        log.info({ code: 'send_buffer_wait', buffered: ws.bufferedAmount }, 'next queued response waits for the client to read');
-        return new Promise<void>((resolve) => roomWaiters.push(resolve));
-      },
-    };
+    const conn = new WsConnection(ws, host, log, batch);
     if (this.sessions.closing) {
       // Shutdown began while the handshake completed: nothing starts on this connection.
       ws.close(1001, 'server shutting down');
       return;
     }
-    const session = this.sessions.openSession(protocol, transport, info, log);
+    const session = this.sessions.openSession(protocol, conn, info, log);
     log.info('websocket connected');
-
-    const idleMs = host.limits.wsIdleTimeoutMs;
-    const heartbeat = startHeartbeat(ws, idleMs, () =>
-      log.info({ code: 'ws_idle_timeout', idle_ms: idleMs }, 'websocket peer answered no ping; dropping the connection'),
-    );
-    // This connection's share of the server-wide byte budget (modes/server-bytes.ts): past it a frame gets `server_busy`.
-    const held = host.connectionBytes(session);
-    // A frame over COOPERATIVE_PARSE_CHARS is parsed in slices (transport/json-in.ts); frames that
-    // arrive meanwhile wait behind it, in order, up to `maxQueuedBytes` (past it: `queue_full`).
-    const { limits } = host;
-    let parsing: Promise<void> | null = null;
-    let waitingBytes = 0;
-    // `parseStart`: when the frame's parse began; the create or append it carries is charged with the parse (`parse` / `parse_append` spans).
-    const deliver = (value: unknown, bytes: number, parseStart: number) => {
-      // A large frame parsed after the peer left: nobody to answer, nothing to charge or start.
-      if (ws.readyState !== ws.OPEN) return;
-      const event = parseClientEvent(value, parseCaps(limits));
-      const parse = { start: parseStart, end: host.now() };
-      const charged = event.type === 'response.create' || event.type === 'response.append';
-      if (charged) held.frame(bytes, event.type === 'response.create');
-      session.handle(event.type === 'response.create' ? withTimingOptIn(event, timing) : event, bytes, parse);
-      if (charged) held.watch();
-    };
-    const onFrame = (data: WebSocket.RawData, isBinary: boolean): Promise<void> | undefined => {
-      if (isBinary) {
-        session.error(new WireError('binary_frame'));
-        return undefined;
-      }
-      const parseStart = host.now();
-      // The ws library hands each message over in a buffer of its own: no copy needed (16 MiB copies are slow).
-      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-      if (buf.length > COOPERATIVE_PARSE_CHARS) {
-        // Either step may throw a WireError (bad JSON, a cap): it becomes an `error` event, never a rejection.
-        return parseEdgeJson(buf, 'frame', limits)
-          .then((value) => deliver(value, buf.length, parseStart))
-          .catch((err: unknown) => session.error(toWireError(err)));
-      }
-      try {
-        deliver(parseEdgeJsonNow(buf.toString('utf8'), 'frame', limits), buf.length, parseStart);
-      } catch (err) {
-        session.error(toWireError(err));
-      }
-      return undefined;
-    };
-    const track = (p: Promise<void>) => {
-      parsing = p;
-      void p.finally(() => {
-        if (parsing === p) parsing = null;
-      });
-    };
-    ws.on('message', (data, isBinary) => {
-      if (parsing === null) {
-        const p = onFrame(data, isBinary);
-        if (p) track(p);
-        return;
-      }
-      const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
-      if (waitingBytes + bytes > limits.maxQueuedBytes) {
-        session.error(new WireError('queue_full', `Frames waiting behind a large frame being parsed would exceed ${limits.maxQueuedBytes} bytes.`));
-        return;
-      }
-      waitingBytes += bytes;
-      track(
-        parsing.then(() => {
-          waitingBytes -= bytes;
-          return onFrame(data, isBinary);
-        }),
-      );
-    });
-    const endOfLife = () => {
-      // The client first gets the documented error, then the run in flight
-      // ends `incomplete` with its terminal event, then the close.
-      const limit = new WireError('websocket_connection_limit_reached', limitMessage(lifetimeMs));
-      session.error(limit);
-      void session.finish('connection_limit_reached', limit).then(() => ws.close(1000, 'connection limit reached'));
-    };
-    // A lifetime past what a Node timer can hold (2^31-1 ms) means no limit, not an immediate close.
-    const lifetimeMs = host.limits.connectionLifetimeMs;
-    const lifetime = lifetimeMs > 2 ** 31 - 1 ? undefined : setTimeout(endOfLife, lifetimeMs);
-    // The `ws` library's errors are the peer's protocol mistakes (a frame over
-    // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
-    ws.on('error', (err: Error & { code?: string }) => log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error'));
-    ws.on('close', (code) => {
-      for (const w of roomWaiters.splice(0)) w();
-      clearTimeout(lifetime);
-      clearInterval(heartbeat);
-      held.close();
-      log.info({ code }, 'websocket closed');
-      void session.close();
-    });
+    conn.open(session, timing);
   }
 
   /** Resolves once no connection is open and every closed one is fully wound down. */
@@ -321,6 +166,239 @@ export class WsTransport {
     for (const ws of this.wss.clients) ws.close(1001, 'server shutting down');
     this.wss.close();
   }
+}
+
+/**
+ * One accepted connection: the session's transport and the socket's
+ * listeners. A class rather than closures over one function's context: a
+ * paused run's connection keeps all of it, and a dozen closures with their
+ * shared context cost ~0.8 KB more than one object whose methods live on
+ * its prototype (only the functions handed to `ws` or a timer are bound).
+ */
+class WsConnection implements Transport {
+  /**
+   * The largest event sent on this connection: lifecycle events echo the request (instructions, tools), so one
+   * can exceed the limit by itself; the allowance below lets a client that reads receive a request it was allowed to send.
+   */
+  private largestEvent = 0;
+  /**
+   * `room` for the session: a queued create starts once everything sent before it has been flushed to the
+   * socket (checked as each send completes), so each response starts with the whole send allowance; a client
+   * that reads is never dropped for pipelining, one that does not read holds only its queue. Null while none wait.
+   */
+  private roomWaiters: Array<() => void> | null = null;
+  private session!: ConnectionSession;
+  private held!: ConnectionBytes;
+  private timing = false;
+  /** A frame over COOPERATIVE_PARSE_CHARS being parsed in slices (transport/json-in.ts); frames that arrive meanwhile wait behind it. */
+  private parsing: Promise<void> | null = null;
+  private waitingBytes = 0;
+  private lifetimeMs = 0;
+  private lifetime: ReturnType<typeof setTimeout> | undefined = undefined;
+  private heartbeat: ReturnType<typeof setInterval> | undefined = undefined;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly host: SessionHost,
+    private readonly log: Logger,
+    private readonly batch: Batcher,
+  ) {}
+
+  send(e: ServerEvent): void {
+    const { ws, host, batch } = this;
+    if (ws.readyState !== ws.OPEN) return;
+    // A client that stops reading must not make the server hold its stream
+    // in memory without bound: past the limit (plus two of the largest
+    // events, bounded by the frame limit) the connection is dropped (a
+    // close frame could not reach a peer that does not read), which
+    // cancels its run like a disconnect.
+    // What this turn wrote is not counted: no reader could have read it yet (transport/batch.ts, `backlog`).
+    const limit = host.limits.maxSendBufferBytes + 2 * this.largestEvent;
+    const unsent = ws.bufferedAmount;
+    if (batch.backlog(unsent) > limit) {
+      this.log.info({ code: 'send_buffer_full', buffered: unsent, limit }, 'send buffer limit reached; dropping the connection');
+      ws.terminate();
+      return;
+    }
+    const pieces = eventPieces(e);
+    const size = piecesLength(pieces);
+    if (size > this.largestEvent) this.largestEvent = size;
+    batch(unsent); // one socket write per event-loop turn (transport/batch.ts)
+    // A large instructions or tools echo arrives as its shared UTF-8 bytes (protocol/event-json.ts): one copy, no re-encoding,
+    // sent as fragments of one text message (copying 16 MiB into one buffer costs 0.1–0.4 s where fresh memory is slow).
+    if (pieces.length === 1) ws.send(pieces[0], this.roomCheck);
+    else pieces.forEach((p, i) => ws.send(p, { binary: false, fin: i === pieces.length - 1 }, i === pieces.length - 1 ? this.roomCheck : undefined));
+  }
+
+  /**
+   * A batch of deltas (protocol/event-json.ts): its frames built into one buffer and written once when that is
+   * byte-for-byte what `send` per event would write (transport/ws-frames.ts); else `send` per event.
+   */
+  sendDeltas(b: DeltaBatch): void {
+    const { ws, host } = this;
+    const n = b.deltas.length;
+    if (ws.readyState !== ws.OPEN) {
+      b.sent = n;
+      return;
+    }
+    const socket = directSocket(ws);
+    if (socket !== null) {
+      const { frames, largest } = batchFrames(b);
+      // Only while no event of the batch could reach the send limit: then each is sent as `send` would.
+      if (this.batch.backlog(ws.bufferedAmount) + frames.length <= host.limits.maxSendBufferBytes + 2 * this.largestEvent) {
+        if (largest > this.largestEvent) this.largestEvent = largest;
+        // One write already: it needs no cork (behind one this turn's earlier sends set, it keeps its place).
+        socket.write(frames, this.roomCheck);
+        b.sent = n;
+        return;
+      }
+    }
+    for (let i = b.sent; i < n; i++) {
+      this.send(b.event(i));
+      b.sent = i + 1;
+    }
+  }
+
+  /** Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md). */
+  drop(): void {
+    this.ws.close(1011, 'injected disconnect');
+  }
+
+  flush(): void {
+    this.batch.flush();
+  }
+
+  room(): Promise<void> {
+    if (this.hasRoom()) return Promise.resolve();
+    this.log.info({ code: 'send_buffer_wait', buffered: this.ws.bufferedAmount }, 'next queued response waits for the client to read');
+    return new Promise<void>((resolve) => {
+      if (this.roomWaiters === null) this.roomWaiters = [resolve];
+      else this.roomWaiters.push(resolve);
+    });
+  }
+
+  private hasRoom(): boolean {
+    return this.ws.readyState !== this.ws.OPEN || this.ws.bufferedAmount === 0;
+  }
+
+  private wakeRoomWaiters(): void {
+    const w = this.roomWaiters;
+    if (w === null) return;
+    this.roomWaiters = null;
+    for (const f of w) f();
+  }
+
+  /** Each send's completion callback: wakes the room waiters once everything sent has been flushed. */
+  private readonly roomCheck = (): void => {
+    if (this.roomWaiters !== null && this.hasRoom()) this.wakeRoomWaiters();
+  };
+
+  /** The session is open: the heartbeat, the byte share, the socket's listeners and the lifetime limit. */
+  open(session: ConnectionSession, timing: boolean): void {
+    const { ws, host, log } = this;
+    this.session = session;
+    this.timing = timing;
+    const idleMs = host.limits.wsIdleTimeoutMs;
+    this.heartbeat = startHeartbeat(ws, idleMs, () =>
+      log.info({ code: 'ws_idle_timeout', idle_ms: idleMs }, 'websocket peer answered no ping; dropping the connection'),
+    );
+    // This connection's share of the server-wide byte budget (modes/server-bytes.ts): past it a frame gets `server_busy`.
+    this.held = host.connectionBytes(session);
+    ws.on('message', this.onMessage);
+    // A lifetime past what a Node timer can hold (2^31-1 ms) means no limit, not an immediate close.
+    const lifetimeMs = host.limits.connectionLifetimeMs;
+    this.lifetimeMs = lifetimeMs;
+    this.lifetime = lifetimeMs > 2 ** 31 - 1 ? undefined : setTimeout(this.endOfLife, lifetimeMs);
+    // The `ws` library's errors are the peer's protocol mistakes (a frame over
+    // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
+    ws.on('error', this.onError);
+    ws.on('close', this.onClose);
+  }
+
+  /** `parseStart`: when the frame's parse began; the create or append it carries is charged with the parse (`parse` / `parse_append` spans). */
+  private deliver(value: unknown, bytes: number, parseStart: number): void {
+    // A large frame parsed after the peer left: nobody to answer, nothing to charge or start.
+    if (this.ws.readyState !== this.ws.OPEN) return;
+    const event = parseClientEvent(value, parseCaps(this.host.limits));
+    const parse = { start: parseStart, end: this.host.now() };
+    const charged = event.type === 'response.create' || event.type === 'response.append';
+    if (charged) this.held.frame(bytes, event.type === 'response.create');
+    this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse);
+    if (charged) this.held.watch();
+  }
+
+  private onFrame(data: WebSocket.RawData, isBinary: boolean): Promise<void> | undefined {
+    const { session } = this;
+    const limits = this.host.limits;
+    if (isBinary) {
+      session.error(new WireError('binary_frame'));
+      return undefined;
+    }
+    const parseStart = this.host.now();
+    // The ws library hands each message over in a buffer of its own: no copy needed (16 MiB copies are slow).
+    const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+    if (buf.length > COOPERATIVE_PARSE_CHARS) {
+      // Either step may throw a WireError (bad JSON, a cap): it becomes an `error` event, never a rejection.
+      return parseEdgeJson(buf, 'frame', limits)
+        .then((value) => this.deliver(value, buf.length, parseStart))
+        .catch((err: unknown) => session.error(toWireError(err)));
+    }
+    try {
+      this.deliver(parseEdgeJsonNow(buf.toString('utf8'), 'frame', limits), buf.length, parseStart);
+    } catch (err) {
+      session.error(toWireError(err));
+    }
+    return undefined;
+  }
+
+  private track(p: Promise<void>): void {
+    this.parsing = p;
+    void p.finally(() => {
+      if (this.parsing === p) this.parsing = null;
+    });
+  }
+
+  private readonly onMessage = (data: WebSocket.RawData, isBinary: boolean): void => {
+    if (this.parsing === null) {
+      const p = this.onFrame(data, isBinary);
+      if (p) this.track(p);
+      return;
+    }
+    const limits = this.host.limits;
+    const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
+    if (this.waitingBytes + bytes > limits.maxQueuedBytes) {
+      this.session.error(new WireError('queue_full', `Frames waiting behind a large frame being parsed would exceed ${limits.maxQueuedBytes} bytes.`));
+      return;
+    }
+    this.waitingBytes += bytes;
+    this.track(
+      this.parsing.then(() => {
+        this.waitingBytes -= bytes;
+        return this.onFrame(data, isBinary);
+      }),
+    );
+  };
+
+  private readonly endOfLife = (): void => {
+    // The client first gets the documented error, then the run in flight
+    // ends `incomplete` with its terminal event, then the close.
+    const limit = new WireError('websocket_connection_limit_reached', limitMessage(this.lifetimeMs));
+    this.session.error(limit);
+    void this.session.finish('connection_limit_reached', limit).then(() => this.ws.close(1000, 'connection limit reached'));
+  };
+
+  private readonly onError = (err: Error & { code?: string }): void => {
+    this.log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error');
+  };
+
+  private readonly onClose = (code: number): void => {
+    this.wakeRoomWaiters();
+    clearTimeout(this.lifetime);
+    clearInterval(this.heartbeat);
+    this.held.close();
+    this.log.info({ code }, 'websocket closed');
+    void this.session.close();
+  };
 }
 
 /**

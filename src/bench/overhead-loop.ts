@@ -40,6 +40,8 @@ export interface LoopSamples {
   frameBytes: number;
   /** Bytes of each pause's `response.done` frame (long-lived), in order. */
   pauseBytes: number[];
+  /** When each sample's `output_item.done` arrived (performance.now()), in order. */
+  doneAt: number[];
 }
 
 /** An event frame's `type`, read from its head (the server writes `type` first); the whole frame parsed otherwise. */
@@ -56,7 +58,9 @@ function prompt(steps: number): string {
 /**
  * One tool loop. `answer(callId, output)` sends the tool output (an append,
  * or a new create chained on the last response id) and returns the frame;
- * `ended` tells when a response has ended with a call to answer.
+ * `awaitsAnswer` tells when a response has ended with a call to answer.
+ * `cancelAfter`: the run never ends by itself (every model call is a tool
+ * call); after `steps` answered calls it is cancelled instead of answered.
  */
 function loop(
   ws: WebSocket,
@@ -65,6 +69,7 @@ function loop(
   first: string,
   answer: (callId: string, output: string, lastResponseId: string) => string,
   awaitsAnswer: (type: string) => boolean,
+  cancelAfter = false,
 ): Promise<LoopSamples> {
   const output = 'x'.repeat(Math.max(0, outputBytes - 1)) + '\n';
   const samples: number[] = [];
@@ -74,6 +79,7 @@ function loop(
   let callId: string | null = null;
   let responseId = '';
   const pauseBytes: number[] = [];
+  const doneAt: number[] = [];
   return new Promise((resolve, reject) => {
     ws.on('message', function onMessage(data: Buffer) {
       const at = performance.now();
@@ -84,6 +90,7 @@ function loop(
       if (type === 'response.output_item.done') {
         if (waiting) {
           samples.push(at - sentAt);
+          doneAt.push(at);
           waiting = false;
         }
         const e = JSON.parse(data.toString()) as Extract<ServerEvent, { type: 'response.output_item.done' }>;
@@ -91,12 +98,15 @@ function loop(
         return;
       }
       if (type === 'response.created') responseId = (JSON.parse(data.toString()) as Extract<ServerEvent, { type: 'response.created' }>).response.id;
-      if (type === 'error' || type === 'response.failed') {
+      if (type === 'error' || type === 'response.failed' || (cancelAfter && type === 'response.incomplete')) {
         ws.off('message', onMessage);
         reject(new Error(`server error: ${data.toString().slice(0, 500)}`));
         return;
       }
-      if (awaitsAnswer(type) && callId !== null) {
+      if (awaitsAnswer(type) && callId !== null && cancelAfter && samples.length === steps) {
+        callId = null;
+        ws.send('{"type":"response.cancel"}');
+      } else if (awaitsAnswer(type) && callId !== null) {
         const frame = answer(callId, output, responseId);
         callId = null;
         frameBytes = Buffer.byteLength(frame);
@@ -106,7 +116,10 @@ function loop(
       } else if (type === 'response.completed' && callId === null) {
         ws.off('message', onMessage);
         if (samples.length !== steps) reject(new Error(`expected ${steps} tool calls, saw ${samples.length}`));
-        else resolve({ samples, frameBytes, pauseBytes });
+        else resolve({ samples, frameBytes, pauseBytes, doneAt });
+      } else if (cancelAfter && type === 'response.cancelled') {
+        ws.off('message', onMessage);
+        resolve({ samples, frameBytes, pauseBytes, doneAt });
       }
     });
     ws.send(first);
@@ -123,6 +136,25 @@ export function longLivedLoop(ws: WebSocket, steps: number, outputBytes: number)
     create,
     (callId, output) => JSON.stringify({ type: 'response.append', input: [{ type: 'function_call_output', call_id: callId, output }] }),
     (type) => type === 'response.done',
+  );
+}
+
+/**
+ * A long-lived run of any number of tool calls: `tool_choice: 'required'`
+ * makes the auto policy call the shell tool at every model call (a prompt's
+ * `$ ` lines stop at 64 calls), each answered with `response.append`; after
+ * `steps` answers the run is cancelled.
+ */
+export function longLivedRun(ws: WebSocket, steps: number, outputBytes: number): Promise<LoopSamples> {
+  const create = JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'run the shell tool until told to stop', tool_choice: 'required', parallel_tool_calls: false, tools: [SHELL_TOOL] });
+  return loop(
+    ws,
+    steps,
+    outputBytes,
+    create,
+    (callId, output) => JSON.stringify({ type: 'response.append', input: [{ type: 'function_call_output', call_id: callId, output }] }),
+    (type) => type === 'response.done',
+    true,
   );
 }
 

@@ -8,6 +8,10 @@
  *           on `previous_response_id` → the same), against the raw `ws` echo
  *           round trip of a frame of the append's size, measured interleaved
  *           in the same run; and the per-step cost late vs early in the loop.
+ *  long     one long-lived run ten times longer (`--long-steps`, forced tool
+ *           calls), on a default server and one with lean pause events: the
+ *           step over its first and last tenth, the wall time per step, the
+ *           server's CPU per step, and its heap before and after.
  *  stream   delta events per server CPU-second over many concurrent unpaced
  *           streams (the server's CPU from `GET /llr/stats`), once the server
  *           is warm: rounds are repeated until two in a row agree, then the
@@ -27,8 +31,8 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { intFlag, parseCommandLine, usageError } from '../command-line.js';
 import { writeWorkloadJson } from '../workload/format.js';
-import { deadline, ServerProcess } from './guard.js';
-import { echoRounds, longLivedLoop, openLongLived, openWs, wsChainLoop, type LoopSamples } from './overhead-loop.js';
+import { cpuMs, deadline, ServerProcess, type ServerStats } from './guard.js';
+import { echoRounds, longLivedLoop, longLivedRun, openLongLived, openWs, wsChainLoop, type LoopSamples } from './overhead-loop.js';
 import { deltaThroughput, startup, type StartupResult, type ThroughputResult } from './overhead-server.js';
 import { MARKER_CALL, NOOP_TOOL, pausedPhase, pausedWorkload, streamWorkload } from './phases.js';
 import { spawnFrameServer, spawnServer } from './processes.js';
@@ -48,10 +52,11 @@ import type { InputItem } from '../protocol/objects.js';
 const COMMAND = {
   name: 'bench:overhead',
   usage: `usage: npm run bench:overhead -- [flags]   (or node --max-semi-space-size=64 dist/bench/overhead.js [flags])
-  --phases loop,stream,paused,startup   which phases to run (default all)
+  --phases loop,long,stream,paused,startup   which phases to run (default all)
   --loops N (30)  --steps N (22, 4–60)  --output-bytes N (1024)
   --streams N (100)  --stream-tokens N (2000)
   --paused-runs N (10000)  --paused-warmup N (1000)
+  --long-steps N (1000)  --long-output-bytes N (10240)   the long phase's run
   --json       print the results as one JSON object instead of the table
   -h, --help   print this and exit
 docs/benchmarks.md ("Server overhead") says what each row measures.`,
@@ -59,7 +64,7 @@ docs/benchmarks.md ("Server overhead") says what each row measures.`,
 
 const { values } = parseCommandLine(COMMAND, {
   options: {
-    phases: { type: 'string', default: 'loop,stream,paused,startup' },
+    phases: { type: 'string', default: 'loop,long,stream,paused,startup' },
     loops: { type: 'string' },
     steps: { type: 'string' },
     'output-bytes': { type: 'string' },
@@ -67,13 +72,15 @@ const { values } = parseCommandLine(COMMAND, {
     'stream-tokens': { type: 'string' },
     'paused-runs': { type: 'string' },
     'paused-warmup': { type: 'string' },
+    'long-steps': { type: 'string' },
+    'long-output-bytes': { type: 'string' },
     json: { type: 'boolean' },
   },
 });
 const int = (name: keyof typeof values, fallback: number, min: number, max = Infinity) => intFlag(COMMAND, name, values[name] as string | undefined, fallback, min, max);
 
 const phases = new Set(String(values.phases).split(','));
-for (const p of phases) if (!['loop', 'stream', 'paused', 'startup'].includes(p)) usageError(COMMAND, `unknown phase '${p}' (loop, stream, paused, startup)`);
+for (const p of phases) if (!['loop', 'long', 'stream', 'paused', 'startup'].includes(p)) usageError(COMMAND, `unknown phase '${p}' (loop, long, stream, paused, startup)`);
 const cfg = {
   loops: int('loops', 30, 1),
   // The auto policy answers at most 64 calls per user message (model/auto-policy.ts).
@@ -83,6 +90,9 @@ const cfg = {
   streamTokens: int('stream-tokens', 2000, 10),
   pausedRuns: int('paused-runs', 10_000, 1),
   pausedWarmup: int('paused-warmup', 1000, 0),
+  // At least 20: the first and the last tenth each hold two steps or more.
+  longSteps: int('long-steps', 1000, 20),
+  longOutputBytes: int('long-output-bytes', 10_240, 1),
 };
 
 /**
@@ -364,7 +374,7 @@ interface Row {
   holds: boolean | null;
 }
 
-function rows(r: { loop?: LoopResult; stream?: StreamResult; paused?: PausedPhase; startup?: StartupResult; startup_eager?: StartupResult }): Row[] {
+function rows(r: { loop?: LoopResult; long?: LongResult; long_lean?: LongResult; stream?: StreamResult; paused?: PausedPhase; startup?: StartupResult; startup_eager?: StartupResult }): Row[] {
   const out: Row[] = [];
   const ms = (x: number) => `${x.toFixed(3)} ms`;
   if (r.loop) {
@@ -415,6 +425,31 @@ function rows(r: { loop?: LoopResult; stream?: StreamResult; paused?: PausedPhas
     out.push({ what: `long-lived per step, steps ${l} / ${e} (p50)`, measured: `${ms(ll.late_p50)} / ${ms(ll.early_p50)} = ${x(ll.late_p50, ll.early_p50).toFixed(2)}`, target: '≤ 1.1', holds: ll.late_p50 / ll.early_p50 <= 1.1 });
     out.push({ what: `ws per step, steps ${l} / ${e} (p50)`, measured: `${ms(ws.late_p50)} / ${ms(ws.early_p50)} = ${x(ws.late_p50, ws.early_p50).toFixed(2)}`, target: '≤ 1.1', holds: ws.late_p50 / ws.early_p50 <= 1.1 });
   }
+  for (const [l, how] of [
+    [r.long, ''],
+    [r.long_lean, ', --on lean_pause_event'],
+  ] as const) {
+    if (!l) continue;
+    const kb = (b: number) => (b < 10_240 ? `${b} B` : `${(b / 1024).toFixed(0)} KB`);
+    out.push({
+      what: `long run${how}: ${l.steps} long-lived steps of ${kb(l.output_bytes)} outputs, last / first tenth (p50)`,
+      measured: `${ms(l.last_p50)} / ${ms(l.first_p50)} = ${(l.last_p50 / l.first_p50).toFixed(2)}`,
+      target: '(reported)',
+      holds: null,
+    });
+    out.push({
+      what: `long run${how}: wall time per step, first → last tenth; server CPU per step`,
+      measured: `${ms(l.first_wall_ms_per_step)} → ${ms(l.last_wall_ms_per_step)} (last pause's response.done ${kb(l.last_pause_bytes)}); CPU ${ms(l.server_cpu_ms_per_step)}`,
+      target: '(reported)',
+      holds: null,
+    });
+    out.push({
+      what: `long run${how}: server heap after GC, before → after the run`,
+      measured: `${(l.heap_before / 2 ** 20).toFixed(1)} MB → ${(l.heap_after / 2 ** 20).toFixed(1)} MB`,
+      target: '(reported)',
+      holds: null,
+    });
+  }
   if (r.stream) {
     const s = r.stream.figure;
     const rate = (x: ThroughputResult) => Math.round(x.deltas_per_cpu_second / 1000).toLocaleString('en') + 'k';
@@ -452,11 +487,62 @@ function rows(r: { loop?: LoopResult; stream?: StreamResult; paused?: PausedPhas
   return out;
 }
 
+/**
+ * The long phase: one long-lived run ten times longer than anything else
+ * here, does its step stay flat? The same step as the loop phase's (append →
+ * the next call's `output_item.done`) over its first and its last tenth,
+ * the wall time per step over each (it includes the client's side and the
+ * pause's `response.done`, whose full snapshot grows with the output), the
+ * server's CPU per step over the whole run, and its heap after a forced GC
+ * before the run and after it ended (what the run left behind).
+ */
+interface LongResult {
+  steps: number;
+  output_bytes: number;
+  first_p50: number;
+  last_p50: number;
+  first_wall_ms_per_step: number;
+  last_wall_ms_per_step: number;
+  server_cpu_ms_per_step: number;
+  heap_before: number;
+  heap_after: number;
+  last_pause_bytes: number;
+}
+
+async function longPhase(args: string[]): Promise<LongResult> {
+  const server = new ServerProcess(await spawnServer(['--instant', ...args], { nodeArgs: ['--expose-gc'] }), `llr serve --instant ${args.join(' ')}`.trim());
+  try {
+    const ws = await server.race(openLongLived(server.url));
+    // Warm-up: a shorter run of the same kind.
+    await deadline(server.race(longLivedRun(ws, Math.min(100, cfg.longSteps), cfg.longOutputBytes)), 120_000, 'the long phase\'s warm-up run');
+    const before = await server.getJson<ServerStats>('/llr/stats?gc=1');
+    const run = await deadline(server.race(longLivedRun(ws, cfg.longSteps, cfg.longOutputBytes)), 900_000, 'the long run');
+    const after = await server.getJson<ServerStats>('/llr/stats?gc=1');
+    ws.close();
+    const tenth = Math.max(2, Math.floor(cfg.longSteps / 10));
+    const wall = (from: number, to: number) => (run.doneAt[to - 1]! - run.doneAt[from]!) / (to - 1 - from);
+    return {
+      steps: run.samples.length,
+      output_bytes: cfg.longOutputBytes,
+      first_p50: percentile(run.samples.slice(0, tenth), 50),
+      last_p50: percentile(run.samples.slice(-tenth), 50),
+      first_wall_ms_per_step: wall(0, tenth),
+      last_wall_ms_per_step: wall(run.samples.length - tenth, run.samples.length),
+      server_cpu_ms_per_step: cpuMs(before, after) / run.samples.length,
+      heap_before: before.memory.heapUsed,
+      heap_after: after.memory.heapUsed,
+      last_pause_bytes: run.pauseBytes.at(-1) ?? NaN,
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const machine = { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version, platform: `${os.platform()} ${os.release()}`, loadavg: os.loadavg().map((x) => round(x, 2)) };
   const dir = mkdtempSync(join(os.tmpdir(), 'llr-overhead-'));
   const echo = await spawnFrameServer();
-  const result: { machine: typeof machine; config: typeof cfg; loop?: LoopResult; stream?: StreamResult; paused?: PausedPhase; startup?: StartupResult; startup_eager?: StartupResult } = {
+  const result: { machine: typeof machine; config: typeof cfg; loop?: LoopResult; long?: LongResult; long_lean?: LongResult; stream?: StreamResult; paused?: PausedPhase; startup?: StartupResult; startup_eager?: StartupResult } = {
     machine,
     config: cfg,
   };
@@ -467,6 +553,10 @@ async function main(): Promise<void> {
       result.startup_eager = await startup(['--eager-tokenizer']);
     }
     if (phases.has('loop')) result.loop = await loopPhase(echo.url);
+    if (phases.has('long')) {
+      result.long = await longPhase([]);
+      result.long_lean = await longPhase(['--on', 'lean_pause_event']);
+    }
     if (phases.has('stream')) result.stream = await streamPhase(dir);
     if (phases.has('paused')) result.paused = await pausedRuns(dir);
   } finally {

@@ -404,6 +404,7 @@ export class ResponseRun {
       promptKeys: ctx.tokens.keys,
       conversationChars: ctx.textChars,
       digest: ctx.digest,
+      turns: ctx.turns,
       maxOutputTokens: params.max_output_tokens,
       ...(params.text && { textFormat: params.text.format }),
       cachePartition: this.plan.owner,

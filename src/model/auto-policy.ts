@@ -26,7 +26,7 @@
  * need no shared state.
  */
 import type { FunctionCall, FunctionTool, InputMessage, TextFormat, ToolChoice } from '../protocol/objects.js';
-import { callsAfter, contentText, latestUserIndex, outputText } from './conversation.js';
+import { contentText, outputText, TurnScan, type TurnCall } from './conversation.js';
 import type { ModelPolicy, PlannedItem, PlannedOutput } from './policies.js';
 import { intBetween, type Rng, words } from './rng.js';
 import { argsFromSchema } from './schema-args.js';
@@ -41,7 +41,12 @@ const MAX_CALLS_PER_TURN = 64;
 /** Summary lines quote at most this many characters of a tool's output. */
 const SUMMARY_CHARS = 80;
 
-type Call = ReturnType<typeof callsAfter>[number];
+type Call = TurnCall;
+
+/** The request's turn: its context's kept scan brought up to date, or a scan of its items. */
+function turnOf(req: ModelRequest): TurnScan {
+  return (req.turns ?? new TurnScan()).update(req.items);
+}
 
 export function autoPolicy(): ModelPolicy {
   return { name: 'auto', plan };
@@ -71,10 +76,11 @@ function readChoice(choice: ToolChoice): Choice {
 }
 
 function plan(req: ModelRequest, rng: Rng): PlannedOutput {
-  const out = decide(req, rng);
+  const turn = turnOf(req);
+  const out = decide(req, rng, turn);
   const format = req.textFormat;
   if (format === undefined || format.type === 'text') return out;
-  const u = latestUserIndex(req.items);
+  const u = turn.user;
   const userText = u < 0 ? '' : contentText((req.items[u] as InputMessage).content);
   return { ...out, items: out.items.map((item) => (item.type === 'message' ? { type: 'message', text: asJson(format, item.text, userText, rng) } : item)) };
 }
@@ -98,14 +104,14 @@ function asJson(format: Exclude<TextFormat, { type: 'text' }>, text: string, use
   return JSON.stringify(value);
 }
 
-function decide(req: ModelRequest, rng: Rng): PlannedOutput {
+function decide(req: ModelRequest, rng: Rng, turn: TurnScan): PlannedOutput {
   const choice = readChoice(req.tool_choice);
   const tools = req.tools.filter((t) => t.type === 'function' && (choice.allowed?.has(t.name) ?? true));
   const forced = choice.mode === 'required' && tools.length > 0;
-  const u = latestUserIndex(req.items);
+  const u = turn.user;
   if (u < 0 && !forced) return say('Hello! Ready when you are.');
   const userText = u < 0 ? '' : contentText((req.items[u] as InputMessage).content);
-  const after = callsAfter(req.items, u);
+  const after = turn.calls;
   const batchOf = <T>(xs: T[]) => (req.parallel_tool_calls ? xs : xs.slice(0, 1));
 
   if (choice.mode !== 'none' && (forced || after.length < MAX_CALLS_PER_TURN)) {
@@ -113,8 +119,8 @@ function decide(req: ModelRequest, rng: Rng): PlannedOutput {
     const shell = SHELL_TOOLS.map((n) => tools.find((t) => t.name === n)).find((t) => t !== undefined);
     const lines = u < 0 ? dollarLines(userText) : userLines(req.items[u] as InputMessage, userText);
     if (shell && lines.length > 0 && (choice.name === undefined || choice.name === shell.name)) {
-      const done = after.filter((c) => c.call.name === shell.name);
-      const pending = withoutCalled(lines, done.map((c) => callCommand(c.call)));
+      const done = turn.byName.get(shell.name) ?? [];
+      const pending = withoutCalled(lines, commandCounts(turn, shell.name));
       if (pending.length > 0) return { items: batchOf(pending).map((line) => shellCall(shell.name, line)) };
       if (forced) return { items: [shellCall(shell.name, lines[0]!)] };
       return say(summary('Ran', 'command', done, (c) => callCommand(c.call)));
@@ -123,7 +129,7 @@ function decide(req: ModelRequest, rng: Rng): PlannedOutput {
     // (b) function tools the message asks for, or the forced one
     const targets = targetTools(tools, choice, userText);
     if (targets.length > 0) {
-      const calledNames = new Set(after.map((c) => c.call.name));
+      const calledNames = turn.names;
       const pending = targets.filter((t) => !calledNames.has(t.name));
       const call = (t: FunctionTool) => functionCall(t.name, fillFromMessage(argsFromSchema(t.parameters, rng), t.parameters, userText));
       if (pending.length > 0) return { items: batchOf(pending).map(call) };
@@ -214,15 +220,34 @@ function commandOf(args: string): string {
   return '';
 }
 
-/** `lines` minus those already run, as multisets: a line written twice runs twice. */
-function withoutCalled(lines: readonly string[], called: readonly string[]): string[] {
-  const left = [...called];
+/** `lines` minus those already run (`called`: how many times each command ran), as multisets: a line written twice runs twice. */
+function withoutCalled(lines: readonly string[], called: ReadonlyMap<string, number>): string[] {
+  const used = new Map<string, number>();
   return lines.filter((line) => {
-    const i = left.indexOf(line);
-    if (i < 0) return true;
-    left.splice(i, 1);
+    const n = used.get(line) ?? 0;
+    if (n >= (called.get(line) ?? 0)) return true;
+    used.set(line, n + 1);
     return false;
   });
+}
+
+/**
+ * How many times each command ran in the turn's calls of shell tool `tool`,
+ * counted as calls are added: per list of `TurnScan.byName` (a turn's list
+ * for one name only grows; a new turn has a new list).
+ */
+const commandCountsOf = new WeakMap<readonly Call[], { n: number; counts: Map<string, number> }>();
+
+function commandCounts(turn: TurnScan, tool: string): ReadonlyMap<string, number> {
+  const done = turn.byName.get(tool);
+  if (done === undefined) return new Map();
+  let memo = commandCountsOf.get(done);
+  if (memo === undefined) commandCountsOf.set(done, (memo = { n: 0, counts: new Map() }));
+  for (; memo.n < done.length; memo.n++) {
+    const cmd = callCommand(done[memo.n]!.call);
+    memo.counts.set(cmd, (memo.counts.get(cmd) ?? 0) + 1);
+  }
+  return memo.counts;
 }
 
 /**

@@ -54,30 +54,87 @@ export function outputText(output: FunctionCallOutput['output']): string {
   return texts.join('\n');
 }
 
-/** Index of the latest user message, or -1 when there is none (e.g. a client's warm-up call). */
-export function latestUserIndex(items: readonly InputItem[]): number {
-  for (let i = items.length - 1; i >= 0; i--) {
-    const item = items[i]!;
-    if (isMessage(item) && item.role === 'user') return i;
-  }
-  return -1;
+
+/** A call after the latest user message and its output (the last one with its call_id), if any yet. */
+export interface TurnCall {
+  call: FunctionCall;
+  output: FunctionCallOutput | undefined;
 }
 
-/** Calls and their outputs after index `from`, in order, outputs matched by call_id. */
-export function callsAfter(
-  items: readonly InputItem[],
-  from: number,
-): Array<{ call: FunctionCall; output: FunctionCallOutput | undefined }> {
-  const calls: Array<{ call: FunctionCall; output: FunctionCallOutput | undefined }> = [];
-  const outputs = new Map<string, FunctionCallOutput>();
-  for (let i = from + 1; i < items.length; i++) {
-    const item = items[i]!;
-    if (isFunctionCall(item)) calls.push({ call: item, output: undefined });
-    else if (isFunctionCallOutput(item)) outputs.set(item.call_id, item);
+/**
+ * The latest user message and the calls after it, with their outputs, of a
+ * growing conversation (what scanning it from the start gives), kept between
+ * model calls and extended by the items added since (a long-lived run's
+ * context, a ws chain's), with the calls' names and the calls per name.
+ * Scanning every call of the turn again at each model call made a long
+ * forced tool loop's policy quadratic: each plan took longer than the one
+ * before (bench:overhead's long phase shows the step). The items scanned are
+ * compared by reference with the new conversation's first ones (a
+ * context's items never change once added); any difference starts over.
+ * What it holds is exactly what scanning the items from the start gives
+ * (test/unit/turn-scan.test.ts); read it, never change it.
+ */
+export class TurnScan {
+  private seen: InputItem[] = [];
+  /** Index of the latest user message, -1 when there is none. */
+  user = -1;
+  /** The calls after it, in order, each with its output so far. */
+  calls: TurnCall[] = [];
+  /** The names of `calls`, and `calls` by name (in order). */
+  readonly names = new Set<string>();
+  readonly byName = new Map<string, TurnCall[]>();
+  private byId = new Map<string, TurnCall[]>();
+  private outputs = new Map<string, FunctionCallOutput>();
+
+  /** Bring the scan up to `items` (the conversation, grown or not). */
+  update(items: readonly InputItem[]): this {
+    if (!this.isPrefixOf(items)) {
+      this.seen = [];
+      this.startTurn(-1);
+    }
+    for (let i = this.seen.length; i < items.length; i++) this.add(items[i]!, i);
+    return this;
   }
-  for (const c of calls) c.output = outputs.get(c.call.call_id);
-  return calls;
+
+  private add(item: InputItem, i: number): void {
+    this.seen.push(item);
+    if (isMessage(item)) {
+      if (item.role === 'user') this.startTurn(i);
+    } else if (isFunctionCall(item)) {
+      const c: TurnCall = { call: item, output: this.outputs.get(item.call_id) };
+      this.calls.push(c);
+      push(this.byId, item.call_id, c);
+      push(this.byName, item.name, c);
+      this.names.add(item.name);
+    } else if (isFunctionCallOutput(item)) {
+      this.outputs.set(item.call_id, item);
+      for (const c of this.byId.get(item.call_id) ?? []) c.output = item;
+    }
+  }
+
+  private startTurn(user: number): void {
+    this.user = user;
+    this.calls = [];
+    this.names.clear();
+    this.byName.clear();
+    this.byId = new Map();
+    this.outputs = new Map();
+  }
+
+  private isPrefixOf(items: readonly InputItem[]): boolean {
+    const seen = this.seen;
+    if (seen.length > items.length) return false;
+    for (let i = 0; i < seen.length; i++) if (seen[i] !== items[i]) return false;
+    return true;
+  }
 }
+
+function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
+  const list = m.get(k);
+  if (list) list.push(v);
+  else m.set(k, [v]);
+}
+
 
 /**
  * A hash of what a reader of the conversation sees: roles, message text,

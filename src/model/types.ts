@@ -10,7 +10,7 @@
  */
 import type { FunctionTool, InputItem, TextFormat, ToolChoice } from '../protocol/objects.js';
 import type { PromptKeys } from './prefix-cache.js';
-import type { ConversationDigest } from './conversation.js';
+import type { ConversationDigest, TurnScan } from './conversation.js';
 
 export interface ModelSettings {
   /** Decode speed; `Infinity` streams as fast as the loop can. */
@@ -45,6 +45,8 @@ export interface ModelRequest {
    * model hashes only the new items. Absent: it hashes the whole conversation.
    */
   digest?: ConversationDigest;
+  /** The conversation's turn scan kept between calls (model/conversation.ts): a policy reads only the new items. Absent: it scans them all. */
+  turns?: TurnScan;
   maxOutputTokens: number | null;
   /** The format the text answer must follow (`text.format`); absent means plain text. */
   textFormat?: TextFormat;

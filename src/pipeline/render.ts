@@ -21,7 +21,7 @@ import { afterTokenizer, encodeSlice, encodeStep, encodeText, IM_END, IM_START, 
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import { isFunctionTool, isKnownItem, type FunctionTool, type InputItem, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
-import { ConversationDigest, itemTextChars } from '../model/conversation.js';
+import { ConversationDigest, itemTextChars, TurnScan } from '../model/conversation.js';
 import { TokenBuffer } from './tokens.js';
 
 /** What a non-text part (image, file) costs in the prompt. */
@@ -43,6 +43,8 @@ export interface RenderedContext {
   textChars: number;
   /** The simulated model's digest of `items`, extended as they grow so no model call hashes them again (model/conversation.ts). */
   digest: ConversationDigest;
+  /** The latest user message and the calls since, extended as items are added (model/conversation.ts `TurnScan`). */
+  turns: TurnScan;
 }
 
 /**
@@ -203,6 +205,7 @@ function* renderFullWork(instructions: string | null, tools: Tool[], items: read
     answeredCallIds: new Set(),
     textChars: 0,
     digest: new ConversationDigest(),
+    turns: new TurnScan(),
   };
   const itemTokens = yield* tokenizeItemsWork(items, metrics);
   yield* tokens.reserveWork(chunkTotal(itemTokens));

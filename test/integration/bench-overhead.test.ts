@@ -108,4 +108,33 @@ describe('bench:overhead', () => {
     expect(out.targets.some((t) => t.what.startsWith('the same append stages in a hot loop') && /the server's step: \d+ = [\d.]+×/.test(t.measured))).toBe(true);
     expect(out.targets.some((t) => t.what.startsWith("server's timed stages per ws continuation") && /= \d+; emit \d+ per response/.test(t.measured))).toBe(true);
   }, 150_000);
+
+  it('the long phase: one long-lived run per server (full and lean pause events), cancelled after its steps, its tenths compared', async () => {
+    const args = ['--phases', 'long', '--long-steps', '30', '--long-output-bytes', '200', '--json'];
+    const { stdout } = await run(process.execPath, [join(ROOT, 'dist', 'bench', 'overhead.js'), ...args], { timeout: 120_000, maxBuffer: 8 * 2 ** 20 });
+    interface Long {
+      steps: number;
+      output_bytes: number;
+      first_p50: number;
+      last_p50: number;
+      first_wall_ms_per_step: number;
+      last_wall_ms_per_step: number;
+      server_cpu_ms_per_step: number;
+      heap_before: number;
+      heap_after: number;
+      last_pause_bytes: number;
+    }
+    const out = JSON.parse(stdout) as { long: Long; long_lean: Long; targets: Array<{ what: string }> };
+    for (const l of [out.long, out.long_lean]) {
+      // Every step answered, then the run cancelled: no more, no fewer.
+      expect(l.steps).toBe(30);
+      expect(l.output_bytes).toBe(200);
+      for (const v of [l.first_p50, l.last_p50, l.first_wall_ms_per_step, l.last_wall_ms_per_step, l.server_cpu_ms_per_step, l.heap_before, l.heap_after]) expect(v).toBeGreaterThan(0);
+    }
+    // The full pause snapshot carries every call so far; the lean one only what the pause waits for.
+    expect(out.long.last_pause_bytes).toBeGreaterThan(30 * 100);
+    expect(out.long_lean.last_pause_bytes).toBeLessThan(1000);
+    expect(out.targets.filter((t) => t.what.startsWith('long run'))).toHaveLength(6);
+  }, 150_000);
 });
+

@@ -66,9 +66,13 @@ function echoTool(t: Tool): Tool {
   };
 }
 
-/** A snapshot safe to hand to a sink that may keep it. */
+/**
+ * A snapshot safe to hand to a sink that may keep it. A finished item never
+ * changes again (engine/segment.ts), so the snapshot shares it — and its
+ * JSON is built once (protocol/event-json.ts); one still streaming is copied.
+ */
 export function snapshot(r: Response): Response {
-  return { ...r, output: r.output.map((i) => ({ ...i })) as Response['output'] };
+  return { ...r, output: r.output.map((i) => ('status' in i && i.status === 'completed' ? i : { ...i })) as Response['output'] };
 }
 
 /**

@@ -19,6 +19,11 @@
  *   field found by a sentinel string carrying a per-process random nonce,
  *   which no client string can collide with).
  *
+ * - A long output, once per pause of a long-lived run: its full snapshot
+ *   carries every item so far. Each finished item's JSON is kept (a finished
+ *   item never changes, and every snapshot shares it) and the output array
+ *   is joined from them.
+ *
  * Consecutive deltas of one item can also travel as one `DeltaBatch` (each
  * still its own numbered event) so a transport frames them into one write.
  *
@@ -171,6 +176,40 @@ interface Echoes {
 }
 /** Per Response, keyed by its tools array (every snapshot of one Response shares it, engine/response.ts). */
 const echoes = new WeakMap<object, Echoes>();
+const NO_ECHOES: Array<Buffer | null> = FIELDS.map(() => null);
+
+/**
+ * A Response's output of at least this many items is serialised item by
+ * item, each finished item's JSON kept: a long-lived run's pause sends its
+ * full snapshot at every step, so stringifying every call so far again made
+ * each step's event longer to build than the one before.
+ */
+const OUTPUT_MEMO_MIN_ITEMS = 32;
+const OUTPUT_SENTINEL = `llr-echo-output-${NONCE}`;
+const OUTPUT_QUOTED = JSON.stringify(OUTPUT_SENTINEL);
+/**
+ * A finished output item's JSON, kept while the item lives. An item never
+ * changes once `completed` (engine/segment.ts), and every later snapshot of
+ * its Response shares the object (engine/response.ts `snapshot`).
+ */
+const itemJsons = new WeakMap<object, string>();
+
+/** `JSON.stringify(items)`, from each finished item's kept JSON. */
+function outputJson(items: readonly unknown[]): string {
+  const parts = new Array<string>(items.length);
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (typeof item === 'object' && item !== null && (item as { status?: unknown }).status === 'completed') {
+      let json = itemJsons.get(item);
+      if (json === undefined) itemJsons.set(item, (json = JSON.stringify(item)));
+      parts[i] = json;
+    } else {
+      // An array writes what JSON cannot hold (undefined) as null.
+      parts[i] = (JSON.stringify(item) as string | undefined) ?? 'null';
+    }
+  }
+  return `[${parts.join(',')}]`;
+}
 
 function echoBytes(v: unknown): Buffer | null {
   // A short string needs no JSON.stringify to know it is small; a tools array does.
@@ -188,22 +227,34 @@ export function eventPieces(e: object): EventPieces {
   if (e instanceof TextDelta || e instanceof ArgsDelta) return [e.toWire()];
   if (!('response' in e)) return [JSON.stringify(e)];
   const r = e.response;
-  if (typeof r !== 'object' || r === null || !('tools' in r) || !Array.isArray(r.tools)) return [JSON.stringify(e)];
-  const instructions: unknown = Reflect.get(r, 'instructions');
-  let memo = echoes.get(r.tools);
-  // Checked, not assumed: a tools array shared by two Responses with different instructions gets fresh bytes.
-  if (memo === undefined || memo.instructions !== instructions) {
-    memo = { instructions, bytes: [echoBytes(instructions), echoBytes(r.tools)] };
-    echoes.set(r.tools, memo);
+  if (typeof r !== 'object' || r === null) return [JSON.stringify(e)];
+  const output: unknown = Reflect.get(r, 'output');
+  const longOutput = Array.isArray(output) && output.length >= OUTPUT_MEMO_MIN_ITEMS;
+  let bytes = NO_ECHOES;
+  const tools: unknown = Reflect.get(r, 'tools');
+  if (Array.isArray(tools)) {
+    const instructions: unknown = Reflect.get(r, 'instructions');
+    let memo = echoes.get(tools);
+    // Checked, not assumed: a tools array shared by two Responses with different instructions gets fresh bytes.
+    if (memo === undefined || memo.instructions !== instructions) {
+      memo = { instructions, bytes: [echoBytes(instructions), echoBytes(tools)] };
+      echoes.set(tools, memo);
+    }
+    bytes = memo.bytes;
   }
-  const { bytes } = memo;
-  if (bytes.every((b) => b === null)) return [JSON.stringify(e)];
+  if (!longOutput && bytes.every((b) => b === null)) return [JSON.stringify(e)];
   // Spreading keeps every key where it was: each sentinel stands exactly where its field goes.
   const swapped: Record<string, unknown> = { ...r };
   FIELDS.forEach((f, i) => {
     if (bytes[i] !== null) swapped[f] = SENTINELS[i];
   });
-  const text = JSON.stringify({ ...e, response: swapped });
+  if (longOutput) swapped['output'] = OUTPUT_SENTINEL;
+  let text = JSON.stringify({ ...e, response: swapped });
+  if (longOutput) {
+    const at = text.indexOf(OUTPUT_QUOTED);
+    text = text.slice(0, at) + outputJson(output) + text.slice(at + OUTPUT_QUOTED.length);
+  }
+  if (bytes.every((b) => b === null)) return [text];
   // Spliced in the order the fields occur in the text.
   const at = FIELDS.map((_, i) => (bytes[i] !== null ? text.indexOf(QUOTED[i]!) : -1));
   const order = FIELDS.map((_, i) => i)

@@ -147,3 +147,41 @@ describe('the tools echo of lifecycle events', () => {
     expect(eventPieces(d)).toEqual([JSON.stringify(d)]);
   });
 });
+
+describe('a long output in lifecycle events', () => {
+  const rng = mulberry32(5);
+  const text = (n: number) => Array.from({ length: n }, () => ['a', '"', '\\', '\n', 'é', '😀', '\u2028', '\ud800', ' '][Math.floor(rng() * 9)]).join('');
+  const call = (i: number, status: string) => ({ type: 'function_call', id: `fc_${i}`, call_id: `call_${i}`, name: 'shell', arguments: JSON.stringify({ command: ['bash', '-lc', text(20)] }), status });
+  const message = (i: number, status: string) => ({ id: `msg_${i}`, type: 'message', role: 'assistant', status, content: [{ type: 'output_text', text: text(40), annotations: [], logprobs: [] }] });
+
+  it('is JSON.stringify of the event, with or without large echoes, finished items serialised once and shared', () => {
+    const tools = [{ type: 'function', name: 'shell', description: 'd'.repeat(70_000), parameters: { type: 'object' } }];
+    const output: Array<Record<string, unknown>> = [];
+    for (let step = 0; step < 120; step++) {
+      output.push(rng() < 0.7 ? call(step, 'completed') : message(step, 'completed'));
+      // The item still streaming (copied by a snapshot, serialised afresh each time).
+      const open = rng() < 0.5 ? [message(1000 + step, 'in_progress')] : [];
+      for (const echo of [{ instructions: null, tools: [] }, { instructions: 'i'.repeat(70_000), tools }, { instructions: 'short', tools }]) {
+        const e = { type: 'response.done', sequence_number: step, response: { id: 'resp_1', object: 'response', ...echo, output: [...output, ...open], usage: null, status: 'in_progress' } };
+        const bytes = Buffer.concat(eventPieces(e).map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+        expect(bytes.equals(Buffer.from(JSON.stringify(e)))).toBe(true);
+        expect(eventJson(e)).toBe(JSON.stringify(e));
+      }
+    }
+  });
+
+  it('a finished item changed in place is not assumed unchanged unless it is completed', () => {
+    const items = Array.from({ length: 40 }, (_, i) => message(i, 'in_progress'));
+    const e = () => ({ type: 'response.in_progress', response: { id: 'resp_2', output: items } });
+    expect(eventJson(e())).toBe(JSON.stringify(e()));
+    (items[3]!['content'] as Array<{ text: string }>)[0]!.text += 'more';
+    items[5]!['status'] = 'incomplete';
+    expect(eventJson(e())).toBe(JSON.stringify(e()));
+  });
+
+  it('short outputs and responses without tools keep the one-string path', () => {
+    const e = { type: 'response.done', response: { id: 'resp_3', output: [call(1, 'completed')] } };
+    expect(eventPieces(e)).toEqual([JSON.stringify(e)]);
+  });
+});
+

@@ -1,5 +1,6 @@
 /**
- * The pause registry: one waiter per `wait()` of a paused run, counting the
+ * The pause registry: one waiter per `wait()` of a paused run — the deferred
+ * promise (p-defer) the run's sampling loop awaits, and a count of the
  * `call_id`s it still waits for. It owns every waiter it creates and always
  * settles them: resolved once an append has answered each of its calls,
  * rejected by cancel, timeout, disconnect or shutdown. After `close()`
@@ -12,9 +13,10 @@
  * it and counts the waiter down; the last one resolves it), so `close()`
  * settles every waiter it ever made by going through the index.
  *
- * One promise per wait, not a deferred per call joined by `Promise.all`: a
- * paused run holds its registry for as long as it waits (~1 KB less each).
+ * One deferred per wait, not one per call joined by `Promise.all`: a paused
+ * run holds its registry for as long as it waits.
  */
+import pDefer, { type DeferredPromise } from 'p-defer';
 import { WireError } from '../protocol/errors.js';
 
 /**
@@ -36,11 +38,10 @@ export class RunClosedError extends Error {
   }
 }
 
-/** One `wait()`: how many of its calls are unanswered, and how to settle its promise. */
+/** One `wait()`: the deferred promise its run awaits (p-defer), and how many of its calls are unanswered. */
 interface Waiter {
   left: number;
-  resolve: () => void;
-  reject: (err: Error) => void;
+  deferred: DeferredPromise<void>;
 }
 
 export class PauseRegistry {
@@ -62,10 +63,9 @@ export class PauseRegistry {
       seen.add(id);
     }
     if (callIds.length === 0) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const w: Waiter = { left: callIds.length, resolve, reject };
-      for (const id of callIds) this.waiters.set(id, w);
-    });
+    const w: Waiter = { left: callIds.length, deferred: pDefer<void>() };
+    for (const id of callIds) this.waiters.set(id, w);
+    return w.deferred.promise;
   }
 
   has(callId: string): boolean {
@@ -84,7 +84,7 @@ export class PauseRegistry {
     const w = this.waiters.get(callId);
     if (!w) return;
     this.waiters.delete(callId);
-    if (--w.left === 0) w.resolve();
+    if (--w.left === 0) w.deferred.resolve();
   }
 
   /** Reject everything pending and refuse new registrations. Idempotent. */
@@ -94,7 +94,7 @@ export class PauseRegistry {
     if (this.waiters.size === 0) return;
     const err = new RunClosedError(reason);
     // A waiter of several calls is rejected once per call still pending: a settled promise ignores the rest.
-    for (const w of this.waiters.values()) w.reject(err);
+    for (const w of this.waiters.values()) w.deferred.reject(err);
     this.waiters.clear();
   }
 }

@@ -61,6 +61,31 @@ describe('validation', () => {
     expect(m.counters.items_validated).toBe(2);
   });
 
+  it("checks outputs against the known calls without walking them (an append's cost must not grow with the run)", () => {
+    const m = new RunMetrics();
+    // A long-lived run's context knows every call id so far; an append only asks it about the ids it answers.
+    class AskOnly extends Set<string> {
+      override [Symbol.iterator](): SetIterator<string> {
+        throw new Error('walked the known call ids');
+      }
+      override forEach(): void {
+        throw new Error('walked the known call ids');
+      }
+    }
+    const known = new AskOnly(Array.from({ length: 1000 }, (_, i) => `c${i}`));
+    const added = validateItems(
+      [
+        { type: 'function_call_output', call_id: 'c7', output: 'x' },
+        { type: 'function_call', call_id: 'n1', name: 'f', arguments: '{}' } as InputItem,
+        { type: 'function_call_output', call_id: 'n1', output: 'y' },
+      ],
+      { callIds: known },
+      m,
+    );
+    expect([...added]).toEqual(['n1']);
+    expect(() => validateItems([{ type: 'function_call_output', call_id: 'c1000', output: 'x' }], { callIds: known }, m)).toThrow(/c1000/);
+  });
+
   it('refuses bad tool definitions', () => {
     const m = new RunMetrics();
     expect(() => validateTools([{ type: 'function', name: 'has space' }], m)).toThrow(WireError);

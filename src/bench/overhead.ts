@@ -494,7 +494,8 @@ function rows(r: { loop?: LoopResult; long?: LongResult; long_lean?: LongResult;
  * the wall time per step over each (it includes the client's side and the
  * pause's `response.done`, whose full snapshot grows with the output), the
  * server's CPU per step over the whole run, and its heap after a forced GC
- * before the run and after it ended (what the run left behind).
+ * before the run and once its connection closed (what the run left behind:
+ * the bounded caches it filled, the prefix cache first of all).
  */
 interface LongResult {
   steps: number;
@@ -517,8 +518,12 @@ async function longPhase(args: string[]): Promise<LongResult> {
     await deadline(server.race(longLivedRun(ws, Math.min(100, cfg.longSteps), cfg.longOutputBytes)), 120_000, 'the long phase\'s warm-up run');
     const before = await server.getJson<ServerStats>('/llr/stats?gc=1');
     const run = await deadline(server.race(longLivedRun(ws, cfg.longSteps, cfg.longOutputBytes)), 900_000, 'the long run');
-    const after = await server.getJson<ServerStats>('/llr/stats?gc=1');
+    const after = await server.getJson<ServerStats>('/llr/stats');
+    // What the run left behind once its connection is gone (the run, its context and its session released).
+    const closed = new Promise((resolve) => ws.once('close', resolve));
     ws.close();
+    await deadline(closed, 10_000, 'the long run\'s connection to close');
+    const left = await server.getJson<ServerStats>('/llr/stats?gc=1');
     const tenth = Math.max(2, Math.floor(cfg.longSteps / 10));
     const wall = (from: number, to: number) => (run.doneAt[to - 1]! - run.doneAt[from]!) / (to - 1 - from);
     return {
@@ -530,7 +535,7 @@ async function longPhase(args: string[]): Promise<LongResult> {
       last_wall_ms_per_step: wall(run.samples.length - tenth, run.samples.length),
       server_cpu_ms_per_step: cpuMs(before, after) / run.samples.length,
       heap_before: before.memory.heapUsed,
-      heap_after: after.memory.heapUsed,
+      heap_after: left.memory.heapUsed,
       last_pause_bytes: run.pauseBytes.at(-1) ?? NaN,
     };
   } finally {

@@ -20,9 +20,9 @@
  *   which no client string can collide with).
  *
  * - A long output, once per pause of a long-lived run: its full snapshot
- *   carries every item so far. Each finished item's JSON is kept (a finished
- *   item never changes, and every snapshot shares it) and the output array
- *   is joined from them.
+ *   carries every item so far. The finished items' UTF-8 JSON is kept per
+ *   Response and extended as items finish (a finished item never changes,
+ *   and every snapshot shares it); the event carries a view of those bytes.
  *
  * Consecutive deltas of one item can also travel as one `DeltaBatch` (each
  * still its own numbered event) so a transport frames them into one write.
@@ -179,36 +179,62 @@ const echoes = new WeakMap<object, Echoes>();
 const NO_ECHOES: Array<Buffer | null> = FIELDS.map(() => null);
 
 /**
- * A Response's output of at least this many items is serialised item by
- * item, each finished item's JSON kept: a long-lived run's pause sends its
- * full snapshot at every step, so stringifying every call so far again made
- * each step's event longer to build than the one before.
+ * A Response's output whose first this many items or more are finished
+ * travels as bytes kept between its events: a long-lived run's pause sends
+ * its full snapshot at every step, every call so far, so serialising them
+ * all again (and encoding the text) made each step's event costlier than
+ * the one before.
  */
 const OUTPUT_MEMO_MIN_ITEMS = 32;
 const OUTPUT_SENTINEL = `llr-echo-output-${NONCE}`;
 const OUTPUT_QUOTED = JSON.stringify(OUTPUT_SENTINEL);
-/**
- * A finished output item's JSON, kept while the item lives. An item never
- * changes once `completed` (engine/segment.ts), and every later snapshot of
- * its Response shares the object (engine/response.ts `snapshot`).
- */
-const itemJsons = new WeakMap<object, string>();
 
-/** `JSON.stringify(items)`, from each finished item's kept JSON. */
-function outputJson(items: readonly unknown[]): string {
-  const parts = new Array<string>(items.length);
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i];
-    if (typeof item === 'object' && item !== null && (item as { status?: unknown }).status === 'completed') {
-      let json = itemJsons.get(item);
-      if (json === undefined) itemJsons.set(item, (json = JSON.stringify(item)));
-      parts[i] = json;
-    } else {
-      // An array writes what JSON cannot hold (undefined) as null.
-      parts[i] = (JSON.stringify(item) as string | undefined) ?? 'null';
-    }
+/**
+ * One Response's finished output items as UTF-8 JSON (`[` then the items
+ * joined by `,`, no closing bracket), extended as items finish. An item
+ * never changes once `completed` (engine/segment.ts) and every snapshot of
+ * its Response shares the object (engine/response.ts `snapshot`), and a
+ * Response's output only grows, so the bytes are checked by reference
+ * against the first and the last item they hold. Bytes once written are
+ * never written again: each event sends a view of them, and growing copies
+ * them to a larger buffer, leaving earlier views intact.
+ */
+interface OutputBytes {
+  buf: Buffer;
+  len: number;
+  count: number;
+  last: object;
+}
+/** Keyed by the output's first item (it belongs to one Response). */
+const outputBytes = new WeakMap<object, OutputBytes>();
+
+function isFinished(item: unknown): item is object {
+  return typeof item === 'object' && item !== null && (item as { status?: unknown }).status === 'completed';
+}
+
+/** The kept bytes of `items`' first `count` finished items (`[` + their JSON joined by `,`). */
+function finishedBytes(items: readonly unknown[], count: number): Buffer {
+  const first = items[0] as object;
+  let memo = outputBytes.get(first);
+  if (memo === undefined || memo.count > count || items[memo.count - 1] !== memo.last) {
+    memo = { buf: Buffer.allocUnsafe(64 * 1024), len: 0, count: 0, last: first };
+    memo.buf[memo.len++] = 0x5b; // [
+    outputBytes.set(first, memo);
   }
-  return `[${parts.join(',')}]`;
+  for (; memo.count < count; memo.count++) {
+    const item = items[memo.count] as object;
+    const json = JSON.stringify(item);
+    const need = memo.len + 1 + Buffer.byteLength(json);
+    if (need > memo.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(need, 2 * memo.buf.length));
+      memo.buf.copy(grown, 0, 0, memo.len);
+      memo.buf = grown;
+    }
+    if (memo.count > 0) memo.buf[memo.len++] = 0x2c; // ,
+    memo.len += memo.buf.write(json, memo.len, 'utf8');
+    memo.last = item;
+  }
+  return memo.buf.subarray(0, memo.len);
 }
 
 function echoBytes(v: unknown): Buffer | null {
@@ -229,7 +255,9 @@ export function eventPieces(e: object): EventPieces {
   const r = e.response;
   if (typeof r !== 'object' || r === null) return [JSON.stringify(e)];
   const output: unknown = Reflect.get(r, 'output');
-  const longOutput = Array.isArray(output) && output.length >= OUTPUT_MEMO_MIN_ITEMS;
+  let finished = 0;
+  if (Array.isArray(output) && output.length >= OUTPUT_MEMO_MIN_ITEMS) while (finished < output.length && isFinished(output[finished])) finished++;
+  const longOutput = finished >= OUTPUT_MEMO_MIN_ITEMS;
   let bytes = NO_ECHOES;
   const tools: unknown = Reflect.get(r, 'tools');
   if (Array.isArray(tools)) {
@@ -245,30 +273,32 @@ export function eventPieces(e: object): EventPieces {
   if (!longOutput && bytes.every((b) => b === null)) return [JSON.stringify(e)];
   // Spreading keeps every key where it was: each sentinel stands exactly where its field goes.
   const swapped: Record<string, unknown> = { ...r };
+  const swaps: Array<{ quoted: string; bytes: Buffer }> = [];
   FIELDS.forEach((f, i) => {
-    if (bytes[i] !== null) swapped[f] = SENTINELS[i];
+    const b = bytes[i];
+    if (b === null || b === undefined) return;
+    swapped[f] = SENTINELS[i];
+    swaps.push({ quoted: QUOTED[i]!, bytes: b });
   });
-  if (longOutput) swapped['output'] = OUTPUT_SENTINEL;
+  if (longOutput) {
+    swapped['output'] = OUTPUT_SENTINEL;
+    swaps.push({ quoted: OUTPUT_QUOTED, bytes: finishedBytes(output as unknown[], finished) });
+  }
   let text = JSON.stringify({ ...e, response: swapped });
   if (longOutput) {
-    const at = text.indexOf(OUTPUT_QUOTED);
-    text = text.slice(0, at) + outputJson(output) + text.slice(at + OUTPUT_QUOTED.length);
+    // The items after the finished ones (still streaming) as text, then the array's end, right after the kept bytes.
+    const rest = (output as unknown[]).slice(finished).map((item) => `,${(JSON.stringify(item) as string | undefined) ?? 'null'}`).join('');
+    const at = text.indexOf(OUTPUT_QUOTED) + OUTPUT_QUOTED.length;
+    text = `${text.slice(0, at)}${rest}]${text.slice(at)}`;
   }
-  if (bytes.every((b) => b === null)) return [text];
   // Spliced in the order the fields occur in the text.
-  const at = FIELDS.map((_, i) => (bytes[i] !== null ? text.indexOf(QUOTED[i]!) : -1));
-  const order = FIELDS.map((_, i) => i)
-    .filter((i) => at[i]! >= 0)
-    .sort((a, b) => at[a]! - at[b]!);
-  const first = order[0]!;
-  const pieces: EventPieces = [text.slice(0, at[first])];
-  let from = 0;
-  for (const i of order) {
-    if (from > 0) pieces.push(text.slice(from, at[i]));
-    pieces.push(bytes[i]!);
-    from = at[i]! + QUOTED[i]!.length;
+  const placed = swaps.map((w) => ({ ...w, at: text.indexOf(w.quoted) })).sort((x, y) => x.at - y.at);
+  const pieces: EventPieces = [text.slice(0, placed[0]!.at)];
+  for (let i = 0; i < placed.length; i++) {
+    const w = placed[i]!;
+    pieces.push(w.bytes);
+    pieces.push(text.slice(w.at + w.quoted.length, i + 1 < placed.length ? placed[i + 1]!.at : text.length));
   }
-  pieces.push(text.slice(from));
   return pieces;
 }
 

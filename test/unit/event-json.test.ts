@@ -183,5 +183,31 @@ describe('a long output in lifecycle events', () => {
     const e = { type: 'response.done', response: { id: 'resp_3', output: [call(1, 'completed')] } };
     expect(eventPieces(e)).toEqual([JSON.stringify(e)]);
   });
+
+  it('keeps one growing buffer per output: a view sent earlier is never written again, and another output starting with the same item gets its own', () => {
+    const items: Array<Record<string, unknown>> = [];
+    const views: Array<{ view: Buffer; copy: Buffer }> = [];
+    const ev = (output: unknown[]) => ({ type: 'response.done', response: { id: 'resp_4', instructions: null, tools: [], output } });
+    // Enough items to outgrow the first 64 KiB buffer several times.
+    for (let step = 0; step < 1500; step++) {
+      items.push(call(step, 'completed'));
+      const e = ev(items.slice());
+      const pieces = eventPieces(e);
+      expect(eventJson(e)).toBe(JSON.stringify(e));
+      const view = pieces.find((p): p is Buffer => Buffer.isBuffer(p));
+      if (step >= 31) {
+        expect(view).toBeDefined();
+        if (step % 100 === 0) views.push({ view: view!, copy: Buffer.from(view!) });
+      }
+    }
+    for (const { view, copy } of views) expect(view.equals(copy)).toBe(true);
+    // The same first item, then other items: not mistaken for the kept ones.
+    const other = [items[0]!, ...Array.from({ length: 40 }, (_, i) => call(5000 + i, 'completed'))];
+    expect(eventJson(ev(other))).toBe(JSON.stringify(ev(other)));
+    // Fewer items than kept (a shorter output starting with the same item).
+    const shorter = items.slice(0, 40);
+    expect(eventJson(ev(shorter))).toBe(JSON.stringify(ev(shorter)));
+    expect(eventJson(ev(items))).toBe(JSON.stringify(ev(items)));
+  });
 });
 

@@ -129,7 +129,7 @@ function decide(req: ModelRequest, rng: Rng, turn: TurnScan): PlannedOutput {
     // (b) function tools the message asks for, or the forced one
     const targets = targetTools(tools, choice, userText);
     if (targets.length > 0) {
-      const calledNames = turn.names;
+      const calledNames = turn.byName;
       const pending = targets.filter((t) => !calledNames.has(t.name));
       const call = (t: FunctionTool) => functionCall(t.name, fillFromMessage(argsFromSchema(t.parameters, rng), t.parameters, userText));
       if (pending.length > 0) return { items: batchOf(pending).map(call) };

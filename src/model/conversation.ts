@@ -74,66 +74,78 @@ export interface TurnCall {
  * What it holds is exactly what scanning the items from the start gives
  * (test/unit/turn-scan.test.ts); read it, never change it.
  */
+const NO_CALLS: readonly TurnCall[] = Object.freeze([]);
+const NO_NAMES: ReadonlyMap<string, readonly TurnCall[]> = new Map();
+
 export class TurnScan {
-  private seen: InputItem[] = [];
+  /** The items scanned so far (null: none yet; a scan costs nothing until a policy uses it). */
+  private seen: InputItem[] | null = null;
   /** Index of the latest user message, -1 when there is none. */
   user = -1;
   /** The calls after it, in order, each with its output so far. */
-  calls: TurnCall[] = [];
-  /** The names of `calls`, and `calls` by name (in order). */
-  readonly names = new Set<string>();
-  readonly byName = new Map<string, TurnCall[]>();
-  private byId = new Map<string, TurnCall[]>();
-  private outputs = new Map<string, FunctionCallOutput>();
+  calls: readonly TurnCall[] = NO_CALLS;
+  /** `calls` by name, in order (its keys: the names called). */
+  byName: ReadonlyMap<string, readonly TurnCall[]> = NO_NAMES;
+  /** Per call_id after the user message: its calls and its latest output. Made, like the two above, when a turn first has any. */
+  private ids: Map<string, { calls: TurnCall[]; output: FunctionCallOutput | undefined }> | null = null;
 
   /** Bring the scan up to `items` (the conversation, grown or not). */
   update(items: readonly InputItem[]): this {
-    if (!this.isPrefixOf(items)) {
+    if (this.seen === null || !this.isPrefixOf(this.seen, items)) {
       this.seen = [];
       this.startTurn(-1);
     }
-    for (let i = this.seen.length; i < items.length; i++) this.add(items[i]!, i);
+    for (let i = this.seen.length; i < items.length; i++) this.add(this.seen, items[i]!, i);
     return this;
   }
 
-  private add(item: InputItem, i: number): void {
-    this.seen.push(item);
+  private add(seen: InputItem[], item: InputItem, i: number): void {
+    seen.push(item);
     if (isMessage(item)) {
       if (item.role === 'user') this.startTurn(i);
-    } else if (isFunctionCall(item)) {
-      const c: TurnCall = { call: item, output: this.outputs.get(item.call_id) };
-      this.calls.push(c);
-      push(this.byId, item.call_id, c);
-      push(this.byName, item.name, c);
-      this.names.add(item.name);
-    } else if (isFunctionCallOutput(item)) {
-      this.outputs.set(item.call_id, item);
-      for (const c of this.byId.get(item.call_id) ?? []) c.output = item;
+      return;
+    }
+    if (!isFunctionCall(item) && !isFunctionCallOutput(item)) return;
+    if (this.ids === null) {
+      this.ids = new Map();
+      this.calls = [];
+      this.byName = new Map();
+    }
+    const ids = this.ids;
+    if (isFunctionCall(item)) {
+      const id = ids.get(item.call_id);
+      const c: TurnCall = { call: item, output: id?.output };
+      (this.calls as TurnCall[]).push(c);
+      if (id) id.calls.push(c);
+      else ids.set(item.call_id, { calls: [c], output: undefined });
+      const byName = this.byName as Map<string, TurnCall[]>;
+      const named = byName.get(item.name);
+      if (named) named.push(c);
+      else byName.set(item.name, [c]);
+    } else {
+      const id = ids.get(item.call_id);
+      if (id === undefined) ids.set(item.call_id, { calls: [], output: item });
+      else {
+        id.output = item;
+        for (const c of id.calls) c.output = item;
+      }
     }
   }
 
   private startTurn(user: number): void {
     this.user = user;
-    this.calls = [];
-    this.names.clear();
-    this.byName.clear();
-    this.byId = new Map();
-    this.outputs = new Map();
+    this.calls = NO_CALLS;
+    this.byName = NO_NAMES;
+    this.ids = null;
   }
 
-  private isPrefixOf(items: readonly InputItem[]): boolean {
-    const seen = this.seen;
+  private isPrefixOf(seen: readonly InputItem[], items: readonly InputItem[]): boolean {
     if (seen.length > items.length) return false;
     for (let i = 0; i < seen.length; i++) if (seen[i] !== items[i]) return false;
     return true;
   }
 }
 
-function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
-  const list = m.get(k);
-  if (list) list.push(v);
-  else m.set(k, [v]);
-}
 
 
 /**

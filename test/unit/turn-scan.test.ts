@@ -62,8 +62,8 @@ describe('TurnScan', () => {
           expect(c.call).toBe(want.calls[i]!.call);
           expect(c.output).toBe(want.calls[i]!.output);
         });
-        expect([...turn.names].sort()).toEqual([...new Set(want.calls.map((c) => c.call.name))].sort());
-        for (const name of turn.names) expect(turn.byName.get(name)).toEqual(want.calls.filter((c) => c.call.name === name));
+        expect([...turn.byName.keys()].sort()).toEqual([...new Set(want.calls.map((c) => c.call.name))].sort());
+        for (const name of turn.byName.keys()) expect(turn.byName.get(name)).toEqual(want.calls.filter((c) => c.call.name === name));
       }
     }
   });

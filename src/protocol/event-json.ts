@@ -207,6 +207,7 @@ interface OutputBytes {
 }
 /** Keyed by the output's first item (it belongs to one Response). */
 const outputBytes = new WeakMap<object, OutputBytes>();
+const EMPTY = Buffer.alloc(0);
 
 function isFinished(item: unknown): item is object {
   return typeof item === 'object' && item !== null && (item as { status?: unknown }).status === 'completed';
@@ -217,20 +218,30 @@ function finishedBytes(items: readonly unknown[], count: number): Buffer {
   const first = items[0] as object;
   let memo = outputBytes.get(first);
   if (memo === undefined || memo.count > count || items[memo.count - 1] !== memo.last) {
-    memo = { buf: Buffer.allocUnsafe(64 * 1024), len: 0, count: 0, last: first };
-    memo.buf[memo.len++] = 0x5b; // [
+    // No room yet: the first fill sizes the buffer to what it holds (a fixed 64 KiB start kept ~60 KB
+    // unused for every paused run past 32 items, whose finished items are a few KB of JSON).
+    memo = { buf: EMPTY, len: 1, count: 0, last: first };
     outputBytes.set(first, memo);
   }
-  for (; memo.count < count; memo.count++) {
+  // Stringified first, so a fill (the first one: every item) grows the buffer once.
+  const jsons: string[] = [];
+  let need = memo.len;
+  for (let i = memo.count; i < count; i++) {
+    const json = JSON.stringify(items[i]);
+    jsons.push(json);
+    need += 1 + Buffer.byteLength(json);
+  }
+  if (need > memo.buf.length) {
+    // Not from the shared pool (a small kept buffer would keep its 8 KiB slab alive); doubling past the first fill.
+    const grown = Buffer.allocUnsafeSlow(memo.buf.length === 0 ? need : Math.max(need, 2 * memo.buf.length));
+    if (memo.buf.length === 0) grown[0] = 0x5b; // [
+    else memo.buf.copy(grown, 0, 0, memo.len);
+    memo.buf = grown;
+  }
+  for (const json of jsons) {
     const item = items[memo.count] as object;
-    const json = JSON.stringify(item);
-    const need = memo.len + 1 + Buffer.byteLength(json);
-    if (need > memo.buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(need, 2 * memo.buf.length));
-      memo.buf.copy(grown, 0, 0, memo.len);
-      memo.buf = grown;
-    }
-    if (memo.count > 0) memo.buf[memo.len++] = 0x2c; // ,
+    memo.count++;
+    if (memo.count > 1) memo.buf[memo.len++] = 0x2c; // ,
     memo.len += memo.buf.write(json, memo.len, 'utf8');
     memo.last = item;
   }

@@ -184,6 +184,22 @@ describe('a long output in lifecycle events', () => {
     expect(eventPieces(e)).toEqual([JSON.stringify(e)]);
   });
 
+  it('keeps no more memory than its items need: a paused run past 32 items does not hold a fixed 64 KiB', () => {
+    // Each paused long-lived run with 32 or more finished items keeps these bytes for its life (2,000 paused runs
+    // of 33 small calls held 128 MB with a 64 KiB start, for ~5 KB of JSON each).
+    const items = Array.from({ length: 33 }, (_, i) => call(i, 'completed'));
+    const e = { type: 'response.done', response: { id: 'resp_5', instructions: null, tools: [], output: items } };
+    const view = eventPieces(e).find((p): p is Buffer => Buffer.isBuffer(p))!;
+    expect(eventJson(e)).toBe(JSON.stringify(e));
+    expect(view.buffer.byteLength).toBeLessThanOrEqual(view.length + 64);
+    // Grown by doubling past the first fill; still exact.
+    items.push(call(33, 'completed'));
+    const e2 = { type: 'response.done', response: { ...e.response, output: items.slice() } };
+    const view2 = eventPieces(e2).find((p): p is Buffer => Buffer.isBuffer(p))!;
+    expect(eventJson(e2)).toBe(JSON.stringify(e2));
+    expect(view2.buffer.byteLength).toBeLessThanOrEqual(2 * view2.length + 64);
+  });
+
   it('keeps one growing buffer per output: a view sent earlier is never written again, and another output starting with the same item gets its own', () => {
     const items: Array<Record<string, unknown>> = [];
     const views: Array<{ view: Buffer; copy: Buffer }> = [];

@@ -126,17 +126,15 @@ function loop(
   });
 }
 
+/** A long-lived answer: the tool output appended to the paused run. */
+const appendOutput = (callId: string, output: string) => JSON.stringify({ type: 'response.append', input: [{ type: 'function_call_output', call_id: callId, output }] });
+/** A long-lived run waits for its answer once its pause's `response.done` arrives. */
+const paused = (type: string) => type === 'response.done';
+
 /** A long-lived run of `steps` tool calls: each answered with `response.append`. */
 export function longLivedLoop(ws: WebSocket, steps: number, outputBytes: number): Promise<LoopSamples> {
   const create = JSON.stringify({ type: 'response.create', model: 'sim-model', input: prompt(steps), parallel_tool_calls: false, tools: [SHELL_TOOL] });
-  return loop(
-    ws,
-    steps,
-    outputBytes,
-    create,
-    (callId, output) => JSON.stringify({ type: 'response.append', input: [{ type: 'function_call_output', call_id: callId, output }] }),
-    (type) => type === 'response.done',
-  );
+  return loop(ws, steps, outputBytes, create, appendOutput, paused);
 }
 
 /**
@@ -147,15 +145,7 @@ export function longLivedLoop(ws: WebSocket, steps: number, outputBytes: number)
  */
 export function longLivedRun(ws: WebSocket, steps: number, outputBytes: number): Promise<LoopSamples> {
   const create = JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'run the shell tool until told to stop', tool_choice: 'required', parallel_tool_calls: false, tools: [SHELL_TOOL] });
-  return loop(
-    ws,
-    steps,
-    outputBytes,
-    create,
-    (callId, output) => JSON.stringify({ type: 'response.append', input: [{ type: 'function_call_output', call_id: callId, output }] }),
-    (type) => type === 'response.done',
-    true,
-  );
+  return loop(ws, steps, outputBytes, create, appendOutput, paused, true);
 }
 
 /** A ws-mode chain of `steps` tool calls: each answered with a `response.create` on `previous_response_id`. */

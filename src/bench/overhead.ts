@@ -497,7 +497,7 @@ function rows(r: { loop?: LoopResult; long?: LongResult; long_lean?: LongResult;
  * before the run and once its connection closed (what the run left behind:
  * the bounded caches it filled, the prefix cache first of all).
  */
-interface LongResult {
+export interface LongResult {
   steps: number;
   output_bytes: number;
   first_p50: number;

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildDist, ROOT } from '../helpers/build.js';
+import type { LongResult } from '../../src/bench/overhead.js';
 
 const run = promisify(execFile);
 
@@ -112,19 +113,7 @@ describe('bench:overhead', () => {
   it('the long phase: one long-lived run per server (full and lean pause events), cancelled after its steps, its tenths compared', async () => {
     const args = ['--phases', 'long', '--long-steps', '30', '--long-output-bytes', '200', '--json'];
     const { stdout } = await run(process.execPath, [join(ROOT, 'dist', 'bench', 'overhead.js'), ...args], { timeout: 120_000, maxBuffer: 8 * 2 ** 20 });
-    interface Long {
-      steps: number;
-      output_bytes: number;
-      first_p50: number;
-      last_p50: number;
-      first_wall_ms_per_step: number;
-      last_wall_ms_per_step: number;
-      server_cpu_ms_per_step: number;
-      heap_before: number;
-      heap_after: number;
-      last_pause_bytes: number;
-    }
-    const out = JSON.parse(stdout) as { long: Long; long_lean: Long; targets: Array<{ what: string }> };
+    const out = JSON.parse(stdout) as { long: LongResult; long_lean: LongResult; targets: Array<{ what: string }> };
     for (const l of [out.long, out.long_lean]) {
       // Every step answered, then the run cancelled: no more, no fewer.
       expect(l.steps).toBe(30);

@@ -529,8 +529,8 @@ export class ResponseRun {
     this.watchPause();
     try {
       // `endPause` ends the pause even if a wait were somehow left unsettled; a halt that came first (the sink
-      // failing on response.done) ends it at once. (A run-wide `stopped` promise raced here instead cost ~0.3 KB
-      // per run and kept a reaction per pause until the run ended.)
+      // failing on response.done) ends it at once. (A run-wide `stopped` promise raced here instead was kept
+      // for the run's life, with a reaction per pause until the run ended.)
       await new Promise<void>((resolve, reject) => {
         if (this.end) reject(new RunClosedError(this.end.reason));
         this.endPause = reject;
@@ -559,8 +559,8 @@ export class ResponseRun {
     if (this.watching || timeout > 2 ** 31 - 1) return;
     this.watching = true;
     const clock = this.services.clock;
-    // The run's own signal, not an AbortController of the watch's: each costs ~0.8 KB (Node gives every
-    // AbortSignal a map of its own) for as long as the run lives. A halt aborts it too; the run is ending then.
+    // The run's own signal, not an AbortController of the watch's: each is kept for as long as the run
+    // lives, and Node gives every AbortSignal a map of its own. A halt aborts it too; the run is ending then.
     const signal = this.abort.signal;
     const sleep = (pause: number, ms: number): void => {
       clock.sleep(ms, signal).then(

@@ -190,9 +190,8 @@ function* itemDigestWork(item: InputItem, h: number): Work<number> {
  * A growing conversation's digest (a long-lived run's context, a ws-mode
  * chain's), kept between model calls so each call hashes only the items
  * added since the last one. Hashing the whole conversation at every call
- * made a run's cost grow with the square of its length: a 1,000-step
- * long-lived run with 10 KB tool outputs spent 24 of the server's 34 s of
- * CPU here (an outside attack's profile, auto policy, `--instant`).
+ * made a run's cost grow with the square of its length (found by an outside
+ * attack's profile of a 1,000-step long-lived run with the auto policy).
  *
  * `work` returns exactly `conversationDigestWork(items, seed)`: the items
  * hashed before are compared by reference with the new conversation's

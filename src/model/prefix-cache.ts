@@ -54,8 +54,8 @@ export class PrefixCache {
    * Per key array, its last insert (see `Inserted`): a growing prompt's next
    * call then looks up and places only its new blocks while nothing else
    * used or evicted a block in between — otherwise every call walked the
-   * whole prompt's blocks, a cost that grew with the run (an outside
-   * attack's 1,000-step long-lived run: 2.3 of its 8 s).
+   * whole prompt's blocks, a cost that grew with the run (found by an
+   * outside attack's 1,000-step long-lived run; bench:overhead's long phase).
    */
   private readonly inserted = new WeakMap<readonly number[], Inserted>();
 

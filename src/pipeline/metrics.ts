@@ -63,7 +63,7 @@ export class RunMetrics {
   /**
    * The timeline, kept flat: each span's stage, and its start and duration
    * (two numbers per span, in an array V8 stores unboxed) — not an object and
-   * two heap numbers per span (~88 B) for as long as the run lives. `spans`
+   * two heap numbers per span for as long as the run lives. `spans`
    * builds the objects when the timeline is read (the timing event, a record).
    */
   private readonly stages: string[] = [];

@@ -179,8 +179,8 @@ function* tokenizeItemWork(item: InputItem, metrics: RunMetrics): Work<Chunks> {
 /**
  * Room a new prompt has past its header before the items' reservation
  * (`reserveWork`) and later pushes grow it (doubling, so a growing prompt
- * reallocates O(log n) times). It is memory every held context keeps: at
- * 1,024 tokens it was 4 KB of a paused run's ~40 KB RSS.
+ * reallocates O(log n) times). It is memory every held context keeps (a
+ * paused run's prompt among them), so it starts small.
  */
 const PROMPT_SLACK_TOKENS = 256;
 

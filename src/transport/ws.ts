@@ -104,7 +104,7 @@ export class WsTransport {
   /**
    * The raw socket's `error` listener, one for the transport: it stays on the socket for the
    * connection's life, and a closure made inside `handleUpgrade` would share that function's
-   * context and so keep the upgrade request and its URL (~1.8 KB) for as long as the socket is open.
+   * context and so keep the upgrade request and its URL for as long as the socket is open.
    */
   private readonly onUpgradeSocketError = (err: Error): void => this.opts.host.log.debug({ err }, 'upgrade socket error');
 
@@ -172,8 +172,8 @@ export class WsTransport {
  * One accepted connection: the session's transport and the socket's
  * listeners. A class rather than closures over one function's context: a
  * paused run's connection keeps all of it, and a dozen closures with their
- * shared context cost ~0.8 KB more than one object whose methods live on
- * its prototype (only the functions handed to `ws` or a timer are bound).
+ * shared context cost more than one object whose methods live on its
+ * prototype (only the functions handed to `ws` or a timer are bound).
  */
 class WsConnection implements Transport {
   /**

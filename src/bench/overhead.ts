@@ -115,7 +115,7 @@ const STEP_STAGES = ['parse_append', 'validate_append', 'safety_append', 'render
  * (µs), and the sink's time per event sent (serialising and writing; the
  * record keeps its total, not a span per event). What the step's p50 is
  * made of on the server's side; the rest is the wire, the peer, the event
- * loop's turns and the work no span covers (parsing the frame, scheduling).
+ * loop's turns and the work no span covers (scheduling, the ws library's framing).
  */
 interface StepStages {
   steps: number;
@@ -123,8 +123,7 @@ interface StepStages {
   emit_us_per_event: number;
 }
 
-async function stepStages(server: ServerProcess): Promise<StepStages | null> {
-  const page = await server.getJson<RecordPage>('/llr/runs?limit=100');
+function stepStages(page: RecordPage): StepStages | null {
   const rec = page.data.find((r) => r.protocol === 'long-lived' && (r.counters['appends'] ?? 0) > 0);
   if (!rec) return null;
   const p50_us = Object.fromEntries(
@@ -152,8 +151,7 @@ interface WsStages {
   events_per_response: number;
 }
 
-async function wsStages(server: ServerProcess): Promise<WsStages | null> {
-  const page = await server.getJson<RecordPage>('/llr/runs?limit=100');
+function wsStages(page: RecordPage): WsStages | null {
   const recs = page.data.filter((r) => r.protocol === 'ws' && (r.counters['rendered_cache_hits'] ?? 0) > 0);
   if (recs.length === 0) return null;
   const p50 = (f: (r: (typeof recs)[number]) => number) => percentile(recs.map(f), 50);
@@ -285,8 +283,9 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
     lean.close();
     ws.close();
     ew.close();
-    const stages = await server.race(stepStages(server));
-    const ws_stages = await server.race(wsStages(server));
+    const records = await server.race(server.getJson<RecordPage>('/llr/runs?limit=100'));
+    const stages = stepStages(records);
+    const ws_stages = wsStages(records);
     const hot_stages = await hotStages(cfg.outputBytes);
     const bytes = (r: LoopSamples | undefined, i: number) => r?.pauseBytes.at(i) ?? NaN;
     return {

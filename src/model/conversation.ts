@@ -54,11 +54,20 @@ export function outputText(output: FunctionCallOutput['output']): string {
   return texts.join('\n');
 }
 
-
 /** A call after the latest user message and its output (the last one with its call_id), if any yet. */
 export interface TurnCall {
   call: FunctionCall;
   output: FunctionCallOutput | undefined;
+}
+
+const NO_CALLS: readonly TurnCall[] = Object.freeze([]);
+const NO_NAMES: ReadonlyMap<string, readonly TurnCall[]> = new Map();
+
+/** Whether `items` begins with exactly the objects of `prefix` (a kept scan's items, compared by reference). */
+function extendsItems(items: readonly InputItem[], prefix: readonly InputItem[]): boolean {
+  if (prefix.length > items.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (prefix[i] !== items[i]) return false;
+  return true;
 }
 
 /**
@@ -74,9 +83,6 @@ export interface TurnCall {
  * What it holds is exactly what scanning the items from the start gives
  * (test/unit/turn-scan.test.ts); read it, never change it.
  */
-const NO_CALLS: readonly TurnCall[] = Object.freeze([]);
-const NO_NAMES: ReadonlyMap<string, readonly TurnCall[]> = new Map();
-
 export class TurnScan {
   /** The items scanned so far (null: none yet; a scan costs nothing until a policy uses it). */
   private seen: InputItem[] | null = null;
@@ -91,7 +97,7 @@ export class TurnScan {
 
   /** Bring the scan up to `items` (the conversation, grown or not). */
   update(items: readonly InputItem[]): this {
-    if (this.seen === null || !this.isPrefixOf(this.seen, items)) {
+    if (this.seen === null || !extendsItems(items, this.seen)) {
       this.seen = [];
       this.startTurn(-1);
     }
@@ -138,15 +144,7 @@ export class TurnScan {
     this.byName = NO_NAMES;
     this.ids = null;
   }
-
-  private isPrefixOf(seen: readonly InputItem[], items: readonly InputItem[]): boolean {
-    if (seen.length > items.length) return false;
-    for (let i = 0; i < seen.length; i++) if (seen[i] !== items[i]) return false;
-    return true;
-  }
 }
-
-
 
 /**
  * A hash of what a reader of the conversation sees: roles, message text,
@@ -207,7 +205,7 @@ export class ConversationDigest {
   private generation = 0;
 
   *work(items: readonly InputItem[], seed = 0): Work<number> {
-    if (seed !== this.seed || !this.isPrefixOf(items)) {
+    if (seed !== this.seed || !extendsItems(items, this.items)) {
       this.seed = seed;
       this.items = [];
       this.h = hashString(String(seed));
@@ -224,13 +222,6 @@ export class ConversationDigest {
       }
     }
     return h;
-  }
-
-  private isPrefixOf(items: readonly InputItem[]): boolean {
-    const seen = this.items;
-    if (seen.length > items.length) return false;
-    for (let i = 0; i < seen.length; i++) if (seen[i] !== items[i]) return false;
-    return true;
   }
 }
 

@@ -20,6 +20,7 @@
  * client dropped at the send limit.
  */
 import type { Logger } from 'pino';
+import pDefer from 'p-defer';
 import { WireError, toWireError } from '../protocol/errors.js';
 import { readyToRun, type ClientEvent, type CreateParams, type ServerEvent } from '../protocol/events.js';
 import { RunMetrics } from '../pipeline/metrics.js';
@@ -70,8 +71,7 @@ export class ConnectionSession {
   /** Numbers error events sent while no response is in flight. */
   private errorSeq = 0;
   /** Resolved once the session has ended (closed or finished) and everything it owed was sent. */
-  private readonly over: Promise<void>;
-  private resolveOver!: () => void;
+  private readonly over = pDefer<void>();
   private readonly send: EventSink;
   /** The auth check's span until the first response is charged with it (the transport's `info` is left as given). */
   private authSpan: SessionInfo['authSpan'];
@@ -96,12 +96,11 @@ export class ConnectionSession {
     if (transport.flush) send.flush = () => transport.flush!();
     this.send = send;
     this.authSpan = info.authSpan;
-    this.over = new Promise<void>((resolve) => (this.resolveOver = resolve));
   }
 
   /** Resolves once the session has ended: closed by the peer or finished by the server, its run and queue wound down. */
   get finished(): Promise<void> {
-    return this.over;
+    return this.over.promise;
   }
 
   get protocol(): Protocol {
@@ -326,7 +325,7 @@ export class ConnectionSession {
       for (const _ of waiting) this.sendConnectionError(queuedError);
     }
     this.notifyIdle();
-    this.resolveOver();
+    this.over.resolve();
   }
 
   /** Resolves when nothing is running or queued (tests, shutdown). */

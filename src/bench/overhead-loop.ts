@@ -56,11 +56,21 @@ function prompt(steps: number): string {
 }
 
 /**
+ * What a server sent a loop, for replaying it (frame-server.ts `script`):
+ * one turn per frame the driver sent, each a list of writes, each a list of
+ * frames. A turn's writes are split after each function call's
+ * `output_item.done`, where the server flushes its batch (transport/batch.ts,
+ * `readyToRun`); the rest of a turn is one write.
+ */
+export type Recording = string[][][];
+
+/**
  * One tool loop. `answer(callId, output)` sends the tool output (an append,
  * or a new create chained on the last response id) and returns the frame;
  * `awaitsAnswer` tells when a response has ended with a call to answer.
  * `cancelAfter`: the run never ends by itself (every model call is a tool
  * call); after `steps` answered calls it is cancelled instead of answered.
+ * `record`: filled with what the server sent, turn by turn (Recording).
  */
 function loop(
   ws: WebSocket,
@@ -70,6 +80,7 @@ function loop(
   answer: (callId: string, output: string, lastResponseId: string) => string,
   awaitsAnswer: (type: string) => boolean,
   cancelAfter = false,
+  record?: Recording,
 ): Promise<LoopSamples> {
   const output = 'x'.repeat(Math.max(0, outputBytes - 1)) + '\n';
   const samples: number[] = [];
@@ -80,9 +91,14 @@ function loop(
   let responseId = '';
   const pauseBytes: number[] = [];
   const doneAt: number[] = [];
+  const send = (frame: string) => {
+    record?.push([[]]);
+    ws.send(frame);
+  };
   return new Promise((resolve, reject) => {
     ws.on('message', function onMessage(data: Buffer) {
       const at = performance.now();
+      if (record) record.at(-1)!.at(-1)!.push(data.toString());
       // The driver decodes only the frames it acts on (a call's item, the response id, an error), so its own
       // garbage — a 5 KB pause snapshot parsed per step — does not land in the steps it measures as scavenges.
       const type = eventType(data);
@@ -94,7 +110,10 @@ function loop(
           waiting = false;
         }
         const e = JSON.parse(data.toString()) as Extract<ServerEvent, { type: 'response.output_item.done' }>;
-        if (e.item.type === 'function_call') callId = e.item.call_id;
+        if (e.item.type === 'function_call') {
+          callId = e.item.call_id;
+          record?.at(-1)!.push([]);
+        }
         return;
       }
       if (type === 'response.created') responseId = (JSON.parse(data.toString()) as Extract<ServerEvent, { type: 'response.created' }>).response.id;
@@ -105,25 +124,32 @@ function loop(
       }
       if (awaitsAnswer(type) && callId !== null && cancelAfter && samples.length === steps) {
         callId = null;
-        ws.send('{"type":"response.cancel"}');
+        send('{"type":"response.cancel"}');
       } else if (awaitsAnswer(type) && callId !== null) {
         const frame = answer(callId, output, responseId);
         callId = null;
         frameBytes = Buffer.byteLength(frame);
         waiting = true;
         sentAt = performance.now();
-        ws.send(frame);
+        send(frame);
       } else if (type === 'response.completed' && callId === null) {
         ws.off('message', onMessage);
         if (samples.length !== steps) reject(new Error(`expected ${steps} tool calls, saw ${samples.length}`));
         else resolve({ samples, frameBytes, pauseBytes, doneAt });
+        trimRecording(record);
       } else if (cancelAfter && type === 'response.cancelled') {
         ws.off('message', onMessage);
         resolve({ samples, frameBytes, pauseBytes, doneAt });
+        trimRecording(record);
       }
     });
-    ws.send(first);
+    send(first);
   });
+}
+
+/** Drops the empty write a turn ending in a call's `output_item.done` leaves open. */
+function trimRecording(record: Recording | undefined): void {
+  for (const turn of record ?? []) if (turn.length > 1 && turn.at(-1)!.length === 0) turn.pop();
 }
 
 /** A long-lived answer: the tool output appended to the paused run. */
@@ -132,9 +158,9 @@ const appendOutput = (callId: string, output: string) => JSON.stringify({ type: 
 const paused = (type: string) => type === 'response.done';
 
 /** A long-lived run of `steps` tool calls: each answered with `response.append`. */
-export function longLivedLoop(ws: WebSocket, steps: number, outputBytes: number): Promise<LoopSamples> {
+export function longLivedLoop(ws: WebSocket, steps: number, outputBytes: number, record?: Recording): Promise<LoopSamples> {
   const create = JSON.stringify({ type: 'response.create', model: 'sim-model', input: prompt(steps), parallel_tool_calls: false, tools: [SHELL_TOOL] });
-  return loop(ws, steps, outputBytes, create, appendOutput, paused);
+  return loop(ws, steps, outputBytes, create, appendOutput, paused, false, record);
 }
 
 /**
@@ -149,7 +175,7 @@ export function longLivedRun(ws: WebSocket, steps: number, outputBytes: number):
 }
 
 /** A ws-mode chain of `steps` tool calls: each answered with a `response.create` on `previous_response_id`. */
-export function wsChainLoop(ws: WebSocket, steps: number, outputBytes: number): Promise<LoopSamples> {
+export function wsChainLoop(ws: WebSocket, steps: number, outputBytes: number, record?: Recording): Promise<LoopSamples> {
   const base = { type: 'response.create', model: 'sim-model', store: false, parallel_tool_calls: false, tools: [SHELL_TOOL] };
   return loop(
     ws,
@@ -159,7 +185,25 @@ export function wsChainLoop(ws: WebSocket, steps: number, outputBytes: number): 
     (callId, output, prev) =>
       JSON.stringify({ ...base, previous_response_id: prev, input: [{ type: 'function_call_output', call_id: callId, output }] }),
     (type) => type === 'response.completed',
+    false,
+    record,
   );
+}
+
+/**
+ * Loads a recording on a frame-server connection (frame-server.ts): its next
+ * frames are answered with the recorded turns, so running the same loop on
+ * it replays the exchange from a server that does no work for it.
+ */
+export function loadScript(ws: WebSocket, recording: Recording): Promise<void> {
+  return new Promise((resolve, reject) => {
+    ws.once('message', (data: Buffer) => {
+      const ack = JSON.parse(data.toString()) as { type?: string; turns?: number };
+      if (ack.type === 'script.loaded' && ack.turns === recording.length) resolve();
+      else reject(new Error(`frame server: unexpected answer to a script: ${data.toString().slice(0, 200)}`));
+    });
+    ws.send(JSON.stringify({ script: recording }));
+  });
 }
 
 /** `n` sequential echo round trips of `frame`, ms each. */

@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import { intFlag, parseCommandLine, usageError } from '../command-line.js';
 import { writeWorkloadJson } from '../workload/format.js';
 import { cpuMs, deadline, ServerProcess, type ServerStats } from './guard.js';
-import { echoRounds, longLivedLoop, longLivedRun, openLongLived, openWs, wsChainLoop, type LoopSamples } from './overhead-loop.js';
+import { echoRounds, loadScript, longLivedLoop, longLivedRun, openLongLived, openWs, wsChainLoop, type LoopSamples, type Recording } from './overhead-loop.js';
 import { deltaThroughput, startup, type StartupResult, type ThroughputResult } from './overhead-server.js';
 import { MARKER_CALL, NOOP_TOOL, pausedPhase, pausedWorkload, streamWorkload } from './phases.js';
 import { spawnFrameServer, spawnServer } from './processes.js';
@@ -219,6 +219,12 @@ interface LoopResult {
   echo: { n: number; p50: number; p99: number };
   /** Echo round trips with the reply held `hold_us` (frame-server.ts), p50: what a server's time costs its client here. */
   held_echo: Array<{ hold_us: number; n: number; p50: number }>;
+  /**
+   * One recorded long-lived loop and one ws loop of the server, replayed by the frame server (frame-server.ts
+   * `script`): the same frames, bytes and writes both ways and the same driver, from a server that does no work
+   * for them. The wire floor of each exchange, measured between the same loops as the echo.
+   */
+  floor: { long_lived: { n: number; p50: number; p99: number }; ws: { n: number; p50: number; p99: number } };
   /** The same long-lived loops on a server with `--on lean_pause_event`. */
   lean: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
   /** Bytes of a pause's response.done at the first and the last step, full (default) and lean. */
@@ -263,6 +269,15 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
       await leanLoop();
       await wsLoop();
     }
+    // What the server sent one loop of each kind, replayed below by a server that does no work (the wire floor).
+    const llScript: Recording = [];
+    const wsScript: Recording = [];
+    await deadline(server.race(longLivedLoop(ll, cfg.steps, cfg.outputBytes, llScript)), t, 'a recorded long-lived loop');
+    await deadline(server.race(wsChainLoop(ws, cfg.steps, cfg.outputBytes, wsScript)), t, 'a recorded ws loop');
+    const replay = async (script: Recording, run: typeof longLivedLoop, what: string) => {
+      await loadScript(ew, script);
+      return deadline(run(ew, cfg.steps, cfg.outputBytes), t, what);
+    };
     const frame = 'x'.repeat(warm.frameBytes);
     await echoRounds(ew, frame, 200);
     for (let i = 0; i < cfg.loops; i++) {
@@ -271,6 +286,18 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
       wsRuns.push(await wsLoop());
       echo.push(...(await echoRounds(ew, frame, cfg.steps)));
       leanRuns.push(await leanLoop());
+    }
+    // The floors in a block of their own: interleaved with the loops above they lengthened the servers' idle
+    // waits between loops, which slowed their steps (~0.06 ms at the p50 on this 2-vCPU VM).
+    const llFloor: LoopSamples[] = [];
+    const wsFloor: LoopSamples[] = [];
+    for (let i = 0; i < WARM_LOOPS; i++) {
+      await replay(llScript, longLivedLoop, 'a replayed long-lived loop');
+      await replay(wsScript, wsChainLoop, 'a replayed ws loop');
+    }
+    for (let i = 0; i < cfg.loops; i++) {
+      llFloor.push(await replay(llScript, longLivedLoop, 'a replayed long-lived loop'));
+      wsFloor.push(await replay(wsScript, wsChainLoop, 'a replayed ws loop'));
     }
     const heldEcho: LoopResult['held_echo'] = [];
     for (const us of HOLDS_US) {
@@ -294,6 +321,7 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
       hot_stages,
       echo: { n: echo.length, p50: percentile(echo, 50), p99: percentile(echo, 99) },
       held_echo: heldEcho,
+      floor: { long_lived: loopStats(llFloor), ws: loopStats(wsFloor) },
       long_lived: loopStats(llRuns),
       ws: loopStats(wsRuns),
       lean: loopStats(leanRuns),
@@ -386,6 +414,20 @@ function rows(r: { loop?: LoopResult; long?: LongResult; long_lean?: LongResult;
     out.push({ what: 'long-lived append → next output_item.done p50', measured: `${ms(ll.p50)} = ${x(ll.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 2× echo p50', holds: ll.p50 <= 2 * echo.p50 });
     out.push({ what: 'long-lived append → next output_item.done p99', measured: `${ms(ll.p99)} = ${x(ll.p99, echo.p50).toFixed(2)}× echo`, target: '≤ 5× echo p50', holds: ll.p99 <= 5 * echo.p50 });
     out.push({ what: 'ws previous_response_id → output_item.done p50', measured: `${ms(ws.p50)} = ${x(ws.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 3× echo p50', holds: ws.p50 <= 3 * echo.p50 });
+    for (const [name, real, floor] of [['long-lived', ll, r.loop.floor.long_lived], ['ws', ws, r.loop.floor.ws]] as const) {
+      out.push({
+        what: `${name} loop's frames replayed by a server that does no work (the exchange's wire floor), p50 / p99`,
+        measured: `${ms(floor.p50)} / ${ms(floor.p99)} = ${x(floor.p50, echo.p50).toFixed(2)}× echo`,
+        target: '(reported)',
+        holds: null,
+      });
+      out.push({
+        what: `${name} step over its wire floor, p50`,
+        measured: `${ms(real.p50)} = floor + ${ms(real.p50 - floor.p50)} = ${x(real.p50, floor.p50).toFixed(2)}× floor`,
+        target: '(reported)',
+        holds: null,
+      });
+    }
     const st = r.loop.stages;
     if (st) {
       const parts = STEP_STAGES.map((k) => `${k.replace('_append', '')} ${Math.round(st.p50_us[k])}`);

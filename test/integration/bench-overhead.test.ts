@@ -82,6 +82,7 @@ describe('bench:overhead', () => {
         stages: { steps: number; p50_us: Record<string, number>; emit_us_per_event: number } | null;
         ws_stages: { responses: number; p50_us: Record<string, number>; emit_us_per_response: number; events_per_response: number } | null;
         hot_stages: { calls: number; us: Record<string, number> };
+        floor: Record<'long_lived' | 'ws', { n: number; p50: number; p99: number }>;
       };
       targets: Array<{ what: string; measured: string }>;
     };
@@ -108,6 +109,16 @@ describe('bench:overhead', () => {
     for (const v of Object.values(hot.us)) expect(v).toBeGreaterThan(0);
     expect(out.targets.some((t) => t.what.startsWith('the same append stages in a hot loop') && /the server's step: \d+ = [\d.]+×/.test(t.measured))).toBe(true);
     expect(out.targets.some((t) => t.what.startsWith("server's timed stages per ws continuation") && /= \d+; emit \d+ per response/.test(t.measured))).toBe(true);
+    // Each loop's frames replayed by the frame server (its wire floor): one measured loop of 4 steps, the step
+    // before the final message left out as in every tool-step figure.
+    for (const kind of ['long_lived', 'ws'] as const) {
+      expect(out.loop.floor[kind].n).toBe(3);
+      expect(out.loop.floor[kind].p50).toBeGreaterThan(0);
+    }
+    for (const name of ['long-lived', 'ws']) {
+      expect(out.targets.some((t) => t.what.startsWith(`${name} loop's frames replayed`) && /ms = [\d.]+× echo$/.test(t.measured))).toBe(true);
+      expect(out.targets.some((t) => t.what === `${name} step over its wire floor, p50` && /= floor \+ -?[\d.]+ ms = [\d.]+× floor$/.test(t.measured))).toBe(true);
+    }
   }, 150_000);
 
   it('the long phase: one long-lived run per server (full and lean pause events), cancelled after its steps, its tenths compared', async () => {

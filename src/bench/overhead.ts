@@ -32,6 +32,7 @@ import { join } from 'node:path';
 import { intFlag, parseCommandLine, usageError } from '../command-line.js';
 import { writeWorkloadJson } from '../workload/format.js';
 import { cpuMs, deadline, ServerProcess, type ServerStats } from './guard.js';
+import { threadCpu, threadCpuSince } from './thread-cpu.js';
 import { echoRounds, loadScript, longLivedLoop, longLivedRun, openLongLived, openWs, wsChainLoop, type LoopSamples, type Recording } from './overhead-loop.js';
 import { deltaThroughput, startup, type StartupResult, type ThroughputResult } from './overhead-server.js';
 import { MARKER_CALL, NOOP_TOOL, pausedPhase, pausedWorkload, streamWorkload } from './phases.js';
@@ -54,8 +55,9 @@ const COMMAND = {
   usage: `usage: npm run bench:overhead -- [flags]   (or node --max-semi-space-size=64 dist/bench/overhead.js [flags])
   --phases loop,long,stream,paused,startup   which phases to run (default all)
   --loops N (30)  --steps N (22, 4–60)  --output-bytes N (1024)
+  --warm-steps N (6600)   unmeasured tool steps of each loop kind first (300 loops of 22)
   --streams N (100)  --stream-tokens N (2000)
-  --paused-runs N (10000)  --paused-warmup N (1000)
+  --paused-runs N (10000)  --paused-warmup N (4000)
   --long-steps N (1000)  --long-output-bytes N (10240)   the long phase's run
   --json       print the results as one JSON object instead of the table
   -h, --help   print this and exit
@@ -67,6 +69,7 @@ const { values } = parseCommandLine(COMMAND, {
     phases: { type: 'string', default: 'loop,long,stream,paused,startup' },
     loops: { type: 'string' },
     steps: { type: 'string' },
+    'warm-steps': { type: 'string' },
     'output-bytes': { type: 'string' },
     streams: { type: 'string' },
     'stream-tokens': { type: 'string' },
@@ -86,10 +89,12 @@ const cfg = {
   // The auto policy answers at most 64 calls per user message (model/auto-policy.ts).
   steps: int('steps', 22, 4, 60),
   outputBytes: int('output-bytes', 1024, 1),
+  warmSteps: int('warm-steps', 6600, 0),
   streams: int('streams', 100, 1),
   streamTokens: int('stream-tokens', 2000, 10),
   pausedRuns: int('paused-runs', 10_000, 1),
-  pausedWarmup: int('paused-warmup', 1000, 0),
+  // Resumed before the measured ones: V8 optimises the resume path only after thousands of them (see warmLoops).
+  pausedWarmup: int('paused-warmup', 4000, 0),
   // At least 20: the first and the last tenth each hold two steps or more.
   longSteps: int('long-steps', 1000, 20),
   longOutputBytes: int('long-output-bytes', 10_240, 1),
@@ -225,6 +230,14 @@ interface LoopResult {
    * for them. The wire floor of each exchange, measured between the same loops as the echo.
    */
   floor: { long_lived: { n: number; p50: number; p99: number }; ws: { n: number; p50: number; p99: number } };
+  /** Unmeasured loops of each kind before the measured ones. */
+  warm_loops: number;
+  /**
+   * The long-lived and ws server's CPU over the measured loops (their echo rounds included), per step of
+   * those loops (final messages counted as steps): its main thread, and the rest (V8's compiler and GC
+   * helpers); null where /proc is absent (thread-cpu.ts).
+   */
+  server_threads_us_per_step: { main: number; background: number } | null;
   /** The same long-lived loops on a server with `--on lean_pause_event`. */
   lean: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
   /** Bytes of a pause's response.done at the first and the last step, full (default) and lean. */
@@ -242,8 +255,17 @@ function loopStats(runs: LoopSamples[]) {
   return { n: all.length, p50: percentile(all, 50), p99: percentile(all, 99), early_p50: percentile(ofSteps(runs, EARLY), 50), late_p50: percentile(ofSteps(runs, late()), 50) };
 }
 
-/** Unmeasured loops of each kind before the measured ones. */
-const WARM_LOOPS = 10;
+/**
+ * Unmeasured loops of each kind before the measured ones: `--warm-steps`
+ * tool steps (at least one loop). V8 optimises a function the server calls
+ * once per step only after thousands of calls, and re-optimises what it
+ * deoptimised later still; until then its compiler threads take CPU from the
+ * client on a small machine and the p99 is the JIT's (docs/benchmarks.md,
+ * "Fifth pass"). The background-threads row shows whether that settled.
+ */
+const warmLoops = () => Math.max(1, Math.ceil(cfg.warmSteps / cfg.steps));
+/** The replays' warm-up: the frame server's code is small, the driver's is already warm. */
+const WARM_REPLAYS = 10;
 
 async function loopPhase(echoUrl: string): Promise<LoopResult> {
   const server = new ServerProcess(await spawnServer(['--instant']), 'llr serve --instant');
@@ -261,10 +283,9 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
     const llLoop = () => deadline(server.race(longLivedLoop(ll, cfg.steps, cfg.outputBytes)), t, 'a long-lived loop');
     const leanLoop = () => deadline(leanServer.race(longLivedLoop(lean, cfg.steps, cfg.outputBytes)), t, 'a long-lived loop (lean pause event)');
     const wsLoop = () => deadline(server.race(wsChainLoop(ws, cfg.steps, cfg.outputBytes)), t, 'a ws loop');
-    // Warm-up is not measured: the tokenizer's tables load, and V8 optimises the hot paths, which one
-    // 22-step loop did not give it time to do (its p50s stayed ~0.1 ms above a server run for longer).
+    // Warm-up is not measured: the tokenizer's tables load, and V8 optimises the hot paths (warmLoops).
     let warm!: LoopSamples;
-    for (let i = 0; i < WARM_LOOPS; i++) {
+    for (let i = 0; i < warmLoops(); i++) {
       warm = await llLoop();
       await leanLoop();
       await wsLoop();
@@ -280,6 +301,8 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
     };
     const frame = 'x'.repeat(warm.frameBytes);
     await echoRounds(ew, frame, 200);
+    const pid = server.child.proc.pid;
+    const cpuBefore = pid === undefined ? null : threadCpu(pid);
     for (let i = 0; i < cfg.loops; i++) {
       llRuns.push(await llLoop());
       echo.push(...(await echoRounds(ew, frame, cfg.steps)));
@@ -287,11 +310,12 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
       echo.push(...(await echoRounds(ew, frame, cfg.steps)));
       leanRuns.push(await leanLoop());
     }
-    // The floors in a block of their own: interleaved with the loops above they lengthened the servers' idle
-    // waits between loops, which slowed their steps (~0.06 ms at the p50 on this 2-vCPU VM).
+    const cpu = threadCpuSince(cpuBefore, pid === undefined ? null : threadCpu(pid));
+    // The floors in a block of their own: interleaved with the loops above they lengthened the servers'
+    // idle waits between loops, which slowed their steps.
     const llFloor: LoopSamples[] = [];
     const wsFloor: LoopSamples[] = [];
-    for (let i = 0; i < WARM_LOOPS; i++) {
+    for (let i = 0; i < WARM_REPLAYS; i++) {
       await replay(llScript, longLivedLoop, 'a replayed long-lived loop');
       await replay(wsScript, wsChainLoop, 'a replayed ws loop');
     }
@@ -322,6 +346,8 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
       echo: { n: echo.length, p50: percentile(echo, 50), p99: percentile(echo, 99) },
       held_echo: heldEcho,
       floor: { long_lived: loopStats(llFloor), ws: loopStats(wsFloor) },
+      warm_loops: warmLoops(),
+      server_threads_us_per_step: cpu && { main: (cpu.main * 1000) / (2 * cfg.loops * cfg.steps), background: (cpu.others * 1000) / (2 * cfg.loops * cfg.steps) },
       long_lived: loopStats(llRuns),
       ws: loopStats(wsRuns),
       lean: loopStats(leanRuns),
@@ -414,6 +440,13 @@ function rows(r: { loop?: LoopResult; long?: LongResult; long_lean?: LongResult;
     out.push({ what: 'long-lived append → next output_item.done p50', measured: `${ms(ll.p50)} = ${x(ll.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 2× echo p50', holds: ll.p50 <= 2 * echo.p50 });
     out.push({ what: 'long-lived append → next output_item.done p99', measured: `${ms(ll.p99)} = ${x(ll.p99, echo.p50).toFixed(2)}× echo`, target: '≤ 5× echo p50', holds: ll.p99 <= 5 * echo.p50 });
     out.push({ what: 'ws previous_response_id → output_item.done p50', measured: `${ms(ws.p50)} = ${x(ws.p50, echo.p50).toFixed(2)}× echo`, target: '≤ 3× echo p50', holds: ws.p50 <= 3 * echo.p50 });
+    const th = r.loop.server_threads_us_per_step;
+    out.push({
+      what: `server's threads over the measured long-lived and ws loops, CPU µs per step (after ${r.loop.warm_loops} warm-up loops of each kind)`,
+      measured: th ? `main ${Math.round(th.main)}; background (V8's compiler, GC helpers) ${Math.round(th.background)}` : 'n/a (no /proc)',
+      target: '(reported)',
+      holds: null,
+    });
     for (const [name, real, floor] of [['long-lived', ll, r.loop.floor.long_lived], ['ws', ws, r.loop.floor.ws]] as const) {
       out.push({
         what: `${name} loop's frames replayed by a server that does no work (the exchange's wire floor), p50 / p99`,

@@ -10,6 +10,7 @@
  * bookkeeping, not the speed (benchmarks print figures; tests do not time).
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -75,7 +76,7 @@ describe('bench:overhead', () => {
   }, 150_000);
 
   it("reports the server's timed stages of a long-lived step from its run record", async () => {
-    const args = ['--phases', 'loop', '--loops', '1', '--steps', '4', '--json'];
+    const args = ['--phases', 'loop', '--loops', '1', '--steps', '4', '--warm-steps', '5', '--json'];
     const { stdout } = await run(process.execPath, [join(ROOT, 'dist', 'bench', 'overhead.js'), ...args], { timeout: 120_000, maxBuffer: 8 * 2 ** 20 });
     const out = JSON.parse(stdout) as {
       loop: {
@@ -83,6 +84,8 @@ describe('bench:overhead', () => {
         ws_stages: { responses: number; p50_us: Record<string, number>; emit_us_per_response: number; events_per_response: number } | null;
         hot_stages: { calls: number; us: Record<string, number> };
         floor: Record<'long_lived' | 'ws', { n: number; p50: number; p99: number }>;
+        warm_loops: number;
+        server_threads_us_per_step: { main: number; background: number } | null;
       };
       targets: Array<{ what: string; measured: string }>;
     };
@@ -109,6 +112,14 @@ describe('bench:overhead', () => {
     for (const v of Object.values(hot.us)) expect(v).toBeGreaterThan(0);
     expect(out.targets.some((t) => t.what.startsWith('the same append stages in a hot loop') && /the server's step: \d+ = [\d.]+×/.test(t.measured))).toBe(true);
     expect(out.targets.some((t) => t.what.startsWith("server's timed stages per ws continuation") && /= \d+; emit \d+ per response/.test(t.measured))).toBe(true);
+    // --warm-steps 5 at 4 steps a loop: two warm-up loops of each kind. The server's threads over the measured
+    // loops, read from /proc where there is one: its main thread did the steps' work.
+    expect(out.loop.warm_loops).toBe(2);
+    if (existsSync('/proc/self/task')) {
+      // (One measured loop of 4 steps is below the 10 ms clock tick: the figures may be 0, but they are read.)
+      expect(out.loop.server_threads_us_per_step).not.toBeNull();
+      expect(out.targets.some((t) => t.what.startsWith("server's threads over the measured") && /^main \d+; background \(V8's compiler, GC helpers\) \d+$/.test(t.measured))).toBe(true);
+    } else expect(out.loop.server_threads_us_per_step).toBeNull();
     // Each loop's frames replayed by the frame server (its wire floor): one measured loop of 4 steps, the step
     // before the final message left out as in every tool-step figure.
     for (const kind of ['long_lived', 'ws'] as const) {

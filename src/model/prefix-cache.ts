@@ -27,11 +27,10 @@ export const DEFAULT_MAX_ENTRIES = 65_536;
  * `PromptKeys` array, which only grows until it is replaced by another.
  */
 interface Inserted {
-  /** Keys inserted from the front of the array. */
+  /** Its leading keys still cached right after that insert (and its evictions). */
   count: number;
-  /** The cache's `version` and `evictions` right after that insert. */
+  /** The cache's `version` right after that insert. */
   version: number;
-  evictions: number;
 }
 
 /** A cached block in the LRU list (oldest at `head`, newest at `tail`). */
@@ -46,16 +45,18 @@ export class PrefixCache {
   private readonly blocks = new Map<number, Block>();
   private head: Block | null = null;
   private tail: Block | null = null;
-  /** Bumped by every `touch`: unchanged since a key array's insert means nothing was used since. */
+  /**
+   * Bumped by every `touch` and `clear` (evictions only follow a touch, in
+   * the same call): unchanged since a key array's insert means nothing was
+   * used, added or removed since.
+   */
   private version = 0;
-  /** Blocks evicted (or cleared) so far: unchanged since a key array's insert means its blocks are all still here. */
-  private evictions = 0;
   /**
    * Per key array, its last insert (see `Inserted`): a growing prompt's next
-   * call then looks up and places only its new blocks while nothing else
-   * used or evicted a block in between — otherwise every call walked the
-   * whole prompt's blocks, a cost that grew with the run (found by an
-   * outside attack's 1,000-step long-lived run; bench:overhead's long phase).
+   * call then places only its new blocks while nothing else used a block in
+   * between — otherwise every call walked the whole prompt's blocks, a cost
+   * that grew with the run (found by an outside attack's 1,000-step
+   * long-lived run; bench:overhead's long phase).
    */
   private readonly inserted = new WeakMap<readonly number[], Inserted>();
 
@@ -128,30 +129,48 @@ export class PrefixCache {
    * leaves its hits' recency as it was.
    */
   lookupKeys(keys: readonly number[], count = keys.length): number {
-    const last = this.inserted.get(keys);
-    // Blocks leave only by eviction: none since these keys' last insert, and all it inserted are still here.
-    let n = last !== undefined && last.evictions === this.evictions ? Math.min(last.count, count) : 0;
-    while (n < count && this.blocks.has(keys[n]!)) n++;
-    return n * this.blockSize;
+    return this.cachedRun(keys, count) * this.blockSize;
   }
 
   insertKeys(keys: readonly number[], count = keys.length): void {
     if (this.maxEntries === 0) return;
     const last = this.inserted.get(keys);
-    // Nothing used or evicted since these keys' last insert: the blocks it placed are still the newest, in order.
-    const placed = last !== undefined && last.version === this.version && last.evictions === this.evictions ? Math.min(last.count, count) : 0;
+    // Nothing used or removed since these keys' last insert: the blocks it left cached are still the newest, in order.
+    const placed = last !== undefined && last.version === this.version ? Math.min(last.count, count) : 0;
     this.touch(keys, count, placed);
-    const evictions = this.evictions;
     this.evict();
-    // An insert that evicted may have evicted its own oldest blocks: the next call checks them all again.
-    if (this.evictions === evictions) this.inserted.set(keys, { count, version: this.version, evictions });
-    else this.inserted.delete(keys);
+    // An insert that evicted may have evicted its own oldest blocks (a prompt larger than the cache).
+    this.inserted.set(keys, { count: this.cachedRun(keys, count), version: this.version });
+  }
+
+  /**
+   * How many of the first `count` keys of one chain are cached: they are
+   * always a leading run. Every touch that marks a block used marks every
+   * block before it in its chain too (a key stands for its whole prefix, and
+   * `lookup` touches only a leading run of hits), placing each newer than
+   * the one after it; so a block is never older than its successor, and
+   * eviction, oldest first, takes a chain's blocks from its end. Found by
+   * binary search: a full cache evicts at nearly every insert, and checking
+   * every block from the start then made each model call of a long run cost
+   * more than the one before (bench:overhead's long phase, once warm-up
+   * had filled the cache).
+   */
+  private cachedRun(keys: readonly number[], count: number): number {
+    if (count === 0 || this.blocks.has(keys[count - 1]!)) return count;
+    let lo = 0;
+    let hi = count - 1; // keys[hi] is not cached
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.blocks.has(keys[mid]!)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   clear(): void {
     this.blocks.clear();
     this.head = this.tail = null;
-    this.evictions++;
+    this.version++;
   }
 
   /** The cached block keys, least recently used first (tests compare the LRU order). */
@@ -167,7 +186,6 @@ export class PrefixCache {
       const oldest = this.head;
       this.unlink(oldest);
       this.blocks.delete(oldest.key);
-      this.evictions++;
     }
   }
 

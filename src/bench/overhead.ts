@@ -518,6 +518,12 @@ function rows(r: { loop?: LoopResult; long?: LongResult; long_lean?: LongResult;
       holds: null,
     });
     out.push({
+      what: `long run${how}: server's timed stages per step (p50 sum), first → last tenth`,
+      measured: l.stages_us ? `${Math.round(l.stages_us.first)} µs → ${Math.round(l.stages_us.last)} µs = ${(l.stages_us.last / l.stages_us.first).toFixed(2)}` : 'n/a (no run record)',
+      target: '(reported)',
+      holds: null,
+    });
+    out.push({
       what: `long run${how}: server heap after GC, before → after the run`,
       measured: `${(l.heap_before / 2 ** 20).toFixed(1)} MB → ${(l.heap_after / 2 ** 20).toFixed(1)} MB`,
       target: '(reported)',
@@ -582,15 +588,36 @@ export interface LongResult {
   heap_before: number;
   heap_after: number;
   last_pause_bytes: number;
+  /**
+   * The server's timed stages per step (STEP_STAGES: the append's parse and checks, the model call), p50 of
+   * each over the first and the last tenth of the run's steps, summed, µs (from the run's record); null when
+   * the record was not found. Unlike the step's round trip, it leaves out the wire, the client and the heap's
+   * state: a per-step cost that grows with the conversation shows here first.
+   */
+  stages_us: { first: number; last: number } | null;
 }
 
+/** Steps per warm-up run of the long phase. */
+const LONG_WARM_STEPS = 100;
+
 async function longPhase(args: string[]): Promise<LongResult> {
-  const server = new ServerProcess(await spawnServer(['--instant', ...args], { nodeArgs: ['--expose-gc'] }), `llr serve --instant ${args.join(' ')}`.trim());
+  // The store keeps the newest response only: the warm-up runs' stored responses would otherwise fill the heap
+  // between its two measurements (a long-lived run is stored once, at its end: no per-step cost is left out).
+  const serverArgs = ['--instant', '--max-memory-store-responses', '1', ...args];
+  const server = new ServerProcess(await spawnServer(serverArgs, { nodeArgs: ['--expose-gc'] }), `llr serve ${serverArgs.join(' ')}`);
   try {
     const ws = await server.race(openLongLived(server.url));
-    // Warm-up: a shorter run of the same kind.
-    await deadline(server.race(longLivedRun(ws, Math.min(100, cfg.longSteps), cfg.longOutputBytes)), 120_000, 'the long phase\'s warm-up run');
-    const before = await server.getJson<ServerStats>('/llr/stats?gc=1');
+    // Warm-up: shorter runs of the same kind, `--warm-steps` steps in all (at least one run). A JIT still
+    // optimising during the first tenth would make it slower than the last, hiding growth (warmLoops).
+    // The heap is measured (after a forced GC) before the last fifth of them: the steps right after a forced
+    // full GC ran up to twice as slow as the steps before it, an effect of the GC, not of the run.
+    const warmRuns = Math.max(1, Math.ceil(cfg.warmSteps / LONG_WARM_STEPS));
+    const afterHeap = Math.max(1, Math.ceil(warmRuns / 5));
+    const warmRun = () => deadline(server.race(longLivedRun(ws, Math.min(LONG_WARM_STEPS, cfg.longSteps), cfg.longOutputBytes)), 120_000, 'the long phase\'s warm-up run');
+    for (let i = 0; i < warmRuns - afterHeap; i++) await warmRun();
+    const heap = await server.getJson<ServerStats>('/llr/stats?gc=1');
+    for (let i = 0; i < afterHeap; i++) await warmRun();
+    const before = await server.getJson<ServerStats>('/llr/stats');
     const run = await deadline(server.race(longLivedRun(ws, cfg.longSteps, cfg.longOutputBytes)), 900_000, 'the long run');
     const after = await server.getJson<ServerStats>('/llr/stats');
     // What the run left behind once its connection is gone (the run, its context and its session released).
@@ -599,6 +626,9 @@ async function longPhase(args: string[]): Promise<LongResult> {
     await deadline(closed, 10_000, 'the long run\'s connection to close');
     const left = await server.getJson<ServerStats>('/llr/stats?gc=1');
     const tenth = Math.max(2, Math.floor(cfg.longSteps / 10));
+    const record = (await server.getJson<RecordPage>('/llr/runs?limit=5')).data.find((r) => r.protocol === 'long-lived' && r.counters['appends'] === run.samples.length);
+    const stageSum = (part: (spans: number[]) => number[]) =>
+      STEP_STAGES.reduce((sum, st) => sum + percentile(part(record!.spans.filter((x) => x.stage === st).map((x) => x.duration_ms * 1000)), 50), 0);
     const wall = (from: number, to: number) => (run.doneAt[to - 1]! - run.doneAt[from]!) / (to - 1 - from);
     return {
       steps: run.samples.length,
@@ -608,9 +638,10 @@ async function longPhase(args: string[]): Promise<LongResult> {
       first_wall_ms_per_step: wall(0, tenth),
       last_wall_ms_per_step: wall(run.samples.length - tenth, run.samples.length),
       server_cpu_ms_per_step: cpuMs(before, after) / run.samples.length,
-      heap_before: before.memory.heapUsed,
+      heap_before: heap.memory.heapUsed,
       heap_after: left.memory.heapUsed,
       last_pause_bytes: run.pauseBytes.at(-1) ?? NaN,
+      stages_us: record ? { first: stageSum((v) => v.slice(0, tenth)), last: stageSum((v) => v.slice(-tenth)) } : null,
     };
   } finally {
     await server.stop();

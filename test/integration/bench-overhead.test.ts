@@ -133,7 +133,7 @@ describe('bench:overhead', () => {
   }, 150_000);
 
   it('the long phase: one long-lived run per server (full and lean pause events), cancelled after its steps, its tenths compared', async () => {
-    const args = ['--phases', 'long', '--long-steps', '30', '--long-output-bytes', '200', '--json'];
+    const args = ['--phases', 'long', '--long-steps', '30', '--long-output-bytes', '200', '--warm-steps', '150', '--json'];
     const { stdout } = await run(process.execPath, [join(ROOT, 'dist', 'bench', 'overhead.js'), ...args], { timeout: 120_000, maxBuffer: 8 * 2 ** 20 });
     const out = JSON.parse(stdout) as { long: LongResult; long_lean: LongResult; targets: Array<{ what: string }> };
     for (const l of [out.long, out.long_lean]) {
@@ -141,11 +141,14 @@ describe('bench:overhead', () => {
       expect(l.steps).toBe(30);
       expect(l.output_bytes).toBe(200);
       for (const v of [l.first_p50, l.last_p50, l.first_wall_ms_per_step, l.last_wall_ms_per_step, l.server_cpu_ms_per_step, l.heap_before, l.heap_after]) expect(v).toBeGreaterThan(0);
+      // The server's own account of the run's steps, from its record: every stage timed in both tenths.
+      expect(l.stages_us!.first).toBeGreaterThan(0);
+      expect(l.stages_us!.last).toBeGreaterThan(0);
     }
     // The full pause snapshot carries every call so far; the lean one only what the pause waits for.
     expect(out.long.last_pause_bytes).toBeGreaterThan(30 * 100);
     expect(out.long_lean.last_pause_bytes).toBeLessThan(1000);
-    expect(out.targets.filter((t) => t.what.startsWith('long run'))).toHaveLength(6);
+    expect(out.targets.filter((t) => t.what.startsWith('long run'))).toHaveLength(8);
   }, 150_000);
 });
 

@@ -26,6 +26,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'lifetime-ms', key: 'connectionLifetimeMs', help: 'WebSocket connection lifetime' },
   { flag: 'max-connections', key: 'maxConnections', help: 'open TCP connections; past it 503 too_many_connections' },
   { flag: 'max-run-records', key: 'maxRunRecords', help: 'run records kept for GET /llr/runs' },
+  { flag: 'max-run-records-bytes', key: 'maxRunRecordsBytes', help: 'estimated bytes of those run records (their spans grow with a run); past it the oldest are dropped, never the newest' },
   { flag: 'max-memory-store-responses', key: 'maxMemoryStoreResponses', help: 'stored responses an in-memory store (--store memory or :memory:) keeps; past it the oldest are evicted' },
   { flag: 'max-memory-store-bytes', key: 'maxMemoryStoreBytes', help: 'bytes (JSON) an in-memory store keeps; past it the oldest are evicted' },
   { flag: 'max-context-bytes', key: 'maxContextBytes', help: 'bytes (JSON) one long-lived run / ws-mode response keeps in its context' },

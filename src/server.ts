@@ -195,7 +195,7 @@ export class LlrServer {
       ledger,
       post: new PostInference(ledger, store, log),
       postWork: new PostWorkTracker(log),
-      records: new RunRecords(limits.maxRunRecords),
+      records: new RunRecords(limits.maxRunRecords, limits.maxRunRecordsBytes),
       log,
       clock,
       switches,

@@ -4,7 +4,13 @@
  * read it (over `GET /llr/runs`) to prove what happened on the server side —
  * e.g. that Codex really used the long-lived protocol and did not silently
  * fall back to HTTP. Bounded: a ring of the newest `limit` records
- * (`llr serve --max-run-records`, default 1,000). Each record names its
+ * (`llr serve --max-run-records`, default 1,000) whose estimated size stays
+ * within `maxBytes` (`--max-run-records-bytes`, 64 MiB): a record keeps a
+ * span per stage run, so a long-lived run of thousands of steps makes one of
+ * hundreds of kilobytes, and a thousand of them outgrew any memory budget
+ * (found by bench:overhead's long phase, whose heap grew with its warm-up
+ * runs). The newest record is kept whatever its size: it holds what its run
+ * held while it lived. Each record names its
  * owner (the API key's hash, null without keys) so a caller lists only its
  * own; `page()` is the paginated list `GET /llr/runs` serves.
  */
@@ -51,18 +57,52 @@ export interface PageQuery {
   order?: 'asc' | 'desc';
 }
 
+/** A record's fields, counters and totals, estimated (bytes). */
+const RECORD_BASE_BYTES = 4096;
+/** One span as an object in a record (its stage, start and duration), measured with V8 at ~92 bytes. */
+const SPAN_BYTES = 96;
+
+/**
+ * A record's estimated heap size: a fixed part and its spans. A live
+ * record (a running response's, whose spans the run itself holds and whose
+ * `spans` builds them when read) counts its fixed part only until the run
+ * ends and replaces it with its final record.
+ */
+export function recordBytes(rec: RunRecord): number {
+  const spans: unknown = Object.getOwnPropertyDescriptor(rec, 'spans')?.value;
+  return RECORD_BASE_BYTES + (Array.isArray(spans) ? spans.length * SPAN_BYTES : 0);
+}
+
 export class RunRecords {
   private readonly byId = new Map<string, RunRecord>();
+  /** Each record's `recordBytes` when it was put, and their sum. */
+  private readonly sizes = new Map<string, number>();
+  private total = 0;
 
-  constructor(private readonly limit = 1000) {}
+  constructor(
+    private readonly limit = 1000,
+    private readonly maxBytes = Infinity,
+  ) {}
+
+  /** Estimated bytes of the records kept (`recordBytes` summed). */
+  get bytes(): number {
+    return this.total;
+  }
 
   /** Insert or update; an update keeps the record's place (creation order), so cursors stay valid. */
   upsert(rec: RunRecord): void {
-    this.byId.set(rec.response_id, rec);
-    while (this.byId.size > this.limit) {
-      const oldest = this.byId.keys().next().value;
-      if (oldest === undefined) break;
+    const id = rec.response_id;
+    const size = recordBytes(rec);
+    this.total += size - (this.sizes.get(id) ?? 0);
+    this.sizes.set(id, size);
+    this.byId.set(id, rec);
+    // Oldest first, never the one just put (the final record of a long run keeps its early place: the ones after it go).
+    for (const oldest of this.byId.keys()) {
+      if (this.byId.size <= 1 || (this.byId.size <= this.limit && this.total <= this.maxBytes)) break;
+      if (oldest === id) continue;
       this.byId.delete(oldest);
+      this.total -= this.sizes.get(oldest) ?? 0;
+      this.sizes.delete(oldest);
     }
   }
 

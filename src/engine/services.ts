@@ -100,6 +100,12 @@ export interface Limits {
   /** Run records kept for `GET /llr/runs` (a ring, default 1,000: newest kept). */
   maxRunRecords: number;
   /**
+   * Estimated bytes of those records (records.ts `recordBytes`: a record's
+   * spans grow with its run's steps, so a count alone did not bound them);
+   * past it the oldest are dropped, never the newest.
+   */
+  maxRunRecordsBytes: number;
+  /**
    * Stored responses an in-memory store keeps (`--store memory` or
    * `:memory:`; default 10,000): past it the oldest put is evicted, as the
    * API lets stored responses expire (a GET naming it is 404, a
@@ -188,6 +194,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxQueuedBytes: 32 * 1024 * 1024,
   maxConnections: 1024,
   maxRunRecords: 1000,
+  maxRunRecordsBytes: 64 * 1024 * 1024,
   maxMemoryStoreResponses: 10_000,
   maxMemoryStoreBytes: 256 * 1024 * 1024,
   maxLiveHttpRuns: 512,

@@ -1,0 +1,71 @@
+/**
+ * engine/records.ts: the ring of run records is bounded by count and by
+ * estimated bytes (a record's spans grow with its run); the oldest go first,
+ * never the record just put, and an update replaces a record's size instead
+ * of adding to it.
+ */
+import { describe, expect, it } from 'vitest';
+import { RunRecords, recordBytes, type RunRecord } from '../../src/engine/records.js';
+
+function rec(id: string, spans: number): RunRecord {
+  return {
+    response_id: id,
+    protocol: 'long-lived',
+    connection: null,
+    owner: null,
+    status: 'completed',
+    model: 'm',
+    previous_response_id: null,
+    usage: null,
+    counters: {},
+    totals: {},
+    spans: Array.from({ length: spans }, (_, i) => ({ stage: 'prefill', start_ms: i, duration_ms: 0.01 })),
+    started_at: 0,
+    ended_at: 0,
+    post_deferred: false,
+    post_done: true,
+  };
+}
+
+const ids = (r: RunRecords) => r.list().map((x) => x.response_id);
+
+describe('run records', () => {
+  it('estimate a record by its spans', () => {
+    expect(recordBytes(rec('a', 1000)) - recordBytes(rec('b', 0))).toBe(1000 * 96);
+    // A live record's spans are the run's (a getter): counted once the final record replaces it.
+    const live = Object.defineProperty(rec('c', 0), 'spans', { get: () => rec('x', 500).spans });
+    expect(recordBytes(live)).toBe(recordBytes(rec('d', 0)));
+  });
+
+  it('drop the oldest past the byte bound, keep the count bound, and keep the newest whatever its size', () => {
+    const one = recordBytes(rec('x', 100));
+    const r = new RunRecords(1000, 3 * one);
+    for (const id of ['a', 'b', 'c', 'd', 'e']) r.upsert(rec(id, 100));
+    expect(ids(r)).toEqual(['c', 'd', 'e']);
+    expect(r.bytes).toBe(3 * one);
+    // One record larger than the whole bound: it is kept alone.
+    r.upsert(rec('huge', 10_000));
+    expect(ids(r)).toEqual(['huge']);
+    expect(r.bytes).toBe(recordBytes(rec('huge', 10_000)));
+    const byCount = new RunRecords(2, Infinity);
+    for (const id of ['a', 'b', 'c']) byCount.upsert(rec(id, 1));
+    expect(ids(byCount)).toEqual(['b', 'c']);
+  });
+
+  it('an update replaces the size it was put with; a long run finishing keeps its place and the newer ones make room', () => {
+    const small = recordBytes(rec('x', 10));
+    const r = new RunRecords(1000, 4 * small);
+    r.upsert(rec('long', 0));
+    for (const id of ['b', 'c', 'd']) r.upsert(rec(id, 10));
+    expect(ids(r)).toEqual(['long', 'b', 'c', 'd']);
+    // Updated in place (same size): nothing else moves and the total is not counted twice.
+    r.upsert(rec('b', 10));
+    expect(ids(r)).toEqual(['long', 'b', 'c', 'd']);
+    expect(r.bytes).toBe(recordBytes(rec('long', 0)) + 3 * small);
+    // The long run ends with a record of two small ones' size: the oldest others go, it stays first.
+    r.upsert(rec('long', 20 + Math.ceil(4096 / 96)));
+    expect(ids(r)[0]).toBe('long');
+    expect(r.bytes).toBeLessThanOrEqual(4 * small);
+    expect(r.bytes).toBe(r.list().reduce((n, x) => n + recordBytes(x), 0));
+  });
+});

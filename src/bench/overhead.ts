@@ -601,9 +601,10 @@ export interface LongResult {
 const LONG_WARM_STEPS = 100;
 
 async function longPhase(args: string[]): Promise<LongResult> {
-  // The store keeps the newest response only: the warm-up runs' stored responses would otherwise fill the heap
-  // between its two measurements (a long-lived run is stored once, at its end: no per-step cost is left out).
-  const serverArgs = ['--instant', '--max-memory-store-responses', '1', ...args];
+  // The store and the run records keep the newest only: the warm-up runs' would otherwise fill the heap between
+  // its two measurements (a run is stored and recorded once, at its end: no per-step cost is left out). What
+  // the heap still gains is the prefix cache taking the long prompt's blocks, up to its bound.
+  const serverArgs = ['--instant', '--max-memory-store-responses', '1', '--max-run-records', '2', ...args];
   const server = new ServerProcess(await spawnServer(serverArgs, { nodeArgs: ['--expose-gc'] }), `llr serve ${serverArgs.join(' ')}`);
   try {
     const ws = await server.race(openLongLived(server.url));

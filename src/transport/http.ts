@@ -443,7 +443,8 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
       for (let i = 0; i < n; i++) {
         const frame = `${head}${b.json(i)}\n\n`;
         text += frame;
-        if (frame.length > largest) largest = frame.length;
+        const len = Buffer.byteLength(frame, 'utf8');
+        if (len > largest) largest = len;
       }
       // 3 bytes per UTF-16 unit bound the frames' UTF-8 size.
       if (batch.backlog(res.writableLength) + 3 * text.length <= limit + 2 * largestFrame) {

@@ -49,7 +49,7 @@ function hasKeys(o: object): boolean {
   return false;
 }
 
-/** A batch's frames, one message per delta, and its largest message (chars of JSON, as `piecesLength` counts). */
+/** A batch's frames, one message per delta, and its largest message (UTF-8 bytes of JSON, as `piecesLength` counts). */
 export interface BatchFrames {
   frames: Buffer;
   largest: number;
@@ -105,9 +105,10 @@ export function batchFrames(b: DeltaBatch): BatchFrames {
       buf[o++] = 0x22;
     } else {
       const q = JSON.stringify(d);
-      if (fixed + q.length > largest) largest = fixed + q.length;
       const ascii = isAscii(q);
-      o = putHeader(buf, o, fixed + (ascii ? q.length : Buffer.byteLength(q, 'utf8')));
+      const len = fixed + (ascii ? q.length : Buffer.byteLength(q, 'utf8'));
+      if (len > largest) largest = len;
+      o = putHeader(buf, o, len);
       buf.set(hb, o);
       o = ascii ? putAscii(buf, o + hb.length, q) : putUtf8(buf, o + hb.length, q);
     }
@@ -186,7 +187,8 @@ function utf8Frames(b: DeltaBatch): BatchFrames {
   for (let i = 0; i < texts.length; i++) {
     const t = b.json(i);
     texts[i] = t;
-    if (t.length > largest) largest = t.length;
+    const len = Buffer.byteLength(t, 'utf8');
+    if (len > largest) largest = len;
   }
   return { frames: textFrames(texts), largest };
 }

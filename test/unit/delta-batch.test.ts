@@ -85,7 +85,7 @@ describe('WebSocket frames of a batch', () => {
       texts.forEach((t, i) => expect(t).toBe(JSON.stringify(b.event(i))));
       const { frames, largest } = batchFrames(b);
       expect(frames.equals(wsSendBytes(texts))).toBe(true);
-      expect(largest).toBe(Math.max(...texts.map((t) => t.length)));
+      expect(largest).toBe(Math.max(...texts.map((t) => Buffer.byteLength(t))));
     }
   });
 

@@ -109,7 +109,8 @@ describe('the tools echo of lifecycle events', () => {
       if (Buffer.isBuffer(middle)) shared.push(middle);
       const bytes = Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
       expect(bytes.equals(Buffer.from(JSON.stringify(e)))).toBe(true);
-      expect(piecesLength(pieces)).toBe(pieces.reduce((n, p) => n + p.length, 0));
+      // UTF-8 bytes, what the socket holds.
+      expect(piecesLength(pieces)).toBe(bytes.length);
     }
     expect(shared[1]).toBe(shared[0]);
     expect(shared[2]).toBe(shared[0]);
@@ -125,6 +126,16 @@ describe('the tools echo of lifecycle events', () => {
       const [a, b] = [eventPieces(both), eventPieces(done)];
       expect(a).toHaveLength(t.length > 0 ? 5 : 3);
       expect(b[1]).toBe(a[1]);
+    }
+  });
+
+  it('sizes the pieces in UTF-8 bytes, what the socket holds, for multi-byte text in strings and shared bytes alike', () => {
+    const small = 'é\ud83d\ude00中'.repeat(100);
+    const long = 'é\ud83d\ude00中'.repeat(20_000);
+    for (const instructions of [small, long]) {
+      const e = { type: 'response.created', sequence_number: 0, response: { ...response, instructions, output: [{ type: 'message', text: small }] } };
+      const pieces = eventPieces(e);
+      expect(piecesLength(pieces)).toBe(Buffer.byteLength(JSON.stringify(e)));
     }
   });
 

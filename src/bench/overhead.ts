@@ -610,8 +610,8 @@ async function longPhase(args: string[]): Promise<LongResult> {
     const ws = await server.race(openLongLived(server.url));
     // Warm-up: shorter runs of the same kind, `--warm-steps` steps in all (at least one run). A JIT still
     // optimising during the first tenth would make it slower than the last, hiding growth (warmLoops).
-    // The heap is measured (after a forced GC) before the last fifth of them: the steps right after a forced
-    // full GC ran up to twice as slow as the steps before it, an effect of the GC, not of the run.
+    // The heap is measured (after a forced GC) before the last fifth of them: in one-off runs a long run
+    // measured right after a forced full GC was slower throughout, an effect of the GC, not of the run.
     const warmRuns = Math.max(1, Math.ceil(cfg.warmSteps / LONG_WARM_STEPS));
     const afterHeap = Math.max(1, Math.ceil(warmRuns / 5));
     const warmRun = () => deadline(server.race(longLivedRun(ws, Math.min(LONG_WARM_STEPS, cfg.longSteps), cfg.longOutputBytes)), 120_000, 'the long phase\'s warm-up run');

@@ -36,6 +36,8 @@ interface Inserted {
 /** A cached block in the LRU list (oldest at `head`, newest at `tail`). */
 interface Block {
   readonly key: number;
+  /** As a chain's root (its first block): the `version` of the last touch that used it. */
+  stamp: number;
   older: Block | null;
   newer: Block | null;
 }
@@ -100,7 +102,7 @@ export class PrefixCache {
     const keys: number[] = [];
     const chain = new BlockChain(tokens, this.blockSize, partition);
     for (let key = chain.next(); key !== undefined; key = chain.next()) keys.push(key);
-    this.touch(keys);
+    this.touch(keys, Math.min(keys.length, this.maxEntries));
     this.evict();
   }
 
@@ -134,13 +136,55 @@ export class PrefixCache {
 
   insertKeys(keys: readonly number[], count = keys.length): void {
     if (this.maxEntries === 0) return;
+    // A prompt larger than the cache: touching its blocks past the first `maxEntries` only made them the
+    // oldest, to be evicted at once with everything else — what touching the first `maxEntries` leaves too.
+    // Without this, each call of a long run whose prompt outgrew the cache created and evicted every block
+    // past the cache's size, a cost that grew with the run (an outside attack, --prefix-cache-blocks 4000).
+    count = Math.min(count, this.maxEntries);
     const last = this.inserted.get(keys);
     // Nothing used or removed since these keys' last insert: the blocks it left cached are still the newest, in order.
-    const placed = last !== undefined && last.version === this.version ? Math.min(last.count, count) : 0;
+    let placed = 0;
+    if (last !== undefined) placed = last.version === this.version ? Math.min(last.count, count) : this.raise(keys, Math.min(last.count, count), last.version);
     this.touch(keys, count, placed);
     this.evict();
-    // An insert that evicted may have evicted its own oldest blocks (a prompt larger than the cache).
-    this.inserted.set(keys, { count: this.cachedRun(keys, count), version: this.version });
+    // The `count` blocks just touched are the newest and no more than the cache holds: none was evicted.
+    this.inserted.set(keys, { count, version: this.version });
+  }
+
+  /**
+   * Makes the blocks this key array's last insert left cached the newest
+   * again, in one move, when no touch used them since (another chain's
+   * insert in between: two runs stepping in turn). Returns how many it moved
+   * (the caller's `placed`), 0 when they must be placed one by one.
+   *
+   * Any touch of a chain's block touches its root too (a key stands for its
+   * whole prefix), so a root still stamped with that insert's version means
+   * none of the chain's blocks was used since. Other touches link their own
+   * blocks only at the tail or next to each other, and evictions take the
+   * oldest, so the chain's cached blocks are still one contiguous run, its
+   * root newest: moving that run to the tail is what touching each of them
+   * again, deepest first, gives. Without it a long run's every model call
+   * walked its whole prompt as soon as another run had used the cache in
+   * between — the usual case on a server — a cost that grew with the run
+   * (an outside attack: two interleaved 4,000-step prompts, ~2 ms a call).
+   */
+  private raise(keys: readonly number[], upTo: number, version: number): number {
+    const root = upTo > 0 ? this.blocks.get(keys[0]!) : undefined;
+    if (root === undefined || root.stamp !== version) return 0;
+    const n = this.cachedRun(keys, upTo);
+    if (root !== this.tail) {
+      const oldest = this.blocks.get(keys[n - 1]!)!;
+      const before = oldest.older;
+      const after = root.newer!;
+      if (before) before.newer = after;
+      else this.head = after;
+      after.older = before;
+      oldest.older = this.tail;
+      this.tail!.newer = oldest;
+      root.newer = null;
+      this.tail = root;
+    }
+    return n;
   }
 
   /**
@@ -216,7 +260,7 @@ export class PrefixCache {
       const key = keys[i]!;
       let block = this.blocks.get(key);
       if (block === undefined) {
-        block = { key, older: null, newer: null };
+        block = { key, stamp: 0, older: null, newer: null };
         this.blocks.set(key, block);
       } else if (block === (newer === null ? this.tail : newer.older)) {
         newer = block;
@@ -225,6 +269,7 @@ export class PrefixCache {
       this.linkOlderThan(block, newer);
       newer = block;
     }
+    if (count > 0) this.blocks.get(keys[0]!)!.stamp = this.version;
   }
 
   private unlink(b: Block): void {

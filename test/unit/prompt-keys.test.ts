@@ -87,5 +87,38 @@ describe('PromptKeys', () => {
       }
     }
   });
-});
 
+  it('matches a plain Map LRU that touches every block, with prompts that interleave, outgrow the cache and abort', () => {
+    // An independent reference (not a second PrefixCache): a Map in recency order, every block of a prompt
+    // deleted and set again deepest first, the oldest evicted; hits counted block by block from the start.
+    for (const seed of [11, 12, 13, 14, 15, 16, 17, 18]) {
+      const rng = mulberry32(seed);
+      const max = [1, 3, 8, 40][seed % 4]!;
+      const cache = new PrefixCache(max, 4);
+      const ref = new Map<number, true>();
+      // Every prompt starts with the same two blocks (one chain root), as prompts with the same instructions do.
+      const prompts = Array.from({ length: 3 }, () => new TokenBuffer([1, 2, 3, 4, 5, 6, 7, 8]));
+      for (let call = 0; call < 600; call++) {
+        const buf = prompts[Math.floor(rng() * prompts.length)]!;
+        buf.pushAll(Array.from({ length: Math.floor(rng() * 12) }, () => Math.floor(rng() * 1000)));
+        const partition = rng() < 0.1 ? 'other' : null;
+        const keys = runSync(buf.keys.work(buf.view(), 4, partition));
+        let hits = 0;
+        while (hits < keys.length && ref.has(keys[hits]!)) hits++;
+        expect(cache.lookupKeys(keys, keys.length)).toBe(hits * 4);
+        if (rng() < 0.1) continue;
+        cache.insertKeys(keys, keys.length);
+        for (let i = keys.length - 1; i >= 0; i--) {
+          ref.delete(keys[i]!);
+          ref.set(keys[i]!, true);
+        }
+        while (ref.size > max) ref.delete(ref.keys().next().value!);
+        expect(cache.order()).toEqual([...ref.keys()]);
+        if (rng() < 0.01) {
+          cache.clear();
+          ref.clear();
+        }
+      }
+    }
+  });
+});

@@ -73,11 +73,24 @@ export function recordBytes(rec: RunRecord): number {
   return RECORD_BASE_BYTES + (Array.isArray(spans) ? spans.length * SPAN_BYTES : 0);
 }
 
+/** Dropped records whose place a cursor can still resume from (~100 bytes each, whatever `--max-run-records` is). */
+const DROPPED_KEPT = 10_000;
+
 export class RunRecords {
   private readonly byId = new Map<string, RunRecord>();
   /** Each record's `recordBytes` when it was put, and their sum. */
   private readonly sizes = new Map<string, number>();
   private total = 0;
+  /** Each kept record's place: a number that grows with each record put for the first time (the ring's order). */
+  private readonly places = new Map<string, number>();
+  private nextPlace = 0;
+  /**
+   * The places and owners of the most recently dropped records (`DROPPED_KEPT`), so a
+   * cursor naming one still resumes after it: a client paging through while records were dropped (one long
+   * run's record can push out the whole ring at once) got an empty last page and `has_more: false`, and
+   * never saw the records that remained.
+   */
+  private readonly dropped = new Map<string, { place: number; owner: string | null }>();
 
   constructor(
     private readonly limit = 1000,
@@ -95,11 +108,18 @@ export class RunRecords {
     const size = recordBytes(rec);
     this.total += size - (this.sizes.get(id) ?? 0);
     this.sizes.set(id, size);
+    if (!this.byId.has(id)) {
+      this.places.set(id, this.nextPlace++);
+      this.dropped.delete(id);
+    }
     this.byId.set(id, rec);
     // Oldest first, never the one just put (the final record of a long run keeps its early place: the ones after it go).
     for (const oldest of this.byId.keys()) {
       if (this.byId.size <= 1 || (this.byId.size <= this.limit && this.total <= this.maxBytes)) break;
       if (oldest === id) continue;
+      this.dropped.set(oldest, { place: this.places.get(oldest) ?? 0, owner: this.byId.get(oldest)?.owner ?? null });
+      if (this.dropped.size > DROPPED_KEPT) this.dropped.delete(this.dropped.keys().next().value!);
+      this.places.delete(oldest);
       this.byId.delete(oldest);
       this.total -= this.sizes.get(oldest) ?? 0;
       this.sizes.delete(oldest);
@@ -115,15 +135,25 @@ export class RunRecords {
     return [...this.byId.values()];
   }
 
-  /** One page of `owner`'s records. An `after` id that is not (or no longer) in the ring gives an empty page. */
+  /**
+   * One page of `owner`'s records. An `after` id no longer in the ring but recently dropped resumes where
+   * it was; one never seen (or another owner's) gives an empty page.
+   */
   page(q: PageQuery): RecordPage {
     let all = this.list();
     if (q.owner !== null) all = all.filter((r) => r.owner === q.owner);
-    if ((q.order ?? 'desc') === 'desc') all.reverse();
+    const desc = (q.order ?? 'desc') === 'desc';
+    if (desc) all.reverse();
     let start = 0;
     if (q.after) {
       const i = all.findIndex((r) => r.response_id === q.after);
-      start = i < 0 ? all.length : i + 1;
+      const gone = i < 0 ? this.dropped.get(q.after) : undefined;
+      if (i >= 0) start = i + 1;
+      else if (gone !== undefined && (q.owner === null || gone.owner === q.owner)) {
+        // The first record past the dropped one's place, in the page's order.
+        const past = all.findIndex((r) => (desc ? this.places.get(r.response_id)! < gone.place : this.places.get(r.response_id)! > gone.place));
+        start = past < 0 ? all.length : past;
+      } else start = all.length;
     }
     const data = all.slice(start, start + q.limit);
     return {

@@ -68,4 +68,23 @@ describe('run records', () => {
     expect(r.bytes).toBeLessThanOrEqual(4 * small);
     expect(r.bytes).toBe(r.list().reduce((n, x) => n + recordBytes(x), 0));
   });
+
+  it('a cursor whose record was dropped meanwhile still resumes after it, in either order', () => {
+    const r = new RunRecords(1000, 6 * recordBytes(rec('x', 0)));
+    for (const id of ['a', 'b', 'c', 'd', 'e']) r.upsert(rec(id, 0));
+    const first = r.page({ owner: null, limit: 2, order: 'asc' });
+    expect(first.data.map((x) => x.response_id)).toEqual(['a', 'b']);
+    // One long run's record pushes out 'a' to 'c', the cursor among them.
+    r.upsert(rec('long', 100));
+    expect(ids(r)).toEqual(['d', 'e', 'long']);
+    const next = r.page({ owner: null, limit: 2, order: 'asc', after: first.last_id });
+    expect(next.data.map((x) => x.response_id)).toEqual(['d', 'e']);
+    expect(next.has_more).toBe(true);
+    expect(r.page({ owner: null, limit: 5, order: 'desc', after: 'c' }).data).toEqual([]);
+    expect(r.page({ owner: null, limit: 5, order: 'desc', after: 'e' }).data.map((x) => x.response_id)).toEqual(['d']);
+    // Another owner's dropped record, or an id never seen, resumes nothing.
+    expect(r.page({ owner: 'someone', limit: 5, order: 'asc', after: 'b' }).data).toEqual([]);
+    expect(r.page({ owner: null, limit: 5, order: 'asc', after: 'never' }).data).toEqual([]);
+  });
 });
+

@@ -24,6 +24,8 @@ const MODULES = { disconnect, 'slow-reader': slowReader, concurrency, signals } 
 
 /** The smallest run-record ring the harness starts a server with (the concurrency scenario's 1,000 runs, with room). */
 const RUN_RECORDS_MIN = 10_000;
+/** Estimated bytes allowed per kept record (engine/records.ts `recordBytes`: 4 KiB and 96 bytes a span): room for ~2,700 spans each. */
+const RECORD_BYTES_EACH = 256 * 1024;
 
 export const SCENARIOS = ['fuzz', 'disconnect', 'slow-reader', 'concurrency', 'signals'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
@@ -72,8 +74,10 @@ export async function runChaos(opts: ChaosOptions): Promise<Tally[]> {
     async withServer(tally, server, fn, strictHealth = false) {
       const key = ctx.share;
       const reused = key ? shared.get(key) : undefined;
-      // The server's run-record ring (default 1,000) must hold every run a scenario judges, or records are evicted before they are read.
-      const ring = ['--max-run-records', String(Math.max(RUN_RECORDS_MIN, opts.inputs * 4))];
+      // The server's run-record ring (default 1,000, and 64 MiB estimated) must hold every run a scenario judges, or records are
+      // evicted before they are read: 64 MiB holds only ~5,700 records of a 10-step tool loop (an outside attack).
+      const records = Math.max(RUN_RECORDS_MIN, opts.inputs * 4);
+      const ring = ['--max-run-records', String(records), '--max-run-records-bytes', String(records * RECORD_BYTES_EACH)];
       const target = reused?.target ?? (await Target.start({ cli: opts.cli, ...server, args: [...ring, ...(server.args ?? [])] }));
       if (key) shared.set(key, { target, last: tally });
       target.freezeMs = opts.freezeMs;

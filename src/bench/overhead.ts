@@ -39,7 +39,7 @@ import { MARKER_CALL, NOOP_TOOL, pausedPhase, pausedWorkload, streamWorkload } f
 import { spawnFrameServer, spawnServer } from './processes.js';
 import type { PausedPhase } from './results.js';
 import { percentile, round } from './stats.js';
-import type { RecordPage } from '../engine/records.js';
+import type { RecordPage, RunRecord } from '../engine/records.js';
 import { DEFAULT_LIMITS } from '../engine/services.js';
 import { tokenizerReady } from '../model/tokenizer.js';
 import { parseClientEvent } from '../protocol/parse.js';
@@ -128,12 +128,17 @@ interface StepStages {
   emit_us_per_event: number;
 }
 
+/** Each of a record's step stages: the p50 of its spans (µs), or of the part of them `part` keeps (a tenth of the run). */
+function stageP50s(rec: RunRecord, part: (us: number[]) => number[] = (us) => us): StepStages['p50_us'] {
+  return Object.fromEntries(
+    STEP_STAGES.map((st) => [st, percentile(part(rec.spans.filter((s) => s.stage === st).map((s) => s.duration_ms * 1000)), 50)]),
+  ) as StepStages['p50_us'];
+}
+
 function stepStages(page: RecordPage): StepStages | null {
   const rec = page.data.find((r) => r.protocol === 'long-lived' && (r.counters['appends'] ?? 0) > 0);
   if (!rec) return null;
-  const p50_us = Object.fromEntries(
-    STEP_STAGES.map((st) => [st, percentile(rec.spans.filter((s) => s.stage === st).map((s) => s.duration_ms * 1000), 50)]),
-  ) as StepStages['p50_us'];
+  const p50_us = stageP50s(rec);
   const events = rec.counters['events_sent'] ?? 0;
   return { steps: rec.counters['appends'] ?? 0, p50_us, emit_us_per_event: events > 0 ? ((rec.totals['emit'] ?? 0) * 1000) / events : NaN };
 }
@@ -227,7 +232,7 @@ interface LoopResult {
   /**
    * One recorded long-lived loop and one ws loop of the server, replayed by the frame server (frame-server.ts
    * `script`): the same frames, bytes and writes both ways and the same driver, from a server that does no work
-   * for them. The wire floor of each exchange, measured between the same loops as the echo.
+   * for them. The wire floor of each exchange, measured in a block of its own after the loops.
    */
   floor: { long_lived: { n: number; p50: number; p99: number }; ws: { n: number; p50: number; p99: number } };
   /** Unmeasured loops of each kind before the measured ones. */
@@ -628,8 +633,7 @@ async function longPhase(args: string[]): Promise<LongResult> {
     const left = await server.getJson<ServerStats>('/llr/stats?gc=1');
     const tenth = Math.max(2, Math.floor(cfg.longSteps / 10));
     const record = (await server.getJson<RecordPage>('/llr/runs?limit=5')).data.find((r) => r.protocol === 'long-lived' && r.counters['appends'] === run.samples.length);
-    const stageSum = (part: (spans: number[]) => number[]) =>
-      STEP_STAGES.reduce((sum, st) => sum + percentile(part(record!.spans.filter((x) => x.stage === st).map((x) => x.duration_ms * 1000)), 50), 0);
+    const stageSum = (part: (us: number[]) => number[]) => Object.values(stageP50s(record!, part)).reduce((a, b) => a + b, 0);
     const wall = (from: number, to: number) => (run.doneAt[to - 1]! - run.doneAt[from]!) / (to - 1 - from);
     return {
       steps: run.samples.length,

@@ -33,6 +33,7 @@ import { ConnectionSession, type ModePolicy } from './session.js';
 import { ServerBytes, connectionBytes, type ConnectionBytes, type Hold } from './server-bytes.js';
 import type { SessionInfo, Transport } from './transport.js';
 import { wsModePolicy } from './ws.js';
+import { listInputItems, type InputItemList, type InputItemsQuery } from '../store/input-items.js';
 
 export class SessionHost {
   /** Long-lived runs open over HTTP, found again by id for `append` and `cancel`. */
@@ -106,6 +107,12 @@ export class SessionHost {
   /** A stored response the owner may read, or undefined. */
   storedResponse(id: string, owner: string | null): Response | undefined {
     return this.services.store.get(id, owner)?.response;
+  }
+
+  /** A page of a stored response's own input items (`GET /v1/responses/{id}/input_items`), or undefined when the owner may not read it. */
+  storedInputItems(id: string, owner: string | null, q: InputItemsQuery): InputItemList | undefined {
+    const rec = this.services.store.get(id, owner);
+    return rec && listInputItems(rec, q);
   }
 
   deleteStoredResponse(id: string, owner: string | null): boolean {

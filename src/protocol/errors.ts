@@ -47,6 +47,7 @@ export const WIRE_ERRORS = {
   // Edge limits and checks (issue 7): each a client mistake or a documented limit, never a 500.
   json_too_deep: { status: 400, type: 'invalid_request_error', message: 'The JSON nests deeper than this server accepts.' },
   integer_below_min_value: { status: 400, type: 'invalid_request_error', message: 'Integer below minimum value.' },
+  integer_above_max_value: { status: 400, type: 'invalid_request_error', message: 'Integer above maximum value.' },
   decimal_below_min_value: { status: 400, type: 'invalid_request_error', message: 'Decimal below minimum value.' },
   decimal_above_max_value: { status: 400, type: 'invalid_request_error', message: 'Decimal above maximum value.' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error', message: "The request body must be JSON ('Content-Type: application/json')." },

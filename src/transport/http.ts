@@ -49,6 +49,7 @@ import { parseCaps, parseEdgeJson } from './json-in.js';
 import { sendJsonCooperative } from './json-out.js';
 import type { Guard } from './guard.js';
 import { tokenizerState } from '../model/tokenizer.js';
+import { parseInputItemsQuery } from '../store/input-items.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
 export type OverCapacity = (socket: Socket) => boolean;
@@ -215,6 +216,15 @@ export class HttpTransport {
       const input = parseAppendBody(await parseEdgeJson(body, 'body', limits), parseCaps(limits));
       await this.host.live.append(id, owner, input, { start, end: this.host.now() });
       return sendJson(res, 202, {});
+    }
+    const items = /^\/v1\/responses\/([^/]+)\/input_items$/.exec(path);
+    if (items) {
+      if (method !== 'GET') throw new WireError('method_not_allowed');
+      const owner = this.authenticate(req);
+      const id = decodeId(items[1]!, 'response_id');
+      const page = this.host.storedInputItems(id, owner, parseInputItemsQuery(url.searchParams));
+      if (!page) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+      return sendJsonCooperative(res, 200, page);
     }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
     if (m) {

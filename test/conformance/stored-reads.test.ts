@@ -1,0 +1,103 @@
+/**
+ * Reading a stored response back as a client that only knows the public API
+ * does, with the `openai` SDK (6.49): `responses.inputItems.list` (the API's
+ * list shape, cursor pagination with `limit`, `after`, `before`, `order`, and
+ * the SDK's auto-pagination).
+ */
+import OpenAI from 'openai';
+import type { ResponseInputItem, ResponseItem } from 'openai/resources/responses/responses';
+import { describe, expect, it } from 'vitest';
+import { testServer } from '../helpers/server.js';
+
+async function sdk() {
+  const ctx = await testServer();
+  return { ...ctx, client: new OpenAI({ baseURL: `${ctx.url}/v1`, apiKey: 'k', maxRetries: 0 }) };
+}
+
+const INPUT: ResponseInputItem[] = [
+  { role: 'user', content: 'first' },
+  { type: 'message', role: 'assistant', content: 'second' },
+  { role: 'developer', content: [{ type: 'input_text', text: 'third' }] },
+  { type: 'function_call', call_id: 'call_1', name: 'lookup', arguments: '{}' },
+  { type: 'function_call_output', call_id: 'call_1', output: 'fifth' },
+  // An item with its own id (as a listing returns it) keeps that id.
+  { type: 'message', role: 'user', content: 'sixth', id: 'msg_client_given' } as ResponseInputItem,
+];
+
+describe('stored responses read back', () => {
+  it('inputItems.list: the API list shape, items in resource form, newest first by default', async () => {
+    const { client, url } = await sdk();
+    const r = await client.responses.create({ model: 'm', input: INPUT });
+    const body = (await (await fetch(`${url}/v1/responses/${r.id}/input_items`)).json()) as {
+      object: string;
+      data: ResponseItem[];
+      first_id: string;
+      last_id: string;
+      has_more: boolean;
+    };
+    expect((await client.responses.inputItems.list(r.id)).data).toEqual(body.data);
+    expect(body.object).toBe('list');
+    expect(body.has_more).toBe(false);
+    expect(body.data).toHaveLength(6);
+    expect(body.first_id).toBe('msg_client_given');
+    expect(body.last_id).toBe(body.data[5]!.id);
+    const asc = [...body.data].reverse();
+    expect(asc.map((i) => i.type)).toEqual(['message', 'message', 'message', 'function_call', 'function_call_output', 'message']);
+    for (const item of asc) {
+      expect(typeof item.id).toBe('string');
+      expect((item as { status?: string }).status).toBe('completed');
+    }
+    expect(new Set(asc.map((i) => i.id)).size).toBe(6);
+    expect(asc[0]).toMatchObject({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'first' }] });
+    expect(asc[1]).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'second', annotations: [] }] });
+    expect(asc[3]).toMatchObject({ type: 'function_call', call_id: 'call_1', name: 'lookup', arguments: '{}' });
+    expect(asc[4]).toMatchObject({ type: 'function_call_output', call_id: 'call_1', output: 'fifth' });
+    // The ids are stable across listings, so a cursor stays valid.
+    const again = await client.responses.inputItems.list(r.id, { order: 'asc' });
+    expect(again.data.map((i) => i.id)).toEqual(asc.map((i) => i.id));
+  });
+
+  it('inputItems.list paginates: limit, after, before, order, and the SDK auto-paginates', async () => {
+    const { client, url } = await sdk();
+    const r = await client.responses.create({ model: 'm', input: INPUT });
+    const ids = (await client.responses.inputItems.list(r.id, { order: 'asc' })).data.map((i) => i.id);
+    const first = await client.responses.inputItems.list(r.id, { order: 'asc', limit: 4 });
+    expect(first.data.map((i) => i.id)).toEqual(ids.slice(0, 4));
+    expect(first.has_more).toBe(true);
+    const second = await client.responses.inputItems.list(r.id, { order: 'asc', limit: 4, after: ids[3]! });
+    expect(second.data.map((i) => i.id)).toEqual(ids.slice(4));
+    expect(second.has_more).toBe(false);
+    const seen: string[] = [];
+    for await (const item of client.responses.inputItems.list(r.id, { limit: 2 })) seen.push(item.id);
+    expect(seen).toEqual([...ids].reverse());
+    // `before` (the API's, not in the SDK's params): the page right before the cursor, in the asked order.
+    const before = (await (await fetch(`${url}/v1/responses/${r.id}/input_items?order=asc&limit=2&before=${ids[4]}`)).json()) as {
+      data: Array<{ id: string }>;
+      first_id: string;
+      last_id: string;
+      has_more: boolean;
+    };
+    expect(before.data.map((i) => i.id)).toEqual(ids.slice(2, 4));
+    expect([before.first_id, before.last_id, before.has_more]).toEqual([ids[2], ids[3], true]);
+  });
+
+  it('inputItems.list refuses bad parameters and unknown responses with errors the SDK raises', async () => {
+    const { client, url } = await sdk();
+    const r = await client.responses.create({ model: 'm', input: 'hello' });
+    await expect(client.responses.inputItems.list('resp_missing')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    for (const [query, code, param] of [
+      ['limit=0', 'integer_below_min_value', 'limit'],
+      ['limit=101', 'integer_above_max_value', 'limit'],
+      ['limit=two', 'invalid_type', 'limit'],
+      ['order=up', 'invalid_value', 'order'],
+      ['after=msg_missing', 'invalid_value', 'after'],
+    ] as const) {
+      const res = await fetch(`${url}/v1/responses/${r.id}/input_items?${query}`);
+      expect(res.status, query).toBe(400);
+      expect(((await res.json()) as { error: unknown }).error).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    const post = await fetch(`${url}/v1/responses/${r.id}/input_items`, { method: 'POST' });
+    expect(post.status).toBe(405);
+    await expect(client.responses.inputItems.list(r.id, { limit: 0 })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+  });
+});

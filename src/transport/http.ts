@@ -233,6 +233,16 @@ export class HttpTransport {
       if (method === 'GET') {
         const stored = this.host.storedResponse(id, owner);
         if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+        // The API streams a retrieve only for a `background: true` response, which this server does not make: a JSON
+        // answer to `?stream=true` read as an event stream by the SDKs came out as a stream of no events at all
+        // (openai-node's `responses.stream({response_id})` threw "request ended without sending any events").
+        if (url.searchParams.get('stream') === 'true') {
+          throw new WireError(
+            'invalid_value',
+            `Response '${id}' cannot be streamed: only a response created with 'background: true' can be, and this server does not run responses in the background. Retrieve it without 'stream'.`,
+            'stream',
+          );
+        }
         // A stored response echoes its request (16 MiB of instructions or tools): written in slices.
         return sendJsonCooperative(res, 200, stored);
       }

@@ -2,7 +2,9 @@
  * Reading a stored response back as a client that only knows the public API
  * does, with the `openai` SDK (6.49): `responses.inputItems.list` (the API's
  * list shape, cursor pagination with `limit`, `after`, `before`, `order`, and
- * the SDK's auto-pagination).
+ * the SDK's auto-pagination), and `responses.retrieve(id, {stream: true})`,
+ * which the API serves only for background responses: refused with a 400
+ * the SDK raises, never a JSON body the SDK reads as an empty event stream.
  */
 import OpenAI from 'openai';
 import type { ResponseInputItem, ResponseItem } from 'openai/resources/responses/responses';
@@ -99,5 +101,16 @@ describe('stored responses read back', () => {
     const post = await fetch(`${url}/v1/responses/${r.id}/input_items`, { method: 'POST' });
     expect(post.status).toBe(405);
     await expect(client.responses.inputItems.list(r.id, { limit: 0 })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+  });
+
+  it('retrieve with stream: true is refused (400, param stream), as the API refuses a response not made in the background', async () => {
+    const { client } = await sdk();
+    const r = await client.responses.create({ model: 'm', input: 'hello' });
+    await expect(client.responses.retrieve(r.id, { stream: true })).rejects.toMatchObject({ status: 400, param: 'stream' });
+    await expect(client.responses.stream({ response_id: r.id, starting_after: 2 }).finalResponse()).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    await expect(client.responses.retrieve('resp_missing', { stream: true })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    // Without `stream` (or with `stream=false`) the JSON answer is unchanged.
+    expect((await client.responses.retrieve(r.id)).id).toBe(r.id);
+    expect((await client.responses.retrieve(r.id, { stream: false })).id).toBe(r.id);
   });
 });

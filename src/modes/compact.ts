@@ -10,6 +10,7 @@
 import { WireError } from '../protocol/errors.js';
 import { makeUsage, newId, type CompactedResponse } from '../protocol/objects.js';
 import type { CompactParams } from '../protocol/parse.js';
+import type { CreateParams } from '../protocol/events.js';
 import { compactAsync } from '../pipeline/compaction.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { countTokens } from '../model/tokenizer.js';
@@ -33,4 +34,22 @@ export async function compactWindow(params: CompactParams, services: Services, m
     output,
     usage: makeUsage(ctx.tokens.length, 0, countTokens(summary)),
   };
+}
+
+/**
+ * `POST /v1/responses/input_tokens` (openai-node's `responses.inputTokens.count`):
+ * the create body's window (the stored chain, then `input`) checked and
+ * rendered exactly as a create's, so the count is the `usage.input_tokens`
+ * that create would report. Nothing runs, nothing is stored.
+ */
+export async function countInputTokens(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null): Promise<InputTokenCount> {
+  const input = resolveReferences(params.input, owner, services, metrics);
+  const history = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
+  const ctx = await checkAndRender(params, history, input, metrics);
+  return { object: 'response.input_tokens', input_tokens: ctx.tokens.length };
+}
+
+export interface InputTokenCount {
+  object: 'response.input_tokens';
+  input_tokens: number;
 }

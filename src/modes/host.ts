@@ -21,11 +21,12 @@ import type { Logger } from 'pino';
 import { WireError } from '../protocol/errors.js';
 import type { CompactedResponse, Response } from '../protocol/objects.js';
 import type { CompactParams } from '../protocol/parse.js';
+import type { CreateParams } from '../protocol/events.js';
 import type { Protocol } from '../protocol/designs.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import type { PageQuery, RecordPage, RunRecord } from '../engine/records.js';
 import type { Limits, Services } from '../engine/services.js';
-import { compactWindow } from './compact.js';
+import { compactWindow, countInputTokens, type InputTokenCount } from './compact.js';
 import { httpPolicy } from './http.js';
 import { LiveRuns, longLivedHttpPolicy } from './long-lived-http.js';
 import { longLivedPolicy } from './long-lived.js';
@@ -102,6 +103,11 @@ export class SessionHost {
   /** `POST /v1/responses/compact` (modes/compact.ts). */
   compact(params: CompactParams, owner: string | null): Promise<CompactedResponse> {
     return compactWindow(params, this.services, new RunMetrics(this.services.clock.now), owner);
+  }
+
+  /** `POST /v1/responses/input_tokens` (modes/compact.ts): what a create with `params` would count as input tokens. */
+  inputTokens(params: CreateParams, owner: string | null): Promise<InputTokenCount> {
+    return countInputTokens(params, this.services, new RunMetrics(this.services.clock.now), owner);
   }
 
   /** A stored response the owner may read, or undefined. */

@@ -202,6 +202,12 @@ export class HttpTransport {
       const owner = this.authenticate(req);
       return this.holding((hold) => this.compact(req, res, owner, hold));
     }
+    if (path === '/v1/responses/input_tokens') {
+      if (method !== 'POST') throw new WireError('method_not_allowed');
+      const owner = this.authenticate(req);
+      checkJsonContentType(req);
+      return this.holding((hold) => this.inputTokens(req, res, owner, hold));
+    }
     const live = /^\/v1\/responses\/([^/]+)\/(append|cancel)$/.exec(path);
     if (live) {
       if (method !== 'POST') throw new WireError('method_not_allowed');
@@ -281,6 +287,18 @@ export class HttpTransport {
     const body = await readBody(req, limits.maxFrameBytes, hold);
     const json = await parseEdgeJson(body, 'body', limits);
     await sendJsonCooperative(res, 200, await this.host.compact(parseCompactBody(json, parseCaps(limits)), owner));
+  }
+
+  /**
+   * `POST /v1/responses/input_tokens`: a create body (`model` optional, as the API has it), its input tokens counted.
+   * Answered before `/v1/responses/{id}` would take `input_tokens` for a response id (405).
+   */
+  private async inputTokens(req: IncomingMessage, res: ServerResponse, owner: string | null, hold: Hold): Promise<void> {
+    const limits = this.host.limits;
+    const body = await readBody(req, limits.maxFrameBytes, hold);
+    const json = await parseEdgeJson(body, 'body', limits);
+    const withModel = json !== null && typeof json === 'object' && !Array.isArray(json) && !('model' in json) ? { ...json, model: 'input-tokens' } : json;
+    sendJson(res, 200, await this.host.inputTokens(parseCreateBody(withModel, parseCaps(limits)), owner));
   }
 
   /**

@@ -1,0 +1,44 @@
+/**
+ * `POST /v1/responses/input_tokens` with the `openai` SDK (6.49,
+ * `responses.inputTokens.count`): the count a create with the same body
+ * reports as `usage.input_tokens` (instructions, tools, a text format, a
+ * stored `previous_response_id` chain), `model` optional as in the API, and
+ * a bad body refused as a create's is.
+ */
+import OpenAI from 'openai';
+import type { InputTokenCountParams } from 'openai/resources/responses/input-tokens';
+import { describe, expect, it } from 'vitest';
+import { testServer } from '../helpers/server.js';
+
+describe('responses.inputTokens.count', () => {
+  it('counts what a create with the same body reports as usage.input_tokens', async () => {
+    const { url } = await testServer();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k', maxRetries: 0 });
+    const body = {
+      model: 'm',
+      instructions: 'Be brief.',
+      input: [{ role: 'user' as const, content: 'What is the weather in Paris today?' }],
+      tools: [{ type: 'function', name: 'get_weather', description: 'Weather for a city.', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }] as Array<{ type: 'function'; name: string; description: string; parameters: Record<string, unknown>; strict: boolean }>,
+      text: { format: { type: 'json_schema' as const, name: 'a', schema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false } } },
+    } satisfies InputTokenCountParams;
+    const created = await client.responses.create(body);
+    const count = await client.responses.inputTokens.count(body);
+    expect(count).toEqual({ object: 'response.input_tokens', input_tokens: created.usage!.input_tokens });
+    const { model: _model, ...withoutModel } = body;
+    expect((await client.responses.inputTokens.count(withoutModel)).input_tokens).toBe(created.usage!.input_tokens);
+    const next = await client.responses.inputTokens.count({ previous_response_id: created.id, input: 'And tomorrow?' });
+    const chained = await client.responses.create({ model: 'm', previous_response_id: created.id, input: 'And tomorrow?' });
+    expect(next.input_tokens).toBe(chained.usage!.input_tokens);
+  });
+
+  it('refuses a bad body as a create does; GET is 405', async () => {
+    const { url } = await testServer();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k', maxRetries: 0 });
+    await expect(client.responses.inputTokens.count({ input: [{ role: 'nobody' as 'user', content: 'x' }] })).rejects.toMatchObject({
+      status: 400,
+      param: 'input[0].role',
+    });
+    await expect(client.responses.inputTokens.count({ input: 'x', previous_response_id: 'resp_missing' })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    expect((await fetch(`${url}/v1/responses/input_tokens`)).status).toBe(405);
+  });
+});

@@ -245,7 +245,7 @@ export class HttpTransport {
         if (url.searchParams.get('stream') === 'true') {
           throw new WireError(
             'invalid_value',
-            `Response '${id}' cannot be streamed: only a response created with 'background: true' can be, and this server does not run responses in the background. Retrieve it without 'stream'.`,
+            `Response '${id}' cannot be streamed: the API streams a retrieve only for a background response, and this server runs none in the background (every response has 'background': false, whatever the create asked). Retrieve it without 'stream'.`,
             'stream',
           );
         }

@@ -11,7 +11,8 @@
  * part, or `output_text` for an assistant), a tool call or output has a
  * `status`. An item sent without an id gets one derived from the response id
  * and its position, the same at every listing (so a cursor stays valid), not
- * an id `item_reference` can name. Pure: no I/O.
+ * an id `item_reference` can name; so does the second of two items sent with
+ * one id. Pure: no I/O.
  */
 import { createHash } from 'node:crypto';
 import { WireError } from '../protocol/errors.js';
@@ -65,7 +66,14 @@ export function parseInputItemsQuery(q: URLSearchParams): InputItemsQuery {
 
 /** One page of `rec`'s input items. A cursor that names no item of this list is refused (400, `param` the cursor). */
 export function listInputItems(rec: StoredResponse, q: InputItemsQuery): InputItemList {
-  const all = rec.input.map((item, i) => resourceItem(item, rec.response.id, i));
+  // Ids are unique in the list, so a cursor names one place: an id the client gave twice is kept the first time only
+  // (the SDK's auto-pagination, resuming after the second, would otherwise loop back to the first).
+  const seen = new Set<string>();
+  const all = rec.input.map((item, i) => {
+    const out = resourceItem(item, rec.response.id, i, seen);
+    seen.add(out.id as string);
+    return out;
+  });
   const ordered = q.order === 'asc' ? all : all.reverse();
   const at = (cursor: string, param: 'after' | 'before'): number => {
     const i = ordered.findIndex((it) => it.id === cursor);
@@ -87,10 +95,10 @@ export function listInputItems(rec: StoredResponse, q: InputItemsQuery): InputIt
 }
 
 /** An input item as the API returns it from a listing. */
-function resourceItem(item: InputItem, responseId: string, index: number): Record<string, unknown> {
+function resourceItem(item: InputItem, responseId: string, index: number, taken: ReadonlySet<string>): Record<string, unknown> {
   const type = typeof item.type === 'string' ? item.type : 'message';
   const own = (item as { id?: unknown }).id;
-  const id = typeof own === 'string' && own !== '' ? own : derivedId(type, responseId, index);
+  const id = typeof own === 'string' && own !== '' && !taken.has(own) ? own : derivedId(type, responseId, index);
   const out: Record<string, unknown> = { id, ...item, type };
   out.id = id;
   if (type === 'message') {

@@ -83,6 +83,20 @@ describe('stored responses read back', () => {
     expect([before.first_id, before.last_id, before.has_more]).toEqual([ids[2], ids[3], true]);
   });
 
+  it('inputItems.list: ids are unique, so auto-pagination ends even when the client sent one id twice', async () => {
+    const { client } = await sdk();
+    const twice = { type: 'message', role: 'user', content: 'again', id: 'msg_twice' } as ResponseInputItem;
+    const r = await client.responses.create({ model: 'm', input: [twice, { role: 'user', content: 'between' }, twice] });
+    const seen: string[] = [];
+    for await (const item of client.responses.inputItems.list(r.id, { limit: 1, order: 'asc' })) {
+      seen.push(item.id);
+      if (seen.length > 3) break;
+    }
+    expect(seen).toHaveLength(3);
+    expect(seen[0]).toBe('msg_twice');
+    expect(new Set(seen).size).toBe(3);
+  });
+
   it('inputItems.list refuses bad parameters and unknown responses with errors the SDK raises', async () => {
     const { client, url } = await sdk();
     const r = await client.responses.create({ model: 'm', input: 'hello' });

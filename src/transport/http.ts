@@ -213,7 +213,7 @@ export class HttpTransport {
       if (method !== 'POST') throw new WireError('method_not_allowed');
       const owner = this.authenticate(req);
       const id = decodeId(live[1]!, 'response_id');
-      if (live[2] === 'cancel') return sendJson(res, 200, await this.host.live.cancel(id, owner));
+      if (live[2] === 'cancel') return sendJson(res, 200, await this.cancel(id, owner));
       checkJsonContentType(req);
       const limits = this.host.limits;
       const body = await this.holding((hold) => readBody(req, limits.maxFrameBytes, hold));
@@ -272,6 +272,24 @@ export class HttpTransport {
       return await fn(hold);
     } finally {
       hold.releaseAll();
+    }
+  }
+
+  /**
+   * `POST /v1/responses/{id}/cancel`: a live long-lived run over HTTP ends `cancelled`. A stored response of this key
+   * that is not one (an HTTP or WebSocket response, a run that has ended) is refused as the API refuses a response not
+   * created in the background (400), not reported missing: `responses.retrieve` finds it.
+   */
+  private async cancel(id: string, owner: string | null): Promise<Response> {
+    try {
+      return await this.host.live.cancel(id, owner);
+    } catch (err) {
+      if (!(err instanceof WireError && err.code === 'response_not_found') || !this.host.storedResponse(id, owner)) throw err;
+      throw new WireError(
+        'invalid_value',
+        `Response '${id}' cannot be cancelled: only a live long-lived run over HTTP can be here (the API cancels only a response created with 'background: true', and this server runs none in the background).`,
+        'response_id',
+      );
     }
   }
 

@@ -4,7 +4,9 @@
  * list shape, cursor pagination with `limit`, `after`, `before`, `order`, and
  * the SDK's auto-pagination), and `responses.retrieve(id, {stream: true})`,
  * which the API serves only for background responses: refused with a 400
- * the SDK raises, never a JSON body the SDK reads as an empty event stream.
+ * the SDK raises, never a JSON body the SDK reads as an empty event stream;
+ * and `responses.cancel` of a stored response, refused (400) as the API
+ * refuses a response not created in the background, not reported missing.
  */
 import OpenAI from 'openai';
 import type { ResponseInputItem, ResponseItem } from 'openai/resources/responses/responses';
@@ -126,5 +128,17 @@ describe('stored responses read back', () => {
     // Without `stream` (or with `stream=false`) the JSON answer is unchanged.
     expect((await client.responses.retrieve(r.id)).id).toBe(r.id);
     expect((await client.responses.retrieve(r.id, { stream: false })).id).toBe(r.id);
+  });
+
+  it('cancel of a stored response that is not a live long-lived run: 400 (the API: not a background response), not 404', async () => {
+    const { client } = await sdk();
+    const r = await client.responses.create({ model: 'm', input: 'hello' });
+    await expect(client.responses.cancel(r.id)).rejects.toMatchObject({ status: 400, param: 'response_id', code: 'invalid_value' });
+    await expect(client.responses.cancel(r.id)).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    expect((await client.responses.retrieve(r.id)).status).toBe('completed');
+    // Not stored, or unknown: still not found.
+    const unstored = await client.responses.create({ model: 'm', input: 'hello', store: false });
+    await expect(client.responses.cancel(unstored.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(client.responses.cancel('resp_missing')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 });

@@ -20,6 +20,7 @@ import { WireError, toWireError } from '../protocol/errors.js';
 import { DeltaBatch, numberedInPlace, type DeltaHead } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type TimingSpan, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
+import type { AppendedItems } from '../store/types.js';
 import type { Counter, RunMetrics } from '../pipeline/metrics.js';
 import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
@@ -131,6 +132,8 @@ export class ResponseRun {
    * with its waits (a registry that lost one must not leave the run paused).
    */
   private endPause: ((err: Error) => void) | null = null;
+  /** What clients appended, each batch after the output items it followed: stored with the response (store/types.ts). */
+  private readonly appended: AppendedItems[] = [];
   /** Appends run one at a time (see `append`). */
   private appendTail: Promise<void> = Promise.resolve();
   private appendsWaiting = 0;
@@ -241,6 +244,7 @@ export class ResponseRun {
     this.lastAppendAt = arrivedAt;
     m.count('appends');
     commitItems(ctx, fresh, tokens);
+    if (fresh.length > 0) this.appended.push({ at: this.response.output.length, items: fresh });
     for (const item of fresh) {
       if (item.type === 'function_call_output') this.pauses.resolve((item as { call_id: string }).call_id);
     }
@@ -601,7 +605,7 @@ export class ResponseRun {
         for (const item of response.output) if ('status' in item && item.status === 'in_progress') item.status = 'incomplete';
       }),
     );
-    const job: PostInferenceJob = { response, input: this.plan.input, owner: this.plan.owner, mode: this.plan.protocol, metrics: m };
+    const job: PostInferenceJob = { response, input: this.plan.input, appended: this.appended, owner: this.plan.owner, mode: this.plan.protocol, metrics: m };
     const overlapped = this.plan.postInference === 'overlapped';
     const persistAfter = overlapped && this.services.switches.overlap_persist;
     let end = ended;

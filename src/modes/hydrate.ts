@@ -12,6 +12,7 @@ import type { RunMetrics } from '../pipeline/metrics.js';
 import type { RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import type { Services } from '../engine/services.js';
+import { contextItems } from '../store/types.js';
 import { prepareFull } from './prepare.js';
 
 /**
@@ -42,10 +43,7 @@ export function loadChain(id: string, owner: string | null, services: Services, 
     const chain = services.store.chain(id, owner);
     if (!chain) throw notFound(id);
     const items: InputItem[] = [];
-    for (const rec of chain) {
-      for (const item of rec.input) items.push(item);
-      for (const item of rec.response.output) items.push(item);
-    }
+    for (const rec of chain) contextItems(rec, items);
     return items;
   });
 }

@@ -17,7 +17,7 @@
  */
 import type { Logger } from 'pino';
 import type { InputItem, Response } from '../protocol/objects.js';
-import type { ResponseStore } from '../store/types.js';
+import type { AppendedItems, ResponseStore, StoredResponse } from '../store/types.js';
 import type { RunMetrics } from './metrics.js';
 
 /** Price per million tokens (USD), for the ledger's cost field. */
@@ -131,6 +131,8 @@ export interface PostInferenceJob {
   response: Response;
   /** This response's own input items (for the store). */
   input: InputItem[];
+  /** What clients appended to it while it ran (a long-lived run), for the store. */
+  appended?: AppendedItems[];
   owner: string | null;
   mode: string;
   metrics: RunMetrics;
@@ -148,7 +150,9 @@ export class PostInference {
     const { response, metrics } = job;
     if (!response.store) return;
     metrics.time('persist', () => {
-      this.store.put({ response, input: job.input, owner: job.owner, created_at: response.created_at });
+      const rec: StoredResponse = { response, input: job.input, owner: job.owner, created_at: response.created_at };
+      if (job.appended?.length) rec.appended = job.appended;
+      this.store.put(rec);
       metrics.count('persisted');
     });
   }

@@ -17,7 +17,7 @@
 import { createHash } from 'node:crypto';
 import { WireError } from '../protocol/errors.js';
 import type { InputItem } from '../protocol/objects.js';
-import type { StoredResponse } from './types.js';
+import { ownInputItems, type StoredResponse } from './types.js';
 
 export const INPUT_ITEMS_PAGE_DEFAULT = 20;
 export const INPUT_ITEMS_PAGE_MAX = 100;
@@ -64,41 +64,57 @@ export function parseInputItemsQuery(q: URLSearchParams): InputItemsQuery {
   return { limit, order, after: q.get('after'), before: q.get('before') };
 }
 
-/** One page of `rec`'s input items. A cursor that names no item of this list is refused (400, `param` the cursor). */
+/**
+ * One page of `rec`'s input items: its input, then what clients appended to
+ * it (a long-lived run's tool outputs). A cursor that names no item of this
+ * list is refused (400, `param` the cursor). Each item's id is found for the
+ * whole list (cursors), but only the page's items are copied to their
+ * resource form: a page of 20 of 50,000 items costs 20 copies.
+ */
 export function listInputItems(rec: StoredResponse, q: InputItemsQuery): InputItemList {
+  const items = ownInputItems(rec);
   // Ids are unique in the list, so a cursor names one place: an id the client gave twice is kept the first time only
   // (the SDK's auto-pagination, resuming after the second, would otherwise loop back to the first).
   const seen = new Set<string>();
-  const all = rec.input.map((item, i) => {
-    const out = resourceItem(item, rec.response.id, i, seen);
-    seen.add(out.id as string);
-    return out;
+  const base = createHash('sha256').update(rec.response.id).digest('hex').slice(0, 24);
+  const ids = items.map((item, i) => {
+    const own = (item as { id?: unknown }).id;
+    const id = typeof own === 'string' && own !== '' && !seen.has(own) ? own : derivedId(itemType(item), base, i);
+    seen.add(id);
+    return id;
   });
-  const ordered = q.order === 'asc' ? all : all.reverse();
+  const position = (k: number): number => (q.order === 'asc' ? k : items.length - 1 - k);
   const at = (cursor: string, param: 'after' | 'before'): number => {
-    const i = ordered.findIndex((it) => it.id === cursor);
+    const i = ids.indexOf(cursor);
     if (i < 0) throw new WireError('invalid_value', `Invalid '${param}': no input item '${cursor.slice(0, 100)}' in response '${rec.response.id}'.`, param);
-    return i;
+    return position(i);
   };
   const start = q.after === null ? 0 : at(q.after, 'after') + 1;
-  const end = q.before === null ? ordered.length : at(q.before, 'before');
-  const window = ordered.slice(start, Math.max(start, end));
+  const end = Math.max(start, q.before === null ? items.length : at(q.before, 'before'));
   // With only `before`, the page is the items right before it (the previous page), still in `order`.
-  const data = q.before !== null && q.after === null ? window.slice(Math.max(0, window.length - q.limit)) : window.slice(0, q.limit);
+  const from = q.before !== null && q.after === null ? Math.max(start, end - q.limit) : start;
+  const to = Math.min(end, from + q.limit);
+  const data: Array<Record<string, unknown>> = [];
+  for (let k = from; k < to; k++) {
+    const i = position(k);
+    data.push(resourceItem(items[i]!, ids[i]!));
+  }
   return {
     object: 'list',
     data,
     first_id: (data[0]?.id as string | undefined) ?? null,
     last_id: (data.at(-1)?.id as string | undefined) ?? null,
-    has_more: window.length > data.length,
+    has_more: end - start > data.length,
   };
 }
 
+function itemType(item: InputItem): string {
+  return typeof item.type === 'string' ? item.type : 'message';
+}
+
 /** An input item as the API returns it from a listing. */
-function resourceItem(item: InputItem, responseId: string, index: number, taken: ReadonlySet<string>): Record<string, unknown> {
-  const type = typeof item.type === 'string' ? item.type : 'message';
-  const own = (item as { id?: unknown }).id;
-  const id = typeof own === 'string' && own !== '' && !taken.has(own) ? own : derivedId(type, responseId, index);
+function resourceItem(item: InputItem, id: string): Record<string, unknown> {
+  const type = itemType(item);
   const out: Record<string, unknown> = { id, ...item, type };
   out.id = id;
   if (type === 'message') {
@@ -117,7 +133,7 @@ function resourceItem(item: InputItem, responseId: string, index: number, taken:
   return out;
 }
 
-function derivedId(type: string, responseId: string, index: number): string {
-  const prefix = ID_PREFIX[type] ?? 'item';
-  return `${prefix}_${createHash('sha256').update(`${responseId}/${index}`).digest('hex').slice(0, 32)}`;
+/** `base`: hex of the response id's hash, hashed once per listing; the position follows it (8 hex digits: items are far fewer than 2^32). */
+function derivedId(type: string, base: string, index: number): string {
+  return `${ID_PREFIX[type] ?? 'item'}_${base}${index.toString(16).padStart(8, '0')}`;
 }

@@ -6,8 +6,8 @@
  * and one `items` row per findable item, so getItem is an index lookup and
  * chain() is one recursive query. All calls are synchronous on the caller's
  * thread: that is real request-path work, and the HTTP baseline measures it.
- * Leaves out migrations beyond creating schema version 1 (an unknown version
- * is refused, not guessed at), expiry, and vacuuming.
+ * Migrates schema version 1 to 2 (an unknown version is refused, not
+ * guessed at); leaves out expiry and vacuuming.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -15,8 +15,11 @@ import Database from 'better-sqlite3';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
 import { MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, itemsById, newCounters, type MemoryBounds, type ResponseStore, type StoredResponse } from './types.js';
 
-/** Bump with a migration in `#migrate` whenever the tables below change. */
-export const SCHEMA_VERSION = 1;
+/**
+ * Bump with a migration in `#migrate` whenever the tables below change.
+ * 2: `responses.appended`, what clients appended to a long-lived run (JSON, or NULL when nothing was).
+ */
+export const SCHEMA_VERSION = 2;
 
 // items is keyed by (item_id, response_id), not item_id alone: input item ids
 // are chosen by clients, so two owners may use the same id, and one owner's
@@ -28,7 +31,8 @@ CREATE TABLE IF NOT EXISTS responses (
   previous_response_id TEXT,
   created_at           INTEGER NOT NULL,
   response             TEXT NOT NULL,
-  input                TEXT NOT NULL
+  input                TEXT NOT NULL,
+  appended             TEXT
 );
 CREATE TABLE IF NOT EXISTS items (
   item_id     TEXT NOT NULL,
@@ -45,6 +49,7 @@ interface RecordRow {
   created_at: number;
   response: string;
   input: string;
+  appended: string | null;
 }
 
 /** A chain row; the record columns are null where the link is missing or not the owner's. */
@@ -54,6 +59,7 @@ interface ChainRow {
   created_at: number | null;
   response: string | null;
   input: string | null;
+  appended: string | null;
 }
 
 interface PutParams {
@@ -63,6 +69,7 @@ interface PutParams {
   created_at: number;
   response: string;
   input: string;
+  appended: string | null;
 }
 
 interface ItemParams {
@@ -116,8 +123,8 @@ export class SqliteStore implements ResponseStore {
 
     const db = this.#db;
     this.#insertResponse = db.prepare(
-      `INSERT OR REPLACE INTO responses (id, owner, previous_response_id, created_at, response, input)
-       VALUES (@id, @owner, @previous_response_id, @created_at, @response, @input)`,
+      `INSERT OR REPLACE INTO responses (id, owner, previous_response_id, created_at, response, input, appended)
+       VALUES (@id, @owner, @previous_response_id, @created_at, @response, @input, @appended)`,
     );
     this.#insertItem = db.prepare(
       `INSERT OR REPLACE INTO items (item_id, response_id, owner, item)
@@ -127,7 +134,7 @@ export class SqliteStore implements ResponseStore {
     this.#deleteItems = db.prepare(`DELETE FROM items WHERE response_id = ?`);
     this.#evictOne = db.prepare(`DELETE FROM responses WHERE id = ?`);
     this.#selectResponse = db.prepare(
-      `SELECT owner, created_at, response, input FROM responses WHERE id = @id AND owner IS @owner`,
+      `SELECT owner, created_at, response, input, appended FROM responses WHERE id = @id AND owner IS @owner`,
     );
     // Newest put wins when an owner holds the same item id in several
     // responses; rowid grows with each insert, and a replace re-inserts.
@@ -144,7 +151,7 @@ export class SqliteStore implements ResponseStore {
            FROM walk JOIN responses r ON r.id = walk.id AND r.owner IS @owner
           WHERE r.previous_response_id IS NOT NULL AND walk.depth < @limit - 1
        )
-       SELECT r.previous_response_id, r.owner, r.created_at, r.response, r.input
+       SELECT r.previous_response_id, r.owner, r.created_at, r.response, r.input, r.appended
          FROM walk LEFT JOIN responses r ON r.id = walk.id AND r.owner IS @owner
         ORDER BY walk.depth DESC`,
     );
@@ -176,8 +183,9 @@ export class SqliteStore implements ResponseStore {
       created_at: rec.created_at,
       response: JSON.stringify(rec.response),
       input: JSON.stringify(rec.input),
+      appended: rec.appended?.length ? JSON.stringify(rec.appended) : null,
     };
-    let bytes = Buffer.byteLength(params.response) + Buffer.byteLength(params.input);
+    let bytes = Buffer.byteLength(params.response) + Buffer.byteLength(params.input) + (params.appended === null ? 0 : Buffer.byteLength(params.appended));
     const items: ItemParams[] = [];
     for (const [itemId, item] of itemsById(rec)) {
       const json = JSON.stringify(item);
@@ -231,14 +239,16 @@ export class SqliteStore implements ResponseStore {
   #migrate(path: string): void {
     const version = this.#db.pragma('user_version', { simple: true }) as number;
     if (version === SCHEMA_VERSION) return;
-    if (version !== 0) {
+    if (version !== 0 && version !== 1) {
       this.#db.close();
       throw new Error(
-        `response store ${path} has schema version ${version}; this build knows version ${SCHEMA_VERSION}`,
+        `response store ${path} has schema version ${version}; this build knows versions 1 to ${SCHEMA_VERSION}`,
       );
     }
     this.#db.transaction(() => {
-      this.#db.exec(SCHEMA);
+      // 0: a new file; 1 → 2: responses gains `appended` (NULL for every response stored before: none took appends then).
+      if (version === 0) this.#db.exec(SCHEMA);
+      else this.#db.exec('ALTER TABLE responses ADD COLUMN appended TEXT');
       this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
     })();
   }
@@ -246,10 +256,12 @@ export class SqliteStore implements ResponseStore {
 
 /** Rows hold only what this store wrote, so the JSON is trusted, not re-validated. */
 function toRecord(row: RecordRow): StoredResponse {
-  return {
+  const rec: StoredResponse = {
     response: JSON.parse(row.response) as StoredResponse['response'],
     input: JSON.parse(row.input) as StoredResponse['input'],
     owner: row.owner,
     created_at: row.created_at,
   };
+  if (row.appended !== null) rec.appended = JSON.parse(row.appended) as NonNullable<StoredResponse['appended']>;
+  return rec;
 }

@@ -16,10 +16,51 @@ export interface StoredResponse {
   response: Response;
   /** This response's own input items as given (after item_reference resolution), not earlier responses' items. */
   input: InputItem[];
+  /**
+   * Items a client appended to this response while it ran (a long-lived
+   * run's `response.append`: the tool outputs), in order, each batch with
+   * the number of output items it followed. Absent (or empty) for a
+   * response that took no appends. Without them a stored long-lived run
+   * lost its tool outputs: its input items listed only the create's, and a
+   * chain from it handed the model calls with no outputs.
+   */
+  appended?: AppendedItems[];
   /** API key identity (a hash of the key, never the key), or null when auth is off. */
   owner: string | null;
   /** Unix seconds. */
   created_at: number;
+}
+
+/** One `response.append` kept with its response: its items, after the first `at` items of `response.output`. */
+export interface AppendedItems {
+  at: number;
+  items: InputItem[];
+}
+
+/**
+ * What a stored response adds to a chain's context, in the order the model
+ * read it: its input, then its output with each appended batch after the
+ * output items it followed.
+ */
+export function contextItems(rec: StoredResponse, into: InputItem[] = []): InputItem[] {
+  for (const item of rec.input) into.push(item);
+  const output = rec.response.output;
+  let next = 0;
+  for (const batch of rec.appended ?? []) {
+    const at = Math.min(Math.max(next, batch.at), output.length);
+    for (; next < at; next++) into.push(output[next]!);
+    for (const item of batch.items) into.push(item);
+  }
+  for (; next < output.length; next++) into.push(output[next]!);
+  return into;
+}
+
+/** A record's input items as a listing shows them: its input, then what was appended to it. */
+export function ownInputItems(rec: StoredResponse): InputItem[] {
+  if (!rec.appended?.length) return rec.input;
+  const all = rec.input.slice();
+  for (const batch of rec.appended) for (const item of batch.items) all.push(item);
+  return all;
 }
 
 /**
@@ -125,7 +166,7 @@ export function newCounters(): StoreCounters {
  */
 export function itemsById(rec: StoredResponse): Map<string, InputItem | OutputItem> {
   const byId = new Map<string, InputItem | OutputItem>();
-  for (const item of rec.input) {
+  for (const item of ownInputItems(rec)) {
     if (item.type === 'item_reference') continue;
     const id = (item as { id?: unknown }).id;
     if (typeof id === 'string' && id !== '') byId.set(id, item);

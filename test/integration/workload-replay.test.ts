@@ -50,3 +50,19 @@ describe('every fixture replays to the end through every design', () => {
     }
   }
 });
+
+describe('a replay that a server bound ends', () => {
+  it('says why the run ended incomplete (the pause timeout), on both long-lived designs', async () => {
+    const file = DIR + 'other-agent.json';
+    const w = loadWorkloadFile(file);
+    const { url } = await testServer({ policy: replayPolicy(flatModelTurns(w)), limits: { pauseTimeoutMs: 30 } });
+    for (const design of ['long-lived', 'long-lived-http'] as const) {
+      // The first tool takes 12 ms recorded, 120 ms at ×10: longer than the server waits for it.
+      const err = await replayRun({ design, url, workload: w, nonce: design, toolFactor: 10, timeoutMs: 20_000 }).then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
+      expect(err?.message).toBe(`${design}: user turn 0 ended incomplete (pause_timeout) at model call 0`);
+    }
+  });
+});

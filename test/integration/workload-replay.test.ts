@@ -1,7 +1,10 @@
 /**
  * Every kind of workload file the reader accepts replays to the end through
  * every design: each fixture in test/fixtures/workloads/ (Codex rollouts of
- * each variant, and a hand-written neutral-format file) is loaded as
+ * each variant, and two hand-written neutral-format files, the second unlike
+ * any Codex run: unicode and emoji everywhere, parallel calls with messages
+ * between them, hidden reasoning, a zero-call user turn, failing tools, an
+ * interrupted turn and a compaction) is loaded as
  * `llr serve --workload` loads it, served by a real server on port 0 whose
  * model replays it, and driven by the bench's replay driver. A replay that
  * goes off script fails loudly (ReplayError), so "completes" here means the
@@ -24,6 +27,7 @@ const FIXTURES = readdirSync(DIR).filter((f) => f.endsWith('.jsonl') || f.endsWi
 describe('every fixture replays to the end through every design', () => {
   it('has a fixture of each kind', () => {
     expect(FIXTURES).toEqual([
+      'other-agent-browser.json',
       'other-agent.json',
       'rollout-aborted.jsonl',
       'rollout-compacted.jsonl',

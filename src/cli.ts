@@ -283,14 +283,19 @@ async function run(argv: string[]): Promise<void> {
     return next;
   };
   const agent = client.run({ model: values.model ?? 'sim-model', input: prompt.replace(/\\n/g, '\n'), tools }, execute);
-  for await (const e of agent) {
-    if (e.type === 'response.output_text.delta') out.write(e.delta);
-    else if (e.type === 'response.done') out.write(`\n[paused for ${e.response.pending_tool_calls?.length ?? 0} tool call(s)]\n`);
-    else if (e.type === 'response.output_item.done' && e.item.type === 'function_call') out.write(`\n[model calls ${e.item.name} ${e.item.arguments}]`);
+  let response;
+  try {
+    for await (const e of agent) {
+      if (e.type === 'response.output_text.delta') out.write(e.delta);
+      else if (e.type === 'response.done') out.write(`\n[paused for ${e.response.pending_tool_calls?.length ?? 0} tool call(s)]\n`);
+      else if (e.type === 'response.output_item.done' && e.item.type === 'function_call') out.write(`\n[model calls ${e.item.name} ${e.item.arguments}]`);
+    }
+    response = await agent;
+  } finally {
+    // The timing event follows the terminal event; once the socket has closed it has arrived (or never will).
+    // Closed on an error too: an open WebSocket would keep the process alive after the error is printed.
+    await client.close();
   }
-  const response = await agent;
-  // The timing event follows the terminal event; once the socket has closed it has arrived (or never will).
-  await client.close();
   const t = agent.timings.at(-1);
   out.write(`\n\n[${response.status} · ${response.id} · ${agent.responses.length} response(s) · usage ${JSON.stringify(response.usage)}${t ? ` · server total ${t.totals['total']} ms` : ''}]\n`);
 }

@@ -250,7 +250,12 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
     if (divergence) throw new ReplayError(`${opts.design}: replay diverged at ${divergence}`);
     const last = first + u.modelTurns.length - 1;
     if (response.status !== 'completed') {
-      throw new ReplayError(`${opts.design}: user turn ${ui} ended ${response.status}${response.error ? ` (${response.error.code}: ${response.error.message})` : ''} at model call ${current}`);
+      const why = response.error
+        ? ` (${response.error.code}: ${response.error.message})`
+        : response.incomplete_details
+          ? ` (${response.incomplete_details.reason})`
+          : '';
+      throw new ReplayError(`${opts.design}: user turn ${ui} ended ${response.status}${why} at model call ${current}`);
     }
     if (current !== last) throw new ReplayError(`${opts.design}: user turn ${ui} ended after model call ${current}; the workload has it end at ${last}`);
     turns[last]!.done_ms = end - t0 - turns[last]!.sent_at_ms;

@@ -5,6 +5,13 @@
  * their outputs with `response.append`; the run ends at the terminal event
  * (the `llr:timing` event that may follow is routed to it by response id).
  * One run at a time per client (the protocol allows one per connection).
+ *
+ * An append the server refuses (an `error` event while the run is paused:
+ * `content_flagged`, `context_length_exceeded`, `queue_full`, … — the run
+ * stays paused on the server) fails the run with that error: the client
+ * cancels the run and rejects once its terminal event (`response.cancelled`)
+ * has arrived, so no event of the old run reaches the next one. As
+ * `LongLivedHttpClient` does by closing its stream.
  */
 import { isTerminalEvent } from '../protocol/events.js';
 import type { FunctionCall } from '../protocol/objects.js';
@@ -15,6 +22,8 @@ import { LONG_LIVED_BETA } from '../protocol/designs.js';
 
 export class LongLivedClient extends SocketClient implements AgentClient {
   readonly protocol = 'long-lived' as const;
+  /** The error that refused the run's last append (the run is being cancelled): the run fails with it. */
+  private refused: ServerError | null = null;
 
   private constructor(socket: EventSocket) {
     super(socket);
@@ -22,6 +31,7 @@ export class LongLivedClient extends SocketClient implements AgentClient {
       this.timings.close();
       const run = this.current;
       if (!run) return;
+      if (this.refused) run.reject(this.refused);
       const last = run.responses.at(-1);
       if (last) run.resolve(last);
       else run.reject(new Error(`connection closed (${code}${reason ? `: ${reason}` : ''})`));
@@ -37,13 +47,18 @@ export class LongLivedClient extends SocketClient implements AgentClient {
     const input = [...this.history, ...toInputItems(request.input)];
     let calls: FunctionCall[] = [];
     let started = false;
+    /** The run is paused on the server: `response.done` came and nothing of the run since. */
+    let paused = false;
+    this.refused = null;
     const run = this.begin((e) => {
       if (isTerminalEvent(e)) {
         this.ended(run, e.response);
         if (e.response.status === 'completed') this.history = run.transcript.slice();
-        run.resolve(e.response);
+        if (this.refused && e.response.status === 'cancelled') run.reject(this.refused);
+        else run.resolve(e.response);
         return;
       }
+      if (e.type !== 'error') paused = e.type === 'response.done';
       switch (e.type) {
         case 'response.created':
           started = true;
@@ -64,9 +79,17 @@ export class LongLivedClient extends SocketClient implements AgentClient {
           );
           break;
         }
-        case 'error':
-          if (!started || run.done) run.reject(new ServerError(e.error.code, e.error.message, e.error.param, e.status));
+        case 'error': {
+          const err = new ServerError(e.error.code, e.error.message, e.error.param, e.status);
+          if (!started || run.done) run.reject(err);
+          else if (paused && e.status !== 500 && this.refused === null) {
+            // The append was refused and the run waits on: nothing this client sends can
+            // answer its calls now, so end it (a 500 fails the run itself, response.failed follows).
+            this.refused = err;
+            if (this.socket.open) this.socket.send({ type: 'response.cancel' });
+          }
           break;
+        }
         default:
           break;
       }

@@ -3,7 +3,8 @@
  * processes and anyone can write from another agent's trace. Its contract is
  * docs/workload.schema.json (JSON Schema draft-07), which this module
  * validates against, plus the checks a schema cannot state (call_ids unique,
- * every call answered but those of a user turn's last model call).
+ * every call answered but those of a user turn's last model call, every
+ * model call but a user turn's last one calling a tool).
  *
  * Used by load.ts (reading, detected by content) and by the bench (writing).
  * Leaves out converting other agents' logs: convert to this format first.
@@ -56,7 +57,7 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
   }
   const errors = validate(raw);
   if (errors.length > 0) {
-    const list = errors.slice(0, 5).map((e) => `${e.instancePath || '(top level)'} ${e.message ?? 'is invalid'}`);
+    const list = errors.slice(0, 5).map((e) => `${e.instancePath || '(top level)'} ${e.message ?? 'is invalid'}${e.keyword === 'const' ? ` ${JSON.stringify((e.params as { allowedValue?: unknown }).allowedValue)}` : ''}`);
     throw new WorkloadError(0, `${name}: not an llr workload (docs/workload.schema.json): ${list.join('; ')}${errors.length > 5 ? `; and ${errors.length - 5} more` : ''}`);
   }
   const w = raw as Partial<Workload> & { llr_workload?: number; userTurns: Workload['userTurns'] };
@@ -66,6 +67,10 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
   const schemas = new ToolSchemas();
   w.userTurns.forEach((u, ui) =>
     u.modelTurns.forEach((t, ti) => {
+      if (ti < u.modelTurns.length - 1 && !t.output.some((o) => o.type === 'function_call')) {
+        // A model call without a tool call ends the response: no design would make the next call of this user turn.
+        throw new WorkloadError(0, `${name}: /userTurns/${ui}/modelTurns/${ti}: this model call has no function_call, so the run would end here; only a user turn's last model call may answer without calling a tool (start a new user turn instead)`);
+      }
       for (const [oi, o] of t.output.entries()) {
         if (o.type !== 'function_call') continue;
         const at = `/userTurns/${ui}/modelTurns/${ti}/output/${oi}`;

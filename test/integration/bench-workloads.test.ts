@@ -26,7 +26,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Results } from '../../src/bench/results.js';
 import { visibleTokens } from '../../src/model/policies.js';
-import { readWorkload } from '../../src/workload/load.js';
+import { loadWorkloadFile } from '../../src/workload/load.js';
 import { flatModelTurns, modelCallCount } from '../../src/workload/replayable.js';
 import { buildDist, CLI, ROOT } from '../helpers/build.js';
 
@@ -63,7 +63,9 @@ describe('llr bench --quick --workload runs to the end on every fixture', () => 
       expect(results.status, results.error ?? '').toBe('complete');
       expect(stdout).toMatch(/^llr bench quick: complete/m);
 
-      const w = readWorkload(join(FIXTURES, file));
+      // As the bench's servers replay it: a turn that ended in calls nobody answered ends in its text instead
+      // (workload/replayable.ts), so a file without output_tokens for it decodes that text's tokens, not the calls'.
+      const w = loadWorkloadFile(join(FIXTURES, file));
       const turns = flatModelTurns(w);
       const calls = modelCallCount(w);
       const outputTokens = (n: number) => turns.slice(0, n).reduce((sum, t) => sum + Math.max(t.output_tokens ?? 0, visibleTokens(t.output)), 0);

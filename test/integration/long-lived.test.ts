@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LongLivedClient } from '../../src/client/long-lived.js';
+import { ServerError } from '../../src/client/driver.js';
+import { scriptPolicy } from '../../src/model/policies.js';
 import type { FunctionCall } from '../../src/protocol/objects.js';
 import { testServer } from '../helpers/server.js';
 
@@ -49,5 +51,28 @@ describe('long-lived run', () => {
     await client.close();
     await server.services.postWork.flush();
     expect(server.services.ledger.countFor(response.id)).toBe(1);
+  });
+
+  it('an append the server refuses fails the run with its error, the run ends on the server, and the client runs again', async () => {
+    const policy = scriptPolicy([{ calls: [{ name: 'exec_command', arguments: { cmd: 'cat .env' }, call_id: 'call_a' }] }, { text: 'done' }]);
+    const { url, server } = await testServer({ policy });
+    const client = await LongLivedClient.connect(url);
+    // A tool output carrying a credential: the append's safety scan refuses it and the run stays paused
+    // on the server; the client used to ignore the error and wait for the pause timeout (10 minutes).
+    const run = client.run({ model: 'sim-model', input: 'go', tools: [shellTool] }, () => 'key: AKIAABCDEFGHIJKLMNOP');
+    const err = await run.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ServerError);
+    expect((err as ServerError).code).toBe('content_flagged');
+    expect(run.responses.map((r) => r.status)).toEqual(['cancelled']);
+    // The connection is usable: the next run gets its own events, not the old run's.
+    const again = await client.run({ model: 'sim-model', input: 'go', tools: [shellTool] }, () => 'fine');
+    expect(again.status).toBe('completed');
+    await client.close();
+    await server.services.postWork.flush();
+    const recs = server.services.records.page({ owner: null, limit: 10, after: null, order: 'asc' }).data;
+    expect(recs.map((r) => r.status)).toEqual(['cancelled', 'completed']);
   });
 });

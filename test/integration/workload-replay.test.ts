@@ -1,7 +1,10 @@
 /**
  * Every kind of workload file the reader accepts replays to the end through
  * every design: each fixture in test/fixtures/workloads/ (Codex rollouts of
- * each variant, and a hand-written neutral-format file) is loaded as
+ * each variant, and two hand-written neutral-format files, the second unlike
+ * any Codex run: unicode and emoji everywhere, parallel calls with messages
+ * between them, hidden reasoning, a zero-call user turn, failing tools, an
+ * interrupted turn and a compaction) is loaded as
  * `llr serve --workload` loads it, served by a real server on port 0 whose
  * model replays it, and driven by the bench's replay driver. A replay that
  * goes off script fails loudly (ReplayError), so "completes" here means the
@@ -24,6 +27,7 @@ const FIXTURES = readdirSync(DIR).filter((f) => f.endsWith('.jsonl') || f.endsWi
 describe('every fixture replays to the end through every design', () => {
   it('has a fixture of each kind', () => {
     expect(FIXTURES).toEqual([
+      'other-agent-browser.json',
       'other-agent.json',
       'rollout-aborted.jsonl',
       'rollout-compacted.jsonl',
@@ -49,4 +53,20 @@ describe('every fixture replays to the end through every design', () => {
       });
     }
   }
+});
+
+describe('a replay that a server bound ends', () => {
+  it('says why the run ended incomplete (the pause timeout), on both long-lived designs', async () => {
+    const file = DIR + 'other-agent.json';
+    const w = loadWorkloadFile(file);
+    const { url } = await testServer({ policy: replayPolicy(flatModelTurns(w)), limits: { pauseTimeoutMs: 30 } });
+    for (const design of ['long-lived', 'long-lived-http'] as const) {
+      // The first tool takes 12 ms recorded, 120 ms at ×10: longer than the server waits for it.
+      const err = await replayRun({ design, url, workload: w, nonce: design, toolFactor: 10, timeoutMs: 20_000 }).then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
+      expect(err?.message).toBe(`${design}: user turn 0 ended incomplete (pause_timeout) at model call 0`);
+    }
+  });
 });

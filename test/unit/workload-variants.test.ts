@@ -278,6 +278,17 @@ describe('the neutral format', () => {
     };
     expect(fails(JSON.stringify(unanswered)).message).toBe('w.json: /userTurns/0/modelTurns/0/output/0: call c1 has no entry in toolOutputs (only a user turn\'s last model call may leave calls unanswered)');
   });
+
+  it('refuses a model call that answers without a tool call before its user turn\'s last one, and names the constant a field must be', () => {
+    // Schema-valid, but no design makes another model call after an answer: the replay failed at run time.
+    const early = {
+      llr_workload: 1,
+      userTurns: [{ input: [], modelTurns: [{ output: [{ type: 'message', text: 'thinking' }] }, { output: [{ type: 'function_call', name: 'f', arguments: '{}', call_id: 'c1' }] }, { output: [{ type: 'message', text: 'ok' }] }] }],
+      toolOutputs: { c1: { output: 'x' } },
+    };
+    expect(fails(JSON.stringify(early)).message).toBe("w.json: /userTurns/0/modelTurns/0: this model call has no function_call, so the run would end here; only a user turn's last model call may answer without calling a tool (start a new user turn instead)");
+    expect(fails('{"llr_workload": 2, "userTurns": [{"input": [], "modelTurns": [{"output": [{"type": "message", "text": "ok"}]}]}]}').message).toBe('w.json: not an llr workload (docs/workload.schema.json): /llr_workload must be equal to constant 1');
+  });
 });
 
 describe('docs/benchmarks.md', () => {

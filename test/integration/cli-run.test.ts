@@ -1,0 +1,37 @@
+/**
+ * `llr run`, the example agent, as a person runs it (the built CLI against a
+ * test server): when the server refuses the run mid-way (a command printed
+ * what looks like a credential, so the append or the next create is refused
+ * with `content_flagged`), it prints the error and exits 1 on every design,
+ * instead of hanging (long-lived: the client ignored the error and waited on
+ * the paused run; ws: the open socket kept the process alive).
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildDist, CLI } from '../helpers/build.js';
+import { testServer } from '../helpers/server.js';
+
+const run = promisify(execFile);
+
+beforeAll(async () => {
+  await buildDist();
+}, 120_000);
+
+describe('llr run', () => {
+  for (const protocol of ['long-lived', 'ws', 'http', 'long-lived-http']) {
+    it(`${protocol}: a refused tool output ends the agent with the error, exit 1`, async () => {
+      const { url } = await testServer();
+      // The prompt itself holds no credential; the command's output does.
+      const prompt = "Check\n$ echo AKIA''ABCDEFGHIJKLMNOP";
+      const err = await run(process.execPath, [CLI, 'run', '--url', url, '--protocol', protocol, prompt], { timeout: 20_000 }).then(
+        () => null,
+        (e: unknown) => e as { code: number | null; killed: boolean; stderr: string },
+      );
+      expect(err).not.toBeNull();
+      expect(err!.killed).toBe(false);
+      expect(err!.code).toBe(1);
+      expect(err!.stderr).toContain('content_flagged');
+    }, 30_000);
+  }
+});

@@ -59,7 +59,8 @@ export const MAX_QUEUED_APPENDS = 64;
  * transport frames them into one write) and advances `batch.sent` as it
  * hands each over; absent, each delta goes through the sink alone.
  */
-export type EventSink = ((event: ServerEvent) => void) & { deltas?: (batch: DeltaBatch) => void; flush?: () => void };
+/** `backlog`: the transport's `Transport.backlog` (modes/transport.ts), a wait for a reader that fell behind. */
+export type EventSink = ((event: ServerEvent) => void) & { deltas?: (batch: DeltaBatch) => void; flush?: () => void; backlog?: () => Promise<void> | null };
 
 /**
  * The most output tokens the run takes from the model in one batch (the
@@ -132,6 +133,8 @@ export class ResponseRun {
    * with its waits (a registry that lost one must not leave the run paused).
    */
   private endPause: ((err: Error) => void) | null = null;
+  /** Times the run waited for its reader (`waitForReader`): the first is logged. */
+  private readerWaits = 0;
   /** What clients appended, each batch after the output items it followed: stored with the response (store/types.ts). */
   private readonly appended: AppendedItems[] = [];
   /** Appends run one at a time (see `append`). */
@@ -248,6 +251,30 @@ export class ResponseRun {
     for (const item of fresh) {
       if (item.type === 'function_call_output') this.pauses.resolve((item as { call_id: string }).call_id);
     }
+  }
+
+  /**
+   * Wait for a reader that fell behind (`EventSink.backlog`), or for the run
+   * to end (a stop, the reader dropped): the `send_wait` span, its ms returned.
+   */
+  private async waitForReader(behind: Promise<void>): Promise<number> {
+    const { clock } = this.services;
+    const signal = this.abort.signal;
+    const start = clock.now();
+    if (this.readerWaits++ === 0) this.services.log.info({ code: 'send_paced', response_id: this.id }, 'the client reads more slowly than the model writes; the run waits for it');
+    if (!signal.aborted) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        signal.addEventListener('abort', done, { once: true });
+        void behind.then(done, done);
+      });
+    }
+    const end = clock.now();
+    this.metrics.span('send_wait', start, end);
+    return end - start;
   }
 
   /** End the run from outside (cancel, disconnect, timeout, shutdown). Idempotent. */
@@ -426,6 +453,7 @@ export class ResponseRun {
     // Chaos points fall between single tokens (the mid-stream one after the first): with chaos knobs, one token per event.
     if (!points) req.batchTokens = DELTA_BATCH_TOKENS;
     const delayBefore = m.counters.chaos_delay_ms;
+    let readerWaitMs = 0;
     for await (const ev of this.services.model.sample(req, this.abort.signal)) {
       // Ended from elsewhere (a sink failure, a stop) while the model ignores its signal.
       if (this.end) break;
@@ -466,11 +494,14 @@ export class ResponseRun {
         this.end = { status: 'incomplete', reason: 'max_output_tokens' };
         break;
       }
+      // A reader behind by half the send limit: the model's next tokens wait until it has read (not charged to decode).
+      const behind = this.sink.backlog?.() ?? null;
+      if (behind) readerWaitMs += await this.waitForReader(behind);
     }
     if (this.end) segment.truncate();
     // Emission is API work, not the model's: the decode span leaves it out (it stays in the `emit` total).
     // Injected delays (chaos knobs) are left out too: they have their own spans.
-    const injected = m.counters.chaos_delay_ms - delayBefore;
+    const injected = m.counters.chaos_delay_ms - delayBefore + readerWaitMs;
     m.span('decode', firstToken, Math.max(firstToken, clock.now() - (m.emitMs - emitBefore) - injected));
     appendOutput(this.plan.context, segment.items, segment.itemTokens);
     if (this.end) return [];

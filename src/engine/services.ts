@@ -76,6 +76,8 @@ export interface Limits {
    * buffers: 64 MiB measured 220–290 MB per slow connection), while a
    * reader that keeps up never has more than a few events pending; a single
    * event larger than the limit still goes out when the buffer is below it.
+   * At half of it a run waits for its reader (`Transport.backlog`), so a
+   * model faster than a reader that reads is paced instead of dropping it.
    */
   maxSendBufferBytes: number;
   /**
@@ -85,6 +87,7 @@ export interface Limits {
    * (a run still in flight ends as a disconnect). Bounds in time what a
    * non-reading client keeps in memory when its whole answer arrived in one
    * burst, before the send-buffer check (`maxSendBufferBytes`) could trip.
+   * Also how long a WebSocket run waits for its reader with nothing leaving.
    */
   sendStallTimeoutMs: number;
   /** Bytes (JSON) of items one long-lived run or ws-mode response may hold in its context (default 32 MiB). */

@@ -94,6 +94,7 @@ export class ConnectionSession {
       : (e: ServerEvent) => transport.send(e);
     if (transport.sendDeltas) send.deltas = (b: DeltaBatch) => transport.sendDeltas!(b);
     if (transport.flush) send.flush = () => transport.flush!();
+    if (transport.backlog) send.backlog = () => transport.backlog!();
     this.send = send;
     this.authSpan = info.authSpan;
   }

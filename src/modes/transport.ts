@@ -65,6 +65,17 @@ export interface Transport {
    * carries one response).
    */
   room?(): Promise<void>;
+  /**
+   * Null while what is left unsent to the peer stays within half the send
+   * limit (`maxSendBufferBytes`); past it, a promise that resolves once the
+   * peer has read it all or is gone. A run takes no more of the model's
+   * tokens until then (engine/run.ts), so a model faster than its reader
+   * (the instant model, a 100,000-token answer) is paced by the reader
+   * instead of getting a client that reads dropped at the limit. A peer that
+   * reads nothing is dropped after `sendStallTimeoutMs` with nothing leaving.
+   * Absent: never waits.
+   */
+  backlog?(): Promise<void> | null;
 }
 
 export type { ParseSpan } from '../engine/run.js';

@@ -519,6 +519,20 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
     flush() {
       batch.flush();
     },
+    // A reader behind by half the limit: the run waits until the stream has drained (or is closed: a reader that
+    // reads nothing is dropped by the stall watch, `sendStallTimeoutMs`) instead of filling the buffer up to the limit.
+    backlog() {
+      if (res.writableEnded || res.destroyed || res.writableLength <= limit / 2) return null;
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+    },
     // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
     drop() {
       const socket = res.socket;

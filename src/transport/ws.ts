@@ -196,6 +196,8 @@ class WsConnection implements Transport {
   private lifetimeMs = 0;
   private lifetime: ReturnType<typeof setTimeout> | undefined = undefined;
   private heartbeat: ReturnType<typeof setInterval> | undefined = undefined;
+  /** The stall watch while something waits for the peer to read (`watchStall`). */
+  private stallTimer: ReturnType<typeof setTimeout> | undefined = undefined;
 
   constructor(
     private readonly ws: WebSocket,
@@ -271,10 +273,48 @@ class WsConnection implements Transport {
   room(): Promise<void> {
     if (this.hasRoom()) return Promise.resolve();
     this.log.info({ code: 'send_buffer_wait', buffered: this.ws.bufferedAmount }, 'next queued response waits for the client to read');
+    return this.whenRead();
+  }
+
+  /** The run's wait for a reader that fell behind by half the send limit (modes/transport.ts). */
+  backlog(): Promise<void> | null {
+    const { ws } = this;
+    if (ws.readyState !== ws.OPEN || ws.bufferedAmount <= this.host.limits.maxSendBufferBytes / 2) return null;
+    this.watchStall();
+    return this.whenRead();
+  }
+
+  private whenRead(): Promise<void> {
     return new Promise<void>((resolve) => {
       if (this.roomWaiters === null) this.roomWaiters = [resolve];
       else this.roomWaiters.push(resolve);
     });
+  }
+
+  /**
+   * While a run waits for this peer to read (`backlog`): if nothing of what is unsent leaves for
+   * `sendStallTimeoutMs`, the peer reads nothing, and is dropped (`send_stalled`) as an SSE reader is
+   * (transport/http.ts); its run ends as a disconnect. Without it a reader that stopped would hold the run
+   * until the heartbeat noticed. One watch at a time; it ends when the waiters are woken.
+   */
+  private watchStall(): void {
+    const ms = this.host.limits.sendStallTimeoutMs;
+    if (ms <= 0 || this.stallTimer !== undefined) return;
+    let left = this.ws.bufferedAmount;
+    const check = (): void => {
+      this.stallTimer = undefined;
+      const { ws } = this;
+      if (this.roomWaiters === null || ws.readyState !== ws.OPEN) return;
+      const now = ws.bufferedAmount;
+      if (now < left) {
+        left = now;
+        this.stallTimer = setTimeout(check, ms);
+        return;
+      }
+      this.log.info({ code: 'send_stalled', buffered: now, stall_ms: ms }, 'client read nothing of what was unsent; dropping the connection');
+      ws.terminate();
+    };
+    this.stallTimer = setTimeout(check, ms);
   }
 
   private hasRoom(): boolean {
@@ -282,6 +322,8 @@ class WsConnection implements Transport {
   }
 
   private wakeRoomWaiters(): void {
+    clearTimeout(this.stallTimer);
+    this.stallTimer = undefined;
     const w = this.roomWaiters;
     if (w === null) return;
     this.roomWaiters = null;

@@ -188,20 +188,23 @@ describe('values the real API refuses', () => {
 });
 
 describe('SSE back-pressure', () => {
-  it('a reader that stops reading is dropped once the unsent bytes pass the limit; the run ends cancelled', async () => {
+  it('a reader that stops reading holds the run at half the limit, is dropped once nothing leaves, and the run ends cancelled', async () => {
     const limit = 256 * 1024;
     const cap = captureLogger();
     // About 25 MB of SSE: more than the kernel's socket buffers hold for a peer that does not read.
     const text = Array.from({ length: 100_000 }, (_, i) => `w${i}`).join(' ');
-    const { server, port } = await testServer({ logger: cap.logger, policy: scriptPolicy([{ text }]), limits: { maxSendBufferBytes: limit } });
+    const { server, port } = await testServer({ logger: cap.logger, policy: scriptPolicy([{ text }]), limits: { maxSendBufferBytes: limit, sendStallTimeoutMs: 200 } });
     const s = await rawConnect(port);
     s.pause(); // never reads
     s.write(requestText('POST', '/v1/responses', { 'Content-Type': 'application/json', Host: `127.0.0.1:${port}` }, JSON.stringify({ model: 'sim-model', input: 'go', stream: true })));
-    const line = await cap.waitFor((l) => l.code === 'send_buffer_full');
+    // The run waits for its reader (test/integration/reader-pacing.test.ts) instead of filling the buffer to the limit.
+    const paced = await cap.waitFor((l) => l.code === 'send_paced');
+    const line = await cap.waitFor((l) => l.code === 'send_stalled');
     expect(line.level).toBe(30);
-    // Bounded: what was left unsent is the limit plus at most one event.
-    expect(line['buffered']).toBeLessThan(limit + 64 * 1024);
-    const id = line['response_id'] as string;
+    // Bounded: what was left unsent is within the limit (the run stopped at half of it, plus at most one batch).
+    expect(line['pending']).toBeLessThan(limit + 64 * 1024);
+    expect(cap.lines.some((l) => l.code === 'send_buffer_full')).toBe(false);
+    const id = paced['response_id'] as string;
     await server.httpTransport.idle();
     expect(server.services.records.get(id)?.status).toBe('cancelled');
   }, 60_000);

@@ -310,15 +310,15 @@ describe('long-lived bad input', () => {
     expect((await s.closed).code).toBe(1009);
   });
 
-  it('a client that stops reading is dropped at the send-buffer limit and its run cancelled', async () => {
+  it('a client that stops reading is dropped once nothing leaves (--send-stall-timeout-ms) and its run cancelled', async () => {
     const { url, server } = await testServer({
       policy: scriptPolicy([{ text: 'all work and no play '.repeat(60_000) }]),
-      limits: { maxSendBufferBytes: 256 * 1024 },
+      limits: { maxSendBufferBytes: 256 * 1024, sendStallTimeoutMs: 200 },
     });
     const s = await RawSocket.longLived(url);
     s.send(create());
     const created = await s.next('response.created');
-    // Stop reading: the server's unsent bytes pile up until the limit.
+    // Stop reading: the server's unsent bytes pile up to half the limit, where the run waits for the reader until the stall timeout.
     (s.ws as unknown as { _socket: { pause(): void } })._socket.pause();
     await server.ws.idle();
     const rec = server.services.records.get(created.response.id)!;

@@ -1,0 +1,105 @@
+/**
+ * A model faster than its reader is paced by the reader. The instant model
+ * writes a long answer faster than any client reads it; the unsent bytes
+ * grew until the send limit dropped a client that was reading (an outside
+ * attack: a ~100,000-token call got `send_buffer_full` on every design at
+ * the default 4 MiB). Now a run whose reader is behind by half the limit
+ * takes no more of the model's tokens until the reader has caught up
+ * (`send_paced`, the `send_wait` span), over a WebSocket and over SSE; a
+ * reader that reads nothing at all is still dropped, once nothing has left
+ * for `--send-stall-timeout-ms` (`send_stalled`), its run cancelled.
+ *
+ * The readers here stop reading until the server says it waits for them,
+ * then read everything: without the pacing they are dropped first.
+ */
+import type { Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { countTokens } from '../../src/model/tokenizer.js';
+import { LlrServer } from '../../src/server.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { captureLogger, rawConnect, requestText } from '../helpers/raw-http.js';
+import { testServer } from '../helpers/server.js';
+
+const LIMIT = 64 * 1024;
+// About 30,000 tokens: several megabytes of delta events, far past the limit.
+const TEXT = Array.from({ length: 15_000 }, (_, i) => `w${i}`).join(' ');
+
+function server(extra: Record<string, number> = {}) {
+  const cap = captureLogger();
+  return testServer({ logger: cap.logger, policy: scriptPolicy([{ text: TEXT }]), limits: { maxSendBufferBytes: LIMIT, ...extra } }).then((ctx) => ({ ...ctx, cap }));
+}
+
+async function recordOf(srv: LlrServer, id: string) {
+  await srv.services.postWork.flush();
+  return srv.services.records.get(id)!;
+}
+
+function socketOf(s: RawSocket): Socket {
+  return (s.ws as unknown as { _socket: Socket })._socket;
+}
+
+describe('a reader slower than the model paces the run', () => {
+  it('WebSocket: a client that stops reading, then reads, gets the whole answer; the run waited for it', async () => {
+    const { url, server: srv, cap } = await server();
+    const s = await RawSocket.longLived(url);
+    socketOf(s).pause();
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
+    // Dropped instead (send_buffer_full) without the pacing: the socket closes first.
+    const paced = await Promise.race([cap.waitFor((l) => l.code === 'send_paced'), s.closed.then((c) => Promise.reject(new Error(`closed ${c.code} before the run waited`)))]);
+    socketOf(s).resume();
+    const done = await s.next('response.completed');
+    const text = done.response.output[0]!.type === 'message' ? (done.response.output[0]!.content[0] as { text: string }).text : '';
+    expect(text).toBe(TEXT);
+    const deltas = s.events.filter((e) => e.type === 'response.output_text.delta').map((e) => (e as { delta: string }).delta);
+    expect(deltas.join('')).toBe(TEXT);
+    expect(s.events.map((e) => e.sequence_number)).toEqual(s.events.map((_, i) => i));
+    expect(paced['response_id']).toBe(done.response.id);
+    const rec = await recordOf(srv, done.response.id);
+    expect(rec.status).toBe('completed');
+    expect(rec.spans.some((sp) => sp.stage === 'send_wait')).toBe(true);
+    expect(cap.lines.some((l) => l.code === 'send_buffer_full' || l.code === 'send_stalled')).toBe(false);
+  });
+
+  it('WebSocket: a client that never reads is dropped after the stall timeout, its run cancelled', async () => {
+    const { url, server: srv, cap } = await server({ sendStallTimeoutMs: 200 });
+    const s = await RawSocket.longLived(url);
+    socketOf(s).pause();
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
+    const paced = await cap.waitFor((l) => l.code === 'send_paced');
+    const stalled = await cap.waitFor((l) => l.code === 'send_stalled');
+    expect(stalled['stall_ms']).toBe(200);
+    await srv.ws.idle();
+    const rec = await recordOf(srv, paced['response_id'] as string);
+    expect(rec.status).toBe('cancelled');
+    // It stopped taking tokens when its reader fell behind (what it took filled the kernel's socket buffers).
+    expect(rec.usage!.output_tokens).toBeLessThan(countTokens(TEXT));
+  });
+
+  it('SSE: a reader that stops, then reads, gets the whole stream to [DONE]', async () => {
+    const { port, server: srv, cap } = await server();
+    const sock = await rawConnect(port);
+    sock.pause();
+    const body = JSON.stringify({ model: 'sim-model', input: 'go', stream: true });
+    sock.write(requestText('POST', '/v1/responses', { 'Content-Type': 'application/json', Host: `127.0.0.1:${port}`, Connection: 'close' }, body));
+    const closed = new Promise<never>((_, reject) => sock.once('close', () => reject(new Error('closed before the run waited'))));
+    const paced = await Promise.race([cap.waitFor((l) => l.code === 'send_paced'), closed]);
+    const chunks: Buffer[] = [];
+    // The chunked body's last chunk ends the answer (the socket itself may stay open for keep-alive).
+    const ended = new Promise<void>((resolve) =>
+      sock.on('data', (c: Buffer) => {
+        chunks.push(c);
+        if (Buffer.concat(chunks.slice(-2)).toString('latin1').endsWith('\r\n0\r\n\r\n')) resolve();
+      }),
+    );
+    sock.resume();
+    await ended;
+    const raw = Buffer.concat(chunks).toString('utf8');
+    expect(raw).toContain('data: [DONE]\n\n');
+    expect(raw).toContain('"type":"response.completed"');
+    const rec = await recordOf(srv, paced['response_id'] as string);
+    expect(rec.status).toBe('completed');
+    expect(rec.usage!.output_tokens).toBeGreaterThan(15_000);
+    expect(cap.lines.some((l) => l.code === 'send_buffer_full' || l.code === 'send_stalled')).toBe(false);
+  });
+});

@@ -105,6 +105,16 @@ export interface ConnectionBytes {
   frame(bytes: number, create: boolean): void;
   /** After the frame was handled: release when the session's work has ended. */
   watch(): void;
+  /**
+   * Bytes of a message still arriving (its frames received so far): charged while they arrive, so many
+   * connections each uploading a large frame cannot together pass the budget before any frame is whole.
+   * Sets the charge to `n`; false (the charge left as it was) when `n` would pass the budget: the transport
+   * stops reading until `receiving` succeeds again.
+   */
+  receiving(n: number): boolean;
+  /** A whole frame of `n` bytes waits or is parsed in slices: charged until `parsed(n)` (throws `server_busy`: the frame is not handled). */
+  parsing(n: number): void;
+  parsed(n: number): void;
   /** The connection closed: release everything. */
   close(): void;
 }
@@ -120,7 +130,7 @@ export interface ConnectionBytes {
  * frame): refused frames past that are not memory it keeps.
  */
 export function connectionBytes(bytes: ServerBytes, limits: Readonly<Limits>, session: ConnectionSession): ConnectionBytes {
-  return new ConnectionHold(bytes.hold(), limits.maxQueuedBytes + limits.maxContextBytes + limits.maxFrameBytes, session);
+  return new ConnectionHold(bytes.hold(), limits.maxQueuedBytes + limits.maxContextBytes + limits.maxFrameBytes, session, bytes.hold(), bytes.hold());
 }
 
 /** `connectionBytes`' share: a class rather than closures over one context (kept for the connection's life). */
@@ -133,7 +143,35 @@ class ConnectionHold implements ConnectionBytes {
     private readonly hold: Hold,
     private readonly cap: number,
     private readonly session: ConnectionSession,
+    /** The message still arriving (`receiving`). */
+    private readonly rx: Hold,
+    /** Whole frames waiting for or in a sliced parse (`parsing`). */
+    private readonly px: Hold,
   ) {}
+
+  receiving(n: number): boolean {
+    if (this.closed) return true;
+    const now = this.rx.bytes;
+    if (n <= now) {
+      this.rx.keep(n);
+      return true;
+    }
+    try {
+      this.rx.add(n - now);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  parsing(n: number): void {
+    if (this.closed) return;
+    this.px.add(n);
+  }
+
+  parsed(n: number): void {
+    this.px.keep(Math.max(0, this.px.bytes - n));
+  }
 
   frame(n: number, create: boolean): void {
     // A frame whose parse finished after the connection closed is memory nobody keeps: charging it would hold
@@ -158,5 +196,7 @@ class ConnectionHold implements ConnectionBytes {
   close(): void {
     this.closed = true;
     this.hold.releaseAll();
+    this.rx.releaseAll();
+    this.px.releaseAll();
   }
 }

@@ -45,6 +45,12 @@ export class ServerBytes {
     if (this.heldBytes > this.peakBytes) this.peakBytes = this.heldBytes;
   }
 
+  /** Charge `n` bytes whatever the budget says: for bytes already admitted under another charge a moment ago. */
+  chargeAdmitted(n: number): void {
+    this.heldBytes += n;
+    if (this.heldBytes > this.peakBytes) this.peakBytes = this.heldBytes;
+  }
+
   release(n: number): void {
     this.heldBytes = Math.max(0, this.heldBytes - n);
   }
@@ -71,6 +77,11 @@ class BudgetHold implements Hold {
     this.n += k;
   }
 
+  admitted(k: number): void {
+    this.budget.chargeAdmitted(k);
+    this.n += k;
+  }
+
   get bytes(): number {
     return this.n;
   }
@@ -92,6 +103,8 @@ class BudgetHold implements Hold {
 export interface Hold {
   /** Charge `k` more bytes (throws `server_busy`, nothing charged, past the budget). */
   add(k: number): void;
+  /** Charge `k` more bytes without the check (bytes admitted under another charge). */
+  admitted(k: number): void;
   readonly bytes: number;
   /** Release everything this hold has charged. */
   releaseAll(): void;
@@ -101,8 +114,11 @@ export interface Hold {
 
 /** A WebSocket connection's share, as its transport uses it. */
 export interface ConnectionBytes {
-  /** A create or append frame of `bytes` arrived: charge it (throws `server_busy`: the frame is not handled). */
-  frame(bytes: number, create: boolean): void;
+  /**
+   * A create or append frame of `bytes` arrived: charge it (throws `server_busy`: the frame is not handled).
+   * `parsed`: its parse charge (`parsing`), moved over unchecked (the frame was admitted then).
+   */
+  frame(bytes: number, create: boolean, parsed?: number): void;
   /** After the frame was handled: release when the session's work has ended. */
   watch(): void;
   /**
@@ -112,7 +128,12 @@ export interface ConnectionBytes {
    * stops reading until `receiving` succeeds again.
    */
   receiving(n: number): boolean;
-  /** A whole frame of `n` bytes waits or is parsed in slices: charged until `parsed(n)` (throws `server_busy`: the frame is not handled). */
+  /**
+   * A whole frame of `n` bytes waits or is parsed in slices: charged until `parsed(n)`. A frame charged while
+   * it arrived (`receiving`) was admitted then: its charge moves over, with its last socket read unchecked;
+   * a frame that arrived in one read is checked now (throws `server_busy`: the frame is not handled). Call it
+   * before `receiving` is set for the next message.
+   */
   parsing(n: number): void;
   parsed(n: number): void;
   /** The connection closed: release everything. */
@@ -166,18 +187,29 @@ class ConnectionHold implements ConnectionBytes {
 
   parsing(n: number): void {
     if (this.closed) return;
-    this.px.add(n);
+    const carried = Math.min(n, this.rx.bytes);
+    if (carried === 0) {
+      this.px.add(n);
+      return;
+    }
+    this.rx.keep(this.rx.bytes - carried);
+    this.px.admitted(n);
   }
 
   parsed(n: number): void {
     this.px.keep(Math.max(0, this.px.bytes - n));
   }
 
-  frame(n: number, create: boolean): void {
+  frame(n: number, create: boolean, parsed = 0): void {
     // A frame whose parse finished after the connection closed is memory nobody keeps: charging it would hold
     // budget for a connection that no longer exists (found by an outside attack: ~17 such closes filled 256 MiB).
     if (this.closed) return;
-    this.hold.add(Math.max(0, Math.min(n, this.cap - this.hold.bytes)));
+    const charge = Math.max(0, Math.min(n, this.cap - this.hold.bytes));
+    const carried = Math.min(parsed, this.px.bytes);
+    if (carried > 0) {
+      this.px.keep(this.px.bytes - carried);
+      this.hold.admitted(charge);
+    } else this.hold.add(charge);
     if (create) this.lastCreate = n;
   }
 

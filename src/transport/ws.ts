@@ -198,6 +198,7 @@ class WsConnection implements Transport {
   private heartbeat: ReturnType<typeof setInterval> | undefined = undefined;
   /** Set while reading is paused because the message still arriving would pass the server-wide byte budget. */
   private rxRetry: ReturnType<typeof setInterval> | undefined = undefined;
+  private rxPausedAt = 0;
 
   constructor(
     private readonly ws: WebSocket,
@@ -324,16 +325,27 @@ class WsConnection implements Transport {
     ws.on('close', this.onClose);
   }
 
-  /** `parseStart`: when the frame's parse began; the create or append it carries is charged with the parse (`parse` / `parse_append` spans). */
-  private deliver(value: unknown, bytes: number, parseStart: number): void {
-    // A large frame parsed after the peer left: nobody to answer, nothing to charge or start.
-    if (this.ws.readyState !== this.ws.OPEN) return;
-    const event = parseClientEvent(value, parseCaps(this.host.limits));
-    const parse = { start: parseStart, end: this.host.now() };
-    const charged = event.type === 'response.create' || event.type === 'response.append';
-    if (charged) this.held.frame(bytes, event.type === 'response.create');
-    this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse);
-    if (charged) this.held.watch();
+  /**
+   * `parseStart`: when the frame's parse began; the create or append it carries is charged with the parse
+   * (`parse` / `parse_append` spans). `owed`: the frame's parse charge (`ConnectionBytes.parsing`), moved to
+   * the create or append it carries, else released here.
+   */
+  private deliver(value: unknown, bytes: number, parseStart: number, owed = 0): void {
+    try {
+      // A large frame parsed after the peer left: nobody to answer, nothing to charge or start.
+      if (this.ws.readyState !== this.ws.OPEN) return;
+      const event = parseClientEvent(value, parseCaps(this.host.limits));
+      const parse = { start: parseStart, end: this.host.now() };
+      const charged = event.type === 'response.create' || event.type === 'response.append';
+      if (charged) {
+        this.held.frame(bytes, event.type === 'response.create', owed);
+        owed = 0;
+      }
+      this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse);
+      if (charged) this.held.watch();
+    } finally {
+      if (owed > 0) this.held.parsed(owed);
+    }
   }
 
   /** `charged`: bytes of this frame charged by `onMessage` (`ConnectionBytes.parsing`), released once it is parsed or refused. */
@@ -355,11 +367,12 @@ class WsConnection implements Transport {
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
     if (buf.length > COOPERATIVE_PARSE_CHARS) {
       // Either step may throw a WireError (bad JSON, a cap): it becomes an `error` event, never a rejection.
-      // Released before `deliver` charges the frame as a create or append: one charge at a time.
+      // `deliver` takes the charge over (moved to the create or append, or released).
       return parseEdgeJson(buf, 'frame', limits)
         .then((value) => {
-          release();
-          this.deliver(value, buf.length, parseStart);
+          const o = owed;
+          owed = 0;
+          this.deliver(value, buf.length, parseStart, o);
         })
         .catch((err: unknown) => {
           release();
@@ -368,8 +381,9 @@ class WsConnection implements Transport {
     }
     try {
       const value = parseEdgeJsonNow(buf.toString('utf8'), 'frame', limits);
-      release();
-      this.deliver(value, buf.length, parseStart);
+      const o = owed;
+      owed = 0;
+      this.deliver(value, buf.length, parseStart, o);
     } catch (err) {
       release();
       session.error(toWireError(err));
@@ -387,45 +401,61 @@ class WsConnection implements Transport {
   /**
    * After each chunk the `ws` library took: the message still arriving (fragments and the frame being
    * received) is charged to the server-wide budget; past it the connection stops reading (TCP pushes back
-   * on the peer) and tries again every 50 ms, so no frame is lost and no connection is dropped for it.
+   * on the peer) and tries again every 50 ms, so no frame is lost. Connections that each hold part of the
+   * budget and all wait for more would wait for each other for good: one still waiting after the request
+   * timeout (`--request-timeout-ms`, the time HTTP gives a whole request; 60 s when that is 0) is closed with
+   * 1013 (try again later), which releases its share.
    */
   private readonly onData = (): void => {
-    if (this.rxRetry !== undefined || this.held.receiving(inFlightBytes(this.ws))) return;
+    if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || this.held.receiving(inFlightBytes(this.ws))) return;
     this.log.info({ code: 'server_busy', held: this.host.bytes.held }, 'server byte budget full; reading paused');
     this.ws.pause();
+    this.rxPausedAt = this.host.now();
     this.rxRetry = setInterval(this.retryReceive, 50);
   };
 
   private readonly retryReceive = (): void => {
-    if (this.ws.readyState !== this.ws.OPEN || this.held.receiving(inFlightBytes(this.ws))) {
-      clearInterval(this.rxRetry);
-      this.rxRetry = undefined;
-      this.ws.resume();
+    const open = this.ws.readyState === this.ws.OPEN;
+    const waited = this.host.now() - this.rxPausedAt;
+    const limit = this.host.limits.requestTimeoutMs > 0 ? this.host.limits.requestTimeoutMs : 60_000;
+    if (open && !this.held.receiving(inFlightBytes(this.ws))) {
+      if (waited < limit) return;
+      this.log.info({ code: 'server_busy', waited_ms: Math.round(waited) }, 'message could not be received within the byte budget; closing 1013');
+      this.ws.close(1013, 'server busy: try again later');
+      // Gone from the budget now: what still arrives until the close handshake ends is bounded by the frame limit.
+      this.held.receiving(0);
     }
+    clearInterval(this.rxRetry);
+    this.rxRetry = undefined;
+    this.ws.resume();
   };
 
   private readonly onMessage = (data: WebSocket.RawData, isBinary: boolean): void => {
-    // This message left the receiver: what is still arriving (charged) is the next one's.
-    this.held.receiving(inFlightBytes(this.ws));
     const limits = this.host.limits;
     const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
     if (this.parsing === null && bytes <= COOPERATIVE_PARSE_CHARS) {
+      // This message left the receiver: what is still arriving (charged) is the next one's.
+      this.held.receiving(inFlightBytes(this.ws));
       const p = this.onFrame(data, isBinary);
       if (p) this.track(p);
       return;
     }
     if (this.parsing !== null && this.waitingBytes + bytes > limits.maxQueuedBytes) {
+      this.held.receiving(inFlightBytes(this.ws));
       this.session.error(new WireError('queue_full', `Frames waiting behind a large frame being parsed would exceed ${limits.maxQueuedBytes} bytes.`));
       return;
     }
     // A frame parsed in slices, or waiting behind one, is held for turns: charged to the server-wide budget
-    // (past it `server_busy`, the frame is not handled), so many connections parsing at once stay bounded.
+    // (its charge while it arrived moves over; one that came in one read is checked: past it `server_busy`,
+    // the frame is not handled), so many connections parsing at once stay bounded.
     try {
       this.held.parsing(bytes);
     } catch (err) {
+      this.held.receiving(inFlightBytes(this.ws));
       this.session.error(toWireError(err));
       return;
     }
+    this.held.receiving(inFlightBytes(this.ws));
     if (this.parsing === null) {
       const p = this.onFrame(data, isBinary, bytes);
       if (p) this.track(p);

@@ -77,8 +77,25 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     return;
   }
   log.info({ status: wire.status, code: wire.code, parser: code }, 'malformed request refused');
+  answerRaw(socket, wire);
+}
+
+/**
+ * The HTTP server's `connect` listener: a `CONNECT` request (this server is no proxy). Node alone closes
+ * the socket without a word; this answers 405 with the JSON error body, `Connection: close`.
+ */
+export function answerConnect(req: IncomingMessage, socket: Duplex, log: Logger): void {
+  socket.on('error', () => {});
+  const wire = new WireError('method_not_allowed', 'CONNECT is not supported: this server is not a proxy.');
+  log.info({ status: wire.status, code: wire.code, method: 'CONNECT', path: (req.url ?? '').slice(0, 200) }, 'request refused');
+  answerRaw(socket, wire);
+}
+
+/** A whole error answer written on a raw socket (no `ServerResponse`), then the socket closed. */
+function answerRaw(socket: Duplex, wire: WireError): void {
   const body = JSON.stringify({ error: { message: wire.message, type: wire.type, param: null, code: wire.code } });
-  const reason = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large' }[wire.status] ?? 'Error';
+  const reason =
+    { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large' }[wire.status] ?? 'Error';
   // Closed once the answer is flushed, even if the peer never closes its side.
   socket.once('finish', () => socket.destroy());
   socket.end(

@@ -54,6 +54,16 @@ describe('requests the HTTP parser refuses get a JSON error body (outside attack
     expect(jsonError(answer)).toMatchObject({ code, type: 'invalid_request_error' });
     expect((await waitFor((l) => l.code === code)).level).toBe(30);
   });
+
+  it('CONNECT (this is no proxy) → 405 method_not_allowed with a JSON body, then closed (Node alone closed without a word)', async () => {
+    const { port } = await testServer();
+    const s = await rawConnect(port);
+    const closed = untilClosed(s);
+    s.write('CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n');
+    const answer = await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 405 /);
+    expect(jsonError(answer)).toMatchObject({ code: 'method_not_allowed', type: 'invalid_request_error' });
+  });
 });
 
 describe('HTTP timeouts free the slots of idle and half-open clients', () => {

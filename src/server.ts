@@ -28,7 +28,7 @@ import { createAuthenticator } from './transport/auth.js';
 import { createGuard, isLoopbackAddress } from './transport/guard.js';
 import type { Socket } from 'node:net';
 import { WsTransport } from './transport/ws.js';
-import { HttpTransport } from './transport/http.js';
+import { HttpTransport, answerClientError, answerConnect } from './transport/http.js';
 import { createLogger } from './log.js';
 import { DemoService, type DemoOptions } from './demo/service.js';
 import { Chaos, parseChaosSpec, type ChaosRule } from './engine/faults.js';
@@ -241,6 +241,9 @@ export class LlrServer {
       socket.once('close', () => open--);
     });
     this.http.on('upgrade', (req, socket, head) => this.ws.handleUpgrade(req, socket, head));
+    // A request the parser refuses, or one past the headers/request timeout: a JSON error body, as every refusal.
+    this.http.on('clientError', (err: Error & { code?: string }, socket) => answerClientError(err, socket, log));
+    this.http.on('connect', (req, socket) => answerConnect(req, socket, log));
   }
 
   async listen(): Promise<{ host: string; port: number; url: string }> {

@@ -45,6 +45,12 @@ export class ServerBytes {
     if (this.heldBytes > this.peakBytes) this.peakBytes = this.heldBytes;
   }
 
+  /** Charge `n` bytes whatever the budget says: for bytes already admitted under another charge a moment ago. */
+  chargeAdmitted(n: number): void {
+    this.heldBytes += n;
+    if (this.heldBytes > this.peakBytes) this.peakBytes = this.heldBytes;
+  }
+
   release(n: number): void {
     this.heldBytes = Math.max(0, this.heldBytes - n);
   }
@@ -71,6 +77,11 @@ class BudgetHold implements Hold {
     this.n += k;
   }
 
+  admitted(k: number): void {
+    this.budget.chargeAdmitted(k);
+    this.n += k;
+  }
+
   get bytes(): number {
     return this.n;
   }
@@ -92,6 +103,8 @@ class BudgetHold implements Hold {
 export interface Hold {
   /** Charge `k` more bytes (throws `server_busy`, nothing charged, past the budget). */
   add(k: number): void;
+  /** Charge `k` more bytes without the check (bytes admitted under another charge). */
+  admitted(k: number): void;
   readonly bytes: number;
   /** Release everything this hold has charged. */
   releaseAll(): void;
@@ -101,10 +114,28 @@ export interface Hold {
 
 /** A WebSocket connection's share, as its transport uses it. */
 export interface ConnectionBytes {
-  /** A create or append frame of `bytes` arrived: charge it (throws `server_busy`: the frame is not handled). */
-  frame(bytes: number, create: boolean): void;
+  /**
+   * A create or append frame of `bytes` arrived: charge it (throws `server_busy`: the frame is not handled).
+   * `parsed`: its parse charge (`parsing`), moved over unchecked (the frame was admitted then).
+   */
+  frame(bytes: number, create: boolean, parsed?: number): void;
   /** After the frame was handled: release when the session's work has ended. */
   watch(): void;
+  /**
+   * Bytes of a message still arriving (its frames received so far): charged while they arrive, so many
+   * connections each uploading a large frame cannot together pass the budget before any frame is whole.
+   * Sets the charge to `n`; false (the charge left as it was) when `n` would pass the budget: the transport
+   * stops reading until `receiving` succeeds again.
+   */
+  receiving(n: number): boolean;
+  /**
+   * A whole frame of `n` bytes waits or is parsed in slices: charged until `parsed(n)`. A frame charged while
+   * it arrived (`receiving`) was admitted then: its charge moves over, with its last socket read unchecked;
+   * a frame that arrived in one read is checked now (throws `server_busy`: the frame is not handled). Call it
+   * before `receiving` is set for the next message.
+   */
+  parsing(n: number): void;
+  parsed(n: number): void;
   /** The connection closed: release everything. */
   close(): void;
 }
@@ -120,7 +151,7 @@ export interface ConnectionBytes {
  * frame): refused frames past that are not memory it keeps.
  */
 export function connectionBytes(bytes: ServerBytes, limits: Readonly<Limits>, session: ConnectionSession): ConnectionBytes {
-  return new ConnectionHold(bytes.hold(), limits.maxQueuedBytes + limits.maxContextBytes + limits.maxFrameBytes, session);
+  return new ConnectionHold(bytes.hold(), limits.maxQueuedBytes + limits.maxContextBytes + limits.maxFrameBytes, session, bytes.hold(), bytes.hold());
 }
 
 /** `connectionBytes`' share: a class rather than closures over one context (kept for the connection's life). */
@@ -133,13 +164,52 @@ class ConnectionHold implements ConnectionBytes {
     private readonly hold: Hold,
     private readonly cap: number,
     private readonly session: ConnectionSession,
+    /** The message still arriving (`receiving`). */
+    private readonly rx: Hold,
+    /** Whole frames waiting for or in a sliced parse (`parsing`). */
+    private readonly px: Hold,
   ) {}
 
-  frame(n: number, create: boolean): void {
+  receiving(n: number): boolean {
+    if (this.closed) return true;
+    const now = this.rx.bytes;
+    if (n <= now) {
+      this.rx.keep(n);
+      return true;
+    }
+    try {
+      this.rx.add(n - now);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  parsing(n: number): void {
+    if (this.closed) return;
+    const carried = Math.min(n, this.rx.bytes);
+    if (carried === 0) {
+      this.px.add(n);
+      return;
+    }
+    this.rx.keep(this.rx.bytes - carried);
+    this.px.admitted(n);
+  }
+
+  parsed(n: number): void {
+    this.px.keep(Math.max(0, this.px.bytes - n));
+  }
+
+  frame(n: number, create: boolean, parsed = 0): void {
     // A frame whose parse finished after the connection closed is memory nobody keeps: charging it would hold
     // budget for a connection that no longer exists (found by an outside attack: ~17 such closes filled 256 MiB).
     if (this.closed) return;
-    this.hold.add(Math.max(0, Math.min(n, this.cap - this.hold.bytes)));
+    const charge = Math.max(0, Math.min(n, this.cap - this.hold.bytes));
+    const carried = Math.min(parsed, this.px.bytes);
+    if (carried > 0) {
+      this.px.keep(this.px.bytes - carried);
+      this.hold.admitted(charge);
+    } else this.hold.add(charge);
     if (create) this.lastCreate = n;
   }
 
@@ -158,5 +228,7 @@ class ConnectionHold implements ConnectionBytes {
   close(): void {
     this.closed = true;
     this.hold.releaseAll();
+    this.rx.releaseAll();
+    this.px.releaseAll();
   }
 }

@@ -77,6 +77,8 @@ export class ConnectionSession {
   private authSpan: SessionInfo['authSpan'];
   /** Ends a queued create's wait for the transport's `room` (the connection is ending). */
   private wakeRoom: (() => void) | null = null;
+  /** A `response.cancel` arrived while the create now starting was still being planned: its run ends `cancelled` as it starts. */
+  private cancelStarting = false;
 
   constructor(
     private readonly policy: ModePolicy,
@@ -156,6 +158,12 @@ export class ConnectionSession {
       }
       case 'response.cancel': {
         const run = this.active;
+        // The create being planned (or waiting for the client to read) is the response in flight: it has no id
+        // yet, so only a cancel that names none can mean it. Its run starts and ends `cancelled` at once.
+        if (!run && this.busy && !event.response_id) {
+          this.cancelStarting = true;
+          return;
+        }
         if (!run || (event.response_id && event.response_id !== run.id)) {
           this.error(new WireError('no_response_in_flight', undefined, event.response_id ? 'response_id' : null));
           return;
@@ -250,6 +258,10 @@ export class ConnectionSession {
       });
       this.active = run;
       this.policy.started?.(run);
+      if (this.cancelStarting) {
+        this.cancelStarting = false;
+        run.stop('cancelled', 'cancelled_by_client');
+      }
       // The same line a child logger with the response id would write (its bindings come before the
       // object's fields), without a logger per response: one made here stayed in this async frame's
       // registers while the run was paused, and made the connection's logger a prototype (its own map).
@@ -263,6 +275,8 @@ export class ConnectionSession {
       this.active = null;
       this.error(toWireError(err));
     } finally {
+      // A cancel meant for a create that never started (refused, or the connection ended) is spent with it.
+      this.cancelStarting = false;
       this.busy = false;
       for (const w of this.busyWaiters.splice(0)) w();
       void this.pump();

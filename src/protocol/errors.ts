@@ -70,6 +70,10 @@ export const WIRE_ERRORS = {
   object_above_max_properties: { status: 400, type: 'invalid_request_error', message: 'Object has too many properties.' },
   string_above_max_length: { status: 400, type: 'invalid_request_error', message: 'String too long.' },
   invalid_json_schema: { status: 400, type: 'invalid_request_error', message: "The 'text.format' JSON schema cannot be satisfied by bounded output." },
+  // Requests Node's HTTP parser refuses before any route sees them (transport/http.ts `answerClientError`).
+  invalid_http_request: { status: 400, type: 'invalid_request_error', message: 'The HTTP request is malformed.' },
+  request_timeout: { status: 408, type: 'invalid_request_error', message: 'The request did not arrive in time (llr serve --headers-timeout-ms, --request-timeout-ms).' },
+  request_headers_too_large: { status: 431, type: 'invalid_request_error', message: "The request's headers are larger than the server accepts." },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

@@ -33,6 +33,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
 import { WireError, toWireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { newId } from '../protocol/objects.js';
@@ -50,6 +52,57 @@ import { sendJsonCooperative } from './json-out.js';
 import type { Guard } from './guard.js';
 import { tokenizerState } from '../model/tokenizer.js';
 import { parseInputItemsQuery } from '../store/input-items.js';
+
+/**
+ * The HTTP server's `clientError` listener: a request Node's parser refuses (a bad chunk size, both
+ * `Content-Length` and `Transfer-Encoding`, headers past the size limit, a bad version) or one that did not
+ * arrive within the headers or request timeout. Node's own answer is a bare status line with no body; this
+ * one is the same status with the JSON error body every other refusal has, `Connection: close`, logged at
+ * `info` with its code. Sent only when Node would have sent its own: the socket still writable and no
+ * answer started on it; otherwise (a reset peer, an answer under way) the socket is just destroyed.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex, log: Logger): void {
+  const code = err.code ?? '';
+  const wire =
+    code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new WireError('request_timeout')
+      : code === 'HPE_HEADER_OVERFLOW'
+        ? new WireError('request_headers_too_large')
+        : code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
+          ? new WireError('payload_too_large', 'The chunk extensions are larger than the server accepts.')
+          : new WireError('invalid_http_request', `The HTTP request is malformed (${(err.message || code).slice(0, 200)}).`);
+  const answer = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (code === 'ECONNRESET' || !socket.writable || (answer && answer.headersSent)) {
+    log.debug({ err }, 'http client error');
+    socket.destroy();
+    return;
+  }
+  log.info({ status: wire.status, code: wire.code, parser: code }, 'malformed request refused');
+  answerRaw(socket, wire);
+}
+
+/**
+ * The HTTP server's `connect` listener: a `CONNECT` request (this server is no proxy). Node alone closes
+ * the socket without a word; this answers 405 with the JSON error body, `Connection: close`.
+ */
+export function answerConnect(req: IncomingMessage, socket: Duplex, log: Logger): void {
+  socket.on('error', () => {});
+  const wire = new WireError('method_not_allowed', 'CONNECT is not supported: this server is not a proxy.');
+  log.info({ status: wire.status, code: wire.code, method: 'CONNECT', path: (req.url ?? '').slice(0, 200) }, 'request refused');
+  answerRaw(socket, wire);
+}
+
+/** A whole error answer written on a raw socket (no `ServerResponse`), then the socket closed. */
+function answerRaw(socket: Duplex, wire: WireError): void {
+  const body = JSON.stringify({ error: { message: wire.message, type: wire.type, param: null, code: wire.code } });
+  const reason =
+    { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large' }[wire.status] ?? 'Error';
+  // Closed once the answer is flushed, even if the peer never closes its side.
+  socket.once('finish', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${wire.status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
 export type OverCapacity = (socket: Socket) => boolean;

@@ -137,14 +137,14 @@ export class WsTransport {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // Opt in to `llr:timing` for every response of the connection (header, or query for browsers).
       const timing = timingHeader(req) || url.searchParams.get('llr_timing') === '1';
-      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } }, timing, batchWrites(socket as Socket));
+      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } }, timing, batchWrites(socket as Socket), socket);
     });
   }
 
-  private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean, batch: Batcher): void {
+  private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean, batch: Batcher, socket: Duplex): void {
     const { host } = this.opts;
     const log = host.log.child({ conn: info.connection, protocol });
-    const conn = new WsConnection(ws, host, log, batch);
+    const conn = new WsConnection(ws, host, log, batch, socket);
     if (this.sessions.closing) {
       // Shutdown began while the handshake completed: nothing starts on this connection.
       ws.close(1001, 'server shutting down');
@@ -196,14 +196,18 @@ class WsConnection implements Transport {
   private lifetimeMs = 0;
   private lifetime: ReturnType<typeof setTimeout> | undefined = undefined;
   private heartbeat: ReturnType<typeof setInterval> | undefined = undefined;
-  /** The stall watch while something waits for the peer to read (`watchStall`). */
+  /** The stall watch while a run waits for the peer to read (`watchStall`). */
   private stallTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** Set while reading is paused because the message still arriving would pass the server-wide byte budget. */
+  private rxRetry: ReturnType<typeof setInterval> | undefined = undefined;
+  private rxPausedAt = 0;
 
   constructor(
     private readonly ws: WebSocket,
     private readonly host: SessionHost,
     private readonly log: Logger,
     private readonly batch: Batcher,
+    private readonly socket: Duplex,
   ) {}
 
   send(e: ServerEvent): void {
@@ -341,11 +345,17 @@ class WsConnection implements Transport {
     this.session = session;
     this.timing = timing;
     const idleMs = host.limits.wsIdleTimeoutMs;
-    this.heartbeat = startHeartbeat(ws, idleMs, () =>
-      log.info({ code: 'ws_idle_timeout', idle_ms: idleMs }, 'websocket peer answered no ping; dropping the connection'),
+    this.heartbeat = startHeartbeat(
+      ws,
+      idleMs,
+      () => log.info({ code: 'ws_idle_timeout', idle_ms: idleMs }, 'websocket peer answered no ping; dropping the connection'),
+      // Not reading (the byte budget is full) is the server's stall, not the peer's silence.
+      () => this.rxRetry !== undefined,
     );
     // This connection's share of the server-wide byte budget (modes/server-bytes.ts): past it a frame gets `server_busy`.
     this.held = host.connectionBytes(session);
+    // A message is charged while it arrives (after the `ws` library took each chunk: its listener came first).
+    this.socket.on('data', this.onData);
     ws.on('message', this.onMessage);
     // A lifetime past what a Node timer can hold (2^31-1 ms) means no limit, not an immediate close.
     const lifetimeMs = host.limits.connectionLifetimeMs;
@@ -357,22 +367,40 @@ class WsConnection implements Transport {
     ws.on('close', this.onClose);
   }
 
-  /** `parseStart`: when the frame's parse began; the create or append it carries is charged with the parse (`parse` / `parse_append` spans). */
-  private deliver(value: unknown, bytes: number, parseStart: number): void {
-    // A large frame parsed after the peer left: nobody to answer, nothing to charge or start.
-    if (this.ws.readyState !== this.ws.OPEN) return;
-    const event = parseClientEvent(value, parseCaps(this.host.limits));
-    const parse = { start: parseStart, end: this.host.now() };
-    const charged = event.type === 'response.create' || event.type === 'response.append';
-    if (charged) this.held.frame(bytes, event.type === 'response.create');
-    this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse);
-    if (charged) this.held.watch();
+  /**
+   * `parseStart`: when the frame's parse began; the create or append it carries is charged with the parse
+   * (`parse` / `parse_append` spans). `owed`: the frame's parse charge (`ConnectionBytes.parsing`), moved to
+   * the create or append it carries, else released here.
+   */
+  private deliver(value: unknown, bytes: number, parseStart: number, owed = 0): void {
+    try {
+      // A large frame parsed after the peer left: nobody to answer, nothing to charge or start.
+      if (this.ws.readyState !== this.ws.OPEN) return;
+      const event = parseClientEvent(value, parseCaps(this.host.limits));
+      const parse = { start: parseStart, end: this.host.now() };
+      const charged = event.type === 'response.create' || event.type === 'response.append';
+      if (charged) {
+        this.held.frame(bytes, event.type === 'response.create', owed);
+        owed = 0;
+      }
+      this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse);
+      if (charged) this.held.watch();
+    } finally {
+      if (owed > 0) this.held.parsed(owed);
+    }
   }
 
-  private onFrame(data: WebSocket.RawData, isBinary: boolean): Promise<void> | undefined {
+  /** `charged`: bytes of this frame charged by `onMessage` (`ConnectionBytes.parsing`), released once it is parsed or refused. */
+  private onFrame(data: WebSocket.RawData, isBinary: boolean, charged = 0): Promise<void> | undefined {
     const { session } = this;
     const limits = this.host.limits;
+    let owed = charged;
+    const release = (): void => {
+      if (owed > 0) this.held.parsed(owed);
+      owed = 0;
+    };
     if (isBinary) {
+      release();
       session.error(new WireError('binary_frame'));
       return undefined;
     }
@@ -381,13 +409,25 @@ class WsConnection implements Transport {
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
     if (buf.length > COOPERATIVE_PARSE_CHARS) {
       // Either step may throw a WireError (bad JSON, a cap): it becomes an `error` event, never a rejection.
+      // `deliver` takes the charge over (moved to the create or append, or released).
       return parseEdgeJson(buf, 'frame', limits)
-        .then((value) => this.deliver(value, buf.length, parseStart))
-        .catch((err: unknown) => session.error(toWireError(err)));
+        .then((value) => {
+          const o = owed;
+          owed = 0;
+          this.deliver(value, buf.length, parseStart, o);
+        })
+        .catch((err: unknown) => {
+          release();
+          session.error(toWireError(err));
+        });
     }
     try {
-      this.deliver(parseEdgeJsonNow(buf.toString('utf8'), 'frame', limits), buf.length, parseStart);
+      const value = parseEdgeJsonNow(buf.toString('utf8'), 'frame', limits);
+      const o = owed;
+      owed = 0;
+      this.deliver(value, buf.length, parseStart, o);
     } catch (err) {
+      release();
       session.error(toWireError(err));
     }
     return undefined;
@@ -400,23 +440,74 @@ class WsConnection implements Transport {
     });
   }
 
+  /**
+   * After each chunk the `ws` library took: the message still arriving (fragments and the frame being
+   * received) is charged to the server-wide budget; past it the connection stops reading (TCP pushes back
+   * on the peer) and tries again every 50 ms, so no frame is lost. Connections that each hold part of the
+   * budget and all wait for more would wait for each other for good: one still waiting after the request
+   * timeout (`--request-timeout-ms`, the time HTTP gives a whole request; 60 s when that is 0) is closed with
+   * 1013 (try again later), which releases its share.
+   */
+  private readonly onData = (): void => {
+    if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || this.held.receiving(inFlightBytes(this.ws))) return;
+    this.log.info({ code: 'server_busy', held: this.host.bytes.held }, 'server byte budget full; reading paused');
+    this.ws.pause();
+    this.rxPausedAt = this.host.now();
+    this.rxRetry = setInterval(this.retryReceive, 50);
+  };
+
+  private readonly retryReceive = (): void => {
+    const open = this.ws.readyState === this.ws.OPEN;
+    const waited = this.host.now() - this.rxPausedAt;
+    const limit = this.host.limits.requestTimeoutMs > 0 ? this.host.limits.requestTimeoutMs : 60_000;
+    if (open && !this.held.receiving(inFlightBytes(this.ws))) {
+      if (waited < limit) return;
+      this.log.info({ code: 'server_busy', waited_ms: Math.round(waited) }, 'message could not be received within the byte budget; closing 1013');
+      this.ws.close(1013, 'server busy: try again later');
+      // Gone from the budget now: what still arrives until the close handshake ends is bounded by the frame limit.
+      this.held.receiving(0);
+    }
+    clearInterval(this.rxRetry);
+    this.rxRetry = undefined;
+    this.ws.resume();
+  };
+
   private readonly onMessage = (data: WebSocket.RawData, isBinary: boolean): void => {
-    if (this.parsing === null) {
+    const limits = this.host.limits;
+    const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
+    if (this.parsing === null && bytes <= COOPERATIVE_PARSE_CHARS) {
+      // This message left the receiver: what is still arriving (charged) is the next one's.
+      this.held.receiving(inFlightBytes(this.ws));
       const p = this.onFrame(data, isBinary);
       if (p) this.track(p);
       return;
     }
-    const limits = this.host.limits;
-    const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
-    if (this.waitingBytes + bytes > limits.maxQueuedBytes) {
+    if (this.parsing !== null && this.waitingBytes + bytes > limits.maxQueuedBytes) {
+      this.held.receiving(inFlightBytes(this.ws));
       this.session.error(new WireError('queue_full', `Frames waiting behind a large frame being parsed would exceed ${limits.maxQueuedBytes} bytes.`));
+      return;
+    }
+    // A frame parsed in slices, or waiting behind one, is held for turns: charged to the server-wide budget
+    // (its charge while it arrived moves over; one that came in one read is checked: past it `server_busy`,
+    // the frame is not handled), so many connections parsing at once stay bounded.
+    try {
+      this.held.parsing(bytes);
+    } catch (err) {
+      this.held.receiving(inFlightBytes(this.ws));
+      this.session.error(toWireError(err));
+      return;
+    }
+    this.held.receiving(inFlightBytes(this.ws));
+    if (this.parsing === null) {
+      const p = this.onFrame(data, isBinary, bytes);
+      if (p) this.track(p);
       return;
     }
     this.waitingBytes += bytes;
     this.track(
       this.parsing.then(() => {
         this.waitingBytes -= bytes;
-        return this.onFrame(data, isBinary);
+        return this.onFrame(data, isBinary, bytes);
       }),
     );
   };
@@ -435,6 +526,9 @@ class WsConnection implements Transport {
 
   private readonly onClose = (code: number): void => {
     this.wakeRoomWaiters();
+    clearInterval(this.rxRetry);
+    this.rxRetry = undefined;
+    this.socket.off('data', this.onData);
     clearTimeout(this.lifetime);
     clearInterval(this.heartbeat);
     this.held.close();
@@ -451,7 +545,7 @@ class WsConnection implements Transport {
  * their own, so a silent client whose run is paused for a tool stays.
  * 0 (or more than a timer holds): no heartbeat.
  */
-function startHeartbeat(ws: WebSocket, idleMs: number, onDrop: () => void): ReturnType<typeof setInterval> | undefined {
+function startHeartbeat(ws: WebSocket, idleMs: number, onDrop: () => void, stalled: () => boolean): ReturnType<typeof setInterval> | undefined {
   if (!(idleMs > 0) || idleMs > 2 ** 31 - 1) return undefined;
   let alive = true;
   const seen = () => {
@@ -462,6 +556,7 @@ function startHeartbeat(ws: WebSocket, idleMs: number, onDrop: () => void): Retu
   ws.on('message', seen);
   return setInterval(() => {
     if (ws.readyState !== ws.OPEN) return;
+    if (stalled()) alive = true;
     if (!alive) {
       onDrop();
       ws.terminate();
@@ -470,6 +565,27 @@ function startHeartbeat(ws: WebSocket, idleMs: number, onDrop: () => void): Retu
     alive = false;
     ws.ping();
   }, Math.max(1, Math.floor(idleMs / 2)));
+}
+
+/**
+ * Bytes the `ws` library holds of the message still arriving: its earlier fragments and what arrived of
+ * the frame being received (not its declared length: a header alone costs nothing). Read from the
+ * receiver's private state defensively, as transport/ws-frames.ts reads the sender's: any field missing or
+ * of another shape (another version of `ws`) counts as nothing.
+ */
+export function inFlightBytes(ws: WebSocket): number {
+  const r: unknown = Reflect.get(ws, '_receiver');
+  if (typeof r !== 'object' || r === null) return 0;
+  const total: unknown = Reflect.get(r, '_totalPayloadLength');
+  const buffered: unknown = Reflect.get(r, '_bufferedBytes');
+  if (typeof total !== 'number' || typeof buffered !== 'number') return 0;
+  // A data frame's declared length joins the total once its header is read (states GET_MASK 3 and GET_DATA 4);
+  // its bytes received so far are the buffered ones.
+  const state: unknown = Reflect.get(r, '_state');
+  const opcode: unknown = Reflect.get(r, '_opcode');
+  const len: unknown = Reflect.get(r, '_payloadLength');
+  const current = (state === 3 || state === 4) && typeof opcode === 'number' && opcode < 8 && typeof len === 'number' ? len : 0;
+  return Math.max(0, total - current) + buffered;
 }
 
 function limitMessage(ms: number): string {

@@ -28,6 +28,44 @@ function untilClosed(s: Socket): Promise<string> {
 
 const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
 
+/** The JSON error body of a raw answer (headers, blank line, body). */
+function jsonError(answer: string): { code: string; type: string; message: string } {
+  return (JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { error: { code: string; type: string; message: string } }).error;
+}
+
+describe('requests the HTTP parser refuses get a JSON error body (outside attack: they got a bare status line)', () => {
+  const body = '{"model":"sim-model","input":"hi"}';
+  const post = (headers: string, rest: string) => `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${headers}\r\n${rest}`;
+  it.each([
+    ['a bad chunk size', 400, 'invalid_http_request', post('Transfer-Encoding: chunked\r\n', `zz\r\n${body}\r\n0\r\n\r\n`)],
+    ['Content-Length and Transfer-Encoding together', 400, 'invalid_http_request', post(`Content-Length: 5\r\nTransfer-Encoding: chunked\r\n`, `0\r\n\r\n`)],
+    ['two Content-Lengths', 400, 'invalid_http_request', post(`Content-Length: ${body.length}\r\nContent-Length: ${body.length + 1}\r\n`, body)],
+    ['a bad HTTP version', 400, 'invalid_http_request', `POST /v1/responses HTTP/9.9\r\nHost: localhost\r\n\r\n`],
+    ['headers past the size limit', 431, 'request_headers_too_large', post(`X-Big: ${'a'.repeat(100_000)}\r\n`, '')],
+  ])('%s → %i %s, then closed', async (_what, status, code, text) => {
+    const { logger, waitFor } = captureLogger();
+    const { port } = await testServer({ logger });
+    const s = await rawConnect(port);
+    const closed = untilClosed(s);
+    s.write(text);
+    const answer = await closed;
+    expect(answer).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+    expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+    expect(jsonError(answer)).toMatchObject({ code, type: 'invalid_request_error' });
+    expect((await waitFor((l) => l.code === code)).level).toBe(30);
+  });
+
+  it('CONNECT (this is no proxy) → 405 method_not_allowed with a JSON body, then closed (Node alone closed without a word)', async () => {
+    const { port } = await testServer();
+    const s = await rawConnect(port);
+    const closed = untilClosed(s);
+    s.write('CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n');
+    const answer = await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 405 /);
+    expect(jsonError(answer)).toMatchObject({ code: 'method_not_allowed', type: 'invalid_request_error' });
+  });
+});
+
 describe('HTTP timeouts free the slots of idle and half-open clients', () => {
   it('a connection that sends nothing is closed after the headers timeout', async () => {
     const { port } = await testServer({ limits: { headersTimeoutMs: 200 } });
@@ -49,7 +87,9 @@ describe('HTTP timeouts free the slots of idle and half-open clients', () => {
     const s = await rawConnect(port);
     const closed = untilClosed(s);
     s.write('POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"model":');
-    expect(await closed).toMatch(/^HTTP\/1\.1 408/);
+    const answer = await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
+    expect(jsonError(answer)).toMatchObject({ code: 'request_timeout', type: 'invalid_request_error' });
   });
 
   it('an idle keep-alive connection is closed after the keep-alive timeout', async () => {

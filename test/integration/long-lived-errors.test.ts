@@ -8,6 +8,7 @@ import { realClock, type Clock } from '../../src/model/clock.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { tokenPieces } from '../../src/model/tokenizer.js';
 import { LONG_LIVED_BETA } from '../../src/protocol/designs.js';
+import { gatedPlanning } from '../helpers/gated-planning.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -41,6 +42,51 @@ async function stillOpen(s: RawSocket) {
   const end = await s.next('response.cancelled');
   expect(end.response.status).toBe('cancelled');
 }
+
+describe('response.cancel before response.created', () => {
+  // Found by an outside attack: a cancel sent right after the create, while it was still being planned (a
+  // large input is tokenised and scanned first), was refused with no_response_in_flight and the whole run
+  // went on, billed, as if the client had never asked to stop.
+  it.each(['long-lived', 'ws'])('%s: a cancel while the create is planned ends its run cancelled as it starts, billed once', async (protocol) => {
+    const { opts, inPlan, release } = gatedPlanning();
+    const { url, server } = await testServer({ policy: twoCalls(), ...opts });
+    const s = await RawSocket.connect(url, { query: `?protocol=${protocol}` });
+    s.send(create());
+    await inPlan;
+    s.send({ type: 'response.cancel' });
+    // Frames are handled in order: this one's error proves the cancel was handled while planning waited.
+    s.send({ type: 'no.such.event' });
+    const first = await s.next('error');
+    release();
+    expect(first.error.code).toBe('unknown_event_type');
+    const created = await s.next('response.created');
+    const end = await s.next('response.cancelled');
+    expect(end.response).toMatchObject({ id: created.response.id, status: 'cancelled' });
+    expect(s.all('error').map((e) => e.error.code)).toEqual(['unknown_event_type']);
+    expect(s.all('response.output_item.added')).toEqual([]);
+    await server.services.postWork.flush();
+    const rec = server.services.records.page({ owner: null, limit: 10, after: null, order: 'desc' }).data;
+    expect(rec.map((r) => [r.status, r.counters.billing_records])).toEqual([['cancelled', 1]]);
+    // The cancel was spent on that create: the next one runs (to its first tool call).
+    s.send(create());
+    const next = await s.next('response.output_item.added');
+    expect(next.item).toMatchObject({ type: 'function_call', call_id: 'call_a' });
+    s.dispose();
+  });
+
+  it('a cancel naming an id while a create is planned is still refused (the id cannot be the unstarted one)', async () => {
+    const { opts, inPlan, release } = gatedPlanning();
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'hi' }]), ...opts });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    await inPlan;
+    s.send({ type: 'response.cancel', response_id: 'resp_other' });
+    const refused = await s.next('error');
+    release();
+    expect(refused.error).toMatchObject({ code: 'no_response_in_flight', param: 'response_id' });
+    expect((await s.next('response.completed', { skipErrors: true })).response.status).toBe('completed');
+  });
+});
 
 describe('long-lived bad input', () => {
   it('non-JSON frame → invalid_json, socket stays open', async () => {

@@ -8,7 +8,9 @@
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { ServerBytes } from '../../src/modes/server-bytes.js';
+import WebSocket from 'ws';
 import { RawSocket } from '../helpers/raw-socket.js';
+import { captureLogger } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
 
 const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
@@ -84,6 +86,73 @@ describe('the server-wide byte budget', () => {
     const { type: _t3, ...third } = create(40 * KiB);
     expect((await post('/v1/responses', third)).status).toBe(200);
     expect(server.bytes.peak).toBeLessThanOrEqual(64 * KiB);
+  });
+
+  it('a WebSocket message still arriving is charged: uploads past the budget pause reading, then all complete (outside attack)', async () => {
+    // Before: frames were charged only once whole and parsed, so 30 peers each holding 15 MiB of an unfinished
+    // fragmented message kept 564 MB of RSS with bytes_held 0, and ~1.8 GB once they all finished together.
+    const MiB = 1024 * KiB;
+    const { logger, waitFor } = captureLogger();
+    const { server, url } = await testServer({ logger, limits: { maxServerBytes: 2 * MiB } });
+    const peers = await Promise.all(
+      [0, 1, 2].map(
+        () =>
+          new Promise<WebSocket>((resolve, reject) => {
+            const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
+            ws.once('open', () => resolve(ws));
+            ws.once('error', reject);
+          }),
+      ),
+    );
+    const completed = peers.map(
+      (ws) =>
+        new Promise<string>((resolve) =>
+          ws.on('message', (d) => {
+            const e = JSON.parse(String(d)) as { type: string; error?: { code: string } };
+            if (e.type === 'response.completed' || e.type === 'error') resolve(e.error?.code ?? e.type);
+          }),
+        ),
+    );
+    // Three unfinished messages of 1 MiB each (fragments; the `ws` client answers the server's pings meanwhile).
+    for (const ws of peers) {
+      ws.send('{"type":"response.create","model":"sim-model","input":"hi"', { fin: false });
+      ws.send(Buffer.alloc(MiB, 0x20), { fin: false, binary: false });
+    }
+    await waitFor((l) => l.code === 'server_busy' && /reading paused/.test(l.msg));
+    const busy = await held(url);
+    expect(busy).toBeGreaterThan(MiB);
+    expect(busy).toBeLessThanOrEqual(2 * MiB);
+    // Each finishes its message: as the first ones are handled and release their charge, the paused one reads on.
+    for (const ws of peers) ws.send('}', { fin: true });
+    expect(await Promise.all(completed)).toEqual(['response.completed', 'response.completed', 'response.completed']);
+    // A frame admitted while it arrived may pass the budget by its last socket read when it completes (≤ 64 KiB each).
+    expect(server.bytes.peak).toBeLessThanOrEqual(2 * MiB + 3 * 64 * KiB);
+    for (const ws of peers) ws.close();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('a connection left waiting for budget past the request timeout is closed 1013, releasing its share (no wait for good)', async () => {
+    // Connections that each hold part of the budget with an unfinished message, all waiting for more, would
+    // otherwise wait for each other forever; here one peer alone passes a 1 MiB budget with its own message.
+    const MiB = 1024 * KiB;
+    const { logger, waitFor } = captureLogger();
+    const { url } = await testServer({ logger, limits: { maxServerBytes: MiB, requestTimeoutMs: 300 } });
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    ws.send('{"type":"response.create","model":"sim-model","input":"hi"', { fin: false });
+    ws.send(Buffer.alloc(2 * MiB, 0x20), { fin: false, binary: false });
+    await waitFor((l) => /reading paused/.test(l.msg));
+    expect(await closed).toBe(1013);
+    expect(await held(url)).toBe(0);
+    // The server goes on.
+    const b = await RawSocket.longLived(url);
+    b.send(create(10));
+    expect((await b.next('response.completed')).response.status).toBe('completed');
   });
 
   it('the default is 256 MiB', async () => {

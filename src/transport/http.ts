@@ -685,6 +685,12 @@ function decodeId(raw: string, param: string): string {
  * no `Content-Type` at all is accepted as JSON (documented).
  */
 export function checkJsonContentType(req: IncomingMessage): void {
+  // A compressed body would be read as its compressed bytes (`invalid_json`, or worse, a body that happens to parse):
+  // this server decodes none, so it says so (415), as it does for a media type it does not read.
+  const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
+    throw new WireError('unsupported_media_type', `Unsupported Content-Encoding '${encoding.slice(0, 100)}': send the body uncompressed.`, 'Content-Encoding');
+  }
   const ct = req.headers['content-type'];
   if (ct === undefined) return;
   const [type, ...params] = ct.split(';').map((p) => p.trim().toLowerCase());

@@ -141,4 +141,15 @@ describe('Content-Type on POST', () => {
       expect(r.json.error).toMatchObject({ code: 'unsupported_media_type', type: 'invalid_request_error' });
     }
   });
+
+  it('a compressed body (Content-Encoding other than identity) is 415, not read as its compressed bytes', async () => {
+    const { port } = await testServer({ policy: texts(2) });
+    const send = (enc: string) => call(port, 'POST', '/v1/responses', { 'Content-Type': 'application/json', 'Content-Encoding': enc }, BODY);
+    for (const enc of ['gzip', 'br', 'deflate, gzip']) {
+      const r = await send(enc);
+      expect(r.status, enc).toBe(415);
+      expect(r.json.error).toMatchObject({ code: 'unsupported_media_type', param: 'Content-Encoding' });
+    }
+    expect((await send('identity')).status).toBe(200);
+  });
 });

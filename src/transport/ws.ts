@@ -287,6 +287,9 @@ class WsConnection implements Transport {
   backlog(): Promise<void> | null {
     const { ws } = this;
     if (ws.readyState !== ws.OPEN || ws.bufferedAmount <= this.host.limits.maxSendBufferBytes / 2) return null;
+    // Only while something drops a reader that reads nothing (the stall watch, or the heartbeat: its pong never
+    // comes, nor do bytes leave): with neither the run waited for it for ever; the send limit drops it instead.
+    if (this.host.limits.sendStallTimeoutMs <= 0 && this.heartbeat === undefined) return null;
     this.watchStall();
     return this.whenRead();
   }

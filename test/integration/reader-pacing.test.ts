@@ -141,6 +141,33 @@ describe('a reader slower than the model paces the run', () => {
     expect(rec.usage!.output_tokens).toBeLessThan(countTokens(TEXT));
   });
 
+  it('WebSocket with no stall timeout and no heartbeat: a reader that never reads is dropped at the send limit', async () => {
+    const { url, server: srv, cap } = await server({ sendStallTimeoutMs: 0, wsIdleTimeoutMs: 0 });
+    const s = await RawSocket.longLived(url);
+    socketOf(s).pause();
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
+    await cap.waitFor((l) => l.code === 'send_buffer_full');
+    await srv.ws.idle();
+    expect(srv.services.records.list().map((r) => r.status)).toEqual(['cancelled']);
+    expect(cap.lines.some((l) => l.code === 'send_paced')).toBe(false);
+  });
+
+  it('SSE with no stall timeout: a reader that never reads is not waited for, but dropped at the send limit', async () => {
+    // Nothing else ends an SSE stream whose reader reads nothing (no heartbeat): the run waited for it for ever,
+    // in_progress, its connection held.
+    const { port, server: srv, cap } = await server({ sendStallTimeoutMs: 0 });
+    const sock = await rawConnect(port);
+    sock.pause();
+    const body = JSON.stringify({ model: 'sim-model', input: 'go', stream: true });
+    sock.write(requestText('POST', '/v1/responses', { 'Content-Type': 'application/json', Host: `127.0.0.1:${port}`, Connection: 'close' }, body));
+    await cap.waitFor((l) => l.code === 'send_buffer_full');
+    await srv.httpTransport.idle();
+    const recs = srv.services.records.list();
+    expect(recs.map((r) => r.status)).toEqual(['cancelled']);
+    expect(cap.lines.some((l) => l.code === 'send_paced')).toBe(false);
+    sock.destroy();
+  });
+
   it('SSE: a reader that stops, then reads, gets the whole stream to [DONE]', async () => {
     const { port, server: srv, cap } = await server();
     const sock = await rawConnect(port);

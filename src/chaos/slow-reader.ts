@@ -29,6 +29,12 @@ export const SLOW_READER_RSS_BUDGET_MB = 150;
 const WS_SEND_BUFFER_DEFAULT = 4 * 1024 * 1024;
 /** `--ws-idle-timeout-ms` of this scenario's server: a reader that answers no ping is dropped within it. */
 const WS_IDLE_MS = 3000;
+/**
+ * `--send-stall-timeout-ms` of this scenario's server: a run whose reader is behind by half the send limit waits for it
+ * to read, and one that reads nothing is dropped once nothing has left for this long (the default 30 s is past the
+ * scenario's hang bound: an SSE reader's run stayed `in_progress` for it, an unsettled run).
+ */
+const SEND_STALL_MS = 2000;
 /** Responses a control ws client reads before it closes (its other creates are then dropped, as a slow reader's are). */
 const CONTROL_RUNS = 6;
 
@@ -118,7 +124,7 @@ export async function run(ctx: ScenarioContext): Promise<Tally[]> {
   let slow = { start: 0, peak: 0, end: 0 };
   // A ws reader that reads nothing holds its queue (the next response waits for it to read) until the heartbeat drops it
   // for answering no ping: a short idle timeout here so the scenario need not wait the default 60 s.
-  await ctx.withServer(tally, { args: ['--ws-idle-timeout-ms', String(WS_IDLE_MS)] }, async (target) => {
+  await ctx.withServer(tally, { args: ['--ws-idle-timeout-ms', String(WS_IDLE_MS), '--send-stall-timeout-ms', String(SEND_STALL_MS)] }, async (target) => {
     // The control: the same fat requests from clients that read. What they
     // cost (parsing and tokenizing megabytes, serialising events that echo
     // them) is the cost of the requests, not of slow reading; the budget

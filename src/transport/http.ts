@@ -389,7 +389,7 @@ export class HttpTransport {
     await new Promise<void>((resolve, reject) => {
       let dropped: { buffered: number; limit: number; response_id: string | null } | null = null;
       const transport = params.stream
-        ? sseTransport(res, limits.maxSendBufferBytes, (buffered, limit, id) => (dropped = { buffered, limit, response_id: id }))
+        ? sseTransport(res, limits.maxSendBufferBytes, (buffered, limit, id) => (dropped = { buffered, limit, response_id: id }), limits.sendStallTimeoutMs > 0)
         : jsonTransport(res);
       // A pipelined request waits for the one before it: its response has no socket yet and gets no `close` of
       // its own when the client goes away, so the request's socket is watched too (found by an outside attack:
@@ -497,7 +497,12 @@ type ExchangeTransport = Transport & { end(response: Response): Promise<void> };
  * response's id. Exported for the unit tests (a batch of deltas against
  * one `send` per delta).
  */
-export function sseTransport(res: ServerResponse, limit: number, dropped: (buffered: number, limit: number, responseId: string | null) => void): ExchangeTransport {
+export function sseTransport(
+  res: ServerResponse,
+  limit: number,
+  dropped: (buffered: number, limit: number, responseId: string | null) => void,
+  paced = true,
+): ExchangeTransport {
   let congested = false;
   let responseId: string | null = null;
   // The largest frame of this stream: lifecycle events echo the request (tools, instructions), so
@@ -574,8 +579,10 @@ export function sseTransport(res: ServerResponse, limit: number, dropped: (buffe
     },
     // A reader behind by half the limit: the run waits until the stream has drained (or is closed: a reader that
     // reads nothing is dropped by the stall watch, `sendStallTimeoutMs`) instead of filling the buffer up to the limit.
+    // Not without the stall watch (`--send-stall-timeout-ms 0`): nothing would end the wait of a reader that reads
+    // nothing (an HTTP stream has no heartbeat), so the send limit drops it instead, as before the pacing.
     backlog() {
-      if (res.writableEnded || res.destroyed || res.writableLength <= limit / 2) return null;
+      if (!paced || res.writableEnded || res.destroyed || res.writableLength <= limit / 2) return null;
       return new Promise<void>((resolve) => {
         const done = () => {
           res.off('drain', done);

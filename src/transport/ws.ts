@@ -198,6 +198,9 @@ class WsConnection implements Transport {
   private heartbeat: ReturnType<typeof setInterval> | undefined = undefined;
   /** The stall watch while a run waits for the peer to read (`watchStall`). */
   private stallTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** Sends completed (`roomCheck`), and as many at the heartbeat's last period (`sending`). */
+  private sendsDone = 0;
+  private sendsSeen = 0;
   /** Set while reading is paused because the message still arriving would pass the server-wide byte budget. */
   private rxRetry: ReturnType<typeof setInterval> | undefined = undefined;
   private rxPausedAt = 0;
@@ -284,6 +287,9 @@ class WsConnection implements Transport {
   backlog(): Promise<void> | null {
     const { ws } = this;
     if (ws.readyState !== ws.OPEN || ws.bufferedAmount <= this.host.limits.maxSendBufferBytes / 2) return null;
+    // Only while something drops a reader that reads nothing (the stall watch, or the heartbeat: its pong never
+    // comes, nor do bytes leave): with neither the run waited for it for ever; the send limit drops it instead.
+    if (this.host.limits.sendStallTimeoutMs <= 0 && this.heartbeat === undefined) return null;
     this.watchStall();
     return this.whenRead();
   }
@@ -336,8 +342,23 @@ class WsConnection implements Transport {
 
   /** Each send's completion callback: wakes the room waiters once everything sent has been flushed. */
   private readonly roomCheck = (): void => {
+    this.sendsDone++;
     if (this.roomWaiters !== null && this.hasRoom()) this.wakeRoomWaiters();
   };
+
+  /**
+   * For the heartbeat, once a period: whether the peer took bytes since the last one, so a late pong is not
+   * silence. A slow reader's pong waits behind everything sent before the ping, megabytes of it in the
+   * kernel's socket buffers where no byte count sees it (a paced run keeps them full): a reader the pacing
+   * kept was dropped as silent (`ws_idle_timeout`) once those took longer than the idle timeout to read.
+   * A send that completed (the kernel took its bytes) says the peer reads: one that reads nothing stops
+   * that once its buffers are full, and is dropped a period later.
+   */
+  private sending(): boolean {
+    const progressed = this.sendsDone !== this.sendsSeen;
+    this.sendsSeen = this.sendsDone;
+    return progressed;
+  }
 
   /** The session is open: the heartbeat, the byte share, the socket's listeners and the lifetime limit. */
   open(session: ConnectionSession, timing: boolean): void {
@@ -349,8 +370,8 @@ class WsConnection implements Transport {
       ws,
       idleMs,
       () => log.info({ code: 'ws_idle_timeout', idle_ms: idleMs }, 'websocket peer answered no ping; dropping the connection'),
-      // Not reading (the byte budget is full) is the server's stall, not the peer's silence.
-      () => this.rxRetry !== undefined,
+      // Not reading (the byte budget is full) is the server's stall, not the peer's silence; a peer taking bytes reads (its pong waits behind them).
+      () => this.sending() || this.rxRetry !== undefined,
     );
     // This connection's share of the server-wide byte budget (modes/server-bytes.ts): past it a frame gets `server_busy`.
     this.held = host.connectionBytes(session);

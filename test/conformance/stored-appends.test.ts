@@ -19,6 +19,7 @@ import { connectClient, type ClientProtocol } from '../../src/client/index.js';
 import type { InputItem } from '../../src/protocol/objects.js';
 import { SqliteStore } from '../../src/store/index.js';
 import { contextItems, type StoredResponse } from '../../src/store/types.js';
+import { listInputItems } from '../../src/store/input-items.js';
 import { testServer } from '../helpers/server.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'llr-stored-appends-'));
@@ -126,5 +127,35 @@ describe('SQLite schema 1 → 2', () => {
     // The appended item is found by its id, as an input item is.
     expect(reopened.getItem('a', null)).toEqual(item('a'));
     reopened.close();
+  });
+});
+
+describe('input item ids of a listing with appends', () => {
+  // An item without an id gets one derived from the response id and its position, which a client knows once the
+  // response exists: an appended item could carry the id derived for a later item, and both were listed with it
+  // (a page `after` it then began again after the first: the SDK's auto-pagination looped).
+  it('are unique even when an appended item carries the id derived for a later one', () => {
+    const msg = (content: string, id?: string) => ({ type: 'message', role: 'user', content, ...(id && { id }) }) as InputItem;
+    const rec = (id?: string): StoredResponse => ({
+      response: { id: 'resp_1', output: [] } as unknown as StoredResponse['response'],
+      input: [msg('first')],
+      owner: null,
+      created_at: 0,
+      appended: [{ at: 0, items: [msg('second', id), msg('third')] }],
+    });
+    const all = { limit: 100, order: 'asc' as const, after: null, before: null };
+    const taken = listInputItems(rec(), all).data[2]!.id as string;
+    const ids = listInputItems(rec(taken), all).data.map((i) => i.id);
+    expect(new Set(ids).size).toBe(3);
+    // One item a page, by `after`: each item once, then the end.
+    const paged: unknown[] = [];
+    let after: string | null = null;
+    for (let page = 0; page < 5; page++) {
+      const p = listInputItems(rec(taken), { ...all, limit: 1, after });
+      paged.push(...p.data.map((i) => (i.content as Array<{ text: string }>)[0]!.text));
+      if (!p.has_more) break;
+      after = p.last_id;
+    }
+    expect(paged).toEqual(['first', 'second', 'third']);
   });
 });

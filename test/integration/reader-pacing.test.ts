@@ -12,7 +12,7 @@
  * The readers here stop reading until the server says it waits for them,
  * then read everything: without the pacing they are dropped first.
  */
-import type { Socket } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { countTokens } from '../../src/model/tokenizer.js';
@@ -25,14 +25,56 @@ const LIMIT = 64 * 1024;
 // About 30,000 tokens: several megabytes of delta events, far past the limit.
 const TEXT = Array.from({ length: 15_000 }, (_, i) => `w${i}`).join(' ');
 
-function server(extra: Record<string, number> = {}) {
+function server(extra: Record<string, number> = {}, text = TEXT) {
   const cap = captureLogger();
-  return testServer({ logger: cap.logger, policy: scriptPolicy([{ text: TEXT }]), limits: { maxSendBufferBytes: LIMIT, ...extra } }).then((ctx) => ({ ...ctx, cap }));
+  return testServer({ logger: cap.logger, policy: scriptPolicy([{ text }]), limits: { maxSendBufferBytes: LIMIT, ...extra } }).then((ctx) => ({ ...ctx, cap }));
 }
 
 async function recordOf(srv: LlrServer, id: string) {
   await srv.services.postWork.flush();
   return srv.services.records.get(id)!;
+}
+
+/**
+ * A TCP relay in front of the server that takes what the server sends at most `rate` bytes a second
+ * (client to server unthrottled: pongs and frames pass at once), until `unthrottle()`.
+ */
+async function slowRelay(port: number, rate: number) {
+  const unthrottled: Array<() => void> = [];
+  const relay = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1');
+    client.pipe(upstream);
+    upstream.pause();
+    const tick = setInterval(() => {
+      let left = rate / 20;
+      while (left > 0) {
+        const n = Math.min(left, upstream.readableLength);
+        if (n === 0) {
+          upstream.read(0);
+          break;
+        }
+        const b = upstream.read(n) as Buffer | null;
+        if (b === null) break;
+        client.write(b);
+        left -= b.length;
+      }
+    }, 50);
+    unthrottled.push(() => {
+      clearInterval(tick);
+      upstream.pipe(client);
+    });
+    const end = () => {
+      clearInterval(tick);
+      client.destroy();
+      upstream.destroy();
+    };
+    upstream.on('close', end);
+    client.on('close', end);
+    upstream.on('error', () => {});
+    client.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(relay.address() as AddressInfo).port}`, unthrottle: () => unthrottled.forEach((f) => f()), close: () => relay.close() };
 }
 
 function socketOf(s: RawSocket): Socket {
@@ -61,6 +103,29 @@ describe('a reader slower than the model paces the run', () => {
     expect(cap.lines.some((l) => l.code === 'send_buffer_full' || l.code === 'send_stalled')).toBe(false);
   });
 
+  it('WebSocket: a reader slower than the socket buffers hold, but reading, is not dropped by the heartbeat', async () => {
+    // Its pong waits behind megabytes in the kernel's buffers (unseen: the kernel took them) and in the send
+    // buffer; it reads them steadily, so the kernel keeps taking bytes: the heartbeat dropped it as silent
+    // (ws_idle_timeout; at the defaults, a 50 KB/s reader after 60 s) although the stall watch kept it.
+    // Long enough that the run still waits for its reader when the slow phase ends (past the kernel's buffers).
+    const { port, cap } = await server({ wsIdleTimeoutMs: 3000, sendStallTimeoutMs: 30_000 }, TEXT + ' ' + TEXT + ' ' + TEXT);
+    const relay = await slowRelay(port, 1_000_000);
+    try {
+      const s = await RawSocket.longLived(relay.url);
+      s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
+      await cap.waitFor((l) => l.code === 'send_paced');
+      // Four heartbeat periods at 1 MB/s (the pong comes seconds late: megabytes wait in the kernel ahead of it;
+      // the kernel takes more every second or so), then at full speed to the end.
+      await new Promise((resolve) => setTimeout(resolve, 6000));
+      relay.unthrottle();
+      const done = await s.next('response.completed');
+      expect(done.response.status).toBe('completed');
+      expect(cap.lines.some((l) => l.code === 'ws_idle_timeout' || l.code === 'send_stalled' || l.code === 'send_buffer_full')).toBe(false);
+    } finally {
+      relay.close();
+    }
+  }, 20_000);
+
   it('WebSocket: a client that never reads is dropped after the stall timeout, its run cancelled', async () => {
     const { url, server: srv, cap } = await server({ sendStallTimeoutMs: 200 });
     const s = await RawSocket.longLived(url);
@@ -74,6 +139,33 @@ describe('a reader slower than the model paces the run', () => {
     expect(rec.status).toBe('cancelled');
     // It stopped taking tokens when its reader fell behind (what it took filled the kernel's socket buffers).
     expect(rec.usage!.output_tokens).toBeLessThan(countTokens(TEXT));
+  });
+
+  it('WebSocket with no stall timeout and no heartbeat: a reader that never reads is dropped at the send limit', async () => {
+    const { url, server: srv, cap } = await server({ sendStallTimeoutMs: 0, wsIdleTimeoutMs: 0 });
+    const s = await RawSocket.longLived(url);
+    socketOf(s).pause();
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
+    await cap.waitFor((l) => l.code === 'send_buffer_full');
+    await srv.ws.idle();
+    expect(srv.services.records.list().map((r) => r.status)).toEqual(['cancelled']);
+    expect(cap.lines.some((l) => l.code === 'send_paced')).toBe(false);
+  });
+
+  it('SSE with no stall timeout: a reader that never reads is not waited for, but dropped at the send limit', async () => {
+    // Nothing else ends an SSE stream whose reader reads nothing (no heartbeat): the run waited for it for ever,
+    // in_progress, its connection held.
+    const { port, server: srv, cap } = await server({ sendStallTimeoutMs: 0 });
+    const sock = await rawConnect(port);
+    sock.pause();
+    const body = JSON.stringify({ model: 'sim-model', input: 'go', stream: true });
+    sock.write(requestText('POST', '/v1/responses', { 'Content-Type': 'application/json', Host: `127.0.0.1:${port}`, Connection: 'close' }, body));
+    await cap.waitFor((l) => l.code === 'send_buffer_full');
+    await srv.httpTransport.idle();
+    const recs = srv.services.records.list();
+    expect(recs.map((r) => r.status)).toEqual(['cancelled']);
+    expect(cap.lines.some((l) => l.code === 'send_paced')).toBe(false);
+    sock.destroy();
   });
 
   it('SSE: a reader that stops, then reads, gets the whole stream to [DONE]', async () => {

@@ -291,8 +291,21 @@ class WsConnection implements Transport {
     // comes, nor do bytes leave): with neither the run waited for it for ever; the send limit drops it instead.
     if (this.host.limits.sendStallTimeoutMs <= 0 && this.heartbeat === undefined) return null;
     this.watchStall();
+    // Send completions wake the wait (`roomCheck`); so does the socket draining, for when a ping or pong, written
+    // without a completion, is the last thing left unsent as the last data write completes.
+    if (!this.drainHooked) {
+      this.drainHooked = true;
+      this.socket.once('drain', this.onDrain);
+    }
     return this.whenRead();
   }
+
+  private drainHooked = false;
+
+  private readonly onDrain = (): void => {
+    this.drainHooked = false;
+    this.roomCheck();
+  };
 
   private whenRead(): Promise<void> {
     return new Promise<void>((resolve) => {
@@ -315,6 +328,11 @@ class WsConnection implements Transport {
       this.stallTimer = undefined;
       const { ws } = this;
       if (this.roomWaiters === null || ws.readyState !== ws.OPEN) return;
+      // Everything was read after all (what went last had no completion to wake the wait): not a stall.
+      if (this.hasRoom()) {
+        this.wakeRoomWaiters();
+        return;
+      }
       const now = ws.bufferedAmount;
       if (now < left) {
         left = now;

@@ -41,6 +41,15 @@ async function recordOf(srv: LlrServer, id: string) {
  */
 async function slowRelay(port: number, rate: number) {
   const unthrottled: Array<() => void> = [];
+  let forwarded = 0;
+  const waits: Array<{ bytes: number; resolve: () => void }> = [];
+  const passed = (n: number) => {
+    forwarded += n;
+    for (const w of waits.splice(0)) {
+      if (forwarded >= w.bytes) w.resolve();
+      else waits.push(w);
+    }
+  };
   const relay = createServer((client) => {
     const upstream = connect(port, '127.0.0.1');
     client.pipe(upstream);
@@ -57,6 +66,7 @@ async function slowRelay(port: number, rate: number) {
         if (b === null) break;
         client.write(b);
         left -= b.length;
+        passed(b.length);
       }
     }, 50);
     unthrottled.push(() => {
@@ -74,7 +84,13 @@ async function slowRelay(port: number, rate: number) {
     client.on('error', () => {});
   });
   await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(relay.address() as AddressInfo).port}`, unthrottle: () => unthrottled.forEach((f) => f()), close: () => relay.close() };
+  return {
+    url: `http://127.0.0.1:${(relay.address() as AddressInfo).port}`,
+    /** Resolves once the throttled side has passed `bytes` on to the client. */
+    forwarded: (bytes: number) => new Promise<void>((resolve) => (forwarded >= bytes ? resolve() : waits.push({ bytes, resolve }))),
+    unthrottle: () => unthrottled.forEach((f) => f()),
+    close: () => relay.close(),
+  };
 }
 
 function socketOf(s: RawSocket): Socket {
@@ -114,9 +130,9 @@ describe('a reader slower than the model paces the run', () => {
       const s = await RawSocket.longLived(relay.url);
       s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
       await cap.waitFor((l) => l.code === 'send_paced');
-      // Four heartbeat periods at 1 MB/s (the pong comes seconds late: megabytes wait in the kernel ahead of it;
-      // the kernel takes more every second or so), then at full speed to the end.
-      await new Promise((resolve) => setTimeout(resolve, 6000));
+      // 6 MB at 1 MB/s, four heartbeat periods (the pong comes seconds late: megabytes wait in the kernel ahead
+      // of it; the kernel takes more every second or so), then at full speed to the end.
+      await relay.forwarded(6_000_000);
       relay.unthrottle();
       const done = await s.next('response.completed');
       expect(done.response.status).toBe('completed');

@@ -55,7 +55,12 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
     const line = pos ? text.slice(0, Number(pos[1])).split('\n').length : 0;
     throw new WorkloadError(line, `${name}${line ? `:${line}` : ''}: not valid JSON (${(err as Error).message}): an llr workload is one JSON object`, { cause: err });
   }
-  const errors = validate(raw);
+  // The deepest first: under a `oneOf` (an output item is a message or a call) the branch that fits best fails
+  // deepest (a call's `/name`), while the others fail at the item itself ("must have required property 'text'").
+  const errors = validate(raw)
+    .map((e, i) => ({ e, i, depth: e.instancePath.split('/').length }))
+    .sort((a, b) => b.depth - a.depth || a.i - b.i)
+    .map(({ e }) => e);
   if (errors.length > 0) {
     const list = errors.slice(0, 5).map((e) => `${e.instancePath || '(top level)'} ${e.message ?? 'is invalid'}${e.keyword === 'const' ? ` ${JSON.stringify((e.params as { allowedValue?: unknown }).allowedValue)}` : ''}`);
     throw new WorkloadError(0, `${name}: not an llr workload (docs/workload.schema.json): ${list.join('; ')}${errors.length > 5 ? `; and ${errors.length - 5} more` : ''}`);

@@ -289,6 +289,15 @@ describe('the neutral format', () => {
     expect(fails(JSON.stringify(early)).message).toBe("w.json: /userTurns/0/modelTurns/0: this model call has no function_call, so the run would end here; only a user turn's last model call may answer without calling a tool (start a new user turn instead)");
     expect(fails('{"llr_workload": 2, "userTurns": [{"input": [], "modelTurns": [{"output": [{"type": "message", "text": "ok"}]}]}]}').message).toBe('w.json: not an llr workload (docs/workload.schema.json): /llr_workload must be equal to constant 1');
   });
+
+  it('refuses a tool name the server would refuse at run time (the API\'s ^[a-zA-Z0-9_-]{1,64}$), naming where it is', () => {
+    const call = (name: string) => ({ llr_workload: 1, userTurns: [{ input: [], modelTurns: [{ output: [{ type: 'function_call', name, arguments: '{}', call_id: 'c1' }] }] }] });
+    expect(fails(JSON.stringify(call('sql.query'))).message).toMatch(/\/userTurns\/0\/modelTurns\/0\/output\/0\/name must match pattern/);
+    expect(fails(JSON.stringify(call('x'.repeat(65)))).message).toMatch(/\/output\/0\/name must match pattern/);
+    const tool = { ...call('ok_name-1'), tools: [{ type: 'function', name: 'has space' }] };
+    expect(fails(JSON.stringify(tool)).message).toMatch(/\/tools\/0\/name must match pattern/);
+    expect(parseWorkload(JSON.stringify(call('x'.repeat(64))), 'w.json', 'test').userTurns).toHaveLength(1);
+  });
 });
 
 describe('docs/benchmarks.md', () => {

@@ -79,9 +79,14 @@ export function listInputItems(rec: StoredResponse, q: InputItemsQuery): InputIt
   const base = createHash('sha256').update(rec.response.id).digest('hex').slice(0, 24);
   const ids = items.map((item, i) => {
     const own = (item as { id?: unknown }).id;
-    let id = typeof own === 'string' && own !== '' && !seen.has(own) ? own : derivedId(itemType(item), base, i);
+    if (typeof own === 'string' && own !== '' && !seen.has(own)) {
+      seen.add(own);
+      return own;
+    }
+    const derived = derivedId(itemType(item), base, i);
+    let id = derived;
     // An earlier item may carry the id derived for this one (an appended item: its client knows the response id).
-    for (let n = 1; seen.has(id); n++) id = `${derivedId(itemType(item), base, i)}_${n}`;
+    for (let n = 1; seen.has(id); n++) id = `${derived}_${n}`;
     seen.add(id);
     return id;
   });

@@ -198,6 +198,8 @@ class WsConnection implements Transport {
   private heartbeat: ReturnType<typeof setInterval> | undefined = undefined;
   /** The stall watch while a run waits for the peer to read (`watchStall`). */
   private stallTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** Whether `onDrain` waits on the socket's next 'drain' (one listener at a time, however many waits). */
+  private drainHooked = false;
   /** Sends completed (`roomCheck`), and as many at the heartbeat's last period (`sending`). */
   private sendsDone = 0;
   private sendsSeen = 0;
@@ -299,8 +301,6 @@ class WsConnection implements Transport {
     }
     return this.whenRead();
   }
-
-  private drainHooked = false;
 
   private readonly onDrain = (): void => {
     this.drainHooked = false;

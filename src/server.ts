@@ -132,11 +132,23 @@ export const OVER_CAP_RESERVE = 64;
  * client hold a slot for up to 90 s): here a quarter of the shortest, at
  * least 10 ms and at most 1 s. Node requires headers ≤ request timeout.
  */
-export function httpServerOptions(limits: Limits): { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number } {
+export function httpServerOptions(limits: Limits): {
+  headersTimeout: number;
+  requestTimeout: number;
+  connectionsCheckingInterval: number;
+  requireHostHeader: boolean;
+} {
   const requestTimeout = limits.requestTimeoutMs;
   const headersTimeout = requestTimeout > 0 && limits.headersTimeoutMs > 0 ? Math.min(limits.headersTimeoutMs, requestTimeout) : limits.headersTimeoutMs;
   const shortest = Math.min(...[headersTimeout, requestTimeout].filter((t) => t > 0), 4000);
-  return { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(shortest / 4))) };
+  return {
+    headersTimeout,
+    requestTimeout,
+    connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(shortest / 4))),
+    // An HTTP/1.1 request without `Host` is refused by the transport with the JSON error body every refusal
+    // has (HttpTransport.route); Node's own refusal is a bare 400 with no body.
+    requireHostHeader: false,
+  };
 }
 
 export const DEFAULT_STORE = 'data/llr.sqlite';
@@ -244,6 +256,8 @@ export class LlrServer {
     // A request the parser refuses, or one past the headers/request timeout: a JSON error body, as every refusal.
     this.http.on('clientError', (err: Error & { code?: string }, socket) => answerClientError(err, socket, log));
     this.http.on('connect', (req, socket) => answerConnect(req, socket, log));
+    // An `Expect` other than `100-continue`: 417 with the JSON error body (Node alone sends a bare 417).
+    this.http.on('checkExpectation', (req, res) => this.httpTransport.refuseExpectation(req, res));
   }
 
   async listen(): Promise<{ host: string; port: number; url: string }> {

@@ -73,6 +73,7 @@ export const WIRE_ERRORS = {
   // Requests Node's HTTP parser refuses before any route sees them (transport/http.ts `answerClientError`).
   invalid_http_request: { status: 400, type: 'invalid_request_error', message: 'The HTTP request is malformed.' },
   request_timeout: { status: 408, type: 'invalid_request_error', message: 'The request did not arrive in time (llr serve --headers-timeout-ms, --request-timeout-ms).' },
+  expectation_failed: { status: 417, type: 'invalid_request_error', message: "The request's Expect header asks for what this server does not do (only '100-continue' is supported)." },
   request_headers_too_large: { status: 431, type: 'invalid_request_error', message: "The request's headers are larger than the server accepts." },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 

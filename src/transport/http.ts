@@ -142,9 +142,13 @@ export class HttpTransport {
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
+    this.handleWith(req, res, () => this.route(req, res));
+  }
+
+  private handleWith(req: IncomingMessage, res: ServerResponse, work: () => Promise<void>): void {
     const requestId = newId('req', 16);
     res.setHeader('x-request-id', requestId);
-    this.route(req, res).catch((err: unknown) => {
+    work().catch((err: unknown) => {
       const wire = toWireError(err);
       const log = this.host.log;
       if (wire.code === 'server_error') log.error({ err, request_id: requestId }, 'http handler failed');
@@ -166,19 +170,31 @@ export class HttpTransport {
    * An error answer before the body was read (or while it is still coming):
    * the body is drained first, up to the frame limit, so the client gets
    * the answer and not a reset; a larger body (or a 413) is answered at once
-   * with `Connection: close` and lingers (transport/body.ts).
+   * with `Connection: close` and lingers (transport/body.ts), as is a 417: a client
+   * whose expectation failed may be waiting for the answer before it sends the body.
    */
   private async refuse(req: IncomingMessage, res: ServerResponse, wire: WireError): Promise<void> {
     const limit = this.host.limits.maxFrameBytes;
     if (!req.complete) {
-      const whole = wire.code !== 'payload_too_large' && (await drainBody(req, limit));
+      const whole = wire.code !== 'payload_too_large' && wire.code !== 'expectation_failed' && (await drainBody(req, limit));
       if (res.destroyed || req.socket.destroyed) return;
       if (!whole) closeAfterAnswer(req, res, limit);
     }
     sendError(res, wire);
   }
 
+  /** A request whose `Expect` is not `100-continue` (the server's `checkExpectation`): 417, JSON body, closed. */
+  refuseExpectation(req: IncomingMessage, res: ServerResponse): void {
+    res.setHeader('Connection', 'close');
+    this.handleWith(req, res, () => Promise.reject(new WireError('expectation_failed')));
+  }
+
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // HTTP/1.1 requires `Host` (RFC 9112 §3.2); Node's check is off (server.ts) so the refusal has a JSON body.
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+      res.setHeader('Connection', 'close');
+      throw new WireError('invalid_http_request', 'The HTTP/1.1 request has no Host header.');
+    }
     const refused = this.guard(req);
     if (refused) throw refused;
     // A request on a kept-alive connection after shutdown began is not started.

@@ -55,6 +55,38 @@ describe('requests the HTTP parser refuses get a JSON error body (outside attack
     expect((await waitFor((l) => l.code === code)).level).toBe(30);
   });
 
+  it('an HTTP/1.1 request without Host → 400 invalid_http_request with a JSON body, then closed (Node alone: a bare 400)', async () => {
+    const { logger, waitFor } = captureLogger();
+    const { port } = await testServer({ logger });
+    const s = await rawConnect(port);
+    const closed = untilClosed(s);
+    s.write(`POST /v1/responses HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    const answer = await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+    expect(jsonError(answer)).toMatchObject({ code: 'invalid_http_request', type: 'invalid_request_error', message: expect.stringMatching(/Host/) });
+    expect((await waitFor((l) => l.code === 'invalid_http_request')).level).toBe(30);
+  });
+
+  it('an HTTP/1.0 request without Host is still served (Host is HTTP/1.1\'s requirement)', async () => {
+    const { port } = await testServer();
+    const s = await rawConnect(port);
+    const closed = untilClosed(s);
+    s.write('GET /health HTTP/1.0\r\n\r\n');
+    expect(await closed).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
+  it('an Expect other than 100-continue → 417 expectation_failed with a JSON body at once, before any body is sent', async () => {
+    const { port } = await testServer();
+    const s = await rawConnect(port);
+    const closed = untilClosed(s);
+    s.write(post(`Expect: x-something\r\nContent-Length: ${body.length}\r\n`, ''));
+    const answer = await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 417 /);
+    expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+    expect(jsonError(answer)).toMatchObject({ code: 'expectation_failed', type: 'invalid_request_error' });
+  });
+
   it('CONNECT (this is no proxy) → 405 method_not_allowed with a JSON body, then closed (Node alone closed without a word)', async () => {
     const { port } = await testServer();
     const s = await rawConnect(port);

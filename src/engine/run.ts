@@ -114,6 +114,7 @@ export class ResponseRun {
   private readonly abort = new AbortController();
   private promptTokens = 0;
   private cachedTokens = 0;
+  private cacheWriteTokens = 0;
   private outputTokens = 0;
   /** Of `outputTokens`, the model's hidden reasoning (usage.output_tokens_details.reasoning_tokens). */
   private reasoningTokens = 0;
@@ -467,6 +468,7 @@ export class ResponseRun {
         m.count('cached_tokens', ev.cached_tokens);
         this.promptTokens += ev.prompt_tokens;
         this.cachedTokens += ev.cached_tokens;
+        this.cacheWriteTokens += ev.cache_write_tokens;
         continue;
       }
       if (budget !== null && carriesTokens(ev) && this.outputTokens >= budget) {
@@ -630,7 +632,7 @@ export class ResponseRun {
       m.time('usage', () => {
         response.status = ended.status;
         response.completed_at = ended.status === 'completed' ? Math.floor(this.wallNow() / 1000) : null;
-        response.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens, this.reasoningTokens);
+        response.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens, this.reasoningTokens, this.cacheWriteTokens);
         if (ended.status === 'incomplete') response.incomplete_details = { reason: ended.reason };
         if (ended.error) response.error = { code: ended.error.code, message: ended.error.message };
         for (const item of response.output) if ('status' in item && item.status === 'in_progress') item.status = 'incomplete';

@@ -157,7 +157,9 @@ export class SimulatedModel implements Model {
     // Only a finished prefill leaves KV blocks behind, so an aborted call caches nothing.
     if (keys) this.prefixCache.insertKeys(keys, blocks);
     else this.prefixCache.insert(req.promptTokens, partition);
-    yield { type: 'prefill', prompt_tokens: req.promptTokens.length, cached_tokens: cached, duration_ms: ttft };
+    // Every full block of the prompt is now cached: those it did not hold before were written (none without a cache).
+    const written = cache.maxEntries > 0 ? Math.floor(req.promptTokens.length / cache.blockSize) * cache.blockSize - cached : 0;
+    yield { type: 'prefill', prompt_tokens: req.promptTokens.length, cached_tokens: cached, cache_write_tokens: written, duration_ms: ttft };
 
     const pacer = new Pacer(this.clock, settings.tokensPerSecond, signal);
     const hidden = plan.hiddenTokens ?? 0;

@@ -63,7 +63,8 @@ export interface ModelRequest {
 
 export type ModelEvent =
   /** Prefill is over: the first output token follows. */
-  | { type: 'prefill'; prompt_tokens: number; cached_tokens: number; duration_ms: number }
+  /** `cache_write_tokens`: the prompt's full blocks the prefix cache did not hold and stored after this prefill. */
+  | { type: 'prefill'; prompt_tokens: number; cached_tokens: number; cache_write_tokens: number; duration_ms: number }
   /** Hidden reasoning tokens decoded (counted as output, not streamed). */
   | { type: 'reasoning'; tokens: number }
   | { type: 'message.start' }

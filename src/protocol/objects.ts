@@ -20,7 +20,8 @@ export type ResponseStatus = (typeof RESPONSE_STATUSES)[number];
 
 export interface Usage {
   input_tokens: number;
-  input_tokens_details: { cached_tokens: number };
+  /** `cache_write_tokens`: of the input, the tokens the model's prefix cache stored anew (the OpenAPI spec requires it). */
+  input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
   output_tokens: number;
   output_tokens_details: { reasoning_tokens: number };
   total_tokens: number;
@@ -243,11 +244,14 @@ export function isFunctionTool(t: Tool): t is FunctionTool {
   return t.type === 'function' && typeof (t as FunctionTool).name === 'string';
 }
 
-/** `reasoning`: of the `output` tokens, those the model spent on hidden reasoning. */
-export function makeUsage(input: number, cached: number, output: number, reasoning = 0): Usage {
+/**
+ * `reasoning`: of the `output` tokens, those the model spent on hidden
+ * reasoning; `cacheWrites`: of the input, those the prefix cache stored anew.
+ */
+export function makeUsage(input: number, cached: number, output: number, reasoning = 0, cacheWrites = 0): Usage {
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: cached },
+    input_tokens_details: { cached_tokens: cached, cache_write_tokens: cacheWrites },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: reasoning },
     total_tokens: input + output,

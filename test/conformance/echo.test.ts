@@ -73,6 +73,18 @@ describe('echoed fields', () => {
     expect(Number.isInteger(r.completed_at)).toBe(true);
   });
 
+  it('HTTP: usage has every field the OpenAPI spec requires: input_tokens_details.cache_write_tokens counts the prefix blocks stored anew', async () => {
+    const { url } = await testServer();
+    const input = Array.from({ length: 400 }, (_, i) => `word${i}`).join(' ');
+    const first = await post(url, { model: 'm', input, store: false });
+    const again = await post(url, { model: 'm', input, store: false });
+    const [a, b] = [first.usage!, again.usage!];
+    // The first call finds nothing cached and stores every full 64-token block; the repeat reads them and stores none.
+    expect(a.input_tokens_details).toEqual({ cached_tokens: 0, cache_write_tokens: Math.floor(a.input_tokens / 64) * 64 });
+    expect(a.input_tokens_details.cache_write_tokens).toBeGreaterThan(0);
+    expect(b.input_tokens_details).toEqual({ cached_tokens: a.input_tokens_details.cache_write_tokens, cache_write_tokens: 0 });
+  });
+
   it('HTTP: sampling settings are echoed; bad values refused', async () => {
     const { url } = await testServer();
     const r = await post(url, { model: 'm', input: 'hi', truncation: 'auto', presence_penalty: 0.5, frequency_penalty: -1, temperature: 0.2, top_p: 0.9 });

@@ -347,7 +347,7 @@ describe('a run streaming batches', () => {
       modelSettings: INSTANT_MODEL,
       model: {
         async *sample(): AsyncGenerator<ModelEvent> {
-          yield { type: 'prefill', prompt_tokens: 1, cached_tokens: 0, duration_ms: 0 };
+          yield { type: 'prefill', prompt_tokens: 1, cached_tokens: 0, cache_write_tokens: 0, duration_ms: 0 };
           yield { type: 'message.start' };
           yield { type: 'text.delta', delta: 'a' };
           yield { type: 'text.deltas', deltas: ['b', 'c'] };

@@ -145,7 +145,7 @@ describe('a run ends exactly once whatever throws', () => {
   it('a model that throws mid-stream fails the run with a server_error, billed once', async () => {
     const model: Model = {
       async *sample(): AsyncGenerator<ModelEvent> {
-        yield { type: 'prefill', prompt_tokens: 3, cached_tokens: 0, duration_ms: 0 };
+        yield { type: 'prefill', prompt_tokens: 3, cached_tokens: 0, cache_write_tokens: 0, duration_ms: 0 };
         yield { type: 'message.start' };
         yield { type: 'text.delta', delta: 'hel' };
         throw new Error('model blew up');

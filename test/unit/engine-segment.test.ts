@@ -108,7 +108,7 @@ describe('Segment', () => {
       [{ type: 'message.end' }, false],
       [{ type: 'call.start', call_id: 'c', name: 'n' }, false],
       [{ type: 'call.end' }, false],
-      [{ type: 'prefill', prompt_tokens: 1, cached_tokens: 0, duration_ms: 0 }, false],
+      [{ type: 'prefill', prompt_tokens: 1, cached_tokens: 0, cache_write_tokens: 0, duration_ms: 0 }, false],
     ];
     for (const [ev, carries] of kinds) expect(carriesTokens(ev), ev.type).toBe(carries);
   });

@@ -90,7 +90,7 @@ describe('prefill and the prefix cache', () => {
     const clock = new FakeClock();
     const model = new SimulatedModel({ policy: scriptPolicy([{ text: 'ok' }]), clock });
     const events = await collect(model, request({ settings, promptTokens: prompt }));
-    expect(events[0]).toEqual({ type: 'prefill', prompt_tokens: 1000, cached_tokens: 0, duration_ms: 150 });
+    expect(events[0]).toEqual({ type: 'prefill', prompt_tokens: 1000, cached_tokens: 0, cache_write_tokens: 960, duration_ms: 150 });
     expect(clock.sleeps).toEqual([150]);
   });
 
@@ -100,7 +100,7 @@ describe('prefill and the prefix cache', () => {
     await collect(model, request({ settings, promptTokens: prompt }));
     const second = await collect(model, request({ settings, promptTokens: prompt }));
     // 15 full blocks of 64 are cached; the 40 tokens of the partial block are prefilled again.
-    expect(second[0]).toEqual({ type: 'prefill', prompt_tokens: 1000, cached_tokens: 960, duration_ms: 54 });
+    expect(second[0]).toEqual({ type: 'prefill', prompt_tokens: 1000, cached_tokens: 960, cache_write_tokens: 0, duration_ms: 54 });
     expect(clock.sleeps).toEqual([150, 54]);
   });
 

@@ -67,7 +67,7 @@ function makeResponse(id: string, previous: string | null, suffix = id): Respons
     user: null,
     usage: {
       input_tokens: 12,
-      input_tokens_details: { cached_tokens: 4 },
+      input_tokens_details: { cached_tokens: 4, cache_write_tokens: 0 },
       output_tokens: 7,
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: 19,

@@ -128,10 +128,15 @@ function resourceItem(item: InputItem, id: string): Record<string, unknown> {
     const role = (item as { role?: unknown }).role;
     const assistant = role === 'assistant';
     const content = (item as { content?: unknown }).content;
+    // An assistant's text is listed as the API's output_text, whose schema requires `annotations` and `logprobs`.
     if (typeof content === 'string') {
-      out.content = [assistant ? { type: 'output_text', text: content, annotations: [] } : { type: 'input_text', text: content }];
+      out.content = [assistant ? { type: 'output_text', text: content, annotations: [], logprobs: [] } : { type: 'input_text', text: content }];
     } else if (assistant && Array.isArray(content)) {
-      out.content = content.map((p: Record<string, unknown>) => (p?.type === 'output_text' && !Array.isArray(p.annotations) ? { ...p, annotations: [] } : p));
+      out.content = content.map((p: Record<string, unknown>) =>
+        p?.type === 'output_text' && !(Array.isArray(p.annotations) && Array.isArray(p.logprobs))
+          ? { ...p, annotations: Array.isArray(p.annotations) ? p.annotations : [], logprobs: Array.isArray(p.logprobs) ? p.logprobs : [] }
+          : p,
+      );
     }
     out.status ??= 'completed';
   } else if (type === 'function_call' || type === 'function_call_output') {

@@ -53,12 +53,30 @@ describe('stored responses read back', () => {
     }
     expect(new Set(asc.map((i) => i.id)).size).toBe(6);
     expect(asc[0]).toMatchObject({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'first' }] });
-    expect(asc[1]).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'second', annotations: [] }] });
+    // An assistant's text in the API's output_text form, with the annotations and logprobs its schema requires.
+    expect(asc[1]).toMatchObject({ type: 'message', role: 'assistant' });
+    expect((asc[1] as { content: unknown }).content).toEqual([{ type: 'output_text', text: 'second', annotations: [], logprobs: [] }]);
     expect(asc[3]).toMatchObject({ type: 'function_call', call_id: 'call_1', name: 'lookup', arguments: '{}' });
     expect(asc[4]).toMatchObject({ type: 'function_call_output', call_id: 'call_1', output: 'fifth' });
     // The ids are stable across listings, so a cursor stays valid.
     const again = await client.responses.inputItems.list(r.id, { order: 'asc' });
     expect(again.data.map((i) => i.id)).toEqual(asc.map((i) => i.id));
+  });
+
+  it('inputItems.list: an assistant output_text sent without annotations or logprobs is listed with both; ones sent are kept', async () => {
+    const { url } = await testServer();
+    const logprobs = [{ token: 'a', logprob: -0.1, bytes: [97], top_logprobs: [] }];
+    const input = [
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'bare' }, { type: 'output_text', text: 'full', annotations: [], logprobs }] },
+      { role: 'user', content: 'next' },
+    ];
+    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input }) });
+    const { id } = (await res.json()) as { id: string };
+    const list = (await (await fetch(`${url}/v1/responses/${id}/input_items?order=asc`)).json()) as { data: Array<{ content: unknown }> };
+    expect(list.data[0]!.content).toEqual([
+      { type: 'output_text', text: 'bare', annotations: [], logprobs: [] },
+      { type: 'output_text', text: 'full', annotations: [], logprobs },
+    ]);
   });
 
   it('inputItems.list paginates: limit, after, before, order, and the SDK auto-paginates', async () => {

@@ -16,7 +16,7 @@
  * numbers its own events; the sink must serialise or copy synchronously.
  */
 import type { ModelRequest } from '../model/types.js';
-import { WireError, toWireError } from '../protocol/errors.js';
+import { WireError, responseErrorCode, toWireError } from '../protocol/errors.js';
 import { DeltaBatch, numberedInPlace, type DeltaHead } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type TimingSpan, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
@@ -634,7 +634,7 @@ export class ResponseRun {
         response.completed_at = ended.status === 'completed' ? Math.floor(this.wallNow() / 1000) : null;
         response.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens, this.reasoningTokens, this.cacheWriteTokens);
         if (ended.status === 'incomplete') response.incomplete_details = { reason: ended.reason };
-        if (ended.error) response.error = { code: ended.error.code, message: ended.error.message };
+        if (ended.error) response.error = { code: responseErrorCode(ended.error), message: ended.error.message };
         for (const item of response.output) if ('status' in item && item.status === 'in_progress') item.status = 'incomplete';
       }),
     );
@@ -705,7 +705,7 @@ export class ResponseRun {
     r.status = 'failed';
     r.completed_at = null;
     r.incomplete_details = null;
-    r.error = { code: error.code, message: error.message };
+    r.error = { code: responseErrorCode(error), message: error.message };
     this.end = { status: 'failed', reason: 'storage_failed', error };
     return this.end;
   }

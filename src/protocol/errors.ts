@@ -105,6 +105,20 @@ export class WireError extends Error {
   }
 }
 
+/**
+ * `Response.error.code` is a closed enum in the API's OpenAPI spec
+ * (`ResponseErrorCode`, openai/openai-openapi), and typed clients decode it
+ * into one (a Rust serde enum fails the whole event on any other string,
+ * e.g. `injected_fault` or `duplicate_call_id`). A failed response carries
+ * one of its values: `rate_limit_exceeded` for a rate-limit error, else
+ * `server_error` (none of the others, about images and policy, apply here).
+ * The precise code still travels in the `error` event sent just before the
+ * terminal event, and the message is kept.
+ */
+export function responseErrorCode(error: WireError): 'server_error' | 'rate_limit_exceeded' {
+  return error.type === 'rate_limit_error' ? 'rate_limit_exceeded' : 'server_error';
+}
+
 /** Normalise anything thrown at a boundary: unknown faults are the server's. */
 export function toWireError(err: unknown): WireError {
   if (err instanceof WireError) return err;

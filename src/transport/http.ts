@@ -629,7 +629,8 @@ function jsonTransport(res: ServerResponse): ExchangeTransport {
     drop: () => res.destroy(),
     async end(response) {
       if (res.destroyed) return;
-      const fault = response.status === 'failed' && (response.error?.code === 'server_error' || response.error?.code === 'injected_fault');
+      // An injected fault, too, is a server_error on the Response (protocol/errors.ts responseErrorCode).
+      const fault = response.status === 'failed' && response.error?.code === 'server_error';
       await sendJsonCooperative(res, fault ? 500 : 200, response);
     },
   };

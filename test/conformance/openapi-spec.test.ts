@@ -1,0 +1,226 @@
+/**
+ * Every object the server sends, checked against OpenAI's own OpenAPI spec
+ * for the Responses API (github.com/openai/openai-openapi, MIT): the
+ * Response (JSON, retrieved, and inside every lifecycle event), every
+ * streamed event type (SSE, WebSocket mode, and the standard events of the
+ * long-lived design), the error event in both shapes, HTTP error bodies, the
+ * input item list, input token counts and the compaction answer.
+ *
+ * The schemas are `test/fixtures/openai-responses-schemas.json`: the spec's
+ * `components.schemas` reachable from the schemas checked here, at the commit
+ * it names, with its licence. To regenerate from a newer spec, take
+ * `openapi.json` of openai/openai-openapi, collect the schemas reachable by
+ * `$ref` from the file's `roots`, drop the keywords its `extracted` field
+ * lists, rewrite each `$ref` to `#/$defs/NAME`, and record the commit.
+ *
+ * Where the spec and the API it describes disagree, the API wins and the
+ * test says so (`SPEC_FIXES`): the spec's own examples of a Response carry
+ * `user: null` and, before the end, `usage: null`, which its schema does not
+ * allow. Events this server adds on purpose (the long-lived pause
+ * `response.done`, `response.cancelled`, the opt-in `llr:timing`) are not in
+ * the spec; `response.done` carries a Response, which is checked.
+ */
+import { readFileSync } from 'node:fs';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { describe, expect, it } from 'vitest';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+type Json = Record<string, any>;
+
+const fixture = JSON.parse(readFileSync(new URL('../fixtures/openai-responses-schemas.json', import.meta.url), 'utf8')) as {
+  commit: string;
+  event_types: Record<string, string>;
+  $defs: Record<string, Json>;
+};
+
+/** The spec's schemas, with `nullable` added where the API (and the spec's own examples) send null. */
+function specSchemas(): Record<string, Json> {
+  const defs = structuredClone(fixture.$defs);
+  const nullable = (s: Json): Json => ({ anyOf: [s, { type: 'null' }] });
+  const SPEC_FIXES = () => {
+    const modelProps = defs['ModelResponseProperties']!['properties'];
+    modelProps.user = nullable(modelProps.user);
+    const own = (defs['Response']!['allOf'] as Json[]).find((p) => p['properties']?.usage)!['properties'];
+    own.usage = nullable(own.usage);
+  };
+  SPEC_FIXES();
+  return defs;
+}
+
+// OpenAPI 3.1 schemas are JSON Schema 2020-12; the spec's keywords outside it (x-*, a 2019-09
+// `$recursiveAnchor` in the file-search filters, never sent here) are ignored, not refused.
+const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false, validateSchema: false });
+ajv.addSchema({ $id: 'openai', $defs: specSchemas() });
+const compiled = new Map<string, ValidateFunction>();
+
+/** The schema's errors for `value` (empty when it conforms), each as `path message`. */
+function violations(schema: string, value: unknown): string[] {
+  let v = compiled.get(schema);
+  if (!v) compiled.set(schema, (v = ajv.compile({ $ref: `openai#/$defs/${schema}` })));
+  if (v(value)) return [];
+  return (v.errors ?? []).map((e) => `${schema}${e.instancePath} ${e.message} ${JSON.stringify(e.params)}`);
+}
+
+/** This server's own events, not in the spec (docs/protocol.md). */
+const EXTENSIONS = new Set(['response.done', 'response.cancelled', 'llr:timing']);
+
+/** Every event checked: a standard one against its schema, the WebSocket `error` against the nested shape. */
+function eventViolations(events: readonly Json[], transport: 'sse' | 'ws'): string[] {
+  const out: string[] = [];
+  for (const e of events) {
+    const where = (v: string) => `${transport} #${e['sequence_number']} ${e['type']}: ${v}`;
+    if (e['type'] === 'response.done') out.push(...violations('Response', e['response']).map(where));
+    if (EXTENSIONS.has(e['type'])) continue;
+    const schema = transport === 'ws' && e['type'] === 'error' ? 'ResponseWsError' : fixture.event_types[e['type']];
+    if (!schema) out.push(where('not an event type of the spec'));
+    else out.push(...violations(schema, e).map(where));
+  }
+  return out;
+}
+
+function parseSse(text: string): Json[] {
+  const events: Json[] = [];
+  for (const block of text.split('\n\n')) {
+    const data = block.split('\n').find((l) => l.startsWith('data: '))?.slice(6);
+    if (data && data !== '[DONE]') events.push(JSON.parse(data) as Json);
+  }
+  return events;
+}
+
+async function call(url: string, path: string, body?: unknown, method = body === undefined ? 'GET' : 'POST'): Promise<{ status: number; text: string; json: () => Json }> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, text, json: () => JSON.parse(text) as Json };
+}
+
+const weather = { type: 'function', name: 'get_weather', description: 'Weather for a city.', parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] } };
+const shell = { type: 'function', name: 'exec_command', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } };
+const WEATHER_Q = "What's the weather in San Francisco?";
+
+describe(`OpenAI OpenAPI spec (openai/openai-openapi ${fixture.commit.slice(0, 7)})`, () => {
+  it('HTTP: a Response as JSON and retrieved, text and function calls; the input item list; input token counts; compaction', async () => {
+    const { url } = await testServer();
+    const found: string[] = [];
+    const text = await call(url, '/v1/responses', { model: 'm', input: 'hello there' });
+    expect(text.status).toBe(200);
+    found.push(...violations('Response', text.json()));
+    const fc = await call(url, '/v1/responses', { model: 'm', input: WEATHER_Q, tools: [weather] });
+    const callItem = (fc.json()['output'] as Json[]).find((i) => i['type'] === 'function_call')!;
+    expect(callItem).toBeDefined();
+    found.push(...violations('Response', fc.json()));
+    const input = [
+      { role: 'system', content: 'be brief' },
+      { role: 'assistant', content: 'earlier answer' },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'as a list' }] },
+      { type: 'function_call_output', call_id: callItem['call_id'], output: 'sunny' },
+      { role: 'user', content: [{ type: 'input_text', text: 'thanks' }] },
+    ];
+    const next = await call(url, '/v1/responses', { model: 'm', previous_response_id: fc.json()['id'], input, tools: [weather], max_output_tokens: 16 });
+    expect(next.json()['status']).toBe('incomplete');
+    found.push(...violations('Response', next.json()));
+    for (const id of [text.json()['id'], next.json()['id']]) {
+      found.push(...violations('Response', (await call(url, `/v1/responses/${id}`)).json()));
+      const items = await call(url, `/v1/responses/${id}/input_items?order=asc`);
+      expect(items.status).toBe(200);
+      found.push(...violations('ResponseItemList', items.json()));
+    }
+    found.push(...violations('TokenCountsResource', (await call(url, '/v1/responses/input_tokens', { model: 'm', input: 'hello' })).json()));
+    const compacted = await call(url, '/v1/responses/compact', { model: 'm', input: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'c' }] });
+    expect(compacted.status).toBe(200);
+    found.push(...violations('CompactResource', compacted.json()));
+    expect(found).toEqual([]);
+  });
+
+  it('HTTP: error bodies are the ErrorResponse shape', async () => {
+    const { url } = await testServer();
+    const bodies = [
+      await call(url, '/v1/responses', '{"model":'),
+      await call(url, '/v1/responses', { input: 'x' }),
+      await call(url, '/v1/responses', { model: 'm', input: 5 }),
+      await call(url, '/v1/responses', { model: 'm', input: 'x', previous_response_id: 'resp_unknown', stream: true }),
+      await call(url, '/v1/responses/resp_unknown'),
+      await call(url, '/v1/responses/resp_unknown', undefined, 'DELETE'),
+      await call(url, '/v1/responses/resp_unknown/input_items'),
+    ];
+    expect(bodies.map((b) => b.status)).toEqual([400, 400, 400, 400, 404, 404, 404]);
+    expect(bodies.flatMap((b) => violations('ErrorResponse', b.json()))).toEqual([]);
+  });
+
+  it('SSE: every event of a text answer, parallel function calls, a max_output_tokens cut', async () => {
+    const { url } = await testServer();
+    const streams = [
+      { model: 'm', input: 'hello there', stream: true },
+      { model: 'm', input: 'run these:\n$ ls\n$ pwd', tools: [shell], parallel_tool_calls: true, stream: true },
+      { model: 'm', input: 'hello there, a long answer please', max_output_tokens: 16, stream: true },
+    ];
+    const found: string[] = [];
+    const types = new Set<string>();
+    for (const body of streams) {
+      const res = await call(url, '/v1/responses', body);
+      expect(res.text.endsWith('data: [DONE]\n\n')).toBe(true);
+      const events = parseSse(res.text);
+      for (const e of events) types.add(e['type']);
+      found.push(...eventViolations(events, 'sse'));
+    }
+    expect(found).toEqual([]);
+    // The run covered what it claims to.
+    for (const t of ['response.created', 'response.in_progress', 'response.output_text.delta', 'response.function_call_arguments.delta', 'response.completed', 'response.incomplete']) {
+      expect(types, t).toContain(t);
+    }
+  });
+
+  it('SSE: a failed response (an injected fault): the flat error event, then response.failed', async () => {
+    const { url } = await testServer({ chaos: ['error@first-token'] });
+    const events = parseSse((await call(url, '/v1/responses', { model: 'm', input: 'hello', stream: true })).text);
+    expect(events.map((e) => e['type'])).toContain('response.failed');
+    expect(eventViolations(events, 'sse')).toEqual([]);
+  });
+
+  it('WebSocket mode: a tool loop with previous_response_id, a max_output_tokens cut, and error events', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'm', input: WEATHER_Q, tools: [weather], store: false });
+    const first = (await s.next('response.completed')).response;
+    const callItem = first.output.find((i) => i.type === 'function_call');
+    expect(callItem?.type).toBe('function_call');
+    const output = { type: 'function_call_output', call_id: callItem?.type === 'function_call' ? callItem.call_id : '', output: 'sunny' };
+    s.send({ type: 'response.create', model: 'm', previous_response_id: first.id, input: [output], tools: [weather], store: false });
+    await s.next('response.completed');
+    s.send({ type: 'response.create', model: 'm', input: 'hello there, a long answer please', max_output_tokens: 16 });
+    await s.next('response.incomplete');
+    for (const bad of ['{not json', { type: 'response.create', model: 'm', input: 'x', previous_response_id: 'resp_unknown' }, { type: 'response.cancel' }]) {
+      s.send(bad);
+      await s.next('error');
+    }
+    expect(s.all('error').map((e) => e.error.code)).toEqual(['invalid_json', 'previous_response_not_found', 'no_response_in_flight']);
+    expect(eventViolations(s.events as unknown as Json[], 'ws')).toEqual([]);
+  });
+
+  it('WebSocket mode: a failed response (an injected fault): the nested error event, then response.failed', async () => {
+    const { url } = await testServer({ chaos: ['error@first-token'] });
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'm', input: 'hello' });
+    await s.next('response.failed', { skipErrors: true });
+    expect(s.all('error')).toHaveLength(1);
+    expect(eventViolations(s.events as unknown as Json[], 'ws')).toEqual([]);
+  });
+
+  it('long-lived: the standard events of a paused and resumed run, and the Response of each pause', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'm', input: 'run these:\n$ ls\n$ pwd', tools: [shell], parallel_tool_calls: true });
+    const paused = await s.next('response.done');
+    const pending = paused.response.pending_tool_calls ?? [];
+    expect(pending.length).toBe(2);
+    s.send({ type: 'response.append', input: pending.map((id) => ({ type: 'function_call_output', call_id: id, output: 'ok' })) });
+    await s.next('response.completed');
+    s.send({ type: 'response.append', input: [] });
+    await s.next('error', { skipErrors: true });
+    expect(eventViolations(s.events as unknown as Json[], 'ws')).toEqual([]);
+  });
+});

@@ -191,23 +191,25 @@ export class ResponseRun {
    * another is processed waits for it (at most `MAX_QUEUED_APPENDS`, then
    * `queue_full`) and is then handled exactly as if it had arrived after it —
    * e.g. refused with `no_paused_response` if the first one resumed the run.
-   * The context is extended in one synchronous step once every check passed.
+   * The context is extended in one synchronous step once every check passed;
+   * `committed` is called in that step, before any pending call is resolved
+   * (a `response.inject` is acknowledged before the sampling it resumes).
    */
-  append(items: readonly InputItem[], parse: ParseSpan | null = null): Promise<void> {
+  append(items: readonly InputItem[], parse: ParseSpan | null = null, committed?: () => void): Promise<void> {
     if (this.appendsWaiting >= MAX_QUEUED_APPENDS) {
       return Promise.reject(new WireError('queue_full', `At most ${MAX_QUEUED_APPENDS} appends may wait behind the one being processed.`, null));
     }
     this.appendsWaiting++;
     const turn = this.appendTail.then(() => {
       this.appendsWaiting--;
-      return this.applyAppend(items, parse);
+      return this.applyAppend(items, parse, committed);
     });
     // The next append waits for this one whatever its outcome; its error goes to this caller only.
     this.appendTail = turn.catch(() => {});
     return turn;
   }
 
-  private async applyAppend(items: readonly InputItem[], parse: ParseSpan | null): Promise<void> {
+  private async applyAppend(items: readonly InputItem[], parse: ParseSpan | null, committed?: () => void): Promise<void> {
     // The transport's parse of this append (frame or body), charged whatever the append's outcome, like its checks.
     if (parse) this.metrics.span('parse_append', parse.start, parse.end);
     if (this.state !== 'paused') {
@@ -249,6 +251,7 @@ export class ResponseRun {
     m.count('appends');
     commitItems(ctx, fresh, tokens);
     if (fresh.length > 0) this.appended.push({ at: this.response.output.length, items: fresh });
+    committed?.();
     for (const item of fresh) {
       if (item.type === 'function_call_output') this.pauses.resolve((item as { call_id: string }).call_id);
     }
@@ -385,6 +388,11 @@ export class ResponseRun {
   /** Emit an error event in this response's stream (numbered). */
   emitError(err: WireError): boolean {
     return this.emit(err.toEvent());
+  }
+
+  /** Emit the session's answer to a client event (`response.inject.created` / `.failed`) in this response's stream (numbered). */
+  emitNotice(e: UnnumberedEvent): boolean {
+    return this.emit(e);
   }
 
   private lifecycle(type: LifecycleType): boolean {

@@ -23,6 +23,7 @@ import type { Logger } from 'pino';
 import pDefer from 'p-defer';
 import { WireError, toWireError } from '../protocol/errors.js';
 import { readyToRun, type ClientEvent, type CreateParams, type ServerEvent } from '../protocol/events.js';
+import type { InputItem } from '../protocol/objects.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import type { Protocol } from '../protocol/designs.js';
 import { ResponseRun, type EventSink, type RunPlan } from '../engine/run.js';
@@ -79,6 +80,8 @@ export class ConnectionSession {
   private wakeRoom: (() => void) | null = null;
   /** A `response.cancel` arrived while the create now starting was still being planned: its run ends `cancelled` as it starts. */
   private cancelStarting = false;
+  /** The id of the last response that ran on this connection and ended (a `response.inject` naming it is told so). */
+  private lastEndedId: string | null = null;
 
   constructor(
     private readonly policy: ModePolicy,
@@ -156,6 +159,29 @@ export class ConnectionSession {
         });
         return;
       }
+      case 'response.inject': {
+        const run = this.active;
+        if (!run || run.ended || run.id !== event.response_id) {
+          this.injectFailed(event.response_id, event.input);
+          return;
+        }
+        if (!this.policy.appendable) {
+          this.error(
+            new WireError(
+              'no_paused_response',
+              `Response '${run.id}' does not wait for client tool outputs: on the ${this.policy.protocol} protocol a response with tool calls completes; inject into a long-lived one.`,
+              'response_id',
+            ),
+          );
+          return;
+        }
+        // A `response.append` that names its response and is acknowledged once committed, before sampling resumes.
+        run.append(event.input, parse, () => run.emitNotice({ type: 'response.inject.created', response_id: run.id })).catch((err: unknown) => {
+          if (this.active === run) this.error(toWireError(err));
+          else if (!this.closed) this.sendConnectionError(toWireError(err));
+        });
+        return;
+      }
       case 'response.cancel': {
         const run = this.active;
         // The create being planned (or waiting for the client to read) is the response in flight: it has no id
@@ -191,6 +217,23 @@ export class ConnectionSession {
     else this.log.info({ code: err.code, param: err.param }, 'client error');
     if (this.active && !this.active.ended) this.active.emitError(err);
     else this.sendConnectionError(err);
+  }
+
+  /**
+   * A `response.inject` naming no response in flight here: `response.inject.failed` with the items, so the
+   * client can send them elsewhere (`response_already_completed` for the last response that ended on this
+   * connection, else `response_not_found`); numbered like an error event.
+   */
+  private injectFailed(id: string, input: InputItem[]): void {
+    const ended = id === this.lastEndedId;
+    const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
+    const error = ended
+      ? { code: 'response_already_completed' as const, message: `Response '${shown}' has ended; nothing can be injected into it.` }
+      : { code: 'response_not_found' as const, message: `No response '${shown}' is in flight on this connection.` };
+    this.log.info({ code: error.code }, 'inject refused');
+    const e = { type: 'response.inject.failed' as const, response_id: id, input, error };
+    if (this.active && !this.active.ended) this.active.emitNotice(e);
+    else this.send({ ...e, sequence_number: this.errorSeq++ });
   }
 
   /** An error about no response in flight: numbered by the connection's own counter (every event carries a `sequence_number`). */
@@ -268,6 +311,7 @@ export class ConnectionSession {
       this.log.debug({ response_id: run.id, model: plan.route.model }, 'response started');
       await run.done;
       this.active = null;
+      this.lastEndedId = run.id;
       this.policy.ended?.(run, plan);
       this.transport.ended?.(run.response);
     } catch (err) {

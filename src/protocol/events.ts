@@ -134,6 +134,29 @@ export function isTimingEvent(e: { type: string }): e is TimingEvent {
   return e.type === TIMING_EVENT;
 }
 
+/**
+ * The acknowledgement of a `response.inject` (the `responses_multi_agent=v1`
+ * beta's name for appending to a response that waits for client tool outputs,
+ * openai/openai-openapi `BetaResponseInjectCreatedEvent`): every injected
+ * item was validated and committed. Sent in the response's stream, before
+ * any event of the sampling it resumes.
+ */
+export type InjectCreatedEvent = Seq & { type: 'response.inject.created'; response_id: string };
+
+/**
+ * A `response.inject` that named no response waiting on this connection
+ * (`BetaResponseInjectFailedEvent`): the uncommitted items come back so the
+ * client can send them elsewhere. Items refused on their merits (an output
+ * for a call that is not pending, a flagged credential) get an `error` event,
+ * as a `response.append` does.
+ */
+export type InjectFailedEvent = Seq & {
+  type: 'response.inject.failed';
+  response_id: string;
+  input: InputItem[];
+  error: { code: 'response_already_completed' | 'response_not_found'; message: string };
+};
+
 export type ServerEvent =
   | ResponseLifecycleEvent
   | OutputItemEvent
@@ -143,7 +166,9 @@ export type ServerEvent =
   | ArgsDeltaEvent
   | ArgsDoneEvent
   | ErrorEvent
-  | TimingEvent;
+  | TimingEvent
+  | InjectCreatedEvent
+  | InjectFailedEvent;
 
 export type ServerEventType = ServerEvent['type'];
 export type ServerEventOf<K extends ServerEventType> = Extract<ServerEvent, { type: K }>;
@@ -220,6 +245,7 @@ export interface LlrOptions {
 export const CLIENT_EVENT_TYPES = [
   'response.create',
   'response.append',
+  'response.inject',
   'response.cancel',
   'response.processed',
 ] as const;
@@ -228,6 +254,8 @@ export type ClientEventType = (typeof CLIENT_EVENT_TYPES)[number];
 export type ClientEvent =
   | ({ type: 'response.create' } & CreateParams)
   | { type: 'response.append'; input: InputItem[]; response_id: string | null }
+  /** `response.append` under the `responses_multi_agent=v1` beta's name: the response is named, and acknowledged. */
+  | { type: 'response.inject'; input: InputItem[]; response_id: string }
   | { type: 'response.cancel'; response_id: string | null }
   | { type: 'response.processed' };
 

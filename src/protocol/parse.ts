@@ -292,6 +292,11 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
         input: parseInput(value['input'], 'input', true, caps),
         response_id: optString(value, 'response_id'),
       };
+    case 'response.inject': {
+      const responseId = optString(value, 'response_id');
+      if (responseId === null) throw new WireError('missing_required_parameter', "Missing required parameter: 'response_id'.", 'response_id');
+      return { type: 'response.inject', input: parseInput(value['input'], 'input', true, caps), response_id: responseId };
+    }
     case 'response.cancel':
       return { type: 'response.cancel', response_id: optString(value, 'response_id') };
     case 'response.processed':

@@ -417,7 +417,7 @@ class WsConnection implements Transport {
       if (this.ws.readyState !== this.ws.OPEN) return;
       const event = parseClientEvent(value, parseCaps(this.host.limits));
       const parse = { start: parseStart, end: this.host.now() };
-      const charged = event.type === 'response.create' || event.type === 'response.append';
+      const charged = event.type === 'response.create' || event.type === 'response.append' || event.type === 'response.inject';
       if (charged) {
         this.held.frame(bytes, event.type === 'response.create', owed);
         owed = 0;

@@ -8,7 +8,9 @@
  * cache — and the server's records prove it.
  *
  * The SDK is used exactly as its users would: no custom fetch, no patched
- * parsers. Leaves out the long-lived protocol (the SDK does not speak it).
+ * parsers. The long-lived protocol through the SDK: its beta `ResponsesWS`
+ * (test/clients/openai-beta-inject.test.ts) and long-lived over HTTP
+ * (test/conformance/sdk-long-lived-http.test.ts).
  */
 import OpenAI from 'openai';
 import { ResponsesWS } from 'openai/resources/responses/ws';

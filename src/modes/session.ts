@@ -51,6 +51,8 @@ interface Queued {
   params: CreateParams;
   bytes: number;
   parse: ParseSpan | null;
+  /** The create's WebSocket lane (`stream_id`), or null. */
+  lane: string | null;
 }
 
 export class ConnectionSession {
@@ -80,6 +82,8 @@ export class ConnectionSession {
   private wakeRoom: (() => void) | null = null;
   /** A `response.cancel` arrived while the create now starting was still being planned: its run ends `cancelled` as it starts. */
   private cancelStarting = false;
+  /** The lane (`stream_id`) of the create being served, whose events carry it; null for none. */
+  private lane: string | null = null;
   /** The id of the last response that ran on this connection and ended (a `response.inject` naming it is told so). */
   private lastEndedId: string | null = null;
 
@@ -122,17 +126,18 @@ export class ConnectionSession {
     if (this.closed) return;
     switch (event.type) {
       case 'response.create': {
-        const { type: _type, ...params } = event;
+        const { type: _type, stream_id, ...params } = event;
+        const lane = stream_id ?? null;
         const limits = this.services.limits;
         if (this.queue.length >= limits.maxQueuedCreates) {
-          this.error(new WireError('queue_full', `At most ${limits.maxQueuedCreates} requests may wait behind the one in flight.`));
+          this.inLane(lane, () => this.error(new WireError('queue_full', `At most ${limits.maxQueuedCreates} requests may wait behind the one in flight.`)));
           return;
         }
         if (this.queue.length > 0 && this.queuedBytes + bytes > limits.maxQueuedBytes) {
-          this.error(new WireError('queue_full', `At most ${limits.maxQueuedBytes} bytes of requests may wait behind the one in flight.`));
+          this.inLane(lane, () => this.error(new WireError('queue_full', `At most ${limits.maxQueuedBytes} bytes of requests may wait behind the one in flight.`)));
           return;
         }
-        this.queue.push({ params, bytes, parse });
+        this.queue.push({ params, bytes, parse, lane });
         this.queuedBytes += bytes;
         void this.pump();
         return;
@@ -236,6 +241,21 @@ export class ConnectionSession {
     else this.send({ ...e, sequence_number: this.errorSeq++ });
   }
 
+  /**
+   * Send what `f` sends in `lane` (a create refused or ended before it ran carries its own `stream_id`), then
+   * go back to the lane of the response in flight.
+   */
+  private inLane(lane: string | null, f: () => void): void {
+    const setLane = this.transport.lane;
+    if (!setLane || lane === this.lane) return f();
+    setLane.call(this.transport, lane);
+    try {
+      f();
+    } finally {
+      setLane.call(this.transport, this.lane);
+    }
+  }
+
   /** An error about no response in flight: numbered by the connection's own counter (every event carries a `sequence_number`). */
   private sendConnectionError(err: WireError): void {
     if (this.transport.refuse) this.transport.refuse(err);
@@ -252,6 +272,10 @@ export class ConnectionSession {
     const params = next.params;
     this.queuedBytes -= next.bytes;
     this.busy = true;
+    if (next.lane !== this.lane) {
+      this.lane = next.lane;
+      this.transport.lane?.(next.lane);
+    }
     try {
       // Back-pressure between responses: a whole response can be sent in one
       // turn (an instant model, events echoing a large request), and queued
@@ -321,6 +345,10 @@ export class ConnectionSession {
     } finally {
       // A cancel meant for a create that never started (refused, or the connection ended) is spent with it.
       this.cancelStarting = false;
+      if (this.lane !== null) {
+        this.lane = null;
+        this.transport.lane?.(null);
+      }
       this.busy = false;
       for (const w of this.busyWaiters.splice(0)) w();
       void this.pump();
@@ -381,7 +409,7 @@ export class ConnectionSession {
     if (queuedError) {
       if (waiting.length > 0) this.log.info({ code: queuedError.code, queued: waiting.length }, 'queued creates refused');
       // No response in flight for them: numbered by the connection's own counter, like any such error.
-      for (const _ of waiting) this.sendConnectionError(queuedError);
+      for (const q of waiting) this.inLane(q.lane, () => this.sendConnectionError(queuedError));
     }
     this.notifyIdle();
     this.over.resolve();

@@ -76,6 +76,13 @@ export interface Transport {
    * Absent: never waits.
    */
   backlog?(): Promise<void> | null;
+  /**
+   * The WebSocket lane (`stream_id` of the `response.create` being served,
+   * null for none) whose events are sent from now on: each carries it as its
+   * `stream_id`, as OpenAI's spec has the events of a response created with
+   * one. Absent: lanes are not part of the transport (HTTP).
+   */
+  lane?(id: string | null): void;
 }
 
 export type { ParseSpan } from '../engine/run.js';

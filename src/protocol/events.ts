@@ -252,7 +252,8 @@ export const CLIENT_EVENT_TYPES = [
 export type ClientEventType = (typeof CLIENT_EVENT_TYPES)[number];
 
 export type ClientEvent =
-  | ({ type: 'response.create' } & CreateParams)
+  /** `stream_id`: the WebSocket lane (`STREAM_ID`), echoed on the response's events; absent when not sent. */
+  | ({ type: 'response.create'; stream_id?: string } & CreateParams)
   | { type: 'response.append'; input: InputItem[]; response_id: string | null }
   /** `response.append` under the `responses_multi_agent=v1` beta's name: the response is named, and acknowledged. */
   | { type: 'response.inject'; input: InputItem[]; response_id: string }

@@ -275,6 +275,22 @@ export function parseClientFrame(text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH
   return parseClientEvent(parseJsonText(text, 'frame', maxDepth), caps);
 }
 
+/**
+ * A WebSocket `response.create`'s lane (OpenAI's spec,
+ * `ResponsesClientEventResponseCreate.stream_id`): 1–256 characters of
+ * `[A-Za-z0-9_.-]`, so it goes into every event of its response as it is,
+ * with no escaping.
+ */
+export const STREAM_ID = /^[A-Za-z0-9_.-]{1,256}$/;
+
+function parseStreamId(o: Obj): string | null {
+  const v = optString(o, 'stream_id');
+  if (v !== null && !STREAM_ID.test(v)) {
+    throw new WireError('invalid_value', `Invalid 'stream_id': must be 1 to 256 characters of A-Z, a-z, 0-9, '_', '.' or '-'.`, 'stream_id');
+  }
+  return v;
+}
+
 /** A parsed frame → a typed client event. */
 export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): ClientEvent {
   if (!isObj(value)) throw new WireError('invalid_type', 'A client event must be a JSON object.', null);
@@ -284,8 +300,11 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
     throw new WireError('unknown_event_type', `Unknown event type '${type.slice(0, 100)}'.`, 'type');
   }
   switch (type as ClientEventType) {
-    case 'response.create':
-      return { type: 'response.create', ...parseCreateBody(value, caps) };
+    case 'response.create': {
+      const lane = parseStreamId(value);
+      const create = { type: 'response.create' as const, ...parseCreateBody(value, caps) };
+      return lane === null ? create : { ...create, stream_id: lane };
+    }
     case 'response.append':
       return {
         type: 'response.append',

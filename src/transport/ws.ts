@@ -181,6 +181,8 @@ class WsConnection implements Transport {
    * can exceed the limit by itself; the allowance below lets a client that reads receive a request it was allowed to send.
    */
   private largestEvent = 0;
+  /** `,"stream_id":"…"}`: the end of every event while a lane's response is served (`lane`), else null. */
+  private laneEnd: string | null = null;
   /**
    * `room` for the session: a queued create starts once everything sent before it has been flushed to the
    * socket (checked as each send completes), so each response starts with the whole send allowance; a client
@@ -232,6 +234,8 @@ class WsConnection implements Transport {
       return;
     }
     const pieces = eventPieces(e);
+    // The lane goes in as the event's last field: its JSON text's last piece is always text ending in '}'.
+    if (this.laneEnd !== null) pieces[pieces.length - 1] = (pieces[pieces.length - 1] as string).slice(0, -1) + this.laneEnd;
     const size = piecesLength(pieces);
     if (size > this.largestEvent) this.largestEvent = size;
     batch(unsent); // one socket write per event-loop turn (transport/batch.ts)
@@ -252,7 +256,8 @@ class WsConnection implements Transport {
       b.sent = n;
       return;
     }
-    const socket = directSocket(ws);
+    // A lane's deltas go one by one through `send`, which adds the lane (the batched frames are built without it).
+    const socket = this.laneEnd === null ? directSocket(ws) : null;
     if (socket !== null) {
       const { frames, largest } = batchFrames(b);
       // Only while no event of the batch could reach the send limit: then each is sent as `send` would.
@@ -268,6 +273,11 @@ class WsConnection implements Transport {
       this.send(b.event(i));
       b.sent = i + 1;
     }
+  }
+
+  lane(id: string | null): void {
+    // Validated at parse (STREAM_ID): nothing in it needs escaping.
+    this.laneEnd = id === null ? null : `,"stream_id":"${id}"}`;
   }
 
   /** Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md). */

@@ -1,0 +1,99 @@
+/**
+ * WebSocket lanes (OpenAI's spec, 2026-08: `stream_id` on a
+ * `response.create`): every event of the response, its errors included,
+ * echoes the create's `stream_id`; a create without one gets events without
+ * it. Creates on one connection are served in order (FIFO within a lane, as
+ * the spec asks, and across lanes too: one response at a time). A bad
+ * `stream_id` is refused naming it. Real sockets on port 0; every wait is on
+ * an event.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ServerEvent } from '../../src/protocol/events.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+const shellTool = {
+  type: 'function',
+  name: 'exec_command',
+  parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+};
+
+const laneOf = (e: ServerEvent) => (e as { stream_id?: unknown }).stream_id;
+
+/** The events of the response `id` (those that carry it, and the item events between its created and its end). */
+function eventsOf(events: ServerEvent[], id: string): ServerEvent[] {
+  const start = events.findIndex((e) => e.type === 'response.created' && e.response.id === id);
+  const end = events.findIndex((e, i) => i > start && 'response' in e && e.response.id === id && /completed|failed|incomplete|cancelled/.test(e.type));
+  return events.slice(start, end + 1);
+}
+
+describe('WebSocket lanes: stream_id is echoed on every event of its response', () => {
+  it('WebSocket mode: a lane response streams text deltas with its stream_id on each; a create without one after it has none', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'Tell me a long story about lanes.', store: false, stream_id: 'lane.A-1' });
+    const first = await s.next('response.completed');
+    s.send({ type: 'response.create', model: 'sim-model', input: 'And another.', store: false });
+    const second = await s.next('response.completed');
+    const a = eventsOf(s.events, first.response.id);
+    expect(a.filter((e) => e.type === 'response.output_text.delta').length).toBeGreaterThan(3);
+    expect(a.map(laneOf)).toEqual(a.map(() => 'lane.A-1'));
+    const b = eventsOf(s.events, second.response.id);
+    expect(b.length).toBeGreaterThan(5);
+    expect(b.filter((e) => 'stream_id' in e)).toEqual([]);
+    s.dispose();
+  });
+
+  it('long-lived: a paused run keeps its lane through the pause, the inject acknowledgement and the end; a create queued behind it runs in its own lane, and one refused at the queue carries its own', async () => {
+    const { url } = await testServer({ limits: { maxQueuedCreates: 1 } });
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'Please run:\n$ echo one', tools: [shellTool], store: false, stream_id: 'a' });
+    const paused = await s.next('response.done');
+    expect(laneOf(paused)).toBe('a');
+    s.send({ type: 'response.create', model: 'sim-model', input: 'hello', store: false, stream_id: 'b' });
+    s.send({ type: 'response.create', model: 'sim-model', input: 'hello again', store: false, stream_id: 'c' });
+    const refused = await s.next('error');
+    expect(refused).toMatchObject({ error: { code: 'queue_full' }, stream_id: 'c' });
+    const call = paused.response.output.find((i) => i.type === 'function_call') as { call_id: string };
+    s.send({ type: 'response.inject', response_id: paused.response.id, input: [{ type: 'function_call_output', call_id: call.call_id, output: 'one' }] });
+    const ack = await s.next('response.inject.created');
+    expect(laneOf(ack)).toBe('a');
+    const endA = await s.next('response.completed');
+    expect(endA.response.id).toBe(paused.response.id);
+    const endB = await s.next('response.completed');
+    // Apart from the refusal sent while run a was paused, every event of a is in lane a, every event of b in lane b.
+    const a = eventsOf(s.events, endA.response.id).filter((e) => e !== refused);
+    expect(a.map(laneOf)).toEqual(a.map(() => 'a'));
+    const b = eventsOf(s.events, endB.response.id);
+    expect(b.length).toBeGreaterThan(5);
+    expect(b.map(laneOf)).toEqual(b.map(() => 'b'));
+    expect(s.events.indexOf(endA)).toBeLessThan(s.events.indexOf(b[0]!));
+    s.dispose();
+  });
+
+  it('a create refused before it runs (an unknown previous_response_id) gets its error in its lane', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'x', store: false, previous_response_id: 'resp_nope', stream_id: 'lane_9' });
+    expect(await s.next('error')).toMatchObject({ error: { code: 'previous_response_not_found' }, stream_id: 'lane_9' });
+    s.dispose();
+  });
+
+  it.each([
+    ['empty', '', 'invalid_value'],
+    ['a space', 'a b', 'invalid_value'],
+    ['a quote', 'a"b', 'invalid_value'],
+    ['257 characters', 'x'.repeat(257), 'invalid_value'],
+    ['a number', 5, 'invalid_type'],
+  ])('a stream_id that is %s is refused, naming it, and the socket stays usable', async (_what, value, code) => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'x', store: false, stream_id: value });
+    const err = await s.next('error');
+    expect(err).toMatchObject({ error: { code, param: 'stream_id' } });
+    expect('stream_id' in err).toBe(false);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'x', store: false, stream_id: 'x'.repeat(256) });
+    expect(laneOf(await s.next('response.completed'))).toBe('x'.repeat(256));
+    s.dispose();
+  });
+});

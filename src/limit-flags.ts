@@ -6,7 +6,7 @@
  * limit has a flag.
  */
 import { DEFAULT_LIMITS, type Limits } from './engine/services.js';
-import { stringOptions } from './flags.js';
+import { numberFlag, stringOptions, UsageError } from './flags.js';
 
 export interface LimitFlag {
   flag: string;
@@ -65,7 +65,9 @@ export function limitHelp(): string {
 
 /**
  * The limits set by flags (or their environment variables; flags win). A
- * value must be a non-negative number (`Infinity` allowed: no limit).
+ * value must be a whole number >= 0 (`Infinity` allowed: no limit; not for
+ * a time, as Node fires a timer longer than 2^31-1 ms at once). A bad value
+ * is a `UsageError`.
  */
 export function limitsFrom(values: Record<string, unknown>, env: Record<string, string | undefined>): Partial<Limits> {
   const out: Partial<Limits> = {};
@@ -73,11 +75,11 @@ export function limitsFrom(values: Record<string, unknown>, env: Record<string, 
     const fromEnv = env[envName(f.flag)];
     const raw = typeof values[f.flag] === 'string' ? (values[f.flag] as string) : fromEnv === '' ? undefined : fromEnv;
     if (raw === undefined) continue;
-    const n = raw === 'Infinity' || raw === 'inf' ? Infinity : Number(raw);
-    if (Number.isNaN(n) || n < 0 || raw.trim() === '') throw new Error(`--${f.flag} needs a non-negative number, got '${raw}'`);
+    const ms = f.flag.endsWith('-ms');
     // Node fires a timer longer than 2^31-1 ms at once: refuse rather than time out immediately.
-    if (f.flag.endsWith('-ms') && n > MAX_TIMER_MS) throw new Error(`--${f.flag} is at most ${MAX_TIMER_MS} ms (about 24.8 days), got '${raw}'`);
-    out[f.key] = n;
+    if (ms && (raw === 'Infinity' || raw === 'inf' || Number(raw) > MAX_TIMER_MS)) throw new UsageError(`--${f.flag} is at most ${MAX_TIMER_MS} ms (about 24.8 days), got '${raw}'`);
+    // Whole numbers: Node refuses a fractional HTTP timeout with its own message, and half a byte or a connection means nothing.
+    out[f.key] = numberFlag(raw, f.flag, { integer: true, infinity: !ms });
   }
   return out;
 }

@@ -72,6 +72,11 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [[...SERVE, '--policy', 'nope'], {}, "unknown policy 'nope'"],
   [[...SERVE, '--synthetic', '0,0,0'], {}, 'turns must be an integer >= 1'],
   [[...SERVE, '--chaos', 'stall@pause:0.2'], {}, "--chaos 'stall@pause:0.2': a stall needs a duration in ms"],
+  // pino's refusal came after the logger's exit hook was registered, which then threw: a stack trace.
+  [[...SERVE, '--log-level', 'nope'], {}, "unknown log level 'nope' (--log-level, LLR_LOG_LEVEL); known: trace, debug, info, warn, error, fatal, silent"],
+  [SERVE, { LLR_LOG_LEVEL: 'verbose' }, "unknown log level 'verbose'"],
+  // An empty LLR_LOG_LEVEL is unset, as every other LLR_ variable is (it was the level '': the same stack trace).
+  [[...SERVE, '--off', 'nope'], { LLR_LOG_LEVEL: '' }, "unknown switch 'nope'"],
   [['run'], {}, 'llr run needs a prompt'],
   [['run', '--protocol', 'nope', 'hi'], {}, "unknown protocol 'nope'; known: long-lived, ws, http, http-stored, long-lived-http"],
   [['run', '--url', 'nope', 'hi'], {}, "--url needs an http:// URL, got 'nope'"],

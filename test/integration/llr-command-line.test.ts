@@ -8,6 +8,7 @@
  * server that started instead).
  */
 import { execFile } from 'node:child_process';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -100,4 +101,12 @@ describe('llr command lines', () => {
       expect(r.stdout, what).toBe('');
     }
   }, 240_000);
+
+  // Bound, then the URL failed ('llr: Invalid URL') and the process stayed up serving (the timeout killed it: code null).
+  const loopback6 = Object.values(networkInterfaces()).some((addrs) => addrs?.some((a) => a.address === '::1')) && networkInterfaces()['lo'] !== undefined;
+  it.skipIf(!loopback6)('a host that binds but makes no URL (an IPv6 zone id) stops the server: exit 1, nothing left listening', async () => {
+    const r = await llr([...SERVE, '--host', '::1%lo']);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/^llr: cannot serve on '::1%lo': http:\/\/\[::1%lo\]:\d+ is not a URL\n$/);
+  }, 30_000);
 });

@@ -40,7 +40,7 @@ Usage:
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
             [--record-requests N] [--ledger-entries N] [--prefix-cache-blocks N]
             [--shared-prefix-cache] [--eager-tokenizer] [--lazy-tokenizer]
-            [--tokenizer-cache-entries N]
+            [--tokenizer-cache-entries N] [--log-level trace|debug|info|warn|error|fatal|silent]
             [limits and security defaults: see below]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http|http-stored|long-lived-http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)

@@ -102,6 +102,13 @@ describe('llr command lines', () => {
     }
   }, 240_000);
 
+  it('serve --help names --log-level (it was in neither the help nor the docs) and the exit status of a bad command line', async () => {
+    const r = await llr(['serve', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('[--log-level trace|debug|info|warn|error|fatal|silent]');
+    expect(r.stdout).toContain('A bad flag or value: one line on stderr, exit status 2');
+  }, 30_000);
+
   // Bound, then the URL failed ('llr: Invalid URL') and the process stayed up serving (the timeout killed it: code null).
   const loopback6 = Object.values(networkInterfaces()).some((addrs) => addrs?.some((a) => a.address === '::1')) && networkInterfaces()['lo'] !== undefined;
   it.skipIf(!loopback6)('a host that binds but makes no URL (an IPv6 zone id) stops the server: exit 1, nothing left listening', async () => {

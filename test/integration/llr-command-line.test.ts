@@ -87,6 +87,11 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [['bench', '--designs', 'nope'], {}, "unknown design 'nope'"],
   [['bench', '--profile', 'nope'], {}, "unknown --profile 'nope'"],
   [['bench', '--nope'], {}, "Unknown option '--nope'"],
+  [['workload', 'nope'], {}, "unknown workload command 'nope'; known: inspect, convert"],
+  [['workload', 'inspect'], {}, 'llr workload inspect needs a FILE'],
+  // A second file was ignored.
+  [['workload', 'inspect', 'a.jsonl', 'b.jsonl'], {}, "llr workload inspect takes one FILE, got also 'b.jsonl'"],
+  [['workload', 'convert', 'a.jsonl', 'b.json', 'c'], {}, "llr workload convert takes FILE [OUT], got also 'c'"],
 ];
 
 describe('llr command lines', () => {

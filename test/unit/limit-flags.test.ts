@@ -15,6 +15,9 @@ describe('limit flags', () => {
   it('--help shows each flag with its default', () => {
     const help = limitHelp();
     for (const f of LIMIT_FLAGS) expect(help).toMatch(new RegExp(`--${f.flag} N .*\\(${DEFAULT_LIMITS[f.key]}\\)`));
+    // What 0 means, where it is not 'none' (--lifetime-ms 0 closed every WebSocket at once, undocumented).
+    expect(help).toMatch(/--lifetime-ms N .*0: every connection is closed at once/);
+    expect(help).toMatch(/--pause-timeout-ms N .*0: a run ends at its first pause/);
   });
 
   it('flags set limits, environment variables too, flags win; bad values are refused', () => {

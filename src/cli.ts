@@ -11,18 +11,20 @@
  *                               (src/workload/inspect.ts)
  *   llr demo [serve options]    serve, and print the teaching demo's URL (/demo)
  *
- * Every flag also has an environment variable (LLR_PORT, …); flags win.
+ * Most flags also have an environment variable (LLR_PORT, …); flags win.
+ * A bad command line (flags.ts `UsageError`, an unknown flag, a bad value)
+ * prints `llr: MESSAGE` and exits with status 2; any other failure, 1.
  */
 import { exec } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { stringOptions } from './flags.js';
+import { numberFlag, stringOptions, UsageError, type NumberRange } from './flags.js';
 import { DEFAULT_STORE, startServer } from './server.js';
 import { createLogger, flushLog, flushLogSync } from './log.js';
 import { exitWithParent } from './lifecycle.js';
 import type { Switches } from './engine/services.js';
 import { DEFAULT_SWITCHES } from './engine/services.js';
-import { limitHelp, limitOptions, limitsFrom } from './limit-flags.js';
-import { connectClient, type ClientProtocol } from './client/index.js';
+import { limitHelp, limitOptions, limitsFrom, MAX_TIMER_MS } from './limit-flags.js';
+import { CLIENT_PROTOCOLS, connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
 import { replayPolicy, type ModelPolicy } from './model/policies.js';
 import { parseChaosSpec } from './engine/faults.js';
@@ -38,7 +40,7 @@ Usage:
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
             [--record-requests N] [--ledger-entries N] [--prefix-cache-blocks N]
             [--shared-prefix-cache] [--eager-tokenizer] [--lazy-tokenizer]
-            [--tokenizer-cache-entries N]
+            [--tokenizer-cache-entries N] [--log-level trace|debug|info|warn|error|fatal|silent]
             [limits and security defaults: see below]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http|http-stored|long-lived-http] [--model M] [--api-key K]
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
@@ -48,6 +50,8 @@ Usage:
 Demo options (serve and demo): [--no-demo] [--demo-workload FILE]
   [--demo-max-races N (2)] [--demo-race-timeout-ms N (600000)]
   [--demo-max-tool-calls N (100)] [--demo-max-prompt-bytes N (16384)]
+
+A bad flag or value: one line on stderr, exit status 2 (--port 0: any free port).
 
 serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
 token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
@@ -97,11 +101,31 @@ function env(name: string): string | undefined {
   return v === undefined || v === '' ? undefined : v;
 }
 
-function num(v: string | undefined, name: string): number | undefined {
-  if (v === undefined) return undefined;
-  const n = v === 'Infinity' || v === 'inf' ? Infinity : Number(v);
-  if (Number.isNaN(n) || n < 0) throw new Error(`--${name} needs a non-negative number, got '${v}'`);
-  return n;
+/** A serve flag's number, from the flag or its environment variable (flags win), checked against its range. */
+function num(v: string | undefined, name: string, range: NumberRange): number | undefined {
+  return numberFlag(v, name, range);
+}
+
+/** A timer's ms: Node fires one longer than 2^31-1 ms at once. */
+const MS: NumberRange = { max: MAX_TIMER_MS };
+/** A model rate, tokens/s: 0 would never finish (every request failed with a 500); Infinity is instant. */
+const RATE: NumberRange = { aboveMin: true, infinity: true };
+const COUNT: NumberRange = { integer: true, max: Number.MAX_SAFE_INTEGER };
+const POSITIVE_COUNT: NumberRange = { integer: true, min: 1, max: Number.MAX_SAFE_INTEGER };
+
+/**
+ * Values no flag takes: an empty one (`--host=` listened on every interface
+ * with the Host check off; `--store=` opened a throw-away SQLite file;
+ * `--api-key=` a key no request can present), and an API key with spaces
+ * at its ends (the `Bearer` value is trimmed, so no request matched it).
+ */
+function checkStrings(values: Record<string, unknown>, apiKeys: readonly string[] | undefined): void {
+  for (const [flag, v] of Object.entries(values)) {
+    if (v === '' || (Array.isArray(v) && v.includes(''))) throw new UsageError(`--${flag} needs a value, got ''`);
+  }
+  for (const k of apiKeys ?? []) {
+    if (k === '' || k.trim() !== k) throw new UsageError(`an API key (--api-key, LLR_API_KEYS) cannot be empty or start or end with whitespace, got '${k}'`);
+  }
 }
 
 async function serve(argv: string[], demo = false): Promise<void> {
@@ -127,7 +151,9 @@ async function serve(argv: string[], demo = false): Promise<void> {
       'shared-prefix-cache': { type: 'boolean' },
     },
   });
-  if (demo && values['no-demo']) throw new Error('llr demo cannot run with --no-demo');
+  if (demo && values['no-demo']) throw new UsageError('llr demo cannot run with --no-demo');
+  const apiKeys = values['api-key'] ?? env('LLR_API_KEYS')?.split(',');
+  checkStrings(values, apiKeys);
   const policy = await modelPolicy(values.policy, values.workload, values.synthetic);
   const limits = limitsFrom(values, process.env);
   const log = createLogger({
@@ -137,48 +163,53 @@ async function serve(argv: string[], demo = false): Promise<void> {
   });
   const switches: Partial<Switches> = {};
   for (const name of values.off ?? []) {
-    if (!(name in DEFAULT_SWITCHES)) throw new Error(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
+    if (!(name in DEFAULT_SWITCHES)) throw new UsageError(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
     (switches as Record<string, boolean>)[name] = false;
   }
   for (const name of values.on ?? []) {
-    if (!(name in DEFAULT_SWITCHES)) throw new Error(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
+    if (!(name in DEFAULT_SWITCHES)) throw new UsageError(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
     (switches as Record<string, boolean>)[name] = true;
   }
   // Validated here so a bad spec is a clear CLI error before anything listens.
-  const chaos = (values.chaos ?? env('LLR_CHAOS')?.split(',') ?? []).map(parseChaosSpec);
-  const chaosSeed = num(values['chaos-seed'] ?? env('LLR_CHAOS_SEED'), 'chaos-seed');
+  const chaos = (values.chaos ?? env('LLR_CHAOS')?.split(',') ?? []).map((spec) => {
+    try {
+      return parseChaosSpec(spec);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  });
+  const chaosSeed = num(values['chaos-seed'] ?? env('LLR_CHAOS_SEED'), 'chaos-seed', COUNT);
   const instant = values.instant ?? env('LLR_INSTANT') === '1';
-  const apiKeys = values['api-key'] ?? env('LLR_API_KEYS')?.split(',');
   const { server, url } = await startServer({
     host: values.host ?? env('LLR_HOST') ?? '127.0.0.1',
-    port: num(values.port ?? env('LLR_PORT'), 'port') ?? 8080,
+    port: num(values.port ?? env('LLR_PORT'), 'port', { integer: true, max: 65535 }) ?? 8080,
     modelSettings: {
       ...(instant ? { tokensPerSecond: Infinity, ttftBaseMs: 0, prefillTokensPerSecond: Infinity } : {}),
       ...defined({
-        tokensPerSecond: num(values['tokens-per-second'] ?? env('LLR_TOKENS_PER_SECOND'), 'tokens-per-second'),
-        ttftBaseMs: num(values['ttft-ms'] ?? env('LLR_TTFT_MS'), 'ttft-ms'),
-        prefillTokensPerSecond: num(values['prefill-tps'] ?? env('LLR_PREFILL_TPS'), 'prefill-tps'),
+        tokensPerSecond: num(values['tokens-per-second'] ?? env('LLR_TOKENS_PER_SECOND'), 'tokens-per-second', RATE),
+        ttftBaseMs: num(values['ttft-ms'] ?? env('LLR_TTFT_MS'), 'ttft-ms', MS),
+        prefillTokensPerSecond: num(values['prefill-tps'] ?? env('LLR_PREFILL_TPS'), 'prefill-tps', RATE),
       }),
     },
     ...(apiKeys ? { apiKeys } : {}),
-    hopLatencyMs: num(values['hop-ms'] ?? env('LLR_HOP_MS'), 'hop-ms') ?? 0,
-    hops: num(values.hops ?? env('LLR_HOPS'), 'hops') ?? 2,
-    callHopLatencyMs: num(values['call-hop-ms'] ?? env('LLR_CALL_HOP_MS'), 'call-hop-ms') ?? 0,
-    callHops: num(values['call-hops'] ?? env('LLR_CALL_HOPS'), 'call-hops') ?? 0,
+    hopLatencyMs: num(values['hop-ms'] ?? env('LLR_HOP_MS'), 'hop-ms', MS) ?? 0,
+    hops: num(values.hops ?? env('LLR_HOPS'), 'hops', COUNT) ?? 2,
+    callHopLatencyMs: num(values['call-hop-ms'] ?? env('LLR_CALL_HOP_MS'), 'call-hop-ms', MS) ?? 0,
+    callHops: num(values['call-hops'] ?? env('LLR_CALL_HOPS'), 'call-hops', COUNT) ?? 0,
     limits,
     allowOrigins: values['allow-origin'] ?? env('LLR_ALLOW_ORIGINS')?.split(',') ?? [],
     allowHosts: values['allow-host'] ?? env('LLR_ALLOW_HOSTS')?.split(',') ?? [],
     store: values.store ?? env('LLR_STORE') ?? DEFAULT_STORE,
-    seed: num(values.seed ?? env('LLR_SEED'), 'seed') ?? 1,
+    seed: num(values.seed ?? env('LLR_SEED'), 'seed', COUNT) ?? 1,
     refuseWebSockets: values['no-websockets'] ?? env('LLR_NO_WEBSOCKETS') === '1',
     lazyTokenizer: values['lazy-tokenizer'] ?? env('LLR_LAZY_TOKENIZER') === '1',
     eagerTokenizer: values['eager-tokenizer'] ?? env('LLR_EAGER_TOKENIZER') === '1',
     switches,
     ...defined({
-      recordRequests: num(values['record-requests'] ?? env('LLR_RECORD_REQUESTS'), 'record-requests'),
-      ledgerEntries: num(values['ledger-entries'] ?? env('LLR_LEDGER_ENTRIES'), 'ledger-entries'),
-      prefixCacheBlocks: num(values['prefix-cache-blocks'] ?? env('LLR_PREFIX_CACHE_BLOCKS'), 'prefix-cache-blocks'),
-      tokenizerCacheEntries: num(values['tokenizer-cache-entries'] ?? env('LLR_TOKENIZER_CACHE_ENTRIES'), 'tokenizer-cache-entries'),
+      recordRequests: num(values['record-requests'] ?? env('LLR_RECORD_REQUESTS'), 'record-requests', COUNT),
+      ledgerEntries: num(values['ledger-entries'] ?? env('LLR_LEDGER_ENTRIES'), 'ledger-entries', POSITIVE_COUNT),
+      prefixCacheBlocks: num(values['prefix-cache-blocks'] ?? env('LLR_PREFIX_CACHE_BLOCKS'), 'prefix-cache-blocks', COUNT),
+      tokenizerCacheEntries: num(values['tokenizer-cache-entries'] ?? env('LLR_TOKENIZER_CACHE_ENTRIES'), 'tokenizer-cache-entries', COUNT),
     }),
     prefixCacheScope: (values['shared-prefix-cache'] ?? env('LLR_SHARED_PREFIX_CACHE') === '1') ? 'shared' : 'owner',
     chaos,
@@ -189,10 +220,10 @@ async function serve(argv: string[], demo = false): Promise<void> {
       ? false
       : defined({
           workloadPath: values['demo-workload'] ?? env('LLR_DEMO_WORKLOAD'),
-          maxRaces: num(values['demo-max-races'] ?? env('LLR_DEMO_MAX_RACES'), 'demo-max-races'),
-          raceTimeoutMs: num(values['demo-race-timeout-ms'] ?? env('LLR_DEMO_RACE_TIMEOUT_MS'), 'demo-race-timeout-ms'),
-          maxToolCalls: num(values['demo-max-tool-calls'] ?? env('LLR_DEMO_MAX_TOOL_CALLS'), 'demo-max-tool-calls'),
-          maxPromptBytes: num(values['demo-max-prompt-bytes'] ?? env('LLR_DEMO_MAX_PROMPT_BYTES'), 'demo-max-prompt-bytes'),
+          maxRaces: num(values['demo-max-races'] ?? env('LLR_DEMO_MAX_RACES'), 'demo-max-races', POSITIVE_COUNT),
+          raceTimeoutMs: num(values['demo-race-timeout-ms'] ?? env('LLR_DEMO_RACE_TIMEOUT_MS'), 'demo-race-timeout-ms', { ...POSITIVE_COUNT, max: MAX_TIMER_MS }),
+          maxToolCalls: num(values['demo-max-tool-calls'] ?? env('LLR_DEMO_MAX_TOOL_CALLS'), 'demo-max-tool-calls', POSITIVE_COUNT),
+          maxPromptBytes: num(values['demo-max-prompt-bytes'] ?? env('LLR_DEMO_MAX_PROMPT_BYTES'), 'demo-max-prompt-bytes', POSITIVE_COUNT),
         }),
   });
   log.info({ url, websocket: url.replace(/^http/, 'ws') + '/v1/responses' }, `llr listening on ${url}`);
@@ -219,15 +250,22 @@ async function serve(argv: string[], demo = false): Promise<void> {
 async function modelPolicy(name: string | undefined, workload: string | undefined, synthetic: string | undefined): Promise<ModelPolicy | undefined> {
   const wanted = name ?? (workload !== undefined || synthetic !== undefined ? 'replay' : 'auto');
   if (wanted === 'auto') {
-    if (workload !== undefined || synthetic !== undefined) throw new Error('--workload and --synthetic need --policy replay');
+    if (workload !== undefined || synthetic !== undefined) throw new UsageError('--workload and --synthetic need --policy replay');
     return undefined;
   }
-  if (wanted !== 'replay') throw new Error(`unknown policy '${wanted}'; known: auto, replay`);
-  if ((workload === undefined) === (synthetic === undefined)) throw new Error('--policy replay needs exactly one of --workload FILE or --synthetic TURNS,BYTES,TOKENS');
+  if (wanted !== 'replay') throw new UsageError(`unknown policy '${wanted}'; known: auto, replay`);
+  if ((workload === undefined) === (synthetic === undefined)) throw new UsageError('--policy replay needs exactly one of --workload FILE or --synthetic TURNS,BYTES,TOKENS');
   const { loadWorkloadFile } = await import('./workload/load.js');
   const { syntheticFromSpec } = await import('./workload/synthetic.js');
   const { flatModelTurns } = await import('./workload/replayable.js');
-  const w = workload !== undefined ? loadWorkloadFile(workload) : syntheticFromSpec(synthetic!);
+  const fromSpec = (spec: string) => {
+    try {
+      return syntheticFromSpec(spec);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  };
+  const w = workload !== undefined ? loadWorkloadFile(workload) : fromSpec(synthetic!);
   return replayPolicy(flatModelTurns(w));
 }
 
@@ -256,9 +294,11 @@ async function run(argv: string[]): Promise<void> {
     },
   });
   const prompt = positionals.join(' ');
-  if (!prompt) throw new Error('llr run needs a prompt, e.g. llr run "list the files\\n$ ls"');
+  if (!prompt) throw new UsageError('llr run needs a prompt, e.g. llr run "list the files\\n$ ls"');
   const protocol = (values.protocol ?? 'long-lived') as ClientProtocol;
+  if (!CLIENT_PROTOCOLS.includes(protocol)) throw new UsageError(`unknown protocol '${protocol}'; known: ${CLIENT_PROTOCOLS.join(', ')}`);
   const url = values.url ?? env('LLR_URL') ?? 'http://127.0.0.1:8080';
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new UsageError(`--url needs an http:// URL, got '${url}'`);
   const client = await connectClient(protocol, url, { apiKey: values['api-key'] ?? env('LLR_API_KEY') });
   const tools = [
     {
@@ -333,7 +373,14 @@ async function main(): Promise<void> {
   }
 }
 
+/** A bad command line (a flag's value, an unknown flag, a missing argument): status 2, as the repository's scripts (src/command-line.ts). */
+function isUsageError(err: unknown): boolean {
+  return err instanceof UsageError || String((err as { code?: unknown })?.code ?? '').startsWith('ERR_PARSE_ARGS');
+}
+
 main().catch((err: unknown) => {
-  process.stderr.write(`llr: ${(err as Error).message}\n`);
-  process.exitCode = 1;
+  const usage = isUsageError(err);
+  const help = usage && ['serve', 'run', 'demo', 'bench', 'workload'].includes(process.argv[2] ?? '') ? ` (llr ${process.argv[2]} --help)` : '';
+  process.stderr.write(`llr: ${(err as Error).message}${help}\n`);
+  process.exitCode = usage ? 2 : 1;
 });

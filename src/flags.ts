@@ -2,10 +2,49 @@
  * `parseArgs` options from a list of names: most flags of the commands
  * (`llr serve`, `llr bench`, the chaos suite) take one string value, so
  * each command lists those names once instead of repeating
- * `{ type: 'string' }` per flag. Pure; no parsing of values here.
+ * `{ type: 'string' }` per flag. And the checks of the `llr` commands'
+ * values: a bad command line is a `UsageError` (src/cli.ts prints its
+ * message and exits with status 2, never a stack trace). Pure.
  */
 
 /** `{ name: { type: 'string' } }` for each name, typed so `parseArgs` knows each value is a string. */
 export function stringOptions<const N extends string>(names: readonly N[]): Record<N, { type: 'string' }> {
   return Object.fromEntries(names.map((n) => [n, { type: 'string' as const }])) as Record<N, { type: 'string' }>;
+}
+
+/** A bad command line (a flag's value, a missing argument): `llr` prints the message and exits with status 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** What a numeric flag accepts. */
+export interface NumberRange {
+  /** Smallest value (inclusive); default 0. */
+  min?: number;
+  /** Largest value (inclusive); default unbounded. */
+  max?: number;
+  /** Above `min`, not equal to it (a rate of 0 would never finish). */
+  aboveMin?: boolean;
+  /** Whole numbers only. */
+  integer?: boolean;
+  /** `Infinity` (or `inf`) accepted: no limit. */
+  infinity?: boolean;
+}
+
+/**
+ * A flag's (or its environment variable's) value as a number in its range,
+ * undefined when not given. A plain decimal number only: `Number()` took
+ * '' as 0 (`--port=` listened on a random port), and ' 5' or '0x10' as
+ * numbers.
+ */
+export function numberFlag(raw: string | undefined, flag: string, range: NumberRange = {}): number | undefined {
+  if (raw === undefined) return undefined;
+  const { min = 0, max = Infinity, aboveMin = false, integer = false, infinity = false } = range;
+  const what = `${integer ? 'an integer' : 'a number'} ${aboveMin ? `> ${min}` : `>= ${min}`}${max < Number.MAX_SAFE_INTEGER ? ` and <= ${max}` : ''}${infinity ? ' (or Infinity)' : ''}`;
+  const n = raw === 'Infinity' || raw === 'inf' ? Infinity : /^\d+(\.\d+)?([eE][+-]?\d+)?$/.test(raw) ? Number(raw) : NaN;
+  const ok = Number.isFinite(n)
+    ? (!integer || Number.isSafeInteger(n)) && (aboveMin ? n > min : n >= min) && n <= max
+    : n === Infinity && infinity && max === Infinity;
+  if (!ok) throw new UsageError(`--${flag} needs ${what}, got '${raw}'`);
+  return n;
 }

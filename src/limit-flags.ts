@@ -6,7 +6,7 @@
  * limit has a flag.
  */
 import { DEFAULT_LIMITS, type Limits } from './engine/services.js';
-import { stringOptions } from './flags.js';
+import { numberFlag, stringOptions, UsageError } from './flags.js';
 
 export interface LimitFlag {
   flag: string;
@@ -17,13 +17,13 @@ export interface LimitFlag {
 export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-frame-bytes', key: 'maxFrameBytes', help: 'largest WebSocket frame / HTTP body' },
   { flag: 'max-json-depth', key: 'maxJsonDepth', help: 'deepest JSON nesting in a body or frame' },
-  { flag: 'pause-timeout-ms', key: 'pauseTimeoutMs', help: 'longest a long-lived run stays paused' },
+  { flag: 'pause-timeout-ms', key: 'pauseTimeoutMs', help: 'longest a long-lived run stays paused (0: a run ends at its first pause; unlike the HTTP timeouts 0 is not "none")' },
   { flag: 'max-pending-calls', key: 'maxPendingCalls', help: 'most tool calls one pause waits for' },
   { flag: 'max-queued-creates', key: 'maxQueuedCreates', help: 'creates queued behind the one in flight, per connection' },
   { flag: 'max-queued-bytes', key: 'maxQueuedBytes', help: 'bytes of those queued creates, per connection' },
   { flag: 'send-buffer-bytes', key: 'maxSendBufferBytes', help: 'unsent bytes before a non-reading WS/SSE client is dropped (a run waits for its reader at half of it)' },
   { flag: 'send-stall-timeout-ms', key: 'sendStallTimeoutMs', help: 'HTTP answer, or a run waiting for its WS reader, left unsent this long with nothing leaving: connection dropped (0: none; keep it above the time a slow reader takes to drain ~1/3 of the kernel send buffer)' },
-  { flag: 'lifetime-ms', key: 'connectionLifetimeMs', help: 'WebSocket connection lifetime' },
+  { flag: 'lifetime-ms', key: 'connectionLifetimeMs', help: 'WebSocket connection lifetime (0: every connection is closed at once, not "none")' },
   { flag: 'max-connections', key: 'maxConnections', help: 'open TCP connections; past it 503 too_many_connections' },
   { flag: 'max-run-records', key: 'maxRunRecords', help: 'run records kept for GET /llr/runs' },
   { flag: 'max-run-records-bytes', key: 'maxRunRecordsBytes', help: 'estimated bytes of those run records (their spans grow with a run); past it the oldest are dropped, never the newest' },
@@ -65,7 +65,9 @@ export function limitHelp(): string {
 
 /**
  * The limits set by flags (or their environment variables; flags win). A
- * value must be a non-negative number (`Infinity` allowed: no limit).
+ * value must be a whole number >= 0 (`Infinity` allowed: no limit; not for
+ * a time, as Node fires a timer longer than 2^31-1 ms at once). A bad value
+ * is a `UsageError`.
  */
 export function limitsFrom(values: Record<string, unknown>, env: Record<string, string | undefined>): Partial<Limits> {
   const out: Partial<Limits> = {};
@@ -73,11 +75,11 @@ export function limitsFrom(values: Record<string, unknown>, env: Record<string, 
     const fromEnv = env[envName(f.flag)];
     const raw = typeof values[f.flag] === 'string' ? (values[f.flag] as string) : fromEnv === '' ? undefined : fromEnv;
     if (raw === undefined) continue;
-    const n = raw === 'Infinity' || raw === 'inf' ? Infinity : Number(raw);
-    if (Number.isNaN(n) || n < 0 || raw.trim() === '') throw new Error(`--${f.flag} needs a non-negative number, got '${raw}'`);
+    const ms = f.flag.endsWith('-ms');
     // Node fires a timer longer than 2^31-1 ms at once: refuse rather than time out immediately.
-    if (f.flag.endsWith('-ms') && n > MAX_TIMER_MS) throw new Error(`--${f.flag} is at most ${MAX_TIMER_MS} ms (about 24.8 days), got '${raw}'`);
-    out[f.key] = n;
+    if (ms && (raw === 'Infinity' || raw === 'inf' || Number(raw) > MAX_TIMER_MS)) throw new UsageError(`--${f.flag} is at most ${MAX_TIMER_MS} ms (about 24.8 days), got '${raw}'`);
+    // Whole numbers: Node refuses a fractional HTTP timeout with its own message, and half a byte or a connection means nothing.
+    out[f.key] = numberFlag(raw, f.flag, { integer: true, infinity: !ms });
   }
   return out;
 }

@@ -272,7 +272,16 @@ export class LlrServer {
     const { port } = this.http.address() as AddressInfo;
     const h = host.includes(':') ? `[${host}]` : host;
     const url = `http://${h}:${port}`;
-    this.demo?.setUrl(url);
+    try {
+      if (!URL.canParse(url)) throw new Error(`cannot serve on '${host}': ${url} is not a URL`);
+      this.demo?.setUrl(url);
+    } catch (err) {
+      // Not left listening: the caller gets the error and no server (an IPv6 zone id, `::1%lo`, has no URL form,
+      // and the process stayed up serving after 'llr: Invalid URL').
+      await new Promise((resolve) => this.http.close(resolve));
+      this.services.store.close();
+      throw err;
+    }
     return { host, port, url };
   }
 

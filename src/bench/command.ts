@@ -10,7 +10,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { stringOptions } from '../flags.js';
+import { numberFlag, stringOptions, UsageError } from '../flags.js';
+import { MAX_TIMER_MS } from '../limit-flags.js';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
 import { targetLineText } from './format.js';
 import { phaseTimes, writeReport } from './report.js';
@@ -123,19 +124,27 @@ export const FULL: Preset = {
 
 function list(v: string, what: string): string[] {
   const xs = v.split(',').map((s) => s.trim()).filter(Boolean);
-  if (xs.length === 0) throw new Error(`--${what} needs a comma-separated list`);
+  if (xs.length === 0) throw new UsageError(`--${what} needs a comma-separated list`);
   return xs;
 }
 
-function count(v: string, what: string, min = 0): number {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < min) throw new Error(`--${what} needs a number >= ${min}, got '${v}'`);
-  return n;
+/** A number >= min (a plain decimal: '' was 0); `integer` for counts; times at most what a Node timer holds. */
+function count(v: string, what: string, min = 0, integer = false): number {
+  return numberFlag(v, what, { min, integer, max: what.endsWith('-ms') ? MAX_TIMER_MS : Number.MAX_SAFE_INTEGER })!;
 }
 
 function storeKind(v: string | undefined): 'sqlite' | 'memory' {
   if (v === undefined || v === 'sqlite' || v === 'memory') return v ?? 'sqlite';
-  throw new Error(`--store is sqlite or memory, got '${v}'`);
+  throw new UsageError(`--store is sqlite or memory, got '${v}'`);
+}
+
+/** A parser's refusal of a flag's value (`--synthetic`, `--scaling`, `--sweep-*`, `--profile`) as a usage error. */
+function usage<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
 }
 
 export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boolean; report: string | null; scaling: ScalingOptions | null; sweep: SweepOptions | null } {
@@ -152,25 +161,25 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
       sweep: { type: 'boolean' },
     },
   });
-  if (values.quick && values.full) throw new Error('--quick and --full exclude each other');
-  if (values.workload !== undefined && values.synthetic !== undefined) throw new Error('--workload and --synthetic exclude each other');
+  if (values.quick && values.full) throw new UsageError('--quick and --full exclude each other');
+  if (values.workload !== undefined && values.synthetic !== undefined) throw new UsageError('--workload and --synthetic exclude each other');
   const preset = values.full ? FULL : QUICK;
   let workload: Workload | null = null;
   const scaling =
     values.scaling === undefined
       ? null
       : {
-          turns: parseTurns(values.scaling),
-          toolOutputBytes: values['synthetic-bytes'] === undefined ? 2000 : count(values['synthetic-bytes'], 'synthetic-bytes'),
-          outputTokensPerTurn: values['synthetic-tokens'] === undefined ? 100 : count(values['synthetic-tokens'], 'synthetic-tokens', 1),
+          turns: usage(() => parseTurns(values.scaling!)),
+          toolOutputBytes: values['synthetic-bytes'] === undefined ? 2000 : count(values['synthetic-bytes'], 'synthetic-bytes', 0, true),
+          outputTokensPerTurn: values['synthetic-tokens'] === undefined ? 100 : count(values['synthetic-tokens'], 'synthetic-tokens', 1, true),
         };
-  if (scaling && (values.workload !== undefined || values.synthetic !== undefined)) throw new Error('--scaling generates its own workloads: drop --workload / --synthetic');
+  if (scaling && (values.workload !== undefined || values.synthetic !== undefined)) throw new UsageError('--scaling generates its own workloads: drop --workload / --synthetic');
   if (!values.help && values.report === undefined) {
     if (scaling) {
       // A placeholder: runScaling generates the workload of each point.
       workload = syntheticWorkload({ turns: scaling.turns[0]!, toolOutputBytes: scaling.toolOutputBytes, outputTokensPerTurn: scaling.outputTokensPerTurn, seed: 1 });
     } else if (values.synthetic !== undefined) {
-      workload = syntheticFromSpec(values.synthetic);
+      workload = usage(() => syntheticFromSpec(values.synthetic!));
     } else {
       const path = values.workload ?? process.env['LLR_BENCH_WORKLOAD'] ?? DEFAULT_WORKLOAD;
       if (values.workload === undefined && !existsSync(path)) throw new Error(`the default workload ${path} is missing; pass --workload FILE or --synthetic T,B,K`);
@@ -178,19 +187,19 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
     }
   }
   const designs = values.designs ? list(values.designs, 'designs') : values.sweep ? [...SWEEP_DESIGNS] : preset.designs;
-  for (const d of designs) if (!CLIENT_PROTOCOLS.includes(d as ClientProtocol)) throw new Error(`unknown design '${d}'; known: ${CLIENT_PROTOCOLS.join(', ')}`);
+  for (const d of designs) if (!CLIENT_PROTOCOLS.includes(d as ClientProtocol)) throw new UsageError(`unknown design '${d}'; known: ${CLIENT_PROTOCOLS.join(', ')}`);
   const phases = values.phases ? list(values.phases, 'phases') : [...PHASES];
-  for (const p of phases) if (!PHASES.includes(p as PhaseName)) throw new Error(`unknown phase '${p}'; known: ${PHASES.join(', ')}`);
-  const reps = values.reps === undefined ? null : count(values.reps, 'reps', 1);
-  const profile = profileByName(values.profile ?? preset.profile);
+  for (const p of phases) if (!PHASES.includes(p as PhaseName)) throw new UsageError(`unknown phase '${p}'; known: ${PHASES.join(', ')}`);
+  const reps = values.reps === undefined ? null : count(values.reps, 'reps', 1, true);
+  const profile = usage(() => profileByName(values.profile ?? preset.profile));
   const knobs = profileKnobs(profile);
-  if (values.sweep && scaling) throw new Error('--sweep and --scaling exclude each other');
+  if (values.sweep && scaling) throw new UsageError('--sweep and --scaling exclude each other');
   const sweepBase = values.quick ? SWEEP_QUICK : SWEEP_FULL;
   const sweep: SweepOptions | null = values.sweep
     ? {
-        speeds: values['sweep-speeds'] ? parseList(values['sweep-speeds'], 'sweep-speeds', 1) : sweepBase.speeds,
-        hopMs: values['sweep-hops'] ? parseList(values['sweep-hops'], 'sweep-hops', 0) : sweepBase.hopMs,
-        calls: values['sweep-calls'] ? parseList(values['sweep-calls'], 'sweep-calls', 1).map(Math.round) : sweepBase.calls,
+        speeds: values['sweep-speeds'] ? usage(() => parseList(values['sweep-speeds']!, 'sweep-speeds', 1)) : sweepBase.speeds,
+        hopMs: values['sweep-hops'] ? usage(() => parseList(values['sweep-hops']!, 'sweep-hops', 0)) : sweepBase.hopMs,
+        calls: values['sweep-calls'] ? usage(() => parseList(values['sweep-calls']!, 'sweep-calls', 1)).map(Math.round) : sweepBase.calls,
         reps: reps ?? sweepBase.reps,
         quick: values.quick ?? false,
         maxDecodeS: values['sweep-max-decode-s'] === undefined ? sweepBase.maxDecodeS : count(values['sweep-max-decode-s'], 'sweep-max-decode-s', 0),
@@ -200,7 +209,7 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
     ...preset,
     workload: workload as Workload,
     out: values.out ?? 'bench-out',
-    gridCalls: values.calls === undefined ? preset.gridCalls : values.calls === 'all' ? null : count(values.calls, 'calls', 1),
+    gridCalls: values.calls === undefined ? preset.gridCalls : values.calls === 'all' ? null : count(values.calls, 'calls', 1, true),
     speeds: values.speeds ? list(values.speeds, 'speeds').map((s) => count(s, 'speeds', 1)) : preset.speeds,
     reps: reps ?? preset.reps,
     designs: designs as ClientProtocol[],
@@ -212,14 +221,14 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
     ttftMs: values['ttft-ms'] === undefined ? preset.ttftMs : count(values['ttft-ms'], 'ttft-ms'),
     prefillTps: values['prefill-tps'] === undefined ? preset.prefillTps : count(values['prefill-tps'], 'prefill-tps', 1),
     hopMs: values['hop-ms'] === undefined ? knobs.hopMs : count(values['hop-ms'], 'hop-ms'),
-    hops: values.hops === undefined ? knobs.hops : count(values.hops, 'hops'),
+    hops: values.hops === undefined ? knobs.hops : count(values.hops, 'hops', 0, true),
     callHopMs: values['call-hop-ms'] === undefined ? knobs.callHopMs : count(values['call-hop-ms'], 'call-hop-ms'),
-    callHops: values['call-hops'] === undefined ? knobs.callHops : count(values['call-hops'], 'call-hops'),
+    callHops: values['call-hops'] === undefined ? knobs.callHops : count(values['call-hops'], 'call-hops', 0, true),
     profile: profile.name,
     targetSpeed: values['target-speed'] === undefined ? preset.targetSpeed : count(values['target-speed'], 'target-speed', 1),
     phases: new Set(phases as PhaseName[]),
-    stream: { ...preset.stream, streams: values.streams === undefined ? preset.stream.streams : count(values.streams, 'streams', 1) },
-    paused: { runs: values['paused-runs'] === undefined ? preset.paused.runs : count(values['paused-runs'], 'paused-runs', 1) },
+    stream: { ...preset.stream, streams: values.streams === undefined ? preset.stream.streams : count(values.streams, 'streams', 1, true) },
+    paused: { runs: values['paused-runs'] === undefined ? preset.paused.runs : count(values['paused-runs'], 'paused-runs', 1, true) },
     runTimeoutMs: values['run-timeout-ms'] === undefined ? null : count(values['run-timeout-ms'], 'run-timeout-ms', 1),
     store: storeKind(values.store),
   };

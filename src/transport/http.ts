@@ -597,8 +597,11 @@ export function sseTransport(
     // reads nothing is dropped by the stall watch, `sendStallTimeoutMs`) instead of filling the buffer up to the limit.
     // Not without the stall watch (`--send-stall-timeout-ms 0`): nothing would end the wait of a reader that reads
     // nothing (an HTTP stream has no heartbeat), so the send limit drops it instead, as before the pacing.
+    // Only while a write has said the socket is full (`writableNeedDrain`): 'drain' comes only then, so below the
+    // stream's own high-water mark (a --send-buffer-bytes under ~32 KiB) a reader that read everything waited for
+    // a 'drain' that never came, until the stall watch dropped it.
     backlog() {
-      if (!paced || res.writableEnded || res.destroyed || res.writableLength <= limit / 2) return null;
+      if (!paced || res.writableEnded || res.destroyed || res.writableLength <= limit / 2 || !res.writableNeedDrain) return null;
       return new Promise<void>((resolve) => {
         const done = () => {
           res.off('drain', done);

@@ -82,7 +82,7 @@ export class WsTransport {
 
   constructor(private readonly opts: WsTransportOptions) {
     this.sessions = opts.host.sessions();
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: opts.host.limits.maxFrameBytes });
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: wsMaxPayload(opts.host.limits.maxFrameBytes) });
     // A handshake the `ws` library refuses (bad method, key, version …) is
     // answered here like every other refusal: a JSON body, logged at info.
     this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) => {
@@ -663,4 +663,17 @@ function refuse(socket: Duplex, status: number, error: RefusalBody, headers: Rec
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\n${extra}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+/**
+ * `maxFrameBytes` as the `ws` library's `maxPayload`, which it takes as a
+ * 32-bit integer (`maxPayload | 0`) and reads 0 or less as no limit: 2^32 +
+ * 100 became 100 (WebSocket frames over 100 bytes closed 1009 while HTTP
+ * took 4 GB), 3e9 and Infinity no limit, and 0 no limit where HTTP refuses
+ * every body. Past 2^31-1 (2 GiB, more than a string can hold) that is the
+ * bound; below 1, 1 byte, as close as `ws` gets to refusing every message.
+ */
+export function wsMaxPayload(maxFrameBytes: number): number {
+  if (!(maxFrameBytes >= 1)) return 1;
+  return Math.min(Math.floor(maxFrameBytes), 2 ** 31 - 1);
 }

@@ -10,6 +10,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { UsageError } from '../flags.js';
 import { looksNeutral } from './format.js';
 import { median, readWorkload } from './load.js';
 import type { Workload } from './types.js';
@@ -27,13 +28,14 @@ FILE is a Codex rollout (JSONL) or an llr workload (JSON), told apart by content
 
 export async function workloadCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
-  const [sub, file, out] = positionals;
+  const [sub, file, out, ...extra] = positionals;
   if (values.help || sub === undefined || sub === 'help') {
     process.stdout.write(HELP);
     return;
   }
-  if (sub !== 'inspect' && sub !== 'convert') throw new Error(`unknown workload command '${sub}'; known: inspect, convert`);
-  if (file === undefined) throw new Error(`llr workload ${sub} needs a FILE`);
+  if (sub !== 'inspect' && sub !== 'convert') throw new UsageError(`unknown workload command '${sub}'; known: inspect, convert`);
+  if (file === undefined) throw new UsageError(`llr workload ${sub} needs a FILE`);
+  if ((sub === 'inspect' ? out : extra[0]) !== undefined) throw new UsageError(`llr workload ${sub} takes ${sub === 'inspect' ? 'one FILE' : 'FILE [OUT]'}, got also '${sub === 'inspect' ? out : extra[0]}'`);
   const w = readWorkload(file);
   if (sub === 'convert') {
     const json = `${JSON.stringify({ llr_workload: 1, ...w })}\n`;

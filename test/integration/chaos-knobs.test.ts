@@ -279,7 +279,7 @@ describe('llr serve --chaos', () => {
 
   it('refuses a bad spec with a clear error before listening', async () => {
     const err = (await cli(['serve', '--port', '0', '--store', 'memory', '--chaos', 'stall@pause:0.2']).catch((e: unknown) => e)) as { code: number; stderr: string };
-    expect(err.code).toBe(1);
+    expect(err.code).toBe(2);
     expect(err.stderr).toContain("llr: --chaos 'stall@pause:0.2': a stall needs a duration in ms");
   });
 });

@@ -356,6 +356,20 @@ describe('long-lived bad input', () => {
     expect((await s.closed).code).toBe(1009);
   });
 
+  it('a frame limit past 2^31 bytes is not cut to its low 32 bits by the ws library (2^32 + 1024 was 1024)', async () => {
+    const { url } = await testServer({ limits: { maxFrameBytes: 2 ** 32 + 1024 } });
+    const s = await RawSocket.longLived(url);
+    s.send(create({ input: 'x'.repeat(4096) }));
+    expect((await s.next('response.created')).type).toBe('response.created');
+  });
+
+  it('a frame limit of 0 refuses frames as HTTP refuses bodies (the ws library read 0 as no limit)', async () => {
+    const { url } = await testServer({ limits: { maxFrameBytes: 0 } });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    expect((await s.closed).code).toBe(1009);
+  });
+
   it('a client that stops reading is dropped once nothing leaves (--send-stall-timeout-ms) and its run cancelled', async () => {
     const { url, server } = await testServer({
       policy: scriptPolicy([{ text: 'all work and no play '.repeat(60_000) }]),

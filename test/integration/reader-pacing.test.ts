@@ -210,4 +210,17 @@ describe('a reader slower than the model paces the run', () => {
     expect(rec.usage!.output_tokens).toBeGreaterThan(15_000);
     expect(cap.lines.some((l) => l.code === 'send_buffer_full' || l.code === 'send_stalled')).toBe(false);
   });
+
+  it('SSE with a send limit below the stream\'s own high-water mark: a reader that reads is not made to wait for a drain that never comes', async () => {
+    // 1 KB: the run waited at 512 unsent bytes for a 'drain', which a write under the socket's high-water mark never
+    // brings, and the stall watch, with bytes leaving, never dropped the reader: the stream hung for good.
+    const { url, cap } = await server({ maxSendBufferBytes: 1000 }, 'all work and no play '.repeat(200));
+    const t0 = performance.now();
+    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: 'go', stream: true }) });
+    const raw = await res.text();
+    expect(raw).toContain('"type":"response.completed"');
+    expect(raw).toContain('data: [DONE]\n\n');
+    expect(performance.now() - t0).toBeLessThan(10_000);
+    expect(cap.lines.some((l) => l.code === 'send_buffer_full' || l.code === 'send_stalled')).toBe(false);
+  }, 40_000);
 });

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../src/engine/services.js';
 import { LIMIT_FLAGS, envName, limitHelp, limitsFrom } from '../../src/limit-flags.js';
+import { UsageError } from '../../src/flags.js';
 
 describe('limit flags', () => {
   it('every limit in DEFAULT_LIMITS has a flag (add new ones to LIMIT_FLAGS in src/limit-flags.ts)', () => {
@@ -14,6 +15,9 @@ describe('limit flags', () => {
   it('--help shows each flag with its default', () => {
     const help = limitHelp();
     for (const f of LIMIT_FLAGS) expect(help).toMatch(new RegExp(`--${f.flag} N .*\\(${DEFAULT_LIMITS[f.key]}\\)`));
+    // What 0 means, where it is not 'none' (--lifetime-ms 0 closed every WebSocket at once, undocumented).
+    expect(help).toMatch(/--lifetime-ms N .*0: every connection is closed at once/);
+    expect(help).toMatch(/--pause-timeout-ms N .*0: a run ends at its first pause/);
   });
 
   it('flags set limits, environment variables too, flags win; bad values are refused', () => {
@@ -28,6 +32,9 @@ describe('limit flags', () => {
     expect(() => limitsFrom({ 'lifetime-ms': 'Infinity' }, {})).toThrow(/at most 2147483647/);
     expect(() => limitsFrom({ 'pause-timeout-ms': '3000000000' }, {})).toThrow(/at most/);
     expect(envName('max-run-records')).toBe('LLR_MAX_RUN_RECORDS');
-    for (const bad of ['-1', 'x', '']) expect(() => limitsFrom({ 'max-queued-bytes': bad }, {}), bad).toThrow(/--max-queued-bytes/);
+    // Whole numbers in plain decimal: Number() took '' as 0 and ' 5' or '0x10' as numbers; Node refused a fractional HTTP timeout with its own message.
+    for (const bad of ['-1', 'x', '', ' 5', '0x10', '1.5', '-Infinity', 'NaN']) expect(() => limitsFrom({ 'max-queued-bytes': bad }, {}), bad).toThrow(UsageError);
+    expect(() => limitsFrom({ 'headers-timeout-ms': '1.5' }, {})).toThrow("--headers-timeout-ms needs an integer >= 0, got '1.5'");
+    expect(limitsFrom({ 'max-frame-bytes': '1e6' }, {})).toEqual({ maxFrameBytes: 1e6 });
   });
 });

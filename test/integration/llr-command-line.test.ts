@@ -1,0 +1,124 @@
+/**
+ * `llr`'s own command lines, run from the built files as a person runs
+ * them: a bad value (empty, negative, fractional where a count is meant,
+ * out of range, past what a Node timer holds, not a number), an unknown
+ * flag or a missing argument gets one line on stderr naming the flag and
+ * exit status 2, nothing on stdout, no stack trace, and nothing listening:
+ * each case fails before the server binds (the timeout would catch a
+ * server that started instead).
+ */
+import { execFile } from 'node:child_process';
+import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildDist, ROOT } from '../helpers/build.js';
+
+const run = promisify(execFile);
+const CLI = join(ROOT, 'dist', 'cli.js');
+
+beforeAll(async () => {
+  await buildDist();
+}, 120_000);
+
+async function llr(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return run(process.execPath, [CLI, ...args], { timeout: 15_000, env: { ...process.env, ...env } }).then(
+    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+    (e: { code: number | null; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+  );
+}
+
+const SERVE = ['serve', '--store', 'memory', '--port', '0'];
+
+/** [arguments, environment, what stderr says] */
+const BAD: Array<[string[], Record<string, string>, string]> = [
+  [[...SERVE, '--nope'], {}, "Unknown option '--nope'"],
+  [[...SERVE, '--port=65536'], {}, "--port needs an integer >= 0 and <= 65535, got '65536'"],
+  [[...SERVE, '--port=1.5'], {}, '--port needs an integer'],
+  [[...SERVE, '--port=-1'], {}, "got '-1'"],
+  // Number('') is 0: an empty port listened on a random one.
+  [[...SERVE, '--port='], {}, "--port needs a value, got ''"],
+  [['serve', '--store', 'memory'], { LLR_PORT: 'abc' }, "--port needs an integer >= 0 and <= 65535, got 'abc'"],
+  // A rate of 0 started, then every request failed with a 500.
+  [[...SERVE, '--tokens-per-second', '0'], {}, "--tokens-per-second needs a number > 0 (or Infinity), got '0'"],
+  [[...SERVE, '--prefill-tps', '0'], {}, '--prefill-tps needs a number > 0'],
+  // Node fires a timer longer than 2^31-1 ms at once.
+  [[...SERVE, '--ttft-ms', '3e9'], {}, '--ttft-ms needs a number >= 0 and <= 2147483647'],
+  [[...SERVE, '--hop-ms', 'Infinity'], {}, '--hop-ms needs a number >= 0 and <= 2147483647'],
+  [[...SERVE, '--demo-race-timeout-ms', '3000000000'], {}, '--demo-race-timeout-ms needs an integer >= 1 and <= 2147483647'],
+  // Infinity hops never reached the model.
+  [[...SERVE, '--hops', 'Infinity'], {}, "--hops needs an integer >= 0, got 'Infinity'"],
+  [[...SERVE, '--call-hops', '1.5'], {}, '--call-hops needs an integer >= 0'],
+  [[...SERVE, '--seed', '1.5'], {}, '--seed needs an integer >= 0'],
+  [[...SERVE, '--chaos-seed', 'Infinity'], {}, '--chaos-seed needs an integer >= 0'],
+  [[...SERVE, '--ledger-entries', '0'], {}, '--ledger-entries needs an integer >= 1'],
+  [[...SERVE, '--record-requests', 'Infinity'], {}, '--record-requests needs an integer >= 0'],
+  [[...SERVE, '--tokenizer-cache-entries', '1.5'], {}, '--tokenizer-cache-entries needs an integer >= 0'],
+  [[...SERVE, '--demo-max-races', '0'], {}, '--demo-max-races needs an integer >= 1'],
+  // Node's own refusal of a fractional HTTP timeout did not name the flag.
+  [[...SERVE, '--headers-timeout-ms', '1.5'], {}, '--headers-timeout-ms needs an integer >= 0'],
+  [[...SERVE, '--max-connections', '1.5'], {}, '--max-connections needs an integer >= 0 (or Infinity)'],
+  [[...SERVE, '--max-frame-bytes', '0x10'], {}, "--max-frame-bytes needs an integer >= 0 (or Infinity), got '0x10'"],
+  [[...SERVE, '--max-queued-bytes= 5'], {}, "got ' 5'"],
+  [[...SERVE, '--lifetime-ms', 'Infinity'], {}, '--lifetime-ms is at most 2147483647 ms'],
+  [SERVE, { LLR_MAX_CONNECTIONS: '-1' }, "--max-connections needs an integer >= 0 (or Infinity), got '-1'"],
+  // An empty host listened on every interface, with the Host check off, then failed with 'Invalid URL' and kept serving.
+  [[...SERVE, '--host='], {}, "--host needs a value, got ''"],
+  // An empty store path opened a throw-away SQLite file.
+  [['serve', '--port', '0', '--store='], {}, "--store needs a value, got ''"],
+  // A key no request can present (the Bearer value is trimmed; an empty one is no key).
+  [[...SERVE, '--api-key='], {}, '--api-key needs a value'],
+  [SERVE, { LLR_API_KEYS: 'a, b' }, "an API key (--api-key, LLR_API_KEYS) cannot be empty or start or end with whitespace, got ' b'"],
+  [[...SERVE, '--off', 'nope'], {}, "unknown switch 'nope'"],
+  [[...SERVE, '--policy', 'nope'], {}, "unknown policy 'nope'"],
+  [[...SERVE, '--synthetic', '0,0,0'], {}, 'turns must be an integer >= 1'],
+  [[...SERVE, '--chaos', 'stall@pause:0.2'], {}, "--chaos 'stall@pause:0.2': a stall needs a duration in ms"],
+  // pino's refusal came after the logger's exit hook was registered, which then threw: a stack trace.
+  [[...SERVE, '--log-level', 'nope'], {}, "unknown log level 'nope' (--log-level, LLR_LOG_LEVEL); known: trace, debug, info, warn, error, fatal, silent"],
+  [SERVE, { LLR_LOG_LEVEL: 'verbose' }, "unknown log level 'verbose'"],
+  // An empty LLR_LOG_LEVEL is unset, as every other LLR_ variable is (it was the level '': the same stack trace).
+  [[...SERVE, '--off', 'nope'], { LLR_LOG_LEVEL: '' }, "unknown switch 'nope'"],
+  [['run'], {}, 'llr run needs a prompt'],
+  [['run', '--protocol', 'nope', 'hi'], {}, "unknown protocol 'nope'; known: long-lived, ws, http, http-stored, long-lived-http"],
+  [['run', '--url', 'nope', 'hi'], {}, "--url needs an http:// URL, got 'nope'"],
+  [['bench', '--reps', '1.5'], {}, '--reps needs an integer >= 1'],
+  [['bench', '--hops='], {}, "--hops needs an integer >= 0, got ''"],
+  [['bench', '--run-timeout-ms', '3e9'], {}, '--run-timeout-ms needs a number >= 1 and <= 2147483647'],
+  [['bench', '--designs', 'nope'], {}, "unknown design 'nope'"],
+  [['bench', '--profile', 'nope'], {}, "unknown --profile 'nope'"],
+  [['bench', '--nope'], {}, "Unknown option '--nope'"],
+  [['workload', 'nope'], {}, "unknown workload command 'nope'; known: inspect, convert"],
+  [['workload', 'inspect'], {}, 'llr workload inspect needs a FILE'],
+  // A second file was ignored.
+  [['workload', 'inspect', 'a.jsonl', 'b.jsonl'], {}, "llr workload inspect takes one FILE, got also 'b.jsonl'"],
+  [['workload', 'convert', 'a.jsonl', 'b.json', 'c'], {}, "llr workload convert takes FILE [OUT], got also 'c'"],
+];
+
+describe('llr command lines', () => {
+  it('a bad value or flag: its message naming the flag, exit status 2, no stack trace, nothing started', async () => {
+    for (const [args, env, says] of BAD) {
+      const r = await llr(args, env);
+      const what = `llr ${args.join(' ')} ${JSON.stringify(env)}: ${r.stderr}`;
+      expect(r.code, what).toBe(2);
+      expect(r.stderr, what).toContain(says);
+      expect(r.stderr, what).toMatch(/^llr: /);
+      expect(r.stderr, what).not.toMatch(/\n\s+at /);
+      expect(r.stdout, what).toBe('');
+    }
+  }, 240_000);
+
+  it('serve --help names --log-level (it was in neither the help nor the docs) and the exit status of a bad command line', async () => {
+    const r = await llr(['serve', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('[--log-level trace|debug|info|warn|error|fatal|silent]');
+    expect(r.stdout).toContain('A bad flag or value: one line on stderr, exit status 2');
+  }, 30_000);
+
+  // Bound, then the URL failed ('llr: Invalid URL') and the process stayed up serving (the timeout killed it: code null).
+  const loopback6 = Object.values(networkInterfaces()).some((addrs) => addrs?.some((a) => a.address === '::1')) && networkInterfaces()['lo'] !== undefined;
+  it.skipIf(!loopback6)('a host that binds but makes no URL (an IPv6 zone id) stops the server: exit 1, nothing left listening', async () => {
+    const r = await llr([...SERVE, '--host', '::1%lo']);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/^llr: cannot serve on '::1%lo': http:\/\/\[::1%lo\]:\d+ is not a URL\n$/);
+  }, 30_000);
+});

@@ -182,6 +182,9 @@ export class DemoService implements HttpRoutes {
     // Reading a recorded workload counts its tokens synchronously: wait for the tokenizer's tables first (model/tokenizer.ts).
     await tokenizerReady();
     const r = parseRaceRequest(body, this.options);
+    // A page gone while its body was read or the tables loaded: its stream's `close` has fired already, so the listener
+    // below would never hear it, and the race would run to its end (or the race timeout) for nobody, holding a race slot.
+    if (res.destroyed || req.socket.destroyed) return;
     if (this.closed) throw new WireError('server_shutting_down');
     if (this.races.size >= this.options.maxRaces) throw new WireError('too_many_races', `${this.options.maxRaces} demo races are already running; try again when one ends.`);
     if (!this.url) throw new Error('the demo service does not know the server address yet');

@@ -1,0 +1,72 @@
+/**
+ * The teaching demo against an outside attacker, on real sockets (port 0):
+ * a page that leaves before its race stream starts, and a race stopped while
+ * a lane's client could not be interrupted. Each waits on server events
+ * (the socket's close, the race's end), not on sleeps.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { connect } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { setTokenizerSource, tokenizerReady } from '../../src/model/tokenizer.js';
+import type { RunRecord } from '../../src/engine/records.js';
+import { testServer } from '../helpers/server.js';
+
+const data = readFileSync(createRequire(import.meta.url).resolve('gpt-tokenizer/data/o200k_base.tiktoken'));
+
+/** A tokenizer source whose read the test releases, and which tells the test when the read began. */
+function gatedSource() {
+  let release!: (d: Uint8Array) => void;
+  let began!: () => void;
+  const gate = new Promise<Uint8Array>((res) => (release = res));
+  const readBegan = new Promise<void>((res) => (began = res));
+  const src = {
+    read: () => {
+      began();
+      return gate;
+    },
+    readSync: (): Uint8Array => {
+      throw new Error('a synchronous tokenizer load');
+    },
+  };
+  return { src, release, readBegan };
+}
+
+afterEach(() => setTokenizerSource(null));
+
+async function records(url: string): Promise<RunRecord[]> {
+  return ((await (await fetch(`${url}/llr/runs`)).json()) as { data: RunRecord[] }).data;
+}
+
+describe('demo races and pages that go away', () => {
+  it('a page gone before its race stream started (the tokenizer was still loading): no race runs on for nobody', async () => {
+    const gated = gatedSource();
+    setTokenizerSource(gated.src);
+    const { url, server } = await testServer({ demo: { maxRaces: 1 } });
+    // The server's side of the page's socket: closed once the server has seen the page leave.
+    const serverSawClose = new Promise<void>((resolve) => server.http.once('request', (req) => req.socket.once('close', () => resolve())));
+    const body = JSON.stringify({ workload: 'synthetic', tool_calls: 100, speed: '65', tool_time: 'recorded' });
+    const page = connect(Number(new URL(url).port), '127.0.0.1');
+    page.on('error', () => {});
+    page.write(`POST /demo/api/races HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // The body is read; the race waits for the tokenizer's tables (the first request after start-up).
+    await gated.readBegan;
+    page.destroy();
+    await serverSawClose;
+    gated.release(data);
+    // The race's own wait for the tables was queued first: it has gone on (and started its race, if it does) by the time this resolves.
+    await tokenizerReady();
+    // Run on, the race would take minutes (101 model calls at 65 tokens/s and 300 ms per tool, per lane) and hold the only race slot.
+    await server.demo!.idle();
+    expect(server.demo!.racesRunning).toBe(0);
+    expect(server.demo!.models.size).toBe(0);
+    expect((await records(url)).filter((r) => r.status === 'in_progress')).toEqual([]);
+    const next = await fetch(`${url}/demo/api/races`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: 'synthetic', tool_calls: 1, speed: 'instant' }),
+    });
+    expect(next.status).toBe(200);
+    expect(await next.text()).toMatch(/"type":"race.done","race_id":"r[0-9a-f]+","status":"done"/);
+  });
+});

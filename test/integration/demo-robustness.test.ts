@@ -11,6 +11,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { setTokenizerSource, tokenizerReady } from '../../src/model/tokenizer.js';
 import type { RunRecord } from '../../src/engine/records.js';
 import { testServer } from '../helpers/server.js';
+import { sseEvents } from '../../src/client/http.js';
+import { DEMO_DESIGNS } from '../../src/demo/designs.js';
+import type { DemoMessage, LaneStateMessage } from '../../src/demo/messages.js';
 
 const data = readFileSync(createRequire(import.meta.url).resolve('gpt-tokenizer/data/o200k_base.tiktoken'));
 
@@ -68,5 +71,24 @@ describe('demo races and pages that go away', () => {
     });
     expect(next.status).toBe(200);
     expect(await next.text()).toMatch(/"type":"race.done","race_id":"r[0-9a-f]+","status":"done"/);
+  });
+
+  it('a race stopped by its deadline reports no lane as done: the HTTP lane, which cannot be interrupted, did not finish the workload', async () => {
+    const { url } = await testServer({ demo: { raceTimeoutMs: 1500 } });
+    // Step mode, never stepped: every lane waits at its first tool calls until the deadline stops the race.
+    const res = await fetch(`${url}/demo/api/races`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: 'synthetic', tool_calls: 5, speed: 'instant', step: true }),
+    });
+    expect(res.status).toBe(200);
+    const msgs: DemoMessage[] = [];
+    for await (const e of sseEvents(res.body!)) msgs.push(e as unknown as DemoMessage);
+    expect(msgs.at(-1)).toMatchObject({ type: 'race.done', status: 'stopped' });
+    expect(msgs.filter((m) => m.type === 'lane.done')).toEqual([]);
+    for (const d of DEMO_DESIGNS) {
+      const last = msgs.filter((m): m is LaneStateMessage => m.type === 'lane.state' && m.design === d.id).at(-1);
+      expect(last, d.id).toMatchObject({ state: 'failed', error: 'the race did not finish within 1500 ms' });
+    }
   });
 });

@@ -178,7 +178,9 @@ export class DemoService implements HttpRoutes {
 
   private async startRace(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const services = this.services();
-    const body = parseJsonText(await readBody(req, this.options.maxPromptBytes + 4096), 'body', services.limits.maxJsonDepth);
+    // JSON escapes one byte of the prompt into as many as six (`\u0001`): a prompt within its limit must fit the body's,
+    // and one over it is refused by the prompt's own check, which names it.
+    const body = parseJsonText(await readBody(req, 6 * this.options.maxPromptBytes + 4096), 'body', services.limits.maxJsonDepth);
     // Reading a recorded workload counts its tokens synchronously: wait for the tokenizer's tables first (model/tokenizer.ts).
     await tokenizerReady();
     const r = parseRaceRequest(body, this.options);

@@ -92,3 +92,30 @@ describe('demo races and pages that go away', () => {
     }
   });
 });
+
+describe('demo request bodies', () => {
+  it('a prompt at the byte limit is accepted however JSON escapes it; one byte over is refused naming the prompt', async () => {
+    const { url, server } = await testServer();
+    const race = (prompt: string, signal?: AbortSignal) =>
+      fetch(`${url}/demo/api/races`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ workload: 'prompt', prompt, speed: 'instant' }),
+        ...(signal && { signal }),
+      });
+    // 16,384 bytes of prompt, each escaped to two or six bytes of JSON: a body well over the prompt's limit.
+    const limit = server.demo!.options.maxPromptBytes;
+    for (const filler of ['"', '\n', '\u0001']) {
+      const prompt = `$ ls\n${filler.repeat(limit - 5)}`;
+      expect(Buffer.byteLength(prompt)).toBe(limit);
+      const page = new AbortController();
+      const ok = await race(prompt, page.signal);
+      expect(ok.status, JSON.stringify(filler)).toBe(200);
+      page.abort();
+      await server.demo!.idle();
+      const over = await race(`${prompt}${filler}`);
+      expect(over.status, JSON.stringify(filler)).toBe(413);
+      expect(((await over.json()) as { error: { param: string | null } }).error.param).toBe('prompt');
+    }
+  });
+});

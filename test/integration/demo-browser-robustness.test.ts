@@ -1,8 +1,9 @@
 /**
  * The demo page against an outside attacker, in a real headless browser
  * (Debian's `chromium` driven by `playwright-core`, as demo-browser.test.ts)
- * against a real `llr serve` process on port 0: races run while the
- * animation is paused. Waits on the DOM, never on sleeps.
+ * against real `llr serve` processes on port 0: races run while the
+ * animation is paused, and a server killed mid-race. Waits on the DOM,
+ * never on sleeps.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -79,5 +80,30 @@ describe('the demo page under attack', () => {
     expect(text).toMatch(new RegExp(`over HTTP \\(the long-lived Response took [0-9,]+ ms ${diff >= 0 ? 'less' : 'more'}\\)`));
     expect(errors).toEqual([]);
     await page.close();
+  }, 120_000);
+
+  it('a server killed mid-race: the page says the stream broke and no lane is left running', async () => {
+    const doomed = await spawnServer([]);
+    try {
+      const { page, errors } = await openPage(doomed.url);
+      await page.selectOption('select[name="workload"]', 'synthetic');
+      await page.fill('input[name="tool_calls"]', '40');
+      await page.selectOption('select[name="speed"]', '65');
+      await page.click('[data-action="race"]');
+      for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) await page.locator(`[data-design="${d}"][data-state="running"]`).waitFor({ timeout: 60_000 });
+      doomed.proc.kill('SIGKILL');
+      await page.locator('#error:not([hidden])').waitFor();
+      await page.locator('[data-action="race"]:not([disabled])').waitFor();
+      expect(await page.locator('#error').textContent()).toMatch(/race stream broke/);
+      await page.locator('#summary:not([hidden])').waitFor();
+      expect(await page.locator('[data-state="running"]').count()).toBe(0);
+      for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) {
+        expect(await page.locator(`[data-design="${d}"] [data-field="state"]`).textContent(), d).toBe('failed: the race stream broke');
+      }
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      await doomed.stop();
+    }
   }, 120_000);
 });

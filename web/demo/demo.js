@@ -121,7 +121,9 @@ async function startRace(event) {
   held = [];
   for (const lane of lanes.values()) lane.reset();
   const controller = new AbortController();
-  race = { id: null, controller, step: form.elements.step.checked };
+  race = { id: null, controller, step: form.elements.step.checked, stopped: false };
+  let streaming = false;
+  let ended = false;
   raceBtn.disabled = true;
   raceBtn.textContent = 'Racing…';
   stopBtn.disabled = false;
@@ -136,10 +138,15 @@ async function startRace(event) {
       showError(await errorText(res));
       return;
     }
-    await readStream(res.body);
+    streaming = true;
+    ended = await readStream(res.body);
+    if (!ended) showError('The race stream ended before the race did (the server stopped?).');
   } catch (err) {
     if (err.name !== 'AbortError') showError(`The race stream broke: ${err.message}`);
   } finally {
+    // A stream that ended without race.done (Stop, the server gone): no lane is left showing "running" for ever.
+    // Queued behind any held messages, so it is applied after them.
+    if (streaming && !ended) receive({ type: 'race.lost', reason: race.stopped ? 'stopped' : 'the race stream broke' });
     race = null;
     raceBtn.disabled = false;
     raceBtn.textContent = 'Start the race';
@@ -149,19 +156,24 @@ async function startRace(event) {
   }
 }
 
+/** Reads the race's stream to its end; whether it carried the race's end (race.done). */
 async function readStream(body) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
+  let ended = false;
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) break;
+    if (done) return ended;
     buf += value;
     let i;
     while ((i = buf.indexOf('\n\n')) >= 0) {
       const frameText = buf.slice(0, i);
       buf = buf.slice(i + 2);
       const data = frameText.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-      if (data) receive(JSON.parse(data));
+      if (!data) continue;
+      const m = JSON.parse(data);
+      if (m.type === 'race.done') ended = true;
+      receive(m);
     }
   }
 }
@@ -214,6 +226,12 @@ function apply(m) {
       break;
     case 'race.done':
       explain(m.status);
+      break;
+    // The page's own: the stream ended without race.done.
+    case 'race.lost':
+      draw();
+      for (const l of lanes.values()) if (l.el.dataset.state !== 'done' && l.el.dataset.state !== 'failed') l.setState('failed', m.reason);
+      explain(m.reason === 'stopped' ? 'stopped' : 'failed');
       break;
     default:
       break;
@@ -290,6 +308,7 @@ pauseBtn.addEventListener('click', () => {
 
 // Closing the stream stops the race on the server.
 stopBtn.addEventListener('click', () => {
+  if (race) race.stopped = true;
   race?.controller.abort();
   for (const lane of lanes.values()) if (lane.el.dataset.state === 'running') lane.setState('failed', 'stopped');
   explain('stopped');

@@ -121,7 +121,9 @@ export class DemoService implements HttpRoutes {
       if (method !== 'POST') throw new WireError('method_not_allowed');
       authenticate();
       const race = this.races.get(step[1]!);
-      if (!race) throw new WireError('not_found', `No running demo race '${step[1]}'.`);
+      if (!race) throw new WireError('not_found', `No running demo race '${step[1]!.slice(0, 100)}'.`);
+      // A race not in step mode has no gate: its "allowed" would be Infinity, which JSON sends as null.
+      if (!race.o.step) throw new WireError('invalid_value', `Demo race '${race.o.id}' is not in step mode: its lanes wait for no step.`, 'step');
       return json(res, 200, { allowed: race.step() });
     }
     throw new WireError('not_found', `No demo route for ${method} ${path}.`);

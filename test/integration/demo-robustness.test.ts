@@ -118,4 +118,30 @@ describe('demo request bodies', () => {
       expect(((await over.json()) as { error: { param: string | null } }).error.param).toBe('prompt');
     }
   });
+
+  it('step: a race not in step mode is refused (its lanes wait for no step), not answered {"allowed": null}; an unknown id is not echoed at length', async () => {
+    const { url, server } = await testServer();
+    const page = new AbortController();
+    const res = await fetch(`${url}/demo/api/races`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: 'synthetic', tool_calls: 40, speed: '65' }),
+      signal: page.signal,
+    });
+    let raceId = '';
+    for await (const e of sseEvents(res.body!)) {
+      const m = e as unknown as DemoMessage;
+      if (m.type !== 'race') continue;
+      raceId = m.race_id;
+      break;
+    }
+    const step = await fetch(`${url}/demo/api/races/${raceId}/step`, { method: 'POST' });
+    expect(step.status).toBe(400);
+    expect(((await step.json()) as { error: { code: string; param: string | null } }).error).toMatchObject({ code: 'invalid_value', param: 'step' });
+    page.abort();
+    await server.demo!.idle();
+    const unknown = await fetch(`${url}/demo/api/races/r${'0'.repeat(5000)}/step`, { method: 'POST' });
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { message: string } }).error.message.length).toBeLessThan(300);
+  });
 });

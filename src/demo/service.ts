@@ -16,7 +16,7 @@
  * Bounds (options, `llr serve` flags, docs/demo.md): races at once, a race's
  * duration, tool calls of a synthetic run or `$ ` lines of a prompt, prompt
  * size; a page that stops reading its stream is dropped at the transport's
- * send-buffer limit.
+ * send-buffer limit, or once nothing of it has left for the stall timeout.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -26,7 +26,7 @@ import type { Services } from '../engine/services.js';
 import { WireError } from '../protocol/errors.js';
 import { parseJsonText } from '../protocol/parse.js';
 import { readBody } from '../transport/body.js';
-import type { HttpRoutes } from '../transport/http.js';
+import { watchStall, type HttpRoutes } from '../transport/http.js';
 import { DEMO_DESIGNS } from './designs.js';
 import type { DemoMessage } from './messages.js';
 import { DemoModels } from './models.js';
@@ -234,6 +234,12 @@ export class DemoService implements HttpRoutes {
     this.races.set(id, race);
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
     res.on('close', () => race.stop('the page closed the race stream'));
+    // A page that reads nothing while the kernel's buffers are full: dropped once nothing has left for the stall
+    // timeout, as on /v1. The send-buffer check above runs only as the race writes, so a page that stopped reading
+    // near the race's end kept its socket, and up to the send-buffer limit of unsent stream, for as long as it liked.
+    watchStall(res, services.limits.sendStallTimeoutMs, (pending) =>
+      services.log.info({ code: 'send_stalled', race: id, pending, stall_ms: services.limits.sendStallTimeoutMs }, 'demo race stream left unsent with nothing leaving; dropped the page'),
+    );
     const done = race.run();
     this.running.add(done);
     try {

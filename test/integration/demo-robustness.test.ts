@@ -6,7 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { connect } from 'node:net';
+import { once } from 'node:events';
+import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setTokenizerSource, tokenizerReady } from '../../src/model/tokenizer.js';
 import type { RunRecord } from '../../src/engine/records.js';
@@ -90,6 +91,28 @@ describe('demo races and pages that go away', () => {
       const last = msgs.filter((m): m is LaneStateMessage => m.type === 'lane.state' && m.design === d.id).at(-1);
       expect(last, d.id).toMatchObject({ state: 'failed', error: 'the race did not finish within 1500 ms' });
     }
+  });
+  it('a page that stops reading is dropped once nothing of its stream leaves, not kept for good with the unsent stream', async () => {
+    const { url, server } = await testServer({ limits: { sendStallTimeoutMs: 300 } });
+    const serverSide = new Promise<Socket>((resolve) => server.http.once('request', (req) => resolve(req.socket)));
+    const body = JSON.stringify({ workload: 'synthetic', tool_calls: 2, speed: 'instant' });
+    const page = connect(Number(new URL(url).port), '127.0.0.1');
+    page.on('error', () => {});
+    page.write(`POST /demo/api/races HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    const socket = await serverSide;
+    const closed = once(socket, 'close');
+    // The page reads nothing and the kernel's buffers are full (as they are after a few MB on loopback): from now on
+    // the socket's writes never complete, so what the race writes stays in the socket, unsent.
+    const stuck = socket as unknown as { _write: unknown; _writev: unknown };
+    stuck._write = () => {};
+    stuck._writev = () => {};
+    // Dropped once nothing has left for the stall timeout (mid-race or after): before, the socket stayed open for good
+    // with the stream in it, as the send-buffer check runs only as the race writes and a race's stream is a few MB.
+    await closed;
+    await server.demo!.idle();
+    expect(server.demo!.racesRunning).toBe(0);
+    expect(server.demo!.models.size).toBe(0);
+    page.destroy();
   });
 });
 

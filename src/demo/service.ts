@@ -190,7 +190,10 @@ export class DemoService implements HttpRoutes {
     // below would never hear it, and the race would run to its end (or the race timeout) for nobody, holding a race slot.
     if (res.destroyed || req.socket.destroyed) return;
     if (this.closed) throw new WireError('server_shutting_down');
-    if (this.races.size >= this.options.maxRaces) throw new WireError('too_many_races', `${this.options.maxRaces} demo races are already running; try again when one ends.`);
+    if (this.races.size >= this.options.maxRaces) {
+      const n = this.options.maxRaces;
+      throw new WireError('too_many_races', `${n} demo race${n === 1 ? ' is' : 's are'} already running; try again when one ends.`);
+    }
     if (!this.url) throw new Error('the demo service does not know the server address yet');
     const id = `r${randomBytes(5).toString('hex')}`;
     const auth = req.headers.authorization;

@@ -106,4 +106,48 @@ describe('the demo page under attack', () => {
       await doomed.stop();
     }
   }, 120_000);
+
+  it('one race too many, or a wrong key: the refusal is shown beside the last race\'s results, which stay on screen', async () => {
+    const keyed = await spawnServer(['--demo-max-races', '1', '--api-key', 'sk-demo']);
+    const held = new AbortController();
+    try {
+      const page = await browser!.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`${keyed.url}/demo`);
+      // No lanes until the page has the key: it asks for it.
+      await page.locator('[data-for="auth"]:not([hidden])').waitFor();
+      await page.fill('input[name="api_key"]', 'sk-wrong');
+      await page.click('[data-action="race"]');
+      await page.locator('#error', { hasText: 'refused this API key' }).waitFor();
+      await page.fill('input[name="api_key"]', 'sk-demo');
+      await page.selectOption('select[name="workload"]', 'synthetic');
+      await page.fill('input[name="tool_calls"]', '2');
+      await page.selectOption('select[name="speed"]', 'instant');
+      await page.click('[data-action="race"]');
+      await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
+      await page.locator('[data-action="race"]:not([disabled])').waitFor();
+      // The one race slot taken by another presenter: a step-mode race that waits for its first step.
+      const other = await fetch(`${keyed.url}/demo/api/races`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: 'Bearer sk-demo' },
+        body: JSON.stringify({ workload: 'synthetic', tool_calls: 2, speed: 'instant', step: true }),
+        signal: held.signal,
+      });
+      expect(other.status).toBe(200);
+      await page.click('[data-action="race"]');
+      await page.locator('#error', { hasText: '1 demo race is already running' }).waitFor();
+      await page.locator('[data-action="race"]:not([disabled])').waitFor();
+      for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) {
+        expect(await page.locator(`[data-design="${d}"]`).getAttribute('data-state'), d).toBe('done');
+        expect(await page.locator(`[data-design="${d}"] [data-field="model-calls"]`).textContent(), d).toBe('3');
+      }
+      expect(await page.locator('#summary').isVisible()).toBe(true);
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      held.abort();
+      await keyed.stop();
+    }
+  }, 120_000);
 });

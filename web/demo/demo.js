@@ -49,7 +49,7 @@ async function loadConfig() {
   const res = await fetch('/demo/api/config', { headers: authHeaders() });
   if (res.status === 401) {
     document.querySelector('[data-for="auth"]').hidden = false;
-    showError('This server needs an API key: type it in and start the race.');
+    showError(form.elements.api_key.value.trim() ? 'The server refused this API key: check it and start the race again.' : 'This server needs an API key: type it in and start the race.');
     return false;
   }
   if (!res.ok) {
@@ -116,10 +116,6 @@ async function startRace(event) {
   if (race) return;
   if (!config && !(await loadConfig())) return;
   showError('');
-  summary.hidden = true;
-  // Messages of the last race still held by "Pause animation" would land on this race's lanes (its counts added to these).
-  held = [];
-  for (const lane of lanes.values()) lane.reset();
   const controller = new AbortController();
   race = { id: null, controller, step: form.elements.step.checked, stopped: false };
   let streaming = false;
@@ -135,9 +131,14 @@ async function startRace(event) {
       signal: controller.signal,
     });
     if (!res.ok || !res.body) {
+      // The last race's results stay on screen beside the refusal (one race too many, a wrong key).
       showError(await errorText(res));
       return;
     }
+    summary.hidden = true;
+    // Messages of the last race still held by "Pause animation" would land on this race's lanes (its counts added to these).
+    held = [];
+    for (const lane of lanes.values()) lane.reset();
     streaming = true;
     ended = await readStream(res.body);
     if (!ended) showError('The race stream ended before the race did (the server stopped?).');

@@ -142,7 +142,10 @@ export class Race implements StepGate {
         if (this.abort.signal.aborted) return this.fail(lane, this.stopReason ?? 'stopped');
         this.emit({ type: 'lane.state', design: lane.id, state: 'running' });
         try {
-          return await lane.run(performance.now());
+          const done = await lane.run(performance.now());
+          // Stopped, a lane whose client cannot be interrupted (HTTP) ends its run with the model's one-line answer:
+          // a completed run, but not the workload, and its figures would pass for the lane's result.
+          return this.stopReason ? this.fail(lane, this.stopReason) : done;
         } catch (err) {
           return this.fail(lane, this.stopReason ?? (err as Error).message);
         } finally {

@@ -16,7 +16,7 @@
  * Bounds (options, `llr serve` flags, docs/demo.md): races at once, a race's
  * duration, tool calls of a synthetic run or `$ ` lines of a prompt, prompt
  * size; a page that stops reading its stream is dropped at the transport's
- * send-buffer limit.
+ * send-buffer limit, or once nothing of it has left for the stall timeout.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -26,7 +26,7 @@ import type { Services } from '../engine/services.js';
 import { WireError } from '../protocol/errors.js';
 import { parseJsonText } from '../protocol/parse.js';
 import { readBody } from '../transport/body.js';
-import type { HttpRoutes } from '../transport/http.js';
+import { watchStall, type HttpRoutes } from '../transport/http.js';
 import { DEMO_DESIGNS } from './designs.js';
 import type { DemoMessage } from './messages.js';
 import { DemoModels } from './models.js';
@@ -121,7 +121,9 @@ export class DemoService implements HttpRoutes {
       if (method !== 'POST') throw new WireError('method_not_allowed');
       authenticate();
       const race = this.races.get(step[1]!);
-      if (!race) throw new WireError('not_found', `No running demo race '${step[1]}'.`);
+      if (!race) throw new WireError('not_found', `No running demo race '${step[1]!.slice(0, 100)}'.`);
+      // A race not in step mode has no gate: its "allowed" would be Infinity, which JSON sends as null.
+      if (!race.o.step) throw new WireError('invalid_value', `Demo race '${race.o.id}' is not in step mode: its lanes wait for no step.`, 'step');
       return json(res, 200, { allowed: race.step() });
     }
     throw new WireError('not_found', `No demo route for ${method} ${path}.`);
@@ -178,12 +180,20 @@ export class DemoService implements HttpRoutes {
 
   private async startRace(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const services = this.services();
-    const body = parseJsonText(await readBody(req, this.options.maxPromptBytes + 4096), 'body', services.limits.maxJsonDepth);
+    // JSON escapes one byte of the prompt into as many as six (`\u0001`): a prompt within its limit must fit the body's,
+    // and one over it is refused by the prompt's own check, which names it.
+    const body = parseJsonText(await readBody(req, 6 * this.options.maxPromptBytes + 4096), 'body', services.limits.maxJsonDepth);
     // Reading a recorded workload counts its tokens synchronously: wait for the tokenizer's tables first (model/tokenizer.ts).
     await tokenizerReady();
     const r = parseRaceRequest(body, this.options);
+    // A page gone while its body was read or the tables loaded: its stream's `close` has fired already, so the listener
+    // below would never hear it, and the race would run to its end (or the race timeout) for nobody, holding a race slot.
+    if (res.destroyed || req.socket.destroyed) return;
     if (this.closed) throw new WireError('server_shutting_down');
-    if (this.races.size >= this.options.maxRaces) throw new WireError('too_many_races', `${this.options.maxRaces} demo races are already running; try again when one ends.`);
+    if (this.races.size >= this.options.maxRaces) {
+      const n = this.options.maxRaces;
+      throw new WireError('too_many_races', `${n} demo race${n === 1 ? ' is' : 's are'} already running; try again when one ends.`);
+    }
     if (!this.url) throw new Error('the demo service does not know the server address yet');
     const id = `r${randomBytes(5).toString('hex')}`;
     const auth = req.headers.authorization;
@@ -227,6 +237,12 @@ export class DemoService implements HttpRoutes {
     this.races.set(id, race);
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
     res.on('close', () => race.stop('the page closed the race stream'));
+    // A page that reads nothing while the kernel's buffers are full: dropped once nothing has left for the stall
+    // timeout, as on /v1. The send-buffer check above runs only as the race writes, so a page that stopped reading
+    // near the race's end kept its socket, and up to the send-buffer limit of unsent stream, for as long as it liked.
+    watchStall(res, services.limits.sendStallTimeoutMs, (pending) =>
+      services.log.info({ code: 'send_stalled', race: id, pending, stall_ms: services.limits.sendStallTimeoutMs }, 'demo race stream left unsent with nothing leaving; dropped the page'),
+    );
     const done = race.run();
     this.running.add(done);
     try {

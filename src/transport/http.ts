@@ -471,7 +471,7 @@ export class HttpTransport {
  * until the answer is fully handed to the kernel (`finish`) or the
  * connection closes.
  */
-function watchStall(res: ServerResponse, ms: number, stalled: (pending: number) => void): void {
+export function watchStall(res: ServerResponse, ms: number, stalled: (pending: number) => void): void {
   if (ms <= 0) return;
   let written = -1;
   let since = performance.now();

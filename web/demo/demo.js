@@ -49,7 +49,7 @@ async function loadConfig() {
   const res = await fetch('/demo/api/config', { headers: authHeaders() });
   if (res.status === 401) {
     document.querySelector('[data-for="auth"]').hidden = false;
-    showError('This server needs an API key: type it in and start the race.');
+    showError(form.elements.api_key.value.trim() ? 'The server refused this API key: check it and start the race again.' : 'This server needs an API key: type it in and start the race.');
     return false;
   }
   if (!res.ok) {
@@ -116,10 +116,10 @@ async function startRace(event) {
   if (race) return;
   if (!config && !(await loadConfig())) return;
   showError('');
-  summary.hidden = true;
-  for (const lane of lanes.values()) lane.reset();
   const controller = new AbortController();
-  race = { id: null, controller, step: form.elements.step.checked };
+  race = { id: null, controller, step: form.elements.step.checked, stopped: false };
+  let streaming = false;
+  let ended = false;
   raceBtn.disabled = true;
   raceBtn.textContent = 'Racing…';
   stopBtn.disabled = false;
@@ -131,13 +131,23 @@ async function startRace(event) {
       signal: controller.signal,
     });
     if (!res.ok || !res.body) {
+      // The last race's results stay on screen beside the refusal (one race too many, a wrong key).
       showError(await errorText(res));
       return;
     }
-    await readStream(res.body);
+    summary.hidden = true;
+    // Messages of the last race still held by "Pause animation" would land on this race's lanes (its counts added to these).
+    held = [];
+    for (const lane of lanes.values()) lane.reset();
+    streaming = true;
+    ended = await readStream(res.body);
+    if (!ended) showError('The race stream ended before the race did (the server stopped?).');
   } catch (err) {
     if (err.name !== 'AbortError') showError(`The race stream broke: ${err.message}`);
   } finally {
+    // A stream that ended without race.done (Stop, the server gone): no lane is left showing "running" for ever.
+    // Queued behind any held messages, so it is applied after them.
+    if (streaming && !ended) receive({ type: 'race.lost', reason: race.stopped ? 'stopped' : 'the race stream broke' });
     race = null;
     raceBtn.disabled = false;
     raceBtn.textContent = 'Start the race';
@@ -147,19 +157,24 @@ async function startRace(event) {
   }
 }
 
+/** Reads the race's stream to its end; whether it carried the race's end (race.done). */
 async function readStream(body) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
+  let ended = false;
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) break;
+    if (done) return ended;
     buf += value;
     let i;
     while ((i = buf.indexOf('\n\n')) >= 0) {
       const frameText = buf.slice(0, i);
       buf = buf.slice(i + 2);
       const data = frameText.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-      if (data) receive(JSON.parse(data));
+      if (!data) continue;
+      const m = JSON.parse(data);
+      if (m.type === 'race.done') ended = true;
+      receive(m);
     }
   }
 }
@@ -213,6 +228,12 @@ function apply(m) {
     case 'race.done':
       explain(m.status);
       break;
+    // The page's own: the stream ended without race.done.
+    case 'race.lost':
+      draw();
+      for (const l of lanes.values()) if (l.el.dataset.state !== 'done' && l.el.dataset.state !== 'failed') l.setState('failed', m.reason);
+      explain(m.reason === 'stopped' ? 'stopped' : 'failed');
+      break;
     default:
       break;
   }
@@ -256,7 +277,7 @@ function explain(status) {
   if (ll?.done && http?.done) {
     const diff = http.done.e2e_ms - ll.done.e2e_ms;
     parts.push(
-      `The same run took ${fmt(ll.done.e2e_ms, 0)} ms through the long-lived Response and ${fmt(http.done.e2e_ms, 0)} ms over HTTP (${diff >= 0 ? `${fmt(diff, 0)} ms less` : `${fmt(-diff, 0)} ms more`})${ws?.done ? `, and ${fmt(ws.done.e2e_ms, 0)} ms in WebSocket mode` : ''}.`,
+      `The same run took ${fmt(ll.done.e2e_ms, 0)} ms through the long-lived Response and ${fmt(http.done.e2e_ms, 0)} ms over HTTP (the long-lived Response took ${diff >= 0 ? `${fmt(diff, 0)} ms less` : `${fmt(-diff, 0)} ms more`})${ws?.done ? `, and ${fmt(ws.done.e2e_ms, 0)} ms in WebSocket mode` : ''}.`,
     );
     const t = (l) => l.totals();
     parts.push(
@@ -288,6 +309,7 @@ pauseBtn.addEventListener('click', () => {
 
 // Closing the stream stops the race on the server.
 stopBtn.addEventListener('click', () => {
+  if (race) race.stopped = true;
   race?.controller.abort();
   for (const lane of lanes.values()) if (lane.el.dataset.state === 'running') lane.setState('failed', 'stopped');
   explain('stopped');

@@ -1,0 +1,153 @@
+/**
+ * The demo page against an outside attacker, in a real headless browser
+ * (Debian's `chromium` driven by `playwright-core`, as demo-browser.test.ts)
+ * against real `llr serve` processes on port 0: races run while the
+ * animation is paused, and a server killed mid-race. Waits on the DOM,
+ * never on sleeps.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Child } from '../../src/bench/processes.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CHROMIUM = '/usr/bin/chromium';
+const profile = mkdtempSync(join(tmpdir(), 'llr-demo-chromium-'));
+
+let spawnServer: (args?: string[]) => Promise<Child>;
+let server: Child | null = null;
+let browser: BrowserContext | null = null;
+
+beforeAll(async () => {
+  // The server runs from dist, as `llr serve` does; emit it even if work elsewhere has a type error.
+  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')]).catch(() => {});
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run .ci/install-chromium (apt-get install -y chromium)`);
+  ({ spawnServer } = (await import(pathToFileURL(join(ROOT, 'dist', 'bench', 'processes.js')).href)) as typeof import('../../src/bench/processes.js'));
+  server = await spawnServer([]);
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1280, height: 720 },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+  rmSync(profile, { recursive: true, force: true });
+});
+
+async function openPage(url: string): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser!.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${url}/demo`);
+  await page.locator('[data-design="http"][data-state="idle"]').waitFor();
+  return { page, errors };
+}
+
+const num = (s: string | null) => Number((s ?? '').replace(/[^0-9.]/g, ''));
+
+describe('the demo page under attack', () => {
+  it('races run while the animation is paused: on resume each lane shows the last race only, and the summary says which design took longer', async () => {
+    const { page, errors } = await openPage(server!.url);
+    await page.selectOption('select[name="workload"]', 'synthetic');
+    await page.fill('input[name="tool_calls"]', '2');
+    await page.selectOption('select[name="speed"]', 'instant');
+    await page.click('[data-action="pause-animation"]');
+    const start = page.locator('[data-action="race"]');
+    for (let i = 0; i < 2; i++) {
+      await start.click();
+      // The race ran to its end, every message held by the paused animation.
+      await page.locator('[data-action="race"]:not([disabled])').waitFor({ timeout: 60_000 });
+    }
+    await page.click('[data-action="pause-animation"]');
+    await page.locator('#summary:not([hidden])').waitFor();
+    for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) {
+      expect(await page.locator(`[data-design="${d}"] [data-field="model-calls"]`).textContent(), d).toBe('3');
+      expect(await page.locator(`[data-design="${d}"]`).getAttribute('data-state'), d).toBe('done');
+    }
+    const e2e = async (d: string) => num(await page.locator(`[data-design="${d}"] [data-field="e2e-ms"]`).textContent());
+    const diff = Math.round(await e2e('http')) - Math.round(await e2e('long-lived'));
+    const text = (await page.locator('[data-field="explanation"]').textContent()) ?? '';
+    // The difference is said of the long-lived Response, not left after the HTTP figure, where it read as HTTP's.
+    expect(text).toMatch(new RegExp(`over HTTP \\(the long-lived Response took [0-9,]+ ms ${diff >= 0 ? 'less' : 'more'}\\)`));
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it('a server killed mid-race: the page says the stream broke and no lane is left running', async () => {
+    const doomed = await spawnServer([]);
+    try {
+      const { page, errors } = await openPage(doomed.url);
+      await page.selectOption('select[name="workload"]', 'synthetic');
+      await page.fill('input[name="tool_calls"]', '40');
+      await page.selectOption('select[name="speed"]', '65');
+      await page.click('[data-action="race"]');
+      for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) await page.locator(`[data-design="${d}"][data-state="running"]`).waitFor({ timeout: 60_000 });
+      doomed.proc.kill('SIGKILL');
+      await page.locator('#error:not([hidden])').waitFor();
+      await page.locator('[data-action="race"]:not([disabled])').waitFor();
+      expect(await page.locator('#error').textContent()).toMatch(/race stream broke/);
+      await page.locator('#summary:not([hidden])').waitFor();
+      expect(await page.locator('[data-state="running"]').count()).toBe(0);
+      for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) {
+        expect(await page.locator(`[data-design="${d}"] [data-field="state"]`).textContent(), d).toBe('failed: the race stream broke');
+      }
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      await doomed.stop();
+    }
+  }, 120_000);
+
+  it('one race too many, or a wrong key: the refusal is shown beside the last race\'s results, which stay on screen', async () => {
+    const keyed = await spawnServer(['--demo-max-races', '1', '--api-key', 'sk-demo']);
+    const held = new AbortController();
+    try {
+      const page = await browser!.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`${keyed.url}/demo`);
+      // No lanes until the page has the key: it asks for it.
+      await page.locator('[data-for="auth"]:not([hidden])').waitFor();
+      await page.fill('input[name="api_key"]', 'sk-wrong');
+      await page.click('[data-action="race"]');
+      await page.locator('#error', { hasText: 'refused this API key' }).waitFor();
+      await page.fill('input[name="api_key"]', 'sk-demo');
+      await page.selectOption('select[name="workload"]', 'synthetic');
+      await page.fill('input[name="tool_calls"]', '2');
+      await page.selectOption('select[name="speed"]', 'instant');
+      await page.click('[data-action="race"]');
+      await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
+      await page.locator('[data-action="race"]:not([disabled])').waitFor();
+      // The one race slot taken by another presenter: a step-mode race that waits for its first step.
+      const other = await fetch(`${keyed.url}/demo/api/races`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: 'Bearer sk-demo' },
+        body: JSON.stringify({ workload: 'synthetic', tool_calls: 2, speed: 'instant', step: true }),
+        signal: held.signal,
+      });
+      expect(other.status).toBe(200);
+      await page.click('[data-action="race"]');
+      await page.locator('#error', { hasText: '1 demo race is already running' }).waitFor();
+      await page.locator('[data-action="race"]:not([disabled])').waitFor();
+      for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) {
+        expect(await page.locator(`[data-design="${d}"]`).getAttribute('data-state'), d).toBe('done');
+        expect(await page.locator(`[data-design="${d}"] [data-field="model-calls"]`).textContent(), d).toBe('3');
+      }
+      expect(await page.locator('#summary').isVisible()).toBe(true);
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      held.abort();
+      await keyed.stop();
+    }
+  }, 120_000);
+});

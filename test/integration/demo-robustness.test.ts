@@ -1,0 +1,170 @@
+/**
+ * The teaching demo against an outside attacker, on real sockets (port 0):
+ * a page that leaves before its race stream starts, and a race stopped while
+ * a lane's client could not be interrupted. Each waits on server events
+ * (the socket's close, the race's end), not on sleeps.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { once } from 'node:events';
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { setTokenizerSource, tokenizerReady } from '../../src/model/tokenizer.js';
+import type { RunRecord } from '../../src/engine/records.js';
+import { testServer } from '../helpers/server.js';
+import { sseEvents } from '../../src/client/http.js';
+import { DEMO_DESIGNS } from '../../src/demo/designs.js';
+import type { DemoMessage, LaneStateMessage } from '../../src/demo/messages.js';
+
+const data = readFileSync(createRequire(import.meta.url).resolve('gpt-tokenizer/data/o200k_base.tiktoken'));
+
+/** A tokenizer source whose read the test releases, and which tells the test when the read began. */
+function gatedSource() {
+  let release!: (d: Uint8Array) => void;
+  let began!: () => void;
+  const gate = new Promise<Uint8Array>((res) => (release = res));
+  const readBegan = new Promise<void>((res) => (began = res));
+  const src = {
+    read: () => {
+      began();
+      return gate;
+    },
+    readSync: (): Uint8Array => {
+      throw new Error('a synchronous tokenizer load');
+    },
+  };
+  return { src, release, readBegan };
+}
+
+afterEach(() => setTokenizerSource(null));
+
+async function records(url: string): Promise<RunRecord[]> {
+  return ((await (await fetch(`${url}/llr/runs`)).json()) as { data: RunRecord[] }).data;
+}
+
+describe('demo races and pages that go away', () => {
+  it('a page gone before its race stream started (the tokenizer was still loading): no race runs on for nobody', async () => {
+    const gated = gatedSource();
+    setTokenizerSource(gated.src);
+    const { url, server } = await testServer({ demo: { maxRaces: 1 } });
+    // The server's side of the page's socket: closed once the server has seen the page leave.
+    const serverSawClose = new Promise<void>((resolve) => server.http.once('request', (req) => req.socket.once('close', () => resolve())));
+    const body = JSON.stringify({ workload: 'synthetic', tool_calls: 100, speed: '65', tool_time: 'recorded' });
+    const page = connect(Number(new URL(url).port), '127.0.0.1');
+    page.on('error', () => {});
+    page.write(`POST /demo/api/races HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // The body is read; the race waits for the tokenizer's tables (the first request after start-up).
+    await gated.readBegan;
+    page.destroy();
+    await serverSawClose;
+    gated.release(data);
+    // The race's own wait for the tables was queued first: it has gone on (and started its race, if it does) by the time this resolves.
+    await tokenizerReady();
+    // Run on, the race would take minutes (101 model calls at 65 tokens/s and 300 ms per tool, per lane) and hold the only race slot.
+    await server.demo!.idle();
+    expect(server.demo!.racesRunning).toBe(0);
+    expect(server.demo!.models.size).toBe(0);
+    expect((await records(url)).filter((r) => r.status === 'in_progress')).toEqual([]);
+    const next = await fetch(`${url}/demo/api/races`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: 'synthetic', tool_calls: 1, speed: 'instant' }),
+    });
+    expect(next.status).toBe(200);
+    expect(await next.text()).toMatch(/"type":"race.done","race_id":"r[0-9a-f]+","status":"done"/);
+  });
+
+  it('a race stopped by its deadline reports no lane as done: the HTTP lane, which cannot be interrupted, did not finish the workload', async () => {
+    const { url } = await testServer({ demo: { raceTimeoutMs: 1500 } });
+    // Step mode, never stepped: every lane waits at its first tool calls until the deadline stops the race.
+    const res = await fetch(`${url}/demo/api/races`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: 'synthetic', tool_calls: 5, speed: 'instant', step: true }),
+    });
+    expect(res.status).toBe(200);
+    const msgs: DemoMessage[] = [];
+    for await (const e of sseEvents(res.body!)) msgs.push(e as unknown as DemoMessage);
+    expect(msgs.at(-1)).toMatchObject({ type: 'race.done', status: 'stopped' });
+    expect(msgs.filter((m) => m.type === 'lane.done')).toEqual([]);
+    for (const d of DEMO_DESIGNS) {
+      const last = msgs.filter((m): m is LaneStateMessage => m.type === 'lane.state' && m.design === d.id).at(-1);
+      expect(last, d.id).toMatchObject({ state: 'failed', error: 'the race did not finish within 1500 ms' });
+    }
+  });
+  it('a page that stops reading is dropped once nothing of its stream leaves, not kept for good with the unsent stream', async () => {
+    const { url, server } = await testServer({ limits: { sendStallTimeoutMs: 300 } });
+    const serverSide = new Promise<Socket>((resolve) => server.http.once('request', (req) => resolve(req.socket)));
+    const body = JSON.stringify({ workload: 'synthetic', tool_calls: 2, speed: 'instant' });
+    const page = connect(Number(new URL(url).port), '127.0.0.1');
+    page.on('error', () => {});
+    page.write(`POST /demo/api/races HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    const socket = await serverSide;
+    const closed = once(socket, 'close');
+    // The page reads nothing and the kernel's buffers are full (as they are after a few MB on loopback): from now on
+    // the socket's writes never complete, so what the race writes stays in the socket, unsent.
+    const stuck = socket as unknown as { _write: unknown; _writev: unknown };
+    stuck._write = () => {};
+    stuck._writev = () => {};
+    // Dropped once nothing has left for the stall timeout (mid-race or after): before, the socket stayed open for good
+    // with the stream in it, as the send-buffer check runs only as the race writes and a race's stream is a few MB.
+    await closed;
+    await server.demo!.idle();
+    expect(server.demo!.racesRunning).toBe(0);
+    expect(server.demo!.models.size).toBe(0);
+    page.destroy();
+  });
+});
+
+describe('demo request bodies', () => {
+  it('a prompt at the byte limit is accepted however JSON escapes it; one byte over is refused naming the prompt', async () => {
+    const { url, server } = await testServer();
+    const race = (prompt: string, signal?: AbortSignal) =>
+      fetch(`${url}/demo/api/races`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ workload: 'prompt', prompt, speed: 'instant' }),
+        ...(signal && { signal }),
+      });
+    // 16,384 bytes of prompt, each escaped to two or six bytes of JSON: a body well over the prompt's limit.
+    const limit = server.demo!.options.maxPromptBytes;
+    for (const filler of ['"', '\n', '\u0001']) {
+      const prompt = `$ ls\n${filler.repeat(limit - 5)}`;
+      expect(Buffer.byteLength(prompt)).toBe(limit);
+      const page = new AbortController();
+      const ok = await race(prompt, page.signal);
+      expect(ok.status, JSON.stringify(filler)).toBe(200);
+      page.abort();
+      await server.demo!.idle();
+      const over = await race(`${prompt}${filler}`);
+      expect(over.status, JSON.stringify(filler)).toBe(413);
+      expect(((await over.json()) as { error: { param: string | null } }).error.param).toBe('prompt');
+    }
+  });
+
+  it('step: a race not in step mode is refused (its lanes wait for no step), not answered {"allowed": null}; an unknown id is not echoed at length', async () => {
+    const { url, server } = await testServer();
+    const page = new AbortController();
+    const res = await fetch(`${url}/demo/api/races`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: 'synthetic', tool_calls: 40, speed: '65' }),
+      signal: page.signal,
+    });
+    let raceId = '';
+    for await (const e of sseEvents(res.body!)) {
+      const m = e as unknown as DemoMessage;
+      if (m.type !== 'race') continue;
+      raceId = m.race_id;
+      break;
+    }
+    const step = await fetch(`${url}/demo/api/races/${raceId}/step`, { method: 'POST' });
+    expect(step.status).toBe(400);
+    expect(((await step.json()) as { error: { code: string; param: string | null } }).error).toMatchObject({ code: 'invalid_value', param: 'step' });
+    page.abort();
+    await server.demo!.idle();
+    const unknown = await fetch(`${url}/demo/api/races/r${'0'.repeat(5000)}/step`, { method: 'POST' });
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { message: string } }).error.message.length).toBeLessThan(300);
+  });
+});

@@ -182,6 +182,12 @@ export class ConnectionSession {
         }
         // A `response.append` that names its response and is acknowledged once committed, before sampling resumes.
         run.append(event.input, parse, () => run.emitNotice({ type: 'response.inject.created', response_id: run.id })).catch((err: unknown) => {
+          // The run ended (cancel, pause timeout, shutdown) before the items were committed: not a refusal on their
+          // merits but the response gone, which the client is told as for any inject arriving after its end.
+          if (run.ended) {
+            if (!this.closed) this.injectFailed(event.response_id, event.input, true);
+            return;
+          }
           if (this.active === run) this.error(toWireError(err));
           else if (!this.closed) this.sendConnectionError(toWireError(err));
         });
@@ -227,10 +233,10 @@ export class ConnectionSession {
   /**
    * A `response.inject` naming no response in flight here: `response.inject.failed` with the items, so the
    * client can send them elsewhere (`response_already_completed` for the last response that ended on this
-   * connection, else `response_not_found`); numbered like an error event.
+   * connection, else `response_not_found`); numbered like an error event. `ended`: the response is known to
+   * have ended (an inject whose run ended while its items were being checked).
    */
-  private injectFailed(id: string, input: InputItem[]): void {
-    const ended = id === this.lastEndedId;
+  private injectFailed(id: string, input: InputItem[], ended = id === this.lastEndedId): void {
     const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
     const error = ended
       ? { code: 'response_already_completed' as const, message: `Response '${shown}' has ended; nothing can be injected into it.` }

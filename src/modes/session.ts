@@ -84,8 +84,9 @@ export class ConnectionSession {
   private cancelStarting = false;
   /** The lane (`stream_id`) of the create being served, whose events carry it; null for none. */
   private lane: string | null = null;
-  /** The id of the last response that ran on this connection and ended (a `response.inject` naming it is told so). */
+  /** The id of the last response that ran on this connection and ended (a `response.inject` naming it is told so), and its lane. */
   private lastEndedId: string | null = null;
+  private lastEndedLane: string | null = null;
 
   constructor(
     private readonly policy: ModePolicy,
@@ -130,11 +131,11 @@ export class ConnectionSession {
         const lane = stream_id ?? null;
         const limits = this.services.limits;
         if (this.queue.length >= limits.maxQueuedCreates) {
-          this.inLane(lane, () => this.error(new WireError('queue_full', `At most ${limits.maxQueuedCreates} requests may wait behind the one in flight.`)));
+          this.error(Object.assign(new WireError('queue_full', `At most ${limits.maxQueuedCreates} requests may wait behind the one in flight.`), { lane }));
           return;
         }
         if (this.queue.length > 0 && this.queuedBytes + bytes > limits.maxQueuedBytes) {
-          this.inLane(lane, () => this.error(new WireError('queue_full', `At most ${limits.maxQueuedBytes} bytes of requests may wait behind the one in flight.`)));
+          this.error(Object.assign(new WireError('queue_full', `At most ${limits.maxQueuedBytes} bytes of requests may wait behind the one in flight.`), { lane }));
           return;
         }
         this.queue.push({ params, bytes, parse, lane });
@@ -166,6 +167,7 @@ export class ConnectionSession {
       }
       case 'response.inject': {
         const run = this.active;
+        const lane = this.lane;
         if (!run || run.ended || run.id !== event.response_id) {
           this.injectFailed(event.response_id, event.input);
           return;
@@ -182,6 +184,12 @@ export class ConnectionSession {
         }
         // A `response.append` that names its response and is acknowledged once committed, before sampling resumes.
         run.append(event.input, parse, () => run.emitNotice({ type: 'response.inject.created', response_id: run.id })).catch((err: unknown) => {
+          // The run ended (cancel, pause timeout, shutdown) before the items were committed: not a refusal on their
+          // merits but the response gone, which the client is told as for any inject arriving after its end.
+          if (run.ended) {
+            if (!this.closed) this.injectFailed(event.response_id, event.input, lane);
+            return;
+          }
           if (this.active === run) this.error(toWireError(err));
           else if (!this.closed) this.sendConnectionError(toWireError(err));
         });
@@ -214,31 +222,38 @@ export class ConnectionSession {
   /**
    * Report an error on the socket; numbered in the stream of the response in
    * flight, if any, else by the connection's own counter (the AI SDK's schema
-   * requires `sequence_number` on every event).
+   * requires `sequence_number` on every event). An error refusing a create
+   * (`err.lane` set, null for none) goes in that create's lane, and in the
+   * stream of the response in flight only if that is its lane too: another
+   * lane's numbers must have no gap where it went out.
    */
   error(err: WireError): void {
     if (this.closed) return;
     if (err.code === 'server_error') this.log.error({ err: err.cause ?? err }, 'server fault');
     else this.log.info({ code: err.code, param: err.param }, 'client error');
-    if (this.active && !this.active.ended) this.active.emitError(err);
+    if (err.lane !== undefined && err.lane !== this.lane) this.inLane(err.lane, () => this.sendConnectionError(err));
+    else if (this.active && !this.active.ended) this.active.emitError(err);
     else this.sendConnectionError(err);
   }
 
   /**
    * A `response.inject` naming no response in flight here: `response.inject.failed` with the items, so the
    * client can send them elsewhere (`response_already_completed` for the last response that ended on this
-   * connection, else `response_not_found`); numbered like an error event.
+   * connection, else `response_not_found`); numbered like an error event. An ended response's is sent in that
+   * response's lane. `endedIn`: the lane of a response known to have ended (an inject whose run ended while its
+   * items were being checked).
    */
-  private injectFailed(id: string, input: InputItem[]): void {
-    const ended = id === this.lastEndedId;
+  private injectFailed(id: string, input: InputItem[], endedIn?: string | null): void {
+    const ended = endedIn !== undefined || id === this.lastEndedId;
+    const lane = endedIn !== undefined ? endedIn : ended ? this.lastEndedLane : this.lane;
     const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
     const error = ended
       ? { code: 'response_already_completed' as const, message: `Response '${shown}' has ended; nothing can be injected into it.` }
       : { code: 'response_not_found' as const, message: `No response '${shown}' is in flight on this connection.` };
     this.log.info({ code: error.code }, 'inject refused');
     const e = { type: 'response.inject.failed' as const, response_id: id, input, error };
-    if (this.active && !this.active.ended) this.active.emitNotice(e);
-    else this.send({ ...e, sequence_number: this.errorSeq++ });
+    if (this.active && !this.active.ended && lane === this.lane) this.active.emitNotice(e);
+    else this.inLane(lane, () => this.send({ ...e, sequence_number: this.errorSeq++ }));
   }
 
   /**
@@ -272,10 +287,8 @@ export class ConnectionSession {
     const params = next.params;
     this.queuedBytes -= next.bytes;
     this.busy = true;
-    if (next.lane !== this.lane) {
-      this.lane = next.lane;
-      this.transport.lane?.(next.lane);
-    }
+    // An error refusing this create goes in its lane (`error`); the transport takes the lane when its run starts.
+    const refusal = (err: WireError): WireError => Object.assign(err, { lane: next.lane });
     try {
       // Back-pressure between responses: a whole response can be sent in one
       // turn (an instant model, events echoing a large request), and queued
@@ -291,7 +304,7 @@ export class ConnectionSession {
       }
       this.wakeRoom = null;
       if (this.closed) {
-        if (this.closingError) this.sendConnectionError(this.closingError);
+        if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
         return;
       }
       const metrics = new RunMetrics(this.services.clock.now);
@@ -307,14 +320,17 @@ export class ConnectionSession {
       } catch (err) {
         const wire = toWireError(err);
         this.policy.failed?.(params, wire);
-        this.error(wire);
+        this.error(refusal(wire));
         return;
       }
       if (this.closed) {
         // Planned, but the server ended the connection meanwhile: it never starts.
-        if (this.closingError) this.sendConnectionError(this.closingError);
+        if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
         return;
       }
+      // From here every event of the response carries its lane (none for a create without one).
+      this.lane = next.lane;
+      this.transport.lane?.(next.lane);
       this.transport.start?.();
       const run = new ResponseRun(plan, this.services, this.send, {
         // An injected disconnect: nothing more starts on this connection, then the transport drops it.
@@ -336,6 +352,7 @@ export class ConnectionSession {
       await run.done;
       this.active = null;
       this.lastEndedId = run.id;
+      this.lastEndedLane = next.lane;
       this.policy.ended?.(run, plan);
       this.transport.ended?.(run.response);
     } catch (err) {

@@ -302,7 +302,14 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
   switch (type as ClientEventType) {
     case 'response.create': {
       const lane = parseStreamId(value);
-      const create = { type: 'response.create' as const, ...parseCreateBody(value, caps) };
+      let create;
+      try {
+        create = { type: 'response.create' as const, ...parseCreateBody(value, caps) };
+      } catch (err) {
+        // A create refused for its body is still its lane's: the client waits there for its answer.
+        if (err instanceof WireError) err.lane = lane;
+        throw err;
+      }
       return lane === null ? create : { ...create, stream_id: lane };
     }
     case 'response.append':

@@ -45,12 +45,12 @@ class Events {
     this.closed = new Promise((resolve) => ws.on('close', (code) => resolve(code)));
   }
 
-  /** The next event of `type` after the last one returned. */
-  async next(type: string): Promise<AnyEvent> {
+  /** The next event of `type` (or of one of the types) after the last one returned. */
+  async next(type: string | string[]): Promise<AnyEvent> {
     for (;;) {
       while (this.read < this.all.length) {
         const e = this.all[this.read++]!;
-        if (e.type === type) return e;
+        if (Array.isArray(type) ? type.includes(e.type) : e.type === type) return e;
       }
       await new Promise<void>((resolve) => (this.wake = resolve));
       this.wake = null;
@@ -135,6 +135,27 @@ describe('openai SDK beta ResponsesWS: response.inject on the long-lived protoco
     ws.send({ type: 'response.inject', response_id: response.id, input: [outputFor(call)] });
     await events.next('response.inject.created');
     expect((await events.next('response.completed'))['response']).toMatchObject({ id: response.id, status: 'completed' });
+    ws.close();
+    await events.closed;
+  });
+
+  it('an inject whose run ends (cancelled) while its items are still being checked gets response.inject.failed (response_already_completed) with its items back, not an error that names no response', async () => {
+    const { ws, events } = await connect(LONG_LIVED_BETA);
+    ws.send({ type: 'response.create', model: 'sim-model', input: 'Please run:\n$ echo one', tools: [shellTool], store: false });
+    const paused = await events.next('response.done');
+    const response = paused['response'] as { id: string; output: Array<{ type: string; call_id: string; arguments: string }> };
+    const call = response.output.find((i) => i.type === 'function_call')!;
+    // Large enough that its checks yield to the event loop: the cancel right behind it ends the run meanwhile.
+    const items = [{ ...outputFor(call), output: 'x'.repeat(2_000_000) }];
+    ws.send({ type: 'response.inject', response_id: response.id, input: items });
+    ws.send({ type: 'response.cancel', response_id: response.id } as never);
+    await events.next('response.cancelled');
+    // The inject's answer, whichever it is.
+    const failed = await events.next(['response.inject.failed', 'error']);
+    expect(failed).toMatchObject({ response_id: response.id, error: { code: 'response_already_completed' } });
+    expect(failed['input']).toEqual(items);
+    expect(typeof failed.sequence_number).toBe('number');
+    expect(events.all.filter((e) => e.type === 'error' || e.type === 'response.inject.created')).toEqual([]);
     ws.close();
     await events.closed;
   });

@@ -7,8 +7,10 @@
  * `stream_id` is refused naming it. Real sockets on port 0; every wait is on
  * an event.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import type { ServerEvent } from '../../src/protocol/events.js';
+import type { Clock } from '../../src/model/clock.js';
+import { realClock } from '../../src/model/clock.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -19,6 +21,23 @@ const shellTool = {
 };
 
 const laneOf = (e: ServerEvent) => (e as { stream_id?: unknown }).stream_id;
+
+/** Whether `events` are numbered 0, 1, 2 … with no gap or repeat. */
+const gapless = (events: ServerEvent[]) => events.every((e, i) => e.sequence_number === i);
+
+/**
+ * The second create's planning held at its routing hop (777 ms, on a clock that waits for `release` instead):
+ * `inPlan` resolves once it is there. The first create plans at once.
+ */
+function holdSecondPlan() {
+  let entered!: () => void;
+  const inPlan = new Promise<void>((r) => (entered = r));
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let hops = 0;
+  const clock: Clock = { ...realClock, sleep: (ms, signal) => (ms === 777 && ++hops === 2 ? (entered(), gate) : realClock.sleep(ms === 777 ? 0 : ms, signal)) };
+  return { opts: { clock, hopLatencyMs: 777, hops: 1 }, inPlan, release };
+}
 
 /** The events of the response `id` (those that carry it, and the item events between its created and its end). */
 function eventsOf(events: ServerEvent[], id: string): ServerEvent[] {
@@ -68,6 +87,55 @@ describe('WebSocket lanes: stream_id is echoed on every event of its response', 
     expect(b.length).toBeGreaterThan(5);
     expect(b.map(laneOf)).toEqual(b.map(() => 'b'));
     expect(s.events.indexOf(endA)).toBeLessThan(s.events.indexOf(b[0]!));
+    // The refusal is lane c's, numbered by the connection: lane a's numbers have no gap where it went out.
+    expect(gapless(a)).toBe(true);
+    s.dispose();
+  });
+
+  it("a create refused as it is parsed (a bad field) gets its error in its own lane, numbered by the connection, even while another lane's run is paused", async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 5, store: false, stream_id: 'bad.1' });
+    expect(await s.next('error', { skipErrors: true })).toMatchObject({ error: { code: 'invalid_type', param: 'input' }, stream_id: 'bad.1' });
+    s.send({ type: 'response.create', model: 'sim-model', input: 'Please run:\n$ echo one', tools: [shellTool], store: false, stream_id: 'a' });
+    const paused = await s.next('response.done');
+    s.send({ type: 'response.create', model: 'sim-model', input: 'x', temperature: 'hot', store: false, stream_id: 'b' });
+    const refused = await s.next('error', { skipErrors: true });
+    expect(refused).toMatchObject({ error: { code: 'invalid_type', param: 'temperature' }, stream_id: 'b' });
+    const call = paused.response.output.find((i) => i.type === 'function_call') as { call_id: string };
+    s.send({ type: 'response.inject', response_id: paused.response.id, input: [{ type: 'function_call_output', call_id: call.call_id, output: 'one' }] });
+    const end = await s.next('response.completed');
+    const a = eventsOf(s.events, end.response.id).filter((e) => e !== refused);
+    expect(a.map(laneOf)).toEqual(a.map(() => 'a'));
+    expect(gapless(a)).toBe(true);
+    s.dispose();
+  });
+
+  it("while a lane's create is being planned, answers to other client events are not sent in its lane; an inject naming the lane's last ended response is answered in that response's lane", async () => {
+    const held = holdSecondPlan();
+    const { url } = await testServer(held.opts);
+    const s = await RawSocket.longLived(url);
+    // However the test ends, planning is let go (the server's close waits for it).
+    onTestFinished(held.release);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'hello', store: false, stream_id: 'a' });
+    const endA = await s.next('response.completed');
+    s.send({ type: 'response.create', model: 'sim-model', input: 'hello', store: false, stream_id: 'b' });
+    await held.inPlan;
+    // A create without a model (refused as it is parsed, no lane), and an inject naming the ended response of lane a.
+    s.send({ type: 'response.create', input: 'x', store: false });
+    const refused = await s.next('error', { skipErrors: true });
+    expect(refused).toMatchObject({ error: { code: 'missing_required_parameter', param: 'model' } });
+    expect('stream_id' in refused).toBe(false);
+    s.send({ type: 'response.inject', response_id: endA.response.id, input: [] });
+    expect(await s.next('response.inject.failed')).toMatchObject({ response_id: endA.response.id, error: { code: 'response_already_completed' }, stream_id: 'a' });
+    s.send({ type: 'response.inject', response_id: 'resp_unknown', input: [] });
+    const unknown = await s.next('response.inject.failed');
+    expect('stream_id' in unknown).toBe(false);
+    held.release();
+    const endB = await s.next('response.completed');
+    const b = eventsOf(s.events, endB.response.id);
+    expect(b.map(laneOf)).toEqual(b.map(() => 'b'));
+    expect(gapless(b)).toBe(true);
     s.dispose();
   });
 

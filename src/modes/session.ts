@@ -123,7 +123,12 @@ export class ConnectionSession {
    * response the create starts or the append extends).
    */
   handle(event: ClientEvent, bytes = 0, parse: ParseSpan | null = null): void {
-    if (this.closed) return;
+    if (this.closed) {
+      // The server is ending the connection (shutdown, lifetime limit) and the socket is still open while the run
+      // in flight or the create being planned winds down: a create arriving now is told, not dropped unanswered.
+      if (event.type === 'response.create' && this.closingError) this.sendConnectionError(this.closingError);
+      return;
+    }
     switch (event.type) {
       case 'response.create': {
         const { type: _type, stream_id, ...params } = event;

@@ -163,9 +163,10 @@ export class ConnectionSession {
         }
         // Async (large appends yield to the loop); errors are reported as before, once it settles.
         run.append(event.input, parse).catch((err: unknown) => {
-          // Numbered in the run's stream while it is the one in flight; by the connection's counter once it is not.
-          if (this.active === run) this.error(toWireError(err));
-          else if (!this.closed) this.sendConnectionError(toWireError(err));
+          // Numbered in the stream of the response in flight when it is refused (this run's, or the next one's if
+          // this run ended meanwhile: a connection counter's number in the middle of that stream would repeat one
+          // of its own), by the connection's counter when none is.
+          this.error(toWireError(err));
         });
         return;
       }

@@ -371,6 +371,27 @@ describe('long-lived bad input', () => {
     expect(end.sequence_number).toBeGreaterThan(err.sequence_number);
   });
 
+  // Found by a state-machine fuzzer: a large append whose run was cancelled while its checks ran was still
+  // tokenised in full (seconds of CPU for 16 MiB) before being refused, while the connection's next responses ran.
+  it('an append whose run ends while it is checked is refused without being tokenised', async () => {
+    const { s } = await pausedRun();
+    let run!: ResponseRun;
+    let appended!: Promise<void>;
+    const orig = ResponseRun.prototype.append;
+    const spy = vi.spyOn(ResponseRun.prototype, 'append').mockImplementation(function (this: ResponseRun, ...args: Parameters<ResponseRun['append']>) {
+      run = this;
+      appended = orig.apply(this, args);
+      return appended;
+    });
+    const big = Array.from({ length: 60_000 }, (_, i) => `word${i}`).join(' ');
+    s.send({ type: 'response.append', input: [out('call_a', big), out('call_b', big)] });
+    s.send({ type: 'response.cancel' });
+    await s.next('response.cancelled');
+    await expect(appended).rejects.toMatchObject({ code: 'no_paused_response' });
+    spy.mockRestore();
+    expect(run.metrics.counters.items_tokenized).toBe(1);
+  });
+
   it('shutdown while paused → incomplete (server_shutdown), post-inference once, socket closed 1001', async () => {
     const { s, done, server } = await pausedRun();
     const closing = server.close();

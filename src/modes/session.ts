@@ -126,7 +126,10 @@ export class ConnectionSession {
     if (this.closed) {
       // The server is ending the connection (shutdown, lifetime limit) and the socket is still open while the run
       // in flight or the create being planned winds down: a create arriving now is told, not dropped unanswered.
-      if (event.type === 'response.create' && this.closingError) this.sendConnectionError(this.closingError);
+      if (event.type === 'response.create' && this.closingError) {
+        const closing = this.closingError;
+        this.inLane(event.stream_id ?? null, () => this.sendConnectionError(closing));
+      }
       return;
     }
     switch (event.type) {
@@ -188,8 +191,8 @@ export class ConnectionSession {
         }
         // A `response.append` that names its response and is acknowledged once committed, before sampling resumes.
         run.append(event.input, parse, () => run.emitNotice({ type: 'response.inject.created', response_id: run.id })).catch((err: unknown) => {
-          if (this.active === run) this.error(toWireError(err));
-          else if (!this.closed) this.sendConnectionError(toWireError(err));
+          // Numbered as a refused response.append's (above).
+          this.error(toWireError(err));
         });
         return;
       }

@@ -318,13 +318,15 @@ describe('WebSocket budgets and the connection cap', () => {
         if (args[0].type === 'response.create' && args[0].input.length === 1) resolve();
       });
     });
-    s.send({ type: 'response.create', model: 'sim-model', input: 'late' });
+    s.send({ type: 'response.create', model: 'sim-model', input: 'late', stream_id: 'late-lane' });
     await lateHandled;
     release();
     await closing;
     expect((await s.closed).code).toBe(1001);
     expect(s.events.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['server_shutting_down', 'server_shutting_down']);
     expect(s.events.map((e) => e.sequence_number)).toEqual([0, 1]);
+    // The late create is answered as it arrives, the planned one when its planning ends; each refusal carries its own lane (stream_id).
+    expect(s.events.map((e) => (e as { stream_id?: string }).stream_id)).toEqual(['late-lane', undefined]);
     vi.restoreAllMocks();
   });
 

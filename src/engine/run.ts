@@ -241,12 +241,12 @@ export class ResponseRun {
     // Only the appended items (pipeline/checks.ts); with `incremental_checks` off, the whole context again.
     if (this.services.switches.incremental_checks) await checkIncremental({ tools: [], instructions: null }, ctx.callIds, fresh, m, 'append');
     else await checkFull(this.plan.params, ctx.items, fresh, m, 'append');
+    // The run may have ended (cancel, disconnect, pause timeout) while the work yielded: then the append is
+    // refused at once, not tokenised first (seconds of work for a 16 MiB append to a run that is over).
+    if (!this.paused || this.end) throw this.endedWhileAppending();
     const tokens = await tokenizeItems(fresh, m);
-    if (this.state === 'paused') await reserveFor(ctx, tokens);
-    // The run may have ended (cancel, disconnect, pause timeout) while the work yielded.
-    if (this.state !== 'paused') {
-      throw new WireError('no_paused_response', `Response '${this.id}' ended while the append was being processed; nothing was appended.`, null);
-    }
+    if (this.paused && !this.end) await reserveFor(ctx, tokens);
+    if (!this.paused || this.end) throw this.endedWhileAppending();
     this.lastAppendAt = arrivedAt;
     m.count('appends');
     commitItems(ctx, fresh, tokens);
@@ -255,6 +255,10 @@ export class ResponseRun {
     for (const item of fresh) {
       if (item.type === 'function_call_output') this.pauses.resolve((item as { call_id: string }).call_id);
     }
+  }
+
+  private endedWhileAppending(): WireError {
+    return new WireError('no_paused_response', `Response '${this.id}' ended while the append was being processed; nothing was appended.`, null);
   }
 
   /**

@@ -12,7 +12,7 @@ import type { RunMetrics } from '../pipeline/metrics.js';
 import type { RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import type { Services } from '../engine/services.js';
-import { contextItems } from '../store/types.js';
+import { MAX_CHAIN_LINKS, contextItems } from '../store/types.js';
 import { prepareFull } from './prepare.js';
 
 /**
@@ -41,11 +41,35 @@ export function loadChain(id: string, owner: string | null, services: Services, 
   return metrics.time('load_state', () => {
     metrics.count('store_reads');
     const chain = services.store.chain(id, owner);
-    if (!chain) throw notFound(id);
+    if (!chain) throw brokenChain(id, owner, services) ?? notFound(id);
     const items: InputItem[] = [];
     for (const rec of chain) contextItems(rec, items);
     return items;
   });
+}
+
+/**
+ * `id` is stored but its chain is not whole: an earlier response was created with `store: false` (a ws-mode
+ * continuation from the connection's cache stores a response whose parent was never stored) or deleted. Said
+ * so, naming the missing one: "'id' not found" was wrong, `GET /v1/responses/{id}` finds it. Undefined when
+ * `id` itself is missing (or the walk passes MAX_CHAIN_LINKS).
+ */
+function brokenChain(id: string, owner: string | null, services: Services): WireError | undefined {
+  let rec = services.store.get(id, owner);
+  for (let links = 0; rec && links < MAX_CHAIN_LINKS; links++) {
+    const prev = rec.response.previous_response_id;
+    if (prev === null) return undefined;
+    const next = services.store.get(prev, owner);
+    if (!next) {
+      return new WireError(
+        'previous_response_not_found',
+        `Previous response with id '${id}' cannot be continued: response '${prev}' earlier in its chain is not stored (created with 'store': false, or deleted). Send the full input instead.`,
+        'previous_response_id',
+      );
+    }
+    rec = next;
+  }
+  return undefined;
 }
 
 /** Replace `item_reference` items by the stored items they name. */

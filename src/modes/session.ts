@@ -124,7 +124,15 @@ export class ConnectionSession {
    * response the create starts or the append extends).
    */
   handle(event: ClientEvent, bytes = 0, parse: ParseSpan | null = null): void {
-    if (this.closed) return;
+    if (this.closed) {
+      // The server is ending the connection (shutdown, lifetime limit) and the socket is still open while the run
+      // in flight or the create being planned winds down: a create arriving now is told, not dropped unanswered.
+      if (event.type === 'response.create' && this.closingError) {
+        const closing = this.closingError;
+        this.inLane(event.stream_id ?? null, () => this.sendConnectionError(closing));
+      }
+      return;
+    }
     switch (event.type) {
       case 'response.create': {
         const { type: _type, stream_id, ...params } = event;
@@ -159,9 +167,10 @@ export class ConnectionSession {
         }
         // Async (large appends yield to the loop); errors are reported as before, once it settles.
         run.append(event.input, parse).catch((err: unknown) => {
-          // Numbered in the run's stream while it is the one in flight; by the connection's counter once it is not.
-          if (this.active === run) this.error(toWireError(err));
-          else if (!this.closed) this.sendConnectionError(toWireError(err));
+          // Numbered in the stream of the response in flight when it is refused (this run's, or the next one's if
+          // this run ended meanwhile: a connection counter's number in the middle of that stream would repeat one
+          // of its own), by the connection's counter when none is.
+          this.error(toWireError(err));
         });
         return;
       }
@@ -190,8 +199,8 @@ export class ConnectionSession {
             if (!this.closed) this.injectFailed(event.response_id, event.input, lane);
             return;
           }
-          if (this.active === run) this.error(toWireError(err));
-          else if (!this.closed) this.sendConnectionError(toWireError(err));
+          // Numbered as a refused response.append's (above).
+          this.error(toWireError(err));
         });
         return;
       }

@@ -105,8 +105,11 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
         break;
       case 'function_call': {
         const args = item.arguments;
+        // A call the response was cut in (max_output_tokens, a cancel) keeps the arguments it had streamed: status
+        // `incomplete`, its JSON unfinished. It is the server's own output, in a stored chain or sent back by a
+        // stateless client, so a continuation from it is not refused.
         // Large arguments are checked in slices (JSON.parse of megabytes would hold the loop).
-        const valid = args === '' || (args.length <= SLICE_CHARS ? parses(args) : yield* jsonValidWork(args));
+        const valid = args === '' || item.status === 'incomplete' || (args.length <= SLICE_CHARS ? parses(args) : yield* jsonValidWork(args));
         if (!valid) throw new WireError('invalid_value', `Invalid '${p}.arguments': not valid JSON.`, `${p}.arguments`);
         local.add(item.call_id);
         break;

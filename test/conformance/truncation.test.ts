@@ -72,4 +72,23 @@ describe('truncated output', () => {
       expect(t.slice(0, t.indexOf('response.incomplete') + 1).slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.incomplete']);
     }
   });
+
+  // Found by a state-machine fuzzer: the server refused its own stored output. A call cut mid-arguments keeps
+  // arguments that are not JSON, and every continuation from that response (previous_response_id, HTTP or a
+  // ws-mode cache miss), or a stateless client sending the output back, got 400 invalid_value
+  // `previous_response_id[1].arguments` / `input[1].arguments`.
+  it('a continuation from a response with a cut function call is accepted (stored, and sent back as input)', async () => {
+    const { url } = await testServer({ policy: scriptPolicy([{ calls: [{ name: 'f', arguments: { text: LONG } }] }, { text: 'next' }, { text: 'again' }]) });
+    const tools = [{ type: 'function', name: 'f' }];
+    const post = (body: unknown) =>
+      fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const cut = (await (await post({ model: 'sim-model', input: 'go', max_output_tokens: 16, tools })).json()) as Response;
+    expect(cut.status).toBe('incomplete');
+    expect(cut.output[0]).toMatchObject({ type: 'function_call', status: 'incomplete' });
+    expect(() => JSON.parse((cut.output[0] as { arguments: string }).arguments)).toThrow();
+    const next = await post({ model: 'sim-model', input: 'go on', previous_response_id: cut.id, tools });
+    expect(await next.json()).toMatchObject({ status: 'completed', previous_response_id: cut.id });
+    const stateless = await post({ model: 'sim-model', input: [{ role: 'user', content: 'go' }, cut.output[0], { role: 'user', content: 'go on' }], tools, store: false });
+    expect(await stateless.json()).toMatchObject({ status: 'completed' });
+  });
 });

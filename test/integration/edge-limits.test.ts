@@ -6,10 +6,12 @@
  * when the server ends a connection with work in flight. Real sockets only.
  */
 import WebSocket from 'ws';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { DEFAULT_LIMITS } from '../../src/engine/services.js';
 import { RawSocket } from '../helpers/raw-socket.js';
+import { gatedPlanning } from '../helpers/gated-planning.js';
+import { ConnectionSession } from '../../src/modes/session.js';
 import { testServer } from '../helpers/server.js';
 import { captureLogger, rawConnect, rawRequest, requestText, upgradeHeaders } from '../helpers/raw-http.js';
 
@@ -296,6 +298,36 @@ describe('WebSocket budgets and the connection cap', () => {
     expect((await s.closed).code).toBe(1000);
     expect(s.events.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['websocket_connection_limit_reached', 'websocket_connection_limit_reached']);
     expect(s.events.map((e) => e.sequence_number)).toEqual([0, 1]);
+  });
+
+  // Found by a state-machine fuzzer (SIGTERM while clients pipelined creates): while the server winds a
+  // connection down (shutdown, or the lifetime limit) it keeps the socket open until the run in flight or the
+  // create being planned is over, and a create arriving then was dropped without a word: the client waited for
+  // an answer that never came, then saw 1001.
+  it('shutdown: a create arriving while the connection winds down gets server_shutting_down before the close', async () => {
+    const { opts, inPlan, release } = gatedPlanning();
+    const { url, server } = await testServer(opts);
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'planned' });
+    await inPlan;
+    const closing = server.close();
+    const orig = ConnectionSession.prototype.handle;
+    const lateHandled = new Promise<void>((resolve) => {
+      vi.spyOn(ConnectionSession.prototype, 'handle').mockImplementation(function (this: ConnectionSession, ...args: Parameters<ConnectionSession['handle']>) {
+        orig.apply(this, args);
+        if (args[0].type === 'response.create' && args[0].input.length === 1) resolve();
+      });
+    });
+    s.send({ type: 'response.create', model: 'sim-model', input: 'late', stream_id: 'late-lane' });
+    await lateHandled;
+    release();
+    await closing;
+    expect((await s.closed).code).toBe(1001);
+    expect(s.events.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['server_shutting_down', 'server_shutting_down']);
+    expect(s.events.map((e) => e.sequence_number)).toEqual([0, 1]);
+    // The late create is answered as it arrives, the planned one when its planning ends; each refusal carries its own lane (stream_id).
+    expect(s.events.map((e) => (e as { stream_id?: string }).stream_id)).toEqual(['late-lane', undefined]);
+    vi.restoreAllMocks();
   });
 
   it('shutdown: the run in flight ends incomplete, each queued create gets server_shutting_down, then close 1001', async () => {

@@ -3,7 +3,9 @@
  * error, the socket stays open where the protocol allows, a paused run stays
  * paused, and usage is recorded exactly once however the run ends.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { ResponseRun } from '../../src/engine/run.js';
+import { WireError } from '../../src/protocol/errors.js';
 import { realClock, type Clock } from '../../src/model/clock.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { tokenPieces } from '../../src/model/tokenizer.js';
@@ -335,6 +337,59 @@ describe('long-lived bad input', () => {
     // The connection goes on: a new run works.
     s.send({ type: 'response.append', input: [out('call_a')] });
     expect((await s.next('error')).error.code).toBe('no_paused_response');
+  });
+
+  // Found by a state-machine fuzzer: an append still being processed (a large one is checked and tokenised in
+  // slices) when its run was cancelled is refused once it is done, by then maybe while the next create's run is
+  // in flight; its error was numbered by the connection's own counter in the middle of that response's
+  // stream, so the client saw two events numbered 2 (the error, then the response's output_item.added).
+  it("an append refused after its run ended is numbered in the stream of the response then in flight", async () => {
+    const policy = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
+      { calls: [{ name: 'lookup', arguments: { q: 'c' }, call_id: 'call_c' }] },
+      { text: 'done' },
+    ]);
+    const { url } = await testServer({ policy });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    await s.next('response.done');
+    let refuse!: (err: Error) => void;
+    const spy = vi.spyOn(ResponseRun.prototype, 'append').mockImplementation(() => new Promise<void>((_, reject) => (refuse = reject)));
+    s.send({ type: 'response.append', input: [out('call_a')] });
+    s.send({ type: 'response.cancel' });
+    await s.next('response.cancelled');
+    s.send(create());
+    const second = await s.next('response.done');
+    expect(spy).toHaveBeenCalledTimes(1);
+    refuse(new WireError('no_paused_response', 'ended while the append was being processed'));
+    const err = await s.next('error');
+    expect(err.error.code).toBe('no_paused_response');
+    expect(err.sequence_number).toBe(second.sequence_number + 1);
+    spy.mockRestore();
+    s.send({ type: 'response.append', input: [out('call_c')] });
+    const end = await s.next('response.completed');
+    expect(end.sequence_number).toBeGreaterThan(err.sequence_number);
+  });
+
+  // Found by a state-machine fuzzer: a large append whose run was cancelled while its checks ran was still
+  // tokenised in full (seconds of CPU for 16 MiB) before being refused, while the connection's next responses ran.
+  it('an append whose run ends while it is checked is refused without being tokenised', async () => {
+    const { s } = await pausedRun();
+    let run!: ResponseRun;
+    let appended!: Promise<void>;
+    const orig = ResponseRun.prototype.append;
+    const spy = vi.spyOn(ResponseRun.prototype, 'append').mockImplementation(function (this: ResponseRun, ...args: Parameters<ResponseRun['append']>) {
+      run = this;
+      appended = orig.apply(this, args);
+      return appended;
+    });
+    const big = Array.from({ length: 60_000 }, (_, i) => `word${i}`).join(' ');
+    s.send({ type: 'response.append', input: [out('call_a', big), out('call_b', big)] });
+    s.send({ type: 'response.cancel' });
+    await s.next('response.cancelled');
+    await expect(appended).rejects.toMatchObject({ code: 'no_paused_response' });
+    spy.mockRestore();
+    expect(run.metrics.counters.items_tokenized).toBe(1);
   });
 
   it('shutdown while paused → incomplete (server_shutdown), post-inference once, socket closed 1001', async () => {

@@ -232,3 +232,27 @@ describe('ws mode', () => {
     expect(rec.counters['persisted']).toBe(1);
   });
 });
+
+describe('a stored response whose parent was not stored', () => {
+  // Found by a state-machine fuzzer: a store:true continuation from the connection's cache of a store:false
+  // response is stored (GET finds it) but its chain is not whole, and every continuation from it through the
+  // store was refused "Previous response with id '<it>' not found", an id GET /v1/responses finds.
+  it('a continuation from it through the store names the response missing from its chain', async () => {
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }, { text: 'c' }]) });
+    const s = await RawSocket.connect(url);
+    s.send(create({ input: 'first' }));
+    const a = await s.next('response.completed');
+    s.send(create({ input: 'second', store: true, previous_response_id: a.response.id }));
+    const b = await s.next('response.completed');
+    expect((await fetch(`${url}/v1/responses/${b.response.id}`)).status).toBe(200);
+    const res = await fetch(`${url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-model', input: 'third', previous_response_id: b.response.id }),
+    });
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { code: string; param: string; message: string } };
+    expect(error).toMatchObject({ code: 'previous_response_not_found', param: 'previous_response_id' });
+    expect(error.message).toContain(`response '${a.response.id}' earlier in its chain is not stored`);
+  });
+});

@@ -58,10 +58,24 @@ const SENTENCE_WORDS = [...IDENTS, ...VERBS, 'the', 'a', 'is', 'when', 'then', '
 type Kind = 'rg' | 'sed' | 'ls' | 'test' | 'diff';
 const KINDS: readonly Kind[] = ['rg', 'sed', 'ls', 'test', 'diff'];
 
+/**
+ * Bounds of what a synthetic workload holds in memory, built whole before
+ * the server listens: its calls, and the text of all its tool outputs.
+ * `--synthetic 100000,1000000,1` (100 GB) grew without end at start-up.
+ */
+export const SYNTHETIC_MAX_TURNS = 100_000;
+export const SYNTHETIC_MAX_OUTPUT_BYTES = 256 * 1024 * 1024;
+
 export function syntheticWorkload(opts: SyntheticOptions): Workload {
   const { turns, toolOutputBytes, outputTokensPerTurn, seed, toolDurationMs = 0 } = opts;
   checkInt('turns', turns, 1);
   checkInt('toolOutputBytes', toolOutputBytes, 0);
+  if (turns > SYNTHETIC_MAX_TURNS) throw new RangeError(`syntheticWorkload: turns must be at most ${SYNTHETIC_MAX_TURNS}, got ${turns}`);
+  if ((turns - 1) * toolOutputBytes > SYNTHETIC_MAX_OUTPUT_BYTES) {
+    throw new RangeError(
+      `syntheticWorkload: the tool outputs ((turns - 1) x toolOutputBytes) must total at most ${SYNTHETIC_MAX_OUTPUT_BYTES} bytes, got ${(turns - 1) * toolOutputBytes}`,
+    );
+  }
   checkInt('outputTokensPerTurn', outputTokensPerTurn, 1);
   checkInt('seed', seed, Number.MIN_SAFE_INTEGER);
   if (!Number.isFinite(toolDurationMs) || toolDurationMs < 0) {

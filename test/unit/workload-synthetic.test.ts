@@ -57,4 +57,10 @@ describe('syntheticWorkload', () => {
     expect(() => syntheticWorkload({ ...opts, toolOutputBytes: 1.5 })).toThrow(/toolOutputBytes/);
     expect(() => syntheticWorkload({ ...opts, toolDurationMs: -1 })).toThrow(/toolDurationMs/);
   });
+
+  it('refuses a workload too large to hold: more than 100,000 calls, or more than 256 MiB of tool outputs (it was built whole before the server listened, growing without end)', () => {
+    expect(() => syntheticWorkload({ ...opts, turns: 100_001 })).toThrow(/turns must be at most 100000/);
+    expect(() => syntheticWorkload({ ...opts, turns: 100_000, toolOutputBytes: 1_000_000 })).toThrow(/at most 268435456 bytes/);
+    expect(syntheticWorkload({ ...opts, turns: 3, toolOutputBytes: 128 * 1024 * 1024 }).name).toMatch(/^synthetic-t3-/);
+  });
 });

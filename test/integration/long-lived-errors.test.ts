@@ -11,6 +11,7 @@ import { scriptPolicy } from '../../src/model/policies.js';
 import { tokenPieces } from '../../src/model/tokenizer.js';
 import { LONG_LIVED_BETA } from '../../src/protocol/designs.js';
 import { gatedPlanning } from '../helpers/gated-planning.js';
+import { captureLogger } from '../helpers/raw-http.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -467,11 +468,15 @@ describe('long-lived bad input', () => {
 
   it('more tool calls than one pause may hold → the run fails with too_many_pending_calls', async () => {
     const calls = ['x', 'y', 'z'].map((q) => ({ name: 'lookup', arguments: { q }, call_id: `call_${q}` }));
-    const { url, server } = await testServer({ policy: scriptPolicy([{ calls }]), limits: { maxPendingCalls: 2 } });
+    const { logger, lines, waitFor } = captureLogger();
+    const { url, server } = await testServer({ policy: scriptPolicy([{ calls }]), limits: { maxPendingCalls: 2 }, logger });
     const s = await RawSocket.longLived(url);
     s.send(create());
     const err = await s.next('error');
     expect(err).toMatchObject({ status: 500, error: { type: 'server_error', code: 'too_many_pending_calls' } });
+    // A bound a client can provoke: a warning with its code, never an error line with a stack trace.
+    expect((await waitFor((l) => l.code === 'too_many_pending_calls')).level).toBe(40);
+    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
     const failed = await s.next('response.failed');
     // The Response's error.code is from the spec's closed enum; the precise code is the error event's.
     expect(failed.response.error).toMatchObject({ code: 'server_error', message: err.error.message });

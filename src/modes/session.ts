@@ -84,9 +84,12 @@ export class ConnectionSession {
   private cancelStarting = false;
   /** The lane (`stream_id`) of the create being served, whose events carry it; null for none. */
   private lane: string | null = null;
-  /** The id of the last response that ran on this connection and ended (a `response.inject` naming it is told so), and its lane. */
-  private lastEndedId: string | null = null;
-  private lastEndedLane: string | null = null;
+  /**
+   * The last response that ran on this connection and ended, and its lane (a `response.inject` naming it is told
+   * so, in that lane). One field, not two: every paused run holds its connection's session, and the paused
+   * phase of `npm run bench:overhead` measured each session field (`--phases paused`, heap per paused run).
+   */
+  private lastEnded: { id: string; lane: string | null } | null = null;
 
   constructor(
     private readonly policy: ModePolicy,
@@ -253,8 +256,8 @@ export class ConnectionSession {
    * items were being checked).
    */
   private injectFailed(id: string, input: InputItem[], endedIn?: string | null): void {
-    const ended = endedIn !== undefined || id === this.lastEndedId;
-    const lane = endedIn !== undefined ? endedIn : ended ? this.lastEndedLane : this.lane;
+    const ended = endedIn !== undefined || id === this.lastEnded?.id;
+    const lane = endedIn !== undefined ? endedIn : ended ? this.lastEnded!.lane : this.lane;
     const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
     const error = ended
       ? { code: 'response_already_completed' as const, message: `Response '${shown}' has ended; nothing can be injected into it.` }
@@ -296,8 +299,6 @@ export class ConnectionSession {
     const params = next.params;
     this.queuedBytes -= next.bytes;
     this.busy = true;
-    // An error refusing this create goes in its lane (`error`); the transport takes the lane when its run starts.
-    const refusal = (err: WireError): WireError => Object.assign(err, { lane: next.lane });
     try {
       // Back-pressure between responses: a whole response can be sent in one
       // turn (an instant model, events echoing a large request), and queued
@@ -329,7 +330,9 @@ export class ConnectionSession {
       } catch (err) {
         const wire = toWireError(err);
         this.policy.failed?.(params, wire);
-        this.error(refusal(wire));
+        // An error refusing this create goes in its lane (`error`); the transport takes the lane when its run starts.
+        wire.lane = next.lane;
+        this.error(wire);
         return;
       }
       if (this.closed) {
@@ -360,8 +363,7 @@ export class ConnectionSession {
       this.log.debug({ response_id: run.id, model: plan.route.model }, 'response started');
       await run.done;
       this.active = null;
-      this.lastEndedId = run.id;
-      this.lastEndedLane = next.lane;
+      this.lastEnded = { id: run.id, lane: next.lane };
       this.policy.ended?.(run, plan);
       this.transport.ended?.(run.response);
     } catch (err) {

@@ -88,7 +88,7 @@ export class WireError extends Error {
    * The WebSocket lane (`stream_id`) of the `response.create` this error refuses, when the frame named a valid
    * one (protocol/parse.ts); undefined for any other error. The session sends the error in that lane.
    */
-  lane?: string | null;
+  declare lane?: string | null;
 
   constructor(code: WireErrorCode, message?: string, param: string | null = null, options?: { cause?: unknown }) {
     const entry = WIRE_ERRORS[code];

@@ -6,17 +6,17 @@
  * never on sleeps.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../helpers/browser.js';
 import type { Child } from '../../src/bench/processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CHROMIUM = '/usr/bin/chromium';
 const profile = mkdtempSync(join(tmpdir(), 'llr-demo-chromium-'));
 
 let spawnServer: (args?: string[]) => Promise<Child>;
@@ -26,15 +26,9 @@ let browser: BrowserContext | null = null;
 beforeAll(async () => {
   // The server runs from dist, as `llr serve` does; emit it even if work elsewhere has a type error.
   await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')]).catch(() => {});
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run .ci/install-chromium (apt-get install -y chromium)`);
   ({ spawnServer } = (await import(pathToFileURL(join(ROOT, 'dist', 'bench', 'processes.js')).href)) as typeof import('../../src/bench/processes.js'));
   server = await spawnServer([]);
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1280, height: 720 },
-  });
+  browser = await launchChromium(profile);
 }, 120_000);
 
 afterAll(async () => {

@@ -5,18 +5,14 @@
  * animation is paused, and a server killed mid-race. Waits on the DOM,
  * never on sleeps.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../helpers/browser.js';
+import { distSpawnServer, launchChromium } from '../helpers/browser.js';
 import type { Child } from '../../src/bench/processes.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const profile = mkdtempSync(join(tmpdir(), 'llr-demo-chromium-'));
 
 let spawnServer: (args?: string[]) => Promise<Child>;
@@ -24,9 +20,7 @@ let server: Child | null = null;
 let browser: BrowserContext | null = null;
 
 beforeAll(async () => {
-  // The server runs from dist, as `llr serve` does; emit it even if work elsewhere has a type error.
-  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')]).catch(() => {});
-  ({ spawnServer } = (await import(pathToFileURL(join(ROOT, 'dist', 'bench', 'processes.js')).href)) as typeof import('../../src/bench/processes.js'));
+  spawnServer = await distSpawnServer();
   server = await spawnServer([]);
   browser = await launchChromium(profile);
 }, 120_000);

@@ -8,15 +8,13 @@
  * console shows no error and that no request left the loopback. Saves a
  * screenshot to test-output/demo.png.
  */
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../helpers/browser.js';
+import { distSpawnServer, launchChromium } from '../helpers/browser.js';
 import type { RunRecord } from '../../src/engine/records.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -27,10 +25,7 @@ let server: { url: string; stop: () => Promise<void> } | null = null;
 let browser: BrowserContext | null = null;
 
 beforeAll(async () => {
-  // The server runs from dist, as `llr serve` does; emit it even if work elsewhere has a type error.
-  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')]).catch(() => {});
-  const { spawnServer } = (await import(pathToFileURL(join(ROOT, 'dist', 'bench', 'processes.js')).href)) as typeof import('../../src/bench/processes.js');
-  server = await spawnServer([]);
+  server = await (await distSpawnServer())([]);
   browser = await launchChromium(profile);
 }, 120_000);
 

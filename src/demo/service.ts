@@ -26,7 +26,7 @@ import type { Services } from '../engine/services.js';
 import { WireError } from '../protocol/errors.js';
 import { parseJsonText } from '../protocol/parse.js';
 import { readBody } from '../transport/body.js';
-import { watchStall, type HttpRoutes } from '../transport/http.js';
+import { checkJsonContentType, watchStall, type HttpRoutes } from '../transport/http.js';
 import { DEMO_DESIGNS } from './designs.js';
 import type { DemoMessage } from './messages.js';
 import { DemoModels } from './models.js';
@@ -114,6 +114,9 @@ export class DemoService implements HttpRoutes {
     if (rest === 'api/races') {
       if (method !== 'POST') throw new WireError('method_not_allowed');
       authenticate();
+      // As on /v1: a JSON body or none (415 otherwise), so a form a browser may post without a preflight
+      // (text/plain, x-www-form-urlencoded) is refused for its type, not read as JSON.
+      checkJsonContentType(req);
       return this.startRace(req, res);
     }
     const step = /^api\/races\/([a-z0-9]+)\/step$/.exec(rest);

@@ -188,9 +188,17 @@ describe('demo requests', () => {
       expect(err.param).toBe(param);
       expect(err.message.length).toBeGreaterThan(0);
     }
-    const notJson = await fetch(`${url}/demo/api/races`, { method: 'POST', body: '{' });
+    const notJson = await fetch(`${url}/demo/api/races`, { method: 'POST', body: '{', headers: { 'Content-Type': 'application/json' } });
     expect(notJson.status).toBe(400);
     expect(((await notJson.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
+    // A body that parses as JSON but comes as a form or plain text (what a page elsewhere could post without a
+    // preflight) is refused for its type, and no race starts.
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1']) {
+      const res = await fetch(`${url}/demo/api/races`, { method: 'POST', body: JSON.stringify({ workload: 'synthetic', tool_calls: 1, speed: 'instant' }), headers: { 'Content-Type': type } });
+      expect(res.status, type).toBe(415);
+      expect(((await res.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: 'unsupported_media_type', param: 'Content-Type' });
+    }
+    expect(await records(url)).toHaveLength(0);
     expect((await fetch(`${url}/demo/api/races/rnope/step`, { method: 'POST' })).status).toBe(404);
     expect((await fetch(`${url}/demo/api/races`)).status).toBe(405);
   });
@@ -237,7 +245,7 @@ describe('demo requests', () => {
     expect((await fetch(`${url}/demo/api/config`)).status).toBe(401);
     const res = await fetch(`${url}/demo/api/races`, {
       method: 'POST',
-      headers: { Authorization: 'Bearer sk-demo' },
+      headers: { Authorization: 'Bearer sk-demo', 'Content-Type': 'application/json' },
       body: JSON.stringify({ workload: 'synthetic', tool_calls: 1, speed: 'instant' }),
     });
     const msgs = await readRace(res);

@@ -15,7 +15,9 @@
  * memory, counted once at open (a covering index, not the JSON), so a put
  * never scans the table; a file opened under lower bounds is trimmed at
  * open. Deleted pages are reused, not returned: the file stays near its
- * high-water mark.
+ * high-water mark. The counts are this process's: one writing process per
+ * file (readers beside it are fine); a second writer's puts are not seen
+ * until a reopen, so the bounds would be passed by what it wrote.
  *
  * Migrates schema versions 1 and 2 to 3 (an unknown version is refused, not
  * guessed at); leaves out vacuuming.

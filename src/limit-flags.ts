@@ -6,12 +6,14 @@
  * limit has a flag.
  */
 import { DEFAULT_LIMITS, type Limits } from './engine/services.js';
-import { numberFlag, stringOptions, UsageError } from './flags.js';
+import { numberFlag, stringOptions, UsageError, type NumberRange } from './flags.js';
 
 export interface LimitFlag {
   flag: string;
   key: keyof Limits;
   help: string;
+  /** The values taken, where not the default (a whole number >= 0, or Infinity unless a timer's `-ms`). A range here is not a timer's: no 2^31-1 ms cap. */
+  range?: NumberRange;
 }
 
 export const LIMIT_FLAGS: readonly LimitFlag[] = [
@@ -29,6 +31,9 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-run-records-bytes', key: 'maxRunRecordsBytes', help: 'estimated bytes of those run records (their spans grow with a run); past it the oldest are dropped, never the newest' },
   { flag: 'max-memory-store-responses', key: 'maxMemoryStoreResponses', help: 'stored responses an in-memory store (--store memory or :memory:) keeps; past it the oldest are evicted' },
   { flag: 'max-memory-store-bytes', key: 'maxMemoryStoreBytes', help: 'bytes (JSON) an in-memory store keeps; past it the oldest are evicted' },
+  { flag: 'max-file-store-responses', key: 'maxFileStoreResponses', help: 'stored responses a store on a file (--store PATH) keeps; past it the oldest are deleted' },
+  { flag: 'max-file-store-bytes', key: 'maxFileStoreBytes', help: 'bytes (JSON) a store on a file keeps; past it the oldest are deleted (the file keeps its size: freed pages are reused)' },
+  { flag: 'store-ttl-ms', key: 'storeTtlMs', help: 'age at which a stored response is gone (404, previous_response_not_found) and deleted, on every store (>= 1; Infinity: never; not a timer, so above 2^31-1 ms too)', range: { integer: true, min: 1, infinity: true } },
   { flag: 'max-context-bytes', key: 'maxContextBytes', help: 'bytes (JSON) one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-context-items', key: 'maxContextItems', help: 'items one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-live-http-runs', key: 'maxLiveHttpRuns', help: 'long-lived runs open over HTTP at once; past it 429' },
@@ -75,6 +80,10 @@ export function limitsFrom(values: Record<string, unknown>, env: Record<string, 
     const fromEnv = env[envName(f.flag)];
     const raw = typeof values[f.flag] === 'string' ? (values[f.flag] as string) : fromEnv === '' ? undefined : fromEnv;
     if (raw === undefined) continue;
+    if (f.range) {
+      out[f.key] = numberFlag(raw, f.flag, f.range);
+      continue;
+    }
     const ms = f.flag.endsWith('-ms');
     // Node fires a timer longer than 2^31-1 ms at once: refuse rather than time out immediately.
     if (ms && (raw === 'Infinity' || raw === 'inf' || Number(raw) > MAX_TIMER_MS)) throw new UsageError(`--${f.flag} is at most ${MAX_TIMER_MS} ms (about 24.8 days), got '${raw}'`);

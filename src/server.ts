@@ -173,7 +173,13 @@ export class LlrServer {
     const settings = { ...DEFAULT_MODEL_SETTINGS, ...options.modelSettings };
     const switches = { ...DEFAULT_SWITCHES, ...options.switches };
     const limits = { ...DEFAULT_LIMITS, ...options.limits };
-    const store = openStore(options.store ?? DEFAULT_STORE, { maxResponses: limits.maxMemoryStoreResponses, maxBytes: limits.maxMemoryStoreBytes });
+    // Expiry is measured on the injected wall clock, the one responses' created_at is taken from.
+    const age = { ttlMs: limits.storeTtlMs, now: () => clock.wallNow?.() ?? Date.now() };
+    const store = openStore(
+      options.store ?? DEFAULT_STORE,
+      { maxResponses: limits.maxMemoryStoreResponses, maxBytes: limits.maxMemoryStoreBytes, ...age },
+      { maxResponses: limits.maxFileStoreResponses, maxBytes: limits.maxFileStoreBytes, ...age },
+    );
     const ledger = new Ledger(options.ledgerEntries);
     const auth = createAuthenticator(options.apiKeys ?? []);
     const demo = options.demo === false ? null : new DemoService(() => this.services, options.demo ?? {}, clock, options.seed ?? 1, auth.enabled);

@@ -113,11 +113,35 @@ export interface Limits {
    * `:memory:`; default 10,000): past it the oldest put is evicted, as the
    * API lets stored responses expire (a GET naming it is 404, a
    * `previous_response_id` 400 `previous_response_not_found`). A store on a
-   * file keeps everything (the disk is its bound).
+   * file has its own bounds (`maxFileStoreResponses`, `maxFileStoreBytes`).
    */
   maxMemoryStoreResponses: number;
   /** Bytes (JSON, estimated for `--store memory`) an in-memory store keeps (default 256 MiB); past it the oldest are evicted. */
   maxMemoryStoreBytes: number;
+  /**
+   * Stored responses a store on a file keeps (default 1,000,000); past it the
+   * oldest put is deleted with its items, as for an in-memory store. Its own
+   * bound, not `maxMemoryStoreResponses`: what it costs is disk, not heap (the
+   * store keeps only a count and a byte total in memory), so the bound can be
+   * a hundred times higher.
+   */
+  maxFileStoreResponses: number;
+  /**
+   * Bytes (the UTF-8 JSON of each response, its input and its items) a store
+   * on a file keeps (default 4 GiB: a few hundred thousand responses of a
+   * long agent conversation, and a modest share of a disk); past it the
+   * oldest are deleted. The file does not shrink: freed pages are reused.
+   */
+  maxFileStoreBytes: number;
+  /**
+   * Age (ms after its `created_at`) at which a stored response is gone, on
+   * every store (default 30 days, as the API keeps stored responses): a GET
+   * naming it is 404, a `previous_response_id` naming it (or a later
+   * response of its chain) 400 `previous_response_not_found`, as for an
+   * evicted one; later puts delete it, a batch at a time. Not a timer, so
+   * not capped at 2^31-1 ms; Infinity: kept until evicted.
+   */
+  storeTtlMs: number;
   /**
    * Long-lived runs open over HTTP at once (`POST /v1/responses?protocol=long-lived`,
    * default 512); past it 429 `too_many_live_runs`. Each also holds an SSE
@@ -200,6 +224,9 @@ export const DEFAULT_LIMITS: Limits = {
   maxRunRecordsBytes: 64 * 1024 * 1024,
   maxMemoryStoreResponses: 10_000,
   maxMemoryStoreBytes: 256 * 1024 * 1024,
+  maxFileStoreResponses: 1_000_000,
+  maxFileStoreBytes: 4 * 1024 * 1024 * 1024,
+  storeTtlMs: 30 * 24 * 60 * 60 * 1000,
   maxLiveHttpRuns: 512,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 60_000,

@@ -50,7 +50,7 @@ export function loadChain(id: string, owner: string | null, services: Services, 
 
 /**
  * `id` is stored but its chain is not whole: an earlier response was created with `store: false` (a ws-mode
- * continuation from the connection's cache stores a response whose parent was never stored) or deleted. Said
+ * continuation from the connection's cache stores a response whose parent was never stored), deleted, or expired or evicted. Said
  * so, naming the missing one: "'id' not found" was wrong, `GET /v1/responses/{id}` finds it. Undefined when
  * `id` itself is missing (or the walk passes MAX_CHAIN_LINKS).
  */
@@ -63,7 +63,7 @@ function brokenChain(id: string, owner: string | null, services: Services): Wire
     if (!next) {
       return new WireError(
         'previous_response_not_found',
-        `Previous response with id '${id}' cannot be continued: response '${prev}' earlier in its chain is not stored (created with 'store': false, or deleted). Send the full input instead.`,
+        `Previous response with id '${id}' cannot be continued: response '${prev}' earlier in its chain is not stored (created with 'store': false, deleted, or expired or evicted from the store). Send the full input instead.`,
         'previous_response_id',
       );
     }

@@ -7,19 +7,19 @@
  */
 import { MemoryStore } from './memory.js';
 import { SqliteStore } from './sqlite.js';
-import { UNBOUNDED, type MemoryBounds, type ResponseStore } from './types.js';
+import { UNBOUNDED, type ResponseStore, type StoreBounds } from './types.js';
 
 export { MemoryStore } from './memory.js';
 export { SqliteStore, SCHEMA_VERSION } from './sqlite.js';
-export { MAX_CHAIN_LINKS, type MemoryBounds, type ResponseStore, type StoreCounters, type StoredResponse } from './types.js';
+export { MAX_CHAIN_LINKS, type MemoryBounds, type ResponseStore, type StoreBounds, type StoreCounters, type StoredResponse } from './types.js';
 
 /**
  * `'memory'` → MemoryStore; `':memory:'` → SQLite in memory; anything else →
- * SQLite file at that path. `bounds` applies to the two in-memory stores (a
- * file's bound is its disk).
+ * SQLite file at that path. `memory` bounds the two in-memory stores (their
+ * cost is the heap), `file` a store on a file (its cost is the disk).
  */
-export function openStore(spec: string, bounds: MemoryBounds = UNBOUNDED): ResponseStore {
-  if (spec === 'memory') return new MemoryStore(bounds);
-  if (spec === ':memory:') return new SqliteStore(spec, bounds);
-  return new SqliteStore(spec);
+export function openStore(spec: string, memory: StoreBounds = UNBOUNDED, file: StoreBounds = UNBOUNDED): ResponseStore {
+  if (spec === 'memory') return new MemoryStore(memory);
+  if (spec === ':memory:') return new SqliteStore(spec, memory);
+  return new SqliteStore(spec, file);
 }

@@ -14,10 +14,12 @@
  * as the API lets stored responses expire. A record's size is estimated
  * during the copy (its strings' UTF-8 bytes plus a few bytes per value:
  * about its JSON), so bounding it costs no second walk. The record just put is never
- * the one evicted.
+ * the one evicted. A record older than `ttlMs` (`--store-ttl-ms`) is gone
+ * for every read at once, and dropped by later puts (the oldest puts first,
+ * `EXPIRE_BATCH` at a time).
  */
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, itemsById, newCounters, type MemoryBounds, type ResponseStore, type StoredResponse } from './types.js';
+import { EXPIRE_BATCH, MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, expiryCutoff, itemsById, newCounters, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 interface Entry {
   rec: StoredResponse;
@@ -36,7 +38,7 @@ export class MemoryStore implements ResponseStore {
   /** Sizes in put order: what the bounds evict (estimated by `copyJson` as it copies). */
   readonly #order: PutOrder;
 
-  constructor(readonly bounds: MemoryBounds = UNBOUNDED) {
+  constructor(readonly bounds: StoreBounds = UNBOUNDED) {
     this.#order = new PutOrder(bounds);
   }
 
@@ -66,11 +68,25 @@ export class MemoryStore implements ResponseStore {
       this.#drop(old);
       this.counters.evicted++;
     }
+    this.#expire();
+  }
+
+  /** Drop up to EXPIRE_BATCH expired records from the oldest puts, stopping at the first live one (reads hide the rest). */
+  #expire(): void {
+    const cutoff = expiryCutoff(this.bounds);
+    if (cutoff === -Infinity) return;
+    let n = 0;
+    for (const id of this.#order.ids()) {
+      if (n === EXPIRE_BATCH || this.#records.get(id)!.rec.created_at > cutoff) break;
+      this.#drop(id);
+      this.counters.expired++;
+      n++;
+    }
   }
 
   get(id: string, owner: string | null): StoredResponse | undefined {
     this.counters.reads++;
-    const entry = this.#owned(id, owner);
+    const entry = this.#owned(id, owner, expiryCutoff(this.bounds));
     if (!entry) return undefined;
     this.counters.rows_read++;
     return copyJson(entry.rec);
@@ -78,18 +94,23 @@ export class MemoryStore implements ResponseStore {
 
   delete(id: string, owner: string | null): boolean {
     this.counters.writes++;
-    if (!this.#owned(id, owner)) return false;
+    const entry = this.#records.get(id);
+    if (!entry || entry.rec.owner !== owner) return false;
     this.#drop(id);
-    return true;
+    // An expired record goes all the same, but it was already gone: not found.
+    if (entry.rec.created_at > expiryCutoff(this.bounds)) return true;
+    this.counters.expired++;
+    return false;
   }
 
   chain(id: string, owner: string | null): StoredResponse[] | undefined {
     this.counters.reads++;
     const newestFirst: StoredResponse[] = [];
+    const cutoff = expiryCutoff(this.bounds);
     let next: string | null = id;
     while (next !== null) {
       if (newestFirst.length >= MAX_CHAIN_LINKS) return undefined;
-      const entry = this.#owned(next, owner);
+      const entry = this.#owned(next, owner, cutoff);
       if (!entry) return undefined;
       newestFirst.push(entry.rec);
       next = entry.rec.response.previous_response_id;
@@ -102,10 +123,11 @@ export class MemoryStore implements ResponseStore {
     this.counters.reads++;
     const holders = this.#itemIndex.get(itemId);
     if (!holders) return undefined;
+    const cutoff = expiryCutoff(this.bounds);
     // Newest put wins, matching the SQLite store's rowid order.
     for (let i = holders.length - 1; i >= 0; i--) {
       const entry = this.#records.get(holders[i]!);
-      if (!entry || entry.rec.owner !== owner) continue;
+      if (!entry || entry.rec.owner !== owner || entry.rec.created_at <= cutoff) continue;
       const item = entry.items.get(itemId);
       if (item === undefined) continue;
       this.counters.rows_read++;
@@ -120,9 +142,10 @@ export class MemoryStore implements ResponseStore {
     this.#order.clear();
   }
 
-  #owned(id: string, owner: string | null): Entry | undefined {
+  /** The owner's live record: undefined when missing, foreign, or created at or before `cutoff` (expired). */
+  #owned(id: string, owner: string | null, cutoff: number): Entry | undefined {
     const entry = this.#records.get(id);
-    return entry && entry.rec.owner === owner ? entry : undefined;
+    return entry && entry.rec.owner === owner && entry.rec.created_at > cutoff ? entry : undefined;
   }
 
   /** Remove a response and its item index entries (a replace, a delete, an eviction). */

@@ -6,20 +6,36 @@
  * and one `items` row per findable item, so getItem is an index lookup and
  * chain() is one recursive query. All calls are synchronous on the caller's
  * thread: that is real request-path work, and the HTTP baseline measures it.
- * Migrates schema version 1 to 2 (an unknown version is refused, not
- * guessed at); leaves out expiry and vacuuming.
+ *
+ * Bounded (`StoreBounds`): past `maxResponses` responses or `maxBytes` of
+ * their JSON the oldest puts (rowid order) are deleted with their items,
+ * never the one just put; a response older than `ttlMs` is treated as gone
+ * by every read and deleted by later puts, `EXPIRE_BATCH` at a time (oldest
+ * `created_at` first, through an index). The count and bytes are kept in
+ * memory, counted once at open (a covering index, not the JSON), so a put
+ * never scans the table; a file opened under lower bounds is trimmed at
+ * open. Deleted pages are reused, not returned: the file stays near its
+ * high-water mark. The counts are this process's: one writing process per
+ * file (readers beside it are fine); a second writer's puts are not seen
+ * until a reopen, so the bounds would be passed by what it wrote.
+ *
+ * Migrates schema versions 1 and 2 to 3 (an unknown version is refused, not
+ * guessed at); leaves out vacuuming.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, itemsById, newCounters, type MemoryBounds, type ResponseStore, type StoredResponse } from './types.js';
+import { EXPIRE_BATCH, MAX_CHAIN_LINKS, UNBOUNDED, expiryCutoff, itemsById, newCounters, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 /**
  * Bump with a migration in `#migrate` whenever the tables below change.
  * 2: `responses.appended`, what clients appended to a long-lived run (JSON, or NULL when nothing was).
+ * 3: `responses.bytes` (the UTF-8 bytes of the row's JSON and its items', what `maxBytes` bounds) and
+ *    `responses_by_created` (created_at, bytes): expiry finds the oldest through it, and the open counts
+ *    bytes from it without reading the JSON.
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 // items is keyed by (item_id, response_id), not item_id alone: input item ids
 // are chosen by clients, so two owners may use the same id, and one owner's
@@ -32,7 +48,8 @@ CREATE TABLE IF NOT EXISTS responses (
   created_at           INTEGER NOT NULL,
   response             TEXT NOT NULL,
   input                TEXT NOT NULL,
-  appended             TEXT
+  appended             TEXT,
+  bytes                INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS items (
   item_id     TEXT NOT NULL,
@@ -42,6 +59,16 @@ CREATE TABLE IF NOT EXISTS items (
   PRIMARY KEY (item_id, response_id)
 );
 CREATE INDEX IF NOT EXISTS items_by_response ON items (response_id);
+CREATE INDEX IF NOT EXISTS responses_by_created ON responses (created_at, bytes);
+`;
+
+/** 2 → 3: the bytes of every stored row (its JSON and its items', UTF-8), then the index. */
+const MIGRATE_2_TO_3 = `
+ALTER TABLE responses ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+UPDATE responses SET bytes =
+  length(CAST(response AS BLOB)) + length(CAST(input AS BLOB)) + coalesce(length(CAST(appended AS BLOB)), 0)
+  + coalesce((SELECT sum(length(CAST(item AS BLOB))) FROM items WHERE items.response_id = responses.id), 0);
+CREATE INDEX IF NOT EXISTS responses_by_created ON responses (created_at, bytes);
 `;
 
 interface RecordRow {
@@ -64,6 +91,7 @@ interface ChainRow {
 
 interface PutParams {
   id: string;
+  bytes: number;
   owner: string | null;
   previous_response_id: string | null;
   created_at: number;
@@ -84,34 +112,50 @@ interface IdOwner {
   owner: string | null;
 }
 
+/** A deleted row: which items to delete with it, and what it held. */
+interface Gone {
+  id: string;
+  bytes: number;
+}
+
+/** What a put's transaction changed; applied to the store's fields only once it committed. */
+interface Tally {
+  count: number;
+  bytes: number;
+  evicted: number;
+  expired: number;
+}
+
 export class SqliteStore implements ResponseStore {
   readonly counters = newCounters();
   readonly #db: Database.Database;
   readonly #insertResponse: Database.Statement<[PutParams]>;
   readonly #insertItem: Database.Statement<[ItemParams]>;
-  readonly #deleteResponse: Database.Statement<[IdOwner]>;
+  readonly #deleteResponse: Database.Statement<[IdOwner], Gone & { created_at: number }>;
+  readonly #deleteById: Database.Statement<[string], Gone>;
   readonly #deleteItems: Database.Statement<[string]>;
-  readonly #selectResponse: Database.Statement<[IdOwner], RecordRow>;
-  readonly #selectItem: Database.Statement<[{ item_id: string; owner: string | null }], { item: string }>;
-  readonly #selectChain: Database.Statement<[IdOwner & { limit: number }], ChainRow>;
-  readonly #put: (p: PutParams, items: ItemParams[]) => void;
-  readonly #delete: (key: IdOwner) => boolean;
-  readonly #evict: (id: string) => void;
+  readonly #deleteOldest: Database.Statement<[{ keep: string | null; n: number }], Gone>;
+  readonly #deleteExpired: Database.Statement<[{ cutoff: number; n: number }], Gone>;
+  readonly #selectResponse: Database.Statement<[IdOwner & { cutoff: number }], RecordRow>;
+  readonly #selectItem: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
+  readonly #selectChain: Database.Statement<[IdOwner & { limit: number; cutoff: number }], ChainRow>;
+  readonly #put: (p: PutParams, items: ItemParams[]) => Tally;
+  readonly #delete: (key: IdOwner) => Tally | undefined;
+  readonly #trim: (keep: string | null, expireAll: boolean) => Tally;
 
-  /** Sizes in put order, kept only under finite `bounds` (an in-memory database): past either, the oldest go. */
-  readonly #order: PutOrder | null;
-  readonly #evictOne: Database.Statement<[string]>;
+  /** Responses and their bytes (the `bytes` column's sum), counted at open and kept by every write. */
+  #count: number;
+  #bytes: number;
 
   /**
    * `path` is a file path (parent directories are created) or `':memory:'`;
-   * `bounds` (meant for `':memory:'`: a file's bound is its disk) limits the
-   * responses kept, evicting the oldest put.
+   * `bounds` limits the responses kept (count, bytes: the oldest put goes)
+   * and their age. A file already past them is trimmed here.
    */
   constructor(
     path: string,
-    readonly bounds: MemoryBounds = UNBOUNDED,
+    readonly bounds: StoreBounds = UNBOUNDED,
   ) {
-    this.#order = Number.isFinite(bounds.maxResponses) || Number.isFinite(bounds.maxBytes) ? new PutOrder(bounds) : null;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.#db = new Database(path);
     // WAL lets readers (a second server process, the sqlite3 shell) run beside
@@ -123,54 +167,99 @@ export class SqliteStore implements ResponseStore {
 
     const db = this.#db;
     this.#insertResponse = db.prepare(
-      `INSERT OR REPLACE INTO responses (id, owner, previous_response_id, created_at, response, input, appended)
-       VALUES (@id, @owner, @previous_response_id, @created_at, @response, @input, @appended)`,
+      `INSERT INTO responses (id, owner, previous_response_id, created_at, response, input, appended, bytes)
+       VALUES (@id, @owner, @previous_response_id, @created_at, @response, @input, @appended, @bytes)`,
     );
     this.#insertItem = db.prepare(
       `INSERT OR REPLACE INTO items (item_id, response_id, owner, item)
        VALUES (@item_id, @response_id, @owner, @item)`,
     );
-    this.#deleteResponse = db.prepare(`DELETE FROM responses WHERE id = @id AND owner IS @owner`);
+    this.#deleteResponse = db.prepare(`DELETE FROM responses WHERE id = @id AND owner IS @owner RETURNING id, bytes, created_at`);
+    this.#deleteById = db.prepare(`DELETE FROM responses WHERE id = ? RETURNING id, bytes`);
     this.#deleteItems = db.prepare(`DELETE FROM items WHERE response_id = ?`);
-    this.#evictOne = db.prepare(`DELETE FROM responses WHERE id = ?`);
+    // The oldest puts: rowid grows with each insert (a replace deletes and re-inserts), so the table's own
+    // order is put order and the first rows are found without a scan. `keep`: the response just put.
+    this.#deleteOldest = db.prepare(
+      `DELETE FROM responses WHERE rowid IN (SELECT rowid FROM responses WHERE id IS NOT @keep ORDER BY rowid LIMIT @n)
+       RETURNING id, bytes`,
+    );
+    this.#deleteExpired = db.prepare(
+      `DELETE FROM responses WHERE rowid IN (SELECT rowid FROM responses WHERE created_at <= @cutoff ORDER BY created_at LIMIT @n)
+       RETURNING id, bytes`,
+    );
+    // Every read sees only rows above the expiry cutoff: an expired response is gone at once, deleted or not.
     this.#selectResponse = db.prepare(
-      `SELECT owner, created_at, response, input, appended FROM responses WHERE id = @id AND owner IS @owner`,
+      `SELECT owner, created_at, response, input, appended FROM responses
+        WHERE id = @id AND owner IS @owner AND created_at > @cutoff`,
     );
     // Newest put wins when an owner holds the same item id in several
     // responses; rowid grows with each insert, and a replace re-inserts.
     this.#selectItem = db.prepare(
-      `SELECT item FROM items WHERE item_id = @item_id AND owner IS @owner ORDER BY rowid DESC LIMIT 1`,
+      `SELECT i.item FROM items i JOIN responses r ON r.id = i.response_id
+        WHERE i.item_id = @item_id AND i.owner IS @owner AND r.created_at > @cutoff
+        ORDER BY i.rowid DESC LIMIT 1`,
     );
-    // The walk follows only the owner's rows, so a foreign or missing link
-    // ends it with one all-null row (LEFT JOIN) that marks the chain broken.
+    // The walk follows only the owner's live rows, so a foreign, missing or
+    // expired link ends it with one all-null row (LEFT JOIN) that marks the
+    // chain broken.
     this.#selectChain = db.prepare(
       `WITH RECURSIVE walk(id, depth) AS (
          SELECT @id, 0
          UNION ALL
          SELECT r.previous_response_id, walk.depth + 1
-           FROM walk JOIN responses r ON r.id = walk.id AND r.owner IS @owner
+           FROM walk JOIN responses r ON r.id = walk.id AND r.owner IS @owner AND r.created_at > @cutoff
           WHERE r.previous_response_id IS NOT NULL AND walk.depth < @limit - 1
        )
        SELECT r.previous_response_id, r.owner, r.created_at, r.response, r.input, r.appended
-         FROM walk LEFT JOIN responses r ON r.id = walk.id AND r.owner IS @owner
+         FROM walk LEFT JOIN responses r ON r.id = walk.id AND r.owner IS @owner AND r.created_at > @cutoff
         ORDER BY walk.depth DESC`,
     );
 
-    this.#put = db.transaction((p: PutParams, items: ItemParams[]) => {
-      this.#deleteItems.run(p.id);
+    this.#put = db.transaction((p: PutParams, items: ItemParams[]): Tally => {
+      const tally: Tally = { count: this.#count, bytes: this.#bytes, evicted: 0, expired: 0 };
+      const old = this.#deleteById.get(p.id);
+      if (old) this.#gone(old, tally);
+      else this.#deleteItems.run(p.id);
       this.#insertResponse.run(p);
       for (const item of items) this.#insertItem.run(item);
+      tally.count++;
+      tally.bytes += p.bytes;
+      this.#expire(tally, EXPIRE_BATCH);
+      this.#evict(tally, p.id);
+      return tally;
     });
-    this.#delete = db.transaction((key: IdOwner) => {
-      if (this.#deleteResponse.run(key).changes === 0) return false;
-      this.#deleteItems.run(key.id);
-      this.#order?.delete(key.id);
-      return true;
+    this.#delete = db.transaction((key: IdOwner): Tally | undefined => {
+      const row = this.#deleteResponse.get(key);
+      if (!row) return undefined;
+      const tally: Tally = { count: this.#count, bytes: this.#bytes, evicted: 0, expired: 0 };
+      this.#gone(row, tally);
+      // An expired response is deleted all the same, but it was already gone: the caller is told it was not found.
+      if (row.created_at <= expiryCutoff(this.bounds)) tally.expired++;
+      return tally;
     });
-    this.#evict = db.transaction((id: string) => {
-      this.#evictOne.run(id);
-      this.#deleteItems.run(id);
+    this.#trim = db.transaction((keep: string | null, expireAll: boolean): Tally => {
+      const tally: Tally = { count: this.#count, bytes: this.#bytes, evicted: 0, expired: 0 };
+      this.#expire(tally, expireAll ? Number.MAX_SAFE_INTEGER : EXPIRE_BATCH);
+      this.#evict(tally, keep);
+      return tally;
     });
+
+    // Counted from the covering index (created_at, bytes): the JSON is not read.
+    const totals = db.prepare(`SELECT count(*) AS n, total(bytes) AS b FROM responses`).get() as { n: number; b: number };
+    this.#count = totals.n;
+    this.#bytes = totals.b;
+    // A file written under higher bounds (or left for longer than its TTL) is brought within them now, not by the first put.
+    this.#apply(this.#trim(null, true));
+  }
+
+  /** Responses held, expired ones not yet deleted included (what `maxResponses` bounds). */
+  get size(): number {
+    return this.#count;
+  }
+
+  /** Bytes held: the UTF-8 JSON of the responses and their items (what `maxBytes` bounds). */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   put(rec: StoredResponse): void {
@@ -178,6 +267,7 @@ export class SqliteStore implements ResponseStore {
     const id = rec.response.id;
     const params: PutParams = {
       id,
+      bytes: 0,
       owner: rec.owner,
       previous_response_id: rec.response.previous_response_id,
       created_at: rec.created_at,
@@ -192,17 +282,14 @@ export class SqliteStore implements ResponseStore {
       bytes += Buffer.byteLength(json);
       items.push({ item_id: itemId, response_id: id, owner: rec.owner, item: json });
     }
-    this.#put(params, items);
+    params.bytes = bytes;
+    this.#apply(this.#put(params, items));
     this.counters.bytes_written += bytes;
-    for (const old of this.#order?.put(id, bytes) ?? []) {
-      this.#evict(old);
-      this.counters.evicted++;
-    }
   }
 
   get(id: string, owner: string | null): StoredResponse | undefined {
     this.counters.reads++;
-    const row = this.#selectResponse.get({ id, owner });
+    const row = this.#selectResponse.get({ id, owner, cutoff: expiryCutoff(this.bounds) });
     if (!row) return undefined;
     this.counters.rows_read++;
     return toRecord(row);
@@ -210,12 +297,15 @@ export class SqliteStore implements ResponseStore {
 
   delete(id: string, owner: string | null): boolean {
     this.counters.writes++;
-    return this.#delete({ id, owner });
+    const tally = this.#delete({ id, owner });
+    if (!tally) return false;
+    this.#apply(tally);
+    return tally.expired === 0;
   }
 
   chain(id: string, owner: string | null): StoredResponse[] | undefined {
     this.counters.reads++;
-    const rows = this.#selectChain.all({ id, owner, limit: MAX_CHAIN_LINKS });
+    const rows = this.#selectChain.all({ id, owner, limit: MAX_CHAIN_LINKS, cutoff: expiryCutoff(this.bounds) });
     // Check before parsing any JSON: a broken chain costs no parse.
     for (const row of rows) if (row.response === null) return undefined;
     // The oldest row must be a root; otherwise the walk hit the limit (a cycle).
@@ -226,7 +316,7 @@ export class SqliteStore implements ResponseStore {
 
   getItem(itemId: string, owner: string | null): InputItem | OutputItem | undefined {
     this.counters.reads++;
-    const row = this.#selectItem.get({ item_id: itemId, owner });
+    const row = this.#selectItem.get({ item_id: itemId, owner, cutoff: expiryCutoff(this.bounds) });
     if (!row) return undefined;
     this.counters.rows_read++;
     return JSON.parse(row.item) as InputItem | OutputItem;
@@ -236,19 +326,63 @@ export class SqliteStore implements ResponseStore {
     this.#db.close();
   }
 
+  /** Within a transaction: a row deleted, its items with it. */
+  #gone(row: Gone, tally: Tally): void {
+    this.#deleteItems.run(row.id);
+    tally.count--;
+    tally.bytes -= row.bytes;
+  }
+
+  /** Within a transaction: delete up to `n` expired rows, oldest `created_at` first (an index range, no scan). */
+  #expire(tally: Tally, n: number): void {
+    const cutoff = expiryCutoff(this.bounds);
+    if (cutoff === -Infinity) return;
+    for (const row of this.#deleteExpired.all({ cutoff, n })) {
+      this.#gone(row, tally);
+      tally.expired++;
+    }
+  }
+
+  /** Within a transaction: delete the oldest puts until within the bounds, never `keep` (the response just put). */
+  #evict(tally: Tally, keep: string | null): void {
+    const { maxResponses, maxBytes } = this.bounds;
+    while (tally.count > maxResponses || tally.bytes > maxBytes) {
+      // Past the count, all the surplus in one statement (a file reopened under a lower bound); past the bytes, one at a time.
+      const n = tally.count > maxResponses ? tally.count - maxResponses : 1;
+      const rows = this.#deleteOldest.all({ keep, n });
+      if (rows.length === 0) break;
+      for (const row of rows) {
+        this.#gone(row, tally);
+        tally.evicted++;
+      }
+    }
+  }
+
+  /** A committed transaction's changes, into the store's fields. */
+  #apply(tally: Tally): void {
+    this.#count = tally.count;
+    this.#bytes = tally.bytes;
+    this.counters.evicted += tally.evicted;
+    this.counters.expired += tally.expired;
+  }
+
   #migrate(path: string): void {
     const version = this.#db.pragma('user_version', { simple: true }) as number;
     if (version === SCHEMA_VERSION) return;
-    if (version !== 0 && version !== 1) {
+    if (version < 0 || version > SCHEMA_VERSION) {
       this.#db.close();
       throw new Error(
         `response store ${path} has schema version ${version}; this build knows versions 1 to ${SCHEMA_VERSION}`,
       );
     }
     this.#db.transaction(() => {
-      // 0: a new file; 1 → 2: responses gains `appended` (NULL for every response stored before: none took appends then).
+      // 0: a new file; 1 → 2: responses gains `appended` (NULL for every response stored before: none took appends then);
+      // 2 → 3: responses gains `bytes`, computed from what each row holds, and the created_at index.
       if (version === 0) this.#db.exec(SCHEMA);
-      else this.#db.exec('ALTER TABLE responses ADD COLUMN appended TEXT');
+      else {
+        if (version === 1) this.#db.exec('ALTER TABLE responses ADD COLUMN appended TEXT');
+        this.#db.exec(MIGRATE_2_TO_3);
+      }
       this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
     })();
   }

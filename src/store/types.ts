@@ -7,7 +7,9 @@
  * chains, item_reference resolution) and by the persist stage. Synchronous
  * on purpose: better-sqlite3 does its work on the calling thread, and that
  * cost on the request path is part of what the HTTP baseline measures.
- * Leaves out listing, pagination, expiry and any async/remote store.
+ * Both stores are bounded (`StoreBounds`): a count and bytes past which the
+ * oldest puts are evicted, and an age past which a response is gone.
+ * Leaves out listing, pagination and any async/remote store.
  */
 import type { InputItem, OutputItem, Response } from '../protocol/objects.js';
 
@@ -73,17 +75,49 @@ export interface StoreCounters {
   writes: number;
   rows_read: number;
   bytes_written: number;
-  /** Responses an in-memory store dropped to stay within its bounds (oldest first). */
+  /** Responses a store dropped to stay within its count and byte bounds (oldest first). */
   evicted: number;
+  /** Responses a store deleted for being older than its `ttlMs` (a few at a time, by later puts). */
+  expired: number;
 }
 
-/** How much an in-memory store keeps (`Limits.maxMemoryStoreResponses` / `maxMemoryStoreBytes`); past either, the oldest puts go. */
-export interface MemoryBounds {
+/**
+ * How much a store keeps: past `maxResponses` or `maxBytes` the oldest puts
+ * go (`--max-memory-store-*` for the in-memory stores, `--max-file-store-*`
+ * for a file), and a response older than `ttlMs` (`--store-ttl-ms`) is gone.
+ */
+export interface StoreBounds {
   maxResponses: number;
   maxBytes: number;
+  /**
+   * Age (ms after its `created_at`) at which a stored response is gone, as
+   * the API keeps stored responses 30 days: reads treat it as missing at
+   * once, and later puts delete it (`EXPIRE_BATCH` at a time). Default (and
+   * Infinity): kept until evicted.
+   */
+  ttlMs?: number;
+  /** The wall clock the age is measured on, ms since the epoch (tests inject one); default `Date.now`. */
+  now?: () => number;
 }
 
-export const UNBOUNDED: MemoryBounds = { maxResponses: Infinity, maxBytes: Infinity };
+/** The in-memory stores' bounds: the same shape (kept as a name for callers). */
+export type MemoryBounds = StoreBounds;
+
+export const UNBOUNDED: StoreBounds = { maxResponses: Infinity, maxBytes: Infinity };
+
+/** Expired responses one put deletes at most: the rest wait for later puts (reads already treat them as gone). */
+export const EXPIRE_BATCH = 64;
+
+/**
+ * A record created at `created_at` (Unix seconds) is alive while it is above
+ * this (Unix seconds, not a whole number): gone once `ttlMs` ms have passed
+ * since. -Infinity when nothing expires.
+ */
+export function expiryCutoff(bounds: StoreBounds): number {
+  const ttl = bounds.ttlMs ?? Infinity;
+  if (!Number.isFinite(ttl)) return -Infinity;
+  return ((bounds.now ?? Date.now)() - ttl) / 1000;
+}
 
 /**
  * The bounded part of an in-memory store: each stored response's size, in
@@ -94,7 +128,7 @@ export class PutOrder {
   readonly #sizes = new Map<string, number>();
   #bytes = 0;
 
-  constructor(readonly bounds: MemoryBounds) {}
+  constructor(readonly bounds: StoreBounds) {}
 
   get bytes(): number {
     return this.#bytes;
@@ -115,6 +149,11 @@ export class PutOrder {
       evicted.push(oldest);
     }
     return evicted;
+  }
+
+  /** Ids in put order, oldest first (live: delete only what was already passed). */
+  ids(): IterableIterator<string> {
+    return this.#sizes.keys();
   }
 
   /** Forget a response (deleted, or replaced before its put); nothing when it is not here. */
@@ -155,7 +194,7 @@ export interface ResponseStore {
 export const MAX_CHAIN_LINKS = 10_000;
 
 export function newCounters(): StoreCounters {
-  return { reads: 0, writes: 0, rows_read: 0, bytes_written: 0, evicted: 0 };
+  return { reads: 0, writes: 0, rows_read: 0, bytes_written: 0, evicted: 0, expired: 0 };
 }
 
 /**

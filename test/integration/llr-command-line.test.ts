@@ -62,6 +62,9 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [[...SERVE, '--max-queued-bytes= 5'], {}, "got ' 5'"],
   [[...SERVE, '--lifetime-ms', 'Infinity'], {}, '--lifetime-ms is at most 2147483647 ms'],
   [SERVE, { LLR_MAX_CONNECTIONS: '-1' }, "--max-connections needs an integer >= 0 (or Infinity), got '-1'"],
+  [[...SERVE, '--max-file-store-responses', '1.5'], {}, "--max-file-store-responses needs an integer >= 0 (or Infinity), got '1.5'"],
+  [[...SERVE, '--store-ttl-ms', '0'], {}, "--store-ttl-ms needs an integer >= 1 (or Infinity), got '0'"],
+  [SERVE, { LLR_MAX_FILE_STORE_BYTES: '4GiB' }, "--max-file-store-bytes needs an integer >= 0 (or Infinity), got '4GiB'"],
   // An empty host listened on every interface, with the Host check off, then failed with 'Invalid URL' and kept serving.
   [[...SERVE, '--host='], {}, "--host needs a value, got ''"],
   // An empty store path opened a throw-away SQLite file.

@@ -37,4 +37,18 @@ describe('limit flags', () => {
     expect(() => limitsFrom({ 'headers-timeout-ms': '1.5' }, {})).toThrow("--headers-timeout-ms needs an integer >= 0, got '1.5'");
     expect(limitsFrom({ 'max-frame-bytes': '1e6' }, {})).toEqual({ maxFrameBytes: 1e6 });
   });
+
+  it('the store bounds: a file store has its own, and the TTL is an age, not a timer (its 30-day default is past 2^31-1 ms)', () => {
+    expect(DEFAULT_LIMITS.storeTtlMs).toBe(30 * 24 * 60 * 60 * 1000);
+    expect(limitsFrom({ 'max-file-store-responses': '5', 'max-file-store-bytes': 'Infinity', 'store-ttl-ms': '2592000000' }, { LLR_STORE_TTL_MS: '1' })).toEqual({
+      maxFileStoreResponses: 5,
+      maxFileStoreBytes: Infinity,
+      storeTtlMs: 2_592_000_000,
+    });
+    expect(limitsFrom({ 'store-ttl-ms': 'Infinity' }, {})).toEqual({ storeTtlMs: Infinity });
+    // 0 would forget every response as it is stored: store: false says that.
+    for (const bad of ['0', '-1', '1.5', 'x', '']) expect(() => limitsFrom({ 'store-ttl-ms': bad }, {}), bad).toThrow(`--store-ttl-ms needs an integer >= 1 (or Infinity), got '${bad}'`);
+    expect(() => limitsFrom({ 'max-file-store-bytes': '-1' }, {})).toThrow("--max-file-store-bytes needs an integer >= 0 (or Infinity), got '-1'");
+    expect(limitHelp()).toMatch(/--store-ttl-ms N .*\(2592000000\)/);
+  });
 });

@@ -1,13 +1,15 @@
 /**
- * The response store: one list of behaviours run against MemoryStore and
- * SqliteStore(':memory:'), then what only a SQLite file can show (survival
- * across close/reopen, schema version) and openStore's dispatch.
+ * The response store: one list of behaviours run against MemoryStore,
+ * SqliteStore(':memory:') and SqliteStore on a file (its bounds, its
+ * expiry), then what only a SQLite file can show (survival across
+ * close/reopen, bounds honoured at reopen, schema version and migration) and
+ * openStore's dispatch.
  */
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FunctionCall, InputItem, Response } from '../../src/protocol/objects.js';
 import {
   MAX_CHAIN_LINKS,
@@ -17,8 +19,10 @@ import {
   openStore,
   type MemoryBounds,
   type ResponseStore,
+  type StoreBounds,
   type StoredResponse,
 } from '../../src/store/index.js';
+import { EXPIRE_BATCH, UNBOUNDED } from '../../src/store/types.js';
 
 const ALICE = 'owner-alice-hash';
 const BOB = 'owner-bob-hash';
@@ -83,22 +87,39 @@ function makeResponse(id: string, previous: string | null, suffix = id): Respons
   };
 }
 
+const CREATED = 1_700_000_000;
+
 function makeRecord(
   id: string,
-  opts: { previous?: string | null; owner?: string | null; input?: InputItem[] } = {},
+  opts: { previous?: string | null; owner?: string | null; input?: InputItem[]; created_at?: number } = {},
 ): StoredResponse {
-  return {
+  const rec: StoredResponse = {
     response: makeResponse(id, opts.previous ?? null),
     input: opts.input ?? [{ type: 'message', role: 'user', content: `question for ${id}` }],
     owner: opts.owner === undefined ? ALICE : opts.owner,
-    created_at: 1_700_000_000,
+    created_at: opts.created_at ?? CREATED,
   };
+  rec.response.created_at = rec.created_at;
+  return rec;
 }
+
+/** Files for the file-backed store, one per store opened, removed after the suite. */
+const filesDir = mkdtempSync(join(tmpdir(), 'llr-store-each-'));
+afterAll(() => rmSync(filesDir, { recursive: true, force: true }));
+let files = 0;
+const nextFile = (): string => join(filesDir, `s${++files}.sqlite`);
 
 const stores: Array<{ name: string; open: () => ResponseStore; serialises: boolean; bounded: (b: MemoryBounds) => ResponseStore }> = [
   { name: 'MemoryStore', open: () => new MemoryStore(), serialises: false, bounded: (b) => new MemoryStore(b) },
   { name: 'SqliteStore(:memory:)', open: () => new SqliteStore(':memory:'), serialises: true, bounded: (b) => openStore(':memory:', b) },
+  // A file's bounds are its own (openStore's third argument), not the in-memory stores'.
+  { name: 'SqliteStore(file)', open: () => new SqliteStore(nextFile()), serialises: true, bounded: (b) => openStore(nextFile(), UNBOUNDED, b) },
 ];
+
+/** What a store holds, for the stores that say so. */
+function sizeOf(store: ResponseStore): number {
+  return (store as MemoryStore | SqliteStore).size;
+}
 
 describe.each(stores)('$name, bounded', ({ bounded }) => {
   it('keeps at most maxResponses, evicting the oldest put; a replaced one counts as new; chains through an evicted one break', () => {
@@ -139,6 +160,63 @@ describe.each(stores)('$name, bounded', ({ bounded }) => {
       store.put(big);
       expect(store.get('resp_big', ALICE)?.response.id).toBe('resp_big');
       expect(store.get('resp_10', ALICE)).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe.each(stores)('$name, expiry', ({ bounded }) => {
+  const DAY = 24 * 60 * 60 * 1000;
+  let now = CREATED * 1000;
+  const ttl = (): StoreBounds => ({ maxResponses: Infinity, maxBytes: Infinity, ttlMs: 30 * DAY, now: () => now });
+
+  it('treats a response older than ttlMs as gone for every read, an ancestor in a chain too, and deletes it on a later put', () => {
+    now = CREATED * 1000;
+    const store = bounded(ttl());
+    try {
+      store.put(makeRecord('resp_1'));
+      store.put(makeRecord('resp_2', { previous: 'resp_1', created_at: CREATED + 60 }));
+      now = CREATED * 1000 + 30 * DAY - 1; // resp_1 is 1 ms short of 30 days old
+      expect(store.get('resp_1', ALICE)?.response.id).toBe('resp_1');
+      expect(store.chain('resp_2', ALICE)?.map((r) => r.response.id)).toEqual(['resp_1', 'resp_2']);
+      now = CREATED * 1000 + 30 * DAY; // resp_1 is 30 days old: gone; resp_2 is not
+      expect(store.get('resp_1', ALICE)).toBeUndefined();
+      expect(store.getItem('msg_resp_1', ALICE)).toBeUndefined();
+      expect(store.get('resp_2', ALICE)?.response.id).toBe('resp_2');
+      expect(store.getItem('msg_resp_2', ALICE)).toMatchObject({ id: 'msg_resp_2' });
+      // resp_2's chain reaches resp_1, which has expired: broken, as for an evicted or deleted link.
+      expect(store.chain('resp_2', ALICE)).toBeUndefined();
+      expect(store.counters.expired).toBe(0);
+      expect(sizeOf(store)).toBe(2); // still held: reads hide it until a put deletes it
+      store.put(makeRecord('resp_3', { created_at: CREATED + 30 * 24 * 3600 }));
+      expect(store.counters.expired).toBe(1);
+      expect(sizeOf(store)).toBe(2);
+      // Deleting an expired response finds nothing: it was already gone.
+      now += 60_000;
+      expect(store.delete('resp_2', ALICE)).toBe(false);
+      expect(store.get('resp_3', ALICE)?.response.id).toBe('resp_3');
+      expect(sizeOf(store)).toBe(1);
+    } finally {
+      store.close();
+    }
+  });
+
+  it(`deletes at most ${EXPIRE_BATCH} expired responses per put, oldest first`, () => {
+    now = CREATED * 1000;
+    const store = bounded(ttl());
+    try {
+      const n = EXPIRE_BATCH + 10;
+      for (let i = 0; i < n; i++) store.put(makeRecord(`resp_${i}`, { created_at: CREATED + i }));
+      now = (CREATED + n) * 1000 + 30 * DAY; // every one expired
+      expect(store.get(`resp_${n - 1}`, ALICE)).toBeUndefined();
+      store.put(makeRecord('resp_new', { created_at: CREATED + n + 30 * 24 * 3600 }));
+      expect(store.counters.expired).toBe(EXPIRE_BATCH);
+      expect(sizeOf(store)).toBe(n - EXPIRE_BATCH + 1);
+      store.put(makeRecord('resp_newer', { created_at: CREATED + n + 30 * 24 * 3600 }));
+      expect(store.counters.expired).toBe(n);
+      expect(sizeOf(store)).toBe(2);
+      expect(store.counters.evicted).toBe(0);
     } finally {
       store.close();
     }
@@ -364,6 +442,7 @@ describe.each(stores)('$name', ({ open, serialises }) => {
       rows_read: before.rows_read + 4,
       bytes_written: serialises ? expect.any(Number) : 0,
       evicted: 0,
+      expired: 0,
     });
     if (serialises) {
       const one = makeRecord('resp_1');
@@ -400,6 +479,88 @@ describe('SqliteStore on a file', () => {
     } finally {
       second.close();
     }
+  });
+
+  it('counts what a reopened file holds, so its bounds hold from the first put', () => {
+    const path = join(dir, 'llr.sqlite');
+    const first = new SqliteStore(path);
+    for (let i = 1; i <= 3; i++) first.put(makeRecord(`resp_${i}`));
+    const bytes = first.bytes;
+    first.close();
+
+    const second = new SqliteStore(path, { maxResponses: 5, maxBytes: Infinity });
+    try {
+      expect([second.size, second.bytes]).toEqual([3, bytes]);
+      for (let i = 4; i <= 6; i++) second.put(makeRecord(`resp_${i}`));
+      // 6 put, 5 kept: the oldest (from before the reopen) went.
+      expect(second.counters.evicted).toBe(1);
+      expect(second.get('resp_1', ALICE)).toBeUndefined();
+      expect(second.getItem('fc_resp_1', ALICE)).toBeUndefined();
+      expect(second.get('resp_2', ALICE)?.response.id).toBe('resp_2');
+      expect(second.size).toBe(5);
+    } finally {
+      second.close();
+    }
+  });
+
+  it('trims a file reopened under lower bounds at open, oldest first, items with them', () => {
+    const path = join(dir, 'llr.sqlite');
+    const first = new SqliteStore(path);
+    // Ids of one length, so every record weighs the same.
+    for (let i = 10; i <= 19; i++) first.put(makeRecord(`resp_${i}`));
+    const one = first.bytes / 10;
+    first.close();
+
+    const byCount = new SqliteStore(path, { maxResponses: 6, maxBytes: Infinity });
+    expect([byCount.size, byCount.counters.evicted]).toEqual([6, 4]);
+    expect(byCount.get('resp_13', ALICE)).toBeUndefined();
+    expect(byCount.get('resp_14', ALICE)?.response.id).toBe('resp_14');
+    byCount.close();
+
+    const byBytes = new SqliteStore(path, { maxResponses: Infinity, maxBytes: 3 * one });
+    expect([byBytes.size, byBytes.counters.evicted]).toEqual([3, 3]);
+    expect(byBytes.get('resp_16', ALICE)).toBeUndefined();
+    expect(byBytes.get('resp_17', ALICE)?.response.id).toBe('resp_17');
+    byBytes.close();
+
+    // Every response far older than the TTL: all deleted at open, not a batch per put.
+    const byAge = new SqliteStore(path, { maxResponses: Infinity, maxBytes: Infinity, ttlMs: 1000, now: () => (CREATED + 10) * 1000 });
+    expect([byAge.size, byAge.bytes, byAge.counters.expired]).toEqual([0, 0, 3]);
+    byAge.close();
+
+    const raw = new Database(path);
+    expect(raw.prepare('SELECT count(*) AS n FROM items').get()).toEqual({ n: 0 });
+    raw.close();
+  });
+
+  it('migrates a version 2 file: its rows are kept and counted, their bytes as a put counts them', () => {
+    const path = join(dir, 'v2.sqlite');
+    const recs = [makeRecord('resp_1'), makeRecord('resp_2', { previous: 'resp_1' })];
+    const fresh = new SqliteStore(join(dir, 'fresh.sqlite'));
+    for (const rec of recs) fresh.put(rec);
+    // A version 2 file: the same tables without `bytes` and its index.
+    const v2 = new SqliteStore(path);
+    for (const rec of recs) v2.put(rec);
+    v2.close();
+    const raw = new Database(path);
+    raw.exec('DROP INDEX responses_by_created; ALTER TABLE responses DROP COLUMN bytes');
+    raw.pragma('user_version = 2');
+    raw.close();
+
+    const migrated = new SqliteStore(path, { maxResponses: 2, maxBytes: Infinity });
+    try {
+      expect([migrated.size, migrated.bytes]).toEqual([fresh.size, fresh.bytes]);
+      expect(migrated.chain('resp_2', ALICE)?.map((r) => r.response.id)).toEqual(['resp_1', 'resp_2']);
+      migrated.put(makeRecord('resp_3'));
+      expect(migrated.get('resp_1', ALICE)).toBeUndefined();
+      expect(migrated.size).toBe(2);
+    } finally {
+      migrated.close();
+      fresh.close();
+    }
+    const after = new Database(path);
+    expect(after.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    after.close();
   });
 
   it('writes its schema version and refuses a file from a newer schema', () => {

@@ -18,7 +18,8 @@ import { prepareFull } from './prepare.js';
 /**
  * A create with everything it needs loaded from the store: its item
  * references resolved, its `previous_response_id` chain (if any) loaded
- * (`store_hydrations`), then the full checks, render and route over both.
+ * (`store_hydrations`), then the full checks, render and route over both;
+ * every client tool call in them must have its output (`missing_tool_output`).
  */
 export async function prepareFromStore(
   params: CreateParams,
@@ -29,7 +30,8 @@ export async function prepareFromStore(
   const input = resolveReferences(params.input, owner, services, metrics);
   const before = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
   if (params.previous_response_id) metrics.count('store_hydrations');
-  return { ...(await prepareFull(params, before, input, services, metrics, owner)), input };
+  // Only the ws and http designs come here: their responses end at tool calls, so a create must answer them.
+  return { ...(await prepareFull(params, before, input, services, metrics, owner, true)), input };
 }
 
 export function notFound(id: string): WireError {

@@ -19,13 +19,16 @@ import type { Services } from '../engine/services.js';
  * Validate, scan and render a whole context: `history` (items loaded from
  * earlier responses) then this request's `input`. Errors name the request's
  * params: `input[i]` for input, `previous_response_id` for history. A
- * request the checks refuse costs no tokenizing.
+ * request the checks refuse costs no tokenizing. `requireToolOutputs`: a
+ * client tool call left without its output is refused (ws, http creates;
+ * pipeline/checks.ts).
  */
 export async function checkAndRender(
   params: Pick<CreateParams, 'instructions' | 'tools'> & Partial<Pick<CreateParams, 'text'>>,
   history: readonly InputItem[],
   input: readonly InputItem[],
   metrics: RunMetrics,
+  requireToolOutputs = false,
 ): Promise<RenderedContext> {
   // A compaction item replaces the history it summarises (pipeline/compaction.ts).
   if (hasCompaction(input)) {
@@ -36,7 +39,7 @@ export async function checkAndRender(
     history = applyCompaction(history, 'previous_response_id');
     metrics.count('compactions_applied');
   }
-  await checkFull(params, history, input, metrics);
+  await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs }, history, input, metrics);
   return renderFullAsync(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics);
 }
 
@@ -51,8 +54,9 @@ export async function prepareFull(
   services: Services,
   metrics: RunMetrics,
   owner: string | null,
+  requireToolOutputs = false,
 ): Promise<{ context: RenderedContext; route: RouteDecision }> {
-  const context = await checkAndRender(params, history, input, metrics);
+  const context = await checkAndRender(params, history, input, metrics, requireToolOutputs);
   const route = await services.router.route(params.model, affinityKey(params, owner), metrics);
   return { context, route };
 }

@@ -15,6 +15,7 @@ import type { CreateParams } from '../protocol/events.js';
 import { hasCompaction } from '../pipeline/compaction.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { checkFull, checkIncremental } from '../pipeline/checks.js';
+import { pendingCallsOf, type PendingCalls } from '../pipeline/validate.js';
 import { renderAppendAsync, renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import type { RunPlan } from '../engine/run.js';
@@ -30,6 +31,12 @@ interface Cached {
   route: RouteDecision;
   /** Instructions and tools as rendered into the context's header. */
   headerKey: string;
+  /**
+   * The response's client calls, each waiting for its output: a continuation must answer them all
+   * (`missing_tool_output`). Only this response's: the check that let its request in left no call
+   * unanswered before it, so nothing earlier is scanned again.
+   */
+  pending: PendingCalls;
 }
 
 export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy {
@@ -44,9 +51,9 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     // The whole context again with the switch off: the same checks a cache miss runs.
     if (sw.incremental_checks) {
       const instructions = headerKey === c.headerKey ? null : params.instructions;
-      await checkIncremental({ tools: params.tools, instructions, text: params.text }, ctx.callIds, input, metrics);
+      await checkIncremental({ tools: params.tools, instructions, text: params.text, requireToolOutputs: true }, ctx.callIds, input, metrics, 'create', c.pending);
     } else {
-      await checkFull(params, ctx.items, input, metrics);
+      await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs: true }, ctx.items, input, metrics);
     }
     let context: RenderedContext;
     if (sw.rendered_token_cache && headerKey === c.headerKey) {
@@ -85,7 +92,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
       } else if (prev && cache && cache.id === prev) {
         // A compaction item replaces the cached history: a full rebuild of the smaller window.
         const input = resolveReferences(params.input, info.owner, services, metrics);
-        const context = await checkAndRender(params, cache.context.items, input, metrics);
+        const context = await checkAndRender(params, cache.context.items, input, metrics, true);
         const route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
         prepared = { context, route, input };
       } else {
@@ -111,7 +118,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     ended(run, plan) {
       if (run.response.status === 'completed') {
         const headerKey = headerKeys.get(plan.params) ?? JSON.stringify([plan.params.instructions, plan.params.tools]);
-        cache = { id: run.id, context: plan.context, route: plan.route, headerKey };
+        cache = { id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output) };
       } else if (cache && (cache.id === plan.params.previous_response_id || cache.context === plan.context)) {
         cache = null;
       }

@@ -14,6 +14,13 @@
  *   from the context's. A ws continuation from the cached response, and
  *   every long-lived append (WebSocket and HTTP).
  *
+ * With `requireToolOutputs` (the creates of the ws and http designs) either
+ * form also refuses a context that leaves a client tool call without its
+ * output (`missing_tool_output`): the full form follows the calls through
+ * the whole history and input, the incremental one starts from the calls the
+ * context is known to leave waiting (a ws continuation: the cached
+ * response's own) and walks only the new items.
+ *
  * Spans (docs/architecture.md): `validate` and `safety` for checks before a
  * response starts, `validate_append` and `safety_append` for the same checks
  * on items appended to a live run; the counters `validate_full` /
@@ -25,7 +32,7 @@
 import type { InputItem, TextConfig, Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { safetyScanAsync } from './safety.js';
-import { validateItemsAsync, validateToolsAsync } from './validate.js';
+import { missingToolOutput, validateItemsAsync, validateToolsAsync, type PendingCalls } from './validate.js';
 
 /** When the checks run: before a response starts (`create`) or on items appended to a live run (`append`). */
 export type CheckStage = 'create' | 'append';
@@ -42,6 +49,13 @@ export interface CheckRequest {
   instructions: string | null;
   /** The create's `text` config: a `json_schema` format is checked like a tool's schema (`invalid_json_schema`). */
   text?: TextConfig | undefined;
+  /**
+   * Refuse a context that leaves a client tool call without its output (`missing_tool_output`, the API's
+   * "No tool output found for function call …"): the creates of the designs whose responses end at tool
+   * calls (ws, http). Not a long-lived create or append, whose run waits for outputs appended to it, nor
+   * a compaction.
+   */
+  requireToolOutputs?: boolean;
 }
 
 /** Validate and scan a whole context: `history` (items of earlier responses) then `input`. */
@@ -49,8 +63,11 @@ export async function checkFull(req: CheckRequest, history: readonly InputItem[]
   await metrics.timeAsync(SPANS[stage].validate, async () => {
     metrics.count('validate_full');
     await validateToolsAsync(req.tools, metrics, req.text?.format);
-    const known = await validateItemsAsync(history, { callIds: new Set() }, metrics, 'previous_response_id');
-    await validateItemsAsync(input, { callIds: known }, metrics);
+    const pending: PendingCalls | undefined = req.requireToolOutputs ? new Map() : undefined;
+    const known = await validateItemsAsync(history, { callIds: new Set(), pending }, metrics, 'previous_response_id');
+    await validateItemsAsync(input, { callIds: known, pending }, metrics);
+    const missing = pending && missingToolOutput(pending);
+    if (missing) throw missing;
   });
   await metrics.timeAsync(SPANS[stage].safety, async () => {
     metrics.count('safety_full');
@@ -59,12 +76,26 @@ export async function checkFull(req: CheckRequest, history: readonly InputItem[]
   });
 }
 
-/** Validate and scan only `input`, new items after a context that knows `callIds`. */
-export async function checkIncremental(req: CheckRequest, callIds: ReadonlySet<string>, input: readonly InputItem[], metrics: RunMetrics, stage: CheckStage = 'create'): Promise<void> {
+/**
+ * Validate and scan only `input`, new items after a context that knows `callIds`. With
+ * `requireToolOutputs`, `pending` holds the context's unanswered calls (for a ws continuation, the
+ * cached response's own: the check that let its request in left none before it); it is not changed.
+ */
+export async function checkIncremental(
+  req: CheckRequest,
+  callIds: ReadonlySet<string>,
+  input: readonly InputItem[],
+  metrics: RunMetrics,
+  stage: CheckStage = 'create',
+  pending?: ReadonlyMap<string, { type: string; id: string | undefined }>,
+): Promise<void> {
   await metrics.timeAsync(SPANS[stage].validate, async () => {
     metrics.count('validate_incremental');
     await validateToolsAsync(req.tools, metrics, req.text?.format);
-    await validateItemsAsync(input, { callIds }, metrics);
+    const left: PendingCalls | undefined = req.requireToolOutputs ? new Map(pending) : undefined;
+    await validateItemsAsync(input, { callIds, pending: left }, metrics);
+    const missing = left && missingToolOutput(left);
+    if (missing) throw missing;
   });
   await metrics.timeAsync(SPANS[stage].safety, async () => {
     metrics.count('safety_incremental');

@@ -2,7 +2,8 @@
  * The validate stage: the per-item semantic checks a Responses API server
  * makes beyond the edge parser's shape checks — content part types, function
  * call arguments that parse as JSON, tool outputs that answer a call the
- * context holds, tool definitions with sane names and object schemas that
+ * context holds (and, for a ws or http create, every client call answered:
+ * `trackCall`), tool definitions with sane names and object schemas that
  * bounded arguments can satisfy (`checkToolSchema`).
  *
  * Full form walks every item and tool; incremental form walks only new items
@@ -23,6 +24,75 @@ const INPUT_PART_TYPES = new Set(['input_text', 'input_image', 'input_file', 'in
 export interface KnownCalls {
   /** call_ids of function calls already in the context. */
   callIds: ReadonlySet<string>;
+  /**
+   * The context's client calls still waiting for an output, when the request must answer them
+   * (`requireToolOutputs`): the walk adds each call and removes each answered one, in place.
+   */
+  pending?: PendingCalls;
+}
+
+/**
+ * Item types of calls the client runs: the Responses API refuses a request whose context (the
+ * `previous_response_id` chain, then `input`) holds one with no output item for its call_id after it.
+ */
+const CLIENT_CALL_TYPES: ReadonlySet<string> = new Set(['function_call', 'custom_tool_call', 'local_shell_call', 'computer_call', 'shell_call', 'apply_patch_call']);
+/** The output items that answer them. Any of them answers a call by call_id, whatever the call's type (the API's pairing across types is unknown: not refused here). */
+const CALL_OUTPUT_TYPES: ReadonlySet<string> = new Set([
+  'function_call_output',
+  'custom_tool_call_output',
+  'local_shell_call_output',
+  'computer_call_output',
+  'shell_call_output',
+  'apply_patch_call_output',
+]);
+
+/** Client calls without an output yet, by call_id, in context order: the call's item type, and its item id (a `local_shell_call_output` names the call by `id`). */
+export type PendingCalls = Map<string, { type: string; id: string | undefined }>;
+
+/**
+ * Follow one item of a context in `pending`: a client call starts waiting, an output ends its
+ * call's wait. A call cut short (`status: incomplete`, a `max_output_tokens` cut or a cancel)
+ * does not wait: the model never finished it, the client was never handed it to run
+ * (`readyToRun`), and the server accepts it back as it is (see `validateItemsWork`).
+ */
+export function trackCall(item: InputItem, pending: PendingCalls): void {
+  const type = item.type;
+  if (type === undefined || type === 'message') return;
+  const fields = item as { call_id?: unknown; id?: unknown; status?: unknown };
+  if (CLIENT_CALL_TYPES.has(type)) {
+    if (typeof fields.call_id === 'string' && fields.status !== 'incomplete') {
+      pending.set(fields.call_id, { type, id: typeof fields.id === 'string' ? fields.id : undefined });
+    }
+  } else if (CALL_OUTPUT_TYPES.has(type)) {
+    if (typeof fields.call_id === 'string') pending.delete(fields.call_id);
+    else if (type === 'local_shell_call_output' && typeof fields.id === 'string' && !pending.delete(fields.id)) {
+      for (const [callId, call] of pending) {
+        if (call.id === fields.id) {
+          pending.delete(callId);
+          break;
+        }
+      }
+    }
+  }
+}
+
+/** The context's client calls pending after `items`, from an empty start (a response's output: few items). */
+export function pendingCallsOf(items: readonly InputItem[]): PendingCalls {
+  const pending: PendingCalls = new Map();
+  for (const item of items) trackCall(item, pending);
+  return pending;
+}
+
+/**
+ * The API's refusal of a context that leaves a client call unanswered, naming the first such call
+ * (its wording: "No tool output found for function call call_…." / "… for custom tool call …";
+ * `param: input`). Null when every call has its output.
+ */
+export function missingToolOutput(pending: PendingCalls): WireError | null {
+  for (const [callId, call] of pending) {
+    return new WireError('missing_tool_output', `No tool output found for ${call.type.replaceAll('_', ' ')} ${callId}.`, 'input');
+  }
+  return null;
 }
 
 /**
@@ -92,11 +162,12 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
   // Only the ids these items declare: copying `known` (a long-lived run's every call id, up to tens of
   // thousands) made each append's validation grow with the run (an outside attack's 2,000-step run).
   const local = new Set<string>();
-  const { callIds } = known;
+  const { callIds, pending } = known;
   for (let i = 0; i < items.length; i++) {
     yield;
     const item = items[i]!;
     const p = `${param}[${i}]`;
+    if (pending) trackCall(item, pending);
     if (!isKnownItem(item)) continue; // hosted tool items: carried through, not checked
     switch (item.type) {
       case 'message':

@@ -18,6 +18,8 @@ export const WIRE_ERRORS = {
   invalid_value: { status: 400, type: 'invalid_request_error', message: 'Invalid value for parameter.' },
   no_paused_response: { status: 400, type: 'invalid_request_error', message: 'There is no paused response on this connection to append to.' },
   unknown_call_id: { status: 400, type: 'invalid_request_error', message: 'No pending function call with this call_id.' },
+  // The API's refusal of a continuation (or an input) that leaves a client tool call without its output; its code there is null.
+  missing_tool_output: { status: 400, type: 'invalid_request_error', message: 'No tool output found for a tool call in the context.' },
   no_response_in_flight: { status: 400, type: 'invalid_request_error', message: 'There is no response in flight on this connection to cancel.' },
   previous_response_not_found: { status: 400, type: 'invalid_request_error', message: 'Previous response not found.' },
   response_not_found: { status: 404, type: 'invalid_request_error', message: 'Response not found.' },

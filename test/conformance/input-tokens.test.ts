@@ -26,8 +26,13 @@ describe('responses.inputTokens.count', () => {
     expect(count).toEqual({ object: 'response.input_tokens', input_tokens: created.usage!.input_tokens });
     const { model: _model, ...withoutModel } = body;
     expect((await client.responses.inputTokens.count(withoutModel)).input_tokens).toBe(created.usage!.input_tokens);
-    const next = await client.responses.inputTokens.count({ previous_response_id: created.id, input: 'And tomorrow?' });
-    const chained = await client.responses.create({ model: 'm', previous_response_id: created.id, input: 'And tomorrow?' });
+    // The first response called get_weather: a continuation answers it, or the API refuses it (missing_tool_output).
+    const follow = [
+      ...created.output.flatMap((o) => (o.type === 'function_call' ? [{ type: 'function_call_output' as const, call_id: o.call_id, output: 'Sunny, 21 °C.' }] : [])),
+      { role: 'user' as const, content: 'And tomorrow?' },
+    ];
+    const next = await client.responses.inputTokens.count({ previous_response_id: created.id, input: follow });
+    const chained = await client.responses.create({ model: 'm', previous_response_id: created.id, input: follow });
     expect(next.input_tokens).toBe(chained.usage!.input_tokens);
   });
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 import { renderAppend, renderFull } from '../../src/pipeline/render.js';
 import { safetyScan } from '../../src/pipeline/safety.js';
-import { validateItems, validateTools } from '../../src/pipeline/validate.js';
+import { missingToolOutput, pendingCallsOf, validateItems, validateTools } from '../../src/pipeline/validate.js';
 import { WireError } from '../../src/protocol/errors.js';
 import type { InputItem } from '../../src/protocol/objects.js';
 
@@ -84,6 +84,26 @@ describe('validation', () => {
     );
     expect([...added]).toEqual(['n1']);
     expect(() => validateItems([{ type: 'function_call_output', call_id: 'c1000', output: 'x' }], { callIds: known }, m)).toThrow(/c1000/);
+  });
+
+  it('follows which client calls still wait for an output: by call_id, any output type, a cut call not at all', () => {
+    const items = [
+      { type: 'function_call', call_id: 'f1', name: 'f', arguments: '{}' },
+      { type: 'custom_tool_call', call_id: 'c1', name: 'apply_patch', input: 'x' },
+      { type: 'local_shell_call', id: 'lsh_1', call_id: 'l1', action: { type: 'exec', command: ['ls'] }, status: 'completed' },
+      { type: 'function_call', call_id: 'cut', name: 'f', arguments: '{"a', status: 'incomplete' },
+      { role: 'user', content: 'between' },
+    ] as InputItem[];
+    expect([...pendingCallsOf(items).keys()]).toEqual(['f1', 'c1', 'l1']);
+    expect(missingToolOutput(pendingCallsOf(items))).toMatchObject({ code: 'missing_tool_output', param: 'input', message: 'No tool output found for function call f1.' });
+    const answered = [
+      ...items,
+      { type: 'function_call_output', call_id: 'f1', output: 'x' },
+      // The API's local shell output names its call by `id`: the call's item id here.
+      { type: 'local_shell_call_output', id: 'lsh_1', output: '{}' },
+    ] as InputItem[];
+    expect(missingToolOutput(pendingCallsOf(answered))?.message).toBe('No tool output found for custom tool call c1.');
+    expect(missingToolOutput(pendingCallsOf([...answered, { type: 'custom_tool_call_output', call_id: 'c1', output: 'ok' } as InputItem]))).toBeNull();
   });
 
   it('refuses bad tool definitions', () => {

@@ -110,7 +110,11 @@ export class BackgroundRuns {
     return r && r.owner === owner ? r : undefined;
   }
 
-  /** The current state of an in-flight background response of `owner`, or undefined (ended: the store has it). */
+  /**
+   * The current state of an in-flight background response of `owner`; or, ended, its final Response if the store
+   * could not keep it (the run failed saying so: a client polling for it would otherwise find nothing); else
+   * undefined (the store has it).
+   */
   current(id: string, owner: string | null): Response | undefined {
     return this.find(id, owner)?.current();
   }
@@ -206,6 +210,8 @@ export class BackgroundResponse implements Transport {
   private over = false;
   private readonly finalResponse: Promise<Response>;
   private resolveFinal!: (r: Response) => void;
+  /** The final Response of a run that ended failed, kept with the events when the store does not have it (a storage failure). */
+  private unstored: Response | null = null;
   /** The newest Response an event carried (lifecycle events): the final one if the session fails without `ended`. */
   private lastSeen: Response | null = null;
 
@@ -230,9 +236,10 @@ export class BackgroundResponse implements Transport {
     this.session = session;
   }
 
-  /** A snapshot of the run's Response while it is in flight; undefined once it ended. */
+  /** A snapshot of the run's Response while it is in flight; once it ended, its final Response if it was not stored. */
   current(): Response | undefined {
-    const run = this.over ? null : this.session?.running;
+    if (this.over) return this.unstored ?? undefined;
+    const run = this.session?.running;
     return run ? snapshot(run.response) : undefined;
   }
 
@@ -324,6 +331,7 @@ export class BackgroundResponse implements Transport {
     const last = response ?? this.lastSeen;
     this.lastSeen = null;
     if (last) this.resolveFinal(last);
+    if (last && last.status === 'failed' && this.id !== null && !this.services.store.get(this.id, this.owner)) this.unstored = last;
     void this.session?.close('completed');
     this.session = null;
     this.runs.ended(this);
@@ -331,6 +339,7 @@ export class BackgroundResponse implements Transport {
 
   /** @internal Its events are dropped (expired, evicted, shutdown). */
   forget(): void {
+    this.unstored = null;
     this.events.length = 0;
     this.head = 0;
     this.bytes = 0;

@@ -213,6 +213,20 @@ describe('background mode', () => {
     }
   });
 
+  it('a background response the store could not keep ends failed, and retrieve still answers with it (not 404) while its events are kept', async () => {
+    const { client, release, server } = await setup();
+    server.services.store.put = () => {
+      throw new Error('disk full');
+    };
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    release();
+    const done = await poll(client, r.id);
+    expect(done).toMatchObject({ id: r.id, status: 'failed', background: true, error: { code: 'server_error' } });
+    expect(done.error!.message).toMatch(/could not be stored/);
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(r.id)).toBe(1);
+  });
+
   it("another API key's background response is reported missing (retrieve, resume, cancel), in flight and after", async () => {
     const { url, release } = await setup({ apiKeys: ['k1', 'k2'] });
     const mine = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k1', maxRetries: 0 });

@@ -206,6 +206,8 @@ export class BackgroundResponse implements Transport {
   /** Sequence numbers up to this one were dropped (-1: none). */
   private droppedUpTo = -1;
   private readonly followers = new Set<Follower>();
+  /** The create's own stream, until the run starts (`followFromStart`). */
+  private first: Follower | null = null;
   private session: ConnectionSession | null = null;
   private over = false;
   private readonly finalResponse: Promise<Response>;
@@ -278,11 +280,31 @@ export class BackgroundResponse implements Transport {
     return () => void this.followers.delete(f);
   }
 
+  /**
+   * Follow from the run's first event, live: the create's own stream. Attached now, started (`start`) by the run's
+   * `response.created`, so no event can be dropped from the kept ones before it reads it (a large echo passes the
+   * per-response bound in two events), and a create refused before its run starts never starts it (its request gets
+   * an HTTP status). Returns the way to stop following.
+   */
+  followFromStart(f: Follower): () => void {
+    this.first = f;
+    return () => {
+      if (this.first === f) this.first = null;
+      this.followers.delete(f);
+    };
+  }
+
   send(e: ServerEvent): void {
     if (this.id === null && e.type === 'response.created') {
       this.id = e.response.id;
       this.runs.registered(this);
       this.resolveStarted(e.response);
+      const f = this.first;
+      this.first = null;
+      if (f) {
+        this.followers.add(f);
+        this.toFollower(f, () => f.start());
+      }
     }
     if ('response' in e) this.lastSeen = e.response;
     const pieces = this.frameOf(e);
@@ -307,6 +329,7 @@ export class BackgroundResponse implements Transport {
   refuse(err: WireError): void {
     if (this.id === null && !this.over) {
       this.over = true;
+      this.first = null;
       this.hold.releaseAll();
       this.runs.released();
       this.rejectStarted(err);

@@ -43,7 +43,7 @@ import type { ServerEvent } from '../protocol/events.js';
 import { newId } from '../protocol/objects.js';
 import type { Response } from '../protocol/objects.js';
 import type { CreateParams } from '../protocol/events.js';
-import type { BackgroundResponse } from '../modes/background.js';
+import type { BackgroundResponse, Follower } from '../modes/background.js';
 import { parseAppendBody, parseCompactBody, parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
 import { eventPieces, piecesLength, type EventPieces } from '../protocol/event-json.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
@@ -401,23 +401,24 @@ export class HttpTransport {
     const bg = this.sessions.openBackground(params, info, log, sseFrame, bytes, parse);
     // The body's bytes are the run's now (released when it ends), not this request's.
     hold.releaseAll();
-    const started = await bg.started;
-    if (!params.stream) return sendJsonCooperative(res, 200, started);
-    return this.follow(res, bg, null, log);
+    if (params.stream) return this.follow(res, bg, 'start', log);
+    return sendJsonCooperative(res, 200, await bg.started);
   }
 
   /**
    * Stream a background response's events after `after` on `res` until it ends (`data: [DONE]`) or the client goes
    * away; a reader that falls too far behind is dropped at the send limit (and may resume), the run never waits
-   * for it. Rejects before anything is written when those events are no longer kept.
+   * for it. Rejects before anything is written when those events are no longer kept. `start`: the create's own
+   * stream, from its run's first event (rejects with the create's refusal, before anything is written).
    */
-  private follow(res: ServerResponse, bg: BackgroundResponse, after: number | null, log: Logger): Promise<void> {
+  private follow(res: ServerResponse, bg: BackgroundResponse, after: number | null | 'start', log: Logger): Promise<void> {
     if (res.destroyed) return Promise.resolve();
     const limits = this.host.limits;
-    return new Promise<void>((resolve) => {
+    return new Promise<void>((resolve, reject) => {
+      if (after === 'start') bg.started.catch(reject);
       let dropped: { buffered: number; limit: number } | null = null;
       const sse = sseTransport(res, limits.maxSendBufferBytes, (buffered, limit) => (dropped = { buffered, limit }), false);
-      const unfollow = bg.follow(after, {
+      const follower: Follower = {
         start: () => sse.start(),
         frame: (pieces) => sse.frame(pieces),
         flush: () => sse.flush(),
@@ -426,7 +427,8 @@ export class HttpTransport {
           resolve();
         },
         drop: () => sse.drop(),
-      });
+      };
+      const unfollow = after === 'start' ? bg.followFromStart(follower) : bg.follow(after, follower);
       watchStall(res, limits.sendStallTimeoutMs, (pending) =>
         log.info({ code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs, response_id: bg.id }, 'background stream left unsent with nothing leaving; dropped the connection (the run goes on)'),
       );

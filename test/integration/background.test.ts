@@ -181,6 +181,19 @@ describe('background mode', () => {
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
   });
 
+  it("the create's own stream gets every event even when the first ones pass the per-response bound (a large instructions echo)", async () => {
+    const { url, release } = await setup({ limits: { maxBackgroundEventBytes: 2000 } });
+    const res = await post(url, { model: 'm', input: 'hi', instructions: 'x'.repeat(5000), background: true, stream: true });
+    expect(res.status).toBe(200);
+    release();
+    const text = await res.text();
+    const seqs = [...text.matchAll(/"sequence_number":(\d+)/g)].map((m) => Number(m[1]));
+    expect(seqs[0]).toBe(0);
+    expect(seqs).toEqual(seqs.map((_, i) => i));
+    expect(text).toMatch(/^event: response\.created\n/);
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+
   it('an ended response keeps its events for --background-events-ttl-ms: after it, a streamed retrieve → 400 param stream, the JSON one still answers', async () => {
     const { client, url, release } = await setup({ limits: { backgroundEventsTtlMs: 0 } });
     const r = await client.responses.create({ model: 'm', input: 'hi', background: true });

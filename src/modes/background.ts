@@ -245,9 +245,13 @@ export class BackgroundResponse implements Transport {
     return run ? snapshot(run.response) : undefined;
   }
 
-  /** End the run `cancelled` (a `response.cancel` on its session); resolves with its final Response. Undefined once ended. */
+  /**
+   * End the run `cancelled` (a `response.cancel` on its session); resolves with its final Response. Once ended:
+   * its final Response if the store could not keep it, else undefined (the store answers).
+   */
   cancel(): Promise<Response> | undefined {
-    if (this.over || this.id === null || !this.session) return undefined;
+    if (this.over) return this.unstored ? Promise.resolve(this.unstored) : undefined;
+    if (this.id === null || !this.session) return undefined;
     this.session.handle({ type: 'response.cancel', response_id: this.id });
     return this.finalResponse;
   }

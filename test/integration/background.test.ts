@@ -236,6 +236,8 @@ describe('background mode', () => {
     const done = await poll(client, r.id);
     expect(done).toMatchObject({ id: r.id, status: 'failed', background: true, error: { code: 'server_error' } });
     expect(done.error!.message).toMatch(/could not be stored/);
+    // Cancelling it is idempotent too: the same final Response.
+    expect(await client.responses.cancel(r.id)).toMatchObject({ id: r.id, status: 'failed' });
     await server.services.postWork.flush();
     expect(server.services.ledger.countFor(r.id)).toBe(1);
   });

@@ -228,6 +228,7 @@ export class HttpTransport {
         status: 'ok',
         http_in_flight: this.inFlight,
         background_in_flight: this.host.background.inFlight,
+        background_kept_bytes: this.host.background.endedBytes,
         post_work_pending: post.pending,
         post_work_completed: post.completed,
         bytes_held: this.host.bytes.held,

@@ -37,7 +37,8 @@ async function setup(opts: ServerOptions = {}) {
   const gated = gatedModel();
   const ctx = await testServer({ model: gated.model, ...opts });
   const client = new OpenAI({ baseURL: `${ctx.url}/v1`, apiKey: 'k', maxRetries: 0 });
-  const health = async () => (await (await fetch(`${ctx.url}/health`)).json()) as { background_in_flight: number; bytes_held: number; http_in_flight: number };
+  const health = async () =>
+    (await (await fetch(`${ctx.url}/health`)).json()) as { background_in_flight: number; background_kept_bytes: number; bytes_held: number; http_in_flight: number };
   return { ...ctx, ...gated, client, health };
 }
 
@@ -70,7 +71,9 @@ describe('background mode', () => {
     expect(server.services.ledger.countFor(r.id)).toBe(1);
     expect(server.services.records.get(r.id)).toMatchObject({ status: 'completed', protocol: 'http' });
     const h = await health();
-    expect(h).toMatchObject({ background_in_flight: 0, http_in_flight: 0 });
+    expect(h).toMatchObject({ background_in_flight: 0, http_in_flight: 0, bytes_held: 0 });
+    // Its events are kept for a resume (the TTL), counted against the server-wide bound.
+    expect(h.background_kept_bytes).toBeGreaterThan(1000);
   });
 
   it('a streamed background response survives its client leaving mid-stream; retrieve(stream, starting_after) resumes it gapless to the end', async () => {
@@ -195,7 +198,7 @@ describe('background mode', () => {
   });
 
   it('an ended response keeps its events for --background-events-ttl-ms: after it, a streamed retrieve → 400 param stream, the JSON one still answers', async () => {
-    const { client, url, release } = await setup({ limits: { backgroundEventsTtlMs: 0 } });
+    const { client, url, release, health } = await setup({ limits: { backgroundEventsTtlMs: 0 } });
     const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
     release();
     await poll(client, r.id);
@@ -203,6 +206,7 @@ describe('background mode', () => {
     expect(res.status).toBe(400);
     const err = ((await res.json()) as { error: { param: string; message: string } }).error;
     expect(err.param).toBe('stream');
+    expect((await health()).background_kept_bytes).toBe(0);
     expect(err.message).toMatch(/no longer kept/);
     expect((await client.responses.retrieve(r.id)).status).toBe('completed');
   });
@@ -257,6 +261,21 @@ describe('background mode', () => {
     release();
     expect((await poll(mine, r.id)).status).toBe('completed');
     await check();
+  });
+
+  it('past --max-background-kept-bytes server-wide, the longest ended response loses its events first (never the one that just ended)', async () => {
+    const { client, url, release } = await setup({ limits: { maxBackgroundKeptBytes: 100 } });
+    release();
+    const first = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    await poll(client, first.id);
+    // Alone past the bound, it is still kept: it is what a client resumes.
+    expect((await fetch(`${url}/v1/responses/${first.id}?stream=true`)).status).toBe(200);
+    const second = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    await poll(client, second.id);
+    const gone = await fetch(`${url}/v1/responses/${first.id}?stream=true`);
+    expect(gone.status).toBe(400);
+    expect(((await gone.json()) as { error: object }).error).toMatchObject({ param: 'stream' });
+    expect((await fetch(`${url}/v1/responses/${second.id}?stream=true`)).status).toBe(200);
   });
 
   it('shutdown ends a background run in flight incomplete, stored, its stream ended with the terminal event and [DONE]', async () => {

@@ -42,7 +42,7 @@ export function newResponse(params: CreateParams, now: number): Response {
     max_output_tokens: params.max_output_tokens,
     max_tool_calls: null,
     store: params.store,
-    background: false,
+    background: params.background === true,
     service_tier: params.service_tier ?? 'default',
     metadata: params.metadata,
     safety_identifier: params.safety_identifier,

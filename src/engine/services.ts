@@ -150,6 +150,20 @@ export interface Limits {
    */
   maxLiveHttpRuns: number;
   /**
+   * Background responses (`background: true`, modes/background.ts) in flight at once, creates being planned
+   * included (default 64); past it 429 `too_many_background_runs`. Each holds its create body until it ends.
+   */
+  maxBackgroundRuns: number;
+  /**
+   * Bytes of events kept per background response, for streams that read or resume it (default 4 MiB, the
+   * send buffer's); past it the oldest are dropped and a resume from before them is refused (400).
+   */
+  maxBackgroundEventBytes: number;
+  /** How long a background response's events stay after it ended, ms (default 10 minutes; 0: dropped at its end). */
+  backgroundEventsTtlMs: number;
+  /** Bytes of ended background responses' events kept server-wide (default 64 MiB); past it the longest ended go first. */
+  maxBackgroundKeptBytes: number;
+  /**
    * Longest an HTTP client may take to send a request's headers, ms (default
    * 10 s; 0: no limit). A connection that opens and sends nothing, or only
    * part of its headers (a half-open or idle client), is closed past it (with
@@ -228,6 +242,10 @@ export const DEFAULT_LIMITS: Limits = {
   maxFileStoreBytes: 4 * 1024 * 1024 * 1024,
   storeTtlMs: 30 * 24 * 60 * 60 * 1000,
   maxLiveHttpRuns: 512,
+  maxBackgroundRuns: 64,
+  maxBackgroundEventBytes: 4 * 1024 * 1024,
+  backgroundEventsTtlMs: 10 * 60 * 1000,
+  maxBackgroundKeptBytes: 64 * 1024 * 1024,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 60_000,
   keepAliveTimeoutMs: 5_000,

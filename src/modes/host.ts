@@ -29,6 +29,10 @@ import type { Limits, Services } from '../engine/services.js';
 import { compactWindow, countInputTokens, type InputTokenCount } from './compact.js';
 import { httpPolicy } from './http.js';
 import { LiveRuns, longLivedHttpPolicy } from './long-lived-http.js';
+import { BackgroundRuns, type BackgroundResponse } from './background.js';
+import type { EventPieces } from '../protocol/event-json.js';
+import type { ServerEvent } from '../protocol/events.js';
+import type { ParseSpan } from './transport.js';
 import { longLivedPolicy } from './long-lived.js';
 import { ConnectionSession, type ModePolicy } from './session.js';
 import { ServerBytes, connectionBytes, type ConnectionBytes, type Hold } from './server-bytes.js';
@@ -39,6 +43,9 @@ import { listInputItems, type InputItemList, type InputItemsQuery } from '../sto
 export class SessionHost {
   /** Long-lived runs open over HTTP, found again by id for `append` and `cancel`. */
   readonly live: LiveRuns;
+
+  /** Background responses (`background: true`): in flight, and ended ones whose events are still kept (modes/background.ts). */
+  readonly background: BackgroundRuns;
 
   /**
    * The server-wide byte budget (`maxServerBytes`): one per server, shared
@@ -51,6 +58,7 @@ export class SessionHost {
     bytes?: ServerBytes,
   ) {
     this.live = new LiveRuns(services);
+    this.background = new BackgroundRuns(services);
     this.bytes = bytes ?? new ServerBytes(services.limits.maxServerBytes);
   }
 
@@ -173,6 +181,30 @@ export class SessionSet {
       if (this.open.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     });
     return session;
+  }
+
+  /**
+   * A background create (`background: true`, the `http` design): admitted under its cap (and only with `store`),
+   * run in a one-shot session of its own whose transport keeps its events (framed by `frame`) for whoever follows
+   * it, not in the request's, so the request's end does not end it. Its body's `bytes` stay charged until the run
+   * ends. Await `started` for its Response or the create's refusal.
+   */
+  openBackground(
+    params: CreateParams,
+    info: SessionInfo,
+    log: Logger,
+    frame: (e: ServerEvent) => EventPieces,
+    bytes: number,
+    parse: ParseSpan | null,
+  ): BackgroundResponse {
+    if (this.shuttingDown) throw new WireError('server_shutting_down');
+    const hold = this.host.requestHold();
+    const bg = this.host.background.admit(params.store, info.owner, frame, hold);
+    hold.admitted(bytes);
+    const session = this.openSession('http', bg, info, log);
+    bg.attach(session);
+    session.handle({ type: 'response.create', ...params }, bytes, parse);
+    return bg;
   }
 
   /** Resolves once no session is open and every closed one is fully wound down. */

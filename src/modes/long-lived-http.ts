@@ -39,6 +39,13 @@ export function longLivedHttpPolicy(services: Services, info: SessionInfo, live:
           'stream',
         );
       }
+      if (params.background) {
+        throw new WireError(
+          'invalid_value',
+          "The long-lived protocol over HTTP does not run in the background: its run lives on its SSE stream and pauses for the client's tool outputs. Leave out 'background', or create a background response without ?protocol=long-lived.",
+          'background',
+        );
+      }
       // The cap is checked before planning (a refused create costs no tokenizing) and covers creates being planned.
       return live.planning(async () => ({ ...(await ws.plan(params, metrics)), protocol: 'long-lived-http', connection: null }));
     },

@@ -121,6 +121,11 @@ export class ConnectionSession {
     return this.policy.protocol;
   }
 
+  /** The run in flight, or null (background mode reads a run's current state through it, modes/background.ts). */
+  get running(): ResponseRun | null {
+    return this.active;
+  }
+
   /**
    * One client event; `bytes` is the size of its frame (what a queued create
    * holds in memory), `parse` when the transport parsed it (charged to the

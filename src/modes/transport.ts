@@ -1,7 +1,8 @@
 /**
  * The seam between a transport and the session layer. A transport (a
  * WebSocket connection, one HTTP request, the in-memory pair of the unit
- * tests) gives a session a `Transport`: where its events go and how to drop
+ * tests; and a background response, modes/background.ts, which keeps the
+ * events for the streams that follow it) gives a session a `Transport`: where its events go and how to drop
  * the peer. It gets back the `ConnectionSession` (modes/session.ts): typed
  * client events in (`handle`), edge errors (`error`), and the ends (`close`
  * when the peer is gone, `finish` when the server ends it).

@@ -197,6 +197,11 @@ export interface CreateParams {
   previous_response_id: string | null;
   store: boolean;
   stream: boolean;
+  /**
+   * `background: true`: the run goes on server-side whatever becomes of the request (HTTP only; modes/background.ts).
+   * Absent unless the client asked for it (a WebSocket create refuses it: the API does not support it there).
+   */
+  background?: true;
   /** WebSocket mode: `false` prepares state without sampling. */
   generate: boolean;
   max_output_tokens: number | null;

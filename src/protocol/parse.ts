@@ -305,6 +305,15 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
       let create;
       try {
         create = { type: 'response.create' as const, ...parseCreateBody(value, caps) };
+        // The API: "background is not supported over WebSocket". Refused, not ignored: a client that asked for a run
+        // that outlives its connection must not get one that a disconnect cancels.
+        if (create.background) {
+          throw new WireError(
+            'invalid_value',
+            "'background' is not supported over WebSocket: the response streams on this connection and ends with it. Create a background response with POST /v1/responses.",
+            'background',
+          );
+        }
       } catch (err) {
         // A create refused for its body is still its lane's: the client waits there for its answer.
         if (err instanceof WireError) err.lane = lane;
@@ -378,6 +387,7 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     previous_response_id: optString(body, 'previous_response_id'),
     store: optBool(body, 'store', true),
     stream: optBool(body, 'stream', false),
+    ...(optBool(body, 'background', false) && { background: true as const }),
     generate: optBool(body, 'generate', true),
     max_output_tokens: optInteger(body, 'max_output_tokens', MIN_OUTPUT_TOKENS),
     metadata: parseMetadata(body['metadata']),

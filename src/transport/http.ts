@@ -14,6 +14,9 @@
  * `timingHeader`). Errors before a response starts are HTTP statuses.
  * Errors are an HTTP status with `{"error":{message,type,param,code}}`; in an
  * SSE stream they use the flat `error` event shape openai-node expects.
+ * A `background: true` create runs in a session of its own
+ * (modes/background.ts) that keeps its events as SSE frames: this request,
+ * and `GET /v1/responses/{id}?stream=true&starting_after=N`, only follow it.
  *
  * At the edge (docs/reliability.md): the Host/Origin guard, the connection
  * cap (503), `Content-Type` on POST (415; a missing header is accepted),
@@ -39,11 +42,13 @@ import { WireError, toWireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { newId } from '../protocol/objects.js';
 import type { Response } from '../protocol/objects.js';
+import type { CreateParams } from '../protocol/events.js';
+import type { BackgroundResponse, Follower } from '../modes/background.js';
 import { parseAppendBody, parseCompactBody, parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
 import { eventPieces, piecesLength, type EventPieces } from '../protocol/event-json.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { Hold } from '../modes/server-bytes.js';
-import type { SessionInfo, Transport } from '../modes/transport.js';
+import type { ParseSpan, SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
 import { closeAfterAnswer, drainBody, readBody } from './body.js';
 import { batchWrites, type Batcher } from './batch.js';
@@ -222,6 +227,8 @@ export class HttpTransport {
       return sendJson(res, 200, {
         status: 'ok',
         http_in_flight: this.inFlight,
+        background_in_flight: this.host.background.inFlight,
+        background_kept_bytes: this.host.background.endedBytes,
         post_work_pending: post.pending,
         post_work_completed: post.completed,
         bytes_held: this.host.bytes.held,
@@ -306,18 +313,12 @@ export class HttpTransport {
       const owner = this.authenticate(req);
       const id = decodeId(m[1]!, 'response_id');
       if (method === 'GET') {
+        if (url.searchParams.get('stream') === 'true') return this.resume(res, id, owner, url);
+        // A background response in flight: its current state (the store has it once it ends).
+        const current = this.host.background.current(id, owner);
+        if (current) return sendJsonCooperative(res, 200, current);
         const stored = this.host.storedResponse(id, owner);
         if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
-        // The API streams a retrieve only for a `background: true` response, which this server does not make: a JSON
-        // answer to `?stream=true` read as an event stream by the SDKs came out as a stream of no events at all
-        // (openai-node's `responses.stream({response_id})` threw "request ended without sending any events").
-        if (url.searchParams.get('stream') === 'true') {
-          throw new WireError(
-            'invalid_value',
-            `Response '${id}' cannot be streamed: the API streams a retrieve only for a background response, and this server runs none in the background (every response has 'background': false, whatever the create asked). Retrieve it without 'stream'.`,
-            'stream',
-          );
-        }
         // A stored response echoes its request (16 MiB of instructions or tools): written in slices.
         return sendJsonCooperative(res, 200, stored);
       }
@@ -345,21 +346,99 @@ export class HttpTransport {
   }
 
   /**
-   * `POST /v1/responses/{id}/cancel`: a live long-lived run over HTTP ends `cancelled`. A stored response of this key
-   * that is not one (an HTTP or WebSocket response, a run that has ended) is refused as the API refuses a response not
-   * created in the background (400), not reported missing: `responses.retrieve` finds it.
+   * `POST /v1/responses/{id}/cancel`: a background response in flight, or a live long-lived run over HTTP, ends
+   * `cancelled` (answered with its final Response). A background response that has ended is answered with its stored
+   * final Response, unchanged: the API says cancelling is idempotent. A stored response of this key that is neither (an
+   * HTTP or WebSocket response not created in the background) is refused as the API refuses it (400), not reported
+   * missing: `responses.retrieve` finds it.
    */
   private async cancel(id: string, owner: string | null): Promise<Response> {
+    const background = this.host.background.cancel(id, owner);
+    if (background) return background;
     try {
       return await this.host.live.cancel(id, owner);
     } catch (err) {
-      if (!(err instanceof WireError && err.code === 'response_not_found') || !this.host.storedResponse(id, owner)) throw err;
+      const stored = this.host.storedResponse(id, owner);
+      if (!(err instanceof WireError && err.code === 'response_not_found') || !stored) throw err;
+      if (stored.background) return stored;
       throw new WireError(
         'invalid_value',
-        `Response '${id}' cannot be cancelled: only a live long-lived run over HTTP can be here (the API cancels only a response created with 'background: true', and this server runs none in the background).`,
+        `Response '${id}' cannot be cancelled: it was not created with 'background': true (the API cancels only those; here a live long-lived run over HTTP can be cancelled too).`,
         'response_id',
       );
     }
+  }
+
+  /**
+   * `GET /v1/responses/{id}?stream=true[&starting_after=N]`: a background response's events after sequence number N
+   * (all of them without it), then its live ones until it ends, then `data: [DONE]`. Refused (400, `param: stream`)
+   * for a response not created in the background and for one whose events are no longer kept; an SDK reading a JSON
+   * answer as an event stream saw a stream of no events at all.
+   */
+  private resume(res: ServerResponse, id: string, owner: string | null, url: URL): Promise<void> {
+    const after = startingAfter(url);
+    const bg = this.host.background.find(id, owner);
+    if (!bg) {
+      const stored = this.host.storedResponse(id, owner);
+      if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+      const limits = this.host.limits;
+      throw new WireError(
+        'invalid_value',
+        stored.background
+          ? `The events of background response '${id}' are no longer kept (they stay ${limits.backgroundEventsTtlMs} ms after it ends, llr serve --background-events-ttl-ms, within --max-background-kept-bytes server-wide). Retrieve it without 'stream'.`
+          : `Response '${id}' cannot be streamed: the API streams a retrieve only for a response created with 'background': true, and this one was not. Retrieve it without 'stream'.`,
+        'stream',
+      );
+    }
+    return this.follow(res, bg, after, this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol: 'http' }));
+  }
+
+  /**
+   * A background create (modes/background.ts): its run is not this request's, so the client's leaving does not end
+   * it. Answered once the run has started (errors before that are HTTP statuses, as for any create): without `stream`
+   * its Response as JSON (`in_progress`, `background: true`); with it, the run's SSE stream from its first event.
+   */
+  private async createBackground(res: ServerResponse, info: SessionInfo, params: CreateParams, bytes: number, parse: ParseSpan, log: Logger, hold: Hold): Promise<void> {
+    const bg = this.sessions.openBackground(params, info, log, sseFrame, bytes, parse);
+    // The body's bytes are the run's now (released when it ends), not this request's.
+    hold.releaseAll();
+    if (params.stream) return this.follow(res, bg, 'start', log);
+    return sendJsonCooperative(res, 200, await bg.started);
+  }
+
+  /**
+   * Stream a background response's events after `after` on `res` until it ends (`data: [DONE]`) or the client goes
+   * away; a reader that falls too far behind is dropped at the send limit (and may resume), the run never waits
+   * for it. Rejects before anything is written when those events are no longer kept. `start`: the create's own
+   * stream, from its run's first event (rejects with the create's refusal, before anything is written).
+   */
+  private follow(res: ServerResponse, bg: BackgroundResponse, after: number | null | 'start', log: Logger): Promise<void> {
+    if (res.destroyed) return Promise.resolve();
+    const limits = this.host.limits;
+    return new Promise<void>((resolve, reject) => {
+      if (after === 'start') bg.started.catch(reject);
+      let dropped: { buffered: number; limit: number } | null = null;
+      const sse = sseTransport(res, limits.maxSendBufferBytes, (buffered, limit) => (dropped = { buffered, limit }), false);
+      const follower: Follower = {
+        start: () => sse.start(),
+        frame: (pieces) => sse.frame(pieces),
+        flush: () => sse.flush(),
+        end: () => {
+          if (!res.destroyed && !res.writableEnded) res.end('data: [DONE]\n\n');
+          resolve();
+        },
+        drop: () => sse.drop(),
+      };
+      const unfollow = after === 'start' ? bg.followFromStart(follower) : bg.follow(after, follower);
+      watchStall(res, limits.sendStallTimeoutMs, (pending) =>
+        log.info({ code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs, response_id: bg.id }, 'background stream left unsent with nothing leaving; dropped the connection (the run goes on)'),
+      );
+      res.on('close', () => {
+        unfollow();
+        if (dropped !== null) log.info({ code: 'send_buffer_full', response_id: bg.id, ...dropped }, 'SSE reader of a background response left too much unsent; dropped it (the run goes on)');
+        resolve();
+      });
+    });
   }
 
   private authenticate(req: IncomingMessage): string | null {
@@ -402,6 +481,8 @@ export class HttpTransport {
     const params = withTimingOptIn(parseCreateBody(await parseEdgeJson(body, 'body', limits), parseCaps(limits)), timingHeader(req));
     const parse = { start: parseStart, end: this.host.now() };
     const log = this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol });
+    // `background` is the baseline's (the long-lived protocol over HTTP refuses it in planning: its run lives on its stream).
+    if (params.background && protocol === 'http') return this.createBackground(res, info, params, body.length, parse, log, hold);
     await new Promise<void>((resolve, reject) => {
       let dropped: { buffered: number; limit: number; response_id: string | null } | null = null;
       const transport = params.stream
@@ -458,8 +539,10 @@ export class HttpTransport {
   }
 
   /** Shutdown: runs in flight end `incomplete` and their streams finish; creates being planned get 503. */
-  shutdown(): Promise<void> {
-    return this.sessions.shutdown();
+  async shutdown(): Promise<void> {
+    // Background runs are sessions of this set: they end `incomplete` with the rest; then their kept events go.
+    await this.sessions.shutdown();
+    this.host.background.close();
   }
 }
 
@@ -504,6 +587,8 @@ function announcesBody(req: IncomingMessage): boolean {
 
 /** A one-shot transport with how it writes the final answer (resolves once it is handed to the socket). */
 type ExchangeTransport = Transport & { end(response: Response): Promise<void> };
+/** The SSE transport: also writes a frame serialised before (a background response's kept events). */
+type SseTransport = ExchangeTransport & { frame(pieces: EventPieces): void; start(): void; flush(): void };
 
 /**
  * The SSE stream of a create on `res`: the headers go out when its
@@ -518,7 +603,7 @@ export function sseTransport(
   limit: number,
   dropped: (buffered: number, limit: number, responseId: string | null) => void,
   paced = true,
-): ExchangeTransport {
+): SseTransport {
   let congested = false;
   let responseId: string | null = null;
   // The largest frame of this stream: lifecycle events echo the request (tools, instructions), so
@@ -539,6 +624,11 @@ export function sseTransport(
     send(e) {
       if (res.writableEnded || res.destroyed) return;
       if (e.type === 'response.created') responseId = e.response.id;
+      this.frame(sseFrame(e));
+    },
+    // One frame already serialised (`sseFrame`): a background response's kept events (modes/background.ts).
+    frame(pieces) {
+      if (res.writableEnded || res.destroyed) return;
       // Back-pressure: once write() has said the socket is full, later events
       // queue in memory only while the unsent bytes stay under the limit
       // (the same one as a WebSocket's send buffer). A reader that does not
@@ -550,7 +640,6 @@ export function sseTransport(
         res.destroy();
         return;
       }
-      const pieces = sseFrame(e);
       const size = piecesLength(pieces);
       if (size > largestFrame) largestFrame = size;
       batch(res.writableLength);
@@ -728,6 +817,17 @@ export function checkJsonContentType(req: IncomingMessage): void {
     `Unsupported Content-Type '${ct.slice(0, 100)}': send the body as 'application/json' (UTF-8).`,
     'Content-Type',
   );
+}
+
+/** `?starting_after=N` of a streamed retrieve: a sequence number (an integer >= 0), or null when absent. */
+function startingAfter(url: URL): number | null {
+  const raw = url.searchParams.get('starting_after');
+  if (raw === null) return null;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n)) {
+    throw new WireError('invalid_value', "Invalid 'starting_after': expected a sequence number (an integer >= 0).", 'starting_after');
+  }
+  return n;
 }
 
 /** `?limit=` (1–1000, default 100), `?after=` (a record id), `?order=asc|desc` (default desc). */

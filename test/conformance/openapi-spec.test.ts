@@ -23,6 +23,7 @@
 import { readFileSync } from 'node:fs';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
+import type { Model } from '../../src/model/types.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -172,6 +173,52 @@ describe(`OpenAI OpenAPI spec (openai/openai-openapi ${fixture.commit.slice(0, 7
     for (const t of ['response.created', 'response.in_progress', 'response.output_text.delta', 'response.function_call_arguments.delta', 'response.completed', 'response.incomplete']) {
       expect(types, t).toContain(t);
     }
+  });
+
+  it('HTTP background mode: the create answer, the Response retrieved in flight and at the end, a streamed create resumed, the refusals', async () => {
+    // A model held at its first delta until the test opens the gate: the run is in flight when it is read.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const model: Model = {
+      async *sample() {
+        yield { type: 'message.start' } as const;
+        yield { type: 'text.delta', delta: 'hello' } as const;
+        await gate;
+        yield { type: 'message.end' } as const;
+      },
+    };
+    const { url } = await testServer({ model });
+    const found: string[] = [];
+    const created = await call(url, '/v1/responses', { model: 'm', input: 'hello', background: true });
+    expect(created.json()).toMatchObject({ status: 'in_progress', background: true });
+    found.push(...violations('Response', created.json()));
+    const id = created.json()['id'] as string;
+    const mid = await call(url, `/v1/responses/${id}`);
+    expect(mid.json()['status']).toBe('in_progress');
+    found.push(...violations('Response', mid.json()));
+    const streamed = call(url, '/v1/responses', { model: 'm', input: 'hello', background: true, stream: true });
+    release();
+    const events = parseSse((await streamed).text);
+    found.push(...eventViolations(events, 'sse'));
+    const sid = events[0]!['response']['id'] as string;
+    const resumed = await call(url, `/v1/responses/${sid}?stream=true&starting_after=1`);
+    expect(resumed.text.endsWith('data: [DONE]\n\n')).toBe(true);
+    const again = parseSse(resumed.text);
+    expect(again.map((e) => e['sequence_number'])).toEqual(events.slice(2).map((e) => e['sequence_number']));
+    found.push(...eventViolations(again, 'sse'));
+    for (const i of [id, sid]) {
+      let r = await call(url, `/v1/responses/${i}`);
+      while (r.json()['status'] === 'in_progress') r = await call(url, `/v1/responses/${i}`);
+      expect(r.json()).toMatchObject({ status: 'completed', background: true });
+      found.push(...violations('Response', r.json()));
+    }
+    const refusals = [
+      await call(url, '/v1/responses', { model: 'm', input: 'x', background: true, store: false }),
+      await call(url, `/v1/responses/${id}?stream=true&starting_after=-1`),
+    ];
+    expect(refusals.map((b) => b.status)).toEqual([400, 400]);
+    found.push(...refusals.flatMap((b) => violations('ErrorResponse', b.json())));
+    expect(found).toEqual([]);
   });
 
   it('SSE: a failed response (an injected fault): the flat error event, then response.failed', async () => {

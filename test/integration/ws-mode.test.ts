@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
-import { WS_MODE_BETA } from '../../src/protocol/designs.js';
+import { LONG_LIVED_BETA, WS_MODE_BETA } from '../../src/protocol/designs.js';
 import { rawRequest, requestText, upgradeHeaders } from '../helpers/raw-http.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
@@ -183,6 +183,19 @@ describe('ws mode', () => {
     const s = await RawSocket.connect(url);
     s.send({ type: 'response.append', input: [] });
     expect((await s.next('error')).error.code).toBe('unknown_event_type');
+  });
+
+  it('background: true is refused on both WebSocket designs with an error event (the API: not supported over WebSocket), in its lane; the connection goes on', async () => {
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }]) });
+    for (const s of [await RawSocket.connect(url), await RawSocket.connect(url, { headers: { 'OpenAI-Beta': LONG_LIVED_BETA } })]) {
+      s.send(create({ background: true, store: true, stream_id: 'lane-1' }));
+      const err = await s.next('error');
+      expect(err).toMatchObject({ status: 400, stream_id: 'lane-1', error: { type: 'invalid_request_error', code: 'invalid_value', param: 'background' } });
+      expect(err.error.message).toMatch(/not supported over WebSocket/);
+      // `background: false` is the default, accepted; the connection still serves creates.
+      s.send(create({ background: false }));
+      expect((await s.next('response.completed')).response.background).toBe(false);
+    }
   });
 
   it('creates queue in order behind the one in flight', async () => {

@@ -1,0 +1,400 @@
+/**
+ * Background mode (`background: true` on `POST /v1/responses`), as the API
+ * has it: the run goes on server-side whatever becomes of the request that
+ * created it. The create is answered as soon as the run has started (its
+ * Response, `status: "in_progress"`, `background: true`), `GET
+ * /v1/responses/{id}` reads its current state, `POST .../cancel` ends it
+ * `cancelled`, and its events are kept so a stream can be read, or read
+ * again after a disconnect, from any sequence number (`GET
+ * /v1/responses/{id}?stream=true&starting_after=N`).
+ *
+ * Nothing here is a new design: a background create is the `http` design's
+ * one-shot session (modes/http.ts) whose `Transport` is a
+ * `BackgroundResponse` instead of the request. It keeps each event's frame
+ * (serialised by the transport that asked: SSE) and hands it to whoever
+ * follows the response; a follower that goes away (or is dropped for not
+ * reading) leaves the run alone. The session ends when the run does, or at
+ * shutdown (`incomplete`, like every run in flight).
+ *
+ * Bounds (docs/reliability.md): runs in flight, admitted creates being
+ * planned included (`maxBackgroundRuns`, 429 `too_many_background_runs`
+ * past it); bytes of kept events per response (`maxBackgroundEventBytes`:
+ * past it the oldest are dropped, and a stream that would start before them
+ * is refused); how long an ended response's events stay
+ * (`backgroundEventsTtlMs`); and bytes of ended responses' events kept
+ * server-wide (`maxBackgroundKeptBytes`: past it the longest ended go
+ * first). Each run also holds its create body's bytes in the server-wide
+ * byte budget until it ends, as a streaming HTTP create does.
+ */
+import { WireError } from '../protocol/errors.js';
+import type { ServerEvent } from '../protocol/events.js';
+import type { Response } from '../protocol/objects.js';
+import { piecesLength, type EventPieces } from '../protocol/event-json.js';
+import { snapshot } from '../engine/response.js';
+import type { Services } from '../engine/services.js';
+import type { Hold } from './server-bytes.js';
+import type { ConnectionSession } from './session.js';
+import type { Transport } from './transport.js';
+
+/** One reader of a background response's events: a stream the transport writes (SSE). */
+export interface Follower {
+  /** The stream starts (HTTP: the SSE headers go out). Called once, before any frame. */
+  start(): void;
+  /** One event's frame, in sequence order. */
+  frame(pieces: EventPieces): void;
+  /** What this turn has batched goes out now (modes/transport.ts `flush`). */
+  flush?(): void;
+  /** The response has ended and every event was given: the stream ends (SSE: `data: [DONE]`). */
+  end(): void;
+  /** An injected disconnect (chaos knobs): the stream ends without a terminal event. */
+  drop(): void;
+}
+
+/** One kept event: its sequence number and its frame. */
+interface Kept {
+  seq: number;
+  pieces: EventPieces;
+  bytes: number;
+}
+
+/** What a kept response costs besides its events (its entry and maps): counted so that many empty ones are bounded too. */
+const ENTRY_BYTES = 256;
+
+/** The background responses of one server: in flight, and ended ones whose events are still kept. */
+export class BackgroundRuns {
+  /** By response id, from the run's start until its events are dropped. */
+  private readonly byId = new Map<string, BackgroundResponse>();
+  /** Ended responses still kept, oldest end first (expiry and eviction take them from the front). */
+  private readonly endedKept = new Map<string, BackgroundResponse>();
+  private admitted = 0;
+  private keptBytes = 0;
+  private expiry: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(private readonly services: Services) {}
+
+  /** Background runs in flight: admitted (being planned) or running. */
+  get inFlight(): number {
+    return this.admitted;
+  }
+
+  /** Bytes of ended responses' kept events (and their entries). */
+  get endedBytes(): number {
+    return this.keptBytes;
+  }
+
+  /**
+   * A background create's transport, admitted under the cap: `store` must be true (the API refuses a background
+   * response it could not keep), and at most `maxBackgroundRuns` may be in flight. `frame` serialises an event as
+   * the followers' stream carries it; `hold` is the create body's share of the byte budget, released when the run ends.
+   */
+  admit(store: boolean, owner: string | null, frame: (e: ServerEvent) => EventPieces, hold: Hold): BackgroundResponse {
+    if (!store) {
+      throw new WireError(
+        'invalid_value',
+        "Background mode requires 'store': true: a background response is read back by id (retrieve, resume, cancel), so it must be stored.",
+        'store',
+      );
+    }
+    const cap = this.services.limits.maxBackgroundRuns;
+    if (this.admitted >= cap) {
+      throw new WireError('too_many_background_runs', `At most ${cap} background responses may be in flight at once (llr serve --max-background-runs); try again when one ends.`);
+    }
+    this.admitted++;
+    return new BackgroundResponse(this, this.services, owner, frame, hold);
+  }
+
+  /** The kept background response `id` of `owner` (in flight, or ended with its events kept); another key's is missing. */
+  find(id: string, owner: string | null): BackgroundResponse | undefined {
+    this.sweep();
+    const r = this.byId.get(id);
+    return r && r.owner === owner ? r : undefined;
+  }
+
+  /**
+   * The current state of an in-flight background response of `owner`; or, ended, its final Response if the store
+   * could not keep it (the run failed saying so: a client polling for it would otherwise find nothing); else
+   * undefined (the store has it).
+   */
+  current(id: string, owner: string | null): Response | undefined {
+    return this.find(id, owner)?.current();
+  }
+
+  /** Cancel an in-flight background response: resolves with its final Response; undefined when none is in flight. */
+  cancel(id: string, owner: string | null): Promise<Response> | undefined {
+    return this.find(id, owner)?.cancel();
+  }
+
+  /** Shutdown: kept events are dropped and the expiry timer stops (the runs themselves end through their sessions). */
+  close(): void {
+    if (this.expiry) clearTimeout(this.expiry);
+    this.expiry = null;
+    for (const r of this.endedKept.values()) this.drop(r);
+  }
+
+  /** @internal The run started: found by id from now on. */
+  registered(r: BackgroundResponse): void {
+    this.byId.set(r.id!, r);
+  }
+
+  /** @internal An admitted create that never started (refused, shutdown while planned): its slot frees. */
+  released(): void {
+    this.admitted--;
+  }
+
+  /** @internal The run ended: its slot frees; its events stay for the TTL, within the server-wide bound. */
+  ended(r: BackgroundResponse): void {
+    this.admitted--;
+    const ttl = this.services.limits.backgroundEventsTtlMs;
+    if (r.id === null || ttl <= 0) {
+      if (r.id !== null) this.drop(r);
+      return;
+    }
+    this.endedKept.set(r.id, r);
+    this.keptBytes += r.bytes + ENTRY_BYTES;
+    const max = this.services.limits.maxBackgroundKeptBytes;
+    // The longest ended go first; the one that just ended is kept even alone past the bound (it is what a client resumes).
+    for (const old of this.endedKept.values()) {
+      if (this.keptBytes <= max || old === r) break;
+      this.drop(old);
+    }
+    this.sweep();
+  }
+
+  /** Drop what has been kept past its TTL, and time the next expiry. */
+  private sweep(): void {
+    const ttl = this.services.limits.backgroundEventsTtlMs;
+    const now = this.services.clock.now();
+    for (const r of this.endedKept.values()) {
+      if (now - r.endedAt < ttl) break;
+      this.drop(r);
+    }
+    if (this.expiry) clearTimeout(this.expiry);
+    this.expiry = null;
+    const next = this.endedKept.values().next();
+    if (next.done) return;
+    this.expiry = setTimeout(() => this.sweep(), Math.max(1, next.value.endedAt + ttl - now));
+    this.expiry.unref();
+  }
+
+  private drop(r: BackgroundResponse): void {
+    if (r.id === null) return;
+    if (this.endedKept.delete(r.id)) this.keptBytes -= r.bytes + ENTRY_BYTES;
+    if (this.byId.get(r.id) === r) this.byId.delete(r.id);
+    r.forget();
+  }
+}
+
+/**
+ * One background response: the `Transport` of its one-shot session. Keeps
+ * each event's frame (at most `maxBackgroundEventBytes`, the oldest dropped
+ * first, always the newest) and passes it to its followers. Never waits for
+ * a reader: a follower that does not read is dropped by its own stream's
+ * send limit, and can resume from its last sequence number.
+ */
+export class BackgroundResponse implements Transport {
+  id: string | null = null;
+  endedAt = 0;
+  /** Bytes of the kept events. */
+  bytes = 0;
+  /** Resolves with the Response as it started (`response.created`), or rejects with the create's refusal. */
+  readonly started: Promise<Response>;
+  private resolveStarted!: (r: Response) => void;
+  private rejectStarted!: (err: WireError) => void;
+  private readonly events: Kept[] = [];
+  /** Index of the oldest kept event in `events` (dropped ones are cleared, compacted now and then). */
+  private head = 0;
+  /** Sequence numbers up to this one were dropped (-1: none). */
+  private droppedUpTo = -1;
+  private readonly followers = new Set<Follower>();
+  /** The create's own stream, until the run starts (`followFromStart`). */
+  private first: Follower | null = null;
+  private session: ConnectionSession | null = null;
+  private over = false;
+  private readonly finalResponse: Promise<Response>;
+  private resolveFinal!: (r: Response) => void;
+  /** The final Response of a run that ended failed, kept with the events when the store does not have it (a storage failure). */
+  private unstored: Response | null = null;
+  /** The newest Response an event carried (lifecycle events): the final one if the session fails without `ended`. */
+  private lastSeen: Response | null = null;
+
+  constructor(
+    private readonly runs: BackgroundRuns,
+    private readonly services: Services,
+    readonly owner: string | null,
+    private readonly frameOf: (e: ServerEvent) => EventPieces,
+    private readonly hold: Hold,
+  ) {
+    this.started = new Promise<Response>((resolve, reject) => {
+      this.resolveStarted = resolve;
+      this.rejectStarted = reject;
+    });
+    // A refusal nobody awaits (the transport always does) must not be an unhandled rejection.
+    this.started.catch(() => {});
+    this.finalResponse = new Promise<Response>((resolve) => (this.resolveFinal = resolve));
+  }
+
+  /** The session that runs it (for cancel and the current state). */
+  attach(session: ConnectionSession): void {
+    this.session = session;
+  }
+
+  /** A snapshot of the run's Response while it is in flight; once it ended, its final Response if it was not stored. */
+  current(): Response | undefined {
+    if (this.over) return this.unstored ?? undefined;
+    const run = this.session?.running;
+    return run ? snapshot(run.response) : undefined;
+  }
+
+  /**
+   * End the run `cancelled` (a `response.cancel` on its session); resolves with its final Response. Once ended:
+   * its final Response if the store could not keep it, else undefined (the store answers).
+   */
+  cancel(): Promise<Response> | undefined {
+    if (this.over) return this.unstored ? Promise.resolve(this.unstored) : undefined;
+    if (this.id === null || !this.session) return undefined;
+    this.session.handle({ type: 'response.cancel', response_id: this.id });
+    return this.finalResponse;
+  }
+
+  /**
+   * Follow from after sequence number `after` (null: from the start): the kept events after it, then the live
+   * ones, then `end`. Throws `invalid_value` (`starting_after`) before anything is written when some of those
+   * events are no longer kept. Returns the way to stop following.
+   */
+  follow(after: number | null, f: Follower): () => void {
+    const from = after === null ? 0 : after + 1;
+    if (from <= this.droppedUpTo) {
+      const limit = this.services.limits.maxBackgroundEventBytes;
+      throw new WireError(
+        'invalid_value',
+        `The events of response '${this.id}' up to sequence number ${this.droppedUpTo} are no longer kept (at most ${limit} bytes of events are kept per background response, llr serve --max-background-event-bytes): resume with 'starting_after' of at least ${this.droppedUpTo}.`,
+        'starting_after',
+      );
+    }
+    f.start();
+    for (let i = this.head; i < this.events.length; i++) {
+      const k = this.events[i]!;
+      if (k.seq >= from) f.frame(k.pieces);
+    }
+    if (this.over) {
+      f.end();
+      return () => {};
+    }
+    this.followers.add(f);
+    return () => void this.followers.delete(f);
+  }
+
+  /**
+   * Follow from the run's first event, live: the create's own stream. Attached now, started (`start`) by the run's
+   * `response.created`, so no event can be dropped from the kept ones before it reads it (a large echo passes the
+   * per-response bound in two events), and a create refused before its run starts never starts it (its request gets
+   * an HTTP status). Returns the way to stop following.
+   */
+  followFromStart(f: Follower): () => void {
+    this.first = f;
+    return () => {
+      if (this.first === f) this.first = null;
+      this.followers.delete(f);
+    };
+  }
+
+  send(e: ServerEvent): void {
+    if (this.id === null && e.type === 'response.created') {
+      this.id = e.response.id;
+      this.runs.registered(this);
+      this.resolveStarted(e.response);
+      const f = this.first;
+      this.first = null;
+      if (f) {
+        this.followers.add(f);
+        this.toFollower(f, () => f.start());
+      }
+    }
+    if ('response' in e) this.lastSeen = e.response;
+    const pieces = this.frameOf(e);
+    const k: Kept = { seq: e.sequence_number, pieces, bytes: piecesLength(pieces) };
+    this.events.push(k);
+    this.bytes += k.bytes;
+    this.trim();
+    for (const f of this.followers) this.toFollower(f, () => f.frame(pieces));
+  }
+
+  flush(): void {
+    for (const f of this.followers) this.toFollower(f, () => f.flush?.());
+  }
+
+  /** An injected disconnect (chaos knobs): every follower's stream ends without a terminal event; the run ends `cancelled`. */
+  drop(): void {
+    for (const f of [...this.followers]) this.toFollower(f, () => f.drop());
+    this.followers.clear();
+  }
+
+  /** The create was refused before its run started (or, should the session fail after it, the run is over). */
+  refuse(err: WireError): void {
+    if (this.id === null && !this.over) {
+      this.over = true;
+      this.first = null;
+      this.hold.releaseAll();
+      this.runs.released();
+      this.rejectStarted(err);
+      return;
+    }
+    this.services.log.error({ err, response_id: this.id }, 'background session failed after its run started');
+    this.finish(null);
+  }
+
+  ended(response: Response): void {
+    this.finish(response);
+  }
+
+  /** Once: followers end, the slot and the body's bytes are released, the session closes, the events start their TTL. */
+  private finish(response: Response | null): void {
+    if (this.over) return;
+    this.over = true;
+    this.endedAt = this.services.clock.now();
+    for (const f of this.followers) this.toFollower(f, () => f.end());
+    this.followers.clear();
+    this.hold.releaseAll();
+    const last = response ?? this.lastSeen;
+    this.lastSeen = null;
+    if (last) this.resolveFinal(last);
+    if (last && last.status === 'failed' && this.id !== null && !this.services.store.get(this.id, this.owner)) this.unstored = last;
+    void this.session?.close('completed');
+    this.session = null;
+    this.runs.ended(this);
+  }
+
+  /** @internal Its events are dropped (expired, evicted, shutdown). */
+  forget(): void {
+    this.unstored = null;
+    this.events.length = 0;
+    this.head = 0;
+    this.bytes = 0;
+  }
+
+  /** Keep at most `maxBackgroundEventBytes` of events, always the newest one. */
+  private trim(): void {
+    const max = this.services.limits.maxBackgroundEventBytes;
+    const events = this.events;
+    while (this.bytes > max && events.length - this.head > 1) {
+      const old = events[this.head]!;
+      this.bytes -= old.bytes;
+      this.droppedUpTo = old.seq;
+      events[this.head++] = undefined as unknown as Kept;
+    }
+    if (this.head > 1024 && this.head * 2 > events.length) {
+      events.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+
+  /** A follower that throws is dropped from the response, never fails the run. */
+  private toFollower(f: Follower, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.followers.delete(f);
+      this.services.log.warn({ err, response_id: this.id }, 'a background response follower failed; it was dropped');
+    }
+  }
+}

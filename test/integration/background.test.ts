@@ -1,0 +1,292 @@
+/**
+ * Background mode (`background: true`) as the API's clients use it, with the
+ * official `openai` SDK on real sockets: a create answered at once
+ * (`in_progress`, `background: true`) whose run goes on, polled with
+ * `responses.retrieve` until done; a streamed one whose client leaves
+ * mid-stream and resumes with `retrieve(id, {stream: true, starting_after})`
+ * (the run is not cancelled by the disconnect); `responses.cancel` of one in
+ * flight (and again, idempotent). Raw HTTP for the refusals and the bounds:
+ * `store: false`, the long-lived protocol, the cap on runs in flight, a bad
+ * `starting_after`, events dropped past the per-response bound or the TTL.
+ * Runs are held in flight by a model that waits on a gate the test opens:
+ * no sleeps. Every run ends once and is billed once.
+ */
+import OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import type { Model, ModelEvent } from '../../src/model/types.js';
+import type { ServerOptions } from '../../src/server.js';
+import { testServer } from '../helpers/server.js';
+
+/** A model that streams `hello`, then waits for the gate (or its abort) before ending its message with ` world`. */
+function gatedModel(): { model: Model; release: () => void } {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const model: Model = {
+    async *sample(_req, signal): AsyncIterable<ModelEvent> {
+      yield { type: 'message.start' };
+      yield { type: 'text.delta', delta: 'hello' };
+      await Promise.race([gate, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
+      yield { type: 'text.delta', delta: ' world' };
+      yield { type: 'message.end' };
+    },
+  };
+  return { model, release };
+}
+
+async function setup(opts: ServerOptions = {}) {
+  const gated = gatedModel();
+  const ctx = await testServer({ model: gated.model, ...opts });
+  const client = new OpenAI({ baseURL: `${ctx.url}/v1`, apiKey: 'k', maxRetries: 0 });
+  const health = async () =>
+    (await (await fetch(`${ctx.url}/health`)).json()) as { background_in_flight: number; background_kept_bytes: number; bytes_held: number; http_in_flight: number };
+  return { ...ctx, ...gated, client, health };
+}
+
+/** Retrieve until the response leaves `queued` / `in_progress` (each poll a real request; no timers). */
+async function poll(client: OpenAI, id: string): Promise<OpenAI.Responses.Response> {
+  for (let i = 0; i < 500; i++) {
+    const r = await client.responses.retrieve(id);
+    if (r.status !== 'queued' && r.status !== 'in_progress') return r;
+  }
+  throw new Error(`response ${id} did not end`);
+}
+
+const post = (url: string, body: unknown, query = '') =>
+  fetch(`${url}/v1/responses${query}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+
+describe('background mode', () => {
+  it('create answers at once (in_progress, background: true); retrieve polls the run in flight until it completes; billed once', async () => {
+    const { client, release, server, health } = await setup();
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    expect(r).toMatchObject({ object: 'response', status: 'in_progress', background: true, store: true });
+    // The run is still held by the model: the answer did not wait for it.
+    const mid = await client.responses.retrieve(r.id);
+    expect(mid).toMatchObject({ id: r.id, status: 'in_progress', background: true });
+    expect((await health()).background_in_flight).toBe(1);
+    release();
+    const done = await poll(client, r.id);
+    expect(done).toMatchObject({ id: r.id, status: 'completed', background: true });
+    expect(done.output_text).toBe('hello world');
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(r.id)).toBe(1);
+    expect(server.services.records.get(r.id)).toMatchObject({ status: 'completed', protocol: 'http' });
+    const h = await health();
+    expect(h).toMatchObject({ background_in_flight: 0, http_in_flight: 0, bytes_held: 0 });
+    // Its events are kept for a resume (the TTL), counted against the server-wide bound.
+    expect(h.background_kept_bytes).toBeGreaterThan(1000);
+  });
+
+  it('a streamed background response survives its client leaving mid-stream; retrieve(stream, starting_after) resumes it gapless to the end', async () => {
+    const { client, release, server } = await setup();
+    const stream = await client.responses.create({ model: 'm', input: 'hi', background: true, stream: true });
+    let id = '';
+    let last = -1;
+    for await (const e of stream) {
+      expect(e.sequence_number).toBe(last + 1);
+      last = e.sequence_number;
+      if (e.type === 'response.created') {
+        id = e.response.id;
+        expect(e.response.background).toBe(true);
+      }
+      // Leave after the first delta: the SDK aborts the request.
+      if (e.type === 'response.output_text.delta') break;
+    }
+    expect(id).toMatch(/^resp_/);
+    // A foreground stream's disconnect cancels its run; a background one goes on.
+    expect((await client.responses.retrieve(id)).status).toBe('in_progress');
+    release();
+    const resumed = await client.responses.retrieve(id, { stream: true, starting_after: last });
+    const seqs: number[] = [];
+    const types: string[] = [];
+    for await (const e of resumed) {
+      seqs.push(e.sequence_number);
+      types.push(e.type);
+    }
+    expect(seqs[0]).toBe(last + 1);
+    expect(seqs).toEqual(seqs.map((_, i) => last + 1 + i));
+    expect(types).toContain('response.output_text.delta');
+    expect(types.at(-1)).toBe('response.completed');
+    // After the end the whole stream can still be read (events kept for the TTL), and the SDK's stream helper resumes too.
+    const all = await client.responses.stream({ response_id: id }).finalResponse();
+    expect(all).toMatchObject({ id, status: 'completed', background: true });
+    expect(all.output_text).toBe('hello world');
+    const tail = await client.responses.stream({ response_id: id, starting_after: last }).finalResponse();
+    expect(tail.status).toBe('completed');
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(id)).toBe(1);
+  });
+
+  it('cancel of a background response in flight ends it cancelled (its stream too); cancelling again returns the same final Response', async () => {
+    const { client, url, server, health } = await setup();
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    const follower = await fetch(`${url}/v1/responses/${r.id}?stream=true`);
+    expect(follower.headers.get('content-type')).toBe('text/event-stream');
+    const cancelled = await client.responses.cancel(r.id);
+    expect(cancelled).toMatchObject({ id: r.id, status: 'cancelled', background: true });
+    const text = await follower.text();
+    expect(text).toMatch(/event: response\.cancelled\n/);
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect((await client.responses.retrieve(r.id)).status).toBe('cancelled');
+    // Idempotent, as the API says: the final Response again, not an error.
+    expect(await client.responses.cancel(r.id)).toMatchObject({ id: r.id, status: 'cancelled' });
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(r.id)).toBe(1);
+    expect((await health()).background_in_flight).toBe(0);
+  });
+
+  it('refusals: store false → 400 param store; the long-lived protocol → 400 param background; nothing runs', async () => {
+    const { url, server, health } = await setup();
+    const noStore = await post(url, { model: 'm', input: 'hi', background: true, store: false });
+    expect(noStore.status).toBe(400);
+    const body = (await noStore.json()) as { error: { type: string; code: string; param: string; message: string } };
+    expect(body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param: 'store' });
+    expect(body.error.message).toMatch(/requires 'store': true/);
+    const longLived = await post(url, { model: 'm', input: 'hi', background: true, stream: true }, '?protocol=long-lived');
+    expect(longLived.status).toBe(400);
+    expect(((await longLived.json()) as { error: object }).error).toMatchObject({ code: 'invalid_value', param: 'background' });
+    expect(server.services.records.page({ owner: null, limit: 10, after: null, order: 'desc' }).data).toHaveLength(0);
+    expect(await health()).toMatchObject({ background_in_flight: 0, bytes_held: 0 });
+  });
+
+  it('at most --max-background-runs in flight: past it 429 too_many_background_runs; a slot frees when one ends', async () => {
+    const { client, url, release } = await setup({ limits: { maxBackgroundRuns: 1 } });
+    const first = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    const over = await post(url, { model: 'm', input: 'hi', background: true });
+    expect(over.status).toBe(429);
+    expect(((await over.json()) as { error: object }).error).toMatchObject({ code: 'too_many_background_runs', type: 'rate_limit_error' });
+    // A foreground create is not counted.
+    release();
+    expect((await poll(client, first.id)).status).toBe('completed');
+    const next = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    expect((await poll(client, next.id)).status).toBe('completed');
+  });
+
+  it('starting_after: a bad value → 400; events past the per-response bound are dropped oldest first and a resume from before them → 400', async () => {
+    const { client, url, release } = await setup({ limits: { maxBackgroundEventBytes: 3000 } });
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    for (const bad of ['-1', 'x', '1.5']) {
+      const res = await fetch(`${url}/v1/responses/${r.id}?stream=true&starting_after=${bad}`);
+      expect(res.status, bad).toBe(400);
+      expect(((await res.json()) as { error: object }).error).toMatchObject({ code: 'invalid_value', param: 'starting_after' });
+    }
+    release();
+    await poll(client, r.id);
+    // The lifecycle events echo the Response (~1 KB each): the first ones are gone by the end.
+    const whole = await fetch(`${url}/v1/responses/${r.id}?stream=true`);
+    expect(whole.status).toBe(400);
+    const err = ((await whole.json()) as { error: { param: string; message: string } }).error;
+    expect(err.param).toBe('starting_after');
+    const from = Number(/at least (\d+)/.exec(err.message)![1]);
+    const tail = await fetch(`${url}/v1/responses/${r.id}?stream=true&starting_after=${from}`);
+    expect(tail.status).toBe(200);
+    const text = await tail.text();
+    expect(text).toMatch(/event: response\.completed\n/);
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+
+  it("the create's own stream gets every event even when the first ones pass the per-response bound (a large instructions echo)", async () => {
+    const { url, release } = await setup({ limits: { maxBackgroundEventBytes: 2000 } });
+    const res = await post(url, { model: 'm', input: 'hi', instructions: 'x'.repeat(5000), background: true, stream: true });
+    expect(res.status).toBe(200);
+    release();
+    const text = await res.text();
+    const seqs = [...text.matchAll(/"sequence_number":(\d+)/g)].map((m) => Number(m[1]));
+    expect(seqs[0]).toBe(0);
+    expect(seqs).toEqual(seqs.map((_, i) => i));
+    expect(text).toMatch(/^event: response\.created\n/);
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+
+  it('an ended response keeps its events for --background-events-ttl-ms: after it, a streamed retrieve → 400 param stream, the JSON one still answers', async () => {
+    const { client, url, release, health } = await setup({ limits: { backgroundEventsTtlMs: 0 } });
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    release();
+    await poll(client, r.id);
+    const res = await fetch(`${url}/v1/responses/${r.id}?stream=true`);
+    expect(res.status).toBe(400);
+    const err = ((await res.json()) as { error: { param: string; message: string } }).error;
+    expect(err.param).toBe('stream');
+    expect((await health()).background_kept_bytes).toBe(0);
+    expect(err.message).toMatch(/no longer kept/);
+    expect((await client.responses.retrieve(r.id)).status).toBe('completed');
+  });
+
+  it('a fault ends a background run once: an injected error fails it (stream: response.failed, [DONE]); an injected disconnect cancels it; each billed once', async () => {
+    for (const [knob, status] of [['error@mid-stream', 'failed'], ['disconnect@mid-stream', 'cancelled']] as const) {
+      const { url, server, health } = await setup({ model: undefined, chaos: [knob] });
+      const res = await post(url, { model: 'm', input: 'hello there', background: true, stream: true });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      const id = /"id":"(resp_[^"]+)"/.exec(text)![1]!;
+      if (status === 'failed') {
+        expect(text).toMatch(/event: response\.failed\n/);
+        expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+      } else expect(text).not.toMatch(/data: \[DONE\]/);
+      const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k', maxRetries: 0 });
+      expect((await poll(client, id)).status, knob).toBe(status);
+      await server.services.postWork.flush();
+      expect(server.services.ledger.countFor(id), knob).toBe(1);
+      expect(await health()).toMatchObject({ background_in_flight: 0, bytes_held: 0 });
+    }
+  });
+
+  it('a background response the store could not keep ends failed, and retrieve still answers with it (not 404) while its events are kept', async () => {
+    const { client, release, server } = await setup();
+    server.services.store.put = () => {
+      throw new Error('disk full');
+    };
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    release();
+    const done = await poll(client, r.id);
+    expect(done).toMatchObject({ id: r.id, status: 'failed', background: true, error: { code: 'server_error' } });
+    expect(done.error!.message).toMatch(/could not be stored/);
+    // Cancelling it is idempotent too: the same final Response.
+    expect(await client.responses.cancel(r.id)).toMatchObject({ id: r.id, status: 'failed' });
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(r.id)).toBe(1);
+  });
+
+  it("another API key's background response is reported missing (retrieve, resume, cancel), in flight and after", async () => {
+    const { url, release } = await setup({ apiKeys: ['k1', 'k2'] });
+    const mine = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k1', maxRetries: 0 });
+    const theirs = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k2', maxRetries: 0 });
+    const r = await mine.responses.create({ model: 'm', input: 'hi', background: true });
+    const check = async () => {
+      await expect(theirs.responses.retrieve(r.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+      await expect(theirs.responses.retrieve(r.id, { stream: true })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+      await expect(theirs.responses.cancel(r.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    };
+    await check();
+    expect((await mine.responses.retrieve(r.id)).status).toBe('in_progress');
+    release();
+    expect((await poll(mine, r.id)).status).toBe('completed');
+    await check();
+  });
+
+  it('past --max-background-kept-bytes server-wide, the longest ended response loses its events first (never the one that just ended)', async () => {
+    const { client, url, release } = await setup({ limits: { maxBackgroundKeptBytes: 100 } });
+    release();
+    const first = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    await poll(client, first.id);
+    // Alone past the bound, it is still kept: it is what a client resumes.
+    expect((await fetch(`${url}/v1/responses/${first.id}?stream=true`)).status).toBe(200);
+    const second = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    await poll(client, second.id);
+    const gone = await fetch(`${url}/v1/responses/${first.id}?stream=true`);
+    expect(gone.status).toBe(400);
+    expect(((await gone.json()) as { error: object }).error).toMatchObject({ param: 'stream' });
+    expect((await fetch(`${url}/v1/responses/${second.id}?stream=true`)).status).toBe(200);
+  });
+
+  it('shutdown ends a background run in flight incomplete, stored, its stream ended with the terminal event and [DONE]', async () => {
+    const { client, url, server } = await setup();
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    const follower = await fetch(`${url}/v1/responses/${r.id}?stream=true`);
+    const text = follower.text();
+    await server.close();
+    const got = await text;
+    expect(got).toMatch(/event: response\.incomplete\n/);
+    expect(got.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(server.services.ledger.countFor(r.id)).toBe(1);
+  });
+});

@@ -337,6 +337,10 @@ export class BackgroundResponse implements Transport {
       this.hold.releaseAll();
       this.runs.released();
       this.rejectStarted(err);
+      // Its session ends too: nothing else would close it (no peer of its own), and it stayed counted in
+      // /health's http_in_flight, and held, for the server's life.
+      void this.session?.close('completed');
+      this.session = null;
       return;
     }
     this.services.log.error({ err, response_id: this.id }, 'background session failed after its run started');

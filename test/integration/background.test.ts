@@ -144,8 +144,23 @@ describe('background mode', () => {
     const longLived = await post(url, { model: 'm', input: 'hi', background: true, stream: true }, '?protocol=long-lived');
     expect(longLived.status).toBe(400);
     expect(((await longLived.json()) as { error: object }).error).toMatchObject({ code: 'invalid_value', param: 'background' });
+    // Refused while planned (after admission): each is a 400 and leaves nothing open; before, each left its
+    // session open for the server's life (http_in_flight grew by one per refusal).
+    const planned: Array<[unknown, string]> = [
+      [{ model: 'm', input: [{ type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }], background: true }, 'missing_tool_output'],
+      [{ model: 'm', input: 'hi', background: true, tools: [{ type: 'function', name: 'f', parameters: { type: 'string' } }] }, 'invalid_value'],
+      [{ model: 'm', input: 'hi', background: true, previous_response_id: 'resp_nope' }, 'previous_response_not_found'],
+    ];
+    for (const [req, code] of planned) {
+      const res = await post(url, req);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: object }).error).toMatchObject({ code });
+    }
     expect(server.services.records.page({ owner: null, limit: 10, after: null, order: 'desc' }).data).toHaveLength(0);
-    expect(await health()).toMatchObject({ background_in_flight: 0, bytes_held: 0 });
+    // A refused session winds down after its answer: polled (each a real request), not slept on.
+    let h = await health();
+    for (let i = 0; i < 200 && h.http_in_flight !== 0; i++) h = await health();
+    expect(h).toMatchObject({ background_in_flight: 0, bytes_held: 0, http_in_flight: 0 });
   });
 
   it('at most --max-background-runs in flight: past it 429 too_many_background_runs; a slot frees when one ends', async () => {

@@ -49,6 +49,8 @@ function inputFor(rng: Rng, scale: Scale, ids: readonly string[]): HttpInput {
   if (roll < 0.6) {
     const base = { ...rng.pick(corpus()), stream: rng.chance(0.5) } as { [k: string]: Json };
     if (ids.length && rng.chance(0.15)) base['previous_response_id'] = rng.pick(ids);
+    // Background mode: the create is answered at once and its run goes on without the request.
+    if (rng.chance(0.1)) base['background'] = true;
     if (rng.chance(0.1)) {
       const d = damage(serialize(base), rng);
       return { method: 'POST', path: '/v1/responses', headers: headers(rng), body: d.bytes, label: `POST damaged: ${d.how}` };

@@ -256,7 +256,7 @@ function getAt(v: Json, p: Path): Json | undefined {
   return x;
 }
 
-const FIELD_NAMES = ['type', 'model', 'input', 'tools', 'tool_choice', 'call_id', 'output', 'arguments', 'name', 'parameters', 'content', 'role', 'text', 'max_output_tokens', 'previous_response_id', 'store', 'stream', 'generate', 'metadata', 'instructions', '__proto__', 'constructor', 'minItems', 'minLength', '$ref', 'required'];
+const FIELD_NAMES = ['type', 'model', 'input', 'tools', 'tool_choice', 'call_id', 'output', 'arguments', 'name', 'parameters', 'content', 'role', 'text', 'max_output_tokens', 'previous_response_id', 'store', 'stream', 'background', 'generate', 'metadata', 'instructions', '__proto__', 'constructor', 'minItems', 'minLength', '$ref', 'required'];
 const TYPE_NAMES = ['message', 'function_call', 'function_call_output', 'item_reference', 'reasoning', 'input_text', 'output_text', 'function', 'web_search_preview', 'custom', 'response.create', 'response.append', '', 'x'.repeat(300)];
 
 /** 1–3 structural mutations of a deep copy. Returns the value and a short description of what was done. */

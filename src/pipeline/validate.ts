@@ -35,7 +35,7 @@ export interface KnownCalls {
  * Item types of calls the client runs: the Responses API refuses a request whose context (the
  * `previous_response_id` chain, then `input`) holds one with no output item for its call_id after it.
  */
-const CLIENT_CALL_TYPES: ReadonlySet<string> = new Set(['function_call', 'custom_tool_call', 'local_shell_call', 'computer_call', 'shell_call', 'apply_patch_call']);
+export const CLIENT_CALL_TYPES: ReadonlySet<string> = new Set(['function_call', 'custom_tool_call', 'local_shell_call', 'computer_call', 'shell_call', 'apply_patch_call']);
 /** The output items that answer them. Any of them answers a call by call_id, whatever the call's type (the API's pairing across types is unknown: not refused here). */
 const CALL_OUTPUT_TYPES: ReadonlySet<string> = new Set([
   'function_call_output',
@@ -45,6 +45,17 @@ const CALL_OUTPUT_TYPES: ReadonlySet<string> = new Set([
   'shell_call_output',
   'apply_patch_call_output',
 ]);
+
+/**
+ * The call_id a client call item declares (a `function_call`, `custom_tool_call`, `local_shell_call`, …), or
+ * undefined for any other item. A `function_call_output` may answer any of them: Codex (codex-rs) has no
+ * `local_shell_call_output` and answers its local shell calls, and every call it aborted, with one.
+ */
+export function clientCallId(item: InputItem): string | undefined {
+  if (item.type === undefined || !CLIENT_CALL_TYPES.has(item.type)) return undefined;
+  const callId = (item as { call_id?: unknown }).call_id;
+  return typeof callId === 'string' ? callId : undefined;
+}
 
 /** Client calls without an output yet, by call_id, in context order: the call's item type, and its item id (a `local_shell_call_output` names the call by `id`). */
 export type PendingCalls = Map<string, { type: string; id: string | undefined }>;
@@ -168,6 +179,9 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
     const item = items[i]!;
     const p = `${param}[${i}]`;
     if (pending) trackCall(item, pending);
+    // Any client call's id, not only a function_call's: a function_call_output answers a call of any type.
+    const declared = clientCallId(item);
+    if (declared !== undefined) local.add(declared);
     if (!isKnownItem(item)) continue; // hosted tool items: carried through, not checked
     switch (item.type) {
       case 'message':
@@ -182,7 +196,6 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
         // Large arguments are checked in slices (JSON.parse of megabytes would hold the loop).
         const valid = args === '' || item.status === 'incomplete' || (args.length <= SLICE_CHARS ? parses(args) : yield* jsonValidWork(args));
         if (!valid) throw new WireError('invalid_value', `Invalid '${p}.arguments': not valid JSON.`, `${p}.arguments`);
-        local.add(item.call_id);
         break;
       }
       case 'function_call_output': {

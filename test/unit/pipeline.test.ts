@@ -86,6 +86,22 @@ describe('validation', () => {
     expect(() => validateItems([{ type: 'function_call_output', call_id: 'c1000', output: 'x' }], { callIds: known }, m)).toThrow(/c1000/);
   });
 
+  it('a function_call_output answers a client call of any type, in the same items or in a rendered context (a ws continuation)', () => {
+    const m = new RunMetrics();
+    const calls = [
+      { type: 'local_shell_call', id: 'lsh_1', call_id: 'l1', action: { type: 'exec', command: ['ls'] }, status: 'completed' },
+      { type: 'custom_tool_call', call_id: 'c1', name: 'apply_patch', input: 'x' },
+    ] as InputItem[];
+    const outputs = [
+      { type: 'function_call_output', call_id: 'l1', output: 'a.txt' },
+      { type: 'function_call_output', call_id: 'c1', output: 'aborted' },
+    ] as InputItem[];
+    expect(() => validateItems([...calls, ...outputs], { callIds: new Set() }, m)).not.toThrow();
+    const ctx = renderFull(null, [], calls, m);
+    expect([...ctx.callIds]).toEqual(['l1', 'c1']);
+    expect(() => validateItems(outputs, { callIds: ctx.callIds }, m)).not.toThrow();
+  });
+
   it('follows which client calls still wait for an output: by call_id, any output type, a cut call not at all', () => {
     const items = [
       { type: 'function_call', call_id: 'f1', name: 'f', arguments: '{}' },

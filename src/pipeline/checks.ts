@@ -32,7 +32,7 @@
 import type { InputItem, TextConfig, Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { safetyScanAsync } from './safety.js';
-import { missingToolOutput, validateItemsAsync, validateToolsAsync, type PendingCalls } from './validate.js';
+import { missingToolOutput, PendingCalls, validateItemsAsync, validateToolsAsync } from './validate.js';
 
 /** When the checks run: before a response starts (`create`) or on items appended to a live run (`append`). */
 export type CheckStage = 'create' | 'append';
@@ -63,7 +63,7 @@ export async function checkFull(req: CheckRequest, history: readonly InputItem[]
   await metrics.timeAsync(SPANS[stage].validate, async () => {
     metrics.count('validate_full');
     await validateToolsAsync(req.tools, metrics, req.text?.format);
-    const pending: PendingCalls | undefined = req.requireToolOutputs ? new Map() : undefined;
+    const pending = req.requireToolOutputs ? new PendingCalls() : undefined;
     const known = await validateItemsAsync(history, { callIds: new Set(), pending }, metrics, 'previous_response_id');
     await validateItemsAsync(input, { callIds: known, pending }, metrics);
     const missing = pending && missingToolOutput(pending);
@@ -87,12 +87,12 @@ export async function checkIncremental(
   input: readonly InputItem[],
   metrics: RunMetrics,
   stage: CheckStage = 'create',
-  pending?: ReadonlyMap<string, { type: string; id: string | undefined }>,
+  pending?: PendingCalls,
 ): Promise<void> {
   await metrics.timeAsync(SPANS[stage].validate, async () => {
     metrics.count('validate_incremental');
     await validateToolsAsync(req.tools, metrics, req.text?.format);
-    const left: PendingCalls | undefined = req.requireToolOutputs ? new Map(pending) : undefined;
+    const left = req.requireToolOutputs ? new PendingCalls(pending) : undefined;
     await validateItemsAsync(input, { callIds, pending: left }, metrics);
     const missing = left && missingToolOutput(left);
     if (missing) throw missing;

@@ -23,6 +23,7 @@ import { isFunctionTool, isKnownItem, type FunctionTool, type InputItem, type To
 import type { RunMetrics } from './metrics.js';
 import { ConversationDigest, itemTextChars, TurnScan } from '../model/conversation.js';
 import { TokenBuffer } from './tokens.js';
+import { clientCallId } from './validate.js';
 
 /** What a non-text part (image, file) costs in the prompt. */
 export const NON_TEXT_PART_TOKENS = 85;
@@ -36,7 +37,7 @@ export interface RenderedContext {
   /** The prompt: header tokens then each item's tokens. Append-only. */
   tokens: TokenBuffer;
   headerTokens: number;
-  /** call_ids of function_call items in `items`, and of those answered by an output. */
+  /** call_ids of the client calls in `items` (function_call, custom_tool_call, local_shell_call, …), and of those answered by a function_call_output. */
   callIds: Set<string>;
   answeredCallIds: Set<string>;
   /** Characters of text in `items` (`itemTextChars`), kept as items are added so no model call counts them again. */
@@ -320,7 +321,9 @@ function pushItem(ctx: RenderedContext, item: InputItem, toks: ReadonlyArray<Arr
   ctx.items.push(item);
   ctx.textChars += itemTextChars(item);
   for (const c of toks) ctx.tokens.pushAll(c);
+  // Every client call's id (a function_call_output may answer any of them: validate.ts), the function_call's among them.
+  const callId = clientCallId(item);
+  if (callId !== undefined) ctx.callIds.add(callId);
   if (!isKnownItem(item)) return;
-  if (item.type === 'function_call') ctx.callIds.add(item.call_id);
   if (item.type === 'function_call_output') ctx.answeredCallIds.add(item.call_id);
 }

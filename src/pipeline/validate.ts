@@ -35,7 +35,7 @@ export interface KnownCalls {
  * Item types of calls the client runs: the Responses API refuses a request whose context (the
  * `previous_response_id` chain, then `input`) holds one with no output item for its call_id after it.
  */
-const CLIENT_CALL_TYPES: ReadonlySet<string> = new Set(['function_call', 'custom_tool_call', 'local_shell_call', 'computer_call', 'shell_call', 'apply_patch_call']);
+export const CLIENT_CALL_TYPES: ReadonlySet<string> = new Set(['function_call', 'custom_tool_call', 'local_shell_call', 'computer_call', 'shell_call', 'apply_patch_call']);
 /** The output items that answer them. Any of them answers a call by call_id, whatever the call's type (the API's pairing across types is unknown: not refused here). */
 const CALL_OUTPUT_TYPES: ReadonlySet<string> = new Set([
   'function_call_output',
@@ -46,8 +46,85 @@ const CALL_OUTPUT_TYPES: ReadonlySet<string> = new Set([
   'apply_patch_call_output',
 ]);
 
-/** Client calls without an output yet, by call_id, in context order: the call's item type, and its item id (a `local_shell_call_output` names the call by `id`). */
-export type PendingCalls = Map<string, { type: string; id: string | undefined }>;
+/**
+ * The call_id a client call item declares (a `function_call`, `custom_tool_call`, `local_shell_call`, …), or
+ * undefined for any other item. A `function_call_output` may answer any of them: Codex (codex-rs) has no
+ * `local_shell_call_output` and answers its local shell calls, and every call it aborted, with one.
+ */
+export function clientCallId(item: InputItem): string | undefined {
+  if (item.type === undefined || !CLIENT_CALL_TYPES.has(item.type)) return undefined;
+  const callId = (item as { call_id?: unknown }).call_id;
+  return typeof callId === 'string' ? callId : undefined;
+}
+
+/**
+ * Client calls without an output yet, by call_id, in context order: the call's item type, and its
+ * item id (a `local_shell_call_output` names its call by `id`). The calls are also indexed by item
+ * id, so such an output finds its call at once: scanning every pending call for it made an input of
+ * n calls and n such outputs O(n^2) (20,000 of each, a 2.7 MB body, held a core ~14 s).
+ */
+export class PendingCalls {
+  readonly #calls = new Map<string, { type: string; id: string | undefined }>();
+  /** Item id → the call_ids of the pending calls with it, oldest first (item ids are the client's: not unique). */
+  readonly #byItemId = new Map<string, Set<string>>();
+
+  /** A copy of `from` (a ws continuation starts from the cached response's calls and must not change them). */
+  constructor(from?: PendingCalls) {
+    if (!from) return;
+    for (const [callId, call] of from.#calls) this.#calls.set(callId, call);
+    for (const [itemId, callIds] of from.#byItemId) this.#byItemId.set(itemId, new Set(callIds));
+  }
+
+  get size(): number {
+    return this.#calls.size;
+  }
+
+  /** call_ids pending, in context order. */
+  keys(): IterableIterator<string> {
+    return this.#calls.keys();
+  }
+
+  /** The first call still pending, or undefined. */
+  first(): [string, { type: string; id: string | undefined }] | undefined {
+    for (const entry of this.#calls) return entry;
+    return undefined;
+  }
+
+  /** A call now waits (again, if its call_id was already pending: its type and item id are the latest). */
+  add(callId: string, type: string, id: string | undefined): void {
+    this.#unindex(callId);
+    this.#calls.set(callId, { type, id });
+    if (id === undefined) return;
+    const holders = this.#byItemId.get(id);
+    if (holders) holders.add(callId);
+    else this.#byItemId.set(id, new Set([callId]));
+  }
+
+  /** An output for `callId`: true when a call was waiting for it. */
+  answer(callId: string): boolean {
+    if (!this.#unindex(callId)) return false;
+    this.#calls.delete(callId);
+    return true;
+  }
+
+  /** An output naming its call by item id (or by a call_id given as `id`): the first pending call it names. */
+  answerItem(id: string): void {
+    if (this.answer(id)) return;
+    const oldest = this.#byItemId.get(id)?.values().next();
+    if (oldest && !oldest.done) this.answer(oldest.value);
+  }
+
+  /** Drop `callId` from the item id index; false when it is not pending. */
+  #unindex(callId: string): boolean {
+    const call = this.#calls.get(callId);
+    if (!call) return false;
+    if (call.id !== undefined) {
+      const holders = this.#byItemId.get(call.id);
+      if (holders?.delete(callId) && holders.size === 0) this.#byItemId.delete(call.id);
+    }
+    return true;
+  }
+}
 
 /**
  * Follow one item of a context in `pending`: a client call starts waiting, an output ends its
@@ -61,24 +138,17 @@ export function trackCall(item: InputItem, pending: PendingCalls): void {
   const fields = item as { call_id?: unknown; id?: unknown; status?: unknown };
   if (CLIENT_CALL_TYPES.has(type)) {
     if (typeof fields.call_id === 'string' && fields.status !== 'incomplete') {
-      pending.set(fields.call_id, { type, id: typeof fields.id === 'string' ? fields.id : undefined });
+      pending.add(fields.call_id, type, typeof fields.id === 'string' ? fields.id : undefined);
     }
   } else if (CALL_OUTPUT_TYPES.has(type)) {
-    if (typeof fields.call_id === 'string') pending.delete(fields.call_id);
-    else if (type === 'local_shell_call_output' && typeof fields.id === 'string' && !pending.delete(fields.id)) {
-      for (const [callId, call] of pending) {
-        if (call.id === fields.id) {
-          pending.delete(callId);
-          break;
-        }
-      }
-    }
+    if (typeof fields.call_id === 'string') pending.answer(fields.call_id);
+    else if (type === 'local_shell_call_output' && typeof fields.id === 'string') pending.answerItem(fields.id);
   }
 }
 
 /** The context's client calls pending after `items`, from an empty start (a response's output: few items). */
 export function pendingCallsOf(items: readonly InputItem[]): PendingCalls {
-  const pending: PendingCalls = new Map();
+  const pending = new PendingCalls();
   for (const item of items) trackCall(item, pending);
   return pending;
 }
@@ -89,10 +159,10 @@ export function pendingCallsOf(items: readonly InputItem[]): PendingCalls {
  * `param: input`). Null when every call has its output.
  */
 export function missingToolOutput(pending: PendingCalls): WireError | null {
-  for (const [callId, call] of pending) {
-    return new WireError('missing_tool_output', `No tool output found for ${call.type.replaceAll('_', ' ')} ${callId}.`, 'input');
-  }
-  return null;
+  const first = pending.first();
+  if (!first) return null;
+  const [callId, call] = first;
+  return new WireError('missing_tool_output', `No tool output found for ${call.type.replaceAll('_', ' ')} ${callId}.`, 'input');
 }
 
 /**
@@ -168,6 +238,9 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
     const item = items[i]!;
     const p = `${param}[${i}]`;
     if (pending) trackCall(item, pending);
+    // Any client call's id, not only a function_call's: a function_call_output answers a call of any type.
+    const declared = clientCallId(item);
+    if (declared !== undefined) local.add(declared);
     if (!isKnownItem(item)) continue; // hosted tool items: carried through, not checked
     switch (item.type) {
       case 'message':
@@ -182,7 +255,6 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
         // Large arguments are checked in slices (JSON.parse of megabytes would hold the loop).
         const valid = args === '' || item.status === 'incomplete' || (args.length <= SLICE_CHARS ? parses(args) : yield* jsonValidWork(args));
         if (!valid) throw new WireError('invalid_value', `Invalid '${p}.arguments': not valid JSON.`, `${p}.arguments`);
-        local.add(item.call_id);
         break;
       }
       case 'function_call_output': {

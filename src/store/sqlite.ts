@@ -14,7 +14,7 @@
  * `created_at` first, through an index). The count and bytes are kept in
  * memory, counted once at open (a covering index, not the JSON), so a put
  * never scans the table; a file opened under lower bounds is trimmed at
- * open. Deleted pages are reused, not returned: the file stays near its
+ * open (`OPEN_TRIM_BATCH` rows a transaction, so the WAL stays small). Deleted pages are reused, not returned: the file stays near its
  * high-water mark. The counts are this process's: one writing process per
  * file (readers beside it are fine); a second writer's puts are not seen
  * until a reopen, so the bounds would be passed by what it wrote.
@@ -70,6 +70,12 @@ UPDATE responses SET bytes =
   + coalesce((SELECT sum(length(CAST(item AS BLOB))) FROM items WHERE items.response_id = responses.id), 0);
 CREATE INDEX IF NOT EXISTS responses_by_created ON responses (created_at, bytes);
 `;
+
+/**
+ * Rows (expired or evicted) one transaction deletes when a file is trimmed at open: the WAL then grows by about
+ * one batch's pages before the automatic checkpoint reuses it, and a batch's ids are all that is held in memory.
+ */
+export const OPEN_TRIM_BATCH = 1_000;
 
 interface RecordRow {
   owner: string | null;
@@ -141,7 +147,7 @@ export class SqliteStore implements ResponseStore {
   readonly #selectChain: Database.Statement<[IdOwner & { limit: number; cutoff: number }], ChainRow>;
   readonly #put: (p: PutParams, items: ItemParams[]) => Tally;
   readonly #delete: (key: IdOwner) => Tally | undefined;
-  readonly #trim: (keep: string | null, expireAll: boolean) => Tally;
+  readonly #trim: (limit: number) => Tally;
 
   /** Responses and their bytes (the `bytes` column's sum), counted at open and kept by every write. */
   #count: number;
@@ -237,10 +243,11 @@ export class SqliteStore implements ResponseStore {
       if (row.created_at <= expiryCutoff(this.bounds)) tally.expired++;
       return tally;
     });
-    this.#trim = db.transaction((keep: string | null, expireAll: boolean): Tally => {
+    // At most `limit` rows expired or evicted: the open trims a file in transactions of OPEN_TRIM_BATCH.
+    this.#trim = db.transaction((limit: number): Tally => {
       const tally: Tally = { count: this.#count, bytes: this.#bytes, evicted: 0, expired: 0 };
-      this.#expire(tally, expireAll ? Number.MAX_SAFE_INTEGER : EXPIRE_BATCH);
-      this.#evict(tally, keep);
+      this.#expire(tally, limit);
+      this.#evict(tally, null, limit - tally.expired);
       return tally;
     });
 
@@ -248,8 +255,14 @@ export class SqliteStore implements ResponseStore {
     const totals = db.prepare(`SELECT count(*) AS n, total(bytes) AS b FROM responses`).get() as { n: number; b: number };
     this.#count = totals.n;
     this.#bytes = totals.b;
-    // A file written under higher bounds (or left for longer than its TTL) is brought within them now, not by the first put.
-    this.#apply(this.#trim(null, true));
+    // A file written under higher bounds (or left for longer than its TTL) is brought within them now, not by the first put,
+    // OPEN_TRIM_BATCH rows a transaction: one transaction for all grew the WAL to most of the file's size (it stays that
+    // size on disk while the server runs) and held every deleted row's id in memory at once.
+    for (;;) {
+      const tally = this.#trim(OPEN_TRIM_BATCH);
+      this.#apply(tally);
+      if (tally.expired + tally.evicted < OPEN_TRIM_BATCH) break;
+    }
   }
 
   /** Responses held, expired ones not yet deleted included (what `maxResponses` bounds). */
@@ -343,17 +356,19 @@ export class SqliteStore implements ResponseStore {
     }
   }
 
-  /** Within a transaction: delete the oldest puts until within the bounds, never `keep` (the response just put). */
-  #evict(tally: Tally, keep: string | null): void {
+  /** Within a transaction: delete the oldest puts until within the bounds (at most `limit` of them), never `keep` (the response just put). */
+  #evict(tally: Tally, keep: string | null, limit = Infinity): void {
     const { maxResponses, maxBytes } = this.bounds;
-    while (tally.count > maxResponses || tally.bytes > maxBytes) {
+    let left = limit;
+    while (left > 0 && (tally.count > maxResponses || tally.bytes > maxBytes)) {
       // Past the count, all the surplus in one statement (a file reopened under a lower bound); past the bytes, one at a time.
-      const n = tally.count > maxResponses ? tally.count - maxResponses : 1;
+      const n = Math.min(tally.count > maxResponses ? tally.count - maxResponses : 1, left);
       const rows = this.#deleteOldest.all({ keep, n });
       if (rows.length === 0) break;
       for (const row of rows) {
         this.#gone(row, tally);
         tally.evicted++;
+        left--;
       }
     }
   }

@@ -79,6 +79,17 @@ describe('HTTP (openai SDK): every tool call needs its output', () => {
     expect((await create([user, call, { role: 'developer', content: 'hook context' }, output('call_in')])).status).toBe('completed');
     expect((await create([user, custom, { type: 'custom_tool_call_output', call_id: 'call_cu', output: 'Done!' }])).status).toBe('completed');
   });
+
+  it("a function_call_output answers a call of another client type, as Codex answers its local_shell_call and an apply_patch it aborted", async () => {
+    const { url } = await testServer();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k', maxRetries: 0 });
+    const user: ResponseInputItem = { role: 'user', content: 'List the files.' };
+    // Codex (codex-rs) has no local_shell_call_output: it answers a local_shell_call, and any call it aborted, with a function_call_output.
+    const shell = { type: 'local_shell_call', id: 'lsh_1', call_id: 'call_sh', status: 'completed', action: { type: 'exec', command: ['ls'], env: {} } } as ResponseInputItem;
+    const custom: ResponseInputItem = { type: 'custom_tool_call', call_id: 'call_cu', name: 'apply_patch', input: '*** Begin Patch' };
+    const input = [user, shell, output('call_sh'), custom, { type: 'function_call_output', call_id: 'call_cu', output: 'aborted' } as ResponseInputItem];
+    expect((await client.responses.create({ model: 'm', store: false, input, tools })).status).toBe('completed');
+  });
 });
 
 describe('WebSocket mode: every tool call needs its output', () => {

@@ -5,7 +5,7 @@
  * close/reopen, bounds honoured at reopen, schema version and migration) and
  * openStore's dispatch.
  */
-import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -531,6 +531,30 @@ describe('SqliteStore on a file', () => {
     const raw = new Database(path);
     expect(raw.prepare('SELECT count(*) AS n FROM items').get()).toEqual({ n: 0 });
     raw.close();
+  });
+
+  it('trims a large file at open in batches: the WAL stays small, every surplus row still goes', () => {
+    // 30,000 rows of ~1 KB trimmed to 10 in one transaction wrote most of the file's pages to the WAL (~25 MB
+    // here, ~3 GB for a 4 GiB store), and the WAL keeps that size on disk while the server runs.
+    const path = join(dir, 'big.sqlite');
+    new SqliteStore(path).close();
+    const raw = new Database(path);
+    const insert = raw.prepare('INSERT INTO responses (id, owner, previous_response_id, created_at, response, input, bytes) VALUES (?, NULL, NULL, ?, ?, ?, ?)');
+    const text = 'x'.repeat(1000);
+    raw.transaction(() => {
+      for (let i = 0; i < 30_000; i++) insert.run(`resp_${i}`, CREATED, JSON.stringify({ id: `resp_${i}`, text }), '[]', 1010);
+    })();
+    raw.pragma('wal_checkpoint(TRUNCATE)');
+    raw.close();
+    const store = new SqliteStore(path, { maxResponses: 10, maxBytes: Infinity });
+    try {
+      expect([store.size, store.bytes, store.counters.evicted]).toEqual([10, 10_100, 29_990]);
+      expect(store.get('resp_29990', null)?.response.id).toBe('resp_29990');
+      expect(store.get('resp_29989', null)).toBeUndefined();
+      expect(statSync(`${path}-wal`).size).toBeLessThan(8 * 1024 * 1024);
+    } finally {
+      store.close();
+    }
   });
 
   it('migrates a version 2 file: its rows are kept and counted, their bytes as a put counts them', () => {

@@ -36,7 +36,7 @@ import { threadCpu, threadCpuSince } from './thread-cpu.js';
 import { echoRounds, loadScript, longLivedLoop, longLivedRun, openLongLived, openWs, wsChainLoop, type LoopSamples, type Recording } from './overhead-loop.js';
 import { deltaThroughput, startup, type StartupResult, type ThroughputResult } from './overhead-server.js';
 import { MARKER_CALL, NOOP_TOOL, pausedPhase, pausedWorkload, streamWorkload } from './phases.js';
-import { spawnFrameServer, spawnServer } from './processes.js';
+import { pinCpus, spawnFrameServer, spawnServer } from './processes.js';
 import type { PausedPhase } from './results.js';
 import { percentile, round } from './stats.js';
 import type { RecordPage, RunRecord } from '../engine/records.js';
@@ -59,6 +59,8 @@ const COMMAND = {
   --streams N (100)  --stream-tokens N (2000)
   --paused-runs N (10000)  --paused-warmup N (4000)
   --long-steps N (1000)  --long-output-bytes N (10240)   the long phase's run
+  --pin SERVERS:DRIVER   pin every server (and the echo) to the CPUs SERVERS and this driver to DRIVER
+               (taskset's lists, e.g. 1:0; Linux): the issue's "servers and client on separate cores"
   --json       print the results as one JSON object instead of the table
   -h, --help   print this and exit
 docs/benchmarks.md ("Server overhead") says what each row measures.`,
@@ -78,6 +80,7 @@ const { values } = parseCommandLine(COMMAND, {
     'long-steps': { type: 'string' },
     'long-output-bytes': { type: 'string' },
     json: { type: 'boolean' },
+    pin: { type: 'string' },
   },
 });
 const int = (name: keyof typeof values, fallback: number, min: number, max = Infinity) => intFlag(COMMAND, name, values[name] as string | undefined, fallback, min, max);
@@ -98,7 +101,23 @@ const cfg = {
   // At least 20: the first and the last tenth each hold two steps or more.
   longSteps: int('long-steps', 1000, 20),
   longOutputBytes: int('long-output-bytes', 10_240, 1),
+  pin: pinFlag(values.pin),
 };
+
+/** `--pin SERVERS:DRIVER`, each a CPU list as taskset takes it; null when not given. */
+function pinFlag(v: string | undefined): { servers: string; driver: string } | null {
+  if (v === undefined) return null;
+  const m = /^([0-9][0-9,-]*):([0-9][0-9,-]*)$/.exec(v);
+  if (!m) usageError(COMMAND, `--pin wants SERVERS:DRIVER, two CPU lists such as 1:0 or 2-3:0-1, not '${v}'`);
+  return { servers: m[1]!, driver: m[2]! };
+}
+if (cfg.pin) {
+  try {
+    pinCpus(cfg.pin.servers, cfg.pin.driver);
+  } catch (err) {
+    usageError(COMMAND, `--pin ${cfg.pin.servers}:${cfg.pin.driver}: taskset failed (${String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim()})`);
+  }
+}
 
 /**
  * Steps around step 2 and step 20 (1-based; pooled over three steps each so

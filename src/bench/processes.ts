@@ -5,7 +5,7 @@
  * JSON line with its URL; a child that exits early or never says where it
  * listens fails the benchmark with its output instead of hanging.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../node-flags.js';
 
@@ -16,6 +16,37 @@ export interface Child {
 }
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
+/** CPU lists (taskset's `-c` form) of the benchmark's children; null: wherever the scheduler puts them. */
+let childCpus: string | null = null;
+
+/**
+ * Pin this process (every thread, and those it starts later) to `driver` and every child started from now on to
+ * `children`, with Linux's `taskset`: the issue's method ("servers and client pinned to separate cores").
+ * Throws if `taskset` is missing or refuses a list (a CPU this machine does not have).
+ */
+export function pinCpus(children: string, driver: string): void {
+  // The children's list checked now (a process started on it), so a bad one fails before any phase runs.
+  execFileSync('taskset', ['-c', children, 'true'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  taskset(driver, process.pid);
+  childCpus = children;
+}
+
+function taskset(cpus: string, pid: number): void {
+  // -a: every thread the process has; threads started later inherit their starter's affinity.
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/** A child pinned as `pinCpus` asked (killed if it cannot be, so a benchmark never runs half pinned). */
+function pinChild(proc: ChildProcess): void {
+  if (childCpus === null || proc.pid === undefined) return;
+  try {
+    taskset(childCpus, proc.pid);
+  } catch (err) {
+    proc.kill('SIGKILL');
+    throw err;
+  }
+}
 
 function waitForUrl(proc: ChildProcess, what: string, timeoutMs = 20_000): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -76,6 +107,7 @@ export async function spawnServer(args: string[] = [], opts: { nodeArgs?: string
     env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
   });
   const url = await waitForUrl(proc, 'llr serve');
+  pinChild(proc);
   return { url, proc, stop: stopper(proc) };
 }
 
@@ -83,5 +115,6 @@ export async function spawnServer(args: string[] = [], opts: { nodeArgs?: string
 export async function spawnFrameServer(): Promise<Child> {
   const proc = spawn(process.execPath, [here('./frame-server.js')], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LLR_PARENT_PID: String(process.pid) } });
   const url = await waitForUrl(proc, 'frame server');
+  pinChild(proc);
   return { url, proc, stop: stopper(proc) };
 }

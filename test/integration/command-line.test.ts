@@ -19,7 +19,7 @@ beforeAll(async () => {
 }, 120_000);
 
 const COMMANDS = [
-  { script: 'bench/overhead.js', usage: 'usage: npm run bench:overhead', bad: [[['--nope'], "Unknown option '--nope'"], [['--loops', '1e3'], "--loops needs an integer in [1, Infinity], got '1e3'"], [['--phases', 'loop,warp'], "unknown phase 'warp'"], [['--steps', '61'], '--steps needs an integer in [4, 60]'], [['--loops'], "Option '--loops <value>' argument missing"]] },
+  { script: 'bench/overhead.js', usage: 'usage: npm run bench:overhead', bad: [[['--nope'], "Unknown option '--nope'"], [['--loops', '1e3'], "--loops needs an integer in [1, Infinity], got '1e3'"], [['--phases', 'loop,warp'], "unknown phase 'warp'"], [['--steps', '61'], '--steps needs an integer in [4, 60]'], [['--loops'], "Option '--loops <value>' argument missing"], [['--pin', '1'], '--pin wants SERVERS:DRIVER'], [['--pin', '4096:0'], '--pin 4096:0: taskset failed']] },
   { script: 'bench/soak.js', usage: 'usage: npm run soak', bad: [[['--nope'], "Unknown option '--nope'"], [['--requests', ' 5'], "--requests needs an integer in [1, Infinity], got ' 5'"], [['--requests', '10', '--warmup', '10'], '--warmup must be smaller than --requests']] },
   { script: 'bench/persist-cost.js', usage: 'usage: npm run bench:persist', bad: [[['--responses', '0'], '--responses needs an integer in [1, Infinity]'], [['--input-bytes', '0x10'], "got '0x10'"]] },
   { script: 'chaos/cli.js', usage: 'usage: npm run chaos', bad: [[['--seed', 'x'], "--seed needs an integer in [0, 4294967295], got 'x'"], [['--only', 'fuzz,warp'], "unknown scenario 'warp'"]] },

@@ -205,7 +205,8 @@ export class BackgroundResponse implements Transport {
   private head = 0;
   /** Sequence numbers up to this one were dropped (-1: none). */
   private droppedUpTo = -1;
-  private readonly followers = new Set<Follower>();
+  /** Each follower, with the first sequence number it reads (a resume's `starting_after` + 1, which may not be sent yet). */
+  private readonly followers = new Map<Follower, number>();
   /** The create's own stream, until the run starts (`followFromStart`). */
   private first: Follower | null = null;
   private session: ConnectionSession | null = null;
@@ -280,7 +281,8 @@ export class BackgroundResponse implements Transport {
       f.end();
       return () => {};
     }
-    this.followers.add(f);
+    // A `starting_after` at or past the last event sent: the live events up to it are skipped too.
+    this.followers.set(f, from);
     return () => void this.followers.delete(f);
   }
 
@@ -306,7 +308,7 @@ export class BackgroundResponse implements Transport {
       const f = this.first;
       this.first = null;
       if (f) {
-        this.followers.add(f);
+        this.followers.set(f, 0);
         this.toFollower(f, () => f.start());
       }
     }
@@ -316,16 +318,16 @@ export class BackgroundResponse implements Transport {
     this.events.push(k);
     this.bytes += k.bytes;
     this.trim();
-    for (const f of this.followers) this.toFollower(f, () => f.frame(pieces));
+    for (const [f, from] of this.followers) if (k.seq >= from) this.toFollower(f, () => f.frame(pieces));
   }
 
   flush(): void {
-    for (const f of this.followers) this.toFollower(f, () => f.flush?.());
+    for (const f of this.followers.keys()) this.toFollower(f, () => f.flush?.());
   }
 
   /** An injected disconnect (chaos knobs): every follower's stream ends without a terminal event; the run ends `cancelled`. */
   drop(): void {
-    for (const f of [...this.followers]) this.toFollower(f, () => f.drop());
+    for (const f of [...this.followers.keys()]) this.toFollower(f, () => f.drop());
     this.followers.clear();
   }
 
@@ -356,7 +358,7 @@ export class BackgroundResponse implements Transport {
     if (this.over) return;
     this.over = true;
     this.endedAt = this.services.clock.now();
-    for (const f of this.followers) this.toFollower(f, () => f.end());
+    for (const f of this.followers.keys()) this.toFollower(f, () => f.end());
     this.followers.clear();
     this.hold.releaseAll();
     const last = response ?? this.lastSeen;

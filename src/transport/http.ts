@@ -430,6 +430,9 @@ export class HttpTransport {
         drop: () => sse.drop(),
       };
       const unfollow = after === 'start' ? bg.followFromStart(follower) : bg.follow(after, follower);
+      // A resume from at or past the last event sent has nothing to write yet: its headers go out now, not with
+      // the next event (a client waiting for them would wait for the run's next token, or time out).
+      if (after !== 'start' && !res.writableEnded && !res.destroyed) res.flushHeaders();
       watchStall(res, limits.sendStallTimeoutMs, (pending) =>
         log.info({ code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs, response_id: bg.id }, 'background stream left unsent with nothing leaving; dropped the connection (the run goes on)'),
       );

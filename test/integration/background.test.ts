@@ -199,6 +199,22 @@ describe('background mode', () => {
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
   });
 
+  it('starting_after past the last event sent: the stream starts after it, its live events up to it skipped too', async () => {
+    const { client, url, release } = await setup();
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    // In flight, held by the model after `hello`: sequence numbers 6 and below have not all been sent yet.
+    const res = await fetch(`${url}/v1/responses/${r.id}?stream=true&starting_after=6`);
+    expect(res.status).toBe(200);
+    release();
+    const text = await res.text();
+    const seqs = [...text.matchAll(/"sequence_number":(\d+)/g)].map((m) => Number(m[1]));
+    // Before, every live event went to the follower, 5 and 6 included.
+    expect(seqs[0]).toBe(7);
+    expect(seqs).toEqual(seqs.map((_, i) => 7 + i));
+    expect(text).toMatch(/event: response\.completed\n/);
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+
   it("the create's own stream gets every event even when the first ones pass the per-response bound (a large instructions echo)", async () => {
     const { url, release } = await setup({ limits: { maxBackgroundEventBytes: 2000 } });
     const res = await post(url, { model: 'm', input: 'hi', instructions: 'x'.repeat(5000), background: true, stream: true });

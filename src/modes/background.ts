@@ -124,6 +124,20 @@ export class BackgroundRuns {
     return this.find(id, owner)?.cancel();
   }
 
+  /**
+   * `DELETE /v1/responses/{id}` of `owner`'s background response `id`, `stored` when the store had it (and has
+   * deleted it): its kept events go too, so a streamed retrieve no longer reads what was deleted (one in flight
+   * keeps none when it ends). One the store could not keep is deleted here: retrieve answers its failed final
+   * Response, so delete finds it too. Returns whether it was deleted here (false when it was never stored or kept).
+   */
+  delete(id: string, owner: string | null, stored: boolean): boolean {
+    const r = this.find(id, owner);
+    if (!r || (!stored && !r.unstoredFinal)) return false;
+    if (r.isOver) this.drop(r);
+    else r.deleted = true;
+    return true;
+  }
+
   /** Shutdown: kept events are dropped and the expiry timer stops (the runs themselves end through their sessions). */
   close(): void {
     if (this.expiry) clearTimeout(this.expiry);
@@ -145,7 +159,8 @@ export class BackgroundRuns {
   ended(r: BackgroundResponse): void {
     this.admitted--;
     const ttl = this.services.limits.backgroundEventsTtlMs;
-    if (r.id === null || ttl <= 0) {
+    // A response deleted before its end keeps nothing.
+    if (r.id === null || ttl <= 0 || r.deleted) {
       if (r.id !== null) this.drop(r);
       return;
     }
@@ -196,6 +211,8 @@ export class BackgroundResponse implements Transport {
   endedAt = 0;
   /** Bytes of the kept events. */
   bytes = 0;
+  /** Deleted (`DELETE`) after the store had it, before the run ended: its events are not kept past its end. */
+  deleted = false;
   /** Resolves with the Response as it started (`response.created`), or rejects with the create's refusal. */
   readonly started: Promise<Response>;
   private resolveStarted!: (r: Response) => void;
@@ -232,6 +249,16 @@ export class BackgroundResponse implements Transport {
     // A refusal nobody awaits (the transport always does) must not be an unhandled rejection.
     this.started.catch(() => {});
     this.finalResponse = new Promise<Response>((resolve) => (this.resolveFinal = resolve));
+  }
+
+  /** Whether the run has ended. */
+  get isOver(): boolean {
+    return this.over;
+  }
+
+  /** Whether the final Response is kept here because the store could not keep it (retrieve answers it). */
+  get unstoredFinal(): boolean {
+    return this.unstored !== null;
   }
 
   /** The session that runs it (for cancel and the current state). */

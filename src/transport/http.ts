@@ -323,7 +323,9 @@ export class HttpTransport {
         return sendJsonCooperative(res, 200, stored);
       }
       if (method === 'DELETE') {
-        if (!this.host.deleteStoredResponse(id, owner)) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+        const stored = this.host.deleteStoredResponse(id, owner);
+        // A background response's kept events go with it (and its final Response, kept here if the store could not).
+        if (!this.host.background.delete(id, owner, stored) && !stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
         return sendJson(res, 200, { id, object: 'response', deleted: true });
       }
       throw new WireError('method_not_allowed');

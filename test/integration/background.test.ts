@@ -294,6 +294,40 @@ describe('background mode', () => {
     await check();
   });
 
+  it('DELETE of an ended background response drops its kept events: a streamed retrieve no longer reads what was deleted', async () => {
+    const { client, url, release, health } = await setup();
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    // In flight the store does not have it yet: 404, and nothing is dropped.
+    expect((await fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' })).status).toBe(404);
+    release();
+    await poll(client, r.id);
+    expect((await health()).background_kept_bytes).toBeGreaterThan(0);
+    const del = await fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' });
+    expect(del.status).toBe(200);
+    expect(await del.json()).toMatchObject({ id: r.id, deleted: true });
+    expect((await fetch(`${url}/v1/responses/${r.id}`)).status).toBe(404);
+    // Before, the deleted response's whole stream (its output text) was still served for the TTL.
+    const stream = await fetch(`${url}/v1/responses/${r.id}?stream=true`);
+    expect(stream.status).toBe(404);
+    expect(((await stream.json()) as { error: object }).error).toMatchObject({ code: 'response_not_found' });
+    expect((await health()).background_kept_bytes).toBe(0);
+    expect((await fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' })).status).toBe(404);
+  });
+
+  it('DELETE of a background response the store could not keep: retrieve answered its failed Response, delete finds it too', async () => {
+    const { client, url, release, server } = await setup();
+    server.services.store.put = () => {
+      throw new Error('disk full');
+    };
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    release();
+    expect((await poll(client, r.id)).status).toBe('failed');
+    const del = await fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' });
+    expect(del.status).toBe(200);
+    expect((await fetch(`${url}/v1/responses/${r.id}`)).status).toBe(404);
+    expect((await fetch(`${url}/v1/responses/${r.id}?stream=true`)).status).toBe(404);
+  });
+
   it('past --max-background-kept-bytes server-wide, the longest ended response loses its events first (never the one that just ended)', async () => {
     const { client, url, release } = await setup({ limits: { maxBackgroundKeptBytes: 100 } });
     release();

@@ -110,6 +110,12 @@ export class BackgroundRuns {
     return r && r.owner === owner ? r : undefined;
   }
 
+  /** Whether `owner`'s background response `id` is in flight (started, not ended). */
+  running(id: string, owner: string | null): boolean {
+    const r = this.find(id, owner);
+    return r !== undefined && !r.isOver;
+  }
+
   /**
    * The current state of an in-flight background response of `owner`; or, ended, its final Response if the store
    * could not keep it (the run failed saying so: a client polling for it would otherwise find nothing); else

@@ -328,6 +328,28 @@ describe('background mode', () => {
     expect((await fetch(`${url}/v1/responses/${r.id}?stream=true`)).status).toBe(404);
   });
 
+  it('previous_response_id of a background response still in flight → 400 invalid_value saying so (not previous_response_not_found); after its end it chains', async () => {
+    const { client, url, release, server } = await setup();
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    for (const background of [false, true]) {
+      const res = await post(url, { model: 'm', input: 'more', previous_response_id: r.id, background });
+      expect(res.status).toBe(400);
+      const err = ((await res.json()) as { error: { code: string; param: string; message: string } }).error;
+      // Before: previous_response_not_found, while GET /v1/responses/{id} found it in_progress.
+      expect(err).toMatchObject({ code: 'invalid_value', param: 'previous_response_id' });
+      expect(err.message).toMatch(/still in progress/);
+    }
+    // An unknown id is still not found.
+    const unknown = await post(url, { model: 'm', input: 'more', previous_response_id: 'resp_nope' });
+    expect(((await unknown.json()) as { error: object }).error).toMatchObject({ code: 'previous_response_not_found' });
+    release();
+    await poll(client, r.id);
+    const next = await client.responses.create({ model: 'm', input: 'more', previous_response_id: r.id });
+    expect(next).toMatchObject({ status: 'completed', previous_response_id: r.id });
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(r.id)).toBe(1);
+  });
+
   it('past --max-background-kept-bytes server-wide, the longest ended response loses its events first (never the one that just ended)', async () => {
     const { client, url, release } = await setup({ limits: { maxBackgroundKeptBytes: 100 } });
     release();

@@ -234,6 +234,8 @@ export class BackgroundResponse implements Transport {
   private first: Follower | null = null;
   private session: ConnectionSession | null = null;
   private over = false;
+  /** The streams were dropped (an injected disconnect): the kept events end without a terminal event. */
+  private dropped = false;
   private readonly finalResponse: Promise<Response>;
   private resolveFinal!: (r: Response) => void;
   /** The final Response of a run that ended failed, kept with the events when the store does not have it (a storage failure). */
@@ -311,7 +313,8 @@ export class BackgroundResponse implements Transport {
       if (k.seq >= from) f.frame(k.pieces);
     }
     if (this.over) {
-      f.end();
+      if (this.dropped) f.drop();
+      else f.end();
       return () => {};
     }
     // A `starting_after` at or past the last event sent: the live events up to it are skipped too.
@@ -358,8 +361,13 @@ export class BackgroundResponse implements Transport {
     for (const f of this.followers.keys()) this.toFollower(f, () => f.flush?.());
   }
 
-  /** An injected disconnect (chaos knobs): every follower's stream ends without a terminal event; the run ends `cancelled`. */
+  /**
+   * An injected disconnect (chaos knobs): every follower's stream ends without a terminal event; the run ends
+   * `cancelled`, its terminal event never sent, so a stream read later ends the same way (not with `[DONE]`, which
+   * says the stream is whole: the SDK's stream helper then failed with no final Response).
+   */
   drop(): void {
+    this.dropped = true;
     for (const f of [...this.followers.keys()]) this.toFollower(f, () => f.drop());
     this.followers.clear();
   }
@@ -391,7 +399,7 @@ export class BackgroundResponse implements Transport {
     if (this.over) return;
     this.over = true;
     this.endedAt = this.services.clock.now();
-    for (const f of this.followers.keys()) this.toFollower(f, () => f.end());
+    for (const f of this.followers.keys()) this.toFollower(f, () => (this.dropped ? f.drop() : f.end()));
     this.followers.clear();
     this.hold.releaseAll();
     const last = response ?? this.lastSeen;

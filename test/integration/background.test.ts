@@ -261,6 +261,22 @@ describe('background mode', () => {
     }
   });
 
+  it('after an injected disconnect, a stream read later ends as the dropped ones did: no terminal event, no [DONE]', async () => {
+    const { url } = await setup({ model: undefined, chaos: ['disconnect@mid-stream'] });
+    const res = await post(url, { model: 'm', input: 'hello there', background: true, stream: true });
+    const text = await res.text();
+    const id = /"id":"(resp_[^"]+)"/.exec(text)![1]!;
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k', maxRetries: 0 });
+    expect((await poll(client, id)).status).toBe('cancelled');
+    const again = await fetch(`${url}/v1/responses/${id}?stream=true`);
+    expect(again.status).toBe(200);
+    const resumed = await again.text().catch(() => '');
+    expect(resumed).toMatch(/^event: response\.created\n/);
+    // Before: the kept events, then `data: [DONE]` with no terminal event (a whole stream that never ended).
+    expect(resumed).not.toMatch(/data: \[DONE\]/);
+    expect(resumed).not.toMatch(/event: response\.(completed|cancelled|failed|incomplete)\n/);
+  });
+
   it('a background response the store could not keep ends failed, and retrieve still answers with it (not 404) while its events are kept', async () => {
     const { client, release, server } = await setup();
     server.services.store.put = () => {

@@ -361,7 +361,10 @@ export class HttpTransport {
       return await this.host.live.cancel(id, owner);
     } catch (err) {
       const stored = this.host.storedResponse(id, owner);
-      if (!(err instanceof WireError && err.code === 'response_not_found') || !stored) throw err;
+      if (!(err instanceof WireError && err.code === 'response_not_found')) throw err;
+      // Said as retrieve says it: a background client cancelling an unknown (or deleted) id was told that no
+      // long-lived response was open over HTTP.
+      if (!stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`, 'response_id');
       if (stored.background) return stored;
       throw new WireError(
         'invalid_value',

@@ -328,6 +328,11 @@ describe('background mode', () => {
     expect(((await stream.json()) as { error: object }).error).toMatchObject({ code: 'response_not_found' });
     expect((await health()).background_kept_bytes).toBe(0);
     expect((await fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' })).status).toBe(404);
+    // Cancelling it now: not found, said as retrieve says it (before: "No long-lived response … is open over HTTP").
+    const cancel = await fetch(`${url}/v1/responses/${r.id}/cancel`, { method: 'POST' });
+    expect(cancel.status).toBe(404);
+    const err = ((await cancel.json()) as { error: { code: string; message: string } }).error;
+    expect(err).toMatchObject({ code: 'response_not_found', message: `Response with id '${r.id}' not found.` });
   });
 
   it('DELETE of a background response the store could not keep: retrieve answered its failed Response, delete finds it too', async () => {

@@ -117,7 +117,9 @@ export class SessionHost {
           return await policy.plan(params, metrics);
         } catch (err) {
           const prev = params.previous_response_id;
-          if (err instanceof WireError && err.code === 'previous_response_not_found' && prev && this.background.running(prev, owner)) {
+          // A ws-mode create with `store: false` continues only from its connection's cache: the store is no help there.
+          const fromStore = policy.protocol !== 'ws' || params.store;
+          if (err instanceof WireError && err.code === 'previous_response_not_found' && prev && fromStore && this.background.running(prev, owner)) {
             throw new WireError(
               'invalid_value',
               `Previous response with id '${prev}' is a background response still in progress: a response can be continued once it has ended. Poll it (GET /v1/responses/${prev}) until its status is no longer 'in_progress', then continue from it.`,

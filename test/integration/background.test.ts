@@ -15,6 +15,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { Model, ModelEvent } from '../../src/model/types.js';
 import type { ServerOptions } from '../../src/server.js';
+import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
 /** A model that streams `hello`, then waits for the gate (or its abort) before ending its message with ` world`. */
@@ -360,6 +361,14 @@ describe('background mode', () => {
       expect(err).toMatchObject({ code: 'invalid_value', param: 'previous_response_id' });
       expect(err.message).toMatch(/still in progress/);
     }
+    // Over WebSocket mode too (store: true: it reads the store); with store: false it continues only from its
+    // connection's cache, so that is still not found.
+    const ws = await RawSocket.connect(url, { query: '?protocol=ws' });
+    ws.send({ type: 'response.create', model: 'm', input: 'more', previous_response_id: r.id, store: true });
+    expect(await ws.next('error')).toMatchObject({ error: { code: 'invalid_value', param: 'previous_response_id' } });
+    ws.send({ type: 'response.create', model: 'm', input: 'more', previous_response_id: r.id, store: false });
+    expect(await ws.next('error')).toMatchObject({ error: { code: 'previous_response_not_found' } });
+    ws.dispose();
     // An unknown id is still not found.
     const unknown = await post(url, { model: 'm', input: 'more', previous_response_id: 'resp_nope' });
     expect(((await unknown.json()) as { error: object }).error).toMatchObject({ code: 'previous_response_not_found' });

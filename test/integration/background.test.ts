@@ -336,6 +336,21 @@ describe('background mode', () => {
     expect(err).toMatchObject({ code: 'response_not_found', message: `Response with id '${r.id}' not found.` });
   });
 
+  it('an ended background response evicted from the store: its kept events go with it (stream 404, as retrieve)', async () => {
+    const { client, url, release } = await setup({ limits: { maxMemoryStoreResponses: 1 } });
+    release();
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    await poll(client, r.id);
+    expect((await fetch(`${url}/v1/responses/${r.id}?stream=true`)).status).toBe(200);
+    // Another stored response evicts it (the store keeps one).
+    await client.responses.create({ model: 'm', input: 'again' });
+    expect((await fetch(`${url}/v1/responses/${r.id}`)).status).toBe(404);
+    // Before, its whole stream was still served for --background-events-ttl-ms.
+    const stream = await fetch(`${url}/v1/responses/${r.id}?stream=true`);
+    expect(stream.status).toBe(404);
+    expect(((await stream.json()) as { error: object }).error).toMatchObject({ code: 'response_not_found' });
+  });
+
   it('DELETE of a background response the store could not keep: retrieve answered its failed Response, delete finds it too', async () => {
     const { client, url, release, server } = await setup();
     server.services.store.put = () => {

@@ -405,7 +405,7 @@ export class BackgroundResponse implements Transport {
     const last = response ?? this.lastSeen;
     this.lastSeen = null;
     if (last) this.resolveFinal(last);
-    if (last && last.status === 'failed' && this.id !== null && !this.services.store.get(this.id, this.owner)) this.unstored = last;
+    if (last && last.status === 'failed' && this.id !== null && !this.services.store.has(this.id, this.owner)) this.unstored = last;
     void this.session?.close('completed');
     this.session = null;
     this.runs.ended(this);

@@ -152,6 +152,11 @@ export class SessionHost {
     return this.services.store.get(id, owner)?.response;
   }
 
+  /** Whether the owner's stored response `id` exists (without reading it). */
+  hasStoredResponse(id: string, owner: string | null): boolean {
+    return this.services.store.has(id, owner);
+  }
+
   /** A page of a stored response's own input items (`GET /v1/responses/{id}/input_items`), or undefined when the owner may not read it. */
   storedInputItems(id: string, owner: string | null, q: InputItemsQuery): InputItemList | undefined {
     const rec = this.services.store.get(id, owner);

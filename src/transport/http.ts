@@ -386,7 +386,7 @@ export class HttpTransport {
     // Ended, its events are read only while the store has the response (or keeps its failed final Response here):
     // one evicted or expired from the store (--max-memory-store-*, --store-ttl-ms) is gone, as retrieve says, and
     // its kept events must not outlive it.
-    if (bg && bg.isOver && !bg.unstoredFinal && !this.host.storedResponse(id, owner)) bg = undefined;
+    if (bg && bg.isOver && !bg.unstoredFinal && !this.host.hasStoredResponse(id, owner)) bg = undefined;
     if (!bg) {
       const stored = this.host.storedResponse(id, owner);
       if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);

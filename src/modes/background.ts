@@ -27,7 +27,7 @@
  * byte budget until it ends, as a streaming HTTP create does.
  */
 import { WireError } from '../protocol/errors.js';
-import type { ServerEvent } from '../protocol/events.js';
+import { isTimingEvent, type ServerEvent } from '../protocol/events.js';
 import type { Response } from '../protocol/objects.js';
 import { piecesLength, type EventPieces } from '../protocol/event-json.js';
 import { snapshot } from '../engine/response.js';
@@ -48,6 +48,12 @@ export interface Follower {
   end(): void;
   /** An injected disconnect (chaos knobs): the stream ends without a terminal event. */
   drop(): void;
+  /**
+   * Whether this reader asked for the `llr:timing` extension event (`X-LLR-Timing: 1`; the create's own stream:
+   * as its create asked). The run sends it when its create asked; every other reader is left without it, as a
+   * client that did not ask never receives it (openai-node's stream helper throws on an event type it does not know).
+   */
+  readonly timing: boolean;
 }
 
 /** One kept event: its sequence number and its frame. */
@@ -55,6 +61,8 @@ interface Kept {
   seq: number;
   pieces: EventPieces;
   bytes: number;
+  /** The `llr:timing` extension event: only for readers that asked for it. */
+  timing: boolean;
 }
 
 /** What a kept response costs besides its events (its entry and maps): counted so that many empty ones are bounded too. */
@@ -310,7 +318,7 @@ export class BackgroundResponse implements Transport {
     f.start();
     for (let i = this.head; i < this.events.length; i++) {
       const k = this.events[i]!;
-      if (k.seq >= from) f.frame(k.pieces);
+      if (k.seq >= from && (!k.timing || f.timing)) f.frame(k.pieces);
     }
     if (this.over) {
       if (this.dropped) f.drop();
@@ -350,11 +358,11 @@ export class BackgroundResponse implements Transport {
     }
     if ('response' in e) this.lastSeen = e.response;
     const pieces = this.frameOf(e);
-    const k: Kept = { seq: e.sequence_number, pieces, bytes: piecesLength(pieces) };
+    const k: Kept = { seq: e.sequence_number, pieces, bytes: piecesLength(pieces), timing: isTimingEvent(e) };
     this.events.push(k);
     this.bytes += k.bytes;
     this.trim();
-    for (const [f, from] of this.followers) if (k.seq >= from) this.toFollower(f, () => f.frame(pieces));
+    for (const [f, from] of this.followers) if (k.seq >= from && (!k.timing || f.timing)) this.toFollower(f, () => f.frame(pieces));
   }
 
   flush(): void {

@@ -313,7 +313,7 @@ export class HttpTransport {
       const owner = this.authenticate(req);
       const id = decodeId(m[1]!, 'response_id');
       if (method === 'GET') {
-        if (url.searchParams.get('stream') === 'true') return this.resume(res, id, owner, url);
+        if (url.searchParams.get('stream') === 'true') return this.resume(res, id, owner, url, timingHeader(req));
         // A background response in flight: its current state (the store has it once it ends).
         const current = this.host.background.current(id, owner);
         if (current) return sendJsonCooperative(res, 200, current);
@@ -380,7 +380,7 @@ export class HttpTransport {
    * for a response not created in the background and for one whose events are no longer kept; an SDK reading a JSON
    * answer as an event stream saw a stream of no events at all.
    */
-  private resume(res: ServerResponse, id: string, owner: string | null, url: URL): Promise<void> {
+  private resume(res: ServerResponse, id: string, owner: string | null, url: URL, timing: boolean): Promise<void> {
     const after = startingAfter(url);
     let bg = this.host.background.find(id, owner);
     // Ended, its events are read only while the store has the response (or keeps its failed final Response here):
@@ -399,7 +399,7 @@ export class HttpTransport {
         'stream',
       );
     }
-    return this.follow(res, bg, after, this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol: 'http' }));
+    return this.follow(res, bg, after, this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol: 'http' }), timing);
   }
 
   /**
@@ -411,7 +411,7 @@ export class HttpTransport {
     const bg = this.sessions.openBackground(params, info, log, sseFrame, bytes, parse);
     // The body's bytes are the run's now (released when it ends), not this request's.
     hold.releaseAll();
-    if (params.stream) return this.follow(res, bg, 'start', log);
+    if (params.stream) return this.follow(res, bg, 'start', log, params.llr?.timing === true);
     return sendJsonCooperative(res, 200, await bg.started);
   }
 
@@ -421,7 +421,7 @@ export class HttpTransport {
    * for it. Rejects before anything is written when those events are no longer kept. `start`: the create's own
    * stream, from its run's first event (rejects with the create's refusal, before anything is written).
    */
-  private follow(res: ServerResponse, bg: BackgroundResponse, after: number | null | 'start', log: Logger): Promise<void> {
+  private follow(res: ServerResponse, bg: BackgroundResponse, after: number | null | 'start', log: Logger, timing: boolean): Promise<void> {
     if (res.destroyed) return Promise.resolve();
     const limits = this.host.limits;
     return new Promise<void>((resolve, reject) => {
@@ -437,6 +437,7 @@ export class HttpTransport {
           resolve();
         },
         drop: () => sse.drop(),
+        timing,
       };
       const unfollow = after === 'start' ? bg.followFromStart(follower) : bg.follow(after, follower);
       // A resume from at or past the last event sent has nothing to write yet: its headers go out now, not with

@@ -336,6 +336,27 @@ describe('background mode', () => {
     expect(err).toMatchObject({ code: 'response_not_found', message: `Response with id '${r.id}' not found.` });
   });
 
+  it("llr:timing goes only to readers that asked for it: a create that opted in does not push it on a resume that did not (the SDK's stream helper)", async () => {
+    const { client, url, release } = await setup();
+    const res = await fetch(`${url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-LLR-Timing': '1' },
+      body: JSON.stringify({ model: 'm', input: 'hi', background: true, stream: true }),
+    });
+    release();
+    const own = await res.text();
+    // The create asked: its own stream has it, after the terminal event.
+    expect(own).toMatch(/event: response\.completed\n[^]*event: llr:timing\n/);
+    const id = /"id":"(resp_[^"]+)"/.exec(own)![1]!;
+    const plain = await (await fetch(`${url}/v1/responses/${id}?stream=true`)).text();
+    // Before, every reader got it: openai-node's stream helper throws on an event type it does not know.
+    expect(plain).not.toMatch(/llr:timing/);
+    expect(plain.endsWith('data: [DONE]\n\n')).toBe(true);
+    const asked = await (await fetch(`${url}/v1/responses/${id}?stream=true`, { headers: { 'X-LLR-Timing': '1' } })).text();
+    expect(asked).toMatch(/event: llr:timing\n/);
+    expect((await client.responses.stream({ response_id: id }).finalResponse()).status).toBe('completed');
+  });
+
   it('an ended background response evicted from the store: its kept events go with it (stream 404, as retrieve)', async () => {
     const { client, url, release, server } = await setup({ limits: { maxMemoryStoreResponses: 1 } });
     release();

@@ -834,6 +834,10 @@ export function checkJsonContentType(req: IncomingMessage): void {
 
 /** `?starting_after=N` of a streamed retrieve: a sequence number (an integer >= 0), or null when absent. */
 function startingAfter(url: URL): number | null {
+  // Given twice it has no one meaning (the first was taken silently), as for `protocol`.
+  if (url.searchParams.getAll('starting_after').length > 1) {
+    throw new WireError('invalid_value', "'starting_after' is given more than once: give it once.", 'starting_after');
+  }
   const raw = url.searchParams.get('starting_after');
   if (raw === null) return null;
   const n = Number(raw);

@@ -180,7 +180,7 @@ describe('background mode', () => {
   it('starting_after: a bad value → 400; events past the per-response bound are dropped oldest first and a resume from before them → 400', async () => {
     const { client, url, release } = await setup({ limits: { maxBackgroundEventBytes: 3000 } });
     const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
-    for (const bad of ['-1', 'x', '1.5']) {
+    for (const bad of ['-1', 'x', '1.5', '1&starting_after=2']) {
       const res = await fetch(`${url}/v1/responses/${r.id}?stream=true&starting_after=${bad}`);
       expect(res.status, bad).toBe(400);
       expect(((await res.json()) as { error: object }).error).toMatchObject({ code: 'invalid_value', param: 'starting_after' });

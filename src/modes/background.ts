@@ -27,7 +27,7 @@
  * byte budget until it ends, as a streaming HTTP create does.
  */
 import { WireError } from '../protocol/errors.js';
-import type { ServerEvent } from '../protocol/events.js';
+import { isTimingEvent, type ServerEvent } from '../protocol/events.js';
 import type { Response } from '../protocol/objects.js';
 import { piecesLength, type EventPieces } from '../protocol/event-json.js';
 import { snapshot } from '../engine/response.js';
@@ -48,6 +48,12 @@ export interface Follower {
   end(): void;
   /** An injected disconnect (chaos knobs): the stream ends without a terminal event. */
   drop(): void;
+  /**
+   * Whether this reader asked for the `llr:timing` extension event (`X-LLR-Timing: 1`; the create's own stream:
+   * as its create asked). The run sends it when its create asked; every other reader is left without it, as a
+   * client that did not ask never receives it (openai-node's stream helper throws on an event type it does not know).
+   */
+  readonly timing: boolean;
 }
 
 /** One kept event: its sequence number and its frame. */
@@ -55,6 +61,8 @@ interface Kept {
   seq: number;
   pieces: EventPieces;
   bytes: number;
+  /** The `llr:timing` extension event: only for readers that asked for it. */
+  timing: boolean;
 }
 
 /** What a kept response costs besides its events (its entry and maps): counted so that many empty ones are bounded too. */
@@ -110,6 +118,12 @@ export class BackgroundRuns {
     return r && r.owner === owner ? r : undefined;
   }
 
+  /** Whether `owner`'s background response `id` is in flight (started, not ended). */
+  running(id: string, owner: string | null): boolean {
+    const r = this.find(id, owner);
+    return r !== undefined && !r.isOver;
+  }
+
   /**
    * The current state of an in-flight background response of `owner`; or, ended, its final Response if the store
    * could not keep it (the run failed saying so: a client polling for it would otherwise find nothing); else
@@ -122,6 +136,20 @@ export class BackgroundRuns {
   /** Cancel an in-flight background response: resolves with its final Response; undefined when none is in flight. */
   cancel(id: string, owner: string | null): Promise<Response> | undefined {
     return this.find(id, owner)?.cancel();
+  }
+
+  /**
+   * `DELETE /v1/responses/{id}` of `owner`'s background response `id`, `stored` when the store had it (and has
+   * deleted it): its kept events go too, so a streamed retrieve no longer reads what was deleted (one in flight
+   * keeps none when it ends). One the store could not keep is deleted here: retrieve answers its failed final
+   * Response, so delete finds it too. Returns whether it was deleted here (false when it was never stored or kept).
+   */
+  delete(id: string, owner: string | null, stored: boolean): boolean {
+    const r = this.find(id, owner);
+    if (!r || (!stored && !r.unstoredFinal)) return false;
+    if (r.isOver) this.drop(r);
+    else r.deleted = true;
+    return true;
   }
 
   /** Shutdown: kept events are dropped and the expiry timer stops (the runs themselves end through their sessions). */
@@ -145,7 +173,8 @@ export class BackgroundRuns {
   ended(r: BackgroundResponse): void {
     this.admitted--;
     const ttl = this.services.limits.backgroundEventsTtlMs;
-    if (r.id === null || ttl <= 0) {
+    // A response deleted before its end keeps nothing.
+    if (r.id === null || ttl <= 0 || r.deleted) {
       if (r.id !== null) this.drop(r);
       return;
     }
@@ -196,6 +225,8 @@ export class BackgroundResponse implements Transport {
   endedAt = 0;
   /** Bytes of the kept events. */
   bytes = 0;
+  /** Deleted (`DELETE`) after the store had it, before the run ended: its events are not kept past its end. */
+  deleted = false;
   /** Resolves with the Response as it started (`response.created`), or rejects with the create's refusal. */
   readonly started: Promise<Response>;
   private resolveStarted!: (r: Response) => void;
@@ -205,11 +236,14 @@ export class BackgroundResponse implements Transport {
   private head = 0;
   /** Sequence numbers up to this one were dropped (-1: none). */
   private droppedUpTo = -1;
-  private readonly followers = new Set<Follower>();
+  /** Each follower, with the first sequence number it reads (a resume's `starting_after` + 1, which may not be sent yet). */
+  private readonly followers = new Map<Follower, number>();
   /** The create's own stream, until the run starts (`followFromStart`). */
   private first: Follower | null = null;
   private session: ConnectionSession | null = null;
   private over = false;
+  /** The streams were dropped (an injected disconnect): the kept events end without a terminal event. */
+  private dropped = false;
   private readonly finalResponse: Promise<Response>;
   private resolveFinal!: (r: Response) => void;
   /** The final Response of a run that ended failed, kept with the events when the store does not have it (a storage failure). */
@@ -231,6 +265,16 @@ export class BackgroundResponse implements Transport {
     // A refusal nobody awaits (the transport always does) must not be an unhandled rejection.
     this.started.catch(() => {});
     this.finalResponse = new Promise<Response>((resolve) => (this.resolveFinal = resolve));
+  }
+
+  /** Whether the run has ended. */
+  get isOver(): boolean {
+    return this.over;
+  }
+
+  /** Whether the final Response is kept here because the store could not keep it (retrieve answers it). */
+  get unstoredFinal(): boolean {
+    return this.unstored !== null;
   }
 
   /** The session that runs it (for cancel and the current state). */
@@ -274,13 +318,15 @@ export class BackgroundResponse implements Transport {
     f.start();
     for (let i = this.head; i < this.events.length; i++) {
       const k = this.events[i]!;
-      if (k.seq >= from) f.frame(k.pieces);
+      if (k.seq >= from && (!k.timing || f.timing)) f.frame(k.pieces);
     }
     if (this.over) {
-      f.end();
+      if (this.dropped) f.drop();
+      else f.end();
       return () => {};
     }
-    this.followers.add(f);
+    // A `starting_after` at or past the last event sent: the live events up to it are skipped too.
+    this.followers.set(f, from);
     return () => void this.followers.delete(f);
   }
 
@@ -306,26 +352,31 @@ export class BackgroundResponse implements Transport {
       const f = this.first;
       this.first = null;
       if (f) {
-        this.followers.add(f);
+        this.followers.set(f, 0);
         this.toFollower(f, () => f.start());
       }
     }
     if ('response' in e) this.lastSeen = e.response;
     const pieces = this.frameOf(e);
-    const k: Kept = { seq: e.sequence_number, pieces, bytes: piecesLength(pieces) };
+    const k: Kept = { seq: e.sequence_number, pieces, bytes: piecesLength(pieces), timing: isTimingEvent(e) };
     this.events.push(k);
     this.bytes += k.bytes;
     this.trim();
-    for (const f of this.followers) this.toFollower(f, () => f.frame(pieces));
+    for (const [f, from] of this.followers) if (k.seq >= from && (!k.timing || f.timing)) this.toFollower(f, () => f.frame(pieces));
   }
 
   flush(): void {
-    for (const f of this.followers) this.toFollower(f, () => f.flush?.());
+    for (const f of this.followers.keys()) this.toFollower(f, () => f.flush?.());
   }
 
-  /** An injected disconnect (chaos knobs): every follower's stream ends without a terminal event; the run ends `cancelled`. */
+  /**
+   * An injected disconnect (chaos knobs): every follower's stream ends without a terminal event; the run ends
+   * `cancelled`, its terminal event never sent, so a stream read later ends the same way (not with `[DONE]`, which
+   * says the stream is whole: the SDK's stream helper then failed with no final Response).
+   */
   drop(): void {
-    for (const f of [...this.followers]) this.toFollower(f, () => f.drop());
+    this.dropped = true;
+    for (const f of [...this.followers.keys()]) this.toFollower(f, () => f.drop());
     this.followers.clear();
   }
 
@@ -356,13 +407,13 @@ export class BackgroundResponse implements Transport {
     if (this.over) return;
     this.over = true;
     this.endedAt = this.services.clock.now();
-    for (const f of this.followers) this.toFollower(f, () => f.end());
+    for (const f of this.followers.keys()) this.toFollower(f, () => (this.dropped ? f.drop() : f.end()));
     this.followers.clear();
     this.hold.releaseAll();
     const last = response ?? this.lastSeen;
     this.lastSeen = null;
     if (last) this.resolveFinal(last);
-    if (last && last.status === 'failed' && this.id !== null && !this.services.store.get(this.id, this.owner)) this.unstored = last;
+    if (last && last.status === 'failed' && this.id !== null && !this.services.store.has(this.id, this.owner)) this.unstored = last;
     void this.session?.close('completed');
     this.session = null;
     this.runs.ended(this);

@@ -91,9 +91,9 @@ export class SessionHost {
       case 'long-lived':
         return longLivedPolicy(this.services, info);
       case 'ws':
-        return wsModePolicy(this.services, info);
+        return this.chainsFromStore(wsModePolicy(this.services, info), info.owner);
       case 'http':
-        return httpPolicy(this.services, info);
+        return this.chainsFromStore(httpPolicy(this.services, info), info.owner);
       case 'long-lived-http':
         return longLivedHttpPolicy(this.services, info, this.live);
       default: {
@@ -101,6 +101,35 @@ export class SessionHost {
         throw new Error(`unknown design ${String(never)}`);
       }
     }
+  }
+
+  /**
+   * A design whose `previous_response_id` is read from the store: a continuation of a background response still
+   * in flight (the store has it at its end) is refused saying so, `invalid_value` on `previous_response_id`, not
+   * `previous_response_not_found`: `GET /v1/responses/{id}` finds that response, and a client that drops the id on
+   * "not found" and sends the rest would lose the context. The client waits for its end (polls it), then continues.
+   */
+  private chainsFromStore(policy: ModePolicy, owner: string | null): ModePolicy {
+    return {
+      ...policy,
+      plan: async (params, metrics) => {
+        try {
+          return await policy.plan(params, metrics);
+        } catch (err) {
+          const prev = params.previous_response_id;
+          // A ws-mode create with `store: false` continues only from its connection's cache: the store is no help there.
+          const fromStore = policy.protocol !== 'ws' || params.store;
+          if (err instanceof WireError && err.code === 'previous_response_not_found' && prev && fromStore && this.background.running(prev, owner)) {
+            throw new WireError(
+              'invalid_value',
+              `Previous response with id '${prev}' is a background response still in progress: a response can be continued once it has ended. Poll it (GET /v1/responses/${prev}) until its status is no longer 'in_progress', then continue from it.`,
+              'previous_response_id',
+            );
+          }
+          throw err;
+        }
+      },
+    };
   }
 
   /** A transport's own set of sessions. */
@@ -121,6 +150,11 @@ export class SessionHost {
   /** A stored response the owner may read, or undefined. */
   storedResponse(id: string, owner: string | null): Response | undefined {
     return this.services.store.get(id, owner)?.response;
+  }
+
+  /** Whether the owner's stored response `id` exists (without reading it). */
+  hasStoredResponse(id: string, owner: string | null): boolean {
+    return this.services.store.has(id, owner);
   }
 
   /** A page of a stored response's own input items (`GET /v1/responses/{id}/input_items`), or undefined when the owner may not read it. */

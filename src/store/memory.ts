@@ -92,6 +92,11 @@ export class MemoryStore implements ResponseStore {
     return copyJson(entry.rec);
   }
 
+  has(id: string, owner: string | null): boolean {
+    this.counters.reads++;
+    return this.#owned(id, owner, expiryCutoff(this.bounds)) !== undefined;
+  }
+
   delete(id: string, owner: string | null): boolean {
     this.counters.writes++;
     const entry = this.#records.get(id);

@@ -143,6 +143,7 @@ export class SqliteStore implements ResponseStore {
   readonly #deleteOldest: Database.Statement<[{ keep: string | null; n: number }], Gone>;
   readonly #deleteExpired: Database.Statement<[{ cutoff: number; n: number }], Gone>;
   readonly #selectResponse: Database.Statement<[IdOwner & { cutoff: number }], RecordRow>;
+  readonly #hasResponse: Database.Statement<[IdOwner & { cutoff: number }], unknown>;
   readonly #selectItem: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
   readonly #selectChain: Database.Statement<[IdOwner & { limit: number; cutoff: number }], ChainRow>;
   readonly #put: (p: PutParams, items: ItemParams[]) => Tally;
@@ -194,6 +195,7 @@ export class SqliteStore implements ResponseStore {
        RETURNING id, bytes`,
     );
     // Every read sees only rows above the expiry cutoff: an expired response is gone at once, deleted or not.
+    this.#hasResponse = db.prepare(`SELECT 1 FROM responses WHERE id = @id AND owner IS @owner AND created_at > @cutoff`);
     this.#selectResponse = db.prepare(
       `SELECT owner, created_at, response, input, appended FROM responses
         WHERE id = @id AND owner IS @owner AND created_at > @cutoff`,
@@ -306,6 +308,11 @@ export class SqliteStore implements ResponseStore {
     if (!row) return undefined;
     this.counters.rows_read++;
     return toRecord(row);
+  }
+
+  has(id: string, owner: string | null): boolean {
+    this.counters.reads++;
+    return this.#hasResponse.get({ id, owner, cutoff: expiryCutoff(this.bounds) }) !== undefined;
   }
 
   delete(id: string, owner: string | null): boolean {

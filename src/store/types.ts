@@ -175,6 +175,8 @@ export interface ResponseStore {
   put(rec: StoredResponse): void;
   /** Undefined when missing OR owned by someone else, so existence never leaks across owners. */
   get(id: string, owner: string | null): StoredResponse | undefined;
+  /** Whether `get` would find it, without reading the record (a large one costs its copy or its parse). */
+  has(id: string, owner: string | null): boolean;
   /** True when a record owned by `owner` was removed. Responses chained onto it lose their chain. */
   delete(id: string, owner: string | null): boolean;
   /**

@@ -313,7 +313,7 @@ export class HttpTransport {
       const owner = this.authenticate(req);
       const id = decodeId(m[1]!, 'response_id');
       if (method === 'GET') {
-        if (url.searchParams.get('stream') === 'true') return this.resume(res, id, owner, url);
+        if (url.searchParams.get('stream') === 'true') return this.resume(res, id, owner, url, timingHeader(req));
         // A background response in flight: its current state (the store has it once it ends).
         const current = this.host.background.current(id, owner);
         if (current) return sendJsonCooperative(res, 200, current);
@@ -323,7 +323,9 @@ export class HttpTransport {
         return sendJsonCooperative(res, 200, stored);
       }
       if (method === 'DELETE') {
-        if (!this.host.deleteStoredResponse(id, owner)) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+        const stored = this.host.deleteStoredResponse(id, owner);
+        // A background response's kept events go with it (and its final Response, kept here if the store could not).
+        if (!this.host.background.delete(id, owner, stored) && !stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
         return sendJson(res, 200, { id, object: 'response', deleted: true });
       }
       throw new WireError('method_not_allowed');
@@ -359,7 +361,10 @@ export class HttpTransport {
       return await this.host.live.cancel(id, owner);
     } catch (err) {
       const stored = this.host.storedResponse(id, owner);
-      if (!(err instanceof WireError && err.code === 'response_not_found') || !stored) throw err;
+      if (!(err instanceof WireError && err.code === 'response_not_found')) throw err;
+      // Said as retrieve says it: a background client cancelling an unknown (or deleted) id was told that no
+      // long-lived response was open over HTTP.
+      if (!stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`, 'response_id');
       if (stored.background) return stored;
       throw new WireError(
         'invalid_value',
@@ -375,9 +380,13 @@ export class HttpTransport {
    * for a response not created in the background and for one whose events are no longer kept; an SDK reading a JSON
    * answer as an event stream saw a stream of no events at all.
    */
-  private resume(res: ServerResponse, id: string, owner: string | null, url: URL): Promise<void> {
+  private resume(res: ServerResponse, id: string, owner: string | null, url: URL, timing: boolean): Promise<void> {
     const after = startingAfter(url);
-    const bg = this.host.background.find(id, owner);
+    let bg = this.host.background.find(id, owner);
+    // Ended, its events are read only while the store has the response (or keeps its failed final Response here):
+    // one evicted or expired from the store (--max-memory-store-*, --store-ttl-ms) is gone, as retrieve says, and
+    // its kept events must not outlive it.
+    if (bg && bg.isOver && !bg.unstoredFinal && !this.host.hasStoredResponse(id, owner)) bg = undefined;
     if (!bg) {
       const stored = this.host.storedResponse(id, owner);
       if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
@@ -390,7 +399,7 @@ export class HttpTransport {
         'stream',
       );
     }
-    return this.follow(res, bg, after, this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol: 'http' }));
+    return this.follow(res, bg, after, this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol: 'http' }), timing);
   }
 
   /**
@@ -402,7 +411,7 @@ export class HttpTransport {
     const bg = this.sessions.openBackground(params, info, log, sseFrame, bytes, parse);
     // The body's bytes are the run's now (released when it ends), not this request's.
     hold.releaseAll();
-    if (params.stream) return this.follow(res, bg, 'start', log);
+    if (params.stream) return this.follow(res, bg, 'start', log, params.llr?.timing === true);
     return sendJsonCooperative(res, 200, await bg.started);
   }
 
@@ -412,7 +421,7 @@ export class HttpTransport {
    * for it. Rejects before anything is written when those events are no longer kept. `start`: the create's own
    * stream, from its run's first event (rejects with the create's refusal, before anything is written).
    */
-  private follow(res: ServerResponse, bg: BackgroundResponse, after: number | null | 'start', log: Logger): Promise<void> {
+  private follow(res: ServerResponse, bg: BackgroundResponse, after: number | null | 'start', log: Logger, timing: boolean): Promise<void> {
     if (res.destroyed) return Promise.resolve();
     const limits = this.host.limits;
     return new Promise<void>((resolve, reject) => {
@@ -428,8 +437,12 @@ export class HttpTransport {
           resolve();
         },
         drop: () => sse.drop(),
+        timing,
       };
       const unfollow = after === 'start' ? bg.followFromStart(follower) : bg.follow(after, follower);
+      // A resume from at or past the last event sent has nothing to write yet: its headers go out now, not with
+      // the next event (a client waiting for them would wait for the run's next token, or time out).
+      if (after !== 'start' && !res.writableEnded && !res.destroyed) res.flushHeaders();
       watchStall(res, limits.sendStallTimeoutMs, (pending) =>
         log.info({ code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs, response_id: bg.id }, 'background stream left unsent with nothing leaving; dropped the connection (the run goes on)'),
       );
@@ -821,6 +834,10 @@ export function checkJsonContentType(req: IncomingMessage): void {
 
 /** `?starting_after=N` of a streamed retrieve: a sequence number (an integer >= 0), or null when absent. */
 function startingAfter(url: URL): number | null {
+  // Given twice it has no one meaning (the first was taken silently), as for `protocol`.
+  if (url.searchParams.getAll('starting_after').length > 1) {
+    throw new WireError('invalid_value', "'starting_after' is given more than once: give it once.", 'starting_after');
+  }
   const raw = url.searchParams.get('starting_after');
   if (raw === null) return null;
   const n = Number(raw);

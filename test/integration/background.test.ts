@@ -15,6 +15,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { Model, ModelEvent } from '../../src/model/types.js';
 import type { ServerOptions } from '../../src/server.js';
+import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
 /** A model that streams `hello`, then waits for the gate (or its abort) before ending its message with ` world`. */
@@ -179,7 +180,7 @@ describe('background mode', () => {
   it('starting_after: a bad value → 400; events past the per-response bound are dropped oldest first and a resume from before them → 400', async () => {
     const { client, url, release } = await setup({ limits: { maxBackgroundEventBytes: 3000 } });
     const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
-    for (const bad of ['-1', 'x', '1.5']) {
+    for (const bad of ['-1', 'x', '1.5', '1&starting_after=2']) {
       const res = await fetch(`${url}/v1/responses/${r.id}?stream=true&starting_after=${bad}`);
       expect(res.status, bad).toBe(400);
       expect(((await res.json()) as { error: object }).error).toMatchObject({ code: 'invalid_value', param: 'starting_after' });
@@ -195,6 +196,22 @@ describe('background mode', () => {
     const tail = await fetch(`${url}/v1/responses/${r.id}?stream=true&starting_after=${from}`);
     expect(tail.status).toBe(200);
     const text = await tail.text();
+    expect(text).toMatch(/event: response\.completed\n/);
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+
+  it('starting_after past the last event sent: the stream starts after it, its live events up to it skipped too', async () => {
+    const { client, url, release } = await setup();
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    // In flight, held by the model after `hello`: sequence numbers 6 and below have not all been sent yet.
+    const res = await fetch(`${url}/v1/responses/${r.id}?stream=true&starting_after=6`);
+    expect(res.status).toBe(200);
+    release();
+    const text = await res.text();
+    const seqs = [...text.matchAll(/"sequence_number":(\d+)/g)].map((m) => Number(m[1]));
+    // Before, every live event went to the follower, 5 and 6 included.
+    expect(seqs[0]).toBe(7);
+    expect(seqs).toEqual(seqs.map((_, i) => 7 + i));
     expect(text).toMatch(/event: response\.completed\n/);
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
   });
@@ -245,6 +262,22 @@ describe('background mode', () => {
     }
   });
 
+  it('after an injected disconnect, a stream read later ends as the dropped ones did: no terminal event, no [DONE]', async () => {
+    const { url } = await setup({ model: undefined, chaos: ['disconnect@mid-stream'] });
+    const res = await post(url, { model: 'm', input: 'hello there', background: true, stream: true });
+    const text = await res.text();
+    const id = /"id":"(resp_[^"]+)"/.exec(text)![1]!;
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k', maxRetries: 0 });
+    expect((await poll(client, id)).status).toBe('cancelled');
+    const again = await fetch(`${url}/v1/responses/${id}?stream=true`);
+    expect(again.status).toBe(200);
+    const resumed = await again.text().catch(() => '');
+    expect(resumed).toMatch(/^event: response\.created\n/);
+    // Before: the kept events, then `data: [DONE]` with no terminal event (a whole stream that never ended).
+    expect(resumed).not.toMatch(/data: \[DONE\]/);
+    expect(resumed).not.toMatch(/event: response\.(completed|cancelled|failed|incomplete)\n/);
+  });
+
   it('a background response the store could not keep ends failed, and retrieve still answers with it (not 404) while its events are kept', async () => {
     const { client, release, server } = await setup();
     server.services.store.put = () => {
@@ -276,6 +309,114 @@ describe('background mode', () => {
     release();
     expect((await poll(mine, r.id)).status).toBe('completed');
     await check();
+  });
+
+  it('DELETE of an ended background response drops its kept events: a streamed retrieve no longer reads what was deleted', async () => {
+    const { client, url, release, health } = await setup();
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    // In flight the store does not have it yet: 404, and nothing is dropped.
+    expect((await fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' })).status).toBe(404);
+    release();
+    await poll(client, r.id);
+    expect((await health()).background_kept_bytes).toBeGreaterThan(0);
+    const del = await fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' });
+    expect(del.status).toBe(200);
+    expect(await del.json()).toMatchObject({ id: r.id, deleted: true });
+    expect((await fetch(`${url}/v1/responses/${r.id}`)).status).toBe(404);
+    // Before, the deleted response's whole stream (its output text) was still served for the TTL.
+    const stream = await fetch(`${url}/v1/responses/${r.id}?stream=true`);
+    expect(stream.status).toBe(404);
+    expect(((await stream.json()) as { error: object }).error).toMatchObject({ code: 'response_not_found' });
+    expect((await health()).background_kept_bytes).toBe(0);
+    expect((await fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' })).status).toBe(404);
+    // Cancelling it now: not found, said as retrieve says it (before: "No long-lived response … is open over HTTP").
+    const cancel = await fetch(`${url}/v1/responses/${r.id}/cancel`, { method: 'POST' });
+    expect(cancel.status).toBe(404);
+    const err = ((await cancel.json()) as { error: { code: string; message: string } }).error;
+    expect(err).toMatchObject({ code: 'response_not_found', message: `Response with id '${r.id}' not found.` });
+  });
+
+  it("llr:timing goes only to readers that asked for it: a create that opted in does not push it on a resume that did not (the SDK's stream helper)", async () => {
+    const { client, url, release } = await setup();
+    const res = await fetch(`${url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-LLR-Timing': '1' },
+      body: JSON.stringify({ model: 'm', input: 'hi', background: true, stream: true }),
+    });
+    release();
+    const own = await res.text();
+    // The create asked: its own stream has it, after the terminal event.
+    expect(own).toMatch(/event: response\.completed\n[^]*event: llr:timing\n/);
+    const id = /"id":"(resp_[^"]+)"/.exec(own)![1]!;
+    const plain = await (await fetch(`${url}/v1/responses/${id}?stream=true`)).text();
+    // Before, every reader got it: openai-node's stream helper throws on an event type it does not know.
+    expect(plain).not.toMatch(/llr:timing/);
+    expect(plain.endsWith('data: [DONE]\n\n')).toBe(true);
+    const asked = await (await fetch(`${url}/v1/responses/${id}?stream=true`, { headers: { 'X-LLR-Timing': '1' } })).text();
+    expect(asked).toMatch(/event: llr:timing\n/);
+    expect((await client.responses.stream({ response_id: id }).finalResponse()).status).toBe('completed');
+  });
+
+  it('an ended background response evicted from the store: its kept events go with it (stream 404, as retrieve)', async () => {
+    const { client, url, release, server } = await setup({ limits: { maxMemoryStoreResponses: 1 } });
+    release();
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    await poll(client, r.id);
+    // Checked without reading the record (a large one is a copy, or a parse, that holds the loop).
+    const read = server.services.store.counters.rows_read;
+    expect((await fetch(`${url}/v1/responses/${r.id}?stream=true`)).status).toBe(200);
+    expect(server.services.store.counters.rows_read).toBe(read);
+    // Another stored response evicts it (the store keeps one).
+    await client.responses.create({ model: 'm', input: 'again' });
+    expect((await fetch(`${url}/v1/responses/${r.id}`)).status).toBe(404);
+    // Before, its whole stream was still served for --background-events-ttl-ms.
+    const stream = await fetch(`${url}/v1/responses/${r.id}?stream=true`);
+    expect(stream.status).toBe(404);
+    expect(((await stream.json()) as { error: object }).error).toMatchObject({ code: 'response_not_found' });
+  });
+
+  it('DELETE of a background response the store could not keep: retrieve answered its failed Response, delete finds it too', async () => {
+    const { client, url, release, server } = await setup();
+    server.services.store.put = () => {
+      throw new Error('disk full');
+    };
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    release();
+    expect((await poll(client, r.id)).status).toBe('failed');
+    const del = await fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' });
+    expect(del.status).toBe(200);
+    expect((await fetch(`${url}/v1/responses/${r.id}`)).status).toBe(404);
+    expect((await fetch(`${url}/v1/responses/${r.id}?stream=true`)).status).toBe(404);
+  });
+
+  it('previous_response_id of a background response still in flight → 400 invalid_value saying so (not previous_response_not_found); after its end it chains', async () => {
+    const { client, url, release, server } = await setup();
+    const r = await client.responses.create({ model: 'm', input: 'hi', background: true });
+    for (const background of [false, true]) {
+      const res = await post(url, { model: 'm', input: 'more', previous_response_id: r.id, background });
+      expect(res.status).toBe(400);
+      const err = ((await res.json()) as { error: { code: string; param: string; message: string } }).error;
+      // Before: previous_response_not_found, while GET /v1/responses/{id} found it in_progress.
+      expect(err).toMatchObject({ code: 'invalid_value', param: 'previous_response_id' });
+      expect(err.message).toMatch(/still in progress/);
+    }
+    // Over WebSocket mode too (store: true: it reads the store); with store: false it continues only from its
+    // connection's cache, so that is still not found.
+    const ws = await RawSocket.connect(url, { query: '?protocol=ws' });
+    ws.send({ type: 'response.create', model: 'm', input: 'more', previous_response_id: r.id, store: true });
+    expect(await ws.next('error')).toMatchObject({ error: { code: 'invalid_value', param: 'previous_response_id' } });
+    ws.send({ type: 'response.create', model: 'm', input: 'more', previous_response_id: r.id, store: false });
+    expect(await ws.next('error')).toMatchObject({ error: { code: 'previous_response_not_found' } });
+    ws.dispose();
+    // An unknown id is still not found.
+    const unknown = await post(url, { model: 'm', input: 'more', previous_response_id: 'resp_nope' });
+    expect(((await unknown.json()) as { error: object }).error).toMatchObject({ code: 'previous_response_not_found' });
+    release();
+    await poll(client, r.id);
+    const next = await client.responses.create({ model: 'm', input: 'more', previous_response_id: r.id });
+    expect(next).toMatchObject({ status: 'completed', previous_response_id: r.id });
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(r.id)).toBe(1);
   });
 
   it('past --max-background-kept-bytes server-wide, the longest ended response loses its events first (never the one that just ended)', async () => {

@@ -179,9 +179,12 @@ describe.each(stores)('$name, expiry', ({ bounded }) => {
       store.put(makeRecord('resp_2', { previous: 'resp_1', created_at: CREATED + 60 }));
       now = CREATED * 1000 + 30 * DAY - 1; // resp_1 is 1 ms short of 30 days old
       expect(store.get('resp_1', ALICE)?.response.id).toBe('resp_1');
+      expect(store.has('resp_1', ALICE)).toBe(true);
       expect(store.chain('resp_2', ALICE)?.map((r) => r.response.id)).toEqual(['resp_1', 'resp_2']);
       now = CREATED * 1000 + 30 * DAY; // resp_1 is 30 days old: gone; resp_2 is not
       expect(store.get('resp_1', ALICE)).toBeUndefined();
+      expect(store.has('resp_1', ALICE)).toBe(false);
+      expect(store.has('resp_2', ALICE)).toBe(true);
       expect(store.getItem('msg_resp_1', ALICE)).toBeUndefined();
       expect(store.get('resp_2', ALICE)?.response.id).toBe('resp_2');
       expect(store.getItem('msg_resp_2', ALICE)).toMatchObject({ id: 'msg_resp_2' });
@@ -307,6 +310,18 @@ describe.each(stores)('$name', ({ open, serialises }) => {
     store.put(rec);
     expect(store.get('resp_1', ALICE)).toEqual(rec);
     expect(store.get('resp_missing', ALICE)).toBeUndefined();
+  });
+
+  it('has: whether get would find it (its owner only), without reading it', () => {
+    store.put(makeRecord('resp_1', { owner: ALICE }));
+    expect(store.has('resp_1', ALICE)).toBe(true);
+    expect(store.has('resp_1', null)).toBe(false);
+    expect(store.has('resp_missing', ALICE)).toBe(false);
+    const read = store.counters.rows_read;
+    store.has('resp_1', ALICE);
+    expect(store.counters.rows_read).toBe(read);
+    store.delete('resp_1', ALICE);
+    expect(store.has('resp_1', ALICE)).toBe(false);
   });
 
   it('keeps a null owner apart from any key owner', () => {

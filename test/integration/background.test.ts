@@ -13,26 +13,10 @@
  */
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import type { Model, ModelEvent } from '../../src/model/types.js';
 import type { ServerOptions } from '../../src/server.js';
 import { RawSocket } from '../helpers/raw-socket.js';
+import { gatedModel } from '../helpers/gated-model.js';
 import { testServer } from '../helpers/server.js';
-
-/** A model that streams `hello`, then waits for the gate (or its abort) before ending its message with ` world`. */
-function gatedModel(): { model: Model; release: () => void } {
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const model: Model = {
-    async *sample(_req, signal): AsyncIterable<ModelEvent> {
-      yield { type: 'message.start' };
-      yield { type: 'text.delta', delta: 'hello' };
-      await Promise.race([gate, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
-      yield { type: 'text.delta', delta: ' world' };
-      yield { type: 'message.end' };
-    },
-  };
-  return { model, release };
-}
 
 async function setup(opts: ServerOptions = {}) {
   const gated = gatedModel();

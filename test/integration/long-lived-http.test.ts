@@ -12,8 +12,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { LongLivedHttpClient, ServerError } from '../../src/client/index.js';
 import { scriptPolicy } from '../../src/model/policies.js';
-import type { Model, ModelEvent } from '../../src/model/types.js';
 import { SseStream, postJson } from '../helpers/sse-stream.js';
+import { gatedModel } from '../helpers/gated-model.js';
 import { gatedPlanning } from '../helpers/gated-planning.js';
 import { testServer } from '../helpers/server.js';
 
@@ -33,19 +33,6 @@ async function pausedRun(opts: Parameters<typeof testServer>[0] = {}, headers: R
   const id = done.response.id;
   const append = (input: unknown[], h = headers) => postJson(`${ctx.url}/v1/responses/${id}/append`, { input }, h);
   return { ...ctx, s, done, id, append };
-}
-
-/** A model that streams a few tokens, then waits for `gate` (or its abort) before ending its message. */
-function gatedModel(gate: Promise<void>): Model {
-  return {
-    async *sample(_req, signal): AsyncIterable<ModelEvent> {
-      yield { type: 'message.start' };
-      yield { type: 'text.delta', delta: 'hello' };
-      await Promise.race([gate, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
-      yield { type: 'text.delta', delta: ' world' };
-      yield { type: 'message.end' };
-    },
-  };
 }
 
 describe('long-lived over HTTP', () => {
@@ -109,9 +96,8 @@ describe('long-lived over HTTP', () => {
   });
 
   it('append while the run is streaming (not paused) → 400 no_paused_response', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const { url, server } = await testServer({ model: gatedModel(gate) });
+    const { model, release } = gatedModel();
+    const { url, server } = await testServer({ model });
     const s = await SseStream.open(url, create());
     const created = await s.next('response.created');
     await s.next('response.output_text.delta');

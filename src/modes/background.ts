@@ -244,7 +244,11 @@ export class BackgroundResponse implements Transport {
   private over = false;
   /** The streams were dropped (an injected disconnect): the kept events end without a terminal event. */
   private dropped = false;
-  private readonly finalResponse: Promise<Response>;
+  /**
+   * What a cancel in flight resolves with; let go once the run ends (a cancel already waiting holds its own
+   * reference), so an ended response does not keep a second copy of its final Response until its events expire.
+   */
+  private finalResponse: Promise<Response> | null;
   private resolveFinal!: (r: Response) => void;
   /** The final Response of a run that ended failed, kept with the events when the store does not have it (a storage failure). */
   private unstored: Response | null = null;
@@ -297,7 +301,7 @@ export class BackgroundResponse implements Transport {
     if (this.over) return this.unstored ? Promise.resolve(this.unstored) : undefined;
     if (this.id === null || !this.session) return undefined;
     this.session.handle({ type: 'response.cancel', response_id: this.id });
-    return this.finalResponse;
+    return this.finalResponse ?? undefined;
   }
 
   /**
@@ -413,6 +417,7 @@ export class BackgroundResponse implements Transport {
     const last = response ?? this.lastSeen;
     this.lastSeen = null;
     if (last) this.resolveFinal(last);
+    this.finalResponse = null;
     if (last && last.status === 'failed' && this.id !== null && !this.services.store.has(this.id, this.owner)) this.unstored = last;
     void this.session?.close('completed');
     this.session = null;

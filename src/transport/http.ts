@@ -276,6 +276,7 @@ export class HttpTransport {
     if (path === '/v1/responses/compact') {
       if (method !== 'POST') throw new WireError('method_not_allowed');
       const owner = this.authenticate(req);
+      checkJsonContentType(req);
       return this.holding((hold) => this.compact(req, res, owner, hold));
     }
     if (path === '/v1/responses/input_tokens') {

@@ -152,4 +152,18 @@ describe('Content-Type on POST', () => {
     }
     expect((await send('identity')).status).toBe(200);
   });
+
+  it('every POST that reads a JSON body checks it: compact and input_tokens as a create (compact read a text/plain or gzip body as JSON)', async () => {
+    const { port } = await testServer({ policy: texts(2) });
+    const body = JSON.stringify({ model: 'sim-model', input: 'hi' });
+    for (const path of ['/v1/responses/compact', '/v1/responses/input_tokens']) {
+      expect((await call(port, 'POST', path, { 'Content-Type': 'application/json' }, body)).status, path).toBe(200);
+      const typed = await call(port, 'POST', path, { 'Content-Type': 'text/plain' }, body);
+      expect(typed.status, path).toBe(415);
+      expect(typed.json.error).toMatchObject({ code: 'unsupported_media_type', param: 'Content-Type' });
+      const gzip = await call(port, 'POST', path, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, body);
+      expect(gzip.status, path).toBe(415);
+      expect(gzip.json.error).toMatchObject({ code: 'unsupported_media_type', param: 'Content-Encoding' });
+    }
+  });
 });

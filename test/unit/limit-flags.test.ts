@@ -2,6 +2,7 @@
  * Every limit has an `llr serve` flag with its default in `--help`, and the
  * flags (or their environment variables) set the limits.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../src/engine/services.js';
 import { LIMIT_FLAGS, envName, limitHelp, limitsFrom } from '../../src/limit-flags.js';
@@ -50,5 +51,11 @@ describe('limit flags', () => {
     for (const bad of ['0', '-1', '1.5', 'x', '']) expect(() => limitsFrom({ 'store-ttl-ms': bad }, {}), bad).toThrow(`--store-ttl-ms needs an integer >= 1 (or Infinity), got '${bad}'`);
     expect(() => limitsFrom({ 'max-file-store-bytes': '-1' }, {})).toThrow("--max-file-store-bytes needs an integer >= 0 (or Infinity), got '-1'");
     expect(limitHelp()).toMatch(/--store-ttl-ms N .*\(2592000000\)/);
+  });
+
+  it('docs/reliability.md has a row for every flag (the docs state a default and a flag for each bound)', () => {
+    const doc = readFileSync(new URL('../../docs/reliability.md', import.meta.url), 'utf8');
+    const rows = doc.split('\n').filter((l) => l.startsWith('| '));
+    for (const f of LIMIT_FLAGS) expect(rows.some((r) => r.includes(`\`--${f.flag}\``) || r.includes(`\`--${f.flag} `)), f.flag).toBe(true);
   });
 });

@@ -37,16 +37,30 @@ export async function sendJsonCooperative(res: ServerResponse, status: number, b
   const length = pieces.reduce((n, p) => n + p.bytes, 0);
   if (res.destroyed) return;
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': length });
-  await runCooperative(
-    (function* () {
-      for (const p of pieces) {
-        if (res.destroyed) return;
-        res.write(p.text);
-        yield;
-      }
-    })(),
-  );
+  // Honours back-pressure: the pieces wait here, not in the socket's buffer, and the caller (which keeps the request's
+  // share of the server-wide byte budget until this resolves) stays charged until the answer has left. Writing every
+  // piece at once let a client that reads nothing pin a compaction's answer (~3x its 16 MiB body) per connection with
+  // `bytes_held` back at 0: six such clients held ~1.5 GB (outside attack). The stall timeout drops such a reader.
+  for (const p of pieces) {
+    if (res.destroyed) return;
+    if (res.write(p.text)) await new Promise<void>((resolve) => setImmediate(resolve));
+    else await drainedOrClosed(res);
+  }
   if (!res.destroyed) res.end();
+}
+
+/** Resolves on the response's `drain`, or once it is closed (a reader dropped by the stall timeout, or gone). */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  if (res.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 /** Join the parts into ~256 KiB pieces with their UTF-8 length. */

@@ -307,7 +307,7 @@ export class HttpTransport {
       const id = decodeId(items[1]!, 'response_id');
       const page = this.host.storedInputItems(id, owner, parseInputItemsQuery(url.searchParams));
       if (!page) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
-      return sendJsonCooperative(res, 200, page);
+      return this.holding((hold) => sendJsonCooperative(res, 200, page, hold));
     }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
     if (m) {
@@ -317,11 +317,11 @@ export class HttpTransport {
         if (url.searchParams.get('stream') === 'true') return this.resume(res, id, owner, url, timingHeader(req));
         // A background response in flight: its current state (the store has it once it ends).
         const current = this.host.background.current(id, owner);
-        if (current) return sendJsonCooperative(res, 200, current);
+        if (current) return this.holding((hold) => sendJsonCooperative(res, 200, current, hold));
         const stored = this.host.storedResponse(id, owner);
         if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
         // A stored response echoes its request (16 MiB of instructions or tools): written in slices.
-        return sendJsonCooperative(res, 200, stored);
+        return this.holding((hold) => sendJsonCooperative(res, 200, stored, hold));
       }
       if (method === 'DELETE') {
         const stored = this.host.deleteStoredResponse(id, owner);
@@ -466,7 +466,7 @@ export class HttpTransport {
     const limits = this.host.limits;
     const body = await readBody(req, limits.maxFrameBytes, hold);
     const json = await parseEdgeJson(body, 'body', limits);
-    await sendJsonCooperative(res, 200, await this.host.compact(parseCompactBody(json, parseCaps(limits)), owner));
+    await sendJsonCooperative(res, 200, await this.host.compact(parseCompactBody(json, parseCaps(limits)), owner), hold);
   }
 
   /**

@@ -220,8 +220,12 @@ export class HttpTransport {
     // `/health` answers even past the connection cap (server.ts keeps a small
     // reserve of sockets for it), so idle clients holding every slot cannot
     // make a live server look dead; the socket is then closed.
-    if (overCap && !(path === '/health' && method === 'GET')) throw new WireError('too_many_connections');
-    if (path === '/health' && method === 'GET') {
+    // HEAD is answered as GET (Node sends no body for it): a monitor probing with HEAD got 404.
+    const health = path === '/health' && (method === 'GET' || method === 'HEAD');
+    if (overCap && !health) throw new WireError('too_many_connections');
+    // A known path with a method it does not take is 405, as on every other route (it was 404 "No route").
+    if ((path === '/health' && !health) || (path === '/llr/stats' && method !== 'GET')) throw new WireError('method_not_allowed');
+    if (health) {
       if (overCap) res.setHeader('Connection', 'close');
       const post = this.host.postWork();
       return sendJson(res, 200, {

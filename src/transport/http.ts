@@ -310,7 +310,7 @@ export class HttpTransport {
       const owner = this.authenticate(req);
       const id = decodeId(items[1]!, 'response_id');
       const page = this.host.storedInputItems(id, owner, parseInputItemsQuery(url.searchParams));
-      if (!page) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+      if (!page) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
       return this.holding((hold) => sendJsonCooperative(res, 200, page, hold));
     }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
@@ -323,14 +323,14 @@ export class HttpTransport {
         const current = this.host.background.current(id, owner);
         if (current) return this.holding((hold) => sendJsonCooperative(res, 200, current, hold));
         const stored = this.host.storedResponse(id, owner);
-        if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+        if (!stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
         // A stored response echoes its request (16 MiB of instructions or tools): written in slices.
         return this.holding((hold) => sendJsonCooperative(res, 200, stored, hold));
       }
       if (method === 'DELETE') {
         const stored = this.host.deleteStoredResponse(id, owner);
         // A background response's kept events go with it (and its final Response, kept here if the store could not).
-        if (!this.host.background.delete(id, owner, stored) && !stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+        if (!this.host.background.delete(id, owner, stored) && !stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
         return sendJson(res, 200, { id, object: 'response', deleted: true });
       }
       throw new WireError('method_not_allowed');
@@ -394,7 +394,7 @@ export class HttpTransport {
     if (bg && bg.isOver && !bg.unstoredFinal && !this.host.hasStoredResponse(id, owner)) bg = undefined;
     if (!bg) {
       const stored = this.host.storedResponse(id, owner);
-      if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+      if (!stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
       const limits = this.host.limits;
       throw new WireError(
         'invalid_value',

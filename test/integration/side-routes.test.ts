@@ -32,3 +32,17 @@ describe('side routes and methods', () => {
     }
   });
 });
+
+describe('an unknown response id in the path', () => {
+  it('is echoed cut to 100 characters in the 404, on GET, DELETE and input_items as on cancel', async () => {
+    const { port } = await testServer();
+    const id = 'z'.repeat(6000);
+    for (const [method, path] of [['GET', `/v1/responses/${id}`], ['DELETE', `/v1/responses/${id}`], ['GET', `/v1/responses/${id}/input_items`], ['POST', `/v1/responses/${id}/cancel`]] as const) {
+      const { status, body } = await send(port, method, path);
+      expect(status, method + ' ' + path.slice(-12)).toBe(404);
+      const { error } = JSON.parse(body) as { error: { code: string; message: string } };
+      expect(error.code).toBe('response_not_found');
+      expect(error.message.length).toBeLessThan(200);
+    }
+  });
+});

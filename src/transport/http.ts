@@ -220,8 +220,12 @@ export class HttpTransport {
     // `/health` answers even past the connection cap (server.ts keeps a small
     // reserve of sockets for it), so idle clients holding every slot cannot
     // make a live server look dead; the socket is then closed.
-    if (overCap && !(path === '/health' && method === 'GET')) throw new WireError('too_many_connections');
-    if (path === '/health' && method === 'GET') {
+    // HEAD is answered as GET (Node sends no body for it): a monitor probing with HEAD got 404.
+    const health = path === '/health' && (method === 'GET' || method === 'HEAD');
+    if (overCap && !health) throw new WireError('too_many_connections');
+    // A known path with a method it does not take is 405, as on every other route (it was 404 "No route").
+    if ((path === '/health' && !health) || (path === '/llr/stats' && method !== 'GET')) throw new WireError('method_not_allowed');
+    if (health) {
       if (overCap) res.setHeader('Connection', 'close');
       const post = this.host.postWork();
       return sendJson(res, 200, {
@@ -306,8 +310,8 @@ export class HttpTransport {
       const owner = this.authenticate(req);
       const id = decodeId(items[1]!, 'response_id');
       const page = this.host.storedInputItems(id, owner, parseInputItemsQuery(url.searchParams));
-      if (!page) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
-      return sendJsonCooperative(res, 200, page);
+      if (!page) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
+      return this.holding((hold) => sendJsonCooperative(res, 200, page, hold));
     }
     const m = /^\/v1\/responses\/([^/]+)$/.exec(path);
     if (m) {
@@ -317,16 +321,16 @@ export class HttpTransport {
         if (url.searchParams.get('stream') === 'true') return this.resume(res, id, owner, url, timingHeader(req));
         // A background response in flight: its current state (the store has it once it ends).
         const current = this.host.background.current(id, owner);
-        if (current) return sendJsonCooperative(res, 200, current);
+        if (current) return this.holding((hold) => sendJsonCooperative(res, 200, current, hold));
         const stored = this.host.storedResponse(id, owner);
-        if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+        if (!stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
         // A stored response echoes its request (16 MiB of instructions or tools): written in slices.
-        return sendJsonCooperative(res, 200, stored);
+        return this.holding((hold) => sendJsonCooperative(res, 200, stored, hold));
       }
       if (method === 'DELETE') {
         const stored = this.host.deleteStoredResponse(id, owner);
         // A background response's kept events go with it (and its final Response, kept here if the store could not).
-        if (!this.host.background.delete(id, owner, stored) && !stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+        if (!this.host.background.delete(id, owner, stored) && !stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
         return sendJson(res, 200, { id, object: 'response', deleted: true });
       }
       throw new WireError('method_not_allowed');
@@ -390,7 +394,7 @@ export class HttpTransport {
     if (bg && bg.isOver && !bg.unstoredFinal && !this.host.hasStoredResponse(id, owner)) bg = undefined;
     if (!bg) {
       const stored = this.host.storedResponse(id, owner);
-      if (!stored) throw new WireError('response_not_found', `Response with id '${id}' not found.`);
+      if (!stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
       const limits = this.host.limits;
       throw new WireError(
         'invalid_value',
@@ -466,7 +470,7 @@ export class HttpTransport {
     const limits = this.host.limits;
     const body = await readBody(req, limits.maxFrameBytes, hold);
     const json = await parseEdgeJson(body, 'body', limits);
-    await sendJsonCooperative(res, 200, await this.host.compact(parseCompactBody(json, parseCaps(limits)), owner));
+    await sendJsonCooperative(res, 200, await this.host.compact(parseCompactBody(json, parseCaps(limits)), owner), hold);
   }
 
   /**

@@ -12,6 +12,7 @@
 import type { ServerResponse } from 'node:http';
 import { runCooperative, type Work } from '../model/cooperative.js';
 import { stringifyWork } from '../protocol/json-chunked.js';
+import type { Hold } from '../modes/server-bytes.js';
 
 export { stringifyWork };
 
@@ -25,7 +26,7 @@ const SMALL_BODY_MEMBERS = 2_000;
  * `sendJson`, cooperative for large bodies. Resolves when the body is handed
  * to the socket (or the client is gone).
  */
-export async function sendJsonCooperative(res: ServerResponse, status: number, body: unknown): Promise<void> {
+export async function sendJsonCooperative(res: ServerResponse, status: number, body: unknown, hold?: Pick<Hold, 'add'>): Promise<void> {
   const parts = await runCooperative(stringifyWork(body));
   if (parts.length < SMALL_BODY_MEMBERS && parts.reduce((n, p) => n + p.length, 0) < WRITE_PIECE_CHARS) {
     const text = parts.join('');
@@ -36,17 +37,35 @@ export async function sendJsonCooperative(res: ServerResponse, status: number, b
   const pieces = await runCooperative(piecesWork(parts));
   const length = pieces.reduce((n, p) => n + p.bytes, 0);
   if (res.destroyed) return;
+  // A large answer is charged to the server-wide byte budget until it has left (the caller releases the hold): a
+  // retrieve of a 16 MiB stored response by clients that read nothing pinned ~17 MB each with nothing charged (sixty
+  // such GETs held 1 GB of heap; a few hundred would pass V8's heap limit). Past the budget: 503 `server_busy`.
+  hold?.add(length);
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': length });
-  await runCooperative(
-    (function* () {
-      for (const p of pieces) {
-        if (res.destroyed) return;
-        res.write(p.text);
-        yield;
-      }
-    })(),
-  );
+  // Honours back-pressure: the pieces wait here, not in the socket's buffer, and the caller (which keeps the request's
+  // share of the server-wide byte budget until this resolves) stays charged until the answer has left. Writing every
+  // piece at once let a client that reads nothing pin a compaction's answer (~3x its 16 MiB body) per connection with
+  // `bytes_held` back at 0: six such clients held ~1.5 GB (outside attack). The stall timeout drops such a reader.
+  for (const p of pieces) {
+    if (res.destroyed) return;
+    if (res.write(p.text)) await new Promise<void>((resolve) => setImmediate(resolve));
+    else await drainedOrClosed(res);
+  }
   if (!res.destroyed) res.end();
+}
+
+/** Resolves on the response's `drain`, or once it is closed (a reader dropped by the stall timeout, or gone). */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  if (res.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 /** Join the parts into ~256 KiB pieces with their UTF-8 length. */

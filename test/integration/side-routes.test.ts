@@ -1,0 +1,48 @@
+/**
+ * The side routes' methods (outside attack): `HEAD /health` is answered as
+ * `GET` (headers only), and a known path with a method it does not take is
+ * 405 `method_not_allowed` with the JSON error body, as on every other route
+ * (`/health` and `/llr/stats` said 404 "No route"). Real sockets.
+ */
+import { request } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { testServer } from '../helpers/server.js';
+
+function send(port: number, method: string, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ port, host: '127.0.0.1', method, path }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('side routes and methods', () => {
+  it('HEAD /health is 200 with no body; other methods on /health and /llr/stats are 405 with a JSON error', async () => {
+    const { port } = await testServer();
+    expect(await send(port, 'HEAD', '/health')).toEqual({ status: 200, body: '' });
+    for (const [method, path] of [['POST', '/health'], ['DELETE', '/health'], ['POST', '/llr/stats'], ['PUT', '/llr/stats']] as const) {
+      const { status, body } = await send(port, method, path);
+      expect(status, `${method} ${path}`).toBe(405);
+      expect(JSON.parse(body)).toMatchObject({ error: { code: 'method_not_allowed', type: 'invalid_request_error', param: null } });
+    }
+  });
+});
+
+describe('an unknown response id in the path', () => {
+  it('is echoed cut to 100 characters in the 404, on GET, DELETE and input_items as on cancel', async () => {
+    const { port } = await testServer();
+    const id = 'z'.repeat(6000);
+    for (const [method, path] of [['GET', `/v1/responses/${id}`], ['DELETE', `/v1/responses/${id}`], ['GET', `/v1/responses/${id}/input_items`], ['POST', `/v1/responses/${id}/cancel`]] as const) {
+      const { status, body } = await send(port, method, path);
+      expect(status, method + ' ' + path.slice(-12)).toBe(404);
+      const { error } = JSON.parse(body) as { error: { code: string; message: string } };
+      expect(error.code).toBe('response_not_found');
+      expect(error.message.length).toBeLessThan(200);
+    }
+  });
+});

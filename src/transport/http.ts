@@ -53,7 +53,7 @@ import type { Authenticator } from './auth.js';
 import { closeAfterAnswer, drainBody, readBody } from './body.js';
 import { batchWrites, type Batcher } from './batch.js';
 import { parseCaps, parseEdgeJson } from './json-in.js';
-import { sendJsonCooperative } from './json-out.js';
+import { drainedOrClosed, sendJsonCooperative } from './json-out.js';
 import type { Guard } from './guard.js';
 import { tokenizerState } from '../model/tokenizer.js';
 import { parseInputItemsQuery } from '../store/input-items.js';
@@ -517,9 +517,9 @@ export class HttpTransport {
         resolve();
       };
       transport.ended = (response) => {
-        // A large answer is written in slices (transport/json-out.ts): the request is done once it is handed over,
-        // and its one-shot session ends with it, though a reader that is not reading keeps the socket (and its
-        // unsent bytes, bounded by the send limit) until it reads or leaves: a create is no longer in flight.
+        // A large answer is written in slices that wait for the socket (transport/json-out.ts): the request is done
+        // once all but its last slice (~256 KiB at most) has left, and its one-shot session ends with it; a reader
+        // that reads nothing keeps it in flight until the stall timeout drops it.
         transport.end(response).then(() => {
           void session.close('completed');
           done();
@@ -709,15 +709,7 @@ export function sseTransport(
     // a 'drain' that never came, until the stall watch dropped it.
     backlog() {
       if (!paced || res.writableEnded || res.destroyed || res.writableLength <= limit / 2 || !res.writableNeedDrain) return null;
-      return new Promise<void>((resolve) => {
-        const done = () => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolve();
-        };
-        res.on('drain', done);
-        res.on('close', done);
-      });
+      return drainedOrClosed(res);
     },
     // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
     drop() {

@@ -56,7 +56,7 @@ export async function sendJsonCooperative(res: ServerResponse, status: number, b
 }
 
 /** Resolves on the response's `drain`, or once it is closed (a reader dropped by the stall timeout, or gone). */
-function drainedOrClosed(res: ServerResponse): Promise<void> {
+export function drainedOrClosed(res: ServerResponse): Promise<void> {
   if (res.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {

@@ -27,7 +27,7 @@ import type { ScenarioContext } from './suite.js';
 export const SLOW_READER_RSS_BUDGET_MB = 150;
 /** The documented default send limit (`--send-buffer-bytes`, docs/reliability.md): a reader owed more must be dropped. */
 const WS_SEND_BUFFER_DEFAULT = 4 * 1024 * 1024;
-/** `--ws-idle-timeout-ms` of this scenario's server: a reader that answers no ping is dropped within it. */
+/** `--ws-idle-timeout-ms` of this scenario's server: a reader that answers no ping (and takes no bytes) is dropped within one and a half of it. */
 const WS_IDLE_MS = 3000;
 /**
  * `--send-stall-timeout-ms` of this scenario's server: a run whose reader is behind by half the send limit waits for it

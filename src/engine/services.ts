@@ -176,9 +176,10 @@ export interface Limits {
   /** Longest an HTTP keep-alive connection stays open idle between requests, ms (default 5 s; 0: no limit). */
   keepAliveTimeoutMs: number;
   /**
-   * A WebSocket peer from which nothing arrives (no frame, no pong) for this
-   * long is dropped, ms (default 60 s; 0: no heartbeat). The server pings
-   * every half of it; every standard client answers pings on its own, so a
+   * A WebSocket peer from which nothing arrives (no frame, no pong) and
+   * which takes no bytes for this long is dropped, ms (default 60 s; 0: no
+   * heartbeat; transport/heartbeat.ts). The server pings every half of it;
+   * every standard client answers pings on its own, so a
    * client that is silent while its tool runs stays connected (its paused
    * run ends only by the pause timeout, a cancel, or the connection's end).
    * A peer that vanished (half-open TCP) answers no ping and is dropped; its

@@ -10,8 +10,8 @@
  * an error event; binary frames get an error event; the connection lifetime
  * limit sends the documented error, ends the run in flight (its terminal
  * event still goes out) and closes with 1000; more than `maxSendBufferBytes`
- * unsent to a client that does not read drops it; a peer that answers no
- * ping within `wsIdleTimeoutMs` is dropped (see `startHeartbeat`); a
+ * unsent to a client that does not read drops it; a peer that shows no
+ * sign of life for `wsIdleTimeoutMs` is dropped (transport/heartbeat.ts); a
  * create or append frame past the server-wide byte budget (the share the
  * session host gives the connection) gets an `error` event `server_busy`
  * and is not handled. The socket stays open after any error event.
@@ -49,6 +49,7 @@ import type { Logger } from 'pino';
 import type { SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
 import { batchWrites, type Batcher } from './batch.js';
+import { startHeartbeat } from './heartbeat.js';
 import type { Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
 
@@ -380,7 +381,7 @@ class WsConnection implements Transport {
    * kernel's socket buffers where no byte count sees it (a paced run keeps them full): a reader the pacing
    * kept was dropped as silent (`ws_idle_timeout`) once those took longer than the idle timeout to read.
    * A send that completed (the kernel took its bytes) says the peer reads: one that reads nothing stops
-   * that once its buffers are full, and is dropped a period later.
+   * that once its buffers are full, and is dropped a whole timeout later (transport/heartbeat.ts).
    */
   private sending(): boolean {
     const progressed = this.sendsDone !== this.sendsSeen;
@@ -584,36 +585,6 @@ class WsConnection implements Transport {
     this.log.info({ code }, 'websocket closed');
     void this.session.close();
   };
-}
-
-/**
- * The idle timeout (`wsIdleTimeoutMs`): every half of it the peer is pinged,
- * and a peer from which nothing arrived since the previous ping (no frame,
- * no pong, no ping) is dropped, so a vanished peer goes between half and
- * all of the timeout after its last sign of life. Clients answer pings on
- * their own, so a silent client whose run is paused for a tool stays.
- * 0 (or more than a timer holds): no heartbeat.
- */
-function startHeartbeat(ws: WebSocket, idleMs: number, onDrop: () => void, stalled: () => boolean): ReturnType<typeof setInterval> | undefined {
-  if (!(idleMs > 0) || idleMs > 2 ** 31 - 1) return undefined;
-  let alive = true;
-  const seen = () => {
-    alive = true;
-  };
-  ws.on('pong', seen);
-  ws.on('ping', seen);
-  ws.on('message', seen);
-  return setInterval(() => {
-    if (ws.readyState !== ws.OPEN) return;
-    if (stalled()) alive = true;
-    if (!alive) {
-      onDrop();
-      ws.terminate();
-      return;
-    }
-    alive = false;
-    ws.ping();
-  }, Math.max(1, Math.floor(idleMs / 2)));
 }
 
 /**

@@ -13,28 +13,38 @@ const MiB = 1024 * 1024;
 const body = JSON.stringify({ model: 'm', input: Array.from({ length: 6000 }, (_, i) => ({ role: 'user', content: `message ${i} ` + 'lorem ipsum dolor '.repeat(30) })) });
 const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
 
+/** A raw client that sends `request` and reads only the first bytes of the answer. */
+async function stalledReader(port: number, ...request: string[]): Promise<net.Socket> {
+  const a = net.connect(port, '127.0.0.1');
+  a.on('error', () => {});
+  for (const r of request) a.write(r);
+  await new Promise((resolve) => a.once('data', resolve));
+  a.pause();
+  return a;
+}
+
+/** The reader gone, what the server held for it is released: `bytes_held` back at 0. */
+async function closeAndSettle(a: net.Socket, url: string): Promise<number> {
+  const closed = new Promise((resolve) => a.once('close', resolve));
+  a.destroy();
+  await closed;
+  // The server hears the close on its own turn: ask until it has (each ask is a round trip, no timer).
+  let now = await held(url);
+  for (let i = 0; i < 200 && now !== 0; i++) now = await held(url);
+  return now;
+}
+
 describe('a JSON answer to a reader that does not read', () => {
   it('keeps the request charged until the answer has left, so a second one past the budget gets server_busy', async () => {
     const { url, port } = await testServer({ limits: { maxServerBytes: Math.ceil(body.length * 4.5) } });
     // The first client sends a compaction and reads only the first bytes of its answer.
-    const a = net.connect(port, '127.0.0.1');
-    a.on('error', () => {});
-    a.write(`POST /v1/responses/compact HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`);
-    a.write(body);
-    await new Promise((resolve) => a.once('data', resolve));
-    a.pause();
+    const a = await stalledReader(port, `POST /v1/responses/compact HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`, body);
     const second = await fetch(`${url}/v1/responses/compact`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
     expect(second.status).toBe(503);
     expect(((await second.json()) as { error: { code: string } }).error.code).toBe('server_busy');
     expect(await held(url)).toBeGreaterThanOrEqual(body.length);
     // The reader gone, its share is released.
-    const closed = new Promise((resolve) => a.once('close', resolve));
-    a.destroy();
-    await closed;
-    // The server hears the close on its own turn: ask until it has (each ask is a round trip, no timer).
-    let now = await held(url);
-    for (let i = 0; i < 200 && now !== 0; i++) now = await held(url);
-    expect(now).toBe(0);
+    expect(await closeAndSettle(a, url)).toBe(0);
     expect(body.length).toBeGreaterThan(MiB);
   });
 });
@@ -46,20 +56,11 @@ describe('a large retrieve to a reader that does not read', () => {
     const created = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', instructions: 'x'.repeat(size), input: 'hi' }) });
     const { id } = (await created.json()) as { id: string };
     expect(await held(url)).toBe(0);
-    const a = net.connect(port, '127.0.0.1');
-    a.on('error', () => {});
-    a.write(`GET /v1/responses/${id} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
-    await new Promise((resolve) => a.once('data', resolve));
-    a.pause();
+    const a = await stalledReader(port, `GET /v1/responses/${id} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
     const second = await fetch(`${url}/v1/responses/${id}`);
     expect(second.status).toBe(503);
     expect(((await second.json()) as { error: { code: string } }).error.code).toBe('server_busy');
-    const closed = new Promise((resolve) => a.once('close', resolve));
-    a.destroy();
-    await closed;
-    let now = await held(url);
-    for (let i = 0; i < 200 && now !== 0; i++) now = await held(url);
-    expect(now).toBe(0);
+    expect(await closeAndSettle(a, url)).toBe(0);
     const third = await fetch(`${url}/v1/responses/${id}`);
     expect(third.status).toBe(200);
     expect(((await third.json()) as { instructions: string }).instructions.length).toBe(size);

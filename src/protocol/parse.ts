@@ -9,7 +9,7 @@
  */
 import { WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
-import { isFunctionTool, type InputItem, type InputText, type OtherContentPart, type InputRole, type TextFormat, type Tool, type ToolChoice } from './objects.js';
+import { isFunctionTool, type InputItem, type InputText, type OtherContentPart, type InputRole, type ItemStatus, type TextFormat, type Tool, type ToolChoice } from './objects.js';
 import { parseJsonWork, type ParseWork } from './json-chunked.js';
 
 type Obj = Record<string, unknown>;
@@ -559,6 +559,25 @@ function isRole(v: unknown): v is InputRole {
   return ROLES.includes(v as InputRole);
 }
 
+/** An item's `status` as the API's item types have it (messages, function calls and outputs, reasoning). */
+const ITEM_STATUSES: readonly ItemStatus[] = ['in_progress', 'completed', 'incomplete'];
+
+/**
+ * `status`, when given (null counts as not given), is one of the API's item statuses: an item keeps what
+ * it was sent with, and `GET /v1/responses/{id}/input_items` lists it so, where a typed client decodes the
+ * closed enum (openai-node's `ResponseInputMessageItem.status` and the others).
+ */
+function checkItemStatus(v: Obj, param: string): void {
+  const status = v['status'];
+  if (status === undefined || status === null || ITEM_STATUSES.includes(status as ItemStatus)) return;
+  const shown = typeof status === 'string' ? `'${status.slice(0, 100)}'` : JSON.stringify(status)?.slice(0, 100);
+  throw new WireError(
+    typeof status === 'string' ? 'invalid_value' : 'invalid_type',
+    `Invalid value for '${param}.status': ${shown}. Supported values are: 'in_progress', 'completed', and 'incomplete'.`,
+    `${param}.status`,
+  );
+}
+
 function parseItem(v: unknown, param: string): InputItem {
   assertObj(v, param);
   if (v['type'] === undefined && 'role' in v) return parseMessage(v, param);
@@ -570,11 +589,18 @@ function parseItem(v: unknown, param: string): InputItem {
     requireString(v, 'call_id', param);
     requireString(v, 'name', param);
     requireString(v, 'arguments', param);
+    checkItemStatus(v, param);
     return v;
   }
   if (hasType(v, 'function_call_output')) {
     requireString(v, 'call_id', param);
     requireTextOrParts(v, 'output', param);
+    checkItemStatus(v, param);
+    return v;
+  }
+  if (hasType(v, 'reasoning')) {
+    // Otherwise carried through untouched.
+    checkItemStatus(v, param);
     return v;
   }
   if (hasType(v, 'item_reference')) {
@@ -622,6 +648,7 @@ function parseMessage(v: Obj, param: string): InputItem {
     throw new WireError('invalid_value', `Invalid value for '${param}.role': expected one of ${ROLES.join(', ')}.`, `${param}.role`);
   }
   requireTextOrParts(v, 'content', param);
+  checkItemStatus(v, param);
   const content = v.content;
   if (Array.isArray(content)) {
     content.forEach((part, j) => {

@@ -54,6 +54,11 @@ describe('parseClientFrame', () => {
     // Found by the chaos fuzzer: a non-string description reached the router and was a 500.
     ['{"type":"response.create","model":"m","tools":[{"type":"function","name":"f","description":0}]}', 'invalid_type', 'tools[0].description'],
     ['{"type":"response.create","model":"m","tools":[{"type":"function","name":"f","description":{"a":1}}]}', 'invalid_type', 'tools[0].description'],
+    // An item's status is the API's enum: input_items lists it as sent, where typed clients decode it.
+    ['{"type":"response.create","model":"m","input":[{"role":"user","content":"a","status":"bogus"}]}', 'invalid_value', 'input[0].status'],
+    ['{"type":"response.create","model":"m","input":[{"type":"function_call","call_id":"c","name":"n","arguments":"{}","status":"failed"}]}', 'invalid_value', 'input[0].status'],
+    ['{"type":"response.create","model":"m","input":[{"type":"function_call_output","call_id":"c","output":"o","status":1}]}', 'invalid_type', 'input[0].status'],
+    ['{"type":"response.append","input":[{"type":"reasoning","summary":[],"status":"thinking"}]}', 'invalid_value', 'input[0].status'],
   ])('%s → %s (%s)', (frame, code, param) => {
     const err = fails(() => parseClientFrame(frame));
     expect(err.code).toBe(code);
@@ -66,6 +71,11 @@ describe('parseCreateBody', () => {
   it('carries unknown item types (reasoning, hosted calls) through untouched', () => {
     const reasoning = { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'abc' };
     expect(parseCreateBody({ model: 'm', input: [reasoning] }).input[0]).toBe(reasoning);
+    // The item statuses of the API (or none, or null) are accepted; a hosted call's own statuses are not checked.
+    for (const status of ['in_progress', 'completed', 'incomplete', null, undefined]) {
+      expect(() => parseCreateBody({ model: 'm', input: [{ role: 'user', content: 'a', status }, { ...reasoning, status }] })).not.toThrow();
+    }
+    expect(() => parseCreateBody({ model: 'm', input: [{ type: 'web_search_call', id: 'ws_1', status: 'searching' }] })).not.toThrow();
   });
 
   it('takes a model name up to MAX_MODEL_CHARS and refuses a longer one, naming the param', () => {

@@ -31,6 +31,29 @@ function optString(o: Obj, key: string, prefix = ''): string | null {
   return v;
 }
 
+/** The API's words for a list of values: `'a', 'b', and 'c'`. */
+function supported(values: readonly string[]): string {
+  const q = values.map((v) => `'${v}'`);
+  return q.length < 2 ? q.join('') : `${q.slice(0, -1).join(', ')}, and ${q.at(-1)}`;
+}
+
+/**
+ * A string that must be one of `values` (or absent / null): a field the Response echoes, so a value outside
+ * the API's enum would reach typed clients (openai-node's unions, strict decoders) as sent.
+ */
+function optEnum<T extends string>(o: Obj, key: string, values: readonly T[], prefix = ''): T | null {
+  const v = optString(o, key, prefix);
+  if (v === null || (values as readonly string[]).includes(v)) return v as T | null;
+  throw new WireError('invalid_value', `Invalid value for '${prefix}${key}': '${v.slice(0, 100)}'. Supported values are: ${supported(values)}.`, prefix + key);
+}
+
+/** `service_tier` (openai-node 6.49's `ResponseCreateParams.service_tier`, echoed on the Response). */
+const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority'] as const;
+/** `reasoning.effort` (openai-node 6.49's `ReasoningEffort`). */
+const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+/** `reasoning.summary` (openai-node's `Reasoning.summary`); Codex leaves it out for its own `none`. */
+const REASONING_SUMMARIES = ['auto', 'concise', 'detailed'] as const;
+
 function optBool(o: Obj, key: string, dflt: boolean): boolean {
   const v = o[key];
   if (v === undefined || v === null) return dflt;
@@ -397,7 +420,7 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     reasoning: parseReasoning(body['reasoning']),
     prompt_cache_key: optString(body, 'prompt_cache_key'),
     safety_identifier: optString(body, 'safety_identifier'),
-    service_tier: optString(body, 'service_tier'),
+    service_tier: optEnum(body, 'service_tier', SERVICE_TIERS),
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
     ...parseEchoed(body),
@@ -750,5 +773,5 @@ function parseMetadata(v: unknown): Record<string, string> {
 function parseReasoning(v: unknown): CreateParams['reasoning'] {
   if (v === undefined || v === null) return null;
   assertObj(v, 'reasoning');
-  return { effort: optString(v, 'effort', 'reasoning.'), summary: optString(v, 'summary', 'reasoning.') };
+  return { effort: optEnum(v, 'effort', REASONING_EFFORTS, 'reasoning.'), summary: optEnum(v, 'summary', REASONING_SUMMARIES, 'reasoning.') };
 }

@@ -59,6 +59,10 @@ describe('parseClientFrame', () => {
     ['{"type":"response.create","model":"m","input":[{"type":"function_call","call_id":"c","name":"n","arguments":"{}","status":"failed"}]}', 'invalid_value', 'input[0].status'],
     ['{"type":"response.create","model":"m","input":[{"type":"function_call_output","call_id":"c","output":"o","status":1}]}', 'invalid_type', 'input[0].status'],
     ['{"type":"response.append","input":[{"type":"reasoning","summary":[],"status":"thinking"}]}', 'invalid_value', 'input[0].status'],
+    // Enumerated fields the Response echoes: a value outside the API's enum is refused, not echoed.
+    ['{"type":"response.create","model":"m","service_tier":"bogus"}', 'invalid_value', 'service_tier'],
+    ['{"type":"response.create","model":"m","reasoning":{"effort":"extreme"}}', 'invalid_value', 'reasoning.effort'],
+    ['{"type":"response.create","model":"m","reasoning":{"summary":"none"}}', 'invalid_value', 'reasoning.summary'],
   ])('%s → %s (%s)', (frame, code, param) => {
     const err = fails(() => parseClientFrame(frame));
     expect(err.code).toBe(code);
@@ -76,6 +80,13 @@ describe('parseCreateBody', () => {
       expect(() => parseCreateBody({ model: 'm', input: [{ role: 'user', content: 'a', status }, { ...reasoning, status }] })).not.toThrow();
     }
     expect(() => parseCreateBody({ model: 'm', input: [{ type: 'web_search_call', id: 'ws_1', status: 'searching' }] })).not.toThrow();
+  });
+
+  it("accepts every value of the API's enums for service_tier and reasoning (echoed on the Response)", () => {
+    for (const service_tier of ['auto', 'default', 'flex', 'scale', 'priority', null]) expect(parseCreateBody({ model: 'm', service_tier }).service_tier).toBe(service_tier);
+    for (const effort of ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max', null]) {
+      for (const summary of ['auto', 'concise', 'detailed', null]) expect(parseCreateBody({ model: 'm', reasoning: { effort, summary } }).reasoning).toEqual({ effort, summary });
+    }
   });
 
   it('takes a model name up to MAX_MODEL_CHARS and refuses a longer one, naming the param', () => {

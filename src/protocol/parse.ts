@@ -53,6 +53,8 @@ const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority'] as const;
 const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 /** `reasoning.summary` (openai-node's `Reasoning.summary`); Codex leaves it out for its own `none`. */
 const REASONING_SUMMARIES = ['auto', 'concise', 'detailed'] as const;
+/** `tool_choice: {type: "allowed_tools", mode}` (openai-node's `ToolChoiceAllowed`). */
+const ALLOWED_TOOLS_MODES = ['auto', 'required'] as const;
 
 function optBool(o: Obj, key: string, dflt: boolean): boolean {
   const v = o[key];
@@ -724,6 +726,14 @@ function parseToolChoice(v: unknown): ToolChoice {
       const name = v['name'];
       if (typeof name !== 'string') {
         throw new WireError('missing_required_parameter', "Missing required parameter: 'tool_choice.name'.", 'tool_choice.name');
+      }
+    }
+    if (v['type'] === 'allowed_tools') {
+      // Echoed on the Response: its mode is openai-node's `ToolChoiceAllowed.mode`, its tools a list.
+      if (v['mode'] === undefined) throw new WireError('missing_required_parameter', "Missing required parameter: 'tool_choice.mode'.", 'tool_choice.mode');
+      optEnum(v, 'mode', ALLOWED_TOOLS_MODES, 'tool_choice.');
+      if (!Array.isArray(v['tools'])) {
+        throw new WireError(v['tools'] === undefined ? 'missing_required_parameter' : 'invalid_type', "Invalid 'tool_choice.tools': expected an array of tools.", 'tool_choice.tools');
       }
     }
     return v as ToolChoice;

@@ -63,6 +63,9 @@ describe('parseClientFrame', () => {
     ['{"type":"response.create","model":"m","service_tier":"bogus"}', 'invalid_value', 'service_tier'],
     ['{"type":"response.create","model":"m","reasoning":{"effort":"extreme"}}', 'invalid_value', 'reasoning.effort'],
     ['{"type":"response.create","model":"m","reasoning":{"summary":"none"}}', 'invalid_value', 'reasoning.summary'],
+    ['{"type":"response.create","model":"m","tool_choice":{"type":"allowed_tools","mode":"bogus","tools":[]}}', 'invalid_value', 'tool_choice.mode'],
+    ['{"type":"response.create","model":"m","tool_choice":{"type":"allowed_tools","tools":[]}}', 'missing_required_parameter', 'tool_choice.mode'],
+    ['{"type":"response.create","model":"m","tool_choice":{"type":"allowed_tools","mode":"auto","tools":{}}}', 'invalid_type', 'tool_choice.tools'],
   ])('%s → %s (%s)', (frame, code, param) => {
     const err = fails(() => parseClientFrame(frame));
     expect(err.code).toBe(code);

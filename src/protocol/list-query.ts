@@ -22,12 +22,14 @@ const INTEGER = /^-?[0-9]+$/;
 export function limitParam(q: URLSearchParams, def: number, max: number): number {
   const raw = singleParam(q, 'limit');
   if (raw === null) return def;
-  if (!INTEGER.test(raw) || raw.length > 20) {
+  if (!INTEGER.test(raw)) {
     throw new WireError('invalid_type', `Invalid type for 'limit': expected an integer, but got '${raw.slice(0, 100)}' instead.`, 'limit');
   }
+  // Any length of digits is an integer: compared as a number (a huge one is Infinity, still above the max).
   const limit = Number(raw);
-  if (limit < 1) throw new WireError('integer_below_min_value', `Invalid 'limit': integer below minimum value. Expected a value >= 1, but got ${limit} instead.`, 'limit');
-  if (limit > max) throw new WireError('integer_above_max_value', `Invalid 'limit': integer above maximum value. Expected a value <= ${max}, but got ${limit} instead.`, 'limit');
+  const shown = raw.length > 40 ? `${raw.slice(0, 40)}…` : raw;
+  if (limit < 1) throw new WireError('integer_below_min_value', `Invalid 'limit': integer below minimum value. Expected a value >= 1, but got ${shown} instead.`, 'limit');
+  if (limit > max) throw new WireError('integer_above_max_value', `Invalid 'limit': integer above maximum value. Expected a value <= ${max}, but got ${shown} instead.`, 'limit');
   return limit;
 }
 

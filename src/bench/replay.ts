@@ -254,7 +254,9 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
         ? ` (${response.error.code}: ${response.error.message})`
         : response.incomplete_details
           ? ` (${response.incomplete_details.reason})`
-          : '';
+          : response.llr_incomplete_reason
+            ? ` (${response.llr_incomplete_reason})`
+            : '';
       throw new ReplayError(`${opts.design}: user turn ${ui} ended ${response.status}${why} at model call ${current}`);
     }
     if (current !== last) throw new ReplayError(`${opts.design}: user turn ${ui} ended after model call ${current}; the workload has it end at ${last}`);

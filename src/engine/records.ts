@@ -14,6 +14,7 @@
  * owner (the API key's hash, null without keys) so a caller lists only its
  * own; `page()` is the paginated list `GET /llr/runs` serves.
  */
+import { WireError } from '../protocol/errors.js';
 import type { TimingSpan } from '../protocol/events.js';
 import type { Usage } from '../protocol/objects.js';
 import type { Protocol } from '../protocol/designs.js';
@@ -142,7 +143,8 @@ export class RunRecords {
 
   /**
    * One page of `owner`'s records. An `after` id no longer in the ring but recently dropped resumes where
-   * it was; one never seen (or another owner's) gives an empty page.
+   * it was; one never seen (or another owner's, or dropped before the last `DROPPED_KEPT`) is refused, a
+   * `WireError` (400 `invalid_value`, `param: after`), as `input_items` refuses a cursor.
    */
   page(q: PageQuery): RecordPage {
     let all = [...this.byId.values()];
@@ -158,7 +160,10 @@ export class RunRecords {
         // The first record past the dropped one's place, in the page's order.
         const past = all.findIndex((k) => (desc ? k.place < gone.place : k.place > gone.place));
         start = past < 0 ? all.length : past;
-      } else start = all.length;
+      } else {
+        // As input_items refuses a cursor naming no item of its list: an empty page would read as the list's end.
+        throw new WireError('invalid_value', `Invalid 'after': no run record '${q.after.slice(0, 100)}' (unknown, another key's, or dropped too long ago to resume after).`, 'after');
+      }
     }
     const data = all.slice(start, start + q.limit).map((k) => k.rec);
     return {

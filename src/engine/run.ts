@@ -19,7 +19,7 @@ import type { ModelRequest } from '../model/types.js';
 import { WireError, responseErrorCode, toWireError } from '../protocol/errors.js';
 import { DeltaBatch, numberedInPlace, type DeltaHead } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type TimingSpan, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
-import { makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
+import { isIncompleteReason, makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import type { AppendedItems } from '../store/types.js';
 import type { Counter, RunMetrics } from '../pipeline/metrics.js';
 import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
@@ -649,7 +649,11 @@ export class ResponseRun {
         response.status = ended.status;
         response.completed_at = ended.status === 'completed' ? Math.floor(this.wallNow() / 1000) : null;
         response.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens, this.reasoningTokens, this.cacheWriteTokens);
-        if (ended.status === 'incomplete') response.incomplete_details = { reason: ended.reason };
+        if (ended.status === 'incomplete') {
+          // Only the API's reasons go in incomplete_details (a closed enum that typed clients decode); ours has its own field.
+          if (isIncompleteReason(ended.reason)) response.incomplete_details = { reason: ended.reason };
+          else response.llr_incomplete_reason = ended.reason;
+        }
         if (ended.error) response.error = { code: responseErrorCode(ended.error), message: ended.error.message };
         for (const item of response.output) if ('status' in item && item.status === 'in_progress') item.status = 'incomplete';
       }),
@@ -721,6 +725,7 @@ export class ResponseRun {
     r.status = 'failed';
     r.completed_at = null;
     r.incomplete_details = null;
+    delete r.llr_incomplete_reason;
     r.error = { code: responseErrorCode(error), message: error.message };
     this.end = { status: 'failed', reason: 'storage_failed', error };
     return this.end;

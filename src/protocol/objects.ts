@@ -192,6 +192,20 @@ export interface TextConfig {
   verbosity?: 'low' | 'medium' | 'high' | null;
 }
 
+/**
+ * `incomplete_details.reason` is a closed enum in the API (openai-node's
+ * `Response.IncompleteDetails`, the OpenAPI spec): a strict client fails to
+ * decode any other string. A run this server ends `incomplete` for a reason
+ * of its own (a pause timeout, shutdown, the connection's lifetime) says so
+ * in `llr_incomplete_reason` instead, with `incomplete_details: null`.
+ */
+export const INCOMPLETE_REASONS = ['max_output_tokens', 'content_filter'] as const;
+export type IncompleteReason = (typeof INCOMPLETE_REASONS)[number];
+
+export function isIncompleteReason(reason: string): reason is IncompleteReason {
+  return (INCOMPLETE_REASONS as readonly string[]).includes(reason);
+}
+
 export interface ResponseError {
   code: string;
   message: string;
@@ -204,7 +218,7 @@ export interface Response {
   completed_at: number | null;
   status: ResponseStatus;
   error: ResponseError | null;
-  incomplete_details: { reason: string } | null;
+  incomplete_details: { reason: IncompleteReason } | null;
   model: string;
   previous_response_id: string | null;
   instructions: string | null;
@@ -238,6 +252,12 @@ export interface Response {
   prompt?: Record<string, unknown> | null;
   /** Long-lived protocol only: call ids the paused response waits for. */
   pending_tool_calls?: string[];
+  /**
+   * This server's extension: why a response ended `incomplete` when the API's
+   * enum has no word for it (`pause_timeout`, `server_shutdown`,
+   * `connection_limit_reached`); `incomplete_details` is then null. Absent otherwise.
+   */
+  llr_incomplete_reason?: string;
 }
 
 export function isFunctionTool(t: Tool): t is FunctionTool {

@@ -9,7 +9,7 @@
  */
 import { WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
-import { isFunctionTool, type InputItem, type InputText, type OtherContentPart, type InputRole, type TextFormat, type Tool, type ToolChoice } from './objects.js';
+import { isFunctionTool, type InputItem, type InputText, type OtherContentPart, type InputRole, type ItemStatus, type TextFormat, type Tool, type ToolChoice } from './objects.js';
 import { parseJsonWork, type ParseWork } from './json-chunked.js';
 
 type Obj = Record<string, unknown>;
@@ -30,6 +30,31 @@ function optString(o: Obj, key: string, prefix = ''): string | null {
   }
   return v;
 }
+
+/** The API's words for a list of values: `'a', 'b', and 'c'`. */
+function supported(values: readonly string[]): string {
+  const q = values.map((v) => `'${v}'`);
+  return q.length < 2 ? q.join('') : `${q.slice(0, -1).join(', ')}, and ${q.at(-1)}`;
+}
+
+/**
+ * A string that must be one of `values` (or absent / null): a field the Response echoes, so a value outside
+ * the API's enum would reach typed clients (openai-node's unions, strict decoders) as sent.
+ */
+function optEnum<T extends string>(o: Obj, key: string, values: readonly T[], prefix = ''): T | null {
+  const v = optString(o, key, prefix);
+  if (v === null || (values as readonly string[]).includes(v)) return v as T | null;
+  throw new WireError('invalid_value', `Invalid value for '${prefix}${key}': '${v.slice(0, 100)}'. Supported values are: ${supported(values)}.`, prefix + key);
+}
+
+/** `service_tier` (openai-node 6.49's `ResponseCreateParams.service_tier`, echoed on the Response). */
+const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority'] as const;
+/** `reasoning.effort` (openai-node 6.49's `ReasoningEffort`). */
+const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+/** `reasoning.summary` (openai-node's `Reasoning.summary`); Codex leaves it out for its own `none`. */
+const REASONING_SUMMARIES = ['auto', 'concise', 'detailed'] as const;
+/** `tool_choice: {type: "allowed_tools", mode}` (openai-node's `ToolChoiceAllowed`). */
+const ALLOWED_TOOLS_MODES = ['auto', 'required'] as const;
 
 function optBool(o: Obj, key: string, dflt: boolean): boolean {
   const v = o[key];
@@ -397,7 +422,7 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     reasoning: parseReasoning(body['reasoning']),
     prompt_cache_key: optString(body, 'prompt_cache_key'),
     safety_identifier: optString(body, 'safety_identifier'),
-    service_tier: optString(body, 'service_tier'),
+    service_tier: optEnum(body, 'service_tier', SERVICE_TIERS),
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
     ...parseEchoed(body),
@@ -559,6 +584,25 @@ function isRole(v: unknown): v is InputRole {
   return ROLES.includes(v as InputRole);
 }
 
+/** An item's `status` as the API's item types have it (messages, function calls and outputs, reasoning). */
+const ITEM_STATUSES: readonly ItemStatus[] = ['in_progress', 'completed', 'incomplete'];
+
+/**
+ * `status`, when given (null counts as not given), is one of the API's item statuses: an item keeps what
+ * it was sent with, and `GET /v1/responses/{id}/input_items` lists it so, where a typed client decodes the
+ * closed enum (openai-node's `ResponseInputMessageItem.status` and the others).
+ */
+function checkItemStatus(v: Obj, param: string): void {
+  const status = v['status'];
+  if (status === undefined || status === null || ITEM_STATUSES.includes(status as ItemStatus)) return;
+  const shown = typeof status === 'string' ? `'${status.slice(0, 100)}'` : JSON.stringify(status)?.slice(0, 100);
+  throw new WireError(
+    typeof status === 'string' ? 'invalid_value' : 'invalid_type',
+    `Invalid value for '${param}.status': ${shown}. Supported values are: 'in_progress', 'completed', and 'incomplete'.`,
+    `${param}.status`,
+  );
+}
+
 function parseItem(v: unknown, param: string): InputItem {
   assertObj(v, param);
   if (v['type'] === undefined && 'role' in v) return parseMessage(v, param);
@@ -570,11 +614,18 @@ function parseItem(v: unknown, param: string): InputItem {
     requireString(v, 'call_id', param);
     requireString(v, 'name', param);
     requireString(v, 'arguments', param);
+    checkItemStatus(v, param);
     return v;
   }
   if (hasType(v, 'function_call_output')) {
     requireString(v, 'call_id', param);
     requireTextOrParts(v, 'output', param);
+    checkItemStatus(v, param);
+    return v;
+  }
+  if (hasType(v, 'reasoning')) {
+    // Otherwise carried through untouched.
+    checkItemStatus(v, param);
     return v;
   }
   if (hasType(v, 'item_reference')) {
@@ -622,6 +673,7 @@ function parseMessage(v: Obj, param: string): InputItem {
     throw new WireError('invalid_value', `Invalid value for '${param}.role': expected one of ${ROLES.join(', ')}.`, `${param}.role`);
   }
   requireTextOrParts(v, 'content', param);
+  checkItemStatus(v, param);
   const content = v.content;
   if (Array.isArray(content)) {
     content.forEach((part, j) => {
@@ -676,6 +728,14 @@ function parseToolChoice(v: unknown): ToolChoice {
         throw new WireError('missing_required_parameter', "Missing required parameter: 'tool_choice.name'.", 'tool_choice.name');
       }
     }
+    if (v['type'] === 'allowed_tools') {
+      // Echoed on the Response: its mode is openai-node's `ToolChoiceAllowed.mode`, its tools a list.
+      if (v['mode'] === undefined) throw new WireError('missing_required_parameter', "Missing required parameter: 'tool_choice.mode'.", 'tool_choice.mode');
+      optEnum(v, 'mode', ALLOWED_TOOLS_MODES, 'tool_choice.');
+      if (!Array.isArray(v['tools'])) {
+        throw new WireError(v['tools'] === undefined ? 'missing_required_parameter' : 'invalid_type', "Invalid 'tool_choice.tools': expected an array of tools.", 'tool_choice.tools');
+      }
+    }
     return v as ToolChoice;
   }
   throw new WireError('invalid_value', "Invalid value for 'tool_choice'.", 'tool_choice');
@@ -723,5 +783,5 @@ function parseMetadata(v: unknown): Record<string, string> {
 function parseReasoning(v: unknown): CreateParams['reasoning'] {
   if (v === undefined || v === null) return null;
   assertObj(v, 'reasoning');
-  return { effort: optString(v, 'effort', 'reasoning.'), summary: optString(v, 'summary', 'reasoning.') };
+  return { effort: optEnum(v, 'effort', REASONING_EFFORTS, 'reasoning.'), summary: optEnum(v, 'summary', REASONING_SUMMARIES, 'reasoning.') };
 }

@@ -16,6 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { WireError } from '../protocol/errors.js';
+import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
 import type { InputItem } from '../protocol/objects.js';
 import { ownInputItems, type StoredResponse } from './types.js';
 
@@ -45,23 +46,38 @@ const ID_PREFIX: Record<string, string> = {
   compaction: 'cmp',
 };
 
-/** The query of a listing: `?limit=`, `?order=`, `?after=`, `?before=` (`include` is accepted and changes nothing). */
+/**
+ * What `include` may name: the API's `ResponseIncludable` (openai-node
+ * 6.49). A listing returns what it stores, so a valid one changes nothing
+ * here; an unknown one is refused as the API refuses it.
+ */
+export const RESPONSE_INCLUDABLE = [
+  'file_search_call.results',
+  'web_search_call.results',
+  'web_search_call.action.sources',
+  'message.input_image.image_url',
+  'computer_call_output.output.image_url',
+  'code_interpreter_call.outputs',
+  'reasoning.encrypted_content',
+  'message.output_text.logprobs',
+] as const;
+
+/**
+ * The query of a listing: `?limit=`, `?order=`, `?after=`, `?before=`, each
+ * at most once (protocol/list-query.ts), and `include` (repeatable, as
+ * `include=` or `include[]=`, the form openai-node sends; each value one of
+ * `RESPONSE_INCLUDABLE`, else 400 `invalid_value`, `param: include[i]`).
+ */
 export function parseInputItemsQuery(q: URLSearchParams): InputItemsQuery {
-  const rawLimit = q.get('limit');
-  let limit = INPUT_ITEMS_PAGE_DEFAULT;
-  if (rawLimit !== null) {
-    limit = Number(rawLimit);
-    if (rawLimit.trim() === '' || !Number.isInteger(limit)) throw new WireError('invalid_type', `Invalid type for 'limit': expected an integer, but got '${rawLimit.slice(0, 100)}' instead.`, 'limit');
-    if (limit < 1) throw new WireError('integer_below_min_value', `Invalid 'limit': integer below minimum value. Expected a value >= 1, but got ${limit} instead.`, 'limit');
-    if (limit > INPUT_ITEMS_PAGE_MAX) {
-      throw new WireError('integer_above_max_value', `Invalid 'limit': integer above maximum value. Expected a value <= ${INPUT_ITEMS_PAGE_MAX}, but got ${limit} instead.`, 'limit');
+  const limit = limitParam(q, INPUT_ITEMS_PAGE_DEFAULT, INPUT_ITEMS_PAGE_MAX);
+  const order = orderParam(q);
+  const include = [...q.getAll('include'), ...q.getAll('include[]')];
+  include.forEach((v, i) => {
+    if (!(RESPONSE_INCLUDABLE as readonly string[]).includes(v)) {
+      throw new WireError('invalid_value', `Invalid value for 'include[${i}]': '${v.slice(0, 100)}'. Supported values are: ${RESPONSE_INCLUDABLE.map((x) => `'${x}'`).join(', ')}.`, `include[${i}]`);
     }
-  }
-  const order = q.get('order') ?? 'desc';
-  if (order !== 'asc' && order !== 'desc') {
-    throw new WireError('invalid_value', `Invalid value for 'order': expected one of 'asc' or 'desc', but got '${order.slice(0, 100)}' instead.`, 'order');
-  }
-  return { limit, order, after: q.get('after'), before: q.get('before') };
+  });
+  return { limit, order, after: singleParam(q, 'after'), before: singleParam(q, 'before') };
 }
 
 /**

@@ -57,6 +57,7 @@ import { drainedOrClosed, sendJsonCooperative } from './json-out.js';
 import type { Guard } from './guard.js';
 import { tokenizerState } from '../model/tokenizer.js';
 import { parseInputItemsQuery } from '../store/input-items.js';
+import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
 
 /**
  * The HTTP server's `clientError` listener: a request Node's parser refuses (a bad chunk size, both
@@ -847,12 +848,5 @@ function startingAfter(url: URL): number | null {
 /** `?limit=` (1–1000, default 100), `?after=` (a record id), `?order=asc|desc` (default desc). */
 function pageQuery(url: URL): { limit: number; after: string | null; order: 'asc' | 'desc' } {
   const q = url.searchParams;
-  const rawLimit = q.get('limit');
-  const limit = rawLimit === null ? RUNS_PAGE_DEFAULT : Number(rawLimit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > RUNS_PAGE_MAX) {
-    throw new WireError('invalid_value', `Invalid 'limit': expected an integer from 1 to ${RUNS_PAGE_MAX}.`, 'limit');
-  }
-  const order = q.get('order') ?? 'desc';
-  if (order !== 'asc' && order !== 'desc') throw new WireError('invalid_value', "Invalid 'order': expected 'asc' or 'desc'.", 'order');
-  return { limit, after: q.get('after'), order };
+  return { limit: limitParam(q, RUNS_PAGE_DEFAULT, RUNS_PAGE_MAX), after: singleParam(q, 'after'), order: orderParam(q) };
 }

@@ -257,6 +257,35 @@ describe(`OpenAI OpenAPI spec (openai/openai-openapi ${fixture.commit.slice(0, 7
     expect(eventViolations(s.events as unknown as Json[], 'ws')).toEqual([]);
   });
 
+  it("long-lived: a run the server ends incomplete for its own reasons (pause timeout, lifetime limit, shutdown) keeps incomplete_details in the spec's enum", async () => {
+    const found: string[] = [];
+    const ended: Json[] = [];
+    const start = async (s: RawSocket) => {
+      s.send({ type: 'response.create', model: 'm', input: 'run this:\n$ ls', tools: [shell] });
+      await s.next('response.done');
+    };
+    const timedOut = await RawSocket.longLived((await testServer({ limits: { pauseTimeoutMs: 50 } })).url);
+    await start(timedOut);
+    ended.push((await timedOut.next('response.incomplete')).response);
+    const aged = await RawSocket.longLived((await testServer({ limits: { connectionLifetimeMs: 1500 } })).url);
+    await start(aged);
+    ended.push((await aged.next('response.incomplete', { skipErrors: true })).response);
+    const { server, url } = await testServer();
+    const shut = await RawSocket.longLived(url);
+    await start(shut);
+    const closing = server.close();
+    ended.push((await shut.next('response.incomplete')).response);
+    await closing;
+    for (const s of [timedOut, aged, shut]) found.push(...eventViolations(s.events as unknown as Json[], 'ws'));
+    expect(found).toEqual([]);
+    // The reason is kept, in this server's own field.
+    expect(ended.map((r) => [r['incomplete_details'], r['llr_incomplete_reason']])).toEqual([
+      [null, 'pause_timeout'],
+      [null, 'connection_limit_reached'],
+      [null, 'server_shutdown'],
+    ]);
+  });
+
   it('long-lived: the standard events of a paused and resumed run, and the Response of each pause', async () => {
     const { url } = await testServer();
     const s = await RawSocket.longLived(url);

@@ -127,6 +127,18 @@ describe('stored responses read back', () => {
       ['limit=two', 'invalid_type', 'limit'],
       ['order=up', 'invalid_value', 'order'],
       ['after=msg_missing', 'invalid_value', 'after'],
+      // Only a decimal integer is an integer (Number() also reads these as one), and a parameter is given once.
+      ['limit=1e2', 'invalid_type', 'limit'],
+      ['limit=0x10', 'invalid_type', 'limit'],
+      ['limit=%205', 'invalid_type', 'limit'],
+      ['limit=5.0', 'invalid_type', 'limit'],
+      ['limit=1&limit=50', 'invalid_value', 'limit'],
+      ['order=asc&order=desc', 'invalid_value', 'order'],
+      ['after=a&after=b', 'invalid_value', 'after'],
+      ['before=a&before=b', 'invalid_value', 'before'],
+      // include names the API's ResponseIncludable values, in either form.
+      ['include=bogus', 'invalid_value', 'include[0]'],
+      ['include[]=reasoning.encrypted_content&include[]=bogus', 'invalid_value', 'include[1]'],
     ] as const) {
       const res = await fetch(`${url}/v1/responses/${r.id}/input_items?${query}`);
       expect(res.status, query).toBe(400);
@@ -135,6 +147,10 @@ describe('stored responses read back', () => {
     const post = await fetch(`${url}/v1/responses/${r.id}/input_items`, { method: 'POST' });
     expect(post.status).toBe(405);
     await expect(client.responses.inputItems.list(r.id, { limit: 0 })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    // A valid include (the SDK sends include[]=…) changes nothing: what is stored is listed.
+    const included = await client.responses.inputItems.list(r.id, { include: ['reasoning.encrypted_content', 'message.input_image.image_url'] });
+    expect(included.data).toHaveLength(1);
+    for (const ok of ['include=reasoning.encrypted_content', 'limit=007', 'limit=100']) expect((await fetch(`${url}/v1/responses/${r.id}/input_items?${ok}`)).status, ok).toBe(200);
   });
 
   it('retrieve with stream: true is refused (400, param stream), as the API refuses a response not made in the background', async () => {

@@ -280,6 +280,8 @@ describe('WebSocket budgets and the connection cap', () => {
     const types = s.events.filter((e) => e.type !== 'llr:timing').map((e) => (e.type === 'error' ? `error:${e.error.code}` : e.type));
     const tail = types.slice(types.indexOf('error:websocket_connection_limit_reached'));
     expect(tail).toEqual(['error:websocket_connection_limit_reached', 'response.incomplete', 'error:websocket_connection_limit_reached']);
+    // The API's enum has no reason for it: incomplete_details stays null, the reason is in this server's field.
+    expect(s.all('response.incomplete')[0]!.response).toMatchObject({ incomplete_details: null, llr_incomplete_reason: 'connection_limit_reached' });
   });
 
   it('an unbounded lifetime (Infinity) is no limit, not an immediate close', async () => {

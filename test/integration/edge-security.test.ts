@@ -69,10 +69,23 @@ describe('/llr/runs pagination and ring', () => {
     expect(more).toEqual([true, true, false]);
     const asc = (await call(port, 'GET', '/llr/runs?order=asc&limit=1000')).json as { data: RunRecord[] };
     expect(asc.data.map((r) => r.response_id)).toEqual(made);
-    for (const bad of ['0', '1001', 'abc', '2.5']) {
-      const r = await call(port, 'GET', `/llr/runs?limit=${bad}`);
-      expect(r.status, bad).toBe(400);
-      expect(r.json.error).toMatchObject({ code: 'invalid_value', param: 'limit' });
+    // Read as input_items reads its query (protocol/list-query.ts): the same codes, a parameter given once.
+    for (const [query, code, param] of [
+      ['limit=0', 'integer_below_min_value', 'limit'],
+      ['limit=1001', 'integer_above_max_value', 'limit'],
+      ['limit=abc', 'invalid_type', 'limit'],
+      ['limit=2.5', 'invalid_type', 'limit'],
+      ['limit=1e2', 'invalid_type', 'limit'],
+      ['limit=1&limit=50', 'invalid_value', 'limit'],
+      ['order=up', 'invalid_value', 'order'],
+      ['order=asc&order=desc', 'invalid_value', 'order'],
+      // A cursor naming no record of the caller's is refused, not answered with an empty last page.
+      ['after=resp_never', 'invalid_value', 'after'],
+      [`after=${made[0]}&after=${made[1]}`, 'invalid_value', 'after'],
+    ] as const) {
+      const r = await call(port, 'GET', `/llr/runs?${query}`);
+      expect(r.status, query).toBe(400);
+      expect(r.json.error, query).toMatchObject({ type: 'invalid_request_error', code, param });
     }
   });
 

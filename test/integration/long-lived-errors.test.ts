@@ -252,7 +252,7 @@ describe('long-lived bad input', () => {
     await sleeping;
     fire();
     const end = await s.next('response.incomplete');
-    expect(end.response.incomplete_details).toEqual({ reason: 'pause_timeout' });
+    expect(end.response).toMatchObject({ incomplete_details: null, llr_incomplete_reason: 'pause_timeout' });
   });
 
   /** A clock whose long sleeps (the pause watch's) wait for the test to end them; `nextSleep()` resolves when one starts. */
@@ -305,7 +305,7 @@ describe('long-lived bad input', () => {
     expect(sleeps[1]!.ms).toBeLessThanOrEqual(HOUR);
     sleeps[1]!.end();
     const end = await s.next('response.incomplete');
-    expect(end.response.incomplete_details).toEqual({ reason: 'pause_timeout' });
+    expect(end.response).toMatchObject({ incomplete_details: null, llr_incomplete_reason: 'pause_timeout' });
     expect(s.all('response.output_item.done').map((e) => e.item.type)).toEqual(['function_call', 'function_call']);
   });
 
@@ -332,7 +332,7 @@ describe('long-lived bad input', () => {
     await s.next('response.done');
     const end = await s.next('response.incomplete');
     expect(end.response.status).toBe('incomplete');
-    expect(end.response.incomplete_details).toEqual({ reason: 'pause_timeout' });
+    expect(end.response).toMatchObject({ incomplete_details: null, llr_incomplete_reason: 'pause_timeout' });
     await server.services.postWork.flush();
     expect(server.services.ledger.countFor(end.response.id)).toBe(1);
     // The connection goes on: a new run works.
@@ -398,7 +398,7 @@ describe('long-lived bad input', () => {
     const closing = server.close();
     const end = await s.next('response.incomplete');
     expect(end.response.id).toBe(done.response.id);
-    expect(end.response.incomplete_details).toEqual({ reason: 'server_shutdown' });
+    expect(end.response).toMatchObject({ incomplete_details: null, llr_incomplete_reason: 'server_shutdown' });
     await closing;
     expect((await s.closed).code).toBe(1001);
     expect(server.services.ledger.countFor(end.response.id)).toBe(1);

@@ -180,7 +180,7 @@ describe('long-lived over HTTP', () => {
     const closing = server.close();
     const end = await s.next('response.incomplete');
     expect(end.response.id).toBe(id);
-    expect(end.response.incomplete_details).toEqual({ reason: 'server_shutdown' });
+    expect(end.response).toMatchObject({ incomplete_details: null, llr_incomplete_reason: 'server_shutdown' });
     expect(await s.ended).toEqual({ done: true });
     await closing;
     expect(server.services.ledger.countFor(id)).toBe(1);

@@ -54,6 +54,18 @@ describe('parseClientFrame', () => {
     // Found by the chaos fuzzer: a non-string description reached the router and was a 500.
     ['{"type":"response.create","model":"m","tools":[{"type":"function","name":"f","description":0}]}', 'invalid_type', 'tools[0].description'],
     ['{"type":"response.create","model":"m","tools":[{"type":"function","name":"f","description":{"a":1}}]}', 'invalid_type', 'tools[0].description'],
+    // An item's status is the API's enum: input_items lists it as sent, where typed clients decode it.
+    ['{"type":"response.create","model":"m","input":[{"role":"user","content":"a","status":"bogus"}]}', 'invalid_value', 'input[0].status'],
+    ['{"type":"response.create","model":"m","input":[{"type":"function_call","call_id":"c","name":"n","arguments":"{}","status":"failed"}]}', 'invalid_value', 'input[0].status'],
+    ['{"type":"response.create","model":"m","input":[{"type":"function_call_output","call_id":"c","output":"o","status":1}]}', 'invalid_type', 'input[0].status'],
+    ['{"type":"response.append","input":[{"type":"reasoning","summary":[],"status":"thinking"}]}', 'invalid_value', 'input[0].status'],
+    // Enumerated fields the Response echoes: a value outside the API's enum is refused, not echoed.
+    ['{"type":"response.create","model":"m","service_tier":"bogus"}', 'invalid_value', 'service_tier'],
+    ['{"type":"response.create","model":"m","reasoning":{"effort":"extreme"}}', 'invalid_value', 'reasoning.effort'],
+    ['{"type":"response.create","model":"m","reasoning":{"summary":"none"}}', 'invalid_value', 'reasoning.summary'],
+    ['{"type":"response.create","model":"m","tool_choice":{"type":"allowed_tools","mode":"bogus","tools":[]}}', 'invalid_value', 'tool_choice.mode'],
+    ['{"type":"response.create","model":"m","tool_choice":{"type":"allowed_tools","tools":[]}}', 'missing_required_parameter', 'tool_choice.mode'],
+    ['{"type":"response.create","model":"m","tool_choice":{"type":"allowed_tools","mode":"auto","tools":{}}}', 'invalid_type', 'tool_choice.tools'],
   ])('%s → %s (%s)', (frame, code, param) => {
     const err = fails(() => parseClientFrame(frame));
     expect(err.code).toBe(code);
@@ -66,6 +78,18 @@ describe('parseCreateBody', () => {
   it('carries unknown item types (reasoning, hosted calls) through untouched', () => {
     const reasoning = { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'abc' };
     expect(parseCreateBody({ model: 'm', input: [reasoning] }).input[0]).toBe(reasoning);
+    // The item statuses of the API (or none, or null) are accepted; a hosted call's own statuses are not checked.
+    for (const status of ['in_progress', 'completed', 'incomplete', null, undefined]) {
+      expect(() => parseCreateBody({ model: 'm', input: [{ role: 'user', content: 'a', status }, { ...reasoning, status }] })).not.toThrow();
+    }
+    expect(() => parseCreateBody({ model: 'm', input: [{ type: 'web_search_call', id: 'ws_1', status: 'searching' }] })).not.toThrow();
+  });
+
+  it("accepts every value of the API's enums for service_tier and reasoning (echoed on the Response)", () => {
+    for (const service_tier of ['auto', 'default', 'flex', 'scale', 'priority', null]) expect(parseCreateBody({ model: 'm', service_tier }).service_tier).toBe(service_tier);
+    for (const effort of ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max', null]) {
+      for (const summary of ['auto', 'concise', 'detailed', null]) expect(parseCreateBody({ model: 'm', reasoning: { effort, summary } }).reasoning).toEqual({ effort, summary });
+    }
   });
 
   it('takes a model name up to MAX_MODEL_CHARS and refuses a longer one, naming the param', () => {

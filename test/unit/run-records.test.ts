@@ -82,9 +82,9 @@ describe('run records', () => {
     expect(next.has_more).toBe(true);
     expect(r.page({ owner: null, limit: 5, order: 'desc', after: 'c' }).data).toEqual([]);
     expect(r.page({ owner: null, limit: 5, order: 'desc', after: 'e' }).data.map((x) => x.response_id)).toEqual(['d']);
-    // Another owner's dropped record, or an id never seen, resumes nothing.
-    expect(r.page({ owner: 'someone', limit: 5, order: 'asc', after: 'b' }).data).toEqual([]);
-    expect(r.page({ owner: null, limit: 5, order: 'asc', after: 'never' }).data).toEqual([]);
+    // Another owner's dropped record, or an id never seen, is refused (400, param after), not an empty last page.
+    expect(() => r.page({ owner: 'someone', limit: 5, order: 'asc', after: 'b' })).toThrow(expect.objectContaining({ code: 'invalid_value', param: 'after', status: 400 }));
+    expect(() => r.page({ owner: null, limit: 5, order: 'asc', after: 'never' })).toThrow(expect.objectContaining({ code: 'invalid_value', param: 'after' }));
   });
 });
 

@@ -5,9 +5,10 @@
  * timeout and one and a half of it after its last sign of life.
  *
  * A sign of life is anything arriving (a frame, a pong, a ping) or, through
- * `busy`, the peer taking bytes (a send of the server's completed) or the
- * server not reading (its byte budget is full: the server's stall, not the
- * peer's silence). Clients answer pings on their own, so a client silent
+ * `busy`, bytes of a frame still arriving (the peer's pong waits behind it),
+ * the peer taking bytes (a send of the server's completed) or the server not
+ * reading (its byte budget is full: the server's stall, not the peer's
+ * silence). Clients answer pings on their own, so a client silent
  * while its tool runs stays.
  *
  * Why two periods and not one: a slow reader's pong waits behind megabytes

@@ -206,6 +206,9 @@ class WsConnection implements Transport {
   /** Sends completed (`roomCheck`), and as many at the heartbeat's last period (`sending`). */
   private sendsDone = 0;
   private sendsSeen = 0;
+  /** Socket reads (`onData`), and as many at the heartbeat's last period (`receiving`). */
+  private readsDone = 0;
+  private readsSeen = 0;
   /** Set while reading is paused because the message still arriving would pass the server-wide byte budget. */
   private rxRetry: ReturnType<typeof setInterval> | undefined = undefined;
   private rxPausedAt = 0;
@@ -389,6 +392,18 @@ class WsConnection implements Transport {
     return progressed;
   }
 
+  /**
+   * For the heartbeat, once a period: whether bytes arrived since the last one. A message says so only once
+   * it is whole, and the peer's pong waits behind it: a client sending a frame that takes longer than the
+   * idle timeout to arrive (a multi-MB create on a slow uplink: 4 MB at 500 KB/s with a 3 s timeout) was
+   * dropped as silent (`ws_idle_timeout`) while its bytes were still coming.
+   */
+  private receiving(): boolean {
+    const progressed = this.readsDone !== this.readsSeen;
+    this.readsSeen = this.readsDone;
+    return progressed;
+  }
+
   /** The session is open: the heartbeat, the byte share, the socket's listeners and the lifetime limit. */
   open(session: ConnectionSession, timing: boolean): void {
     const { ws, host, log } = this;
@@ -399,8 +414,14 @@ class WsConnection implements Transport {
       ws,
       idleMs,
       () => log.info({ code: 'ws_idle_timeout', idle_ms: idleMs }, 'websocket peer answered no ping; dropping the connection'),
-      // Not reading (the byte budget is full) is the server's stall, not the peer's silence; a peer taking bytes reads (its pong waits behind them).
-      () => this.sending() || this.rxRetry !== undefined,
+      // Not reading (the byte budget is full) is the server's stall, not the peer's silence; a peer taking bytes reads (its pong waits
+      // behind them), and one whose bytes arrive is sending (its pong waits behind its message). Both asked every period: each
+      // tracks what changed since it was last asked.
+      () => {
+        const took = this.sending();
+        const sent = this.receiving();
+        return took || sent || this.rxRetry !== undefined;
+      },
     );
     // This connection's share of the server-wide byte budget (modes/server-bytes.ts): past it a frame gets `server_busy`.
     this.held = host.connectionBytes(session);
@@ -499,6 +520,7 @@ class WsConnection implements Transport {
    * 1013 (try again later), which releases its share.
    */
   private readonly onData = (): void => {
+    this.readsDone++;
     if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || this.held.receiving(inFlightBytes(this.ws))) return;
     this.log.info({ code: 'server_busy', held: this.host.bytes.held }, 'server byte budget full; reading paused');
     this.ws.pause();

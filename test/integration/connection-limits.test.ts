@@ -13,7 +13,7 @@ import { scriptPolicy } from '../../src/model/policies.js';
 import { LONG_LIVED_BETA } from '../../src/protocol/designs.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
 import { testServer } from '../helpers/server.js';
-import { captureLogger, rawConnect, rawRequest, requestText } from '../helpers/raw-http.js';
+import { captureLogger, rawConnect, rawRequest, requestText, upgradeHeaders } from '../helpers/raw-http.js';
 
 /** Everything the server sends until it closes the connection. */
 function untilClosed(s: Socket): Promise<string> {
@@ -199,6 +199,36 @@ describe('WebSocket heartbeat', () => {
     await server.ws.idle();
     const id = (done as Extract<ServerEvent, { type: 'response.done' }>).response.id;
     expect(server.services.records.get(id)?.status).toBe('cancelled');
+  });
+
+  it('a peer whose frame is still arriving is not silent: a create slower to upload than the idle timeout is served', async () => {
+    // Its pong waits behind the frame it is sending, and the frame counts only once whole: a create that took longer
+    // than the timeout to arrive (4 MB at 500 KB/s with a 3 s timeout, outside attack) was dropped as silent.
+    const cap = captureLogger();
+    const { port } = await testServer({ logger: cap.logger, policy: scriptPolicy([{ text: 'done' }]), limits: { wsIdleTimeoutMs: 1000 } });
+    const s = await rawConnect(port);
+    const received = untilClosed(s);
+    s.write(requestText('GET', '/v1/responses?protocol=long-lived', upgradeHeaders()));
+    // One masked text frame (a zero mask: the bytes as they are) of ~300 KB, written over ~3 s: three idle timeouts
+    // (a second here, not 200 ms: a writer's late timer on a loaded machine must not look like silence).
+    const payload = Buffer.from(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'x'.repeat(300_000) }));
+    const head = Buffer.alloc(14);
+    head[0] = 0x81;
+    head[1] = 0x80 | 127;
+    head.writeBigUInt64BE(BigInt(payload.length), 2); // bytes 10-13: the zero mask
+    s.write(head);
+    const chunks = 30;
+    const size = Math.ceil(payload.length / chunks);
+    for (let i = 0; i < chunks; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      s.write(payload.subarray(i * size, (i + 1) * size));
+    }
+    // Served, then dropped once silent (this raw peer answers no ping), never while its bytes were coming.
+    const text = await received;
+    expect(text).toContain('"type":"response.completed"');
+    const drop = cap.lines.find((l) => l.code === 'ws_idle_timeout');
+    expect(drop).toBeDefined();
+    expect(cap.lines.indexOf(drop!)).toBeGreaterThan(cap.lines.findIndex((l) => l.msg === 'response finished'));
   });
 
   it('a silent client that answers pings keeps its paused run across many idle periods, then resumes it', async () => {

@@ -26,6 +26,7 @@
 export interface HeartbeatPeer {
   readonly readyState: number;
   readonly OPEN: number;
+  readonly CLOSING: number;
   ping(): void;
   terminate(): void;
   on(event: 'pong' | 'ping' | 'message', listener: () => void): unknown;
@@ -51,10 +52,16 @@ export class Heartbeat {
     peer.on('message', seen);
   }
 
-  /** A period ended: judge it, then ping (or drop the peer, once). */
+  /**
+   * A period ended: judge it, then ping (or drop the peer, once). Also while the connection closes (the
+   * server's close frame sent, the peer's awaited: the lifetime limit, 1013, an injected disconnect), without
+   * pinging: a peer gone by then never answers the close, and was held by the `ws` library's fixed 30 s close
+   * timeout whatever the idle timeout; one that reads (its close frame may wait behind megabytes) still takes bytes.
+   */
   tick(): void {
     const { peer } = this;
-    if (peer.readyState !== peer.OPEN) return;
+    const open = peer.readyState === peer.OPEN;
+    if (!open && peer.readyState !== peer.CLOSING) return;
     // `busy` is asked every period: it also tracks what changed since it was last asked.
     const busy = this.busy();
     this.silent = this.heard || busy ? 0 : this.silent + 1;
@@ -64,7 +71,7 @@ export class Heartbeat {
       peer.terminate();
       return;
     }
-    peer.ping();
+    if (open) peer.ping();
   }
 }
 

@@ -231,6 +231,26 @@ describe('WebSocket heartbeat', () => {
     expect(cap.lines.indexOf(drop!)).toBeGreaterThan(cap.lines.findIndex((l) => l.msg === 'response finished'));
   });
 
+  it('a peer gone when the server closes (the lifetime limit) is dropped by the heartbeat, not held for the close handshake', async () => {
+    // The heartbeat stopped judging once the server had sent its close frame: a vanished peer, which never answers
+    // it, was then held by the `ws` library's fixed 30 s close timeout, whatever --ws-idle-timeout-ms (outside attack:
+    // 2 s timeout, 3 s lifetime, the peer gone at its pause: closed 33 s after the connection opened).
+    const cap = captureLogger();
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
+    const { server, url } = await testServer({ logger: cap.logger, policy, limits: { wsIdleTimeoutMs: 1000, connectionLifetimeMs: 300 } });
+    const c = await connectWs(url, false);
+    c.ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool] }));
+    await c.next('response.done');
+    // Gone: it reads nothing more (the close frame included) and answers nothing.
+    (c.ws as unknown as { _socket: Socket })._socket.pause();
+    const limited = await cap.waitFor((l) => l.code === 'websocket_connection_limit_reached' || l.msg === 'response finished');
+    const closed = await Promise.race([cap.waitFor((l) => l.msg === 'websocket closed'), new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000))]);
+    expect(closed).not.toBeNull();
+    expect(cap.lines.some((l) => l.code === 'ws_idle_timeout')).toBe(true);
+    expect(limited).toBeDefined();
+    await server.ws.idle();
+  });
+
   it('a silent client that answers pings keeps its paused run across many idle periods, then resumes it', async () => {
     const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
     const { url } = await testServer({ policy, limits: { wsIdleTimeoutMs: 200 } });

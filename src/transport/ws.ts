@@ -333,9 +333,13 @@ class WsConnection implements Transport {
    * `sendStallTimeoutMs`, the peer reads nothing, and is dropped (`send_stalled`) as an SSE reader is
    * (transport/http.ts); its run ends as a disconnect. Without it a reader that stopped would hold the run
    * until the heartbeat noticed. One watch at a time; it ends when the waiters are woken.
+   * With the stall timeout off (0) the window is the heartbeat's idle timeout: the heartbeat itself ends the
+   * wait only for a peer silent both ways, and one that read nothing but sent a frame or a pong now and then
+   * held its run in_progress for the connection's whole lifetime (outside attack).
    */
   private watchStall(): void {
-    const ms = this.host.limits.sendStallTimeoutMs;
+    const limits = this.host.limits;
+    const ms = limits.sendStallTimeoutMs > 0 ? limits.sendStallTimeoutMs : this.heartbeat !== undefined ? limits.wsIdleTimeoutMs : 0;
     if (ms <= 0 || this.stallTimer !== undefined) return;
     let left = this.ws.bufferedAmount;
     const check = (): void => {

@@ -167,6 +167,27 @@ describe('a reader slower than the model paces the run', () => {
     expect(rec.usage!.output_tokens).toBeLessThan(countTokens(TEXT));
   });
 
+  it('WebSocket with no stall timeout: a client that reads nothing but keeps sending frames is dropped, its run cancelled', async () => {
+    // With the stall timeout off the run's wait for its reader was left to the heartbeat, which anything arriving
+    // satisfies: a client that read nothing but sent a frame (here response.processed) or a pong now and then held
+    // its run in_progress for good (outside attack: for as long as the connection's lifetime, an hour by default).
+    // Nothing leaving for a whole idle timeout now ends the wait as the stall timeout would.
+    const { url, server: srv, cap } = await server({ sendStallTimeoutMs: 0, wsIdleTimeoutMs: 400 });
+    const s = await RawSocket.longLived(url);
+    socketOf(s).pause();
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
+    const paced = await cap.waitFor((l) => l.code === 'send_paced');
+    const talk = setInterval(() => s.send({ type: 'response.processed' }), 50);
+    try {
+      const stalled = await Promise.race([cap.waitFor((l) => l.code === 'send_stalled'), new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000))]);
+      expect(stalled?.['stall_ms']).toBe(400);
+    } finally {
+      clearInterval(talk);
+    }
+    await srv.ws.idle();
+    expect((await recordOf(srv, paced['response_id'] as string)).status).toBe('cancelled');
+  });
+
   it('WebSocket with no stall timeout and no heartbeat: a reader that never reads is dropped at the send limit', async () => {
     const { url, server: srv, cap } = await server({ sendStallTimeoutMs: 0, wsIdleTimeoutMs: 0 });
     const s = await RawSocket.longLived(url);

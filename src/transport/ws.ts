@@ -83,7 +83,8 @@ export class WsTransport {
 
   constructor(private readonly opts: WsTransportOptions) {
     this.sessions = opts.host.sessions();
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: wsMaxPayload(opts.host.limits.maxFrameBytes) });
+    // Pings are answered by the connection, at most one pong owed at a time (`WsConnection.onPing`).
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: wsMaxPayload(opts.host.limits.maxFrameBytes), autoPong: false });
     // A handshake the `ws` library refuses (bad method, key, version …) is
     // answered here like every other refusal: a JSON body, logged at info.
     this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) => {
@@ -206,6 +207,9 @@ class WsConnection implements Transport {
   /** Sends completed (`roomCheck`), and as many at the heartbeat's last period (`sending`). */
   private sendsDone = 0;
   private sendsSeen = 0;
+  /** A pong sent and not yet flushed (`onPing`), and the latest ping asked meanwhile, answered once it has gone. */
+  private pongOwed = false;
+  private pingNext: Buffer | null = null;
   /** Socket reads (`onData`), and as many at the heartbeat's last period (`receiving`). */
   private readsDone = 0;
   private readsSeen = 0;
@@ -440,7 +444,35 @@ class WsConnection implements Transport {
     // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
     ws.on('error', this.onError);
     ws.on('close', this.onClose);
+    ws.on('ping', this.onPing);
   }
+
+  /**
+   * A ping is answered with a pong, but at most one pong is owed at a time: one asked while the last is still
+   * unsent waits, and only the latest such ping is answered once it has gone (RFC 6455 5.5.3 allows it). A
+   * reader's pongs wait behind the bytes a paced run keeps unsent, and the `ws` library's own answer, a pong per
+   * ping and the connection terminated at 60 unsent (its guard against ping floods), dropped a client that pinged
+   * often while it read slowly, unlogged (a 300 KB/s reader pinging every 100 ms, after 6.7 s; outside attack).
+   * One pong owed bounds a flood as well.
+   */
+  private readonly onPing = (data: Buffer): void => {
+    const { ws } = this;
+    if (ws.readyState !== ws.OPEN) return;
+    if (this.pongOwed) {
+      this.pingNext = data;
+      return;
+    }
+    this.pongOwed = true;
+    ws.pong(data, false, this.onPongSent);
+  };
+
+  private readonly onPongSent = (): void => {
+    this.pongOwed = false;
+    const next = this.pingNext;
+    if (next === null) return;
+    this.pingNext = null;
+    this.onPing(next);
+  };
 
   /**
    * `parseStart`: when the frame's parse began; the create or append it carries is charged with the parse

@@ -5,9 +5,10 @@
  * timeout and one and a half of it after its last sign of life.
  *
  * A sign of life is anything arriving (a frame, a pong, a ping) or, through
- * `busy`, the peer taking bytes (a send of the server's completed) or the
- * server not reading (its byte budget is full: the server's stall, not the
- * peer's silence). Clients answer pings on their own, so a client silent
+ * `busy`, bytes of a frame still arriving (the peer's pong waits behind it),
+ * the peer taking bytes (a send of the server's completed) or the server not
+ * reading (its byte budget is full: the server's stall, not the peer's
+ * silence). Clients answer pings on their own, so a client silent
  * while its tool runs stays.
  *
  * Why two periods and not one: a slow reader's pong waits behind megabytes
@@ -25,6 +26,7 @@
 export interface HeartbeatPeer {
   readonly readyState: number;
   readonly OPEN: number;
+  readonly CLOSING: number;
   ping(): void;
   terminate(): void;
   on(event: 'pong' | 'ping' | 'message', listener: () => void): unknown;
@@ -50,10 +52,16 @@ export class Heartbeat {
     peer.on('message', seen);
   }
 
-  /** A period ended: judge it, then ping (or drop the peer, once). */
+  /**
+   * A period ended: judge it, then ping (or drop the peer, once). Also while the connection closes (the
+   * server's close frame sent, the peer's awaited: the lifetime limit, 1013, an injected disconnect), without
+   * pinging: a peer gone by then never answers the close, and was held by the `ws` library's fixed 30 s close
+   * timeout whatever the idle timeout; one that reads (its close frame may wait behind megabytes) still takes bytes.
+   */
   tick(): void {
     const { peer } = this;
-    if (peer.readyState !== peer.OPEN) return;
+    const open = peer.readyState === peer.OPEN;
+    if (!open && peer.readyState !== peer.CLOSING) return;
     // `busy` is asked every period: it also tracks what changed since it was last asked.
     const busy = this.busy();
     this.silent = this.heard || busy ? 0 : this.silent + 1;
@@ -63,7 +71,7 @@ export class Heartbeat {
       peer.terminate();
       return;
     }
-    peer.ping();
+    if (open) peer.ping();
   }
 }
 

@@ -83,7 +83,8 @@ export class WsTransport {
 
   constructor(private readonly opts: WsTransportOptions) {
     this.sessions = opts.host.sessions();
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: wsMaxPayload(opts.host.limits.maxFrameBytes) });
+    // Pings are answered by the connection, at most one pong owed at a time (`WsConnection.onPing`).
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: wsMaxPayload(opts.host.limits.maxFrameBytes), autoPong: false });
     // A handshake the `ws` library refuses (bad method, key, version …) is
     // answered here like every other refusal: a JSON body, logged at info.
     this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) => {
@@ -206,6 +207,12 @@ class WsConnection implements Transport {
   /** Sends completed (`roomCheck`), and as many at the heartbeat's last period (`sending`). */
   private sendsDone = 0;
   private sendsSeen = 0;
+  /** A pong sent and not yet flushed (`onPing`), and the latest ping asked meanwhile, answered once it has gone. */
+  private pongOwed = false;
+  private pingNext: Buffer | null = null;
+  /** Socket reads (`onData`), and as many at the heartbeat's last period (`receiving`). */
+  private readsDone = 0;
+  private readsSeen = 0;
   /** Set while reading is paused because the message still arriving would pass the server-wide byte budget. */
   private rxRetry: ReturnType<typeof setInterval> | undefined = undefined;
   private rxPausedAt = 0;
@@ -330,9 +337,13 @@ class WsConnection implements Transport {
    * `sendStallTimeoutMs`, the peer reads nothing, and is dropped (`send_stalled`) as an SSE reader is
    * (transport/http.ts); its run ends as a disconnect. Without it a reader that stopped would hold the run
    * until the heartbeat noticed. One watch at a time; it ends when the waiters are woken.
+   * With the stall timeout off (0) the window is the heartbeat's idle timeout: the heartbeat itself ends the
+   * wait only for a peer silent both ways, and one that read nothing but sent a frame or a pong now and then
+   * held its run in_progress for the connection's whole lifetime (outside attack).
    */
   private watchStall(): void {
-    const ms = this.host.limits.sendStallTimeoutMs;
+    const limits = this.host.limits;
+    const ms = limits.sendStallTimeoutMs > 0 ? limits.sendStallTimeoutMs : this.heartbeat !== undefined ? limits.wsIdleTimeoutMs : 0;
     if (ms <= 0 || this.stallTimer !== undefined) return;
     let left = this.ws.bufferedAmount;
     const check = (): void => {
@@ -389,6 +400,18 @@ class WsConnection implements Transport {
     return progressed;
   }
 
+  /**
+   * For the heartbeat, once a period: whether bytes arrived since the last one. A message says so only once
+   * it is whole, and the peer's pong waits behind it: a client sending a frame that takes longer than the
+   * idle timeout to arrive (a multi-MB create on a slow uplink: 4 MB at 500 KB/s with a 3 s timeout) was
+   * dropped as silent (`ws_idle_timeout`) while its bytes were still coming.
+   */
+  private receiving(): boolean {
+    const progressed = this.readsDone !== this.readsSeen;
+    this.readsSeen = this.readsDone;
+    return progressed;
+  }
+
   /** The session is open: the heartbeat, the byte share, the socket's listeners and the lifetime limit. */
   open(session: ConnectionSession, timing: boolean): void {
     const { ws, host, log } = this;
@@ -399,8 +422,14 @@ class WsConnection implements Transport {
       ws,
       idleMs,
       () => log.info({ code: 'ws_idle_timeout', idle_ms: idleMs }, 'websocket peer answered no ping; dropping the connection'),
-      // Not reading (the byte budget is full) is the server's stall, not the peer's silence; a peer taking bytes reads (its pong waits behind them).
-      () => this.sending() || this.rxRetry !== undefined,
+      // Not reading (the byte budget is full) is the server's stall, not the peer's silence; a peer taking bytes reads (its pong waits
+      // behind them), and one whose bytes arrive is sending (its pong waits behind its message). Both asked every period: each
+      // tracks what changed since it was last asked.
+      () => {
+        const took = this.sending();
+        const sent = this.receiving();
+        return took || sent || this.rxRetry !== undefined;
+      },
     );
     // This connection's share of the server-wide byte budget (modes/server-bytes.ts): past it a frame gets `server_busy`.
     this.held = host.connectionBytes(session);
@@ -415,7 +444,35 @@ class WsConnection implements Transport {
     // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
     ws.on('error', this.onError);
     ws.on('close', this.onClose);
+    ws.on('ping', this.onPing);
   }
+
+  /**
+   * A ping is answered with a pong, but at most one pong is owed at a time: one asked while the last is still
+   * unsent waits, and only the latest such ping is answered once it has gone (RFC 6455 5.5.3 allows it). A
+   * reader's pongs wait behind the bytes a paced run keeps unsent, and the `ws` library's own answer, a pong per
+   * ping and the connection terminated at 60 unsent (its guard against ping floods), dropped a client that pinged
+   * often while it read slowly, unlogged (a 300 KB/s reader pinging every 100 ms, after 6.7 s; outside attack).
+   * One pong owed bounds a flood as well.
+   */
+  private readonly onPing = (data: Buffer): void => {
+    const { ws } = this;
+    if (ws.readyState !== ws.OPEN) return;
+    if (this.pongOwed) {
+      this.pingNext = data;
+      return;
+    }
+    this.pongOwed = true;
+    ws.pong(data, false, this.onPongSent);
+  };
+
+  private readonly onPongSent = (): void => {
+    this.pongOwed = false;
+    const next = this.pingNext;
+    if (next === null) return;
+    this.pingNext = null;
+    this.onPing(next);
+  };
 
   /**
    * `parseStart`: when the frame's parse began; the create or append it carries is charged with the parse
@@ -499,6 +556,7 @@ class WsConnection implements Transport {
    * 1013 (try again later), which releases its share.
    */
   private readonly onData = (): void => {
+    this.readsDone++;
     if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || this.held.receiving(inFlightBytes(this.ws))) return;
     this.log.info({ code: 'server_busy', held: this.host.bytes.held }, 'server byte budget full; reading paused');
     this.ws.pause();

@@ -13,7 +13,7 @@ import { scriptPolicy } from '../../src/model/policies.js';
 import { LONG_LIVED_BETA } from '../../src/protocol/designs.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
 import { testServer } from '../helpers/server.js';
-import { captureLogger, rawConnect, rawRequest, requestText } from '../helpers/raw-http.js';
+import { captureLogger, rawConnect, rawRequest, requestText, upgradeHeaders } from '../helpers/raw-http.js';
 
 /** Everything the server sends until it closes the connection. */
 function untilClosed(s: Socket): Promise<string> {
@@ -199,6 +199,56 @@ describe('WebSocket heartbeat', () => {
     await server.ws.idle();
     const id = (done as Extract<ServerEvent, { type: 'response.done' }>).response.id;
     expect(server.services.records.get(id)?.status).toBe('cancelled');
+  });
+
+  it('a peer whose frame is still arriving is not silent: a create slower to upload than the idle timeout is served', async () => {
+    // Its pong waits behind the frame it is sending, and the frame counts only once whole: a create that took longer
+    // than the timeout to arrive (4 MB at 500 KB/s with a 3 s timeout, outside attack) was dropped as silent.
+    const cap = captureLogger();
+    const { port } = await testServer({ logger: cap.logger, policy: scriptPolicy([{ text: 'done' }]), limits: { wsIdleTimeoutMs: 1000 } });
+    const s = await rawConnect(port);
+    const received = untilClosed(s);
+    s.write(requestText('GET', '/v1/responses?protocol=long-lived', upgradeHeaders()));
+    // One masked text frame (a zero mask: the bytes as they are) of ~300 KB, written over ~3 s: three idle timeouts
+    // (a second here, not 200 ms: a writer's late timer on a loaded machine must not look like silence).
+    const payload = Buffer.from(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'x'.repeat(300_000) }));
+    const head = Buffer.alloc(14);
+    head[0] = 0x81;
+    head[1] = 0x80 | 127;
+    head.writeBigUInt64BE(BigInt(payload.length), 2); // bytes 10-13: the zero mask
+    s.write(head);
+    const chunks = 30;
+    const size = Math.ceil(payload.length / chunks);
+    for (let i = 0; i < chunks; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      s.write(payload.subarray(i * size, (i + 1) * size));
+    }
+    // Served, then dropped once silent (this raw peer answers no ping), never while its bytes were coming.
+    const text = await received;
+    expect(text).toContain('"type":"response.completed"');
+    const drop = cap.lines.find((l) => l.code === 'ws_idle_timeout');
+    expect(drop).toBeDefined();
+    expect(cap.lines.indexOf(drop!)).toBeGreaterThan(cap.lines.findIndex((l) => l.msg === 'response finished'));
+  });
+
+  it('a peer gone when the server closes (the lifetime limit) is dropped by the heartbeat, not held for the close handshake', async () => {
+    // The heartbeat stopped judging once the server had sent its close frame: a vanished peer, which never answers
+    // it, was then held by the `ws` library's fixed 30 s close timeout, whatever --ws-idle-timeout-ms (outside attack:
+    // 2 s timeout, 3 s lifetime, the peer gone at its pause: closed 33 s after the connection opened).
+    const cap = captureLogger();
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
+    const { server, url } = await testServer({ logger: cap.logger, policy, limits: { wsIdleTimeoutMs: 1000, connectionLifetimeMs: 300 } });
+    const c = await connectWs(url, false);
+    c.ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool] }));
+    await c.next('response.done');
+    // Gone: it reads nothing more (the close frame included) and answers nothing.
+    (c.ws as unknown as { _socket: Socket })._socket.pause();
+    const limited = await cap.waitFor((l) => l.code === 'websocket_connection_limit_reached' || l.msg === 'response finished');
+    const closed = await Promise.race([cap.waitFor((l) => l.msg === 'websocket closed'), new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000))]);
+    expect(closed).not.toBeNull();
+    expect(cap.lines.some((l) => l.code === 'ws_idle_timeout')).toBe(true);
+    expect(limited).toBeDefined();
+    await server.ws.idle();
   });
 
   it('a silent client that answers pings keeps its paused run across many idle periods, then resumes it', async () => {

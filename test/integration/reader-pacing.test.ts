@@ -152,6 +152,32 @@ describe('a reader slower than the model paces the run', () => {
     // server's ~90,000 deltas both slow down when the whole suite shares two CPUs: it took over 20 s in a CI run.
   }, 60_000);
 
+  it('WebSocket: a client that pings often while it does not read keeps its connection, and then reads the whole answer', async () => {
+    // The server's pongs wait behind the paced run's bytes, so none completes while the client reads nothing: the
+    // `ws` library terminated a peer with 60 pongs pending (its ping-flood guard), unlogged, and the run ended as a
+    // disconnect (outside attack: a 300 KB/s reader pinging every 100 ms, dropped after 6.7 s; the heartbeat had kept
+    // it). The server now owes at most one pong (RFC 6455 5.5.3: only the latest ping need be answered).
+    const { server: srv, url, cap } = await server();
+    const s = await RawSocket.longLived(url);
+    socketOf(s).pause();
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
+    await cap.waitFor((l) => l.code === 'send_paced');
+    let pongs = 0;
+    s.ws.on('pong', () => pongs++);
+    for (let i = 0; i < 100; i++) {
+      s.ws.ping(Buffer.from(String(i)));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    // Let the last pings arrive (and, without the fix, the guard drop the connection) before reading.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    socketOf(s).resume();
+    const done = await Promise.race([s.next('response.completed'), s.closed.then((c) => Promise.reject(new Error(`closed ${c.code}`)))]);
+    expect(done.response.status).toBe('completed');
+    expect(pongs).toBeGreaterThanOrEqual(1);
+    expect(pongs).toBeLessThan(100);
+    expect((await recordOf(srv, done.response.id)).status).toBe('completed');
+  });
+
   it('WebSocket: a client that never reads is dropped after the stall timeout, its run cancelled', async () => {
     const { url, server: srv, cap } = await server({ sendStallTimeoutMs: 200 });
     const s = await RawSocket.longLived(url);
@@ -165,6 +191,27 @@ describe('a reader slower than the model paces the run', () => {
     expect(rec.status).toBe('cancelled');
     // It stopped taking tokens when its reader fell behind (what it took filled the kernel's socket buffers).
     expect(rec.usage!.output_tokens).toBeLessThan(countTokens(TEXT));
+  });
+
+  it('WebSocket with no stall timeout: a client that reads nothing but keeps sending frames is dropped, its run cancelled', async () => {
+    // With the stall timeout off the run's wait for its reader was left to the heartbeat, which anything arriving
+    // satisfies: a client that read nothing but sent a frame (here response.processed) or a pong now and then held
+    // its run in_progress for good (outside attack: for as long as the connection's lifetime, an hour by default).
+    // Nothing leaving for a whole idle timeout now ends the wait as the stall timeout would.
+    const { url, server: srv, cap } = await server({ sendStallTimeoutMs: 0, wsIdleTimeoutMs: 400 });
+    const s = await RawSocket.longLived(url);
+    socketOf(s).pause();
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
+    const paced = await cap.waitFor((l) => l.code === 'send_paced');
+    const talk = setInterval(() => s.send({ type: 'response.processed' }), 50);
+    try {
+      const stalled = await Promise.race([cap.waitFor((l) => l.code === 'send_stalled'), new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000))]);
+      expect(stalled?.['stall_ms']).toBe(400);
+    } finally {
+      clearInterval(talk);
+    }
+    await srv.ws.idle();
+    expect((await recordOf(srv, paced['response_id'] as string)).status).toBe('cancelled');
   });
 
   it('WebSocket with no stall timeout and no heartbeat: a reader that never reads is dropped at the send limit', async () => {

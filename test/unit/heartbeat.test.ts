@@ -10,6 +10,7 @@ import { Heartbeat, startHeartbeat } from '../../src/transport/heartbeat.js';
 
 class FakePeer extends EventEmitter {
   readonly OPEN = 1;
+  readonly CLOSING = 2;
   readyState = 1;
   pings = 0;
   terminated = 0;
@@ -74,6 +75,28 @@ describe('WebSocket heartbeat rule', () => {
     hb.tick();
     hb.tick();
     expect(drops()).toBe(1);
+  });
+
+  it('while the connection closes: a silent peer is still dropped after two periods, unpinged; one taking bytes stays', () => {
+    let took = false;
+    const { peer, hb, drops } = heartbeat(() => {
+      const t = took;
+      took = false;
+      return t;
+    });
+    hb.tick();
+    expect(peer.pings).toBe(1);
+    peer.readyState = peer.CLOSING; // the server sent its close frame
+    for (let i = 0; i < 4; i++) {
+      took = true; // its close frame waits behind bytes it is still reading
+      hb.tick();
+    }
+    expect(drops()).toBe(0);
+    hb.tick();
+    hb.tick();
+    expect(drops()).toBe(1);
+    expect(peer.terminated).toBe(1);
+    expect(peer.pings).toBe(1);
   });
 
   it('no heartbeat at 0 or past what a timer holds', () => {

@@ -10,9 +10,10 @@
  * once, the first time it is asked about it, so a run pays for an item's
  * JSON once however often the budget is checked. Breaching the budget is
  * `context_length_exceeded` (400): a create is refused, an append is refused
- * and the run stays paused. Leaves out the HTTP baseline, whose context lives
- * only for its request (its size is bounded by `maxFrameBytes` plus the
- * stored chain it loads).
+ * and the run stays paused. The HTTP baseline's context lives only for its
+ * request, but the stored chain it loads has no other bound than the
+ * store's: it is checked too, once loaded, before it is rendered
+ * (modes/prepare.ts).
  */
 import { WireError } from '../protocol/errors.js';
 import type { InputItem } from '../protocol/objects.js';

@@ -10,9 +10,10 @@
  * once, the first time it is asked about it, so a run pays for an item's
  * JSON once however often the budget is checked. Breaching the budget is
  * `context_length_exceeded` (400): a create is refused, an append is refused
- * and the run stays paused. Leaves out the HTTP baseline, whose context lives
- * only for its request (its size is bounded by `maxFrameBytes` plus the
- * stored chain it loads).
+ * and the run stays paused. The HTTP baseline's context lives only for its
+ * request, but the stored chain it loads has no other bound than the
+ * store's: it is checked too, once loaded, before it is rendered
+ * (modes/prepare.ts).
  */
 import { WireError } from '../protocol/errors.js';
 import type { InputItem } from '../protocol/objects.js';
@@ -104,5 +105,51 @@ export function checkContext(ctx: RenderedContext | null, incoming: readonly Inp
       `The context would hold ${bytes} bytes; this server keeps at most ${limits.maxContextBytes} per response (llr serve --max-context-bytes).`,
       'input',
     );
+  }
+}
+
+/**
+ * What a long-lived run keeps for its whole life besides its context: the
+ * items appended to it (stored with the response, listed by `input_items`)
+ * and its output (the Response's `output`, sent whole in its terminal
+ * event). Without compaction both are part of the context, so its budget
+ * bounds them. Server-side compaction (`context_management`) replaces the
+ * context by a smaller window but keeps both, and adds a compaction item to
+ * the output each time, sealing the whole turn in progress: a run of 3,000
+ * steps with 100 KB tool outputs kept 300 MB of appended items, and one of
+ * 1,000 small steps compacting at every model call an output of 187 MB
+ * (its terminal event, then the store), while its context stayed small
+ * (outside attack). So they are held to the context's budget too: an append
+ * that would pass it is refused (`context_length_exceeded`, the run stays
+ * paused), as when the context itself is full.
+ */
+export class RunKeep {
+  private appendedItems = 0;
+  private appendedBytes = 0;
+  /** Output items measured so far (the output only grows) and their bytes. */
+  private outputCounted = 0;
+  private outputBytes = 0;
+
+  constructor(private readonly output: readonly object[]) {}
+
+  /** Throws `context_length_exceeded` when `incoming` would pass the limits; applies nothing. */
+  check(incoming: readonly InputItem[], limits: ContextLimits): void {
+    for (; this.outputCounted < this.output.length; this.outputCounted++) this.outputBytes += itemBytes(this.output[this.outputCounted] as InputItem);
+    const items = this.appendedItems + this.output.length + incoming.length;
+    const why = 'its output and the items appended to it, kept for its whole life: server-side compaction shrinks the context, not them';
+    if (items > limits.maxContextItems) {
+      throw new WireError('context_length_exceeded', `The response would keep ${items} items (${why}); this server keeps at most ${limits.maxContextItems} per response (llr serve --max-context-items).`, 'input');
+    }
+    let bytes = this.appendedBytes + this.outputBytes;
+    for (const item of incoming) bytes += itemBytes(item);
+    if (bytes > limits.maxContextBytes) {
+      throw new WireError('context_length_exceeded', `The response would keep ${bytes} bytes (${why}); this server keeps at most ${limits.maxContextBytes} per response (llr serve --max-context-bytes).`, 'input');
+    }
+  }
+
+  /** Count items appended (after `check` passed for them). */
+  add(appended: readonly InputItem[]): void {
+    this.appendedItems += appended.length;
+    for (const item of appended) this.appendedBytes += itemBytes(item);
   }
 }

@@ -28,7 +28,7 @@ import { checkFull, checkIncremental } from '../pipeline/checks.js';
 import type { PostInferenceJob } from '../pipeline/post.js';
 import { compactContext, compactThreshold } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
-import { checkContext } from './budget.js';
+import { checkContext, RunKeep } from './budget.js';
 import { Segment, carriesTokens } from './segment.js';
 import { leanSnapshot, newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
@@ -138,6 +138,8 @@ export class ResponseRun {
   private readerWaits = 0;
   /** What clients appended, each batch after the output items it followed: stored with the response (store/types.ts). */
   private readonly appended: AppendedItems[] = [];
+  /** What the run keeps besides its context (its appended items and output), held to the context's budget (engine/budget.ts). */
+  private readonly keep: RunKeep;
   /** Appends run one at a time (see `append`). */
   private appendTail: Promise<void> = Promise.resolve();
   private appendsWaiting = 0;
@@ -156,6 +158,7 @@ export class ResponseRun {
     this.faults = services.chaos?.forRun(plan.metrics, services.log) ?? null;
     this.pauses = new PauseRegistry(services.limits.maxPendingCalls);
     this.response = newResponse(plan.params, this.wallNow());
+    this.keep = new RunKeep(this.response.output);
     this.done = this.loop();
   }
 
@@ -236,6 +239,7 @@ export class ResponseRun {
       fresh.push(item);
     }
     checkContext(ctx, fresh, this.services.limits);
+    this.keep.check(fresh, this.services.limits);
     const arrivedAt = this.services.clock.now();
     const m = this.metrics;
     // Only the appended items (pipeline/checks.ts); with `incremental_checks` off, the whole context again.
@@ -251,6 +255,7 @@ export class ResponseRun {
     m.count('appends');
     commitItems(ctx, fresh, tokens);
     if (fresh.length > 0) this.appended.push({ at: this.response.output.length, items: fresh });
+    this.keep.add(fresh);
     committed?.();
     for (const item of fresh) {
       if (item.type === 'function_call_output') this.pauses.resolve((item as { call_id: string }).call_id);

@@ -14,6 +14,7 @@ import { renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { checkFull } from '../pipeline/checks.js';
 import type { Services } from '../engine/services.js';
+import { checkContext, type ContextLimits } from '../engine/budget.js';
 
 /**
  * Validate, scan and render a whole context: `history` (items loaded from
@@ -21,7 +22,9 @@ import type { Services } from '../engine/services.js';
  * params: `input[i]` for input, `previous_response_id` for history. A
  * request the checks refuse costs no tokenizing. `requireToolOutputs`: a
  * client tool call left without its output is refused (ws, http creates;
- * pipeline/checks.ts).
+ * pipeline/checks.ts). With `limits`, a context (after any compaction item is
+ * applied) past the context budget is refused, `context_length_exceeded`,
+ * before any check or tokenizing.
  */
 export async function checkAndRender(
   params: Pick<CreateParams, 'instructions' | 'tools'> & Partial<Pick<CreateParams, 'text'>>,
@@ -29,6 +32,7 @@ export async function checkAndRender(
   input: readonly InputItem[],
   metrics: RunMetrics,
   requireToolOutputs = false,
+  limits?: ContextLimits,
 ): Promise<RenderedContext> {
   // A compaction item replaces the history it summarises (pipeline/compaction.ts).
   if (hasCompaction(input)) {
@@ -39,6 +43,10 @@ export async function checkAndRender(
     history = applyCompaction(history, 'previous_response_id');
     metrics.count('compactions_applied');
   }
+  // The HTTP baseline's context is the stored chain it loads: without this, a chain that had grown past what
+  // a ws or long-lived context may hold (3,000 steps of 100 KB outputs: 300 MB) was rendered whole by every
+  // continuation, while WebSocket mode refused the same chain at 32 MiB (outside attack).
+  if (limits) checkContext(null, history.length ? [...history, ...input] : input, limits);
   await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs }, history, input, metrics);
   return renderFullAsync(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics);
 }
@@ -56,7 +64,7 @@ export async function prepareFull(
   owner: string | null,
   requireToolOutputs = false,
 ): Promise<{ context: RenderedContext; route: RouteDecision }> {
-  const context = await checkAndRender(params, history, input, metrics, requireToolOutputs);
+  const context = await checkAndRender(params, history, input, metrics, requireToolOutputs, services.limits);
   const route = await services.router.route(params.model, affinityKey(params, owner), metrics);
   return { context, route };
 }

@@ -666,9 +666,11 @@ export function inFlightBytes(ws: WebSocket): number {
   return Math.max(0, total - current) + buffered;
 }
 
+/** The API's message for its 60 minutes; a lifetime that is not a whole number of minutes (`--lifetime-ms 1500`) is said in ms, not rounded to "0 minutes". */
 function limitMessage(ms: number): string {
-  const minutes = Math.round(ms / 60_000);
-  return `Responses websocket connection limit reached (${minutes} minutes). Create a new websocket connection to continue.`;
+  const minutes = ms / 60_000;
+  const span = Number.isInteger(minutes) && minutes > 0 ? `${minutes} minutes` : `${ms} ms`;
+  return `Responses websocket connection limit reached (${span}). Create a new websocket connection to continue.`;
 }
 
 interface RefusalBody {

@@ -11,6 +11,7 @@ import { connectClient, type AgentClient } from '../../src/client/index.js';
 import type { RunRecord } from '../../src/engine/records.js';
 import { compact } from '../../src/pipeline/compaction.js';
 import type { FunctionCall, InputItem, Response } from '../../src/protocol/objects.js';
+import type { ServerEvent } from '../../src/protocol/events.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -118,6 +119,41 @@ describe('server-side compaction', () => {
     // The same six model calls, far fewer prompt tokens.
     expect(compacted.rec.counters['model_calls']).toBe(plain.rec.counters['model_calls']);
     expect(compacted.response.usage!.input_tokens).toBeLessThan(plain.response.usage!.input_tokens * 0.6);
+  });
+
+  it('a long-lived run that compacts keeps its appended items and output within the context budget: past it an append is refused, the run stays paused', async () => {
+    // Compaction shrank the context (each output cut to its first line) but the run kept every appended item
+    // (for the store) and every compaction item (each sealing the whole turn) in its output: unbounded.
+    const maxContextBytes = 200_000;
+    const { url } = await testServer({ limits: { maxContextBytes } });
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'run:\n$ ls', tools: [exec], tool_choice: 'required', context_management: [{ type: 'compaction', compact_threshold: 1000 }] });
+    const output = 'a line of tool output\n'.repeat(500); // ~11 KB, cut to its first line by a compaction
+    // Events in order from the socket's log: an append is answered by the next pause or by an error.
+    let seen = 0;
+    const nextOf = async (...types: string[]): Promise<ServerEvent> => {
+      for (;;) {
+        const i = s.events.findIndex((e, k) => k >= seen && types.includes(e.type));
+        if (i >= 0) return s.events[(seen = i + 1) - 1]!;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    };
+    let refused: { code: string | null; message: string } | null = null;
+    let e = await nextOf('response.done');
+    for (let steps = 0; steps < 60 && e.type === 'response.done'; steps++) {
+      s.send({ type: 'response.append', input: e.response.pending_tool_calls!.map((call_id) => ({ type: 'function_call_output', call_id, output })) });
+      e = await nextOf('response.done', 'error');
+      if (e.type === 'error') refused = e.error;
+    }
+    expect(refused?.code).toBe('context_length_exceeded');
+    expect(refused?.message).toMatch(/kept for its whole life.*--max-context-bytes/);
+    // Still paused: the cancel ends it, with an output within the budget.
+    s.send({ type: 'response.cancel' });
+    const end = ((await nextOf('response.cancelled')) as Extract<ServerEvent, { type: 'response.cancelled' }>).response;
+    const rec = await record(url, end.id);
+    expect(rec.counters['compactions']).toBeGreaterThan(1);
+    expect(rec.counters['appends']! * output.length).toBeLessThan(maxContextBytes);
+    expect(JSON.stringify(end.output).length).toBeLessThan(maxContextBytes);
   });
 
   it('WebSocket mode: the connection cache keeps the compacted window for the next continuation', async () => {

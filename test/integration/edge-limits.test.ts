@@ -280,6 +280,8 @@ describe('WebSocket budgets and the connection cap', () => {
     const types = s.events.filter((e) => e.type !== 'llr:timing').map((e) => (e.type === 'error' ? `error:${e.error.code}` : e.type));
     const tail = types.slice(types.indexOf('error:websocket_connection_limit_reached'));
     expect(tail).toEqual(['error:websocket_connection_limit_reached', 'response.incomplete', 'error:websocket_connection_limit_reached']);
+    // The lifetime as configured (it said "(0 minutes)" for any lifetime under 30 s).
+    expect(s.all('error')[0]!.error.message).toContain('(1500 ms)');
     // The API's enum has no reason for it: incomplete_details stays null, the reason is in this server's field.
     expect(s.all('response.incomplete')[0]!.response).toMatchObject({ incomplete_details: null, llr_incomplete_reason: 'connection_limit_reached' });
   });

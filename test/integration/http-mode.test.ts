@@ -78,6 +78,28 @@ describe('http baseline', () => {
     expect(prev.output[0]?.type).toBe('message');
   });
 
+  it('a continuation whose stored chain passes the context budget is refused 400 context_length_exceeded before any tokenizing, as WebSocket mode refuses it', async () => {
+    // The chain grew 20 KB a step with no bound: every continuation loaded and rendered all of it.
+    const steps = Array.from({ length: 4 }, (_, i) => ({ calls: [{ name: 'lookup', arguments: { q: `${i}` }, call_id: `call_${i}` }] }));
+    const { url, server } = await testServer({ policy: scriptPolicy([...steps, { text: 'done' }]), limits: { maxContextBytes: 50_000 } });
+    let prev = (await (await post(url, { model: 'sim-model', input: 'go', tools: [tool] })).json()) as Response;
+    const output = 'x'.repeat(20_000);
+    const statuses: number[] = [];
+    let refused: Awaited<ReturnType<typeof errorOf>> | null = null;
+    for (let i = 0; i < 4 && !refused; i++) {
+      const res = await post(url, { model: 'sim-model', tools: [tool], previous_response_id: prev.id, input: [{ type: 'function_call_output', call_id: `call_${i}`, output }] });
+      statuses.push(res.status);
+      if (res.status === 200) prev = (await res.json()) as Response;
+      else refused = await errorOf(res);
+    }
+    expect(statuses).toEqual([200, 200, 400]);
+    expect(refused).toMatchObject({ code: 'context_length_exceeded', param: 'input' });
+    expect(refused!.message).toMatch(/--max-context-bytes/);
+    // Refused before the render: the refused request tokenized nothing (its record, if any, says so).
+    const last = server.services.records.list().at(-1)!;
+    expect(last.response_id).toBe(prev.id);
+  });
+
   it('resolves item_reference input items from the store', async () => {
     const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'first' }, { text: 'second' }]) });
     const first = (await (await post(url, { model: 'sim-model', input: 'hi' })).json()) as Response;

@@ -131,6 +131,10 @@ export interface HttpRoutes {
 export class HttpTransport {
   /** One one-shot session per create in flight, from the end of its body until its response has ended. */
   private readonly sessions: SessionSet;
+  /** Every request being handled, until its answer (or error answer) was written. */
+  private readonly handlers = new Map<IncomingMessage, Promise<unknown>>();
+  /** Appends whose whole body arrived: shutdown waits for their answers (their run ends with it, so they end at once). */
+  private readonly appending = new WeakSet<IncomingMessage>();
 
   constructor(
     private readonly host: SessionHost,
@@ -154,7 +158,7 @@ export class HttpTransport {
   private handleWith(req: IncomingMessage, res: ServerResponse, work: () => Promise<void>): void {
     const requestId = newId('req', 16);
     res.setHeader('x-request-id', requestId);
-    work().catch((err: unknown) => {
+    const handled = work().catch((err: unknown) => {
       const wire = toWireError(err);
       const log = this.host.log;
       if (wire.code === 'server_error') log.error({ err, request_id: requestId }, 'http handler failed');
@@ -168,8 +172,11 @@ export class HttpTransport {
       if (res.headersSent) return void res.end();
       // Past the connection cap the socket is not kept alive for another request.
       if (wire.code === 'too_many_connections' || wire.code === 'server_shutting_down') res.setHeader('Connection', 'close');
-      void this.refuse(req, res, wire);
+      return this.refuse(req, res, wire);
     });
+    // An append whose body has arrived is answered before shutdown closes the connections (see `shutdown`).
+    this.handlers.set(req, handled);
+    void handled.finally(() => this.handlers.delete(req));
   }
 
   /**
@@ -299,6 +306,7 @@ export class HttpTransport {
       checkJsonContentType(req);
       const limits = this.host.limits;
       const body = await this.holding((hold) => readBody(req, limits.maxFrameBytes, hold));
+      this.appending.add(req);
       // Timed from the whole body's arrival (reading it is the network's time, not work): the append's `parse_append` span.
       const start = this.host.now();
       const input = parseAppendBody(await parseEdgeJson(body, 'body', limits), parseCaps(limits));
@@ -562,6 +570,13 @@ export class HttpTransport {
     // Background runs are sessions of this set: they end `incomplete` with the rest; then their kept events go.
     await this.sessions.shutdown();
     this.host.background.close();
+    // An append still being checked when its run ended is refused (no_paused_response, or 404 once the run is gone);
+    // the server closed every connection right after this, so its client got a reset and could not tell whether its
+    // outputs were applied. Appends still uploading are not waited for (a slow client would hold shutdown).
+    const answering = [...this.handlers].filter(([req]) => this.appending.has(req)).map(([, p]) => p);
+    await Promise.allSettled(answering);
+    // The answer's write is corked until the next tick (node:http): let it reach the socket.
+    if (answering.length > 0) await new Promise((resolve) => setImmediate(resolve));
   }
 }
 

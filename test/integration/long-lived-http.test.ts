@@ -186,6 +186,26 @@ describe('long-lived over HTTP', () => {
     expect(server.services.ledger.countFor(id)).toBe(1);
   });
 
+  it('shutdown while an append is being processed: the append is answered (JSON error), not cut off by the closing server', async () => {
+    const { s, id, append, server } = await pausedRun();
+    // The append's checks take a while (as an 8 MB one's do): shutdown begins and ends the run meanwhile.
+    const live = (server.httpTransport as unknown as { host: { live: { append: (...a: unknown[]) => Promise<void> } } }).host.live;
+    const real = live.append.bind(live);
+    let closing: Promise<void> | null = null;
+    live.append = async (...a: unknown[]) => {
+      closing = server.close();
+      await s.next('response.incomplete');
+      await new Promise((r) => setTimeout(r, 100));
+      return real(...a);
+    };
+    const answer = await append([out('call_a')]).catch((err: Error) => ({ status: 0, json: String(err.cause ?? err) }));
+    expect(answer.status).toBe(404);
+    expect(answer.json.error).toMatchObject({ code: 'response_not_found', param: 'response_id' });
+    expect(closing).not.toBeNull();
+    await closing;
+    expect(server.services.ledger.countFor(id)).toBe(1);
+  });
+
   it('at most --max-live-http-runs runs are open: past it 429 too_many_live_runs, and a slot frees when one ends', async () => {
     const { url, id } = await pausedRun({ limits: { maxLiveHttpRuns: 1 } });
     const refused = await postJson(`${url}/v1/responses?protocol=long-lived`, { ...create(), stream: true });

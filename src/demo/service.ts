@@ -23,7 +23,7 @@ import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Services } from '../engine/services.js';
-import { WireError } from '../protocol/errors.js';
+import { WireError, methodNotAllowed } from '../protocol/errors.js';
 import { parseJsonText } from '../protocol/parse.js';
 import { readBody } from '../transport/body.js';
 import { checkJsonContentType, watchStall, type HttpRoutes } from '../transport/http.js';
@@ -103,16 +103,16 @@ export class DemoService implements HttpRoutes {
     const method = req.method ?? 'GET';
     const rest = path.slice(this.prefix.length).replace(/^\//, '');
     if (rest === '' || Object.hasOwn(FILES, rest)) {
-      if (method !== 'GET' && method !== 'HEAD') throw new WireError('method_not_allowed');
+      if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed('GET, HEAD');
       return this.file(res, rest === '' ? 'index.html' : rest, method === 'HEAD');
     }
     if (rest === 'api/config') {
-      if (method !== 'GET') throw new WireError('method_not_allowed');
+      if (method !== 'GET') throw methodNotAllowed('GET');
       authenticate();
       return json(res, 200, this.config());
     }
     if (rest === 'api/races') {
-      if (method !== 'POST') throw new WireError('method_not_allowed');
+      if (method !== 'POST') throw methodNotAllowed('POST');
       authenticate();
       // As on /v1: a JSON body or none (415 otherwise), so a form a browser may post without a preflight
       // (text/plain, x-www-form-urlencoded) is refused for its type, not read as JSON.
@@ -121,7 +121,7 @@ export class DemoService implements HttpRoutes {
     }
     const step = /^api\/races\/([a-z0-9]+)\/step$/.exec(rest);
     if (step) {
-      if (method !== 'POST') throw new WireError('method_not_allowed');
+      if (method !== 'POST') throw methodNotAllowed('POST');
       authenticate();
       const race = this.races.get(step[1]!);
       if (!race) throw new WireError('not_found', `No running demo race '${step[1]!.slice(0, 100)}'.`);

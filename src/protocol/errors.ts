@@ -92,6 +92,8 @@ export class WireError extends Error {
    * one (protocol/parse.ts); undefined for any other error. The session sends the error in that lane.
    */
   declare lane?: string | null;
+  /** A 405's `Allow` header: the methods its route takes (RFC 9110 §15.5.6 requires it); set by `methodNotAllowed`. */
+  declare allow?: string;
 
   constructor(code: WireErrorCode, message?: string, param: string | null = null, options?: { cause?: unknown }) {
     const entry = WIRE_ERRORS[code];
@@ -111,6 +113,13 @@ export class WireError extends Error {
   toEvent(): Omit<ErrorEvent, 'sequence_number'> {
     return { type: 'error', status: this.status, error: this.body() };
   }
+}
+
+/** A 405 for a route that takes only `allow` (e.g. `'GET, HEAD'`): sent with that `Allow` header. */
+export function methodNotAllowed(allow: string): WireError {
+  const err = new WireError('method_not_allowed', `Method not allowed: this route takes ${allow}.`);
+  err.allow = allow;
+  return err;
 }
 
 /**

@@ -38,7 +38,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { WireError, toWireError } from '../protocol/errors.js';
+import { WireError, methodNotAllowed, toWireError } from '../protocol/errors.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { newId } from '../protocol/objects.js';
 import type { Response } from '../protocol/objects.js';
@@ -232,7 +232,8 @@ export class HttpTransport {
     const health = path === '/health' && (method === 'GET' || method === 'HEAD');
     if (overCap && !health) throw new WireError('too_many_connections');
     // A known path with a method it does not take is 405, as on every other route (it was 404 "No route").
-    if ((path === '/health' && !health) || (path === '/llr/stats' && method !== 'GET')) throw new WireError('method_not_allowed');
+    if (path === '/health' && !health) throw methodNotAllowed('GET, HEAD');
+    if (path === '/llr/stats' && method !== 'GET') throw methodNotAllowed('GET');
     if (health) {
       if (overCap) res.setHeader('Connection', 'close');
       const post = this.host.postWork();
@@ -263,7 +264,7 @@ export class HttpTransport {
       });
     }
     if (path === '/llr/runs' || path.startsWith('/llr/runs/')) {
-      if (method !== 'GET') throw new WireError('method_not_allowed');
+      if (method !== 'GET') throw methodNotAllowed('GET');
       const owner = this.authenticate(req);
       const id = path.slice('/llr/runs'.length).replace(/^\//, '');
       if (!id) return sendJson(res, 200, this.host.runRecords({ owner, ...pageQuery(url) }));
@@ -277,7 +278,7 @@ export class HttpTransport {
       return extra.handle(req, res, path, () => this.authenticate(req));
     }
     if (path === '/v1/responses') {
-      if (method !== 'POST') throw new WireError('method_not_allowed');
+      if (method !== 'POST') throw methodNotAllowed('POST');
       const authStart = this.host.now();
       const owner = this.authenticate(req);
       const info: SessionInfo = { connection: null, owner, authSpan: { start: authStart, end: this.host.now() } };
@@ -286,20 +287,20 @@ export class HttpTransport {
       return this.holding((hold) => this.create(req, res, info, protocol, hold));
     }
     if (path === '/v1/responses/compact') {
-      if (method !== 'POST') throw new WireError('method_not_allowed');
+      if (method !== 'POST') throw methodNotAllowed('POST');
       const owner = this.authenticate(req);
       checkJsonContentType(req);
       return this.holding((hold) => this.compact(req, res, owner, hold));
     }
     if (path === '/v1/responses/input_tokens') {
-      if (method !== 'POST') throw new WireError('method_not_allowed');
+      if (method !== 'POST') throw methodNotAllowed('POST');
       const owner = this.authenticate(req);
       checkJsonContentType(req);
       return this.holding((hold) => this.inputTokens(req, res, owner, hold));
     }
     const live = /^\/v1\/responses\/([^/]+)\/(append|cancel)$/.exec(path);
     if (live) {
-      if (method !== 'POST') throw new WireError('method_not_allowed');
+      if (method !== 'POST') throw methodNotAllowed('POST');
       const owner = this.authenticate(req);
       const id = decodeId(live[1]!, 'response_id');
       if (live[2] === 'cancel') return sendJson(res, 200, await this.cancel(id, owner));
@@ -315,7 +316,7 @@ export class HttpTransport {
     }
     const items = /^\/v1\/responses\/([^/]+)\/input_items$/.exec(path);
     if (items) {
-      if (method !== 'GET') throw new WireError('method_not_allowed');
+      if (method !== 'GET') throw methodNotAllowed('GET');
       const owner = this.authenticate(req);
       const id = decodeId(items[1]!, 'response_id');
       const page = this.host.storedInputItems(id, owner, parseInputItemsQuery(url.searchParams));
@@ -342,7 +343,7 @@ export class HttpTransport {
         if (!this.host.background.delete(id, owner, stored) && !stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
         return sendJson(res, 200, { id, object: 'response', deleted: true });
       }
-      throw new WireError('method_not_allowed');
+      throw methodNotAllowed('GET, DELETE');
     }
     throw new WireError('not_found', `No route for ${method} ${url.pathname}.`);
   }
@@ -807,6 +808,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 }
 
 function sendError(res: ServerResponse, err: WireError): void {
+  if (err.allow !== undefined) res.setHeader('Allow', err.allow);
   sendJson(res, err.status, { error: { message: err.message, type: err.type, param: err.param, code: err.code } });
 }
 

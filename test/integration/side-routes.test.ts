@@ -8,13 +8,13 @@ import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { testServer } from '../helpers/server.js';
 
-function send(port: number, method: string, path: string): Promise<{ status: number; body: string }> {
+function send(port: number, method: string, path: string): Promise<{ status: number; body: string; allow?: string }> {
   return new Promise((resolve, reject) => {
     const req = request({ port, host: '127.0.0.1', method, path }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, ...(res.headers.allow === undefined ? {} : { allow: res.headers.allow }) }));
     });
     req.on('error', reject);
     req.end();
@@ -24,10 +24,40 @@ function send(port: number, method: string, path: string): Promise<{ status: num
 describe('side routes and methods', () => {
   it('HEAD /health is 200 with no body; other methods on /health and /llr/stats are 405 with a JSON error', async () => {
     const { port } = await testServer();
-    expect(await send(port, 'HEAD', '/health')).toEqual({ status: 200, body: '' });
+    expect(await send(port, 'HEAD', '/health')).toMatchObject({ status: 200, body: '' });
     for (const [method, path] of [['POST', '/health'], ['DELETE', '/health'], ['POST', '/llr/stats'], ['PUT', '/llr/stats']] as const) {
       const { status, body } = await send(port, method, path);
       expect(status, `${method} ${path}`).toBe(405);
+      expect(JSON.parse(body)).toMatchObject({ error: { code: 'method_not_allowed', type: 'invalid_request_error', param: null } });
+    }
+  });
+});
+
+describe('405 names the methods the route takes', () => {
+  it('in an Allow header (RFC 9110 §15.5.6: a 405 MUST carry one), on every route, the demo routes too', async () => {
+    const { port } = await testServer();
+    const cases = [
+      ['POST', '/health', 'GET, HEAD'],
+      ['PUT', '/llr/stats', 'GET'],
+      ['POST', '/llr/runs', 'GET'],
+      ['DELETE', '/llr/runs/x', 'GET'],
+      ['PUT', '/v1/responses', 'POST'],
+      ['GET', '/v1/responses/compact', 'POST'],
+      ['GET', '/v1/responses/input_tokens', 'POST'],
+      ['OPTIONS', '/v1/responses/resp_x/append', 'POST'],
+      ['GET', '/v1/responses/resp_x/cancel', 'POST'],
+      ['POST', '/v1/responses/resp_x/input_items', 'GET'],
+      ['PATCH', '/v1/responses/resp_x', 'GET, DELETE'],
+      ['POST', '/demo', 'GET, HEAD'],
+      ['PUT', '/demo/demo.js', 'GET, HEAD'],
+      ['POST', '/demo/api/config', 'GET'],
+      ['GET', '/demo/api/races', 'POST'],
+      ['GET', '/demo/api/races/rabc/step', 'POST'],
+    ] as const;
+    for (const [method, path, allow] of cases) {
+      const { status, body, allow: header } = await send(port, method, path);
+      expect(status, `${method} ${path}`).toBe(405);
+      expect(header, `${method} ${path}`).toBe(allow);
       expect(JSON.parse(body)).toMatchObject({ error: { code: 'method_not_allowed', type: 'invalid_request_error', param: null } });
     }
   });

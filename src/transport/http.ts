@@ -310,7 +310,9 @@ export class HttpTransport {
       this.appending.add(req);
       // Timed from the whole body's arrival (reading it is the network's time, not work): the append's `parse_append` span.
       const start = this.host.now();
-      const input = parseAppendBody(await parseEdgeJson(body, 'body', limits), parseCaps(limits));
+      const json = await parseEdgeJson(body, 'body', limits);
+      const input = parseAppendBody(json, parseCaps(limits));
+      checkAppendResponseId(json, id);
       await this.host.live.append(id, owner, input, { start, end: this.host.now() });
       return sendJson(res, 202, {});
     }
@@ -805,6 +807,23 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
+}
+
+/**
+ * An append body may carry `response_id`, as a `response.append` event does: it must then be the path's. It was
+ * ignored, so a body meant for another run (`{response_id: B, input: "…"}` posted to A's path) landed in A.
+ */
+function checkAppendResponseId(body: unknown, id: string): void {
+  const named = (body as Record<string, unknown>)['response_id'];
+  if (named === undefined || named === null) return;
+  if (typeof named !== 'string') throw new WireError('invalid_type', "Invalid type for 'response_id': expected a string.", 'response_id');
+  if (named !== id) {
+    throw new WireError(
+      'invalid_value',
+      `The body's response_id '${named.slice(0, 100)}' is not the response of the path ('${id.slice(0, 100)}'); leave it out or make them the same.`,
+      'response_id',
+    );
+  }
 }
 
 function sendError(res: ServerResponse, err: WireError): void {

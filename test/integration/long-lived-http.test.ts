@@ -186,6 +186,23 @@ describe('long-lived over HTTP', () => {
     expect(server.services.ledger.countFor(id)).toBe(1);
   });
 
+  it('an append body naming another response_id than its path is refused (400 invalid_value), nothing applied', async () => {
+    const { s, id, append, url, server } = await pausedRun();
+    const otherId = 'resp_another_run';
+    // A user message would be accepted by either run: it must not land silently in the path's run.
+    const wrong = await postJson(`${url}/v1/responses/${id}/append`, { response_id: otherId, input: 'for the other run' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.json.error).toMatchObject({ code: 'invalid_value', param: 'response_id' });
+    const bad = await postJson(`${url}/v1/responses/${id}/append`, { response_id: 7, input: [] });
+    expect(bad.json.error).toMatchObject({ code: 'invalid_type', param: 'response_id' });
+    // The path's own id in the body is fine (a body copied from a response.append event).
+    expect(await postJson(`${url}/v1/responses/${id}/append`, { response_id: id, input: [out('call_a')] })).toEqual({ status: 202, json: {} });
+    expect(await append([out('call_b')])).toEqual({ status: 202, json: {} });
+    await s.next('response.completed');
+    await server.services.postWork.flush();
+    expect(server.services.records.get(id)!.counters).toMatchObject({ appends: 2 });
+  });
+
   it('shutdown while an append is being processed: the append is answered (JSON error), not cut off by the closing server', async () => {
     const { s, id, append, server } = await pausedRun();
     // The append's checks take a while (as an 8 MB one's do): shutdown begins and ends the run meanwhile.

@@ -107,7 +107,7 @@ export class DemoService implements HttpRoutes {
       return this.file(res, rest === '' ? 'index.html' : rest, method === 'HEAD');
     }
     if (rest === 'api/config') {
-      if (method !== 'GET') throw methodNotAllowed('GET');
+      if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed('GET, HEAD');
       authenticate();
       return json(res, 200, this.config());
     }

@@ -228,12 +228,13 @@ export class HttpTransport {
     // `/health` answers even past the connection cap (server.ts keeps a small
     // reserve of sockets for it), so idle clients holding every slot cannot
     // make a live server look dead; the socket is then closed.
-    // HEAD is answered as GET (Node sends no body for it): a monitor probing with HEAD got 404.
-    const health = path === '/health' && (method === 'GET' || method === 'HEAD');
+    // HEAD is answered as GET on every GET route (Node sends no body for it): a monitor probing with HEAD got 404, then 405.
+    const get = method === 'GET' || method === 'HEAD';
+    const health = path === '/health' && get;
     if (overCap && !health) throw new WireError('too_many_connections');
     // A known path with a method it does not take is 405, as on every other route (it was 404 "No route").
     if (path === '/health' && !health) throw methodNotAllowed('GET, HEAD');
-    if (path === '/llr/stats' && method !== 'GET') throw methodNotAllowed('GET');
+    if (path === '/llr/stats' && !get) throw methodNotAllowed('GET, HEAD');
     if (health) {
       if (overCap) res.setHeader('Connection', 'close');
       const post = this.host.postWork();
@@ -247,7 +248,7 @@ export class HttpTransport {
         bytes_held: this.host.bytes.held,
       });
     }
-    if (path === '/llr/stats' && method === 'GET') {
+    if (path === '/llr/stats' && get) {
       // For benchmarks in another process: CPU time and memory of this one.
       // `?gc=1` collects garbage first when node runs with --expose-gc.
       this.authenticate(req);
@@ -264,7 +265,7 @@ export class HttpTransport {
       });
     }
     if (path === '/llr/runs' || path.startsWith('/llr/runs/')) {
-      if (method !== 'GET') throw methodNotAllowed('GET');
+      if (!get) throw methodNotAllowed('GET, HEAD');
       const owner = this.authenticate(req);
       const id = path.slice('/llr/runs'.length).replace(/^\//, '');
       if (!id) return sendJson(res, 200, this.host.runRecords({ owner, ...pageQuery(url) }));
@@ -318,7 +319,7 @@ export class HttpTransport {
     }
     const items = /^\/v1\/responses\/([^/]+)\/input_items$/.exec(path);
     if (items) {
-      if (method !== 'GET') throw methodNotAllowed('GET');
+      if (!get) throw methodNotAllowed('GET, HEAD');
       const owner = this.authenticate(req);
       const id = decodeId(items[1]!, 'response_id');
       const page = this.host.storedInputItems(id, owner, parseInputItemsQuery(url.searchParams));
@@ -329,8 +330,9 @@ export class HttpTransport {
     if (m) {
       const owner = this.authenticate(req);
       const id = decodeId(m[1]!, 'response_id');
-      if (method === 'GET') {
-        if (url.searchParams.get('stream') === 'true') return this.resume(res, id, owner, url, timingHeader(req));
+      if (get) {
+        // HEAD of a stream is not followed (its events would be discarded until the run ends): answered as a retrieve.
+        if (method === 'GET' && url.searchParams.get('stream') === 'true') return this.resume(res, id, owner, url, timingHeader(req));
         // A background response in flight: its current state (the store has it once it ends).
         const current = this.host.background.current(id, owner);
         if (current) return this.holding((hold) => sendJsonCooperative(res, 200, current, hold));
@@ -345,7 +347,7 @@ export class HttpTransport {
         if (!this.host.background.delete(id, owner, stored) && !stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
         return sendJson(res, 200, { id, object: 'response', deleted: true });
       }
-      throw methodNotAllowed('GET, DELETE');
+      throw methodNotAllowed('GET, HEAD, DELETE');
     }
     throw new WireError('not_found', `No route for ${method} ${url.pathname}.`);
   }

@@ -38,19 +38,19 @@ describe('405 names the methods the route takes', () => {
     const { port } = await testServer();
     const cases = [
       ['POST', '/health', 'GET, HEAD'],
-      ['PUT', '/llr/stats', 'GET'],
-      ['POST', '/llr/runs', 'GET'],
-      ['DELETE', '/llr/runs/x', 'GET'],
+      ['PUT', '/llr/stats', 'GET, HEAD'],
+      ['POST', '/llr/runs', 'GET, HEAD'],
+      ['DELETE', '/llr/runs/x', 'GET, HEAD'],
       ['PUT', '/v1/responses', 'POST'],
       ['GET', '/v1/responses/compact', 'POST'],
       ['GET', '/v1/responses/input_tokens', 'POST'],
       ['OPTIONS', '/v1/responses/resp_x/append', 'POST'],
       ['GET', '/v1/responses/resp_x/cancel', 'POST'],
-      ['POST', '/v1/responses/resp_x/input_items', 'GET'],
-      ['PATCH', '/v1/responses/resp_x', 'GET, DELETE'],
+      ['POST', '/v1/responses/resp_x/input_items', 'GET, HEAD'],
+      ['PATCH', '/v1/responses/resp_x', 'GET, HEAD, DELETE'],
       ['POST', '/demo', 'GET, HEAD'],
       ['PUT', '/demo/demo.js', 'GET, HEAD'],
-      ['POST', '/demo/api/config', 'GET'],
+      ['POST', '/demo/api/config', 'GET, HEAD'],
       ['GET', '/demo/api/races', 'POST'],
       ['GET', '/demo/api/races/rabc/step', 'POST'],
     ] as const;
@@ -59,6 +59,18 @@ describe('405 names the methods the route takes', () => {
       expect(status, `${method} ${path}`).toBe(405);
       expect(header, `${method} ${path}`).toBe(allow);
       expect(JSON.parse(body)).toMatchObject({ error: { code: 'method_not_allowed', type: 'invalid_request_error', param: null } });
+    }
+  });
+});
+
+describe('HEAD on every GET route', () => {
+  it('is answered as GET with no body (RFC 9110 §9.3.2): the status GET gets, errors included', async () => {
+    const { port } = await testServer();
+    for (const path of ['/llr/stats', '/llr/runs', '/llr/runs/nope', '/v1/responses/resp_nope', '/v1/responses/resp_nope/input_items', '/demo/api/config']) {
+      const get = await send(port, 'GET', path);
+      const head = await send(port, 'HEAD', path);
+      expect(head.status, `HEAD ${path}`).toBe(get.status);
+      expect(head.body, `HEAD ${path}`).toBe('');
     }
   });
 });

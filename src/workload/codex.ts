@@ -441,11 +441,13 @@ class RolloutParser {
     const need = this.figures.filter((f) => f.input_tokens === null);
     const inferred = need.length ? inferInputTokens(this.instructions, tools, this.ctx, need.map((f) => f.mark)) : [];
     need.forEach((f, i) => (f.input_tokens = inferred[i]!));
-    const toolOutputs: Workload['toolOutputs'] = {};
-    for (const [callId, a] of this.answered) {
-      const gap = a.callTs !== undefined && a.ts !== undefined ? Math.max(0, a.ts - a.callTs) : undefined;
-      toolOutputs[callId] = { output: a.output, duration_ms: Math.round(gap ?? this.execEndMs.get(callId) ?? 0) };
-    }
+    // Built as own properties: an assignment to toolOutputs['__proto__'] would set the prototype instead.
+    const toolOutputs: Workload['toolOutputs'] = Object.fromEntries(
+      [...this.answered].map(([callId, a]) => {
+        const gap = a.callTs !== undefined && a.ts !== undefined ? Math.max(0, a.ts - a.callTs) : undefined;
+        return [callId, { output: a.output, duration_ms: Math.round(gap ?? this.execEndMs.get(callId) ?? 0) }];
+      }),
+    );
     return {
       name: this.name,
       source,

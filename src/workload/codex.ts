@@ -83,6 +83,7 @@ import { WorkloadError, type Skipped, type UserTurn, type Workload } from './typ
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
 const INPUT_ROLES = new Set(['user', 'developer', 'system']);
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const PLACEHOLDER_INPUT = '(the rollout records no user input before this model output)';
 
 export function parseRollout(text: string, name: string, source: string): Workload {
@@ -243,6 +244,9 @@ class RolloutParser {
     if (!isJson(usage)) return; // rate-limit-only update
     const { input_tokens: input, output_tokens: output } = usage;
     if (typeof input !== 'number' || typeof output !== 'number') this.fail('token_count without numeric input_tokens / output_tokens');
+    if (!Number.isSafeInteger(input) || !Number.isSafeInteger(output) || input < 0 || output < 0) {
+      this.fail(`token_count with input_tokens ${input} / output_tokens ${output}: token counts are whole numbers, 0 or more`);
+    }
     if (total !== undefined && total === this.lastTotal) return this.skip('token_count', 'repeats the previous total_token_usage');
     this.lastTotal = total;
     const target = this.open ?? this.last;
@@ -276,6 +280,9 @@ class RolloutParser {
   }
 
   private clientCall(callId: string, name: string, args: string, ts: number | undefined, custom: boolean): void {
+    // What the replay server accepts (docs/workload.schema.json): refused here, at its line, not in the bench's server.
+    if (callId === '') this.fail('a call with an empty call_id');
+    if (!TOOL_NAME.test(name)) this.fail(`tool name ${JSON.stringify(name.slice(0, 80))} is not one the API accepts (^[a-zA-Z0-9_-]{1,64}$)`);
     if (this.pending.has(callId) || this.answered.has(callId) || this.abortedIds.has(callId)) this.fail(`call_id ${callId} is used twice`);
     this.modelItem({ type: 'function_call', name, arguments: args, call_id: callId }, { type: 'function_call', name, arguments: args, call_id: callId });
     this.pending.set(callId, { line: this.line, name, ts, aborted: false });

@@ -41,4 +41,45 @@ describe('rollouts from outside', () => {
     expect(Object.getPrototypeOf(w.toolOutputs)).toBe(Object.prototype);
     expect(asServerReadsIt(w).toolOutputs['__proto__']?.output).toBe('the answer');
   });
+
+  it('a tool name the API refuses, or an empty call_id, is refused at its line', () => {
+    for (const name of ['', 'bad name!', 'n'.repeat(65), 'caf\u00e9']) {
+      expect(refusal([meta(), user('x'), call('c1', name), output('c1'), answer('done')])).toMatch(/^x\.jsonl:3: tool name .* is not one the API accepts/);
+    }
+    expect(refusal([meta(), user('x'), call(''), output(''), answer('done')])).toBe('x.jsonl:3: a call with an empty call_id');
+    // The longest name the API takes, and the characters it takes, still read.
+    const ok = read([meta(), user('x'), call('c1', `mcp__a-b__${'n'.repeat(54)}`), output('c1'), answer('done')]);
+    expect(asServerReadsIt(ok).tools.map((t) => t.name)).toEqual([`mcp__a-b__${'n'.repeat(54)}`]);
+  });
+
+  it('a token count that is negative or not whole is refused at its line', () => {
+    for (const [i, o] of [[-5, 10], [10, 2.5], [1e300, 1]]) {
+      expect(refusal([meta(), user('x'), answer('done'), usage(i!, o!)])).toMatch(/^x\.jsonl:4: token_count with input_tokens .*: token counts are whole numbers, 0 or more$/);
+    }
+  });
+
+  it('a model call that shows only text before the user turn ends joins the next call, which the server replays', () => {
+    const w = read([meta(), user('x'), answer('Let me look.'), usage(100, 5), call('c1'), usage(120, 20), output('c1'), answer('Done.'), usage(140, 4)]);
+    expect(w.userTurns[0]!.modelTurns.map((t) => t.output.map((o) => o.type))).toEqual([['message', 'function_call'], ['message']]);
+    expect(w.userTurns[0]!.modelTurns[0]!.output_tokens).toBe(25);
+    expect(w.calls!.map((c) => [c.input_tokens, c.output_tokens, c.line])).toEqual([[100, 25, 3], [140, 4, 8]]);
+    // Two texts with a token count between them at the end of a turn: one call, its texts in order.
+    const two = read([meta(), user('x'), answer('one'), usage(10, 2), answer('two'), usage(12, 2)]);
+    expect(two.userTurns[0]!.modelTurns).toEqual([{ output: [{ type: 'message', text: 'one' }, { type: 'message', text: 'two' }], output_tokens: 4 }]);
+    expect(() => asServerReadsIt(w)).not.toThrow();
+    expect(() => asServerReadsIt(two)).not.toThrow();
+  });
+
+  it("a compaction's replacement history keeps no answer to a call it does not hold", () => {
+    const history = [
+      { type: 'message', role: 'user', content: 'first' },
+      { type: 'function_call_output', call_id: 'gone', output: 'orphan' },
+      { type: 'function_call', call_id: 'kept', name: 'shell', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'kept', output: 'answered' },
+    ];
+    const w = read([meta(), user('first'), answer('one'), rec('compacted', { message: 's', replacement_history: history }), user('second'), answer('two')]);
+    const input = w.userTurns[1]!.input;
+    expect(input.filter((i) => i.type === 'function_call_output')).toEqual([{ type: 'function_call_output', call_id: 'kept', output: 'answered' }]);
+    expect(() => asServerReadsIt(w)).not.toThrow();
+  });
 });

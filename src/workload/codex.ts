@@ -84,6 +84,15 @@ import { WorkloadError, type Skipped, type UserTurn, type Workload } from './typ
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
 const INPUT_ROLES = new Set(['user', 'developer', 'system']);
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** Nesting a message's content may have: the request around it adds a few levels below the server's 64. */
+const MAX_CONTENT_DEPTH = 32;
+
+/** Does `v` nest arrays and objects more than `max` levels deep? Stops at the first level past it. */
+function nestsDeeper(v: unknown, max: number): boolean {
+  if (typeof v !== 'object' || v === null) return false;
+  if (max === 0) return true;
+  return Object.values(v).some((x) => nestsDeeper(x, max - 1));
+}
 const PLACEHOLDER_INPUT = '(the rollout records no user input before this model output)';
 
 export function parseRollout(text: string, name: string, source: string): Workload {
@@ -181,6 +190,8 @@ class RolloutParser {
         if (!INPUT_ROLES.has(role)) this.fail(`message with unknown role "${role}"`);
         const content = p.content;
         if (typeof content !== 'string' && !Array.isArray(content)) this.fail(`${role} message without \`content\``);
+        // Replayed as recorded; the server refuses a request nesting deeper than 64 levels (--max-json-depth).
+        if (nestsDeeper(content, MAX_CONTENT_DEPTH)) this.fail(`${role} message content nests deeper than ${MAX_CONTENT_DEPTH} levels (no Codex message part does; the server would refuse it)`);
         this.clientMessage({ type: 'message', role: role as InputMessage['role'], content }, false);
         return;
       }

@@ -82,4 +82,15 @@ describe('rollouts from outside', () => {
     expect(input.filter((i) => i.type === 'function_call_output')).toEqual([{ type: 'function_call_output', call_id: 'kept', output: 'answered' }]);
     expect(() => asServerReadsIt(w)).not.toThrow();
   });
+
+  it('a message whose content nests past what the server takes is refused at its line; a flat one with an image reads', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 40; i++) deep = { a: deep };
+    const part = { type: 'input_text', text: 'hi', extra: deep };
+    const line = rec('response_item', { type: 'message', role: 'user', content: [part] });
+    expect(refusal([meta(), line, answer('done')])).toBe('x.jsonl:2: user message content nests deeper than 32 levels (no Codex message part does; the server would refuse it)');
+    const image = { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=' };
+    const w = read([meta(), rec('response_item', { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'see' }, image] }), answer('done')]);
+    expect(asServerReadsIt(w).userTurns[0]!.input).toEqual([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'see' }, image] }]);
+  });
 });

@@ -32,7 +32,12 @@
  *   hosted call (`web_search_call`, any `*_call` the client does not run) is
  *   dropped and counted. A model call with no visible output gives its output
  *   tokens to the next call of its user turn (the previous one if it was the
- *   last): replay decodes as many tokens, inventing no output.
+ *   last): replay decodes as many tokens, inventing no output. A call that
+ *   shows only text before its user turn's last joins the next call too
+ *   (replayed alone, a call without a tool call would end the run).
+ * - What the replay server would refuse is refused here, at its line: a tool
+ *   name the API does not take, an empty call_id, a token count that is
+ *   negative or not whole, message content nested past 32 levels.
  * - Missing figures are inferred (infer.ts) and every call's figures are
  *   marked recorded or inferred in `Workload.calls`.
  * - `custom_tool_call` becomes a function call taking `{"input": text}`;

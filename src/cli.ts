@@ -13,7 +13,8 @@
  *
  * Most flags also have an environment variable (LLR_PORT, …); flags win.
  * A bad command line (flags.ts `UsageError`, an unknown flag, a bad value)
- * prints `llr: MESSAGE` and exits with status 2; any other failure, 1.
+ * or a workload file the reader refuses (`WorkloadError`: the file, the line
+ * and why) prints `llr: MESSAGE` and exits with status 2; any other failure, 1.
  */
 import { exec } from 'node:child_process';
 import { parseArgs } from 'node:util';
@@ -21,6 +22,7 @@ import { numberFlag, stringOptions, UsageError, type NumberRange } from './flags
 import { DEFAULT_STORE, startServer } from './server.js';
 import { createLogger, flushLog, flushLogSync } from './log.js';
 import { exitWithParent } from './lifecycle.js';
+import { WorkloadError } from './workload/types.js';
 import type { Switches } from './engine/services.js';
 import { DEFAULT_SWITCHES } from './engine/services.js';
 import { limitHelp, limitOptions, limitsFrom, MAX_TIMER_MS } from './limit-flags.js';
@@ -373,14 +375,17 @@ async function main(): Promise<void> {
   }
 }
 
-/** A bad command line (a flag's value, an unknown flag, a missing argument): status 2, as the repository's scripts (src/command-line.ts). */
+/**
+ * A bad command line (a flag's value, an unknown flag, a missing argument): status 2, as the repository's scripts
+ * (src/command-line.ts); so is a workload file the reader refuses (--workload, llr workload): bad input, not a failure.
+ */
 function isUsageError(err: unknown): boolean {
-  return err instanceof UsageError || String((err as { code?: unknown })?.code ?? '').startsWith('ERR_PARSE_ARGS');
+  return err instanceof UsageError || err instanceof WorkloadError || String((err as { code?: unknown })?.code ?? '').startsWith('ERR_PARSE_ARGS');
 }
 
 main().catch((err: unknown) => {
   const usage = isUsageError(err);
-  const help = usage && ['serve', 'run', 'demo', 'bench', 'workload'].includes(process.argv[2] ?? '') ? ` (llr ${process.argv[2]} --help)` : '';
+  const help = usage && !(err instanceof WorkloadError) && ['serve', 'run', 'demo', 'bench', 'workload'].includes(process.argv[2] ?? '') ? ` (llr ${process.argv[2]} --help)` : '';
   process.stderr.write(`llr: ${(err as Error).message}${help}\n`);
   process.exitCode = usage ? 2 : 1;
 });

@@ -193,7 +193,7 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
   const execute = async (call: FunctionCall): Promise<string> => {
     const at = performance.now();
     const g = callIndex.get(call.call_id);
-    const recorded = opts.workload.toolOutputs[call.call_id];
+    const recorded = Object.hasOwn(opts.workload.toolOutputs, call.call_id) ? opts.workload.toolOutputs[call.call_id] : undefined;
     if (g === undefined || g !== current || !recorded) {
       divergence ??= `model call ${current}: the server's model called ${call.name} with call_id ${call.call_id}, which the workload ${g === undefined ? 'does not have' : `has at model call ${g}`}`;
       return 'error: replay diverged';

@@ -31,7 +31,7 @@ import { BenchSession, rotate } from './session.js';
 import { writeReport } from './report.js';
 import { writeWorkloadJson } from '../workload/format.js';
 import { summarizeWorkload } from '../workload/load.js';
-import { modelCallCount } from '../workload/replayable.js';
+import { callsOf, modelCallCount } from '../workload/replayable.js';
 import type { Workload } from '../workload/types.js';
 import { truncateWorkload } from './workload-prep.js';
 
@@ -309,11 +309,13 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
     ...(has('stream') ? ['stream'] : []),
     ...(has('paused') ? ['paused'] : []),
   ];
+  // A recorded run's servers take what the run sent: a default limit it exceeds is raised to fit.
+  const fit = fitLimits(whole);
   s.planServers(order, (key) => {
     const [kind, arg = ''] = key.split(':') as [string, string?];
-    if (kind === 'grid') return s.start(`llr serve at ${arg} tok/s`, ['--workload', gridFile, '--tokens-per-second', arg]);
-    if (kind === 'overhead') return s.start('llr serve --instant', ['--workload', wholeFile, '--instant']);
-    if (kind === 'ablation') return s.start(`llr serve --instant${arg ? ` --off ${arg}` : ''}`, ['--workload', wholeFile, '--instant', ...(arg ? ['--off', arg] : [])]);
+    if (kind === 'grid') return s.start(`llr serve at ${arg} tok/s`, ['--workload', gridFile, '--tokens-per-second', arg, ...fit]);
+    if (kind === 'overhead') return s.start('llr serve --instant', ['--workload', wholeFile, '--instant', ...fit]);
+    if (kind === 'ablation') return s.start(`llr serve --instant${arg ? ` --off ${arg}` : ''}`, ['--workload', wholeFile, '--instant', ...(arg ? ['--off', arg] : []), ...fit]);
     if (kind === 'stream') return s.start('llr serve (stream phase)', ['--workload', swFile, '--tokens-per-second', String(cfg.stream.tokensPerSecond)]);
     return s.start('llr serve (paused phase)', ['--workload', pwFile, '--instant'], ['--expose-gc']);
   });
@@ -342,4 +344,19 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
     bar.finish();
   }
   return { results, ok };
+}
+
+/**
+ * Server flags a workload needs beyond the defaults (docs/reliability.md):
+ * more tools than one request may list (--max-tools, 128) or more parallel
+ * calls in one model call than one pause waits for (--max-pending-calls,
+ * 128). Empty for any workload within them, so the bench's servers stay the
+ * defaults' unless the recording itself went past them.
+ */
+export function fitLimits(w: Workload): string[] {
+  const args: string[] = [];
+  if (w.tools.length > 128) args.push('--max-tools', String(w.tools.length));
+  const calls = Math.max(0, ...w.userTurns.flatMap((u) => u.modelTurns.map((t) => callsOf(t).length)));
+  if (calls > 128) args.push('--max-pending-calls', String(calls));
+  return args;
 }

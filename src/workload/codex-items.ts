@@ -91,7 +91,8 @@ export function compactionStandIn(encrypted: string): InputItem {
 
 /**
  * A compaction's replacement history (Responses API items) as input items.
- * Messages, calls and their outputs are kept; custom tool calls become
+ * Messages, calls and their outputs are kept (an output whose call comes
+ * before it in the history, as the API requires); custom tool calls become
  * function calls taking `{input}` (as everywhere in replay); an encrypted
  * `compaction` item gets a stand-in of its estimated size; reasoning and
  * hosted calls are dropped (the API would not show them as input text).
@@ -99,6 +100,7 @@ export function compactionStandIn(encrypted: string): InputItem {
  */
 export function replacementItems(history: readonly unknown[]): { items: InputItem[]; dropped: number } {
   const items: InputItem[] = [];
+  const calls = new Set<string>();
   let dropped = 0;
   for (const h of history) {
     if (!isJson(h)) {
@@ -110,9 +112,17 @@ export function replacementItems(history: readonly unknown[]): { items: InputIte
       items.push({ type: 'message', role: h.role as 'user', content: messageText(h.content) });
     } else if (type === 'function_call' && typeof h.call_id === 'string' && typeof h.name === 'string' && typeof h.arguments === 'string') {
       items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: h.arguments });
+      calls.add(h.call_id);
     } else if (type === 'custom_tool_call' && typeof h.call_id === 'string' && typeof h.name === 'string' && typeof h.input === 'string') {
       items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: JSON.stringify({ input: h.input }) });
-    } else if ((type === 'function_call_output' || type === 'custom_tool_call_output') && typeof h.call_id === 'string' && outputText(h.output) !== null) {
+      calls.add(h.call_id);
+    } else if (
+      (type === 'function_call_output' || type === 'custom_tool_call_output') &&
+      typeof h.call_id === 'string' &&
+      outputText(h.output) !== null &&
+      // An answer to a call the replacement does not hold is refused by the API (unknown call_id): dropped.
+      calls.has(h.call_id)
+    ) {
       items.push({ type: 'function_call_output', call_id: h.call_id, output: outputText(h.output)! });
     } else if ((type === 'compaction' || type === 'compaction_summary') && typeof h.encrypted_content === 'string') {
       items.push(compactionStandIn(h.encrypted_content));

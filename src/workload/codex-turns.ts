@@ -2,7 +2,9 @@
  * Building one replayed user turn from the model calls the Codex reader
  * (`codex.ts`) collected: a call with nothing visible (only reasoning, or
  * only a hosted search) is merged into the next call of its user turn (the
- * previous one if it was the last), its output tokens with it, so replay
+ * previous one if it was the last), its output tokens with it; so is a call
+ * before the user turn's last that shows only text (no tool call: replayed
+ * alone it would end the run), so replay
  * decodes as many tokens while inventing no output; each replayed call gets
  * its figures, recorded when every merged call had a `token_count`,
  * inferred otherwise (input figures are resolved by the reader afterwards,
@@ -47,24 +49,27 @@ export interface PendingFigures extends Omit<CallFigures, 'input_tokens'> {
 
 /** The replayed user turn and its calls' figures; null when no call has visible output. */
 export function buildUserTurn(turn: TurnBuild): { turn: UserTurn; figures: PendingFigures[] } | null {
+  // A replayed call ends at a function call: a call before it that called no tool (only text) would end the
+  // replayed run there, so its text joins the next call's output, as calls with nothing visible do.
   const groups: RawCall[][] = [];
-  let invisible: RawCall[] = [];
+  let pending: RawCall[] = [];
   for (const c of turn.calls) {
-    if (c.visible.length === 0) invisible.push(c);
-    else {
-      groups.push([...invisible, c]);
-      invisible = [];
+    pending.push(c);
+    if (c.visible.some((v) => v.type === 'function_call')) {
+      groups.push(pending);
+      pending = [];
     }
   }
+  if (pending.some((c) => c.visible.length > 0)) groups.push(pending);
+  else if (pending.length > 0 && groups.length > 0) groups[groups.length - 1]!.push(...pending);
   if (groups.length === 0) return null;
-  if (invisible.length > 0) groups[groups.length - 1]!.push(...invisible);
   const modelTurns: ReplayTurn[] = [];
   const figures: PendingFigures[] = [];
   for (const group of groups) {
     const shown = group.find((c) => c.visible.length > 0)!;
     let output = 0;
     for (const c of group) output += c.usage?.output ?? inferOutputTokens(c.visible, c.reasoning);
-    modelTurns.push({ output: shown.visible, output_tokens: output });
+    modelTurns.push({ output: group.flatMap((c) => c.visible), output_tokens: output });
     figures.push({
       input_tokens: shown.usage?.input ?? null,
       input_source: shown.usage ? 'recorded' : 'inferred',

@@ -32,7 +32,12 @@
  *   hosted call (`web_search_call`, any `*_call` the client does not run) is
  *   dropped and counted. A model call with no visible output gives its output
  *   tokens to the next call of its user turn (the previous one if it was the
- *   last): replay decodes as many tokens, inventing no output.
+ *   last): replay decodes as many tokens, inventing no output. A call that
+ *   shows only text before its user turn's last joins the next call too
+ *   (replayed alone, a call without a tool call would end the run).
+ * - What the replay server would refuse is refused here, at its line: a tool
+ *   name the API does not take, an empty call_id, a token count that is
+ *   negative or not whole, message content nested past 32 levels.
  * - Missing figures are inferred (infer.ts) and every call's figures are
  *   marked recorded or inferred in `Workload.calls`.
  * - `custom_tool_call` becomes a function call taking `{"input": text}`;
@@ -83,6 +88,16 @@ import { WorkloadError, type Skipped, type UserTurn, type Workload } from './typ
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
 const INPUT_ROLES = new Set(['user', 'developer', 'system']);
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** Nesting a message's content may have: the request around it adds a few levels below the server's 64. */
+const MAX_CONTENT_DEPTH = 32;
+
+/** Does `v` nest arrays and objects more than `max` levels deep? Stops at the first level past it. */
+function nestsDeeper(v: unknown, max: number): boolean {
+  if (typeof v !== 'object' || v === null) return false;
+  if (max === 0) return true;
+  return Object.values(v).some((x) => nestsDeeper(x, max - 1));
+}
 const PLACEHOLDER_INPUT = '(the rollout records no user input before this model output)';
 
 export function parseRollout(text: string, name: string, source: string): Workload {
@@ -180,6 +195,8 @@ class RolloutParser {
         if (!INPUT_ROLES.has(role)) this.fail(`message with unknown role "${role}"`);
         const content = p.content;
         if (typeof content !== 'string' && !Array.isArray(content)) this.fail(`${role} message without \`content\``);
+        // Replayed as recorded; the server refuses a request nesting deeper than 64 levels (--max-json-depth).
+        if (nestsDeeper(content, MAX_CONTENT_DEPTH)) this.fail(`${role} message content nests deeper than ${MAX_CONTENT_DEPTH} levels (no Codex message part does; the server would refuse it)`);
         this.clientMessage({ type: 'message', role: role as InputMessage['role'], content }, false);
         return;
       }
@@ -243,6 +260,9 @@ class RolloutParser {
     if (!isJson(usage)) return; // rate-limit-only update
     const { input_tokens: input, output_tokens: output } = usage;
     if (typeof input !== 'number' || typeof output !== 'number') this.fail('token_count without numeric input_tokens / output_tokens');
+    if (!Number.isSafeInteger(input) || !Number.isSafeInteger(output) || input < 0 || output < 0) {
+      this.fail(`token_count with input_tokens ${input} / output_tokens ${output}: token counts are whole numbers, 0 or more`);
+    }
     if (total !== undefined && total === this.lastTotal) return this.skip('token_count', 'repeats the previous total_token_usage');
     this.lastTotal = total;
     const target = this.open ?? this.last;
@@ -276,6 +296,9 @@ class RolloutParser {
   }
 
   private clientCall(callId: string, name: string, args: string, ts: number | undefined, custom: boolean): void {
+    // What the replay server accepts (docs/workload.schema.json): refused here, at its line, not in the bench's server.
+    if (callId === '') this.fail('a call with an empty call_id');
+    if (!TOOL_NAME.test(name)) this.fail(`tool name ${JSON.stringify(name.slice(0, 80))} is not one the API accepts (^[a-zA-Z0-9_-]{1,64}$)`);
     if (this.pending.has(callId) || this.answered.has(callId) || this.abortedIds.has(callId)) this.fail(`call_id ${callId} is used twice`);
     this.modelItem({ type: 'function_call', name, arguments: args, call_id: callId }, { type: 'function_call', name, arguments: args, call_id: callId });
     this.pending.set(callId, { line: this.line, name, ts, aborted: false });
@@ -441,11 +464,13 @@ class RolloutParser {
     const need = this.figures.filter((f) => f.input_tokens === null);
     const inferred = need.length ? inferInputTokens(this.instructions, tools, this.ctx, need.map((f) => f.mark)) : [];
     need.forEach((f, i) => (f.input_tokens = inferred[i]!));
-    const toolOutputs: Workload['toolOutputs'] = {};
-    for (const [callId, a] of this.answered) {
-      const gap = a.callTs !== undefined && a.ts !== undefined ? Math.max(0, a.ts - a.callTs) : undefined;
-      toolOutputs[callId] = { output: a.output, duration_ms: Math.round(gap ?? this.execEndMs.get(callId) ?? 0) };
-    }
+    // Built as own properties: an assignment to toolOutputs['__proto__'] would set the prototype instead.
+    const toolOutputs: Workload['toolOutputs'] = Object.fromEntries(
+      [...this.answered].map(([callId, a]) => {
+        const gap = a.callTs !== undefined && a.ts !== undefined ? Math.max(0, a.ts - a.callTs) : undefined;
+        return [callId, { output: a.output, duration_ms: Math.round(gap ?? this.execEndMs.get(callId) ?? 0) }];
+      }),
+    );
     return {
       name: this.name,
       source,

@@ -82,7 +82,7 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
         if (seen.has(o.call_id)) throw new WorkloadError(0, `${name}: ${at}: call_id ${o.call_id} is used twice`);
         seen.add(o.call_id);
         schemas.note(o.name, o.arguments, false);
-        if (ti < u.modelTurns.length - 1 && toolOutputs[o.call_id] === undefined) {
+        if (ti < u.modelTurns.length - 1 && !Object.hasOwn(toolOutputs, o.call_id)) {
           throw new WorkloadError(0, `${name}: ${at}: call ${o.call_id} has no entry in toolOutputs (only a user turn's last model call may leave calls unanswered)`);
         }
       }

@@ -5,7 +5,7 @@
  * skipped and why), and the same workload written in the neutral format.
  *
  * A file the reader cannot use ends in its WorkloadError (line and what was
- * expected), which the CLI prints without a stack and exits 1. Leaves out any
+ * expected), which the CLI prints without a stack and exits 2. Leaves out any
  * replay: this only reads.
  */
 import { readFileSync, writeFileSync } from 'node:fs';

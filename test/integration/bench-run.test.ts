@@ -114,7 +114,7 @@ describe('llr bench', () => {
       () => null,
       (e: { code: number; stderr: string }) => e,
     );
-    expect(err?.code).toBe(1);
+    expect(err?.code).toBe(2);
     expect(err?.stderr).toMatch(/bad\.jsonl:2: .*truncated/);
   });
 });

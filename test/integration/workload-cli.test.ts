@@ -1,8 +1,8 @@
 /**
  * `llr workload inspect / convert` from the built
  * CLI: inspect reports what was read, convert writes the neutral format that
- * reads back the same, a file the reader cannot use exits 1 with its line and
- * no stack trace. (`llr bench --quick --workload` on every fixture:
+ * reads back the same, a file the reader cannot use exits 2 (bad input, as a bad
+ * flag) with its line and no stack trace. (`llr bench --quick --workload` on every fixture:
  * bench-workloads.test.ts.)
  */
 import { execFile } from 'node:child_process';
@@ -53,16 +53,23 @@ describe('llr workload', () => {
     expect(readWorkload(out)).toEqual(original);
   });
 
-  it('a file it cannot use: exit 1, the line and what was expected, no stack trace', async () => {
+  it('a file it cannot use: exit 2, the line and what was expected, no stack trace', async () => {
     const bad = join(dir, 'bad.jsonl');
     writeFileSync(bad, '{"timestamp":"t","type":"session_meta","payload":{}}\n{"timestamp":"t","type":"response_item"}\n');
     const r = await llr(['workload', 'inspect', bad]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.stderr).toBe('llr: bad.jsonl:2: the "response_item" record has no `payload` object: not a Codex rollout record\n');
     const neutral = join(dir, 'bad.json');
     writeFileSync(neutral, '{"llr_workload": 1, "userTurns": []}');
     const n = await llr(['workload', 'inspect', neutral]);
-    expect(n.code).toBe(1);
+    expect(n.code).toBe(2);
     expect(n.stderr).toBe('llr: bad.json: not an llr workload (docs/workload.schema.json): /userTurns must NOT have fewer than 1 items\n');
+    // The same refusal, the same status, where the other commands read a workload.
+    const bench = await llr(['bench', '--workload', bad, '--out', join(dir, 'bench-bad')]);
+    expect(bench.code).toBe(2);
+    expect(bench.stderr).toBe('llr: bad.jsonl:2: the "response_item" record has no `payload` object: not a Codex rollout record\n');
+    const serve = await llr(['serve', '--port', '0', '--store', 'memory', '--workload', bad]);
+    expect(serve.code).toBe(2);
+    expect(serve.stderr).toBe('llr: bad.jsonl:2: the "response_item" record has no `payload` object: not a Codex rollout record\n');
   });
 });

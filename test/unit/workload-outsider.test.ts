@@ -1,0 +1,96 @@
+/**
+ * The rollout reader on files an outsider could hand it (Codex sessions the
+ * repository has never seen): each either reads into a workload that the
+ * bench's own server process accepts (the neutral format it writes for
+ * them, read back) or is refused with a WorkloadError naming its line.
+ * Before, these read cleanly and then failed inside the bench, in a child
+ * server or mid-replay, with an error naming no line of the file.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseNeutral } from '../../src/workload/format.js';
+import { parseWorkload, WorkloadError, type Workload } from '../../src/workload/load.js';
+import { replayable } from '../../src/workload/replayable.js';
+
+let clock = Date.parse('2026-10-05T17:45:00Z');
+const rec = (type: string, payload: Record<string, unknown>) => JSON.stringify({ timestamp: new Date((clock += 250)).toISOString(), type, payload });
+const meta = () => rec('session_meta', { id: 's1', source: 'cli', base_instructions: { text: 'You are Codex.' } });
+const user = (text: string) => rec('response_item', { type: 'message', role: 'user', content: [{ type: 'input_text', text }] });
+const answer = (text: string) => rec('response_item', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] });
+const call = (call_id: string, name = 'shell') => rec('response_item', { type: 'function_call', name, arguments: '{"command":["ls"]}', call_id });
+const output = (call_id: string, out = 'ok') => rec('response_item', { type: 'function_call_output', call_id, output: out });
+const usage = (input: number, out: number) => rec('event_msg', { type: 'token_count', info: { last_token_usage: { input_tokens: input, output_tokens: out } } });
+const read = (lines: string[]) => parseWorkload(lines.join('\n') + '\n', 'x.jsonl', 'test');
+
+/** What the bench hands its server process: the replayable workload in the neutral format, read back. */
+const asServerReadsIt = (w: Workload) => parseNeutral(JSON.stringify({ llr_workload: 1, ...replayable(w) }), 'workload-whole.json', 'test');
+const refusal = (lines: string[]) => {
+  try {
+    read(lines);
+  } catch (err) {
+    expect(err).toBeInstanceOf(WorkloadError);
+    return (err as Error).message;
+  }
+  throw new Error('read without an error');
+};
+
+describe('rollouts from outside', () => {
+  it('a call_id named __proto__ is an own entry of toolOutputs, answered with its output', () => {
+    const w = read([meta(), user('x'), call('__proto__'), output('__proto__', 'the answer'), answer('done')]);
+    expect(Object.hasOwn(w.toolOutputs, '__proto__')).toBe(true);
+    expect(w.toolOutputs['__proto__']?.output).toBe('the answer');
+    expect(Object.getPrototypeOf(w.toolOutputs)).toBe(Object.prototype);
+    expect(asServerReadsIt(w).toolOutputs['__proto__']?.output).toBe('the answer');
+  });
+
+  it('a tool name the API refuses, or an empty call_id, is refused at its line', () => {
+    for (const name of ['', 'bad name!', 'n'.repeat(65), 'caf\u00e9']) {
+      expect(refusal([meta(), user('x'), call('c1', name), output('c1'), answer('done')])).toMatch(/^x\.jsonl:3: tool name .* is not one the API accepts/);
+    }
+    expect(refusal([meta(), user('x'), call(''), output(''), answer('done')])).toBe('x.jsonl:3: a call with an empty call_id');
+    // The longest name the API takes, and the characters it takes, still read.
+    const ok = read([meta(), user('x'), call('c1', `mcp__a-b__${'n'.repeat(54)}`), output('c1'), answer('done')]);
+    expect(asServerReadsIt(ok).tools.map((t) => t.name)).toEqual([`mcp__a-b__${'n'.repeat(54)}`]);
+  });
+
+  it('a token count that is negative or not whole is refused at its line', () => {
+    for (const [i, o] of [[-5, 10], [10, 2.5], [1e300, 1]]) {
+      expect(refusal([meta(), user('x'), answer('done'), usage(i!, o!)])).toMatch(/^x\.jsonl:4: token_count with input_tokens .*: token counts are whole numbers, 0 or more$/);
+    }
+  });
+
+  it('a model call that shows only text before the user turn ends joins the next call, which the server replays', () => {
+    const w = read([meta(), user('x'), answer('Let me look.'), usage(100, 5), call('c1'), usage(120, 20), output('c1'), answer('Done.'), usage(140, 4)]);
+    expect(w.userTurns[0]!.modelTurns.map((t) => t.output.map((o) => o.type))).toEqual([['message', 'function_call'], ['message']]);
+    expect(w.userTurns[0]!.modelTurns[0]!.output_tokens).toBe(25);
+    expect(w.calls!.map((c) => [c.input_tokens, c.output_tokens, c.line])).toEqual([[100, 25, 3], [140, 4, 8]]);
+    // Two texts with a token count between them at the end of a turn: one call, its texts in order.
+    const two = read([meta(), user('x'), answer('one'), usage(10, 2), answer('two'), usage(12, 2)]);
+    expect(two.userTurns[0]!.modelTurns).toEqual([{ output: [{ type: 'message', text: 'one' }, { type: 'message', text: 'two' }], output_tokens: 4 }]);
+    expect(() => asServerReadsIt(w)).not.toThrow();
+    expect(() => asServerReadsIt(two)).not.toThrow();
+  });
+
+  it("a compaction's replacement history keeps no answer to a call it does not hold", () => {
+    const history = [
+      { type: 'message', role: 'user', content: 'first' },
+      { type: 'function_call_output', call_id: 'gone', output: 'orphan' },
+      { type: 'function_call', call_id: 'kept', name: 'shell', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'kept', output: 'answered' },
+    ];
+    const w = read([meta(), user('first'), answer('one'), rec('compacted', { message: 's', replacement_history: history }), user('second'), answer('two')]);
+    const input = w.userTurns[1]!.input;
+    expect(input.filter((i) => i.type === 'function_call_output')).toEqual([{ type: 'function_call_output', call_id: 'kept', output: 'answered' }]);
+    expect(() => asServerReadsIt(w)).not.toThrow();
+  });
+
+  it('a message whose content nests past what the server takes is refused at its line; a flat one with an image reads', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 40; i++) deep = { a: deep };
+    const part = { type: 'input_text', text: 'hi', extra: deep };
+    const line = rec('response_item', { type: 'message', role: 'user', content: [part] });
+    expect(refusal([meta(), line, answer('done')])).toBe('x.jsonl:2: user message content nests deeper than 32 levels (no Codex message part does; the server would refuse it)');
+    const image = { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=' };
+    const w = read([meta(), rec('response_item', { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'see' }, image] }), answer('done')]);
+    expect(asServerReadsIt(w).userTurns[0]!.input).toEqual([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'see' }, image] }]);
+  });
+});

@@ -57,7 +57,7 @@ Usage: llr bench [--quick | --full] [options]
                           (default 0, 0; the production profile: 20 ms × 1)
   --streams N             concurrent streams in the stream phase (default 100)
   --paused-runs N         concurrent paused runs (default 1000)
-  --run-timeout-ms N      cap on one replay run (default: from the workload and speed)
+  --run-timeout-ms N      cap on one replay run (default: from the workload, the speed and the run's length)
   --store sqlite|memory   the servers' response store (default: a SQLite file per
                           server in DIR, deleted at the end, as llr serve uses)
   --report DIR            rebuild DIR's summaries, targets and report from its results.json

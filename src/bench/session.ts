@@ -148,13 +148,7 @@ export class BenchSession {
   }
 
   private timeoutFor(w: Workload, tps: number | null): number {
-    const cfg = this.cfg;
-    if (cfg.runTimeoutMs !== null) return cfg.runTimeoutMs;
-    const calls = modelCallCount(w);
-    const outTokens = flatModelTurns(w).reduce((n, t) => n + (t.output_tokens ?? 100), 0);
-    const tools = Object.values(w.toolOutputs).reduce((n, o) => n + o.duration_ms, 0) * cfg.toolFactor;
-    const model = tps === null ? 0 : calls * (cfg.ttftMs + 2 * cfg.hops * cfg.hopMs + cfg.callHops * cfg.callHopMs) + outTokens * msPerToken(tps) + (w.recorded.input_tokens.at(-1) ?? 50_000) * msPerToken(cfg.prefillTps) * 2;
-    return Math.round(60_000 + 3 * (model + tools));
+    return runDeadlineMs(w, tps, this.cfg);
   }
 
   /** One measured replay; a failure is recorded, a crash is thrown. */
@@ -245,4 +239,29 @@ export class BenchSession {
     await this.frames?.stop().catch(() => {});
     for (const f of this.dbFiles) rmSync(f, { force: true });
   }
+}
+
+/** A run's deadline: a minute plus three times what its model, tools and the API's own work should take (`--run-timeout-ms` overrides it). */
+export function runDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'runTimeoutMs' | 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>): number {
+  if (cfg.runTimeoutMs !== null) return cfg.runTimeoutMs;
+  const calls = modelCallCount(w);
+  const outTokens = flatModelTurns(w).reduce((n, t) => n + (t.output_tokens ?? 100), 0);
+  const tools = Object.values(w.toolOutputs).reduce((n, o) => n + o.duration_ms, 0) * cfg.toolFactor;
+  const model = tps === null ? 0 : calls * (cfg.ttftMs + 2 * cfg.hops * cfg.hopMs + cfg.callHops * cfg.callHopMs) + outTokens * msPerToken(tps) + (w.recorded.input_tokens.at(-1) ?? 50_000) * msPerToken(cfg.prefillTps) * 2;
+  return Math.round(60_000 + 3 * (model + tools + apiWorkMs(w, calls)));
+}
+
+/**
+ * A generous allowance for the API's own work over a run, for its deadline: 20 ms a model call and 2 µs for
+ * every token of context a call presents (what the http design re-processes on every call, so its share grows
+ * with the square of the run's length). Without it the deadline was a minute whatever the run's length with
+ * the instant model, and a replay of 5,000 tool steps failed on long-lived and http (outside attack).
+ */
+export function apiWorkMs(w: Workload, calls: number): number {
+  const recorded = w.recorded.input_tokens;
+  let tokens = 0;
+  for (const n of recorded) tokens += n;
+  // Calls the recording has no count for are taken at its last count (or 50,000 tokens).
+  tokens += Math.max(0, calls - recorded.length) * (recorded.at(-1) ?? 50_000);
+  return calls * 20 + tokens * 0.002;
 }

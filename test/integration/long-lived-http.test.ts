@@ -208,11 +208,22 @@ describe('long-lived over HTTP', () => {
     // The append's checks take a while (as an 8 MB one's do): shutdown begins and ends the run meanwhile.
     const live = (server.httpTransport as unknown as { host: { live: { append: (...a: unknown[]) => Promise<void> } } }).host.live;
     const real = live.append.bind(live);
+    // The server closes every connection once its transports have shut down: without the fix, before the append was answered.
+    let connectionsClosed!: () => void;
+    const closedAll = new Promise<void>((resolve) => (connectionsClosed = resolve));
+    const closeAll = server.http.closeAllConnections.bind(server.http);
+    server.http.closeAllConnections = () => {
+      connectionsClosed();
+      closeAll();
+    };
     let closing: Promise<void> | null = null;
     live.append = async (...a: unknown[]) => {
       closing = server.close();
       await s.next('response.incomplete');
-      await new Promise((r) => setTimeout(r, 100));
+      // Until the server closes its connections, or (with the fix: it waits for this append) a few event-loop turns pass.
+      let turns = Promise.resolve();
+      for (let i = 0; i < 20; i++) turns = turns.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+      await Promise.race([closedAll, turns]);
       return real(...a);
     };
     const answer = await append([out('call_a')]).catch((err: Error) => ({ status: 0, json: String(err.cause ?? err) }));

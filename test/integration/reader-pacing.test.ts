@@ -164,12 +164,17 @@ describe('a reader slower than the model paces the run', () => {
     await cap.waitFor((l) => l.code === 'send_paced');
     let pongs = 0;
     s.ws.on('pong', () => pongs++);
-    for (let i = 0; i < 100; i++) {
-      s.ws.ping(Buffer.from(String(i)));
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    // Let the last pings arrive (and, without the fix, the guard drop the connection) before reading.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The server's side of the connection: every ping it got, or its end (without the fix, the guard's).
+    const [peer] = (srv.ws as unknown as { wss: { clients: Set<import('ws').WebSocket> } }).wss.clients;
+    const arrived = new Promise<void>((resolve) => {
+      let pings = 0;
+      peer!.on('ping', () => {
+        if (++pings === 100) resolve();
+      });
+      peer!.on('close', () => resolve());
+    });
+    for (let i = 0; i < 100; i++) s.ws.ping(Buffer.from(String(i)));
+    await arrived;
     socketOf(s).resume();
     const done = await Promise.race([s.next('response.completed'), s.closed.then((c) => Promise.reject(new Error(`closed ${c.code}`)))]);
     expect(done.response.status).toBe('completed');

@@ -23,11 +23,21 @@ class FakePeer extends EventEmitter {
   }
 }
 
-function heartbeat(busy: () => boolean = () => false) {
+/** `took()`: the peer took bytes this period (what `busy` reports once, as the connection's byte count does). */
+function heartbeat() {
   const peer = new FakePeer();
   let drops = 0;
-  const hb = new Heartbeat(peer, () => drops++, busy);
-  return { peer, hb, drops: () => drops };
+  let took = false;
+  const hb = new Heartbeat(
+    peer,
+    () => drops++,
+    () => {
+      const t = took;
+      took = false;
+      return t;
+    },
+  );
+  return { peer, hb, drops: () => drops, took: () => void (took = true) };
 }
 
 describe('WebSocket heartbeat rule', () => {
@@ -58,14 +68,9 @@ describe('WebSocket heartbeat rule', () => {
   });
 
   it('every sign of life counts: a pong, a ping, a frame, and the peer taking bytes', () => {
-    let took = false;
-    const { peer, hb, drops } = heartbeat(() => {
-      const t = took;
-      took = false;
-      return t;
-    });
+    const { peer, hb, drops, took } = heartbeat();
     hb.tick();
-    const signs: Array<() => void> = [() => peer.emit('pong'), () => peer.emit('ping'), () => peer.emit('message'), () => (took = true)];
+    const signs: Array<() => void> = [() => peer.emit('pong'), () => peer.emit('ping'), () => peer.emit('message'), took];
     for (const sign of signs) {
       hb.tick(); // one silent period
       sign();
@@ -78,17 +83,12 @@ describe('WebSocket heartbeat rule', () => {
   });
 
   it('while the connection closes: a silent peer is still dropped after two periods, unpinged; one taking bytes stays', () => {
-    let took = false;
-    const { peer, hb, drops } = heartbeat(() => {
-      const t = took;
-      took = false;
-      return t;
-    });
+    const { peer, hb, drops, took } = heartbeat();
     hb.tick();
     expect(peer.pings).toBe(1);
     peer.readyState = peer.CLOSING; // the server sent its close frame
     for (let i = 0; i < 4; i++) {
-      took = true; // its close frame waits behind bytes it is still reading
+      took(); // its close frame waits behind bytes it is still reading
       hb.tick();
     }
     expect(drops()).toBe(0);

@@ -12,7 +12,7 @@ import type { RunRecord } from '../../src/engine/records.js';
 import { compact } from '../../src/pipeline/compaction.js';
 import type { FunctionCall, InputItem, Response } from '../../src/protocol/objects.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
-import { RawSocket } from '../helpers/raw-socket.js';
+import { RawSocket, UnexpectedErrorEvent } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
 const exec = { type: 'function', name: 'exec_command', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } };
@@ -129,27 +129,20 @@ describe('server-side compaction', () => {
     const s = await RawSocket.longLived(url);
     s.send({ type: 'response.create', model: 'sim-model', input: 'run:\n$ ls', tools: [exec], tool_choice: 'required', context_management: [{ type: 'compaction', compact_threshold: 1000 }] });
     const output = 'a line of tool output\n'.repeat(500); // ~11 KB, cut to its first line by a compaction
-    // Events in order from the socket's log: an append is answered by the next pause or by an error.
-    let seen = 0;
-    const nextOf = async (...types: string[]): Promise<ServerEvent> => {
-      for (;;) {
-        const i = s.events.findIndex((e, k) => k >= seen && types.includes(e.type));
-        if (i >= 0) return s.events[(seen = i + 1) - 1]!;
-        await new Promise((r) => setTimeout(r, 2));
-      }
-    };
+    // An append is answered by the next pause or by an error event (which `next` rejects with).
+    const pauseOrError = (): Promise<ServerEvent> => s.next('response.done').catch((err: unknown) => (err instanceof UnexpectedErrorEvent ? err.event : Promise.reject(err)));
     let refused: { code: string | null; message: string } | null = null;
-    let e = await nextOf('response.done');
+    let e: ServerEvent = await s.next('response.done');
     for (let steps = 0; steps < 60 && e.type === 'response.done'; steps++) {
       s.send({ type: 'response.append', input: e.response.pending_tool_calls!.map((call_id) => ({ type: 'function_call_output', call_id, output })) });
-      e = await nextOf('response.done', 'error');
+      e = await pauseOrError();
       if (e.type === 'error') refused = e.error;
     }
     expect(refused?.code).toBe('context_length_exceeded');
     expect(refused?.message).toMatch(/kept for its whole life.*--max-context-bytes/);
     // Still paused: the cancel ends it, with an output within the budget.
     s.send({ type: 'response.cancel' });
-    const end = ((await nextOf('response.cancelled')) as Extract<ServerEvent, { type: 'response.cancelled' }>).response;
+    const end = (await s.next('response.cancelled')).response;
     const rec = await record(url, end.id);
     expect(rec.counters['compactions']).toBeGreaterThan(1);
     expect(rec.counters['appends']! * output.length).toBeLessThan(maxContextBytes);

@@ -14,10 +14,12 @@
  * Why two periods and not one: a slow reader's pong waits behind megabytes
  * in the kernel's socket buffers, and the kernel takes more of the server's
  * bytes (the only sign such a reader gives) only once about a third of its
- * send buffer has drained, over a second apart for a reader at 1 MB/s. With
+ * send buffer has drained: for the 1 MB/s reader of
+ * `test/integration/reader-pacing.test.ts`, about as far apart as a period
+ * of its 3 s timeout is long. With
  * one period, a reader that read steadily was dropped as silent whenever
- * such a gap spanned a period (a 1 MB/s reader at a 3 s timeout, about one
- * run in two; `test/integration/reader-pacing.test.ts`). A server's own
+ * such a gap spanned a period (that test, at a 3 s timeout, failed two runs
+ * of four). A server's own
  * stall (its event loop blocked past a period) also counts as one period
  * only: the signs that came meanwhile are read after the late tick.
  */

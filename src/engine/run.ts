@@ -26,7 +26,7 @@ import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedCont
 import type { RouteDecision } from '../pipeline/route.js';
 import { checkFull, checkIncremental } from '../pipeline/checks.js';
 import type { PostInferenceJob } from '../pipeline/post.js';
-import { compactContext, compactThreshold } from '../pipeline/compaction.js';
+import { compactContext, compactThreshold, compactionDue } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
 import { checkContext, RunKeep } from './budget.js';
 import { Segment, carriesTokens } from './segment.js';
@@ -537,10 +537,12 @@ export class ResponseRun {
    * passes the threshold, the context is replaced by its compacted window
    * before the model call, and the compaction item joins the output. A live
    * long-lived run shrinks too: later appends extend the smaller context.
+   * After a compaction that could not get under the threshold, the next
+   * waits for the context to grow (`compactionDue`).
    */
   private compactIfOver(): void {
     const threshold = compactThreshold(this.plan.params);
-    if (threshold === null || this.plan.context.tokens.length <= threshold) return;
+    if (threshold === null || !compactionDue(this.plan.context, threshold)) return;
     const { item, context, outputTokens } = compactContext(this.plan.context, this.metrics);
     this.plan.context = context;
     this.outputTokens += outputTokens;

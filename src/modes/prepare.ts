@@ -9,7 +9,7 @@
 import type { CreateParams } from '../protocol/events.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
-import { applyCompaction, hasCompaction } from '../pipeline/compaction.js';
+import { expandCompaction, hasCompaction } from '../pipeline/compaction.js';
 import { renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { checkFull } from '../pipeline/checks.js';
@@ -34,13 +34,15 @@ export async function checkAndRender(
   requireToolOutputs = false,
   limits?: ContextLimits,
 ): Promise<RenderedContext> {
-  // A compaction item replaces the history it summarises (pipeline/compaction.ts).
+  // A compaction item replaces the history it summarises (pipeline/compaction.ts); the items it carries lead
+  // the window, and the render tells what they come to (`RenderedContext.compacted`).
+  let carried: number | undefined;
   if (hasCompaction(input)) {
     history = [];
-    input = applyCompaction(input);
+    ({ items: input, carried } = expandCompaction(input));
     metrics.count('compactions_applied');
   } else if (hasCompaction(history)) {
-    history = applyCompaction(history, 'previous_response_id');
+    ({ items: history, carried } = expandCompaction(history, 'previous_response_id'));
     metrics.count('compactions_applied');
   }
   // The HTTP baseline's context is the stored chain it loads: without this, a chain that had grown past what
@@ -48,7 +50,7 @@ export async function checkAndRender(
   // continuation, while WebSocket mode refused the same chain at 32 MiB (outside attack).
   if (limits) checkContext(null, history.length ? [...history, ...input] : input, limits);
   await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs }, history, input, metrics);
-  return renderFullAsync(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics);
+  return renderFullAsync(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics, carried);
 }
 
 export function affinityKey(params: CreateParams, owner: string | null): string {

@@ -63,7 +63,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
       await renderAppendAsync(ctx, input, metrics, 'render');
       context = ctx;
     } else {
-      context = await renderFullAsync(params.instructions, params.tools, [...ctx.items, ...input], metrics);
+      context = await renderFullAsync(params.instructions, params.tools, [...ctx.items, ...input], metrics, ctx.compacted?.items);
     }
     let route: RouteDecision;
     if (sw.routing_reuse && c.route.requested === params.model) {

@@ -114,11 +114,20 @@ function open(content: unknown, param: string): Payload {
  * errors (`input`, `previous_response_id`).
  */
 export function applyCompaction(items: readonly InputItem[], param = 'input'): InputItem[] {
+  return expandCompaction(items, param).items;
+}
+
+/**
+ * `applyCompaction`, also telling how many of the first items are the ones
+ * the compaction item carries (0 without one): what that compaction left,
+ * the rest being what came after it (`RenderedContext.compacted`).
+ */
+export function expandCompaction(items: readonly InputItem[], param = 'input'): { items: InputItem[]; carried: number } {
   const last = items.findLastIndex(isCompaction);
   const item = items[last];
-  if (item === undefined || !isCompaction(item)) return items.slice();
+  if (item === undefined || !isCompaction(item)) return { items: items.slice(), carried: 0 };
   const { items: carried } = open(item.encrypted_content, `${param}[${last}]`);
-  return [...carried, ...items.slice(last + 1)];
+  return { items: [...carried, ...items.slice(last + 1)], carried: carried.length };
 }
 
 export function hasCompaction(items: readonly InputItem[]): boolean {
@@ -205,6 +214,30 @@ export function compactThreshold(params: Pick<CreateParams, 'context_management'
 }
 
 /**
+ * Whether a server-side compaction is due before a model call: the prompt
+ * has passed the threshold, and either no compaction made this context or
+ * the latest one got it under the threshold (then nothing else is asked:
+ * the documented "crosses the threshold"), or, when the latest one could not
+ * (what a compaction keeps, every user message and the turn in progress,
+ * was itself over it), the context has since grown by more than
+ * half the threshold past what that compaction left. A compaction only
+ * shrinks what came after the latest one (what that one left is already
+ * compacted: compacting it again gains next to nothing and costs a pass over
+ * the whole context), so without that wait a context stuck over its
+ * threshold was compacted again before every model call, each pass longer
+ * than the last. With it, compactions follow the context's growth (at most
+ * one per half-threshold of new tokens), not its model calls; the context's
+ * budget (`--max-context-items`, `--max-context-bytes`) still bounds a run.
+ */
+export function compactionDue(ctx: RenderedContext, threshold: number): boolean {
+  const tokens = ctx.tokens.length;
+  if (tokens <= threshold) return false;
+  const left = ctx.compacted?.tokens;
+  if (left === undefined || left <= threshold) return true;
+  return tokens - left > threshold / 2;
+}
+
+/**
  * Server-side compaction of a live context: compact its items and render the
  * carried items as the new context (a full render of the smaller window,
  * timed as the `compact` stage). Returns the compaction item for the
@@ -214,7 +247,7 @@ export function compactContext(ctx: RenderedContext, metrics: RunMetrics): { ite
   return metrics.time('compact', () => {
     metrics.count('compactions');
     const { output, carried, summary } = compact(ctx.items);
-    const context = renderFull(ctx.instructions, ctx.tools, carried, metrics);
+    const context = renderFull(ctx.instructions, ctx.tools, carried, metrics, carried.length);
     return { item: output.at(-1) as CompactionItem, context, outputTokens: countTokens(summary) };
   });
 }

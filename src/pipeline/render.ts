@@ -46,6 +46,15 @@ export interface RenderedContext {
   digest: ConversationDigest;
   /** The latest user message and the calls since, extended as items are added (model/conversation.ts `TurnScan`). */
   turns: TurnScan;
+  /**
+   * What the latest compaction left this context: its first `items` items are
+   * the ones that compaction carries, `tokens` the prompt they made (header
+   * included). Set by a server-side compaction and by a render of a window a
+   * compaction item was expanded into; absent when no compaction made it.
+   * Server-side compaction reads it to tell growth since that compaction
+   * (pipeline/compaction.ts `compactionDue`).
+   */
+  compacted?: { items: number; tokens: number };
 }
 
 /**
@@ -185,7 +194,7 @@ function* tokenizeItemWork(item: InputItem, metrics: RunMetrics): Work<Chunks> {
  */
 const PROMPT_SLACK_TOKENS = 256;
 
-function* renderFullWork(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): Work<RenderedContext> {
+function* renderFullWork(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics, carried?: number): Work<RenderedContext> {
   metrics.count('render_full');
   // Usually every tool is a function tool: then the context shares the request's array instead of a copy of it
   // (neither is ever changed), which a paused run would keep for its whole life.
@@ -215,6 +224,7 @@ function* renderFullWork(instructions: string | null, tools: Tool[], items: read
     pushItem(ctx, items[i]!, itemTokens[i]!);
     if ((i & 1023) === 1023) yield;
   }
+  if (carried !== undefined) ctx.compacted = { items: carried, tokens: headerTokens + chunkTotal(itemTokens.slice(0, carried)) };
   return ctx;
 }
 
@@ -234,9 +244,12 @@ function* tokenizeItemsWork(items: readonly InputItem[], metrics: RunMetrics): W
   return out;
 }
 
-/** Full render: tokenizes the header and every item. */
-export function renderFull(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): RenderedContext {
-  return metrics.time('render', () => runSync(renderFullWork(instructions, tools, items, metrics)));
+/**
+ * Full render: tokenizes the header and every item. `carried`: the first
+ * that many items are what a compaction left (`RenderedContext.compacted`).
+ */
+export function renderFull(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics, carried?: number): RenderedContext {
+  return metrics.time('render', () => runSync(renderFullWork(instructions, tools, items, metrics, carried)));
 }
 
 /**
@@ -245,8 +258,8 @@ export function renderFull(instructions: string | null, tools: Tool[], items: re
  * are still loading (model/tokenizer.ts), so nothing later in the request
  * finds them unloaded.
  */
-export function renderFullAsync(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics): Promise<RenderedContext> {
-  return metrics.timeAsync('render', () => afterTokenizer(() => runCooperative(renderFullWork(instructions, tools, items, metrics))));
+export function renderFullAsync(instructions: string | null, tools: Tool[], items: readonly InputItem[], metrics: RunMetrics, carried?: number): Promise<RenderedContext> {
+  return metrics.timeAsync('render', () => afterTokenizer(() => runCooperative(renderFullWork(instructions, tools, items, metrics, carried))));
 }
 
 /** Incremental render: tokenizes only `items` and appends them to `ctx` in place. */

@@ -146,8 +146,10 @@ class RolloutParser {
         rec = JSON.parse(raw);
       } catch (err) {
         const truncated = i + 1 === last && this.stats.lines > 1;
+        // A CR left inside the line (trim took a CRLF's) ended a line in a file whose other lines end in LF.
+        const cr = raw.includes('\r') ? ' (the line holds a CR not followed by LF: lines end in LF or CRLF, or all in CR)' : '';
         this.fail(
-          truncated ? 'the last line is cut off mid-JSON: the file is truncated' : 'not valid JSON: a Codex rollout has one JSON object per line',
+          truncated && cr === '' ? 'the last line is cut off mid-JSON: the file is truncated' : `not valid JSON: a Codex rollout has one JSON object per line${cr}`,
           this.line,
           err,
         );

@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseRollout } from './codex.js';
+import { decodeWorkload } from './encoding.js';
 import { looksNeutral, parseNeutral } from './format.js';
 import { replayable } from './replayable.js';
 import { WorkloadError, type Workload } from './types.js';
@@ -41,12 +42,18 @@ export function readWorkload(path: string): Workload {
     throw new WorkloadError(0, `${path}: cannot read the file`, { cause: err });
   }
   const hash = createHash('sha256').update(bytes).digest('hex');
-  return parseWorkload(bytes.toString('utf8'), basename(path), KNOWN_SOURCES[hash] ?? path);
+  const name = basename(path);
+  return parseWorkload(decodeWorkload(bytes, name), name, KNOWN_SOURCES[hash] ?? path);
 }
 
-/** Parses workload text of either format; `name` prefixes error messages. */
+/**
+ * Parses workload text of either format; `name` prefixes error messages. A leading BOM is dropped; lines end in
+ * LF or CRLF, or in CR alone in a file with no LF at all (old Mac style): JSON holds no raw CR inside a string, so
+ * such a file reads as if each CR were an LF.
+ */
 export function parseWorkload(text: string, name: string, source: string): Workload {
-  const clean = text.replace(/^\uFEFF/, '');
+  let clean = text.replace(/^\uFEFF/, '');
+  if (!clean.includes('\n') && clean.includes('\r')) clean = clean.replaceAll('\r', '\n');
   return looksNeutral(clean) ? parseNeutral(clean, name, source) : parseRollout(clean, name, source);
 }
 

@@ -72,4 +72,16 @@ describe('llr workload', () => {
     expect(serve.code).toBe(2);
     expect(serve.stderr).toBe('llr: bad.jsonl:2: the "response_item" record has no `payload` object: not a Codex rollout record\n');
   });
+
+  it('a file that is not UTF-8: exit 2, what it is (UTF-16) or where (the line and byte), not "not valid JSON"', async () => {
+    const good = '{"timestamp":"t","type":"session_meta","payload":{"id":"s"}}\n{"timestamp":"t","type":"response_item","payload":{}}\n';
+    const utf16 = join(dir, 'utf16.jsonl');
+    writeFileSync(utf16, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(good, 'utf16le')]));
+    const r = await llr(['workload', 'inspect', utf16]);
+    expect([r.code, r.stderr]).toEqual([2, 'llr: utf16.jsonl: the file is UTF-16LE (little-endian, with a BOM); convert it to UTF-8 (e.g. iconv -f UTF-16LE -t UTF-8)\n']);
+    const latin1 = join(dir, 'latin1.jsonl');
+    writeFileSync(latin1, Buffer.from(good.replace('"payload":{}', '"payload":{"text":"caf\u00e9"}'), 'latin1'));
+    const serve = await llr(['serve', '--port', '0', '--store', 'memory', '--workload', latin1]);
+    expect([serve.code, serve.stderr]).toEqual([2, 'llr: latin1.jsonl:2: not valid UTF-8: byte 0xE9 at byte 63 of the line (offset 123 in the file); a workload file must be UTF-8 text, convert it to UTF-8\n']);
+  });
 });

@@ -228,6 +228,86 @@ describe('files that are not rollouts, or are cut short', () => {
       expect([w.name, w.source]).toEqual(['other.jsonl', path]);
     });
 
+    const good = () => jsonl([meta(), msg('user', 'héllo'), msg('assistant', 'hello'), usage(3, 1)]);
+    const refusal = (file: string, bytes: Buffer): WorkloadError => {
+      const path = join(dir, file);
+      writeFileSync(path, bytes);
+      try {
+        readWorkload(path);
+      } catch (err) {
+        expect(err).toBeInstanceOf(WorkloadError);
+        return err as WorkloadError;
+      }
+      throw new Error('expected a WorkloadError');
+    };
+
+    it('accepts UTF-8 with a BOM, CRLF line endings, and CR-only line endings', () => {
+      const expected = parseWorkload(good(), 'ok.jsonl', 'test');
+      for (const [file, text] of [
+        ['bom.jsonl', '\uFEFF' + good()],
+        ['crlf.jsonl', good().replaceAll('\n', '\r\n')],
+        ['cr.jsonl', good().replaceAll('\n', '\r')],
+        ['bom-cr.jsonl', '\uFEFF' + good().replaceAll('\n', '\r')],
+      ] as const) {
+        const path = join(dir, file);
+        writeFileSync(path, text);
+        const w = readWorkload(path);
+        expect({ ...w, name: 'ok.jsonl', source: 'test' }, file).toEqual(expected);
+      }
+      // The neutral format too, and its errors still name the line in a CR-only file.
+      const neutral = join(dir, 'neutral-cr.json');
+      writeFileSync(neutral, JSON.stringify({ llr_workload: 1, ...expected }, null, 2).replaceAll('\n', '\r'));
+      expect(readWorkload(neutral).userTurns).toEqual(expected.userTurns);
+      expect(refusal('broken-cr.json', Buffer.from('{\r  "llr_workload": 1,\r  oops: 1\r}\r'))).toMatchObject({ line: 3, message: expect.stringMatching(/^broken-cr\.json:3: not valid JSON/) });
+    });
+
+    it('says which line holds a lone CR in a file whose lines end in LF', () => {
+      const lines = good().split('\n');
+      const text = [lines[0], `${lines[1]}\r${lines[2]}`, ...lines.slice(3)].join('\n');
+      expect(refusal('mixed.jsonl', Buffer.from(text))).toMatchObject({ line: 2, message: expect.stringMatching(/^mixed\.jsonl:2: not valid JSON.*a CR not followed by LF/) });
+    });
+
+    it('refuses invalid UTF-8 at its line, byte and offset, instead of reading U+FFFD', () => {
+      const text = Buffer.from(good());
+      const line2 = text.indexOf(0x0a) + 1;
+      const at = text.indexOf('héllo') + 1; // the é: C3 A9
+      for (const [bad, byte] of [
+        [Buffer.from([0xe9]), 'E9'], // Latin-1 é
+        [Buffer.from([0xc3, 0x28]), 'C3'], // a lead byte without its continuation
+        [Buffer.from([0xed, 0xa0, 0x80]), 'ED'], // an encoded surrogate
+        [Buffer.from([0xc0, 0xaf]), 'C0'], // overlong
+      ] as const) {
+        const bytes = Buffer.concat([text.subarray(0, at), bad, text.subarray(at + 2)]);
+        expect(refusal('latin1.jsonl', bytes)).toMatchObject({
+          line: 2,
+          message: `latin1.jsonl:2: not valid UTF-8: byte 0x${byte} at byte ${at - line2 + 1} of the line (offset ${at} in the file); a workload file must be UTF-8 text, convert it to UTF-8`,
+        });
+      }
+      // Cut inside a character at the very end; the line counted in a CR-only file too.
+      expect(refusal('cut.jsonl', Buffer.concat([text, Buffer.from([0xf0, 0x9f, 0x98])]))).toMatchObject({ line: 5 });
+      const cr = Buffer.from(good().replaceAll('\n', '\r'));
+      expect(refusal('cr.jsonl', Buffer.concat([cr.subarray(0, at), Buffer.from([0xff]), cr.subarray(at + 2)]))).toMatchObject({ line: 2 });
+    });
+
+    it('refuses UTF-16 and UTF-32, with or without a BOM, saying so', () => {
+      const text = good();
+      const le = Buffer.from(text, 'utf16le');
+      const be = Buffer.from(le).swap16();
+      const cases: [string, Buffer, RegExp][] = [
+        ['le-bom.jsonl', Buffer.concat([Buffer.from([0xff, 0xfe]), le]), /UTF-16LE \(little-endian, with a BOM\)/],
+        ['be-bom.jsonl', Buffer.concat([Buffer.from([0xfe, 0xff]), be]), /UTF-16BE \(big-endian, with a BOM\)/],
+        ['le.jsonl', le, /UTF-16LE \(little-endian, no BOM\)/],
+        ['be.jsonl', be, /UTF-16BE \(big-endian, no BOM\)/],
+        ['le32.jsonl', Buffer.from([0xff, 0xfe, 0, 0, 0x7b, 0, 0, 0]), /UTF-32LE \(little-endian, with a BOM\)/],
+        ['be32.jsonl', Buffer.from([0, 0, 0xfe, 0xff, 0, 0, 0, 0x7b]), /UTF-32BE \(big-endian, with a BOM\)/],
+      ];
+      for (const [file, bytes, what] of cases) {
+        const err = refusal(file, bytes);
+        expect(err.line, file).toBe(0);
+        expect(err.message, file).toMatch(new RegExp(`^${file.replace('.', '\\.')}: the file is ${what.source}; convert it to UTF-8`));
+      }
+    });
+
     it('wraps a file it cannot read', () => {
       const path = join(dir, 'missing.jsonl');
       expect(() => readWorkload(path)).toThrow(expect.objectContaining({ name: 'WorkloadError', line: 0, cause: expect.objectContaining({ code: 'ENOENT' }) }));

@@ -140,6 +140,8 @@ export class ResponseRun {
   private readonly appended: AppendedItems[] = [];
   /** What the run keeps besides its context (its appended items and output), held to the context's budget (engine/budget.ts). */
   private readonly keep: RunKeep;
+  /** The wall-clock ms `response.created_at` was taken from (whole seconds on the wire): a stored response's age counts from it. */
+  private readonly createdMs: number;
   /** Appends run one at a time (see `append`). */
   private appendTail: Promise<void> = Promise.resolve();
   private appendsWaiting = 0;
@@ -157,7 +159,8 @@ export class ResponseRun {
     this.metrics = plan.metrics;
     this.faults = services.chaos?.forRun(plan.metrics, services.log) ?? null;
     this.pauses = new PauseRegistry(services.limits.maxPendingCalls);
-    this.response = newResponse(plan.params, this.wallNow());
+    this.createdMs = this.wallNow();
+    this.response = newResponse(plan.params, this.createdMs);
     this.keep = new RunKeep(this.response.output);
     this.done = this.loop();
   }
@@ -665,7 +668,15 @@ export class ResponseRun {
         for (const item of response.output) if ('status' in item && item.status === 'in_progress') item.status = 'incomplete';
       }),
     );
-    const job: PostInferenceJob = { response, input: this.plan.input, appended: this.appended, owner: this.plan.owner, mode: this.plan.protocol, metrics: m };
+    const job: PostInferenceJob = {
+      response,
+      created_at_ms: this.createdMs,
+      input: this.plan.input,
+      appended: this.appended,
+      owner: this.plan.owner,
+      mode: this.plan.protocol,
+      metrics: m,
+    };
     const overlapped = this.plan.postInference === 'overlapped';
     const persistAfter = overlapped && this.services.switches.overlap_persist;
     let end = ended;

@@ -134,8 +134,9 @@ export interface Limits {
    */
   maxFileStoreBytes: number;
   /**
-   * Age (ms after its `created_at`) at which a stored response is gone, on
-   * every store (default 30 days, as the API keeps stored responses): a GET
+   * Age (ms after its creation: the millisecond its `created_at` was taken
+   * from) at which a stored response is gone, on every store (default 30
+   * days, as the API keeps stored responses): a GET
    * naming it is 404, a `previous_response_id` naming it (or a later
    * response of its chain) 400 `previous_response_not_found`, as for an
    * evicted one; later puts delete it, a batch at a time. Not a timer, so

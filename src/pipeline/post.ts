@@ -129,6 +129,8 @@ export class Ledger {
 
 export interface PostInferenceJob {
   response: Response;
+  /** The wall-clock ms the response's `created_at` (seconds) was taken from, for the store's age check; absent: `created_at`. */
+  created_at_ms?: number;
   /** This response's own input items (for the store). */
   input: InputItem[];
   /** What clients appended to it while it ran (a long-lived run), for the store. */
@@ -151,6 +153,7 @@ export class PostInference {
     if (!response.store) return;
     metrics.time('persist', () => {
       const rec: StoredResponse = { response, input: job.input, owner: job.owner, created_at: response.created_at };
+      if (job.created_at_ms !== undefined) rec.created_at_ms = job.created_at_ms;
       if (job.appended?.length) rec.appended = job.appended;
       this.store.put(rec);
       metrics.count('persisted');

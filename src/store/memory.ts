@@ -19,11 +19,13 @@
  * `EXPIRE_BATCH` at a time).
  */
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { EXPIRE_BATCH, MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, expiryCutoff, itemsById, newCounters, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
+import { EXPIRE_BATCH, MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 interface Entry {
   rec: StoredResponse;
   items: Map<string, InputItem | OutputItem>;
+  /** `createdMs(rec)`: what its age is counted from. */
+  created: number;
 }
 
 export class MemoryStore implements ResponseStore {
@@ -58,7 +60,7 @@ export class MemoryStore implements ResponseStore {
     const sized = { bytes: 0 };
     const copy = copyJson(rec, sized);
     const items = itemsById(copy);
-    this.#records.set(id, { rec: copy, items });
+    this.#records.set(id, { rec: copy, items, created: createdMs(copy) });
     for (const itemId of items.keys()) {
       const holders = this.#itemIndex.get(itemId);
       if (holders) holders.push(id);
@@ -77,7 +79,7 @@ export class MemoryStore implements ResponseStore {
     if (cutoff === -Infinity) return;
     let n = 0;
     for (const id of this.#order.ids()) {
-      if (n === EXPIRE_BATCH || this.#records.get(id)!.rec.created_at > cutoff) break;
+      if (n === EXPIRE_BATCH || this.#records.get(id)!.created > cutoff) break;
       this.#drop(id);
       this.counters.expired++;
       n++;
@@ -103,7 +105,7 @@ export class MemoryStore implements ResponseStore {
     if (!entry || entry.rec.owner !== owner) return false;
     this.#drop(id);
     // An expired record goes all the same, but it was already gone: not found.
-    if (entry.rec.created_at > expiryCutoff(this.bounds)) return true;
+    if (entry.created > expiryCutoff(this.bounds)) return true;
     this.counters.expired++;
     return false;
   }
@@ -132,7 +134,7 @@ export class MemoryStore implements ResponseStore {
     // Newest put wins, matching the SQLite store's rowid order.
     for (let i = holders.length - 1; i >= 0; i--) {
       const entry = this.#records.get(holders[i]!);
-      if (!entry || entry.rec.owner !== owner || entry.rec.created_at <= cutoff) continue;
+      if (!entry || entry.rec.owner !== owner || entry.created <= cutoff) continue;
       const item = entry.items.get(itemId);
       if (item === undefined) continue;
       this.counters.rows_read++;
@@ -150,7 +152,7 @@ export class MemoryStore implements ResponseStore {
   /** The owner's live record: undefined when missing, foreign, or created at or before `cutoff` (expired). */
   #owned(id: string, owner: string | null, cutoff: number): Entry | undefined {
     const entry = this.#records.get(id);
-    return entry && entry.rec.owner === owner && entry.rec.created_at > cutoff ? entry : undefined;
+    return entry && entry.rec.owner === owner && entry.created > cutoff ? entry : undefined;
   }
 
   /** Remove a response and its item index entries (a replace, a delete, an eviction). */

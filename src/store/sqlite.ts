@@ -19,14 +19,14 @@
  * file (readers beside it are fine); a second writer's puts are not seen
  * until a reopen, so the bounds would be passed by what it wrote.
  *
- * Migrates schema versions 1 and 2 to 3 (an unknown version is refused, not
+ * Migrates schema versions 1 to 3 to 4 (an unknown version is refused, not
  * guessed at); leaves out vacuuming.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { EXPIRE_BATCH, MAX_CHAIN_LINKS, UNBOUNDED, expiryCutoff, itemsById, newCounters, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
+import { EXPIRE_BATCH, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 /**
  * Bump with a migration in `#migrate` whenever the tables below change.
@@ -34,8 +34,13 @@ import { EXPIRE_BATCH, MAX_CHAIN_LINKS, UNBOUNDED, expiryCutoff, itemsById, newC
  * 3: `responses.bytes` (the UTF-8 bytes of the row's JSON and its items', what `maxBytes` bounds) and
  *    `responses_by_created` (created_at, bytes): expiry finds the oldest through it, and the open counts
  *    bytes from it without reading the JSON.
+ * 4: `responses.created_at_ms`, the creation in ms (NULL when the writer did not know it, and in rows from
+ *    before): a response's age counts from it (`CREATED_MS`), not from the start of `created_at`'s second.
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
+
+/** A row's creation in Unix ms, as `createdMs` reads a record: its own column, else its second's start. */
+const CREATED_MS = 'coalesce(created_at_ms, created_at * 1000)';
 
 // items is keyed by (item_id, response_id), not item_id alone: input item ids
 // are chosen by clients, so two owners may use the same id, and one owner's
@@ -49,7 +54,8 @@ CREATE TABLE IF NOT EXISTS responses (
   response             TEXT NOT NULL,
   input                TEXT NOT NULL,
   appended             TEXT,
-  bytes                INTEGER NOT NULL DEFAULT 0
+  bytes                INTEGER NOT NULL DEFAULT 0,
+  created_at_ms        INTEGER
 );
 CREATE TABLE IF NOT EXISTS items (
   item_id     TEXT NOT NULL,
@@ -71,6 +77,9 @@ UPDATE responses SET bytes =
 CREATE INDEX IF NOT EXISTS responses_by_created ON responses (created_at, bytes);
 `;
 
+/** 3 → 4: no pass over the rows; theirs stays NULL, read as `created_at * 1000` (what their age counted from before). */
+const MIGRATE_3_TO_4 = `ALTER TABLE responses ADD COLUMN created_at_ms INTEGER;`;
+
 /**
  * Rows (expired or evicted) one transaction deletes when a file is trimmed at open: the WAL then grows by about
  * one batch's pages before the automatic checkpoint reuses it, and a batch's ids are all that is held in memory.
@@ -80,6 +89,7 @@ export const OPEN_TRIM_BATCH = 1_000;
 interface RecordRow {
   owner: string | null;
   created_at: number;
+  created_at_ms: number | null;
   response: string;
   input: string;
   appended: string | null;
@@ -90,6 +100,7 @@ interface ChainRow {
   previous_response_id: string | null;
   owner: string | null;
   created_at: number | null;
+  created_at_ms: number | null;
   response: string | null;
   input: string | null;
   appended: string | null;
@@ -101,6 +112,7 @@ interface PutParams {
   owner: string | null;
   previous_response_id: string | null;
   created_at: number;
+  created_at_ms: number | null;
   response: string;
   input: string;
   appended: string | null;
@@ -137,11 +149,11 @@ export class SqliteStore implements ResponseStore {
   readonly #db: Database.Database;
   readonly #insertResponse: Database.Statement<[PutParams]>;
   readonly #insertItem: Database.Statement<[ItemParams]>;
-  readonly #deleteResponse: Database.Statement<[IdOwner], Gone & { created_at: number }>;
+  readonly #deleteResponse: Database.Statement<[IdOwner], Gone & { created_ms: number }>;
   readonly #deleteById: Database.Statement<[string], Gone>;
   readonly #deleteItems: Database.Statement<[string]>;
   readonly #deleteOldest: Database.Statement<[{ keep: string | null; n: number }], Gone>;
-  readonly #deleteExpired: Database.Statement<[{ cutoff: number; n: number }], Gone>;
+  readonly #deleteExpired: Database.Statement<[{ cutoff: number; second: number; n: number }], Gone>;
   readonly #selectResponse: Database.Statement<[IdOwner & { cutoff: number }], RecordRow>;
   readonly #hasResponse: Database.Statement<[IdOwner & { cutoff: number }], unknown>;
   readonly #selectItem: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
@@ -174,14 +186,14 @@ export class SqliteStore implements ResponseStore {
 
     const db = this.#db;
     this.#insertResponse = db.prepare(
-      `INSERT INTO responses (id, owner, previous_response_id, created_at, response, input, appended, bytes)
-       VALUES (@id, @owner, @previous_response_id, @created_at, @response, @input, @appended, @bytes)`,
+      `INSERT INTO responses (id, owner, previous_response_id, created_at, created_at_ms, response, input, appended, bytes)
+       VALUES (@id, @owner, @previous_response_id, @created_at, @created_at_ms, @response, @input, @appended, @bytes)`,
     );
     this.#insertItem = db.prepare(
       `INSERT OR REPLACE INTO items (item_id, response_id, owner, item)
        VALUES (@item_id, @response_id, @owner, @item)`,
     );
-    this.#deleteResponse = db.prepare(`DELETE FROM responses WHERE id = @id AND owner IS @owner RETURNING id, bytes, created_at`);
+    this.#deleteResponse = db.prepare(`DELETE FROM responses WHERE id = @id AND owner IS @owner RETURNING id, bytes, ${CREATED_MS} AS created_ms`);
     this.#deleteById = db.prepare(`DELETE FROM responses WHERE id = ? RETURNING id, bytes`);
     this.#deleteItems = db.prepare(`DELETE FROM items WHERE response_id = ?`);
     // The oldest puts: rowid grows with each insert (a replace deletes and re-inserts), so the table's own
@@ -190,21 +202,25 @@ export class SqliteStore implements ResponseStore {
       `DELETE FROM responses WHERE rowid IN (SELECT rowid FROM responses WHERE id IS NOT @keep ORDER BY rowid LIMIT @n)
        RETURNING id, bytes`,
     );
+    // Through the (created_at, bytes) index: a row of an earlier second than the cutoff's (`second`) is expired
+    // whatever its milliseconds; only the cutoff's own second needs the row's `created_at_ms`.
     this.#deleteExpired = db.prepare(
-      `DELETE FROM responses WHERE rowid IN (SELECT rowid FROM responses WHERE created_at <= @cutoff ORDER BY created_at LIMIT @n)
+      `DELETE FROM responses WHERE rowid IN (
+         SELECT rowid FROM responses WHERE created_at <= @second AND (created_at < @second OR ${CREATED_MS} <= @cutoff)
+          ORDER BY created_at LIMIT @n)
        RETURNING id, bytes`,
     );
     // Every read sees only rows above the expiry cutoff: an expired response is gone at once, deleted or not.
-    this.#hasResponse = db.prepare(`SELECT 1 FROM responses WHERE id = @id AND owner IS @owner AND created_at > @cutoff`);
+    this.#hasResponse = db.prepare(`SELECT 1 FROM responses WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`);
     this.#selectResponse = db.prepare(
-      `SELECT owner, created_at, response, input, appended FROM responses
-        WHERE id = @id AND owner IS @owner AND created_at > @cutoff`,
+      `SELECT owner, created_at, created_at_ms, response, input, appended FROM responses
+        WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`,
     );
     // Newest put wins when an owner holds the same item id in several
     // responses; rowid grows with each insert, and a replace re-inserts.
     this.#selectItem = db.prepare(
       `SELECT i.item FROM items i JOIN responses r ON r.id = i.response_id
-        WHERE i.item_id = @item_id AND i.owner IS @owner AND r.created_at > @cutoff
+        WHERE i.item_id = @item_id AND i.owner IS @owner AND coalesce(r.created_at_ms, r.created_at * 1000) > @cutoff
         ORDER BY i.rowid DESC LIMIT 1`,
     );
     // The walk follows only the owner's live rows, so a foreign, missing or
@@ -215,11 +231,11 @@ export class SqliteStore implements ResponseStore {
          SELECT @id, 0
          UNION ALL
          SELECT r.previous_response_id, walk.depth + 1
-           FROM walk JOIN responses r ON r.id = walk.id AND r.owner IS @owner AND r.created_at > @cutoff
+           FROM walk JOIN responses r ON r.id = walk.id AND r.owner IS @owner AND coalesce(r.created_at_ms, r.created_at * 1000) > @cutoff
           WHERE r.previous_response_id IS NOT NULL AND walk.depth < @limit - 1
        )
-       SELECT r.previous_response_id, r.owner, r.created_at, r.response, r.input, r.appended
-         FROM walk LEFT JOIN responses r ON r.id = walk.id AND r.owner IS @owner AND r.created_at > @cutoff
+       SELECT r.previous_response_id, r.owner, r.created_at, r.created_at_ms, r.response, r.input, r.appended
+         FROM walk LEFT JOIN responses r ON r.id = walk.id AND r.owner IS @owner AND coalesce(r.created_at_ms, r.created_at * 1000) > @cutoff
         ORDER BY walk.depth DESC`,
     );
 
@@ -242,7 +258,7 @@ export class SqliteStore implements ResponseStore {
       const tally: Tally = { count: this.#count, bytes: this.#bytes, evicted: 0, expired: 0 };
       this.#gone(row, tally);
       // An expired response is deleted all the same, but it was already gone: the caller is told it was not found.
-      if (row.created_at <= expiryCutoff(this.bounds)) tally.expired++;
+      if (row.created_ms <= expiryCutoff(this.bounds)) tally.expired++;
       return tally;
     });
     // At most `limit` rows expired or evicted: the open trims a file in transactions of OPEN_TRIM_BATCH.
@@ -286,6 +302,8 @@ export class SqliteStore implements ResponseStore {
       owner: rec.owner,
       previous_response_id: rec.response.previous_response_id,
       created_at: rec.created_at,
+      // Kept only when it is the record's own millisecond (`createdMs` would ignore it otherwise).
+      created_at_ms: rec.created_at_ms !== undefined && createdMs(rec) === rec.created_at_ms ? rec.created_at_ms : null,
       response: JSON.stringify(rec.response),
       input: JSON.stringify(rec.input),
       appended: rec.appended?.length ? JSON.stringify(rec.appended) : null,
@@ -357,7 +375,7 @@ export class SqliteStore implements ResponseStore {
   #expire(tally: Tally, n: number): void {
     const cutoff = expiryCutoff(this.bounds);
     if (cutoff === -Infinity) return;
-    for (const row of this.#deleteExpired.all({ cutoff, n })) {
+    for (const row of this.#deleteExpired.all({ cutoff, second: Math.floor(cutoff / 1000), n })) {
       this.#gone(row, tally);
       tally.expired++;
     }
@@ -399,11 +417,13 @@ export class SqliteStore implements ResponseStore {
     }
     this.#db.transaction(() => {
       // 0: a new file; 1 → 2: responses gains `appended` (NULL for every response stored before: none took appends then);
-      // 2 → 3: responses gains `bytes`, computed from what each row holds, and the created_at index.
+      // 2 → 3: responses gains `bytes`, computed from what each row holds, and the created_at index;
+      // 3 → 4: responses gains `created_at_ms`, NULL in the rows already there.
       if (version === 0) this.#db.exec(SCHEMA);
       else {
         if (version === 1) this.#db.exec('ALTER TABLE responses ADD COLUMN appended TEXT');
-        this.#db.exec(MIGRATE_2_TO_3);
+        if (version <= 2) this.#db.exec(MIGRATE_2_TO_3);
+        this.#db.exec(MIGRATE_3_TO_4);
       }
       this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
     })();
@@ -418,6 +438,7 @@ function toRecord(row: RecordRow): StoredResponse {
     owner: row.owner,
     created_at: row.created_at,
   };
+  if (row.created_at_ms !== null) rec.created_at_ms = row.created_at_ms;
   if (row.appended !== null) rec.appended = JSON.parse(row.appended) as NonNullable<StoredResponse['appended']>;
   return rec;
 }

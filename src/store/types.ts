@@ -29,8 +29,14 @@ export interface StoredResponse {
   appended?: AppendedItems[];
   /** API key identity (a hash of the key, never the key), or null when auth is off. */
   owner: string | null;
-  /** Unix seconds. */
+  /** Unix seconds (the Response's `created_at`, as on the wire). */
   created_at: number;
+  /**
+   * Unix ms of the same moment, when the writer knows it (the run's wall clock): the age `ttlMs` is counted from
+   * it, so a response does not expire up to a second early for `created_at` being whole seconds. Ignored unless it
+   * falls within `created_at`'s second; without it the age counts from `created_at * 1000` (`createdMs`).
+   */
+  created_at_ms?: number;
 }
 
 /** One `response.append` kept with its response: its items, after the first `at` items of `response.output`. */
@@ -90,7 +96,7 @@ export interface StoreBounds {
   maxResponses: number;
   maxBytes: number;
   /**
-   * Age (ms after its `created_at`) at which a stored response is gone, as
+   * Age (ms after its creation: `created_at_ms`, else `created_at`) at which a stored response is gone, as
    * the API keeps stored responses 30 days: reads treat it as missing at
    * once, and later puts delete it (`EXPIRE_BATCH` at a time). Default (and
    * Infinity): kept until evicted.
@@ -109,14 +115,23 @@ export const UNBOUNDED: StoreBounds = { maxResponses: Infinity, maxBytes: Infini
 export const EXPIRE_BATCH = 64;
 
 /**
- * A record created at `created_at` (Unix seconds) is alive while it is above
- * this (Unix seconds, not a whole number): gone once `ttlMs` ms have passed
- * since. -Infinity when nothing expires.
+ * A record created at `createdMs(rec)` (Unix ms) is alive while that is above
+ * this (Unix ms): gone once `ttlMs` ms have passed since. -Infinity when
+ * nothing expires.
  */
 export function expiryCutoff(bounds: StoreBounds): number {
   const ttl = bounds.ttlMs ?? Infinity;
   if (!Number.isFinite(ttl)) return -Infinity;
-  return ((bounds.now ?? Date.now)() - ttl) / 1000;
+  return (bounds.now ?? Date.now)() - ttl;
+}
+
+/**
+ * When a record was created, Unix ms: its `created_at_ms` when that lies in its `created_at`'s second (a writer
+ * that knows the millisecond), else the start of that second (records written without it, rows of older files).
+ */
+export function createdMs(rec: Pick<StoredResponse, 'created_at' | 'created_at_ms'>): number {
+  const ms = rec.created_at_ms;
+  return ms !== undefined && Number.isFinite(ms) && Math.floor(ms / 1000) === rec.created_at ? ms : rec.created_at * 1000;
 }
 
 /**

@@ -73,4 +73,17 @@ describe('a store on a file, bounded', () => {
     expect(broken.message).toContain(r1.id);
     expect(broken.message).toContain('expired');
   });
+
+  it('counts the age from the creation\'s millisecond: created at x.999 s with a TTL of 1.5 s, kept until x.999 + 1.5 s', async () => {
+    let wall = Date.UTC(2026, 0, 1) + 999;
+    const { url } = await testServer({ store: file(), limits: { storeTtlMs: 1500 }, clock: { ...realClock, wallNow: () => wall } });
+    const r1 = await create(url, 'one');
+    expect(r1.created_at).toBe(Math.floor(wall / 1000)); // whole seconds on the wire
+    wall = Date.UTC(2026, 0, 1) + 1500; // 0.501 s old: counted from created_at it was 1.5 s
+    expect((await fetch(`${url}/v1/responses/${r1.id}`)).status).toBe(200);
+    wall = Date.UTC(2026, 0, 1) + 999 + 1499;
+    expect((await fetch(`${url}/v1/responses/${r1.id}`)).status).toBe(200);
+    wall += 1;
+    expect((await fetch(`${url}/v1/responses/${r1.id}`)).status).toBe(404);
+  });
 });

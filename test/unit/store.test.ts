@@ -205,6 +205,44 @@ describe.each(stores)('$name, expiry', ({ bounded }) => {
     }
   });
 
+  it('counts the age from created_at_ms, not from the start of created_at\'s second', () => {
+    // Created at x.999 s with a TTL of 1.5 s: alive until x.999 + 1.5 s, not gone after 0.5 s (from x.000 s).
+    const born = CREATED * 1000 + 999;
+    now = born;
+    const store = bounded({ maxResponses: Infinity, maxBytes: Infinity, ttlMs: 1500, now: () => now });
+    try {
+      // Without created_at_ms (an older writer, an older file's row): from the second's start, as before.
+      store.put(makeRecord('resp_s'));
+      // One that does not fall in its created_at's second is not believed: from the second's start too.
+      store.put({ ...makeRecord('resp_x'), created_at_ms: born + 5000 });
+      store.put({ ...makeRecord('resp_1'), created_at_ms: born });
+      store.put({ ...makeRecord('resp_2', { previous: 'resp_1' }), created_at_ms: born });
+      expect(store.get('resp_1', ALICE)?.created_at_ms).toBe(born);
+      now = CREATED * 1000 + 1500; // 1.5 s after x.000, 0.501 s after x.999
+      expect(['resp_1', 'resp_s', 'resp_x'].map((id) => store.has(id, ALICE))).toEqual([true, false, false]);
+      expect(store.get('resp_1', ALICE)?.response.id).toBe('resp_1');
+      expect(store.getItem('msg_resp_1', ALICE)).toMatchObject({ id: 'msg_resp_1' });
+      expect(store.chain('resp_2', ALICE)?.map((r) => r.response.id)).toEqual(['resp_1', 'resp_2']);
+      store.put(makeRecord('resp_3', { created_at: CREATED + 10 })); // deletes only what expired
+      expect(store.counters.expired).toBe(2);
+      expect(store.get('resp_1', ALICE)?.response.id).toBe('resp_1');
+      now = born + 1499;
+      expect(store.has('resp_1', ALICE)).toBe(true);
+      now = born + 1500; // 1.5 s old
+      expect(store.get('resp_1', ALICE)).toBeUndefined();
+      expect(store.has('resp_1', ALICE)).toBe(false);
+      expect(store.getItem('msg_resp_1', ALICE)).toBeUndefined();
+      expect(store.chain('resp_2', ALICE)).toBeUndefined();
+      expect(store.delete('resp_1', ALICE)).toBe(false); // already gone
+      expect(store.counters.expired).toBe(3);
+      store.put(makeRecord('resp_4', { created_at: CREATED + 10 }));
+      expect(store.counters.expired).toBe(4); // resp_2
+      expect(sizeOf(store)).toBe(2);
+    } finally {
+      store.close();
+    }
+  });
+
   it(`deletes at most ${EXPIRE_BATCH} expired responses per put, oldest first`, () => {
     now = CREATED * 1000;
     const store = bounded(ttl());
@@ -577,12 +615,12 @@ describe('SqliteStore on a file', () => {
     const recs = [makeRecord('resp_1'), makeRecord('resp_2', { previous: 'resp_1' })];
     const fresh = new SqliteStore(join(dir, 'fresh.sqlite'));
     for (const rec of recs) fresh.put(rec);
-    // A version 2 file: the same tables without `bytes` and its index.
+    // A version 2 file: the same tables without `bytes` and its index (nor version 4's `created_at_ms`).
     const v2 = new SqliteStore(path);
     for (const rec of recs) v2.put(rec);
     v2.close();
     const raw = new Database(path);
-    raw.exec('DROP INDEX responses_by_created; ALTER TABLE responses DROP COLUMN bytes');
+    raw.exec('DROP INDEX responses_by_created; ALTER TABLE responses DROP COLUMN bytes; ALTER TABLE responses DROP COLUMN created_at_ms');
     raw.pragma('user_version = 2');
     raw.close();
 
@@ -596,6 +634,35 @@ describe('SqliteStore on a file', () => {
     } finally {
       migrated.close();
       fresh.close();
+    }
+    const after = new Database(path);
+    expect(after.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    after.close();
+  });
+
+  it('migrates a version 3 file: its rows keep counting their age from created_at; new ones from created_at_ms, across a reopen', () => {
+    const path = join(dir, 'v3.sqlite');
+    const v3 = new SqliteStore(path);
+    v3.put(makeRecord('resp_old'));
+    v3.close();
+    const raw = new Database(path);
+    raw.exec('ALTER TABLE responses DROP COLUMN created_at_ms');
+    raw.pragma('user_version = 3');
+    raw.close();
+
+    let now = CREATED * 1000;
+    const bounds = { maxResponses: Infinity, maxBytes: Infinity, ttlMs: 1500, now: () => now };
+    const migrated = new SqliteStore(path, bounds);
+    migrated.put({ ...makeRecord('resp_new'), created_at_ms: CREATED * 1000 + 999 });
+    migrated.close();
+    now = CREATED * 1000 + 1500;
+    const reopened = new SqliteStore(path, bounds);
+    try {
+      expect(reopened.get('resp_old', ALICE)).toBeUndefined();
+      expect(reopened.get('resp_new', ALICE)).toEqual({ ...makeRecord('resp_new'), created_at_ms: CREATED * 1000 + 999 });
+      expect(reopened.counters.expired).toBe(1); // resp_old, at open
+    } finally {
+      reopened.close();
     }
     const after = new Database(path);
     expect(after.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);

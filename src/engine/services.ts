@@ -81,6 +81,15 @@ export interface Limits {
    */
   maxSendBufferBytes: number;
   /**
+   * Bytes all readers together (WebSocket connections and SSE streams) may
+   * leave unsent before runs are paced server-wide (default 256 MiB): past
+   * it, a run whose reader holds 64 KiB or more unsent (or half of
+   * `maxSendBufferBytes`, when less) waits for it to read, as at the
+   * per-reader pacing threshold; nobody is dropped for it
+   * (modes/send-bytes.ts).
+   */
+  maxSendBufferTotalBytes: number;
+  /**
    * Longest an HTTP answer (SSE stream or JSON body) may sit unsent to a
    * client that reads nothing, ms (default 30 s; 0: no limit): while bytes
    * wait to be sent and none leave for this long, the connection is dropped
@@ -232,6 +241,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxContextBytes: 32 * 1024 * 1024,
   maxContextItems: 50_000,
   maxSendBufferBytes: 4 * 1024 * 1024,
+  maxSendBufferTotalBytes: 256 * 1024 * 1024,
   sendStallTimeoutMs: 30_000,
   maxJsonDepth: 64,
   maxQueuedBytes: 32 * 1024 * 1024,

@@ -36,6 +36,7 @@ import type { ParseSpan } from './transport.js';
 import { longLivedPolicy } from './long-lived.js';
 import { ConnectionSession, type ModePolicy } from './session.js';
 import { ServerBytes, connectionBytes, type ConnectionBytes, type Hold } from './server-bytes.js';
+import { SendBytes, type SendShare, type Unsent } from './send-bytes.js';
 import type { SessionInfo, Transport } from './transport.js';
 import { wsModePolicy } from './ws.js';
 import { listInputItems, type InputItemList, type InputItemsQuery } from '../store/input-items.js';
@@ -53,6 +54,9 @@ export class SessionHost {
    */
   readonly bytes: ServerBytes;
 
+  /** The server-wide bound on unsent bytes (`maxSendBufferTotalBytes`, modes/send-bytes.ts): every reader's share of it. */
+  readonly unsent: SendBytes;
+
   constructor(
     private readonly services: Services,
     bytes?: ServerBytes,
@@ -60,6 +64,7 @@ export class SessionHost {
     this.live = new LiveRuns(services);
     this.background = new BackgroundRuns(services);
     this.bytes = bytes ?? new ServerBytes(services.limits.maxServerBytes);
+    this.unsent = new SendBytes(services.limits.maxSendBufferTotalBytes, services.limits.maxSendBufferBytes);
   }
 
   get limits(): Readonly<Limits> {
@@ -83,6 +88,11 @@ export class SessionHost {
   /** A WebSocket connection's share of the byte budget: its frames held while `session` has work. */
   connectionBytes(session: ConnectionSession): ConnectionBytes {
     return connectionBytes(this.bytes, this.services.limits, session);
+  }
+
+  /** A reader's share of the server-wide bound on unsent bytes (a WebSocket connection, an SSE stream); closed when it is gone. */
+  sendShare(socket: Unsent, log: Logger): SendShare {
+    return this.unsent.share(socket, log);
   }
 
   /** The policy of each design. */

@@ -48,6 +48,7 @@ import { parseAppendBody, parseCompactBody, parseCreateBody, withTimingOptIn } f
 import { eventPieces, piecesLength, type EventPieces } from '../protocol/event-json.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { Hold } from '../modes/server-bytes.js';
+import type { SendShare } from '../modes/send-bytes.js';
 import type { ParseSpan, SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
 import { closeAfterAnswer, drainBody, readBody } from './body.js';
@@ -246,6 +247,7 @@ export class HttpTransport {
         post_work_pending: post.pending,
         post_work_completed: post.completed,
         bytes_held: this.host.bytes.held,
+        send_bytes_unsent: this.host.unsent.unsent(),
       });
     }
     if (path === '/llr/stats' && get) {
@@ -446,7 +448,7 @@ export class HttpTransport {
     return new Promise<void>((resolve, reject) => {
       if (after === 'start') bg.started.catch(reject);
       let dropped: { buffered: number; limit: number } | null = null;
-      const sse = sseTransport(res, limits.maxSendBufferBytes, (buffered, limit) => (dropped = { buffered, limit }), false);
+      const sse = sseTransport(res, limits.maxSendBufferBytes, (buffered, limit) => (dropped = { buffered, limit }), false, this.sseShare(res, log));
       const follower: Follower = {
         start: () => sse.start(),
         frame: (pieces) => sse.frame(pieces),
@@ -471,6 +473,13 @@ export class HttpTransport {
         resolve();
       });
     });
+  }
+
+  /** An SSE stream's part of the server-wide bound on unsent bytes (modes/send-bytes.ts), closed with the stream. */
+  private sseShare(res: ServerResponse, log: Logger): SendShare {
+    const share = this.host.sendShare({ unsentBytes: () => (res.destroyed ? 0 : res.writableLength) }, log);
+    res.once('close', () => share.close());
+    return share;
   }
 
   private authenticate(req: IncomingMessage): string | null {
@@ -518,7 +527,13 @@ export class HttpTransport {
     await new Promise<void>((resolve, reject) => {
       let dropped: { buffered: number; limit: number; response_id: string | null } | null = null;
       const transport = params.stream
-        ? sseTransport(res, limits.maxSendBufferBytes, (buffered, limit, id) => (dropped = { buffered, limit, response_id: id }), limits.sendStallTimeoutMs > 0)
+        ? sseTransport(
+            res,
+            limits.maxSendBufferBytes,
+            (buffered, limit, id) => (dropped = { buffered, limit, response_id: id }),
+            limits.sendStallTimeoutMs > 0,
+            this.sseShare(res, log),
+          )
         : jsonTransport(res);
       // A pipelined request waits for the one before it: its response has no socket yet and gets no `close` of
       // its own when the client goes away, so the request's socket is watched too (found by an outside attack:
@@ -634,14 +649,17 @@ type SseTransport = ExchangeTransport & { frame(pieces: EventPieces): void; star
  * response starts (errors before that are HTTP statuses), each event is one
  * frame, `data: [DONE]` ends it. `dropped` is told what a reader that did
  * not read left unsent when it was dropped, the limit it passed, and the
- * response's id. Exported for the unit tests (a batch of deltas against
- * one `send` per delta).
+ * response's id. `share`: the stream's part of the server-wide bound on
+ * unsent bytes (modes/send-bytes.ts); past that bound a paced stream's run
+ * waits for its reader from the bound's floor. Exported for the unit tests
+ * (a batch of deltas against one `send` per delta).
  */
 export function sseTransport(
   res: ServerResponse,
   limit: number,
   dropped: (buffered: number, limit: number, responseId: string | null) => void,
   paced = true,
+  share: SendShare | null = null,
 ): SseTransport {
   let congested = false;
   let responseId: string | null = null;
@@ -681,7 +699,9 @@ export function sseTransport(
       }
       const size = piecesLength(pieces);
       if (size > largestFrame) largestFrame = size;
-      batch(res.writableLength);
+      const unsent = res.writableLength;
+      share?.note(unsent);
+      batch(unsent);
       // A large echo goes as its shared bytes (protocol/event-json.ts), in the same corked write.
       let ok = true;
       for (const p of pieces) ok = res.write(p);
@@ -705,9 +725,11 @@ export function sseTransport(
         if (len > largest) largest = len;
       }
       // 3 bytes per UTF-16 unit bound the frames' UTF-8 size.
-      if (batch.backlog(res.writableLength) + 3 * text.length <= limit + 2 * largestFrame) {
+      const unsent = res.writableLength;
+      if (batch.backlog(unsent) + 3 * text.length <= limit + 2 * largestFrame) {
         if (largest > largestFrame) largestFrame = largest;
-        batch(res.writableLength);
+        share?.note(unsent);
+        batch(unsent);
         if (!res.write(text)) congested = true;
         b.sent = n;
         return;
@@ -728,8 +750,11 @@ export function sseTransport(
     // Only while a write has said the socket is full (`writableNeedDrain`): 'drain' comes only then, so below the
     // stream's own high-water mark (a --send-buffer-bytes under ~32 KiB) a reader that read everything waited for
     // a 'drain' that never came, until the stall watch dropped it.
+    // While all readers together are past the server-wide bound, from the bound's floor (modes/send-bytes.ts).
     backlog() {
-      if (!paced || res.writableEnded || res.destroyed || res.writableLength <= limit / 2 || !res.writableNeedDrain) return null;
+      if (!paced || res.writableEnded || res.destroyed || !res.writableNeedDrain) return null;
+      const unsent = res.writableLength;
+      if (unsent <= limit / 2 && !(share?.pace(unsent) ?? false)) return null;
       return drainedOrClosed(res);
     },
     // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.

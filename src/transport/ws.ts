@@ -45,8 +45,10 @@ import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { ConnectionSession } from '../modes/session.js';
 import type { ConnectionBytes } from '../modes/server-bytes.js';
+import type { SendShare } from '../modes/send-bytes.js';
 import type { Logger } from 'pino';
 import type { SessionInfo, Transport } from '../modes/transport.js';
+import type { Unsent } from '../modes/send-bytes.js';
 import type { Authenticator } from './auth.js';
 import { batchWrites, type Batcher } from './batch.js';
 import { startHeartbeat } from './heartbeat.js';
@@ -177,7 +179,7 @@ export class WsTransport {
  * shared context cost more than one object whose methods live on its
  * prototype (only the functions handed to `ws` or a timer are bound).
  */
-class WsConnection implements Transport {
+class WsConnection implements Transport, Unsent {
   /**
    * The largest event sent on this connection: lifecycle events echo the request (instructions, tools), so one
    * can exceed the limit by itself; the allowance below lets a client that reads receive a request it was allowed to send.
@@ -216,6 +218,8 @@ class WsConnection implements Transport {
   /** Set while reading is paused because the message still arriving would pass the server-wide byte budget. */
   private rxRetry: ReturnType<typeof setInterval> | undefined = undefined;
   private rxPausedAt = 0;
+  /** This connection's part of the server-wide bound on unsent bytes (modes/send-bytes.ts). */
+  private readonly share: SendShare;
 
   constructor(
     private readonly ws: WebSocket,
@@ -223,7 +227,14 @@ class WsConnection implements Transport {
     private readonly log: Logger,
     private readonly batch: Batcher,
     private readonly socket: Duplex,
-  ) {}
+  ) {
+    this.share = host.sendShare(this, log);
+  }
+
+  /** For the server-wide bound (`Unsent`): what the socket holds unsent now. */
+  unsentBytes(): number {
+    return this.ws.readyState === this.ws.OPEN ? this.ws.bufferedAmount : 0;
+  }
 
   send(e: ServerEvent): void {
     const { ws, host, batch } = this;
@@ -241,6 +252,7 @@ class WsConnection implements Transport {
       ws.terminate();
       return;
     }
+    this.share.note(unsent);
     const pieces = eventPieces(e);
     // The lane goes in as the event's last field: its JSON text's last piece is always text ending in '}'.
     if (this.laneEnd !== null) pieces[pieces.length - 1] = (pieces[pieces.length - 1] as string).slice(0, -1) + this.laneEnd;
@@ -268,8 +280,10 @@ class WsConnection implements Transport {
     const socket = this.laneEnd === null ? directSocket(ws) : null;
     if (socket !== null) {
       const { frames, largest } = batchFrames(b);
+      const unsent = ws.bufferedAmount;
       // Only while no event of the batch could reach the send limit: then each is sent as `send` would.
-      if (this.batch.backlog(ws.bufferedAmount) + frames.length <= host.limits.maxSendBufferBytes + 2 * this.largestEvent) {
+      if (this.batch.backlog(unsent) + frames.length <= host.limits.maxSendBufferBytes + 2 * this.largestEvent) {
+        this.share.note(unsent);
         if (largest > this.largestEvent) this.largestEvent = largest;
         // One write already: it needs no cork (behind one this turn's earlier sends set, it keeps its place).
         socket.write(frames, this.roomCheck);
@@ -303,13 +317,18 @@ class WsConnection implements Transport {
     return this.whenRead();
   }
 
-  /** The run's wait for a reader that fell behind by half the send limit (modes/transport.ts). */
+  /**
+   * The run's wait for a reader that fell behind by half the send limit (modes/transport.ts), or by the floor of
+   * the server-wide bound while all readers together are past it (modes/send-bytes.ts).
+   */
   backlog(): Promise<void> | null {
     const { ws } = this;
-    if (ws.readyState !== ws.OPEN || ws.bufferedAmount <= this.host.limits.maxSendBufferBytes / 2) return null;
+    if (ws.readyState !== ws.OPEN) return null;
     // Only while something drops a reader that reads nothing (the stall watch, or the heartbeat: its pong never
     // comes, nor do bytes leave): with neither the run waited for it for ever; the send limit drops it instead.
     if (this.host.limits.sendStallTimeoutMs <= 0 && this.heartbeat === undefined) return null;
+    const unsent = ws.bufferedAmount;
+    if (unsent <= this.host.limits.maxSendBufferBytes / 2 && !this.share.pace(unsent)) return null;
     this.watchStall();
     // Send completions wake the wait (`roomCheck`); so does the socket draining, for when a ping or pong, written
     // without a completion, is the last thing left unsent as the last data write completes.
@@ -640,6 +659,7 @@ class WsConnection implements Transport {
     clearTimeout(this.lifetime);
     clearInterval(this.heartbeat);
     this.held.close();
+    this.share.close();
     this.log.info({ code }, 'websocket closed');
     void this.session.close();
   };

@@ -1,0 +1,113 @@
+/**
+ * The server-wide bound on unsent bytes (`--send-buffer-total-bytes`,
+ * modes/send-bytes.ts). Each reader alone is bounded by the send limit (its
+ * run paced at half of it), so readers that read nothing held that much
+ * each, ~2.5 MB at the defaults, gigabytes over 1024 connections. Past the
+ * total a run whose reader holds the bound's floor (64 KiB) waits for it:
+ * the non-readers here (two WebSockets, one SSE stream) stop being fed far
+ * below their own limits, and readers that read meanwhile get their whole
+ * answers, slowed but never dropped; so do the non-readers once they read.
+ */
+import type { Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { SEND_FLOOR_BYTES } from '../../src/modes/send-bytes.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { captureLogger, rawConnect, requestText, type LogLine } from '../helpers/raw-http.js';
+import { testServer } from '../helpers/server.js';
+
+/** Per reader: paced at half, 512 KiB, so three non-readers held 1.5 MiB and more without the total. */
+const LIMIT = 1024 * 1024;
+const TOTAL = 256 * 1024;
+const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
+// Several megabytes of delta events, past what the kernel's socket buffers absorb plus half the limit.
+const TEXT = words(20_000);
+// A reader's answer: megabytes too, far past the floor, so the total paces it as well.
+const READ_TEXT = words(15_000);
+
+function socketOf(s: RawSocket): Socket {
+  return (s.ws as unknown as { _socket: Socket })._socket;
+}
+
+const unsent = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { send_bytes_unsent: number }).send_bytes_unsent;
+
+/** Resolves once `n` log lines (past or future) satisfy `pred`. */
+function lines(cap: ReturnType<typeof captureLogger>, pred: (l: LogLine) => boolean, n: number): Promise<LogLine> {
+  let k = 0;
+  return cap.waitFor((l) => pred(l) && ++k >= n);
+}
+
+/** A raw SSE create whose socket reads nothing; `read()` then reads it to the end of its chunked body. */
+async function sseNonReader(port: number) {
+  const sock = await rawConnect(port);
+  sock.pause();
+  const body = JSON.stringify({ model: 'sim-model', input: 'go', stream: true });
+  sock.write(requestText('POST', '/v1/responses', { 'Content-Type': 'application/json', Host: `127.0.0.1:${port}`, Connection: 'close' }, body));
+  const chunks: Buffer[] = [];
+  const ended = new Promise<string>((resolve, reject) => {
+    sock.on('data', (c: Buffer) => {
+      chunks.push(c);
+      if (Buffer.concat(chunks.slice(-2)).toString('latin1').endsWith('\r\n0\r\n\r\n')) resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+    sock.once('close', () => reject(new Error('SSE stream closed before its end')));
+  });
+  ended.catch(() => {});
+  return {
+    sock,
+    read: () => {
+      sock.resume();
+      return ended;
+    },
+  };
+}
+
+const textOf = (done: { response: { output: Array<{ type: string; content?: Array<{ text?: string }> }> } }) => done.response.output[0]?.content?.[0]?.text;
+
+describe('server-wide bound on unsent bytes', () => {
+  it('past it, readers that read nothing are no longer fed; readers that read get their whole answers; nobody is dropped', async () => {
+    const cap = captureLogger();
+    const { url, port, server: srv } = await testServer({
+      logger: cap.logger,
+      policy: scriptPolicy([TEXT, TEXT, TEXT, READ_TEXT, READ_TEXT].map((text) => ({ text }))),
+      limits: { maxSendBufferBytes: LIMIT, maxSendBufferTotalBytes: TOTAL },
+    });
+    const dropped = (l: LogLine) => l.code === 'send_buffer_full' || l.code === 'send_stalled' || l.code === 'ws_idle_timeout';
+    // Three readers that read nothing: each run is paced (by the total, or without it at half its own limit).
+    const ws = [await RawSocket.longLived(url), await RawSocket.longLived(url)];
+    for (const s of ws) {
+      socketOf(s).pause();
+      s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
+    }
+    const sse = await sseNonReader(port);
+    await lines(cap, (l) => l.code === 'send_paced', 3);
+    // Each was paced by the total (it passed the bound before any reached half its own limit), and what they hold
+    // unsent together is about the bound plus the floor and one batch of deltas each (~400 KB). Without the total
+    // each held half its own limit or more (~1.6 MB together).
+    expect(cap.lines.filter((l) => l.code === 'send_total_paced').length).toBeGreaterThanOrEqual(3);
+    expect(await unsent(url)).toBeLessThan(TOTAL + 3 * 2 * SEND_FLOOR_BYTES);
+
+    // Readers that read, while the others still hold about the bound: a WebSocket and an SSE stream.
+    const reader = await RawSocket.longLived(url);
+    reader.send({ type: 'response.create', model: 'sim-model', input: 'go' });
+    const [done, raw] = await Promise.all([
+      reader.next('response.completed'),
+      fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: 'go', stream: true }) }).then((r) => r.text()),
+    ]);
+    expect(textOf(done as never)).toBe(READ_TEXT);
+    expect(raw).toContain('"type":"response.completed"');
+    expect(raw).toContain('data: [DONE]\n\n');
+    expect(await unsent(url)).toBeLessThan(TOTAL + 3 * 2 * SEND_FLOOR_BYTES);
+
+    // The non-readers read at last: each gets its whole answer.
+    for (const s of ws) socketOf(s).resume();
+    const [a, b, c] = await Promise.all([ws[0]!.next('response.completed'), ws[1]!.next('response.completed'), sse.read()]);
+    expect(textOf(a as never)).toBe(TEXT);
+    expect(textOf(b as never)).toBe(TEXT);
+    expect(c).toContain('"type":"response.completed"');
+    expect(c).toContain('data: [DONE]\n\n');
+    await srv.services.postWork.flush();
+    expect(srv.services.records.list().map((r) => r.status)).toEqual(Array(5).fill('completed'));
+    expect(cap.lines.filter(dropped)).toEqual([]);
+    expect(await unsent(url)).toBe(0);
+  }, 60_000);
+});

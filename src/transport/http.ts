@@ -159,6 +159,16 @@ export class HttpTransport {
   private handleWith(req: IncomingMessage, res: ServerResponse, work: () => Promise<void>): void {
     const requestId = newId('req', 16);
     res.setHeader('x-request-id', requestId);
+    // Every answer, whatever its route: one nobody reads is dropped once nothing of it has left for the stall timeout
+    // (a retrieve, an input_items page, a compaction or a cancel kept its socket, its answer and its share of the byte
+    // budget for good: outside attack). A route with its own watch (a create's, a stream's) replaces this one's log line.
+    const limits = this.host.limits;
+    watchStall(res, limits.sendStallTimeoutMs, (pending) =>
+      this.host.log.info(
+        { request_id: requestId, code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs, method: req.method, path: (req.url ?? '').slice(0, 200) },
+        'answer left unsent with nothing leaving; dropped the connection',
+      ),
+    );
     const handled = work().catch((err: unknown) => {
       const wire = toWireError(err);
       const log = this.host.log;
@@ -306,7 +316,11 @@ export class HttpTransport {
       if (method !== 'POST') throw methodNotAllowed('POST');
       const owner = this.authenticate(req);
       const id = decodeId(live[1]!, 'response_id');
-      if (live[2] === 'cancel') return sendJson(res, 200, await this.cancel(id, owner));
+      // The final Response echoes its request (16 MiB of instructions or tools): written in slices, charged while unsent.
+      if (live[2] === 'cancel') {
+        const final = await this.cancel(id, owner);
+        return this.holding((hold) => sendJsonCooperative(res, 200, final, hold));
+      }
       checkJsonContentType(req);
       const limits = this.host.limits;
       const body = await this.holding((hold) => readBody(req, limits.maxFrameBytes, hold));
@@ -433,7 +447,8 @@ export class HttpTransport {
     // The body's bytes are the run's now (released when it ends), not this request's.
     hold.releaseAll();
     if (params.stream) return this.follow(res, bg, 'start', log, params.llr?.timing === true);
-    return sendJsonCooperative(res, 200, await bg.started);
+    // Its answer echoes the request: charged to the budget again while it is unsent (released when the request is done).
+    return sendJsonCooperative(res, 200, await bg.started, hold);
   }
 
   /**
@@ -610,6 +625,14 @@ export class HttpTransport {
  */
 export function watchStall(res: ServerResponse, ms: number, stalled: (pending: number) => void): void {
   if (ms <= 0) return;
+  // One watch per answer: a second call (a route's own, after the one every request gets) only says what to log.
+  const existing = stallWatches.get(res);
+  if (existing) {
+    existing.stalled = stalled;
+    return;
+  }
+  const watch = { stalled };
+  stallWatches.set(res, watch);
   let written = -1;
   let since = performance.now();
   const timer = setInterval(() => {
@@ -623,7 +646,7 @@ export function watchStall(res: ServerResponse, ms: number, stalled: (pending: n
     }
     if (performance.now() - since >= ms) {
       clearInterval(timer);
-      stalled(pending);
+      watch.stalled(pending);
       socket.destroy();
     }
   }, Math.max(10, Math.min(1000, Math.floor(ms / 4))));
@@ -632,6 +655,8 @@ export function watchStall(res: ServerResponse, ms: number, stalled: (pending: n
   res.once('finish', stop);
   res.once('close', stop);
 }
+
+const stallWatches = new WeakMap<ServerResponse, { stalled: (pending: number) => void }>();
 
 /** The request says it has a body: a non-zero Content-Length, or a Transfer-Encoding. */
 function announcesBody(req: IncomingMessage): boolean {

@@ -27,8 +27,9 @@ import { ServerBytes } from './modes/server-bytes.js';
 import { createAuthenticator } from './transport/auth.js';
 import { createGuard, isLoopbackAddress } from './transport/guard.js';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { WsTransport } from './transport/ws.js';
-import { HttpTransport, answerClientError, answerConnect } from './transport/http.js';
+import { HttpTransport, answerClientError, answerConnect, asksForWebSocket, serveUpgradeAsHttp } from './transport/http.js';
 import { createLogger } from './log.js';
 import { DemoService, type DemoOptions } from './demo/service.js';
 import { Chaos, parseChaosSpec, type ChaosRule } from './engine/faults.js';
@@ -253,12 +254,18 @@ export class LlrServer {
     // closed at once (net.Server.maxConnections).
     this.http.maxConnections = limits.maxConnections + OVER_CAP_RESERVE;
     let open = 0;
+    // Sockets given back to the HTTP server after an `Upgrade` it ignores (serveUpgradeAsHttp): already counted.
+    const reparsed = new WeakSet<Duplex>();
     this.http.on('connection', (socket: Socket) => {
+      if (reparsed.has(socket)) return;
       if (open >= limits.maxConnections) overCap.add(socket);
       open++;
       socket.once('close', () => open--);
     });
-    this.http.on('upgrade', (req, socket, head) => this.ws.handleUpgrade(req, socket, head));
+    // Only a WebSocket upgrade is taken; any other (`Upgrade: h2c` from `curl --http2`) is served as HTTP/1.1.
+    this.http.on('upgrade', (req, socket, head) =>
+      asksForWebSocket(req) ? this.ws.handleUpgrade(req, socket, head) : serveUpgradeAsHttp(this.http, req, socket, head, reparsed),
+    );
     // A request the parser refuses, or one past the headers/request timeout: a JSON error body, as every refusal.
     this.http.on('clientError', (err: Error & { code?: string }, socket) => answerClientError(err, socket, log));
     this.http.on('connect', (req, socket) => answerConnect(req, socket, log));

@@ -99,6 +99,54 @@ export function answerConnect(req: IncomingMessage, socket: Duplex, log: Logger)
   answerRaw(socket, wire);
 }
 
+/** Whether an `Upgrade` request asks for a WebSocket (its `Upgrade` header names `websocket`). */
+export function asksForWebSocket(req: IncomingMessage): boolean {
+  return (req.headers.upgrade ?? '')
+    .split(',')
+    .some((t) => t.trim().toLowerCase() === 'websocket');
+}
+
+/**
+ * An `Upgrade` to anything but a WebSocket (`h2c`, which `curl --http2` sends with every plain-HTTP request, or
+ * any other): a server may ignore the header (RFC 9110 §7.8) and must then serve the request as HTTP/1.1. Node hands
+ * every `Upgrade` request to the `upgrade` listener, with no answer of its own, and the WebSocket transport answered
+ * 404 "No WebSocket endpoint" on every path, `/health` included. So the request is given back to the HTTP server: its
+ * head is written again without the upgrade headers, put back in front of the bytes that followed it (`head`, then
+ * the socket's), and the socket goes through Node's HTTP connection handling once more, so its body, keep-alive,
+ * timeouts and limits are Node's as for any request. `reparsed` marks the socket for the connection count.
+ */
+export function serveUpgradeAsHttp(server: { emit(event: 'connection', socket: Duplex): boolean }, req: IncomingMessage, socket: Duplex, head: Buffer, reparsed: WeakSet<Duplex>): void {
+  const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/${req.httpVersion}`];
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    const lower = name.toLowerCase();
+    if (lower === 'upgrade' || lower === 'http2-settings') continue;
+    let value = raw[i + 1]!;
+    if (lower === 'connection') {
+      value = value
+        .split(',')
+        .map((t) => t.trim())
+        .filter((t) => t !== '' && !['upgrade', 'http2-settings'].includes(t.toLowerCase()))
+        .join(', ');
+      if (value === '') continue;
+    }
+    lines.push(`${name}: ${value}`);
+  }
+  const again = () => {
+    if (socket.destroyed) return;
+    socket.unshift(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), head]));
+    reparsed.add(socket);
+    server.emit('connection', socket);
+  };
+  // Pipelined behind a request whose answer still holds the socket (until its `finish` event, even when all of it
+  // is written), it waits for that answer: the new connection handling would queue its own answer behind one it
+  // does not know about, and never send it.
+  const before = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (before) before.once('finish', () => setImmediate(again));
+  else again();
+}
+
 /** A whole error answer written on a raw socket (no `ServerResponse`), then the socket closed. */
 function answerRaw(socket: Duplex, wire: WireError): void {
   const body = JSON.stringify({ error: { message: wire.message, type: wire.type, param: null, code: wire.code } });

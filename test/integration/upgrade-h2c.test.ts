@@ -1,0 +1,87 @@
+/**
+ * An `Upgrade` to anything but a WebSocket is ignored, as RFC 9110 §7.8
+ * lets a server do, and the request is served as HTTP/1.1. `curl --http2`
+ * on an http:// URL sends `Connection: Upgrade, HTTP2-Settings` and
+ * `Upgrade: h2c` with every request; Node hands every such request to the
+ * server's `upgrade` listener, and the WebSocket transport answered each with
+ * 404 "No WebSocket endpoint", `/health` included (outside attack). Real
+ * sockets, port 0; each exchange waits for the bytes it expects.
+ */
+import { connect } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { testServer } from '../helpers/server.js';
+
+const H2C = 'Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n';
+
+/** Writes `parts` in turn on one connection, and resolves with what came back once `done` says it is all there (or the server closed). */
+function exchange(port: number, parts: string[], done: (text: string) => boolean): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    const finish = () => {
+      socket.destroy();
+      resolve(text);
+    };
+    socket.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+      if (done(text)) finish();
+    });
+    socket.on('close', finish);
+    socket.on('error', reject);
+    socket.on('connect', () => {
+      // Each part in its own write, on its own turn: a body split from its head, a pipelined request after it.
+      const next = (i: number) => {
+        if (i < parts.length) socket.write(parts[i]!, () => setImmediate(() => next(i + 1)));
+      };
+      next(0);
+    });
+  });
+}
+
+const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+
+describe('an Upgrade the server does not take (h2c)', () => {
+  it('is served as HTTP/1.1: /health, a retrieve, then a pipelined request on the same connection', async () => {
+    const { url, port } = await testServer();
+    const created = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi' }) });
+    const { id } = (await created.json()) as { id: string };
+    const text = await exchange(
+      port,
+      [`GET /health HTTP/1.1\r\nHost: localhost\r\n${H2C}\r\n`, `GET /v1/responses/${id} HTTP/1.1\r\nHost: localhost\r\n${H2C}Connection: close\r\n\r\n`],
+      (t) => statuses(t).length === 2 && t.endsWith('}'),
+    );
+    expect(statuses(text)).toEqual([200, 200]);
+    expect(text).toContain('"status":"ok"');
+    expect(text).toContain(`"id":"${id}"`);
+    expect(text).not.toContain('No WebSocket endpoint');
+  });
+
+  it('reads a body that follows the head in later writes (Content-Length and chunked), then the next request', async () => {
+    const { port } = await testServer();
+    const body = JSON.stringify({ input: 'hello '.repeat(50_000) });
+    const text = await exchange(
+      port,
+      [
+        `POST /v1/responses/input_tokens HTTP/1.1\r\nHost: localhost\r\n${H2C}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 100)}`,
+        body.slice(100),
+        `POST /v1/responses/input_tokens HTTP/1.1\r\nHost: localhost\r\n${H2C}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n`,
+        '0\r\n\r\n',
+        'GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
+      ],
+      (t) => statuses(t).length === 3 && t.endsWith('}'),
+    );
+    expect(statuses(text)).toEqual([200, 200, 200]);
+    expect(text).toContain('"input_tokens":50005');
+    expect(text).toContain('"input_tokens":0');
+  });
+
+  it('still upgrades a WebSocket', async () => {
+    const { port } = await testServer();
+    const text = await exchange(
+      port,
+      [`GET /v1/responses HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`],
+      (t) => t.includes('\r\n\r\n'),
+    );
+    expect(statuses(text)).toEqual([101]);
+  });
+});

@@ -238,7 +238,7 @@ export class DemoService implements HttpRoutes {
       flushing ??= setImmediate(flush);
     };
     this.races.set(id, race);
-    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
     res.on('close', () => race.stop('the page closed the race stream'));
     // A page that reads nothing while the kernel's buffers are full: dropped once nothing has left for the stall
     // timeout, as on /v1. The send-buffer check above runs only as the race writes, so a page that stopped reading

@@ -745,7 +745,9 @@ export function sseTransport(
   let batch: Batcher = Object.assign(() => {}, { flush: () => {}, backlog: (now: number) => now });
   return {
     start() {
-      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+      // No `Connection` header of its own: Node's says keep-alive, or close when the client asked for it (RFC 9112 §9.6); an
+      // explicit `keep-alive` overrode a client's `Connection: close` and kept its connection open after the stream.
+      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
       if (res.socket) batch = batchWrites(res.socket);
       res.on('drain', () => {
         congested = false;

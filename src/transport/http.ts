@@ -956,6 +956,15 @@ export function checkJsonContentType(req: IncomingMessage): void {
   if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
     throw new WireError('unsupported_media_type', `Unsupported Content-Encoding '${encoding.slice(0, 100)}': send the body uncompressed.`, 'Content-Encoding');
   }
+  // The same for a transfer coding other than `chunked` (`Transfer-Encoding: gzip, chunked`): Node removes the
+  // chunking only, and the body was read as its gzip bytes, or taken as sent when it was not compressed after all.
+  const codings = (req.headers['transfer-encoding'] ?? '')
+    .split(',')
+    .map((t) => t.trim().toLowerCase())
+    .filter((t) => t !== '' && t !== 'chunked');
+  if (codings.length > 0) {
+    throw new WireError('unsupported_media_type', `Unsupported Transfer-Encoding '${codings.join(', ').slice(0, 100)}': send the body uncompressed ('chunked' alone, or a Content-Length).`, 'Transfer-Encoding');
+  }
   const ct = req.headers['content-type'];
   if (ct === undefined) return;
   const [type, ...params] = ct.split(';').map((p) => p.trim().toLowerCase());

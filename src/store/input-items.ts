@@ -71,13 +71,18 @@ export const RESPONSE_INCLUDABLE = [
 export function parseInputItemsQuery(q: URLSearchParams): InputItemsQuery {
   const limit = limitParam(q, INPUT_ITEMS_PAGE_DEFAULT, INPUT_ITEMS_PAGE_MAX);
   const order = orderParam(q);
+  checkInclude(q);
+  return { limit, order, after: singleParam(q, 'after'), before: singleParam(q, 'before') };
+}
+
+/** `include` of a listing or a retrieve (`include=` or `include[]=`, repeatable): each one of `RESPONSE_INCLUDABLE`, else 400 `invalid_value`, `param: include[i]`. */
+export function checkInclude(q: URLSearchParams): void {
   const include = [...q.getAll('include'), ...q.getAll('include[]')];
   include.forEach((v, i) => {
     if (!(RESPONSE_INCLUDABLE as readonly string[]).includes(v)) {
       throw new WireError('invalid_value', `Invalid value for 'include[${i}]': '${v.slice(0, 100)}'. Supported values are: ${RESPONSE_INCLUDABLE.map((x) => `'${x}'`).join(', ')}.`, `include[${i}]`);
     }
   });
-  return { limit, order, after: singleParam(q, 'after'), before: singleParam(q, 'before') };
 }
 
 /**

@@ -57,7 +57,7 @@ import { parseCaps, parseEdgeJson } from './json-in.js';
 import { drainedOrClosed, sendJsonCooperative } from './json-out.js';
 import type { Guard } from './guard.js';
 import { tokenizerState } from '../model/tokenizer.js';
-import { parseInputItemsQuery } from '../store/input-items.js';
+import { checkInclude, parseInputItemsQuery } from '../store/input-items.js';
 import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
 
 /**
@@ -395,8 +395,9 @@ export class HttpTransport {
       const owner = this.authenticate(req);
       const id = decodeId(m[1]!, 'response_id');
       if (get) {
+        const stream = retrieveQuery(url.searchParams);
         // HEAD of a stream is not followed (its events would be discarded until the run ends): answered as a retrieve.
-        if (method === 'GET' && url.searchParams.get('stream') === 'true') return this.resume(res, id, owner, url, timingHeader(req));
+        if (method === 'GET' && stream) return this.resume(res, id, owner, url, timingHeader(req));
         // A background response in flight: its current state (the store has it once it ends).
         const current = this.host.background.current(id, owner);
         if (current) return this.holding((hold) => sendJsonCooperative(res, 200, current, hold));
@@ -975,6 +976,26 @@ export function checkJsonContentType(req: IncomingMessage): void {
     `Unsupported Content-Type '${ct.slice(0, 100)}': send the body as 'application/json' (UTF-8).`,
     'Content-Type',
   );
+}
+
+/**
+ * The query of `GET /v1/responses/{id}` (openai-node's `ResponseRetrieveParams`): whether it asks for the stream.
+ * `stream` and `include_obfuscation` are `true` or `false`, each given at most once, and `include` takes the API's
+ * `ResponseIncludable` values, as for `input_items` (they change nothing: the response is returned as stored); they
+ * were read loosely, so `stream=1` or `stream=yes` got the JSON, `stream=true&stream=false` the stream, and an unknown
+ * `include` passed. Else 400 `invalid_value` naming the parameter.
+ */
+function retrieveQuery(q: URLSearchParams): boolean {
+  const flag = (name: string): boolean => {
+    const v = singleParam(q, name);
+    if (v === null || v === 'false') return false;
+    if (v === 'true') return true;
+    throw new WireError('invalid_value', `Invalid value for '${name}': expected 'true' or 'false', but got '${v.slice(0, 100)}' instead.`, name);
+  };
+  const stream = flag('stream');
+  flag('include_obfuscation');
+  checkInclude(q);
+  return stream;
 }
 
 /** `?starting_after=N` of a streamed retrieve: a sequence number (an integer >= 0), or null when absent. */

@@ -129,17 +129,25 @@ export class SessionHost {
           const prev = params.previous_response_id;
           // A ws-mode create with `store: false` continues only from its connection's cache: the store is no help there.
           const fromStore = policy.protocol !== 'ws' || params.store;
-          if (err instanceof WireError && err.code === 'previous_response_not_found' && prev && fromStore && this.background.running(prev, owner)) {
-            throw new WireError(
-              'invalid_value',
-              `Previous response with id '${prev}' is a background response still in progress: a response can be continued once it has ended. Poll it (GET /v1/responses/${prev}) until its status is no longer 'in_progress', then continue from it.`,
-              'previous_response_id',
-            );
-          }
-          throw err;
+          throw fromStore ? this.stillRunning(err, prev, owner) : err;
         }
       },
     };
+  }
+
+  /**
+   * `err`, or, when it is `previous_response_not_found` for a background response of `owner` still in flight, the
+   * refusal that says so (`invalid_value` on `previous_response_id`): a create, a compaction and a token count alike.
+   */
+  private stillRunning(err: unknown, prev: string | null | undefined, owner: string | null): unknown {
+    if (err instanceof WireError && err.code === 'previous_response_not_found' && prev && this.background.running(prev, owner)) {
+      return new WireError(
+        'invalid_value',
+        `Previous response with id '${prev}' is a background response still in progress: a response can be continued once it has ended. Poll it (GET /v1/responses/${prev}) until its status is no longer 'in_progress', then continue from it.`,
+        'previous_response_id',
+      );
+    }
+    return err;
   }
 
   /** A transport's own set of sessions. */
@@ -149,12 +157,16 @@ export class SessionHost {
 
   /** `POST /v1/responses/compact` (modes/compact.ts). */
   compact(params: CompactParams, owner: string | null): Promise<CompactedResponse> {
-    return compactWindow(params, this.services, new RunMetrics(this.services.clock.now), owner);
+    return compactWindow(params, this.services, new RunMetrics(this.services.clock.now), owner).catch((err: unknown) => {
+      throw this.stillRunning(err, params.previous_response_id, owner);
+    });
   }
 
   /** `POST /v1/responses/input_tokens` (modes/compact.ts): what a create with `params` would count as input tokens. */
   inputTokens(params: CreateParams, owner: string | null): Promise<InputTokenCount> {
-    return countInputTokens(params, this.services, new RunMetrics(this.services.clock.now), owner);
+    return countInputTokens(params, this.services, new RunMetrics(this.services.clock.now), owner).catch((err: unknown) => {
+      throw this.stillRunning(err, params.previous_response_id, owner);
+    });
   }
 
   /** A stored response the owner may read, or undefined. */

@@ -384,6 +384,16 @@ describe('background mode', () => {
       expect(err).toMatchObject({ code: 'invalid_value', param: 'previous_response_id' });
       expect(err.message).toMatch(/still in progress/);
     }
+    // A compaction and a token count of its window say the same (they said previous_response_not_found: outside attack).
+    for (const [path, body] of [
+      ['/v1/responses/compact', { model: 'm', previous_response_id: r.id }],
+      ['/v1/responses/input_tokens', { input: 'more', previous_response_id: r.id }],
+    ] as const) {
+      const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      expect(res.status, path).toBe(400);
+      const err = ((await res.json()) as { error: { code: string; param: string; message: string } }).error;
+      expect(err, path).toMatchObject({ code: 'invalid_value', param: 'previous_response_id', message: expect.stringMatching(/still in progress/) });
+    }
     // Over WebSocket mode too (store: true: it reads the store); with store: false it continues only from its
     // connection's cache, so that is still not found.
     const ws = await RawSocket.connect(url, { query: '?protocol=ws' });

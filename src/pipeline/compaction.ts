@@ -220,13 +220,15 @@ export function compactThreshold(params: Pick<CreateParams, 'context_management'
  * the documented "crosses the threshold"), or, when the latest one could not
  * (what a compaction keeps, every user message and the turn in progress,
  * was itself over it), the context has since grown by more than
- * half the threshold past what that compaction left. A compaction only
+ * half of what that compaction left (which is over the threshold, so by
+ * more than half the threshold too). A compaction only
  * shrinks what came after the latest one (what that one left is already
  * compacted: compacting it again gains next to nothing and costs a pass over
  * the whole context), so without that wait a context stuck over its
  * threshold was compacted again before every model call, each pass longer
  * than the last. With it, compactions follow the context's growth (at most
- * one per half-threshold of new tokens), not its model calls; the context's
+ * one each time it grows by half, so never more than one per half-threshold
+ * of new tokens), not its model calls; the context's
  * budget (`--max-context-items`, `--max-context-bytes`) still bounds a run.
  */
 export function compactionDue(ctx: RenderedContext, threshold: number): boolean {
@@ -234,7 +236,12 @@ export function compactionDue(ctx: RenderedContext, threshold: number): boolean 
   if (tokens <= threshold) return false;
   const left = ctx.compacted?.tokens;
   if (left === undefined || left <= threshold) return true;
-  return tokens - left > threshold / 2;
+  // Half of what it left (over the threshold, so more than half the threshold): with half the threshold alone, a
+  // run whose every step adds more than that (a long one-line tool output, which no compaction shortens) was
+  // compacted before every model call, each pass and each compaction item (sealing the whole turn) as large as
+  // the context, so its output grew with the square of its steps. Relative growth keeps the passes, and the bytes
+  // of the compaction items, in proportion to the context's growth (outside attack).
+  return tokens - left > left / 2;
 }
 
 /**

@@ -40,6 +40,37 @@ describe('compaction that cannot get under the threshold', () => {
     expect(compactionDue(ctx(1500, 1001), 1000)).toBe(false);
     expect(compactionDue(ctx(1502, 1001), 1000)).toBe(true);
     expect(compactionDue(ctx(9000, 8600), 1000)).toBe(false);
+    // Left far over the threshold: the wait is half of what it left, so the passes over the context stay in proportion to its growth.
+    expect(compactionDue(ctx(9000, 8000), 1000)).toBe(false);
+    expect(compactionDue(ctx(12001, 8000), 1000)).toBe(true);
+  });
+
+  it('a run whose every step adds more than half the threshold of what no compaction shrinks compacts as its context grows by half, not at every step', async () => {
+    // Each output is one line of ~640 tokens: kept whole (the turn in progress keeps a one-line output as it is), so
+    // a compaction gains nothing on it, and each step adds more than half the threshold. With a wait of half the
+    // threshold this run compacted before each of its model calls, each compaction item sealing the whole turn so far
+    // (its output grew with the square of its steps); with a wait of half what the last compaction left, the
+    // compactions follow the context's relative growth.
+    const { url } = await testServer();
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: longTask, tools: [exec], tool_choice: 'required', context_management: [{ type: 'compaction', compact_threshold: THRESHOLD }] });
+    const APPENDS = 30;
+    const line = (i: number) => Array.from({ length: 160 }, (_, k) => `field${k}=value${k * 7 + i}`).join(' ');
+    let e: ServerEvent = await s.next('response.done');
+    for (let i = 0; i < APPENDS; i++) {
+      if (e.type !== 'response.done') throw new Error('expected a pause');
+      s.send({ type: 'response.append', input: e.response.pending_tool_calls!.map((call_id) => ({ type: 'function_call_output', call_id, output: line(i) })) });
+      e = await s.next('response.done');
+    }
+    s.send({ type: 'response.cancel' });
+    const end = (await s.next('response.cancelled')).response;
+    const rec = await record(url, end.id);
+    expect(rec.counters['model_calls']).toBe(APPENDS + 1);
+    const compactions = end.output.filter((i) => i.type === 'compaction').length;
+    expect(rec.counters['compactions']).toBe(compactions);
+    // ~3,300 tokens left by the first, then ~19,000 tokens of growth: a handful at ratios of 1.5.
+    expect(compactions).toBeGreaterThan(1);
+    expect(compactions).toBeLessThan(8);
   });
 
   it('a long-lived run of 60 small appends compacts a few times, not before each of its 61 model calls', async () => {

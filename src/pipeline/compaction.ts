@@ -27,6 +27,7 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { WireError } from '../protocol/errors.js';
+import { checkJsonDepth } from '../protocol/parse.js';
 import type { CreateParams } from '../protocol/events.js';
 import { isKnownItem, newId, type CompactionItem, type InputCompactionItem, type InputItem, type InputMessage } from '../protocol/objects.js';
 import { countTokens } from '../model/tokenizer.js';
@@ -44,6 +45,14 @@ export const SUMMARY_LINE_CHARS = 120;
 export const DEFAULT_COMPACT_THRESHOLD = 100_000;
 
 const KEY = createHash('sha256').update('llr compaction v1').digest();
+/**
+ * Deepest nesting a payload may have when read back: what this server seals
+ * nests no deeper than the request it came from (`{v, items: [item]}` puts an
+ * item as deep as `{input: [item]}` does), which `--max-json-depth` bounds
+ * (64 by default); this leaves room for a raised limit and stays far inside
+ * what the recursive walks over items take.
+ */
+const PAYLOAD_MAX_DEPTH = 1024;
 const VERSION = 1;
 
 interface Payload {
@@ -100,8 +109,13 @@ function open(content: unknown, param: string): Payload {
     const decipher = createDecipheriv('aes-256-gcm', KEY, raw.subarray(0, 12));
     decipher.setAuthTag(raw.subarray(12, 28));
     const text = Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    // The key is fixed, so anyone can seal a payload: it is read like a request's items, whose nesting the edge
+    // bounds (a forged item nested 200,000 deep was stored, then overflowed the stack of a continuation: 500).
+    checkJsonDepth(text, PAYLOAD_MAX_DEPTH);
     const payload = JSON.parse(text) as Payload;
     if (payload.v !== VERSION || !Array.isArray(payload.items)) throw new Error('unknown compaction version');
+    // A forged `null` or number item failed every later step with a TypeError (500).
+    if (!payload.items.every((i) => typeof i === 'object' && i !== null && !Array.isArray(i))) throw new Error('not an item');
     return payload;
   } catch (err) {
     throw Object.assign(bad(), { cause: err });

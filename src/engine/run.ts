@@ -444,7 +444,9 @@ export class ResponseRun {
   }
 
   private async sample(): Promise<FunctionCall[]> {
-    this.compactIfOver();
+    await this.compactIfOver();
+    // Ended (a cancel, a disconnect, a stop) while the compaction yielded: no model call.
+    if (this.end) return [];
     const { context: ctx, route, params } = this.plan;
     const m = this.metrics;
     const req: ModelRequest = {
@@ -541,12 +543,16 @@ export class ResponseRun {
    * before the model call, and the compaction item joins the output. A live
    * long-lived run shrinks too: later appends extend the smaller context.
    * After a compaction that could not get under the threshold, the next
-   * waits for the context to grow (`compactionDue`).
+   * waits for the context to grow (`compactionDue`). The compaction yields
+   * to the event loop (it seals and renders what it keeps, the whole context
+   * when nothing shrinks), so the run may end meanwhile.
    */
-  private compactIfOver(): void {
+  private async compactIfOver(): Promise<void> {
     const threshold = compactThreshold(this.plan.params);
     if (threshold === null || !compactionDue(this.plan.context, threshold)) return;
-    const { item, context, outputTokens } = compactContext(this.plan.context, this.metrics);
+    const { item, context, outputTokens } = await compactContext(this.plan.context, this.metrics);
+    // Ended while it yielded: its terminal event is out, so nothing joins the output (the context stays as it was).
+    if (this.end) return;
     this.plan.context = context;
     this.outputTokens += outputTokens;
     this.metrics.count('output_tokens', outputTokens);

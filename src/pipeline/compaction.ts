@@ -32,7 +32,7 @@ import type { CreateParams } from '../protocol/events.js';
 import { isKnownItem, newId, type CompactionItem, type InputCompactionItem, type InputItem, type InputMessage } from '../protocol/objects.js';
 import { countTokens } from '../model/tokenizer.js';
 import type { RunMetrics } from './metrics.js';
-import { renderFull, type RenderedContext } from './render.js';
+import { renderFullAsync, type RenderedContext } from './render.js';
 import { runCooperative, runSync, type Work } from '../model/cooperative.js';
 import { stringifyWork } from '../protocol/json-chunked.js';
 
@@ -264,11 +264,13 @@ export function compactionDue(ctx: RenderedContext, threshold: number): boolean 
  * timed as the `compact` stage). Returns the compaction item for the
  * response's output and the summary's tokens (what the model wrote).
  */
-export function compactContext(ctx: RenderedContext, metrics: RunMetrics): { item: CompactionItem; context: RenderedContext; outputTokens: number } {
-  return metrics.time('compact', () => {
+export function compactContext(ctx: RenderedContext, metrics: RunMetrics): Promise<{ item: CompactionItem; context: RenderedContext; outputTokens: number }> {
+  // Yielding as the compact endpoint does: what a compaction keeps whole (a user message, a one-line output) is
+  // sealed and rendered again, and a 16 MiB context held the loop over a second in one turn (outside attack).
+  return metrics.timeAsync('compact', async () => {
     metrics.count('compactions');
-    const { output, carried, summary } = compact(ctx.items);
-    const context = renderFull(ctx.instructions, ctx.tools, carried, metrics, carried.length);
+    const { output, carried, summary } = await compactAsync(ctx.items);
+    const context = await renderFullAsync(ctx.instructions, ctx.tools, carried, metrics, carried.length);
     return { item: output.at(-1) as CompactionItem, context, outputTokens: countTokens(summary) };
   });
 }

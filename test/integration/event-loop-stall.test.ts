@@ -132,6 +132,42 @@ describe('the event loop stays responsive under large inputs', () => {
     assertStalls(stalls);
   }, 180_000);
 
+  it.each(['http', 'ws'] as const)('%s plan and run of a 16 MiB input with server-side compaction: no loop turn holds the CPU for 250 ms', async (name) => {
+    // The compaction keeps the user message whole, so it seals and renders the whole 16 MiB again: it ran in one
+    // turn (seconds of CPU; an outside attack held /health 2.5 s with a 13 MB context) while the compact endpoint's
+    // same work yields.
+    const { server } = await testServer();
+    const params = parseCreateBody({ model: 'sim-model', input: prose(16 * MIB - 4096), store: false, context_management: [{ type: 'compaction', compact_threshold: 1 }] });
+    const work = (async () => {
+      const metrics = new RunMetrics();
+      const plan = name === 'http' ? await httpPlan(params, server.services, metrics, null) : await wsModePolicy(server.services, info()).plan(params, metrics);
+      return run(server, plan).done;
+    })();
+    const { result, stalls } = await watchLoop(work);
+    expect(result.status).toBe('completed');
+    expect(result.output[0]!.type).toBe('compaction');
+    expect(result.usage!.input_tokens).toBeGreaterThan(2_500_000);
+    assertStalls(stalls);
+  }, 180_000);
+
+  it('a run stopped while its server-side compaction yields ends once, and nothing follows its terminal event', async () => {
+    const { server } = await testServer();
+    const params = parseCreateBody({ model: 'sim-model', input: prose(4 * MIB), store: false, context_management: [{ type: 'compaction', compact_threshold: 1 }] });
+    const plan = await httpPlan(params, server.services, new RunMetrics(), null);
+    const events: ServerEvent[] = [];
+    const r = run(server, plan, (e) => events.push(e));
+    // The run is inside the compaction's first yield by now (it took far more than one slice): stopped there.
+    r.stop('cancelled', 'client_cancelled');
+    const result = await r.done;
+    expect(result.status).toBe('cancelled');
+    const terminal = events.findIndex((e) => e.type === 'response.cancelled');
+    expect(terminal).toBe(events.length - 1);
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    expect(result.output).toEqual([]);
+    expect(plan.metrics.counters['compactions']).toBe(1);
+    expect(plan.metrics.counters['model_calls'] ?? 0).toBe(0);
+  }, 60_000);
+
   it('3,000 tools against a 1 MB message: matching tools to the message does not rescan it per tool', async () => {
     // Was one regular expression built and run over the whole message per tool: 2,000 tools and a
     // 1 MB message froze the loop for ~45 s (attack report, issue 7).

@@ -444,9 +444,13 @@ export class ResponseRun {
   }
 
   private async sample(): Promise<FunctionCall[]> {
-    await this.compactIfOver();
-    // Ended (a cancel, a disconnect, a stop) while the compaction yielded: no model call.
-    if (this.end) return [];
+    // Awaited only when a compaction is due: a step that compacts nothing pays no extra turn of the microtask queue.
+    const compacting = this.compactIfOver();
+    if (compacting !== null) {
+      await compacting;
+      // Ended (a cancel, a disconnect, a stop) while the compaction yielded: no model call.
+      if (this.end) return [];
+    }
     const { context: ctx, route, params } = this.plan;
     const m = this.metrics;
     const req: ModelRequest = {
@@ -547,9 +551,13 @@ export class ResponseRun {
    * to the event loop (it seals and renders what it keeps, the whole context
    * when nothing shrinks), so the run may end meanwhile.
    */
-  private async compactIfOver(): Promise<void> {
+  private compactIfOver(): Promise<void> | null {
     const threshold = compactThreshold(this.plan.params);
-    if (threshold === null || !compactionDue(this.plan.context, threshold)) return;
+    if (threshold === null || !compactionDue(this.plan.context, threshold)) return null;
+    return this.compactNow();
+  }
+
+  private async compactNow(): Promise<void> {
     const { item, context, outputTokens } = await compactContext(this.plan.context, this.metrics);
     // Ended while it yielded: its terminal event is out, so nothing joins the output (the context stays as it was).
     if (this.end) return;

@@ -539,10 +539,25 @@ export class HttpTransport {
     });
   }
 
-  /** An SSE stream's part of the server-wide bound on unsent bytes (modes/send-bytes.ts), closed with the stream. */
+  /**
+   * An SSE stream's part of the server-wide bound on unsent bytes (modes/send-bytes.ts), closed with the stream or
+   * with its request's socket: a pipelined request's response has no socket until the one before it is done, and
+   * gets no `close` of its own when the client goes away (as in `create`), so its share, and the bytes queued on it,
+   * stayed counted for good (outside attack: `send_bytes_unsent` never went back to 0, the total stayed over).
+   */
   private sseShare(res: ServerResponse, log: Logger): SendShare {
-    const share = this.host.sendShare({ unsentBytes: () => (res.destroyed ? 0 : res.writableLength) }, log);
-    res.once('close', () => share.close());
+    const socket = res.req.socket;
+    const share = this.host.sendShare({ unsentBytes: () => (res.destroyed || socket.destroyed ? 0 : res.writableLength) }, log);
+    const close = () => {
+      res.off('close', close);
+      socket.off('close', close);
+      share.close();
+    };
+    if (socket.destroyed) close();
+    else {
+      res.once('close', close);
+      socket.once('close', close);
+    }
     return share;
   }
 

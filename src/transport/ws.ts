@@ -231,9 +231,14 @@ class WsConnection implements Transport, Unsent {
     this.share = host.sendShare(this, log);
   }
 
-  /** For the server-wide bound (`Unsent`): what the socket holds unsent now. */
+  /**
+   * For the server-wide bound (`Unsent`): what the socket holds unsent now, while it is open and while the server
+   * closes it (its close frame waits behind what a peer that reads nothing left unsent; `GET /health` counted 0
+   * for such sockets, outside attack). The share is closed, and counts nothing, once the socket has closed.
+   */
   unsentBytes(): number {
-    return this.ws.readyState === this.ws.OPEN ? this.ws.bufferedAmount : 0;
+    const state = this.ws.readyState;
+    return state === this.ws.OPEN || state === this.ws.CLOSING ? this.ws.bufferedAmount : 0;
   }
 
   send(e: ServerEvent): void {

@@ -6,7 +6,9 @@
  * What a compaction keeps (deterministic, no model call): every user
  * message; the turn in progress (from the latest user message on: the calls
  * the model made for it and their outputs, so the agent loop goes on where
- * it was) with each tool output and assistant text cut to its first line;
+ * it was) with each tool output and assistant text cut to its first line,
+ * itself cut to `SUMMARY_LINE_CHARS` characters (a one-line text that
+ * short is kept as it is);
  * the function calls still waiting for their output (so a later
  * `function_call_output` still matches); and, for everything else before the
  * latest user message, a summary the simulated model "writes": one line per
@@ -251,7 +253,7 @@ export function compactionDue(ctx: RenderedContext, threshold: number): boolean 
   const left = ctx.compacted?.tokens;
   if (left === undefined || left <= threshold) return true;
   // Half of what it left (over the threshold, so more than half the threshold): with half the threshold alone, a
-  // run whose every step adds more than that (a long one-line tool output, which no compaction shortens) was
+  // run whose every step adds more than that (a long one-line tool output, which compaction then kept whole) was
   // compacted before every model call, each pass and each compaction item (sealing the whole turn) as large as
   // the context, so its output grew with the square of its steps. Relative growth keeps the passes, and the bytes
   // of the compaction items, in proportion to the context's growth (outside attack).
@@ -265,7 +267,7 @@ export function compactionDue(ctx: RenderedContext, threshold: number): boolean 
  * response's output and the summary's tokens (what the model wrote).
  */
 export function compactContext(ctx: RenderedContext, metrics: RunMetrics): Promise<{ item: CompactionItem; context: RenderedContext; outputTokens: number }> {
-  // Yielding as the compact endpoint does: what a compaction keeps whole (a user message, a one-line output) is
+  // Yielding as the compact endpoint does: what a compaction keeps whole (a user message, a short one-line output) is
   // sealed and rendered again, and a 16 MiB context held the loop over a second in one turn (outside attack).
   return metrics.timeAsync('compact', async () => {
     metrics.count('compactions');
@@ -287,20 +289,33 @@ function cut(line: string): string {
   return line.length > SUMMARY_LINE_CHARS ? `${line.slice(0, SUMMARY_LINE_CHARS - 1)}…` : line;
 }
 
-/** An item of the turn in progress, kept with long text cut to its first line. */
+/**
+ * An item of the turn in progress, kept with long text cut: a tool output or
+ * assistant text that is more than one line, or one line longer than
+ * `SUMMARY_LINE_CHARS`, becomes its first line cut to that many characters
+ * and marked `[compacted]`. A one-line text of at most that many is kept as
+ * it is. (A long one-line output was kept whole, so every compaction item
+ * sealed every such output of the turn again, and a run of 10 KB one-line
+ * outputs passed its kept-bytes budget at step ~700: outside attack.)
+ */
 function shorten(item: InputItem): InputItem {
   if (isKnownItem(item) && item.type === 'function_call_output') {
     const text = textOf(item.output);
     const first = firstLine(text);
-    return first === text.trim() ? item : { ...item, output: `${cut(first)} [compacted]` };
+    return keptWhole(text, first) ? item : { ...item, output: `${cut(first)} [compacted]` };
   }
   if (isMessage(item) && item.role === 'assistant') {
     const text = textOf(item.content);
     const first = firstLine(text);
-    if (first === text.trim()) return item;
+    if (keptWhole(text, first)) return item;
     return { ...item, content: [{ type: 'output_text', text: `${cut(first)} [compacted]`, annotations: [], logprobs: [] }] };
   }
   return item;
+}
+
+/** Whether `text` (whose first non-blank line is `first`) is one line short enough to keep as it is. */
+function keptWhole(text: string, first: string): boolean {
+  return first === text.trim() && first.length <= SUMMARY_LINE_CHARS;
 }
 
 function summaryLine(item: InputItem, outputs: Map<string, string>): string | null {

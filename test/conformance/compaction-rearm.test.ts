@@ -46,8 +46,9 @@ describe('compaction that cannot get under the threshold', () => {
   });
 
   it('a run whose every step adds more than half the threshold of what no compaction shrinks compacts as its context grows by half, not at every step', async () => {
-    // Each output is one line of ~640 tokens: kept whole (the turn in progress keeps a one-line output as it is), so
-    // a compaction gains nothing on it, and each step adds more than half the threshold. With a wait of half the
+    // Each step brings a user message of ~640 tokens beside its output: every compaction keeps it whole, so a
+    // compaction gains nothing on it, and each step adds more than half the threshold. (This used a one-line output
+    // of ~640 tokens, kept whole then; a compaction now cuts it as it cuts a multi-line one.) With a wait of half the
     // threshold this run compacted before each of its model calls, each compaction item sealing the whole turn so far
     // (its output grew with the square of its steps); with a wait of half what the last compaction left, the
     // compactions follow the context's relative growth.
@@ -59,7 +60,8 @@ describe('compaction that cannot get under the threshold', () => {
     let e: ServerEvent = await s.next('response.done');
     for (let i = 0; i < APPENDS; i++) {
       if (e.type !== 'response.done') throw new Error('expected a pause');
-      s.send({ type: 'response.append', input: e.response.pending_tool_calls!.map((call_id) => ({ type: 'function_call_output', call_id, output: line(i) })) });
+      const outputs = e.response.pending_tool_calls!.map((call_id) => ({ type: 'function_call_output', call_id, output: `ok ${i}` }));
+      s.send({ type: 'response.append', input: [...outputs, { type: 'message', role: 'user', content: line(i) }] });
       e = await s.next('response.done');
     }
     s.send({ type: 'response.cancel' });

@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { connectClient, type AgentClient } from '../../src/client/index.js';
 import type { RunRecord } from '../../src/engine/records.js';
-import { compact } from '../../src/pipeline/compaction.js';
+import { compact, SUMMARY_LINE_CHARS } from '../../src/pipeline/compaction.js';
 import type { FunctionCall, InputItem, Response } from '../../src/protocol/objects.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
 import { RawSocket, UnexpectedErrorEvent } from '../helpers/raw-socket.js';
@@ -58,6 +58,34 @@ describe('compact()', () => {
       window[5],
     ]);
     expect(output.map((i) => i.type)).toEqual(['message', 'message', 'compaction']);
+  });
+
+  it('cuts a long one-line tool output or assistant text as it cuts a long multi-line one; keeps a short line whole', () => {
+    // A one-line output was kept whole: every compaction item sealed every such output of the turn again
+    // (a run of 10 KB one-line outputs passed its kept-bytes budget at step ~700 of ~3,300: outside attack).
+    const long = `o1 ${'x'.repeat(10_000)}`;
+    const short = 'y'.repeat(SUMMARY_LINE_CHARS);
+    const window: InputItem[] = [
+      { type: 'message', role: 'user', content: 'run it' },
+      { type: 'function_call', call_id: 'c1', name: 'exec_command', arguments: '{"cmd":"ls"}' },
+      { type: 'function_call_output', call_id: 'c1', output: long },
+      { type: 'function_call', call_id: 'c2', name: 'exec_command', arguments: '{"cmd":"ls"}' },
+      { type: 'function_call_output', call_id: 'c2', output: `${long}\nsecond line` },
+      { type: 'function_call', call_id: 'c3', name: 'exec_command', arguments: '{"cmd":"ls"}' },
+      { type: 'function_call_output', call_id: 'c3', output: short },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: long, annotations: [], logprobs: [] }] },
+    ];
+    const { carried } = compact(window);
+    const cutLong = `${long.slice(0, SUMMARY_LINE_CHARS - 1)}… [compacted]`;
+    expect(carried.slice(2)).toEqual([
+      window[1],
+      { ...window[2], output: cutLong },
+      window[3],
+      { ...window[4], output: cutLong },
+      window[5],
+      window[6],
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: cutLong, annotations: [], logprobs: [] }] },
+    ]);
   });
 });
 
@@ -147,6 +175,31 @@ describe('server-side compaction', () => {
     expect(rec.counters['compactions']).toBeGreaterThan(1);
     expect(rec.counters['appends']! * output.length).toBeLessThan(maxContextBytes);
     expect(JSON.stringify(end.output).length).toBeLessThan(maxContextBytes);
+  });
+
+  it('a long-lived run of long one-line outputs reaches its budget no sooner than one of multi-line outputs as long', async () => {
+    // Compaction kept a long one-line output whole (it cut only multi-line ones), so each compaction item sealed
+    // every such output of the turn again and the run was refused at a fraction of the steps (outside attack).
+    const maxContextBytes = 300_000;
+    const { url } = await testServer({ limits: { maxContextBytes } });
+    const stepsTo = async (output: (i: number) => string): Promise<number> => {
+      const s = await RawSocket.longLived(url);
+      s.send({ type: 'response.create', model: 'sim-model', input: 'run:\n$ ls', tools: [exec], tool_choice: 'required', context_management: [{ type: 'compaction', compact_threshold: 100 }] });
+      let e: ServerEvent = await s.next('response.done');
+      let steps = 0;
+      for (; steps < 200 && e.type === 'response.done'; steps++) {
+        s.send({ type: 'response.append', input: e.response.pending_tool_calls!.map((call_id) => ({ type: 'function_call_output', call_id, output: output(steps) })) });
+        e = await s.next('response.done').catch((err: unknown) => (err instanceof UnexpectedErrorEvent ? err.event : Promise.reject(err)));
+      }
+      expect(e.type === 'error' && e.error.code).toBe('context_length_exceeded');
+      s.send({ type: 'response.cancel' });
+      await s.next('response.cancelled');
+      s.dispose();
+      return steps;
+    };
+    const single = await stepsTo((i) => `o${i} ${'x'.repeat(5000)}`);
+    const multi = await stepsTo((i) => Array.from({ length: 80 }, (_, k) => `line ${k} of output ${i} ${'y'.repeat(48)}`).join('\n'));
+    expect(single).toBeGreaterThanOrEqual(multi);
   });
 
   it('WebSocket mode: the connection cache keeps the compacted window for the next continuation', async () => {

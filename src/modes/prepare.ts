@@ -9,7 +9,7 @@
 import type { CreateParams } from '../protocol/events.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
-import { expandCompaction, hasCompaction } from '../pipeline/compaction.js';
+import { expandCompaction, hasCompaction, nameInClientList } from '../pipeline/compaction.js';
 import { renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { checkFull } from '../pipeline/checks.js';
@@ -37,19 +37,29 @@ export async function checkAndRender(
   // A compaction item replaces the history it summarises (pipeline/compaction.ts); the items it carries lead
   // the window, and the render tells what they come to (`RenderedContext.compacted`).
   let carried: number | undefined;
+  // Errors name positions in the client's lists, not in the expanded one (`nameInClientList`).
+  let rename = (err: unknown): unknown => err;
   if (hasCompaction(input)) {
     history = [];
-    ({ items: input, carried } = expandCompaction(input));
+    const expanded = expandCompaction(input);
+    ({ items: input, carried } = expanded);
+    rename = (err) => nameInClientList(err, expanded, 'input');
     metrics.count('compactions_applied');
   } else if (hasCompaction(history)) {
-    ({ items: history, carried } = expandCompaction(history, 'previous_response_id'));
+    const expanded = expandCompaction(history, 'previous_response_id');
+    ({ items: history, carried } = expanded);
+    rename = (err) => nameInClientList(err, expanded, 'previous_response_id');
     metrics.count('compactions_applied');
   }
   // The HTTP baseline's context is the stored chain it loads: without this, a chain that had grown past what
   // a ws or long-lived context may hold (3,000 steps of 100 KB outputs: 300 MB) was rendered whole by every
   // continuation, while WebSocket mode refused the same chain at 32 MiB (outside attack).
   if (limits) checkContext(null, history.length ? [...history, ...input] : input, limits);
-  await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs }, history, input, metrics);
+  try {
+    await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs }, history, input, metrics);
+  } catch (err) {
+    throw rename(err);
+  }
   return renderFullAsync(params.instructions, params.tools, history.length ? [...history, ...input] : input, metrics, carried);
 }
 

@@ -133,17 +133,60 @@ export function applyCompaction(items: readonly InputItem[], param = 'input'): I
   return expandCompaction(items, param).items;
 }
 
+/** A list with its latest compaction item replaced by what it carries (`expandCompaction`). */
+export interface Expanded {
+  items: InputItem[];
+  /** How many of the first items the compaction item carries (0 without one). */
+  carried: number;
+  /** Where the compaction item is in the client's list (-1 without one). */
+  at: number;
+}
+
 /**
  * `applyCompaction`, also telling how many of the first items are the ones
  * the compaction item carries (0 without one): what that compaction left,
  * the rest being what came after it (`RenderedContext.compacted`).
  */
-export function expandCompaction(items: readonly InputItem[], param = 'input'): { items: InputItem[]; carried: number } {
+export function expandCompaction(items: readonly InputItem[], param = 'input'): Expanded {
   const last = items.findLastIndex(isCompaction);
   const item = items[last];
-  if (item === undefined || !isCompaction(item)) return { items: items.slice(), carried: 0 };
+  if (item === undefined || !isCompaction(item)) return { items: items.slice(), carried: 0, at: -1 };
   const { items: carried } = open(item.encrypted_content, `${param}[${last}]`);
-  return { items: [...carried, ...items.slice(last + 1)], carried: carried.length };
+  return { items: [...carried, ...items.slice(last + 1)], carried: carried.length, at: last };
+}
+
+/**
+ * An error the checks raised on an expanded list (`expandCompaction`), whose
+ * param (`input[i]…`) counts positions in that list, renamed to the client's
+ * list `param`: an item that came after the compaction item gets its own
+ * position back (`input[i]` → `input[at + 1 + i - carried]`); an item the
+ * compaction item carries is named by that item's `encrypted_content`
+ * (`input[at].encrypted_content`), the message telling which carried item
+ * (`items[i]`) and what is wrong with it. Without this, `input[1]` of an
+ * error named the second item of what the compaction carried, or an item of
+ * the client's input that was not the one refused (outside attack). Any
+ * other error is returned as it is.
+ */
+export function nameInClientList(err: unknown, expanded: Expanded, param = 'input'): unknown {
+  if (!(err instanceof WireError) || expanded.at < 0 || err.param === null) return err;
+  const m = /^\[(\d+)\]/.exec(err.param.startsWith(param) ? err.param.slice(param.length) : '');
+  if (m === null) return err;
+  const i = Number(m[1]);
+  const rest = err.param.slice(param.length + m[0].length);
+  // The message quotes the param (or a longer path under it); `input[1]` must not match `input[10]`.
+  const quoted = new RegExp(`'${escapeRegExp(`${param}[${i}]`)}(?=[.\\['])`, 'g');
+  const { carried, at } = expanded;
+  if (i >= carried) {
+    const own = `${param}[${at + 1 + i - carried}]`;
+    return new WireError(err.code, err.message.replace(quoted, `'${own}`), `${own}${rest}`, { cause: err });
+  }
+  const where = `${param}[${at}].encrypted_content`;
+  const what = err.message.replace(quoted, `'items[${i}]`);
+  return new WireError(err.code, `Invalid '${where}': item ${i} of the ${carried} this compaction item carries is refused: ${what}`, where, { cause: err });
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 export function hasCompaction(items: readonly InputItem[]): boolean {

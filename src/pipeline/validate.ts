@@ -268,8 +268,9 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
       }
       case 'compaction':
         // Full pre-inference work expands compactions before validating (pipeline/compaction.ts);
-        // one left here was sent where history cannot be replaced (a long-lived append).
-        throw new WireError('invalid_value', `Invalid '${p}': a compaction item can only start a new response, not be appended to one.`, p);
+        // one left here was sent where history cannot be replaced (a long-lived append), or was carried by the
+        // compaction item expanded (a forged one: this server never seals one inside another).
+        throw new WireError('invalid_value', `Invalid '${p}': a compaction item can only start a new response, not be appended to one or carried by another.`, p);
       default:
         break;
     }

@@ -118,14 +118,17 @@ describe('the event loop stays responsive under large inputs', () => {
     assertStalls(stalls);
   }, 180_000);
 
+  /** The design's plan (HTTP's or a ws-mode create's) of `params`, then its run to the end. */
+  async function planAndRun(server: Awaited<ReturnType<typeof testServer>>['server'], name: 'http' | 'ws', params: ReturnType<typeof parseCreateBody>) {
+    const metrics = new RunMetrics();
+    const plan = name === 'http' ? await httpPlan(params, server.services, metrics, null) : await wsModePolicy(server.services, info()).plan(params, metrics);
+    return run(server, plan).done;
+  }
+
   it.each(['http', 'ws'] as const)('%s plan and run of a 16 MiB input: no loop turn holds the CPU for 250 ms', async (name) => {
     const { server } = await testServer();
     const params = parseCreateBody({ model: 'sim-model', input: prose(16 * MIB - 4096), store: false });
-    const work = (async () => {
-      const metrics = new RunMetrics();
-      const plan = name === 'http' ? await httpPlan(params, server.services, metrics, null) : await wsModePolicy(server.services, info()).plan(params, metrics);
-      return run(server, plan).done;
-    })();
+    const work = planAndRun(server, name, params);
     const { result, stalls } = await watchLoop(work);
     expect(result.status).toBe('completed');
     expect(result.usage!.input_tokens).toBeGreaterThan(2_500_000);
@@ -138,11 +141,7 @@ describe('the event loop stays responsive under large inputs', () => {
     // same work yields.
     const { server } = await testServer();
     const params = parseCreateBody({ model: 'sim-model', input: prose(16 * MIB - 4096), store: false, context_management: [{ type: 'compaction', compact_threshold: 1 }] });
-    const work = (async () => {
-      const metrics = new RunMetrics();
-      const plan = name === 'http' ? await httpPlan(params, server.services, metrics, null) : await wsModePolicy(server.services, info()).plan(params, metrics);
-      return run(server, plan).done;
-    })();
+    const work = planAndRun(server, name, params);
     const { result, stalls } = await watchLoop(work);
     expect(result.status).toBe('completed');
     expect(result.output[0]!.type).toBe('compaction');

@@ -61,6 +61,24 @@ export async function rawRequest(port: number, text: string): Promise<{ status: 
   });
 }
 
+/**
+ * Writes `request` (any bytes: several pipelined requests, a body in any coding) on a fresh connection and
+ * resolves with everything received once the server ends the connection, as `encoding` text.
+ */
+export async function untilServerCloses(port: number, request: string | Buffer, encoding: BufferEncoding = 'utf8'): Promise<string> {
+  const s = await rawConnect(port);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    s.on('data', (d: Buffer) => chunks.push(d));
+    s.on('end', () => {
+      s.destroy();
+      resolve(Buffer.concat(chunks).toString(encoding));
+    });
+    s.on('error', reject);
+    s.write(request);
+  });
+}
+
 export interface LogLine {
   level: number;
   msg: string;

@@ -7,24 +7,9 @@
  * keep-alive timeout (outside attack). Real sockets, port 0; waits for the
  * server's end of the connection.
  */
-import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { untilServerCloses } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
-
-/** Sends `request` and resolves with everything received once the server ends the connection. */
-function untilServerCloses(port: number, request: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let text = '';
-    socket.on('data', (d: Buffer) => (text += d.toString('utf8')));
-    socket.on('end', () => {
-      socket.destroy();
-      resolve(text);
-    });
-    socket.on('error', reject);
-    socket.write(request);
-  });
-}
 
 describe('an SSE stream asked for with Connection: close', () => {
   it('says close and ends the connection after data: [DONE] (create, then a background resume)', async () => {

@@ -6,24 +6,10 @@
  * compressed after all, taken as sent (outside attack). The connection goes
  * on: a request pipelined after it is answered. Real sockets, port 0.
  */
-import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { untilServerCloses } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
-
-function exchange(port: number, request: Buffer): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let text = '';
-    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
-    socket.on('end', () => {
-      socket.destroy();
-      resolve(text);
-    });
-    socket.on('error', reject);
-    socket.write(request);
-  });
-}
 
 describe('Transfer-Encoding other than chunked', () => {
   for (const [name, body] of [
@@ -38,7 +24,7 @@ describe('Transfer-Encoding other than chunked', () => {
         body,
         Buffer.from('\r\n0\r\n\r\nGET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'),
       ]);
-      const text = await exchange(port, request);
+      const text = await untilServerCloses(port, request, 'latin1');
       const answers = text.split(/(?=HTTP\/1\.1 \d{3} )/);
       expect(answers).toHaveLength(2);
       expect(answers[0]).toMatch(/^HTTP\/1\.1 415 /);

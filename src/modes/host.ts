@@ -39,7 +39,8 @@ import { ServerBytes, connectionBytes, type ConnectionBytes, type Hold } from '.
 import { SendBytes, type SendShare, type Unsent } from './send-bytes.js';
 import type { SessionInfo, Transport } from './transport.js';
 import { wsModePolicy } from './ws.js';
-import { listInputItems, type InputItemList, type InputItemsQuery } from '../store/input-items.js';
+import { pageInputItems, type InputItemList, type InputItemsQuery } from '../store/input-items.js';
+import { runCooperative } from '../model/cooperative.js';
 
 export class SessionHost {
   /** Long-lived runs open over HTTP, found again by id for `append` and `cancel`. */
@@ -179,10 +180,16 @@ export class SessionHost {
     return this.services.store.has(id, owner);
   }
 
-  /** A page of a stored response's own input items (`GET /v1/responses/{id}/input_items`), or undefined when the owner may not read it. */
-  storedInputItems(id: string, owner: string | null, q: InputItemsQuery): InputItemList | undefined {
-    const rec = this.services.store.get(id, owner);
-    return rec && listInputItems(rec, q);
+  /**
+   * A page of a stored response's own input items (`GET /v1/responses/{id}/input_items`), or undefined when the owner
+   * may not read it. The list's ids are derived once per stored version (the store keeps them), giving the event loop
+   * its turns (`YIELD_BUDGET_MS`) on a list's first page; later pages cost their own items.
+   */
+  async storedInputItems(id: string, owner: string | null, q: InputItemsQuery): Promise<InputItemList | undefined> {
+    const index = this.services.store.inputItems(id, owner);
+    if (!index) return undefined;
+    await runCooperative(index.derive());
+    return pageInputItems(index, q);
   }
 
   deleteStoredResponse(id: string, owner: string | null): boolean {

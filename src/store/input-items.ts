@@ -86,46 +86,183 @@ export function checkInclude(q: URLSearchParams): void {
 }
 
 /**
- * One page of `rec`'s input items: its input, then what clients appended to
- * it (a long-lived run's tool outputs). A cursor that names no item of this
- * list is refused (400, `param` the cursor). Each item's id is found for the
- * whole list (cursors), but only the page's items are copied to their
- * resource form: a page of 20 of 50,000 items costs 20 copies.
+ * Items (summed over the lists held) and bytes (about the JSON the held lists
+ * were parsed from; 0 for a list the store holds itself) a store's
+ * `InputItemsCache` keeps by default: four lists at `--max-context-items`
+ * (50,000), and whatever the SQLite store parsed for them up to 64 MiB. A
+ * list past either bound alone is listed without being kept.
  */
-export function listInputItems(rec: StoredResponse, q: InputItemsQuery): InputItemList {
-  const items = ownInputItems(rec);
-  // Ids are unique in the list, so a cursor names one place: an id the client gave twice is kept the first time only
-  // (the SDK's auto-pagination, resuming after the second, would otherwise loop back to the first).
-  const seen = new Set<string>();
-  const base = createHash('sha256').update(rec.response.id).digest('hex').slice(0, 24);
-  const ids = items.map((item, i) => {
-    const own = (item as { id?: unknown }).id;
-    if (typeof own === 'string' && own !== '' && !seen.has(own)) {
-      seen.add(own);
-      return own;
+export const INPUT_ITEMS_CACHE_ITEMS = 200_000;
+export const INPUT_ITEMS_CACHE_BYTES = 64 * 1024 * 1024;
+
+/** Items whose ids are derived between two points where the derivation may pause (`InputItemIndex.derive`). */
+const DERIVE_SLICE = 256;
+
+/**
+ * A stored response's listed items (its input, then what was appended to
+ * it) with each item's id and the position of each id, derived once per
+ * stored version of the response and kept in its store's `InputItemsCache`:
+ * a page then costs its own items plus one map lookup per cursor, not the
+ * whole list (a `?limit=1` page of 49,000 items derived every id and copied
+ * the whole record, ~100 ms of event loop a page; outside attack). Read-only:
+ * `items` may be the store's own objects, never changed here.
+ *
+ * An id is the item's own the first time it occurs (a cursor names one place:
+ * an id the client gave twice is kept the first time only, or the SDK's
+ * auto-pagination, resuming after the second, would loop back to the first),
+ * else one derived from the response id and the position, with `_1`, `_2`, …
+ * appended while an earlier item carries it (an appended item: its client
+ * knows the response id).
+ */
+export class InputItemIndex {
+  readonly #ids: string[] = [];
+  readonly #positions = new Map<string, number>();
+  /** Hex of the response id's hash, hashed once a list; the position follows it in a derived id. */
+  readonly #base: string;
+  /** Items whose ids were derived so far (the next to derive). */
+  #next = 0;
+
+  constructor(
+    readonly responseId: string,
+    readonly items: readonly InputItem[],
+  ) {
+    this.#base = createHash('sha256').update(responseId).digest('hex').slice(0, 24);
+  }
+
+  /** Items whose ids have been derived: `items.length` once done (a test counts the work with it). */
+  get derived(): number {
+    return this.#next;
+  }
+
+  /**
+   * The derivation, pausing every `DERIVE_SLICE` items (run it with
+   * `runCooperative`, so a first listing of 50,000 items gives the event
+   * loop its turns). Resumes where any earlier run left off: two listings
+   * deriving at once share the work, each item's id derived once.
+   */
+  *derive(): Generator<void, void, void> {
+    while (this.#next < this.items.length) {
+      const stop = Math.min(this.items.length, this.#next + DERIVE_SLICE);
+      while (this.#next < stop) this.#step();
+      if (this.#next < this.items.length) yield;
     }
-    const derived = derivedId(itemType(item), base, i);
-    let id = derived;
-    // An earlier item may carry the id derived for this one (an appended item: its client knows the response id).
-    for (let n = 1; seen.has(id); n++) id = `${derived}_${n}`;
-    seen.add(id);
-    return id;
-  });
-  const position = (k: number): number => (q.order === 'asc' ? k : items.length - 1 - k);
+  }
+
+  /** The id of item `i` (derived now if it was not yet). */
+  id(i: number): string {
+    while (this.#next <= i) this.#step();
+    return this.#ids[i]!;
+  }
+
+  /** Where `id` is in the list, or -1 (derives what is left first: an id may be one of a later item). */
+  position(id: string): number {
+    while (this.#next < this.items.length) this.#step();
+    return this.#positions.get(id) ?? -1;
+  }
+
+  #step(): void {
+    const i = this.#next;
+    const item = this.items[i]!;
+    const own = (item as { id?: unknown }).id;
+    let id: string;
+    if (typeof own === 'string' && own !== '' && !this.#positions.has(own)) id = own;
+    else {
+      const derived = derivedId(itemType(item), this.#base, i);
+      id = derived;
+      for (let n = 1; this.#positions.has(id); n++) id = `${derived}_${n}`;
+    }
+    this.#positions.set(id, i);
+    this.#ids.push(id);
+    this.#next = i + 1;
+  }
+}
+
+/**
+ * A store's recently listed `InputItemIndex`es, by response id, each for one
+ * version of its record (`version`: the record object the memory store holds,
+ * the row the SQLite store read): a replaced record's index is not served.
+ * The store drops an id's index when it replaces, deletes, evicts or expires
+ * the record. Bounded (`INPUT_ITEMS_CACHE_ITEMS`, `INPUT_ITEMS_CACHE_BYTES`):
+ * the least recently listed go first.
+ */
+export class InputItemsCache {
+  readonly #entries = new Map<string, { version: unknown; index: InputItemIndex; bytes: number }>();
+  #items = 0;
+  #bytes = 0;
+
+  constructor(
+    readonly maxItems = INPUT_ITEMS_CACHE_ITEMS,
+    readonly maxBytes = INPUT_ITEMS_CACHE_BYTES,
+  ) {}
+
+  /** Items and bytes held (what the bounds limit). */
+  get held(): { lists: number; items: number; bytes: number } {
+    return { lists: this.#entries.size, items: this.#items, bytes: this.#bytes };
+  }
+
+  /** `id`'s index at `version`, else a new one from `make` (kept if it fits). */
+  get(id: string, version: unknown, make: () => { items: readonly InputItem[]; bytes: number }): InputItemIndex {
+    const hit = this.#entries.get(id);
+    if (hit && hit.version === version) {
+      // Most recently used last: the bounds drop from the front.
+      this.#entries.delete(id);
+      this.#entries.set(id, hit);
+      return hit.index;
+    }
+    this.delete(id);
+    const { items, bytes } = make();
+    const index = new InputItemIndex(id, items);
+    if (items.length > this.maxItems || bytes > this.maxBytes) return index;
+    this.#entries.set(id, { version, index, bytes });
+    this.#items += items.length;
+    this.#bytes += bytes;
+    for (const old of this.#entries.keys()) {
+      if (this.#items <= this.maxItems && this.#bytes <= this.maxBytes) break;
+      this.delete(old);
+    }
+    return index;
+  }
+
+  delete(id: string): void {
+    const entry = this.#entries.get(id);
+    if (!entry) return;
+    this.#entries.delete(id);
+    this.#items -= entry.index.items.length;
+    this.#bytes -= entry.bytes;
+  }
+
+  clear(): void {
+    this.#entries.clear();
+    this.#items = 0;
+    this.#bytes = 0;
+  }
+}
+
+/**
+ * One page of a stored response's input items (`index`: its input, then
+ * what clients appended to it, a long-lived run's tool outputs). A cursor
+ * that names no item of this list is refused (400, `param` the cursor). Only
+ * the page's items are copied to their resource form, and each cursor is one
+ * lookup: a page of 20 of 50,000 items costs 20 copies, once the list's ids
+ * are derived (`InputItemIndex.derive`, once per stored version).
+ */
+export function pageInputItems(index: InputItemIndex, q: InputItemsQuery): InputItemList {
+  const n = index.items.length;
+  const position = (k: number): number => (q.order === 'asc' ? k : n - 1 - k);
   const at = (cursor: string, param: 'after' | 'before'): number => {
-    const i = ids.indexOf(cursor);
-    if (i < 0) throw new WireError('invalid_value', `Invalid '${param}': no input item '${cursor.slice(0, 100)}' in response '${rec.response.id}'.`, param);
+    const i = index.position(cursor);
+    if (i < 0) throw new WireError('invalid_value', `Invalid '${param}': no input item '${cursor.slice(0, 100)}' in response '${index.responseId}'.`, param);
     return position(i);
   };
   const start = q.after === null ? 0 : at(q.after, 'after') + 1;
-  const end = Math.max(start, q.before === null ? items.length : at(q.before, 'before'));
+  const end = Math.max(start, q.before === null ? n : at(q.before, 'before'));
   // With only `before`, the page is the items right before it (the previous page), still in `order`.
   const from = q.before !== null && q.after === null ? Math.max(start, end - q.limit) : start;
   const to = Math.min(end, from + q.limit);
   const data: Array<Record<string, unknown>> = [];
   for (let k = from; k < to; k++) {
     const i = position(k);
-    data.push(resourceItem(items[i]!, ids[i]!));
+    data.push(resourceItem(index.items[i]!, index.id(i)));
   }
   return {
     object: 'list',
@@ -134,6 +271,11 @@ export function listInputItems(rec: StoredResponse, q: InputItemsQuery): InputIt
     last_id: (data.at(-1)?.id as string | undefined) ?? null,
     has_more: end - start > data.length,
   };
+}
+
+/** A page of `rec`'s input items, its ids derived here (a one-off listing; the stores keep theirs for `pageInputItems`). */
+export function listInputItems(rec: StoredResponse, q: InputItemsQuery): InputItemList {
+  return pageInputItems(new InputItemIndex(rec.response.id, ownInputItems(rec)), q);
 }
 
 function itemType(item: InputItem): string {
@@ -166,7 +308,7 @@ function resourceItem(item: InputItem, id: string): Record<string, unknown> {
   return out;
 }
 
-/** `base`: hex of the response id's hash, hashed once per listing; the position follows it (8 hex digits: items are far fewer than 2^32). */
+/** `base`: hex of the response id's hash (`InputItemIndex`); the position follows it (8 hex digits: items are far fewer than 2^32). */
 function derivedId(type: string, base: string, index: number): string {
   return `${ID_PREFIX[type] ?? 'item'}_${base}${index.toString(16).padStart(8, '0')}`;
 }

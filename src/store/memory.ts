@@ -4,7 +4,8 @@
  *
  * Records are deep-copied on the way in and out, so a caller mutating a
  * Response it put or got cannot change stored state (the SQLite store gets
- * that for free from JSON). The copy (`copyJson`) shares strings, which are
+ * that for free from JSON); only `inputItems` (a listing's read-only view)
+ * hands out the stored items themselves. The copy (`copyJson`) shares strings, which are
  * immutable: `structuredClone` copied them too and held the event loop
  * ~0.4 s for a record with 16 MiB of instructions. Nothing is serialised, so
  * `bytes_written` stays 0.
@@ -19,7 +20,8 @@
  * `EXPIRE_BATCH` at a time).
  */
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { EXPIRE_BATCH, MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
+import { InputItemsCache, type InputItemIndex } from './input-items.js';
+import { EXPIRE_BATCH, MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 interface Entry {
   rec: StoredResponse;
@@ -39,6 +41,8 @@ export class MemoryStore implements ResponseStore {
   readonly #itemIndex = new Map<string, string[]>();
   /** Sizes in put order: what the bounds evict (estimated by `copyJson` as it copies). */
   readonly #order: PutOrder;
+  /** Listed records' input item ids (`inputItems`): the items are the records' own, not copies. */
+  readonly #listed = new InputItemsCache();
 
   constructor(readonly bounds: StoreBounds = UNBOUNDED) {
     this.#order = new PutOrder(bounds);
@@ -126,6 +130,15 @@ export class MemoryStore implements ResponseStore {
     return newestFirst.reverse().map((rec) => copyJson(rec));
   }
 
+  /** The stored record's own items, not a copy (a page of 20 of 50,000 items copied all 50,000 with `get`): read-only. */
+  inputItems(id: string, owner: string | null): InputItemIndex | undefined {
+    this.counters.reads++;
+    const entry = this.#owned(id, owner, expiryCutoff(this.bounds));
+    if (!entry) return undefined;
+    this.counters.rows_read++;
+    return this.#listed.get(id, entry.rec, () => ({ items: ownInputItems(entry.rec), bytes: 0 }));
+  }
+
   getItem(itemId: string, owner: string | null): InputItem | OutputItem | undefined {
     this.counters.reads++;
     const holders = this.#itemIndex.get(itemId);
@@ -147,6 +160,7 @@ export class MemoryStore implements ResponseStore {
     this.#records.clear();
     this.#itemIndex.clear();
     this.#order.clear();
+    this.#listed.clear();
   }
 
   /** The owner's live record: undefined when missing, foreign, or created at or before `cutoff` (expired). */
@@ -161,6 +175,7 @@ export class MemoryStore implements ResponseStore {
     if (!entry) return;
     this.#records.delete(responseId);
     this.#order.delete(responseId);
+    this.#listed.delete(responseId);
     for (const itemId of entry.items.keys()) {
       // In place, no copy: an eviction drops the oldest put, first in each of its lists (a shift), and runs on
       // every put past the bound. Copying each list (filter) cost O(items × holders) per put, so a put grew with

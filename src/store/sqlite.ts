@@ -26,7 +26,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { EXPIRE_BATCH, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
+import { InputItemsCache, type InputItemIndex } from './input-items.js';
+import { EXPIRE_BATCH, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 /**
  * Bump with a migration in `#migrate` whenever the tables below change.
@@ -158,9 +159,13 @@ export class SqliteStore implements ResponseStore {
   readonly #hasResponse: Database.Statement<[IdOwner & { cutoff: number }], unknown>;
   readonly #selectItem: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
   readonly #selectChain: Database.Statement<[IdOwner & { limit: number; cutoff: number }], ChainRow>;
+  readonly #selectVersion: Database.Statement<[IdOwner & { cutoff: number; second: number }], { row: number; input: number; appended: number | null }>;
+  readonly #selectInput: Database.Statement<[number], { input: string; appended: string | null }>;
   readonly #put: (p: PutParams, items: ItemParams[]) => Tally;
   readonly #delete: (key: IdOwner) => Tally | undefined;
   readonly #trim: (limit: number) => Tally;
+  /** Listed records' input items, parsed once (`inputItems`); dropped with every write to their row. */
+  readonly #listed = new InputItemsCache();
 
   /** Responses and their bytes (the `bytes` column's sum), counted at open and kept by every write. */
   #count: number;
@@ -216,6 +221,17 @@ export class SqliteStore implements ResponseStore {
       `SELECT owner, created_at, created_at_ms, response, input, appended FROM responses
         WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`,
     );
+    // A listing's check (the owner's live row) and its version, reading only the row's first columns: `bytes` and
+    // `created_at_ms` come after the JSON, and reading them walked a 3 MB row's overflow pages (from the OS's cache
+    // past SQLite's) on every page. `created_at_ms` is read only for a row of the cutoff's own second, and the JSON's
+    // sizes come from the row's header (octet_length loads nothing). A replace re-inserts (a new rowid, or the same
+    // one reused, with other JSON: an append grows `appended`); this process's writes drop the cached list anyway,
+    // the version covers most of another writer's.
+    this.#selectVersion = db.prepare(
+      `SELECT rowid AS row, octet_length(input) AS input, octet_length(appended) AS appended FROM responses
+        WHERE id = @id AND owner IS @owner AND (created_at > @second OR (created_at = @second AND ${CREATED_MS} > @cutoff))`,
+    );
+    this.#selectInput = db.prepare(`SELECT input, appended FROM responses WHERE rowid = ?`);
     // Newest put wins when an owner holds the same item id in several
     // responses; rowid grows with each insert, and a replace re-inserts.
     this.#selectItem = db.prepare(
@@ -316,6 +332,7 @@ export class SqliteStore implements ResponseStore {
       items.push({ item_id: itemId, response_id: id, owner: rec.owner, item: json });
     }
     params.bytes = bytes;
+    this.#listed.delete(id);
     this.#apply(this.#put(params, items));
     this.counters.bytes_written += bytes;
   }
@@ -352,6 +369,24 @@ export class SqliteStore implements ResponseStore {
     return rows.map((row) => toRecord(row as RecordRow));
   }
 
+  /**
+   * Parsed once per version of the row (its input and appended columns, not the Response), then kept: a page of 20
+   * of 50,000 items parsed the whole record with `get`. Read-only: the cached items are shared by every page.
+   */
+  inputItems(id: string, owner: string | null): InputItemIndex | undefined {
+    this.counters.reads++;
+    const cutoff = expiryCutoff(this.bounds);
+    const found = this.#selectVersion.get({ id, owner, cutoff, second: Math.floor(cutoff / 1000) });
+    if (!found) return undefined;
+    this.counters.rows_read++;
+    return this.#listed.get(id, `${found.row}:${found.input}:${found.appended}`, () => {
+      const row = this.#selectInput.get(found.row)!;
+      const input = JSON.parse(row.input) as InputItem[];
+      const appended = row.appended === null ? undefined : (JSON.parse(row.appended) as AppendedItems[]);
+      return { items: ownInputItems({ input, appended }), bytes: row.input.length + (row.appended?.length ?? 0) };
+    });
+  }
+
   getItem(itemId: string, owner: string | null): InputItem | OutputItem | undefined {
     this.counters.reads++;
     const row = this.#selectItem.get({ item_id: itemId, owner, cutoff: expiryCutoff(this.bounds) });
@@ -361,12 +396,14 @@ export class SqliteStore implements ResponseStore {
   }
 
   close(): void {
+    this.#listed.clear();
     this.#db.close();
   }
 
   /** Within a transaction: a row deleted, its items with it. */
   #gone(row: Gone, tally: Tally): void {
     this.#deleteItems.run(row.id);
+    this.#listed.delete(row.id);
     tally.count--;
     tally.bytes -= row.bytes;
   }

@@ -9,9 +9,11 @@
  * cost on the request path is part of what the HTTP baseline measures.
  * Both stores are bounded (`StoreBounds`): a count and bytes past which the
  * oldest puts are evicted, and an age past which a response is gone.
- * Leaves out listing, pagination and any async/remote store.
+ * Leaves out listing responses (a response's own input items are listed, a
+ * page at a time: store/input-items.ts) and any async/remote store.
  */
 import type { InputItem, OutputItem, Response } from '../protocol/objects.js';
+import type { InputItemIndex } from './input-items.js';
 
 export interface StoredResponse {
   /** The final Response object. */
@@ -64,7 +66,7 @@ export function contextItems(rec: StoredResponse, into: InputItem[] = []): Input
 }
 
 /** A record's input items as a listing shows them: its input, then what was appended to it. */
-export function ownInputItems(rec: StoredResponse): InputItem[] {
+export function ownInputItems(rec: Pick<StoredResponse, 'input' | 'appended'>): InputItem[] {
   if (!rec.appended?.length) return rec.input;
   const all = rec.input.slice();
   for (const batch of rec.appended) for (const item of batch.items) all.push(item);
@@ -200,6 +202,13 @@ export interface ResponseStore {
    * walk exceeds MAX_CHAIN_LINKS (a cycle).
    */
   chain(id: string, owner: string | null): StoredResponse[] | undefined;
+  /**
+   * What `GET /v1/responses/{id}/input_items` lists of the owner's stored response `id` (its input, then what was
+   * appended to it), undefined as for `get`. Read-only (the items may be the store's own objects), and kept in the
+   * store's bounded `InputItemsCache` for the record's current version, so paging through a long list reads, copies or
+   * parses its record once, not once a page.
+   */
+  inputItems(id: string, owner: string | null): InputItemIndex | undefined;
   /** A stored item by its id (an output item, or an input item that carries an id), scoped to owner. */
   getItem(itemId: string, owner: string | null): InputItem | OutputItem | undefined;
   /** Live counters; copy them (`{...store.counters}`) to take a snapshot. */

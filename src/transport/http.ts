@@ -386,7 +386,7 @@ export class HttpTransport {
       if (!get) throw methodNotAllowed('GET, HEAD');
       const owner = this.authenticate(req);
       const id = decodeId(items[1]!, 'response_id');
-      const page = this.host.storedInputItems(id, owner, parseInputItemsQuery(url.searchParams));
+      const page = await this.host.storedInputItems(id, owner, parseInputItemsQuery(url.searchParams));
       if (!page) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
       return this.holding((hold) => sendJsonCooperative(res, 200, page, hold));
     }

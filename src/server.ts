@@ -269,6 +269,8 @@ export class LlrServer {
     // A request the parser refuses, or one past the headers/request timeout: a JSON error body, as every refusal.
     this.http.on('clientError', (err: Error & { code?: string }, socket) => answerClientError(err, socket, log));
     this.http.on('connect', (req, socket) => answerConnect(req, socket, log));
+    // `Expect: 100-continue`: the `100 Continue` waits for the checks before the body (an early refusal asks for none).
+    this.http.on('checkContinue', (req, res) => this.httpTransport.handleContinue(req, res));
     // An `Expect` other than `100-continue`: 417 with the JSON error body (Node alone sends a bare 417).
     this.http.on('checkExpectation', (req, res) => this.httpTransport.refuseExpectation(req, res));
   }

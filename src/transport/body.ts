@@ -14,6 +14,35 @@ import { WireError } from '../protocol/errors.js';
 import type { Hold } from '../modes/server-bytes.js';
 
 /**
+ * Requests sent with `Expect: 100-continue` whose `100 Continue` is not sent
+ * yet (`awaitContinue`): it is sent by the first `readBody`, once every check
+ * before the body passed (route and method, auth, content type and coding,
+ * a `Content-Length` over the limit), so a refused request's client is not
+ * asked for a body the server would drain or drop (Node wrote `100 Continue`
+ * before the request was even routed). An answer given without it closes the
+ * connection (Node's own rule: the client may still be holding the body).
+ */
+const continuePending = new WeakMap<IncomingMessage, ServerResponse>();
+
+/** `req` expects `100 Continue` (Node's `checkContinue`): `readBody` sends it, a refusal does not. */
+export function awaitContinue(req: IncomingMessage, res: ServerResponse): void {
+  continuePending.set(req, res);
+}
+
+/** Whether `req`'s client waits for a `100 Continue` not sent yet (so it holds its body back). */
+export function awaitingContinue(req: IncomingMessage): boolean {
+  return continuePending.has(req);
+}
+
+/** The `100 Continue` `req`'s client waits for, if it waits for one: the body is wanted now. */
+function sendContinue(req: IncomingMessage): void {
+  const res = continuePending.get(req);
+  if (!res) return;
+  continuePending.delete(req);
+  if (!res.headersSent && !res.destroyed) res.writeContinue();
+}
+
+/**
  * The body as text. With `hold`, each chunk is charged to the server-wide
  * byte budget as it arrives (`server_busy` past it); the caller releases
  * the hold when its request is done.
@@ -83,6 +112,7 @@ export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Prom
       req.resume();
       return settle(tooLarge());
     }
+    sendContinue(req);
     req.on('data', onData);
     req.on('end', onEnd);
   });
@@ -98,10 +128,14 @@ export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Prom
  * route would have accepted; its time is bounded by the request timeout):
  * resolves true once it ended, false when it was over the limit (the
  * caller then answers with `closeAfterAnswer`) or the client went away.
+ * A body held back for a `100 Continue` (`awaitContinue`) is not asked for:
+ * false at once, so the answer closes the connection (and discards whatever
+ * a client that stopped waiting sends meanwhile).
  */
 export function drainBody(req: IncomingMessage, limit: number): Promise<boolean> {
   return new Promise((resolve) => {
     if (req.complete) return resolve(true);
+    if (awaitingContinue(req)) return resolve(false);
     if (Number(req.headers['content-length'] ?? NaN) > limit) return resolve(false);
     let size = 0;
     const onData = (c: Buffer) => {

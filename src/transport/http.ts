@@ -51,7 +51,7 @@ import type { Hold } from '../modes/server-bytes.js';
 import type { SendShare } from '../modes/send-bytes.js';
 import type { ParseSpan, SessionInfo, Transport } from '../modes/transport.js';
 import type { Authenticator } from './auth.js';
-import { closeAfterAnswer, drainBody, readBody } from './body.js';
+import { awaitContinue, closeAfterAnswer, drainBody, readBody } from './body.js';
 import { batchWrites, type Batcher } from './batch.js';
 import { parseCaps, parseEdgeJson } from './json-in.js';
 import { drainedOrClosed, sendJsonCooperative } from './json-out.js';
@@ -202,6 +202,17 @@ export class HttpTransport {
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     this.handleWith(req, res, () => this.route(req, res));
+  }
+
+  /**
+   * A request with `Expect: 100-continue` (the server's `checkContinue`): routed as any other, its `100 Continue`
+   * sent by the body's reader once the checks before the body passed (transport/body.ts), so a 401, 404, 405, 413,
+   * 415 or 503 goes out instead, the body never asked for, and closes the connection. Node's own handling wrote
+   * `100 Continue` before routing: the client uploaded a body that was then drained or dropped.
+   */
+  handleContinue(req: IncomingMessage, res: ServerResponse): void {
+    awaitContinue(req, res);
+    this.handle(req, res);
   }
 
   private handleWith(req: IncomingMessage, res: ServerResponse, work: () => Promise<void>): void {

@@ -141,3 +141,69 @@ describe('an early refusal reaches a client that is still uploading', () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
   });
 });
+
+/** Bytes the server sent on `s` until it closed, or, with `until`, until what arrived satisfies it. */
+function received(s: import('node:net').Socket, until?: (data: string) => boolean): Promise<string> {
+  return new Promise((resolve) => {
+    let data = '';
+    s.on('data', (c: Buffer) => {
+      data += c.toString('latin1');
+      if (until?.(data)) resolve(data);
+    });
+    s.on('error', () => {});
+    s.on('close', () => resolve(data));
+  });
+}
+
+describe('Expect: 100-continue: the early checks answer before any 100 Continue (outside attack: 100 Continue, then the refusal)', () => {
+  const body = JSON.stringify({ model: 'sim-model', input: 'hi' });
+  // Headers only: a client that expects 100-continue holds its body until it gets 100 Continue (or a final answer).
+  const refusals: Array<{ name: string; method: string; path: string; headers: Record<string, string>; status: number; code: string; opts?: object }> = [
+    { name: '415 wrong content type', method: 'POST', path: '/v1/responses', headers: { 'Content-Type': 'text/plain' }, status: 415, code: 'unsupported_media_type' },
+    { name: '415 a content coding', method: 'POST', path: '/v1/responses', headers: { ...json, 'Content-Encoding': 'gzip' }, status: 415, code: 'unsupported_media_type' },
+    { name: '413 declared too large', method: 'POST', path: '/v1/responses', headers: { ...json, 'Content-Length': String(4 * limit) }, status: 413, code: 'payload_too_large' },
+    { name: '401 no key', method: 'POST', path: '/v1/responses', headers: json, status: 401, code: 'unauthorized', opts: { apiKeys: ['k'] } },
+    { name: '404 unknown route', method: 'POST', path: '/nope', headers: json, status: 404, code: 'not_found' },
+    { name: '405 wrong method', method: 'PUT', path: '/v1/responses', headers: json, status: 405, code: 'method_not_allowed' },
+    { name: '401 an append without a key', method: 'POST', path: '/v1/responses/resp_x/append', headers: json, status: 401, code: 'unauthorized', opts: { apiKeys: ['k'] } },
+  ];
+  for (const c of refusals) {
+    it(`${c.name}: the final answer first, no 100 Continue, then the connection closes`, async () => {
+      const { port } = await testServer({ limits: { maxFrameBytes: limit }, ...c.opts });
+      const { rawConnect, requestText } = await import('../helpers/raw-http.js');
+      const s = await rawConnect(port);
+      const answer = received(s);
+      s.write(requestText(c.method, c.path, { 'Content-Length': String(body.length), ...c.headers, Expect: '100-continue' }));
+      const text = await answer;
+      expect(text).toMatch(new RegExp(`^HTTP/1\\.1 ${c.status} `));
+      expect(text).not.toMatch(/100 Continue/);
+      expect(text).toMatch(/\r\nConnection: close\r\n/i);
+      expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)).error.code).toBe(c.code);
+    });
+  }
+
+  it('a request that passes them gets 100 Continue, then its body is read and answered on a connection kept alive', async () => {
+    const { port } = await testServer({ limits: { maxFrameBytes: limit }, apiKeys: ['k'] });
+    const { rawConnect, requestText } = await import('../helpers/raw-http.js');
+    const s = await rawConnect(port);
+    const headers = { ...json, Authorization: 'Bearer k', 'Content-Length': String(body.length), Expect: '100-continue' };
+    const cont = received(s, (t) => t.includes('\r\n\r\n'));
+    s.write(requestText('POST', '/v1/responses', headers));
+    expect(await cont).toBe('HTTP/1.1 100 Continue\r\n\r\n');
+    s.removeAllListeners('data');
+    // Until the whole answer (its Content-Length) is in.
+    const whole = (t: string) => t.includes('\r\n\r\n') && Buffer.byteLength(t.slice(t.indexOf('\r\n\r\n') + 4), 'latin1') >= Number(/content-length: (\d+)/i.exec(t)?.[1] ?? Infinity);
+    const answer = received(s, whole);
+    s.write(body);
+    const text = await answer;
+    expect(text).toMatch(/^HTTP\/1\.1 200 /);
+    expect(text).not.toMatch(/\r\nConnection: close\r\n/i);
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)).status).toBe('completed');
+    // The connection is kept: a second request on it is answered.
+    s.removeAllListeners('data');
+    const health = received(s, (t) => t.includes('"status":"ok"'));
+    s.write(requestText('GET', '/health', {}));
+    expect(await health).toMatch(/^HTTP\/1\.1 200 /);
+    s.destroy();
+  });
+});

@@ -198,8 +198,10 @@ export function parseJsonWork(text: string, maxDepth: number, chunkChars = PARSE
  * are its text), leaves stringified natively, yielding between members, for
  * answers and sealed compactions of up to 16 MiB. Exact for the JSON-shaped
  * values the server handles (plain objects, arrays, strings, numbers,
- * booleans, null; `undefined` members left out); leaves out `toJSON` and
- * replacers, which none of them has.
+ * booleans, null; `undefined` members left out), and an object's `toJSON`
+ * is called as `JSON.stringify` calls it (a live run's record is a class
+ * whose `toJSON` gives its plain form: `GET /llr/runs` lost its counters,
+ * totals and spans without it); leaves out replacers, which none has.
  */
 /** Members stringified between yields (each yield is only taken once the loop budget is spent). */
 const MEMBERS_PER_YIELD = 256;
@@ -210,6 +212,7 @@ const STRING_SLICE_CHARS = 1024 * 1024;
 export function* stringifyWork(value: unknown): ParseWork<string[]> {
   const out: string[] = [];
   let members = 0;
+  // `v` is already what `toJSON` made of it (`plain`), as JSON.stringify calls it once per member.
   function* walk(v: unknown, inArray: boolean): ParseWork<void> {
     if (typeof v === 'string' && v.length > STRING_SLICE_CHARS) {
       // A long string in slices (never between a surrogate pair's halves, which JSON.stringify
@@ -236,7 +239,7 @@ export function* stringifyWork(value: unknown): ParseWork<string[]> {
       out.push('[');
       for (let i = 0; i < v.length; i++) {
         if (i > 0) out.push(',');
-        yield* walk(v[i], true);
+        yield* walk(plain(v[i], String(i)), true);
       }
       out.push(']');
       return;
@@ -244,7 +247,7 @@ export function* stringifyWork(value: unknown): ParseWork<string[]> {
     out.push('{');
     let first = true;
     for (const k of Object.keys(v)) {
-      const x = (v as Record<string, unknown>)[k];
+      const x = plain((v as Record<string, unknown>)[k], k);
       if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue;
       out.push(first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`);
       first = false;
@@ -252,6 +255,13 @@ export function* stringifyWork(value: unknown): ParseWork<string[]> {
     }
     out.push('}');
   }
-  yield* walk(value, true);
+  yield* walk(plain(value, ''), true);
   return out;
+}
+
+/** What JSON.stringify serialises for `v` under `key`: its `toJSON(key)` when it has one. */
+function plain(v: unknown, key: string): unknown {
+  if (typeof v !== 'object' || v === null) return v;
+  const toJSON = (v as { toJSON?: unknown }).toJSON;
+  return typeof toJSON === 'function' ? (toJSON as (k: string) => unknown).call(v, key) : v;
 }

@@ -339,11 +339,15 @@ export class HttpTransport {
       if (!get) throw methodNotAllowed('GET, HEAD');
       const owner = this.authenticate(req);
       const id = path.slice('/llr/runs'.length).replace(/^\//, '');
-      if (!id) return sendJson(res, 200, this.host.runRecords({ owner, ...pageQuery(url) }));
+      // A page of 1,000 records is ~2 MB: written in slices and charged to the byte budget while unsent, as a retrieve.
+      if (!id) {
+        const page = this.host.runRecords({ owner, ...pageQuery(url) });
+        return this.holding((hold) => sendJsonCooperative(res, 200, page, hold));
+      }
       const rec = this.host.runRecord(decodeId(id, 'id'));
       // Another key's record is reported exactly like a missing one.
       if (!rec || (owner !== null && rec.owner !== owner)) throw new WireError('not_found', `No run record for '${id.slice(0, 100)}'.`);
-      return sendJson(res, 200, rec);
+      return this.holding((hold) => sendJsonCooperative(res, 200, rec, hold));
     }
     const extra = this.extra;
     if (extra && (path === extra.prefix || path.startsWith(`${extra.prefix}/`))) {

@@ -88,3 +88,37 @@ describe('an unknown response id in the path', () => {
     }
   });
 });
+
+describe('GET /llr/runs answers', () => {
+  // A page of up to 1,000 run records (~2 KB each) was written in one piece and not counted against
+  // --max-server-bytes, where a retrieve or an input_items page is (outside attack).
+  it('are charged to the server-wide byte budget as a retrieve is: a large page past it is 503 server_busy, a small one is answered', async () => {
+    const { port, url } = await testServer({ limits: { maxServerBytes: 64 * 1024 } });
+    for (let i = 0; i < 60; i++) {
+      const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', max_output_tokens: 16 }) });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    const big = await send(port, 'GET', '/llr/runs?limit=1000');
+    expect(big.status).toBe(503);
+    expect(JSON.parse(big.body)).toMatchObject({ error: { code: 'server_busy' } });
+    const small = await send(port, 'GET', '/llr/runs?limit=5');
+    expect(small.status).toBe(200);
+    const page = JSON.parse(small.body) as { data: Array<{ response_id: string }>; has_more: boolean };
+    expect(page.data).toHaveLength(5);
+    expect(page.has_more).toBe(true);
+    const one = await send(port, 'GET', `/llr/runs/${page.data[0]!.response_id}`);
+    expect(one.status).toBe(200);
+    expect(JSON.parse(one.body)).toEqual(page.data[0]);
+    // Released: nothing is left held once the answers have left.
+    expect(JSON.parse((await send(port, 'GET', '/health')).body).bytes_held).toBe(0);
+  });
+
+  it('are the same JSON as before, large pages too', async () => {
+    const { server, port, url } = await testServer();
+    for (let i = 0; i < 60; i++) await (await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', max_output_tokens: 16 }) })).arrayBuffer();
+    const big = await send(port, 'GET', '/llr/runs?limit=1000');
+    expect(big.status).toBe(200);
+    expect(big.body).toBe(JSON.stringify(server.services.records.page({ owner: null, limit: 1000, order: 'desc', after: null })));
+  });
+});

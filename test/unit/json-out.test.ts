@@ -56,3 +56,22 @@ describe('stringifyWork on long strings', () => {
     }
   });
 });
+
+describe('stringifyWork and toJSON', () => {
+  // A live run's record is a class whose `toJSON` gives its plain form: `GET /llr/runs`, written by this walker,
+  // listed only its own fields (no counters, totals or spans) until toJSON was honoured.
+  it('calls toJSON as JSON.stringify does: with the key, once, on the root, members and elements', () => {
+    class Live {
+      readonly id = 'r1';
+      readonly #n = 3;
+      get counters() {
+        return { pauses: this.#n };
+      }
+      toJSON(key: string) {
+        return { id: this.id, key, counters: this.counters, inner: { toJSON: () => ({ toJSON: () => 'not called twice' }) } };
+      }
+    }
+    const values: unknown[] = [new Live(), { data: [new Live(), new Live()], at: new Date(0) }, [new Live(), { toJSON: () => undefined }], { x: { toJSON: () => undefined } }];
+    for (const v of values) expect(run(v).text).toBe(JSON.stringify(v));
+  });
+});

@@ -133,18 +133,25 @@ export function serveUpgradeAsHttp(server: { emit(event: 'connection', socket: D
     }
     lines.push(`${name}: ${value}`);
   }
+  // Node took its own 'error' listener off the socket before the `upgrade` event; until the socket is handed back, a
+  // reset or a failed write (the answer pipelined before it is still being written) was an 'error' with no listener,
+  // which ended the process (outside attack). The new connection handling has its own.
+  const ignore = () => {};
+  socket.on('error', ignore);
+  // Pipelined behind requests whose answers still hold the socket (each until its `finish` event, even when all of it
+  // is written), it waits for all of them, one after another: the new connection handling would queue its own answer
+  // behind one it does not know about, and never send it. Waiting for the first alone hung the connection when a
+  // second answer was still under way once the first was done (outside attack).
   const again = () => {
     if (socket.destroyed) return;
+    const before = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (before) return void before.once('finish', () => setImmediate(again));
+    socket.off('error', ignore);
     socket.unshift(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), head]));
     reparsed.add(socket);
     server.emit('connection', socket);
   };
-  // Pipelined behind a request whose answer still holds the socket (until its `finish` event, even when all of it
-  // is written), it waits for that answer: the new connection handling would queue its own answer behind one it
-  // does not know about, and never send it.
-  const before = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
-  if (before) before.once('finish', () => setImmediate(again));
-  else again();
+  again();
 }
 
 /** A whole error answer written on a raw socket (no `ServerResponse`), then the socket closed. */

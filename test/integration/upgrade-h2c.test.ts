@@ -7,7 +7,8 @@
  * 404 "No WebSocket endpoint", `/health` included (outside attack). Real
  * sockets, port 0; each exchange waits for the bytes it expects.
  */
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
+import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { testServer } from '../helpers/server.js';
 
@@ -83,5 +84,37 @@ describe('an Upgrade the server does not take (h2c)', () => {
       (t) => t.includes('\r\n\r\n'),
     );
     expect(statuses(text)).toEqual([101]);
+  });
+  it('waits behind every answer pipelined before it, not only the first (the connection hung)', async () => {
+    // 200 tokens/s: the first create (16 tokens) is done well before the second (50 tokens).
+    const { port } = await testServer({ modelSettings: { tokensPerSecond: 200, ttftBaseMs: 0, prefillTokensPerSecond: Infinity } });
+    const create = (tokens: number) => {
+      const body = JSON.stringify({ model: 'm', input: 'hi', max_output_tokens: tokens });
+      return `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    };
+    const text = await exchange(
+      port,
+      [create(16) + create(64) + `GET /health HTTP/1.1\r\nHost: localhost\r\n${H2C}\r\nGET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`],
+      (t) => statuses(t).length === 4 && t.endsWith('}'),
+    );
+    expect(statuses(text)).toEqual([200, 200, 200, 200]);
+  });
+
+  it('survives a peer that resets while it waits behind an answer still under way (the process crashed)', async () => {
+    const { server, url, port } = await testServer({ modelSettings: { tokensPerSecond: 200, ttftBaseMs: 0, prefillTokensPerSecond: Infinity } });
+    const body = JSON.stringify({ model: 'm', input: 'hi', max_output_tokens: 64 });
+    const client = connect(port, '127.0.0.1');
+    client.on('error', () => {});
+    const upgraded = once(server.http, 'upgrade') as Promise<[unknown, Socket]>;
+    client.write(
+      `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        `GET /health HTTP/1.1\r\nHost: localhost\r\n${H2C}\r\n`,
+    );
+    const [, socket] = await upgraded;
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    client.resetAndDestroy();
+    await closed;
+    const health = await fetch(`${url}/health`);
+    expect(health.status).toBe(200);
   });
 });

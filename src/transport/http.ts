@@ -720,13 +720,21 @@ export function watchStall(res: ServerResponse, ms: number, stalled: (pending: n
   const watch = { stalled };
   stallWatches.set(res, watch);
   let written = -1;
+  let queued = -1;
   let since = performance.now();
   const timer = setInterval(() => {
     const socket = res.socket;
     if (!socket) return;
     const pending = res.writableLength + socket.writableLength;
-    if (pending === 0 || socket.bytesWritten !== written) {
+    // Progress is what the kernel takes, not what this process hands the socket: `bytesWritten` counts bytes still
+    // queued here, and a write leaves `writableLength` only once all of it is in the kernel. A large write (an SSE
+    // backlog of megabytes, a JSON slice) read steadily looked stalled until all of it had gone: a reader taking
+    // 1 MB/s of a stream echoing 5 MB of instructions was dropped at a 2 s stall timeout (outside attack). libuv's
+    // queue (`writeQueueSize`) shrinks as the kernel accepts each part of the write under way.
+    const inQueue = (socket as Socket & { _handle?: { writeQueueSize?: number } | null })._handle?.writeQueueSize ?? -1;
+    if (pending === 0 || socket.bytesWritten !== written || inQueue !== queued) {
       written = socket.bytesWritten;
+      queued = inQueue;
       since = performance.now();
       return;
     }

@@ -745,12 +745,45 @@ export function watchStall(res: ServerResponse, ms: number, stalled: (pending: n
     }
   }, Math.max(10, Math.min(1000, Math.floor(ms / 4))));
   timer.unref();
-  const stop = () => clearInterval(timer);
+  // Also stopped when the request's socket closes: an answer pipelined behind another has no socket until that one is
+  // done, and gets neither `finish` nor `close` when the client goes away first, so its timer ran for good (outside
+  // attack: five clients that each pipelined 40 GETs behind a slow create and left kept 200 timers ticking, and their
+  // requests and answers, after the server had closed).
+  const forget = whenSocketCloses(res.req.socket, () => clearInterval(timer));
+  const stop = () => {
+    clearInterval(timer);
+    forget();
+  };
   res.once('finish', stop);
   res.once('close', stop);
 }
 
 const stallWatches = new WeakMap<ServerResponse, { stalled: (pending: number) => void }>();
+
+/** Callbacks run once a socket closes: one `close` listener per socket, however many answers are pipelined on it. */
+const onSocketClose = new WeakMap<Duplex, Set<() => void>>();
+
+/** Runs `fn` once `socket` closes (at once if it has); returns what forgets it. */
+function whenSocketCloses(socket: Duplex | null | undefined, fn: () => void): () => void {
+  if (!socket || socket.destroyed) {
+    fn();
+    return () => {};
+  }
+  let callbacks = onSocketClose.get(socket);
+  if (!callbacks) {
+    const set = new Set<() => void>();
+    callbacks = set;
+    onSocketClose.set(socket, set);
+    socket.once('close', () => {
+      onSocketClose.delete(socket);
+      for (const f of set) f();
+      set.clear();
+    });
+  }
+  const set = callbacks;
+  set.add(fn);
+  return () => set.delete(fn);
+}
 
 /** The request says it has a body: a non-zero Content-Length, or a Transfer-Encoding. */
 function announcesBody(req: IncomingMessage): boolean {

@@ -115,7 +115,7 @@ export function asksForWebSocket(req: IncomingMessage): boolean {
  * the socket's), and the socket goes through Node's HTTP connection handling once more, so its body, keep-alive,
  * timeouts and limits are Node's as for any request. `reparsed` marks the socket for the connection count.
  */
-export function serveUpgradeAsHttp(server: { emit(event: 'connection', socket: Duplex): boolean }, req: IncomingMessage, socket: Duplex, head: Buffer, reparsed: WeakSet<Duplex>): void {
+export function serveUpgradeAsHttp(server: { emit(event: 'connection', socket: Duplex): boolean; timeout?: number }, req: IncomingMessage, socket: Duplex, head: Buffer, reparsed: WeakSet<Duplex>): void {
   const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/${req.httpVersion}`];
   const raw = req.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) {
@@ -147,6 +147,10 @@ export function serveUpgradeAsHttp(server: { emit(event: 'connection', socket: D
     const before = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
     if (before) return void before.once('finish', () => setImmediate(again));
     socket.off('error', ignore);
+    // The keep-alive timeout the answer before it set on the socket, once it was done, is cleared as Node clears it
+    // when a request arrives: the new connection handling does not know it was set, and it destroyed the socket while
+    // this request's answer was being prepared (a create slower than --keep-alive-timeout-ms got no answer; outside attack).
+    (socket as Duplex & { setTimeout?: (ms: number) => unknown }).setTimeout?.(server.timeout ?? 0);
     socket.unshift(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), head]));
     reparsed.add(socket);
     server.emit('connection', socket);

@@ -117,4 +117,13 @@ describe('an Upgrade the server does not take (h2c)', () => {
     const health = await fetch(`${url}/health`);
     expect(health.status).toBe(200);
   });
+  it('behind an answer still under way, is not cut by the keep-alive timeout that answer set once done', async () => {
+    // Each create's first token comes after 1.5 s; the keep-alive timeout is 100 ms (Node keeps a socket ~1 s past it).
+    const { port } = await testServer({ limits: { keepAliveTimeoutMs: 100 }, modelSettings: { ttftBaseMs: 1500, tokensPerSecond: Infinity, prefillTokensPerSecond: Infinity } });
+    const body = JSON.stringify({ model: 'm', input: 'hi' });
+    const create = (extra: string) =>
+      `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\n${extra}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const text = await exchange(port, [create('') + create(H2C)], (t) => statuses(t).length === 2 && t.endsWith('}'));
+    expect(statuses(text)).toEqual([200, 200]);
+  });
 });

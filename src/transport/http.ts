@@ -115,7 +115,24 @@ export function asksForWebSocket(req: IncomingMessage): boolean {
  * the socket's), and the socket goes through Node's HTTP connection handling once more, so its body, keep-alive,
  * timeouts and limits are Node's as for any request. `reparsed` marks the socket for the connection count.
  */
-export function serveUpgradeAsHttp(server: { emit(event: 'connection', socket: Duplex): boolean; timeout?: number }, req: IncomingMessage, socket: Duplex, head: Buffer, reparsed: WeakSet<Duplex>): void {
+export function serveUpgradeAsHttp(
+  server: { emit(event: 'connection', socket: Duplex): boolean; timeout?: number; maxHeadersCount?: number | null },
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  reparsed: WeakSet<Duplex>,
+): void {
+  // Node keeps only the first header lines of a request in `rawHeaders` (about 1,000 unless the server's
+  // `maxHeadersCount` says otherwise: 2,000 names and values) and drops the rest; its parser still frames the body with
+  // all of them, but the head written again would not: a `Content-Length` after the 1,000th line was lost and the body
+  // read as the next request (a request smuggled past any proxy in front; outside attack). A head that may have lost
+  // lines is refused, as one past the header size limit is.
+  const kept = typeof server.maxHeadersCount === 'number' ? server.maxHeadersCount * 2 : 2000;
+  if (kept > 0 && req.rawHeaders.length >= kept) {
+    socket.on('error', () => {});
+    answerRaw(socket, new WireError('request_headers_too_large', `The request has more than ${kept / 2} header lines.`));
+    return;
+  }
   const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/${req.httpVersion}`];
   const raw = req.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) {

@@ -126,4 +126,17 @@ describe('an Upgrade the server does not take (h2c)', () => {
     const text = await exchange(port, [create('') + create(H2C)], (t) => statuses(t).length === 2 && t.endsWith('}'));
     expect(statuses(text)).toEqual([200, 200]);
   });
+  it('refuses a head with more header lines than Node keeps (431): its body is not read as another request', async () => {
+    const { port } = await testServer();
+    const smuggled = 'GET /llr/stats HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n';
+    // 1,500 header lines before Content-Length: Node keeps about the first 1,000 of them.
+    const text = await exchange(
+      port,
+      [`POST /v1/responses/input_tokens HTTP/1.1\r\nHost: localhost\r\n${H2C}Content-Type: application/json\r\n${'X: a\r\n'.repeat(1500)}Content-Length: ${smuggled.length}\r\n\r\n${smuggled}`],
+      () => false,
+    );
+    expect(statuses(text)).toEqual([431]);
+    expect(text).toContain('"code":"request_headers_too_large"');
+    expect(text).not.toContain('cpu_us');
+  });
 });

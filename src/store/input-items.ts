@@ -200,8 +200,11 @@ export class InputItemsCache {
     return { lists: this.#entries.size, items: this.#items, bytes: this.#bytes };
   }
 
-  /** `id`'s index at `version`, else a new one from `make` (kept if it fits). */
-  get(id: string, version: unknown, make: () => { items: readonly InputItem[]; bytes: number }): InputItemIndex {
+  /**
+   * `id`'s index at `version`, else a new one from `make` (kept if it fits); undefined, nothing kept, when `make`
+   * finds the record no longer at `version` (another process's write between the store's two reads).
+   */
+  get(id: string, version: unknown, make: () => { items: readonly InputItem[]; bytes: number } | undefined): InputItemIndex | undefined {
     const hit = this.#entries.get(id);
     if (hit && hit.version === version) {
       // Most recently used last: the bounds drop from the front.
@@ -210,7 +213,9 @@ export class InputItemsCache {
       return hit.index;
     }
     this.delete(id);
-    const { items, bytes } = make();
+    const made = make();
+    if (!made) return undefined;
+    const { items, bytes } = made;
     const index = new InputItemIndex(id, items);
     if (items.length > this.maxItems || bytes > this.maxBytes) return index;
     this.#entries.set(id, { version, index, bytes });

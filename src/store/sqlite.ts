@@ -160,7 +160,7 @@ export class SqliteStore implements ResponseStore {
   readonly #selectItem: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
   readonly #selectChain: Database.Statement<[IdOwner & { limit: number; cutoff: number }], ChainRow>;
   readonly #selectVersion: Database.Statement<[IdOwner & { cutoff: number; second: number }], { row: number; input: number; appended: number | null }>;
-  readonly #selectInput: Database.Statement<[number], { input: string; appended: string | null }>;
+  readonly #selectInput: Database.Statement<[{ row: number; id: string; input: number; appended: number | null }], { input: string; appended: string | null }>;
   readonly #put: (p: PutParams, items: ItemParams[]) => Tally;
   readonly #delete: (key: IdOwner) => Tally | undefined;
   readonly #trim: (limit: number) => Tally;
@@ -231,7 +231,13 @@ export class SqliteStore implements ResponseStore {
       `SELECT rowid AS row, octet_length(input) AS input, octet_length(appended) AS appended FROM responses
         WHERE id = @id AND owner IS @owner AND (created_at > @second OR (created_at = @second AND ${CREATED_MS} > @cutoff))`,
     );
-    this.#selectInput = db.prepare(`SELECT input, appended FROM responses WHERE rowid = ?`);
+    // The row `#selectVersion` found, still that response at that version: another process may have deleted it and
+    // inserted another response's row under the same rowid (the largest is reused) between the two reads, and a
+    // listing of one owner's response then answered another owner's items.
+    this.#selectInput = db.prepare(
+      `SELECT input, appended FROM responses
+        WHERE rowid = @row AND id = @id AND octet_length(input) = @input AND octet_length(appended) IS @appended`,
+    );
     // Newest put wins when an owner holds the same item id in several
     // responses; rowid grows with each insert, and a replace re-inserts.
     this.#selectItem = db.prepare(
@@ -380,7 +386,9 @@ export class SqliteStore implements ResponseStore {
     if (!found) return undefined;
     this.counters.rows_read++;
     return this.#listed.get(id, `${found.row}:${found.input}:${found.appended}`, () => {
-      const row = this.#selectInput.get(found.row)!;
+      const row = this.#selectInput.get({ row: found.row, id, input: found.input, appended: found.appended });
+      // Gone (or replaced) since its version was read: not found, as a read a moment later would say.
+      if (!row) return undefined;
       const input = JSON.parse(row.input) as InputItem[];
       const appended = row.appended === null ? undefined : (JSON.parse(row.appended) as AppendedItems[]);
       return { items: ownInputItems({ input, appended }), bytes: row.input.length + (row.appended?.length ?? 0) };

@@ -15,12 +15,14 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SessionHost } from '../../src/modes/host.js';
 import type { InputItem } from '../../src/protocol/objects.js';
 import { INSTANT_MODEL, LlrServer } from '../../src/server.js';
 import { InputItemsCache, type InputItemList, type InputItemsQuery } from '../../src/store/input-items.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
 import { ownInputItems, type StoredResponse } from '../../src/store/types.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'llr-input-pages-'));
@@ -178,6 +180,49 @@ describe('input_items pages', () => {
     expect(page.data.map((d) => d.id).at(-1)).toBe('fco_x');
     expect(store.delete('resp_v', null)).toBe(true);
     expect(await h.storedInputItems('resp_v', null, all)).toBeUndefined();
+  });
+});
+
+describe('input_items on a file another process writes', () => {
+  it("never lists another response's row that took the rowid between the store's two reads", () => {
+    // A reader beside the writer (docs: one writing process, readers beside it): between the reader's version read
+    // and its input read, the writer deletes alice's response and puts bob's, which reuses the largest rowid. The
+    // listing of alice's response answered bob's items; it is now not found, as it is.
+    const file = join(dir, 'two-processes.db');
+    const rec = (id: string, owner: string, text: string): StoredResponse => ({ ...record(id, [msg(text)]), owner });
+    const writer = new SqliteStore(file);
+    writer.put(rec('resp_alice', 'alice', 'alice secret'));
+    let between: (() => void) | null = null;
+    const { prepare } = Database.prototype;
+    Database.prototype.prepare = function (this: Database.Database, sql: string) {
+      const stmt = prepare.call(this, sql);
+      if (sql.startsWith('SELECT input, appended FROM responses')) {
+        const get = stmt.get.bind(stmt) as (...args: unknown[]) => unknown;
+        (stmt as { get: unknown }).get = (...args: unknown[]) => (between?.(), get(...args));
+      }
+      return stmt;
+    } as typeof prepare;
+    let reader: SqliteStore;
+    try {
+      reader = new SqliteStore(file);
+    } finally {
+      Database.prototype.prepare = prepare;
+    }
+    try {
+      between = () => {
+        between = null;
+        expect(writer.delete('resp_alice', 'alice')).toBe(true);
+        writer.put(rec('resp_bob', 'bob', 'bob secret'));
+      };
+      expect(reader.inputItems('resp_alice', 'alice')).toBeUndefined();
+      expect(between).toBeNull();
+      // Bob's own listing is his.
+      const index = reader.inputItems('resp_bob', 'bob')!;
+      expect(index.items.map((i) => (i as { content: string }).content)).toEqual(['bob secret']);
+    } finally {
+      reader.close();
+      writer.close();
+    }
   });
 });
 

@@ -86,14 +86,46 @@ export function checkInclude(q: URLSearchParams): void {
 }
 
 /**
- * Items (summed over the lists held) and bytes (about the JSON the held lists
- * were parsed from; 0 for a list the store holds itself) a store's
+ * Items (summed over the lists held) and bytes (about the heap the held lists
+ * were parsed into, `parsedBytes`; 0 for a list the store holds itself) a store's
  * `InputItemsCache` keeps by default: four lists at `--max-context-items`
  * (50,000), and whatever the SQLite store parsed for them up to 64 MiB. A
  * list past either bound alone is listed without being kept.
  */
 export const INPUT_ITEMS_CACHE_ITEMS = 200_000;
 export const INPUT_ITEMS_CACHE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Heap one parsed object or array takes besides its members' values, about: V8 measures ~39 bytes an empty
+ * array and ~23 an empty object. Counting a parsed list by its JSON's length alone let the SQLite store's cache
+ * hold ~13× its bound: rows of `[[],[],…]` (3 characters of JSON each) held 888 MB of heap for 65 MB of JSON
+ * (outside attack).
+ */
+export const PARSED_CONTAINER_BYTES = 40;
+
+/**
+ * About the heap the parsed `items` take: their JSON's UTF-8 bytes (at least what a string takes, one byte a
+ * character in V8, or two for a string with a character past Latin-1, 2–3 bytes of UTF-8) plus
+ * `PARSED_CONTAINER_BYTES` for each object and array in them (a walk with its own stack, not recursion).
+ */
+export function parsedBytes(jsonBytes: number, items: readonly unknown[]): number {
+  let containers = 0;
+  const stack: unknown[] = [items];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    containers++;
+    if (Array.isArray(v)) {
+      for (const x of v) if (typeof x === 'object' && x !== null) stack.push(x);
+    } else {
+      for (const k in v) {
+        const x = (v as Record<string, unknown>)[k];
+        if (typeof x === 'object' && x !== null) stack.push(x);
+      }
+    }
+  }
+  return jsonBytes + containers * PARSED_CONTAINER_BYTES;
+}
 
 /** Items whose ids are derived between two points where the derivation may pause (`InputItemIndex.derive`). */
 const DERIVE_SLICE = 256;

@@ -26,7 +26,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { InputItemsCache, type InputItemIndex } from './input-items.js';
+import { InputItemsCache, parsedBytes, type InputItemIndex } from './input-items.js';
 import { EXPIRE_BATCH, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 /**
@@ -391,7 +391,8 @@ export class SqliteStore implements ResponseStore {
       if (!row) return undefined;
       const input = JSON.parse(row.input) as InputItem[];
       const appended = row.appended === null ? undefined : (JSON.parse(row.appended) as AppendedItems[]);
-      return { items: ownInputItems({ input, appended }), bytes: row.input.length + (row.appended?.length ?? 0) };
+      const items = ownInputItems({ input, appended });
+      return { items, bytes: parsedBytes(found.input + (found.appended ?? 0), items) };
     });
   }
 

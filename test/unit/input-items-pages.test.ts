@@ -21,7 +21,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SessionHost } from '../../src/modes/host.js';
 import type { InputItem } from '../../src/protocol/objects.js';
 import { INSTANT_MODEL, LlrServer } from '../../src/server.js';
-import { InputItemsCache, type InputItemList, type InputItemsQuery } from '../../src/store/input-items.js';
+import { InputItemsCache, PARSED_CONTAINER_BYTES, parsedBytes, type InputItemList, type InputItemsQuery } from '../../src/store/input-items.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { ownInputItems, type StoredResponse } from '../../src/store/types.js';
 
@@ -223,6 +223,35 @@ describe('input_items on a file another process writes', () => {
       reader.close();
       writer.close();
     }
+  });
+});
+
+describe('the SQLite store\'s kept lists', () => {
+  it('count the heap their parse takes, not only their JSON', () => {
+    // Each row is one item carrying 100,000 empty arrays: 300 KB of JSON, ~4 MB of heap parsed (V8: ~39 bytes an
+    // empty array). Counted by its JSON, twenty such lists (80 MB of heap) all stayed under the 64 MiB bound
+    // (outside attack: 110 rows held 888 MB); counted by their heap, the first listed has gone by the last.
+    const store = new SqliteStore(':memory:');
+    try {
+      const extra = Array.from({ length: 100_000 }, () => []);
+      const ids = Array.from({ length: 20 }, (_, i) => `resp_dense${i}`);
+      for (const id of ids) store.put(record(id, [{ ...msg('x'), extra } as InputItem]));
+      const first = store.inputItems(ids[0]!, null)!;
+      for (const id of ids.slice(1)) store.inputItems(id, null);
+      expect(store.inputItems(ids[0]!, null)).not.toBe(first);
+      // One list alone is kept, and listed again from the cache.
+      const last = store.inputItems(ids.at(-1)!, null);
+      expect(store.inputItems(ids.at(-1)!, null)).toBe(last);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('parsedBytes adds each object and array to the JSON bytes', () => {
+    expect(parsedBytes(10, [])).toBe(10 + PARSED_CONTAINER_BYTES);
+    const items = [{ type: 'message', content: [{ type: 'input_text', text: '{[' }], extra: [[], {}, 'x', null] }];
+    // The list, the item, its content and part, extra and its two: 7 containers; strings and null are not.
+    expect(parsedBytes(100, items)).toBe(100 + 7 * PARSED_CONTAINER_BYTES);
   });
 });
 

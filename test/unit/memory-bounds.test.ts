@@ -10,6 +10,7 @@ import type { Response } from '../../src/protocol/objects.js';
 import { makeUsage } from '../../src/protocol/objects.js';
 import { runSync } from '../../src/model/cooperative.js';
 import { TokenBuffer } from '../../src/pipeline/tokens.js';
+import { copyJson } from '../../src/store/memory.js';
 
 const response = (id: string, input = 100, cached = 0, output = 10): Response =>
   ({ id, model: 'sim-model', usage: makeUsage(input, cached, output) }) as unknown as Response;
@@ -80,5 +81,19 @@ describe('cooperative forms of the prompt structures', () => {
     expect(buf.length).toBe(1_000_003);
     expect(Array.from(before)).toEqual([1, 2, 3]);
     expect(buf.view()[1_000_002]).toBe(7);
+  });
+});
+
+describe('the in-memory store\'s size estimate', () => {
+  it('counts each object and array as a heap object (~40 bytes), not 8 bytes: dense JSON cannot hold several times the bound', () => {
+    // 10,000 empty arrays: 30 KB of JSON, ~400 KB of heap once parsed (an outside attack's body held 5x the estimate).
+    const dense = { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x', extra: Array.from({ length: 10_000 }, () => []) }] };
+    const sized = { bytes: 0 };
+    expect(copyJson(dense, sized)).toEqual(dense);
+    expect(sized.bytes).toBeGreaterThanOrEqual(10_000 * 40);
+    // Ordinary text still counts by its UTF-8 bytes, a few dozen bytes of overhead besides.
+    const plain = { bytes: 0 };
+    copyJson({ type: 'input_text', text: 'y'.repeat(100_000) }, plain);
+    expect(plain.bytes).toBeLessThan(100_000 + 200);
   });
 });

@@ -198,8 +198,8 @@ export const CONTAINER_BYTES = 32;
  * A deep copy of a JSON-shaped value (what records hold): arrays and plain
  * objects copied, strings and other primitives shared. `__proto__` stays an
  * own key, as JSON.parse makes it. With `sized` (a put), an estimate of
- * `v`'s JSON size is added to `sized.bytes` on the way: the strings' UTF-8
- * bytes, the keys, plus 8 per value.
+ * `v`'s size is added to `sized.bytes` on the way: the strings' UTF-8
+ * bytes, the keys, plus 8 per value and `CONTAINER_BYTES` per object or array.
  */
 export function copyJson<T>(v: T, sized?: { bytes: number }): T {
   if (sized) {

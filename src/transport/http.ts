@@ -93,10 +93,29 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
  * the socket without a word; this answers 405 with the JSON error body, `Connection: close`.
  */
 export function answerConnect(req: IncomingMessage, socket: Duplex, log: Logger): void {
-  socket.on('error', () => {});
   const wire = new WireError('method_not_allowed', 'CONNECT is not supported: this server is not a proxy.');
   log.info({ status: wire.status, code: wire.code, method: 'CONNECT', path: (req.url ?? '').slice(0, 200) }, 'request refused');
-  answerRaw(socket, wire);
+  afterAnswers(socket, () => answerRaw(socket, wire));
+}
+
+/**
+ * Runs `then` once every answer that still holds the socket (requests pipelined before this one, each until its
+ * `finish` event) is done, one after another; never if the socket is destroyed first. An 'error' listener is on the
+ * socket meanwhile: Node took its own off before the `upgrade` or `connect` event, and a reset or a failed write was an
+ * 'error' with no listener, which ended the process (outside attack). Written at once, a raw answer went out before the
+ * answers pipelined ahead of it (a 405 or 431 read as the answer to the create before it, whose own answer was lost).
+ */
+function afterAnswers(socket: Duplex, then: () => void): void {
+  const ignore = () => {};
+  socket.on('error', ignore);
+  const again = () => {
+    if (socket.destroyed) return;
+    const before = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (before) return void before.once('finish', () => setImmediate(again));
+    socket.off('error', ignore);
+    then();
+  };
+  again();
 }
 
 /** Whether an `Upgrade` request asks for a WebSocket (its `Upgrade` header names `websocket`). */
@@ -129,8 +148,7 @@ export function serveUpgradeAsHttp(
   // lines is refused, as one past the header size limit is.
   const kept = typeof server.maxHeadersCount === 'number' ? server.maxHeadersCount * 2 : 2000;
   if (kept > 0 && req.rawHeaders.length >= kept) {
-    socket.on('error', () => {});
-    answerRaw(socket, new WireError('request_headers_too_large', `The request has more than ${kept / 2} header lines.`));
+    afterAnswers(socket, () => answerRaw(socket, new WireError('request_headers_too_large', `The request has more than ${kept / 2} header lines.`)));
     return;
   }
   const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/${req.httpVersion}`];
@@ -150,20 +168,10 @@ export function serveUpgradeAsHttp(
     }
     lines.push(`${name}: ${value}`);
   }
-  // Node took its own 'error' listener off the socket before the `upgrade` event; until the socket is handed back, a
-  // reset or a failed write (the answer pipelined before it is still being written) was an 'error' with no listener,
-  // which ended the process (outside attack). The new connection handling has its own.
-  const ignore = () => {};
-  socket.on('error', ignore);
-  // Pipelined behind requests whose answers still hold the socket (each until its `finish` event, even when all of it
-  // is written), it waits for all of them, one after another: the new connection handling would queue its own answer
-  // behind one it does not know about, and never send it. Waiting for the first alone hung the connection when a
-  // second answer was still under way once the first was done (outside attack).
-  const again = () => {
-    if (socket.destroyed) return;
-    const before = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
-    if (before) return void before.once('finish', () => setImmediate(again));
-    socket.off('error', ignore);
+  // Behind requests whose answers still hold the socket it waits for all of them (afterAnswers): the new connection
+  // handling would queue its own answer behind one it does not know about, and never send it. Waiting for the first
+  // alone hung the connection when a second answer was still under way once the first was done (outside attack).
+  afterAnswers(socket, () => {
     // The keep-alive timeout the answer before it set on the socket, once it was done, is cleared as Node clears it
     // when a request arrives: the new connection handling does not know it was set, and it destroyed the socket while
     // this request's answer was being prepared (a create slower than --keep-alive-timeout-ms got no answer; outside attack).
@@ -171,12 +179,12 @@ export function serveUpgradeAsHttp(
     socket.unshift(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), head]));
     reparsed.add(socket);
     server.emit('connection', socket);
-  };
-  again();
+  });
 }
 
 /** A whole error answer written on a raw socket (no `ServerResponse`), then the socket closed. */
 function answerRaw(socket: Duplex, wire: WireError): void {
+  socket.on('error', () => {});
   const body = JSON.stringify({ error: { message: wire.message, type: wire.type, param: null, code: wire.code } });
   const reason =
     { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large' }[wire.status] ?? 'Error';

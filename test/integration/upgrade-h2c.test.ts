@@ -139,4 +139,19 @@ describe('an Upgrade the server does not take (h2c)', () => {
     expect(text).toContain('"code":"request_headers_too_large"');
     expect(text).not.toContain('cpu_us');
   });
+
+  it('answers 431 and CONNECT 405 after the answers pipelined before them, not in their place (the create answer was lost)', async () => {
+    // A create whose answer is still being planned when the refused request behind it arrives.
+    const { port } = await testServer({ modelSettings: { ttftBaseMs: 300, tokensPerSecond: Infinity, prefillTokensPerSecond: Infinity } });
+    const create = JSON.stringify({ model: 'm', input: 'hi' });
+    const post = `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${create.length}\r\n\r\n${create}`;
+    for (const [refused, status] of [
+      [`GET /health HTTP/1.1\r\nHost: localhost\r\n${H2C}${'X: a\r\n'.repeat(1000)}\r\n`, 431],
+      ['CONNECT example.com:80 HTTP/1.1\r\nHost: localhost\r\n\r\n', 405],
+    ] as const) {
+      const text = await exchange(port, [post + refused], () => false);
+      expect(statuses(text)).toEqual([200, status]);
+      expect(text).toContain('"object":"response"');
+    }
+  });
 });

@@ -29,7 +29,7 @@ import { createGuard, isLoopbackAddress } from './transport/guard.js';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WsTransport } from './transport/ws.js';
-import { HttpTransport, answerClientError, answerConnect, asksForWebSocket, serveUpgradeAsHttp } from './transport/http.js';
+import { HttpTransport, afterAnswers, answerClientError, answerConnect, asksForWebSocket, serveUpgradeAsHttp } from './transport/http.js';
 import { createLogger } from './log.js';
 import { DemoService, type DemoOptions } from './demo/service.js';
 import { Chaos, parseChaosSpec, type ChaosRule } from './engine/faults.js';
@@ -262,9 +262,13 @@ export class LlrServer {
       open++;
       socket.once('close', () => open--);
     });
-    // Only a WebSocket upgrade is taken; any other (`Upgrade: h2c` from `curl --http2`) is served as HTTP/1.1.
+    // Only a WebSocket upgrade is taken; any other (`Upgrade: h2c` from `curl --http2`) is served as HTTP/1.1. A WebSocket
+    // upgrade pipelined behind requests still being answered waits for their answers (afterAnswers): taken at once, its
+    // 101 went out first and the answers before it were then written into the WebSocket stream (outside attack).
     this.http.on('upgrade', (req, socket, head) =>
-      asksForWebSocket(req) ? this.ws.handleUpgrade(req, socket, head) : serveUpgradeAsHttp(this.http, req, socket, head, reparsed),
+      asksForWebSocket(req)
+        ? afterAnswers(socket, () => this.ws.handleUpgrade(req, socket, head))
+        : serveUpgradeAsHttp(this.http, req, socket, head, reparsed),
     );
     // A request the parser refuses, or one past the headers/request timeout: a JSON error body, as every refusal.
     this.http.on('clientError', (err: Error & { code?: string }, socket) => answerClientError(err, socket, log));

@@ -105,7 +105,7 @@ export function answerConnect(req: IncomingMessage, socket: Duplex, log: Logger)
  * 'error' with no listener, which ended the process (outside attack). Written at once, a raw answer went out before the
  * answers pipelined ahead of it (a 405 or 431 read as the answer to the create before it, whose own answer was lost).
  */
-function afterAnswers(socket: Duplex, then: () => void): void {
+export function afterAnswers(socket: Duplex, then: () => void): void {
   const ignore = () => {};
   socket.on('error', ignore);
   const again = () => {

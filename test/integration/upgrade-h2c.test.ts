@@ -154,4 +154,19 @@ describe('an Upgrade the server does not take (h2c)', () => {
       expect(text).toContain('"object":"response"');
     }
   });
+
+  it('takes a WebSocket upgrade pipelined behind a create only once the create is answered (its answer went into the WebSocket stream)', async () => {
+    const { port } = await testServer({ modelSettings: { ttftBaseMs: 300, tokensPerSecond: Infinity, prefillTokensPerSecond: Infinity } });
+    const create = JSON.stringify({ model: 'm', input: 'hi' });
+    const text = await exchange(
+      port,
+      [
+        `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${create.length}\r\n\r\n${create}` +
+          'GET /v1/responses HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+      ],
+      (t) => statuses(t).length === 2,
+    );
+    expect(statuses(text)).toEqual([200, 101]);
+    expect(text).toContain('"object":"response"');
+  });
 });

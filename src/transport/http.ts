@@ -65,8 +65,9 @@ import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
  * `Content-Length` and `Transfer-Encoding`, headers past the size limit, a bad version) or one that did not
  * arrive within the headers or request timeout. Node's own answer is a bare status line with no body; this
  * one is the same status with the JSON error body every other refusal has, `Connection: close`, logged at
- * `info` with its code. Sent only when Node would have sent its own: the socket still writable and no
- * answer started on it; otherwise (a reset peer, an answer under way) the socket is just destroyed.
+ * `info` with its code. A new request refused behind answers still under way (pipelined) is answered after them;
+ * one refused in its body is answered only while its own answer has not started; otherwise (a reset peer, its answer
+ * under way) the socket is just destroyed.
  */
 export function answerClientError(err: Error & { code?: string }, socket: Duplex, log: Logger): void {
   const code = err.code ?? '';
@@ -79,7 +80,27 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
           ? new WireError('payload_too_large', 'The chunk extensions are larger than the server accepts.')
           : new WireError('invalid_http_request', `The HTTP request is malformed (${(err.message || code).slice(0, 200)}).`);
   const answer = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
-  if (code === 'ECONNRESET' || !socket.writable || (answer && answer.headersSent)) {
+  if (code === 'ECONNRESET' || !socket.writable) {
+    log.debug({ err }, 'http client error');
+    socket.destroy();
+    return;
+  }
+  // A new request refused (its head, or its head's time) while the answers of the requests pipelined before it still
+  // hold the socket: they are sent first, then this refusal. Written at once, the refusal went out before a create's
+  // answer still being planned, was read as that create's answer, and the create's own answer was lost (outside attack).
+  // Node calls this again for each chunk its failed parser is given meanwhile: one refusal.
+  // A request refused in its body may have an answer of its own queued behind them: once it holds the socket, it is
+  // replaced by the refusal if it has not started, else the socket is destroyed, as below.
+  const parsed = (socket as Duplex & { parser?: { incoming?: IncomingMessage | null } | null }).parser?.incoming;
+  const own = parsed && !parsed.complete ? parsed : null;
+  if (answer && (answer as { req?: IncomingMessage }).req !== own) {
+    if (refusing.has(socket)) return;
+    refusing.add(socket);
+    log.info({ status: wire.status, code: wire.code, parser: code }, 'malformed request refused');
+    afterAnswers(socket, () => answerRaw(socket, wire), own);
+    return;
+  }
+  if (answer && answer.headersSent) {
     log.debug({ err }, 'http client error');
     socket.destroy();
     return;
@@ -87,6 +108,9 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   log.info({ status: wire.status, code: wire.code, parser: code }, 'malformed request refused');
   answerRaw(socket, wire);
 }
+
+/** Sockets whose refusal (answerClientError) waits behind the answers before it. */
+const refusing = new WeakSet<Duplex>();
 
 /**
  * The HTTP server's `connect` listener: a `CONNECT` request (this server is no proxy). Node alone closes
@@ -105,13 +129,16 @@ export function answerConnect(req: IncomingMessage, socket: Duplex, log: Logger)
  * 'error' with no listener, which ended the process (outside attack). Written at once, a raw answer went out before the
  * answers pipelined ahead of it (a 405 or 431 read as the answer to the create before it, whose own answer was lost).
  */
-export function afterAnswers(socket: Duplex, then: () => void): void {
+export function afterAnswers(socket: Duplex, then: () => void, own: IncomingMessage | null = null): void {
   const ignore = () => {};
   socket.on('error', ignore);
   const again = () => {
     if (socket.destroyed) return;
     const before = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
-    if (before) return void before.once('finish', () => setImmediate(again));
+    // `own`: the request refused, whose answer (if it holds the socket now) is not waited for; one under way can no
+    // longer be replaced, and the socket is destroyed.
+    if (before && own && before.req === own && before.headersSent) return void socket.destroy();
+    if (before && !(own && before.req === own)) return void before.once('finish', () => setImmediate(again));
     socket.off('error', ignore);
     then();
   };
@@ -185,6 +212,8 @@ export function serveUpgradeAsHttp(
 /** A whole error answer written on a raw socket (no `ServerResponse`), then the socket closed. */
 function answerRaw(socket: Duplex, wire: WireError): void {
   socket.on('error', () => {});
+  // Its write side already shut (an answer before it closed the connection): whoever shut it closes it.
+  if (!socket.writable) return;
   const body = JSON.stringify({ error: { message: wire.message, type: wire.type, param: null, code: wire.code } });
   const reason =
     { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large' }[wire.status] ?? 'Error';

@@ -169,4 +169,31 @@ describe('an Upgrade the server does not take (h2c)', () => {
     expect(statuses(text)).toEqual([200, 101]);
     expect(text).toContain('"object":"response"');
   });
+
+  it('answers a malformed request pipelined behind a create after the create (the 400 was read as its answer, which was lost)', async () => {
+    const { port } = await testServer({ modelSettings: { ttftBaseMs: 300, tokensPerSecond: Infinity, prefillTokensPerSecond: Infinity } });
+    const create = JSON.stringify({ model: 'm', input: 'hi' });
+    const text = await exchange(
+      port,
+      [
+        `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${create.length}\r\n\r\n${create}` +
+          'GET /health HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n',
+      ],
+      () => false,
+    );
+    expect(statuses(text)).toEqual([200, 400]);
+    expect(text).toContain('"object":"response"');
+    expect(text).toContain('"code":"invalid_http_request"');
+    // Refused in its body (a bad chunk size), its own answer queued behind the create's: the create is answered first.
+    const chunked = await exchange(
+      port,
+      [
+        `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${create.length}\r\n\r\n${create}` +
+          'POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+      ],
+      () => false,
+    );
+    expect(statuses(chunked)).toEqual([200, 400]);
+    expect(chunked).toContain('"object":"response"');
+  });
 });

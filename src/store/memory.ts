@@ -16,12 +16,15 @@
  * during the copy (its strings' UTF-8 bytes plus a few bytes per value:
  * about its JSON), so bounding it costs no second walk. The record just put is never
  * the one evicted. A record older than `ttlMs` (`--store-ttl-ms`) is gone
- * for every read at once, and dropped by later puts (the oldest puts first,
- * `EXPIRE_BATCH` at a time).
+ * for every read at once, and dropped by later puts and by the idle sweep
+ * (`ExpirySweep`: a timer set for when the oldest put expires), the oldest
+ * puts first, `EXPIRE_BATCH` at a time. The oldest put holds back the ones
+ * after it: one put after a younger one (a long run ending after a short one
+ * that began later) is dropped at most its run's length after it expired.
  */
 import type { InputItem, OutputItem } from '../protocol/objects.js';
 import { InputItemsCache, type InputItemIndex } from './input-items.js';
-import { EXPIRE_BATCH, MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
+import { EXPIRE_BATCH, ExpirySweep, MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 interface Entry {
   rec: StoredResponse;
@@ -43,9 +46,17 @@ export class MemoryStore implements ResponseStore {
   readonly #order: PutOrder;
   /** Listed records' input item ids (`inputItems`): the items are the records' own, not copies. */
   readonly #listed = new InputItemsCache();
+  /** Deletes expired records with no put to do it (only with a TTL): set for when the oldest put expires. */
+  readonly #sweep: ExpirySweep;
 
   constructor(readonly bounds: StoreBounds = UNBOUNDED) {
     this.#order = new PutOrder(bounds);
+    this.#sweep = new ExpirySweep(bounds, () => this.#expire(), () => this.#nextExpiry());
+  }
+
+  /** Whether the idle sweep has a wake (or a batch) pending: none without a TTL, nor once closed. */
+  get sweeping(): boolean {
+    return this.#sweep.pending;
   }
 
   /** Estimated bytes held (what `bounds.maxBytes` limits). */
@@ -75,12 +86,16 @@ export class MemoryStore implements ResponseStore {
       this.counters.evicted++;
     }
     this.#expire();
+    this.#sweep.wake();
   }
 
-  /** Drop up to EXPIRE_BATCH expired records from the oldest puts, stopping at the first live one (reads hide the rest). */
-  #expire(): void {
+  /**
+   * Drop up to EXPIRE_BATCH expired records from the oldest puts, stopping at the first live one (reads hide the
+   * rest); how many went. A put's, and each step of the idle sweep.
+   */
+  #expire(): number {
     const cutoff = expiryCutoff(this.bounds);
-    if (cutoff === -Infinity) return;
+    if (cutoff === -Infinity) return 0;
     let n = 0;
     for (const id of this.#order.ids()) {
       if (n === EXPIRE_BATCH || this.#records.get(id)!.created > cutoff) break;
@@ -88,6 +103,13 @@ export class MemoryStore implements ResponseStore {
       this.counters.expired++;
       n++;
     }
+    return n;
+  }
+
+  /** When the oldest put expires (`#expire` stops at it); undefined when nothing is held. */
+  #nextExpiry(): number | undefined {
+    for (const id of this.#order.ids()) return this.#records.get(id)!.created + (this.bounds.ttlMs ?? Infinity);
+    return undefined;
   }
 
   get(id: string, owner: string | null): StoredResponse | undefined {
@@ -157,6 +179,7 @@ export class MemoryStore implements ResponseStore {
   }
 
   close(): void {
+    this.#sweep.close();
     this.#records.clear();
     this.#itemIndex.clear();
     this.#order.clear();

@@ -10,14 +10,19 @@
  * Bounded (`StoreBounds`): past `maxResponses` responses or `maxBytes` of
  * their JSON the oldest puts (rowid order) are deleted with their items,
  * never the one just put; a response older than `ttlMs` is treated as gone
- * by every read and deleted by later puts, `EXPIRE_BATCH` at a time (oldest
- * `created_at` first, through an index). The count and bytes are kept in
+ * by every read and deleted by later puts and by the idle sweep
+ * (`ExpirySweep`: a timer set for when the oldest row expires), `EXPIRE_BATCH`
+ * at a time (oldest `created_at` first, through an index). The count and bytes are kept in
  * memory, counted once at open (a covering index, not the JSON), so a put
  * never scans the table; a file opened under lower bounds is trimmed at
  * open (`OPEN_TRIM_BATCH` rows a transaction, so the WAL stays small). Deleted pages are reused, not returned: the file stays near its
  * high-water mark. The counts are this process's: one writing process per
  * file (readers beside it are fine); a second writer's puts are not seen
- * until a reopen, so the bounds would be passed by what it wrote.
+ * until a reopen, so the bounds would be passed by what it wrote. With a TTL,
+ * every process on a file sweeps it (each counts what it deleted; a store on a
+ * file looks again every `SWEEP_MAX_DELAY_MS` even when it holds nothing, as
+ * another process may have written to it), and a count that would drop below
+ * zero (another process's rows deleted here) stays at zero.
  *
  * Migrates schema versions 1 to 3 to 4 (an unknown version is refused, not
  * guessed at); leaves out vacuuming.
@@ -27,7 +32,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
 import { InputItemsCache, parsedBytes, type InputItemIndex } from './input-items.js';
-import { EXPIRE_BATCH, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
+import { EXPIRE_BATCH, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 /**
  * Bump with a migration in `#migrate` whenever the tables below change.
@@ -164,6 +169,10 @@ export class SqliteStore implements ResponseStore {
   readonly #put: (p: PutParams, items: ItemParams[]) => Tally;
   readonly #delete: (key: IdOwner) => Tally | undefined;
   readonly #trim: (limit: number) => Tally;
+  readonly #sweepStep: () => Tally;
+  readonly #selectOldest: Database.Statement<[], { s: number | null }>;
+  /** Deletes expired rows with no put to do it (only with a TTL): set for when the oldest row expires. */
+  readonly #sweep: ExpirySweep;
   /** Listed records' input items, parsed once (`inputItems`); dropped with every write to their row. */
   readonly #listed = new InputItemsCache();
 
@@ -291,6 +300,15 @@ export class SqliteStore implements ResponseStore {
       return tally;
     });
 
+    // One step of the idle sweep: what a put's expiry deletes, in a transaction of its own.
+    this.#sweepStep = db.transaction((): Tally => {
+      const tally: Tally = { count: this.#count, bytes: this.#bytes, evicted: 0, expired: 0 };
+      this.#expire(tally, EXPIRE_BATCH);
+      return tally;
+    });
+    // The oldest second held, from the index's first entry (its rows' milliseconds are not read: they come after the JSON).
+    this.#selectOldest = db.prepare(`SELECT min(created_at) AS s FROM responses`);
+
     // Counted from the covering index (created_at, bytes): the JSON is not read.
     const totals = db.prepare(`SELECT count(*) AS n, total(bytes) AS b FROM responses`).get() as { n: number; b: number };
     this.#count = totals.n;
@@ -303,6 +321,28 @@ export class SqliteStore implements ResponseStore {
       this.#apply(tally);
       if (tally.expired + tally.evicted < OPEN_TRIM_BATCH) break;
     }
+    const file = path !== ':memory:';
+    this.#sweep = new ExpirySweep(
+      bounds,
+      () => {
+        const tally = this.#sweepStep();
+        this.#apply(tally);
+        return tally.expired;
+      },
+      () => {
+        const oldest = this.#selectOldest.get()?.s ?? null;
+        // Its second's start: a row of it expires no sooner (one of a later millisecond is found by the next wake).
+        if (oldest !== null) return oldest * 1000 + (bounds.ttlMs ?? Infinity);
+        // Nothing held: a file may be written by another process, looked at again after the longest wait.
+        return file ? Infinity : undefined;
+      },
+    );
+    this.#sweep.wake();
+  }
+
+  /** Whether the idle sweep has a wake (or a batch) pending: none without a TTL, nor once closed. */
+  get sweeping(): boolean {
+    return this.#sweep.pending;
   }
 
   /** Responses held, expired ones not yet deleted included (what `maxResponses` bounds). */
@@ -341,6 +381,7 @@ export class SqliteStore implements ResponseStore {
     this.#listed.delete(id);
     this.#apply(this.#put(params, items));
     this.counters.bytes_written += bytes;
+    this.#sweep.wake(createdMs(rec) + (this.bounds.ttlMs ?? Infinity));
   }
 
   get(id: string, owner: string | null): StoredResponse | undefined {
@@ -405,6 +446,7 @@ export class SqliteStore implements ResponseStore {
   }
 
   close(): void {
+    this.#sweep.close();
     this.#listed.clear();
     this.#db.close();
   }
@@ -446,8 +488,9 @@ export class SqliteStore implements ResponseStore {
 
   /** A committed transaction's changes, into the store's fields. */
   #apply(tally: Tally): void {
-    this.#count = tally.count;
-    this.#bytes = tally.bytes;
+    // Not below zero: a row another process put after this one counted the file is deleted here all the same.
+    this.#count = Math.max(0, tally.count);
+    this.#bytes = Math.max(0, tally.bytes);
     this.counters.evicted += tally.evicted;
     this.counters.expired += tally.expired;
   }

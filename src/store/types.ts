@@ -85,7 +85,7 @@ export interface StoreCounters {
   bytes_written: number;
   /** Responses a store dropped to stay within its count and byte bounds (oldest first). */
   evicted: number;
-  /** Responses a store deleted for being older than its `ttlMs` (a few at a time, by later puts). */
+  /** Responses a store deleted for being older than its `ttlMs` (a few at a time, by later puts and the idle sweep). */
   expired: number;
 }
 
@@ -100,7 +100,7 @@ export interface StoreBounds {
   /**
    * Age (ms after its creation: `created_at_ms`, else `created_at`) at which a stored response is gone, as
    * the API keeps stored responses 30 days: reads treat it as missing at
-   * once, and later puts delete it (`EXPIRE_BATCH` at a time). Default (and
+   * once, and later puts and the idle sweep (`ExpirySweep`) delete it (`EXPIRE_BATCH` at a time). Default (and
    * Infinity): kept until evicted.
    */
   ttlMs?: number;
@@ -113,8 +113,121 @@ export type MemoryBounds = StoreBounds;
 
 export const UNBOUNDED: StoreBounds = { maxResponses: Infinity, maxBytes: Infinity };
 
-/** Expired responses one put deletes at most: the rest wait for later puts (reads already treat them as gone). */
+/**
+ * Expired responses one put, or one step of the idle sweep (`ExpirySweep`), deletes at most: the rest wait for
+ * later puts or the sweep's next step (reads already treat them as gone).
+ */
 export const EXPIRE_BATCH = 64;
+
+/**
+ * The idle sweep's shortest wait between two wakes (ms): it never wakes more often than this, whatever the TTL,
+ * so a record expires from memory or disk at most this long after its age passes `ttlMs` (reads hide it at once).
+ */
+export const SWEEP_MIN_DELAY_MS = 1_000;
+
+/**
+ * The idle sweep's longest wait (ms): past it the store looks again even when nothing is due. A TTL of 30 days
+ * is past what a timer can wait (2^31-1 ms, about 24.8 days: Node fires a longer one at once), and the wait is
+ * on the monotonic clock while ages are on the wall clock, so a wall-clock step forward is caught within this.
+ */
+export const SWEEP_MAX_DELAY_MS = 60 * 60 * 1000;
+
+/**
+ * A store's idle expiry sweep, when it has a TTL (none at all without one): one unref'd timer (it never keeps the
+ * process alive) that wakes when the store's oldest record would expire (`next`), no sooner than
+ * `SWEEP_MIN_DELAY_MS` after it was set and no later than `SWEEP_MAX_DELAY_MS`, and deletes expired records
+ * `EXPIRE_BATCH` at a time (`step`, the store's own expiry, counted in `counters.expired`), yielding to the event
+ * loop (setImmediate) between batches. Without it an idle store kept its expired records for good: they were
+ * deleted only by later puts. `close` stops it, a step under way included.
+ */
+export class ExpirySweep {
+  readonly #now: () => number;
+  readonly #enabled: boolean;
+  #timer: NodeJS.Timeout | undefined;
+  /** When the armed timer fires, on the store's clock (`bounds.now`); Infinity when none is armed. */
+  #at = Infinity;
+  #immediate: NodeJS.Immediate | undefined;
+  #closed = false;
+
+  /**
+   * `step` deletes up to `EXPIRE_BATCH` expired records and says how many it deleted; `next` is when the store's
+   * next record expires at the earliest (Unix ms on `bounds.now`), Infinity to look again after the longest wait,
+   * undefined when the store holds nothing to wait for.
+   */
+  constructor(
+    bounds: StoreBounds,
+    private readonly step: () => number,
+    private readonly next: () => number | undefined,
+  ) {
+    this.#now = bounds.now ?? (() => Date.now());
+    this.#enabled = Number.isFinite(bounds.ttlMs ?? Infinity);
+  }
+
+  /** Whether a wake (or a step) is pending: tests look. */
+  get pending(): boolean {
+    return this.#timer !== undefined || this.#immediate !== undefined;
+  }
+
+  /**
+   * A record was put (or the store opened): make sure a wake is pending, by `at` (a record expiring then; ms on the
+   * store's clock) when given, else by the store's `next`. Moves an armed wake earlier, never later.
+   */
+  wake(at?: number): void {
+    if (this.#closed || !this.#enabled || this.#immediate !== undefined) return;
+    if (this.#timer !== undefined && (at === undefined || this.#fireAt(at) >= this.#at)) return;
+    const when = at ?? this.next();
+    if (when !== undefined) this.#arm(when);
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#clear();
+  }
+
+  #fireAt(at: number): number {
+    const now = this.#now();
+    return now + Math.min(Math.max(at - now, SWEEP_MIN_DELAY_MS), SWEEP_MAX_DELAY_MS);
+  }
+
+  #arm(at: number): void {
+    this.#clear();
+    const fireAt = this.#fireAt(at);
+    this.#at = fireAt;
+    this.#timer = setTimeout(this.#run, fireAt - this.#now());
+    this.#timer.unref();
+  }
+
+  #clear(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#immediate !== undefined) clearImmediate(this.#immediate);
+    this.#timer = undefined;
+    this.#immediate = undefined;
+    this.#at = Infinity;
+  }
+
+  readonly #run = (): void => {
+    this.#timer = undefined;
+    this.#immediate = undefined;
+    this.#at = Infinity;
+    if (this.#closed) return;
+    let when: number | undefined;
+    try {
+      if (this.step() === EXPIRE_BATCH) {
+        // Perhaps more: the next batch after whatever else the event loop has to do.
+        this.#immediate = setImmediate(this.#run);
+        this.#immediate.unref();
+        return;
+      }
+      when = this.next();
+    } catch {
+      // A delete refused (another process holding a SQLite file's write lock past the busy timeout, a full disk):
+      // thrown from a timer it would end the process. Tried again after the shortest wait; reads still hide what
+      // expired, and puts still delete it.
+      when = -Infinity;
+    }
+    if (when !== undefined) this.#arm(when);
+  };
+}
 
 /**
  * A record created at `createdMs(rec)` (Unix ms) is alive while that is above

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { realClock } from '../../src/model/clock.js';
+import type { SqliteStore } from '../../src/store/index.js';
 import type { Response } from '../../src/protocol/objects.js';
 import { testServer } from '../helpers/server.js';
 
@@ -85,5 +86,17 @@ describe('a store on a file, bounded', () => {
     expect((await fetch(`${url}/v1/responses/${r1.id}`)).status).toBe(200);
     wall += 1;
     expect((await fetch(`${url}/v1/responses/${r1.id}`)).status).toBe(404);
+  });
+
+  it('stops the idle expiry sweep when the server shuts down (its timer is the store\'s; none without a TTL)', async () => {
+    const { server, url } = await testServer({ store: file(), limits: { storeTtlMs: 1500 } });
+    await create(url, 'one');
+    const store = server.services.store as SqliteStore;
+    expect(store.sweeping).toBe(true);
+    await server.close();
+    expect(store.sweeping).toBe(false);
+    const { server: forever, url: url2 } = await testServer({ store: file(), limits: { storeTtlMs: Infinity } });
+    await create(url2, 'one');
+    expect((forever.services.store as SqliteStore).sweeping).toBe(false);
   });
 });

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FunctionCall, InputItem, Response } from '../../src/protocol/objects.js';
 import {
   MAX_CHAIN_LINKS,
@@ -22,7 +22,7 @@ import {
   type StoreBounds,
   type StoredResponse,
 } from '../../src/store/index.js';
-import { EXPIRE_BATCH, UNBOUNDED } from '../../src/store/types.js';
+import { EXPIRE_BATCH, SWEEP_MAX_DELAY_MS, SWEEP_MIN_DELAY_MS, UNBOUNDED } from '../../src/store/types.js';
 
 const ALICE = 'owner-alice-hash';
 const BOB = 'owner-bob-hash';
@@ -261,6 +261,108 @@ describe.each(stores)('$name, expiry', ({ bounded }) => {
     } finally {
       store.close();
     }
+  });
+});
+
+describe.each(stores)('$name, idle expiry sweep', ({ bounded }) => {
+  // Fake timers and a fake Date (the stores' default clock): no test waits.
+  beforeEach(() => {
+    vi.useFakeTimers({ now: CREATED * 1000 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+  const TTL = 1500;
+  const withTtl = (ttlMs: number): StoreBounds => ({ maxResponses: Infinity, maxBytes: Infinity, ttlMs });
+  const sweeping = (store: ResponseStore): boolean => (store as MemoryStore | SqliteStore).sweeping;
+
+  it(`deletes expired responses with no later put, ${EXPIRE_BATCH} at a time with a yield between, and counts them`, () => {
+    const store = bounded(withTtl(TTL));
+    try {
+      const n = 2 * EXPIRE_BATCH + 5;
+      for (let i = 0; i < n; i++) store.put({ ...makeRecord(`resp_${i}`), created_at_ms: CREATED * 1000 });
+      // A listed one's input items are cached: the sweep drops them with the record, as a put's expiry does.
+      expect(store.inputItems('resp_0', ALICE)).toBeDefined();
+      vi.advanceTimersByTime(TTL - 1);
+      expect([sizeOf(store), store.counters.expired]).toEqual([n, 0]);
+      vi.advanceTimersByTime(1); // the oldest is TTL old: the timer fires, one batch, the next one after a yield
+      expect([sizeOf(store), store.counters.expired]).toEqual([n - EXPIRE_BATCH, EXPIRE_BATCH]);
+      vi.advanceTimersToNextTimer(); // the setImmediate: the second batch
+      expect(store.counters.expired).toBe(2 * EXPIRE_BATCH);
+      vi.advanceTimersToNextTimer();
+      expect([sizeOf(store), store.counters.expired]).toEqual([0, n]);
+      expect(store.counters.writes).toBe(n); // no put, no delete did it
+      expect(store.inputItems('resp_0', ALICE)).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  });
+
+  it('wakes when the oldest response expires, not before the shortest wait, and keeps the live ones', () => {
+    const store = bounded(withTtl(TTL));
+    try {
+      store.put({ ...makeRecord('resp_old'), created_at_ms: CREATED * 1000 });
+      vi.advanceTimersByTime(1000);
+      store.put({ ...makeRecord('resp_new', { created_at: CREATED + 1 }), created_at_ms: (CREATED + 1) * 1000 });
+      vi.advanceTimersByTime(500); // resp_old is TTL old
+      expect([sizeOf(store), store.counters.expired]).toEqual([1, 1]);
+      expect(store.get('resp_new', ALICE)?.response.id).toBe('resp_new');
+      // resp_new expires 1,000 ms later: the next wake is then (the shortest wait, SWEEP_MIN_DELAY_MS, is 1,000 ms too).
+      expect(SWEEP_MIN_DELAY_MS).toBeLessThanOrEqual(1000);
+      vi.advanceTimersByTime(999);
+      expect(sizeOf(store)).toBe(1);
+      vi.advanceTimersByTime(1);
+      expect([sizeOf(store), store.counters.expired]).toEqual([0, 2]);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('with a TTL past what a timer can wait (30 days), wakes every SWEEP_MAX_DELAY_MS and deletes them once expired', () => {
+    const DAY = 24 * 60 * 60 * 1000;
+    const store = bounded(withTtl(30 * DAY));
+    try {
+      store.put({ ...makeRecord('resp_1'), created_at_ms: CREATED * 1000 });
+      // A setTimeout past 2^31-1 ms fires at once (Node): none is set longer than the longest wait.
+      expect(SWEEP_MAX_DELAY_MS).toBeLessThan(2 ** 31 - 1);
+      vi.advanceTimersByTime(SWEEP_MAX_DELAY_MS);
+      expect([sizeOf(store), store.counters.expired]).toEqual([1, 0]);
+      vi.advanceTimersByTime(30 * DAY - SWEEP_MAX_DELAY_MS);
+      expect([sizeOf(store), store.counters.expired]).toEqual([0, 1]);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('schedules nothing without a TTL', () => {
+    for (const bounds of [UNBOUNDED, withTtl(Infinity)]) {
+      const store = bounded(bounds);
+      try {
+        store.put(makeRecord('resp_1'));
+        expect(sweeping(store)).toBe(false);
+        expect(vi.getTimerCount()).toBe(0);
+      } finally {
+        store.close();
+      }
+    }
+  });
+
+  it('stops when closed, a batch still to come included', () => {
+    const store = bounded(withTtl(TTL));
+    store.put({ ...makeRecord('resp_1'), created_at_ms: CREATED * 1000 });
+    expect(vi.getTimerCount()).toBe(1);
+    store.close();
+    expect([sweeping(store), vi.getTimerCount()]).toEqual([false, 0]);
+
+    const busy = bounded(withTtl(TTL));
+    for (let i = 0; i < EXPIRE_BATCH + 1; i++) busy.put({ ...makeRecord(`resp_${i}`), created_at_ms: CREATED * 1000 });
+    vi.advanceTimersByTime(TTL); // one batch; the next waits for a setImmediate
+    expect(busy.counters.expired).toBe(EXPIRE_BATCH);
+    expect(vi.getTimerCount()).toBe(1);
+    busy.close();
+    expect([sweeping(busy), vi.getTimerCount()]).toEqual([false, 0]);
+    vi.runAllTimers(); // nothing runs on the closed store (a SQLite one would throw)
+    expect(busy.counters.expired).toBe(EXPIRE_BATCH);
   });
 });
 
@@ -667,6 +769,27 @@ describe('SqliteStore on a file', () => {
     const after = new Database(path);
     expect(after.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     after.close();
+  });
+
+  it('sweeps a file another process wrote: it looks again every SWEEP_MAX_DELAY_MS, its count stays at zero', () => {
+    vi.useFakeTimers({ now: CREATED * 1000 });
+    const path = join(dir, 'shared.sqlite');
+    const bounds: StoreBounds = { maxResponses: Infinity, maxBytes: Infinity, ttlMs: 1500 };
+    const reader = new SqliteStore(path, bounds); // opened empty: it counted nothing
+    const writer = new SqliteStore(path, bounds);
+    try {
+      expect(reader.sweeping).toBe(true);
+      for (let i = 0; i < 3; i++) writer.put({ ...makeRecord(`resp_${i}`), created_at_ms: CREATED * 1000 });
+      writer.close(); // the writer is gone before its responses expire
+      vi.advanceTimersByTime(SWEEP_MAX_DELAY_MS);
+      expect([reader.size, reader.bytes, reader.counters.expired]).toEqual([0, 0, 3]);
+      const raw = new Database(path);
+      expect(raw.prepare('SELECT (SELECT count(*) FROM responses) + (SELECT count(*) FROM items) AS n').get()).toEqual({ n: 0 });
+      raw.close();
+    } finally {
+      reader.close();
+      vi.useRealTimers();
+    }
   });
 
   it('writes its schema version and refuses a file from a newer schema', () => {

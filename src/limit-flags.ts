@@ -34,7 +34,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-memory-store-bytes', key: 'maxMemoryStoreBytes', help: 'bytes (JSON) an in-memory store keeps; past it the oldest are evicted' },
   { flag: 'max-file-store-responses', key: 'maxFileStoreResponses', help: 'stored responses a store on a file (--store PATH) keeps; past it the oldest are deleted' },
   { flag: 'max-file-store-bytes', key: 'maxFileStoreBytes', help: 'bytes (JSON) a store on a file keeps; past it the oldest are deleted (the file keeps its size: freed pages are reused)' },
-  { flag: 'store-ttl-ms', key: 'storeTtlMs', help: 'age at which a stored response is gone (404, previous_response_not_found) and deleted, on every store (>= 1; Infinity: never; not a timer, so above 2^31-1 ms too)', range: { integer: true, min: 1, infinity: true } },
+  { flag: 'store-ttl-ms', key: 'storeTtlMs', help: 'age at which a stored response is gone (404, previous_response_not_found) and deleted, on every store, by later puts and an idle sweep that wakes when the oldest expires (at most once a second, at least once an hour) (>= 1; Infinity: never, no sweep; an age, so above 2^31-1 ms too)', range: { integer: true, min: 1, infinity: true } },
   { flag: 'max-context-bytes', key: 'maxContextBytes', help: 'bytes (JSON) one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-context-items', key: 'maxContextItems', help: 'items one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-live-http-runs', key: 'maxLiveHttpRuns', help: 'long-lived runs open over HTTP at once; past it 429' },

@@ -148,8 +148,10 @@ export interface Limits {
    * days, as the API keeps stored responses): a GET
    * naming it is 404, a `previous_response_id` naming it (or a later
    * response of its chain) 400 `previous_response_not_found`, as for an
-   * evicted one; later puts delete it, a batch at a time. Not a timer, so
-   * not capped at 2^31-1 ms; Infinity: kept until evicted.
+   * evicted one; later puts and the store's idle sweep (a timer set for
+   * when the oldest expires: `ExpirySweep`) delete it, a batch at a time. An
+   * age, not a timer's delay, so not capped at 2^31-1 ms; Infinity: kept
+   * until evicted, and no sweep.
    */
   storeTtlMs: number;
   /**

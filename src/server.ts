@@ -281,13 +281,20 @@ export class LlrServer {
 
   async listen(): Promise<{ host: string; port: number; url: string }> {
     const host = this.options.host ?? DEFAULT_HOST;
-    await new Promise<void>((resolve, reject) => {
-      this.http.once('error', reject);
-      this.http.listen(this.options.port ?? 8080, host, () => {
-        this.http.off('error', reject);
-        resolve();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        this.http.once('error', reject);
+        this.http.listen(this.options.port ?? 8080, host, () => {
+          this.http.off('error', reject);
+          resolve();
+        });
       });
-    });
+    } catch (err) {
+      // Not listening (the port taken, a host not ours): what the constructor opened goes with it (the store's file
+      // and its expiry sweep were left open for a caller that catches the error and goes on).
+      await this.close();
+      throw err;
+    }
     const { port } = this.http.address() as AddressInfo;
     const h = host.includes(':') ? `[${host}]` : host;
     const url = `http://${h}:${port}`;
@@ -297,8 +304,7 @@ export class LlrServer {
     } catch (err) {
       // Not left listening: the caller gets the error and no server (an IPv6 zone id, `::1%lo`, has no URL form,
       // and the process stayed up serving after 'llr: Invalid URL').
-      await new Promise((resolve) => this.http.close(resolve));
-      this.services.store.close();
+      await this.close();
       throw err;
     }
     return { host, port, url };

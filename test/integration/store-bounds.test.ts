@@ -15,6 +15,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { realClock } from '../../src/model/clock.js';
 import type { SqliteStore } from '../../src/store/index.js';
 import type { Response } from '../../src/protocol/objects.js';
+import { pino } from 'pino';
+import { LlrServer } from '../../src/server.js';
 import { testServer } from '../helpers/server.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'llr-store-bounds-'));
@@ -98,5 +100,16 @@ describe('a store on a file, bounded', () => {
     const { server: forever, url: url2 } = await testServer({ store: file(), limits: { storeTtlMs: Infinity } });
     await create(url2, 'one');
     expect((forever.services.store as SqliteStore).sweeping).toBe(false);
+  });
+
+  it('closes its store when it cannot listen (the port taken): the sweep stops and the caller gets the error', async () => {
+    const f = file();
+    const { port } = await testServer({ store: f, limits: { storeTtlMs: 1500 } });
+    // The same file, so the second store holds a response to sweep; the same port, so it cannot listen.
+    const second = new LlrServer({ host: '127.0.0.1', port, store: f, limits: { storeTtlMs: 1500 }, logger: pino({ level: 'silent' }) });
+    const store = second.services.store as SqliteStore;
+    expect(store.sweeping).toBe(true);
+    await expect(second.listen()).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    expect(store.sweeping).toBe(false);
   });
 });

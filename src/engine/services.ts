@@ -167,6 +167,12 @@ export interface Limits {
    */
   maxBackgroundRuns: number;
   /**
+   * `GET /v1/responses/{id}/input_items` listings waiting, server-wide, for a list not yet in its store's cache to be
+   * read and its ids derived (modes/cold-listings.ts: one list at a time, in slices; default 64); past it 429
+   * `too_many_listings`. A listing of a cached list does not wait.
+   */
+  maxQueuedListings: number;
+  /**
    * Bytes of events kept per background response, for streams that read or resume it (default 4 MiB, the
    * send buffer's); past it the oldest are dropped and a resume from before them is refused (400).
    */
@@ -257,6 +263,7 @@ export const DEFAULT_LIMITS: Limits = {
   storeTtlMs: 30 * 24 * 60 * 60 * 1000,
   maxLiveHttpRuns: 512,
   maxBackgroundRuns: 64,
+  maxQueuedListings: 64,
   maxBackgroundEventBytes: 4 * 1024 * 1024,
   backgroundEventsTtlMs: 10 * 60 * 1000,
   maxBackgroundKeptBytes: 64 * 1024 * 1024,

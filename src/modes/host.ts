@@ -25,7 +25,7 @@ import type { CreateParams } from '../protocol/events.js';
 import type { Protocol } from '../protocol/designs.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import type { PageQuery, RecordPage, RunRecord } from '../engine/records.js';
-import type { Limits, Services } from '../engine/services.js';
+import { DEFAULT_LIMITS, type Limits, type Services } from '../engine/services.js';
 import { compactWindow, countInputTokens, type InputTokenCount } from './compact.js';
 import { httpPolicy } from './http.js';
 import { LiveRuns, longLivedHttpPolicy } from './long-lived-http.js';
@@ -40,7 +40,7 @@ import { SendBytes, type SendShare, type Unsent } from './send-bytes.js';
 import type { SessionInfo, Transport } from './transport.js';
 import { wsModePolicy } from './ws.js';
 import { pageInputItems, type InputItemList, type InputItemsQuery } from '../store/input-items.js';
-import { runCooperative } from '../model/cooperative.js';
+import { ColdListings } from './cold-listings.js';
 
 export class SessionHost {
   /** Long-lived runs open over HTTP, found again by id for `append` and `cancel`. */
@@ -58,6 +58,9 @@ export class SessionHost {
   /** The server-wide bound on unsent bytes (`maxSendBufferTotalBytes`, modes/send-bytes.ts): every reader's share of it. */
   readonly unsent: SendBytes;
 
+  /** The queue of cold `input_items` listings (`maxQueuedListings`, modes/cold-listings.ts): one list loaded and derived at a time. */
+  readonly listings: ColdListings;
+
   constructor(
     private readonly services: Services,
     bytes?: ServerBytes,
@@ -66,6 +69,7 @@ export class SessionHost {
     this.background = new BackgroundRuns(services);
     this.bytes = bytes ?? new ServerBytes(services.limits.maxServerBytes);
     this.unsent = new SendBytes(services.limits.maxSendBufferTotalBytes, services.limits.maxSendBufferBytes);
+    this.listings = new ColdListings(services.limits.maxQueuedListings ?? DEFAULT_LIMITS.maxQueuedListings);
   }
 
   get limits(): Readonly<Limits> {
@@ -182,13 +186,16 @@ export class SessionHost {
 
   /**
    * A page of a stored response's own input items (`GET /v1/responses/{id}/input_items`), or undefined when the owner
-   * may not read it. The list's ids are derived once per stored version (the store keeps them), giving the event loop
-   * its turns (`YIELD_BUDGET_MS`) on a list's first page; later pages cost their own items.
+   * may not read it. The list is loaded and its ids derived once per stored version (the store keeps them), in the
+   * server-wide queue of cold listings (`listings`: one list at a time, in slices, so many first pages at once hold
+   * the event loop no longer than one); later pages cost their own items. `signal`: the client went away (its
+   * listing leaves the queue).
    */
-  async storedInputItems(id: string, owner: string | null, q: InputItemsQuery): Promise<InputItemList | undefined> {
+  async storedInputItems(id: string, owner: string | null, q: InputItemsQuery, signal?: AbortSignal): Promise<InputItemList | undefined> {
     const index = this.services.store.inputItems(id, owner);
     if (!index) return undefined;
-    await runCooperative(index.derive());
+    if (!index.ready) await this.listings.ready(index, signal);
+    if (index.gone) return undefined;
     return pageInputItems(index, q);
   }
 

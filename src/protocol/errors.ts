@@ -37,6 +37,7 @@ export const WIRE_ERRORS = {
   queue_full: { status: 429, type: 'rate_limit_error', message: 'Too many queued requests on this connection.' },
   too_many_live_runs: { status: 429, type: 'rate_limit_error', message: 'Too many long-lived runs are open over HTTP; try again when one ends.' },
   too_many_background_runs: { status: 429, type: 'rate_limit_error', message: 'Too many background responses are in flight; try again when one ends.' },
+  too_many_listings: { status: 429, type: 'rate_limit_error', message: 'Too many input_items listings are waiting for their lists to be read; try again shortly.' },
   not_found: { status: 404, type: 'invalid_request_error', message: 'Not found.' },
   method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'Method not allowed.' },
   server_error: { status: 500, type: 'server_error', message: 'The server had an error while processing the request.' },

@@ -16,6 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { WireError } from '../protocol/errors.js';
+import { parseJsonWork, PARSE_CHUNK_CHARS, type ParseWork } from '../protocol/json-chunked.js';
 import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
 import type { InputItem } from '../protocol/objects.js';
 import { ownInputItems, type StoredResponse } from './types.js';
@@ -109,12 +110,20 @@ export const PARSED_CONTAINER_BYTES = 40;
  * `PARSED_CONTAINER_BYTES` for each object and array in them (a walk with its own stack, not recursion).
  */
 export function parsedBytes(jsonBytes: number, items: readonly unknown[]): number {
+  return finish(parsedBytesWork(jsonBytes, items));
+}
+
+/** Containers counted between two points where `parsedBytesWork` may pause. */
+const COUNT_SLICE = 16 * 1024;
+
+/** `parsedBytes` as work that pauses every `COUNT_SLICE` objects and arrays (a list of 49,000 items is walked in slices). */
+export function* parsedBytesWork(jsonBytes: number, items: readonly unknown[]): ParseWork<number> {
   let containers = 0;
   const stack: unknown[] = [items];
   while (stack.length > 0) {
     const v = stack.pop();
     if (typeof v !== 'object' || v === null) continue;
-    containers++;
+    if (++containers % COUNT_SLICE === 0) yield;
     if (Array.isArray(v)) {
       for (const x of v) if (typeof x === 'object' && x !== null) stack.push(x);
     } else {
@@ -126,6 +135,59 @@ export function parsedBytes(jsonBytes: number, items: readonly unknown[]): numbe
   }
   return jsonBytes + containers * PARSED_CONTAINER_BYTES;
 }
+
+/** Run `work` to its end at once. */
+function finish<T>(work: ParseWork<T>): T {
+  let r = work.next();
+  while (!r.done) r = work.next();
+  return r.value;
+}
+
+/**
+ * The members of a JSON array this server wrote (`JSON.stringify` of a list of objects: a stored row's `input` or
+ * `appended`), parsed a slice at a time, the value `JSON.parse(text)` gives: a row of 49,000 items was parsed in
+ * one turn, and twenty cold listings' rows in twenty turns back to back (outside attack). A slice is the members up to the
+ * first `},{` past `PARSE_CHUNK_CHARS` characters, handed to `JSON.parse` wrapped in brackets; that `},{` may be
+ * inside a string or a member, and the slice then does not parse (its text is a prefix of the list's, lexed alike:
+ * it parses only if it ends between two members), so the rest is parsed member by member, larger members walked
+ * into (protocol/json-chunked.ts, slower than native on small items: its scan is JS). Yields after every slice.
+ */
+export function* parseListWork(text: string): ParseWork<unknown[]> {
+  if (text.length <= PARSE_CHUNK_CHARS) return JSON.parse(text) as unknown[];
+  const out: unknown[] = [];
+  const push = (part: unknown[]) => {
+    for (const v of part) out.push(v);
+  };
+  const last = text.length - 1;
+  let from = 1;
+  for (;;) {
+    if (last - from <= PARSE_CHUNK_CHARS) {
+      if (last > from) push(JSON.parse(`[${text.slice(from, last)}]`) as unknown[]);
+      return out;
+    }
+    const at = text.indexOf('},{', from + PARSE_CHUNK_CHARS);
+    let part: unknown[] | undefined;
+    if (at >= 0 && at + 1 - from <= 2 * PARSE_CHUNK_CHARS) {
+      try {
+        part = JSON.parse(`[${text.slice(from, at + 1)}]`) as unknown[];
+      } catch {
+        part = undefined;
+      }
+    }
+    if (part === undefined) {
+      yield;
+      push((yield* parseJsonWork(`[${text.slice(from)}`, Infinity)) as unknown[]);
+      return out;
+    }
+    push(part);
+    from = at + 2;
+    yield;
+  }
+}
+
+/** What a store hands a listing: the items (memory store), or work that reads and parses them (SQLite store; undefined: the row is gone). */
+export type LoadedItems = { items: readonly InputItem[]; bytes: number };
+export type ItemsLoad = ParseWork<LoadedItems | undefined>;
 
 /** Items whose ids are derived between two points where the derivation may pause (`InputItemIndex.derive`). */
 const DERIVE_SLICE = 256;
@@ -153,12 +215,64 @@ export class InputItemIndex {
   readonly #base: string;
   /** Items whose ids were derived so far (the next to derive). */
   #next = 0;
+  /** The items, once loaded. */
+  #items: readonly InputItem[] | null;
+  /** About the heap they take (`parsedBytes`), once loaded; until then the store's estimate. */
+  #bytes: number;
+  /** How they load (SQLite store: read and parse the row), until they have; started once, resumed by every run. */
+  #load: (() => ItemsLoad) | null;
+  #loading: ItemsLoad | null = null;
+  /** The row was gone when read, or reading it failed (rethrown to every listing). */
+  #gone = false;
+  #failed: { err: unknown } | null = null;
+  /** Told once the items are loaded (or found gone): the store's cache counts them then. */
+  onLoaded: ((index: InputItemIndex) => void) | null = null;
 
   constructor(
     readonly responseId: string,
-    readonly items: readonly InputItem[],
+    source: readonly InputItem[] | { load: () => ItemsLoad; bytes: number },
+    bytes = 0,
   ) {
     this.#base = createHash('sha256').update(responseId).digest('hex').slice(0, 24);
+    if (Array.isArray(source)) {
+      this.#items = source as readonly InputItem[];
+      this.#load = null;
+      this.#bytes = bytes;
+    } else {
+      const pending = source as { load: () => ItemsLoad; bytes: number };
+      this.#items = null;
+      this.#load = pending.load;
+      this.#bytes = pending.bytes;
+    }
+  }
+
+  /**
+   * The listed items: loaded now, at once, if they were not yet (a listing loads them in slices first, `derive`);
+   * none when the row was gone.
+   */
+  get items(): readonly InputItem[] {
+    if (this.#items === null && !this.#gone) finish(this.#loadSteps());
+    return this.#items ?? [];
+  }
+
+  /** Whether reading the items failed (every listing of this index gets the error). */
+  get failed(): boolean {
+    return this.#failed !== null;
+  }
+
+  /** Whether the record was gone when its items were read (the listing is then not found). */
+  get gone(): boolean {
+    return this.#gone;
+  }
+
+  /** Whether the items are loaded and every id derived (or the row was found gone): a page then costs its own items. */
+  get ready(): boolean {
+    return this.#gone || this.#failed !== null || (this.#items !== null && this.#next >= this.#items.length);
+  }
+
+  /** Items the list holds and about the heap they take (the store's estimate until loaded), as its cache counts them. */
+  get held(): { items: number; bytes: number } {
+    return { items: this.#items?.length ?? 0, bytes: this.#bytes };
   }
 
   /** Items whose ids have been derived: `items.length` once done (a test counts the work with it). */
@@ -167,34 +281,75 @@ export class InputItemIndex {
   }
 
   /**
-   * The derivation, pausing every `DERIVE_SLICE` items (run it with
-   * `runCooperative`, so a first listing of 50,000 items gives the event
-   * loop its turns). Resumes where any earlier run left off: two listings
-   * deriving at once share the work, each item's id derived once.
+   * The load (if the items are not loaded yet: the SQLite store's row, parsed in slices), then the derivation,
+   * pausing every `DERIVE_SLICE` items (run by the session layer's queue of cold listings, modes/cold-listings.ts,
+   * one list at a time, so a first listing of 50,000 items gives the event loop its turns and twenty at once do
+   * not take all of them). Resumes where any earlier run left off: two listings deriving at once share the work,
+   * each item's id derived once.
    */
   *derive(): Generator<void, void, void> {
-    while (this.#next < this.items.length) {
-      const stop = Math.min(this.items.length, this.#next + DERIVE_SLICE);
-      while (this.#next < stop) this.#step();
-      if (this.#next < this.items.length) yield;
+    if (this.#items === null) {
+      yield* this.#loadSteps();
+      if (this.#items === null) return;
     }
+    const items = this.#items;
+    while (this.#next < items.length) {
+      const stop = Math.min(items.length, this.#next + DERIVE_SLICE);
+      while (this.#next < stop) this.#step();
+      if (this.#next < items.length) yield;
+    }
+  }
+
+  /** Drives the load one step a turn, whichever run started it; settles the index once it ends. */
+  *#loadSteps(): Generator<void, void, void> {
+    for (;;) {
+      if (this.#failed) throw this.#failed.err;
+      if (this.#items !== null || this.#gone) return;
+      this.#loading ??= this.#load!();
+      let r: IteratorResult<void, LoadedItems | undefined>;
+      try {
+        r = this.#loading.next();
+      } catch (err) {
+        this.#failed = { err };
+        this.#settle();
+        throw err;
+      }
+      if (!r.done) {
+        yield;
+        continue;
+      }
+      if (r.value === undefined) this.#gone = true;
+      else {
+        this.#items = r.value.items;
+        this.#bytes = r.value.bytes;
+      }
+      this.#settle();
+    }
+  }
+
+  #settle(): void {
+    this.#load = null;
+    this.#loading = null;
+    this.onLoaded?.(this);
   }
 
   /** The id of item `i` (derived now if it was not yet). */
   id(i: number): string {
-    while (this.#next <= i) this.#step();
+    const items = this.items;
+    while (this.#next <= i && this.#next < items.length) this.#step();
     return this.#ids[i]!;
   }
 
   /** Where `id` is in the list, or -1 (derives what is left first: an id may be one of a later item). */
   position(id: string): number {
-    while (this.#next < this.items.length) this.#step();
+    const items = this.items;
+    while (this.#next < items.length) this.#step();
     return this.#positions.get(id) ?? -1;
   }
 
   #step(): void {
     const i = this.#next;
-    const item = this.items[i]!;
+    const item = this.#items![i]!;
     const own = (item as { id?: unknown }).id;
     let id: string;
     if (typeof own === 'string' && own !== '' && !this.#positions.has(own)) id = own;
@@ -218,7 +373,7 @@ export class InputItemIndex {
  * the least recently listed go first.
  */
 export class InputItemsCache {
-  readonly #entries = new Map<string, { version: unknown; index: InputItemIndex; bytes: number }>();
+  readonly #entries = new Map<string, { version: unknown; index: InputItemIndex; items: number; bytes: number }>();
   #items = 0;
   #bytes = 0;
 
@@ -233,10 +388,16 @@ export class InputItemsCache {
   }
 
   /**
-   * `id`'s index at `version`, else a new one from `make` (kept if it fits); undefined, nothing kept, when `make`
-   * finds the record no longer at `version` (another process's write between the store's two reads).
+   * `id`'s index at `version`, else a new one from `make`: its items (kept if they fit), or work that loads them
+   * (the SQLite store's row, read and parsed by the listing's derivation, not here: kept meanwhile counted at
+   * `bytes`, the row's JSON, and counted again once loaded); undefined, nothing kept, when `make` finds the record
+   * no longer at `version` (another process's write between the store's two reads).
    */
-  get(id: string, version: unknown, make: () => { items: readonly InputItem[]; bytes: number } | undefined): InputItemIndex | undefined {
+  get(
+    id: string,
+    version: unknown,
+    make: () => { items: readonly InputItem[]; bytes: number } | { load: () => ItemsLoad; bytes: number } | undefined,
+  ): InputItemIndex | undefined {
     const hit = this.#entries.get(id);
     if (hit && hit.version === version) {
       // Most recently used last: the bounds drop from the front.
@@ -247,28 +408,43 @@ export class InputItemsCache {
     this.delete(id);
     const made = make();
     if (!made) return undefined;
-    const { items, bytes } = made;
-    const index = new InputItemIndex(id, items);
-    if (items.length > this.maxItems || bytes > this.maxBytes) return index;
-    this.#entries.set(id, { version, index, bytes });
-    this.#items += items.length;
-    this.#bytes += bytes;
+    const index = 'items' in made ? new InputItemIndex(id, made.items, made.bytes) : new InputItemIndex(id, made);
+    const entry = { version, index, items: 0, bytes: 0 };
+    this.#entries.set(id, entry);
+    index.onLoaded = () => this.#count(id, entry);
+    this.#count(id, entry);
+    return index;
+  }
+
+  /** Counts `entry` at what its index holds now; drops it if it alone is past a bound (or its row was gone), else the least recently listed until within them. */
+  #count(id: string, entry: { index: InputItemIndex; items: number; bytes: number }): void {
+    if (this.#entries.get(id) !== entry) return;
+    const { items, bytes } = entry.index.held;
+    this.#items += items - entry.items;
+    this.#bytes += bytes - entry.bytes;
+    entry.items = items;
+    entry.bytes = bytes;
+    if (entry.index.gone || entry.index.failed || items > this.maxItems || bytes > this.maxBytes) {
+      this.delete(id);
+      return;
+    }
     for (const old of this.#entries.keys()) {
       if (this.#items <= this.maxItems && this.#bytes <= this.maxBytes) break;
       this.delete(old);
     }
-    return index;
   }
 
   delete(id: string): void {
     const entry = this.#entries.get(id);
     if (!entry) return;
     this.#entries.delete(id);
-    this.#items -= entry.index.items.length;
+    entry.index.onLoaded = null;
+    this.#items -= entry.items;
     this.#bytes -= entry.bytes;
   }
 
   clear(): void {
+    for (const entry of this.#entries.values()) entry.index.onLoaded = null;
     this.#entries.clear();
     this.#items = 0;
     this.#bytes = 0;

@@ -31,7 +31,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { InputItemsCache, parsedBytes, type InputItemIndex } from './input-items.js';
+import { InputItemsCache, parseListWork, parsedBytesWork, type InputItemIndex, type ItemsLoad } from './input-items.js';
 import { EXPIRE_BATCH, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 /**
@@ -124,6 +124,13 @@ interface PutParams {
   appended: string | null;
 }
 
+/** A listed row's version (`#selectVersion`): its rowid and the UTF-8 bytes of its input and appended JSON. */
+interface VersionRow {
+  row: number;
+  input: number;
+  appended: number | null;
+}
+
 interface ItemParams {
   item_id: string;
   response_id: string;
@@ -164,8 +171,8 @@ export class SqliteStore implements ResponseStore {
   readonly #hasResponse: Database.Statement<[IdOwner & { cutoff: number }], unknown>;
   readonly #selectItem: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
   readonly #selectChain: Database.Statement<[IdOwner & { limit: number; cutoff: number }], ChainRow>;
-  readonly #selectVersion: Database.Statement<[IdOwner & { cutoff: number; second: number }], { row: number; input: number; appended: number | null }>;
-  readonly #selectInput: Database.Statement<[{ row: number; id: string; input: number; appended: number | null }], { input: string; appended: string | null }>;
+  readonly #selectVersion: Database.Statement<[IdOwner & { cutoff: number; second: number }], VersionRow>;
+  readonly #selectInput: Database.Statement<[VersionRow & { id: string }], { input: string; appended: string | null }>;
   readonly #put: (p: PutParams, items: ItemParams[]) => Tally;
   readonly #delete: (key: IdOwner) => Tally | undefined;
   readonly #trim: (limit: number) => Tally;
@@ -418,7 +425,10 @@ export class SqliteStore implements ResponseStore {
 
   /**
    * Parsed once per version of the row (its input and appended columns, not the Response), then kept: a page of 20
-   * of 50,000 items parsed the whole record with `get`. Read-only: the cached items are shared by every page.
+   * of 50,000 items parsed the whole record with `get`. Read-only: the cached items are shared by every page. Only
+   * the row's version is read here: its input is read and parsed by the listing's derivation (`InputItemIndex.derive`,
+   * run by the session layer's queue of cold listings), in slices, when its turn comes; a listing waiting in that
+   * queue holds no copy of the row (one parsed in one turn per listing held `/health` for seconds with twenty at once).
    */
   inputItems(id: string, owner: string | null): InputItemIndex | undefined {
     this.counters.reads++;
@@ -426,15 +436,33 @@ export class SqliteStore implements ResponseStore {
     const found = this.#selectVersion.get({ id, owner, cutoff, second: Math.floor(cutoff / 1000) });
     if (!found) return undefined;
     this.counters.rows_read++;
-    return this.#listed.get(id, `${found.row}:${found.input}:${found.appended}`, () => {
-      const row = this.#selectInput.get({ row: found.row, id, input: found.input, appended: found.appended });
-      // Gone (or replaced) since its version was read: not found, as a read a moment later would say.
-      if (!row) return undefined;
-      const input = JSON.parse(row.input) as InputItem[];
-      const appended = row.appended === null ? undefined : (JSON.parse(row.appended) as AppendedItems[]);
-      const items = ownInputItems({ input, appended });
-      return { items, bytes: parsedBytes(found.input + (found.appended ?? 0), items) };
-    });
+    return this.#listed.get(id, `${found.row}:${found.input}:${found.appended}`, () => ({
+      bytes: found.input + (found.appended ?? 0),
+      load: () => this.#loadInput(id, owner, found),
+    }));
+  }
+
+  /**
+   * A listed row's input and appended items, parsed in slices (`parseListWork`), with the heap they take. Read when
+   * the listing's turn comes: the row is then read at its version as read now if that is no longer the one listed (a
+   * put replaced it meanwhile: the listing answers what is stored when it is read); undefined when the owner's
+   * response is gone, as a read a moment later would say.
+   */
+  *#loadInput(id: string, owner: string | null, listed: VersionRow): ItemsLoad {
+    let found: VersionRow | undefined = listed;
+    let row = this.#selectInput.get({ ...found, id });
+    if (!row) {
+      const cutoff = expiryCutoff(this.bounds);
+      found = this.#selectVersion.get({ id, owner, cutoff, second: Math.floor(cutoff / 1000) });
+      row = found && this.#selectInput.get({ ...found, id });
+    }
+    if (!row || !found) return undefined;
+    yield;
+    const input = (yield* parseListWork(row.input)) as InputItem[];
+    const appended = row.appended === null ? undefined : ((yield* parseListWork(row.appended)) as AppendedItems[]);
+    const items = ownInputItems({ input, appended });
+    yield;
+    return { items, bytes: yield* parsedBytesWork(found.input + (found.appended ?? 0), items) };
   }
 
   getItem(itemId: string, owner: string | null): InputItem | OutputItem | undefined {

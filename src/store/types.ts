@@ -319,7 +319,9 @@ export interface ResponseStore {
    * What `GET /v1/responses/{id}/input_items` lists of the owner's stored response `id` (its input, then what was
    * appended to it), undefined as for `get`. Read-only (the items may be the store's own objects), and kept in the
    * store's bounded `InputItemsCache` for the record's current version, so paging through a long list reads, copies or
-   * parses its record once, not once a page.
+   * parses its record once, not once a page. A store may hand back an index whose items are not read yet (the SQLite
+   * store: the row is read and parsed by `InputItemIndex.derive`, in slices, when the listing's turn comes in the
+   * session layer's queue of cold listings); such an index is `gone` if the response was by then.
    */
   inputItems(id: string, owner: string | null): InputItemIndex | undefined;
   /** A stored item by its id (an output item, or an input item that carries an id), scoped to owner. */

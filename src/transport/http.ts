@@ -466,7 +466,10 @@ export class HttpTransport {
       if (!get) throw methodNotAllowed('GET, HEAD');
       const owner = this.authenticate(req);
       const id = decodeId(items[1]!, 'response_id');
-      const page = await this.host.storedInputItems(id, owner, parseInputItemsQuery(url.searchParams));
+      const query = parseInputItemsQuery(url.searchParams);
+      // A cold listing may wait in the server's queue (modes/cold-listings.ts): it leaves it when its client goes.
+      const gone = clientGone(req, res);
+      const page = await this.host.storedInputItems(id, owner, query, gone.signal).finally(gone.done);
       if (!page) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
       return this.holding((hold) => sendJsonCooperative(res, 200, page, hold));
     }
@@ -1153,4 +1156,25 @@ function startingAfter(url: URL): number | null {
 function pageQuery(url: URL): { limit: number; after: string | null; order: 'asc' | 'desc' } {
   const q = url.searchParams;
   return { limit: limitParam(q, RUNS_PAGE_DEFAULT, RUNS_PAGE_MAX), after: singleParam(q, 'after'), order: orderParam(q) };
+}
+
+/**
+ * A signal aborted when the client of `req` goes away before its answer: its response closes, or its socket does (a
+ * pipelined request's response gets no `close` of its own when the client goes, as `sseShare` notes). `done`
+ * removes the listeners (a kept-alive socket serves many requests).
+ */
+function clientGone(req: IncomingMessage, res: ServerResponse): { signal: AbortSignal; done: () => void } {
+  const ac = new AbortController();
+  const socket = req.socket;
+  const abort = () => ac.abort(new WireError('request_aborted', 'The client closed the connection before its answer.'));
+  const done = () => {
+    res.off('close', abort);
+    socket.off('close', abort);
+  };
+  if (res.destroyed || socket.destroyed) abort();
+  else {
+    res.once('close', abort);
+    socket.once('close', abort);
+  }
+  return { signal: ac.signal, done };
 }

@@ -52,6 +52,14 @@ function record(id: string, input: InputItem[], appended?: StoredResponse['appen
   return rec;
 }
 
+/** A store's listing as the session layer makes it: the index, its items loaded and ids derived (at once here), or undefined when not found. */
+function listed(store: { inputItems: SqliteStore['inputItems'] }, id: string, owner: string | null = null) {
+  const index = store.inputItems(id, owner);
+  if (!index) return undefined;
+  for (const _ of index.derive());
+  return index.gone ? undefined : index;
+}
+
 const msg = (content: string, id?: string) => ({ type: 'message', role: 'user', content, ...(id !== undefined && { id }) }) as InputItem;
 
 /** The listing as it was before pages were cheap: every id derived, every cursor a scan. The oracle for the wire. */
@@ -214,10 +222,10 @@ describe('input_items on a file another process writes', () => {
         expect(writer.delete('resp_alice', 'alice')).toBe(true);
         writer.put(rec('resp_bob', 'bob', 'bob secret'));
       };
-      expect(reader.inputItems('resp_alice', 'alice')).toBeUndefined();
+      expect(listed(reader, 'resp_alice', 'alice')).toBeUndefined();
       expect(between).toBeNull();
       // Bob's own listing is his.
-      const index = reader.inputItems('resp_bob', 'bob')!;
+      const index = listed(reader, 'resp_bob', 'bob')!;
       expect(index.items.map((i) => (i as { content: string }).content)).toEqual(['bob secret']);
     } finally {
       reader.close();
@@ -236,12 +244,12 @@ describe('the SQLite store\'s kept lists', () => {
       const extra = Array.from({ length: 100_000 }, () => []);
       const ids = Array.from({ length: 20 }, (_, i) => `resp_dense${i}`);
       for (const id of ids) store.put(record(id, [{ ...msg('x'), extra } as InputItem]));
-      const first = store.inputItems(ids[0]!, null)!;
-      for (const id of ids.slice(1)) store.inputItems(id, null);
-      expect(store.inputItems(ids[0]!, null)).not.toBe(first);
+      const first = listed(store, ids[0]!)!;
+      for (const id of ids.slice(1)) listed(store, id);
+      expect(listed(store, ids[0]!)).not.toBe(first);
       // One list alone is kept, and listed again from the cache.
-      const last = store.inputItems(ids.at(-1)!, null);
-      expect(store.inputItems(ids.at(-1)!, null)).toBe(last);
+      const last = listed(store, ids.at(-1)!);
+      expect(listed(store, ids.at(-1)!)).toBe(last);
     } finally {
       store.close();
     }

@@ -1,0 +1,64 @@
+/**
+ * Over HTTP, a cold `input_items` listing waiting in the server's queue
+ * (modes/cold-listings.ts) leaves it when its client goes away: its list is
+ * not read, and the queue's bound (`--max-queued-listings`) is not held by
+ * it. Counted in the queue, no timing: the queue's slice budget is 0, so the
+ * list ahead of it takes one step a turn and is still being derived when the
+ * client's close arrives.
+ */
+import { describe, expect, it } from 'vitest';
+import type { SessionHost } from '../../src/modes/host.js';
+import type { InputItem } from '../../src/protocol/objects.js';
+import type { InputItemIndex } from '../../src/store/input-items.js';
+import { rawConnect, requestText } from '../helpers/raw-http.js';
+import { testServer } from '../helpers/server.js';
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('cold input_items listings over HTTP', () => {
+  it('one whose client closes its connection leaves the queue, its list unread', async () => {
+    const { server, url, port } = await testServer();
+    const host = (server.httpTransport as unknown as { host: SessionHost }).host;
+    host.listings.budgetMs = 0;
+    const store = server.services.store;
+    for (const id of ['resp_ahead', 'resp_left']) {
+      store.put({
+        response: { id, object: 'response', output: [], previous_response_id: null } as never,
+        input: Array.from({ length: 20_000 }, (_, i) => ({ type: 'message', role: 'user', content: `m${i}` }) as InputItem),
+        owner: null,
+        created_at: Math.floor(Date.now() / 1000),
+      });
+    }
+    const made = new Map<string, InputItemIndex>();
+    const inputItems = store.inputItems.bind(store);
+    store.inputItems = (id, owner) => {
+      const index = inputItems(id, owner);
+      if (index) made.set(id, index);
+      return index;
+    };
+    // The server side of the leaving client's connection.
+    let leftSocketClosed: Promise<void> | null = null;
+    server.http.on('request', (req) => {
+      if (req.url?.includes('resp_left')) leftSocketClosed = new Promise((resolve) => req.socket.once('close', () => resolve()));
+    });
+
+    const ahead = fetch(`${url}/v1/responses/resp_ahead/input_items?limit=1`);
+    for (let i = 0; i < 10_000 && host.listings.held.running < 1; i++) await turn();
+    const socket = await rawConnect(port);
+    socket.write(requestText('GET', '/v1/responses/resp_left/input_items?limit=1', {}));
+    for (let i = 0; i < 10_000 && host.listings.held.waiting < 2; i++) await turn();
+    expect(host.listings.held).toEqual({ waiting: 2, queued: 1, running: 1 });
+
+    socket.destroy();
+    await leftSocketClosed;
+    // Left at its socket's close, while the list ahead is still being derived.
+    expect(host.listings.held).toEqual({ waiting: 1, queued: 0, running: 1 });
+    const page = (await (await ahead).json()) as { data: unknown[] };
+    expect(page.data).toHaveLength(1);
+    expect(host.listings.held).toEqual({ waiting: 0, queued: 0, running: 0 });
+    expect(made.get('resp_left')!.derived).toBe(0);
+    // The /health on another connection meanwhile, and the listing of the list left: answered.
+    expect((await fetch(`${url}/health`)).status).toBe(200);
+    expect(((await (await fetch(`${url}/v1/responses/resp_left/input_items?limit=1`)).json()) as { data: unknown[] }).data).toHaveLength(1);
+  });
+});

@@ -631,15 +631,17 @@ export class HttpTransport {
   private sseShare(res: ServerResponse, log: Logger): SendShare {
     const socket = res.req.socket;
     const share = this.host.sendShare({ unsentBytes: () => (res.destroyed || socket.destroyed ? 0 : res.writableLength) }, log);
+    // One listener per socket however many streams are pipelined on it (`whenSocketCloses`).
+    let forget = (): void => {};
     const close = () => {
       res.off('close', close);
-      socket.off('close', close);
+      forget();
       share.close();
     };
     if (socket.destroyed) close();
     else {
       res.once('close', close);
-      socket.once('close', close);
+      forget = whenSocketCloses(socket, close);
     }
     return share;
   }
@@ -700,11 +702,11 @@ export class HttpTransport {
       // A pipelined request waits for the one before it: its response has no socket yet and gets no `close` of
       // its own when the client goes away, so the request's socket is watched too (found by an outside attack:
       // such creates stayed counted in http_in_flight for good).
+      // (Not at once for a socket already closed: that case is below, once the session is open.)
       const socket = req.socket;
-      const onSocketClose = () => closed();
-      socket.once('close', onSocketClose);
+      const forgetSocket = socket.destroyed ? () => {} : whenSocketCloses(socket, () => closed());
       const done = () => {
-        socket.off('close', onSocketClose);
+        forgetSocket();
         resolve();
       };
       transport.ended = (response) => {
@@ -715,12 +717,12 @@ export class HttpTransport {
           void session.close('completed');
           done();
         }, (err: unknown) => {
-          socket.off('close', onSocketClose);
+          forgetSocket();
           reject(err);
         });
       };
       transport.refuse = (err) => {
-        socket.off('close', onSocketClose);
+        forgetSocket();
         reject(err);
       };
       const session = this.sessions.openSession(protocol, transport, info, log);
@@ -1167,14 +1169,15 @@ function clientGone(req: IncomingMessage, res: ServerResponse): { signal: AbortS
   const ac = new AbortController();
   const socket = req.socket;
   const abort = () => ac.abort(new WireError('request_aborted', 'The client closed the connection before its answer.'));
+  let forget = (): void => {};
   const done = () => {
     res.off('close', abort);
-    socket.off('close', abort);
+    forget();
   };
   if (res.destroyed || socket.destroyed) abort();
   else {
     res.once('close', abort);
-    socket.once('close', abort);
+    forget = whenSocketCloses(socket, abort);
   }
   return { signal: ac.signal, done };
 }

@@ -22,7 +22,9 @@
  * every process on a file sweeps it (each counts what it deleted; a store on a
  * file looks again every `SWEEP_MAX_DELAY_MS` even when it holds nothing, as
  * another process may have written to it), and a count that would drop below
- * zero (another process's rows deleted here) stays at zero.
+ * zero (another process's rows deleted here) stays at zero; a count that
+ * another process's deletes left too high is taken again (`PRAGMA
+ * data_version` moved) before it evicts anything.
  *
  * Migrates schema versions 1 to 3 to 4 (an unknown version is refused, not
  * guessed at); leaves out vacuuming.
@@ -178,6 +180,10 @@ export class SqliteStore implements ResponseStore {
   readonly #trim: (limit: number) => Tally;
   readonly #sweepStep: () => Tally;
   readonly #selectOldest: Database.Statement<[], { s: number | null }>;
+  readonly #selectTotals: Database.Statement<[], { n: number; b: number }>;
+  readonly #dataVersion: Database.Statement<[], number>;
+  /** `PRAGMA data_version` when the count was last taken: another connection's commit changes it (this one's never). */
+  #countedAt: number;
   /** Deletes expired rows with no put to do it (only with a TTL): set for when the oldest row expires. */
   readonly #sweep: ExpirySweep;
   /** Listed records' input items, parsed once (`inputItems`); dropped with every write to their row. */
@@ -317,7 +323,11 @@ export class SqliteStore implements ResponseStore {
     this.#selectOldest = db.prepare(`SELECT min(created_at) AS s FROM responses`);
 
     // Counted from the covering index (created_at, bytes): the JSON is not read.
-    const totals = db.prepare(`SELECT count(*) AS n, total(bytes) AS b FROM responses`).get() as { n: number; b: number };
+    this.#selectTotals = db.prepare(`SELECT count(*) AS n, total(bytes) AS b FROM responses`);
+    this.#dataVersion = db.prepare('PRAGMA data_version').pluck() as Database.Statement<[], number>;
+    // The version first: a commit between the two reads only costs a recount later.
+    this.#countedAt = this.#dataVersion.get()!;
+    const totals = this.#selectTotals.get()!;
     this.#count = totals.n;
     this.#bytes = totals.b;
     // A file written under higher bounds (or left for longer than its TTL) is brought within them now, not by the first put,
@@ -500,6 +510,15 @@ export class SqliteStore implements ResponseStore {
   /** Within a transaction: delete the oldest puts until within the bounds (at most `limit` of them), never `keep` (the response just put). */
   #evict(tally: Tally, keep: string | null, limit = Infinity): void {
     const { maxResponses, maxBytes } = this.bounds;
+    if ((tally.count > maxResponses || tally.bytes > maxBytes) && this.#dataVersion.get() !== this.#countedAt) {
+      // Another process committed since the count was taken: its sweep (every process with a TTL sweeps the file)
+      // may have deleted rows still counted here, and evicting by that count deleted live responses, up to all but
+      // the one just put. Counted again (the covering index; within this transaction, so exact) before evicting.
+      this.#countedAt = this.#dataVersion.get()!;
+      const totals = this.#selectTotals.get()!;
+      tally.count = totals.n;
+      tally.bytes = totals.b;
+    }
     let left = limit;
     while (left > 0 && (tally.count > maxResponses || tally.bytes > maxBytes)) {
       // Past the count, all the surplus in one statement (a file reopened under a lower bound); past the bytes, one at a time.

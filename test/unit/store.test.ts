@@ -792,6 +792,32 @@ describe('SqliteStore on a file', () => {
     }
   });
 
+  it("recounts before evicting when another process deleted rows (its sweep): the writer's live responses stay", () => {
+    vi.useFakeTimers({ now: CREATED * 1000 });
+    const path = join(dir, 'shared.sqlite');
+    // The writer keeps 3 and has no TTL; a second server on the file sweeps it with one.
+    const writer = new SqliteStore(path, { maxResponses: 3, maxBytes: Infinity });
+    const sweeper = new SqliteStore(path, { maxResponses: Infinity, maxBytes: Infinity, ttlMs: 1500 });
+    try {
+      for (let i = 0; i < 3; i++) writer.put({ ...makeRecord(`resp_old_${i}`), created_at_ms: CREATED * 1000 });
+      vi.advanceTimersByTime(SWEEP_MAX_DELAY_MS); // the sweeper deletes all three
+      expect(sweeper.counters.expired).toBe(3);
+      const now = Math.floor(Date.now() / 1000);
+      for (const id of ['resp_a', 'resp_b', 'resp_c']) writer.put({ ...makeRecord(id, { created_at: now }), created_at_ms: now * 1000 });
+      // Three put, three kept: the file holds nothing else. Counting the swept rows as still there, the writer
+      // evicted resp_a and resp_b (its count went 4, 5 then 6) and kept one response of its three.
+      expect(['resp_a', 'resp_b', 'resp_c'].map((id) => writer.get(id, ALICE)?.response.id)).toEqual(['resp_a', 'resp_b', 'resp_c']);
+      expect([writer.size, writer.counters.evicted]).toEqual([3, 0]);
+      writer.put({ ...makeRecord('resp_d', { created_at: now }), created_at_ms: now * 1000 });
+      expect([writer.size, writer.counters.evicted, writer.get('resp_a', ALICE)]).toEqual([3, 1, undefined]);
+      expect(writer.get('resp_b', ALICE)?.response.id).toBe('resp_b');
+    } finally {
+      writer.close();
+      sweeper.close();
+      vi.useRealTimers();
+    }
+  });
+
   it('writes its schema version and refuses a file from a newer schema', () => {
     const path = join(dir, 'llr.sqlite');
     new SqliteStore(path).close();

@@ -178,7 +178,7 @@ export class SqliteStore implements ResponseStore {
   readonly #put: (p: PutParams, items: ItemParams[]) => Tally;
   readonly #delete: (key: IdOwner) => Tally | undefined;
   readonly #trim: (limit: number) => Tally;
-  readonly #sweepStep: () => Tally;
+  readonly #sweepStep: Database.Transaction<() => Tally>;
   readonly #selectOldest: Database.Statement<[], { s: number | null }>;
   readonly #selectTotals: Database.Statement<[], { n: number; b: number }>;
   readonly #dataVersion: Database.Statement<[], number>;
@@ -342,9 +342,18 @@ export class SqliteStore implements ResponseStore {
     this.#sweep = new ExpirySweep(
       bounds,
       () => {
-        const tally = this.#sweepStep();
-        this.#apply(tally);
-        return tally.expired;
+        // Not waiting for another process's write lock (busy_timeout, 5 s: the event loop held that long on every
+        // wake while a writer beside this store held it, and a store that only reads never waited before it swept):
+        // the lock taken at once or SQLITE_BUSY, tried again after the shortest wait (`ExpirySweep`).
+        const wait = db.pragma('busy_timeout', { simple: true }) as number;
+        db.pragma('busy_timeout = 0');
+        try {
+          const tally = this.#sweepStep.immediate();
+          this.#apply(tally);
+          return tally.expired;
+        } finally {
+          db.pragma(`busy_timeout = ${wait}`);
+        }
       },
       () => {
         const oldest = this.#selectOldest.get()?.s ?? null;

@@ -818,6 +818,31 @@ describe('SqliteStore on a file', () => {
     }
   });
 
+  it("never waits for another process's write lock in its sweep: it tries again after the shortest wait", () => {
+    vi.useFakeTimers({ now: CREATED * 1000, toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'Date'] });
+    const path = join(dir, 'locked.sqlite');
+    const store = new SqliteStore(path, { maxResponses: Infinity, maxBytes: Infinity, ttlMs: 1500 });
+    const other = new Database(path); // another process's writer, in a transaction
+    try {
+      store.put({ ...makeRecord('resp_1'), created_at_ms: CREATED * 1000 });
+      other.exec('BEGIN IMMEDIATE');
+      const started = performance.now();
+      vi.advanceTimersByTime(1500); // the wake: the file is locked
+      // Waiting on the lock (busy_timeout, 5 s) held the event loop that long, on every wake while the other held it.
+      expect(performance.now() - started).toBeLessThan(1000);
+      expect([store.size, store.counters.expired, store.sweeping]).toEqual([1, 0, true]);
+      other.exec('COMMIT');
+      vi.advanceTimersByTime(SWEEP_MIN_DELAY_MS);
+      expect([store.size, store.counters.expired]).toEqual([0, 1]);
+      // A put still waits for the lock as it did (busy_timeout): the sweep's own wait only was dropped.
+      expect(store.put({ ...makeRecord('resp_2'), created_at_ms: Date.now() })).toBeUndefined();
+    } finally {
+      other.close();
+      store.close();
+      vi.useRealTimers();
+    }
+  });
+
   it('writes its schema version and refuses a file from a newer schema', () => {
     const path = join(dir, 'llr.sqlite');
     new SqliteStore(path).close();

@@ -51,7 +51,7 @@ export class MemoryStore implements ResponseStore {
 
   constructor(readonly bounds: StoreBounds = UNBOUNDED) {
     this.#order = new PutOrder(bounds);
-    this.#sweep = new ExpirySweep(bounds, () => this.#expire(), () => this.#nextExpiry());
+    this.#sweep = new ExpirySweep(bounds, () => this.#expire() === EXPIRE_BATCH, () => this.#nextExpiry());
   }
 
   /** Whether the idle sweep has a wake (or a batch) pending: none without a TTL, nor once closed. */

@@ -34,7 +34,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
 import { InputItemsCache, parseListWork, parsedBytesWork, type InputItemIndex, type ItemsLoad } from './input-items.js';
-import { EXPIRE_BATCH, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
+import { EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 /**
  * Bump with a migration in `#migrate` whenever the tables below change.
@@ -168,7 +168,8 @@ export class SqliteStore implements ResponseStore {
   readonly #deleteById: Database.Statement<[string], Gone>;
   readonly #deleteItems: Database.Statement<[string]>;
   readonly #deleteOldest: Database.Statement<[{ keep: string | null; n: number }], Gone>;
-  readonly #deleteExpired: Database.Statement<[{ cutoff: number; second: number; n: number }], Gone>;
+  readonly #selectExpired: Database.Statement<[{ cutoff: number; second: number; n: number }], { row: number; bytes: number }>;
+  readonly #deleteRow: Database.Statement<[number], Gone>;
   readonly #selectResponse: Database.Statement<[IdOwner & { cutoff: number }], RecordRow>;
   readonly #hasResponse: Database.Statement<[IdOwner & { cutoff: number }], unknown>;
   readonly #selectItem: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
@@ -178,7 +179,7 @@ export class SqliteStore implements ResponseStore {
   readonly #put: (p: PutParams, items: ItemParams[]) => Tally;
   readonly #delete: (key: IdOwner) => Tally | undefined;
   readonly #trim: (limit: number) => Tally;
-  readonly #sweepStep: Database.Transaction<() => Tally>;
+  readonly #sweepStep: Database.Transaction<() => Tally & { more: boolean }>;
   readonly #selectOldest: Database.Statement<[], { s: number | null }>;
   readonly #selectTotals: Database.Statement<[], { n: number; b: number }>;
   readonly #dataVersion: Database.Statement<[], number>;
@@ -231,12 +232,12 @@ export class SqliteStore implements ResponseStore {
     );
     // Through the (created_at, bytes) index: a row of an earlier second than the cutoff's (`second`) is expired
     // whatever its milliseconds; only the cutoff's own second needs the row's `created_at_ms`.
-    this.#deleteExpired = db.prepare(
-      `DELETE FROM responses WHERE rowid IN (
-         SELECT rowid FROM responses WHERE created_at <= @second AND (created_at < @second OR ${CREATED_MS} <= @cutoff)
-          ORDER BY created_at LIMIT @n)
-       RETURNING id, bytes`,
+    // Their sizes too (the index holds them): a step stops at EXPIRE_BATCH_BYTES, and deletes by rowid.
+    this.#selectExpired = db.prepare(
+      `SELECT rowid AS row, bytes FROM responses WHERE created_at <= @second AND (created_at < @second OR ${CREATED_MS} <= @cutoff)
+        ORDER BY created_at LIMIT @n`,
     );
+    this.#deleteRow = db.prepare(`DELETE FROM responses WHERE rowid = ? RETURNING id, bytes`);
     // Every read sees only rows above the expiry cutoff: an expired response is gone at once, deleted or not.
     this.#hasResponse = db.prepare(`SELECT 1 FROM responses WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`);
     this.#selectResponse = db.prepare(
@@ -292,7 +293,7 @@ export class SqliteStore implements ResponseStore {
       for (const item of items) this.#insertItem.run(item);
       tally.count++;
       tally.bytes += p.bytes;
-      this.#expire(tally, EXPIRE_BATCH);
+      this.#expire(tally, EXPIRE_BATCH, EXPIRE_BATCH_BYTES);
       this.#evict(tally, p.id);
       return tally;
     });
@@ -314,10 +315,10 @@ export class SqliteStore implements ResponseStore {
     });
 
     // One step of the idle sweep: what a put's expiry deletes, in a transaction of its own.
-    this.#sweepStep = db.transaction((): Tally => {
+    this.#sweepStep = db.transaction((): Tally & { more: boolean } => {
       const tally: Tally = { count: this.#count, bytes: this.#bytes, evicted: 0, expired: 0 };
-      this.#expire(tally, EXPIRE_BATCH);
-      return tally;
+      const more = this.#expire(tally, EXPIRE_BATCH, EXPIRE_BATCH_BYTES);
+      return { ...tally, more };
     });
     // The oldest second held, from the index's first entry (its rows' milliseconds are not read: they come after the JSON).
     this.#selectOldest = db.prepare(`SELECT min(created_at) AS s FROM responses`);
@@ -350,7 +351,7 @@ export class SqliteStore implements ResponseStore {
         try {
           const tally = this.#sweepStep.immediate();
           this.#apply(tally);
-          return tally.expired;
+          return tally.more;
         } finally {
           db.pragma(`busy_timeout = ${wait}`);
         }
@@ -506,14 +507,26 @@ export class SqliteStore implements ResponseStore {
     tally.bytes -= row.bytes;
   }
 
-  /** Within a transaction: delete up to `n` expired rows, oldest `created_at` first (an index range, no scan). */
-  #expire(tally: Tally, n: number): void {
+  /**
+   * Within a transaction: delete up to `n` expired rows, oldest `created_at` first (an index range, no scan), and no
+   * more than `maxBytes` of them (at least one). Whether it stopped at `n` or `maxBytes` (more may be due).
+   */
+  #expire(tally: Tally, n: number, maxBytes = Infinity): boolean {
     const cutoff = expiryCutoff(this.bounds);
-    if (cutoff === -Infinity) return;
-    for (const row of this.#deleteExpired.all({ cutoff, second: Math.floor(cutoff / 1000), n })) {
-      this.#gone(row, tally);
+    if (cutoff === -Infinity) return false;
+    const rows = this.#selectExpired.all({ cutoff, second: Math.floor(cutoff / 1000), n });
+    let bytes = 0;
+    let taken = 0;
+    for (const { row, bytes: size } of rows) {
+      if (taken > 0 && bytes + size > maxBytes) return true;
+      taken++;
+      bytes += size;
+      const gone = this.#deleteRow.get(row);
+      if (!gone) continue;
+      this.#gone(gone, tally);
       tally.expired++;
     }
+    return rows.length === n;
   }
 
   /** Within a transaction: delete the oldest puts until within the bounds (at most `limit` of them), never `keep` (the response just put). */

@@ -843,6 +843,34 @@ describe('SqliteStore on a file', () => {
     }
   });
 
+  it(`deletes at most EXPIRE_BATCH_BYTES of expired rows a step (a put's or the sweep's), at least one, the rest after a yield`, () => {
+    vi.useFakeTimers({ now: CREATED * 1000 });
+    const path = join(dir, 'large.sqlite');
+    const store = new SqliteStore(path, { maxResponses: Infinity, maxBytes: Infinity, ttlMs: 1500 });
+    try {
+      // 64 rows of 16 MiB (a body's limit) freed in one step held the event loop ~1 s (8 MiB rows: 0.57 s measured).
+      const large = 'x'.repeat(5 * 1024 * 1024);
+      const put = (id: string, ms: number): void => {
+        const rec = makeRecord(id, { created_at: Math.floor(ms / 1000) });
+        rec.response.instructions = large;
+        store.put({ ...rec, created_at_ms: ms });
+      };
+      for (let i = 0; i < 4; i++) put(`resp_${i}`, CREATED * 1000);
+      vi.advanceTimersByTime(1500); // the wake: one 5 MiB row, a second would pass the 8 MiB a step
+      expect([store.size, store.counters.expired]).toEqual([3, 1]);
+      vi.advanceTimersToNextTimer(); // the setImmediate: the next step
+      expect([store.size, store.counters.expired]).toEqual([2, 2]);
+      put('resp_new', Date.now()); // a put's own expiry: one more, not both
+      expect([store.size, store.counters.expired]).toEqual([2, 3]);
+      vi.runOnlyPendingTimers();
+      vi.runOnlyPendingTimers();
+      expect([store.size, store.counters.expired, store.get('resp_new', ALICE)?.response.id]).toEqual([1, 4, 'resp_new']);
+    } finally {
+      store.close();
+      vi.useRealTimers();
+    }
+  });
+
   it('writes its schema version and refuses a file from a newer schema', () => {
     const path = join(dir, 'llr.sqlite');
     new SqliteStore(path).close();

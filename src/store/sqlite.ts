@@ -175,7 +175,7 @@ export class SqliteStore implements ResponseStore {
   readonly #selectItem: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
   readonly #selectChain: Database.Statement<[IdOwner & { limit: number; cutoff: number }], ChainRow>;
   readonly #selectVersion: Database.Statement<[IdOwner & { cutoff: number; second: number }], VersionRow>;
-  readonly #selectInput: Database.Statement<[VersionRow & { id: string }], { input: string; appended: string | null }>;
+  readonly #selectInput: Database.Statement<[VersionRow & IdOwner & { cutoff: number; second: number }], { input: string; appended: string | null }>;
   readonly #put: (p: PutParams, items: ItemParams[]) => Tally;
   readonly #delete: (key: IdOwner) => Tally | undefined;
   readonly #trim: (limit: number) => Tally;
@@ -254,12 +254,16 @@ export class SqliteStore implements ResponseStore {
       `SELECT rowid AS row, octet_length(input) AS input, octet_length(appended) AS appended FROM responses
         WHERE id = @id AND owner IS @owner AND (created_at > @second OR (created_at = @second AND ${CREATED_MS} > @cutoff))`,
     );
-    // The row `#selectVersion` found, still that response at that version: another process may have deleted it and
-    // inserted another response's row under the same rowid (the largest is reused) between the two reads, and a
-    // listing of one owner's response then answered another owner's items.
+    // The row `#selectVersion` found, still that response at that version and still the lister's live response: another
+    // process may have deleted it and inserted another response's row under the same rowid (the largest is reused)
+    // between the two reads, and a listing of one owner's response then answered another owner's items. The input is
+    // read when the listing's turn in the queue of cold listings comes, seconds later: by then the id may have been put
+    // again by another owner (the same rowid, JSON of the same lengths: the version alone matched and the listing
+    // answered the other owner's items), or the response may have expired (listed, where a read then says 404).
     this.#selectInput = db.prepare(
       `SELECT input, appended FROM responses
-        WHERE rowid = @row AND id = @id AND octet_length(input) = @input AND octet_length(appended) IS @appended`,
+        WHERE rowid = @row AND id = @id AND octet_length(input) = @input AND octet_length(appended) IS @appended
+          AND owner IS @owner AND (created_at > @second OR (created_at = @second AND ${CREATED_MS} > @cutoff))`,
     );
     // Newest put wins when an owner holds the same item id in several
     // responses; rowid grows with each insert, and a replace re-inserts.
@@ -469,12 +473,13 @@ export class SqliteStore implements ResponseStore {
    * response is gone, as a read a moment later would say.
    */
   *#loadInput(id: string, owner: string | null, listed: VersionRow): ItemsLoad {
+    const cutoff = expiryCutoff(this.bounds);
+    const live = { id, owner, cutoff, second: Math.floor(cutoff / 1000) };
     let found: VersionRow | undefined = listed;
-    let row = this.#selectInput.get({ ...found, id });
+    let row = this.#selectInput.get({ ...found, ...live });
     if (!row) {
-      const cutoff = expiryCutoff(this.bounds);
-      found = this.#selectVersion.get({ id, owner, cutoff, second: Math.floor(cutoff / 1000) });
-      row = found && this.#selectInput.get({ ...found, id });
+      found = this.#selectVersion.get(live);
+      row = found && this.#selectInput.get({ ...found, ...live });
     }
     if (!row || !found) return undefined;
     yield;

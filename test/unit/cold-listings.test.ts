@@ -17,7 +17,8 @@ import type { InputItem } from '../../src/protocol/objects.js';
 import { PARSE_CHUNK_CHARS } from '../../src/protocol/json-chunked.js';
 import { INSTANT_MODEL, LlrServer } from '../../src/server.js';
 import { parseListWork, type InputItemIndex } from '../../src/store/input-items.js';
-import type { StoredResponse } from '../../src/store/types.js';
+import { UNBOUNDED, type StoredResponse } from '../../src/store/types.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Limits } from '../../src/engine/services.js';
 
 const servers: LlrServer[] = [];
@@ -204,6 +205,53 @@ describe('parseListWork', () => {
       expect(JSON.stringify(value)).toBe(text);
       expect(value).toEqual(JSON.parse(text));
       if (text.length > 4 * PARSE_CHUNK_CHARS) expect(slices).toBeGreaterThan(2);
+    }
+  });
+});
+
+describe("a cold listing's row, read when its turn comes (SQLite store)", () => {
+  // The SQLite store reads a listed row only when the listing's turn in the queue comes, seconds later with 64 cold
+  // listings ahead: the row read then must still be the lister's live response, as the version read at the listing was.
+  const owned = (id: string, owner: string, tag: string, createdMs: number): StoredResponse => ({
+    ...record(id, 300),
+    input: Array.from({ length: 300 }, (_, i) => ({ type: 'message', role: 'user', content: `${tag} ${i}` }) as InputItem),
+    owner,
+    created_at: Math.floor(createdMs / 1000),
+    created_at_ms: createdMs,
+  });
+  const derived = (index: InputItemIndex) => {
+    for (const _ of index.derive());
+    return index;
+  };
+
+  it("is not another owner's response stored under the same id meanwhile (the rowid reused, the same lengths)", () => {
+    const store = new SqliteStore(':memory:');
+    try {
+      store.put(owned('resp_same', 'alice', 'alice', Date.now()));
+      const index = store.inputItems('resp_same', 'alice')!;
+      expect(index.ready).toBe(false);
+      // Queued: meanwhile bob's response takes the id (and the rowid, the row being the last), its JSON as long.
+      store.put(owned('resp_same', 'bob', 'bobby', Date.now()));
+      expect(store.inputItems('resp_same', 'alice')).toBeUndefined();
+      derived(index);
+      expect(index.items.map((i) => (i as { content: string }).content).filter((c) => c.startsWith('bobby'))).toEqual([]);
+      expect(index.gone).toBe(true);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('is not a response that expired meanwhile (not found, as a read then says)', () => {
+    let now = Date.now();
+    const store = new SqliteStore(':memory:', { ...UNBOUNDED, ttlMs: 60_000, now: () => now });
+    try {
+      store.put(owned('resp_old', 'alice', 'alice', now - 30_000));
+      const index = store.inputItems('resp_old', 'alice')!;
+      now += 60_000;
+      expect(store.inputItems('resp_old', 'alice')).toBeUndefined();
+      expect(derived(index).gone).toBe(true);
+    } finally {
+      store.close();
     }
   });
 });

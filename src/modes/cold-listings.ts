@@ -45,6 +45,7 @@ export class ColdListings {
   readonly #jobs = new Map<InputItemIndex, Job>();
   #running = 0;
   #waiting = 0;
+  #closed = false;
 
   constructor(readonly maxWaiting: number) {}
 
@@ -61,6 +62,7 @@ export class ColdListings {
   ready(index: InputItemIndex, signal?: AbortSignal): Promise<void> {
     if (index.ready) return Promise.resolve();
     if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.#closed) return Promise.reject(new WireError('server_shutting_down'));
     if (this.#waiting >= this.maxWaiting) {
       return Promise.reject(new WireError('too_many_listings', `Too many input_items listings are waiting for their lists to be read (${this.maxWaiting}, llr serve --max-queued-listings); try again shortly.`));
     }
@@ -93,6 +95,27 @@ export class ColdListings {
       this.#waiting++;
       this.#next();
     });
+  }
+
+  /**
+   * Shutdown (the HTTP transport's, before the server closes its connections and then the store): every listing waiting
+   * or running is refused, 503 `server_shutting_down`, and later ones too; a running list stops at its next slice. A
+   * listing whose slice came after the store closed (its socket's close not yet seen) read the closed database.
+   */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const err = new WireError('server_shutting_down');
+    for (const job of this.#jobs.values()) {
+      for (const w of job.waiters) {
+        w.leave();
+        w.reject(err);
+      }
+      job.waiters.clear();
+    }
+    for (const job of this.#queue) this.#jobs.delete(job.index);
+    this.#queue.length = 0;
+    this.#waiting = 0;
   }
 
   /** Start queued lists while fewer than `COLD_LISTINGS_AT_ONCE` run. */

@@ -759,6 +759,8 @@ export class HttpTransport {
     // outputs were applied. Appends still uploading are not waited for (a slow client would hold shutdown).
     const answering = [...this.handlers].filter(([req]) => this.appending.has(req)).map(([, p]) => p);
     await Promise.allSettled(answering);
+    // Cold input_items listings still queued are refused (503) before the store they read closes.
+    this.host.listings.close();
     // The answer's write is corked until the next tick (node:http): let it reach the socket.
     if (answering.length > 0) await new Promise((resolve) => setImmediate(resolve));
   }

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { SessionHost } from '../../src/modes/host.js';
 import type { InputItem } from '../../src/protocol/objects.js';
 import type { InputItemIndex } from '../../src/store/input-items.js';
-import { rawConnect, requestText } from '../helpers/raw-http.js';
+import { captureLogger, rawConnect, requestText } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -60,5 +60,42 @@ describe('cold input_items listings over HTTP', () => {
     // The /health on another connection meanwhile, and the listing of the list left: answered.
     expect((await fetch(`${url}/health`)).status).toBe(200);
     expect(((await (await fetch(`${url}/v1/responses/resp_left/input_items?limit=1`)).json()) as { data: unknown[] }).data).toHaveLength(1);
+  });
+
+  it('one queued at shutdown is refused (503), its row not read from the closed store', async () => {
+    // The SQLite store closes once the connections are closed; a listing whose turn came in between (its slice runs
+    // before its socket's close is seen) read the closed database: 'http handler failed', a TypeError, at every such stop.
+    const { logger, lines } = captureLogger();
+    const { server, port } = await testServer({ store: ':memory:', logger });
+    const host = (server.httpTransport as unknown as { host: SessionHost }).host;
+    const store = server.services.store;
+    store.put({
+      response: { id: 'resp_late', object: 'response', output: [], previous_response_id: null } as never,
+      input: Array.from({ length: 100 }, (_, i) => ({ type: 'message', role: 'user', content: `m${i}` }) as InputItem),
+      owner: null,
+      created_at: Math.floor(Date.now() / 1000),
+    });
+    const inputItems = store.inputItems.bind(store);
+    let closing: Promise<void> | null = null;
+    // The server is told to stop as the listing is queued.
+    store.inputItems = (id, owner) => {
+      const index = inputItems(id, owner);
+      process.nextTick(() => (closing = server.close()));
+      return index;
+    };
+    const socket = await rawConnect(port);
+    const answer = new Promise<string>((resolve) => {
+      let data = '';
+      socket.on('data', (d: Buffer) => (data += d.toString()));
+      socket.on('close', () => resolve(data));
+      socket.on('error', () => {});
+    });
+    socket.write(requestText('GET', '/v1/responses/resp_late/input_items?limit=1', {}));
+    const got = await answer;
+    await closing;
+    for (let i = 0; i < 5; i++) await turn();
+    expect(lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
+    expect(got === '' || got.startsWith('HTTP/1.1 503')).toBe(true);
+    expect(host.listings.held).toEqual({ waiting: 0, queued: 0, running: 0 });
   });
 });

@@ -91,6 +91,34 @@ describe('parseJsonWork', () => {
     expect(yields).toBeGreaterThan(20);
     expect(value).toEqual(JSON.parse(text));
   });
+
+  it('scans a long string once or twice, not once for every container around it', () => {
+    // A 600,000-character string of escaped quotes inside 30 nested objects: each container too large for a slice
+    // looked for its end by scanning every string in it to its end, so the string was scanned at every level, a
+    // quote at a time (a stored row of such a member took 15 s of event loop in 400 ms turns to list, outside attack;
+    // JSON.parse takes 60 ms). A container ends beyond its slice as soon as one of its strings does.
+    const long = 'a"'.repeat(200_000);
+    let v: unknown = long;
+    for (let k = 0; k < 30; k++) v = { k, v };
+    const text = JSON.stringify([{ type: 'message' }, v]);
+    const quotes = 200_000;
+    const { indexOf } = String.prototype;
+    let calls = 0;
+    String.prototype.indexOf = function (this: string, ...args: Parameters<string['indexOf']>) {
+      calls++;
+      return indexOf.apply(this, args);
+    };
+    let value: unknown;
+    try {
+      // Slices of 4 KiB: a container's own scan stops there (at most ~2,000 calls a level).
+      value = run(parseJsonWork(text, 64, 4096)).value;
+    } finally {
+      String.prototype.indexOf = indexOf;
+    }
+    expect(value).toEqual(JSON.parse(text));
+    // A quote at a time: each scan of the long string is ~200,000 calls; 30 levels made ~60 scans.
+    expect(calls).toBeLessThan(3 * quotes);
+  });
 });
 
 describe('the shape check', () => {

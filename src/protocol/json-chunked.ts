@@ -31,6 +31,14 @@ export const PARSE_CHUNK_CHARS = 64 * 1024;
 
 type Container = unknown[] | Record<string, unknown>;
 
+/**
+ * Levels of nesting the walk goes into (each a generator the next resumes through); a container deeper is handed to
+ * `JSON.parse` whole (not recursive). Only a `maxDepth` raised past the default 64 reaches it: a stored row nested
+ * thousands of levels deep, each larger than a slice, overflowed the stack (RangeError, every page of its listing 500)
+ * after scanning a slice per level (seconds).
+ */
+const WALK_DEPTH = 256;
+
 class ChunkedParser {
   private topKey: string | null = null;
 
@@ -100,7 +108,7 @@ class ChunkedParser {
       if (d === 0x22) {
         // A string past the slice is not scanned to its end: with a long one, every container around it scanned
         // all of it, a quote at a time, once per level (seconds for a 6 MB string of escaped quotes 60 levels deep).
-        const end = this.stringEnd(j, stop);
+        const end = this.stringEnd(j, i + limit);
         if (end < 0) return -1;
         j = end - 1;
       } else if (d === 0x7b || d === 0x5b) {
@@ -128,7 +136,8 @@ class ChunkedParser {
 
   /** The value at `i` (no leading whitespace) at nesting `depth` (containers around it). */
   private *value(i: number, depth: number): ParseWork<{ value: unknown; end: number }> {
-    const end = this.valueEnd(i, depth, this.chunk);
+    // Deeper than `WALK_DEPTH`, a container is parsed whole, however large: the walk recurses a level at a time.
+    const end = this.valueEnd(i, depth, depth < WALK_DEPTH ? this.chunk : Infinity);
     if (end >= 0) return { value: this.native(i, end, ''), end };
     // A container too large for one slice: its members, in batches.
     const isArray = this.s.charCodeAt(i) === 0x5b;

@@ -207,6 +207,29 @@ describe('parseListWork', () => {
       if (text.length > 4 * PARSE_CHUNK_CHARS) expect(slices).toBeGreaterThan(2);
     }
   });
+
+  it('gives JSON.parse\'s value for a member nested deeper than the sliced walk can recurse', () => {
+    // Stored under a raised --max-json-depth: the walk into a member larger than a slice recurses a level at a time
+    // (generators), and thousands of levels each larger than a slice overflowed the stack (RangeError: every page of
+    // the list answered 500, from ~3,000 levels on the main thread; JSON.parse, which the listing used before, is not
+    // recursive). Past WALK_DEPTH levels a member is parsed whole.
+    const depth = 200_000;
+    const deep = `${'['.repeat(depth)}"${'x'.repeat(PARSE_CHUNK_CHARS + 10)}"${']'.repeat(depth)}`;
+    const text = `[{"type":"message","content":"first"},{"type":"message","content":"x","deep":${deep}},{"type":"message","content":"last"}]`;
+    const { value } = run(text);
+    // Compared by walking down (deep equality and JSON.stringify recurse too).
+    const list = value as Array<Record<string, unknown>>;
+    expect(list.map((m) => m.content)).toEqual(['first', 'x', 'last']);
+    let v: unknown = list[1]!.deep;
+    let levels = 0;
+    let lengths = 0;
+    for (; Array.isArray(v); levels++) {
+      lengths += v.length;
+      v = v[0];
+    }
+    expect([levels, lengths]).toEqual([depth, depth]);
+    expect(v).toBe('x'.repeat(PARSE_CHUNK_CHARS + 10));
+  });
 });
 
 describe("a cold listing's row, read when its turn comes (SQLite store)", () => {

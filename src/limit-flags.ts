@@ -39,7 +39,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-context-items', key: 'maxContextItems', help: 'items one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-live-http-runs', key: 'maxLiveHttpRuns', help: 'long-lived runs open over HTTP at once; past it 429' },
   { flag: 'max-background-runs', key: 'maxBackgroundRuns', help: 'background responses (background: true) in flight at once; past it 429' },
-  { flag: 'max-queued-listings', key: 'maxQueuedListings', help: 'input_items listings waiting server-wide for a list not yet cached to be read (one list at a time); past it 429' },
+  { flag: 'max-queued-listings', key: 'maxQueuedListings', help: 'input_items listings waiting server-wide for a list not yet cached to be read (one list at a time); past it 429 (>= 1: at 0 no uncached list could ever be listed)', range: { integer: true, min: 1, infinity: true } },
   { flag: 'max-background-event-bytes', key: 'maxBackgroundEventBytes', help: "bytes of events kept per background response for streams that resume it; past it the oldest are dropped" },
   { flag: 'background-events-ttl-ms', key: 'backgroundEventsTtlMs', help: "how long a background response's events stay after it ends (0: dropped at its end)" },
   { flag: 'max-background-kept-bytes', key: 'maxBackgroundKeptBytes', help: "bytes of ended background responses' events kept server-wide; past it the longest ended go first" },

@@ -382,6 +382,7 @@ export class HttpTransport {
         post_work_completed: post.completed,
         bytes_held: this.host.bytes.held,
         send_bytes_unsent: this.host.unsent.unsent(),
+        listings_waiting: this.host.listings.held.waiting,
       });
     }
     if (path === '/llr/stats' && get) {

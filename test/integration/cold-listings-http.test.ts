@@ -98,4 +98,37 @@ describe('cold input_items listings over HTTP', () => {
     expect(got === '' || got.startsWith('HTTP/1.1 503')).toBe(true);
     expect(host.listings.held).toEqual({ waiting: 0, queued: 0, running: 0 });
   });
+  it('GET /health reports the listings waiting (listings_waiting), back to 0 once they are answered', async () => {
+    const { server, url } = await testServer();
+    const store = server.services.store;
+    store.put({
+      response: { id: 'resp_held', object: 'response', output: [], previous_response_id: null } as never,
+      input: Array.from({ length: 100 }, (_, i) => ({ type: 'message', role: 'user', content: `m${i}` }) as InputItem),
+      owner: null,
+      created_at: Math.floor(Date.now() / 1000),
+    });
+    // The list's derivation is held until released: the listing stays in the queue, whatever the host's speed.
+    let release = false;
+    const inputItems = store.inputItems.bind(store);
+    store.inputItems = (id, owner) => {
+      const index = inputItems(id, owner);
+      if (index) {
+        const derive = index.derive.bind(index);
+        (index as { derive: () => Generator<void, void, void> }).derive = function* () {
+          while (!release) yield;
+          yield* derive();
+        };
+      }
+      return index;
+    };
+    const health = async () => ((await (await fetch(`${url}/health`)).json()) as { listings_waiting: number }).listings_waiting;
+    expect(await health()).toBe(0);
+    const listing = fetch(`${url}/v1/responses/resp_held/input_items?limit=1`);
+    const host = (server.httpTransport as unknown as { host: SessionHost }).host;
+    for (let i = 0; i < 10_000 && host.listings.held.running < 1; i++) await turn();
+    expect(await health()).toBe(1);
+    release = true;
+    expect((await listing).status).toBe(200);
+    expect(await health()).toBe(0);
+  });
 });

@@ -49,6 +49,9 @@ describe('limit flags', () => {
     expect(limitsFrom({ 'store-ttl-ms': 'Infinity' }, {})).toEqual({ storeTtlMs: Infinity });
     // 0 would forget every response as it is stored: store: false says that.
     for (const bad of ['0', '-1', '1.5', 'x', '']) expect(() => limitsFrom({ 'store-ttl-ms': bad }, {}), bad).toThrow(`--store-ttl-ms needs an integer >= 1 (or Infinity), got '${bad}'`);
+    // At 0 no list not yet cached could ever be listed: refused, as a TTL of 0 is.
+    for (const bad of ['0', '-1', '1.5']) expect(() => limitsFrom({ 'max-queued-listings': bad }, {}), bad).toThrow(`--max-queued-listings needs an integer >= 1 (or Infinity), got '${bad}'`);
+    expect(limitsFrom({ 'max-queued-listings': '1' }, {}).maxQueuedListings).toBe(1);
     expect(() => limitsFrom({ 'max-file-store-bytes': '-1' }, {})).toThrow("--max-file-store-bytes needs an integer >= 0 (or Infinity), got '-1'");
     expect(limitHelp()).toMatch(/--store-ttl-ms N .*\(2592000000\)/);
   });

@@ -1,9 +1,10 @@
 /**
- * The real client for the two shipped designs: Codex CLI 0.169.0 runs
- * `codex exec` against the server over HTTP + SSE and over WebSocket mode
- * (`previous_response_id`, beta 2026-02-06). The simulated model asks it to
- * run a `$ echo` line; Codex runs it, sends the output back, and prints the
- * model's final answer.
+ * The real client for the two shipped designs: Codex CLI 0.169.0 and 0.171.0
+ * (each pinned version in turn; LLR_CODEX_VERSION=a,b runs others, installed
+ * with `.ci/install-codex a b`) run `codex exec` against the server over
+ * HTTP + SSE and over WebSocket mode (`previous_response_id`, beta
+ * 2026-02-06). The simulated model asks it to run a `$ echo` line; Codex
+ * runs it, sends the output back, and prints the model's final answer.
  *
  * Codex falls back to HTTP silently (exit code 0) on any WebSocket failure,
  * so every claim about the protocol is proved from the server's own run
@@ -16,7 +17,7 @@ import type { LlrServer } from '../../src/server.js';
 import { codexExec, completedItems, type CodexResult } from '../helpers/codex.js';
 import { testServer } from '../helpers/server.js';
 
-const VERSION = '0.169.0';
+const VERSIONS = process.env['LLR_CODEX_VERSION']?.split(',') ?? ['0.169.0', '0.171.0'];
 const BUDGET_MS = 90_000;
 
 /** Codex ran exactly the `echo` the model asked for and printed an answer quoting its output. */
@@ -47,7 +48,7 @@ function chainOf(records: RunRecord[]): RunRecord[] {
   return chain;
 }
 
-describe(`Codex CLI ${VERSION} over HTTP and WebSocket mode`, () => {
+describe.each(VERSIONS)('Codex CLI %s over HTTP and WebSocket mode', (VERSION) => {
   it(
     'over HTTP + SSE: runs the command the model asks for; only http runs',
     async () => {

@@ -356,7 +356,9 @@ export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<B
 export function fitLimits(w: Workload): string[] {
   const args: string[] = [];
   if (w.tools.length > 128) args.push('--max-tools', String(w.tools.length));
-  const calls = Math.max(0, ...w.userTurns.flatMap((u) => u.modelTurns.map((t) => callsOf(t).length)));
+  // A loop, not Math.max(...): a spread of 130k+ model calls overflows the stack.
+  let calls = 0;
+  for (const u of w.userTurns) for (const t of u.modelTurns) calls = Math.max(calls, callsOf(t).length);
   if (calls > 128) args.push('--max-pending-calls', String(calls));
   return args;
 }

@@ -61,7 +61,7 @@ export function buildUserTurn(turn: TurnBuild): { turn: UserTurn; figures: Pendi
     }
   }
   if (pending.some((c) => c.visible.length > 0)) groups.push(pending);
-  else if (pending.length > 0 && groups.length > 0) groups[groups.length - 1]!.push(...pending);
+  else if (pending.length > 0 && groups.length > 0) for (const c of pending) groups[groups.length - 1]!.push(c); // no spread: 130k+ args overflow the stack
   if (groups.length === 0) return null;
   const modelTurns: ReplayTurn[] = [];
   const figures: PendingFigures[] = [];

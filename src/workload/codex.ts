@@ -420,7 +420,7 @@ class RolloutParser {
     const replace = this.pendingReplace !== null;
     if (this.pendingReplace !== null) {
       // A new conversation: the interrupted calls are not in it, so neither are their answers.
-      input.push(...this.pendingReplace.items);
+      for (const item of this.pendingReplace.items) input.push(item); // not push(...): a spread of 130k+ items overflows the stack
       this.pendingReplace = null;
     }
     for (const callId of this.pending.keys()) {
@@ -443,7 +443,7 @@ class RolloutParser {
       return;
     }
     this.turns.push(built.turn);
-    this.figures.push(...built.figures);
+    for (const f of built.figures) this.figures.push(f); // not push(...): a user turn of 130k+ calls would overflow the stack
   }
 
   private closeCall(): void {

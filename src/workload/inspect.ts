@@ -71,7 +71,7 @@ function inspectText(w: Workload, format: string): string {
     lines.push('token figures per call: none in the file (the server counts input tokens when it renders the prompt)');
   }
   const durations = Object.values(w.toolOutputs).map((t) => t.duration_ms);
-  lines.push(`tool durations: median ${fmtMs(median(durations))}, max ${fmtMs(durations.length ? Math.max(...durations) : null)}`);
+  lines.push(`tool durations: median ${fmtMs(median(durations))}, max ${fmtMs(durations.length ? durations.reduce((a, b) => Math.max(a, b)) : null)}`);
   lines.push('');
   let g = 0;
   for (const [ui, u] of w.userTurns.entries()) {
@@ -97,7 +97,10 @@ function inspectText(w: Workload, format: string): string {
     const groups = new Map<string, number[]>();
     for (const s of skipped) {
       const key = `${s.what} — ${s.why}`;
-      groups.set(key, [...(groups.get(key) ?? []), s.line]);
+      // Appended in place: copying the list per entry was quadratic (a million skipped lines never finished).
+      const at = groups.get(key);
+      if (at) at.push(s.line);
+      else groups.set(key, [s.line]);
     }
     for (const [key, at] of groups) {
       const shown = at.slice(0, 6).join(', ') + (at.length > 6 ? ', …' : '');

@@ -288,7 +288,8 @@ function parses(text: string): boolean {
   }
 }
 
-function validateContent(role: string, content: unknown, p: string): void {
+/** A message's content as the validate stage checks it (also the workload readers', so they refuse what this would). */
+export function validateContent(role: string, content: unknown, p: string): void {
   if (typeof content === 'string') return;
   validateParts(content as unknown[], `${p}.content`, role);
 }

@@ -111,7 +111,7 @@ export function replacementItems(history: readonly unknown[]): { items: InputIte
     if (type === 'message' && typeof h.role === 'string' && ['user', 'developer', 'system', 'assistant'].includes(h.role)) {
       items.push({ type: 'message', role: h.role as 'user', content: messageText(h.content) });
     } else if (type === 'function_call' && typeof h.call_id === 'string' && typeof h.name === 'string' && typeof h.arguments === 'string') {
-      items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: h.arguments });
+      items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: replayableArguments(h.arguments) });
       calls.add(h.call_id);
     } else if (type === 'custom_tool_call' && typeof h.call_id === 'string' && typeof h.name === 'string' && typeof h.input === 'string') {
       items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: JSON.stringify({ input: h.input }) });
@@ -133,26 +133,43 @@ export function replacementItems(history: readonly unknown[]): { items: InputIte
   return { items, dropped };
 }
 
+/**
+ * Function-call arguments as the replay sends them: the recorded text when it is JSON (or empty), else that text
+ * as a JSON string. The server refuses a `function_call` input item whose arguments are not JSON, and the http
+ * designs send every call back as input: a call recorded with malformed arguments failed their replay.
+ */
+export function replayableArguments(args: string): string {
+  if (args === '') return args;
+  try {
+    JSON.parse(args);
+    return args;
+  } catch {
+    return JSON.stringify(args);
+  }
+}
+
 /** Widens a permissive object schema per tool from the arguments seen. */
 export class ToolSchemas {
   private readonly schemas = new Map<string, { custom: boolean; props: Map<string, JsonType | null> }>();
 
-  note(name: string, args: string, custom: boolean): void {
+  /** Notes a call's arguments; false when they are not JSON text (models do emit malformed arguments). */
+  note(name: string, args: string, custom: boolean): boolean {
     let tool = this.schemas.get(name);
     if (!tool) this.schemas.set(name, (tool = { custom, props: new Map() }));
     let parsed: unknown;
     try {
       parsed = JSON.parse(args);
     } catch {
-      return; // models do emit malformed arguments; the call is replayed as recorded
+      return false;
     }
-    if (!isJson(parsed)) return;
+    if (!isJson(parsed)) return true;
     for (const [key, value] of Object.entries(parsed)) {
       const t = jsonType(value);
       const seen = tool.props.get(key);
       if (seen === undefined) tool.props.set(key, t);
       else if (seen !== t) tool.props.set(key, (seen === 'integer' || seen === 'number') && (t === 'integer' || t === 'number') ? 'number' : null);
     }
+    return true;
   }
 
   tools(): FunctionTool[] {

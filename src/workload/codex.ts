@@ -68,6 +68,8 @@
  *   the parent's spawn call is an ordinary client tool call whose duration
  *   covers the sub-agent's run.
  */
+import { validateContent } from '../pipeline/validate.js';
+import { WireError } from '../protocol/errors.js';
 import type { InputItem, InputMessage } from '../protocol/objects.js';
 import {
   compactionStandIn,
@@ -199,6 +201,14 @@ class RolloutParser {
         if (typeof content !== 'string' && !Array.isArray(content)) this.fail(`${role} message without \`content\``);
         // Replayed as recorded; the server refuses a request nesting deeper than 64 levels (--max-json-depth).
         if (nestsDeeper(content, MAX_CONTENT_DEPTH)) this.fail(`${role} message content nests deeper than ${MAX_CONTENT_DEPTH} levels (no Codex message part does; the server would refuse it)`);
+        // Parts the server refuses (not an object, an unknown type, text that is not a string) are refused here, at their
+        // line: read as recorded, they crashed the token inference with a TypeError naming no line.
+        try {
+          validateContent(role, content, 'message');
+        } catch (err) {
+          if (!(err instanceof WireError)) throw err;
+          this.fail(`${role} message content: ${err.message} (the server would refuse it)`);
+        }
         this.clientMessage({ type: 'message', role: role as InputMessage['role'], content }, false);
         return;
       }
@@ -302,9 +312,14 @@ class RolloutParser {
     if (callId === '') this.fail('a call with an empty call_id');
     if (!TOOL_NAME.test(name)) this.fail(`tool name ${JSON.stringify(name.slice(0, 80))} is not one the API accepts (^[a-zA-Z0-9_-]{1,64}$)`);
     if (this.pending.has(callId) || this.answered.has(callId) || this.abortedIds.has(callId)) this.fail(`call_id ${callId} is used twice`);
+    if (!this.schemas.note(name, args, custom) && args !== '') {
+      // The server refuses a function_call input item whose arguments are not JSON, and the http designs send every
+      // call back as input: replayed as recorded, such a call failed their replay (invalid_value, 'not valid JSON').
+      args = JSON.stringify(args);
+      this.skip(`${name} call ${callId}`, 'its arguments are not valid JSON: replayed as a JSON string holding the recorded text (the server refuses a call whose arguments are not JSON when a client sends it back)');
+    }
     this.modelItem({ type: 'function_call', name, arguments: args, call_id: callId }, { type: 'function_call', name, arguments: args, call_id: callId });
     this.pending.set(callId, { line: this.line, name, ts, aborted: false });
-    this.schemas.note(name, args, custom);
     if (custom) this.stats.custom_tool_calls++;
     else this.stats.function_calls++;
   }

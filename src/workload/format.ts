@@ -11,6 +11,10 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { RunMetrics } from '../pipeline/metrics.js';
+import { validateItems, validateTools } from '../pipeline/validate.js';
+import { WireError } from '../protocol/errors.js';
+import { checkJsonDepth, DEFAULT_MAX_JSON_DEPTH, parseCreateBody } from '../protocol/parse.js';
 import { ToolSchemas } from './codex-items.js';
 import { WorkloadError, type Workload } from './types.js';
 
@@ -81,13 +85,17 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
         const at = `/userTurns/${ui}/modelTurns/${ti}/output/${oi}`;
         if (seen.has(o.call_id)) throw new WorkloadError(0, `${name}: ${at}: call_id ${o.call_id} is used twice`);
         seen.add(o.call_id);
-        schemas.note(o.name, o.arguments, false);
+        // The http designs send every call back as input, and the server refuses a call whose arguments are not JSON.
+        if (!schemas.note(o.name, o.arguments, false) && o.arguments !== '') {
+          throw new WorkloadError(0, `${name}: ${at}/arguments: not valid JSON (the server refuses a function_call whose arguments are not JSON when a client sends it back)`);
+        }
         if (ti < u.modelTurns.length - 1 && !Object.hasOwn(toolOutputs, o.call_id)) {
           throw new WorkloadError(0, `${name}: ${at}: call ${o.call_id} has no entry in toolOutputs (only a user turn's last model call may leave calls unanswered)`);
         }
       }
     }),
   );
+  checkRequests(w, name);
   const calls = w.userTurns.reduce((n, u) => n + u.modelTurns.length, 0);
   if (w.calls !== undefined && w.calls.length !== calls) {
     throw new WorkloadError(0, `${name}: /calls has ${w.calls.length} entries for ${calls} model calls`);
@@ -115,6 +123,47 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
       tool_output_bytes: w.stats?.tool_output_bytes ?? Object.values(toolOutputs).reduce((n, o) => n + Buffer.byteLength(o.output, 'utf8'), 0),
     },
   };
+}
+
+/**
+ * What the schema cannot say about `tools` and each user turn's `input`: that the server takes them. Each is put
+ * through the server's own parse and validate stages (an item it refuses, a part of the wrong shape, a
+ * function_call_output for a call the conversation does not hold, a tool schema it refuses, nesting past
+ * --max-json-depth), and a refusal names the file's JSON pointer. Before, such a file read, then failed
+ * in the middle of a bench run with the server's words for a request ('input[1].type'), naming no place in the file.
+ */
+function checkRequests(w: { tools?: unknown; userTurns: Array<{ input: unknown[]; modelTurns: Array<{ output: Array<{ type: string; call_id?: string }> }>; replace_history?: boolean }> }, name: string): void {
+  const metrics = new RunMetrics();
+  const refuse = (err: unknown, at: (param: string) => string): never => {
+    if (!(err instanceof WireError)) throw err;
+    throw new WorkloadError(0, `${name}: ${at(err.param ?? '')}: ${err.message} (the server refuses it)`);
+  };
+  if (w.tools !== undefined) {
+    try {
+      validateTools(parseCreateBody({ model: 'llr-workload', tools: w.tools }).tools, metrics);
+    } catch (err) {
+      refuse(err, (param) => pointer(param, '/tools', 'tools'));
+    }
+  }
+  let known = new Set<string>();
+  w.userTurns.forEach((u, ui) => {
+    if (u.replace_history) known = new Set();
+    try {
+      // The request around the input adds a level ({"input": [...]}); the server's default depth is the bench's.
+      checkJsonDepth(JSON.stringify({ input: u.input }), DEFAULT_MAX_JSON_DEPTH);
+      const { input } = parseCreateBody({ model: 'llr-workload', input: u.input });
+      for (const id of validateItems(input, { callIds: known }, metrics)) known.add(id);
+    } catch (err) {
+      refuse(err, (param) => pointer(param, `/userTurns/${ui}/input`, 'input'));
+    }
+    for (const t of u.modelTurns) for (const o of t.output) if (o.type === 'function_call' && o.call_id !== undefined) known.add(o.call_id);
+  });
+}
+
+/** A server error's param ('input[1].content[0].type') as a JSON pointer under `base` ('/userTurns/0/input/1/content/0/type'). */
+function pointer(param: string, base: string, root: string): string {
+  if (!param.startsWith(root)) return base;
+  return base + param.slice(root.length).replace(/\[(\d+)\]/g, '/$1').replace(/\./g, '/');
 }
 
 /** Write the exact workload a bench replays (the server process loads it). */

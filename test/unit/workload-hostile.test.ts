@@ -10,6 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { fitLimits } from '../../src/bench/runner.js';
+import { RunMetrics } from '../../src/pipeline/metrics.js';
+import { validateItems } from '../../src/pipeline/validate.js';
+import { parseNeutral } from '../../src/workload/format.js';
 import { workloadCommand } from '../../src/workload/inspect.js';
 import { parseWorkload, WorkloadError } from '../../src/workload/load.js';
 
@@ -71,4 +74,59 @@ describe('hostile workloads', () => {
   }, 60_000);
 });
 
-export { WorkloadError };
+const refusal = (f: () => unknown): string => {
+  try {
+    f();
+  } catch (err) {
+    expect(err).toBeInstanceOf(WorkloadError);
+    return (err as Error).message;
+  }
+  throw new Error('read without an error');
+};
+
+describe('hostile shapes', () => {
+  it('a user message part that is not an object, or of no known type, is refused at its line (it crashed the inference: TypeError, exit 1)', () => {
+    const msg = (content: unknown) => rec('response_item', { type: 'message', role: 'user', content });
+    expect(refusal(() => read([meta(), msg([5, null]), answer('d')]))).toBe(
+      "x.jsonl:2: user message content: Invalid 'message.content[0]': expected a content part object, got number. (the server would refuse it)",
+    );
+    expect(refusal(() => read([meta(), msg([{ type: 'input_text', text: 'a' }, null]), answer('d')]))).toMatch(/^x\.jsonl:2: user message content: Invalid 'message\.content\[1\]': expected a content part object, got null/);
+    expect(refusal(() => read([meta(), msg([{ type: 'input_text', text: 5 }]), answer('d')]))).toMatch(/^x\.jsonl:2: user message content: Missing required parameter: 'message\.content\[0\]\.text'/);
+    expect(refusal(() => read([meta(), msg([{ type: 'banana' }]), answer('d')]))).toMatch(/^x\.jsonl:2: .*'banana' is not a supported content type/);
+    // What Codex writes still reads: text and image parts, an empty list.
+    const w = read([meta(), msg([{ type: 'input_text', text: 'a' }, { type: 'input_image', image_url: 'data:image/png;base64,AA==' }]), msg([]), answer('d')]);
+    expect(w.userTurns[0]!.input).toHaveLength(2);
+  });
+
+  it('a call recorded with arguments that are not JSON is replayed with a JSON string of them, noted (the http designs failed: the server refuses it sent back)', () => {
+    const bad = rec('response_item', { type: 'function_call', name: 'shell', arguments: '{"command": ["ls"]', call_id: 'c1' });
+    const w = read([meta(), user('x'), bad, output('c1'), answer('done')]);
+    const fc = w.userTurns[0]!.modelTurns[0]!.output[0]!;
+    expect(fc).toEqual({ type: 'function_call', name: 'shell', arguments: JSON.stringify('{"command": ["ls"]'), call_id: 'c1' });
+    expect(w.skipped).toContainEqual({ line: 3, what: 'shell call c1', why: expect.stringMatching(/^its arguments are not valid JSON: replayed as a JSON string/) });
+    // What an http design sends back on the next call: the server takes it.
+    expect(() => validateItems([{ ...fc }, { type: 'function_call_output', call_id: 'c1', output: 'ok' }] as never, { callIds: new Set() }, new RunMetrics())).not.toThrow();
+  });
+
+  it('a neutral file whose input or tools the server refuses is refused with its JSON pointer, not mid-bench with the request\'s param', () => {
+    const turn = (input: unknown[], output: unknown[] = [{ type: 'message', text: 'd' }]) => ({ input, modelTurns: [{ output }] });
+    const neutral = (o: Record<string, unknown>) => () => parseNeutral(JSON.stringify({ llr_workload: 1, ...o }), 'n.json', 'test');
+    const hi = { type: 'message', role: 'user', content: 'hi' };
+    expect(refusal(neutral({ userTurns: [turn([{}])] }))).toBe("n.json: /userTurns/0/input/0/type: Missing required parameter: 'input[0].type'. (the server refuses it)");
+    expect(refusal(neutral({ userTurns: [turn([hi]), turn([{ type: 'message', role: 'tool', content: 'x' }])] }))).toMatch(/^n\.json: \/userTurns\/1\/input\/0\/role: Invalid value for 'input\[0\]\.role'/);
+    expect(refusal(neutral({ userTurns: [turn([{ type: 'message', role: 'user', content: [5] }])] }))).toMatch(/^n\.json: \/userTurns\/0\/input\/0\/content\/0: /);
+    expect(refusal(neutral({ userTurns: [turn([{ type: 'function_call_output', call_id: 'zz', output: 'x' }])] }))).toMatch(/^n\.json: \/userTurns\/0\/input\/0\/call_id: No tool call found for function call output with call_id 'zz'/);
+    expect(refusal(neutral({ userTurns: [turn([{ type: 'message', role: 'user', content: JSON.parse('['.repeat(70) + ']'.repeat(70)) }])] }))).toMatch(/^n\.json: \/userTurns\/0\/input: The JSON nests deeper than 64 levels/);
+    expect(refusal(neutral({ tools: [{ type: 'function', name: 'f', parameters: { type: 'string' } }], userTurns: [turn([hi])] }))).toMatch(/^n\.json: \/tools\/0\/parameters\/type: /);
+    expect(refusal(neutral({ tools: [{ type: 'function', name: 'f' }, { type: 'function', name: 'f' }], userTurns: [turn([hi])] }))).toMatch(/^n\.json: \/tools\/1\/name: Duplicate tool name 'f'/);
+    const call = { type: 'function_call', name: 'f', arguments: '{oops', call_id: 'c1' };
+    expect(refusal(neutral({ userTurns: [{ input: [hi], modelTurns: [{ output: [call] }, { output: [{ type: 'message', text: 'd' }] }] }], toolOutputs: { c1: { output: 'o' } } }))).toMatch(
+      /^n\.json: \/userTurns\/0\/modelTurns\/0\/output\/0\/arguments: not valid JSON/,
+    );
+    // An answer to a call of an earlier user turn (an interrupted one) is known; after a replace_history it is not.
+    const interrupted = { input: [hi], modelTurns: [{ output: [{ ...call, arguments: '{}' }] }] };
+    const answer = { type: 'function_call_output', call_id: 'c1', output: 'aborted' };
+    expect(neutral({ userTurns: [interrupted, turn([answer, hi])] })().userTurns).toHaveLength(2);
+    expect(refusal(neutral({ userTurns: [interrupted, { ...turn([answer, hi]), replace_history: true }] }))).toMatch(/^n\.json: \/userTurns\/1\/input\/0\/call_id: No tool call found/);
+  });
+});

@@ -241,8 +241,19 @@ export class BenchSession {
   }
 }
 
-/** A run's deadline: a minute plus three times what its model, tools and the API's own work should take (`--run-timeout-ms` overrides it). */
+/** The longest delay a Node timer takes (2^31 - 1 ms, 24.8 days): a longer one fires after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A run's deadline: a minute plus three times what its model, tools and the API's own work should take
+ * (`--run-timeout-ms` overrides it), at most MAX_TIMER_MS: a workload recording 1e30 output tokens made it
+ * 7.5e29 ms, which Node's timer fired after 1 ms ("ws: cannot connect …: the run did not finish within 7.5e+29 ms").
+ */
 export function runDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'runTimeoutMs' | 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>): number {
+  return Math.min(MAX_TIMER_MS, uncappedDeadlineMs(w, tps, cfg));
+}
+
+function uncappedDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'runTimeoutMs' | 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>): number {
   if (cfg.runTimeoutMs !== null) return cfg.runTimeoutMs;
   const calls = modelCallCount(w);
   const outTokens = flatModelTurns(w).reduce((n, t) => n + (t.output_tokens ?? 100), 0);

@@ -24,6 +24,13 @@ describe('a replay deadline', () => {
     expect(runDeadlineMs(syntheticWorkload({ turns: 5000, toolOutputBytes: 1024, outputTokensPerTurn: 30, seed: 1 }), null, { ...cfg, runTimeoutMs: 1234 })).toBe(1234);
   });
 
+  it("is at most what a Node timer takes (2^31 - 1 ms): past it the timer fired at once and the run 'did not finish within 7.5e+29 ms'", () => {
+    const w = syntheticWorkload({ turns: 3, toolOutputBytes: 10, outputTokensPerTurn: 30, seed: 1 });
+    w.userTurns[0]!.modelTurns[0]!.output_tokens = 1e30;
+    expect(runDeadlineMs(w, 65, cfg)).toBe(2 ** 31 - 1);
+    expect(runDeadlineMs(w, null, { ...cfg, runTimeoutMs: 1e12 })).toBe(2 ** 31 - 1);
+  });
+
   it('grows with every call and with the context each call presents', () => {
     // 5,000 calls whose context grows by 200 tokens a call: 2.5e9 tokens presented in all.
     const steps = 5000;

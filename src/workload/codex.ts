@@ -459,6 +459,21 @@ class RolloutParser {
     }
     this.turns.push(built.turn);
     for (const f of built.figures) this.figures.push(f); // not push(...): a user turn of 130k+ calls would overflow the stack
+    // A user turn ending in tool calls is replayed ending at that call's text (or a marker), without the calls and
+    // their outputs (replayable.ts): said here, so inspect and the bench's report show it. Answered calls end a turn
+    // when a user message came before the model's next call (Codex lets the user steer a turn under way).
+    const open = built.turn.modelTurns.at(-1)!.output.flatMap((o) => (o.type === 'function_call' ? [o.call_id] : []));
+    if (open.length > 0) {
+      const answered = open.filter((id) => this.answered.has(id)).length;
+      this.skipped.push({
+        line: built.figures.at(-1)!.line,
+        what: `${open.length} call(s) ending user turn ${this.turns.length}`,
+        why:
+          answered > 0
+            ? `${answered} answered, but a user message came before the model's next call: the replay ends the user turn there, with the call's text or a marker instead of the calls and their outputs`
+            : "never answered (interrupted): the replay ends the user turn with the call's text or a marker instead of the calls",
+      });
+    }
   }
 
   private closeCall(): void {

@@ -108,6 +108,19 @@ describe('hostile shapes', () => {
     expect(() => validateItems([{ ...fc }, { type: 'function_call_output', call_id: 'c1', output: 'ok' }] as never, { callIds: new Set() }, new RunMetrics())).not.toThrow();
   });
 
+  it('a user message after a call was answered, before the model called again (steering), ends the user turn there, noted (the answered call and its output were dropped silently)', () => {
+    const w = read([meta(), user('go'), call('c1'), output('c1'), user('also check X'), call('c2'), output('c2'), answer('done')]);
+    expect(w.userTurns).toHaveLength(2);
+    expect(w.skipped).toContainEqual({
+      line: 3,
+      what: '1 call(s) ending user turn 1',
+      why: expect.stringMatching(/^1 answered, but a user message came before the model's next call: the replay ends the user turn there/),
+    });
+    // Never answered (the user interrupted): noted too.
+    const cut = read([meta(), user('go'), call('c1'), user('stop'), answer('ok')]);
+    expect(cut.skipped).toContainEqual({ line: 3, what: '1 call(s) ending user turn 1', why: expect.stringMatching(/^never answered \(interrupted\)/) });
+  });
+
   it('a neutral file whose input or tools the server refuses is refused with its JSON pointer, not mid-bench with the request\'s param', () => {
     const turn = (input: unknown[], output: unknown[] = [{ type: 'message', text: 'd' }]) => ({ input, modelTurns: [{ output }] });
     const neutral = (o: Record<string, unknown>) => () => parseNeutral(JSON.stringify({ llr_workload: 1, ...o }), 'n.json', 'test');

@@ -8,11 +8,11 @@
  * expected), which the CLI prints without a stack and exits 2. Leaves out any
  * replay: this only reads.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UsageError } from '../flags.js';
 import { looksNeutral } from './format.js';
-import { median, readWorkload } from './load.js';
+import { median, parseWorkload, readWorkloadText } from './load.js';
 import type { Workload } from './types.js';
 
 const HELP = `llr workload — read a workload file the way llr bench and llr serve do
@@ -36,14 +36,16 @@ export async function workloadCommand(argv: string[]): Promise<void> {
   if (sub !== 'inspect' && sub !== 'convert') throw new UsageError(`unknown workload command '${sub}'; known: inspect, convert`);
   if (file === undefined) throw new UsageError(`llr workload ${sub} needs a FILE`);
   if ((sub === 'inspect' ? out : extra[0]) !== undefined) throw new UsageError(`llr workload ${sub} takes ${sub === 'inspect' ? 'one FILE' : 'FILE [OUT]'}, got also '${sub === 'inspect' ? out : extra[0]}'`);
-  const w = readWorkload(file);
+  // Read once: a pipe (`<(zcat f.gz)`) gives its text only once, and the format is told from the same text.
+  const { text, name, source } = readWorkloadText(file);
+  const w = parseWorkload(text, name, source);
   if (sub === 'convert') {
     const json = `${JSON.stringify({ llr_workload: 1, ...w })}\n`;
     if (out === undefined) process.stdout.write(json);
     else writeFileSync(out, json);
     return;
   }
-  const neutral = looksNeutral(readFileSync(file, 'utf8').replace(/^\uFEFF/, ''));
+  const neutral = looksNeutral(text.replace(/^\uFEFF/, ''));
   process.stdout.write(inspectText(w, neutral ? 'llr workload (JSON)' : 'Codex rollout (JSONL)'));
 }
 

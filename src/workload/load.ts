@@ -9,7 +9,8 @@
  * Leaves out other agents' log formats: convert them to the neutral format.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { constants } from 'node:buffer';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseRollout } from './codex.js';
@@ -33,17 +34,59 @@ const KNOWN_SOURCES: Record<string, string> = {
     'Recorded with Codex CLI 0.125.0 against a GPT-5-class model.',
 };
 
+/**
+ * The most bytes a workload file may have: the reader holds it as one string, and V8's longest is this many
+ * UTF-16 units (512 MiB), which no longer UTF-8 file fits.
+ */
+export const MAX_WORKLOAD_BYTES = constants.MAX_STRING_LENGTH;
+
+/**
+ * A workload file's text (decoded, its BOM kept), its name and its source, read once: a pipe (`<(zcat f.gz)`)
+ * can be read only once. Read in chunks up to MAX_WORKLOAD_BYTES, whatever the file is: `readFileSync` of a
+ * file past it threw "Cannot create a string longer than 0x1fffffe8 characters" (exit 1), and of /dev/zero
+ * or an endless pipe grew without bound (6.7 GB in 30 s).
+ */
+export function readWorkloadText(path: string, maxBytes = MAX_WORKLOAD_BYTES): { text: string; name: string; source: string } {
+  const name = basename(path);
+  const tooLarge = () => new WorkloadError(0, `${path}: the file is larger than ${maxBytes} bytes (${(maxBytes / 2 ** 20).toFixed(0)} MiB), the most a workload may have: the reader holds it as one string`);
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    throw new WorkloadError(0, `${path}: cannot read the file (${(err as Error).message})`, { cause: err });
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  try {
+    const st = fstatSync(fd);
+    if (st.isDirectory()) throw new WorkloadError(0, `${path}: cannot read the file (it is a directory)`);
+    if (st.isFile() && st.size > maxBytes) throw tooLarge();
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(Math.min(1 << 24, maxBytes + 1 - total));
+      let n: number;
+      try {
+        n = readSync(fd, chunk, 0, chunk.length, null);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EAGAIN') continue; // a non-blocking pipe with nothing yet
+        throw new WorkloadError(0, `${path}: cannot read the file (${(err as Error).message})`, { cause: err });
+      }
+      if (n === 0) break;
+      total += n;
+      if (total > maxBytes) throw tooLarge();
+      chunks.push(n === chunk.length ? chunk : chunk.subarray(0, n));
+    }
+  } finally {
+    closeSync(fd);
+  }
+  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+  const hash = createHash('sha256').update(bytes).digest('hex');
+  return { text: decodeWorkload(bytes, name), name, source: KNOWN_SOURCES[hash] ?? path };
+}
+
 /** Reads and parses a workload file; the source is the shipped file's citation, else the path. */
 export function readWorkload(path: string): Workload {
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(path);
-  } catch (err) {
-    throw new WorkloadError(0, `${path}: cannot read the file`, { cause: err });
-  }
-  const hash = createHash('sha256').update(bytes).digest('hex');
-  const name = basename(path);
-  return parseWorkload(decodeWorkload(bytes, name), name, KNOWN_SOURCES[hash] ?? path);
+  const { text, name, source } = readWorkloadText(path);
+  return parseWorkload(text, name, source);
 }
 
 /**

@@ -5,7 +5,7 @@
  * inspect` reports it in bounded time) or is refused with a WorkloadError
  * naming its line; never a TypeError or a RangeError from deep inside.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -14,7 +14,7 @@ import { RunMetrics } from '../../src/pipeline/metrics.js';
 import { validateItems } from '../../src/pipeline/validate.js';
 import { parseNeutral } from '../../src/workload/format.js';
 import { workloadCommand } from '../../src/workload/inspect.js';
-import { parseWorkload, WorkloadError } from '../../src/workload/load.js';
+import { parseWorkload, readWorkload, readWorkloadText, WorkloadError } from '../../src/workload/load.js';
 
 const TS = '2026-10-05T17:45:00.000Z';
 const rec = (type: string, payload: Record<string, unknown>) => JSON.stringify({ timestamp: TS, type, payload });
@@ -83,6 +83,21 @@ const refusal = (f: () => unknown): string => {
   }
   throw new Error('read without an error');
 };
+
+describe('hostile files', () => {
+  it('a file past 512 MiB is refused as such, before it is read (it threw "Cannot create a string longer than 0x1fffffe8 characters", exit 1)', () => {
+    const file = join(dir, 'sparse.jsonl');
+    writeFileSync(file, '');
+    truncateSync(file, 600 * 2 ** 20); // sparse: no disk, no memory
+    expect(refusal(() => readWorkload(file))).toMatch(/sparse\.jsonl: the file is larger than 536870888 bytes \(512 MiB\), the most a workload may have/);
+  });
+
+  it('a device or pipe without end is read up to the cap, then refused (readFileSync of /dev/zero grew without bound)', () => {
+    expect(refusal(() => readWorkloadText('/dev/zero', 2 ** 20))).toBe('/dev/zero: the file is larger than 1048576 bytes (1 MiB), the most a workload may have: the reader holds it as one string');
+    expect(refusal(() => readWorkload(dir))).toMatch(/: cannot read the file \(it is a directory\)$/);
+    expect(refusal(() => readWorkload(join(dir, 'none.jsonl')))).toMatch(/none\.jsonl: cannot read the file \(ENOENT: no such file or directory/);
+  });
+});
 
 describe('hostile shapes', () => {
   it('a user message part that is not an object, or of no known type, is refused at its line (it crashed the inference: TypeError, exit 1)', () => {

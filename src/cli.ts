@@ -24,7 +24,7 @@ import { createLogger, flushLog, flushLogSync } from './log.js';
 import { exitWithParent } from './lifecycle.js';
 import { WorkloadError } from './workload/types.js';
 import type { Switches } from './engine/services.js';
-import { DEFAULT_SWITCHES } from './engine/services.js';
+import { DEFAULT_LIMITS, DEFAULT_SWITCHES } from './engine/services.js';
 import { limitHelp, limitOptions, limitsFrom, MAX_TIMER_MS } from './limit-flags.js';
 import { CLIENT_PROTOCOLS, connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
@@ -70,7 +70,8 @@ merges of --tokenizer-cache-entries pre-tokens (default 100000, and at most
 Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
 (all on by default except overlap_persist and lean_pause_event).
 --workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
-selects the replay policy: the model replays the recorded run's turns.
+selects the replay policy: the model replays the recorded run's turns (a model call with more
+parallel calls than --max-pending-calls raises it to fit, unless the flag is given).
 
 serve limits (docs/reliability.md; each also LLR_<NAME> in the environment):
 ${limitHelp()}
@@ -156,8 +157,11 @@ async function serve(argv: string[], demo = false): Promise<void> {
   if (demo && values['no-demo']) throw new UsageError('llr demo cannot run with --no-demo');
   const apiKeys = values['api-key'] ?? env('LLR_API_KEYS')?.split(',');
   checkStrings(values, apiKeys);
-  const policy = await modelPolicy(values.policy, values.workload, values.synthetic);
+  const { policy, widestCall } = await modelPolicy(values.policy, values.workload, values.synthetic);
   const limits = limitsFrom(values, process.env);
+  // A replayed model call with more parallel calls than one pause waits for failed every long-lived run of it
+  // (too_many_pending_calls): raised to fit, as the bench does for its servers (bench/runner.ts fitLimits), unless set.
+  if (limits.maxPendingCalls === undefined && widestCall > DEFAULT_LIMITS.maxPendingCalls) limits.maxPendingCalls = widestCall;
   const log = createLogger({
     ownsProcess: true,
     ...(values['log-level'] ? { level: values['log-level'] } : {}),
@@ -249,11 +253,11 @@ async function serve(argv: string[], demo = false): Promise<void> {
 }
 
 /** `--policy replay` with `--workload` / `--synthetic`: the simulated model replays that run. */
-async function modelPolicy(name: string | undefined, workload: string | undefined, synthetic: string | undefined): Promise<ModelPolicy | undefined> {
+async function modelPolicy(name: string | undefined, workload: string | undefined, synthetic: string | undefined): Promise<{ policy?: ModelPolicy; widestCall: number }> {
   const wanted = name ?? (workload !== undefined || synthetic !== undefined ? 'replay' : 'auto');
   if (wanted === 'auto') {
     if (workload !== undefined || synthetic !== undefined) throw new UsageError('--workload and --synthetic need --policy replay');
-    return undefined;
+    return { widestCall: 0 };
   }
   if (wanted !== 'replay') throw new UsageError(`unknown policy '${wanted}'; known: auto, replay`);
   if ((workload === undefined) === (synthetic === undefined)) throw new UsageError('--policy replay needs exactly one of --workload FILE or --synthetic TURNS,BYTES,TOKENS');
@@ -268,7 +272,10 @@ async function modelPolicy(name: string | undefined, workload: string | undefine
     }
   };
   const w = workload !== undefined ? loadWorkloadFile(workload) : fromSpec(synthetic!);
-  return replayPolicy(flatModelTurns(w));
+  const turns = flatModelTurns(w);
+  let widestCall = 0;
+  for (const t of turns) widestCall = Math.max(widestCall, t.output.filter((o) => o.type === 'function_call').length);
+  return { policy: replayPolicy(turns), widestCall };
 }
 
 function defined<T extends object>(o: T): Partial<{ [K in keyof T]: Exclude<T[K], undefined> }> {

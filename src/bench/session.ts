@@ -23,6 +23,7 @@ import type { BenchConfig } from './runner.js';
 import { recompute } from './verdicts.js';
 import { flatModelTurns, modelCallCount } from '../workload/replayable.js';
 import type { Workload } from '../workload/types.js';
+import { MAX_TIMER_MS } from '../limit-flags.js';
 
 /** One repetition of one design in a replay phase. */
 export type PlanStep = { design: ClientProtocol; rep: number };
@@ -241,12 +242,9 @@ export class BenchSession {
   }
 }
 
-/** The longest delay a Node timer takes (2^31 - 1 ms, 24.8 days): a longer one fires after 1 ms. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /**
  * A run's deadline: a minute plus three times what its model, tools and the API's own work should take
- * (`--run-timeout-ms` overrides it), at most MAX_TIMER_MS: a workload recording 1e30 output tokens made it
+ * (`--run-timeout-ms` overrides it), at most MAX_TIMER_MS (2^31 - 1 ms, the longest a Node timer takes): a workload recording 1e30 output tokens made it
  * 7.5e29 ms, which Node's timer fired after 1 ms ("ws: cannot connect …: the run did not finish within 7.5e+29 ms").
  */
 export function runDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'runTimeoutMs' | 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>): number {

@@ -184,6 +184,13 @@ async function serve(argv: string[], demo = false): Promise<void> {
       throw new UsageError((err as Error).message);
     }
   });
+  const demoOff = values['no-demo'] || env('LLR_NO_DEMO') === '1';
+  const demoWorkload = values['demo-workload'] ?? env('LLR_DEMO_WORKLOAD');
+  if (!demoOff && demoWorkload !== undefined) {
+    // Read now, once: a file the reader refuses exits 2 here (it failed every race with a 500), and races reuse it.
+    const { demoCodexWorkload } = await import('./demo/workloads.js');
+    demoCodexWorkload(demoWorkload);
+  }
   const chaosSeed = num(values['chaos-seed'] ?? env('LLR_CHAOS_SEED'), 'chaos-seed', COUNT);
   const instant = values.instant ?? env('LLR_INSTANT') === '1';
   const { server, url } = await startServer({
@@ -222,10 +229,10 @@ async function serve(argv: string[], demo = false): Promise<void> {
     ...(chaosSeed !== undefined ? { chaosSeed } : {}),
     logger: log,
     ...(policy ? { policy } : {}),
-    demo: values['no-demo'] || env('LLR_NO_DEMO') === '1'
+    demo: demoOff
       ? false
       : defined({
-          workloadPath: values['demo-workload'] ?? env('LLR_DEMO_WORKLOAD'),
+          workloadPath: demoWorkload,
           maxRaces: num(values['demo-max-races'] ?? env('LLR_DEMO_MAX_RACES'), 'demo-max-races', POSITIVE_COUNT),
           raceTimeoutMs: num(values['demo-race-timeout-ms'] ?? env('LLR_DEMO_RACE_TIMEOUT_MS'), 'demo-race-timeout-ms', { ...POSITIVE_COUNT, max: MAX_TIMER_MS }),
           maxToolCalls: num(values['demo-max-tool-calls'] ?? env('LLR_DEMO_MAX_TOOL_CALLS'), 'demo-max-tool-calls', POSITIVE_COUNT),

@@ -72,12 +72,24 @@ export function codexAvailable(path: string): boolean {
   return existsSync(path);
 }
 
+let loaded: { path: string; workload: Workload } | null = null;
+
+/**
+ * The demo's Codex workload, read once per path (`llr serve` reads an explicit --demo-workload at start-up, so a
+ * file the reader refuses exits 2 there). It was read on every race: a file the reader refused failed each race
+ * with a 500 server_error, and a large one held the event loop for seconds per race.
+ */
+export function demoCodexWorkload(path: string): Workload {
+  if (loaded?.path !== path) loaded = { path, workload: loadWorkloadFile(path) };
+  return loaded.workload;
+}
+
 /** Build the chosen workload; a bad choice is a WireError naming the field. */
 export function buildWorkload(choice: WorkloadChoice, limits: WorkloadLimits, codexPath: string): DemoWorkload {
   switch (choice.kind) {
     case 'codex': {
       if (!codexAvailable(codexPath)) throw new WireError('invalid_value', `The bundled Codex run is not installed (${codexPath}).`, 'workload');
-      return fromReplay(loadWorkloadFile(codexPath), 'the bundled Codex CLI run', 'Tools answer with the outputs the Codex run recorded.');
+      return fromReplay(demoCodexWorkload(codexPath), 'the bundled Codex CLI run', 'Tools answer with the outputs the Codex run recorded.');
     }
     case 'synthetic': {
       const n = choice.tool_calls;

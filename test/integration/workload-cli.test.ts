@@ -71,6 +71,9 @@ describe('llr workload', () => {
     const serve = await llr(['serve', '--port', '0', '--store', 'memory', '--workload', bad]);
     expect(serve.code).toBe(2);
     expect(serve.stderr).toBe('llr: bad.jsonl:2: the "response_item" record has no `payload` object: not a Codex rollout record\n');
+    // The demo's workload too, at start-up: it was read per race, and each race failed with a 500 server_error.
+    const demo = await llr(['serve', '--port', '0', '--store', 'memory', '--demo-workload', bad]);
+    expect([demo.code, demo.stderr]).toEqual([2, 'llr: bad.jsonl:2: the "response_item" record has no `payload` object: not a Codex rollout record\n']);
   });
 
   it('a file that is not UTF-8: exit 2, what it is (UTF-16) or where (the line and byte), not "not valid JSON"', async () => {

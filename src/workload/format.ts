@@ -132,11 +132,15 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
  * --max-json-depth), and a refusal names the file's JSON pointer. Before, such a file read, then failed
  * in the middle of a bench run with the server's words for a request ('input[1].type'), naming no place in the file.
  */
-function checkRequests(w: { tools?: unknown; userTurns: Array<{ input: unknown[]; modelTurns: Array<{ output: Array<{ type: string; call_id?: string }> }>; replace_history?: boolean }> }, name: string): void {
+export function checkRequests(
+  w: { tools?: unknown; userTurns: Array<{ input: unknown[]; modelTurns: Array<{ output: Array<{ type: string; call_id?: string }> }>; replace_history?: boolean }> },
+  name: string,
+  where = '',
+): void {
   const metrics = new RunMetrics();
   const refuse = (err: unknown, at: (param: string) => string): never => {
     if (!(err instanceof WireError)) throw err;
-    throw new WorkloadError(0, `${name}: ${at(err.param ?? '')}: ${err.message} (the server refuses it)`);
+    throw new WorkloadError(0, `${name}: ${at(err.param ?? '')}${where}: ${err.message} (the server refuses it)`);
   };
   if (w.tools !== undefined) {
     try {

@@ -15,7 +15,7 @@ import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseRollout } from './codex.js';
 import { decodeWorkload } from './encoding.js';
-import { looksNeutral, parseNeutral } from './format.js';
+import { checkRequests, looksNeutral, parseNeutral } from './format.js';
 import { replayable } from './replayable.js';
 import { WorkloadError, type Workload } from './types.js';
 
@@ -97,7 +97,12 @@ export function readWorkload(path: string): Workload {
 export function parseWorkload(text: string, name: string, source: string): Workload {
   let clean = text.replace(/^\uFEFF/, '');
   if (!clean.includes('\n') && clean.includes('\r')) clean = clean.replaceAll('\r', '\n');
-  return looksNeutral(clean) ? parseNeutral(clean, name, source) : parseRollout(clean, name, source);
+  if (looksNeutral(clean)) return parseNeutral(clean, name, source);
+  const w = parseRollout(clean, name, source);
+  // What the reader makes of the rollout, checked as the neutral format is: refused here, not by the bench's
+  // server process loading its copy (named workload-grid.json) or mid-run.
+  checkRequests(w, name, ' (in the workload as read: llr workload convert)');
+  return w;
 }
 
 /** A workload file made ready for replay (what `llr serve --workload` and the bench replay). */

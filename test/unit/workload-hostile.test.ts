@@ -136,6 +136,13 @@ describe('hostile shapes', () => {
     expect(cut.skipped).toContainEqual({ line: 3, what: '1 call(s) ending user turn 1', why: expect.stringMatching(/^never answered \(interrupted\)/) });
   });
 
+  it("a rollout whose turn input the server would refuse as a whole (50,001 content parts) is refused when read, not by the bench's server process", () => {
+    const parts = Array.from({ length: 50_001 }, () => ({ type: 'input_text', text: 'a' }));
+    expect(refusal(() => read([meta(), rec('response_item', { type: 'message', role: 'user', content: parts }), answer('ok')]))).toBe(
+      "x.jsonl: /userTurns/0/input (in the workload as read: llr workload convert): Invalid 'input': too many items and content parts. Expected at most 50000, but got more (llr serve --max-context-items). (the server refuses it)",
+    );
+  });
+
   it('a neutral file whose input or tools the server refuses is refused with its JSON pointer, not mid-bench with the request\'s param', () => {
     const turn = (input: unknown[], output: unknown[] = [{ type: 'message', text: 'd' }]) => ({ input, modelTurns: [{ output }] });
     const neutral = (o: Record<string, unknown>) => () => parseNeutral(JSON.stringify({ llr_workload: 1, ...o }), 'n.json', 'test');

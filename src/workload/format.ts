@@ -14,7 +14,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { RunMetrics } from '../pipeline/metrics.js';
 import { validateItems, validateTools } from '../pipeline/validate.js';
 import { WireError } from '../protocol/errors.js';
-import { checkJsonDepth, DEFAULT_MAX_JSON_DEPTH, parseCreateBody } from '../protocol/parse.js';
+import { checkJsonDepth, DEFAULT_MAX_JSON_DEPTH, DEFAULT_PARSE_CAPS, parseCreateBody } from '../protocol/parse.js';
 import { ToolSchemas } from './codex-items.js';
 import { WorkloadError, type Workload } from './types.js';
 
@@ -144,7 +144,8 @@ export function checkRequests(
   };
   if (w.tools !== undefined) {
     try {
-      validateTools(parseCreateBody({ model: 'llr-workload', tools: w.tools }).tools, metrics);
+      // Any number of tools: the bench starts its servers with --max-tools raised to fit (bench/runner.ts fitLimits).
+      validateTools(parseCreateBody({ model: 'llr-workload', tools: w.tools }, { ...DEFAULT_PARSE_CAPS, maxTools: Infinity }).tools, metrics);
     } catch (err) {
       refuse(err, (param) => pointer(param, '/tools', 'tools'));
     }

@@ -158,6 +158,9 @@ describe('hostile shapes', () => {
     expect(refusal(neutral({ userTurns: [{ input: [hi], modelTurns: [{ output: [call] }, { output: [{ type: 'message', text: 'd' }] }] }], toolOutputs: { c1: { output: 'o' } } }))).toMatch(
       /^n\.json: \/userTurns\/0\/modelTurns\/0\/output\/0\/arguments: not valid JSON/,
     );
+    // More tools than one request may list by default still read: the bench raises --max-tools to fit.
+    const many = Array.from({ length: 130 }, (_, i) => ({ type: 'function', name: `t${i}` }));
+    expect(neutral({ tools: many, userTurns: [turn([hi])] })().tools).toHaveLength(130);
     // An answer to a call of an earlier user turn (an interrupted one) is known; after a replace_history it is not.
     const interrupted = { input: [hi], modelTurns: [{ output: [{ ...call, arguments: '{}' }] }] };
     const answer = { type: 'function_call_output', call_id: 'c1', output: 'aborted' };

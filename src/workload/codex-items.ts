@@ -95,10 +95,11 @@ export function compactionStandIn(encrypted: string): InputItem {
  * before it in the history, as the API requires); custom tool calls become
  * function calls taking `{input}` (as everywhere in replay); an encrypted
  * `compaction` item gets a stand-in of its estimated size; reasoning and
- * hosted calls are dropped (the API would not show them as input text).
- * Returns the items and how many were dropped.
+ * hosted calls are dropped (the API would not show them as input text); a
+ * call left without output is answered "aborted" right after it. Returns the
+ * items, how many were dropped and how many calls were answered so.
  */
-export function replacementItems(history: readonly unknown[]): { items: InputItem[]; dropped: number } {
+export function replacementItems(history: readonly unknown[]): { items: InputItem[]; dropped: number; aborted: number } {
   const items: InputItem[] = [];
   const calls = new Set<string>();
   let dropped = 0;
@@ -130,7 +131,24 @@ export function replacementItems(history: readonly unknown[]): { items: InputIte
       dropped++;
     }
   }
-  return { items, dropped };
+  // A call the replacement leaves unanswered is answered "aborted" right after it, as Codex answers a call
+  // without output in the history it sends: left open, the ws and http designs' requests were refused
+  // (missing_tool_output) and long-lived replayed the turn short (outside attack).
+  const callIdOf = (it: InputItem) => (it as { call_id?: string }).call_id ?? '';
+  const answered = new Set<string>();
+  for (const it of items) if (it.type === 'function_call_output') answered.add(callIdOf(it));
+  let aborted = 0;
+  const out: InputItem[] = [];
+  for (const it of items) {
+    out.push(it);
+    const callId = callIdOf(it);
+    if (it.type === 'function_call' && !answered.has(callId)) {
+      out.push({ type: 'function_call_output', call_id: callId, output: 'aborted' });
+      answered.add(callId);
+      aborted++;
+    }
+  }
+  return { items: out, dropped, aborted };
 }
 
 /**

@@ -400,8 +400,9 @@ class RolloutParser {
 
   private compacted(p: Json): void {
     if (Array.isArray(p.replacement_history)) {
-      const { items, dropped } = replacementItems(p.replacement_history);
+      const { items, dropped, aborted } = replacementItems(p.replacement_history);
       if (dropped > 0) this.skip(`${dropped} item(s) of the replacement history`, 'reasoning, hosted calls or unknown items: not sent as input text');
+      if (aborted > 0) this.skip(`${aborted} call(s) of the replacement history`, 'without an output in it: answered "aborted" right after, as Codex does');
       this.compaction(items, 'a compacted record');
       return;
     }

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { fitLimits } from '../../src/bench/runner.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
-import { validateItems } from '../../src/pipeline/validate.js';
+import { missingToolOutput, pendingCallsOf, validateItems } from '../../src/pipeline/validate.js';
 import { parseNeutral } from '../../src/workload/format.js';
 import { workloadCommand } from '../../src/workload/inspect.js';
 import { parseWorkload, readWorkload, readWorkloadText, WorkloadError } from '../../src/workload/load.js';
@@ -141,6 +141,23 @@ describe('hostile shapes', () => {
     expect(refusal(() => read([meta(), rec('response_item', { type: 'message', role: 'user', content: parts }), answer('ok')]))).toBe(
       "x.jsonl: /userTurns/0/input (in the workload as read: llr workload convert): Invalid 'input': too many items and content parts. Expected at most 50000, but got more (llr serve --max-context-items). (the server refuses it)",
     );
+  });
+
+  it('a call a compaction\'s replacement history leaves without output is answered "aborted" after it (ws and http were refused: missing_tool_output)', () => {
+    const replacement = [
+      { type: 'message', role: 'user', content: 'x' },
+      { type: 'function_call', name: 'shell', arguments: '{}', call_id: 'c1' },
+    ];
+    const w = read([meta(), user('x'), call('c1'), output('c1'), answer('d'), rec('compacted', { message: 's', replacement_history: replacement }), user('y'), answer('e')]);
+    const input = w.userTurns[1]!.input;
+    expect(w.userTurns[1]!.replace_history).toBe(true);
+    expect(input.slice(0, 3)).toEqual([
+      { type: 'message', role: 'user', content: 'x' },
+      { type: 'function_call', name: 'shell', arguments: '{}', call_id: 'c1' },
+      { type: 'function_call_output', call_id: 'c1', output: 'aborted' },
+    ]);
+    expect(missingToolOutput(pendingCallsOf(input))).toBeNull();
+    expect(w.skipped).toContainEqual({ line: 6, what: '1 call(s) of the replacement history', why: 'without an output in it: answered "aborted" right after, as Codex does' });
   });
 
   it('a neutral file whose input or tools the server refuses is refused with its JSON pointer, not mid-bench with the request\'s param', () => {

@@ -45,6 +45,7 @@ Usage:
             [--tokenizer-cache-entries N] [--log-level trace|debug|info|warn|error|fatal|silent]
             [limits and security defaults: see below]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http|http-stored|long-lived-http] [--model M] [--api-key K]
+            (exit status 1 when the response does not end completed, or on an error)
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
   llr workload inspect FILE | convert FILE [OUT]               (llr workload --help)
   llr demo [serve options]   serve and print the teaching demo's URL (opens nothing)
@@ -354,6 +355,15 @@ async function run(argv: string[]): Promise<void> {
   }
   const t = agent.timings.at(-1);
   out.write(`\n\n[${response.status} · ${response.id} · ${agent.responses.length} response(s) · usage ${JSON.stringify(response.usage)}${t ? ` · server total ${t.totals['total']} ms` : ''}]\n`);
+  // A run that did not complete is a failed command (it exited 0 with `[failed …]`, the error unsaid): the reason
+  // on stderr, exit status 1, as for an error the server sent (`content_flagged`).
+  if (response.status !== 'completed') {
+    const why = response.error
+      ? `${response.error.code}: ${response.error.message}`
+      : (response.incomplete_details?.reason ?? response.llr_incomplete_reason ?? 'no reason given');
+    process.stderr.write(`llr: the response ended ${response.status} (${why})\n`);
+    process.exitCode = 1;
+  }
 }
 
 async function main(): Promise<void> {

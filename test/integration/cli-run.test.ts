@@ -34,4 +34,21 @@ describe('llr run', () => {
       expect(err!.stderr).toContain('content_flagged');
     }, 30_000);
   }
+
+  for (const protocol of ['long-lived', 'long-lived-http']) {
+    it(`${protocol}: a response that ends failed prints why and exits 1 (it exited 0)`, async () => {
+      // Two parallel commands past a limit of one pending call: the run ends failed (too_many_pending_calls, said as the
+      // API's closed error codes allow: server_error with the message).
+      const { url } = await testServer({ limits: { maxPendingCalls: 1 } });
+      const err = await run(process.execPath, [CLI, 'run', '--url', url, '--protocol', protocol, 'Please run these:\n$ echo a\n$ echo b'], { timeout: 20_000 }).then(
+        () => null,
+        (e: unknown) => e as { code: number | null; killed: boolean; stdout: string; stderr: string },
+      );
+      expect(err).not.toBeNull();
+      expect(err!.killed).toBe(false);
+      expect(err!.code).toBe(1);
+      expect(err!.stdout).toContain('[failed ·');
+      expect(err!.stderr).toContain('llr: the response ended failed (server_error: The model made more tool calls than one pause may wait for (limit 1).)');
+    }, 30_000);
+  }
 });

@@ -229,6 +229,9 @@ export class ConnectionSession {
       }
       case 'response.processed':
         return;
+      case 'response.steer':
+        this.steerFailed(event.previous_response_id, event.input);
+        return;
       default: {
         const never: never = event;
         this.error(new WireError('unknown_event_type', `Unknown event type '${String((never as { type: unknown }).type)}'.`, 'type'));
@@ -269,6 +272,27 @@ export class ConnectionSession {
       : { code: 'response_not_found' as const, message: `No response '${shown}' is in flight on this connection.` };
     this.log.info({ code: error.code }, 'inject refused');
     const e = { type: 'response.inject.failed' as const, response_id: id, input, error };
+    if (this.active && !this.active.ended && lane === this.lane) this.active.emitNotice(e);
+    else this.inLane(lane, () => this.send({ ...e, sequence_number: this.errorSeq++ }));
+  }
+
+  /**
+   * Refuse a `response.steer` as the API does where steering is not supported: the input comes back in a
+   * `response.steer.failed`, in the target response's lane when it is on this connection (in flight or the last
+   * one ended), else with no lane and `response_not_found`.
+   */
+  private steerFailed(id: string, input: unknown): void {
+    const inFlight = this.active !== null && !this.active.ended && this.active.id === id;
+    const ended = !inFlight && id === this.lastEnded?.id;
+    const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
+    const error =
+      inFlight || ended
+        ? { code: 'steering_not_supported' as const, message: `Response '${shown}' cannot be steered: this server does not support steering.`, type: 'invalid_request_error' as const }
+        : { code: 'response_not_found' as const, message: `No response '${shown}' is on this connection.`, type: 'invalid_request_error' as const };
+    this.log.info({ code: error.code }, 'steer refused');
+    const e = { type: 'response.steer.failed' as const, steer: { input, previous_response_id: id }, error };
+    const lane = inFlight ? this.lane : ended ? this.lastEnded!.lane : null;
+    // Numbered as a refused inject's: in the stream of the response in flight when it shares the lane.
     if (this.active && !this.active.ended && lane === this.lane) this.active.emitNotice(e);
     else this.inLane(lane, () => this.send({ ...e, sequence_number: this.errorSeq++ }));
   }

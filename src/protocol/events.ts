@@ -157,6 +157,18 @@ export type InjectFailedEvent = Seq & {
   error: { code: 'response_already_completed' | 'response_not_found'; message: string };
 };
 
+/**
+ * A `response.steer` this server did not commit (OpenAI's `ResponseSteerFailedEvent`, openai-node 7): it
+ * steers no response, so every steer comes back with its input, `steering_not_supported` for a response on
+ * this connection (in that response's lane) and `response_not_found` otherwise. No `steer.id`: none is
+ * allocated before a refusal.
+ */
+export type SteerFailedEvent = Seq & {
+  type: 'response.steer.failed';
+  steer: { input: unknown; previous_response_id: string };
+  error: { code: 'steering_not_supported' | 'response_not_found'; message: string; type: 'invalid_request_error' };
+};
+
 export type ServerEvent =
   | ResponseLifecycleEvent
   | OutputItemEvent
@@ -168,7 +180,8 @@ export type ServerEvent =
   | ErrorEvent
   | TimingEvent
   | InjectCreatedEvent
-  | InjectFailedEvent;
+  | InjectFailedEvent
+  | SteerFailedEvent;
 
 export type ServerEventType = ServerEvent['type'];
 export type ServerEventOf<K extends ServerEventType> = Extract<ServerEvent, { type: K }>;
@@ -253,6 +266,7 @@ export const CLIENT_EVENT_TYPES = [
   'response.inject',
   'response.cancel',
   'response.processed',
+  'response.steer',
 ] as const;
 export type ClientEventType = (typeof CLIENT_EVENT_TYPES)[number];
 
@@ -263,7 +277,9 @@ export type ClientEvent =
   /** `response.append` under the `responses_multi_agent=v1` beta's name: the response is named, and acknowledged. */
   | { type: 'response.inject'; input: InputItem[]; response_id: string }
   | { type: 'response.cancel'; response_id: string | null }
-  | { type: 'response.processed' };
+  | { type: 'response.processed' }
+  /** OpenAI's `ResponseSteerEvent`; `input` as sent (it is never committed, only returned). */
+  | { type: 'response.steer'; input: unknown; previous_response_id: string };
 
 /** Events as the engine produces them, before the stream numbers them. */
 export type UnnumberedEvent = ServerEvent extends infer E

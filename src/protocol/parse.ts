@@ -361,6 +361,12 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
       return { type: 'response.cancel', response_id: optString(value, 'response_id') };
     case 'response.processed':
       return { type: 'response.processed' };
+    case 'response.steer': {
+      const previous = optString(value, 'previous_response_id');
+      if (previous === null) throw new WireError('missing_required_parameter', "Missing required parameter: 'previous_response_id'.", 'previous_response_id');
+      if (value['input'] === undefined) throw new WireError('missing_required_parameter', "Missing required parameter: 'input'.", 'input');
+      return { type: 'response.steer', input: value['input'], previous_response_id: previous };
+    }
     default: {
       const never: never = type as never;
       throw new WireError('unknown_event_type', `Unknown event type '${String(never)}'.`, 'type');

@@ -1,0 +1,53 @@
+/**
+ * `response.steer` (OpenAI's WebSocket mode, openai-node 7's `ResponseSteerEvent`): the server does not
+ * steer, so it answers as the API does for a response whose mode does not support it: a
+ * `response.steer.failed` carrying the uncommitted input back (`steering_not_supported`, in the target's lane),
+ * or `response_not_found` when the response is not on this connection. Never a generic `error`, after which a
+ * client would not know what became of its input. The socket stays usable. Real sockets on port 0.
+ */
+import { describe, expect, it } from 'vitest';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+describe('response.steer is refused with response.steer.failed', () => {
+  it('WebSocket mode: steering a response on this connection fails steering_not_supported, in its lane, input returned', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'hi', store: false, stream_id: 'lane-1' });
+    const done = await s.next('response.completed');
+    const input = [{ role: 'user', content: 'also mention cats' }];
+    s.send({ type: 'response.steer', previous_response_id: done.response.id, input });
+    const failed = await s.next('response.steer.failed');
+    expect(failed).toMatchObject({
+      type: 'response.steer.failed',
+      stream_id: 'lane-1',
+      steer: { previous_response_id: done.response.id, input },
+      error: { code: 'steering_not_supported', type: 'invalid_request_error' },
+    });
+    expect(typeof failed.sequence_number).toBe('number');
+    expect(typeof failed.error.message).toBe('string');
+    expect(s.events.filter((e) => e.type === 'error')).toEqual([]);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'again', store: false });
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+    s.dispose();
+  });
+
+  it('a response not on this connection fails response_not_found, with no lane', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.steer', previous_response_id: 'resp_elsewhere', input: 'hello' });
+    const failed = await s.next('response.steer.failed');
+    expect(failed).toMatchObject({ steer: { previous_response_id: 'resp_elsewhere', input: 'hello' }, error: { code: 'response_not_found', type: 'invalid_request_error' } });
+    expect('stream_id' in failed).toBe(false);
+    s.dispose();
+  });
+
+  it('a steer without previous_response_id is an error naming it', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.steer', input: 'hello' });
+    const err = await s.next('error');
+    expect(err).toMatchObject({ error: { code: 'missing_required_parameter', param: 'previous_response_id' } });
+    s.dispose();
+  });
+});

@@ -47,7 +47,7 @@ export function newResponse(params: CreateParams, now: number): Response {
     metadata: params.metadata,
     safety_identifier: params.safety_identifier,
     prompt_cache_key: params.prompt_cache_key,
-    prompt_cache_retention: null,
+    prompt_cache_retention: params.prompt_cache_retention ?? null,
     conversation: null,
     prompt: null,
   };

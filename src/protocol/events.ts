@@ -226,6 +226,8 @@ export interface CreateParams {
   prompt_cache_key: string | null;
   safety_identifier: string | null;
   service_tier: string | null;
+  /** Echoed only (the simulated model has no prompt cache to keep); absent in params built before it was parsed. */
+  prompt_cache_retention?: string | null;
   /** This server's own options (absent unless the client sent or opted in to some). */
   llr?: LlrOptions;
   /** Server-side compaction (absent unless the client asked for it). */

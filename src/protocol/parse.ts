@@ -49,6 +49,8 @@ function optEnum<T extends string>(o: Obj, key: string, values: readonly T[], pr
 
 /** `service_tier` (openai-node 6.49's `ResponseCreateParams.service_tier`, echoed on the Response). */
 const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority'] as const;
+/** `prompt_cache_retention` (openai-node 6.49 and 7's `ResponseCreateParams.prompt_cache_retention`, echoed on the Response). */
+const PROMPT_CACHE_RETENTIONS = ['in_memory', '24h'] as const;
 /** `reasoning.effort` (openai-node 6.49's `ReasoningEffort`). */
 const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 /** `reasoning.summary` (openai-node's `Reasoning.summary`); Codex leaves it out for its own `none`. */
@@ -429,6 +431,7 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     prompt_cache_key: optString(body, 'prompt_cache_key'),
     safety_identifier: optString(body, 'safety_identifier'),
     service_tier: optEnum(body, 'service_tier', SERVICE_TIERS),
+    prompt_cache_retention: optEnum(body, 'prompt_cache_retention', PROMPT_CACHE_RETENTIONS),
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
     ...parseEchoed(body),

@@ -94,6 +94,16 @@ describe('echoed fields', () => {
     expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('truncation');
   });
 
+  it('HTTP: prompt_cache_retention is echoed as sent (null when omitted); a value outside the API\'s enum is refused naming it', async () => {
+    const { url } = await testServer();
+    expect((await post(url, { model: 'm', input: 'hi', prompt_cache_retention: '24h' })).prompt_cache_retention).toBe('24h');
+    expect((await post(url, { model: 'm', input: 'hi', prompt_cache_retention: 'in_memory', stream: false })).prompt_cache_retention).toBe('in_memory');
+    expect((await post(url, { model: 'm', input: 'hi' })).prompt_cache_retention).toBeNull();
+    const bad = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', prompt_cache_retention: 'forever' }) });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: 'invalid_value', param: 'prompt_cache_retention' });
+  });
+
   it('text.format is echoed, and the text answer follows it (json_schema, json_object)', async () => {
     const { url } = await testServer();
     const schema = { type: 'object', properties: { city: { type: 'string' }, answer: { type: 'string' }, ok: { type: 'boolean' } }, required: ['city', 'answer', 'ok'], additionalProperties: false };

@@ -32,6 +32,24 @@ describe('response.steer is refused with response.steer.failed', () => {
     s.dispose();
   });
 
+  it('long-lived: steering the paused run fails steering_not_supported in its stream (numbered in it); the run goes on', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.longLived(url);
+    const tool = { type: 'function', name: 'exec_command', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } };
+    s.send({ type: 'response.create', model: 'sim-model', input: 'Please run these:\n$ echo alpha', tools: [tool] });
+    const paused = await s.next('response.done');
+    s.send({ type: 'response.steer', previous_response_id: paused.response.id, input: 'hurry' });
+    const failed = await s.next('response.steer.failed');
+    expect(failed).toMatchObject({ steer: { previous_response_id: paused.response.id, input: 'hurry' }, error: { code: 'steering_not_supported' } });
+    expect(failed.sequence_number).toBe(paused.sequence_number + 1);
+    const call = paused.response.output.find((i) => i.type === 'function_call')!;
+    s.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: (call as { call_id: string }).call_id, output: 'alpha' }] });
+    const done = await s.next('response.completed');
+    expect(done.response.id).toBe(paused.response.id);
+    expect(s.events.filter((e) => e.type === 'error')).toEqual([]);
+    s.dispose();
+  });
+
   it('a response not on this connection fails response_not_found, with no lane', async () => {
     const { url } = await testServer();
     const s = await RawSocket.connect(url);

@@ -10,10 +10,21 @@ import { describe, expect, it } from 'vitest';
 import type { SessionHost } from '../../src/modes/host.js';
 import type { InputItem } from '../../src/protocol/objects.js';
 import type { InputItemIndex } from '../../src/store/input-items.js';
+import type { ResponseStore } from '../../src/store/types.js';
 import { captureLogger, rawConnect, requestText } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A stored response of `items` user messages, put straight into the server's store. */
+function putList(store: ResponseStore, id: string, items: number): void {
+  store.put({
+    response: { id, object: 'response', output: [], previous_response_id: null } as never,
+    input: Array.from({ length: items }, (_, i) => ({ type: 'message', role: 'user', content: `m${i}` }) as InputItem),
+    owner: null,
+    created_at: Math.floor(Date.now() / 1000),
+  });
+}
 
 describe('cold input_items listings over HTTP', () => {
   it('one whose client closes its connection leaves the queue, its list unread', async () => {
@@ -21,14 +32,7 @@ describe('cold input_items listings over HTTP', () => {
     const host = (server.httpTransport as unknown as { host: SessionHost }).host;
     host.listings.budgetMs = 0;
     const store = server.services.store;
-    for (const id of ['resp_ahead', 'resp_left']) {
-      store.put({
-        response: { id, object: 'response', output: [], previous_response_id: null } as never,
-        input: Array.from({ length: 20_000 }, (_, i) => ({ type: 'message', role: 'user', content: `m${i}` }) as InputItem),
-        owner: null,
-        created_at: Math.floor(Date.now() / 1000),
-      });
-    }
+    for (const id of ['resp_ahead', 'resp_left']) putList(store, id, 20_000);
     const made = new Map<string, InputItemIndex>();
     const inputItems = store.inputItems.bind(store);
     store.inputItems = (id, owner) => {
@@ -101,12 +105,7 @@ describe('cold input_items listings over HTTP', () => {
   it('GET /health reports the listings waiting (listings_waiting), back to 0 once they are answered', async () => {
     const { server, url } = await testServer();
     const store = server.services.store;
-    store.put({
-      response: { id: 'resp_held', object: 'response', output: [], previous_response_id: null } as never,
-      input: Array.from({ length: 100 }, (_, i) => ({ type: 'message', role: 'user', content: `m${i}` }) as InputItem),
-      owner: null,
-      created_at: Math.floor(Date.now() / 1000),
-    });
+    putList(store, 'resp_held', 100);
     // The list's derivation is held until released: the listing stays in the queue, whatever the host's speed.
     let release = false;
     const inputItems = store.inputItems.bind(store);

@@ -14,7 +14,8 @@ import { RunMetrics } from '../../src/pipeline/metrics.js';
 import { missingToolOutput, pendingCallsOf, validateItems } from '../../src/pipeline/validate.js';
 import { parseNeutral } from '../../src/workload/format.js';
 import { workloadCommand } from '../../src/workload/inspect.js';
-import { parseWorkload, readWorkload, readWorkloadText, WorkloadError } from '../../src/workload/load.js';
+import { parseWorkload, readWorkload, readWorkloadText } from '../../src/workload/load.js';
+import { refusalOf } from '../helpers/workload.js';
 
 const TS = '2026-10-05T17:45:00.000Z';
 const rec = (type: string, payload: Record<string, unknown>) => JSON.stringify({ timestamp: TS, type, payload });
@@ -74,15 +75,7 @@ describe('hostile workloads', () => {
   }, 60_000);
 });
 
-const refusal = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (err) {
-    expect(err).toBeInstanceOf(WorkloadError);
-    return (err as Error).message;
-  }
-  throw new Error('read without an error');
-};
+const refusal = refusalOf;
 
 describe('hostile files', () => {
   it('a file past 512 MiB is refused as such, before it is read (it threw "Cannot create a string longer than 0x1fffffe8 characters", exit 1)', () => {

@@ -8,7 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseNeutral } from '../../src/workload/format.js';
-import { parseWorkload, WorkloadError, type Workload } from '../../src/workload/load.js';
+import { parseWorkload, type Workload } from '../../src/workload/load.js';
+import { refusalOf } from '../helpers/workload.js';
 import { replayable } from '../../src/workload/replayable.js';
 
 let clock = Date.parse('2026-10-05T17:45:00Z');
@@ -23,15 +24,7 @@ const read = (lines: string[]) => parseWorkload(lines.join('\n') + '\n', 'x.json
 
 /** What the bench hands its server process: the replayable workload in the neutral format, read back. */
 const asServerReadsIt = (w: Workload) => parseNeutral(JSON.stringify({ llr_workload: 1, ...replayable(w) }), 'workload-whole.json', 'test');
-const refusal = (lines: string[]) => {
-  try {
-    read(lines);
-  } catch (err) {
-    expect(err).toBeInstanceOf(WorkloadError);
-    return (err as Error).message;
-  }
-  throw new Error('read without an error');
-};
+const refusal = (lines: string[]) => refusalOf(() => read(lines));
 
 describe('rollouts from outside', () => {
   it('a call_id named __proto__ is an own entry of toolOutputs, answered with its output', () => {

@@ -39,6 +39,8 @@ export interface TurnBuild {
   fromEvents: Array<{ index: number; text: string }>;
   /** Texts of response_item user messages in `input`, for matching a later event. */
   userTexts: string[];
+  /** How many calls the turn had when a `turn_aborted` ended it (the user interrupted), if one did. */
+  abortedAt?: number;
 }
 
 /** A replayed call's figures before input inference (the mark is resolved by the reader). */

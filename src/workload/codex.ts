@@ -395,6 +395,7 @@ class RolloutParser {
       if (!call.aborted) n++;
       call.aborted = true;
     }
+    if (this.turn !== null) this.turn.abortedAt = this.turn.calls.length;
     this.skip('turn_aborted', `the user turn was aborted (${reason})${n ? `: ${n} call(s) without output are answered "aborted" by the next turn` : ''}`);
   }
 
@@ -471,7 +472,8 @@ class RolloutParser {
         what: `${open.length} call(s) ending user turn ${this.turns.length}`,
         why:
           answered > 0
-            ? `${answered} answered, but a user message came before the model's next call: the replay ends the user turn there, with the call's text or a marker instead of the calls and their outputs`
+            ? // Aborted with no call since (the user interrupted the model's next call), else a user message steered the turn.
+              `${answered} answered, but ${turn.abortedAt === turn.calls.length ? "the user turn was aborted (turn_aborted) before the model's next call" : "a user message came before the model's next call"}: the replay ends the user turn there, with the call's text or a marker instead of the calls and their outputs`
             : "never answered (interrupted): the replay ends the user turn with the call's text or a marker instead of the calls",
       });
     }

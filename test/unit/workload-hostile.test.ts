@@ -129,6 +129,20 @@ describe('hostile shapes', () => {
     expect(cut.skipped).toContainEqual({ line: 3, what: '1 call(s) ending user turn 1', why: expect.stringMatching(/^never answered \(interrupted\)/) });
   });
 
+  it('a turn the user aborted after its last call was answered (turn_aborted, then the next user turn) is noted as aborted, not as steering', () => {
+    const aborted = rec('event_msg', { type: 'turn_aborted', turn_id: 't1', reason: 'interrupted' });
+    const w = read([meta(), user('go'), call('c1'), output('c1'), aborted, user('next'), answer('ok')]);
+    expect(w.userTurns).toHaveLength(2);
+    expect(w.skipped).toContainEqual({
+      line: 3,
+      what: '1 call(s) ending user turn 1',
+      why: expect.stringMatching(/^1 answered, but the user turn was aborted \(turn_aborted\) before the model's next call: the replay ends the user turn there/),
+    });
+    // A turn_aborted before more calls of the same user turn does not make a later steering message an abort.
+    const later = read([meta(), user('go'), aborted, user('more'), call('c1'), output('c1'), user('also X'), answer('ok')]);
+    expect(later.skipped).toContainEqual({ line: 5, what: '1 call(s) ending user turn 1', why: expect.stringMatching(/^1 answered, but a user message came before the model's next call/) });
+  });
+
   it("a rollout whose turn input the server would refuse as a whole (50,001 content parts) is refused when read, not by the bench's server process", () => {
     const parts = Array.from({ length: 50_001 }, () => ({ type: 'input_text', text: 'a' }));
     expect(refusal(() => read([meta(), rec('response_item', { type: 'message', role: 'user', content: parts }), answer('ok')]))).toBe(

@@ -44,7 +44,7 @@ import { batchFrames, directSocket } from './ws-frames.js';
 import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { ConnectionSession } from '../modes/session.js';
-import type { ConnectionBytes } from '../modes/server-bytes.js';
+import type { ConnectionBytes, Hold } from '../modes/server-bytes.js';
 import type { SendShare, Unsent } from '../modes/send-bytes.js';
 import type { Logger } from 'pino';
 import type { SessionInfo, Transport } from '../modes/transport.js';
@@ -208,6 +208,16 @@ class WsConnection implements Transport, Unsent {
   /** Sends completed (`roomCheck`), and as many at the heartbeat's last period (`sending`). */
   private sendsDone = 0;
   private sendsSeen = 0;
+  /** Sends handed to the socket with a completion (`roomCheck`): they complete in this order. */
+  private sendsIssued = 0;
+  /**
+   * `response.steer.failed` echoes (their input, up to a frame's size each) not yet handed to the kernel, charged
+   * to the server-wide byte budget until the send that carried the last of them completes (`echoSent`): a peer
+   * that sends steers and reads nothing held two or three frames' worth per connection, uncharged (outside attack:
+   * 8 connections, 256 MiB unsent, `bytes_held` 0). Null until the first steer.
+   */
+  private echoes: Hold | null = null;
+  private echoSent = 0;
   /** A pong sent and not yet flushed (`onPing`), and the latest ping asked meanwhile, answered once it has gone. */
   private pongOwed = false;
   private pingNext: Buffer | null = null;
@@ -265,6 +275,7 @@ class WsConnection implements Transport, Unsent {
     batch(unsent); // one socket write per event-loop turn (transport/batch.ts)
     // A large instructions or tools echo arrives as its shared UTF-8 bytes (protocol/event-json.ts): one copy, no re-encoding,
     // sent as fragments of one text message (copying 16 MiB into one buffer costs 0.1–0.4 s where fresh memory is slow).
+    this.sendsIssued++;
     if (pieces.length === 1) ws.send(pieces[0], this.roomCheck);
     else pieces.forEach((p, i) => ws.send(p, { binary: false, fin: i === pieces.length - 1 }, i === pieces.length - 1 ? this.roomCheck : undefined));
   }
@@ -290,6 +301,7 @@ class WsConnection implements Transport, Unsent {
         this.share.note(unsent);
         if (largest > this.largestEvent) this.largestEvent = largest;
         // One write already: it needs no cork (behind one this turn's earlier sends set, it keeps its place).
+        this.sendsIssued++;
         socket.write(frames, this.roomCheck);
         b.sent = n;
         return;
@@ -406,6 +418,7 @@ class WsConnection implements Transport, Unsent {
   /** Each send's completion callback: wakes the room waiters once everything sent has been flushed. */
   private readonly roomCheck = (): void => {
     this.sendsDone++;
+    if (this.echoes !== null && this.sendsDone >= this.echoSent) this.echoes.releaseAll();
     if (this.roomWaiters !== null && this.hasRoom()) this.wakeRoomWaiters();
   };
 
@@ -513,8 +526,23 @@ class WsConnection implements Transport, Unsent {
         this.held.frame(bytes, event.type === 'response.create', owed);
         owed = 0;
       }
+      // A steer's input comes back in its refusal (modes/session.ts): charged until that echo has left.
+      const echo = event.type === 'response.steer';
+      if (echo) {
+        const echoes = (this.echoes ??= this.host.bytes.hold());
+        // A frame parsed in slices was admitted under its parse charge: that moves over, unchecked.
+        if (owed > 0) {
+          this.held.parsed(owed);
+          owed = 0;
+          echoes.admitted(bytes);
+        } else echoes.add(bytes);
+      }
       this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse);
       if (charged) this.held.watch();
+      if (echo) {
+        this.echoSent = this.sendsIssued;
+        if (this.sendsDone >= this.echoSent || this.ws.readyState !== this.ws.OPEN) this.echoes!.releaseAll();
+      }
     } finally {
       if (owed > 0) this.held.parsed(owed);
     }
@@ -663,6 +691,7 @@ class WsConnection implements Transport, Unsent {
     clearTimeout(this.lifetime);
     clearInterval(this.heartbeat);
     this.held.close();
+    this.echoes?.releaseAll();
     this.share.close();
     this.log.info({ code }, 'websocket closed');
     void this.session.close();

@@ -69,3 +69,54 @@ describe('response.steer is refused with response.steer.failed', () => {
     s.dispose();
   });
 });
+
+describe('a steer echo is charged to the server-wide byte budget until it has left', () => {
+  const MiB = 1024 * 1024;
+  const health = async (url: string) => (await (await fetch(`${url}/health`)).json()) as { bytes_held: number; send_bytes_unsent: number };
+  const until = async (f: () => Promise<boolean>) => {
+    for (let i = 0; i < 200 && !(await f()); i++) await new Promise((r) => setTimeout(r, 25));
+  };
+
+  it('a peer that sends large steers and reads nothing holds their echoes as bytes_held (they were uncharged: outside attack)', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    (s.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    const input = 'x'.repeat(8 * MiB);
+    s.send({ type: 'response.steer', previous_response_id: 'resp_x', input });
+    s.send({ type: 'response.steer', previous_response_id: 'resp_x', input });
+    // Both echoes handed to the socket (more unsent than the kernel's buffers take).
+    await until(async () => (await health(url)).send_bytes_unsent > 4 * MiB);
+    const h = await health(url);
+    expect(h.send_bytes_unsent).toBeGreaterThan(4 * MiB);
+    expect(h.bytes_held).toBeGreaterThanOrEqual(16 * MiB);
+    // Read: both echoes arrive whole, and the charge is released.
+    (s.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    await s.next('response.steer.failed');
+    const second = await s.next('response.steer.failed');
+    expect((second.steer.input as string).length).toBe(8 * MiB);
+    await until(async () => (await health(url)).bytes_held === 0);
+    expect((await health(url)).bytes_held).toBe(0);
+    s.dispose();
+  });
+
+  it('past the budget the next steer waits to be read (the peer pushed back), then both come back whole', async () => {
+    const { url } = await testServer({ limits: { maxServerBytes: 20 * MiB } });
+    const s = await RawSocket.connect(url);
+    (s.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    s.send({ type: 'response.steer', previous_response_id: 'resp_x', input: 'x'.repeat(14 * MiB) });
+    s.send({ type: 'response.steer', previous_response_id: 'resp_y', input: 'y'.repeat(8 * MiB) });
+    await until(async () => (await health(url)).bytes_held >= 14 * MiB);
+    await new Promise((r) => setTimeout(r, 200));
+    const h = await health(url);
+    expect(h.bytes_held).toBeGreaterThanOrEqual(14 * MiB);
+    expect(h.bytes_held).toBeLessThanOrEqual(20 * MiB);
+    (s.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    expect((await s.next('response.steer.failed')).steer.previous_response_id).toBe('resp_x');
+    const second = await s.next('response.steer.failed');
+    expect(second.steer.previous_response_id).toBe('resp_y');
+    expect((second.steer.input as string).length).toBe(8 * MiB);
+    await until(async () => (await health(url)).bytes_held === 0);
+    expect((await health(url)).bytes_held).toBe(0);
+    s.dispose();
+  });
+});

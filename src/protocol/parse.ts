@@ -527,6 +527,9 @@ export interface CompactParams {
 export function parseCompactBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): CompactParams {
   assertObj(body, 'body');
   const model = requireModel(body);
+  // Nothing is echoed (a compaction object has no such field), but a value outside the API's enum is refused as
+  // a create's is (openai-node 6.49's `ResponseCompactParams.prompt_cache_retention`): it was taken silently.
+  optEnum(body, 'prompt_cache_retention', PROMPT_CACHE_RETENTIONS);
   return {
     model,
     input: parseInput(body['input'], 'input', false, caps),

@@ -104,6 +104,16 @@ describe('echoed fields', () => {
     expect(((await bad.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: 'invalid_value', param: 'prompt_cache_retention' });
   });
 
+  it('POST /v1/responses/compact refuses a prompt_cache_retention outside the enum as a create does (it took any value silently)', async () => {
+    const { url } = await testServer();
+    const compact = (body: object) => fetch(`${url}/v1/responses/compact`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const bad = await compact({ model: 'm', input: 'hi', prompt_cache_retention: 'forever' });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: 'invalid_value', param: 'prompt_cache_retention' });
+    expect((await compact({ model: 'm', input: 'hi', prompt_cache_retention: '24h' })).status).toBe(200);
+    expect((await compact({ model: 'm', input: 'hi', prompt_cache_retention: null })).status).toBe(200);
+  });
+
   it('text.format is echoed, and the text answer follows it (json_schema, json_object)', async () => {
     const { url } = await testServer();
     const schema = { type: 'object', properties: { city: { type: 'string' }, answer: { type: 'string' }, ok: { type: 'boolean' } }, required: ['city', 'answer', 'ok'], additionalProperties: false };

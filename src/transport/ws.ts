@@ -212,12 +212,14 @@ class WsConnection implements Transport, Unsent {
   private sendsIssued = 0;
   /**
    * `response.steer.failed` echoes (their input, up to a frame's size each) not yet handed to the kernel, charged
-   * to the server-wide byte budget until the send that carried the last of them completes (`echoSent`): a peer
+   * to the server-wide byte budget until the send that carried each completes (`echoesSent`): a peer
    * that sends steers and reads nothing held two or three frames' worth per connection, uncharged (outside attack:
    * 8 connections, 256 MiB unsent, `bytes_held` 0). Null until the first steer.
    */
   private echoes: Hold | null = null;
-  private echoSent = 0;
+  /** Each echo not yet sent, in order: the `sendsIssued` count once it was handed over, then its bytes (pairs, flat). */
+  private echoPending: number[] = [];
+  private echoHead = 0;
   /** A pong sent and not yet flushed (`onPing`), and the latest ping asked meanwhile, answered once it has gone. */
   private pongOwed = false;
   private pingNext: Buffer | null = null;
@@ -416,9 +418,32 @@ class WsConnection implements Transport, Unsent {
   }
 
   /** Each send's completion callback: wakes the room waiters once everything sent has been flushed. */
+  /** Release the charge of each echo whose send has completed (sends complete in order), or all once closed. */
+  private echoesSent(): void {
+    const q = this.echoPending;
+    const open = this.ws.readyState === this.ws.OPEN;
+    let n = this.echoHead;
+    let freed = 0;
+    while (n < q.length && (!open || q[n]! <= this.sendsDone)) {
+      freed += q[n + 1]!;
+      n += 2;
+    }
+    if (n === this.echoHead) return;
+    // Consumed from the head (a flood of small steers leaves thousands pending): compacted now and then, not per send.
+    if (n === q.length) {
+      q.length = 0;
+      n = 0;
+    } else if (n > 4096 && n * 2 > q.length) {
+      q.splice(0, n);
+      n = 0;
+    }
+    this.echoHead = n;
+    this.echoes!.keep(Math.max(0, this.echoes!.bytes - freed));
+  }
+
   private readonly roomCheck = (): void => {
     this.sendsDone++;
-    if (this.echoes !== null && this.sendsDone >= this.echoSent) this.echoes.releaseAll();
+    if (this.echoes !== null && this.echoHead < this.echoPending.length) this.echoesSent();
     if (this.roomWaiters !== null && this.hasRoom()) this.wakeRoomWaiters();
   };
 
@@ -540,8 +565,8 @@ class WsConnection implements Transport, Unsent {
       this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse);
       if (charged) this.held.watch();
       if (echo) {
-        this.echoSent = this.sendsIssued;
-        if (this.sendsDone >= this.echoSent || this.ws.readyState !== this.ws.OPEN) this.echoes!.releaseAll();
+        this.echoPending.push(this.sendsIssued, bytes);
+        this.echoesSent();
       }
     } finally {
       if (owed > 0) this.held.parsed(owed);
@@ -692,6 +717,8 @@ class WsConnection implements Transport, Unsent {
     clearInterval(this.heartbeat);
     this.held.close();
     this.echoes?.releaseAll();
+    this.echoPending = [];
+    this.echoHead = 0;
     this.share.close();
     this.log.info({ code }, 'websocket closed');
     void this.session.close();

@@ -214,11 +214,12 @@ class WsConnection implements Transport, Unsent {
    * `response.steer.failed` echoes (their input, up to a frame's size each) not yet handed to the kernel, charged
    * to the server-wide byte budget until the send that carried each completes (`echoesSent`): a peer
    * that sends steers and reads nothing held two or three frames' worth per connection, uncharged (outside attack:
-   * 8 connections, 256 MiB unsent, `bytes_held` 0). Null until the first steer.
+   * 8 connections, 256 MiB unsent, `bytes_held` 0). Both null until the first steer (every paused run holds its
+   * connection's transport: no allocation for connections that never steer).
    */
   private echoes: Hold | null = null;
   /** Each echo not yet sent, in order: the `sendsIssued` count once it was handed over, then its bytes (pairs, flat). */
-  private echoPending: number[] = [];
+  private echoPending: number[] | null = null;
   private echoHead = 0;
   /** A pong sent and not yet flushed (`onPing`), and the latest ping asked meanwhile, answered once it has gone. */
   private pongOwed = false;
@@ -420,7 +421,7 @@ class WsConnection implements Transport, Unsent {
   /** Each send's completion callback: wakes the room waiters once everything sent has been flushed. */
   /** Release the charge of each echo whose send has completed (sends complete in order), or all once closed. */
   private echoesSent(): void {
-    const q = this.echoPending;
+    const q = this.echoPending!;
     const open = this.ws.readyState === this.ws.OPEN;
     let n = this.echoHead;
     let freed = 0;
@@ -443,7 +444,7 @@ class WsConnection implements Transport, Unsent {
 
   private readonly roomCheck = (): void => {
     this.sendsDone++;
-    if (this.echoes !== null && this.echoHead < this.echoPending.length) this.echoesSent();
+    if (this.echoPending !== null && this.echoHead < this.echoPending.length) this.echoesSent();
     if (this.roomWaiters !== null && this.hasRoom()) this.wakeRoomWaiters();
   };
 
@@ -565,7 +566,7 @@ class WsConnection implements Transport, Unsent {
       this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse);
       if (charged) this.held.watch();
       if (echo) {
-        this.echoPending.push(this.sendsIssued, bytes);
+        (this.echoPending ??= []).push(this.sendsIssued, bytes);
         this.echoesSent();
       }
     } finally {
@@ -717,7 +718,7 @@ class WsConnection implements Transport, Unsent {
     clearInterval(this.heartbeat);
     this.held.close();
     this.echoes?.releaseAll();
-    this.echoPending = [];
+    this.echoPending = null;
     this.echoHead = 0;
     this.share.close();
     this.log.info({ code }, 'websocket closed');

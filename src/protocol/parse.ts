@@ -34,7 +34,8 @@ function optString(o: Obj, key: string, prefix = ''): string | null {
 /** The API's words for a list of values: `'a', 'b', and 'c'`. */
 function supported(values: readonly string[]): string {
   const q = values.map((v) => `'${v}'`);
-  return q.length < 2 ? q.join('') : `${q.slice(0, -1).join(', ')}, and ${q.at(-1)}`;
+  // "'a' and 'b'"; "'a', 'b', and 'c'" (it said "'a', and 'b'" for two).
+  return q.length < 3 ? q.join(' and ') : `${q.slice(0, -1).join(', ')}, and ${q.at(-1)}`;
 }
 
 /**
@@ -365,8 +366,12 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
       return { type: 'response.processed' };
     case 'response.steer': {
       const previous = optString(value, 'previous_response_id');
-      if (previous === null) throw new WireError('missing_required_parameter', "Missing required parameter: 'previous_response_id'.", 'previous_response_id');
+      // An empty id names nothing: missing, as a create's `response_id`-less inject is (it was looked up, not found).
+      if (previous === null || previous === '') throw new WireError('missing_required_parameter', "Missing required parameter: 'previous_response_id'.", 'previous_response_id');
       if (value['input'] === undefined) throw new WireError('missing_required_parameter', "Missing required parameter: 'input'.", 'input');
+      // Checked as an inject's input is (`null`, `5`, `{}`, an unknown item were echoed back as if steerable); the
+      // failed event hands back the input as sent.
+      parseInput(value['input'], 'input', true, caps);
       return { type: 'response.steer', input: value['input'], previous_response_id: previous };
     }
     default: {

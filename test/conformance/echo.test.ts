@@ -101,7 +101,12 @@ describe('echoed fields', () => {
     expect((await post(url, { model: 'm', input: 'hi' })).prompt_cache_retention).toBeNull();
     const bad = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', prompt_cache_retention: 'forever' }) });
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: 'invalid_value', param: 'prompt_cache_retention' });
+    expect(((await bad.json()) as { error: { code: string; param: string } }).error).toMatchObject({
+      code: 'invalid_value',
+      param: 'prompt_cache_retention',
+      // Two values joined by "and" alone (it said "'in_memory', and '24h'").
+      message: "Invalid value for 'prompt_cache_retention': 'forever'. Supported values are: 'in_memory' and '24h'.",
+    });
   });
 
   it('POST /v1/responses/compact refuses a prompt_cache_retention outside the enum as a create does (it took any value silently)', async () => {

@@ -66,6 +66,23 @@ describe('response.steer is refused with response.steer.failed', () => {
     s.send({ type: 'response.steer', input: 'hello' });
     const err = await s.next('error');
     expect(err).toMatchObject({ error: { code: 'missing_required_parameter', param: 'previous_response_id' } });
+    // An empty id is missing too (it was looked up: response_not_found for '').
+    s.send({ type: 'response.steer', previous_response_id: '', input: 'hello' });
+    expect(await s.next('error')).toMatchObject({ error: { code: 'missing_required_parameter', param: 'previous_response_id' } });
+    s.dispose();
+  });
+
+  it('a steer whose input is not an input is an error naming it, as an inject\'s is (it was echoed back as steerable); the socket goes on', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    for (const input of [null, 5, {}, [{ bogus: 1 }]]) {
+      s.send({ type: 'response.steer', previous_response_id: 'resp_x', input });
+      const err = await s.next('error');
+      expect(err.error.param, JSON.stringify(input)).toMatch(/^input/);
+      expect(['invalid_type', 'invalid_value', 'missing_required_parameter']).toContain(err.error.code);
+    }
+    s.send({ type: 'response.steer', previous_response_id: 'resp_x', input: [{ role: 'user', content: 'ok' }] });
+    expect(await s.next('response.steer.failed')).toMatchObject({ steer: { input: [{ role: 'user', content: 'ok' }] }, error: { code: 'response_not_found' } });
     s.dispose();
   });
 });

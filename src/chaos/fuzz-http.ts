@@ -147,6 +147,9 @@ function judgeSuccess(out: { status: number; contentType: string; body: Buffer }
     tally.fail('malformed', lastInput, 'a create answered 2xx without a Response object');
     return null;
   }
-  if (!['completed', 'incomplete', 'failed', 'cancelled'].includes(String(json['status']))) tally.fail('malformed', lastInput, `a non-streamed Response with status '${String(json['status'])}'`);
+  // A background create is answered at once, its run still going (`queued` or `in_progress`); any other ends first.
+  const ended = ['completed', 'incomplete', 'failed', 'cancelled'];
+  const allowed = json['background'] === true ? [...ended, 'queued', 'in_progress'] : ended;
+  if (!allowed.includes(String(json['status']))) tally.fail('malformed', lastInput, `a non-streamed ${json['background'] === true ? 'background ' : ''}Response with status '${String(json['status'])}'`);
   return json['id'] as string;
 }

@@ -17,7 +17,7 @@
  */
 import type { ModelRequest } from '../model/types.js';
 import { WireError, responseErrorCode, toWireError } from '../protocol/errors.js';
-import { DeltaBatch, numberedInPlace, type DeltaHead } from '../protocol/event-json.js';
+import { DeltaBatch, echoesLong, numberedInPlace, warmEchoes, type DeltaHead } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type TimingSpan, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { isIncompleteReason, makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import type { AppendedItems } from '../store/types.js';
@@ -414,6 +414,8 @@ export class ResponseRun {
   private async loop(): Promise<Response> {
     try {
       this.record();
+      // Long instructions or tools: their echo in every lifecycle event is made in slices first (awaited only then).
+      if (echoesLong(this.response)) await warmEchoes(this.response);
       this.lifecycle('response.created');
       this.lifecycle('response.in_progress');
       if (this.plan.params.generate) {

@@ -12,6 +12,8 @@
  * (`Switches`) so its contribution can be measured.
  */
 import type { CreateParams } from '../protocol/events.js';
+import { jsonTextWork, NATIVE_TEXT_CHARS, textOver } from '../protocol/json-chunked.js';
+import { runCooperative } from '../model/cooperative.js';
 import { hasCompaction } from '../pipeline/compaction.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { checkFull, checkIncremental } from '../pipeline/checks.js';
@@ -81,7 +83,10 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     protocol: 'ws',
     appendable: false,
     async plan(params, metrics): Promise<RunPlan> {
-      const headerKey = JSON.stringify([params.instructions, params.tools]);
+      const header = [params.instructions, params.tools];
+      // Long ones in slices (one JSON.stringify of a schema of 2.5 million lone surrogates held the loop ~300 ms);
+      // the usual short ones natively, with no await.
+      const headerKey = textOver(header, NATIVE_TEXT_CHARS) ? await runCooperative(jsonTextWork(header)) : JSON.stringify(header);
       headerKeys.set(params, headerKey);
       const prev = params.previous_response_id;
       let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input'] };

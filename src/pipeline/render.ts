@@ -23,6 +23,7 @@ import { isFunctionTool, isKnownItem, type FunctionTool, type InputItem, type To
 import type { RunMetrics } from './metrics.js';
 import { ConversationDigest, itemTextChars, TurnScan } from '../model/conversation.js';
 import { TokenBuffer } from './tokens.js';
+import { jsonTextWork } from '../protocol/json-chunked.js';
 import { clientCallId } from './validate.js';
 
 /** What a non-text part (image, file) costs in the prompt. */
@@ -122,7 +123,7 @@ function contentParts(prefix: string, content: unknown): ItemParts {
 function* headerText(instructions: string | null, tools: FunctionTool[]): Work<string> {
   const parts = instructions ? [`system\n${instructions}\n`] : [];
   for (const t of tools) {
-    parts.push(`tool ${t.name}: ${t.description ?? ''}\n${JSON.stringify(t.parameters ?? {})}\n`);
+    parts.push(`tool ${t.name}: ${t.description ?? ''}\n${yield* jsonTextWork(t.parameters ?? {})}\n`);
     yield;
   }
   return parts.join('');

@@ -17,6 +17,7 @@ import type { RunMetrics } from './metrics.js';
 import { checkToolSchema } from '../model/schema-args.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import { jsonValidWork } from './json-check.js';
+import { jsonTextWork } from '../protocol/json-chunked.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const INPUT_PART_TYPES = new Set(['input_text', 'input_image', 'input_file', 'input_audio', 'output_text', 'refusal']);
@@ -205,7 +206,7 @@ function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?
         throw new WireError('invalid_value', `Invalid 'tools[${i}].parameters.type': a function's parameters must be of type 'object'.`, `tools[${i}].parameters.type`);
       }
       // Round-trips the schema: the API stores it, and a schema that cannot be serialised is rejected.
-      const serialized = JSON.stringify(p);
+      const serialized = yield* jsonTextWork(p);
       // The auto policy may generate arguments from it: refuse, before any run, a schema no bounded arguments satisfy.
       checkToolSchema(p, `tools[${i}].parameters`, serialized);
     }

@@ -33,6 +33,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ArgsDeltaEvent, TextDeltaEvent } from './events.js';
+import { jsonTextWork, NATIVE_TEXT_CHARS, textOver } from './json-chunked.js';
+import { runCooperative } from '../model/cooperative.js';
 
 /** What the deltas of one item share; built once per item. */
 export class DeltaHead {
@@ -246,6 +248,32 @@ function finishedBytes(items: readonly unknown[], count: number): Buffer {
     memo.last = item;
   }
   return memo.buf.subarray(0, memo.len);
+}
+
+/**
+ * Whether a Response's instructions and tools are long enough (`textOver`) that their echo is made in slices before
+ * its first event (`warmEchoes`): one JSON.stringify of them, in `eventPieces`, held the loop ~300 ms for a schema of
+ * 2.5 million lone surrogates. About a microsecond for the usual few tools.
+ */
+export function echoesLong(r: { instructions?: unknown; tools?: unknown }): boolean {
+  return Array.isArray(r.tools) && textOver([r.instructions, r.tools], NATIVE_TEXT_CHARS);
+}
+
+/** The echoes `eventPieces` would make of a Response's instructions and tools, made in slices and kept for its events. */
+export async function warmEchoes(r: { instructions?: unknown; tools?: unknown }): Promise<void> {
+  const { instructions, tools } = r;
+  if (!Array.isArray(tools)) return;
+  const memo = echoes.get(tools);
+  if (memo !== undefined && memo.instructions === instructions) return;
+  const bytes = [await echoBytesAsync(instructions), await echoBytesAsync(tools)];
+  echoes.set(tools, { instructions, bytes });
+}
+
+/** `echoBytes`, the text made in slices (`jsonTextWork`: JSON.stringify's text). */
+async function echoBytesAsync(v: unknown): Promise<Buffer | null> {
+  if (v === undefined || v === null || (typeof v === 'string' && v.length < MEMO_MIN_CHARS) || (Array.isArray(v) && v.length === 0)) return null;
+  const t = await runCooperative(jsonTextWork(v));
+  return t.length >= MEMO_MIN_CHARS ? Buffer.from(t, 'utf8') : null;
 }
 
 function echoBytes(v: unknown): Buffer | null {

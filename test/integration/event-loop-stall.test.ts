@@ -32,6 +32,7 @@ import type { SessionInfo } from '../../src/modes/session.js';
 import { wsModePolicy } from '../../src/modes/ws.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
+import { eventJson } from '../../src/protocol/event-json.js';
 import type { InputItem } from '../../src/protocol/objects.js';
 import { DEFAULT_PARSE_CAPS, parseCreateBody } from '../../src/protocol/parse.js';
 import type { LlrServer } from '../../src/server.js';
@@ -146,6 +147,27 @@ describe('the event loop stays responsive under large inputs', () => {
     expect(result.status).toBe('completed');
     expect(result.output[0]!.type).toBe('compaction');
     expect(result.usage!.input_tokens).toBeGreaterThan(2_500_000);
+    assertStalls(stalls);
+  }, 180_000);
+
+  it.each(['http', 'ws'] as const)('%s plan and run with a tool schema of 2.5 million lone surrogates: no loop turn holds the CPU for 250 ms', async (name) => {
+    // Each one needs a six-character escape: one JSON.stringify of the schema held the loop ~120 ms per million of
+    // them, and it ran in one turn four times (validation, the prompt's header, ws's header key, the tools' echo in
+    // the lifecycle events): the chaos suite's /health deadline failed (seed 77: 369 and 455 ms).
+    const { server } = await testServer();
+    const tools = [{ type: 'function', name: 'get_weather', description: 'Weather.', parameters: { type: 'object', properties: { city: { type: 'string', description: '\ud800'.repeat(2_500_000) } } } }];
+    const params = parseCreateBody({ model: 'sim-model', input: 'hi', tools, store: false });
+    const events: ServerEvent[] = [];
+    const metrics = new RunMetrics();
+    const work = (async () => {
+      const plan = name === 'http' ? await httpPlan(params, server.services, metrics, null) : await wsModePolicy(server.services, info()).plan(params, metrics);
+      return run(server, plan, (e) => events.push(e)).done;
+    })();
+    const { result, stalls } = await watchLoop(work);
+    expect(result.status).toBe('completed');
+    // The events' bytes (their tools echo made in slices) are JSON.stringify's, byte for byte.
+    const created = events.find((e) => e.type === 'response.created')!;
+    expect(eventJson(created) === JSON.stringify(created)).toBe(true);
     assertStalls(stalls);
   }, 180_000);
 

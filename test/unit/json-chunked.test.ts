@@ -7,7 +7,8 @@
  * many keys, naming the top-level field.
  */
 import { describe, expect, it } from 'vitest';
-import { parseJsonWork } from '../../src/protocol/json-chunked.js';
+import { jsonTextWork, NATIVE_TEXT_CHARS, parseJsonWork, textOver } from '../../src/protocol/json-chunked.js';
+import { runSync } from '../../src/model/cooperative.js';
 import { checkJsonDepth, parseJsonTextWork } from '../../src/protocol/parse.js';
 import { WireError } from '../../src/protocol/errors.js';
 import { mulberry32 } from '../../src/model/rng.js';
@@ -133,5 +134,27 @@ describe('the shape check', () => {
       expect((e as WireError).code).toBe('object_above_max_properties');
       expect((e as WireError).param).toBe('metadata');
     }
+  });
+});
+
+describe('jsonTextWork', () => {
+  it("is JSON.stringify's text, short values natively, long ones in slices that never split a surrogate pair", () => {
+    const rng = mulberry32(7);
+    const pick = ['a', '"', '\\', '\n', '\u0001', '\ud800', '\udc00', '\ud83d\ude00', 'é'];
+    for (let n = 0; n < 6; n++) {
+      // Past a slice (256 K characters) and its multiples, with pairs and lone halves everywhere, at the cuts too.
+      const parts: string[] = [];
+      for (let len = 0; len < NATIVE_TEXT_CHARS * 2 + n * 7919; ) {
+        const p = pick[Math.floor(rng() * pick.length)]!;
+        parts.push(p);
+        len += p.length;
+      }
+      const value = { type: 'object', properties: { s: { description: parts.join('') } }, list: [1, null, true, 'x'] };
+      expect(textOver(value, NATIVE_TEXT_CHARS)).toBe(true);
+      expect(runSync(jsonTextWork(value))).toBe(JSON.stringify(value));
+    }
+    const small = { type: 'object', properties: { city: { type: 'string' } } };
+    expect(textOver(small, NATIVE_TEXT_CHARS)).toBe(false);
+    expect(runSync(jsonTextWork(small))).toBe(JSON.stringify(small));
   });
 });

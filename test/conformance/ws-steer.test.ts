@@ -6,6 +6,7 @@
  * client would not know what became of its input. The socket stays usable. Real sockets on port 0.
  */
 import { describe, expect, it } from 'vitest';
+import { captureLogger } from '../helpers/raw-http.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -90,8 +91,9 @@ describe('response.steer is refused with response.steer.failed', () => {
 describe('a steer echo is charged to the server-wide byte budget until it has left', () => {
   const MiB = 1024 * 1024;
   const health = async (url: string) => (await (await fetch(`${url}/health`)).json()) as { bytes_held: number; send_bytes_unsent: number };
+  // Asks /health again until `f` holds (each try one round trip: no timer), at most 2,000 times.
   const until = async (f: () => Promise<boolean>) => {
-    for (let i = 0; i < 200 && !(await f()); i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 2000 && !(await f()); i++);
   };
 
   it('a peer that sends large steers and reads nothing holds their echoes as bytes_held (they were uncharged: outside attack)', async () => {
@@ -117,13 +119,14 @@ describe('a steer echo is charged to the server-wide byte budget until it has le
   });
 
   it('past the budget the next steer waits to be read (the peer pushed back), then both come back whole', async () => {
-    const { url } = await testServer({ limits: { maxServerBytes: 20 * MiB } });
+    const { logger, waitFor } = captureLogger();
+    const { url } = await testServer({ logger, limits: { maxServerBytes: 20 * MiB } });
     const s = await RawSocket.connect(url);
     (s.ws as unknown as { _socket: { pause(): void } })._socket.pause();
     s.send({ type: 'response.steer', previous_response_id: 'resp_x', input: 'x'.repeat(14 * MiB) });
     s.send({ type: 'response.steer', previous_response_id: 'resp_y', input: 'y'.repeat(8 * MiB) });
-    await until(async () => (await health(url)).bytes_held >= 14 * MiB);
-    await new Promise((r) => setTimeout(r, 200));
+    // The connection's reading paused at the budget: the second steer is not read, so not charged.
+    await waitFor((l) => l.code === 'server_busy' && /reading paused/.test(l.msg));
     const h = await health(url);
     expect(h.bytes_held).toBeGreaterThanOrEqual(14 * MiB);
     expect(h.bytes_held).toBeLessThanOrEqual(20 * MiB);

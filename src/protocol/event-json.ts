@@ -271,16 +271,20 @@ export async function warmEchoes(r: { instructions?: unknown; tools?: unknown })
 
 /** `echoBytes`, the text made in slices (`jsonTextWork`: JSON.stringify's text). */
 async function echoBytesAsync(v: unknown): Promise<Buffer | null> {
-  if (v === undefined || v === null || (typeof v === 'string' && v.length < MEMO_MIN_CHARS) || (Array.isArray(v) && v.length === 0)) return null;
-  const t = await runCooperative(jsonTextWork(v));
-  return t.length >= MEMO_MIN_CHARS ? Buffer.from(t, 'utf8') : null;
+  return tooSmallToEcho(v) ? null : echoOf(await runCooperative(jsonTextWork(v)));
 }
 
 function echoBytes(v: unknown): Buffer | null {
-  // A short string needs no JSON.stringify to know it is small; a tools array does.
-  if (v === undefined || v === null || (typeof v === 'string' && v.length < MEMO_MIN_CHARS) || (Array.isArray(v) && v.length === 0)) return null;
-  const t = JSON.stringify(v);
-  return t.length >= MEMO_MIN_CHARS ? Buffer.from(t, 'utf8') : null;
+  return tooSmallToEcho(v) ? null : echoOf(JSON.stringify(v));
+}
+
+/** A short string needs no JSON.stringify to know it is small; a tools array does. */
+function tooSmallToEcho(v: unknown): boolean {
+  return v === undefined || v === null || (typeof v === 'string' && v.length < MEMO_MIN_CHARS) || (Array.isArray(v) && v.length === 0);
+}
+
+function echoOf(text: string): Buffer | null {
+  return text.length >= MEMO_MIN_CHARS ? Buffer.from(text, 'utf8') : null;
 }
 
 /**

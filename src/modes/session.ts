@@ -435,6 +435,20 @@ export class ConnectionSession {
   }
 
   /**
+   * Why the server is ending the connection (the lifetime limit), said before `finish`: in the stream of the run
+   * in flight, if there is one; else once on the connection, unless creates are waiting for their answer (being
+   * planned, waiting for the client to read, queued): `finish` tells each of them with the same error, and one
+   * more on the connection was a second answer to the first of them (a client without lanes reads the errors in
+   * order, one per create it sent).
+   */
+  announceEnd(err: WireError): void {
+    if (this.closed) return;
+    const running = this.active !== null && !this.active.ended;
+    const waiting = this.queue.length > 0 || (this.busy && this.active === null);
+    if (running || !waiting) this.error(err);
+  }
+
+  /**
    * The server ends the connection (shutdown, lifetime limit): the run in
    * flight ends `incomplete` with its terminal event, then every create that
    * has not started gets `queuedError`. Resolves when all of that was sent.

@@ -698,10 +698,11 @@ class WsConnection implements Transport, Unsent {
   };
 
   private readonly endOfLife = (): void => {
-    // The client first gets the documented error, then the run in flight
-    // ends `incomplete` with its terminal event, then the close.
+    // The client first gets the documented error (in the stream of the run in flight; with none, once on the
+    // connection if no create waits for its answer), then the run in flight ends `incomplete` with its terminal
+    // event, each create that never started gets the error (one answer each), then the close.
     const limit = new WireError('websocket_connection_limit_reached', limitMessage(this.lifetimeMs));
-    this.session.error(limit);
+    this.session.announceEnd(limit);
     void this.session.finish('connection_limit_reached', limit).then(() => this.ws.close(1000, 'connection limit reached'));
   };
 

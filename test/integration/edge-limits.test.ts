@@ -294,14 +294,39 @@ describe('WebSocket budgets and the connection cap', () => {
     expect(s.all('error')).toEqual([]);
   });
 
-  it('the lifetime limit during planning: the create being planned is told before the close', async () => {
+  it('the lifetime limit during planning: the create being planned is told before the close, once', async () => {
     // Planning pays two injected hops of 1 s; the lifetime (300 ms) ends during it.
     const { url } = await testServer({ hopLatencyMs: 1000, hops: 2, limits: { connectionLifetimeMs: 300 } });
     const s = await RawSocket.connect(url);
     s.send({ type: 'response.create', model: 'sim-model', input: 'go' });
     expect((await s.closed).code).toBe(1000);
-    expect(s.events.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['websocket_connection_limit_reached', 'websocket_connection_limit_reached']);
-    expect(s.events.map((e) => e.sequence_number)).toEqual([0, 1]);
+    // One answer for the one create (a second error, on the connection, came first).
+    expect(s.events.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['websocket_connection_limit_reached']);
+    expect(s.events.map((e) => e.sequence_number)).toEqual([0]);
+  });
+
+  it('the lifetime limit after a response ended: each create that never started gets one error, in its lane, and nothing more', async () => {
+    // Each create's planning pays two injected hops of 500 ms: the first ends (~1 s), the second is being planned
+    // when the lifetime (1.5 s) ends, the third waits behind it.
+    const { url } = await testServer({ hopLatencyMs: 500, hops: 2, limits: { connectionLifetimeMs: 1500 } });
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'first' });
+    s.send({ type: 'response.create', model: 'sim-model', input: 'planned', stream_id: 'b' });
+    s.send({ type: 'response.create', model: 'sim-model', input: 'queued' });
+    expect((await s.closed).code).toBe(1000);
+    const after = s.events.slice(s.events.findIndex((e) => e.type === 'response.completed') + 1);
+    // It was three: one more on the connection, read by a client without lanes as the answer to its second create.
+    expect(after.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['websocket_connection_limit_reached', 'websocket_connection_limit_reached']);
+    expect(after.map((e) => (e as { stream_id?: string }).stream_id)).toEqual(['b', undefined]);
+    expect(after.map((e) => e.sequence_number)).toEqual([0, 1]);
+  });
+
+  it('the lifetime limit on an idle connection: one error, then close 1000', async () => {
+    const { url } = await testServer({ limits: { connectionLifetimeMs: 300 } });
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'hi' });
+    expect((await s.closed).code).toBe(1000);
+    expect(s.events.map((e) => (e.type === 'error' ? e.error.code : e.type)).slice(-2)).toEqual(['response.completed', 'websocket_connection_limit_reached']);
   });
 
   // Found by a state-machine fuzzer (SIGTERM while clients pipelined creates): while the server winds a

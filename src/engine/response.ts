@@ -48,6 +48,7 @@ export function newResponse(params: CreateParams, now: number): Response {
     safety_identifier: params.safety_identifier,
     prompt_cache_key: params.prompt_cache_key,
     prompt_cache_retention: params.prompt_cache_retention ?? null,
+    access_programs: null,
     conversation: null,
     prompt: null,
   };

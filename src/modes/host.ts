@@ -176,7 +176,10 @@ export class SessionHost {
 
   /** A stored response the owner may read, or undefined. */
   storedResponse(id: string, owner: string | null): Response | undefined {
-    return this.services.store.get(id, owner)?.response;
+    const r = this.services.store.get(id, owner)?.response;
+    // A row an earlier build wrote (a SQLite file outlives the server) has no `access_programs`, which openai-node 7
+    // declares always present: null, as every Response now sends it.
+    return r && !('access_programs' in r) ? { ...(r as Omit<Response, 'access_programs'>), access_programs: null } : r;
   }
 
   /** Whether the owner's stored response `id` exists (without reading it). */

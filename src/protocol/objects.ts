@@ -246,6 +246,11 @@ export interface Response {
   prompt_cache_key: string | null;
   /** Optional in the API's schema; the engine always sends them (null). */
   prompt_cache_retention?: string | null;
+  /**
+   * The Cyber access program the response ran under (openai-node 7's `Response.access_programs`, declared
+   * always present and nullable; `null` is the API's implicit Standard). No access programs are served: always null.
+   */
+  access_programs: { cyber: 'standard' | 'daybreak_blue' | 'daybreak_red' } | null;
   /** Conversations are not served: always null. */
   conversation?: { id: string } | null;
   /** Prompt templates are not served: always null. */

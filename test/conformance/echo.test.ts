@@ -119,6 +119,33 @@ describe('echoed fields', () => {
     expect((await compact({ model: 'm', input: 'hi', prompt_cache_retention: null })).status).toBe(200);
   });
 
+  it("access_programs: null on every Response (openai-node 7 declares it always present): JSON, retrieved, every SSE and WebSocket lifecycle event, a row an earlier build stored", async () => {
+    const { url, server } = await testServer();
+    const r = await post(url, { model: 'm', input: 'hi' });
+    expect(r).toHaveProperty('access_programs', null);
+    // A request's own (openai-node 7's `ResponseCreateParams.access_programs`, Codex's) is taken and ignored: none are served.
+    expect(await post(url, { model: 'm', input: 'hi', access_programs: { cyber: 'standard' } })).toHaveProperty('access_programs', null);
+    const got = (await (await fetch(`${url}/v1/responses/${r.id}`)).json()) as Response;
+    expect(got).toHaveProperty('access_programs', null);
+    const sse = await (await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', stream: true }) })).text();
+    const withResponse = sse
+      .split('\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)) as { response?: Response })
+      .filter((e) => e.response);
+    expect(withResponse.length).toBeGreaterThanOrEqual(3);
+    for (const e of withResponse) expect(e.response).toHaveProperty('access_programs', null);
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'm', input: 'hello' });
+    expect((await s.next('response.created')).response).toHaveProperty('access_programs', null);
+    expect((await s.next('response.completed')).response).toHaveProperty('access_programs', null);
+    // A row written before the field was sent (a SQLite file outlives the server) is read back with it.
+    const rec = server.services.store.get(r.id, null)!;
+    const { access_programs: _gone, ...old } = rec.response;
+    server.services.store.put({ ...rec, response: { ...old, id: 'resp_old' } as Response });
+    expect((await (await fetch(`${url}/v1/responses/resp_old`)).json()) as Response).toHaveProperty('access_programs', null);
+  });
+
   it('text.format is echoed, and the text answer follows it (json_schema, json_object)', async () => {
     const { url } = await testServer();
     const schema = { type: 'object', properties: { city: { type: 'string' }, answer: { type: 'string' }, ok: { type: 'boolean' } }, required: ['city', 'answer', 'ok'], additionalProperties: false };

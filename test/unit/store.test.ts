@@ -84,6 +84,7 @@ function makeResponse(id: string, previous: string | null, suffix = id): Respons
     metadata: { run: 'store-test' },
     safety_identifier: null,
     prompt_cache_key: null,
+    access_programs: null,
   };
 }
 

@@ -50,6 +50,12 @@ function optEnum<T extends string>(o: Obj, key: string, values: readonly T[], pr
 
 /** `service_tier` (openai-node 6.49's `ResponseCreateParams.service_tier`, echoed on the Response). */
 const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority'] as const;
+/**
+ * `service_tier` of `POST /v1/responses/compact`: its own enum, narrower than a create's (the OpenAPI spec's
+ * `ServiceTierEnum` for `CompactResponseMethodPublicBody`, openai-node 7's `ResponseCompactParams.service_tier`;
+ * 6.49's lacks `fast`). No `scale`.
+ */
+const COMPACT_SERVICE_TIERS = ['auto', 'default', 'fast', 'flex', 'priority'] as const;
 /** `prompt_cache_retention` (openai-node 6.49 and 7's `ResponseCreateParams.prompt_cache_retention`, echoed on the Response). */
 const PROMPT_CACHE_RETENTIONS = ['in_memory', '24h'] as const;
 /** `reasoning.effort` (openai-node 6.49's `ReasoningEffort`). */
@@ -535,6 +541,8 @@ export function parseCompactBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_
   // Nothing is echoed (a compaction object has no such field), but a value outside the API's enum is refused as
   // a create's is (openai-node 6.49's `ResponseCompactParams.prompt_cache_retention`): it was taken silently.
   optEnum(body, 'prompt_cache_retention', PROMPT_CACHE_RETENTIONS);
+  // The same for `service_tier`, which every create path checks: compact took any value (`'bogus'`, `5`) silently.
+  optEnum(body, 'service_tier', COMPACT_SERVICE_TIERS);
   return {
     model,
     input: parseInput(body['input'], 'input', false, caps),

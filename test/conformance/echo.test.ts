@@ -119,6 +119,26 @@ describe('echoed fields', () => {
     expect((await compact({ model: 'm', input: 'hi', prompt_cache_retention: null })).status).toBe(200);
   });
 
+  it('POST /v1/responses/compact checks service_tier as a create does, against its own enum (it took any value silently)', async () => {
+    const { url } = await testServer();
+    const compact = (body: object) => fetch(`${url}/v1/responses/compact`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const bad = await compact({ model: 'm', input: 'hi', service_tier: 'bogus' });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: unknown }).error).toMatchObject({
+      code: 'invalid_value',
+      param: 'service_tier',
+      message: "Invalid value for 'service_tier': 'bogus'. Supported values are: 'auto', 'default', 'fast', 'flex', and 'priority'.",
+    });
+    const wrongType = await compact({ model: 'm', input: 'hi', service_tier: 5 });
+    expect(wrongType.status).toBe(400);
+    expect(((await wrongType.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_type', param: 'service_tier' });
+    // The compaction's enum (the spec's ServiceTierEnum, openai-node's ResponseCompactParams): no 'scale'.
+    expect((await compact({ model: 'm', input: 'hi', service_tier: 'scale' })).status).toBe(400);
+    for (const service_tier of ['auto', 'default', 'fast', 'flex', 'priority', null]) {
+      expect((await compact({ model: 'm', input: 'hi', service_tier })).status, String(service_tier)).toBe(200);
+    }
+  });
+
   it("access_programs: null on every Response (openai-node 7 declares it always present): JSON, retrieved, every SSE and WebSocket lifecycle event, a row an earlier build stored", async () => {
     const { url, server } = await testServer();
     const r = await post(url, { model: 'm', input: 'hi' });

@@ -43,7 +43,8 @@ export function newResponse(params: CreateParams, now: number): Response {
     max_tool_calls: null,
     store: params.store,
     background: params.background === true,
-    service_tier: params.service_tier ?? 'default',
+    // The API's Response says `priority` for a `fast` request (the OpenAPI spec's ServiceTier): `fast` opts in to it.
+    service_tier: params.service_tier === 'fast' ? 'priority' : (params.service_tier ?? 'default'),
     metadata: params.metadata,
     safety_identifier: params.safety_identifier,
     prompt_cache_key: params.prompt_cache_key,

@@ -48,8 +48,11 @@ function optEnum<T extends string>(o: Obj, key: string, values: readonly T[], pr
   throw new WireError('invalid_value', `Invalid value for '${prefix}${key}': '${v.slice(0, 100)}'. Supported values are: ${supported(values)}.`, prefix + key);
 }
 
-/** `service_tier` (openai-node 6.49's `ResponseCreateParams.service_tier`, echoed on the Response). */
-const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority'] as const;
+/**
+ * `service_tier` (openai-node 7's `ServiceTier`, echoed on the Response): 6.49's union and the OpenAPI spec's
+ * `fast` and `ultrafast`, which a client on openai-node 7 may send (they were refused).
+ */
+const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority', 'fast', 'ultrafast'] as const;
 /**
  * `service_tier` of `POST /v1/responses/compact`: its own enum, narrower than a create's (the OpenAPI spec's
  * `ServiceTierEnum` for `CompactResponseMethodPublicBody`, openai-node 7's `ResponseCompactParams.service_tier`;

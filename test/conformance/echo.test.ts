@@ -119,6 +119,13 @@ describe('echoed fields', () => {
     expect((await compact({ model: 'm', input: 'hi', prompt_cache_retention: null })).status).toBe(200);
   });
 
+  it("HTTP: service_tier takes openai-node 7's values; 'fast' is echoed as the API echoes it, 'priority'", async () => {
+    const { url } = await testServer();
+    expect((await post(url, { model: 'm', input: 'hi', service_tier: 'ultrafast' })).service_tier).toBe('ultrafast');
+    expect((await post(url, { model: 'm', input: 'hi', service_tier: 'fast' })).service_tier).toBe('priority');
+    expect((await post(url, { model: 'm', input: 'hi', service_tier: 'flex' })).service_tier).toBe('flex');
+  });
+
   it('POST /v1/responses/compact checks service_tier as a create does, against its own enum (it took any value silently)', async () => {
     const { url } = await testServer();
     const compact = (body: object) => fetch(`${url}/v1/responses/compact`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });

@@ -37,7 +37,8 @@
  *   (replayed alone, a call without a tool call would end the run).
  * - What the replay server would refuse is refused here, at its line: a tool
  *   name the API does not take, an empty call_id, a token count that is
- *   negative or not whole, message content nested past 32 levels.
+ *   negative, not whole or past 10^9 (MAX_TOKEN_COUNT: sums stay exact),
+ *   message content nested past 32 levels.
  * - Missing figures are inferred (infer.ts) and every call's figures are
  *   marked recorded or inferred in `Workload.calls`.
  * - `custom_tool_call` becomes a function call taking `{"input": text}`;
@@ -86,7 +87,7 @@ import {
 } from './codex-items.js';
 import { buildUserTurn, sameUserText, type PendingFigures, type RawCall, type TurnBuild, type Visible } from './codex-turns.js';
 import { inferInputTokens, reasoningTokens, type ContextOp } from './infer.js';
-import { WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
+import { MAX_TOKEN_COUNT, WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
 const INPUT_ROLES = new Set(['user', 'developer', 'system']);
@@ -272,8 +273,9 @@ class RolloutParser {
     if (!isJson(usage)) return; // rate-limit-only update
     const { input_tokens: input, output_tokens: output } = usage;
     if (typeof input !== 'number' || typeof output !== 'number') this.fail('token_count without numeric input_tokens / output_tokens');
-    if (!Number.isSafeInteger(input) || !Number.isSafeInteger(output) || input < 0 || output < 0) {
-      this.fail(`token_count with input_tokens ${input} / output_tokens ${output}: token counts are whole numbers, 0 or more`);
+    const fits = (n: number) => Number.isSafeInteger(n) && n >= 0 && n <= MAX_TOKEN_COUNT;
+    if (!fits(input) || !fits(output)) {
+      this.fail(`token_count with input_tokens ${input} / output_tokens ${output}: token counts are whole numbers from 0 to ${MAX_TOKEN_COUNT} (10^9, far past any model's context: a sum of larger ones can pass 2^53 and lose exactness)`);
     }
     if (total !== undefined && total === this.lastTotal) return this.skip('token_count', 'repeats the previous total_token_usage');
     this.lastTotal = total;

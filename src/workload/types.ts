@@ -43,6 +43,14 @@ export interface CallFigures {
   line: number;
 }
 
+/**
+ * The largest token count one model call's figure may have (10^9: a thousand times the largest context window
+ * of 2026's models). Both readers refuse a larger one at its place: a workload file holds at most 512 MiB, so a few
+ * million recorded calls at most, and their sum (a long-lived run's usage adds every call's) stays below 2^53,
+ * exact. Without it a `token_count` of 10^15 read, and a few such calls summed past 2^53.
+ */
+export const MAX_TOKEN_COUNT = 1_000_000_000;
+
 /** A record the reader did not replay, and why. */
 export interface Skipped {
   line: number;

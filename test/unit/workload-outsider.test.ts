@@ -45,10 +45,26 @@ describe('rollouts from outside', () => {
     expect(asServerReadsIt(ok).tools.map((t) => t.name)).toEqual([`mcp__a-b__${'n'.repeat(54)}`]);
   });
 
-  it('a token count that is negative or not whole is refused at its line', () => {
-    for (const [i, o] of [[-5, 10], [10, 2.5], [1e300, 1]]) {
-      expect(refusal([meta(), user('x'), answer('done'), usage(i!, o!)])).toMatch(/^x\.jsonl:4: token_count with input_tokens .*: token counts are whole numbers, 0 or more$/);
+  it('a token count that is negative, not whole or past 10^9 is refused at its line', () => {
+    for (const [i, o] of [[-5, 10], [10, 2.5], [1e300, 1], [1e15, 1], [1, 1_000_000_001]]) {
+      expect(refusal([meta(), user('x'), answer('done'), usage(i!, o!)])).toMatch(/^x\.jsonl:4: token_count with input_tokens .*: token counts are whole numbers from 0 to 1000000000 \(10\^9/);
     }
+    // 10^15 a call read: nine such calls summed past 2^53 (a long-lived run's usage adds every call's), inexact.
+    expect(read([meta(), user('x'), answer('done'), usage(1e9, 1e9)]).calls!.map((c) => [c.input_tokens, c.output_tokens])).toEqual([[1e9, 1e9]]);
+  });
+
+  it('a neutral workload with a token figure past 10^9 is refused (docs/workload.schema.json)', () => {
+    const w = replayable(read([meta(), user('x'), answer('done'), usage(100, 5)]));
+    const patched = (patch: (j: Record<string, any>) => void) => {
+      const j = JSON.parse(JSON.stringify({ llr_workload: 1, ...w })) as Record<string, any>;
+      patch(j);
+      return () => parseNeutral(JSON.stringify(j), 'w.json', 'test');
+    };
+    const neutral = (patch: (j: Record<string, any>) => void) => refusalOf(patched(patch));
+    expect(neutral((j) => (j.userTurns[0].modelTurns[0].output_tokens = 1e15))).toMatch(/^w\.json: not an llr workload .*\/userTurns\/0\/modelTurns\/0\/output_tokens must be <= 1000000000/);
+    expect(neutral((j) => (j.calls[0].input_tokens = 1e300))).toMatch(/\/calls\/0\/input_tokens must be <= 1000000000/);
+    expect(neutral((j) => (j.recorded.output_tokens = [1e16]))).toMatch(/\/recorded\/output_tokens\/0 must be <= 1000000000/);
+    expect(patched((j) => (j.userTurns[0].modelTurns[0].output_tokens = 1e9))).not.toThrow();
   });
 
   it('a model call that shows only text before the user turn ends joins the next call, which the server replays', () => {

@@ -501,6 +501,13 @@ class RolloutParser {
     const need = this.figures.filter((f) => f.input_tokens === null);
     const inferred = need.length ? inferInputTokens(this.instructions, tools, this.ctx, need.map((f) => f.mark)) : [];
     need.forEach((f, i) => (f.input_tokens = inferred[i]!));
+    // Each token_count is at most MAX_TOKEN_COUNT, but a call with nothing visible gives its output tokens to the next
+    // one: the sum is checked too, here at its line, not by the bench's server process reading the neutral copy.
+    for (const f of this.figures) {
+      if (f.output_tokens > MAX_TOKEN_COUNT || f.input_tokens! > MAX_TOKEN_COUNT) {
+        this.fail(`this model call decodes ${f.output_tokens} output tokens from ${f.input_tokens} input tokens (with the calls before it that showed nothing, merged into it): token figures are at most ${MAX_TOKEN_COUNT} (10^9)`, f.line);
+      }
+    }
     // Built as own properties: an assignment to toolOutputs['__proto__'] would set the prototype instead.
     const toolOutputs: Workload['toolOutputs'] = Object.fromEntries(
       [...this.answered].map(([callId, a]) => {

@@ -49,6 +49,11 @@ describe('rollouts from outside', () => {
     for (const [i, o] of [[-5, 10], [10, 2.5], [1e300, 1], [1e15, 1], [1, 1_000_000_001]]) {
       expect(refusal([meta(), user('x'), answer('done'), usage(i!, o!)])).toMatch(/^x\.jsonl:4: token_count with input_tokens .*: token counts are whole numbers from 0 to 1000000000 \(10\^9/);
     }
+    // Calls with nothing visible give their output tokens to the next one: the sum is bounded too, at its line.
+    const reasoning = rec('response_item', { type: 'reasoning', summary: [], encrypted_content: 'e' });
+    expect(refusal([meta(), user('x'), reasoning, usage(10, 6e8), reasoning, usage(20, 6e8), answer('done'), usage(30, 1)])).toMatch(
+      /^x\.jsonl:7: this model call decodes 1200000001 output tokens from 30 input tokens .*: token figures are at most 1000000000 \(10\^9\)$/,
+    );
     // 10^15 a call read: nine such calls summed past 2^53 (a long-lived run's usage adds every call's), inexact.
     expect(read([meta(), user('x'), answer('done'), usage(1e9, 1e9)]).calls!.map((c) => [c.input_tokens, c.output_tokens])).toEqual([[1e9, 1e9]]);
   });

@@ -16,7 +16,7 @@
 import { hexString, intBetween, mulberry32, pick, type Rng } from '../model/rng.js';
 import type { ReplayTurn } from '../model/types.js';
 import type { FunctionTool } from '../protocol/objects.js';
-import type { Workload } from './types.js';
+import { MAX_TOKEN_COUNT, type Workload } from './types.js';
 
 export interface SyntheticOptions {
   /** Model calls in the run, the final message included (>= 1). */
@@ -77,6 +77,8 @@ export function syntheticWorkload(opts: SyntheticOptions): Workload {
     );
   }
   checkInt('outputTokensPerTurn', outputTokensPerTurn, 1);
+  // The bench hands its server processes the workload as a neutral file, whose schema takes no token figure past it.
+  if (outputTokensPerTurn > MAX_TOKEN_COUNT) throw new RangeError(`syntheticWorkload: outputTokensPerTurn must be at most ${MAX_TOKEN_COUNT} (10^9, as every token figure of a workload), got ${outputTokensPerTurn}`);
   checkInt('seed', seed, Number.MIN_SAFE_INTEGER);
   if (!Number.isFinite(toolDurationMs) || toolDurationMs < 0) {
     throw new RangeError(`syntheticWorkload: toolDurationMs must be a finite number >= 0, got ${toolDurationMs}`);

@@ -56,6 +56,9 @@ describe('syntheticWorkload', () => {
     expect(() => syntheticWorkload({ ...opts, turns: 0 })).toThrow(RangeError);
     expect(() => syntheticWorkload({ ...opts, toolOutputBytes: 1.5 })).toThrow(/toolOutputBytes/);
     expect(() => syntheticWorkload({ ...opts, toolDurationMs: -1 })).toThrow(/toolDurationMs/);
+    // Past 10^9 the neutral file the bench writes for its servers would be refused by its schema, in the server process.
+    expect(() => syntheticWorkload({ ...opts, outputTokensPerTurn: 1_000_000_001 })).toThrow(/outputTokensPerTurn must be at most 1000000000/);
+    expect(syntheticWorkload({ ...opts, turns: 2, outputTokensPerTurn: 1_000_000_000 }).userTurns[0]!.modelTurns[0]!.output_tokens).toBe(1e9);
   });
 
   it('refuses a workload too large to hold: more than 100,000 calls, or more than 256 MiB of tool outputs (it was built whole before the server listened, growing without end)', () => {

@@ -177,7 +177,7 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
   if (!values.help && values.report === undefined) {
     if (scaling) {
       // A placeholder: runScaling generates the workload of each point.
-      workload = syntheticWorkload({ turns: scaling.turns[0]!, toolOutputBytes: scaling.toolOutputBytes, outputTokensPerTurn: scaling.outputTokensPerTurn, seed: 1 });
+      workload = usage(() => syntheticWorkload({ turns: scaling.turns[0]!, toolOutputBytes: scaling.toolOutputBytes, outputTokensPerTurn: scaling.outputTokensPerTurn, seed: 1 }));
     } else if (values.synthetic !== undefined) {
       workload = usage(() => syntheticFromSpec(values.synthetic!));
     } else {

@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { summarizeWorkload } from '../../src/workload/load.js';
 import { syntheticWorkload } from '../../src/workload/synthetic.js';
+import { parseBenchArgs } from '../../src/bench/command.js';
+import { UsageError } from '../../src/flags.js';
 
 describe('syntheticWorkload', () => {
   const opts = { turns: 10, toolOutputBytes: 2048, outputTokensPerTurn: 80, seed: 7 };
@@ -59,6 +61,10 @@ describe('syntheticWorkload', () => {
     // Past 10^9 the neutral file the bench writes for its servers would be refused by its schema, in the server process.
     expect(() => syntheticWorkload({ ...opts, outputTokensPerTurn: 1_000_000_001 })).toThrow(/outputTokensPerTurn must be at most 1000000000/);
     expect(syntheticWorkload({ ...opts, turns: 2, outputTokensPerTurn: 1_000_000_000 }).userTurns[0]!.modelTurns[0]!.output_tokens).toBe(1e9);
+    // The bench's flags say so as a usage error (exit 2), --synthetic's and --scaling's --synthetic-tokens alike.
+    for (const argv of [['--synthetic', '2,10,2000000000'], ['--scaling', '2', '--synthetic-tokens', '2000000000']]) {
+      expect(() => parseBenchArgs(argv)).toThrow(UsageError);
+    }
   });
 
   it('refuses a workload too large to hold: more than 100,000 calls, or more than 256 MiB of tool outputs (it was built whole before the server listened, growing without end)', () => {

@@ -94,8 +94,9 @@ export function compactionStandIn(encrypted: string): InputItem {
  * Messages, calls and their outputs are kept (an output whose call comes
  * before it in the history, as the API requires); custom tool calls become
  * function calls taking `{input}` (as everywhere in replay); an encrypted
- * `compaction` item gets a stand-in of its estimated size; reasoning and
- * hosted calls are dropped (the API would not show them as input text); a
+ * `compaction` item gets a stand-in of its estimated size; a client-run
+ * `tool_search_call` and its output become a function call `tool_search` and
+ * its output (the tools found, as JSON); reasoning and hosted calls are dropped (the API would not show them as input text); a
  * call left without output is answered "aborted" right after it. Returns the
  * items, how many were dropped and how many calls were answered so.
  */
@@ -117,6 +118,12 @@ export function replacementItems(history: readonly unknown[]): { items: InputIte
     } else if (type === 'custom_tool_call' && typeof h.call_id === 'string' && typeof h.name === 'string' && typeof h.input === 'string') {
       items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: JSON.stringify({ input: h.input }) });
       calls.add(h.call_id);
+    } else if (type === 'tool_search_call' && h.execution === 'client' && typeof h.call_id === 'string') {
+      // Run by the client: a function call `tool_search`, as the reader replays it outside a compaction.
+      items.push({ type: 'function_call', call_id: h.call_id, name: 'tool_search', arguments: JSON.stringify(h.arguments ?? {}) });
+      calls.add(h.call_id);
+    } else if (type === 'tool_search_output' && h.execution === 'client' && typeof h.call_id === 'string' && Array.isArray(h.tools) && calls.has(h.call_id)) {
+      items.push({ type: 'function_call_output', call_id: h.call_id, output: JSON.stringify(h.tools) });
     } else if (
       (type === 'function_call_output' || type === 'custom_tool_call_output') &&
       typeof h.call_id === 'string' &&

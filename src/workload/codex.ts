@@ -30,9 +30,13 @@
  *   compaction request's), is skipped.
  * - Reasoning is not replayed; its tokens are in the call's output tokens. A
  *   hosted call (`web_search_call`, any `*_call` the client does not run) is
- *   dropped and counted. A model call with no visible output gives its output
- *   tokens to the next call of its user turn (the previous one if it was the
- *   last): replay decodes as many tokens, inventing no output. A call that
+ *   dropped and counted. A `tool_search_call` is the client's when its
+ *   `execution` is `"client"` (Codex's field; `"server"`: hosted): replayed
+ *   as a function call `tool_search` taking its `arguments`, answered by its
+ *   `tool_search_output` (the `tools` found, as JSON). A model call with no
+ *   visible output gives its output tokens to the next call of its user turn
+ *   (the previous one if it was the last): replay decodes as many tokens,
+ *   inventing no output. A call that
  *   shows only text before its user turn's last joins the next call too
  *   (replayed alone, a call without a tool call would end the run).
  * - What the replay server would refuse is refused here, at its line: a tool
@@ -90,6 +94,8 @@ import { inferInputTokens, reasoningTokens, type ContextOp } from './infer.js';
 import { MAX_TOKEN_COUNT, WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
+/** A `tool_search_call` the client ran (`execution: "client"`) is replayed as a function call of this name. */
+const TOOL_SEARCH = 'tool_search';
 const INPUT_ROLES = new Set(['user', 'developer', 'system']);
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 /** Nesting a message's content may have: the request around it adds a few levels below the server's 64. */
@@ -230,22 +236,36 @@ class RolloutParser {
         this.clientCall(id, 'local_shell', JSON.stringify(p.action ?? {}), ts, false);
         return;
       }
+      case 'tool_search_call':
+        if (p.execution !== 'client') break; // run by the API (execution "server"): a hosted call, below
+        this.clientCall(this.str(p, 'call_id', type), TOOL_SEARCH, JSON.stringify(p.arguments ?? {}), ts, false);
+        return;
+      case 'tool_search_output': {
+        if (p.execution !== 'client') {
+          // The API's own search result: said by the model with its call, as a hosted call's result is.
+          const { id: _id, ...rest } = p;
+          this.modelItem(null, rest as InputItem);
+          return;
+        }
+        if (!Array.isArray(p.tools)) this.fail(`${type} without \`tools\``);
+        this.clientOutput(this.str(p, 'call_id', type), JSON.stringify(p.tools), ts);
+        return;
+      }
       case 'compaction':
       case 'compaction_summary':
         this.compaction(typeof p.encrypted_content === 'string' ? [compactionStandIn(p.encrypted_content)] : [], 'a compaction item');
         return;
-      default:
-        if (CLIENT_OUTPUTS.has(type)) {
-          const out = outputText(p.output);
-          if (out === null) this.fail(`${type} without \`output\``);
-          this.clientOutput(this.str(p, 'call_id', type), out, ts);
-        } else if (type.endsWith('_call')) {
-          this.stats.hosted_calls++;
-          const { id: _id, ...rest } = p;
-          this.modelItem(null, rest as InputItem);
-        } else {
-          this.skip(`a ${type} item`, 'not part of what the model is sent or says (not replayed)');
-        }
+    }
+    if (CLIENT_OUTPUTS.has(type)) {
+      const out = outputText(p.output);
+      if (out === null) this.fail(`${type} without \`output\``);
+      this.clientOutput(this.str(p, 'call_id', type), out, ts);
+    } else if (type.endsWith('_call')) {
+      this.stats.hosted_calls++;
+      const { id: _id, ...rest } = p;
+      this.modelItem(null, rest as InputItem);
+    } else {
+      this.skip(`a ${type} item`, 'not part of what the model is sent or says (not replayed)');
     }
   }
 

@@ -107,4 +107,30 @@ describe('rollouts from outside', () => {
     const w = read([meta(), rec('response_item', { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'see' }, image] }), answer('done')]);
     expect(asServerReadsIt(w).userTurns[0]!.input).toEqual([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'see' }, image] }]);
   });
+
+  it('a tool_search_call the client ran (execution "client") is a client tool call `tool_search`, not a hosted one', () => {
+    const search = (execution: string) => rec('response_item', { type: 'tool_search_call', call_id: 'ts1', status: 'completed', execution, arguments: { query: 'calendar', limit: 1 } });
+    const found = (execution: string) => rec('response_item', { type: 'tool_search_output', call_id: 'ts1', status: 'completed', execution, tools: [{ type: 'function', name: 'cal_create' }] });
+    const w = read([meta(), user('x'), search('client'), usage(100, 10), found('client'), call('c1'), usage(150, 12), output('c1'), answer('done'), usage(200, 5)]);
+    expect(w.stats).toMatchObject({ hosted_calls: 0, function_calls: 2 });
+    expect(w.userTurns[0]!.modelTurns.map((t) => t.output.map((o) => (o.type === 'function_call' ? o.name : o.type)))).toEqual([['tool_search'], ['shell'], ['message']]);
+    expect(w.userTurns[0]!.modelTurns[0]!.output[0]).toEqual({ type: 'function_call', name: 'tool_search', arguments: '{"query":"calendar","limit":1}', call_id: 'ts1' });
+    expect(w.toolOutputs['ts1']?.output).toBe('[{"type":"function","name":"cal_create"}]');
+    expect(w.calls!.map((c) => [c.input_tokens, c.output_tokens])).toEqual([[100, 10], [150, 12], [200, 5]]);
+    expect(w.skipped).toEqual([]);
+    expect(asServerReadsIt(w).tools.map((t) => t.name)).toEqual(['tool_search', 'shell']);
+    // Run by the API (execution "server"): hosted, counted, its result kept in the context without a note.
+    const hosted = read([meta(), user('x'), search('server'), found('server'), call('c1'), usage(150, 12), output('c1'), answer('done'), usage(200, 5)]);
+    expect(hosted.stats).toMatchObject({ hosted_calls: 1, function_calls: 1 });
+    expect(hosted.userTurns[0]!.modelTurns.map((t) => t.output.map((o) => o.type))).toEqual([['function_call'], ['message']]);
+    expect(hosted.skipped).toEqual([]);
+    // In a compaction's replacement history: the call and its answer, as elsewhere.
+    const history = [{ type: 'message', role: 'user', content: 'x' }, JSON.parse(search('client')).payload, JSON.parse(found('client')).payload];
+    const compacted = read([meta(), user('x'), answer('one'), rec('compacted', { message: 's', replacement_history: history }), user('y'), answer('two')]);
+    expect(compacted.userTurns[1]!.input.slice(1, 3)).toEqual([
+      { type: 'function_call', call_id: 'ts1', name: 'tool_search', arguments: '{"query":"calendar","limit":1}' },
+      { type: 'function_call_output', call_id: 'ts1', output: '[{"type":"function","name":"cal_create"}]' },
+    ]);
+    expect(() => asServerReadsIt(compacted)).not.toThrow();
+  });
 });

@@ -42,7 +42,8 @@
  * - What the replay server would refuse is refused here, at its line: a tool
  *   name the API does not take, an empty call_id, a token count that is
  *   negative, not whole or past 10^9 (MAX_TOKEN_COUNT: sums stay exact),
- *   message content nested past 32 levels.
+ *   message content nested past 32 levels, an output item of a kind not
+ *   replayed (`mcp_tool_call_output`, ...) answering a client call.
  * - Missing figures are inferred (infer.ts) and every call's figures are
  *   marked recorded or inferred in `Workload.calls`.
  * - `custom_tool_call` becomes a function call taking `{"input": text}`;
@@ -265,6 +266,12 @@ class RolloutParser {
       const { id: _id, ...rest } = p;
       this.modelItem(null, rest as InputItem);
     } else {
+      const call = typeof p.call_id === 'string' ? this.pending.get(p.call_id) : undefined;
+      if (call !== undefined) {
+        // Skipped, it left its call without output: the file then read as truncated (at the end) or the call as
+        // interrupted, and a call answered so in the middle of a user turn failed the replay (no tool output for it).
+        this.fail(`a ${type} item answers ${call.name} call ${String(p.call_id)} (line ${call.line}): a kind of output this reader does not replay (${[...CLIENT_OUTPUTS, 'tool_search_output'].join(', ')} are)`);
+      }
       this.skip(`a ${type} item`, 'not part of what the model is sent or says (not replayed)');
     }
   }

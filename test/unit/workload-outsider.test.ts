@@ -133,4 +133,18 @@ describe('rollouts from outside', () => {
     ]);
     expect(() => asServerReadsIt(compacted)).not.toThrow();
   });
+
+  it('an output of a kind not replayed (mcp_tool_call_output) answering a client call is refused at its line, saying so (it read as truncated)', () => {
+    const mcp = rec('response_item', { type: 'mcp_tool_call_output', call_id: 'c1', output: { content: [{ type: 'text', text: 'hi' }] } });
+    const said = /^x\.jsonl:5: a mcp_tool_call_output item answers shell call c1 \(line 3\): a kind of output this reader does not replay \(function_call_output, .*\)$/;
+    // At the end of the file (it said "shell call c1 has no output: the file ends before it (truncated)").
+    expect(refusal([meta(), user('x'), call('c1'), usage(100, 10), mcp])).toMatch(said);
+    // Before a new user turn (the call read as interrupted, answered "aborted"), and before the model's next call
+    // (the replay had no output for it: the bench's server process refused the workload).
+    expect(refusal([meta(), user('x'), call('c1'), usage(100, 10), mcp, user('y'), answer('ok')])).toMatch(said);
+    expect(refusal([meta(), user('x'), call('c1'), usage(100, 10), mcp, call('c2'), usage(120, 10), output('c2'), answer('done')])).toMatch(said);
+    // One answering no call of the client's is skipped, as before.
+    const other = rec('response_item', { type: 'computer_call_output', call_id: 'cu1', output: {} });
+    expect(read([meta(), user('x'), call('c1'), output('c1'), other, answer('done')]).skipped).toContainEqual({ line: 5, what: 'a computer_call_output item', why: 'not part of what the model is sent or says (not replayed)' });
+  });
 });

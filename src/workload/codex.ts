@@ -136,6 +136,8 @@ class RolloutParser {
   private readonly execEndMs = new Map<string, number>();
   private readonly schemas = new ToolSchemas();
   private readonly skipped: Skipped[] = [];
+  /** The note of a turn_aborted whose calls wait for the next user turn to answer them "aborted". */
+  private abortNote: { note: Skipped; n: number; why: string } | null = null;
   private readonly recorded: Workload['recorded'] = { model_calls: 0, input_tokens: [], output_tokens: [] };
   private readonly stats: Workload['stats'] = { lines: 0, function_calls: 0, custom_tool_calls: 0, hosted_calls: 0, tool_output_bytes: 0 };
 
@@ -425,7 +427,10 @@ class RolloutParser {
       call.aborted = true;
     }
     if (this.turn !== null) this.turn.abortedAt = this.turn.calls.length;
-    this.skip('turn_aborted', `the user turn was aborted (${reason})${n ? `: ${n} call(s) without output are answered "aborted" by the next turn` : ''}`);
+    // Worded as the note on the calls ending the user turn is (endTurn): both say the calls were left without output.
+    const why = `the user turn was aborted (${reason})`;
+    this.skip('turn_aborted', n ? `${why} with ${n} call(s) left without output: Codex answers them "aborted" at the start of the next user turn` : why);
+    if (n) this.abortNote = { note: this.skipped.at(-1)!, n, why };
   }
 
   private compacted(p: Json): void {
@@ -461,7 +466,7 @@ class RolloutParser {
   }
 
   private startTurn(): void {
-    if (this.turn !== null) this.endTurn(this.turn);
+    if (this.turn !== null) this.endTurn(this.turn, false);
     const input: InputItem[] = [];
     const replace = this.pendingReplace !== null;
     if (this.pendingReplace !== null) {
@@ -478,11 +483,13 @@ class RolloutParser {
       this.abortedIds.add(callId);
     }
     this.pending.clear();
+    if (replace && this.abortNote !== null) this.abortNote.note.why = `${this.abortNote.why} with ${this.abortNote.n} call(s) left without output: the next user turn starts a new conversation (compaction) without them`;
+    this.abortNote = null;
     this.turn = { input, calls: [], replace, fromEvents: [], userTexts: [] };
   }
 
   /** Emit the user turn, calls with nothing visible merged into their neighbours. */
-  private endTurn(turn: TurnBuild): void {
+  private endTurn(turn: TurnBuild, last: boolean): void {
     const built = buildUserTurn(turn);
     if (built === null) {
       this.skip(`a user turn at line ${turn.calls[0]?.line ?? this.line}`, 'no model call with visible output answers it: not replayed');
@@ -503,7 +510,8 @@ class RolloutParser {
           answered > 0
             ? // Aborted with no call since (the user interrupted the model's next call), else a user message steered the turn.
               `${answered} answered, but ${turn.abortedAt === turn.calls.length ? "the user turn was aborted (turn_aborted) before the model's next call" : "a user message came before the model's next call"}: the replay ends the user turn there, with the call's text or a marker instead of the calls and their outputs`
-            : "never answered (interrupted): the replay ends the user turn with the call's text or a marker instead of the calls",
+            : // Interrupted: as the turn_aborted note says, left without output (Codex answers them "aborted" next turn).
+              `left without output: ${turn.abortedAt === turn.calls.length ? 'the user turn was aborted (turn_aborted)' : 'a user message came first (interrupted)'}; the replay ends the user turn with the call's text or a marker instead of the calls${last ? '' : ' and their "aborted" answers'}`,
       });
     }
   }
@@ -519,8 +527,10 @@ class RolloutParser {
     for (const [callId, call] of this.pending) {
       if (!call.aborted) this.fail(`${call.name} call ${callId} has no output: the file ends before it (truncated)`, call.line);
     }
+    // The file ends after the abort: no user turn answers its calls.
+    if (this.abortNote !== null) this.abortNote.note.why = `${this.abortNote.why} with ${this.abortNote.n} call(s) left without output: the file ends there, so no user turn answers them`;
     if (this.turn !== null) {
-      if (this.turn.calls.length > 0) this.endTurn(this.turn);
+      if (this.turn.calls.length > 0) this.endTurn(this.turn, true);
       else this.skip('the last user turn', 'the file ends before any model output answers it: not replayed');
     }
     if (this.turns.length === 0) this.fail('no model call with visible output: not a replayable Codex rollout', 0);

@@ -126,7 +126,15 @@ describe('hostile shapes', () => {
     });
     // Never answered (the user interrupted): noted too.
     const cut = read([meta(), user('go'), call('c1'), user('stop'), answer('ok')]);
-    expect(cut.skipped).toContainEqual({ line: 3, what: '1 call(s) ending user turn 1', why: expect.stringMatching(/^never answered \(interrupted\)/) });
+    expect(cut.skipped).toContainEqual({ line: 3, what: '1 call(s) ending user turn 1', why: expect.stringMatching(/^left without output: a user message came first \(interrupted\); the replay ends the user turn/) });
+  });
+
+  it('an abort followed by a compaction: its note says the next user turn starts a new conversation without the calls (not that it answers them)', () => {
+    const aborted = rec('event_msg', { type: 'turn_aborted', turn_id: 't1', reason: 'interrupted' });
+    const w = read([meta(), user('go'), call('c1'), aborted, rec('compacted', { message: 'summary' }), user('next'), answer('ok')]);
+    expect(w.userTurns[1]!.replace_history).toBe(true);
+    expect(w.userTurns[1]!.input.some((i) => i.type === 'function_call_output')).toBe(false);
+    expect(w.skipped).toContainEqual({ line: 4, what: 'turn_aborted', why: 'the user turn was aborted (interrupted) with 1 call(s) left without output: the next user turn starts a new conversation (compaction) without them' });
   });
 
   it('a turn the user aborted after its last call was answered (turn_aborted, then the next user turn) is noted as aborted, not as steering', () => {

@@ -174,6 +174,18 @@ describe('aborted turns', () => {
     expect(w.calls!.map((c) => c.output_source)).toEqual(['recorded', 'recorded', 'recorded', 'inferred']);
   });
 
+  it("notes each abort in words that agree: the calls were left without output (not 'answered' by one note and 'never answered' by the other)", () => {
+    const notes = w.skipped!.map((s) => `${s.line}: ${s.what} — ${s.why}`);
+    expect(notes).toEqual([
+      '8: turn_aborted — the user turn was aborted (interrupted) with 1 call(s) left without output: Codex answers them "aborted" at the start of the next user turn',
+      `5: 1 call(s) ending user turn 1 — left without output: the user turn was aborted (turn_aborted); the replay ends the user turn with the call's text or a marker instead of the calls and their "aborted" answers`,
+      // The file ends after the abort: no next user turn answers the call.
+      '23: turn_aborted — the user turn was aborted (interrupted) with 1 call(s) left without output: the file ends there, so no user turn answers them',
+      `21: 1 call(s) ending user turn 3 — left without output: the user turn was aborted (turn_aborted); the replay ends the user turn with the call's text or a marker instead of the calls`,
+    ]);
+    for (const n of notes) expect(n).not.toMatch(/never answered|answered "aborted" by/);
+  });
+
   it('replays each aborted turn as ending in an answer, without the dropped calls', () => {
     const r = replayable(w);
     expect(r.userTurns[0]!.modelTurns[0]!.output.map((o) => o.type)).toEqual(['message']);

@@ -40,11 +40,25 @@ const KNOWN_SOURCES: Record<string, string> = {
  */
 export const MAX_WORKLOAD_BYTES = constants.MAX_STRING_LENGTH;
 
+/** The longest wait between two reads of a non-blocking pipe that had nothing (EAGAIN): 1, 2, 4, … ms up to it. */
+export const EAGAIN_MAX_WAIT_MS = 50;
+
+const napCell = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Blocks the thread for `ms` without spinning: a wait on a cell nobody wakes. The reader is synchronous (its
+ * callers are), and Node offers no synchronous poll(2); the reader spun on EAGAIN (a core at 100%) before.
+ */
+function nap(ms: number): void {
+  Atomics.wait(napCell, 0, 0, ms);
+}
+
 /**
  * A workload file's text (decoded, its BOM kept), its name and its source, read once: a pipe (`<(zcat f.gz)`)
  * can be read only once. Read in chunks up to MAX_WORKLOAD_BYTES, whatever the file is: `readFileSync` of a
  * file past it threw "Cannot create a string longer than 0x1fffffe8 characters" (exit 1), and of /dev/zero
- * or an endless pipe grew without bound (6.7 GB in 30 s).
+ * or an endless pipe grew without bound (6.7 GB in 30 s). A descriptor that is non-blocking (a pipe whose writer has
+ * not written yet) is waited on, EAGAIN_MAX_WAIT_MS at most between tries.
  */
 export function readWorkloadText(path: string, maxBytes = MAX_WORKLOAD_BYTES): { text: string; name: string; source: string } {
   const name = basename(path);
@@ -61,20 +75,34 @@ export function readWorkloadText(path: string, maxBytes = MAX_WORKLOAD_BYTES): {
     const st = fstatSync(fd);
     if (st.isDirectory()) throw new WorkloadError(0, `${path}: cannot read the file (it is a directory)`);
     if (st.isFile() && st.size > maxBytes) throw tooLarge();
+    // Each chunk is filled by as many reads as it takes (a pipe gives 64 KiB a read): one 16 MiB chunk a read kept
+    // 16 MiB alive per 64 KiB read. A non-blocking pipe with nothing yet (EAGAIN) is waited on, not spun on.
+    let chunk = Buffer.allocUnsafe(0);
+    let at = 0;
+    let idle = 0;
     for (;;) {
-      const chunk = Buffer.allocUnsafe(Math.min(1 << 24, maxBytes + 1 - total));
+      if (at === chunk.length) {
+        if (at > 0) chunks.push(chunk);
+        chunk = Buffer.allocUnsafe(Math.min(1 << 24, maxBytes + 1 - total));
+        at = 0;
+      }
       let n: number;
       try {
-        n = readSync(fd, chunk, 0, chunk.length, null);
+        n = readSync(fd, chunk, at, chunk.length - at, null);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'EAGAIN') continue; // a non-blocking pipe with nothing yet
+        if ((err as NodeJS.ErrnoException).code === 'EAGAIN') {
+          nap(Math.min(EAGAIN_MAX_WAIT_MS, 2 ** idle++));
+          continue;
+        }
         throw new WorkloadError(0, `${path}: cannot read the file (${(err as Error).message})`, { cause: err });
       }
       if (n === 0) break;
+      idle = 0;
+      at += n;
       total += n;
       if (total > maxBytes) throw tooLarge();
-      chunks.push(n === chunk.length ? chunk : chunk.subarray(0, n));
     }
+    if (at > 0) chunks.push(chunk.subarray(0, at));
   } finally {
     closeSync(fd);
   }

@@ -20,7 +20,7 @@ import { WireError, responseErrorCode, toWireError } from '../protocol/errors.js
 import { DeltaBatch, echoesLong, numberedInPlace, warmEchoes, type DeltaHead } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type TimingSpan, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { isIncompleteReason, makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
-import type { AppendedItems } from '../store/types.js';
+import type { AppendedItems, PreparedPut } from '../store/types.js';
 import type { Counter, RunMetrics } from '../pipeline/metrics.js';
 import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
@@ -145,6 +145,8 @@ export class ResponseRun {
   /** Appends run one at a time (see `append`). */
   private appendTail: Promise<void> = Promise.resolve();
   private appendsWaiting = 0;
+  /** A long stored record's serialisation, made by `prepareRecord` for the write in `finish`. */
+  private prepared: PreparedPut | undefined;
   /** Chaos knobs for this run; null (the default) when none are configured. */
   private readonly faults: RunFaults | null;
   /** Resolves with the final Response after the terminal event; never rejects. */
@@ -441,8 +443,36 @@ export class ResponseRun {
     // What the model streamed leaves before the post-inference work (the store write, the record, billing,
     // the log): that work, and any garbage collection it sets off, must not hold back what the client reads.
     this.contain('flush', () => this.sink.flush?.());
-    this.finish(this.end);
+    const ended = this.end;
+    const completedAt = Math.floor(this.wallNow() / 1000);
+    await this.prepareRecord(ended, completedAt);
+    this.finish(ended, completedAt);
     return this.response;
+  }
+
+  /**
+   * A stored response whose record is long (its strings past `NATIVE_TEXT_CHARS`: `PostInference.prepares`): its
+   * store's serialisation made in slices (`PostInference.prepare`) before the run ends, for the write `finish` does
+   * where it always did (before the terminal event, unless `overlap_persist`). Made of the Response as `finish` will
+   * leave it (`settle` on a snapshot): the run's own Response is settled only by `finish`, so nothing reads a final
+   * status (a background response's retrieve, from its run while in flight) before the store has it. One
+   * `JSON.stringify` of a Response echoing 2.5 million lone surrogates held the loop ~0.4 s in the write's turn.
+   * No await at all for any other response.
+   */
+  private async prepareRecord(ended: EndReason, completedAt: number): Promise<void> {
+    if (this.plan.postInference === 'overlapped' && this.services.switches.overlap_persist) return;
+    const post = this.services.post;
+    let job: PostInferenceJob | undefined;
+    this.contain('persist_prepare', () => {
+      const probe = this.postJob(this.response);
+      if (!post.prepares(probe)) return;
+      const view = snapshot(this.response);
+      this.settle(view, ended, completedAt);
+      job = this.postJob(view);
+    });
+    if (job === undefined) return;
+    await post.prepare(job);
+    this.prepared = job.prepared;
   }
 
   private async sample(): Promise<FunctionCall[]> {
@@ -661,7 +691,7 @@ export class ResponseRun {
    * overlapped). Never throws: each step is contained, so a fault in one
    * still lets the others run and the terminal event go out.
    */
-  private finish(ended: EndReason): void {
+  private finish(ended: EndReason, completedAt: number): void {
     const { response, metrics: m } = this;
     this.state = 'ended';
     this.contain('close', () => {
@@ -670,29 +700,11 @@ export class ResponseRun {
       if (this.watching) this.abort.abort(RUN_ENDED);
       this.watching = false;
     });
-    this.contain('usage', () =>
-      m.time('usage', () => {
-        response.status = ended.status;
-        response.completed_at = ended.status === 'completed' ? Math.floor(this.wallNow() / 1000) : null;
-        response.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens, this.reasoningTokens, this.cacheWriteTokens);
-        if (ended.status === 'incomplete') {
-          // Only the API's reasons go in incomplete_details (a closed enum that typed clients decode); ours has its own field.
-          if (isIncompleteReason(ended.reason)) response.incomplete_details = { reason: ended.reason };
-          else response.llr_incomplete_reason = ended.reason;
-        }
-        if (ended.error) response.error = { code: responseErrorCode(ended.error), message: ended.error.message };
-        for (const item of response.output) if ('status' in item && item.status === 'in_progress') item.status = 'incomplete';
-      }),
-    );
-    const job: PostInferenceJob = {
-      response,
-      created_at_ms: this.createdMs,
-      input: this.plan.input,
-      appended: this.appended,
-      owner: this.plan.owner,
-      mode: this.plan.protocol,
-      metrics: m,
-    };
+    this.contain('usage', () => m.time('usage', () => this.settle(response, ended, completedAt)));
+    const job = this.postJob(response);
+    // What `prepareRecord` made of the Response as settled here, its serialisation for the store.
+    if (this.prepared !== undefined) job.prepared = this.prepared;
+    this.prepared = undefined;
     const overlapped = this.plan.postInference === 'overlapped';
     const persistAfter = overlapped && this.services.switches.overlap_persist;
     let end = ended;
@@ -710,11 +722,43 @@ export class ResponseRun {
     this.emitTiming(overlapped);
     this.record(overlapped, !overlapped && postOk);
     if (overlapped) {
-      this.services.postWork.defer(() => {
+      const rest = (): void => {
         const ok = (!persistAfter || this.persist(job)) && postOk;
         this.record(true, this.account(job) && ok);
+      };
+      // Written after the terminal event: a long record's serialisation is made in slices there too.
+      this.services.postWork.defer(() => {
+        const prepared = persistAfter ? this.services.post.prepare(job) : undefined;
+        return prepared === undefined ? rest() : prepared.then(rest);
       });
     }
+  }
+
+  /** What the run's end sets on its Response (`r`: the run's own, or `prepareRecord`'s snapshot of it). */
+  private settle(r: Response, ended: EndReason, completedAt: number): void {
+    r.status = ended.status;
+    r.completed_at = ended.status === 'completed' ? completedAt : null;
+    r.usage = makeUsage(this.promptTokens, this.cachedTokens, this.outputTokens, this.reasoningTokens, this.cacheWriteTokens);
+    if (ended.status === 'incomplete') {
+      // Only the API's reasons go in incomplete_details (a closed enum that typed clients decode); ours has its own field.
+      if (isIncompleteReason(ended.reason)) r.incomplete_details = { reason: ended.reason };
+      else r.llr_incomplete_reason = ended.reason;
+    }
+    if (ended.error) r.error = { code: responseErrorCode(ended.error), message: ended.error.message };
+    for (const item of r.output) if ('status' in item && item.status === 'in_progress') item.status = 'incomplete';
+  }
+
+  /** The post-inference work's view of this run, storing `response`. */
+  private postJob(response: Response): PostInferenceJob {
+    return {
+      response,
+      created_at_ms: this.createdMs,
+      input: this.plan.input,
+      appended: this.appended,
+      owner: this.plan.owner,
+      mode: this.plan.protocol,
+      metrics: this.metrics,
+    };
   }
 
   /** Run one finishing step; a throw is logged and counted, never escapes. */

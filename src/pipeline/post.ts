@@ -17,7 +17,8 @@
  */
 import type { Logger } from 'pino';
 import type { InputItem, Response } from '../protocol/objects.js';
-import type { AppendedItems, ResponseStore, StoredResponse } from '../store/types.js';
+import { runCooperative } from '../model/cooperative.js';
+import type { AppendedItems, PreparedPut, ResponseStore, StoredResponse } from '../store/types.js';
 import type { RunMetrics } from './metrics.js';
 
 /** Price per million tokens (USD), for the ledger's cost field. */
@@ -138,6 +139,8 @@ export interface PostInferenceJob {
   owner: string | null;
   mode: string;
   metrics: RunMetrics;
+  /** What `PostInference.prepare` had the store make of the record ahead of `persist` (a long one's JSON, in slices). */
+  prepared?: PreparedPut;
 }
 
 export class PostInference {
@@ -147,15 +150,42 @@ export class PostInference {
     private readonly log: Logger,
   ) {}
 
-  /** Write a `store:true` response to the store (a no-op otherwise). Throws when the store does. */
+  /** Whether `prepare(job)` would make anything (a `store:true` response whose record is long for its store): no work made. */
+  prepares(job: PostInferenceJob): boolean {
+    return job.response.store && this.store.prepare?.(storedRecord(job)) !== undefined;
+  }
+
+  /**
+   * A `store:true` response whose record is long (its strings past `NATIVE_TEXT_CHARS`): the store's serialisation
+   * of it (`ResponseStore.prepare`), in slices that give the event loop a turn, for `persist` to write; timed as
+   * `persist`. Undefined when there is nothing to wait for (a short record, `store: false`, a store that serialises
+   * nothing). Never rejects: a failure leaves `persist` to serialise the record itself (and to report what fails).
+   * The record is the response as it is now: called once it is final (its status and usage set), and nothing may
+   * change it before `persist`.
+   */
+  prepare(job: PostInferenceJob): Promise<void> | undefined {
+    if (!job.response.store || this.store.prepare === undefined) return undefined;
+    const rec = storedRecord(job);
+    let work;
+    try {
+      work = this.store.prepare(rec);
+    } catch {
+      return undefined;
+    }
+    if (work === undefined) return undefined;
+    return job.metrics.timeAsync('persist', () => runCooperative(work)).then(
+      (prepared) => void (job.prepared = prepared),
+      () => {},
+    );
+  }
+
+  /** Write a `store:true` response to the store (a no-op otherwise), as `prepare` made it if it did. Throws when the store does. */
   persist(job: PostInferenceJob): void {
     const { response, metrics } = job;
     if (!response.store) return;
     metrics.time('persist', () => {
-      const rec: StoredResponse = { response, input: job.input, owner: job.owner, created_at: response.created_at };
-      if (job.created_at_ms !== undefined) rec.created_at_ms = job.created_at_ms;
-      if (job.appended?.length) rec.appended = job.appended;
-      this.store.put(rec);
+      const prepared = job.prepared;
+      this.store.put(prepared?.rec ?? storedRecord(job), prepared);
       metrics.count('persisted');
     });
   }
@@ -185,6 +215,15 @@ export class PostInference {
   }
 }
 
+/** The record a job's response is stored as. */
+function storedRecord(job: PostInferenceJob): StoredResponse {
+  const { response } = job;
+  const rec: StoredResponse = { response, input: job.input, owner: job.owner, created_at: response.created_at };
+  if (job.created_at_ms !== undefined) rec.created_at_ms = job.created_at_ms;
+  if (job.appended?.length) rec.appended = job.appended;
+  return rec;
+}
+
 /** Owns post-inference work that runs after the terminal event. */
 export class PostWorkTracker {
   private readonly pending = new Set<Promise<void>>();
@@ -194,7 +233,7 @@ export class PostWorkTracker {
   constructor(private readonly log: Logger) {}
 
   /** Run `fn` off the critical path (after the current I/O turn), tracked until done. */
-  defer(fn: () => void): void {
+  defer(fn: () => void | Promise<void>): void {
     const p = new Promise<void>((resolve) => setImmediate(resolve))
       .then(fn)
       .then(

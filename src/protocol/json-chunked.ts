@@ -328,3 +328,22 @@ export function* jsonTextWork(value: unknown): ParseWork<string> {
   if (!textOver(value, NATIVE_TEXT_CHARS)) return JSON.stringify(value);
   return (yield* stringifyWork(value)).join('');
 }
+
+/**
+ * `Buffer.byteLength(text)` (its UTF-8 bytes), natively when short, else in `STRING_SLICE_CHARS` slices (never
+ * between a surrogate pair's halves, which would count as two lone ones): for the text `jsonTextWork` made, whose
+ * one count of 15 MB took ~40–80 ms.
+ */
+export function* utf8BytesWork(text: string): ParseWork<number> {
+  if (text.length <= STRING_SLICE_CHARS) return Buffer.byteLength(text);
+  let bytes = 0;
+  for (let at = 0; at < text.length; ) {
+    let end = Math.min(text.length, at + STRING_SLICE_CHARS);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    bytes += Buffer.byteLength(text.slice(at, end));
+    at = end;
+    yield;
+  }
+  return bytes;
+}

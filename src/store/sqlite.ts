@@ -6,6 +6,9 @@
  * and one `items` row per findable item, so getItem is an index lookup and
  * chain() is one recursive query. All calls are synchronous on the caller's
  * thread: that is real request-path work, and the HTTP baseline measures it.
+ * A record whose strings are long (past `NATIVE_TEXT_CHARS`) can have its
+ * JSON made ahead in slices (`prepare`, which the engine runs before the
+ * run ends) so that its put only runs the transaction.
  *
  * Bounded (`StoreBounds`): past `maxResponses` responses or `maxBytes` of
  * their JSON the oldest puts (rowid order) are deleted with their items,
@@ -32,9 +35,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { jsonTextWork, NATIVE_TEXT_CHARS, textOver, utf8BytesWork, type ParseWork } from '../protocol/json-chunked.js';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
 import { InputItemsCache, parseListWork, parsedBytesWork, type InputItemIndex, type ItemsLoad } from './input-items.js';
-import { EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
+import { EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type PreparedPut, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
 
 /**
  * Bump with a migration in `#migrate` whenever the tables below change.
@@ -386,33 +390,28 @@ export class SqliteStore implements ResponseStore {
     return this.#bytes;
   }
 
-  put(rec: StoredResponse): void {
+  /**
+   * Serialised natively here, in the put's turn, unless `prepared` is `prepare(rec)`'s for this record: then only
+   * the transaction runs here (for 15 MB of JSON, its insert is still ~0.1 s of one turn).
+   */
+  put(rec: StoredResponse, prepared?: PreparedPut): void {
     this.counters.writes++;
-    const id = rec.response.id;
-    const params: PutParams = {
-      id,
-      bytes: 0,
-      owner: rec.owner,
-      previous_response_id: rec.response.previous_response_id,
-      created_at: rec.created_at,
-      // Kept only when it is the record's own millisecond (`createdMs` would ignore it otherwise).
-      created_at_ms: rec.created_at_ms !== undefined && createdMs(rec) === rec.created_at_ms ? rec.created_at_ms : null,
-      response: JSON.stringify(rec.response),
-      input: JSON.stringify(rec.input),
-      appended: rec.appended?.length ? JSON.stringify(rec.appended) : null,
-    };
-    let bytes = Buffer.byteLength(params.response) + Buffer.byteLength(params.input) + (params.appended === null ? 0 : Buffer.byteLength(params.appended));
-    const items: ItemParams[] = [];
-    for (const [itemId, item] of itemsById(rec)) {
-      const json = JSON.stringify(item);
-      bytes += Buffer.byteLength(json);
-      items.push({ item_id: itemId, response_id: id, owner: rec.owner, item: json });
-    }
-    params.bytes = bytes;
+    const { params, items } = prepared instanceof EncodedPut && prepared.rec === rec ? prepared : encodeNow(rec);
+    const id = params.id;
     this.#listed.delete(id);
     this.#apply(this.#put(params, items));
-    this.counters.bytes_written += bytes;
+    this.counters.bytes_written += params.bytes;
     this.#sweep.wake(createdMs(rec) + (this.bounds.ttlMs ?? Infinity));
+  }
+
+  /**
+   * A record whose strings are long (`textOver` past `NATIVE_TEXT_CHARS`): its row's and items' JSON and their
+   * bytes made in slices (`jsonTextWork`, `utf8BytesWork`) for `put(rec, prepared)`, the same text as `put(rec)`
+   * makes (`JSON.stringify`'s). Undefined for a short record: `put(rec)` makes it natively at no extra cost.
+   */
+  prepare(rec: StoredResponse): ParseWork<PreparedPut> | undefined {
+    if (!textOver(rec, NATIVE_TEXT_CHARS)) return undefined;
+    return encodeWork(rec, true);
   }
 
   get(id: string, owner: string | null): StoredResponse | undefined {
@@ -591,6 +590,64 @@ export class SqliteStore implements ResponseStore {
       this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
     })();
   }
+}
+
+/** A put's row and items, serialised (`encodeWork`): `prepare`'s answer, or made by the put itself. */
+class EncodedPut implements PreparedPut {
+  constructor(
+    readonly rec: StoredResponse,
+    readonly params: PutParams,
+    readonly items: ItemParams[],
+  ) {}
+}
+
+/** `JSON.stringify(v)`: natively, or (`sliced`) in slices when long (`jsonTextWork`). */
+function* jsonWork(v: unknown, sliced: boolean): ParseWork<string> {
+  return sliced ? yield* jsonTextWork(v) : JSON.stringify(v);
+}
+
+/** `Buffer.byteLength(text)`: natively, or (`sliced`) in slices when long (`utf8BytesWork`). */
+function* bytesWork(text: string, sliced: boolean): ParseWork<number> {
+  return sliced ? yield* utf8BytesWork(text) : Buffer.byteLength(text);
+}
+
+/** `encodeWork(rec, false)`, which never yields, run to its end. */
+function encodeNow(rec: StoredResponse): EncodedPut {
+  const work = encodeWork(rec, false);
+  for (;;) {
+    const r = work.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * A record's row (the Response, its input and what was appended, as JSON, and their UTF-8 bytes with its items')
+ * and its findable items' rows. Not `sliced` (a put): never yields, each text one `JSON.stringify`.
+ */
+function* encodeWork(rec: StoredResponse, sliced: boolean): ParseWork<EncodedPut> {
+  const id = rec.response.id;
+  const params: PutParams = {
+    id,
+    bytes: 0,
+    owner: rec.owner,
+    previous_response_id: rec.response.previous_response_id,
+    created_at: rec.created_at,
+    // Kept only when it is the record's own millisecond (`createdMs` would ignore it otherwise).
+    created_at_ms: rec.created_at_ms !== undefined && createdMs(rec) === rec.created_at_ms ? rec.created_at_ms : null,
+    response: yield* jsonWork(rec.response, sliced),
+    input: yield* jsonWork(rec.input, sliced),
+    appended: rec.appended?.length ? yield* jsonWork(rec.appended, sliced) : null,
+  };
+  let bytes = (yield* bytesWork(params.response, sliced)) + (yield* bytesWork(params.input, sliced));
+  if (params.appended !== null) bytes += yield* bytesWork(params.appended, sliced);
+  const items: ItemParams[] = [];
+  for (const [itemId, item] of itemsById(rec)) {
+    const json = yield* jsonWork(item, sliced);
+    bytes += yield* bytesWork(json, sliced);
+    items.push({ item_id: itemId, response_id: id, owner: rec.owner, item: json });
+  }
+  params.bytes = bytes;
+  return new EncodedPut(rec, params, items);
 }
 
 /** Rows hold only what this store wrote, so the JSON is trusted, not re-validated. */

@@ -6,13 +6,16 @@
  * Used by the HTTP mode (GET/DELETE /v1/responses/{id}, previous_response_id
  * chains, item_reference resolution) and by the persist stage. Synchronous
  * on purpose: better-sqlite3 does its work on the calling thread, and that
- * cost on the request path is part of what the HTTP baseline measures.
+ * cost on the request path is part of what the HTTP baseline measures; only
+ * a long record's serialisation may be made ahead, in slices (`prepare`),
+ * the write itself staying one synchronous step.
  * Both stores are bounded (`StoreBounds`): a count and bytes past which the
  * oldest puts are evicted, and an age past which a response is gone.
  * Leaves out listing responses (a response's own input items are listed, a
  * page at a time: store/input-items.ts) and any async/remote store.
  */
 import type { InputItem, OutputItem, Response } from '../protocol/objects.js';
+import type { ParseWork } from '../protocol/json-chunked.js';
 import type { InputItemIndex } from './input-items.js';
 
 export interface StoredResponse {
@@ -308,9 +311,26 @@ export class PutOrder {
   }
 }
 
+/** What a store's `prepare` made of a record ahead of its put (its JSON, in slices): for `put(rec, prepared)` of that record only. */
+export interface PreparedPut {
+  readonly rec: StoredResponse;
+}
+
 export interface ResponseStore {
-  /** Insert, or replace by response.id (the record's items are re-indexed). */
-  put(rec: StoredResponse): void;
+  /**
+   * Insert, or replace by response.id (the record's items are re-indexed), in one synchronous step. `prepared`: what
+   * `prepare(rec)` made of this same record, unchanged since (anything else is ignored: the record is serialised here).
+   */
+  put(rec: StoredResponse, prepared?: PreparedPut): void;
+  /**
+   * Work (yielding between slices: run it with `runCooperative`) that serialises a record whose strings are long
+   * (`textOver` past `NATIVE_TEXT_CHARS`) for its `put`, so the put's own turn only writes; undefined when the put
+   * serialises nothing long (a short record, or a store that serialises nothing, as the in-memory one, which shares
+   * strings). Writes nothing: the put still does, when it is called, so what it guarantees (a response stored before
+   * its terminal event, the order of puts and deletes) is the put's. The SQLite store's `JSON.stringify` of a
+   * Response echoing 2.5 million lone surrogates (six-character escapes each) held the loop ~0.4 s in the put's turn.
+   */
+  prepare?(rec: StoredResponse): ParseWork<PreparedPut> | undefined;
   /** Undefined when missing OR owned by someone else, so existence never leaks across owners. */
   get(id: string, owner: string | null): StoredResponse | undefined;
   /** Whether `get` would find it, without reading the record (a large one costs its copy or its parse). */

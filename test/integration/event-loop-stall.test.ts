@@ -22,8 +22,11 @@
  * this server, and the 1 MB cases go through the real sockets end to end.
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { testServer } from '../helpers/server.js';
 import { ResponseRun, type RunPlan } from '../../src/engine/run.js';
 import { httpPlan } from '../../src/modes/http.js';
@@ -40,6 +43,8 @@ import type { LlrServer } from '../../src/server.js';
 const STALL_LIMIT_MS = 250;
 const MIB = 1024 * 1024;
 const CLIENT = fileURLToPath(new URL('../helpers/big-client.mjs', import.meta.url));
+const storeDir = mkdtempSync(join(tmpdir(), 'llr-loop-stall-'));
+afterAll(() => rmSync(storeDir, { recursive: true, force: true }));
 
 interface Stalls {
   /** Largest CPU time (user + system, ms) used between two loop turns. */
@@ -69,6 +74,10 @@ async function watchLoop<T>(work: Promise<T>): Promise<{ result: T; stalls: Stal
   try {
     return { result: await work, stalls };
   } finally {
+    clearTimeout(timer);
+    // The turn `work` settled in, up to here: its tick never came (the chain stops first), and a run's end (the store
+    // write of a stored response) went unmeasured.
+    tick();
     clearTimeout(timer);
   }
 }
@@ -168,6 +177,40 @@ describe('the event loop stays responsive under large inputs', () => {
     // The events' bytes (their tools echo made in slices) are JSON.stringify's, byte for byte.
     const created = events.find((e) => e.type === 'response.created')!;
     expect(eventJson(created) === JSON.stringify(created)).toBe(true);
+    assertStalls(stalls);
+  }, 180_000);
+
+  it.each(['http', 'ws'] as const)('%s store:true create on a SQLite file with a tool schema of 2.5 million lone surrogates: no loop turn holds the CPU for 250 ms, and the response is stored when it ends', async (name) => {
+    // The store's write stringified the Response (its tools echo: 15 MB of six-character escapes), its bytes counted,
+    // and inserted it, all in the run's last turn: ~0.6 s of CPU on a file store.
+    const { server } = await testServer({ store: join(storeDir, `${name}.sqlite`) });
+    const tools = [{ type: 'function', name: 'get_weather', description: 'Weather.', parameters: { type: 'object', properties: { city: { type: 'string', description: '\ud800'.repeat(2_500_000) } } } }];
+    const params = parseCreateBody({ model: 'sim-model', input: 'hi', tools, store: true });
+    const store = server.services.store;
+    let early = 0;
+    let watching = true;
+    const work = (async () => {
+      const metrics = new RunMetrics();
+      const plan = name === 'http' ? await httpPlan(params, server.services, metrics, null) : await wsModePolicy(server.services, info()).plan(params, metrics);
+      const r = run(server, plan);
+      // While the write is made in slices, the run's Response must not read as ended (a background response's
+      // retrieve reads it from the run) before the store has it: a continuation from it would find nothing.
+      const check = () => {
+        if (!watching) return;
+        if (r.response.status !== 'in_progress' && !store.has(r.id, null)) early++;
+        setImmediate(check);
+      };
+      check();
+      return r.done;
+    })();
+    const { result, stalls } = await watchLoop(work);
+    watching = false;
+    expect(result.status).toBe('completed');
+    expect(early).toBe(0);
+    // Written before the run ended (before its terminal event): read at once, what JSON.stringify gives.
+    const stored = store.get(result.id, null);
+    expect(stored).toBeDefined();
+    expect(JSON.stringify(stored!.response) === JSON.stringify(result)).toBe(true);
     assertStalls(stalls);
   }, 180_000);
 

@@ -28,9 +28,9 @@ afterEach(() => {
 
 const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
 
-function services(opts: { steps?: ScriptStep[]; model?: Model; switches?: Partial<Switches> } = {}) {
+function services(opts: { steps?: ScriptStep[]; model?: Model; switches?: Partial<Switches>; store?: string } = {}) {
   const server = new LlrServer({
-    store: 'memory',
+    store: opts.store ?? 'memory',
     logger: pino({ level: 'silent' }),
     modelSettings: INSTANT_MODEL,
     ...(opts.model ? { model: opts.model } : { policy: scriptPolicy(opts.steps ?? [{ text: 'hello there' }]) }),
@@ -301,6 +301,77 @@ describe('durability: a stored response is in the store before its terminal even
     expect(storedAtTerminal).toBeUndefined();
     await svc.postWork.flush();
     expect(svc.store.get(run.id, null)?.response.status).toBe('completed');
+  });
+
+  // Past NATIVE_TEXT_CHARS (256 K): the SQLite store serialises the record in slices before the write (`prepare`).
+  const LONG = { store: true, instructions: `${'\ud800'.repeat(200_000)}${'x'.repeat(100_000)}` };
+
+  it.each(['long-lived', 'ws'] as const)('%s, a long record on SQLite (made in slices first): stored as the terminal event shows it when the sink sees it', async (protocol) => {
+    const svc = services({ store: ':memory:' });
+    const store = svc.store;
+    const put = store.put.bind(store);
+    const given: unknown[] = [];
+    store.put = (rec, prepared) => {
+      given.push(prepared);
+      put(rec, prepared);
+    };
+    let atTerminal: { stored: unknown; event: unknown } | undefined;
+    const run = await startRun(
+      svc,
+      (e) => {
+        if (e.type === 'response.completed') atTerminal = { stored: store.get(e.response.id, null)?.response, event: e.response };
+      },
+      LONG,
+      protocol,
+    );
+    await run.done;
+    expect(given).toHaveLength(1);
+    expect(given[0]).toBeDefined();
+    expect(atTerminal!.stored).toEqual(atTerminal!.event);
+    expect(JSON.stringify(atTerminal!.stored) === JSON.stringify(run.response)).toBe(true);
+    // Timed as the write it is part of.
+    expect(run.metrics.spans.filter((sp) => sp.stage === 'persist')).toHaveLength(2);
+  });
+
+  it('a long record of a response cut short (max_output_tokens): stored as it ended, its unfinished message incomplete', async () => {
+    const svc = services({ store: ':memory:', steps: [{ text: 'word '.repeat(200) }] });
+    let atTerminal: { stored: unknown; event: unknown } | undefined;
+    const run = await startRun(
+      svc,
+      (e) => {
+        if (e.type === 'response.incomplete') atTerminal = { stored: svc.store.get(e.response.id, null)?.response, event: e.response };
+      },
+      { ...LONG, max_output_tokens: 16 },
+    );
+    const r = await run.done;
+    expect(r).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: [{ type: 'message', status: 'incomplete' }] });
+    expect(atTerminal!.stored).toEqual(atTerminal!.event);
+  });
+
+  it('overlap_persist on, a long record on SQLite: made in slices after the terminal event, then written', async () => {
+    const svc = services({ store: ':memory:', switches: { overlap_persist: true } });
+    const store = svc.store;
+    const put = store.put.bind(store);
+    const given: unknown[] = [];
+    store.put = (rec, prepared) => {
+      given.push(prepared);
+      put(rec, prepared);
+    };
+    let storedAtTerminal: unknown = 'unset';
+    const run = await startRun(
+      svc,
+      (e) => {
+        if (e.type === 'response.completed') storedAtTerminal = store.get(e.response.id, null);
+      },
+      LONG,
+    );
+    await run.done;
+    expect(storedAtTerminal).toBeUndefined();
+    await svc.postWork.flush();
+    expect(given).toHaveLength(1);
+    expect(given[0]).toBeDefined();
+    expect(JSON.stringify(store.get(run.id, null)?.response) === JSON.stringify(run.response)).toBe(true);
+    expect(svc.records.get(run.id)).toMatchObject({ post_deferred: true, post_done: true });
   });
 
   it('a store whose put throws: response.failed with a server_error, not stored, billed once, never post_done', async () => {

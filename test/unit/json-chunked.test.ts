@@ -7,7 +7,7 @@
  * many keys, naming the top-level field.
  */
 import { describe, expect, it } from 'vitest';
-import { jsonTextWork, NATIVE_TEXT_CHARS, parseJsonWork, textOver } from '../../src/protocol/json-chunked.js';
+import { jsonTextWork, NATIVE_TEXT_CHARS, parseJsonWork, textOver, utf8BytesWork } from '../../src/protocol/json-chunked.js';
 import { runSync } from '../../src/model/cooperative.js';
 import { checkJsonDepth, parseJsonTextWork } from '../../src/protocol/parse.js';
 import { WireError } from '../../src/protocol/errors.js';
@@ -156,5 +156,19 @@ describe('jsonTextWork', () => {
     const small = { type: 'object', properties: { city: { type: 'string' } } };
     expect(textOver(small, NATIVE_TEXT_CHARS)).toBe(false);
     expect(runSync(jsonTextWork(small))).toBe(JSON.stringify(small));
+  });
+});
+
+describe('utf8BytesWork', () => {
+  it("is Buffer.byteLength's count, long texts in slices that never split a surrogate pair", () => {
+    // A pair across every 256 K cut (split, each half would count as a lone one: 6 bytes, not 4), lone halves, CJK.
+    const text = `${'a'.repeat(NATIVE_TEXT_CHARS - 1)}\ud83d\ude00`.repeat(4) + '\ud800\udc00\udfff語'.repeat(50_000);
+    let steps = 0;
+    const work = utf8BytesWork(text);
+    let r = work.next();
+    for (; !r.done; r = work.next()) steps++;
+    expect(steps).toBeGreaterThan(4);
+    expect(r.value).toBe(Buffer.byteLength(text));
+    expect(runSync(utf8BytesWork('short é'))).toBe(Buffer.byteLength('short é'));
   });
 });

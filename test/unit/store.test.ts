@@ -23,6 +23,8 @@ import {
   type StoredResponse,
 } from '../../src/store/index.js';
 import { EXPIRE_BATCH, SWEEP_MAX_DELAY_MS, SWEEP_MIN_DELAY_MS, UNBOUNDED } from '../../src/store/types.js';
+import { runSync } from '../../src/model/cooperative.js';
+import { NATIVE_TEXT_CHARS } from '../../src/protocol/json-chunked.js';
 
 const ALICE = 'owner-alice-hash';
 const BOB = 'owner-bob-hash';
@@ -881,6 +883,73 @@ describe('SqliteStore on a file', () => {
     raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
     raw.close();
     expect(() => new SqliteStore(path)).toThrow(`schema version ${SCHEMA_VERSION + 1}`);
+  });
+});
+
+describe('SqliteStore.prepare: a long record serialised in slices ahead of its put', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'llr-store-prepare-'));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A record past NATIVE_TEXT_CHARS: lone surrogates, pairs and escapes everywhere, a pair across every 256 K cut. */
+  function longRecord(id: string): StoredResponse {
+    const rec = makeRecord(id, { input: [{ type: 'message', role: 'user', id: `in_${id}`, content: `${'a'.repeat(NATIVE_TEXT_CHARS - 1)}\ud83d\ude00${'\ud800"\n'.repeat(100_000)}` }] });
+    rec.response.instructions = `${'b'.repeat(NATIVE_TEXT_CHARS - 1)}\ud83d\ude00\udc00`.repeat(3);
+    rec.appended = [{ at: 1, items: [{ type: 'function_call_output', call_id: `call_${id}`, output: '\u0001é'.repeat(200_000) }] }];
+    return rec;
+  }
+
+  it("writes the row a put makes natively, byte for byte: JSON.stringify's text, the same bytes counted", () => {
+    const path = join(dir, 'prepared.sqlite');
+    const prepared = new SqliteStore(path);
+    const native = new SqliteStore(':memory:');
+    try {
+      const rec = longRecord('resp_long');
+      const work = prepared.prepare(rec)!;
+      let steps = 0;
+      let r = work.next();
+      for (; !r.done; r = work.next()) steps++;
+      expect(steps).toBeGreaterThan(10); // in slices
+      expect(prepared.counters.writes).toBe(0); // nothing written by the work
+      prepared.put(rec, r.value);
+      native.put(rec);
+      expect(prepared.counters.bytes_written).toBe(native.counters.bytes_written);
+      expect(prepared.bytes).toBe(native.bytes);
+      expect(prepared.get('resp_long', ALICE)).toEqual(rec);
+      expect(prepared.getItem('in_resp_long', ALICE)).toEqual(rec.input[0]);
+      expect(prepared.getItem('call_resp_long', ALICE)).toBeUndefined();
+      const db = new Database(path, { readonly: true });
+      try {
+        const row = db.prepare('SELECT response, input, appended, bytes FROM responses').get() as { response: string; input: string; appended: string; bytes: number };
+        expect(row.response === JSON.stringify(rec.response)).toBe(true);
+        expect(row.input === JSON.stringify(rec.input)).toBe(true);
+        expect(row.appended === JSON.stringify(rec.appended)).toBe(true);
+        expect(row.bytes).toBe(native.bytes);
+      } finally {
+        db.close();
+      }
+    } finally {
+      prepared.close();
+      native.close();
+    }
+  });
+
+  it('makes nothing for a short record; a put given what was made of another record serialises its own', () => {
+    const store = new SqliteStore(':memory:');
+    try {
+      expect(store.prepare(makeRecord('resp_short'))).toBeUndefined();
+      const made = runSync(store.prepare(longRecord('resp_long'))!);
+      const other = makeRecord('resp_other');
+      store.put(other, made);
+      expect(store.get('resp_other', ALICE)).toEqual(other);
+      expect(store.get('resp_long', ALICE)).toBeUndefined();
+    } finally {
+      store.close();
+    }
   });
 });
 

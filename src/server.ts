@@ -180,6 +180,7 @@ export class LlrServer {
       options.store ?? DEFAULT_STORE,
       { maxResponses: limits.maxMemoryStoreResponses, maxBytes: limits.maxMemoryStoreBytes, ...age },
       { maxResponses: limits.maxFileStoreResponses, maxBytes: limits.maxFileStoreBytes, ...age },
+      log,
     );
     const ledger = new Ledger(options.ledgerEntries);
     const auth = createAuthenticator(options.apiKeys ?? []);

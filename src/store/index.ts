@@ -7,19 +7,20 @@
  */
 import { MemoryStore } from './memory.js';
 import { SqliteStore } from './sqlite.js';
-import { UNBOUNDED, type ResponseStore, type StoreBounds } from './types.js';
+import { UNBOUNDED, type ResponseStore, type StoreBounds, type StoreLog } from './types.js';
 
 export { MemoryStore } from './memory.js';
 export { SqliteStore, SCHEMA_VERSION } from './sqlite.js';
-export { MAX_CHAIN_LINKS, type MemoryBounds, type ResponseStore, type StoreBounds, type StoreCounters, type StoredResponse } from './types.js';
+export { MAX_CHAIN_LINKS, type MemoryBounds, type StoreLog, type ResponseStore, type StoreBounds, type StoreCounters, type StoredResponse } from './types.js';
 
 /**
  * `'memory'` → MemoryStore; `':memory:'` → SQLite in memory; anything else →
  * SQLite file at that path. `memory` bounds the two in-memory stores (their
- * cost is the heap), `file` a store on a file (its cost is the disk).
+ * cost is the heap), `file` a store on a file (its cost is the disk). `log`:
+ * where the store reports what no caller hears of (its idle sweep failing).
  */
-export function openStore(spec: string, memory: StoreBounds = UNBOUNDED, file: StoreBounds = UNBOUNDED): ResponseStore {
-  if (spec === 'memory') return new MemoryStore(memory);
-  if (spec === ':memory:') return new SqliteStore(spec, memory);
-  return new SqliteStore(spec, file);
+export function openStore(spec: string, memory: StoreBounds = UNBOUNDED, file: StoreBounds = UNBOUNDED, log?: StoreLog): ResponseStore {
+  if (spec === 'memory') return new MemoryStore(memory, log);
+  if (spec === ':memory:') return new SqliteStore(spec, memory, log);
+  return new SqliteStore(spec, file, log);
 }

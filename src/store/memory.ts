@@ -24,7 +24,7 @@
  */
 import type { InputItem, OutputItem } from '../protocol/objects.js';
 import { InputItemsCache, type InputItemIndex } from './input-items.js';
-import { EXPIRE_BATCH, ExpirySweep, MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
+import { EXPIRE_BATCH, ExpirySweep, MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
 
 interface Entry {
   rec: StoredResponse;
@@ -49,9 +49,12 @@ export class MemoryStore implements ResponseStore {
   /** Deletes expired records with no put to do it (only with a TTL): set for when the oldest put expires. */
   readonly #sweep: ExpirySweep;
 
-  constructor(readonly bounds: StoreBounds = UNBOUNDED) {
+  constructor(
+    readonly bounds: StoreBounds = UNBOUNDED,
+    log?: StoreLog,
+  ) {
     this.#order = new PutOrder(bounds);
-    this.#sweep = new ExpirySweep(bounds, () => this.#expire() === EXPIRE_BATCH, () => this.#nextExpiry());
+    this.#sweep = new ExpirySweep(bounds, () => this.#expire() === EXPIRE_BATCH, () => this.#nextExpiry(), log);
   }
 
   /** Whether the idle sweep has a wake (or a batch) pending: none without a TTL, nor once closed. */

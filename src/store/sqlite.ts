@@ -38,7 +38,7 @@ import Database from 'better-sqlite3';
 import { jsonTextWork, NATIVE_TEXT_CHARS, textOver, utf8BytesWork, type ParseWork } from '../protocol/json-chunked.js';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
 import { InputItemsCache, parseListWork, parsedBytesWork, type InputItemIndex, type ItemsLoad } from './input-items.js';
-import { EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type PreparedPut, type ResponseStore, type StoreBounds, type StoredResponse } from './types.js';
+import { EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type PreparedPut, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
 
 /**
  * Bump with a migration in `#migrate` whenever the tables below change.
@@ -201,11 +201,13 @@ export class SqliteStore implements ResponseStore {
   /**
    * `path` is a file path (parent directories are created) or `':memory:'`;
    * `bounds` limits the responses kept (count, bytes: the oldest put goes)
-   * and their age. A file already past them is trimmed here.
+   * and their age. A file already past them is trimmed here. `log`: where the
+   * idle sweep reports that it fails (`ExpirySweep`).
    */
   constructor(
     path: string,
     readonly bounds: StoreBounds = UNBOUNDED,
+    log?: StoreLog,
   ) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.#db = new Database(path);
@@ -371,6 +373,7 @@ export class SqliteStore implements ResponseStore {
         // Nothing held: a file may be written by another process, looked at again after the longest wait.
         return file ? Infinity : undefined;
       },
+      log,
     );
     this.#sweep.wake();
   }

@@ -15,6 +15,7 @@
  * page at a time: store/input-items.ts) and any async/remote store.
  */
 import type { InputItem, OutputItem, Response } from '../protocol/objects.js';
+import type { Logger } from 'pino';
 import type { ParseWork } from '../protocol/json-chunked.js';
 import type { InputItemIndex } from './input-items.js';
 
@@ -142,13 +143,20 @@ export const SWEEP_MIN_DELAY_MS = 1_000;
  */
 export const SWEEP_MAX_DELAY_MS = 60 * 60 * 1000;
 
+/** Where a store reports what goes wrong with no caller to tell (its idle sweep): the server's pino logger. */
+export type StoreLog = Pick<Logger, 'warn' | 'info'>;
+
 /**
  * A store's idle expiry sweep, when it has a TTL (none at all without one): one unref'd timer (it never keeps the
  * process alive) that wakes when the store's oldest record would expire (`next`), no sooner than
  * `SWEEP_MIN_DELAY_MS` after it was set and no later than `SWEEP_MAX_DELAY_MS`, and deletes expired records
  * `EXPIRE_BATCH` at a time (`step`, the store's own expiry, counted in `counters.expired`), yielding to the event
  * loop (setImmediate) between batches. Without it an idle store kept its expired records for good: they were
- * deleted only by later puts. `close` stops it, a step under way included.
+ * deleted only by later puts. `close` stops it, a step under way included. A step that throws is tried again after
+ * the shortest wait; the first failure is logged (`store_sweep_failed`, at `warn`, with the error) and no other
+ * until a step succeeds (`store_sweep_recovered`, at `info`, with how many failed): a sweep that kept failing (a
+ * file locked by another process, made unreadable, corrupted) was retried every second, unseen, or would have
+ * logged a line a second.
  */
 export class ExpirySweep {
   readonly #now: () => number;
@@ -158,6 +166,8 @@ export class ExpirySweep {
   #at = Infinity;
   #immediate: NodeJS.Immediate | undefined;
   #closed = false;
+  /** Steps (or `next`) that threw since the last that did not: only the first is logged. */
+  #failures = 0;
 
   /**
    * `step` deletes up to `EXPIRE_BATCH` expired records and says whether it stopped at its batch's bound (more may
@@ -169,6 +179,7 @@ export class ExpirySweep {
     bounds: StoreBounds,
     private readonly step: () => boolean,
     private readonly next: () => number | undefined,
+    private readonly log?: StoreLog,
   ) {
     this.#now = bounds.now ?? (() => Date.now());
     this.#enabled = Number.isFinite(bounds.ttlMs ?? Infinity);
@@ -224,20 +235,32 @@ export class ExpirySweep {
     let when: number | undefined;
     try {
       if (this.step()) {
+        this.#recovered();
         // Perhaps more: the next batch after whatever else the event loop has to do.
         this.#immediate = setImmediate(this.#run);
         this.#immediate.unref();
         return;
       }
       when = this.next();
-    } catch {
-      // A delete refused (another process holding a SQLite file's write lock past the busy timeout, a full disk):
-      // thrown from a timer it would end the process. Tried again after the shortest wait; reads still hide what
-      // expired, and puts still delete it.
+      this.#recovered();
+    } catch (err) {
+      // A delete refused (another process holding a SQLite file's write lock, a full disk, a file made unreadable
+      // or corrupted): thrown from a timer it would end the process. Tried again after the shortest wait; reads still
+      // hide what expired, and puts still delete it. Logged once, not once a second, until a step succeeds.
+      if (this.#failures++ === 0) {
+        this.log?.warn({ err, code: 'store_sweep_failed' }, "the store's expiry sweep failed; it tries again every second (not logged again until it succeeds)");
+      }
       when = -Infinity;
     }
     if (when !== undefined) this.#arm(when);
   };
+
+  /** A step succeeded: if steps had failed, that they no longer do (once). */
+  #recovered(): void {
+    if (this.#failures === 0) return;
+    this.log?.info({ code: 'store_sweep_recovered', failures: this.#failures }, "the store's expiry sweep succeeded again");
+    this.#failures = 0;
+  }
 }
 
 /**

@@ -18,6 +18,8 @@ import type { Response } from '../../src/protocol/objects.js';
 import { pino } from 'pino';
 import { LlrServer } from '../../src/server.js';
 import { testServer } from '../helpers/server.js';
+import { captureLogger } from '../helpers/raw-http.js';
+import Database from 'better-sqlite3';
 
 const dir = mkdtempSync(join(tmpdir(), 'llr-store-bounds-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -101,6 +103,25 @@ describe('a store on a file, bounded', () => {
     await create(url2, 'one');
     expect((forever.services.store as SqliteStore).sweeping).toBe(false);
   });
+
+  it("logs through the server's logger, once, an idle sweep that fails (its file locked by another process), and that it succeeded again", async () => {
+    const f = file();
+    const { logger, lines, waitFor } = captureLogger();
+    const { url } = await testServer({ store: f, limits: { storeTtlMs: 1000 }, logger });
+    await create(url, 'one');
+    const other = new Database(f); // another process's writer, in a transaction past the sweep's wake
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      const failed = await waitFor((l) => l['code'] === 'store_sweep_failed');
+      expect(failed).toMatchObject({ level: 40, err: { code: 'SQLITE_BUSY' } });
+      other.exec('COMMIT');
+      await waitFor((l) => l['code'] === 'store_sweep_recovered');
+      expect(lines.filter((l) => l['code'] === 'store_sweep_failed')).toHaveLength(1);
+      expect((await fetch(`${url}/health`)).status).toBe(200);
+    } finally {
+      other.close();
+    }
+  }, 20_000);
 
   it('closes its store when it cannot listen (the port taken): the sweep stops and the caller gets the error', async () => {
     const f = file();

@@ -22,8 +22,9 @@ import {
   type StoreBounds,
   type StoredResponse,
 } from '../../src/store/index.js';
-import { EXPIRE_BATCH, SWEEP_MAX_DELAY_MS, SWEEP_MIN_DELAY_MS, UNBOUNDED } from '../../src/store/types.js';
+import { EXPIRE_BATCH, ExpirySweep, SWEEP_MAX_DELAY_MS, SWEEP_MIN_DELAY_MS, UNBOUNDED } from '../../src/store/types.js';
 import { runSync } from '../../src/model/cooperative.js';
+import { captureLogger } from '../helpers/raw-http.js';
 import { NATIVE_TEXT_CHARS } from '../../src/protocol/json-chunked.js';
 
 const ALICE = 'owner-alice-hash';
@@ -394,6 +395,54 @@ describe.each(stores)('$name, bounded, items shared by id', ({ bounded }) => {
       expect(store.getItem('msg_own_c', ALICE)).toBeUndefined();
     } finally {
       store.close();
+    }
+  });
+});
+
+describe('ExpirySweep failures', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: CREATED * 1000 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('a step or a wake that throws is retried every SWEEP_MIN_DELAY_MS, logged once per run of failures, never thrown', () => {
+    const { logger, lines } = captureLogger();
+    let failing: 'step' | 'next' | null = 'step';
+    let steps = 0;
+    const sweep = new ExpirySweep(
+      { maxResponses: Infinity, maxBytes: Infinity, ttlMs: 1000 },
+      () => {
+        steps++;
+        if (failing === 'step') throw new Error('SQLITE_CORRUPT: database disk image is malformed');
+        return false;
+      },
+      () => {
+        if (failing === 'next') throw new Error('SQLITE_IOERR: disk I/O error');
+        return Date.now() + 1000;
+      },
+      logger,
+    );
+    const codes = () => lines.map((l) => l['code']);
+    try {
+      sweep.wake(Date.now());
+      vi.advanceTimersByTime(SWEEP_MIN_DELAY_MS * 30);
+      expect(steps).toBe(30);
+      expect(codes()).toEqual(['store_sweep_failed']);
+      expect(lines[0]).toMatchObject({ level: 40, err: { message: 'SQLITE_CORRUPT: database disk image is malformed' } });
+      failing = null;
+      vi.advanceTimersByTime(SWEEP_MIN_DELAY_MS * 5);
+      expect(codes()).toEqual(['store_sweep_failed', 'store_sweep_recovered']);
+      expect(lines[1]).toMatchObject({ level: 30, failures: 30 });
+      // A step that succeeds but a wake that cannot be planned is still a failure: no recovered line between them.
+      failing = 'next';
+      vi.advanceTimersByTime(SWEEP_MIN_DELAY_MS * 10);
+      expect(codes()).toEqual(['store_sweep_failed', 'store_sweep_recovered', 'store_sweep_failed']);
+      expect(lines[2]).toMatchObject({ err: { message: 'SQLITE_IOERR: disk I/O error' } });
+      expect(sweep.pending).toBe(true);
+    } finally {
+      sweep.close();
     }
   });
 });
@@ -839,6 +888,40 @@ describe('SqliteStore on a file', () => {
       expect([store.size, store.counters.expired]).toEqual([0, 1]);
       // A put still waits for the lock as it did (busy_timeout): the sweep's own wait only was dropped.
       expect(store.put({ ...makeRecord('resp_2'), created_at_ms: Date.now() })).toBeUndefined();
+    } finally {
+      other.close();
+      store.close();
+      vi.useRealTimers();
+    }
+  });
+
+  it("logs a sweep that fails (a file another process keeps locked) once, with the error, and again only after one succeeded", () => {
+    vi.useFakeTimers({ now: CREATED * 1000, toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'Date'] });
+    const { logger, lines } = captureLogger();
+    const path = join(dir, 'locked-logged.sqlite');
+    const store = new SqliteStore(path, { maxResponses: Infinity, maxBytes: Infinity, ttlMs: 1500 }, logger);
+    const other = new Database(path);
+    const sweepLines = () => lines.filter((l) => typeof l['code'] === 'string' && (l['code'] as string).startsWith('store_sweep_')).map((l) => [l.level, l['code']]);
+    try {
+      store.put({ ...makeRecord('resp_1'), created_at_ms: CREATED * 1000 });
+      other.exec('BEGIN IMMEDIATE');
+      vi.advanceTimersByTime(1500); // the wake: SQLITE_BUSY
+      expect(sweepLines()).toEqual([[40, 'store_sweep_failed']]);
+      expect(lines.find((l) => l['code'] === 'store_sweep_failed')!['err']).toMatchObject({ code: 'SQLITE_BUSY' });
+      vi.advanceTimersByTime(10 * SWEEP_MIN_DELAY_MS); // ten more tries, ten more failures: no more lines
+      expect([store.size, store.counters.expired]).toEqual([1, 0]);
+      expect(sweepLines()).toHaveLength(1);
+      other.exec('COMMIT');
+      vi.advanceTimersByTime(SWEEP_MIN_DELAY_MS); // it succeeds: said once
+      expect([store.size, store.counters.expired]).toEqual([0, 1]);
+      expect(sweepLines()).toEqual([[40, 'store_sweep_failed'], [30, 'store_sweep_recovered']]);
+      expect(lines.at(-1)).toMatchObject({ failures: 11 });
+      // Failing again after a success is logged again.
+      store.put({ ...makeRecord('resp_2'), created_at_ms: Date.now() });
+      other.exec('BEGIN IMMEDIATE');
+      vi.advanceTimersByTime(1500 + 3 * SWEEP_MIN_DELAY_MS);
+      expect(sweepLines()).toEqual([[40, 'store_sweep_failed'], [30, 'store_sweep_recovered'], [40, 'store_sweep_failed']]);
+      other.exec('COMMIT');
     } finally {
       other.close();
       store.close();

@@ -42,8 +42,10 @@
  * - What the replay server would refuse is refused here, at its line: a tool
  *   name the API does not take, an empty call_id, a token count that is
  *   negative, not whole or past 10^9 (MAX_TOKEN_COUNT: sums stay exact),
- *   message content nested past 32 levels, an output item of a kind not
- *   replayed (`mcp_tool_call_output`, ...) answering a client call.
+ *   message content nested past 32 levels.
+ * - An output item of a kind not known here (`mcp_tool_call_output`, ...)
+ *   answering a client call is that call's output, its text (`output`, else
+ *   its other fields as JSON), and noted.
  * - Missing figures are inferred (infer.ts) and every call's figures are
  *   marked recorded or inferred in `Workload.calls`.
  * - `custom_tool_call` becomes a function call taking `{"input": text}`;
@@ -270,9 +272,13 @@ class RolloutParser {
     } else {
       const call = typeof p.call_id === 'string' ? this.pending.get(p.call_id) : undefined;
       if (call !== undefined) {
-        // Skipped, it left its call without output: the file then read as truncated (at the end) or the call as
-        // interrupted, and a call answered so in the middle of a user turn failed the replay (no tool output for it).
-        this.fail(`a ${type} item answers ${call.name} call ${String(p.call_id)} (line ${call.line}): a kind of output this reader does not replay (${[...CLIENT_OUTPUTS, 'tool_search_output'].join(', ')} are)`);
+        // An output of a kind this reader does not know (mcp_tool_call_output, ...) answering a client call: skipped,
+        // it left the call without output (the file read as truncated, or the call as interrupted, or the replay
+        // failed for want of a tool output), so it answers the call, as a function_call_output of its own text.
+        const { type: _type, id: _id, call_id: callId, ...rest } = p;
+        this.skip(`a ${type} item`, `answers ${call.name} call ${String(callId)} (line ${call.line}): replayed as its function_call_output, the item's text (its \`output\`, as text or JSON; without one, its other fields as JSON)`);
+        this.clientOutput(String(callId), rest.output === undefined ? JSON.stringify(rest) : (outputText(rest.output) ?? JSON.stringify(rest.output)), ts);
+        return;
       }
       this.skip(`a ${type} item`, 'not part of what the model is sent or says (not replayed)');
     }

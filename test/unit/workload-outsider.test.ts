@@ -134,15 +134,25 @@ describe('rollouts from outside', () => {
     expect(() => asServerReadsIt(compacted)).not.toThrow();
   });
 
-  it('an output of a kind not replayed (mcp_tool_call_output) answering a client call is refused at its line, saying so (it read as truncated)', () => {
+  it('an output of a kind not known (mcp_tool_call_output) answering a client call is its output, noted (it read as truncated)', () => {
     const mcp = rec('response_item', { type: 'mcp_tool_call_output', call_id: 'c1', output: { content: [{ type: 'text', text: 'hi' }] } });
-    const said = /^x\.jsonl:5: a mcp_tool_call_output item answers shell call c1 \(line 3\): a kind of output this reader does not replay \(function_call_output, .*\)$/;
-    // At the end of the file (it said "shell call c1 has no output: the file ends before it (truncated)").
-    expect(refusal([meta(), user('x'), call('c1'), usage(100, 10), mcp])).toMatch(said);
-    // Before a new user turn (the call read as interrupted, answered "aborted"), and before the model's next call
-    // (the replay had no output for it: the bench's server process refused the workload).
-    expect(refusal([meta(), user('x'), call('c1'), usage(100, 10), mcp, user('y'), answer('ok')])).toMatch(said);
-    expect(refusal([meta(), user('x'), call('c1'), usage(100, 10), mcp, call('c2'), usage(120, 10), output('c2'), answer('done')])).toMatch(said);
+    const noted = { line: 5, what: 'a mcp_tool_call_output item', why: expect.stringMatching(/^answers shell call c1 \(line 3\): replayed as its function_call_output/) };
+    const answer1 = '{"content":[{"type":"text","text":"hi"}]}';
+    // At the end of the file it said "shell call c1 has no output: the file ends before it (truncated)".
+    const atEnd = read([meta(), user('x'), call('c1'), usage(100, 10), mcp, answer('done')]);
+    expect(atEnd.skipped).toContainEqual(noted);
+    expect(atEnd.toolOutputs['c1']?.output).toBe(answer1);
+    expect(() => asServerReadsIt(atEnd)).not.toThrow();
+    // Before the model's next call (the replay had no output for it: the bench's server process refused the workload).
+    const mid = read([meta(), user('x'), call('c1'), usage(100, 10), mcp, call('c2'), usage(120, 10), output('c2'), answer('done')]);
+    expect(mid.toolOutputs['c1']?.output).toBe(answer1);
+    expect(mid.skipped).toContainEqual(noted);
+    expect(() => asServerReadsIt(mid)).not.toThrow();
+    // A string output is the text itself; an item without `output` is its other fields as JSON.
+    const text = read([meta(), user('x'), call('c1'), rec('response_item', { type: 'mcp_tool_call_output', call_id: 'c1', output: 'plain' }), answer('ok')]);
+    expect(text.toolOutputs['c1']?.output).toBe('plain');
+    const result = read([meta(), user('x'), call('c1'), rec('response_item', { type: 'mcp_tool_call_output', call_id: 'c1', result: { Ok: { content: [] } } }), answer('ok')]);
+    expect(result.toolOutputs['c1']?.output).toBe('{"result":{"Ok":{"content":[]}}}');
     // One answering no call of the client's is skipped, as before.
     const other = rec('response_item', { type: 'computer_call_output', call_id: 'cu1', output: {} });
     expect(read([meta(), user('x'), call('c1'), output('c1'), other, answer('done')]).skipped).toContainEqual({ line: 5, what: 'a computer_call_output item', why: 'not part of what the model is sent or says (not replayed)' });

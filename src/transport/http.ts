@@ -669,7 +669,9 @@ export class HttpTransport {
     const limits = this.host.limits;
     const body = await readBody(req, limits.maxFrameBytes, hold);
     const json = await parseEdgeJson(body, 'body', limits);
-    const withModel = json !== null && typeof json === 'object' && !Array.isArray(json) && !('model' in json) ? { ...json, model: 'input-tokens' } : json;
+    // Absent or null (openai-node 7's `InputTokenCountParams.model` is `string | null`: a null was refused as missing).
+    const unnamed = json !== null && typeof json === 'object' && !Array.isArray(json) && ((json as Record<string, unknown>)['model'] ?? null) === null;
+    const withModel = unnamed ? { ...(json as Record<string, unknown>), model: 'input-tokens' } : json;
     sendJson(res, 200, await this.host.inputTokens(parseCreateBody(withModel, parseCaps(limits)), owner));
   }
 

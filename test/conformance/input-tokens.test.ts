@@ -26,6 +26,8 @@ describe('responses.inputTokens.count', () => {
     expect(count).toEqual({ object: 'response.input_tokens', input_tokens: created.usage!.input_tokens });
     const { model: _model, ...withoutModel } = body;
     expect((await client.responses.inputTokens.count(withoutModel)).input_tokens).toBe(created.usage!.input_tokens);
+    // openai-node 7's `InputTokenCountParams.model` is `string | null`: a null counts as an absent one (it was refused as missing).
+    expect((await client.responses.inputTokens.count({ ...withoutModel, model: null })).input_tokens).toBe(created.usage!.input_tokens);
     // The first response called get_weather: a continuation answers it, or the API refuses it (missing_tool_output).
     const follow = [
       ...created.output.flatMap((o) => (o.type === 'function_call' ? [{ type: 'function_call_output' as const, call_id: o.call_id, output: 'Sunny, 21 °C.' }] : [])),

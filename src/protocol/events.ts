@@ -9,6 +9,7 @@ import type {
   InputItem,
   OutputItem,
   OutputText,
+  PromptCacheOptions,
   Response,
   TextConfig,
   Tool,
@@ -222,12 +223,17 @@ export interface CreateParams {
   temperature: number | null;
   top_p: number | null;
   user: string | null;
-  reasoning: { effort: string | null; summary: string | null } | null;
+  reasoning: { effort: string | null; summary: string | null; context?: string; mode?: string } | null;
   prompt_cache_key: string | null;
   safety_identifier: string | null;
   service_tier: string | null;
   /** Echoed only (the simulated model has no prompt cache to keep); absent in params built before it was parsed. */
   prompt_cache_retention?: string | null;
+  /** Echoed only, as applied (`mode` and `ttl` defaults filled in); absent unless sent. */
+  prompt_cache_options?: PromptCacheOptions;
+  /** Echoed only (they bound built-in tool calls and logprobs, which the simulated model never makes); absent unless sent. */
+  max_tool_calls?: number;
+  top_logprobs?: number;
   /** This server's own options (absent unless the client sent or opted in to some). */
   llr?: LlrOptions;
   /** Server-side compaction (absent unless the client asked for it). */

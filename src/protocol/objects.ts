@@ -206,6 +206,13 @@ export function isIncompleteReason(reason: string): reason is IncompleteReason {
   return (INCOMPLETE_REASONS as readonly string[]).includes(reason);
 }
 
+/** `prompt_cache_options` as a Response reports it (openai-node 7's `Response.PromptCacheOptions`). */
+export interface PromptCacheOptions {
+  mode: 'implicit' | 'explicit';
+  ttl: string;
+  comparison_response_id?: string | null;
+}
+
 export interface ResponseError {
   code: string;
   message: string;
@@ -233,7 +240,7 @@ export interface Response {
   frequency_penalty: number;
   top_logprobs: number;
   temperature: number;
-  reasoning: { effort: string | null; summary: string | null } | null;
+  reasoning: { effort: string | null; summary: string | null; context?: string; mode?: string } | null;
   user: string | null;
   usage: Usage | null;
   max_output_tokens: number | null;
@@ -246,6 +253,8 @@ export interface Response {
   prompt_cache_key: string | null;
   /** Optional in the API's schema; the engine always sends them (null). */
   prompt_cache_retention?: string | null;
+  /** As the create sent it, defaults filled in (openai-node 7's `Response.prompt_cache_options`); absent when not sent. */
+  prompt_cache_options?: PromptCacheOptions;
   /**
    * The Cyber access program the response ran under (openai-node 7's `Response.access_programs`, declared
    * always present and nullable; `null` is the API's implicit Standard). No access programs are served: always null.

@@ -65,6 +65,8 @@ const PROMPT_CACHE_RETENTIONS = ['in_memory', '24h'] as const;
 const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 /** `reasoning.summary` (openai-node's `Reasoning.summary`); Codex leaves it out for its own `none`. */
 const REASONING_SUMMARIES = ['auto', 'concise', 'detailed'] as const;
+/** `reasoning.context` (openai-node 7's `Reasoning.context`). */
+const REASONING_CONTEXTS = ['auto', 'current_turn', 'all_turns'] as const;
 /** `tool_choice: {type: "allowed_tools", mode}` (openai-node's `ToolChoiceAllowed`). */
 const ALLOWED_TOOLS_MODES = ['auto', 'required'] as const;
 
@@ -242,6 +244,15 @@ function optInteger(o: Obj, key: string, min: number): number | null {
   }
   if (v < min) {
     throw new WireError('integer_below_min_value', `Invalid '${key}': integer below minimum value. Expected a value >= ${min}, but got ${v} instead.`, key);
+  }
+  return v;
+}
+
+/** An optional integer in [min, max], with the API's codes and messages. */
+function optIntegerRange(o: Obj, key: string, min: number, max: number): number | null {
+  const v = optInteger(o, key, min);
+  if (v !== null && v > max) {
+    throw new WireError('integer_above_max_value', `Invalid '${key}': integer above maximum value. Expected a value <= ${max}, but got ${v} instead.`, key);
   }
   return v;
 }
@@ -446,6 +457,8 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     safety_identifier: optString(body, 'safety_identifier'),
     service_tier: optEnum(body, 'service_tier', SERVICE_TIERS),
     prompt_cache_retention: optEnum(body, 'prompt_cache_retention', PROMPT_CACHE_RETENTIONS),
+    ...parseEchoedLimits(body),
+    ...parsePromptCacheOptions(body['prompt_cache_options'], PROMPT_CACHE_TTLS),
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
     ...parseEchoed(body),
@@ -499,6 +512,48 @@ function parseEchoed(body: Obj): Pick<CreateParams, 'truncation' | 'presence_pen
   return out;
 }
 
+/**
+ * `max_tool_calls` and `top_logprobs`, echoed on the Response (openai-node 6.49 and 7's `ResponseCreateParams`,
+ * `Response.max_tool_calls` / `top_logprobs`): the Response said `null` and `0` whatever was sent. The bounds are the
+ * API's: `max_tool_calls` at least 1 (its "Expected a value >= 1"; it limits built-in tool calls, which this server
+ * never makes, so it changes nothing else), `top_logprobs` 0 to 20 (the OpenAPI spec's `ModelResponseProperties`;
+ * no logprobs are produced, so it changes nothing else either).
+ */
+function parseEchoedLimits(body: Obj): Pick<CreateParams, 'max_tool_calls' | 'top_logprobs'> {
+  const maxToolCalls = optInteger(body, 'max_tool_calls', 1);
+  const topLogprobs = optIntegerRange(body, 'top_logprobs', 0, 20);
+  return { ...(maxToolCalls !== null && { max_tool_calls: maxToolCalls }), ...(topLogprobs !== null && { top_logprobs: topLogprobs }) };
+}
+
+/** `prompt_cache_options.mode` (openai-node 7's `ResponseCreateParams.PromptCacheOptions`, the spec's `PromptCacheModeEnum`). */
+const PROMPT_CACHE_MODES = ['implicit', 'explicit'] as const;
+/** `prompt_cache_options.ttl` of a create (openai-node 7: `30m` or `12h`); the API's default is `30m`. */
+const PROMPT_CACHE_TTLS = ['30m', '12h'] as const;
+/** `prompt_cache_options.ttl` of `POST /v1/responses/compact` (openai-node 7's `ResponseCompactParams.PromptCacheOptions`): `30m` only. */
+const COMPACT_PROMPT_CACHE_TTLS = ['30m'] as const;
+
+/**
+ * `prompt_cache_options` (openai-node 7, the successor of the deprecated `prompt_cache_retention`): `{mode, ttl,
+ * prewarm, comparison_response_id}`, each optional. Checked against openai-node 7's types (the simulated model's
+ * prefix cache has no lifetimes or breakpoint modes, so it changes nothing) and echoed on the Response as the
+ * options applied (`Response.prompt_cache_options`: `mode` and `ttl` with the API's defaults, `implicit` and
+ * `30m`, filled in, and `comparison_response_id` when sent). A create without it has none on its Response.
+ * It was taken unchecked and not echoed.
+ */
+function parsePromptCacheOptions(v: unknown, ttls: readonly string[]): Pick<CreateParams, 'prompt_cache_options'> {
+  if (v === undefined || v === null) return {};
+  assertObj(v, 'prompt_cache_options');
+  const p = 'prompt_cache_options.';
+  const mode = optEnum(v, 'mode', PROMPT_CACHE_MODES, p) ?? 'implicit';
+  const ttl = optEnum(v, 'ttl', ttls, p) ?? '30m';
+  const prewarm = v['prewarm'];
+  if (prewarm !== undefined && prewarm !== null && typeof prewarm !== 'boolean') {
+    throw new WireError('invalid_type', `Invalid type for '${p}prewarm': expected a boolean.`, `${p}prewarm`);
+  }
+  const comparison = optString(v, 'comparison_response_id', p);
+  return { prompt_cache_options: { mode, ttl, ...('comparison_response_id' in v && { comparison_response_id: comparison }) } };
+}
+
 function parseContextManagement(v: unknown): Pick<CreateParams, 'context_management'> {
   if (v === undefined || v === null) return {};
   if (!Array.isArray(v)) throw new WireError('invalid_type', "Invalid type for 'context_management': expected an array.", 'context_management');
@@ -546,6 +601,8 @@ export function parseCompactBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_
   optEnum(body, 'prompt_cache_retention', PROMPT_CACHE_RETENTIONS);
   // The same for `service_tier`, which every create path checks: compact took any value (`'bogus'`, `5`) silently.
   optEnum(body, 'service_tier', COMPACT_SERVICE_TIERS);
+  // And `prompt_cache_options` (openai-node 7's `ResponseCompactParams.prompt_cache_options`, its `ttl` `30m` only).
+  parsePromptCacheOptions(body['prompt_cache_options'], COMPACT_PROMPT_CACHE_TTLS);
   return {
     model,
     input: parseInput(body['input'], 'input', false, caps),
@@ -811,5 +868,16 @@ function parseMetadata(v: unknown): Record<string, string> {
 function parseReasoning(v: unknown): CreateParams['reasoning'] {
   if (v === undefined || v === null) return null;
   assertObj(v, 'reasoning');
-  return { effort: optEnum(v, 'effort', REASONING_EFFORTS, 'reasoning.'), summary: optEnum(v, 'summary', REASONING_SUMMARIES, 'reasoning.') };
+  const p = 'reasoning.';
+  // `generate_summary`: the deprecated name of `summary` (openai-node's `Reasoning.generate_summary`), which wins.
+  const deprecated = optEnum(v, 'generate_summary', REASONING_SUMMARIES, p);
+  const summary = optEnum(v, 'summary', REASONING_SUMMARIES, p) ?? deprecated;
+  // `context` and `mode` (openai-node 7's `Reasoning`): echoed when sent, as the Response reports the effective ones;
+  // the simulated model's reasoning has neither, so they change nothing else. They were dropped from the echo.
+  const context = optEnum(v, 'context', REASONING_CONTEXTS, p);
+  const mode = optString(v, 'mode', p);
+  if (mode !== null && (mode.length === 0 || mode.length > MAX_MODEL_CHARS)) {
+    throw new WireError('invalid_value', `Invalid value for '${p}mode': expected a mode name such as 'standard' or 'pro'.`, `${p}mode`);
+  }
+  return { effort: optEnum(v, 'effort', REASONING_EFFORTS, p), summary, ...(context !== null && { context }), ...(mode !== null && { mode }) };
 }

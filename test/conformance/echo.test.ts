@@ -173,6 +173,80 @@ describe('echoed fields', () => {
     expect((await (await fetch(`${url}/v1/responses/resp_old`)).json()) as Response).toHaveProperty('access_programs', null);
   });
 
+  it('max_tool_calls and top_logprobs are echoed as sent (they were null and 0 whatever was sent), on every Response; out of the API\'s bounds refused', async () => {
+    const { url } = await testServer();
+    const r = await post(url, { model: 'm', input: 'hi', max_tool_calls: 3, top_logprobs: 20 });
+    expect(r).toMatchObject({ max_tool_calls: 3, top_logprobs: 20 });
+    expect((await (await fetch(`${url}/v1/responses/${r.id}`)).json()) as Response).toMatchObject({ max_tool_calls: 3, top_logprobs: 20 });
+    expect(await post(url, { model: 'm', input: 'hi', max_tool_calls: null, top_logprobs: null })).toMatchObject({ max_tool_calls: null, top_logprobs: 0 });
+    expect(await post(url, { model: 'm', input: 'hi', top_logprobs: 0 })).toMatchObject({ max_tool_calls: null, top_logprobs: 0 });
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'm', input: 'hello', max_tool_calls: 1, top_logprobs: 2 });
+    expect((await s.next('response.created')).response).toMatchObject({ max_tool_calls: 1, top_logprobs: 2 });
+    expect((await s.next('response.completed')).response).toMatchObject({ max_tool_calls: 1, top_logprobs: 2 });
+    for (const [body, code, param] of [
+      [{ max_tool_calls: 0 }, 'integer_below_min_value', 'max_tool_calls'],
+      [{ max_tool_calls: 2.5 }, 'invalid_type', 'max_tool_calls'],
+      [{ top_logprobs: 21 }, 'integer_above_max_value', 'top_logprobs'],
+      [{ top_logprobs: -1 }, 'integer_below_min_value', 'top_logprobs'],
+      [{ top_logprobs: '5' }, 'invalid_type', 'top_logprobs'],
+    ] as const) {
+      const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', ...body }) });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code, param });
+    }
+  });
+
+  it("prompt_cache_options (openai-node 7) is echoed as applied, defaults filled in, and checked (it was taken unchecked, not echoed); none on a Response that did not send it", async () => {
+    const { url } = await testServer();
+    const full = { mode: 'explicit', ttl: '12h', prewarm: true, comparison_response_id: 'resp_abc' };
+    const r = await post(url, { model: 'm', input: 'hi', prompt_cache_options: full });
+    expect(r.prompt_cache_options).toEqual({ mode: 'explicit', ttl: '12h', comparison_response_id: 'resp_abc' });
+    expect(((await (await fetch(`${url}/v1/responses/${r.id}`)).json()) as Response).prompt_cache_options).toEqual(r.prompt_cache_options);
+    expect((await post(url, { model: 'm', input: 'hi', prompt_cache_options: {} })).prompt_cache_options).toEqual({ mode: 'implicit', ttl: '30m' });
+    expect(await post(url, { model: 'm', input: 'hi' })).not.toHaveProperty('prompt_cache_options');
+    expect(await post(url, { model: 'm', input: 'hi', prompt_cache_options: null })).not.toHaveProperty('prompt_cache_options');
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'm', input: 'hello', prompt_cache_options: { ttl: '12h' } });
+    expect((await s.next('response.completed')).response.prompt_cache_options).toEqual({ mode: 'implicit', ttl: '12h' });
+    const send = (path: string, body: object) => fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', ...body }) });
+    for (const [options, code, param] of [
+      ['x', 'invalid_type', 'prompt_cache_options'],
+      [{ mode: 'auto' }, 'invalid_value', 'prompt_cache_options.mode'],
+      [{ ttl: '24h' }, 'invalid_value', 'prompt_cache_options.ttl'],
+      [{ prewarm: 'yes' }, 'invalid_type', 'prompt_cache_options.prewarm'],
+      [{ comparison_response_id: 5 }, 'invalid_type', 'prompt_cache_options.comparison_response_id'],
+    ] as const) {
+      const res = await send('/v1/responses', { prompt_cache_options: options });
+      expect(res.status, JSON.stringify(options)).toBe(400);
+      expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code, param });
+    }
+    // A compaction's (openai-node 7's ResponseCompactParams.prompt_cache_options): its ttl is '30m' only.
+    expect((await send('/v1/responses/compact', { prompt_cache_options: { mode: 'explicit', ttl: '30m' } })).status).toBe(200);
+    const bad = await send('/v1/responses/compact', { prompt_cache_options: { ttl: '12h' } });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_value', param: 'prompt_cache_options.ttl' });
+  });
+
+  it("reasoning: openai-node 7's context and mode are echoed when sent (they were dropped), generate_summary is summary's old name; bad values refused", async () => {
+    const { url } = await testServer();
+    const r = await post(url, { model: 'm', input: 'hi', reasoning: { effort: 'low', summary: 'concise', context: 'all_turns', mode: 'pro' } });
+    expect(r.reasoning).toEqual({ effort: 'low', summary: 'concise', context: 'all_turns', mode: 'pro' });
+    expect((await post(url, { model: 'm', input: 'hi', reasoning: { generate_summary: 'detailed' } })).reasoning).toEqual({ effort: null, summary: 'detailed' });
+    expect((await post(url, { model: 'm', input: 'hi', reasoning: { generate_summary: 'detailed', summary: 'auto' } })).reasoning).toEqual({ effort: null, summary: 'auto' });
+    expect((await post(url, { model: 'm', input: 'hi', reasoning: { effort: 'high' } })).reasoning).toEqual({ effort: 'high', summary: null });
+    for (const [reasoning, code, param] of [
+      [{ context: 'everything' }, 'invalid_value', 'reasoning.context'],
+      [{ mode: 5 }, 'invalid_type', 'reasoning.mode'],
+      [{ mode: '' }, 'invalid_value', 'reasoning.mode'],
+      [{ generate_summary: 'long' }, 'invalid_value', 'reasoning.generate_summary'],
+    ] as const) {
+      const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', reasoning }) });
+      expect(res.status, JSON.stringify(reasoning)).toBe(400);
+      expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code, param });
+    }
+  });
+
   it('text.format is echoed, and the text answer follows it (json_schema, json_object)', async () => {
     const { url } = await testServer();
     const schema = { type: 'object', properties: { city: { type: 'string' }, answer: { type: 'string' }, ok: { type: 'boolean' } }, required: ['city', 'answer', 'ok'], additionalProperties: false };

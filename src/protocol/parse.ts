@@ -459,6 +459,7 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     prompt_cache_retention: optEnum(body, 'prompt_cache_retention', PROMPT_CACHE_RETENTIONS),
     ...parseEchoedLimits(body),
     ...parsePromptCacheOptions(body['prompt_cache_options'], PROMPT_CACHE_TTLS),
+    ...checkBackgroundOptions(body),
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
     ...parseEchoed(body),
@@ -552,6 +553,39 @@ function parsePromptCacheOptions(v: unknown, ttls: readonly string[]): Pick<Crea
   }
   const comparison = optString(v, 'comparison_response_id', p);
   return { prompt_cache_options: { mode, ttl, ...('comparison_response_id' in v && { comparison_response_id: comparison }) } };
+}
+
+/** `background_options.completion_window` (openai-node 7's `ResponseCreateParams.BackgroundOptions`). */
+const COMPLETION_WINDOWS = ['soonest', '2h', '8h'] as const;
+
+/**
+ * `background_options: {completion_window, continuation_id}` (openai-node 7): checked and otherwise ignored (a
+ * background run here starts at once, whatever window it was given; no Response field carries it). As openai-node
+ * 7 documents it, the `2h` and `8h` windows need `background: true`, Standard processing (`service_tier` absent,
+ * `auto` or `default`) and no `stream: true`: else `400 invalid_value` naming the field. It was taken unchecked.
+ */
+function checkBackgroundOptions(body: Obj): Record<string, never> {
+  const v = body['background_options'];
+  if (v === undefined || v === null) return {};
+  assertObj(v, 'background_options');
+  const p = 'background_options.';
+  const window = optEnum(v, 'completion_window', COMPLETION_WINDOWS, p);
+  optString(v, 'continuation_id', p);
+  if (window === '2h' || window === '8h') {
+    const tier = body['service_tier'];
+    const why =
+      body['background'] !== true
+        ? "needs 'background': true"
+        : body['stream'] === true
+          ? "cannot be streamed ('stream': true)"
+          : tier !== undefined && tier !== null && tier !== 'auto' && tier !== 'default'
+            ? `needs Standard processing ('service_tier' 'auto' or 'default', not '${String(tier).slice(0, 100)}')`
+            : null;
+    if (why !== null) {
+      throw new WireError('invalid_value', `Invalid value for '${p}completion_window': the '${window}' completion window ${why}.`, `${p}completion_window`);
+    }
+  }
+  return {};
 }
 
 function parseContextManagement(v: unknown): Pick<CreateParams, 'context_management'> {

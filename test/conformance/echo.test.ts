@@ -228,6 +228,29 @@ describe('echoed fields', () => {
     expect(((await bad.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_value', param: 'prompt_cache_options.ttl' });
   });
 
+  it("background_options (openai-node 7) is checked, then ignored: the 2h and 8h windows need background, no stream, Standard processing (it was taken unchecked)", async () => {
+    const { url } = await testServer();
+    const send = (body: object) => fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', ...body }) });
+    expect((await send({ background_options: { completion_window: 'soonest', continuation_id: 'c1' } })).status).toBe(200);
+    expect((await send({ background_options: {}, stream: true })).status).toBe(200);
+    const bg = await send({ background: true, service_tier: 'default', background_options: { completion_window: '2h' } });
+    expect(bg.status).toBe(200);
+    expect(await bg.json()).toMatchObject({ background: true, status: 'in_progress' });
+    expect((await send({ background: true, background_options: { completion_window: '8h' } })).status).toBe(200);
+    for (const [body, code, param] of [
+      [{ background_options: 5 }, 'invalid_type', 'background_options'],
+      [{ background_options: { completion_window: '1h' } }, 'invalid_value', 'background_options.completion_window'],
+      [{ background_options: { continuation_id: 7 } }, 'invalid_type', 'background_options.continuation_id'],
+      [{ background_options: { completion_window: '2h' } }, 'invalid_value', 'background_options.completion_window'],
+      [{ background: true, stream: true, background_options: { completion_window: '8h' } }, 'invalid_value', 'background_options.completion_window'],
+      [{ background: true, service_tier: 'flex', background_options: { completion_window: '2h' } }, 'invalid_value', 'background_options.completion_window'],
+    ] as const) {
+      const res = await send(body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code, param });
+    }
+  });
+
   it("reasoning: openai-node 7's context and mode are echoed when sent (they were dropped), generate_summary is summary's old name; bad values refused", async () => {
     const { url } = await testServer();
     const r = await post(url, { model: 'm', input: 'hi', reasoning: { effort: 'low', summary: 'concise', context: 'all_turns', mode: 'pro' } });

@@ -460,6 +460,7 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     ...parseEchoedLimits(body),
     ...parsePromptCacheOptions(body['prompt_cache_options'], PROMPT_CACHE_TTLS),
     ...checkBackgroundOptions(body),
+    ...refuseUnserved(body),
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
     ...parseEchoed(body),
@@ -584,6 +585,23 @@ function checkBackgroundOptions(body: Obj): Record<string, never> {
     if (why !== null) {
       throw new WireError('invalid_value', `Invalid value for '${p}completion_window': the '${window}' completion window ${why}.`, `${p}completion_window`);
     }
+  }
+  return {};
+}
+
+/**
+ * openai-node's `conversation` (history the API keeps and prepends) and `prompt` (a stored template's
+ * instructions): neither is served here, so a create that sends one is refused, `400 unsupported_parameter`
+ * naming it; `null` is absent. Taken and ignored, the run went on without the history or the instructions the
+ * client asked for, and nothing told it.
+ */
+function refuseUnserved(body: Obj): Record<string, never> {
+  const unserved = {
+    conversation: "no conversations are served here: send the conversation's items in 'input', or chain with 'previous_response_id'",
+    prompt: "no prompt templates are served here: send the template's text in 'instructions'",
+  };
+  for (const [key, why] of Object.entries(unserved)) {
+    if (body[key] !== undefined && body[key] !== null) throw new WireError('unsupported_parameter', `Unsupported parameter: '${key}': ${why}.`, key);
   }
   return {};
 }

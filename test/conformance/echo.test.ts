@@ -251,6 +251,21 @@ describe('echoed fields', () => {
     }
   });
 
+  it('conversation and prompt (not served here) are refused, 400 unsupported_parameter naming them, on a create and input_tokens; null is absent (they were taken and ignored: no history, no template)', async () => {
+    const { url } = await testServer();
+    const send = (path: string, body: object) => fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', ...body }) });
+    for (const path of ['/v1/responses', '/v1/responses/input_tokens']) {
+      expect((await send(path, { conversation: null, prompt: null })).status, path).toBe(200);
+      for (const [param, value] of [['conversation', 'conv_1'], ['conversation', { id: 'conv_1' }], ['prompt', { id: 'pmpt_1', variables: {} }]] as const) {
+        const res = await send(path, { [param]: value });
+        expect(res.status, `${path} ${param}`).toBe(400);
+        const error = ((await res.json()) as { error: { message: string } }).error;
+        expect(error).toMatchObject({ type: 'invalid_request_error', code: 'unsupported_parameter', param });
+        expect(error.message).toMatch(new RegExp(`^Unsupported parameter: '${param}': no .* are served here`));
+      }
+    }
+  });
+
   it("reasoning: openai-node 7's context and mode are echoed when sent (they were dropped), generate_summary is summary's old name; bad values refused", async () => {
     const { url } = await testServer();
     const r = await post(url, { model: 'm', input: 'hi', reasoning: { effort: 'low', summary: 'concise', context: 'all_turns', mode: 'pro' } });

@@ -86,7 +86,9 @@ function inspectText(w: Workload, format: string): string {
       const text = t.output.filter((x) => x.type === 'message').map((x) => (x.type === 'message' ? x.text.length : 0));
       const what = [...(text.length ? [`message ${text.join('+')} chars`] : []), ...tools].join(', ');
       lines.push(
-        `  ${String(g + 1).padEnd(6)}${String(f?.line ?? '').padStart(6)}${fig(f?.input_tokens, f?.input_source).padStart(14)}${fig(f?.output_tokens ?? t.output_tokens, f?.output_source ?? (t.output_tokens === undefined ? undefined : 'recorded')).padStart(14)}  ${what}`,
+        // Each column starts with a space, so a figure as wide as its column (10^9 tokens, "1000000000 rec") or a
+        // seven-digit line number shifts its row rather than running into the column before it.
+        `  ${String(g + 1).padEnd(6)}${` ${f?.line ?? ''}`.padStart(6)}${` ${fig(f?.input_tokens, f?.input_source)}`.padStart(14)}${` ${fig(f?.output_tokens ?? t.output_tokens, f?.output_source ?? (t.output_tokens === undefined ? undefined : 'recorded'))}`.padStart(14)}  ${what}`,
       );
       g++;
     }

@@ -48,6 +48,13 @@ async function inspect(lines: string[]): Promise<string> {
 }
 
 describe('hostile workloads', () => {
+  it("inspect keeps a space between columns when a figure fills its column (10^9 tokens read '31000000000 rec')", async () => {
+    const out = await inspect([meta(), user('x'), answer('done'), usage(1e9, 1e9)]);
+    const row = out.split('\n').find((l) => /^ {2}1 /.test(l));
+    expect(row).toBeDefined();
+    expect(row!.split(/\s+/).filter(Boolean)).toEqual(['1', '3', '1000000000', 'rec', '1000000000', 'rec', 'message', '4', 'chars']);
+  });
+
   it('one user turn of 150,000 model calls reads (its figures were push(...)ed: a RangeError, exit 1)', async () => {
     const n = 150_000;
     const lines = [meta(), user('x')];

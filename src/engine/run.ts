@@ -179,6 +179,15 @@ export class ResponseRun {
     return this.state === 'ended';
   }
 
+  /**
+   * Whether how the run ends is decided, so that `stop` changes nothing: it has ended, or its end was set (a stop,
+   * or the model done) and its terminal event is still to come (a long stored record being serialised in slices,
+   * `prepareRecord`, holds it there for turns).
+   */
+  get ending(): boolean {
+    return this.state === 'ended' || this.end !== null;
+  }
+
   pendingCalls(): string[] {
     // An ended run waits for nothing, whatever its registry still indexes.
     return this.state === 'ended' ? [] : this.pauses.pending();

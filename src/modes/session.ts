@@ -60,6 +60,8 @@ export class ConnectionSession {
   private queuedBytes = 0;
   /** Set when the server ends the connection: what a create that cannot start any more is told. */
   private closingError: WireError | null = null;
+  /** What `announceEnd` says on the connection once the run in flight, whose end was decided, has ended. */
+  private announceAfterRun: WireError | null = null;
   private ending: Promise<void> | null = null;
   /** Resolved when the create being planned or run finishes (the end waits for it). */
   private busyWaiters: Array<() => void> = [];
@@ -443,8 +445,16 @@ export class ConnectionSession {
    */
   announceEnd(err: WireError): void {
     if (this.closed) return;
-    const running = this.active !== null && !this.active.ended;
+    const run = this.active;
+    const running = run !== null && !run.ended;
     const waiting = this.queue.length > 0 || (this.busy && this.active === null);
+    if (running && run.ending) {
+      // Its end is decided (the model done, its long record being written in slices): the stop changes nothing and
+      // it ends as it was going to, so an error in its stream before its response.completed told the client of a
+      // response cut short that was not. Said on the connection after its terminal event (unless creates wait).
+      if (!waiting) this.announceAfterRun = err;
+      return;
+    }
     if (running || !waiting) this.error(err);
   }
 
@@ -475,6 +485,9 @@ export class ConnectionSession {
       run.stop(status, reason);
       await run.done;
     }
+    const after = this.announceAfterRun;
+    this.announceAfterRun = null;
+    if (after !== null) this.sendConnectionError(after);
     // A create still being planned is told (below, in pump) before the end resolves and the socket closes.
     if (this.busy) await new Promise<void>((resolve) => this.busyWaiters.push(resolve));
     if (queuedError) {

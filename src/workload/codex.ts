@@ -103,6 +103,13 @@ const INPUT_ROLES = new Set(['user', 'developer', 'system']);
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 /** Nesting a message's content may have: the request around it adds a few levels below the server's 64. */
 const MAX_CONTENT_DEPTH = 32;
+/**
+ * Nesting a whole record may have: far past any Codex record (a tool's arguments or results included), far short of
+ * what blows the stack. Deeper, a call's arguments, a tool_search's tools or an unknown output replayed as JSON
+ * (`JSON.stringify`) threw "Maximum call stack size exceeded" from the reader, with no line ("llr: Maximum call stack
+ * size exceeded").
+ */
+const MAX_RECORD_DEPTH = 256;
 
 /** Does `v` nest arrays and objects more than `max` levels deep? Stops at the first level past it. */
 function nestsDeeper(v: unknown, max: number): boolean {
@@ -168,6 +175,7 @@ class RolloutParser {
           err,
         );
       }
+      if (nestsDeeper(rec, MAX_RECORD_DEPTH)) this.fail(`the record nests deeper than ${MAX_RECORD_DEPTH} levels (no Codex record does): not read`);
       this.record(rec);
     }
     return this.finish(source);

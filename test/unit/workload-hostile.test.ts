@@ -206,4 +206,23 @@ describe('hostile shapes', () => {
     expect(neutral({ userTurns: [interrupted, turn([answer, hi])] })().userTurns).toHaveLength(2);
     expect(refusal(neutral({ userTurns: [interrupted, { ...turn([answer, hi]), replace_history: true }] }))).toMatch(/^n\.json: \/userTurns\/1\/input\/0\/call_id: No tool call found/);
   });
+
+  it('a record nested thousands of levels deep (a tool_search call\'s arguments, its tools, an unknown output answering a call, a local_shell action): refused at its line, not a RangeError', () => {
+    const deep = '['.repeat(5000) + '1' + ']'.repeat(5000);
+    const at = (line: string) => line.replace('"@deep@"', deep);
+    const cases = [
+      [rec('response_item', { type: 'tool_search_call', call_id: 't1', execution: 'client', arguments: '@deep@' })],
+      [rec('response_item', { type: 'tool_search_call', call_id: 't1', execution: 'client', arguments: {} }), rec('response_item', { type: 'tool_search_output', call_id: 't1', execution: 'client', tools: '@deep@' })],
+      [call('c1'), rec('response_item', { type: 'mcp_tool_call_output', call_id: 'c1', output: '@deep@' })],
+      [call('c1'), rec('response_item', { type: 'mcp_tool_call_output', call_id: 'c1', result: '@deep@' })],
+      [rec('response_item', { type: 'local_shell_call', call_id: 'c1', status: 'completed', action: '@deep@' })],
+    ];
+    for (const items of cases) {
+      const lines = [meta(), user('x'), ...items.map(at), answer('done')];
+      expect(refusal(() => read(lines))).toBe(`x.jsonl:${lines.length - 1}: the record nests deeper than 256 levels (no Codex record does): not read`);
+    }
+    // As deep as a real record goes is read.
+    const hundred = '['.repeat(100) + '1' + ']'.repeat(100);
+    expect(() => read([meta(), user('x'), rec('response_item', { type: 'tool_search_call', call_id: 't1', execution: 'client', arguments: '@deep@' }).replace('"@deep@"', hundred), rec('response_item', { type: 'tool_search_output', call_id: 't1', execution: 'client', tools: [] }), answer('done')])).not.toThrow();
+  });
 });

@@ -10,7 +10,9 @@
  *   class fields are declared in the wire order).
  * - A large echo, once per Response: `response.created`, `…in_progress`
  *   and the terminal event each carry the Response, which echoes the
- *   request's `instructions` and `tools` (either can fill the 16 MiB body).
+ *   request's `instructions` and `tools` (either can fill the 16 MiB body),
+ *   and its `user`, `safety_identifier`, `prompt_cache_key`, `text` and
+ *   `prompt_cache_options` (`FIELDS`).
  *   Stringifying them for every event, then UTF-8-encoding the frame on
  *   write, held the event loop 0.3–0.8 s (issue 7). Every snapshot of one
  *   Response shares its tools array (engine/response.ts), so the large
@@ -166,14 +168,21 @@ export type EventPieces = [string, ...Array<string | Buffer>];
 /** Echoes shorter than this are stringified with the event (memoising them would cost more than it saves). */
 const MEMO_MIN_CHARS = 64 * 1024;
 const NONCE = randomBytes(12).toString('hex');
-/** The echoed fields that can be large (either can fill the 16 MiB body), each replaced by its own sentinel. */
-const FIELDS = ['instructions', 'tools'] as const;
+/**
+ * The echoed fields that can be large (any can fill the 16 MiB body), each replaced by its own sentinel: the
+ * request's own, the same for every event of a Response. `instructions` and `tools` first (issue 7); then those an
+ * outside attack filled with 2.4 million lone surrogates (six-character escapes), one JSON.stringify of which per
+ * event held the loop ~0.9 s over a stream: `user`, `safety_identifier`, `prompt_cache_key`, `text` (a json_schema
+ * format), `prompt_cache_options` (its `comparison_response_id`).
+ */
+const FIELDS = ['instructions', 'tools', 'user', 'safety_identifier', 'prompt_cache_key', 'text', 'prompt_cache_options'] as const;
+type EchoField = (typeof FIELDS)[number];
 const SENTINELS = FIELDS.map((f) => `llr-echo-${f}-${NONCE}`);
 const QUOTED = SENTINELS.map((t) => JSON.stringify(t));
 
-/** One Response's large echoes: each field's UTF-8 JSON, or null when small; and the instructions they were made from. */
+/** One Response's large echoes: each field's UTF-8 JSON, or null when small; and the values they were made from. */
 interface Echoes {
-  instructions: unknown;
+  values: unknown[];
   bytes: Array<Buffer | null>;
 }
 /** Per Response, keyed by its tools array (every snapshot of one Response shares it, engine/response.ts). */
@@ -255,18 +264,33 @@ function finishedBytes(items: readonly unknown[], count: number): Buffer {
  * its first event (`warmEchoes`): one JSON.stringify of them, in `eventPieces`, held the loop ~300 ms for a schema of
  * 2.5 million lone surrogates. About a microsecond for the usual few tools.
  */
-export function echoesLong(r: { instructions?: unknown; tools?: unknown }): boolean {
-  return Array.isArray(r.tools) && textOver([r.instructions, r.tools], NATIVE_TEXT_CHARS);
+export function echoesLong(r: Partial<Record<EchoField, unknown>>): boolean {
+  return Array.isArray(r.tools) && textOver(echoValues(r), NATIVE_TEXT_CHARS);
+}
+
+function echoValues(r: Partial<Record<EchoField, unknown>>): unknown[] {
+  return FIELDS.map((f) => r[f]);
+}
+
+/**
+ * Checked, not assumed: a tools array shared by two Responses (ws mode's cache) whose other fields differ gets fresh
+ * bytes for those fields, the tools' own kept.
+ */
+function sameValues(memo: Echoes, values: unknown[]): boolean {
+  for (let i = 0; i < values.length; i++) if (memo.values[i] !== values[i]) return false;
+  return true;
 }
 
 /** The echoes `eventPieces` would make of a Response's instructions and tools, made in slices and kept for its events. */
-export async function warmEchoes(r: { instructions?: unknown; tools?: unknown }): Promise<void> {
-  const { instructions, tools } = r;
+export async function warmEchoes(r: Partial<Record<EchoField, unknown>>): Promise<void> {
+  const tools = r.tools;
   if (!Array.isArray(tools)) return;
+  const values = echoValues(r);
   const memo = echoes.get(tools);
-  if (memo !== undefined && memo.instructions === instructions) return;
-  const bytes = [await echoBytesAsync(instructions), await echoBytesAsync(tools)];
-  echoes.set(tools, { instructions, bytes });
+  if (memo !== undefined && sameValues(memo, values)) return;
+  const bytes: Array<Buffer | null> = [];
+  for (let i = 0; i < values.length; i++) bytes.push(memo !== undefined && memo.values[i] === values[i] ? memo.bytes[i]! : await echoBytesAsync(values[i]));
+  echoes.set(tools, { values, bytes });
 }
 
 /** `echoBytes`, the text made in slices (`jsonTextWork`: JSON.stringify's text). */
@@ -278,9 +302,9 @@ function echoBytes(v: unknown): Buffer | null {
   return tooSmallToEcho(v) ? null : echoOf(JSON.stringify(v));
 }
 
-/** A short string needs no JSON.stringify to know it is small; a tools array does. */
+/** A short string needs no JSON.stringify to know it is small; a tools array or a `text` object does. */
 function tooSmallToEcho(v: unknown): boolean {
-  return v === undefined || v === null || (typeof v === 'string' && v.length < MEMO_MIN_CHARS) || (Array.isArray(v) && v.length === 0);
+  return v === undefined || v === null || typeof v === 'boolean' || typeof v === 'number' || (typeof v === 'string' && v.length < MEMO_MIN_CHARS) || (Array.isArray(v) && v.length === 0);
 }
 
 function echoOf(text: string): Buffer | null {
@@ -304,11 +328,11 @@ export function eventPieces(e: object): EventPieces {
   let bytes = NO_ECHOES;
   const tools: unknown = Reflect.get(r, 'tools');
   if (Array.isArray(tools)) {
-    const instructions: unknown = Reflect.get(r, 'instructions');
+    const values = echoValues(r as Partial<Record<EchoField, unknown>>);
     let memo = echoes.get(tools);
-    // Checked, not assumed: a tools array shared by two Responses with different instructions gets fresh bytes.
-    if (memo === undefined || memo.instructions !== instructions) {
-      memo = { instructions, bytes: [echoBytes(instructions), echoBytes(tools)] };
+    if (memo === undefined || !sameValues(memo, values)) {
+      const kept = memo;
+      memo = { values, bytes: values.map((v, i) => (kept !== undefined && kept.values[i] === v ? kept.bytes[i]! : echoBytes(v))) };
       echoes.set(tools, memo);
     }
     bytes = memo.bytes;

@@ -35,7 +35,7 @@ import type { SessionInfo } from '../../src/modes/session.js';
 import { wsModePolicy } from '../../src/modes/ws.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
-import { eventJson } from '../../src/protocol/event-json.js';
+import { eventJson, eventPieces, piecesLength } from '../../src/protocol/event-json.js';
 import type { InputItem } from '../../src/protocol/objects.js';
 import { DEFAULT_PARSE_CAPS, parseCreateBody } from '../../src/protocol/parse.js';
 import type { LlrServer } from '../../src/server.js';
@@ -104,9 +104,10 @@ const prose = (chars: number) => WORDS.repeat(Math.floor(chars / WORDS.length));
 const tools = [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } }];
 const info = (): SessionInfo => ({ connection: 'conn_test', owner: null, authSpan: null });
 
-function assertStalls(stalls: Stalls): void {
-  expect(stalls.turns).toBeGreaterThan(10);
-  const figures = `longest stall: ${stalls.maxCpuMs.toFixed(0)} ms CPU, ${stalls.maxWallMs.toFixed(0)} ms wall`;
+/** `minTurns`: the watch itself ran (a short run, such as one whose only large part is an echo, takes few turns). */
+function assertStalls(stalls: Stalls, minTurns = 10): void {
+  const figures = `longest stall: ${stalls.maxCpuMs.toFixed(0)} ms CPU, ${stalls.maxWallMs.toFixed(0)} ms wall, ${stalls.turns} turns`;
+  expect(stalls.turns, figures).toBeGreaterThan(minTurns);
   expect(stalls.maxCpuMs, figures).toBeLessThan(STALL_LIMIT_MS);
 }
 
@@ -178,6 +179,30 @@ describe('the event loop stays responsive under large inputs', () => {
     const created = events.find((e) => e.type === 'response.created')!;
     expect(eventJson(created) === JSON.stringify(created)).toBe(true);
     assertStalls(stalls);
+  }, 180_000);
+
+  it.each([
+    ['user', { user: '\ud800'.repeat(2_400_000) }],
+    ['safety_identifier', { safety_identifier: '\ud800'.repeat(2_400_000) }],
+    ['prompt_cache_key', { prompt_cache_key: '\ud800'.repeat(2_400_000) }],
+    ['a json_schema text format', { text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object', properties: { a: { type: 'string', description: '\ud800'.repeat(2_400_000) } } } } } }],
+    ['prompt_cache_options', { prompt_cache_options: { comparison_response_id: '\ud800'.repeat(2_400_000) } }],
+  ] as const)('a Response echoing %s of 2.4 million lone surrogates: its events are made without a loop turn holding the CPU for 250 ms', async (_name, fields) => {
+    // Only instructions and tools were kept as bytes between a Response's events: any other echoed field was
+    // stringified with each event (about 0.1 s per 15 MB of six-character escapes), three to four times a run, and an
+    // outside attack held /health 0.9 s over SSE with a long `user`.
+    const { server } = await testServer();
+    const params = parseCreateBody({ model: 'sim-model', input: 'hi', store: false, ...fields });
+    let bytes = 0;
+    const work = (async () => {
+      const plan = await httpPlan(params, server.services, new RunMetrics(), null);
+      // As a transport does: each event's pieces (text and kept bytes), their size.
+      return run(server, plan, (e) => (bytes += piecesLength(eventPieces(e)))).done;
+    })();
+    const { result, stalls } = await watchLoop(work);
+    expect(result.status).toBe('completed');
+    expect(bytes).toBeGreaterThan(3 * 14_000_000);
+    assertStalls(stalls, 3);
   }, 180_000);
 
   it.each(['http', 'ws'] as const)('%s store:true create on a SQLite file with a tool schema of 2.5 million lone surrogates: no loop turn holds the CPU for 250 ms, and the response is stored when it ends', async (name) => {

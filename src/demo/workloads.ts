@@ -18,7 +18,7 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { autoPolicy, replayPolicy, type ModelPolicy } from '../model/policies.js';
+import { autoPolicy, dollarLines, replayPolicy, type ModelPolicy } from '../model/policies.js';
 import type { FunctionTool, InputItem } from '../protocol/objects.js';
 import { WireError } from '../protocol/errors.js';
 import { flatModelTurns } from '../workload/replayable.js';
@@ -136,7 +136,10 @@ function fromReplay(w: Workload, label: string, note: string): DemoWorkload {
 function fromPrompt(text: string, limits: WorkloadLimits): DemoWorkload {
   if (typeof text !== 'string' || text.trim() === '') throw new WireError('invalid_value', 'The prompt is empty.', 'prompt');
   if (Buffer.byteLength(text) > limits.maxPromptBytes) throw new WireError('payload_too_large', `The prompt is longer than ${limits.maxPromptBytes} bytes.`, 'prompt');
-  const lines = text.split(/\r?\n/).filter((l) => /^\s*\$ \S/.test(l)).length;
+  // Counted as the model finds them (auto-policy.ts): a count of its own (`/^\s*\$ \S/`) missed `$  ls` (two spaces),
+  // which the model runs, so a prompt of such lines ran up to the policy's own 64 calls past --demo-max-tool-calls, and
+  // the page announced one model call.
+  const lines = dollarLines(text).length;
   if (lines > limits.maxToolCalls) throw new WireError('invalid_value', `The prompt has ${lines} "$ " lines; at most ${limits.maxToolCalls}.`, 'prompt');
   return {
     label: lines > 0 ? `your prompt (${lines} "$ " line${lines === 1 ? '' : 's'})` : 'your prompt',

@@ -167,8 +167,11 @@ function shellCall(tool: string, line: string): PlannedItem {
  */
 export const MAX_COMMAND_CHARS = 16 * 1024;
 
-/** Lines of the message that start with `$ `, without the prompt sign (at most `MAX_COMMAND_CHARS` each). */
-function dollarLines(text: string): string[] {
+/**
+ * Lines of the message that start with `$ `, without the prompt sign (at most `MAX_COMMAND_CHARS` each): the
+ * commands this policy runs. The demo counts a prompt's commands with it (src/demo/workloads.ts).
+ */
+export function dollarLines(text: string): string[] {
   const lines: string[] = [];
   for (const raw of text.split(/\r?\n/)) {
     if (raw.length > MAX_COMMAND_CHARS + 64) continue;

@@ -185,4 +185,4 @@ export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
 
 // The default policy lives in its own file (it is the longest); re-exported so
 // callers find all three policies in one place.
-export { autoPolicy } from './auto-policy.js';
+export { autoPolicy, dollarLines } from './auto-policy.js';

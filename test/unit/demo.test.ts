@@ -77,6 +77,7 @@ describe('race requests', () => {
     expect(r.workload.parallel_tool_calls).toBe(true);
     const p = parseRaceRequest({ workload: 'prompt', prompt: 'x\n$ ls\n  $ pwd\nnot $ this', speed: 'instant' }, limits);
     expect(p.workload.model_calls).toBe(3);
+    expect(parseRaceRequest({ workload: 'prompt', prompt: '$  ls\n$ \tpwd\n$ ', speed: 'instant' }, limits).workload.model_calls).toBe(3);
     expect(p.workload.toolResult('call_1', '{"cmd":"ls"}')?.output).toMatch(/`ls` was not run/);
   });
 
@@ -97,6 +98,9 @@ describe('race requests', () => {
     expect(param({ workload: 'prompt', prompt: 'x'.repeat(101), speed: 'instant' })).toBe('prompt');
     expect(param({ workload: 'prompt', prompt: Array(7).fill('$ ls').join('\n'), speed: 'instant' })).toBe('prompt');
     expect(param({ workload: 'prompt', prompt: 5, speed: 'instant' })).toBe('prompt');
+    // Counted as the model reads them: `$  ls` (two spaces) and `$ \tls` are commands it runs.
+    expect(param({ workload: 'prompt', prompt: Array(6).fill('$  ls').join('\n'), speed: 'instant' })).toBe('prompt');
+    expect(param({ workload: 'prompt', prompt: Array(6).fill('$ \tls').join('\n'), speed: 'instant' })).toBe('prompt');
     expect(param({ workload: 'synthetic', tool_calls: 2, speed: 'instant', tool_time: 'slow' })).toBe('tool_time');
     expect(param(null)).toBe(null);
   });

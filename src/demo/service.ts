@@ -26,6 +26,7 @@ import type { Services } from '../engine/services.js';
 import { WireError, methodNotAllowed } from '../protocol/errors.js';
 import { parseJsonText } from '../protocol/parse.js';
 import { readBody } from '../transport/body.js';
+import { bearerKey } from '../transport/auth.js';
 import { checkJsonContentType, watchStall, type HttpRoutes } from '../transport/http.js';
 import { DEMO_DESIGNS } from './designs.js';
 import type { DemoMessage } from './messages.js';
@@ -199,7 +200,9 @@ export class DemoService implements HttpRoutes {
     }
     if (!this.url) throw new Error('the demo service does not know the server address yet');
     const id = `r${randomBytes(5).toString('hex')}`;
-    const auth = req.headers.authorization;
+    // The key as the server read it: a header it accepted (`bearer KEY`, any case) gave the lanes no key, and each
+    // lane then failed with 401 in a race that had been accepted.
+    const apiKey = bearerKey(req.headers.authorization) ?? undefined;
     const race = new Race(
       {
         id,
@@ -211,7 +214,7 @@ export class DemoService implements HttpRoutes {
         step: r.step,
         order: r.order,
         url: this.url,
-        apiKey: auth?.startsWith('Bearer ') ? auth.slice(7) : undefined,
+        apiKey,
         timeoutMs: this.options.raceTimeoutMs,
       },
       services,

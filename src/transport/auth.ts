@@ -18,15 +18,21 @@ function digest(key: string): Buffer {
   return createHash('sha256').update(key).digest();
 }
 
+/**
+ * The key of an `Authorization: Bearer <key>` header, as `check` reads it (the scheme in any case, the key trimmed),
+ * or null. The demo hands the same key to its lanes (src/demo/service.ts).
+ */
+export function bearerKey(header: unknown): string | null {
+  return typeof header === 'string' && /^Bearer\s+/i.test(header) ? header.replace(/^Bearer\s+/i, '').trim() : null;
+}
+
 export function createAuthenticator(keys: readonly string[]): Authenticator {
   const digests = keys.map(digest);
   return {
     enabled: digests.length > 0,
     check(req, url) {
       if (digests.length === 0) return null;
-      const header = req.headers['authorization'];
-      const bearer = typeof header === 'string' && /^Bearer\s+/i.test(header) ? header.replace(/^Bearer\s+/i, '').trim() : null;
-      const key = bearer ?? url?.searchParams.get('api_key') ?? null;
+      const key = bearerKey(req.headers['authorization']) ?? url?.searchParams.get('api_key') ?? null;
       if (!key) return false;
       const d = digest(key);
       let ok = false;

@@ -250,5 +250,15 @@ describe('demo requests', () => {
     });
     const msgs = await readRace(res);
     expect(msgs.at(-1)).toMatchObject({ type: 'race.done', status: 'done' });
+    // The scheme in any case, as the server reads it: the lanes get the same key (they got none, and each failed with 401).
+    const lower = await fetch(`${url}/demo/api/races`, {
+      method: 'POST',
+      headers: { Authorization: 'bearer sk-demo', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: 'synthetic', tool_calls: 1, speed: 'instant' }),
+    });
+    expect(lower.status).toBe(200);
+    const again = await readRace(lower);
+    expect(again.filter((m) => m.type === 'lane.state' && m.state === 'failed')).toEqual([]);
+    expect(again.at(-1)).toMatchObject({ type: 'race.done', status: 'done' });
   });
 });

@@ -72,6 +72,8 @@ export class DemoService implements HttpRoutes {
   readonly options: DemoOptions;
   readonly models: DemoModels;
   private readonly races = new Map<string, Race>();
+  /** Who started each race (the key's owner id, null without keys): only that key may step it. */
+  private readonly owners = new Map<string, string | null>();
   private readonly running = new Set<Promise<unknown>>();
   private url: string | null = null;
   private closed = false;
@@ -114,18 +116,19 @@ export class DemoService implements HttpRoutes {
     }
     if (rest === 'api/races') {
       if (method !== 'POST') throw methodNotAllowed('POST');
-      authenticate();
+      const owner = authenticate();
       // As on /v1: a JSON body or none (415 otherwise), so a form a browser may post without a preflight
       // (text/plain, x-www-form-urlencoded) is refused for its type, not read as JSON.
       checkJsonContentType(req);
-      return this.startRace(req, res);
+      return this.startRace(req, res, owner);
     }
     const step = /^api\/races\/([a-z0-9]+)\/step$/.exec(rest);
     if (step) {
       if (method !== 'POST') throw methodNotAllowed('POST');
-      authenticate();
+      const owner = authenticate();
       const race = this.races.get(step[1]!);
-      if (!race) throw new WireError('not_found', `No running demo race '${step[1]!.slice(0, 100)}'.`);
+      // Another key's race is reported exactly like a missing one, as /v1 reports another key's response.
+      if (!race || this.owners.get(race.o.id) !== owner) throw new WireError('not_found', `No running demo race '${step[1]!.slice(0, 100)}'.`);
       // A race not in step mode has no gate: its "allowed" would be Infinity, which JSON sends as null.
       if (!race.o.step) throw new WireError('invalid_value', `Demo race '${race.o.id}' is not in step mode: its lanes wait for no step.`, 'step');
       return json(res, 200, { allowed: race.step() });
@@ -182,7 +185,7 @@ export class DemoService implements HttpRoutes {
     res.end(head ? undefined : body);
   }
 
-  private async startRace(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async startRace(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {
     const services = this.services();
     // JSON escapes one byte of the prompt into as many as six (`\u0001`): a prompt within its limit must fit the body's,
     // and one over it is refused by the prompt's own check, which names it.
@@ -241,6 +244,7 @@ export class DemoService implements HttpRoutes {
       flushing ??= setImmediate(flush);
     };
     this.races.set(id, race);
+    this.owners.set(id, owner);
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
     res.on('close', () => race.stop('the page closed the race stream'));
     // A page that reads nothing while the kernel's buffers are full: dropped once nothing has left for the stall
@@ -260,6 +264,7 @@ export class DemoService implements HttpRoutes {
     } finally {
       this.running.delete(done);
       this.races.delete(id);
+      this.owners.delete(id);
     }
   }
 }

@@ -239,6 +239,25 @@ describe('demo requests', () => {
     expect(config.designs.map((d) => d.id)).toEqual(DEMO_DESIGNS.map((d) => d.id));
   });
 
+  it('lets only the key that started a race step it: another key is told no such race', async () => {
+    const { url } = await testServer({ apiKeys: ['sk-a', 'sk-b'] });
+    const post = (path: string, key: string, body?: unknown) =>
+      fetch(`${url}${path}`, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, ...(body !== undefined && { body: JSON.stringify(body) }) });
+    const res = await post('/demo/api/races', 'sk-a', { workload: 'synthetic', tool_calls: 1, speed: 'instant', step: true });
+    let raceId = '';
+    const msgs = await readRace(res, async (m) => {
+      if (m.type === 'race') raceId = m.race_id;
+      if (m.type === 'step' && m.waiting.length === DEMO_DESIGNS.length) {
+        const other = await post(`/demo/api/races/${raceId}/step`, 'sk-b');
+        expect(other.status).toBe(404);
+        expect(await other.json()).toMatchObject({ error: { code: 'not_found', message: `No running demo race '${raceId}'.` } });
+        const own = await post(`/demo/api/races/${raceId}/step`, 'sk-a');
+        expect(await own.json()).toEqual({ allowed: 2 });
+      }
+    });
+    expect(msgs.at(-1)).toMatchObject({ type: 'race.done', status: 'done' });
+  });
+
   it('asks for the API key the server asks for', async () => {
     const { url } = await testServer({ apiKeys: ['sk-demo'] });
     expect((await fetch(`${url}/demo`)).status).toBe(200);

@@ -69,7 +69,14 @@ export function toInputItems(input: string | InputItem[]): InputItem[] {
 /** An event of a run as its transport carried it: over SSE, `error` is flat. */
 export type AgentEvent = ServerEvent | SseErrorEvent;
 
-/** The events and the outcome of one agent run. */
+/**
+ * The events and the outcome of one agent run. Its events are kept for an
+ * iterator until the run is awaited without one: a caller that only awaits
+ * the outcome (the demo's lanes, the bench's replay) held every event of the
+ * run, each long-lived pause's `response.done` a snapshot of the whole output
+ * so far, so a 2,500-step run's client held ~1 GB. Iterate before awaiting
+ * (as `llr run` does) to see every event.
+ */
 export class AgentRun implements AsyncIterable<AgentEvent>, PromiseLike<Response> {
   /** Everything the conversation holds at the end: inputs, outputs, tool outputs, in order. */
   readonly transcript: InputItem[] = [];
@@ -77,6 +84,10 @@ export class AgentRun implements AsyncIterable<AgentEvent>, PromiseLike<Response
   readonly responses: Response[] = [];
   readonly timings: TimingEvent[] = [];
   private readonly buffer: AgentEvent[] = [];
+  /** An iterator was started: events are kept for it. */
+  private iterated = false;
+  /** Awaited with no iterator started: events are no longer kept (see the class comment). */
+  private awaitedOnly = false;
   private wake: (() => void) | null = null;
   private finished = false;
   private failure: unknown = null;
@@ -97,7 +108,7 @@ export class AgentRun implements AsyncIterable<AgentEvent>, PromiseLike<Response
 
   push(e: AgentEvent): void {
     if (isTimingEvent(e)) this.timings.push(e);
-    this.buffer.push(e);
+    if (!this.awaitedOnly) this.buffer.push(e);
     this.wake?.();
     this.checkTelemetry();
   }
@@ -157,10 +168,15 @@ export class AgentRun implements AsyncIterable<AgentEvent>, PromiseLike<Response
     onfulfilled?: ((value: Response) => A | PromiseLike<A>) | null,
     onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
   ): Promise<A | B> {
+    if (!this.iterated && !this.awaitedOnly) {
+      this.awaitedOnly = true;
+      this.buffer.length = 0;
+    }
     return this.result.then(onfulfilled, onrejected);
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
+    this.iterated = true;
     for (;;) {
       const e = this.buffer.shift();
       if (e) {

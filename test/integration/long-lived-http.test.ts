@@ -276,6 +276,30 @@ describe('long-lived over HTTP', () => {
     await client.close();
   });
 
+  it('LongLivedHttpClient: a run only awaited keeps none of its events (each pause snapshot held the whole output); one iterated sees them all', async () => {
+    const steps = 40;
+    const turns = () => [
+      ...Array.from({ length: steps }, (_, i) => ({ calls: [{ name: 'lookup', arguments: { q: `${i}` }, call_id: `call_${i}` }] })),
+      { text: 'all done' },
+    ];
+    const { url } = await testServer({ policy: scriptPolicy([...turns(), ...turns()]) });
+    const client = new LongLivedHttpClient(url, { timing: false });
+    const awaited = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, () => 'x'.repeat(100));
+    expect((await awaited).status).toBe('completed');
+    // Nothing was kept for an iterator: one started now has no event to read.
+    let kept = 0;
+    for await (const _ of awaited) kept++;
+    expect(kept).toBe(0);
+    client.newConversation();
+    const iterated = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, () => 'x'.repeat(100));
+    const types: string[] = [];
+    for await (const e of iterated) types.push(e.type);
+    expect((await iterated).status).toBe('completed');
+    expect(types.filter((t) => t === 'response.done')).toHaveLength(steps);
+    expect(types.at(-1)).toBe('response.completed');
+    await client.close();
+  });
+
   it('LongLivedHttpClient: an append the server refuses fails the run with its error, and the run ends on the server', async () => {
     const { url, server } = await testServer({ policy: twoCalls() });
     const client = new LongLivedHttpClient(url);

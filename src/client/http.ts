@@ -99,7 +99,7 @@ export class HttpClient implements AgentClient {
 }
 
 /** Parse an SSE body into events (one `data:` line per event, `[DONE]` ends it). */
-export async function* sseEvents(body: ReadableStream<Uint8Array>, onBytes: (n: number) => void = () => {}): AsyncGenerator<SseEvent> {
+export async function* sseEvents(body: AsyncIterable<Uint8Array>, onBytes: (n: number) => void = () => {}): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   let buf = '';
   for await (const chunk of body) {

@@ -14,7 +14,15 @@
  * An append the server refuses fails the run, and the client closes the
  * stream (the server then ends the run as a disconnect). One run at a time
  * per client. Imports only `protocol/` (and the shared driver and SSE reader).
+ *
+ * The stream is read with `node:http`, not `fetch`: while the run is paused
+ * nothing is sent on it, and `fetch` gives up on a body silent for 300 s
+ * (undici's body timeout), so a tool call that took five minutes failed the
+ * run (`UND_ERR_BODY_TIMEOUT`), though the server waits for outputs for
+ * `--pause-timeout-ms` (10 minutes by default). The appends stay on `fetch`.
  */
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { isTerminalEvent, type SseErrorEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
 import { AgentRun, ServerError, busyRun, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
@@ -76,11 +84,11 @@ export class LongLivedHttpClient implements AgentClient {
     fail: (err: unknown) => void,
   ): Promise<void> {
     const body = JSON.stringify({ ...createBody(request, input, null, request.store ?? false), stream: true });
-    const res = await this.post(`${this.base}?protocol=long-lived`, body, abort.signal);
+    const res = await this.openStream(`${this.base}?protocol=long-lived`, body, abort.signal);
     let calls: FunctionCall[] = [];
     let final: Response | null = null;
     let lastError: ServerError | null = null;
-    for await (const e of sseEvents(res.body!, (n) => (this.bytesReceived += n))) {
+    for await (const e of sseEvents(res, (n) => (this.bytesReceived += n))) {
       run.push(e);
       if (isTerminalEvent(e)) {
         final = e.response;
@@ -124,13 +132,54 @@ export class LongLivedHttpClient implements AgentClient {
     if (!final) throw lastError ?? new Error('the SSE stream ended without a terminal event');
   }
 
-  /** POST JSON; a non-2xx answer becomes the server's error. */
-  private async post(url: string, body: string, signal?: AbortSignal): Promise<globalThis.Response> {
-    this.bytesSent += Buffer.byteLength(body);
+  private headers(): Record<string, string> {
     const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'text/event-stream' };
     if (this.opts.timing ?? true) headers['X-LLR-Timing'] = '1';
     if (this.opts.apiKey) headers['Authorization'] = `Bearer ${this.opts.apiKey}`;
-    const res = await fetch(url, { method: 'POST', headers, body, ...(signal && { signal }) });
+    return headers;
+  }
+
+  /** POST the create and open its SSE stream, with no read timeout (see the file's comment); a non-2xx answer becomes the server's error. */
+  private openStream(url: string, body: string, signal: AbortSignal): Promise<IncomingMessage> {
+    this.bytesSent += Buffer.byteLength(body);
+    const request = new URL(url).protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      // Not `request`'s own `signal` option, nor a destroy with an error: the abort (`close()`) comes right after the
+      // run's terminal event, when the stream may have just ended, and the error was then emitted on a socket nobody
+      // listened to any more: an uncaught AbortError ended the process (`llr run` closes its client after each run).
+      // An abort ends a stream still open; the reader then sees it end early.
+      let response: IncomingMessage | null = null;
+      const req = request(url, { method: 'POST', headers: { ...this.headers(), 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+        response = res;
+        res.once('close', stopWatching);
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) return resolve(res);
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('error', reject);
+        res.on('end', () => {
+          this.bytesReceived += Buffer.byteLength(text);
+          reject(serverError(status, text));
+        });
+      });
+      const abort = () => {
+        stopWatching();
+        if (!response?.complete) req.destroy();
+      };
+      const stopWatching = () => signal.removeEventListener('abort', abort);
+      if (signal.aborted) abort();
+      else signal.addEventListener('abort', abort, { once: true });
+      req.once('close', stopWatching);
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  /** POST JSON; a non-2xx answer becomes the server's error. */
+  private async post(url: string, body: string): Promise<globalThis.Response> {
+    this.bytesSent += Buffer.byteLength(body);
+    const res = await fetch(url, { method: 'POST', headers: this.headers(), body });
     if (res.ok && res.body) {
       if (res.headers.get('content-type')?.startsWith('text/event-stream')) return res;
       // A JSON answer (an append's `{}`): read it all so the connection is reused.
@@ -139,13 +188,7 @@ export class LongLivedHttpClient implements AgentClient {
     }
     const text = await res.text();
     this.bytesReceived += Buffer.byteLength(text);
-    let err: { code?: string; message?: string; param?: string | null } = {};
-    try {
-      err = (JSON.parse(text) as { error?: typeof err }).error ?? {};
-    } catch {
-      // Not a Responses error body: reported with the status alone.
-    }
-    throw new ServerError(err.code ?? `http_${res.status}`, err.message ?? text.slice(0, 200), err.param ?? null, res.status);
+    throw serverError(res.status, text);
   }
 
   /** Cancel the run in flight (`POST /v1/responses/{id}/cancel`); its stream then ends with `response.cancelled`. */
@@ -165,6 +208,17 @@ export class LongLivedHttpClient implements AgentClient {
     this.stream?.abort();
     this.stream = null;
   }
+}
+
+/** A non-2xx answer as the server's error. */
+function serverError(status: number, text: string): ServerError {
+  let err: { code?: string; message?: string; param?: string | null } = {};
+  try {
+    err = (JSON.parse(text) as { error?: typeof err }).error ?? {};
+  } catch {
+    // Not a Responses error body: reported with the status alone.
+  }
+  return new ServerError(err.code ?? `http_${status}`, err.message ?? text.slice(0, 200), err.param ?? null, status);
 }
 
 function errorOf(e: SseErrorEvent): ServerError {

@@ -9,7 +9,7 @@
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LongLivedHttpClient, ServerError } from '../../src/client/index.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { SseStream, postJson } from '../helpers/sse-stream.js';
@@ -298,6 +298,98 @@ describe('long-lived over HTTP', () => {
     expect(types.filter((t) => t === 'response.done')).toHaveLength(steps);
     expect(types.at(-1)).toBe('response.completed');
     await client.close();
+  });
+
+  it('LongLivedHttpClient reads its stream without fetch: a pause longer than fetch\'s body timeout (300 s) does not fail the run', async () => {
+    // A stand-in for undici's body timeout: `expire()` fails every event-stream body fetch has open, as 300 s of
+    // silence would (the stream is silent while the run is paused). The tool "runs longer than that" by calling it.
+    const real = globalThis.fetch;
+    const open = new Set<ReadableStreamDefaultController<Uint8Array>>();
+    vi.stubGlobal('fetch', async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+      const res = await real(input, init);
+      if (!res.body || !res.headers.get('content-type')?.startsWith('text/event-stream')) return res;
+      const reader = res.body.getReader();
+      const body = new ReadableStream<Uint8Array>({
+        start: (c) => void open.add(c),
+        async pull(c) {
+          const { done, value } = await reader.read();
+          try {
+            if (done) c.close();
+            else c.enqueue(value);
+          } catch {
+            // Expired meanwhile.
+          }
+        },
+        cancel: (why) => reader.cancel(why),
+      });
+      return new Response(body, { status: res.status, headers: res.headers });
+    });
+    const expire = () => {
+      for (const c of open) c.error(new TypeError('terminated', { cause: { code: 'UND_ERR_BODY_TIMEOUT' } }));
+      open.clear();
+    };
+    try {
+      const { url, server } = await testServer({ policy: twoCalls() });
+      const client = new LongLivedHttpClient(url, { timing: false });
+      const run = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, (call) => {
+        expire();
+        return `out ${call.call_id}`;
+      });
+      const r = await run;
+      expect(r.status).toBe('completed');
+      expect(r.output.at(-1)).toMatchObject({ type: 'message' });
+      await server.services.postWork.flush();
+      expect(server.services.records.get(r.id)).toMatchObject({ status: 'completed', counters: { pauses: 1, appends: 1 } });
+      await client.close();
+    } finally {
+      vi.unstubAllGlobals();
+    }
+  });
+
+  it('LongLivedHttpClient: close() right after a run ends raises nothing; close() while paused ends the run on the server as a disconnect', async () => {
+    const policy = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
+      { text: 'done' },
+      { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+    ]);
+    const { url, server } = await testServer({ policy });
+    // What `llr run` does: the run resolves at its terminal event and the client is closed at once, while the timing
+    // event and [DONE] may still be arriving. The stream's abort was then emitted as an error on a socket nobody
+    // listened to any more: an uncaught AbortError.
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => void uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const client = new LongLivedHttpClient(url);
+      const r = await client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, () => new Promise<string>((res) => setImmediate(() => res('ok'))));
+      expect(r.status).toBe('completed');
+      await client.close();
+      await server.httpTransport.idle();
+      expect((await fetch(`${url}/health`)).status).toBe(200);
+      expect(uncaught).toEqual([]);
+
+      // Closed while paused (its tool still running): the stream ends, and the server cancels the run as a disconnect.
+      let called!: () => void;
+      const inTool = new Promise<void>((res) => (called = res));
+      const second = client.run({ model: 'sim-model', input: 'again', tools: [tool] as never }, () => {
+        called();
+        return new Promise<string>(() => {});
+      });
+      const settled = second.then(
+        () => 'resolved',
+        () => 'rejected',
+      );
+      await inTool;
+      await client.close();
+      expect(await settled).toBe('rejected');
+      await server.httpTransport.idle();
+      await server.services.postWork.flush();
+      const rec = server.services.records.list().find((x) => x.protocol === 'long-lived-http' && x.status !== 'completed');
+      expect(rec?.status).toBe('cancelled');
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
   });
 
   it('LongLivedHttpClient: an append the server refuses fails the run with its error, and the run ends on the server', async () => {

@@ -85,6 +85,11 @@ export interface RunPlan {
   /** What a client tool call does to the response. */
   onToolCalls: 'pause' | 'end';
   postInference: 'inline' | 'overlapped';
+  /**
+   * An append's items as the mode reads them before any check (the long-lived designs replace each
+   * `item_reference` by the stored item it names, or refuse it, `item_not_found`); absent, as sent.
+   */
+  resolveAppend?(items: readonly InputItem[], metrics: RunMetrics): readonly InputItem[];
 }
 
 /** What the run may ask of whoever carries it. */
@@ -235,7 +240,7 @@ export class ResponseRun {
     const ctx = this.plan.context;
     const fresh: InputItem[] = [];
     const answering = new Set<string>();
-    for (const item of items) {
+    for (const item of this.plan.resolveAppend ? this.plan.resolveAppend(items, this.metrics) : items) {
       const callId = (item as { call_id?: unknown }).call_id;
       const known = typeof callId === 'string';
       if (item.type === 'function_call' && known && ctx.callIds.has(callId)) {

@@ -12,6 +12,7 @@ import { WireError } from '../protocol/errors.js';
 import type { Services } from '../engine/services.js';
 import type { ModePolicy, SessionInfo } from './session.js';
 import { prepareFull } from './prepare.js';
+import { resolveReferences } from './hydrate.js';
 import { checkContext } from '../engine/budget.js';
 
 export function longLivedPolicy(services: Services, info: SessionInfo): ModePolicy {
@@ -26,21 +27,25 @@ export function longLivedPolicy(services: Services, info: SessionInfo): ModePoli
           'previous_response_id',
         );
       }
+      // An item_reference names a stored item (a response of an earlier run): replaced by it, as the other designs
+      // do, or refused (`item_not_found`); it was rendered as nothing, the item silently missing from the run.
+      const input = resolveReferences(params.input, info.owner, services, metrics);
       // The run's context budget covers what it starts with, not only what is
       // appended; checked before rendering, so an oversized input costs no tokenizing.
-      checkContext(null, params.input, services.limits);
-      const { context, route } = await prepareFull(params, [], params.input, services, metrics, info.owner);
+      checkContext(null, input, services.limits);
+      const { context, route } = await prepareFull(params, [], input, services, metrics, info.owner);
       return {
         protocol: 'long-lived',
         params,
         context,
         route,
-        input: params.input,
+        input,
         owner: info.owner,
         connection: info.connection,
         metrics,
         onToolCalls: 'pause',
         postInference: services.switches.overlap_post_inference ? 'overlapped' : 'inline',
+        resolveAppend: (items, m) => resolveReferences([...items], info.owner, services, m),
       };
     },
   };

@@ -525,3 +525,49 @@ describe('long-lived bad input', () => {
     expect((await ok.next('response.created')).response.status).toBe('in_progress');
   });
 });
+
+describe('item_reference on the long-lived designs', () => {
+  // Found by an outside attack: an item_reference in a long-lived create or append was rendered as nothing, the
+  // item it names silently missing from the run, while the other designs replace it by the stored item or refuse it.
+  it('a create and an append replace each item_reference by the stored item it names; an unknown one is item_not_found and the run stays paused', async () => {
+    const policy = scriptPolicy([
+      { text: 'noted' },
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }, { name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+      { text: 'all done' },
+    ]);
+    const { url, server } = await testServer({ policy });
+    // A stored response (any design): its input message is an item a reference can name.
+    const stored = (await (
+      await fetch(`${url}/v1/responses`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'sim-model', input: [{ type: 'message', id: 'msg_note', role: 'user', content: 'remember the note' }], tools: [tool] }),
+      })
+    ).json()) as { status: string };
+    expect(stored.status).toBe('completed');
+    const s = await RawSocket.longLived(url);
+    s.send(create({ input: [{ type: 'item_reference', id: 'msg_note' }, { type: 'message', role: 'user', content: 'go' }] }));
+    const paused = await s.next('response.done');
+    const id = paused.response.id as string;
+    // Unknown: refused, named, the run still paused.
+    s.send({ type: 'response.append', input: [{ type: 'item_reference', id: 'msg_nowhere' }, out('call_a')] });
+    const refused = await s.next('error');
+    expect(refused.error).toMatchObject({ code: 'item_not_found', param: 'input[0].id' });
+    expect(refused.error.message).toContain('msg_nowhere');
+    // Known: replaced by the stored message, with the outputs the pause waits for.
+    s.send({ type: 'response.append', input: [{ type: 'item_reference', id: 'msg_note' }, out('call_a'), out('call_b')] });
+    const end = await s.next('response.completed');
+    expect(end.response.id).toBe(id);
+    s.dispose();
+    await server.services.postWork.flush();
+    const items = (await (await fetch(`${url}/v1/responses/${id}/input_items?order=asc`)).json()) as { data: Array<Record<string, unknown>> };
+    const notes = items.data.filter((i) => i['type'] === 'message' && JSON.stringify(i['content']).includes('remember the note'));
+    expect(notes).toHaveLength(2);
+    expect(items.data.some((i) => i['type'] === 'item_reference')).toBe(false);
+    // A create naming an unknown item is refused before it starts.
+    const t = await RawSocket.longLived(url);
+    t.send(create({ input: [{ type: 'item_reference', id: 'msg_nowhere' }] }));
+    expect((await t.next('error')).error).toMatchObject({ code: 'item_not_found', param: 'input[0].id' });
+    t.dispose();
+  });
+});

@@ -15,7 +15,9 @@
  *
  * Bounds (options, `llr serve` flags, docs/demo.md): races at once, a race's
  * duration, tool calls of a synthetic run or `$ ` lines of a prompt, prompt
- * size; a page that stops reading its stream is dropped at the transport's
+ * size; the race's body is read at the transport's edge (`RouteEdge`):
+ * bounded by the frame limit too, and charged to the server-wide byte budget
+ * until the race's stream ends, as a /v1 create's; a page that stops reading its stream is dropped at the transport's
  * send-buffer limit, or once nothing of it has left for the stall timeout.
  */
 import { randomBytes } from 'node:crypto';
@@ -25,9 +27,8 @@ import { fileURLToPath } from 'node:url';
 import type { Services } from '../engine/services.js';
 import { WireError, methodNotAllowed } from '../protocol/errors.js';
 import { parseJsonText } from '../protocol/parse.js';
-import { readBody } from '../transport/body.js';
 import { bearerKey } from '../transport/auth.js';
-import { checkJsonContentType, watchStall, type HttpRoutes } from '../transport/http.js';
+import { checkJsonContentType, watchStall, type HttpRoutes, type RouteEdge } from '../transport/http.js';
 import { DEMO_DESIGNS } from './designs.js';
 import type { DemoMessage } from './messages.js';
 import { DemoModels } from './models.js';
@@ -102,7 +103,8 @@ export class DemoService implements HttpRoutes {
     this.url = u.toString().replace(/\/$/, '');
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, path: string, authenticate: () => string | null): Promise<void> {
+  async handle(req: IncomingMessage, res: ServerResponse, path: string, edge: RouteEdge): Promise<void> {
+    const authenticate = (): string | null => edge.authenticate();
     const method = req.method ?? 'GET';
     const rest = path.slice(this.prefix.length).replace(/^\//, '');
     if (rest === '' || Object.hasOwn(FILES, rest)) {
@@ -120,7 +122,7 @@ export class DemoService implements HttpRoutes {
       // As on /v1: a JSON body or none (415 otherwise), so a form a browser may post without a preflight
       // (text/plain, x-www-form-urlencoded) is refused for its type, not read as JSON.
       checkJsonContentType(req);
-      return this.startRace(req, res, owner);
+      return this.startRace(req, res, owner, edge);
     }
     const step = /^api\/races\/([a-z0-9]+)\/step$/.exec(rest);
     if (step) {
@@ -185,11 +187,12 @@ export class DemoService implements HttpRoutes {
     res.end(head ? undefined : body);
   }
 
-  private async startRace(req: IncomingMessage, res: ServerResponse, owner: string | null): Promise<void> {
+  private async startRace(req: IncomingMessage, res: ServerResponse, owner: string | null, edge: RouteEdge): Promise<void> {
     const services = this.services();
     // JSON escapes one byte of the prompt into as many as six (`\u0001`): a prompt within its limit must fit the body's,
-    // and one over it is refused by the prompt's own check, which names it.
-    const body = parseJsonText(await readBody(req, 6 * this.options.maxPromptBytes + 4096), 'body', services.limits.maxJsonDepth);
+    // and one over it is refused by the prompt's own check, which names it. Read at the edge as a /v1 body is: never
+    // more than --max-frame-bytes, and charged to --max-server-bytes until the race's stream ends (503 server_busy past it).
+    const body = parseJsonText(await edge.readBody(6 * this.options.maxPromptBytes + 4096), 'body', services.limits.maxJsonDepth);
     // Reading a recorded workload counts its tokens synchronously: wait for the tokenizer's tables first (model/tokenizer.ts).
     await tokenizerReady();
     const r = parseRaceRequest(body, this.options);

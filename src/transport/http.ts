@@ -233,13 +233,24 @@ export const RUNS_PAGE_MAX = 1000;
 
 /**
  * Routes another module serves under `prefix` (the teaching demo). They get
- * the normalised path and this transport's authentication (throws a
- * WireError when the key is missing or wrong); their errors are reported
- * like every other route's.
+ * the normalised path and this transport's edge (`RouteEdge`); their errors
+ * are reported like every other route's.
  */
 export interface HttpRoutes {
   readonly prefix: string;
-  handle(req: IncomingMessage, res: ServerResponse, path: string, authenticate: () => string | null): Promise<void>;
+  handle(req: IncomingMessage, res: ServerResponse, path: string, edge: RouteEdge): Promise<void>;
+}
+
+/** What a mounted route gets of the edge, as the /v1 routes use it. */
+export interface RouteEdge {
+  /** The key's owner (null without keys); throws a WireError when the key is missing or wrong. */
+  authenticate(): string | null;
+  /**
+   * The request's body as text, at most `limit` bytes and never more than `--max-frame-bytes` (413 past either),
+   * charged to the server-wide byte budget (`--max-server-bytes`) as it arrives and until the request is done,
+   * as a /v1 create's: 503 `server_busy` past it.
+   */
+  readBody(limit: number): Promise<string>;
 }
 
 export class HttpTransport {
@@ -417,7 +428,14 @@ export class HttpTransport {
     }
     const extra = this.extra;
     if (extra && (path === extra.prefix || path.startsWith(`${extra.prefix}/`))) {
-      return extra.handle(req, res, path, () => this.authenticate(req));
+      // Charged as a /v1 create's body: from its first byte until the request is done (a race's stream has ended).
+      const frame = this.host.limits.maxFrameBytes;
+      return this.holding((hold) =>
+        extra.handle(req, res, path, {
+          authenticate: () => this.authenticate(req),
+          readBody: (limit) => readBody(req, Math.min(limit, frame), hold),
+        }),
+      );
     }
     if (path === '/v1/responses') {
       if (method !== 'POST') throw methodNotAllowed('POST');

@@ -168,3 +168,48 @@ describe('demo request bodies', () => {
     expect(((await unknown.json()) as { error: { message: string } }).error.message.length).toBeLessThan(300);
   });
 });
+
+describe('demo race bodies at the edge, as /v1 bodies', () => {
+  // 8,005 bytes of prompt (within its 16 KiB limit), escaped by JSON to ~48 KiB of body: within the demo's own body limit.
+  const body = JSON.stringify({ workload: 'prompt', prompt: `$ ls\n${'\u0001'.repeat(8000)}`, speed: 'instant' });
+  const post = (url: string) => fetch(`${url}/demo/api/races`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+  const health = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
+
+  it('a race body is charged to --max-server-bytes: past it 503 server_busy, as on /v1; nothing held after', async () => {
+    expect(Buffer.byteLength(body)).toBeGreaterThan(40 * 1024);
+    const { url, server } = await testServer({ limits: { maxServerBytes: 32 * 1024 } });
+    const res = await post(url);
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('server_busy');
+    await server.demo!.idle();
+    expect(server.demo!.racesRunning).toBe(0);
+    expect(await health(url)).toBe(0);
+  });
+
+  it('a race body is bounded by --max-frame-bytes: past it 413 payload_too_large', async () => {
+    const { url, server } = await testServer({ limits: { maxFrameBytes: 16 * 1024 } });
+    const res = await post(url);
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('payload_too_large');
+    await server.demo!.idle();
+    expect(server.demo!.racesRunning).toBe(0);
+  });
+
+  it('a race body stays charged while its race runs, and is released when it ends', async () => {
+    const { url, server } = await testServer();
+    const page = new AbortController();
+    const res = await fetch(`${url}/demo/api/races`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: 'synthetic', tool_calls: 5, speed: 'instant', step: true }),
+      signal: page.signal,
+    });
+    for await (const e of sseEvents(res.body!)) if ((e as unknown as DemoMessage).type === 'race') break;
+    // Step mode, never stepped: the race waits; its body (and the lanes' paused runs) are held.
+    expect(await health(url)).toBeGreaterThan(0);
+    page.abort();
+    await server.demo!.idle();
+    await server.ws.idle();
+    expect(await health(url)).toBe(0);
+  });
+});

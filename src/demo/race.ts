@@ -8,9 +8,10 @@
  * The race owns its lanes' deployments, the step gate (in step mode each lane
  * may start model call k only after the presenter pressed "next" k times)
  * and the race deadline. It ends exactly once: every lane settled, the
- * server's deferred post-inference work flushed (so the records carry their
- * billing and persist spans), the final records and each lane's figures
- * sent. Stopping it (the page went away, the deadline, shutdown) closes the
+ * server's deferred post-inference work pending then done (so the records
+ * carry their billing and persist spans; work other clients' runs defer
+ * later is not waited for, nor anything once the race is stopped), the
+ * final records and each lane's figures sent. Stopping it (the page went away, the deadline, shutdown) closes the
  * lanes' sockets, which cancels their runs on the server; an HTTP lane,
  * whose client cannot be interrupted, gets an instant model whose next call
  * answers in one line, which ends its run.
@@ -134,8 +135,11 @@ export class Race implements StepGate {
         order: o.order,
       });
       const connected = await Promise.allSettled(this.lanes.map((l) => l.connect(warm.model, warmUp)));
-      // The warm-ups' deferred post-inference work is done before the clock starts.
-      await this.services.postWork.flush();
+      // The warm-ups' deferred post-inference work is done before the clock starts: the work pending now (theirs is, as
+      // each warm-up's run defers it before its terminal event goes out), not whatever other clients' runs defer
+      // meanwhile, and no longer than the race lives (a page gone, the deadline, shutdown). A flush until nothing at all
+      // was pending never ended under a steady load, and nothing cut it short: the race held its slot for good.
+      await this.postWorkSettled();
       const runLane = async (lane: Lane, i: number): Promise<LaneDoneMessage | null> => {
         const c = connected[i]!;
         if (c.status === 'rejected') return this.fail(lane, `cannot connect: ${(c.reason as Error).message}`);
@@ -162,7 +166,8 @@ export class Race implements StepGate {
         results = [];
         for (const [i, lane] of this.lanes.entries()) results.push(await runLane(lane, i));
       }
-      await Promise.race([this.services.postWork.flush(), new Promise((r) => this.abort.signal.addEventListener('abort', r, { once: true }))]);
+      // The lanes' post-inference work (billing, persist spans in their records), as at the start: what is pending now.
+      await this.postWorkSettled();
       // Every lane's figures first, then the states: a lane shown done can be compared at once.
       results.forEach((res, i) => {
         const lane = this.lanes[i]!;
@@ -182,6 +187,21 @@ export class Race implements StepGate {
       await Promise.all(this.lanes.map((l) => l.close()));
       for (const r of this.releases) r();
     }
+  }
+
+  /**
+   * The server's deferred post-inference work pending now (`PostWorkTracker.settled`: a snapshot, not work deferred
+   * later), or until the race is stopped, whichever comes first; at once if it has been stopped already.
+   */
+  private postWorkSettled(): Promise<void> {
+    const signal = this.abort.signal;
+    if (signal.aborted) return Promise.resolve();
+    let onAbort!: () => void;
+    const stopped = new Promise<void>((resolve) => {
+      onAbort = resolve;
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    return Promise.race([this.services.postWork.settled(), stopped]).finally(() => signal.removeEventListener('abort', onAbort));
   }
 
   /** Once the race is stopped, the lane's next model call answers in one line, ending its run. */

@@ -251,8 +251,17 @@ export class PostWorkTracker {
     return this.pending.size;
   }
 
-  /** Await all outstanding work (shutdown). */
+  /** Await all outstanding work, including work deferred meanwhile, until none is left (shutdown). */
   async flush(): Promise<void> {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  /**
+   * Await the work outstanding now (a snapshot), not work deferred later: under a steady load (other clients' runs
+   * ending) `flush` may never find nothing pending, and a caller that is not shutting the server down (a demo race)
+   * needs only what was there when it asked. Never rejects (each job's failure is counted and logged by `defer`).
+   */
+  async settled(): Promise<void> {
+    if (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 }

@@ -213,3 +213,58 @@ describe('demo race bodies at the edge, as /v1 bodies', () => {
     expect(await health(url)).toBe(0);
   });
 });
+
+describe("a race's wait for the server's deferred post-inference work", () => {
+  it('under a steady load of post-work (each job defers the next) the race still starts and ends: it waits for the work pending, not for none', async () => {
+    const { url, server } = await testServer();
+    const post = server.services.postWork;
+    let running = true;
+    let jobs = 0;
+    // Other clients' runs ending one after another: from now until the test ends, post-work is never all done.
+    const next = (): void => post.defer(() => void (running && (jobs++, next())));
+    next();
+    try {
+      const res = await fetch(`${url}/demo/api/races`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ workload: 'synthetic', tool_calls: 2, speed: 'instant' }),
+      });
+      expect(await res.text()).toMatch(/"type":"race.done","race_id":"r[0-9a-f]+","status":"done"/);
+      expect(post.inFlight).toBeGreaterThan(0);
+      expect(jobs).toBeGreaterThan(0);
+    } finally {
+      running = false;
+      await post.flush();
+    }
+  }, 20_000);
+
+  it('a race waiting for post-work ends when its page closes, its slot free, though that work has not finished', async () => {
+    const { url, server } = await testServer({ demo: { maxRaces: 1 } });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    // Post-work pending when the race starts (a store write that hangs, say): the race waits for it before its clock starts.
+    server.services.postWork.defer(() => gate);
+    const page = new AbortController();
+    const res = await fetch(`${url}/demo/api/races`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: 'synthetic', tool_calls: 2, speed: 'instant' }),
+      signal: page.signal,
+    });
+    for await (const e of sseEvents(res.body!)) if ((e as unknown as DemoMessage).type === 'race') break;
+    page.abort();
+    await server.demo!.idle();
+    expect(server.demo!.racesRunning).toBe(0);
+    expect(server.services.postWork.inFlight).toBe(1);
+    const again = await fetch(`${url}/demo/api/races`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: 'synthetic', tool_calls: 1, speed: 'instant' }),
+    });
+    expect(again.status).toBe(200);
+    // The work pending at its start is waited for: the second race ends once it is released.
+    const text = again.text();
+    release();
+    expect(await text).toMatch(/"status":"done"/);
+  }, 20_000);
+});

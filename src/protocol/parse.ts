@@ -245,6 +245,10 @@ function optInteger(o: Obj, key: string, min: number): number | null {
   if (v < min) {
     throw new WireError('integer_below_min_value', `Invalid '${key}': integer below minimum value. Expected a value >= ${min}, but got ${v} instead.`, key);
   }
+  // Past 2^53 a JSON integer is not the integer sent (9007199254740993 reads as …992), and 1e300 was echoed `1e+300`.
+  if (v > Number.MAX_SAFE_INTEGER) {
+    throw new WireError('integer_above_max_value', `Invalid '${key}': integer above maximum value. Expected a value <= ${Number.MAX_SAFE_INTEGER}, but got ${v} instead.`, key);
+  }
   return v;
 }
 

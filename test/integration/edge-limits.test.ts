@@ -162,6 +162,9 @@ describe('values the real API refuses', () => {
     [{ max_output_tokens: -3 }, 'integer_below_min_value', 'max_output_tokens'],
     [{ max_output_tokens: 16.5 }, 'invalid_type', 'max_output_tokens'],
     [{ max_output_tokens: '20' }, 'invalid_type', 'max_output_tokens'],
+    // Past 2^53 an integer is not the one sent (it was echoed rounded, or as 1e+300).
+    [{ max_output_tokens: 1e300 }, 'integer_above_max_value', 'max_output_tokens'],
+    [{ max_tool_calls: 2 ** 53 }, 'integer_above_max_value', 'max_tool_calls'],
     [{ temperature: 2.01 }, 'decimal_above_max_value', 'temperature'],
     [{ temperature: -0.1 }, 'decimal_below_min_value', 'temperature'],
     [{ top_p: 1.5 }, 'decimal_above_max_value', 'top_p'],

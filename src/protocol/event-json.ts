@@ -173,9 +173,10 @@ const NONCE = randomBytes(12).toString('hex');
  * request's own, the same for every event of a Response. `instructions` and `tools` first (issue 7); then those an
  * outside attack filled with 2.4 million lone surrogates (six-character escapes), one JSON.stringify of which per
  * event held the loop ~0.9 s over a stream: `user`, `safety_identifier`, `prompt_cache_key`, `text` (a json_schema
- * format), `prompt_cache_options` (its `comparison_response_id`).
+ * format), `prompt_cache_options` (its `comparison_response_id`); `tool_choice` (an `allowed_tools` choice's list of
+ * tools, unbounded: held the loop ~0.7 s per event the same way).
  */
-const FIELDS = ['instructions', 'tools', 'user', 'safety_identifier', 'prompt_cache_key', 'text', 'prompt_cache_options'] as const;
+const FIELDS = ['instructions', 'tools', 'user', 'safety_identifier', 'prompt_cache_key', 'text', 'prompt_cache_options', 'tool_choice'] as const;
 type EchoField = (typeof FIELDS)[number];
 const SENTINELS = FIELDS.map((f) => `llr-echo-${f}-${NONCE}`);
 const QUOTED = SENTINELS.map((t) => JSON.stringify(t));

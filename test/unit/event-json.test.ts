@@ -238,3 +238,34 @@ describe('a long output in lifecycle events', () => {
   });
 });
 
+
+describe('every memoised echo field of lifecycle events', () => {
+  it('is JSON.stringify of the event for short and long values of each field, tools arrays shared between responses alternating', () => {
+    const rng = mulberry32(11);
+    const long = (c: string) => `${c}"\ud800é😀\u2028`.repeat(14_000);
+    const values: Record<string, Array<unknown>> = {
+      instructions: [undefined, null, 'short', long('i')],
+      user: [undefined, null, 'u', long('u')],
+      safety_identifier: [undefined, 's', long('s')],
+      prompt_cache_key: [undefined, 'k', long('k')],
+      text: [{ format: { type: 'text' } }, { format: { type: 'json_schema', name: 'x', schema: { description: long('t') } } }],
+      prompt_cache_options: [undefined, { comparison_response_id: 'resp_1' }, { comparison_response_id: long('p') }],
+      tool_choice: ['auto', { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: long('c') }] }, { type: 'function', name: 'x' }],
+    };
+    const toolsArrays = [[], [{ type: 'function', name: 'f', description: long('d') }], [{ type: 'function', name: 'g' }]];
+    for (let i = 0; i < 24; i++) {
+      const response: Record<string, unknown> = { id: `resp_${i}`, object: 'response', output: [] };
+      for (const [k, vs] of Object.entries(values)) {
+        const v = vs[Math.floor(rng() * vs.length)];
+        if (v !== undefined || rng() < 0.5) response[k] = v;
+      }
+      response['tools'] = toolsArrays[Math.floor(rng() * toolsArrays.length)];
+      response['metadata'] = {};
+      const e = { type: 'response.created', sequence_number: i, response };
+      const pieces = eventPieces(e);
+      const bytes = Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+      expect(bytes.equals(Buffer.from(JSON.stringify(e)))).toBe(true);
+      expect(piecesLength(pieces)).toBe(bytes.length);
+    }
+  });
+});

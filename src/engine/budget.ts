@@ -31,7 +31,7 @@ const itemSizes = new WeakMap<object, number>();
  * (escapes are not counted) and, unlike `JSON.stringify`, costs no copy:
  * 16 MiB measures in a few ms instead of ~0.5 s of one loop turn.
  */
-function itemBytes(item: InputItem): number {
+export function itemBytes(item: InputItem): number {
   let n = itemSizes.get(item);
   if (n === undefined) {
     n = jsonishBytes(item);

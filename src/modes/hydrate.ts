@@ -14,6 +14,7 @@ import type { RouteDecision } from '../pipeline/route.js';
 import type { Services } from '../engine/services.js';
 import { MAX_CHAIN_LINKS, contextItems } from '../store/types.js';
 import { prepareFull } from './prepare.js';
+import { itemBytes } from '../engine/budget.js';
 
 /**
  * A create with everything it needs loaded from the store: its item
@@ -74,16 +75,34 @@ function brokenChain(id: string, owner: string | null, services: Services): Wire
   return undefined;
 }
 
-/** Replace `item_reference` items by the stored items they name. */
+/**
+ * Replace `item_reference` items by the stored items they name. Each is a fresh copy of the stored item, so what
+ * the references expand to is held to the context's byte budget (`maxContextBytes`) as they are resolved, not after:
+ * 2,000 references to one stored 4 MB message (a 90 KB request) parsed 8 GB and the server died out of memory
+ * (outside attack). Refused `context_length_exceeded` at the first reference past it.
+ */
 export function resolveReferences(items: InputItem[], owner: string | null, services: Services, metrics: RunMetrics): InputItem[] {
   if (!items.some((i) => i.type === 'item_reference')) return items;
+  const max = services.limits.maxContextBytes;
+  let bytes = 0;
   return metrics.time('load_state', () =>
     items.map((item, i) => {
-      if (item.type !== 'item_reference') return item;
+      if (item.type !== 'item_reference') {
+        bytes += itemBytes(item);
+        return item;
+      }
       metrics.count('store_reads');
       const id = (item as { id: string }).id;
       const found = services.store.getItem(id, owner);
       if (!found) throw new WireError('item_not_found', `Item with id '${id}' not found.`, `input[${i}].id`);
+      bytes += itemBytes(found as InputItem);
+      if (bytes > max) {
+        throw new WireError(
+          'context_length_exceeded',
+          `The input's items, its item references resolved, would hold more than ${max} bytes; this server keeps at most ${max} per response (llr serve --max-context-bytes).`,
+          `input[${i}]`,
+        );
+      }
       return found;
     }),
   );

@@ -571,3 +571,41 @@ describe('item_reference on the long-lived designs', () => {
     t.dispose();
   });
 });
+
+describe('item_reference expansion is bounded as it is resolved', () => {
+  // Outside attack: 2,000 references to one stored 4 MB message (a 90 KB request) were each parsed to a fresh copy
+  // before any budget was checked: 8 GB, and the server died out of memory. Now refused at the first reference past
+  // the context's byte budget, the store read no further.
+  it.each(['http', 'long-lived create', 'long-lived append'] as const)('%s: references past --max-context-bytes are refused context_length_exceeded, the store read no further', async (how) => {
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
+    const { url, server } = await testServer({ policy, limits: { maxContextBytes: 1_000_000 } });
+    const big = 'x '.repeat(100_000);
+    const stored = await fetch(`${url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-model', input: [{ type: 'message', id: 'msg_big', role: 'user', content: big }], generate: false }),
+    });
+    expect(stored.status).toBe(200);
+    const refs = Array.from({ length: 200 }, () => ({ type: 'item_reference', id: 'msg_big' }));
+    const reads = server.services.store.counters.reads;
+    let error: { code?: string; param?: string | null } | undefined;
+    if (how === 'http') {
+      const r = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: refs, store: false, generate: false }) });
+      error = ((await r.json()) as { error?: typeof error }).error;
+      expect(r.status).toBe(400);
+    } else {
+      const s = await RawSocket.longLived(url);
+      if (how === 'long-lived create') s.send(create({ input: refs }));
+      else {
+        s.send(create({ input: 'go', tools: [tool] }));
+        await s.next('response.done');
+        s.send({ type: 'response.append', input: refs });
+      }
+      error = (await s.next('error')).error;
+      s.dispose();
+    }
+    expect(error).toMatchObject({ code: 'context_length_exceeded' });
+    // Five fit in the budget: the sixth is refused, no more read.
+    expect(server.services.store.counters.reads - reads).toBeLessThan(10);
+  });
+});

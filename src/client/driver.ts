@@ -88,6 +88,8 @@ export class AgentRun implements AsyncIterable<AgentEvent>, PromiseLike<Response
   private iterated = false;
   /** Awaited with no iterator started: events are no longer kept (see the class comment). */
   private awaitedOnly = false;
+  /** `then` was called (awaited, alone or beside an iterator). */
+  private awaited = false;
   private wake: (() => void) | null = null;
   private finished = false;
   private failure: unknown = null;
@@ -168,6 +170,7 @@ export class AgentRun implements AsyncIterable<AgentEvent>, PromiseLike<Response
     onfulfilled?: ((value: Response) => A | PromiseLike<A>) | null,
     onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
   ): Promise<A | B> {
+    this.awaited = true;
     if (!this.iterated && !this.awaitedOnly) {
       this.awaitedOnly = true;
       this.buffer.length = 0;
@@ -177,18 +180,30 @@ export class AgentRun implements AsyncIterable<AgentEvent>, PromiseLike<Response
 
   async *[Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
     this.iterated = true;
-    for (;;) {
-      const e = this.buffer.shift();
-      if (e) {
-        yield e;
-        continue;
+    try {
+      for (;;) {
+        const e = this.buffer.shift();
+        if (e) {
+          yield e;
+          continue;
+        }
+        if (this.finished) {
+          if (this.failure) throw this.failure;
+          return;
+        }
+        await new Promise<void>((r) => (this.wake = r));
+        this.wake = null;
       }
-      if (this.finished) {
-        if (this.failure) throw this.failure;
-        return;
+    } finally {
+      // Left early (a `break` once the caller saw what it wanted, then awaited): no iterator reads on, so the run
+      // is as one never iterated. Its events were kept for nobody until it ended: the ~1 GB of a long run again.
+      if (!this.finished) {
+        this.iterated = false;
+        if (this.awaited) {
+          this.awaitedOnly = true;
+          this.buffer.length = 0;
+        }
       }
-      await new Promise<void>((r) => (this.wake = r));
-      this.wake = null;
     }
   }
 }

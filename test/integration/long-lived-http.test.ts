@@ -392,6 +392,24 @@ describe('long-lived over HTTP', () => {
     }
   });
 
+  it.each(['then awaited', 'awaited meanwhile'] as const)('LongLivedHttpClient: a run whose iterator broke off early (%s) keeps no more events for nobody', async (order) => {
+    // The fix above kept every event once an iterator had started, though the caller broke out of it after
+    // response.created (to learn the id) and only awaited after: each pause snapshot kept again.
+    const steps = 40;
+    const { url } = await testServer({
+      policy: scriptPolicy([...Array.from({ length: steps }, (_, i) => ({ calls: [{ name: 'lookup', arguments: { q: `${i}` }, call_id: `call_${i}` }] })), { text: 'all done' }]),
+    });
+    const client = new LongLivedHttpClient(url, { timing: false });
+    const run = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, () => 'x'.repeat(100));
+    const outcome = order === 'awaited meanwhile' ? Promise.resolve(run) : null;
+    for await (const e of run) if (e.type === 'response.created') break;
+    expect((await (outcome ?? run)).status).toBe('completed');
+    let kept = 0;
+    for await (const _ of run) kept++;
+    expect(kept).toBe(0);
+    await client.close();
+  });
+
   it('LongLivedHttpClient: an append the server refuses fails the run with its error, and the run ends on the server', async () => {
     const { url, server } = await testServer({ policy: twoCalls() });
     const client = new LongLivedHttpClient(url);

@@ -22,7 +22,7 @@ export async function compactWindow(params: CompactParams, services: Services, m
   if (params.input.length === 0 && params.previous_response_id === null) {
     throw new WireError('missing_required_parameter', "Provide 'input' or 'previous_response_id': there is nothing to compact.", 'input');
   }
-  const input = resolveReferences(params.input, owner, services, metrics);
+  const input = await resolveReferences(params.input, owner, services, metrics);
   const history = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
   // The same checks and render as a create's, so errors and token counts agree with one.
   const ctx = await checkAndRender({ instructions: params.instructions, tools: [] }, history, input, metrics);
@@ -43,7 +43,7 @@ export async function compactWindow(params: CompactParams, services: Services, m
  * that create would report. Nothing runs, nothing is stored.
  */
 export async function countInputTokens(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null): Promise<InputTokenCount> {
-  const input = resolveReferences(params.input, owner, services, metrics);
+  const input = await resolveReferences(params.input, owner, services, metrics);
   const history = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
   const ctx = await checkAndRender(params, history, input, metrics);
   return { object: 'response.input_tokens', input_tokens: ctx.tokens.length };

@@ -15,6 +15,7 @@ import type { Services } from '../engine/services.js';
 import { MAX_CHAIN_LINKS, contextItems } from '../store/types.js';
 import { prepareFull } from './prepare.js';
 import { itemBytes } from '../engine/budget.js';
+import { runCooperative, type Work } from '../model/cooperative.js';
 
 /**
  * A create with everything it needs loaded from the store: its item
@@ -28,7 +29,7 @@ export async function prepareFromStore(
   metrics: RunMetrics,
   owner: string | null,
 ): Promise<{ context: RenderedContext; route: RouteDecision; input: InputItem[] }> {
-  const input = resolveReferences(params.input, owner, services, metrics);
+  const input = await resolveReferences(params.input, owner, services, metrics);
   const before = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
   if (params.previous_response_id) metrics.count('store_hydrations');
   // Only the ws and http designs come here: their responses end at tool calls, so a create must answer them.
@@ -81,29 +82,38 @@ function brokenChain(id: string, owner: string | null, services: Services): Wire
  * 2,000 references to one stored 4 MB message (a 90 KB request) parsed 8 GB and the server died out of memory
  * (outside attack). Refused `context_length_exceeded` at the first reference past it.
  */
-export function resolveReferences(items: InputItem[], owner: string | null, services: Services, metrics: RunMetrics): InputItem[] {
+export async function resolveReferences(items: InputItem[], owner: string | null, services: Services, metrics: RunMetrics): Promise<InputItem[]> {
   if (!items.some((i) => i.type === 'item_reference')) return items;
+  // In slices (`runCooperative`): each reference is a store read and a parse, and 49,000 of them to small stored items
+  // held one loop turn ~0.5 s (/health 0.8 s against 0.2 s for the same items sent inline; outside attack).
+  return metrics.timeAsync('load_state', () => runCooperative(resolving(items, owner, services, metrics)));
+}
+
+function* resolving(items: InputItem[], owner: string | null, services: Services, metrics: RunMetrics): Work<InputItem[]> {
   const max = services.limits.maxContextBytes;
   let bytes = 0;
-  return metrics.time('load_state', () =>
-    items.map((item, i) => {
-      if (item.type !== 'item_reference') {
-        bytes += itemBytes(item);
-        return item;
-      }
-      metrics.count('store_reads');
-      const id = (item as { id: string }).id;
-      const found = services.store.getItem(id, owner);
-      if (!found) throw new WireError('item_not_found', `Item with id '${id}' not found.`, `input[${i}].id`);
-      bytes += itemBytes(found as InputItem);
-      if (bytes > max) {
-        throw new WireError(
-          'context_length_exceeded',
-          `The input's items, its item references resolved, would hold more than ${max} bytes; this server keeps at most ${max} per response (llr serve --max-context-bytes).`,
-          `input[${i}]`,
-        );
-      }
-      return found;
-    }),
-  );
+  const out: InputItem[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    if (item.type !== 'item_reference') {
+      bytes += itemBytes(item);
+      out.push(item);
+      continue;
+    }
+    yield;
+    metrics.count('store_reads');
+    const id = (item as { id: string }).id;
+    const found = services.store.getItem(id, owner);
+    if (!found) throw new WireError('item_not_found', `Item with id '${id}' not found.`, `input[${i}].id`);
+    bytes += itemBytes(found as InputItem);
+    if (bytes > max) {
+      throw new WireError(
+        'context_length_exceeded',
+        `The input's items, its item references resolved, would hold more than ${max} bytes; this server keeps at most ${max} per response (llr serve --max-context-bytes).`,
+        `input[${i}]`,
+      );
+    }
+    out.push(found as InputItem);
+  }
+  return out;
 }

@@ -29,7 +29,7 @@ export function longLivedPolicy(services: Services, info: SessionInfo): ModePoli
       }
       // An item_reference names a stored item (a response of an earlier run): replaced by it, as the other designs
       // do, or refused (`item_not_found`); it was rendered as nothing, the item silently missing from the run.
-      const input = resolveReferences(params.input, info.owner, services, metrics);
+      const input = await resolveReferences(params.input, info.owner, services, metrics);
       // The run's context budget covers what it starts with, not only what is
       // appended; checked before rendering, so an oversized input costs no tokenizing.
       checkContext(null, input, services.limits);
@@ -45,7 +45,7 @@ export function longLivedPolicy(services: Services, info: SessionInfo): ModePoli
         metrics,
         onToolCalls: 'pause',
         postInference: services.switches.overlap_post_inference ? 'overlapped' : 'inline',
-        resolveAppend: (items, m) => resolveReferences([...items], info.owner, services, m),
+        resolveAppend: async (items, m) => resolveReferences([...items], info.owner, services, m),
       };
     },
   };

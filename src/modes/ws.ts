@@ -48,7 +48,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
 
   async function fromCache(params: CreateParams, c: Cached, headerKey: string, metrics: RunMetrics) {
     const sw = services.switches;
-    const input = resolveReferences(params.input, info.owner, services, metrics);
+    const input = await resolveReferences(params.input, info.owner, services, metrics);
     const ctx = c.context;
     // The whole context again with the switch off: the same checks a cache miss runs.
     if (sw.incremental_checks) {
@@ -96,7 +96,7 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
         prepared = await fromCache(params, cache, headerKey, metrics);
       } else if (prev && cache && cache.id === prev) {
         // A compaction item replaces the cached history: a full rebuild of the smaller window.
-        const input = resolveReferences(params.input, info.owner, services, metrics);
+        const input = await resolveReferences(params.input, info.owner, services, metrics);
         const context = await checkAndRender(params, cache.context.items, input, metrics, true);
         const route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
         prepared = { context, route, input };

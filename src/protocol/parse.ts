@@ -604,8 +604,14 @@ function refuseUnserved(body: Obj): Record<string, never> {
     conversation: "no conversations are served here: send the conversation's items in 'input', or chain with 'previous_response_id'",
     prompt: "no prompt templates are served here: send the template's text in 'instructions'",
   };
+  const shapes = { conversation: 'a string or an object', prompt: 'an object' };
   for (const [key, why] of Object.entries(unserved)) {
-    if (body[key] !== undefined && body[key] !== null) throw new WireError('unsupported_parameter', `Unsupported parameter: '${key}': ${why}.`, key);
+    const v = body[key];
+    if (v === undefined || v === null) continue;
+    // The shape openai-node types it with; another is a bad value, not a feature asked for.
+    const shaped = typeof v === 'object' && !Array.isArray(v) ? true : key === 'conversation' && typeof v === 'string';
+    if (!shaped) throw new WireError('invalid_type', `Invalid type for '${key}': expected ${shapes[key as keyof typeof shapes]}.`, key);
+    throw new WireError('unsupported_parameter', `Unsupported parameter: '${key}': ${why}.`, key);
   }
   return {};
 }

@@ -263,6 +263,12 @@ describe('echoed fields', () => {
         expect(error).toMatchObject({ type: 'invalid_request_error', code: 'unsupported_parameter', param });
         expect(error.message).toMatch(new RegExp(`^Unsupported parameter: '${param}': no .* are served here`));
       }
+      // Not the shape openai-node types them with: a bad value (it read as a feature asked for).
+      for (const [param, value] of [['conversation', false], ['conversation', 0], ['prompt', 'pmpt_1'], ['prompt', []]] as const) {
+        const res = await send(path, { [param]: value });
+        expect(res.status, `${path} ${param}`).toBe(400);
+        expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_type', param });
+      }
     }
   });
 

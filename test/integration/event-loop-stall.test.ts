@@ -220,7 +220,8 @@ describe('the event loop stays responsive under large inputs', () => {
     expect(stored.status).toBe(200);
     const refs = parseCreateBody({ model: 'sim-model', input: Array.from({ length: n }, (_, i) => ({ type: 'item_reference', id: `msg_${i}` })) }).input;
     const work = (async () => {
-      await new Promise((r) => setTimeout(r, 5));
+      // Deferred past this turn, so watchLoop (called next) is watching when the resolution's first slice runs.
+      await new Promise((r) => setImmediate(r));
       return resolveReferences(refs, null, server.services, new RunMetrics());
     })();
     const { result, stalls } = await watchLoop(work);

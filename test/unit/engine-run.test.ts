@@ -303,23 +303,28 @@ describe('durability: a stored response is in the store before its terminal even
     expect(svc.store.get(run.id, null)?.response.status).toBe('completed');
   });
 
-  // Past NATIVE_TEXT_CHARS (256 K): the SQLite store serialises the record in slices before the write (`prepare`).
-  const LONG = { store: true, instructions: `${'\ud800'.repeat(200_000)}${'x'.repeat(100_000)}` };
-
-  it.each(['long-lived', 'ws'] as const)('%s, a long record on SQLite (made in slices first): stored as the terminal event shows it when the sink sees it', async (protocol) => {
-    const svc = services({ store: ':memory:' });
-    const store = svc.store;
+  /** What each of the store's puts was handed as its prepared record (the store still writes it). */
+  function preparedPuts(store: ReturnType<typeof services>['store']): unknown[] {
     const put = store.put.bind(store);
     const given: unknown[] = [];
     store.put = (rec, prepared) => {
       given.push(prepared);
       put(rec, prepared);
     };
+    return given;
+  }
+
+  // Past NATIVE_TEXT_CHARS (256 K): the SQLite store serialises the record in slices before the write (`prepare`).
+  const LONG = { store: true, instructions: `${'\ud800'.repeat(200_000)}${'x'.repeat(100_000)}` };
+
+  it.each(['long-lived', 'ws'] as const)('%s, a long record on SQLite (made in slices first): stored as the terminal event shows it when the sink sees it', async (protocol) => {
+    const svc = services({ store: ':memory:' });
+    const given = preparedPuts(svc.store);
     let atTerminal: { stored: unknown; event: unknown } | undefined;
     const run = await startRun(
       svc,
       (e) => {
-        if (e.type === 'response.completed') atTerminal = { stored: store.get(e.response.id, null)?.response, event: e.response };
+        if (e.type === 'response.completed') atTerminal = { stored: svc.store.get(e.response.id, null)?.response, event: e.response };
       },
       LONG,
       protocol,
@@ -350,18 +355,12 @@ describe('durability: a stored response is in the store before its terminal even
 
   it('overlap_persist on, a long record on SQLite: made in slices after the terminal event, then written', async () => {
     const svc = services({ store: ':memory:', switches: { overlap_persist: true } });
-    const store = svc.store;
-    const put = store.put.bind(store);
-    const given: unknown[] = [];
-    store.put = (rec, prepared) => {
-      given.push(prepared);
-      put(rec, prepared);
-    };
+    const given = preparedPuts(svc.store);
     let storedAtTerminal: unknown = 'unset';
     const run = await startRun(
       svc,
       (e) => {
-        if (e.type === 'response.completed') storedAtTerminal = store.get(e.response.id, null);
+        if (e.type === 'response.completed') storedAtTerminal = svc.store.get(e.response.id, null);
       },
       LONG,
     );
@@ -370,7 +369,7 @@ describe('durability: a stored response is in the store before its terminal even
     await svc.postWork.flush();
     expect(given).toHaveLength(1);
     expect(given[0]).toBeDefined();
-    expect(JSON.stringify(store.get(run.id, null)?.response) === JSON.stringify(run.response)).toBe(true);
+    expect(JSON.stringify(svc.store.get(run.id, null)?.response) === JSON.stringify(run.response)).toBe(true);
     expect(svc.records.get(run.id)).toMatchObject({ post_deferred: true, post_done: true });
   });
 

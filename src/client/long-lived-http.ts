@@ -109,8 +109,10 @@ export class LongLivedHttpClient implements AgentClient {
           void runTools(due, exec)
             .then(async (outputs) => {
               run.transcript.push(...outputs);
-              // Cancelled while the tools ran: the stream's next event is `response.cancelled`.
-              if (this.cancelling) return;
+              // Cancelled while the tools ran: the stream's next event is `response.cancelled`. Closed (`close()`) or
+              // failed meanwhile: this run's stream is aborted and the run over, so its outputs go nowhere. The
+              // run's own signal, not client state: a later run on this client resets `cancelling`.
+              if (this.cancelling || abort.signal.aborted) return;
               await this.post(`${this.base}/${encodeURIComponent(id)}/append`, JSON.stringify({ input: outputs }));
             })
             .catch(fail);

@@ -392,6 +392,35 @@ describe('long-lived over HTTP', () => {
     }
   });
 
+  it('LongLivedHttpClient: close() while a tool runs sends no append when the tool finishes', async () => {
+    const { url, server } = await testServer({ policy: twoCalls() });
+    const paths: string[] = [];
+    server.http.on('request', (req: { method?: string; url?: string }) => void paths.push(`${req.method} ${req.url}`));
+    const client = new LongLivedHttpClient(url, { timing: false });
+    let called!: () => void;
+    const inTool = new Promise<void>((res) => (called = res));
+    let release!: () => void;
+    const gate = new Promise<void>((res) => (release = res));
+    const run = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, async () => {
+      called();
+      await gate;
+      return 'ok';
+    });
+    const settled = run.then(
+      () => 'resolved',
+      () => 'rejected',
+    );
+    await inTool;
+    await client.close();
+    expect(await settled).toBe('rejected');
+    release();
+    // Give a late append every chance to be sent and to reach the server.
+    for (let i = 0; i < 5; i++) await new Promise((res) => setTimeout(res, 20));
+    await server.httpTransport.idle();
+    expect(paths.filter((p) => p.includes('/append'))).toEqual([]);
+    expect(paths).toHaveLength(1);
+  });
+
   it.each(['then awaited', 'awaited meanwhile'] as const)('LongLivedHttpClient: a run whose iterator broke off early (%s) keeps no more events for nobody', async (order) => {
     // The fix above kept every event once an iterator had started, though the caller broke out of it after
     // response.created (to learn the id) and only awaited after: each pause snapshot kept again.

@@ -98,21 +98,50 @@ export class HttpClient implements AgentClient {
   async close(): Promise<void> {}
 }
 
-/** Parse an SSE body into events (one `data:` line per event, `[DONE]` ends it). */
+/**
+ * Parse an SSE body into events (one JSON `data:` payload per event, `[DONE]` ends it), by the WHATWG
+ * event-stream rules: a line ends at CRLF, CR or LF (a CRLF split across chunks is one line end), a blank
+ * line ends the event, a `data` field's value drops one leading space, its lines are joined by LF; other
+ * fields and comments are skipped, and an event left unfinished when the body ends is dropped.
+ */
 export async function* sseEvents(body: AsyncIterable<Uint8Array>, onBytes: (n: number) => void = () => {}): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
+  // The line being read (no line end in it yet), and the data lines of the event being read.
   let buf = '';
+  let data: string[] = [];
+  // The last chunk ended in CR: a LF opening the next one ends the same line.
+  let skipLf = false;
+  const eol = /\r\n?|\n/g;
   for await (const chunk of body) {
     onBytes(chunk.byteLength);
-    buf += decoder.decode(chunk, { stream: true });
-    let idx: number;
-    while ((idx = buf.indexOf('\n\n')) >= 0) {
-      const frame = buf.slice(0, idx);
-      buf = buf.slice(idx + 2);
-      const data = frame.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-      if (!data) continue;
-      if (data === '[DONE]') return;
-      yield JSON.parse(data) as SseEvent;
+    let text = decoder.decode(chunk, { stream: true });
+    if (skipLf && text) {
+      skipLf = false;
+      if (text.charCodeAt(0) === 10) text = text.slice(1);
     }
+    // Only the new text can hold a line end: the rest of `buf` was searched already.
+    eol.lastIndex = buf.length;
+    buf += text;
+    let start = 0;
+    let m: RegExpExecArray | null;
+    while ((m = eol.exec(buf))) {
+      const line = buf.slice(start, m.index);
+      start = eol.lastIndex;
+      if (m[0] === '\r' && start === buf.length) skipLf = true;
+      if (line === '') {
+        if (data.length === 0) continue;
+        const payload = data.join('\n');
+        data = [];
+        if (payload === '[DONE]') return;
+        if (payload) yield JSON.parse(payload) as SseEvent;
+        continue;
+      }
+      // The field name runs to the first colon (a line with none is a field with an empty value).
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      if (field !== 'data') continue;
+      data.push(colon < 0 ? '' : line.slice(line.charCodeAt(colon + 1) === 32 ? colon + 2 : colon + 1));
+    }
+    buf = buf.slice(start);
   }
 }

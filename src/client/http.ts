@@ -106,8 +106,9 @@ export class HttpClient implements AgentClient {
  */
 export async function* sseEvents(body: AsyncIterable<Uint8Array>, onBytes: (n: number) => void = () => {}): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
-  // The line being read (no line end in it yet), and the data lines of the event being read.
-  let buf = '';
+  // The line being read, in pieces (no line end in them yet; joined once its end comes, so a long line sent
+  // in many chunks is copied once, not once per chunk), and the data lines of the event being read.
+  let pending: string[] = [];
   let data: string[] = [];
   // The last chunk ended in CR: a LF opening the next one ends the same line.
   let skipLf = false;
@@ -119,15 +120,19 @@ export async function* sseEvents(body: AsyncIterable<Uint8Array>, onBytes: (n: n
       skipLf = false;
       if (text.charCodeAt(0) === 10) text = text.slice(1);
     }
-    // Only the new text can hold a line end: the rest of `buf` was searched already.
-    eol.lastIndex = buf.length;
-    buf += text;
+    // Only the new text can hold a line end: the pending pieces were searched already.
+    eol.lastIndex = 0;
     let start = 0;
     let m: RegExpExecArray | null;
-    while ((m = eol.exec(buf))) {
-      const line = buf.slice(start, m.index);
+    while ((m = eol.exec(text))) {
+      let line = text.slice(start, m.index);
+      if (pending.length > 0) {
+        pending.push(line);
+        line = pending.join('');
+        pending = [];
+      }
       start = eol.lastIndex;
-      if (m[0] === '\r' && start === buf.length) skipLf = true;
+      if (m[0] === '\r' && start === text.length) skipLf = true;
       if (line === '') {
         if (data.length === 0) continue;
         const payload = data.join('\n');
@@ -142,6 +147,6 @@ export async function* sseEvents(body: AsyncIterable<Uint8Array>, onBytes: (n: n
       if (field !== 'data') continue;
       data.push(colon < 0 ? '' : line.slice(line.charCodeAt(colon + 1) === 32 ? colon + 2 : colon + 1));
     }
-    buf = buf.slice(start);
+    if (start < text.length) pending.push(text.slice(start));
   }
 }

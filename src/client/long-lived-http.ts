@@ -111,8 +111,10 @@ export class LongLivedHttpClient implements AgentClient {
               run.transcript.push(...outputs);
               // Cancelled while the tools ran: the stream's next event is `response.cancelled`. Closed (`close()`) or
               // failed meanwhile: this run's stream is aborted and the run over, so its outputs go nowhere. The
-              // run's own signal, not client state: a later run on this client resets `cancelling`.
-              if (this.cancelling || abort.signal.aborted) return;
+              // run's own signal, not client state: a later run on this client resets `cancelling`. Ended meanwhile
+              // (`run.done`: its terminal event came, e.g. `response.cancelled` after a cancel()): the response is over,
+              // and `cancelling` may already be a later run's (reset by its run()), so it no longer says so.
+              if (this.cancelling || abort.signal.aborted || run.done) return;
               await this.post(`${this.base}/${encodeURIComponent(id)}/append`, JSON.stringify({ input: outputs }));
             })
             .catch(fail);

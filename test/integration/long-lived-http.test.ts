@@ -421,6 +421,40 @@ describe('long-lived over HTTP', () => {
     expect(paths).toHaveLength(1);
   });
 
+  it('LongLivedHttpClient: cancel() while a tool runs, then a new run: the cancelled run\'s tool sends no append when it finishes', async () => {
+    // The continuation checked the client-wide `cancelling` flag, which the next run() resets, and the run's own abort
+    // signal, which a cancel never sets: the first run's outputs were POSTed to its cancelled response once the second
+    // run had started.
+    const { url, server } = await testServer({ policy: twoCalls() });
+    const paths: string[] = [];
+    server.http.on('request', (req: { method?: string; url?: string }) => void paths.push(`${req.method} ${req.url}`));
+    const client = new LongLivedHttpClient(url, { timing: false });
+    let called!: () => void;
+    const inTool = new Promise<void>((res) => (called = res));
+    let release!: () => void;
+    const gate = new Promise<void>((res) => (release = res));
+    let firstDone!: () => void;
+    const firstToolDone = new Promise<void>((res) => (firstDone = res));
+    const first = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, async () => {
+      called();
+      await gate;
+      return 'ok';
+    });
+    await inTool;
+    await client.cancel();
+    const ended = await first;
+    expect(ended.status).toBe('cancelled');
+    const second = client.run({ model: 'sim-model', input: 'again', tools: [tool] as never }, async () => 'ok');
+    release();
+    void gate.then(() => setImmediate(firstDone));
+    await firstToolDone;
+    expect((await second).status).toBe('completed');
+    // Give a late append every chance to be sent and to reach the server.
+    for (let i = 0; i < 5; i++) await new Promise((res) => setTimeout(res, 20));
+    await server.httpTransport.idle();
+    expect(paths.filter((p) => p.includes(`${ended.id}/append`))).toEqual([]);
+  });
+
   it.each(['then awaited', 'awaited meanwhile'] as const)('LongLivedHttpClient: a run whose iterator broke off early (%s) keeps no more events for nobody', async (order) => {
     // The fix above kept every event once an iterator had started, though the caller broke out of it after
     // response.created (to learn the id) and only awaited after: each pause snapshot kept again.

@@ -73,6 +73,9 @@ export class LongLivedClient extends SocketClient implements AgentClient {
           void runTools(due, executeTool).then(
             (outputs) => {
               run.transcript.push(...outputs);
+              // Ended meanwhile (cancelled, failed): an append names no response, so the connection's next run, if
+              // paused, would take these outputs (and refuse them, unknown_call_id: the client then cancels it).
+              if (run.done) return;
               if (this.socket.open) this.socket.send({ type: 'response.append', input: outputs });
             },
             (err: unknown) => run.reject(err),

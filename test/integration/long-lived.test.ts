@@ -75,4 +75,54 @@ describe('long-lived run', () => {
     const recs = server.services.records.page({ owner: null, limit: 10, after: null, order: 'asc' }).data;
     expect(recs.map((r) => r.status)).toEqual(['cancelled', 'completed']);
   });
+  it("a run cancelled while its tool runs: the tool's outputs, once it finishes, are not appended to the next run on the connection", async () => {
+    // response.append names no response: the connection's paused run takes it. The first run's late outputs were sent
+    // while the second run was paused; it refused them (unknown_call_id), and the client then cancelled it (the
+    // refused-append path), unless the second's own append got in first.
+    const policy = scriptPolicy([
+      { calls: [{ name: 'exec_command', arguments: { cmd: 'one' }, call_id: 'call_a' }] },
+      { calls: [{ name: 'exec_command', arguments: { cmd: 'two' }, call_id: 'call_b' }] },
+      { text: 'done' },
+    ]);
+    const { url } = await testServer({ policy });
+    const client = await LongLivedClient.connect(url);
+    // What the client sends on the connection.
+    const sent: string[] = [];
+    const sock = (client as unknown as { socket: { send: (m: unknown) => void } }).socket;
+    const send = sock.send.bind(sock);
+    sock.send = (m: unknown) => (sent.push(JSON.stringify(m)), send(m));
+    let inFirst!: () => void;
+    const firstCalled = new Promise<void>((res) => (inFirst = res));
+    let releaseFirst!: () => void;
+    const firstGate = new Promise<void>((res) => (releaseFirst = res));
+    const first = client.run({ model: 'sim-model', input: 'go', tools: [shellTool] }, async () => {
+      inFirst();
+      await firstGate;
+      return 'late';
+    });
+    await firstCalled;
+    client.cancel();
+    expect((await first).status).toBe('cancelled');
+    let inSecond!: () => void;
+    const secondCalled = new Promise<void>((res) => (inSecond = res));
+    let releaseSecond!: () => void;
+    const secondGate = new Promise<void>((res) => (releaseSecond = res));
+    const second = client.run({ model: 'sim-model', input: 'again', tools: [shellTool] }, async () => {
+      inSecond();
+      await secondGate;
+      return 'ok';
+    });
+    await secondCalled;
+    // The first run's tool finishes while the second run is paused; then the second's (frames keep their order).
+    releaseFirst();
+    await new Promise((res) => setImmediate(res));
+    expect(sent.filter((m) => m.includes('"call_a"'))).toEqual([]);
+    releaseSecond();
+    const outcome = await second.then(
+      (r) => r.status,
+      (e: unknown) => String(e),
+    );
+    expect(outcome).toBe('completed');
+    await client.close();
+  });
 });

@@ -102,14 +102,27 @@ export class HttpClient implements AgentClient {
  * Parse an SSE body into events (one JSON `data:` payload per event, `[DONE]` ends it), by the WHATWG
  * event-stream rules: a line ends at CRLF, CR or LF (a CRLF split across chunks is one line end), a blank
  * line ends the event, a `data` field's value drops one leading space, its lines are joined by LF; other
- * fields and comments are skipped, and an event left unfinished when the body ends is dropped.
+ * fields and comments are skipped, and an event left unfinished when the body ends is dropped. An event (its
+ * lines so far) longer than `maxEventChars` ends the stream with an error: a body that never ends its line
+ * grew the client's memory without bound.
  */
-export async function* sseEvents(body: AsyncIterable<Uint8Array>, onBytes: (n: number) => void = () => {}): AsyncGenerator<SseEvent> {
+/**
+ * The longest SSE event the clients read (`sseEvents`), in characters: 256 Mi, past the largest event this
+ * server sends (a Response echoing a 16 MiB request and its output) and half of V8's longest string, so a
+ * longer one is a clear error rather than a RangeError or an exhausted heap.
+ */
+export const MAX_SSE_EVENT_CHARS = 256 * 1024 * 1024;
+
+export async function* sseEvents(body: AsyncIterable<Uint8Array>, onBytes: (n: number) => void = () => {}, maxEventChars = MAX_SSE_EVENT_CHARS): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   // The line being read, in pieces (no line end in them yet; joined once its end comes, so a long line sent
   // in many chunks is copied once, not once per chunk), and the data lines of the event being read.
   let pending: string[] = [];
   let data: string[] = [];
+  // Characters held in `pending` and in `data`: the event being read.
+  let pendingChars = 0;
+  let dataChars = 0;
+  const tooLong = () => new Error(`the server sent an SSE event longer than ${maxEventChars} characters; the stream is not read further`);
   // The last chunk ended in CR: a LF opening the next one ends the same line.
   let skipLf = false;
   const eol = /\r\n?|\n/g;
@@ -130,6 +143,7 @@ export async function* sseEvents(body: AsyncIterable<Uint8Array>, onBytes: (n: n
         pending.push(line);
         line = pending.join('');
         pending = [];
+        pendingChars = 0;
       }
       start = eol.lastIndex;
       if (m[0] === '\r' && start === text.length) skipLf = true;
@@ -137,6 +151,7 @@ export async function* sseEvents(body: AsyncIterable<Uint8Array>, onBytes: (n: n
         if (data.length === 0) continue;
         const payload = data.join('\n');
         data = [];
+        dataChars = 0;
         if (payload === '[DONE]') return;
         if (payload) yield JSON.parse(payload) as SseEvent;
         continue;
@@ -145,8 +160,16 @@ export async function* sseEvents(body: AsyncIterable<Uint8Array>, onBytes: (n: n
       const colon = line.indexOf(':');
       const field = colon < 0 ? line : line.slice(0, colon);
       if (field !== 'data') continue;
-      data.push(colon < 0 ? '' : line.slice(line.charCodeAt(colon + 1) === 32 ? colon + 2 : colon + 1));
+      const value = colon < 0 ? '' : line.slice(line.charCodeAt(colon + 1) === 32 ? colon + 2 : colon + 1);
+      dataChars += value.length + 1;
+      if (dataChars > maxEventChars) throw tooLong();
+      data.push(value);
     }
-    if (start < text.length) pending.push(text.slice(start));
+    if (start < text.length) {
+      const rest = text.slice(start);
+      pendingChars += rest.length;
+      if (pendingChars + dataChars > maxEventChars) throw tooLong();
+      pending.push(rest);
+    }
   }
 }

@@ -24,6 +24,29 @@ const a = '{"type":"a","n":1}';
 const b = '{"type":"b","n":2}';
 
 describe('sseEvents', () => {
+  it('an event longer than its bound ends the stream with a clear error (a line that never ends grew memory without bound)', async () => {
+    // A line that never ends, in many chunks; and many complete data lines of one event.
+    async function* endless(): AsyncGenerator<Uint8Array> {
+      for (let i = 0; i < 1000; i++) yield new TextEncoder().encode(i === 0 ? 'data: "' : 'x'.repeat(1000));
+    }
+    async function* manyLines(): AsyncGenerator<Uint8Array> {
+      for (let i = 0; i < 1000; i++) yield new TextEncoder().encode(`data: ${'y'.repeat(999)}\n`);
+    }
+    for (const body of [endless, manyLines]) {
+      const seen: unknown[] = [];
+      const reading = (async () => {
+        for await (const e of sseEvents(body(), () => {}, 100_000)) seen.push(e);
+      })();
+      await expect(reading, body.name).rejects.toThrow(/SSE event longer than 100000 characters/);
+      expect(seen).toEqual([]);
+    }
+    // At the bound's side, events that fit are read (the bound is per event, not per stream).
+    const fits = Array.from({ length: 50 }, (_, i) => `data: {"n":${i},"pad":"${'z'.repeat(5000)}"}\n\n`).join('');
+    const out: unknown[] = [];
+    for await (const e of sseEvents(chunks([fits]), () => {}, 100_000)) out.push(e);
+    expect(out).toHaveLength(50);
+  });
+
   it.each([
     ['LF', '\n'],
     ['CRLF', '\r\n'],

@@ -89,7 +89,7 @@ export interface RunPlan {
    * An append's items as the mode reads them before any check (the long-lived designs replace each
    * `item_reference` by the stored item it names, or refuse it, `item_not_found`); absent, as sent.
    */
-  resolveAppend?(items: readonly InputItem[], metrics: RunMetrics): Promise<readonly InputItem[]>;
+  resolveAppend?(items: readonly InputItem[], metrics: RunMetrics, signal: AbortSignal): Promise<readonly InputItem[]>;
 }
 
 /** What the run may ask of whoever carries it. */
@@ -240,7 +240,8 @@ export class ResponseRun {
     const ctx = this.plan.context;
     const fresh: InputItem[] = [];
     const answering = new Set<string>();
-    const resolved = this.plan.resolveAppend ? await this.plan.resolveAppend(items, this.metrics) : items;
+    // The run's signal stops the resolution early when the run ends (a cancel, a dropped client, the pause timeout).
+    const resolved = this.plan.resolveAppend ? await this.plan.resolveAppend(items, this.metrics, this.abort.signal) : items;
     // The resolution may yield (many references): the run may have ended meanwhile.
     if (!this.paused || this.end) throw this.endedWhileAppending();
     for (const item of resolved) {

@@ -609,3 +609,34 @@ describe('item_reference expansion is bounded as it is resolved', () => {
     expect(server.services.store.counters.reads - reads).toBeLessThan(10);
   });
 });
+
+describe("an append's references stop resolving when its run ends", () => {
+  // The attack's note: an append's 30,000 references went on being read from the store, in slices, after its run was
+  // cancelled, up to ~2.5 s of CPU, only to be refused. The run's signal now stops the resolution.
+  it('a cancel while an append resolves 30,000 references stops the reads; the append is refused no_paused_response', async () => {
+    const n = 30_000;
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
+    const { url, server } = await testServer({ policy });
+    // generate: false, no model call: the script's first step is the long-lived run's.
+    const stored = await fetch(`${url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-model', input: Array.from({ length: n }, (_, i) => ({ type: 'message', role: 'user', id: `msg_${i}`, content: 'x' })), generate: false }),
+    });
+    expect(stored.status).toBe(200);
+    const s = await RawSocket.longLived(url);
+    s.send(create({ input: 'go', tools: [tool] }));
+    await s.next('response.done');
+    const reads = server.services.store.counters.reads;
+    // Frames are read in order, and the append's resolution yields between slices: the cancel lands during it.
+    s.send({ type: 'response.append', input: [...Array.from({ length: n }, (_, i) => ({ type: 'item_reference', id: `msg_${i}` })), out('call_a')] });
+    s.send({ type: 'response.cancel' });
+    // The append's refusal and the run's end may come in either order.
+    const end = await s.next('response.cancelled', { skipErrors: true });
+    const refused = s.all('error')[0] ?? (await s.next('error'));
+    expect(end.response.status).toBe('cancelled');
+    expect(refused.error.code).toBe('no_paused_response');
+    expect(server.services.store.counters.reads - reads).toBeLessThan(n);
+    s.dispose();
+  });
+});

@@ -35,6 +35,18 @@ async function pausedRun(opts: Parameters<typeof testServer>[0] = {}, headers: R
   return { ...ctx, s, done, id, append };
 }
 
+/** The URLs a LongLivedHttpClient posts to (appends, cancels), recorded as it calls its post. */
+function postsOf(client: LongLivedHttpClient): string[] {
+  const urls: string[] = [];
+  const target = client as unknown as { post(url: string, body: string): Promise<unknown> };
+  const post = target.post.bind(target);
+  target.post = (url, body) => {
+    urls.push(url);
+    return post(url, body);
+  };
+  return urls;
+}
+
 describe('long-lived over HTTP', () => {
   it('pauses at response.done, resumes the same stream on append (202 {}), ends once with a gapless stream', async () => {
     const { s, done, id, append, server } = await pausedRun();
@@ -397,6 +409,7 @@ describe('long-lived over HTTP', () => {
     const paths: string[] = [];
     server.http.on('request', (req: { method?: string; url?: string }) => void paths.push(`${req.method} ${req.url}`));
     const client = new LongLivedHttpClient(url, { timing: false });
+    const posts = postsOf(client);
     let called!: () => void;
     const inTool = new Promise<void>((res) => (called = res));
     let release!: () => void;
@@ -414,8 +427,11 @@ describe('long-lived over HTTP', () => {
     await client.close();
     expect(await settled).toBe('rejected');
     release();
-    // Give a late append every chance to be sent and to reach the server.
-    for (let i = 0; i < 5; i++) await new Promise((res) => setTimeout(res, 20));
+    // The tool's answer reaches the client's continuation in microtasks: past them (the next turn), an append would
+    // have been posted; then whatever was sent has reached the server once its transport is idle.
+    await gate;
+    await new Promise((res) => setImmediate(res));
+    expect(posts.filter((u) => u.includes('/append'))).toEqual([]);
     await server.httpTransport.idle();
     expect(paths.filter((p) => p.includes('/append'))).toEqual([]);
     expect(paths).toHaveLength(1);
@@ -429,6 +445,7 @@ describe('long-lived over HTTP', () => {
     const paths: string[] = [];
     server.http.on('request', (req: { method?: string; url?: string }) => void paths.push(`${req.method} ${req.url}`));
     const client = new LongLivedHttpClient(url, { timing: false });
+    const posts = postsOf(client);
     let called!: () => void;
     const inTool = new Promise<void>((res) => (called = res));
     let release!: () => void;
@@ -449,8 +466,8 @@ describe('long-lived over HTTP', () => {
     void gate.then(() => setImmediate(firstDone));
     await firstToolDone;
     expect((await second).status).toBe('completed');
-    // Give a late append every chance to be sent and to reach the server.
-    for (let i = 0; i < 5; i++) await new Promise((res) => setTimeout(res, 20));
+    // firstToolDone came a turn after the first tool's answer: a late append would have been posted by now.
+    expect(posts.filter((u) => u.includes(`${ended.id}/append`))).toEqual([]);
     await server.httpTransport.idle();
     expect(paths.filter((p) => p.includes(`${ended.id}/append`))).toEqual([]);
   });

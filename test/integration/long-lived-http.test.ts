@@ -35,6 +35,28 @@ async function pausedRun(opts: Parameters<typeof testServer>[0] = {}, headers: R
   return { ...ctx, s, done, id, append };
 }
 
+/**
+ * A server (its request paths recorded), a LongLivedHttpClient (its posts recorded) and a tool that says when it is
+ * called (`inTool`) and answers 'ok' only once released (`gate`).
+ */
+async function gatedToolClient() {
+  const { url, server } = await testServer({ policy: twoCalls() });
+  const paths: string[] = [];
+  server.http.on('request', (req: { method?: string; url?: string }) => void paths.push(`${req.method} ${req.url}`));
+  const client = new LongLivedHttpClient(url, { timing: false });
+  const posts = postsOf(client);
+  let called!: () => void;
+  const inTool = new Promise<void>((res) => (called = res));
+  let release!: () => void;
+  const gate = new Promise<void>((res) => (release = res));
+  const gatedTool = async () => {
+    called();
+    await gate;
+    return 'ok';
+  };
+  return { server, paths, client, posts, inTool, gate, release, gatedTool };
+}
+
 /** The URLs a LongLivedHttpClient posts to (appends, cancels), recorded as it calls its post. */
 function postsOf(client: LongLivedHttpClient): string[] {
   const urls: string[] = [];
@@ -405,20 +427,8 @@ describe('long-lived over HTTP', () => {
   });
 
   it('LongLivedHttpClient: close() while a tool runs sends no append when the tool finishes', async () => {
-    const { url, server } = await testServer({ policy: twoCalls() });
-    const paths: string[] = [];
-    server.http.on('request', (req: { method?: string; url?: string }) => void paths.push(`${req.method} ${req.url}`));
-    const client = new LongLivedHttpClient(url, { timing: false });
-    const posts = postsOf(client);
-    let called!: () => void;
-    const inTool = new Promise<void>((res) => (called = res));
-    let release!: () => void;
-    const gate = new Promise<void>((res) => (release = res));
-    const run = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, async () => {
-      called();
-      await gate;
-      return 'ok';
-    });
+    const { server, paths, client, posts, inTool, gate, release, gatedTool } = await gatedToolClient();
+    const run = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, gatedTool);
     const settled = run.then(
       () => 'resolved',
       () => 'rejected',
@@ -441,22 +451,10 @@ describe('long-lived over HTTP', () => {
     // The continuation checked the client-wide `cancelling` flag, which the next run() resets, and the run's own abort
     // signal, which a cancel never sets: the first run's outputs were POSTed to its cancelled response once the second
     // run had started.
-    const { url, server } = await testServer({ policy: twoCalls() });
-    const paths: string[] = [];
-    server.http.on('request', (req: { method?: string; url?: string }) => void paths.push(`${req.method} ${req.url}`));
-    const client = new LongLivedHttpClient(url, { timing: false });
-    const posts = postsOf(client);
-    let called!: () => void;
-    const inTool = new Promise<void>((res) => (called = res));
-    let release!: () => void;
-    const gate = new Promise<void>((res) => (release = res));
+    const { server, paths, client, posts, inTool, gate, release, gatedTool } = await gatedToolClient();
     let firstDone!: () => void;
     const firstToolDone = new Promise<void>((res) => (firstDone = res));
-    const first = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, async () => {
-      called();
-      await gate;
-      return 'ok';
-    });
+    const first = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, gatedTool);
     await inTool;
     await client.cancel();
     const ended = await first;

@@ -184,7 +184,7 @@ export class LlrServer {
     );
     const ledger = new Ledger(options.ledgerEntries);
     const auth = createAuthenticator(options.apiKeys ?? []);
-    const demo = options.demo === false ? null : new DemoService(() => this.services, options.demo ?? {}, clock, options.seed ?? 1, auth.enabled);
+    const demo = options.demo === false ? null : new DemoService(() => this.services, options.demo ?? {}, clock, options.seed ?? 1, auth.enabled, () => !this.refuseWebSockets);
     this.demo = demo;
     const model =
       options.model ??

@@ -15,6 +15,8 @@ export interface DemoDesign {
   id: string;
   /** Which of the project's clients drives the lane. */
   client: ClientProtocol;
+  /** Whether the lane's client needs a WebSocket: a server started with `--no-websockets` races only the others. */
+  websocket: boolean;
   label: string;
   /** What the client sends to start a run (shown in the wire log). */
   starts_with: string;
@@ -28,6 +30,7 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
   {
     id: 'long-lived',
     client: 'long-lived',
+    websocket: true,
     label: 'Long-lived Response',
     starts_with: 'response.create',
     continues_with: 'response.append',
@@ -37,6 +40,7 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
   {
     id: 'ws',
     client: 'ws',
+    websocket: true,
     label: 'WebSocket mode',
     starts_with: 'response.create',
     continues_with: 'response.create + previous_response_id',
@@ -46,6 +50,7 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
   {
     id: 'http',
     client: 'http',
+    websocket: false,
     label: 'HTTP + SSE',
     starts_with: 'POST /v1/responses',
     continues_with: 'POST /v1/responses (whole conversation)',
@@ -55,6 +60,7 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
   {
     id: 'long-lived-http',
     client: 'long-lived-http',
+    websocket: false,
     label: 'Long-lived over HTTP',
     starts_with: 'POST /v1/responses?protocol=long-lived',
     continues_with: 'POST /v1/responses/{id}/append',
@@ -62,3 +68,8 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
       'The same long-lived Response without a WebSocket: one SSE stream stays open for the whole run, the client posts only the tool outputs to append, and the server keeps everything it had already checked and tokenised.',
   },
 ];
+
+/** The designs a server races: all of them, or (WebSockets refused) those whose clients use plain HTTP. */
+export function servedDesigns(webSockets: boolean): readonly DemoDesign[] {
+  return webSockets ? DEMO_DESIGNS : DEMO_DESIGNS.filter((d) => !d.websocket);
+}

@@ -29,7 +29,7 @@ import { WireError, methodNotAllowed } from '../protocol/errors.js';
 import { parseJsonText } from '../protocol/parse.js';
 import { bearerKey } from '../transport/auth.js';
 import { checkJsonContentType, watchStall, type HttpRoutes, type RouteEdge } from '../transport/http.js';
-import { DEMO_DESIGNS } from './designs.js';
+import { DEMO_DESIGNS, servedDesigns } from './designs.js';
 import type { DemoMessage } from './messages.js';
 import { DemoModels } from './models.js';
 import { tokenizerReady } from '../model/tokenizer.js';
@@ -85,6 +85,8 @@ export class DemoService implements HttpRoutes {
     clock: Services['clock'],
     seed: number,
     private readonly authRequired: boolean,
+    /** Whether the server accepts WebSocket upgrades now (`--no-websockets` refuses them): the page lists, and a race runs, only the designs it serves. */
+    private readonly webSockets: () => boolean = () => true,
   ) {
     this.options = { ...DEFAULT_DEMO_OPTIONS, ...options };
     for (const k of ['maxRaces', 'raceTimeoutMs', 'maxToolCalls', 'maxPromptBytes'] as const) {
@@ -158,7 +160,7 @@ export class DemoService implements HttpRoutes {
   private config(): object {
     const o = this.options;
     return {
-      designs: DEMO_DESIGNS.map(({ id, label, starts_with, continues_with, keeps }) => ({ id, label, starts_with, continues_with, keeps })),
+      designs: servedDesigns(this.webSockets()).map(({ id, label, starts_with, continues_with, keeps }) => ({ id, label, starts_with, continues_with, keeps })),
       speeds: SPEEDS.map((id) => ({ id, label: id === 'instant' ? 'instant' : `${Number(id).toLocaleString('en')} tokens/s` })),
       tool_times: [
         { id: 'none', label: 'none (tools answer at once)' },
@@ -212,7 +214,7 @@ export class DemoService implements HttpRoutes {
     const race = new Race(
       {
         id,
-        designs: DEMO_DESIGNS,
+        designs: servedDesigns(this.webSockets()),
         workload: r.workload,
         speed: r.speed,
         settings: speedSettings(r.speed, services.router.opts.deployments[0]?.settings),

@@ -239,6 +239,21 @@ describe('demo requests', () => {
     expect(config.designs.map((d) => d.id)).toEqual(DEMO_DESIGNS.map((d) => d.id));
   });
 
+  it('on a server refusing WebSockets, lists and races only the designs served over plain HTTP', async () => {
+    const { url } = await testServer({ refuseWebSockets: true });
+    const httpOnly = DEMO_DESIGNS.filter((d) => !d.websocket).map((d) => d.id);
+    expect(httpOnly).toEqual(['http', 'long-lived-http']);
+    const config = (await (await fetch(`${url}/demo/api/config`)).json()) as { designs: Array<{ id: string }> };
+    expect(config.designs.map((d) => d.id)).toEqual(httpOnly);
+    const msgs = await readRace(await startRace(url, { workload: 'synthetic', tool_calls: 2, speed: 'instant', tool_time: 'none' }));
+    // Every lane the race lists ends done: none was a WebSocket lane failing its upgrade with 426.
+    expect(msgs.at(-1)).toMatchObject({ type: 'race.done', status: 'done' });
+    const race = msgs.find((m) => m.type === 'race');
+    expect(race?.type === 'race' && race.designs.map((d) => d.id)).toEqual(httpOnly);
+    expect(msgs.flatMap((m) => (m.type === 'lane.done' ? [m.design] : [])).sort()).toEqual(httpOnly);
+    expect(msgs.some((m) => m.type === 'lane.state' && m.state === 'failed')).toBe(false);
+  });
+
   it('lets only the key that started a race step it: another key is told no such race', async () => {
     const { url } = await testServer({ apiKeys: ['sk-a', 'sk-b'] });
     const post = (path: string, key: string, body?: unknown) =>

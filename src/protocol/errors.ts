@@ -76,7 +76,7 @@ export const WIRE_ERRORS = {
   object_above_max_properties: { status: 400, type: 'invalid_request_error', message: 'Object has too many properties.' },
   string_above_max_length: { status: 400, type: 'invalid_request_error', message: 'String too long.' },
   invalid_json_schema: { status: 400, type: 'invalid_request_error', message: "The 'text.format' JSON schema cannot be satisfied by bounded output." },
-  // Requests Node's HTTP parser refuses before any route sees them (transport/http.ts `answerClientError`).
+  // Requests Node's HTTP parser refuses before any route sees them (transport/raw-answers.ts `answerClientError`).
   invalid_http_request: { status: 400, type: 'invalid_request_error', message: 'The HTTP request is malformed.' },
   request_timeout: { status: 408, type: 'invalid_request_error', message: 'The request did not arrive in time (llr serve --headers-timeout-ms, --request-timeout-ms).' },
   expectation_failed: { status: 417, type: 'invalid_request_error', message: "The request's Expect header asks for what this server does not do (only '100-continue' is supported)." },

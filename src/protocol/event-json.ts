@@ -315,7 +315,7 @@ function echoOf(text: string): Buffer | null {
 /**
  * The pieces of `JSON.stringify(e)` (joined and UTF-8-encoded, they are its
  * bytes). `e` is a server event, or the flat SSE error body
- * (transport/http.ts), which carries no Response.
+ * (transport/sse.ts), which carries no Response.
  */
 export function eventPieces(e: object): EventPieces {
   if (e instanceof TextDelta || e instanceof ArgsDelta) return [e.toWire()];

@@ -87,7 +87,7 @@ export interface WireErrorBody {
 
 /**
  * WebSocket shape (nested); SSE uses the flat shape, see `sseFrame` in
- * transport/http.ts. Always
+ * transport/sse.ts. Always
  * numbered: in the stream of the response in flight, or by the connection's
  * own counter when none is.
  */
@@ -99,7 +99,7 @@ export type ErrorEvent = Seq & {
 
 /**
  * The `error` event as an SSE stream carries it: flat, as openai-node reads
- * it (written by `sseFrame`, transport/http.ts); no status, the HTTP one is
+ * it (written by `sseFrame`, transport/sse.ts); no status, the HTTP one is
  * already sent.
  */
 export type SseErrorEvent = Seq & { type: 'error' } & Pick<WireErrorBody, 'code' | 'message' | 'param'>;

@@ -36,7 +36,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { WireError, toWireError } from '../protocol/errors.js';
 import { COOPERATIVE_PARSE_CHARS, parseClientEvent, withTimingOptIn } from '../protocol/parse.js';
 import { parseCaps, parseEdgeJson, parseEdgeJsonNow } from './json-in.js';
-import { timingHeader } from './http.js';
+import { timingHeader } from './http-query.js';
 import { newId } from '../protocol/objects.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { eventPieces, piecesLength, type DeltaBatch } from '../protocol/event-json.js';
@@ -373,7 +373,7 @@ class WsConnection implements Transport, Unsent {
   /**
    * While a run waits for this peer to read (`backlog`): if nothing of what is unsent leaves for
    * `sendStallTimeoutMs`, the peer reads nothing, and is dropped (`send_stalled`) as an SSE reader is
-   * (transport/http.ts); its run ends as a disconnect. Without it a reader that stopped would hold the run
+   * (transport/socket-watch.ts); its run ends as a disconnect. Without it a reader that stopped would hold the run
    * until the heartbeat noticed. One watch at a time; it ends when the waiters are woken.
    * With the stall timeout off (0) the window is the heartbeat's idle timeout: the heartbeat itself ends the
    * wait only for a peer silent both ways, and one that read nothing but sent a frame or a pong now and then

@@ -22,7 +22,7 @@ import { DeltaBatch, DeltaHead } from '../../src/protocol/event-json.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
 import { parseClientFrame } from '../../src/protocol/parse.js';
 import { INSTANT_MODEL, LlrServer } from '../../src/server.js';
-import { sseTransport } from '../../src/transport/http.js';
+import { sseTransport } from '../../src/transport/sse.js';
 import { batchFrames, textFrames } from '../../src/transport/ws-frames.js';
 import { FakeClock, SETTINGS, request } from './model-fixtures.js';
 

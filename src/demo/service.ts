@@ -26,7 +26,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Services } from '../engine/services.js';
 import { WireError, methodNotAllowed } from '../protocol/errors.js';
-import { parseJsonText } from '../protocol/parse.js';
+import { parseJsonText } from '../protocol/json-text.js';
 import { bearerKey } from '../transport/auth.js';
 import type { HttpRoutes, RouteEdge } from '../transport/http.js';
 import { checkJsonContentType } from '../transport/http-query.js';

@@ -29,7 +29,7 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { WireError } from '../protocol/errors.js';
-import { checkJsonDepth } from '../protocol/parse.js';
+import { checkJsonDepth } from '../protocol/json-text.js';
 import type { CreateParams } from '../protocol/events.js';
 import { isKnownItem, newId, type CompactionItem, type InputCompactionItem, type InputItem, type InputMessage } from '../protocol/objects.js';
 import { countTokens } from '../model/tokenizer.js';

@@ -15,7 +15,7 @@
  * win, `__proto__` an own property); the scan also enforces the nesting
  * limit, naming the top-level key like `checkJsonDepth`.
  *
- * Used by `parseJsonTextAsync` (protocol/parse.ts) for texts above
+ * Used by `parseJsonTextWork` (protocol/json-text.ts) for texts above
  * `COOPERATIVE_PARSE_CHARS`; smaller ones keep the one-turn `JSON.parse`.
  * Leaves out worker threads: the parsed value would have to be copied back
  * with the structured clone, which costs the main thread about what parsing

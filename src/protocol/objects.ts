@@ -130,7 +130,7 @@ export interface InputCompactionItem extends Omit<CompactionItem, 'id'> {
   id?: string;
 }
 
-/** The item types this server reads: the edge checks their shape (protocol/parse.ts). */
+/** The item types this server reads: the edge checks their shape (protocol/parse-input.ts). */
 export type KnownItem = InputMessage | InputFunctionCall | FunctionCallOutput | ReasoningItem | ItemReference | InputCompactionItem;
 export type InputItem = KnownItem | UnknownItem;
 

@@ -12,7 +12,8 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import { runCooperative } from '../model/cooperative.js';
-import { parseJsonText, parseJsonTextWork, type ParseCaps } from '../protocol/parse.js';
+import type { ParseCaps } from '../protocol/parse.js';
+import { parseJsonText, parseJsonTextWork } from '../protocol/json-text.js';
 
 /** The limits the edge parse applies (a subset of the server's `Limits`, engine/services.ts, where each is documented). */
 export interface EdgeLimits {

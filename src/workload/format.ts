@@ -14,7 +14,8 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { RunMetrics } from '../pipeline/metrics.js';
 import { validateItems, validateTools } from '../pipeline/validate.js';
 import { WireError } from '../protocol/errors.js';
-import { checkJsonDepth, DEFAULT_MAX_JSON_DEPTH, DEFAULT_PARSE_CAPS, parseCreateBody } from '../protocol/parse.js';
+import { DEFAULT_PARSE_CAPS, parseCreateBody } from '../protocol/parse.js';
+import { checkJsonDepth, DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-text.js';
 import { ToolSchemas } from './codex-items.js';
 import { WorkloadError, type Workload } from './types.js';
 

@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { WireError } from '../../src/protocol/errors.js';
-import { checkJsonDepth, parseJsonText } from '../../src/protocol/parse.js';
+import { checkJsonDepth, parseJsonText } from '../../src/protocol/json-text.js';
 import { createGuard, isLoopbackAddress } from '../../src/transport/guard.js';
 
 /** Depth by a real parse (recursive; fine for the small values here). */

@@ -1,0 +1,114 @@
+/**
+ * The field readers every edge parser uses: an optional string, enum,
+ * boolean, number or integer in range, read from a JSON object off the wire,
+ * each refusing a wrong type or value with the API's own code and message
+ * naming the parameter. Used by protocol/parse.ts and parse-input.ts. Pure.
+ */
+import { WireError } from './errors.js';
+
+/** A JSON object as read from the wire: its fields not yet checked. */
+export type Obj = Record<string, unknown>;
+
+export function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export function assertObj(v: unknown, param: string): asserts v is Obj {
+  if (!isObj(v)) throw new WireError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
+}
+
+export function optString(o: Obj, key: string, prefix = ''): string | null {
+  const v = o[key];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string') {
+    throw new WireError('invalid_type', `Invalid type for '${prefix}${key}': expected a string.`, prefix + key);
+  }
+  return v;
+}
+
+/** The API's words for a list of values: `'a', 'b', and 'c'`. */
+export function supported(values: readonly string[]): string {
+  const q = values.map((v) => `'${v}'`);
+  // "'a' and 'b'"; "'a', 'b', and 'c'" (it said "'a', and 'b'" for two).
+  return q.length < 3 ? q.join(' and ') : `${q.slice(0, -1).join(', ')}, and ${q.at(-1)}`;
+}
+
+/**
+ * A string that must be one of `values` (or absent / null): a field the Response echoes, so a value outside
+ * the API's enum would reach typed clients (openai-node's unions, strict decoders) as sent.
+ */
+export function optEnum<T extends string>(o: Obj, key: string, values: readonly T[], prefix = ''): T | null {
+  const v = optString(o, key, prefix);
+  if (v === null || (values as readonly string[]).includes(v)) return v as T | null;
+  throw new WireError('invalid_value', `Invalid value for '${prefix}${key}': '${v.slice(0, 100)}'. Supported values are: ${supported(values)}.`, prefix + key);
+}
+
+export function optBool(o: Obj, key: string, dflt: boolean): boolean {
+  const v = o[key];
+  if (v === undefined || v === null) return dflt;
+  if (typeof v !== 'boolean') throw new WireError('invalid_type', `Invalid type for '${key}': expected a boolean.`, key);
+  return v;
+}
+
+export function optNumber(o: Obj, key: string): number | null {
+  const v = o[key];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isFinite(v)) {
+    throw new WireError('invalid_type', `Invalid type for '${key}': expected a number.`, key);
+  }
+  return v;
+}
+
+/** An optional integer >= min, with the API's codes and messages. */
+export function optInteger(o: Obj, key: string, min: number): number | null {
+  const v = optNumber(o, key);
+  if (v === null) return null;
+  if (!Number.isInteger(v)) {
+    throw new WireError('invalid_type', `Invalid type for '${key}': expected an integer, but got a decimal number instead.`, key);
+  }
+  if (v < min) {
+    throw new WireError('integer_below_min_value', `Invalid '${key}': integer below minimum value. Expected a value >= ${min}, but got ${v} instead.`, key);
+  }
+  // Past 2^53 a JSON integer is not the integer sent (9007199254740993 reads as …992), and 1e300 was echoed `1e+300`.
+  if (v > Number.MAX_SAFE_INTEGER) {
+    throw new WireError('integer_above_max_value', `Invalid '${key}': integer above maximum value. Expected a value <= ${Number.MAX_SAFE_INTEGER}, but got ${v} instead.`, key);
+  }
+  return v;
+}
+
+/** An optional integer in [min, max], with the API's codes and messages. */
+export function optIntegerRange(o: Obj, key: string, min: number, max: number): number | null {
+  const v = optInteger(o, key, min);
+  if (v !== null && v > max) {
+    throw new WireError('integer_above_max_value', `Invalid '${key}': integer above maximum value. Expected a value <= ${max}, but got ${v} instead.`, key);
+  }
+  return v;
+}
+
+/** An optional number in [min, max], with the API's codes and messages. */
+export function optRange(o: Obj, key: string, min: number, max: number): number | null {
+  const v = optNumber(o, key);
+  if (v === null) return null;
+  if (v < min) {
+    throw new WireError('decimal_below_min_value', `Invalid '${key}': decimal below minimum value. Expected a value >= ${min}, but got ${v} instead.`, key);
+  }
+  if (v > max) {
+    throw new WireError('decimal_above_max_value', `Invalid '${key}': decimal above maximum value. Expected a value <= ${max}, but got ${v} instead.`, key);
+  }
+  return v;
+}
+
+export function hasStringType(v: Obj): v is Obj & { type: string } {
+  return typeof v['type'] === 'string';
+}
+
+/** `v.type` is `type`: a check the compiler narrows on. */
+export function hasType<T extends string>(v: Obj, type: T): v is Obj & { type: T } {
+  return v['type'] === type;
+}
+
+export function requireString<K extends string>(v: Obj, key: K, param: string): asserts v is Obj & { [P in K]: string } {
+  const x = v[key];
+  if (x === undefined) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.${key}'.`, `${param}.${key}`);
+  if (typeof x !== 'string') throw new WireError('invalid_type', `Invalid type for '${param}.${key}': expected a string.`, `${param}.${key}`);
+}

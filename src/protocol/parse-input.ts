@@ -1,0 +1,148 @@
+/**
+ * A request's `input` (or an append's): a string, or an array of items each
+ * checked for its shape (messages and their content parts, tool calls and
+ * outputs, reasoning, compaction and `item_reference` items), so the engine
+ * can trust the types; the deeper checks are the pipeline's `validate`
+ * stage. The count of items and parts is capped before any per-item work.
+ * Used by protocol/parse.ts. Pure.
+ */
+import { WireError } from './errors.js';
+import type { InputItem, InputRole, InputText, ItemStatus, OtherContentPart } from './objects.js';
+import { assertObj, hasStringType, hasType, isObj, requireString, type Obj } from './fields.js';
+import type { ParseCaps } from './parse.js';
+
+export function parseInput(v: unknown, param: string, required: boolean, caps: ParseCaps): InputItem[] {
+  if (v === undefined || v === null) {
+    if (required) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
+    return [];
+  }
+  if (typeof v === 'string') return [{ type: 'message', role: 'user', content: v }];
+  if (!Array.isArray(v)) {
+    throw new WireError('invalid_type', `Invalid type for '${param}': expected a string or an array of items.`, param);
+  }
+  checkInputParts(v, param, caps.maxInputParts);
+  return v.map((item, i) => parseItem(item, `${param}[${i}]`));
+}
+
+/**
+ * Items plus the content parts of messages and tool outputs: every stage
+ * after the parse (validate, render, the model, the store) does work per
+ * part, so their number is capped before any of it (`--max-context-items`,
+ * the same bound a long-lived run's context has).
+ */
+export function checkInputParts(items: unknown[], param: string, max: number): void {
+  let parts = items.length;
+  if (parts <= max) {
+    for (const it of items) {
+      if (!isObj(it)) continue;
+      const c = Array.isArray(it['content']) ? it['content'] : Array.isArray(it['output']) ? it['output'] : null;
+      if (c !== null && (parts += c.length) > max) break;
+    }
+  }
+  if (parts > max) {
+    throw new WireError(
+      'array_above_max_length',
+      `Invalid '${param}': too many items and content parts. Expected at most ${max}, but got ${parts > items.length ? 'more' : items.length} (llr serve --max-context-items).`,
+      param,
+    );
+  }
+}
+
+const ROLES: readonly InputRole[] = ['user', 'system', 'developer', 'assistant'];
+
+function isRole(v: unknown): v is InputRole {
+  return ROLES.includes(v as InputRole);
+}
+
+/** An item's `status` as the API's item types have it (messages, function calls and outputs, reasoning). */
+const ITEM_STATUSES: readonly ItemStatus[] = ['in_progress', 'completed', 'incomplete'];
+
+/**
+ * `status`, when given (null counts as not given), is one of the API's item statuses: an item keeps what
+ * it was sent with, and `GET /v1/responses/{id}/input_items` lists it so, where a typed client decodes the
+ * closed enum (openai-node's `ResponseInputMessageItem.status` and the others).
+ */
+function checkItemStatus(v: Obj, param: string): void {
+  const status = v['status'];
+  if (status === undefined || status === null || ITEM_STATUSES.includes(status as ItemStatus)) return;
+  const shown = typeof status === 'string' ? `'${status.slice(0, 100)}'` : JSON.stringify(status)?.slice(0, 100);
+  throw new WireError(
+    typeof status === 'string' ? 'invalid_value' : 'invalid_type',
+    `Invalid value for '${param}.status': ${shown}. Supported values are: 'in_progress', 'completed', and 'incomplete'.`,
+    `${param}.status`,
+  );
+}
+
+export function parseItem(v: unknown, param: string): InputItem {
+  assertObj(v, param);
+  if (v['type'] === undefined && 'role' in v) return parseMessage(v, param);
+  if (!hasStringType(v)) {
+    throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.type'.`, `${param}.type`);
+  }
+  if (hasType(v, 'message')) return parseMessage(v, param);
+  if (hasType(v, 'function_call')) {
+    requireString(v, 'call_id', param);
+    requireString(v, 'name', param);
+    requireString(v, 'arguments', param);
+    checkItemStatus(v, param);
+    return v;
+  }
+  if (hasType(v, 'function_call_output')) {
+    requireString(v, 'call_id', param);
+    requireTextOrParts(v, 'output', param);
+    checkItemStatus(v, param);
+    return v;
+  }
+  if (hasType(v, 'reasoning')) {
+    // Otherwise carried through untouched.
+    checkItemStatus(v, param);
+    return v;
+  }
+  if (hasType(v, 'item_reference')) {
+    requireString(v, 'id', param);
+    return v;
+  }
+  if (hasType(v, 'compaction')) {
+    requireString(v, 'encrypted_content', param);
+    return v;
+  }
+  // reasoning, custom tool calls, hosted tool calls: carried through untouched.
+  return v;
+}
+
+type ContentPart = InputText | OtherContentPart;
+
+/**
+ * `v[key]` is text or a list of content parts (a message's content, a tool's
+ * output). The parts' shapes are the validate stage's to check (timed there);
+ * a message's are checked for a `type` below.
+ */
+function requireTextOrParts<K extends string>(v: Obj, key: K, param: string): asserts v is Obj & { [P in K]: string | ContentPart[] } {
+  const x = v[key];
+  if (typeof x !== 'string' && !Array.isArray(x)) {
+    throw new WireError(
+      x === undefined ? 'missing_required_parameter' : 'invalid_type',
+      `Invalid '${param}.${key}': expected a string or an array of content parts.`,
+      `${param}.${key}`,
+    );
+  }
+}
+
+function parseMessage(v: Obj, param: string): InputItem {
+  const role = v['role'];
+  if (!isRole(role)) {
+    throw new WireError('invalid_value', `Invalid value for '${param}.role': expected one of ${ROLES.join(', ')}.`, `${param}.role`);
+  }
+  requireTextOrParts(v, 'content', param);
+  checkItemStatus(v, param);
+  const content = v.content;
+  if (Array.isArray(content)) {
+    content.forEach((part, j) => {
+      assertObj(part, `${param}.content[${j}]`);
+      if (typeof part['type'] !== 'string') {
+        throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.content[${j}].type'.`, `${param}.content[${j}].type`);
+      }
+    });
+  }
+  return { ...v, type: 'message', role, content };
+}

@@ -2,7 +2,8 @@
  * Edge parsing: turns a WebSocket frame or an HTTP body into a typed client
  * event or `CreateParams`, or throws a precise `WireError` naming the param.
  *
- * This is the only place that looks at `unknown` input. It checks the
+ * This (with parse-input.ts, fields.ts and json-text.ts) is the only place
+ * that looks at `unknown` input. It checks the
  * envelope and the shape of each item (enough for the engine to trust the
  * types); the deeper per-item checks are the pipeline's `validate` stage,
  * which is timed and has an incremental form. Pure: no I/O.

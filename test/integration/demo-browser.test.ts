@@ -95,6 +95,33 @@ describe('the demo page', () => {
     await page.close();
   }, 90_000);
 
+  it('on a server without WebSockets, races the two HTTP designs and explains them', async () => {
+    const own = await (await distSpawnServer())(['--no-websockets']);
+    try {
+      const page = await browser!.newPage();
+      const errors: string[] = [];
+      page.on('console', (m) => {
+        if (m.type() === 'error') errors.push(m.text());
+      });
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`${own.url}/demo`);
+      for (const d of ['http', 'long-lived-http']) await page.locator(`[data-design="${d}"][data-state="idle"]`).waitFor();
+      expect(await page.locator('[data-design]').count()).toBe(2);
+      await page.selectOption('select[name="workload"]', 'synthetic');
+      await page.fill('input[name="tool_calls"]', '3');
+      await page.selectOption('select[name="speed"]', 'instant');
+      await page.locator('[data-action="race"]').click();
+      for (const d of ['http', 'long-lived-http']) await page.locator(`[data-design="${d}"][data-state="done"]`).waitFor({ timeout: 60_000 });
+      await page.locator('#summary:not([hidden])').waitFor();
+      // The comparison the page explains is the long-lived Response over HTTP against the baseline (it was empty).
+      expect(await page.locator('[data-field="explanation"]').textContent()).toMatch(/through the long-lived Response over HTTP and [\d,]+ ms over HTTP/);
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      await own.stop();
+    }
+  }, 90_000);
+
   it('steps one model call at a time from the keyboard, and stops', async () => {
     const url = server!.url;
     const page = await browser!.newPage();

@@ -269,22 +269,30 @@ function explain(status) {
     summary.hidden = false;
     return;
   }
-  const ll = lanes.get('long-lived');
+  // The long-lived Response over its WebSocket, or over HTTP where it is the only one (a server without WebSockets).
+  const socketLl = lanes.get('long-lived');
+  const httpLl = lanes.get('long-lived-http');
+  const ll = socketLl?.done ? socketLl : httpLl;
+  const llName = ll === httpLl ? 'the long-lived Response over HTTP' : 'the long-lived Response';
   const http = lanes.get('http');
   const ws = lanes.get('ws');
   const info = lastInfo;
   const parts = [];
   if (ll?.done && http?.done) {
     const diff = http.done.e2e_ms - ll.done.e2e_ms;
+    const others = [
+      ...(ws?.done ? [`${fmt(ws.done.e2e_ms, 0)} ms in WebSocket mode`] : []),
+      ...(ll !== httpLl && httpLl?.done ? [`${fmt(httpLl.done.e2e_ms, 0)} ms through the long-lived Response over HTTP`] : []),
+    ];
     parts.push(
-      `The same run took ${fmt(ll.done.e2e_ms, 0)} ms through the long-lived Response and ${fmt(http.done.e2e_ms, 0)} ms over HTTP (the long-lived Response took ${diff >= 0 ? `${fmt(diff, 0)} ms less` : `${fmt(-diff, 0)} ms more`})${ws?.done ? `, and ${fmt(ws.done.e2e_ms, 0)} ms in WebSocket mode` : ''}.`,
+      `The same run took ${fmt(ll.done.e2e_ms, 0)} ms through ${llName} and ${fmt(http.done.e2e_ms, 0)} ms over HTTP (${llName} took ${diff >= 0 ? `${fmt(diff, 0)} ms less` : `${fmt(-diff, 0)} ms more`})${others.length ? `, and ${others.join(' and ')}` : ''}.`,
     );
     const t = (l) => l.totals();
     parts.push(
       `Over HTTP nothing survives between model calls, so for each of its ${fmt(t(http).model_calls)} calls the client sent the whole conversation again (${fmt(http.done.bytes_sent)} bytes in all) and the server validated and tokenised it from the start: ${fmt(t(http).tokens_tokenized)} tokens tokenised and ${fmt(t(http).items_validated)} items validated.`,
     );
     parts.push(
-      `The long-lived Response stayed open: at each tool call it paused, the client appended only the tool outputs (${fmt(ll.done.bytes_sent)} bytes in all), and the server checked and tokenised only what was new (${fmt(t(ll).tokens_tokenized)} tokens, ${fmt(t(ll).items_validated)} items), in ${ll.responses.size === 1 ? 'one response' : `${fmt(ll.responses.size)} responses (one per user turn)`} instead of ${fmt(http.responses.size)}.`,
+      `${llName[0].toUpperCase()}${llName.slice(1)} stayed open: at each tool call it paused, the client appended only the tool outputs (${fmt(ll.done.bytes_sent)} bytes in all), and the server checked and tokenised only what was new (${fmt(t(ll).tokens_tokenized)} tokens, ${fmt(t(ll).items_validated)} items), in ${ll.responses.size === 1 ? 'one response' : `${fmt(ll.responses.size)} responses (one per user turn)`} instead of ${fmt(http.responses.size)}.`,
     );
     if (ws?.done) parts.push(`WebSocket mode keeps the previous response on the connection, so it re-tokenises little (${fmt(t(ws).tokens_tokenized)} tokens) but still starts, routes and books a new response for every call (${fmt(ws.responses.size)} of them).`);
     const share = http.done.e2e_ms > 0 ? (http.done.api_overhead_ms / http.done.e2e_ms) * 100 : 0;

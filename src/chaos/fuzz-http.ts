@@ -13,7 +13,7 @@ import { checkRecords, type FuzzOptions, type Target } from './settle.js';
 const JSON_TYPES = ['application/json', 'application/json', 'application/json; charset=utf-8', 'Application/JSON'];
 /** Refused with 415 since POSTs need a JSON content type: sent to a minority of requests so most bodies reach the pipeline. */
 const ODD_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', ''];
-const BAD_IDS = ['%', '%ZZ', '%E0%A4%A', '%00', 'a%2Fb', '%ud800', '%C0%AF', 'resp_' + 'x'.repeat(3000), '..%2F..%2Fetc', '%F0%9F%98', '%FF', 'resp_%20'];
+export const BAD_IDS = ['%', '%ZZ', '%E0%A4%A', '%00', 'a%2Fb', '%ud800', '%C0%AF', 'resp_' + 'x'.repeat(3000), '..%2F..%2Fetc', '%F0%9F%98', '%FF', 'resp_%20'];
 const METHODS = ['GET', 'POST', 'DELETE', 'PUT', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND', 'get'];
 const PATHS = ['/', '/v1', '/v1/responses/', '//v1//responses', '/v1/responses?stream=true', '/v1/responses/compact', '/v1/responses/a/b', '/v1/Responses', '/llr', '/llr/runs/', '/llr/stats?gc=1', '/health?x=%ZZ', '/%ZZ', '/' + 'a'.repeat(6000), '/v1/responses/../../llr/runs'];
 
@@ -32,7 +32,7 @@ function percentBytes(s: string): string {
   return out;
 }
 
-function headers(rng: Rng): Record<string, string> {
+export function headers(rng: Rng): Record<string, string> {
   const h: Record<string, string> = {};
   const ct = rng.chance(0.85) ? rng.pick(JSON_TYPES) : rng.pick(ODD_TYPES);
   if (ct) h['Content-Type'] = ct;

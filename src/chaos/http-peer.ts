@@ -61,38 +61,66 @@ export interface SseResult {
   problems: string[];
 }
 
-/** Parse and check an SSE body. */
-export function checkSse(body: string): SseResult {
-  const stream = new StreamCheck();
-  const problems: string[] = [];
-  let done = false;
-  for (const frame of body.split('\n\n')) {
-    if (!frame.trim()) continue;
+/**
+ * An SSE body checked as it arrives (`push` each chunk's text, `end` once the
+ * body is over): each frame one `event:` line naming its data's `type` and
+ * one `data:` line of JSON, the events numbered without a gap and ending with
+ * one terminal event (`StreamCheck`), nothing after `data: [DONE]`, which must
+ * come. This server frames every event with LF line ends and a blank line,
+ * and the check holds it to that.
+ */
+export class SseCheck {
+  readonly stream = new StreamCheck();
+  readonly problems: string[] = [];
+  done = false;
+  private rest = '';
+
+  push(text: string): void {
+    const frames = (this.rest + text).split('\n\n');
+    this.rest = frames.pop()!;
+    for (const frame of frames) this.frame(frame);
+  }
+
+  /** The body is over: its problems, the stream's included. */
+  end(): SseResult {
+    if (this.rest.trim()) this.problems.push(`the body ends inside an SSE frame: ${this.rest.slice(0, 80)}`);
+    this.rest = '';
+    if (!this.done) this.problems.push('no data: [DONE]');
+    return { stream: this.stream, done: this.done, problems: this.problems };
+  }
+
+  private frame(frame: string): void {
+    if (!frame.trim()) return;
     const lines = frame.split('\n');
     const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
     const event = lines.find((l) => l.startsWith('event: '))?.slice(7);
     if (data.length !== 1) {
-      problems.push(`SSE frame with ${data.length} data lines`);
-      continue;
+      this.problems.push(`SSE frame with ${data.length} data lines`);
+      return;
     }
     if (data[0] === '[DONE]') {
-      done = true;
-      continue;
+      this.done = true;
+      return;
     }
-    if (done) problems.push('an event after [DONE]');
+    if (this.done) this.problems.push('an event after [DONE]');
     let e: Record<string, unknown>;
     try {
       e = JSON.parse(data[0]!) as Record<string, unknown>;
     } catch {
-      problems.push(`SSE data is not JSON: ${data[0]!.slice(0, 80)}`);
-      continue;
+      this.problems.push(`SSE data is not JSON: ${data[0]!.slice(0, 80)}`);
+      return;
     }
-    if (event !== e['type']) problems.push(`event: ${event} but data.type ${String(e['type'])}`);
-    if (e['type'] === 'error' && (typeof e['code'] !== 'string' || typeof e['message'] !== 'string')) problems.push('SSE error without code/message');
-    stream.feed(e);
+    if (event !== e['type']) this.problems.push(`event: ${event} but data.type ${String(e['type'])}`);
+    if (e['type'] === 'error' && (typeof e['code'] !== 'string' || typeof e['message'] !== 'string')) this.problems.push('SSE error without code/message');
+    this.stream.feed(e);
   }
-  if (!done) problems.push('no data: [DONE]');
-  return { stream, done, problems };
+}
+
+/** Parse and check a whole SSE body. */
+export function checkSse(body: string): SseResult {
+  const check = new SseCheck();
+  check.push(body);
+  return check.end();
 }
 
 /** A non-2xx answer must be a JSON error body with a 4xx status. Returns a complaint or null. */

@@ -11,6 +11,7 @@
 import * as concurrency from './concurrency.js';
 import * as disconnect from './disconnect.js';
 import { fuzzHttp } from './fuzz-http.js';
+import { fuzzLongLivedHttp } from './fuzz-llhttp.js';
 import { fuzzWs } from './fuzz-ws.js';
 import { LONG_SCALE, QUICK_SCALE, type Scale } from './mutate.js';
 import { Tally } from './oracle.js';
@@ -112,13 +113,14 @@ export async function runChaos(opts: ChaosOptions): Promise<Tally[]> {
   const say = opts.progress ?? (() => {});
   if (want('fuzz')) {
     ctx.share = opts.quick ? 'fuzz' : null;
-    for (const design of ['long-lived', 'ws', 'http'] as const) {
+    for (const design of ['long-lived', 'ws', 'http', 'long-lived-http'] as const) {
       const tally = new Tally('fuzz', design);
       rows.push(tally);
       say(`fuzz ${design}: ${opts.inputs} inputs, seed ${opts.seed}`);
       await ctx.withServer(tally, {}, async (target) => {
         const common = { inputs: opts.inputs, seed: opts.seed, scale: ctx.scale, hangMs: opts.hangMs, batch: 50, settleMs: opts.settleMs };
         if (design === 'http') await fuzzHttp(target, common, tally);
+        else if (design === 'long-lived-http') await fuzzLongLivedHttp(target, common, tally);
         else await fuzzWs(target, { ...common, protocol: design }, tally);
         await checkQuiescent(target.url, tally, opts.settleMs);
       }, true);

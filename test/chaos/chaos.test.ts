@@ -42,6 +42,7 @@ describe('chaos suite (short form)', () => {
       'fuzz/long-lived',
       'fuzz/ws',
       'fuzz/http',
+      'fuzz/long-lived-http',
       'disconnect/long-lived',
       'disconnect/ws',
       'disconnect/http',

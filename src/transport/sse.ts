@@ -39,7 +39,7 @@ export function sseTransport(
   let congested = false;
   let responseId: string | null = null;
   // The largest frame of this stream: lifecycle events echo the request (tools, instructions), so
-  // two of them can exceed the limit by themselves; as on a WebSocket (transport/ws.ts), the limit
+  // two of them can exceed the limit by themselves; as on a WebSocket (transport/ws-connection.ts), the limit
   // is raised by twice that, so a client that reads gets a request it was allowed to send.
   let largestFrame = 0;
   // One socket write per event-loop turn (transport/batch.ts): the socket itself, whose corks

@@ -6,7 +6,7 @@
  * one buffer and one socket write instead of a header buffer, a payload and
  * two writes per message.
  *
- * Used by transport/ws.ts, only when `directSocket` proves the library's
+ * Used by transport/ws-connection.ts, only when `directSocket` proves the library's
  * sender idle: no permessage-deflate (a compressed message sets RSV1 and
  * goes through zlib), nothing queued behind a compression or a blob, no
  * fragmented message open. Otherwise the transport falls back to `ws.send`

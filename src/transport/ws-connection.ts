@@ -1,0 +1,611 @@
+/**
+ * One accepted WebSocket connection (`WsConnection`): the session's
+ * transport on its socket. Events go out as one JSON text frame each (a
+ * batch of deltas in one write; a large echo as shared bytes in fragments),
+ * paced by what the client leaves unsent and the server-wide bound; frames
+ * in are parsed at the edge (in slices past 1 MiB, in order, up to the queue
+ * bound) and handed to the session; the heartbeat, the send-stall watch and
+ * the lifetime limit end a connection that must end. Opened by
+ * transport/ws.ts once the upgrade is accepted; leaves the upgrade out.
+ */
+import type { Duplex } from 'node:stream';
+import type { WebSocket } from 'ws';
+import { WireError, toWireError } from '../protocol/errors.js';
+import { parseClientEvent, withTimingOptIn } from '../protocol/parse.js';
+import { COOPERATIVE_PARSE_CHARS } from '../protocol/json-text.js';
+import { parseCaps, parseEdgeJson, parseEdgeJsonNow } from './json-in.js';
+import type { ServerEvent } from '../protocol/events.js';
+import { eventPieces, piecesLength, type DeltaBatch } from '../protocol/event-json.js';
+import { batchFrames, directSocket } from './ws-frames.js';
+import type { SessionHost } from '../modes/host.js';
+import type { ConnectionSession } from '../modes/session.js';
+import type { ConnectionBytes, Hold } from '../modes/server-bytes.js';
+import type { SendShare, Unsent } from '../modes/send-bytes.js';
+import type { Logger } from 'pino';
+import type { Transport } from '../modes/transport.js';
+import type { Batcher } from './batch.js';
+import { startHeartbeat } from './heartbeat.js';
+
+/**
+ * One accepted connection: the session's transport and the socket's
+ * listeners. A class rather than closures over one function's context: a
+ * paused run's connection keeps all of it, and a dozen closures with their
+ * shared context cost more than one object whose methods live on its
+ * prototype (only the functions handed to `ws` or a timer are bound).
+ */
+export class WsConnection implements Transport, Unsent {
+  /**
+   * The largest event sent on this connection: lifecycle events echo the request (instructions, tools), so one
+   * can exceed the limit by itself; the allowance below lets a client that reads receive a request it was allowed to send.
+   */
+  private largestEvent = 0;
+  /** `,"stream_id":"…"}`: the end of every event while a lane's response is served (`lane`), else null. */
+  private laneEnd: string | null = null;
+  /**
+   * `room` for the session: a queued create starts once everything sent before it has been flushed to the
+   * socket (checked as each send completes), so each response starts with the whole send allowance; a client
+   * that reads is never dropped for pipelining, one that does not read holds only its queue. Null while none wait.
+   */
+  private roomWaiters: Array<() => void> | null = null;
+  private session!: ConnectionSession;
+  private held!: ConnectionBytes;
+  private timing = false;
+  /** A frame over COOPERATIVE_PARSE_CHARS being parsed in slices (transport/json-in.ts); frames that arrive meanwhile wait behind it. */
+  private parsing: Promise<void> | null = null;
+  private waitingBytes = 0;
+  private lifetimeMs = 0;
+  private lifetime: ReturnType<typeof setTimeout> | undefined = undefined;
+  private heartbeat: ReturnType<typeof setInterval> | undefined = undefined;
+  /** The stall watch while a run waits for the peer to read (`watchStall`). */
+  private stallTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** Whether `onDrain` waits on the socket's next 'drain' (one listener at a time, however many waits). */
+  private drainHooked = false;
+  /** Sends completed (`roomCheck`), and as many at the heartbeat's last period (`sending`). */
+  private sendsDone = 0;
+  private sendsSeen = 0;
+  /** Sends handed to the socket with a completion (`roomCheck`): they complete in this order. */
+  private sendsIssued = 0;
+  /**
+   * `response.steer.failed` echoes (their input, up to a frame's size each) not yet handed to the kernel, charged
+   * to the server-wide byte budget until the send that carried each completes (`echoesSent`): a peer
+   * that sends steers and reads nothing held two or three frames' worth per connection, uncharged (outside attack:
+   * 8 connections, 256 MiB unsent, `bytes_held` 0). Both null until the first steer (every paused run holds its
+   * connection's transport: no allocation for connections that never steer).
+   */
+  private echoes: Hold | null = null;
+  /** Each echo not yet sent, in order: the `sendsIssued` count once it was handed over, then its bytes (pairs, flat). */
+  private echoPending: number[] | null = null;
+  private echoHead = 0;
+  /** A pong sent and not yet flushed (`onPing`), and the latest ping asked meanwhile, answered once it has gone. */
+  private pongOwed = false;
+  private pingNext: Buffer | null = null;
+  /** Socket reads (`onData`), and as many at the heartbeat's last period (`receiving`). */
+  private readsDone = 0;
+  private readsSeen = 0;
+  /** Set while reading is paused because the message still arriving would pass the server-wide byte budget. */
+  private rxRetry: ReturnType<typeof setInterval> | undefined = undefined;
+  private rxPausedAt = 0;
+  /** This connection's part of the server-wide bound on unsent bytes (modes/send-bytes.ts). */
+  private readonly share: SendShare;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly host: SessionHost,
+    private readonly log: Logger,
+    private readonly batch: Batcher,
+    private readonly socket: Duplex,
+  ) {
+    this.share = host.sendShare(this, log);
+  }
+
+  /**
+   * For the server-wide bound (`Unsent`): what the socket holds unsent now, while it is open and while the server
+   * closes it (its close frame waits behind what a peer that reads nothing left unsent; `GET /health` counted 0
+   * for such sockets, outside attack). The share is closed, and counts nothing, once the socket has closed.
+   */
+  unsentBytes(): number {
+    const state = this.ws.readyState;
+    return state === this.ws.OPEN || state === this.ws.CLOSING ? this.ws.bufferedAmount : 0;
+  }
+
+  send(e: ServerEvent): void {
+    const { ws, host, batch } = this;
+    if (ws.readyState !== ws.OPEN) return;
+    // A client that stops reading must not make the server hold its stream
+    // in memory without bound: past the limit (plus two of the largest
+    // events, bounded by the frame limit) the connection is dropped (a
+    // close frame could not reach a peer that does not read), which
+    // cancels its run like a disconnect.
+    // What this turn wrote is not counted: no reader could have read it yet (transport/batch.ts, `backlog`).
+    const limit = host.limits.maxSendBufferBytes + 2 * this.largestEvent;
+    const unsent = ws.bufferedAmount;
+    if (batch.backlog(unsent) > limit) {
+      this.log.info({ code: 'send_buffer_full', buffered: unsent, limit }, 'send buffer limit reached; dropping the connection');
+      ws.terminate();
+      return;
+    }
+    this.share.note(unsent);
+    const pieces = eventPieces(e);
+    // The lane goes in as the event's last field: its JSON text's last piece is always text ending in '}'.
+    if (this.laneEnd !== null) pieces[pieces.length - 1] = (pieces[pieces.length - 1] as string).slice(0, -1) + this.laneEnd;
+    const size = piecesLength(pieces);
+    if (size > this.largestEvent) this.largestEvent = size;
+    batch(unsent); // one socket write per event-loop turn (transport/batch.ts)
+    // A large instructions or tools echo arrives as its shared UTF-8 bytes (protocol/event-json.ts): one copy, no re-encoding,
+    // sent as fragments of one text message (copying 16 MiB into one buffer costs 0.1–0.4 s where fresh memory is slow).
+    this.sendsIssued++;
+    if (pieces.length === 1) ws.send(pieces[0], this.roomCheck);
+    else pieces.forEach((p, i) => ws.send(p, { binary: false, fin: i === pieces.length - 1 }, i === pieces.length - 1 ? this.roomCheck : undefined));
+  }
+
+  /**
+   * A batch of deltas (protocol/event-json.ts): its frames built into one buffer and written once when that is
+   * byte-for-byte what `send` per event would write (transport/ws-frames.ts); else `send` per event.
+   */
+  sendDeltas(b: DeltaBatch): void {
+    const { ws, host } = this;
+    const n = b.deltas.length;
+    if (ws.readyState !== ws.OPEN) {
+      b.sent = n;
+      return;
+    }
+    // A lane's deltas go one by one through `send`, which adds the lane (the batched frames are built without it).
+    const socket = this.laneEnd === null ? directSocket(ws) : null;
+    if (socket !== null) {
+      const { frames, largest } = batchFrames(b);
+      const unsent = ws.bufferedAmount;
+      // Only while no event of the batch could reach the send limit: then each is sent as `send` would.
+      if (this.batch.backlog(unsent) + frames.length <= host.limits.maxSendBufferBytes + 2 * this.largestEvent) {
+        this.share.note(unsent);
+        if (largest > this.largestEvent) this.largestEvent = largest;
+        // One write already: it needs no cork (behind one this turn's earlier sends set, it keeps its place).
+        this.sendsIssued++;
+        socket.write(frames, this.roomCheck);
+        b.sent = n;
+        return;
+      }
+    }
+    for (let i = b.sent; i < n; i++) {
+      this.send(b.event(i));
+      b.sent = i + 1;
+    }
+  }
+
+  lane(id: string | null): void {
+    // Validated at parse (STREAM_ID): nothing in it needs escaping.
+    this.laneEnd = id === null ? null : `,"stream_id":"${id}"}`;
+  }
+
+  /** Chaos knobs' injected disconnect: a close frame with 1011, as a server fault would send (docs/reliability.md). */
+  drop(): void {
+    this.ws.close(1011, 'injected disconnect');
+  }
+
+  flush(): void {
+    this.batch.flush();
+  }
+
+  room(): Promise<void> {
+    if (this.hasRoom()) return Promise.resolve();
+    this.log.info({ code: 'send_buffer_wait', buffered: this.ws.bufferedAmount }, 'next queued response waits for the client to read');
+    return this.whenRead();
+  }
+
+  /**
+   * The run's wait for a reader that fell behind by half the send limit (modes/transport.ts), or by the floor of
+   * the server-wide bound while all readers together are past it (modes/send-bytes.ts).
+   */
+  backlog(): Promise<void> | null {
+    const { ws } = this;
+    if (ws.readyState !== ws.OPEN) return null;
+    // Only while something drops a reader that reads nothing (the stall watch, or the heartbeat: its pong never
+    // comes, nor do bytes leave): with neither the run waited for it for ever; the send limit drops it instead.
+    if (this.host.limits.sendStallTimeoutMs <= 0 && this.heartbeat === undefined) return null;
+    const unsent = ws.bufferedAmount;
+    if (unsent <= this.host.limits.maxSendBufferBytes / 2 && !this.share.pace(unsent)) return null;
+    this.watchStall();
+    // Send completions wake the wait (`roomCheck`); so does the socket draining, for when a ping or pong, written
+    // without a completion, is the last thing left unsent as the last data write completes.
+    if (!this.drainHooked) {
+      this.drainHooked = true;
+      this.socket.once('drain', this.onDrain);
+    }
+    return this.whenRead();
+  }
+
+  private readonly onDrain = (): void => {
+    this.drainHooked = false;
+    this.roomCheck();
+  };
+
+  private whenRead(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.roomWaiters === null) this.roomWaiters = [resolve];
+      else this.roomWaiters.push(resolve);
+    });
+  }
+
+  /**
+   * While a run waits for this peer to read (`backlog`): if nothing of what is unsent leaves for
+   * `sendStallTimeoutMs`, the peer reads nothing, and is dropped (`send_stalled`) as an SSE reader is
+   * (transport/socket-watch.ts); its run ends as a disconnect. Without it a reader that stopped would hold the run
+   * until the heartbeat noticed. One watch at a time; it ends when the waiters are woken.
+   * With the stall timeout off (0) the window is the heartbeat's idle timeout: the heartbeat itself ends the
+   * wait only for a peer silent both ways, and one that read nothing but sent a frame or a pong now and then
+   * held its run in_progress for the connection's whole lifetime (outside attack).
+   */
+  private watchStall(): void {
+    const limits = this.host.limits;
+    const ms = limits.sendStallTimeoutMs > 0 ? limits.sendStallTimeoutMs : this.heartbeat !== undefined ? limits.wsIdleTimeoutMs : 0;
+    if (ms <= 0 || this.stallTimer !== undefined) return;
+    let left = this.ws.bufferedAmount;
+    const check = (): void => {
+      this.stallTimer = undefined;
+      const { ws } = this;
+      if (this.roomWaiters === null || ws.readyState !== ws.OPEN) return;
+      // Everything was read after all (what went last had no completion to wake the wait): not a stall.
+      if (this.hasRoom()) {
+        this.wakeRoomWaiters();
+        return;
+      }
+      const now = ws.bufferedAmount;
+      if (now < left) {
+        left = now;
+        this.stallTimer = setTimeout(check, ms);
+        return;
+      }
+      this.log.info({ code: 'send_stalled', buffered: now, stall_ms: ms }, 'client read nothing of what was unsent; dropping the connection');
+      ws.terminate();
+    };
+    this.stallTimer = setTimeout(check, ms);
+  }
+
+  private hasRoom(): boolean {
+    return this.ws.readyState !== this.ws.OPEN || this.ws.bufferedAmount === 0;
+  }
+
+  private wakeRoomWaiters(): void {
+    clearTimeout(this.stallTimer);
+    this.stallTimer = undefined;
+    const w = this.roomWaiters;
+    if (w === null) return;
+    this.roomWaiters = null;
+    for (const f of w) f();
+  }
+
+  /** Each send's completion callback: wakes the room waiters once everything sent has been flushed. */
+  /** Release the charge of each echo whose send has completed (sends complete in order), or all once closed. */
+  private echoesSent(): void {
+    const q = this.echoPending!;
+    const open = this.ws.readyState === this.ws.OPEN;
+    let n = this.echoHead;
+    let freed = 0;
+    while (n < q.length && (!open || q[n]! <= this.sendsDone)) {
+      freed += q[n + 1]!;
+      n += 2;
+    }
+    if (n === this.echoHead) return;
+    // Consumed from the head (a flood of small steers leaves thousands pending): compacted now and then, not per send.
+    if (n === q.length) {
+      q.length = 0;
+      n = 0;
+    } else if (n > 4096 && n * 2 > q.length) {
+      q.splice(0, n);
+      n = 0;
+    }
+    this.echoHead = n;
+    this.echoes!.keep(Math.max(0, this.echoes!.bytes - freed));
+  }
+
+  private readonly roomCheck = (): void => {
+    this.sendsDone++;
+    if (this.echoPending !== null && this.echoHead < this.echoPending.length) this.echoesSent();
+    if (this.roomWaiters !== null && this.hasRoom()) this.wakeRoomWaiters();
+  };
+
+  /**
+   * For the heartbeat, once a period: whether the peer took bytes since the last one, so a late pong is not
+   * silence. A slow reader's pong waits behind everything sent before the ping, megabytes of it in the
+   * kernel's socket buffers where no byte count sees it (a paced run keeps them full): a reader the pacing
+   * kept was dropped as silent (`ws_idle_timeout`) once those took longer than the idle timeout to read.
+   * A send that completed (the kernel took its bytes) says the peer reads: one that reads nothing stops
+   * that once its buffers are full, and is dropped a whole timeout later (transport/heartbeat.ts).
+   */
+  private sending(): boolean {
+    const progressed = this.sendsDone !== this.sendsSeen;
+    this.sendsSeen = this.sendsDone;
+    return progressed;
+  }
+
+  /**
+   * For the heartbeat, once a period: whether bytes arrived since the last one. A message says so only once
+   * it is whole, and the peer's pong waits behind it: a client sending a frame that takes longer than the
+   * idle timeout to arrive (a multi-MB create on a slow uplink: 4 MB at 500 KB/s with a 3 s timeout) was
+   * dropped as silent (`ws_idle_timeout`) while its bytes were still coming.
+   */
+  private receiving(): boolean {
+    const progressed = this.readsDone !== this.readsSeen;
+    this.readsSeen = this.readsDone;
+    return progressed;
+  }
+
+  /** The session is open: the heartbeat, the byte share, the socket's listeners and the lifetime limit. */
+  open(session: ConnectionSession, timing: boolean): void {
+    const { ws, host, log } = this;
+    this.session = session;
+    this.timing = timing;
+    const idleMs = host.limits.wsIdleTimeoutMs;
+    this.heartbeat = startHeartbeat(
+      ws,
+      idleMs,
+      () => log.info({ code: 'ws_idle_timeout', idle_ms: idleMs }, 'websocket peer answered no ping; dropping the connection'),
+      // Not reading (the byte budget is full) is the server's stall, not the peer's silence; a peer taking bytes reads (its pong waits
+      // behind them), and one whose bytes arrive is sending (its pong waits behind its message). Both asked every period: each
+      // tracks what changed since it was last asked.
+      () => {
+        const took = this.sending();
+        const sent = this.receiving();
+        return took || sent || this.rxRetry !== undefined;
+      },
+    );
+    // This connection's share of the server-wide byte budget (modes/server-bytes.ts): past it a frame gets `server_busy`.
+    this.held = host.connectionBytes(session);
+    // A message is charged while it arrives (after the `ws` library took each chunk: its listener came first).
+    this.socket.on('data', this.onData);
+    ws.on('message', this.onMessage);
+    // A lifetime past what a Node timer can hold (2^31-1 ms) means no limit, not an immediate close.
+    const lifetimeMs = host.limits.connectionLifetimeMs;
+    this.lifetimeMs = lifetimeMs;
+    this.lifetime = lifetimeMs > 2 ** 31 - 1 ? undefined : setTimeout(this.endOfLife, lifetimeMs);
+    // The `ws` library's errors are the peer's protocol mistakes (a frame over
+    // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
+    ws.on('error', this.onError);
+    ws.on('close', this.onClose);
+    ws.on('ping', this.onPing);
+  }
+
+  /**
+   * A ping is answered with a pong, but at most one pong is owed at a time: one asked while the last is still
+   * unsent waits, and only the latest such ping is answered once it has gone (RFC 6455 5.5.3 allows it). A
+   * reader's pongs wait behind the bytes a paced run keeps unsent, and the `ws` library's own answer, a pong per
+   * ping and the connection terminated at 60 unsent (its guard against ping floods), dropped a client that pinged
+   * often while it read slowly, unlogged (a 300 KB/s reader pinging every 100 ms, after 6.7 s; outside attack).
+   * One pong owed bounds a flood as well.
+   */
+  private readonly onPing = (data: Buffer): void => {
+    const { ws } = this;
+    if (ws.readyState !== ws.OPEN) return;
+    if (this.pongOwed) {
+      this.pingNext = data;
+      return;
+    }
+    this.pongOwed = true;
+    ws.pong(data, false, this.onPongSent);
+  };
+
+  private readonly onPongSent = (): void => {
+    this.pongOwed = false;
+    const next = this.pingNext;
+    if (next === null) return;
+    this.pingNext = null;
+    this.onPing(next);
+  };
+
+  /**
+   * `parseStart`: when the frame's parse began; the create or append it carries is charged with the parse
+   * (`parse` / `parse_append` spans). `owed`: the frame's parse charge (`ConnectionBytes.parsing`), moved to
+   * the create or append it carries, else released here.
+   */
+  private deliver(value: unknown, bytes: number, parseStart: number, owed = 0): void {
+    try {
+      // A large frame parsed after the peer left: nobody to answer, nothing to charge or start.
+      if (this.ws.readyState !== this.ws.OPEN) return;
+      const event = parseClientEvent(value, parseCaps(this.host.limits));
+      const parse = { start: parseStart, end: this.host.now() };
+      const charged = event.type === 'response.create' || event.type === 'response.append' || event.type === 'response.inject';
+      if (charged) {
+        this.held.frame(bytes, event.type === 'response.create', owed);
+        owed = 0;
+      }
+      // A steer's input comes back in its refusal (modes/session.ts): charged until that echo has left.
+      const echo = event.type === 'response.steer';
+      if (echo) {
+        const echoes = (this.echoes ??= this.host.bytes.hold());
+        // A frame parsed in slices was admitted under its parse charge: that moves over, unchecked.
+        if (owed > 0) {
+          this.held.parsed(owed);
+          owed = 0;
+          echoes.admitted(bytes);
+        } else echoes.add(bytes);
+      }
+      this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse);
+      if (charged) this.held.watch();
+      if (echo) {
+        (this.echoPending ??= []).push(this.sendsIssued, bytes);
+        this.echoesSent();
+      }
+    } finally {
+      if (owed > 0) this.held.parsed(owed);
+    }
+  }
+
+  /** `charged`: bytes of this frame charged by `onMessage` (`ConnectionBytes.parsing`), released once it is parsed or refused. */
+  private onFrame(data: WebSocket.RawData, isBinary: boolean, charged = 0): Promise<void> | undefined {
+    const { session } = this;
+    const limits = this.host.limits;
+    let owed = charged;
+    const release = (): void => {
+      if (owed > 0) this.held.parsed(owed);
+      owed = 0;
+    };
+    if (isBinary) {
+      release();
+      session.error(new WireError('binary_frame'));
+      return undefined;
+    }
+    const parseStart = this.host.now();
+    // The ws library hands each message over in a buffer of its own: no copy needed (16 MiB copies are slow).
+    const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+    if (buf.length > COOPERATIVE_PARSE_CHARS) {
+      // Either step may throw a WireError (bad JSON, a cap): it becomes an `error` event, never a rejection.
+      // `deliver` takes the charge over (moved to the create or append, or released).
+      return parseEdgeJson(buf, 'frame', limits)
+        .then((value) => {
+          const o = owed;
+          owed = 0;
+          this.deliver(value, buf.length, parseStart, o);
+        })
+        .catch((err: unknown) => {
+          release();
+          session.error(toWireError(err));
+        });
+    }
+    try {
+      const value = parseEdgeJsonNow(buf.toString('utf8'), 'frame', limits);
+      const o = owed;
+      owed = 0;
+      this.deliver(value, buf.length, parseStart, o);
+    } catch (err) {
+      release();
+      session.error(toWireError(err));
+    }
+    return undefined;
+  }
+
+  private track(p: Promise<void>): void {
+    this.parsing = p;
+    void p.finally(() => {
+      if (this.parsing === p) this.parsing = null;
+    });
+  }
+
+  /**
+   * After each chunk the `ws` library took: the message still arriving (fragments and the frame being
+   * received) is charged to the server-wide budget; past it the connection stops reading (TCP pushes back
+   * on the peer) and tries again every 50 ms, so no frame is lost. Connections that each hold part of the
+   * budget and all wait for more would wait for each other for good: one still waiting after the request
+   * timeout (`--request-timeout-ms`, the time HTTP gives a whole request; 60 s when that is 0) is closed with
+   * 1013 (try again later), which releases its share.
+   */
+  private readonly onData = (): void => {
+    this.readsDone++;
+    if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || this.held.receiving(inFlightBytes(this.ws))) return;
+    this.log.info({ code: 'server_busy', held: this.host.bytes.held }, 'server byte budget full; reading paused');
+    this.ws.pause();
+    this.rxPausedAt = this.host.now();
+    this.rxRetry = setInterval(this.retryReceive, 50);
+  };
+
+  private readonly retryReceive = (): void => {
+    const open = this.ws.readyState === this.ws.OPEN;
+    const waited = this.host.now() - this.rxPausedAt;
+    const limit = this.host.limits.requestTimeoutMs > 0 ? this.host.limits.requestTimeoutMs : 60_000;
+    if (open && !this.held.receiving(inFlightBytes(this.ws))) {
+      if (waited < limit) return;
+      this.log.info({ code: 'server_busy', waited_ms: Math.round(waited) }, 'message could not be received within the byte budget; closing 1013');
+      this.ws.close(1013, 'server busy: try again later');
+      // Gone from the budget now: what still arrives until the close handshake ends is bounded by the frame limit.
+      this.held.receiving(0);
+    }
+    clearInterval(this.rxRetry);
+    this.rxRetry = undefined;
+    this.ws.resume();
+  };
+
+  private readonly onMessage = (data: WebSocket.RawData, isBinary: boolean): void => {
+    const limits = this.host.limits;
+    const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
+    if (this.parsing === null && bytes <= COOPERATIVE_PARSE_CHARS) {
+      // This message left the receiver: what is still arriving (charged) is the next one's.
+      this.held.receiving(inFlightBytes(this.ws));
+      const p = this.onFrame(data, isBinary);
+      if (p) this.track(p);
+      return;
+    }
+    if (this.parsing !== null && this.waitingBytes + bytes > limits.maxQueuedBytes) {
+      this.held.receiving(inFlightBytes(this.ws));
+      this.session.error(new WireError('queue_full', `Frames waiting behind a large frame being parsed would exceed ${limits.maxQueuedBytes} bytes.`));
+      return;
+    }
+    // A frame parsed in slices, or waiting behind one, is held for turns: charged to the server-wide budget
+    // (its charge while it arrived moves over; one that came in one read is checked: past it `server_busy`,
+    // the frame is not handled), so many connections parsing at once stay bounded.
+    try {
+      this.held.parsing(bytes);
+    } catch (err) {
+      this.held.receiving(inFlightBytes(this.ws));
+      this.session.error(toWireError(err));
+      return;
+    }
+    this.held.receiving(inFlightBytes(this.ws));
+    if (this.parsing === null) {
+      const p = this.onFrame(data, isBinary, bytes);
+      if (p) this.track(p);
+      return;
+    }
+    this.waitingBytes += bytes;
+    this.track(
+      this.parsing.then(() => {
+        this.waitingBytes -= bytes;
+        return this.onFrame(data, isBinary, bytes);
+      }),
+    );
+  };
+
+  private readonly endOfLife = (): void => {
+    // The client first gets the documented error (in the stream of the run in flight; with none, once on the
+    // connection if no create waits for its answer), then the run in flight ends `incomplete` with its terminal
+    // event, each create that never started gets the error (one answer each), then the close.
+    const limit = new WireError('websocket_connection_limit_reached', limitMessage(this.lifetimeMs));
+    this.session.announceEnd(limit);
+    void this.session.finish('connection_limit_reached', limit).then(() => this.ws.close(1000, 'connection limit reached'));
+  };
+
+  private readonly onError = (err: Error & { code?: string }): void => {
+    this.log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error');
+  };
+
+  private readonly onClose = (code: number): void => {
+    this.wakeRoomWaiters();
+    clearInterval(this.rxRetry);
+    this.rxRetry = undefined;
+    this.socket.off('data', this.onData);
+    clearTimeout(this.lifetime);
+    clearInterval(this.heartbeat);
+    this.held.close();
+    this.echoes?.releaseAll();
+    this.echoPending = null;
+    this.echoHead = 0;
+    this.share.close();
+    this.log.info({ code }, 'websocket closed');
+    void this.session.close();
+  };
+}
+
+/**
+ * Bytes the `ws` library holds of the message still arriving: its earlier fragments and what arrived of
+ * the frame being received (not its declared length: a header alone costs nothing). Read from the
+ * receiver's private state defensively, as transport/ws-frames.ts reads the sender's: any field missing or
+ * of another shape (another version of `ws`) counts as nothing.
+ */
+export function inFlightBytes(ws: WebSocket): number {
+  const r: unknown = Reflect.get(ws, '_receiver');
+  if (typeof r !== 'object' || r === null) return 0;
+  const total: unknown = Reflect.get(r, '_totalPayloadLength');
+  const buffered: unknown = Reflect.get(r, '_bufferedBytes');
+  if (typeof total !== 'number' || typeof buffered !== 'number') return 0;
+  // A data frame's declared length joins the total once its header is read (states GET_MASK 3 and GET_DATA 4);
+  // its bytes received so far are the buffered ones.
+  const state: unknown = Reflect.get(r, '_state');
+  const opcode: unknown = Reflect.get(r, '_opcode');
+  const len: unknown = Reflect.get(r, '_payloadLength');
+  const current = (state === 3 || state === 4) && typeof opcode === 'number' && opcode < 8 && typeof len === 'number' ? len : 0;
+  return Math.max(0, total - current) + buffered;
+}
+
+/** The API's message for its 60 minutes; a lifetime that is not a whole number of minutes (`--lifetime-ms 1500`) is said in ms, not rounded to "0 minutes". */
+function limitMessage(ms: number): string {
+  const minutes = ms / 60_000;
+  const span = Number.isInteger(minutes) && minutes > 0 ? `${minutes} minutes` : `${ms} ms`;
+  return `Responses websocket connection limit reached (${span}). Create a new websocket connection to continue.`;
+}

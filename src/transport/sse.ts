@@ -156,7 +156,11 @@ export function jsonTransport(res: ServerResponse): ExchangeTransport {
       if (res.destroyed) return;
       // An injected fault, too, is a server_error on the Response (protocol/errors.ts responseErrorCode).
       const fault = response.status === 'failed' && response.error?.code === 'server_error';
-      await sendJsonCooperative(res, fault ? 500 : 200, response);
+      // A 500 is read as an error body (the OpenAPI spec's ErrorResponse: `error` with `type`, `message`, `param`,
+      // `code`; openai-node's APIError takes its `type` and `param` from it): the failed Response's `error` gains the
+      // two fields the Response's own error object lacks, so the body is both. Before, the SDK's error had no `type`.
+      const body = fault ? { ...response, error: { type: 'server_error', ...response.error, param: null } } : response;
+      await sendJsonCooperative(res, fault ? 500 : 200, body);
     },
   };
 }

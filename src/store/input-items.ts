@@ -16,6 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { WireError } from '../protocol/errors.js';
+import { RESPONSE_INCLUDABLE } from '../protocol/parse.js';
 import { parseJsonWork, PARSE_CHUNK_CHARS, type ParseWork } from '../protocol/json-chunked.js';
 import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
 import type { InputItem } from '../protocol/objects.js';
@@ -47,21 +48,7 @@ const ID_PREFIX: Record<string, string> = {
   compaction: 'cmp',
 };
 
-/**
- * What `include` may name: the API's `ResponseIncludable` (openai-node
- * 6.49). A listing returns what it stores, so a valid one changes nothing
- * here; an unknown one is refused as the API refuses it.
- */
-export const RESPONSE_INCLUDABLE = [
-  'file_search_call.results',
-  'web_search_call.results',
-  'web_search_call.action.sources',
-  'message.input_image.image_url',
-  'computer_call_output.output.image_url',
-  'code_interpreter_call.outputs',
-  'reasoning.encrypted_content',
-  'message.output_text.logprobs',
-] as const;
+export { RESPONSE_INCLUDABLE };
 
 /**
  * The query of a listing: `?limit=`, `?order=`, `?after=`, `?before=`, each

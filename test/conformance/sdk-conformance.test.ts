@@ -29,3 +29,24 @@ describe('a create without stream that the server fails', () => {
     expect(err).toMatchObject({ status: 500, type: 'server_error', code: 'server_error', param: null });
   });
 });
+
+describe("a create's include", () => {
+  it('takes the API\'s ResponseIncludable values and refuses any other as input_items does (400 invalid_value, param include[i])', async () => {
+    const { url } = await testServer();
+    const ok = await post(url, { model: 'sim-model', input: 'hi', include: ['reasoning.encrypted_content', 'message.output_text.logprobs'] });
+    expect(ok.status).toBe(200);
+    expect((await post(url, { model: 'sim-model', input: 'hi', include: null })).status).toBe(200);
+
+    const bad = await post(url, { model: 'sim-model', input: 'hi', include: ['reasoning.encrypted_content', 'bogus'] });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: unknown }).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param: 'include[1]' });
+    const notList = await post(url, { model: 'sim-model', input: 'hi', include: 'reasoning.encrypted_content' });
+    expect(((await notList.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_type', param: 'include' });
+    const notString = await post(url, { model: 'sim-model', input: 'hi', include: [5] });
+    expect(((await notString.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_type', param: 'include[0]' });
+    // The same value the listing refuses.
+    const id = ((await ok.json()) as { id: string }).id;
+    const listing = await fetch(`${url}/v1/responses/${id}/input_items?include[]=bogus`);
+    expect(((await listing.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_value', param: 'include[0]' });
+  });
+});

@@ -543,6 +543,20 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
   if (typeof choice === 'object' && choice.type === 'function' && !functions.has(choice['name'] as string)) {
     throw new WireError('invalid_value', `Tool choice '${String(choice['name']).slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
   }
+  // A custom tool by its name, an MCP server by its label (openai-node's ToolChoiceCustom, ToolChoiceMcp): forcing
+  // one the request does not declare was taken, and the model went on calling the request's functions instead.
+  if (typeof choice === 'object' && (choice.type === 'custom' || choice.type === 'mcp')) {
+    const key = choice.type === 'custom' ? 'name' : 'server_label';
+    const named = (choice as Record<string, unknown>)[key];
+    // `{type: "mcp"}` alone is also one of openai-node's ToolChoiceTypes (any MCP tool): only a label is checked.
+    if (named === undefined && choice.type === 'mcp') return;
+    if (typeof named !== 'string') {
+      throw new WireError('missing_required_parameter', `Missing required parameter: 'tool_choice.${key}'.`, `tool_choice.${key}`);
+    }
+    if (!tools.some((t) => t.type === choice.type && (t as Record<string, unknown>)[key] === named)) {
+      throw new WireError('invalid_value', `Tool choice '${named.slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
+    }
+  }
   if (choice === 'required' && tools.length === 0) {
     throw new WireError('invalid_value', "Tool choice 'required' must be specified with 'tools' parameter.", 'tool_choice');
   }

@@ -50,3 +50,26 @@ describe("a create's include", () => {
     expect(((await listing.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_value', param: 'include[0]' });
   });
 });
+
+describe('a forced tool_choice naming a tool the request does not declare', () => {
+  const fn = { type: 'function', name: 'get_weather', description: 'Get weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } };
+  const custom = { type: 'custom', name: 'run_sql', description: 'Run SQL' };
+  const mcp = { type: 'mcp', server_label: 'docs', server_url: 'https://example.invalid/mcp', require_approval: 'never' };
+  it.each([
+    [{ type: 'custom', name: 'nope' }, 'invalid_value', 'tool_choice'],
+    [{ type: 'custom' }, 'missing_required_parameter', 'tool_choice.name'],
+    [{ type: 'mcp', server_label: 'nope' }, 'invalid_value', 'tool_choice'],
+  ])('%j is refused as a missing function is (400, param tool_choice)', async (choice, code, param) => {
+    const { url } = await testServer();
+    const res = await post(url, { model: 'sim-model', input: 'weather in Paris', tools: [fn, custom, mcp], tool_choice: choice });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: unknown }).error).toMatchObject({ type: 'invalid_request_error', code, param });
+  });
+
+  it.each([[{ type: 'custom', name: 'run_sql' }], [{ type: 'mcp', server_label: 'docs' }], [{ type: 'mcp' }]])('%j naming a declared tool is taken and echoed', async (choice) => {
+    const { url } = await testServer();
+    const res = await post(url, { model: 'sim-model', input: 'hi', tools: [fn, custom, mcp], tool_choice: choice });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { tool_choice: unknown }).tool_choice).toEqual(choice);
+  });
+});

@@ -166,6 +166,62 @@ export function missingToolOutput(pending: PendingCalls): WireError | null {
   return new WireError('missing_tool_output', `No tool output found for ${call.type.replaceAll('_', ' ')} ${callId}.`, 'input');
 }
 
+/** Where a strict schema's subschemas are: a property, the items of an array, a branch of `anyOf`, a definition. */
+const STRICT_CHILDREN = ['properties', '$defs', 'definitions'] as const;
+
+/**
+ * A `text.format` JSON schema sent with `strict: true` follows the API's strict Structured Outputs subset: the root
+ * is an object schema, and every object schema sets `additionalProperties: false` and lists every property in
+ * `required` (optional fields are spelled as a union with `null`). Else `400 invalid_json_schema`, `param:
+ * text.format.schema`, the message in the API's words and with its `context=(…)` path. It was taken, so a schema the
+ * API refuses worked here and failed at the first call to the API. Only these structural rules are checked (the
+ * keyword subset the API accepts changes over time). The walk is bounded: the request's schemas hold at most
+ * `--max-schema-nodes` objects and arrays (protocol/parse.ts checkSchemaNodes), and it uses an explicit stack.
+ */
+function checkStrictSchema(root: Record<string, unknown>, name: string): void {
+  const refuse = (path: string[], what: string): never => {
+    const context = `(${path.map((p) => `'${p.slice(0, 100)}'`).join(', ')}${path.length === 1 ? ',' : ''})`;
+    throw new WireError('invalid_json_schema', `Invalid schema for response_format '${name.slice(0, 100)}': In context=${context}, ${what}`, 'text.format.schema');
+  };
+  if (!isObjectSchema(root)) {
+    const type = JSON.stringify(root['type'] ?? null).slice(0, 100);
+    throw new WireError('invalid_json_schema', `Invalid schema for response_format '${name.slice(0, 100)}': schema must be a JSON Schema of 'type: "object"', got 'type: ${type}'.`, 'text.format.schema');
+  }
+  const stack: Array<{ schema: unknown; path: string[] }> = [{ schema: root, path: [] }];
+  while (stack.length > 0) {
+    const { schema, path } = stack.pop()!;
+    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) continue;
+    const s = schema as Record<string, unknown>;
+    if (isObjectSchema(s)) {
+      if (s['additionalProperties'] !== false) refuse(path, "'additionalProperties' is required to be supplied and to be false.");
+      const props = typeof s['properties'] === 'object' && s['properties'] !== null ? Object.keys(s['properties']) : [];
+      const required = Array.isArray(s['required']) ? (s['required'] as unknown[]) : null;
+      const missing = props.find((k) => !required?.includes(k));
+      if (required === null || missing !== undefined) {
+        refuse(path, `'required' is required to be supplied and to be an array including every key in properties.${missing === undefined ? '' : ` Missing '${missing.slice(0, 100)}'.`}`);
+      }
+    }
+    for (const key of STRICT_CHILDREN) {
+      const group = s[key];
+      if (typeof group !== 'object' || group === null || Array.isArray(group)) continue;
+      for (const k of Object.keys(group)) stack.push({ schema: (group as Record<string, unknown>)[k], path: [...path, key, k] });
+    }
+    if (typeof s['items'] === 'object') stack.push({ schema: s['items'], path: [...path, 'items'] });
+    for (const key of ['anyOf', 'oneOf'] as const) {
+      const branches = s[key];
+      if (Array.isArray(branches)) branches.forEach((b, i) => stack.push({ schema: b, path: [...path, key, String(i)] }));
+    }
+  }
+}
+
+/** An object schema: `type: "object"` (alone or in a list), or no `type` and `properties`. */
+function isObjectSchema(s: Record<string, unknown>): boolean {
+  const t = s['type'];
+  if (t === 'object') return true;
+  if (Array.isArray(t)) return t.includes('object');
+  return t === undefined && typeof s['properties'] === 'object' && s['properties'] !== null;
+}
+
 /**
  * Tools' names and schemas, and the `text.format` schema of structured
  * outputs: one no bounded output satisfies is `invalid_json_schema` (400,
@@ -185,6 +241,7 @@ function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?
     // In slices when its strings are long, as a tool's schema is: one JSON.stringify of a schema of 2.4 million lone
     // surrogates (six-character escapes) held the loop ~0.1-0.3 s.
     checkToolSchema(format.schema, 'text.format.schema', yield* jsonTextWork(format.schema), 'invalid_json_schema');
+    if (format.strict === true) checkStrictSchema(format.schema, format.name);
     yield;
   }
   const seen = new Set<string>();

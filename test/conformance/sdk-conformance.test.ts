@@ -73,3 +73,39 @@ describe('a forced tool_choice naming a tool the request does not declare', () =
     expect(((await res.json()) as { tool_choice: unknown }).tool_choice).toEqual(choice);
   });
 });
+
+describe('a strict text.format JSON schema', () => {
+  const strictOk = {
+    type: 'object',
+    properties: { city: { type: 'string' }, tags: { type: 'array', items: { $ref: '#/$defs/tag' } }, nested: { anyOf: [{ type: 'object', properties: { x: { type: 'integer' } }, required: ['x'], additionalProperties: false }, { type: 'null' }] } },
+    required: ['city', 'tags', 'nested'],
+    additionalProperties: false,
+    $defs: { tag: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false } },
+  };
+  const format = (schema: unknown, strict: boolean | null = true) => ({ type: 'json_schema', name: 'weather', schema, ...(strict !== null && { strict }) });
+
+  it("follows the API's strict subset: every object schema has additionalProperties: false and requires every property", async () => {
+    const { url } = await testServer();
+    const ok = await post(url, { model: 'sim-model', input: 'weather in Paris', text: { format: format(strictOk) } });
+    expect(ok.status).toBe(200);
+    const cases: Array<[unknown, string]> = [
+      [{ type: 'object', properties: { a: { type: 'string' } }, required: ['a'] }, "In context=(), 'additionalProperties' is required to be supplied and to be false."],
+      [{ type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } }, required: ['a'], additionalProperties: false }, "Missing 'b'."],
+      [{ ...strictOk, $defs: { tag: { type: 'object', properties: { name: { type: 'string' } }, additionalProperties: false } } }, "In context=('$defs', 'tag'), 'required' is required"],
+      [{ ...strictOk, properties: { ...strictOk.properties, nested: { anyOf: [{ type: 'object', properties: {}, required: [] }, { type: 'null' }] } } }, "In context=('properties', 'nested', 'anyOf', '0'), 'additionalProperties'"],
+      [{ type: 'array', items: { type: 'string' } }, 'schema must be a JSON Schema of \'type: "object"\', got \'type: "array"\'.'],
+    ];
+    for (const [schema, message] of cases) {
+      const res = await post(url, { model: 'sim-model', input: 'weather in Paris', text: { format: format(schema) } });
+      expect(res.status, JSON.stringify(schema)).toBe(400);
+      const { error } = (await res.json()) as { error: { message: string } };
+      expect(error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_json_schema', param: 'text.format.schema' });
+      expect(error.message).toContain("Invalid schema for response_format 'weather'");
+      expect(error.message).toContain(message);
+    }
+    // Without strict (the API's default is false) the same loose schema is taken.
+    const loose = { type: 'object', properties: { a: { type: 'string' } } };
+    expect((await post(url, { model: 'sim-model', input: 'x', text: { format: format(loose, null) } })).status).toBe(200);
+    expect((await post(url, { model: 'sim-model', input: 'x', text: { format: format(loose, false) } })).status).toBe(200);
+  });
+});

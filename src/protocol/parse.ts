@@ -242,6 +242,9 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
 const VERBOSITY = ['low', 'medium', 'high'];
 
 /** `text: {format, verbosity}`: the output format the model must follow. */
+/** `text.format.name` (openai-node's `ResponseFormatTextJSONSchemaConfig.name`: a-z, A-Z, 0-9, `_`, `-`, at most 64). */
+const FORMAT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
 function parseText(v: unknown): Pick<CreateParams, 'text'> {
   if (v === undefined || v === null) return {};
   assertObj(v, 'text');
@@ -256,9 +259,20 @@ function parseText(v: unknown): Pick<CreateParams, 'text'> {
     const type = f['type'];
     if (type === 'json_schema') {
       requireString(f, 'name', 'text.format');
+      if (!FORMAT_NAME.test(f.name)) {
+        throw new WireError('invalid_value', "Invalid 'text.format.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$' with at most 64 characters.", 'text.format.name');
+      }
       const schema = f['schema'];
       assertObj(schema, 'text.format.schema');
-      format = { ...f, type, schema };
+      optString(f, 'description', 'text.format.');
+      if (f['strict'] !== undefined && f['strict'] !== null && typeof f['strict'] !== 'boolean') {
+        throw new WireError('invalid_type', "Invalid type for 'text.format.strict': expected a boolean.", 'text.format.strict');
+      }
+      // Echoed on the Response: the fields of openai-node's ResponseFormatTextJSONSchemaConfig only, each of its type
+      // (a `strict: "yes"` or a `description: 5` was echoed as sent, which a typed client fails to decode).
+      const echoed: Obj = {};
+      for (const key of ['description', 'strict'] as const) if (key in f) echoed[key] = f[key];
+      format = { type, name: f.name, schema, ...echoed };
     } else if (type === 'text' || type === 'json_object') {
       format = { type };
     } else {

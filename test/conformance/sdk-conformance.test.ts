@@ -109,3 +109,26 @@ describe('a strict text.format JSON schema', () => {
     expect((await post(url, { model: 'sim-model', input: 'x', text: { format: format(loose, false) } })).status).toBe(200);
   });
 });
+
+describe("text.format json_schema's own fields", () => {
+  const schema = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false };
+  it.each([
+    [{ name: 'a b' }, 'invalid_value', 'text.format.name'],
+    [{ name: 'n'.repeat(65) }, 'invalid_value', 'text.format.name'],
+    [{ name: 'ok', strict: 'yes' }, 'invalid_type', 'text.format.strict'],
+    [{ name: 'ok', description: 5 }, 'invalid_type', 'text.format.description'],
+  ])('%j is refused (400), not echoed with a type typed clients cannot decode', async (fields, code, param) => {
+    const { url } = await testServer();
+    const res = await post(url, { model: 'sim-model', input: 'x', text: { format: { type: 'json_schema', schema, ...fields } } });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: unknown }).error).toMatchObject({ type: 'invalid_request_error', code, param });
+  });
+
+  it('echoes name, schema, description and strict as sent, and nothing else', async () => {
+    const { url } = await testServer();
+    const format = { type: 'json_schema', name: 'out-1', schema, description: 'the answer', strict: null };
+    const res = await post(url, { model: 'sim-model', input: 'x', text: { format: { ...format, extra: 1 } } });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { text: unknown }).text).toEqual({ format });
+  });
+});

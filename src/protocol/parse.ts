@@ -522,6 +522,10 @@ function parseTools(v: unknown, caps: ParseCaps): Tool[] {
       requireString(t, 'name', `tools[${i}]`);
       // The router reads it as text (model/tool-match.ts): a number or object is refused here, not a 500 later.
       optString(t, 'description', `tools[${i}].`);
+      // Echoed on the Response, where openai-node's FunctionTool types it `boolean | null`: `"yes"` was echoed as sent.
+      if (t['strict'] !== undefined && t['strict'] !== null && typeof t['strict'] !== 'boolean') {
+        throw new WireError('invalid_type', `Invalid type for 'tools[${i}].strict': expected a boolean.`, `tools[${i}].strict`);
+      }
       // `parameters` is checked by the validate stage (pipeline/validate.ts), which is timed.
     }
     return t;
@@ -545,6 +549,12 @@ function parseToolChoice(v: unknown): ToolChoice {
       if (!Array.isArray(v['tools'])) {
         throw new WireError(v['tools'] === undefined ? 'missing_required_parameter' : 'invalid_type', "Invalid 'tool_choice.tools': expected an array of tools.", 'tool_choice.tools');
       }
+      // Each a tool definition (openai-node: `Array<{[key: string]: unknown}>`), as it is echoed: `[5]` was echoed too.
+      v['tools'].forEach((t: unknown, i: number) => {
+        if (!isObj(t) || typeof t['type'] !== 'string') {
+          throw new WireError('invalid_type', `Invalid type for 'tool_choice.tools[${i}]': expected a tool definition (an object with a 'type').`, `tool_choice.tools[${i}]`);
+        }
+      });
     }
     return v as ToolChoice;
   }

@@ -20,7 +20,7 @@ import { WireError, responseErrorCode, toWireError } from '../protocol/errors.js
 import { DeltaBatch, echoesLong, numberedInPlace, warmEchoes, type DeltaHead } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { isIncompleteReason, makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
-import type { AppendedItems, PreparedPut } from '../store/types.js';
+import { ownInputItems, type AppendedItems, type PreparedPut } from '../store/types.js';
 import type { Counter, RunMetrics } from '../pipeline/metrics.js';
 import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
@@ -175,6 +175,11 @@ export class ResponseRun {
 
   get id(): string {
     return this.response.id;
+  }
+
+  /** This response's own input items so far, as a listing shows them: its input, then what was appended to it. */
+  get ownInput(): InputItem[] {
+    return ownInputItems({ input: this.plan.input, appended: this.appended });
   }
 
   get paused(): boolean {

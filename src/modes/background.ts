@@ -28,7 +28,7 @@
  */
 import { WireError } from '../protocol/errors.js';
 import { isTimingEvent, type ServerEvent } from '../protocol/events.js';
-import type { Response } from '../protocol/objects.js';
+import type { InputItem, Response } from '../protocol/objects.js';
 import { piecesLength, type EventPieces } from '../protocol/event-json.js';
 import { snapshot } from '../engine/response.js';
 import type { Services } from '../engine/services.js';
@@ -131,6 +131,15 @@ export class BackgroundRuns {
    */
   current(id: string, owner: string | null): Response | undefined {
     return this.find(id, owner)?.current();
+  }
+
+  /**
+   * The own input items of `owner`'s background response `id` while it is in flight (the store lists them once it
+   * has ended); undefined otherwise. Retrieve finds such a response, so its listing did too: it was a 404.
+   */
+  inputItems(id: string, owner: string | null): InputItem[] | undefined {
+    const r = this.find(id, owner);
+    return r && !r.isOver ? r.inputItems() : undefined;
   }
 
   /** Cancel an in-flight background response: resolves with its final Response; undefined when none is in flight. */
@@ -291,6 +300,11 @@ export class BackgroundResponse implements Transport {
     if (this.over) return this.unstored ?? undefined;
     const run = this.session?.running;
     return run ? snapshot(run.response) : undefined;
+  }
+
+  /** Its run's own input items while it is in flight (modes/background.ts `BackgroundRuns.inputItems`). */
+  inputItems(): InputItem[] | undefined {
+    return this.over ? undefined : this.session?.running?.ownInput;
   }
 
   /**

@@ -39,7 +39,7 @@ import { ServerBytes, connectionBytes, type ConnectionBytes, type Hold } from '.
 import { SendBytes, type SendShare, type Unsent } from './send-bytes.js';
 import type { SessionInfo, Transport } from './transport.js';
 import { wsModePolicy } from './ws.js';
-import { pageInputItems, type InputItemList, type InputItemsQuery } from '../store/input-items.js';
+import { InputItemIndex, pageInputItems, type InputItemList, type InputItemsQuery } from '../store/input-items.js';
 import { ColdListings } from './cold-listings.js';
 
 export class SessionHost {
@@ -200,6 +200,30 @@ export class SessionHost {
     if (!index.ready) await this.listings.ready(index, signal);
     if (index.gone) return undefined;
     return pageInputItems(index, q);
+  }
+
+  /**
+   * A page of the own input items of `owner`'s background response `id` in flight (the store lists them once it has
+   * ended, with the same derived ids: they come from the response id and the position), or undefined.
+   */
+  backgroundInputItems(id: string, owner: string | null, q: InputItemsQuery): InputItemList | undefined {
+    const items = this.background.inputItems(id, owner);
+    return items && pageInputItems(new InputItemIndex(id, items), q);
+  }
+
+  /**
+   * `DELETE` of `owner`'s background response `id` in flight: its run is cancelled, then its stored final Response
+   * and kept events are deleted. Retrieve finds such a response, so a delete found it too (it was a 404). Waits for
+   * the store write (with `overlap_persist` it may follow the terminal event), so the response is not stored after
+   * it was deleted. False when none is in flight.
+   */
+  async deleteRunningBackground(id: string, owner: string | null): Promise<boolean> {
+    const final = this.background.cancel(id, owner);
+    if (!final) return false;
+    await final;
+    await this.services.postWork.flush();
+    this.background.delete(id, owner, this.deleteStoredResponse(id, owner));
+    return true;
   }
 
   deleteStoredResponse(id: string, owner: string | null): boolean {

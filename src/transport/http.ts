@@ -318,7 +318,7 @@ export class HttpTransport {
       const query = parseInputItemsQuery(url.searchParams);
       // A cold listing may wait in the server's queue (modes/cold-listings.ts): it leaves it when its client goes.
       const gone = clientGone(req, res);
-      const page = await this.host.storedInputItems(id, owner, query, gone.signal).finally(gone.done);
+      const page = (await this.host.storedInputItems(id, owner, query, gone.signal).finally(gone.done)) ?? this.host.backgroundInputItems(id, owner, query);
       if (!page) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
       return this.holding((hold) => sendJsonCooperative(res, 200, page, hold));
     }
@@ -339,6 +339,7 @@ export class HttpTransport {
         return this.holding((hold) => sendJsonCooperative(res, 200, stored, hold));
       }
       if (method === 'DELETE') {
+        if (await this.host.deleteRunningBackground(id, owner)) return sendJson(res, 200, { id, object: 'response', deleted: true });
         const stored = this.host.deleteStoredResponse(id, owner);
         // A background response's kept events go with it (and its final Response, kept here if the store could not).
         if (!this.host.background.delete(id, owner, stored) && !stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);

@@ -8,6 +8,7 @@
 import OpenAI, { APIError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
+import { gatedModel } from '../helpers/gated-model.js';
 import { testServer } from '../helpers/server.js';
 
 const post = (url: string, body: unknown) =>
@@ -150,5 +151,41 @@ describe('echoed tool fields of the wrong type', () => {
     const tools = [{ type: 'function', name: 'f', parameters: { type: 'object' }, strict: null }];
     const res = await post(url, { model: 'sim-model', input: 'x', tools, tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'f' }] } });
     expect(res.status).toBe(200);
+  });
+});
+
+describe('a background response in flight, as retrieve finds it', () => {
+  const input = [{ role: 'developer', content: 'be brief' }, { role: 'user', content: 'write a story' }];
+
+  it('lists its input items (the ids the stored list has once it ends)', async () => {
+    const gated = gatedModel();
+    const { url } = await testServer({ model: gated.model });
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const r = await client.responses.create({ model: 'sim-model', input: input as never, background: true });
+    expect((await client.responses.retrieve(r.id)).status).toBe('in_progress');
+    const page = await client.responses.inputItems.list(r.id, { order: 'asc' });
+    expect(page.data.map((i) => (i as { role?: string }).role)).toEqual(['developer', 'user']);
+    const desc = await client.responses.inputItems.list(r.id, { limit: 1 });
+    expect(desc.data.map((i) => (i as { role?: string }).role)).toEqual(['user']);
+    expect(desc.has_more).toBe(true);
+    const inFlightIds = page.data.map((i) => i.id);
+    gated.release();
+    // Its stream ends after the terminal event, by which time the final Response is stored.
+    const types: string[] = [];
+    for await (const e of await client.responses.retrieve(r.id, { stream: true })) types.push(e.type);
+    expect(types.at(-1)).toBe('response.completed');
+    expect((await client.responses.inputItems.list(r.id, { order: 'asc' })).data.map((i) => i.id)).toEqual(inFlightIds);
+  });
+
+  it('is deleted by DELETE (its run cancelled): 200 deleted, then 404 everywhere', async () => {
+    const gated = gatedModel();
+    const { url } = await testServer({ model: gated.model });
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const r = await client.responses.create({ model: 'sim-model', input: input as never, background: true });
+    const del = await fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' });
+    expect(del.status).toBe(200);
+    expect(await del.json()).toEqual({ id: r.id, object: 'response', deleted: true });
+    const calls = [() => client.responses.retrieve(r.id), () => client.responses.inputItems.list(r.id), () => client.responses.retrieve(r.id, { stream: true }), () => client.responses.delete(r.id)];
+    for (const call of calls) await expect(call()).rejects.toMatchObject({ status: 404 });
   });
 });

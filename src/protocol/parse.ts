@@ -589,6 +589,25 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
 /** The API's bounds on `metadata`: 16 pairs, keys up to 64 characters, values up to 512. */
 export const METADATA_LIMITS = { pairs: 16, keyChars: 64, valueChars: 512 } as const;
 
+/**
+ * Whether `s` has more than `max` characters, counted as the API counts them: Unicode code points, so a character
+ * outside the BMP (an emoji: two UTF-16 units) is one. By `length` a value of 300 emoji was refused as over 512.
+ * At most `2 * max` units are read.
+ */
+function longerThan(s: string, max: number): boolean {
+  if (s.length <= max) return false;
+  if (s.length > 2 * max) return true;
+  let n = 0;
+  for (let i = 0; i < s.length; i++, n++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+  }
+  return n > max;
+}
+
 function parseMetadata(v: unknown): Record<string, string> {
   if (v === undefined || v === null) return {};
   assertObj(v, 'metadata');
@@ -603,11 +622,11 @@ function parseMetadata(v: unknown): Record<string, string> {
     }
     const x = v[k];
     const p = `metadata.${k.slice(0, 100)}`;
-    if (k.length > METADATA_LIMITS.keyChars) {
+    if (longerThan(k, METADATA_LIMITS.keyChars)) {
       throw new WireError('string_above_max_length', `Invalid 'metadata': a key is longer than ${METADATA_LIMITS.keyChars} characters.`, 'metadata');
     }
     if (typeof x !== 'string') throw new WireError('invalid_type', `Invalid type for '${p}': expected a string.`, p);
-    if (x.length > METADATA_LIMITS.valueChars) {
+    if (longerThan(x, METADATA_LIMITS.valueChars)) {
       throw new WireError('string_above_max_length', `Invalid '${p}': string too long. Expected a string with maximum length ${METADATA_LIMITS.valueChars}.`, p);
     }
   }

@@ -189,3 +189,23 @@ describe('a background response in flight, as retrieve finds it', () => {
     for (const call of calls) await expect(call()).rejects.toMatchObject({ status: 404 });
   });
 });
+
+describe('metadata bounds, in characters as the API counts them', () => {
+  it('16 pairs, keys of 64 and values of 512 code points are taken (an emoji is one); one more is refused', async () => {
+    const { url } = await testServer();
+    const emoji = '\u{1F600}';
+    const ok = { ['k'.repeat(63) + emoji]: emoji.repeat(512), ...Object.fromEntries(Array.from({ length: 15 }, (_, i) => [`k${i}`, 'v'])) };
+    const res = await post(url, { model: 'sim-model', input: 'x', metadata: ok });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { metadata: unknown }).metadata).toEqual(ok);
+    for (const [metadata, param] of [
+      [{ k: emoji.repeat(513) }, 'metadata.k'],
+      [{ ['k'.repeat(64) + emoji]: 'v' }, 'metadata'],
+      [{ ...ok, extra: 'v' }, 'metadata'],
+    ] as const) {
+      const bad = await post(url, { model: 'sim-model', input: 'x', metadata });
+      expect(bad.status).toBe(400);
+      expect(((await bad.json()) as { error: { param: string } }).error.param).toBe(param);
+    }
+  });
+});

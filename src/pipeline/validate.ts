@@ -195,8 +195,9 @@ function checkStrictSchema(root: Record<string, unknown>, name: string): void {
     if (isObjectSchema(s)) {
       if (s['additionalProperties'] !== false) refuse(path, "'additionalProperties' is required to be supplied and to be false.");
       const props = typeof s['properties'] === 'object' && s['properties'] !== null ? Object.keys(s['properties']) : [];
-      const required = Array.isArray(s['required']) ? (s['required'] as unknown[]) : null;
-      const missing = props.find((k) => !required?.includes(k));
+      // A set: 10,000 properties against a `required` of 10,000 was 10^8 comparisons in one turn of the loop.
+      const required = Array.isArray(s['required']) ? new Set(s['required'] as unknown[]) : null;
+      const missing = props.find((k) => !required?.has(k));
       if (required === null || missing !== undefined) {
         refuse(path, `'required' is required to be supplied and to be an array including every key in properties.${missing === undefined ? '' : ` Missing '${missing.slice(0, 100)}'.`}`);
       }

@@ -318,7 +318,9 @@ export class HttpTransport {
       const query = parseInputItemsQuery(url.searchParams);
       // A cold listing may wait in the server's queue (modes/cold-listings.ts): it leaves it when its client goes.
       const gone = clientGone(req, res);
-      const page = (await this.host.storedInputItems(id, owner, query, gone.signal).finally(gone.done)) ?? this.host.backgroundInputItems(id, owner, query);
+      const listing = async () =>
+        (await this.host.storedInputItems(id, owner, query, gone.signal)) ?? (await this.host.backgroundInputItems(id, owner, query, gone.signal));
+      const page = await listing().finally(gone.done);
       if (!page) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
       return this.holding((hold) => sendJsonCooperative(res, 200, page, hold));
     }

@@ -226,7 +226,9 @@ export class SessionHost {
     const final = this.background.cancel(id, owner);
     if (!final) return false;
     await final;
-    await this.services.postWork.flush();
+    // Its run's store write (deferred with `overlap_persist`) is pending by now: wait for the work pending now, not
+    // for a moment with none left, which under other clients' steady load never came (the DELETE hung).
+    await this.services.postWork.settled();
     this.background.delete(id, owner, this.deleteStoredResponse(id, owner));
     return true;
   }

@@ -6,6 +6,7 @@
  * does not declare.
  */
 import OpenAI, { APIError } from 'openai';
+import pDefer from 'p-defer';
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { gatedModel } from '../helpers/gated-model.js';
@@ -187,6 +188,30 @@ describe('a background response in flight, as retrieve finds it', () => {
     expect(await del.json()).toEqual({ id: r.id, object: 'response', deleted: true });
     const calls = [() => client.responses.retrieve(r.id), () => client.responses.inputItems.list(r.id), () => client.responses.retrieve(r.id, { stream: true }), () => client.responses.delete(r.id)];
     for (const call of calls) await expect(call()).rejects.toMatchObject({ status: 404 });
+  });
+});
+
+describe('a background response deleted in flight, under other post-inference work', () => {
+  it('answers its DELETE once the work pending when it asked is done, not when no work is left', async () => {
+    const gated = gatedModel();
+    const { url, server } = await testServer({ model: gated.model });
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const r = await client.responses.create({ model: 'sim-model', input: 'write a story', background: true });
+    // A follower of its stream sees it end cancelled, by which time the DELETE waits for the work pending.
+    const events = (await client.responses.retrieve(r.id, { stream: true }))[Symbol.asyncIterator]();
+    const work = server.services.postWork;
+    // Other runs' post-inference work: one job pending when the DELETE starts, another deferred while it waits.
+    const before = pDefer<void>();
+    const after = pDefer<void>();
+    work.defer(() => before.promise);
+    const del = fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' });
+    for (let e = await events.next(); !e.done; e = await events.next()) if ((e.value as { type: string }).type === 'response.cancelled') break;
+    work.defer(() => after.promise);
+    before.resolve();
+    const res = await del;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ id: r.id, object: 'response', deleted: true });
+    after.resolve();
   });
 });
 

@@ -29,7 +29,7 @@ import type { FunctionCall, FunctionTool, InputMessage, TextFormat, ToolChoice }
 import { contentText, outputText, TurnScan, type TurnCall } from './conversation.js';
 import type { ModelPolicy, PlannedItem, PlannedOutput } from './policies.js';
 import { intBetween, type Rng, words } from './rng.js';
-import { argsFromSchema } from './schema-args.js';
+import { argsFromSchema, setOwn } from './schema-args.js';
 import { fillFromMessage, messageIndex, relevance } from './tool-match.js';
 import { countTokens } from './tokenizer.js';
 import type { ModelRequest } from './types.js';
@@ -99,7 +99,7 @@ function asJson(format: Exclude<TextFormat, { type: 'text' }>, text: string, use
   const value = fillFromMessage(argsFromSchema(format.schema, rng), format.schema, userText);
   const props = (format.schema['properties'] ?? {}) as Record<string, { type?: unknown }>;
   for (const [name, schema] of Object.entries(props)) {
-    if (ANSWER_PROPS.test(name) && schema.type === 'string' && !('enum' in schema)) value[name] = text;
+    if (ANSWER_PROPS.test(name) && schema.type === 'string' && !('enum' in schema)) setOwn(value, name, text);
   }
   return JSON.stringify(value);
 }

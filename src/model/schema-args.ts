@@ -201,9 +201,23 @@ function resolveRef(ref: string, root: JsonSchema): JsonSchema | undefined {
     } catch {
       return undefined;
     }
-    node = isSchema(node) ? node[key] : Array.isArray(node) ? node[Number(key)] : undefined;
+    // Own keys only: '#/__proto__' named Object.prototype, an empty schema, where a missing target is refused.
+    node = isSchema(node) ? (Object.hasOwn(node, key) ? node[key] : undefined) : Array.isArray(node) && Object.hasOwn(node, key) ? node[Number(key)] : undefined;
   }
   return isSchema(node) ? node : undefined;
+}
+
+/**
+ * `o[key] = value` as an own data property whatever the key: a client's property named `__proto__` assigned
+ * with `=` set the object's prototype instead, and the key was missing from the JSON (outside attack).
+ */
+export function setOwn(o: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/** `Object.assign(target, source)` with every own key of `source` set as `setOwn` does (`__proto__` included). */
+function assignOwn(target: Record<string, unknown>, source: Record<string, unknown>): void {
+  for (const key of Object.keys(source)) setOwn(target, key, source[key]);
 }
 
 function withoutKeys(schema: JsonSchema, ...keys: string[]): JsonSchema {
@@ -321,8 +335,8 @@ class Generator {
         part = target;
       }
       this.charge(1, path);
-      Object.assign(merged, withoutKeys(part, 'properties', 'required'));
-      if (isSchema(part.properties)) Object.assign(properties, part.properties);
+      assignOwn(merged, withoutKeys(part, 'properties', 'required'));
+      if (isSchema(part.properties)) assignOwn(properties, part.properties);
       if (Array.isArray(part.required)) for (const r of part.required) required.add(r);
     }
     if (Object.keys(properties).length > 0) merged.properties = properties;
@@ -417,13 +431,13 @@ class Generator {
         continue;
       }
       this.charge(key.length + 4, path);
-      out[key] = isSchema(sub) ? this.generate(sub, depth + 1, `${path}/properties/${key}`) : this.value('value', path);
+      setOwn(out, key, isSchema(sub) ? this.generate(sub, depth + 1, `${path}/properties/${key}`) : this.value('value', path));
     }
-    // A required name with no property schema still has to be present.
+    // A required name with no property schema still has to be present (`toString` too: an own key, not an inherited one).
     for (const key of required) {
-      if (key in out) continue;
+      if (Object.hasOwn(out, key)) continue;
       this.charge(key.length + 4, path);
-      out[key] = this.word(path);
+      setOwn(out, key, this.word(path));
     }
     return out;
   }

@@ -22,6 +22,7 @@
  * matched, and a message that mentions those words in passing is.
  */
 import type { FunctionTool } from '../protocol/objects.js';
+import { setOwn } from './schema-args.js';
 
 /** Verbs and fillers tool names share; alone they say nothing about what a tool does. */
 const GENERIC = new Set([
@@ -177,7 +178,7 @@ export function fillFromMessage(
     const max = typeof schema['maxLength'] === 'number' ? schema['maxLength'] : Infinity;
     const min = typeof schema['minLength'] === 'number' ? schema['minLength'] : 0;
     if (value.length < min) continue;
-    out[name] = value.slice(0, max);
+    setOwn(out, name, value.slice(0, max));
   }
   return out;
 }

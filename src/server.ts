@@ -164,6 +164,8 @@ export class LlrServer {
   readonly demo: DemoService | null;
   /** The server-wide byte budget (`maxServerBytes`, modes/server-bytes.ts), held by the session layer and charged at the edge. */
   readonly bytes: ServerBytes;
+  /** The session layer both transports open their sessions in (modes/host.ts). */
+  readonly host: SessionHost;
   refuseWebSockets: boolean;
   private closing: Promise<void> | null = null;
 
@@ -241,6 +243,7 @@ export class LlrServer {
     // The session layer both transports open their sessions in: every design is a policy there.
     this.bytes = new ServerBytes(limits.maxServerBytes);
     const host = new SessionHost(this.services, this.bytes);
+    this.host = host;
     this.ws = new WsTransport({
       host,
       auth,

@@ -38,7 +38,7 @@ import { ConnectionSession, type ModePolicy } from './session.js';
 import { ServerBytes, connectionBytes, type ConnectionBytes, type Hold } from './server-bytes.js';
 import { SendBytes, type SendShare, type Unsent } from './send-bytes.js';
 import type { SessionInfo, Transport } from './transport.js';
-import { wsModePolicy } from './ws.js';
+import { wsModePolicy, type CachedResponses } from './ws.js';
 import { InputItemIndex, pageInputItems, type InputItemList, type InputItemsQuery } from '../store/input-items.js';
 import { ColdListings } from './cold-listings.js';
 
@@ -60,6 +60,15 @@ export class SessionHost {
 
   /** The queue of cold `input_items` listings (`maxQueuedListings`, modes/cold-listings.ts): one list loaded and derived at a time. */
   readonly listings: ColdListings;
+
+  /** Each stored response a ws-mode connection cache holds, with what evicts it from that cache (`deleteStoredResponse`). */
+  private readonly wsCached = new Map<string, () => void>();
+
+  /** How ws-mode policies register what their caches hold (modes/ws.ts). */
+  private readonly cachedResponses: CachedResponses = {
+    hold: (id, evict) => void this.wsCached.set(id, evict),
+    release: (id) => void this.wsCached.delete(id),
+  };
 
   constructor(
     private readonly services: Services,
@@ -106,7 +115,7 @@ export class SessionHost {
       case 'long-lived':
         return longLivedPolicy(this.services, info);
       case 'ws':
-        return this.chainsFromStore(wsModePolicy(this.services, info), info.owner);
+        return this.chainsFromStore(wsModePolicy(this.services, info, this.cachedResponses), info.owner);
       case 'http':
         return this.chainsFromStore(httpPolicy(this.services, info), info.owner);
       case 'long-lived-http':
@@ -233,8 +242,22 @@ export class SessionHost {
     return true;
   }
 
+  /** Deletes a stored response, and evicts it from the ws-mode connection cache holding it, if one does. */
   deleteStoredResponse(id: string, owner: string | null): boolean {
-    return this.services.store.delete(id, owner);
+    const deleted = this.services.store.delete(id, owner);
+    if (deleted) {
+      const evict = this.wsCached.get(id);
+      if (evict !== undefined) {
+        this.wsCached.delete(id);
+        evict();
+      }
+    }
+    return deleted;
+  }
+
+  /** The stored responses ws-mode connection caches hold (one at most per connection; tests). */
+  get wsCachedResponses(): number {
+    return this.wsCached.size;
   }
 
   runRecords(q: PageQuery): RecordPage {

@@ -45,6 +45,8 @@ export interface ModePolicy {
   ended?(run: ResponseRun, plan: RunPlan): void;
   /** Called when a create failed before a run started (e.g. to evict cache). */
   failed?(params: CreateParams, err: WireError): void;
+  /** Called once the session has ended (nothing runs or starts on it any more): let go of what it registered. */
+  closed?(): void;
 }
 
 interface Queued {
@@ -495,6 +497,7 @@ export class ConnectionSession {
       // No response in flight for them: numbered by the connection's own counter, like any such error.
       for (const q of waiting) this.inLane(q.lane, () => this.sendConnectionError(queuedError));
     }
+    this.policy.closed?.();
     this.notifyIdle();
     this.over.resolve();
   }

@@ -8,8 +8,10 @@
  *
  * Cache miss: `store:false` → `previous_response_not_found`; `store:true` →
  * hydrate the chain from the store with a full rebuild (counted). A failed or
- * unfinished continuation evicts the id. Each optimization is a switch
- * (`Switches`) so its contribution can be measured.
+ * unfinished continuation evicts the id, and so does a `DELETE
+ * /v1/responses/{id}` of the cached response (`CachedResponses`): a deleted
+ * response is not continued, from the cache or the store. Each optimization
+ * is a switch (`Switches`) so its contribution can be measured.
  */
 import type { CreateParams } from '../protocol/events.js';
 import { jsonTextWork, NATIVE_TEXT_CHARS, textOver } from '../protocol/json-chunked.js';
@@ -39,10 +41,37 @@ interface Cached {
    * unanswered before it, so nothing earlier is scanned again.
    */
   pending: PendingCalls;
+  /** Created with `store: true`: registered in `CachedResponses`, so a DELETE of it evicts it. */
+  stored: boolean;
 }
 
-export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy {
+/**
+ * The stored responses the connection caches hold, server-wide (modes/host.ts): `DELETE /v1/responses/{id}`
+ * of one evicts it from its connection's cache. Before, the connection went on continuing a response its
+ * owner had deleted (the store said `previous_response_not_found` for it, the cache served it, and the
+ * continuation was stored with a chain no later request could load; outside attack).
+ */
+export interface CachedResponses {
+  /** A connection's cache now holds stored response `id`; `evict` empties that cache. */
+  hold(id: string, evict: () => void): void;
+  /** It no longer does (replaced, evicted, the connection ended). */
+  release(id: string): void;
+}
+
+export function wsModePolicy(services: Services, info: SessionInfo, cachedResponses?: CachedResponses): ModePolicy {
   let cache: Cached | null = null;
+  /** The one way the cache changes: a stored response it holds is registered in `cachedResponses` while it does. */
+  function setCache(next: Cached | null): void {
+    const prev = cache;
+    if (prev === next) return;
+    if (prev?.stored) cachedResponses?.release(prev.id);
+    cache = next;
+    if (next?.stored) {
+      cachedResponses?.hold(next.id, () => {
+        if (cache === next) cache = null;
+      });
+    }
+  }
   /** The header key computed in plan(), reused when the response is cached (instructions and tools can be tens of KB). */
   const headerKeys = new WeakMap<CreateParams, string>();
 
@@ -123,13 +152,16 @@ export function wsModePolicy(services: Services, info: SessionInfo): ModePolicy 
     ended(run, plan) {
       if (run.response.status === 'completed') {
         const headerKey = headerKeys.get(plan.params) ?? JSON.stringify([plan.params.instructions, plan.params.tools]);
-        cache = { id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output) };
+        setCache({ id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output), stored: plan.params.store });
       } else if (cache && (cache.id === plan.params.previous_response_id || cache.context === plan.context)) {
-        cache = null;
+        setCache(null);
       }
     },
     failed(params) {
-      if (cache && params.previous_response_id === cache.id) cache = null;
+      if (cache && params.previous_response_id === cache.id) setCache(null);
+    },
+    closed() {
+      setCache(null);
     },
   };
 }

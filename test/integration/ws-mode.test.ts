@@ -269,3 +269,65 @@ describe('a stored response whose parent was not stored', () => {
     expect(error.message).toContain(`response '${a.response.id}' earlier in its chain is not stored`);
   });
 });
+
+describe('a DELETE of the response the connection caches', () => {
+  // Outside attack: the connection went on continuing a response its owner had deleted (the store said
+  // previous_response_not_found for it, HTTP refused it, the cache served it), and a store:true continuation
+  // was then stored with a chain no later request could load.
+  it('evicts it: a continuation from it is previous_response_not_found, store:true or not', async () => {
+    const { url, server } = await testServer({ policy: scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]) });
+    const s = await RawSocket.connect(url);
+    s.send(create({ store: true }));
+    const first = await s.next('response.completed');
+    await server.services.postWork.flush();
+    expect(server.host.wsCachedResponses).toBe(1);
+    const del = await fetch(`${url}/v1/responses/${first.response.id}`, { method: 'DELETE' });
+    expect(del.status).toBe(200);
+    expect(server.host.wsCachedResponses).toBe(0);
+    const outputs = [{ type: 'function_call_output', call_id: 'call_a', output: 'x' }];
+    for (const store of [true, false]) {
+      s.send(create({ store, previous_response_id: first.response.id, input: outputs }));
+      const err = await s.next('error');
+      expect(err.error).toMatchObject({ code: 'previous_response_not_found', param: 'previous_response_id' });
+    }
+    // The connection goes on.
+    s.send(create({ input: 'again' }));
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+  });
+
+  it("another response's DELETE, or one refused (another key's), leaves the cache alone", async () => {
+    const { url, server } = await testServer({
+      apiKeys: ['k1', 'k2'],
+      policy: scriptPolicy([{ text: 'a' }, { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]),
+    });
+    const auth = (k: string) => ({ Authorization: `Bearer ${k}` });
+    const s = await RawSocket.connect(url, { headers: auth('k1') });
+    s.send(create({ store: true, input: 'other' }));
+    const other = await s.next('response.completed');
+    s.send(create({ store: true }));
+    const first = await s.next('response.completed');
+    await server.services.postWork.flush();
+    expect((await fetch(`${url}/v1/responses/${first.response.id}`, { method: 'DELETE', headers: auth('k2') })).status).toBe(404);
+    expect((await fetch(`${url}/v1/responses/${other.response.id}`, { method: 'DELETE', headers: auth('k1') })).status).toBe(200);
+    s.send(create({ store: false, previous_response_id: first.response.id, input: [{ type: 'function_call_output', call_id: 'call_a', output: 'x' }] }));
+    const done = await s.next('response.completed');
+    expect(server.services.records.get(done.response.id)!.counters).toMatchObject({ rendered_cache_hits: 1, store_hydrations: 0 });
+  });
+
+  it('what the caches hold is let go when their connections end', async () => {
+    const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }, { text: 'c' }]) });
+    const sockets = [await RawSocket.connect(url), await RawSocket.connect(url)];
+    for (const s of sockets) {
+      s.send(create({ store: true }));
+      await s.next('response.completed');
+    }
+    expect(server.host.wsCachedResponses).toBe(2);
+    // A store:false response replaces the stored one in its connection's cache.
+    sockets[0]!.send(create({ store: false }));
+    await sockets[0]!.next('response.completed');
+    expect(server.host.wsCachedResponses).toBe(1);
+    for (const s of sockets) s.ws.close();
+    await server.ws.idle();
+    expect(server.host.wsCachedResponses).toBe(0);
+  });
+});

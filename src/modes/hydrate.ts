@@ -55,8 +55,9 @@ export function loadChain(id: string, owner: string | null, services: Services, 
 /**
  * `id` is stored but its chain is not whole: an earlier response was created with `store: false` (a ws-mode
  * continuation from the connection's cache stores a response whose parent was never stored), deleted, or expired or evicted. Said
- * so, naming the missing one: "'id' not found" was wrong, `GET /v1/responses/{id}` finds it. Undefined when
- * `id` itself is missing (or the walk passes MAX_CHAIN_LINKS).
+ * so, naming the missing one: "'id' not found" was wrong, `GET /v1/responses/{id}` finds it. So is a chain longer
+ * than MAX_CHAIN_LINKS, which the store does not walk (a ws-mode connection extends its chain from its cache whatever
+ * its length, so one is stored). Undefined when `id` itself is missing.
  */
 function brokenChain(id: string, owner: string | null, services: Services): WireError | undefined {
   let rec = services.store.get(id, owner);
@@ -72,6 +73,13 @@ function brokenChain(id: string, owner: string | null, services: Services): Wire
       );
     }
     rec = next;
+  }
+  if (rec) {
+    return new WireError(
+      'previous_response_not_found',
+      `Previous response with id '${id}' cannot be continued: its chain of previous responses is longer than ${MAX_CHAIN_LINKS} responses, the most this server loads from the store. Send the full input instead.`,
+      'previous_response_id',
+    );
   }
   return undefined;
 }

@@ -82,6 +82,11 @@ function contextSize(ctx: RenderedContext): { items: number; bytes: number } {
   return { items: items.length, bytes: m.bytes };
 }
 
+/** The bytes of a context's items (`itemBytes` each), measured incrementally as `checkContext` measures them. */
+export function contextBytes(ctx: RenderedContext): number {
+  return contextSize(ctx).bytes;
+}
+
 /**
  * Throws `context_length_exceeded` when `ctx` (null: an empty context) plus
  * `incoming` would pass the limits; applies nothing, so a refused append

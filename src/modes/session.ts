@@ -47,6 +47,11 @@ export interface ModePolicy {
   failed?(params: CreateParams, err: WireError): void;
   /** Called once the session has ended (nothing runs or starts on it any more): let go of what it registered. */
   closed?(): void;
+  /**
+   * Bytes of request data the policy keeps between responses (ws mode: the cached context), which the
+   * connection's share of the server-wide budget stands for while no work is in flight (modes/server-bytes.ts).
+   */
+  keptBytes?(): number;
 }
 
 interface Queued {
@@ -123,6 +128,11 @@ export class ConnectionSession {
 
   get protocol(): Protocol {
     return this.policy.protocol;
+  }
+
+  /** What the policy keeps between responses, in bytes (`ModePolicy.keptBytes`; 0 for a design that keeps nothing). */
+  keptBytes(): number {
+    return this.policy.keptBytes?.() ?? 0;
   }
 
   /** The run in flight, or null (background mode reads a run's current state through it, modes/background.ts). */

@@ -26,7 +26,7 @@ import type { RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { affinityKey, checkAndRender } from './prepare.js';
 import { notFound, prepareFromStore, resolveReferences } from './hydrate.js';
-import { checkContext } from '../engine/budget.js';
+import { checkContext, contextBytes } from '../engine/budget.js';
 import type { ModePolicy, SessionInfo } from './session.js';
 
 interface Cached {
@@ -162,6 +162,10 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     },
     closed() {
       setCache(null);
+    },
+    keptBytes() {
+      // The cached context's items, and its header (instructions and tools) with the key made of its JSON.
+      return cache === null ? 0 : contextBytes(cache.context) + 2 * cache.headerKey.length;
     },
   };
 }

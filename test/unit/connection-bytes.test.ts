@@ -4,8 +4,8 @@
  * over the in-memory pair: frames are charged the way transport/ws.ts
  * charges them (before `handle`, `watch` after), and the share follows the
  * session's work — held while a run is queued, running or paused, released
- * when it ends, except ws mode's last create (the cached context for a
- * continuation), released at close. No sockets, no timers: waits on events
+ * when it ends, except ws mode's cached context (for a continuation: its
+ * items and header), charged while it is cached, released at close. No sockets, no timers: waits on events
  * and on `session.idle()`.
  */
 import { pino } from 'pino';
@@ -64,21 +64,52 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     expect(bytes.peak).toBe(c + a);
   });
 
-  it('ws mode: after a response the last create stays charged for the cached context, until the next create replaces it and the close', async () => {
+  it('ws mode: after a response the cached context stays charged (its items and header), until the next response replaces it and the close', async () => {
     const { bytes, client, share, frame } = open('ws', [{ text: 'one' }, { text: 'two' }], 1 << 20);
     let done = client.nextEvent('response.completed');
     const first = frame(create('x'.repeat(3000)));
     await done;
     await client.session.idle();
-    expect(bytes.held).toBe(first);
+    expect(bytes.held).toBeGreaterThan(3000);
+    expect(bytes.held).toBe(client.session.keptBytes());
+    expect(bytes.held).toBeLessThan(first + 1000);
     done = client.nextEvent('response.completed');
-    const second = frame(create('y'.repeat(500)));
+    frame(create('y'.repeat(500)));
     await done;
     await client.session.idle();
-    expect(bytes.held).toBe(second);
+    // A fresh create's response replaced the cache: only its context is charged.
+    expect(bytes.held).toBe(client.session.keptBytes());
+    expect(bytes.held).toBeLessThan(1500);
     share.close();
     await client.close();
     expect(bytes.held).toBe(0);
+  });
+
+  it('ws mode: a chain of continuations keeps its whole cached context charged, not only its last frame', async () => {
+    // Outside attack: a chain of 1 MB continuations cached a 29 MB context per connection, counted as its last
+    // 1 MB frame; eight connections held 250 MB of heap under a 64 MB budget.
+    const steps = 6;
+    const { bytes, client, share, frame } = open('ws', Array.from({ length: steps }, (_, i): ScriptStep => ({ text: `r${i}` })), 1 << 22);
+    let prev: string | null = null;
+    let sent = 0;
+    for (let i = 0; i < steps; i++) {
+      const done = client.nextEvent('response.completed');
+      sent += frame({ ...create('z'.repeat(10_000)), ...(prev === null ? {} : { previous_response_id: prev }) });
+      prev = (await done).response.id;
+      await client.session.idle();
+    }
+    // Every continuation's input is in the cached context (the tools, sent with each, are kept once).
+    expect(bytes.held).toBeGreaterThan(steps * 10_000);
+    expect(bytes.held).toBe(client.session.keptBytes());
+    expect(bytes.held).toBeLessThan(sent + 2000);
+    // A continuation that fails evicts the cache: nothing is kept.
+    const refused = client.nextEvent('error');
+    frame({ ...create('bad'), previous_response_id: prev, input: [{ type: 'function_call_output', call_id: 'call_none', output: 'x' }] });
+    await refused;
+    await client.session.idle();
+    expect(bytes.held).toBe(0);
+    share.close();
+    await client.close();
   });
 
   it('a frame past the budget is refused with server_busy and nothing is charged', () => {

@@ -136,9 +136,9 @@ export class SessionHost {
   private chainsFromStore(policy: ModePolicy, owner: string | null): ModePolicy {
     return {
       ...policy,
-      plan: async (params, metrics) => {
+      plan: async (params, metrics, lane) => {
         try {
-          return await policy.plan(params, metrics);
+          return await policy.plan(params, metrics, lane);
         } catch (err) {
           const prev = params.previous_response_id;
           // A ws-mode create with `store: false` continues only from its connection's cache: the store is no help there.

@@ -37,8 +37,8 @@ export interface ModePolicy {
   readonly protocol: Protocol;
   /** Whether `response.append` is part of this protocol. */
   readonly appendable: boolean;
-  /** Pre-inference work for a create; throws a WireError for a bad request. */
-  plan(params: CreateParams, metrics: RunMetrics): Promise<RunPlan>;
+  /** Pre-inference work for a create (in WebSocket lane `lane`, null for none); throws a WireError for a bad request. */
+  plan(params: CreateParams, metrics: RunMetrics, lane?: string | null): Promise<RunPlan>;
   /** Called when a run has started, before its first event is awaited (e.g. to find it again by id). */
   started?(run: ResponseRun): void;
   /** Called once a run has ended and its terminal event was sent. */
@@ -369,7 +369,7 @@ export class ConnectionSession {
       }
       let plan: RunPlan;
       try {
-        plan = await this.policy.plan(params, metrics);
+        plan = await this.policy.plan(params, metrics, next.lane);
       } catch (err) {
         const wire = toWireError(err);
         this.policy.failed?.(params, wire);

@@ -59,23 +59,48 @@ export interface CachedResponses {
 }
 
 export function wsModePolicy(services: Services, info: SessionInfo, cachedResponses?: CachedResponses): ModePolicy {
-  let cache: Cached | null = null;
+  /**
+   * The cache: the last completed response of each WebSocket lane (`stream_id`; null for none), most recently
+   * cached last. Lanes are conversations the API runs in parallel on one connection: with one entry for the
+   * connection, two `store: false` conversations on lanes `a` and `b`, interleaved, could not continue (each
+   * response evicted the other lane's; outside attack). Held to the context budget together: a new entry evicts
+   * the oldest other lanes' entries until all fit in `maxContextBytes`, so a connection keeps no more than it did.
+   */
+  const caches = new Map<string | null, Cached>();
+  /** The lane each create planned here came in (`plan`), for `ended` and `failed`. */
+  const lanes = new WeakMap<CreateParams, string | null>();
   /** The one way the cache changes: a stored response it holds is registered in `cachedResponses` while it does. */
-  function setCache(next: Cached | null): void {
-    const prev = cache;
+  function setCache(lane: string | null, next: Cached | null): void {
+    const prev = caches.get(lane) ?? null;
     if (prev === next) return;
     if (prev?.stored) cachedResponses?.release(prev.id);
-    cache = next;
-    if (next?.stored) {
+    caches.delete(lane);
+    if (next === null) return;
+    caches.set(lane, next);
+    if (next.stored) {
       cachedResponses?.hold(next.id, () => {
-        if (cache === next) cache = null;
+        if (caches.get(lane) === next) caches.delete(lane);
       });
     }
+    // The other lanes' entries, oldest first, go until everything cached fits in one context's budget.
+    let total = 0;
+    for (const c of caches.values()) total += contextBytes(c.context);
+    for (const [other, c] of caches) {
+      if (total <= services.limits.maxContextBytes) break;
+      if (c === next) continue;
+      total -= contextBytes(c.context);
+      setCache(other, null);
+    }
+  }
+  /** The cached response `id`, in whichever lane it is the last, or undefined. */
+  function cachedById(id: string): { lane: string | null; entry: Cached } | undefined {
+    for (const [lane, entry] of caches) if (entry.id === id) return { lane, entry };
+    return undefined;
   }
   /** The header key computed in plan(), reused when the response is cached (instructions and tools can be tens of KB). */
   const headerKeys = new WeakMap<CreateParams, string>();
 
-  async function fromCache(params: CreateParams, c: Cached, headerKey: string, metrics: RunMetrics) {
+  async function fromCache(params: CreateParams, c: Cached, headerKey: string, metrics: RunMetrics, fork: boolean) {
     const sw = services.switches;
     const input = await resolveReferences(params.input, info.owner, services, metrics);
     const ctx = c.context;
@@ -87,9 +112,10 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs: true }, ctx.items, input, metrics);
     }
     let context: RenderedContext;
-    if (sw.rendered_token_cache && headerKey === c.headerKey) {
-      // The cache holds only this one response and a continuation replaces it,
-      // so the context is extended in place: no copy of the whole prompt.
+    if (sw.rendered_token_cache && headerKey === c.headerKey && !fork) {
+      // The lane's entry holds only this one response and a continuation in the lane replaces it,
+      // so the context is extended in place: no copy of the whole prompt. A fork (a continuation in another
+      // lane) leaves the entry as it is for its own lane: it renders a context of its own.
       metrics.count('rendered_cache_hits');
       await renderAppendAsync(ctx, input, metrics, 'render');
       context = ctx;
@@ -111,7 +137,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
   return {
     protocol: 'ws',
     appendable: false,
-    async plan(params, metrics): Promise<RunPlan> {
+    async plan(params, metrics, lane = null): Promise<RunPlan> {
+      lanes.set(params, lane);
       const header = [params.instructions, params.tools];
       // Long ones in slices (one JSON.stringify of a schema of 2.5 million lone surrogates held the loop ~300 ms);
       // the usual short ones natively, with no await.
@@ -119,11 +146,13 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       headerKeys.set(params, headerKey);
       const prev = params.previous_response_id;
       let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input'] };
-      if (prev && cache && cache.id === prev && !hasCompaction(params.input)) {
+      const hit = prev ? cachedById(prev) : undefined;
+      const cache = hit?.entry;
+      if (prev && cache && !hasCompaction(params.input)) {
         // Before the cached context is extended in place (item references are checked after).
         checkContext(cache.context, params.input, services.limits);
-        prepared = await fromCache(params, cache, headerKey, metrics);
-      } else if (prev && cache && cache.id === prev) {
+        prepared = await fromCache(params, cache, headerKey, metrics, hit.lane !== lane);
+      } else if (prev && cache) {
         // A compaction item replaces the cached history: a full rebuild of the smaller window.
         const input = await resolveReferences(params.input, info.owner, services, metrics);
         const context = await checkAndRender(params, cache.context.items, input, metrics, true);
@@ -150,22 +179,27 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       };
     },
     ended(run, plan) {
+      const lane = lanes.get(plan.params) ?? null;
+      const cache = caches.get(lane);
       if (run.response.status === 'completed') {
         const headerKey = headerKeys.get(plan.params) ?? JSON.stringify([plan.params.instructions, plan.params.tools]);
-        setCache({ id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output), stored: plan.params.store });
+        setCache(lane, { id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output), stored: plan.params.store });
       } else if (cache && (cache.id === plan.params.previous_response_id || cache.context === plan.context)) {
-        setCache(null);
+        setCache(lane, null);
       }
     },
     failed(params) {
-      if (cache && params.previous_response_id === cache.id) setCache(null);
+      const lane = lanes.get(params) ?? null;
+      if (caches.get(lane)?.id === params.previous_response_id) setCache(lane, null);
     },
     closed() {
-      setCache(null);
+      for (const lane of [...caches.keys()]) setCache(lane, null);
     },
     keptBytes() {
-      // The cached context's items, and its header (instructions and tools) with the key made of its JSON.
-      return cache === null ? 0 : contextBytes(cache.context) + 2 * cache.headerKey.length;
+      // Each cached context's items, and its header (instructions and tools) with the key made of its JSON.
+      let n = 0;
+      for (const c of caches.values()) n += contextBytes(c.context) + 2 * c.headerKey.length;
+      return n;
     },
   };
 }

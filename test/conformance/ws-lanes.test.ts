@@ -11,6 +11,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import type { ServerEvent } from '../../src/protocol/events.js';
 import type { Clock } from '../../src/model/clock.js';
 import { realClock } from '../../src/model/clock.js';
+import { scriptPolicy } from '../../src/model/policies.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -163,5 +164,32 @@ describe('WebSocket lanes: stream_id is echoed on every event of its response', 
     s.send({ type: 'response.create', model: 'sim-model', input: 'x', store: false, stream_id: 'x'.repeat(256) });
     expect(laneOf(await s.next('response.completed'))).toBe('x'.repeat(256));
     s.dispose();
+  });
+});
+
+describe('WebSocket lanes: a cache per lane', () => {
+  // Outside attack: the API runs parallel conversations on one connection's lanes, with `store: false`; with one
+  // cache entry per connection, two conversations interleaved on lanes `a` and `b` could not continue (each
+  // response evicted the other lane's: previous_response_not_found).
+  it('two store:false conversations interleaved on two lanes both continue from the cache; a fork onto a new lane leaves the source lane as it was', async () => {
+    const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'a1' }, { text: 'b1' }, { text: 'a2' }, { text: 'b2' }, { text: 'f1' }, { text: 'a3' }]) });
+    const s = await RawSocket.connect(url);
+    const turn = async (stream_id: string, input: string, previous_response_id?: string) => {
+      s.send({ type: 'response.create', model: 'sim-model', store: false, stream_id, input, ...(previous_response_id ? { previous_response_id } : {}) });
+      return (await s.next('response.completed')).response;
+    };
+    const a1 = await turn('a', 'hello a');
+    const b1 = await turn('b', 'hello b');
+    const a2 = await turn('a', 'more a', a1.id);
+    const b2 = await turn('b', 'more b', b1.id);
+    for (const r of [a2, b2]) expect(server.services.records.get(r.id)!.counters).toMatchObject({ rendered_cache_hits: 1, store_hydrations: 0 });
+    // A fork of lane a's conversation onto lane c: its own context, lane a's cache untouched.
+    const f1 = await turn('c', 'more a again', a2.id);
+    expect(server.services.records.get(f1.id)!.counters).toMatchObject({ rendered_cache_hits: 0, store_hydrations: 0 });
+    const a3 = await turn('a', 'more a again', a2.id);
+    expect(server.services.records.get(a3.id)!.counters).toMatchObject({ rendered_cache_hits: 1 });
+    // Lane a's context was not extended by the fork: a3's prompt is the fork's (the same history, the same message).
+    expect(a3.usage!.input_tokens).toBe(f1.usage!.input_tokens);
+    expect(server.services.records.get(a3.id)!.counters['items_tokenized']).toBe(1);
   });
 });

@@ -192,4 +192,20 @@ describe('WebSocket lanes: a cache per lane', () => {
     expect(a3.usage!.input_tokens).toBe(f1.usage!.input_tokens);
     expect(server.services.records.get(a3.id)!.counters['items_tokenized']).toBe(1);
   });
+
+  it("the lanes' entries together are held to one context's budget: a new entry evicts the oldest other lane's", async () => {
+    const { url } = await testServer({ limits: { maxContextBytes: 20_000 }, policy: scriptPolicy([{ text: 'a1' }, { text: 'b1' }, { text: 'b2' }, { text: 'c1' }]) });
+    const s = await RawSocket.connect(url);
+    const send = (stream_id: string, input: string, previous_response_id?: string) =>
+      s.send({ type: 'response.create', model: 'sim-model', store: false, stream_id, input, ...(previous_response_id ? { previous_response_id } : {}) });
+    send('a', 'x'.repeat(8_000));
+    const a1 = (await s.next('response.completed')).response;
+    send('b', 'y'.repeat(8_000));
+    const b1 = (await s.next('response.completed')).response;
+    // Both fit (16 KB): b continues; its context grows past what lets a's stay.
+    send('b', 'z'.repeat(6_000), b1.id);
+    await s.next('response.completed');
+    send('a', 'more', a1.id);
+    expect((await s.next('error')).error.code).toBe('previous_response_not_found');
+  });
 });

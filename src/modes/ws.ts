@@ -58,6 +58,9 @@ export interface CachedResponses {
   release(id: string): void;
 }
 
+/** The most lanes whose last response a connection caches: past it the oldest other lane's entry goes. */
+export const MAX_CACHED_LANES = 16;
+
 export function wsModePolicy(services: Services, info: SessionInfo, cachedResponses?: CachedResponses): ModePolicy {
   /**
    * The cache: the last completed response of each WebSocket lane (`stream_id`; null for none), most recently
@@ -82,11 +85,12 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         if (caches.get(lane) === next) caches.delete(lane);
       });
     }
-    // The other lanes' entries, oldest first, go until everything cached fits in one context's budget.
+    // The other lanes' entries, oldest first, go until everything cached fits in one context's budget, and in
+    // MAX_CACHED_LANES entries (each context has structures of its own besides its items: tokens, digest, call ids).
     let total = 0;
     for (const c of caches.values()) total += contextBytes(c.context);
     for (const [other, c] of caches) {
-      if (total <= services.limits.maxContextBytes) break;
+      if (total <= services.limits.maxContextBytes && caches.size <= MAX_CACHED_LANES) break;
       if (c === next) continue;
       total -= contextBytes(c.context);
       setCache(other, null);

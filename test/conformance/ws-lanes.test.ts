@@ -12,6 +12,7 @@ import type { ServerEvent } from '../../src/protocol/events.js';
 import type { Clock } from '../../src/model/clock.js';
 import { realClock } from '../../src/model/clock.js';
 import { scriptPolicy } from '../../src/model/policies.js';
+import { MAX_CACHED_LANES } from '../../src/modes/ws.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -206,6 +207,21 @@ describe('WebSocket lanes: a cache per lane', () => {
     send('b', 'z'.repeat(6_000), b1.id);
     await s.next('response.completed');
     send('a', 'more', a1.id);
+    expect((await s.next('error')).error.code).toBe('previous_response_not_found');
+  });
+
+  it(`at most ${MAX_CACHED_LANES} lanes are cached: a new lane past them evicts the oldest other lane's entry`, async () => {
+    const n = MAX_CACHED_LANES + 1;
+    const { url } = await testServer({ policy: scriptPolicy(Array.from({ length: n + 2 }, (_, i) => ({ text: `r${i}` }))) });
+    const s = await RawSocket.connect(url);
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      s.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: `lane-${i}`, input: 'hi' });
+      ids.push((await s.next('response.completed')).response.id);
+    }
+    s.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'lane-1', input: 'more', previous_response_id: ids[1] });
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+    s.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'lane-0', input: 'more', previous_response_id: ids[0] });
     expect((await s.next('error')).error.code).toBe('previous_response_not_found');
   });
 });

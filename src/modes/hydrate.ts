@@ -37,7 +37,9 @@ export async function prepareFromStore(
 }
 
 export function notFound(id: string): WireError {
-  return new WireError('previous_response_not_found', `Previous response with id '${id}' not found.`, 'previous_response_id');
+  // Quoted cut to 100 characters, as other refusals quote a client's id: a 16 MiB id was echoed whole.
+  const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
+  return new WireError('previous_response_not_found', `Previous response with id '${shown}' not found.`, 'previous_response_id');
 }
 
 /** The whole stored context up to and including `id`, or a not-found error. */

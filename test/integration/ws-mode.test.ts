@@ -145,6 +145,18 @@ describe('ws mode', () => {
     expect((await s.next('response.completed')).response.status).toBe('completed');
   });
 
+  it('a long unknown previous_response_id is quoted cut to 100 characters, over ws and HTTP (a 1 MB id was echoed whole)', async () => {
+    const { url } = await testServer();
+    const id = `resp_${'x'.repeat(200_000)}`;
+    const s = await RawSocket.connect(url);
+    s.send(create({ store: true, previous_response_id: id }));
+    const err = await s.next('error');
+    expect(err.error).toMatchObject({ code: 'previous_response_not_found', message: `Previous response with id '${id.slice(0, 100)}…' not found.` });
+    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: 'x', previous_response_id: id }) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe(`Previous response with id '${id.slice(0, 100)}…' not found.`);
+  });
+
   it('unknown previous_response_id with store:true → not found too (nothing stored under it)', async () => {
     const { url } = await testServer();
     const s = await RawSocket.connect(url);

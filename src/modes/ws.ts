@@ -88,13 +88,17 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     // The other lanes' entries, oldest first, go until everything cached fits in one context's budget, and in
     // MAX_CACHED_LANES entries (each context has structures of its own besides its items: tokens, digest, call ids).
     let total = 0;
-    for (const c of caches.values()) total += contextBytes(c.context);
+    for (const c of caches.values()) total += entryBytes(c);
     for (const [other, c] of caches) {
       if (total <= services.limits.maxContextBytes && caches.size <= MAX_CACHED_LANES) break;
       if (c === next) continue;
-      total -= contextBytes(c.context);
+      total -= entryBytes(c);
       setCache(other, null);
     }
+  }
+  /** What an entry keeps: its context's items, and its header (instructions and tools) with the key made of its JSON. */
+  function entryBytes(c: Cached): number {
+    return contextBytes(c.context) + 2 * c.headerKey.length;
   }
   /** The cached response `id`, in whichever lane it is the last, or undefined. */
   function cachedById(id: string): { lane: string | null; entry: Cached } | undefined {
@@ -200,9 +204,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       for (const lane of [...caches.keys()]) setCache(lane, null);
     },
     keptBytes() {
-      // Each cached context's items, and its header (instructions and tools) with the key made of its JSON.
       let n = 0;
-      for (const c of caches.values()) n += contextBytes(c.context) + 2 * c.headerKey.length;
+      for (const c of caches.values()) n += entryBytes(c);
       return n;
     },
   };

@@ -224,4 +224,17 @@ describe('WebSocket lanes: a cache per lane', () => {
     s.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'lane-0', input: 'more', previous_response_id: ids[0] });
     expect((await s.next('error')).error.code).toBe('previous_response_not_found');
   });
+
+  it("the budget counts each lane's header too: lanes created with large instructions evict each other", async () => {
+    const { url } = await testServer({ limits: { maxContextBytes: 100_000 }, policy: scriptPolicy([{ text: 'a1' }, { text: 'b1' }, { text: 'a2' }]) });
+    const s = await RawSocket.connect(url);
+    const instructions = 'i'.repeat(30_000);
+    s.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'a', instructions, input: 'hi' });
+    const a1 = (await s.next('response.completed')).response;
+    s.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'b', instructions, input: 'hi' });
+    await s.next('response.completed');
+    // Each entry keeps its 30 KB instructions twice (the header and its key): two do not fit in 100 KB.
+    s.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'a', instructions, input: 'more', previous_response_id: a1.id });
+    expect((await s.next('error')).error.code).toBe('previous_response_not_found');
+  });
 });

@@ -37,6 +37,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'store-ttl-ms', key: 'storeTtlMs', help: 'age at which a stored response is gone (404, previous_response_not_found) and deleted, on every store, by later puts and an idle sweep that wakes when the oldest expires (at most once a second, at least once an hour) (>= 1; Infinity: never, no sweep; an age, so above 2^31-1 ms too)', range: { integer: true, min: 1, infinity: true } },
   { flag: 'max-context-bytes', key: 'maxContextBytes', help: 'bytes (JSON) one long-lived run / ws-mode response keeps in its context' },
   { flag: 'max-context-items', key: 'maxContextItems', help: 'items one long-lived run / ws-mode response keeps in its context' },
+  { flag: 'max-cached-lanes', key: 'maxCachedLanes', help: 'WebSocket lanes (stream_id) whose last response a ws-mode connection caches; past it the oldest other lane\'s entry goes (its next continuation loads from the store, or is previous_response_not_found with store: false)', range: { integer: true, min: 1 } },
   { flag: 'max-live-http-runs', key: 'maxLiveHttpRuns', help: 'long-lived runs open over HTTP at once; past it 429' },
   { flag: 'max-background-runs', key: 'maxBackgroundRuns', help: 'background responses (background: true) in flight at once; past it 429' },
   { flag: 'max-queued-listings', key: 'maxQueuedListings', help: 'input_items listings waiting server-wide for a list not yet cached to be read (one list at a time); past it 429 (>= 1: at 0 no uncached list could ever be listed)', range: { integer: true, min: 1, infinity: true } },

@@ -103,6 +103,8 @@ export interface Limits {
   maxContextBytes: number;
   /** Items one long-lived run or ws-mode response may hold in its context (default 50,000). */
   maxContextItems: number;
+  /** WebSocket lanes (`stream_id`) whose last response one ws-mode connection caches (default 16); past it the oldest other lane's entry goes. */
+  maxCachedLanes: number;
   /** Deepest JSON nesting accepted in an HTTP body or a WebSocket frame (default 64; real tool schemas use < 20). */
   maxJsonDepth: number;
   /** Bytes of `response.create` frames queued behind the one in flight on one connection (default 32 MiB). */
@@ -248,6 +250,7 @@ export const DEFAULT_LIMITS: Limits = {
   connectionLifetimeMs: 60 * 60 * 1000,
   maxContextBytes: 32 * 1024 * 1024,
   maxContextItems: 50_000,
+  maxCachedLanes: 16,
   maxSendBufferBytes: 4 * 1024 * 1024,
   maxSendBufferTotalBytes: 256 * 1024 * 1024,
   sendStallTimeoutMs: 30_000,

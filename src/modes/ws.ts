@@ -58,9 +58,6 @@ export interface CachedResponses {
   release(id: string): void;
 }
 
-/** The most lanes whose last response a connection caches: past it the oldest other lane's entry goes. */
-export const MAX_CACHED_LANES = 16;
-
 export function wsModePolicy(services: Services, info: SessionInfo, cachedResponses?: CachedResponses): ModePolicy {
   /**
    * The cache: the last completed response of each WebSocket lane (`stream_id`; null for none), most recently
@@ -86,11 +83,11 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       });
     }
     // The other lanes' entries, oldest first, go until everything cached fits in one context's budget, and in
-    // MAX_CACHED_LANES entries (each context has structures of its own besides its items: tokens, digest, call ids).
+    // `maxCachedLanes` entries (each context has structures of its own besides its items: tokens, digest, call ids).
     let total = 0;
     for (const c of caches.values()) total += entryBytes(c);
     for (const [other, c] of caches) {
-      if (total <= services.limits.maxContextBytes && caches.size <= MAX_CACHED_LANES) break;
+      if (total <= services.limits.maxContextBytes && caches.size <= services.limits.maxCachedLanes) break;
       if (c === next) continue;
       total -= entryBytes(c);
       setCache(other, null);

@@ -12,7 +12,7 @@ import type { ServerEvent } from '../../src/protocol/events.js';
 import type { Clock } from '../../src/model/clock.js';
 import { realClock } from '../../src/model/clock.js';
 import { scriptPolicy } from '../../src/model/policies.js';
-import { MAX_CACHED_LANES } from '../../src/modes/ws.js';
+import { DEFAULT_LIMITS } from '../../src/engine/services.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -210,9 +210,9 @@ describe('WebSocket lanes: a cache per lane', () => {
     expect((await s.next('error')).error.code).toBe('previous_response_not_found');
   });
 
-  it(`at most ${MAX_CACHED_LANES} lanes are cached: a new lane past them evicts the oldest other lane's entry`, async () => {
-    const n = MAX_CACHED_LANES + 1;
-    const { url } = await testServer({ policy: scriptPolicy(Array.from({ length: n + 2 }, (_, i) => ({ text: `r${i}` }))) });
+  it.each([DEFAULT_LIMITS.maxCachedLanes, 3])('at most %i lanes are cached (--max-cached-lanes): a new lane past them evicts the oldest other lane\'s entry', async (lanes) => {
+    const n = lanes + 1;
+    const { url } = await testServer({ limits: { maxCachedLanes: lanes }, policy: scriptPolicy(Array.from({ length: n + 2 }, (_, i) => ({ text: `r${i}` }))) });
     const s = await RawSocket.connect(url);
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {

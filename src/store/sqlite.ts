@@ -30,67 +30,18 @@
  * data_version` moved) before it evicts anything.
  *
  * Migrates schema versions 1 to 3 to 4 (an unknown version is refused, not
- * guessed at); leaves out vacuuming.
+ * guessed at; the tables and migrations are store/sqlite-schema.ts, the rows
+ * and their serialisation store/sqlite-rows.ts); leaves out vacuuming.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { jsonTextWork, NATIVE_TEXT_CHARS, textOver, utf8BytesWork, type ParseWork } from '../protocol/json-chunked.js';
+import { NATIVE_TEXT_CHARS, textOver, type ParseWork } from '../protocol/json-chunked.js';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
+import { CREATED_MS, MIGRATE_2_TO_3, MIGRATE_3_TO_4, SCHEMA, SCHEMA_VERSION } from './sqlite-schema.js';
+import { EncodedPut, encodeNow, encodeWork, toRecord, type ChainRow, type ItemParams, type PutParams, type RecordRow } from './sqlite-rows.js';
 import { InputItemsCache, parseListWork, parsedBytesWork, type InputItemIndex, type ItemsLoad } from './input-items.js';
-import { EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type AppendedItems, type PreparedPut, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
-
-/**
- * Bump with a migration in `#migrate` whenever the tables below change.
- * 2: `responses.appended`, what clients appended to a long-lived run (JSON, or NULL when nothing was).
- * 3: `responses.bytes` (the UTF-8 bytes of the row's JSON and its items', what `maxBytes` bounds) and
- *    `responses_by_created` (created_at, bytes): expiry finds the oldest through it, and the open counts
- *    bytes from it without reading the JSON.
- * 4: `responses.created_at_ms`, the creation in ms (NULL when the writer did not know it, and in rows from
- *    before): a response's age counts from it (`CREATED_MS`), not from the start of `created_at`'s second.
- */
-export const SCHEMA_VERSION = 4;
-
-/** A row's creation in Unix ms, as `createdMs` reads a record: its own column, else its second's start. */
-const CREATED_MS = 'coalesce(created_at_ms, created_at * 1000)';
-
-// items is keyed by (item_id, response_id), not item_id alone: input item ids
-// are chosen by clients, so two owners may use the same id, and one owner's
-// put must never replace (or delete) another owner's item.
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS responses (
-  id                   TEXT PRIMARY KEY,
-  owner                TEXT,
-  previous_response_id TEXT,
-  created_at           INTEGER NOT NULL,
-  response             TEXT NOT NULL,
-  input                TEXT NOT NULL,
-  appended             TEXT,
-  bytes                INTEGER NOT NULL DEFAULT 0,
-  created_at_ms        INTEGER
-);
-CREATE TABLE IF NOT EXISTS items (
-  item_id     TEXT NOT NULL,
-  response_id TEXT NOT NULL,
-  owner       TEXT,
-  item        TEXT NOT NULL,
-  PRIMARY KEY (item_id, response_id)
-);
-CREATE INDEX IF NOT EXISTS items_by_response ON items (response_id);
-CREATE INDEX IF NOT EXISTS responses_by_created ON responses (created_at, bytes);
-`;
-
-/** 2 → 3: the bytes of every stored row (its JSON and its items', UTF-8), then the index. */
-const MIGRATE_2_TO_3 = `
-ALTER TABLE responses ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
-UPDATE responses SET bytes =
-  length(CAST(response AS BLOB)) + length(CAST(input AS BLOB)) + coalesce(length(CAST(appended AS BLOB)), 0)
-  + coalesce((SELECT sum(length(CAST(item AS BLOB))) FROM items WHERE items.response_id = responses.id), 0);
-CREATE INDEX IF NOT EXISTS responses_by_created ON responses (created_at, bytes);
-`;
-
-/** 3 → 4: no pass over the rows; theirs stays NULL, read as `created_at * 1000` (what their age counted from before). */
-const MIGRATE_3_TO_4 = `ALTER TABLE responses ADD COLUMN created_at_ms INTEGER;`;
+import { EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, newCounters, ownInputItems, type AppendedItems, type PreparedPut, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
 
 /**
  * Rows (expired or evicted) one transaction deletes when a file is trimmed at open: the WAL then grows by about
@@ -98,50 +49,11 @@ const MIGRATE_3_TO_4 = `ALTER TABLE responses ADD COLUMN created_at_ms INTEGER;`
  */
 export const OPEN_TRIM_BATCH = 1_000;
 
-interface RecordRow {
-  owner: string | null;
-  created_at: number;
-  created_at_ms: number | null;
-  response: string;
-  input: string;
-  appended: string | null;
-}
-
-/** A chain row; the record columns are null where the link is missing or not the owner's. */
-interface ChainRow {
-  previous_response_id: string | null;
-  owner: string | null;
-  created_at: number | null;
-  created_at_ms: number | null;
-  response: string | null;
-  input: string | null;
-  appended: string | null;
-}
-
-interface PutParams {
-  id: string;
-  bytes: number;
-  owner: string | null;
-  previous_response_id: string | null;
-  created_at: number;
-  created_at_ms: number | null;
-  response: string;
-  input: string;
-  appended: string | null;
-}
-
 /** A listed row's version (`#selectVersion`): its rowid and the UTF-8 bytes of its input and appended JSON. */
 interface VersionRow {
   row: number;
   input: number;
   appended: number | null;
-}
-
-interface ItemParams {
-  item_id: string;
-  response_id: string;
-  owner: string | null;
-  item: string;
 }
 
 interface IdOwner {
@@ -595,73 +507,4 @@ export class SqliteStore implements ResponseStore {
   }
 }
 
-/** A put's row and items, serialised (`encodeWork`): `prepare`'s answer, or made by the put itself. */
-class EncodedPut implements PreparedPut {
-  constructor(
-    readonly rec: StoredResponse,
-    readonly params: PutParams,
-    readonly items: ItemParams[],
-  ) {}
-}
-
-/** `JSON.stringify(v)`: natively, or (`sliced`) in slices when long (`jsonTextWork`). */
-function* jsonWork(v: unknown, sliced: boolean): ParseWork<string> {
-  return sliced ? yield* jsonTextWork(v) : JSON.stringify(v);
-}
-
-/** `Buffer.byteLength(text)`: natively, or (`sliced`) in slices when long (`utf8BytesWork`). */
-function* bytesWork(text: string, sliced: boolean): ParseWork<number> {
-  return sliced ? yield* utf8BytesWork(text) : Buffer.byteLength(text);
-}
-
-/** `encodeWork(rec, false)`, which never yields, run to its end. */
-function encodeNow(rec: StoredResponse): EncodedPut {
-  const work = encodeWork(rec, false);
-  for (;;) {
-    const r = work.next();
-    if (r.done) return r.value;
-  }
-}
-
-/**
- * A record's row (the Response, its input and what was appended, as JSON, and their UTF-8 bytes with its items')
- * and its findable items' rows. Not `sliced` (a put): never yields, each text one `JSON.stringify`.
- */
-function* encodeWork(rec: StoredResponse, sliced: boolean): ParseWork<EncodedPut> {
-  const id = rec.response.id;
-  const params: PutParams = {
-    id,
-    bytes: 0,
-    owner: rec.owner,
-    previous_response_id: rec.response.previous_response_id,
-    created_at: rec.created_at,
-    // Kept only when it is the record's own millisecond (`createdMs` would ignore it otherwise).
-    created_at_ms: rec.created_at_ms !== undefined && createdMs(rec) === rec.created_at_ms ? rec.created_at_ms : null,
-    response: yield* jsonWork(rec.response, sliced),
-    input: yield* jsonWork(rec.input, sliced),
-    appended: rec.appended?.length ? yield* jsonWork(rec.appended, sliced) : null,
-  };
-  let bytes = (yield* bytesWork(params.response, sliced)) + (yield* bytesWork(params.input, sliced));
-  if (params.appended !== null) bytes += yield* bytesWork(params.appended, sliced);
-  const items: ItemParams[] = [];
-  for (const [itemId, item] of itemsById(rec)) {
-    const json = yield* jsonWork(item, sliced);
-    bytes += yield* bytesWork(json, sliced);
-    items.push({ item_id: itemId, response_id: id, owner: rec.owner, item: json });
-  }
-  params.bytes = bytes;
-  return new EncodedPut(rec, params, items);
-}
-
-/** Rows hold only what this store wrote, so the JSON is trusted, not re-validated. */
-function toRecord(row: RecordRow): StoredResponse {
-  const rec: StoredResponse = {
-    response: JSON.parse(row.response) as StoredResponse['response'],
-    input: JSON.parse(row.input) as StoredResponse['input'],
-    owner: row.owner,
-    created_at: row.created_at,
-  };
-  if (row.created_at_ms !== null) rec.created_at_ms = row.created_at_ms;
-  if (row.appended !== null) rec.appended = JSON.parse(row.appended) as NonNullable<StoredResponse['appended']>;
-  return rec;
-}
+export { SCHEMA_VERSION };

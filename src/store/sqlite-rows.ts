@@ -1,0 +1,119 @@
+/**
+ * The SQLite store's rows as TypeScript sees them, and the way between them
+ * and a `StoredResponse`: a put's row and items serialised (`encodeWork`, in
+ * slices when its strings are long, so `prepare` can make them before the
+ * run ends), and a row read back (`toRecord`). Used by store/sqlite.ts; no
+ * I/O.
+ */
+import { jsonTextWork, utf8BytesWork, type ParseWork } from '../protocol/json-chunked.js';
+import { createdMs, itemsById, type PreparedPut, type StoredResponse } from './types.js';
+
+export interface RecordRow {
+  owner: string | null;
+  created_at: number;
+  created_at_ms: number | null;
+  response: string;
+  input: string;
+  appended: string | null;
+}
+
+/** A chain row; the record columns are null where the link is missing or not the owner's. */
+export interface ChainRow {
+  previous_response_id: string | null;
+  owner: string | null;
+  created_at: number | null;
+  created_at_ms: number | null;
+  response: string | null;
+  input: string | null;
+  appended: string | null;
+}
+
+export interface PutParams {
+  id: string;
+  bytes: number;
+  owner: string | null;
+  previous_response_id: string | null;
+  created_at: number;
+  created_at_ms: number | null;
+  response: string;
+  input: string;
+  appended: string | null;
+}
+
+export interface ItemParams {
+  item_id: string;
+  response_id: string;
+  owner: string | null;
+  item: string;
+}
+
+/** A put's row and items, serialised (`encodeWork`): `prepare`'s answer, or made by the put itself. */
+export class EncodedPut implements PreparedPut {
+  constructor(
+    readonly rec: StoredResponse,
+    readonly params: PutParams,
+    readonly items: ItemParams[],
+  ) {}
+}
+
+/** `JSON.stringify(v)`: natively, or (`sliced`) in slices when long (`jsonTextWork`). */
+function* jsonWork(v: unknown, sliced: boolean): ParseWork<string> {
+  return sliced ? yield* jsonTextWork(v) : JSON.stringify(v);
+}
+
+/** `Buffer.byteLength(text)`: natively, or (`sliced`) in slices when long (`utf8BytesWork`). */
+function* bytesWork(text: string, sliced: boolean): ParseWork<number> {
+  return sliced ? yield* utf8BytesWork(text) : Buffer.byteLength(text);
+}
+
+/** `encodeWork(rec, false)`, which never yields, run to its end. */
+export function encodeNow(rec: StoredResponse): EncodedPut {
+  const work = encodeWork(rec, false);
+  for (;;) {
+    const r = work.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * A record's row (the Response, its input and what was appended, as JSON, and their UTF-8 bytes with its items')
+ * and its findable items' rows. Not `sliced` (a put): never yields, each text one `JSON.stringify`.
+ */
+export function* encodeWork(rec: StoredResponse, sliced: boolean): ParseWork<EncodedPut> {
+  const id = rec.response.id;
+  const params: PutParams = {
+    id,
+    bytes: 0,
+    owner: rec.owner,
+    previous_response_id: rec.response.previous_response_id,
+    created_at: rec.created_at,
+    // Kept only when it is the record's own millisecond (`createdMs` would ignore it otherwise).
+    created_at_ms: rec.created_at_ms !== undefined && createdMs(rec) === rec.created_at_ms ? rec.created_at_ms : null,
+    response: yield* jsonWork(rec.response, sliced),
+    input: yield* jsonWork(rec.input, sliced),
+    appended: rec.appended?.length ? yield* jsonWork(rec.appended, sliced) : null,
+  };
+  let bytes = (yield* bytesWork(params.response, sliced)) + (yield* bytesWork(params.input, sliced));
+  if (params.appended !== null) bytes += yield* bytesWork(params.appended, sliced);
+  const items: ItemParams[] = [];
+  for (const [itemId, item] of itemsById(rec)) {
+    const json = yield* jsonWork(item, sliced);
+    bytes += yield* bytesWork(json, sliced);
+    items.push({ item_id: itemId, response_id: id, owner: rec.owner, item: json });
+  }
+  params.bytes = bytes;
+  return new EncodedPut(rec, params, items);
+}
+
+/** Rows hold only what this store wrote, so the JSON is trusted, not re-validated. */
+export function toRecord(row: RecordRow): StoredResponse {
+  const rec: StoredResponse = {
+    response: JSON.parse(row.response) as StoredResponse['response'],
+    input: JSON.parse(row.input) as StoredResponse['input'],
+    owner: row.owner,
+    created_at: row.created_at,
+  };
+  if (row.created_at_ms !== null) rec.created_at_ms = row.created_at_ms;
+  if (row.appended !== null) rec.appended = JSON.parse(row.appended) as NonNullable<StoredResponse['appended']>;
+  return rec;
+}

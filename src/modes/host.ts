@@ -328,7 +328,8 @@ export class SessionSet {
     const hold = this.host.requestHold();
     const bg = this.host.background.admit(params.store, info.owner, frame, hold);
     hold.admitted(bytes);
-    const session = this.openSession('http', bg, info, log);
+    // A stored chain it loads is held by its run too: charged with its body, released when it ends.
+    const session = this.openSession('http', bg, { ...info, charge: (n) => hold.add(n) }, log);
     bg.attach(session);
     session.handle({ type: 'response.create', ...params }, bytes, parse);
     return bg;

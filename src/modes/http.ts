@@ -18,12 +18,12 @@ export function httpPolicy(services: Services, info: SessionInfo): ModePolicy {
   return {
     protocol: 'http',
     appendable: false,
-    plan: (params, metrics) => httpPlan(params, services, metrics, info.owner),
+    plan: (params, metrics) => httpPlan(params, services, metrics, info.owner, info.charge),
   };
 }
 
-export async function httpPlan(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null): Promise<RunPlan> {
-  const { context, route, input } = await prepareFromStore(params, services, metrics, owner);
+export async function httpPlan(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null, charge?: (bytes: number) => void): Promise<RunPlan> {
+  const { context, route, input } = await prepareFromStore(params, services, metrics, owner, charge);
   return {
     protocol: 'http',
     params,

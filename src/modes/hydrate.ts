@@ -28,9 +28,19 @@ export async function prepareFromStore(
   services: Services,
   metrics: RunMetrics,
   owner: string | null,
+  charge?: (bytes: number) => void,
 ): Promise<{ context: RenderedContext; route: RouteDecision; input: InputItem[] }> {
   const input = await resolveReferences(params.input, owner, services, metrics);
   const before = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
+  // The loaded chain is request data this create holds while it is prepared and runs: charged to its peer's share of
+  // the server-wide budget (`server_busy` past it), as its body is. Uncharged, many continuations of long chains at
+  // once held up to --max-context-bytes each beyond the budget (outside attack). The sizes are the ones the context
+  // check reads next (`itemBytes` keeps each item's).
+  if (charge && before.length > 0) {
+    let bytes = 0;
+    for (const item of before) bytes += itemBytes(item);
+    charge(bytes);
+  }
   if (params.previous_response_id) metrics.count('store_hydrations');
   // Only the ws and http designs come here: their responses end at tool calls, so a create must answer them.
   return { ...(await prepareFull(params, before, input, services, metrics, owner, true)), input };

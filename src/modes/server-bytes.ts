@@ -136,6 +136,11 @@ export interface ConnectionBytes {
    */
   parsing(n: number): void;
   parsed(n: number): void;
+  /**
+   * A create loaded `n` bytes of request data (a stored chain): charged while the session's work lasts, like its
+   * frame, up to the connection's cap (throws `server_busy`, nothing charged, past the budget).
+   */
+  loaded(n: number): void;
   /** The connection closed: release everything. */
   close(): void;
 }
@@ -215,6 +220,11 @@ class ConnectionHold implements ConnectionBytes {
       this.px.keep(this.px.bytes - carried);
       this.hold.admitted(charge);
     } else this.hold.add(charge);
+  }
+
+  loaded(n: number): void {
+    if (this.closed) return;
+    this.hold.add(Math.max(0, Math.min(n, this.cap - this.hold.bytes)));
   }
 
   watch(): void {

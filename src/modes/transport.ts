@@ -95,4 +95,10 @@ export interface SessionInfo {
   owner: string | null;
   /** The authentication check done before the session opened (upgrade or request), charged to its first response as the `auth` span. */
   authSpan: { start: number; end: number } | null;
+  /**
+   * Charge `bytes` of request data the session loaded for its work (a stored chain, for a continuation) to this
+   * peer's share of the server-wide byte budget (`--max-server-bytes`), for as long as the peer's request bytes are
+   * held; throws `server_busy` past it. Absent: not charged (tests, the in-memory transport).
+   */
+  charge?: (bytes: number) => void;
 }

@@ -166,7 +166,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       } else {
         // A cache miss: the HTTP baseline's work, from the store (a fresh create has no chain to load).
         if (prev && !params.store) throw notFound(prev);
-        prepared = await prepareFromStore(params, services, metrics, info.owner);
+        prepared = await prepareFromStore(params, services, metrics, info.owner, info.charge);
       }
       // A chain of continuations extends one cached context: bound it like a long-lived run.
       checkContext(prepared.context, [], services.limits);

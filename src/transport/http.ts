@@ -579,7 +579,8 @@ export class HttpTransport {
         forgetSocket();
         reject(err);
       };
-      const session = this.sessions.openSession(protocol, transport, info, log);
+      // A stored chain its create loads is charged with its body, for the request's life (modes/hydrate.ts).
+      const session = this.sessions.openSession(protocol, transport, { ...info, charge: (n) => hold.add(n) }, log);
       watchStall(res, limits.sendStallTimeoutMs, (pending) =>
         log.info({ code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs }, 'answer left unsent with nothing leaving; dropped the connection'),
       );

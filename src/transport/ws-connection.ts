@@ -103,6 +103,11 @@ export class WsConnection implements Transport, Unsent {
    * closes it (its close frame waits behind what a peer that reads nothing left unsent; `GET /health` counted 0
    * for such sockets, outside attack). The share is closed, and counts nothing, once the socket has closed.
    */
+  /** Request data a create loaded (a stored chain): charged to this connection's share of the budget (`server_busy` past it). */
+  chargeLoaded(bytes: number): void {
+    this.held.loaded(bytes);
+  }
+
   unsentBytes(): number {
     const state = this.ws.readyState;
     return state === this.ws.OPEN || state === this.ws.CLOSING ? this.ws.bufferedAmount : 0;

@@ -145,7 +145,8 @@ export class WsTransport {
       ws.close(1001, 'server shutting down');
       return;
     }
-    const session = this.sessions.openSession(protocol, conn, info, log);
+    // A stored chain a create loads (a ws-mode cache miss) is charged to the connection's share while its work lasts.
+    const session = this.sessions.openSession(protocol, conn, { ...info, charge: (n) => conn.chargeLoaded(n) }, log);
     log.info('websocket connected');
     conn.open(session, timing);
   }

@@ -5,7 +5,9 @@
  * WebSocket an `error` event with a `sequence_number` (the connection goes
  * on); every charge is released when its work ends. Real sockets.
  */
+import pDefer from 'p-defer';
 import { describe, expect, it } from 'vitest';
+import type { Model, ModelEvent } from '../../src/model/types.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { ServerBytes } from '../../src/modes/server-bytes.js';
 import WebSocket from 'ws';
@@ -153,6 +155,46 @@ describe('the server-wide byte budget', () => {
     const b = await RawSocket.longLived(url);
     b.send(create(10));
     expect((await b.next('response.completed')).response.status).toBe('completed');
+  });
+
+  it('a stored chain a continuation loads is charged while it runs: over HTTP and on a ws-mode cache miss, another past the budget gets server_busy', async () => {
+    // The first model call answers at once; later ones wait for the gate (or their run's end).
+    let calls = 0;
+    const gate = pDefer<void>();
+    const model: Model = {
+      async *sample(_req, signal): AsyncIterable<ModelEvent> {
+        calls++;
+        yield { type: 'message.start' };
+        yield { type: 'text.delta', delta: 'ok' };
+        if (calls > 1) await Promise.race([gate.promise, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
+        yield { type: 'message.end' };
+      },
+    };
+    const { url } = await testServer({ model, store: 'memory', limits: { maxServerBytes: 1_000 * KiB } });
+    const post = (body: object) => fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', ...body }) });
+    // A stored response of 600 KiB: its body was charged while it ran, and released.
+    const a = (await (await post({ input: 'x'.repeat(600 * KiB), store: true })).json()) as { id: string; status: string };
+    expect(a.status).toBe('completed');
+    expect(await held(url)).toBe(0);
+    // A continuation of it over HTTP holds the chain it loaded while it runs (its stream is open, its model waits).
+    const b = await post({ input: 'next', previous_response_id: a.id, stream: true });
+    const reader = b.body!.getReader();
+    await reader.read();
+    expect(await held(url)).toBeGreaterThan(600 * KiB);
+    // Another continuation would hold 600 KiB more: past the 1,000 KiB budget.
+    const c = await post({ input: 'again', previous_response_id: a.id });
+    expect(c.status).toBe(503);
+    expect(((await c.json()) as { error: { code: string } }).error.code).toBe('server_busy');
+    // So would one in ws mode, from a connection whose cache does not hold it: an error event, the connection goes on.
+    const ws = await RawSocket.connect(url);
+    ws.send(create(10, { previous_response_id: a.id }));
+    expect((await ws.next('error')).error.code).toBe('server_busy');
+    gate.resolve();
+    while (!(await reader.read()).done);
+    // Released with the request: the chain's charge went with it.
+    expect(await held(url)).toBe(0);
+    ws.send(create(10, { previous_response_id: a.id }));
+    expect((await ws.next('response.completed')).response.status).toBe('completed');
   });
 
   it('the default is 256 MiB', async () => {

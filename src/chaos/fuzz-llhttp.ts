@@ -13,11 +13,11 @@
  * and each run's record ends billed once (checked batch by batch, as the
  * other fuzzers do).
  */
-import { request, type ClientRequest } from 'node:http';
+import type { ClientRequest } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { Tally } from './oracle.js';
 import { Rng, corpus, damage, mutate, serialize, validAppend, weirdValue, type Json } from './mutate.js';
-import { SseCheck, checkErrorAnswer, send, type HttpInput, type HttpOutcome } from './http-peer.js';
+import { SseCheck, checkErrorAnswer, open, send, type HttpInput } from './http-peer.js';
 import { BAD_IDS, headers } from './fuzz-http.js';
 import { checkRecords, type FuzzOptions, type Target } from './settle.js';
 
@@ -68,47 +68,16 @@ class LiveStream {
   }
 }
 
-type Opened = { kind: 'stream'; live: LiveStream } | HttpOutcome;
-
 /** Open a run: its SSE stream when the server starts one, else the whole answer (an error), bounded by `ms`. */
-function openRun(url: string, input: HttpInput, ms: number): Promise<Opened> {
-  return new Promise((resolve) => {
-    let settled = false;
-    const settle = (o: Opened) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve(o);
-    };
-    let req: ClientRequest;
-    try {
-      const h = { ...input.headers, ...(input.body ? { 'Content-Length': String(input.body.length) } : {}) };
-      req = request(`${url}${input.path}`, { method: input.method, headers: h, agent: false }, (res) => {
-        const type = String(res.headers['content-type'] ?? '');
-        if (res.statusCode === 200 && type.startsWith('text/event-stream')) {
-          const live = new LiveStream(req);
-          res.on('data', (c: Buffer) => live.feed(c));
-          res.on('end', () => live.finish(null));
-          res.on('aborted', () => live.finish('the stream was cut'));
-          res.on('error', (err) => live.finish(err.message));
-          settle({ kind: 'stream', live });
-          return;
-        }
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => settle({ kind: 'answer', status: res.statusCode ?? 0, contentType: type, body: Buffer.concat(chunks) }));
-        res.on('error', (err) => settle({ kind: 'reset', message: err.message }));
-      });
-    } catch (err) {
-      resolve({ kind: 'unsendable', message: (err as Error).message });
-      return;
-    }
-    const timer = setTimeout(() => {
-      req.destroy();
-      settle({ kind: 'hang' });
-    }, ms);
-    req.on('error', (err) => settle({ kind: 'reset', message: err.message }));
-    req.end(input.body);
+function openRun(url: string, input: HttpInput, ms: number): ReturnType<typeof open<LiveStream>> {
+  return open(url, input, ms, (res, req) => {
+    if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) return null;
+    const live = new LiveStream(req);
+    res.on('data', (c: Buffer) => live.feed(c));
+    res.on('end', () => live.finish(null));
+    res.on('aborted', () => live.finish('the stream was cut'));
+    res.on('error', (err) => live.finish(err.message));
+    return live;
   });
 }
 
@@ -198,8 +167,8 @@ export async function fuzzLongLivedHttp(target: Target, opts: FuzzOptions, tally
       if (bad) tally.fail('malformed', lastInput, bad);
       else tally.errorCode(`${opened.status} ${(JSON.parse(opened.body.toString('utf8')) as { error: { code: string } }).error.code}`);
     } else {
-      const outcome = await drive(target, opened.live, rng, opts, tally, lastInput, ended);
-      const id = opened.live.sse.stream.id;
+      const outcome = await drive(target, opened.stream, rng, opts, tally, lastInput, ended);
+      const id = opened.stream.sse.stream.id;
       if (id) {
         ids.push(id);
         ended.push(id);

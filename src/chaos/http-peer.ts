@@ -5,7 +5,7 @@
  * a Response object, or an SSE stream whose events number without a gap,
  * end with one terminal event and then `data: [DONE]`.
  */
-import { request } from 'node:http';
+import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { StreamCheck, checkHttpErrorBody } from './oracle.js';
 
 export interface HttpInput {
@@ -23,18 +23,28 @@ export type HttpOutcome =
   | { kind: 'unsendable'; message: string };
 
 export function send(url: string, input: HttpInput, timeoutMs: number): Promise<HttpOutcome> {
+  return open(url, input, timeoutMs, () => null) as Promise<HttpOutcome>;
+}
+
+/**
+ * `send`, where `take` may keep an answer as a stream instead (it reads the response itself, e.g. an SSE stream
+ * that stays open): then `{kind: 'stream', stream}`, as soon as its head arrives. The bound is on the head then.
+ */
+export function open<T>(url: string, input: HttpInput, timeoutMs: number, take: (res: IncomingMessage, req: ClientRequest) => T | null): Promise<HttpOutcome | { kind: 'stream'; stream: T }> {
   return new Promise((resolve) => {
     let done = false;
-    const finish = (o: HttpOutcome) => {
+    const finish = (o: HttpOutcome | { kind: 'stream'; stream: T }) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       resolve(o);
     };
-    let req: ReturnType<typeof request>;
+    let req: ClientRequest;
     try {
       const headers = { ...input.headers, ...(input.body ? { 'Content-Length': String(input.body.length) } : {}) };
       req = request(`${url}${input.path}`, { method: input.method, headers, agent: false }, (res) => {
+        const stream = take(res, req);
+        if (stream !== null) return finish({ kind: 'stream', stream });
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => finish({ kind: 'answer', status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks) }));

@@ -229,7 +229,8 @@ export class SessionHost {
    * `DELETE` of `owner`'s background response `id` in flight: its run is cancelled, then its stored final Response
    * and kept events are deleted. Retrieve finds such a response, so a delete found it too (it was a 404). Waits for
    * the store write (with `overlap_persist` it may follow the terminal event), so the response is not stored after
-   * it was deleted. False when none is in flight.
+   * it was deleted. False when none is in flight, or when another request deleted it meanwhile (two DELETEs in
+   * flight together: the second was answered 200 too, where a DELETE of a deleted response is 404).
    */
   async deleteRunningBackground(id: string, owner: string | null): Promise<boolean> {
     const final = this.background.cancel(id, owner);
@@ -238,8 +239,8 @@ export class SessionHost {
     // Its run's store write (deferred with `overlap_persist`) is pending by now: wait for the work pending now, not
     // for a moment with none left, which under other clients' steady load never came (the DELETE hung).
     await this.services.postWork.settled();
-    this.background.delete(id, owner, this.deleteStoredResponse(id, owner));
-    return true;
+    const stored = this.deleteStoredResponse(id, owner);
+    return this.background.delete(id, owner, stored) || stored;
   }
 
   /** Deletes a stored response, and evicts it from the ws-mode connection cache holding it, if one does. */

@@ -189,6 +189,30 @@ describe('a background response in flight, as retrieve finds it', () => {
     const calls = [() => client.responses.retrieve(r.id), () => client.responses.inputItems.list(r.id), () => client.responses.retrieve(r.id, { stream: true }), () => client.responses.delete(r.id)];
     for (const call of calls) await expect(call()).rejects.toMatchObject({ status: 404 });
   });
+
+  it('two DELETEs in flight together: one deletes it (200), the other finds it deleted (404)', async () => {
+    const gated = gatedModel();
+    const { server, url } = await testServer({ model: gated.model });
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const r = await client.responses.create({ model: 'sim-model', input: input as never, background: true });
+    // Both DELETEs reach the run before it ends: the first's cancel is held until the second's has been asked.
+    type Cancel = (id: string, owner: string | null) => Promise<unknown> | undefined;
+    const background = (server.httpTransport as unknown as { host: { background: { cancel: Cancel } } }).host.background;
+    const cancel = background.cancel.bind(background);
+    let secondAsked!: () => void;
+    const asked = new Promise<void>((resolve) => (secondAsked = resolve));
+    let calls = 0;
+    background.cancel = (id, owner) => {
+      if (++calls === 1) return asked.then(() => cancel(id, owner));
+      const final = cancel(id, owner);
+      secondAsked();
+      return final;
+    };
+    const del = () => fetch(`${url}/v1/responses/${r.id}`, { method: 'DELETE' }).then((res) => res.status);
+    const statuses = await Promise.all([del(), del()]);
+    expect(calls).toBe(2);
+    expect(statuses.sort()).toEqual([200, 404]);
+  });
 });
 
 describe('a background response deleted in flight, under other post-inference work', () => {

@@ -224,8 +224,15 @@ export function parseJsonWork(text: string, maxDepth: number, chunkChars = PARSE
  * whose `toJSON` gives its plain form: `GET /llr/runs` lost its counters,
  * totals and spans without it); leaves out replacers, which none has.
  */
-/** Members stringified between yields (each yield is only taken once the loop budget is spent). */
-const MEMBERS_PER_YIELD = 256;
+/**
+ * Work between yields, counted in characters: a string's or key's length, and `VALUE_WORK` for each value besides
+ * (`CONTAINER_WORK` for an object or array). Each yield is only taken once the loop budget is spent. Leaves count
+ * too: an array of 3 million one-character strings (a `required` list of a 12 MB schema) held the loop ~1.4 s in one
+ * turn when only objects and arrays were counted, and so did many strings each just under `STRING_SLICE_CHARS`.
+ */
+const WORK_PER_YIELD = 64 * 1024;
+const VALUE_WORK = 16;
+const CONTAINER_WORK = 256;
 /**
  * Strings longer than this are escaped in slices of this size: a character that needs an escape (a lone
  * surrogate's `\\udXXX`, a control character) costs JSON.stringify ~120 ns, so a slice holds the loop ~30 ms.
@@ -235,7 +242,14 @@ const STRING_SLICE_CHARS = 256 * 1024;
 /** The pieces of `JSON.stringify(value)` (joined, they are the text). */
 export function* stringifyWork(value: unknown): ParseWork<string[]> {
   const out: string[] = [];
-  let members = 0;
+  let work = 0;
+  /** A value that is neither a long string nor an object or array: stringified here, with no generator of its own. */
+  const leaf = (v: unknown): boolean => (typeof v !== 'object' || v === null) && !(typeof v === 'string' && v.length > STRING_SLICE_CHARS);
+  const pushLeaf = (v: unknown, inArray: boolean): void => {
+    const s = JSON.stringify(v);
+    out.push(s === undefined ? (inArray ? 'null' : '') : s);
+    work += VALUE_WORK + (typeof v === 'string' ? v.length : 0);
+  };
   // `v` is already what `toJSON` made of it (`plain`), as JSON.stringify calls it once per member.
   function* walk(v: unknown, inArray: boolean): ParseWork<void> {
     if (typeof v === 'string' && v.length > STRING_SLICE_CHARS) {
@@ -248,22 +262,28 @@ export function* stringifyWork(value: unknown): ParseWork<string[]> {
         if (end < v.length && last >= 0xd800 && last <= 0xdbff) end--;
         out.push(JSON.stringify(v.slice(at, end)).slice(1, -1));
         at = end;
+        work = 0;
         yield;
       }
       out.push('"');
       return;
     }
     if (typeof v !== 'object' || v === null) {
-      const s = JSON.stringify(v);
-      out.push(s === undefined ? (inArray ? 'null' : '') : s);
+      pushLeaf(v, inArray);
       return;
     }
-    if (++members % MEMBERS_PER_YIELD === 0) yield;
+    work += CONTAINER_WORK;
     if (Array.isArray(v)) {
       out.push('[');
       for (let i = 0; i < v.length; i++) {
+        if (work >= WORK_PER_YIELD) {
+          work = 0;
+          yield;
+        }
         if (i > 0) out.push(',');
-        yield* walk(plain(v[i], String(i)), true);
+        const x = plain(v[i], String(i));
+        if (leaf(x)) pushLeaf(x, true);
+        else yield* walk(x, true);
       }
       out.push(']');
       return;
@@ -271,11 +291,17 @@ export function* stringifyWork(value: unknown): ParseWork<string[]> {
     out.push('{');
     let first = true;
     for (const k of Object.keys(v)) {
+      if (work >= WORK_PER_YIELD) {
+        work = 0;
+        yield;
+      }
       const x = plain((v as Record<string, unknown>)[k], k);
       if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue;
       out.push(first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`);
+      work += k.length;
       first = false;
-      yield* walk(x, false);
+      if (leaf(x)) pushLeaf(x, false);
+      else yield* walk(x, false);
     }
     out.push('}');
   }
@@ -305,11 +331,21 @@ export function textOver(v: unknown, limit: number): boolean {
     const x = stack.pop();
     total += NODE_CHARS;
     if (typeof x === 'string') total += x.length;
-    else if (Array.isArray(x)) for (const e of x) stack.push(e);
-    else if (typeof x === 'object' && x !== null) {
+    // A container's leaves are counted in place and the limit checked as they are: every element of an array of
+    // 3 million strings was pushed (~0.2 s in one turn) before the first was counted.
+    else if (Array.isArray(x)) {
+      for (const e of x) {
+        if (typeof e === 'object' && e !== null) stack.push(e);
+        else total += NODE_CHARS + (typeof e === 'string' ? e.length : 0);
+        if (total > limit) return true;
+      }
+    } else if (typeof x === 'object' && x !== null) {
       for (const k of Object.keys(x)) {
+        const e = (x as Record<string, unknown>)[k];
         total += k.length;
-        stack.push((x as Record<string, unknown>)[k]);
+        if (typeof e === 'object' && e !== null) stack.push(e);
+        else total += NODE_CHARS + (typeof e === 'string' ? e.length : 0);
+        if (total > limit) return true;
       }
     }
     if (total > limit) return true;
@@ -326,8 +362,19 @@ export const NATIVE_TEXT_CHARS = STRING_SLICE_CHARS;
  */
 export function* jsonTextWork(value: unknown): ParseWork<string> {
   if (!textOver(value, NATIVE_TEXT_CHARS)) return JSON.stringify(value);
-  return (yield* stringifyWork(value)).join('');
+  const pieces = yield* stringifyWork(value);
+  // Joined a slice of pieces at a time: one join of the 6 million pieces of a 3-million-name `required` took ~0.15 s.
+  if (pieces.length <= JOIN_PIECES) return pieces.join('');
+  const parts: string[] = [];
+  for (let at = 0; at < pieces.length; at += JOIN_PIECES) {
+    parts.push(pieces.slice(at, at + JOIN_PIECES).join(''));
+    yield;
+  }
+  return parts.join('');
 }
+
+/** Pieces `jsonTextWork` joins in one turn. */
+const JOIN_PIECES = 64 * 1024;
 
 /**
  * `Buffer.byteLength(text)` (its UTF-8 bytes), natively when short, else in `STRING_SLICE_CHARS` slices (never

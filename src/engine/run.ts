@@ -115,6 +115,8 @@ export class ResponseRun {
   readonly metrics: RunMetrics;
   private seq = 0;
   private state: 'streaming' | 'paused' | 'ended' = 'streaming';
+  /** `response.created` was sent (`streaming`). */
+  private createdSent = false;
   private end: EndReason | null = null;
   private readonly pauses: PauseRegistry;
   private readonly abort = new AbortController();
@@ -188,6 +190,15 @@ export class ResponseRun {
 
   get ended(): boolean {
     return this.state === 'ended';
+  }
+
+  /**
+   * Whether its stream is open: `response.created` was sent and the terminal event not yet. An event numbered in
+   * its stream before then (an error answering another client event while its long echo is made, `warmEchoes`)
+   * went out ahead of its `response.created`, which then had sequence number 1.
+   */
+  get streaming(): boolean {
+    return this.createdSent && this.state !== 'ended';
   }
 
   /**
@@ -443,6 +454,7 @@ export class ResponseRun {
       // Long instructions or tools: their echo in every lifecycle event is made in slices first (awaited only then).
       if (echoesLong(this.response)) await warmEchoes(this.response);
       this.lifecycle('response.created');
+      this.createdSent = true;
       this.lifecycle('response.in_progress');
       if (this.plan.params.generate) {
         while (!this.end) {

@@ -266,7 +266,7 @@ export class ConnectionSession {
     if (err.code === 'server_error') this.log.error({ err: err.cause ?? err }, 'server fault');
     else this.log.info({ code: err.code, param: err.param }, 'client error');
     if (err.lane !== undefined && err.lane !== this.lane) this.inLane(err.lane, () => this.sendConnectionError(err));
-    else if (this.active && !this.active.ended) this.active.emitError(err);
+    else if (this.active?.streaming) this.active.emitError(err);
     else this.sendConnectionError(err);
   }
 
@@ -286,7 +286,7 @@ export class ConnectionSession {
       : { code: 'response_not_found' as const, message: `No response '${shown}' is in flight on this connection.` };
     this.log.info({ code: error.code }, 'inject refused');
     const e = { type: 'response.inject.failed' as const, response_id: id, input, error };
-    if (this.active && !this.active.ended && lane === this.lane) this.active.emitNotice(e);
+    if (this.active?.streaming && lane === this.lane) this.active.emitNotice(e);
     else this.inLane(lane, () => this.send({ ...e, sequence_number: this.errorSeq++ }));
   }
 
@@ -307,7 +307,7 @@ export class ConnectionSession {
     const e = { type: 'response.steer.failed' as const, steer: { input, previous_response_id: id }, error };
     const lane = inFlight ? this.lane : ended ? this.lastEnded!.lane : null;
     // Numbered as a refused inject's: in the stream of the response in flight when it shares the lane.
-    if (this.active && !this.active.ended && lane === this.lane) this.active.emitNotice(e);
+    if (this.active?.streaming && lane === this.lane) this.active.emitNotice(e);
     else this.inLane(lane, () => this.send({ ...e, sequence_number: this.errorSeq++ }));
   }
 

@@ -135,6 +135,30 @@ describe('ConnectionSession', () => {
     expect(sink.types().filter((t) => t === 'response.created')).toHaveLength(1);
   });
 
+  // A run whose tools echo long makes that echo in slices before its response.created (warmEchoes): an error
+  // answering another client event then was numbered 0 in its stream, ahead of its response.created (numbered 1);
+  // the chaos fuzzer saw it (seed 31337). Before its response.created it is told by the connection's counter.
+  it('an error while a run makes its long echo, before its response.created, is numbered by the connection', async () => {
+    const svc = services([{ text: 'done' }]);
+    const fake = fakePolicy(svc);
+    let s!: ConnectionSession;
+    const policy: ModePolicy = {
+      ...fake.policy,
+      started() {
+        s.handle(frame({ type: 'response.append', input: output('call_1', 'x') }));
+      },
+    };
+    const made = session(svc, policy);
+    s = made.s;
+    const longTool = { ...tool, description: 'd'.repeat(600_000) };
+    s.handle(frame({ type: 'response.create', model: 'sim-model', input: 'hi', tools: [longTool], metadata: { label: 'long' } }));
+    await s.idle();
+    const events = made.sink.events.filter((e) => !e.type.startsWith('llr.'));
+    expect(events.map((e) => (e.type === 'error' ? `error:${e.error.code}` : e.type)).slice(0, 2)).toEqual(['error:no_paused_response', 'response.created']);
+    const stream = events.slice(1);
+    expect(stream.map((e) => e.sequence_number)).toEqual(stream.map((_, i) => i));
+  });
+
   it('refusals are error events and the connection goes on', async () => {
     const svc = services([{ text: 'still here' }]);
     const { s, sink } = session(svc, fakePolicy(svc).policy);

@@ -240,6 +240,15 @@ export interface Limits {
    * growing for a reader that does not read. Flushed at shutdown.
    */
   maxLogBufferBytes: number;
+  /**
+   * Spans one response's timeline lists (default 100,000: a long-lived run
+   * records about 7 per tool step, so 14,000 steps are listed whole). Past
+   * it a span is added to its stage's total and counted in `spans_dropped`,
+   * not listed: every append, refused or empty, records spans, so a client
+   * could grow a paused run's timeline (its `llr:timing` event, its record)
+   * without bound.
+   */
+  maxRunSpans: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -280,6 +289,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxJsonContainers: 200_000,
   maxSchemaNodes: 20_000,
   maxLogBufferBytes: 16 * 1024 * 1024,
+  maxRunSpans: 100_000,
 };
 
 export interface Services {

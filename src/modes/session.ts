@@ -360,7 +360,7 @@ export class ConnectionSession {
         if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
         return;
       }
-      const metrics = new RunMetrics(this.services.clock.now);
+      const metrics = new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans);
       if (next.parse) metrics.span('parse', next.parse.start, next.parse.end);
       if (this.authSpan) {
         metrics.count('auth_checks');

@@ -48,6 +48,8 @@ export const COUNTERS = [
   'compactions_applied',
   /** Server-side compactions (`context_management`) done during a run. */
   'compactions',
+  /** Spans past the run's bound (`--max-run-spans`): added to their stage's total, not listed. */
+  'spans_dropped',
   /** Chaos knobs (engine/faults.ts): faults injected into this run, by kind, and the ms its injected delays took. */
   'chaos_errors',
   'chaos_disconnects',
@@ -81,7 +83,19 @@ export class RunMetrics {
   /** Events sent inside the timed emission. */
   emitCount = 0;
 
-  constructor(readonly now: () => number = () => performance.now()) {
+  /** Durations of the spans past `maxSpans`, per stage: still in `totals()`, never listed. */
+  private dropped: Map<string, number> | null = null;
+
+  /**
+   * `maxSpans` bounds the timeline (`--max-run-spans`): a long-lived run
+   * records spans at every append, refused or empty ones included, so a
+   * client could otherwise grow it without bound while the run kept nothing
+   * else (outside attack).
+   */
+  constructor(
+    readonly now: () => number = () => performance.now(),
+    readonly maxSpans: number = Infinity,
+  ) {
     this.t0 = now();
     this.counters = { ...ZERO_COUNTERS };
   }
@@ -92,6 +106,12 @@ export class RunMetrics {
 
   /** Record a span measured elsewhere (e.g. auth at the upgrade, before the run existed). */
   span(stage: string, startAbs: number, endAbs: number): void {
+    if (this.stages.length >= this.maxSpans) {
+      this.dropped ??= new Map();
+      this.dropped.set(stage, (this.dropped.get(stage) ?? 0) + (endAbs - startAbs));
+      this.counters.spans_dropped++;
+      return;
+    }
     this.stages.push(stage);
     this.times.push(round(startAbs - this.t0), round(endAbs - startAbs));
   }
@@ -131,7 +151,8 @@ export class RunMetrics {
 
   /**
    * Total duration per stage name (a stage may run many times in a run), in
-   * the order each stage first ran, and `emit` when anything was emitted.
+   * the order each stage first ran (stages seen only past `maxSpans` last),
+   * spans past the bound included, and `emit` when anything was emitted.
    * Added up when asked (a run's timing event and final record, a live
    * record when it is read), which copies the spans anyway: no running sums
    * kept per run.
@@ -143,6 +164,7 @@ export class RunMetrics {
       const stage = stages[i]!;
       out[stage] = round((Object.hasOwn(out, stage) ? out[stage]! : 0) + times[2 * i + 1]!);
     }
+    if (this.dropped) for (const [stage, ms] of this.dropped) out[stage] = round((Object.hasOwn(out, stage) ? out[stage]! : 0) + ms);
     if (this.emitMs > 0 || this.emitCount > 0) out['emit'] = round(this.emitMs);
     return out;
   }

@@ -66,7 +66,7 @@ export interface Limits {
   maxPendingCalls: number;
   /** Most `response.create` frames queued behind the one in flight (default 64). */
   maxQueuedCreates: number;
-  /** WebSocket connection lifetime, ms (default 60 minutes). */
+  /** WebSocket connection lifetime, and the longest a long-lived run over HTTP lives, ms (default 60 minutes). */
   connectionLifetimeMs: number;
   /**
    * Bytes one reader (a WebSocket, or an HTTP SSE stream) may leave unsent

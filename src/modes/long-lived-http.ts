@@ -86,10 +86,22 @@ export class LiveRuns {
     }
   }
 
-  /** A run that started: found by id until it ends. */
+  /**
+   * A run that started: found by id until it ends, which it does at the
+   * latest after `--lifetime-ms`, the bound a WebSocket long-lived run has
+   * through its connection (`incomplete`, `connection_limit_reached`). Nothing
+   * else bounded its time: a client appending within every pause timeout kept
+   * the run, its SSE connection and its slot for ever (outside attack). A
+   * lifetime past what a Node timer holds (2^31-1 ms) is no limit, as there.
+   */
   add(run: ResponseRun, owner: string | null): void {
     this.live.set(run.id, { run, owner });
-    void run.done.finally(() => this.live.delete(run.id));
+    const ms = this.services.limits.connectionLifetimeMs;
+    const lifetime = ms > 2 ** 31 - 1 ? undefined : setTimeout(() => run.stop('incomplete', 'connection_limit_reached'), ms);
+    void run.done.finally(() => {
+      clearTimeout(lifetime);
+      this.live.delete(run.id);
+    });
   }
 
   /** The live run `id` created by `owner`; another key's run is reported exactly like a missing one. */

@@ -74,9 +74,9 @@ export class SessionHost {
     private readonly services: Services,
     bytes?: ServerBytes,
   ) {
-    this.live = new LiveRuns(services);
-    this.background = new BackgroundRuns(services);
     this.bytes = bytes ?? new ServerBytes(services.limits.maxServerBytes);
+    this.live = new LiveRuns(services, this.bytes);
+    this.background = new BackgroundRuns(services);
     this.unsent = new SendBytes(services.limits.maxSendBufferTotalBytes, services.limits.maxSendBufferBytes);
     this.listings = new ColdListings(services.limits.maxQueuedListings ?? DEFAULT_LIMITS.maxQueuedListings);
   }

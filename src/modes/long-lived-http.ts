@@ -24,6 +24,7 @@ import type { ParseSpan, ResponseRun } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import type { ModePolicy, SessionInfo } from './session.js';
 import { longLivedPolicy } from './long-lived.js';
+import type { Hold, ServerBytes } from './server-bytes.js';
 
 export function longLivedHttpPolicy(services: Services, info: SessionInfo, live: LiveRuns): ModePolicy {
   // No connection: the run outlives none (its record says `connection: null`, as HTTP's do).
@@ -58,6 +59,8 @@ export function longLivedHttpPolicy(services: Services, info: SessionInfo, live:
 interface Live {
   run: ResponseRun;
   owner: string | null;
+  /** The bodies of the appends the run took, charged to the server-wide budget until it ends (made at the first). */
+  held: Hold | null;
 }
 
 /** The long-lived runs open over HTTP, by response id. */
@@ -66,7 +69,10 @@ export class LiveRuns {
   /** Creates admitted and still being planned: they count against the cap. */
   private inPlanning = 0;
 
-  constructor(private readonly services: Services) {}
+  constructor(
+    private readonly services: Services,
+    private readonly bytes?: ServerBytes,
+  ) {}
 
   get size(): number {
     return this.live.size;
@@ -95,29 +101,53 @@ export class LiveRuns {
    * lifetime past what a Node timer holds (2^31-1 ms) is no limit, as there.
    */
   add(run: ResponseRun, owner: string | null): void {
-    this.live.set(run.id, { run, owner });
+    const entry: Live = { run, owner, held: null };
+    this.live.set(run.id, entry);
     const ms = this.services.limits.connectionLifetimeMs;
     const lifetime = ms > 2 ** 31 - 1 ? undefined : setTimeout(() => run.stop('incomplete', 'connection_limit_reached'), ms);
     void run.done.finally(() => {
       clearTimeout(lifetime);
       this.live.delete(run.id);
+      entry.held?.releaseAll();
+      entry.held = null;
     });
   }
 
   /** The live run `id` created by `owner`; another key's run is reported exactly like a missing one. */
-  private get(id: string, owner: string | null): ResponseRun {
+  private entry(id: string, owner: string | null): Live {
     const entry = this.live.get(id);
     if (!entry || entry.owner !== owner) {
       throw new WireError('response_not_found', `No long-lived response '${id.slice(0, 100)}' is open over HTTP.`, 'response_id');
     }
-    return entry.run;
+    return entry;
   }
 
-  /** Append tool outputs to a paused run: the WebSocket protocol's checks and errors. */
-  async append(id: string, owner: string | null, input: InputItem[], parse: ParseSpan | null = null): Promise<void> {
-    const run = this.get(id, owner);
+  private get(id: string, owner: string | null): ResponseRun {
+    return this.entry(id, owner).run;
+  }
+
+  /**
+   * Append tool outputs to a paused run: the WebSocket protocol's checks and errors. `body`: the request's share
+   * of the byte budget, its body charged; once the run has taken the append that charge moves to the run until
+   * it ends (`body` is then empty), as a WebSocket long-lived run holds its append frames while it lives. It was
+   * released once the body was read, so the context an HTTP run grew by appends was never counted (outside
+   * attack: 512 runs could hold 16 GiB past a 256 MiB budget). A run's appends are charged up to its own
+   * budgets (`--max-context-bytes` + `--max-frame-bytes`), as a WebSocket connection's frames are.
+   */
+  async append(id: string, owner: string | null, input: InputItem[], parse: ParseSpan | null = null, body?: Hold): Promise<void> {
+    const entry = this.entry(id, owner);
+    const run = entry.run;
     if (!run.paused) throw new WireError('no_paused_response', `Response '${run.id}' is not paused; there is nothing to append to.`);
     await run.append(input, parse);
+    if (!body || !this.bytes || body.bytes === 0) return;
+    const { maxContextBytes, maxFrameBytes } = this.services.limits;
+    // A run that has ended meanwhile keeps nothing (its entry's hold was released, or never made).
+    if (this.live.get(id) !== entry) return;
+    const held = (entry.held ??= this.bytes.hold());
+    const moved = Math.max(0, Math.min(body.bytes, maxContextBytes + maxFrameBytes - held.bytes));
+    // The charge moves in one step: released from the request, admitted (unchecked: it was admitted then) here.
+    body.releaseAll();
+    held.admitted(moved);
   }
 
   /** End a run `cancelled`; resolves with its final Response once its terminal event was sent. */

@@ -300,15 +300,19 @@ export class HttpTransport {
       }
       checkJsonContentType(req);
       const limits = this.host.limits;
-      const body = await this.holding((hold) => readBody(req, limits.maxFrameBytes, hold));
-      this.appending.add(req);
-      // Timed from the whole body's arrival (reading it is the network's time, not work): the append's `parse_append` span.
-      const start = this.host.now();
-      const json = await parseEdgeJson(body, 'body', limits);
-      const input = parseAppendBody(json, parseCaps(limits));
-      checkAppendResponseId(json, id);
-      await this.host.live.append(id, owner, input, { start, end: this.host.now() });
-      return sendJson(res, 202, {});
+      // The body stays charged while it is parsed, waits behind other appends and is checked; a run that takes it
+      // keeps that charge for its life (LiveRuns.append).
+      return this.holding(async (hold) => {
+        const body = await readBody(req, limits.maxFrameBytes, hold);
+        this.appending.add(req);
+        // Timed from the whole body's arrival (reading it is the network's time, not work): the append's `parse_append` span.
+        const start = this.host.now();
+        const json = await parseEdgeJson(body, 'body', limits);
+        const input = parseAppendBody(json, parseCaps(limits));
+        checkAppendResponseId(json, id);
+        await this.host.live.append(id, owner, input, { start, end: this.host.now() }, hold);
+        sendJson(res, 202, {});
+      });
     }
     const items = /^\/v1\/responses\/([^/]+)\/input_items$/.exec(path);
     if (items) {

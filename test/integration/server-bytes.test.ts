@@ -90,6 +90,41 @@ describe('the server-wide byte budget', () => {
     expect(server.bytes.peak).toBeLessThanOrEqual(64 * KiB);
   });
 
+  it('over HTTP: a long-lived run holds the appends it took for its life, as over a WebSocket; a refused one not (outside attack)', async () => {
+    // An append's body was released once read, so the context an HTTP run grew by appends was never counted:
+    // three 8 MB appends left bytes_held at 211 bytes (the same over a WebSocket: 24 MB), and 512 such runs
+    // could hold 16 GiB of contexts past a 256 MiB budget.
+    const twoPauses = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }, { name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+      { text: 'done' },
+    ]);
+    const { server, url } = await testServer({ policy: twoPauses, limits: { maxServerBytes: 256 * KiB } });
+    const post = (path: string, body: object) =>
+      fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const stream = await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: 'go', tools: [tool], stream: true });
+    const reader = stream.body!.getReader();
+    let text = '';
+    while (!text.includes('response.done')) text += new TextDecoder().decode((await reader.read()).value);
+    const id = /"id":"(resp_[^"]+)"/.exec(text)![1]!;
+    const before = await held(url);
+    const out = (call_id: string, n: number) => ({ input: [{ type: 'function_call_output', call_id, output: 'y'.repeat(n) }] });
+    // Refused (unknown call id): nothing of it is kept, nor charged after its answer.
+    expect((await post(`/v1/responses/${id}/append`, out('call_zzz', 100 * KiB))).status).toBe(400);
+    expect(await held(url)).toBe(before);
+    // Taken (a partial append: the run stays paused): its bytes stay charged while the run keeps them.
+    expect((await post(`/v1/responses/${id}/append`, out('call_a', 150 * KiB))).status).toBe(202);
+    expect(await held(url)).toBeGreaterThanOrEqual(before + 150 * KiB);
+    // Past the budget now: another request's body is refused.
+    const refused = await post(`/v1/responses/${id}/append`, out('call_b', 120 * KiB));
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('server_busy');
+    expect((await post(`/v1/responses/${id}/cancel`, {})).status).toBe(200);
+    while (!(await reader.read()).done);
+    await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+    expect(server.bytes.peak).toBeLessThanOrEqual(256 * KiB);
+  });
+
   it('a WebSocket message still arriving is charged: uploads past the budget pause reading, then all complete (outside attack)', async () => {
     // Before: frames were charged only once whole and parsed, so 30 peers each holding 15 MiB of an unfinished
     // fragmented message kept 564 MB of RSS with bytes_held 0, and ~1.8 GB once they all finished together.

@@ -76,6 +76,14 @@ export class ConnectionSession {
   private busy = false;
   private closed = false;
   /**
+   * Appends (and injects) still being processed, null while none are: when the server ends the connection
+   * (shutdown, the lifetime limit) their answers go out before it closes, as over HTTP. Their refusal came after
+   * the session had closed and was dropped, so the client could not tell whether its outputs were applied
+   * (outside attack). `answering` while the end waits for them; a peer that is gone is not waited for.
+   */
+  private appending: Set<Promise<void>> | null = null;
+  private answering = false;
+  /**
    * Called when nothing is running or queued any more (`idle`, `whenIdle`); null while none wait. Allocated as
    * `[f]`, not pushed onto an empty array (V8 then reserves 17 slots): a paused run's connection holds one.
    */
@@ -188,12 +196,14 @@ export class ConnectionSession {
           return;
         }
         // Async (large appends yield to the loop); errors are reported as before, once it settles.
-        run.append(event.input, parse).catch((err: unknown) => {
-          // Numbered in the stream of the response in flight when it is refused (this run's, or the next one's if
-          // this run ended meanwhile: a connection counter's number in the middle of that stream would repeat one
-          // of its own), by the connection's counter when none is.
-          this.error(toWireError(err));
-        });
+        this.track(
+          run.append(event.input, parse).catch((err: unknown) => {
+            // Numbered in the stream of the response in flight when it is refused (this run's, or the next one's if
+            // this run ended meanwhile: a connection counter's number in the middle of that stream would repeat one
+            // of its own), by the connection's counter when none is.
+            this.error(toWireError(err));
+          }),
+        );
         return;
       }
       case 'response.inject': {
@@ -214,16 +224,18 @@ export class ConnectionSession {
           return;
         }
         // A `response.append` that names its response and is acknowledged once committed, before sampling resumes.
-        run.append(event.input, parse, () => run.emitNotice({ type: 'response.inject.created', response_id: run.id })).catch((err: unknown) => {
-          // The run ended (cancel, pause timeout, shutdown) before the items were committed: not a refusal on their
-          // merits but the response gone, which the client is told as for any inject arriving after its end.
-          if (run.ended) {
-            if (!this.closed) this.injectFailed(event.response_id, event.input, lane);
-            return;
-          }
-          // Numbered as a refused response.append's (above).
-          this.error(toWireError(err));
-        });
+        this.track(
+          run.append(event.input, parse, () => run.emitNotice({ type: 'response.inject.created', response_id: run.id })).catch((err: unknown) => {
+            // The run ended (cancel, pause timeout, shutdown) before the items were committed: not a refusal on their
+            // merits but the response gone, which the client is told as for any inject arriving after its end.
+            if (run.ended) {
+              if (!this.closed || this.answering) this.injectFailed(event.response_id, event.input, lane);
+              return;
+            }
+            // Numbered as a refused response.append's (above).
+            this.error(toWireError(err));
+          }),
+        );
         return;
       }
       case 'response.cancel': {
@@ -262,7 +274,7 @@ export class ConnectionSession {
    * lane's numbers must have no gap where it went out.
    */
   error(err: WireError): void {
-    if (this.closed) return;
+    if (this.closed && !this.answering) return;
     if (err.code === 'server_error') this.log.error({ err: err.cause ?? err }, 'server fault');
     else this.log.info({ code: err.code, param: err.param }, 'client error');
     if (err.lane !== undefined && err.lane !== this.lane) this.inLane(err.lane, () => this.sendConnectionError(err));
@@ -438,6 +450,17 @@ export class ConnectionSession {
     else this.idleWaiters.push(f);
   }
 
+  /** An append or inject being processed (its refusal already handled): see `appending`. */
+  private track(p: Promise<void>): void {
+    const set = (this.appending ??= new Set());
+    set.add(p);
+    const settled = (): void => {
+      set.delete(p);
+      if (set.size === 0 && this.appending === set) this.appending = null;
+    };
+    p.then(settled, settled);
+  }
+
   /** The peer is gone (`reason`: how, e.g. `send_buffer_full` for a reader dropped for not reading): cancel the run in flight, drop the queue. */
   close(reason = 'client_disconnected'): Promise<void> {
     return this.end('cancelled', reason, true);
@@ -496,6 +519,12 @@ export class ConnectionSession {
       if (detach) run.detach();
       run.stop(status, reason);
       await run.done;
+    }
+    // Appends still being processed when the server ended the run are refused now: answered before the close.
+    if (!detach && this.appending !== null) {
+      this.answering = true;
+      await Promise.allSettled([...this.appending]);
+      this.answering = false;
     }
     const after = this.announceAfterRun;
     this.announceAfterRun = null;

@@ -405,6 +405,31 @@ describe('long-lived bad input', () => {
     expect(server.services.records.get(end.response.id)).toMatchObject({ status: 'incomplete', post_done: true });
   });
 
+  // Found by an outside attack: an append still being processed when shutdown (or the lifetime limit) ended its run
+  // was refused after the session had closed, so the refusal was dropped and the socket closed 1001 without it:
+  // the client could not tell whether its outputs were applied. Over HTTP such an append was already answered.
+  it('shutdown while an append is being processed: the append is answered (no_paused_response) before the close', async () => {
+    const { s, done, server } = await pausedRun();
+    let refuse!: (err: Error) => void;
+    let closing: Promise<void> | null = null;
+    const spy = vi.spyOn(ResponseRun.prototype, 'append').mockImplementation(() => {
+      closing = server.close();
+      return new Promise<void>((_, reject) => (refuse = reject));
+    });
+    s.send({ type: 'response.append', input: [out('call_a')] });
+    const end = await s.next('response.incomplete');
+    expect(end.response.id).toBe(done.response.id);
+    // The append's checks finish after its run ended: refused, as the engine does.
+    refuse(new WireError('no_paused_response', `Response '${done.response.id}' ended while the append was being processed; nothing was appended.`));
+    const err = await s.next('error');
+    expect(err.error.code).toBe('no_paused_response');
+    expect(typeof err.sequence_number).toBe('number');
+    spy.mockRestore();
+    await closing;
+    expect((await s.closed).code).toBe(1001);
+    expect(server.services.ledger.countFor(done.response.id)).toBe(1);
+  });
+
   it('a frame over the size limit closes the socket with 1009', async () => {
     const { url } = await testServer({ limits: { maxFrameBytes: 1024 } });
     const s = await RawSocket.longLived(url);

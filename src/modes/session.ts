@@ -247,7 +247,12 @@ export class ConnectionSession {
           return;
         }
         if (!run || (event.response_id && event.response_id !== run.id)) {
-          this.error(new WireError('no_response_in_flight', undefined, event.response_id ? 'response_id' : null));
+          // Naming another id while a run is in flight: said so, not that nothing is in flight.
+          const other = run && !run.ended && event.response_id;
+          const message = other
+            ? `No response '${event.response_id!.slice(0, 100)}' is in flight on this connection to cancel; the response in flight is '${run.id}'.`
+            : undefined;
+          this.error(new WireError('no_response_in_flight', message, event.response_id ? 'response_id' : null));
           return;
         }
         run.stop('cancelled', 'cancelled_by_client');

@@ -206,6 +206,20 @@ describe('long-lived bad input', () => {
     expect((await s.next('error')).error.code).toBe('no_response_in_flight');
   });
 
+  // Found by an outside attack: the refusal said "There is no response in flight on this connection to cancel."
+  // while one was (paused), only under another id.
+  it('response.cancel naming another id while a run is paused → no_response_in_flight naming that id; the run stays paused', async () => {
+    const { s, done } = await pausedRun();
+    s.send({ type: 'response.cancel', response_id: 'resp_other' });
+    const err = await s.next('error');
+    expect(err.error).toMatchObject({ code: 'no_response_in_flight', param: 'response_id' });
+    expect(err.error.message).toContain("'resp_other'");
+    expect(err.error.message).toContain(done.response.id);
+    expect(err.error.message).not.toMatch(/There is no response in flight/);
+    s.send({ type: 'response.append', input: [out('call_a'), out('call_b')] });
+    expect((await s.next('response.completed')).response.id).toBe(done.response.id);
+  });
+
   it('disconnect while paused → cancelled, every deferred settled, usage once', async () => {
     const { s, done, server } = await pausedRun();
     const id = done.response.id;

@@ -66,7 +66,8 @@ export class WsConnection implements Transport, Unsent {
   /** Sends handed to the socket with a completion (`roomCheck`): they complete in this order. */
   private sendsIssued = 0;
   /**
-   * `response.steer.failed` echoes (their input, up to a frame's size each) not yet handed to the kernel, charged
+   * `response.steer.failed` echoes, and those of injects refused at once (`response.inject.failed`), (their input,
+   * up to a frame's size each) not yet handed to the kernel, charged
    * to the server-wide byte budget until the send that carried each completes (`echoesSent`): a peer
    * that sends steers and reads nothing held two or three frames' worth per connection, uncharged (outside attack:
    * 8 connections, 256 MiB unsent, `bytes_held` 0). Both null until the first steer (every paused run holds its
@@ -423,8 +424,17 @@ export class WsConnection implements Transport, Unsent {
           echoes.admitted(bytes);
         } else echoes.add(bytes);
       }
+      const issued = this.sendsIssued;
       this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse);
       if (charged) this.held.watch();
+      // An inject refused at once (naming no response in flight here) comes back as `response.inject.failed` with
+      // its input, like a steer's echo: charged until that send completes. Its frame's charge lasts only while the
+      // session has work, so on an idle connection the echo was left unsent and uncounted (outside attack).
+      if (event.type === 'response.inject' && this.sendsIssued !== issued && this.ws.readyState === this.ws.OPEN) {
+        (this.echoes ??= this.host.bytes.hold()).admitted(bytes);
+        (this.echoPending ??= []).push(this.sendsIssued, bytes);
+        this.echoesSent();
+      }
       if (echo) {
         (this.echoPending ??= []).push(this.sendsIssued, bytes);
         this.echoesSent();

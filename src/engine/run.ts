@@ -52,7 +52,12 @@ export type { Protocol };
 /** Why the pause watcher's sleep is aborted when the run ends (a shared reason: aborting without one builds a DOMException). */
 const RUN_ENDED = new Error('run ended');
 
-/** Appends that may wait behind the one being processed on a run (then `queue_full`). */
+/**
+ * Appends that may wait behind the one being processed on a run (then `queue_full`), at least: a run admits as
+ * many as a pause may wait for calls (`--max-pending-calls`), so a client answering each pending call in its own
+ * append, all sent at once, is never refused (with 64 against 128 calls, 63 of them were: outside attack). Their
+ * bytes are bounded besides, by `--max-server-bytes` (a WebSocket frame or HTTP body is charged while it waits).
+ */
 export const MAX_QUEUED_APPENDS = 64;
 /**
  * Where a run's events go. `deltas`, when present, takes a batch of
@@ -227,7 +232,7 @@ export class ResponseRun {
    *
    * The checks and tokenization of a large append yield to the event loop
    * (model/cooperative.ts), so appends are serialised: one arriving while
-   * another is processed waits for it (at most `MAX_QUEUED_APPENDS`, then
+   * another is processed waits for it (at most `MAX_QUEUED_APPENDS` or `--max-pending-calls`, then
    * `queue_full`) and is then handled exactly as if it had arrived after it —
    * e.g. refused with `no_paused_response` if the first one resumed the run.
    * The context is extended in one synchronous step once every check passed;
@@ -235,8 +240,9 @@ export class ResponseRun {
    * (a `response.inject` is acknowledged before the sampling it resumes).
    */
   append(items: readonly InputItem[], parse: ParseSpan | null = null, committed?: () => void): Promise<void> {
-    if (this.appendsWaiting >= MAX_QUEUED_APPENDS) {
-      return Promise.reject(new WireError('queue_full', `At most ${MAX_QUEUED_APPENDS} appends may wait behind the one being processed.`, null));
+    const queued = Math.max(MAX_QUEUED_APPENDS, this.services.limits.maxPendingCalls);
+    if (this.appendsWaiting >= queued) {
+      return Promise.reject(new WireError('queue_full', `At most ${queued} appends may wait behind the one being processed.`, null));
     }
     this.appendsWaiting++;
     const turn = this.appendTail.then(() => {

@@ -27,6 +27,27 @@ async function paused() {
 }
 
 describe('queued appends', () => {
+  // Found by an outside attack: a pause may wait for 128 calls (--max-pending-calls), but only 64 appends could
+  // wait behind the one being processed, so a client answering each of 128 parallel calls in its own append, all
+  // sent as its tools finished at once (one read of the socket), got queue_full for 63 of them and the run
+  // stayed paused, waiting for outputs it had refused.
+  it('every pending call answered in its own append, all sent at once: each applies, the run resumes once', async () => {
+    const n = 128;
+    const calls = Array.from({ length: n }, (_, i) => ({ name: 'lookup', arguments: { q: String(i) }, call_id: `call_${i}` }));
+    const { url, server } = await testServer({ policy: scriptPolicy([{ calls }, { text: 'all done' }]), demo: false });
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool], store: false });
+    const done = await s.next('response.done');
+    expect(done.response.pending_tool_calls).toHaveLength(n);
+    // Sent in one go: the frames arrive together and are handled in one turn, each append queued behind the first.
+    for (const c of calls) s.send({ type: 'response.append', input: [out(c.call_id)] });
+    const end = await s.next('response.completed');
+    expect(s.events.filter((e) => e.type === 'error').map((e) => e.error.code)).toEqual([]);
+    const counters = server.services.records.get(end.response.id)!.counters;
+    expect(counters['appends']).toBe(n);
+    expect(counters['pauses']).toBe(1);
+  });
+
   it('two appends sent back to back, each answering one call: both apply in order and the run resumes once', async () => {
     const { s, server } = await paused();
     s.send({ type: 'response.append', input: [out('call_a', big)] });

@@ -84,8 +84,8 @@ serve security defaults:
 serve chaos knobs (client-resilience research; default off; docs/reliability.md "Chaos knobs"):
   --chaos KIND@POINT[:P[:MS]]  inject a fault with probability P (0-1, default 1) at each
                             occurrence of POINT (repeatable; also LLR_CHAOS=spec,spec):
-                            KIND  error       the response fails: error event + response.failed
-                                              (code injected_fault), billed and recorded once
+                            KIND  error       the response fails: error event (code injected_fault)
+                                              + response.failed, billed and recorded once
                                   disconnect  the server drops the connection (WS close 1011,
                                               SSE ends without a terminal event, plain HTTP no
                                               answer); the response ends cancelled

@@ -158,6 +158,16 @@ export const SHAPES: Shape[] = [
     build: (b) =>
       envelope(`"input":"hi","text":{"format":{"type":"json_schema","name":"out","schema":{"type":"object","properties":{${fill(b - OVERHEAD, (i) => `"p${i}":{"type":"string"}`).text}}}}}`),
   },
+  {
+    // The tool is forced, so the model generates its arguments from the schema: `required` is read by the shape count,
+    // the schema check, the strict check and the argument generator.
+    name: 'tools: one schema, a required of many names',
+    via: 'http',
+    build: (b) =>
+      envelope(
+        `"input":"hi","tool_choice":"required","tools":[{"type":"function","name":"big","parameters":{"type":"object","properties":{"a":{"type":"string"}},"required":[${fill(b - OVERHEAD, () => '"a"').text}],"additionalProperties":false}}]`,
+      ),
+  },
   { name: 'metadata: many keys', via: 'http', build: (b) => envelope(`"input":"hi","metadata":{${fill(b - OVERHEAD, (i) => `"k${i}":"v"`).text}}`) },
   {
     name: 'unknown field: deep arrays (depth 60)',

@@ -419,7 +419,7 @@ class Generator {
 
   private objectFor(schema: JsonSchema, depth: number, path: string): Record<string, unknown> {
     const properties = isSchema(schema.properties) ? schema.properties : {};
-    const required = new Set(Array.isArray(schema.required) ? schema.required.filter((r) => typeof r === 'string') : []);
+    const required = requiredOf(schema);
     this.charge(2, path);
     const out: Record<string, unknown> = {};
     for (const [key, sub] of Object.entries(properties)) {
@@ -459,4 +459,21 @@ function typeOf(schema: JsonSchema): string {
   if (isSchema(schema.properties) || Array.isArray(schema.required)) return 'object';
   if (schema.items !== undefined || Array.isArray(schema.prefixItems)) return 'array';
   return 'string';
+}
+
+/**
+ * The names an object schema requires, as a set: made once per schema object (validation and every model call
+ * generate from the same one), in one pass. A `required` of 3 million names was filtered into a new array and a
+ * set at each generation, ~0.1-0.24 s of one loop turn each (outside attack).
+ */
+const requiredSets = new WeakMap<object, ReadonlySet<string>>();
+function requiredOf(schema: JsonSchema): ReadonlySet<string> {
+  let set = requiredSets.get(schema);
+  if (set === undefined) {
+    const names = new Set<string>();
+    if (Array.isArray(schema.required)) for (const r of schema.required) if (typeof r === 'string') names.add(r);
+    set = names;
+    requiredSets.set(schema, set);
+  }
+  return set;
 }

@@ -77,8 +77,16 @@ function checkSchemaNodes(tools: Tool[], format: TextFormat | undefined, max: nu
           param,
         );
       }
-      if (Array.isArray(v)) for (const x of v) stack.push(x);
-      else for (const k in v) stack.push((v as Obj)[k]);
+      // Only objects and arrays are counted, so only they are stacked: a `required` of 3 million names was pushed
+      // and popped name by name, ~0.19 s of one loop turn (outside attack).
+      if (Array.isArray(v)) {
+        for (const x of v) if (typeof x === 'object' && x !== null) stack.push(x);
+      } else {
+        for (const k in v) {
+          const x = (v as Obj)[k];
+          if (typeof x === 'object' && x !== null) stack.push(x);
+        }
+      }
     }
   };
   tools.forEach((t, i) => {

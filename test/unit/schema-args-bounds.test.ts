@@ -152,6 +152,21 @@ function randomSchema(rng: Rng, depth: number, defs: string[]): JsonSchema {
   }
 }
 
+describe('argsFromSchema: a required list is read once per schema', () => {
+  it('reads required on the first generation only: later ones (every model call) reuse its names', () => {
+    let reads = 0;
+    const names = ['a', 'b', 'a'];
+    const schema: JsonSchema = { type: 'object', properties: { a: { type: 'string' } } };
+    Object.defineProperty(schema, 'required', { enumerable: true, get: () => (reads++, names) });
+    const first = argsFromSchema(schema, mulberry32(1));
+    const readsFirst = reads;
+    for (let seed = 2; seed < 6; seed++) expect(Object.keys(argsFromSchema(schema, mulberry32(seed))).sort()).toEqual(['a', 'b']);
+    expect(Object.keys(first).sort()).toEqual(['a', 'b']);
+    expect(readsFirst).toBeGreaterThan(0);
+    expect(reads).toBe(readsFirst);
+  });
+});
+
 describe('argument generator fuzz', () => {
   it('finishes fast and stays bounded on 400 random schemas, and agrees with the validate-time check', () => {
     const rng = mulberry32(20261130);

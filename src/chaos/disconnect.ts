@@ -4,7 +4,9 @@
  * first delta), paused (long-lived, at `response.done`), mid-append (send the
  * outputs and close at once), queued (a second create behind the first).
  * Half the closes are clean close frames, half TCP resets. Over HTTP: an SSE
- * stream aborted mid-stream, a JSON request abandoned, an upload cut short.
+ * stream aborted mid-stream, a JSON request abandoned, an upload cut short;
+ * and the long-lived Response over HTTP, its stream cut while it streams,
+ * while it is paused, and right after an append was posted (mid-append).
  *
  * Each run the client saw must end (cancelled or incomplete, billed once),
  * and after all of them nothing is left in progress and the server answers.
@@ -16,6 +18,7 @@ import { asPost, outputs, shellCreate, textCreate } from './bodies.js';
 import { checkQuiescent, checkRecords, type Target } from './settle.js';
 import type { ScenarioContext } from './suite.js';
 import { WsPeer, type WsProtocol } from './ws-peer.js';
+import { openRun, send } from './http-peer.js';
 
 const PACED = { paced: true, args: ['--tokens-per-second', '200', '--ttft-ms', '20'] };
 
@@ -69,7 +72,51 @@ export async function run(ctx: ScenarioContext): Promise<Tally[]> {
     http.notes.push(`run statuses after disconnect: ${summarise(statuses)}`);
     await checkQuiescent(target.url, http, ctx.opts.settleMs);
   });
+  const llHttp = new Tally('disconnect', 'long-lived-http');
+  rows.push(llHttp);
+  await ctx.withServer(llHttp, PACED, async (target) => {
+    const ids: string[] = [];
+    for (const state of ['streaming', 'paused', 'mid-append'] as const) {
+      for (let r = 0; r < reps; r++) {
+        llHttp.inputs++;
+        llHttp.closes++;
+        const seen = await longLivedHttpDisconnect(target.url, state, ctx.opts.hangMs);
+        if (seen.error) llHttp.fail('hang', `long-lived-http disconnect while ${state} #${r}`, seen.error);
+        if (seen.id) ids.push(seen.id);
+      }
+      await target.checkAlive(llHttp, `long-lived-http after the '${state}' disconnects`);
+    }
+    const statuses = await checkRecords(target.url, ids, llHttp, ctx.opts.settleMs);
+    llHttp.responses = statuses.size;
+    llHttp.notes.push(`run statuses after disconnect: ${summarise(statuses)}`);
+    await checkQuiescent(target.url, llHttp, ctx.opts.settleMs);
+  });
   return rows;
+}
+
+/** A long-lived run over HTTP whose client closes its stream while it streams, while it is paused, or right after posting an append. */
+async function longLivedHttpDisconnect(url: string, state: 'streaming' | 'paused' | 'mid-append', hangMs: number): Promise<{ id?: string; error?: string }> {
+  const create = state === 'streaming' ? textCreate({ stream: true }) : shellCreate(3, { stream: true });
+  const input = { method: 'POST', path: '/v1/responses?protocol=long-lived', headers: { 'Content-Type': 'application/json' }, body: Buffer.from(asPost(create)), label: state };
+  const opened = await openRun(url, input, hangMs);
+  if (opened.kind !== 'stream') return { error: `no stream opened (${opened.kind === 'answer' ? `HTTP ${opened.status}` : opened.kind})` };
+  const live = opened.stream;
+  const s = live.sse.stream;
+  const ready = state === 'streaming' ? () => (s.counts.get('response.output_text.delta') ?? 0) > 0 : () => s.paused;
+  if (!(await live.until(() => ready() || s.terminal !== null, hangMs)) || s.terminal) {
+    live.req.destroy();
+    return { ...(s.id && { id: s.id }), error: `the run ${s.terminal ? `ended (${s.terminal})` : 'did not reach the state'} before the client could disconnect while ${state}` };
+  }
+  if (state === 'mid-append') {
+    // Posted, and the stream closed before its answer comes: the outputs may or may not be applied; the run must end either way.
+    const append = send(url, { method: 'POST', path: `/v1/responses/${s.id}/append`, headers: { 'Content-Type': 'application/json' }, body: Buffer.from(JSON.stringify({ input: (outputs(s.pendingCalls)['input'] as unknown[]) ?? [] })), label: 'append' }, hangMs);
+    live.req.destroy();
+    const answer = await append;
+    if (answer.kind === 'answer' && answer.status >= 500) return { id: s.id!, error: `the append was answered HTTP ${answer.status}` };
+    return { id: s.id! };
+  }
+  live.req.destroy();
+  return { id: s.id! };
 }
 
 function summarise(statuses: Map<string, string>): string {

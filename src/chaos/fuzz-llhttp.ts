@@ -13,73 +13,11 @@
  * and each run's record ends billed once (checked batch by batch, as the
  * other fuzzers do).
  */
-import type { ClientRequest } from 'node:http';
-import { StringDecoder } from 'node:string_decoder';
 import type { Tally } from './oracle.js';
 import { Rng, corpus, damage, mutate, serialize, validAppend, weirdValue, type Json } from './mutate.js';
-import { SseCheck, checkErrorAnswer, open, send, type HttpInput } from './http-peer.js';
+import { checkErrorAnswer, openRun, send, type HttpInput, type LiveStream } from './http-peer.js';
 import { BAD_IDS, headers } from './fuzz-http.js';
 import { checkRecords, type FuzzOptions, type Target } from './settle.js';
-
-/** A run's SSE stream as it arrives: checked frame by frame, with a bounded wait on what it has shown. */
-class LiveStream {
-  readonly sse = new SseCheck();
-  /** The body ended (`end`), or the connection broke (`broken` says how). */
-  over = false;
-  broken: string | null = null;
-  private readonly decoder = new StringDecoder('utf8');
-  private readonly waiters = new Set<() => void>();
-
-  constructor(readonly req: ClientRequest) {}
-
-  feed(chunk: Buffer): void {
-    this.sse.push(this.decoder.write(chunk));
-    this.wake();
-  }
-
-  finish(broken: string | null): void {
-    if (this.over) return;
-    this.over = true;
-    this.broken = broken;
-    if (!broken) this.sse.push(this.decoder.end());
-    this.wake();
-  }
-
-  /** Resolves true once `pred` holds (checked at each chunk and at the end), false after `ms`. */
-  until(pred: () => boolean, ms: number): Promise<boolean> {
-    if (pred()) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const check = () => {
-        if (!pred() && !this.over) return;
-        clearTimeout(timer);
-        this.waiters.delete(check);
-        resolve(pred());
-      };
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        resolve(pred());
-      }, ms);
-      this.waiters.add(check);
-    });
-  }
-
-  private wake(): void {
-    for (const w of [...this.waiters]) w();
-  }
-}
-
-/** Open a run: its SSE stream when the server starts one, else the whole answer (an error), bounded by `ms`. */
-function openRun(url: string, input: HttpInput, ms: number): ReturnType<typeof open<LiveStream>> {
-  return open(url, input, ms, (res, req) => {
-    if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) return null;
-    const live = new LiveStream(req);
-    res.on('data', (c: Buffer) => live.feed(c));
-    res.on('end', () => live.finish(null));
-    res.on('aborted', () => live.finish('the stream was cut'));
-    res.on('error', (err) => live.finish(err.message));
-    return live;
-  });
-}
 
 const CREATE_PATH = '/v1/responses?protocol=long-lived';
 

@@ -3,9 +3,11 @@
  * connection per request, a bound on the whole answer; and the checks of
  * what came back: a JSON error body for a 4xx, never a 5xx for client input,
  * a Response object, or an SSE stream whose events number without a gap,
- * end with one terminal event and then `data: [DONE]`.
+ * end with one terminal event and then `data: [DONE]`; and a long-lived run's
+ * SSE stream opened and read as it arrives (`openRun`, `LiveStream`).
  */
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
+import { StringDecoder } from 'node:string_decoder';
 import { StreamCheck, checkHttpErrorBody } from './oracle.js';
 
 export interface HttpInput {
@@ -62,6 +64,66 @@ export function open<T>(url: string, input: HttpInput, timeoutMs: number, take: 
     }, timeoutMs);
     req.on('error', (err) => finish({ kind: 'reset', message: err.message }));
     req.end(input.body);
+  });
+}
+
+/** A run's SSE stream as it arrives: checked frame by frame, with a bounded wait on what it has shown. */
+export class LiveStream {
+  readonly sse = new SseCheck();
+  /** The body ended (`end`), or the connection broke (`broken` says how). */
+  over = false;
+  broken: string | null = null;
+  private readonly decoder = new StringDecoder('utf8');
+  private readonly waiters = new Set<() => void>();
+
+  constructor(readonly req: ClientRequest) {}
+
+  feed(chunk: Buffer): void {
+    this.sse.push(this.decoder.write(chunk));
+    this.wake();
+  }
+
+  finish(broken: string | null): void {
+    if (this.over) return;
+    this.over = true;
+    this.broken = broken;
+    if (!broken) this.sse.push(this.decoder.end());
+    this.wake();
+  }
+
+  /** Resolves true once `pred` holds (checked at each chunk and at the end), false after `ms`. */
+  until(pred: () => boolean, ms: number): Promise<boolean> {
+    if (pred()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const check = () => {
+        if (!pred() && !this.over) return;
+        clearTimeout(timer);
+        this.waiters.delete(check);
+        resolve(pred());
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        resolve(pred());
+      }, ms);
+      this.waiters.add(check);
+    });
+  }
+
+  private wake(): void {
+    for (const w of [...this.waiters]) w();
+  }
+}
+
+/** Open a run: its SSE stream when the server starts one, else the whole answer (an error), bounded by `ms`. */
+export function openRun(url: string, input: HttpInput, ms: number): ReturnType<typeof open<LiveStream>> {
+  return open(url, input, ms, (res, req) => {
+    if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) return null;
+    const live = new LiveStream(req);
+    res.on('data', (c: Buffer) => live.feed(c));
+    res.on('end', () => live.finish(null));
+    res.on('aborted', () => live.finish('the stream was cut'));
+    res.on('error', (err) => live.finish(err.message));
+    return live;
   });
 }
 

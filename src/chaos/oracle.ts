@@ -131,9 +131,12 @@ export class StreamCheck {
   paused = false;
   pendingCalls: string[] = [];
   readonly calls: Array<{ call_id: string; name: string; arguments: string }> = [];
+  /** Events seen, by type. */
+  readonly counts = new Map<string, number>();
 
   feed(e: Obj): void {
     const type = e['type'];
+    this.counts.set(String(type), (this.counts.get(String(type)) ?? 0) + 1);
     const seq = e['sequence_number'];
     if (this.next === 0) {
       if (type !== 'response.created') this.problems.push(`first event is ${String(type)}, not response.created`);

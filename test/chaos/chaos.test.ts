@@ -46,6 +46,7 @@ describe('chaos suite (short form)', () => {
       'disconnect/long-lived',
       'disconnect/ws',
       'disconnect/http',
+      'disconnect/long-lived-http',
       'slow-reader/ws+sse',
       'concurrency/long-lived 100×5',
       'signals/SIGTERM',

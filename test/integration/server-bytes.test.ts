@@ -20,6 +20,15 @@ const pauseThenText = () => scriptPolicy([{ calls: [{ name: 'lookup', arguments:
 const KiB = 1024;
 const create = (n: number, extra: object = {}) => ({ type: 'response.create', model: 'sim-model', input: 'x'.repeat(n), ...extra });
 const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
+const poster = (url: string) => (path: string, body: object) =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+/** A long-lived run over HTTP read until its first pause: its stream's reader (kept open) and its id. */
+async function pausedRun(stream: Response): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; id: string }> {
+  const reader = stream.body!.getReader();
+  let text = '';
+  while (!text.includes('response.done')) text += new TextDecoder().decode((await reader.read()).value);
+  return { reader, id: /"id":"(resp_[^"]+)"/.exec(text)![1]! };
+}
 
 describe('ServerBytes', () => {
   it('charges up to the budget, refuses past it with server_busy, releases once', () => {
@@ -67,14 +76,9 @@ describe('the server-wide byte budget', () => {
 
   it('over HTTP: a long-lived SSE run holds its body; a POST past the budget gets 503 server_busy; all released after', async () => {
     const { server, url } = await testServer({ policy: pauseThenText(), limits: { maxServerBytes: 64 * KiB } });
-    const post = (path: string, body: object) =>
-      fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const post = poster(url);
     const { type: _t, ...first } = create(40 * KiB, { tools: [tool], stream: true });
-    const stream = await post('/v1/responses?protocol=long-lived', first);
-    const reader = stream.body!.getReader();
-    let text = '';
-    while (!text.includes('response.done')) text += new TextDecoder().decode((await reader.read()).value);
-    const id = /"id":"(resp_[^"]+)"/.exec(text)![1]!;
+    const { reader, id } = await pausedRun(await post('/v1/responses?protocol=long-lived', first));
 
     const { type: _t2, ...second } = create(40 * KiB);
     const refused = await post('/v1/responses', second);
@@ -99,13 +103,8 @@ describe('the server-wide byte budget', () => {
       { text: 'done' },
     ]);
     const { server, url } = await testServer({ policy: twoPauses, limits: { maxServerBytes: 256 * KiB } });
-    const post = (path: string, body: object) =>
-      fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
-    const stream = await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: 'go', tools: [tool], stream: true });
-    const reader = stream.body!.getReader();
-    let text = '';
-    while (!text.includes('response.done')) text += new TextDecoder().decode((await reader.read()).value);
-    const id = /"id":"(resp_[^"]+)"/.exec(text)![1]!;
+    const post = poster(url);
+    const { reader, id } = await pausedRun(await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: 'go', tools: [tool], stream: true }));
     const before = await held(url);
     const out = (call_id: string, n: number) => ({ input: [{ type: 'function_call_output', call_id, output: 'y'.repeat(n) }] });
     // Refused (unknown call id): nothing of it is kept, nor charged after its answer.

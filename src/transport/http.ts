@@ -563,7 +563,12 @@ export class HttpTransport {
       // (Not at once for a socket already closed: that case is below, once the session is open.)
       const socket = req.socket;
       const forgetSocket = socket.destroyed ? () => {} : whenSocketCloses(socket, () => closed());
+      // Once the request is done its hold is released (`holding`), though a create still being planned goes on until
+      // its plan returns: a chain it loads then is not charged (a charge on the released hold was never released:
+      // an HTTP continuation whose client went away while it was planned kept its chain's bytes held for good).
+      let over = false;
       const done = () => {
+        over = true;
         forgetSocket();
         resolve();
       };
@@ -575,16 +580,21 @@ export class HttpTransport {
           void session.close('completed');
           done();
         }, (err: unknown) => {
+          over = true;
           forgetSocket();
           reject(err);
         });
       };
       transport.refuse = (err) => {
+        over = true;
         forgetSocket();
         reject(err);
       };
       // A stored chain its create loads is charged with its body, for the request's life (modes/hydrate.ts).
-      const session = this.sessions.openSession(protocol, transport, { ...info, charge: (n) => hold.add(n) }, log);
+      const charge = (n: number) => {
+        if (!over) hold.add(n);
+      };
+      const session = this.sessions.openSession(protocol, transport, { ...info, charge }, log);
       watchStall(res, limits.sendStallTimeoutMs, (pending) =>
         log.info({ code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs }, 'answer left unsent with nothing leaving; dropped the connection'),
       );

@@ -1,0 +1,58 @@
+/**
+ * The server-wide byte budget's charges for loaded chains and cached contexts are released exactly once, and
+ * follow what is actually held (outside attack on `--max-server-bytes`). Real sockets.
+ */
+import type { Socket } from 'node:net';
+import pDefer from 'p-defer';
+import { describe, expect, it } from 'vitest';
+import { testServer } from '../helpers/server.js';
+
+const KiB = 1024;
+const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
+
+describe('loaded chains and cached contexts under the byte budget', () => {
+  it('an HTTP continuation whose client went away while it was planned does not charge its chain after the request was released', async () => {
+    // Before: the request's hold was released at the disconnect, then the plan (still resolving item references)
+    // loaded the chain and charged it to that released hold: bytes_held stayed up by the chain's size for good.
+    const { server, url } = await testServer({ store: 'memory', limits: { maxServerBytes: 1024 * KiB } });
+    const post = (body: object) =>
+      fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', ...body }) });
+    const a = (await (await post({ input: 'x'.repeat(100 * KiB), store: true })).json()) as { id: string; output: { id: string }[] };
+    expect(await held(url)).toBe(0);
+
+    // The next request's socket, and when its response has closed (the server's own `close` handler runs in the same emit).
+    let socket: Socket | null = null;
+    let closed = false;
+    server.http.on('request', (req, res) => {
+      if (req.method !== 'POST' || socket) return;
+      socket = req.socket;
+      res.on('close', () => (closed = true));
+    });
+    // While references are resolved: the first drops the client; each takes the pipeline's slice until the
+    // close was seen (so the plan yields, and the disconnect is handled while it is still planned).
+    const store = server.services.store;
+    const getItem = store.getItem.bind(store);
+    store.getItem = (id, owner) => {
+      if (socket && !socket.destroyed) socket.destroy();
+      if (!closed) for (const start = Date.now(); Date.now() - start < 10; );
+      return getItem(id, owner);
+    };
+    const chain = store.chain.bind(store);
+    const loaded = pDefer<void>();
+    store.chain = (id, owner) => {
+      const c = chain(id, owner);
+      queueMicrotask(() => loaded.resolve());
+      return c;
+    };
+    const refs = Array.from({ length: 200 }, () => ({ type: 'item_reference', id: a.output[0]!.id }));
+    await post({ input: refs, previous_response_id: a.id, stream: true }).then(
+      () => undefined,
+      () => undefined,
+    );
+    await loaded.promise;
+    await server.httpTransport.idle();
+    expect(closed).toBe(true);
+    expect(server.bytes.held).toBe(0);
+    expect(await held(url)).toBe(0);
+  });
+});

@@ -141,6 +141,8 @@ export interface ConnectionBytes {
    * frame, up to the connection's cap (throws `server_busy`, nothing charged, past the budget).
    */
   loaded(n: number): void;
+  /** What the session keeps shrank outside a response's end (a DELETE of a cached response): charge it once idle. */
+  kept(): void;
   /** The connection closed: release everything. */
   close(): void;
 }
@@ -225,6 +227,11 @@ class ConnectionHold implements ConnectionBytes {
   loaded(n: number): void {
     if (this.closed) return;
     this.hold.add(Math.max(0, Math.min(n, this.cap - this.hold.bytes)));
+  }
+
+  kept(): void {
+    // Once the session is idle (in a microtask if it is now): the same step a response's end takes.
+    this.watch();
   }
 
   watch(): void {

@@ -101,4 +101,10 @@ export interface SessionInfo {
    * held; throws `server_busy` past it. Absent: not charged (tests, the in-memory transport).
    */
   charge?: (bytes: number) => void;
+  /**
+   * What the session keeps between responses (`ModePolicy.keptBytes`) shrank while it may be idle (a DELETE evicted
+   * a ws-mode cached response): the peer's charge follows it once the session is idle (at once, if it is). Absent:
+   * the charge follows only when work ends.
+   */
+  kept?: () => void;
 }

@@ -79,7 +79,11 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     caches.set(lane, next);
     if (next.stored) {
       cachedResponses?.hold(next.id, () => {
-        if (caches.get(lane) === next) caches.delete(lane);
+        if (caches.get(lane) !== next) return;
+        caches.delete(lane);
+        // The connection's charge follows (an idle connection kept the deleted entry's bytes charged until its next
+        // response ended or it closed; outside attack).
+        info.kept?.();
       });
     }
     // The other lanes' entries, oldest first, go until everything cached fits in one context's budget, and in

@@ -99,16 +99,21 @@ export class WsConnection implements Transport, Unsent {
     this.share = host.sendShare(this, log);
   }
 
-  /**
-   * For the server-wide bound (`Unsent`): what the socket holds unsent now, while it is open and while the server
-   * closes it (its close frame waits behind what a peer that reads nothing left unsent; `GET /health` counted 0
-   * for such sockets, outside attack). The share is closed, and counts nothing, once the socket has closed.
-   */
   /** Request data a create loaded (a stored chain): charged to this connection's share of the budget (`server_busy` past it). */
   chargeLoaded(bytes: number): void {
     this.held.loaded(bytes);
   }
 
+  /** What the session keeps shrank (a DELETE evicted a cached response): the connection's charge follows once it is idle. */
+  keptChanged(): void {
+    this.held.kept();
+  }
+
+  /**
+   * For the server-wide bound (`Unsent`): what the socket holds unsent now, while it is open and while the server
+   * closes it (its close frame waits behind what a peer that reads nothing left unsent; `GET /health` counted 0
+   * for such sockets, outside attack). The share is closed, and counts nothing, once the socket has closed.
+   */
   unsentBytes(): number {
     const state = this.ws.readyState;
     return state === this.ws.OPEN || state === this.ws.CLOSING ? this.ws.bufferedAmount : 0;

@@ -5,6 +5,7 @@
 import type { Socket } from 'node:net';
 import pDefer from 'p-defer';
 import { describe, expect, it } from 'vitest';
+import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
 const KiB = 1024;
@@ -53,6 +54,31 @@ describe('loaded chains and cached contexts under the byte budget', () => {
     await server.httpTransport.idle();
     expect(closed).toBe(true);
     expect(server.bytes.held).toBe(0);
+    expect(await held(url)).toBe(0);
+  });
+
+  it('a DELETE of a ws-mode cached response releases its charge while the connection is idle', async () => {
+    // Before: the cache entry went, but the connection's charge stayed at its size until its next response ended or
+    // it closed (an idle connection kept budget for memory nobody held, for up to its lifetime).
+    const { server, url } = await testServer({ store: 'memory', limits: { maxServerBytes: 1024 * KiB } });
+    const ws = await RawSocket.connect(url);
+    ws.send({ type: 'response.create', model: 'sim-model', input: 'x'.repeat(200 * KiB), store: true, stream_id: 'a' });
+    const a = await ws.next('response.completed');
+    ws.send({ type: 'response.create', model: 'sim-model', input: 'y'.repeat(100 * KiB), store: true, stream_id: 'b' });
+    const b = await ws.next('response.completed');
+    const both = await held(url);
+    expect(both).toBeGreaterThan(300 * KiB);
+    expect((await fetch(`${url}/v1/responses/${a.response.id}`, { method: 'DELETE' })).status).toBe(200);
+    const one = await held(url);
+    expect(one).toBeLessThan(both - 200 * KiB);
+    expect(one).toBeGreaterThan(100 * KiB);
+    expect((await fetch(`${url}/v1/responses/${b.response.id}`, { method: 'DELETE' })).status).toBe(200);
+    expect(await held(url)).toBe(0);
+    // The connection goes on, and caches again.
+    ws.send({ type: 'response.create', model: 'sim-model', input: 'z', store: true });
+    await ws.next('response.completed');
+    ws.dispose();
+    await server.ws.idle();
     expect(await held(url)).toBe(0);
   });
 });

@@ -16,14 +16,20 @@ import type { RunMetrics } from '../pipeline/metrics.js';
 import { countTokens } from '../model/tokenizer.js';
 import type { Services } from '../engine/services.js';
 import { checkAndRender } from './prepare.js';
-import { loadChain, resolveReferences } from './hydrate.js';
+import { chargeChain, loadChain, resolveReferences } from './hydrate.js';
 
-export async function compactWindow(params: CompactParams, services: Services, metrics: RunMetrics, owner: string | null): Promise<CompactedResponse> {
+/**
+ * `charge` (both here): the stored chain loaded is charged to the request's share of the server-wide byte budget
+ * (`server_busy` past it), as a create continuing it is: uncharged, any number of them at once each held a chain
+ * (and its render) beyond the budget (outside attack).
+ */
+export async function compactWindow(params: CompactParams, services: Services, metrics: RunMetrics, owner: string | null, charge?: (bytes: number) => void): Promise<CompactedResponse> {
   if (params.input.length === 0 && params.previous_response_id === null) {
     throw new WireError('missing_required_parameter', "Provide 'input' or 'previous_response_id': there is nothing to compact.", 'input');
   }
   const input = await resolveReferences(params.input, owner, services, metrics);
   const history = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
+  chargeChain(history, charge);
   // The same checks and render as a create's, so errors and token counts agree with one.
   const ctx = await checkAndRender({ instructions: params.instructions, tools: [] }, history, input, metrics);
   const { output, summary } = await compactAsync(ctx.items);
@@ -42,9 +48,10 @@ export async function compactWindow(params: CompactParams, services: Services, m
  * rendered exactly as a create's, so the count is the `usage.input_tokens`
  * that create would report. Nothing runs, nothing is stored.
  */
-export async function countInputTokens(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null): Promise<InputTokenCount> {
+export async function countInputTokens(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null, charge?: (bytes: number) => void): Promise<InputTokenCount> {
   const input = await resolveReferences(params.input, owner, services, metrics);
   const history = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
+  chargeChain(history, charge);
   const ctx = await checkAndRender(params, history, input, metrics);
   return { object: 'response.input_tokens', input_tokens: ctx.tokens.length };
 }

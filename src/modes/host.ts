@@ -170,15 +170,15 @@ export class SessionHost {
   }
 
   /** `POST /v1/responses/compact` (modes/compact.ts). */
-  compact(params: CompactParams, owner: string | null): Promise<CompactedResponse> {
-    return compactWindow(params, this.services, new RunMetrics(this.services.clock.now), owner).catch((err: unknown) => {
+  compact(params: CompactParams, owner: string | null, charge?: (bytes: number) => void): Promise<CompactedResponse> {
+    return compactWindow(params, this.services, new RunMetrics(this.services.clock.now), owner, charge).catch((err: unknown) => {
       throw this.stillRunning(err, params.previous_response_id, owner);
     });
   }
 
   /** `POST /v1/responses/input_tokens` (modes/compact.ts): what a create with `params` would count as input tokens. */
-  inputTokens(params: CreateParams, owner: string | null): Promise<InputTokenCount> {
-    return countInputTokens(params, this.services, new RunMetrics(this.services.clock.now), owner).catch((err: unknown) => {
+  inputTokens(params: CreateParams, owner: string | null, charge?: (bytes: number) => void): Promise<InputTokenCount> {
+    return countInputTokens(params, this.services, new RunMetrics(this.services.clock.now), owner, charge).catch((err: unknown) => {
       throw this.stillRunning(err, params.previous_response_id, owner);
     });
   }

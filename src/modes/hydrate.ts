@@ -36,14 +36,18 @@ export async function prepareFromStore(
   // the server-wide budget (`server_busy` past it), as its body is. Uncharged, many continuations of long chains at
   // once held up to --max-context-bytes each beyond the budget (outside attack). The sizes are the ones the context
   // check reads next (`itemBytes` keeps each item's).
-  if (charge && before.length > 0) {
-    let bytes = 0;
-    for (const item of before) bytes += itemBytes(item);
-    charge(bytes);
-  }
+  chargeChain(before, charge);
   if (params.previous_response_id) metrics.count('store_hydrations');
   // Only the ws and http designs come here: their responses end at tool calls, so a create must answer them.
   return { ...(await prepareFull(params, before, input, services, metrics, owner, true)), input };
+}
+
+/** Charge a loaded chain's items (`itemBytes`, the sizes the context check reads next) to `charge`, if given. */
+export function chargeChain(items: InputItem[], charge: ((bytes: number) => void) | undefined): void {
+  if (!charge || items.length === 0) return;
+  let bytes = 0;
+  for (const item of items) bytes += itemBytes(item);
+  charge(bytes);
 }
 
 export function notFound(id: string): WireError {

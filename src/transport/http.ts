@@ -513,7 +513,12 @@ export class HttpTransport {
     const limits = this.host.limits;
     const body = await readBody(req, limits.maxFrameBytes, hold);
     const json = await parseEdgeJson(body, 'body', limits);
-    await sendJsonCooperative(res, 200, await this.host.compact(parseCompactBody(json, parseCaps(limits)), owner), hold);
+    // A stored chain it loads is charged with its body while it is compacted (`server_busy` past the budget); the
+    // window is dropped once the answer is made, and the answer is charged as it is written.
+    const bodyBytes = hold.bytes;
+    const compacted = await this.host.compact(parseCompactBody(json, parseCaps(limits)), owner, (n) => hold.add(n));
+    hold.keep(bodyBytes);
+    await sendJsonCooperative(res, 200, compacted, hold);
   }
 
   /**
@@ -527,7 +532,8 @@ export class HttpTransport {
     // Absent or null (openai-node 7's `InputTokenCountParams.model` is `string | null`: a null was refused as missing).
     const unnamed = json !== null && typeof json === 'object' && !Array.isArray(json) && ((json as Record<string, unknown>)['model'] ?? null) === null;
     const withModel = unnamed ? { ...(json as Record<string, unknown>), model: 'input-tokens' } : json;
-    sendJson(res, 200, await this.host.inputTokens(parseCreateBody(withModel, parseCaps(limits)), owner));
+    // A stored chain it loads is charged with its body while it is counted (`server_busy` past the budget).
+    sendJson(res, 200, await this.host.inputTokens(parseCreateBody(withModel, parseCaps(limits)), owner, (n) => hold.add(n)));
   }
 
   /**

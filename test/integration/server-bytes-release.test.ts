@@ -4,6 +4,7 @@
  */
 import type { Socket } from 'node:net';
 import pDefer from 'p-defer';
+import type { Model, ModelEvent } from '../../src/model/types.js';
 import { describe, expect, it } from 'vitest';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
@@ -79,6 +80,50 @@ describe('loaded chains and cached contexts under the byte budget', () => {
     await ws.next('response.completed');
     ws.dispose();
     await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('a token count or a compaction that loads a stored chain is charged while it works: past the budget, 503 server_busy', async () => {
+    // Before: both loaded the chain (and rendered it) uncharged, so any number of them at once held a chain each
+    // beyond the budget, while a create continuing the same chain was refused server_busy.
+    let calls = 0;
+    const gate = pDefer<void>();
+    const model: Model = {
+      async *sample(_req, signal): AsyncIterable<ModelEvent> {
+        calls++;
+        yield { type: 'message.start' };
+        yield { type: 'text.delta', delta: 'ok' };
+        if (calls > 1) await Promise.race([gate.promise, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
+        yield { type: 'message.end' };
+      },
+    };
+    const { url } = await testServer({ model, store: 'memory', limits: { maxServerBytes: 1_000 * KiB } });
+    const post = (path: string, body: object) =>
+      fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const a = (await (await post('/v1/responses', { model: 'sim-model', input: 'x'.repeat(600 * KiB), store: true })).json()) as { id: string };
+    // A continuation holds the chain while its model waits.
+    const b = await post('/v1/responses', { model: 'sim-model', input: 'next', previous_response_id: a.id, stream: true });
+    const reader = b.body!.getReader();
+    await reader.read();
+    expect(await held(url)).toBeGreaterThan(600 * KiB);
+    for (const path of ['/v1/responses/input_tokens', '/v1/responses/compact']) {
+      const r = await post(path, { model: 'sim-model', input: 'again', previous_response_id: a.id });
+      expect(r.status).toBe(503);
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe('server_busy');
+    }
+    gate.resolve();
+    while (!(await reader.read()).done);
+    expect(await held(url)).toBe(0);
+    // With room, both are answered, and release what they held.
+    const count = await post('/v1/responses/input_tokens', { model: 'sim-model', input: 'again', previous_response_id: a.id });
+    expect(count.status).toBe(200);
+    await count.json();
+    // A compaction's answer (~2.3× its window here) is charged as it is written; the chain it loaded is not held with
+    // it: a 350 KiB chain and its ~840 KB answer together would pass the budget.
+    const c = (await (await post('/v1/responses', { model: 'sim-model', input: 'y'.repeat(350 * KiB), store: true })).json()) as { id: string };
+    const compacted = await post('/v1/responses/compact', { model: 'sim-model', input: 'again', previous_response_id: c.id });
+    expect(compacted.status).toBe(200);
+    expect((await compacted.text()).length).toBeGreaterThan(700 * KiB);
     expect(await held(url)).toBe(0);
   });
 });

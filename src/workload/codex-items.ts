@@ -5,7 +5,7 @@
  * does not record the tool definitions it sent).
  *
  * Pure functions and one small accumulator; no I/O, no knowledge of record
- * order. Leaves out images (a part without text is kept as its JSON).
+ * order. Leaves out images (a tool output's image or file part becomes a marker naming its type).
  */
 import type { FunctionTool, InputItem } from '../protocol/objects.js';
 import { estimateEncryptedTokens } from './infer.js';
@@ -57,15 +57,28 @@ export function messageText(content: unknown): string {
   return content.map((part) => (isJson(part) && typeof part.text === 'string' ? part.text : '')).join('');
 }
 
-/** A tool output as the text the client sent; null when it is not an output shape Codex writes. */
+/**
+ * A tool output as the text the client sent; null when it is not an output shape Codex writes. An array of content
+ * items (Codex's `view_image`, an MCP tool's image result) is its text parts joined, each other part (`input_image`,
+ * `input_file`, ...) a short marker naming its type: the neutral format's tool outputs are text. Read as the array's
+ * JSON before, an image's base64 data URL became text, so a 300 KB screenshot was inferred as 200,000 input tokens
+ * (the server counts an image part as 85) and replayed as that much text.
+ */
 export function outputText(output: unknown): string | null {
   if (typeof output === 'string') return output;
-  if (Array.isArray(output)) {
-    const texts = output.map((part) => (isJson(part) && typeof part.text === 'string' ? part.text : null));
-    return texts.every((t) => t !== null) ? texts.join('') : JSON.stringify(output);
-  }
+  if (Array.isArray(output)) return output.map(partText).join('');
   if (isJson(output) && typeof output.content === 'string') return output.content;
   return null;
+}
+
+/** How many parts of an array output `outputText` replaced by a marker (0 for any other output). */
+export function nonTextParts(output: unknown): number {
+  return Array.isArray(output) ? output.filter((part) => !(isJson(part) && typeof part.text === 'string')).length : 0;
+}
+
+function partText(part: unknown): string {
+  if (isJson(part) && typeof part.text === 'string') return part.text;
+  return `[${isJson(part) && typeof part.type === 'string' ? part.type.slice(0, 40) : 'part'}: not replayed]`;
 }
 
 /** The text of a reasoning item Codex can read: its summary and (open-weight models) raw content. */

@@ -50,7 +50,8 @@
  *   marked recorded or inferred in `Workload.calls`.
  * - `custom_tool_call` becomes a function call taking `{"input": text}`;
  *   `local_shell_call` becomes `local_shell` with its action as arguments.
- *   Outputs are kept byte for byte.
+ *   Outputs are kept byte for byte; an output that is an array of content
+ *   items is its text parts, each image or file part a marker (noted).
  * - A user turn starts with the messages (developer, user, system) that
  *   follow visible model output; messages before it join the same turn. An
  *   `event_msg` `user_message` is the user's message when no `response_item`
@@ -84,6 +85,7 @@ import {
   describe,
   isJson,
   messageText,
+  nonTextParts,
   outputText,
   reasoningText,
   replacementItems,
@@ -272,6 +274,8 @@ class RolloutParser {
     if (CLIENT_OUTPUTS.has(type)) {
       const out = outputText(p.output);
       if (out === null) this.fail(`${type} without \`output\``);
+      const markers = nonTextParts(p.output);
+      if (markers > 0) this.skip(`${markers} part(s) of ${type} ${String(p.call_id)}`, 'not text (an image or file): replayed as a marker naming the part\'s type, its data not sent (tool outputs in the neutral format are text)');
       this.clientOutput(this.str(p, 'call_id', type), out, ts);
     } else if (type.endsWith('_call')) {
       this.stats.hosted_calls++;

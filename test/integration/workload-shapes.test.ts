@@ -1,0 +1,49 @@
+/**
+ * Codex rollout shapes the main fixtures do not cover (test/fixtures/workloads/shapes/, see its README: built from
+ * the record shapes of the public Codex source): each reads, converts to a neutral file that reads back the same,
+ * and replays to the end through every design, the model making exactly the recorded calls.
+ */
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { replayRun } from '../../src/bench/replay.js';
+import { CLIENT_PROTOCOLS } from '../../src/client/index.js';
+import { replayPolicy, visibleTokens } from '../../src/model/policies.js';
+import { loadWorkloadFile, parseWorkload } from '../../src/workload/load.js';
+import { flatModelTurns } from '../../src/workload/replayable.js';
+import { testServer } from '../helpers/server.js';
+
+const DIR = fileURLToPath(new URL('../fixtures/workloads/shapes/', import.meta.url));
+const FILES = readdirSync(DIR).filter((f) => f.endsWith('.jsonl')).sort();
+
+describe('Codex rollout shapes beyond the main fixtures', () => {
+  it('a view_image output (text and image parts) is its text and a marker, not the image as base64 text', () => {
+    const w = loadWorkloadFile(DIR + 'rollout-exec-view-image.jsonl');
+    expect(w.toolOutputs['call_vi_1']?.output).toBe('shot.png:[input_image: not replayed]');
+    expect(w.skipped).toContainEqual({ line: 4, what: '1 part(s) of function_call_output call_vi_1', why: expect.stringMatching(/^not text \(an image or file\)/) });
+    // The image counts as the server counts an image part (85 tokens), in the message and in the output alike:
+    // read as its JSON, the 32 KB data URL was inferred as ~21,000 input tokens.
+    const [first, second] = w.calls!;
+    expect(second!.input_tokens - first!.input_tokens).toBeLessThan(200);
+  });
+
+  for (const file of FILES) {
+    it(`${file} converts to a neutral file that reads back the same`, () => {
+      const w = loadWorkloadFile(DIR + file);
+      const again = parseWorkload(JSON.stringify({ llr_workload: 1, ...w }), file, w.source);
+      expect(again.userTurns).toEqual(w.userTurns);
+      expect(again.toolOutputs).toEqual(w.toolOutputs);
+    });
+    for (const design of CLIENT_PROTOCOLS) {
+      it(`${file} replays over ${design}`, async () => {
+        const w = loadWorkloadFile(DIR + file);
+        const turns = flatModelTurns(w);
+        const { url } = await testServer({ policy: replayPolicy(turns) });
+        const sample = await replayRun({ design, url, workload: w, nonce: `[${file} ${design}]`, toolFactor: 0, timeoutMs: 20_000 });
+        expect(sample.turns).toHaveLength(turns.length);
+        const expected = turns.reduce((n, t) => n + Math.max(t.output_tokens ?? 0, visibleTokens(t.output)), 0);
+        expect(sample.counters['output_tokens']).toBe(expected);
+      });
+    }
+  }
+});

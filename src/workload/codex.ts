@@ -299,7 +299,7 @@ class RolloutParser {
   private event(p: Json): void {
     const type = this.str(p, 'type', 'event_msg');
     if (type === 'token_count') this.tokenCount(p);
-    else if (type === 'user_message' && typeof p.message === 'string') this.userEvent(p.message);
+    else if (type === 'user_message' && typeof p.message === 'string') this.userEvent(p.message, Array.isArray(p.images) ? p.images.filter((i): i is string => typeof i === 'string') : []);
     else if (type === 'turn_aborted') this.turnAborted(typeof p.reason === 'string' ? p.reason : 'unknown');
     else if (type === 'thread_rolled_back') this.skip('thread_rolled_back', 'rollbacks are not replayed: the history before it is kept');
     else if (type === 'exec_command_end' && typeof p.call_id === 'string' && isJson(p.duration)) {
@@ -412,8 +412,12 @@ class RolloutParser {
     this.ctx.push({ kind: 'add', item: msg });
   }
 
-  /** `event_msg` `user_message`: the user's message unless the turn already has it as a response item. */
-  private userEvent(message: string): void {
+  /**
+   * `event_msg` `user_message`: the user's message unless the turn already has it as a response item. Its `images`
+   * (data URLs or URLs the user attached) are its `input_image` parts: a rollout holding the turn only as this event
+   * (the desktop app) lost them before, so the replay sent the text alone and inferred no tokens for the images.
+   */
+  private userEvent(message: string, images: string[] = []): void {
     const turn = this.turn;
     const fresh = turn === null || turn.calls.some((c) => c.visible.length > 0) || this.open !== null;
     if (!fresh) {
@@ -423,7 +427,9 @@ class RolloutParser {
         return;
       }
     }
-    this.clientMessage({ type: 'message', role: 'user', content: [{ type: 'input_text', text: message }] }, true);
+    const parts: InputMessage['content'] = [{ type: 'input_text', text: message }];
+    for (const url of images) parts.push({ type: 'input_image', image_url: url });
+    this.clientMessage({ type: 'message', role: 'user', content: parts }, true);
   }
 
   private replaceCtxMessage(text: string, msg: InputMessage): void {

@@ -27,6 +27,13 @@ describe('Codex rollout shapes beyond the main fixtures', () => {
     expect(second!.input_tokens - first!.input_tokens).toBeLessThan(200);
   });
 
+  it('an event-only user message keeps its images (event_msg user_message `images`)', () => {
+    const w = loadWorkloadFile(DIR + 'rollout-desktop-event-image.jsonl');
+    const [msg] = w.userTurns[0]!.input as Array<{ content: Array<{ type: string; image_url?: string }> }>;
+    expect(msg!.content.map((p) => p.type)).toEqual(['input_text', 'input_image']);
+    expect(msg!.content[1]!.image_url).toMatch(/^data:image\/png;base64,CQkJ/);
+  });
+
   for (const file of FILES) {
     it(`${file} converts to a neutral file that reads back the same`, () => {
       const w = loadWorkloadFile(DIR + file);

@@ -158,11 +158,18 @@ async function serve(argv: string[], demo = false): Promise<void> {
   if (demo && values['no-demo']) throw new UsageError('llr demo cannot run with --no-demo');
   const apiKeys = values['api-key'] ?? env('LLR_API_KEYS')?.split(',');
   checkStrings(values, apiKeys);
-  const { policy, widestCall } = await modelPolicy(values.policy, values.workload, values.synthetic);
+  const { policy, footprint } = await modelPolicy(values.policy, values.workload, values.synthetic);
   const limits = limitsFrom(values, process.env);
   // A replayed model call with more parallel calls than one pause waits for failed every long-lived run of it
   // (too_many_pending_calls): raised to fit, as the bench does for its servers (bench/runner.ts fitLimits), unless set.
-  if (limits.maxPendingCalls === undefined && widestCall > DEFAULT_LIMITS.maxPendingCalls) limits.maxPendingCalls = widestCall;
+  if (limits.maxPendingCalls === undefined && footprint.widestCall > DEFAULT_LIMITS.maxPendingCalls) limits.maxPendingCalls = footprint.widestCall;
+  // So is a context larger than the defaults allow (a long run the recorded agent kept small by compacting inside a
+  // user turn: the replay keeps the full history): its http replay was refused mid-run (payload_too_large). With a
+  // quarter more for what a client adds per item, unless set.
+  const roomy = (n: number) => Math.ceil(n * 1.25) + 1024 * 1024;
+  if (limits.maxFrameBytes === undefined && roomy(footprint.contextBytes) > DEFAULT_LIMITS.maxFrameBytes) limits.maxFrameBytes = roomy(footprint.contextBytes);
+  if (limits.maxContextBytes === undefined && roomy(footprint.contextBytes) > DEFAULT_LIMITS.maxContextBytes) limits.maxContextBytes = roomy(footprint.contextBytes);
+  if (limits.maxContextItems === undefined && footprint.contextItems + 1000 > DEFAULT_LIMITS.maxContextItems) limits.maxContextItems = footprint.contextItems + 1000;
   const log = createLogger({
     ownsProcess: true,
     ...(values['log-level'] ? { level: values['log-level'] } : {}),
@@ -261,17 +268,21 @@ async function serve(argv: string[], demo = false): Promise<void> {
 }
 
 /** `--policy replay` with `--workload` / `--synthetic`: the simulated model replays that run. */
-async function modelPolicy(name: string | undefined, workload: string | undefined, synthetic: string | undefined): Promise<{ policy?: ModelPolicy; widestCall: number }> {
+async function modelPolicy(
+  name: string | undefined,
+  workload: string | undefined,
+  synthetic: string | undefined,
+): Promise<{ policy?: ModelPolicy; footprint: { widestCall: number; contextBytes: number; contextItems: number } }> {
   const wanted = name ?? (workload !== undefined || synthetic !== undefined ? 'replay' : 'auto');
   if (wanted === 'auto') {
     if (workload !== undefined || synthetic !== undefined) throw new UsageError('--workload and --synthetic need --policy replay');
-    return { widestCall: 0 };
+    return { footprint: { widestCall: 0, contextBytes: 0, contextItems: 0 } };
   }
   if (wanted !== 'replay') throw new UsageError(`unknown policy '${wanted}'; known: auto, replay`);
   if ((workload === undefined) === (synthetic === undefined)) throw new UsageError('--policy replay needs exactly one of --workload FILE or --synthetic TURNS,BYTES,TOKENS');
   const { loadWorkloadFile } = await import('./workload/load.js');
   const { syntheticFromSpec } = await import('./workload/synthetic.js');
-  const { flatModelTurns } = await import('./workload/replayable.js');
+  const { flatModelTurns, replayFootprint } = await import('./workload/replayable.js');
   const fromSpec = (spec: string) => {
     try {
       return syntheticFromSpec(spec);
@@ -281,9 +292,7 @@ async function modelPolicy(name: string | undefined, workload: string | undefine
   };
   const w = workload !== undefined ? loadWorkloadFile(workload) : fromSpec(synthetic!);
   const turns = flatModelTurns(w);
-  let widestCall = 0;
-  for (const t of turns) widestCall = Math.max(widestCall, t.output.filter((o) => o.type === 'function_call').length);
-  return { policy: replayPolicy(turns), widestCall };
+  return { policy: replayPolicy(turns), footprint: replayFootprint(w) };
 }
 
 function defined<T extends object>(o: T): Partial<{ [K in keyof T]: Exclude<T[K], undefined> }> {

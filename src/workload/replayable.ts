@@ -69,3 +69,37 @@ function isAnchor(item: InputItem | undefined, text: string): boolean {
 function callIdOf(item: InputItem): string {
   return String((item as { call_id?: unknown }).call_id);
 }
+
+/**
+ * The most a replay of `w` asks of a server at once: the widest model call (function calls one pause waits for), and
+ * the largest context a conversation reaches, in bytes of JSON (about what the http design sends as one request
+ * body, the whole context every call; what a long-lived run or ws response holds) and in items. A compaction inside
+ * a user turn does not shrink the replayed context (the replay keeps the full history), so a long `codex exec` run
+ * that the recorded agent kept small by compacting can pass the server's defaults (16 MiB body, 32 MiB and 50,000
+ * items of context): `llr serve --workload` raises those limits to fit, as it does `--max-pending-calls`.
+ */
+export function replayFootprint(w: Workload): { widestCall: number; contextBytes: number; contextItems: number } {
+  const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v), 'utf8');
+  const header = bytes(w.instructions ?? '') + bytes(w.tools);
+  let widestCall = 0;
+  let contextBytes = 0;
+  let contextItems = 0;
+  let accBytes = 0;
+  let accItems = 0;
+  for (const u of w.userTurns) {
+    if (u.replace_history) accBytes = accItems = 0;
+    for (const item of u.input) accBytes += bytes(item);
+    accItems += u.input.length;
+    u.modelTurns.forEach((t, i) => {
+      contextBytes = Math.max(contextBytes, accBytes);
+      contextItems = Math.max(contextItems, accItems);
+      widestCall = Math.max(widestCall, callsOf(t).length);
+      for (const o of t.output) accBytes += bytes(o) + 64; // as an output item: type, id, status, role
+      accItems += t.output.length;
+      if (i === u.modelTurns.length - 1) return;
+      for (const c of callsOf(t)) accBytes += bytes(w.toolOutputs[c.call_id]?.output ?? '') + c.call_id.length + 64;
+      accItems += callsOf(t).length;
+    });
+  }
+  return { widestCall, contextBytes: contextBytes + header, contextItems };
+}

@@ -10,7 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { replayRun } from '../../src/bench/replay.js';
 import { connectClient } from '../../src/client/index.js';
+import { loadWorkloadFile } from '../../src/workload/load.js';
 import { buildDist } from '../helpers/build.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
@@ -44,8 +46,8 @@ writeFileSync(
   }),
 );
 
-function serve(extra: string[]): Promise<string> {
-  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--store', 'memory', '--instant', '--no-demo', '--workload', file, ...extra], {
+function serve(extra: string[], workload = file): Promise<string> {
+  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--store', 'memory', '--instant', '--no-demo', '--workload', workload, ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
   });
@@ -85,4 +87,42 @@ describe('llr serve --workload', () => {
   it('keeps an explicit --max-pending-calls', async () => {
     expect((await replay(await serve(['--max-pending-calls', '128']))).status).toBe('failed');
   }, 60_000);
+});
+
+// A long run whose context passes the 16 MiB request body (the recorded agent compacted inside its user turn; the
+// replay keeps the full history): 9 tool outputs of 2 MiB, so the http design's last request carries 18 MiB.
+const big = join(dir, 'big.json');
+const BIG_CALLS = 9;
+writeFileSync(
+  big,
+  JSON.stringify({
+    llr_workload: 1,
+    userTurns: [
+      {
+        input: [{ type: 'message', role: 'user', content: 'go' }],
+        modelTurns: [
+          ...Array.from({ length: BIG_CALLS }, (_, i) => ({ output: [{ type: 'function_call', name: 'f', arguments: '{}', call_id: `b${i}` }] })),
+          { output: [{ type: 'message', text: 'done' }] },
+        ],
+      },
+    ],
+    toolOutputs: Object.fromEntries(Array.from({ length: BIG_CALLS }, (_, i) => [`b${i}`, { output: 'x'.repeat(2 * 1024 * 1024) }])),
+  }),
+);
+
+describe('llr serve --workload, a context past the request body limit', () => {
+  it('replays over http to the end (it failed: payload_too_large at the last call)', async () => {
+    const w = loadWorkloadFile(big);
+    const sample = await replayRun({ design: 'http', url: await serve([], big), workload: w, nonce: 'big', toolFactor: 0, timeoutMs: 60_000 });
+    expect(sample.turns).toHaveLength(BIG_CALLS + 1);
+  }, 90_000);
+
+  it('keeps an explicit --max-frame-bytes', async () => {
+    const w = loadWorkloadFile(big);
+    const err = await replayRun({ design: 'http', url: await serve(['--max-frame-bytes', String(16 * 1024 * 1024)], big), workload: w, nonce: 'big2', toolFactor: 0, timeoutMs: 60_000 }).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+    expect(err?.message).toMatch(/payload_too_large/);
+  }, 90_000);
 });

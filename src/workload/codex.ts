@@ -138,7 +138,7 @@ class RolloutParser {
   private last: RawCall | null = null;
   private lastTotal: string | undefined;
   /** Replacement history waiting for the next user turn (compaction after visible output). */
-  private pendingReplace: { items: InputItem[]; line: number } | null = null;
+  private pendingReplace: { items: InputItem[]; line: number; note?: Skipped } | null = null;
   private readonly ctx: ContextOp[] = [];
   private readonly userMessages: string[] = [];
   private readonly pending = new Map<string, { line: number; name: string; ts: number | undefined; aborted: boolean }>();
@@ -343,6 +343,8 @@ class RolloutParser {
       this.clientMessage({ type: 'message', role: 'user', content: PLACEHOLDER_INPUT }, false);
     }
     if (this.pendingReplace !== null) {
+      // The compaction's own note said the replay continues from the replacement: not so inside a user turn.
+      if (this.pendingReplace.note) this.pendingReplace.note.why = 'the history is replaced inside a user turn: the replay keeps the full history (inferred input tokens follow the compaction)';
       this.skip(`compaction at line ${this.pendingReplace.line}`, 'inside a user turn: the replay keeps the full history (inferred input tokens follow the compaction)');
       this.pendingReplace = null;
     }
@@ -487,6 +489,7 @@ class RolloutParser {
       this.pendingReplace = { items, line: this.line };
     }
     this.skip(what, 'the history is replaced: the replay continues from the replacement');
+    if (this.pendingReplace !== null) this.pendingReplace.note = this.skipped.at(-1)!;
   }
 
   private startTurn(): void {

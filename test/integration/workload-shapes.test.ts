@@ -34,6 +34,13 @@ describe('Codex rollout shapes beyond the main fixtures', () => {
     expect(msg!.content[1]!.image_url).toMatch(/^data:image\/png;base64,CQkJ/);
   });
 
+  it('a compaction inside a user turn is not noted as one the replay continues from', () => {
+    // rollout-compacted.jsonl: the compacted record at line 20 comes between a tool output and the model's next call.
+    const w = loadWorkloadFile(fileURLToPath(new URL('../fixtures/workloads/rollout-compacted.jsonl', import.meta.url)));
+    const notes = w.skipped.filter((s) => s.line === 20);
+    expect(notes).toEqual([{ line: 20, what: 'a compacted record without replacement_history', why: expect.stringMatching(/inside a user turn: the replay keeps the full history/) }]);
+  });
+
   for (const file of FILES) {
     it(`${file} converts to a neutral file that reads back the same`, () => {
       const w = loadWorkloadFile(DIR + file);

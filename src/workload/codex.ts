@@ -72,6 +72,9 @@
  *   gets `replace_history` and that context as its input; inside a user turn
  *   the replay keeps the full history (noted), while the inferred input
  *   tokens follow the recording.
+ * - A second `session_meta` with another id (files concatenated) starts a
+ *   new conversation, as a compaction with an empty replacement does; with
+ *   the same id (resumed) the session goes on.
  * - Sub-agent sessions are separate files (`session_meta.source.subagent`):
  *   each reads as its own workload (its origin says whose sub-agent it is);
  *   the parent's spawn call is an ordinary client tool call whose duration
@@ -200,7 +203,14 @@ class RolloutParser {
   private sessionMeta(p: Json): void {
     const id = typeof p.id === 'string' ? p.id : null;
     if (this.sessionId !== null) {
-      if (id !== this.sessionId) this.skip(`session_meta ${id ?? '(no id)'}`, `a second session in the file: read as a continuation of ${this.sessionId}`);
+      if (id === this.sessionId) return; // the same session resumed: its history goes on
+      // Another session (files concatenated): it began from an empty context, so its first user turn starts a new
+      // conversation. Read as a continuation before, its calls were replayed (and inferred) over the whole history
+      // of the sessions before it, which the recorded agent never sent.
+      const other = sessionInstructions(p);
+      const same = other === null || other === this.instructions ? '' : '; its instructions differ, the first session\'s are kept';
+      this.skip(`session_meta ${id ?? '(no id)'}`, `a second session in the file: its first user turn starts a new conversation (replace_history), as the session began from an empty context${same}`);
+      this.newConversation([]);
       return;
     }
     this.sessionId = id ?? '';
@@ -475,6 +485,13 @@ class RolloutParser {
 
   /** The recorded agent's history is now `items`. */
   private compaction(items: InputItem[], what: string): void {
+    this.newConversation(items);
+    this.skip(what, 'the history is replaced: the replay continues from the replacement');
+    if (this.pendingReplace !== null) this.pendingReplace.note = this.skipped.at(-1)!;
+  }
+
+  /** The context is now `items`: the user turn under way, if it has no model call yet, or else the next, starts from it. */
+  private newConversation(items: InputItem[]): void {
     this.closeCall();
     this.last = null;
     this.ctx.push({ kind: 'replace', items });
@@ -488,8 +505,6 @@ class RolloutParser {
     } else {
       this.pendingReplace = { items, line: this.line };
     }
-    this.skip(what, 'the history is replaced: the replay continues from the replacement');
-    if (this.pendingReplace !== null) this.pendingReplace.note = this.skipped.at(-1)!;
   }
 
   private startTurn(): void {

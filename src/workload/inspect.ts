@@ -78,7 +78,7 @@ function inspectText(w: Workload, format: string): string {
   let g = 0;
   for (const [ui, u] of w.userTurns.entries()) {
     const kinds = u.input.map((i) => String('role' in i ? i.role : (i.type ?? 'message')));
-    lines.push(`user turn ${ui + 1}: input ${u.input.length} item(s) (${summarizeKinds(kinds)})${u.replace_history ? ' · starts a new conversation (the history was compacted)' : ''}`);
+    lines.push(`user turn ${ui + 1}: input ${u.input.length} item(s) (${summarizeKinds(kinds)})${u.replace_history ? ' · starts a new conversation (the history was compacted, or a new session began)' : ''}`);
     lines.push(`  ${'call'.padEnd(6)}${'line'.padStart(6)}${'input tok'.padStart(14)}${'output tok'.padStart(14)}  output`);
     for (const t of u.modelTurns) {
       const f = figures?.[g];

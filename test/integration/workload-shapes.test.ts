@@ -37,8 +37,16 @@ describe('Codex rollout shapes beyond the main fixtures', () => {
   it('a compaction inside a user turn is not noted as one the replay continues from', () => {
     // rollout-compacted.jsonl: the compacted record at line 20 comes between a tool output and the model's next call.
     const w = loadWorkloadFile(fileURLToPath(new URL('../fixtures/workloads/rollout-compacted.jsonl', import.meta.url)));
-    const notes = w.skipped.filter((s) => s.line === 20);
+    const notes = (w.skipped ?? []).filter((s) => s.line === 20);
     expect(notes).toEqual([{ line: 20, what: 'a compacted record without replacement_history', why: expect.stringMatching(/inside a user turn: the replay keeps the full history/) }]);
+  });
+
+  it('a second session in the file starts a new conversation (it began from an empty context)', () => {
+    const w = loadWorkloadFile(DIR + 'rollout-two-sessions.jsonl');
+    expect(w.userTurns).toHaveLength(2);
+    expect(w.userTurns[1]!.replace_history).toBe(true);
+    // The replay anchor (the first session's final answer), then the second session's own message: nothing more.
+    expect(w.userTurns[1]!.input.map((i) => (i as { role?: string }).role)).toEqual(['assistant', 'user']);
   });
 
   for (const file of FILES) {

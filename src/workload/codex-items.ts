@@ -124,7 +124,7 @@ export function replacementItems(history: readonly unknown[]): { items: InputIte
     }
     const type = h.type;
     if (type === 'message' && typeof h.role === 'string' && ['user', 'developer', 'system', 'assistant'].includes(h.role)) {
-      items.push({ type: 'message', role: h.role as 'user', content: messageText(h.content) });
+      items.push({ type: 'message', role: h.role as 'user', content: h.role === 'assistant' ? messageText(h.content) : inputContent(h.content) });
     } else if (type === 'function_call' && typeof h.call_id === 'string' && typeof h.name === 'string' && typeof h.arguments === 'string') {
       items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: replayableArguments(h.arguments) });
       calls.add(h.call_id);
@@ -169,6 +169,23 @@ export function replacementItems(history: readonly unknown[]): { items: InputIte
     }
   }
   return { items: out, dropped, aborted };
+}
+
+/**
+ * A replacement history's input message content: its text, or with images (a screenshot the user attached, kept by
+ * the compaction) its text and `input_image` parts in order. Flattened to text before, the images were dropped from
+ * the replayed context and from the inferred input tokens.
+ */
+type InputPart = { type: 'input_text'; text: string } | { type: 'input_image'; image_url: string };
+function inputContent(content: unknown): string | InputPart[] {
+  if (!Array.isArray(content)) return messageText(content);
+  const images = content.filter((part) => isJson(part) && part.type === 'input_image' && typeof part.image_url === 'string');
+  if (images.length === 0) return messageText(content);
+  return content.flatMap((part): InputPart[] => {
+    if (!isJson(part)) return [];
+    if (part.type === 'input_image' && typeof part.image_url === 'string') return [{ type: 'input_image', image_url: part.image_url }];
+    return typeof part.text === 'string' ? [{ type: 'input_text', text: part.text }] : [];
+  });
 }
 
 /**

@@ -49,6 +49,14 @@ describe('Codex rollout shapes beyond the main fixtures', () => {
     expect(w.userTurns[1]!.input.map((i) => (i as { role?: string }).role)).toEqual(['assistant', 'user']);
   });
 
+  it("a compaction's replacement history keeps a user message's image", () => {
+    const w = loadWorkloadFile(DIR + 'rollout-compacted-image.jsonl');
+    expect(w.userTurns[1]!.replace_history).toBe(true);
+    const parts = w.userTurns[1]!.input.flatMap((i) => ((i as { content?: unknown }).content instanceof Array ? ((i as { content: Array<{ type: string }> }).content) : []));
+    // The kept message (text and screenshot), then the user's next message (its own text part).
+    expect(parts.map((p) => p.type)).toEqual(['input_text', 'input_image', 'input_text']);
+  });
+
   for (const file of FILES) {
     it(`${file} converts to a neutral file that reads back the same`, () => {
       const w = loadWorkloadFile(DIR + file);

@@ -290,6 +290,12 @@ class RolloutParser {
     } else if (type.endsWith('_call')) {
       this.stats.hosted_calls++;
       const { id: _id, ...rest } = p;
+      // A generated image (base64 in `result`, hundreds of KB) is an image, not text: kept in the inferred context as
+      // its JSON, it counted ~1 token per byte (a 600 KB image: 600,000 input tokens, past any context window).
+      if (type === 'image_generation_call' && typeof rest.result === 'string' && rest.result.length > 0) {
+        rest.result = `(image, ${rest.result.length} base64 characters in the recording)`;
+        this.skip(`the result of ${type} ${typeof p.id === 'string' ? p.id : ''}`.trimEnd(), 'a generated image: counted in the inferred input as a short marker, not as its base64 text');
+      }
       this.modelItem(null, rest as InputItem);
     } else {
       const call = typeof p.call_id === 'string' ? this.pending.get(p.call_id) : undefined;

@@ -57,6 +57,13 @@ describe('Codex rollout shapes beyond the main fixtures', () => {
     expect(parts.map((p) => p.type)).toEqual(['input_text', 'input_image', 'input_text']);
   });
 
+  it("a generated image (image_generation_call result) is not inferred as its base64 text", () => {
+    const w = loadWorkloadFile(DIR + 'rollout-exec-image-generation.jsonl');
+    // 40,000 base64 characters: about 40,000 input tokens more at the second call before.
+    const [first, second] = w.calls!;
+    expect(second!.input_tokens - first!.input_tokens).toBeLessThan(200);
+  });
+
   for (const file of FILES) {
     it(`${file} converts to a neutral file that reads back the same`, () => {
       const w = loadWorkloadFile(DIR + file);

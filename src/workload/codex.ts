@@ -122,6 +122,8 @@ function nestsDeeper(v: unknown, max: number): boolean {
   if (max === 0) return true;
   return Object.values(v).some((x) => nestsDeeper(x, max - 1));
 }
+/** User messages that are context Codex injected, not the user's words (its `InputMessageKind` other than plain). */
+const SESSION_PREFIX = /^\s*(<user_instructions>|<environment_context>|# AGENTS\.md instructions)/i;
 const PLACEHOLDER_INPUT = '(the rollout records no user input before this model output)';
 
 export function parseRollout(text: string, name: string, source: string): Workload {
@@ -484,7 +486,9 @@ class RolloutParser {
       return;
     }
     const summary = typeof p.message === 'string' ? p.message : '';
-    const items: InputItem[] = this.userMessages.map((t) => ({ type: 'message', role: 'user', content: t }));
+    // As Codex builds it (compact.rs collect_user_messages): the user's messages, not the context Codex injected as
+    // user messages (`<user_instructions>`, `<environment_context>`, AGENTS.md), which it sends again on its own.
+    const items: InputItem[] = this.userMessages.filter((t) => !SESSION_PREFIX.test(t)).map((t) => ({ type: 'message', role: 'user', content: t }));
     items.push({ type: 'message', role: 'user', content: summary });
     this.compaction(items, 'a compacted record without replacement_history');
   }

@@ -64,6 +64,13 @@ describe('Codex rollout shapes beyond the main fixtures', () => {
     expect(second!.input_tokens - first!.input_tokens).toBeLessThan(200);
   });
 
+  it("a compaction without replacement_history keeps the user's messages, not the context Codex injected as user messages", () => {
+    const w = loadWorkloadFile(DIR + 'rollout-compacted-prefix.jsonl');
+    const texts = w.userTurns[1]!.input.map((i) => JSON.stringify((i as { content?: unknown }).content));
+    expect(texts.some((t) => t.includes('<environment_context>') || t.includes('<user_instructions>'))).toBe(false);
+    expect(texts.some((t) => t.includes('Rename getUser to fetchUser.'))).toBe(true);
+  });
+
   for (const file of FILES) {
     it(`${file} converts to a neutral file that reads back the same`, () => {
       const w = loadWorkloadFile(DIR + file);

@@ -16,12 +16,12 @@
  * or a workload file the reader refuses (`WorkloadError`: the file, the line
  * and why) prints `llr: MESSAGE` and exits with status 2; any other failure, 1.
  */
-import { exec } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { numberFlag, stringOptions, UsageError, type NumberRange } from './flags.js';
 import { DEFAULT_STORE, startServer } from './server.js';
 import { createLogger, flushLog, flushLogSync } from './log.js';
 import { exitWithParent } from './lifecycle.js';
+import { killRunningCommands, runShell } from './shell.js';
 import { WorkloadError } from './workload/types.js';
 import type { Switches } from './engine/services.js';
 import { DEFAULT_LIMITS, DEFAULT_SWITCHES } from './engine/services.js';
@@ -45,7 +45,9 @@ Usage:
             [--tokenizer-cache-entries N] [--log-level trace|debug|info|warn|error|fatal|silent]
             [limits and security defaults: see below]
   llr run "prompt" [--url URL] [--protocol long-lived|ws|http|http-stored|long-lived-http] [--model M] [--api-key K]
-            (exit status 1 when the response does not end completed, or on an error)
+            [--idle-timeout-ms N (60000; 0: none; gives up on a server silent that long while the agent waits on it)]
+            (exit status 1 when the response does not end completed, or on an error; 130 on SIGINT and 143 on
+            SIGTERM, the running commands killed with their whole process group; each command: 60 s, 1 MiB of output)
   llr bench [--quick|--full] [--workload FILE] [--out DIR] ...   (llr bench --help)
   llr workload inspect FILE | convert FILE [OUT]               (llr workload --help)
   llr demo [serve options]   serve and print the teaching demo's URL (opens nothing)
@@ -299,15 +301,6 @@ function defined<T extends object>(o: T): Partial<{ [K in keyof T]: Exclude<T[K]
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as never;
 }
 
-function shell(cmd: string): Promise<string> {
-  return new Promise((resolve) => {
-    exec(cmd, { shell: '/bin/bash', timeout: 60_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve(`${stdout}${stderr}${code ? `\n(exit code ${code})` : ''}`);
-    });
-  });
-}
-
 async function run(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -317,15 +310,43 @@ async function run(argv: string[]): Promise<void> {
       protocol: { type: 'string' },
       model: { type: 'string' },
       'api-key': { type: 'string' },
+      'idle-timeout-ms': { type: 'string' },
     },
   });
+  const idleMs = num(values['idle-timeout-ms'] ?? env('LLR_IDLE_TIMEOUT_MS'), 'idle-timeout-ms', { integer: true, max: MAX_TIMER_MS }) ?? 60_000;
   const prompt = positionals.join(' ');
   if (!prompt) throw new UsageError('llr run needs a prompt, e.g. llr run "list the files\\n$ ls"');
   const protocol = (values.protocol ?? 'long-lived') as ClientProtocol;
   if (!CLIENT_PROTOCOLS.includes(protocol)) throw new UsageError(`unknown protocol '${protocol}'; known: ${CLIENT_PROTOCOLS.join(', ')}`);
   const url = values.url ?? env('LLR_URL') ?? 'http://127.0.0.1:8080';
   if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new UsageError(`--url needs an http:// URL, got '${url}'`);
+  // Stopped (Ctrl-C, a supervisor's SIGTERM): the commands running for the model stop with it, whole process groups,
+  // and the status says so (they were left running, orphaned, and the status was the bare signal's).
+  for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.once(signal, () => {
+      void killRunningCommands().then((n) => {
+        process.stderr.write(`llr: stopped by ${signal}${n ? `; killed ${n} running command(s)` : ''}\n`);
+        process.exit(status);
+      });
+    });
+  }
+  // A server that accepts and then says nothing (no upgrade answer, no headers, a stream gone quiet) left the agent
+  // waiting for ever, printing nothing. The clock runs while the agent waits on the server, not while a command runs.
+  let commands = 0;
+  let idle: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(idle);
+    if (idleMs === 0 || commands > 0) return;
+    idle = setTimeout(() => {
+      process.stderr.write(`llr: no answer from ${url} for ${idleMs} ms (--idle-timeout-ms)\n`);
+      process.exit(1);
+    }, idleMs);
+    // Not what keeps the process alive: a failure that ends the run otherwise exits at once.
+    idle.unref();
+  };
+  arm();
   const client = await connectClient(protocol, url, { apiKey: values['api-key'] ?? env('LLR_API_KEY') });
+  arm();
   const tools = [
     {
       type: 'function',
@@ -338,13 +359,19 @@ async function run(argv: string[]): Promise<void> {
   // Parallel calls run one after another here, so each command's output prints under it.
   let previous: Promise<unknown> = Promise.resolve();
   const execute = (call: FunctionCall): Promise<string> => {
+    commands++;
+    arm();
     const next = previous.then(async () => {
       const { cmd } = JSON.parse(call.arguments) as { cmd: string };
       out.write(`\n$ ${cmd}\n`);
-      const result = await shell(cmd);
+      const result = await runShell(cmd);
       out.write(result.endsWith('\n') ? result : `${result}\n`);
       return result;
     });
+    void next.finally(() => {
+      commands--;
+      arm();
+    }).catch(() => undefined);
     previous = next.catch(() => undefined);
     return next;
   };
@@ -352,6 +379,7 @@ async function run(argv: string[]): Promise<void> {
   let response;
   try {
     for await (const e of agent) {
+      arm();
       if (e.type === 'response.output_text.delta') out.write(e.delta);
       else if (e.type === 'response.done') out.write(`\n[paused for ${e.response.pending_tool_calls?.length ?? 0} tool call(s)]\n`);
       else if (e.type === 'response.output_item.done' && e.item.type === 'function_call') out.write(`\n[model calls ${e.item.name} ${e.item.arguments}]`);
@@ -361,6 +389,7 @@ async function run(argv: string[]): Promise<void> {
     // The timing event follows the terminal event; once the socket has closed it has arrived (or never will).
     // Closed on an error too: an open WebSocket would keep the process alive after the error is printed.
     await client.close();
+    clearTimeout(idle);
   }
   const t = agent.timings.at(-1);
   out.write(`\n\n[${response.status} · ${response.id} · ${agent.responses.length} response(s) · usage ${JSON.stringify(response.usage)}${t ? ` · server total ${t.totals['total']} ms` : ''}]\n`);

@@ -448,6 +448,8 @@ function isUsageError(err: unknown): boolean {
 main().catch((err: unknown) => {
   const usage = isUsageError(err);
   const help = usage && !(err instanceof WorkloadError) && ['serve', 'run', 'demo', 'bench', 'workload'].includes(process.argv[2] ?? '') ? ` (llr ${process.argv[2]} --help)` : '';
-  process.stderr.write(`llr: ${(err as Error).message}${help}\n`);
+  // One line, as the help says: parseArgs says a value starting with a dash (`--port -1`) in two.
+  const message = String((err as Error)?.message ?? err).replace(/\s*\n\s*/g, ' ');
+  process.stderr.write(`llr: ${message}${help}\n`);
   process.exitCode = usage ? 2 : 1;
 });

@@ -12,6 +12,9 @@ export interface Clock {
   wallNow?(): number;
 }
 
+/** The longest delay a Node timer honours. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export const realClock: Clock = {
   now: () => performance.now(),
   wallNow: () => Date.now(),
@@ -19,14 +22,21 @@ export const realClock: Clock = {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (ms <= 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
+      // Node fires a timer longer than 2^31-1 ms at once (a TimeoutOverflowWarning): a longer sleep (a model rate so
+      // slow a token takes that long, --tokens-per-second 1e-300) answered instantly. It is slept in timers Node honours.
+      let timer: NodeJS.Timeout;
       const onAbort = () => {
         clearTimeout(timer);
         reject(signal?.reason);
       };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
+      const wait = (left: number) => {
+        timer = setTimeout(() => {
+          if (left > MAX_TIMER_MS) return wait(left - MAX_TIMER_MS);
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        }, Math.min(left, MAX_TIMER_MS));
+      };
+      wait(ms);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   },

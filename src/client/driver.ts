@@ -62,6 +62,31 @@ export class ServerError extends Error {
   }
 }
 
+/** A non-2xx answer as the server's error; a body that is not a Responses error (an HTML error page) by its status and first 200 characters. */
+export function serverError(status: number, text: string): ServerError {
+  let err: { code?: string; message?: string; param?: string | null } = {};
+  try {
+    err = (JSON.parse(text) as { error?: typeof err }).error ?? {};
+  } catch {
+    // Not a Responses error body: reported with the status alone.
+  }
+  return new ServerError(err.code ?? `http_${status}`, err.message ?? text.slice(0, 200), err.param ?? null, status);
+}
+
+/**
+ * `fetch`, its failure said with its cause: undici's own message is only
+ * `fetch failed` (`llr run --protocol http` against a port nobody listens
+ * on said just that), the cause (`connect ECONNREFUSED 127.0.0.1:1`) says why.
+ */
+export async function fetchOrSay(url: string | URL, init: RequestInit): Promise<globalThis.Response> {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    const cause = (err as { cause?: { message?: unknown } }).cause?.message;
+    throw typeof cause === 'string' && cause ? new Error(`${(err as Error).message}: ${cause}`, { cause: err }) : err;
+  }
+}
+
 export function toInputItems(input: string | InputItem[]): InputItem[] {
   return typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : input;
 }

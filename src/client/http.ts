@@ -10,7 +10,7 @@
  */
 import { isTerminalEvent, type SseEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
-import { AgentRun, ServerError, createBody, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { AgentRun, ServerError, createBody, fetchOrSay, serverError, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 
 export interface HttpClientOptions {
   apiKey?: string;
@@ -71,12 +71,13 @@ export class HttpClient implements AgentClient {
     const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'text/event-stream' };
     if (this.opts.timing ?? true) headers['X-LLR-Timing'] = '1';
     if (this.opts.apiKey) headers['Authorization'] = `Bearer ${this.opts.apiKey}`;
-    const res = await fetch(this.endpoint, { method: 'POST', headers, body });
+    const res = await fetchOrSay(this.endpoint, { method: 'POST', headers, body });
     if (!res.ok || !res.body) {
+      // Not JSON (a proxy's HTML error page) said as the status and the page's start; it was JSON.parse's
+      // `Unexpected token '<'`.
       const text = await res.text();
       this.bytesReceived += Buffer.byteLength(text);
-      const err = (JSON.parse(text) as { error: { code: string; message: string; param: string | null } }).error;
-      throw new ServerError(err.code, err.message, err.param, res.status);
+      throw serverError(res.status, text);
     }
     const calls: FunctionCall[] = [];
     let final: Response | null = null;

@@ -25,7 +25,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isTerminalEvent, type SseErrorEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
-import { AgentRun, ServerError, busyRun, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { AgentRun, ServerError, busyRun, fetchOrSay, serverError, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 import { sseEvents } from './http.js';
 
 export interface LongLivedHttpClientOptions {
@@ -183,7 +183,7 @@ export class LongLivedHttpClient implements AgentClient {
   /** POST JSON; a non-2xx answer becomes the server's error. */
   private async post(url: string, body: string): Promise<globalThis.Response> {
     this.bytesSent += Buffer.byteLength(body);
-    const res = await fetch(url, { method: 'POST', headers: this.headers(), body });
+    const res = await fetchOrSay(url, { method: 'POST', headers: this.headers(), body });
     if (res.ok && res.body) {
       if (res.headers.get('content-type')?.startsWith('text/event-stream')) return res;
       // A JSON answer (an append's `{}`): read it all so the connection is reused.
@@ -212,17 +212,6 @@ export class LongLivedHttpClient implements AgentClient {
     this.stream?.abort();
     this.stream = null;
   }
-}
-
-/** A non-2xx answer as the server's error. */
-function serverError(status: number, text: string): ServerError {
-  let err: { code?: string; message?: string; param?: string | null } = {};
-  try {
-    err = (JSON.parse(text) as { error?: typeof err }).error ?? {};
-  } catch {
-    // Not a Responses error body: reported with the status alone.
-  }
-  return new ServerError(err.code ?? `http_${status}`, err.message ?? text.slice(0, 200), err.param ?? null, status);
 }
 
 function errorOf(e: SseErrorEvent): ServerError {

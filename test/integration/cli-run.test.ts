@@ -7,6 +7,8 @@
  * the paused run; ws: the open socket kept the process alive).
  */
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildDist, CLI } from '../helpers/build.js';
@@ -49,6 +51,39 @@ describe('llr run', () => {
       expect(err!.code).toBe(1);
       expect(err!.stdout).toContain('[failed ·');
       expect(err!.stderr).toContain('llr: the response ended failed (server_error: The model made more tool calls than one pause may wait for (limit 1).)');
+    }, 30_000);
+  }
+
+  // A server that refused the connection said only 'fetch failed'; an HTML error page (a proxy's 502) said
+  // JSON.parse's "Unexpected token '<'": now the cause, and the status with the page's start.
+  for (const protocol of ['http', 'http-stored']) {
+    it(`${protocol}: a refused connection or an HTML error page is said plainly, exit 1`, async () => {
+      const page = createServer((_req, res) => {
+        res.writeHead(502, { 'Content-Type': 'text/html' });
+        res.end('<html>bad gateway</html>');
+      });
+      await new Promise<void>((resolve) => page.listen(0, '127.0.0.1', resolve));
+      const pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}`;
+      // A port nobody listens on: one just closed.
+      const gone = createServer();
+      await new Promise<void>((resolve) => gone.listen(0, '127.0.0.1', resolve));
+      const goneUrl = `http://127.0.0.1:${(gone.address() as AddressInfo).port}`;
+      await new Promise((resolve) => gone.close(resolve));
+      try {
+        const failed = (url: string) =>
+          run(process.execPath, [CLI, 'run', '--url', url, '--protocol', protocol, 'hi'], { timeout: 20_000 }).then(
+            () => null,
+            (e: unknown) => e as { code: number | null; stderr: string },
+          );
+        const html = await failed(pageUrl);
+        expect(html?.code).toBe(1);
+        expect(html?.stderr).toBe('llr: http_502: <html>bad gateway</html>\n');
+        const refused = await failed(goneUrl);
+        expect(refused?.code).toBe(1);
+        expect(refused?.stderr).toBe(`llr: fetch failed: connect ECONNREFUSED ${goneUrl.slice('http://'.length)}\n`);
+      } finally {
+        page.close();
+      }
     }, 30_000);
   }
 });

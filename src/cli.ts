@@ -57,6 +57,7 @@ Demo options (serve and demo): [--no-demo] [--demo-workload FILE]
   [--demo-max-tool-calls N (100)] [--demo-max-prompt-bytes N (16384)]
 
 A bad flag or value: one line on stderr, exit status 2 (--port 0: any free port).
+A switch's environment variable (LLR_INSTANT, LLR_NO_WEBSOCKETS, LLR_NO_DEMO, …) takes 1 or 0.
 
 serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
 token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
@@ -105,6 +106,17 @@ serve chaos knobs (client-resilience research; default off; docs/reliability.md 
 function env(name: string): string | undefined {
   const v = process.env[name];
   return v === undefined || v === '' ? undefined : v;
+}
+
+/**
+ * A switch's environment variable (LLR_INSTANT, LLR_NO_WEBSOCKETS, …): 1 on, 0 (or unset, or empty) off. Anything
+ * else is refused: `LLR_NO_WEBSOCKETS=true` was silently off, and the server served what it was told not to.
+ */
+function envSwitch(name: string): boolean {
+  const v = env(name);
+  if (v === undefined || v === '0') return false;
+  if (v === '1') return true;
+  throw new UsageError(`${name} needs 1 or 0, got '${v}'`);
 }
 
 /** A serve flag's number, from the flag or its environment variable (flags win), checked against its range. */
@@ -194,7 +206,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
       throw new UsageError((err as Error).message);
     }
   });
-  const demoOff = values['no-demo'] || env('LLR_NO_DEMO') === '1';
+  const demoOff = values['no-demo'] || envSwitch('LLR_NO_DEMO');
   const demoWorkload = values['demo-workload'] ?? env('LLR_DEMO_WORKLOAD');
   if (!demoOff && demoWorkload !== undefined) {
     // Read now, once: a file the reader refuses exits 2 here (it failed every race with a 500), and races reuse it.
@@ -202,7 +214,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
     demoCodexWorkload(demoWorkload);
   }
   const chaosSeed = num(values['chaos-seed'] ?? env('LLR_CHAOS_SEED'), 'chaos-seed', COUNT);
-  const instant = values.instant ?? env('LLR_INSTANT') === '1';
+  const instant = values.instant ?? envSwitch('LLR_INSTANT');
   const { server, url } = await startServer({
     host: values.host ?? env('LLR_HOST') ?? '127.0.0.1',
     port: num(values.port ?? env('LLR_PORT'), 'port', { integer: true, max: 65535 }) ?? 8080,
@@ -224,9 +236,9 @@ async function serve(argv: string[], demo = false): Promise<void> {
     allowHosts: values['allow-host'] ?? env('LLR_ALLOW_HOSTS')?.split(',') ?? [],
     store: values.store ?? env('LLR_STORE') ?? DEFAULT_STORE,
     seed: num(values.seed ?? env('LLR_SEED'), 'seed', COUNT) ?? 1,
-    refuseWebSockets: values['no-websockets'] ?? env('LLR_NO_WEBSOCKETS') === '1',
-    lazyTokenizer: values['lazy-tokenizer'] ?? env('LLR_LAZY_TOKENIZER') === '1',
-    eagerTokenizer: values['eager-tokenizer'] ?? env('LLR_EAGER_TOKENIZER') === '1',
+    refuseWebSockets: values['no-websockets'] ?? envSwitch('LLR_NO_WEBSOCKETS'),
+    lazyTokenizer: values['lazy-tokenizer'] ?? envSwitch('LLR_LAZY_TOKENIZER'),
+    eagerTokenizer: values['eager-tokenizer'] ?? envSwitch('LLR_EAGER_TOKENIZER'),
     switches,
     ...defined({
       recordRequests: num(values['record-requests'] ?? env('LLR_RECORD_REQUESTS'), 'record-requests', COUNT),
@@ -234,7 +246,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
       prefixCacheBlocks: num(values['prefix-cache-blocks'] ?? env('LLR_PREFIX_CACHE_BLOCKS'), 'prefix-cache-blocks', COUNT),
       tokenizerCacheEntries: num(values['tokenizer-cache-entries'] ?? env('LLR_TOKENIZER_CACHE_ENTRIES'), 'tokenizer-cache-entries', COUNT),
     }),
-    prefixCacheScope: (values['shared-prefix-cache'] ?? env('LLR_SHARED_PREFIX_CACHE') === '1') ? 'shared' : 'owner',
+    prefixCacheScope: (values['shared-prefix-cache'] ?? envSwitch('LLR_SHARED_PREFIX_CACHE')) ? 'shared' : 'owner',
     chaos,
     ...(chaosSeed !== undefined ? { chaosSeed } : {}),
     logger: log,

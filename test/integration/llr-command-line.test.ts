@@ -75,6 +75,10 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [[...SERVE, '--api-key='], {}, '--api-key needs a value'],
   [SERVE, { LLR_API_KEYS: 'a, b' }, "an API key (--api-key, LLR_API_KEYS) cannot be empty or start or end with whitespace, got ' b'"],
   [[...SERVE, '--off', 'nope'], {}, "unknown switch 'nope'"],
+  // A switch's variable other than 1 or 0 was silently off: websockets served, the demo on, the model not instant.
+  [SERVE, { LLR_NO_WEBSOCKETS: 'true' }, "LLR_NO_WEBSOCKETS needs 1 or 0, got 'true'"],
+  [SERVE, { LLR_INSTANT: 'yes' }, "LLR_INSTANT needs 1 or 0, got 'yes'"],
+  [SERVE, { LLR_NO_DEMO: 'on' }, "LLR_NO_DEMO needs 1 or 0, got 'on'"],
   [[...SERVE, '--policy', 'nope'], {}, "unknown policy 'nope'"],
   [[...SERVE, '--synthetic', '0,0,0'], {}, 'turns must be an integer >= 1'],
   [[...SERVE, '--chaos', 'stall@pause:0.2'], {}, "--chaos 'stall@pause:0.2': a stall needs a duration in ms"],

@@ -22,5 +22,11 @@ export { MAX_CHAIN_LINKS, type MemoryBounds, type StoreLog, type ResponseStore, 
 export function openStore(spec: string, memory: StoreBounds = UNBOUNDED, file: StoreBounds = UNBOUNDED, log?: StoreLog): ResponseStore {
   if (spec === 'memory') return new MemoryStore(memory, log);
   if (spec === ':memory:') return new SqliteStore(spec, memory, log);
-  return new SqliteStore(spec, file, log);
+  try {
+    return new SqliteStore(spec, file, log);
+  } catch (err) {
+    // SQLite's own words name no file (`llr serve --store notes.txt` said only 'file is not a database'; a SQLite
+    // file of another program 'no such column: created_at'): said with the path, the cause kept.
+    throw new Error(`cannot open the store '${spec}': ${(err as Error).message}`, { cause: err });
+  }
 }

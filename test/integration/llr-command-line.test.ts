@@ -8,7 +8,8 @@
  * server that started instead).
  */
 import { execFile } from 'node:child_process';
-import { networkInterfaces } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -123,6 +124,19 @@ describe('llr command lines', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('[--log-level trace|debug|info|warn|error|fatal|silent]');
     expect(r.stdout).toContain('A bad flag or value: one line on stderr, exit status 2');
+  }, 30_000);
+
+  it('a store that is not one of ours says which file, exit 1 (SQLite\'s message named none)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llr-store-'));
+    const notes = join(dir, 'notes.txt');
+    writeFileSync(notes, 'not a database, just some words that are long enough to be read as a header by SQLite\n'.repeat(10));
+    const r = await llr(['serve', '--port', '0', '--store', notes]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toBe(`llr: cannot open the store '${notes}': file is not a database\n`);
+    const r2 = await llr(['serve', '--port', '0', '--store', dir]);
+    expect(r2.code, r2.stderr).toBe(1);
+    expect(r2.stderr).toBe(`llr: cannot open the store '${dir}': unable to open database file\n`);
+    rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 
   // Bound, then the URL failed ('llr: Invalid URL') and the process stayed up serving (the timeout killed it: code null).

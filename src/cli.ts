@@ -325,6 +325,8 @@ async function run(argv: string[]): Promise<void> {
       'idle-timeout-ms': { type: 'string' },
     },
   });
+  // `--model=` sent a model named '' (the server's 400 came after the connection); `--api-key=` was dropped unsaid.
+  checkStrings(values, undefined);
   const idleMs = num(values['idle-timeout-ms'] ?? env('LLR_IDLE_TIMEOUT_MS'), 'idle-timeout-ms', { integer: true, max: MAX_TIMER_MS }) ?? 60_000;
   const prompt = positionals.join(' ');
   if (!prompt) throw new UsageError('llr run needs a prompt, e.g. llr run "list the files\\n$ ls"');

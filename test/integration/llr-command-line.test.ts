@@ -91,6 +91,8 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [['run'], {}, 'llr run needs a prompt'],
   [['run', '--protocol', 'nope', 'hi'], {}, "unknown protocol 'nope'; known: long-lived, ws, http, http-stored, long-lived-http"],
   [['run', '--url', 'nope', 'hi'], {}, "--url needs an http:// URL, got 'nope'"],
+  [['run', '--model=', 'hi'], {}, "--model needs a value, got ''"],
+  [['run', '--api-key=', 'hi'], {}, "--api-key needs a value, got ''"],
   [['run', '--idle-timeout-ms=-1', 'hi'], {}, "--idle-timeout-ms needs an integer >= 0 and <= 2147483647, got '-1'"],
   [['run', 'hi'], { LLR_IDLE_TIMEOUT_MS: '3e9' }, "--idle-timeout-ms needs an integer >= 0 and <= 2147483647, got '3e9'"],
   [['bench', '--reps', '1.5'], {}, '--reps needs an integer >= 1'],

@@ -7,7 +7,8 @@
  * the files in the output directory. Leaves out the numbers' derivation
  * (derive.ts, summaries.ts, verdicts.ts) and any styling beyond a few lines of CSS.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { makeDirs } from '../make-dirs.js';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CLIENT_PROTOCOLS } from '../client/index.js';
 import { targetLineText } from './format.js';
@@ -319,7 +320,7 @@ ${tables.map(htmlTable).join('\n')}
 
 export function writeReport(dir: string, results: Results): Report {
   const report = buildReport(results);
-  mkdirSync(join(dir, 'charts'), { recursive: true });
+  makeDirs(join(dir, 'charts'));
   for (const c of report.charts) writeFileSync(join(dir, 'charts', c.file), c.svg);
   writeFileSync(join(dir, 'report.md'), report.markdown);
   writeFileSync(join(dir, 'index.html'), report.html);

@@ -16,7 +16,7 @@
  * calls `interruptBenches()` (partial results kept, processes stopped).
  * Each phase is its own function over the run's `BenchSession` (session.ts).
  */
-import { mkdirSync } from 'node:fs';
+import { makeDirs } from '../make-dirs.js';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import type { ClientProtocol } from '../client/index.js';
@@ -276,7 +276,7 @@ function settle(results: Results): boolean {
 
 export async function runBench(cfg: BenchConfig, progress?: Progress): Promise<BenchOutcome> {
   const out = resolve(cfg.out);
-  mkdirSync(out, { recursive: true });
+  makeDirs(out);
   const full = cfg.workload;
   const grid = cfg.gridCalls === null ? truncateWorkload(full, modelCallCount(full)) : truncateWorkload(full, cfg.gridCalls);
   const whole = truncateWorkload(full, modelCallCount(full));

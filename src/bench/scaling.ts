@@ -12,7 +12,8 @@
  * It reuses `runBench` for each point (same processes, warm-up, rotation
  * and deadlines); it adds only the sweep and its report.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { makeDirs } from '../make-dirs.js';
+import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ClientProtocol } from '../client/index.js';
 import { runBench, type BenchConfig } from './runner.js';
@@ -56,7 +57,7 @@ export function parseTurns(spec: string): number[] {
 
 export async function runScaling(base: BenchConfig, opts: ScalingOptions): Promise<{ results: ScalingResults; ok: boolean }> {
   const out = resolve(base.out);
-  mkdirSync(out, { recursive: true });
+  makeDirs(out);
   const results: ScalingResults = { schema: 'llr-bench-scaling/1', options: opts, rows: [], failures: [] };
   for (const turns of opts.turns) {
     process.stderr.write(`scaling: ${turns} turns\n`);

@@ -13,7 +13,8 @@
  * the sweep by being a client protocol. Pure parts (gains, paragraph,
  * table, heat map) are exported for the tests.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { makeDirs } from '../make-dirs.js';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
@@ -291,7 +292,7 @@ function writeSweep(out: string, s: SweepResults): void {
 
 export async function runSweep(base: BenchConfig, opts: SweepOptions, command: string): Promise<{ results: SweepResults; ok: boolean }> {
   const out = resolve(base.out);
-  mkdirSync(out, { recursive: true });
+  makeDirs(out);
   const designs = base.designs.includes(SWEEP_BASELINE) ? base.designs : [SWEEP_BASELINE, ...base.designs];
   const available = modelCallCount(base.workload);
   const calls = [...new Set(opts.calls.map((c) => Math.min(c, available)))];

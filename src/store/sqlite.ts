@@ -33,7 +33,7 @@
  * guessed at; the tables and migrations are store/sqlite-schema.ts, the rows
  * and their serialisation store/sqlite-rows.ts); leaves out vacuuming.
  */
-import { mkdirSync } from 'node:fs';
+import { makeDirs } from '../make-dirs.js';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { NATIVE_TEXT_CHARS, textOver, type ParseWork } from '../protocol/json-chunked.js';
@@ -121,7 +121,7 @@ export class SqliteStore implements ResponseStore {
     readonly bounds: StoreBounds = UNBOUNDED,
     log?: StoreLog,
   ) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (path !== ':memory:') makeDirs(dirname(path));
     this.#db = new Database(path);
     // WAL lets readers (a second server process, the sqlite3 shell) run beside
     // the writer; NORMAL sync under WAL survives a process crash, and losing

@@ -141,6 +141,17 @@ describe('llr command lines', () => {
     rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 
+  // Node 20's mkdirSync(path, {recursive: true}) never returns under /proc (it answers ENOENT and the call spins): the
+  // server and the bench spun at full CPU, ignoring SIGTERM (the timeout's kill left code null). Linux has /proc.
+  it('a store or bench output under a file system that makes no directory (/proc) is refused at once, exit 1', async () => {
+    const r = await llr(['serve', '--port', '0', '--store', '/proc/nope/db.sqlite']);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toBe("llr: cannot open the store '/proc/nope/db.sqlite': ENOENT: no such file or directory, mkdir '/proc/nope'\n");
+    const b = await llr(['bench', '--quick', '--designs', 'http', '--out', '/proc/nope']);
+    expect(b.code, b.stderr).toBe(1);
+    expect(b.stderr).toContain("ENOENT: no such file or directory, mkdir '/proc/nope'");
+  }, 40_000);
+
   // Bound, then the URL failed ('llr: Invalid URL') and the process stayed up serving (the timeout killed it: code null).
   const loopback6 = Object.values(networkInterfaces()).some((addrs) => addrs?.some((a) => a.address === '::1')) && networkInterfaces()['lo'] !== undefined;
   it.skipIf(!loopback6)('a host that binds but makes no URL (an IPv6 zone id) stops the server: exit 1, nothing left listening', async () => {

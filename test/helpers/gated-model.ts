@@ -19,3 +19,23 @@ export function gatedModel(): { model: Model; release: () => void } {
   };
   return { model, release };
 }
+
+/**
+ * A model whose first call answers `ok` at once and whose later calls stream `ok`, then wait for the gate (or their
+ * run's abort) before they end: a stored response made first, then continuations of it held in flight.
+ */
+export function firstCallFreeModel(): { model: Model; release: () => void } {
+  let calls = 0;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const model: Model = {
+    async *sample(_req, signal): AsyncIterable<ModelEvent> {
+      calls++;
+      yield { type: 'message.start' };
+      yield { type: 'text.delta', delta: 'ok' };
+      if (calls > 1) await Promise.race([gate, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
+      yield { type: 'message.end' };
+    },
+  };
+  return { model, release };
+}

@@ -4,10 +4,10 @@
  */
 import type { Socket } from 'node:net';
 import pDefer from 'p-defer';
-import type { Model, ModelEvent } from '../../src/model/types.js';
 import { describe, expect, it } from 'vitest';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
+import { firstCallFreeModel } from '../helpers/gated-model.js';
 
 const KiB = 1024;
 const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
@@ -86,17 +86,7 @@ describe('loaded chains and cached contexts under the byte budget', () => {
   it('a token count or a compaction that loads a stored chain is charged while it works: past the budget, 503 server_busy', async () => {
     // Before: both loaded the chain (and rendered it) uncharged, so any number of them at once held a chain each
     // beyond the budget, while a create continuing the same chain was refused server_busy.
-    let calls = 0;
-    const gate = pDefer<void>();
-    const model: Model = {
-      async *sample(_req, signal): AsyncIterable<ModelEvent> {
-        calls++;
-        yield { type: 'message.start' };
-        yield { type: 'text.delta', delta: 'ok' };
-        if (calls > 1) await Promise.race([gate.promise, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
-        yield { type: 'message.end' };
-      },
-    };
+    const { model, release } = firstCallFreeModel();
     const { url } = await testServer({ model, store: 'memory', limits: { maxServerBytes: 1_000 * KiB } });
     const post = (path: string, body: object) =>
       fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -111,7 +101,7 @@ describe('loaded chains and cached contexts under the byte budget', () => {
       expect(r.status).toBe(503);
       expect(((await r.json()) as { error: { code: string } }).error.code).toBe('server_busy');
     }
-    gate.resolve();
+    release();
     while (!(await reader.read()).done);
     expect(await held(url)).toBe(0);
     // With room, both are answered, and release what they held.

@@ -5,15 +5,14 @@
  * WebSocket an `error` event with a `sequence_number` (the connection goes
  * on); every charge is released when its work ends. Real sockets.
  */
-import pDefer from 'p-defer';
 import { describe, expect, it } from 'vitest';
-import type { Model, ModelEvent } from '../../src/model/types.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { ServerBytes } from '../../src/modes/server-bytes.js';
 import WebSocket from 'ws';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { captureLogger } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
+import { firstCallFreeModel } from '../helpers/gated-model.js';
 
 const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
 const pauseThenText = () => scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
@@ -193,17 +192,7 @@ describe('the server-wide byte budget', () => {
 
   it('a stored chain a continuation loads is charged while it runs: over HTTP and on a ws-mode cache miss, another past the budget gets server_busy', async () => {
     // The first model call answers at once; later ones wait for the gate (or their run's end).
-    let calls = 0;
-    const gate = pDefer<void>();
-    const model: Model = {
-      async *sample(_req, signal): AsyncIterable<ModelEvent> {
-        calls++;
-        yield { type: 'message.start' };
-        yield { type: 'text.delta', delta: 'ok' };
-        if (calls > 1) await Promise.race([gate.promise, new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
-        yield { type: 'message.end' };
-      },
-    };
+    const { model, release } = firstCallFreeModel();
     const { url } = await testServer({ model, store: 'memory', limits: { maxServerBytes: 1_000 * KiB } });
     const post = (body: object) => fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', ...body }) });
     // A stored response of 600 KiB: its body was charged while it ran, and released.
@@ -223,7 +212,7 @@ describe('the server-wide byte budget', () => {
     const ws = await RawSocket.connect(url);
     ws.send(create(10, { previous_response_id: a.id }));
     expect((await ws.next('error')).error.code).toBe('server_busy');
-    gate.resolve();
+    release();
     while (!(await reader.read()).done);
     // Released with the request: the chain's charge went with it.
     expect(await held(url)).toBe(0);

@@ -21,6 +21,16 @@ const create = (n: number, extra: object = {}) => ({ type: 'response.create', mo
 const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
 const poster = (url: string) => (path: string, body: object) =>
   fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+/** An HTTP answer refusing a request past the byte budget: 503 `server_busy`. */
+async function expectServerBusy(res: Response): Promise<void> {
+  expect(res.status).toBe(503);
+  expect(((await res.json()) as { error: { code: string } }).error.code).toBe('server_busy');
+}
+/** Cancel a long-lived run over HTTP and read its stream to the end. */
+async function cancelRun(post: ReturnType<typeof poster>, id: string, reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  expect((await post(`/v1/responses/${id}/cancel`, {})).status).toBe(200);
+  while (!(await reader.read()).done);
+}
 /** A long-lived run over HTTP read until its first pause: its stream's reader (kept open) and its id. */
 async function pausedRun(stream: Response): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; id: string }> {
   const reader = stream.body!.getReader();
@@ -81,11 +91,9 @@ describe('the server-wide byte budget', () => {
 
     const { type: _t2, ...second } = create(40 * KiB);
     const refused = await post('/v1/responses', second);
-    expect(refused.status).toBe(503);
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('server_busy');
+    await expectServerBusy(refused);
 
-    expect((await post(`/v1/responses/${id}/cancel`, {})).status).toBe(200);
-    while (!(await reader.read()).done);
+    await cancelRun(post, id, reader);
     await server.httpTransport.idle();
     expect(await held(url)).toBe(0);
     const { type: _t3, ...third } = create(40 * KiB);
@@ -114,10 +122,8 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBeGreaterThanOrEqual(before + 150 * KiB);
     // Past the budget now: another request's body is refused.
     const refused = await post(`/v1/responses/${id}/append`, out('call_b', 120 * KiB));
-    expect(refused.status).toBe(503);
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('server_busy');
-    expect((await post(`/v1/responses/${id}/cancel`, {})).status).toBe(200);
-    while (!(await reader.read()).done);
+    await expectServerBusy(refused);
+    await cancelRun(post, id, reader);
     await server.httpTransport.idle();
     expect(await held(url)).toBe(0);
     expect(server.bytes.peak).toBeLessThanOrEqual(256 * KiB);

@@ -49,6 +49,20 @@ import { EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUND
  */
 export const OPEN_TRIM_BATCH = 1_000;
 
+/**
+ * How long a write waits for another process's write lock on the file (SQLite's `busy_timeout`) before it fails with
+ * SQLITE_BUSY. The wait holds the event loop (better-sqlite3 is synchronous), so it is short, and once a write has
+ * waited it out the next writes do not wait at all (`#write`) until one gets the lock: at better-sqlite3's default,
+ * 5 s, four creates made while another process held the lock froze the server (every socket, `/health`) for 20 s.
+ */
+export const STORE_BUSY_WAIT_MS = 1_000;
+
+/** An error of SQLite's meaning the file is locked by another connection (SQLITE_BUSY and its extended codes). */
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}
+
 /** A listed row's version (`#selectVersion`): its rowid and the UTF-8 bytes of its input and appended JSON. */
 interface VersionRow {
   row: number;
@@ -106,6 +120,11 @@ export class SqliteStore implements ResponseStore {
   /** Listed records' input items, parsed once (`inputItems`); dropped with every write to their row. */
   readonly #listed = new InputItemsCache();
 
+  /** The connection's `busy_timeout` now (ms): `STORE_BUSY_WAIT_MS`, or 0 while writes do not wait (`#write`). */
+  #busyWait = -1;
+  /** A write waited the whole `STORE_BUSY_WAIT_MS` for another process's lock and failed: writes do not wait until one gets it. */
+  #locked = false;
+
   /** Responses and their bytes (the `bytes` column's sum), counted at open and kept by every write. */
   #count: number;
   #bytes: number;
@@ -123,6 +142,7 @@ export class SqliteStore implements ResponseStore {
   ) {
     if (path !== ':memory:') makeDirs(dirname(path));
     this.#db = new Database(path);
+    this.#waitForLock(STORE_BUSY_WAIT_MS);
     // WAL lets readers (a second server process, the sqlite3 shell) run beside
     // the writer; NORMAL sync under WAL survives a process crash, and losing
     // the last commits to a power cut is acceptable for a research server.
@@ -265,18 +285,12 @@ export class SqliteStore implements ResponseStore {
     this.#sweep = new ExpirySweep(
       bounds,
       () => {
-        // Not waiting for another process's write lock (busy_timeout, 5 s: the event loop held that long on every
-        // wake while a writer beside this store held it, and a store that only reads never waited before it swept):
-        // the lock taken at once or SQLITE_BUSY, tried again after the shortest wait (`ExpirySweep`).
-        const wait = db.pragma('busy_timeout', { simple: true }) as number;
-        db.pragma('busy_timeout = 0');
-        try {
-          const tally = this.#sweepStep.immediate();
-          this.#apply(tally);
-          return tally.more;
-        } finally {
-          db.pragma(`busy_timeout = ${wait}`);
-        }
+        // Not waiting for another process's write lock (busy_timeout: the event loop held that long on every wake
+        // while a writer beside this store held it, and a store that only reads never waited before it swept): the
+        // lock taken at once or SQLITE_BUSY, tried again after the shortest wait (`ExpirySweep`).
+        const tally = this.#write(() => this.#sweepStep.immediate(), true);
+        this.#apply(tally);
+        return tally.more;
       },
       () => {
         const oldest = this.#selectOldest.get()?.s ?? null;
@@ -314,7 +328,7 @@ export class SqliteStore implements ResponseStore {
     const { params, items } = prepared instanceof EncodedPut && prepared.rec === rec ? prepared : encodeNow(rec);
     const id = params.id;
     this.#listed.delete(id);
-    this.#apply(this.#put(params, items));
+    this.#apply(this.#write(() => this.#put(params, items)));
     this.counters.bytes_written += params.bytes;
     this.#sweep.wake(createdMs(rec) + (this.bounds.ttlMs ?? Infinity));
   }
@@ -344,7 +358,7 @@ export class SqliteStore implements ResponseStore {
 
   delete(id: string, owner: string | null): boolean {
     this.counters.writes++;
-    const tally = this.#delete({ id, owner });
+    const tally = this.#write(() => this.#delete({ id, owner }));
     if (!tally) return false;
     this.#apply(tally);
     return tally.expired === 0;
@@ -416,6 +430,33 @@ export class SqliteStore implements ResponseStore {
     this.#sweep.close();
     this.#listed.clear();
     this.#db.close();
+  }
+
+  /**
+   * A write transaction, waiting for another process's write lock up to `STORE_BUSY_WAIT_MS`, or not at all (`once`:
+   * the sweep; or while `#locked`: a write already waited that long and failed, so the lock is held for longer than
+   * a write of this store takes, and each write waiting in turn held the event loop that long). The first write that
+   * gets the lock makes writes wait again. A sweep's failure leaves writes waiting: it did not wait.
+   */
+  #write<T>(fn: () => T, once = false): T {
+    this.#waitForLock(once || this.#locked ? 0 : STORE_BUSY_WAIT_MS);
+    try {
+      const result = fn();
+      this.#locked = false;
+      return result;
+    } catch (err) {
+      if (!once && isBusy(err)) this.#locked = true;
+      throw err;
+    } finally {
+      this.#waitForLock(this.#locked ? 0 : STORE_BUSY_WAIT_MS);
+    }
+  }
+
+  /** The connection's `busy_timeout`, set only when it changes (a pragma is a statement). */
+  #waitForLock(ms: number): void {
+    if (ms === this.#busyWait) return;
+    this.#db.pragma(`busy_timeout = ${ms}`);
+    this.#busyWait = ms;
   }
 
   /** Within a transaction: a row deleted, its items with it. */

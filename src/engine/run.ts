@@ -20,7 +20,9 @@ import { WireError, responseErrorCode, toWireError } from '../protocol/errors.js
 import { DeltaBatch, echoesLong, numberedInPlace, warmEchoes, type DeltaHead } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { isIncompleteReason, makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
-import { ownInputItems, type AppendedItems, type PreparedPut } from '../store/types.js';
+import { ownInputItems, type AppendedItems, type PreparedPut, type StoredResponse } from '../store/types.js';
+import { THIS_RUNNER } from '../store/runner.js';
+import { runCooperative } from '../model/cooperative.js';
 import type { Counter, RunMetrics } from '../pipeline/metrics.js';
 import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
@@ -459,6 +461,7 @@ export class ResponseRun {
       this.record();
       // Long instructions or tools: their echo in every lifecycle event is made in slices first (awaited only then).
       if (echoesLong(this.response)) await warmEchoes(this.response);
+      if (this.response.background && this.response.store) await this.storeStarted();
       this.lifecycle('response.created');
       this.createdSent = true;
       this.lifecycle('response.in_progress');
@@ -515,6 +518,24 @@ export class ResponseRun {
     if (job === undefined) return;
     await post.prepare(job);
     this.prepared = job.prepared;
+  }
+
+  /**
+   * A background response is stored as it starts (`in_progress`, with this process as its runner), before the create
+   * is answered: its final write replaces it. A server restarted after a crash (or one beside this on the same file)
+   * then finds it: readers answer it `failed` once its runner is gone (modes/host.ts), where a poller was told it had
+   * never existed (404 after a restart). A write that fails is logged; the run goes on (its final write may work).
+   */
+  private async storeStarted(): Promise<void> {
+    const r = this.response;
+    const rec: StoredResponse = { response: snapshot(r), input: this.plan.input, owner: this.plan.owner, created_at: r.created_at, created_at_ms: this.createdMs, runner: THIS_RUNNER };
+    try {
+      const work = this.services.store.prepare?.(rec);
+      const prepared = work ? await runCooperative(work) : undefined;
+      this.services.store.put(rec, prepared);
+    } catch (err) {
+      this.services.log.warn({ err, response_id: this.id }, 'a background response could not be stored as it started (a restart would not find it)');
+    }
   }
 
   private async sample(): Promise<FunctionCall[]> {

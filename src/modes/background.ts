@@ -35,6 +35,7 @@ import type { Services } from '../engine/services.js';
 import type { Hold } from './server-bytes.js';
 import type { ConnectionSession } from './session.js';
 import type { Transport } from './transport.js';
+import { unfinished } from '../store/types.js';
 
 /** One reader of a background response's events: a stream the transport writes (SSE). */
 export interface Follower {
@@ -432,10 +433,21 @@ export class BackgroundResponse implements Transport {
     this.lastSeen = null;
     if (last) this.resolveFinal(last);
     this.finalResponse = null;
-    if (last && last.status === 'failed' && this.id !== null && !this.services.store.has(this.id, this.owner)) this.unstored = last;
+    // Not stored: the store has no record of it, or only the one written as it started (`in_progress`).
+    if (last && last.status === 'failed' && this.id !== null && !this.storedFinal(this.id)) this.unstored = last;
     void this.session?.close('completed');
     this.session = null;
     this.runs.ended(this);
+  }
+
+  /** Whether the store has this response's final record (not only the one stored as it started). */
+  private storedFinal(id: string): boolean {
+    try {
+      const rec = this.services.store.get(id, this.owner);
+      return rec !== undefined && !unfinished(rec);
+    } catch {
+      return false; // the store fails to read (its final write had failed too, most likely): kept here
+    }
   }
 
   /** @internal Its events are dropped (expired, evicted, shutdown). */

@@ -41,6 +41,8 @@ import type { SessionInfo, Transport } from './transport.js';
 import { wsModePolicy, type CachedResponses } from './ws.js';
 import { InputItemIndex, pageInputItems, type InputItemList, type InputItemsQuery } from '../store/input-items.js';
 import { ColdListings } from './cold-listings.js';
+import { orphanedResponse, runnerElsewhere } from '../store/runner.js';
+import { unfinished } from '../store/types.js';
 
 export class SessionHost {
   /** Long-lived runs open over HTTP, found again by id for `append` and `cancel`. */
@@ -185,7 +187,11 @@ export class SessionHost {
 
   /** A stored response the owner may read, or undefined. */
   storedResponse(id: string, owner: string | null): Response | undefined {
-    const r = this.services.store.get(id, owner)?.response;
+    const rec = this.services.store.get(id, owner);
+    let r = rec?.response;
+    // Stored as it started (a background response) and never ended: its run is not here (a restart after a crash, or
+    // its final write failed and its kept events are gone) nor in another process on the file. It never will end.
+    if (rec && r && unfinished(rec) && !this.background.find(id, owner) && !runnerElsewhere(rec.runner)) r = orphanedResponse(r);
     // A row an earlier build wrote (a SQLite file outlives the server) has no `access_programs`, which openai-node 7
     // declares always present: null, as every Response now sends it.
     return r && !('access_programs' in r) ? { ...(r as Omit<Response, 'access_programs'>), access_programs: null } : r;

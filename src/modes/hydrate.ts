@@ -12,7 +12,7 @@ import type { RunMetrics } from '../pipeline/metrics.js';
 import type { RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import type { Services } from '../engine/services.js';
-import { MAX_CHAIN_LINKS, contextItems } from '../store/types.js';
+import { MAX_CHAIN_LINKS, contextItems, unfinished } from '../store/types.js';
 import { prepareFull } from './prepare.js';
 import { itemBytes } from '../engine/budget.js';
 import { runCooperative, type Work } from '../model/cooperative.js';
@@ -63,7 +63,18 @@ export function loadChain(id: string, owner: string | null, services: Services, 
     const chain = services.store.chain(id, owner);
     if (!chain) throw brokenChain(id, owner, services) ?? notFound(id);
     const items: InputItem[] = [];
-    for (const rec of chain) contextItems(rec, items);
+    for (const rec of chain) {
+      // Stored as it started and not ended (a background response in flight, here or in another process on the file,
+      // or one whose server stopped while it ran): its output is not there to continue from.
+      if (unfinished(rec)) {
+        throw new WireError(
+          'previous_response_not_found',
+          `Previous response with id '${rec.response.id}' cannot be continued: it has not ended (a background response still in progress, or one whose server stopped while it ran, which retrieve answers 'failed'). Continue from a response that has ended.`,
+          'previous_response_id',
+        );
+      }
+      contextItems(rec, items);
+    }
     return items;
   });
 }

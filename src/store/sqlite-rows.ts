@@ -15,6 +15,7 @@ export interface RecordRow {
   response: string;
   input: string;
   appended: string | null;
+  runner: string | null;
 }
 
 /** A chain row; the record columns are null where the link is missing or not the owner's. */
@@ -26,6 +27,7 @@ export interface ChainRow {
   response: string | null;
   input: string | null;
   appended: string | null;
+  runner: string | null;
 }
 
 export interface PutParams {
@@ -38,6 +40,7 @@ export interface PutParams {
   response: string;
   input: string;
   appended: string | null;
+  runner: string | null;
 }
 
 export interface ItemParams {
@@ -92,6 +95,7 @@ export function* encodeWork(rec: StoredResponse, sliced: boolean): ParseWork<Enc
     response: yield* jsonWork(rec.response, sliced),
     input: yield* jsonWork(rec.input, sliced),
     appended: rec.appended?.length ? yield* jsonWork(rec.appended, sliced) : null,
+    runner: rec.runner ?? null,
   };
   let bytes = (yield* bytesWork(params.response, sliced)) + (yield* bytesWork(params.input, sliced));
   if (params.appended !== null) bytes += yield* bytesWork(params.appended, sliced);
@@ -114,6 +118,7 @@ export function toRecord(row: RecordRow): StoredResponse {
     created_at: row.created_at,
   };
   if (row.created_at_ms !== null) rec.created_at_ms = row.created_at_ms;
+  if (row.runner) rec.runner = row.runner;
   if (row.appended !== null) rec.appended = JSON.parse(row.appended) as NonNullable<StoredResponse['appended']>;
   return rec;
 }

@@ -12,8 +12,10 @@
  *    bytes from it without reading the JSON.
  * 4: `responses.created_at_ms`, the creation in ms (NULL when the writer did not know it, and in rows from
  *    before): a response's age counts from it (`CREATED_MS`), not from the start of `created_at`'s second.
+ * 5: `responses.runner`, the process running a response stored before its end (a background response, stored
+ *    `in_progress` when it starts), NULL for every other row.
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /** A row's creation in Unix ms, as `createdMs` reads a record: its own column, else its second's start. */
 export const CREATED_MS = 'coalesce(created_at_ms, created_at * 1000)';
@@ -31,7 +33,8 @@ CREATE TABLE IF NOT EXISTS responses (
   input                TEXT NOT NULL,
   appended             TEXT,
   bytes                INTEGER NOT NULL DEFAULT 0,
-  created_at_ms        INTEGER
+  created_at_ms        INTEGER,
+  runner               TEXT
 );
 CREATE TABLE IF NOT EXISTS items (
   item_id     TEXT NOT NULL,
@@ -55,3 +58,6 @@ CREATE INDEX IF NOT EXISTS responses_by_created ON responses (created_at, bytes)
 
 /** 3 → 4: no pass over the rows; theirs stays NULL, read as `created_at * 1000` (what their age counted from before). */
 export const MIGRATE_3_TO_4 = `ALTER TABLE responses ADD COLUMN created_at_ms INTEGER;`;
+
+/** 4 → 5: no pass over the rows; NULL in all of them (none was stored before its end). */
+export const MIGRATE_4_TO_5 = `ALTER TABLE responses ADD COLUMN runner TEXT;`;

@@ -43,6 +43,20 @@ export interface StoredResponse {
    * falls within `created_at`'s second; without it the age counts from `created_at * 1000` (`createdMs`).
    */
   created_at_ms?: number;
+  /**
+   * The process running this response (`THIS_RUNNER`, store/runner.ts), set only on a record stored before the run
+   * ended (a background response's, `in_progress`, stored when it starts); the final write replaces that record.
+   */
+  runner?: string;
+}
+
+/**
+ * A record stored before its run ended (`in_progress` or `queued`): its final write replaces it. One whose runner is
+ * gone (`runnerElsewhere`) never ends: readers answer it `failed` (`orphanedResponse`).
+ */
+export function unfinished(rec: Pick<StoredResponse, 'response'>): boolean {
+  const status = rec.response.status;
+  return status === 'in_progress' || status === 'queued';
 }
 
 /** One `response.append` kept with its response: its items, after the first `at` items of `response.output`. */

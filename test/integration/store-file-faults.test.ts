@@ -4,16 +4,50 @@
  * frozen for seconds per request, and the server writes again once the condition clears. Real sockets (an in-process
  * server on port 0); the other process is a second SQLite connection.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_BUSY_WAIT_MS } from '../../src/store/sqlite.js';
+import { ORPHANED_MESSAGE } from '../../src/store/runner.js';
+import { buildDist, CLI } from '../helpers/build.js';
 import { testServer } from '../helpers/server.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'llr-store-faults-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const children = new Set<ChildProcess>();
+beforeAll(async () => {
+  await buildDist();
+}, 120_000);
+afterAll(() => {
+  for (const c of children) c.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** `llr serve --port 0 --store FILE` as a child process; resolves with its URL (its listening log line) and its exit. */
+function serveChild(store: string, extra: string[] = []): Promise<{ url: string; proc: ChildProcess; exited: Promise<void> }> {
+  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--store', store, ...extra], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
+  });
+  children.add(proc);
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => (children.delete(proc), resolve())));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    proc.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
+    proc.stdout!.setEncoding('utf8').on('data', (c: string) => {
+      out += c;
+      const m = /"url":"(http[^"]+)"/.exec(out);
+      if (m) {
+        proc.stdout!.removeAllListeners('data');
+        proc.stdout!.resume();
+        resolve({ url: m[1]!, proc, exited });
+      }
+    });
+    proc.once('exit', (code) => reject(new Error(`llr serve exited (${code}) before listening:\n${out}`)));
+  });
+}
 
 interface Answer {
   status: number;
@@ -65,4 +99,36 @@ describe('a store file another process holds the write lock of', () => {
       other.close();
     }
   }, 40_000);
+});
+
+describe('a background response in flight when its server is killed', () => {
+  it('is answered failed, not 404, by a server on the same file once its own is gone, and is not continued', async () => {
+    const path = join(dir, 'background.sqlite');
+    // A slow model: the run is still generating when the server is killed.
+    const child = await serveChild(path, ['--tokens-per-second', '2', '--ttft-ms', '0']);
+    const started = await call(child.url, 'POST', '/v1/responses', { model: 'm', input: 'a long task', background: true, max_output_tokens: 4000 });
+    expect(started.body.status).toBe('in_progress');
+    const id = started.body.id!;
+    // Another server on the file (readers beside the writer are fine): the run is alive elsewhere, so it is in progress.
+    const beside = await testServer({ store: path });
+    const seen = await call(beside.url, 'GET', `/v1/responses/${id}`);
+    expect([seen.status, seen.body.status]).toEqual([200, 'in_progress']);
+    const early = await call(beside.url, 'POST', '/v1/responses', { model: 'm', input: 'next', previous_response_id: id });
+    expect([early.status, early.body.error?.code]).toEqual([400, 'previous_response_not_found']);
+
+    child.proc.kill('SIGKILL');
+    await child.exited;
+    // Its server gone, every server on the file (this one, and one opened now: a restart) answers it failed; before
+    // it was stored only at its end, so a poller was told 404, as for an id that never existed.
+    for (const url of [beside.url, (await testServer({ store: path })).url]) {
+      const after = await call(url, 'GET', `/v1/responses/${id}`);
+      expect(after.status).toBe(200);
+      expect(after.body).toMatchObject({ id, status: 'failed', error: { code: 'server_error', message: ORPHANED_MESSAGE } });
+      const next = await call(url, 'POST', '/v1/responses', { model: 'm', input: 'next', previous_response_id: id });
+      expect([next.status, next.body.error?.code]).toEqual([400, 'previous_response_not_found']);
+      expect(next.body.error?.message).toMatch(/has not ended/);
+    }
+    expect((await call(beside.url, 'DELETE', `/v1/responses/${id}`)).status).toBe(200);
+    expect((await call(beside.url, 'GET', `/v1/responses/${id}`)).status).toBe(404);
+  }, 60_000);
 });

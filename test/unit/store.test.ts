@@ -769,12 +769,12 @@ describe('SqliteStore on a file', () => {
     const recs = [makeRecord('resp_1'), makeRecord('resp_2', { previous: 'resp_1' })];
     const fresh = new SqliteStore(join(dir, 'fresh.sqlite'));
     for (const rec of recs) fresh.put(rec);
-    // A version 2 file: the same tables without `bytes` and its index (nor version 4's `created_at_ms`).
+    // A version 2 file: the same tables without `bytes` and its index (nor version 4's `created_at_ms`, 5's `runner`).
     const v2 = new SqliteStore(path);
     for (const rec of recs) v2.put(rec);
     v2.close();
     const raw = new Database(path);
-    raw.exec('DROP INDEX responses_by_created; ALTER TABLE responses DROP COLUMN bytes; ALTER TABLE responses DROP COLUMN created_at_ms');
+    raw.exec('DROP INDEX responses_by_created; ALTER TABLE responses DROP COLUMN bytes; ALTER TABLE responses DROP COLUMN created_at_ms; ALTER TABLE responses DROP COLUMN runner');
     raw.pragma('user_version = 2');
     raw.close();
 
@@ -800,7 +800,7 @@ describe('SqliteStore on a file', () => {
     v3.put(makeRecord('resp_old'));
     v3.close();
     const raw = new Database(path);
-    raw.exec('ALTER TABLE responses DROP COLUMN created_at_ms');
+    raw.exec('ALTER TABLE responses DROP COLUMN created_at_ms; ALTER TABLE responses DROP COLUMN runner');
     raw.pragma('user_version = 3');
     raw.close();
 
@@ -817,6 +817,29 @@ describe('SqliteStore on a file', () => {
       expect(reopened.counters.expired).toBe(1); // resp_old, at open
     } finally {
       reopened.close();
+    }
+    const after = new Database(path);
+    expect(after.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    after.close();
+  });
+
+  it('migrates a version 4 file: its rows have no runner; a record stored before its end keeps its own', () => {
+    const path = join(dir, 'v4.sqlite');
+    const v4 = new SqliteStore(path);
+    v4.put(makeRecord('resp_old'));
+    v4.close();
+    const raw = new Database(path);
+    raw.exec('ALTER TABLE responses DROP COLUMN runner');
+    raw.pragma('user_version = 4');
+    raw.close();
+    const migrated = new SqliteStore(path);
+    try {
+      expect(migrated.get('resp_old', ALICE)).toEqual(makeRecord('resp_old'));
+      migrated.put({ ...makeRecord('resp_running'), runner: '123:456' });
+      expect(migrated.get('resp_running', ALICE)?.runner).toBe('123:456');
+      expect(migrated.chain('resp_running', ALICE)?.[0]?.runner).toBe('123:456');
+    } finally {
+      migrated.close();
     }
     const after = new Database(path);
     expect(after.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);

@@ -29,11 +29,14 @@
  * another process's deletes left too high is taken again (`PRAGMA
  * data_version` moved) before it evicts anything.
  *
- * Migrates schema versions 1 to 4 to 5 (an unknown version is refused, not
+ * A file deleted or replaced under the running server is opened again at
+ * its path (`#checkFile`), so what is stored after is on the file a restart
+ * reads. Migrates schema versions 1 to 4 to 5 (an unknown version is refused, not
  * guessed at; the tables and migrations are store/sqlite-schema.ts, the rows
  * and their serialisation store/sqlite-rows.ts); leaves out vacuuming.
  */
 import { makeDirs } from '../make-dirs.js';
+import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { NATIVE_TEXT_CHARS, textOver, type ParseWork } from '../protocol/json-chunked.js';
@@ -56,6 +59,9 @@ export const OPEN_TRIM_BATCH = 1_000;
  * 5 s, four creates made while another process held the lock froze the server (every socket, `/health`) for 20 s.
  */
 export const STORE_BUSY_WAIT_MS = 1_000;
+
+/** A read looks whether the store's file was deleted or replaced (`#checkFile`) at most this often (ms); a write always does. */
+export const FILE_CHECK_MS = 250;
 
 /** An error of SQLite's meaning the file is locked by another connection (SQLITE_BUSY and its extended codes). */
 function isBusy(err: unknown): boolean {
@@ -91,32 +97,32 @@ interface Tally {
 
 export class SqliteStore implements ResponseStore {
   readonly counters = newCounters();
-  readonly #db: Database.Database;
-  readonly #insertResponse: Database.Statement<[PutParams]>;
-  readonly #insertItem: Database.Statement<[ItemParams]>;
-  readonly #deleteResponse: Database.Statement<[IdOwner], Gone & { created_ms: number }>;
-  readonly #deleteById: Database.Statement<[string], Gone>;
-  readonly #deleteItems: Database.Statement<[string]>;
-  readonly #deleteOldest: Database.Statement<[{ keep: string | null; n: number }], Gone>;
-  readonly #selectExpired: Database.Statement<[{ cutoff: number; second: number; n: number }], { row: number; bytes: number }>;
-  readonly #deleteRow: Database.Statement<[number], Gone>;
-  readonly #selectResponse: Database.Statement<[IdOwner & { cutoff: number }], RecordRow>;
-  readonly #hasResponse: Database.Statement<[IdOwner & { cutoff: number }], unknown>;
-  readonly #selectItem: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
-  readonly #selectChain: Database.Statement<[IdOwner & { limit: number; cutoff: number }], ChainRow>;
-  readonly #selectVersion: Database.Statement<[IdOwner & { cutoff: number; second: number }], VersionRow>;
-  readonly #selectInput: Database.Statement<[VersionRow & IdOwner & { cutoff: number; second: number }], { input: string; appended: string | null }>;
-  readonly #put: (p: PutParams, items: ItemParams[]) => Tally;
-  readonly #delete: (key: IdOwner) => Tally | undefined;
-  readonly #trim: (limit: number) => Tally;
-  readonly #sweepStep: Database.Transaction<() => Tally & { more: boolean }>;
-  readonly #selectOldest: Database.Statement<[], { s: number | null }>;
-  readonly #selectTotals: Database.Statement<[], { n: number; b: number }>;
-  readonly #dataVersion: Database.Statement<[], number>;
+  #db!: Database.Database;
+  #insertResponse!: Database.Statement<[PutParams]>;
+  #insertItem!: Database.Statement<[ItemParams]>;
+  #deleteResponse!: Database.Statement<[IdOwner], Gone & { created_ms: number }>;
+  #deleteById!: Database.Statement<[string], Gone>;
+  #deleteItems!: Database.Statement<[string]>;
+  #deleteOldest!: Database.Statement<[{ keep: string | null; n: number }], Gone>;
+  #selectExpired!: Database.Statement<[{ cutoff: number; second: number; n: number }], { row: number; bytes: number }>;
+  #deleteRow!: Database.Statement<[number], Gone>;
+  #selectResponse!: Database.Statement<[IdOwner & { cutoff: number }], RecordRow>;
+  #hasResponse!: Database.Statement<[IdOwner & { cutoff: number }], unknown>;
+  #selectItem!: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
+  #selectChain!: Database.Statement<[IdOwner & { limit: number; cutoff: number }], ChainRow>;
+  #selectVersion!: Database.Statement<[IdOwner & { cutoff: number; second: number }], VersionRow>;
+  #selectInput!: Database.Statement<[VersionRow & IdOwner & { cutoff: number; second: number }], { input: string; appended: string | null }>;
+  #put!: (p: PutParams, items: ItemParams[]) => Tally;
+  #delete!: (key: IdOwner) => Tally | undefined;
+  #trim!: (limit: number) => Tally;
+  #sweepStep!: Database.Transaction<() => Tally & { more: boolean }>;
+  #selectOldest!: Database.Statement<[], { s: number | null }>;
+  #selectTotals!: Database.Statement<[], { n: number; b: number }>;
+  #dataVersion!: Database.Statement<[], number>;
   /** `PRAGMA data_version` when the count was last taken: another connection's commit changes it (this one's never). */
-  #countedAt: number;
+  #countedAt = 0;
   /** Deletes expired rows with no put to do it (only with a TTL): set for when the oldest row expires. */
-  readonly #sweep: ExpirySweep;
+  #sweep!: ExpirySweep;
   /** Listed records' input items, parsed once (`inputItems`); dropped with every write to their row. */
   readonly #listed = new InputItemsCache();
 
@@ -126,8 +132,18 @@ export class SqliteStore implements ResponseStore {
   #locked = false;
 
   /** Responses and their bytes (the `bytes` column's sum), counted at open and kept by every write. */
-  #count: number;
-  #bytes: number;
+  #count = 0;
+  #bytes = 0;
+  readonly #path: string;
+  readonly #log: StoreLog | undefined;
+  /**
+   * The file open (`statSync`'s dev and inode), checked against what the path names at every call (`#checkFile`): a file
+   * deleted or replaced under the server is opened again at its path. Undefined for `:memory:`; null while no file is
+   * open (opening it again failed: every call tries again).
+   */
+  #file: { dev: number; ino: number } | null | undefined;
+  /** When `#checkFile` last looked (`performance.now()`). */
+  #checkedAt = -Infinity;
 
   /**
    * `path` is a file path (parent directories are created) or `':memory:'`;
@@ -140,8 +156,30 @@ export class SqliteStore implements ResponseStore {
     readonly bounds: StoreBounds = UNBOUNDED,
     log?: StoreLog,
   ) {
+    this.#path = path;
+    this.#log = log;
+    this.#file = path === ':memory:' ? undefined : null;
+    this.#open();
+  }
+
+  /** Opens the connection at the store's path (the constructor, and `#checkFile` once the file there changed). */
+  #open(): void {
+    const path = this.#path;
+    const bounds = this.bounds;
+    const log = this.#log;
     if (path !== ':memory:') makeDirs(dirname(path));
     this.#db = new Database(path);
+    this.#busyWait = -1;
+    this.#locked = false;
+    try {
+      this.#prepare(path, bounds, log);
+    } catch (err) {
+      if (this.#db.open) this.#db.close();
+      throw err;
+    }
+  }
+
+  #prepare(path: string, bounds: StoreBounds, log: StoreLog | undefined): void {
     this.#waitForLock(STORE_BUSY_WAIT_MS);
     // WAL lets readers (a second server process, the sqlite3 shell) run beside
     // the writer; NORMAL sync under WAL survives a process crash, and losing
@@ -149,6 +187,10 @@ export class SqliteStore implements ResponseStore {
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
     this.#migrate(path);
+    if (this.#file !== undefined) {
+      const { dev, ino } = statSync(path);
+      this.#file = { dev, ino };
+    }
 
     const db = this.#db;
     this.#insertResponse = db.prepare(
@@ -288,6 +330,7 @@ export class SqliteStore implements ResponseStore {
         // Not waiting for another process's write lock (busy_timeout: the event loop held that long on every wake
         // while a writer beside this store held it, and a store that only reads never waited before it swept): the
         // lock taken at once or SQLITE_BUSY, tried again after the shortest wait (`ExpirySweep`).
+        this.#checkFile();
         const tally = this.#write(() => this.#sweepStep.immediate(), true);
         this.#apply(tally);
         return tally.more;
@@ -302,6 +345,40 @@ export class SqliteStore implements ResponseStore {
       log,
     );
     this.#sweep.wake();
+  }
+
+  /**
+   * The file at the store's path is still the one open; else (deleted, its directory removed, replaced by a rename or
+   * a copy) it is opened again there, a new empty store if nothing is there, and the change logged (`warn`,
+   * `store_file_replaced`). The connection would have gone on with the old file, which nothing names any more: every
+   * response stored after it was deleted answered `completed` and was gone at the next start. One `stat` (~2-7 us) at
+   * every write; a read looks at most every `FILE_CHECK_MS` (49,000 item references are 49,000 reads). Throws when the
+   * file there cannot be opened (a file that is not a database): every call tries again, so the store works again once
+   * a database is back at its path.
+   */
+  #checkFile(write = true): void {
+    const known = this.#file;
+    if (known === undefined) return;
+    if (known !== null) {
+      const at = performance.now();
+      if (!write && at - this.#checkedAt < FILE_CHECK_MS) return;
+      this.#checkedAt = at;
+      const now = statSync(this.#path, { throwIfNoEntry: false });
+      if (now && now.ino === known.ino && now.dev === known.dev) return;
+      this.#log?.warn(
+        { code: 'store_file_replaced', path: this.#path, now: now ? 'another file' : 'none' },
+        "the store's file was deleted or replaced while the server ran: opening the file at its path (what was stored in the old file is not in it)",
+      );
+      this.#sweep.close();
+      this.#listed.clear();
+      this.#db.close();
+      this.#file = null;
+    }
+    try {
+      this.#open();
+    } catch (err) {
+      throw new Error(`cannot open the store '${this.#path}' again (its file was deleted or replaced while the server ran): ${(err as Error).message}`, { cause: err });
+    }
   }
 
   /** Whether the idle sweep has a wake (or a batch) pending: none without a TTL, nor once closed. */
@@ -324,6 +401,7 @@ export class SqliteStore implements ResponseStore {
    * the transaction runs here (for 15 MB of JSON, its insert is still ~0.1 s of one turn).
    */
   put(rec: StoredResponse, prepared?: PreparedPut): void {
+    this.#checkFile();
     this.counters.writes++;
     const { params, items } = prepared instanceof EncodedPut && prepared.rec === rec ? prepared : encodeNow(rec);
     const id = params.id;
@@ -344,6 +422,7 @@ export class SqliteStore implements ResponseStore {
   }
 
   get(id: string, owner: string | null): StoredResponse | undefined {
+    this.#checkFile(false);
     this.counters.reads++;
     const row = this.#selectResponse.get({ id, owner, cutoff: expiryCutoff(this.bounds) });
     if (!row) return undefined;
@@ -352,11 +431,13 @@ export class SqliteStore implements ResponseStore {
   }
 
   has(id: string, owner: string | null): boolean {
+    this.#checkFile(false);
     this.counters.reads++;
     return this.#hasResponse.get({ id, owner, cutoff: expiryCutoff(this.bounds) }) !== undefined;
   }
 
   delete(id: string, owner: string | null): boolean {
+    this.#checkFile();
     this.counters.writes++;
     const tally = this.#write(() => this.#delete({ id, owner }));
     if (!tally) return false;
@@ -365,6 +446,7 @@ export class SqliteStore implements ResponseStore {
   }
 
   chain(id: string, owner: string | null): StoredResponse[] | undefined {
+    this.#checkFile(false);
     this.counters.reads++;
     const rows = this.#selectChain.all({ id, owner, limit: MAX_CHAIN_LINKS, cutoff: expiryCutoff(this.bounds) });
     // Check before parsing any JSON: a broken chain costs no parse.
@@ -383,6 +465,7 @@ export class SqliteStore implements ResponseStore {
    * queue holds no copy of the row (one parsed in one turn per listing held `/health` for seconds with twenty at once).
    */
   inputItems(id: string, owner: string | null): InputItemIndex | undefined {
+    this.#checkFile(false);
     this.counters.reads++;
     const cutoff = expiryCutoff(this.bounds);
     const found = this.#selectVersion.get({ id, owner, cutoff, second: Math.floor(cutoff / 1000) });
@@ -419,6 +502,7 @@ export class SqliteStore implements ResponseStore {
   }
 
   getItem(itemId: string, owner: string | null): InputItem | OutputItem | undefined {
+    this.#checkFile(false);
     this.counters.reads++;
     const row = this.#selectItem.get({ item_id: itemId, owner, cutoff: expiryCutoff(this.bounds) });
     if (!row) return undefined;
@@ -427,9 +511,10 @@ export class SqliteStore implements ResponseStore {
   }
 
   close(): void {
+    this.#file = undefined; // no file is opened again
     this.#sweep.close();
     this.#listed.clear();
-    this.#db.close();
+    if (this.#db.open) this.#db.close();
   }
 
   /**

@@ -5,7 +5,7 @@
  * server on port 0); the other process is a second SQLite connection.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -14,6 +14,7 @@ import { STORE_BUSY_WAIT_MS } from '../../src/store/sqlite.js';
 import { ORPHANED_MESSAGE } from '../../src/store/runner.js';
 import { buildDist, CLI } from '../helpers/build.js';
 import { testServer } from '../helpers/server.js';
+import { captureLogger } from '../helpers/raw-http.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'llr-store-faults-'));
 const children = new Set<ChildProcess>();
@@ -131,4 +132,43 @@ describe('a background response in flight when its server is killed', () => {
     expect((await call(beside.url, 'DELETE', `/v1/responses/${id}`)).status).toBe(200);
     expect((await call(beside.url, 'GET', `/v1/responses/${id}`)).status).toBe(404);
   }, 60_000);
+});
+
+describe('a store file deleted or replaced under the running server', () => {
+  it('is opened again at its path: what is stored after is on the file there, not in the deleted one', async () => {
+    const path = join(dir, 'gone', 'store.sqlite');
+    const { logger, lines } = captureLogger();
+    const { url } = await testServer({ store: path, logger });
+    const before = await create(url, 'before');
+    expect(before.body.status).toBe('completed');
+    // The operator wipes the store (its directory too) while the server runs.
+    rmSync(join(dir, 'gone'), { recursive: true });
+    const after = await create(url, 'after');
+    expect([after.status, after.body.status]).toEqual([200, 'completed']);
+    expect((await call(url, 'GET', `/v1/responses/${after.body.id}`)).status).toBe(200);
+    expect((await call(url, 'GET', `/v1/responses/${before.body.id}`)).status).toBe(404);
+    expect(lines.filter((l) => l['code'] === 'store_file_replaced')).toHaveLength(1);
+    // A server started on the file now (a restart) has what was answered completed. It was written to the deleted
+    // file, which nothing named any more: gone at the next start.
+    const restarted = await testServer({ store: path });
+    expect((await call(restarted.url, 'GET', `/v1/responses/${after.body.id}`)).status).toBe(200);
+  });
+
+  it('refuses clearly while the file there is not a database, and works again once one is back', async () => {
+    const path = join(dir, 'replaced.sqlite');
+    const { url } = await testServer({ store: path });
+    const before = await create(url, 'before');
+    rmSync(path);
+    rmSync(`${path}-wal`, { force: true });
+    rmSync(`${path}-shm`, { force: true });
+    writeFileSync(path, 'notes, not a database\n'.repeat(100));
+    const refused = await create(url, 'refused');
+    expect([refused.status, refused.body.status]).toEqual([500, 'failed']);
+    expect(refused.body.error!.message).toMatch(/could not be stored/);
+    expect((await call(url, 'GET', `/v1/responses/${before.body.id}`)).status).toBeGreaterThanOrEqual(500);
+    rmSync(path);
+    const back = await create(url, 'back');
+    expect([back.status, back.body.status]).toEqual([200, 'completed']);
+    expect((await call(url, 'GET', `/v1/responses/${back.body.id}`)).status).toBe(200);
+  });
 });

@@ -60,6 +60,13 @@ export const OPEN_TRIM_BATCH = 1_000;
  */
 export const STORE_BUSY_WAIT_MS = 1_000;
 
+/**
+ * Bytes the write-ahead log (`PATH-wal`) is truncated to once it has been checkpointed (SQLite's
+ * `journal_size_limit`): its automatic checkpoint's size, 1,000 pages of 4 KiB. Without it the log kept the size of
+ * the largest transaction since the server started (a put of a 16 MiB body is tens of MB), on disk until it stopped.
+ */
+export const WAL_SIZE_LIMIT = 4 * 1024 * 1024;
+
 /** A read looks whether the store's file was deleted or replaced (`#checkFile`) at most this often (ms); a write always does. */
 export const FILE_CHECK_MS = 250;
 
@@ -186,6 +193,7 @@ export class SqliteStore implements ResponseStore {
     // the last commits to a power cut is acceptable for a research server.
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
+    this.#db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
     this.#migrate(path);
     if (this.#file !== undefined) {
       const { dev, ino } = statSync(path);

@@ -21,7 +21,7 @@
  */
 import type { Logger } from 'pino';
 import pDefer from 'p-defer';
-import { WireError, toWireError } from '../protocol/errors.js';
+import { WireError, isServerFault, toWireError } from '../protocol/errors.js';
 import { readyToRun, type ClientEvent, type CreateParams, type ServerEvent } from '../protocol/events.js';
 import type { InputItem } from '../protocol/objects.js';
 import { RunMetrics } from '../pipeline/metrics.js';
@@ -280,7 +280,7 @@ export class ConnectionSession {
    */
   error(err: WireError): void {
     if (this.closed && !this.answering) return;
-    if (err.code === 'server_error') this.log.error({ err: err.cause ?? err }, 'server fault');
+    if (isServerFault(err)) this.log.error({ err: err.cause ?? err }, 'server fault');
     else this.log.info({ code: err.code, param: err.param }, 'client error');
     if (err.lane !== undefined && err.lane !== this.lane) this.inLane(err.lane, () => this.sendConnectionError(err));
     else if (this.active?.streaming) this.active.emitError(err);

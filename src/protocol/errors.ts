@@ -44,6 +44,8 @@ export const WIRE_ERRORS = {
   method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'Method not allowed.' },
   server_error: { status: 500, type: 'server_error', message: 'The server had an error while processing the request.' },
   server_shutting_down: { status: 503, type: 'server_error', message: 'The server is shutting down.' },
+  // The store's file failed a read or write (SQLite: locked by another process, disk full, read-only, not a database).
+  store_unavailable: { status: 503, type: 'server_error', message: 'The response store could not be read or written; try again later.' },
   duplicate_call_id: { status: 500, type: 'server_error', message: 'The model made two tool calls with the same call_id.' },
   context_length_exceeded: {
     status: 400,
@@ -142,5 +144,26 @@ export function responseErrorCode(error: WireError): 'server_error' | 'rate_limi
 /** Normalise anything thrown at a boundary: unknown faults are the server's. */
 export function toWireError(err: unknown): WireError {
   if (err instanceof WireError) return err;
+  const store = sqliteFailure(err);
+  if (store) {
+    // Said with SQLite's own words ('database is locked', 'database or disk is full', 'file is not a database'), not
+    // the path (the log has the whole error): a generic 500 "the server had an error" told a client, and an operator
+    // reading its answer, nothing of a store another process had locked or a full disk.
+    return new WireError('store_unavailable', `The response store could not be read or written (${store.code}: ${store.message}); try again later.`, null, { cause: err });
+  }
   return new WireError('server_error', undefined, null, { cause: err });
+}
+
+/** A failure of SQLite's (better-sqlite3's `SqliteError`, a `code` of `SQLITE_…`), thrown or the cause of what was. */
+function sqliteFailure(err: unknown): { code: string; message: string } | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('SQLITE_')) return { code, message: e.message };
+  }
+  return undefined;
+}
+
+/** Whether a wire error is the server's fault, to be logged as one (at `error`, with the cause), not a refusal. */
+export function isServerFault(wire: WireError): boolean {
+  return wire.code === 'server_error' || wire.code === 'store_unavailable';
 }

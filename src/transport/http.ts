@@ -37,7 +37,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { WireError, methodNotAllowed, toWireError } from '../protocol/errors.js';
+import { WireError, isServerFault, methodNotAllowed, toWireError } from '../protocol/errors.js';
 import { newId } from '../protocol/objects.js';
 import type { Response } from '../protocol/objects.js';
 import type { CreateParams } from '../protocol/events.js';
@@ -137,7 +137,7 @@ export class HttpTransport {
     const handled = work().catch((err: unknown) => {
       const wire = toWireError(err);
       const log = this.host.log;
-      if (wire.code === 'server_error') log.error({ err, request_id: requestId }, 'http handler failed');
+      if (isServerFault(wire)) log.error({ err, request_id: requestId }, 'http handler failed');
       else {
         log.info(
           { request_id: requestId, status: wire.status, code: wire.code, param: wire.param, method: req.method, path: (req.url ?? '').slice(0, 200) },

@@ -86,6 +86,10 @@ describe('a store file another process holds the write lock of', () => {
       }
       // Reads go on beside the other writer (WAL).
       expect((await call(url, 'GET', `/v1/responses/${first.body.id}`)).status).toBe(200);
+      // A delete is refused, saying why (it was a bare 500 "The server had an error while processing the request.").
+      const refused = await call(url, 'DELETE', `/v1/responses/${first.body.id}`);
+      expect([refused.status, refused.body.error?.code]).toEqual([503, 'store_unavailable']);
+      expect(refused.body.error?.message).toMatch(/SQLITE_BUSY: database is locked/);
       other.exec('COMMIT');
       const after = await create(url, 'after');
       expect(after.body.status).toBe('completed');
@@ -165,7 +169,10 @@ describe('a store file deleted or replaced under the running server', () => {
     const refused = await create(url, 'refused');
     expect([refused.status, refused.body.status]).toEqual([500, 'failed']);
     expect(refused.body.error!.message).toMatch(/could not be stored/);
-    expect((await call(url, 'GET', `/v1/responses/${before.body.id}`)).status).toBeGreaterThanOrEqual(500);
+    const read = await call(url, 'GET', `/v1/responses/${before.body.id}`);
+    expect([read.status, read.body.error?.code]).toEqual([503, 'store_unavailable']);
+    expect(read.body.error?.message).toMatch(/SQLITE_NOTADB: file is not a database/);
+    expect(read.body.error?.message).not.toContain(path);
     rmSync(path);
     const back = await create(url, 'back');
     expect([back.status, back.body.status]).toEqual([200, 'completed']);

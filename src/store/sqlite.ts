@@ -70,6 +70,12 @@ export const WAL_SIZE_LIMIT = 4 * 1024 * 1024;
 /** A read looks whether the store's file was deleted or replaced (`#checkFile`) at most this often (ms); a write always does. */
 export const FILE_CHECK_MS = 250;
 
+/** An error of SQLite's meaning the connection cannot write the file (SQLITE_READONLY and its extended codes). */
+function isReadOnly(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_READONLY');
+}
+
 /** An error of SQLite's meaning the file is locked by another connection (SQLITE_BUSY and its extended codes). */
 function isBusy(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
@@ -149,6 +155,8 @@ export class SqliteStore implements ResponseStore {
    * open (opening it again failed: every call tries again).
    */
   #file: { dev: number; ino: number } | null | undefined;
+  /** A write failed with SQLITE_READONLY: the next write opens the file again (`#checkFile`). */
+  #readOnly = false;
   /** When `#checkFile` last looked (`performance.now()`). */
   #checkedAt = -Infinity;
 
@@ -368,15 +376,19 @@ export class SqliteStore implements ResponseStore {
     const known = this.#file;
     if (known === undefined) return;
     if (known !== null) {
-      const at = performance.now();
-      if (!write && at - this.#checkedAt < FILE_CHECK_MS) return;
-      this.#checkedAt = at;
-      const now = statSync(this.#path, { throwIfNoEntry: false });
-      if (now && now.ino === known.ino && now.dev === known.dev) return;
-      this.#log?.warn(
-        { code: 'store_file_replaced', path: this.#path, now: now ? 'another file' : 'none' },
-        "the store's file was deleted or replaced while the server ran: opening the file at its path (what was stored in the old file is not in it)",
-      );
+      if (!this.#readOnly) {
+        const at = performance.now();
+        if (!write && at - this.#checkedAt < FILE_CHECK_MS) return;
+        this.#checkedAt = at;
+        const now = statSync(this.#path, { throwIfNoEntry: false });
+        if (now && now.ino === known.ino && now.dev === known.dev) return;
+        this.#log?.warn(
+          { code: 'store_file_replaced', path: this.#path, now: now ? 'another file' : 'none' },
+          "the store's file was deleted or replaced while the server ran: opening the file at its path (what was stored in the old file is not in it)",
+        );
+      } else if (!write) return;
+      // Else a write found the connection read-only: opened again, it may write (the file was made writable since).
+      this.#readOnly = false;
       this.#sweep.close();
       this.#listed.clear();
       this.#db.close();
@@ -385,7 +397,7 @@ export class SqliteStore implements ResponseStore {
     try {
       this.#open();
     } catch (err) {
-      throw new Error(`cannot open the store '${this.#path}' again (its file was deleted or replaced while the server ran): ${(err as Error).message}`, { cause: err });
+      throw new Error(`cannot open the store '${this.#path}' again: ${(err as Error).message}`, { cause: err });
     }
   }
 
@@ -539,6 +551,9 @@ export class SqliteStore implements ResponseStore {
       return result;
     } catch (err) {
       if (!once && isBusy(err)) this.#locked = true;
+      // A file SQLite opened read-only (it was not writable then: chmod, an immutable or read-only mount) stays so for
+      // the connection's life: every write failed until a restart, the file long writable again. The next write opens it again.
+      if (this.#file !== undefined && isReadOnly(err)) this.#readOnly = true;
       throw err;
     } finally {
       this.#waitForLock(this.#locked ? 0 : STORE_BUSY_WAIT_MS);

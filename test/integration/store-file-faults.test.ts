@@ -4,8 +4,8 @@
  * frozen for seconds per request, and the server writes again once the condition clears. Real sockets (an in-process
  * server on port 0); the other process is a second SQLite connection.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -192,5 +192,49 @@ describe("a store file's write-ahead log", () => {
     expect(statSync(`${path}-wal`).size).toBeGreaterThan(6_000_000);
     expect((await create(url, 'small')).body.status).toBe('completed');
     expect(statSync(`${path}-wal`).size).toBeLessThanOrEqual(WAL_SIZE_LIMIT);
+  });
+});
+
+/**
+ * Makes `path` unwritable (`on`) or writable again: chmod for a user, `chattr +i` for root (whom permissions do not
+ * stop). Undefined when neither can be done here (root on a file system without the immutable attribute).
+ */
+function unwritable(path: string, on: boolean): boolean {
+  if (process.getuid?.() !== 0) {
+    chmodSync(path, on ? 0o444 : 0o644);
+    return true;
+  }
+  try {
+    execFileSync('chattr', [on ? '+i' : '-i', path], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('a store file that cannot be written', () => {
+  it('fails writes clearly while it is so, and writes again once it can be written', async (ctx) => {
+    const path = join(dir, 'readonly.sqlite');
+    const first = await testServer({ store: path });
+    const before = await create(first.url, 'before');
+    await first.server.close();
+    if (!unwritable(path, true)) return ctx.skip();
+    try {
+      // Opened read-only (SQLite falls back to it): reads work, writes are refused.
+      const { url } = await testServer({ store: path });
+      expect((await call(url, 'GET', `/v1/responses/${before.body.id}`)).status).toBe(200);
+      const refused = await create(url, 'refused');
+      expect([refused.status, refused.body.status]).toEqual([500, 'failed']);
+      const del = await call(url, 'DELETE', `/v1/responses/${before.body.id}`);
+      expect([del.status, del.body.error?.code]).toEqual([503, 'store_unavailable']);
+      expect(del.body.error?.message).toMatch(/SQLITE_READONLY/);
+      unwritable(path, false);
+      // The connection stayed read-only: every write failed until a restart.
+      const after = await create(url, 'after');
+      expect([after.status, after.body.status]).toEqual([200, 'completed']);
+      expect((await call(url, 'DELETE', `/v1/responses/${before.body.id}`)).status).toBe(200);
+    } finally {
+      unwritable(path, false);
+    }
   });
 });

@@ -197,6 +197,21 @@ export class SessionHost {
     return r && !('access_programs' in r) ? { ...(r as Omit<Response, 'access_programs'>), access_programs: null } : r;
   }
 
+  /**
+   * Refuses (409 `response_running_elsewhere`) a cancel or delete of `owner`'s background response `id` that another
+   * live process on the store's file runs (stored as it started, `store/runner.ts`): that process alone can cancel it,
+   * and its final write would store again what a delete here removed (a DELETE answered `deleted: true`, then the
+   * response came back). Reads only the record's runner.
+   */
+  refuseIfRunningElsewhere(id: string, owner: string | null): void {
+    if (this.background.find(id, owner) || !runnerElsewhere(this.services.store.runner(id, owner))) return;
+    throw new WireError(
+      'response_running_elsewhere',
+      `Response '${id}' is a background response running in another server process on this store; cancel or delete it through that server, or once it has ended.`,
+      'response_id',
+    );
+  }
+
   /** Whether the owner's stored response `id` exists (without reading it). */
   hasStoredResponse(id: string, owner: string | null): boolean {
     return this.services.store.has(id, owner);

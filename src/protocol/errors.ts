@@ -44,6 +44,13 @@ export const WIRE_ERRORS = {
   method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'Method not allowed.' },
   server_error: { status: 500, type: 'server_error', message: 'The server had an error while processing the request.' },
   server_shutting_down: { status: 503, type: 'server_error', message: 'The server is shutting down.' },
+  // A background response another server process on the same store file runs: only that process can cancel it, and a
+  // delete here would be undone by its final write.
+  response_running_elsewhere: {
+    status: 409,
+    type: 'invalid_request_error',
+    message: 'The response is a background response running in another server process on this store; cancel or delete it through that server, or once it has ended.',
+  },
   // The store's file failed a read or write (SQLite: locked by another process, disk full, read-only, not a database).
   store_unavailable: { status: 503, type: 'server_error', message: 'The response store could not be read or written; try again later.' },
   duplicate_call_id: { status: 500, type: 'server_error', message: 'The model made two tool calls with the same call_id.' },

@@ -123,6 +123,11 @@ export class MemoryStore implements ResponseStore {
     return copyJson(entry.rec);
   }
 
+  runner(id: string, owner: string | null): string | undefined {
+    this.counters.reads++;
+    return this.#owned(id, owner, expiryCutoff(this.bounds))?.rec.runner;
+  }
+
   has(id: string, owner: string | null): boolean {
     this.counters.reads++;
     return this.#owned(id, owner, expiryCutoff(this.bounds)) !== undefined;

@@ -121,6 +121,7 @@ export class SqliteStore implements ResponseStore {
   #deleteRow!: Database.Statement<[number], Gone>;
   #selectResponse!: Database.Statement<[IdOwner & { cutoff: number }], RecordRow>;
   #hasResponse!: Database.Statement<[IdOwner & { cutoff: number }], unknown>;
+  #selectRunner!: Database.Statement<[IdOwner & { cutoff: number }], { runner: string | null }>;
   #selectItem!: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
   #selectChain!: Database.Statement<[IdOwner & { limit: number; cutoff: number }], ChainRow>;
   #selectVersion!: Database.Statement<[IdOwner & { cutoff: number; second: number }], VersionRow>;
@@ -236,6 +237,8 @@ export class SqliteStore implements ResponseStore {
     this.#deleteRow = db.prepare(`DELETE FROM responses WHERE rowid = ? RETURNING id, bytes`);
     // Every read sees only rows above the expiry cutoff: an expired response is gone at once, deleted or not.
     this.#hasResponse = db.prepare(`SELECT 1 FROM responses WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`);
+    // `runner` comes after the JSON: reading it walks a large row's overflow pages (a DELETE, a cancel: not per page).
+    this.#selectRunner = db.prepare(`SELECT runner FROM responses WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`);
     this.#selectResponse = db.prepare(
       `SELECT owner, created_at, created_at_ms, response, input, appended, runner FROM responses
         WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`,
@@ -448,6 +451,12 @@ export class SqliteStore implements ResponseStore {
     if (!row) return undefined;
     this.counters.rows_read++;
     return toRecord(row);
+  }
+
+  runner(id: string, owner: string | null): string | undefined {
+    this.#checkFile(false);
+    this.counters.reads++;
+    return this.#selectRunner.get({ id, owner, cutoff: expiryCutoff(this.bounds) })?.runner ?? undefined;
   }
 
   has(id: string, owner: string | null): boolean {

@@ -372,6 +372,11 @@ export interface ResponseStore {
   get(id: string, owner: string | null): StoredResponse | undefined;
   /** Whether `get` would find it, without reading the record (a large one costs its copy or its parse). */
   has(id: string, owner: string | null): boolean;
+  /**
+   * The `runner` of the owner's stored response `id` when it was stored before its end (a background response's
+   * record as it started), read without the record; undefined for any other, or when `get` would not find it.
+   */
+  runner(id: string, owner: string | null): string | undefined;
   /** True when a record owned by `owner` was removed. Responses chained onto it lose their chain. */
   delete(id: string, owner: string | null): boolean;
   /**

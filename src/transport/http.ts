@@ -346,6 +346,7 @@ export class HttpTransport {
       }
       if (method === 'DELETE') {
         if (await this.host.deleteRunningBackground(id, owner)) return sendJson(res, 200, { id, object: 'response', deleted: true });
+        this.host.refuseIfRunningElsewhere(id, owner);
         const stored = this.host.deleteStoredResponse(id, owner);
         // A background response's kept events go with it (and its final Response, kept here if the store could not).
         if (!this.host.background.delete(id, owner, stored) && !stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
@@ -383,8 +384,9 @@ export class HttpTransport {
     try {
       return await this.host.live.cancel(id, owner);
     } catch (err) {
-      const stored = this.host.storedResponse(id, owner);
       if (!(err instanceof WireError && err.code === 'response_not_found')) throw err;
+      this.host.refuseIfRunningElsewhere(id, owner);
+      const stored = this.host.storedResponse(id, owner);
       // Said as retrieve says it: a background client cancelling an unknown (or deleted) id was told that no
       // long-lived response was open over HTTP.
       if (!stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`, 'response_id');

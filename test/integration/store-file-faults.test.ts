@@ -121,6 +121,14 @@ describe('a background response in flight when its server is killed', () => {
     const early = await call(beside.url, 'POST', '/v1/responses', { model: 'm', input: 'next', previous_response_id: id });
     expect([early.status, early.body.error?.code]).toEqual([400, 'previous_response_not_found']);
 
+    // Nor cancelled or deleted through this server: its run is the other's, which would store it again at its end (a
+    // DELETE answered deleted: true, and the response came back), and a cancel answered the stored in_progress record.
+    for (const [method, path] of [['DELETE', `/v1/responses/${id}`], ['POST', `/v1/responses/${id}/cancel`]] as const) {
+      const refused = await call(beside.url, method, path);
+      expect([refused.status, refused.body.error?.code]).toEqual([409, 'response_running_elsewhere']);
+    }
+    expect((await call(child.url, 'GET', `/v1/responses/${id}`)).body.status).toBe('in_progress');
+
     child.proc.kill('SIGKILL');
     await child.exited;
     // Its server gone, every server on the file (this one, and one opened now: a restart) answers it failed; before
@@ -133,6 +141,9 @@ describe('a background response in flight when its server is killed', () => {
       expect([next.status, next.body.error?.code]).toEqual([400, 'previous_response_not_found']);
       expect(next.body.error?.message).toMatch(/has not ended/);
     }
+    // Its server gone, it is this one's to cancel (it has ended: its failed Response) and to delete.
+    const cancelled = await call(beside.url, 'POST', `/v1/responses/${id}/cancel`);
+    expect([cancelled.status, cancelled.body.status]).toEqual([200, 'failed']);
     expect((await call(beside.url, 'DELETE', `/v1/responses/${id}`)).status).toBe(200);
     expect((await call(beside.url, 'GET', `/v1/responses/${id}`)).status).toBe(404);
   }, 60_000);

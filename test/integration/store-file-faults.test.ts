@@ -1,8 +1,10 @@
 /**
- * A store on a file, attacked as an operator would: another process holding the file's write lock, the file deleted
- * or replaced under the running server. Each create / retrieve / delete gets a clear answer at once, never a server
- * frozen for seconds per request, and the server writes again once the condition clears. Real sockets (an in-process
- * server on port 0); the other process is a second SQLite connection.
+ * A store on a file, attacked as an operator would: another process holding the file's write lock, a background
+ * response in flight when its server is SIGKILLed, the file deleted or replaced under the running server, its
+ * write-ahead log after a large write, the file unwritable. Each create / retrieve / delete gets a clear answer at
+ * once (never a server frozen for seconds per request, never a 404 for a response the server gave out), and the server
+ * writes again once the condition clears. Real sockets (in-process servers on port 0, and `llr serve` child processes
+ * where a process must die); "another process" is a second SQLite connection where only its lock matters.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';

@@ -26,6 +26,8 @@ export class HttpClient implements AgentClient {
   bytesSent = 0;
   bytesReceived = 0;
   private readonly endpoint: string;
+  /** The runs in flight: `close()` ends their requests. */
+  private readonly inFlight = new Set<AbortController>();
 
   constructor(baseUrl: string, private readonly opts: HttpClientOptions = {}) {
     const u = new URL(baseUrl);
@@ -41,6 +43,8 @@ export class HttpClient implements AgentClient {
 
   run(request: AgentRequest, executeTool: ToolExecutor): AgentRun {
     const run = new AgentRun();
+    const stop = new AbortController();
+    this.inFlight.add(stop);
     const stored = this.opts.style === 'stored';
     const input = toInputItems(request.input);
     run.transcript.push(...this.history, ...input);
@@ -48,7 +52,7 @@ export class HttpClient implements AgentClient {
       let send = stored && this.lastResponseId ? input : run.transcript.slice();
       let previous = stored ? this.lastResponseId : null;
       for (;;) {
-        const { response, calls } = await this.post(request, send, previous, stored, run);
+        const { response, calls } = await this.post(request, send, previous, stored, run, stop.signal);
         run.responses.push(response);
         if (response.status !== 'completed' || calls.length === 0) {
           this.history = run.transcript.slice();
@@ -61,17 +65,19 @@ export class HttpClient implements AgentClient {
         previous = stored ? response.id : null;
       }
     };
-    loop().then((r) => run.resolve(r), (err: unknown) => run.reject(err));
+    loop()
+      .finally(() => this.inFlight.delete(stop))
+      .then((r) => run.resolve(r), (err: unknown) => run.reject(err));
     return run;
   }
 
-  private async post(request: AgentRequest, input: InputItem[], previous: string | null, store: boolean, run: AgentRun) {
+  private async post(request: AgentRequest, input: InputItem[], previous: string | null, store: boolean, run: AgentRun, signal: AbortSignal) {
     const body = JSON.stringify({ ...createBody(request, input, previous, store), stream: true });
     this.bytesSent += Buffer.byteLength(body);
     const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'text/event-stream' };
     if (this.opts.timing ?? true) headers['X-LLR-Timing'] = '1';
     if (this.opts.apiKey) headers['Authorization'] = `Bearer ${this.opts.apiKey}`;
-    const res = await fetchOrSay(this.endpoint, { method: 'POST', headers, body });
+    const res = await fetchOrSay(this.endpoint, { method: 'POST', headers, body, signal });
     if (!res.ok || !res.body) {
       // Not JSON (a proxy's HTML error page) said as the status and the page's start; it was JSON.parse's
       // `Unexpected token '<'`.
@@ -96,7 +102,15 @@ export class HttpClient implements AgentClient {
     return { response: final, calls };
   }
 
-  async close(): Promise<void> {}
+  /**
+   * End the runs in flight: a request being answered is dropped (the server ends its response as a disconnect),
+   * and none of them sends another. It did nothing, so a run whose caller gave up (the demo's stopped race) went
+   * on decoding its call at the model's pace for nobody.
+   */
+  async close(): Promise<void> {
+    for (const stop of this.inFlight) stop.abort(new Error('the client was closed'));
+    this.inFlight.clear();
+  }
 }
 
 /**

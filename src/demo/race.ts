@@ -12,9 +12,9 @@
  * carry their billing and persist spans; work other clients' runs defer
  * later is not waited for, nor anything once the race is stopped), the
  * final records and each lane's figures sent. Stopping it (the page went away, the deadline, shutdown) closes the
- * lanes' sockets, which cancels their runs on the server; an HTTP lane,
- * whose client cannot be interrupted, gets an instant model whose next call
- * answers in one line, which ends its run.
+ * lanes' connections, which cancels their runs on the server (the HTTP
+ * lane's client drops its request in flight and sends no other); a lane
+ * model's next call, should one still come, answers in one line at once.
  */
 import type { Services } from '../engine/services.js';
 import type { ModelPolicy } from '../model/policies.js';
@@ -147,8 +147,8 @@ export class Race implements StepGate {
         this.emit({ type: 'lane.state', design: lane.id, state: 'running' });
         try {
           const done = await lane.run(performance.now());
-          // Stopped, a lane whose client cannot be interrupted (HTTP) ends its run with the model's one-line answer:
-          // a completed run, but not the workload, and its figures would pass for the lane's result.
+          // Stopped, a lane whose run resolved anyway (its last response ended as the stop came, or a call answered the
+          // model's one-line stop) completed a run, but not the workload, and its figures would pass for the lane's result.
           return this.stopReason ? this.fail(lane, this.stopReason) : done;
         } catch (err) {
           return this.fail(lane, this.stopReason ?? (err as Error).message);

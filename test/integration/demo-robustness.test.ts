@@ -1,7 +1,7 @@
 /**
  * The teaching demo against an outside attacker, on real sockets (port 0):
- * a page that leaves before its race stream starts, and a race stopped while
- * a lane's client could not be interrupted. Each waits on server events
+ * a page that leaves before its race stream starts, a race stopped while a
+ * lane's call is in flight or while its lanes wait at a step. Each waits on server events
  * (the socket's close, the race's end), not on sleeps.
  */
 import { readFileSync } from 'node:fs';
@@ -74,7 +74,7 @@ describe('demo races and pages that go away', () => {
     expect(await next.text()).toMatch(/"type":"race.done","race_id":"r[0-9a-f]+","status":"done"/);
   });
 
-  it('a race stopped by its deadline reports no lane as done: the HTTP lane, which cannot be interrupted, did not finish the workload', async () => {
+  it('a race stopped by its deadline reports no lane as done: none finished the workload', async () => {
     const { url } = await testServer({ demo: { raceTimeoutMs: 1500 } });
     // Step mode, never stepped: every lane waits at its first tool calls until the deadline stops the race.
     const res = await fetch(`${url}/demo/api/races`, {
@@ -92,6 +92,32 @@ describe('demo races and pages that go away', () => {
       expect(last, d.id).toMatchObject({ state: 'failed', error: 'the race did not finish within 1500 ms' });
     }
   });
+  it('a page that stops its race mid-call: the HTTP lane drops its request in flight too, so no model call decodes on for nobody', async () => {
+    const { url, server } = await testServer({ demo: { maxRaces: 1 } });
+    const page = new AbortController();
+    const res = await fetch(`${url}/demo/api/races`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: 'synthetic', tool_calls: 3, speed: '65' }),
+      signal: page.signal,
+    });
+    let model = '';
+    // The HTTP lane's first response has been created: its 60 tokens take ~1 s at 65 tokens/s.
+    for await (const e of sseEvents(res.body!)) {
+      const m = e as unknown as DemoMessage;
+      if (m.type === 'race') model = m.designs.find((d) => d.id === 'http')!.model;
+      if (m.type === 'wire' && m.design === 'http' && m.event === 'response.created') break;
+    }
+    page.abort();
+    await server.demo!.idle();
+    // The call in flight ended with the page (the client's disconnect), as the socket lanes' do. It decoded to its end
+    // at 65 tokens/s, then the next call answered the stop's one line: up to a long Codex answer's ~8 s at 65 tokens/s,
+    // while the race kept its slot (a presenter's Stop, then Start, got 429 too_many_races).
+    const http = (await records(url)).filter((r) => r.model === model);
+    expect(http.map((r) => r.status)).toEqual(['cancelled']);
+    expect(server.demo!.racesRunning).toBe(0);
+  });
+
   it('a page that stops reading is dropped once nothing of its stream leaves, not kept for good with the unsent stream', async () => {
     const { url, server } = await testServer({ limits: { sendStallTimeoutMs: 300 } });
     const serverSide = new Promise<Socket>((resolve) => server.http.once('request', (req) => resolve(req.socket)));

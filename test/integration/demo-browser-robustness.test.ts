@@ -2,8 +2,8 @@
  * The demo page against an outside attacker, in a real headless browser
  * (Debian's `chromium` driven by `playwright-core`, as demo-browser.test.ts)
  * against real `llr serve` processes on port 0: races run while the
- * animation is paused, and a server killed mid-race. Waits on the DOM,
- * never on sleeps.
+ * animation is paused, a server killed mid-race, and what a long race's
+ * stream costs the page. Waits on the DOM, never on sleeps.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -137,5 +137,40 @@ describe('the demo page under attack', () => {
       held.abort();
       await keyed.stop();
     }
+  }, 120_000);
+
+  it('a race\'s stream is drawn once per frame: a wire event does not force a layout of its own', async () => {
+    const { page, errors } = await openPage(server!.url);
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Performance.enable');
+    const metrics = async () => Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
+    await page.selectOption('select[name="workload"]', 'synthetic');
+    await page.fill('input[name="tool_calls"]', '60');
+    await page.selectOption('select[name="speed"]', 'instant');
+    await page.selectOption('select[name="order"]', 'together');
+    // The frames the page was given (a counter run from the test, outside the page's CSP), and the layouts it made.
+    await page.evaluate(() => {
+      const w = globalThis as unknown as { frames_seen: number; requestAnimationFrame: (f: () => void) => number };
+      w.frames_seen = 0;
+      const tick = () => {
+        w.frames_seen++;
+        w.requestAnimationFrame(tick);
+      };
+      w.requestAnimationFrame(tick);
+    });
+    const frames = () => page.evaluate(() => (globalThis as unknown as { frames_seen: number }).frames_seen);
+    const before = { m: await metrics(), frames: await frames() };
+    await page.click('[data-action="race"]');
+    // Attached, not visible: a visibility check would lay the page out itself.
+    await page.locator('[data-action="race"]:not([disabled])').waitFor({ state: 'attached', timeout: 60_000 });
+    const after = { m: await metrics(), frames: await frames() };
+    const rows = await page.locator('.wire li').count();
+    const layouts = after.m['LayoutCount']! - before.m['LayoutCount']!;
+    // Each wire row read the log's scrollHeight to follow it, a layout of the whole page per row (2,880 on the Codex
+    // run at 4,000 tokens/s, where the page then took ~23 s of CPU in a 27 s race on the machine the server measures on).
+    expect(rows).toBeGreaterThan(1500);
+    expect(layouts, `${layouts} layouts, ${after.frames - before.frames} frames, ${rows} wire rows`).toBeLessThanOrEqual(after.frames - before.frames + 20);
+    expect(errors).toEqual([]);
+    await page.close();
   }, 120_000);
 });

@@ -1,6 +1,7 @@
 // The demo page's controller: reads the server's configuration (designs,
 // limits), starts a race with `POST /demo/api/races` and reads its SSE stream,
-// hands each message to its lane, and redraws once per animation frame.
+// hands each message to its lane, and redraws once per animation frame (when a
+// message changed what is drawn).
 // "Pause animation" holds the messages back (nothing is lost) until resumed.
 // Talks only to the server that served it.
 
@@ -25,6 +26,8 @@ let lastInfo = null;
 let held = [];
 let paused = false;
 let frame = 0;
+/** Whether a message since the last drawing changed what the lanes draw (records, counts, states). */
+let stale = false;
 
 function authHeaders() {
   const key = form.elements.api_key.value.trim();
@@ -186,6 +189,8 @@ function receive(m) {
 
 function apply(m) {
   const lane = m.design ? lanes.get(m.design) : null;
+  // A wire row changes its lane's log only: the drawings wait for a message that changes them.
+  if (m.type !== 'wire') stale = true;
   switch (m.type) {
     case 'race':
       if (race) race.id = m.race_id;
@@ -244,11 +249,13 @@ function schedule() {
   if (frame) return;
   frame = requestAnimationFrame(() => {
     frame = 0;
-    draw();
+    if (stale) draw();
+    for (const l of lanes.values()) l.followWire();
   });
 }
 
 function draw() {
+  stale = false;
   const all = [...lanes.values()];
   const scale = Math.max(1, ...all.map((l) => l.extent()));
   const perCall = all.map((l) => l.perCallWork());

@@ -79,6 +79,7 @@ export class LaneView {
     this.bytesSent = 0;
     this.done = null;
     this.wireRows = 0;
+    this.following = false;
     this.setState('idle');
     this.e2e.textContent = '—';
     this.wire.replaceChildren();
@@ -112,7 +113,15 @@ export class LaneView {
       h('span', { class: 'wire-detail', text: m.detail }),
     );
     this.wire.append(li);
-    if (follow) this.wire.scrollTop = this.wire.scrollHeight;
+    // Followed once per frame (followWire): reading scrollHeight here laid the whole page out for every row.
+    if (follow) this.following = true;
+  }
+
+  /** Scroll the wire log to its newest row if rows came since the last frame. */
+  followWire() {
+    if (!this.following) return;
+    this.following = false;
+    this.wire.scrollTop = this.wire.scrollHeight;
   }
 
   /** The lane's responses in creation order (the order the client saw them created). */

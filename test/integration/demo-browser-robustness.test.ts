@@ -173,4 +173,41 @@ describe('the demo page under attack', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it('a race\'s messages change the page in batches: wire rows at most every 100 ms, the charts redrawn at most every 250 ms', async () => {
+    const { page, errors } = await openPage(server!.url);
+    await page.selectOption('select[name="workload"]', 'synthetic');
+    await page.fill('input[name="tool_calls"]', '10');
+    await page.selectOption('select[name="speed"]', '1000');
+    await page.selectOption('select[name="order"]', 'together');
+    // Each batch of DOM changes to the wire logs, and to the timelines (a redraw), as the page's mutation observer sees them.
+    await page.evaluate(() => {
+      type Node = { classList?: { contains(c: string): boolean } };
+      const g = globalThis as unknown as {
+        seen: { draws: number; batches: number };
+        MutationObserver: new (cb: (rs: Array<{ target: Node }>) => void) => { observe(n: unknown, o: object): void };
+        document: { getElementById(id: string): unknown };
+      };
+      g.seen = { draws: 0, batches: 0 };
+      new g.MutationObserver((rs) => {
+        if (rs.some((r) => r.target.classList?.contains('timeline'))) g.seen.draws++;
+        if (rs.some((r) => r.target.classList?.contains('wire'))) g.seen.batches++;
+      }).observe(g.document.getElementById('lanes'), { childList: true, subtree: true });
+    });
+    const start = Date.now();
+    await page.click('[data-action="race"]');
+    await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
+    const ms = Date.now() - start;
+    const seen = await page.evaluate(() => (globalThis as unknown as { seen: { draws: number; batches: number } }).seen);
+    // Each message changed the page as it came: a frame's redraw of every chart whenever a record or count came
+    // (up to 60 a second), and wire rows in every chunk the stream read.
+    expect(seen.batches, `${seen.batches} wire batches in ${ms} ms`).toBeLessThanOrEqual(ms / 100 + 3);
+    expect(seen.draws, `${seen.draws} redraws in ${ms} ms`).toBeLessThanOrEqual(ms / 250 + 5);
+    for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) {
+      expect(await page.locator(`[data-design="${d}"]`).getAttribute('data-state'), d).toBe('done');
+      expect(await page.locator(`[data-design="${d}"] [data-field="model-calls"]`).textContent(), d).toBe('11');
+    }
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
 });

@@ -210,4 +210,20 @@ describe('the demo page under attack', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it('on a phone-wide viewport (375 px) nothing is wider than the page: the buttons wrap', async () => {
+    const { page, errors } = await openPage(server!.url);
+    await page.setViewportSize({ width: 375, height: 720 });
+    await page.locator('[data-action="pause-animation"]').waitFor();
+    // The four buttons in one row were 380 px: "Pause animation" was cut at the page's edge.
+    const widths = await page.evaluate(() => {
+      const d = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
+      return { scroll: d.scrollWidth, client: d.clientWidth };
+    });
+    expect(widths.scroll, JSON.stringify(widths)).toBeLessThanOrEqual(widths.client);
+    const box = await page.locator('[data-action="pause-animation"]').boundingBox();
+    expect(box!.x + box!.width).toBeLessThanOrEqual(375);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
 });

@@ -226,4 +226,33 @@ describe('the demo page under attack', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
+
+  it('a page loaded before the server restarted with other flags shows the lanes the race runs, not the old ones', async () => {
+    const page = await browser!.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    // The configuration the page read from the server before its restart: without WebSockets, two designs.
+    await page.route('**/demo/api/config', async (route) => {
+      const res = await route.fetch();
+      const config = (await res.json()) as { designs: Array<{ id: string }> };
+      config.designs = config.designs.filter((d) => d.id === 'http' || d.id === 'long-lived-http');
+      await route.fulfill({ response: res, json: config });
+    });
+    await page.goto(`${server!.url}/demo`);
+    await page.locator('[data-design="http"][data-state="idle"]').waitFor();
+    expect(await page.locator('[data-design]').count()).toBe(2);
+    await page.selectOption('select[name="workload"]', 'synthetic');
+    await page.fill('input[name="tool_calls"]', '2');
+    await page.selectOption('select[name="speed"]', 'instant');
+    await page.click('[data-action="race"]');
+    await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
+    // The server (with WebSockets) raced four designs: the page shows all four, each done with its counts.
+    for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) {
+      expect(await page.locator(`[data-design="${d}"]`).getAttribute('data-state'), d).toBe('done');
+      expect(await page.locator(`[data-design="${d}"] [data-field="model-calls"]`).textContent(), d).toBe('3');
+    }
+    expect(await page.locator('[data-field="explanation"]').textContent()).toMatch(/ms in WebSocket mode/);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
 });

@@ -206,6 +206,9 @@ function apply(m) {
     case 'race':
       if (race) race.id = m.race_id;
       lastInfo = m;
+      // The designs this race runs: a page loaded before the server restarted with other flags (--no-websockets, or
+      // without it) showed the lanes of the old configuration, and the other lanes' messages went nowhere.
+      if (m.designs.map((d) => d.id).join() !== [...lanes.keys()].join()) buildLanes(m.designs);
       note.textContent = `Racing ${m.workload.label} at ${m.speed === 'instant' ? 'instant speed' : `${m.speed} tokens/s`}, tool time ${m.tool_time}, lanes ${m.order === 'together' ? 'at the same time' : 'one after another'}. ${m.workload.tools_note}`;
       for (const d of m.designs) lanes.get(d.id)?.el.setAttribute('data-model', d.model);
       break;

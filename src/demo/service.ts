@@ -20,7 +20,7 @@
  * until the race's stream ends, as a /v1 create's; a page that stops reading its stream is dropped at the transport's
  * send-buffer limit, or once nothing of it has left for the stall timeout.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -113,7 +113,7 @@ export class DemoService implements HttpRoutes {
     const rest = path.slice(this.prefix.length).replace(/^\//, '');
     if (rest === '' || Object.hasOwn(FILES, rest)) {
       if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed('GET, HEAD');
-      return this.file(res, rest === '' ? 'index.html' : rest, method === 'HEAD');
+      return this.file(req, res, rest === '' ? 'index.html' : rest, method === 'HEAD');
     }
     if (rest === 'api/config') {
       if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed('GET, HEAD');
@@ -178,16 +178,27 @@ export class DemoService implements HttpRoutes {
     };
   }
 
-  private async file(res: ServerResponse, name: string, head: boolean): Promise<void> {
+  /**
+   * One of the page's files. `no-cache` has the browser revalidate it at every load, so the file (read afresh each
+   * time) carries a validator, its content's hash: a copy still current is answered 304 with no body (RFC 9110
+   * §13.1.2, `If-None-Match`). Without one the browser fetched every file whole at every load.
+   */
+  private async file(req: IncomingMessage, res: ServerResponse, name: string, head: boolean): Promise<void> {
     const body = await readFile(PAGE_DIR + name);
-    res.writeHead(200, {
-      'Content-Type': FILES[name]!,
-      'Content-Length': body.length,
+    const etag = `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"`;
+    const headers = {
+      ETag: etag,
       'Cache-Control': 'no-cache',
       'Content-Security-Policy': CSP,
       'X-Content-Type-Options': 'nosniff',
       'Referrer-Policy': 'no-referrer',
-    });
+    };
+    if (matchesEtag(req.headers['if-none-match'], etag)) {
+      res.writeHead(304, headers);
+      res.end();
+      return;
+    }
+    res.writeHead(200, { ...headers, 'Content-Type': FILES[name]!, 'Content-Length': body.length });
     res.end(head ? undefined : body);
   }
 
@@ -274,6 +285,15 @@ export class DemoService implements HttpRoutes {
       this.owners.delete(id);
     }
   }
+}
+
+/** Whether an `If-None-Match` header names this entity tag (weak comparison, as RFC 9110 §13.1.2 asks), or is `*`. */
+function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  return header.split(',').some((t) => {
+    const tag = t.trim();
+    return tag === '*' || tag.replace(/^W\//, '') === etag;
+  });
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {

@@ -239,6 +239,29 @@ describe('demo requests', () => {
     expect(config.designs.map((d) => d.id)).toEqual(DEMO_DESIGNS.map((d) => d.id));
   });
 
+  it('the page\'s files carry a validator: a reload whose copy is current is answered 304 with no body', async () => {
+    const { url } = await testServer();
+    for (const f of ['', '/demo.js', '/lanes.js', '/timeline.js', '/demo.css']) {
+      const first = await fetch(`${url}/demo${f}`);
+      const body = await first.text();
+      const etag = first.headers.get('etag');
+      // Cache-Control: no-cache asks the browser to revalidate every load; with no validator it fetched every file whole.
+      expect(etag, f).toMatch(/^"[0-9a-f]{16,}"$/);
+      expect(first.headers.get('cache-control'), f).toBe('no-cache');
+      for (const tag of [etag!, `W/${etag!}`, `"other", ${etag!}`, '*']) {
+        const again = await fetch(`${url}/demo${f}`, { headers: { 'If-None-Match': tag } });
+        expect(again.status, `${f} ${tag}`).toBe(304);
+        expect(again.headers.get('etag'), f).toBe(etag);
+        expect(await again.text(), f).toBe('');
+      }
+      const stale = await fetch(`${url}/demo${f}`, { headers: { 'If-None-Match': '"0000000000000000"' } });
+      expect(stale.status, f).toBe(200);
+      expect(await stale.text(), f).toBe(body);
+      const head = await fetch(`${url}/demo${f}`, { method: 'HEAD', headers: { 'If-None-Match': etag! } });
+      expect(head.status, f).toBe(304);
+    }
+  });
+
   it('on a server refusing WebSockets, lists and races only the designs served over plain HTTP', async () => {
     const { url } = await testServer({ refuseWebSockets: true });
     const httpOnly = DEMO_DESIGNS.filter((d) => !d.websocket).map((d) => d.id);

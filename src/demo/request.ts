@@ -60,6 +60,19 @@ export function parseRaceRequest(body: unknown, limits: WorkloadLimits & { workl
   return { workload: buildWorkload(choice, limits, limits.workloadPath), speed, toolTime, step, order };
 }
 
+/**
+ * The least time a race can take, ms: each lane's model calls at the chosen speed (the server's time to first
+ * token for each, the run's recorded output tokens at the decode rate), its tools when their time is "as recorded",
+ * and the lanes one after another when asked; prefill, the API's own work and step-mode waits not counted.
+ */
+export function leastRaceMs(r: RaceRequest, settings: ModelSettings, lanes: number): number {
+  const w = r.workload;
+  const calls = w.model_calls ?? 1;
+  const decode = settings.tokensPerSecond === Infinity ? 0 : (w.min_output_tokens / settings.tokensPerSecond) * 1000;
+  const lane = calls * settings.ttftBaseMs + decode + (r.toolTime === 'recorded' ? w.min_tool_ms : 0);
+  return r.order === 'one-by-one' ? lane * lanes : lane;
+}
+
 function oneOf<T extends string>(v: unknown, allowed: readonly T[], param: string): T {
   if (v === undefined) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
   if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) {

@@ -35,7 +35,7 @@ import { DEMO_DESIGNS, servedDesigns } from './designs.js';
 import type { DemoMessage } from './messages.js';
 import { DemoModels } from './models.js';
 import { tokenizerReady } from '../model/tokenizer.js';
-import { parseRaceRequest, SPEEDS, speedSettings } from './request.js';
+import { leastRaceMs, parseRaceRequest, SPEEDS, speedSettings } from './request.js';
 import { Race } from './race.js';
 import { codexAvailable, DEFAULT_DEMO_WORKLOAD, PROMPT_TOOL_MS, SYNTHETIC_TOOL_MS } from './workloads.js';
 
@@ -220,6 +220,20 @@ export class DemoService implements HttpRoutes {
       throw new WireError('too_many_races', `${n} demo race${n === 1 ? ' is' : 's are'} already running; try again when one ends.`);
     }
     if (!this.url) throw new Error('the demo service does not know the server address yet');
+    const designs = servedDesigns(this.webSockets());
+    const settings = speedSettings(r.speed, services.router.opts.deployments[0]?.settings);
+    // A race that cannot end before its deadline is refused now, not failed there: the Codex run at 65 tokens/s with
+    // its lanes one after another (>= 140 s a lane) ran for the default limit's ten minutes, its last lane failed.
+    const least = leastRaceMs(r, settings, designs.length);
+    const limitMs = this.options.raceTimeoutMs;
+    if (least > limitMs) {
+      const s = (ms: number) => (ms / 1000).toLocaleString('en', { maximumFractionDigits: 1 });
+      throw new WireError(
+        'invalid_value',
+        `This race would take at least ${s(least)} s (${r.workload.label} at ${r.speed === 'instant' ? 'instant speed' : `${r.speed} tokens/s`}${r.toolTime === 'recorded' ? ', tools as recorded' : ''}${r.order === 'one-by-one' ? `, ${designs.length} lanes one after another` : ''}), past the race limit of ${s(limitMs)} s (--demo-race-timeout-ms): choose ${['a faster model speed', ...(r.order === 'one-by-one' ? ['lanes at the same time'] : []), ...(r.toolTime === 'recorded' ? ['no tool time'] : [])].join(' or ')}.`,
+        'speed',
+      );
+    }
     const id = `r${randomBytes(5).toString('hex')}`;
     // The key as the server read it: a header it accepted (`bearer KEY`, any case) gave the lanes no key, and each
     // lane then failed with 401 in a race that had been accepted.
@@ -227,10 +241,10 @@ export class DemoService implements HttpRoutes {
     const race = new Race(
       {
         id,
-        designs: servedDesigns(this.webSockets()),
+        designs,
         workload: r.workload,
         speed: r.speed,
-        settings: speedSettings(r.speed, services.router.opts.deployments[0]?.settings),
+        settings,
         toolTime: r.toolTime,
         step: r.step,
         order: r.order,

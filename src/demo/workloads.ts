@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { autoPolicy, dollarLines, replayPolicy, type ModelPolicy } from '../model/policies.js';
 import type { FunctionTool, InputItem } from '../protocol/objects.js';
 import { WireError } from '../protocol/errors.js';
-import { flatModelTurns } from '../workload/replayable.js';
+import { callsOf, flatModelTurns } from '../workload/replayable.js';
 import { loadWorkloadFile } from '../workload/load.js';
 import { syntheticWorkload } from '../workload/synthetic.js';
 import type { Workload } from '../workload/types.js';
@@ -51,6 +51,10 @@ export interface DemoWorkload {
   parallel_tool_calls: boolean;
   /** Model calls the run makes, when known in advance (replays). */
   model_calls: number | null;
+  /** Output tokens the model decodes in the whole run, at least (replays: the recorded figures; 0 when unknown). */
+  min_output_tokens: number;
+  /** A lane's tool time when tool time is "as recorded", at least (each model call's calls run at once: their longest). */
+  min_tool_ms: number;
   policy(): ModelPolicy;
   /** The output of one tool call and how long it takes when tool time is "as recorded". */
   toolResult(callId: string, args: string): { output: string; duration_ms: number } | null;
@@ -120,6 +124,12 @@ export function warmUpWorkload(): DemoWorkload {
 
 function fromReplay(w: Workload, label: string, note: string): DemoWorkload {
   const turns = flatModelTurns(w);
+  let tokens = 0;
+  let toolMs = 0;
+  for (const t of turns) {
+    tokens += t.output_tokens ?? 0;
+    toolMs += Math.max(0, ...callsOf(t).map((c) => w.toolOutputs[c.call_id]?.duration_ms ?? 0));
+  }
   return {
     label,
     tools_note: note,
@@ -128,6 +138,8 @@ function fromReplay(w: Workload, label: string, note: string): DemoWorkload {
     userTurns: w.userTurns.map((u) => u.input),
     parallel_tool_calls: true,
     model_calls: turns.length,
+    min_output_tokens: tokens,
+    min_tool_ms: toolMs,
     policy: () => replayPolicy(turns),
     toolResult: (callId) => w.toolOutputs[callId] ?? null,
   };
@@ -150,6 +162,8 @@ function fromPrompt(text: string, limits: WorkloadLimits): DemoWorkload {
     // One command per model call, so each line is a step on the timeline.
     parallel_tool_calls: false,
     model_calls: lines > 0 ? lines + 1 : 1,
+    min_output_tokens: 0,
+    min_tool_ms: lines * PROMPT_TOOL_MS,
     policy: () => autoPolicy(),
     toolResult: (_id, args) => ({ output: `(llr demo: \`${commandOf(args)}\` was not run; this is a fixed stand-in output)`, duration_ms: PROMPT_TOOL_MS }),
   };

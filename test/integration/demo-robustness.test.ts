@@ -142,6 +142,37 @@ describe('demo races and pages that go away', () => {
   });
 });
 
+describe('demo races that cannot finish in time', () => {
+  it('a race whose least possible duration is past the race limit is refused up front, not failed at the deadline', async () => {
+    // 10 s of race limit. Synthetic calls decode 60 tokens each: at 65 tokens/s a call takes >= 923 ms (and the
+    // server's time to first token, none on this test server).
+    const { url, server } = await testServer({ demo: { raceTimeoutMs: 10_000 } });
+    const race = (body: object, signal?: AbortSignal) =>
+      fetch(`${url}/demo/api/races`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), ...(signal && { signal }) });
+    // 6 calls: >= 5.5 s a lane. Together it fits; one lane after another (four lanes, >= 22 s) it cannot, nor 13
+    // calls together (>= 12 s). The Codex run at 65 tokens/s with its lanes one after another (9,118 output tokens,
+    // >= 140 s a lane) ran for the default limit's ten minutes and failed there.
+    for (const body of [
+      { workload: 'synthetic', tool_calls: 5, speed: '65', order: 'one-by-one' },
+      { workload: 'synthetic', tool_calls: 5, speed: '65', order: 'one-by-one', tool_time: 'recorded' },
+      { workload: 'synthetic', tool_calls: 12, speed: '65', order: 'together' },
+    ]) {
+      const res = await race(body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      const err = ((await res.json()) as { error: { code: string; param: string | null; message: string } }).error;
+      expect(err).toMatchObject({ code: 'invalid_value', param: 'speed' });
+      expect(err.message).toMatch(/at least [\d,.]+ s .*race limit of 10 s/);
+    }
+    expect(await records(url)).toEqual([]);
+    // One that can finish in time starts.
+    const page = new AbortController();
+    const ok = await race({ workload: 'synthetic', tool_calls: 5, speed: '65', order: 'together' }, page.signal);
+    expect(ok.status).toBe(200);
+    page.abort();
+    await server.demo!.idle();
+  });
+});
+
 describe('demo request bodies', () => {
   it('a prompt at the byte limit is accepted however JSON escapes it; one byte over is refused naming the prompt', async () => {
     const { url, server } = await testServer();

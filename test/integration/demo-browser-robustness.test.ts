@@ -255,4 +255,35 @@ describe('the demo page under attack', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
+
+  it('a step the network loses: the page says so and Next can be pressed again, not left disabled with every lane waiting', async () => {
+    const { page, errors } = await openPage(server!.url);
+    let lose = true;
+    await page.route('**/demo/api/races/*/step', async (route) => {
+      if (lose) {
+        lose = false;
+        await route.abort('connectionreset');
+      } else {
+        await route.continue();
+      }
+    });
+    await page.selectOption('select[name="workload"]', 'synthetic');
+    await page.fill('input[name="tool_calls"]', '2');
+    await page.selectOption('select[name="speed"]', 'instant');
+    await page.check('input[name="step"]');
+    await page.click('[data-action="race"]');
+    const next = page.locator('[data-action="step"]:not([disabled])');
+    await next.waitFor({ timeout: 60_000 });
+    await next.click();
+    // The lost step is said, and the button is back: the lanes still wait for it.
+    await page.locator('#error', { hasText: 'step' }).waitFor();
+    await next.waitFor();
+    await next.click();
+    await next.waitFor({ timeout: 60_000 });
+    await next.click();
+    await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
+    for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) expect(await page.locator(`[data-design="${d}"]`).getAttribute('data-state'), d).toBe('done');
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
 });

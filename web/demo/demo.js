@@ -356,9 +356,17 @@ stopBtn.addEventListener('click', () => {
 
 stepBtn.addEventListener('click', async () => {
   if (!race?.id) return;
+  const current = race;
   stepBtn.disabled = true;
-  const res = await fetch(`/demo/api/races/${race.id}/step`, { method: 'POST', headers: authHeaders() });
-  if (!res.ok) showError(await errorText(res));
+  try {
+    const res = await fetch(`/demo/api/races/${current.id}/step`, { method: 'POST', headers: authHeaders() });
+    if (!res.ok) showError(await errorText(res));
+  } catch (err) {
+    // The step never reached the server (the lanes still wait for it): said, and Next can be pressed again. It was an
+    // unhandled rejection, the button left disabled with every lane waiting until the race's deadline.
+    showError(`The step did not reach the server: ${err.message}`);
+    if (race === current) stepBtn.disabled = false;
+  }
 });
 
 // The instant model makes every lane pure CPU on one process: suggest one lane after another.

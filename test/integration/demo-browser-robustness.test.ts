@@ -286,4 +286,24 @@ describe('the demo page under attack', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it('a race that cannot reach the server is said not to have started, and the last race stays on screen', async () => {
+    const { page, errors } = await openPage(server!.url);
+    await page.selectOption('select[name="workload"]', 'synthetic');
+    await page.fill('input[name="tool_calls"]', '2');
+    await page.selectOption('select[name="speed"]', 'instant');
+    await page.click('[data-action="race"]');
+    await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
+    await page.locator('[data-action="race"]:not([disabled])').waitFor();
+    // The server gone between races: the request never gets an answer.
+    await page.route('**/demo/api/races', (route) => route.abort('connectionrefused'));
+    await page.click('[data-action="race"]');
+    await page.locator('#error:not([hidden])').waitFor();
+    await page.locator('[data-action="race"]:not([disabled])').waitFor();
+    // It read "The race stream broke", of a race that never started.
+    expect(await page.locator('#error').textContent()).toMatch(/^The race could not start: /);
+    for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) expect(await page.locator(`[data-design="${d}"]`).getAttribute('data-state'), d).toBe('done');
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
 });

@@ -147,7 +147,8 @@ async function startRace(event) {
     ended = await readStream(res.body);
     if (!ended) showError('The race stream ended before the race did (the server stopped?).');
   } catch (err) {
-    if (err.name !== 'AbortError') showError(`The race stream broke: ${err.message}`);
+    // Before its stream began the race never started (the server unreachable): "broke" would say it had.
+    if (err.name !== 'AbortError') showError(streaming ? `The race stream broke: ${err.message}` : `The race could not start: ${err.message}`);
   } finally {
     // A stream that ended without race.done (Stop, the server gone): no lane is left showing "running" for ever.
     // Queued behind any held messages, so it is applied after them.

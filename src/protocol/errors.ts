@@ -94,6 +94,23 @@ export const WIRE_ERRORS = {
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;
 
+/**
+ * Characters of an error's `message` (and `param`) sent at most: past it the text is cut and ends with `…`. Messages
+ * quote what the client sent (an item id, a path, a key), and a quote has no bound of its own but the body's: an
+ * `item_reference` with an id of 1 MB was refused with that megabyte in the message, and a 16 KB path was echoed in a
+ * 404 (outside attack). Sites that quote an id cut it to 100 characters themselves; this bounds every other.
+ */
+export const MAX_ERROR_TEXT_CHARS = 2_000;
+
+/** `text` cut to `max` UTF-16 units with `…` added, never between a surrogate pair's halves. */
+export function clipText(text: string, max: number = MAX_ERROR_TEXT_CHARS): string {
+  if (text.length <= max) return text;
+  let end = max - 1;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}…`;
+}
+
 export class WireError extends Error {
   readonly code: WireErrorCode;
   readonly param: string | null;
@@ -109,10 +126,10 @@ export class WireError extends Error {
 
   constructor(code: WireErrorCode, message?: string, param: string | null = null, options?: { cause?: unknown }) {
     const entry = WIRE_ERRORS[code];
-    super(message ?? entry.message, options);
+    super(clipText(message ?? entry.message), options);
     this.name = new.target.name;
     this.code = code;
-    this.param = param;
+    this.param = param === null ? null : clipText(param);
     this.status = entry.status;
     this.type = entry.type;
   }

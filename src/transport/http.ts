@@ -55,7 +55,7 @@ import type { Guard } from './guard.js';
 import { tokenizerState } from '../model/tokenizer.js';
 import { parseInputItemsQuery } from '../store/input-items.js';
 import { checkAppendResponseId, checkJsonContentType, createProtocol, decodeId, pageQuery, retrieveQuery, startingAfter, timingHeader } from './http-query.js';
-import { clientGone, watchStall, whenSocketCloses } from './socket-watch.js';
+import { clientGone, ownsSocket, watchStall, whenSocketCloses } from './socket-watch.js';
 import { jsonTransport, sseFrame, sseTransport } from './sse.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
@@ -90,6 +90,8 @@ export class HttpTransport {
   private readonly handlers = new Map<IncomingMessage, Promise<unknown>>();
   /** Appends whose whole body arrived: shutdown waits for their answers (their run ends with it, so they end at once). */
   private readonly appending = new WeakSet<IncomingMessage>();
+  /** Creates pipelined behind another answer on their connection, waiting for it (`create`): each one's wake-up. */
+  private readonly waiting = new Map<IncomingMessage, () => void>();
 
   constructor(
     private readonly host: SessionHost,
@@ -552,6 +554,21 @@ export class HttpTransport {
     const params = withTimingOptIn(parseCreateBody(await parseEdgeJson(body, 'body', limits), parseCaps(limits)), timingHeader(req));
     const parse = { start: parseStart, end: this.host.now() };
     const log = this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol });
+    // A create pipelined behind another answer on its connection starts once that answer is done, as a queued
+    // WebSocket create starts once the response before it was sent: its body stays charged meanwhile, nothing else
+    // is held. Started at once, every pipelined create ran together, each buffering its stream for a socket it did not
+    // have yet (outside attack: one connection reading nothing, 50 streaming creates pipelined in one write, 50 runs
+    // and ~68 MB unsent; four such connections, 1.1 GB of RSS).
+    // At shutdown it waits no more: it is answered 503 `server_shutting_down`, queued behind the answers before it.
+    if (!res.socket) {
+      log.info('create waits for the answer before it on its connection (pipelined)');
+      const owns = await new Promise<boolean>((resolve) => {
+        this.waiting.set(req, () => resolve(true));
+        void ownsSocket(res).then(resolve);
+      }).finally(() => this.waiting.delete(req));
+      if (!owns) return;
+      if (this.sessions.closing) throw new WireError('server_shutting_down');
+    }
     // `background` is the baseline's (the long-lived protocol over HTTP refuses it in planning: its run lives on its stream).
     if (params.background && protocol === 'http') return this.createBackground(res, info, params, body.length, parse, log, hold);
     await new Promise<void>((resolve, reject) => {
@@ -634,7 +651,9 @@ export class HttpTransport {
     // An append still being checked when its run ended is refused (no_paused_response, or 404 once the run is gone);
     // the server closed every connection right after this, so its client got a reset and could not tell whether its
     // outputs were applied. Appends still uploading are not waited for (a slow client would hold shutdown).
-    const answering = [...this.handlers].filter(([req]) => this.appending.has(req)).map(([, p]) => p);
+    // Creates waiting behind another answer on their connection are answered 503 (queued behind it) and not started.
+    const answering = [...this.handlers].filter(([req]) => this.appending.has(req) || this.waiting.has(req)).map(([, p]) => p);
+    for (const wake of [...this.waiting.values()]) wake();
     await Promise.allSettled(answering);
     // Cold input_items listings still queued are refused (503) before the store they read closes.
     this.host.listings.close();

@@ -95,6 +95,27 @@ export function whenSocketCloses(socket: Duplex | null | undefined, fn: () => vo
 }
 
 /**
+ * Resolves true once `res` holds its request's socket: at once, unless it is pipelined behind another answer on that
+ * socket (Node queues it until the answers before it are done, then hands it the socket); false if the socket closes
+ * first (the client went away while it waited).
+ */
+export function ownsSocket(res: ServerResponse): Promise<boolean> {
+  if (res.socket) return Promise.resolve(true);
+  const socket = res.req.socket;
+  return new Promise((resolve) => {
+    const assigned = () => {
+      forget();
+      resolve(!socket.destroyed);
+    };
+    res.once('socket', assigned);
+    const forget = whenSocketCloses(socket, () => {
+      res.off('socket', assigned);
+      resolve(false);
+    });
+  });
+}
+
+/**
  * A signal aborted when the client of `req` goes away before its answer: its response closes, or its socket does (a
  * pipelined request's response gets no `close` of its own when the client goes, as `sseShare` notes). `done`
  * removes the listeners (a kept-alive socket serves many requests).

@@ -77,7 +77,13 @@ export class WsTransport {
   constructor(private readonly opts: WsTransportOptions) {
     this.sessions = opts.host.sessions();
     // Pings are answered by the connection, at most one pong owed at a time (`WsConnection.onPing`).
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: wsMaxPayload(opts.host.limits.maxFrameBytes), autoPong: false });
+    // No subprotocol is spoken, so none offered is selected (`ws` selected the first offered, whatever it was).
+    this.wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: wsMaxPayload(opts.host.limits.maxFrameBytes),
+      autoPong: false,
+      handleProtocols: () => false,
+    });
     // A handshake the `ws` library refuses (bad method, key, version …) is
     // answered here like every other refusal: a JSON body, logged at info.
     this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) => {

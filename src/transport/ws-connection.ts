@@ -127,10 +127,15 @@ export class WsConnection implements Transport, Unsent {
     // events, bounded by the frame limit) the connection is dropped (a
     // close frame could not reach a peer that does not read), which
     // cancels its run like a disconnect.
-    // What this turn wrote is not counted: no reader could have read it yet (transport/batch.ts, `backlog`).
+    // What this turn wrote is not counted: no reader could have read it yet (transport/batch.ts, `backlog`). It is
+    // capped all the same: a turn's own writes that a reader must be able to take are at most three echoes of the
+    // request, what a paced run writes before it waits (half the limit) and a few small events, under twice the limit
+    // plus three of the largest events. Uncapped, a peer flooding small frames the server refuses (an `error` event
+    // each) and reading nothing had one turn's answers to 32 socket reads queued, 44 MB from 2 MB of frames, before
+    // the next turn dropped it (outside attack).
     const limit = host.limits.maxSendBufferBytes + 2 * this.largestEvent;
     const unsent = ws.bufferedAmount;
-    if (batch.backlog(unsent) > limit) {
+    if (batch.backlog(unsent) > limit || unsent > limit + host.limits.maxSendBufferBytes + this.largestEvent) {
       this.log.info({ code: 'send_buffer_full', buffered: unsent, limit }, 'send buffer limit reached; dropping the connection');
       ws.terminate();
       return;

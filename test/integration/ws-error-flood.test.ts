@@ -1,0 +1,57 @@
+/**
+ * A WebSocket client that floods small frames the server refuses (each
+ * answered with an `error` event) and reads nothing is dropped once its
+ * unsent bytes pass the send limit's hard cap, even within one event-loop
+ * turn. The turn's own writes are not judged until the next turn (a reader
+ * that reads must be able to receive three echoes of a large request in one
+ * turn, transport/batch.ts), and one turn reads up to 32 socket chunks: 2 MB
+ * of 7-byte bad frames made ~290,000 error events, 44 MB unsent before the
+ * drop a turn later, ten such clients 300+ MB of RSS (outside attack). Real
+ * sockets, port 0; the wait is on the server's log.
+ */
+import { connect } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { captureLogger } from '../helpers/raw-http.js';
+import { testServer } from '../helpers/server.js';
+
+const LIMIT = 64 * 1024;
+
+/** One masked text frame of a few bytes. */
+function frame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const mask = randomBytes(4);
+  const masked = Buffer.from(payload.map((b, i) => b ^ mask[i & 3]!));
+  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, masked]);
+}
+
+describe('a WebSocket client flooding refused frames while reading nothing', () => {
+  it('is dropped at the send limit with at most about twice the limit unsent, not what one turn wrote', async () => {
+    const cap = captureLogger();
+    const { port } = await testServer({ logger: cap.logger, limits: { maxSendBufferBytes: LIMIT } });
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    let head = '';
+    const upgraded = new Promise<void>((resolve) =>
+      socket.on('data', (d: Buffer) => {
+        head += d.toString('latin1');
+        if (head.includes('\r\n\r\n')) {
+          socket.pause(); // reads nothing from here on
+          resolve();
+        }
+      }),
+    );
+    socket.write(
+      'GET /v1/responses HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+    await upgraded;
+    expect(head).toMatch(/^HTTP\/1\.1 101 /);
+    const dropped = cap.waitFor((l) => l['code'] === 'send_buffer_full');
+    // 40,000 frames of `x` (not JSON) in one write: 280 KB in, an error event of ~150 bytes out for each.
+    socket.write(Buffer.concat(Array.from({ length: 40_000 }, () => frame('x'))));
+    const line = await dropped;
+    socket.destroy();
+    // The cap: twice the limit plus three of the largest events (each error is under 1 KB).
+    expect(line['buffered'] as number).toBeLessThan(2 * LIMIT + 3 * 1024);
+  });
+});

@@ -55,3 +55,53 @@ describe('a WebSocket client flooding refused frames while reading nothing', () 
     expect(line['buffered'] as number).toBeLessThan(2 * LIMIT + 3 * 1024);
   });
 });
+
+describe('a WebSocket client flooding refused frames', () => {
+  it('is read a chunk at a time once a turn has spent its budget on it: other connections are served between', async () => {
+    // A send limit no flood reaches: the reading itself is what is bounded here.
+    const { server, port } = await testServer({ limits: { maxSendBufferBytes: 1024 * 1024 * 1024 } });
+    // Socket chunks the server takes from this client, counted per event-loop turn.
+    let turn = 0;
+    let chunks = 0;
+    let most = 0;
+    let total = 0;
+    const ticking = setInterval(() => {}, 1); // keeps turns coming while the client waits
+    const upgradedSocket = new Promise<import('node:net').Socket>((resolve) => server.http.once('upgrade', (_req, s) => resolve(s as import('node:net').Socket)));
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    let head = '';
+    const upgraded = new Promise<void>((resolve) =>
+      socket.on('data', (d: Buffer) => {
+        head += d.toString('latin1');
+        if (head.includes('\r\n\r\n')) resolve();
+      }),
+    );
+    socket.write(
+      'GET /v1/responses HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+    const serverSide = await upgradedSocket;
+    await upgraded;
+    const flood = Buffer.concat(Array.from({ length: 150_000 }, () => frame('x')));
+    const allTaken = new Promise<void>((resolve) =>
+      serverSide.on('data', (d: Buffer) => {
+        const now = turn;
+        if (now !== countedTurn) {
+          countedTurn = now;
+          chunks = 0;
+          setImmediate(() => turn++);
+        }
+        chunks++;
+        most = Math.max(most, chunks);
+        total += d.length;
+        if (total >= flood.length) resolve();
+      }),
+    );
+    let countedTurn = -1;
+    socket.write(flood);
+    await allTaken;
+    clearInterval(ticking);
+    socket.destroy();
+    // One chunk, or two (the one read as the budget ran out, and one the paused socket had already taken).
+    expect(most).toBeLessThanOrEqual(2);
+  });
+});

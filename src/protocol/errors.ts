@@ -126,7 +126,12 @@ export class WireError extends Error {
 
   constructor(code: WireErrorCode, message?: string, param: string | null = null, options?: { cause?: unknown }) {
     const entry = WIRE_ERRORS[code];
+    // A client's mistake needs no stack (it is the client's, reported to it): capturing one was most of what a refused
+    // frame cost (a flood of 7-byte bad frames, ~30 µs each, held the event loop; outside attack). A server fault keeps it.
+    const limit = Error.stackTraceLimit;
+    if (entry.status < 500) Error.stackTraceLimit = 0;
     super(clipText(message ?? entry.message), options);
+    Error.stackTraceLimit = limit;
     this.name = new.target.name;
     this.code = code;
     this.param = param === null ? null : clipText(param);

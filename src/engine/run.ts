@@ -465,7 +465,9 @@ export class ResponseRun {
       this.lifecycle('response.created');
       this.createdSent = true;
       this.lifecycle('response.in_progress');
-      if (this.plan.params.generate) {
+      if (this.plan.params.generate && this.plan.params.compaction_trigger) {
+        await this.compactOnTrigger();
+      } else if (this.plan.params.generate) {
         while (!this.end) {
           const calls = await this.sample();
           if (calls.length > 0 && !this.end) await this.chaos('pause');
@@ -650,6 +652,20 @@ export class ResponseRun {
     const threshold = compactThreshold(this.plan.params);
     if (threshold === null || !compactionDue(this.plan.context, threshold)) return null;
     return this.compactNow();
+  }
+
+  /**
+   * A create whose input ended with a `compaction_trigger` (Codex's "remote compaction v2"): the context is
+   * compacted now, as a server-side compaction would (the turn in progress kept), and the response ends with that
+   * compaction item as its one output item, without a model call. Its prompt is the rendered window, as the compact
+   * endpoint's usage has it. Before, the trigger was carried as an unknown item and the model answered: Codex failed
+   * the turn ("remote compaction v2 expected exactly one compaction output item, got 0").
+   */
+  private async compactOnTrigger(): Promise<void> {
+    const prompt = this.plan.context.tokens.length;
+    this.promptTokens += prompt;
+    this.metrics.count('prompt_tokens', prompt);
+    await this.compactNow();
   }
 
   private async compactNow(): Promise<void> {

@@ -238,6 +238,11 @@ export interface CreateParams {
   llr?: LlrOptions;
   /** Server-side compaction (absent unless the client asked for it). */
   context_management?: ContextManagement[];
+  /**
+   * The create's input ended with `{"type": "compaction_trigger"}` (taken off the input): the response compacts its
+   * context now, without a model call, and its output is that one compaction item. Absent otherwise.
+   */
+  compaction_trigger?: true;
   /** `text.format` (structured outputs) and verbosity; absent means plain text. */
   text?: TextConfig;
   /** Echoed only (the simulated model has no context limit to truncate at, and does not sample). */

@@ -11,6 +11,9 @@ import type { InputItem, InputRole, InputText, ItemStatus, OtherContentPart } fr
 import { assertObj, hasStringType, hasType, isObj, requireString, type Obj } from './fields.js';
 import type { ParseCaps } from './parse.js';
 
+/** The input item that asks a create to compact the context instead of sampling (see `parseCreateBody`). */
+export const COMPACTION_TRIGGER = 'compaction_trigger';
+
 export function parseInput(v: unknown, param: string, required: boolean, caps: ParseCaps): InputItem[] {
   if (v === undefined || v === null) {
     if (required) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
@@ -105,6 +108,15 @@ export function parseItem(v: unknown, param: string): InputItem {
   if (hasType(v, 'compaction')) {
     requireString(v, 'encrypted_content', param);
     return v;
+  }
+  if (hasType(v, COMPACTION_TRIGGER)) {
+    // A create's last input item is taken off before this (parse.ts); anywhere else it would be carried as an unknown
+    // item, and the response would sample instead of compacting: the client expects a compaction item back.
+    throw new WireError(
+      'invalid_value',
+      `Invalid '${param}': a compaction_trigger item can only be the last input item of a create, not anywhere else or in an append.`,
+      param,
+    );
   }
   // reasoning, custom tool calls, hosted tool calls: carried through untouched.
   return v;

@@ -13,7 +13,7 @@ import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type Create
 import { isFunctionTool, type InputItem, type TextFormat, type Tool, type ToolChoice } from './objects.js';
 import { assertObj, isObj, optBool, optEnum, optInteger, optIntegerRange, optNumber, optRange, optString, hasStringType, hasType, requireString, type Obj } from './fields.js';
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonText } from './json-text.js';
-import { parseInput } from './parse-input.js';
+import { COMPACTION_TRIGGER, parseInput } from './parse-input.js';
 
 /**
  * `service_tier` (openai-node 7's `ServiceTier`, echoed on the Response): 6.49's union and the OpenAPI spec's
@@ -203,11 +203,24 @@ function requireModel(body: Obj): string {
   return model;
 }
 
+/**
+ * A create's `input` ending with `{"type": "compaction_trigger"}` (Codex 0.169+ "remote compaction v2", with the
+ * built-in OpenAI provider): the response compacts the context instead of sampling, its output one compaction item.
+ * The trigger is the last item only (`parseItem` refuses one anywhere else); nothing else of it is read.
+ */
+function endsWithCompactionTrigger(input: unknown): boolean {
+  if (!Array.isArray(input) || input.length === 0) return false;
+  const last: unknown = input[input.length - 1];
+  return isObj(last) && last['type'] === COMPACTION_TRIGGER;
+}
+
 /** Parse the body of a create request (HTTP POST or `response.create`). */
 export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): CreateParams {
   assertObj(body, 'body');
   const model = requireModel(body);
-  const input = body['input'] === undefined ? [] : parseInput(body['input'], 'input', false, caps);
+  const trigger = endsWithCompactionTrigger(body['input']);
+  const rawInput = trigger ? (body['input'] as unknown[]).slice(0, -1) : body['input'];
+  const input = rawInput === undefined ? [] : parseInput(rawInput, 'input', false, caps);
   const tools = parseTools(body['tools'], caps);
   const toolChoice = parseToolChoice(body['tool_choice']);
   checkToolChoice(toolChoice, tools);
@@ -242,6 +255,7 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     ...checkCreateInclude(body['include']),
     ...parseLlr(body['llr']),
     ...parseContextManagement(body['context_management']),
+    ...(trigger && { compaction_trigger: true as const }),
     ...parseEchoed(body),
     ...text,
   };

@@ -22,13 +22,46 @@ export function codexBinary(version: string): string {
   return bin;
 }
 
-function config(port: number, wire: CodexWire): string {
+/**
+ * How `codexExec` sets Codex up: `provider: 'openai'` uses Codex's built-in OpenAI provider pointed at the server
+ * (`openai_base_url`, the key in `CODEX_API_KEY`), which turns on what Codex does only for OpenAI (remote
+ * compaction, WebSocket mode by default; `wire` is then not read); `config` adds top-level lines.
+ */
+export interface CodexOptions {
+  provider?: 'lab' | 'openai';
+  config?: string;
+}
+
+function openaiConfig(port: number, extra: string): string {
+  return `model = "sim-model"
+openai_base_url = "http://127.0.0.1:${port}/v1"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+suppress_unstable_features_warning = true
+allow_login_shell = false
+${extra}
+
+[features]
+plugins = false
+remote_plugin = false
+plugin_sharing = false
+apps = false
+in_app_updates = false
+
+[analytics]
+enabled = false
+`;
+}
+
+function config(port: number, wire: CodexWire, extra = ''): string {
   return `model = "sim-model"
 model_provider = "lab"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 suppress_unstable_features_warning = true
+${extra}
 
 [features]
 plugins = false
@@ -60,15 +93,23 @@ export interface CodexResult {
   stderr: string;
 }
 
-export async function codexExec(version: string, port: number, wire: CodexWire, prompt: string): Promise<CodexResult> {
+export async function codexExec(version: string, port: number, wire: CodexWire, prompt: string, opts: CodexOptions = {}): Promise<CodexResult> {
   const bin = codexBinary(version);
   const home = mkdtempSync(join(tmpdir(), 'llr-codex-home-'));
   const work = mkdtempSync(join(tmpdir(), 'llr-codex-work-'));
-  writeFileSync(join(home, 'config.toml'), config(port, wire));
+  const openai = opts.provider === 'openai';
+  writeFileSync(join(home, 'config.toml'), openai ? openaiConfig(port, opts.config ?? '') : config(port, wire, opts.config));
+  const env: NodeJS.ProcessEnv = { ...process.env, CODEX_HOME: home, LAB_API_KEY: 'test-key' };
+  if (openai) {
+    // The built-in provider reads these too: only the config's base URL and this key may reach Codex.
+    delete env['OPENAI_BASE_URL'];
+    delete env['OPENAI_API_KEY'];
+    env['CODEX_API_KEY'] = 'test-key';
+  }
   try {
     const child = spawn(bin, ['exec', '--skip-git-repo-check', '--json', prompt], {
       cwd: work,
-      env: { ...process.env, CODEX_HOME: home, LAB_API_KEY: 'test-key' },
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -149,6 +149,30 @@ export class WireError extends Error {
   }
 }
 
+/**
+ * Retry advice an HTTP refusal carries, as the SDKs read it (openai-node and the Agents SDK: `x-should-retry` first,
+ * then `retry-after-ms` / `retry-after`; the AI SDK: the two delays). A refusal of load (429, and the 503s of a full
+ * budget, connection cap or a store busy past its wait) says when to come back: one second, the scale at which those
+ * clear (a run ending, SQLite's 1 s lock wait); without it the SDKs back off 0.5-8 s on their own. A 409
+ * `response_running_elsewhere` says not to retry: the SDKs retry every 409 as a lock timeout, but the other process's
+ * background run lasts until it ends, so the retries only delay the answer. Others: no advice (the SDK's defaults).
+ */
+export function retryHeaders(err: WireError): Record<string, string> {
+  switch (err.code) {
+    case 'too_many_live_runs':
+    case 'too_many_background_runs':
+    case 'too_many_listings':
+    case 'server_busy':
+    case 'store_unavailable':
+    case 'too_many_connections':
+      return { 'Retry-After': '1', 'Retry-After-Ms': '1000' };
+    case 'response_running_elsewhere':
+      return { 'x-should-retry': 'false' };
+    default:
+      return {};
+  }
+}
+
 /** A 405 for a route that takes only `allow` (e.g. `'GET, HEAD'`): sent with that `Allow` header. */
 export function methodNotAllowed(allow: string): WireError {
   const err = new WireError('method_not_allowed', `Method not allowed: this route takes ${allow}.`);

@@ -37,7 +37,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { WireError, isServerFault, methodNotAllowed, toWireError } from '../protocol/errors.js';
+import { WireError, isServerFault, methodNotAllowed, retryHeaders, toWireError } from '../protocol/errors.js';
 import { newId } from '../protocol/objects.js';
 import type { Response } from '../protocol/objects.js';
 import type { CreateParams } from '../protocol/events.js';
@@ -676,5 +676,6 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 
 function sendError(res: ServerResponse, err: WireError): void {
   if (err.allow !== undefined) res.setHeader('Allow', err.allow);
+  for (const [name, value] of Object.entries(retryHeaders(err))) res.setHeader(name, value);
   sendJson(res, err.status, { error: { message: err.message, type: err.type, param: err.param, code: err.code } });
 }

@@ -160,6 +160,10 @@ export function jsonTransport(res: ServerResponse): ExchangeTransport {
       // `code`; openai-node's APIError takes its `type` and `param` from it): the failed Response's `error` gains the
       // two fields the Response's own error object lacks, so the body is both. Before, the SDK's error had no `type`.
       const body = fault ? { ...response, error: { type: 'server_error', ...response.error, param: null } } : response;
+      // The run behind a 500 has happened (stored, billed, recorded): the SDKs retry every 5xx by default
+      // (openai-node twice), which ran the same create three times. `x-should-retry: false` tells them not to
+      // (openai-node and the Agents SDK obey it; the AI SDK has no such header and retries a 500 all the same).
+      if (fault) res.setHeader('x-should-retry', 'false');
       await sendJsonCooperative(res, fault ? 500 : 200, body);
     },
   };

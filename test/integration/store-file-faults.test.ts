@@ -54,6 +54,8 @@ function serveChild(store: string, extra: string[] = []): Promise<{ url: string;
 
 interface Answer {
   status: number;
+  /** The `x-should-retry` header (openai-node and the Agents SDK obey it). */
+  shouldRetry: string | null;
   body: { id?: string; status?: string; error?: { code: string; message: string } | null };
 }
 
@@ -63,7 +65,7 @@ async function call(url: string, method: string, path: string, body?: unknown): 
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return { status: res.status, body: (await res.json()) as Answer['body'] };
+  return { status: res.status, shouldRetry: res.headers.get('x-should-retry'), body: (await res.json()) as Answer['body'] };
 }
 
 const create = (url: string, input = 'hello') => call(url, 'POST', '/v1/responses', { model: 'm', input, store: true });
@@ -128,6 +130,8 @@ describe('a background response in flight when its server is killed', () => {
     for (const [method, path] of [['DELETE', `/v1/responses/${id}`], ['POST', `/v1/responses/${id}/cancel`]] as const) {
       const refused = await call(beside.url, method, path);
       expect([refused.status, refused.body.error?.code]).toEqual([409, 'response_running_elsewhere']);
+      // The SDKs retry a 409 as a lock timeout; this one lasts as long as the other process's run.
+      expect(refused.shouldRetry).toBe('false');
     }
     expect((await call(child.url, 'GET', `/v1/responses/${id}`)).body.status).toBe('in_progress');
 

@@ -180,9 +180,11 @@ export function sseHead(type: string): string {
  * CR/LF, so the framing holds.
  */
 export function sseFrame(e: ServerEvent): EventPieces {
+  // An `error`: the spec's flat fields, and the nested `error` the API sends, on which openai-node's stream throws
+  // (LangChain and the Agents SDK read through it); flat alone, they took a failed stream for a success.
   const data =
     e.type === 'error'
-      ? { type: 'error', code: e.error.code, message: e.error.message, param: e.error.param, sequence_number: e.sequence_number }
+      ? { type: 'error', code: e.error.code, message: e.error.message, param: e.error.param, sequence_number: e.sequence_number, error: e.error }
       : e;
   const p = eventPieces(data);
   const head = sseHead(e.type);

@@ -159,6 +159,7 @@ export class WireError extends Error {
  */
 export function retryHeaders(err: WireError): Record<string, string> {
   switch (err.code) {
+    case 'queue_full':
     case 'too_many_live_runs':
     case 'too_many_background_runs':
     case 'too_many_listings':

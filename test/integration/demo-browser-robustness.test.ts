@@ -306,4 +306,31 @@ describe('the demo page under attack', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+  it('a page whose configuration never loaded, with the server still unreachable: Start says so, no unhandled error', async () => {
+    const page = await browser!.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.route('**/demo/api/config', (route) => route.abort('connectionrefused'));
+    await page.goto(`${server!.url}/demo`);
+    await page.locator('#error:not([hidden])').waitFor();
+    expect(await page.locator('#error').textContent()).toMatch(/^Cannot load the demo configuration: /);
+    // Clicking Start loads the configuration again; it still fails. The page threw (an unhandled rejection) and left
+    // the last message on screen.
+    await page.locator('#error').evaluate((el) => {
+      el.textContent = '';
+    });
+    await page.click('[data-action="race"]');
+    await page.locator('#error:not(:empty)').waitFor();
+    expect(await page.locator('#error').textContent()).toMatch(/^Cannot load the demo configuration: /);
+    expect(errors).toEqual([]);
+    // Once the server answers again, Start loads it and the lanes appear.
+    await page.unroute('**/demo/api/config');
+    await page.selectOption('select[name="workload"]', 'synthetic');
+    await page.fill('input[name="tool_calls"]', '1');
+    await page.selectOption('select[name="speed"]', 'instant');
+    await page.click('[data-action="race"]');
+    await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
 });

@@ -118,7 +118,7 @@ function raceBody() {
 async function startRace(event) {
   event.preventDefault();
   if (race) return;
-  if (!config && !(await loadConfig())) return;
+  if (!config && !(await loadConfig().catch(configFailed))) return;
   showError('');
   const controller = new AbortController();
   race = { id: null, controller, step: form.elements.step.checked, stopped: false };
@@ -385,4 +385,10 @@ suggestOrder();
 form.addEventListener('submit', startRace);
 form.elements.workload.addEventListener('change', describeWorkload);
 buildLegend();
-loadConfig().catch((err) => showError(`Cannot load the demo configuration: ${err.message}`));
+/** The configuration could not be fetched (the server unreachable): said, and Start tries again. */
+function configFailed(err) {
+  showError(`Cannot load the demo configuration: ${err.message}`);
+  return false;
+}
+
+loadConfig().catch(configFailed);

@@ -25,7 +25,6 @@ import type { Logger } from 'pino';
 import type { Transport } from '../modes/transport.js';
 import type { Batcher } from './batch.js';
 import { startHeartbeat } from './heartbeat.js';
-import { YIELD_BUDGET_MS } from '../model/cooperative.js';
 
 /**
  * One accepted connection: the session's transport and the socket's
@@ -84,12 +83,6 @@ export class WsConnection implements Transport, Unsent {
   /** Socket reads (`onData`), and as many at the heartbeat's last period (`receiving`). */
   private readsDone = 0;
   private readsSeen = 0;
-  /**
-   * When this event-loop turn began reading this connection (`onData`), null between turns; `readYield` while its
-   * reading is paused until the next turn because the turn spent `YIELD_BUDGET_MS` on it.
-   */
-  private readTurn: number | null = null;
-  private readYield = false;
   /** Set while reading is paused because the message still arriving would pass the server-wide byte budget. */
   private rxRetry: ReturnType<typeof setInterval> | undefined = undefined;
   private rxPausedAt = 0;
@@ -375,7 +368,6 @@ export class WsConnection implements Transport, Unsent {
     this.held = host.connectionBytes(session);
     // A message is charged while it arrives (after the `ws` library took each chunk: its listener came first).
     this.socket.on('data', this.onData);
-    this.socket.prependListener('data', this.onDataStart);
     ws.on('message', this.onMessage);
     // A lifetime past what a Node timer can hold (2^31-1 ms) means no limit, not an immediate close.
     const lifetimeMs = host.limits.connectionLifetimeMs;
@@ -522,44 +514,11 @@ export class WsConnection implements Transport, Unsent {
    */
   private readonly onData = (): void => {
     this.readsDone++;
-    if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN) return;
-    if (this.held.receiving(inFlightBytes(this.ws))) {
-      this.budgetReading();
-      return;
-    }
+    if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || this.held.receiving(inFlightBytes(this.ws))) return;
     this.log.info({ code: 'server_busy', held: this.host.bytes.held }, 'server byte budget full; reading paused');
     this.ws.pause();
     this.rxPausedAt = this.host.now();
     this.rxRetry = setInterval(this.retryReceive, 50);
-  };
-
-  /**
-   * One turn reads this connection for at most `YIELD_BUDGET_MS` (and the socket chunk it was in when that ran out):
-   * then reading pauses until the turn's check phase, so other connections and `/health` are served between chunks.
-   * The `ws` library handles every frame of a chunk at once, and a turn read up to 32 chunks of one socket: a peer
-   * flooding small frames the server refuses (an `error` event each, ~30 µs) held the event loop for seconds (ten
-   * peers with 2 MB of 7-byte frames each: `/health` waited 10 s; outside attack).
-   */
-  private budgetReading(): void {
-    if (!this.readYield && this.readTurn !== null && performance.now() - this.readTurn > YIELD_BUDGET_MS) {
-      this.readYield = true;
-      this.ws.pause();
-    }
-  }
-
-  /** Before the `ws` library takes a chunk (`prependListener`): the turn's reading starts with its first chunk. */
-  private readonly onDataStart = (): void => {
-    if (this.readTurn !== null) return;
-    this.readTurn = performance.now();
-    setImmediate(this.endReadTurn);
-  };
-
-  private readonly endReadTurn = (): void => {
-    this.readTurn = null;
-    if (!this.readYield) return;
-    this.readYield = false;
-    // Not while the byte budget holds reading paused (`retryReceive` resumes it).
-    if (this.rxRetry === undefined && this.ws.readyState === this.ws.OPEN) this.ws.resume();
   };
 
   private readonly retryReceive = (): void => {
@@ -636,7 +595,6 @@ export class WsConnection implements Transport, Unsent {
     clearInterval(this.rxRetry);
     this.rxRetry = undefined;
     this.socket.off('data', this.onData);
-    this.socket.off('data', this.onDataStart);
     clearTimeout(this.lifetime);
     clearInterval(this.heartbeat);
     this.held.close();

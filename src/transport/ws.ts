@@ -70,7 +70,8 @@ export function chooseProtocol(req: IncomingMessage, url: URL): Exclude<Protocol
 }
 
 export class WsTransport {
-  private readonly wss: WebSocketServer;
+  /** The `ws` library's server (read by tests that watch its connections' messages). */
+  readonly wss: WebSocketServer;
   /** The open connections' sessions. */
   readonly sessions: SessionSet;
 
@@ -83,6 +84,13 @@ export class WsTransport {
       maxPayload: wsMaxPayload(opts.host.limits.maxFrameBytes),
       autoPong: false,
       handleProtocols: () => false,
+      // One message of a connection per event-loop turn: the library handled every frame of a socket chunk (and up to
+      // 32 chunks) in one turn, so a peer flooding small frames the server refuses (an `error` event each) held the
+      // loop for all it sent (ten peers with 2 MB of 7-byte frames: `/health` 3-10 s; outside attack). Deferred, the
+      // rest of the chunk waits for the next turn and the socket is read as messages are handled (backpressure): the
+      // same peers leave `/health` answered in ~20 ms. A single frame is handled in the turn it arrives (the check
+      // phase right after the read), so a tool step waits for no more than that.
+      allowSynchronousEvents: false,
     });
     // A handshake the `ws` library refuses (bad method, key, version …) is
     // answered here like every other refusal: a JSON body, logged at info.

@@ -36,6 +36,15 @@ import type { Hold } from './server-bytes.js';
 import type { ConnectionSession } from './session.js';
 import type { Transport } from './transport.js';
 import { unfinished } from '../store/types.js';
+import { THIS_RUNNER, orphanedResponse } from '../store/runner.js';
+
+/**
+ * How often (ms) a background response's `in_progress` row that its final write failed to replace is tried again
+ * (`BackgroundRuns.settle`), besides at every later background response's end.
+ */
+export const SETTLE_RETRY_MS = 5_000;
+/** At most this many such rows are remembered for another try (the oldest forgotten first). */
+const MAX_UNSETTLED = 10_000;
 
 /** One reader of a background response's events: a stream the transport writes (SSE). */
 export interface Follower {
@@ -78,6 +87,14 @@ export class BackgroundRuns {
   private admitted = 0;
   private keptBytes = 0;
   private expiry: ReturnType<typeof setTimeout> | null = null;
+  /**
+   * Responses of this server stored `in_progress` as they started whose final write failed (`unstoredFinal`): their
+   * row names this live process as its runner, so every other server on the file answered them `in_progress` (and
+   * refused their DELETE and cancel) for as long as this one lived. Replaced by their failed record (`settle`) once
+   * the store writes again: at every later background response's end, and every `SETTLE_RETRY_MS`.
+   */
+  private readonly unsettled = new Map<string, string | null>();
+  private settleTimer: ReturnType<typeof setInterval> | null = null;
 
   constructor(private readonly services: Services) {}
 
@@ -166,6 +183,9 @@ export class BackgroundRuns {
   close(): void {
     if (this.expiry) clearTimeout(this.expiry);
     this.expiry = null;
+    if (this.settleTimer) clearInterval(this.settleTimer);
+    this.settleTimer = null;
+    this.unsettled.clear();
     for (const r of this.endedKept.values()) this.drop(r);
   }
 
@@ -182,6 +202,12 @@ export class BackgroundRuns {
   /** @internal The run ended: its slot frees; its events stay for the TTL, within the server-wide bound. */
   ended(r: BackgroundResponse): void {
     this.admitted--;
+    if (r.id !== null && r.unstoredFinal) {
+      this.unsettled.delete(r.id);
+      this.unsettled.set(r.id, r.owner);
+      if (this.unsettled.size > MAX_UNSETTLED) this.unsettled.delete(this.unsettled.keys().next().value!);
+    }
+    this.settle();
     const ttl = this.services.limits.backgroundEventsTtlMs;
     // A response deleted before its end keeps nothing.
     if (r.id === null || ttl <= 0 || r.deleted) {
@@ -197,6 +223,33 @@ export class BackgroundRuns {
       this.drop(old);
     }
     this.sweep();
+  }
+
+  /**
+   * Each unsettled response's row, still `in_progress` with this process as its runner, replaced by the record its
+   * readers answer once its runner is gone (`orphanedResponse`: failed); one the store no longer has, or has final, is
+   * done. Stops at the first write that fails (the store still cannot write): tried again later.
+   */
+  private settle(): void {
+    for (const [id, owner] of this.unsettled) {
+      try {
+        const rec = this.services.store.get(id, owner);
+        if (rec && unfinished(rec) && rec.runner === THIS_RUNNER) {
+          const { runner: _, ...rest } = rec;
+          this.services.store.put({ ...rest, response: orphanedResponse(rec.response) });
+        }
+      } catch {
+        break;
+      }
+      this.unsettled.delete(id);
+    }
+    if (this.unsettled.size > 0 && this.settleTimer === null) {
+      this.settleTimer = setInterval(() => this.settle(), SETTLE_RETRY_MS);
+      this.settleTimer.unref();
+    } else if (this.unsettled.size === 0 && this.settleTimer !== null) {
+      clearInterval(this.settleTimer);
+      this.settleTimer = null;
+    }
   }
 
   /** Drop what has been kept past its TTL, and time the next expiry. */

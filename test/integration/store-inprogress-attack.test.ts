@@ -1,0 +1,100 @@
+/**
+ * A background response stored `in_progress` as it started, whose final write then failed (another process held the
+ * file's write lock as the run ended): the row is still `in_progress` with a live runner, so every other server on the
+ * file answered it `in_progress` (and refused its DELETE and cancel, 409) for as long as its server lived, while its own
+ * server answered it `failed`. Real sockets: the runner is an `llr serve` child process, the reader an in-process server.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDist, CLI } from '../helpers/build.js';
+import { testServer } from '../helpers/server.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'llr-inprogress-'));
+const children = new Set<ChildProcess>();
+beforeAll(async () => {
+  await buildDist();
+}, 120_000);
+afterAll(() => {
+  for (const c of children) c.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function serveChild(store: string, extra: string[] = []): Promise<{ url: string; proc: ChildProcess; exited: Promise<void> }> {
+  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--store', store, ...extra], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
+  });
+  children.add(proc);
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => (children.delete(proc), resolve())));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    proc.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
+    proc.stdout!.setEncoding('utf8').on('data', (c: string) => {
+      out += c;
+      const m = /"url":"(http[^"]+)"/.exec(out);
+      if (m) {
+        proc.stdout!.removeAllListeners('data');
+        proc.stdout!.resume();
+        resolve({ url: m[1]!, proc, exited });
+      }
+    });
+    proc.once('exit', (code) => reject(new Error(`llr serve exited (${code}) before listening:\n${out}`)));
+  });
+}
+
+interface Answer {
+  status: number;
+  body: { id?: string; status?: string; error?: { code: string; message: string } | null };
+}
+
+async function call(url: string, method: string, path: string, body?: unknown): Promise<Answer> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Answer['body'] };
+}
+
+/** A background response's events until its end (`data: [DONE]`): resolves with the stream's text. */
+async function untilEnd(url: string, id: string): Promise<string> {
+  const res = await fetch(`${url}/v1/responses/${id}?stream=true`);
+  return res.text();
+}
+
+describe('a background response whose final write failed after its in_progress row was stored', () => {
+  it('is not answered in_progress by another server on the file while its own server lives', async () => {
+    const path = join(dir, 'final-failed.sqlite');
+    const child = await serveChild(path, ['--tokens-per-second', '100', '--ttft-ms', '0']);
+    const started = await call(child.url, 'POST', '/v1/responses', { model: 'm', input: 'task', background: true, max_output_tokens: 16 });
+    expect(started.body.status).toBe('in_progress');
+    const id = started.body.id!;
+    const other = new Database(path);
+    try {
+      // Its in_progress row is stored (the create is answered after it); the lock is held as the run ends.
+      other.exec('BEGIN IMMEDIATE');
+      const events = await untilEnd(child.url, id);
+      expect(events).toMatch(/could not be stored/);
+      other.exec('COMMIT');
+    } finally {
+      other.close();
+    }
+    expect((await call(child.url, 'GET', `/v1/responses/${id}`)).body.status).toBe('failed');
+    // The file writable again: the server's next background response ends (and stores) once more.
+    const next = await call(child.url, 'POST', '/v1/responses', { model: 'm', input: 'next', background: true, max_output_tokens: 16 });
+    await untilEnd(child.url, next.body.id!);
+    expect((await call(child.url, 'GET', `/v1/responses/${next.body.id}`)).body.status).toMatch(/^(completed|incomplete)$/);
+
+    const beside = await testServer({ store: path });
+    const seen = await call(beside.url, 'GET', `/v1/responses/${id}`);
+    // It was in_progress here (its runner lives), and its DELETE and cancel 409, until that server exits.
+    expect([seen.status, seen.body.status]).toEqual([200, 'failed']);
+    expect((await call(beside.url, 'DELETE', `/v1/responses/${id}`)).status).toBe(200);
+    child.proc.kill('SIGTERM');
+    await child.exited;
+  }, 60_000);
+});

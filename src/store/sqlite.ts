@@ -36,7 +36,7 @@
  * and their serialisation store/sqlite-rows.ts); leaves out vacuuming.
  */
 import { makeDirs } from '../make-dirs.js';
-import { statSync } from 'node:fs';
+import { existsSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { NATIVE_TEXT_CHARS, textOver, type ParseWork } from '../protocol/json-chunked.js';
@@ -396,6 +396,11 @@ export class SqliteStore implements ResponseStore {
       this.#listed.clear();
       this.#db.close();
       this.#file = null;
+      // Deleted: a `-wal` and `-shm` still at its path are the deleted database's (another process has them open, so
+      // closing here did not remove them). SQLite would take them for the new file's: its `-shm` indexes a log that
+      // is not this file's, and every call failed (SQLITE_IOERR_SHORT_READ) until that process happened to use the
+      // store. A `-wal` whose database is gone has nothing to give a new file.
+      if (!existsSync(this.#path)) for (const end of ['-wal', '-shm']) rmSync(this.#path + end, { force: true });
     }
     try {
       this.#open();

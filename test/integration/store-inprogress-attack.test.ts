@@ -98,3 +98,24 @@ describe('a background response whose final write failed after its in_progress r
     await child.exited;
   }, 60_000);
 });
+
+describe('a store file deleted while another server process has it open', () => {
+  it('is opened again at once by the server that writes next, not refused until the other server touches it', async () => {
+    const path = join(dir, 'deleted-beside.sqlite');
+    const { url } = await testServer({ store: path });
+    const idle = await serveChild(path);
+    const before = await call(url, 'POST', '/v1/responses', { model: 'm', input: 'before', store: true });
+    expect(before.body.status).toBe('completed');
+    // Only the database file: its `-wal` and `-shm` stay, the other server still has them open.
+    rmSync(path);
+    // The file opened again over the deleted database's `-shm` (its index of a log that is not this file's): every
+    // write and read failed 'SQLITE_IOERR_SHORT_READ: disk I/O error' until the other server happened to use the store.
+    const after = await call(url, 'POST', '/v1/responses', { model: 'm', input: 'after', store: true });
+    expect([after.status, after.body.status]).toEqual([200, 'completed']);
+    expect((await call(url, 'GET', `/v1/responses/${after.body.id}`)).status).toBe(200);
+    // And the other server, when it next looks, finds what was stored there.
+    expect((await call(idle.url, 'GET', `/v1/responses/${after.body.id}`)).status).toBe(200);
+    idle.proc.kill('SIGTERM');
+    await idle.exited;
+  }, 60_000);
+});

@@ -8,12 +8,19 @@
 import { readFileSync } from 'node:fs';
 import type { Response } from '../protocol/objects.js';
 
-/** A process's start time on Linux (`/proc/PID/stat`, field 22, clock ticks since boot), or '' where unknown. */
+/**
+ * A process's start time on Linux (`/proc/PID/stat`, field 22, clock ticks since boot), or '' where unknown; undefined
+ * for a process gone, a zombie included (dead, not yet waited for by its parent: its pid and start time are still there).
+ */
 function startTime(pid: number | 'self'): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
     // The command name (field 2) may hold spaces and parentheses: the fields after it follow its last ')'.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Field 3, its state: Z (zombie) or X (dead). A server killed under a parent that never waits (a script's
+    // subprocess left unwaited, a shell that exec'd another program) stayed a zombie, and its response in_progress.
+    if (pid !== 'self' && (fields[0] === 'Z' || fields[0] === 'X')) return undefined;
+    return fields[19] ?? '';
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ENOENT' && pid !== 'self' ? undefined : '';
   }

@@ -5,7 +5,7 @@
  * server answered it `failed`. Real sockets: the runner is an `llr serve` child process, the reader an in-process server.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -117,5 +117,42 @@ describe('a store file deleted while another server process has it open', () => 
     expect((await call(idle.url, 'GET', `/v1/responses/${after.body.id}`)).status).toBe(200);
     idle.proc.kill('SIGTERM');
     await idle.exited;
+  }, 60_000);
+});
+
+describe('a background response whose server died and was not reaped (a zombie)', () => {
+  it('is answered failed, not in_progress for as long as its parent does not wait for it', async () => {
+    const path = join(dir, 'zombie.sqlite');
+    // The server's parent execs `sleep`, which never waits for it: once killed, it stays a zombie (its pid and start
+    // time still in /proc) until `sleep` is gone. Its stdout is the server's alone: its end is the server's death.
+    const parent = spawn(
+      '/bin/sh',
+      ['-c', '"$0" "$@" & exec sleep 600 >/dev/null 2>&1', process.execPath, CLI, 'serve', '--port', '0', '--store', path, '--tokens-per-second', '2', '--ttft-ms', '0'],
+      { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LLR_LOG_LEVEL: 'info' } },
+    );
+    children.add(parent);
+    const parentGone = new Promise<void>((resolve) => parent.once('exit', () => resolve()));
+    let out = '';
+    const closed = new Promise<void>((resolve) => parent.stdout!.once('close', () => resolve()));
+    const { url, pid } = await new Promise<{ url: string; pid: number }>((resolve) => {
+      parent.stdout!.setEncoding('utf8').on('data', (c: string) => {
+        out += c;
+        const m = /"pid":(\d+).*"url":"(http[^"]+)"/.exec(out);
+        if (m) resolve({ url: m[2]!, pid: Number(m[1]) });
+      });
+    });
+    const started = await call(url, 'POST', '/v1/responses', { model: 'm', input: 'a long task', background: true, max_output_tokens: 4000 });
+    expect(started.body.status).toBe('in_progress');
+    process.kill(pid, 'SIGKILL');
+    await closed;
+    // Its exit goes on after its files close: until the kernel has made it a zombie.
+    const state = () => readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]![0];
+    while (state() !== 'Z') await new Promise((r) => setImmediate(r));
+
+    const beside = await testServer({ store: path });
+    const after = await call(beside.url, 'GET', `/v1/responses/${started.body.id}`);
+    expect([after.status, after.body.status]).toEqual([200, 'failed']);
+    parent.kill('SIGKILL');
+    await parentGone;
   }, 60_000);
 });

@@ -198,16 +198,17 @@ export class SessionHost {
   }
 
   /**
-   * Refuses (409 `response_running_elsewhere`) a cancel or delete of `owner`'s background response `id` that another
+   * Refuses (409 `response_running_elsewhere`) a cancel, delete or streamed retrieve (`what`) of `owner`'s background response `id` that another
    * live process on the store's file runs (stored as it started, `store/runner.ts`): that process alone can cancel it,
    * and its final write would store again what a delete here removed (a DELETE answered `deleted: true`, then the
    * response came back). Reads only the record's runner.
    */
-  refuseIfRunningElsewhere(id: string, owner: string | null): void {
+  refuseIfRunningElsewhere(id: string, owner: string | null, what: 'cancel or delete' | 'stream' = 'cancel or delete'): void {
     if (this.background.find(id, owner) || !runnerElsewhere(this.services.store.runner(id, owner))) return;
+    const then = what === 'stream' ? 'retrieve it without stream once it has ended' : 'or once it has ended';
     throw new WireError(
       'response_running_elsewhere',
-      `Response '${id}' is a background response running in another server process on this store; cancel or delete it through that server, or once it has ended.`,
+      `Response '${id}' is a background response running in another server process on this store; ${what} it through that server, ${then}.`,
       'response_id',
     );
   }

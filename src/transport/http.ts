@@ -415,6 +415,8 @@ export class HttpTransport {
     // its kept events must not outlive it.
     if (bg && bg.isOver && !bg.unstoredFinal && !this.host.hasStoredResponse(id, owner)) bg = undefined;
     if (!bg) {
+      // Its events are another server process's (it runs it): said so, not that they are no longer kept after its end.
+      this.host.refuseIfRunningElsewhere(id, owner, 'stream');
       const stored = this.host.storedResponse(id, owner);
       if (!stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
       const limits = this.host.limits;

@@ -156,3 +156,18 @@ describe('a background response whose server died and was not reaped (a zombie)'
     await parentGone;
   }, 60_000);
 });
+
+describe('a streamed retrieve of a background response another server process runs', () => {
+  it('is refused 409 response_running_elsewhere, not told its events are no longer kept after its end', async () => {
+    const path = join(dir, 'resume-elsewhere.sqlite');
+    const child = await serveChild(path, ['--tokens-per-second', '2', '--ttft-ms', '0']);
+    const started = await call(child.url, 'POST', '/v1/responses', { model: 'm', input: 'a long task', background: true, max_output_tokens: 4000 });
+    const id = started.body.id!;
+    const beside = await testServer({ store: path });
+    const resumed = await call(beside.url, 'GET', `/v1/responses/${id}?stream=true&starting_after=0`);
+    expect([resumed.status, resumed.body.error?.code]).toEqual([409, 'response_running_elsewhere']);
+    expect(resumed.body.error?.message).toMatch(/another server process/);
+    child.proc.kill('SIGTERM');
+    await child.exited;
+  }, 60_000);
+});

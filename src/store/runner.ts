@@ -26,19 +26,39 @@ function startTime(pid: number | 'self'): string | undefined {
   }
 }
 
-/** This process, as stored with a response it runs: its pid and, on Linux, its start time (a pid is reused). */
-export const THIS_RUNNER = `${process.pid}:${startTime('self')}`;
+/**
+ * This boot of the machine (Linux: `/proc/sys/kernel/random/boot_id`), or '' where unknown: a start time counts clock
+ * ticks since boot, so after a reboot another process may have a stored runner's pid and start time both (a service
+ * started at boot gets much the same pid and tick each time), and its response was answered in_progress for that
+ * process's life.
+ */
+function bootId(): string {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim();
+  } catch {
+    return '';
+  }
+}
+const BOOT = bootId();
+
+/**
+ * This process, as stored with a response it runs: its pid and, on Linux, its start time (a pid is reused) and the
+ * machine's boot (`pid:start:boot`; a runner stored before the boot was, `pid:start`, is read as of an unknown boot).
+ */
+export const THIS_RUNNER = `${process.pid}:${startTime('self')}:${BOOT}`;
 
 /**
  * Whether `runner` (a stored `THIS_RUNNER`) is another process still running: false for this process (a response it
  * stored as running and no longer runs ended without its final write: the write failed), for a process gone, and for a
- * pid now another process's (its start time differs). Without a start time to compare (not Linux), the pid alone.
+ * pid now another process's (its start time differs, or the machine booted since). Without a start time to compare (not Linux), the pid alone.
  */
 export function runnerElsewhere(runner: string | undefined): boolean {
   if (runner === undefined || runner === THIS_RUNNER) return false;
-  const [pidText, started = ''] = runner.split(':');
+  const [pidText, started = '', boot = ''] = runner.split(':');
   const pid = Number(pidText);
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  // Stored in another boot of the machine: its process is gone, whatever has its pid now.
+  if (boot !== '' && BOOT !== '' && boot !== BOOT) return false;
   try {
     process.kill(pid, 0);
   } catch (err) {

@@ -171,3 +171,29 @@ describe('a streamed retrieve of a background response another server process ru
     await child.exited;
   }, 60_000);
 });
+
+describe('a background response stored in_progress before the machine rebooted', () => {
+  it('is failed even when a process after the reboot has its runner pid and start time', async () => {
+    const path = join(dir, 'rebooted.sqlite');
+    const { url } = await testServer({ store: path });
+    const made = await call(url, 'POST', '/v1/responses', { model: 'm', input: 'before the reboot', store: true });
+    // A live process standing in for one of the next boot that got the same pid and start (clock ticks since boot).
+    const other = spawn('sleep', ['600'], { stdio: 'ignore' });
+    children.add(other);
+    const gone = new Promise<void>((resolve) => other.once('exit', () => resolve()));
+    await new Promise<void>((resolve) => other.once('spawn', () => resolve()));
+    const stat = readFileSync(`/proc/${other.pid}/stat`, 'latin1');
+    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const db = new Database(path);
+    db.prepare(`UPDATE responses SET runner = ?, response = json_set(response, '$.status', 'in_progress') WHERE id = ?`).run(
+      `${other.pid}:${start}:00000000-0000-4000-8000-000000000000`,
+      made.body.id,
+    );
+    db.close();
+    const beside = await testServer({ store: path });
+    const after = await call(beside.url, 'GET', `/v1/responses/${made.body.id}`);
+    expect([after.status, after.body.status]).toEqual([200, 'failed']);
+    other.kill('SIGKILL');
+    await gone;
+  }, 60_000);
+});

@@ -21,7 +21,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-json-depth', key: 'maxJsonDepth', help: 'deepest JSON nesting in a body or frame' },
   { flag: 'pause-timeout-ms', key: 'pauseTimeoutMs', help: 'longest a long-lived run stays paused (0: a run ends at its first pause; unlike the HTTP timeouts 0 is not "none")' },
   { flag: 'max-pending-calls', key: 'maxPendingCalls', help: 'most tool calls one pause waits for' },
-  { flag: 'max-queued-creates', key: 'maxQueuedCreates', help: 'creates queued behind the one in flight, per connection' },
+  { flag: 'max-queued-creates', key: 'maxQueuedCreates', help: 'creates queued behind the one in flight, per connection (WebSocket, or HTTP pipelined)' },
   { flag: 'max-queued-bytes', key: 'maxQueuedBytes', help: 'bytes of those queued creates, per connection' },
   { flag: 'send-buffer-bytes', key: 'maxSendBufferBytes', help: 'unsent bytes before a non-reading WS/SSE client is dropped (a run waits for its reader at half of it)' },
   { flag: 'send-buffer-total-bytes', key: 'maxSendBufferTotalBytes', help: 'unsent bytes to all WS/SSE readers together; past it a run whose reader holds 64 KiB or more unsent waits for it to read (nobody is dropped for it)' },

@@ -92,6 +92,8 @@ export class HttpTransport {
   private readonly appending = new WeakSet<IncomingMessage>();
   /** Creates pipelined behind another answer on their connection, waiting for it (`create`): each one's wake-up. */
   private readonly waiting = new Map<IncomingMessage, () => void>();
+  /** How many creates wait so on each connection, and their bodies' bytes (bounded as a WebSocket's queue). */
+  private readonly queuedOn = new WeakMap<Socket, { count: number; bytes: number }>();
 
   constructor(
     private readonly host: SessionHost,
@@ -562,12 +564,34 @@ export class HttpTransport {
     // have yet (outside attack: one connection reading nothing, 50 streaming creates pipelined in one write, 50 runs
     // and ~68 MB unsent; four such connections, 1.1 GB of RSS).
     // At shutdown it waits no more: it is answered 503 `server_shutting_down`, queued behind the answers before it.
+    // The creates waiting on one connection are bounded as a WebSocket's queue is (`--max-queued-creates`, and
+    // `--max-queued-bytes` of their bodies, the first always admitted): past it `queue_full` (429), answered in turn.
+    // Unbounded, a peer pipelining small creates behind one slow answer had every one wait, each writing nothing, so
+    // Node's own pause of a connection whose answers pile up never came: one connection, 200,000 creates of 60 bytes
+    // in one stream, 930 MB of RSS within seconds, with `bytes_held` at 2.5 MB (outside attack). A refusal is written,
+    // so a flood of them fills the connection's unsent answers and Node stops reading it.
     if (!res.socket) {
+      const socket = req.socket;
+      const queued = this.queuedOn.get(socket) ?? { count: 0, bytes: 0 };
+      if (queued.count >= limits.maxQueuedCreates) {
+        throw new WireError('queue_full', `At most ${limits.maxQueuedCreates} creates may wait behind the answer in progress on a connection.`);
+      }
+      if (queued.count > 0 && queued.bytes + body.length > limits.maxQueuedBytes) {
+        throw new WireError('queue_full', `At most ${limits.maxQueuedBytes} bytes of creates may wait behind the answer in progress on a connection.`);
+      }
+      queued.count++;
+      queued.bytes += body.length;
+      this.queuedOn.set(socket, queued);
       log.info('create waits for the answer before it on its connection (pipelined)');
       const owns = await new Promise<boolean>((resolve) => {
         this.waiting.set(req, () => resolve(true));
         void ownsSocket(res).then(resolve);
-      }).finally(() => this.waiting.delete(req));
+      }).finally(() => {
+        this.waiting.delete(req);
+        queued.count--;
+        queued.bytes -= body.length;
+        if (queued.count === 0) this.queuedOn.delete(socket);
+      });
       if (!owns) return;
       if (this.sessions.closing) throw new WireError('server_shutting_down');
     }

@@ -102,6 +102,37 @@ describe('creates pipelined on one connection', () => {
   });
 });
 
+describe('creates waiting on one connection are bounded', () => {
+  it('past --max-queued-creates a pipelined create is answered 429 queue_full in turn, never run', async () => {
+    // Unbounded, a peer pipelining small creates behind one slow answer had every one wait, writing nothing, so Node
+    // never paused the connection: 200,000 creates of 60 bytes on one connection, 930 MB of RSS (outside attack).
+    const cap = captureLogger();
+    const gated = countedGate();
+    const { port, server } = await testServer({ logger: cap.logger, model: gated.model, limits: { maxQueuedCreates: 2 } });
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    const closed = new Promise<void>((resolve, reject) => {
+      socket.on('data', (d: Buffer) => (text += d.toString('utf8')));
+      socket.on('close', () => resolve());
+      socket.on('error', reject);
+    });
+    const four = [1, 2, 3, 4].map((n) => create({ model: 'm', input: `queued ${n}` })).join('');
+    socket.write(create({ model: 'm', input: 'first', stream: true }) + four + create({ model: 'm', input: 'last' }, 'Connection: close\r\n'));
+    await gated.started(1);
+    // All five behind the first were handled: two wait, three were refused (their answers queued behind the stream).
+    let refused = 0;
+    await cap.waitFor((l) => l['code'] === 'queue_full' && ++refused === 3);
+    expect(gated.calls()).toBe(1);
+    gated.release();
+    await closed;
+    const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+    expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
+    expect((text.match(/"code":"queue_full"/g) ?? []).length).toBe(3);
+    expect(gated.calls()).toBe(3);
+    await server.close();
+  });
+});
+
 describe('shutdown while a pipelined create waits', () => {
   it('ends the stream in flight incomplete, then answers the waiting create 503 server_shutting_down', async () => {
     const cap = captureLogger();

@@ -116,3 +116,52 @@ describe('a WebSocket client flooding refused frames', () => {
     expect(handledBeforeHealth).toBeLessThan(FRAMES);
   });
 });
+
+describe('a WebSocket connection the server closes while its reading yields', () => {
+  it('still reads the peer close frame: the close completes, not after the close timeout (30 s)', async () => {
+    // Reading paused mid-flood (the messages not yet handled hold the socket back) must go on once the server begins
+    // a close (shutdown's 1001 on SIGTERM, a run's end): the 8 ms read budget this replaced resumed reading only
+    // while the socket was OPEN, so the peer's answering close frame was never read and the ws library waited its
+    // 30 s close timeout.
+    const { server, port } = await testServer({ limits: { maxSendBufferBytes: 1024 * 1024 * 1024 } });
+    const upgradedSocket = new Promise<import('node:net').Socket>((resolve) => server.http.once('upgrade', (_req, s) => resolve(s as import('node:net').Socket)));
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    let head = '';
+    const upgraded = new Promise<void>((resolve) =>
+      socket.on('data', (d: Buffer) => {
+        if (head.includes('\r\n\r\n')) return;
+        head += d.toString('latin1');
+        if (head.includes('\r\n\r\n')) resolve();
+      }),
+    );
+    socket.write(
+      'GET /v1/responses HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+    const serverSide = await upgradedSocket;
+    await upgraded;
+    const wss = server.ws.wss;
+    const closed = new Promise<void>((resolve) => serverSide.once('close', () => resolve()));
+    const yielded = new Promise<void>((resolve) =>
+      // After the server's own listeners: the socket is paused here once its unhandled messages hold it back.
+      serverSide.on('data', () => {
+        if (serverSide.isPaused()) resolve();
+      }),
+    );
+    socket.write(Buffer.concat(Array.from({ length: 60_000 }, () => frame('x'))));
+    await new Promise<void>((resolve) =>
+      serverSide.on('data', function closeOnYield() {
+        if (!serverSide.isPaused()) return;
+        serverSide.off('data', closeOnYield);
+        for (const ws of wss.clients) ws.close(1000, 'bye');
+        resolve();
+      }),
+    );
+    await yielded;
+    // The peer answers the close with its own (masked, empty): the server must read it to finish the handshake.
+    socket.write(Buffer.from([0x88, 0x80, 0, 0, 0, 0]));
+    await closed;
+    socket.destroy();
+    await server.close();
+  }, 15_000);
+});

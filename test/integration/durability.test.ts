@@ -7,20 +7,17 @@
  * the next response, so the chain costs one process per kill. No sleeps: the
  * test waits on the child's log line, its exit, and the client's events.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Response } from '../../src/protocol/objects.js';
 import type { ServerEvent } from '../../src/protocol/events.js';
 import { LONG_LIVED_BETA, type Protocol } from '../../src/protocol/designs.js';
 import { buildDist } from '../helpers/build.js';
+import { serveChild, type ServedChild } from '../helpers/serve-child.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = join(ROOT, 'dist', 'cli.js');
 const dir = mkdtempSync(join(tmpdir(), 'llr-durability-'));
 const KILLS_PER_DESIGN = 10;
 
@@ -30,34 +27,10 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Served {
-  url: string;
-  proc: ChildProcess;
-  exited: Promise<void>;
-}
+type Served = ServedChild;
 
-/** `llr serve --port 0 --store FILE`; resolves with the URL from its listening log line. */
-function serve(store: string, extra: string[] = []): Promise<Served> {
-  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--store', store, '--instant', ...extra], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
-  });
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    proc.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
-    proc.stdout!.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-      const m = /"url":"(http[^"]+)"/.exec(out);
-      if (m) {
-        proc.stdout!.removeAllListeners('data');
-        proc.stdout!.resume();
-        resolve({ url: m[1]!, proc, exited });
-      }
-    });
-    proc.once('exit', (code) => reject(new Error(`llr serve exited (${code}) before listening:\n${out}`)));
-  });
-}
+/** `llr serve --port 0 --store FILE --instant` (helpers/serve-child.ts). */
+const serve = (store: string, extra: string[] = []): Promise<Served> => serveChild(store, ['--instant', ...extra]);
 
 type Design = Protocol;
 

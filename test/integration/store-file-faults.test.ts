@@ -6,7 +6,7 @@
  * writes again once the condition clears. Real sockets (in-process servers on port 0, and `llr serve` child processes
  * where a process must die); "another process" is a second SQLite connection where only its lock matters.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +14,8 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_BUSY_WAIT_MS, WAL_SIZE_LIMIT } from '../../src/store/sqlite.js';
 import { ORPHANED_MESSAGE } from '../../src/store/runner.js';
-import { buildDist, CLI } from '../helpers/build.js';
+import { buildDist } from '../helpers/build.js';
+import { serveChild as spawnServe } from '../helpers/serve-child.js';
 import { testServer } from '../helpers/server.js';
 import { captureLogger } from '../helpers/raw-http.js';
 
@@ -23,34 +24,12 @@ const children = new Set<ChildProcess>();
 beforeAll(async () => {
   await buildDist();
 }, 120_000);
+const serveChild = (store: string, extra: string[] = []) => spawnServe(store, extra, children);
 afterAll(() => {
   for (const c of children) c.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** `llr serve --port 0 --store FILE` as a child process; resolves with its URL (its listening log line) and its exit. */
-function serveChild(store: string, extra: string[] = []): Promise<{ url: string; proc: ChildProcess; exited: Promise<void> }> {
-  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--store', store, ...extra], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
-  });
-  children.add(proc);
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => (children.delete(proc), resolve())));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    proc.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
-    proc.stdout!.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-      const m = /"url":"(http[^"]+)"/.exec(out);
-      if (m) {
-        proc.stdout!.removeAllListeners('data');
-        proc.stdout!.resume();
-        resolve({ url: m[1]!, proc, exited });
-      }
-    });
-    proc.once('exit', (code) => reject(new Error(`llr serve exited (${code}) before listening:\n${out}`)));
-  });
-}
 
 interface Answer {
   status: number;

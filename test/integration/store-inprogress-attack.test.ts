@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDist, CLI } from '../helpers/build.js';
+import { serveChild as spawnServe } from '../helpers/serve-child.js';
 import { testServer } from '../helpers/server.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'llr-inprogress-'));
@@ -18,33 +19,12 @@ const children = new Set<ChildProcess>();
 beforeAll(async () => {
   await buildDist();
 }, 120_000);
+const serveChild = (store: string, extra: string[] = []) => spawnServe(store, extra, children);
 afterAll(() => {
   for (const c of children) c.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 });
 
-function serveChild(store: string, extra: string[] = []): Promise<{ url: string; proc: ChildProcess; exited: Promise<void> }> {
-  const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--store', store, ...extra], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
-  });
-  children.add(proc);
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => (children.delete(proc), resolve())));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    proc.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
-    proc.stdout!.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-      const m = /"url":"(http[^"]+)"/.exec(out);
-      if (m) {
-        proc.stdout!.removeAllListeners('data');
-        proc.stdout!.resume();
-        resolve({ url: m[1]!, proc, exited });
-      }
-    });
-    proc.once('exit', (code) => reject(new Error(`llr serve exited (${code}) before listening:\n${out}`)));
-  });
-}
 
 interface Answer {
   status: number;

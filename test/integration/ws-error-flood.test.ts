@@ -12,7 +12,7 @@
  * its messages. Real sockets, port 0; the waits are on the server's log and
  * its messages.
  */
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { captureLogger } from '../helpers/raw-http.js';
@@ -28,26 +28,37 @@ function frame(text: string): Buffer {
   return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, masked]);
 }
 
+/**
+ * A raw client upgraded to a WebSocket on `port`: after the 101's head it reads nothing more (`reads` false: what the
+ * server sends stays unsent) or reads and drops everything (true). With the head as read.
+ */
+async function rawUpgrade(port: number, reads: boolean): Promise<{ socket: Socket; head: string }> {
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  let head = '';
+  const upgraded = new Promise<void>((resolve) => {
+    const onHead = (d: Buffer): void => {
+      head += d.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      socket.off('data', onHead);
+      if (reads) socket.resume();
+      else socket.pause();
+      resolve();
+    };
+    socket.on('data', onHead);
+  });
+  socket.write(
+    'GET /v1/responses HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+  );
+  await upgraded;
+  return { socket, head };
+}
+
 describe('a WebSocket client flooding refused frames while reading nothing', () => {
   it('is dropped at the send limit with at most about twice the limit unsent, not what one turn wrote', async () => {
     const cap = captureLogger();
     const { port } = await testServer({ logger: cap.logger, limits: { maxSendBufferBytes: LIMIT } });
-    const socket = connect(port, '127.0.0.1');
-    socket.on('error', () => {});
-    let head = '';
-    const upgraded = new Promise<void>((resolve) =>
-      socket.on('data', (d: Buffer) => {
-        head += d.toString('latin1');
-        if (head.includes('\r\n\r\n')) {
-          socket.pause(); // reads nothing from here on
-          resolve();
-        }
-      }),
-    );
-    socket.write(
-      'GET /v1/responses HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
-    );
-    await upgraded;
+    const { socket, head } = await rawUpgrade(port, false);
     expect(head).toMatch(/^HTTP\/1\.1 101 /);
     const dropped = cap.waitFor((l) => l['code'] === 'send_buffer_full');
     // 40,000 frames of `x` (not JSON) in one write: 280 KB in, an error event of ~150 bytes out for each.
@@ -76,21 +87,7 @@ describe('a WebSocket client flooding refused frames', () => {
       if (ticking) setImmediate(tick);
     };
     setImmediate(tick);
-    const socket = connect(port, '127.0.0.1');
-    socket.on('error', () => {});
-    let head = '';
-    // The answer's head, then the error events, read and dropped (kept, the text grew with every event).
-    const upgraded = new Promise<void>((resolve) =>
-      socket.on('data', (d: Buffer) => {
-        if (head.includes('\r\n\r\n')) return;
-        head += d.toString('latin1');
-        if (head.includes('\r\n\r\n')) resolve();
-      }),
-    );
-    socket.write(
-      'GET /v1/responses HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
-    );
-    await upgraded;
+    const { socket } = await rawUpgrade(port, true);
     const [ws] = [...server.ws.wss.clients];
     const allHandled = new Promise<void>((resolve) =>
       // Before the session's listener: the message is counted in the turn the library emits it.
@@ -125,21 +122,8 @@ describe('a WebSocket connection the server closes while its reading yields', ()
     // 30 s close timeout.
     const { server, port } = await testServer({ limits: { maxSendBufferBytes: 1024 * 1024 * 1024 } });
     const upgradedSocket = new Promise<import('node:net').Socket>((resolve) => server.http.once('upgrade', (_req, s) => resolve(s as import('node:net').Socket)));
-    const socket = connect(port, '127.0.0.1');
-    socket.on('error', () => {});
-    let head = '';
-    const upgraded = new Promise<void>((resolve) =>
-      socket.on('data', (d: Buffer) => {
-        if (head.includes('\r\n\r\n')) return;
-        head += d.toString('latin1');
-        if (head.includes('\r\n\r\n')) resolve();
-      }),
-    );
-    socket.write(
-      'GET /v1/responses HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
-    );
+    const { socket } = await rawUpgrade(port, true);
     const serverSide = await upgradedSocket;
-    await upgraded;
     const wss = server.ws.wss;
     const closed = new Promise<void>((resolve) => serverSide.once('close', () => resolve()));
     const yielded = new Promise<void>((resolve) =>

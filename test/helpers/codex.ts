@@ -32,22 +32,28 @@ export interface CodexOptions {
   config?: string;
 }
 
-function openaiConfig(port: number, extra: string): string {
-  return `model = "sim-model"
-openai_base_url = "http://127.0.0.1:${port}/v1"
-approval_policy = "never"
+/** What both configurations say: no prompts, no sandbox, no update check, no unstable-feature warning. */
+const UNATTENDED = `approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
-suppress_unstable_features_warning = true
-allow_login_shell = false
-${extra}
+suppress_unstable_features_warning = true`;
 
-[features]
+/** The features that reach for the network or the desktop, off (the table's header included). */
+const FEATURES_OFF = `[features]
 plugins = false
 remote_plugin = false
 plugin_sharing = false
 apps = false
-in_app_updates = false
+in_app_updates = false`;
+
+function openaiConfig(port: number, extra: string): string {
+  return `model = "sim-model"
+openai_base_url = "http://127.0.0.1:${port}/v1"
+${UNATTENDED}
+allow_login_shell = false
+${extra}
+
+${FEATURES_OFF}
 
 [analytics]
 enabled = false
@@ -57,18 +63,10 @@ enabled = false
 function config(port: number, wire: CodexWire, extra = ''): string {
   return `model = "sim-model"
 model_provider = "lab"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
-suppress_unstable_features_warning = true
+${UNATTENDED}
 ${extra}
 
-[features]
-plugins = false
-remote_plugin = false
-plugin_sharing = false
-apps = false
-in_app_updates = false
+${FEATURES_OFF}
 ${wire === 'long-lived' ? 'responses_websockets = true' : ''}
 
 [model_providers.lab]

@@ -110,6 +110,10 @@ describe('demo races and pages that go away', () => {
     }
     page.abort();
     await server.demo!.idle();
+    // The lane's request ends as a disconnect once the server finds its client gone (a write after the client's FIN
+    // fails: transport/socket-watch.ts), which may be after the race has let go of it.
+    await server.httpTransport.idle();
+    await server.services.postWork.flush();
     // The call in flight ended with the page (the client's disconnect), as the socket lanes' do. It decoded to its end
     // at 65 tokens/s, then the next call answered the stop's one line: up to a long Codex answer's ~8 s at 65 tokens/s,
     // while the race kept its slot (a presenter's Stop, then Start, got 429 too_many_races).

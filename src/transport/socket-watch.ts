@@ -153,9 +153,6 @@ export function clientGone(req: IncomingMessage, res: ServerResponse): { signal:
  */
 export const HALF_CLOSED_PROBE_MS = 1000;
 
-/** The second probe after a client's FIN (ms): its first probe's reset is back by then on a near network. */
-export const HALF_CLOSED_RECHECK_MS = 25;
-
 const EARLY_HINTS = 'HTTP/1.1 103 Early Hints\r\n\r\n';
 
 /** From the client's FIN until the socket closes: a probe of the answer it is on, at once and every `HALF_CLOSED_PROBE_MS`. */
@@ -171,17 +168,9 @@ export function probeHalfClosed(socket: Socket): void {
       } else if (answer.getHeader('content-type') === 'text/event-stream') answer.write(':\n\n');
     };
     probe();
-    // The first probe's reset comes back within a round trip, and only the next write finds it: one more soon after,
-    // so a client that closed is found in tens of milliseconds on a near network (it took the whole second), then the
-    // steady probe for the rest.
-    const soon = setTimeout(probe, HALF_CLOSED_RECHECK_MS);
     const timer = setInterval(probe, HALF_CLOSED_PROBE_MS);
-    soon.unref();
     timer.unref();
-    socket.once('close', () => {
-      clearTimeout(soon);
-      clearInterval(timer);
-    });
+    socket.once('close', () => clearInterval(timer));
   });
 }
 

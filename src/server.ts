@@ -31,7 +31,6 @@ import type { Duplex } from 'node:stream';
 import { WsTransport } from './transport/ws.js';
 import { HttpTransport } from './transport/http.js';
 import { afterAnswers, answerClientError, answerConnect, asksForWebSocket, serveUpgradeAsHttp } from './transport/raw-answers.js';
-import { probeHalfClosed } from './transport/socket-watch.js';
 import { createLogger } from './log.js';
 import { DemoService, type DemoOptions } from './demo/service.js';
 import { Chaos, parseChaosSpec, type ChaosRule } from './engine/faults.js';
@@ -255,11 +254,6 @@ export class LlrServer {
     this.httpTransport = new HttpTransport(host, auth, guard, overCapacity, demo);
     this.http = createHttpServer(httpServerOptions(limits), (req, res) => this.httpTransport.handle(req, res));
     this.http.keepAliveTimeout = limits.keepAliveTimeoutMs;
-    // A client that half-closes after its request (FIN: `nc -N`, HTTP/1.0 scripts) still reads: it gets its answers,
-    // then the connection closes. Node's default dropped every request it had not answered yet, without a word.
-    // A peer that closed completely looks the same until a write reaches it: such a connection is probed now and
-    // then (`probeHalfClosed`, transport/socket-watch.ts), so a create being planned or a paused run notices its reset.
-    (this.http as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
     // Past the cap a few more sockets are accepted, so `/health` still answers
     // (everything else gets 503); past that reserve the kernel's accept is
     // closed at once (net.Server.maxConnections).
@@ -271,7 +265,6 @@ export class LlrServer {
       if (reparsed.has(socket)) return;
       if (open >= limits.maxConnections) overCap.add(socket);
       open++;
-      probeHalfClosed(socket);
       socket.once('close', () => open--);
     });
     // Only a WebSocket upgrade is taken; any other (`Upgrade: h2c` from `curl --http2`) is served as HTTP/1.1. A WebSocket

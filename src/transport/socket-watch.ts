@@ -139,38 +139,3 @@ export function clientGone(req: IncomingMessage, res: ServerResponse): { signal:
   }
   return { signal: ac.signal, done };
 }
-
-/**
- * How often a connection whose client has half-closed (sent FIN; the server keeps it open for the answers, server.ts)
- * writes something harmless to find out whether the peer still reads: an SSE comment (`:`, which SSE readers skip)
- * once the answer is a stream, an informational `103 Early Hints` (HTTP/1.1 clients must accept a 1xx before the final
- * answer, RFC 9110 §15.2) while it has not started. A peer that closed completely, not half, answers the first write
- * with a reset and the next write fails, so its socket closes and its run ends as a disconnect, within about this
- * long. Without it a closed client's create went on until it wrote (a create being planned started its run; a JSON
- * create ran to its end), and a long-lived run paused over HTTP, whose stream writes nothing until its outputs come,
- * waited for its pause timeout; Node's default, every FIN a close, ended them at once but answered a half-closed
- * client nothing.
- */
-export const HALF_CLOSED_PROBE_MS = 1000;
-
-const EARLY_HINTS = 'HTTP/1.1 103 Early Hints\r\n\r\n';
-
-/** From the client's FIN until the socket closes: a probe of the answer it is on, at once and every `HALF_CLOSED_PROBE_MS`. */
-export function probeHalfClosed(socket: Socket): void {
-  socket.once('end', () => {
-    if (socket.destroyed) return;
-    const probe = () => {
-      const answer = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
-      if (!answer || answer.writableEnded || answer.destroyed || !socket.writable) return;
-      if (!answer.headersSent) {
-        // An HTTP/1.0 client must not be sent a 1xx (RFC 9110 §15.2): its closed peer is found by the answer's own writes.
-        if (answer.req.httpVersionMajor === 1 && answer.req.httpVersionMinor >= 1) socket.write(EARLY_HINTS);
-      } else if (answer.getHeader('content-type') === 'text/event-stream') answer.write(':\n\n');
-    };
-    probe();
-    const timer = setInterval(probe, HALF_CLOSED_PROBE_MS);
-    timer.unref();
-    socket.once('close', () => clearInterval(timer));
-  });
-}
-

@@ -199,9 +199,7 @@ describe('long-lived over HTTP', () => {
     expect(server.httpTransport.inFlight).toBe(1);
     abort.abort();
     await req;
-    // The server finds the peer gone by writing to it (its FIN could be a half-close, server.ts): the socket closes
-    // on that write's error (EPIPE), which `once` would reject on.
-    await Promise.all(sockets.map((s) => (s.destroyed ? null : new Promise((resolve) => s.once('close', resolve)))));
+    await Promise.all(sockets.map((s) => (s.destroyed ? null : once(s, 'close'))));
     release();
     // The one-shot session ends once its planning has: planned for a peer that is gone, the run is never started
     // (as on a WebSocket whose client left while its create was planned).

@@ -514,7 +514,8 @@ export class WsConnection implements Transport, Unsent {
    */
   private readonly onData = (): void => {
     this.readsDone++;
-    if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || this.held.receiving(inFlightBytes(this.ws))) return;
+    // A whole message waiting to be emitted (next turn) keeps its charge: the receiver no longer counts its bytes.
+    if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || deferring(this.ws) || this.held.receiving(inFlightBytes(this.ws))) return;
     this.log.info({ code: 'server_busy', held: this.host.bytes.held }, 'server byte budget full; reading paused');
     this.ws.pause();
     this.rxPausedAt = this.host.now();
@@ -523,6 +524,8 @@ export class WsConnection implements Transport, Unsent {
 
   private readonly retryReceive = (): void => {
     const open = this.ws.readyState === this.ws.OPEN;
+    // A whole message is waiting to be emitted: its charge moves to its parse then (`onMessage`); look again after.
+    if (open && deferring(this.ws)) return;
     const waited = this.host.now() - this.rxPausedAt;
     const limit = this.host.limits.requestTimeoutMs > 0 ? this.host.limits.requestTimeoutMs : 60_000;
     if (open && !this.held.receiving(inFlightBytes(this.ws))) {
@@ -613,6 +616,17 @@ export class WsConnection implements Transport, Unsent {
  * receiver's private state defensively, as transport/ws-frames.ts reads the sender's: any field missing or
  * of another shape (another version of `ws`) counts as nothing.
  */
+/**
+ * Whether the `ws` receiver holds a whole message it emits at the next turn (its `DEFER_EVENT` state, with
+ * `allowSynchronousEvents: false`, transport/ws.ts): its bytes are in no count `inFlightBytes` reads, so the charge
+ * it had while it arrived must stay until `onMessage` moves it to the message's parse. Lowering it then let another
+ * connection take the budget, and the message was refused `server_busy` at its parse (server-bytes test, under load).
+ */
+function deferring(ws: WebSocket): boolean {
+  const r: unknown = Reflect.get(ws, '_receiver');
+  return typeof r === 'object' && r !== null && Reflect.get(r, '_state') === 6;
+}
+
 export function inFlightBytes(ws: WebSocket): number {
   const r: unknown = Reflect.get(ws, '_receiver');
   if (typeof r !== 'object' || r === null) return 0;

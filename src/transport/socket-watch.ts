@@ -2,9 +2,8 @@
  * Watches on an HTTP answer's socket, for transport/http.ts and the demo's
  * routes: a reader that stops reading is dropped after the send-stall timeout
  * (`watchStall`), and a client that goes away before its answer aborts the
- * work done for it (`clientGone`), a create pipelined behind another answer
- * waits for its socket (`ownsSocket`), and a half-closed connection is probed
- * so a peer that closed completely is found (`probeHalfClosed`). One `close`
+ * work done for it (`clientGone`), and a create pipelined behind another
+ * answer waits for its socket (`ownsSocket`). One `close`
  * listener per socket however many answers are pipelined on it. Leaves out the
  * answers themselves.
  */

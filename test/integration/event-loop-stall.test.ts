@@ -43,6 +43,13 @@ import type { LlrServer } from '../../src/server.js';
 import { statTicks } from '../../src/bench/thread-cpu.js';
 
 const STALL_LIMIT_MS = 250;
+/**
+ * The store cases' turn that inserts the stored row: one SQLite call for its 15 MB of JSON, which cannot be sliced
+ * (one row, one transaction, before the terminal event). 71-120 ms of the loop thread's CPU when the file runs alone;
+ * 300 and 376 ms in two fresh-clone CI runs of the whole suite (the second cores' work slows the memory-bound insert).
+ * Twice the general bound; the stringify this case guards against held the loop ~0.6 s of CPU before it was sliced.
+ */
+const STORE_INSERT_STALL_LIMIT_MS = 2 * STALL_LIMIT_MS;
 const MIB = 1024 * 1024;
 const CLIENT = fileURLToPath(new URL('../helpers/big-client.mjs', import.meta.url));
 const storeDir = mkdtempSync(join(tmpdir(), 'llr-loop-stall-'));
@@ -122,10 +129,10 @@ const tools = [{ type: 'function', name: 'lookup', parameters: { type: 'object',
 const info = (): SessionInfo => ({ connection: 'conn_test', owner: null, authSpan: null });
 
 /** `minTurns`: the watch itself ran (a short run, such as one whose only large part is an echo, takes few turns). */
-function assertStalls(stalls: Stalls, minTurns = 10): void {
+function assertStalls(stalls: Stalls, minTurns = 10, limitMs = STALL_LIMIT_MS): void {
   const figures = `longest stall: ${stalls.maxCpuMs.toFixed(0)} ms CPU, ${stalls.maxWallMs.toFixed(0)} ms wall, ${stalls.turns} turns`;
   expect(stalls.turns, figures).toBeGreaterThan(minTurns);
-  expect(stalls.maxCpuMs, figures).toBeLessThan(STALL_LIMIT_MS);
+  expect(stalls.maxCpuMs, figures).toBeLessThan(limitMs);
 }
 
 /** Start a planned response on the server's services (the engine, as the transports start it). */
@@ -246,7 +253,7 @@ describe('the event loop stays responsive under large inputs', () => {
     assertStalls(stalls, 3);
   }, 60_000);
 
-  it.each(['http', 'ws'] as const)('%s store:true create on a SQLite file with a tool schema of 2.5 million lone surrogates: no loop turn holds the CPU for 250 ms, and the response is stored when it ends', async (name) => {
+  it.each(['http', 'ws'] as const)('%s store:true create on a SQLite file with a tool schema of 2.5 million lone surrogates: no loop turn holds the CPU for 500 ms (its row\'s insert is one call), and the response is stored when it ends', async (name) => {
     // The store's write stringified the Response (its tools echo: 15 MB of six-character escapes), its bytes counted,
     // and inserted it, all in the run's last turn: ~0.6 s of CPU on a file store.
     const { server } = await testServer({ store: join(storeDir, `${name}.sqlite`) });
@@ -277,7 +284,7 @@ describe('the event loop stays responsive under large inputs', () => {
     const stored = store.get(result.id, null);
     expect(stored).toBeDefined();
     expect(JSON.stringify(stored!.response) === JSON.stringify(result)).toBe(true);
-    assertStalls(stalls);
+    assertStalls(stalls, 10, STORE_INSERT_STALL_LIMIT_MS);
   }, 180_000);
 
   it('a run stopped while its server-side compaction yields ends once, and nothing follows its terminal event', async () => {

@@ -1,11 +1,15 @@
 /**
  * `llr serve --port 0 --store FILE` from the built CLI (helpers/build.ts) as a child process, for tests where a server
  * must die or two must share a store file (durability, the store's file faults, background runs across processes).
- * Resolves once it logs where it listens; rejects with its output if it exits first. Leaves the building to the
- * caller (`buildDist` in a `beforeAll`).
+ * Resolves once it logs where it listens; rejects with its output if it exits first. `serveChild` leaves the
+ * building to the caller (`buildDist` in a `beforeAll`); `storeChildren` does it, and the clean-up.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { CLI } from './build.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
+import { buildDist, CLI } from './build.js';
 
 export interface ServedChild {
   url: string;
@@ -41,4 +45,40 @@ export function serveChild(store: string, extra: string[] = [], track?: Set<Chil
     });
     proc.once('exit', (code) => reject(new Error(`llr serve exited (${code}) before listening:\n${out}`)));
   });
+}
+
+/**
+ * A test file's store-file fixture: a temporary folder, the built CLI (built before the file's tests), and `serve`
+ * starting `llr serve` children that are killed (with any other process the file adds to `children`), and the
+ * folder removed, after the file's tests. Call it at the
+ * file's top level (it registers the file's `beforeAll` and `afterAll`).
+ */
+export function storeChildren(prefix: string): { dir: string; children: Set<ChildProcess>; serve: (store: string, extra?: string[]) => Promise<ServedChild> } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const children = new Set<ChildProcess>();
+  beforeAll(async () => {
+    await buildDist();
+  }, 120_000);
+  afterAll(() => {
+    for (const c of children) c.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { dir, children, serve: (store, extra = []) => serveChild(store, extra, children) };
+}
+
+/** An HTTP answer as the store tests read it: status, `x-should-retry` (the SDKs obey it) and the JSON body. */
+export interface Answer {
+  status: number;
+  shouldRetry: string | null;
+  body: { id?: string; status?: string; error?: { code: string; message: string } | null };
+}
+
+/** `method path` on `url`, with `body` as JSON when given. */
+export async function call(url: string, method: string, path: string, body?: unknown): Promise<Answer> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, shouldRetry: res.headers.get('x-should-retry'), body: (await res.json()) as Answer['body'] };
 }

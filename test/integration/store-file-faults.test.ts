@@ -6,46 +6,18 @@
  * writes again once the condition clears. Real sockets (in-process servers on port 0, and `llr serve` child processes
  * where a process must die); "another process" is a second SQLite connection where only its lock matters.
  */
-import { execFileSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { STORE_BUSY_WAIT_MS, WAL_SIZE_LIMIT } from '../../src/store/sqlite.js';
 import { ORPHANED_MESSAGE } from '../../src/store/runner.js';
-import { buildDist } from '../helpers/build.js';
-import { serveChild as spawnServe } from '../helpers/serve-child.js';
+import { call, storeChildren } from '../helpers/serve-child.js';
 import { testServer } from '../helpers/server.js';
 import { captureLogger } from '../helpers/raw-http.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'llr-store-faults-'));
-const children = new Set<ChildProcess>();
-beforeAll(async () => {
-  await buildDist();
-}, 120_000);
-const serveChild = (store: string, extra: string[] = []) => spawnServe(store, extra, children);
-afterAll(() => {
-  for (const c of children) c.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
-});
-
-
-interface Answer {
-  status: number;
-  /** The `x-should-retry` header (openai-node and the Agents SDK obey it). */
-  shouldRetry: string | null;
-  body: { id?: string; status?: string; error?: { code: string; message: string } | null };
-}
-
-async function call(url: string, method: string, path: string, body?: unknown): Promise<Answer> {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, shouldRetry: res.headers.get('x-should-retry'), body: (await res.json()) as Answer['body'] };
-}
+const { dir, serve: serveChild } = storeChildren('llr-store-faults-');
 
 const create = (url: string, input = 'hello') => call(url, 'POST', '/v1/responses', { model: 'm', input, store: true });
 

@@ -4,41 +4,16 @@
  * file answered it `in_progress` (and refused its DELETE and cancel, 409) for as long as its server lived, while its own
  * server answered it `failed`. Real sockets: the runner is an `llr serve` child process, the reader an in-process server.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDist, CLI } from '../helpers/build.js';
-import { serveChild as spawnServe } from '../helpers/serve-child.js';
+import { describe, expect, it } from 'vitest';
+import { CLI } from '../helpers/build.js';
+import { call, storeChildren } from '../helpers/serve-child.js';
 import { testServer } from '../helpers/server.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'llr-inprogress-'));
-const children = new Set<ChildProcess>();
-beforeAll(async () => {
-  await buildDist();
-}, 120_000);
-const serveChild = (store: string, extra: string[] = []) => spawnServe(store, extra, children);
-afterAll(() => {
-  for (const c of children) c.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
-});
-
-
-interface Answer {
-  status: number;
-  body: { id?: string; status?: string; error?: { code: string; message: string } | null };
-}
-
-async function call(url: string, method: string, path: string, body?: unknown): Promise<Answer> {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Answer['body'] };
-}
+const { dir, children, serve: serveChild } = storeChildren('llr-inprogress-');
 
 /** A background response's events until its end (`data: [DONE]`): resolves with the stream's text. */
 async function untilEnd(url: string, id: string): Promise<string> {

@@ -9,7 +9,7 @@
  * their resource form: every item has an `id`, a message has `type`,
  * `status` and a content list (a string content becomes one `input_text`
  * part, or `output_text` for an assistant), a tool call or output has a
- * `status`. An item sent without an id gets one derived from the response id
+ * `status`, an `input_image` part a `detail` (`auto` when not sent). An item sent without an id gets one derived from the response id
  * and its position, the same at every listing (so a cursor stays valid), not
  * an id `item_reference` can name; so does the second of two items sent with
  * one id. Pure: no I/O.
@@ -501,11 +501,50 @@ function resourceItem(item: InputItem, id: string): Record<string, unknown> {
           : p,
       );
     }
+    if (!assistant && Array.isArray(out.content)) out.content = withImageDetail(out.content as unknown[]);
     out.status ??= 'completed';
-  } else if (type === 'function_call' || type === 'function_call_output') {
+  } else if (STATUS_REQUIRED.has(type)) {
     out.status ??= 'completed';
+    if (Array.isArray(out.output)) out.output = withImageDetail(out.output as unknown[]);
+    if (type === 'shell_call') {
+      out.environment ??= null;
+      const action = out.action;
+      if (typeof action === 'object' && action !== null && !Array.isArray(action)) {
+        out.action = { ...action, timeout_ms: (action as Record<string, unknown>).timeout_ms ?? null, max_output_length: (action as Record<string, unknown>).max_output_length ?? null };
+      }
+    }
+    if (type === 'shell_call_output') out.max_output_length ??= null;
   }
   return out;
+}
+
+/**
+ * The item types whose listed resource requires a `status` (the spec's `ItemResource` variants) although a client
+ * may send them without one: openai-node's `ResponseCustomToolCall` and `ResponseCustomToolCallOutput` have none,
+ * the others an optional one. The API lists such an item `completed`; so does this server. `shell_call`'s
+ * `environment` (and its action's `timeout_ms` and `max_output_length`) and `shell_call_output`'s
+ * `max_output_length` are required there too (nullable): `null` when not sent.
+ */
+const STATUS_REQUIRED: ReadonlySet<string> = new Set([
+  'function_call',
+  'function_call_output',
+  'custom_tool_call',
+  'custom_tool_call_output',
+  'computer_call_output',
+  'shell_call',
+  'shell_call_output',
+  'tool_search_call',
+  'tool_search_output',
+]);
+
+/** Content parts as listed: an `input_image` sent without `detail` has the API's default, `auto` (the spec's `InputImageContent` requires it). */
+function withImageDetail(parts: unknown[]): unknown[] {
+  if (!parts.some((p) => isImageWithoutDetail(p))) return parts;
+  return parts.map((p) => (isImageWithoutDetail(p) ? { ...p, detail: 'auto' } : p));
+}
+
+function isImageWithoutDetail(p: unknown): p is Record<string, unknown> {
+  return typeof p === 'object' && p !== null && (p as { type?: unknown }).type === 'input_image' && (p as { detail?: unknown }).detail == null;
 }
 
 /** `base`: hex of the response id's hash (`InputItemIndex`); the position follows it (8 hex digits: items are far fewer than 2^32). */

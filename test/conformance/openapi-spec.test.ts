@@ -137,6 +137,44 @@ describe(`OpenAI OpenAPI spec (openai/openai-openapi ${fixture.commit.slice(0, 7
     expect(found).toEqual([]);
   });
 
+  it('HTTP: the input item list of image parts and of the other tool items, each sent as openai-node types it (optional fields left out)', async () => {
+    const { url } = await testServer();
+    const hi = { role: 'user', content: 'hi' };
+    const inputs: Record<string, Json[]> = {
+      // ResponseInputImage: `detail` is optional to send; the listed InputImageContent requires it (the API's default, auto).
+      image: [{ role: 'user', content: [{ type: 'input_text', text: 'look' }, { type: 'input_image', image_url: 'https://example.com/a.png' }] }],
+      function_output_image: [
+        { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c1', output: [{ type: 'input_text', text: 'o' }, { type: 'input_image', image_url: 'https://example.com/a.png' }] },
+        hi,
+      ],
+      // ResponseCustomToolCall and ResponseCustomToolCallOutput have no `status`; their resources require one.
+      custom: [
+        { type: 'custom_tool_call', call_id: 'c2', name: 'apply', input: 'x' },
+        { type: 'custom_tool_call_output', call_id: 'c2', output: [{ type: 'input_text', text: 'ok' }, { type: 'input_image', file_id: 'file-1' }] },
+        hi,
+      ],
+      computer: [
+        { type: 'computer_call', id: 'cu_1', call_id: 'c4', action: { type: 'click', button: 'left', x: 1, y: 2 }, pending_safety_checks: [], status: 'completed' },
+        { type: 'computer_call_output', call_id: 'c4', output: { type: 'computer_screenshot', image_url: 'https://example.com/s.png' } },
+        hi,
+      ],
+      shell: [
+        { type: 'shell_call', call_id: 'c5', action: { commands: ['ls'] } },
+        { type: 'shell_call_output', call_id: 'c5', output: [{ stdout: 'a', stderr: '', outcome: { type: 'exit', exit_code: 0 } }] },
+        hi,
+      ],
+    };
+    const found: string[] = [];
+    for (const [name, input] of Object.entries(inputs)) {
+      const created = await call(url, '/v1/responses', { model: 'm', input });
+      expect(created.status, `${name}: ${created.text}`).toBe(200);
+      const items = await call(url, `/v1/responses/${created.json()['id']}/input_items?order=asc`);
+      found.push(...violations('ResponseItemList', items.json()).map((v) => `${name}: ${v}`));
+    }
+    expect(found).toEqual([]);
+  });
+
   it('HTTP: error bodies are the ErrorResponse shape', async () => {
     const { url } = await testServer();
     const bodies = [

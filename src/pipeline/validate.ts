@@ -375,5 +375,17 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
     if (type === 'input_image' && typeof part['image_url'] !== 'string' && typeof part['file_id'] !== 'string') {
       throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].image_url'.`, `${p}[${j}].image_url`);
     }
+    // The API's ImageDetail enum: another value was taken and listed back by input_items to typed readers that decode it.
+    const detail = part['detail'];
+    if (type === 'input_image' && detail != null && !IMAGE_DETAILS.includes(detail as string)) {
+      throw new WireError(
+        typeof detail === 'string' ? 'invalid_value' : 'invalid_type',
+        `Invalid value for '${p}[${j}].detail': ${typeof detail === 'string' ? `'${detail.slice(0, 100)}'` : String(JSON.stringify(detail)).slice(0, 100)}. Supported values are: 'low', 'high', 'auto', and 'original'.`,
+        `${p}[${j}].detail`,
+      );
+    }
   });
 }
+
+/** openai-node's `ImageDetail` (and the OpenAPI spec's). */
+const IMAGE_DETAILS: readonly string[] = ['low', 'high', 'auto', 'original'];

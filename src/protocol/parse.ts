@@ -245,7 +245,7 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     user: optString(body, 'user'),
     reasoning: parseReasoning(body['reasoning']),
     prompt_cache_key: optString(body, 'prompt_cache_key'),
-    safety_identifier: optString(body, 'safety_identifier'),
+    safety_identifier: parseSafetyIdentifier(body),
     service_tier: optEnum(body, 'service_tier', SERVICE_TIERS),
     prompt_cache_retention: optEnum(body, 'prompt_cache_retention', PROMPT_CACHE_RETENTIONS),
     ...parseEchoedLimits(body),
@@ -609,6 +609,22 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
 }
 
 /** The API's bounds on `metadata`: 16 pairs, keys up to 64 characters, values up to 512. */
+/** The spec's `safety_identifier` maxLength (openai-node: "a maximum length of 64 characters"). */
+export const SAFETY_IDENTIFIER_MAX_CHARS = 64;
+
+/** `safety_identifier`: a string of at most 64 characters (code points, as `metadata`'s), else `400 string_above_max_length`, as the API refuses it. */
+function parseSafetyIdentifier(body: Obj): string | null {
+  const v = optString(body, 'safety_identifier');
+  if (v !== null && longerThan(v, SAFETY_IDENTIFIER_MAX_CHARS)) {
+    throw new WireError(
+      'string_above_max_length',
+      `Invalid 'safety_identifier': string too long. Expected a string with maximum length ${SAFETY_IDENTIFIER_MAX_CHARS}.`,
+      'safety_identifier',
+    );
+  }
+  return v;
+}
+
 export const METADATA_LIMITS = { pairs: 16, keyChars: 64, valueChars: 512 } as const;
 
 /**

@@ -608,7 +608,6 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
   }
 }
 
-/** The API's bounds on `metadata`: 16 pairs, keys up to 64 characters, values up to 512. */
 /** The spec's `safety_identifier` maxLength (openai-node: "a maximum length of 64 characters"). */
 export const SAFETY_IDENTIFIER_MAX_CHARS = 64;
 
@@ -625,6 +624,7 @@ function parseSafetyIdentifier(body: Obj): string | null {
   return v;
 }
 
+/** The API's bounds on `metadata`: 16 pairs, keys up to 64 characters, values up to 512. */
 export const METADATA_LIMITS = { pairs: 16, keyChars: 64, valueChars: 512 } as const;
 
 /**

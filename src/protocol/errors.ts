@@ -28,7 +28,8 @@ export const WIRE_ERRORS = {
   item_not_found: { status: 400, type: 'invalid_request_error', message: 'Referenced item not found.' },
   content_flagged: { status: 400, type: 'invalid_request_error', message: 'The input was flagged by the safety scan.' },
   model_not_found: { status: 400, type: 'invalid_request_error', message: 'The requested model does not exist.' },
-  unauthorized: { status: 401, type: 'authentication_error', message: 'Missing or invalid API key.' },
+  // The API's answer to a wrong key (type and code as it sends them; to a missing key its code is null, here this one).
+  invalid_api_key: { status: 401, type: 'invalid_request_error', message: 'Incorrect API key provided.' },
   payload_too_large: { status: 413, type: 'invalid_request_error', message: 'The request body is too large.' },
   websocket_connection_limit_reached: {
     status: 400,

@@ -79,7 +79,7 @@ export type ArgsDoneEvent = Seq & {
 };
 
 export interface WireErrorBody {
-  type: 'invalid_request_error' | 'server_error' | 'rate_limit_error' | 'authentication_error';
+  type: 'invalid_request_error' | 'server_error' | 'rate_limit_error';
   code: string;
   message: string;
   param: string | null;

@@ -7,6 +7,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { WireError } from '../protocol/errors.js';
 
 export interface Authenticator {
   readonly enabled: boolean;
@@ -40,4 +41,18 @@ export function createAuthenticator(keys: readonly string[]): Authenticator {
       return ok ? d.toString('hex').slice(0, 24) : false;
     },
   };
+}
+
+/**
+ * The refusal of a request `check` refused, as the API words it: `401 invalid_api_key`, type
+ * `invalid_request_error`; the message says whether no key came or a wrong one (the key itself is never echoed).
+ */
+export function apiKeyRefusal(req: IncomingMessage, url?: URL): WireError {
+  const sent = bearerKey(req.headers['authorization']) ?? url?.searchParams.get('api_key') ?? null;
+  return new WireError(
+    'invalid_api_key',
+    sent
+      ? 'Incorrect API key provided.'
+      : "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+  );
 }

@@ -47,7 +47,7 @@ import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { Hold } from '../modes/server-bytes.js';
 import type { SendShare } from '../modes/send-bytes.js';
 import type { ParseSpan, SessionInfo } from '../modes/transport.js';
-import type { Authenticator } from './auth.js';
+import { apiKeyRefusal, type Authenticator } from './auth.js';
 import { awaitContinue, closeAfterAnswer, drainBody, readBody } from './body.js';
 import { parseCaps, parseEdgeJson } from './json-in.js';
 import { sendJsonCooperative } from './json-out.js';
@@ -512,7 +512,7 @@ export class HttpTransport {
 
   private authenticate(req: IncomingMessage): string | null {
     const owner = this.auth.check(req);
-    if (owner === false) throw new WireError('unauthorized');
+    if (owner === false) throw apiKeyRefusal(req);
     return owner;
   }
 

@@ -40,7 +40,7 @@ import { newId } from '../protocol/objects.js';
 import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { SessionInfo } from '../modes/transport.js';
-import type { Authenticator } from './auth.js';
+import { apiKeyRefusal, type Authenticator } from './auth.js';
 import { batchWrites, type Batcher } from './batch.js';
 import type { Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
@@ -142,7 +142,10 @@ export class WsTransport {
     const authStart = this.opts.host.now();
     const owner = this.opts.auth.check(req, url);
     const authEnd = this.opts.host.now();
-    if (owner === false) return no(401, { code: 'unauthorized', message: 'Missing or invalid API key.' });
+    if (owner === false) {
+      const e = apiKeyRefusal(req, url);
+      return no(e.status, e.body());
+    }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // Opt in to `llr:timing` for every response of the connection (header, or query for browsers).
       const timing = timingHeader(req) || url.searchParams.get('llr_timing') === '1';
@@ -182,10 +185,12 @@ interface RefusalBody {
   code: string;
   message: string;
   param?: string | null;
+  /** A WireError's own type; else one by the status. */
+  type?: string;
 }
 
 function refuse(socket: Duplex, status: number, error: RefusalBody, headers: Record<string, string> = {}): void {
-  const type = status === 401 ? 'authentication_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
+  const type = error.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
   const body = JSON.stringify({ error: { message: error.message, type, param: error.param ?? null, code: error.code } });
   const reason =
     { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 426: 'Upgrade Required', 503: 'Service Unavailable' }[

@@ -76,7 +76,7 @@ const cases: Array<{ name: string; method: string; path: string; headers: Record
   { name: '404 DELETE with a body', method: 'DELETE', path: '/v1/responses/a/b', headers: json, n: under, status: 404, code: 'not_found' },
   { name: '405 wrong method', method: 'PUT', path: '/v1/responses', headers: json, n: under, status: 405, code: 'method_not_allowed' },
   { name: '415 wrong content type', method: 'POST', path: '/v1/responses', headers: { 'Content-Type': 'text/plain' }, n: under, status: 415, code: 'unsupported_media_type' },
-  { name: '401 no key', method: 'POST', path: '/v1/responses', headers: json, n: under, status: 401, code: 'unauthorized', opts: { apiKeys: ['k'] } },
+  { name: '401 no key', method: 'POST', path: '/v1/responses', headers: json, n: under, status: 401, code: 'invalid_api_key', opts: { apiKeys: ['k'] } },
   { name: '403 guard', method: 'POST', path: '/v1/responses', headers: { ...json, Origin: 'http://evil.example' }, n: under, status: 403, code: 'origin_not_allowed' },
   { name: '413 declared too large', method: 'POST', path: '/v1/responses', headers: json, n: 4 * limit, status: 413, code: 'payload_too_large' },
 ];
@@ -162,10 +162,10 @@ describe('Expect: 100-continue: the early checks answer before any 100 Continue 
     { name: '415 wrong content type', method: 'POST', path: '/v1/responses', headers: { 'Content-Type': 'text/plain' }, status: 415, code: 'unsupported_media_type' },
     { name: '415 a content coding', method: 'POST', path: '/v1/responses', headers: { ...json, 'Content-Encoding': 'gzip' }, status: 415, code: 'unsupported_media_type' },
     { name: '413 declared too large', method: 'POST', path: '/v1/responses', headers: { ...json, 'Content-Length': String(4 * limit) }, status: 413, code: 'payload_too_large' },
-    { name: '401 no key', method: 'POST', path: '/v1/responses', headers: json, status: 401, code: 'unauthorized', opts: { apiKeys: ['k'] } },
+    { name: '401 no key', method: 'POST', path: '/v1/responses', headers: json, status: 401, code: 'invalid_api_key', opts: { apiKeys: ['k'] } },
     { name: '404 unknown route', method: 'POST', path: '/nope', headers: json, status: 404, code: 'not_found' },
     { name: '405 wrong method', method: 'PUT', path: '/v1/responses', headers: json, status: 405, code: 'method_not_allowed' },
-    { name: '401 an append without a key', method: 'POST', path: '/v1/responses/resp_x/append', headers: json, status: 401, code: 'unauthorized', opts: { apiKeys: ['k'] } },
+    { name: '401 an append without a key', method: 'POST', path: '/v1/responses/resp_x/append', headers: json, status: 401, code: 'invalid_api_key', opts: { apiKeys: ['k'] } },
   ];
   for (const c of refusals) {
     it(`${c.name}: the final answer first, no 100 Continue, then the connection closes`, async () => {

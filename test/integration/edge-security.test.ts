@@ -29,7 +29,7 @@ describe('/llr/* with API keys', () => {
     for (const path of ['/llr/runs', `/llr/runs/${id}`, '/llr/stats']) {
       const r = await call(port, 'GET', path);
       expect(r.status, path).toBe(401);
-      expect(r.json.error).toMatchObject({ code: 'unauthorized', type: 'authentication_error' });
+      expect(r.json.error).toMatchObject({ code: 'invalid_api_key', type: 'invalid_request_error' });
       expect((await call(port, 'GET', path, { Authorization: 'Bearer key-a' })).status, path).toBe(200);
     }
     expect((await call(port, 'GET', '/health')).status).toBe(200);

@@ -10,6 +10,6 @@ describe('retryHeaders', () => {
 
   it('a 409 response_running_elsewhere says do not retry; a client error carries no advice', () => {
     expect(retryHeaders(new WireError('response_running_elsewhere'))).toEqual({ 'x-should-retry': 'false' });
-    for (const code of ['invalid_value', 'response_not_found', 'unauthorized', 'server_error'] as const) expect(retryHeaders(new WireError(code)), code).toEqual({});
+    for (const code of ['invalid_value', 'response_not_found', 'invalid_api_key', 'server_error'] as const) expect(retryHeaders(new WireError(code)), code).toEqual({});
   });
 });

@@ -582,50 +582,60 @@ export class ResponseRun {
     if (!points) req.batchTokens = DELTA_BATCH_TOKENS;
     const delayBefore = m.counters.chaos_delay_ms;
     let readerWaitMs = 0;
-    for await (const ev of this.services.model.sample(req, this.abort.signal)) {
-      // Ended from elsewhere (a sink failure, a stop) while the model ignores its signal.
-      if (this.end) break;
-      const point = ev.type !== 'prefill' && points?.next(carriesTokens(ev));
-      if (point) await this.chaos(point);
-      if (this.end) break;
-      if (ev.type === 'prefill') {
-        firstToken = clock.now();
-        m.span('prefill', started, firstToken);
-        m.count('prompt_tokens', ev.prompt_tokens);
-        m.count('cached_tokens', ev.cached_tokens);
-        this.promptTokens += ev.prompt_tokens;
-        this.cachedTokens += ev.cached_tokens;
-        this.cacheWriteTokens += ev.cache_write_tokens;
-        continue;
+    try {
+      for await (const ev of this.services.model.sample(req, this.abort.signal)) {
+        // Ended from elsewhere (a sink failure, a stop) while the model ignores its signal.
+        if (this.end) break;
+        const point = ev.type !== 'prefill' && points?.next(carriesTokens(ev));
+        if (point) await this.chaos(point);
+        if (this.end) break;
+        if (ev.type === 'prefill') {
+          firstToken = clock.now();
+          m.span('prefill', started, firstToken);
+          m.count('prompt_tokens', ev.prompt_tokens);
+          m.count('cached_tokens', ev.cached_tokens);
+          this.promptTokens += ev.prompt_tokens;
+          this.cachedTokens += ev.cached_tokens;
+          this.cacheWriteTokens += ev.cache_write_tokens;
+          continue;
+        }
+        if (budget !== null && carriesTokens(ev) && this.outputTokens >= budget) {
+          // The whole response (a long-lived run included) has spent its output
+          // budget: leaving the loop closes the model's stream.
+          this.end = { status: 'incomplete', reason: 'max_output_tokens' };
+          break;
+        }
+        // A batch the budget ends part-way: the deltas within it go out, then the run ends as at the next token.
+        // Hidden reasoning counts toward the budget too (one event carries a whole burst): it is cut at the budget.
+        const over =
+          budget !== null &&
+          (((ev.type === 'text.deltas' || ev.type === 'args.deltas') && this.outputTokens + ev.deltas.length > budget) ||
+            (ev.type === 'reasoning' && this.outputTokens + ev.tokens > budget));
+        const applied = !over
+          ? ev
+          : ev.type === 'reasoning'
+            ? { type: ev.type, tokens: budget - this.outputTokens }
+            : { type: ev.type, deltas: ev.deltas.slice(0, budget - this.outputTokens) };
+        const tokens = this.emitting(() => segment.apply(applied));
+        this.outputTokens += tokens;
+        if (ev.type === 'reasoning') this.reasoningTokens += tokens;
+        m.count('output_tokens', tokens);
+        if (over && !this.end) {
+          this.end = { status: 'incomplete', reason: 'max_output_tokens' };
+          break;
+        }
+        // A reader behind by half the send limit: the model's next tokens wait until it has read (not charged to decode).
+        const behind = this.sink.backlog?.() ?? null;
+        if (behind) readerWaitMs += await this.waitForReader(behind);
       }
-      if (budget !== null && carriesTokens(ev) && this.outputTokens >= budget) {
-        // The whole response (a long-lived run included) has spent its output
-        // budget: leaving the loop closes the model's stream.
-        this.end = { status: 'incomplete', reason: 'max_output_tokens' };
-        break;
-      }
-      // A batch the budget ends part-way: the deltas within it go out, then the run ends as at the next token.
-      // Hidden reasoning counts toward the budget too (one event carries a whole burst): it is cut at the budget.
-      const over =
-        budget !== null &&
-        (((ev.type === 'text.deltas' || ev.type === 'args.deltas') && this.outputTokens + ev.deltas.length > budget) ||
-          (ev.type === 'reasoning' && this.outputTokens + ev.tokens > budget));
-      const applied = !over
-        ? ev
-        : ev.type === 'reasoning'
-          ? { type: ev.type, tokens: budget - this.outputTokens }
-          : { type: ev.type, deltas: ev.deltas.slice(0, budget - this.outputTokens) };
-      const tokens = this.emitting(() => segment.apply(applied));
-      this.outputTokens += tokens;
-      if (ev.type === 'reasoning') this.reasoningTokens += tokens;
-      m.count('output_tokens', tokens);
-      if (over && !this.end) {
-        this.end = { status: 'incomplete', reason: 'max_output_tokens' };
-        break;
-      }
-      // A reader behind by half the send limit: the model's next tokens wait until it has read (not charged to decode).
-      const behind = this.sink.backlog?.() ?? null;
-      if (behind) readerWaitMs += await this.waitForReader(behind);
+    } catch (err) {
+      // Ended from outside (a cancel, a disconnect, a timeout, shutdown) while the model was writing: the model's
+      // stream ends with the abort's error. The item it was writing is closed in the stream (below), as a
+      // max_output_tokens cut closes it, so every output_item.added has its output_item.done before the terminal
+      // event; then the run ends as before, without the rest of this call's accounting.
+      if (!this.end) throw err;
+      this.emitting(() => segment.truncate());
+      throw err;
     }
     if (this.end) segment.truncate();
     // Emission is API work, not the model's: the decode span leaves it out (it stays in the `emit` total).

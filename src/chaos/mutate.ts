@@ -63,7 +63,8 @@ const WEATHER = {
     additionalProperties: false,
     $defs: { place: { type: 'object', properties: { lat: { type: 'number' }, lon: { type: 'number' } } } },
   },
-  strict: true,
+  // Not strict: its optional fields and loose $defs are outside the strict subset, which `strict: true` is refused for.
+  strict: false,
 };
 const EXEC = {
   type: 'function',

@@ -178,14 +178,15 @@ const STRICT_CHILDREN = ['properties', '$defs', 'definitions'] as const;
  * keyword subset the API accepts changes over time). The walk is bounded: the request's schemas hold at most
  * `--max-schema-nodes` objects and arrays (protocol/parse.ts checkSchemaNodes), and it uses an explicit stack.
  */
-function checkStrictSchema(root: Record<string, unknown>, name: string): void {
+function checkStrictSchema(root: Record<string, unknown>, subject: StrictSubject): void {
+  const { what: label, param, code } = subject;
   const refuse = (path: string[], what: string): never => {
     const context = `(${path.map((p) => `'${p.slice(0, 100)}'`).join(', ')}${path.length === 1 ? ',' : ''})`;
-    throw new WireError('invalid_json_schema', `Invalid schema for response_format '${name.slice(0, 100)}': In context=${context}, ${what}`, 'text.format.schema');
+    throw new WireError(code, `Invalid schema for ${label}: In context=${context}, ${what}`, param);
   };
   if (!isObjectSchema(root)) {
     const type = JSON.stringify(root['type'] ?? null).slice(0, 100);
-    throw new WireError('invalid_json_schema', `Invalid schema for response_format '${name.slice(0, 100)}': schema must be a JSON Schema of 'type: "object"', got 'type: ${type}'.`, 'text.format.schema');
+    throw new WireError(code, `Invalid schema for ${label}: schema must be a JSON Schema of 'type: "object"', got 'type: ${type}'.`, param);
   }
   const stack: Array<{ schema: unknown; path: string[] }> = [{ schema: root, path: [] }];
   while (stack.length > 0) {
@@ -215,6 +216,17 @@ function checkStrictSchema(root: Record<string, unknown>, name: string): void {
   }
 }
 
+/**
+ * What a strict schema belongs to, as the API's refusal names it: a `text.format` schema (`response_format 'NAME'`,
+ * `invalid_json_schema`, `param: text.format.schema`) or a function tool's parameters sent with `strict: true`
+ * (`function 'NAME'`, `invalid_function_parameters`, `param: tools[i].parameters`, as the API answers it).
+ */
+interface StrictSubject {
+  what: string;
+  param: string;
+  code: 'invalid_json_schema' | 'invalid_function_parameters';
+}
+
 /** An object schema: `type: "object"` (alone or in a list), or no `type` and `properties`. */
 function isObjectSchema(s: Record<string, unknown>): boolean {
   const t = s['type'];
@@ -242,7 +254,7 @@ function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?
     // In slices when its strings are long, as a tool's schema is: one JSON.stringify of a schema of 2.4 million lone
     // surrogates (six-character escapes) held the loop ~0.1-0.3 s.
     checkToolSchema(format.schema, 'text.format.schema', yield* jsonTextWork(format.schema), 'invalid_json_schema');
-    if (format.strict === true) checkStrictSchema(format.schema, format.name);
+    if (format.strict === true) checkStrictSchema(format.schema, { what: `response_format '${format.name.slice(0, 100)}'`, param: 'text.format.schema', code: 'invalid_json_schema' });
     yield;
   }
   const seen = new Set<string>();
@@ -250,7 +262,7 @@ function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?
     const t = tools[i]!;
     yield;
     if (t.type !== 'function') continue;
-    const ft = t as { name: string; parameters?: unknown };
+    const ft = t as { name: string; parameters?: unknown; strict?: unknown };
     if (!TOOL_NAME.test(ft.name)) {
       throw new WireError('invalid_value', `Invalid 'tools[${i}].name': must match ${TOOL_NAME.source}.`, `tools[${i}].name`);
     }
@@ -263,7 +275,19 @@ function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?
       }
       const type = (p as Record<string, unknown>)['type'];
       if (type !== undefined && type !== 'object') {
-        throw new WireError('invalid_value', `Invalid 'tools[${i}].parameters.type': a function's parameters must be of type 'object'.`, `tools[${i}].parameters.type`);
+        // The API's refusal (its code, param and words, as public client reports quote them).
+        throw new WireError(
+          'invalid_function_parameters',
+          `Invalid schema for function '${ft.name}': schema must be a JSON Schema of 'type: "object"', got 'type: ${JSON.stringify(type).slice(0, 100)}'.`,
+          `tools[${i}].parameters`,
+        );
+      }
+      // Sent with `strict: true`, the parameters follow the strict subset as a strict text.format schema does, and the
+      // API refuses them otherwise ("Invalid schema for function 'f': In context=(), 'required' is required to be
+      // supplied and to be an array including every key in properties. Missing 'x'."). Only an explicit `true`: the
+      // echo's default (`strict: true` when not sent) is not checked (docs/protocol.md).
+      if (ft.strict === true) {
+        checkStrictSchema(p as Record<string, unknown>, { what: `function '${ft.name}'`, param: `tools[${i}].parameters`, code: 'invalid_function_parameters' });
       }
       // Round-trips the schema: the API stores it, and a schema that cannot be serialised is rejected.
       const serialized = yield* jsonTextWork(p);

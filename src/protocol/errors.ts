@@ -86,6 +86,8 @@ export const WIRE_ERRORS = {
   object_above_max_properties: { status: 400, type: 'invalid_request_error', message: 'Object has too many properties.' },
   string_above_max_length: { status: 400, type: 'invalid_request_error', message: 'String too long.' },
   invalid_json_schema: { status: 400, type: 'invalid_request_error', message: "The 'text.format' JSON schema cannot be satisfied by bounded output." },
+  // The API's code for a function tool's `parameters` it refuses: not an object schema, or outside the strict subset with `strict: true`.
+  invalid_function_parameters: { status: 400, type: 'invalid_request_error', message: "A function tool's parameters are not a valid schema." },
   // Requests Node's HTTP parser refuses before any route sees them (transport/raw-answers.ts `answerClientError`).
   invalid_http_request: { status: 400, type: 'invalid_request_error', message: 'The HTTP request is malformed.' },
   request_timeout: { status: 408, type: 'invalid_request_error', message: 'The request did not arrive in time (llr serve --headers-timeout-ms, --request-timeout-ms).' },

@@ -48,4 +48,30 @@ describe('request parameters', () => {
       expect(ok.json['safety_identifier']).toBe(id);
     }
   });
+
+  it("a function tool's parameters: not an object schema, or outside the strict subset when sent with strict: true, are the API's invalid_function_parameters", async () => {
+    const { url } = await testServer();
+    const fn = (parameters: unknown, strict?: boolean) => ({ type: 'function', name: 'lookup', parameters, ...(strict !== undefined && { strict }) });
+    const notObject = await create(url, { model: 'm', input: 'hi', tools: [fn({ type: 'string' })] });
+    expect(notObject.status).toBe(400);
+    expect(notObject.json['error']).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'invalid_function_parameters',
+      param: 'tools[0].parameters',
+      message: `Invalid schema for function 'lookup': schema must be a JSON Schema of 'type: "object"', got 'type: "string"'.`,
+    });
+    const loose = { type: 'object', properties: { q: { type: 'string' }, n: { type: 'integer' } }, required: ['q'], additionalProperties: false };
+    const strictLoose = await create(url, { model: 'm', input: 'hi', tools: [fn({ type: 'object', properties: {} , additionalProperties: false, required: [] }), { ...fn(loose, true), name: 'search' }] });
+    expect(strictLoose.status).toBe(400);
+    expect(strictLoose.json['error']).toMatchObject({
+      code: 'invalid_function_parameters',
+      param: 'tools[1].parameters',
+      message: "Invalid schema for function 'search': In context=(), 'required' is required to be supplied and to be an array including every key in properties. Missing 'n'.",
+    });
+    // The same schema without strict, or with strict: false, is taken (the echo's default true is not checked); a strict one too.
+    for (const tool of [fn(loose), fn(loose, false), fn({ ...loose, required: ['q', 'n'] }, true)]) {
+      const ok = await create(url, { model: 'm', input: 'hi', tools: [tool] });
+      expect(ok.status, JSON.stringify(ok.json['error'])).toBe(200);
+    }
+  });
 });

@@ -65,7 +65,12 @@ export function target2(summary: readonly SummaryRow[], rttMs: number | null, gr
   const ll = row('long-lived');
   const ws = row('ws');
   if (!ll || !ws || ll.floor_ms_median === null || ws.floor_ms_median === null) {
-    return { id: 2, name, figure: 'not measured', target, holds: null, verdict: 'not measured', note: `needs the grid at ${speed} tokens/s with tool factor 0 and a loopback RTT`, values: {} };
+    // Say what is missing: a grid without one of the two designs read as if the speed or the RTT were.
+    const absent = (['long-lived', 'ws'] as const).filter((d) => !row(d));
+    const note = absent.length === 1
+      ? `needs ${absent[0]} in the grid at ${speed} tokens/s with tool factor 0 (--designs)`
+      : `needs the grid at ${speed} tokens/s with tool factor 0 and a loopback RTT`;
+    return { id: 2, name, figure: 'not measured', target, holds: null, verdict: 'not measured', note, values: {} };
   }
   const over = (r: SummaryRow) => r.e2e_ms_median / r.floor_ms_median! - 1;
   const a = over(ll);

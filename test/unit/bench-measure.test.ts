@@ -168,6 +168,15 @@ describe('summaries and targets', () => {
     expect(target2([], null).holds).toBeNull();
   });
 
+  it('target 2 not measured says which design is missing from the grid', () => {
+    // `llr bench --designs long-lived,http --target-speed 4000 --speeds 4000`: the grid ran at the speed, without ws.
+    const runs = [record('long-lived', MODEL_1000, sample('long-lived', flat(0)))];
+    const t = target2(summarize(runs, 'grid'), 0.1, runs as never);
+    expect(t.verdict).toBe('not measured');
+    expect(t.note).toMatch(/\bws\b/);
+    expect(t.note).not.toMatch(/long-lived/);
+  });
+
   it('targets 3 and 4 read their phases', () => {
     const stream: StreamPhase = {
       tokens_per_second: 4000,

@@ -269,7 +269,7 @@ export class ResponseRun {
     const resolved = this.plan.resolveAppend ? await this.plan.resolveAppend(items, this.metrics, this.abort.signal) : items;
     // The resolution may yield (many references): the run may have ended meanwhile.
     if (!this.paused || this.end) throw this.endedWhileAppending();
-    for (const item of resolved) {
+    for (const [i, item] of resolved.entries()) {
       const callId = (item as { call_id?: unknown }).call_id;
       const known = typeof callId === 'string';
       if (item.type === 'function_call' && known && ctx.callIds.has(callId)) {
@@ -281,7 +281,7 @@ export class ResponseRun {
         continue;
       }
       if (item.type === 'function_call_output' && known && !this.pauses.has(callId)) {
-        throw new WireError('unknown_call_id', `No pending tool call with call_id '${callId}' in response '${this.id}'.`, 'input.call_id');
+        throw new WireError('unknown_call_id', `No pending tool call with call_id '${callId}' in response '${this.id}'.`, `input[${i}].call_id`);
       }
       if (item.type === 'function_call_output' && known) answering.add(callId);
       fresh.push(item);

@@ -141,9 +141,10 @@ describe('long-lived bad input', () => {
     const { s, done } = await pausedRun();
     expect(done.response.status).toBe('in_progress');
     expect(done.response.pending_tool_calls).toEqual(['call_a', 'call_b']);
-    s.send({ type: 'response.append', input: [out('call_nope')] });
+    s.send({ type: 'response.append', input: [out('call_a'), out('call_nope')] });
     const err = await s.next('error');
-    expect(err.error.code).toBe('unknown_call_id');
+    // `param` names the item's position, as on every other design (it was 'input.call_id', no position).
+    expect(err.error).toMatchObject({ code: 'unknown_call_id', param: 'input[1].call_id' });
     // Still paused: the real outputs resume it.
     s.send({ type: 'response.append', input: [out('call_a'), out('call_b')] });
     expect((await s.next('response.completed')).response.output.at(-1)?.type).toBe('message');

@@ -119,7 +119,7 @@ describe('long-lived over HTTP', () => {
     const { s, append, server, id, url } = await pausedRun();
     const bad = await append([out('call_zzz')]);
     expect(bad.status).toBe(400);
-    expect(bad.json.error).toMatchObject({ code: 'unknown_call_id', param: 'input.call_id' });
+    expect(bad.json.error).toMatchObject({ code: 'unknown_call_id', param: 'input[0].call_id' });
     const noInput = await postJson(`${url}/v1/responses/${id}/append`, {});
     expect(noInput.status).toBe(400);
     expect(noInput.json.error).toMatchObject({ code: 'missing_required_parameter', param: 'input' });

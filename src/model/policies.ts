@@ -11,6 +11,7 @@
 import { contentText, isFunctionCall, isFunctionCallOutput, isMessage } from './conversation.js';
 import type { Rng } from './rng.js';
 import { tokenPieces } from './tokenizer.js';
+import type { InputItem } from '../protocol/objects.js';
 import type { ModelRequest, ReplayTurn } from './types.js';
 
 export type PlannedItem =
@@ -127,6 +128,91 @@ export class ReplayExhaustedError extends Error {
   }
 }
 
+/** The note the replay model adds to an answer it has no recording for; `n` is the recorded call that follows. */
+export function replayPositionNote(n: number, of: number): string {
+  return `[llr replay: position ${n} of ${of}] The recorded run has no answer to a user message sent between a tool call's output and the next model call; it goes on with its model call ${n}.`;
+}
+
+const POSITION_NOTE = /\[llr replay: position (\d+) of (\d+)\]/g;
+
+/**
+ * Where a conversation stands in the trajectory: what scanning its items from
+ * the start gives, kept between model calls and extended by the items added
+ * since (as `TurnScan` is, compared by reference with the items scanned
+ * before; any difference starts over). Scanning the whole context at every
+ * call made a replay quadratic: a 10,000-call run spent most of a minute in
+ * `plan` (an outside attack's profile).
+ */
+class ReplayScan {
+  private seen: InputItem[] | null = null;
+  /** The flat output index the conversation has reached, -1 for none. */
+  cursor = -1;
+  /** The model call (turn) the conversation has reached, -1 for none: the next one plays. */
+  turn = -1;
+  /** A user message came after the calls of the cursor's model call, before anything the trajectory places. */
+  offScript = false;
+
+  update(items: readonly InputItem[], at: ReplayIndex): this {
+    if (this.seen === null || !extendsItems(items, this.seen)) {
+      this.seen = [];
+      this.cursor = this.turn = -1;
+      this.offScript = false;
+    }
+    for (let i = this.seen.length; i < items.length; i++) this.add(items[i]!, at);
+    return this;
+  }
+
+  private add(item: InputItem, at: ReplayIndex): void {
+    this.seen!.push(item);
+    if (isFunctionCall(item) || isFunctionCallOutput(item)) {
+      const g = at.byCallId.get(item.call_id);
+      if (g !== undefined) this.place(g, at.turnOf[g]!);
+      return;
+    }
+    if (!isMessage(item)) return;
+    const text = contentText(item.content);
+    let placed = false;
+    if (item.role === 'assistant') {
+      const g = at.byText.get(text)?.find((i) => i > this.cursor);
+      if (g !== undefined) (this.place(g, at.turnOf[g]!), (placed = true));
+    }
+    if (text.includes('[llr replay: position ')) {
+      for (const m of text.matchAll(POSITION_NOTE)) {
+        const n = Number(m[1]);
+        if (Number(m[2]) !== at.turns || !(n >= 1 && n <= at.turns)) continue;
+        // The call the note names comes next: the conversation has reached the end of the call before it.
+        this.place(n === 1 ? -1 : at.lastOf[n - 2]!, n - 2);
+        placed = true;
+      }
+    }
+    if (!placed && item.role === 'user' && this.turn >= 0 && at.hasCalls[this.turn]) this.offScript = true;
+  }
+
+  /** The conversation reached flat output `g` of model call `t` (never moving back). */
+  private place(g: number, t: number): void {
+    this.cursor = Math.max(this.cursor, g);
+    this.turn = Math.max(this.turn, t);
+    this.offScript = false;
+  }
+}
+
+/** The trajectory's lookups a scan reads. */
+interface ReplayIndex {
+  turns: number;
+  turnOf: number[];
+  lastOf: number[];
+  hasCalls: boolean[];
+  byCallId: Map<string, number>;
+  byText: Map<string, number[]>;
+}
+
+/** Whether `items` begins with exactly the objects of `prefix` (compared by reference). */
+function extendsItems(items: readonly InputItem[], prefix: readonly InputItem[]): boolean {
+  if (prefix.length > items.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (prefix[i] !== items[i]) return false;
+  return true;
+}
+
 /**
  * Replay a recorded trajectory. Stateless: the turn to play is found from the
  * conversation itself, so any number of runs can replay the same trajectory
@@ -140,45 +226,63 @@ export class ReplayExhaustedError extends Error {
  * than looking up only the last item means a text that occurs in two turns
  * ("Done.") is still attributed to the right one. The next turn is the one
  * after the cursor's.
+ *
+ * A request the recording has no answer for (a user message after a model
+ * call's tool outputs: in a replayable trajectory the next model call always
+ * follows them directly) is answered with the next recorded call, as any
+ * other, plus a note of its position (`replayPositionNote`) as its last
+ * message. A client that compacts its history on its own side keeps the
+ * model's last text as its summary, and with it the position: a message of
+ * any role holding the note places the conversation there (the note's call
+ * comes next), so the replay goes on from where it was rather than from its
+ * first call. A conversation with nothing to place it starts at the first
+ * call (docs/protocol.md, "The replay model").
  */
 export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
-  const turnOf: number[] = []; // flat output index -> turn
-  const byCallId = new Map<string, number>();
-  const byText = new Map<string, number[]>();
+  const at: ReplayIndex = { turns: turns.length, turnOf: [], lastOf: [], hasCalls: [], byCallId: new Map(), byText: new Map() };
   const plans = turns.map((turn, t): PlannedOutput => {
     const items: PlannedItem[] = turn.output.map((o) => ({ ...o }));
     for (const o of turn.output) {
-      const g = turnOf.push(t) - 1;
+      const g = at.turnOf.push(t) - 1;
       if (o.type === 'function_call') {
-        if (byCallId.has(o.call_id)) throw new TypeError(`replay: call_id ${o.call_id} appears twice in the trajectory`);
-        byCallId.set(o.call_id, g);
+        if (at.byCallId.has(o.call_id)) throw new TypeError(`replay: call_id ${o.call_id} appears twice in the trajectory`);
+        at.byCallId.set(o.call_id, g);
       } else {
-        const list = byText.get(o.text) ?? [];
+        const list = at.byText.get(o.text) ?? [];
         list.push(g);
-        byText.set(o.text, list);
+        at.byText.set(o.text, list);
       }
     }
+    // A turn with no output still ends somewhere: at the end of the one before.
+    at.lastOf.push(at.turnOf.length - 1);
+    at.hasCalls.push(turn.output.some((o) => o.type === 'function_call'));
     const hidden = turn.output_tokens === undefined ? 0 : Math.max(0, turn.output_tokens - visibleTokens(items));
     return { items, hiddenTokens: hidden, pieces: items.map(() => ({})) };
   });
+  // One scan per growing context, kept on its turn scan (which lives as long as the rendered context does).
+  const scans = new WeakMap<object, ReplayScan>();
 
   return {
     name: 'replay',
     random: false,
     plan(req) {
-      let cursor = -1;
-      for (const item of req.items) {
-        if (isFunctionCall(item) || isFunctionCallOutput(item)) {
-          cursor = Math.max(cursor, byCallId.get(item.call_id) ?? -1);
-        } else if (isMessage(item) && item.role === 'assistant') {
-          const g = byText.get(contentText(item.content))?.find((i) => i > cursor);
-          if (g !== undefined) cursor = g;
-        }
+      let scan = req.turns === undefined ? undefined : scans.get(req.turns);
+      if (scan === undefined) {
+        scan = new ReplayScan();
+        if (req.turns !== undefined) scans.set(req.turns, scan);
       }
-      const next = cursor < 0 ? 0 : turnOf[cursor]! + 1;
+      scan.update(req.items, at);
+      const next = scan.turn + 1;
       const plan = plans[next];
       if (plan === undefined) throw new ReplayExhaustedError(plans.length);
-      return { items: plan.items.map((item) => ({ ...item })), hiddenTokens: plan.hiddenTokens ?? 0, pieces: plan.pieces! };
+      const items = plan.items.map((item) => ({ ...item }));
+      if (!scan.offScript) return { items, hiddenTokens: plan.hiddenTokens ?? 0, pieces: plan.pieces! };
+      // After the recorded messages, before the calls: the note is the answer's last text.
+      const pieces = [...plan.pieces!];
+      const k = items.findLastIndex((i) => i.type === 'message') + 1;
+      items.splice(k, 0, { type: 'message', text: replayPositionNote(next + 1, plans.length) });
+      pieces.splice(k, 0, {});
+      return { items, hiddenTokens: plan.hiddenTokens ?? 0, pieces };
     },
   };
 }

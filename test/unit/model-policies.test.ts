@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { PlannedOutput } from '../../src/model/policies.js';
-import { autoPolicy, replayPolicy, ReplayExhaustedError, scriptPolicy, visibleTokens } from '../../src/model/policies.js';
+import { autoPolicy, replayPolicy, ReplayExhaustedError, replayPositionNote, scriptPolicy, visibleTokens } from '../../src/model/policies.js';
+import { TurnScan } from '../../src/model/conversation.js';
 import { mulberry32 } from '../../src/model/rng.js';
 import { argsFromSchema, type JsonSchema } from '../../src/model/schema-args.js';
 import { SimulatedModel } from '../../src/model/simulated.js';
@@ -72,6 +73,63 @@ describe('replayPolicy', () => {
     const reasoning = last.find((e) => e.type === 'reasoning');
     const deltas = last.filter((e) => e.type === 'text.delta').length;
     expect(reasoning?.type === 'reasoning' ? reasoning.tokens + deltas : NaN).toBe(50);
+  });
+
+  it('answers a user message between the tool outputs and the next model call with the next call and a note of its position', () => {
+    // A client compacting on its own side asks for a summary there; the recording has no answer for it.
+    const items = [...itemsAfter(0), user('Summarise the conversation so far.')];
+    const plan = policy.plan(request({ items }), rng());
+    expect(plan.items).toEqual([turns[1]!.output[0], { type: 'message', text: replayPositionNote(2, 3) }, ...turns[1]!.output.slice(1)]);
+    expect(plan.pieces).toHaveLength(plan.items.length);
+    // A user message where the recording has one (after a model call with no calls) is answered as recorded.
+    const twoUserTurns = replayPolicy([{ output: [{ type: 'message', text: 'Hi.' }] }, turns[0]!, turns[2]!]);
+    expect(twoUserTurns.plan(request({ items: [user('a'), assistant('Hi.'), user('b')] }), rng()).items).toEqual(turns[0]!.output);
+  });
+
+  it('places a conversation whose history was replaced by the note a client kept (any role, anywhere in the text)', () => {
+    // Codex's local compaction: the user's messages, then the summary (the model's last text) as a user message.
+    const summary = `Another model started this task; its summary:\n${replayPositionNote(2, 3)}`;
+    expect(policy.plan(request({ items: [user('go'), user(summary)] }), rng()).items).toEqual(turns[1]!.output);
+    expect(policy.plan(request({ items: [user(summary), user('go')] }), rng()).items).toEqual([
+      turns[1]!.output[0],
+      { type: 'message', text: replayPositionNote(2, 3) },
+      ...turns[1]!.output.slice(1),
+    ]);
+    expect(policy.plan(request({ items: [assistant(replayPositionNote(3, 3))] }), rng()).items).toEqual(turns[2]!.output);
+    // A note never moves a conversation back, and a note of another trajectory (another length) places nothing.
+    expect(policy.plan(request({ items: [...itemsAfter(1), user(replayPositionNote(1, 3))] }), rng()).items).toEqual(turns[2]!.output);
+    expect(policy.plan(request({ items: [user(replayPositionNote(3, 4))] }), rng()).items).toEqual(turns[0]!.output);
+    // Nothing to place: the first call.
+    expect(policy.plan(request({ items: [user('go'), user('a summary without a note')] }), rng()).items).toEqual(turns[0]!.output);
+  });
+
+  it('reads only the items added since its last call on a growing context (a run is not quadratic in its length)', () => {
+    const long: ReplayTurn[] = Array.from({ length: 200 }, (_, i) => ({
+      output: [{ type: 'function_call', name: 'run', arguments: '{}', call_id: `c${i}` }],
+    }));
+    long.push({ output: [{ type: 'message', text: 'end' }] });
+    const replay = replayPolicy(long);
+    let reads = 0;
+    // Each item counts the reads of its `type`: what a scan of it costs.
+    const counted = (item: InputItem): InputItem => {
+      const { type, ...rest } = item as InputItem & { type: string };
+      return Object.defineProperty({ ...rest }, 'type', { enumerable: true, get: () => (reads++, type) }) as InputItem;
+    };
+    const scan = new TurnScan();
+    const items: InputItem[] = [counted(user('go'))];
+    const readsPerCall: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const before = reads;
+      const plan = replay.plan(request({ items, turns: scan }), rng());
+      readsPerCall.push(reads - before);
+      expect(plan.items).toEqual(long[i]!.output);
+      items.push(counted(call(`c${i}`, 'run', '{}')), counted(output(`c${i}`, 'ok')));
+    }
+    expect(replay.plan(request({ items, turns: scan }), rng()).items).toEqual(long[200]!.output);
+    // The same reads at the 200th call as at the second: two new items each time.
+    expect(Math.max(...readsPerCall.slice(1))).toBe(readsPerCall[1]);
+    // Without a kept scan (no `turns`), the same answer from the whole conversation.
+    expect(replay.plan(request({ items: items.slice(0, 21) }), rng()).items).toEqual(long[10]!.output);
   });
 
   it('rejects a trajectory that reuses a call id', () => {

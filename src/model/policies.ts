@@ -11,6 +11,7 @@
 import { contentText, isFunctionCall, isFunctionCallOutput, isMessage } from './conversation.js';
 import type { Rng } from './rng.js';
 import { tokenPieces } from './tokenizer.js';
+import { WireError } from '../protocol/errors.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { ModelRequest, ReplayTurn } from './types.js';
 
@@ -121,10 +122,18 @@ export function scriptPolicy(steps: readonly ScriptStep[]): ScriptPolicy {
 
 // ---------------------------------------------------------------- replay
 
-export class ReplayExhaustedError extends Error {
+/**
+ * A conversation past the recorded run's last model call. A wire error so that the client reads why (a `server_error`
+ * whose message says it): a bare "The server had an error while processing the request." told a client nothing of a
+ * replay that was simply over.
+ */
+export class ReplayExhaustedError extends WireError {
   constructor(readonly turns: number) {
-    super(`replay exhausted: the trajectory has ${turns} turn${turns === 1 ? '' : 's'} and the conversation is past the last one`);
-    this.name = new.target.name;
+    super(
+      'server_error',
+      `The replayed run has ${turns} model call${turns === 1 ? '' : 's'} and this conversation is past its last one ` +
+        '(llr serve --workload replays one recorded run: start a new conversation to replay it again).',
+    );
   }
 }
 

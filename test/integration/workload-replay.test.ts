@@ -13,7 +13,9 @@
  */
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { replayRun } from '../../src/bench/replay.js';
 import { CLIENT_PROTOCOLS } from '../../src/client/index.js';
 import { replayPolicy, visibleTokens } from '../../src/model/policies.js';
@@ -68,5 +70,31 @@ describe('a replay that a server bound ends', () => {
       );
       expect(err?.message).toBe(`${design}: user turn 0 ended incomplete (pause_timeout) at model call 0`);
     }
+  });
+});
+
+describe('a conversation past the recorded run', () => {
+  it('fails with a message that says so, not a bare server error, over HTTP (openai SDK) and WebSocket mode', async () => {
+    const w = loadWorkloadFile(DIR + 'other-agent.json');
+    const { url } = await testServer({ policy: replayPolicy(flatModelTurns(w)) });
+    // The recorded run is over after its final answer; the user asks once more.
+    const input = [
+      { role: 'user' as const, content: 'hi' },
+      { role: 'assistant' as const, content: 'You are welcome.' },
+      { role: 'user' as const, content: 'And now?' },
+    ];
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    await expect(client.responses.create({ model: 'sim', input })).rejects.toThrow(/^500 The replayed run has 4 model calls and this conversation is past its last one/);
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses`);
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    ws.send(JSON.stringify({ type: 'response.create', model: 'sim', input }));
+    const failed = await new Promise<{ response: { error: { message: string } } }>((resolve) =>
+      ws.on('message', (data) => {
+        const e = JSON.parse(String(data)) as { type: string };
+        if (e.type === 'response.failed') resolve(e as never);
+      }),
+    );
+    ws.close();
+    expect(failed.response.error.message).toMatch(/^The replayed run has 4 model calls/);
   });
 });

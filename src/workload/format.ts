@@ -50,8 +50,20 @@ export function looksNeutral(text: string): boolean {
   return /"llr_workload"\s*:/.test(text);
 }
 
+/** The deepest a neutral document may nest (as a Codex record: codex.ts): past it, its checks would recurse too deep. */
+const MAX_DOCUMENT_DEPTH = 256;
+
 /** Parse and check a neutral workload; `name` prefixes errors and is the default name. */
 export function parseNeutral(text: string, name: string, source: string): Workload {
+  // Before the schema and the server's checks, each of which recurses into the document (a tool schema 3,000 levels
+  // deep ended `llr` with "Maximum call stack size exceeded", exit 1). As the Codex reader bounds a record.
+  try {
+    checkJsonDepth(text, MAX_DOCUMENT_DEPTH);
+  } catch (err) {
+    if (!(err instanceof WireError)) throw err;
+    const where = err.param ? ` (in '${err.param}')` : '';
+    throw new WorkloadError(0, `${name}: the document nests deeper than ${MAX_DOCUMENT_DEPTH} levels${where}; no part of a workload the server takes does (it accepts ${DEFAULT_MAX_JSON_DEPTH}): not read`);
+  }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -145,6 +157,8 @@ export function checkRequests(
   };
   if (w.tools !== undefined) {
     try {
+      // As deep as a request may nest: the server checks a body's depth before it parses it.
+      checkJsonDepth(JSON.stringify({ tools: w.tools }), DEFAULT_MAX_JSON_DEPTH);
       // Any number of tools: the bench starts its servers with --max-tools raised to fit (bench/runner.ts fitLimits).
       validateTools(parseCreateBody({ model: 'llr-workload', tools: w.tools }, { ...DEFAULT_PARSE_CAPS, maxTools: Infinity }).tools, metrics);
     } catch (err) {

@@ -207,6 +207,19 @@ describe('hostile shapes', () => {
     expect(refusal(neutral({ userTurns: [interrupted, { ...turn([answer, hi]), replace_history: true }] }))).toMatch(/^n\.json: \/userTurns\/1\/input\/0\/call_id: No tool call found/);
   });
 
+  it('a neutral file nested thousands of levels deep (a tool schema, an unknown field): refused naming where, not a RangeError (exit 1, "Maximum call stack size exceeded")', () => {
+    const hi = { type: 'message', role: 'user', content: 'hi' };
+    const doc = (tools: string, extra = '') =>
+      `{"llr_workload":1,"tools":${tools},"userTurns":[{"input":[${JSON.stringify(hi)}],"modelTurns":[{"output":[{"type":"message","text":"d"}]}]}]${extra}}`;
+    const schema = (levels: number) => '{"type":"object","properties":{"a":'.repeat(levels) + '{}' + '}}'.repeat(levels);
+    const deep = doc(`[{"type":"function","name":"f","parameters":${schema(3000)}}]`);
+    expect(refusal(() => parseNeutral(deep, 'n.json', 'test'))).toMatch(/^n\.json: the document nests deeper than 256 levels \(in 'tools'\)/);
+    expect(refusal(() => parseNeutral(doc('[]', `,"x":${'['.repeat(5000)}${']'.repeat(5000)}`), 'n.json', 'test'))).toMatch(/^n\.json: the document nests deeper than 256 levels \(in 'x'\)/);
+    // Within the document's bound but past the server's 64 levels: refused at the tools, as an input is.
+    expect(refusal(() => parseNeutral(doc(`[{"type":"function","name":"f","parameters":${schema(40)}}]`), 'n.json', 'test'))).toMatch(/^n\.json: \/tools: The JSON nests deeper than 64 levels/);
+    expect(parseNeutral(doc(`[{"type":"function","name":"f","parameters":${schema(20)}}]`), 'n.json', 'test').tools).toHaveLength(1);
+  });
+
   it('a record nested thousands of levels deep (a tool_search call\'s arguments, its tools, an unknown output answering a call, a local_shell action): refused at its line, not a RangeError', () => {
     const deep = '['.repeat(5000) + '1' + ']'.repeat(5000);
     const at = (line: string) => line.replace('"@deep@"', deep);

@@ -179,22 +179,29 @@ class ReplayScan {
       return;
     }
     if (!isMessage(item)) return;
-    const text = contentText(item.content);
     let placed = false;
     if (item.role === 'assistant') {
-      const g = at.byText.get(text)?.find((i) => i > this.cursor);
+      const g = at.byText.get(contentText(item.content))?.find((i) => i > this.cursor);
       if (g !== undefined) (this.place(g, at.turnOf[g]!), (placed = true));
     }
-    if (text.includes('[llr replay: position ')) {
-      for (const m of text.matchAll(POSITION_NOTE)) {
-        const n = Number(m[1]);
-        if (Number(m[2]) !== at.turns || !(n >= 1 && n <= at.turns)) continue;
-        // The call the note names comes next: the conversation has reached the end of the call before it.
-        this.place(n === 1 ? -1 : at.lastOf[n - 2]!, n - 2);
-        placed = true;
-      }
-    }
+    // Each text part on its own (a note is one text): joining a long message's parts at every request cost a copy.
+    if (typeof item.content === 'string') placed = this.notes(item.content, at) || placed;
+    else for (const part of item.content) if (typeof part.text === 'string') placed = this.notes(part.text, at) || placed;
     if (!placed && item.role === 'user' && this.turn >= 0 && at.hasCalls[this.turn]) this.offScript = true;
+  }
+
+  /** Place the conversation by the position notes in `text`; whether it held one of this trajectory's. */
+  private notes(text: string, at: ReplayIndex): boolean {
+    if (!text.includes('[llr replay: position ')) return false;
+    let placed = false;
+    for (const m of text.matchAll(POSITION_NOTE)) {
+      const n = Number(m[1]);
+      if (Number(m[2]) !== at.turns || !(n >= 1 && n <= at.turns)) continue;
+      // The call the note names comes next: the conversation has reached the end of the call before it.
+      this.place(n === 1 ? -1 : at.lastOf[n - 2]!, n - 2);
+      placed = true;
+    }
+    return placed;
   }
 
   /** The conversation reached flat output `g` of model call `t` (never moving back). */

@@ -21,7 +21,10 @@ export function isJson(v: unknown): v is Json {
 }
 
 export function describe(v: unknown): string {
-  return Array.isArray(v) ? 'an array' : v === null ? 'null' : `a ${typeof v}`;
+  if (Array.isArray(v)) return 'an array';
+  if (v === null) return 'null';
+  const t = typeof v;
+  return `${/^[aeiou]/.test(t) ? 'an' : 'a'} ${t}`;
 }
 
 /** What a `session_meta` says about where the rollout comes from (for `Workload.origin`). */

@@ -478,6 +478,11 @@ class RolloutParser {
   }
 
   private compacted(p: Json): void {
+    // Codex's CompactedItem: `message` text, `replacement_history` a list of items or none. Another shape was read as a
+    // compaction without a replacement history: the replay went on from another history than the recorded one.
+    const history = p.replacement_history;
+    if (history !== undefined && history !== null && !Array.isArray(history)) this.fail(`compacted record whose \`replacement_history\` is ${describe(history)}, not a list of items`);
+    if (p.message !== undefined && typeof p.message !== 'string') this.fail(`compacted record whose \`message\` is ${describe(p.message)}, not text`);
     if (Array.isArray(p.replacement_history)) {
       const { items, dropped, aborted } = replacementItems(p.replacement_history);
       if (dropped > 0) this.skip(`${dropped} item(s) of the replacement history`, 'reasoning, hosted calls or unknown items: not sent as input text');

@@ -220,6 +220,15 @@ describe('hostile shapes', () => {
     expect(parseNeutral(doc(`[{"type":"function","name":"f","parameters":${schema(20)}}]`), 'n.json', 'test').tools).toHaveLength(1);
   });
 
+  it("a compacted record whose replacement_history is not a list, or whose message is not text, is refused at its line (it was read as a compaction without a replacement history: the replay went on from another history than the recorded one)", () => {
+    const lines = (payload: Record<string, unknown>) => [meta(), user('x'), answer('a'), rec('compacted', payload), user('y'), answer('b')];
+    expect(refusal(() => read(lines({ message: 's', replacement_history: 'x' })))).toBe('x.jsonl:4: compacted record whose `replacement_history` is a string, not a list of items');
+    expect(refusal(() => read(lines({ message: 's', replacement_history: { a: 1 } })))).toBe('x.jsonl:4: compacted record whose `replacement_history` is an object, not a list of items');
+    expect(refusal(() => read(lines({ message: null })))).toBe('x.jsonl:4: compacted record whose `message` is null, not text');
+    // As Codex writes them: no replacement history (null or absent), or a list.
+    for (const payload of [{ message: 's' }, { message: 's', replacement_history: null }, { message: '', replacement_history: [] }]) expect(read(lines(payload)).userTurns).toHaveLength(2);
+  });
+
   it('a record nested thousands of levels deep (a tool_search call\'s arguments, its tools, an unknown output answering a call, a local_shell action): refused at its line, not a RangeError', () => {
     const deep = '['.repeat(5000) + '1' + ']'.repeat(5000);
     const at = (line: string) => line.replace('"@deep@"', deep);

@@ -20,8 +20,8 @@
  * Leaves out the server's CPU time (the runner asks the server process) and
  * any statistics (derive.ts, summaries.ts).
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { connectClient, type AgentClient, type ClientProtocol } from '../client/index.js';
+import { realClock } from '../model/clock.js';
 import type { ServerEvent, TimingEvent } from '../protocol/events.js';
 import type { FunctionCall } from '../protocol/objects.js';
 import { callsOf } from '../workload/replayable.js';
@@ -203,7 +203,7 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
       toolStart[g] = at;
       turn.done_ms = at - t0 - turn.sent_at_ms;
     }
-    if (opts.toolFactor > 0 && recorded.duration_ms > 0) await sleep(recorded.duration_ms * opts.toolFactor, undefined, { signal });
+    if (opts.toolFactor > 0 && recorded.duration_ms > 0) await realClock.sleep(recorded.duration_ms * opts.toolFactor, signal);
     returned[g] = (returned[g] ?? 0) + 1;
     if (returned[g] === callCounts[g]) {
       const end = performance.now();

@@ -9,9 +9,9 @@
  * Used by race.ts, one per design. Leaves out the designs themselves (the
  * server's modes do the work; this only drives a client and reads records).
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { connectClient, type AgentClient, type AgentEvent } from '../client/index.js';
 import type { RunRecords, RunRecord } from '../engine/records.js';
+import { realClock } from '../model/clock.js';
 import type { FunctionCall } from '../protocol/objects.js';
 import type { DemoDesign } from './designs.js';
 import type { DemoMessage, LaneDoneMessage } from './messages.js';
@@ -219,7 +219,7 @@ export class Lane {
         this.divergence ??= `the model called ${call.name} with call_id ${call.call_id}, which the workload does not have`;
         return 'error: the demo replay diverged';
       }
-      if (this.o.toolTime === 'recorded' && r.duration_ms > 0) await sleep(r.duration_ms, undefined, { signal: this.o.signal });
+      if (this.o.toolTime === 'recorded' && r.duration_ms > 0) await realClock.sleep(r.duration_ms, this.o.signal);
       this.answered++;
       return r.output;
     } catch {

@@ -98,3 +98,19 @@ describe('a conversation past the recorded run', () => {
     expect(failed.response.error.message).toMatch(/^The replayed run has 4 model calls/);
   });
 });
+
+describe('a recorded tool time past what a Node timer takes', () => {
+  it('is waited (the run meets its deadline), not answered at once with a TimeoutOverflowWarning', async () => {
+    const w = loadWorkloadFile(DIR + 'other-agent.json');
+    // 2^31 ms (24.9 days; a rollout whose clock jumped, a call left waiting for approval over days): Node fires a
+    // timer that long after 1 ms.
+    const toolOutputs = Object.fromEntries(Object.entries(w.toolOutputs).map(([id, o]) => [id, { output: o.output, duration_ms: id === 'rf_1' ? 2 ** 31 : 0 }]));
+    const long = { ...w, toolOutputs };
+    const { url } = await testServer({ policy: replayPolicy(flatModelTurns(long)) });
+    const err = await replayRun({ design: 'ws', url, workload: long, nonce: 'long tool', toolFactor: 1, timeoutMs: 300 }).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+    expect(err?.message).toMatch(/did not finish within 300 ms/);
+  });
+});

@@ -124,6 +124,8 @@ function nestsDeeper(v: unknown, max: number): boolean {
 }
 /** User messages that are context Codex injected, not the user's words (its `InputMessageKind` other than plain). */
 const SESSION_PREFIX = /^\s*(<user_instructions>|<environment_context>|# AGENTS\.md instructions)/i;
+/** How many entries of one repeated skipped note are kept (as many as `llr workload inspect` shows); the rest are counted. */
+const SKIPPED_KEPT = 6;
 const PLACEHOLDER_INPUT = '(the rollout records no user input before this model output)';
 
 export function parseRollout(text: string, name: string, source: string): Workload {
@@ -152,6 +154,8 @@ class RolloutParser {
   private readonly execEndMs = new Map<string, number>();
   private readonly schemas = new ToolSchemas();
   private readonly skipped: Skipped[] = [];
+  /** Per note (what and why), how many entries are kept and the last one (skip). */
+  private readonly folds = new Map<string, { kept: number; last: Skipped }>();
   /** The note of a turn_aborted whose calls wait for the next user turn to answer them "aborted". */
   private abortNote: { note: Skipped; n: number; why: string } | null = null;
   private readonly recorded: Workload['recorded'] = { model_calls: 0, input_tokens: [], output_tokens: [] };
@@ -473,7 +477,7 @@ class RolloutParser {
     if (this.turn !== null) this.turn.abortedAt = this.turn.calls.length;
     // Worded as the note on the calls ending the user turn is (endTurn): both say the calls were left without output.
     const why = `the user turn was aborted (${reason})`;
-    this.skip('turn_aborted', n ? `${why} with ${n} call(s) left without output: Codex answers them "aborted" at the start of the next user turn` : why);
+    this.skip('turn_aborted', n ? `${why} with ${n} call(s) left without output: Codex answers them "aborted" at the start of the next user turn` : why, n === 0);
     if (n) this.abortNote = { note: this.skipped.at(-1)!, n, why };
   }
 
@@ -501,7 +505,7 @@ class RolloutParser {
   /** The recorded agent's history is now `items`. */
   private compaction(items: InputItem[], what: string): void {
     this.newConversation(items);
-    this.skip(what, 'the history is replaced: the replay continues from the replacement');
+    this.skip(what, 'the history is replaced: the replay continues from the replacement', this.pendingReplace === null);
     if (this.pendingReplace !== null) this.pendingReplace.note = this.skipped.at(-1)!;
   }
 
@@ -624,8 +628,25 @@ class RolloutParser {
     };
   }
 
-  private skip(what: string, why: string): void {
-    this.skipped.push({ line: this.line, what, why });
+  /**
+   * Note a record read but not replayed as recorded. A note that repeats (the same what and why) is kept
+   * SKIPPED_KEPT times and counted after, in its last kept entry's `more`: 19 million unknown records held 4.2 GB
+   * while read, and their notes made a neutral file (`llr workload convert`, the bench's) larger than the reader takes.
+   * `fold: false` for a note changed later (it must stay its own).
+   */
+  private skip(what: string, why: string, fold = true): void {
+    const entry: Skipped = { line: this.line, what, why };
+    if (fold) {
+      const key = `${what}\u0000${why}`;
+      const seen = this.folds.get(key);
+      if (seen !== undefined && seen.kept >= SKIPPED_KEPT) {
+        seen.last.more = (seen.last.more ?? 0) + 1;
+        return;
+      }
+      if (seen === undefined) this.folds.set(key, { kept: 1, last: entry });
+      else (seen.kept++, (seen.last = entry));
+    }
+    this.skipped.push(entry);
   }
 
   private str(o: Json, key: string, what: string): string {

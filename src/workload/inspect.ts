@@ -97,18 +97,18 @@ function inspectText(w: Workload, format: string): string {
   lines.push('');
   if (skipped.length === 0) lines.push('skipped: nothing');
   else {
-    lines.push(`skipped or changed (${skipped.length}):`);
-    const groups = new Map<string, number[]>();
+    lines.push(`skipped or changed (${skipped.reduce((n, s) => n + 1 + (s.more ?? 0), 0)}):`);
+    const groups = new Map<string, { at: number[]; n: number }>();
     for (const s of skipped) {
       const key = `${s.what} — ${s.why}`;
       // Appended in place: copying the list per entry was quadratic (a million skipped lines never finished).
-      const at = groups.get(key);
-      if (at) at.push(s.line);
-      else groups.set(key, [s.line]);
+      const group = groups.get(key);
+      if (group) (group.at.push(s.line), (group.n += 1 + (s.more ?? 0)));
+      else groups.set(key, { at: [s.line], n: 1 + (s.more ?? 0) });
     }
-    for (const [key, at] of groups) {
-      const shown = at.slice(0, 6).join(', ') + (at.length > 6 ? ', …' : '');
-      lines.push(`  line${at.length > 1 ? 's' : ''} ${shown}${at.length > 1 ? ` (×${at.length})` : ''}: ${key}`);
+    for (const [key, { at, n }] of groups) {
+      const shown = at.slice(0, 6).join(', ') + (n > 6 ? ', …' : '');
+      lines.push(`  line${n > 1 ? 's' : ''} ${shown}${n > 1 ? ` (×${n})` : ''}: ${key}`);
     }
   }
   return `${lines.join('\n')}\n`;

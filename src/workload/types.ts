@@ -56,6 +56,8 @@ export interface Skipped {
   line: number;
   what: string;
   why: string;
+  /** Later lines with the same note, counted, not listed (a note is kept for its first six lines). */
+  more?: number;
 }
 
 export interface Workload {

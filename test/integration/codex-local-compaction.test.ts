@@ -12,9 +12,9 @@
  * (one sent between a call's outputs and the next model call) with the next
  * recorded call and a note of its position, which the summary carries (docs/
  * protocol.md, "The replay model"). Each recorded command then runs once, in
- * order, and the run ends with the recorded answer, over every design Codex
- * speaks (below). A model call past a bound (three times the trajectory) fails, so a
- * run that loops ends instead of hanging the test.
+ * order, and the run ends with the recorded answer, over HTTP and WebSocket
+ * mode (CASES). A model call past a bound (three times the trajectory) fails,
+ * so a run that loops ends instead of hanging the test.
  */
 import { describe, expect, it } from 'vitest';
 import { replayPolicy, type ModelPolicy } from '../../src/model/policies.js';

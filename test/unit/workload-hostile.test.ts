@@ -204,7 +204,7 @@ describe('hostile shapes', () => {
     expect(refusal(neutral({ userTurns: [turn([{ type: 'message', role: 'user', content: [5] }])] }))).toMatch(/^n\.json: \/userTurns\/0\/input\/0\/content\/0: /);
     expect(refusal(neutral({ userTurns: [turn([{ type: 'function_call_output', call_id: 'zz', output: 'x' }])] }))).toMatch(/^n\.json: \/userTurns\/0\/input\/0\/call_id: No tool call found for function call output with call_id 'zz'/);
     expect(refusal(neutral({ userTurns: [turn([{ type: 'message', role: 'user', content: JSON.parse('['.repeat(70) + ']'.repeat(70)) }])] }))).toMatch(/^n\.json: \/userTurns\/0\/input: The JSON nests deeper than 64 levels/);
-    expect(refusal(neutral({ tools: [{ type: 'function', name: 'f', parameters: { type: 'string' } }], userTurns: [turn([hi])] }))).toMatch(/^n\.json: \/tools\/0\/parameters\/type: /);
+    expect(refusal(neutral({ tools: [{ type: 'function', name: 'f', parameters: { type: 'string' } }], userTurns: [turn([hi])] }))).toMatch(/^n\.json: \/tools\/0\/parameters: Invalid schema for function 'f'/);
     expect(refusal(neutral({ tools: [{ type: 'function', name: 'f' }, { type: 'function', name: 'f' }], userTurns: [turn([hi])] }))).toMatch(/^n\.json: \/tools\/1\/name: Duplicate tool name 'f'/);
     const call = { type: 'function_call', name: 'f', arguments: '{oops', call_id: 'c1' };
     expect(refusal(neutral({ userTurns: [{ input: [hi], modelTurns: [{ output: [call] }, { output: [{ type: 'message', text: 'd' }] }] }], toolOutputs: { c1: { output: 'o' } } }))).toMatch(

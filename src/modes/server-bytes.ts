@@ -118,7 +118,13 @@ export interface ConnectionBytes {
    * A create or append frame of `bytes` arrived: charge it (throws `server_busy`: the frame is not handled).
    * `parsed`: its parse charge (`parsing`), moved over unchecked (the frame was admitted then).
    */
-  frame(bytes: number, create: boolean, parsed?: number): void;
+  frame(bytes: number, create: boolean, parsed?: number): number;
+  /**
+   * The session kept nothing of a frame `frame` charged (a refused append, a create refused `queue_full`): give its
+   * `bytes` back now. `epoch`: what `frame` returned; a frame whose charge was already settled by the session's
+   * idle step (or the close) gives nothing back.
+   */
+  refund(bytes: number, epoch: number): void;
   /** After the frame was handled: release when the session's work has ended. */
   watch(): void;
   /**
@@ -171,6 +177,10 @@ export function connectionBytes(bytes: ServerBytes, limits: Readonly<Limits>, se
 class ConnectionHold implements ConnectionBytes {
   private waiting = false;
   private closed = false;
+  /** Bumped at each idle step: frames charged before it were settled then (`refund`). */
+  private epoch = 0;
+  /** Bytes of frames since the last idle step left uncharged at the connection's cap (`refund` takes from these first). */
+  private over = 0;
 
   constructor(
     private readonly hold: Hold,
@@ -212,16 +222,27 @@ class ConnectionHold implements ConnectionBytes {
     this.px.keep(Math.max(0, this.px.bytes - n));
   }
 
-  frame(n: number, _create: boolean, parsed = 0): void {
+  frame(n: number, _create: boolean, parsed = 0): number {
     // A frame whose parse finished after the connection closed is memory nobody keeps: charging it would hold
     // budget for a connection that no longer exists (found by an outside attack: ~17 such closes filled 256 MiB).
-    if (this.closed) return;
+    if (this.closed) return this.epoch;
     const charge = Math.max(0, Math.min(n, this.cap - this.hold.bytes));
     const carried = Math.min(parsed, this.px.bytes);
     if (carried > 0) {
       this.px.keep(this.px.bytes - carried);
       this.hold.admitted(charge);
     } else this.hold.add(charge);
+    this.over += n - charge;
+    return this.epoch;
+  }
+
+  refund(n: number, epoch: number): void {
+    // Refused frames were held until the session's work ended: a paused run sent 100,000 refused appends of 100
+    // bytes held 10 MB of budget for nothing, up to the connection's cap (80 MiB at the defaults; outside attack).
+    if (this.closed || epoch !== this.epoch) return;
+    const fromOver = Math.min(this.over, n);
+    this.over -= fromOver;
+    this.hold.keep(Math.max(0, this.hold.bytes - (n - fromOver)));
   }
 
   loaded(n: number): void {
@@ -243,6 +264,8 @@ class ConnectionHold implements ConnectionBytes {
   /** The session's work ended: charge what it keeps (the ws cache), release the rest. */
   private readonly idle = (): void => {
     this.waiting = false;
+    this.epoch++;
+    this.over = 0;
     if (this.closed) return;
     const kept = Math.min(this.session.keptBytes(), this.cap);
     if (kept > this.hold.bytes) this.hold.admitted(kept - this.hold.bytes);

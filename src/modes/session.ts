@@ -151,9 +151,11 @@ export class ConnectionSession {
   /**
    * One client event; `bytes` is the size of its frame (what a queued create
    * holds in memory), `parse` when the transport parsed it (charged to the
-   * response the create starts or the append extends).
+   * response the create starts or the append extends). `refused`: called once if the session keeps nothing of
+   * a create, append or inject (refused at once, or once its checks fail), so the transport gives back the
+   * frame's share of the byte budget at once rather than when the session's work ends.
    */
-  handle(event: ClientEvent, bytes = 0, parse: ParseSpan | null = null): void {
+  handle(event: ClientEvent, bytes = 0, parse: ParseSpan | null = null, refused?: () => void): void {
     if (this.closed) {
       // The server is ending the connection (shutdown, lifetime limit) and the socket is still open while the run
       // in flight or the create being planned winds down: a create arriving now is told, not dropped unanswered.
@@ -170,10 +172,12 @@ export class ConnectionSession {
         const limits = this.services.limits;
         if (this.queue.length >= limits.maxQueuedCreates) {
           this.error(Object.assign(new WireError('queue_full', `At most ${limits.maxQueuedCreates} requests may wait behind the one in flight.`), { lane }));
+          refused?.();
           return;
         }
         if (this.queue.length > 0 && this.queuedBytes + bytes > limits.maxQueuedBytes) {
           this.error(Object.assign(new WireError('queue_full', `At most ${limits.maxQueuedBytes} bytes of requests may wait behind the one in flight.`), { lane }));
+          refused?.();
           return;
         }
         this.queue.push({ params, bytes, parse, lane });
@@ -184,15 +188,18 @@ export class ConnectionSession {
       case 'response.append': {
         if (!this.policy.appendable) {
           this.error(new WireError('unknown_event_type', `'response.append' is not part of the ${this.policy.protocol} protocol.`, 'type'));
+          refused?.();
           return;
         }
         const run = this.active;
         if (!run || !run.paused) {
           this.error(new WireError('no_paused_response'));
+          refused?.();
           return;
         }
         if (event.response_id && event.response_id !== run.id) {
           this.error(new WireError('no_paused_response', `Response '${event.response_id}' is not the paused response on this connection.`, 'response_id'));
+          refused?.();
           return;
         }
         // Async (large appends yield to the loop); errors are reported as before, once it settles.
@@ -202,6 +209,8 @@ export class ConnectionSession {
             // this run ended meanwhile: a connection counter's number in the middle of that stream would repeat one
             // of its own), by the connection's counter when none is.
             this.error(toWireError(err));
+            // Nothing of it was applied (appends are atomic): its frame no longer stands for anything the run keeps.
+            refused?.();
           }),
         );
         return;
@@ -211,6 +220,7 @@ export class ConnectionSession {
         const lane = this.lane;
         if (!run || run.ended || run.id !== event.response_id) {
           this.injectFailed(event.response_id, event.input);
+          refused?.();
           return;
         }
         if (!this.policy.appendable) {
@@ -221,6 +231,7 @@ export class ConnectionSession {
               'response_id',
             ),
           );
+          refused?.();
           return;
         }
         // A `response.append` that names its response and is acknowledged once committed, before sampling resumes.
@@ -228,6 +239,7 @@ export class ConnectionSession {
           run.append(event.input, parse, () => run.emitNotice({ type: 'response.inject.created', response_id: run.id })).catch((err: unknown) => {
             // The run ended (cancel, pause timeout, shutdown) before the items were committed: not a refusal on their
             // merits but the response gone, which the client is told as for any inject arriving after its end.
+            refused?.();
             if (run.ended) {
               if (!this.closed || this.answering) this.injectFailed(event.response_id, event.input, lane);
               return;

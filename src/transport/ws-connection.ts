@@ -419,9 +419,16 @@ export class WsConnection implements Transport, Unsent {
       const event = parseClientEvent(value, parseCaps(this.host.limits));
       const parse = { start: parseStart, end: this.host.now() };
       const charged = event.type === 'response.create' || event.type === 'response.append' || event.type === 'response.inject';
+      let refused: (() => void) | undefined;
       if (charged) {
-        this.held.frame(bytes, event.type === 'response.create', owed);
+        const epoch = this.held.frame(bytes, event.type === 'response.create', owed);
         owed = 0;
+        let once = false;
+        refused = () => {
+          if (once) return;
+          once = true;
+          this.held.refund(bytes, epoch);
+        };
       }
       // A steer's input comes back in its refusal (modes/session.ts): charged until that echo has left.
       const echo = event.type === 'response.steer';
@@ -435,7 +442,7 @@ export class WsConnection implements Transport, Unsent {
         } else echoes.add(bytes);
       }
       const issued = this.sendsIssued;
-      this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse);
+      this.session.handle(event.type === 'response.create' ? withTimingOptIn(event, this.timing) : event, bytes, parse, refused);
       if (charged) this.held.watch();
       // An inject refused at once (naming no response in flight here) comes back as `response.inject.failed` with
       // its input, like a steer's echo: charged until that send completes. Its frame's charge lasts only while the

@@ -83,6 +83,34 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('over a WebSocket: appends a paused run refuses are not held for the run\'s life (outside attack)', async () => {
+    // Each refused append's frame stayed charged until the run ended (up to the connection's cap, 80 MiB at the
+    // defaults): 100,000 refused 100-byte appends on one paused run held 10 MB of budget, nothing of it kept.
+    const { server, url } = await testServer({ policy: pauseThenText(), limits: { maxServerBytes: 1024 * KiB } });
+    const a = await RawSocket.longLived(url);
+    a.send(create(10, { tools: [tool] }));
+    const paused = await a.next('response.done');
+    const before = await held(url);
+    const out = (call_id: string, extra: object = {}) => ({
+      type: 'response.append',
+      ...extra,
+      input: [{ type: 'function_call_output', call_id, output: 'y'.repeat(100 * KiB) }],
+    });
+    // Refused after its checks (unknown call id), and at once (another response's id): 20 x 100 KiB in all.
+    for (let i = 0; i < 10; i++) a.send(out('call_zzz'));
+    for (let i = 0; i < 10; i++) a.send(out('call_a', { response_id: 'resp_other' }));
+    const codes: string[] = [];
+    for (let i = 0; i < 20; i++) codes.push(((await a.next('error')) as { error: { code: string } }).error.code);
+    expect(codes.sort()).toEqual([...Array(10).fill('no_paused_response'), ...Array(10).fill('unknown_call_id')]);
+    expect(await held(url)).toBe(before);
+    // A taken append is still charged while the run keeps it, and everything is released at the run's end.
+    a.send(out('call_a', { response_id: paused.response.id }));
+    await a.next('response.completed');
+    expect(await held(url)).toBe(0);
+    a.dispose();
+    await server.ws.idle();
+  });
+
   it('over HTTP: a long-lived SSE run holds its body; a POST past the budget gets 503 server_busy; all released after', async () => {
     const { server, url } = await testServer({ policy: pauseThenText(), limits: { maxServerBytes: 64 * KiB } });
     const post = poster(url);

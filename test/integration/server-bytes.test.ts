@@ -86,7 +86,8 @@ describe('the server-wide byte budget', () => {
   it('over a WebSocket: appends a paused run refuses are not held for the run\'s life (outside attack)', async () => {
     // Each refused append's frame stayed charged until the run ended (up to the connection's cap, 80 MiB at the
     // defaults): 100,000 refused 100-byte appends on one paused run held 10 MB of budget, nothing of it kept.
-    const { server, url } = await testServer({ policy: pauseThenText(), limits: { maxServerBytes: 1024 * KiB } });
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }, { text: 'queued' }]);
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: 1024 * KiB, maxQueuedCreates: 1 } });
     const a = await RawSocket.longLived(url);
     a.send(create(10, { tools: [tool] }));
     const paused = await a.next('response.done');
@@ -103,8 +104,15 @@ describe('the server-wide byte budget', () => {
     for (let i = 0; i < 20; i++) codes.push(((await a.next('error')) as { error: { code: string } }).error.code);
     expect(codes.sort()).toEqual([...Array(10).fill('no_paused_response'), ...Array(10).fill('unknown_call_id')]);
     expect(await held(url)).toBe(before);
+    // Creates refused queue_full behind the paused run: only the one queued is held.
+    const queued = create(50 * KiB);
+    a.send(queued);
+    for (let i = 0; i < 10; i++) a.send(create(100 * KiB));
+    for (let i = 0; i < 10; i++) expect(await a.next('error')).toMatchObject({ error: { code: 'queue_full' } });
+    expect(await held(url)).toBe(before + Buffer.byteLength(JSON.stringify(queued)));
     // A taken append is still charged while the run keeps it, and everything is released at the run's end.
     a.send(out('call_a', { response_id: paused.response.id }));
+    await a.next('response.completed');
     await a.next('response.completed');
     expect(await held(url)).toBe(0);
     a.dispose();

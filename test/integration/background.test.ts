@@ -133,7 +133,7 @@ describe('background mode', () => {
     // session open for the server's life (http_in_flight grew by one per refusal).
     const planned: Array<[unknown, string]> = [
       [{ model: 'm', input: [{ type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }], background: true }, 'missing_tool_output'],
-      [{ model: 'm', input: 'hi', background: true, tools: [{ type: 'function', name: 'f', parameters: { type: 'string' } }] }, 'invalid_value'],
+      [{ model: 'm', input: 'hi', background: true, tools: [{ type: 'function', name: 'f', parameters: { type: 'string' } }] }, 'invalid_function_parameters'],
       [{ model: 'm', input: 'hi', background: true, previous_response_id: 'resp_nope' }, 'previous_response_not_found'],
     ];
     for (const [req, code] of planned) {

@@ -127,7 +127,15 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
   }
   switch (type as ClientEventType) {
     case 'response.create': {
-      const lane = parseStreamId(value);
+      let lane: string | null;
+      try {
+        lane = parseStreamId(value);
+      } catch (err) {
+        // A bad stream_id names no lane: refused as a create without one is, never in the stream of another lane's
+        // response in flight (a client routing by stream_id took it for that response's error).
+        if (err instanceof WireError) err.lane = null;
+        throw err;
+      }
       let create;
       try {
         create = { type: 'response.create' as const, ...parseCreateBody(value, caps) };

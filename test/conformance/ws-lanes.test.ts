@@ -113,6 +113,32 @@ describe('WebSocket lanes: stream_id is echoed on every event of its response', 
     s.dispose();
   });
 
+  it("a create refused for its stream_id goes with no lane, as a create without one: not in the stream of another lane's run in flight", async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'Please run:\n$ echo one', tools: [shellTool], store: false, stream_id: 'a' });
+    const paused = await s.next('response.done');
+    s.send({ type: 'response.create', model: 'sim-model', input: 'x', store: false, stream_id: 'bad id!' });
+    const badValue = await s.next('error', { skipErrors: true });
+    s.send({ type: 'response.create', model: 'sim-model', input: 'x', store: false, stream_id: 42 });
+    const badType = await s.next('error', { skipErrors: true });
+    s.send({ type: 'response.create', model: 'sim-model', input: 'x', temperature: 'hot', store: false });
+    const noLane = await s.next('error', { skipErrors: true });
+    expect(badValue).toMatchObject({ error: { code: 'invalid_value', param: 'stream_id' } });
+    expect(badType).toMatchObject({ error: { code: 'invalid_type', param: 'stream_id' } });
+    expect(noLane).toMatchObject({ error: { code: 'invalid_type', param: 'temperature' } });
+    // All three in the connection's own numbering, none in lane a (whose client would take them as its run's errors).
+    for (const e of [badValue, badType, noLane]) expect('stream_id' in e).toBe(false);
+    expect([badValue, badType, noLane].map((e) => e.sequence_number)).toEqual([0, 1, 2]);
+    const call = paused.response.output.find((i) => i.type === 'function_call') as { call_id: string };
+    s.send({ type: 'response.inject', response_id: paused.response.id, input: [{ type: 'function_call_output', call_id: call.call_id, output: 'one' }] });
+    const end = await s.next('response.completed');
+    const a = eventsOf(s.events, end.response.id).filter((e) => ![badValue, badType, noLane].includes(e));
+    expect(a.map(laneOf)).toEqual(a.map(() => 'a'));
+    expect(gapless(a)).toBe(true);
+    s.dispose();
+  });
+
   it("while a lane's create is being planned, answers to other client events are not sent in its lane; an inject naming the lane's last ended response is answered in that response's lane", async () => {
     const held = holdSecondPlan();
     const { url } = await testServer(held.opts);

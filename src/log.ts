@@ -18,6 +18,7 @@
  * the process alive. What is still unwritten then is dropped (the stream
  * is destroyed, so pino's own exit hook has nothing left to flush).
  */
+import fs from 'node:fs';
 import { pino, type Logger } from 'pino';
 import { DEFAULT_LIMITS } from './engine/services.js';
 import { UsageError } from './flags.js';
@@ -49,7 +50,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     });
   }
   const max = opts.maxBufferBytes ?? DEFAULT_LIMITS.maxLogBufferBytes;
-  const state: SinkState = { dropped: 0, reporting: 0, flushUntil: 0 };
+  const state: SinkState = { dropped: 0, reporting: 0, flushUntil: 0, broken: false };
   // Registered before the destination exists, so it runs before pino's own exit hook: that hook flushes
   // synchronously and, on a full pipe, would retry forever or throw.
   if (opts.ownsProcess) process.once('exit', () => flushLogSync(log));
@@ -61,7 +62,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     periodicFlush: 100,
     ...(Number.isFinite(max) && max > 0 ? { maxLength: max } : {}),
     // A full pipe: keep retrying while running (the buffer is bounded); when exiting, only until the deadline.
-    retryEAGAIN: () => state.flushUntil === 0 || performance.now() < state.flushUntil,
+    retryEAGAIN: () => !state.broken && (state.flushUntil === 0 || performance.now() < state.flushUntil),
   });
   const log = pino({ level }, dest);
   sinks.set(log, { state, dest });
@@ -80,6 +81,8 @@ interface SinkState {
   reporting: number;
   /** Once exiting: when the exit flushes give up on a stdout nobody reads (0: not exiting). */
   flushUntil: number;
+  /** A synchronous exit flush's write failed for good (EPIPE: the reader is gone): give up at once. */
+  broken: boolean;
 }
 interface Sink {
   state: SinkState;
@@ -142,9 +145,9 @@ export function flushLogSync(log: Logger): void {
   if (!sink || sink.dest.destroyed) return;
   exiting(sink.state);
   try {
-    sink.dest.flushSync();
+    flushSyncBounded(sink);
     reportDrops(log);
-    sink.dest.flushSync();
+    flushSyncBounded(sink);
   } catch {
     // stdout is gone (a closed pipe) or nobody read it before the deadline.
   }
@@ -152,5 +155,36 @@ export function flushLogSync(log: Logger): void {
     sink.dest.destroy();
   } catch {
     // Already closing.
+  }
+}
+
+/**
+ * sonic-boom's `flushSync`, made to give up on a write that fails for good. It asks `retryEAGAIN` only about
+ * EAGAIN and EBUSY and retries any other failure every 100 ms for ever: with the reader of stdout gone (EPIPE) a
+ * process exiting with lines still waiting never exited (an `llr serve` whose parent was killed ignored SIGTERM,
+ * its main thread asleep in that loop; outside attack). Its synchronous writes are seen here, for this call only:
+ * such a failure marks the sink broken and is handed on as EAGAIN, which `retryEAGAIN` then refuses, so
+ * `flushSync` throws.
+ */
+function flushSyncBounded(sink: Sink): void {
+  const write = fs.writeSync;
+  const state = sink.state;
+  const bounded = function (this: unknown, ...args: unknown[]): number {
+    try {
+      return (write as (...a: unknown[]) => number).apply(this, args);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code !== 'EAGAIN' && e.code !== 'EBUSY') {
+        state.broken = true;
+        e.code = 'EAGAIN';
+      }
+      throw e;
+    }
+  };
+  (fs as { writeSync: unknown }).writeSync = bounded;
+  try {
+    sink.dest.flushSync();
+  } finally {
+    (fs as { writeSync: unknown }).writeSync = write;
   }
 }

@@ -9,7 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { buildDist } from '../helpers/build.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -68,6 +68,23 @@ describe('server log', () => {
     expect(logged.filter((l) => l.msg === 'response finished')).toHaveLength(n);
     expect(logged.some((l) => l.msg === 'shutting down')).toBe(true);
   }, 60_000);
+
+  // Found by an outside fuzzer: a server whose stdout reader had gone (its parent killed) did not exit on SIGTERM, its
+  // main thread in sonic-boom's synchronous flush, which retries a write that fails with anything but EAGAIN (EPIPE:
+  // nobody reads the pipe) every 100 ms, for ever. The exit hook's flush must give up on it.
+  it('a process whose stdout reader is gone still exits: the exit flush gives up on EPIPE', async () => {
+    const child = spawn(process.execPath, [join(ROOT, 'test', 'fixtures', 'log-exit-child.mjs'), join(ROOT, 'dist', 'log.js')], {
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    });
+    onTestFinished(() => void child.kill('SIGKILL'));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await new Promise((resolve) => child.stdout!.once('data', resolve));
+    const closed = new Promise((resolve) => child.stdout!.once('close', resolve));
+    child.stdout!.destroy();
+    await closed;
+    child.send('exit now');
+    expect(await exited).toBe(0);
+  }, 20_000);
 
   it('a stdout nobody reads does not stall the server: lines past --max-log-buffer-bytes are dropped and counted', async () => {
     const { url, proc, output } = await serve(['--max-log-buffer-bytes', '8192']);

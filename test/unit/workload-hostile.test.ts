@@ -93,6 +93,16 @@ describe('hostile workloads', () => {
     const again = parseNeutral(JSON.stringify({ llr_workload: 1, ...w }), 'n.json', 'test');
     expect(again.skipped).toEqual(w.skipped);
   });
+
+  it('notes of one reason are kept for their first 100 lines whatever they name, and counted after (a million records each of its own unknown type kept a million notes: a 32 MB rollout converted to 94 MB)', () => {
+    const lines = [meta(), user('x')];
+    for (let i = 0; i < 1_000; i++) lines.push(rec(`zz_unknown_${i}`, {}));
+    lines.push(answer('done'));
+    const w = read(lines);
+    expect(w.skipped).toHaveLength(100);
+    expect(w.skipped![99]).toEqual({ line: 102, what: 'a "zz_unknown_99" record', why: 'a record type this reader does not know', more: 900 });
+    expect(w.skipped!.reduce((n, s) => n + 1 + (s.more ?? 0), 0)).toBe(1_000);
+  });
 });
 
 const refusal = refusalOf;

@@ -326,7 +326,13 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
     // Any client call's id, not only a function_call's: a function_call_output answers a call of any type.
     const declared = clientCallId(item);
     if (declared !== undefined) local.add(declared);
-    if (!isKnownItem(item)) continue; // hosted tool items: carried through, not checked
+    if (!isKnownItem(item)) {
+      // A custom tool's output may be a list of input parts too (the API's ResponseCustomToolCallOutput): checked as a
+      // function_call_output's, else an input_image detail outside the enum was taken and listed back by input_items.
+      const out = (item as { type?: unknown; output?: unknown }).type === 'custom_tool_call_output' ? (item as { output?: unknown }).output : undefined;
+      if (Array.isArray(out)) validateParts(out, `${p}.output`);
+      continue; // hosted tool items: carried through, not checked
+    }
     switch (item.type) {
       case 'message':
       case undefined:

@@ -35,6 +35,23 @@ describe('request parameters', () => {
     }
   });
 
+  it("a custom tool's output listing parts is checked as a function tool's: an input_image detail outside the enum is refused, not listed back by input_items", async () => {
+    const { url } = await testServer();
+    const image = (detail: unknown) => ({ type: 'input_image', image_url: 'https://example.com/a.png', detail });
+    const input = (part: unknown) => [
+      { type: 'custom_tool_call', call_id: 'c1', name: 'apply_patch', input: 'x' },
+      { type: 'custom_tool_call_output', call_id: 'c1', output: [part] },
+    ];
+    const bad = await create(url, { model: 'm', input: input(image('ultra')) });
+    expect(bad.status).toBe(400);
+    expect(bad.json['error']).toMatchObject({ code: 'invalid_value', param: 'input[1].output[0].detail' });
+    const badPart = await create(url, { model: 'm', input: input({ type: 'zz_part' }) });
+    expect(badPart.status).toBe(400);
+    expect(badPart.json['error']).toMatchObject({ param: 'input[1].output[0].type' });
+    const ok = await create(url, { model: 'm', input: input(image('high')) });
+    expect(ok.status).toBe(200);
+  });
+
   it('safety_identifier is at most 64 characters (the spec\'s maxLength), counted as Unicode code points', async () => {
     const { url } = await testServer();
     const long = await create(url, { model: 'm', input: 'hi', safety_identifier: 'a'.repeat(65) });

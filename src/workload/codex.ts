@@ -163,7 +163,7 @@ class RolloutParser {
   /** Per note (what and why), how many entries are kept and the last one (skip). */
   private readonly folds = new Map<string, { kept: number; last: Skipped }>();
   /** Per reason (why), how many entries are kept and the last one (skip). */
-  private readonly whys = new Map<string, { kept: number; last: Skipped }>();
+  private readonly whys = new Map<string, { kept: number; past?: Skipped }>();
   /** The note of a turn_aborted whose calls wait for the next user turn to answer them "aborted". */
   private abortNote: { note: Skipped; n: number; why: string } | null = null;
   private readonly recorded: Workload['recorded'] = { model_calls: 0, input_tokens: [], output_tokens: [] };
@@ -640,7 +640,8 @@ class RolloutParser {
    * Note a record read but not replayed as recorded. A note that repeats (the same what and why) is kept
    * SKIPPED_KEPT times and counted after, in its last kept entry's `more`: 19 million unknown records held 4.2 GB
    * while read, and their notes made a neutral file (`llr workload convert`, the bench's) larger than the reader takes.
-   * Notes of one reason are kept SKIPPED_KEPT_PER_WHY times whatever they name, then counted in the last one kept.
+   * Notes of one reason are kept SKIPPED_KEPT_PER_WHY times whatever they name; the later ones of new names go into
+   * one note saying so, counted in its `more`.
    * `fold: false` for a note changed later (it must stay its own).
    */
   private skip(what: string, why: string, fold = true): void {
@@ -652,16 +653,18 @@ class RolloutParser {
         seen.last.more = (seen.last.more ?? 0) + 1;
         return;
       }
-      // Past the reason's cap, a note of a new `what` is counted too (its key not kept: the map stays bounded as well).
+      // Past the reason's cap, a note of a new `what` goes into one note of its own saying so, counted there (its key
+      // not kept: the map stays bounded as well).
       const reason = this.whys.get(why);
       if (seen === undefined && reason !== undefined && reason.kept >= SKIPPED_KEPT_PER_WHY) {
-        reason.last.more = (reason.last.more ?? 0) + 1;
+        if (reason.past !== undefined) reason.past.more = (reason.past.more ?? 0) + 1;
+        else this.skipped.push((reason.past = { line: this.line, what: `notes of this reason past its first ${SKIPPED_KEPT_PER_WHY}, each naming its own record`, why }));
         return;
       }
       if (seen === undefined) this.folds.set(key, { kept: 1, last: entry });
       else (seen.kept++, (seen.last = entry));
-      if (reason === undefined) this.whys.set(why, { kept: 1, last: entry });
-      else (reason.kept++, (reason.last = entry));
+      if (reason === undefined) this.whys.set(why, { kept: 1 });
+      else reason.kept++;
     }
     this.skipped.push(entry);
   }

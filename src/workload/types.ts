@@ -56,10 +56,7 @@ export interface Skipped {
   line: number;
   what: string;
   why: string;
-  /**
-   * Later lines with the same note, counted, not listed (a note is kept for its first six lines); on the hundredth
-   * note of one reason (`why`), the later lines with that reason whatever they name.
-   */
+  /** Later lines with the same note, counted, not listed (a note is kept for its first six lines). */
   more?: number;
 }
 

@@ -181,7 +181,8 @@ class ReplayScan {
     if (!isMessage(item)) return;
     let placed = false;
     if (item.role === 'assistant') {
-      const g = at.byText.get(contentText(item.content))?.find((i) => i > this.cursor);
+      const list = at.byText.get(contentText(item.content));
+      const g = list === undefined ? undefined : firstAfter(list, this.cursor);
       if (g !== undefined) (this.place(g, at.turnOf[g]!), (placed = true));
     }
     // Each text part on its own (a note is one text): joining a long message's parts at every request cost a copy.
@@ -220,6 +221,22 @@ interface ReplayIndex {
   hasCalls: boolean[];
   byCallId: Map<string, number>;
   byText: Map<string, number[]>;
+}
+
+/**
+ * The first of `list` (ascending) past `cursor`, by bisection: a text the run recorded at many calls ("Done." at each
+ * of 10,000) was searched from its start for every assistant message, and a request of 100,000 such messages held
+ * the event loop 0.7 s.
+ */
+function firstAfter(list: readonly number[], cursor: number): number | undefined {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]! > cursor) hi = mid;
+    else lo = mid + 1;
+  }
+  return list[lo];
 }
 
 /** Whether `items` begins with exactly the objects of `prefix` (compared by reference). */

@@ -132,6 +132,20 @@ describe('replayPolicy', () => {
     expect(replay.plan(request({ items: items.slice(0, 21) }), rng()).items).toEqual(long[10]!.output);
   });
 
+  it('places an assistant message by a text the run recorded at many calls without searching its list from the start', () => {
+    // "Done." at each of 20,000 calls: each of a request's 100,000 such messages searched the list from its start
+    // (1.5 s holding the event loop here); by bisection, tens of ms.
+    const many: ReplayTurn[] = Array.from({ length: 20_000 }, () => ({ output: [{ type: 'message', text: 'Done.' }] }));
+    many.push({ output: [{ type: 'message', text: 'end' }] });
+    const replay = replayPolicy(many);
+    const items = [user('go'), ...Array.from({ length: 100_000 }, () => assistant('Done.'))];
+    const t = performance.now();
+    expect(replay.plan(request({ items }), rng()).items).toEqual([{ type: 'message', text: 'end' }]);
+    expect(performance.now() - t).toBeLessThan(500);
+    // Placed as before: the third "Done." is the third call's, so the fourth call comes next.
+    expect(replay.plan(request({ items: items.slice(0, 4) }), rng()).items).toEqual(many[3]!.output);
+  });
+
   it('rejects a trajectory that reuses a call id', () => {
     const dup: ReplayTurn[] = [turns[0]!, turns[0]!];
     expect(() => replayPolicy(dup)).toThrow(/call_r1/);

@@ -331,6 +331,10 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
       // function_call_output's, else an input_image detail outside the enum was taken and listed back by input_items.
       const out = (item as { type?: unknown; output?: unknown }).type === 'custom_tool_call_output' ? (item as { output?: unknown }).output : undefined;
       if (Array.isArray(out)) validateParts(out, `${p}.output`);
+      else if (out !== undefined && typeof out !== 'string') {
+        // Nor anything else (7, an object, null): kept and listed back by input_items to readers that decode a string or a list.
+        throw new WireError('invalid_type', `Invalid '${p}.output': expected a string or an array of content parts.`, `${p}.output`);
+      }
       continue; // hosted tool items: carried through, not checked
     }
     switch (item.type) {

@@ -52,6 +52,20 @@ describe('request parameters', () => {
     expect(ok.status).toBe(200);
   });
 
+  it("a custom tool's output that is neither a string nor a list of parts is refused, as a function tool's is, not listed back by input_items", async () => {
+    const { url } = await testServer();
+    const input = (output: unknown) => [
+      { type: 'custom_tool_call', call_id: 'c1', name: 'apply_patch', input: 'x' },
+      { type: 'custom_tool_call_output', call_id: 'c1', output },
+    ];
+    for (const output of [7, { a: 1 }, null, true]) {
+      const bad = await create(url, { model: 'm', input: input(output) });
+      expect(bad.status).toBe(400);
+      expect(bad.json['error']).toMatchObject({ code: 'invalid_type', param: 'input[1].output' });
+    }
+    expect((await create(url, { model: 'm', input: input('done') })).status).toBe(200);
+  });
+
   it('safety_identifier is at most 64 characters (the spec\'s maxLength), counted as Unicode code points', async () => {
     const { url } = await testServer();
     const long = await create(url, { model: 'm', input: 'hi', safety_identifier: 'a'.repeat(65) });

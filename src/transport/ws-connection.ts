@@ -421,7 +421,15 @@ export class WsConnection implements Transport, Unsent {
       const charged = event.type === 'response.create' || event.type === 'response.append' || event.type === 'response.inject';
       let refused: (() => void) | undefined;
       if (charged) {
-        const epoch = this.held.frame(bytes, event.type === 'response.create', owed);
+        let epoch: number;
+        try {
+          epoch = this.held.frame(bytes, event.type === 'response.create', owed);
+        } catch (err) {
+          // A create refused server_busy is its own lane's (none for none): left unset it went in the stream of the
+          // response in flight, another lane's (its stream_id and sequence), taken by its client for that run's error.
+          if (event.type === 'response.create' && err instanceof WireError) err.lane = event.stream_id ?? null;
+          throw err;
+        }
         owed = 0;
         let once = false;
         refused = () => {

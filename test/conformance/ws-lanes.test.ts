@@ -140,6 +140,28 @@ describe('WebSocket lanes: stream_id is echoed on every event of its response', 
     s.dispose();
   });
 
+  it("a create refused server_busy (--max-server-bytes) goes in its own lane, not in the stream of another lane's run in flight", async () => {
+    const { url } = await testServer({ limits: { maxServerBytes: 20_000 } });
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'Please run:\n$ echo one', tools: [shellTool], store: false, stream_id: 'a' });
+    const paused = await s.next('response.done');
+    s.send({ type: 'response.create', model: 'sim-model', input: 'x'.repeat(30_000), store: false, stream_id: 'b' });
+    const busyB = await s.next('error', { skipErrors: true });
+    s.send({ type: 'response.create', model: 'sim-model', input: 'x'.repeat(30_000), store: false });
+    const busyNone = await s.next('error', { skipErrors: true });
+    expect(busyB).toMatchObject({ error: { code: 'server_busy' }, stream_id: 'b' });
+    expect(busyNone).toMatchObject({ error: { code: 'server_busy' } });
+    expect('stream_id' in busyNone).toBe(false);
+    const call = paused.response.output.find((i) => i.type === 'function_call') as { call_id: string };
+    s.send({ type: 'response.inject', response_id: paused.response.id, input: [{ type: 'function_call_output', call_id: call.call_id, output: 'one' }] });
+    const end = await s.next('response.completed');
+    const refusals: ServerEvent[] = [busyB, busyNone];
+    const a = eventsOf(s.events, end.response.id).filter((e) => !refusals.includes(e));
+    expect(a.map(laneOf)).toEqual(a.map(() => 'a'));
+    expect(gapless(a)).toBe(true);
+    s.dispose();
+  });
+
   it("while a lane's create is being planned, answers to other client events are not sent in its lane; an inject naming the lane's last ended response is answered in that response's lane", async () => {
     const held = holdSecondPlan();
     const { url } = await testServer(held.opts);

@@ -15,6 +15,7 @@ import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { Model, ModelEvent } from '../../src/model/types.js';
 import { testServer } from '../helpers/server.js';
+import { parseSse } from '../helpers/sse-stream.js';
 
 type Json = Record<string, any>;
 
@@ -32,15 +33,6 @@ function heldModel(kind: 'message' | 'call'): Model {
       await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
     },
   };
-}
-
-function parseSse(text: string): Json[] {
-  const events: Json[] = [];
-  for (const block of text.split('\n\n')) {
-    const data = block.split('\n').find((l) => l.startsWith('data: '))?.slice(6);
-    if (data && data !== '[DONE]') events.push(JSON.parse(data) as Json);
-  }
-  return events;
 }
 
 /** Every item added is done before the terminal event, done as the final Response lists it (status incomplete). */

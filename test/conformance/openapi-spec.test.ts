@@ -26,6 +26,7 @@ import { describe, expect, it } from 'vitest';
 import type { Model } from '../../src/model/types.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
+import { parseSse } from '../helpers/sse-stream.js';
 
 type Json = Record<string, any>;
 
@@ -78,15 +79,6 @@ function eventViolations(events: readonly Json[], transport: 'sse' | 'ws'): stri
     else out.push(...violations(schema, e).map(where));
   }
   return out;
-}
-
-function parseSse(text: string): Json[] {
-  const events: Json[] = [];
-  for (const block of text.split('\n\n')) {
-    const data = block.split('\n').find((l) => l.startsWith('data: '))?.slice(6);
-    if (data && data !== '[DONE]') events.push(JSON.parse(data) as Json);
-  }
-  return events;
 }
 
 async function call(url: string, path: string, body?: unknown, method = body === undefined ? 'GET' : 'POST'): Promise<{ status: number; text: string; json: () => Json }> {

@@ -4,7 +4,7 @@
  * event of that type (an unexpected `error` event or the end of the stream
  * fails it at once, never a timeout), `ended` resolves when the stream ends,
  * saying whether `data: [DONE]` closed it. `abort()` closes it from the
- * client side. Also `postJson` for the append and cancel routes.
+ * client side. Also `postJson` for the append and cancel routes, and `parseSse` for a whole body already read.
  */
 import type { ServerEvent } from '../../src/protocol/events.js';
 
@@ -84,4 +84,14 @@ export class SseStream {
 export async function postJson(url: string, body: unknown = {}, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
   const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) });
   return { status: res.status, json: await res.json() };
+}
+
+/** A whole SSE body's events: each block's `data:` line parsed, `[DONE]` left out. */
+export function parseSse(text: string): Record<string, any>[] {
+  const events: Record<string, any>[] = [];
+  for (const block of text.split('\n\n')) {
+    const data = block.split('\n').find((l) => l.startsWith('data: '))?.slice(6);
+    if (data && data !== '[DONE]') events.push(JSON.parse(data) as Record<string, any>);
+  }
+  return events;
 }

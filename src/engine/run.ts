@@ -481,7 +481,8 @@ export class ResponseRun {
         const wire = toWireError(err);
         // A bound the model's output hit (more calls than a pause may wait for, a repeated call id) is foreseen and
         // a client can provoke it: a warning with its code, not an error with a stack trace (fuzzer's finding).
-        if (wire.code === 'too_many_pending_calls' || wire.code === 'duplicate_call_id') {
+        // So is a failure the error itself marks foreseen (a replay past its recording's end: WireError.foreseen).
+        if (wire.foreseen || wire.code === 'too_many_pending_calls' || wire.code === 'duplicate_call_id') {
           this.services.log.warn({ code: wire.code, response_id: this.id, msg_detail: wire.message }, 'run failed at a bound');
         } else if (wire.type === 'server_error') this.services.log.error({ err, response_id: this.id }, 'run failed');
         this.end = { status: 'failed', reason: wire.code, error: wire };

@@ -134,6 +134,8 @@ export class ReplayExhaustedError extends WireError {
       `The replayed run has ${turns} model call${turns === 1 ? '' : 's'} and this conversation is past its last one ` +
         '(llr serve --workload replays one recorded run: start a new conversation to replay it again).',
     );
+    // A client's to ask, any number of times: logged as a warning without its stack (WireError.foreseen).
+    this.foreseen = true;
   }
 }
 

@@ -126,6 +126,12 @@ export class WireError extends Error {
   declare lane?: string | null;
   /** A 405's `Allow` header: the methods its route takes (RFC 9110 §15.5.6 requires it); set by `methodNotAllowed`. */
   declare allow?: string;
+  /**
+   * A failure a client can provoke at will that is no fault of the server's, though the API calls it a
+   * `server_error` (a replay past its recorded run's end): a run that ends with it logs a warning with its code,
+   * not an error with a stack trace, so that a client asking again and again cannot fill the log with stacks.
+   */
+  declare foreseen?: true;
 
   constructor(code: WireErrorCode, message?: string, param: string | null = null, options?: { cause?: unknown }) {
     const entry = WIRE_ERRORS[code];

@@ -21,6 +21,7 @@ import { CLIENT_PROTOCOLS } from '../../src/client/index.js';
 import { replayPolicy, visibleTokens } from '../../src/model/policies.js';
 import { loadWorkloadFile } from '../../src/workload/load.js';
 import { flatModelTurns } from '../../src/workload/replayable.js';
+import { captureLogger } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
 
 const DIR = fileURLToPath(new URL('../fixtures/workloads/', import.meta.url));
@@ -96,6 +97,24 @@ describe('a conversation past the recorded run', () => {
     );
     ws.close();
     expect(failed.response.error.message).toMatch(/^The replayed run has 4 model calls/);
+  });
+
+  it('is logged as a warning with its code, without a stack trace: a client asking again and again cannot fill the log with stacks', async () => {
+    const w = loadWorkloadFile(DIR + 'other-agent.json');
+    const log = captureLogger();
+    const { url } = await testServer({ policy: replayPolicy(flatModelTurns(w)), logger: log.logger });
+    const input = [
+      { role: 'user' as const, content: 'hi' },
+      { role: 'assistant' as const, content: 'You are welcome.' },
+      { role: 'user' as const, content: 'And now?' },
+    ];
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    for (let i = 0; i < 3; i++) await expect(client.responses.create({ model: 'sim', input })).rejects.toThrow(/^500 The replayed run/);
+    const failed = log.lines.filter((l) => l.msg === 'run failed at a bound');
+    expect(failed).toHaveLength(3);
+    for (const l of failed) expect(l).toMatchObject({ level: 40, code: 'server_error' });
+    expect(log.lines.filter((l) => l.level >= 50)).toEqual([]);
+    expect(JSON.stringify(log.lines)).not.toContain('"stack"');
   });
 });
 

@@ -497,7 +497,7 @@ class RolloutParser {
     if (p.message !== undefined && typeof p.message !== 'string') this.fail(`compacted record whose \`message\` is ${describe(p.message)}, not text`);
     if (Array.isArray(p.replacement_history)) {
       const { items, dropped, aborted } = replacementItems(p.replacement_history);
-      if (dropped > 0) this.skip(`${dropped} item(s) of the replacement history`, 'reasoning, hosted calls or unknown items: not sent as input text');
+      if (dropped > 0) this.skip(`${dropped} item(s) of the replacement history`, 'reasoning, hosted calls, outputs of calls the history does not hold, or unknown items: not sent as input text');
       if (aborted > 0) this.skip(`${aborted} call(s) of the replacement history`, 'without an output in it: answered "aborted" right after, as Codex does');
       this.compaction(items, 'a compacted record');
       return;

@@ -189,6 +189,16 @@ describe('hostile shapes', () => {
     );
   });
 
+  it("a compaction's replacement history's output of a call it does not hold is dropped under a note that says so (it said reasoning, hosted calls or unknown items)", () => {
+    const replacement = [
+      { type: 'message', role: 'user', content: 'x' },
+      { type: 'function_call_output', call_id: 'gone', output: 'o' },
+    ];
+    const w = read([meta(), user('x'), answer('d'), rec('compacted', { message: 's', replacement_history: replacement }), user('y'), answer('e')]);
+    expect(w.userTurns[1]!.input.some((i) => (i as { call_id?: string }).call_id === 'gone')).toBe(false);
+    expect(w.skipped).toContainEqual({ line: 4, what: '1 item(s) of the replacement history', why: expect.stringContaining('outputs of calls the history does not hold') });
+  });
+
   it('a call a compaction\'s replacement history leaves without output is answered "aborted" after it (ws and http were refused: missing_tool_output)', () => {
     const replacement = [
       { type: 'message', role: 'user', content: 'x' },

@@ -315,15 +315,19 @@ async function bench(argv: string[]): Promise<void> {
 function printOutcome(results: Results, ms: number, dir: string): void {
   const out = process.stdout;
   out.write(`\nllr bench ${String(results.config['mode'])}: ${results.status}${ms ? ` in ${(ms / 1000).toFixed(1)} s` : ''} · ${results.machine.cpus} × ${results.machine.cpu} · node ${results.machine.node}\n`);
-  out.write(`workload: ${results.workload.name} (grid ${results.workload.grid_model_calls} model calls, overhead phase ${results.workload.overhead_model_calls})\n`);
+  // The overhead phase's share of the workload only when that phase ran (it named 66 calls after a grid-only bench).
+  const overheadRan = results.runs.some((r) => r.phase === 'overhead');
+  out.write(`workload: ${results.workload.name} (grid ${results.workload.grid_model_calls} model calls${overheadRan ? `, overhead phase ${results.workload.overhead_model_calls}` : ''})\n`);
   const times = phaseTimes(results);
   out.write(`${times ? `${times}\n` : ''}\n`);
   const rows = [...results.summary, ...results.overhead_summary];
   if (rows.length) {
-    out.write(`${'design'.padEnd(12)}${'model'.padStart(12)}${'e2e ms'.padStart(10)}${'overhead ms'.padStart(13)}${'share'.padStart(8)}${'TTFT ms'.padStart(10)}${'runs'.padStart(6)}\n`);
+    // As wide as the longest design's name and a space (long-lived-http pushed its row three columns right).
+    const w = Math.max(12, ...rows.map((r) => r.design.length + 1));
+    out.write(`${'design'.padEnd(w)}${'model'.padStart(12)}${'e2e ms'.padStart(10)}${'overhead ms'.padStart(13)}${'share'.padStart(8)}${'TTFT ms'.padStart(10)}${'runs'.padStart(6)}\n`);
     for (const r of rows) {
       out.write(
-        `${r.design.padEnd(12)}${(r.tokens_per_second === null ? 'instant' : `${r.tokens_per_second} tok/s`).padStart(12)}${r.e2e_ms_median.toFixed(0).padStart(10)}${r.api_overhead_ms_median.toFixed(1).padStart(13)}${`${(r.api_overhead_share * 100).toFixed(1)}%`.padStart(8)}${(Number.isFinite(r.ttft_ms_median) ? r.ttft_ms_median.toFixed(1) : '–').padStart(10)}${String(r.runs).padStart(6)}\n`,
+        `${r.design.padEnd(w)}${(r.tokens_per_second === null ? 'instant' : `${r.tokens_per_second} tok/s`).padStart(12)}${r.e2e_ms_median.toFixed(0).padStart(10)}${r.api_overhead_ms_median.toFixed(1).padStart(13)}${`${(r.api_overhead_share * 100).toFixed(1)}%`.padStart(8)}${(Number.isFinite(r.ttft_ms_median) ? r.ttft_ms_median.toFixed(1) : '–').padStart(10)}${String(r.runs).padStart(6)}\n`,
       );
     }
     out.write('\n');

@@ -7,7 +7,7 @@
  * with a message instead of a hang.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,6 +83,19 @@ describe('llr bench', () => {
     expect(stdout).toMatch(/^target 1: .* → (holds|does not hold)/m);
     expect(stdout).toMatch(/^target 2: .*→/m);
     for (const f of ['report.md', 'index.html', 'charts/e2e.svg', 'charts/turn-overhead.svg', 'charts/stages-grid.svg']) expect(existsSync(join(out, f)), f).toBe(true);
+    // The printed summary's columns line up: every row as long as its header (long-lived-http's ran three past).
+    const lines = stdout.split('\n');
+    const head = lines.findIndex((l) => l.startsWith('design '));
+    const rows = lines.slice(head, lines.indexOf('', head));
+    expect(rows).toHaveLength(11);
+    expect(new Set(rows.map((l) => l.length)).size).toBe(1);
+    expect(stdout).toMatch(/, overhead phase \d+\)$/m);
+    // The same results without their overhead phase, printed again by --report: the header no longer names that phase.
+    const gridOnly = join(dir, 'grid-only');
+    mkdirSync(gridOnly, { recursive: true });
+    writeFileSync(join(gridOnly, 'results.json'), JSON.stringify({ ...results, runs: results.runs.filter((r) => r.phase !== 'overhead'), overhead_summary: [] }));
+    const again = await run(process.execPath, [CLI, 'bench', '--report', gridOnly], { timeout: 60_000 });
+    expect(again.stdout).toMatch(/^workload: .* \(grid \d+ model calls\)$/m);
   }, 120_000);
 
   it('sweeps designs over http across hop latency with the production profile', async () => {

@@ -44,7 +44,7 @@ Usage:
             [--shared-prefix-cache] [--eager-tokenizer] [--lazy-tokenizer]
             [--tokenizer-cache-entries N] [--log-level trace|debug|info|warn|error|fatal|silent]
             [limits and security defaults: see below]
-  llr run "prompt" [--url URL] [--protocol long-lived|ws|http|http-stored|long-lived-http] [--model M] [--api-key K]
+  llr run "prompt" [--url URL] [--protocol ${CLIENT_PROTOCOLS.join('|')}] [--model M] [--api-key K]
             [--idle-timeout-ms N (60000; 0: none; gives up on a server silent that long while the agent waits on it)]
             (exit status 1 when the response does not end completed, or on an error; 130 on SIGINT and 143 on
             SIGTERM, the running commands killed with their whole process group; each command: 60 s, 1 MiB of output)

@@ -1,5 +1,5 @@
 /**
- * The clients of the four designs behind one factory, for agent code that
+ * The clients of the designs behind one factory, for agent code that
  * takes the design as a parameter (the CLI, the conformance tests, the
  * benchmark).
  */
@@ -11,7 +11,22 @@ import { WsClient } from './ws.js';
 import type { Protocol } from '../protocol/designs.js';
 
 export type ClientProtocol = Protocol | 'http-stored';
-export const CLIENT_PROTOCOLS: readonly ClientProtocol[] = ['long-lived', 'ws', 'http', 'http-stored', 'long-lived-http'];
+
+type Auth = { apiKey?: string; timing?: boolean };
+
+/**
+ * Each design's client, in the order the CLI, the benchmark and the report list them: the one table a new
+ * client design adds a row to (its key is then a `ClientProtocol`, everywhere that takes one).
+ */
+const CLIENTS: { readonly [P in ClientProtocol]: (url: string, auth: Auth) => AgentClient | Promise<AgentClient> } = {
+  'long-lived': (url, auth) => LongLivedClient.connect(url, auth),
+  ws: (url, auth) => WsClient.connect(url, auth),
+  http: (url, auth) => new HttpClient(url, { ...auth, style: 'full' }),
+  'http-stored': (url, auth) => new HttpClient(url, { ...auth, style: 'stored' }),
+  'long-lived-http': (url, auth) => new LongLivedHttpClient(url, auth),
+};
+
+export const CLIENT_PROTOCOLS: readonly ClientProtocol[] = Object.keys(CLIENTS) as ClientProtocol[];
 
 /** `timing` (default true): ask the server for its `llr:timing` events. */
 export async function connectClient(
@@ -20,22 +35,10 @@ export async function connectClient(
   opts: { apiKey?: string | undefined; timing?: boolean } = {},
 ): Promise<AgentClient> {
   const auth = { ...(opts.apiKey ? { apiKey: opts.apiKey } : {}), ...(opts.timing !== undefined && { timing: opts.timing }) };
-  switch (protocol) {
-    case 'long-lived':
-      return LongLivedClient.connect(url, auth);
-    case 'ws':
-      return WsClient.connect(url, auth);
-    case 'http':
-      return new HttpClient(url, { ...auth, style: 'full' });
-    case 'http-stored':
-      return new HttpClient(url, { ...auth, style: 'stored' });
-    case 'long-lived-http':
-      return new LongLivedHttpClient(url, auth);
-    default: {
-      const never: never = protocol;
-      throw new Error(`unknown protocol '${String(never)}'`);
-    }
-  }
+  // An own property only: a name from outside (`llr run --protocol`) that is not a design is refused, never `toString`.
+  const connect = Object.hasOwn(CLIENTS, protocol) ? CLIENTS[protocol] : undefined;
+  if (!connect) throw new Error(`unknown protocol '${String(protocol)}'`);
+  return connect(url, auth);
 }
 
 export { AgentRun, ServerError, type AgentClient, type AgentEvent, type AgentRequest, type ToolExecutor } from './driver.js';

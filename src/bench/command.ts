@@ -93,7 +93,8 @@ export const QUICK: Preset = {
   reps: 3,
   designs: [...CLIENT_PROTOCOLS],
   // long-lived and ws feed target 1's per-call medians; the others are reported only.
-  overheadReps: { 'long-lived': 5, ws: 5, http: 1, 'http-stored': 1, 'long-lived-http': 3 },
+  // A design not named here gets EVERY's 3.
+  overheadReps: { ...EVERY, 'long-lived': 5, ws: 5, http: 1, 'http-stored': 1 },
   // One run per switch: only rendered_token_cache moves e2e beyond the noise (by ~4×), and the counters are exact.
   ablationReps: 1,
   toolFactor: 0,

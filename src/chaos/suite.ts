@@ -17,11 +17,23 @@ import { LONG_SCALE, QUICK_SCALE, type Scale } from './mutate.js';
 import { Tally } from './oracle.js';
 import { rowLine } from './report.js';
 import { RssSampler, type ServerProcOptions } from './proc.js';
-import { Target, checkQuiescent } from './settle.js';
+import { Target, checkQuiescent, type FuzzOptions } from './settle.js';
+import type { Protocol } from '../protocol/designs.js';
 import * as signals from './signals.js';
 import * as slowReader from './slow-reader.js';
 
 const MODULES = { disconnect, 'slow-reader': slowReader, concurrency, signals } as const;
+
+/**
+ * Each server design's fuzzer, in the order the fuzz scenario runs them (one row each): the one place a new design
+ * adds its fuzzer, which the `Protocol` key makes a compile error to forget.
+ */
+const FUZZERS: { readonly [P in Protocol]: (target: Target, opts: FuzzOptions, tally: Tally) => Promise<void> } = {
+  'long-lived': (target, opts, tally) => fuzzWs(target, { ...opts, protocol: 'long-lived' }, tally),
+  ws: (target, opts, tally) => fuzzWs(target, { ...opts, protocol: 'ws' }, tally),
+  http: fuzzHttp,
+  'long-lived-http': fuzzLongLivedHttp,
+};
 
 /** The smallest run-record ring the harness starts a server with (the concurrency scenario's 1,000 runs, with room). */
 const RUN_RECORDS_MIN = 10_000;
@@ -113,15 +125,13 @@ export async function runChaos(opts: ChaosOptions): Promise<Tally[]> {
   const say = opts.progress ?? (() => {});
   if (want('fuzz')) {
     ctx.share = opts.quick ? 'fuzz' : null;
-    for (const design of ['long-lived', 'ws', 'http', 'long-lived-http'] as const) {
+    for (const design of Object.keys(FUZZERS) as Protocol[]) {
       const tally = new Tally('fuzz', design);
       rows.push(tally);
       say(`fuzz ${design}: ${opts.inputs} inputs, seed ${opts.seed}`);
       await ctx.withServer(tally, {}, async (target) => {
         const common = { inputs: opts.inputs, seed: opts.seed, scale: ctx.scale, hangMs: opts.hangMs, batch: 50, settleMs: opts.settleMs };
-        if (design === 'http') await fuzzHttp(target, common, tally);
-        else if (design === 'long-lived-http') await fuzzLongLivedHttp(target, common, tally);
-        else await fuzzWs(target, { ...common, protocol: design }, tally);
+        await FUZZERS[design](target, common, tally);
         await checkQuiescent(target.url, tally, opts.settleMs);
       }, true);
     }

@@ -6,10 +6,11 @@
  * hang, not a stuck harness.
  */
 import WebSocket from 'ws';
+import type { SocketProtocol } from '../protocol/designs.js';
 import { StreamCheck, checkWsError } from './oracle.js';
 
 type Obj = Record<string, unknown>;
-export type WsProtocol = 'long-lived' | 'ws';
+export type WsProtocol = SocketProtocol;
 
 export class WsPeer {
   readonly events: Obj[] = [];

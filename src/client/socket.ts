@@ -5,14 +5,14 @@
  */
 import WebSocket from 'ws';
 import type { ServerEvent } from '../protocol/events.js';
-import type { Protocol } from '../protocol/designs.js';
+import type { SocketProtocol } from '../protocol/designs.js';
 
 export interface SocketOptions {
   apiKey?: string;
   /** Extra upgrade headers. */
   headers?: Record<string, string>;
   /** `?protocol=` value (what a browser would use instead of the header). */
-  protocol?: Exclude<Protocol, 'http'>;
+  protocol?: SocketProtocol;
   beta?: string;
   /** Ask for the server's `llr:timing` events (`?llr_timing=1` on the upgrade). Default true. */
   timing?: boolean;

@@ -6,8 +6,14 @@
  * of spelling the strings again. Pure: no I/O.
  */
 
-/** The server-side designs: what carried a response. */
-export type Protocol = 'long-lived' | 'ws' | 'http' | 'long-lived-http';
+/** The designs a WebSocket carries, one chosen at the upgrade (transport/ws.ts `chooseProtocol`). */
+export type SocketProtocol = 'long-lived' | 'ws';
+
+/** The designs a `POST /v1/responses` carries, one chosen by its `?protocol=` (transport/http-query.ts `createProtocol`). */
+export type HttpProtocol = 'http' | 'long-lived-http';
+
+/** The server-side designs: what carried a response. A new design is added to its transport's union above. */
+export type Protocol = SocketProtocol | HttpProtocol;
 
 /** `OpenAI-Beta` value that selects the long-lived Response on a WebSocket upgrade. */
 export const LONG_LIVED_BETA = 'responses_websockets=2026-02-04';

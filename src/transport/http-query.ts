@@ -9,6 +9,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { WireError } from '../protocol/errors.js';
+import type { HttpProtocol } from '../protocol/designs.js';
 import { checkInclude } from '../store/input-items.js';
 import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
 
@@ -17,7 +18,7 @@ export const RUNS_PAGE_DEFAULT = 100;
 export const RUNS_PAGE_MAX = 1000;
 
 /** `?protocol=` of `POST /v1/responses`: absent or `http` is the baseline, `long-lived` the long-lived Response over HTTP. */
-export function createProtocol(url: URL): 'http' | 'long-lived-http' {
+export function createProtocol(url: URL): HttpProtocol {
   if (url.searchParams.getAll('protocol').length > 1) {
     throw new WireError('invalid_value', "'protocol' is given more than once: give it once.", 'protocol');
   }

@@ -57,6 +57,7 @@ import { parseInputItemsQuery } from '../store/input-items.js';
 import { checkAppendResponseId, checkJsonContentType, createProtocol, decodeId, pageQuery, retrieveQuery, startingAfter, timingHeader } from './http-query.js';
 import { clientGone, ownsSocket, watchStall, whenSocketCloses } from './socket-watch.js';
 import { jsonTransport, sseFrame, sseTransport } from './sse.js';
+import type { HttpProtocol } from '../protocol/designs.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
 export type OverCapacity = (socket: Socket) => boolean;
@@ -550,7 +551,7 @@ export class HttpTransport {
    * response carries (a refused create, shutdown while it was planned)
    * rejects, and `handle` answers it with its status.
    */
-  private async create(req: IncomingMessage, res: ServerResponse, info: SessionInfo, protocol: 'http' | 'long-lived-http', hold: Hold): Promise<void> {
+  private async create(req: IncomingMessage, res: ServerResponse, info: SessionInfo, protocol: HttpProtocol, hold: Hold): Promise<void> {
     const limits = this.host.limits;
     const body = await readBody(req, limits.maxFrameBytes, hold);
     // Timed from the whole body's arrival (reading it is the network's time, not work): the response's `parse` span.

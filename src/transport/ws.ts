@@ -37,7 +37,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { WireError } from '../protocol/errors.js';
 import { timingHeader } from './http-query.js';
 import { newId } from '../protocol/objects.js';
-import { LONG_LIVED_BETA, type Protocol } from '../protocol/designs.js';
+import { LONG_LIVED_BETA, type SocketProtocol } from '../protocol/designs.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { SessionInfo } from '../modes/transport.js';
 import { apiKeyRefusal, type Authenticator } from './auth.js';
@@ -59,7 +59,7 @@ export interface WsTransportOptions {
 }
 
 /** Which protocol an upgrade asks for, or an error message for a bad `?protocol=`. */
-export function chooseProtocol(req: IncomingMessage, url: URL): Exclude<Protocol, 'http'> | { error: string } {
+export function chooseProtocol(req: IncomingMessage, url: URL): SocketProtocol | { error: string } {
   if (url.searchParams.getAll('protocol').length > 1) return { error: "'protocol' is given more than once: give it once." };
   const q = url.searchParams.get('protocol');
   if (q === 'long-lived' || q === 'ws') return q;
@@ -153,7 +153,7 @@ export class WsTransport {
     });
   }
 
-  private accept(ws: WebSocket, protocol: Exclude<Protocol, 'http'>, info: SessionInfo, timing: boolean, batch: Batcher, socket: Duplex): void {
+  private accept(ws: WebSocket, protocol: SocketProtocol, info: SessionInfo, timing: boolean, batch: Batcher, socket: Duplex): void {
     const { host } = this.opts;
     const log = host.log.child({ conn: info.connection, protocol });
     const conn = new WsConnection(ws, host, log, batch, socket);

@@ -117,9 +117,10 @@ export class SessionHost {
       case 'long-lived':
         return longLivedPolicy(this.services, info);
       case 'ws':
-        return this.chainsFromStore(wsModePolicy(this.services, info, this.cachedResponses), info.owner);
+        // With `store: false` a ws-mode create continues only from its connection's cache: the store is no help there.
+        return this.chainsFromStore(wsModePolicy(this.services, info, this.cachedResponses), info.owner, (params) => params.store);
       case 'http':
-        return this.chainsFromStore(httpPolicy(this.services, info), info.owner);
+        return this.chainsFromStore(httpPolicy(this.services, info), info.owner, () => true);
       case 'long-lived-http':
         return longLivedHttpPolicy(this.services, info, this.live);
       default: {
@@ -134,18 +135,16 @@ export class SessionHost {
    * in flight (the store has it at its end) is refused saying so, `invalid_value` on `previous_response_id`, not
    * `previous_response_not_found`: `GET /v1/responses/{id}` finds that response, and a client that drops the id on
    * "not found" and sends the rest would lose the context. The client waits for its end (polls it), then continues.
+   * `fromStore`: whether the design reads this create's `previous_response_id` from the store (the design's own rule).
    */
-  private chainsFromStore(policy: ModePolicy, owner: string | null): ModePolicy {
+  private chainsFromStore(policy: ModePolicy, owner: string | null, fromStore: (params: CreateParams) => boolean): ModePolicy {
     return {
       ...policy,
       plan: async (params, metrics, lane) => {
         try {
           return await policy.plan(params, metrics, lane);
         } catch (err) {
-          const prev = params.previous_response_id;
-          // A ws-mode create with `store: false` continues only from its connection's cache: the store is no help there.
-          const fromStore = policy.protocol !== 'ws' || params.store;
-          throw fromStore ? this.stillRunning(err, prev, owner) : err;
+          throw fromStore(params) ? this.stillRunning(err, params.previous_response_id, owner) : err;
         }
       },
     };

@@ -21,7 +21,7 @@ import type { Protocol } from '../protocol/designs.js';
 
 export interface RunRecord {
   response_id: string;
-  /** The wire protocol that carried it: `long-lived`, `ws` or `http`. */
+  /** The design that carried it (`Protocol`, protocol/designs.ts). */
   protocol: Protocol;
   connection: string | null;
   /** Who asked for it: the API key's owner id, null when the server has no keys. */

@@ -22,6 +22,11 @@ export interface DemoDesign {
   starts_with: string;
   /** What the client sends to continue after its tools ran (shown in the wire log). */
   continues_with: string;
+  /**
+   * Whether that continuation names the response it continues (`previous_response_id`): the wire log then shows the
+   * id with each continuation. Stated per design, so a new design says it here (the log once decided by the name `ws`).
+   */
+  continues_by_id: boolean;
   /** One sentence for the page: what survives between model calls. */
   keeps: string;
 }
@@ -34,6 +39,7 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
     label: 'Long-lived Response',
     starts_with: 'response.create',
     continues_with: 'response.append',
+    continues_by_id: false,
     keeps:
       'One Response stays open for the whole run: at a tool call it pauses (response.done), the client appends only the tool outputs, and the server carries on with everything it had already checked and tokenised.',
   },
@@ -44,6 +50,7 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
     label: 'WebSocket mode',
     starts_with: 'response.create',
     continues_with: 'response.create + previous_response_id',
+    continues_by_id: true,
     keeps:
       'Each model call is a new Response on the same connection; the server caches the previous one, so the client sends previous_response_id and the new items, but every call pays for a new response, its routing and its bookkeeping.',
   },
@@ -54,6 +61,7 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
     label: 'HTTP + SSE',
     starts_with: 'POST /v1/responses',
     continues_with: 'POST /v1/responses (whole conversation)',
+    continues_by_id: false,
     keeps:
       'Nothing survives between calls: every model call is a new POST carrying the whole conversation, which the server validates, tokenises and scans again from the start, so its work grows with every call.',
   },
@@ -64,6 +72,7 @@ export const DEMO_DESIGNS: readonly DemoDesign[] = [
     label: 'Long-lived over HTTP',
     starts_with: 'POST /v1/responses?protocol=long-lived',
     continues_with: 'POST /v1/responses/{id}/append',
+    continues_by_id: false,
     keeps:
       'The same long-lived Response without a WebSocket: one SSE stream stays open for the whole run, the client posts only the tool outputs to append, and the server keeps everything it had already checked and tokenised.',
   },

@@ -182,7 +182,7 @@ export class Lane {
     const d = this.o.design;
     const first = why !== 'tools answered';
     const event = first ? d.starts_with : d.continues_with;
-    const prev = !first && d.client === 'ws' && this.lastResponseId ? `previous_response_id=${this.lastResponseId}` : why;
+    const prev = !first && d.continues_by_id && this.lastResponseId ? `previous_response_id=${this.lastResponseId}` : why;
     this.pendingOut = { at: this.nextSendAt, event, detail: prev };
   }
 

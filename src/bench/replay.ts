@@ -7,7 +7,8 @@
  * conversation when the turn has `replace_history`); the model
  * replays the recorded calls with their recorded call_ids, and the tool
  * executor answers each with the recorded output (after sleeping the recorded
- * duration × `toolFactor` when the factor is above 0). A call the workload
+ * duration × `toolFactor` when the factor is above 0; a duration counts 0 to
+ * MAX_TOOL_MS, workload/types.ts `toolWaitMs`). A call the workload
  * does not expect at that point is a divergence and fails the run: the
  * numbers of a replay that went off script would mean nothing.
  *
@@ -25,7 +26,7 @@ import { realClock } from '../model/clock.js';
 import type { ServerEvent, TimingEvent } from '../protocol/events.js';
 import type { FunctionCall } from '../protocol/objects.js';
 import { callsOf } from '../workload/replayable.js';
-import type { Workload } from '../workload/types.js';
+import { toolWaitMs, type Workload } from '../workload/types.js';
 import { firstInputWithNonce } from './workload-prep.js';
 
 export interface TurnSample {
@@ -203,7 +204,9 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
       toolStart[g] = at;
       turn.done_ms = at - t0 - turn.sent_at_ms;
     }
-    if (opts.toolFactor > 0 && recorded.duration_ms > 0) await realClock.sleep(recorded.duration_ms * opts.toolFactor, signal);
+    // As the readers take a recorded time (toolWaitMs: none below 0, none past MAX_TOOL_MS), for a workload built otherwise too.
+    const toolMs = toolWaitMs(recorded.duration_ms);
+    if (opts.toolFactor > 0 && toolMs > 0) await realClock.sleep(toolMs * opts.toolFactor, signal);
     returned[g] = (returned[g] ?? 0) + 1;
     if (returned[g] === callCounts[g]) {
       const end = performance.now();

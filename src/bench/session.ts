@@ -22,7 +22,7 @@ import type { ModelConfig, Phase, Results, ResultsFile, RunMeta, RunRecord } fro
 import type { BenchConfig } from './runner.js';
 import { recompute } from './verdicts.js';
 import { flatModelTurns, modelCallCount } from '../workload/replayable.js';
-import type { Workload } from '../workload/types.js';
+import { toolWaitMs, type Workload } from '../workload/types.js';
 import { MAX_TIMER_MS } from '../limit-flags.js';
 
 /** One repetition of one design in a replay phase. */
@@ -255,7 +255,7 @@ function uncappedDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConf
   if (cfg.runTimeoutMs !== null) return cfg.runTimeoutMs;
   const calls = modelCallCount(w);
   const outTokens = flatModelTurns(w).reduce((n, t) => n + (t.output_tokens ?? 100), 0);
-  const tools = Object.values(w.toolOutputs).reduce((n, o) => n + o.duration_ms, 0) * cfg.toolFactor;
+  const tools = Object.values(w.toolOutputs).reduce((n, o) => n + toolWaitMs(o.duration_ms), 0) * cfg.toolFactor;
   const model = tps === null ? 0 : calls * (cfg.ttftMs + 2 * cfg.hops * cfg.hopMs + cfg.callHops * cfg.callHopMs) + outTokens * msPerToken(tps) + (w.recorded.input_tokens.at(-1) ?? 50_000) * msPerToken(cfg.prefillTps) * 2;
   return Math.round(60_000 + 3 * (model + tools + apiWorkMs(w, calls)));
 }

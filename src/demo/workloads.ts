@@ -24,7 +24,7 @@ import { WireError } from '../protocol/errors.js';
 import { callsOf, flatModelTurns } from '../workload/replayable.js';
 import { loadWorkloadFile } from '../workload/load.js';
 import { syntheticWorkload } from '../workload/synthetic.js';
-import type { Workload } from '../workload/types.js';
+import { toolWaitMs, type Workload } from '../workload/types.js';
 
 /** Where the bundled Codex rollout lives in the package (override: `llr serve --demo-workload FILE`). */
 export const DEFAULT_DEMO_WORKLOAD = fileURLToPath(new URL('../../workloads/codex-rollout-a.jsonl', import.meta.url));
@@ -128,7 +128,7 @@ function fromReplay(w: Workload, label: string, note: string): DemoWorkload {
   let toolMs = 0;
   for (const t of turns) {
     tokens += t.output_tokens ?? 0;
-    toolMs += Math.max(0, ...callsOf(t).map((c) => w.toolOutputs[c.call_id]?.duration_ms ?? 0));
+    toolMs += Math.max(0, ...callsOf(t).map((c) => toolWaitMs(w.toolOutputs[c.call_id]?.duration_ms ?? 0)));
   }
   return {
     label,
@@ -141,7 +141,11 @@ function fromReplay(w: Workload, label: string, note: string): DemoWorkload {
     min_output_tokens: tokens,
     min_tool_ms: toolMs,
     policy: () => replayPolicy(turns),
-    toolResult: (callId) => w.toolOutputs[callId] ?? null,
+    // Own properties only, each waited as the readers take a recorded time (toolWaitMs: 0 to MAX_TOOL_MS).
+    toolResult: (callId) => {
+      const r = Object.hasOwn(w.toolOutputs, callId) ? w.toolOutputs[callId] : undefined;
+      return r ? { output: r.output, duration_ms: toolWaitMs(r.duration_ms) } : null;
+    },
   };
 }
 

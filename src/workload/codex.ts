@@ -60,7 +60,9 @@
  *   trailing user turn with no answer is dropped (noted).
  * - Tool durations: the time between the call's and the output's records
  *   (`exec_command_end.duration` is a unified-exec process's whole life,
- *   spanning later calls), falling back to `exec_command_end`, then 0.
+ *   spanning later calls), falling back to `exec_command_end`, then 0. A
+ *   clock that went backwards between them counts 0; one that leapt forward
+ *   past MAX_TOOL_MS (5 minutes) counts MAX_TOOL_MS; each is noted.
  * - A call without output followed by a new user turn, or by `turn_aborted`,
  *   was interrupted: Codex answers it `"aborted"` in the next request, so the
  *   next user turn's input starts with that output. A call without output at
@@ -99,7 +101,7 @@ import {
 } from './codex-items.js';
 import { buildUserTurn, sameUserText, type PendingFigures, type RawCall, type TurnBuild, type Visible } from './codex-turns.js';
 import { inferInputTokens, reasoningTokens, type ContextOp } from './infer.js';
-import { MAX_TOKEN_COUNT, WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
+import { MAX_TOKEN_COUNT, MAX_TOOL_MS, toolWaitMs, WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
 /** A `tool_search_call` the client ran (`execution: "client"`) is replayed as a function call of this name. */
@@ -155,7 +157,7 @@ class RolloutParser {
   private readonly ctx: ContextOp[] = [];
   private readonly userMessages: string[] = [];
   private readonly pending = new Map<string, { line: number; name: string; ts: number | undefined; aborted: boolean }>();
-  private readonly answered = new Map<string, { output: string; callTs: number | undefined; ts: number | undefined }>();
+  private readonly answered = new Map<string, { output: string; callTs: number | undefined; ts: number | undefined; callLine: number; line: number }>();
   private readonly abortedIds = new Set<string>();
   private readonly execEndMs = new Map<string, number>();
   private readonly schemas = new ToolSchemas();
@@ -413,7 +415,7 @@ class RolloutParser {
       this.fail(`output for call_id ${callId}, which ${this.answered.has(callId) ? 'already has one' : 'no earlier call has'}`);
     }
     this.pending.delete(callId);
-    this.answered.set(callId, { output, callTs: call.ts, ts });
+    this.answered.set(callId, { output, callTs: call.ts, ts, callLine: call.line, line: this.line });
     this.stats.tool_output_bytes += Buffer.byteLength(output, 'utf8');
     this.ctx.push({ kind: 'add', item: { type: 'function_call_output', call_id: callId, output } });
   }
@@ -615,12 +617,7 @@ class RolloutParser {
       }
     }
     // Built as own properties: an assignment to toolOutputs['__proto__'] would set the prototype instead.
-    const toolOutputs: Workload['toolOutputs'] = Object.fromEntries(
-      [...this.answered].map(([callId, a]) => {
-        const gap = a.callTs !== undefined && a.ts !== undefined ? Math.max(0, a.ts - a.callTs) : undefined;
-        return [callId, { output: a.output, duration_ms: Math.round(gap ?? this.execEndMs.get(callId) ?? 0) }];
-      }),
-    );
+    const toolOutputs: Workload['toolOutputs'] = Object.fromEntries([...this.answered].map(([callId, a]) => [callId, { output: a.output, duration_ms: this.toolMs(callId, a) }]));
     return {
       name: this.name,
       source,
@@ -637,6 +634,21 @@ class RolloutParser {
   }
 
   /**
+   * A call's tool time: from its record's timestamp to its output's, else `exec_command_end`'s duration, else 0; as
+   * replays wait it (types.ts `toolWaitMs`): a clock that went backwards between the two records counts 0, one that
+   * leapt forward past MAX_TOOL_MS counts MAX_TOOL_MS, each noted at the output's line.
+   */
+  private toolMs(callId: string, a: { callTs: number | undefined; ts: number | undefined; callLine: number; line: number }): number {
+    const gap = a.callTs !== undefined && a.ts !== undefined ? a.ts - a.callTs : undefined;
+    const ms = gap ?? this.execEndMs.get(callId) ?? 0;
+    // The specifics in `what`, one `why` per rule: a rollout whose clock jumps at every call folds into one note per rule.
+    const what = `the tool time of call ${callId}: ${Math.round(ms)} ms ${gap !== undefined ? `from its call's record (line ${a.callLine}) to its output's` : 'by its exec_command_end duration'}`;
+    if (ms < 0 || Number.isNaN(ms)) this.skip(what, 'negative: the clock went backwards between the records; the tool counts 0 ms', true, a.line);
+    else if (ms > MAX_TOOL_MS) this.skip(what, `past MAX_TOOL_MS (${MAX_TOOL_MS} ms): the clock leapt forward between the records, or the agent sat idle; the tool counts ${MAX_TOOL_MS} ms`, true, a.line);
+    return Math.round(toolWaitMs(ms));
+  }
+
+  /**
    * Note a record read but not replayed as recorded. A note that repeats (the same what and why) is kept
    * SKIPPED_KEPT times and counted after, in its last kept entry's `more`: 19 million unknown records held 4.2 GB
    * while read, and their notes made a neutral file (`llr workload convert`, the bench's) larger than the reader takes.
@@ -644,8 +656,8 @@ class RolloutParser {
    * one note saying so, counted in its `more`.
    * `fold: false` for a note changed later (it must stay its own).
    */
-  private skip(what: string, why: string, fold = true): void {
-    const entry: Skipped = { line: this.line, what, why };
+  private skip(what: string, why: string, fold = true, line = this.line): void {
+    const entry: Skipped = { line, what, why };
     if (fold) {
       const key = `${what}\u0000${why}`;
       const seen = this.folds.get(key);

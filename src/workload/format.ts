@@ -17,7 +17,7 @@ import { WireError } from '../protocol/errors.js';
 import { DEFAULT_PARSE_CAPS, parseCreateBody } from '../protocol/parse.js';
 import { checkJsonDepth, DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-text.js';
 import { ToolSchemas } from './codex-items.js';
-import { WorkloadError, type Workload } from './types.js';
+import { MAX_TOOL_MS, toolWaitMs, WorkloadError, type Workload } from './types.js';
 
 /** The schema, shipped beside the docs that explain it (the package includes it). */
 export const SCHEMA_PATH = new URL('../../docs/workload.schema.json', import.meta.url);
@@ -113,13 +113,21 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
   if (w.calls !== undefined && w.calls.length !== calls) {
     throw new WorkloadError(0, `${name}: /calls has ${w.calls.length} entries for ${calls} model calls`);
   }
+  // Durations as replays wait them (types.ts `toolWaitMs`): the schema keeps them at 0 or more, and one past MAX_TOOL_MS
+  // (a converter that took a clock's leap for a tool's time; 1e400 reads as Infinity) is MAX_TOOL_MS, noted.
+  const skipped = w.skipped !== undefined ? [...w.skipped] : [];
+  const durations = Object.entries(toolOutputs).map(([id, o]): [string, { output: string; duration_ms: number }] => {
+    const ms = o.duration_ms ?? 0;
+    if (ms > MAX_TOOL_MS) skipped.push({ line: 0, what: `/toolOutputs/${id}/duration_ms: ${ms} ms`, why: `past MAX_TOOL_MS (${MAX_TOOL_MS} ms): the tool counts ${MAX_TOOL_MS} ms` });
+    return [id, { output: o.output, duration_ms: toolWaitMs(ms) }];
+  });
   return {
     name: w.name ?? name,
     source: w.source ?? source,
     instructions: w.instructions ?? null,
     tools: w.tools ?? schemas.tools(),
     userTurns: w.userTurns,
-    toolOutputs: Object.fromEntries(Object.entries(toolOutputs).map(([id, o]) => [id, { output: o.output, duration_ms: o.duration_ms ?? 0 }])),
+    toolOutputs: Object.fromEntries(durations),
     recorded: {
       model_calls: w.recorded?.model_calls ?? w.recorded?.input_tokens?.length ?? 0,
       input_tokens: w.recorded?.input_tokens ?? [],
@@ -127,7 +135,7 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
     },
     ...(w.calls !== undefined && { calls: w.calls }),
     ...(w.origin !== undefined && { origin: w.origin }),
-    ...(w.skipped !== undefined && { skipped: w.skipped }),
+    ...((w.skipped !== undefined || skipped.length > 0) && { skipped }),
     stats: {
       lines: w.stats?.lines ?? 0,
       function_calls: w.stats?.function_calls ?? seen.size,

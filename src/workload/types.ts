@@ -51,6 +51,25 @@ export interface CallFigures {
  */
 export const MAX_TOKEN_COUNT = 1_000_000_000;
 
+/**
+ * The longest one replayed tool call waits, ms (5 minutes): a recorded tool time past it is taken as this. A rollout
+ * times a tool by its records' timestamps, and a clock that leaps forward between a call and its output (a laptop
+ * asleep, an NTP step, a session resumed the next day) recorded hours or days: a bench run with `--tool-factor` then
+ * slept them until its deadline (at most 2^31 - 1 ms, 24.8 days), and a demo race with tool time "as recorded" until
+ * its own. Codex's tools (a command's timeout, a sub-agent wait) answer well within it.
+ */
+export const MAX_TOOL_MS = 300_000;
+
+/**
+ * A recorded tool time as a replay waits it: negative (a clock that went backwards) or not a number is 0, past
+ * MAX_TOOL_MS (a clock that leapt forward) is MAX_TOOL_MS. The readers store durations this way (and note each one
+ * they changed); the bench and the demo apply it again to whatever workload they are given.
+ */
+export function toolWaitMs(ms: number): number {
+  if (!(ms > 0)) return 0;
+  return Math.min(ms, MAX_TOOL_MS);
+}
+
 /** A record the reader did not replay, and why. */
 export interface Skipped {
   line: number;

@@ -1,55 +1,73 @@
 /**
- * Many concurrent long-lived runs, each a real agent loop: the model calls
- * `exec_command` K times one after another, the client answers each pause,
- * the run completes. 1,000 × 10 in the long form, 100 × 5 in the quick one.
- * Every run must complete with a gapless stream and K function calls, and be
- * billed exactly once; the server must stay responsive throughout.
+ * Many concurrent runs of every design that pauses (one row each), each a
+ * real agent loop: the model calls `exec_command` K times one after another,
+ * the client answers each pause (`response.append` on a WebSocket, `POST
+ * /v1/responses/{id}/append` over HTTP), the run completes. 1,000 × 10 in the
+ * long form, 100 × 5 in the quick one. Every run must complete with a
+ * gapless stream and K function calls, and be billed exactly once; the server
+ * must stay responsive throughout.
  */
 import { Tally } from './oracle.js';
-import { outputs, shellCreate } from './bodies.js';
+import { asPost, outputs, shellCreate } from './bodies.js';
+import { openRun, send } from './http-peer.js';
 import { checkQuiescent, checkRecords } from './settle.js';
 import type { ScenarioContext } from './suite.js';
 import { WsPeer } from './ws-peer.js';
+import { designsFor } from './applies.js';
+import { designPath, isSocketDesign, type Protocol, type SocketProtocol } from '../protocol/designs.js';
 
 /** Bound on each step of a run (its next pause or its end) while every run is in flight at once, ms. */
 const STEP_BOUND_MS = 60_000;
 
 export async function run(ctx: ScenarioContext): Promise<Tally[]> {
+  const rows: Tally[] = [];
+  for (const design of designsFor('concurrency')) rows.push(await runDesign(ctx, design));
+  return rows;
+}
+
+async function runDesign(ctx: ScenarioContext, design: Protocol): Promise<Tally> {
   const runs = ctx.opts.quick ? 100 : 1_000;
   const calls = ctx.opts.quick ? 5 : 10;
-  const tally = new Tally('concurrency', `long-lived ${runs}×${calls}`);
-  // One connection per run, plus the harness's probes: past the default cap (1,024) the server would refuse some with 503.
-  await ctx.withServer(tally, { args: ['--max-connections', String(runs + 500)] }, async (target) => {
-    const peers: WsPeer[] = [];
-    // Open in waves so the listen backlog is not the thing under test.
-    for (let i = 0; i < runs; i += 100) {
-      const wave = await Promise.allSettled(Array.from({ length: Math.min(100, runs - i) }, () => WsPeer.connect(target.url, 'long-lived', ctx.opts.hangMs)));
-      for (const w of wave) {
-        if (w.status === 'fulfilled') peers.push(w.value);
-        else tally.fail('malformed', `connection ${peers.length}`, `could not connect: ${(w.reason as Error).message}`);
-      }
-    }
-    target.lastInput = `while ${runs} runs are in flight`;
+  const tally = new Tally('concurrency', `${design} ${runs}×${calls}`);
+  // One connection per run, plus the harness's probes (and, over HTTP, the appends): past the default cap (1,024) the
+  // server would refuse some with 503.
+  await ctx.withServer(tally, { args: ['--max-connections', String(2 * runs + 500)] }, async (target) => {
+    target.lastInput = `while ${runs} ${design} runs are in flight`;
     const health = setInterval(() => void target.checkAlive(tally, target.lastInput, { livenessOnly: true }), 1_000);
     const t0 = performance.now();
+    let ids: string[];
     try {
-      await Promise.all(peers.map((p, i) => agent(p, i, calls, STEP_BOUND_MS, tally)));
+      ids = isSocketDesign(design) ? await socketRuns(target.url, design, runs, calls, ctx.opts.hangMs, tally) : await httpRuns(target.url, design, runs, calls, ctx.opts.hangMs, tally);
     } finally {
       clearInterval(health);
     }
-    tally.notes.push(`${peers.length} runs × ${calls} calls in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    await Promise.all(peers.map((p) => p.close()));
-    await target.checkAlive(tally, `after ${runs} concurrent runs`, { livenessOnly: true });
-    const ids = peers.flatMap((p) => p.streams.map((s) => s.id).filter((x): x is string => x !== null));
+    tally.notes.push(`${ids.length} runs × ${calls} calls in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    await target.checkAlive(tally, `after ${runs} concurrent ${design} runs`, { livenessOnly: true });
     await checkRecords(target.url, ids, tally, ctx.opts.settleMs);
     await checkQuiescent(target.url, tally, ctx.opts.settleMs);
   });
-  return [tally];
+  return tally;
 }
 
-async function agent(peer: WsPeer, i: number, calls: number, boundMs: number, tally: Tally): Promise<void> {
-  const input = `long-lived run ${i}: ${calls} sequential exec_command calls`;
-  tally.inputs++;
+/** `runs` WebSocket agents at once, one connection each; the ids of the responses they saw. */
+async function socketRuns(url: string, design: SocketProtocol, runs: number, calls: number, hangMs: number, tally: Tally): Promise<string[]> {
+  const peers: WsPeer[] = [];
+  // Open in waves so the listen backlog is not the thing under test.
+  for (let i = 0; i < runs; i += 100) {
+    const wave = await Promise.allSettled(Array.from({ length: Math.min(100, runs - i) }, () => WsPeer.connect(url, design, hangMs)));
+    for (const w of wave) {
+      if (w.status === 'fulfilled') peers.push(w.value);
+      else tally.fail('malformed', `connection ${peers.length}`, `could not connect: ${(w.reason as Error).message}`);
+    }
+  }
+  await Promise.all(peers.map((p, i) => socketAgent(p, design, i, calls, STEP_BOUND_MS, tally)));
+  await Promise.all(peers.map((p) => p.close()));
+  return peers.flatMap((p) => p.streams.map((s) => s.id).filter((x): x is string => x !== null));
+}
+
+async function socketAgent(peer: WsPeer, design: Protocol, i: number, calls: number, boundMs: number, tally: Tally): Promise<void> {
+  const input = `${design} run ${i}: ${calls} sequential exec_command calls`;
+  tally.input(design);
   peer.send(shellCreate(calls));
   for (;;) {
     const ok = await peer.until(() => peer.current !== null && (peer.current.terminal !== null || peer.current.paused), boundMs);
@@ -64,10 +82,56 @@ async function agent(peer: WsPeer, i: number, calls: number, boundMs: number, ta
     peer.send(outputs(pending));
   }
   const s = peer.current!;
-  const problems = s.close();
-  if (problems.length) tally.fail('sequence', input, problems.slice(0, 3).join('; '));
-  if (s.terminal === 'response.completed') tally.responses++;
-  else tally.fail('malformed', input, `ended ${s.terminal} (${JSON.stringify(s.finalResponse?.['error'] ?? s.finalResponse?.['incomplete_details'] ?? null)})`);
-  if (s.calls.length !== calls) tally.fail('malformed', input, `${s.calls.length} function calls, expected ${calls}`);
+  judge(s.close(), s.terminal, s.finalResponse, s.calls.length, calls, input, tally);
   for (const p of peer.problems.splice(0)) tally.fail('malformed', input, p);
+}
+
+/** `runs` HTTP agents at once, each its run's SSE stream and an append per pause; the ids of the runs they opened. */
+async function httpRuns(url: string, design: Protocol, runs: number, calls: number, hangMs: number, tally: Tally): Promise<string[]> {
+  const ids: string[] = [];
+  await Promise.all(Array.from({ length: runs }, (_, i) => httpAgent(url, design, i, calls, hangMs, STEP_BOUND_MS, tally).then((id) => id && ids.push(id))));
+  return ids;
+}
+
+async function httpAgent(url: string, design: Protocol, i: number, calls: number, hangMs: number, boundMs: number, tally: Tally): Promise<string | null> {
+  const input = `${design} run ${i}: ${calls} sequential exec_command calls`;
+  const headers = { 'Content-Type': 'application/json' };
+  tally.input(design);
+  const opened = await openRun(url, { method: 'POST', path: designPath(design), headers, body: Buffer.from(asPost(shellCreate(calls, { stream: true }))), label: input }, hangMs);
+  if (opened.kind !== 'stream') {
+    tally.fail(opened.kind === 'hang' ? 'hang' : 'malformed', input, `no stream opened (${opened.kind === 'answer' ? `HTTP ${opened.status} ${opened.body.toString('utf8').slice(0, 200)}` : opened.kind})`);
+    return null;
+  }
+  const live = opened.stream;
+  const s = live.sse.stream;
+  try {
+    for (;;) {
+      const ok = await live.until(() => s.terminal !== null || s.paused, boundMs);
+      if (!ok) {
+        tally.fail('hang', input, live.broken ?? (live.over ? 'the stream ended without a terminal event' : `no next pause or end within ${boundMs} ms (${s.calls.length} calls done)`));
+        return s.id;
+      }
+      if (s.terminal) break;
+      const pending = s.pendingCalls;
+      s.paused = false;
+      const body = JSON.stringify({ input: outputs(pending)['input'] });
+      const answer = await send(url, { method: 'POST', path: `/v1/responses/${encodeURIComponent(s.id ?? '')}/append`, headers, body: Buffer.from(body), label: 'append' }, hangMs);
+      if (answer.kind !== 'answer' || answer.status !== 202) {
+        tally.fail(answer.kind === 'hang' ? 'hang' : 'malformed', input, `the append was answered ${answer.kind === 'answer' ? `HTTP ${answer.status} ${answer.body.toString('utf8').slice(0, 200)}` : answer.kind}`);
+        return s.id;
+      }
+    }
+    if (!(await live.until(() => live.over, boundMs))) tally.fail('hang', input, `the stream did not end within ${boundMs} ms of its terminal event`);
+    judge([...live.sse.end().problems, ...s.close()], s.terminal, s.finalResponse, s.calls.length, calls, input, tally);
+    return s.id;
+  } finally {
+    live.req.destroy();
+  }
+}
+
+function judge(problems: string[], terminal: string | null, final: Record<string, unknown> | null, made: number, calls: number, input: string, tally: Tally): void {
+  if (problems.length) tally.fail('sequence', input, problems.slice(0, 3).join('; '));
+  if (terminal === 'response.completed') tally.responses++;
+  else tally.fail('malformed', input, `ended ${terminal} (${JSON.stringify(final?.['error'] ?? final?.['incomplete_details'] ?? null)})`);
+  if (made !== calls) tally.fail('malformed', input, `${made} function calls, expected ${calls}`);
 }

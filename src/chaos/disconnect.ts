@@ -1,12 +1,14 @@
 /**
  * A disconnect in every protocol state, on a paced model so runs are really
- * in flight: planning (close right after the create), streaming (after the
- * first delta), paused (long-lived, at `response.done`), mid-append (send the
- * outputs and close at once), queued (a second create behind the first).
- * Half the closes are clean close frames, half TCP resets. Over HTTP: an SSE
- * stream aborted mid-stream, a JSON request abandoned, an upload cut short;
- * and the long-lived Response over HTTP, its stream cut while it streams,
- * while it is paused, and right after an append was posted (mid-append).
+ * in flight, for every design of the designs table (one row each), by its
+ * shape: on a WebSocket, planning (close right after the create), streaming
+ * (after the first delta), paused (a design that pauses, at `response.done`),
+ * mid-append (send the outputs and close at once), queued (a second create
+ * behind the first); half the closes are clean close frames, half TCP
+ * resets. Over HTTP, a design that pauses (the long-lived Response over
+ * HTTP) has its stream cut while it streams, while it is paused, and right
+ * after an append was posted (mid-append); one that does not has an SSE
+ * stream aborted mid-stream, a JSON request abandoned, an upload cut short.
  *
  * Each run the client saw must end (cancelled or incomplete, billed once),
  * and after all of them nothing is left in progress and the server answers.
@@ -17,35 +19,76 @@ import { Tally } from './oracle.js';
 import { asPost, outputs, shellCreate, textCreate } from './bodies.js';
 import { checkQuiescent, checkRecords, type Target } from './settle.js';
 import type { ScenarioContext } from './suite.js';
-import { WsPeer, type WsProtocol } from './ws-peer.js';
+import { WsPeer } from './ws-peer.js';
+import { designsFor } from './applies.js';
+import { DESIGNS, designPath, isSocketDesign, type DesignTraits, type Protocol, type SocketProtocol } from '../protocol/designs.js';
 import { openRun, send } from './http-peer.js';
 
 const PACED = { paced: true, args: ['--tokens-per-second', '200', '--ttft-ms', '20'] };
 
 type State = 'planning' | 'streaming' | 'paused' | 'mid-append' | 'queued';
-const STATES: Record<WsProtocol, State[]> = {
-  'long-lived': ['planning', 'streaming', 'paused', 'mid-append', 'queued'],
-  ws: ['planning', 'streaming', 'queued'],
-};
+type HttpKind = 'sse mid-stream' | 'json before the answer' | 'upload cut short';
+
+/** The states a design's runs can be left in, by its shape: the queue is a WebSocket's; pausing, a design's that pauses. */
+function statesOf(d: DesignTraits): readonly State[] {
+  const paused: State[] = d.pauses ? ['paused', 'mid-append'] : [];
+  return d.transport === 'websocket' ? ['planning', 'streaming', ...paused, 'queued'] : ['streaming', ...paused];
+}
+
+/** One disconnect of a design's client, `rep` of the state's repetitions (every other one a TCP reset on a WebSocket). */
+type Disconnect = { label: string; go: () => Promise<{ ids?: string[]; id?: string; error?: string }> };
+
+/**
+ * What each round of disconnects is for a design: on a WebSocket, every state of `statesOf`, a close frame and a TCP
+ * reset in turn; over HTTP, a design that pauses has its stream cut in each of its states, one that does not has an
+ * SSE stream aborted mid-stream, a JSON request abandoned, an upload cut short.
+ */
+function rounds(design: Protocol, target: Target, reps: number, hangMs: number): Array<{ after: string; inputs: Disconnect[] }> {
+  const d = DESIGNS[design];
+  const path = designPath(design);
+  if (isSocketDesign(design)) {
+    return statesOf(d).map((state) => ({
+      after: `the '${state}' disconnects`,
+      inputs: Array.from({ length: reps }, (_, r) => ({
+        label: `${design} disconnect while ${state} (${r % 2 ? 'TCP reset' : 'close frame'}) #${r}`,
+        go: () => disconnectIn(target, design, state, r % 2 === 1, hangMs),
+      })),
+    }));
+  }
+  if (d.pauses) {
+    return statesOf(d).map((state) => ({
+      after: `the '${state}' disconnects`,
+      inputs: Array.from({ length: reps }, (_, r) => ({
+        label: `${design} disconnect while ${state} #${r}`,
+        go: () => pausingHttpDisconnect(target.url, path, state as 'streaming' | 'paused' | 'mid-append', hangMs),
+      })),
+    }));
+  }
+  const kinds: HttpKind[] = ['sse mid-stream', 'json before the answer', 'upload cut short'];
+  return Array.from({ length: reps }, (_, r) => ({
+    after: `disconnects round ${r}`,
+    inputs: kinds.map((kind) => ({ label: `${design} ${kind} #${r}`, go: () => httpDisconnect(target.url, path, kind, hangMs) })),
+  }));
+}
 
 export async function run(ctx: ScenarioContext): Promise<Tally[]> {
   const reps = ctx.opts.quick ? 2 : 20;
   const rows: Tally[] = [];
-  for (const protocol of ['long-lived', 'ws'] as const) {
-    const tally = new Tally('disconnect', protocol);
+  for (const design of designsFor('disconnect')) {
+    const tally = new Tally('disconnect', design);
     rows.push(tally);
     await ctx.withServer(tally, PACED, async (target) => {
       const ids: string[] = [];
-      for (const state of STATES[protocol]) {
-        for (let r = 0; r < reps; r++) {
-          const input = `${protocol} disconnect while ${state} (${r % 2 ? 'TCP reset' : 'close frame'}) #${r}`;
-          tally.inputs++;
-          const seen = await disconnectIn(target, protocol, state, r % 2 === 1, ctx.opts.hangMs);
-          if (seen.error) tally.fail('hang', input, seen.error);
-          ids.push(...seen.ids);
+      for (const round of rounds(design, target, reps, ctx.opts.hangMs)) {
+        for (const input of round.inputs) {
+          tally.input(design);
+          const seen = await input.go();
+          if (seen.error) tally.fail('hang', input.label, seen.error);
+          if (seen.ids) ids.push(...seen.ids);
+          if (seen.id) ids.push(seen.id);
           tally.closes++;
         }
-        await target.checkAlive(tally, `${protocol} after the '${state}' disconnects`);
+        await target.checkAlive(tally, `${design} after ${round.after}`);
       }
       const statuses = await checkRecords(target.url, ids, tally, ctx.opts.settleMs);
       tally.responses = statuses.size;
@@ -53,51 +96,13 @@ export async function run(ctx: ScenarioContext): Promise<Tally[]> {
       await checkQuiescent(target.url, tally, ctx.opts.settleMs);
     });
   }
-  const http = new Tally('disconnect', 'http');
-  rows.push(http);
-  await ctx.withServer(http, PACED, async (target) => {
-    const ids: string[] = [];
-    for (let r = 0; r < reps; r++) {
-      for (const kind of ['sse mid-stream', 'json before the answer', 'upload cut short'] as const) {
-        http.inputs++;
-        http.closes++;
-        const seen = await httpDisconnect(target.url, kind, ctx.opts.hangMs);
-        if (seen.error) http.fail('hang', `http ${kind} #${r}`, seen.error);
-        if (seen.id) ids.push(seen.id);
-      }
-      await target.checkAlive(http, `http disconnects round ${r}`);
-    }
-    const statuses = await checkRecords(target.url, ids, http, ctx.opts.settleMs);
-    http.responses = statuses.size;
-    http.notes.push(`run statuses after disconnect: ${summarise(statuses)}`);
-    await checkQuiescent(target.url, http, ctx.opts.settleMs);
-  });
-  const llHttp = new Tally('disconnect', 'long-lived-http');
-  rows.push(llHttp);
-  await ctx.withServer(llHttp, PACED, async (target) => {
-    const ids: string[] = [];
-    for (const state of ['streaming', 'paused', 'mid-append'] as const) {
-      for (let r = 0; r < reps; r++) {
-        llHttp.inputs++;
-        llHttp.closes++;
-        const seen = await longLivedHttpDisconnect(target.url, state, ctx.opts.hangMs);
-        if (seen.error) llHttp.fail('hang', `long-lived-http disconnect while ${state} #${r}`, seen.error);
-        if (seen.id) ids.push(seen.id);
-      }
-      await target.checkAlive(llHttp, `long-lived-http after the '${state}' disconnects`);
-    }
-    const statuses = await checkRecords(target.url, ids, llHttp, ctx.opts.settleMs);
-    llHttp.responses = statuses.size;
-    llHttp.notes.push(`run statuses after disconnect: ${summarise(statuses)}`);
-    await checkQuiescent(target.url, llHttp, ctx.opts.settleMs);
-  });
   return rows;
 }
 
-/** A long-lived run over HTTP whose client closes its stream while it streams, while it is paused, or right after posting an append. */
-async function longLivedHttpDisconnect(url: string, state: 'streaming' | 'paused' | 'mid-append', hangMs: number): Promise<{ id?: string; error?: string }> {
+/** A run over HTTP of a design that pauses, whose client closes its stream while it streams, while it is paused, or right after posting an append. */
+async function pausingHttpDisconnect(url: string, path: string, state: 'streaming' | 'paused' | 'mid-append', hangMs: number): Promise<{ id?: string; error?: string }> {
   const create = state === 'streaming' ? textCreate({ stream: true }) : shellCreate(3, { stream: true });
-  const input = { method: 'POST', path: '/v1/responses?protocol=long-lived', headers: { 'Content-Type': 'application/json' }, body: Buffer.from(asPost(create)), label: state };
+  const input = { method: 'POST', path, headers: { 'Content-Type': 'application/json' }, body: Buffer.from(asPost(create)), label: state };
   const opened = await openRun(url, input, hangMs);
   if (opened.kind !== 'stream') return { error: `no stream opened (${opened.kind === 'answer' ? `HTTP ${opened.status}` : opened.kind})` };
   const live = opened.stream;
@@ -125,7 +130,7 @@ function summarise(statuses: Map<string, string>): string {
   return [...n].map(([s, k]) => `${s}×${k}`).join(', ') || 'none seen';
 }
 
-async function disconnectIn(target: Target, protocol: WsProtocol, state: State, reset: boolean, hangMs: number): Promise<{ ids: string[]; error?: string }> {
+async function disconnectIn(target: Target, protocol: SocketProtocol, state: State, reset: boolean, hangMs: number): Promise<{ ids: string[]; error?: string }> {
   const peer = await WsPeer.connect(target.url, protocol);
   const ids = () => peer.streams.map((s) => s.id).filter((x): x is string => x !== null);
   const hang = async (what: string) => {
@@ -163,12 +168,12 @@ async function disconnectIn(target: Target, protocol: WsProtocol, state: State, 
   }
 }
 
-function httpDisconnect(url: string, kind: 'sse mid-stream' | 'json before the answer' | 'upload cut short', hangMs: number): Promise<{ id?: string; error?: string }> {
+function httpDisconnect(url: string, path: string, kind: HttpKind, hangMs: number): Promise<{ id?: string; error?: string }> {
   const { hostname, port } = new URL(url);
   if (kind === 'upload cut short') {
     return new Promise((resolve) => {
       const sock = connect(Number(port), hostname, () => {
-        sock.write(`POST /v1/responses HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"model":"sim-model","input":"`);
+        sock.write(`POST ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"model":"sim-model","input":"`);
         sock.destroy();
         resolve({});
       });
@@ -178,7 +183,7 @@ function httpDisconnect(url: string, kind: 'sse mid-stream' | 'json before the a
   const stream = kind === 'sse mid-stream';
   return new Promise((resolve) => {
     const body = asPost(textCreate({ stream, store: true }));
-    const req = request(`${url}/v1/responses`, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+    const req = request(`${url}${path}`, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => {

@@ -47,6 +47,8 @@ export class Tally {
   readonly closeCodes = new Map<number, number>();
   readonly errorCodes = new Map<string, number>();
   notes: string[] = [];
+  /** Inputs sent to each design (a row over several designs counts each): what the suite's coverage check reads. */
+  readonly exercised = new Map<string, number>();
 
   constructor(
     readonly scenario: string,
@@ -58,6 +60,17 @@ export class Tally {
     if (this.examples.filter((f) => f.kind === kind).length < MAX_EXAMPLES_PER_KIND) {
       this.examples.push({ kind, input: abbreviate(input), detail: abbreviate(detail, 400) });
     }
+  }
+
+  /** One input sent to `design`. */
+  input(design: string): void {
+    this.inputs++;
+    this.exercise(design);
+  }
+
+  /** `n` inputs sent to `design`, counted in `inputs` elsewhere. */
+  exercise(design: string, n = 1): void {
+    if (n > 0) this.exercised.set(design, (this.exercised.get(design) ?? 0) + n);
   }
 
   count(kind: FailureKind): number {

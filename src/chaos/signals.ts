@@ -1,11 +1,13 @@
 /**
- * Signals with a SQLite store file.
+ * Signals with a SQLite store file, on every design of the designs table (by
+ * its shape; one row per signal).
  *
- * SIGTERM with clients in every state (long-lived paused, ws streaming, ws
- * with queued creates, SSE streaming): each run in flight must get its
- * terminal event, each queued create an answer (an error such as
- * `server_shutting_down`), each socket a documented close, and the process
- * must exit 0 in time.
+ * SIGTERM with clients in every state: on a WebSocket, two runs paused (a
+ * design that pauses) or streaming (one that does not), and a run streaming
+ * with creates queued behind it; over HTTP, two SSE streams paused or
+ * streaming likewise. Each run in flight must get its terminal event, each
+ * queued create an answer (an error such as `server_shutting_down`), each
+ * socket a documented close, and the process must exit 0 in time.
  *
  * SIGKILL for durability: clients of every design loop `store:true`
  * requests; the server is killed the instant a client sees the n-th
@@ -24,6 +26,8 @@ import { ServerProc } from './proc.js';
 import { httpJson, type Target } from './settle.js';
 import type { ScenarioContext } from './suite.js';
 import { WsPeer } from './ws-peer.js';
+import { designsFor } from './applies.js';
+import { DESIGNS, designPath, isSocketDesign, type Protocol, type SocketProtocol } from '../protocol/designs.js';
 
 export async function run(ctx: ScenarioContext): Promise<Tally[]> {
   const dir = mkdtempSync(join(tmpdir(), 'llr-chaos-'));
@@ -40,27 +44,44 @@ async function sigterm(ctx: ScenarioContext, file: string): Promise<Tally> {
   for (let round = 0; round < rounds; round++) {
     await ctx.withServer(tally, { store: file, paced: true, args: ['--tokens-per-second', '40', '--ttft-ms', '20'] }, async (target) => {
       const hang = ctx.opts.hangMs;
-      const paused = await Promise.all([0, 1].map(() => WsPeer.connect(target.url, 'long-lived')));
-      const streaming = await Promise.all([0, 1].map(() => WsPeer.connect(target.url, 'ws')));
-      const queued = await WsPeer.connect(target.url, 'ws');
-      for (const p of paused) p.send(shellCreate(3));
-      for (const p of streaming) p.send(textCreate());
-      queued.send(textCreate());
-      queued.send(textCreate());
-      queued.send(textCreate());
-      const sse = [0, 1].map(() => sseClient(target.url, hang));
-      const ready = await Promise.all([
-        ...paused.map((p) => p.until(() => p.count('response.done') > 0, hang)),
-        ...streaming.map((p) => p.until(() => p.count('response.output_text.delta') > 0, hang)),
-        queued.until(() => queued.count('response.output_text.delta') > 0, hang),
-        ...sse.map((s) => s.firstDelta),
-      ]);
-      if (ready.some((r) => !r)) tally.fail('hang', `SIGTERM round ${round}: setting up clients`, 'a client never reached its state');
-      tally.inputs += 2 + 2 + 3 + 2;
+      const designs = designsFor('signals');
+      // Per WebSocket design: two runs paused (a design that pauses) or streaming, and one streaming with two creates
+      // queued behind it. Per HTTP design: two SSE streams, paused or streaming likewise.
+      const inFlight: Array<{ p: WsPeer; input: string }> = [];
+      const queued: Array<{ p: WsPeer; design: SocketProtocol }> = [];
+      const sse: Array<{ design: Protocol; client: ReturnType<typeof sseClient> }> = [];
+      const ready: Array<Promise<boolean>> = [];
+      for (const design of designs) {
+        const pauses = DESIGNS[design].pauses;
+        if (isSocketDesign(design)) {
+          for (const p of await Promise.all([0, 1].map(() => WsPeer.connect(target.url, design)))) {
+            p.send(pauses ? shellCreate(3) : textCreate());
+            ready.push(pauses ? p.until(() => p.count('response.done') > 0, hang) : p.until(() => p.count('response.output_text.delta') > 0, hang));
+            inFlight.push({ p, input: `SIGTERM with a ${design} run ${pauses ? 'paused' : 'streaming'}` });
+          }
+          const q = await WsPeer.connect(target.url, design);
+          for (let i = 0; i < 3; i++) q.send(textCreate());
+          ready.push(q.until(() => q.count('response.output_text.delta') > 0, hang));
+          queued.push({ p: q, design });
+          tally.input(design);
+          tally.input(design);
+          tally.inputs += 3;
+          tally.exercise(design, 3);
+        } else {
+          for (let i = 0; i < 2; i++) {
+            const body = asPost(pauses ? shellCreate(3, { stream: true, store: true }) : textCreate({ stream: true, store: true }));
+            const client = sseClient(target.url, hang, designPath(design), body, pauses ? 'event: response.done' : 'response.output_text.delta');
+            sse.push({ design, client });
+            ready.push(client.ready);
+            tally.input(design);
+          }
+        }
+      }
+      const ok = await Promise.all(ready);
+      if (ok.some((r) => !r)) tally.fail('hang', `SIGTERM round ${round}: setting up clients`, 'a client never reached its state');
       target.server.signal('SIGTERM');
       const exitTimer = setTimeout(() => target.server.proc.kill('SIGKILL'), hang);
-      for (const [i, p] of [...paused, ...streaming].entries()) {
-        const input = `SIGTERM with ${i < 2 ? 'a long-lived run paused' : 'a ws run streaming'}`;
+      for (const { p, input } of inFlight) {
         await Promise.race([p.closed, new Promise((r) => setTimeout(r, hang))]);
         const s = p.streams[0];
         if (s?.terminal) tally.responses++;
@@ -68,16 +89,19 @@ async function sigterm(ctx: ScenarioContext, file: string): Promise<Tally> {
         for (const q of s?.close() ?? []) if (q !== 'no terminal event') tally.fail('sequence', input, q);
         judgeClose(p, tally, input);
       }
-      await Promise.race([queued.closed, new Promise((r) => setTimeout(r, hang))]);
-      const answered = queued.streams.filter((s) => s.terminal).length + queued.connErrors.size;
-      tally.responses += queued.streams.filter((s) => s.terminal).length;
-      if (answered < 3) tally.fail('hang', 'SIGTERM with one ws run streaming and two creates queued behind it', `${3 - answered} of 3 creates got no answer (no terminal event, no server_shutting_down error) before close ${queued.closeInfo?.code ?? 'none'}`);
-      judgeClose(queued, tally, 'SIGTERM with queued creates');
-      for (const p of [...paused, ...streaming, queued]) for (const q of p.problems.splice(0)) tally.fail('malformed', 'SIGTERM with clients in every state', q);
-      for (const s of sse) {
-        const r = await s.result;
+      for (const { p, design } of queued) {
+        const input = `SIGTERM with one ${design} run streaming and two creates queued behind it`;
+        await Promise.race([p.closed, new Promise((r) => setTimeout(r, hang))]);
+        const answered = p.streams.filter((s) => s.terminal).length + p.connErrors.size;
+        tally.responses += p.streams.filter((s) => s.terminal).length;
+        if (answered < 3) tally.fail('hang', input, `${3 - answered} of 3 creates got no answer (no terminal event, no server_shutting_down error) before close ${p.closeInfo?.code ?? 'none'}`);
+        judgeClose(p, tally, input);
+      }
+      for (const p of [...inFlight.map((x) => x.p), ...queued.map((x) => x.p)]) for (const q of p.problems.splice(0)) tally.fail('malformed', 'SIGTERM with clients in every state', q);
+      for (const { design, client } of sse) {
+        const r = await client.result;
         const problems = r.error ? [r.error] : [...r.problems];
-        if (problems.length) tally.fail('sequence', 'SIGTERM with an SSE stream in flight', problems.slice(0, 3).join('; '));
+        if (problems.length) tally.fail('sequence', `SIGTERM with a ${design} SSE stream in flight`, problems.slice(0, 3).join('; '));
         else tally.responses++;
       }
       const exit = await target.server.exited;
@@ -95,22 +119,22 @@ function judgeClose(p: WsPeer, tally: Tally, input: string): void {
   else tally.fail('close', input, `closed with ${p.closeInfo.code} instead of a documented code`);
 }
 
-/** An SSE client that reads the whole stream; `firstDelta` once text is flowing. */
-function sseClient(url: string, boundMs: number, body = asPost(textCreate({ stream: true, store: true }))) {
+/** An SSE client of the design at `path` that reads the whole stream; `ready` once the stream holds `mark` (text flowing, a pause). */
+function sseClient(url: string, boundMs: number, path: string, body: string, mark: string) {
   let onDelta: (ok: boolean) => void = () => {};
-  const firstDelta = new Promise<boolean>((r) => (onDelta = r));
+  const ready = new Promise<boolean>((r) => (onDelta = r));
   const result = new Promise<{ problems: string[]; error?: string }>((resolve) => {
     const timer = setTimeout(() => {
       req.destroy();
       onDelta(false);
       resolve({ problems: [], error: `the SSE stream did not end within ${boundMs} ms` });
     }, boundMs * 2);
-    const req = request(`${url}/v1/responses`, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+    const req = request(`${url}${path}`, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => {
         text += c;
-        if (text.includes('response.output_text.delta')) onDelta(true);
+        if (text.includes(mark)) onDelta(true);
       });
       res.on('end', () => {
         clearTimeout(timer);
@@ -130,7 +154,7 @@ function sseClient(url: string, boundMs: number, body = asPost(textCreate({ stre
     });
     req.end(body);
   });
-  return { firstDelta, result };
+  return { ready, result };
 }
 
 async function sigkill(ctx: ScenarioContext, file: string): Promise<Tally> {
@@ -151,7 +175,8 @@ async function sigkill(ctx: ScenarioContext, file: string): Promise<Tally> {
           target.server.signal('SIGKILL');
         }
       };
-      await Promise.all([wsLoop(target, 'long-lived', sawCompleted, () => killed), wsLoop(target, 'ws', sawCompleted, () => killed), httpLoop(target.url, sawCompleted, () => killed)]);
+      const sent = (design: Protocol) => tally.exercise(design);
+      await Promise.all(designsFor('signals').map((d) => (isSocketDesign(d) ? wsLoop(target, d, sawCompleted, sent, () => killed) : httpLoop(target.url, d, sawCompleted, sent, () => killed))));
       await target.server.exited;
     });
     tally.inputs += killAfter;
@@ -177,7 +202,7 @@ async function sigkill(ctx: ScenarioContext, file: string): Promise<Tally> {
   return tally;
 }
 
-async function wsLoop(target: Target, protocol: 'long-lived' | 'ws', saw: (id: string, design: string) => void, killed: () => boolean): Promise<void> {
+async function wsLoop(target: Target, protocol: SocketProtocol, saw: (id: string, design: string) => void, sent: (design: Protocol) => void, killed: () => boolean): Promise<void> {
   let peer: WsPeer;
   try {
     peer = await WsPeer.connect(target.url, protocol);
@@ -191,16 +216,18 @@ async function wsLoop(target: Target, protocol: 'long-lived' | 'ws', saw: (id: s
   while (!killed() && peer.open) {
     const before = peer.count('response.completed') + peer.count('response.failed');
     peer.send(textCreate({ store: true }));
+    sent(protocol);
     await peer.until(() => peer.count('response.completed') + peer.count('response.failed') > before, 10_000);
   }
   peer.terminate();
 }
 
-async function httpLoop(url: string, saw: (id: string, design: string) => void, killed: () => boolean): Promise<void> {
+async function httpLoop(url: string, design: Protocol, saw: (id: string, design: string) => void, sent: (design: Protocol) => void, killed: () => boolean): Promise<void> {
   const body = asPost(textCreate({ stream: true, store: true }));
   while (!killed()) {
+    sent(design);
     await new Promise<void>((resolve) => {
-      const req = request(`${url}/v1/responses`, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+      const req = request(`${url}${designPath(design)}`, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => {
@@ -208,7 +235,7 @@ async function httpLoop(url: string, saw: (id: string, design: string) => void, 
           const m = /event: response\.completed\ndata: \{"type":"response\.completed","response":\{"id":"([^"]+)"/.exec(text);
           if (m) {
             text = '';
-            saw(m[1]!, 'http');
+            saw(m[1]!, design);
           }
         });
         res.on('end', () => resolve());

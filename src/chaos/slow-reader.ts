@@ -1,8 +1,9 @@
 /**
- * Clients that stop reading. Over WebSocket: a raw TCP client does the
- * upgrade, queues fat creates (every lifecycle event carries megabytes) and
- * never reads again. Over SSE: raw TCP clients POST fat streamed requests
- * and never read. The server must keep its memory bounded (RSS growth under
+ * Clients that stop reading, on every design of the designs table (one row,
+ * its designs joined by `+`). Over a WebSocket design: a raw TCP client does
+ * the upgrade, queues fat creates (every lifecycle event carries megabytes)
+ * and never reads again. Over an HTTP design: raw TCP clients POST fat
+ * streamed requests and never read. The server must keep its memory bounded (RSS growth under
  * `SLOW_READER_RSS_BUDGET_MB` above a control: the same requests from
  * clients that read, sent first on the same server), drop a WebSocket reader
  * that does not read (at the send limit within a response, or by the
@@ -19,6 +20,8 @@ import { checkQuiescent, listRuns } from './settle.js';
 import { RssSampler } from './proc.js';
 import { WsPeer } from './ws-peer.js';
 import type { ScenarioContext } from './suite.js';
+import { designsFor } from './applies.js';
+import { designPath, isSocketDesign, type HttpProtocol, type Protocol, type SocketProtocol } from '../protocol/designs.js';
 
 /**
  * What slow readers may add to the server's peak RSS over the same requests
@@ -63,11 +66,11 @@ function open(url: string): Promise<Socket> {
   });
 }
 
-/** Upgrade a raw socket to ws mode; resolves once the 101 is read. */
-async function rawUpgrade(url: string): Promise<Socket> {
+/** Upgrade a raw socket to a WebSocket design; resolves once the 101 is read. */
+async function rawUpgrade(url: string, design: SocketProtocol): Promise<Socket> {
   const s = await open(url);
   const { host } = new URL(url);
-  s.write(`GET /v1/responses?protocol=ws HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+  s.write(`GET ${designPath(design)} HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
   await new Promise<void>((resolve, reject) => {
     let head = '';
     const onData = (c: Buffer) => {
@@ -113,7 +116,10 @@ function closedByServer(s: Socket, ms: number): Promise<{ closed: boolean; bytes
 
 export async function run(ctx: ScenarioContext): Promise<Tally[]> {
   const quick = ctx.opts.quick;
-  const tally = new Tally('slow-reader', 'ws+sse');
+  const designs = designsFor('slow-reader');
+  const sockets = designs.filter(isSocketDesign);
+  const posts = designs.filter((d): d is HttpProtocol => !isSocketDesign(d));
+  const tally = new Tally('slow-reader', designs.join('+'));
   const wsReaders = quick ? 1 : 2;
   // Each create's instructions are tokenized once by the server; the reader is owed them three times.
   const creates = quick ? 8 : 40;
@@ -130,59 +136,65 @@ export async function run(ctx: ScenarioContext): Promise<Tally[]> {
     // them) is the cost of the requests, not of slow reading; the budget
     // below is for what slow readers add on top.
     const controlRss = new RssSampler(() => target.server);
-    const controlIds = await readingControl(target.url, wsReaders, creates, wsBytes, sseReaders, sseBytes, ctx.opts.hangMs, tally);
+    const controlIds = await readingControl(target.url, sockets, posts, wsReaders, creates, wsBytes, sseReaders, sseBytes, ctx.opts.hangMs, tally);
     control = controlRss.stop();
     const slowRss = new RssSampler(() => target.server);
-    const wsSockets: Socket[] = [];
-    for (let r = 0; r < wsReaders; r++) {
-      const s = await rawUpgrade(target.url);
-      wsSockets.push(s);
-      const frame = wsFrame(JSON.stringify(fatCreate(wsBytes)));
-      for (let i = 0; i < creates; i++) {
-        tally.inputs++;
-        s.write(frame);
+    const wsSockets: Array<{ s: Socket; design: SocketProtocol }> = [];
+    const frame = wsFrame(JSON.stringify(fatCreate(wsBytes)));
+    for (const design of sockets) {
+      for (let r = 0; r < wsReaders; r++) {
+        const s = await rawUpgrade(target.url, design);
+        wsSockets.push({ s, design });
+        for (let i = 0; i < creates; i++) {
+          tally.input(design);
+          s.write(frame);
+        }
       }
     }
-    const sseSockets: Socket[] = [];
-    for (let r = 0; r < sseReaders; r++) {
-      const s = await open(target.url);
-      const body = asPost(fatCreate(sseBytes, { stream: true }));
-      s.write(`POST /v1/responses HTTP/1.1\r\nHost: ${new URL(target.url).host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-      s.pause();
-      tally.inputs++;
-      sseSockets.push(s);
+    const sseSockets: Array<{ s: Socket; design: HttpProtocol }> = [];
+    const body = asPost(fatCreate(sseBytes, { stream: true }));
+    for (const design of posts) {
+      for (let r = 0; r < sseReaders; r++) {
+        const s = await open(target.url);
+        s.write(`POST ${designPath(design)} HTTP/1.1\r\nHost: ${new URL(target.url).host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        s.pause();
+        tally.input(design);
+        sseSockets.push({ s, design });
+      }
     }
     // The server reads megabytes of frames and bodies before any run starts: wait (bounded) until each reader has a run
     // on record, or a quiescence check could pass before anything began.
     const deadline = performance.now() + ctx.opts.hangMs;
     for (;;) {
       const recs = ((await listRuns(target.url)) ?? []).filter((r) => !controlIds.has(String(r['response_id'])));
-      const started = (p: string) => recs.filter((r) => r['protocol'] === p).length;
-      if ((started('ws') >= wsReaders && started('http') >= sseReaders) || performance.now() > deadline) break;
+      const started = (p: Protocol) => recs.filter((r) => r['protocol'] === p).length;
+      if ((sockets.every((d) => started(d) >= wsReaders) && posts.every((d) => started(d) >= sseReaders)) || performance.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 25));
     }
     // Then wait (bounded) until the server has done all it will: every run ended, nothing in flight.
     await checkQuiescent(target.url, tally, ctx.opts.hangMs);
     await target.checkAlive(tally, 'slow readers while they are not reading', { livenessOnly: true });
     const runs = ((await listRuns(target.url)) ?? []).filter((r) => !controlIds.has(String(r['response_id'])));
-    const ws = runs.filter((r) => r['protocol'] === 'ws');
-    const completed = ws.filter((r) => r['status'] === 'completed').length;
     tally.responses = runs.length;
-    tally.notes.push(`ws runs: ${ws.length} started of ${creates * wsReaders} sent, ${completed} completed, ${ws.length - completed} ended otherwise`);
-    for (const [i, s] of wsSockets.entries()) {
+    for (const design of sockets) {
+      const ws = runs.filter((r) => r['protocol'] === design);
+      const completed = ws.filter((r) => r['status'] === 'completed').length;
+      tally.notes.push(`${design} runs: ${ws.length} started of ${creates * wsReaders} sent, ${completed} completed, ${ws.length - completed} ended otherwise`);
+    }
+    for (const [i, { s, design }] of wsSockets.entries()) {
       // Dropped by the send limit (owed more than it in one response) or by the heartbeat (it answers no ping).
       const seen = await closedByServer(s, 2 * WS_IDLE_MS + 2_000);
       tally.closes += seen.closed ? 1 : 0;
       // Each create owes the reader its instructions three times (created, in_progress, completed).
       const owed = creates * wsBytes * 3;
-      if (!seen.closed && owed <= WS_SEND_BUFFER_DEFAULT) tally.notes.push(`ws slow reader ${i} owed ${(owed / 1048576).toFixed(0)} MB, under the send limit: not dropped, as expected`);
+      if (!seen.closed && owed <= WS_SEND_BUFFER_DEFAULT) tally.notes.push(`${design} slow reader ${i} owed ${(owed / 1048576).toFixed(0)} MB, under the send limit: not dropped, as expected`);
       else if (!seen.closed) {
-        tally.fail('dropped', `ws slow reader ${i}: ${creates} creates × ${wsBytes} bytes of instructions, never read`, `the server still held the connection open ${2 * WS_IDLE_MS} ms after the heartbeat should have dropped it (${(seen.bytes / 1048576).toFixed(0)} MB read afterwards)`);
+        tally.fail('dropped', `${design} slow reader ${i}: ${creates} creates × ${wsBytes} bytes of instructions, never read`, `the server still held the connection open ${2 * WS_IDLE_MS} ms after the heartbeat should have dropped it (${(seen.bytes / 1048576).toFixed(0)} MB read afterwards)`);
       }
     }
-    for (const [i, s] of sseSockets.entries()) {
+    for (const [i, { s, design }] of sseSockets.entries()) {
       const seen = await closedByServer(s, 5_000);
-      tally.notes.push(`sse slow reader ${i}: ${seen.sawDone ? 'the whole stream was buffered for it and delivered' : 'dropped by the server'} (${(seen.bytes / 1048576).toFixed(0)} MB read afterwards)`);
+      tally.notes.push(`${design} sse slow reader ${i}: ${seen.sawDone ? 'the whole stream was buffered for it and delivered' : 'dropped by the server'} (${(seen.bytes / 1048576).toFixed(0)} MB read afterwards)`);
     }
     slow = slowRss.stop();
   });
@@ -193,28 +205,29 @@ export async function run(ctx: ScenarioContext): Promise<Tally[]> {
   // What slow readers add over serving the same requests: the peak over the higher of the control's peak and where the slow phase began.
   const growth = (slow.peak - Math.max(control.peak, slow.start)) / 1048576;
   if (growth > SLOW_READER_RSS_BUDGET_MB) {
-    tally.fail('rss', `${wsReaders} ws + ${sseReaders} sse slow readers`, `RSS peaked ${growth.toFixed(0)} MB over the same requests read promptly (budget ${SLOW_READER_RSS_BUDGET_MB} MB)`);
+    tally.fail('rss', `${wsReaders} slow readers on each of ${sockets.join(', ') || 'no WebSocket design'}, ${sseReaders} on each of ${posts.join(', ') || 'no HTTP design'}`, `RSS peaked ${growth.toFixed(0)} MB over the same requests read promptly (budget ${SLOW_READER_RSS_BUDGET_MB} MB)`);
   }
   return [tally];
 }
 
 /**
  * The same requests as the slow readers', from clients that read everything:
- * ws mode creates on a `ws` client (until each has its terminal event or an
- * error), SSE posts on raw sockets read to the end. Returns the ids of the
- * runs it caused, so the slow phase's counts leave them out.
+ * creates on a WebSocket client of each socket design (until each has its
+ * terminal event or an error), SSE posts of each HTTP design on raw sockets
+ * read to the end. Returns the ids of the runs it caused, so the slow phase's
+ * counts leave them out.
  */
-async function readingControl(url: string, wsReaders: number, creates: number, wsBytes: number, sseReaders: number, sseBytes: number, boundMs: number, tally: Tally): Promise<Set<string>> {
+async function readingControl(url: string, sockets: readonly SocketProtocol[], posts: readonly HttpProtocol[], wsReaders: number, creates: number, wsBytes: number, sseReaders: number, sseBytes: number, boundMs: number, tally: Tally): Promise<Set<string>> {
   const before = new Set(((await listRuns(url)) ?? []).map((r) => String(r['response_id'])));
   const frame = JSON.stringify(fatCreate(wsBytes));
-  const peers = await Promise.all(Array.from({ length: wsReaders }, () => WsPeer.connect(url, 'ws')));
+  const peers = await Promise.all(sockets.flatMap((d) => Array.from({ length: wsReaders }, () => WsPeer.connect(url, d))));
   const answered = (p: WsPeer) => p.events.filter((e) => e['type'] === 'error' || /^response\.(completed|failed|incomplete)$/.test(String(e['type']))).length;
   for (const p of peers) for (let i = 0; i < creates; i++) p.ws.send(frame);
   const { host } = new URL(url);
   const body = asPost(fatCreate(sseBytes, { stream: true }));
-  const sse = Array.from({ length: sseReaders }, async () => {
+  const sse = posts.flatMap((d) => Array.from({ length: sseReaders }, () => d)).map(async (design) => {
     const s = await open(url);
-    s.write(`POST /v1/responses HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    s.write(`POST ${designPath(design)} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     await closedByServer(s, boundMs * 4);
   });
   // Every frame is parsed and queued as in the slow phase; the first few runs are enough (a slow reader is dropped after

@@ -19,13 +19,16 @@ import { rowLine } from './report.js';
 import { RssSampler, type ServerProcOptions } from './proc.js';
 import { Target, checkQuiescent, type FuzzOptions } from './settle.js';
 import type { Protocol } from '../protocol/designs.js';
+import { designsFor, type ScenarioName } from './applies.js';
 import * as signals from './signals.js';
 import * as slowReader from './slow-reader.js';
+
+export { designsFor, SCENARIOS, type ScenarioName } from './applies.js';
 
 const MODULES = { disconnect, 'slow-reader': slowReader, concurrency, signals } as const;
 
 /**
- * Each server design's fuzzer, in the order the fuzz scenario runs them (one row each): the one place a new design
+ * Each server design's fuzzer (the fuzz scenario runs them in the designs table's order, one row each): the one place a new design
  * adds its fuzzer, which the `Protocol` key makes a compile error to forget.
  */
 const FUZZERS: { readonly [P in Protocol]: (target: Target, opts: FuzzOptions, tally: Tally) => Promise<void> } = {
@@ -39,9 +42,6 @@ const FUZZERS: { readonly [P in Protocol]: (target: Target, opts: FuzzOptions, t
 const RUN_RECORDS_MIN = 10_000;
 /** Estimated bytes allowed per kept record (engine/records.ts `recordBytes`: 4 KiB and 96 bytes a span): room for ~2,700 spans each. */
 const RECORD_BYTES_EACH = 256 * 1024;
-
-export const SCENARIOS = ['fuzz', 'disconnect', 'slow-reader', 'concurrency', 'signals'] as const;
-export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface ChaosOptions {
   /** Path of the built CLI (dist/cli.js). */
@@ -125,13 +125,14 @@ export async function runChaos(opts: ChaosOptions): Promise<Tally[]> {
   const say = opts.progress ?? (() => {});
   if (want('fuzz')) {
     ctx.share = opts.quick ? 'fuzz' : null;
-    for (const design of Object.keys(FUZZERS) as Protocol[]) {
+    for (const design of designsFor('fuzz')) {
       const tally = new Tally('fuzz', design);
       rows.push(tally);
       say(`fuzz ${design}: ${opts.inputs} inputs, seed ${opts.seed}`);
       await ctx.withServer(tally, {}, async (target) => {
         const common = { inputs: opts.inputs, seed: opts.seed, scale: ctx.scale, hangMs: opts.hangMs, batch: 50, settleMs: opts.settleMs };
         await FUZZERS[design](target, common, tally);
+        tally.exercise(design, tally.inputs);
         await checkQuiescent(target.url, tally, opts.settleMs);
       }, true);
     }

@@ -2,8 +2,8 @@
  * The chaos suite's short form, as CI runs it on every `npm test`: the same
  * scenarios as `npm run chaos` (seeded fuzzing of every client frame type and
  * HTTP request on every design, disconnects in every protocol state, slow
- * readers, concurrent long-lived runs, SIGTERM and SIGKILL with restarts),
- * fewer inputs. The server under test runs from `dist/cli.js` in its own
+ * readers, concurrent runs of the designs that pause, SIGTERM and SIGKILL
+ * with restarts, each scenario on every design it applies to), fewer inputs. The server under test runs from `dist/cli.js` in its own
  * process, so dist is rebuilt first (as the bench test does).
  *
  * It asserts that every property held (zero failures of every kind) and
@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { defaultOptions, runChaos } from '../../src/chaos/suite.js';
+import { defaultOptions, designsFor, runChaos, SCENARIOS } from '../../src/chaos/suite.js';
+import { DESIGNS, PROTOCOLS } from '../../src/protocol/designs.js';
 import { details, table } from '../../src/chaos/report.js';
 import type { Tally } from '../../src/chaos/oracle.js';
 
@@ -38,20 +39,25 @@ beforeAll(async () => {
 
 describe('chaos suite (short form)', () => {
   it('ran every scenario and design', () => {
+    // From the designs table (today: fuzz and disconnect a row per design, slow-reader one row over all four,
+    // concurrency a row per design that pauses, long-lived and long-lived-http), so a new design needs no edit here.
     expect(rows.map((r) => `${r.scenario}/${r.design}`)).toEqual([
-      'fuzz/long-lived',
-      'fuzz/ws',
-      'fuzz/http',
-      'fuzz/long-lived-http',
-      'disconnect/long-lived',
-      'disconnect/ws',
-      'disconnect/http',
-      'disconnect/long-lived-http',
-      'slow-reader/ws+sse',
-      'concurrency/long-lived 100×5',
+      ...designsFor('fuzz').map((d) => `fuzz/${d}`),
+      ...designsFor('disconnect').map((d) => `disconnect/${d}`),
+      `slow-reader/${designsFor('slow-reader').join('+')}`,
+      ...designsFor('concurrency').map((d) => `concurrency/${d} 100×5`),
       'signals/SIGTERM',
       'signals/SIGKILL durability',
     ]);
+  });
+
+  it('sent inputs to every design of the designs table in each scenario that applies to it, and to no other', () => {
+    // Every scenario applies to every design but concurrency, which applies to those whose runs pause.
+    for (const s of SCENARIOS) expect(designsFor(s), s).toEqual(s === 'concurrency' ? PROTOCOLS.filter((p) => DESIGNS[p].pauses) : PROTOCOLS);
+    for (const s of SCENARIOS) {
+      const exercised = new Set(rows.filter((r) => r.scenario === s).flatMap((r) => [...r.exercised].filter(([, n]) => n > 0).map(([d]) => d)));
+      expect([...exercised].sort(), s).toEqual([...designsFor(s)].sort());
+    }
   });
 
   it('exercised the server: inputs sent and answered on every row, responses streamed', () => {

@@ -35,7 +35,7 @@ function statesOf(d: DesignTraits): readonly State[] {
   return d.transport === 'websocket' ? ['planning', 'streaming', ...paused, 'queued'] : ['streaming', ...paused];
 }
 
-/** One disconnect of a design's client, `rep` of the state's repetitions (every other one a TCP reset on a WebSocket). */
+/** One disconnect: the input's name in a failure, and the disconnect itself (the ids of the runs it left, or what went wrong). */
 type Disconnect = { label: string; go: () => Promise<{ ids?: string[]; id?: string; error?: string }> };
 
 /**

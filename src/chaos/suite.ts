@@ -5,8 +5,10 @@
  * flight. `runChaos` returns one tally per scenario and design; the CLI
  * prints them, the CI test asserts that every failure count is zero.
  *
- * Long form: ≥ 2,000 fuzz inputs per design, 1,000 concurrent long-lived
- * runs × 10 calls. Quick form (CI): a few hundred inputs, 100 × 5.
+ * Each scenario runs every design of the designs table it applies to
+ * (applies.ts). Long form: ≥ 2,000 fuzz inputs per design, 1,000 concurrent
+ * runs × 10 calls per design that pauses. Quick form (CI): a few hundred
+ * inputs, 100 × 5.
  */
 import * as concurrency from './concurrency.js';
 import * as disconnect from './disconnect.js';

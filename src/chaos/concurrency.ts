@@ -30,8 +30,9 @@ async function runDesign(ctx: ScenarioContext, design: Protocol): Promise<Tally>
   const calls = ctx.opts.quick ? 5 : 10;
   const tally = new Tally('concurrency', `${design} ${runs}×${calls}`);
   // One connection per run, plus the harness's probes (and, over HTTP, the appends): past the default cap (1,024) the
-  // server would refuse some with 503.
-  await ctx.withServer(tally, { args: ['--max-connections', String(2 * runs + 500)] }, async (target) => {
+  // server would refuse some with 503. Over HTTP every run is open at once, past the default of 512 live runs (429).
+  const args = ['--max-connections', String(2 * runs + 500), '--max-live-http-runs', String(runs)];
+  await ctx.withServer(tally, { args }, async (target) => {
     target.lastInput = `while ${runs} ${design} runs are in flight`;
     const health = setInterval(() => void target.checkAlive(tally, target.lastInput, { livenessOnly: true }), 1_000);
     const t0 = performance.now();

@@ -16,6 +16,8 @@ export const WIRE_ERRORS = {
   missing_required_parameter: { status: 400, type: 'invalid_request_error', message: 'Missing required parameter.' },
   invalid_type: { status: 400, type: 'invalid_request_error', message: 'Invalid type for parameter.' },
   invalid_value: { status: 400, type: 'invalid_request_error', message: 'Invalid value for parameter.' },
+  // The API's code for a field it does not know (a typo, another endpoint's field): `Unknown parameter: 'x'.`
+  unknown_parameter: { status: 400, type: 'invalid_request_error', message: 'Unknown parameter.' },
   // The API's code for a parameter it knows but will not take here; this server's: a feature it does not serve.
   unsupported_parameter: { status: 400, type: 'invalid_request_error', message: 'Unsupported parameter.' },
   no_paused_response: { status: 400, type: 'invalid_request_error', message: 'There is no paused response on this connection to append to.' },

@@ -138,6 +138,7 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
       }
       let create;
       try {
+        checkCreateParameters(value);
         create = { type: 'response.create' as const, ...parseCreateBody(value, caps) };
         // The API: "background is not supported over WebSocket". Refused, not ignored: a client that asked for a run
         // that outlives its connection must not get one that a disconnect cancels.
@@ -220,6 +221,40 @@ function endsWithCompactionTrigger(input: unknown): boolean {
   if (!Array.isArray(input) || input.length === 0) return false;
   const last: unknown = input[input.length - 1];
   return isObj(last) && last['type'] === COMPACTION_TRIGGER;
+}
+
+/**
+ * Every top-level field a create may carry; any other is refused `400 unknown_parameter` naming it, as the API
+ * refuses it ("Unknown parameter: 'temprature'.", `param` the field: public client reports quote it). Before,
+ * unknown fields were ignored, so a typo passed here and failed against the API. The list is the union of the
+ * OpenAPI spec's `CreateResponse` (openai/openai-openapi `f85dbe2`), openai-node 7.59's `ResponseCreateParams`
+ * and its WebSocket `response.create` (`type`, `stream_id`, `generate`; the multi-agent beta's `multi_agent`),
+ * what real clients send beyond those (Codex 0.107–0.171 send `client_metadata` on every create, HTTP and
+ * WebSocket alike), the penalties this server echoes, and its own `llr`. A field a newer client sends that is not
+ * here is refused until it is added: the API knows its own newer fields, this list only what it was taken from.
+ */
+export const CREATE_PARAMETERS: ReadonlySet<string> = new Set([
+  // CreateResponse (spec) and ResponseCreateParams (openai-node 7.59)
+  'model', 'input', 'instructions', 'tools', 'tool_choice', 'parallel_tool_calls', 'previous_response_id', 'store',
+  'stream', 'stream_options', 'background', 'background_options', 'include', 'max_output_tokens', 'max_tool_calls',
+  'metadata', 'temperature', 'top_p', 'top_logprobs', 'user', 'safety_identifier', 'reasoning', 'text', 'truncation',
+  'service_tier', 'prompt', 'prompt_cache_key', 'prompt_cache_options', 'prompt_cache_retention', 'conversation',
+  'context_management', 'moderation', 'image', 'access_programs',
+  // the WebSocket response.create (openai-node 7.59 ResponsesClientEvent; the beta's ResponseCreate)
+  'type', 'stream_id', 'generate', 'multi_agent',
+  // Codex
+  'client_metadata',
+  // echoed by this server; this server's extension
+  'presence_penalty', 'frequency_penalty', 'llr',
+]);
+
+/** A create's fields are all in `CREATE_PARAMETERS`; the first that is not is refused, as the API names one. */
+export function checkCreateParameters(body: Obj): void {
+  for (const key in body) {
+    if (!Object.hasOwn(body, key) || CREATE_PARAMETERS.has(key)) continue;
+    const shown = key.length > 100 ? `${key.slice(0, 100)}…` : key;
+    throw new WireError('unknown_parameter', `Unknown parameter: '${shown}'.`, shown);
+  }
 }
 
 /** Parse the body of a create request (HTTP POST or `response.create`). */

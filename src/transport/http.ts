@@ -42,7 +42,7 @@ import { newId } from '../protocol/objects.js';
 import type { Response } from '../protocol/objects.js';
 import type { CreateParams } from '../protocol/events.js';
 import type { BackgroundResponse, Follower } from '../modes/background.js';
-import { parseAppendBody, parseCompactBody, parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
+import { checkCreateParameters, parseAppendBody, parseCompactBody, parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { Hold } from '../modes/server-bytes.js';
 import type { SendShare } from '../modes/send-bytes.js';
@@ -556,7 +556,9 @@ export class HttpTransport {
     const body = await readBody(req, limits.maxFrameBytes, hold);
     // Timed from the whole body's arrival (reading it is the network's time, not work): the response's `parse` span.
     const parseStart = this.host.now();
-    const params = withTimingOptIn(parseCreateBody(await parseEdgeJson(body, 'body', limits), parseCaps(limits)), timingHeader(req));
+    const json = await parseEdgeJson(body, 'body', limits);
+    if (json !== null && typeof json === 'object' && !Array.isArray(json)) checkCreateParameters(json as Record<string, unknown>);
+    const params = withTimingOptIn(parseCreateBody(json, parseCaps(limits)), timingHeader(req));
     const parse = { start: parseStart, end: this.host.now() };
     const log = this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol });
     // A create pipelined behind another answer on its connection starts once that answer is done, as a queued

@@ -6,6 +6,7 @@
  * per design").
  */
 import { describe, expect, it } from 'vitest';
+import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
 async function create(url: string, body: unknown): Promise<{ status: number; json: Record<string, any> }> {
@@ -103,6 +104,100 @@ describe('request parameters', () => {
     for (const tool of [fn(loose), fn(loose, false), fn({ ...loose, required: ['q', 'n'] }, true)]) {
       const ok = await create(url, { model: 'm', input: 'hi', tools: [tool] });
       expect(ok.status, JSON.stringify(ok.json['error'])).toBe(200);
+    }
+  });
+});
+
+describe('unknown create parameters', () => {
+  // What real clients send, taken from their requests to this server (2026-12): Codex 0.107, 0.169 and 0.171 send
+  // `client_metadata` on every create (HTTP and WebSocket) and `generate: false` to warm a WebSocket up; openai-node
+  // 7.59's types, the OpenAPI spec's CreateResponse and the WebSocket create add the rest.
+  const CODEX_HTTP = {
+    model: 'm',
+    instructions: 'be brief',
+    input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }],
+    tools: [],
+    tool_choice: 'auto',
+    parallel_tool_calls: false,
+    reasoning: { summary: 'auto' },
+    store: false,
+    stream: true,
+    include: ['reasoning.encrypted_content'],
+    prompt_cache_key: 'k',
+    client_metadata: { 'x-codex-turn-metadata': '{}' },
+  };
+
+  it("an unknown top-level field of a create is refused 400 unknown_parameter naming it, as the API refuses it (it was ignored, so a typo such as 'temprature' passed here and failed there)", async () => {
+    const { url } = await testServer();
+    const typo = await create(url, { model: 'm', input: 'hi', temprature: 0.2 });
+    expect(typo.status).toBe(400);
+    expect(typo.json['error']).toEqual({ type: 'invalid_request_error', code: 'unknown_parameter', param: 'temprature', message: "Unknown parameter: 'temprature'." });
+    // A field of another endpoint (Chat Completions') is unknown here too.
+    const chat = await create(url, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(chat.json['error']).toMatchObject({ code: 'unknown_parameter', param: 'messages' });
+  });
+
+  it('what Codex, openai-node and the spec send is taken: client_metadata, generate, and every field of openai-node 7.59 ResponseCreateParams', async () => {
+    const { url } = await testServer();
+    const codex = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(CODEX_HTTP) });
+    expect(codex.status).toBe(200);
+    await codex.text();
+    const every = await create(url, {
+      model: 'm',
+      input: 'hi',
+      instructions: null,
+      background: null,
+      background_options: null,
+      context_management: null,
+      conversation: null,
+      generate: true,
+      image: null,
+      include: null,
+      max_output_tokens: null,
+      max_tool_calls: null,
+      metadata: null,
+      moderation: null,
+      parallel_tool_calls: null,
+      previous_response_id: null,
+      prompt: null,
+      prompt_cache_key: null,
+      prompt_cache_options: null,
+      prompt_cache_retention: null,
+      reasoning: null,
+      safety_identifier: null,
+      service_tier: null,
+      store: null,
+      stream: null,
+      stream_options: null,
+      temperature: null,
+      text: null,
+      tool_choice: null,
+      tools: [],
+      top_logprobs: null,
+      top_p: null,
+      truncation: null,
+      user: 'u',
+      access_programs: null,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      client_metadata: null,
+      llr: null,
+    });
+    expect(every.status, JSON.stringify(every.json)).toBe(200);
+  });
+
+  it('over WebSocket a response.create with an unknown field gets an error event unknown_parameter in its lane; the frame fields (type, stream_id, generate) and Codex\'s are taken', async () => {
+    const { url } = await testServer();
+    const ws = await RawSocket.connect(url);
+    try {
+      ws.send({ type: 'response.create', model: 'm', input: 'hi', stream_id: 'a', temprature: 1 });
+      const err = await ws.next('error');
+      expect(err).toMatchObject({ stream_id: 'a', error: { type: 'invalid_request_error', code: 'unknown_parameter', param: 'temprature' } });
+      ws.send({ type: 'response.create', ...CODEX_HTTP, generate: false, stream_id: 'b' });
+      const done = await ws.next('response.completed');
+      expect(done.response.status).toBe('completed');
+    } finally {
+      ws.dispose();
     }
   });
 });

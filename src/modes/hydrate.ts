@@ -13,6 +13,7 @@ import type { RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import type { Services } from '../engine/services.js';
 import { MAX_CHAIN_LINKS, contextItems, unfinished } from '../store/types.js';
+import { findListedItem } from '../store/input-items.js';
 import { prepareFull } from './prepare.js';
 import { itemBytes } from '../engine/budget.js';
 import { runCooperative, type Work } from '../model/cooperative.js';
@@ -141,7 +142,8 @@ function* resolving(items: InputItem[], owner: string | null, services: Services
     if (signal?.aborted) return out;
     metrics.count('store_reads');
     const id = (item as { id: string }).id;
-    const found = services.store.getItem(id, owner);
+    // An id input_items derived (an item sent without one) is found through its response's list.
+    const found = services.store.getItem(id, owner) ?? (yield* findListedItem(services.store, id, owner));
     if (!found) throw new WireError('item_not_found', `Item with id '${id}' not found.`, `input[${i}].id`);
     bytes += itemBytes(found as InputItem);
     if (bytes > max) {

@@ -10,9 +10,9 @@
  * `status` and a content list (a string content becomes one `input_text`
  * part, or `output_text` for an assistant), a tool call or output has a
  * `status`, an `input_image` part a `detail` (`auto` when not sent). An item sent without an id gets one derived from the response id
- * and its position, the same at every listing (so a cursor stays valid), not
- * an id `item_reference` can name; so does the second of two items sent with
- * one id. Pure: no I/O.
+ * and its position, the same at every listing (so a cursor stays valid), that
+ * an `item_reference` can name as it names any stored item (`findListedItem`);
+ * so does the second of two items sent with one id. Pure: no I/O.
  */
 import { createHash } from 'node:crypto';
 import { WireError } from '../protocol/errors.js';
@@ -20,7 +20,7 @@ import { RESPONSE_INCLUDABLE } from '../protocol/parse.js';
 import { parseJsonWork, PARSE_CHUNK_CHARS, type ParseWork } from '../protocol/json-chunked.js';
 import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
 import type { InputItem } from '../protocol/objects.js';
-import { ownInputItems, type StoredResponse } from './types.js';
+import { ownInputItems, type ResponseStore, type StoredResponse } from './types.js';
 
 export const INPUT_ITEMS_PAGE_DEFAULT = 20;
 export const INPUT_ITEMS_PAGE_MAX = 100;
@@ -220,7 +220,7 @@ export class InputItemIndex {
     source: readonly InputItem[] | { load: () => ItemsLoad; bytes: number },
     bytes = 0,
   ) {
-    this.#base = createHash('sha256').update(responseId).digest('hex').slice(0, 24);
+    this.#base = idBase(responseId);
     if (Array.isArray(source)) {
       this.#items = source as readonly InputItem[];
       this.#load = null;
@@ -548,6 +548,42 @@ function isImageWithoutDetail(p: unknown): p is Record<string, unknown> {
 }
 
 /** `base`: hex of the response id's hash (`InputItemIndex`); the position follows it (8 hex digits: items are far fewer than 2^32). */
+/**
+ * What a derived id carries of its response: the hex of the response's own id (`resp_` and 32 hex digits, as
+ * `newId` makes them), so an `item_reference` naming a listed id finds its response (`listedItemResponse`) and
+ * the item at that position. Another id (none is made here) gets a hash of it, which no reference resolves. Ids
+ * were a hash of the response id before, the same at every listing but naming nothing `item_reference` could find.
+ */
+function idBase(responseId: string): string {
+  return RESPONSE_ID.test(responseId) ? responseId.slice(5) : createHash('sha256').update(responseId).digest('hex').slice(0, 24);
+}
+
+const RESPONSE_ID = /^resp_[0-9a-f]{32}$/;
+const DERIVED_ID = /^[a-z]+_([0-9a-f]{32})[0-9a-f]{8}(?:_[0-9]+)?$/;
+
+/** The response a derived id (`derivedId`, an `_n` suffix included) was listed under, or null for any other id. */
+export function listedItemResponse(itemId: string): string | null {
+  const m = DERIVED_ID.exec(itemId);
+  return m ? `resp_${m[1]}` : null;
+}
+
+/**
+ * The owner's stored item listed under `itemId` by `input_items` (derived: an item sent without an id, or the second
+ * of two sent with one), a copy, or undefined: the list is read and its ids derived as a listing derives them, in
+ * slices (the index is the store's cached one, shared with listings). Items that carry their own id are found by the
+ * store's `getItem`; this finds the rest.
+ */
+export function* findListedItem(store: Pick<ResponseStore, 'inputItems'>, itemId: string, owner: string | null): Generator<void, InputItem | undefined, void> {
+  const responseId = listedItemResponse(itemId);
+  if (responseId === null) return undefined;
+  const index = store.inputItems(responseId, owner);
+  if (!index) return undefined;
+  yield* index.derive();
+  if (index.gone) return undefined;
+  const at = index.position(itemId);
+  return at < 0 ? undefined : (structuredClone(index.items[at]) as InputItem);
+}
+
 function derivedId(type: string, base: string, index: number): string {
   return `${ID_PREFIX[type] ?? 'item'}_${base}${index.toString(16).padStart(8, '0')}`;
 }

@@ -10,7 +10,10 @@
  */
 import OpenAI from 'openai';
 import type { ResponseInputItem, ResponseItem } from 'openai/resources/responses/responses';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { testServer } from '../helpers/server.js';
 
 async function sdk() {
@@ -175,4 +178,39 @@ describe('stored responses read back', () => {
     await expect(client.responses.cancel(unstored.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
     await expect(client.responses.cancel('resp_missing')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
+});
+
+describe('item_reference to an input item by the id input_items lists', () => {
+  // The API keeps a stored response's input items as items of its own, with ids, and an item_reference names any
+  // stored item by its id. Here an item sent without an id is listed with one derived from its response and
+  // position; such an id was refused item_not_found.
+  for (const store of ['memory', 'file'] as const) {
+    it(`a listed id (derived, or the client's own) can be referenced in a later create (${store} store); one of no listed item, or another key's, is item_not_found`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'llr-ref-'));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+      const { url } = await testServer({ store: store === 'memory' ? 'memory' : join(dir, 'r.db'), apiKeys: ['k', 'other'] });
+      const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k', maxRetries: 0 });
+      const r = await client.responses.create({ model: 'm', input: INPUT });
+      const listed = (await client.responses.inputItems.list(r.id, { order: 'asc' })).data;
+      expect(listed.map((i) => i.id)).toContain('msg_client_given');
+      for (const [i, item] of listed.entries()) {
+        // A call needs its output in the context, an output its call.
+        const before = item.type === 'function_call_output' ? [INPUT[3]!] : [];
+        const after = item.type === 'function_call' ? [INPUT[4]!] : [];
+        const again = await client.responses.create({ model: 'm', input: [...before, { type: 'item_reference', id: item.id }, ...after] });
+        const got = (await client.responses.inputItems.list(again.id, { order: 'asc' })).data[before.length]!;
+        // The item resolved is the one listed at that position (listed under the new response's own id for it).
+        expect({ ...got, id: item.id }, `#${i}`).toEqual(item);
+      }
+      const derived = listed[0]!.id;
+      const elsewhere = derived.slice(0, -1) + (derived.endsWith('f') ? 'e' : 'f');
+      const post = (key: string, id: string) =>
+        fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'm', input: [{ type: 'item_reference', id }] }) });
+      for (const [key, id] of [['k', elsewhere], ['other', derived]] as const) {
+        const res = await post(key, id);
+        expect(res.status, `${key} ${id}`).toBe(400);
+        expect(((await res.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: 'item_not_found', param: 'input[0].id' });
+      }
+    });
+  }
 });

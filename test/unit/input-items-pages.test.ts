@@ -66,7 +66,8 @@ const msg = (content: string, id?: string) => ({ type: 'message', role: 'user', 
 function reference(rec: StoredResponse, q: InputItemsQuery): { ids: string[]; first: number; count: number; has_more: boolean } | 'bad' {
   const items = ownInputItems(rec);
   const seen = new Set<string>();
-  const base = createHash('sha256').update(rec.response.id).digest('hex').slice(0, 24);
+  // The response id's own hex (so an item_reference finds the response), or a hash of an id of another shape.
+  const base = /^resp_[0-9a-f]{32}$/.test(rec.response.id) ? rec.response.id.slice(5) : createHash('sha256').update(rec.response.id).digest('hex').slice(0, 24);
   const prefix: Record<string, string> = { message: 'msg', function_call: 'fc', function_call_output: 'fco', reasoning: 'rs', compaction: 'cmp' };
   const ids = items.map((item, i) => {
     const own = (item as { id?: unknown }).id;

@@ -95,9 +95,10 @@ export interface RunPlan {
   postInference: 'inline' | 'overlapped';
   /**
    * An append's items as the mode reads them before any check (the long-lived designs replace each
-   * `item_reference` by the stored item it names, or refuse it, `item_not_found`); absent, as sent.
+   * `item_reference` by the stored item it names, or by the item of this run it names, `held`: the run is stored
+   * only when it ends; or refuse it, `item_not_found`); absent, as sent.
    */
-  resolveAppend?(items: readonly InputItem[], metrics: RunMetrics, signal: AbortSignal): Promise<readonly InputItem[]>;
+  resolveAppend?(items: readonly InputItem[], metrics: RunMetrics, signal: AbortSignal, held: (id: string) => InputItem | undefined): Promise<readonly InputItem[]>;
 }
 
 /** What the run may ask of whoever carries it. */
@@ -266,7 +267,7 @@ export class ResponseRun {
     const fresh: InputItem[] = [];
     const answering = new Set<string>();
     // The run's signal stops the resolution early when the run ends (a cancel, a dropped client, the pause timeout).
-    const resolved = this.plan.resolveAppend ? await this.plan.resolveAppend(items, this.metrics, this.abort.signal) : items;
+    const resolved = this.plan.resolveAppend ? await this.plan.resolveAppend(items, this.metrics, this.abort.signal, heldItems(ctx.items)) : items;
     // The resolution may yield (many references): the run may have ended meanwhile.
     if (!this.paused || this.end) throw this.endedWhileAppending();
     for (const [i, item] of resolved.entries()) {
@@ -957,3 +958,23 @@ const TERMINAL: Record<EndStatus, LifecycleType> = {
   incomplete: 'response.incomplete',
   cancelled: 'response.cancelled',
 };
+
+/**
+ * The items of a run's context by id, for an append's `item_reference` to an item of its own run (its input, its
+ * output items, what was appended before): indexed at the first reference the store does not have, once per append,
+ * a copy of each item found. The first item with an id wins, as a listing's first does.
+ */
+function heldItems(items: readonly InputItem[]): (id: string) => InputItem | undefined {
+  let byId: Map<string, InputItem> | undefined;
+  return (id) => {
+    if (byId === undefined) {
+      byId = new Map();
+      for (const item of items) {
+        const own = (item as { id?: unknown }).id;
+        if (typeof own === 'string' && own !== '' && item.type !== 'item_reference' && !byId.has(own)) byId.set(own, item);
+      }
+    }
+    const found = byId.get(id);
+    return found === undefined ? undefined : structuredClone(found);
+  };
+}

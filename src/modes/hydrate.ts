@@ -118,16 +118,31 @@ function brokenChain(id: string, owner: string | null, services: Services): Wire
  * 2,000 references to one stored 4 MB message (a 90 KB request) parsed 8 GB and the server died out of memory
  * (outside attack). Refused `context_length_exceeded` at the first reference past it.
  */
-export async function resolveReferences(items: InputItem[], owner: string | null, services: Services, metrics: RunMetrics, signal?: AbortSignal): Promise<InputItem[]> {
+export async function resolveReferences(
+  items: InputItem[],
+  owner: string | null,
+  services: Services,
+  metrics: RunMetrics,
+  signal?: AbortSignal,
+  held?: (id: string) => InputItem | undefined,
+): Promise<InputItem[]> {
   if (!items.some((i) => i.type === 'item_reference')) return items;
   // In slices (`runCooperative`): each reference is a store read and a parse, and 49,000 of them to small stored items
   // held one loop turn ~0.5 s (/health 0.8 s against 0.2 s for the same items sent inline; outside attack).
   // `signal`: an append's run ended, so what is resolved no longer matters; the items so far are returned and the
   // caller, which checks its run after, refuses the append (it resolved on, up to ~2.5 s of CPU, to be refused).
-  return metrics.timeAsync('load_state', () => runCooperative(resolving(items, owner, services, metrics, signal)));
+  return metrics.timeAsync('load_state', () => runCooperative(resolving(items, owner, services, metrics, signal, held)));
 }
 
-function* resolving(items: InputItem[], owner: string | null, services: Services, metrics: RunMetrics, signal?: AbortSignal): Work<InputItem[]> {
+/** `held`: the items of the run an append goes to (not stored until it ends), found when the store has no such id. */
+function* resolving(
+  items: InputItem[],
+  owner: string | null,
+  services: Services,
+  metrics: RunMetrics,
+  signal?: AbortSignal,
+  held?: (id: string) => InputItem | undefined,
+): Work<InputItem[]> {
   const max = services.limits.maxContextBytes;
   let bytes = 0;
   const out: InputItem[] = [];
@@ -143,7 +158,7 @@ function* resolving(items: InputItem[], owner: string | null, services: Services
     metrics.count('store_reads');
     const id = (item as { id: string }).id;
     // An id input_items derived (an item sent without one) is found through its response's list.
-    const found = services.store.getItem(id, owner) ?? (yield* findListedItem(services.store, id, owner));
+    const found = services.store.getItem(id, owner) ?? (yield* findListedItem(services.store, id, owner)) ?? held?.(id);
     if (!found) throw new WireError('item_not_found', `Item with id '${id}' not found.`, `input[${i}].id`);
     bytes += itemBytes(found as InputItem);
     if (bytes > max) {

@@ -45,7 +45,7 @@ export function longLivedPolicy(services: Services, info: SessionInfo): ModePoli
         metrics,
         onToolCalls: 'pause',
         postInference: services.switches.overlap_post_inference ? 'overlapped' : 'inline',
-        resolveAppend: async (items, m, signal) => resolveReferences([...items], info.owner, services, m, signal),
+        resolveAppend: async (items, m, signal, held) => resolveReferences([...items], info.owner, services, m, signal, held),
       };
     },
   };

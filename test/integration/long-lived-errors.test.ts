@@ -619,6 +619,30 @@ describe('item_reference on the long-lived designs', () => {
   });
 });
 
+describe("an append's item_reference to an item of its own run", () => {
+  // The run is stored when it ends, so its own items (its input, its output items, what was appended) were not found
+  // by a reference in its appends: item_not_found, though the run holds them. A reference is the item it names, as
+  // any reference is: a call the run already holds is dropped as a re-sent one, a message is there twice.
+  it('is the item the run holds: its input message (twice in the context) and its own function_call (dropped as held); an id of nothing is still item_not_found', async () => {
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'all done' }]);
+    const { url, server } = await testServer({ policy });
+    const s = await RawSocket.longLived(url);
+    s.send(create({ input: [{ type: 'message', id: 'msg_go', role: 'user', content: 'go' }] }));
+    const call = await s.next('response.output_item.done');
+    const paused = await s.next('response.done');
+    const id = paused.response.id as string;
+    s.send({ type: 'response.append', input: [{ type: 'item_reference', id: 'msg_elsewhere' }, out('call_a')] });
+    expect((await s.next('error')).error).toMatchObject({ code: 'item_not_found', param: 'input[0].id' });
+    s.send({ type: 'response.append', input: [{ type: 'item_reference', id: call.item.id }, { type: 'item_reference', id: 'msg_go' }, out('call_a')] });
+    expect((await s.next('response.completed')).response.id).toBe(id);
+    s.dispose();
+    await server.services.postWork.flush();
+    const items = (await (await fetch(`${url}/v1/responses/${id}/input_items?order=asc`)).json()) as { data: Array<Record<string, unknown>> };
+    expect(items.data.map((i) => i['type'])).toEqual(['message', 'message', 'function_call_output']);
+    expect(JSON.stringify(items.data[1]!['content'])).toContain('go');
+  });
+});
+
 describe('item_reference expansion is bounded as it is resolved', () => {
   // Outside attack: 2,000 references to one stored 4 MB message (a 90 KB request) were each parsed to a fresh copy
   // before any budget was checked: 8 GB, and the server died out of memory. Now refused at the first reference past

@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import type { ServerOptions } from '../../src/server.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { gatedModel } from '../helpers/gated-model.js';
+import { parseSse } from '../helpers/sse-stream.js';
 import { testServer } from '../helpers/server.js';
 
 async function setup(opts: ServerOptions = {}) {
@@ -117,6 +118,46 @@ describe('background mode', () => {
     await server.services.postWork.flush();
     expect(server.services.ledger.countFor(r.id)).toBe(1);
     expect((await health()).background_in_flight).toBe(0);
+  });
+
+  it('a streamed background response cancelled mid-message: its stream closes the item (incomplete), ends response.cancelled then [DONE]; a streamed retrieve from any starting_after replays the same frames', async () => {
+    const { client, url, server } = await setup();
+    const res = await post(url, { model: 'm', input: 'hi', background: true, stream: true });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    // Read until the first delta is in: the model then waits, the message open.
+    while (!text.includes('response.output_text.delta')) text += decoder.decode((await reader.read()).value!, { stream: true });
+    const id = (parseSse(text)[0] as { response: { id: string } }).response.id;
+    expect((await client.responses.cancel(id)).status).toBe('cancelled');
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value, { stream: true });
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    const events = parseSse(text);
+    expect(events.map((e) => e['type'])).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.cancelled',
+    ]);
+    expect(events.map((e) => e['sequence_number'])).toEqual(events.map((_, i) => i));
+    expect(events.at(-2)!['item']).toMatchObject({ status: 'incomplete' });
+    const final = events.at(-1)!['response'] as { status: string; output: unknown[] };
+    expect(final.status).toBe('cancelled');
+    expect(final.output).toEqual([events.at(-2)!['item']]);
+    // The kept frames are the create's, byte for byte: from the start, past the last delta, and past the end.
+    const frames = text.split('\n\n').filter((b) => b !== '');
+    for (const after of [undefined, 4, events.length - 2, events.length - 1]) {
+      const replay = await (await fetch(`${url}/v1/responses/${id}?stream=true${after === undefined ? '' : `&starting_after=${after}`}`)).text();
+      const from = after === undefined ? 0 : after + 1;
+      expect(replay, String(after)).toBe(`${frames.slice(from).join('\n\n')}\n\n`);
+    }
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(id)).toBe(1);
   });
 
   it('refusals: store false → 400 param store; the long-lived protocol → 400 param background; nothing runs', async () => {

@@ -233,7 +233,7 @@ describe(`OpenAI OpenAPI spec (openai/openai-openapi ${fixture.commit.slice(0, 7
     expect(found).toEqual([]);
   });
 
-  it('HTTP: every input item type, tool type and create parameter openai-node 7.59 types (include, text.format, reasoning, truncation, max_output_tokens, parallel_tool_calls, metadata at its limits, prompt cache, each service_tier): the Response, as JSON, streamed and retrieved, and the input item list', async () => {
+  it('HTTP and WebSocket mode: every input item type, tool type and create parameter openai-node 7.59 types (include, text.format, reasoning, truncation, max_output_tokens, parallel_tool_calls, metadata at its limits, prompt cache, each service_tier): the Response, as JSON, streamed, retrieved and over WebSocket mode, and the input item list', async () => {
     const { url } = await testServer();
     const cases: Record<string, Json> = {};
     for (const [k, input] of Object.entries(SWEEP_ITEMS)) cases[`items:${k}`] = { model: 'm', input };
@@ -248,6 +248,18 @@ describe(`OpenAI OpenAPI spec (openai/openai-openapi ${fixture.commit.slice(0, 7
       if (body['store'] === false) continue;
       found.push(...violations('Response', (await call(url, `/v1/responses/${r.json()['id']}`)).json()).map((v) => `${name} retrieved: ${v}`));
       found.push(...violations('ResponseItemList', (await call(url, `/v1/responses/${r.json()['id']}/input_items?order=asc&limit=100`)).json()).map((v) => `${name} items: ${v}`));
+    }
+    // The same creates over WebSocket mode, whose events are serialised apart (protocol/event-json.ts).
+    const s = await RawSocket.connect(url);
+    try {
+      for (const body of Object.values(cases)) {
+        s.send({ type: 'response.create', ...body });
+        await s.next(body['max_output_tokens'] !== undefined ? 'response.incomplete' : 'response.completed');
+      }
+      expect(s.all('response.created')).toHaveLength(Object.keys(cases).length);
+      found.push(...eventViolations(s.events as unknown as Json[], 'ws'));
+    } finally {
+      s.dispose();
     }
     expect(found).toEqual([]);
   });

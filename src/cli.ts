@@ -38,7 +38,7 @@ Usage:
             [--prefill-tps N] [--instant] [--api-key K]... [--hop-ms N] [--hops N]
             [--call-hop-ms N] [--call-hops N]
             [--pause-timeout-ms N] [--max-frame-bytes N] [--store PATH|memory|:memory:]
-            [--seed N] [--no-websockets] [--off SWITCH]... [--on SWITCH]...
+            [--seed N] [--no-websockets] [--allow-unknown-parameters] [--off SWITCH]... [--on SWITCH]...
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
             [--record-requests N] [--ledger-entries N] [--prefix-cache-blocks N]
             [--shared-prefix-cache] [--eager-tokenizer] [--lazy-tokenizer]
@@ -73,6 +73,9 @@ merges of --tokenizer-cache-entries pre-tokens (default 100000, and at most
 4,000,000 characters and ids together; 0: off).
 Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
 (all on by default except overlap_persist and lean_pause_event).
+--allow-unknown-parameters ignores a create's unknown top-level fields, which are
+refused 400 unknown_parameter by default, as the API refuses them (for a client
+newer than the server's list of fields; docs/protocol.md).
 --workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
 selects the replay policy: the model replays the recorded run's turns (a model call with more
 parallel calls than --max-pending-calls raises it to fit, unless the flag is given).
@@ -157,6 +160,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
       instant: { type: 'boolean' },
       'api-key': { type: 'string', multiple: true },
       'no-websockets': { type: 'boolean' },
+      'allow-unknown-parameters': { type: 'boolean' },
       'lazy-tokenizer': { type: 'boolean' },
       'eager-tokenizer': { type: 'boolean' },
       off: { type: 'string', multiple: true },
@@ -237,6 +241,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
     store: values.store ?? env('LLR_STORE') ?? DEFAULT_STORE,
     seed: num(values.seed ?? env('LLR_SEED'), 'seed', COUNT) ?? 1,
     refuseWebSockets: values['no-websockets'] ?? envSwitch('LLR_NO_WEBSOCKETS'),
+    allowUnknownParameters: values['allow-unknown-parameters'] ?? envSwitch('LLR_ALLOW_UNKNOWN_PARAMETERS'),
     lazyTokenizer: values['lazy-tokenizer'] ?? envSwitch('LLR_LAZY_TOKENIZER'),
     eagerTokenizer: values['eager-tokenizer'] ?? envSwitch('LLR_EAGER_TOKENIZER'),
     switches,

@@ -76,6 +76,11 @@ export interface ServerOptions {
   callHopLatencyMs?: number;
   /** Answer WebSocket upgrades with 426 (fallback experiments). */
   refuseWebSockets?: boolean;
+  /**
+   * Ignore a create's unknown top-level fields instead of refusing them `400 unknown_parameter` as the API does
+   * (`CREATE_PARAMETERS`, protocol/parse.ts): for a client that sends a field newer than that list. Default false.
+   */
+  allowUnknownParameters?: boolean;
   /** Browser origins allowed besides the server's own (`*`: any). Default none. See transport/guard.ts. */
   allowOrigins?: string[];
   /** Host names allowed besides localhost when bound to loopback (`*`: any). Default none. */
@@ -223,6 +228,7 @@ export class LlrServer {
       clock,
       switches,
       limits,
+      ...(options.allowUnknownParameters === true && { allowUnknownParameters: true }),
       chaos: new Chaos(
         (options.chaos ?? []).map((r) => (typeof r === 'string' ? parseChaosSpec(r) : r)),
         options.chaosSeed ?? options.seed ?? 1,

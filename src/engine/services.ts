@@ -306,4 +306,6 @@ export interface Services {
   limits: Limits;
   /** Chaos knobs (engine/faults.ts); absent or without rules: no fault is injected (the default). */
   chaos?: Chaos;
+  /** A create's unknown top-level fields are ignored, not refused `unknown_parameter` (`llr serve --allow-unknown-parameters`). */
+  allowUnknownParameters?: boolean;
 }

@@ -87,6 +87,11 @@ export class SessionHost {
     return this.services.limits;
   }
 
+  /** Whether a create's unknown top-level fields are ignored rather than refused (`llr serve --allow-unknown-parameters`). */
+  get allowUnknownParameters(): boolean {
+    return this.services.allowUnknownParameters === true;
+  }
+
   get log(): Logger {
     return this.services.log;
   }

@@ -52,6 +52,8 @@ export interface ParseCaps {
   maxInputParts: number;
   /** Most objects and arrays in all tools' `parameters` and `text.format.schema` together. */
   maxSchemaNodes: number;
+  /** A `response.create`'s unknown top-level fields are ignored, not refused (`checkCreateParameters`). Default: refused. */
+  allowUnknownParameters?: boolean;
 }
 
 export const DEFAULT_PARSE_CAPS: ParseCaps = { maxTools: 128, maxInputParts: 50_000, maxSchemaNodes: 20_000 };
@@ -138,7 +140,7 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
       }
       let create;
       try {
-        checkCreateParameters(value);
+        if (caps.allowUnknownParameters !== true) checkCreateParameters(value);
         create = { type: 'response.create' as const, ...parseCreateBody(value, caps) };
         // The API: "background is not supported over WebSocket". Refused, not ignored: a client that asked for a run
         // that outlives its connection must not get one that a disconnect cancels.

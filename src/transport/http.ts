@@ -557,7 +557,7 @@ export class HttpTransport {
     // Timed from the whole body's arrival (reading it is the network's time, not work): the response's `parse` span.
     const parseStart = this.host.now();
     const json = await parseEdgeJson(body, 'body', limits);
-    if (json !== null && typeof json === 'object' && !Array.isArray(json)) checkCreateParameters(json as Record<string, unknown>);
+    if (!this.host.allowUnknownParameters && json !== null && typeof json === 'object' && !Array.isArray(json)) checkCreateParameters(json as Record<string, unknown>);
     const params = withTimingOptIn(parseCreateBody(json, parseCaps(limits)), timingHeader(req));
     const parse = { start: parseStart, end: this.host.now() };
     const log = this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol });

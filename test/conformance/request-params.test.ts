@@ -200,4 +200,17 @@ describe('unknown create parameters', () => {
       ws.dispose();
     }
   });
+
+  it('llr serve --allow-unknown-parameters (ServerOptions.allowUnknownParameters) ignores them instead, over HTTP and WebSocket: for a client newer than the list', async () => {
+    const { url } = await testServer({ allowUnknownParameters: true });
+    const typo = await create(url, { model: 'm', input: 'hi', temprature: 0.2, newer_field: { a: 1 } });
+    expect(typo.status, JSON.stringify(typo.json)).toBe(200);
+    const ws = await RawSocket.connect(url);
+    try {
+      ws.send({ type: 'response.create', model: 'm', input: 'hi', newer_field: true });
+      expect((await ws.next('response.completed')).response.status).toBe('completed');
+    } finally {
+      ws.dispose();
+    }
+  });
 });

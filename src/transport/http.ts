@@ -91,6 +91,8 @@ export class HttpTransport {
   private readonly handlers = new Map<IncomingMessage, Promise<unknown>>();
   /** Appends whose whole body arrived: shutdown waits for their answers (their run ends with it, so they end at once). */
   private readonly appending = new WeakSet<IncomingMessage>();
+  /** Every answer not yet closed: at shutdown those written but still leaving are waited for (`leaving`). */
+  private readonly answers = new Set<ServerResponse>();
   /** Creates pipelined behind another answer on their connection, waiting for it (`create`): each one's wake-up. */
   private readonly waiting = new Map<IncomingMessage, () => void>();
   /** How many creates wait so on each connection, and their bodies' bytes (bounded as a WebSocket's queue). */
@@ -129,6 +131,14 @@ export class HttpTransport {
   private handleWith(req: IncomingMessage, res: ServerResponse, work: () => Promise<void>): void {
     const requestId = newId('req', 16);
     res.setHeader('x-request-id', requestId);
+    // Forgotten when it closes, or when its request's socket does: an answer pipelined behind another gets no `close`
+    // of its own when the client goes away first.
+    this.answers.add(res);
+    const forget = whenSocketCloses(req.socket, () => this.answers.delete(res));
+    res.once('close', () => {
+      forget();
+      this.answers.delete(res);
+    });
     // Every answer, whatever its route: one nobody reads is dropped once nothing of it has left for the stall timeout
     // (a retrieve, an input_items page, a compaction or a cancel kept its socket, its answer and its share of the byte
     // budget for good: outside attack). A route with its own watch (a create's, a stream's) replaces this one's log line.
@@ -688,6 +698,32 @@ export class HttpTransport {
     this.host.listings.close();
     // The answer's write is corked until the next tick (node:http): let it reach the socket.
     if (answering.length > 0) await new Promise((resolve) => setImmediate(resolve));
+    await this.leaving();
+  }
+
+  /**
+   * Answers written to their end but not yet handed to the kernel (an SSE stream's terminal event and `[DONE]`
+   * behind megabytes a reader has still to take, a large JSON answer) leave before the server closes the connections,
+   * for at most `--send-stall-timeout-ms` in all (none with 0); a reader that takes nothing is dropped sooner by its
+   * stall watch. Closed at once, a stream whose reader was a few megabytes behind lost its terminal event and
+   * `[DONE]` at SIGTERM (outside attack), though shutdown promises every run in flight its terminal event.
+   */
+  private async leaving(): Promise<void> {
+    const ms = this.host.limits.sendStallTimeoutMs;
+    const leaving = [...this.answers].filter((res) => res.writableEnded && !res.writableFinished && !res.destroyed);
+    if (ms <= 0 || leaving.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(ms, 2 ** 31 - 1))));
+    const left = leaving.map(
+      (res) =>
+        new Promise<void>((resolve) => {
+          res.once('finish', resolve);
+          res.once('close', resolve);
+          whenSocketCloses(res.req.socket, resolve);
+        }),
+    );
+    await Promise.race([Promise.all(left), deadline]);
+    clearTimeout(timer);
   }
 }
 

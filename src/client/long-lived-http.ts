@@ -42,8 +42,13 @@ export class LongLivedHttpClient implements AgentClient {
   /** The id of the response in flight (known from `response.created`), for `cancel()`. */
   private currentId: string | null = null;
   private stream: AbortController | null = null;
-  /** `cancel()` was called for the run in flight: its tool outputs are not appended. */
+  /** `cancel()` was called for the run in flight: its tools are not run, nor their outputs appended. */
   private cancelling = false;
+  /**
+   * `cancel()` calls made before the run had an id (its create still being planned): the cancel is posted at its
+   * `response.created`, and they settle with that post (or when the run ends without one).
+   */
+  private cancelWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   /** The conversation so far: a follow-up run re-sends it in full (the protocol has no previous_response_id). */
   private history: InputItem[] = [];
   private readonly base: string;
@@ -71,7 +76,10 @@ export class LongLivedHttpClient implements AgentClient {
       abort.abort();
       run.endTelemetry();
     };
-    this.loop(request, input, executeTool, run, abort, fail).then(() => run.endTelemetry(), fail);
+    this.loop(request, input, executeTool, run, abort, fail)
+      .then(() => run.endTelemetry(), fail)
+      // A cancel still waiting for an id: the run ended without one (refused, or its stream failed), nothing to cancel.
+      .finally(() => this.settleCancels());
     return run;
   }
 
@@ -101,8 +109,18 @@ export class LongLivedHttpClient implements AgentClient {
       switch (e.type) {
         case 'response.created':
           this.currentId = e.response.id;
+          // Cancelled while its create was planned: cancelled now that it has an id.
+          if (this.cancelWaiters.length > 0) {
+            const posted = this.postCancel(e.response.id);
+            void posted.then(() => this.settleCancels(), (err: unknown) => this.settleCancels(err));
+          }
           break;
         case 'response.done': {
+          // Being cancelled: its next event is `response.cancelled`; its tools are not run.
+          if (this.cancelling) {
+            calls = [];
+            break;
+          }
           const due = pausedCalls(e.response, calls);
           calls = [];
           const id = e.response.id;
@@ -197,9 +215,27 @@ export class LongLivedHttpClient implements AgentClient {
 
   /** Cancel the run in flight (`POST /v1/responses/{id}/cancel`); its stream then ends with `response.cancelled`. */
   async cancel(): Promise<void> {
-    if (!this.currentId) return;
+    if (this.currentId) {
+      this.cancelling = true;
+      await this.postCancel(this.currentId);
+      return;
+    }
+    // A run whose create is still being planned has no id yet: its cancel is posted at its `response.created`.
+    if (!this.current || this.current.done) return;
     this.cancelling = true;
-    await this.post(`${this.base}/${encodeURIComponent(this.currentId)}/cancel`, '{}');
+    await new Promise<void>((resolve, reject) => this.cancelWaiters.push({ resolve, reject }));
+  }
+
+  private async postCancel(id: string): Promise<void> {
+    await this.post(`${this.base}/${encodeURIComponent(id)}/cancel`, '{}');
+  }
+
+  /** Settle the `cancel()` calls waiting for the run's id: with the post's error, if it failed. */
+  private settleCancels(err?: unknown): void {
+    for (const w of this.cancelWaiters.splice(0)) {
+      if (err === undefined) w.resolve();
+      else w.reject(err);
+    }
   }
 
   /** Forget the conversation: the next run starts a new one. */

@@ -426,6 +426,29 @@ describe('long-lived over HTTP', () => {
     }
   });
 
+  it('LongLivedHttpClient: cancel() before response.created (the create still being planned) cancels the run once it has an id; no tool runs', async () => {
+    // Without an id there is nothing to POST a cancel to: the cancel was dropped, and the run went on, ran its tools
+    // and completed, though the caller had cancelled it (the WebSocket client's cancel reaches a create being planned).
+    const { opts, inPlan, release } = gatedPlanning();
+    const { url, server } = await testServer({ policy: twoCalls(), ...opts });
+    const client = new LongLivedHttpClient(url, { timing: false });
+    let tools = 0;
+    const run = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, () => {
+      tools++;
+      return 'ok';
+    });
+    await inPlan;
+    const cancelled = client.cancel();
+    release();
+    const r = await run;
+    await cancelled;
+    expect(r.status).toBe('cancelled');
+    expect(tools).toBe(0);
+    await server.services.postWork.flush();
+    expect(server.services.records.get(r.id)!.status).toBe('cancelled');
+    await client.close();
+  });
+
   it('LongLivedHttpClient: close() while a tool runs sends no append when the tool finishes', async () => {
     const { server, paths, client, posts, inTool, gate, release, gatedTool } = await gatedToolClient();
     const run = client.run({ model: 'sim-model', input: 'go', tools: [tool] as never }, gatedTool);

@@ -702,15 +702,17 @@ export class HttpTransport {
   }
 
   /**
-   * Answers written to their end but not yet handed to the kernel (an SSE stream's terminal event and `[DONE]`
-   * behind megabytes a reader has still to take, a large JSON answer) leave before the server closes the connections,
-   * for at most `--send-stall-timeout-ms` in all (none with 0); a reader that takes nothing is dropped sooner by its
-   * stall watch. Closed at once, a stream whose reader was a few megabytes behind lost its terminal event and
-   * `[DONE]` at SIGTERM (outside attack), though shutdown promises every run in flight its terminal event.
+   * Answers begun and not yet all handed to the kernel (an SSE stream's terminal event and `[DONE]` behind megabytes
+   * a reader has still to take; a large JSON answer written in slices, such as a cancel's final Response) leave
+   * before the server closes the connections, for at most `--send-stall-timeout-ms` in all (none with 0); a reader
+   * that takes nothing is dropped sooner by its stall watch. Closed at once, a stream whose reader was a few
+   * megabytes behind lost its terminal event and `[DONE]` at SIGTERM, and a cancel's 10 MB answer was cut at 4 MB
+   * (outside attack), though shutdown promises every run in flight its terminal event. By now every run has ended,
+   * so every stream has ended too.
    */
   private async leaving(): Promise<void> {
     const ms = this.host.limits.sendStallTimeoutMs;
-    const leaving = [...this.answers].filter((res) => res.writableEnded && !res.writableFinished && !res.destroyed);
+    const leaving = [...this.answers].filter((res) => res.headersSent && !res.writableFinished && !res.destroyed);
     if (ms <= 0 || leaving.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(ms, 2 ** 31 - 1))));

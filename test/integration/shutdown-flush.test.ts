@@ -9,6 +9,7 @@ import { connect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
+import { SseStream } from '../helpers/sse-stream.js';
 import { testServer } from '../helpers/server.js';
 
 const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
@@ -71,5 +72,41 @@ describe('shutdown: answers already written leave before the connections close',
     await client.closed;
     expect(client.text()).not.toContain('data: [DONE]');
     expect(live.size).toBe(0);
+  });
+
+  it('a cancel whose answer (the final Response, echoing megabytes) is still being written gets all of it', async () => {
+    const { server, port, url } = await testServer({ policy: oneCall() });
+    const stream = await SseStream.open(url, { model: 'sim-model', input: 'go', tools: [tool], instructions: 'i'.repeat(8_000_000) });
+    const done = await stream.next('response.done');
+    const client = connect(port, '127.0.0.1');
+    client.on('error', () => {});
+    client.pause();
+    let head = '';
+    let bytes = 0;
+    let tail = '';
+    const closed = once(client, 'close');
+    client.write(`POST /v1/responses/${done.response.id}/cancel HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n`);
+    // The run has ended: its cancel's answer is being written, slice by slice, to a client that has not read yet.
+    await stream.next('response.cancelled');
+    const sessions = (server.httpTransport as unknown as { sessions: { shutdown: () => Promise<void> } }).sessions;
+    const shutdown = sessions.shutdown.bind(sessions);
+    sessions.shutdown = async () => {
+      await shutdown();
+      client.on('data', (c: Buffer) => {
+        if (head.length < 4096) head += c.toString('latin1');
+        bytes += c.length;
+        tail = (tail + c.toString('latin1')).slice(-400);
+      });
+      client.resume();
+    };
+    await server.close();
+    await closed;
+    // A JSON answer with a Content-Length: all of it arrived, and it is the cancelled Response.
+    const headEnd = head.indexOf('\r\n\r\n') + 4;
+    const length = Number(/content-length: (\d+)/i.exec(head.slice(0, headEnd))?.[1]);
+    expect(head.slice(0, 12)).toBe('HTTP/1.1 200');
+    expect(bytes - headEnd).toBe(length);
+    expect(head.slice(headEnd)).toContain('"status":"cancelled"');
+    expect(tail.endsWith('}')).toBe(true);
   });
 });

@@ -276,8 +276,10 @@ export class LlrServer {
     // Only a WebSocket upgrade is taken; any other (`Upgrade: h2c` from `curl --http2`) is served as HTTP/1.1. A WebSocket
     // upgrade pipelined behind requests still being answered waits for their answers (afterAnswers): taken at once, its
     // 101 went out first and the answers before it were then written into the WebSocket stream (outside attack).
+    // An HTTP/1.0 request's `Upgrade` is ignored too (RFC 9110 §7.8: a server MUST; RFC 6455 §4.1 asks for HTTP/1.1 or
+    // higher): the `ws` library switched it to a WebSocket. Served as HTTP, it gets that route's answer (or 505 past 1.x).
     this.http.on('upgrade', (req, socket, head) =>
-      asksForWebSocket(req)
+      asksForWebSocket(req) && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1
         ? afterAnswers(socket, () => this.ws.handleUpgrade(req, socket, head))
         : serveUpgradeAsHttp(this.http, req, socket, head, reparsed),
     );

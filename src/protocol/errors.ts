@@ -95,6 +95,8 @@ export const WIRE_ERRORS = {
   request_timeout: { status: 408, type: 'invalid_request_error', message: 'The request did not arrive in time (llr serve --headers-timeout-ms, --request-timeout-ms).' },
   expectation_failed: { status: 417, type: 'invalid_request_error', message: "The request's Expect header asks for what this server does not do (only '100-continue' is supported)." },
   request_headers_too_large: { status: 431, type: 'invalid_request_error', message: "The request's headers are larger than the server accepts." },
+  // A request line whose version is not HTTP/1.x (HTTP/2.0, HTTP/0.9 or none, the HTTP/2 preface, HTTP/3.0): RFC 9112 §2.3.
+  http_version_not_supported: { status: 505, type: 'invalid_request_error', message: 'This server speaks HTTP/1.1 and HTTP/1.0 only.' },
 } as const satisfies Record<string, { status: number; type: WireErrorBody['type']; message: string }>;
 
 export type WireErrorCode = keyof typeof WIRE_ERRORS;

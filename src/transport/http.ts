@@ -194,6 +194,12 @@ export class HttpTransport {
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // HTTP/1.x only. Node's parser also takes `HTTP/2.0` (a text request line is not HTTP/2, whose frames are binary)
+    // and `HTTP/0.9` or no version at all, and each was served as HTTP/1.1: 505, as Go's net/http and nginx answer.
+    if (req.httpVersionMajor !== 1) {
+      res.setHeader('Connection', 'close');
+      throw new WireError('http_version_not_supported', `HTTP/${req.httpVersion} is not supported: this server speaks HTTP/1.1 and HTTP/1.0 only.`);
+    }
     // HTTP/1.1 requires `Host` (RFC 9112 §3.2); Node's check is off (server.ts) so the refusal has a JSON body.
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
       res.setHeader('Connection', 'close');

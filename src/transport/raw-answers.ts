@@ -13,7 +13,7 @@ import { WireError } from '../protocol/errors.js';
 
 /**
  * The HTTP server's `clientError` listener: a request Node's parser refuses (a bad chunk size, both
- * `Content-Length` and `Transfer-Encoding`, headers past the size limit, a bad version) or one that did not
+ * `Content-Length` and `Transfer-Encoding`, headers past the size limit, a version past HTTP/2.0 or the HTTP/2 preface: 505) or one that did not
  * arrive within the headers or request timeout. Node's own answer is a bare status line with no body; this
  * one is the same status with the JSON error body every other refusal has, `Connection: close`, logged at
  * `info` with its code. A new request refused behind answers still under way (pipelined) is answered after them;
@@ -27,6 +27,8 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
       ? new WireError('request_timeout')
       : code === 'HPE_HEADER_OVERFLOW'
         ? new WireError('request_headers_too_large')
+        : code === 'HPE_INVALID_VERSION' || code === 'HPE_PAUSED_H2_UPGRADE'
+          ? new WireError('http_version_not_supported')
         : code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
           ? new WireError('payload_too_large', 'The chunk extensions are larger than the server accepts.')
           : new WireError('invalid_http_request', `The HTTP request is malformed (${(err.message || code).slice(0, 200)}).`);
@@ -167,7 +169,7 @@ function answerRaw(socket: Duplex, wire: WireError): void {
   if (!socket.writable) return;
   const body = JSON.stringify({ error: { message: wire.message, type: wire.type, param: null, code: wire.code } });
   const reason =
-    { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large' }[wire.status] ?? 'Error';
+    { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large', 505: 'HTTP Version Not Supported' }[wire.status] ?? 'Error';
   // Closed once the answer is flushed, even if the peer never closes its side.
   socket.once('finish', () => socket.destroy());
   socket.end(

@@ -40,7 +40,7 @@ describe('requests the HTTP parser refuses get a JSON error body (outside attack
     ['a bad chunk size', 400, 'invalid_http_request', post('Transfer-Encoding: chunked\r\n', `zz\r\n${body}\r\n0\r\n\r\n`)],
     ['Content-Length and Transfer-Encoding together', 400, 'invalid_http_request', post(`Content-Length: 5\r\nTransfer-Encoding: chunked\r\n`, `0\r\n\r\n`)],
     ['two Content-Lengths', 400, 'invalid_http_request', post(`Content-Length: ${body.length}\r\nContent-Length: ${body.length + 1}\r\n`, body)],
-    ['a bad HTTP version', 400, 'invalid_http_request', `POST /v1/responses HTTP/9.9\r\nHost: localhost\r\n\r\n`],
+    ['an HTTP version past 2.0', 505, 'http_version_not_supported', `POST /v1/responses HTTP/9.9\r\nHost: localhost\r\n\r\n`],
     ['headers past the size limit', 431, 'request_headers_too_large', post(`X-Big: ${'a'.repeat(100_000)}\r\n`, '')],
   ])('%s → %i %s, then closed', async (_what, status, code, text) => {
     const { logger, waitFor } = captureLogger();

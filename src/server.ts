@@ -30,6 +30,8 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WsTransport } from './transport/ws.js';
 import { HttpTransport } from './transport/http.js';
+import { lingerAfterPeerEnd } from './transport/socket-watch.js';
+import { LINGER_MS } from './transport/body.js';
 import { afterAnswers, answerClientError, answerConnect, asksForWebSocket, serveUpgradeAsHttp } from './transport/raw-answers.js';
 import { createLogger } from './log.js';
 import { DemoService, type DemoOptions } from './demo/service.js';
@@ -272,6 +274,9 @@ export class LlrServer {
       if (open >= limits.maxConnections) overCap.add(socket);
       open++;
       socket.once('close', () => open--);
+      lingerAfterPeerEnd(socket, LINGER_MS, (unsent) =>
+        log.info({ code: 'peer_half_closed', unsent, linger_ms: LINGER_MS, remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}` }, 'peer half-closed and took nothing more; dropped the connection'),
+      );
     });
     // Only a WebSocket upgrade is taken; any other (`Upgrade: h2c` from `curl --http2`) is served as HTTP/1.1. A WebSocket
     // upgrade pipelined behind requests still being answered waits for their answers (afterAnswers): taken at once, its

@@ -20,6 +20,27 @@ import { WireError } from '../protocol/errors.js';
  * until the answer is fully handed to the kernel (`finish`) or the
  * connection closes.
  */
+/**
+ * The peer's FIN (a half-close): it can send nothing more, and every socket of this server takes it for the peer
+ * gone (Node ends an HTTP connection's side and aborts its request; the `ws` library ends its side, and no close
+ * handshake can complete). Ending a side waits for what was written to be flushed, which a peer that reads nothing
+ * never lets happen: an SSE stream's run stayed `in_progress` until the stall timeout, a WebSocket's paced run until
+ * the heartbeat, and for ever with the heartbeat off (outside attack). What was written gets at most `lingerMs` to
+ * leave, as a refused upload's answer does (transport/body.ts); then the socket is destroyed, and its run ends as
+ * a disconnect (`dropped` is told the bytes left unsent).
+ */
+export function lingerAfterPeerEnd(socket: Socket, lingerMs: number, dropped: (unsent: number) => void): void {
+  socket.once('end', () => {
+    if (socket.destroyed) return;
+    const timer = setTimeout(() => {
+      if (socket.destroyed) return;
+      dropped(socket.writableLength);
+      socket.destroy();
+    }, lingerMs);
+    socket.once('close', () => clearTimeout(timer));
+  });
+}
+
 export function watchStall(res: ServerResponse, ms: number, stalled: (pending: number) => void): void {
   if (ms <= 0) return;
   // One watch per answer: a second call (a route's own, after the one every request gets) only says what to log.

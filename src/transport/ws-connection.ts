@@ -25,7 +25,6 @@ import type { Logger } from 'pino';
 import type { Transport } from '../modes/transport.js';
 import type { Batcher } from './batch.js';
 import { startHeartbeat } from './heartbeat.js';
-import { LINGER_MS } from './body.js';
 
 /**
  * One accepted connection: the session's transport and the socket's
@@ -369,7 +368,6 @@ export class WsConnection implements Transport, Unsent {
     this.held = host.connectionBytes(session);
     // A message is charged while it arrives (after the `ws` library took each chunk: its listener came first).
     this.socket.on('data', this.onData);
-    this.socket.once('end', this.onPeerEnd);
     ws.on('message', this.onMessage);
     // A lifetime past what a Node timer can hold (2^31-1 ms) means no limit, not an immediate close.
     const lifetimeMs = host.limits.connectionLifetimeMs;
@@ -608,25 +606,6 @@ export class WsConnection implements Transport, Unsent {
 
   private readonly onError = (err: Error & { code?: string }): void => {
     this.log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error');
-  };
-
-  /**
-   * The peer's FIN (a half-close, with or without a close frame before it): nothing more can arrive, so no close
-   * handshake can complete. The `ws` library ends its own side once what it wrote is flushed, which a peer that reads
-   * nothing never lets happen: its run stayed `in_progress`, paced and waiting for that reader, until the heartbeat
-   * dropped it (for ever with the heartbeat off: the stall watch stands down once the connection is closing). What
-   * was written gets at most `LINGER_MS` to leave, as a refused upload's answer does (transport/body.ts); then the
-   * socket is dropped, and the run ends as a disconnect (`1006`).
-   */
-  private readonly onPeerEnd = (): void => {
-    const { socket, ws } = this;
-    if (socket.destroyed) return;
-    const timer = setTimeout(() => {
-      if (socket.destroyed) return;
-      this.log.info({ code: 'ws_half_closed', unsent: ws.bufferedAmount, linger_ms: LINGER_MS }, 'websocket peer half-closed and took nothing more; dropping the connection');
-      ws.terminate();
-    }, LINGER_MS);
-    socket.once('close', () => clearTimeout(timer));
   };
 
   private readonly onClose = (code: number): void => {

@@ -73,6 +73,30 @@ async function ended(server: LlrServer, waitFor: ReturnType<typeof captureLogger
   return records[0]!.status;
 }
 
+/** A raw HTTP client that sends `request`, then reads nothing at all (the kernel's reads stopped), its side kept open after a FIN. */
+function silentHttpPeer(port: number, request: string): Socket {
+  const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true, onread: { buffer: Buffer.alloc(1024), callback: () => false } });
+  socket.on('error', () => {});
+  socket.write(request);
+  return socket;
+}
+
+describe('an HTTP client that half-closes mid-stream and reads nothing', () => {
+  it('has its stream dropped within the linger, not the stall timeout; the run ends cancelled', async () => {
+    const cap = captureLogger();
+    const policy = scriptPolicy([{ text: 'word '.repeat(60_000) }]);
+    // A stall timeout past the test's own: only the linger can end it in time.
+    const { server, port } = await testServer({ logger: cap.logger, policy, limits: { maxSendBufferBytes: 64 * 1024, sendStallTimeoutMs: 120_000 } });
+    const body = JSON.stringify({ model: 'm', input: 'write', stream: true });
+    const socket = silentHttpPeer(port, `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    await cap.waitFor((l) => l['code'] === 'send_paced');
+    socket.end();
+    await cap.waitFor((l) => l['code'] === 'peer_half_closed');
+    await server.httpTransport.idle();
+    expect(server.services.records.list().map((r) => r.status)).toEqual(['cancelled']);
+  });
+});
+
 describe('a WebSocket peer that half-closes (FIN, no close frame)', () => {
   it('idle: the connection is closed (1006)', async () => {
     const cap = captureLogger();
@@ -122,6 +146,6 @@ describe('a WebSocket peer that half-closes (FIN, no close frame)', () => {
     await cap.waitFor((l) => l['code'] === 'send_paced');
     socket.end();
     expect(await ended(server, cap.waitFor)).toBe('cancelled');
-    expect(cap.lines.find((l) => l['code'] === 'ws_half_closed')).toBeDefined();
+    expect(cap.lines.find((l) => l['code'] === 'peer_half_closed')).toBeDefined();
   });
 });

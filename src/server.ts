@@ -31,6 +31,7 @@ import type { Duplex } from 'node:stream';
 import { WsTransport } from './transport/ws.js';
 import { HttpTransport } from './transport/http.js';
 import { lingerAfterPeerEnd } from './transport/socket-watch.js';
+import { LogBudget } from './engine/log-budget.js';
 import { LINGER_MS } from './transport/body.js';
 import { afterAnswers, answerClientError, answerConnect, asksForWebSocket, serveUpgradeAsHttp } from './transport/raw-answers.js';
 import { createLogger } from './log.js';
@@ -231,6 +232,9 @@ export class LlrServer {
       switches,
       limits,
       ...(options.allowUnknownParameters === true && { allowUnknownParameters: true }),
+      clientErrorLog: new LogBudget(limits.maxClientErrorLogsPerSecond, clock.now, (unlogged, perSecond) =>
+        log.info({ code: 'client_errors_unlogged', unlogged, per_second: perSecond }, 'client errors past the log budget were counted, not logged'),
+      ),
       chaos: new Chaos(
         (options.chaos ?? []).map((r) => (typeof r === 'string' ? parseChaosSpec(r) : r)),
         options.chaosSeed ?? options.seed ?? 1,

@@ -12,6 +12,7 @@ import type { Router } from '../pipeline/route.js';
 import type { ResponseStore } from '../store/types.js';
 import type { RunRecords } from './records.js';
 import type { Chaos } from './faults.js';
+import type { LogBudget } from './log-budget.js';
 
 /**
  * The optimizations this project reproduces, each switchable so its
@@ -241,6 +242,12 @@ export interface Limits {
    */
   maxLogBufferBytes: number;
   /**
+   * `info` lines about clients' mistakes (a refused WebSocket frame, a refused HTTP request) written per second,
+   * server-wide (default 100); past it they are counted and the count logged once the second is over
+   * (engine/log-budget.ts). A client flooding refused frames wrote ~165 bytes of log per 7-byte frame. Infinity: every line.
+   */
+  maxClientErrorLogsPerSecond: number;
+  /**
    * Spans one response's timeline lists (default 100,000: a long-lived run
    * records about 7 per tool step, so 14,000 steps are listed whole). Past
    * it a span is added to its stage's total and counted in `spans_dropped`,
@@ -289,6 +296,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxJsonContainers: 200_000,
   maxSchemaNodes: 20_000,
   maxLogBufferBytes: 16 * 1024 * 1024,
+  maxClientErrorLogsPerSecond: 100,
   maxRunSpans: 100_000,
 };
 
@@ -308,4 +316,6 @@ export interface Services {
   chaos?: Chaos;
   /** A create's unknown top-level fields are ignored, not refused `unknown_parameter` (`llr serve --allow-unknown-parameters`). */
   allowUnknownParameters?: boolean;
+  /** The server-wide budget of client-error log lines (`maxClientErrorLogsPerSecond`, engine/log-budget.ts); absent: every line. */
+  clientErrorLog?: LogBudget;
 }

@@ -92,6 +92,11 @@ export class SessionHost {
     return this.services.allowUnknownParameters === true;
   }
 
+  /** Whether a line about a client's mistake may be logged now (the server-wide budget, engine/log-budget.ts); if not, it is counted. */
+  clientErrorLogged(): boolean {
+    return this.services.clientErrorLog?.take() ?? true;
+  }
+
   get log(): Logger {
     return this.services.log;
   }

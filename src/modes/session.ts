@@ -293,7 +293,7 @@ export class ConnectionSession {
   error(err: WireError): void {
     if (this.closed && !this.answering) return;
     if (isServerFault(err)) this.log.error({ err: err.cause ?? err }, 'server fault');
-    else this.log.info({ code: err.code, param: err.param }, 'client error');
+    else if (this.services.clientErrorLog?.take() ?? true) this.log.info({ code: err.code, param: err.param }, 'client error');
     if (err.lane !== undefined && err.lane !== this.lane) this.inLane(err.lane, () => this.sendConnectionError(err));
     else if (this.active?.streaming) this.active.emitError(err);
     else this.sendConnectionError(err);

@@ -153,7 +153,7 @@ export class HttpTransport {
       const wire = toWireError(err);
       const log = this.host.log;
       if (isServerFault(wire)) log.error({ err, request_id: requestId }, 'http handler failed');
-      else {
+      else if (this.host.clientErrorLogged()) {
         log.info(
           { request_id: requestId, status: wire.status, code: wire.code, param: wire.param, method: req.method, path: (req.url ?? '').slice(0, 200) },
           'request refused',

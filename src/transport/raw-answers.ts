@@ -27,7 +27,10 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
       ? new WireError('request_timeout')
       : code === 'HPE_HEADER_OVERFLOW'
         ? new WireError('request_headers_too_large')
-        : code === 'HPE_INVALID_VERSION' || code === 'HPE_PAUSED_H2_UPGRADE'
+        : // The parser's one code for a version it refuses ("Invalid HTTP version": 1.2, 3.0, the h2 preface's own
+          // `PAUSED_H2_UPGRADE`) and for a request line malformed after it ("Expected CRLF after version": a bare LF,
+          // junk): only the first is a version this server does not speak.
+          (code === 'HPE_INVALID_VERSION' && /Invalid HTTP version/i.test(err.message)) || code === 'HPE_PAUSED_H2_UPGRADE'
           ? new WireError('http_version_not_supported')
         : code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
           ? new WireError('payload_too_large', 'The chunk extensions are larger than the server accepts.')

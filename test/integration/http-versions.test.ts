@@ -40,6 +40,16 @@ describe('request-line HTTP versions', () => {
     expect(text).toContain('"code":"http_version_not_supported"');
   });
 
+  it.each([
+    ['a bare LF after the version', 'GET /health HTTP/1.1\nHost: localhost\n\n'],
+    ['junk after the version', 'GET /health HTTP/1.1x\r\nHost: localhost\r\n\r\n'],
+  ])('%s is a malformed request (400), not a version refused', async (_what, request) => {
+    const { port } = await testServer();
+    const text = await untilServerCloses(port, request);
+    expect(statuses(text)).toEqual([400]);
+    expect(text).toContain('"code":"invalid_http_request"');
+  });
+
   it('the HTTP/2 connection preface is refused 505', async () => {
     const { port } = await testServer();
     const text = await untilServerCloses(port, 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');

@@ -15,8 +15,15 @@
  *   name resolves to 127.0.0.1 and a page on it reads the server as
  *   same-origin. A request without `Host` (HTTP/1.0) is not a browser's.
  *
- * Pure functions of the request headers; the transports turn a refusal into
- * a 403 body or an upgrade refusal.
+ * - The request's host is what RFC 9112 §3.2 says: a request with more than
+ *   one `Host` line is refused 400 (Node keeps the first, so `Host:
+ *   localhost` then `Host: evil.example` passed while a proxy reading the last
+ *   saw another host), and one in absolute form (`GET http://host/path`) is
+ *   judged by its target's host, which replaces `Host` (it was judged by its
+ *   `Host` header, whatever its target named).
+ *
+ * Pure functions of the request line and headers; the transports turn a refusal into
+ * a 400 or 403 body or an upgrade refusal.
  */
 import type { IncomingMessage } from 'node:http';
 import { WireError } from '../protocol/errors.js';
@@ -53,6 +60,13 @@ function tryUrl(s: string): URL | null {
   }
 }
 
+/** The authority of an absolute-form request target (`http://host:port/path`), which replaces `Host` (RFC 9112 §3.2.2); else null. */
+function targetAuthority(url: string | undefined): string | null {
+  if (url === undefined || !/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) return null;
+  const u = tryUrl(url);
+  return u ? u.host : null;
+}
+
 export function createGuard(opts: GuardOptions): Guard {
   const anyOrigin = opts.allowOrigins?.includes('*') ?? false;
   const origins = new Set((opts.allowOrigins ?? []).map((o) => tryUrl(o)?.origin ?? o.toLowerCase()));
@@ -60,7 +74,11 @@ export function createGuard(opts: GuardOptions): Guard {
   const hosts = new Set((opts.allowHosts ?? []).map((h) => h.toLowerCase()));
 
   return (req) => {
-    const host = req.headers.host;
+    const raw = req.rawHeaders ?? [];
+    let hostLines = 0;
+    for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') hostLines++;
+    if (hostLines > 1) return new WireError('invalid_http_request', 'The request has more than one Host header.');
+    const host = targetAuthority(req.url) ?? req.headers.host;
     const hostUrl = host === undefined ? null : tryUrl(`http://${host}`);
     if (opts.loopback && host !== undefined && !anyHost) {
       const name = hostUrl?.hostname.toLowerCase();

@@ -1,0 +1,40 @@
+/**
+ * The request's host, as RFC 9112 §3.2 defines it, for the loopback Host guard (DNS rebinding): a request with more
+ * than one `Host` line is refused 400 (the RFC's MUST; Node keeps the first, so `Host: localhost` then
+ * `Host: evil.example` passed the guard while a proxy reading the last saw another host), and a request in
+ * absolute form (`GET http://host/path`) is judged by the host in its target, which the RFC says replaces `Host`
+ * (it was served by its `Host` header, whatever the target named). HTTP routes and WebSocket upgrades alike. Real
+ * sockets, port 0; each exchange reads until the server closes the connection.
+ */
+import { describe, expect, it } from 'vitest';
+import { testServer } from '../helpers/server.js';
+import { untilServerCloses, upgradeHeaders } from '../helpers/raw-http.js';
+
+const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+const lines = (h: Record<string, string>) =>
+  Object.entries(h)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+
+describe('the Host of a request', () => {
+  it('more than one Host line is refused 400, over HTTP and at the upgrade', async () => {
+    const { port } = await testServer();
+    const http = await untilServerCloses(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n');
+    expect(statuses(http)).toEqual([400]);
+    expect(http).toContain('"code":"invalid_http_request"');
+    const ws = await untilServerCloses(port, `GET /v1/responses HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n${lines(upgradeHeaders())}\r\n`);
+    expect(statuses(ws)).toEqual([400]);
+    expect(ws).toContain('"code":"invalid_http_request"');
+  });
+
+  it('an absolute-form target is judged by its own host, not the Host header', async () => {
+    const { port } = await testServer();
+    const evil = await untilServerCloses(port, 'GET http://evil.example/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    expect(statuses(evil)).toEqual([403]);
+    expect(evil).toContain('"code":"host_not_allowed"');
+    const ours = await untilServerCloses(port, `GET http://localhost:${port}/health HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n`);
+    expect(statuses(ours)).toEqual([200]);
+    const ws = await untilServerCloses(port, `GET http://evil.example/v1/responses HTTP/1.1\r\nHost: localhost\r\n${lines(upgradeHeaders())}\r\n`);
+    expect(statuses(ws)).toEqual([403]);
+  });
+});

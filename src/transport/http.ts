@@ -200,6 +200,10 @@ export class HttpTransport {
       res.setHeader('Connection', 'close');
       throw new WireError('http_version_not_supported', `HTTP/${req.httpVersion} is not supported: this server speaks HTTP/1.1 and HTTP/1.0 only.`);
     }
+    // HTTP/1.0 has no Transfer-Encoding: a 1.0 request with one has faulty framing, answered and then its connection
+    // closed (RFC 9112 §6.1 MUST). Kept alive, what followed its chunked body was read as the next request, where a
+    // 1.0 intermediary in front, framing it by its Content-Length or by the close, saw a body (request smuggling).
+    if (req.httpVersionMinor === 0 && req.headers['transfer-encoding'] !== undefined) res.setHeader('Connection', 'close');
     // HTTP/1.1 requires `Host` (RFC 9112 §3.2); Node's check is off (server.ts) so the refusal has a JSON body.
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
       res.setHeader('Connection', 'close');

@@ -67,6 +67,19 @@ describe('request-line HTTP versions', () => {
     expect(kept).toContain('"status":"ok"');
   });
 
+  it('an HTTP/1.0 request with Transfer-Encoding is answered, then its connection closed (RFC 9112 §6.1)', async () => {
+    const { port } = await testServer();
+    const body = JSON.stringify({ input: 'hi' });
+    const chunked = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    const text = await untilServerCloses(
+      port,
+      `POST /v1/responses/input_tokens HTTP/1.0\r\nConnection: keep-alive\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunked}GET /health HTTP/1.0\r\n\r\n`,
+    );
+    expect(statuses(text)).toEqual([200]);
+    expect(text).toContain('"input_tokens":');
+    expect(text).toMatch(/\r\nConnection: close\r\n/i);
+  });
+
   it('an HTTP/1.0 WebSocket upgrade is served as the plain request it is (no 101)', async () => {
     const { port, server } = await testServer();
     const up = head(upgradeHeaders());

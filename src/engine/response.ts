@@ -10,7 +10,8 @@
  * `parameters: null` when omitted).
  */
 import type { CreateParams } from '../protocol/events.js';
-import { isFunctionTool, newId, type Response, type Tool } from '../protocol/objects.js';
+import { isFunctionTool, newId, type OutputItem, type Response, type Tool } from '../protocol/objects.js';
+import { isFinishedItem } from '../protocol/event-json.js';
 
 /** `now`: wall-clock ms since the epoch, from the injected clock (`Clock.wallNow`). */
 export function newResponse(params: CreateParams, now: number): Response {
@@ -70,12 +71,29 @@ function echoTool(t: Tool): Tool {
 }
 
 /**
+ * Per output list (a Response's own, which only grows): how many of its first
+ * items are finished (`isFinishedItem`). Finished items stay finished, so each
+ * snapshot looks only at the items after them.
+ */
+const finishedPrefix = new WeakMap<readonly OutputItem[], number>();
+
+/**
  * A snapshot safe to hand to a sink that may keep it. A finished item never
- * changes again (engine/segment.ts), so the snapshot shares it — and its
- * JSON is built once (protocol/event-json.ts); one still streaming is copied.
+ * changes again (engine/segment.ts; `isFinishedItem`), so the snapshot shares
+ * it — and its JSON is built once (protocol/event-json.ts); one still
+ * streaming is copied. The finished items at the front are known from the
+ * last snapshot of the same output, so a pause of a long run copies the list
+ * (one block copy) without testing every item so far again: that walk, at
+ * every pause, made a long-lived run quadratic.
  */
 export function snapshot(r: Response): Response {
-  return { ...r, output: r.output.map((i) => ('status' in i && i.status === 'completed' ? i : { ...i })) as Response['output'] };
+  const items = r.output;
+  let finished = Math.min(finishedPrefix.get(items) ?? 0, items.length);
+  while (finished < items.length && isFinishedItem(items[finished])) finished++;
+  finishedPrefix.set(items, finished);
+  const output = items.slice();
+  for (let i = finished; i < output.length; i++) if (!isFinishedItem(output[i])) output[i] = { ...output[i]! };
+  return { ...r, output };
 }
 
 /**

@@ -204,7 +204,7 @@ const OUTPUT_QUOTED = JSON.stringify(OUTPUT_SENTINEL);
 /**
  * One Response's finished output items as UTF-8 JSON (`[` then the items
  * joined by `,`, no closing bracket), extended as items finish. An item
- * never changes once `completed` (engine/segment.ts) and every snapshot of
+ * never changes once finished (`isFinishedItem`) and every snapshot of
  * its Response shares the object (engine/response.ts `snapshot`), and a
  * Response's output only grows, so the bytes are checked by reference
  * against the first and the last item they hold. Bytes once written are
@@ -221,8 +221,24 @@ interface OutputBytes {
 const outputBytes = new WeakMap<object, OutputBytes>();
 const EMPTY = Buffer.alloc(0);
 
-function isFinished(item: unknown): item is object {
-  return typeof item === 'object' && item !== null && (item as { status?: unknown }).status === 'completed';
+/**
+ * An output item whose JSON never changes again, so a snapshot shares it (engine/response.ts) and its bytes are kept
+ * here: a `completed` item (engine/segment.ts sets the status last, and nothing changes a completed item), or a
+ * compaction item, which has no status and is whole when it joins the output (engine/run.ts `compactNow`). Anything
+ * else may still change: an item streaming (`in_progress`), or one a run's end closes (`settle`).
+ */
+export function isFinishedItem(item: unknown): item is object {
+  if (typeof item !== 'object' || item === null) return false;
+  const status = (item as { status?: unknown }).status;
+  return status === 'completed' || (status === undefined && (item as { type?: unknown }).type === 'compaction');
+}
+
+/** How many of `items`' first items are kept (`finishedBytes`): its memo's, when `items` still holds them; else 0. */
+function keptCount(items: readonly unknown[]): number {
+  const first = items[0];
+  if (typeof first !== 'object' || first === null) return 0;
+  const memo = outputBytes.get(first);
+  return memo !== undefined && memo.count <= items.length && items[memo.count - 1] === memo.last ? memo.count : 0;
 }
 
 /** The kept bytes of `items`' first `count` finished items (`[` + their JSON joined by `,`). */
@@ -324,7 +340,12 @@ export function eventPieces(e: object): EventPieces {
   if (typeof r !== 'object' || r === null) return [JSON.stringify(e)];
   const output: unknown = Reflect.get(r, 'output');
   let finished = 0;
-  if (Array.isArray(output) && output.length >= OUTPUT_MEMO_MIN_ITEMS) while (finished < output.length && isFinished(output[finished])) finished++;
+  if (Array.isArray(output) && output.length >= OUTPUT_MEMO_MIN_ITEMS) {
+    // The items already kept are finished (they never change again): only the ones after them are looked at, so a
+    // pause of a long run does not walk every call so far (it did, property by property, at every pause).
+    finished = keptCount(output);
+    while (finished < output.length && isFinishedItem(output[finished])) finished++;
+  }
   const longOutput = finished >= OUTPUT_MEMO_MIN_ITEMS;
   let bytes = NO_ECHOES;
   const tools: unknown = Reflect.get(r, 'tools');

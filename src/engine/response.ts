@@ -81,7 +81,7 @@ const finishedPrefix = new WeakMap<readonly OutputItem[], number>();
  * A snapshot safe to hand to a sink that may keep it. A finished item never
  * changes again (engine/segment.ts; `isFinishedItem`), so the snapshot shares
  * it — and its JSON is built once (protocol/event-json.ts); one still
- * streaming is copied. The finished items at the front are known from the
+ * streaming is copied, its message parts too. The finished items at the front are known from the
  * last snapshot of the same output, so a pause of a long run copies the list
  * (one block copy) without testing every item so far again: that walk, at
  * every pause, made a long-lived run quadratic.
@@ -92,8 +92,14 @@ export function snapshot(r: Response): Response {
   while (finished < items.length && isFinishedItem(items[finished])) finished++;
   finishedPrefix.set(items, finished);
   const output = items.slice();
-  for (let i = finished; i < output.length; i++) if (!isFinishedItem(output[i])) output[i] = { ...output[i]! };
+  for (let i = finished; i < output.length; i++) if (!isFinishedItem(output[i])) output[i] = copyOpen(output[i]!);
   return { ...r, output };
+}
+
+/** An item still being written, as it is now: its message parts too (the text grows in its part, engine/segment.ts). */
+function copyOpen(item: OutputItem): OutputItem {
+  if (item.type === 'message' && Array.isArray(item.content)) return { ...item, content: item.content.map((p) => ({ ...p })) };
+  return { ...item };
 }
 
 /**

@@ -13,6 +13,8 @@ import { mulberry32 } from '../../src/model/rng.js';
 import { ArgsDelta, DeltaHead, TextDelta, eventJson, eventPieces, piecesLength } from '../../src/protocol/event-json.js';
 import type { ServerEvent, UnnumberedEvent } from '../../src/protocol/events.js';
 import { Segment } from '../../src/engine/segment.js';
+import { snapshot } from '../../src/engine/response.js';
+import type { Response } from '../../src/protocol/objects.js';
 
 const ALPHABET = [
   'a', 'Z', ' ', '0', '"', '\\', '/', '\n', '\r', '\t', '\b', '\f', '\u0000', '\u001f', '\u007f', '\u2028', '\u2029',
@@ -188,6 +190,46 @@ describe('a long output in lifecycle events', () => {
     (items[3]!['content'] as Array<{ text: string }>)[0]!.text += 'more';
     items[5]!['status'] = 'incomplete';
     expect(eventJson(e())).toBe(JSON.stringify(e()));
+  });
+
+  it('snapshots of a growing Response: each is exactly JSON.stringify when sent and stays so, whatever changes after', () => {
+    // What a run does to its output between events: items stream across snapshots (in_progress, text growing) and
+    // then complete, compaction items (no status) join, and the run's end closes what is still open (`settle`).
+    const r = { id: 'resp_6', object: 'response', status: 'in_progress', instructions: 'i', tools: [], output: [] as unknown[], usage: null } as unknown as Response;
+    const output = r.output as unknown as Array<Record<string, unknown>>;
+    const sent: Array<{ event: object; text: string }> = [];
+    const send = (type: string) => {
+      const event = { type, response: snapshot(r), sequence_number: sent.length };
+      const text = eventJson(event);
+      expect(text).toBe(JSON.stringify(event));
+      expect(JSON.stringify(event.response.output)).toBe(JSON.stringify(r.output));
+      sent.push({ event, text });
+    };
+    for (let step = 0; step < 90; step++) {
+      if (step % 20 === 7) output.push({ id: `cmp_${step}`, type: 'compaction', encrypted_content: text(30) });
+      if (step % 5 === 0) {
+        const msg = message(step, 'in_progress');
+        output.push(msg);
+        for (let k = 0; k < 3; k++) {
+          (msg['content'] as Array<{ text: string }>)[0]!.text += text(5);
+          send('response.in_progress');
+        }
+        msg['status'] = 'completed';
+      }
+      output.push(call(step, 'completed'));
+      send('response.done');
+    }
+    const open = call(999, 'in_progress');
+    output.push(open);
+    send('response.in_progress');
+    open['arguments'] = `${open['arguments'] as string}${text(4)}`;
+    open['status'] = 'incomplete';
+    send('response.cancelled');
+    // Nothing a snapshot shares changed after it was sent: each serialises as it did then.
+    for (const { event, text: then } of sent) {
+      expect(JSON.stringify(event)).toBe(then);
+      expect(eventJson(event)).toBe(then);
+    }
   });
 
   it('short outputs and responses without tools keep the one-string path', () => {

@@ -232,6 +232,37 @@ describe('a long output in lifecycle events', () => {
     }
   });
 
+  it('a pause looks only at the items after those already kept, and a compaction item does not end the kept ones', () => {
+    // Each item counts the reads of its status: a long run's every pause read every item so far, twice (the snapshot
+    // and the serialisation), and re-serialised all of them at every pause once a compaction item (no status) came.
+    let reads = 0;
+    const counted = (i: number) => {
+      const item: Record<string, unknown> = call(i, 'completed');
+      delete item['status'];
+      Object.defineProperty(item, 'status', { enumerable: true, get: () => (reads++, 'completed') });
+      return item;
+    };
+    const r = { id: 'resp_7', object: 'response', tools: [], output: [] as unknown[] } as unknown as Response;
+    const output = r.output as unknown as Array<Record<string, unknown>>;
+    output.push({ id: 'cmp_1', type: 'compaction', encrypted_content: text(30) });
+    for (let i = 0; i < 300; i++) output.push(counted(i));
+    /** One pause's event as the transport gets it; the status reads it took. */
+    const pause = () => {
+      reads = 0;
+      const event = { type: 'response.done', response: snapshot(r), sequence_number: 1 };
+      const pieces = eventPieces(event);
+      const took = reads;
+      expect(eventJson(event)).toBe(JSON.stringify(event));
+      return { pieces, took };
+    };
+    pause();
+    output.push(counted(300));
+    const { pieces, took } = pause();
+    // The kept bytes are sent as a view; only the new item was looked at (and serialised once).
+    expect(pieces.some((p) => Buffer.isBuffer(p) && p.length > 300 * 50)).toBe(true);
+    expect(took).toBeLessThan(10);
+  });
+
   it('short outputs and responses without tools keep the one-string path', () => {
     const e = { type: 'response.done', response: { id: 'resp_3', output: [call(1, 'completed')] } };
     expect(eventPieces(e)).toEqual([JSON.stringify(e)]);

@@ -81,10 +81,10 @@ const finishedPrefix = new WeakMap<readonly OutputItem[], number>();
  * A snapshot safe to hand to a sink that may keep it. A finished item never
  * changes again (engine/segment.ts; `isFinishedItem`), so the snapshot shares
  * it — and its JSON is built once (protocol/event-json.ts); one still
- * streaming is copied, its message parts too. The finished items at the front are known from the
- * last snapshot of the same output, so a pause of a long run copies the list
- * (one block copy) without testing every item so far again: that walk, at
- * every pause, made a long-lived run quadratic.
+ * streaming is copied, its message parts too. The finished items at the front
+ * are known from the last snapshot of the same output, so a pause of a long
+ * run copies the list (one block copy) without testing every item so far
+ * again: that walk, at every pause, grew with the run.
  */
 export function snapshot(r: Response): Response {
   const items = r.output;

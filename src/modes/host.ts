@@ -333,7 +333,7 @@ export class SessionSet {
    */
   openSession(protocol: Protocol, transport: Transport, info: SessionInfo, log: Logger): ConnectionSession {
     if (this.shuttingDown) throw new WireError('server_shutting_down');
-    const session = new ConnectionSession(this.host.policy(protocol, info), this.services, transport, info, log);
+    const session = new ConnectionSession(this.host.policy(protocol, info), this.services, transport, info, log, this.host.bytes);
     this.open.add(session);
     void session.finished.then(() => {
       this.open.delete(session);

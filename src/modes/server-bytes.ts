@@ -18,6 +18,7 @@
 import { WireError } from '../protocol/errors.js';
 import type { Limits } from '../engine/services.js';
 import type { ConnectionSession } from './session.js';
+import type { SpanBudget } from '../pipeline/metrics.js';
 
 export class ServerBytes {
   private heldBytes = 0;
@@ -43,6 +44,14 @@ export class ServerBytes {
     }
     this.heldBytes += n;
     if (this.heldBytes > this.peakBytes) this.peakBytes = this.heldBytes;
+  }
+
+  /** Charge `n` bytes if they fit the budget: true when charged, false (nothing charged) when not. No error built. */
+  tryCharge(n: number): boolean {
+    if (this.heldBytes + n > this.max) return false;
+    this.heldBytes += n;
+    if (this.heldBytes > this.peakBytes) this.peakBytes = this.heldBytes;
+    return true;
   }
 
   /** Charge `n` bytes whatever the budget says: for bytes already admitted under another charge a moment ago. */
@@ -96,6 +105,37 @@ class BudgetHold implements Hold {
       this.budget.release(this.n - k);
       this.n = k;
     }
+  }
+}
+
+/**
+ * A run's timeline (`RunMetrics`' spans, pipeline/metrics.ts) as the budget counts it: charged a chunk at a time while
+ * the run lives, given back once by `close` when it ends (modes/session.ts, whatever the end: completed, failed,
+ * cancelled, the client gone, a pause timeout, shutdown, a create refused while planned). Spans after `close` (the
+ * post-inference work's few, after the terminal event) are listed uncharged: a charge then would never be given back.
+ */
+export class SpanCharge implements SpanBudget {
+  private n = 0;
+  private closed = false;
+
+  constructor(private readonly budget: ServerBytes) {}
+
+  get bytes(): number {
+    return this.n;
+  }
+
+  tryAdd(k: number): boolean {
+    if (this.closed) return true;
+    if (!this.budget.tryCharge(k)) return false;
+    this.n += k;
+    return true;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.budget.release(this.n);
+    this.n = 0;
   }
 }
 

@@ -30,6 +30,7 @@ import { ResponseRun, type EventSink, type RunPlan } from '../engine/run.js';
 import type { DeltaBatch } from '../protocol/event-json.js';
 import type { Services } from '../engine/services.js';
 import type { ParseSpan, SessionInfo, Transport } from './transport.js';
+import { SpanCharge, type ServerBytes } from './server-bytes.js';
 
 export type { SessionInfo, Transport };
 
@@ -114,6 +115,8 @@ export class ConnectionSession {
     private readonly transport: Transport,
     info: SessionInfo,
     private readonly log: Logger,
+    /** The server-wide byte budget each run's spans are charged to while it lives (null: not charged; unit tests). */
+    private readonly budget: ServerBytes | null = null,
   ) {
     // A call the client runs leaves at once, not at the end of the turn (transport/batch.ts).
     const send: EventSink = transport.flush
@@ -371,6 +374,8 @@ export class ConnectionSession {
     const params = next.params;
     this.queuedBytes -= next.bytes;
     this.busy = true;
+    // The run's spans' charge: given back in `finally`, once, however the create or its run ends.
+    let spans: SpanCharge | null = null;
     try {
       // Back-pressure between responses: a whole response can be sent in one
       // turn (an instant model, events echoing a large request), and queued
@@ -389,7 +394,8 @@ export class ConnectionSession {
         if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
         return;
       }
-      const metrics = new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans);
+      spans = this.budget === null ? null : new SpanCharge(this.budget);
+      const metrics = new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, spans);
       if (next.parse) metrics.span('parse', next.parse.start, next.parse.end);
       if (this.authSpan) {
         metrics.count('auth_checks');
@@ -443,6 +449,7 @@ export class ConnectionSession {
       this.active = null;
       this.error(toWireError(err));
     } finally {
+      spans?.close();
       // A cancel meant for a create that never started (refused, or the connection ended) is spent with it.
       this.cancelStarting = false;
       if (this.lane !== null) {

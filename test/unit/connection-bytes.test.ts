@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { scriptPolicy, type ScriptStep } from '../../src/model/policies.js';
 import { SessionHost } from '../../src/modes/host.js';
 import { ServerBytes } from '../../src/modes/server-bytes.js';
+import { SPAN_CHUNK, SPAN_HELD_BYTES } from '../../src/pipeline/metrics.js';
 import type { SessionInfo } from '../../src/modes/transport.js';
 import { INSTANT_MODEL, LlrServer } from '../../src/server.js';
 import { MemoryClient } from '../../src/transport/memory.js';
@@ -54,14 +55,16 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     const paused = client.nextEvent('response.done');
     const c = frame(create('x'.repeat(2000)));
     await paused;
-    expect(bytes.held).toBe(c);
+    // And the run's timeline: its first chunk of spans (it has fewer), charged while it lives (run-spans-budget.test.ts).
+    const spans = SPAN_CHUNK * SPAN_HELD_BYTES;
+    expect(bytes.held).toBe(c + spans);
     const completed = client.nextEvent('response.completed');
     const a = frame({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_1', output: 'found' }] });
-    expect(bytes.held).toBe(c + a);
+    expect(bytes.held).toBe(c + a + spans);
     await completed;
     await client.session.idle();
     expect(bytes.held).toBe(0);
-    expect(bytes.peak).toBe(c + a);
+    expect(bytes.peak).toBe(c + a + spans);
   });
 
   it('ws mode: after a response the cached context stays charged (its items and header), until the next response replaces it and the close', async () => {

@@ -104,6 +104,15 @@ describe("a live run's spans are charged to --max-server-bytes", () => {
     expect(server.bytes.held).toBe(0);
   });
 
+  it('a create refused while it is planned (its spans charged, then a throw) gives them back', async () => {
+    const { url } = await testServer({ policy: pauseTwice(), limits: { maxServerBytes: 4096 * KiB } });
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool], previous_response_id: 'resp_nope' });
+    expect(await s.next('error', { skipErrors: true })).toMatchObject({ error: { code: 'previous_response_not_found' } });
+    expect(await held(url)).toBe(0);
+    s.dispose();
+  });
+
   it('a pause timeout releases them too', async () => {
     const { url } = await testServer({ policy: pauseTwice(), limits: { maxServerBytes: 4096 * KiB, pauseTimeoutMs: 0 } });
     const s = await RawSocket.longLived(url);

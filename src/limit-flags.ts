@@ -48,7 +48,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'request-timeout-ms', key: 'requestTimeoutMs', help: 'longest to receive a whole HTTP request, body included (0: none)' },
   { flag: 'keep-alive-timeout-ms', key: 'keepAliveTimeoutMs', help: 'idle HTTP keep-alive connection closed after (0: none)' },
   { flag: 'ws-idle-timeout-ms', key: 'wsIdleTimeoutMs', help: 'WebSocket peer silent this long (no frame, no pong) is dropped; pinged at half (0: none)' },
-  { flag: 'max-server-bytes', key: 'maxServerBytes', help: 'request bytes held server-wide (bodies, queued creates, live contexts, live runs\' spans); past it 503 server_busy' },
+  { flag: 'max-server-bytes', key: 'maxServerBytes', help: 'request bytes held server-wide (bodies, queued creates, live contexts, live runs\' spans and long-lived output); past it 503 server_busy' },
   { flag: 'max-tools', key: 'maxTools', help: "entries in one request's tools; past it 400 array_above_max_length" },
   { flag: 'max-json-keys', key: 'maxJsonKeys', help: 'keys in one JSON object of a body or frame' },
   { flag: 'max-json-containers', key: 'maxJsonContainers', help: 'objects and arrays in one body or frame' },

@@ -137,9 +137,15 @@ export class RunKeep {
 
   constructor(private readonly output: readonly object[]) {}
 
+  /** The bytes of the output so far (`itemBytes` each; its items done: an item is measured once). */
+  outputSize(): number {
+    for (; this.outputCounted < this.output.length; this.outputCounted++) this.outputBytes += itemBytes(this.output[this.outputCounted] as InputItem);
+    return this.outputBytes;
+  }
+
   /** Throws `context_length_exceeded` when `incoming` would pass the limits; applies nothing. */
   check(incoming: readonly InputItem[], limits: ContextLimits): void {
-    for (; this.outputCounted < this.output.length; this.outputCounted++) this.outputBytes += itemBytes(this.output[this.outputCounted] as InputItem);
+    this.outputSize();
     const items = this.appendedItems + this.output.length + incoming.length;
     const why = 'its output and the items appended to it, kept for its whole life: server-side compaction shrinks the context, not them';
     if (items > limits.maxContextItems) {

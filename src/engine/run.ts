@@ -109,6 +109,11 @@ export interface RunHooks {
    * event. Absent: the run just ends, detached.
    */
   drop?(): void;
+  /**
+   * A pause began and the run's output now holds `bytes` (engine/budget.ts `itemBytes` of its items): kept until
+   * the run ends, so the session charges it to the server-wide byte budget (modes/server-bytes.ts `RunCharge`).
+   */
+  outputHeld?(bytes: number): void;
 }
 
 type EndStatus = Exclude<ResponseStatus, 'queued' | 'in_progress'>;
@@ -715,6 +720,8 @@ export class ResponseRun {
     const ids = calls.map((c) => c.call_id).filter((id) => !ctx.answeredCallIds.has(id));
     if (ids.length === 0) return;
     const waiting = this.pauses.wait(ids);
+    // What the model made so far is held while the client runs its tools, however long: counted (outside attack).
+    if (this.hooks.outputHeld) this.hooks.outputHeld(this.keep.outputSize());
     const clock = this.services.clock;
     const pausedAt = clock.now();
     this.lastAppendAt = pausedAt;

@@ -212,7 +212,8 @@ export interface Limits {
    * (default 256 MiB): request bodies being read, WebSocket creates queued
    * behind the one in flight and frames being handled, and the contexts
    * that live across model calls (long-lived runs, ws-mode connection
-   * caches), and live runs' timelines (their spans). Each connection has its own budgets (`maxQueuedBytes`,
+   * caches), and live runs' timelines (their spans) and long-lived runs'
+   * output. Each connection has its own budgets (`maxQueuedBytes`,
    * `maxContextBytes`, `maxFrameBytes`); this one bounds their sum over
    * all connections. Past it a request is refused with 503 `server_busy`
    * (over a WebSocket an `error` event; the connection goes on). Kept by

@@ -109,33 +109,45 @@ class BudgetHold implements Hold {
 }
 
 /**
- * A run's timeline (`RunMetrics`' spans, pipeline/metrics.ts) as the budget counts it: charged a chunk at a time while
- * the run lives, given back once by `close` when it ends (modes/session.ts, whatever the end: completed, failed,
- * cancelled, the client gone, a pause timeout, shutdown, a create refused while planned). Spans after `close` (the
- * post-inference work's few, after the terminal event) are listed uncharged: a charge then would never be given back.
+ * What a run keeps for its life that no frame or body stands for, as the budget counts it: its timeline
+ * (`RunMetrics`' spans, pipeline/metrics.ts), charged a chunk at a time and checked (a span past the budget is not
+ * listed), and a long-lived run's output so far (engine/run.ts, at each pause), charged unchecked (the model made it
+ * already; the next frames are refused past the budget instead). Given back once by `close` when the run ends
+ * (modes/session.ts, whatever the end: completed, failed, cancelled, the client gone, a pause timeout, shutdown, a
+ * create refused while planned). Charges after `close` (the post-inference work's few spans, after the terminal
+ * event) are not taken: they would never be given back.
  */
-export class SpanCharge implements SpanBudget {
-  private n = 0;
+export class RunCharge implements SpanBudget {
+  private spans = 0;
+  private output = 0;
   private closed = false;
 
   constructor(private readonly budget: ServerBytes) {}
 
   get bytes(): number {
-    return this.n;
+    return this.spans + this.output;
   }
 
   tryAdd(k: number): boolean {
     if (this.closed) return true;
     if (!this.budget.tryCharge(k)) return false;
-    this.n += k;
+    this.spans += k;
     return true;
+  }
+
+  /** The run's output now holds `bytes`: charge what it grew by since the last call, unchecked. */
+  outputHeld(bytes: number): void {
+    if (this.closed || bytes <= this.output) return;
+    this.budget.chargeAdmitted(bytes - this.output);
+    this.output = bytes;
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.budget.release(this.n);
-    this.n = 0;
+    this.budget.release(this.spans + this.output);
+    this.spans = 0;
+    this.output = 0;
   }
 }
 

@@ -30,7 +30,7 @@ import { ResponseRun, type EventSink, type RunPlan } from '../engine/run.js';
 import type { DeltaBatch } from '../protocol/event-json.js';
 import type { Services } from '../engine/services.js';
 import type { ParseSpan, SessionInfo, Transport } from './transport.js';
-import { SpanCharge, type ServerBytes } from './server-bytes.js';
+import { RunCharge, type ServerBytes } from './server-bytes.js';
 
 export type { SessionInfo, Transport };
 
@@ -374,8 +374,9 @@ export class ConnectionSession {
     const params = next.params;
     this.queuedBytes -= next.bytes;
     this.busy = true;
-    // The run's spans' charge: given back in `finally`, once, however the create or its run ends.
-    let spans: SpanCharge | null = null;
+    // What the run keeps that no frame stands for (its spans, its output): given back in `finally`, once, however
+    // the create or its run ends.
+    let held: RunCharge | null = null;
     try {
       // Back-pressure between responses: a whole response can be sent in one
       // turn (an instant model, events echoing a large request), and queued
@@ -394,8 +395,8 @@ export class ConnectionSession {
         if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
         return;
       }
-      spans = this.budget === null ? null : new SpanCharge(this.budget);
-      const metrics = new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, spans);
+      held = this.budget === null ? null : new RunCharge(this.budget);
+      const metrics = new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, held);
       if (next.parse) metrics.span('parse', next.parse.start, next.parse.end);
       if (this.authSpan) {
         metrics.count('auth_checks');
@@ -428,6 +429,7 @@ export class ConnectionSession {
           void this.close();
           this.transport.drop();
         },
+        ...(held !== null && { outputHeld: (bytes: number) => held!.outputHeld(bytes) }),
       });
       this.active = run;
       this.policy.started?.(run);
@@ -449,7 +451,7 @@ export class ConnectionSession {
       this.active = null;
       this.error(toWireError(err));
     } finally {
-      spans?.close();
+      held?.close();
       // A cancel meant for a create that never started (refused, or the connection ended) is spent with it.
       this.cancelStarting = false;
       if (this.lane !== null) {

@@ -70,7 +70,7 @@ export const SPAN_HELD_BYTES = 32;
 export const SPAN_CHUNK = 64;
 
 /**
- * Where a timeline's spans are charged (the server-wide byte budget, modes/server-bytes.ts `SpanCharge`): false when
+ * Where a timeline's spans are charged (the server-wide byte budget, modes/server-bytes.ts `RunCharge`): false when
  * the bytes would pass it (nothing charged); the span is then not listed.
  */
 export interface SpanBudget {

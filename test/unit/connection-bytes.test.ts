@@ -14,6 +14,8 @@ import { scriptPolicy, type ScriptStep } from '../../src/model/policies.js';
 import { SessionHost } from '../../src/modes/host.js';
 import { ServerBytes } from '../../src/modes/server-bytes.js';
 import { SPAN_CHUNK, SPAN_HELD_BYTES } from '../../src/pipeline/metrics.js';
+import { itemBytes } from '../../src/engine/budget.js';
+import type { InputItem } from '../../src/protocol/objects.js';
 import type { SessionInfo } from '../../src/modes/transport.js';
 import { INSTANT_MODEL, LlrServer } from '../../src/server.js';
 import { MemoryClient } from '../../src/transport/memory.js';
@@ -54,17 +56,19 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     const { bytes, client, frame } = open('long-lived', [CALL, { text: 'thanks' }], 1 << 20);
     const paused = client.nextEvent('response.done');
     const c = frame(create('x'.repeat(2000)));
-    await paused;
-    // And the run's timeline: its first chunk of spans (it has fewer), charged while it lives (run-spans-budget.test.ts).
-    const spans = SPAN_CHUNK * SPAN_HELD_BYTES;
-    expect(bytes.held).toBe(c + spans);
+    const pause = await paused;
+    // And what the run keeps that no frame stands for, while it lives: its timeline, the first chunk of spans (it has
+    // fewer; run-spans-budget.test.ts), and its output so far, the call (run-output-budget.test.ts).
+    const output = (pause as { response: { output: InputItem[] } }).response.output;
+    const kept = SPAN_CHUNK * SPAN_HELD_BYTES + output.reduce((n, item) => n + itemBytes(item), 0);
+    expect(bytes.held).toBe(c + kept);
     const completed = client.nextEvent('response.completed');
     const a = frame({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_1', output: 'found' }] });
-    expect(bytes.held).toBe(c + a + spans);
+    expect(bytes.held).toBe(c + a + kept);
     await completed;
     await client.session.idle();
     expect(bytes.held).toBe(0);
-    expect(bytes.peak).toBe(c + a + spans);
+    expect(bytes.peak).toBe(c + a + kept);
   });
 
   it('ws mode: after a response the cached context stays charged (its items and header), until the next response replaces it and the close', async () => {

@@ -110,10 +110,12 @@ export interface RunHooks {
    */
   drop?(): void;
   /**
-   * A pause began and the run's output now holds `bytes` (engine/budget.ts `itemBytes` of its items): kept until
-   * the run ends, so the session charges it to the server-wide byte budget (modes/server-bytes.ts `RunCharge`).
+   * A pause began, and what the run keeps that no client frame or body stands for now holds `bytes`: its output
+   * (engine/budget.ts `itemBytes` of its items) and its prompt's token ids (`TokenBuffer.bytes`). Kept while the
+   * client runs its tools, so the session charges it to the server-wide byte budget (modes/server-bytes.ts
+   * `RunCharge`) until the run ends.
    */
-  outputHeld?(bytes: number): void;
+  keptHeld?(bytes: number): void;
 }
 
 type EndStatus = Exclude<ResponseStatus, 'queued' | 'in_progress'>;
@@ -720,8 +722,9 @@ export class ResponseRun {
     const ids = calls.map((c) => c.call_id).filter((id) => !ctx.answeredCallIds.has(id));
     if (ids.length === 0) return;
     const waiting = this.pauses.wait(ids);
-    // What the model made so far is held while the client runs its tools, however long: counted (outside attack).
-    if (this.hooks.outputHeld) this.hooks.outputHeld(this.keep.outputSize());
+    // What the model made so far and the prompt's token ids are held while the client runs its tools, however
+    // long: counted (outside attacks: 23 MB of output per run, and 4 to 8 times an append's bytes in token ids).
+    if (this.hooks.keptHeld) this.hooks.keptHeld(this.keep.outputSize() + ctx.tokens.bytes);
     const clock = this.services.clock;
     const pausedAt = clock.now();
     this.lastAppendAt = pausedAt;

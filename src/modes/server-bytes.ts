@@ -111,21 +111,21 @@ class BudgetHold implements Hold {
 /**
  * What a run keeps for its life that no frame or body stands for, as the budget counts it: its timeline
  * (`RunMetrics`' spans, pipeline/metrics.ts), charged a chunk at a time and checked (a span past the budget is not
- * listed), and a long-lived run's output so far (engine/run.ts, at each pause), charged unchecked (the model made it
- * already; the next frames are refused past the budget instead). Given back once by `close` when the run ends
+ * listed), and what a long-lived run keeps at each pause that no frame stands for (engine/run.ts: its output so far
+ * and its prompt's token ids), charged unchecked (held already; the next frames are refused past the budget instead). Given back once by `close` when the run ends
  * (modes/session.ts, whatever the end: completed, failed, cancelled, the client gone, a pause timeout, shutdown, a
  * create refused while planned). Charges after `close` (the post-inference work's few spans, after the terminal
  * event) are not taken: they would never be given back.
  */
 export class RunCharge implements SpanBudget {
   private spans = 0;
-  private output = 0;
+  private kept = 0;
   private closed = false;
 
   constructor(private readonly budget: ServerBytes) {}
 
   get bytes(): number {
-    return this.spans + this.output;
+    return this.spans + this.kept;
   }
 
   tryAdd(k: number): boolean {
@@ -135,19 +135,20 @@ export class RunCharge implements SpanBudget {
     return true;
   }
 
-  /** The run's output now holds `bytes`: charge what it grew by since the last call, unchecked. */
-  outputHeld(bytes: number): void {
-    if (this.closed || bytes <= this.output) return;
-    this.budget.chargeAdmitted(bytes - this.output);
-    this.output = bytes;
+  /** What the run keeps besides its spans (its output, its prompt's token ids) now holds `bytes`: charged unchecked, or released down to it. */
+  keptHeld(bytes: number): void {
+    if (this.closed) return;
+    if (bytes > this.kept) this.budget.chargeAdmitted(bytes - this.kept);
+    else this.budget.release(this.kept - bytes);
+    this.kept = bytes;
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.budget.release(this.spans + this.output);
+    this.budget.release(this.spans + this.kept);
     this.spans = 0;
-    this.output = 0;
+    this.kept = 0;
   }
 }
 
@@ -217,9 +218,10 @@ export interface ConnectionBytes {
  * mode kept only its last create's frame charged, and a chain of 1 MB
  * continuations cached a 29 MB context per connection counted as 1 MB: eight
  * connections held 250 MB of heap under a 64 MB budget, `bytes_held` 8 MB
- * (outside attack). A connection never holds more than its own budgets allow
- * (queued bytes + context bytes + one frame): refused frames past that are
- * not memory it keeps.
+ * (outside attack). A connection's frames never hold more than its own budgets
+ * allow (queued bytes + context bytes + one frame): refused frames past that
+ * are not memory it keeps. What it keeps once idle is charged whole: a cached
+ * context's token ids can be several times its items' bytes.
  */
 export function connectionBytes(bytes: ServerBytes, limits: Readonly<Limits>, session: ConnectionSession): ConnectionBytes {
   return new ConnectionHold(bytes.hold(), limits.maxQueuedBytes + limits.maxContextBytes + limits.maxFrameBytes, session, bytes.hold(), bytes.hold());
@@ -319,7 +321,9 @@ class ConnectionHold implements ConnectionBytes {
     this.epoch++;
     this.over = 0;
     if (this.closed) return;
-    const kept = Math.min(this.session.keptBytes(), this.cap);
+    // Whole, not capped at `cap` (which bounds what frames hold): a cached context's token ids are 4 to 8 times its
+    // items' bytes for text of a token a byte, and capped here most of them went uncounted (outside attack).
+    const kept = this.session.keptBytes();
     if (kept > this.hold.bytes) this.hold.admitted(kept - this.hold.bytes);
     else this.hold.keep(kept);
   };

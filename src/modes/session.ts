@@ -429,7 +429,7 @@ export class ConnectionSession {
           void this.close();
           this.transport.drop();
         },
-        ...(held !== null && { outputHeld: (bytes: number) => held!.outputHeld(bytes) }),
+        ...(held !== null && { keptHeld: (bytes: number) => held!.keptHeld(bytes) }),
       });
       this.active = run;
       this.policy.started?.(run);

@@ -99,7 +99,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
   }
   /** What an entry keeps: its context's items, and its header (instructions and tools) with the key made of its JSON. */
   function entryBytes(c: Cached): number {
-    return contextBytes(c.context) + 2 * c.headerKey.length;
+    // Its prompt's token ids too: 4 to 8 times the items' bytes for text of a token a byte (outside attack).
+    return contextBytes(c.context) + 2 * c.headerKey.length + c.context.tokens.bytes;
   }
   /** The cached response `id`, in whichever lane it is the last, or undefined. */
   function cachedById(id: string): { lane: string | null; entry: Cached } | undefined {

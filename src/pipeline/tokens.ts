@@ -30,6 +30,16 @@ export class TokenBuffer {
     return this.len;
   }
 
+  /**
+   * What its token ids hold: 4 bytes a token. The array's spare room (up to as much again, as it doubles) is left
+   * out: zeroed pages nobody wrote are not resident. Text of a token a byte holds 4 times its size here, so what
+   * keeps a context across client time charges this to the server-wide byte budget besides the items' bytes
+   * (modes/server-bytes.ts).
+   */
+  get bytes(): number {
+    return 4 * this.len;
+  }
+
   pushAll(ts: ArrayLike<number>): void {
     if (this.len + ts.length > this.buf.length) this.grow(this.len + ts.length);
     for (let i = 0; i < ts.length; i++) this.buf[this.len + i] = ts[i]!;

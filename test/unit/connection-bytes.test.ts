@@ -58,10 +58,15 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     const c = frame(create('x'.repeat(2000)));
     const pause = await paused;
     // And what the run keeps that no frame stands for, while it lives: its timeline, the first chunk of spans (it has
-    // fewer; run-spans-budget.test.ts), and its output so far, the call (run-output-budget.test.ts).
+    // fewer; run-spans-budget.test.ts), its output so far, the call (run-output-budget.test.ts), and its prompt's
+    // token ids, 4 bytes each, fewer than its characters (token-buffer-budget.test.ts).
     const output = (pause as { response: { output: InputItem[] } }).response.output;
-    const kept = SPAN_CHUNK * SPAN_HELD_BYTES + output.reduce((n, item) => n + itemBytes(item), 0);
-    expect(bytes.held).toBe(c + kept);
+    const spansAndOutput = SPAN_CHUNK * SPAN_HELD_BYTES + output.reduce((n, item) => n + itemBytes(item), 0);
+    const tokens = bytes.held - c - spansAndOutput;
+    expect(tokens % 4).toBe(0);
+    expect(tokens).toBeGreaterThan(0);
+    expect(tokens).toBeLessThan(4 * c);
+    const kept = spansAndOutput + tokens;
     const completed = client.nextEvent('response.completed');
     const a = frame({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_1', output: 'found' }] });
     expect(bytes.held).toBe(c + a + kept);
@@ -79,14 +84,15 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     await client.session.idle();
     expect(bytes.held).toBeGreaterThan(3000);
     expect(bytes.held).toBe(client.session.keptBytes());
-    expect(bytes.held).toBeLessThan(first + 1000);
+    // Its items and header, and its prompt's token ids (4 bytes each, fewer than its characters).
+    expect(bytes.held).toBeLessThan(5 * first + 1000);
     done = client.nextEvent('response.completed');
     frame(create('y'.repeat(500)));
     await done;
     await client.session.idle();
     // A fresh create's response replaced the cache: only its context is charged.
     expect(bytes.held).toBe(client.session.keptBytes());
-    expect(bytes.held).toBeLessThan(1500);
+    expect(bytes.held).toBeLessThan(first);
     share.close();
     await client.close();
     expect(bytes.held).toBe(0);
@@ -108,7 +114,7 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     // Every continuation's input is in the cached context (the tools, sent with each, are kept once).
     expect(bytes.held).toBeGreaterThan(steps * 10_000);
     expect(bytes.held).toBe(client.session.keptBytes());
-    expect(bytes.held).toBeLessThan(sent + 2000);
+    expect(bytes.held).toBeLessThan(5 * sent + 2000);
     // A continuation that fails evicts the cache: nothing is kept.
     const refused = client.nextEvent('error');
     frame({ ...create('bad'), previous_response_id: prev, input: [{ type: 'function_call_output', call_id: 'call_none', output: 'x' }] });

@@ -1,0 +1,69 @@
+/**
+ * The rendered prompt a context keeps (its token ids: a `TokenBuffer`, 4 bytes
+ * a token in an array that doubles as it grows) is counted in the server-wide
+ * byte budget while it is kept across client time: a paused long-lived run's
+ * (at each pause, with its output: `RunCharge`) and a ws-mode connection's
+ * cached context (`keptBytes`). Before, only the items' JSON was counted, and
+ * text that tokenizes to a token a byte ("0 1 2 …") holds 4 to 8 times its
+ * size in token ids: an outside attack's four long-lived runs, each with an
+ * 8 MiB tool output, held 270 MB of array buffers with `bytes_held` at 34 MB
+ * (ws mode, four 8 MiB creates cached: 300 MB). Real sockets.
+ */
+import { describe, expect, it } from 'vitest';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
+const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+/** ~`n` bytes of text the tokenizer makes one token per byte of. */
+const dense = (n: number) => Array.from({ length: n / 2 }, (_, i) => `${i % 10} `).join('');
+const MB = 1 << 20;
+
+describe('a kept context’s token ids are charged to --max-server-bytes', () => {
+  it('a paused long-lived run: its prompt’s tokens are held from its pause until it ends', async () => {
+    const policy = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
+      { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+      { text: 'done' },
+    ]);
+    const { url } = await testServer({ policy, limits: { maxServerBytes: 64 * MB } });
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool] });
+    await s.next('response.done');
+    const before = await held(url);
+    s.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: dense(MB) }] });
+    await s.next('response.done');
+    // The append's frame (~1 MB) and its ~1M token ids (4 MB, or more with the buffer's spare room).
+    expect((await held(url)) - before).toBeGreaterThan(4 * MB);
+    s.send({ type: 'response.cancel' });
+    await s.next('response.cancelled');
+    expect(await held(url)).toBe(0);
+    s.dispose();
+  });
+
+  it('ws mode: a cached context’s tokens are held while it is cached, released at the close', async () => {
+    const { server, url } = await testServer({ policy: scriptPolicy([{ text: 'one' }]), limits: { maxServerBytes: 64 * MB } });
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: dense(MB), store: false });
+    await s.next('response.completed');
+    expect(await held(url)).toBeGreaterThan(4 * MB);
+    s.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('ws mode: what a cache keeps is charged whole, past the connection’s cap on frames (queued + context + frame bytes)', async () => {
+    // The cap bounds what a connection's frames may hold; a cached context's token ids can be 4 to 8 times its
+    // items' bytes, so capping its charge there left most of them uncounted.
+    const limits = { maxServerBytes: 64 * MB, maxQueuedBytes: MB, maxContextBytes: 2 * MB, maxFrameBytes: 2 * MB };
+    const { server, url } = await testServer({ policy: scriptPolicy([{ text: 'one' }]), limits });
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: dense(1.5 * MB), store: false });
+    await s.next('response.completed');
+    expect(await held(url)).toBeGreaterThan(limits.maxQueuedBytes + limits.maxContextBytes + limits.maxFrameBytes);
+    s.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+});

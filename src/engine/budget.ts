@@ -25,6 +25,14 @@ export type ContextLimits = Pick<Limits, 'maxContextBytes' | 'maxContextItems'>;
 const itemSizes = new WeakMap<object, number>();
 
 /**
+ * The heap an item of a kept context takes besides its bytes (`itemBytes`): its parsed object's header and slots,
+ * and its place in the context's lists and the model's scans of it. An outside attack's 49,000 one-letter messages
+ * took ~137 bytes of heap each against ~47 counted; what keeps a context across client time charges this per item
+ * to the server-wide byte budget (a paused long-lived run, a ws-mode cache: modes/server-bytes.ts).
+ */
+export const ITEM_HELD_BYTES = 96;
+
+/**
  * An item's size in bytes, measured once per item object: the UTF-8 bytes
  * of its strings (keys included) plus one byte per value and per container
  * for the JSON punctuation. It is within a few per cent of the item's JSON

@@ -30,7 +30,7 @@ import { checkFull, checkIncremental } from '../pipeline/checks.js';
 import type { PostInferenceJob } from '../pipeline/post.js';
 import { compactContext, compactThreshold, compactionDue } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
-import { checkContext, RunKeep } from './budget.js';
+import { checkContext, ITEM_HELD_BYTES, RunKeep } from './budget.js';
 import { Segment, carriesTokens } from './segment.js';
 import { leanSnapshot, newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
@@ -724,7 +724,7 @@ export class ResponseRun {
     const waiting = this.pauses.wait(ids);
     // What the model made so far and the prompt's token ids are held while the client runs its tools, however
     // long: counted (outside attacks: 23 MB of output per run, and 4 to 8 times an append's bytes in token ids).
-    if (this.hooks.keptHeld) this.hooks.keptHeld(this.keep.outputSize() + ctx.tokens.bytes);
+    if (this.hooks.keptHeld) this.hooks.keptHeld(this.keep.outputSize() + ctx.tokens.bytes + ITEM_HELD_BYTES * ctx.items.length);
     const clock = this.services.clock;
     const pausedAt = clock.now();
     this.lastAppendAt = pausedAt;

@@ -26,7 +26,7 @@ import type { RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { affinityKey, checkAndRender } from './prepare.js';
 import { notFound, prepareFromStore, resolveReferences } from './hydrate.js';
-import { checkContext, contextBytes } from '../engine/budget.js';
+import { checkContext, contextBytes, ITEM_HELD_BYTES } from '../engine/budget.js';
 import type { ModePolicy, SessionInfo } from './session.js';
 
 interface Cached {
@@ -100,7 +100,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
   /** What an entry keeps: its context's items, and its header (instructions and tools) with the key made of its JSON. */
   function entryBytes(c: Cached): number {
     // Its prompt's token ids too: 4 to 8 times the items' bytes for text of a token a byte (outside attack).
-    return contextBytes(c.context) + 2 * c.headerKey.length + c.context.tokens.bytes;
+    // And each item's overhead besides its bytes (engine/budget.ts `ITEM_HELD_BYTES`).
+    return contextBytes(c.context) + 2 * c.headerKey.length + c.context.tokens.bytes + ITEM_HELD_BYTES * c.context.items.length;
   }
   /** The cached response `id`, in whichever lane it is the last, or undefined. */
   function cachedById(id: string): { lane: string | null; entry: Cached } | undefined {

@@ -11,6 +11,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
+import { ITEM_HELD_BYTES } from '../../src/engine/budget.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -65,5 +66,26 @@ describe('a kept context’s token ids are charged to --max-server-bytes', () =>
     s.dispose();
     await server.ws.idle();
     expect(await held(url)).toBe(0);
+  });
+
+  it('each item a kept context holds is charged a fixed overhead besides its bytes (tiny items cost more heap than their JSON)', async () => {
+    // Outside attack: four paused runs each appended 49,000 one-letter messages held 27 MB more heap with
+    // `bytes_held` at 13 MB: ~137 bytes of heap an item (the parsed object, its slots in the context and the
+    // model's scans) against ~47 bytes of JSON counted.
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] }, { text: 'done' }]);
+    const { url } = await testServer({ policy, limits: { maxServerBytes: 64 * MB } });
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool] });
+    await s.next('response.done');
+    const before = await held(url);
+    const items = Array.from({ length: 10_000 }, () => ({ type: 'message', role: 'user', content: 'a' }));
+    const frame = { type: 'response.append', input: [...items, { type: 'function_call_output', call_id: 'call_a', output: 'ok' }] };
+    s.send(frame);
+    await s.next('response.done');
+    expect((await held(url)) - before).toBeGreaterThan(JSON.stringify(frame).length + 10_000 * ITEM_HELD_BYTES);
+    s.send({ type: 'response.cancel' });
+    await s.next('response.cancelled');
+    expect(await held(url)).toBe(0);
+    s.dispose();
   });
 });

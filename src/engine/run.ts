@@ -110,10 +110,11 @@ export interface RunHooks {
    */
   drop?(): void;
   /**
-   * A pause began, and what the run keeps that no client frame or body stands for now holds `bytes`: its output
-   * (engine/budget.ts `itemBytes` of its items) and its prompt's token ids (`TokenBuffer.bytes`). Kept while the
-   * client runs its tools, so the session charges it to the server-wide byte budget (modes/server-bytes.ts
-   * `RunCharge`) until the run ends.
+   * A model call or a pause began, and what the run keeps that no client frame or body stands for now holds
+   * `bytes`: its output (engine/budget.ts `itemBytes` of its items), its prompt's token ids (`TokenBuffer.bytes`) and
+   * each context item's overhead (`ITEM_HELD_BYTES`). Kept while the model streams and while the client runs its
+   * tools, so the session charges it to the server-wide byte budget (modes/server-bytes.ts `RunCharge`) until the
+   * run ends.
    */
   keptHeld?(bytes: number): void;
 }
@@ -344,6 +345,17 @@ export class ResponseRun {
     const end = clock.now();
     this.metrics.span('send_wait', start, end);
     return end - start;
+  }
+
+  /**
+   * Tell whoever carries the run what it keeps now that no client frame or body stands for (`RunHooks.keptHeld`):
+   * its output so far, its prompt's token ids, and each context item's overhead. At each model call and pause.
+   */
+  private chargeKept(): void {
+    const kept = this.hooks.keptHeld;
+    if (kept === undefined) return;
+    const ctx = this.plan.context;
+    kept(this.keep.outputSize() + ctx.tokens.bytes + ITEM_HELD_BYTES * ctx.items.length);
   }
 
   /** End the run from outside (cancel, disconnect, timeout, shutdown). Idempotent. */
@@ -578,6 +590,8 @@ export class ResponseRun {
       cachePartition: this.plan.owner,
     };
     m.count('model_calls');
+    // The prompt is held for as long as the model streams (slowly, at a real model's pace): counted from here.
+    this.chargeKept();
     // The per-call remote services (default none), before the model is asked.
     await this.services.router.callHop(m, this.abort.signal);
     const clock = this.services.clock;
@@ -724,7 +738,7 @@ export class ResponseRun {
     const waiting = this.pauses.wait(ids);
     // What the model made so far and the prompt's token ids are held while the client runs its tools, however
     // long: counted (outside attacks: 23 MB of output per run, and 4 to 8 times an append's bytes in token ids).
-    if (this.hooks.keptHeld) this.hooks.keptHeld(this.keep.outputSize() + ctx.tokens.bytes + ITEM_HELD_BYTES * ctx.items.length);
+    this.chargeKept();
     const clock = this.services.clock;
     const pausedAt = clock.now();
     this.lastAppendAt = pausedAt;

@@ -111,8 +111,9 @@ class BudgetHold implements Hold {
 /**
  * What a run keeps for its life that no frame or body stands for, as the budget counts it: its timeline
  * (`RunMetrics`' spans, pipeline/metrics.ts), charged a chunk at a time and checked (a span past the budget is not
- * listed), and what a long-lived run keeps at each pause that no frame stands for (engine/run.ts: its output so far
- * and its prompt's token ids), charged unchecked (held already; the next frames are refused past the budget instead). Given back once by `close` when the run ends
+ * listed), and what the run keeps at each model call and pause that no frame stands for (engine/run.ts
+ * `chargeKept`: its output so far, its items' overhead and its prompt's token ids), charged unchecked (held already;
+ * the next frames are refused past the budget instead). Given back once by `close` when the run ends
  * (modes/session.ts, whatever the end: completed, failed, cancelled, the client gone, a pause timeout, shutdown, a
  * create refused while planned). Charges after `close` (the post-inference work's few spans, after the terminal
  * event) are not taken: they would never be given back.

@@ -12,6 +12,7 @@
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { ITEM_HELD_BYTES } from '../../src/engine/budget.js';
+import { gatedModel } from '../helpers/gated-model.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -87,5 +88,33 @@ describe('a kept context’s token ids are charged to --max-server-bytes', () =>
     await s.next('response.cancelled');
     expect(await held(url)).toBe(0);
     s.dispose();
+  });
+
+  it('a run in flight holds its prompt’s tokens from its first model call, on every design (here HTTP and ws), until it ends', async () => {
+    // A run streaming slowly keeps its whole context meanwhile: an HTTP create of 1 MB of text of a token a byte
+    // held its ~4 MB of token ids with only its body (~1 MB) charged, for as long as the model streamed.
+    const gated = gatedModel();
+    const { server, url } = await testServer({ model: gated.model, limits: { maxServerBytes: 64 * MB } });
+    const res = await fetch(`${url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-model', input: dense(MB), stream: true }),
+    });
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('output_text.delta')) text += new TextDecoder().decode((await reader.read()).value);
+    expect(await held(url)).toBeGreaterThan(5 * MB);
+    const ws = await RawSocket.connect(url);
+    ws.send({ type: 'response.create', model: 'sim-model', input: dense(MB), store: false });
+    await ws.next('response.output_text.delta');
+    expect(await held(url)).toBeGreaterThan(10 * MB);
+    gated.release();
+    while (!(await reader.read()).done);
+    await ws.next('response.completed');
+    ws.dispose();
+    // Both ended (the ws connection gone too): nothing held.
+    await server.ws.idle();
+    await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
   });
 });

@@ -92,6 +92,12 @@ export interface RunPlan {
   metrics: RunMetrics;
   /** What a client tool call does to the response. */
   onToolCalls: 'pause' | 'end';
+  /**
+   * What of `context` someone else already charges to the server-wide byte budget (a ws-mode connection's cache,
+   * extended in place by this response): its token ids' bytes and its items then. The run charges only what grows
+   * past them (`chargeKept`); absent: the whole context is the run's.
+   */
+  contextCharged?: { tokenBytes: number; items: number };
   postInference: 'inline' | 'overlapped';
   /**
    * An append's items as the mode reads them before any check (the long-lived designs replace each
@@ -355,7 +361,10 @@ export class ResponseRun {
     const kept = this.hooks.keptHeld;
     if (kept === undefined) return;
     const ctx = this.plan.context;
-    kept(this.keep.outputSize() + ctx.tokens.bytes + ITEM_HELD_BYTES * ctx.items.length);
+    const base = this.plan.contextCharged;
+    const tokenBytes = ctx.tokens.bytes - (base?.tokenBytes ?? 0);
+    const items = ctx.items.length - (base?.items ?? 0);
+    kept(this.keep.outputSize() + Math.max(0, tokenBytes) + ITEM_HELD_BYTES * Math.max(0, items));
   }
 
   /** End the run from outside (cancel, disconnect, timeout, shutdown). Idempotent. */

@@ -123,11 +123,14 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs: true }, ctx.items, input, metrics);
     }
     let context: RenderedContext;
+    let charged: RunPlan['contextCharged'];
     if (sw.rendered_token_cache && headerKey === c.headerKey && !fork) {
       // The lane's entry holds only this one response and a continuation in the lane replaces it,
       // so the context is extended in place: no copy of the whole prompt. A fork (a continuation in another
       // lane) leaves the entry as it is for its own lane: it renders a context of its own.
       metrics.count('rendered_cache_hits');
+      // What the connection's cache charge stands for (its `keptBytes`) until this response ends: not charged twice.
+      charged = { tokenBytes: ctx.tokens.bytes, items: ctx.items.length };
       await renderAppendAsync(ctx, input, metrics, 'render');
       context = ctx;
     } else {
@@ -142,7 +145,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     } else {
       route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
     }
-    return { context, route, input };
+    return { context, route, input, charged };
   }
 
   return {
@@ -156,7 +159,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       const headerKey = textOver(header, NATIVE_TEXT_CHARS) ? await runCooperative(jsonTextWork(header)) : JSON.stringify(header);
       headerKeys.set(params, headerKey);
       const prev = params.previous_response_id;
-      let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input'] };
+      let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input']; charged?: RunPlan['contextCharged'] };
       const hit = prev ? cachedById(prev) : undefined;
       const cache = hit?.entry;
       if (prev && cache && !hasCompaction(params.input)) {
@@ -187,6 +190,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         metrics,
         onToolCalls: 'end',
         postInference: services.switches.overlap_post_inference ? 'overlapped' : 'inline',
+        ...(prepared.charged && { contextCharged: prepared.charged }),
       };
     },
     ended(run, plan) {

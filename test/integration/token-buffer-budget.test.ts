@@ -12,7 +12,7 @@
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { ITEM_HELD_BYTES } from '../../src/engine/budget.js';
-import { gatedModel } from '../helpers/gated-model.js';
+import { firstCallFreeModel, gatedModel } from '../helpers/gated-model.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
@@ -115,6 +115,27 @@ describe('a kept context’s token ids are charged to --max-server-bytes', () =>
     // Both ended (the ws connection gone too): nothing held.
     await server.ws.idle();
     await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('ws mode: a continuation extending its cached context in place is not charged its tokens twice while it runs', async () => {
+    // The connection's cache charge stands for the cached context; the run charged its whole prompt again besides,
+    // so a continuation of a large cache held about twice its token ids in budget while it streamed.
+    const gated = firstCallFreeModel();
+    const { server, url } = await testServer({ model: gated.model, limits: { maxServerBytes: 64 * MB } });
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: dense(MB), store: false });
+    const first = await s.next('response.completed');
+    const cached = await held(url);
+    expect(cached).toBeGreaterThan(5 * MB);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'more', store: false, previous_response_id: first.response.id });
+    await s.next('response.created');
+    await s.next('response.output_text.delta');
+    expect(await held(url)).toBeLessThan(cached + 64 * 1024);
+    gated.release();
+    await s.next('response.completed');
+    s.dispose();
+    await server.ws.idle();
     expect(await held(url)).toBe(0);
   });
 });

@@ -91,6 +91,9 @@ export class WsTransport {
       // same peers leave `/health` answered in ~20 ms. A single frame is handled in the turn it arrives (the check
       // phase right after the read), so a tool step waits for no more than that.
       allowSynchronousEvents: false,
+      // How long a closing socket waits for its peer's close frame before it is destroyed (the library's default,
+      // 30 s): at shutdown no shorter than the wait for readers behind (`leaving`), which would otherwise be cut there.
+      ...{ closeTimeout: wsCloseTimeout(opts.host.limits.sendStallTimeoutMs) },
     });
     // A handshake the `ws` library refuses (bad method, key, version …) is
     // answered here like every other refusal: a JSON body, logged at info.
@@ -173,11 +176,47 @@ export class WsTransport {
     return this.sessions.idle();
   }
 
-  /** Shutdown: every session's run in flight ends `incomplete`, then sockets close. */
+  /**
+   * Shutdown: every session's run in flight ends `incomplete`, then sockets close (1001), once what they were sent
+   * has left (`leaving`).
+   */
   async shutdown(): Promise<void> {
     await this.sessions.shutdown();
-    for (const ws of this.wss.clients) ws.close(1001, 'server shutting down');
+    const closing = [...this.wss.clients];
+    for (const ws of closing) ws.close(1001, 'server shutting down');
     this.wss.close();
+    await this.leaving(closing);
+  }
+
+  /**
+   * Each socket's close frame waits behind what it was sent and its reader has not yet taken (a run's terminal event
+   * behind megabytes of an echoed request): shutdown waits for each to close (its reader has read up to the close
+   * frame and answered it, or it is gone), for at most `--send-stall-timeout-ms` in all (none with 0, as before);
+   * those still open then are dropped (a reader that took nothing since shutdown began: `send_stalled`; one still
+   * taking bytes or that never answers the close: `close_timeout`). Not waited for, the process exited with the bytes
+   * in its buffers: a long-lived reader a few megabytes behind (10 MB of instructions echoed) lost its terminal event
+   * and got 1006 instead of 1001 at SIGTERM (outside attack), though shutdown promises every run in flight its
+   * terminal event. The `ws` library's own close timeout (`closeTimeout`, set from the same flag) is no shorter.
+   */
+  private async leaving(sockets: WebSocket[]): Promise<void> {
+    const ms = this.opts.host.limits.sendStallTimeoutMs;
+    const open = sockets.filter((ws) => ws.readyState !== ws.CLOSED);
+    if (!(ms > 0) || open.length === 0) return;
+    const log = this.opts.host.log;
+    const before = open.map((ws) => ws.bufferedAmount);
+    log.info({ connections: open.length, wait_ms: ms }, 'shutdown waits for websocket connections to take what they were sent and close');
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(ms, 2 ** 31 - 1))));
+    const closed = open.map((ws) => new Promise<void>((resolve) => (ws.readyState === ws.CLOSED ? resolve() : ws.once('close', () => resolve()))));
+    await Promise.race([Promise.all(closed), deadline]);
+    clearTimeout(timer);
+    open.forEach((ws, i) => {
+      if (ws.readyState === ws.CLOSED) return;
+      const buffered = ws.bufferedAmount;
+      const code = buffered > 0 && buffered >= before[i]! ? 'send_stalled' : 'close_timeout';
+      log.info({ code, buffered, wait_ms: ms }, 'websocket not closed when shutdown stopped waiting; dropping the connection');
+      ws.terminate();
+    });
   }
 }
 
@@ -217,4 +256,15 @@ function refuse(socket: Duplex, status: number, error: RefusalBody, headers: Rec
 export function wsMaxPayload(maxFrameBytes: number): number {
   if (!(maxFrameBytes >= 1)) return 1;
   return Math.min(Math.floor(maxFrameBytes), 2 ** 31 - 1);
+}
+
+/** The `ws` library's default close timeout. */
+const WS_CLOSE_TIMEOUT_MS = 30_000;
+
+/**
+ * The `ws` library's `closeTimeout` (not in its type definitions): its default, or `--send-stall-timeout-ms` when
+ * that is longer (shutdown's wait for readers behind, `WsTransport.leaving`), at most what a timer holds.
+ */
+export function wsCloseTimeout(sendStallTimeoutMs: number): number {
+  return Math.min(Math.max(WS_CLOSE_TIMEOUT_MS, sendStallTimeoutMs > 0 ? sendStallTimeoutMs : 0), 2 ** 31 - 1);
 }

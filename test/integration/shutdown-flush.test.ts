@@ -8,7 +8,11 @@
 import { connect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { scriptPolicy } from '../../src/model/policies.js';
+import type { Model, ModelEvent } from '../../src/model/types.js';
+import type { LlrServer } from '../../src/server.js';
+import { captureLogger } from '../helpers/raw-http.js';
 import { SseStream } from '../helpers/sse-stream.js';
 import { testServer } from '../helpers/server.js';
 
@@ -108,5 +112,134 @@ describe('shutdown: answers already written leave before the connections close',
     expect(bytes - headEnd).toBe(length);
     expect(head.slice(headEnd)).toContain('"status":"cancelled"');
     expect(tail.endsWith('}')).toBe(true);
+  });
+});
+
+/**
+ * A model whose call streams `hello` and then waits for its run's end (`gate`), or asks for a tool call, so its run
+ * pauses (`call`); `started` resolves once it is called: the run is in flight.
+ */
+function heldModel(kind: 'gate' | 'call'): { model: Model; started: Promise<void> } {
+  let start!: () => void;
+  const started = new Promise<void>((resolve) => (start = resolve));
+  const model: Model = {
+    async *sample(_req, signal): AsyncIterable<ModelEvent> {
+      start();
+      if (kind === 'call') {
+        yield { type: 'call.start', name: 'lookup', call_id: 'call_a' };
+        yield { type: 'args.delta', delta: '{"q":"a"}' };
+        yield { type: 'call.end' };
+        return;
+      }
+      yield { type: 'message.start' };
+      yield { type: 'text.delta', delta: 'hello' };
+      await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+    },
+  };
+  return { model, started };
+}
+
+interface Seen {
+  type: string;
+  reason?: string;
+  lane?: string;
+}
+
+/** A WebSocket client that reads nothing (its socket paused) until `read()`; keeps each event's type, end reason and lane. */
+async function pausedSocket(url: string, query: string): Promise<{ ws: WebSocket; events: Seen[]; read(): void; closed: Promise<number> }> {
+  const ws = new WebSocket(url.replace(/^http/, 'ws') + '/v1/responses' + query);
+  await once(ws, 'open');
+  ws.pause();
+  const events: Seen[] = [];
+  ws.on('message', (data: Buffer) => {
+    const e = JSON.parse(data.toString()) as { type: string; stream_id?: string; response?: { llr_incomplete_reason?: string } };
+    events.push({ type: e.type, ...(e.response?.llr_incomplete_reason && { reason: e.response.llr_incomplete_reason }), ...(e.stream_id && { lane: e.stream_id }) });
+  });
+  ws.on('error', () => {});
+  const closed = new Promise<number>((resolve) => ws.on('close', (code: number) => resolve(code)));
+  return { ws, events, read: () => ws.resume(), closed };
+}
+
+/** Runs `after` once every WebSocket session has ended its run (terminal events written), before the sockets close. */
+function afterRunsEnd(server: LlrServer, after: () => void): void {
+  const sessions = server.ws.sessions;
+  const shutdown = sessions.shutdown.bind(sessions);
+  sessions.shutdown = async () => {
+    await shutdown();
+    after();
+  };
+}
+
+describe('shutdown: a WebSocket reader behind gets its terminal event and the close frame before the server is done', () => {
+  // Each WebSocket design, with and without a lane: a run in flight (a ws-mode response streaming, a long-lived run
+  // paused at its tool call) echoing 3 MB of instructions, to a reader that has read nothing of it.
+  const cases = [
+    { design: 'long-lived', query: '?protocol=long-lived', kind: 'call' as const },
+    { design: 'long-lived, in a lane', query: '?protocol=long-lived', kind: 'call' as const, lane: 'a' },
+    { design: 'ws', query: '?protocol=ws', kind: 'gate' as const },
+    { design: 'ws, in a lane', query: '?protocol=ws', kind: 'gate' as const, lane: 'b' },
+  ];
+  it.each(cases)('$design: the run in flight ends server_shutdown, then close 1001', async ({ query, kind, lane }) => {
+    const { model, started } = heldModel(kind);
+    const { server, url } = await testServer({ model });
+    const client = await pausedSocket(url, query);
+    client.ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool], instructions: 'i'.repeat(3_000_000), ...(lane && { stream_id: lane }) }));
+    await started;
+    afterRunsEnd(server, () => client.read());
+    await server.close();
+    // `llr serve` exits once close() has resolved: what the reader has not got by then it never gets (it got 1006
+    // and no terminal event). Its close frame answered the server's, so it has read everything before it.
+    const terminal = client.events.find((e) => e.type === 'response.incomplete');
+    expect(terminal).toEqual({ type: 'response.incomplete', reason: 'server_shutdown', ...(lane && { lane }) });
+    expect(client.events.at(-1)).toBe(terminal);
+    expect(await client.closed).toBe(1001);
+  });
+
+  it('a reader that reads nothing holds shutdown only for --send-stall-timeout-ms, then is dropped (send_stalled)', async () => {
+    const { model, started } = heldModel('call');
+    const { logger, lines } = captureLogger();
+    const { server, url } = await testServer({ model, logger, limits: { sendStallTimeoutMs: 200 } });
+    const client = await pausedSocket(url, '?protocol=long-lived');
+    client.ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool], instructions: 'i'.repeat(3_000_000) }));
+    await started;
+    await server.close();
+    expect(lines.filter((l) => l['code'] === 'send_stalled').length).toBe(1);
+    // Dropped: reading now finds the stream cut short, and no close frame.
+    client.read();
+    expect(await client.closed).toBe(1006);
+    expect(client.events.some((e) => e.type === 'response.incomplete')).toBe(false);
+  });
+
+  it('a peer that reads everything but never answers the close frame is dropped after --send-stall-timeout-ms (close_timeout)', async () => {
+    const { logger, lines } = captureLogger();
+    const { server, port } = await testServer({ logger, limits: { sendStallTimeoutMs: 200 } });
+    // A raw peer: the upgrade, then it reads and never writes again (no close frame back).
+    const peer = connect(port, '127.0.0.1');
+    peer.on('error', () => {});
+    let got = Buffer.alloc(0);
+    peer.on('data', (c: Buffer) => (got = Buffer.concat([got, c])));
+    const closed = once(peer, 'close');
+    peer.write(
+      'GET /v1/responses?protocol=long-lived HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+    );
+    while (!got.includes('\r\n\r\n')) await once(peer, 'data');
+    expect(got.toString('latin1')).toMatch(/^HTTP\/1\.1 101/);
+    await server.close();
+    await closed;
+    expect(lines.filter((l) => l['code'] === 'close_timeout').length).toBe(1);
+    // The last bytes: the server's close frame, 1001 and its reason.
+    const reason = Buffer.from('server shutting down');
+    expect(got.subarray(-4 - reason.length)).toEqual(Buffer.concat([Buffer.from([0x88, 2 + reason.length, 0x03, 0xe9]), reason]));
+  });
+
+  it('--send-stall-timeout-ms 0: shutdown does not wait for a reader behind', async () => {
+    const { model, started } = heldModel('call');
+    const { server, url } = await testServer({ model, limits: { sendStallTimeoutMs: 0 } });
+    const client = await pausedSocket(url, '?protocol=long-lived');
+    client.ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool], instructions: 'i'.repeat(3_000_000) }));
+    await started;
+    await server.close();
+    client.ws.terminate();
   });
 });

@@ -25,7 +25,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-queued-bytes', key: 'maxQueuedBytes', help: 'bytes of those queued creates, per connection' },
   { flag: 'send-buffer-bytes', key: 'maxSendBufferBytes', help: 'unsent bytes before a non-reading WS/SSE client is dropped (a run waits for its reader at half of it)' },
   { flag: 'send-buffer-total-bytes', key: 'maxSendBufferTotalBytes', help: 'unsent bytes to all WS/SSE readers together; past it a run whose reader holds 64 KiB or more unsent waits for it to read (nobody is dropped for it)' },
-  { flag: 'send-stall-timeout-ms', key: 'sendStallTimeoutMs', help: 'HTTP answer, or a run waiting for its WS reader, left unsent this long with nothing leaving: connection dropped; at shutdown, the longest answers under way get to leave (0: none, and none waited for; keep it above the time a slow reader takes to drain ~1/3 of the kernel send buffer)' },
+  { flag: 'send-stall-timeout-ms', key: 'sendStallTimeoutMs', help: 'HTTP answer, or a run waiting for its WS reader, left unsent this long with nothing leaving: connection dropped; at shutdown, the longest HTTP answers under way and WebSocket connections closing (terminal event, close frame) get to leave (0: none, and none waited for; keep it above the time a slow reader takes to drain ~1/3 of the kernel send buffer)' },
   { flag: 'lifetime-ms', key: 'connectionLifetimeMs', help: 'WebSocket connection lifetime, and a long-lived run\'s over HTTP (0: every connection is closed at once, not "none")' },
   { flag: 'max-connections', key: 'maxConnections', help: 'open TCP connections; past it 503 too_many_connections' },
   { flag: 'max-run-records', key: 'maxRunRecords', help: 'run records kept for GET /llr/runs' },

@@ -12,6 +12,7 @@ import WebSocket from 'ws';
 import { scriptPolicy } from '../../src/model/policies.js';
 import type { Model, ModelEvent } from '../../src/model/types.js';
 import type { LlrServer } from '../../src/server.js';
+import { wsCloseTimeout } from '../../src/transport/ws.js';
 import { captureLogger } from '../helpers/raw-http.js';
 import { SseStream } from '../helpers/sse-stream.js';
 import { testServer } from '../helpers/server.js';
@@ -231,6 +232,12 @@ describe('shutdown: a WebSocket reader behind gets its terminal event and the cl
     // The last bytes: the server's close frame, 1001 and its reason.
     const reason = Buffer.from('server shutting down');
     expect(got.subarray(-4 - reason.length)).toEqual(Buffer.concat([Buffer.from([0x88, 2 + reason.length, 0x03, 0xe9]), reason]));
+  });
+
+  it("the ws library's own wait for a close's answer (30 s) does not cut a longer --send-stall-timeout-ms short", async () => {
+    expect([wsCloseTimeout(0), wsCloseTimeout(200), wsCloseTimeout(45_000), wsCloseTimeout(Infinity)]).toEqual([30_000, 30_000, 45_000, 2 ** 31 - 1]);
+    const { server } = await testServer({ limits: { sendStallTimeoutMs: 45_000 } });
+    expect((server.ws.wss.options as { closeTimeout?: number }).closeTimeout).toBe(45_000);
   });
 
   it('--send-stall-timeout-ms 0: shutdown does not wait for a reader behind', async () => {

@@ -306,7 +306,7 @@ export class LlrServer {
     try {
       await new Promise<void>((resolve, reject) => {
         this.http.once('error', reject);
-        this.http.listen(this.options.port ?? 8080, host, () => {
+        this.http.listen(this.options.port ?? 8080, host, this.services.limits.listenBacklog, () => {
           this.http.off('error', reject);
           resolve();
         });

@@ -7,6 +7,7 @@
  * gapless stream and K function calls, and be billed exactly once; the server
  * must stay responsive throughout.
  */
+import { readFileSync } from 'node:fs';
 import { Tally } from './oracle.js';
 import { asPost, outputs, shellCreate } from './bodies.js';
 import { openRun, send } from './http-peer.js';
@@ -31,7 +32,14 @@ async function runDesign(ctx: ScenarioContext, design: Protocol): Promise<Tally>
   const tally = new Tally('concurrency', `${design} ${runs}×${calls}`);
   // One connection per run, plus the harness's probes (and, over HTTP, the appends): past the default cap (1,024) the
   // server would refuse some with 503. Over HTTP every run is open at once, past the default of 512 live runs (429).
-  const args = ['--max-connections', String(2 * runs + 500), '--max-live-http-runs', String(runs)];
+  // And over HTTP every append is a connection of its own, the runs' paused together: 1,000 at once, past the default
+  // accept queue (511), and the kernel dropped the handshakes past it (the client retries after 1 s, 3 s, 7 s): ~340
+  // appends unanswered within --hang-ms. The listen backlog is not the thing under test (the WebSocket clients
+  // connect in waves of 100 for the same reason); the kernel caps it at net.core.somaxconn.
+  const connections = 2 * runs + 500;
+  const args = ['--max-connections', String(connections), '--max-live-http-runs', String(runs), '--listen-backlog', String(connections)];
+  const somaxconn = kernelSomaxconn();
+  if (somaxconn !== null && somaxconn < runs) tally.notes.push(`net.core.somaxconn is ${somaxconn}: the kernel caps the listen backlog below the ${runs} connections a round of appends opens at once`);
   await ctx.withServer(tally, { args }, async (target) => {
     target.lastInput = `while ${runs} ${design} runs are in flight`;
     const health = setInterval(() => void target.checkAlive(tally, target.lastInput, { livenessOnly: true }), 1_000);
@@ -127,6 +135,15 @@ async function httpAgent(url: string, design: Protocol, i: number, calls: number
     return s.id;
   } finally {
     live.req.destroy();
+  }
+}
+
+/** The kernel's cap on a listen backlog (Linux), or null where it cannot be read. */
+function kernelSomaxconn(): number | null {
+  try {
+    return Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'));
+  } catch {
+    return null;
   }
 }
 

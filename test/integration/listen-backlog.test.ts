@@ -2,8 +2,8 @@
  * `--listen-backlog` (`listenBacklog`): the listening socket's accept queue. Node's default, 511, held the
  * chaos concurrency scenario's long form to a burst of 512 connections: 1,000 long-lived runs over HTTP, paused
  * together, each appended on a fresh connection while the event loop was busy, and the kernel dropped the
- * handshakes past the queue (`ListenOverflows`); the client retried them after 1 s, 3 s, 7 s, and ~240-440 of the
- * 10,000 appends were not answered within 10 s, a few reset.
+ * handshakes past the queue (`ListenOverflows`); the client retried them after 1 s, 3 s, 7 s, and 240-440 runs had
+ * an append (or their create) not answered within 10 s, a few reset.
  *
  * Here the server accepts nothing while a burst arrives: this process's event loop (the server's) is held by
  * `spawnSync` while a child opens the connections, so every one must wait, completed, in the kernel's queue. The

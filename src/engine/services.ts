@@ -113,7 +113,7 @@ export interface Limits {
   /** Open TCP connections (HTTP and WebSocket) the server accepts at once (default 1024); past it 503 `too_many_connections`. */
   maxConnections: number;
   /**
-   * The listening socket's accept queue (`listen(2)`'s backlog, default 511 as Node's): connections the kernel has
+   * The listening socket's accept queue (`listen(2)`'s backlog, default 1,024, the connection cap's default; Node's own is 511): connections the kernel has
    * completed and the server has not yet accepted. Past it the kernel drops a new connection's handshake and the
    * client retries it after 1 s, 3 s, 7 s, … (a burst of connections at once, e.g. hundreds of long-lived runs
    * over HTTP appending together on fresh connections while the event loop is busy). The kernel caps it at
@@ -282,7 +282,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxJsonDepth: 64,
   maxQueuedBytes: 32 * 1024 * 1024,
   maxConnections: 1024,
-  listenBacklog: 511,
+  listenBacklog: 1024,
   maxRunRecords: 1000,
   maxRunRecordsBytes: 64 * 1024 * 1024,
   maxMemoryStoreResponses: 10_000,

@@ -18,7 +18,7 @@ import { testServer } from '../helpers/server.js';
 
 const SOMAXCONN = existsSync('/proc/sys/net/core/somaxconn') ? Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8')) : 0;
 const BACKLOG = 1024;
-/** Past what the default queue holds (511: the kernel keeps backlog + 1). */
+/** Past what Node's default queue holds (511: the kernel keeps backlog + 1). */
 const BURST = 600;
 
 /** Connects `argv[2]` sockets to port `argv[1]`, prints `connected N` once every one has and exits. */
@@ -37,8 +37,8 @@ for (let i = 0; i < n; i++) {
 `;
 
 describe('the listen backlog (--listen-backlog)', () => {
-  it('defaults to 511, as Node does', () => {
-    expect(DEFAULT_LIMITS.listenBacklog).toBe(511);
+  it("defaults to the connection cap's default (1,024), so a burst up to the cap fits (Node's own default is 511)", () => {
+    expect(DEFAULT_LIMITS.listenBacklog).toBe(DEFAULT_LIMITS.maxConnections);
   });
 
   // The kernel caps the queue at net.core.somaxconn (4096 on Linux >= 5.4; 128 before).

@@ -32,7 +32,7 @@ async function runDesign(ctx: ScenarioContext, design: Protocol): Promise<Tally>
   const tally = new Tally('concurrency', `${design} ${runs}×${calls}`);
   // One connection per run, plus the harness's probes (and, over HTTP, the appends): past the default cap (1,024) the
   // server would refuse some with 503. Over HTTP every run is open at once, past the default of 512 live runs (429).
-  // And over HTTP every append is a connection of its own, the runs' paused together: 1,000 at once, past the default
+  // And over HTTP every append is a connection of its own, the runs' paused together: 1,000 at once, past Node's default
   // accept queue (511), and the kernel dropped the handshakes past it (the client retries after 1 s, 3 s, 7 s): 240-440
   // runs had an append (or their create) unanswered within --hang-ms. The listen backlog is not the thing under test (the WebSocket clients
   // connect in waves of 100 for the same reason); the kernel caps it at net.core.somaxconn.

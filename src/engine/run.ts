@@ -17,7 +17,7 @@
  */
 import type { ModelRequest } from '../model/types.js';
 import { WireError, responseErrorCode, toWireError } from '../protocol/errors.js';
-import { DeltaBatch, echoesLong, numberedInPlace, warmEchoes, type DeltaHead } from '../protocol/event-json.js';
+import { DeltaBatch, echoesLong, keptOutputBytes, numberedInPlace, warmEchoes, type DeltaHead } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { isIncompleteReason, makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import { ownInputItems, type AppendedItems, type PreparedPut, type StoredResponse } from '../store/types.js';
@@ -364,7 +364,7 @@ export class ResponseRun {
     const base = this.plan.contextCharged;
     const tokenBytes = ctx.tokens.bytes - (base?.tokenBytes ?? 0);
     const items = ctx.items.length - (base?.items ?? 0);
-    kept(this.keep.outputSize() + Math.max(0, tokenBytes) + ITEM_HELD_BYTES * Math.max(0, items));
+    kept(this.keep.outputSize() + keptOutputBytes(this.response.output) + Math.max(0, tokenBytes) + ITEM_HELD_BYTES * Math.max(0, items));
   }
 
   /** End the run from outside (cancel, disconnect, timeout, shutdown). Idempotent. */
@@ -756,6 +756,9 @@ export class ResponseRun {
     this.response.pending_tool_calls = ids;
     if (this.services.switches.lean_pause_event) this.emitting(() => this.emit({ type: 'response.done', response: leanSnapshot(this.response) }));
     else this.lifecycle('response.done');
+    // Again once its event is made: the full snapshot keeps its finished items' JSON from then (event-json.ts
+    // `keptOutputBytes`), this pause's items included.
+    this.chargeKept();
     delete this.response.pending_tool_calls;
     this.pauseNo++;
     this.pausedAt = pausedAt;

@@ -241,6 +241,18 @@ function keptCount(items: readonly unknown[]): number {
   return memo !== undefined && memo.count <= items.length && items[memo.count - 1] === memo.last ? memo.count : 0;
 }
 
+/**
+ * The bytes kept for `items` (`finishedBytes`: its finished items' UTF-8 JSON, a second copy of them besides the
+ * items themselves, kept for the Response's life once 32 or more are finished): what was written, 0 when nothing is
+ * kept. The buffer's spare room as it doubles is left out (not written, so not resident), as `TokenBuffer.bytes`
+ * leaves its own out. What keeps a Response across client time charges it to the server-wide byte budget
+ * (engine/run.ts `chargeKept`): 64 KB-argument calls held about twice their charged output without it.
+ */
+export function keptOutputBytes(items: readonly unknown[]): number {
+  if (keptCount(items) === 0) return 0;
+  return outputBytes.get(items[0] as object)!.len;
+}
+
 /** The kept bytes of `items`' first `count` finished items (`[` + their JSON joined by `,`). */
 function finishedBytes(items: readonly unknown[], count: number): Buffer {
   const first = items[0] as object;

@@ -91,7 +91,7 @@ export async function holdPausedRuns(url: string, w: Workload, runs: number): Pr
           } else if (type === 'response.completed') {
             h.ended?.('');
           } else if (type === 'error' || type === 'response.failed' || type === 'response.incomplete') {
-            fail(h, data.toString());
+            fail(h, endedWhy(type, data));
           }
         });
         ws.on('close', (code) => fail(h, `connection closed (${code})`));
@@ -128,4 +128,18 @@ export async function holdPausedRuns(url: string, w: Workload, runs: number): Pr
       }
     },
   };
+}
+
+/** What a run's `error` or terminal event says went wrong, in a line: its type and code or reason, then the frame's head. */
+function endedWhy(type: string, data: Buffer): string {
+  const text = data.toString();
+  try {
+    type Ended = { error?: { code?: unknown } | null; incomplete_details?: { reason?: unknown } | null; llr_incomplete_reason?: unknown };
+    const e = JSON.parse(text) as { error?: { code?: unknown }; response?: Ended };
+    const why = e.error?.code ?? e.response?.error?.code ?? e.response?.incomplete_details?.reason ?? e.response?.llr_incomplete_reason;
+    if (typeof why === 'string') return `${type} (${why}): ${text.slice(0, 200)}`;
+  } catch {
+    // Not JSON: the frame as it came.
+  }
+  return `${type}: ${text.slice(0, 200)}`;
 }

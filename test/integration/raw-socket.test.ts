@@ -36,9 +36,10 @@ describe('RawSocket.next', () => {
   it('rejects when the socket closes before the event comes', async () => {
     const { url, server } = await testServer();
     const s = await RawSocket.connect(url);
-    const waiting = s.next('response.completed');
+    // Taken before the close: shutdown waits for the peer to answer its close, so the wait fails before close() resolves.
+    const waiting = expect(s.next('response.completed')).rejects.toThrow(/socket closed \(1001/);
     await server.close();
-    await expect(waiting).rejects.toThrow(/socket closed \(1001/);
+    await waiting;
     // A wait that starts after the close fails at once too.
     await expect(s.next('response.created')).rejects.toThrow(/socket closed/);
   });

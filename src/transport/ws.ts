@@ -45,6 +45,7 @@ import { batchWrites, type Batcher } from './batch.js';
 import type { Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
 import { WsConnection } from './ws-connection.js';
+import { LINGER_MS } from './body.js';
 
 export interface WsTransportOptions {
   /** The session layer: each accepted connection is a session of the chosen design. */
@@ -208,8 +209,26 @@ export class WsTransport {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(ms, 2 ** 31 - 1))));
     const closed = open.map((ws) => new Promise<void>((resolve) => (ws.readyState === ws.CLOSED ? resolve() : ws.once('close', () => resolve()))));
+    // Once all a socket was sent has left this process (the close frame included), its peer gets at most `LINGER_MS`
+    // to answer the close: the kernel still delivers what it holds after the socket is dropped, and a peer reading
+    // answers at once. A peer that never answers (frozen by Ctrl-Z, asleep, gone without a FIN) while idle held the
+    // exit for the whole flag, 30 s by default, past a supervisor's grace period (docker stop's 10 s), where SIGKILL
+    // ended it instead (outside attack).
+    const leftAt: (number | undefined)[] = open.map(() => undefined);
+    const lingered = setInterval(() => {
+      const now = performance.now();
+      open.forEach((ws, i) => {
+        if (ws.readyState === ws.CLOSED) return;
+        if (ws.bufferedAmount > 0) return void (leftAt[i] = undefined);
+        const since = (leftAt[i] ??= now);
+        if (now - since < LINGER_MS) return;
+        log.info({ code: 'close_timeout', buffered: 0, linger_ms: LINGER_MS }, 'websocket took what it was sent but did not answer the close; dropping the connection');
+        ws.terminate();
+      });
+    }, Math.min(100, LINGER_MS / 4));
     await Promise.race([Promise.all(closed), deadline]);
     clearTimeout(timer);
+    clearInterval(lingered);
     open.forEach((ws, i) => {
       if (ws.readyState === ws.CLOSED) return;
       const buffered = ws.bufferedAmount;

@@ -234,6 +234,34 @@ describe('shutdown: a WebSocket reader behind gets its terminal event and the cl
     expect(got.subarray(-4 - reason.length)).toEqual(Buffer.concat([Buffer.from([0x88, 2 + reason.length, 0x03, 0xe9]), reason]));
   });
 
+  it('an idle peer that never answers the close frame holds shutdown only LINGER_MS once its bytes have left, not --send-stall-timeout-ms', async () => {
+    // A client frozen (Ctrl-Z, a laptop asleep, a peer gone without a FIN) while idle: nothing of it is behind, and
+    // waiting for its close answer up to the flag (30 s by default, 10 min here) only delayed the exit past a
+    // supervisor's grace period (docker stop: 10 s), where SIGKILL ends it instead (outside attack).
+    const { logger, lines } = captureLogger();
+    const { server, port } = await testServer({ logger, limits: { sendStallTimeoutMs: 600_000 } });
+    const peers = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const peer = connect(port, '127.0.0.1');
+        peer.on('error', () => {});
+        let got = Buffer.alloc(0);
+        peer.on('data', (c: Buffer) => (got = Buffer.concat([got, c])));
+        const closed = once(peer, 'close');
+        peer.write(
+          'GET /v1/responses?protocol=long-lived HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+            'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+        );
+        while (!got.includes('\r\n\r\n')) await once(peer, 'data');
+        return { closed, got: () => got };
+      }),
+    );
+    await server.close();
+    await Promise.all(peers.map((p) => p.closed));
+    expect(lines.filter((l) => l['code'] === 'close_timeout').length).toBe(3);
+    const reason = Buffer.from('server shutting down');
+    for (const p of peers) expect(p.got().subarray(-4 - reason.length)).toEqual(Buffer.concat([Buffer.from([0x88, 2 + reason.length, 0x03, 0xe9]), reason]));
+  }, 15_000);
+
   it("the ws library's own wait for a close's answer (30 s) does not cut a longer --send-stall-timeout-ms short", async () => {
     expect([wsCloseTimeout(0), wsCloseTimeout(200), wsCloseTimeout(45_000), wsCloseTimeout(Infinity)]).toEqual([30_000, 30_000, 45_000, 2 ** 31 - 1]);
     const { server } = await testServer({ limits: { sendStallTimeoutMs: 45_000 } });

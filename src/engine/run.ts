@@ -17,7 +17,7 @@
  */
 import type { ModelRequest } from '../model/types.js';
 import { WireError, responseErrorCode, toWireError } from '../protocol/errors.js';
-import { DeltaBatch, echoesLong, keptOutputBytes, numberedInPlace, warmEchoes, type DeltaHead } from '../protocol/event-json.js';
+import { DeltaBatch, echoesLong, forgetOutputBytes, keptOutputBytes, numberedInPlace, warmEchoes, type DeltaHead } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { isIncompleteReason, makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import { ownInputItems, type AppendedItems, type PreparedPut, type StoredResponse } from '../store/types.js';
@@ -847,6 +847,8 @@ export class ResponseRun {
       this.emitError(new WireError('server_error', "The server could not send this response's terminal event."));
     }
     this.emitTiming(overlapped);
+    // Its events are all made: the output's kept JSON is dropped, not kept with the items by whatever holds them next.
+    this.contain('output_json', () => forgetOutputBytes(response.output));
     this.record(overlapped, !overlapped && postOk);
     if (overlapped) {
       const rest = (): void => {

@@ -253,6 +253,17 @@ export function keptOutputBytes(items: readonly unknown[]): number {
   return outputBytes.get(items[0] as object)!.len;
 }
 
+/**
+ * Stop keeping `items`' finished JSON (`finishedBytes`): for a Response whose events are all made (its run ended). The
+ * memo is keyed by its first output item, which outlives the run where a context keeps it (a ws-mode connection's
+ * cache, extended by each continuation in place): a second copy of the output held for the connection's life and
+ * counted nowhere, one per response of 32 or more items in the chain.
+ */
+export function forgetOutputBytes(items: readonly unknown[]): void {
+  const first = items[0];
+  if (typeof first === 'object' && first !== null) outputBytes.delete(first);
+}
+
 /** The kept bytes of `items`' first `count` finished items (`[` + their JSON joined by `,`). */
 function finishedBytes(items: readonly unknown[], count: number): Buffer {
   const first = items[0] as object;

@@ -63,7 +63,7 @@ describe('a kept context’s token ids are charged to --max-server-bytes', () =>
     const s = await RawSocket.connect(url);
     s.send({ type: 'response.create', model: 'sim-model', input: dense(MB), store: false });
     const done = await s.next('response.completed');
-    expect(await held(url)).toBeGreaterThan(2 * 4 * done.response.usage.input_tokens + MB);
+    expect(await held(url)).toBeGreaterThan(2 * 4 * done.response.usage!.input_tokens + MB);
     s.dispose();
     await server.ws.idle();
     expect(await held(url)).toBe(0);

@@ -81,7 +81,8 @@ export function createGuard(opts: GuardOptions): Guard {
     const host = targetAuthority(req.url) ?? req.headers.host;
     const hostUrl = host === undefined ? null : tryUrl(`http://${host}`);
     if (opts.loopback && host !== undefined && !anyHost) {
-      const name = hostUrl?.hostname.toLowerCase();
+      // A fully qualified name's one trailing dot names the same host (`localhost.`, `llr.test.`).
+      const name = hostUrl?.hostname.toLowerCase().replace(/([^.])\.$/, '$1');
       if (!name || !(LOOPBACK_NAMES.has(name) || hosts.has(name) || hosts.has(host.toLowerCase()))) {
         return new WireError(
           'host_not_allowed',

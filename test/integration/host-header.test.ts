@@ -37,4 +37,16 @@ describe('the Host of a request', () => {
     const ws = await untilServerCloses(port, `GET http://evil.example/v1/responses HTTP/1.1\r\nHost: localhost\r\n${lines(upgradeHeaders())}\r\n`);
     expect(statuses(ws)).toEqual([403]);
   });
+
+  it("a fully qualified name's trailing dot names the same host: localhost. is loopback, an allowed host's dotted form is allowed", async () => {
+    const { port } = await testServer();
+    const dotted = await untilServerCloses(port, `GET /health HTTP/1.1\r\nHost: localhost.:${port}\r\nConnection: close\r\n\r\n`);
+    expect(statuses(dotted)).toEqual([200]);
+    // One dot only: 'localhost..' is no name of this host.
+    const twice = await untilServerCloses(port, `GET /health HTTP/1.1\r\nHost: localhost..:${port}\r\nConnection: close\r\n\r\n`);
+    expect(statuses(twice)).toEqual([403]);
+    const allowed = await testServer({ allowHosts: ['llr.test'] });
+    const a = await untilServerCloses(allowed.port, `GET /health HTTP/1.1\r\nHost: llr.test.\r\nConnection: close\r\n\r\n`);
+    expect(statuses(a)).toEqual([200]);
+  });
 });

@@ -31,16 +31,13 @@ export class TokenBuffer {
   }
 
   /**
-   * What its token ids hold: 4 bytes for each slot of the array, its spare room too (up to as much again as the
-   * tokens, as it doubles). The spare room is not written, but it is resident all the same once the allocator
-   * hands out memory freed before (calloc zero-fills a reused chunk): measured, ~18% of it in a fresh server
-   * after 40 ws chains of 50 x 16 KB creates, ~58% after two more rounds of them, ~50% in-process after one
-   * earlier round freed. Text of a token a byte holds 4 to 8 times its size here, so what keeps a context
-   * across client time charges this to the server-wide byte budget besides the items' bytes
+   * What its token ids hold: 4 bytes a token. The array's spare room (up to as much again, as it doubles) is left
+   * out: zeroed pages nobody wrote are not resident. Text of a token a byte holds 4 times its size here, so what
+   * keeps a context across client time charges this to the server-wide byte budget besides the items' bytes
    * (modes/server-bytes.ts).
    */
   get bytes(): number {
-    return 4 * this.buf.length;
+    return 4 * this.len;
   }
 
   pushAll(ts: ArrayLike<number>): void {

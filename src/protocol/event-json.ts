@@ -243,14 +243,14 @@ function keptCount(items: readonly unknown[]): number {
 
 /**
  * The bytes kept for `items` (`finishedBytes`: its finished items' UTF-8 JSON, a second copy of them besides the
- * items themselves, kept for the Response's life once 32 or more are finished): the buffer's size, 0 when nothing is
- * kept, with the buffer's spare room as it doubles (unwritten, but resident once the allocator reuses freed
- * memory, as `TokenBuffer.bytes` counts its own). What keeps a Response across client time charges it to the server-wide byte budget
+ * items themselves, kept for the Response's life once 32 or more are finished): what was written, 0 when nothing is
+ * kept. The buffer's spare room as it doubles is left out (not written, so not resident), as `TokenBuffer.bytes`
+ * leaves its own out. What keeps a Response across client time charges it to the server-wide byte budget
  * (engine/run.ts `chargeKept`): 64 KB-argument calls held about twice their charged output without it.
  */
 export function keptOutputBytes(items: readonly unknown[]): number {
   if (keptCount(items) === 0) return 0;
-  return outputBytes.get(items[0] as object)!.buf.length;
+  return outputBytes.get(items[0] as object)!.len;
 }
 
 /**

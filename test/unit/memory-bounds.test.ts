@@ -72,15 +72,6 @@ describe('cooperative forms of the prompt structures', () => {
     expect(b.lookupKeys(runSync(b.keysWork(longer, 'other')))).toBe(0);
   });
 
-  it('TokenBuffer.bytes counts the whole array, its spare room as it doubles too', () => {
-    const buf = new TokenBuffer([], 16);
-    buf.pushAll(new Array(17).fill(1));
-    expect(buf.length).toBe(17);
-    expect(buf.bytes).toBe(4 * 32);
-    runSync(buf.reserveWork(100));
-    expect(buf.bytes).toBe(4 * 117);
-  });
-
   it('TokenBuffer.reserveWork keeps the content and earlier views, and makes room', () => {
     const buf = new TokenBuffer([1, 2, 3], 4);
     const before = buf.view();

@@ -17,6 +17,21 @@ import { captureLogger } from '../helpers/raw-http.js';
 import { SseStream } from '../helpers/sse-stream.js';
 import { testServer } from '../helpers/server.js';
 
+/** A raw peer on a long-lived WebSocket: the upgrade sent and its answer read; then it only reads (no frame back). */
+async function upgradedPeer(port: number): Promise<{ closed: Promise<unknown>; got: () => Buffer }> {
+  const peer = connect(port, '127.0.0.1');
+  peer.on('error', () => {});
+  let got = Buffer.alloc(0);
+  peer.on('data', (c: Buffer) => (got = Buffer.concat([got, c])));
+  const closed = once(peer, 'close');
+  peer.write(
+    'GET /v1/responses?protocol=long-lived HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+  );
+  while (!got.includes('\r\n\r\n')) await once(peer, 'data');
+  return { closed, got: () => got };
+}
+
 const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
 const oneCall = () => scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
 
@@ -215,23 +230,14 @@ describe('shutdown: a WebSocket reader behind gets its terminal event and the cl
     const { logger, lines } = captureLogger();
     const { server, port } = await testServer({ logger, limits: { sendStallTimeoutMs: 200 } });
     // A raw peer: the upgrade, then it reads and never writes again (no close frame back).
-    const peer = connect(port, '127.0.0.1');
-    peer.on('error', () => {});
-    let got = Buffer.alloc(0);
-    peer.on('data', (c: Buffer) => (got = Buffer.concat([got, c])));
-    const closed = once(peer, 'close');
-    peer.write(
-      'GET /v1/responses?protocol=long-lived HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
-        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
-    );
-    while (!got.includes('\r\n\r\n')) await once(peer, 'data');
-    expect(got.toString('latin1')).toMatch(/^HTTP\/1\.1 101/);
+    const peer = await upgradedPeer(port);
+    expect(peer.got().toString('latin1')).toMatch(/^HTTP\/1\.1 101/);
     await server.close();
-    await closed;
+    await peer.closed;
     expect(lines.filter((l) => l['code'] === 'close_timeout').length).toBe(1);
     // The last bytes: the server's close frame, 1001 and its reason.
     const reason = Buffer.from('server shutting down');
-    expect(got.subarray(-4 - reason.length)).toEqual(Buffer.concat([Buffer.from([0x88, 2 + reason.length, 0x03, 0xe9]), reason]));
+    expect(peer.got().subarray(-4 - reason.length)).toEqual(Buffer.concat([Buffer.from([0x88, 2 + reason.length, 0x03, 0xe9]), reason]));
   });
 
   it('an idle peer that never answers the close frame holds shutdown only LINGER_MS once its bytes have left, not --send-stall-timeout-ms', async () => {
@@ -240,21 +246,7 @@ describe('shutdown: a WebSocket reader behind gets its terminal event and the cl
     // supervisor's grace period (docker stop: 10 s), where SIGKILL ends it instead (outside attack).
     const { logger, lines } = captureLogger();
     const { server, port } = await testServer({ logger, limits: { sendStallTimeoutMs: 600_000 } });
-    const peers = await Promise.all(
-      [0, 1, 2].map(async () => {
-        const peer = connect(port, '127.0.0.1');
-        peer.on('error', () => {});
-        let got = Buffer.alloc(0);
-        peer.on('data', (c: Buffer) => (got = Buffer.concat([got, c])));
-        const closed = once(peer, 'close');
-        peer.write(
-          'GET /v1/responses?protocol=long-lived HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
-            'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
-        );
-        while (!got.includes('\r\n\r\n')) await once(peer, 'data');
-        return { closed, got: () => got };
-      }),
-    );
+    const peers = await Promise.all([0, 1, 2].map(() => upgradedPeer(port)));
     await server.close();
     await Promise.all(peers.map((p) => p.closed));
     expect(lines.filter((l) => l['code'] === 'close_timeout').length).toBe(3);

@@ -80,9 +80,9 @@ const result = {
   last_tenth_ms_per_pause: Number(mean(perPause.slice(-tenth)).toFixed(4)),
   last_event_bytes: lastBytes,
 };
-if (values.json) console.log(JSON.stringify(result));
+if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
 else {
-  console.log(
-    `${calls} pauses${result.compaction ? ' (compaction item first)' : ''}: ${result.total_ms} ms; per pause ${result.first_tenth_ms_per_pause} ms (first tenth) → ${result.last_tenth_ms_per_pause} ms (last tenth); last event ${lastBytes} bytes`,
+  process.stdout.write(
+    `${calls} pauses${result.compaction ? ' (compaction item first)' : ''}: ${result.total_ms} ms; per pause ${result.first_tenth_ms_per_pause} ms (first tenth) → ${result.last_tenth_ms_per_pause} ms (last tenth); last event ${lastBytes} bytes\n`,
   );
 }

@@ -14,21 +14,13 @@
 import { describe, expect, it } from 'vitest';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
+import { answerOk, heldBytes, wideCreate } from '../helpers/wide-calls.js';
 
 const KiB = 1024;
-const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
 /** A tool whose minimal arguments are ~64 KB: the default policy fills each required string to its minLength. */
-const wide = {
-  type: 'function',
-  name: 'lookup',
-  parameters: {
-    type: 'object',
-    required: ['a', 'b', 'c', 'd'],
-    properties: Object.fromEntries(['a', 'b', 'c', 'd'].map((k) => [k, { type: 'string', minLength: 16_000 }])),
-  },
-};
-const create = { type: 'response.create', model: 'sim-model', input: 'lookup please', tools: [wide], tool_choice: { type: 'function', name: 'lookup' } };
-const answer = (ids: string[]) => ({ type: 'response.append', input: ids.map((call_id) => ({ type: 'function_call_output', call_id, output: 'ok' })) });
+const create = wideCreate(['a', 'b', 'c', 'd'], 16_000);
+const held = heldBytes;
+const answer = answerOk;
 
 /** The next `response.done` or `error` event the socket receives (the RawSocket's waits take one type each). */
 function doneOrError(s: RawSocket): Promise<{ type: string }> {

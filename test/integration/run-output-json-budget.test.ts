@@ -8,19 +8,11 @@
 import { describe, expect, it } from 'vitest';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
+import { answerOk, heldBytes, wideCreate } from '../helpers/wide-calls.js';
 
-const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
-const wide = {
-  type: 'function',
-  name: 'lookup',
-  parameters: {
-    type: 'object',
-    required: ['a', 'b'],
-    properties: Object.fromEntries(['a', 'b'].map((k) => [k, { type: 'string', minLength: 8_000 }])),
-  },
-};
-const create = { type: 'response.create', model: 'sim-model', input: 'lookup please', tools: [wide], tool_choice: { type: 'function', name: 'lookup' } };
-const answer = (ids: string[]) => ({ type: 'response.append', input: ids.map((call_id) => ({ type: 'function_call_output', call_id, output: 'ok' })) });
+const create = wideCreate(['a', 'b'], 8_000);
+const held = heldBytes;
+const answer = answerOk;
 
 describe("a long-lived run's kept output JSON is charged to --max-server-bytes", () => {
   it('the pause that starts keeping its finished items as JSON charges them; all released at the end', async () => {

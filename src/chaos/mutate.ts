@@ -39,10 +39,16 @@ export interface Scale {
   maxDepth: number;
   /** Longest array / widest object. */
   maxWidth: number;
+  /**
+   * Largest body a mutation grows by duplicating (characters of JSON, about): past the server's frame limit a larger
+   * one tests nothing more. Without it, duplicating an element already `maxWidth` wide 1,000 times built 20 million
+   * objects and the fuzzer itself ran out of heap (`--seed 1304`, the long form).
+   */
+  maxBytes: number;
 }
 
-export const LONG_SCALE: Scale = { maxString: 2_000_000, maxDepth: 20_000, maxWidth: 20_000 };
-export const QUICK_SCALE: Scale = { maxString: 200_000, maxDepth: 5_000, maxWidth: 2_000 };
+export const LONG_SCALE: Scale = { maxString: 2_000_000, maxDepth: 20_000, maxWidth: 20_000, maxBytes: 40_000_000 };
+export const QUICK_SCALE: Scale = { maxString: 200_000, maxDepth: 5_000, maxWidth: 2_000, maxBytes: 4_000_000 };
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -233,6 +239,32 @@ export function weirdValue(rng: Rng, scale: Scale): Json {
   }
 }
 
+/**
+ * About how many characters `serialize` makes of `v` (deep markers as their expansion), counting no further than
+ * `limit` (one more than it when past it), without building the text: the measure `Scale.maxBytes` bounds.
+ */
+export function jsonSize(v: Json, limit: number): number {
+  let n = 0;
+  const stack: Json[] = [v];
+  while (stack.length && n <= limit) {
+    const x = stack.pop()!;
+    if (typeof x === 'string') {
+      const deep = x.startsWith('\u0000deep:') ? Number(x.split(':')[1]) : NaN;
+      n += Number.isFinite(deep) ? 6 * deep + 1 : x.length + 2;
+    } else if (Array.isArray(x)) {
+      n += x.length + 2;
+      for (const y of x) stack.push(y);
+    } else if (x !== null && typeof x === 'object') {
+      for (const [k, y] of Object.entries(x)) {
+        n += k.length + 4;
+        stack.push(y);
+      }
+      n += 2;
+    } else n += x === null ? 4 : String(x).length;
+  }
+  return Math.min(n, limit + 1);
+}
+
 type Path = Array<string | number>;
 
 /** Every path into a value (objects and arrays), bounded. */
@@ -298,8 +330,10 @@ export function mutate(body: Json, rng: Rng, scale: Scale): { value: Json; how: 
     } else if (op === 6) {
       const target = getAt(value, p);
       if (Array.isArray(target) && target.length) {
-        const times = rng.pick([1, 10, Math.min(1_000, scale.maxWidth)]);
+        const wanted = rng.pick([1, 10, Math.min(1_000, scale.maxWidth)]);
         const el = target[rng.int(0, target.length - 1)]!;
+        const room = scale.maxBytes - jsonSize(value, scale.maxBytes);
+        const times = Math.max(0, Math.min(wanted, Math.floor(room / jsonSize(el, scale.maxBytes))));
         for (let t = 0; t < times; t++) target.push(structuredClone(el));
         how.push(`duplicate an element of ${at} ×${times}`);
       } else {

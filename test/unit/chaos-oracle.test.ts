@@ -5,7 +5,7 @@
  * not open with response.created; the HTTP error check wants the full shape.
  */
 import { describe, expect, it } from 'vitest';
-import { Rng, QUICK_SCALE, corpus, damage, mutate, serialize, weirdValue } from '../../src/chaos/mutate.js';
+import { Rng, QUICK_SCALE, corpus, damage, jsonSize, mutate, serialize, weirdValue, type Json } from '../../src/chaos/mutate.js';
 import { StreamCheck, Tally, checkHttpErrorBody, checkWsError } from '../../src/chaos/oracle.js';
 import { checkSse } from '../../src/chaos/http-peer.js';
 
@@ -42,6 +42,29 @@ describe('chaos fuzzer', () => {
       depth++;
     }
     expect(depth).toBeGreaterThan(500);
+  });
+
+  it('never grows a body past the scale by duplicating elements (the long form ran out of heap at --seed 1304)', () => {
+    // A body that is one large element: every duplication multiplies it. With a 100 KB bound, 500 seeds.
+    const scale = { maxString: 1_000, maxDepth: 100, maxWidth: 1_000, maxBytes: 100_000 };
+    const wide: Json = { input: ['x'.repeat(50_000)] };
+    let duplicated = 0;
+    for (let seed = 0; seed < 500; seed++) {
+      const m = mutate(wide, new Rng(seed), scale);
+      if (m.how.includes('duplicate')) duplicated++;
+      // Each mutation may add one weird value (a string of maxString, maxWidth elements) besides duplications.
+      expect(serialize(m.value).length, m.how).toBeLessThanOrEqual(scale.maxBytes + 3 * 20_000);
+    }
+    expect(duplicated).toBeGreaterThan(5);
+  });
+
+  it('measures a body about as serialize writes it', () => {
+    for (const v of corpus()) {
+      const n = serialize(v).length;
+      expect(jsonSize(v, 1e9)).toBeGreaterThanOrEqual(n * 0.8);
+      expect(jsonSize(v, 1e9)).toBeLessThanOrEqual(n * 1.5);
+    }
+    expect(jsonSize({ a: 'x'.repeat(1_000) }, 100)).toBe(101);
   });
 
   it('damages bytes in ways the parser must refuse or survive', () => {

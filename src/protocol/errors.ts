@@ -79,6 +79,8 @@ export const WIRE_ERRORS = {
   injected_fault: { status: 500, type: 'server_error', message: 'An injected fault (llr serve --chaos) failed this response.' },
   // WebSocket upgrades refused before a connection exists (the ws library's handshake checks: 400, or 405 for a method).
   invalid_websocket_handshake: { status: 400, type: 'invalid_request_error', message: 'The WebSocket handshake is malformed.' },
+  // A WebSocket frame the `ws` library refuses (bad UTF-8, a malformed frame), said before its close (1007, 1002).
+  invalid_websocket_frame: { status: 400, type: 'invalid_request_error', message: 'A WebSocket frame breaks the protocol.' },
   // WebSockets switched off (`llr serve --no-websockets`): clients fall back to HTTP.
   upgrade_required: { status: 426, type: 'invalid_request_error', message: 'WebSockets are switched off on this server; use HTTP.' },
   // The server-wide byte budget (`maxServerBytes`, llr serve --max-server-bytes) is spent: try again when other requests end.

@@ -25,6 +25,7 @@ import type { Logger } from 'pino';
 import type { Transport } from '../modes/transport.js';
 import type { Batcher } from './batch.js';
 import { startHeartbeat } from './heartbeat.js';
+import { ServerWebSocket } from './server-websocket.js';
 
 /**
  * One accepted connection: the session's transport and the socket's
@@ -377,6 +378,7 @@ export class WsConnection implements Transport, Unsent {
     // the size limit: close 1009, bad UTF-8, a bad opcode …): info, with their code.
     ws.on('error', this.onError);
     ws.on('close', this.onClose);
+    if (ws instanceof ServerWebSocket) ws.peerFault = this.onPeerFault;
     ws.on('ping', this.onPing);
   }
 
@@ -604,6 +606,17 @@ export class WsConnection implements Transport, Unsent {
     void this.session.finish('connection_limit_reached', limit).then(() => this.ws.close(1000, 'connection limit reached'));
   };
 
+  /**
+   * The peer broke the protocol and the `ws` library is closing (transport/server-websocket.ts; no frame after the
+   * fault is read): said in the stream of the run in flight, which ends `incomplete` with its terminal event, or once
+   * on the connection; each create not yet started gets the same error; then the close, with the library's code.
+   */
+  private readonly onPeerFault = (code: number, close: () => void): void => {
+    const err = peerFaultError(code, this.host.limits.maxFrameBytes);
+    this.session.announceEnd(err);
+    void this.session.finish(err.code, err).then(close, close);
+  };
+
   private readonly onError = (err: Error & { code?: string }): void => {
     this.log.info({ code: err.code ?? 'websocket_error', message: err.message }, 'websocket protocol error');
   };
@@ -655,6 +668,13 @@ export function inFlightBytes(ws: WebSocket): number {
   const len: unknown = Reflect.get(r, '_payloadLength');
   const current = (state === 3 || state === 4) && typeof opcode === 'number' && opcode < 8 && typeof len === 'number' ? len : 0;
   return Math.max(0, total - current) + buffered;
+}
+
+/** What a client is told before the close the `ws` library makes for its mistake (`code`, RFC 6455 §7.4.1). */
+function peerFaultError(code: number, maxFrameBytes: number): WireError {
+  if (code === 1009) return new WireError('payload_too_large', `A WebSocket message is larger than this server accepts (${maxFrameBytes} bytes, llr serve --max-frame-bytes); the connection closes (1009).`);
+  if (code === 1007) return new WireError('invalid_websocket_frame', 'A WebSocket text message is not valid UTF-8; the connection closes (1007).');
+  return new WireError('invalid_websocket_frame', 'A WebSocket frame breaks the protocol (RFC 6455); the connection closes (1002).');
 }
 
 /** The API's message for its 60 minutes; a lifetime that is not a whole number of minutes (`--lifetime-ms 1500`) is said in ms, not rounded to "0 minutes". */

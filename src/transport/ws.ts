@@ -45,6 +45,7 @@ import { batchWrites, type Batcher } from './batch.js';
 import type { Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
 import { WsConnection } from './ws-connection.js';
+import { ServerWebSocket } from './server-websocket.js';
 import { LINGER_MS } from './body.js';
 
 export interface WsTransportOptions {
@@ -82,6 +83,8 @@ export class WsTransport {
     // No subprotocol is spoken, so none offered is selected (`ws` selected the first offered, whatever it was).
     this.wss = new WebSocketServer({
       noServer: true,
+      // Its close for a peer's mistake waits for the connection to end its runs (transport/server-websocket.ts).
+      WebSocket: ServerWebSocket,
       maxPayload: wsMaxPayload(opts.host.limits.maxFrameBytes),
       autoPong: false,
       handleProtocols: () => false,

@@ -459,6 +459,46 @@ describe('long-lived bad input', () => {
     expect((await s.closed).code).toBe(1009);
   });
 
+  // Found by the long-form chaos fuzzer (`--seed 1304`): an append over the frame limit to a paused run closed the
+  // socket 1009 from inside the `ws` library's reader, and the run's client never got its terminal event.
+  it('a frame over the limit to a paused run: the error and the terminal event come before the 1009', async () => {
+    const { url, server } = await testServer({ policy: twoCalls(), limits: { maxFrameBytes: 4096 } });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    const done = await s.next('response.done');
+    s.send({ type: 'response.append', input: [out('call_a', 'x'.repeat(8192)), out('call_b')] });
+    const closed = await s.closed;
+    expect(closed.code).toBe(1009);
+    const tail = s.events.slice(s.events.indexOf(done) + 1);
+    expect(tail.map((e) => e.type)).toEqual(['error', 'response.incomplete']);
+    const [err, end] = tail as [Extract<typeof tail[number], { type: 'error' }>, Extract<typeof tail[number], { type: 'response.incomplete' }>];
+    expect(err.error.code).toBe('payload_too_large');
+    expect(err.error.message).toContain('4096 bytes');
+    expect(end.response.id).toBe(done.response.id);
+    expect(end.response.llr_incomplete_reason).toBe('payload_too_large');
+    expect(end.sequence_number).toBe(err.sequence_number! + 1);
+    expect(server.services.ledger.countFor(done.response.id)).toBe(1);
+  });
+
+  it('a frame over the limit with no run in flight: one error, then the 1009', async () => {
+    const { url } = await testServer({ limits: { maxFrameBytes: 1024 } });
+    const s = await RawSocket.longLived(url);
+    s.send(create({ input: 'x'.repeat(4096) }));
+    expect((await s.closed).code).toBe(1009);
+    expect(s.events.map((e) => [e.type, e.type === 'error' ? e.error.code : null])).toEqual([['error', 'payload_too_large']]);
+  });
+
+  it('text that is not UTF-8 to a paused run: the error and the terminal event come before the 1007', async () => {
+    const { url } = await testServer({ policy: twoCalls() });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    const done = await s.next('response.done');
+    s.ws.send(Buffer.from([0x7b, 0xff, 0x7d]), { binary: false });
+    expect((await s.closed).code).toBe(1007);
+    const tail = s.events.slice(s.events.indexOf(done) + 1);
+    expect(tail.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['invalid_websocket_frame', 'response.incomplete']);
+  });
+
   it('a frame limit past 2^31 bytes is not cut to its low 32 bits by the ws library (2^32 + 1024 was 1024)', async () => {
     const { url } = await testServer({ limits: { maxFrameBytes: 2 ** 32 + 1024 } });
     const s = await RawSocket.longLived(url);

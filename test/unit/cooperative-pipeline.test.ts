@@ -38,6 +38,19 @@ describe('render of a large body in place', () => {
     expect(got.slice(1, -1)).toEqual(expected);
   });
 
+  it.each([
+    ['one long pre-token', 'x'.repeat(1_200_000)],
+    ['many pre-tokens', 'ab '.repeat(400_000)],
+    ['lone surrogates', '\ud800'.repeat(600_000)],
+  ])('gives the tokens of the joined text when an unknown item names its type by %s (a long prefix, tokenised in slices)', (_name, type) => {
+    const item = { type } as unknown as InputItem;
+    const ctx = renderFull(null, [], [item], new RunMetrics());
+    const expected = encodeText(itemText(item).text);
+    const got = Array.from(ctx.tokens.view());
+    expect(got.length).toBe(expected.length + 2);
+    expect(got.slice(1, -1)).toEqual(expected);
+  });
+
   it('the cooperative render equals the synchronous one and yields on a large input', async () => {
     const items = [user(big('Once')), user('short'), user(big(' again'))];
     const sync = renderFull('Be brief.', [], items, new RunMetrics());

@@ -20,7 +20,7 @@
 import { WireError } from '../protocol/errors.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
-import { itemParts, JOIN_LIMIT_CHARS } from './render.js';
+import { itemPartsWork, JOIN_LIMIT_CHARS } from './render.js';
 import { runCooperative, runSync, type Work } from '../model/cooperative.js';
 
 /** Characters scanned per slice (per pattern) before a yield point. */
@@ -63,7 +63,7 @@ function* scanWork(items: readonly InputItem[], metrics: RunMetrics, param: stri
  * body's first `SCAN_OVERLAP_CHARS`.
  */
 function* scanItem(item: InputItem, param: string, metrics: RunMetrics): Work<void> {
-  const { prefix, body } = itemParts(item);
+  const { prefix, body } = yield* itemPartsWork(item);
   const single = body.length === 1 ? body[0]! : undefined;
   if (single === undefined || prefix.length + single.length <= JOIN_LIMIT_CHARS) {
     yield* scanText(prefix + body.join(''), param, metrics);

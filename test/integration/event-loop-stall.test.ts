@@ -205,12 +205,18 @@ describe('the event loop stays responsive under large inputs', () => {
     assertStalls(stalls);
   }, 180_000);
 
-  it.each(['http', 'ws'] as const)('%s plan and run of an item of an unknown type named by 8 M characters: no loop turn holds the CPU for 250 ms', async (name) => {
+  it.each([
+    ['http', '8 M letters', 'é'.repeat(8_000_000)],
+    ['ws', '8 M letters', 'é'.repeat(8_000_000)],
+    ['http', '3 M lone surrogates', '\ud800'.repeat(3_000_000)],
+    ['ws', '3 M lone surrogates', '\ud800'.repeat(3_000_000)],
+  ] as const)('%s plan and run of an item of an unknown type named by %s: no loop turn holds the CPU for 250 ms', async (name, _what, type) => {
     // An item of a type the server does not know is shown to the model as its type, then its JSON: the type was the
-    // prompt's "short" prefix, tokenised in one go (the long-form chaos fuzzer's 1 M lone surrogates held /health
-    // over 250 ms, --seed 1304; 3 M characters held one turn ~150 ms).
+    // prompt's "short" prefix, tokenised in one go, and the JSON one JSON.stringify (six characters a lone surrogate),
+    // in the render and again in the safety scan (the long-form chaos fuzzer's append typed by 1 M lone surrogates
+    // held /health over 250 ms, --seed 1304).
     const { server } = await testServer();
-    const params = parseCreateBody({ model: 'sim-model', input: [{ type: 'message', role: 'user', content: 'hi' }, { type: 'é'.repeat(8_000_000) }], store: false });
+    const params = parseCreateBody({ model: 'sim-model', input: [{ type: 'message', role: 'user', content: 'hi' }, { type }], store: false });
     const { result, stalls } = await watchLoop(planAndRun(server, name, params));
     expect(result.status).toBe('completed');
     expect(result.usage!.input_tokens).toBeGreaterThan(1_000_000);

@@ -560,7 +560,7 @@ export class ResponseRun {
    */
   private async storeStarted(): Promise<void> {
     const r = this.response;
-    const rec: StoredResponse = { response: snapshot(r), input: this.plan.input, owner: this.plan.owner, created_at: r.created_at, created_at_ms: this.createdMs, runner: THIS_RUNNER };
+    const rec: StoredResponse = { response: snapshot(r), input: this.plan.input, owner: this.plan.owner, created_at: r.created_at, created_at_ms: this.createdMs, runner: THIS_RUNNER, protocol: this.plan.protocol };
     try {
       const work = this.services.store.prepare?.(rec);
       const prepared = work ? await runCooperative(work) : undefined;

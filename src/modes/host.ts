@@ -196,6 +196,11 @@ export class SessionHost {
 
   /** A stored response the owner may read, or undefined. */
   storedResponse(id: string, owner: string | null): Response | undefined {
+    return this.storedWithProtocol(id, owner)?.response;
+  }
+
+  /** `storedResponse`, with the design that made it (`StoredResponse.protocol`: unknown for a record from before it was kept). */
+  storedWithProtocol(id: string, owner: string | null): { response: Response; protocol: Protocol | undefined } | undefined {
     const rec = this.services.store.get(id, owner);
     let r = rec?.response;
     // Stored as it started (a background response) and never ended: its run is not here (a restart after a crash, or
@@ -203,7 +208,9 @@ export class SessionHost {
     if (rec && r && unfinished(rec) && !this.background.find(id, owner) && !runnerElsewhere(rec.runner)) r = orphanedResponse(r);
     // A row an earlier build wrote (a SQLite file outlives the server) has no `access_programs`, which openai-node 7
     // declares always present: null, as every Response now sends it.
-    return r && !('access_programs' in r) ? { ...(r as Omit<Response, 'access_programs'>), access_programs: null } : r;
+    if (!rec || !r) return undefined;
+    const response = 'access_programs' in r ? r : { ...(r as Omit<Response, 'access_programs'>), access_programs: null };
+    return { response, protocol: rec.protocol };
   }
 
   /**

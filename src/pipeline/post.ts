@@ -20,6 +20,7 @@ import type { InputItem, Response } from '../protocol/objects.js';
 import { runCooperative } from '../model/cooperative.js';
 import type { AppendedItems, PreparedPut, ResponseStore, StoredResponse } from '../store/types.js';
 import type { RunMetrics } from './metrics.js';
+import type { Protocol } from '../protocol/designs.js';
 
 /** Price per million tokens (USD), for the ledger's cost field. */
 const PRICES: Record<string, { input: number; cached: number; output: number }> = {
@@ -137,7 +138,7 @@ export interface PostInferenceJob {
   /** What clients appended to it while it ran (a long-lived run), for the store. */
   appended?: AppendedItems[];
   owner: string | null;
-  mode: string;
+  mode: Protocol;
   metrics: RunMetrics;
   /** What `PostInference.prepare` had the store make of the record ahead of `persist` (a long one's JSON, in slices). */
   prepared?: PreparedPut;
@@ -221,6 +222,7 @@ function storedRecord(job: PostInferenceJob): StoredResponse {
   const rec: StoredResponse = { response, input: job.input, owner: job.owner, created_at: response.created_at };
   if (job.created_at_ms !== undefined) rec.created_at_ms = job.created_at_ms;
   if (job.appended?.length) rec.appended = job.appended;
+  rec.protocol = job.mode;
   return rec;
 }
 

@@ -60,6 +60,20 @@ export function designPath(p: Protocol): string {
   return q === null ? '/v1/responses' : `/v1/responses?protocol=${encodeURIComponent(q)}`;
 }
 
+/** Is `s` a design's name (one read back from a store file, which another build may have written)? */
+export function isProtocol(s: string): s is Protocol {
+  return Object.hasOwn(DESIGNS, s);
+}
+
+/**
+ * Are `p`'s runs cancelled by `POST /v1/responses/{id}/cancel` while they live (a design over HTTP whose runs pause:
+ * a run lives across requests)? Such a run, once ended and stored, is answered by a repeated cancel with its final
+ * Response, as a background response is (transport/http.ts `cancel`).
+ */
+export function cancelledOverHttp(p: Protocol): boolean {
+  return DESIGNS[p].transport === 'http' && DESIGNS[p].pauses;
+}
+
 /** Is `p` carried by a WebSocket (its `transport` in the table)? */
 export function isSocketDesign(p: Protocol): p is SocketProtocol {
   return DESIGNS[p].transport === 'websocket';

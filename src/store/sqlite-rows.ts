@@ -7,6 +7,7 @@
  */
 import { jsonTextWork, utf8BytesWork, type ParseWork } from '../protocol/json-chunked.js';
 import { createdMs, itemsById, type PreparedPut, type StoredResponse } from './types.js';
+import { isProtocol } from '../protocol/designs.js';
 
 export interface RecordRow {
   owner: string | null;
@@ -16,6 +17,7 @@ export interface RecordRow {
   input: string;
   appended: string | null;
   runner: string | null;
+  protocol: string | null;
 }
 
 /** A chain row; the record columns are null where the link is missing or not the owner's. */
@@ -28,6 +30,7 @@ export interface ChainRow {
   input: string | null;
   appended: string | null;
   runner: string | null;
+  protocol: string | null;
 }
 
 export interface PutParams {
@@ -41,6 +44,7 @@ export interface PutParams {
   input: string;
   appended: string | null;
   runner: string | null;
+  protocol: string | null;
 }
 
 export interface ItemParams {
@@ -96,6 +100,7 @@ export function* encodeWork(rec: StoredResponse, sliced: boolean): ParseWork<Enc
     input: yield* jsonWork(rec.input, sliced),
     appended: rec.appended?.length ? yield* jsonWork(rec.appended, sliced) : null,
     runner: rec.runner ?? null,
+    protocol: rec.protocol ?? null,
   };
   let bytes = (yield* bytesWork(params.response, sliced)) + (yield* bytesWork(params.input, sliced));
   if (params.appended !== null) bytes += yield* bytesWork(params.appended, sliced);
@@ -119,6 +124,7 @@ export function toRecord(row: RecordRow): StoredResponse {
   };
   if (row.created_at_ms !== null) rec.created_at_ms = row.created_at_ms;
   if (row.runner) rec.runner = row.runner;
+  if (row.protocol !== null && isProtocol(row.protocol)) rec.protocol = row.protocol;
   if (row.appended !== null) rec.appended = JSON.parse(row.appended) as NonNullable<StoredResponse['appended']>;
   return rec;
 }

@@ -14,8 +14,10 @@
  *    before): a response's age counts from it (`CREATED_MS`), not from the start of `created_at`'s second.
  * 5: `responses.runner`, the process running a response stored before its end (a background response, stored
  *    `in_progress` when it starts), NULL for every other row.
+ * 6: `responses.protocol`, the design that made the response (`long-lived-http`: a repeated cancel of its run is
+ *    answered with its final Response), NULL in rows from before.
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /** A row's creation in Unix ms, as `createdMs` reads a record: its own column, else its second's start. */
 export const CREATED_MS = 'coalesce(created_at_ms, created_at * 1000)';
@@ -34,7 +36,8 @@ CREATE TABLE IF NOT EXISTS responses (
   appended             TEXT,
   bytes                INTEGER NOT NULL DEFAULT 0,
   created_at_ms        INTEGER,
-  runner               TEXT
+  runner               TEXT,
+  protocol             TEXT
 );
 CREATE TABLE IF NOT EXISTS items (
   item_id     TEXT NOT NULL,
@@ -61,3 +64,6 @@ export const MIGRATE_3_TO_4 = `ALTER TABLE responses ADD COLUMN created_at_ms IN
 
 /** 4 → 5: no pass over the rows; NULL in all of them (none was stored before its end). */
 export const MIGRATE_4_TO_5 = `ALTER TABLE responses ADD COLUMN runner TEXT;`;
+
+/** 5 → 6: no pass over the rows; NULL in all of them (the design that made each is not known). */
+export const MIGRATE_5_TO_6 = `ALTER TABLE responses ADD COLUMN protocol TEXT;`;

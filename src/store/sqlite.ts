@@ -41,7 +41,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { NATIVE_TEXT_CHARS, textOver, type ParseWork } from '../protocol/json-chunked.js';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { CREATED_MS, MIGRATE_2_TO_3, MIGRATE_3_TO_4, MIGRATE_4_TO_5, SCHEMA, SCHEMA_VERSION } from './sqlite-schema.js';
+import { CREATED_MS, MIGRATE_2_TO_3, MIGRATE_3_TO_4, MIGRATE_4_TO_5, MIGRATE_5_TO_6, SCHEMA, SCHEMA_VERSION } from './sqlite-schema.js';
 import { EncodedPut, encodeNow, encodeWork, toRecord, type ChainRow, type ItemParams, type PutParams, type RecordRow } from './sqlite-rows.js';
 import { InputItemsCache, parseListWork, parsedBytesWork, type InputItemIndex, type ItemsLoad } from './input-items.js';
 import { EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, newCounters, ownInputItems, type AppendedItems, type PreparedPut, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
@@ -211,8 +211,8 @@ export class SqliteStore implements ResponseStore {
 
     const db = this.#db;
     this.#insertResponse = db.prepare(
-      `INSERT INTO responses (id, owner, previous_response_id, created_at, created_at_ms, response, input, appended, bytes, runner)
-       VALUES (@id, @owner, @previous_response_id, @created_at, @created_at_ms, @response, @input, @appended, @bytes, @runner)`,
+      `INSERT INTO responses (id, owner, previous_response_id, created_at, created_at_ms, response, input, appended, bytes, runner, protocol)
+       VALUES (@id, @owner, @previous_response_id, @created_at, @created_at_ms, @response, @input, @appended, @bytes, @runner, @protocol)`,
     );
     this.#insertItem = db.prepare(
       `INSERT OR REPLACE INTO items (item_id, response_id, owner, item)
@@ -240,7 +240,7 @@ export class SqliteStore implements ResponseStore {
     // `runner` comes after the JSON: reading it walks a large row's overflow pages (a DELETE, a cancel: not per page).
     this.#selectRunner = db.prepare(`SELECT runner FROM responses WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`);
     this.#selectResponse = db.prepare(
-      `SELECT owner, created_at, created_at_ms, response, input, appended, runner FROM responses
+      `SELECT owner, created_at, created_at_ms, response, input, appended, runner, protocol FROM responses
         WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`,
     );
     // A listing's check (the owner's live row) and its version, reading only the row's first columns: `bytes` and
@@ -282,7 +282,7 @@ export class SqliteStore implements ResponseStore {
            FROM walk JOIN responses r ON r.id = walk.id AND r.owner IS @owner AND coalesce(r.created_at_ms, r.created_at * 1000) > @cutoff
           WHERE r.previous_response_id IS NOT NULL AND walk.depth < @limit - 1
        )
-       SELECT r.previous_response_id, r.owner, r.created_at, r.created_at_ms, r.response, r.input, r.appended, r.runner
+       SELECT r.previous_response_id, r.owner, r.created_at, r.created_at_ms, r.response, r.input, r.appended, r.runner, r.protocol
          FROM walk LEFT JOIN responses r ON r.id = walk.id AND r.owner IS @owner AND coalesce(r.created_at_ms, r.created_at * 1000) > @cutoff
         ORDER BY walk.depth DESC`,
     );
@@ -658,13 +658,15 @@ export class SqliteStore implements ResponseStore {
     this.#db.transaction(() => {
       // 0: a new file; 1 → 2: responses gains `appended` (NULL for every response stored before: none took appends then);
       // 2 → 3: responses gains `bytes`, computed from what each row holds, and the created_at index;
-      // 3 → 4: responses gains `created_at_ms`, NULL in the rows already there; 4 → 5: `runner`, NULL likewise.
+      // 3 → 4: responses gains `created_at_ms`, NULL in the rows already there; 4 → 5: `runner`, NULL likewise;
+      // 5 → 6: `protocol`, NULL likewise.
       if (version === 0) this.#db.exec(SCHEMA);
       else {
         if (version === 1) this.#db.exec('ALTER TABLE responses ADD COLUMN appended TEXT');
         if (version <= 2) this.#db.exec(MIGRATE_2_TO_3);
         if (version <= 3) this.#db.exec(MIGRATE_3_TO_4);
-        this.#db.exec(MIGRATE_4_TO_5);
+        if (version <= 4) this.#db.exec(MIGRATE_4_TO_5);
+        this.#db.exec(MIGRATE_5_TO_6);
       }
       this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
     })();

@@ -15,6 +15,7 @@
  * page at a time: store/input-items.ts) and any async/remote store.
  */
 import type { InputItem, OutputItem, Response } from '../protocol/objects.js';
+import type { Protocol } from '../protocol/designs.js';
 import type { Logger } from 'pino';
 import type { ParseWork } from '../protocol/json-chunked.js';
 import type { InputItemIndex } from './input-items.js';
@@ -48,6 +49,12 @@ export interface StoredResponse {
    * ended (a background response's, `in_progress`, stored when it starts); the final write replaces that record.
    */
   runner?: string;
+  /**
+   * The design that made it (`Protocol`: `long-lived-http` is the one a cancel reads, to answer a repeated cancel of
+   * a run that has ended with its final Response, as a background response's is). Absent in a record stored before
+   * the SQLite schema's version 6.
+   */
+  protocol?: Protocol;
 }
 
 /**

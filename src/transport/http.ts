@@ -57,7 +57,7 @@ import { parseInputItemsQuery } from '../store/input-items.js';
 import { checkAppendResponseId, checkJsonContentType, createProtocol, decodeId, pageQuery, retrieveQuery, startingAfter, timingHeader } from './http-query.js';
 import { clientGone, ownsSocket, watchStall, whenSocketCloses } from './socket-watch.js';
 import { jsonTransport, sseFrame, sseTransport } from './sse.js';
-import type { HttpProtocol } from '../protocol/designs.js';
+import { cancelledOverHttp, type HttpProtocol } from '../protocol/designs.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
 export type OverCapacity = (socket: Socket) => boolean;
@@ -411,11 +411,16 @@ export class HttpTransport {
     } catch (err) {
       if (!(err instanceof WireError && err.code === 'response_not_found')) throw err;
       this.host.refuseIfRunningElsewhere(id, owner);
-      const stored = this.host.storedResponse(id, owner);
+      const found = this.host.storedWithProtocol(id, owner);
       // Said as retrieve says it: a background client cancelling an unknown (or deleted) id was told that no
       // long-lived response was open over HTTP.
-      if (!stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`, 'response_id');
+      if (!found) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`, 'response_id');
+      const stored = found.response;
       if (stored.background) return stored;
+      // A run of a design cancelled by this route (a live long-lived run over HTTP) that has ended: its final
+      // Response, as for a background response. It was 400, so a client retrying a cancel whose answer it lost was
+      // told its run could not be cancelled.
+      if (found.protocol !== undefined && cancelledOverHttp(found.protocol)) return stored;
       throw new WireError(
         'invalid_value',
         `Response '${id}' cannot be cancelled: it was not created with 'background': true (the API cancels only those; here a live long-lived run over HTTP can be cancelled too).`,

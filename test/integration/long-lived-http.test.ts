@@ -7,9 +7,12 @@
  * run and the cap on live runs. Every run ends once and is billed once.
  */
 import { createServer } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
-import { describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { LongLivedHttpClient, ServerError } from '../../src/client/index.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { SseStream, postJson } from '../helpers/sse-stream.js';
@@ -167,6 +170,45 @@ describe('long-lived over HTTP', () => {
     expect((await append([out('call_a')])).status).toBe(404);
     await server.services.postWork.flush();
     expect(server.services.ledger.countFor(id)).toBe(1);
+  });
+
+  // A client that lost a cancel's answer and retried was told its run could not be cancelled (400 invalid_value):
+  // the store did not say which design made the response. As for a background response, the API's rule: a cancel of
+  // a response that has ended answers its final Response, unchanged.
+  const storeDir = mkdtempSync(join(tmpdir(), 'llr-llhttp-cancel-'));
+  afterAll(() => rmSync(storeDir, { recursive: true, force: true }));
+  it.each(['memory', 'sqlite'])('a cancel repeated, or of a run that has ended, answers its final Response (%s store)', async (kind) => {
+    const store = kind === 'memory' ? 'memory' : join(storeDir, 'cancel.sqlite');
+    const { url, s, id, append, server } = await pausedRun({ store });
+    const first = await postJson(`${url}/v1/responses/${id}/cancel`);
+    expect(first.status).toBe(200);
+    expect(first.json).toMatchObject({ id, status: 'cancelled' });
+    await s.ended;
+    await server.services.postWork.flush();
+    for (let i = 0; i < 3; i++) expect(await postJson(`${url}/v1/responses/${id}/cancel`)).toEqual({ status: 200, json: first.json });
+    expect((await append([out('call_a')])).status).toBe(404);
+    // One that completed (the script's next turn is its answer): answered as it ended, completed.
+    const s2 = await SseStream.open(url, create());
+    const completed = (await s2.next('response.completed')).response;
+    const id2 = completed.id;
+    await s2.ended;
+    await server.services.postWork.flush();
+    const late = await postJson(`${url}/v1/responses/${id2}/cancel`);
+    expect(late.status).toBe(200);
+    expect(late.json).toMatchObject({ id: id2, status: 'completed', output: completed.output });
+    expect(server.services.ledger.countFor(id)).toBe(1);
+    expect(server.services.ledger.countFor(id2)).toBe(1);
+  });
+
+  it('a repeated cancel of a run with store: false is 404, as its retrieve is (nothing of it is kept)', async () => {
+    const { url } = await testServer({ policy: twoCalls() });
+    const s = await SseStream.open(url, create({ store: false }));
+    const id = (await s.next('response.done')).response.id;
+    expect((await postJson(`${url}/v1/responses/${id}/cancel`)).status).toBe(200);
+    await s.ended;
+    const again = await postJson(`${url}/v1/responses/${id}/cancel`);
+    expect(again.status).toBe(404);
+    expect(again.json.error).toMatchObject({ code: 'response_not_found' });
   });
 
   it('the client closing the stream while paused cancels the run, once', async () => {

@@ -774,7 +774,7 @@ describe('SqliteStore on a file', () => {
     for (const rec of recs) v2.put(rec);
     v2.close();
     const raw = new Database(path);
-    raw.exec('DROP INDEX responses_by_created; ALTER TABLE responses DROP COLUMN bytes; ALTER TABLE responses DROP COLUMN created_at_ms; ALTER TABLE responses DROP COLUMN runner');
+    raw.exec('DROP INDEX responses_by_created; ALTER TABLE responses DROP COLUMN bytes; ALTER TABLE responses DROP COLUMN created_at_ms; ALTER TABLE responses DROP COLUMN runner; ALTER TABLE responses DROP COLUMN protocol');
     raw.pragma('user_version = 2');
     raw.close();
 
@@ -800,7 +800,7 @@ describe('SqliteStore on a file', () => {
     v3.put(makeRecord('resp_old'));
     v3.close();
     const raw = new Database(path);
-    raw.exec('ALTER TABLE responses DROP COLUMN created_at_ms; ALTER TABLE responses DROP COLUMN runner');
+    raw.exec('ALTER TABLE responses DROP COLUMN created_at_ms; ALTER TABLE responses DROP COLUMN runner; ALTER TABLE responses DROP COLUMN protocol');
     raw.pragma('user_version = 3');
     raw.close();
 
@@ -829,7 +829,7 @@ describe('SqliteStore on a file', () => {
     v4.put(makeRecord('resp_old'));
     v4.close();
     const raw = new Database(path);
-    raw.exec('ALTER TABLE responses DROP COLUMN runner');
+    raw.exec('ALTER TABLE responses DROP COLUMN runner; ALTER TABLE responses DROP COLUMN protocol');
     raw.pragma('user_version = 4');
     raw.close();
     const migrated = new SqliteStore(path);
@@ -844,6 +844,37 @@ describe('SqliteStore on a file', () => {
     const after = new Database(path);
     expect(after.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     after.close();
+  });
+
+  it('migrates a version 5 file: its rows have no protocol; a record that names its design keeps it, in a chain too', () => {
+    const path = join(dir, 'v5.sqlite');
+    const v5 = new SqliteStore(path);
+    v5.put(makeRecord('resp_old'));
+    v5.close();
+    const raw = new Database(path);
+    raw.exec('ALTER TABLE responses DROP COLUMN protocol');
+    raw.pragma('user_version = 5');
+    raw.close();
+    const migrated = new SqliteStore(path);
+    try {
+      expect(migrated.get('resp_old', ALICE)).toEqual(makeRecord('resp_old'));
+      migrated.put({ ...makeRecord('resp_llhttp'), protocol: 'long-lived-http' });
+      expect(migrated.get('resp_llhttp', ALICE)?.protocol).toBe('long-lived-http');
+      expect(migrated.chain('resp_llhttp', ALICE)?.[0]?.protocol).toBe('long-lived-http');
+    } finally {
+      migrated.close();
+    }
+    // A name this build does not know (a later build's design) is read as none.
+    const other = new Database(path);
+    other.prepare(`UPDATE responses SET protocol = 'carrier-pigeon' WHERE id = 'resp_llhttp'`).run();
+    expect(other.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    other.close();
+    const reopened = new SqliteStore(path);
+    try {
+      expect(reopened.get('resp_llhttp', ALICE)?.protocol).toBeUndefined();
+    } finally {
+      reopened.close();
+    }
   });
 
   it('sweeps a file another process wrote: it looks again every SWEEP_MAX_DELAY_MS, its count stays at zero', () => {

@@ -256,7 +256,7 @@ export class ResponseRun {
    * `committed` is called in that step, before any pending call is resolved
    * (a `response.inject` is acknowledged before the sampling it resumes).
    */
-  append(items: readonly InputItem[], parse: ParseSpan | null = null, committed?: () => void): Promise<void> {
+  append(items: readonly InputItem[], parse: ParseSpan | null = null, committed?: () => void): Promise<readonly string[] | null> {
     const queued = Math.max(MAX_QUEUED_APPENDS, this.services.limits.maxPendingCalls);
     if (this.appendsWaiting >= queued) {
       return Promise.reject(new WireError('queue_full', `At most ${queued} appends may wait behind the one being processed.`, null));
@@ -267,13 +267,44 @@ export class ResponseRun {
       return this.applyAppend(items, parse, committed);
     });
     // The next append waits for this one whatever its outcome; its error goes to this caller only.
-    this.appendTail = turn.catch(() => {});
+    this.appendTail = turn.then(
+      () => {},
+      () => {},
+    );
     return turn;
   }
 
-  private async applyAppend(items: readonly InputItem[], parse: ParseSpan | null, committed?: () => void): Promise<void> {
+  /**
+   * The call ids of `items` when every one is a `function_call_output` for a call this run already holds the output of:
+   * a retry of an append whose answer the client did not see (over HTTP, a lost 202). Such an append is a duplicate:
+   * nothing to do, whether the run is paused again or streaming meanwhile; before, it was `no_paused_response` while
+   * the run streamed and a silent no-op once it paused, so the client could not tell what had happened. Null when
+   * any item is anything else (or there are none). Counted (`duplicate_appends`) when it says so: a caller asks once
+   * per append.
+   */
+  heldAlready(items: readonly InputItem[]): string[] | null {
+    if (items.length === 0 || this.ended) return null;
+    const answered = this.plan.context.answeredCallIds;
+    const ids: string[] = [];
+    for (const item of items) {
+      const callId = (item as { call_id?: unknown }).call_id;
+      if (item.type !== 'function_call_output' || typeof callId !== 'string' || !answered.has(callId)) return null;
+      ids.push(callId);
+    }
+    this.metrics.count('duplicate_appends');
+    return ids;
+  }
+
+  /** Null once the items are appended; their call ids when the append was a duplicate (`heldAlready`), nothing done. */
+  private async applyAppend(items: readonly InputItem[], parse: ParseSpan | null, committed?: () => void): Promise<readonly string[] | null> {
     // The transport's parse of this append (frame or body), charged whatever the append's outcome, like its checks.
     if (parse) this.metrics.span('parse_append', parse.start, parse.end);
+    // Checked at its turn: a retry queued behind the append it repeats finds it committed.
+    const held = this.heldAlready(items);
+    if (held !== null) {
+      committed?.();
+      return held;
+    }
     if (this.state !== 'paused') {
       throw new WireError('no_paused_response', `Response '${this.id}' is not paused; there is nothing to append to.`, null);
     }
@@ -323,6 +354,7 @@ export class ResponseRun {
     for (const item of fresh) {
       if (item.type === 'function_call_output') this.pauses.resolve((item as { call_id: string }).call_id);
     }
+    return null;
   }
 
   private endedWhileAppending(): WireError {

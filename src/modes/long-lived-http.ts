@@ -134,20 +134,26 @@ export class LiveRuns {
    * attack: 512 runs could hold 16 GiB past a 256 MiB budget). A run's appends are charged up to its own
    * budgets (`--max-context-bytes` + `--max-frame-bytes`), as a WebSocket connection's frames are.
    */
-  async append(id: string, owner: string | null, input: InputItem[], parse: ParseSpan | null = null, body?: Hold): Promise<void> {
+  async append(id: string, owner: string | null, input: InputItem[], parse: ParseSpan | null = null, body?: Hold): Promise<readonly string[] | null> {
     const entry = this.entry(id, owner);
     const run = entry.run;
-    if (!run.paused) throw new WireError('no_paused_response', `Response '${run.id}' is not paused; there is nothing to append to.`);
-    await run.append(input, parse);
-    if (!body || !this.bytes || body.bytes === 0) return;
+    if (!run.paused) {
+      // A retry of an append the run already took (its 202 lost) while the run streams on: a duplicate, not a mistake.
+      const held = run.heldAlready(input);
+      if (held !== null) return held;
+      throw new WireError('no_paused_response', `Response '${run.id}' is not paused; there is nothing to append to.`);
+    }
+    const duplicate = await run.append(input, parse);
+    if (duplicate !== null || !body || !this.bytes || body.bytes === 0) return duplicate;
     const { maxContextBytes, maxFrameBytes } = this.services.limits;
     // A run that has ended meanwhile keeps nothing (its entry's hold was released, or never made).
-    if (this.live.get(id) !== entry) return;
+    if (this.live.get(id) !== entry) return null;
     const held = (entry.held ??= this.bytes.hold());
     const moved = Math.max(0, Math.min(body.bytes, maxContextBytes + maxFrameBytes - held.bytes));
     // The charge moves in one step: released from the request, admitted (unchecked: it was admitted then) here.
     body.releaseAll();
     held.admitted(moved);
+    return null;
   }
 
   /** End a run `cancelled`; resolves with its final Response once its terminal event was sent. */

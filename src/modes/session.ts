@@ -195,6 +195,12 @@ export class ConnectionSession {
           return;
         }
         const run = this.active;
+        // Every output already held (a retry of an append the run took): a duplicate, with no answer, as one is while
+        // the run is paused (an append is never acknowledged; the run resuming is its answer).
+        if (run && !run.paused && run.heldAlready(event.input) !== null) {
+          refused?.();
+          return;
+        }
         if (!run || !run.paused) {
           this.error(new WireError('no_paused_response'));
           refused?.();
@@ -207,7 +213,7 @@ export class ConnectionSession {
         }
         // Async (large appends yield to the loop); errors are reported as before, once it settles.
         this.track(
-          run.append(event.input, parse).catch((err: unknown) => {
+          run.append(event.input, parse).then(settledQuietly, (err: unknown) => {
             // Numbered in the stream of the response in flight when it is refused (this run's, or the next one's if
             // this run ended meanwhile: a connection counter's number in the middle of that stream would repeat one
             // of its own), by the connection's counter when none is.
@@ -239,7 +245,7 @@ export class ConnectionSession {
         }
         // A `response.append` that names its response and is acknowledged once committed, before sampling resumes.
         this.track(
-          run.append(event.input, parse, () => run.emitNotice({ type: 'response.inject.created', response_id: run.id })).catch((err: unknown) => {
+          run.append(event.input, parse, () => run.emitNotice({ type: 'response.inject.created', response_id: run.id })).then(settledQuietly, (err: unknown) => {
             // The run ended (cancel, pause timeout, shutdown) before the items were committed: not a refusal on their
             // merits but the response gone, which the client is told as for any inject arriving after its end.
             refused?.();
@@ -583,3 +589,6 @@ export class ConnectionSession {
     else this.addIdleWaiter(f);
   }
 }
+
+/** An append that succeeded (or was a duplicate): nothing more to say on a WebSocket, where the run's resuming is the answer. */
+function settledQuietly(): void {}

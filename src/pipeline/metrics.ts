@@ -33,6 +33,7 @@ export const COUNTERS = [
   'pauses',
   'appends',
   'duplicate_items_dropped',
+  'duplicate_appends',
   'post_inference',
   'post_inference_failed',
   'billing_records',

@@ -335,8 +335,10 @@ export class HttpTransport {
         const json = await parseEdgeJson(body, 'body', limits);
         const input = parseAppendBody(json, parseCaps(limits));
         checkAppendResponseId(json, id);
-        await this.host.live.append(id, owner, input, { start, end: this.host.now() }, hold);
-        sendJson(res, 202, {});
+        const duplicate = await this.host.live.append(id, owner, input, { start, end: this.host.now() }, hold);
+        // A duplicate (every output already held: a retry of an append whose 202 was lost) did nothing: said so.
+        if (duplicate !== null) sendJson(res, 200, { duplicate: true, call_ids: duplicate });
+        else sendJson(res, 202, {});
       });
     }
     const items = /^\/v1\/responses\/([^/]+)\/input_items$/.exec(path);

@@ -370,7 +370,7 @@ describe('long-lived bad input', () => {
     s.send(create());
     await s.next('response.done');
     let refuse!: (err: Error) => void;
-    const spy = vi.spyOn(ResponseRun.prototype, 'append').mockImplementation(() => new Promise<void>((_, reject) => (refuse = reject)));
+    const spy = vi.spyOn(ResponseRun.prototype, 'append').mockImplementation(() => new Promise<readonly string[] | null>((_, reject) => (refuse = reject)));
     s.send({ type: 'response.append', input: [out('call_a')] });
     s.send({ type: 'response.cancel' });
     await s.next('response.cancelled');
@@ -392,7 +392,7 @@ describe('long-lived bad input', () => {
   it('an append whose run ends while it is checked is refused without being tokenised', async () => {
     const { s } = await pausedRun();
     let run!: ResponseRun;
-    let appended!: Promise<void>;
+    let appended!: Promise<readonly string[] | null>;
     const orig = ResponseRun.prototype.append;
     const spy = vi.spyOn(ResponseRun.prototype, 'append').mockImplementation(function (this: ResponseRun, ...args: Parameters<ResponseRun['append']>) {
       run = this;
@@ -436,7 +436,7 @@ describe('long-lived bad input', () => {
     let closing: Promise<void> | null = null;
     const spy = vi.spyOn(ResponseRun.prototype, 'append').mockImplementation(() => {
       closing = server.close();
-      return new Promise<void>((_, reject) => (refuse = reject));
+      return new Promise<readonly string[] | null>((_, reject) => (refuse = reject));
     });
     s.send({ type: 'response.append', input: [out('call_a')] });
     const end = await s.next('response.incomplete');

@@ -18,6 +18,7 @@ import { DEFAULT_MAX_ENTRIES, PrefixCache } from './model/prefix-cache.js';
 import { autoPolicy, type ModelPolicy } from './model/policies.js';
 import type { Model, ModelSettings } from './model/types.js';
 import { Ledger, PostInference, PostWorkTracker } from './pipeline/post.js';
+import { InFlightRuns } from './engine/in-flight.js';
 import { Router } from './pipeline/route.js';
 import { openStore } from './store/index.js';
 import { RunRecords } from './engine/records.js';
@@ -226,6 +227,7 @@ export class LlrServer {
       ledger,
       post: new PostInference(ledger, store, log),
       postWork: new PostWorkTracker(log),
+      inFlight: new InFlightRuns(),
       records: new RunRecords(limits.maxRunRecords, limits.maxRunRecordsBytes),
       log,
       clock,

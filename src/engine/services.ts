@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../model/clock.js';
 import type { Model } from '../model/types.js';
 import type { Ledger, PostInference, PostWorkTracker } from '../pipeline/post.js';
+import type { InFlightRuns } from './in-flight.js';
 import type { Router } from '../pipeline/route.js';
 import type { ResponseStore } from '../store/types.js';
 import type { RunRecords } from './records.js';
@@ -317,6 +318,8 @@ export interface Services {
   ledger: Ledger;
   post: PostInference;
   postWork: PostWorkTracker;
+  /** `store: true` responses being made now, for retrieve (engine/in-flight.ts); absent: none is found before it ends. */
+  inFlight?: InFlightRuns;
   records: RunRecords;
   log: Logger;
   clock: Clock;

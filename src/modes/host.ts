@@ -43,6 +43,7 @@ import { InputItemIndex, pageInputItems, type InputItemList, type InputItemsQuer
 import { ColdListings } from './cold-listings.js';
 import { orphanedResponse, runnerElsewhere } from '../store/runner.js';
 import { unfinished } from '../store/types.js';
+import { snapshot } from '../engine/response.js';
 
 export class SessionHost {
   /** Long-lived runs open over HTTP, found again by id for `append` and `cancel`. */
@@ -253,8 +254,18 @@ export class SessionHost {
    * A page of the own input items of `owner`'s background response `id` in flight (the store lists them once it has
    * ended, with the same derived ids: they come from the response id and the position), or undefined.
    */
+  /**
+   * `owner`'s `store: true` response `id` while it is being made (any design, not a background one: `background`
+   * answers those), `in_progress` with its output so far (engine/in-flight.ts); undefined otherwise.
+   */
+  inFlightResponse(id: string, owner: string | null): Response | undefined {
+    const run = this.services.inFlight?.find(id, owner);
+    return run ? snapshot(run.response) : undefined;
+  }
+
+  /** A page of the own input items (appended ones included) of `owner`'s response `id` in flight, background or not. */
   async backgroundInputItems(id: string, owner: string | null, q: InputItemsQuery, signal?: AbortSignal): Promise<InputItemList | undefined> {
-    const items = this.background.inputItems(id, owner);
+    const items = this.background.inputItems(id, owner) ?? this.services.inFlight?.find(id, owner)?.ownInput;
     if (!items) return undefined;
     // Its ids derived in the queue of cold listings, in slices, as a stored list's are: in one turn, 50,000 items
     // held the loop ~30-55 ms per listing.
@@ -279,6 +290,22 @@ export class SessionHost {
     await this.services.postWork.settled();
     const stored = this.deleteStoredResponse(id, owner);
     return this.background.delete(id, owner, stored) || stored;
+  }
+
+  /**
+   * `DELETE` of `owner`'s `store: true` response `id` while it is being made (not a background one): as for a
+   * background response, its run ends `cancelled` (its client's stream says so), then its stored final Response is
+   * deleted. Retrieve finds such a response (`inFlightResponse`), so a delete does too: it was a 404, and the response
+   * was stored when it ended after all. False when none is in flight, or another request deleted it meanwhile.
+   */
+  async deleteRunningForeground(id: string, owner: string | null): Promise<boolean> {
+    const run = this.services.inFlight?.find(id, owner);
+    if (!run) return false;
+    run.stop('cancelled', 'cancelled_by_client');
+    await run.done;
+    await this.services.postWork.settled();
+    // Two DELETEs in flight together: the one that deleted it is answered 200, the other 404 as after it.
+    return this.deleteStoredResponse(id, owner);
   }
 
   /** Deletes a stored response, and evicts it from the ws-mode connection cache holding it, if one does. */

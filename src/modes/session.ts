@@ -383,6 +383,8 @@ export class ConnectionSession {
     // What the run keeps that no frame stands for (its spans, its output): given back in `finally`, once, however
     // the create or its run ends.
     let held: RunCharge | null = null;
+    // The run started here, found by retrieve while it lives (engine/in-flight.ts): removed in `finally`, once.
+    let ran: ResponseRun | null = null;
     try {
       // Back-pressure between responses: a whole response can be sent in one
       // turn (an instant model, events echoing a large request), and queued
@@ -438,6 +440,8 @@ export class ConnectionSession {
         ...(held !== null && { keptHeld: (bytes: number) => held!.keptHeld(bytes) }),
       });
       this.active = run;
+      this.services.inFlight?.add(run, plan.owner);
+      ran = run;
       this.policy.started?.(run);
       if (this.cancelStarting) {
         this.cancelStarting = false;
@@ -457,6 +461,7 @@ export class ConnectionSession {
       this.active = null;
       this.error(toWireError(err));
     } finally {
+      if (ran !== null) this.services.inFlight?.remove(ran);
       held?.close();
       // A cancel meant for a create that never started (refused, or the connection ended) is spent with it.
       this.cancelStarting = false;

@@ -363,8 +363,9 @@ export class HttpTransport {
         const stream = retrieveQuery(url.searchParams);
         // HEAD of a stream is not followed (its events would be discarded until the run ends): answered as a retrieve.
         if (method === 'GET' && stream) return this.resume(res, id, owner, url, timingHeader(req));
-        // A background response in flight: its current state (the store has it once it ends).
-        const current = this.host.background.current(id, owner);
+        // A response in flight (background, or a `store: true` one of any design): its current state (the store has
+        // it once it ends). A foreground one was 404 while it streamed, its id already on the wire.
+        const current = this.host.background.current(id, owner) ?? this.host.inFlightResponse(id, owner);
         if (current) return this.holding((hold) => sendJsonCooperative(res, 200, current, hold));
         const stored = this.host.storedResponse(id, owner);
         if (!stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
@@ -372,7 +373,9 @@ export class HttpTransport {
         return this.holding((hold) => sendJsonCooperative(res, 200, stored, hold));
       }
       if (method === 'DELETE') {
-        if (await this.host.deleteRunningBackground(id, owner)) return sendJson(res, 200, { id, object: 'response', deleted: true });
+        if ((await this.host.deleteRunningBackground(id, owner)) || (await this.host.deleteRunningForeground(id, owner))) {
+          return sendJson(res, 200, { id, object: 'response', deleted: true });
+        }
         this.host.refuseIfRunningElsewhere(id, owner);
         const stored = this.host.deleteStoredResponse(id, owner);
         // A background response's kept events go with it (and its final Response, kept here if the store could not).

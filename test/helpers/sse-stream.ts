@@ -24,10 +24,10 @@ export class SseStream {
     this.ended = this.read(res.body!);
   }
 
-  /** Open the stream; a refusal (non-200) throws with the status and body. */
-  static async open(url: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<SseStream> {
+  /** Open the stream (long-lived over HTTP unless `query` says otherwise: `''` is the http design); a refusal (non-200) throws with the status and body. */
+  static async open(url: string, body: Record<string, unknown>, headers: Record<string, string> = {}, query = '?protocol=long-lived'): Promise<SseStream> {
     const controller = new AbortController();
-    const res = await fetch(`${url}/v1/responses?protocol=long-lived`, {
+    const res = await fetch(`${url}/v1/responses${query}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', ...headers },
       body: JSON.stringify({ stream: true, ...body }),

@@ -1,0 +1,85 @@
+/**
+ * A `store: true` response retrieved while it is being made, on any design: `GET /v1/responses/{id}` answers it
+ * `in_progress` with its output so far, and its `input_items` list its input, as for a background response. Before,
+ * both were 404 until it ended, though its id was already on the wire (`response.created`). A `DELETE` of one ends
+ * its run `cancelled`, then deletes it (it was 404, and the response was stored when it ended after all).
+ */
+import { describe, expect, it } from 'vitest';
+import { LONG_LIVED_BETA } from '../../src/protocol/designs.js';
+import { gatedModel } from '../helpers/gated-model.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { SseStream } from '../helpers/sse-stream.js';
+import { testServer } from '../helpers/server.js';
+
+const input = [{ type: 'message', role: 'user', content: 'tell me' }];
+
+async function getJson(url: string, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
+  const res = await fetch(url, { headers });
+  return { status: res.status, json: await res.json() };
+}
+
+/** A response of `design` held in flight after its first delta; its id. */
+async function inFlight(url: string, design: 'http' | 'long-lived-http' | 'ws' | 'long-lived', body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  if (design === 'http' || design === 'long-lived-http') {
+    const s = await SseStream.open(url, { model: 'sim-model', input, stream: true, ...body }, headers, design === 'http' ? '' : '?protocol=long-lived');
+    const id = (await s.next('response.created')).response.id;
+    await s.next('response.output_text.delta');
+    return { id, end: () => s.next('response.completed'), cancelled: () => s.next('response.cancelled') };
+  }
+  const s = await RawSocket.connect(url, design === 'long-lived' ? { headers: { 'OpenAI-Beta': LONG_LIVED_BETA, ...headers } } : { query: '?protocol=ws', headers });
+  s.send({ type: 'response.create', model: 'sim-model', input, ...body });
+  const id = (await s.next('response.created')).response.id;
+  await s.next('response.output_text.delta');
+  return { id, end: () => s.next('response.completed'), cancelled: () => s.next('response.cancelled') };
+}
+
+describe('a stored response retrieved while it is being made', () => {
+  it.each(['http', 'long-lived-http', 'ws', 'long-lived'] as const)('%s: in_progress with its output so far, its input items listed; stored once it ends', async (design) => {
+    const { model, release } = gatedModel();
+    const { url } = await testServer({ model });
+    const { id, end } = await inFlight(url, design, {});
+    const got = await getJson(`${url}/v1/responses/${id}`);
+    expect(got.status).toBe(200);
+    expect(got.json).toMatchObject({ id, object: 'response', status: 'in_progress', background: false });
+    expect(got.json.output).toHaveLength(1);
+    expect(got.json.output[0]).toMatchObject({ type: 'message', status: 'in_progress' });
+    expect(got.json.output[0].content[0].text).toBe('hello');
+    const items = await getJson(`${url}/v1/responses/${id}/input_items`);
+    expect(items.status).toBe(200);
+    expect(items.json.data.map((i: { content: Array<{ text: string }> }) => i.content[0]!.text)).toEqual(['tell me']);
+    release();
+    const final = (await end()).response;
+    const after = await getJson(`${url}/v1/responses/${id}`);
+    expect(after.json).toMatchObject({ id, status: 'completed', output: final.output });
+  });
+
+  it('with store: false it stays 404, and so is another key\'s', async () => {
+    const { model, release } = gatedModel();
+    const { url } = await testServer({ model, apiKeys: ['k1', 'k2'] });
+    const k1 = { Authorization: 'Bearer k1' };
+    const k2 = { Authorization: 'Bearer k2' };
+    const unstored = await inFlight(url, 'http', { store: false }, k1);
+    expect((await getJson(`${url}/v1/responses/${unstored.id}`, k1)).status).toBe(404);
+    expect((await getJson(`${url}/v1/responses/${unstored.id}/input_items`, k1)).status).toBe(404);
+    release();
+    await unstored.end();
+    const { model: model2, release: release2 } = gatedModel();
+    const other = await testServer({ model: model2, apiKeys: ['k1', 'k2'] });
+    const stored = await inFlight(other.url, 'ws', {}, k1);
+    expect((await getJson(`${other.url}/v1/responses/${stored.id}`, k2)).status).toBe(404);
+    expect((await getJson(`${other.url}/v1/responses/${stored.id}`, k1)).json.status).toBe('in_progress');
+    release2();
+    await stored.end();
+  });
+
+  it('DELETE of one ends its run cancelled, then it is gone; a second DELETE is 404', async () => {
+    const { model } = gatedModel();
+    const { url, server } = await testServer({ model });
+    const { id, cancelled } = await inFlight(url, 'http', {});
+    const [first, second] = await Promise.all([fetch(`${url}/v1/responses/${id}`, { method: 'DELETE' }), fetch(`${url}/v1/responses/${id}`, { method: 'DELETE' })]);
+    expect([first.status, second.status].sort()).toEqual([200, 404]);
+    expect((await cancelled()).response.status).toBe('cancelled');
+    expect((await getJson(`${url}/v1/responses/${id}`)).status).toBe(404);
+    expect(server.services.inFlight!.size).toBe(0);
+  });
+});

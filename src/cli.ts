@@ -266,10 +266,6 @@ async function serve(argv: string[], demo = false): Promise<void> {
           maxPromptBytes: num(values['demo-max-prompt-bytes'] ?? env('LLR_DEMO_MAX_PROMPT_BYTES'), 'demo-max-prompt-bytes', POSITIVE_COUNT),
         }),
   });
-  log.info({ url, websocket: url.replace(/^http/, 'ws') + '/v1/responses' }, `llr listening on ${url}`);
-  // Whoever started the server waits for this line (log lines are otherwise written in batches).
-  log.flush();
-  if (demo) process.stdout.write(`llr demo: open ${url}/demo in a browser\n`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -281,9 +277,15 @@ async function serve(argv: string[], demo = false): Promise<void> {
       process.exit(0);
     });
   };
+  // Before the ready line: whoever waits for it may stop the server at once, and a signal with no handler yet
+  // killed it outright (no "shutting down", nothing flushed; test/integration/serve-ready-signals.test.ts).
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   exitWithParent(() => stop('parent process exited'));
+  log.info({ url, websocket: url.replace(/^http/, 'ws') + '/v1/responses' }, `llr listening on ${url}`);
+  // Whoever started the server waits for this line (log lines are otherwise written in batches).
+  log.flush();
+  if (demo) process.stdout.write(`llr demo: open ${url}/demo in a browser\n`);
 }
 
 /** `--policy replay` with `--workload` / `--synthetic`: the simulated model replays that run. */

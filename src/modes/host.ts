@@ -250,10 +250,11 @@ export class SessionHost {
     return pageInputItems(index, q);
   }
 
-  /**
-   * A page of the own input items of `owner`'s background response `id` in flight (the store lists them once it has
-   * ended, with the same derived ids: they come from the response id and the position), or undefined.
-   */
+  /** Is `owner`'s `store: true` response `id` being made now (what `inFlightResponse` answers), without copying it? */
+  isInFlight(id: string, owner: string | null): boolean {
+    return this.services.inFlight?.find(id, owner) !== undefined;
+  }
+
   /**
    * `owner`'s `store: true` response `id` while it is being made (any design, not a background one: `background`
    * answers those), `in_progress` with its output so far (engine/in-flight.ts); undefined otherwise.

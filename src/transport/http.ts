@@ -418,19 +418,17 @@ export class HttpTransport {
       this.host.refuseIfRunningElsewhere(id, owner);
       const found = this.host.storedWithProtocol(id, owner);
       // Said as retrieve says it: a background client cancelling an unknown (or deleted) id was told that no
-      // long-lived response was open over HTTP.
-      if (!found) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`, 'response_id');
+      // long-lived response was open over HTTP. A `store: true` response still being made (not a background one, not a
+      // long-lived run over HTTP) is one retrieve answers `in_progress`: refused below as it will be once stored, not 404.
+      if (!found && !this.host.isInFlight(id, owner)) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`, 'response_id');
+      if (!found) throw notCancellable(id);
       const stored = found.response;
       if (stored.background) return stored;
       // A run of a design cancelled by this route (a live long-lived run over HTTP) that has ended: its final
       // Response, as for a background response. It was 400, so a client retrying a cancel whose answer it lost was
       // told its run could not be cancelled.
       if (found.protocol !== undefined && cancelledOverHttp(found.protocol)) return stored;
-      throw new WireError(
-        'invalid_value',
-        `Response '${id}' cannot be cancelled: it was not created with 'background': true (the API cancels only those; here a live long-lived run over HTTP can be cancelled too).`,
-        'response_id',
-      );
+      throw notCancellable(id);
     }
   }
 
@@ -765,4 +763,13 @@ function sendError(res: ServerResponse, err: WireError): void {
   if (err.allow !== undefined) res.setHeader('Allow', err.allow);
   for (const [name, value] of Object.entries(retryHeaders(err))) res.setHeader(name, value);
   sendJson(res, err.status, { error: { message: err.message, type: err.type, param: err.param, code: err.code } });
+}
+
+/** A cancel of a response of this key's that is neither a background response nor a long-lived run over HTTP. */
+function notCancellable(id: string): WireError {
+  return new WireError(
+    'invalid_value',
+    `Response '${id}' cannot be cancelled: it was not created with 'background': true (the API cancels only those; here a live long-lived run over HTTP can be cancelled too).`,
+    'response_id',
+  );
 }

@@ -72,6 +72,22 @@ describe('a stored response retrieved while it is being made', () => {
     await stored.end();
   });
 
+  // Retrieve answers such a response, so cancel must not say it is not found: it was 404 "Response with id '…' not
+  // found." for an id retrieve had just answered in_progress. Like the same response once stored, it is 400
+  // invalid_value (the API cancels only a background response); the run goes on.
+  it.each(['http', 'ws', 'long-lived'] as const)('%s: POST /cancel of one is 400 invalid_value, not 404, and its run goes on', async (design) => {
+    const { model, release } = gatedModel();
+    const { url } = await testServer({ model });
+    const { id, end } = await inFlight(url, design, {});
+    const res = await fetch(`${url}/v1/responses/${id}/cancel`, { method: 'POST' });
+    const body = (await res.json()) as { error: { code: string; param: string } };
+    expect({ status: res.status, code: body.error.code, param: body.error.param }).toEqual({ status: 400, code: 'invalid_value', param: 'response_id' });
+    release();
+    expect((await end()).response.status).toBe('completed');
+    const after = await fetch(`${url}/v1/responses/${id}/cancel`, { method: 'POST' });
+    expect(after.status).toBe(400);
+  });
+
   it('DELETE of one ends its run cancelled, then it is gone; a second DELETE is 404', async () => {
     const { model } = gatedModel();
     const { url, server } = await testServer({ model });

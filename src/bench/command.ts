@@ -26,19 +26,21 @@ import { SWEEP_DESIGNS, SWEEP_FULL, SWEEP_QUICK, parseList, rebuildSweep, runSwe
 
 export { DEFAULT_WORKLOAD };
 
-const HELP = `llr bench — replay an agent run through every design and report where the time goes
+/** `llr bench --help`; its overhead repetitions are read from the presets, so they cannot drift from them. */
+export function benchHelp(): string {
+  return `llr bench — replay an agent run through every design and report where the time goes
 
 Usage: llr bench [--quick | --full] [options]
 
   --quick                 (default) grid on the first 6 model calls at 1000 and 4000
                           tokens/s, 3 reps; overhead phase on the whole workload
-                          (long-lived and ws 5 reps, long-lived-http 3, http and
-                          http-stored 1); ablations 1 rep (first-turn warm-ups); streams
-                          of 4000 / 100×500 tokens; 1000 paused runs. About 90 s on 2 idle cores (budget
+                          (${overheadRepsText(QUICK)});
+                          ablations 1 rep (first-turn warm-ups); streams of 4000 / 100×500
+                          tokens; 1000 paused runs. About 90 s on 2 idle cores (budget
                           per phase: docs/benchmarks.md).
   --full                  the whole workload at 65, 1000 and 4000 tokens/s, 3 reps;
-                          overhead phase 9 reps (long-lived, ws) / 3; ablations 3;
-                          streams of 16000 / 100×4000 tokens
+                          overhead phase ${overheadRepsText(FULL)};
+                          ablations 3; streams of 16000 / 100×4000 tokens
   --workload FILE         a Codex rollout or an llr workload (JSON, docs/workload.schema.json);
                           default: workloads/codex-rollout-a.jsonl, shipped in the package
   --synthetic T,B,K       a synthetic run instead: T model calls, B-byte tool outputs,
@@ -81,6 +83,18 @@ Usage: llr bench [--quick | --full] [options]
 Writes DIR/results.json (after every run), DIR/report.md, DIR/charts/*.svg and
 DIR/index.html; prints the summary and one line per target.
 `;
+}
+
+/**
+ * A preset's overhead-phase repetitions as the help says them, designs with the same count together in the
+ * designs' order: "long-lived and ws 5 reps, long-lived-http 3, http and http-stored 1".
+ */
+export function overheadRepsText(preset: Pick<Preset, 'overheadReps' | 'designs'>): string {
+  const groups = new Map<number, string[]>();
+  for (const d of preset.designs) groups.set(preset.overheadReps[d], [...(groups.get(preset.overheadReps[d]) ?? []), d]);
+  const names = (ds: string[]) => (ds.length === 1 ? ds[0]! : `${ds.slice(0, -1).join(', ')} and ${ds.at(-1)!}`);
+  return [...groups].map(([n, ds], i) => `${names(ds)} ${n}${i === 0 ? ' reps' : ''}`).join(', ');
+}
 
 type Preset = Omit<BenchConfig, 'workload' | 'out' | 'phases'>;
 
@@ -255,7 +269,7 @@ export async function benchCommand(argv: string[]): Promise<void> {
 async function bench(argv: string[]): Promise<void> {
   const { config, help, report, scaling, sweep } = parseBenchArgs(argv);
   if (help) {
-    process.stdout.write(HELP);
+    process.stdout.write(benchHelp());
     return;
   }
   if (sweep) {

@@ -70,11 +70,10 @@ function* scanItem(item: InputItem, param: string, metrics: RunMetrics): Work<vo
     return;
   }
   const head = prefix + single.slice(0, SCAN_OVERLAP_CHARS);
-  for (const p of SLICED) {
-    p.global.lastIndex = 0;
-    const m = p.global.exec(head);
-    if (m && m.index < prefix.length) flag(param, p.name);
-  }
+  // Matches starting in the prefix, found in slices as in a body: the prefix is short but where the client names it
+  // (a call's call_id and name): one exec over 8 M characters of `sk-` held the loop ~430 ms, and a Slack-token-like
+  // one overflowed the regex engine's backtrack stack (RangeError).
+  for (const p of SLICED) if (yield* slicedTest(p, head, prefix.length)) flag(param, p.name);
   metrics.count('bytes_scanned', prefix.length);
   yield* scanText(single, param, metrics);
 }
@@ -100,17 +99,33 @@ function* scanText(text: string, param: string, metrics: RunMetrics): Work<void>
   }
 }
 
-function* slicedTest(p: (typeof SLICED)[number], text: string): Work<boolean> {
-  for (let start = 0; start < text.length; start += SCAN_SLICE_CHARS) {
-    const end = Math.min(text.length, start + SCAN_SLICE_CHARS);
+function* slicedTest(p: (typeof SLICED)[number], text: string, limit = text.length): Work<boolean> {
+  for (let start = 0; start < limit; start += SCAN_SLICE_CHARS) {
+    const end = Math.min(limit, start + SCAN_SLICE_CHARS);
     const slice = text.slice(start, Math.min(text.length, end + SCAN_OVERLAP_CHARS));
     p.global.lastIndex = 0;
     for (let m = p.global.exec(slice); m !== null && start + m.index < end; m = p.global.exec(slice)) {
-      p.sticky.lastIndex = start + m.index;
-      if (p.sticky.test(text)) return true;
+      if (confirmed(p, text, start + m.index)) return true;
       p.global.lastIndex = m.index + 1;
     }
     yield;
   }
   return false;
+}
+
+/** Characters a candidate is confirmed in, from its start: far past any pattern's shortest match. */
+const CONFIRM_CHARS = 64 * 1024;
+
+/**
+ * Is there a match of `p` starting at `at` in `text`? Read in a window of `CONFIRM_CHARS`, not the whole text: a
+ * pattern's open-ended tail (`{8,}`, `{40,}`) ran greedily to the end of a run of its characters, holding the loop
+ * (8 M characters) or overflowing the regex engine's backtrack stack (a RangeError: a 500 for the request). A match
+ * cut by the window's end is taken as one (a credential-like run of 64 K characters is flagged). The window starts a
+ * character early: a leading `\b` reads the character before the candidate.
+ */
+function confirmed(p: (typeof SLICED)[number], text: string, at: number): boolean {
+  // The character before the candidate too: a leading `\b` reads it.
+  const from = Math.max(0, at - 1);
+  p.sticky.lastIndex = at - from;
+  return p.sticky.test(text.length - from <= CONFIRM_CHARS + 1 ? text.slice(from) : text.slice(from, at + CONFIRM_CHARS));
 }

@@ -226,6 +226,35 @@ describe('the event loop stays responsive under large inputs', () => {
   }, 180_000);
 
   it.each([
+    ['an OpenAI-key-like run', 'sk-'.repeat(2_700_000), 'completed'],
+    ['a Slack-token-like run', 'xoxa-12345678-'.repeat(580_000), 'content_flagged'],
+  ] as const)('http plan and run of a tool call whose call_id is %s of 8 M characters: no loop turn holds the CPU for 250 ms, no server error', async (_what, callId, outcome) => {
+    // A call's header (`function_call <name> <call_id>`, `function_call_output <call_id>`) is the safety scan's prefix,
+    // matched by each pattern in one go beside a large body: 8 M characters of `sk-` held the loop ~430 ms, and a
+    // Slack-token-like run overflowed the regex engine's backtrack stack (RangeError: a 500 for the client).
+    const { server } = await testServer();
+    const input = [
+      { type: 'message', role: 'user', content: 'hi' },
+      { type: 'function_call', name: 'lookup', call_id: callId, arguments: '{}' },
+      { type: 'function_call_output', call_id: callId, output: 'ok' },
+    ];
+    const params = parseCreateBody({ model: 'sim-model', input, tools, store: false });
+    const { result, stalls } = await watchLoop(planAndRun(server, 'http', params).then((r) => r.status, (err: unknown) => (err as { code?: string }).code));
+    expect(result).toBe(outcome);
+    assertStalls(stalls, 0);
+  }, 180_000);
+
+  it('http plan and run of a user message of 8 M Slack-token-like characters: flagged, not a server error', async () => {
+    // The safety scan confirmed a candidate with one match over the whole text: the pattern's open tail ran through
+    // all 8 M characters and overflowed the regex engine's backtrack stack (RangeError: a 500, not content_flagged).
+    const { server } = await testServer();
+    const params = parseCreateBody({ model: 'sim-model', input: 'xoxa-12345678-'.repeat(580_000), store: false });
+    const { result, stalls } = await watchLoop(planAndRun(server, 'http', params).then(() => null, (err: unknown) => err));
+    expect((result as { code?: string } | null)?.code).toBe('content_flagged');
+    assertStalls(stalls, 0);
+  }, 180_000);
+
+  it.each([
     ['user', { user: '\ud800'.repeat(2_400_000) }],
     // safety_identifier is not here: over 64 characters it is refused as it is parsed (test/conformance/request-params.test.ts).
     ['prompt_cache_key', { prompt_cache_key: '\ud800'.repeat(2_400_000) }],

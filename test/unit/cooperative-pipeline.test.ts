@@ -87,6 +87,20 @@ describe('sliced safety scan', () => {
     expect(() => safetyScan([user(text)], new RunMetrics())).not.toThrow();
   });
 
+  it('a candidate at a slice start is confirmed with the character before it (its leading \\b)', () => {
+    // The slice starts at the AKIA (the scanned text is the prompt's `user\n` then this): its global match sees a
+    // boundary there, the whole text (an x before it) does not.
+    const text = `${filler(SCAN_SLICE_CHARS - 2 - 'user\n'.length)} x${secrets.aws} ${filler(SCAN_SLICE_CHARS)}`;
+    expect(itemText(user(text)).text.indexOf('AKIA')).toBe(SCAN_SLICE_CHARS);
+    expect(() => safetyScan([user(text)], new RunMetrics())).not.toThrow();
+    expect(() => safetyScan([user(text.replace('xAKIA', ' AKIA'))], new RunMetrics())).toThrow(/flagged/);
+  });
+
+  it('a candidate followed by 8 M characters of its open tail is flagged, not a RangeError of the regex engine', () => {
+    // Confirmed against the whole text, `[0-9A-Za-z-]{8,}` ran through every character and overflowed its backtrack stack.
+    expect(() => safetyScan([user('xoxa-12345678-'.repeat(580_000))], new RunMetrics())).toThrow(/flagged/);
+  });
+
   it('the cooperative scan agrees and yields', async () => {
     const clean = user(filler(4 * SCAN_SLICE_CHARS));
     const dirty = user(`${filler(3 * SCAN_SLICE_CHARS)} ${secrets.aws}`);

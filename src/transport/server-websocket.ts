@@ -21,7 +21,11 @@ export class ServerWebSocket extends WebSocket {
 
   override close(code?: number, data?: string | Buffer): void {
     const hook = this.peerFault;
-    if (hook !== undefined && code !== undefined && PEER_FAULT_CLOSES.has(code) && this.readyState === WebSocket.OPEN) {
+    // The library answers a peer's close frame through `close` too, echoing its code: a peer closing with 1009 (a
+    // message of ours too big for it), 1002 or 1007 broke nothing, and is closed as any peer is (its run cancelled),
+    // not told it sent an oversized or malformed frame (outside attack). `_closeFrameReceived` is the library's own.
+    const peerClosed = (this as unknown as { _closeFrameReceived?: boolean })._closeFrameReceived === true;
+    if (hook !== undefined && !peerClosed && code !== undefined && PEER_FAULT_CLOSES.has(code) && this.readyState === WebSocket.OPEN) {
       this.peerFault = undefined;
       hook(code, () => super.close(code, data));
       return;

@@ -499,6 +499,22 @@ describe('long-lived bad input', () => {
     expect(tail.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['invalid_websocket_frame', 'response.incomplete']);
   });
 
+  // Outside attack: the `ws` library echoes a peer's close frame with its code through the same `close`, so a client
+  // closing with 1009 (a server message too big for it), 1002 or 1007 was told it had sent an oversized or malformed
+  // frame, and its run ended incomplete (payload_too_large), where any other close from the peer cancels it.
+  it.each([1009, 1002, 1007])('a peer that closes with %d is not told it broke the protocol: its run ends as for any close', async (code) => {
+    const { url, server } = await testServer({ policy: twoCalls() });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    const done = await s.next('response.done');
+    s.ws.close(code, 'bye');
+    expect((await s.closed).code).toBe(code);
+    expect(s.events.slice(s.events.indexOf(done) + 1)).toEqual([]);
+    await server.services.postWork.flush();
+    const rec = server.services.records.page({ owner: null, limit: 10, after: null, order: 'desc' }).data;
+    expect(rec.map((r) => [r.response_id, r.status, r.counters.billing_records])).toEqual([[done.response.id, 'cancelled', 1]]);
+  });
+
   it('a frame limit past 2^31 bytes is not cut to its low 32 bits by the ws library (2^32 + 1024 was 1024)', async () => {
     const { url } = await testServer({ limits: { maxFrameBytes: 2 ** 32 + 1024 } });
     const s = await RawSocket.longLived(url);

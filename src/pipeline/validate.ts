@@ -11,7 +11,7 @@
  * param. Leaves out JSON Schema validation of call arguments (the API does
  * not do it either unless `strict`).
  */
-import { WireError } from '../protocol/errors.js';
+import { WireError, jsonPreview } from '../protocol/errors.js';
 import { isKnownItem, type InputItem, type TextFormat, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { checkToolSchema } from '../model/schema-args.js';
@@ -185,7 +185,7 @@ function checkStrictSchema(root: Record<string, unknown>, subject: StrictSubject
     throw new WireError(code, `Invalid schema for ${label}: In context=${context}, ${what}`, param);
   };
   if (!isObjectSchema(root)) {
-    const type = JSON.stringify(root['type'] ?? null).slice(0, 100);
+    const type = jsonPreview(root['type'] ?? null);
     throw new WireError(code, `Invalid schema for ${label}: schema must be a JSON Schema of 'type: "object"', got 'type: ${type}'.`, param);
   }
   const stack: Array<{ schema: unknown; path: string[] }> = [{ schema: root, path: [] }];
@@ -278,7 +278,7 @@ function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?
         // The API's refusal (its code, param and words, as public client reports quote them).
         throw new WireError(
           'invalid_function_parameters',
-          `Invalid schema for function '${ft.name}': schema must be a JSON Schema of 'type: "object"', got 'type: ${JSON.stringify(type).slice(0, 100)}'.`,
+          `Invalid schema for function '${ft.name}': schema must be a JSON Schema of 'type: "object"', got 'type: ${jsonPreview(type)}'.`,
           `tools[${i}].parameters`,
         );
       }
@@ -414,7 +414,7 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
     if (type === 'input_image' && detail != null && !IMAGE_DETAILS.includes(detail as string)) {
       throw new WireError(
         typeof detail === 'string' ? 'invalid_value' : 'invalid_type',
-        `Invalid value for '${p}[${j}].detail': ${typeof detail === 'string' ? `'${detail.slice(0, 100)}'` : String(JSON.stringify(detail)).slice(0, 100)}. Supported values are: 'low', 'high', 'auto', and 'original'.`,
+        `Invalid value for '${p}[${j}].detail': ${typeof detail === 'string' ? `'${detail.slice(0, 100)}'` : jsonPreview(detail)}. Supported values are: 'low', 'high', 'auto', and 'original'.`,
         `${p}[${j}].detail`,
       );
     }

@@ -111,6 +111,45 @@ export type WireErrorCode = keyof typeof WIRE_ERRORS;
  */
 export const MAX_ERROR_TEXT_CHARS = 2_000;
 
+/**
+ * The first `max` characters of `JSON.stringify(value)` (a message quoting what the client sent), made without
+ * serialising the rest: a quoted value may be a whole body's worth (a schema's `type` of 16 MiB: one stringify of it
+ * to keep 100 characters held the loop ~200 ms; outside attack). Reads at most about `max` characters of it.
+ */
+export function jsonPreview(value: unknown, max = 100): string {
+  let out = '';
+  const put = (s: string): boolean => {
+    out += s;
+    return out.length < max;
+  };
+  const walk = (v: unknown): boolean => {
+    if (typeof v === 'string') return put(JSON.stringify(v.length > max ? v.slice(0, max + 1) : v));
+    if (Array.isArray(v)) {
+      if (!put('[')) return false;
+      for (let i = 0; i < v.length; i++) {
+        const x: unknown = v[i];
+        if ((i > 0 && !put(',')) || !walk(x === undefined ? null : x)) return false;
+      }
+      return put(']');
+    }
+    if (v !== null && typeof v === 'object') {
+      if (!put('{')) return false;
+      let first = true;
+      for (const k in v) {
+        if (!Object.hasOwn(v, k)) continue;
+        const x = (v as Record<string, unknown>)[k];
+        if (x === undefined || typeof x === 'function') continue;
+        if ((!first && !put(',')) || !put(`${JSON.stringify(k.length > max ? k.slice(0, max + 1) : k)}:`) || !walk(x)) return false;
+        first = false;
+      }
+      return put('}');
+    }
+    return put(JSON.stringify(v) ?? 'null');
+  };
+  walk(value);
+  return out.slice(0, max);
+}
+
 /** `text` cut to `max` UTF-16 units with `…` added, never between a surrogate pair's halves. */
 export function clipText(text: string, max: number = MAX_ERROR_TEXT_CHARS): string {
   if (text.length <= max) return text;

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LONG_LIVED_BETA } from '../../src/protocol/designs.js';
+import type { Model, ModelEvent } from '../../src/model/types.js';
 import { gatedModel } from '../helpers/gated-model.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { SseStream } from '../helpers/sse-stream.js';
@@ -97,5 +98,61 @@ describe('a stored response retrieved while it is being made', () => {
     expect((await cancelled()).response.status).toBe('cancelled');
     expect((await getJson(`${url}/v1/responses/${id}`)).status).toBe(404);
     expect(server.services.inFlight!.size).toBe(0);
+  });
+  // The registry's entry is removed once however the run ends, so nothing in flight is held afterwards and the store
+  // answers: a client gone mid-stream (SSE aborted, WebSocket dropped), or a model that throws. Each case waits for
+  // its transport's sessions to close (`idle`), then the registry must be empty.
+  it.each(['http', 'long-lived-http', 'ws', 'long-lived'] as const)('%s: its entry is removed once the run ends, on a disconnect and on a model that throws', async (design) => {
+    const overHttp = design === 'http' || design === 'long-lived-http';
+    /** A response of `design` on `url`, held after its first delta: its id, its stream's events, and a way to drop it. */
+    const open = async (url: string) => {
+      if (overHttp) {
+        const s = await SseStream.open(url, { model: 'sim-model', input, stream: true }, {}, design === 'http' ? '' : '?protocol=long-lived');
+        const id = (await s.next('response.created')).response.id;
+        await s.next('response.output_text.delta');
+        return { id, events: s.events, ended: () => s.ended.then(() => undefined), drop: () => s.abort() };
+      }
+      const s = await RawSocket.connect(url, design === 'long-lived' ? { headers: { 'OpenAI-Beta': LONG_LIVED_BETA } } : { query: '?protocol=ws' });
+      s.send({ type: 'response.create', model: 'sim-model', input });
+      const id = (await s.next('response.created')).response.id;
+      await s.next('response.output_text.delta');
+      return { id, events: s.events, ended: () => s.next('response.failed', { skipErrors: true }).then(() => undefined), drop: () => s.dispose() };
+    };
+
+    const { model } = gatedModel();
+    const { url, server } = await testServer({ model });
+    const idle = (srv: typeof server) => (overHttp ? srv.httpTransport.idle() : srv.ws.idle());
+    const dropped = await open(url);
+    expect(server.services.inFlight!.size).toBe(1);
+    dropped.drop();
+    await idle(server);
+    await server.services.postWork.settled();
+    expect(server.services.inFlight!.size).toBe(0);
+    const gone = await getJson(`${url}/v1/responses/${dropped.id}`);
+    expect(gone.status).toBe(200);
+    expect(gone.json.status).not.toBe('in_progress');
+
+    let fail!: () => void;
+    const gate = new Promise<void>((r) => (fail = r));
+    const throwing: Model = {
+      async *sample(): AsyncIterable<ModelEvent> {
+        yield { type: 'message.start' };
+        yield { type: 'text.delta', delta: 'hello' };
+        await gate;
+        throw new Error('model broke');
+      },
+    };
+    const t = await testServer({ model: throwing });
+    const broken = await open(t.url);
+    expect(t.server.services.inFlight!.size).toBe(1);
+    fail();
+    await broken.ended();
+    expect(broken.events.map((e) => e.type)).toContain('response.failed');
+    broken.drop();
+    await idle(t.server);
+    await t.server.services.postWork.settled();
+    expect(t.server.services.inFlight!.size).toBe(0);
+    const after = await getJson(`${t.url}/v1/responses/${broken.id}`);
+    expect(after.json.status).toBe('failed');
   });
 });

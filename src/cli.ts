@@ -425,8 +425,27 @@ async function run(argv: string[]): Promise<void> {
   }
 }
 
+/**
+ * A standard output that cannot be written (`> /dev/full`, a full disk, a closed pipe) emits 'error' on
+ * process.stdout, which nothing heard: Node printed "Unhandled 'error' event" and a stack trace, exit 1. Now one line
+ * on stderr (none for EPIPE: the reader left on purpose, as `| head`), the running commands of `llr run` killed,
+ * exit 1. `llr serve` / `llr demo` say it and serve on: their log drops what it cannot write (log.ts), and the demo's
+ * URL line is one more such line.
+ */
+function watchStdout(serving: boolean): void {
+  let said = false;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (said) return;
+    said = true;
+    if (err.code !== 'EPIPE') process.stderr.write(`llr: cannot write to standard output: ${err.message.replace(/\s*\n\s*/g, ' ')}\n`);
+    if (serving) return;
+    void killRunningCommands().finally(() => process.exit(1));
+  });
+}
+
 async function main(): Promise<void> {
   const [cmd, ...rest] = process.argv.slice(2);
+  watchStdout(cmd === 'serve' || cmd === 'demo');
   if ((cmd === 'serve' || cmd === 'run' || cmd === 'demo') && (rest.includes('--help') || rest.includes('-h'))) {
     process.stdout.write(HELP);
     return;

@@ -472,7 +472,8 @@ async function main(): Promise<void> {
       process.stdout.write(HELP);
       return;
     default:
-      process.stderr.write(`unknown command '${cmd}'\n\n${HELP}`);
+      // One line, as every other usage error: the whole help after it (114 lines) buried the message.
+      process.stderr.write(`llr: unknown command '${cmd}'; known: serve, run, bench, workload, demo (llr --help)\n`);
       process.exitCode = 2;
   }
 }

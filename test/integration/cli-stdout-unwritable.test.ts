@@ -3,6 +3,7 @@
  * standard output and exit status 1, never Node's "Unhandled 'error' event" with a stack trace (outside attack:
  * `llr --help`, `llr workload inspect`, `llr demo` > /dev/full each printed a 20-line stack). `llr serve` and
  * `llr demo` keep serving: a server's log already drops lines it cannot write, and the demo's URL line is one more.
+ * An unknown command is one line too, not the whole help after it.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, openSync, closeSync } from 'node:fs';
@@ -72,6 +73,25 @@ describe.skipIf(!existsSync(FULL))('llr with standard output on /dev/full', () =
       expect(d.running).toBe(true);
     } finally {
       expect(await d.stop()).toBe(0);
+    }
+  });
+});
+
+describe('llr with an unknown command', () => {
+  it("says so in one line on stderr with where the help is, exit 2 (it printed the whole 114-line help after it)", async () => {
+    for (const cmd of ['bogus', '']) {
+      const r = await new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve, reject) => {
+        const child = spawn(process.execPath, [CLI, cmd, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let stderr = '';
+        let stdout = '';
+        child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+        child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stderr, stdout }));
+      });
+      expect(r.stderr).toBe(`llr: unknown command '${cmd}'; known: serve, run, bench, workload, demo (llr --help)\n`);
+      expect(r.stdout).toBe('');
+      expect(r.code).toBe(2);
     }
   });
 });

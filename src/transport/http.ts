@@ -131,6 +131,9 @@ export class HttpTransport {
   private handleWith(req: IncomingMessage, res: ServerResponse, work: () => Promise<void>): void {
     const requestId = newId('req', 16);
     res.setHeader('x-request-id', requestId);
+    // Every answer, not only the demo page's files: JSON errors quote what the client sent (a 404 its path), and no
+    // answer here is anything but what its Content-Type says.
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     // Forgotten when it closes, or when its request's socket does: an answer pipelined behind another gets no `close`
     // of its own when the client goes away first.
     this.answers.add(res);

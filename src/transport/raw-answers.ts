@@ -176,6 +176,6 @@ function answerRaw(socket: Duplex, wire: WireError): void {
   // Closed once the answer is flushed, even if the peer never closes its side.
   socket.once('finish', () => socket.destroy());
   socket.end(
-    `HTTP/1.1 ${wire.status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${wire.status} ${reason}\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

@@ -54,7 +54,7 @@ Usage:
 
 Demo options (serve and demo): [--no-demo] [--demo-workload FILE]
   [--demo-max-races N (2)] [--demo-race-timeout-ms N (600000)]
-  [--demo-max-tool-calls N (100)] [--demo-max-prompt-bytes N (16384)]
+  [--demo-max-tool-calls N (100)] [--demo-max-prompt-bytes N (16384)] [--demo-alive-ms N (5000)]
 
 A bad flag or value: one line on stderr, exit status 2 (--port 0: any free port).
 A switch's environment variable (LLR_INSTANT, LLR_NO_WEBSOCKETS, LLR_NO_DEMO, …) takes 1 or 0.
@@ -155,7 +155,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
     options: {
       ...stringOptions(['host', 'port', 'tokens-per-second', 'ttft-ms', 'prefill-tps', 'hop-ms', 'hops', 'call-hop-ms', 'call-hops',
         'store', 'seed', 'max-context-bytes', 'max-context-items', 'log-level', 'policy', 'workload', 'synthetic', 'chaos-seed',
-        'demo-workload', 'demo-max-races', 'demo-race-timeout-ms', 'demo-max-tool-calls', 'demo-max-prompt-bytes', 'record-requests',
+        'demo-workload', 'demo-max-races', 'demo-race-timeout-ms', 'demo-max-tool-calls', 'demo-max-prompt-bytes', 'demo-alive-ms', 'record-requests',
         'ledger-entries', 'prefix-cache-blocks', 'tokenizer-cache-entries']),
       instant: { type: 'boolean' },
       'api-key': { type: 'string', multiple: true },
@@ -264,6 +264,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
           raceTimeoutMs: num(values['demo-race-timeout-ms'] ?? env('LLR_DEMO_RACE_TIMEOUT_MS'), 'demo-race-timeout-ms', { ...POSITIVE_COUNT, max: MAX_TIMER_MS }),
           maxToolCalls: num(values['demo-max-tool-calls'] ?? env('LLR_DEMO_MAX_TOOL_CALLS'), 'demo-max-tool-calls', POSITIVE_COUNT),
           maxPromptBytes: num(values['demo-max-prompt-bytes'] ?? env('LLR_DEMO_MAX_PROMPT_BYTES'), 'demo-max-prompt-bytes', POSITIVE_COUNT),
+          aliveMs: num(values['demo-alive-ms'] ?? env('LLR_DEMO_ALIVE_MS'), 'demo-alive-ms', { ...POSITIVE_COUNT, max: MAX_TIMER_MS }),
         }),
   });
   let stopping = false;

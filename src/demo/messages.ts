@@ -18,6 +18,8 @@ export interface RaceMessage {
   tool_time: 'none' | 'recorded';
   step: boolean;
   order: 'together' | 'one-by-one';
+  /** The stream carries a comment at least this often, ms: the page gives the race up after three with nothing at all. */
+  alive_ms: number;
 }
 
 export interface LaneStateMessage {

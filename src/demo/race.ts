@@ -38,6 +38,8 @@ export interface RaceOptions {
   url: string;
   apiKey: string | undefined;
   timeoutMs: number;
+  /** How often the race's stream carries a sign of life (DemoOptions.aliveMs); told to the page in the race message. */
+  aliveMs: number;
 }
 
 const INSTANT: ModelSettings = { tokensPerSecond: Infinity, ttftBaseMs: 0, prefillTokensPerSecond: Infinity };
@@ -133,6 +135,7 @@ export class Race implements StepGate {
         tool_time: o.toolTime,
         step: o.step,
         order: o.order,
+        alive_ms: o.aliveMs,
       });
       const connected = await Promise.allSettled(this.lanes.map((l) => l.connect(warm.model, warmUp)));
       // The warm-ups' deferred post-inference work is done before the clock starts: the work pending now (theirs is, as

@@ -50,6 +50,12 @@ export interface DemoOptions {
   maxPromptBytes: number;
   /** The Codex rollout the "bundled Codex run" replays (default workloads/codex-rollout-a.jsonl in the package). */
   workloadPath: string;
+  /**
+   * A race's stream carries an SSE comment this often (default 5 s), so the page can tell a server that stopped
+   * answering (suspended with Ctrl-Z, its machine asleep, a network gone) from one that has nothing to say yet (a step
+   * gate, a long tool): the page gives the race up after three of these with nothing at all.
+   */
+  aliveMs: number;
 }
 
 export const DEFAULT_DEMO_OPTIONS: DemoOptions = {
@@ -58,6 +64,7 @@ export const DEFAULT_DEMO_OPTIONS: DemoOptions = {
   maxToolCalls: 100,
   maxPromptBytes: 16 * 1024,
   workloadPath: DEFAULT_DEMO_WORKLOAD,
+  aliveMs: 5000,
 };
 
 const PAGE_DIR = fileURLToPath(new URL('../../web/demo/', import.meta.url));
@@ -91,7 +98,7 @@ export class DemoService implements HttpRoutes {
     private readonly webSockets: () => boolean = () => true,
   ) {
     this.options = { ...DEFAULT_DEMO_OPTIONS, ...options };
-    for (const k of ['maxRaces', 'raceTimeoutMs', 'maxToolCalls', 'maxPromptBytes'] as const) {
+    for (const k of ['maxRaces', 'raceTimeoutMs', 'maxToolCalls', 'maxPromptBytes', 'aliveMs'] as const) {
       const v = this.options[k];
       if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`demo option ${k} must be an integer >= 1, got ${v}`);
     }
@@ -251,6 +258,7 @@ export class DemoService implements HttpRoutes {
         url: this.url,
         apiKey,
         timeoutMs: this.options.raceTimeoutMs,
+        aliveMs: this.options.aliveMs,
       },
       services,
       this.models,
@@ -285,6 +293,14 @@ export class DemoService implements HttpRoutes {
     watchStall(res, services.limits.sendStallTimeoutMs, (pending) =>
       services.log.info({ code: 'send_stalled', race: id, pending, stall_ms: services.limits.sendStallTimeoutMs }, 'demo race stream left unsent with nothing leaving; dropped the page'),
     );
+    // A sign of life between messages (a comment, which the page reads as nothing but that): without it a page whose
+    // server was suspended mid-race (Ctrl-Z in its terminal) or whose network went away without a close showed every
+    // lane running for as long as it stayed open.
+    const alive = setInterval(() => {
+      if (res.writableEnded || res.destroyed) return;
+      pending.push(': alive\n\n');
+      flushing ??= setImmediate(flush);
+    }, this.options.aliveMs);
     const done = race.run();
     this.running.add(done);
     try {
@@ -294,6 +310,7 @@ export class DemoService implements HttpRoutes {
       flush();
       if (!res.destroyed) res.end();
     } finally {
+      clearInterval(alive);
       this.running.delete(done);
       this.races.delete(id);
       this.owners.delete(id);

@@ -95,6 +95,33 @@ describe('the demo page under attack', () => {
     }
   }, 120_000);
 
+  it('a server that stops answering mid-race without closing (suspended, Ctrl-Z): the page gives the race up and says why, not every lane running for good', async () => {
+    // A sign of life every 500 ms: the page gives up after three of them with nothing (the default: 5 s, 15 s).
+    const frozen = await spawnServer(['--demo-alive-ms', '500']);
+    try {
+      const { page, errors } = await openPage(frozen.url);
+      await page.selectOption('select[name="workload"]', 'synthetic');
+      await page.fill('input[name="tool_calls"]', '40');
+      await page.selectOption('select[name="speed"]', '65');
+      await page.click('[data-action="race"]');
+      for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) await page.locator(`[data-design="${d}"][data-state="running"]`).waitFor({ timeout: 60_000 });
+      frozen.proc.kill('SIGSTOP');
+      await page.locator('#error:not([hidden])').waitFor({ timeout: 30_000 });
+      expect(await page.locator('#error').textContent()).toMatch(/^The server stopped answering: nothing came for 2 s/);
+      await page.locator('[data-action="race"]:not([disabled])').waitFor();
+      await page.locator('#summary:not([hidden])').waitFor();
+      expect(await page.locator('[data-state="running"]').count()).toBe(0);
+      for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) {
+        expect(await page.locator(`[data-design="${d}"] [data-field="state"]`).textContent(), d).toBe('failed: the server stopped answering');
+      }
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      frozen.proc.kill('SIGCONT');
+      await frozen.stop();
+    }
+  }, 120_000);
+
   it('one race too many, or a wrong key: the refusal is shown beside the last race\'s results, which stay on screen', async () => {
     const keyed = await spawnServer(['--demo-max-races', '1', '--api-key', 'sk-demo']);
     const held = new AbortController();

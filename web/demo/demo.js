@@ -121,7 +121,12 @@ async function startRace(event) {
   if (!config && !(await loadConfig().catch(configFailed))) return;
   showError('');
   const controller = new AbortController();
-  race = { id: null, controller, step: form.elements.step.checked, stopped: false };
+  race = { id: null, controller, step: form.elements.step.checked, stopped: false, silent: false, quiet: 0, silenceMs: DEFAULT_SILENCE_MS };
+  const current = race;
+  // A server that stops answering without closing the connection (suspended with Ctrl-Z, its machine asleep, the
+  // network gone) left every lane "running" for good: the stream carries a comment every alive_ms (the race message
+  // says how often), so nothing at all for three of those gives the race up, said as such.
+  heard(current);
   let streaming = false;
   let ended = false;
   raceBtn.disabled = true;
@@ -144,15 +149,18 @@ async function startRace(event) {
     held = [];
     for (const lane of lanes.values()) lane.reset();
     streaming = true;
-    ended = await readStream(res.body);
+    heard(current);
+    ended = await readStream(res.body, current);
     if (!ended) showError('The race stream ended before the race did (the server stopped?).');
   } catch (err) {
     // Before its stream began the race never started (the server unreachable): "broke" would say it had.
-    if (err.name !== 'AbortError') showError(streaming ? `The race stream broke: ${err.message}` : `The race could not start: ${err.message}`);
+    if (current.silent) showError(`The server stopped answering: nothing came for ${fmt(current.silenceMs / 1000, 0)} s (is it suspended, or its machine asleep?). The race was given up.`);
+    else if (err.name !== 'AbortError') showError(streaming ? `The race stream broke: ${err.message}` : `The race could not start: ${err.message}`);
   } finally {
+    clearTimeout(current.quiet);
     // A stream that ended without race.done (Stop, the server gone): no lane is left showing "running" for ever.
     // Queued behind any held messages, so it is applied after them.
-    if (streaming && !ended) receive({ type: 'race.lost', reason: race.stopped ? 'stopped' : 'the race stream broke' });
+    if (streaming && !ended) receive({ type: 'race.lost', reason: race.stopped ? 'stopped' : race.silent ? 'the server stopped answering' : 'the race stream broke' });
     race = null;
     raceBtn.disabled = false;
     raceBtn.textContent = 'Start the race';
@@ -162,14 +170,27 @@ async function startRace(event) {
   }
 }
 
+/** Silence, ms, after which a race is given up before its stream said how often it speaks (three of the server's default 5 s). */
+const DEFAULT_SILENCE_MS = 15_000;
+
+/** Something came from the server for this race: its silence starts again. */
+function heard(r) {
+  clearTimeout(r.quiet);
+  r.quiet = setTimeout(() => {
+    r.silent = true;
+    r.controller.abort();
+  }, r.silenceMs);
+}
+
 /** Reads the race's stream to its end; whether it carried the race's end (race.done). */
-async function readStream(body) {
+async function readStream(body, r) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
   let ended = false;
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return ended;
+    heard(r);
     buf += value;
     let i;
     while ((i = buf.indexOf('\n\n')) >= 0) {
@@ -179,6 +200,7 @@ async function readStream(body) {
       if (!data) continue;
       const m = JSON.parse(data);
       if (m.type === 'race.done') ended = true;
+      if (m.type === 'race' && m.alive_ms > 0) r.silenceMs = 3 * m.alive_ms;
       receive(m);
     }
   }

@@ -154,7 +154,7 @@ async function startRace(event) {
     if (!ended) showError('The race stream ended before the race did (the server stopped?).');
   } catch (err) {
     // Before its stream began the race never started (the server unreachable): "broke" would say it had.
-    if (current.silent) showError(`The server stopped answering: nothing came for ${fmt(current.silenceMs / 1000, 0)} s (is it suspended, or its machine asleep?). The race was given up.`);
+    if (current.silent) showError(`The server stopped answering: nothing came for ${fmt(current.silenceMs / 1000, current.silenceMs % 1000 ? 1 : 0)} s (is it suspended, or its machine asleep?). The race was given up.`);
     else if (err.name !== 'AbortError') showError(streaming ? `The race stream broke: ${err.message}` : `The race could not start: ${err.message}`);
   } finally {
     clearTimeout(current.quiet);

@@ -96,7 +96,8 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [['run', '--idle-timeout-ms=-1', 'hi'], {}, "--idle-timeout-ms needs an integer >= 0 and <= 2147483647, got '-1'"],
   [['run', 'hi'], { LLR_IDLE_TIMEOUT_MS: '3e9' }, "--idle-timeout-ms needs an integer >= 0 and <= 2147483647, got '3e9'"],
   [['bench', '--reps', '1.5'], {}, '--reps needs an integer >= 1'],
-  [['bench', '--hops='], {}, "--hops needs an integer >= 0, got ''"],
+  // An empty value is refused as empty before it is read as a number (as serve's and run's flags).
+  [['bench', '--hops='], {}, "--hops needs a value, got ''"],
   [['bench', '--run-timeout-ms', '3e9'], {}, '--run-timeout-ms needs a number >= 1 and <= 2147483647'],
   [['bench', '--designs', 'nope'], {}, "unknown design 'nope'"],
   [['bench', '--profile', 'nope'], {}, "unknown --profile 'nope'"],

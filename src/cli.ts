@@ -140,12 +140,17 @@ const POSITIVE_COUNT: NumberRange = { integer: true, min: 1, max: Number.MAX_SAF
  * `--api-key=` a key no request can present), and an API key with spaces
  * at its ends (the `Bearer` value is trimmed, so no request matched it).
  */
-function checkStrings(values: Record<string, unknown>, apiKeys: readonly string[] | undefined): void {
+function checkStrings(values: Record<string, unknown>, apiKeys: readonly string[] | undefined, keySource = '--api-key, LLR_API_KEYS'): void {
   for (const [flag, v] of Object.entries(values)) {
     if (v === '' || (Array.isArray(v) && v.includes(''))) throw new UsageError(`--${flag} needs a value, got ''`);
   }
   for (const k of apiKeys ?? []) {
-    if (k === '' || k.trim() !== k) throw new UsageError(`an API key (--api-key, LLR_API_KEYS) cannot be empty or start or end with whitespace, got '${k}'`);
+    if (k === '' || k.trim() !== k) throw new UsageError(`an API key (${keySource}) cannot be empty or start or end with whitespace, got '${k}'`);
+    // No HTTP header carries a control character (RFC 9110 §5.5): the server ran with a key no client could send, and
+    // llr run failed at its first request with 'Invalid character in header content' (outside attack). Quoted as
+    // JSON so the message stays one line.
+    // eslint-disable-next-line no-control-regex
+    if (/[\u0000-\u001f\u007f]/.test(k)) throw new UsageError(`an API key (${keySource}) cannot contain control characters (it travels in an HTTP header), got ${JSON.stringify(k)}`);
   }
 }
 
@@ -334,7 +339,8 @@ async function run(argv: string[]): Promise<void> {
     },
   });
   // `--model=` sent a model named '' (the server's 400 came after the connection); `--api-key=` was dropped unsaid.
-  checkStrings(values, undefined);
+  const runKey = values['api-key'] ?? env('LLR_API_KEY');
+  checkStrings(values, runKey === undefined ? undefined : [runKey], '--api-key, LLR_API_KEY');
   const idleMs = num(values['idle-timeout-ms'] ?? env('LLR_IDLE_TIMEOUT_MS'), 'idle-timeout-ms', { integer: true, max: MAX_TIMER_MS }) ?? 60_000;
   const prompt = positionals.join(' ');
   if (!prompt) throw new UsageError('llr run needs a prompt, e.g. llr run "list the files\\n$ ls"');

@@ -75,6 +75,11 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   // A key no request can present (the Bearer value is trimmed; an empty one is no key).
   [[...SERVE, '--api-key='], {}, '--api-key needs a value'],
   [SERVE, { LLR_API_KEYS: 'a, b' }, "an API key (--api-key, LLR_API_KEYS) cannot be empty or start or end with whitespace, got ' b'"],
+  // A key with a control character no Authorization header can carry (RFC 9110 §5.5): the server ran and refused
+  // every client that had it, and the run's client failed at its first request ('Invalid character in header content').
+  [[...SERVE, '--api-key', 'sk-a\nb'], {}, 'an API key (--api-key, LLR_API_KEYS) cannot contain control characters (it travels in an HTTP header), got "sk-a\\nb"'],
+  [SERVE, { LLR_API_KEYS: 'sk-a\u0001b' }, 'an API key (--api-key, LLR_API_KEYS) cannot contain control characters'],
+  [['run', '--api-key', 'sk-a\u007fb', 'hi'], {}, 'an API key (--api-key, LLR_API_KEY) cannot contain control characters'],
   [[...SERVE, '--off', 'nope'], {}, "unknown switch 'nope'"],
   // A switch's variable other than 1 or 0 was silently off: websockets served, the demo on, the model not instant.
   [SERVE, { LLR_NO_WEBSOCKETS: 'true' }, "LLR_NO_WEBSOCKETS needs 1 or 0, got 'true'"],

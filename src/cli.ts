@@ -204,6 +204,8 @@ async function serve(argv: string[], demo = false): Promise<void> {
     (switches as Record<string, boolean>)[name] = false;
   }
   for (const name of values.on ?? []) {
+    // Both: --on won whatever their order, unsaid (outside attack).
+    if ((values.off ?? []).includes(name)) throw new UsageError(`--on ${name} and --off ${name} contradict each other`);
     if (!(name in DEFAULT_SWITCHES)) throw new UsageError(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
     (switches as Record<string, boolean>)[name] = true;
   }

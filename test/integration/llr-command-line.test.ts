@@ -81,6 +81,8 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [SERVE, { LLR_API_KEYS: 'sk-a\u0001b' }, 'an API key (--api-key, LLR_API_KEYS) cannot contain control characters'],
   [['run', '--api-key', 'sk-a\u007fb', 'hi'], {}, 'an API key (--api-key, LLR_API_KEY) cannot contain control characters'],
   [[...SERVE, '--off', 'nope'], {}, "unknown switch 'nope'"],
+  // Both: --on won whatever their order, unsaid.
+  [[...SERVE, '--off', 'incremental_checks', '--on', 'incremental_checks'], {}, '--on incremental_checks and --off incremental_checks contradict each other'],
   // A switch's variable other than 1 or 0 was silently off: websockets served, the demo on, the model not instant.
   [SERVE, { LLR_NO_WEBSOCKETS: 'true' }, "LLR_NO_WEBSOCKETS needs 1 or 0, got 'true'"],
   [SERVE, { LLR_INSTANT: 'yes' }, "LLR_INSTANT needs 1 or 0, got 'yes'"],

@@ -70,6 +70,35 @@ describe('the demo page under attack', () => {
     await page.close();
   }, 120_000);
 
+  it('a page paused through a race holds only the last record of each response and the last byte count of each lane, not every copy', async () => {
+    const { page, errors } = await openPage(server!.url);
+    await page.selectOption('select[name="workload"]', 'synthetic');
+    await page.fill('input[name="tool_calls"]', '30');
+    // 31 model calls at 150 ms to first token each: the long-lived lanes' one response each is re-sent every 100 ms for
+    // seconds, and each lane's byte count with it.
+    await page.selectOption('select[name="speed"]', '1000');
+    await page.click('[data-action="pause-animation"]');
+    await page.click('[data-action="race"]');
+    await page.locator('[data-action="race"]:not([disabled])').waitFor({ timeout: 90_000 });
+    const heldCount = Number(await page.locator('[data-action="pause-animation"]').getAttribute('data-held'));
+    await page.click('[data-action="pause-animation"]');
+    await page.locator('#summary:not([hidden])').waitFor();
+    let rows = 0;
+    let responses = 0;
+    for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) {
+      expect(await page.locator(`[data-design="${d}"]`).getAttribute('data-state'), d).toBe('done');
+      expect(await page.locator(`[data-design="${d}"] [data-field="model-calls"]`).textContent(), d).toBe('31');
+      rows += await page.locator(`[data-design="${d}"] .wire li`).count();
+      responses += num(await page.locator(`[data-design="${d}"] [data-field="responses"]`).textContent());
+    }
+    // Every wire row, one record per response, and per lane its byte count, two states and its end; the race's
+    // first and last messages. (Every copy held: ~100 more records of the long-lived lanes' responses alone.)
+    expect(heldCount).toBeGreaterThan(rows);
+    expect(heldCount).toBeLessThanOrEqual(rows + responses + 4 * 4 + 2);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+
   it('a server killed mid-race: the page says the stream broke and no lane is left running', async () => {
     const doomed = await spawnServer([]);
     try {

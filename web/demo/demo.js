@@ -25,6 +25,13 @@ let race = null;
 /** The last race's description (kept after it ends, for the explanation). */
 let lastInfo = null;
 let held = [];
+/**
+ * Where in `held` the latest record of each response, and the latest byte count of each lane, waits: a newer one
+ * takes its place. A response in progress is re-sent every 100 ms with its whole record (tens of KB for a long run),
+ * so a page paused through a long race held every copy: the Codex run at 4,000 tokens/s sends 535 records (2.9 MB),
+ * at 65 tokens/s about sixty times as many. Only the last of each is ever shown.
+ */
+let heldAt = new Map();
 let paused = false;
 let frame = 0;
 /** Whether a message since the last drawing changed what the lanes draw (records, counts, states). */
@@ -147,6 +154,8 @@ async function startRace(event) {
     summary.hidden = true;
     // Messages of the last race still held by "Pause animation" would land on this race's lanes (its counts added to these).
     held = [];
+    heldAt = new Map();
+    pauseBtn.dataset.held = '0';
     for (const lane of lanes.values()) lane.reset();
     streaming = true;
     heard(current);
@@ -217,7 +226,15 @@ let lastDraw = 0;
 let waiting = 0;
 
 function receive(m) {
-  held.push(m);
+  const key = m.type === 'response' ? `response ${m.design} ${m.record.response_id}` : m.type === 'progress' ? `progress ${m.design}` : null;
+  const at = key === null ? undefined : heldAt.get(key);
+  if (at !== undefined) held[at] = m;
+  else {
+    if (key !== null) heldAt.set(key, held.length);
+    held.push(m);
+  }
+  // What a paused page holds (for its test); not written per message while the page runs, which changes the DOM in batches.
+  if (paused) pauseBtn.dataset.held = String(held.length);
   if (!paused) schedule();
 }
 
@@ -297,6 +314,8 @@ function schedule() {
     if (!paused) {
       const queued = held;
       held = [];
+      heldAt = new Map();
+      pauseBtn.dataset.held = '0';
       for (const m of queued) apply(m);
     }
     if (stale && lastFrame - lastDraw >= DRAW_MS) draw();

@@ -72,7 +72,7 @@ export interface ItemParts {
 }
 
 export function itemParts(item: InputItem): ItemParts {
-  if (!isKnownItem(item)) return opaqueParts(item);
+  if (!isKnownItem(item)) return runSync(shownAsJsonWork(item));
   switch (item.type) {
     case 'function_call':
       return { prefix: `function_call ${item.name} ${item.call_id}\n`, body: [item.arguments], nonText: 0 };
@@ -81,13 +81,12 @@ export function itemParts(item: InputItem): ItemParts {
     case 'item_reference':
       return { prefix: '', body: [], nonText: 0 };
     case 'reasoning':
-      // Encrypted reasoning is opaque to the API; only the summary is text.
-      return { prefix: 'reasoning\n', body: [JSON.stringify(item.summary ?? [])], nonText: 0 };
+      return runSync(shownAsJsonWork(item));
     case 'message':
     case undefined:
       return contentParts(`${item.role}\n`, item.content);
     case 'compaction':
-      return opaqueParts(item);
+      return runSync(shownAsJsonWork(item));
     default: {
       const never: never = item;
       throw new Error(`unhandled item ${JSON.stringify(never)}`);
@@ -95,9 +94,14 @@ export function itemParts(item: InputItem): ItemParts {
   }
 }
 
-/** An item the prompt shows as its type and JSON (a compaction not expanded, hosted tool items). */
-function opaqueParts(item: InputItem): ItemParts {
-  return { prefix: `${item.type}\n`, body: [JSON.stringify(item)], nonText: 0 };
+/**
+ * An item the prompt shows as JSON: as its type and its JSON (a compaction not expanded, hosted tool items, a type the
+ * server does not know), or a reasoning item as its summary's (encrypted reasoning is opaque to the API; only the
+ * summary is text). Its strings are the client's: made in slices where they are long (`itemPartsWork`).
+ */
+function* shownAsJsonWork(item: InputItem): Work<ItemParts> {
+  if (item.type === 'reasoning') return { prefix: 'reasoning\n', body: [yield* jsonTextWork((item as { summary?: unknown }).summary ?? [])], nonText: 0 };
+  return { prefix: `${item.type}\n`, body: [yield* jsonTextWork(item)], nonText: 0 };
 }
 
 /**
@@ -107,8 +111,7 @@ function opaqueParts(item: InputItem): ItemParts {
  * safety scan (the long-form chaos fuzzer, --seed 1304). The same text as `itemParts`.
  */
 export function* itemPartsWork(item: InputItem): Work<ItemParts> {
-  if (!isKnownItem(item) || item.type === 'compaction') return { prefix: `${item.type}\n`, body: [yield* jsonTextWork(item)], nonText: 0 };
-  if (item.type === 'reasoning') return { prefix: 'reasoning\n', body: [yield* jsonTextWork(item.summary ?? [])], nonText: 0 };
+  if (!isKnownItem(item) || item.type === 'compaction' || item.type === 'reasoning') return yield* shownAsJsonWork(item);
   return itemParts(item);
 }
 

@@ -6,7 +6,8 @@
  * wire (`response.created`). A background response has its own registry (modes/background.ts), read first.
  *
  * Bounded by what runs at once (one response per connection's session, each session bounded by the connection
- * caps); an entry is added as its run starts and removed once, when it has ended (sessions' `pump`, in a `finally`).
+ * caps) and by the store writes pending after a terminal event (`overlap_persist`); an entry is added as its run
+ * starts and removed once, when it has ended (sessions' `pump`, in a `finally`) and the store has it.
  */
 import type { ResponseRun } from './run.js';
 
@@ -18,15 +19,23 @@ export class InFlightRuns {
     if (run.response.store) this.runs.set(run.id, { run, owner });
   }
 
-  /** `run` has ended (its store write, before its terminal event, is done unless `overlap_persist` defers it). */
+  /**
+   * `run` has ended: its entry goes once the store has it, at once (its write came before its terminal event), or,
+   * with `overlap_persist`, after its deferred write. Until then it is found ended (`find`): it was 404 meanwhile.
+   */
   remove(run: ResponseRun): void {
-    if (this.runs.get(run.id)?.run === run) this.runs.delete(run.id);
+    run.afterWrite(() => {
+      if (this.runs.get(run.id)?.run === run) this.runs.delete(run.id);
+    });
   }
 
-  /** `owner`'s run `id` while it has not ended; another key's is not found, as retrieve says of a stored one. */
+  /**
+   * `owner`'s run `id` while the store does not have it: not ended, or ended with its write to come
+   * (`ResponseRun.writePending`); another key's is not found, as retrieve says of a stored one.
+   */
   find(id: string, owner: string | null): ResponseRun | undefined {
     const entry = this.runs.get(id);
-    return entry && entry.owner === owner && !entry.run.ended ? entry.run : undefined;
+    return entry && entry.owner === owner && (!entry.run.ended || entry.run.writePending) ? entry.run : undefined;
   }
 
   get size(): number {

@@ -181,6 +181,11 @@ export class ResponseRun {
   private readonly faults: RunFaults | null;
   /** Resolves with the final Response after the terminal event; never rejects. */
   readonly done: Promise<Response>;
+  /**
+   * What waits for its store write when that follows its terminal event (`overlap_persist`): null when none is
+   * pending (written, not stored, or written before its end). Ended, such a response is not yet in the store.
+   */
+  private unwritten: Array<() => void> | null = null;
 
   constructor(
     private readonly plan: RunPlan,
@@ -212,6 +217,22 @@ export class ResponseRun {
 
   get ended(): boolean {
     return this.state === 'ended';
+  }
+
+  /** The design that runs it. */
+  get protocol(): Protocol {
+    return this.plan.protocol;
+  }
+
+  /** Ended, with its store write still to come (`overlap_persist`): the store does not have it yet. */
+  get writePending(): boolean {
+    return this.unwritten !== null;
+  }
+
+  /** `fn` once its store write is done (now when none is pending): the in-flight registry keeps it until then. */
+  afterWrite(fn: () => void): void {
+    if (this.unwritten !== null) this.unwritten.push(fn);
+    else fn();
   }
 
   /**
@@ -887,12 +908,27 @@ export class ResponseRun {
         const ok = (!persistAfter || this.persist(job)) && postOk;
         this.record(true, this.account(job) && ok);
       };
+      // Until it is written, retrieve, delete and a continuation find it in the in-flight registry (engine/in-flight.ts):
+      // it was 404 for that moment, between a terminal event the client had read and the write.
+      if (persistAfter && response.store) this.unwritten = [];
       // Written after the terminal event: a long record's serialisation is made in slices there too.
-      this.services.postWork.defer(() => {
-        const prepared = persistAfter ? this.services.post.prepare(job) : undefined;
-        return prepared === undefined ? rest() : prepared.then(rest);
+      this.services.postWork.defer(async () => {
+        try {
+          const prepared = persistAfter ? this.services.post.prepare(job) : undefined;
+          if (prepared !== undefined) await prepared;
+          rest();
+        } finally {
+          this.written();
+        }
       });
     }
+  }
+
+  /** Its deferred store write is done (or failed, counted): what waited for it runs, each contained. */
+  private written(): void {
+    const waiting = this.unwritten;
+    this.unwritten = null;
+    for (const fn of waiting ?? []) this.contain('after_write', fn);
   }
 
   /** What the run's end sets on its Response (`r`: the run's own, or `prepareRecord`'s snapshot of it). */

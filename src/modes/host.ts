@@ -152,6 +152,7 @@ export class SessionHost {
     return {
       ...policy,
       plan: async (params, metrics, lane) => {
+        if (fromStore(params)) await this.written(params.previous_response_id, owner);
         try {
           return await policy.plan(params, metrics, lane);
         } catch (err) {
@@ -176,20 +177,32 @@ export class SessionHost {
     return err;
   }
 
+  /**
+   * Before `prev` is read from the store: `owner`'s response `prev` whose run has ended and whose store write follows
+   * its terminal event (`overlap_persist`) and has not run yet is waited for. A client continuing from a response
+   * the moment it read `response.completed` was told `previous_response_not_found` (the write runs in the next turns).
+   */
+  private async written(prev: string | null | undefined, owner: string | null): Promise<void> {
+    const run = prev ? this.services.inFlight?.find(prev, owner) : undefined;
+    if (run?.writePending) await new Promise<void>((resolve) => run.afterWrite(resolve));
+  }
+
   /** A transport's own set of sessions. */
   sessions(): SessionSet {
     return new SessionSet(this, this.services);
   }
 
   /** `POST /v1/responses/compact` (modes/compact.ts). */
-  compact(params: CompactParams, owner: string | null, charge?: (bytes: number) => void): Promise<CompactedResponse> {
+  async compact(params: CompactParams, owner: string | null, charge?: (bytes: number) => void): Promise<CompactedResponse> {
+    await this.written(params.previous_response_id, owner);
     return compactWindow(params, this.services, new RunMetrics(this.services.clock.now), owner, charge).catch((err: unknown) => {
       throw this.stillRunning(err, params.previous_response_id, owner);
     });
   }
 
   /** `POST /v1/responses/input_tokens` (modes/compact.ts): what a create with `params` would count as input tokens. */
-  inputTokens(params: CreateParams, owner: string | null, charge?: (bytes: number) => void): Promise<InputTokenCount> {
+  async inputTokens(params: CreateParams, owner: string | null, charge?: (bytes: number) => void): Promise<InputTokenCount> {
+    await this.written(params.previous_response_id, owner);
     return countInputTokens(params, this.services, new RunMetrics(this.services.clock.now), owner, charge).catch((err: unknown) => {
       throw this.stillRunning(err, params.previous_response_id, owner);
     });
@@ -250,6 +263,15 @@ export class SessionHost {
     return pageInputItems(index, q);
   }
 
+  /**
+   * `owner`'s response `id` that has ended and whose store write is still to come (`overlap_persist`), with its
+   * design: what the store will answer for it in a moment (`storedWithProtocol`); undefined otherwise.
+   */
+  unwrittenWithProtocol(id: string, owner: string | null): { response: Response; protocol: Protocol } | undefined {
+    const run = this.services.inFlight?.find(id, owner);
+    return run?.writePending ? { response: snapshot(run.response), protocol: run.protocol } : undefined;
+  }
+
   /** Is `owner`'s `store: true` response `id` being made now (what `inFlightResponse` answers), without copying it? */
   isInFlight(id: string, owner: string | null): boolean {
     return this.services.inFlight?.find(id, owner) !== undefined;
@@ -257,7 +279,8 @@ export class SessionHost {
 
   /**
    * `owner`'s `store: true` response `id` while it is being made (any design, not a background one: `background`
-   * answers those), `in_progress` with its output so far (engine/in-flight.ts); undefined otherwise.
+   * answers those), `in_progress` with its output so far (engine/in-flight.ts); ended, its final Response until the
+   * store has it (`overlap_persist`); undefined otherwise.
    */
   inFlightResponse(id: string, owner: string | null): Response | undefined {
     const run = this.services.inFlight?.find(id, owner);

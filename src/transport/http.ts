@@ -419,7 +419,8 @@ export class HttpTransport {
     } catch (err) {
       if (!(err instanceof WireError && err.code === 'response_not_found')) throw err;
       this.host.refuseIfRunningElsewhere(id, owner);
-      const found = this.host.storedWithProtocol(id, owner);
+      // Ended, its store write still to come (`overlap_persist`): answered as it will be once stored.
+      const found = this.host.storedWithProtocol(id, owner) ?? this.host.unwrittenWithProtocol(id, owner);
       // Said as retrieve says it: a background client cancelling an unknown (or deleted) id was told that no
       // long-lived response was open over HTTP. A `store: true` response still being made (not a background one, not a
       // long-lived run over HTTP) is one retrieve answers `in_progress`: refused below as it will be once stored, not 404.

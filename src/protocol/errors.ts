@@ -20,6 +20,8 @@ export const WIRE_ERRORS = {
   unknown_parameter: { status: 400, type: 'invalid_request_error', message: 'Unknown parameter.' },
   // The API's code for a parameter it knows but will not take here; this server's: a feature it does not serve.
   unsupported_parameter: { status: 400, type: 'invalid_request_error', message: 'Unsupported parameter.' },
+  // The API's code for a value it knows but will not take in this request; this server's: a forced tool call the simulated model never makes.
+  unsupported_value: { status: 400, type: 'invalid_request_error', message: 'Unsupported value.' },
   no_paused_response: { status: 400, type: 'invalid_request_error', message: 'There is no paused response on this connection to append to.' },
   unknown_call_id: { status: 400, type: 'invalid_request_error', message: 'No pending function call with this call_id.' },
   // The API's refusal of a continuation (or an input) that leaves a client tool call without its output; its code there is null.

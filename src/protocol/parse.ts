@@ -628,7 +628,33 @@ function parseToolChoice(v: unknown): ToolChoice {
   throw new WireError('invalid_value', "Invalid value for 'tool_choice'.", 'tool_choice');
 }
 
-/** A forced tool must exist: the model could not obey otherwise (the API refuses it too). */
+/**
+ * Hosted tool types a `tool_choice` names (openai-node's `ToolChoiceTypes`, `ToolChoiceShell`, …) and the `tools`
+ * types that declare them: a preview alias names the same tool.
+ */
+const CHOICE_TOOL_TYPES: Readonly<Record<string, readonly string[]>> = {
+  web_search_preview: ['web_search_preview', 'web_search_preview_2025_03_11'],
+  web_search_preview_2025_03_11: ['web_search_preview', 'web_search_preview_2025_03_11'],
+  computer: ['computer', 'computer_use_preview'],
+  computer_use: ['computer', 'computer_use_preview'],
+  computer_use_preview: ['computer', 'computer_use_preview'],
+};
+
+/** A forced tool the simulated model never calls: the API would make that call, so taking the request would answer it wrongly. */
+function neverCalled(what: string): WireError {
+  return new WireError(
+    'unsupported_value',
+    `Unsupported value: 'tool_choice' forces ${what}, and this server's simulated model calls function tools only: it would answer with a message where the API makes the call. Force a function tool, or use 'auto'.`,
+    'tool_choice',
+  );
+}
+
+/**
+ * A forced tool must exist (the API refuses it otherwise, "Tool choice '…' not found in 'tools' parameter.") and
+ * be one the simulated model calls: function tools only (model/auto-policy.ts). A forced custom, MCP or hosted
+ * tool, or `required` (or `allowed_tools` in `required` mode) with no function tool to call, is refused
+ * `unsupported_value`: it was taken and the response completed with a message, the call the API guarantees missing.
+ */
 function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
   const functions = new Set(tools.filter(isFunctionTool).map((t) => t.name));
   if (typeof choice === 'object' && choice.type === 'function' && !functions.has(choice['name'] as string)) {
@@ -639,18 +665,40 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
   if (typeof choice === 'object' && (choice.type === 'custom' || choice.type === 'mcp')) {
     const key = choice.type === 'custom' ? 'name' : 'server_label';
     const named = (choice as Record<string, unknown>)[key];
-    // `{type: "mcp"}` alone is also one of openai-node's ToolChoiceTypes (any MCP tool): only a label is checked.
-    if (named === undefined && choice.type === 'mcp') return;
+    // `{type: "mcp"}` alone is also one of openai-node's ToolChoiceTypes (any MCP tool): an MCP tool must be declared.
+    if (named === undefined && choice.type === 'mcp') {
+      if (!tools.some((t) => t.type === 'mcp')) throw new WireError('invalid_value', "Tool choice 'mcp' not found in 'tools' parameter.", 'tool_choice');
+      throw neverCalled('an MCP tool call');
+    }
     if (typeof named !== 'string') {
       throw new WireError('missing_required_parameter', `Missing required parameter: 'tool_choice.${key}'.`, `tool_choice.${key}`);
     }
     if (!tools.some((t) => t.type === choice.type && (t as Record<string, unknown>)[key] === named)) {
       throw new WireError('invalid_value', `Tool choice '${named.slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
     }
+    throw neverCalled(`a call of the ${choice.type === 'custom' ? 'custom' : 'MCP'} tool '${named.slice(0, 100)}'`);
+  }
+  if (typeof choice === 'object' && choice.type === 'allowed_tools') {
+    if (choice['mode'] !== 'required') return;
+    const listed = choice['tools'] as Array<Record<string, unknown>>;
+    if (!listed.some((t) => t['type'] === 'function' && typeof t['name'] === 'string' && functions.has(t['name']))) {
+      throw neverCalled("a tool call ('allowed_tools' in 'required' mode) and lists no function tool of 'tools'");
+    }
+    return;
+  }
+  // A hosted tool by its type (file_search, web_search_preview, computer_use_preview, code_interpreter, shell, …).
+  if (typeof choice === 'object' && choice.type !== 'function') {
+    const type = choice.type;
+    const declaring = CHOICE_TOOL_TYPES[type] ?? [type];
+    if (!tools.some((t) => declaring.includes(t.type))) {
+      throw new WireError('invalid_value', `Tool choice '${type.slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
+    }
+    throw neverCalled(`a call of the hosted tool '${type.slice(0, 100)}'`);
   }
   if (choice === 'required' && tools.length === 0) {
     throw new WireError('invalid_value', "Tool choice 'required' must be specified with 'tools' parameter.", 'tool_choice');
   }
+  if (choice === 'required' && functions.size === 0) throw neverCalled("a tool call ('required') and 'tools' has no function tool");
 }
 
 /** The spec's `safety_identifier` maxLength (openai-node: "a maximum length of 64 characters"). */

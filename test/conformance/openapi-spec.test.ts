@@ -156,7 +156,8 @@ const SWEEP_PARAMS: Record<string, Json> = {
   tier_scale: { service_tier: 'scale' },
   all_tools: { tools: SWEEP_TOOLS, tool_choice: 'auto' },
   tool_choice_allowed: { tools: [strictFn], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'get_weather' }] } },
-  tool_choice_hosted: { tools: SWEEP_TOOLS, tool_choice: { type: 'web_search_preview' } },
+  // A hosted tool forced outright is refused (the model never calls one: test/conformance/tool-choice.test.ts); listed as allowed, it is echoed.
+  tool_choice_hosted: { tools: SWEEP_TOOLS, tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'web_search_preview' }, { type: 'function', name: 'get_weather' }] } },
   sampling: { temperature: 0.5, top_p: 0.9, top_logprobs: 3, max_tool_calls: 2, user: 'u', safety_identifier: 'sid' },
   store_false: { store: false },
 };

@@ -1,0 +1,69 @@
+/**
+ * `tool_choice` forcing a tool the model cannot call here. A hosted tool's
+ * type forced without that tool in `tools` is refused as the API refuses it
+ * ("Tool choice 'web_search_preview' not found in 'tools' parameter.", a
+ * public client report of the API's answer); a forced tool the simulated
+ * model never calls (a custom tool, a hosted one, `required` with no function
+ * tool) is refused `unsupported_value`: the API would make that call, and
+ * before, the response completed with a message instead (outside attack,
+ * docs/protocol.md).
+ */
+import OpenAI from 'openai';
+import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
+import { describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { testServer } from '../helpers/server.js';
+
+const FN = { type: 'function' as const, name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } }, strict: false };
+const CUSTOM = { type: 'custom' as const, name: 'apply_patch' };
+
+async function refusal(client: OpenAI, body: Partial<ResponseCreateParamsNonStreaming>): Promise<Record<string, unknown>> {
+  try {
+    const r = await client.responses.create({ model: 'm', input: 'hello', ...body } as ResponseCreateParamsNonStreaming);
+    return { answered: r.output.map((o) => o.type) };
+  } catch (e) {
+    const err = e as OpenAI.APIError;
+    return { status: err.status, type: err.type, code: err.code, param: err.param, message: err.message };
+  }
+}
+
+describe('tool_choice forcing a tool', () => {
+  it("a hosted tool's type forced without that tool in tools is 400 invalid_value, in the API's words", async () => {
+    const { url } = await testServer();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    for (const type of ['web_search_preview', 'file_search', 'computer_use_preview', 'image_generation', 'code_interpreter'] as const) {
+      const got = await refusal(client, { tool_choice: { type } });
+      expect(got, type).toMatchObject({ status: 400, type: 'invalid_request_error', code: 'invalid_value', param: 'tool_choice' });
+      expect(got['message'], type).toContain(`Tool choice '${type}' not found in 'tools' parameter.`);
+    }
+    for (const tool_choice of [{ type: 'shell' as const }, { type: 'apply_patch' as const }]) {
+      expect(await refusal(client, { tool_choice, tools: [FN] }), tool_choice.type).toMatchObject({ status: 400, code: 'invalid_value', param: 'tool_choice' });
+    }
+  });
+
+  it('a forced tool the model never calls (custom, hosted, required with no function tool) is 400 unsupported_value, not a message', async () => {
+    const { url } = await testServer();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const refused = { status: 400, type: 'invalid_request_error', code: 'unsupported_value', param: 'tool_choice' };
+    expect(await refusal(client, { tools: [CUSTOM, FN], tool_choice: { type: 'custom', name: 'apply_patch' } })).toMatchObject(refused);
+    expect(await refusal(client, { tools: [{ type: 'web_search_preview' }], tool_choice: { type: 'web_search_preview' } })).toMatchObject(refused);
+    expect(await refusal(client, { tools: [CUSTOM], tool_choice: 'required' })).toMatchObject(refused);
+    expect(await refusal(client, { tools: [CUSTOM, FN], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'custom', name: 'apply_patch' }] } })).toMatchObject(refused);
+    // What the model can obey is taken as before.
+    expect(await refusal(client, { tools: [CUSTOM, FN], tool_choice: 'required' })).toEqual({ answered: ['function_call'] });
+    expect(await refusal(client, { tools: [CUSTOM, FN], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'lookup' }] } })).toEqual({ answered: ['function_call'] });
+    expect(await refusal(client, { tools: [CUSTOM], tool_choice: 'auto' })).toEqual({ answered: ['message'] });
+    expect(await refusal(client, { tools: [CUSTOM], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'custom', name: 'apply_patch' }] } })).toEqual({ answered: ['message'] });
+  });
+
+  it('over WebSocket the same refusal is an error event naming tool_choice', async () => {
+    const { url } = await testServer();
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses`);
+    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+    const first = new Promise<Record<string, any>>((resolve) => ws.once('message', (d) => resolve(JSON.parse(String(d)))));
+    ws.send(JSON.stringify({ type: 'response.create', model: 'm', input: 'hello', tools: [CUSTOM], tool_choice: { type: 'custom', name: 'apply_patch' } }));
+    const ev = await first;
+    ws.close();
+    expect(ev).toMatchObject({ type: 'error', status: 400, error: { type: 'invalid_request_error', code: 'unsupported_value', param: 'tool_choice' } });
+  });
+});

@@ -8,7 +8,7 @@
  * before, the response completed with a message instead (outside attack,
  * docs/protocol.md).
  */
-import OpenAI from 'openai';
+import OpenAI, { APIError } from 'openai';
 import type { ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -22,7 +22,7 @@ async function refusal(client: OpenAI, body: Partial<ResponseCreateParamsNonStre
     const r = await client.responses.create({ model: 'm', input: 'hello', ...body } as ResponseCreateParamsNonStreaming);
     return { answered: r.output.map((o) => o.type) };
   } catch (e) {
-    const err = e as OpenAI.APIError;
+    const err = e as APIError;
     return { status: err.status, type: err.type, code: err.code, param: err.param, message: err.message };
   }
 }

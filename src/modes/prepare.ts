@@ -13,6 +13,7 @@ import { expandCompaction, hasCompaction, nameInClientList } from '../pipeline/c
 import { renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { checkFull } from '../pipeline/checks.js';
+import { checkJsonMode } from '../pipeline/validate.js';
 import type { Services } from '../engine/services.js';
 import { checkContext, type ContextLimits } from '../engine/budget.js';
 
@@ -57,6 +58,7 @@ export async function checkAndRender(
   if (limits) checkContext(null, history.length ? [...history, ...input] : input, limits);
   try {
     await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs }, history, input, metrics);
+    checkJsonMode(params.text?.format, params.instructions, input, history);
   } catch (err) {
     throw rename(err);
   }

@@ -19,7 +19,7 @@ import { runCooperative } from '../model/cooperative.js';
 import { hasCompaction } from '../pipeline/compaction.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { checkFull, checkIncremental } from '../pipeline/checks.js';
-import { pendingCallsOf, type PendingCalls } from '../pipeline/validate.js';
+import { checkJsonMode, pendingCallsOf, type PendingCalls } from '../pipeline/validate.js';
 import { renderAppendAsync, renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import type { RunPlan } from '../engine/run.js';
@@ -122,6 +122,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     } else {
       await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs: true }, ctx.items, input, metrics);
     }
+    checkJsonMode(params.text?.format, params.instructions, input, ctx.items);
     let context: RenderedContext;
     let charged: RunPlan['contextCharged'];
     if (sw.rendered_token_cache && headerKey === c.headerKey && !fork) {

@@ -423,3 +423,30 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
 
 /** openai-node's `ImageDetail` (and the OpenAPI spec's). */
 const IMAGE_DETAILS: readonly string[] = ['low', 'high', 'auto', 'original'];
+
+const JSON_WORD = /json/i;
+
+/**
+ * JSON mode (`text.format: {type: "json_object"}`) needs the word "json" in the conversation, as the API
+ * requires ("Response input messages must contain the word 'json' in some form to use 'text.format' of type
+ * 'json_object'.", as public client reports quote it): it was taken without, so a request that worked here
+ * failed there. Counted where it may be: the text of any message of the context (`lists`: the input, the
+ * chain or a ws connection's context, scanned in that order until found) and the instructions. Whether the API
+ * counts the instructions was not found in a public source; counting them refuses nothing the API may take.
+ */
+export function checkJsonMode(format: TextFormat | undefined, instructions: string | null, ...lists: ReadonlyArray<readonly InputItem[]>): void {
+  if (format?.type !== 'json_object') return;
+  if (instructions !== null && JSON_WORD.test(instructions)) return;
+  for (const items of lists) {
+    for (const item of items) if (messageMentionsJson(item)) return;
+  }
+  throw new WireError('invalid_value', "Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.", 'input');
+}
+
+function messageMentionsJson(item: InputItem): boolean {
+  const content = (item as { content?: unknown }).content;
+  if (!('role' in item) || content === undefined) return false;
+  if (typeof content === 'string') return JSON_WORD.test(content);
+  if (!Array.isArray(content)) return false;
+  return content.some((part: unknown) => typeof (part as { text?: unknown })?.text === 'string' && JSON_WORD.test((part as { text: string }).text));
+}

@@ -300,7 +300,7 @@ describe('echoed fields', () => {
     const answer = JSON.parse((r.output[0] as { content: Array<{ text: string }> }).content[0]!.text) as Record<string, unknown>;
     expect(Object.keys(answer).sort()).toEqual(['answer', 'city', 'ok']);
     expect(answer).toMatchObject({ city: 'Rome', ok: true });
-    const o = await post(url, { model: 'm', input: 'hi', text: { format: { type: 'json_object' } } });
+    const o = await post(url, { model: 'm', input: 'hi, in json', text: { format: { type: 'json_object' } } });
     expect(JSON.parse((o.output[0] as { content: Array<{ text: string }> }).content[0]!.text)).toHaveProperty('answer');
     const bad = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'x' } } }) });
     expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('text.format.schema');

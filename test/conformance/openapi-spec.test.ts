@@ -141,7 +141,8 @@ for (let i = 0; i < 16; i++) md[`k${i}`.padEnd(64, 'x')] = 'v'.repeat(512);
 const SWEEP_PARAMS: Record<string, Json> = {
   include: { include: ['file_search_call.results', 'web_search_call.results', 'web_search_call.action.sources', 'message.input_image.image_url', 'computer_call_output.output.image_url', 'code_interpreter_call.outputs', 'reasoning.encrypted_content', 'message.output_text.logprobs'] },
   json_schema: { text: { format: { type: 'json_schema', name: 'r', schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false }, strict: true }, verbosity: 'low' } },
-  json_object: { text: { format: { type: 'json_object' } } },
+  // JSON mode needs the word in the conversation, as the API requires (test/conformance/json-object-format.test.ts).
+  json_object: { input: "What's the weather in Paris? Answer in JSON.", text: { format: { type: 'json_object' } } },
   reasoning: { reasoning: { effort: 'high', summary: 'detailed' } },
   reasoning_min: { reasoning: { effort: 'minimal', generate_summary: 'concise' } },
   truncation: { truncation: 'auto' },

@@ -409,6 +409,23 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
     if (type === 'input_image' && typeof part['image_url'] !== 'string' && typeof part['file_id'] !== 'string') {
       throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].image_url'.`, `${p}[${j}].image_url`);
     }
+    // A file's or an image's string fields (openai-node's ResponseInputFile, ResponseInputImage): `file_data: 5` was taken
+    // and listed back by input_items, to typed readers that decode a string (null counts as not sent).
+    for (const key of type === 'input_file' ? FILE_STRING_FIELDS : type === 'input_image' ? IMAGE_STRING_FIELDS : NO_FIELDS) {
+      const x = part[key];
+      if (x != null && typeof x !== 'string') {
+        throw new WireError('invalid_type', `Invalid type for '${p}[${j}].${key}': expected a string, but got ${jsonPreview(x)} instead.`, `${p}[${j}].${key}`);
+      }
+    }
+    // openai-node's ResponseInputFile.detail, a closed enum like the image's (below).
+    const fileDetail = part['detail'];
+    if (type === 'input_file' && fileDetail != null && !FILE_DETAILS.includes(fileDetail as string)) {
+      throw new WireError(
+        typeof fileDetail === 'string' ? 'invalid_value' : 'invalid_type',
+        `Invalid value for '${p}[${j}].detail': ${typeof fileDetail === 'string' ? `'${fileDetail.slice(0, 100)}'` : jsonPreview(fileDetail)}. Supported values are: 'auto', 'low', and 'high'.`,
+        `${p}[${j}].detail`,
+      );
+    }
     // The API's ImageDetail enum: another value was taken and listed back by input_items to typed readers that decode it.
     const detail = part['detail'];
     if (type === 'input_image' && detail != null && !IMAGE_DETAILS.includes(detail as string)) {
@@ -423,6 +440,11 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
 
 /** openai-node's `ImageDetail` (and the OpenAPI spec's). */
 const IMAGE_DETAILS: readonly string[] = ['low', 'high', 'auto', 'original'];
+/** openai-node's `ResponseInputFile.detail`. */
+const FILE_DETAILS: readonly string[] = ['auto', 'low', 'high'];
+const FILE_STRING_FIELDS = ['file_data', 'file_id', 'file_url', 'filename'] as const;
+const IMAGE_STRING_FIELDS = ['image_url', 'file_id'] as const;
+const NO_FIELDS = [] as const;
 
 const JSON_WORD = /json/i;
 

@@ -99,6 +99,7 @@ export function parseItem(v: unknown, param: string): InputItem {
   if (hasType(v, 'reasoning')) {
     // Otherwise carried through untouched.
     checkItemStatus(v, param);
+    checkReasoning(v, param);
     return v;
   }
   if (hasType(v, 'item_reference')) {
@@ -140,6 +141,35 @@ function requireTextOrParts<K extends string>(v: Obj, key: K, param: string): as
   }
 }
 
+/** openai-node's `ResponseOutputMessage.phase`. */
+const PHASES: readonly string[] = ['commentary', 'final_answer'];
+
+/**
+ * A reasoning item's `summary` (a list of `{type: "summary_text", text}`) and `encrypted_content` (a string), when
+ * sent (null counts as not sent), as openai-node's `ResponseReasoningItem` types them: `summary: 5` was taken and
+ * listed back so by `input_items`, to typed readers that decode the list.
+ */
+function checkReasoning(v: Obj, param: string): void {
+  const summary = v['summary'];
+  if (summary != null) {
+    if (!Array.isArray(summary)) throw new WireError('invalid_type', `Invalid type for '${param}.summary': expected an array of summary parts.`, `${param}.summary`);
+    summary.forEach((part: unknown, j: number) => {
+      const p = `${param}.summary[${j}]`;
+      assertObj(part, p);
+      if (part['type'] !== 'summary_text') {
+        throw new WireError('invalid_value', `Invalid value for '${p}.type': expected 'summary_text'.`, `${p}.type`);
+      }
+      if (typeof part['text'] !== 'string') {
+        throw new WireError(part['text'] === undefined ? 'missing_required_parameter' : 'invalid_type', `Invalid type for '${p}.text': expected a string.`, `${p}.text`);
+      }
+    });
+  }
+  const sealed = v['encrypted_content'];
+  if (sealed != null && typeof sealed !== 'string') {
+    throw new WireError('invalid_type', `Invalid type for '${param}.encrypted_content': expected a string.`, `${param}.encrypted_content`);
+  }
+}
+
 function parseMessage(v: Obj, param: string): InputItem {
   const role = v['role'];
   if (!isRole(role)) {
@@ -147,6 +177,15 @@ function parseMessage(v: Obj, param: string): InputItem {
   }
   requireTextOrParts(v, 'content', param);
   checkItemStatus(v, param);
+  // An assistant message's phase (openai-node's ResponseOutputMessage.phase), listed back as sent by input_items.
+  const phase = v['phase'];
+  if (phase != null && !PHASES.includes(phase as string)) {
+    throw new WireError(
+      typeof phase === 'string' ? 'invalid_value' : 'invalid_type',
+      `Invalid value for '${param}.phase': ${typeof phase === 'string' ? `'${phase.slice(0, 100)}'` : JSON.stringify(phase)?.slice(0, 100)}. Supported values are: 'commentary' and 'final_answer'.`,
+      `${param}.phase`,
+    );
+  }
   const content = v.content;
   if (Array.isArray(content)) {
     content.forEach((part, j) => {

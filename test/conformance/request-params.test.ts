@@ -108,6 +108,54 @@ describe('request parameters', () => {
   });
 });
 
+describe('input item fields listed back by input_items', () => {
+  // Each was taken as sent and listed back so by GET /v1/responses/{id}/input_items, where openai-node types it
+  // (ResponseInputFile, ResponseOutputMessage.phase, ResponseReasoningItem): a typed reader decoding the list failed on
+  // the server's answer (outside conformance tester). Refused 400 naming the field, as the input_image detail is.
+  it("an input_file's detail (auto, low, high) and its string fields, an assistant message's phase, a reasoning item's summary and encrypted_content", async () => {
+    const { url } = await testServer();
+    const file = (extra: Record<string, unknown>) => ({ type: 'input_file', filename: 'a.txt', file_data: 'data:text/plain;base64,aGk=', ...extra });
+    const inMessage = (part: unknown) => [{ role: 'user', content: [{ type: 'input_text', text: 'read' }, part] }];
+    const assistant = (phase: unknown) => [{ type: 'message', role: 'assistant', phase, content: [{ type: 'output_text', text: 'x', annotations: [] }] }, { role: 'user', content: 'y' }];
+    const reasoning = (extra: Record<string, unknown>) => [{ type: 'reasoning', id: 'rs_1', summary: [], ...extra }, { role: 'user', content: 'y' }];
+    const refused: Array<[unknown, string, string]> = [
+      [inMessage(file({ detail: 'huge' })), 'invalid_value', 'input[0].content[1].detail'],
+      [inMessage(file({ detail: 5 })), 'invalid_type', 'input[0].content[1].detail'],
+      [inMessage(file({ file_data: 5 })), 'invalid_type', 'input[0].content[1].file_data'],
+      [inMessage(file({ filename: 5 })), 'invalid_type', 'input[0].content[1].filename'],
+      [inMessage({ type: 'input_file', file_url: 5 }), 'invalid_type', 'input[0].content[1].file_url'],
+      [inMessage({ type: 'input_file', file_id: 5 }), 'invalid_type', 'input[0].content[1].file_id'],
+      [inMessage({ type: 'input_image', image_url: 'https://example.com/a.png', file_id: 5 }), 'invalid_type', 'input[0].content[1].file_id'],
+      [[{ type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }, { type: 'function_call_output', call_id: 'c1', output: [file({ detail: 'huge' })] }], 'invalid_value', 'input[1].output[0].detail'],
+      [assistant('bogus'), 'invalid_value', 'input[0].phase'],
+      [reasoning({ summary: 5 }), 'invalid_type', 'input[0].summary'],
+      [reasoning({ summary: [{ type: 'bogus', text: 'x' }] }), 'invalid_value', 'input[0].summary[0].type'],
+      [reasoning({ summary: [{ type: 'summary_text', text: 5 }] }), 'invalid_type', 'input[0].summary[0].text'],
+      [reasoning({ encrypted_content: 5 }), 'invalid_type', 'input[0].encrypted_content'],
+    ];
+    for (const [input, code, param] of refused) {
+      const r = await create(url, { model: 'm', input });
+      expect(r.status, param).toBe(400);
+      expect(r.json['error'], param).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    const taken: unknown[] = [
+      inMessage(file({ detail: 'low' })),
+      inMessage(file({ detail: null })),
+      inMessage({ type: 'input_file', file_id: 'file-1' }),
+      inMessage({ type: 'input_file', file_url: 'https://example.com/a.pdf' }),
+      assistant('commentary'),
+      assistant('final_answer'),
+      assistant(null),
+      reasoning({ summary: [{ type: 'summary_text', text: 'thought' }], encrypted_content: 'gAAAA' }),
+      reasoning({ encrypted_content: null }),
+    ];
+    for (const input of taken) {
+      const r = await create(url, { model: 'm', input });
+      expect(r.status, JSON.stringify(input)).toBe(200);
+    }
+  });
+});
+
 describe('unknown create parameters', () => {
   // What real clients send, taken from their requests to this server (2026-12): Codex 0.107, 0.169 and 0.171 send
   // `client_metadata` on every create (HTTP and WebSocket) and `generate: false` to warm a WebSocket up; openai-node

@@ -595,6 +595,13 @@ function parseTools(v: unknown, caps: ParseCaps): Tool[] {
       }
       // `parameters` is checked by the validate stage (pipeline/validate.ts), which is timed.
     }
+    // Echoed on the Response, where openai-node's CustomTool requires its name and Tool.Mcp its server_label (a
+    // `tool_choice` names them by these too): `{"type": "custom"}` was taken and echoed without one.
+    if (hasType(t, 'custom')) {
+      requireString(t, 'name', `tools[${i}]`);
+      optString(t, 'description', `tools[${i}].`);
+    }
+    if (hasType(t, 'mcp')) requireString(t, 'server_label', `tools[${i}]`);
     return t;
   });
 }

@@ -156,6 +156,29 @@ describe('input item fields listed back by input_items', () => {
   });
 });
 
+describe('tools echoed on the Response', () => {
+  // A custom tool without its name, an MCP tool without its server_label, were taken and echoed so in the Response's
+  // `tools`, where openai-node's CustomTool and Tool.Mcp require them (outside conformance tester); the API refuses them.
+  it("a custom tool's name and an MCP tool's server_label are required strings", async () => {
+    const { url } = await testServer();
+    const refused: Array<[unknown, string, string]> = [
+      [{ type: 'custom' }, 'missing_required_parameter', 'tools[0].name'],
+      [{ type: 'custom', name: 5 }, 'invalid_type', 'tools[0].name'],
+      [{ type: 'custom', name: 'c', description: 5 }, 'invalid_type', 'tools[0].description'],
+      [{ type: 'mcp', server_url: 'https://example.com' }, 'missing_required_parameter', 'tools[0].server_label'],
+      [{ type: 'mcp', server_label: ['s'] }, 'invalid_type', 'tools[0].server_label'],
+    ];
+    for (const [tool, code, param] of refused) {
+      const r = await create(url, { model: 'm', input: 'hi', tools: [tool] });
+      expect(r.status, JSON.stringify(tool)).toBe(400);
+      expect(r.json['error'], JSON.stringify(tool)).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    const ok = await create(url, { model: 'm', input: 'hi', tools: [{ type: 'custom', name: 'apply_patch', description: 'patch' }, { type: 'mcp', server_label: 's', server_url: 'https://example.com' }] });
+    expect(ok.status).toBe(200);
+    expect(ok.json['tools']).toMatchObject([{ type: 'custom', name: 'apply_patch' }, { type: 'mcp', server_label: 's' }]);
+  });
+});
+
 describe('unknown create parameters', () => {
   // What real clients send, taken from their requests to this server (2026-12): Codex 0.107, 0.169 and 0.171 send
   // `client_metadata` on every create (HTTP and WebSocket) and `generate: false` to warm a WebSocket up; openai-node

@@ -13,6 +13,7 @@ import type { ParseCaps } from './parse.js';
 
 /** The input item that asks a create to compact the context instead of sampling (see `parseCreateBody`). */
 export const COMPACTION_TRIGGER = 'compaction_trigger';
+const COMPACTION_TRIGGER_TYPE = COMPACTION_TRIGGER;
 
 export function parseInput(v: unknown, param: string, required: boolean, caps: ParseCaps): InputItem[] {
   if (v === undefined || v === null) {
@@ -24,8 +25,24 @@ export function parseInput(v: unknown, param: string, required: boolean, caps: P
     throw new WireError('invalid_type', `Invalid type for '${param}': expected a string or an array of items.`, param);
   }
   checkInputParts(v, param, caps.maxInputParts);
-  return v.map((item, i) => parseItem(item, `${param}[${i}]`));
+  const anyType = caps.allowUnknownParameters === true;
+  return v.map((item, i) => parseItem(item, `${param}[${i}]`, anyType));
 }
+
+/**
+ * The input item types the API has: openai-node's `ResponseInputItem` union (6.49 and 7.5 alike) and the OpenAPI
+ * spec's `InputItem` (openai/openai-openapi `f85dbe2`). An item of another type (`{"type": "bogus_item"}`) was
+ * taken, rendered to the model as its JSON and listed back by `input_items`; the API refuses it. With `llr serve
+ * --allow-unknown-parameters`, for a client newer than this list, it is carried as before.
+ */
+export const INPUT_ITEM_TYPES: ReadonlySet<string> = new Set([
+  'message', 'file_search_call', 'computer_call', 'computer_call_output', 'web_search_call', 'function_call',
+  'function_call_output', 'tool_search_call', 'tool_search_output', 'additional_tools', 'reasoning', 'compaction',
+  'image_generation_call', 'code_interpreter_call', 'local_shell_call', 'local_shell_call_output', 'shell_call',
+  'shell_call_output', 'apply_patch_call', 'apply_patch_call_output', 'mcp_list_tools', 'mcp_approval_request',
+  'mcp_approval_response', 'mcp_call', 'custom_tool_call_output', 'custom_tool_call', COMPACTION_TRIGGER_TYPE,
+  'item_reference', 'program', 'program_output',
+]);
 
 /**
  * Items plus the content parts of messages and tool outputs: every stage
@@ -76,11 +93,18 @@ function checkItemStatus(v: Obj, param: string): void {
   );
 }
 
-export function parseItem(v: unknown, param: string): InputItem {
+export function parseItem(v: unknown, param: string, anyType = false): InputItem {
   assertObj(v, param);
   if (v['type'] === undefined && 'role' in v) return parseMessage(v, param);
+  // An item reference may leave out its type (openai-node's `ItemReference.type?: 'item_reference' | null`, the
+  // spec's `ItemReferenceParam` requires only `id`): it was refused for a missing `type`.
+  if ((v['type'] === undefined || v['type'] === null) && !('role' in v) && typeof v['id'] === 'string') return { ...v, type: 'item_reference' } as InputItem;
   if (!hasStringType(v)) {
     throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.type'.`, `${param}.type`);
+  }
+  if (!anyType && !INPUT_ITEM_TYPES.has(v['type'])) {
+    const shown = v['type'].length > 100 ? `${v['type'].slice(0, 100)}…` : v['type'];
+    throw new WireError('invalid_value', `Invalid value for '${param}.type': '${shown}' is not an input item type.`, `${param}.type`);
   }
   if (hasType(v, 'message')) return parseMessage(v, param);
   if (hasType(v, 'function_call')) {

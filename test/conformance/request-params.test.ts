@@ -179,6 +179,41 @@ describe('tools echoed on the Response', () => {
   });
 });
 
+describe('input item types', () => {
+  // openai-node's ResponseInputItem union (6.49, 7.5) and the spec's InputItem: an item of another type was taken,
+  // carried to the model as text and listed back by input_items (outside conformance tester); the API refuses it.
+  it("an item of a type the API does not have is 400 invalid_value naming input[i].type, over HTTP and WebSocket; --allow-unknown-parameters carries it as before", async () => {
+    const { url } = await testServer();
+    const r = await create(url, { model: 'm', input: [{ role: 'user', content: 'hi' }, { type: 'bogus_item', x: 1 }] });
+    expect(r.status).toBe(400);
+    expect(r.json['error']).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param: 'input[1].type' });
+    // The API's types are taken (a hosted call carried as before).
+    const hosted = await create(url, { model: 'm', input: [{ role: 'user', content: 'hi' }, { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search', query: 'x' } }, { role: 'user', content: 'again' }] });
+    expect(hosted.status, JSON.stringify(hosted.json['error'])).toBe(200);
+    const ws = await RawSocket.connect(url);
+    try {
+      ws.send({ type: 'response.create', model: 'm', input: [{ type: 'bogus_item' }] });
+      expect(await ws.next('error')).toMatchObject({ type: 'error', error: { code: 'invalid_value', param: 'input[0].type' } });
+    } finally {
+      ws.dispose();
+    }
+    const lenient = await testServer({ allowUnknownParameters: true });
+    expect((await create(lenient.url, { model: 'm', input: [{ role: 'user', content: 'hi' }, { type: 'bogus_item' }] })).status).toBe(200);
+  });
+
+  it('an item_reference may leave out its type (openai-node: type?: "item_reference" | null), as the spec has it', async () => {
+    const { url } = await testServer();
+    const first = await create(url, { model: 'm', input: 'hello' });
+    const id = (first.json['output'] as Array<{ id: string }>)[0]!.id;
+    for (const ref of [{ id }, { id, type: null }, { id, type: 'item_reference' }]) {
+      const r = await create(url, { model: 'm', input: [{ role: 'user', content: 'hi' }, ref, { role: 'user', content: 'again' }] });
+      expect(r.status, `${JSON.stringify(ref)}: ${JSON.stringify(r.json['error'])}`).toBe(200);
+    }
+    const unknown = await create(url, { model: 'm', input: [{ id: 'msg_nope' }] });
+    expect(unknown.json['error']).toMatchObject({ code: 'item_not_found', param: 'input[0].id' });
+  });
+});
+
 describe('unknown create parameters', () => {
   // What real clients send, taken from their requests to this server (2026-12): Codex 0.107, 0.169 and 0.171 send
   // `client_metadata` on every create (HTTP and WebSocket) and `generate: false` to warm a WebSocket up; openai-node

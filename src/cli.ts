@@ -74,9 +74,9 @@ merges of --tokenizer-cache-entries pre-tokens (default 100000, and at most
 Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
 (all on by default except overlap_persist and lean_pause_event).
 --allow-unknown-parameters ignores a create's unknown top-level fields, which are
-refused 400 unknown_parameter by default, as the API refuses them, and carries input
-items of unknown types, refused 400 invalid_value by default (for a client newer
-than the server's lists of fields and item types; docs/protocol.md).
+refused 400 unknown_parameter by default, as the API refuses them, and takes input
+items and tools of unknown types, refused 400 invalid_value by default (for a client
+newer than the server's lists of fields and types; docs/protocol.md).
 --workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
 selects the replay policy: the model replays the recorded run's turns (a model call with more
 parallel calls than --max-pending-calls raises it to fit, unless the flag is given).

@@ -569,6 +569,17 @@ export function withTimingOptIn<T extends CreateParams>(params: T, optIn: boolea
   return optIn ? { ...params, llr: { ...params.llr, timing: true } } : params;
 }
 
+/**
+ * The tool types the API has: openai-node's `Tool` union (6.49 and 7.5 alike) and the OpenAPI spec's `Tool`
+ * (openai/openai-openapi `f85dbe2`). A tool of another type was taken and echoed in the Response's `tools`, which
+ * typed clients decode as that union; the API refuses it. With `llr serve --allow-unknown-parameters` it is taken.
+ */
+const TOOL_TYPES: ReadonlySet<string> = new Set([
+  'function', 'file_search', 'computer', 'computer_use_preview', 'web_search', 'web_search_2025_08_26', 'mcp',
+  'code_interpreter', 'programmatic_tool_calling', 'image_generation', 'local_shell', 'shell', 'custom', 'namespace',
+  'tool_search', 'web_search_preview', 'web_search_preview_2025_03_11', 'apply_patch',
+]);
+
 function parseTools(v: unknown, caps: ParseCaps): Tool[] {
   if (v === undefined || v === null) return [];
   if (!Array.isArray(v)) throw new WireError('invalid_type', "Invalid type for 'tools': expected an array.", 'tools');
@@ -584,6 +595,10 @@ function parseTools(v: unknown, caps: ParseCaps): Tool[] {
     assertObj(t, `tools[${i}]`);
     if (!hasStringType(t)) {
       throw new WireError('missing_required_parameter', `Missing required parameter: 'tools[${i}].type'.`, `tools[${i}].type`);
+    }
+    if (caps.allowUnknownParameters !== true && !TOOL_TYPES.has(t['type'])) {
+      const shown = t['type'].length > 100 ? `${t['type'].slice(0, 100)}…` : t['type'];
+      throw new WireError('invalid_value', `Invalid value for 'tools[${i}].type': '${shown}' is not a tool type.`, `tools[${i}].type`);
     }
     if (hasType(t, 'function')) {
       requireString(t, 'name', `tools[${i}]`);

@@ -159,6 +159,18 @@ describe('input item fields listed back by input_items', () => {
 describe('tools echoed on the Response', () => {
   // A custom tool without its name, an MCP tool without its server_label, were taken and echoed so in the Response's
   // `tools`, where openai-node's CustomTool and Tool.Mcp require them (outside conformance tester); the API refuses them.
+  it('a tool of a type the API does not have is 400 invalid_value naming tools[i].type; --allow-unknown-parameters takes it as before', async () => {
+    const { url } = await testServer();
+    const r = await create(url, { model: 'm', input: 'hi', tools: [{ type: 'function', name: 'f' }, { type: 'bogus_tool' }] });
+    expect(r.status).toBe(400);
+    expect(r.json['error']).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param: 'tools[1].type' });
+    const every = ['file_search', 'computer', 'computer_use_preview', 'web_search', 'web_search_2025_08_26', 'code_interpreter', 'programmatic_tool_calling', 'image_generation', 'local_shell', 'shell', 'namespace', 'tool_search', 'web_search_preview', 'web_search_preview_2025_03_11', 'apply_patch'];
+    const ok = await create(url, { model: 'm', input: 'hi', tools: every.map((type) => ({ type })) });
+    expect(ok.status, JSON.stringify(ok.json['error'])).toBe(200);
+    const lenient = await testServer({ allowUnknownParameters: true });
+    expect((await create(lenient.url, { model: 'm', input: 'hi', tools: [{ type: 'bogus_tool' }] })).status).toBe(200);
+  });
+
   it("a custom tool's name and an MCP tool's server_label are required strings", async () => {
     const { url } = await testServer();
     const refused: Array<[unknown, string, string]> = [

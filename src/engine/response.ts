@@ -45,7 +45,8 @@ export function newResponse(params: CreateParams, now: number): Response {
     store: params.store,
     background: params.background === true,
     // The API's Response says `priority` for a `fast` request (the OpenAPI spec's ServiceTier): `fast` opts in to it.
-    service_tier: params.service_tier === 'fast' ? 'priority' : (params.service_tier ?? 'default'),
+    // The tier utilized, as the API shows it: 'fast' is served as 'priority', 'auto' (and none) as the project's default tier.
+    service_tier: params.service_tier === 'fast' ? 'priority' : params.service_tier === 'auto' || params.service_tier == null ? 'default' : params.service_tier,
     metadata: params.metadata,
     safety_identifier: params.safety_identifier,
     prompt_cache_key: params.prompt_cache_key,

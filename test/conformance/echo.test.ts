@@ -124,6 +124,9 @@ describe('echoed fields', () => {
     expect((await post(url, { model: 'm', input: 'hi', service_tier: 'ultrafast' })).service_tier).toBe('ultrafast');
     expect((await post(url, { model: 'm', input: 'hi', service_tier: 'fast' })).service_tier).toBe('priority');
     expect((await post(url, { model: 'm', input: 'hi', service_tier: 'flex' })).service_tier).toBe('flex');
+    // 'auto' is the project's tier, 'default' unless configured otherwise; the Response shows the tier utilized
+    // (openai-node's Response.service_tier: "the response body will include the service_tier utilized"). It showed 'auto'.
+    expect((await post(url, { model: 'm', input: 'hi', service_tier: 'auto' })).service_tier).toBe('default');
   });
 
   it('POST /v1/responses/compact checks service_tier as a create does, against its own enum (it took any value silently)', async () => {

@@ -13,7 +13,6 @@ import type { ParseCaps } from './parse.js';
 
 /** The input item that asks a create to compact the context instead of sampling (see `parseCreateBody`). */
 export const COMPACTION_TRIGGER = 'compaction_trigger';
-const COMPACTION_TRIGGER_TYPE = COMPACTION_TRIGGER;
 
 export function parseInput(v: unknown, param: string, required: boolean, caps: ParseCaps): InputItem[] {
   if (v === undefined || v === null) {
@@ -40,7 +39,7 @@ export const INPUT_ITEM_TYPES: ReadonlySet<string> = new Set([
   'function_call_output', 'tool_search_call', 'tool_search_output', 'additional_tools', 'reasoning', 'compaction',
   'image_generation_call', 'code_interpreter_call', 'local_shell_call', 'local_shell_call_output', 'shell_call',
   'shell_call_output', 'apply_patch_call', 'apply_patch_call_output', 'mcp_list_tools', 'mcp_approval_request',
-  'mcp_approval_response', 'mcp_call', 'custom_tool_call_output', 'custom_tool_call', COMPACTION_TRIGGER_TYPE,
+  'mcp_approval_response', 'mcp_call', 'custom_tool_call_output', 'custom_tool_call', COMPACTION_TRIGGER,
   'item_reference', 'program', 'program_output',
 ]);
 

@@ -259,6 +259,25 @@ export function checkCreateParameters(body: Obj): void {
   }
 }
 
+/**
+ * The fields of `POST /v1/responses/input_tokens`: openai-node's `InputTokenCountParams` (6.49 and 7.5 alike), not a
+ * create's. Any other (a create-only `stream`, `metadata`, `temperature`; a typo) is refused `400 unknown_parameter`,
+ * as the API refuses it; it was taken, so a count that worked here failed there.
+ */
+export const INPUT_TOKEN_PARAMETERS: ReadonlySet<string> = new Set([
+  'conversation', 'input', 'instructions', 'model', 'parallel_tool_calls', 'personality', 'previous_response_id',
+  'reasoning', 'text', 'tool_choice', 'tools', 'truncation',
+]);
+
+/** An `input_tokens` body's fields are all in `INPUT_TOKEN_PARAMETERS`; the first that is not is refused. */
+export function checkInputTokenParameters(body: Obj): void {
+  for (const key in body) {
+    if (!Object.hasOwn(body, key) || INPUT_TOKEN_PARAMETERS.has(key)) continue;
+    const shown = key.length > 100 ? `${key.slice(0, 100)}…` : key;
+    throw new WireError('unknown_parameter', `Unknown parameter: '${shown}'.`, shown);
+  }
+}
+
 /** Parse the body of a create request (HTTP POST or `response.create`). */
 export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): CreateParams {
   assertObj(body, 'body');

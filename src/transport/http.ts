@@ -42,7 +42,7 @@ import { newId } from '../protocol/objects.js';
 import type { Response } from '../protocol/objects.js';
 import type { CreateParams } from '../protocol/events.js';
 import type { BackgroundResponse, Follower } from '../modes/background.js';
-import { checkCreateParameters, parseAppendBody, parseCompactBody, parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
+import { checkCreateParameters, checkInputTokenParameters, parseAppendBody, parseCompactBody, parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { Hold } from '../modes/server-bytes.js';
 import type { SendShare } from '../modes/send-bytes.js';
@@ -570,6 +570,7 @@ export class HttpTransport {
     const limits = this.host.limits;
     const body = await readBody(req, limits.maxFrameBytes, hold);
     const json = await parseEdgeJson(body, 'body', limits);
+    if (!this.host.allowUnknownParameters && json !== null && typeof json === 'object' && !Array.isArray(json)) checkInputTokenParameters(json as Record<string, unknown>);
     // Absent or null (openai-node 7's `InputTokenCountParams.model` is `string | null`: a null was refused as missing).
     const unnamed = json !== null && typeof json === 'object' && !Array.isArray(json) && ((json as Record<string, unknown>)['model'] ?? null) === null;
     const withModel = unnamed ? { ...(json as Record<string, unknown>), model: 'input-tokens' } : json;

@@ -48,4 +48,21 @@ describe('responses.inputTokens.count', () => {
     await expect(client.responses.inputTokens.count({ input: 'x', previous_response_id: 'resp_missing' })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
     expect((await fetch(`${url}/v1/responses/input_tokens`)).status).toBe(405);
   });
+
+  // Its fields are InputTokenCountParams' (openai-node 6.49 and 7.5), not a create's: a create-only field (`stream`,
+  // `metadata`, `temperature`) or a typo was taken, so a count that worked here failed against the API, which refuses
+  // unknown parameters (outside conformance tester).
+  it("refuses a field InputTokenCountParams does not have, 400 unknown_parameter naming it; --allow-unknown-parameters ignores it", async () => {
+    const { url } = await testServer();
+    const count = (body: unknown) => fetch(`${url}/v1/responses/input_tokens`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    for (const field of ['stream', 'metadata', 'temperature', 'instructons']) {
+      const res = await count({ model: 'm', input: 'hi', [field]: field === 'metadata' ? {} : field === 'stream' ? false : 1 });
+      expect(res.status, field).toBe(400);
+      expect(((await res.json()) as { error: unknown }).error, field).toMatchObject({ type: 'invalid_request_error', code: 'unknown_parameter', param: field });
+    }
+    const every = { conversation: null, input: 'hi', instructions: 'x', model: 'm', parallel_tool_calls: true, personality: 'friendly', previous_response_id: null, reasoning: { effort: 'low' }, text: { format: { type: 'text' } }, tool_choice: 'auto', tools: [], truncation: 'auto' };
+    expect((await count(every)).status).toBe(200);
+    const lenient = await testServer({ allowUnknownParameters: true });
+    expect((await fetch(`${lenient.url}/v1/responses/input_tokens`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ input: 'hi', stream: false }) })).status).toBe(200);
+  });
 });

@@ -72,8 +72,10 @@ describe('request parameters', () => {
     const long = await create(url, { model: 'm', input: 'hi', safety_identifier: 'a'.repeat(65) });
     expect(long.status).toBe(400);
     expect(long.json['error']).toMatchObject({ type: 'invalid_request_error', code: 'string_above_max_length', param: 'safety_identifier' });
+    // input_tokens has no safety_identifier (openai-node's InputTokenCountParams): an unknown parameter there.
     const tokens = await fetch(`${url}/v1/responses/input_tokens`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', safety_identifier: 'a'.repeat(65) }) });
     expect(tokens.status).toBe(400);
+    expect(((await tokens.json()) as { error: unknown }).error).toMatchObject({ code: 'unknown_parameter', param: 'safety_identifier' });
     for (const id of ['a'.repeat(64), '\u{1F600}'.repeat(64)]) {
       const ok = await create(url, { model: 'm', input: 'hi', safety_identifier: id });
       expect(ok.status).toBe(200);

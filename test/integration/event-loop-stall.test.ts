@@ -216,9 +216,12 @@ describe('the event loop stays responsive under large inputs', () => {
     // in the render and again in the safety scan (the long-form chaos fuzzer's append typed by 1 M lone surrogates
     // held /health over 250 ms, --seed 1304). 2.5 M is about what a 16 MiB body can carry (six bytes each escaped);
     // the one regex match of the tokenizer's pre-token over such a run (~45 ms a million of them) is the longest
-    // turn left (~115 ms), which cannot be sliced without changing the pre-tokens.
-    const { server } = await testServer();
-    const params = parseCreateBody({ model: 'sim-model', input: [{ type: 'message', role: 'user', content: 'hi' }, { type }], store: false });
+    // turn left (~115 ms), which cannot be sliced without changing the pre-tokens. An unknown type is refused at the
+    // parse (400 naming input[i].type) unless `--allow-unknown-parameters` carries it: the way such items still come in.
+    const { server } = await testServer({ allowUnknownParameters: true });
+    const body = { model: 'sim-model', input: [{ type: 'message', role: 'user', content: 'hi' }, { type }], store: false };
+    expect(() => parseCreateBody(body)).toThrow(/is not an input item type/);
+    const params = parseCreateBody(body, { ...DEFAULT_PARSE_CAPS, allowUnknownParameters: true });
     const { result, stalls } = await watchLoop(planAndRun(server, name, params));
     expect(result.status).toBe('completed');
     expect(result.usage!.input_tokens).toBeGreaterThan(1_000_000);

@@ -41,9 +41,8 @@ export function callsOf(turn: ReplayTurn): Array<{ name: string; arguments: stri
  */
 export function replayable(w: Workload): Workload {
   const dropped = new Set<string>();
-  let previousAnswer: string | null = null;
-  const userTurns = w.userTurns.map((u) => {
-    let input = u.input.filter((item) => !(item.type === 'function_call_output' && dropped.has(callIdOf(item))));
+  const ended = w.userTurns.map((u) => {
+    const input = u.input.filter((item) => !(item.type === 'function_call_output' && dropped.has(callIdOf(item))));
     const modelTurns = u.modelTurns.map((t) => ({ ...t, output: t.output.map((o) => ({ ...o })) }));
     const last = modelTurns.at(-1);
     if (last && callsOf(last).length > 0) {
@@ -51,20 +50,54 @@ export function replayable(w: Workload): Workload {
       last.output = last.output.filter((o) => o.type !== 'function_call');
       if (last.output.length === 0) last.output.push({ type: 'message', text: INTERRUPTED_TEXT });
     }
-    if (u.replace_history && previousAnswer !== null && !isAnchor(input[0], previousAnswer)) {
-      input = [{ type: 'message', role: 'assistant', content: previousAnswer }, ...input];
-    }
-    const answer = last?.output.findLast((o) => o.type === 'message');
-    previousAnswer = answer?.type === 'message' ? answer.text : null;
     return { ...u, input, modelTurns };
+  });
+  // The model call each assistant text first appears in: where the replay model places an anchor of that text.
+  const total = ended.reduce((n, u) => n + u.modelTurns.length, 0);
+  const firstCall = new Map<string, number>();
+  let call = 0;
+  for (const u of ended) {
+    for (const t of u.modelTurns) {
+      for (const o of t.output) if (o.type === 'message' && !firstCall.has(o.text)) firstCall.set(o.text, call);
+      call++;
+    }
+  }
+  let previous: { text: string; call: number } | null = null;
+  let at = 0;
+  const userTurns = ended.map((u) => {
+    let input = u.input;
+    if (u.replace_history && previous !== null) {
+      const anchor = anchorText(previous.text, previous.call, firstCall.get(previous.text)!, total);
+      const rest = isAnchor(input[0], previous.text) ? input.slice(1) : input;
+      input = [{ type: 'message', role: 'assistant', content: anchor }, ...rest];
+    }
+    at += u.modelTurns.length;
+    const answer = u.modelTurns.at(-1)?.output.findLast((o) => o.type === 'message');
+    previous = answer?.type === 'message' ? { text: answer.text, call: at - 1 } : null;
+    return { ...u, input };
   });
   const toolOutputs = Object.fromEntries(Object.entries(w.toolOutputs).filter(([id]) => !dropped.has(id)));
   return { ...w, userTurns, toolOutputs };
 }
 
-function isAnchor(item: InputItem | undefined, text: string): boolean {
-  return item !== undefined && item.type === 'message' && 'role' in item && item.role === 'assistant' && item.content === text;
+/**
+ * The anchor of a user turn that starts a new conversation: the previous user turn's final answer, which the replay
+ * model places at the first recorded output with that text. When that text first appears at an earlier model call
+ * ("Done." ending several user turns), the anchor also holds a position note naming the call that comes next
+ * (policies.ts `replayPositionNote`): without it, the model placed the conversation at the earlier call and replayed
+ * the calls after it again, and every design's replay diverged (outside attack).
+ */
+function anchorText(text: string, call: number, first: number, total: number): string {
+  return first < call ? `${text}\n\n[llr replay: position ${call + 2} of ${total}]` : text;
 }
+
+/** Whether `item` is an anchor of `text`, with or without a position note (a workload cut shorter changes its total). */
+function isAnchor(item: InputItem | undefined, text: string): boolean {
+  if (item === undefined || item.type !== 'message' || !('role' in item) || item.role !== 'assistant' || typeof item.content !== 'string') return false;
+  return item.content === text || (item.content.startsWith(`${text}\n\n[llr replay: position `) && ANCHOR_NOTE.test(item.content.slice(text.length)));
+}
+
+const ANCHOR_NOTE = /^\n\n\[llr replay: position \d+ of \d+\]$/;
 
 function callIdOf(item: InputItem): string {
   return String((item as { call_id?: unknown }).call_id);

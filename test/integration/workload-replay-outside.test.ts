@@ -1,0 +1,46 @@
+/**
+ * Rollouts an outsider could hand the bench (shapes a real Codex session can
+ * have that the fixtures do not), read as `llr serve --workload` reads them
+ * and replayed through every design by the bench's replay driver on a real
+ * server on port 0. A replay that goes off script fails (ReplayError), so
+ * "completes" means the model made exactly the recorded calls.
+ */
+import { describe, expect, it } from 'vitest';
+import { replayRun } from '../../src/bench/replay.js';
+import { CLIENT_PROTOCOLS } from '../../src/client/index.js';
+import { replayPolicy } from '../../src/model/policies.js';
+import { parseWorkload } from '../../src/workload/load.js';
+import { flatModelTurns, replayable } from '../../src/workload/replayable.js';
+import { testServer } from '../helpers/server.js';
+
+let clock = Date.parse('2026-11-01T10:00:00Z');
+const rec = (type: string, payload: Record<string, unknown>) => JSON.stringify({ timestamp: new Date((clock += 250)).toISOString(), type, payload });
+const meta = () => rec('session_meta', { id: 's1', source: 'cli', base_instructions: { text: 'You are Codex.' } });
+const user = (text: string) => rec('response_item', { type: 'message', role: 'user', content: [{ type: 'input_text', text }] });
+const answer = (text: string) => rec('response_item', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] });
+const call = (call_id: string) => rec('response_item', { type: 'function_call', name: 'shell', arguments: '{"command":["ls"]}', call_id });
+const output = (call_id: string) => rec('response_item', { type: 'function_call_output', call_id, output: 'ok' });
+const load = (lines: string[]) => replayable(parseWorkload(lines.join('\n') + '\n', 'x.jsonl', 'test'));
+
+async function replaysThroughEveryDesign(lines: string[]): Promise<void> {
+  const w = load(lines);
+  const turns = flatModelTurns(w);
+  const { url } = await testServer({ policy: replayPolicy(turns) });
+  for (const design of CLIENT_PROTOCOLS) {
+    const sample = await replayRun({ design, url, workload: w, nonce: design, toolFactor: 0, timeoutMs: 20_000 });
+    expect(sample.turns, design).toHaveLength(turns.length);
+  }
+}
+
+describe('rollouts from outside replay to the end through every design', () => {
+  it('a compaction after user turns that all ended "Done." (the anchor placed the new conversation at the first: replay diverged)', async () => {
+    const lines = [meta()];
+    for (const k of [1, 2, 3]) lines.push(user(`task ${k}`), call(`a${k}`), output(`a${k}`), answer('Done.'));
+    lines.push(rec('compacted', { message: 'summary' }), user('after the compaction'), call('z1'), output('z1'), answer('Finished.'));
+    await replaysThroughEveryDesign(lines);
+    // Read again, as the bench's server process reads the copy it is handed, the anchor stays one message.
+    const w = load(lines);
+    expect(replayable(w)).toEqual(w);
+    expect(w.userTurns[3]!.input.filter((i) => 'role' in i && i.role === 'assistant')).toHaveLength(1);
+  });
+});

@@ -65,7 +65,9 @@
  *   past MAX_TOOL_MS (5 minutes) counts MAX_TOOL_MS; each is noted.
  * - A call without output followed by a new user turn, or by `turn_aborted`,
  *   was interrupted: Codex answers it `"aborted"` in the next request, so the
- *   next user turn's input starts with that output. A call without output at
+ *   next user turn's input starts with that output. One without output when
+ *   the model's next call of its user turn begins is answered "aborted" there
+ *   (Codex's `ensure_call_outputs_present`), noted. A call without output at
  *   the end of the file with no `turn_aborted` after it means the file is
  *   truncated: an error naming its line.
  * - Compaction (`compacted` records, `compaction` items): Codex continues
@@ -134,6 +136,8 @@ const SKIPPED_KEPT = 6;
  * records each of its own unknown type kept a million notes (32 MB read to a 94 MB neutral file, 850 MB resident).
  */
 const SKIPPED_KEPT_PER_WHY = 100;
+/** What Codex sends as the output of a call the history holds none for. */
+const ABORTED = 'aborted';
 const PLACEHOLDER_INPUT = '(the rollout records no user input before this model output)';
 
 export function parseRollout(text: string, name: string, source: string): Workload {
@@ -159,6 +163,8 @@ class RolloutParser {
   private readonly pending = new Map<string, { line: number; name: string; ts: number | undefined; aborted: boolean }>();
   private readonly answered = new Map<string, { output: string; callTs: number | undefined; ts: number | undefined; callLine: number; line: number }>();
   private readonly abortedIds = new Set<string>();
+  /** Calls answered "aborted" when the model's next call began without their output: the line it began at. */
+  private readonly answeredAborted = new Map<string, number>();
   private readonly execEndMs = new Map<string, number>();
   private readonly schemas = new ToolSchemas();
   private readonly skipped: Skipped[] = [];
@@ -381,6 +387,7 @@ class RolloutParser {
       this.pendingReplace = null;
     }
     if (this.open === null) {
+      this.answerLeftOpen();
       this.open = { line: this.line, visible: [], reasoning: 0, usage: null, mark: this.ctx.length };
       this.turn!.calls.push(this.open);
       this.last = null; // a usage event from now on belongs to this call
@@ -388,6 +395,23 @@ class RolloutParser {
     if (visible) this.open.visible.push(visible);
     this.open.reasoning += reasoning;
     this.ctx.push({ kind: 'add', item: ctxItem });
+  }
+
+  /**
+   * The model's next call begins while calls of an earlier one have no output and no turn_aborted marked them (a
+   * stream that failed after the call and was retried, a tool that never answered): Codex sends each such call the
+   * output "aborted" right after it (normalize.rs `ensure_call_outputs_present`), so the replay answers it so, noted.
+   * Before, the file was refused at the call as truncated ("the file ends before it") though it went on.
+   */
+  private answerLeftOpen(): void {
+    for (const [callId, call] of this.pending) {
+      if (call.aborted) continue;
+      this.pending.delete(callId);
+      this.answered.set(callId, { output: ABORTED, callTs: undefined, ts: undefined, callLine: call.line, line: this.line });
+      this.answeredAborted.set(callId, this.line);
+      this.ctx.push({ kind: 'add', item: { type: 'function_call_output', call_id: callId, output: ABORTED } });
+      this.skip(`${call.name} call ${callId} (line ${call.line})`, `has no output before the model's next call: answered "${ABORTED}" there, as Codex sends a call without output`);
+    }
   }
 
   private clientCall(callId: string, name: string, args: string, ts: number | undefined, custom: boolean): void {
@@ -412,6 +436,8 @@ class RolloutParser {
     const call = this.pending.get(callId);
     if (!call) {
       if (this.abortedIds.has(callId)) this.fail(`output for call_id ${callId} comes after a new user turn began`);
+      const next = this.answeredAborted.get(callId);
+      if (next !== undefined) this.fail(`output for call_id ${callId} comes after the model's next call began (line ${next}), where Codex sent it "${ABORTED}"`);
       this.fail(`output for call_id ${callId}, which ${this.answered.has(callId) ? 'already has one' : 'no earlier call has'}`);
     }
     this.pending.delete(callId);

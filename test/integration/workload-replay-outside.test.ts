@@ -43,4 +43,16 @@ describe('rollouts from outside replay to the end through every design', () => {
     expect(replayable(w)).toEqual(w);
     expect(w.userTurns[3]!.input.filter((i) => 'role' in i && i.role === 'assistant')).toHaveLength(1);
   });
+
+  it('a call left without output while the model called again in the same user turn is answered "aborted", as Codex sends it (it was refused as truncated)', async () => {
+    const lines = [meta(), user('go'), call('c1'), call('c2'), output('c2'), call('c3'), output('c3'), answer('Done.')];
+    await replaysThroughEveryDesign(lines);
+    const w = load(lines);
+    expect(w.toolOutputs['c1']).toEqual({ output: 'aborted', duration_ms: 0 });
+    expect(w.skipped).toEqual([expect.objectContaining({ line: 6, what: 'shell call c1 (line 3)' })]);
+    // Its output after the model's next call began is refused, naming both lines.
+    expect(() => load([meta(), user('go'), call('c1'), call('c2'), output('c2'), call('c3'), output('c1'), output('c3'), answer('Done.')])).toThrow(
+      /^x\.jsonl:7: output for call_id c1 comes after the model's next call began \(line 6\), where Codex sent it "aborted"$/,
+    );
+  });
 });

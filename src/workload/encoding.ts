@@ -7,6 +7,8 @@
  * - UTF-16 or UTF-32 (told by its BOM, or by the NUL bytes every ASCII
  *   character of UTF-16 text carries: JSON starts with ASCII) is refused as
  *   such: "the file is UTF-16 …; convert it to UTF-8".
+ * - A compressed file (gzip, zstd, xz, bzip2, zip: told by its magic number)
+ *   is refused as such, with the command that decompresses it.
  * - Invalid UTF-8 is refused at its line, with the byte, its column in the
  *   line and its offset in the file.
  *
@@ -20,6 +22,8 @@ import { WorkloadError } from './types.js';
 
 /** The file's text (its BOM, if any, kept: the readers drop it); a WorkloadError when it is not UTF-8. */
 export function decodeWorkload(bytes: Buffer, name: string): string {
+  const packed = compressed(bytes);
+  if (packed !== null) throw new WorkloadError(0, `${name}: the file is ${packed[0]}-compressed, not text; decompress it first: ${packed[1]} FILE > rollout.jsonl, or pass <(${packed[1]} FILE) as the file`);
   const wide = wideEncoding(bytes);
   if (wide !== null) throw new WorkloadError(0, `${name}: the file is ${wide}; convert it to UTF-8 (e.g. iconv -f ${wide.split(' ')[0]} -t UTF-8)`);
   if (isUtf8(bytes)) return bytes.toString('utf8');
@@ -38,6 +42,21 @@ export function decodeWorkload(bytes: Buffer, name: string): string {
     line,
     `${name}:${line}: not valid UTF-8: byte 0x${byte} at byte ${at - start + 1} of the line (offset ${at} in the file); a workload file must be UTF-8 text, convert it to UTF-8`,
   );
+}
+
+/**
+ * The compression format and its decompressing command when the bytes start with one's magic number, else null. Read
+ * as text, a `.jsonl.gz` (a rollout archived or sent compressed) was refused as "not valid UTF-8: byte 0x8B at byte
+ * 2 of the line", which says nothing of what to do. None of these magic numbers starts JSON text.
+ */
+function compressed(b: Buffer): [string, string] | null {
+  const starts = (...m: number[]) => m.every((x, i) => b[i] === x);
+  if (starts(0x1f, 0x8b)) return ['gzip', 'zcat'];
+  if (starts(0x28, 0xb5, 0x2f, 0xfd)) return ['zstd', 'zstdcat'];
+  if (starts(0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00)) return ['xz', 'xzcat'];
+  if (starts(0x42, 0x5a, 0x68) && b[3]! >= 0x31 && b[3]! <= 0x39) return ['bzip2', 'bzcat'];
+  if (starts(0x50, 0x4b, 0x03, 0x04)) return ['zip', 'unzip -p'];
+  return null;
 }
 
 /** 'UTF-16 (little-endian)' and the like when the bytes are UTF-16 or UTF-32 text, else null. */

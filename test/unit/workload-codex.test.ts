@@ -7,6 +7,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_WORKLOAD, parseWorkload, readWorkload, summarizeWorkload, WorkloadError, type Workload } from '../../src/workload/load.js';
@@ -306,6 +307,24 @@ describe('files that are not rollouts, or are cut short', () => {
         expect(err.line, file).toBe(0);
         expect(err.message, file).toMatch(new RegExp(`^${file.replace('.', '\\.')}: the file is ${what.source}; convert it to UTF-8`));
       }
+    });
+
+    it('refuses a compressed file as such, saying how to decompress it (a .jsonl.gz read as "not valid UTF-8: byte 0x8B")', () => {
+      const text = Buffer.from(good());
+      const cases: [string, Buffer, string][] = [
+        ['r.jsonl.gz', gzipSync(text), 'gzip-compressed, not text; decompress it first: zcat FILE > rollout.jsonl'],
+        ['r.jsonl.zst', Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x24, 0x80]), 'zstd-compressed, not text; decompress it first: zstdcat FILE'],
+        ['r.jsonl.xz', Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00, 0x00]), 'xz-compressed'],
+        ['r.jsonl.bz2', Buffer.from('BZh91AY&SY\xff', 'latin1'), 'bzip2-compressed'],
+        ['r.zip', Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x14]), 'zip-compressed, not text; decompress it first: unzip -p FILE'],
+      ];
+      for (const [file, bytes, what] of cases) {
+        const err = refusal(file, bytes);
+        expect(err.line, file).toBe(0);
+        expect(err.message, file).toContain(`${file}: the file is ${what}`);
+      }
+      // Text that merely starts with "BZh" or "PK" is still read as text.
+      expect(refusal('bz.jsonl', Buffer.from('BZhello\n')).message).toMatch(/^bz\.jsonl:1: not valid JSON/);
     });
 
     it('wraps a file it cannot read', () => {

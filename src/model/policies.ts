@@ -273,10 +273,10 @@ function extendsItems(items: readonly InputItem[], prefix: readonly InputItem[])
  * first call. A conversation with nothing to place it starts at the first
  * call (docs/protocol.md, "The replay model").
  */
-export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
+/** The trajectory's lookups for placing a conversation in it (no tokenizing). */
+function replayIndex(turns: readonly ReplayTurn[]): ReplayIndex {
   const at: ReplayIndex = { turns: turns.length, turnOf: [], lastOf: [], hasCalls: [], byCallId: new Map(), byText: new Map() };
-  const plans = turns.map((turn, t): PlannedOutput => {
-    const items: PlannedItem[] = turn.output.map((o) => ({ ...o }));
+  turns.forEach((turn, t) => {
     for (const o of turn.output) {
       const g = at.turnOf.push(t) - 1;
       if (o.type === 'function_call') {
@@ -291,6 +291,24 @@ export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
     // A turn with no output still ends somewhere: at the end of the one before.
     at.lastOf.push(at.turnOf.length - 1);
     at.hasCalls.push(turn.output.some((o) => o.type === 'function_call'));
+  });
+  return at;
+}
+
+/**
+ * Which recorded model call (0-based) `replayPolicy(turns)` plays for a conversation of `items`, as it places it;
+ * `turns.length` when past the last. For checking a workload's replay before any server runs it (replayable.ts).
+ * Returns a function, so the trajectory is indexed once for many conversations.
+ */
+export function replayPlacement(turns: readonly ReplayTurn[]): (items: readonly InputItem[]) => number {
+  const at = replayIndex(turns);
+  return (items) => new ReplayScan().update(items, at).turn + 1;
+}
+
+export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
+  const at = replayIndex(turns);
+  const plans = turns.map((turn): PlannedOutput => {
+    const items: PlannedItem[] = turn.output.map((o) => ({ ...o }));
     const hidden = turn.output_tokens === undefined ? 0 : Math.max(0, turn.output_tokens - visibleTokens(items));
     return { items, hiddenTokens: hidden, pieces: items.map(() => ({})) };
   });

@@ -11,6 +11,7 @@
  * Used by `llr serve --workload` (load.ts) and the bench. Leaves out cutting a
  * workload short and per-run nonces (bench/workload-prep.ts).
  */
+import { replayPlacement } from '../model/policies.js';
 import type { ReplayTurn } from '../model/types.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { Workload } from './types.js';
@@ -52,28 +53,18 @@ export function replayable(w: Workload): Workload {
     }
     return { ...u, input, modelTurns };
   });
-  // The model call each assistant text first appears in: where the replay model places an anchor of that text.
+  // Where the replay model places each new conversation (as the server will): its anchor must place it at its
+  // user turn's first model call.
+  const place = replayPlacement(ended.flatMap((u) => u.modelTurns));
   const total = ended.reduce((n, u) => n + u.modelTurns.length, 0);
-  const firstCall = new Map<string, number>();
-  let call = 0;
-  for (const u of ended) {
-    for (const t of u.modelTurns) {
-      for (const o of t.output) if (o.type === 'message' && !firstCall.has(o.text)) firstCall.set(o.text, call);
-      call++;
-    }
-  }
-  let previous: { text: string; call: number } | null = null;
-  let at = 0;
+  let previous: string | null = null;
+  let first = 0;
   const userTurns = ended.map((u) => {
     let input = u.input;
-    if (u.replace_history && previous !== null) {
-      const anchor = anchorText(previous.text, previous.call, firstCall.get(previous.text)!, total);
-      const rest = isAnchor(input[0], previous.text) ? input.slice(1) : input;
-      input = [{ type: 'message', role: 'assistant', content: anchor }, ...rest];
-    }
-    at += u.modelTurns.length;
+    if (u.replace_history && previous !== null) input = anchored(withoutAnchor(input, previous), previous, first, total, place);
+    first += u.modelTurns.length;
     const answer = u.modelTurns.at(-1)?.output.findLast((o) => o.type === 'message');
-    previous = answer?.type === 'message' ? { text: answer.text, call: at - 1 } : null;
+    previous = answer?.type === 'message' ? answer.text : null;
     return { ...u, input };
   });
   const toolOutputs = Object.fromEntries(Object.entries(w.toolOutputs).filter(([id]) => !dropped.has(id)));
@@ -81,20 +72,36 @@ export function replayable(w: Workload): Workload {
 }
 
 /**
- * The anchor of a user turn that starts a new conversation: the previous user turn's final answer, which the replay
- * model places at the first recorded output with that text. When that text first appears at an earlier model call
- * ("Done." ending several user turns), the anchor also holds a position note naming the call that comes next
- * (policies.ts `replayPositionNote`): without it, the model placed the conversation at the earlier call and replayed
- * the calls after it again, and every design's replay diverged (outside attack).
+ * A new conversation's input with its anchor: the previous user turn's final answer (`text`), an assistant message
+ * the replay model places at the first recorded output with that text (the conversation holds no earlier call ids).
+ * First in the input, as it always was, when that places the conversation at its user turn's first model call
+ * (`call`). Else the anchor holds a position note naming that call (policies.ts `replayPositionNote`): when the text
+ * first appears at an earlier call ("Done." ending several user turns), first in the input; when the input's own
+ * assistant texts or calls place it further on (a replacement history holding "Done." that a later call repeats;
+ * the model never moves back), after the last of them. Without these, the model placed the conversation at another
+ * call and every design's replay diverged (outside attack).
  */
-function anchorText(text: string, call: number, first: number, total: number): string {
-  return first < call ? `${text}\n\n[llr replay: position ${call + 2} of ${total}]` : text;
+function anchored(input: InputItem[], text: string, call: number, total: number, place: (items: readonly InputItem[]) => number): InputItem[] {
+  const anchor = (content: string): InputItem => ({ type: 'message', role: 'assistant', content });
+  const plain = [anchor(text), ...input];
+  if (place(plain) === call) return plain;
+  const noted = anchor(`${text}\n\n[llr replay: position ${call + 1} of ${total}]`);
+  const first = [noted, ...input];
+  if (place(first) === call) return first;
+  const k = input.findLastIndex((i) => (i.type === 'message' && 'role' in i && i.role === 'assistant') || i.type === 'function_call' || i.type === 'function_call_output') + 1;
+  return [...input.slice(0, k), noted, ...input.slice(k)];
 }
 
-/** Whether `item` is an anchor of `text`, with or without a position note (a workload cut shorter changes its total). */
-function isAnchor(item: InputItem | undefined, text: string): boolean {
+/** `input` without an anchor of `text` that `anchored` put there (a workload cut shorter changes a note's total). */
+function withoutAnchor(input: InputItem[], text: string): InputItem[] {
+  if (isAnchor(input[0], text, true)) return input.slice(1);
+  const k = input.findIndex((i) => isAnchor(i, text, false));
+  return k < 0 ? input : [...input.slice(0, k), ...input.slice(k + 1)];
+}
+
+function isAnchor(item: InputItem | undefined, text: string, plain: boolean): boolean {
   if (item === undefined || item.type !== 'message' || !('role' in item) || item.role !== 'assistant' || typeof item.content !== 'string') return false;
-  return item.content === text || (item.content.startsWith(`${text}\n\n[llr replay: position `) && ANCHOR_NOTE.test(item.content.slice(text.length)));
+  return (plain && item.content === text) || (item.content.startsWith(`${text}\n\n[llr replay: position `) && ANCHOR_NOTE.test(item.content.slice(text.length)));
 }
 
 const ANCHOR_NOTE = /^\n\n\[llr replay: position \d+ of \d+\]$/;

@@ -44,6 +44,20 @@ describe('rollouts from outside replay to the end through every design', () => {
     expect(w.userTurns[3]!.input.filter((i) => 'role' in i && i.role === 'assistant')).toHaveLength(1);
   });
 
+  it('a compaction whose replacement history holds an answer a later call repeats (the model, placed past it, replayed a call ahead: diverged)', async () => {
+    const history: unknown[] = [];
+    const lines = [meta()];
+    for (const k of [1, 2]) {
+      lines.push(user(`task ${k}`), call(`a${k}`), output(`a${k}`), answer('Done.'));
+      history.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: `task ${k}` }] }, { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Done.' }] });
+    }
+    lines.push(rec('compacted', { message: '', replacement_history: history }));
+    lines.push(user('task 3'), call('b1'), output('b1'), answer('Done.'), user('task 4'), call('b2'), output('b2'), answer('Finished.'));
+    await replaysThroughEveryDesign(lines);
+    const w = load(lines);
+    expect(replayable(w)).toEqual(w);
+  });
+
   it('a call left without output while the model called again in the same user turn is answered "aborted", as Codex sends it (it was refused as truncated)', async () => {
     const lines = [meta(), user('go'), call('c1'), call('c2'), output('c2'), call('c3'), output('c3'), answer('Done.')];
     await replaysThroughEveryDesign(lines);

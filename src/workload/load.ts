@@ -154,8 +154,13 @@ export interface WorkloadSummary {
   token_figures: { input_recorded: number; input_inferred: number; output_recorded: number; output_inferred: number } | null;
 }
 
-/** Counts for printing next to benchmark results. */
-export function summarizeWorkload(w: Workload): WorkloadSummary {
+/**
+ * Counts for printing next to benchmark results, of the workload as it replays (`replayable`): the calls a user turn
+ * ended in that nobody answered (an interrupted turn) are not replayed, so not counted. Counted as read before, a
+ * rollout whose turns were aborted said in results.json that it replayed 3 tool calls where the runs made 1.
+ */
+export function summarizeWorkload(read: Workload): WorkloadSummary {
+  const w = replayable(read);
   let modelCalls = 0;
   let toolCalls = 0;
   const outputTokens: number[] = [];

@@ -76,6 +76,12 @@ describe('the shipped rollout (codex-rollout-a.jsonl)', () => {
       token_figures: { input_recorded: 66, input_inferred: 0, output_recorded: 66, output_inferred: 0 },
     });
   });
+
+  it("counts the tool calls the replay makes: not those an aborted turn ended in (results.json said 3 for the aborted fixture's 1)", () => {
+    const aborted = readWorkload(new URL('../fixtures/workloads/rollout-aborted.jsonl', import.meta.url).pathname);
+    expect(aborted.stats.function_calls).toBe(3);
+    expect(summarizeWorkload(aborted)).toMatchObject({ model_calls: 4, tool_calls: 1 });
+  });
 });
 
 // Small rollouts: one record per helper call, timestamps one second apart.

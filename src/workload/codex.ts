@@ -140,6 +140,23 @@ const SKIPPED_KEPT_PER_WHY = 100;
 const ABORTED = 'aborted';
 const PLACEHOLDER_INPUT = '(the rollout records no user input before this model output)';
 
+/**
+ * What a record without `payload` says the file is instead, as a hint after the refusal. `codex exec --json` prints
+ * its events (`thread.started`, `turn.*`, `item.*`), not the session's rollout, and people pass that output; other
+ * agents' logs (Claude Code's `user` / `assistant` / `summary` lines) are not read at all, nor is early Codex's
+ * legacy format (bare items). A Codex record type missing its payload gets no hint: the file is a broken rollout.
+ */
+function notRollout(type: string): string {
+  if (['session_meta', 'response_item', 'event_msg', 'turn_context', 'compacted'].includes(type)) return '';
+  if (/^(message|reasoning|function_call|function_call_output|custom_tool_call|custom_tool_call_output|local_shell_call)$/.test(type)) {
+    return ' (a Responses API item not wrapped in {timestamp, type, payload}: the legacy rollout format of early Codex versions, not read)';
+  }
+  if (/^(thread|turn|item)\./.test(type) || type === 'error') {
+    return ": this looks like `codex exec --json` output (its events), not the session's rollout; pass the rollout Codex wrote for the session ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl)";
+  }
+  return " (another agent's log? convert it to the neutral format: docs/workload.schema.json)";
+}
+
 export function parseRollout(text: string, name: string, source: string): Workload {
   return new RolloutParser(name).parse(text, source);
 }
@@ -211,8 +228,12 @@ class RolloutParser {
   private record(rec: unknown): void {
     if (!isJson(rec)) this.fail(`expected a record {timestamp, type, payload}, got ${describe(rec)}: not a Codex rollout`);
     const { type, payload } = rec;
-    if (typeof type !== 'string') this.fail('the record has no string `type`: not a Codex rollout record {timestamp, type, payload}');
-    if (!isJson(payload)) this.fail(`the "${type}" record has no \`payload\` object: not a Codex rollout record`);
+    if (typeof type !== 'string') {
+      // Early Codex versions began their rollout with a header {id, timestamp, instructions, git?} and wrote bare items.
+      const legacy = 'id' in rec && 'timestamp' in rec && !('payload' in rec) ? ' (a session header {id, timestamp, …}: the legacy rollout format of early Codex versions, not read)' : '';
+      this.fail(`the record has no string \`type\`: not a Codex rollout record {timestamp, type, payload}${legacy}`);
+    }
+    if (!isJson(payload)) this.fail(`the "${type}" record has no \`payload\` object: not a Codex rollout record${notRollout(type)}`);
     const ms = typeof rec.timestamp === 'string' ? Date.parse(rec.timestamp) : NaN;
     const ts = Number.isFinite(ms) ? ms : undefined;
     if (type === 'session_meta') this.sessionMeta(payload);

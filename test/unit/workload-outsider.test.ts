@@ -26,6 +26,22 @@ const read = (lines: string[]) => parseWorkload(lines.join('\n') + '\n', 'x.json
 const asServerReadsIt = (w: Workload) => parseNeutral(JSON.stringify({ llr_workload: 1, ...replayable(w) }), 'workload-whole.json', 'test');
 const refusal = (lines: string[]) => refusalOf(() => read(lines));
 
+describe('files that are not Codex rollouts', () => {
+  it('say what they look like instead: codex exec --json output, the legacy rollout format, another agent\'s log', () => {
+    const lines = (...l: object[]) => l.map((x) => JSON.stringify(x));
+    expect(refusal(lines({ type: 'thread.started', thread_id: 't' }, { type: 'turn.started' }))).toMatch(
+      /^x\.jsonl:1: the "thread\.started" record has no `payload` object: not a Codex rollout record: this looks like `codex exec --json` output \(its events\), not the session's rollout; pass the rollout/,
+    );
+    expect(refusal(lines({ id: 'abc', timestamp: '2025-05-01T00:00:00Z', instructions: null }, { type: 'message', role: 'user', content: [] }))).toMatch(
+      /^x\.jsonl:1: the record has no string `type`: .* \(a session header \{id, timestamp, …\}: the legacy rollout format of early Codex versions, not read\)$/,
+    );
+    expect(refusal(lines({ type: 'message', role: 'user', content: [] }))).toMatch(/the legacy rollout format of early Codex versions, not read\)$/);
+    expect(refusal(lines({ type: 'user', message: { role: 'user', content: 'hi' }, uuid: 'u1' }))).toMatch(/not a Codex rollout record \(another agent's log\? convert it to the neutral format: docs\/workload\.schema\.json\)$/);
+    // A Codex record missing its payload is a broken rollout: no hint.
+    expect(refusal(lines({ type: 'response_item' }))).toBe('x.jsonl:1: the "response_item" record has no `payload` object: not a Codex rollout record');
+  });
+});
+
 describe('rollouts from outside', () => {
   it('a call_id named __proto__ is an own entry of toolOutputs, answered with its output', () => {
     const w = read([meta(), user('x'), call('__proto__'), output('__proto__', 'the answer'), answer('done')]);

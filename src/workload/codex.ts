@@ -179,7 +179,8 @@ class RolloutParser {
   private readonly userMessages: string[] = [];
   private readonly pending = new Map<string, { line: number; name: string; ts: number | undefined; aborted: boolean }>();
   private readonly answered = new Map<string, { output: string; callTs: number | undefined; ts: number | undefined; callLine: number; line: number }>();
-  private readonly abortedIds = new Set<string>();
+  /** Calls answered "aborted" at the start of a new user turn: the line of each call. */
+  private readonly abortedIds = new Map<string, number>();
   /** Calls answered "aborted" when the model's next call began without their output: the line it began at. */
   private readonly answeredAborted = new Map<string, number>();
   private readonly execEndMs = new Map<string, number>();
@@ -439,7 +440,9 @@ class RolloutParser {
     // What the replay server accepts (docs/workload.schema.json): refused here, at its line, not in the bench's server.
     if (callId === '') this.fail('a call with an empty call_id');
     if (!TOOL_NAME.test(name)) this.fail(`tool name ${JSON.stringify(name.slice(0, 80))} is not one the API accepts (^[a-zA-Z0-9_-]{1,64}$)`);
-    if (this.pending.has(callId) || this.answered.has(callId) || this.abortedIds.has(callId)) this.fail(`call_id ${callId} is used twice`);
+    // The first use's line: a resumed session whose file repeats its history (openai/codex#29531) is told by it.
+    const first = this.pending.get(callId)?.line ?? this.answered.get(callId)?.callLine ?? this.abortedIds.get(callId);
+    if (first !== undefined) this.fail(`call_id ${callId} is used twice (first by the call at line ${first})`);
     if (!this.schemas.note(name, args, custom) && args !== '') {
       // The server refuses a function_call input item whose arguments are not JSON, and the http designs send every
       // call back as input: replayed as recorded, such a call failed their replay (invalid_value, 'not valid JSON').
@@ -459,7 +462,8 @@ class RolloutParser {
       if (this.abortedIds.has(callId)) this.fail(`output for call_id ${callId} comes after a new user turn began`);
       const next = this.answeredAborted.get(callId);
       if (next !== undefined) this.fail(`output for call_id ${callId} comes after the model's next call began (line ${next}), where Codex sent it "${ABORTED}"`);
-      this.fail(`output for call_id ${callId}, which ${this.answered.has(callId) ? 'already has one' : 'no earlier call has'}`);
+      const had = this.answered.get(callId);
+      this.fail(`output for call_id ${callId}, which ${had ? `already has one (line ${had.line}; the call is at line ${had.callLine})` : 'no earlier call has'}`);
     }
     this.pending.delete(callId);
     this.answered.set(callId, { output, callTs: call.ts, ts, callLine: call.line, line: this.line });
@@ -592,13 +596,13 @@ class RolloutParser {
       for (const item of this.pendingReplace.items) input.push(item); // not push(...): a spread of 130k+ items overflows the stack
       this.pendingReplace = null;
     }
-    for (const callId of this.pending.keys()) {
+    for (const [callId, call] of this.pending) {
       const answer: InputItem = { type: 'function_call_output', call_id: callId, output: 'aborted' };
       if (!replace) {
         input.push(answer);
         this.ctx.push({ kind: 'add', item: answer });
       }
-      this.abortedIds.add(callId);
+      this.abortedIds.set(callId, call.line);
     }
     this.pending.clear();
     if (replace && this.abortNote !== null) this.abortNote.note.why = `${this.abortNote.why} with ${this.abortNote.n} call(s) left without output: the next user turn starts a new conversation (compaction) without them`;

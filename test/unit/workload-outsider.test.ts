@@ -43,6 +43,19 @@ describe('files that are not Codex rollouts', () => {
 });
 
 describe('rollouts from outside', () => {
+  it('a call_id used twice, or answered twice, is refused naming the first use (a resumed session whose file repeats its history)', () => {
+    expect(refusal([meta(), user('x'), call('c1'), output('c1'), answer('a'), user('y'), call('c1'), output('c1'), answer('b')])).toBe(
+      'x.jsonl:7: call_id c1 is used twice (first by the call at line 3)',
+    );
+    expect(refusal([meta(), user('x'), call('c1'), output('c1'), output('c1'), answer('a')])).toBe(
+      'x.jsonl:5: output for call_id c1, which already has one (line 4; the call is at line 3)',
+    );
+    // A call answered "aborted" by the next user turn keeps its line too.
+    expect(refusal([meta(), user('x'), call('c1'), user('y'), answer('a'), user('z'), call('c1'), output('c1'), answer('b')])).toBe(
+      'x.jsonl:7: call_id c1 is used twice (first by the call at line 3)',
+    );
+  });
+
   it('a call_id named __proto__ is an own entry of toolOutputs, answered with its output', () => {
     const w = read([meta(), user('x'), call('__proto__'), output('__proto__', 'the answer'), answer('done')]);
     expect(Object.hasOwn(w.toolOutputs, '__proto__')).toBe(true);

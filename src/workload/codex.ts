@@ -420,19 +420,26 @@ class RolloutParser {
   }
 
   /**
-   * The model's next call begins while calls of an earlier one have no output and no turn_aborted marked them (a
-   * stream that failed after the call and was retried, a tool that never answered): Codex sends each such call the
-   * output "aborted" right after it (normalize.rs `ensure_call_outputs_present`), so the replay answers it so, noted.
-   * Before, the file was refused at the call as truncated ("the file ends before it") though it went on.
+   * The model's next call begins while calls of an earlier one have no output (a stream that failed after the call
+   * and was retried, a tool that never answered, a turn_aborted the model went on after without a new user message):
+   * Codex sends each such call the output "aborted" right after it (normalize.rs `ensure_call_outputs_present`), so
+   * the replay answers it so, noted. Before, the file was refused at the call as truncated ("the file ends before
+   * it") though it went on; after a turn_aborted it was read, and the bench's server refused the copy it was handed
+   * (workload-grid.json: "call c1 has no entry in toolOutputs").
    */
   private answerLeftOpen(): void {
+    if (this.pending.size === 0) return;
+    // A turn_aborted whose calls are answered here, not by a next user turn: the model called again without one.
+    if (this.abortNote !== null) {
+      this.abortNote.note.why = `${this.abortNote.why} with ${this.abortNote.n} call(s) left without output: the model called again with no new user message, and Codex sent them "${ABORTED}" there`;
+      this.abortNote = null;
+    }
     for (const [callId, call] of this.pending) {
-      if (call.aborted) continue;
       this.pending.delete(callId);
       this.answered.set(callId, { output: ABORTED, callTs: undefined, ts: undefined, callLine: call.line, line: this.line });
       this.answeredAborted.set(callId, this.line);
       this.ctx.push({ kind: 'add', item: { type: 'function_call_output', call_id: callId, output: ABORTED } });
-      this.skip(`${call.name} call ${callId} (line ${call.line})`, `has no output before the model's next call: answered "${ABORTED}" there, as Codex sends a call without output`);
+      if (!call.aborted) this.skip(`${call.name} call ${callId} (line ${call.line})`, `has no output before the model's next call: answered "${ABORTED}" there, as Codex sends a call without output`);
     }
   }
 

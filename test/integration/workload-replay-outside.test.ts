@@ -58,6 +58,17 @@ describe('rollouts from outside replay to the end through every design', () => {
     expect(replayable(w)).toEqual(w);
   });
 
+  it('a turn_aborted the model went on after with no new user message: its calls are answered "aborted" where the model called again (the bench\'s server refused the copy: no entry in toolOutputs)', async () => {
+    const abort = rec('event_msg', { type: 'turn_aborted', reason: 'interrupted' });
+    const lines = [meta(), user('go'), call('c1'), abort, call('c2'), output('c2'), answer('Done.')];
+    await replaysThroughEveryDesign(lines);
+    const w = load(lines);
+    expect(w.toolOutputs['c1']?.output).toBe('aborted');
+    expect(w.skipped).toEqual([
+      { line: 4, what: 'turn_aborted', why: 'the user turn was aborted (interrupted) with 1 call(s) left without output: the model called again with no new user message, and Codex sent them "aborted" there' },
+    ]);
+  });
+
   it('a call left without output while the model called again in the same user turn is answered "aborted", as Codex sends it (it was refused as truncated)', async () => {
     const lines = [meta(), user('go'), call('c1'), call('c2'), output('c2'), call('c3'), output('c3'), answer('Done.')];
     await replaysThroughEveryDesign(lines);

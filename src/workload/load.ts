@@ -127,10 +127,33 @@ export function parseWorkload(text: string, name: string, source: string): Workl
   if (!clean.includes('\n') && clean.includes('\r')) clean = clean.replaceAll('\r', '\n');
   if (looksNeutral(clean)) return parseNeutral(clean, name, source);
   const w = parseRollout(clean, name, source);
+  checkAnswered(w, name);
   // What the reader makes of the rollout, checked as the neutral format is: refused here, not by the bench's
   // server process loading its copy (named workload-grid.json) or mid-run.
   checkRequests(w, name, ' (in the workload as read: llr workload convert)');
   return w;
+}
+
+/**
+ * Every call of a model call but a user turn's last has an output to replay, as the neutral format requires (the
+ * bench's server reads the workload it is handed in that format): a rollout the reader took a shape of wrongly is
+ * refused here at the call's line, not by the server process with a JSON pointer into a file the user never wrote
+ * (`workload-grid.json: /userTurns/0/modelTurns/0/output/0: call c1 has no entry in toolOutputs`).
+ */
+export function checkAnswered(w: Workload, name: string): void {
+  let g = 0;
+  for (const u of w.userTurns) {
+    u.modelTurns.forEach((t, i) => {
+      const line = w.calls?.[g]?.line ?? 0;
+      g++;
+      if (i === u.modelTurns.length - 1) return;
+      for (const o of t.output) {
+        if (o.type === 'function_call' && !Object.hasOwn(w.toolOutputs, o.call_id)) {
+          throw new WorkloadError(line, `${name}${line ? `:${line}` : ''}: ${o.name} call ${o.call_id} has no output, yet the model called again in its user turn: not replayable as read`);
+        }
+      }
+    });
+  }
 }
 
 /** A workload file made ready for replay (what `llr serve --workload` and the bench replay). */

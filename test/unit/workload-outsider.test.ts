@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseNeutral } from '../../src/workload/format.js';
-import { parseWorkload, type Workload } from '../../src/workload/load.js';
+import { checkAnswered, parseWorkload, type Workload } from '../../src/workload/load.js';
 import { refusalOf } from '../helpers/workload.js';
 import { replayable } from '../../src/workload/replayable.js';
 
@@ -39,6 +39,18 @@ describe('files that are not Codex rollouts', () => {
     expect(refusal(lines({ type: 'user', message: { role: 'user', content: 'hi' }, uuid: 'u1' }))).toMatch(/not a Codex rollout record \(another agent's log\? convert it to the neutral format: docs\/workload\.schema\.json\)$/);
     // A Codex record missing its payload is a broken rollout: no hint.
     expect(refusal(lines({ type: 'response_item' }))).toBe('x.jsonl:1: the "response_item" record has no `payload` object: not a Codex rollout record');
+  });
+});
+
+describe('what the reader hands on', () => {
+  it('a call unanswered before its user turn goes on is refused at its line, not by the bench\'s server reading the copy (a JSON pointer into workload-grid.json)', () => {
+    const w = read([meta(), user('x'), call('c1'), output('c1'), call('c2'), output('c2'), answer('done')]);
+    expect(() => checkAnswered(w, 'x.jsonl')).not.toThrow();
+    // As a reader that took a shape wrongly would hand it on: the first call's output missing.
+    const { c1: _c1, ...rest } = w.toolOutputs;
+    expect(refusalOf(() => checkAnswered({ ...w, toolOutputs: rest }, 'x.jsonl'))).toBe(
+      'x.jsonl:3: shell call c1 has no output, yet the model called again in its user turn: not replayable as read',
+    );
   });
 });
 

@@ -296,13 +296,17 @@ function replayIndex(turns: readonly ReplayTurn[]): ReplayIndex {
 }
 
 /**
- * Which recorded model call (0-based) `replayPolicy(turns)` plays for a conversation of `items`, as it places it;
- * `turns.length` when past the last. For checking a workload's replay before any server runs it (replayable.ts).
- * Returns a function, so the trajectory is indexed once for many conversations.
+ * Where `replayPolicy(turns)` places a conversation of `items`: the recorded model call (0-based) it plays next
+ * (`turns.length` when past the last), and the flat output index it has reached (-1 for none; outputs of all calls
+ * in order), from which it places the texts that follow. For checking a workload's replay before any server runs it
+ * (replayable.ts). Returns a function, so the trajectory is indexed once for many conversations.
  */
-export function replayPlacement(turns: readonly ReplayTurn[]): (items: readonly InputItem[]) => number {
+export function replayPlacement(turns: readonly ReplayTurn[]): (items: readonly InputItem[]) => { call: number; at: number } {
   const at = replayIndex(turns);
-  return (items) => new ReplayScan().update(items, at).turn + 1;
+  return (items) => {
+    const scan = new ReplayScan().update(items, at);
+    return { call: scan.turn + 1, at: scan.cursor };
+  };
 }
 
 export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {

@@ -55,20 +55,41 @@ export function replayable(w: Workload): Workload {
   });
   // Where the replay model places each new conversation (as the server will): its anchor must place it at its
   // user turn's first model call.
-  const place = replayPlacement(ended.flatMap((u) => u.modelTurns));
-  const total = ended.reduce((n, u) => n + u.modelTurns.length, 0);
+  const flat = ended.flatMap((u) => u.modelTurns);
+  const placement = replayPlacement(flat);
+  // Each call's first flat output index: a conversation is placed right when it has reached the last output of the
+  // call before its first (texts that follow are placed from there: "Done." said twice in one call is not skipped).
+  const starts: number[] = [0];
+  for (const t of flat) starts.push(starts.at(-1)! + t.output.length);
+  const place = (items: readonly InputItem[]): number => {
+    const { call, at } = placement(items);
+    return at === starts[call]! - 1 ? call : -1;
+  };
+  const total = flat.length;
   let previous: string | null = null;
   let first = 0;
-  const userTurns = ended.map((u) => {
+  const skipped = w.skipped ? [...w.skipped] : [];
+  const userTurns = ended.map((u, ui) => {
     let input = u.input;
     if (u.replace_history && previous !== null) input = anchored(withoutAnchor(input, previous), previous, first, total, place);
+    if (u.replace_history && place(input) !== first) {
+      // Assistant texts the replacement kept that the model says again later (a file that begins from a compacted
+      // history: a resumed or forked session's) place the conversation past its first call, and the model never moves
+      // back: they are left out of the replayed input, the anchor (if any) kept.
+      const own = (i: InputItem) => i.type === 'message' && 'role' in i && i.role === 'assistant' && !(previous !== null && isAnchor(i, previous, true));
+      const kept = input.filter((i) => !own(i));
+      if (place(kept) === first) {
+        skipped.push({ line: 0, what: `${input.length - kept.length} assistant message(s) of user turn ${ui + 1}'s input`, why: "their text is the model's at a later call, where the replay model would place the new conversation (it never moves back): left out of the replayed input" });
+        input = kept;
+      }
+    }
     first += u.modelTurns.length;
     const answer = u.modelTurns.at(-1)?.output.findLast((o) => o.type === 'message');
     previous = answer?.type === 'message' ? answer.text : null;
     return { ...u, input };
   });
   const toolOutputs = Object.fromEntries(Object.entries(w.toolOutputs).filter(([id]) => !dropped.has(id)));
-  return { ...w, userTurns, toolOutputs };
+  return { ...w, userTurns, toolOutputs, ...(skipped.length > 0 && { skipped }) };
 }
 
 /**

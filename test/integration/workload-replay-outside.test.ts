@@ -58,6 +58,25 @@ describe('rollouts from outside replay to the end through every design', () => {
     expect(replayable(w)).toEqual(w);
   });
 
+  it('a file that begins from a compacted history holding an answer the model says again (a resumed or forked session): that message is left out (the model started past the end)', async () => {
+    const history = [
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'task 1' }] },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Done.' }] },
+    ];
+    const lines = [meta(), rec('compacted', { message: '', replacement_history: history }), user('task 2'), call('b1'), output('b1'), answer('Done.')];
+    await replaysThroughEveryDesign(lines);
+    const w = load(lines);
+    expect(w.userTurns[0]!.input.filter((i) => 'role' in i && i.role === 'assistant')).toEqual([]);
+    expect(w.skipped?.at(-1)).toMatchObject({ what: "1 assistant message(s) of user turn 1's input" });
+    expect(replayable(w)).toEqual(w);
+  });
+
+  it('a compaction after a call that said the same text twice (the anchor placed the conversation at the first, and the next answer at the second: a call replayed twice)', async () => {
+    const lines = [meta(), user('go'), answer('Done.'), answer('Done.')];
+    lines.push(rec('compacted', { message: 'summary' }), user('next'), answer('Done.'), user('last'), call('z1'), output('z1'), answer('Finished.'));
+    await replaysThroughEveryDesign(lines);
+  });
+
   it('a turn_aborted the model went on after with no new user message: its calls are answered "aborted" where the model called again (the bench\'s server refused the copy: no entry in toolOutputs)', async () => {
     const abort = rec('event_msg', { type: 'turn_aborted', reason: 'interrupted' });
     const lines = [meta(), user('go'), call('c1'), abort, call('c2'), output('c2'), answer('Done.')];

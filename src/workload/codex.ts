@@ -65,9 +65,10 @@
  *   past MAX_TOOL_MS (5 minutes) counts MAX_TOOL_MS; each is noted.
  * - A call without output followed by a new user turn, or by `turn_aborted`,
  *   was interrupted: Codex answers it `"aborted"` in the next request, so the
- *   next user turn's input starts with that output. One without output when
- *   the model's next call of its user turn begins is answered "aborted" there
- *   (Codex's `ensure_call_outputs_present`), noted. A call without output at
+ *   next user turn's input starts with that output. One without output
+ *   though the model called again in its user turn is answered "aborted"
+ *   (Codex's `ensure_call_outputs_present`), noted, decided when the user
+ *   turn ends (an output recorded late is still the call's). A call without output at
  *   the end of the file with no `turn_aborted` after it means the file is
  *   truncated: an error naming its line.
  * - Compaction (`compacted` records, `compaction` items): Codex continues
@@ -177,12 +178,10 @@ class RolloutParser {
   private pendingReplace: { items: InputItem[]; line: number; note?: Skipped } | null = null;
   private readonly ctx: ContextOp[] = [];
   private readonly userMessages: string[] = [];
-  private readonly pending = new Map<string, { line: number; name: string; ts: number | undefined; aborted: boolean }>();
+  private readonly pending = new Map<string, { line: number; name: string; ts: number | undefined; aborted: boolean; raw: RawCall }>();
   private readonly answered = new Map<string, { output: string; callTs: number | undefined; ts: number | undefined; callLine: number; line: number }>();
   /** Calls answered "aborted" at the start of a new user turn: the line of each call. */
   private readonly abortedIds = new Map<string, number>();
-  /** Calls answered "aborted" when the model's next call began without their output: the line it began at. */
-  private readonly answeredAborted = new Map<string, number>();
   private readonly execEndMs = new Map<string, number>();
   private readonly schemas = new ToolSchemas();
   private readonly skipped: Skipped[] = [];
@@ -409,7 +408,6 @@ class RolloutParser {
       this.pendingReplace = null;
     }
     if (this.open === null) {
-      this.answerLeftOpen();
       this.open = { line: this.line, visible: [], reasoning: 0, usage: null, mark: this.ctx.length };
       this.turn!.calls.push(this.open);
       this.last = null; // a usage event from now on belongs to this call
@@ -420,26 +418,33 @@ class RolloutParser {
   }
 
   /**
-   * The model's next call begins while calls of an earlier one have no output (a stream that failed after the call
-   * and was retried, a tool that never answered, a turn_aborted the model went on after without a new user message):
-   * Codex sends each such call the output "aborted" right after it (normalize.rs `ensure_call_outputs_present`), so
-   * the replay answers it so, noted. Before, the file was refused at the call as truncated ("the file ends before
-   * it") though it went on; after a turn_aborted it was read, and the bench's server refused the copy it was handed
-   * (workload-grid.json: "call c1 has no entry in toolOutputs").
+   * Calls of the user turn under way that never got an output, though the model called again after them in the same
+   * user turn (a stream that failed after the call and was retried, a tool that never answered, a turn_aborted the
+   * model went on after without a new user message): Codex sends each such call the output "aborted" right after it
+   * (normalize.rs `ensure_call_outputs_present`), so the replay answers it so, noted. Decided when the user turn (or
+   * the file) ends, not when the next call begins: an output recorded late is still the call's. Before, the file was
+   * refused at the call as truncated ("the file ends before it") though it went on; after a turn_aborted it was read,
+   * and the bench's server refused the copy it was handed (workload-grid.json: "call c1 has no entry in toolOutputs").
    */
   private answerLeftOpen(): void {
-    if (this.pending.size === 0) return;
-    // A turn_aborted whose calls are answered here, not by a next user turn: the model called again without one.
-    if (this.abortNote !== null) {
+    const calls = this.turn?.calls;
+    if (calls === undefined || this.pending.size === 0) return;
+    const lastShown = calls.findLastIndex((c) => c.visible.length > 0);
+    let aborted = 0;
+    for (const [callId, call] of this.pending) {
+      const at = calls.indexOf(call.raw);
+      if (at < 0 || at >= lastShown) continue; // its model call is the user turn's last: interrupted, as before
+      const next = calls.slice(at + 1).find((c) => c.visible.length > 0)!;
+      this.pending.delete(callId);
+      this.answered.set(callId, { output: ABORTED, callTs: undefined, ts: undefined, callLine: call.line, line: next.line });
+      this.ctx.push({ kind: 'add', item: { type: 'function_call_output', call_id: callId, output: ABORTED } });
+      if (call.aborted) aborted++;
+      else this.skip(`${call.name} call ${callId} (line ${call.line}; the model called again at line ${next.line})`, `has no output, yet the model called again in its user turn: answered "${ABORTED}", as Codex sends a call without output`, true, next.line);
+    }
+    // A turn_aborted whose calls are answered so, not by a next user turn: the model called again without one.
+    if (aborted > 0 && this.abortNote !== null) {
       this.abortNote.note.why = `${this.abortNote.why} with ${this.abortNote.n} call(s) left without output: the model called again with no new user message, and Codex sent them "${ABORTED}" there`;
       this.abortNote = null;
-    }
-    for (const [callId, call] of this.pending) {
-      this.pending.delete(callId);
-      this.answered.set(callId, { output: ABORTED, callTs: undefined, ts: undefined, callLine: call.line, line: this.line });
-      this.answeredAborted.set(callId, this.line);
-      this.ctx.push({ kind: 'add', item: { type: 'function_call_output', call_id: callId, output: ABORTED } });
-      if (!call.aborted) this.skip(`${call.name} call ${callId} (line ${call.line})`, `has no output before the model's next call: answered "${ABORTED}" there, as Codex sends a call without output`);
     }
   }
 
@@ -457,7 +462,7 @@ class RolloutParser {
       this.skip(`${name} call ${callId}`, 'its arguments are not valid JSON: replayed as a JSON string holding the recorded text (the server refuses a call whose arguments are not JSON when a client sends it back)');
     }
     this.modelItem({ type: 'function_call', name, arguments: args, call_id: callId }, { type: 'function_call', name, arguments: args, call_id: callId });
-    this.pending.set(callId, { line: this.line, name, ts, aborted: false });
+    this.pending.set(callId, { line: this.line, name, ts, aborted: false, raw: this.open! });
     if (custom) this.stats.custom_tool_calls++;
     else this.stats.function_calls++;
   }
@@ -467,8 +472,6 @@ class RolloutParser {
     const call = this.pending.get(callId);
     if (!call) {
       if (this.abortedIds.has(callId)) this.fail(`output for call_id ${callId} comes after a new user turn began`);
-      const next = this.answeredAborted.get(callId);
-      if (next !== undefined) this.fail(`output for call_id ${callId} comes after the model's next call began (line ${next}), where Codex sent it "${ABORTED}"`);
       const had = this.answered.get(callId);
       this.fail(`output for call_id ${callId}, which ${had ? `already has one (line ${had.line}; the call is at line ${had.callLine})` : 'no earlier call has'}`);
     }
@@ -595,6 +598,7 @@ class RolloutParser {
   }
 
   private startTurn(): void {
+    this.answerLeftOpen();
     if (this.turn !== null) this.endTurn(this.turn, false);
     const input: InputItem[] = [];
     const replace = this.pendingReplace !== null;
@@ -653,6 +657,7 @@ class RolloutParser {
 
   private finish(source: string): Workload {
     this.closeCall();
+    this.answerLeftOpen();
     for (const [callId, call] of this.pending) {
       if (!call.aborted) this.fail(`${call.name} call ${callId} has no output: the file ends before it (truncated)`, call.line);
     }

@@ -24,7 +24,7 @@ import { ownInputItems, type AppendedItems, type PreparedPut, type StoredRespons
 import { THIS_RUNNER } from '../store/runner.js';
 import { runCooperative } from '../model/cooperative.js';
 import type { Counter, RunMetrics } from '../pipeline/metrics.js';
-import { appendOutput, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
+import { appendOutputCooperative, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { checkFull, checkIncremental } from '../pipeline/checks.js';
 import type { PostInferenceJob } from '../pipeline/post.js';
@@ -727,7 +727,7 @@ export class ResponseRun {
     // Injected delays (chaos knobs) are left out too: they have their own spans.
     const injected = m.counters.chaos_delay_ms - delayBefore + readerWaitMs;
     m.span('decode', firstToken, Math.max(firstToken, clock.now() - (m.emitMs - emitBefore) - injected));
-    appendOutput(this.plan.context, segment.items, segment.itemTokens);
+    await appendOutputCooperative(this.plan.context, segment.items, segment.itemTokens);
     if (this.end) return [];
     assertDistinctCallIds(segment.calls);
     return segment.calls;

@@ -150,6 +150,8 @@ function* headerText(instructions: string | null, tools: FunctionTool[]): Work<s
  * when V8 grows it, chunks never do.
  */
 type Chunks = number[][];
+/** Chunks as read: the model's own token ids among them. */
+type ChunksView = ReadonlyArray<ArrayLike<number>>;
 
 /** Tokenize `text` in slices from offset `from` (a pre-token boundary), yielding between them. */
 function* tokenizeWork(text: string, into: Chunks, from = 0): Work<number> {
@@ -182,20 +184,26 @@ function* tokenizePartsWork(prefix: string, body: readonly string[], into: Chunk
   const single = body.length === 1 ? body[0]! : undefined;
   if (single === undefined || prefix.length + single.length <= JOIN_LIMIT_CHARS) return yield* tokenizeWork(prefix + body.join(''), into);
   const head = prefix + single.slice(0, HEAD_CHARS);
-  const first: number[] = [];
+  // A chunk a slice, as `tokenizeWork` makes them: one array of the 8 M-letter prefix's tokens grew in one push
+  // that held the loop ~200 ms (V8 copies the whole array when it grows).
+  const first: Chunks = [];
+  let count = 0;
   // In slices too: a prefix is short but where the client names it (an item of a type the server does not know is
   // shown as its type: 8 M characters of it held the loop ~280 ms; the long-form chaos fuzzer, --seed 1304). Each
   // slice stops once it passed the prefix's end, at a pre-token boundary, as one `encodeStep` at a time did.
   const cursor: EncodeCursor = { at: 0, end: 0 };
   while (cursor.at < prefix.length || cursor.end > cursor.at) {
-    encodeSlice(head, cursor, first, Math.max(1, Math.min(SLICE_CHARS, prefix.length - cursor.at)));
+    const out: number[] = [];
+    encodeSlice(head, cursor, out, Math.max(1, Math.min(SLICE_CHARS, prefix.length - cursor.at)));
+    first.push(out);
+    count += out.length;
     if (cursor.at < prefix.length || cursor.end > cursor.at) yield;
   }
   const at = cursor.at;
   // A pre-token that reached the window's end might continue past it: join after all (rare: a prefix glued to a huge first pre-token).
   if (at >= head.length) return yield* tokenizeWork(prefix + single, into);
-  into.push(first);
-  return first.length + (yield* tokenizeWork(single, into, at - prefix.length));
+  for (const chunk of first) into.push(chunk);
+  return count + (yield* tokenizeWork(single, into, at - prefix.length));
 }
 
 function* tokenizeItemWork(item: InputItem, metrics: RunMetrics): Work<Chunks> {
@@ -251,7 +259,7 @@ function* renderFullWork(instructions: string | null, tools: Tool[], items: read
   return ctx;
 }
 
-function chunkTotal(items: readonly Chunks[]): number {
+function chunkTotal(items: readonly ChunksView[]): number {
   let n = 0;
   for (const chunks of items) for (const c of chunks) n += c.length;
   return n;
@@ -329,7 +337,7 @@ export function tokenizeItemsSync(items: readonly InputItem[], metrics: RunMetri
 }
 
 /** Extend `ctx` with items and their tokens (from `tokenizeItems`), synchronously. */
-export function commitItems(ctx: RenderedContext, items: readonly InputItem[], tokens: readonly Chunks[]): void {
+export function commitItems(ctx: RenderedContext, items: readonly InputItem[], tokens: readonly ChunksView[]): void {
   items.forEach((item, i) => pushItem(ctx, item, tokens[i]!));
 }
 
@@ -340,7 +348,25 @@ export function commitItems(ctx: RenderedContext, items: readonly InputItem[], t
  * model/types.ts), the item's text is not encoded again.
  */
 export function appendOutput(ctx: RenderedContext, items: readonly InputItem[], tokens: ReadonlyArray<readonly number[] | undefined> = []): void {
-  items.forEach((item, i) => {
+  commitItems(ctx, items, outputTokens(items, tokens));
+}
+
+/**
+ * `appendOutput` for the engine: when the output's tokens do not fit the prompt's buffer, the larger buffer is made
+ * in slices first (`reserveWork`), then the commit. A buffer's growth copies the whole prompt: for a prompt of a few
+ * million tokens (16 MiB of input) that one copy held the loop ~200 ms of CPU in the model call's last turn. Output
+ * that fits (every call of an ordinary run) is committed at once, without an await.
+ */
+export async function appendOutputCooperative(ctx: RenderedContext, items: readonly InputItem[], tokens: ReadonlyArray<readonly number[] | undefined> = []): Promise<void> {
+  const chunks = outputTokens(items, tokens);
+  const total = chunkTotal(chunks);
+  if (!ctx.tokens.fits(total)) await runCooperative(ctx.tokens.reserveWork(total));
+  commitItems(ctx, items, chunks);
+}
+
+/** The tokens of the model's output items, as `appendOutput` adds them. */
+function outputTokens(items: readonly InputItem[], tokens: ReadonlyArray<readonly number[] | undefined>): ChunksView[] {
+  return items.map((item, i) => {
     const { prefix, body } = itemParts(item);
     const known = tokens[i];
     // The prefix ends in a line break: before a body that does not start with
@@ -348,8 +374,7 @@ export function appendOutput(ctx: RenderedContext, items: readonly InputItem[], 
     // pre-token spans the two, so the item's tokens are the prefix's, then the body's.
     const single = body.length === 1 ? body[0]! : null;
     const split = known !== undefined && single !== null && single.length > 0 && !/^[\s/]/.test(single) && prefix.endsWith('\n');
-    const toks = split ? [[IM_START], encodeText(prefix), known, [IM_END]] : [[IM_START], encodeText(prefix + body.join('')), [IM_END]];
-    pushItem(ctx, item, toks);
+    return split ? [[IM_START], encodeText(prefix), known, [IM_END]] : [[IM_START], encodeText(prefix + body.join('')), [IM_END]];
   });
 }
 

@@ -46,6 +46,11 @@ export class TokenBuffer {
     this.len += ts.length;
   }
 
+  /** Whether `extra` more tokens can be pushed without the buffer growing (a copy of every token so far). */
+  fits(extra: number): boolean {
+    return this.len + extra <= this.buf.length;
+  }
+
   /** The tokens so far, without copying; later pushes never change it. */
   view(): Uint32Array {
     return this.buf.subarray(0, this.len);

@@ -205,7 +205,8 @@ export function encodeSlice(text: string, cursor: EncodeCursor, out: number[], m
     if (cursor.at >= stopAt) return;
   }
   let end: number;
-  while ((end = nextPretoken(text, cursor.at)) >= 0) {
+  const win: PretokenWindow = { view: null, start: 0, end: 0 };
+  while ((end = nextPretoken(text, cursor.at, win)) >= 0) {
     const start = pretokenStart;
     if (end - start <= MAX_PRETOKEN_CHARS) {
       encodePretoken(text.slice(start, end), out, bpe);
@@ -231,10 +232,19 @@ let pretokenStart = 0;
  * pre-token starts at `from`: a sticky `test` finds its end without the
  * match array and string `exec` allocates per pre-token (most of the
  * tokenizer's garbage, and a step's). The general search stays as the
- * fallback, with its stack-overflow handling.
+ * fallback, with its stack-overflow handling. Far from the text's end the
+ * match is made in a window of it (`windowedPretoken`), so no one match reads
+ * more than two windows of characters.
  */
-function nextPretoken(text: string, from: number): number {
+function nextPretoken(text: string, from: number, win: PretokenWindow): number {
   if (from >= text.length) return -1;
+  if (text.length - from > 2 * pretokenWindow) {
+    const end = windowedPretoken(text, from, win);
+    if (end >= 0) {
+      pretokenStart = from;
+      return end;
+    }
+  }
   const sticky = STICKY;
   sticky.lastIndex = from;
   let found = false;
@@ -254,6 +264,182 @@ function nextPretoken(text: string, from: number): number {
   pretokenStart = m.index;
   return re.lastIndex;
 }
+
+/**
+ * Characters a window of the text holds past a pre-token's start, at least (`windowedPretoken`); a multiple of
+ * `MAX_PRETOKEN_CHARS`. One match of the split regex over a run of one pre-token reads the whole run in one go, at
+ * up to ~60 ns a character (lone surrogates, CJK): 2.5 million lone surrogates held the loop 130-400 ms in one
+ * turn. A window bounds that to ~8 ms.
+ */
+let pretokenWindow = 64 * 1024;
+
+/** Set the window (`pretokenWindow`) and return the one it replaces: for tests that check windowed and whole matches agree. */
+export function setPretokenWindow(chars: number): number {
+  if (!Number.isInteger(chars) || chars < MAX_PRETOKEN_CHARS || chars % MAX_PRETOKEN_CHARS !== 0) throw new RangeError(`pretoken window ${chars}: a multiple of ${MAX_PRETOKEN_CHARS}`);
+  const was = pretokenWindow;
+  pretokenWindow = chars;
+  return was;
+}
+
+/** The slice of the text `windowedPretoken` matches in, kept for the pre-tokens after it (one per `encodeSlice` call). */
+interface PretokenWindow {
+  view: string | null;
+  start: number;
+  end: number;
+}
+
+/**
+ * Characters past a match's end (or past the run `upperRunEnd` finds) the regex may have read: a contraction after
+ * a run of letters (`'ll`, `'ve`, `'re`) reads up to three, a run's end one.
+ */
+const MATCH_READ_AHEAD = 4;
+
+/**
+ * The end of the pre-token at `from`, matched in a window `[start, end)` of the text that holds at least
+ * `pretokenWindow` characters past `from` (a slice: no copy), or -1 when only a match over the text can tell.
+ *
+ * The regex reads forward only, so its match in the window is its match in the text unless it read the window's
+ * end. What each alternative reads past the match's end is bounded (`MATCH_READ_AHEAD`), except a letter run's
+ * leading class given back (`upperRunEnd`) and the white-space alternatives (`\s*[\r\n]+`, `\s+(?!\S)`, `\s+`), which read the whole white-space run first: for them the run's
+ * end must be in the window. A match reaching the window's end from a window that starts at `from` (a pre-token
+ * longer than the window) is cut at the boundary of its merge pieces nearest `from + pretokenWindow` (where
+ * `encodePieces` cuts, so the pieces are the same): matched again from there, the rest of the run ends where the
+ * whole would (each alternative's end depends only on the run after the cut, which is more than a window from it).
+ * Where the run matched from that boundary could end elsewhere (`restartsAlike`), or a white-space run is longer
+ * than the window, the match over the text decides: where a white-space run's pre-tokens end depends on its far
+ * end. The regex reads white space fast (~4 ns a character, 30 ms for 8 million spaces).
+ */
+function windowedPretoken(text: string, from: number, win: PretokenWindow): number {
+  const size = pretokenWindow;
+  for (;;) {
+    if (win.view === null || from < win.start || from + size > win.end) {
+      win.start = from;
+      win.end = Math.min(text.length, from + 2 * size);
+      win.view = text.slice(win.start, win.end);
+    }
+    const sticky = STICKY;
+    sticky.lastIndex = from - win.start;
+    if (!sticky.test(win.view)) return -1;
+    const end = win.start + sticky.lastIndex;
+    if (win.end === text.length) return end;
+    // A white-space alternative's match is white space only; any other starting with white space (a prefix before
+    // letters or punctuation) has no white space second.
+    const whiteSpace = isWhiteSpace(text, from) && (end - from === 1 || isWhiteSpace(text, from + 1));
+    if (whiteSpace) {
+      NON_WHITE_SPACE.lastIndex = end - win.start;
+      if (NON_WHITE_SPACE.test(win.view)) return end;
+    } else if (end + MATCH_READ_AHEAD < win.end && upperRunEnd(win.view, end - win.start) + MATCH_READ_AHEAD < win.view.length) return end;
+    if (win.start < from) {
+      win.view = null;
+      continue;
+    }
+    // A short match the window could not vouch for (a long run after it that the regex read): the text's match.
+    if (whiteSpace || end + MATCH_READ_AHEAD < win.end) return -1;
+    const cut = pieceBoundary(text, from, from + size);
+    return restartsAlike(text, from, cut, win) ? cut : -1;
+  }
+}
+
+/**
+ * Where the run of characters of the letter alternatives' leading class (`[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*`) that
+ * starts at `i` ends: a match may end inside such a run after its first alternative read all of it (its greedy
+ * leading run, given back to find a letter of the trailing class: `ʰʰZZZ` ends after the `ʰ`s, `ʰʰZZZa` after the
+ * `a`). `i` itself when no such run starts there, the common case.
+ */
+function upperRunEnd(view: string, i: number): number {
+  UPPER_RUN.lastIndex = i;
+  UPPER_RUN.test(view);
+  return UPPER_RUN.lastIndex;
+}
+
+const UPPER_RUN = /[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*/uy;
+
+/**
+ * Whether the split regex matched again from `cut`, inside a pre-token that starts at `from` and runs on more than
+ * a window past `cut` (`win` starts at `from`), ends where the pre-token does.
+ *
+ * A run of letters (`from` a letter or mark, or a prefix before one) is matched by the first alternative as a
+ * leading run of `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]` then a trailing run of `[\p{Ll}\p{Lm}\p{Lo}\p{M}]` (or by the
+ * second, leading run only). From a lower-case letter (trailing class only) the match is the same trailing run; from
+ * an upper-case or title-case letter (leading class only) the same leading run and what follows it. From a character
+ * of both classes only when no lower-case letter came before it since `from`: then it is in the leading run too
+ * (matched again inside the trailing run, a leading run would take what the trailing run stopped at: `ś́ʰZZ`).
+ *
+ * A run of punctuation (`[^\s\p{L}\p{N}]+[\r\n/]*`): from a point of its leading run (no line break since `from`:
+ * its tail starts with one; matched again in the tail, a slash would lead a punctuation run of its own, a line break
+ * white space's) where neither the character nor the next is a mark (a mark after a prefix starts a letter run; the next is the next code point: `😀́` is a prefix and a mark).
+ */
+function restartsAlike(text: string, from: number, cut: number, win: PretokenWindow): boolean {
+  const letters = isLetterOrMark(text, from) || (!isLineBreak(text, from) && isLetterOrMark(text, afterCodePoint(text, from)));
+  if (!letters) {
+    if (isWhiteSpace(text, cut) || isMark(text, cut) || isMark(text, afterCodePoint(text, cut))) return false;
+    LINE_BREAK.lastIndex = from - win.start;
+    return !(LINE_BREAK.test(win.view!) && LINE_BREAK.lastIndex <= cut - win.start);
+  }
+  if (matchesAt(ONE_CASE, text, cut)) return true;
+  if (!isLetterOrMark(text, cut)) return false;
+  LOWER_CASE.lastIndex = from - win.start;
+  return !(LOWER_CASE.test(win.view!) && LOWER_CASE.lastIndex <= cut - win.start);
+}
+
+function matchesAt(re: RegExp, text: string, i: number): boolean {
+  re.lastIndex = i;
+  return re.test(text);
+}
+
+/** A letter of one of the two classes only: lower-case, or upper- or title-case. */
+const ONE_CASE = /[\p{Ll}\p{Lu}\p{Lt}]/uy;
+const LOWER_CASE = /\p{Ll}/gu;
+const LINE_BREAK = /[\r\n]/g;
+
+/** Where the code point at `i` ends (a surrogate pair is one). */
+function afterCodePoint(text: string, i: number): number {
+  const c = text.charCodeAt(i + 1);
+  return isHighSurrogate(text.charCodeAt(i)) && c >= 0xdc00 && c <= 0xdfff ? i + 2 : i + 1;
+}
+
+function isLineBreak(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  return c === 10 || c === 13;
+}
+
+function isLetterOrMark(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) return (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+  LETTER_OR_MARK.lastIndex = i;
+  return LETTER_OR_MARK.test(text);
+}
+
+function isMark(text: string, i: number): boolean {
+  if (text.charCodeAt(i) < 0x80) return false;
+  MARK.lastIndex = i;
+  return MARK.test(text);
+}
+
+const LETTER_OR_MARK = /[\p{L}\p{M}]/uy;
+const MARK = /\p{M}/uy;
+
+/** The last boundary at or before `limit` of the merge pieces of a long pre-token starting at `from` (`encodePieces`). */
+function pieceBoundary(text: string, from: number, limit: number): number {
+  let i = from;
+  while (i + MAX_PRETOKEN_CHARS <= limit) {
+    let to = i + MAX_PRETOKEN_CHARS;
+    if (isHighSurrogate(text.charCodeAt(to - 1))) to--;
+    i = to;
+  }
+  return i;
+}
+
+/** Whether `text[i]` is white space as the split regex's `\s` reads it. */
+function isWhiteSpace(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) return c === 32 || (c >= 9 && c <= 13);
+  WHITE_SPACE.lastIndex = i;
+  return WHITE_SPACE.test(text);
+}
+
+const WHITE_SPACE = /\s/uy;
+const NON_WHITE_SPACE = /\S/g;
 
 /**
  * The next pre-token from `re.lastIndex`. V8's regex engine overflows its

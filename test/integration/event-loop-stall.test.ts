@@ -214,10 +214,12 @@ describe('the event loop stays responsive under large inputs', () => {
     // An item of a type the server does not know is shown to the model as its type, then its JSON: the type was the
     // prompt's "short" prefix, tokenised in one go, and the JSON one JSON.stringify (six characters a lone surrogate),
     // in the render and again in the safety scan (the long-form chaos fuzzer's append typed by 1 M lone surrogates
-    // held /health over 250 ms, --seed 1304). 2.5 M is about what a 16 MiB body can carry (six bytes each escaped);
-    // the one regex match of the tokenizer's pre-token over such a run (~45 ms a million of them) is the longest
-    // turn left (~115 ms), which cannot be sliced without changing the pre-tokens. An unknown type is refused at the
-    // parse (400 naming input[i].type) unless `--allow-unknown-parameters` carries it: the way such items still come in.
+    // held /health over 250 ms, --seed 1304). 2.5 M is about what a 16 MiB body can carry (six bytes each escaped).
+    // Then the tokenizer's one regex match of such a run as a pre-token (130-400 ms: now matched in windows,
+    // model/tokenizer.ts), the type's tokens in one growing array (~200 ms: now in chunks) and the prompt buffer's
+    // growth when the model's output is committed (~200 ms: now made in slices first) were the long turns; the cases
+    // take 40-60 ms now. An unknown type is refused at the parse (400 naming input[i].type) unless
+    // `--allow-unknown-parameters` carries it: the way such items still come in.
     const { server } = await testServer({ allowUnknownParameters: true });
     const body = { model: 'sim-model', input: [{ type: 'message', role: 'user', content: 'hi' }, { type }], store: false };
     expect(() => parseCreateBody(body)).toThrow(/is not an input item type/);

@@ -171,9 +171,10 @@ export function tokenizerState(): { state: 'unloaded' | 'loading' | 'loaded'; lo
  */
 export function encodeStep(text: string, from: number, out: number[], maxChars = Infinity): number {
   const cursor: EncodeCursor = { at: from, end: from };
-  // A long pre-token is finished before returning: the caller restarts the regex at the offset returned.
+  // A long pre-token is finished before returning (its end read, then its pieces merged): the caller restarts the
+  // regex at the offset returned.
   do encodeSlice(text, cursor, out, maxChars);
-  while (cursor.end > cursor.at);
+  while (cursor.end > cursor.at || cursor.scan !== undefined);
   return cursor.at;
 }
 
@@ -181,10 +182,13 @@ export function encodeStep(text: string, from: number, out: number[], maxChars =
  * Where encoding of a text stands: at `at`, which is a pre-token boundary,
  * or (when `end > at`) a piece boundary inside a long pre-token that ends at
  * `end`. Start with `{ at: 0, end: 0 }`; done when `at === text.length`.
+ * `scan` is set while the end of the pre-token at `at` is still being read
+ * (`PretokenScan`): a call may then return without moving `at`.
  */
 export interface EncodeCursor {
   at: number;
   end: number;
+  scan?: PretokenScan;
 }
 
 /**
@@ -194,7 +198,9 @@ export interface EncodeCursor {
  * is merged in (`MAX_PRETOKEN_CHARS`): one run of megabytes without a space
  * (random CJK) is one pre-token, and encoding it in one call held the event
  * loop for seconds. The pieces a resumed call merges are the ones one call
- * would have: they are cut from the pre-token's start.
+ * would have: they are cut from the pre-token's start. It stops, too, after
+ * reading `2 * pretokenWindow` characters of a pre-token whose end is still
+ * unknown (`cursor.scan`), without moving `at`: call it again.
  */
 export function encodeSlice(text: string, cursor: EncodeCursor, out: number[], maxChars: number): void {
   const { bpe } = load();
@@ -206,7 +212,7 @@ export function encodeSlice(text: string, cursor: EncodeCursor, out: number[], m
   }
   let end: number;
   const win: PretokenWindow = { view: null, start: 0, end: 0 };
-  while ((end = nextPretoken(text, cursor.at, win)) >= 0) {
+  while ((end = nextPretoken(text, cursor, win)) >= 0) {
     const start = pretokenStart;
     if (end - start <= MAX_PRETOKEN_CHARS) {
       encodePretoken(text.slice(start, end), out, bpe);
@@ -218,36 +224,53 @@ export function encodeSlice(text: string, cursor: EncodeCursor, out: number[], m
     }
     if (cursor.at >= stopAt) return;
   }
+  if (end === PENDING) return;
   cursor.at = cursor.end = text.length;
 }
 
 /** Where the pre-token `nextPretoken` found starts (a module variable: no array per pre-token). */
 let pretokenStart = 0;
 
+/** `nextPretoken`: the pre-token's end is still being read (`cursor.scan`); call again. */
+const PENDING = -2;
+
 /**
- * The end of the next pre-token at or after `from` (its start in
- * `pretokenStart`), or -1 when the text has none. The split regex matches
- * every character (each alternative is non-empty and together they cover
- * letters, numbers, other characters and white space), so the next
- * pre-token starts at `from`: a sticky `test` finds its end without the
+ * The end of the next pre-token at or after `cursor.at` (its start in
+ * `pretokenStart`), -1 when the text has none, or `PENDING`. The split regex
+ * matches every character (each alternative is non-empty and together they
+ * cover letters, numbers, other characters and white space), so the next
+ * pre-token starts at `cursor.at`: a sticky `test` finds its end without the
  * match array and string `exec` allocates per pre-token (most of the
- * tokenizer's garbage, and a step's). The general search stays as the
- * fallback, with its stack-overflow handling. Far from the text's end the
- * match is made in a window of it (`windowedPretoken`), so no one match reads
- * more than two windows of characters.
+ * tokenizer's garbage, and a step's). Far from the text's end the match is
+ * made in a window of it (`windowedPretoken`), and a pre-token whose end the
+ * window cannot tell is read run by run over calls (`scanPretoken`), so no
+ * call reads more than a few windows of characters. The general search stays
+ * as the fallback, with its stack-overflow handling.
  */
-function nextPretoken(text: string, from: number, win: PretokenWindow): number {
+function nextPretoken(text: string, cursor: EncodeCursor, win: PretokenWindow): number {
+  const from = cursor.at;
   if (from >= text.length) return -1;
-  if (text.length - from > 2 * pretokenWindow) {
-    const end = windowedPretoken(text, from, win);
+  if (cursor.scan !== undefined || text.length - from > 2 * pretokenWindow) {
+    let end: number;
+    if (cursor.scan !== undefined) end = scanPretoken(text, cursor.scan);
+    else {
+      end = windowedPretoken(text, from, win);
+      if (end <= SCAN_WHITE) {
+        cursor.scan = startScan(text, from, end);
+        end = scanPretoken(text, cursor.scan);
+      }
+    }
+    if (end !== PENDING) cursor.scan = undefined;
     if (end >= 0) {
       pretokenStart = from;
       return end;
     }
+    if (end === PENDING) return PENDING;
   }
   const sticky = STICKY;
   sticky.lastIndex = from;
   let found = false;
+  noteRead(text.length - from);
   try {
     found = sticky.test(text);
   } catch (err) {
@@ -281,6 +304,19 @@ export function setPretokenWindow(chars: number): number {
   return was;
 }
 
+/** The most characters past its start any one regex call of the tokenizer was given since the last call (a test's bound check). */
+export function widestPretokenRead(): number {
+  const was = widestRead;
+  widestRead = 0;
+  return was;
+}
+
+let widestRead = 0;
+
+function noteRead(chars: number): void {
+  if (chars > widestRead) widestRead = chars;
+}
+
 /** The slice of the text `windowedPretoken` matches in, kept for the pre-tokens after it (one per `encodeSlice` call). */
 interface PretokenWindow {
   view: string | null;
@@ -289,25 +325,31 @@ interface PretokenWindow {
 }
 
 /**
- * Characters past a match's end (or past the run `upperRunEnd` finds) the regex may have read: a contraction after
+ * Characters past a match's end (or past the run `leadRunEnd` finds) the regex may have read: a contraction after
  * a run of letters (`'ll`, `'ve`, `'re`) reads up to three, a run's end one.
  */
 const MATCH_READ_AHEAD = 4;
 
+/** `windowedPretoken`: the pre-token is white space, letters or punctuation, and only reading its runs to their ends can tell where it ends (`scanPretoken`). */
+const SCAN_WHITE = -3;
+const SCAN_LETTERS = -4;
+const SCAN_PUNCT = -5;
+
 /**
  * The end of the pre-token at `from`, matched in a window `[start, end)` of the text that holds at least
- * `pretokenWindow` characters past `from` (a slice: no copy), or -1 when only a match over the text can tell.
+ * `pretokenWindow` characters past `from` (a slice: no copy); `SCAN_*` when its end is further than the window
+ * can tell, or -1 when only a match over the text can tell.
  *
  * The regex reads forward only, so its match in the window is its match in the text unless it read the window's
- * end. What each alternative reads past the match's end is bounded (`MATCH_READ_AHEAD`), except a letter run's
- * leading class given back (`upperRunEnd`) and the white-space alternatives (`\s*[\r\n]+`, `\s+(?!\S)`, `\s+`), which read the whole white-space run first: for them the run's
- * end must be in the window. A match reaching the window's end from a window that starts at `from` (a pre-token
- * longer than the window) is cut at the boundary of its merge pieces nearest `from + pretokenWindow` (where
- * `encodePieces` cuts, so the pieces are the same): matched again from there, the rest of the run ends where the
- * whole would (each alternative's end depends only on the run after the cut, which is more than a window from it).
- * Where the run matched from that boundary could end elsewhere (`restartsAlike`), or a white-space run is longer
- * than the window, the match over the text decides: where a white-space run's pre-tokens end depends on its far
- * end. The regex reads white space fast (~4 ns a character, 30 ms for 8 million spaces).
+ * end. What each alternative reads past the match's end is bounded (`MATCH_READ_AHEAD`), except the letter
+ * alternatives' leading run (`leadRunEnd`: read whole, then given back) and the white-space alternatives
+ * (`\s*[\r\n]+`, `\s+(?!\S)`, `\s+`), which read the whole white-space run first: for them the run's end must be
+ * in the window. A match reaching the window's end from a window that starts at `from` (a pre-token longer than
+ * the window) is cut at the boundary of its merge pieces nearest `from + pretokenWindow` (where `encodePieces`
+ * cuts, so the pieces are the same): matched again from there, the rest of the run ends where the whole would
+ * (each alternative's end depends only on the run after the cut, which is more than a window from it). Where the
+ * run matched from that boundary could end elsewhere (`restartsAlike`), or the leading or white-space run reaches
+ * past the window, its runs are read to their ends instead (`scanPretoken`).
  */
 function windowedPretoken(text: string, from: number, win: PretokenWindow): number {
   const size = pretokenWindow;
@@ -319,6 +361,7 @@ function windowedPretoken(text: string, from: number, win: PretokenWindow): numb
     }
     const sticky = STICKY;
     sticky.lastIndex = from - win.start;
+    noteRead(win.end - from);
     if (!sticky.test(win.view)) return -1;
     const end = win.start + sticky.lastIndex;
     if (win.end === text.length) return end;
@@ -328,31 +371,36 @@ function windowedPretoken(text: string, from: number, win: PretokenWindow): numb
     if (whiteSpace) {
       NON_WHITE_SPACE.lastIndex = end - win.start;
       if (NON_WHITE_SPACE.test(win.view)) return end;
-    } else if (end + MATCH_READ_AHEAD < win.end && upperRunEnd(win.view, end - win.start) + MATCH_READ_AHEAD < win.view.length) return end;
+    } else if (end + MATCH_READ_AHEAD < win.end && leadRunEnd(win.view, from - win.start) + MATCH_READ_AHEAD < win.view.length) return end;
     if (win.start < from) {
       win.view = null;
       continue;
     }
-    // A short match the window could not vouch for (a long run after it that the regex read): the text's match.
-    if (whiteSpace || end + MATCH_READ_AHEAD < win.end) return -1;
+    if (whiteSpace) return SCAN_WHITE;
+    // A short match whose leading run the regex read past the window (`ʰZZZ…`: the `ʰ` alone unless a lower-case letter follows the capitals).
+    if (end + MATCH_READ_AHEAD < win.end) return SCAN_LETTERS;
+    const letters = isLetterOrMark(text, from) || (!isLineBreak(text, from) && isLetterOrMark(text, afterCodePoint(text, from)));
     const cut = pieceBoundary(text, from, from + size);
-    return restartsAlike(text, from, cut, win) ? cut : -1;
+    if (restartsAlike(text, from, cut, win, letters)) return cut;
+    return letters ? SCAN_LETTERS : SCAN_PUNCT;
   }
 }
 
 /**
  * Where the run of characters of the letter alternatives' leading class (`[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*`) that
- * starts at `i` ends: a match may end inside such a run after its first alternative read all of it (its greedy
- * leading run, given back to find a letter of the trailing class: `ʰʰZZZ` ends after the `ʰ`s, `ʰʰZZZa` after the
- * `a`). `i` itself when no such run starts there, the common case.
+ * the regex reads at `i` ends: from `i`, or from after `i` when that is a prefix (`[^\r\n\p{L}\p{N}]`, tried
+ * first). A match may end inside such a run after its first alternative read all of it (its greedy leading run,
+ * given back to find a letter of the trailing class: `ʰʰZZZ` ends after the `ʰ`s, `ʰʰZZZa` after the `a`).
+ * `i` itself when no such run starts there, the common case.
  */
-function upperRunEnd(view: string, i: number): number {
-  UPPER_RUN.lastIndex = i;
+function leadRunEnd(view: string, i: number): number {
+  UPPER_RUN.lastIndex = matchesAt(PREFIX, view, i) ? afterCodePoint(view, i) : i;
   UPPER_RUN.test(view);
   return UPPER_RUN.lastIndex;
 }
 
 const UPPER_RUN = /[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*/uy;
+const PREFIX = /[^\r\n\p{L}\p{N}]/uy;
 
 /**
  * Whether the split regex matched again from `cut`, inside a pre-token that starts at `from` and runs on more than
@@ -363,14 +411,13 @@ const UPPER_RUN = /[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*/uy;
  * second, leading run only). From a lower-case letter (trailing class only) the match is the same trailing run; from
  * an upper-case or title-case letter (leading class only) the same leading run and what follows it. From a character
  * of both classes only when no lower-case letter came before it since `from`: then it is in the leading run too
- * (matched again inside the trailing run, a leading run would take what the trailing run stopped at: `ś́ʰZZ`).
+ * (matched again inside the trailing run, a leading run would take what the trailing run stopped at: `ś́ʰZZ`).
  *
  * A run of punctuation (`[^\s\p{L}\p{N}]+[\r\n/]*`): from a point of its leading run (no line break since `from`:
  * its tail starts with one; matched again in the tail, a slash would lead a punctuation run of its own, a line break
  * white space's) where neither the character nor the next is a mark (a mark after a prefix starts a letter run; the next is the next code point: `😀́` is a prefix and a mark).
  */
-function restartsAlike(text: string, from: number, cut: number, win: PretokenWindow): boolean {
-  const letters = isLetterOrMark(text, from) || (!isLineBreak(text, from) && isLetterOrMark(text, afterCodePoint(text, from)));
+function restartsAlike(text: string, from: number, cut: number, win: PretokenWindow, letters: boolean): boolean {
   if (!letters) {
     if (isWhiteSpace(text, cut) || isMark(text, cut) || isMark(text, afterCodePoint(text, cut))) return false;
     LINE_BREAK.lastIndex = from - win.start;
@@ -380,6 +427,124 @@ function restartsAlike(text: string, from: number, cut: number, win: PretokenWin
   if (!isLetterOrMark(text, cut)) return false;
   LOWER_CASE.lastIndex = from - win.start;
   return !(LOWER_CASE.test(win.view!) && LOWER_CASE.lastIndex <= cut - win.start);
+}
+
+/**
+ * A pre-token whose end its window could not tell (`windowedPretoken`), read run by run — each run with a regex
+ * of one character class, which reads a run once and gives nothing back — over as many `encodeSlice` calls as it
+ * takes, at most `2 * pretokenWindow` characters a call. Its end is then what the split regex's alternatives make
+ * of those runs (`finishRun`): the same end as one match over the text, without a call that reads megabytes
+ * (the run of 8 M repeats of `日` after an `a`, which the regex reads whole, then stack-overflows on).
+ */
+interface PretokenScan {
+  from: number;
+  /** The run being read: white space, the letters' leading or trailing run, punctuation or its tail. */
+  phase: typeof WHITE | typeof UPPER | typeof LOWER | typeof PUNCT | typeof TAIL;
+  /** Where the run being read starts: the letters' leading run starts after a prefix, if any. */
+  start: number;
+  /** How far it has been read. */
+  at: number;
+  /** White space: the end of the last line break read; the leading run: the end of the last letter of both classes read; else -1. */
+  mark: number;
+}
+
+const WHITE = 0;
+const UPPER = 1;
+const LOWER = 2;
+const PUNCT = 3;
+const TAIL = 4;
+
+/** The runs `scanPretoken` reads, by phase: each one class, sticky. */
+const RUNS: readonly RegExp[] = [/\s*/uy, /[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*/uy, /[\p{Ll}\p{Lm}\p{Lo}\p{M}]*/uy, /[^\s\p{L}\p{N}]*/uy, /[\r\n/]*/y];
+/** Past the last letter of both classes in a leading run: each leading-only run is followed by one of both classes. */
+const THROUGH_LAST_BOTH = /(?:[\p{Lu}\p{Lt}]*[\p{Lm}\p{Lo}\p{M}])*/uy;
+const LOWER_LETTER = /\p{Ll}/uy;
+const CONTRACTION = /'(?:[sS]|[dD]|[mM]|[tT]|[lL][lL]|[vV][eE]|[rR][eE])/y;
+
+function startScan(text: string, from: number, kind: number): PretokenScan {
+  if (kind === SCAN_WHITE) return { from, phase: WHITE, start: from, at: from, mark: -1 };
+  if (kind === SCAN_PUNCT) {
+    // ` ?[^\s\p{L}\p{N}]+[\r\n/]*`: the space is taken when punctuation follows it (it did: the match was longer).
+    const start = text.charCodeAt(from) === 32 ? from + 1 : from;
+    return { from, phase: PUNCT, start, at: start, mark: -1 };
+  }
+  const start = matchesAt(PREFIX, text, from) ? afterCodePoint(text, from) : from;
+  return { from, phase: UPPER, start, at: start, mark: -1 };
+}
+
+/** Read on (`PretokenScan`): the pre-token's end once its last run ends, `PENDING` while it goes on, or -1 (only a match over the text can tell). */
+function scanPretoken(text: string, scan: PretokenScan): number {
+  let budget = 2 * pretokenWindow;
+  while (budget > 0) {
+    let limit = Math.min(text.length, scan.at + budget);
+    // Never between the halves of a surrogate pair: a half alone is of no letter class.
+    if (limit < text.length && isHighSurrogate(text.charCodeAt(limit - 1))) limit++;
+    budget -= limit - scan.at;
+    const view = text.slice(scan.at, limit);
+    noteRead(view.length);
+    const run = RUNS[scan.phase]!;
+    run.lastIndex = 0;
+    run.test(view);
+    const read = run.lastIndex;
+    if (scan.phase === WHITE && read > 0) {
+      const lineBreak = Math.max(view.lastIndexOf('\n', read - 1), view.lastIndexOf('\r', read - 1));
+      if (lineBreak >= 0) scan.mark = scan.at + lineBreak + 1;
+    } else if (scan.phase === UPPER && read > 0) {
+      THROUGH_LAST_BOTH.lastIndex = 0;
+      THROUGH_LAST_BOTH.test(read === view.length ? view : view.slice(0, read));
+      if (THROUGH_LAST_BOTH.lastIndex > 0) scan.mark = scan.at + THROUGH_LAST_BOTH.lastIndex;
+    }
+    scan.at += read;
+    if (scan.at === limit && limit < text.length) continue;
+    const end = finishRun(text, scan);
+    if (end !== PENDING) return end;
+  }
+  return PENDING;
+}
+
+/**
+ * The run `scan` read ends at `scan.at`: the pre-token's end as the split regex makes it, or `PENDING` with the
+ * next run to read.
+ */
+function finishRun(text: string, scan: PretokenScan): number {
+  const at = scan.at;
+  switch (scan.phase) {
+    case WHITE:
+      // `\s*[\r\n]+` ends after the run's last line break; else `\s+(?!\S)` leaves the run's last character to what
+      // follows it, unless the text ends there; `\s+` takes a run of one.
+      if (scan.mark >= 0) return scan.mark;
+      return at === text.length || at - scan.from < 2 ? at : at - 1;
+    case UPPER: {
+      // `[^\r\n\p{L}\p{N}]?[Lu Lt Lm Lo M]*[Ll Lm Lo M]+'s?`: the leading run, then a lower-case letter's trailing run…
+      if (at < text.length && matchesAt(LOWER_LETTER, text, at)) {
+        scan.phase = LOWER;
+        scan.start = at;
+        return PENDING;
+      }
+      // …or the leading run given back to its last letter of both classes (from after the prefix, then from the
+      // prefix: a mark is a prefix and a letter of both classes)…
+      const both = scan.mark >= 0 ? scan.mark : scan.start > scan.from && isMark(text, scan.from) ? scan.start : -1;
+      if (both >= 0) return both === at ? at + contraction(text, at) : both;
+      // …else `[^\r\n\p{L}\p{N}]?[Lu Lt Lm Lo M]+[Ll Lm Lo M]*'s?`, the leading run alone.
+      if (at > scan.start) return at + contraction(text, at);
+      return -1;
+    }
+    case LOWER:
+      return at + contraction(text, at);
+    case PUNCT:
+      if (at === scan.start) return -1;
+      scan.phase = TAIL;
+      scan.start = at;
+      return PENDING;
+    default:
+      return at;
+  }
+}
+
+/** The length of the contraction (`'ll`, `'s`, …) at `i`, or 0. */
+function contraction(text: string, i: number): number {
+  CONTRACTION.lastIndex = i;
+  return CONTRACTION.test(text) ? CONTRACTION.lastIndex - i : 0;
 }
 
 function matchesAt(re: RegExp, text: string, i: number): boolean {
@@ -447,7 +612,11 @@ const NON_WHITE_SPACE = /\S/g;
  * combining mark or a CJK character, found by an outside attack; the
  * library throws the same): then the run up to the next white space is
  * taken as one pre-token, merged in pieces like any long one, instead of
- * failing a valid request with a server error.
+ * failing a valid request with a server error. The window and the scan keep
+ * every match the server makes to two windows of text, far below that; the
+ * fallback stays for a match over a whole text (`setPretokenWindow` raised),
+ * where it can split such a run otherwise than the regex would (digits after
+ * 5 M `日`s).
  */
 function splitNext(re: RegExp, text: string): RegExpExecArray | null {
   const from = re.lastIndex;

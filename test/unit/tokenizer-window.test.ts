@@ -7,10 +7,14 @@
  * on seeded texts built to put every kind of run across window ends (letters
  * of each case class, marks, punctuation with its line-break tail, white
  * space, lone and paired surrogates, contractions), and on the shapes that
- * broke earlier drafts of the rule.
+ * broke earlier drafts of the rule. Where the window cannot tell a
+ * pre-token's end (its leading letters or its white space run past it, or a
+ * cut could end it elsewhere), its runs are read to their ends over calls
+ * (`scanPretoken`): checked the same way, and that no regex call is given
+ * more than two windows of the text.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_PRETOKEN_CHARS, encodeText, setPretokenWindow } from '../../src/model/tokenizer.js';
+import { MAX_PRETOKEN_CHARS, encodeSlice, encodeText, setPretokenWindow, widestPretokenRead, type EncodeCursor } from '../../src/model/tokenizer.js';
 import { mulberry32 } from '../../src/model/rng.js';
 
 const DEFAULT_WINDOW = setPretokenWindow(64 * 1024);
@@ -24,6 +28,7 @@ function bothWays(text: string, window: number): { whole: number[]; windowed: nu
   setPretokenWindow(1 << 30);
   const whole = encodeText(text);
   setPretokenWindow(window);
+  widestPretokenRead();
   const windowed = encodeText(text);
   setPretokenWindow(DEFAULT_WINDOW);
   return { whole, windowed };
@@ -67,12 +72,57 @@ describe('tokenizer: windowed pre-token matching gives the whole-text tokens', (
     ['a newline then a long white-space run', 'x\n' + ' '.repeat(3000) + 'y z'],
     ['lone surrogates', 'a ' + '\ud800'.repeat(5000) + ' b'],
     ['surrogate pairs split across every window end', 'q' + '🎉'.repeat(3000) + '!'],
+    // Read run by run (`scanPretoken`): a cut in the trailing run after a lower-case letter…
+    ['a lower-case letter then CJK', 'a' + '日'.repeat(3000) + ' x'],
+    ['a lower-case letter then marks, then a contraction', 'e' + '\u0301'.repeat(3000) + "'ll x"],
+    ['lower case and CJK', 'a日日'.repeat(1500) + 'Z'],
+    ['a lower-case letter then both-class letters then capitals and lower case', 'ś' + 'ʰ'.repeat(2000) + 'Z'.repeat(600) + 'a b'],
+    // …a leading run read past the window, given back or not…
+    ['a modifier letter then capitals', 'ʰ' + 'Z'.repeat(3000) + ' x'],
+    ['a modifier letter then capitals then lower case', 'ʰ' + 'Z'.repeat(3000) + 'abc d'],
+    ['a mark then capitals, then a contraction', '\u0301' + 'Z'.repeat(3000) + "'S"],
+    ['a mark, a modifier letter, capitals', '\u0301ʰ' + 'Z'.repeat(3000) + '!'],
+    ['a space then a modifier letter then capitals', ' ʰ' + 'Z'.repeat(3000) + '1'],
+    ['modifier letters far apart in capitals: the last one ends the match', 'ʰ' + 'Z'.repeat(1500) + 'ʰ' + 'Z'.repeat(1500) + ' x'],
+    ['a modifier letter ending a run of capitals, then a contraction', 'ʰ' + 'Z'.repeat(3000) + "ʰ's"],
+    ['a both-class letter in the middle of capitals, astral', 'ǅ' + 'Z'.repeat(1500) + '\ud840\udc00' + 'Z'.repeat(1500) + ' x'],
+    ['an astral lower-case letter then astral CJK', '\ud835\udc1a' + '\ud840\udc00'.repeat(1500) + '.'],
+    // …white space whose end or last line break is past the window…
+    ['ideographic spaces then a letter', '\u3000'.repeat(3000) + 'x'],
+    ['spaces with a line break far inside', ' '.repeat(1000) + '\n' + ' '.repeat(2000) + '\r' + '\t'.repeat(900) + 'y'],
+    ['white space to the end of the text', 'x' + '\u00a0'.repeat(3000)],
+    // …punctuation whose cut would fall in its tail or beside a mark.
+    ['punctuation with a tail of line breaks', '!' + '\n/'.repeat(1500) + 'x'],
+    ['punctuation with marks at every cut', ' !' + '!\u0301'.repeat(1500) + '\n\n a'],
     ['random CJK', Array.from({ length: 6000 }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919) % 20000))).join('') + ' done'],
   ])('%s', (_name, text) => {
     for (const window of [256, 512, 1024]) {
       const { whole, windowed } = bothWays(text, window);
       expect(windowed).toEqual(whole);
+      expect(widestPretokenRead()).toBeLessThanOrEqual(2 * window + 1);
     }
+  });
+
+  it('reads a pre-token whose end is far in steps of two windows, returning between them without moving', () => {
+    setPretokenWindow(256);
+    const text = 'a' + '日'.repeat(20_000) + ' end';
+    const cursor: EncodeCursor = { at: 0, end: 0 };
+    const out: number[] = [];
+    let calls = 0;
+    let still = 0;
+    while (cursor.at < text.length) {
+      const at = cursor.at;
+      widestPretokenRead();
+      encodeSlice(text, cursor, out, 1024);
+      expect(widestPretokenRead()).toBeLessThanOrEqual(2 * 256 + 1);
+      if (cursor.at === at) still++;
+      calls++;
+    }
+    // 20,001 characters read 512 a call before the first token, then merged 1,024 a call.
+    expect(still).toBeGreaterThanOrEqual(Math.floor(20_001 / 512) - 1);
+    expect(calls).toBeGreaterThan(still + 15);
+    setPretokenWindow(1 << 30);
+    expect(out).toEqual(encodeText(text));
   });
 
   it('over 600 seeded texts of runs crossing window ends, and the seeds that broke earlier drafts', () => {
@@ -84,6 +134,8 @@ describe('tokenizer: windowed pre-token matching gives the whole-text tokens', (
       const text = hostileText(seed);
       const { whole, windowed } = bothWays(text, 256);
       expect(windowed, `seed ${seed}`).toEqual(whole);
+      // No regex call was given more than two windows (and a surrogate pair's second half) of the text to read.
+      expect(widestPretokenRead(), `seed ${seed}`).toBeLessThanOrEqual(2 * 256 + 1);
       if (text.length > 4 * 256) cut++;
     }
     // The texts exercised the windowed path: most are several windows long.

@@ -7,9 +7,10 @@
  * schema no bounded arguments can satisfy before any run starts. Covers the
  * subset tool schemas use in practice: type (or a list of types),
  * properties/required, items/prefixItems, enum/const/default, anyOf/oneOf
- * (first branch), allOf (merged), local $ref, string formats, numeric bounds,
- * length and item-count bounds. Leaves out `pattern`, `uniqueItems`,
- * `not`, `if/then/else` and conditional dependencies: a schema that leans on
+ * (first branch), allOf (merged), local $ref, string formats and patterns
+ * (model/schema-strings.ts), numeric bounds, length and item-count bounds.
+ * Leaves out `uniqueItems`, `not`, `if/then/else`, conditional dependencies
+ * and patterns with lookarounds or backreferences: a schema that leans on
  * them may get arguments that do not validate.
  *
  * Bounded (SCHEMA_LIMITS): a schema is client input, and `minItems: 1e9`,
@@ -22,6 +23,7 @@
  */
 import { WireError } from '../protocol/errors.js';
 import { intBetween, type Rng, words } from './rng.js';
+import { shapedString } from './schema-strings.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -226,19 +228,6 @@ function withoutKeys(schema: JsonSchema, ...keys: string[]): JsonSchema {
   return copy;
 }
 
-const FORMATS: Record<string, (rng: Rng) => string> = {
-  'date-time': () => '2025-01-01T12:00:00Z',
-  date: () => '2025-01-01',
-  time: () => '12:00:00Z',
-  email: (rng) => `${words(rng, 1).join('')}@example.com`,
-  uri: (rng) => `https://example.com/${words(rng, 1).join('')}`,
-  url: (rng) => `https://example.com/${words(rng, 1).join('')}`,
-  uuid: (rng) => {
-    const h = Array.from({ length: 32 }, () => Math.floor(rng() * 16).toString(16)).join('');
-    return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20)}`;
-  },
-};
-
 /**
  * One generation. `minimal`: required content only, arrays at `minItems`,
  * strings at their shortest — the smallest arguments the schema allows, used
@@ -350,8 +339,14 @@ class Generator {
     if (minLength > SCHEMA_LIMITS.maxStringChars) {
       throw new SchemaError(`'minLength' ${minLength} is more than the ${SCHEMA_LIMITS.maxStringChars} characters generated arguments may hold`, path);
     }
-    const format = typeof schema.format === 'string' ? FORMATS[schema.format] : undefined;
-    let s = format ? format(this.rng) : words(this.rng, intBetween(this.rng, 1, 3)).join(' ');
+    const max = maxLength ?? SCHEMA_LIMITS.maxStringChars;
+    // A pattern or a format (model/schema-strings.ts), within the length bounds where they allow it.
+    const shaped = shapedString(schema, this.rng, minLength, max, SCHEMA_LIMITS.maxStringChars);
+    if (shaped !== undefined) {
+      this.charge(shaped.length + 2, path);
+      return shaped;
+    }
+    let s = words(this.rng, intBetween(this.rng, 1, 3)).join(' ');
     if (s.length < minLength) {
       const parts = [s];
       let len = s.length;

@@ -10,8 +10,8 @@
  * broke earlier drafts of the rule. Where the window cannot tell a
  * pre-token's end (its leading letters or its white space run past it, or a
  * cut could end it elsewhere), its runs are read to their ends over calls
- * (`scanPretoken`): checked the same way, and that no regex call is given
- * more than two windows of the text.
+ * (`scanPretoken`): checked the same way, and that no regex that reads a
+ * run is given more than two windows of the text (`widestPretokenRead`).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_PRETOKEN_CHARS, encodeSlice, encodeText, setPretokenWindow, widestPretokenRead, type EncodeCursor } from '../../src/model/tokenizer.js';

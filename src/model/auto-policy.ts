@@ -30,6 +30,7 @@ import { contentText, outputText, TurnScan, type TurnCall } from './conversation
 import type { ModelPolicy, PlannedItem, PlannedOutput } from './policies.js';
 import { intBetween, type Rng, words } from './rng.js';
 import { argsFromSchema, setOwn } from './schema-args.js';
+import { fitString } from './schema-strings.js';
 import { fillFromMessage, messageIndex, relevance } from './tool-match.js';
 import { countTokens } from './tokenizer.js';
 import type { ModelRequest } from './types.js';
@@ -99,7 +100,10 @@ function asJson(format: Exclude<TextFormat, { type: 'text' }>, text: string, use
   const value = fillFromMessage(argsFromSchema(format.schema, rng), format.schema, userText);
   const props = (format.schema['properties'] ?? {}) as Record<string, { type?: unknown }>;
   for (const [name, schema] of Object.entries(props)) {
-    if (ANSWER_PROPS.test(name) && schema.type === 'string' && !('enum' in schema)) setOwn(value, name, text);
+    if (!ANSWER_PROPS.test(name) || schema.type !== 'string' || 'enum' in schema || 'const' in schema) continue;
+    // The text where the property's bounds, format and pattern take it (cut to its maxLength); else the generated string.
+    const fitted = fitString(schema as Record<string, unknown>, text);
+    if (fitted !== undefined) setOwn(value, name, fitted);
   }
   return JSON.stringify(value);
 }

@@ -37,6 +37,40 @@ export function shapedString(schema: { pattern?: unknown; format?: unknown }, rn
   return formatString(schema.format, rng, min, max) ?? fromPattern;
 }
 
+/**
+ * `value` as it may stand for a string schema (a slot filled from the user's message, the answer's text), cut to
+ * `maxLength` (never inside a surrogate pair), or undefined when it does not fit: shorter than `minLength`, not of the
+ * schema's `format` (Ajv's validator), or under a `pattern` (it is never run on text: the generated string stays).
+ * Lengths hold both as UTF-16 units (zod's `.max()`) and as code points (JSON Schema's).
+ */
+export function fitString(schema: Record<string, unknown>, value: string): string | undefined {
+  if (typeof schema['pattern'] === 'string') return undefined;
+  const max = typeof schema['maxLength'] === 'number' ? Math.max(0, Math.floor(schema['maxLength'])) : Infinity;
+  const min = typeof schema['minLength'] === 'number' ? schema['minLength'] : 0;
+  let s = value;
+  if (s.length > max) {
+    let cut = max;
+    if (cut > 0 && cut < s.length && s.charCodeAt(cut - 1) >= 0xd800 && s.charCodeAt(cut - 1) <= 0xdbff) cut--;
+    s = s.slice(0, cut);
+  }
+  if (codePoints(s) < min) return undefined;
+  if (typeof schema['format'] === 'string' && !formatTakes(schema['format'], s)) return undefined;
+  return s;
+}
+
+function codePoints(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+    n++;
+  }
+  return n;
+}
+
 /** Strings longer than this are not checked against a format (its validator's regex is the library's, but the string is the client's pattern's). */
 const FORMAT_CHECK_CHARS = 1024;
 

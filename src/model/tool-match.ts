@@ -23,6 +23,7 @@
  */
 import type { FunctionTool } from '../protocol/objects.js';
 import { setOwn } from './schema-args.js';
+import { fitString } from './schema-strings.js';
 
 /** Verbs and fillers tool names share; alone they say nothing about what a tool does. */
 const GENERIC = new Set([
@@ -175,10 +176,9 @@ export function fillFromMessage(
     const slot = slotOf(name);
     const value = slot && extract(slot, text);
     if (value === undefined || value === '') continue;
-    const max = typeof schema['maxLength'] === 'number' ? schema['maxLength'] : Infinity;
-    const min = typeof schema['minLength'] === 'number' ? schema['minLength'] : 0;
-    if (value.length < min) continue;
-    setOwn(out, name, value.slice(0, max));
+    // Only where the schema takes it: its length bounds, its format; never under a pattern (model/schema-strings.ts).
+    const fitted = fitString(schema, value);
+    if (fitted !== undefined) setOwn(out, name, fitted);
   }
   return out;
 }

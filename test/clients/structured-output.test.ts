@@ -42,6 +42,29 @@ describe('structured outputs through the openai SDK and zod', () => {
     }
   });
 
+  it("the answer's text and the slots filled from the user's message keep to their property's bounds, format and pattern", async () => {
+    const { url } = await testServer();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    // `summary` and `answer` would hold the model's text, `location`, `query` and `url` the user's words.
+    const Answer = z.object({
+      summary: z.string().max(24),
+      answer: z.string().min(3).max(40),
+      explanation: z.string().regex(/^[A-Z][a-z ]+\.$/),
+      location: z.string().max(6),
+      query: z.string().regex(/^[a-z]+$/),
+      url: z.url(),
+      text: z.email(),
+    });
+    for (const input of ['What is the weather in San Francisco, California today? See https://example.org/a b', 'search for "blue whales" please']) {
+      const res = await client.responses.parse({ model: 'sim-model', input, text: { format: zodTextFormat(Answer, 'answer') } });
+      expect(Answer.parse(res.output_parsed)).toEqual(res.output_parsed);
+    }
+    // Where the text fits, it is the text.
+    const Loose = z.object({ answer: z.string() });
+    const res = await client.responses.parse({ model: 'sim-model', input: 'hi there', text: { format: zodTextFormat(Loose, 'loose') } });
+    expect(res.output_parsed!.answer.split(' ').length).toBeGreaterThan(1);
+  });
+
   it('responses.stream with zodTextFormat: the final response parses the same', async () => {
     const { url } = await testServer();
     const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });

@@ -210,14 +210,14 @@ type Node =
   | { kind: 'alt'; options: Node[] }
   | { kind: 'rep'; node: Node; min: number; max: number }
   | { kind: 'lit'; text: string }
-  | { kind: 'class'; test: RegExp }
+  | { kind: 'class'; test: RegExp; members?: readonly string[] }
   | { kind: 'start' }
   | { kind: 'end' };
 
 /** The pattern uses something not generated (a backreference, a lookaround, a word boundary) or is not valid. */
 class Unsupported extends Error {}
 
-/** Characters a class's character is picked from, tried in turn from a random start until one matches. */
+/** Characters a class's character is picked from: those of them the class takes, at random. */
 const POOL = Array.from('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.,:;!?@#$%&*+=/\\|()[]{}<>\'"`~^\t\néüßαλжש日本語😀\u00a0');
 
 /** Extra repeats a quantifier with room may take (beyond its minimum) on a first try. */
@@ -253,7 +253,7 @@ export function patternString(pattern: string, rng: Rng, min: number, max: numbe
   let k = 0;
   for (let attempt = 0; attempt < TRIES; attempt++) {
     const out: string[] = [];
-    const budget: Budget = { chars: maxChars, used: 0, started: false, ended: false, steps: MAX_STEPS };
+    const budget: Budget = { chars: maxChars, used: 0, started: false, ended: false, steps: MAX_STEPS, overflow: false };
     const made = generate(parsed, rng, attempt === 0 ? RANDOM : k, out, budget);
     let s = made ? out.join('') : undefined;
     // A pattern matches anywhere in the string (JSON Schema's `pattern` is a search): text before a match that
@@ -264,6 +264,10 @@ export function patternString(pattern: string, rng: Rng, min: number, max: numbe
     }
     if (s !== undefined && s.length >= min && s.length <= max) return s;
     if (s !== undefined && (matching === undefined || distance(s.length, min, max) < distance(matching.length, min, max))) matching = s;
+    // A try out of steps: the pattern's repeats of nothing are too many for any try. One that found no way through
+    // (an empty class, an anchor that cannot hold) says nothing of the length.
+    if (!made && budget.steps < 0) break;
+    if (!made && !budget.overflow) continue;
     const tooShort = s !== undefined && s.length < min;
     if (attempt === 0) {
       if (tooShort) short = 0;
@@ -310,10 +314,16 @@ interface Budget {
   started: boolean;
   ended: boolean;
   steps: number;
+  /** The characters ran out (too long, not impossible). */
+  overflow: boolean;
 }
 
 function emit(text: string, out: string[], budget: Budget): boolean {
-  if (budget.ended || text.length > budget.chars) return false;
+  if (budget.ended) return false;
+  if (text.length > budget.chars) {
+    budget.overflow = true;
+    return false;
+  }
   budget.chars -= text.length;
   budget.used += text.length;
   out.push(text);
@@ -333,18 +343,27 @@ function generate(node: Node, rng: Rng, stretch: number, out: string[], budget: 
     case 'lit':
       return emit(node.text, out, budget);
     case 'class': {
-      const start = Math.floor(rng() * POOL.length);
-      for (let i = 0; i < POOL.length; i++) {
-        const c = POOL[(start + i) % POOL.length]!;
-        if (node.test.test(c)) return emit(c, out, budget);
-      }
-      return false;
+      // The pool's characters the class takes, found once per parsed pattern (a class visited 100,000 times is not
+      // tested against the pool each time).
+      const members = (node.members ??= POOL.filter((c) => node.test.test(c)));
+      if (members.length === 0) return false;
+      return emit(members[Math.floor(rng() * members.length)]!, out, budget);
     }
     case 'seq':
       for (const item of node.items) if (!generate(item, rng, stretch, out, budget)) return false;
       return true;
-    case 'alt':
-      return generate(node.options[Math.floor(rng() * node.options.length)]!, rng, stretch, out, budget);
+    case 'alt': {
+      // A random option first, then the others in turn when it has no way through (`[]|b`): undone before the next.
+      const first = Math.floor(rng() * node.options.length);
+      const mark = { n: out.length, chars: budget.chars, used: budget.used, started: budget.started, ended: budget.ended };
+      for (let i = 0; i < node.options.length; i++) {
+        if (generate(node.options[(first + i) % node.options.length]!, rng, stretch, out, budget)) return true;
+        if (budget.steps < 0) return false;
+        out.length = mark.n;
+        Object.assign(budget, { chars: mark.chars, used: mark.used, started: mark.started, ended: mark.ended });
+      }
+      return false;
+    }
     case 'rep': {
       const room = node.max - node.min;
       const extra = stretch === RANDOM ? intBetween(rng, 0, Math.min(room, EXTRA_REPEATS)) : Math.min(room, stretch);
@@ -445,11 +464,15 @@ class Parser {
     return inner;
   }
 
+  /**
+   * A class, `[` to its first unescaped `]` (ECMAScript's: `[]` is the empty class and `[^]` any character; a `]`
+   * first is not a member, as it is in POSIX: read so, `[]|(?:x*|y*){18}z[a]` made the whole pattern the "class"
+   * each candidate character was tested against, which backtracked for seconds; outside attack).
+   */
   private bracket(): Node {
     const start = this.i;
     this.i++;
     if (this.src[this.i] === '^') this.i++;
-    if (this.src[this.i] === ']') this.i++;
     while (this.i < this.src.length && this.src[this.i] !== ']') this.i += this.src[this.i] === '\\' ? 2 : 1;
     if (this.i >= this.src.length) throw new Unsupported('an unterminated class');
     this.i++;

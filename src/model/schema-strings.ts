@@ -58,6 +58,14 @@ export function fitString(schema: Record<string, unknown>, value: string): strin
   return s;
 }
 
+function isHigh(c: number): boolean {
+  return c >= 0xd800 && c <= 0xdbff;
+}
+
+function isLow(c: number): boolean {
+  return c >= 0xdc00 && c <= 0xdfff;
+}
+
 function codePoints(s: string): number {
   let n = 0;
   for (let i = 0; i < s.length; i++) {
@@ -186,18 +194,20 @@ const FORMATS: Record<string, (rng: Rng, min: number, max: number) => string> = 
     }
     return groups.join(':');
   },
-  uri: (rng, min, max) => uri(rng, min, max),
-  url: (rng, min, max) => uri(rng, min, max),
+  uri: (rng, min, max) => uri(rng, min, max, false),
+  // A URL has an authority: `http://a.bc` (11) is the shortest made.
+  url: (rng, min, max) => uri(rng, min, max, true),
   uuid: (rng) => {
     const h = hex(rng, 32);
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20)}`;
   },
 };
 
-function uri(rng: Rng, min: number, max: number): string {
+function uri(rng: Rng, min: number, max: number, authority: boolean): string {
   const base = 'https://example.com/';
   const word = words(rng, 1).join('');
   const n = fit(base.length + word.length, min, max);
+  if (n < base.length && authority) return n >= 11 ? `http://${letters(rng, n - 10)}.bc` : base + word;
   if (n < base.length) return n >= 3 ? `x:${letters(rng, n - 2)}` : base + word;
   return base + (word + letters(rng, Math.max(0, n - base.length - word.length))).slice(0, n - base.length);
 }
@@ -225,13 +235,34 @@ const EXTRA_REPEATS = 3;
 /** `generate`'s stretch for a first try: each repeat takes 0 to `EXTRA_REPEATS` extra at random. */
 const RANDOM = -1;
 /** An unbounded quantifier's cap while generating (`*`, `+`, `{n,}`). */
-const OPEN_MAX = 1000;
+const OPEN_MAX = 16_384;
 /** Patterns longer than this are not parsed (a schema's size bounds them anyway). */
 const MAX_PATTERN_CHARS = 4096;
 /** Attempts at a string that matches and fits the length bounds. */
-const TRIES = 16;
+const TRIES = 24;
 /** Tree nodes one attempt may visit: repeats of nothing (`((){1000}){1000}`) generate no characters to run out of. */
 const MAX_STEPS = 100_000;
+
+/**
+ * Tree nodes (and class-member tests) all pattern generation may spend in one event-loop turn, refilled at the next:
+ * each pattern is bounded, but one request's schemas may hold thousands (an outside attack's 200 patterns of dead
+ * alternatives held the loop 8.7 s). Past it a pattern's string is words, as for a pattern not generated from. Far
+ * above what real schemas spend (a zod schema's dozen patterns: a few thousand).
+ */
+const TURN_STEPS = 200_000;
+let turnSteps = TURN_STEPS;
+let refill: NodeJS.Immediate | null = null;
+
+function stepsLeft(): number {
+  if (refill === null) {
+    refill = setImmediate(() => {
+      turnSteps = TURN_STEPS;
+      refill = null;
+    });
+    refill.unref();
+  }
+  return turnSteps;
+}
 
 /** Parsed trees by pattern source (schemas are re-sent with every request; a bounded cache). */
 const trees = new Map<string, Node | null>();
@@ -243,6 +274,7 @@ const TREE_CACHE = 256;
  * undefined when the pattern is not one this generates.
  */
 export function patternString(pattern: string, rng: Rng, min: number, max: number, maxChars: number): string | undefined {
+  if (stepsLeft() <= 0) return undefined;
   const parsed = parsePattern(pattern);
   if (parsed === null) return undefined;
   let matching: string | undefined;
@@ -251,24 +283,29 @@ export function patternString(pattern: string, rng: Rng, min: number, max: numbe
   let short = -1;
   let long = Infinity;
   let k = 0;
-  for (let attempt = 0; attempt < TRIES; attempt++) {
+  for (let attempt = 0; attempt < TRIES && turnSteps > 0; attempt++) {
     const out: string[] = [];
-    const budget: Budget = { chars: maxChars, used: 0, started: false, ended: false, steps: MAX_STEPS, overflow: false };
+    const steps = Math.min(MAX_STEPS, turnSteps);
+    const budget: Budget = { chars: maxChars, used: 0, started: false, ended: false, steps, overflow: false };
     const made = generate(parsed, rng, attempt === 0 ? RANDOM : k, out, budget);
+    turnSteps -= steps - Math.max(0, budget.steps);
     let s = made ? out.join('') : undefined;
     // A pattern matches anywhere in the string (JSON Schema's `pattern` is a search): text before a match that
     // passed no `^`, or after one that passed no `$`, keeps it a match.
-    if (s !== undefined && s.length < min && min <= max && (!budget.started || !budget.ended)) {
-      const pad = 'x'.repeat(min - s.length);
+    // Lengths as JSON Schema counts them (code points) for the lower bound, as zod does (UTF-16 units) for the upper:
+    // a string within both holds for either.
+    const n = s === undefined ? 0 : codePoints(s);
+    if (s !== undefined && n < min && min <= max && (!budget.started || !budget.ended)) {
+      const pad = 'x'.repeat(min - n);
       s = budget.ended ? pad + s : s + pad;
     }
-    if (s !== undefined && s.length >= min && s.length <= max) return s;
-    if (s !== undefined && (matching === undefined || distance(s.length, min, max) < distance(matching.length, min, max))) matching = s;
+    if (s !== undefined && codePoints(s) >= min && s.length <= max) return s;
+    if (s !== undefined && (matching === undefined || distance(s, min, max) < distance(matching, min, max))) matching = s;
     // A try out of steps: the pattern's repeats of nothing are too many for any try. One that found no way through
     // (an empty class, an anchor that cannot hold) says nothing of the length.
     if (!made && budget.steps < 0) break;
     if (!made && !budget.overflow) continue;
-    const tooShort = s !== undefined && s.length < min;
+    const tooShort = s !== undefined && codePoints(s) < min;
     if (attempt === 0) {
       if (tooShort) short = 0;
     } else if (tooShort) short = k;
@@ -284,9 +321,10 @@ export function patternString(pattern: string, rng: Rng, min: number, max: numbe
   return matching;
 }
 
-/** How far a length is from [min, max]. */
-function distance(n: number, min: number, max: number): number {
-  return n < min ? min - n : n > max ? n - max : 0;
+/** How far a string's length is from [min, max] (code points below, UTF-16 units above). */
+function distance(s: string, min: number, max: number): number {
+  const n = codePoints(s);
+  return n < min ? min - n : s.length > max ? s.length - max : 0;
 }
 
 function parsePattern(pattern: string): Node | null {
@@ -320,6 +358,8 @@ interface Budget {
 
 function emit(text: string, out: string[], budget: Budget): boolean {
   if (budget.ended) return false;
+  // A lone high surrogate then a lone low one would be one code point, which the pattern's two do not match.
+  if (out.length > 0 && isLow(text.charCodeAt(0)) && isHigh(out[out.length - 1]!.charCodeAt(out[out.length - 1]!.length - 1))) return false;
   if (text.length > budget.chars) {
     budget.overflow = true;
     return false;
@@ -345,7 +385,11 @@ function generate(node: Node, rng: Rng, stretch: number, out: string[], budget: 
     case 'class': {
       // The pool's characters the class takes, found once per parsed pattern (a class visited 100,000 times is not
       // tested against the pool each time).
-      const members = (node.members ??= POOL.filter((c) => node.test.test(c)));
+      if (node.members === undefined) {
+        budget.steps -= POOL.length;
+        node.members = POOL.filter((c) => node.test.test(c));
+      }
+      const members = node.members;
       if (members.length === 0) return false;
       return emit(members[Math.floor(rng() * members.length)]!, out, budget);
     }

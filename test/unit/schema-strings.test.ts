@@ -11,6 +11,7 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { argsFromSchema, type JsonSchema } from '../../src/model/schema-args.js';
 import { formatString, patternString, shapedString } from '../../src/model/schema-strings.js';
@@ -30,6 +31,7 @@ const FORMAT_LENGTHS: Record<string, (n: number) => boolean> = {
   ipv4: (n) => n >= 7 && n <= 15,
   ipv6: (n) => n >= 3 && n <= 39,
   uri: (n) => n >= 3,
+  url: (n) => n >= 11,
   uuid: (n) => n === 36,
 };
 
@@ -85,16 +87,18 @@ function randomPattern(rng: () => number, depth: number): string {
 }
 
 describe('pattern strings', () => {
-  it.each(CORPUS)('%s: every string matches', (pattern) => {
+  it.each(CORPUS)('%s: every string matches', async (pattern) => {
     const re = new RegExp(pattern, 'u');
     for (let seed = 0; seed < 20; seed++) {
+      // Each in a turn of its own, as a server's requests are (pattern work is bounded per turn).
+      await nextTurn();
       const s = patternString(pattern, mulberry32(seed), 0, 16384, 16384);
       expect(s, `seed ${seed}`).toBeDefined();
       expect(re.test(s!), `seed ${seed}: ${JSON.stringify(s)}`).toBe(true);
     }
   });
 
-  it('1,000 random patterns of classes, escapes, groups, alternation and quantifiers: every string matches, within the length bounds it asks', () => {
+  it('1,000 random patterns of classes, escapes, groups, alternation and quantifiers: every string matches, within the length bounds it asks', async () => {
     const rng = mulberry32(20261204);
     let made = 0;
     let fitted = 0;
@@ -103,11 +107,12 @@ describe('pattern strings', () => {
       const re = new RegExp(pattern, 'u');
       const min = pick(rng, [0, 0, 3, 10]);
       const max = min + pick(rng, [5, 50, 16384]);
+      await nextTurn();
       const s = patternString(pattern, mulberry32(i), min, max, 16384);
       expect(s, pattern).toBeDefined();
       expect(re.test(s!), `${pattern}: ${JSON.stringify(s)}`).toBe(true);
       made++;
-      if (s!.length >= min && s!.length <= max) fitted++;
+      if ([...s!].length >= min && s!.length <= max) fitted++;
     }
     expect(made).toBe(1000);
     // Most fit: some patterns cannot (a fixed length outside the bounds).
@@ -120,11 +125,42 @@ describe('pattern strings', () => {
     ['^(ab)+$', 8, 8],
     ['^x{2,5}y*$', 30, 40],
     ['^(?:\\d{3}-)+\\d$', 200, 210],
-  ])('%s in [%i, %i] characters: stretched to fit', (pattern, min, max) => {
+    // Past a thousand repeats of one quantifier.
+    ['^[a-z]+$', 2000, 2000],
+    // Code points, as JSON Schema counts them, at least; UTF-16 units, as zod counts them, at most.
+    ['^😀+$', 3, 6],
+  ])('%s in [%i, %i] characters: stretched to fit', async (pattern, min, max) => {
+    await nextTurn();
     const s = patternString(pattern, mulberry32(3), min, max, 16384)!;
     expect(new RegExp(pattern, 'u').test(s)).toBe(true);
-    expect(s.length).toBeGreaterThanOrEqual(min);
+    expect([...s].length).toBeGreaterThanOrEqual(min);
     expect(s.length).toBeLessThanOrEqual(max);
+  });
+
+  it('two lone surrogates a pattern matches apart are not made into one code point', async () => {
+    for (const pattern of ['^\\uD83D\\u{DE00}$', '^\\u{D83D}\\u{DE00}$', '^\\uD83D(?:)\\uDE00$']) {
+      await nextTurn();
+      const s = patternString(pattern, mulberry32(1), 0, 100, 16384);
+      if (s !== undefined) expect(new RegExp(pattern, 'u').test(s), pattern).toBe(true);
+    }
+  });
+
+  it('pattern work is bounded per event-loop turn: hundreds of costly patterns in one turn fall back, the next turn generates again', async () => {
+    // After an outside attack's request: 200 properties, each a pattern of dead alternatives repeated (each took
+    // 10-25 ms; together 8.7 s of one turn). These each make a 4,000-character string, at thousands of steps.
+    const costly = (i: number) => `(?:${'(?:[]|[]|[]|[]|a)'.repeat(50)}){80}${i}`;
+    await nextTurn();
+    const made: boolean[] = [];
+    for (let i = 0; i < 200; i++) {
+      const s = patternString(costly(i), mulberry32(i), 0, 16384, 16384);
+      if (s !== undefined) expect(new RegExp(costly(i), 'u').test(s)).toBe(true);
+      made.push(s !== undefined);
+    }
+    // The first are made; past the turn's steps the rest fall back at once.
+    expect(made[0]).toBe(true);
+    expect(made.filter((m) => !m).length).toBeGreaterThan(150);
+    await nextTurn();
+    expect(patternString(costly(7), mulberry32(1), 0, 16384, 16384)).toBeDefined();
   });
 
   it.each([
@@ -137,13 +173,14 @@ describe('pattern strings', () => {
     ['repeats of nothing, 10^12 of them', '((((){1000}){1000}){1000}){1000}'],
     ['a million repeats', '^(?:(?:a?){1000}){1000}$'],
     ['more characters than a string may hold', '(a{1000}){1000}'],
-  ])('%s (%s): no string, the caller falls back', (_what, pattern) => {
+  ])('%s (%s): no string, the caller falls back', async (_what, pattern) => {
+    await nextTurn();
     expect(patternString(pattern, mulberry32(1), 0, 16384, 16384)).toBeUndefined();
   });
 });
 
 describe('a schema with a format, a pattern or both, through the argument generator', () => {
-  it("zod's schema for formats and a pattern (zodTextFormat writes both): every value validates", () => {
+  it("zod's schema for formats and a pattern (zodTextFormat writes both): every value validates", async () => {
     const schema: JsonSchema = {
       type: 'object',
       properties: {
@@ -164,12 +201,14 @@ describe('a schema with a format, a pattern or both, through the argument genera
     };
     const validate = ajv.compile(schema);
     for (let seed = 0; seed < 50; seed++) {
+      await nextTurn();
       const args = argsFromSchema(schema, mulberry32(seed));
       expect(validate(args), `seed ${seed}: ${JSON.stringify(args)} ${JSON.stringify(validate.errors)}`).toBe(true);
     }
   });
 
-  it('a pattern the format refuses gives way to the format', () => {
+  it('a pattern the format refuses gives way to the format', async () => {
+    await nextTurn();
     // The pattern allows a domain label ending in '-', which the email format does not.
     const s = shapedString({ format: 'email', pattern: '^a@b-\\.cd$' }, mulberry32(1), 0, 100, 16384)!;
     expect(ajv.compile({ type: 'string', format: 'email' })(s)).toBe(true);

@@ -162,6 +162,12 @@ describe('pattern strings', () => {
     expect(made.filter((m) => !m).length).toBeGreaterThan(150);
     await nextTurn();
     expect(patternString(costly(7), mulberry32(1), 0, 16384, 16384)).toBeDefined();
+    // Parsing counts too: 800 classes, each compiled as a regex of its own, generating one character.
+    await nextTurn();
+    const parsed: boolean[] = [];
+    for (let i = 0; i < 200; i++) parsed.push(patternString(`(?:${'[a-c]'.repeat(800)}){0}x${i}`, mulberry32(i), 0, 100, 16384) !== undefined);
+    expect(parsed[0]).toBe(true);
+    expect(parsed.filter((p) => !p).length).toBeGreaterThan(150);
   });
 
   it.each([

@@ -388,6 +388,18 @@ class Generator {
     if (step !== undefined && step > 0) {
       v = Math.ceil(a / step) * step;
       if (integer) v = Math.round(v);
+      // A multiple whose quotient is whole in floating point, as validators check it (`v / step % 1 === 0`, Ajv's):
+      // 3 × 0.1 is 0.30000000000000004, which they refuse; 4 × 0.1 is 0.4, which they take.
+      const top = hi ?? Infinity;
+      for (let q = Math.ceil(a / step), n = a, i = 0; i < 1000; i++, q++, n++) {
+        // An integer: the integers from the lower bound (an integer multiple of 0.07 is one of 7); else multiples.
+        const c = integer ? n : q * step;
+        if (c > top) break;
+        if ((c / step) % 1 === 0 && c >= a) {
+          v = c;
+          break;
+        }
+      }
     }
     return v;
   }

@@ -206,6 +206,9 @@ export function replayableArguments(args: string): string {
   }
 }
 
+/** A name a function tool may have (the API refuses a tool definition with any other). */
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
 /** Widens a permissive object schema per tool from the arguments seen. */
 export class ToolSchemas {
   private readonly schemas = new Map<string, { custom: boolean; props: Map<string, JsonType | null> }>();
@@ -230,8 +233,9 @@ export class ToolSchemas {
     return true;
   }
 
+  /** One function tool per name a tool may have (a call's invented name, such as `multi_tool_use.parallel`, declares none). */
   tools(): FunctionTool[] {
-    return [...this.schemas].map(([name, { custom, props }]) => ({
+    return [...this.schemas].filter(([name]) => TOOL_NAME.test(name)).map(([name, { custom, props }]) => ({
       type: 'function',
       name,
       description: custom ? CUSTOM_TOOL_DESCRIPTION : null,

@@ -39,8 +39,8 @@
  *   inventing no output. A call that
  *   shows only text before its user turn's last joins the next call too
  *   (replayed alone, a call without a tool call would end the run).
- * - What the replay server would refuse is refused here, at its line: a tool
- *   name the API does not take, an empty call_id, a token count that is
+ * - What the replay server would refuse is refused here, at its line: a call
+ *   name that is empty or past 256 characters, an empty call_id, a token count that is
  *   negative, not whole or past 10^9 (MAX_TOKEN_COUNT: sums stay exact),
  *   message content nested past 32 levels.
  * - An output item of a kind not known here (`mcp_tool_call_output`, ...)
@@ -79,7 +79,11 @@
  *   tokens follow the recording.
  * - A second `session_meta` with another id (files concatenated) starts a
  *   new conversation, as a compaction with an empty replacement does; with
- *   the same id (resumed) the session goes on.
+ *   the same id (resumed) the session goes on. History a resumed session
+ *   wrote again, item for item, is skipped (repeats.ts).
+ * - A call whose name no tool may have (`multi_tool_use.parallel`) is
+ *   replayed as recorded and declares no tool. An output for a call the file
+ *   does not hold, or a second output for a call, is skipped (noted).
  * - Sub-agent sessions are separate files (`session_meta.source.subagent`):
  *   each reads as its own workload (its origin says whose sub-agent it is);
  *   the parent's spawn call is an ordinary client tool call whose duration
@@ -104,6 +108,7 @@ import {
 } from './codex-items.js';
 import { buildUserTurn, sameUserText, type PendingFigures, type RawCall, type TurnBuild, type Visible } from './codex-turns.js';
 import { inferInputTokens, reasoningTokens, type ContextOp } from './infer.js';
+import { HistoryRepeats } from './repeats.js';
 import { MAX_TOKEN_COUNT, MAX_TOOL_MS, toolWaitMs, WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
@@ -111,6 +116,8 @@ const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output
 const TOOL_SEARCH = 'tool_search';
 const INPUT_ROLES = new Set(['user', 'developer', 'system']);
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** The longest name a call may have (a tool's is at most 64 characters; a model's invented name is replayed up to this). */
+const MAX_CALL_NAME = 256;
 /** Nesting a message's content may have: the request around it adds a few levels below the server's 64. */
 const MAX_CONTENT_DEPTH = 32;
 /**
@@ -201,6 +208,20 @@ class RolloutParser {
     let last = lines.length;
     while (last > 0 && lines[last - 1]!.trim() === '') last--;
     if (last === 0) this.fail('the file is empty: not a Codex rollout', 0);
+    // History a resumed session wrote again is held while it repeats earlier records, and skipped once proven a copy.
+    const repeats = new HistoryRepeats(
+      (r) => {
+        this.line = r.line;
+        this.record(r.rec);
+      },
+      (run) =>
+        this.skip(
+          `lines ${run.from}–${run.to} (${run.items} items${run.records > run.items ? `, ${run.records - run.items} other records` : ''})`,
+          `repeat the history at lines ${run.copyOf.from}–${run.copyOf.to} item for item: the history a resumed session wrote again (openai/codex#29531), not replayed twice`,
+          false,
+          run.from,
+        ),
+    );
     for (let i = 0; i < last; i++) {
       const raw = lines[i]!.trim();
       if (raw === '') continue;
@@ -220,8 +241,9 @@ class RolloutParser {
         );
       }
       if (nestsDeeper(rec, MAX_RECORD_DEPTH)) this.fail(`the record nests deeper than ${MAX_RECORD_DEPTH} levels (no Codex record does): not read`);
-      this.record(rec);
+      repeats.push(this.line, rec, raw);
     }
+    repeats.finish();
     return this.finish(source);
   }
 
@@ -451,8 +473,15 @@ class RolloutParser {
   private clientCall(callId: string, name: string, args: string, ts: number | undefined, custom: boolean): void {
     // What the replay server accepts (docs/workload.schema.json): refused here, at its line, not in the bench's server.
     if (callId === '') this.fail('a call with an empty call_id');
-    if (!TOOL_NAME.test(name)) this.fail(`tool name ${JSON.stringify(name.slice(0, 80))} is not one the API accepts (^[a-zA-Z0-9_-]{1,64}$)`);
-    // The first use's line: a resumed session whose file repeats its history (openai/codex#29531) is told by it.
+    // A name no tool may have (a model's own invention, such as `multi_tool_use.parallel`, which Codex answers
+    // "unsupported call") is replayed as recorded: the API streams the call and takes it back as input; only a tool
+    // definition needs the pattern, so the call's name is left out of the inferred tools (noted).
+    if (name === '' || name.length > MAX_CALL_NAME) this.fail(`a call whose name is ${name === '' ? 'empty' : `${name.length} characters long`}: names are 1 to ${MAX_CALL_NAME} characters`);
+    if (!TOOL_NAME.test(name)) {
+      this.skip(`the tool name ${JSON.stringify(name)}`, `no tool may have it (${TOOL_NAME.source}): its calls are replayed as recorded, and it is left out of the tools the replay declares (Codex answers such a call "unsupported call")`);
+    }
+    // The first use's line. A copy of the history (openai/codex#29531) never reaches here (repeats.ts): this is another
+    // call under a used id.
     const first = this.pending.get(callId)?.line ?? this.answered.get(callId)?.callLine ?? this.abortedIds.get(callId);
     if (first !== undefined) this.fail(`call_id ${callId} is used twice (first by the call at line ${first})`);
     if (!this.schemas.note(name, args, custom) && args !== '') {
@@ -468,13 +497,24 @@ class RolloutParser {
   }
 
   private clientOutput(callId: string, output: string, ts: number | undefined): void {
-    this.closeCall();
     const call = this.pending.get(callId);
     if (!call) {
-      if (this.abortedIds.has(callId)) this.fail(`output for call_id ${callId} comes after a new user turn began`);
+      // Not replayed, and it changes nothing read so far (the model call under way stays open): the API refuses an
+      // output for a call the conversation does not hold, and a call takes one output. Refused before, the whole
+      // file was lost to one stray record (a history that begins mid-conversation, a tool that answered twice).
+      const aborted = this.abortedIds.get(callId);
       const had = this.answered.get(callId);
-      this.fail(`output for call_id ${callId}, which ${had ? `already has one (line ${had.line}; the call is at line ${had.callLine})` : 'no earlier call has'}`);
+      this.skip(
+        `an output for call_id ${callId}`,
+        aborted !== undefined
+          ? `comes after a new user turn began, which answered the call (line ${aborted}) "${ABORTED}" as Codex does: not replayed`
+          : had !== undefined
+            ? `the call (line ${had.callLine}) already has its output (line ${had.line}): this second one is not replayed`
+            : 'answers no call recorded before it (the API refuses an output for a call the conversation does not hold): not replayed',
+      );
+      return;
     }
+    this.closeCall();
     this.pending.delete(callId);
     this.answered.set(callId, { output, callTs: call.ts, ts, callLine: call.line, line: this.line });
     this.stats.tool_output_bytes += Buffer.byteLength(output, 'utf8');

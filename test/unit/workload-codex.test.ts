@@ -219,9 +219,12 @@ describe('files that are not rollouts, or are cut short', () => {
     expect(err).toMatchObject({ line: 9, message: expect.stringMatching(/^bad\.jsonl:9: exec_command call call_Y2p6KmqwoTtpi6atpDPuxC5M has no output/) });
   });
 
-  it('rejects an output for an unknown call and a rollout with no model call', () => {
-    expect(fails(jsonl([meta(), msg('user', 'hi'), out('nope')])).line).toBe(3);
+  it('notes an output for an unknown call (not replayed) and rejects a rollout with no model call', () => {
+    expect(fails(jsonl([meta(), msg('user', 'hi'), out('nope')])).line).toBe(0);
     expect(fails(jsonl([meta(), msg('user', 'hi')])).line).toBe(0);
+    const w = parseWorkload(jsonl([meta(), msg('user', 'hi'), out('nope'), msg('assistant', 'hello'), usage(3, 1)]), 'x.jsonl', 'test');
+    expect(w.toolOutputs).toEqual({});
+    expect(w.skipped).toEqual([{ line: 3, what: 'an output for call_id nope', why: expect.stringMatching(/^answers no call recorded before it/) }]);
   });
 
   describe('readWorkload', () => {

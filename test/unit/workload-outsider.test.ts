@@ -55,17 +55,86 @@ describe('what the reader hands on', () => {
 });
 
 describe('rollouts from outside', () => {
-  it('a call_id used twice, or answered twice, is refused naming the first use (a resumed session whose file repeats its history)', () => {
-    expect(refusal([meta(), user('x'), call('c1'), output('c1'), answer('a'), user('y'), call('c1'), output('c1'), answer('b')])).toBe(
+  it('a call_id used twice for another call is refused naming the first use', () => {
+    const other = rec('response_item', { type: 'function_call', name: 'shell', arguments: '{"command":["pwd"]}', call_id: 'c1' });
+    expect(refusal([meta(), user('x'), call('c1'), output('c1'), answer('a'), user('y'), other, output('c1'), answer('b')])).toBe(
       'x.jsonl:7: call_id c1 is used twice (first by the call at line 3)',
-    );
-    expect(refusal([meta(), user('x'), call('c1'), output('c1'), output('c1'), answer('a')])).toBe(
-      'x.jsonl:5: output for call_id c1, which already has one (line 4; the call is at line 3)',
     );
     // A call answered "aborted" by the next user turn keeps its line too.
-    expect(refusal([meta(), user('x'), call('c1'), user('y'), answer('a'), user('z'), call('c1'), output('c1'), answer('b')])).toBe(
+    expect(refusal([meta(), user('x'), call('c1'), user('y'), answer('a'), user('z'), other, output('c1'), answer('b')])).toBe(
       'x.jsonl:7: call_id c1 is used twice (first by the call at line 3)',
     );
+  });
+
+  it('an output that answers no call, or a call answered already, is noted and not replayed (refused before: the whole file lost to one record)', () => {
+    const twice = read([meta(), user('x'), call('c1'), output('c1'), output('c1', 'again'), answer('a')]);
+    expect(twice.toolOutputs['c1']?.output).toBe('ok');
+    expect(twice.skipped).toContainEqual({ line: 5, what: 'an output for call_id c1', why: 'the call (line 3) already has its output (line 4): this second one is not replayed' });
+    const stray = read([meta(), user('x'), output('c9'), call('c1'), output('c1'), answer('a')]);
+    expect(Object.keys(stray.toolOutputs)).toEqual(['c1']);
+    expect(stray.skipped).toContainEqual({ line: 3, what: 'an output for call_id c9', why: expect.stringMatching(/^answers no call recorded before it .*: not replayed$/) });
+    // The model call under way stays one call: a stray output between its items does not split it.
+    const inside = read([meta(), user('x'), answer('Looking.'), output('c9'), call('c1'), output('c1'), answer('done')]);
+    expect(inside.userTurns[0]!.modelTurns.map((t) => t.output.map((o) => o.type))).toEqual([['message', 'function_call'], ['message']]);
+    const late = read([meta(), user('x'), call('c1'), user('y'), answer('a'), output('c1'), user('z'), answer('b')]);
+    expect(late.skipped).toContainEqual({ line: 6, what: 'an output for call_id c1', why: 'comes after a new user turn began, which answered the call (line 3) "aborted" as Codex does: not replayed' });
+    for (const w of [twice, stray, inside, late]) expect(asServerReadsIt(w).userTurns).toEqual(replayable(w).userTurns);
+  });
+
+  describe('history a resumed session wrote again (openai/codex#29531)', () => {
+    // Sealed reasoning as the API writes it: long, unique to its model call.
+    const reasoning = (enc: string) => rec('response_item', { type: 'reasoning', summary: [], encrypted_content: `gAAAAA${enc.padEnd(120, '=')}` });
+    const turn1 = () => [user('list the files'), reasoning('enc-1'), call('c1'), usage(100, 10), output('c1', 'a.txt'), answer('One file.'), usage(120, 5)];
+
+    it('is skipped once, with a note naming both runs of lines; the new turn after it continues the conversation', () => {
+      // The copy holds response items only, with later timestamps; the new turn's records follow it.
+      const copy = [user('list the files'), reasoning('enc-1'), call('c1'), output('c1', 'a.txt'), answer('One file.')];
+      const w = read([meta(), ...turn1(), meta(), ...copy, rec('turn_context', {}), user('count them'), call('c2'), usage(140, 8), output('c2', '1'), answer('One.'), usage(150, 3)]);
+      expect(w.userTurns).toHaveLength(2);
+      expect(w.userTurns[1]!.input).toEqual([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'count them' }] }]);
+      expect(w.userTurns[1]!.replace_history).toBeUndefined();
+      expect(Object.keys(w.toolOutputs)).toEqual(['c1', 'c2']);
+      expect(w.skipped).toContainEqual({ line: 10, what: 'lines 10–14 (5 items)', why: expect.stringMatching(/^repeat the history at lines 2–7 item for item: the history a resumed session wrote again/) });
+      expect(w.calls!.map((c) => c.input_tokens)).toEqual([100, 120, 140, 150]);
+      expect(asServerReadsIt(w).userTurns).toEqual(replayable(w).userTurns);
+    });
+
+    it('a copy of every record kind (its events too) is skipped whole; an event-only user message right after it is kept', () => {
+      const w = read([meta(), ...turn1(), ...turn1(), rec('event_msg', { type: 'user_message', message: 'count them', images: [] }), call('c2'), output('c2', '1'), answer('One.')]);
+      expect(w.userTurns).toHaveLength(2);
+      expect(JSON.stringify(w.userTurns[1]!.input)).toContain('count them');
+      expect(w.recorded.model_calls).toBe(2);
+      expect(w.skipped).toContainEqual({ line: 9, what: 'lines 9–14 (5 items, 1 other records)', why: expect.stringMatching(/^repeat the history at lines 2–7/) });
+    });
+
+    it('a copy of part of the history (from a later turn on) is found too', () => {
+      const turn2 = [user('and the dirs?'), reasoning('enc-2'), call('c2'), output('c2', 'd/'), answer('One dir.')];
+      const w = read([meta(), ...turn1(), ...turn2, ...turn2, user('thanks'), answer('You are welcome.')]);
+      expect(w.userTurns.map((u) => u.modelTurns.length)).toEqual([2, 2, 1]);
+      expect(w.skipped).toContainEqual(expect.objectContaining({ line: 14, what: 'lines 14–18 (5 items)' }));
+    });
+
+    it('without proof (no call, no encrypted reasoning) a repeat is the user saying the same again, read as usual', () => {
+      const w = read([meta(), user('hi'), answer('Hello.'), user('hi'), answer('Hello.')]);
+      expect(w.userTurns).toHaveLength(2);
+      const v = read([meta(), user('hi'), answer('Hello.'), user('hi'), answer('Hello again.')]);
+      expect(v.userTurns.map((u) => u.modelTurns[0]!.output)).toEqual([[{ type: 'message', text: 'Hello.' }], [{ type: 'message', text: 'Hello again.' }]]);
+      expect([...(w.skipped ?? []), ...(v.skipped ?? [])].filter((s) => s.why.includes('resumed'))).toEqual([]);
+    });
+
+    it('a copy the file ends in is skipped; one that repeats earlier records out of order is not a copy', () => {
+      const w = read([meta(), ...turn1(), user('list the files'), reasoning('enc-1'), call('c1')]);
+      expect(w.userTurns).toHaveLength(1);
+      expect(w.skipped).toContainEqual(expect.objectContaining({ line: 9, what: 'lines 9–11 (3 items)' }));
+      // A call written twice, the same record: the second is a copy (its call_id proves it) of one item.
+      const again = read([meta(), ...turn1(), call('c1'), user('thanks'), answer('You are welcome.')]);
+      expect(again.userTurns).toHaveLength(2);
+      expect(again.skipped).toContainEqual(expect.objectContaining({ line: 9, what: 'lines 9–9 (1 items)' }));
+      // Reasoning with a short placeholder for its sealed content proves nothing: read as usual.
+      const placeholder = rec('response_item', { type: 'reasoning', summary: [], encrypted_content: 'e' });
+      const p = read([meta(), user('x'), placeholder, usage(10, 6), placeholder, call('c1'), usage(20, 6), output('c1'), answer('done'), usage(30, 1)]);
+      expect(p.calls!.map((c) => c.output_tokens)).toEqual([12, 1]);
+    });
   });
 
   it('a call_id named __proto__ is an own entry of toolOutputs, answered with its output', () => {
@@ -76,12 +145,18 @@ describe('rollouts from outside', () => {
     expect(asServerReadsIt(w).toolOutputs['__proto__']?.output).toBe('the answer');
   });
 
-  it('a tool name the API refuses, or an empty call_id, is refused at its line', () => {
-    for (const name of ['', 'bad name!', 'n'.repeat(65), 'caf\u00e9']) {
-      expect(refusal([meta(), user('x'), call('c1', name), output('c1'), answer('done')])).toMatch(/^x\.jsonl:3: tool name .* is not one the API accepts/);
+  it('a call whose name no tool may have (multi_tool_use.parallel) is replayed as recorded and declares no tool; an empty or 257-character name, or an empty call_id, is refused at its line', () => {
+    for (const name of ['multi_tool_use.parallel', 'bad name!', 'n'.repeat(65), 'caf\u00e9', 'n'.repeat(256)]) {
+      const w = read([meta(), user('x'), call('c1', name), output('c1', `unsupported call: ${name}`), call('c2'), output('c2'), answer('done')]);
+      expect(w.userTurns[0]!.modelTurns[0]!.output).toEqual([{ type: 'function_call', name, arguments: '{"command":["ls"]}', call_id: 'c1' }]);
+      expect(w.tools.map((t) => t.name)).toEqual(['shell']);
+      expect(w.skipped).toContainEqual({ line: 3, what: `the tool name ${JSON.stringify(name)}`, why: expect.stringMatching(/^no tool may have it/) });
+      expect(asServerReadsIt(w).tools.map((t) => t.name)).toEqual(['shell']);
     }
+    expect(refusal([meta(), user('x'), call('c1', ''), output('c1'), answer('done')])).toBe('x.jsonl:3: a call whose name is empty: names are 1 to 256 characters');
+    expect(refusal([meta(), user('x'), call('c1', 'n'.repeat(257)), output('c1'), answer('done')])).toBe('x.jsonl:3: a call whose name is 257 characters long: names are 1 to 256 characters');
     expect(refusal([meta(), user('x'), call(''), output(''), answer('done')])).toBe('x.jsonl:3: a call with an empty call_id');
-    // The longest name the API takes, and the characters it takes, still read.
+    // The longest name the API takes, and the characters it takes, still read and declare their tool.
     const ok = read([meta(), user('x'), call('c1', `mcp__a-b__${'n'.repeat(54)}`), output('c1'), answer('done')]);
     expect(asServerReadsIt(ok).tools.map((t) => t.name)).toEqual([`mcp__a-b__${'n'.repeat(54)}`]);
   });

@@ -302,13 +302,18 @@ describe('the neutral format', () => {
     expect(fails('{"llr_workload": 2, "userTurns": [{"input": [], "modelTurns": [{"output": [{"type": "message", "text": "ok"}]}]}]}').message).toBe('w.json: not an llr workload (docs/workload.schema.json): /llr_workload must be equal to constant 1');
   });
 
-  it('refuses a tool name the server would refuse at run time (the API\'s ^[a-zA-Z0-9_-]{1,64}$), naming where it is', () => {
+  it('refuses a tool definition named as the server would refuse it (the API\'s ^[a-zA-Z0-9_-]{1,64}$), naming where it is; a call may carry a name a model invented, and declares no tool', () => {
     const call = (name: string) => ({ llr_workload: 1, userTurns: [{ input: [], modelTurns: [{ output: [{ type: 'function_call', name, arguments: '{}', call_id: 'c1' }] }] }] });
-    expect(fails(JSON.stringify(call('sql.query'))).message).toMatch(/\/userTurns\/0\/modelTurns\/0\/output\/0\/name must match pattern/);
-    expect(fails(JSON.stringify(call('x'.repeat(65)))).message).toMatch(/\/output\/0\/name must match pattern/);
     const tool = { ...call('ok_name-1'), tools: [{ type: 'function', name: 'has space' }] };
     expect(fails(JSON.stringify(tool)).message).toMatch(/\/tools\/0\/name must match pattern/);
-    expect(parseWorkload(JSON.stringify(call('x'.repeat(64))), 'w.json', 'test').userTurns).toHaveLength(1);
+    expect(fails(JSON.stringify(call(''))).message).toMatch(/\/userTurns\/0\/modelTurns\/0\/output\/0\/name must NOT have fewer than 1 characters/);
+    expect(fails(JSON.stringify(call('x'.repeat(257)))).message).toMatch(/\/output\/0\/name must NOT have more than 256 characters/);
+    for (const name of ['x'.repeat(64), 'ok_name-1']) expect(parseWorkload(JSON.stringify(call(name)), 'w.json', 'test').tools.map((t) => t.name)).toEqual([name]);
+    for (const name of ['multi_tool_use.parallel', 'sql.query', 'x'.repeat(65)]) {
+      const w = parseWorkload(JSON.stringify(call(name)), 'w.json', 'test');
+      expect(w.userTurns[0]!.modelTurns[0]!.output).toEqual([{ type: 'function_call', name, arguments: '{}', call_id: 'c1' }]);
+      expect(w.tools).toEqual([]);
+    }
   });
 });
 

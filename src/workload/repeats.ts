@@ -51,17 +51,39 @@ const MIN_SEALED = 64;
 /** `{"timestamp":"…",` as Codex writes a record's head (serde's field order): the rest of the line is the record. */
 const HEAD = /^\{"timestamp":"[^"\\]*",/;
 
+/**
+ * What a run without proof may hold before it is read as usual (records, and characters of their lines): the file's
+ * text is in memory already, but a parsed record takes several times its line, so a million identical records held
+ * at once would take gigabytes. A copy with proof holds only the `event_msg` / `turn_context` records since its last
+ * repeated item, under the same bound.
+ */
+export const MAX_HELD_RECORDS = 10_000;
+export const MAX_HELD_CHARS = 32 * 1024 * 1024;
+
+interface Run {
+  /** Each candidate start: `digests[start + k]` matched the run's k-th item. */
+  starts: number[];
+  items: number;
+  /** Proven a copy: its items are skipped as they come, and `held` keeps only the records since the last one. */
+  proof: boolean;
+  held: Array<LineRecord & { digest?: number }>;
+  heldChars: number;
+  from: number;
+  /** The line of the last repeated item, and the records skipped up to it. */
+  to: number;
+  skipped: number;
+}
+
 export class HistoryRepeats {
   /** Digest of each `response_item` read (not those skipped as a copy), in order, and its line. */
   private readonly digests: number[] = [];
   private readonly lines: number[] = [];
-  /** Digest → where it was read (indices into `digests`), at most MAX_STARTS: the first half and the latest. */
-  private readonly places = new Map<number, number[]>();
-  /** The run held, its candidate starts (each `digests[start + k]` matched the k-th item held) and its items' digests. */
-  private held: Array<LineRecord & { digest?: number }> = [];
-  private starts: number[] = [];
-  private items = 0;
-  private proof = false;
+  /**
+   * Digest → where it was read (an index into `digests`, or several: at most MAX_STARTS, the first half and the
+   * latest): one number for a record read once, as nearly every record is.
+   */
+  private readonly places = new Map<number, number | number[]>();
+  private run: Run | null = null;
 
   constructor(
     /** Read a record now (in file order). */
@@ -73,20 +95,28 @@ export class HistoryRepeats {
   /** One record of the file, `raw` its line's text. */
   push(line: number, rec: unknown, raw: string): void {
     const kind = kindOf(rec);
-    if (this.held.length > 0) {
+    const run = this.run;
+    if (run !== null) {
       if (kind === 'side') {
-        this.held.push({ line, rec });
+        this.hold(run, { line, rec }, raw.length);
         return;
       }
       if (kind === 'item') {
         const digest = digestOf(raw, rec);
-        const k = this.items;
-        const next = this.starts.filter((s) => this.digests[s + k] === digest);
+        const k = run.items;
+        const next = run.starts.filter((s) => this.digests[s + k] === digest);
         if (next.length > 0) {
-          this.starts = next;
-          this.items++;
-          this.proof ||= proves(rec);
-          this.held.push({ line, rec, digest });
+          run.starts = next;
+          run.items++;
+          this.hold(run, { line, rec, digest }, raw.length);
+          if (!run.proof && proves(rec)) run.proof = true;
+          if (run.proof) {
+            // Proven: everything held so far is the copy.
+            run.skipped += run.held.length;
+            run.to = line;
+            run.held = [];
+            run.heldChars = 0;
+          }
           return;
         }
         this.end();
@@ -105,41 +135,44 @@ export class HistoryRepeats {
       this.readItem({ line, rec }, digest);
       return;
     }
-    this.starts = at.slice();
-    this.items = 1;
-    this.proof = proves(rec);
-    this.held = [{ line, rec, digest }];
+    const proof = proves(rec);
+    this.run = {
+      starts: typeof at === 'number' ? [at] : at.slice(),
+      items: 1,
+      proof,
+      held: proof ? [] : [{ line, rec, digest }],
+      heldChars: proof ? 0 : raw.length,
+      from: line,
+      to: line,
+      skipped: proof ? 1 : 0,
+    };
   }
 
-  /** The end of the file: a run held to the end is settled. */
+  /** The end of the file: a run under way is settled. */
   finish(): void {
-    if (this.held.length > 0) this.end();
+    if (this.run !== null) this.end();
   }
 
-  /** Settle the run held: skipped as a copy with proof, else read in order. */
+  private hold(run: Run, r: LineRecord & { digest?: number }, chars: number): void {
+    run.held.push(r);
+    run.heldChars += chars;
+    if (run.held.length > MAX_HELD_RECORDS || run.heldChars > MAX_HELD_CHARS) this.end();
+  }
+
+  /** Settle the run: a copy is noted and what it held since its last item read; a run without proof is read whole. */
   private end(): void {
-    const held = this.held;
-    const first = this.starts[0]!;
-    this.held = [];
-    this.starts = [];
-    if (this.proof) {
-      // The copy ends at its last repeated item: the records held after it (a new turn's turn_context, its user's
-      // message as an event) are the session's own, read as usual.
-      let last = held.length - 1;
-      while (held[last]!.digest === undefined) last--;
-      this.skipped({
-        from: held[0]!.line,
-        to: held[last]!.line,
-        items: this.items,
-        records: last + 1,
-        copyOf: { from: this.lines[first]!, to: this.lines[first + this.items - 1]! },
-      });
-      for (let i = last + 1; i < held.length; i++) this.read(held[i]!);
-      return;
+    const run = this.run!;
+    this.run = null;
+    if (run.proof) {
+      const first = run.starts[0]!;
+      // The copy ends at its last repeated item: the records after it (a new turn's turn_context, its user's message
+      // as an event) are the session's own.
+      // (A proven run holds no item: each is skipped as it comes.)
+      this.skipped({ from: run.from, to: run.to, items: run.items, records: run.skipped, copyOf: { from: this.lines[first]!, to: this.lines[first + run.items - 1]! } });
     }
-    for (const h of held) {
-      if (h.digest === undefined) this.read(h);
-      else this.readItem(h, h.digest);
+    for (const h of run.held) {
+      if (h.digest !== undefined) this.readItem(h, h.digest);
+      else this.read(h);
     }
   }
 
@@ -148,7 +181,8 @@ export class HistoryRepeats {
     this.digests.push(digest);
     this.lines.push(r.line);
     const at = this.places.get(digest);
-    if (at === undefined) this.places.set(digest, [i]);
+    if (at === undefined) this.places.set(digest, i);
+    else if (typeof at === 'number') this.places.set(digest, [at, i]);
     else if (at.length < MAX_STARTS) at.push(i);
     else at[MAX_STARTS / 2 + (i % (MAX_STARTS / 2))] = i; // the first half kept, the rest the latest (in no order)
     this.read(r);

@@ -11,6 +11,7 @@ import { parseNeutral } from '../../src/workload/format.js';
 import { checkAnswered, parseWorkload, type Workload } from '../../src/workload/load.js';
 import { refusalOf } from '../helpers/workload.js';
 import { replayable } from '../../src/workload/replayable.js';
+import { MAX_HELD_RECORDS } from '../../src/workload/repeats.js';
 
 let clock = Date.parse('2026-10-05T17:45:00Z');
 const rec = (type: string, payload: Record<string, unknown>) => JSON.stringify({ timestamp: new Date((clock += 250)).toISOString(), type, payload });
@@ -120,6 +121,16 @@ describe('rollouts from outside', () => {
       const v = read([meta(), user('hi'), answer('Hello.'), user('hi'), answer('Hello again.')]);
       expect(v.userTurns.map((u) => u.modelTurns[0]!.output)).toEqual([[{ type: 'message', text: 'Hello.' }], [{ type: 'message', text: 'Hello again.' }]]);
       expect([...(w.skipped ?? []), ...(v.skipped ?? [])].filter((s) => s.why.includes('resumed'))).toEqual([]);
+    });
+
+    it('a run without proof longer than the reader holds is read as usual; a proven copy that long is still skipped whole', () => {
+      const chat = Array.from({ length: MAX_HELD_RECORDS / 2 + 10 }, (_, i) => [user(`q${i}`), answer(`a${i}`)]).flat();
+      const w = read([meta(), ...chat, ...chat]);
+      expect(w.userTurns).toHaveLength(chat.length);
+      const calls = Array.from({ length: MAX_HELD_RECORDS + 10 }, (_, i) => [call(`c${i}`), output(`c${i}`)]).flat();
+      const v = read([meta(), user('x'), ...calls, answer('done'), ...calls, user('y'), answer('ok')]);
+      expect(v.userTurns).toHaveLength(2);
+      expect(v.skipped).toContainEqual(expect.objectContaining({ what: `lines ${calls.length + 4}–${2 * calls.length + 3} (${calls.length} items)` }));
     });
 
     it('a copy the file ends in is skipped; one that repeats earlier records out of order is not a copy', () => {

@@ -54,6 +54,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-json-keys', key: 'maxJsonKeys', help: 'keys in one JSON object of a body or frame' },
   { flag: 'max-json-containers', key: 'maxJsonContainers', help: 'objects and arrays in one body or frame' },
   { flag: 'max-schema-nodes', key: 'maxSchemaNodes', help: "subschemas in one request's tool and text.format schemas together" },
+  { flag: 'max-logprob-tokens', key: 'maxLogprobTokens', help: "text tokens one response lists logprobs for when its create asks (include message.output_text.logprobs); past it a delta's logprobs are [] and the text part lists no more" },
   { flag: 'max-run-spans', key: 'maxRunSpans', help: "spans one response's timeline (llr:timing, GET /llr/runs) lists; past it (or past --max-server-bytes, which counts a live run's spans) a span only adds to its stage's total and to the spans_dropped counter" },
   { flag: 'max-client-error-logs-per-second', key: 'maxClientErrorLogsPerSecond', help: "info lines about clients' mistakes (refused frames and requests) logged per second, server-wide; past it counted, the count logged (client_errors_unlogged) (Infinity: all)" },
   { flag: 'max-log-buffer-bytes', key: 'maxLogBufferBytes', help: 'log lines waiting for stdout (written asynchronously); past it lines are dropped (0: no limit)' },

@@ -17,7 +17,7 @@
  */
 import type { ModelRequest } from '../model/types.js';
 import { WireError, responseErrorCode, toWireError } from '../protocol/errors.js';
-import { DeltaBatch, echoesLong, forgetOutputBytes, keptOutputBytes, numberedInPlace, warmEchoes, type DeltaHead } from '../protocol/event-json.js';
+import { DeltaBatch, echoesLong, forgetOutputBytes, keptOutputBytes, numberedInPlace, warmEchoes, type DeltaHead, type EventLogprob } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { isIncompleteReason, makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import { ownInputItems, type AppendedItems, type PreparedPut, type StoredResponse } from '../store/types.js';
@@ -31,7 +31,7 @@ import type { PostInferenceJob } from '../pipeline/post.js';
 import { compactContext, compactThreshold, compactionDue } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
 import { checkContext, ITEM_HELD_BYTES, RunKeep } from './budget.js';
-import { Segment, carriesTokens } from './segment.js';
+import { Segment, carriesTokens, type LogprobAllowance } from './segment.js';
 import { leanSnapshot, newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
 import { LiveRunRecord, plainRecord } from './run-record.js';
@@ -148,6 +148,8 @@ export class ResponseRun {
   private outputTokens = 0;
   /** Of `outputTokens`, the model's hidden reasoning (usage.output_tokens_details.reasoning_tokens). */
   private reasoningTokens = 0;
+  /** Text pieces this response may still list logprobs for (`Limits.maxLogprobTokens`), over all its model calls. */
+  private readonly logprobs: LogprobAllowance;
   private lastAppendAt = 0;
   /** Pauses so far: the pause-timeout watcher ends the run only if the pause it watched is still the current one. */
   private pauseNo = 0;
@@ -198,6 +200,7 @@ export class ResponseRun {
     this.pauses = new PauseRegistry(services.limits.maxPendingCalls);
     this.createdMs = this.wallNow();
     this.response = newResponse(plan.params, this.createdMs);
+    this.logprobs = { left: services.limits.maxLogprobTokens };
     this.keep = new RunKeep(this.response.output);
     this.done = this.loop();
   }
@@ -468,12 +471,13 @@ export class ResponseRun {
    * (all, or up to and including the one whose send failed, or up to the one
    * after which the run ended), as one `emit` per delta would have.
    */
-  private emitDeltas(head: DeltaHead, deltas: readonly string[]): number {
+  private emitDeltas(head: DeltaHead, deltas: readonly string[], logprobs?: readonly EventLogprob[][]): number {
     return this.emitting(() => {
       const many = this.sink.deltas;
-      if (many === undefined) {
+      // Deltas with logprobs are each their own JSON (no shared head and tail to frame them in place).
+      if (many === undefined || logprobs !== undefined) {
         for (let i = 0; i < deltas.length; i++) {
-          const e = head.event(deltas[i]!);
+          const e = head.event(deltas[i]!, logprobs?.[i]);
           if (!this.emit(e) || this.end) return i + 1;
         }
         return deltas.length;
@@ -649,6 +653,8 @@ export class ResponseRun {
       turns: ctx.turns,
       maxOutputTokens: params.max_output_tokens,
       ...(params.text && { textFormat: params.text.format }),
+      // Asked for, and the response may still list some (`--max-logprob-tokens`).
+      ...(params.logprobs === true && this.logprobs.left > 0 && { logprobs: params.top_logprobs ?? 0 }),
       cachePartition: this.plan.owner,
     };
     m.count('model_calls');
@@ -659,7 +665,7 @@ export class ResponseRun {
     const clock = this.services.clock;
     const started = clock.now();
     let firstToken = started;
-    const segment = new Segment((e) => void this.emit(e), this.response.output, (head, deltas) => this.emitDeltas(head, deltas));
+    const segment = new Segment((e) => void this.emit(e), this.response.output, (head, deltas, lp) => this.emitDeltas(head, deltas, lp), this.logprobs);
     const emitBefore = m.emitMs;
     const budget = params.max_output_tokens;
     const points = this.faults && new StreamPoints();

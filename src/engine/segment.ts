@@ -9,9 +9,10 @@
  * carried. A batch of deltas (`text.deltas`, `args.deltas`) goes out through
  * one `DeltaEmitter` call, each delta still its own wire event.
  */
+import { eventLogprob, type TokenLogprob } from '../model/logprobs.js';
 import type { ModelEvent } from '../model/types.js';
 import type { UnnumberedEvent } from '../protocol/events.js';
-import { ArgsDelta, DeltaHead, TextDelta } from '../protocol/event-json.js';
+import { ArgsDelta, DeltaHead, TextDelta, type EventLogprob } from '../protocol/event-json.js';
 import { newId, type AssistantMessage, type FunctionCall, type InputItem, type OutputItem } from '../protocol/objects.js';
 
 /** Model events that carry output tokens (the ones a budget can refuse). */
@@ -25,7 +26,12 @@ export function carriesTokens(ev: ModelEvent): boolean {
  * ended part-way (a failed send counts the delta it failed on, as a single
  * delta's failure does).
  */
-export type DeltaEmitter = (head: DeltaHead, deltas: readonly string[]) => number;
+export type DeltaEmitter = (head: DeltaHead, deltas: readonly string[], logprobs?: readonly EventLogprob[][]) => number;
+
+/** What a response may still list logprobs for (`Limits.maxLogprobTokens`), shared by its segments. */
+export interface LogprobAllowance {
+  left: number;
+}
 
 export class Segment {
   /** Finished items, in order, as the context holds them. */
@@ -45,10 +51,12 @@ export class Segment {
     /** The response's output list: items are added as they start. */
     private readonly output: OutputItem[],
     /** How a batch of deltas goes out; absent: one `emit` per delta. */
-    private readonly emitDeltas: DeltaEmitter = (head, deltas) => {
-      for (const d of deltas) emit(head.event(d));
+    private readonly emitDeltas: DeltaEmitter = (head, deltas, logprobs) => {
+      deltas.forEach((d, i) => emit(head.event(d, logprobs?.[i])));
       return deltas.length;
     },
+    /** Pieces past it get no logprobs (`logprobs: []` in their delta, none in the text part); absent: no limit. */
+    private readonly allowance: LogprobAllowance = { left: Infinity },
   ) {}
 
   /** Apply one event (not `prefill`); returns the output tokens it carried. */
@@ -68,14 +76,21 @@ export class Segment {
       }
       case 'text.delta': {
         const msg = this.need(this.msg, 'text outside a message');
-        msg.content[0]!.text += ev.delta;
-        this.emit(new TextDelta(this.head!, ev.delta));
+        const part = msg.content[0]!;
+        part.text += ev.delta;
+        const lp = ev.logprobs && this.allowed([ev.logprobs]);
+        this.emit(new TextDelta(this.head!, ev.delta, lp?.[0]));
+        if (lp?.length) part.logprobs.push(ev.logprobs!);
         return 1;
       }
       case 'text.deltas': {
         const msg = this.need(this.msg, 'text outside a message');
-        const n = this.emitDeltas(this.head!, ev.deltas);
-        msg.content[0]!.text += (n === ev.deltas.length ? ev.deltas : ev.deltas.slice(0, n)).join('');
+        const part = msg.content[0]!;
+        const lp = ev.logprobs && this.allowed(ev.logprobs);
+        const n = this.emitDeltas(this.head!, ev.deltas, lp);
+        part.text += (n === ev.deltas.length ? ev.deltas : ev.deltas.slice(0, n)).join('');
+        // The pieces sent keep their logprobs in the text part (those within the allowance).
+        if (ev.logprobs) for (let i = 0; i < n && i < lp!.length; i++) if (lp![i]!.length > 0) part.logprobs.push(ev.logprobs[i]!);
         return n;
       }
       case 'message.end':
@@ -129,7 +144,7 @@ export class Segment {
   private closeMessage(msg: AssistantMessage, status: 'completed' | 'incomplete', tokens?: readonly number[]): void {
     const part = msg.content[0]!;
     msg.status = status;
-    this.emit({ type: 'response.output_text.done', item_id: msg.id, output_index: this.index, content_index: 0, text: part.text, logprobs: [] });
+    this.emit({ type: 'response.output_text.done', item_id: msg.id, output_index: this.index, content_index: 0, text: part.text, logprobs: (part.logprobs as TokenLogprob[]).map(eventLogprob) });
     this.emit({ type: 'response.content_part.done', item_id: msg.id, output_index: this.index, content_index: 0, part: { ...part } });
     this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...msg, content: [{ ...part }] } });
     this.items.push(msg);
@@ -143,6 +158,11 @@ export class Segment {
     this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...call } });
     this.call = null;
     return call;
+  }
+
+  /** Each piece's event logprobs (one entry, or none past the response's allowance), taking from the allowance. */
+  private allowed(lps: readonly TokenLogprob[]): EventLogprob[][] {
+    return lps.map((l) => (this.allowance.left > 0 ? (this.allowance.left--, [eventLogprob(l)]) : []));
   }
 
   private need<T>(x: T | null, what: string): T {

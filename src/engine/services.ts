@@ -266,6 +266,14 @@ export interface Limits {
    * without bound.
    */
   maxRunSpans: number;
+  /**
+   * Text pieces (tokens) one response lists logprobs for when its create asks
+   * (`include: ["message.output_text.logprobs"]`; default 2,048): each holds
+   * up to 21 tokens with their bytes (`top_logprobs` 20), ~3 KB of heap in the
+   * text part it is kept in, so a long answer held megabytes more than its
+   * text. Past it a delta lists none (`logprobs: []`) and the text part no more.
+   */
+  maxLogprobTokens: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -309,6 +317,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxLogBufferBytes: 16 * 1024 * 1024,
   maxClientErrorLogsPerSecond: 100,
   maxRunSpans: 100_000,
+  maxLogprobTokens: 2048,
 };
 
 export interface Services {

@@ -17,6 +17,7 @@ import { conversationDigestWork, itemTextChars } from './conversation.js';
 import { runCooperative, runSync } from './cooperative.js';
 import type { ModelPolicy, PiecesMemo } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
+import { pieceLogprobs } from './logprobs.js';
 import { hashString, hexString, mulberry32, type Rng } from './rng.js';
 import { encodeText, piecesOf } from './tokenizer.js';
 import type { Model, ModelEvent, ModelRequest, ModelSettings } from './types.js';
@@ -173,7 +174,7 @@ export class SimulatedModel implements Model {
       if (item.type === 'message') {
         yield { type: 'message.start' };
         const { pieces, tokens } = split(item.text, memo);
-        yield* deltaEvents(pieces, pacer, batch, true);
+        yield* deltaEvents(pieces, pacer, batch, true, req.logprobs === undefined ? undefined : { top: req.logprobs, seed: this.seed });
         yield tokens ? { type: 'message.end', tokens } : { type: 'message.end' };
       } else {
         yield { type: 'call.start', name: item.name, call_id: item.call_id };
@@ -190,18 +191,30 @@ export class SimulatedModel implements Model {
  * the caller takes batches) every token already due, up to `batch`, in one
  * event. `text`: a message's text, else a call's arguments.
  */
-async function* deltaEvents(pieces: readonly string[], pacer: Pacer, batch: number, text: boolean): AsyncGenerator<ModelEvent, void, undefined> {
+async function* deltaEvents(
+  pieces: readonly string[],
+  pacer: Pacer,
+  batch: number,
+  text: boolean,
+  logprobs?: { top: number; seed: number },
+): AsyncGenerator<ModelEvent, void, undefined> {
+  // Made as each piece goes out, not for the whole text up front: a cancel or a budget stops them too.
+  const lp = logprobs && ((i: number) => pieceLogprobs(pieces[i]!, i, logprobs.top, logprobs.seed));
   if (batch === 1) {
-    for (const delta of pieces) {
+    for (let i = 0; i < pieces.length; i++) {
+      const delta = pieces[i]!;
       await pacer.advance(1);
-      yield text ? { type: 'text.delta', delta } : { type: 'args.delta', delta };
+      yield text ? (lp ? { type: 'text.delta', delta, logprobs: lp(i) } : { type: 'text.delta', delta }) : { type: 'args.delta', delta };
     }
     return;
   }
   for (let i = 0; i < pieces.length; ) {
     const n = await pacer.take(Math.min(batch, pieces.length - i));
+    const from = i;
     const deltas = pieces.slice(i, (i += n));
-    yield text ? { type: 'text.deltas', deltas } : { type: 'args.deltas', deltas };
+    if (!text) yield { type: 'args.deltas', deltas };
+    else if (lp) yield { type: 'text.deltas', deltas, logprobs: deltas.map((_, k) => lp(from + k)) };
+    else yield { type: 'text.deltas', deltas };
   }
 }
 

@@ -746,3 +746,20 @@ function tokenValue(t: Tables, r: number): string | Uint8Array | undefined {
 function isHighSurrogate(c: number): boolean {
   return c >= 0xd800 && c <= 0xdbff;
 }
+
+/** How many ordinary tokens the vocabulary has (ids 0 to this − 1; special tokens come after). */
+export function vocabularySize(): number {
+  return load().bpe.tables.size;
+}
+
+/**
+ * Ordinary token `id`'s bytes and its text (those bytes as UTF-8, U+FFFD for a sequence the token holds only part
+ * of, as the API shows such a token), or undefined for an id that is no ordinary token. For logprobs' alternatives.
+ */
+export function tokenOf(id: number): { text: string; bytes: Uint8Array } | undefined {
+  const t = load();
+  const tables = t.bpe.tables;
+  if (!Number.isInteger(id) || id < 0 || id >= tables.size) return undefined;
+  const bytes = tokenBytes(tables, id);
+  return { text: tables.isString[id] ? (t.strings[id] ??= stringDecoder.decode(bytes)) : stringDecoder.decode(bytes), bytes };
+}

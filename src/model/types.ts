@@ -11,6 +11,7 @@
 import type { FunctionTool, InputItem, TextFormat, ToolChoice } from '../protocol/objects.js';
 import type { PromptKeys } from './prefix-cache.js';
 import type { ConversationDigest, TurnScan } from './conversation.js';
+import type { TokenLogprob } from './logprobs.js';
 
 export interface ModelSettings {
   /** Decode speed; `Infinity` streams as fast as the loop can. */
@@ -59,6 +60,12 @@ export interface ModelRequest {
    * of up to this many. Absent or 1: one `text.delta` / `args.delta` per token.
    */
   batchTokens?: number;
+  /**
+   * Log probabilities for the text's pieces, with this many of the most likely tokens at each (0 to 20: the
+   * create's `top_logprobs`), when the create asked for them (`include: ["message.output_text.logprobs"]`). Absent:
+   * none. A call's arguments carry none, as the API gives none for them.
+   */
+  logprobs?: number;
 }
 
 export type ModelEvent =
@@ -68,9 +75,10 @@ export type ModelEvent =
   /** Hidden reasoning tokens decoded (counted as output, not streamed). */
   | { type: 'reasoning'; tokens: number }
   | { type: 'message.start' }
-  | { type: 'text.delta'; delta: string }
-  /** Several tokens of text due at once, one piece each (only when the request asked for `batchTokens` > 1). */
-  | { type: 'text.deltas'; deltas: readonly string[] }
+  /** `logprobs`: the piece's log probabilities, when the request asked for them (`ModelRequest.logprobs`). */
+  | { type: 'text.delta'; delta: string; logprobs?: TokenLogprob }
+  /** Several tokens of text due at once, one piece each (only when the request asked for `batchTokens` > 1); `logprobs` one per piece. */
+  | { type: 'text.deltas'; deltas: readonly string[]; logprobs?: readonly TokenLogprob[] }
   /**
    * `tokens`: the o200k ids of the item's whole text as streamed, when the
    * model has them; the engine then appends the item to the prompt without

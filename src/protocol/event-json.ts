@@ -67,9 +67,9 @@ export class DeltaHead {
     return `${this.json}${JSON.stringify(delta)}${this.tail}${seq}}`;
   }
 
-  /** The delta as an event object (unnumbered), for sinks that take one event at a time. */
-  event(delta: string): TextDelta | ArgsDelta {
-    return this.contentIndex === null ? new ArgsDelta(this, delta) : new TextDelta(this, delta);
+  /** The delta as an event object (unnumbered), for sinks that take one event at a time; `logprobs` a text delta's. */
+  event(delta: string, logprobs?: EventLogprob[]): TextDelta | ArgsDelta {
+    return this.contentIndex === null ? new ArgsDelta(this, delta) : new TextDelta(this, delta, logprobs);
   }
 }
 
@@ -109,6 +109,13 @@ export class DeltaBatch {
   }
 }
 
+/** A piece's logprobs as a delta or `output_text.done` event lists them (model/logprobs.ts `eventLogprob`). */
+export interface EventLogprob {
+  token: string;
+  logprob: number;
+  top_logprobs: Array<{ token: string; logprob: number }>;
+}
+
 /** `response.output_text.delta`; the fields in wire order (the order JSON.stringify writes them). */
 export class TextDelta implements TextDeltaEvent {
   readonly type = 'response.output_text.delta' as const;
@@ -116,16 +123,17 @@ export class TextDelta implements TextDeltaEvent {
   readonly output_index: number;
   readonly content_index: number;
   readonly delta: string;
-  readonly logprobs: unknown[] = [];
+  readonly logprobs: EventLogprob[];
   /** Set by the run when it numbers the event (-1 until then). */
   sequence_number = -1;
   readonly #head: DeltaHead;
 
-  constructor(head: DeltaHead, delta: string) {
+  constructor(head: DeltaHead, delta: string, logprobs: EventLogprob[] = []) {
     this.item_id = head.itemId;
     this.output_index = head.outputIndex;
     this.content_index = head.contentIndex ?? 0;
     this.delta = delta;
+    this.logprobs = logprobs;
     this.#head = head;
   }
 

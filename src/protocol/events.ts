@@ -231,9 +231,12 @@ export interface CreateParams {
   prompt_cache_retention?: string | null;
   /** Echoed only, as applied (`mode` and `ttl` defaults filled in); absent unless sent. */
   prompt_cache_options?: PromptCacheOptions;
-  /** Echoed only (they bound built-in tool calls and logprobs, which the simulated model never makes); absent unless sent. */
+  /** Echoed only (it bounds built-in tool calls, which the simulated model never makes); absent unless sent. */
   max_tool_calls?: number;
+  /** The most likely tokens listed with each text token's logprob (0–20), when `logprobs`; echoed; absent unless sent. */
   top_logprobs?: number;
+  /** The create's `include` named `message.output_text.logprobs`: its text lists logprobs. Absent otherwise. */
+  logprobs?: true;
   /** This server's own options (absent unless the client sent or opted in to some). */
   llr?: LlrOptions;
   /** Server-side compaction (absent unless the client asked for it). */

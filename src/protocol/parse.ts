@@ -390,7 +390,7 @@ function parseEchoed(body: Obj): Pick<CreateParams, 'truncation' | 'presence_pen
  * `Response.max_tool_calls` / `top_logprobs`): the Response said `null` and `0` whatever was sent. The bounds are the
  * API's: `max_tool_calls` at least 1 (its "Expected a value >= 1"; it limits built-in tool calls, which this server
  * never makes, so it changes nothing else), `top_logprobs` 0 to 20 (the OpenAPI spec's `ModelResponseProperties`;
- * no logprobs are produced, so it changes nothing else either).
+ * the alternatives listed with each text token's logprob, when `include` asks for logprobs).
  */
 function parseEchoedLimits(body: Obj): Pick<CreateParams, 'max_tool_calls' | 'top_logprobs'> {
   const maxToolCalls = optInteger(body, 'max_tool_calls', 1);
@@ -478,10 +478,12 @@ export const RESPONSE_INCLUDABLE = [
 
 /**
  * A create's `include` (openai-node's `ResponseCreateParams.include`, an array of `ResponseIncludable`; `null` is
- * absent): checked, then ignored. It was taken unread, so a value the API refuses (a typo, a value of another
- * endpoint) passed here and failed against the API, while `GET .../input_items?include=` refused the same value.
+ * absent): checked; `message.output_text.logprobs` makes the text list logprobs (`logprobs`), the others change
+ * nothing here (what they name is returned anyway, or never made). It was taken unread, so a value the API refuses
+ * (a typo, a value of another endpoint) passed here and failed against the API, while
+ * `GET .../input_items?include=` refused the same value.
  */
-function checkCreateInclude(v: unknown): Record<string, never> {
+function checkCreateInclude(v: unknown): Pick<CreateParams, 'logprobs'> {
   if (v === undefined || v === null) return {};
   if (!Array.isArray(v)) throw new WireError('invalid_type', "Invalid type for 'include': expected an array of strings.", 'include');
   v.forEach((x, i) => {
@@ -490,7 +492,7 @@ function checkCreateInclude(v: unknown): Record<string, never> {
       throw new WireError('invalid_value', `Invalid value for 'include[${i}]': '${x.slice(0, 100)}'. Supported values are: ${RESPONSE_INCLUDABLE.map((y) => `'${y}'`).join(', ')}.`, `include[${i}]`);
     }
   });
-  return {};
+  return v.includes('message.output_text.logprobs') ? { logprobs: true } : {};
 }
 
 /**

@@ -191,6 +191,8 @@ class RolloutParser {
   private readonly abortedIds = new Map<string, number>();
   private readonly execEndMs = new Map<string, number>();
   private readonly schemas = new ToolSchemas();
+  /** The filter the file's records go through (repeats.ts): set while a file is parsed. */
+  private repeats: HistoryRepeats | null = null;
   private readonly skipped: Skipped[] = [];
   /** Per note (what and why), how many entries are kept and the last one (skip). */
   private readonly folds = new Map<string, { kept: number; last: Skipped }>();
@@ -209,19 +211,20 @@ class RolloutParser {
     while (last > 0 && lines[last - 1]!.trim() === '') last--;
     if (last === 0) this.fail('the file is empty: not a Codex rollout', 0);
     // History a resumed session wrote again is held while it repeats earlier records, and skipped once proven a copy.
-    const repeats = new HistoryRepeats(
+    // One reason for every such note, so many of them fold into a counted one (a file of 100,000 copies kept 100,000).
+    const repeats = (this.repeats = new HistoryRepeats(
       (r) => {
         this.line = r.line;
         this.record(r.rec);
       },
       (run) =>
         this.skip(
-          `lines ${run.from}–${run.to} (${run.items} items${run.records > run.items ? `, ${run.records - run.items} other records` : ''})`,
-          `repeat the history at lines ${run.copyOf.from}–${run.copyOf.to} item for item: the history a resumed session wrote again (openai/codex#29531), not replayed twice`,
-          false,
+          `lines ${run.from}–${run.to} (${run.items} items${run.records > run.items ? `, ${run.records - run.items} other records` : ''}), a copy of lines ${run.copyOf.from}–${run.copyOf.to}`,
+          'repeat earlier history item for item: the history a resumed session wrote again (openai/codex#29531), not replayed twice',
+          true,
           run.from,
         ),
-    );
+    ));
     for (let i = 0; i < last; i++) {
       const raw = lines[i]!.trim();
       if (raw === '') continue;
@@ -276,6 +279,8 @@ class RolloutParser {
       const same = other === null || other === this.instructions ? '' : '; its instructions differ, the first session\'s are kept';
       this.skip(`session_meta ${id ?? '(no id)'}`, `a second session in the file: its first user turn starts a new conversation (replace_history), as the session began from an empty context${same}`);
       this.newConversation([]);
+      // Its records (a fork's copied history among them) are its own, not a copy of the first session's.
+      this.repeats?.reset();
       return;
     }
     this.sessionId = id ?? '';
@@ -476,7 +481,9 @@ class RolloutParser {
     // A name no tool may have (a model's own invention, such as `multi_tool_use.parallel`, which Codex answers
     // "unsupported call") is replayed as recorded: the API streams the call and takes it back as input; only a tool
     // definition needs the pattern, so the call's name is left out of the inferred tools (noted).
-    if (name === '' || name.length > MAX_CALL_NAME) this.fail(`a call whose name is ${name === '' ? 'empty' : `${name.length} characters long`}: names are 1 to ${MAX_CALL_NAME} characters`);
+    // Characters as the neutral format's schema counts them (code points).
+    const chars = [...name].length;
+    if (chars === 0 || chars > MAX_CALL_NAME) this.fail(`a call whose name is ${chars === 0 ? 'empty' : `${chars} characters long`}: names are 1 to ${MAX_CALL_NAME} characters`);
     if (!TOOL_NAME.test(name)) {
       this.skip(`the tool name ${JSON.stringify(name)}`, `no tool may have it (${TOOL_NAME.source}): its calls are replayed as recorded, and it is left out of the tools the replay declares (Codex answers such a call "unsupported call")`);
     }

@@ -95,7 +95,7 @@ describe('rollouts from outside', () => {
       expect(w.userTurns[1]!.input).toEqual([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'count them' }] }]);
       expect(w.userTurns[1]!.replace_history).toBeUndefined();
       expect(Object.keys(w.toolOutputs)).toEqual(['c1', 'c2']);
-      expect(w.skipped).toContainEqual({ line: 10, what: 'lines 10–14 (5 items)', why: expect.stringMatching(/^repeat the history at lines 2–7 item for item: the history a resumed session wrote again/) });
+      expect(w.skipped).toContainEqual({ line: 10, what: 'lines 10–14 (5 items), a copy of lines 2–7', why: expect.stringMatching(/^repeat earlier history item for item: the history a resumed session wrote again/) });
       expect(w.calls!.map((c) => c.input_tokens)).toEqual([100, 120, 140, 150]);
       expect(asServerReadsIt(w).userTurns).toEqual(replayable(w).userTurns);
     });
@@ -105,14 +105,14 @@ describe('rollouts from outside', () => {
       expect(w.userTurns).toHaveLength(2);
       expect(JSON.stringify(w.userTurns[1]!.input)).toContain('count them');
       expect(w.recorded.model_calls).toBe(2);
-      expect(w.skipped).toContainEqual({ line: 9, what: 'lines 9–14 (5 items, 1 other records)', why: expect.stringMatching(/^repeat the history at lines 2–7/) });
+      expect(w.skipped).toContainEqual({ line: 9, what: 'lines 9–14 (5 items, 1 other records), a copy of lines 2–7', why: expect.stringMatching(/^repeat earlier history/) });
     });
 
     it('a copy of part of the history (from a later turn on) is found too', () => {
       const turn2 = [user('and the dirs?'), reasoning('enc-2'), call('c2'), output('c2', 'd/'), answer('One dir.')];
       const w = read([meta(), ...turn1(), ...turn2, ...turn2, user('thanks'), answer('You are welcome.')]);
       expect(w.userTurns.map((u) => u.modelTurns.length)).toEqual([2, 2, 1]);
-      expect(w.skipped).toContainEqual(expect.objectContaining({ line: 14, what: 'lines 14–18 (5 items)' }));
+      expect(w.skipped).toContainEqual(expect.objectContaining({ line: 14, what: 'lines 14–18 (5 items), a copy of lines 9–13' }));
     });
 
     it('without proof (no call, no encrypted reasoning) a repeat is the user saying the same again, read as usual', () => {
@@ -123,24 +123,69 @@ describe('rollouts from outside', () => {
       expect([...(w.skipped ?? []), ...(v.skipped ?? [])].filter((s) => s.why.includes('resumed'))).toEqual([]);
     });
 
-    it('a run without proof longer than the reader holds is read as usual; a proven copy that long is still skipped whole', () => {
-      const chat = Array.from({ length: MAX_HELD_RECORDS / 2 + 10 }, (_, i) => [user(`q${i}`), answer(`a${i}`)]).flat();
+    it('a long run without proof is read as usual; a long proven copy is skipped whole, as it comes', () => {
+      const chat = Array.from({ length: 5000 }, (_, i) => [user(`q${i}`), answer(`a${i}`)]).flat();
       const w = read([meta(), ...chat, ...chat]);
       expect(w.userTurns).toHaveLength(chat.length);
-      const calls = Array.from({ length: MAX_HELD_RECORDS + 10 }, (_, i) => [call(`c${i}`), output(`c${i}`)]).flat();
-      const v = read([meta(), user('x'), ...calls, answer('done'), ...calls, user('y'), answer('ok')]);
+      // Past what a run may hold, were its items held (a proven copy holds none).
+      const calls = Array.from({ length: MAX_HELD_RECORDS / 2 + 10 }, (_, i) => [call(`c${i}`), output(`c${i}`)]).flat();
+      const v = read([meta(), user('x'), ...calls, answer('done'), user('x'), ...calls, answer('done'), user('y'), answer('ok')]);
       expect(v.userTurns).toHaveLength(2);
-      expect(v.skipped).toContainEqual(expect.objectContaining({ what: `lines ${calls.length + 4}–${2 * calls.length + 3} (${calls.length} items)` }));
+      const n = calls.length + 2;
+      expect(v.skipped).toContainEqual(expect.objectContaining({ what: `lines ${n + 2}–${2 * n + 1} (${n} items), a copy of lines 2–${n + 1}` }));
+    });
+
+    it('a new turn that asks again what the history asked after the part copied is the session\'s own, not the copy\'s', () => {
+      const turn2 = [user('and the dirs?'), reasoning('enc-2'), call('c2'), output('c2', 'd/'), answer('One dir.')];
+      // Turn 2 rolled back, the session resumed with turn 1 copied, and the user asks turn 2's question again.
+      const w = read([meta(), ...turn1(), ...turn2, rec('event_msg', { type: 'thread_rolled_back', num_turns: 1 }), meta(), ...turn1(), rec('event_msg', { type: 'user_message', message: 'and the dirs?', images: [] }), user('and the dirs?'), reasoning('enc-3'), call('c3'), output('c3', 'd/'), answer('Still one.')]);
+      expect(w.userTurns).toHaveLength(3);
+      expect(JSON.stringify(w.userTurns[2]!.input)).toContain('and the dirs?');
+      expect(w.userTurns[2]!.modelTurns.flatMap((t) => t.output.map((o) => (o.type === 'function_call' ? o.call_id : o.text)))).toEqual(['c3', 'Still one.']);
+    });
+
+    it('records with an `ordinal` after their timestamp, and a compaction inside the copy, are copies too', () => {
+      const withOrdinal = (line: string, n: number) => line.replace(/^(\{"timestamp":"[^"]*",)/, `$1"ordinal":${n},`);
+      let n = 0;
+      const lines = [meta(), ...turn1(), rec('compacted', { message: 'summary of the work' }), user('next'), call('c2'), output('c2'), answer('ok')];
+      const copy = lines.slice(1);
+      const w = read([...lines, meta(), ...copy, user('new question'), answer('new answer')].map((l) => withOrdinal(l, n++)));
+      expect(w.userTurns.map((u) => u.replace_history ?? false)).toEqual([false, true, false]);
+      expect(w.skipped).toContainEqual(expect.objectContaining({ what: 'lines 15–26 (10 items, 2 other records), a copy of lines 2–13' }));
+    });
+
+    it('one placeholder for every sealed reasoning (a redacted rollout) proves nothing: nothing is skipped', () => {
+      const redacted = rec('response_item', { type: 'reasoning', summary: [], encrypted_content: '[redacted]'.repeat(8) });
+      const w = read([meta(), user('run the tests'), redacted, call('c1'), output('c1'), answer('Passed.'), user('run the tests'), redacted, call('c2'), output('c2'), answer('Passed again.')]);
+      expect(w.userTurns).toHaveLength(2);
+      expect((w.skipped ?? []).filter((x) => x.why.includes('resumed'))).toEqual([]);
+    });
+
+    it('a hand-made file reusing a call_id is refused as before; a second session in the file has history of its own', () => {
+      expect(refusal([meta(), user('a'), call('call_0'), output('call_0'), answer('1'), user('b'), call('call_0'), output('call_0'), answer('2')])).toBe(
+        'x.jsonl:7: call_id call_0 is used twice (first by the call at line 3)',
+      );
+      // A fork (another session id) begins with the history it forked: its own first records, read, not skipped.
+      const fork = rec('session_meta', { id: 's2', source: 'cli', base_instructions: { text: 'You are Codex.' } });
+      const w = read([meta(), ...turn1(), fork, user('list the files'), answer('One file, as before.'), user('delete it'), answer('Deleted.')]);
+      expect(w.userTurns).toHaveLength(3);
+      expect((w.skipped ?? []).filter((x) => x.why.includes('resumed'))).toEqual([]);
+    });
+
+    it('its notes fold past a hundred of them into one counted note', () => {
+      const copies = Array.from({ length: 300 }, () => [meta(), user('list the files'), reasoning('enc-1'), call('c1'), output('c1', 'a.txt'), answer('One file.')]).flat();
+      const w = read([meta(), ...turn1(), ...copies]);
+      const notes = (w.skipped ?? []).filter((x) => x.why.includes('resumed'));
+      expect(notes.length).toBeLessThanOrEqual(101);
+      expect(notes.length + notes.reduce((t, x) => t + (x.more ?? 0), 0)).toBe(300);
     });
 
     it('a copy the file ends in is skipped; one that repeats earlier records out of order is not a copy', () => {
       const w = read([meta(), ...turn1(), user('list the files'), reasoning('enc-1'), call('c1')]);
       expect(w.userTurns).toHaveLength(1);
-      expect(w.skipped).toContainEqual(expect.objectContaining({ line: 9, what: 'lines 9–11 (3 items)' }));
-      // A call written twice, the same record: the second is a copy (its call_id proves it) of one item.
-      const again = read([meta(), ...turn1(), call('c1'), user('thanks'), answer('You are welcome.')]);
-      expect(again.userTurns).toHaveLength(2);
-      expect(again.skipped).toContainEqual(expect.objectContaining({ line: 9, what: 'lines 9–9 (1 items)' }));
+      expect(w.skipped).toContainEqual(expect.objectContaining({ line: 9, what: 'lines 9–11 (3 items), a copy of lines 2–4' }));
+      // A call written twice on its own: a copy of history starts at an input message, so this is its call_id used twice.
+      expect(refusal([meta(), ...turn1(), call('c1'), user('thanks'), answer('You are welcome.')])).toBe('x.jsonl:9: call_id c1 is used twice (first by the call at line 4)');
       // Reasoning with a short placeholder for its sealed content proves nothing: read as usual.
       const placeholder = rec('response_item', { type: 'reasoning', summary: [], encrypted_content: 'e' });
       const p = read([meta(), user('x'), placeholder, usage(10, 6), placeholder, call('c1'), usage(20, 6), output('c1'), answer('done'), usage(30, 1)]);
@@ -166,6 +211,9 @@ describe('rollouts from outside', () => {
     }
     expect(refusal([meta(), user('x'), call('c1', ''), output('c1'), answer('done')])).toBe('x.jsonl:3: a call whose name is empty: names are 1 to 256 characters');
     expect(refusal([meta(), user('x'), call('c1', 'n'.repeat(257)), output('c1'), answer('done')])).toBe('x.jsonl:3: a call whose name is 257 characters long: names are 1 to 256 characters');
+    // Characters are code points, as the neutral format's schema counts them: 200 emoji (400 UTF-16 units) read.
+    expect(read([meta(), user('x'), call('c1', '🎉'.repeat(200)), output('c1'), answer('done')]).userTurns).toHaveLength(1);
+    expect(refusal([meta(), user('x'), call('c1', '🎉'.repeat(257)), output('c1'), answer('done')])).toBe('x.jsonl:3: a call whose name is 257 characters long: names are 1 to 256 characters');
     expect(refusal([meta(), user('x'), call(''), output(''), answer('done')])).toBe('x.jsonl:3: a call with an empty call_id');
     // The longest name the API takes, and the characters it takes, still read and declare their tool.
     const ok = read([meta(), user('x'), call('c1', `mcp__a-b__${'n'.repeat(54)}`), output('c1'), answer('done')]);

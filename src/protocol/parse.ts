@@ -252,8 +252,13 @@ export const CREATE_PARAMETERS: ReadonlySet<string> = new Set([
 
 /** A create's fields are all in `CREATE_PARAMETERS`; the first that is not is refused, as the API names one. */
 export function checkCreateParameters(body: Obj): void {
+  checkParameters(body, CREATE_PARAMETERS);
+}
+
+/** `body`'s own fields are all in `known`; the first that is not is refused `400 unknown_parameter` naming it. */
+function checkParameters(body: Obj, known: ReadonlySet<string>): void {
   for (const key in body) {
-    if (!Object.hasOwn(body, key) || CREATE_PARAMETERS.has(key)) continue;
+    if (!Object.hasOwn(body, key) || known.has(key)) continue;
     const shown = key.length > 100 ? `${key.slice(0, 100)}…` : key;
     throw new WireError('unknown_parameter', `Unknown parameter: '${shown}'.`, shown);
   }
@@ -271,11 +276,21 @@ export const INPUT_TOKEN_PARAMETERS: ReadonlySet<string> = new Set([
 
 /** An `input_tokens` body's fields are all in `INPUT_TOKEN_PARAMETERS`; the first that is not is refused. */
 export function checkInputTokenParameters(body: Obj): void {
-  for (const key in body) {
-    if (!Object.hasOwn(body, key) || INPUT_TOKEN_PARAMETERS.has(key)) continue;
-    const shown = key.length > 100 ? `${key.slice(0, 100)}…` : key;
-    throw new WireError('unknown_parameter', `Unknown parameter: '${shown}'.`, shown);
-  }
+  checkParameters(body, INPUT_TOKEN_PARAMETERS);
+}
+
+/**
+ * The fields of `POST /v1/responses/compact`: openai-node 7's `ResponseCompactParams`. Any other (a create's
+ * `stream`, `tools`, `store`; a typo) is refused `400 unknown_parameter`, as a create's and a token count's are:
+ * it was taken silently, so a compaction that worked here failed against the API.
+ */
+export const COMPACT_PARAMETERS: ReadonlySet<string> = new Set([
+  'model', 'input', 'instructions', 'previous_response_id', 'prompt_cache_key', 'prompt_cache_options', 'prompt_cache_retention', 'service_tier',
+]);
+
+/** A compaction body's fields are all in `COMPACT_PARAMETERS`; the first that is not is refused. */
+export function checkCompactParameters(body: Obj): void {
+  checkParameters(body, COMPACT_PARAMETERS);
 }
 
 /** Parse the body of a create request (HTTP POST or `response.create`). */

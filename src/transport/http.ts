@@ -42,7 +42,7 @@ import { newId } from '../protocol/objects.js';
 import type { Response } from '../protocol/objects.js';
 import type { CreateParams } from '../protocol/events.js';
 import type { BackgroundResponse, Follower } from '../modes/background.js';
-import { checkCreateParameters, checkInputTokenParameters, parseAppendBody, parseCompactBody, parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
+import { checkCompactParameters, checkCreateParameters, checkInputTokenParameters, parseAppendBody, parseCompactBody, parseCreateBody, withTimingOptIn } from '../protocol/parse.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { Hold } from '../modes/server-bytes.js';
 import type { SendShare } from '../modes/send-bytes.js';
@@ -557,6 +557,7 @@ export class HttpTransport {
     // A stored chain it loads is charged with its body while it is compacted (`server_busy` past the budget); the
     // window is dropped once the answer is made, and the answer is charged as it is written.
     const bodyBytes = hold.bytes;
+    if (!this.host.allowUnknownParameters && json !== null && typeof json === 'object' && !Array.isArray(json)) checkCompactParameters(json as Record<string, unknown>);
     const compacted = await this.host.compact(parseCompactBody(json, { ...parseCaps(limits), allowUnknownParameters: this.host.allowUnknownParameters }), owner, (n) => hold.add(n));
     hold.keep(bodyBytes);
     await sendJsonCooperative(res, 200, compacted, hold);

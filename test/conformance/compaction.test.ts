@@ -31,6 +31,21 @@ async function post<T>(url: string, path: string, body: unknown): Promise<{ stat
 }
 
 describe('POST /v1/responses/compact', () => {
+  it("refuses a field ResponseCompactParams does not have, 400 unknown_parameter naming it; --allow-unknown-parameters ignores it", async () => {
+    const { url } = await testServer();
+    const compact = (u: string, body: unknown) => fetch(`${u}/v1/responses/compact`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    for (const field of ['stream', 'tools', 'store', 'instructons']) {
+      const res = await compact(url, { model: 'm', input: 'hi', [field]: field === 'tools' ? [] : false });
+      expect(res.status, field).toBe(400);
+      expect(((await res.json()) as { error: unknown }).error, field).toMatchObject({ type: 'invalid_request_error', code: 'unknown_parameter', param: field });
+    }
+    const every = { model: 'm', input: 'hi', instructions: 'x', previous_response_id: null, prompt_cache_key: 'k', prompt_cache_options: { ttl: '30m' }, prompt_cache_retention: 'in_memory', service_tier: 'auto' };
+    expect((await compact(url, every)).status).toBe(200);
+    const lenient = await testServer({ allowUnknownParameters: true });
+    expect((await compact(lenient.url, { model: 'm', input: 'hi', stream: false })).status).toBe(200);
+  });
+
+
   it('answers the compacted window: the user messages, then one compaction item, with real usage', async () => {
     const { url } = await testServer();
     const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k', maxRetries: 0 });

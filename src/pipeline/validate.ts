@@ -406,16 +406,17 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
     if (type === 'output_text' && role !== undefined && role !== 'assistant') {
       throw new WireError('invalid_value', `Invalid '${p}[${j}].type': 'output_text' is only valid in assistant messages.`, `${p}[${j}].type`);
     }
-    if (type === 'input_image' && typeof part['image_url'] !== 'string' && typeof part['file_id'] !== 'string') {
-      throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].image_url'.`, `${p}[${j}].image_url`);
-    }
     // A file's or an image's string fields (openai-node's ResponseInputFile, ResponseInputImage): `file_data: 5` was taken
-    // and listed back by input_items, to typed readers that decode a string (null counts as not sent).
+    // and listed back by input_items, to typed readers that decode a string (null counts as not sent). Checked before
+    // an image's missing source: `image_url: 5` was "Missing required parameter", though it was sent, of the wrong type.
     for (const key of type === 'input_file' ? FILE_STRING_FIELDS : type === 'input_image' ? IMAGE_STRING_FIELDS : NO_FIELDS) {
       const x = part[key];
       if (x != null && typeof x !== 'string') {
         throw new WireError('invalid_type', `Invalid type for '${p}[${j}].${key}': expected a string, but got ${jsonPreview(x)} instead.`, `${p}[${j}].${key}`);
       }
+    }
+    if (type === 'input_image' && typeof part['image_url'] !== 'string' && typeof part['file_id'] !== 'string') {
+      throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].image_url'.`, `${p}[${j}].image_url`);
     }
     // openai-node's ResponseInputFile.detail, a closed enum like the image's (below).
     const fileDetail = part['detail'];

@@ -128,6 +128,11 @@ describe('input item fields listed back by input_items', () => {
       [inMessage({ type: 'input_file', file_url: 5 }), 'invalid_type', 'input[0].content[1].file_url'],
       [inMessage({ type: 'input_file', file_id: 5 }), 'invalid_type', 'input[0].content[1].file_id'],
       [inMessage({ type: 'input_image', image_url: 'https://example.com/a.png', file_id: 5 }), 'invalid_type', 'input[0].content[1].file_id'],
+      // Sent, of the wrong type: not "missing" (it was missing_required_parameter, naming a field the client did send).
+      [inMessage({ type: 'input_image', image_url: 5 }), 'invalid_type', 'input[0].content[1].image_url'],
+      [inMessage({ type: 'input_image', image_url: { url: 'https://example.com/a.png' } }), 'invalid_type', 'input[0].content[1].image_url'],
+      [inMessage({ type: 'input_image', file_id: 7 }), 'invalid_type', 'input[0].content[1].file_id'],
+      [inMessage({ type: 'input_image', image_url: null }), 'missing_required_parameter', 'input[0].content[1].image_url'],
       [[{ type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }, { type: 'function_call_output', call_id: 'c1', output: [file({ detail: 'huge' })] }], 'invalid_value', 'input[1].output[0].detail'],
       [assistant('bogus'), 'invalid_value', 'input[0].phase'],
       [reasoning({ summary: 5 }), 'invalid_type', 'input[0].summary'],

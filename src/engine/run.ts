@@ -653,8 +653,8 @@ export class ResponseRun {
       turns: ctx.turns,
       maxOutputTokens: params.max_output_tokens,
       ...(params.text && { textFormat: params.text.format }),
-      // Asked for, and the response may still list some (`--max-logprob-tokens`).
-      ...(params.logprobs === true && this.logprobs.left > 0 && { logprobs: params.top_logprobs ?? 0 }),
+      // Asked for, and the response may still list some (`--max-logprob-tokens`): the model makes no more than that.
+      ...(params.logprobs === true && this.logprobs.left > 0 && { logprobs: { top: params.top_logprobs ?? 0, pieces: this.logprobs.left } }),
       cachePartition: this.plan.owner,
     };
     m.count('model_calls');
@@ -706,7 +706,9 @@ export class ResponseRun {
           ? ev
           : ev.type === 'reasoning'
             ? { type: ev.type, tokens: budget - this.outputTokens }
-            : { type: ev.type, deltas: ev.deltas.slice(0, budget - this.outputTokens) };
+            : ev.type === 'text.deltas'
+              ? { type: ev.type, deltas: ev.deltas.slice(0, budget - this.outputTokens), ...(ev.logprobs && { logprobs: ev.logprobs.slice(0, budget - this.outputTokens) }) }
+              : { type: ev.type, deltas: ev.deltas.slice(0, budget - this.outputTokens) };
         const tokens = this.emitting(() => segment.apply(applied));
         this.outputTokens += tokens;
         if (ev.type === 'reasoning') this.reasoningTokens += tokens;

@@ -13,7 +13,7 @@ import { eventLogprob, type TokenLogprob } from '../model/logprobs.js';
 import type { ModelEvent } from '../model/types.js';
 import type { UnnumberedEvent } from '../protocol/events.js';
 import { ArgsDelta, DeltaHead, TextDelta, type EventLogprob } from '../protocol/event-json.js';
-import { newId, type AssistantMessage, type FunctionCall, type InputItem, type OutputItem } from '../protocol/objects.js';
+import { newId, withoutLogprobs, type AssistantMessage, type FunctionCall, type InputItem, type OutputItem } from '../protocol/objects.js';
 
 /** Model events that carry output tokens (the ones a budget can refuse). */
 export function carriesTokens(ev: ModelEvent): boolean {
@@ -80,7 +80,7 @@ export class Segment {
         part.text += ev.delta;
         const lp = ev.logprobs && this.allowed([ev.logprobs]);
         this.emit(new TextDelta(this.head!, ev.delta, lp?.[0]));
-        if (lp?.length) part.logprobs.push(ev.logprobs!);
+        if (lp?.[0]?.length) part.logprobs.push(ev.logprobs!);
         return 1;
       }
       case 'text.deltas': {
@@ -147,7 +147,8 @@ export class Segment {
     this.emit({ type: 'response.output_text.done', item_id: msg.id, output_index: this.index, content_index: 0, text: part.text, logprobs: (part.logprobs as TokenLogprob[]).map(eventLogprob) });
     this.emit({ type: 'response.content_part.done', item_id: msg.id, output_index: this.index, content_index: 0, part: { ...part } });
     this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...msg, content: [{ ...part }] } });
-    this.items.push(msg);
+    // The context (what the model reads next, a ws-mode cache, --max-context-bytes) holds the text, not its logprobs.
+    this.items.push(withoutLogprobs(msg));
     this.itemTokens.push(status === 'completed' ? tokens : undefined);
     this.msg = null;
   }

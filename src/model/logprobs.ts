@@ -37,13 +37,15 @@ export interface TokenLogprob extends TopLogprob {
  */
 export function pieceLogprobs(piece: string, position: number, top: number, seed: number): TokenLogprob {
   const rng = mulberry32(hashString(piece, (seed ^ Math.imul(position + 1, 0x9e3779b1)) >>> 0));
-  // The chosen piece: probability 1/2 to 1 (a model's most likely token); the rest shared below it.
-  const chosen = 0.5 + 0.5 * rng();
+  // The chosen piece: probability 1/2 to 1 − 10^-6 (a model's most likely token); the rest shared below it. A tenth
+  // of the rest stays with tokens not listed: the listed ones' probabilities sum to 1 − 10^-7 at most, under 1 in
+  // floating point too (the chosen one at 1 − 10^-16 and alternatives taking all the rest summed to 1.0000000000000002).
+  const chosen = 0.5 + (0.5 - 1e-6) * rng();
   const own: TopLogprob = { token: piece, bytes: [...Buffer.from(piece, 'utf8')], logprob: Math.log(chosen) };
   const tops: TopLogprob[] = top > 0 ? [{ ...own, bytes: own.bytes.slice() }] : [];
   const size = top > 1 ? vocabularySize() : 0;
   const seen = new Set([piece]);
-  let rest = 1 - chosen;
+  let rest = 0.9 * (1 - chosen);
   // Each alternative takes 1/2 to 9/10 of what is left: together under 1 − chosen, and each less than the one before
   // (the next is at most 9/10 of the 1/2 or less its predecessor left).
   for (let tries = 0; tops.length < top && tries < top * 4; tries++) {

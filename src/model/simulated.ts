@@ -169,12 +169,14 @@ export class SimulatedModel implements Model {
       yield { type: 'reasoning', tokens: hidden };
     }
     const batch = Math.max(1, Math.floor(req.batchTokens ?? 1));
+    // Pieces this call may still give logprobs for (the request's allowance, over all its messages).
+    const logprobs = req.logprobs && { top: req.logprobs.top, seed: this.seed, left: req.logprobs.pieces };
     for (const [i, item] of items.entries()) {
       const memo = plan.pieces?.[i];
       if (item.type === 'message') {
         yield { type: 'message.start' };
         const { pieces, tokens } = split(item.text, memo);
-        yield* deltaEvents(pieces, pacer, batch, true, req.logprobs === undefined ? undefined : { top: req.logprobs, seed: this.seed });
+        yield* deltaEvents(pieces, pacer, batch, true, logprobs);
         yield tokens ? { type: 'message.end', tokens } : { type: 'message.end' };
       } else {
         yield { type: 'call.start', name: item.name, call_id: item.call_id };
@@ -196,15 +198,20 @@ async function* deltaEvents(
   pacer: Pacer,
   batch: number,
   text: boolean,
-  logprobs?: { top: number; seed: number },
+  logprobs?: { top: number; seed: number; left: number },
 ): AsyncGenerator<ModelEvent, void, undefined> {
-  // Made as each piece goes out, not for the whole text up front: a cancel or a budget stops them too.
+  // Made as each piece goes out, not for the whole text up front, and no more than the allowance: a cancel, a budget
+  // or the response's bound stops the work too, not only what is listed.
   const lp = logprobs && ((i: number) => pieceLogprobs(pieces[i]!, i, logprobs.top, logprobs.seed));
   if (batch === 1) {
     for (let i = 0; i < pieces.length; i++) {
       const delta = pieces[i]!;
       await pacer.advance(1);
-      yield text ? (lp ? { type: 'text.delta', delta, logprobs: lp(i) } : { type: 'text.delta', delta }) : { type: 'args.delta', delta };
+      if (!text) yield { type: 'args.delta', delta };
+      else if (lp && logprobs.left > 0) {
+        logprobs.left--;
+        yield { type: 'text.delta', delta, logprobs: lp(i) };
+      } else yield { type: 'text.delta', delta };
     }
     return;
   }
@@ -212,9 +219,12 @@ async function* deltaEvents(
     const n = await pacer.take(Math.min(batch, pieces.length - i));
     const from = i;
     const deltas = pieces.slice(i, (i += n));
+    const listed = lp ? Math.min(deltas.length, logprobs.left) : 0;
     if (!text) yield { type: 'args.deltas', deltas };
-    else if (lp) yield { type: 'text.deltas', deltas, logprobs: deltas.map((_, k) => lp(from + k)) };
-    else yield { type: 'text.deltas', deltas };
+    else if (listed > 0) {
+      logprobs!.left -= listed;
+      yield { type: 'text.deltas', deltas, logprobs: Array.from({ length: listed }, (_, k) => lp!(from + k)) };
+    } else yield { type: 'text.deltas', deltas };
   }
 }
 

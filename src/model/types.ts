@@ -61,11 +61,12 @@ export interface ModelRequest {
    */
   batchTokens?: number;
   /**
-   * Log probabilities for the text's pieces, with this many of the most likely tokens at each (0 to 20: the
-   * create's `top_logprobs`), when the create asked for them (`include: ["message.output_text.logprobs"]`). Absent:
-   * none. A call's arguments carry none, as the API gives none for them.
+   * Log probabilities for the text's pieces, with `top` of the most likely tokens at each (0 to 20: the create's
+   * `top_logprobs`), for the call's first `pieces` text pieces (what the response may still list), when the create
+   * asked for them (`include: ["message.output_text.logprobs"]`). Absent: none. A call's arguments carry none, as
+   * the API gives none for them.
    */
-  logprobs?: number;
+  logprobs?: { top: number; pieces: number };
 }
 
 export type ModelEvent =
@@ -77,7 +78,7 @@ export type ModelEvent =
   | { type: 'message.start' }
   /** `logprobs`: the piece's log probabilities, when the request asked for them (`ModelRequest.logprobs`). */
   | { type: 'text.delta'; delta: string; logprobs?: TokenLogprob }
-  /** Several tokens of text due at once, one piece each (only when the request asked for `batchTokens` > 1); `logprobs` one per piece. */
+  /** Several tokens of text due at once, one piece each (only when the request asked for `batchTokens` > 1); `logprobs` one per piece, for the first of them (all, or those within `ModelRequest.logprobs.pieces`). */
   | { type: 'text.deltas'; deltas: readonly string[]; logprobs?: readonly TokenLogprob[] }
   /**
    * `tokens`: the o200k ids of the item's whole text as streamed, when the

@@ -300,3 +300,20 @@ export function newId(prefix: string, length = 32): string {
   for (let i = 0; i < length; i++) s += ID_ALPHABET[Math.floor(Math.random() * 16)];
   return `${prefix}_${s}`;
 }
+
+/**
+ * `item` as a context holds it: the same item, or, for a message whose `output_text` parts list logprobs, a copy whose
+ * parts list none. The model reads the text, not its logprobs; a context that kept them counted them against
+ * `--max-context-bytes` (a chain of answers with `top_logprobs` 20 was refused at its ninth turn) and held them twice.
+ */
+export function withoutLogprobs<T extends InputItem>(item: T): T {
+  const content = (item as { type?: unknown; content?: unknown }).type === 'message' ? (item as { content?: unknown }).content : undefined;
+  if (!Array.isArray(content) || !content.some(listsLogprobs)) return item;
+  return { ...item, content: content.map((p: unknown) => (listsLogprobs(p) ? { ...(p as object), logprobs: [] } : p)) };
+}
+
+function listsLogprobs(part: unknown): boolean {
+  if (typeof part !== 'object' || part === null) return false;
+  const p = part as { type?: unknown; logprobs?: unknown };
+  return p.type === 'output_text' && Array.isArray(p.logprobs) && p.logprobs.length > 0;
+}

@@ -14,7 +14,7 @@
  * Leaves out listing responses (a response's own input items are listed, a
  * page at a time: store/input-items.ts) and any async/remote store.
  */
-import type { InputItem, OutputItem, Response } from '../protocol/objects.js';
+import { withoutLogprobs, type InputItem, type OutputItem, type Response } from '../protocol/objects.js';
 import type { Protocol } from '../protocol/designs.js';
 import type { Logger } from 'pino';
 import type { ParseWork } from '../protocol/json-chunked.js';
@@ -81,12 +81,13 @@ export function contextItems(rec: StoredResponse, into: InputItem[] = []): Input
   for (const item of rec.input) into.push(item);
   const output = rec.response.output;
   let next = 0;
+  // The response's own output as a context holds it: its text without the logprobs it listed (protocol/objects.ts).
   for (const batch of rec.appended ?? []) {
     const at = Math.min(Math.max(next, batch.at), output.length);
-    for (; next < at; next++) into.push(output[next]!);
+    for (; next < at; next++) into.push(withoutLogprobs(output[next]!));
     for (const item of batch.items) into.push(item);
   }
-  for (; next < output.length; next++) into.push(output[next]!);
+  for (; next < output.length; next++) into.push(withoutLogprobs(output[next]!));
   return into;
 }
 

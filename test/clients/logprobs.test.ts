@@ -106,3 +106,61 @@ describe('logprobs over WebSocket mode and through a long-lived run', () => {
     expect(cut.parts[0]!.logprobs).toEqual(whole.parts[0]!.logprobs.slice(0, 7));
   });
 });
+
+describe('logprobs and the limits around them', () => {
+  const text = 'The quick brown fox jumps over the lazy dog, then naps in the warm afternoon sun by the river bank.';
+  const body = { model: 'sim-model', input: 'go', include: INCLUDE, top_logprobs: 2 };
+
+  it('max_output_tokens cutting the text keeps the logprobs of every piece sent, and the part matches the cut text', async () => {
+    for (const chaos of [undefined, ['latency@first-token:0:1']]) {
+      // With a chaos rule (probability 0) every token is its own event: the other path through the engine.
+      const { url } = await testServer({ policy: scriptPolicy([{ text }]), ...(chaos && { chaos }) });
+      const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const r = await client.responses.create({ ...body, max_output_tokens: 16 });
+      expect(r.status).toBe('incomplete');
+      const part = r.output.find((o) => o.type === 'message')!.content[0] as unknown as Part;
+      expect(part.logprobs).toHaveLength(16);
+      checkPart(part, 2);
+    }
+  });
+
+  it('--max-logprob-tokens bounds the part and output_text.done on every path, and the model makes no more than it', async () => {
+    for (const chaos of [undefined, ['latency@first-token:0:1']]) {
+      const policy = scriptPolicy([{ text }]);
+      const { url } = await testServer({ policy, limits: { maxLogprobTokens: 5 }, ...(chaos && { chaos }) });
+      const s = await RawSocket.connect(url);
+      s.send({ type: 'response.create', ...body });
+      const done = await s.next('response.output_text.done');
+      const end = await s.next('response.completed');
+      const part = (end.response.output.find((o) => o.type === 'message') as { content: Part[] }).content[0]!;
+      expect(part.logprobs).toHaveLength(5);
+      expect(done.logprobs).toHaveLength(5);
+      expect(s.all('response.output_text.delta').map((d) => d.logprobs.length).reduce((a, b) => a + b, 0)).toBe(5);
+      s.dispose();
+    }
+  });
+
+  it('a chain of answers with logprobs holds their text in its context, not their logprobs (--max-context-bytes)', async () => {
+    const long = 'word '.repeat(400).trim();
+    // 400 pieces at top_logprobs 20 list ~700 KB; the text is 2 KB: a context bound of 256 KB holds the text of many.
+    const { url } = await testServer({ policy: scriptPolicy(Array.from({ length: 4 }, () => ({ text: long }))), limits: { maxContextBytes: 256 * 1024 } });
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    let prev: string | undefined;
+    for (let turn = 0; turn < 4; turn++) {
+      const r = await client.responses.create({ model: 'sim-model', input: 'more', include: INCLUDE, top_logprobs: 20, ...(prev && { previous_response_id: prev }) });
+      expect(r.status).toBe('completed');
+      expect((r.output.find((o) => o.type === 'message')!.content[0] as unknown as Part).logprobs.length).toBeGreaterThan(300);
+      prev = r.id;
+    }
+    // Over WebSocket mode, continuing from the connection's cache.
+    const { url: wsUrl } = await testServer({ policy: scriptPolicy(Array.from({ length: 4 }, () => ({ text: long }))), limits: { maxContextBytes: 256 * 1024 } });
+    const s = await RawSocket.connect(wsUrl);
+    let last: string | undefined;
+    for (let turn = 0; turn < 4; turn++) {
+      s.send({ type: 'response.create', model: 'sim-model', input: 'more', include: INCLUDE, top_logprobs: 20, store: false, ...(last && { previous_response_id: last }) });
+      last = (await s.next('response.completed')).response.id;
+    }
+    s.dispose();
+  });
+});
+

@@ -720,9 +720,32 @@ export class HttpTransport {
     await Promise.allSettled(answering);
     // Cold input_items listings still queued are refused (503) before the store they read closes.
     this.host.listings.close();
+    // One wait for the answers still being made and those still leaving: `--send-stall-timeout-ms` in all.
+    const ms = this.host.limits.sendStallTimeoutMs;
+    if (ms <= 0) {
+      // The answer's write is corked until the next tick (node:http): let it reach the socket.
+      if (answering.length > 0) await new Promise((resolve) => setImmediate(resolve));
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(ms, 2 ** 31 - 1))));
+    await this.made(deadline);
     // The answer's write is corked until the next tick (node:http): let it reach the socket.
-    if (answering.length > 0) await new Promise((resolve) => setImmediate(resolve));
-    await this.leaving();
+    await new Promise((resolve) => setImmediate(resolve));
+    await this.leaving(deadline);
+    clearTimeout(timer);
+  }
+
+  /**
+   * Answers still being made for requests whose whole body arrived (a cancel's final Response serialised in slices,
+   * a retrieve, a page of input items), for at most `--send-stall-timeout-ms` (none with 0): by now every run has
+   * ended, so each is bounded work. Only answers whose head was sent were waited for (`leaving`), so a cancel whose
+   * answer had not begun to be written when shutdown came, as on a loaded machine, was closed with nothing sent:
+   * the run was cancelled and its client never told. Requests still uploading are not waited for.
+   */
+  private async made(deadline: Promise<void>): Promise<void> {
+    const making = [...this.handlers].filter(([req]) => req.complete).map(([, p]) => p);
+    if (making.length > 0) await Promise.race([Promise.allSettled(making), deadline]);
   }
 
   /**
@@ -734,12 +757,9 @@ export class HttpTransport {
    * (outside attack), though shutdown promises every run in flight its terminal event. By now every run has ended,
    * so every stream has ended too.
    */
-  private async leaving(): Promise<void> {
-    const ms = this.host.limits.sendStallTimeoutMs;
+  private async leaving(deadline: Promise<void>): Promise<void> {
     const leaving = [...this.answers].filter((res) => res.headersSent && !res.writableFinished && !res.destroyed);
-    if (ms <= 0 || leaving.length === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(ms, 2 ** 31 - 1))));
+    if (leaving.length === 0) return;
     const left = leaving.map(
       (res) =>
         new Promise<void>((resolve) => {
@@ -749,7 +769,6 @@ export class HttpTransport {
         }),
     );
     await Promise.race([Promise.all(left), deadline]);
-    clearTimeout(timer);
   }
 }
 

@@ -40,7 +40,7 @@ const made = performance.now() - t0;
 gc();
 const heap = (process.memoryUsage().heapUsed - before) / kept.length;
 const json = JSON.stringify(kept).length / kept.length;
-console.log(`per piece, top_logprobs ${MAX_TOP_LOGPROBS}: ${Math.round(heap)} B of heap, ${Math.round(json)} B of JSON, ${((made / kept.length) * 1000).toFixed(1)} µs to make (${kept.length} pieces)`);
+process.stdout.write(`per piece, top_logprobs ${MAX_TOP_LOGPROBS}: ${Math.round(heap)} B of heap, ${Math.round(json)} B of JSON, ${((made / kept.length) * 1000).toFixed(1)} µs to make (${kept.length} pieces)\n`);
 
 /** One SSE response of `text`: this process's CPU ms over it, and the stream's bytes. */
 async function response(url: string, include: boolean): Promise<{ cpuMs: number; bytes: number }> {
@@ -72,10 +72,10 @@ try {
     plainBytes = b.bytes;
   }
   const median = (xs: number[]) => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
-  console.log(
+  process.stdout.write(
     `one response of ${PIECES} pieces over SSE (median of ${rounds}; server and reader in this process): ` +
       `with logprobs (top ${MAX_TOP_LOGPROBS}) ${Math.round(median(withLp))} ms CPU, ${(lpBytes / 1e6).toFixed(1)} MB streamed; ` +
-      `without ${Math.round(median(without))} ms CPU, ${(plainBytes / 1e6).toFixed(2)} MB`,
+      `without ${Math.round(median(without))} ms CPU, ${(plainBytes / 1e6).toFixed(2)} MB\n`,
   );
 } finally {
   await server.close();

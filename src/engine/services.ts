@@ -269,9 +269,9 @@ export interface Limits {
   /**
    * Text pieces (tokens) one response lists logprobs for when its create asks
    * (`include: ["message.output_text.logprobs"]`; default 2,048): each holds
-   * up to 21 tokens with their bytes (`top_logprobs` 20), ~3 KB of heap in the
-   * text part it is kept in, so a long answer held megabytes more than its
-   * text. Past it a delta lists none (`logprobs: []`) and the text part no more.
+   * up to 21 tokens with their bytes (`top_logprobs` 20), ~4.6 KB of heap in
+   * the text part it is kept in (`npm run bench:logprobs`), so a long answer
+   * held megabytes more than its text. Past it a delta lists none (`logprobs: []`) and the text part no more.
    */
   maxLogprobTokens: number;
 }

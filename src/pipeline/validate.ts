@@ -406,6 +406,7 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
     if (type === 'output_text' && role !== undefined && role !== 'assistant') {
       throw new WireError('invalid_value', `Invalid '${p}[${j}].type': 'output_text' is only valid in assistant messages.`, `${p}[${j}].type`);
     }
+    if (type === 'output_text' && part['logprobs'] != null) validateLogprobs(part['logprobs'], `${p}[${j}].logprobs`);
     // A file's or an image's string fields (openai-node's ResponseInputFile, ResponseInputImage): `file_data: 5` was taken
     // and listed back by input_items, to typed readers that decode a string (null counts as not sent). Checked before
     // an image's missing source: `image_url: 5` was "Missing required parameter", though it was sent, of the wrong type.
@@ -437,6 +438,45 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
       );
     }
   });
+}
+
+/**
+ * An `output_text` part's `logprobs` sent back as input (a client passing a Response's output on): openai-node's
+ * `ResponseOutputText.Logprob[]` and the OpenAPI spec's `LogProb`, `{token, logprob, bytes, top_logprobs: [{token,
+ * logprob, bytes}]}`. `[1, 2]` or `{"token": 5}` was taken and listed back by `input_items` as sent, to typed readers
+ * that decode these fields. `token` and `logprob` are required (every event and part that lists logprobs has them);
+ * `bytes` and `top_logprobs` may be left out (a delta's logprobs have no `bytes`, and a client may pass those on), and
+ * are checked when sent. `null` counts as not sent, as for the part's other optional fields. Bounded by the body.
+ */
+function validateLogprobs(v: unknown, p: string): void {
+  if (!Array.isArray(v)) throw new WireError('invalid_type', `Invalid type for '${p}': expected an array, but got ${jsonPreview(v)} instead.`, p);
+  v.forEach((entry, i) => {
+    const q = `${p}[${i}]`;
+    checkLogprob(entry, q);
+    const top = (entry as Record<string, unknown>)['top_logprobs'];
+    if (top == null) return;
+    if (!Array.isArray(top)) throw new WireError('invalid_type', `Invalid type for '${q}.top_logprobs': expected an array, but got ${jsonPreview(top)} instead.`, `${q}.top_logprobs`);
+    top.forEach((t, k) => checkLogprob(t, `${q}.top_logprobs[${k}]`));
+  });
+}
+
+/** One listed token: `token` a string, `logprob` a number not above 0, `bytes` (when sent) integers 0–255. */
+function checkLogprob(entry: unknown, q: string): void {
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+    throw new WireError('invalid_type', `Invalid type for '${q}': expected an object, but got ${jsonPreview(entry)} instead.`, q);
+  }
+  const e = entry as Record<string, unknown>;
+  if (e['token'] === undefined || e['token'] === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${q}.token'.`, `${q}.token`);
+  if (typeof e['token'] !== 'string') throw new WireError('invalid_type', `Invalid type for '${q}.token': expected a string, but got ${jsonPreview(e['token'])} instead.`, `${q}.token`);
+  const lp = e['logprob'];
+  if (lp === undefined || lp === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${q}.logprob'.`, `${q}.logprob`);
+  if (typeof lp !== 'number') throw new WireError('invalid_type', `Invalid type for '${q}.logprob': expected a number, but got ${jsonPreview(lp)} instead.`, `${q}.logprob`);
+  if (lp > 0) throw new WireError('invalid_value', `Invalid '${q}.logprob': a log probability is at most 0, got ${lp}.`, `${q}.logprob`);
+  const bytes = e['bytes'];
+  if (bytes == null) return;
+  if (!Array.isArray(bytes) || !bytes.every((b) => Number.isInteger(b) && (b as number) >= 0 && (b as number) <= 255)) {
+    throw new WireError('invalid_type', `Invalid type for '${q}.bytes': expected an array of integers from 0 to 255, but got ${jsonPreview(bytes)} instead.`, `${q}.bytes`);
+  }
 }
 
 /** openai-node's `ImageDetail` (and the OpenAPI spec's). */

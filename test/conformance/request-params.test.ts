@@ -163,6 +163,55 @@ describe('input item fields listed back by input_items', () => {
   });
 });
 
+describe('logprobs of an output_text part sent back as input', () => {
+  // openai-node's ResponseOutputText.Logprob (and the OpenAPI spec's LogProb): `[1, 2]` or `{"token": 5}` was taken and
+  // listed back by input_items as sent, to typed readers that decode {token, logprob, bytes, top_logprobs}.
+  it('are refused 400 naming the field when not of the listed shape; a Response\'s own, a delta\'s (no bytes), [] and null are taken', async () => {
+    const { url } = await testServer();
+    const said = (logprobs: unknown) => [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'hi', annotations: [], logprobs }] }, { role: 'user', content: 'y' }];
+    const lp = (extra: Record<string, unknown> = {}) => ({ token: 'hi', logprob: -0.1, bytes: [104, 105], top_logprobs: [{ token: 'hi', logprob: -0.1, bytes: [104, 105] }], ...extra });
+    const refused: Array<[unknown, string, string]> = [
+      [said({ token: 'hi' }), 'invalid_type', 'input[0].content[0].logprobs'],
+      [said([1, 2]), 'invalid_type', 'input[0].content[0].logprobs[0]'],
+      [said([lp(), null]), 'invalid_type', 'input[0].content[0].logprobs[1]'],
+      [said([lp({ token: 5 })]), 'invalid_type', 'input[0].content[0].logprobs[0].token'],
+      [said([lp({ token: undefined })]), 'missing_required_parameter', 'input[0].content[0].logprobs[0].token'],
+      [said([lp({ logprob: '-1' })]), 'invalid_type', 'input[0].content[0].logprobs[0].logprob'],
+      [said([lp({ logprob: null })]), 'missing_required_parameter', 'input[0].content[0].logprobs[0].logprob'],
+      [said([lp({ logprob: 0.5 })]), 'invalid_value', 'input[0].content[0].logprobs[0].logprob'],
+      [said([lp({ bytes: 'hi' })]), 'invalid_type', 'input[0].content[0].logprobs[0].bytes'],
+      [said([lp({ bytes: [104, 256] })]), 'invalid_type', 'input[0].content[0].logprobs[0].bytes'],
+      [said([lp({ bytes: [1.5] })]), 'invalid_type', 'input[0].content[0].logprobs[0].bytes'],
+      [said([lp({ top_logprobs: {} })]), 'invalid_type', 'input[0].content[0].logprobs[0].top_logprobs'],
+      [said([lp({ top_logprobs: [{ token: 'a' }] })]), 'missing_required_parameter', 'input[0].content[0].logprobs[0].top_logprobs[0].logprob'],
+      [said([lp({ top_logprobs: [{ token: 'a', logprob: -1, bytes: [-1] }] })]), 'invalid_type', 'input[0].content[0].logprobs[0].top_logprobs[0].bytes'],
+    ];
+    for (const [input, code, param] of refused) {
+      const r = await create(url, { model: 'm', input });
+      expect(r.status, param).toBe(400);
+      expect(r.json['error'], param).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    const taken: unknown[] = [
+      said([lp()]),
+      said([{ token: 'hi', logprob: 0, top_logprobs: [{ token: 'hi', logprob: 0 }] }]),
+      said([lp({ bytes: null, top_logprobs: null })]),
+      said([]),
+      said(null),
+      // A Response's own output, passed back as input as clients do: what the server listed is what it takes.
+    ];
+    for (const input of taken) {
+      const r = await create(url, { model: 'm', input });
+      expect(r.status, JSON.stringify(input)).toBe(200);
+    }
+    const own = await create(url, { model: 'm', input: 'say something', include: ['message.output_text.logprobs'], top_logprobs: 3 });
+    expect(own.status).toBe(200);
+    const output = own.json['output'] as Array<{ type: string; content?: Array<{ logprobs?: unknown[] }> }>;
+    expect(output.find((i) => i.type === 'message')?.content?.[0]?.logprobs?.length).toBeGreaterThan(0);
+    const back = await create(url, { model: 'm', input: [...output, { role: 'user', content: 'again' }] });
+    expect(back.status, JSON.stringify(back.json['error'])).toBe(200);
+  });
+});
+
 describe('tools echoed on the Response', () => {
   // A custom tool without its name, an MCP tool without its server_label, were taken and echoed so in the Response's
   // `tools`, where openai-node's CustomTool and Tool.Mcp require them (outside conformance tester); the API refuses them.

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { numberFlag, stringOptions, UsageError } from '../flags.js';
 import { MAX_TIMER_MS } from '../limit-flags.js';
+import { MAX_PAUSED_RUNS, MAX_REPS, MAX_STREAMS } from './guard.js';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
 import { targetLineText } from './format.js';
 import { phaseTimes, writeReport } from './report.js';
@@ -48,7 +49,7 @@ Usage: llr bench [--quick | --full] [options]
   --out DIR               output directory (default bench-out/)
   --calls N|all           grid workload: the first N model calls
   --speeds A,B,...        model speeds, tokens/s
-  --reps N                repetitions per grid configuration
+  --reps N                repetitions per grid configuration (at most 1000)
   --designs a,b,...       of ${CLIENT_PROTOCOLS.join(', ')}
   --tool-factor F         client tool time: 0 (default) or recorded duration × F
   --phases a,b,...        of ${PHASES.join(', ')} (default: all)
@@ -57,8 +58,8 @@ Usage: llr bench [--quick | --full] [options]
   --call-hop-ms N --call-hops N
                           remote calls every design pays before every model call
                           (default 0, 0; the production profile: 20 ms × 1)
-  --streams N             concurrent streams in the stream phase (default 100)
-  --paused-runs N         concurrent paused runs (default 1000)
+  --streams N             concurrent streams in the stream phase (default 100, at most 10000)
+  --paused-runs N         concurrent paused runs (default 1000, at most 50000)
   --run-timeout-ms N      cap on one replay run (default: from the workload, the speed and the run's length)
   --store sqlite|memory   the servers' response store (default: a SQLite file per
                           server in DIR, deleted at the end, as llr serve uses)
@@ -144,9 +145,10 @@ function list(v: string, what: string): string[] {
 }
 
 /** A number >= min (a plain decimal: '' was 0); `integer` for counts; times at most what a Node timer holds. */
-function count(v: string, what: string, min = 0, integer = false): number {
-  return numberFlag(v, what, { min, integer, max: what.endsWith('-ms') ? MAX_TIMER_MS : Number.MAX_SAFE_INTEGER })!;
+function count(v: string, what: string, min = 0, integer = false, max = what.endsWith('-ms') ? MAX_TIMER_MS : Number.MAX_SAFE_INTEGER): number {
+  return numberFlag(v, what, { min, integer, max })!;
 }
+
 
 function storeKind(v: string | undefined): 'sqlite' | 'memory' {
   if (v === undefined || v === 'sqlite' || v === 'memory') return v ?? 'sqlite';
@@ -209,7 +211,7 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
   for (const d of designs) if (!CLIENT_PROTOCOLS.includes(d as ClientProtocol)) throw new UsageError(`unknown design '${d}'; known: ${CLIENT_PROTOCOLS.join(', ')}`);
   const phases = values.phases ? list(values.phases, 'phases') : [...PHASES];
   for (const p of phases) if (!PHASES.includes(p as PhaseName)) throw new UsageError(`unknown phase '${p}'; known: ${PHASES.join(', ')}`);
-  const reps = values.reps === undefined ? null : count(values.reps, 'reps', 1, true);
+  const reps = values.reps === undefined ? null : count(values.reps, 'reps', 1, true, MAX_REPS);
   const profile = usage(() => profileByName(values.profile ?? preset.profile));
   const knobs = profileKnobs(profile);
   if (values.sweep && scaling) throw new UsageError('--sweep and --scaling exclude each other');
@@ -246,8 +248,8 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
     profile: profile.name,
     targetSpeed: values['target-speed'] === undefined ? preset.targetSpeed : count(values['target-speed'], 'target-speed', 1),
     phases: new Set(phases as PhaseName[]),
-    stream: { ...preset.stream, streams: values.streams === undefined ? preset.stream.streams : count(values.streams, 'streams', 1, true) },
-    paused: { runs: values['paused-runs'] === undefined ? preset.paused.runs : count(values['paused-runs'], 'paused-runs', 1, true) },
+    stream: { ...preset.stream, streams: values.streams === undefined ? preset.stream.streams : count(values.streams, 'streams', 1, true, MAX_STREAMS) },
+    paused: { runs: values['paused-runs'] === undefined ? preset.paused.runs : count(values['paused-runs'], 'paused-runs', 1, true, MAX_PAUSED_RUNS) },
     runTimeoutMs: values['run-timeout-ms'] === undefined ? null : count(values['run-timeout-ms'], 'run-timeout-ms', 1),
     store: storeKind(values.store),
   };

@@ -103,3 +103,14 @@ export interface ServerStats {
 export function cpuMs(a: ServerStats, b: ServerStats): number {
   return (b.cpu_us.user - a.cpu_us.user + b.cpu_us.system - a.cpu_us.system) / 1000;
 }
+
+/**
+ * Caps on the counts a bench makes things of up front: `--reps 1000000000` planned every run before the first and
+ * ended the process out of memory (a V8 fatal error, no message), `--streams 99999999` opened every connection at once.
+ * Each is far past what a run on one machine finishes: a grid configuration takes seconds, so 1,000 reps of the quick
+ * grid is a day; 10,000 streams and 50,000 paused runs (each a socket in the bench and one in the server) are past a
+ * default descriptor limit of 20,000 on the server's side already.
+ */
+export const MAX_REPS = 1000;
+export const MAX_STREAMS = 10_000;
+export const MAX_PAUSED_RUNS = 50_000;

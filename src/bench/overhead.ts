@@ -31,7 +31,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { intFlag, parseCommandLine, usageError } from '../command-line.js';
 import { writeWorkloadJson } from '../workload/format.js';
-import { cpuMs, deadline, ServerProcess, type ServerStats } from './guard.js';
+import { cpuMs, deadline, MAX_PAUSED_RUNS, MAX_STREAMS, ServerProcess, type ServerStats } from './guard.js';
 import { threadCpu, threadCpuSince } from './thread-cpu.js';
 import { echoRounds, loadScript, longLivedLoop, longLivedRun, openLongLived, openWs, wsChainLoop, type LoopSamples, type Recording } from './overhead-loop.js';
 import { deltaThroughput, startup, type StartupResult, type ThroughputResult } from './overhead-server.js';
@@ -56,8 +56,8 @@ const COMMAND = {
   --phases loop,long,stream,paused,startup   which phases to run (default all)
   --loops N (30)  --steps N (22, 4–60)  --output-bytes N (1024)
   --warm-steps N (6600)   unmeasured tool steps of each loop kind first (300 loops of 22)
-  --streams N (100)  --stream-tokens N (2000)
-  --paused-runs N (10000)  --paused-warmup N (4000)
+  --streams N (100, at most 10000)  --stream-tokens N (2000)
+  --paused-runs N (10000)  --paused-warmup N (4000)   together at most 50000
   --long-steps N (1000)  --long-output-bytes N (10240)   the long phase's run
   --pin SERVERS:DRIVER   pin every server (and the echo) to the CPUs SERVERS and this driver to DRIVER
                (taskset's lists, e.g. 1:0; Linux): the issue's "servers and client on separate cores"
@@ -93,16 +93,17 @@ const cfg = {
   steps: int('steps', 22, 4, 60),
   outputBytes: int('output-bytes', 1024, 1),
   warmSteps: int('warm-steps', 6600, 0),
-  streams: int('streams', 100, 1),
+  streams: int('streams', 100, 1, MAX_STREAMS),
   streamTokens: int('stream-tokens', 2000, 10),
-  pausedRuns: int('paused-runs', 10_000, 1),
+  pausedRuns: int('paused-runs', 10_000, 1, MAX_PAUSED_RUNS),
   // Resumed before the measured ones: V8 optimises the resume path only after thousands of them (see warmLoops).
-  pausedWarmup: int('paused-warmup', 4000, 0),
+  pausedWarmup: int('paused-warmup', 4000, 0, MAX_PAUSED_RUNS),
   // At least 20: the first and the last tenth each hold two steps or more.
   longSteps: int('long-steps', 1000, 20),
   longOutputBytes: int('long-output-bytes', 10_240, 1),
   pin: pinFlag(values.pin),
 };
+if (cfg.pausedRuns + cfg.pausedWarmup > MAX_PAUSED_RUNS) usageError(COMMAND, `--paused-runs and --paused-warmup together must be at most ${MAX_PAUSED_RUNS}, got ${cfg.pausedRuns + cfg.pausedWarmup}`);
 
 /** `--pin SERVERS:DRIVER`, each a CPU list as taskset takes it; null when not given. */
 function pinFlag(v: string | undefined): { servers: string; driver: string } | null {

@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseBenchArgs } from '../../src/bench/command.js';
 import { UsageError } from '../../src/flags.js';
+import { MAX_PAUSED_RUNS, MAX_REPS, MAX_STREAMS } from '../../src/bench/guard.js';
 
 const syn = ['--synthetic', '3,200,5'];
 
@@ -22,6 +23,17 @@ describe('llr bench: hostile flag values', () => {
 
   it("--sweep-speeds '', --sweep-hops '' and --sweep-calls '' with --sweep are usage errors", () => {
     for (const flag of ['sweep-speeds', 'sweep-hops', 'sweep-calls']) expect(() => parseBenchArgs([...syn, '--sweep', `--${flag}=`])).toThrow(`--${flag} needs a value`);
+  });
+
+  // `--reps 1000000000` planned every run up front and ended the process out of memory (a V8 fatal error, no message);
+  // `--streams 99999999` would open every connection at once. Each count a bench makes things of up front is capped.
+  it('--reps, --streams and --paused-runs past their caps are usage errors naming the cap; at the cap they are taken', () => {
+    for (const [flag, max] of [['reps', MAX_REPS], ['streams', MAX_STREAMS], ['paused-runs', MAX_PAUSED_RUNS]] as const) {
+      expect(() => parseBenchArgs([...syn, `--${flag}`, String(max + 1)])).toThrow(UsageError);
+      expect(() => parseBenchArgs([...syn, `--${flag}`, '1000000000'])).toThrow(`--${flag} needs an integer >= 1 and <= ${max}`);
+    }
+    const { config } = parseBenchArgs([...syn, '--reps', String(MAX_REPS), '--streams', String(MAX_STREAMS), '--paused-runs', String(MAX_PAUSED_RUNS)]);
+    expect([config.reps, config.stream.streams, config.paused.runs]).toEqual([MAX_REPS, MAX_STREAMS, MAX_PAUSED_RUNS]);
   });
 
   it('--target-speed must be one of the grid speeds when the grid runs', () => {

@@ -262,6 +262,10 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
 }
 
 export async function benchCommand(argv: string[]): Promise<void> {
+  // Parsed (the workload read) before the handlers exist: reading a FIFO no one writes blocks the thread in open(2),
+  // where a handler never runs, so a SIGTERM then was caught and never acted on (the process hung for good); without
+  // one, the signal ends the process as it ends `llr serve` reading the same FIFO. Nothing is running to interrupt yet.
+  const parsed = parseBenchArgs(argv);
   // A signal keeps each bench's partial results (results.json, status failed, 'interrupted') and stops its servers.
   const onSignal = () => {
     interruptBenches();
@@ -270,15 +274,15 @@ export async function benchCommand(argv: string[]): Promise<void> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    await bench(argv);
+    await bench(argv, parsed);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
 }
 
-async function bench(argv: string[]): Promise<void> {
-  const { config, help, report, scaling, sweep } = parseBenchArgs(argv);
+async function bench(argv: string[], parsed: ReturnType<typeof parseBenchArgs>): Promise<void> {
+  const { config, help, report, scaling, sweep } = parsed;
   if (help) {
     process.stdout.write(benchHelp());
     return;

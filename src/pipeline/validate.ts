@@ -403,8 +403,21 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
     if ((type === 'input_text' || type === 'output_text') && typeof part['text'] !== 'string') {
       throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].text'.`, `${p}[${j}].text`);
     }
-    if (type === 'output_text' && role !== undefined && role !== 'assistant') {
-      throw new WireError('invalid_value', `Invalid '${p}[${j}].type': 'output_text' is only valid in assistant messages.`, `${p}[${j}].type`);
+    // openai-node's ResponseOutputRefusal: `{type: "refusal", refusal}`; without it, listed back to readers that decode it.
+    if (type === 'refusal' && part['refusal'] == null) {
+      throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].refusal'.`, `${p}[${j}].refusal`);
+    }
+    if (type === 'refusal' && typeof part['refusal'] !== 'string') {
+      throw new WireError('invalid_type', `Invalid type for '${p}[${j}].refusal': expected a string, but got ${jsonPreview(part['refusal'])} instead.`, `${p}[${j}].refusal`);
+    }
+    if ((type === 'output_text' || type === 'refusal') && role !== undefined && role !== 'assistant') {
+      throw new WireError('invalid_value', `Invalid '${p}[${j}].type': '${type}' is only valid in assistant messages.`, `${p}[${j}].type`);
+    }
+    // The other way round, the API's own refusal (its code, param and words, as public client reports quote them): an
+    // assistant message's parts are what the model said. `input_text` there was taken and listed back by input_items as
+    // an assistant message no openai-node type describes (ResponseOutputMessage holds output_text and refusal only).
+    if (role === 'assistant' && type !== 'output_text' && type !== 'refusal') {
+      throw new WireError('invalid_value', `Invalid value: '${type}'. Supported values are: 'output_text' and 'refusal'.`, `${p}[${j}]`);
     }
     if (type === 'output_text' && part['logprobs'] != null) validateLogprobs(part['logprobs'], `${p}[${j}].logprobs`);
     // A file's or an image's string fields (openai-node's ResponseInputFile, ResponseInputImage): `file_data: 5` was taken

@@ -16,6 +16,9 @@ export const WIRE_ERRORS = {
   missing_required_parameter: { status: 400, type: 'invalid_request_error', message: 'Missing required parameter.' },
   invalid_type: { status: 400, type: 'invalid_request_error', message: 'Invalid type for parameter.' },
   invalid_value: { status: 400, type: 'invalid_request_error', message: 'Invalid value for parameter.' },
+  // The API's code for an input item whose `id` does not begin with its type's prefix (`msg`, `fc`, `rs`, `ctc`), as public
+  // client reports quote it: "Invalid 'input[274].id': 'item_…'. Expected an ID that begins with 'fc'."
+  invalid_id_prefix: { status: 400, type: 'invalid_request_error', message: 'Invalid ID prefix.' },
   // The API's code for a field it does not know (a typo, another endpoint's field): `Unknown parameter: 'x'.`
   unknown_parameter: { status: 400, type: 'invalid_request_error', message: 'Unknown parameter.' },
   // The API's code for a parameter it knows but will not take here; this server's: a feature it does not serve.

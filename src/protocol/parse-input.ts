@@ -6,7 +6,7 @@
  * stage. The count of items and parts is capped before any per-item work.
  * Used by protocol/parse.ts. Pure.
  */
-import { WireError } from './errors.js';
+import { jsonPreview, WireError } from './errors.js';
 import type { InputItem, InputRole, InputText, ItemStatus, OtherContentPart } from './objects.js';
 import { assertObj, hasStringType, hasType, isObj, requireString, type Obj } from './fields.js';
 import type { ParseCaps } from './parse.js';
@@ -106,6 +106,7 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
     throw new WireError('invalid_value', `Invalid value for '${param}.type': '${shown}' is not an input item type.`, `${param}.type`);
   }
   if (hasType(v, 'message')) return parseMessage(v, param);
+  checkItemId(v, v['type'], param);
   if (hasType(v, 'function_call')) {
     requireString(v, 'call_id', param);
     requireString(v, 'name', param);
@@ -133,6 +134,15 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
     requireString(v, 'encrypted_content', param);
     return v;
   }
+  if (hasType(v, 'custom_tool_call')) {
+    // openai-node's ResponseCustomToolCall: `call_id`, `name` and `input` are strings. `{type: "custom_tool_call"}` alone
+    // was taken and listed back so by input_items, and with no call_id the missing-output check passed it by.
+    requireString(v, 'call_id', param);
+    requireString(v, 'name', param);
+    requireString(v, 'input', param);
+    checkItemStatus(v, param);
+    return v;
+  }
   if (hasType(v, COMPACTION_TRIGGER)) {
     // A create's last input item is taken off before this (parse.ts); anywhere else it would be carried as an unknown
     // item, and the response would sample instead of compacting: the client expects a compaction item back.
@@ -144,6 +154,27 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
   }
   // reasoning, custom tool calls, hosted tool calls: carried through untouched.
   return v;
+}
+
+/**
+ * The prefix the API requires of an input item's `id`, by type: a message's `msg`, a function call's `fc`, a reasoning
+ * item's `rs`, a custom tool call's `ctc` (public client reports quote its refusals, e.g. openai/codex#33176: "Invalid
+ * 'input[371].id': '019f…'. Expected an ID that begins with 'msg'."). An id of another shape was taken here, so a
+ * client that rebuilt its history with ids of its own worked against this server and failed against the API. Other
+ * item types' prefixes are not checked (none found in a public source).
+ */
+const ITEM_ID_PREFIX: Readonly<Record<string, string>> = { message: 'msg', function_call: 'fc', reasoning: 'rs', custom_tool_call: 'ctc' };
+
+/** An item's `id`, when sent (null counts as not sent): a string, beginning with its type's prefix (`ITEM_ID_PREFIX`). */
+function checkItemId(v: Obj, type: string, param: string): void {
+  const prefix = ITEM_ID_PREFIX[type];
+  const id = v['id'];
+  if (prefix === undefined || id === undefined || id === null) return;
+  if (typeof id !== 'string') throw new WireError('invalid_type', `Invalid type for '${param}.id': expected a string, but got ${jsonPreview(id)} instead.`, `${param}.id`);
+  if (!id.startsWith(prefix)) {
+    const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
+    throw new WireError('invalid_id_prefix', `Invalid '${param}.id': '${shown}'. Expected an ID that begins with '${prefix}'.`, `${param}.id`);
+  }
 }
 
 type ContentPart = InputText | OtherContentPart;
@@ -200,6 +231,7 @@ function parseMessage(v: Obj, param: string): InputItem {
   }
   requireTextOrParts(v, 'content', param);
   checkItemStatus(v, param);
+  checkItemId(v, 'message', param);
   // An assistant message's phase (openai-node's ResponseOutputMessage.phase), listed back as sent by input_items.
   const phase = v['phase'];
   if (phase != null && !PHASES.includes(phase as string)) {

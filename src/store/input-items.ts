@@ -46,6 +46,8 @@ const ID_PREFIX: Record<string, string> = {
   function_call_output: 'fco',
   reasoning: 'rs',
   compaction: 'cmp',
+  // The API's own (an input item's id is refused without it: protocol/parse-input.ts): a listed call sent back as input.
+  custom_tool_call: 'ctc',
 };
 
 export { RESPONSE_INCLUDABLE };

@@ -163,6 +163,94 @@ describe('input item fields listed back by input_items', () => {
   });
 });
 
+describe('message parts by role, item ids by type, a custom tool call\'s fields', () => {
+  // Each was taken and listed back by input_items to typed readers (outside conformance tester); the API refuses each.
+  it("an assistant message holds output_text and refusal parts only, others only the input parts, as the API answers", async () => {
+    const { url } = await testServer();
+    const said = (part: unknown) => [{ type: 'message', role: 'assistant', content: [part] }, { role: 'user', content: 'y' }];
+    const asked = (role: string, part: unknown) => [{ type: 'message', role, content: [part] }];
+    // The API's own refusal, as a public report quotes it (epam/ai-dial-adapter-openai#511).
+    const assistantText = await create(url, { model: 'm', input: said({ type: 'input_text', text: 'Hello! How can I help?' }) });
+    expect(assistantText.status).toBe(400);
+    expect(assistantText.json['error']).toEqual({
+      type: 'invalid_request_error',
+      code: 'invalid_value',
+      param: 'input[0].content[0]',
+      message: "Invalid value: 'input_text'. Supported values are: 'output_text' and 'refusal'.",
+    });
+    const refused: Array<[unknown, string, string]> = [
+      [said({ type: 'input_image', image_url: 'https://example.com/a.png' }), 'invalid_value', 'input[0].content[0]'],
+      [said({ type: 'input_file', file_id: 'file-1' }), 'invalid_value', 'input[0].content[0]'],
+      [said({ type: 'refusal' }), 'missing_required_parameter', 'input[0].content[0].refusal'],
+      [said({ type: 'refusal', refusal: 5 }), 'invalid_type', 'input[0].content[0].refusal'],
+      [asked('user', { type: 'refusal', refusal: 'no' }), 'invalid_value', 'input[0].content[0].type'],
+      [asked('developer', { type: 'refusal', refusal: 'no' }), 'invalid_value', 'input[0].content[0].type'],
+      [asked('user', { type: 'output_text', text: 'x' }), 'invalid_value', 'input[0].content[0].type'],
+    ];
+    for (const [input, code, param] of refused) {
+      const r = await create(url, { model: 'm', input });
+      expect(r.status, JSON.stringify(input)).toBe(400);
+      expect(r.json['error'], JSON.stringify(input)).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    for (const input of [
+      said({ type: 'output_text', text: 'x', annotations: [] }),
+      said({ type: 'refusal', refusal: 'I cannot help with that.' }),
+      [{ role: 'assistant', content: 'a string is any role\'s' }, { role: 'user', content: 'y' }],
+      asked('user', { type: 'input_text', text: 'x' }),
+    ]) {
+      const r = await create(url, { model: 'm', input });
+      expect(r.status, JSON.stringify(input)).toBe(200);
+    }
+  });
+
+  it("an input item's id begins with its type's prefix (msg, fc, rs, ctc), as the API refuses it; listed ids go back in as they came out", async () => {
+    const { url } = await testServer();
+    const call = (id: unknown) => [{ type: 'function_call', id, call_id: 'c1', name: 'f', arguments: '{}' }, { type: 'function_call_output', call_id: 'c1', output: 'ok' }];
+    const custom = (id: unknown) => [{ type: 'custom_tool_call', id, call_id: 'c2', name: 'patch', input: 'x' }, { type: 'custom_tool_call_output', call_id: 'c2', output: 'ok' }];
+    const refused: Array<[unknown, string, string, string]> = [
+      [[{ type: 'message', id: '019f629b-43ee-7a82-acb1-3071dbffbdad', role: 'user', content: 'hi' }], 'invalid_id_prefix', 'input[0].id', 'msg'],
+      [[{ id: 'item_3bc5', role: 'user', content: 'hi' }], 'invalid_id_prefix', 'input[0].id', 'msg'],
+      [call('item_c270d5511c7129adc7475632'), 'invalid_id_prefix', 'input[0].id', 'fc'],
+      [[{ type: 'reasoning', id: 'item_df7e40c3f04fc8ade5c3800e', summary: [] }, { role: 'user', content: 'y' }], 'invalid_id_prefix', 'input[0].id', 'rs'],
+      [custom('fc_1'), 'invalid_id_prefix', 'input[0].id', 'ctc'],
+      [call(5), 'invalid_type', 'input[0].id', ''],
+    ];
+    for (const [input, code, param, prefix] of refused) {
+      const r = await create(url, { model: 'm', input });
+      expect(r.status, JSON.stringify(input)).toBe(400);
+      expect(r.json['error'], JSON.stringify(input)).toMatchObject({ type: 'invalid_request_error', code, param });
+      if (prefix) expect(r.json['error']['message']).toMatch(new RegExp(`^Invalid 'input\\[0\\]\\.id': '.+'\\. Expected an ID that begins with '${prefix}'\\.$`));
+    }
+    const taken: unknown[] = [call('fc_1'), call(null), custom('ctc_1'), [{ type: 'message', id: 'msg_1', role: 'user', content: 'hi' }]];
+    for (const input of taken) {
+      const r = await create(url, { model: 'm', input });
+      expect(r.status, JSON.stringify(input)).toBe(200);
+    }
+    // Items sent without ids are listed with ids the server derives: sent back as input, they are taken.
+    const first = await create(url, { model: 'm', input: [{ role: 'user', content: 'hi' }, ...custom(undefined), ...call(undefined).map((i) => ({ ...i, call_id: 'c3' }))] });
+    expect(first.status, JSON.stringify(first.json['error'])).toBe(200);
+    const listed = (await (await fetch(`${url}/v1/responses/${first.json['id']}/input_items?order=asc`)).json()) as { data: Array<Record<string, unknown>> };
+    expect(listed.data.map((i) => String(i['id']).split('_')[0])).toEqual(['msg', 'ctc', 'item', 'fc', 'fco']);
+    const again = await create(url, { model: 'm', input: listed.data });
+    expect(again.status, JSON.stringify(again.json['error'])).toBe(200);
+  });
+
+  it("a custom tool call carries its call_id, name and input as strings (openai-node's ResponseCustomToolCall)", async () => {
+    const { url } = await testServer();
+    const custom = (fields: Record<string, unknown>) => [{ type: 'custom_tool_call', call_id: 'c2', name: 'patch', input: 'x', ...fields }];
+    for (const [fields, code, param] of [
+      [{ call_id: undefined }, 'missing_required_parameter', 'input[0].call_id'],
+      [{ name: 5 }, 'invalid_type', 'input[0].name'],
+      [{ input: {} }, 'invalid_type', 'input[0].input'],
+      [{ status: 'bogus' }, 'invalid_value', 'input[0].status'],
+    ] as const) {
+      const r = await create(url, { model: 'm', input: custom(fields) });
+      expect(r.status, param).toBe(400);
+      expect(r.json['error'], param).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+  });
+});
+
 describe('logprobs of an output_text part sent back as input', () => {
   // openai-node's ResponseOutputText.Logprob (and the OpenAPI spec's LogProb): `[1, 2]` or `{"token": 5}` was taken and
   // listed back by input_items as sent, to typed readers that decode {token, logprob, bytes, top_logprobs}.

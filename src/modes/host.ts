@@ -163,14 +163,26 @@ export class SessionHost {
   }
 
   /**
-   * `err`, or, when it is `previous_response_not_found` for a background response of `owner` still in flight, the
-   * refusal that says so (`invalid_value` on `previous_response_id`): a create, a compaction and a token count alike.
+   * `err`, or, when it is `previous_response_not_found` for a response of `owner` still in flight (a background one, or a
+   * stored one of any design that has not ended), the refusal that says so (`invalid_value` on
+   * `previous_response_id`): a create, a compaction and a token count alike.
    */
   private stillRunning(err: unknown, prev: string | null | undefined, owner: string | null): unknown {
-    if (err instanceof WireError && err.code === 'previous_response_not_found' && prev && this.background.running(prev, owner)) {
+    if (!(err instanceof WireError && err.code === 'previous_response_not_found' && prev)) return err;
+    if (this.background.running(prev, owner)) {
       return new WireError(
         'invalid_value',
         `Previous response with id '${prev}' is a background response still in progress: a response can be continued once it has ended. Poll it (GET /v1/responses/${prev}) until its status is no longer 'in_progress', then continue from it.`,
+        'previous_response_id',
+      );
+    }
+    // A stored response of any design still being made (streaming, or a long-lived run paused for tool outputs):
+    // retrieve answers it `in_progress`, so "not found" told a client that drops the id on it to send the rest
+    // without its context, as the background case did before it was answered so (outside conformance tester).
+    if (this.services.inFlight?.find(prev, owner)?.ended === false) {
+      return new WireError(
+        'invalid_value',
+        `Previous response with id '${prev}' is still in progress: a response can be continued once it has ended. Wait for its terminal event (or poll GET /v1/responses/${prev} until its status is no longer 'in_progress'), then continue from it.`,
         'previous_response_id',
       );
     }

@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import type { ServerOptions } from '../../src/server.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { gatedModel } from '../helpers/gated-model.js';
-import { parseSse } from '../helpers/sse-stream.js';
+import { parseSse, SseStream } from '../helpers/sse-stream.js';
 import { testServer } from '../helpers/server.js';
 
 async function setup(opts: ServerOptions = {}) {
@@ -451,6 +451,23 @@ describe('background mode', () => {
     expect(next).toMatchObject({ status: 'completed', previous_response_id: r.id });
     await server.services.postWork.flush();
     expect(server.services.ledger.countFor(r.id)).toBe(1);
+  });
+
+  it('previous_response_id of a stored foreground response still streaming → 400 invalid_value saying so, as for a background one; after its end it chains', async () => {
+    const { client, url, release } = await setup();
+    const stream = await SseStream.open(url, { model: 'm', input: 'hi' }, {}, '');
+    const id = (await stream.next('response.created')).response.id;
+    await stream.next('response.output_text.delta');
+    // Retrieve finds it in progress; continuing from it was previous_response_not_found (outside conformance tester).
+    expect(((await (await fetch(`${url}/v1/responses/${id}`)).json()) as { status: string }).status).toBe('in_progress');
+    const early = await post(url, { model: 'm', input: 'more', previous_response_id: id });
+    expect(early.status).toBe(400);
+    expect(((await early.json()) as { error: object }).error).toMatchObject({ code: 'invalid_value', param: 'previous_response_id', message: expect.stringMatching(/is still in progress/) });
+    release();
+    await stream.next('response.completed');
+    await stream.ended;
+    const next = await client.responses.create({ model: 'm', input: 'more', previous_response_id: id });
+    expect(next).toMatchObject({ status: 'completed', previous_response_id: id });
   });
 
   it('past --max-background-kept-bytes server-wide, the longest ended response loses its events first (never the one that just ended)', async () => {

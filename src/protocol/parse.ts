@@ -8,7 +8,7 @@
  * types); the deeper per-item checks are the pipeline's `validate` stage,
  * which is timed and has an incremental form. Pure: no I/O.
  */
-import { WireError } from './errors.js';
+import { jsonPreview, WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
 import { isFunctionTool, type InputItem, type TextFormat, type Tool, type ToolChoice } from './objects.js';
 import { assertObj, isObj, optBool, optEnum, optInteger, optIntegerRange, optNumber, optRange, optString, hasStringType, hasType, requireString, type Obj } from './fields.js';
@@ -653,8 +653,134 @@ function parseTools(v: unknown, caps: ParseCaps): Tool[] {
       optString(t, 'description', `tools[${i}].`);
     }
     if (hasType(t, 'mcp')) requireString(t, 'server_label', `tools[${i}]`);
+    checkToolFields(t, `tools[${i}]`);
     return t;
   });
+}
+
+/** What a tool's field must be: present (`required`), and of a kind, or one of a closed set of strings. */
+type FieldRule = { field: string; required?: true } & (
+  | { kind: 'string' | 'number' | 'boolean' | 'array' | 'strings' | 'string_or_object' | 'object' }
+  | { oneOf: readonly string[]; orObject?: true }
+);
+
+const SEARCH_CONTEXT: FieldRule = { field: 'search_context_size', oneOf: ['low', 'medium', 'high'] };
+const DEFER_LOADING: FieldRule = { field: 'defer_loading', kind: 'boolean' };
+
+/**
+ * The fields of the hosted and custom tools that openai-node (6.49) requires or types with a closed set of values, by
+ * tool type. Each tool is echoed in the Response's `tools`, which typed clients decode as that union: a `file_search`
+ * without `vector_store_ids`, a `web_search` with `search_context_size: "huge"` or an `image_generation` with
+ * `quality: "ultra"` were taken and echoed so (outside conformance tester), and the API refuses them. Fields not listed
+ * are carried as sent; `null` counts as not sent for optional fields, as openai-node's `?: … | null` reads it.
+ */
+const TOOL_FIELDS: Readonly<Record<string, readonly FieldRule[]>> = {
+  function: [DEFER_LOADING],
+  custom: [DEFER_LOADING, { field: 'format', kind: 'object' }],
+  file_search: [{ field: 'vector_store_ids', required: true, kind: 'strings' }, { field: 'max_num_results', kind: 'number' }],
+  computer_use_preview: [
+    { field: 'display_height', required: true, kind: 'number' },
+    { field: 'display_width', required: true, kind: 'number' },
+    { field: 'environment', required: true, oneOf: ['windows', 'mac', 'linux', 'ubuntu', 'browser'] },
+  ],
+  code_interpreter: [{ field: 'container', required: true, kind: 'string_or_object' }],
+  namespace: [
+    { field: 'name', required: true, kind: 'string' },
+    { field: 'description', required: true, kind: 'string' },
+    { field: 'tools', required: true, kind: 'array' },
+  ],
+  web_search: [SEARCH_CONTEXT],
+  web_search_2025_08_26: [SEARCH_CONTEXT],
+  web_search_preview: [SEARCH_CONTEXT],
+  web_search_preview_2025_03_11: [SEARCH_CONTEXT],
+  mcp: [{ field: 'require_approval', oneOf: ['always', 'never'], orObject: true }],
+  image_generation: [
+    { field: 'action', oneOf: ['generate', 'edit', 'auto'] },
+    { field: 'background', oneOf: ['transparent', 'opaque', 'auto'] },
+    { field: 'input_fidelity', oneOf: ['high', 'low'] },
+    { field: 'moderation', oneOf: ['auto', 'low'] },
+    { field: 'output_format', oneOf: ['png', 'webp', 'jpeg'] },
+    { field: 'quality', oneOf: ['low', 'medium', 'high', 'auto'] },
+    { field: 'output_compression', kind: 'number' },
+    { field: 'partial_images', kind: 'number' },
+  ],
+};
+
+const KIND_WORDS: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  boolean: 'a boolean',
+  array: 'an array',
+  strings: 'an array of strings',
+  string_or_object: 'a string or an object',
+  object: 'an object',
+};
+
+function ofKind(x: unknown, kind: string): boolean {
+  switch (kind) {
+    case 'string':
+      return typeof x === 'string';
+    case 'number':
+      return typeof x === 'number';
+    case 'boolean':
+      return typeof x === 'boolean';
+    case 'array':
+      return Array.isArray(x);
+    case 'strings':
+      return Array.isArray(x) && x.every((e) => typeof e === 'string');
+    case 'string_or_object':
+      return typeof x === 'string' || isObj(x);
+    default:
+      return isObj(x);
+  }
+}
+
+/** `t`'s fields against `TOOL_FIELDS`, and a custom tool's `format` (openai-node's `CustomToolInputFormat`). */
+function checkToolFields(t: Obj & { type: string }, param: string): void {
+  for (const rule of TOOL_FIELDS[t.type] ?? []) {
+    const x = t[rule.field];
+    const p = `${param}.${rule.field}`;
+    if (x === undefined || (x === null && rule.required !== true)) {
+      if (rule.required === true) throw new WireError('missing_required_parameter', `Missing required parameter: '${p}'.`, p);
+      continue;
+    }
+    if ('kind' in rule) {
+      if (!ofKind(x, rule.kind)) throw new WireError('invalid_type', `Invalid type for '${p}': expected ${KIND_WORDS[rule.kind]}, but got ${jsonPreview(x)} instead.`, p);
+      continue;
+    }
+    if (rule.orObject === true && isObj(x)) continue;
+    if (typeof x !== 'string' || !rule.oneOf.includes(x)) {
+      throw new WireError(
+        typeof x === 'string' || (rule.orObject !== true && typeof x !== 'object') ? 'invalid_value' : 'invalid_type',
+        `Invalid value for '${p}': ${typeof x === 'string' ? `'${x.length > 100 ? `${x.slice(0, 100)}…` : x}'` : jsonPreview(x)}. Supported values are: ${listWords(rule.oneOf)}${rule.orObject === true ? ', or an object' : ''}.`,
+        p,
+      );
+    }
+  }
+  const format = t.type === 'custom' ? t['format'] : undefined;
+  if (isObj(format)) {
+    const kind = format['type'];
+    if (kind !== 'text' && kind !== 'grammar') {
+      throw new WireError('invalid_value', `Invalid value for '${param}.format.type': ${jsonPreview(kind ?? null)}. Supported values are: 'text' and 'grammar'.`, `${param}.format.type`);
+    }
+    if (kind === 'grammar') {
+      requireString(format, 'definition', `${param}.format`);
+      const syntax = format['syntax'];
+      if (syntax !== 'lark' && syntax !== 'regex') {
+        throw new WireError(
+          syntax === undefined ? 'missing_required_parameter' : 'invalid_value',
+          syntax === undefined ? `Missing required parameter: '${param}.format.syntax'.` : `Invalid value for '${param}.format.syntax': ${jsonPreview(syntax)}. Supported values are: 'lark' and 'regex'.`,
+          `${param}.format.syntax`,
+        );
+      }
+    }
+  }
+}
+
+/** `'a', 'b', and 'c'` (two: `'a' and 'b'`), as the API lists supported values. */
+function listWords(values: readonly string[]): string {
+  const q = values.map((v) => `'${v}'`);
+  return q.length <= 2 ? q.join(' and ') : `${q.slice(0, -1).join(', ')}, and ${q.at(-1)}`;
 }
 
 function parseToolChoice(v: unknown): ToolChoice {

@@ -309,10 +309,64 @@ describe('tools echoed on the Response', () => {
     expect(r.status).toBe(400);
     expect(r.json['error']).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param: 'tools[1].type' });
     const every = ['file_search', 'computer', 'computer_use_preview', 'web_search', 'web_search_2025_08_26', 'code_interpreter', 'programmatic_tool_calling', 'image_generation', 'local_shell', 'shell', 'namespace', 'tool_search', 'web_search_preview', 'web_search_preview_2025_03_11', 'apply_patch'];
-    const ok = await create(url, { model: 'm', input: 'hi', tools: every.map((type) => ({ type })) });
+    // Each with what openai-node requires of it (below).
+    const required: Record<string, object> = {
+      file_search: { vector_store_ids: ['vs_1'] },
+      computer_use_preview: { display_height: 768, display_width: 1024, environment: 'browser' },
+      code_interpreter: { container: { type: 'auto' } },
+      namespace: { name: 'ns', description: 'tools', tools: [] },
+    };
+    const ok = await create(url, { model: 'm', input: 'hi', tools: every.map((type) => ({ type, ...required[type] })) });
     expect(ok.status, JSON.stringify(ok.json['error'])).toBe(200);
     const lenient = await testServer({ allowUnknownParameters: true });
     expect((await create(lenient.url, { model: 'm', input: 'hi', tools: [{ type: 'bogus_tool' }] })).status).toBe(200);
+  });
+
+  // Each was taken and echoed so in the Response's tools, where openai-node types it (outside conformance tester).
+  it("hosted and custom tools' required fields and closed sets of values (openai-node 6.49), refused naming the field", async () => {
+    const { url } = await testServer();
+    const refused: Array<[object, string, string]> = [
+      [{ type: 'file_search' }, 'missing_required_parameter', 'tools[0].vector_store_ids'],
+      [{ type: 'file_search', vector_store_ids: [5] }, 'invalid_type', 'tools[0].vector_store_ids'],
+      [{ type: 'computer_use_preview', display_width: 1024, environment: 'browser' }, 'missing_required_parameter', 'tools[0].display_height'],
+      [{ type: 'computer_use_preview', display_height: 768, display_width: 1024, environment: 'amiga' }, 'invalid_value', 'tools[0].environment'],
+      [{ type: 'code_interpreter' }, 'missing_required_parameter', 'tools[0].container'],
+      [{ type: 'code_interpreter', container: 5 }, 'invalid_type', 'tools[0].container'],
+      [{ type: 'namespace', name: 'ns', tools: [] }, 'missing_required_parameter', 'tools[0].description'],
+      [{ type: 'web_search', search_context_size: 'huge' }, 'invalid_value', 'tools[0].search_context_size'],
+      [{ type: 'web_search_preview', search_context_size: 5 }, 'invalid_value', 'tools[0].search_context_size'],
+      [{ type: 'mcp', server_label: 's', require_approval: 'sometimes' }, 'invalid_value', 'tools[0].require_approval'],
+      [{ type: 'image_generation', quality: 'ultra' }, 'invalid_value', 'tools[0].quality'],
+      [{ type: 'image_generation', output_format: 'gif' }, 'invalid_value', 'tools[0].output_format'],
+      [{ type: 'function', name: 'f', defer_loading: 'x' }, 'invalid_type', 'tools[0].defer_loading'],
+      [{ type: 'custom', name: 'c', format: 5 }, 'invalid_type', 'tools[0].format'],
+      [{ type: 'custom', name: 'c', format: { type: 'bogus' } }, 'invalid_value', 'tools[0].format.type'],
+      [{ type: 'custom', name: 'c', format: { type: 'grammar', definition: 'start: "a"', syntax: 'bogus' } }, 'invalid_value', 'tools[0].format.syntax'],
+      [{ type: 'custom', name: 'c', format: { type: 'grammar', syntax: 'lark' } }, 'missing_required_parameter', 'tools[0].format.definition'],
+    ];
+    for (const [tool, code, param] of refused) {
+      const r = await create(url, { model: 'm', input: 'hi', tools: [tool] });
+      expect(r.status, JSON.stringify(tool)).toBe(400);
+      expect(r.json['error'], JSON.stringify(tool)).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    const wrong = await create(url, { model: 'm', input: 'hi', tools: [{ type: 'web_search', search_context_size: 'huge' }] });
+    expect(wrong.json['error']['message']).toBe("Invalid value for 'tools[0].search_context_size': 'huge'. Supported values are: 'low', 'medium', and 'high'.");
+    const taken: object[] = [
+      { type: 'web_search', search_context_size: 'low' },
+      { type: 'web_search', search_context_size: null },
+      { type: 'mcp', server_label: 's', require_approval: { never: { tool_names: ['x'] } } },
+      { type: 'mcp', server_label: 's', require_approval: 'never' },
+      { type: 'image_generation', quality: 'high', output_format: 'webp', background: 'auto', moderation: 'low' },
+      { type: 'code_interpreter', container: 'cntr_1' },
+      { type: 'custom', name: 'c', format: { type: 'grammar', definition: 'start: "a"', syntax: 'lark' } },
+      { type: 'custom', name: 'c', format: { type: 'text' } },
+      { type: 'function', name: 'f', defer_loading: true },
+    ];
+    for (const tool of taken) {
+      const r = await create(url, { model: 'm', input: 'hi', tools: [tool] });
+      expect(r.status, JSON.stringify(tool)).toBe(200);
+      expect((r.json['tools'] as object[])[0], JSON.stringify(tool)).toMatchObject(tool);
+    }
   });
 
   it("a custom tool's name and an MCP tool's server_label are required strings", async () => {

@@ -643,6 +643,7 @@ export class ResponseRun {
       instructions: ctx.instructions,
       // Snapshots: the context keeps growing after this call, the request must not.
       items: ctx.items.slice(),
+      callIds: ctx.callIds,
       tools: ctx.functionTools,
       tool_choice: params.tool_choice,
       parallel_tool_calls: params.parallel_tool_calls,
@@ -735,9 +736,10 @@ export class ResponseRun {
     // Injected delays (chaos knobs) are left out too: they have their own spans.
     const injected = m.counters.chaos_delay_ms - delayBefore + readerWaitMs;
     m.span('decode', firstToken, Math.max(firstToken, clock.now() - (m.emitMs - emitBefore) - injected));
+    // Before the calls join the context (whose ids they would then be among).
+    if (!this.end) assertDistinctCallIds(segment.calls, this.plan.context.callIds);
     await appendOutputCooperative(this.plan.context, segment.items, segment.itemTokens);
     if (this.end) return [];
-    assertDistinctCallIds(segment.calls);
     return segment.calls;
   }
 
@@ -1057,11 +1059,16 @@ export class ResponseRun {
   }
 }
 
-/** Two calls of one model turn sharing a call_id could not be answered apart: the model's fault. */
-function assertDistinctCallIds(calls: readonly FunctionCall[]): void {
+/**
+ * Two calls of one model turn sharing a call_id, or a call taking the id of one already in the context, could not be
+ * answered apart: the model's fault. A call under an answered id was not paused for (`pause` waits only for ids not
+ * answered), so the run went on without it and the client never ran it (an outside attack: a restarted server's
+ * model drew the ids it drew before, and a full-history create ended `completed` past its new call).
+ */
+function assertDistinctCallIds(calls: readonly FunctionCall[], context: ReadonlySet<string>): void {
   const seen = new Set<string>();
   for (const c of calls) {
-    if (seen.has(c.call_id)) throw duplicateCallId(c.call_id);
+    if (seen.has(c.call_id) || context.has(c.call_id)) throw duplicateCallId(c.call_id);
     seen.add(c.call_id);
   }
 }

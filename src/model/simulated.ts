@@ -67,6 +67,16 @@ function conversationChars(items: readonly ModelRequest['items'][number][]): num
   return n;
 }
 
+/** Every `call_id` in `items`, calls' and outputs' alike (for a request that does not carry its context's call ids). */
+function callIdsOf(items: readonly ModelRequest['items'][number][]): Set<string> {
+  const ids = new Set<string>();
+  for (const item of items) {
+    const id = (item as { call_id?: unknown }).call_id;
+    if (typeof id === 'string') ids.add(id);
+  }
+  return ids;
+}
+
 export class SimulatedModel implements Model {
   /** Requests sampled so far, including those no longer kept in `calls`. */
   callCount = 0;
@@ -103,6 +113,19 @@ export class SimulatedModel implements Model {
     return [...this.ring.slice(start), ...this.ring.slice(0, start)];
   }
 
+  /**
+   * A call id drawn from the seeded stream that no call in the request's context and none of this call's planned items
+   * has. The stream starts again with every process: a restarted server (or a second one on the same store) drew the
+   * ids its first run drew, and a call under an id its conversation had already answered was never paused for.
+   */
+  private newCallId(req: ModelRequest, planned: readonly { type: string; call_id?: string | undefined }[]): string {
+    const taken = req.callIds ?? callIdsOf(req.items);
+    for (;;) {
+      const id = `call_${hexString(this.ids, 24)}`;
+      if (!taken.has(id) && !planned.some((p) => p.call_id === id)) return id;
+    }
+  }
+
   private remember(req: ModelRequest): void {
     if (this.recordRequests > 0) this.ring[this.callCount % this.recordRequests] = req;
     this.callCount++;
@@ -132,9 +155,7 @@ export class SimulatedModel implements Model {
       signal.throwIfAborted();
     }
     const plan = this.policy.plan(req, () => (rng ??= mulberry32(runSync(digestWork())))());
-    const items = plan.items.map((item) =>
-      item.type === 'function_call' ? { ...item, call_id: item.call_id ?? `call_${hexString(this.ids, 24)}` } : item,
-    );
+    const items = plan.items.map((item) => (item.type === 'function_call' ? { ...item, call_id: item.call_id ?? this.newCallId(req, plan.items) } : item));
 
     const { settings } = req;
     const partition = this.prefixCacheScope === 'owner' ? (req.cachePartition ?? null) : null;

@@ -29,6 +29,11 @@ export interface ModelRequest {
   instructions: string | null;
   /** The whole context: inputs and earlier outputs, in order. */
   items: readonly InputItem[];
+  /**
+   * The call ids of the client calls in `items`, when the caller keeps them (a rendered context does): a call the model
+   * makes takes an id none of them has. Absent: read from `items`.
+   */
+  callIds?: ReadonlySet<string>;
   tools: readonly FunctionTool[];
   tool_choice: ToolChoice;
   parallel_tool_calls: boolean;

@@ -84,6 +84,55 @@ describe('two model calls sharing a call_id', () => {
   });
 });
 
+describe('a model call taking a call_id already in the context', () => {
+  // A call under an id the conversation had answered was not paused for: the run went on without it and ended
+  // `completed`, the client never told (outside attack: a restarted server's model drew the ids it drew before).
+  const history = [
+    { role: 'user', content: 'go' },
+    { type: 'function_call', call_id: 'call_old', name: 'lookup', arguments: '{"q":"a"}' },
+    { type: 'function_call_output', call_id: 'call_old', output: 'found' },
+    { role: 'user', content: 'again' },
+  ];
+
+  it.each(['long-lived', 'ws'] as const)('%s: a model that reuses one fails the run with duplicate_call_id, never completes past it', async (protocol) => {
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_old' }] }, { text: 'unreachable' }]);
+    const { url, server } = await testServer({ policy });
+    const s = protocol === 'long-lived' ? await RawSocket.longLived(url) : await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: history, tools: [tool] });
+    expect((await s.next('error')).error).toMatchObject({ code: 'duplicate_call_id', type: 'server_error' });
+    await s.next('response.failed');
+    expect(s.all('response.completed')).toEqual([]);
+    await allEndedOnce(server);
+  });
+
+  it('the simulated model never draws one: a fresh server given a history with the ids it draws first still pauses for its new call', async () => {
+    const shell = { type: 'function', name: 'exec_command', parameters: { type: 'object', properties: { cmd: { type: 'string' } } } };
+    // The first server's first call: the id every server with this seed draws first.
+    const first = await testServer();
+    const r1 = await fetch(`${first.url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: '$ ls', tools: [shell] }) });
+    const call = ((await r1.json()) as { output: Array<{ type: string; call_id: string; name: string; arguments: string }> }).output.find((i) => i.type === 'function_call')!;
+    expect(call).toBeDefined();
+    // A second server (a restart), the client's full history with that call answered, and a new command.
+    const { url, server } = await testServer();
+    const s = await RawSocket.longLived(url);
+    const input = [
+      { role: 'user', content: '$ ls' },
+      { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments },
+      { type: 'function_call_output', call_id: call.call_id, output: 'README.md' },
+      { role: 'user', content: '$ make test' },
+    ];
+    s.send({ type: 'response.create', model: 'sim-model', input, tools: [shell] });
+    const paused = await s.next('response.done');
+    expect(paused.response.status).toBe('in_progress');
+    const pending = paused.response.pending_tool_calls ?? [];
+    expect(pending).toHaveLength(1);
+    expect(pending[0]).not.toBe(call.call_id);
+    s.send({ type: 'response.cancel' });
+    await s.next('response.cancelled');
+    await allEndedOnce(server);
+  });
+});
+
 describe('the per-run context budget', () => {
   const create = (extra: Record<string, unknown> = {}) => ({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool], ...extra });
   const note = (text: string) => ({ type: 'message', role: 'user', content: text });

@@ -30,7 +30,9 @@ export const SCAN_OVERLAP_CHARS = 4096;
 
 export const SAFETY_PATTERNS: ReadonlyArray<{ name: string; re: RegExp }> = [
   { name: 'private key', re: /-----BEGIN (?:RSA |EC |DSA |OPENSSH |ENCRYPTED )?PRIVATE KEY-----[\r\n]+[A-Za-z0-9+/=\r\n]{40,}/ },
-  { name: 'AWS access key id', re: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/ },
+  // Not AWS's documented placeholders (`AKIAIOSFODNN7EXAMPLE` and its kin end in `EXAMPLE`): an agent reading AWS's
+  // docs, or a test fixture, was refused here and served by the API (outside conformance tester).
+  { name: 'AWS access key id', re: /\b(?:AKIA|ASIA)(?![0-9A-Z]{9}EXAMPLE\b)[0-9A-Z]{16}\b/ },
   { name: 'GitHub token', re: /\bgh[pousr]_[A-Za-z0-9]{36,}\b/ },
   { name: 'OpenAI API key', re: /\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20}T3BlbkFJ[A-Za-z0-9_-]{20,}/ },
   { name: 'Slack token', re: /\bxox[abprs]-[0-9]{8,}-[0-9A-Za-z-]{8,}/ },

@@ -33,6 +33,15 @@ describe('safety scan', () => {
     expect(err?.message).toContain(name);
   });
 
+  it("passes AWS's documented placeholder keys (ending in EXAMPLE), in short and sliced texts, and still flags a key beside one", () => {
+    const m = new RunMetrics();
+    const docs = 'aws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nAKIAI44QH8DHBEXAMPLE ASIAIOSFODNN7EXAMPLE\n';
+    safetyScan([msg(docs), msg('x'.repeat(300 * 1024) + docs)], m);
+    expect(() => safetyScan([msg(`${docs} AKIAABCDEFGHIJKLMNOP`)], m)).toThrow(/AWS access key id/);
+    // A real-looking key that merely contains EXAMPLE elsewhere, or a longer run ending in it, is still a key.
+    expect(() => safetyScan([msg('AKIAEXAMPLE123456789')], m)).toThrow(/AWS access key id/);
+  });
+
   it('passes ordinary code and counts the bytes it read', () => {
     const m = new RunMetrics();
     const code = 'const sk = "sk-test"; // AKIA is a prefix\nexport function key() { return process.env.KEY; }\n';

@@ -107,13 +107,7 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
   }
   if (hasType(v, 'message')) return parseMessage(v, param);
   checkItemId(v, v['type'], param);
-  if (hasType(v, 'function_call')) {
-    requireString(v, 'call_id', param);
-    requireString(v, 'name', param);
-    requireString(v, 'arguments', param);
-    checkItemStatus(v, param);
-    return v;
-  }
+  if (hasType(v, 'function_call')) return clientCall(v, 'arguments', param);
   if (hasType(v, 'function_call_output')) {
     requireString(v, 'call_id', param);
     requireTextOrParts(v, 'output', param);
@@ -134,15 +128,9 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
     requireString(v, 'encrypted_content', param);
     return v;
   }
-  if (hasType(v, 'custom_tool_call')) {
-    // openai-node's ResponseCustomToolCall: `call_id`, `name` and `input` are strings. `{type: "custom_tool_call"}` alone
-    // was taken and listed back so by input_items, and with no call_id the missing-output check passed it by.
-    requireString(v, 'call_id', param);
-    requireString(v, 'name', param);
-    requireString(v, 'input', param);
-    checkItemStatus(v, param);
-    return v;
-  }
+  // openai-node's ResponseCustomToolCall: `call_id`, `name` and `input` are strings. `{type: "custom_tool_call"}` alone
+  // was taken and listed back so by input_items, and with no call_id the missing-output check passed it by.
+  if (hasType(v, 'custom_tool_call')) return clientCall(v, 'input', param);
   if (hasType(v, COMPACTION_TRIGGER)) {
     // A create's last input item is taken off before this (parse.ts); anywhere else it would be carried as an unknown
     // item, and the response would sample instead of compacting: the client expects a compaction item back.
@@ -175,6 +163,15 @@ function checkItemId(v: Obj, type: string, param: string): void {
     const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
     throw new WireError('invalid_id_prefix', `Invalid '${param}.id': '${shown}'. Expected an ID that begins with '${prefix}'.`, `${param}.id`);
   }
+}
+
+/** A function or custom tool call: its `call_id`, `name` and `body` (`arguments`, `input`) strings, and its status. */
+function clientCall(v: Obj, body: 'arguments' | 'input', param: string): InputItem {
+  requireString(v, 'call_id', param);
+  requireString(v, 'name', param);
+  requireString(v, body, param);
+  checkItemStatus(v, param);
+  return v as unknown as InputItem;
 }
 
 type ContentPart = InputText | OtherContentPart;

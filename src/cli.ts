@@ -28,6 +28,7 @@ import { DEFAULT_LIMITS, DEFAULT_SWITCHES } from './engine/services.js';
 import { limitHelp, limitOptions, limitsFrom, MAX_TIMER_MS } from './limit-flags.js';
 import { CLIENT_PROTOCOLS, connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
+import { shown } from './terminal-text.js';
 import { replayPolicy, type ModelPolicy } from './model/policies.js';
 import { parseChaosSpec } from './engine/faults.js';
 
@@ -394,7 +395,7 @@ async function run(argv: string[]): Promise<void> {
     arm();
     const next = previous.then(async () => {
       const { cmd } = JSON.parse(call.arguments) as { cmd: string };
-      out.write(`\n$ ${cmd}\n`);
+      out.write(`\n$ ${shown(String(cmd))}\n`);
       const result = await runShell(cmd);
       out.write(result.endsWith('\n') ? result : `${result}\n`);
       return result;
@@ -411,9 +412,9 @@ async function run(argv: string[]): Promise<void> {
   try {
     for await (const e of agent) {
       arm();
-      if (e.type === 'response.output_text.delta') out.write(e.delta);
+      if (e.type === 'response.output_text.delta') out.write(shown(e.delta, true));
       else if (e.type === 'response.done') out.write(`\n[paused for ${e.response.pending_tool_calls?.length ?? 0} tool call(s)]\n`);
-      else if (e.type === 'response.output_item.done' && e.item.type === 'function_call') out.write(`\n[model calls ${e.item.name} ${e.item.arguments}]`);
+      else if (e.type === 'response.output_item.done' && e.item.type === 'function_call') out.write(`\n[model calls ${shown(e.item.name)} ${shown(e.item.arguments)}]`);
     }
     response = await agent;
   } finally {
@@ -423,14 +424,14 @@ async function run(argv: string[]): Promise<void> {
     clearTimeout(idle);
   }
   const t = agent.timings.at(-1);
-  out.write(`\n\n[${response.status} · ${response.id} · ${agent.responses.length} response(s) · usage ${JSON.stringify(response.usage)}${t ? ` · server total ${t.totals['total']} ms` : ''}]\n`);
+  out.write(`\n\n[${shown(String(response.status))} · ${shown(String(response.id))} · ${agent.responses.length} response(s) · usage ${JSON.stringify(response.usage)}${t ? ` · server total ${t.totals['total']} ms` : ''}]\n`);
   // A run that did not complete is a failed command (it exited 0 with `[failed …]`, the error unsaid): the reason
   // on stderr, exit status 1, as for an error the server sent (`content_flagged`).
   if (response.status !== 'completed') {
     const why = response.error
       ? `${response.error.code}: ${response.error.message}`
       : (response.incomplete_details?.reason ?? response.llr_incomplete_reason ?? 'no reason given');
-    process.stderr.write(`llr: the response ended ${response.status} (${why})\n`);
+    process.stderr.write(`llr: the response ended ${shown(String(response.status))} (${shown(String(why))})\n`);
     process.exitCode = 1;
   }
 }

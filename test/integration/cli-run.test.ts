@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildDist, CLI } from '../helpers/build.js';
 import { testServer } from '../helpers/server.js';
+import { scriptPolicy } from '../../src/model/policies.js';
 
 const run = promisify(execFile);
 
@@ -21,6 +22,16 @@ beforeAll(async () => {
 }, 120_000);
 
 describe('llr run', () => {
+  // A hostile or broken server's text went to the terminal as sent: an escape sequence retitled the window, set the
+  // clipboard (OSC 52) or cleared the screen, a carriage return or a bidi override made a line read as another.
+  it("prints the server's text with control characters and bidi overrides escaped, its line breaks kept", async () => {
+    const text = 'line one\nclear\u001b[2J title\u001b]0;pwned\u0007 clip\u001b]52;c;aGk=\u0007 back\rover \u202eevil\u202c end';
+    const { url } = await testServer({ policy: scriptPolicy([{ text }]) });
+    const { stdout } = await run(process.execPath, [CLI, 'run', '--url', url, '--protocol', 'long-lived', 'say it'], { timeout: 20_000 });
+    expect(stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/);
+    expect(stdout).toContain('line one\nclear\\u{1b}[2J title\\u{1b}]0;pwned\\u{7} clip\\u{1b}]52;c;aGk=\\u{7} back\\u{d}over \\u{202e}evil\\u{202c} end');
+  }, 30_000);
+
   for (const protocol of ['long-lived', 'ws', 'http', 'long-lived-http']) {
     it(`${protocol}: a refused tool output ends the agent with the error, exit 1`, async () => {
       const { url } = await testServer();

@@ -266,6 +266,9 @@ export async function benchCommand(argv: string[]): Promise<void> {
   // where a handler never runs, so a SIGTERM then was caught and never acted on (the process hung for good); without
   // one, the signal ends the process as it ends `llr serve` reading the same FIFO. Nothing is running to interrupt yet.
   const parsed = parseBenchArgs(argv);
+  // Nor while a report is rebuilt from DIR's results.json (or sweep.json), read the same way (a FIFO there hung the
+  // same way; outside attack): nothing runs then that a handler would stop.
+  if (parsed.help || parsed.report !== null) return bench(argv, parsed);
   // A signal keeps each bench's partial results (results.json, status failed, 'interrupted') and stops its servers.
   const onSignal = () => {
     interruptBenches();

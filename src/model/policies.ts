@@ -8,7 +8,7 @@
  * trajectories, and `autoPolicy` (in auto-policy.ts) for people and real
  * clients. Leaves out timing: policies decide *what*, never *when*.
  */
-import { contentText, isFunctionCall, isFunctionCallOutput, isMessage } from './conversation.js';
+import { contentText, isMessage } from './conversation.js';
 import type { Rng } from './rng.js';
 import { tokenPieces } from './tokenizer.js';
 import { WireError } from '../protocol/errors.js';
@@ -175,8 +175,12 @@ class ReplayScan {
 
   private add(item: InputItem, at: ReplayIndex): void {
     this.seen!.push(item);
-    if (isFunctionCall(item) || isFunctionCallOutput(item)) {
-      const g = at.byCallId.get(item.call_id);
+    // Any call or call output by its call_id, not only a function's: Codex sends its apply_patch calls back as
+    // custom_tool_call items, and a recorded call the replay did not place by one was played again, under the id the
+    // context already held (a run failed duplicate_call_id; outside attack).
+    const callId = (item as { call_id?: unknown }).call_id;
+    if (typeof callId === 'string') {
+      const g = at.byCallId.get(callId);
       if (g !== undefined) this.place(g, at.turnOf[g]!);
       return;
     }

@@ -483,7 +483,8 @@ function checkLogprob(entry: unknown, q: string): void {
   if (typeof e['token'] !== 'string') throw new WireError('invalid_type', `Invalid type for '${q}.token': expected a string, but got ${jsonPreview(e['token'])} instead.`, `${q}.token`);
   const lp = e['logprob'];
   if (lp === undefined || lp === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${q}.logprob'.`, `${q}.logprob`);
-  if (typeof lp !== 'number') throw new WireError('invalid_type', `Invalid type for '${q}.logprob': expected a number, but got ${jsonPreview(lp)} instead.`, `${q}.logprob`);
+  // JSON's -1e999 parses to -Infinity, which input_items lists back as null: refused as not a number.
+  if (typeof lp !== 'number' || !Number.isFinite(lp)) throw new WireError('invalid_type', `Invalid type for '${q}.logprob': expected a number, but got ${jsonPreview(lp)} instead.`, `${q}.logprob`);
   if (lp > 0) throw new WireError('invalid_value', `Invalid '${q}.logprob': a log probability is at most 0, got ${lp}.`, `${q}.logprob`);
   const bytes = e['bytes'];
   if (bytes == null) return;

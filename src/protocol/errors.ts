@@ -164,6 +164,14 @@ export function clipText(text: string, max: number = MAX_ERROR_TEXT_CHARS): stri
   return `${text.slice(0, end)}…`;
 }
 
+/** A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** `text` with each lone surrogate as U+FFFD (what `String.prototype.toWellFormed` does, Node 20's but not its types). */
+export function wellFormed(text: string): string {
+  return text.replace(LONE_SURROGATE, '\ufffd');
+}
+
 export class WireError extends Error {
   readonly code: WireErrorCode;
   readonly param: string | null;
@@ -189,11 +197,13 @@ export class WireError extends Error {
     // frame cost (a flood of 7-byte bad frames, ~30 µs each, held the event loop; outside attack). A server fault keeps it.
     const limit = Error.stackTraceLimit;
     if (entry.status < 500) Error.stackTraceLimit = 0;
-    super(clipText(message ?? entry.message), options);
+    // Well-formed: a client's value quoted cut at a surrogate pair (or a lone surrogate it sent) went into the body as
+    // a lone surrogate, an escape strict JSON readers refuse (Rust's serde_json, which Codex uses; outside attack).
+    super(wellFormed(clipText(message ?? entry.message)), options);
     Error.stackTraceLimit = limit;
     this.name = new.target.name;
     this.code = code;
-    this.param = param === null ? null : clipText(param);
+    this.param = param === null ? null : wellFormed(clipText(param));
     this.status = entry.status;
     this.type = entry.type;
   }

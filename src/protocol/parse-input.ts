@@ -6,7 +6,7 @@
  * stage. The count of items and parts is capped before any per-item work.
  * Used by protocol/parse.ts. Pure.
  */
-import { jsonPreview, WireError } from './errors.js';
+import { clipText, jsonPreview, WireError } from './errors.js';
 import type { InputItem, InputRole, InputText, ItemStatus, OtherContentPart } from './objects.js';
 import { assertObj, hasStringType, hasType, isObj, requireString, type Obj } from './fields.js';
 import type { ParseCaps } from './parse.js';
@@ -155,12 +155,14 @@ const ITEM_ID_PREFIX: Readonly<Record<string, string>> = { message: 'msg', funct
 
 /** An item's `id`, when sent (null counts as not sent): a string, beginning with its type's prefix (`ITEM_ID_PREFIX`). */
 function checkItemId(v: Obj, type: string, param: string): void {
-  const prefix = ITEM_ID_PREFIX[type];
+  // Own keys only: an item typed `constructor` was told its id must begin with Object's source text (outside attack).
+  const prefix = Object.hasOwn(ITEM_ID_PREFIX, type) ? ITEM_ID_PREFIX[type] : undefined;
   const id = v['id'];
   if (prefix === undefined || id === undefined || id === null) return;
   if (typeof id !== 'string') throw new WireError('invalid_type', `Invalid type for '${param}.id': expected a string, but got ${jsonPreview(id)} instead.`, `${param}.id`);
   if (!id.startsWith(prefix)) {
-    const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
+    // Cut whole: a surrogate pair split at the cut left a lone surrogate in the body, which strict JSON readers refuse.
+    const shown = clipText(id, 101);
     throw new WireError('invalid_id_prefix', `Invalid '${param}.id': '${shown}'. Expected an ID that begins with '${prefix}'.`, `${param}.id`);
   }
 }
@@ -196,25 +198,26 @@ function requireTextOrParts<K extends string>(v: Obj, key: K, param: string): as
 const PHASES: readonly string[] = ['commentary', 'final_answer'];
 
 /**
- * A reasoning item's `summary` (a list of `{type: "summary_text", text}`) and `encrypted_content` (a string), when
- * sent (null counts as not sent), as openai-node's `ResponseReasoningItem` types them: `summary: 5` was taken and
+ * A reasoning item's `summary` (a list of `{type: "summary_text", text}`, required) and `encrypted_content` (a
+ * string, when sent: null counts as not sent), as openai-node's `ResponseReasoningItem` types them: `summary: 5` was taken and
  * listed back so by `input_items`, to typed readers that decode the list.
  */
 function checkReasoning(v: Obj, param: string): void {
   const summary = v['summary'];
-  if (summary != null) {
-    if (!Array.isArray(summary)) throw new WireError('invalid_type', `Invalid type for '${param}.summary': expected an array of summary parts.`, `${param}.summary`);
-    summary.forEach((part: unknown, j: number) => {
-      const p = `${param}.summary[${j}]`;
-      assertObj(part, p);
-      if (part['type'] !== 'summary_text') {
-        throw new WireError('invalid_value', `Invalid value for '${p}.type': expected 'summary_text'.`, `${p}.type`);
-      }
-      if (typeof part['text'] !== 'string') {
-        throw new WireError(part['text'] === undefined ? 'missing_required_parameter' : 'invalid_type', `Invalid type for '${p}.text': expected a string.`, `${p}.text`);
-      }
-    });
-  }
+  // Required (openai-node's ResponseReasoningItem, the OpenAPI spec's ReasoningItem): `{type: "reasoning"}` alone was
+  // taken and listed back without it (outside conformance tester). Every client sends it, `[]` when there is none.
+  if (summary === undefined || summary === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.summary'.`, `${param}.summary`);
+  if (!Array.isArray(summary)) throw new WireError('invalid_type', `Invalid type for '${param}.summary': expected an array of summary parts.`, `${param}.summary`);
+  summary.forEach((part: unknown, j: number) => {
+    const p = `${param}.summary[${j}]`;
+    assertObj(part, p);
+    if (part['type'] !== 'summary_text') {
+      throw new WireError('invalid_value', `Invalid value for '${p}.type': expected 'summary_text'.`, `${p}.type`);
+    }
+    if (typeof part['text'] !== 'string') {
+      throw new WireError(part['text'] === undefined ? 'missing_required_parameter' : 'invalid_type', `Invalid type for '${p}.text': expected a string.`, `${p}.text`);
+    }
+  });
   const sealed = v['encrypted_content'];
   if (sealed != null && typeof sealed !== 'string') {
     throw new WireError('invalid_type', `Invalid type for '${param}.encrypted_content': expected a string.`, `${param}.encrypted_content`);

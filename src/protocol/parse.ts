@@ -8,7 +8,7 @@
  * types); the deeper per-item checks are the pipeline's `validate` stage,
  * which is timed and has an incremental form. Pure: no I/O.
  */
-import { jsonPreview, WireError } from './errors.js';
+import { clipText, jsonPreview, WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
 import { isFunctionTool, type InputItem, type TextFormat, type Tool, type ToolChoice } from './objects.js';
 import { assertObj, isObj, optBool, optEnum, optInteger, optIntegerRange, optNumber, optRange, optString, hasStringType, hasType, requireString, type Obj } from './fields.js';
@@ -721,7 +721,8 @@ function ofKind(x: unknown, kind: string): boolean {
     case 'string':
       return typeof x === 'string';
     case 'number':
-      return typeof x === 'number';
+      // JSON's 1e999 parses to Infinity, which is echoed as null: refused as the other number checks do (fields.ts).
+      return typeof x === 'number' && Number.isFinite(x);
     case 'boolean':
       return typeof x === 'boolean';
     case 'array':
@@ -737,7 +738,9 @@ function ofKind(x: unknown, kind: string): boolean {
 
 /** `t`'s fields against `TOOL_FIELDS`, and a custom tool's `format` (openai-node's `CustomToolInputFormat`). */
 function checkToolFields(t: Obj & { type: string }, param: string): void {
-  for (const rule of TOOL_FIELDS[t.type] ?? []) {
+  // Own keys only: a tool typed `constructor` or `__proto__` (taken with --allow-unknown-parameters) found Object's
+  // own members here, and the request failed with a 500 (outside attack).
+  for (const rule of Object.hasOwn(TOOL_FIELDS, t.type) ? TOOL_FIELDS[t.type]! : []) {
     const x = t[rule.field];
     const p = `${param}.${rule.field}`;
     if (x === undefined || (x === null && rule.required !== true)) {
@@ -752,7 +755,7 @@ function checkToolFields(t: Obj & { type: string }, param: string): void {
     if (typeof x !== 'string' || !rule.oneOf.includes(x)) {
       throw new WireError(
         typeof x === 'string' || (rule.orObject !== true && typeof x !== 'object') ? 'invalid_value' : 'invalid_type',
-        `Invalid value for '${p}': ${typeof x === 'string' ? `'${x.length > 100 ? `${x.slice(0, 100)}…` : x}'` : jsonPreview(x)}. Supported values are: ${listWords(rule.oneOf)}${rule.orObject === true ? ', or an object' : ''}.`,
+        `Invalid value for '${p}': ${typeof x === 'string' ? `'${clipText(x, 100)}'` : jsonPreview(x)}. Supported values are: ${listWords(rule.oneOf)}${rule.orObject === true ? ', or an object' : ''}.`,
         p,
       );
     }

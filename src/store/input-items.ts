@@ -587,5 +587,6 @@ export function* findListedItem(store: Pick<ResponseStore, 'inputItems'>, itemId
 }
 
 function derivedId(type: string, base: string, index: number): string {
-  return `${ID_PREFIX[type] ?? 'item'}_${base}${index.toString(16).padStart(8, '0')}`;
+  // Own keys only: an item typed `constructor` was listed under `function Object() { [native code] }_…` (outside attack).
+  return `${(Object.hasOwn(ID_PREFIX, type) ? ID_PREFIX[type] : undefined) ?? 'item'}_${base}${index.toString(16).padStart(8, '0')}`;
 }

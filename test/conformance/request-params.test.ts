@@ -8,6 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
+import { parseInput } from '../../src/protocol/parse-input.js';
+import { DEFAULT_PARSE_CAPS } from '../../src/protocol/parse.js';
 
 async function create(url: string, body: unknown): Promise<{ status: number; json: Record<string, any> }> {
   const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -139,6 +141,9 @@ describe('input item fields listed back by input_items', () => {
       [reasoning({ summary: [{ type: 'bogus', text: 'x' }] }), 'invalid_value', 'input[0].summary[0].type'],
       [reasoning({ summary: [{ type: 'summary_text', text: 5 }] }), 'invalid_type', 'input[0].summary[0].text'],
       [reasoning({ encrypted_content: 5 }), 'invalid_type', 'input[0].encrypted_content'],
+      // Required: `{type: "reasoning"}` alone was taken and listed back without it.
+      [reasoning({ summary: undefined }), 'missing_required_parameter', 'input[0].summary'],
+      [reasoning({ summary: null }), 'missing_required_parameter', 'input[0].summary'],
     ];
     for (const [input, code, param] of refused) {
       const r = await create(url, { model: 'm', input });
@@ -248,6 +253,54 @@ describe('message parts by role, item ids by type, a custom tool call\'s fields'
       expect(r.status, param).toBe(400);
       expect(r.json['error'], param).toMatchObject({ type: 'invalid_request_error', code, param });
     }
+  });
+});
+
+describe("the new checks' edges (outside attack on them)", () => {
+  const raw = async (url: string, body: string) => {
+    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    return { status: res.status, json: (await res.json()) as Record<string, any> };
+  };
+
+  it("a tool or item typed with one of Object's own member names is an unknown type, not a 500 or a prefix of Object's source", async () => {
+    const lenient = await testServer({ allowUnknownParameters: true });
+    for (const type of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']) {
+      const r = await create(lenient.url, { model: 'm', input: 'hi', tools: [{ type }] });
+      expect(r.status, type).toBe(200);
+      expect(r.json['tools'], type).toEqual([{ type }]);
+    }
+    // Items of unknown types are taken with --allow-unknown-parameters only.
+    const items = parseInput([{ type: 'constructor', id: 'x_1' }, { type: '__proto__', id: 'y_1' }], 'input', true, { ...DEFAULT_PARSE_CAPS, allowUnknownParameters: true });
+    expect(items.map((i) => (i as { id?: string }).id)).toEqual(['x_1', 'y_1']);
+  });
+
+  it('a number that overflows to Infinity is not a number: a logprob of -1e999, a display size of 1e999', async () => {
+    const { url } = await testServer();
+    const said = '[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[],"logprobs":[{"token":"hi","logprob":-1e999}]}]},{"role":"user","content":"y"}]';
+    const lp = await raw(url, `{"model":"m","input":${said}}`);
+    expect(lp.status).toBe(400);
+    expect(lp.json['error']).toMatchObject({ code: 'invalid_type', param: 'input[0].content[0].logprobs[0].logprob' });
+    const tool = await raw(url, '{"model":"m","input":"hi","tools":[{"type":"computer_use_preview","display_height":1e999,"display_width":1024,"environment":"browser"}]}');
+    expect(tool.status).toBe(400);
+    expect(tool.json['error']).toMatchObject({ code: 'invalid_type', param: 'tools[0].display_height' });
+  });
+
+  it("an error quoting a client's value cut at a surrogate pair carries no lone surrogate (strict JSON readers refuse one)", async () => {
+    const { url } = await testServer();
+    for (const cut of [99, 100, 101]) {
+      const id = `${'a'.repeat(cut)}😀${'b'.repeat(50)}`;
+      const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: [{ type: 'message', id, role: 'user', content: 'hi' }] }) });
+      const text = await res.text();
+      expect(res.status).toBe(400);
+      // No escaped lone surrogate in the body's text, and none in the message decoded.
+      expect(text, String(cut)).not.toMatch(/\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])/i);
+      const message = (JSON.parse(text) as { error: { message: string } }).error.message;
+      expect(message.isWellFormed(), String(cut)).toBe(true);
+    }
+    // A lone surrogate the client sent is quoted as U+FFFD.
+    const lone = await create(url, { model: 'm', input: 'hi', tools: [{ type: 'web_search', search_context_size: 'x\ud83d' }] });
+    expect(lone.status).toBe(400);
+    expect(lone.json['error']['message']).toContain("'x\ufffd'");
   });
 });
 

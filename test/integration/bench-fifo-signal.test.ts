@@ -32,12 +32,16 @@ async function until(cond: () => boolean, ms: number, what: string): Promise<voi
 }
 
 describe.skipIf(process.platform !== 'linux')('llr bench reading a FIFO no one writes', () => {
-  it('SIGTERM while it waits for a writer ends it with status 143', async () => {
+  // --workload FIFO, and --report DIR whose results.json is one (the report is rebuilt from it).
+  it.each([
+    ['--workload', 'workload.jsonl', (dir: string, fifo: string) => ['--workload', fifo, '--out', join(dir, 'out')]],
+    ['--report', 'results.json', (dir: string) => ['--report', dir]],
+  ] as const)('%s: SIGTERM while it waits for a writer ends it with status 143', async (_flag, name, args) => {
     const dir = mkdtempSync(join(tmpdir(), 'llr-bench-fifo-'));
     try {
-      const fifo = join(dir, 'workload.jsonl');
+      const fifo = join(dir, name);
       execFileSync('mkfifo', [fifo]);
-      const child = spawn(process.execPath, [CLI, 'bench', '--workload', fifo, '--out', join(dir, 'out')], { stdio: 'ignore' });
+      const child = spawn(process.execPath, [CLI, 'bench', ...args(dir, fifo)], { stdio: 'ignore' });
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
       try {
         await until(() => waitsIn(child.pid!) === 'wait_for_partner', 20_000, 'the bench to block opening the FIFO');

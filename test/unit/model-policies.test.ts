@@ -52,6 +52,17 @@ describe('replayPolicy', () => {
     expect(policy.plan(request({ items: itemsAfter(-1) }), rng()).items).toEqual(turns[0]!.output);
   });
 
+  it('places a conversation by any call item carrying a recorded call_id: a custom_tool_call and its output as a function call', () => {
+    // Codex sends its apply_patch calls back as custom_tool_call items: placed only by function calls, the replay played
+    // the call's turn again, under the id the context already held (the engine fails such a run duplicate_call_id).
+    const items: InputItem[] = [
+      user('go'),
+      { type: 'custom_tool_call', call_id: 'call_r1', name: 'read', input: 'a' } as unknown as InputItem,
+      { type: 'custom_tool_call_output', call_id: 'call_r1', output: 'A' } as unknown as InputItem,
+    ];
+    expect(policy.plan(request({ items }), rng()).items).toEqual(turns[1]!.output);
+  });
+
   it('attributes a message text that two turns share to the right turn', () => {
     // "Done." is in turns 1 and 2; after turn 1 only, the next turn is 2, not 3.
     const items = itemsAfter(1);

@@ -93,7 +93,7 @@ export function profileKnobs(p: CostProfile): ServerKnobs {
 }
 
 export function profileByName(name: string): CostProfile {
-  const p = PROFILES[name];
+  const p = Object.hasOwn(PROFILES, name) ? PROFILES[name] : undefined;
   if (!p) throw new Error(`unknown --profile '${name}'; known: ${PROFILE_NAMES.join(', ')}`);
   return p;
 }

@@ -95,7 +95,8 @@ function formatTakes(format: string, s: string): boolean {
 
 /** A string of `format` at a length in [min, max] when the format allows one (else its usual length), or undefined for a format not known. */
 export function formatString(format: string, rng: Rng, min: number, max: number): string | undefined {
-  const make = FORMATS[format];
+  // Own keys only: a schema's `format: "__proto__"` found Object's own members here (a 500, or `"[object Undefined]"`).
+  const make = Object.hasOwn(FORMATS, format) ? FORMATS[format] : undefined;
   if (make === undefined) return undefined;
   return make(rng, min, max);
 }

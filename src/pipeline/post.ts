@@ -73,7 +73,8 @@ export class Ledger {
 
   record(response: Response, owner: string | null): LedgerEntry {
     const u = response.usage;
-    const price = PRICES[response.model] ?? PRICES['default']!;
+    // Own keys only: the model is the client's name for it, and `constructor` priced every token at NaN.
+    const price = (Object.hasOwn(PRICES, response.model) ? PRICES[response.model] : undefined) ?? PRICES['default']!;
     const input = u?.input_tokens ?? 0;
     const cached = u?.input_tokens_details.cached_tokens ?? 0;
     const output = u?.output_tokens ?? 0;

@@ -876,7 +876,8 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
   // A hosted tool by its type (file_search, web_search_preview, computer_use_preview, code_interpreter, shell, …).
   if (typeof choice === 'object' && choice.type !== 'function') {
     const type = choice.type;
-    const declaring = CHOICE_TOOL_TYPES[type] ?? [type];
+    // Own keys only: a choice typed `constructor` found Object's own member here, and the request failed with a 500.
+    const declaring = (Object.hasOwn(CHOICE_TOOL_TYPES, type) ? CHOICE_TOOL_TYPES[type] : undefined) ?? [type];
     if (!tools.some((t) => declaring.includes(t.type))) {
       throw new WireError('invalid_value', `Tool choice '${type.slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
     }

@@ -269,6 +269,30 @@ describe("the new checks' edges (outside attack on them)", () => {
       expect(r.status, type).toBe(200);
       expect(r.json['tools'], type).toEqual([{ type }]);
     }
+    // Elsewhere, on a default server: a tool_choice so typed is refused as any unknown tool (it was a 500), a strict
+    // schema's `format` so named is an unknown format (a 500, or arguments leaving out what the schema requires), and a
+    // model so named is priced as any other (NaN per token).
+    const { url, server } = await testServer();
+    const f = { type: 'function', name: 'f', parameters: {} };
+    for (const type of ['constructor', '__proto__', 'isPrototypeOf', '__defineGetter__', 'toLocaleString']) {
+      const r = await create(url, { model: 'm', input: 'hi', tools: [f], tool_choice: { type } });
+      expect(r.status, type).toBe(400);
+      expect(r.json['error'], type).toMatchObject({ code: 'invalid_value', param: 'tool_choice' });
+    }
+    for (const format of ['__proto__', 'hasOwnProperty', 'constructor', 'toString']) {
+      const strict = { type: 'object', properties: { a: { type: 'string', format } }, required: ['a'], additionalProperties: false };
+      const r = await create(url, { model: 'm', input: 'call f', tool_choice: 'required', tools: [{ type: 'function', name: 'f', strict: true, parameters: strict }] });
+      expect(r.status, format).toBe(200);
+      const call = (r.json['output'] as Array<{ type: string; arguments?: string }>).find((i) => i.type === 'function_call')!;
+      const args = JSON.parse(call.arguments!) as { a?: unknown };
+      expect(typeof args.a, format).toBe('string');
+      expect(args.a, format).not.toBe('[object Undefined]');
+    }
+    const priced = await create(url, { model: 'constructor', input: 'hi' });
+    expect(priced.status).toBe(200);
+    await server.services.postWork.flush();
+    const entry = server.services.ledger.entries.find((e) => e.response_id === priced.json['id']);
+    expect(Number.isFinite(entry?.cost_usd)).toBe(true);
     // Items of unknown types are taken with --allow-unknown-parameters only.
     const items = parseInput([{ type: 'constructor', id: 'x_1' }, { type: '__proto__', id: 'y_1' }], 'input', true, { ...DEFAULT_PARSE_CAPS, allowUnknownParameters: true });
     expect(items.map((i) => (i as { id?: string }).id)).toEqual(['x_1', 'y_1']);

@@ -36,6 +36,10 @@ describe('llr bench: hostile flag values', () => {
     expect([config.reps, config.stream.streams, config.paused.runs]).toEqual([MAX_REPS, MAX_STREAMS, MAX_PAUSED_RUNS]);
   });
 
+  it("--profile naming one of Object's own members is an unknown profile, not a TypeError", () => {
+    for (const name of ['constructor', '__proto__', 'toString']) expect(() => parseBenchArgs([...syn, '--profile', name])).toThrow(UsageError);
+  });
+
   it('--target-speed must be one of the grid speeds when the grid runs', () => {
     expect(() => parseBenchArgs([...syn, '--target-speed', '7'])).toThrow(UsageError);
     expect(() => parseBenchArgs([...syn, '--target-speed', '7'])).toThrow(/--target-speed 7 is not one of --speeds \(1000, 4000\)/);

@@ -118,8 +118,7 @@ export class SimulatedModel implements Model {
    * has. The stream starts again with every process: a restarted server (or a second one on the same store) drew the
    * ids its first run drew, and a call under an id its conversation had already answered was never paused for.
    */
-  private newCallId(req: ModelRequest, planned: readonly { type: string; call_id?: string | undefined }[]): string {
-    const taken = req.callIds ?? callIdsOf(req.items);
+  private newCallId(taken: ReadonlySet<string>, planned: readonly { type: string; call_id?: string | undefined }[]): string {
     for (;;) {
       const id = `call_${hexString(this.ids, 24)}`;
       if (!taken.has(id) && !planned.some((p) => p.call_id === id)) return id;
@@ -155,7 +154,10 @@ export class SimulatedModel implements Model {
       signal.throwIfAborted();
     }
     const plan = this.policy.plan(req, () => (rng ??= mulberry32(runSync(digestWork())))());
-    const items = plan.items.map((item) => (item.type === 'function_call' ? { ...item, call_id: item.call_id ?? this.newCallId(req, plan.items) } : item));
+    // The context's ids, read from the items once per call when the request does not carry them (parallel calls share them).
+    let taken: ReadonlySet<string> | undefined;
+    const newCallId = () => this.newCallId((taken ??= req.callIds ?? callIdsOf(req.items)), plan.items);
+    const items = plan.items.map((item) => (item.type === 'function_call' ? { ...item, call_id: item.call_id ?? newCallId() } : item));
 
     const { settings } = req;
     const partition = this.prefixCacheScope === 'owner' ? (req.cachePartition ?? null) : null;

@@ -11,6 +11,7 @@
  *
  * Pure data; the runner turns a profile into `llr serve` flags.
  */
+import { ownValue } from '../protocol/fields.js';
 
 export interface HopSpec {
   name: string;
@@ -93,7 +94,7 @@ export function profileKnobs(p: CostProfile): ServerKnobs {
 }
 
 export function profileByName(name: string): CostProfile {
-  const p = Object.hasOwn(PROFILES, name) ? PROFILES[name] : undefined;
+  const p = ownValue(PROFILES, name);
   if (!p) throw new Error(`unknown --profile '${name}'; known: ${PROFILE_NAMES.join(', ')}`);
   return p;
 }

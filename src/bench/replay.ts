@@ -28,6 +28,7 @@ import type { FunctionCall } from '../protocol/objects.js';
 import { callsOf } from '../workload/replayable.js';
 import { toolWaitMs, type Workload } from '../workload/types.js';
 import { firstInputWithNonce } from './workload-prep.js';
+import { ownValue } from '../protocol/fields.js';
 
 export interface TurnSample {
   /** Global model call index (0-based) in the workload. */
@@ -194,7 +195,7 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
   const execute = async (call: FunctionCall): Promise<string> => {
     const at = performance.now();
     const g = callIndex.get(call.call_id);
-    const recorded = Object.hasOwn(opts.workload.toolOutputs, call.call_id) ? opts.workload.toolOutputs[call.call_id] : undefined;
+    const recorded = ownValue(opts.workload.toolOutputs, call.call_id);
     if (g === undefined || g !== current || !recorded) {
       divergence ??= `model call ${current}: the server's model called ${call.name} with call_id ${call.call_id}, which the workload ${g === undefined ? 'does not have' : `has at model call ${g}`}`;
       return 'error: replay diverged';

@@ -9,6 +9,7 @@ import { LongLivedClient } from './long-lived.js';
 import { LongLivedHttpClient } from './long-lived-http.js';
 import { WsClient } from './ws.js';
 import type { Protocol } from '../protocol/designs.js';
+import { ownValue } from '../protocol/fields.js';
 
 export type ClientProtocol = Protocol | 'http-stored';
 
@@ -36,7 +37,7 @@ export async function connectClient(
 ): Promise<AgentClient> {
   const auth = { ...(opts.apiKey ? { apiKey: opts.apiKey } : {}), ...(opts.timing !== undefined && { timing: opts.timing }) };
   // An own property only: a name from outside (`llr run --protocol`) that is not a design is refused, never `toString`.
-  const connect = Object.hasOwn(CLIENTS, protocol) ? CLIENTS[protocol] : undefined;
+  const connect = ownValue(CLIENTS, protocol);
   if (!connect) throw new Error(`unknown protocol '${String(protocol)}'`);
   return connect(url, auth);
 }

@@ -25,6 +25,7 @@ import { callsOf, flatModelTurns } from '../workload/replayable.js';
 import { loadWorkloadFile } from '../workload/load.js';
 import { syntheticWorkload } from '../workload/synthetic.js';
 import { toolWaitMs, type Workload } from '../workload/types.js';
+import { ownValue } from '../protocol/fields.js';
 
 /** Where the bundled Codex rollout lives in the package (override: `llr serve --demo-workload FILE`). */
 export const DEFAULT_DEMO_WORKLOAD = fileURLToPath(new URL('../../workloads/codex-rollout-a.jsonl', import.meta.url));
@@ -143,7 +144,7 @@ function fromReplay(w: Workload, label: string, note: string): DemoWorkload {
     policy: () => replayPolicy(turns),
     // Own properties only, each waited as the readers take a recorded time (toolWaitMs: 0 to MAX_TOOL_MS).
     toolResult: (callId) => {
-      const r = Object.hasOwn(w.toolOutputs, callId) ? w.toolOutputs[callId] : undefined;
+      const r = ownValue(w.toolOutputs, callId);
       return r ? { output: r.output, duration_ms: toolWaitMs(r.duration_ms) } : null;
     },
   };

@@ -23,6 +23,7 @@
 import { fullFormats } from 'ajv-formats/dist/formats.js';
 import type { Rng } from './rng.js';
 import { intBetween, words } from './rng.js';
+import { ownValue } from '../protocol/fields.js';
 
 /**
  * A string for a schema with a `pattern`, a `format`, or both, or undefined when neither is one this generates.
@@ -95,8 +96,8 @@ function formatTakes(format: string, s: string): boolean {
 
 /** A string of `format` at a length in [min, max] when the format allows one (else its usual length), or undefined for a format not known. */
 export function formatString(format: string, rng: Rng, min: number, max: number): string | undefined {
-  // Own keys only: a schema's `format: "__proto__"` found Object's own members here (a 500, or `"[object Undefined]"`).
-  const make = Object.hasOwn(FORMATS, format) ? FORMATS[format] : undefined;
+  // A schema's `format: "__proto__"` found Object's own members here (a 500, or `"[object Undefined]"`).
+  const make = ownValue(FORMATS, format);
   if (make === undefined) return undefined;
   return make(rng, min, max);
 }

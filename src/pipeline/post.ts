@@ -21,6 +21,7 @@ import { runCooperative } from '../model/cooperative.js';
 import type { AppendedItems, PreparedPut, ResponseStore, StoredResponse } from '../store/types.js';
 import type { RunMetrics } from './metrics.js';
 import type { Protocol } from '../protocol/designs.js';
+import { ownValue } from '../protocol/fields.js';
 
 /** Price per million tokens (USD), for the ledger's cost field. */
 const PRICES: Record<string, { input: number; cached: number; output: number }> = {
@@ -73,8 +74,8 @@ export class Ledger {
 
   record(response: Response, owner: string | null): LedgerEntry {
     const u = response.usage;
-    // Own keys only: the model is the client's name for it, and `constructor` priced every token at NaN.
-    const price = (Object.hasOwn(PRICES, response.model) ? PRICES[response.model] : undefined) ?? PRICES['default']!;
+    // The model is the client's name for it, and `constructor` priced every token at NaN.
+    const price = ownValue(PRICES, response.model) ?? PRICES['default']!;
     const input = u?.input_tokens ?? 0;
     const cached = u?.input_tokens_details.cached_tokens ?? 0;
     const output = u?.output_tokens ?? 0;

@@ -9,6 +9,15 @@ import { WireError } from './errors.js';
 /** A JSON object as read from the wire: its fields not yet checked. */
 export type Obj = Record<string, unknown>;
 
+/**
+ * `table[key]` when `key` is the table's own, else undefined: a key a client (or a command line) names never finds one
+ * of Object's members. `constructor` and `__proto__` found them in tables read by plain indexing (a 500 from a tool
+ * choice or a schema format, NaN prices, a TypeError from `llr bench --profile`; outside attacks).
+ */
+export function ownValue<T>(table: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(table, key) ? table[key] : undefined;
+}
+
 export function isObj(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -8,7 +8,7 @@
  */
 import { clipText, jsonPreview, WireError } from './errors.js';
 import type { InputItem, InputRole, InputText, ItemStatus, OtherContentPart } from './objects.js';
-import { assertObj, hasStringType, hasType, isObj, requireString, type Obj } from './fields.js';
+import { assertObj, hasStringType, hasType, isObj, ownValue, requireString, type Obj } from './fields.js';
 import type { ParseCaps } from './parse.js';
 
 /** The input item that asks a create to compact the context instead of sampling (see `parseCreateBody`). */
@@ -155,8 +155,8 @@ const ITEM_ID_PREFIX: Readonly<Record<string, string>> = { message: 'msg', funct
 
 /** An item's `id`, when sent (null counts as not sent): a string, beginning with its type's prefix (`ITEM_ID_PREFIX`). */
 function checkItemId(v: Obj, type: string, param: string): void {
-  // Own keys only: an item typed `constructor` was told its id must begin with Object's source text (outside attack).
-  const prefix = Object.hasOwn(ITEM_ID_PREFIX, type) ? ITEM_ID_PREFIX[type] : undefined;
+  // An item typed `constructor` was told its id must begin with Object's source text (outside attack).
+  const prefix = ownValue(ITEM_ID_PREFIX, type);
   const id = v['id'];
   if (prefix === undefined || id === undefined || id === null) return;
   if (typeof id !== 'string') throw new WireError('invalid_type', `Invalid type for '${param}.id': expected a string, but got ${jsonPreview(id)} instead.`, `${param}.id`);

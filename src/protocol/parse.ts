@@ -11,7 +11,7 @@
 import { clipText, jsonPreview, WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
 import { isFunctionTool, type InputItem, type TextFormat, type Tool, type ToolChoice } from './objects.js';
-import { assertObj, isObj, optBool, optEnum, optInteger, optIntegerRange, optNumber, optRange, optString, hasStringType, hasType, requireString, type Obj } from './fields.js';
+import { assertObj, isObj, ownValue, optBool, optEnum, optInteger, optIntegerRange, optNumber, optRange, optString, hasStringType, hasType, requireString, type Obj } from './fields.js';
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonText } from './json-text.js';
 import { COMPACTION_TRIGGER, parseInput } from './parse-input.js';
 
@@ -738,9 +738,9 @@ function ofKind(x: unknown, kind: string): boolean {
 
 /** `t`'s fields against `TOOL_FIELDS`, and a custom tool's `format` (openai-node's `CustomToolInputFormat`). */
 function checkToolFields(t: Obj & { type: string }, param: string): void {
-  // Own keys only: a tool typed `constructor` or `__proto__` (taken with --allow-unknown-parameters) found Object's
+  // A tool typed `constructor` or `__proto__` (taken with --allow-unknown-parameters) found Object's
   // own members here, and the request failed with a 500 (outside attack).
-  for (const rule of Object.hasOwn(TOOL_FIELDS, t.type) ? TOOL_FIELDS[t.type]! : []) {
+  for (const rule of ownValue(TOOL_FIELDS, t.type) ?? []) {
     const x = t[rule.field];
     const p = `${param}.${rule.field}`;
     if (x === undefined || (x === null && rule.required !== true)) {
@@ -876,8 +876,8 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
   // A hosted tool by its type (file_search, web_search_preview, computer_use_preview, code_interpreter, shell, …).
   if (typeof choice === 'object' && choice.type !== 'function') {
     const type = choice.type;
-    // Own keys only: a choice typed `constructor` found Object's own member here, and the request failed with a 500.
-    const declaring = (Object.hasOwn(CHOICE_TOOL_TYPES, type) ? CHOICE_TOOL_TYPES[type] : undefined) ?? [type];
+    // A choice typed `constructor` found Object's own member here, and the request failed with a 500.
+    const declaring = ownValue(CHOICE_TOOL_TYPES, type) ?? [type];
     if (!tools.some((t) => declaring.includes(t.type))) {
       throw new WireError('invalid_value', `Tool choice '${type.slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
     }

@@ -21,6 +21,7 @@ import { parseJsonWork, PARSE_CHUNK_CHARS, type ParseWork } from '../protocol/js
 import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
 import type { InputItem } from '../protocol/objects.js';
 import { ownInputItems, type ResponseStore, type StoredResponse } from './types.js';
+import { ownValue } from '../protocol/fields.js';
 
 export const INPUT_ITEMS_PAGE_DEFAULT = 20;
 export const INPUT_ITEMS_PAGE_MAX = 100;
@@ -587,6 +588,6 @@ export function* findListedItem(store: Pick<ResponseStore, 'inputItems'>, itemId
 }
 
 function derivedId(type: string, base: string, index: number): string {
-  // Own keys only: an item typed `constructor` was listed under `function Object() { [native code] }_…` (outside attack).
-  return `${(Object.hasOwn(ID_PREFIX, type) ? ID_PREFIX[type] : undefined) ?? 'item'}_${base}${index.toString(16).padStart(8, '0')}`;
+  // An item typed `constructor` was listed under `function Object() { [native code] }_…` (outside attack).
+  return `${ownValue(ID_PREFIX, type) ?? 'item'}_${base}${index.toString(16).padStart(8, '0')}`;
 }

@@ -12,6 +12,7 @@
 import type { CreateParams } from '../protocol/events.js';
 import { isFunctionTool, newId, type OutputItem, type Response, type Tool } from '../protocol/objects.js';
 import { isFinishedItem } from '../protocol/event-json.js';
+import { withFields } from '../protocol/fields.js';
 
 /** `now`: wall-clock ms since the epoch, from the injected clock (`Clock.wallNow`). */
 export function newResponse(params: CreateParams, now: number): Response {
@@ -61,14 +62,14 @@ export function newResponse(params: CreateParams, now: number): Response {
 /** A function tool as the API echoes it: every field, defaults filled in. Other tools as sent. */
 function echoTool(t: Tool): Tool {
   if (!isFunctionTool(t)) return t;
-  return {
-    ...t,
-    type: 'function',
+  // The spread's copy, faster (`withFields`): the client's keys where it put them, the filled-in ones after.
+  return withFields(t, {
+    type: 'function' as const,
     name: t.name,
     description: t.description ?? null,
     parameters: t.parameters ?? null,
     strict: t.strict ?? true,
-  };
+  });
 }
 
 /**

@@ -20,6 +20,7 @@ import { WireError, responseErrorCode, toWireError } from '../protocol/errors.js
 import { DeltaBatch, echoesLong, forgetOutputBytes, keptOutputBytes, numberedInPlace, warmEchoes, type DeltaHead, type EventLogprob } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
 import { isIncompleteReason, makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
+import { withFields } from '../protocol/fields.js';
 import { ownInputItems, type AppendedItems, type PreparedPut, type StoredResponse } from '../store/types.js';
 import { THIS_RUNNER } from '../store/runner.js';
 import { runCooperative } from '../model/cooperative.js';
@@ -454,7 +455,7 @@ export class ResponseRun {
         if (numberedInPlace(e)) {
           e.sequence_number = this.seq;
           this.sink(e);
-        } else this.sink({ ...e, sequence_number: this.seq } as ServerEvent);
+        } else this.sink(withFields(e, { sequence_number: this.seq }) as ServerEvent);
       } catch (err) {
         this.sinkFailed(err, e.type);
         return false;

@@ -21,6 +21,7 @@ import { pieceLogprobs } from './logprobs.js';
 import { hashString, hexString, mulberry32, type Rng } from './rng.js';
 import { encodeText, piecesOf } from './tokenizer.js';
 import type { Model, ModelEvent, ModelRequest, ModelSettings } from './types.js';
+import { withFields } from '../protocol/fields.js';
 
 export interface SimulatedModelOptions {
   policy: ModelPolicy;
@@ -157,7 +158,7 @@ export class SimulatedModel implements Model {
     // The context's ids, read from the items once per call when the request does not carry them (parallel calls share them).
     let taken: ReadonlySet<string> | undefined;
     const newCallId = () => this.newCallId((taken ??= req.callIds ?? callIdsOf(req.items)), plan.items);
-    const items = plan.items.map((item) => (item.type === 'function_call' ? { ...item, call_id: item.call_id ?? newCallId() } : item));
+    const items = plan.items.map((item) => (item.type === 'function_call' ? withFields(item, { call_id: item.call_id ?? newCallId() }) : item));
 
     const { settings } = req;
     const partition = this.prefixCacheScope === 'owner' ? (req.cachePartition ?? null) : null;

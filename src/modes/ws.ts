@@ -117,8 +117,12 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     const ctx = c.context;
     // The whole context again with the switch off: the same checks a cache miss runs.
     if (sw.incremental_checks) {
-      const instructions = headerKey === c.headerKey ? null : params.instructions;
-      await checkIncremental({ tools: params.tools, instructions, text: params.text, requireToolOutputs: true }, ctx.callIds, input, metrics, 'create', c.pending);
+      // Instructions and tools the cached response was checked with (the same JSON) are not checked again: only what
+      // is new is. The tools' checks (names, schemas, the strict subset) read nothing but the tools.
+      const sameHeader = headerKey === c.headerKey;
+      const instructions = sameHeader ? null : params.instructions;
+      const tools = sameHeader ? [] : params.tools;
+      await checkIncremental({ tools, instructions, text: params.text, requireToolOutputs: true }, ctx.callIds, input, metrics, 'create', c.pending);
     } else {
       await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs: true }, ctx.items, input, metrics);
     }

@@ -350,9 +350,17 @@ function echoBytes(v: unknown): Buffer | null {
   return tooSmallToEcho(v) ? null : echoOf(JSON.stringify(v));
 }
 
-/** A short string needs no JSON.stringify to know it is small; a tools array or a `text` object does. */
+/**
+ * Whether an echo is too small to keep as bytes, known without a JSON.stringify: a string by its length, a tools array
+ * or a `text` object by `textOver`'s count. Stringifying them to learn they were short cost ~6 µs per Response (each
+ * Response has a tools array of its own, so its first event made the memo) against ~1 µs for the count. What escapes
+ * lengthen (six characters for a control character or a lone surrogate) is not counted, in a string as in an object:
+ * an echo counted under 64 K characters is stringified with each event, at most ~400 KB, and not kept.
+ */
 function tooSmallToEcho(v: unknown): boolean {
-  return v === undefined || v === null || typeof v === 'boolean' || typeof v === 'number' || (typeof v === 'string' && v.length < MEMO_MIN_CHARS) || (Array.isArray(v) && v.length === 0);
+  if (v === undefined || v === null || typeof v === 'boolean' || typeof v === 'number') return true;
+  if (typeof v === 'string') return v.length < MEMO_MIN_CHARS;
+  return !textOver(v, MEMO_MIN_CHARS);
 }
 
 function echoOf(text: string): Buffer | null {

@@ -18,6 +18,18 @@ export function ownValue<T>(table: Readonly<Record<string, T>>, key: string): T 
   return Object.hasOwn(table, key) ? table[key] : undefined;
 }
 
+/**
+ * `{ ...o, ...extra }`, made faster: the same own keys in the same order (`o`'s where they were, `extra`'s new ones
+ * after them) and the same values. V8 copies `o` by cloning its shape, then gives every key added to the clone a new
+ * shape of its own: `{ ...tool, description: …, strict: … }` cost 2–3 µs per function tool and `{ ...event,
+ * sequence_number }` 1–1.7 µs per event (against ~0.1 µs here), on every response (`npm run bench:overhead`'s ws step).
+ * `Object.assign` would call the `__proto__` setter for an own key named `__proto__` (JSON.parse makes one), and
+ * lose it: such an object takes the spread.
+ */
+export function withFields<T extends object, E extends object>(o: T, extra: E): Omit<T, keyof E> & E {
+  return Object.hasOwn(o, '__proto__') ? { ...o, ...extra } : Object.assign({}, o, extra);
+}
+
 export function isObj(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

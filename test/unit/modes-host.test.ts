@@ -94,6 +94,23 @@ describe('WebSocket-like sessions over the in-memory pair', () => {
     expect(rec.counters['validate_full'] ?? 0).toBe(0);
   });
 
+  it('ws: a continuation carrying the cached response’s tools does not check them again; other tools are checked', async () => {
+    const { server, sessions } = host([CALL, { text: 'thanks' }]);
+    const c = MemoryClient.connect(sessions, 'ws', conn, log);
+    const first = c.nextEvent('response.completed');
+    c.send(create());
+    const id = (await first).response.id;
+    const second = c.nextEvent('response.completed');
+    c.send(create({ previous_response_id: id, input: output('call_1') }));
+    const next = (await second).response.id;
+    // Its new input only (the function_call_output): the tool was checked with the response it continues.
+    expect(server.services.records.get(next)!.counters['items_validated']).toBe(1);
+    // Tools that are not the cached response's are checked: parameters whose type is not "object" are refused.
+    const refused = c.nextEvent('error');
+    c.send(create({ previous_response_id: next, tools: [{ ...tool, parameters: { type: 'string' } }] }));
+    expect((await refused).error).toMatchObject({ code: 'invalid_function_parameters', param: 'tools[0].parameters' });
+  });
+
   it('a frame that is not JSON is an error event and the session goes on', async () => {
     const { sessions } = host([{ text: 'hi' }]);
     const c = MemoryClient.connect(sessions, 'ws', conn, log);

@@ -19,7 +19,7 @@ import { runCooperative } from '../model/cooperative.js';
 import { hasCompaction } from '../pipeline/compaction.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { checkFull, checkIncremental } from '../pipeline/checks.js';
-import { checkJsonMode, pendingCallsOf, type PendingCalls } from '../pipeline/validate.js';
+import { checkJsonMode, duplicateItemId, pendingCallsOf, type PendingCalls } from '../pipeline/validate.js';
 import { renderAppendAsync, renderFullAsync, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import type { RunPlan } from '../engine/run.js';
@@ -123,6 +123,9 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       const instructions = sameHeader ? null : params.instructions;
       const tools = sameHeader ? [] : params.tools;
       await checkIncremental({ tools, instructions, text: params.text, requireToolOutputs: true }, ctx.callIds, input, metrics, 'create', c.pending);
+      // The cached context is walked only when an input item has an id (`duplicateItemId`), as a cache miss walks it.
+      const duplicate = duplicateItemId(ctx.items, input);
+      if (duplicate) throw duplicate;
     } else {
       await checkFull({ instructions: params.instructions, tools: params.tools, text: params.text, requireToolOutputs: true }, ctx.items, input, metrics);
     }

@@ -32,7 +32,7 @@
 import type { InputItem, TextConfig, Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { safetyScanAsync } from './safety.js';
-import { missingToolOutput, PendingCalls, validateItemsAsync, validateToolsAsync } from './validate.js';
+import { duplicateItemId, missingToolOutput, PendingCalls, validateItemsAsync, validateToolsAsync } from './validate.js';
 
 /** When the checks run: before a response starts (`create`) or on items appended to a live run (`append`). */
 export type CheckStage = 'create' | 'append';
@@ -68,6 +68,9 @@ export async function checkFull(req: CheckRequest, history: readonly InputItem[]
     await validateItemsAsync(input, { callIds: known, pending }, metrics);
     const missing = pending && missingToolOutput(pending);
     if (missing) throw missing;
+    // A create's input only: an append is this server's own event, whose re-sent items are dropped (engine/run.ts).
+    const duplicate = stage === 'create' ? duplicateItemId(history, input) : null;
+    if (duplicate) throw duplicate;
   });
   await metrics.timeAsync(SPANS[stage].safety, async () => {
     metrics.count('safety_full');

@@ -166,6 +166,36 @@ export function missingToolOutput(pending: PendingCalls): WireError | null {
   return new WireError('missing_tool_output', `No tool output found for ${call.type.replaceAll('_', ' ')} ${callId}.`, 'input');
 }
 
+/**
+ * The API's refusal of a create whose input holds an item with an `id` that the context already holds: an earlier
+ * item of the input, or an item of the `previous_response_id` chain (an `item_reference`, resolved, carries its
+ * item's id). Its words, `param: input` (its code is null; here `duplicate_item`), as public client reports quote
+ * them (continuedev/continue#10723, vercel/ai#15492, earendil-works/pi#5151): "Duplicate item found with id
+ * rs_…. Remove duplicate items from your input and try again." `history` is only read when an input item has an
+ * id (most continuations send outputs and messages without one), and is not checked against itself: a stored chain
+ * is continued as it was stored. Null when every id is new.
+ */
+export function duplicateItemId(history: readonly InputItem[], input: readonly InputItem[]): WireError | null {
+  let seen: Set<string> | undefined;
+  for (const item of input) {
+    const id = (item as { id?: unknown }).id;
+    if (typeof id !== 'string') continue;
+    if (seen === undefined) {
+      seen = new Set();
+      for (const earlier of history) {
+        const known = (earlier as { id?: unknown }).id;
+        if (typeof known === 'string') seen.add(known);
+      }
+    }
+    if (seen.has(id)) {
+      const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
+      return new WireError('duplicate_item', `Duplicate item found with id ${shown}. Remove duplicate items from your input and try again.`, 'input');
+    }
+    seen.add(id);
+  }
+  return null;
+}
+
 /** Where a strict schema's subschemas are: a property, the items of an array, a branch of `anyOf`, a definition. */
 const STRICT_CHILDREN = ['properties', '$defs', 'definitions'] as const;
 

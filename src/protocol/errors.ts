@@ -29,6 +29,10 @@ export const WIRE_ERRORS = {
   unknown_call_id: { status: 400, type: 'invalid_request_error', message: 'No pending function call with this call_id.' },
   // The API's refusal of a continuation (or an input) that leaves a client tool call without its output; its code there is null.
   missing_tool_output: { status: 400, type: 'invalid_request_error', message: 'No tool output found for a tool call in the context.' },
+  // The API's refusal of a create whose context (the `previous_response_id` chain, then `input`) holds an input item whose
+  // `id` is already there: "Duplicate item found with id rs_…. Remove duplicate items from your input and try again."; its
+  // code there is null.
+  duplicate_item: { status: 400, type: 'invalid_request_error', message: 'Duplicate item found in the input.' },
   no_response_in_flight: { status: 400, type: 'invalid_request_error', message: 'There is no response in flight on this connection to cancel.' },
   previous_response_not_found: { status: 400, type: 'invalid_request_error', message: 'Previous response not found.' },
   response_not_found: { status: 404, type: 'invalid_request_error', message: 'Response not found.' },

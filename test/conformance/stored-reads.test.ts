@@ -14,10 +14,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { scriptPolicy } from '../../src/model/policies.js';
+import type { ModelPolicy } from '../../src/model/policies.js';
+import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
 async function sdk() {
-  const ctx = await testServer();
+  return sdkWith();
+}
+
+async function sdkWith(policy?: ModelPolicy) {
+  const ctx = await testServer(policy ? { policy } : {});
   return { ...ctx, client: new OpenAI({ baseURL: `${ctx.url}/v1`, apiKey: 'k', maxRetries: 0 }) };
 }
 
@@ -106,12 +113,19 @@ describe('stored responses read back', () => {
     expect([before.first_id, before.last_id, before.has_more]).toEqual([ids[2], ids[3], true]);
   });
 
-  it('inputItems.list: ids are unique, so auto-pagination ends even when the client sent one id twice', async () => {
-    const { client } = await sdk();
+  it('inputItems.list: ids are unique, so auto-pagination ends even when a list holds one id twice', async () => {
+    // A create may not carry one id twice (400 duplicate_item, as the API refuses it: duplicate-items.test.ts), but a
+    // long-lived run's append may re-send an item of its input, and the list holds both.
+    const { url, client } = await sdkWith(scriptPolicy([{ calls: [{ name: 'lookup', arguments: {}, call_id: 'call_t' }] }, { text: 'done' }]));
     const twice = { type: 'message', role: 'user', content: 'again', id: 'msg_twice' } as ResponseInputItem;
-    const r = await client.responses.create({ model: 'm', input: [twice, { role: 'user', content: 'between' }, twice] });
+    await expect(client.responses.create({ model: 'm', input: [twice, twice] })).rejects.toMatchObject({ status: 400, code: 'duplicate_item', param: 'input' });
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: [twice], tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} } }] });
+    const paused = await s.next('response.done');
+    s.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_t', output: 'x' }, twice] });
+    await s.next('response.completed');
     const seen: string[] = [];
-    for await (const item of client.responses.inputItems.list(r.id, { limit: 1, order: 'asc' })) {
+    for await (const item of client.responses.inputItems.list(paused.response.id, { limit: 1, order: 'asc' })) {
       seen.push(item.id);
       if (seen.length > 3) break;
     }

@@ -1026,9 +1026,9 @@ export class ResponseRun {
       response_id: this.id,
       mode: this.plan.protocol,
       spans: m.spans,
-      totals: { ...m.totals(), total: m.elapsed() },
+      totals: withFields(m.totals(), { total: m.elapsed() }),
       counters: { ...m.counters },
-      switches: { ...this.services.switches, post_inference_deferred: overlapped },
+      switches: withFields(this.services.switches, { post_inference_deferred: overlapped }),
     });
   }
 

@@ -24,6 +24,7 @@ import pDefer from 'p-defer';
 import { WireError, isServerFault, toWireError } from '../protocol/errors.js';
 import { readyToRun, type ClientEvent, type CreateParams, type ServerEvent } from '../protocol/events.js';
 import type { InputItem } from '../protocol/objects.js';
+import { withFields } from '../protocol/fields.js';
 import { RunMetrics } from '../pipeline/metrics.js';
 import type { Protocol } from '../protocol/designs.js';
 import { ResponseRun, type EventSink, type RunPlan } from '../engine/run.js';
@@ -325,7 +326,7 @@ export class ConnectionSession {
     this.log.info({ code: error.code }, 'inject refused');
     const e = { type: 'response.inject.failed' as const, response_id: id, input, error };
     if (this.active?.streaming && lane === this.lane) this.active.emitNotice(e);
-    else this.inLane(lane, () => this.send({ ...e, sequence_number: this.errorSeq++ }));
+    else this.inLane(lane, () => this.send(withFields(e, { sequence_number: this.errorSeq++ })));
   }
 
   /**
@@ -346,7 +347,7 @@ export class ConnectionSession {
     const lane = inFlight ? this.lane : ended ? this.lastEnded!.lane : null;
     // Numbered as a refused inject's: in the stream of the response in flight when it shares the lane.
     if (this.active?.streaming && lane === this.lane) this.active.emitNotice(e);
-    else this.inLane(lane, () => this.send({ ...e, sequence_number: this.errorSeq++ }));
+    else this.inLane(lane, () => this.send(withFields(e, { sequence_number: this.errorSeq++ })));
   }
 
   /**
@@ -367,7 +368,7 @@ export class ConnectionSession {
   /** An error about no response in flight: numbered by the connection's own counter (every event carries a `sequence_number`). */
   private sendConnectionError(err: WireError): void {
     if (this.transport.refuse) this.transport.refuse(err);
-    else this.send({ ...err.toEvent(), sequence_number: this.errorSeq++ });
+    else this.send(withFields(err.toEvent(), { sequence_number: this.errorSeq++ }));
   }
 
   private async pump(): Promise<void> {

@@ -336,7 +336,7 @@ export class HttpTransport {
         // Timed from the whole body's arrival (reading it is the network's time, not work): the append's `parse_append` span.
         const start = this.host.now();
         const json = await parseEdgeJson(body, 'body', limits);
-        const input = parseAppendBody(json, { ...parseCaps(limits), allowUnknownParameters: this.host.allowUnknownParameters });
+        const input = parseAppendBody(json, parseCaps(limits, this.host.allowUnknownParameters));
         checkAppendResponseId(json, id);
         const duplicate = await this.host.live.append(id, owner, input, { start, end: this.host.now() }, hold);
         // A duplicate (every output already held: a retry of an append whose 202 was lost) did nothing: said so.
@@ -558,7 +558,7 @@ export class HttpTransport {
     // window is dropped once the answer is made, and the answer is charged as it is written.
     const bodyBytes = hold.bytes;
     if (!this.host.allowUnknownParameters && json !== null && typeof json === 'object' && !Array.isArray(json)) checkCompactParameters(json as Record<string, unknown>);
-    const compacted = await this.host.compact(parseCompactBody(json, { ...parseCaps(limits), allowUnknownParameters: this.host.allowUnknownParameters }), owner, (n) => hold.add(n));
+    const compacted = await this.host.compact(parseCompactBody(json, parseCaps(limits, this.host.allowUnknownParameters)), owner, (n) => hold.add(n));
     hold.keep(bodyBytes);
     await sendJsonCooperative(res, 200, compacted, hold);
   }
@@ -576,7 +576,7 @@ export class HttpTransport {
     const unnamed = json !== null && typeof json === 'object' && !Array.isArray(json) && ((json as Record<string, unknown>)['model'] ?? null) === null;
     const withModel = unnamed ? { ...(json as Record<string, unknown>), model: 'input-tokens' } : json;
     // A stored chain it loads is charged with its body while it is counted (`server_busy` past the budget).
-    sendJson(res, 200, await this.host.inputTokens(parseCreateBody(withModel, { ...parseCaps(limits), allowUnknownParameters: this.host.allowUnknownParameters }), owner, (n) => hold.add(n)));
+    sendJson(res, 200, await this.host.inputTokens(parseCreateBody(withModel, parseCaps(limits, this.host.allowUnknownParameters)), owner, (n) => hold.add(n)));
   }
 
   /**
@@ -592,7 +592,7 @@ export class HttpTransport {
     const parseStart = this.host.now();
     const json = await parseEdgeJson(body, 'body', limits);
     if (!this.host.allowUnknownParameters && json !== null && typeof json === 'object' && !Array.isArray(json)) checkCreateParameters(json as Record<string, unknown>);
-    const params = withTimingOptIn(parseCreateBody(json, { ...parseCaps(limits), allowUnknownParameters: this.host.allowUnknownParameters }), timingHeader(req));
+    const params = withTimingOptIn(parseCreateBody(json, parseCaps(limits, this.host.allowUnknownParameters)), timingHeader(req));
     const parse = { start: parseStart, end: this.host.now() };
     const log = this.host.log.child({ request_id: res.getHeader('x-request-id'), protocol });
     // A create pipelined behind another answer on its connection starts once that answer is done, as a queued

@@ -54,6 +54,8 @@ export function parseEdgeJsonNow(text: string, what: 'body' | 'frame', limits: E
   return parseJsonText(text, what, limits.maxJsonDepth, limits.maxJsonKeys, limits.maxJsonContainers);
 }
 
-export function parseCaps(limits: EdgeLimits): ParseCaps {
-  return { maxTools: limits.maxTools, maxInputParts: limits.maxContextItems, maxSchemaNodes: limits.maxSchemaNodes };
+export function parseCaps(limits: EdgeLimits, allowUnknownParameters = false): ParseCaps {
+  // One literal: `{ ...parseCaps(limits), allowUnknownParameters }` per frame took V8's slow path for a key added after
+  // a spread (protocol/fields.ts `withFields`).
+  return { maxTools: limits.maxTools, maxInputParts: limits.maxContextItems, maxSchemaNodes: limits.maxSchemaNodes, allowUnknownParameters };
 }

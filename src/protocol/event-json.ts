@@ -351,16 +351,19 @@ function echoBytes(v: unknown): Buffer | null {
 }
 
 /**
- * Whether an echo is too small to keep as bytes, known without a JSON.stringify: a string by its length, a tools array
- * or a `text` object by `textOver`'s count. Stringifying them to learn they were short cost ~6 µs per Response (each
- * Response has a tools array of its own, so its first event made the memo) against ~1 µs for the count. What escapes
- * lengthen (six characters for a control character or a lone surrogate) is not counted, in a string as in an object:
- * an echo counted under 64 K characters is stringified with each event, at most ~400 KB, and not kept.
+ * Whether an echo is certainly too small to keep as bytes, known without a JSON.stringify: a string shorter than a
+ * sixth of the threshold, or a tools array or `text` object that `textOver` counts under a sixth. Its JSON is at most
+ * six times what is counted (an escape like `\u0001` for one character; a number's text within thrice its node's
+ * count), so under 64 K characters, as the stringify would have found. Anything counted larger is stringified once and
+ * kept when its JSON reaches 64 K. An outside attack's 60,000 control characters in a tool's description, counted
+ * small at the full threshold, were stringified again for every event (~1.3 ms each); a string of them (360 KB of
+ * JSON) always was. Stringifying a few tools only to learn they were short cost ~6 µs per Response (each Response has
+ * a tools array of its own, so its first event made the memo); counting them, ~1 µs.
  */
 function tooSmallToEcho(v: unknown): boolean {
   if (v === undefined || v === null || typeof v === 'boolean' || typeof v === 'number') return true;
-  if (typeof v === 'string') return v.length < MEMO_MIN_CHARS;
-  return !textOver(v, MEMO_MIN_CHARS);
+  if (typeof v === 'string') return v.length < MEMO_MIN_CHARS / 6;
+  return !textOver(v, MEMO_MIN_CHARS / 6);
 }
 
 function echoOf(text: string): Buffer | null {

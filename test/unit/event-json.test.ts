@@ -150,6 +150,29 @@ describe('the tools echo of lifecycle events', () => {
     expect(eventJson(one)).toBe(JSON.stringify(one));
   });
 
+  it('keeps as bytes an echo whose JSON is long only once escaped: control characters, lone surrogates, in tools, text and instructions', () => {
+    // 20,000 characters each: counted short, six times that once escaped (past the 64 K characters an echo is kept from).
+    for (const ch of ['\u0001', '\ud800']) {
+      const long = ch.repeat(20_000);
+      const cases = [
+        { tools: [{ type: 'function', name: 'f', description: long, parameters: null, strict: true }] },
+        { tools: [], text: { format: { type: 'json_schema', name: 's', schema: { type: 'object', description: long }, strict: false } } },
+        { tools: [], instructions: long },
+      ];
+      for (const fields of cases) {
+        const r = { ...response, ...fields };
+        const created = { type: 'response.created', sequence_number: 0, response: r };
+        const done = { type: 'response.completed', sequence_number: 9, response: r };
+        const [a, b] = [eventPieces(created), eventPieces(done)];
+        expect(a.some((p) => Buffer.isBuffer(p))).toBe(true);
+        // Made once for the Response, shared by its events, and still exactly JSON.stringify of each.
+        expect(b.find((p) => Buffer.isBuffer(p))).toBe(a.find((p) => Buffer.isBuffer(p)));
+        expect(eventJson(created)).toBe(JSON.stringify(created));
+        expect(eventJson(done)).toBe(JSON.stringify(done));
+      }
+    }
+  });
+
   it('keeps small echoes, events without a response and deltas in one string', () => {
     const small = { type: 'response.created', response: { ...response, tools: tools.slice(0, 1) } };
     expect(eventPieces(small)).toEqual([JSON.stringify(small)]);

@@ -176,24 +176,45 @@ export function missingToolOutput(pending: PendingCalls): WireError | null {
  * is continued as it was stored. Null when every id is new.
  */
 export function duplicateItemId(history: readonly InputItem[], input: readonly InputItem[]): WireError | null {
+  let known: ReadonlySet<string> | undefined;
   let seen: Set<string> | undefined;
   for (const item of input) {
     const id = (item as { id?: unknown }).id;
     if (typeof id !== 'string') continue;
-    if (seen === undefined) {
-      seen = new Set();
-      for (const earlier of history) {
-        const known = (earlier as { id?: unknown }).id;
-        if (typeof known === 'string') seen.add(known);
-      }
-    }
-    if (seen.has(id)) {
+    known ??= historyIds(history);
+    seen ??= new Set();
+    if (known.has(id) || seen.has(id)) {
       const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
       return new WireError('duplicate_item', `Duplicate item found with id ${shown}. Remove duplicate items from your input and try again.`, 'input');
     }
     seen.add(id);
   }
   return null;
+}
+
+/** A history's item ids, kept per items array for as long as it lives and extended as it grows (`historyIds`). */
+const historyIdSets = new WeakMap<readonly InputItem[], { counted: number; last: InputItem | undefined; ids: Set<string> }>();
+
+/**
+ * The ids of `history`'s items. A ws-mode connection's cached context is one array extended in place by each
+ * continuation (pipeline/render.ts pushes, nothing else changes it): its ids are read once each, not again at every
+ * continuation that carries an id. Walking the whole cached context each time held the loop ~10 ms per continuation at
+ * 49,000 items (outside attack). An array that is not the one last seen grown (shorter, or another item where the
+ * last one counted was) is read afresh. The set holds the items' own id strings, ~30 bytes an item, only for
+ * contexts a continuation carrying an id was checked against.
+ */
+function historyIds(history: readonly InputItem[]): ReadonlySet<string> {
+  let memo = historyIdSets.get(history);
+  if (memo === undefined || memo.counted > history.length || (memo.counted > 0 && history[memo.counted - 1] !== memo.last)) {
+    memo = { counted: 0, last: undefined, ids: new Set() };
+    historyIdSets.set(history, memo);
+  }
+  for (; memo.counted < history.length; memo.counted++) {
+    const id = (history[memo.counted] as { id?: unknown }).id;
+    if (typeof id === 'string') memo.ids.add(id);
+  }
+  memo.last = history[memo.counted - 1];
+  return memo.ids;
 }
 
 /** Where a strict schema's subschemas are: a property, the items of an array, a branch of `anyOf`, a definition. */

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 import { renderAppend, renderFull } from '../../src/pipeline/render.js';
 import { safetyScan } from '../../src/pipeline/safety.js';
-import { missingToolOutput, pendingCallsOf, validateItems, validateTools } from '../../src/pipeline/validate.js';
+import { duplicateItemId, missingToolOutput, pendingCallsOf, validateItems, validateTools } from '../../src/pipeline/validate.js';
 import { WireError } from '../../src/protocol/errors.js';
 import type { InputItem } from '../../src/protocol/objects.js';
 
@@ -192,5 +192,34 @@ describe('render', () => {
         return mm.counters.tokens_tokenized;
       })(),
     );
+  });
+});
+
+describe('duplicateItemId', () => {
+  const msg = (id?: string): InputItem => ({ type: 'message', role: 'user', content: 'x', ...(id !== undefined && { id }) }) as InputItem;
+  const code = (err: WireError | null) => err?.code ?? null;
+
+  it('finds an input id repeated within the input or already in the history, and nothing else', () => {
+    expect(code(duplicateItemId([msg('msg_a'), msg()], [msg('msg_b'), msg()]))).toBeNull();
+    expect(code(duplicateItemId([], [msg('msg_b'), msg('msg_b')]))).toBe('duplicate_item');
+    expect(duplicateItemId([msg('msg_a')], [msg('msg_a')])).toMatchObject({ code: 'duplicate_item', param: 'input', message: expect.stringContaining('msg_a') });
+    // A history is not checked against itself.
+    expect(code(duplicateItemId([msg('msg_a'), msg('msg_a')], [msg('msg_c')]))).toBeNull();
+  });
+
+  it('follows a history array that grows in place (a ws connection’s cached context) and one replaced or cut short', () => {
+    const history = [msg('msg_1')];
+    expect(code(duplicateItemId(history, [msg('msg_2')]))).toBeNull();
+    history.push(msg('msg_2'), msg());
+    // Items added since the last check are known to the next one.
+    expect(code(duplicateItemId(history, [msg('msg_2')]))).toBe('duplicate_item');
+    expect(code(duplicateItemId(history, [msg('msg_3')]))).toBeNull();
+    history.push(msg('msg_3'));
+    expect(code(duplicateItemId(history, [msg('msg_3')]))).toBe('duplicate_item');
+    // The same array cut short and grown again with other items: read afresh, not from what it held before.
+    history.length = 1;
+    history.push(msg('msg_x'), msg('msg_y'), msg('msg_z'));
+    expect(code(duplicateItemId(history, [msg('msg_2')]))).toBeNull();
+    expect(code(duplicateItemId(history, [msg('msg_y')]))).toBe('duplicate_item');
   });
 });

@@ -203,6 +203,12 @@ describe('duplicateItemId', () => {
     expect(code(duplicateItemId([msg('msg_a'), msg()], [msg('msg_b'), msg()]))).toBeNull();
     expect(code(duplicateItemId([], [msg('msg_b'), msg('msg_b')]))).toBe('duplicate_item');
     expect(duplicateItemId([msg('msg_a')], [msg('msg_a')])).toMatchObject({ code: 'duplicate_item', param: 'input', message: expect.stringContaining('msg_a') });
+    // A local shell call's output carries the call's id as its own `id` (the API's type says so): not a repeat.
+    const call = { type: 'local_shell_call', id: 'lsc_1', call_id: 'c1', action: { type: 'exec', command: ['ls'], env: {} }, status: 'completed' } as InputItem;
+    const out = { type: 'local_shell_call_output', id: 'lsc_1', output: 'x' } as InputItem;
+    expect(code(duplicateItemId([], [call, out]))).toBeNull();
+    expect(code(duplicateItemId([call], [out]))).toBeNull();
+    expect(code(duplicateItemId([call, out], [call]))).toBe('duplicate_item');
     // A history is not checked against itself.
     expect(code(duplicateItemId([msg('msg_a'), msg('msg_a')], [msg('msg_c')]))).toBeNull();
   });

@@ -14,8 +14,9 @@
  * continuation then took 6.6–6.9 page faults and 0.57–0.66 ms of server CPU;
  * at 16 MiB it took 0.5–1.4 faults and 0.40–0.50 ms. With 16 the paused
  * phase's p99 was also lower in three pairs of three, and its RSS per paused
- * run fell from 32 KB to 26 KB. docs/benchmarks.md, "Nineteenth pass", has
- * the A/B; "Third pass" has the older one that chose 64, on code that
+ * run fell from 32 KB to 26 KB. `npm run bench:faults` prints the fault
+ * cost and each size's faults and CPU per step; docs/benchmarks.md,
+ * "Nineteenth pass", has the A/B; "Third pass" has the older one that chose 64, on code that
  * allocated more per step.
  *
  * `npm run bench:overhead` runs its own process (the clients that stamp

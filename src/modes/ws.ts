@@ -123,7 +123,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       const instructions = sameHeader ? null : params.instructions;
       const tools = sameHeader ? [] : params.tools;
       await checkIncremental({ tools, instructions, text: params.text, requireToolOutputs: true }, ctx.callIds, input, metrics, 'create', c.pending);
-      // The cached context is walked only when an input item has an id (`duplicateItemId`), as a cache miss walks it.
+      // The cached context's ids are read only once an input item has an id, and then once each as it grows
+      // (`duplicateItemId`), not at every continuation.
       const duplicate = duplicateItemId(ctx.items, input);
       if (duplicate) throw duplicate;
     } else {

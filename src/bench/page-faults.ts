@@ -62,7 +62,7 @@ async function main(): Promise<void> {
   const warm = intFlag(COMMAND, 'warm', values.warm, 300, 0, 10_000);
   const chains = intFlag(COMMAND, 'chains', values.chains, 100, 1, 10_000);
   const t = touchCost();
-  console.log(`a page's first touch: ${t.first.toFixed(2)} µs; its second: ${t.second.toFixed(3)} µs (64 MiB of a fresh Buffer, this process)`);
+  process.stdout.write(`a page's first touch: ${t.first.toFixed(2)} µs; its second: ${t.second.toFixed(3)} µs (64 MiB of a fresh Buffer, this process)\n`);
   for (const size of sizes) {
     const server = await spawnServer(['--instant'], { nodeArgs: [`--max-semi-space-size=${size}`] });
     const pid = server.proc.pid!;
@@ -80,8 +80,8 @@ async function main(): Promise<void> {
         samples.sort((a, b) => a - b);
         const faults = (after.minflt - before.minflt) / steps;
         const cpuMs = ((after.ticks - before.ticks) * 1000) / TICKS / steps;
-        console.log(
-          `semi-space ${size} MiB, ${design}: ${faults.toFixed(2)} page faults and ${cpuMs.toFixed(3)} ms of server CPU per step; step p50 ${samples[samples.length >> 1]!.toFixed(3)} ms; server RSS ${(rssKb(pid) / 1024).toFixed(0)} MB`,
+        process.stdout.write(
+          `semi-space ${size} MiB, ${design}: ${faults.toFixed(2)} page faults and ${cpuMs.toFixed(3)} ms of server CPU per step; step p50 ${samples[samples.length >> 1]!.toFixed(3)} ms; server RSS ${(rssKb(pid) / 1024).toFixed(0)} MB\n`,
         );
       }
     } finally {
@@ -91,6 +91,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof Error ? err.message : err);
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
   process.exitCode = 1;
 });

@@ -80,7 +80,8 @@ describe('WebSocket-like sessions over the in-memory pair', () => {
     expect(rec.spans.map((sp) => sp.stage)).toEqual(expect.arrayContaining(['validate', 'safety', 'validate_append', 'safety_append']));
   });
 
-  it('ws: the continuation from the connection’s last response is checked incrementally', async () => {
+  /** A ws-mode response with a tool call, then its continuation with the call's output: the continuation's id. */
+  async function wsContinued() {
     const { server, sessions } = host([CALL, { text: 'thanks' }]);
     const c = MemoryClient.connect(sessions, 'ws', conn, log);
     const first = c.nextEvent('response.completed');
@@ -88,21 +89,18 @@ describe('WebSocket-like sessions over the in-memory pair', () => {
     const id = (await first).response.id;
     const second = c.nextEvent('response.completed');
     c.send(create({ previous_response_id: id, input: output('call_1') }));
-    const next = (await second).response.id;
+    return { server, c, next: (await second).response.id };
+  }
+
+  it('ws: the continuation from the connection’s last response is checked incrementally', async () => {
+    const { server, next } = await wsContinued();
     const rec = server.services.records.get(next)!;
     expect(rec.counters).toMatchObject({ validate_incremental: 1, safety_incremental: 1, rendered_cache_hits: 1, route_reused: 1 });
     expect(rec.counters['validate_full'] ?? 0).toBe(0);
   });
 
   it('ws: a continuation carrying the cached response’s tools does not check them again; other tools are checked', async () => {
-    const { server, sessions } = host([CALL, { text: 'thanks' }]);
-    const c = MemoryClient.connect(sessions, 'ws', conn, log);
-    const first = c.nextEvent('response.completed');
-    c.send(create());
-    const id = (await first).response.id;
-    const second = c.nextEvent('response.completed');
-    c.send(create({ previous_response_id: id, input: output('call_1') }));
-    const next = (await second).response.id;
+    const { server, c, next } = await wsContinued();
     // Its new input only (the function_call_output): the tool was checked with the response it continues.
     expect(server.services.records.get(next)!.counters['items_validated']).toBe(1);
     // Tools that are not the cached response's are checked: parameters whose type is not "object" are refused.

@@ -20,7 +20,21 @@ import { jsonValidWork } from './json-check.js';
 import { jsonTextWork } from '../protocol/json-chunked.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-const INPUT_PART_TYPES = new Set(['input_text', 'input_image', 'input_file', 'input_audio', 'output_text', 'refusal']);
+/**
+ * The content parts a message may hold: openai-node's `ResponseInputContent` (`input_text`, `input_image`, `input_file`:
+ * the OpenAPI spec's `InputContent` has the same three) and, in an assistant message, `ResponseOutputMessage`'s
+ * `output_text` and `refusal`. `input_audio` is in neither (openai-node declares `ResponseInputAudio` but no input union
+ * holds it): it was taken, even as `{"type": "input_audio"}` with no audio, and listed back by input_items as a part no
+ * typed reader decodes.
+ */
+const INPUT_PART_TYPES = new Set(['input_text', 'input_image', 'input_file', 'output_text', 'refusal']);
+
+/**
+ * The parts a tool's output list may hold: openai-node's `ResponseFunctionCallOutputItem` (`input_text`, `input_image`,
+ * `input_file`) and `ResponseCustomToolCallOutput.output`'s list, the same three. `output_text` and `refusal` are what a
+ * model says; in a tool output they were taken and listed back by input_items to readers that decode those three only.
+ */
+const TOOL_OUTPUT_PART_TYPES: ReadonlySet<string> = new Set(['input_text', 'input_image', 'input_file']);
 
 export interface KnownCalls {
   /** call_ids of function calls already in the context. */
@@ -461,8 +475,18 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
     if (typeof type !== 'string' || !INPUT_PART_TYPES.has(type)) {
       throw new WireError('invalid_value', `Invalid '${p}[${j}].type': '${String(type)}' is not a supported content type.`, `${p}[${j}].type`);
     }
+    // A tool output (no role) lists input parts only (TOOL_OUTPUT_PART_TYPES).
+    if (role === undefined && !TOOL_OUTPUT_PART_TYPES.has(type)) {
+      throw new WireError(
+        'invalid_value',
+        `Invalid value for '${p}[${j}].type': '${type}'. Supported values are: 'input_text', 'input_image', and 'input_file'.`,
+        `${p}[${j}].type`,
+      );
+    }
+    // Sent but not a string (`5`, `null`) is the wrong type, not a missing field, as for an image's `image_url` below.
     if ((type === 'input_text' || type === 'output_text') && typeof part['text'] !== 'string') {
-      throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].text'.`, `${p}[${j}].text`);
+      if (part['text'] === undefined) throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].text'.`, `${p}[${j}].text`);
+      throw new WireError('invalid_type', `Invalid type for '${p}[${j}].text': expected a string, but got ${jsonPreview(part['text'])} instead.`, `${p}[${j}].text`);
     }
     // openai-node's ResponseOutputRefusal: `{type: "refusal", refusal}`; without it, listed back to readers that decode it.
     if (type === 'refusal' && part['refusal'] == null) {

@@ -99,6 +99,10 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
   // spec's `ItemReferenceParam` requires only `id`): it was refused for a missing `type`.
   if ((v['type'] === undefined || v['type'] === null) && !('role' in v) && typeof v['id'] === 'string') return { ...v, type: 'item_reference' } as InputItem;
   if (!hasStringType(v)) {
+    // Sent, not a string (`5`, `{}`): the wrong type, not a missing one.
+    if (v['type'] !== undefined && v['type'] !== null) {
+      throw new WireError('invalid_type', `Invalid type for '${param}.type': expected a string, but got ${jsonPreview(v['type'])} instead.`, `${param}.type`);
+    }
     throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.type'.`, `${param}.type`);
   }
   if (!anyType && !INPUT_ITEM_TYPES.has(v['type'])) {
@@ -226,8 +230,10 @@ function checkReasoning(v: Obj, param: string): void {
 
 function parseMessage(v: Obj, param: string): InputItem {
   const role = v['role'];
+  // `{"type": "message", "content": …}` with no role was told its role had an invalid value.
+  if (role === undefined || role === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.role'.`, `${param}.role`);
   if (!isRole(role)) {
-    throw new WireError('invalid_value', `Invalid value for '${param}.role': expected one of ${ROLES.join(', ')}.`, `${param}.role`);
+    throw new WireError(typeof role === 'string' ? 'invalid_value' : 'invalid_type', `Invalid ${typeof role === 'string' ? 'value' : 'type'} for '${param}.role': expected one of ${ROLES.join(', ')}.`, `${param}.role`);
   }
   requireTextOrParts(v, 'content', param);
   checkItemStatus(v, param);

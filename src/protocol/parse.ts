@@ -792,8 +792,12 @@ function parseToolChoice(v: unknown): ToolChoice {
   if (isObj(v) && typeof v['type'] === 'string') {
     if (v['type'] === 'function') {
       const name = v['name'];
-      if (typeof name !== 'string') {
+      if (name === undefined || name === null) {
         throw new WireError('missing_required_parameter', "Missing required parameter: 'tool_choice.name'.", 'tool_choice.name');
+      }
+      // Sent, of another type (`5`): the wrong type, as every other field's, not a missing one.
+      if (typeof name !== 'string') {
+        throw new WireError('invalid_type', `Invalid type for 'tool_choice.name': expected a string, but got ${jsonPreview(name)} instead.`, 'tool_choice.name');
       }
     }
     if (v['type'] === 'allowed_tools') {
@@ -857,8 +861,11 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
       if (!tools.some((t) => t.type === 'mcp')) throw new WireError('invalid_value', "Tool choice 'mcp' not found in 'tools' parameter.", 'tool_choice');
       throw neverCalled('an MCP tool call');
     }
-    if (typeof named !== 'string') {
+    if (named === undefined || named === null) {
       throw new WireError('missing_required_parameter', `Missing required parameter: 'tool_choice.${key}'.`, `tool_choice.${key}`);
+    }
+    if (typeof named !== 'string') {
+      throw new WireError('invalid_type', `Invalid type for 'tool_choice.${key}': expected a string, but got ${jsonPreview(named)} instead.`, `tool_choice.${key}`);
     }
     if (!tools.some((t) => t.type === choice.type && (t as Record<string, unknown>)[key] === named)) {
       throw new WireError('invalid_value', `Tool choice '${named.slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');

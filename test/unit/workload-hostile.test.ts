@@ -130,7 +130,7 @@ describe('hostile shapes', () => {
       "x.jsonl:2: user message content: Invalid 'message.content[0]': expected a content part object, got number. (the server would refuse it)",
     );
     expect(refusal(() => read([meta(), msg([{ type: 'input_text', text: 'a' }, null]), answer('d')]))).toMatch(/^x\.jsonl:2: user message content: Invalid 'message\.content\[1\]': expected a content part object, got null/);
-    expect(refusal(() => read([meta(), msg([{ type: 'input_text', text: 5 }]), answer('d')]))).toMatch(/^x\.jsonl:2: user message content: Missing required parameter: 'message\.content\[0\]\.text'/);
+    expect(refusal(() => read([meta(), msg([{ type: 'input_text', text: 5 }]), answer('d')]))).toMatch(/^x\.jsonl:2: user message content: Invalid type for 'message\.content\[0\]\.text': expected a string, but got 5/);
     expect(refusal(() => read([meta(), msg([{ type: 'banana' }]), answer('d')]))).toMatch(/^x\.jsonl:2: .*'banana' is not a supported content type/);
     // What Codex writes still reads: text and image parts, an empty list.
     const w = read([meta(), msg([{ type: 'input_text', text: 'a' }, { type: 'input_image', image_url: 'data:image/png;base64,AA==' }]), msg([]), answer('d')]);

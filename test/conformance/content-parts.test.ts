@@ -1,0 +1,77 @@
+/**
+ * Content parts as openai-node types them (outside conformance tester): a message holds
+ * `ResponseInputContent` parts (`input_text`, `input_image`, `input_file`; an assistant's `output_text`, `refusal`),
+ * a tool's output list `ResponseFunctionCallOutputItem`s (`input_text`, `input_image`, `input_file`). Anything else was
+ * taken and listed back by input_items to typed readers that decode those unions. And a field sent with the wrong type
+ * is `invalid_type`, not `missing_required_parameter`.
+ */
+import { describe, expect, it } from 'vitest';
+import { testServer } from '../helpers/server.js';
+
+async function create(url: string, body: unknown): Promise<{ status: number; json: Record<string, any> }> {
+  const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, json: (await res.json()) as Record<string, any> };
+}
+
+const call = { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' };
+const custom = { type: 'custom_tool_call', call_id: 'c1', name: 'g', input: 'x' };
+
+describe('content parts', () => {
+  it("an input_audio part (in no Responses input union) is refused, in a message and in a tool output, and was listed back as '{type: input_audio}'", async () => {
+    const { url } = await testServer();
+    for (const part of [{ type: 'input_audio' }, { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }]) {
+      const inMessage = await create(url, { model: 'm', input: [{ role: 'user', content: [part] }] });
+      expect(inMessage.status).toBe(400);
+      expect(inMessage.json['error']).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param: 'input[0].content[0].type' });
+      const inOutput = await create(url, { model: 'm', input: [call, { type: 'function_call_output', call_id: 'c1', output: [part] }] });
+      expect(inOutput.json['error']).toMatchObject({ code: 'invalid_value', param: 'input[1].output[0].type' });
+    }
+  });
+
+  it("a function's or custom tool's output lists input parts only: output_text and refusal are refused; input_text, input_image, input_file taken and listed back", async () => {
+    const { url } = await testServer();
+    for (const [item, output] of [
+      [call, 'function_call_output'],
+      [custom, 'custom_tool_call_output'],
+    ] as const) {
+      for (const part of [{ type: 'output_text', text: 'x', annotations: [] }, { type: 'refusal', refusal: 'no' }]) {
+        const res = await create(url, { model: 'm', input: [item, { type: output, call_id: 'c1', output: [part] }] });
+        expect(res.status, `${output} ${part.type}`).toBe(400);
+        expect(res.json['error']).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param: 'input[1].output[0].type' });
+        expect(res.json['error'].message).toContain(`'${part.type}'`);
+      }
+      const parts = [
+        { type: 'input_text', text: 'ok' },
+        { type: 'input_image', image_url: 'https://example.com/a.png', detail: 'low' },
+        { type: 'input_file', file_id: 'file-1' },
+      ];
+      const ok = await create(url, { model: 'm', input: [item, { type: output, call_id: 'c1', output: parts }] });
+      expect(ok.status, output).toBe(200);
+      const listed = (await (await fetch(`${url}/v1/responses/${ok.json['id']}/input_items?order=asc`)).json()) as { data: Array<Record<string, any>> };
+      expect(listed.data[1]).toMatchObject({ type: output, output: parts });
+    }
+  });
+
+  it('a field sent with the wrong type is invalid_type naming it; one left out is missing_required_parameter', async () => {
+    const { url } = await testServer();
+    const cases: Array<[unknown, string, string]> = [
+      [{ input: [{ role: 'user', content: [{ type: 'input_text', text: 5 }] }] }, 'invalid_type', 'input[0].content[0].text'],
+      [{ input: [{ role: 'user', content: [{ type: 'input_text', text: null }] }] }, 'invalid_type', 'input[0].content[0].text'],
+      [{ input: [{ role: 'user', content: [{ type: 'input_text' }] }] }, 'missing_required_parameter', 'input[0].content[0].text'],
+      [{ input: [call, { type: 'function_call_output', call_id: 'c1', output: [{ type: 'input_text', text: 5 }] }] }, 'invalid_type', 'input[1].output[0].text'],
+      [{ input: [{ type: 5, role: 'user', content: 'x' }] }, 'invalid_type', 'input[0].type'],
+      [{ input: [{ type: 'message', content: 'x' }] }, 'missing_required_parameter', 'input[0].role'],
+      [{ input: [{ type: 'message', role: 5, content: 'x' }] }, 'invalid_type', 'input[0].role'],
+      [{ input: [{ type: 'message', role: 'wizard', content: 'x' }] }, 'invalid_value', 'input[0].role'],
+      [{ input: 'x', tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', name: 5 } }, 'invalid_type', 'tool_choice.name'],
+      [{ input: 'x', tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function' } }, 'missing_required_parameter', 'tool_choice.name'],
+      [{ input: 'x', tools: [{ type: 'custom', name: 'g' }], tool_choice: { type: 'custom', name: ['g'] } }, 'invalid_type', 'tool_choice.name'],
+      [{ input: 'x', tools: [{ type: 'mcp', server_label: 's', server_url: 'https://example.com' }], tool_choice: { type: 'mcp', server_label: 7 } }, 'invalid_type', 'tool_choice.server_label'],
+    ];
+    for (const [body, code, param] of cases) {
+      const res = await create(url, { model: 'm', ...(body as object) });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.json['error'], JSON.stringify(body)).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+  });
+});

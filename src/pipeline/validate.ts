@@ -11,7 +11,7 @@
  * param. Leaves out JSON Schema validation of call arguments (the API does
  * not do it either unless `strict`).
  */
-import { WireError, jsonPreview } from '../protocol/errors.js';
+import { clipText, WireError, jsonPreview } from '../protocol/errors.js';
 import { isKnownItem, type InputItem, type TextFormat, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { checkToolSchema } from '../model/schema-args.js';
@@ -402,6 +402,15 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
     const declared = clientCallId(item);
     if (declared !== undefined) local.add(declared);
     if (!isKnownItem(item)) {
+      // Another tool's output (custom, computer, shell, apply_patch) for a call the context does not hold is refused as a
+      // function_call_output's is: they were taken, so an orphaned output that worked here failed against the API, and
+      // docs/protocol.md said any output for a call not in the context is unknown_call_id. A local_shell_call_output
+      // names its call by `id`, not `call_id` (not checked here).
+      const outputType = (item as { type?: unknown }).type;
+      const answers = (item as { call_id?: unknown }).call_id;
+      if (typeof outputType === 'string' && CALL_OUTPUT_TYPES.has(outputType) && outputType !== 'local_shell_call_output' && typeof answers === 'string' && !local.has(answers) && !callIds.has(answers)) {
+        throw new WireError('unknown_call_id', `No tool call found for ${outputType.replace(/_output$/, '').replace(/_/g, ' ')} output with call_id '${clipText(answers, 101)}'.`, `${p}.call_id`);
+      }
       // A custom tool's output may be a list of input parts too (the API's ResponseCustomToolCallOutput): checked as a
       // function_call_output's, else an input_image detail outside the enum was taken and listed back by input_items.
       const out = (item as { type?: unknown; output?: unknown }).type === 'custom_tool_call_output' ? (item as { output?: unknown }).output : undefined;

@@ -90,6 +90,36 @@ describe('HTTP (openai SDK): every tool call needs its output', () => {
     const input = [user, shell, output('call_sh'), custom, { type: 'function_call_output', call_id: 'call_cu', output: 'aborted' } as ResponseInputItem];
     expect((await client.responses.create({ model: 'm', store: false, input, tools })).status).toBe('completed');
   });
+
+  // A function_call_output naming no call of the context was refused unknown_call_id; the other output types were
+  // taken (outside conformance tester), though docs/protocol.md says any output for a call not in the context is.
+  it('a custom, computer, shell or apply_patch output for a call the context does not hold is unknown_call_id, as a function_call_output is; with its call, taken', async () => {
+    const { url } = await testServer();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k', maxRetries: 0 });
+    const user: ResponseInputItem = { role: 'user', content: 'go' };
+    const outputs: Array<[string, Record<string, unknown>, string]> = [
+      ['custom_tool_call_output', { output: 'done' }, 'custom tool call'],
+      ['computer_call_output', { output: { type: 'computer_screenshot', image_url: 'https://example.com/s.png' } }, 'computer call'],
+      ['shell_call_output', { output: [] }, 'shell call'],
+      ['apply_patch_call_output', { status: 'completed' }, 'apply patch call'],
+      ['function_call_output', { output: 'done' }, 'function call'],
+    ];
+    for (const [type, fields, words] of outputs) {
+      const orphan = { type, call_id: 'call_none', ...fields } as unknown as ResponseInputItem;
+      const err = await client.responses.create({ model: 'm', store: false, input: [user, orphan], tools }).catch((e: unknown) => e);
+      expect(err, type).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((err as InstanceType<typeof OpenAI.BadRequestError>).error, type).toMatchObject({ code: 'unknown_call_id', param: 'input[1].call_id' });
+      if (type !== 'function_call_output') expect((err as Error).message).toContain(`No tool call found for ${words} output with call_id 'call_none'.`);
+    }
+    // Its call before it (of its own type or another): taken.
+    const custom: ResponseInputItem = { type: 'custom_tool_call', call_id: 'call_cu', name: 'apply_patch', input: '*** Begin Patch' };
+    const answered = { type: 'custom_tool_call_output', call_id: 'call_cu', output: 'ok' } as ResponseInputItem;
+    expect((await client.responses.create({ model: 'm', store: false, input: [user, custom, answered], tools })).status).toBe('completed');
+    // And from a stored chain: the call in the previous response, the output in the continuation.
+    const first = await client.responses.create({ model: 'm', input: [user, custom, { type: 'function_call_output', call_id: 'call_cu', output: 'x' } as ResponseInputItem] });
+    const chained = await client.responses.create({ model: 'm', previous_response_id: first.id, input: [{ ...answered, call_id: 'call_cu' }] });
+    expect(chained.status).toBe('completed');
+  });
 });
 
 describe('WebSocket mode: every tool call needs its output', () => {

@@ -67,8 +67,11 @@ function readChoice(choice: ToolChoice): Choice {
   if (typeof choice === 'object' && choice !== null) {
     if (choice.type === 'function' && typeof choice.name === 'string') return { mode: 'required', name: choice.name };
     if (choice.type === 'allowed_tools') {
-      const listed = Array.isArray(choice['tools']) ? (choice['tools'] as Array<{ name?: unknown }>) : [];
-      const allowed = new Set(listed.map((t) => t.name).filter((n): n is string => typeof n === 'string'));
+      const listed = Array.isArray(choice['tools']) ? (choice['tools'] as Array<{ type?: unknown; name?: unknown }>) : [];
+      // A listed tool is a tool definition, its type included: `{type: "custom", name: "f"}` allows the custom tool f,
+      // not a function f (it did, and the model called the function the list left out; `required` mode already
+      // counted only the listed functions: protocol/parse.ts).
+      const allowed = new Set(listed.filter((t) => t.type === 'function').map((t) => t.name).filter((n): n is string => typeof n === 'string'));
       return { mode: choice['mode'] === 'required' ? 'required' : 'auto', allowed };
     }
   }

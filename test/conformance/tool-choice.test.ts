@@ -56,6 +56,23 @@ describe('tool_choice forcing a tool', () => {
     expect(await refusal(client, { tools: [CUSTOM], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'custom', name: 'apply_patch' }] } })).toEqual({ answered: ['message'] });
   });
 
+  // allowed_tools lists tool definitions: a custom tool named like a function did not allow the function, yet in auto
+  // mode the model called it (outside conformance tester; required mode already counted the listed functions only).
+  it("allowed_tools in auto mode lets the model call only the listed function tools, by type and name", async () => {
+    const { url } = await testServer();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const weather = { type: 'function' as const, name: 'get_weather', description: 'Get the weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false };
+    const tools = [weather, FN, { type: 'custom' as const, name: 'get_weather_text' }];
+    const ask = (listed: Array<{ type: string; name: string }>) =>
+      refusal(client, { input: 'What is the weather in Paris?', tools, tool_choice: { type: 'allowed_tools', mode: 'auto', tools: listed } });
+    // The model calls get_weather for this question when it may.
+    expect(await ask([{ type: 'function', name: 'get_weather' }])).toEqual({ answered: ['function_call'] });
+    // Listed under another type (a custom tool of that name, a hosted type): not allowed, so it answers.
+    expect(await ask([{ type: 'custom', name: 'get_weather' }])).toEqual({ answered: ['message'] });
+    expect(await ask([{ type: 'mcp', name: 'get_weather' }])).toEqual({ answered: ['message'] });
+    expect(await ask([{ type: 'function', name: 'lookup' }])).toEqual({ answered: ['message'] });
+  });
+
   it('over WebSocket the same refusal is an error event naming tool_choice', async () => {
     const { url } = await testServer();
     const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses`);

@@ -28,6 +28,7 @@ import type { Counter, RunMetrics } from '../pipeline/metrics.js';
 import { appendOutputCooperative, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { checkFull, checkIncremental } from '../pipeline/checks.js';
+import { answeredCallId } from '../pipeline/validate.js';
 import type { PostInferenceJob } from '../pipeline/post.js';
 import { compactContext, compactThreshold, compactionDue } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
@@ -312,8 +313,8 @@ export class ResponseRun {
     const answered = this.plan.context.answeredCallIds;
     const ids: string[] = [];
     for (const item of items) {
-      const callId = (item as { call_id?: unknown }).call_id;
-      if (item.type !== 'function_call_output' || typeof callId !== 'string' || !answered.has(callId)) return null;
+      const callId = answeredCallId(item);
+      if (callId === undefined || !answered.has(callId)) return null;
       ids.push(callId);
     }
     this.metrics.count('duplicate_appends');
@@ -347,14 +348,18 @@ export class ResponseRun {
         this.metrics.count('duplicate_items_dropped');
         continue;
       }
-      if (item.type === 'function_call_output' && known && (ctx.answeredCallIds.has(callId) || answering.has(callId))) {
+      // Any output type answers a pending call (a custom_tool_call_output a function call's, as over ws and http): a
+      // custom_tool_call_output for the pending call was appended and left the run paused, nothing sent, until the
+      // pause timeout (outside conformance tester).
+      const answers = answeredCallId(item);
+      if (answers !== undefined && (ctx.answeredCallIds.has(answers) || answering.has(answers))) {
         this.metrics.count('duplicate_items_dropped');
         continue;
       }
-      if (item.type === 'function_call_output' && known && !this.pauses.has(callId)) {
-        throw new WireError('unknown_call_id', `No pending tool call with call_id '${callId}' in response '${this.id}'.`, `input[${i}].call_id`);
+      if (answers !== undefined && !this.pauses.has(answers)) {
+        throw new WireError('unknown_call_id', `No pending tool call with call_id '${answers}' in response '${this.id}'.`, `input[${i}].call_id`);
       }
-      if (item.type === 'function_call_output' && known) answering.add(callId);
+      if (answers !== undefined) answering.add(answers);
       fresh.push(item);
     }
     checkContext(ctx, fresh, this.services.limits);
@@ -377,7 +382,8 @@ export class ResponseRun {
     this.keep.add(fresh);
     committed?.();
     for (const item of fresh) {
-      if (item.type === 'function_call_output') this.pauses.resolve((item as { call_id: string }).call_id);
+      const answers = answeredCallId(item);
+      if (answers !== undefined) this.pauses.resolve(answers);
     }
     return null;
   }

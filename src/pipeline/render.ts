@@ -24,7 +24,7 @@ import type { RunMetrics } from './metrics.js';
 import { ConversationDigest, itemTextChars, TurnScan } from '../model/conversation.js';
 import { TokenBuffer } from './tokens.js';
 import { jsonTextWork } from '../protocol/json-chunked.js';
-import { clientCallId } from './validate.js';
+import { answeredCallId, clientCallId } from './validate.js';
 
 /** What a non-text part (image, file) costs in the prompt. */
 export const NON_TEXT_PART_TOKENS = 85;
@@ -385,6 +385,7 @@ function pushItem(ctx: RenderedContext, item: InputItem, toks: ReadonlyArray<Arr
   // Every client call's id (a function_call_output may answer any of them: validate.ts), the function_call's among them.
   const callId = clientCallId(item);
   if (callId !== undefined) ctx.callIds.add(callId);
-  if (!isKnownItem(item)) return;
-  if (item.type === 'function_call_output') ctx.answeredCallIds.add(item.call_id);
+  // Any output type answers a call (a custom_tool_call_output a function call's, as the missing-output check pairs them).
+  const answered = answeredCallId(item);
+  if (answered !== undefined) ctx.answeredCallIds.add(answered);
 }

@@ -62,6 +62,18 @@ const CALL_OUTPUT_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * The call_id an output item answers by (`function_call_output`, `custom_tool_call_output`, `computer_call_output`,
+ * `shell_call_output`, `apply_patch_call_output`), or undefined for any other item (a `local_shell_call_output` names
+ * its call by `id`). Any of them answers a call of any type, as the missing-output check pairs them (below).
+ */
+export function answeredCallId(item: InputItem): string | undefined {
+  const type = item.type;
+  if (type === undefined || type === 'local_shell_call_output' || !CALL_OUTPUT_TYPES.has(type)) return undefined;
+  const callId = (item as { call_id?: unknown }).call_id;
+  return typeof callId === 'string' ? callId : undefined;
+}
+
+/**
  * The call_id a client call item declares (a `function_call`, `custom_tool_call`, `local_shell_call`, …), or
  * undefined for any other item. A `function_call_output` may answer any of them: Codex (codex-rs) has no
  * `local_shell_call_output` and answers its local shell calls, and every call it aborted, with one.
@@ -406,10 +418,10 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
       // function_call_output's is: they were taken, so an orphaned output that worked here failed against the API, and
       // docs/protocol.md said any output for a call not in the context is unknown_call_id. A local_shell_call_output
       // names its call by `id`, not `call_id` (not checked here).
-      const outputType = (item as { type?: unknown }).type;
-      const answers = (item as { call_id?: unknown }).call_id;
-      if (typeof outputType === 'string' && CALL_OUTPUT_TYPES.has(outputType) && outputType !== 'local_shell_call_output' && typeof answers === 'string' && !local.has(answers) && !callIds.has(answers)) {
-        throw new WireError('unknown_call_id', `No tool call found for ${outputType.replace(/_output$/, '').replace(/_/g, ' ')} output with call_id '${clipText(answers, 101)}'.`, `${p}.call_id`);
+      const answers = answeredCallId(item);
+      if (answers !== undefined && !local.has(answers) && !callIds.has(answers)) {
+        const words = String(item.type).replace(/_output$/, '').replace(/_/g, ' ');
+        throw new WireError('unknown_call_id', `No tool call found for ${words} output with call_id '${clipText(answers, 101)}'.`, `${p}.call_id`);
       }
       // A custom tool's output may be a list of input parts too (the API's ResponseCustomToolCallOutput): checked as a
       // function_call_output's, else an input_image detail outside the enum was taken and listed back by input_items.

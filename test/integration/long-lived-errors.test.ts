@@ -163,6 +163,20 @@ describe('long-lived bad input', () => {
     expect((await s.next('response.completed')).response.status).toBe('completed');
   });
 
+  // Over ws and http any output type answers a call of any type; here a custom_tool_call_output for a pending call was
+  // appended and left the run paused, nothing sent, until the pause timeout (outside conformance tester).
+  it('another output type (custom_tool_call_output, …) answers a pending call as a function_call_output does; an orphan one is unknown_call_id', async () => {
+    const { s, server } = await pausedRun();
+    s.send({ type: 'response.append', input: [{ type: 'custom_tool_call_output', call_id: 'call_zzz', output: 'x' }] });
+    expect((await s.next('error')).error).toMatchObject({ code: 'unknown_call_id', param: 'input[0].call_id' });
+    s.send({ type: 'response.append', input: [{ type: 'custom_tool_call_output', call_id: 'call_a', output: 'ran a' }] });
+    // A repeat of it is dropped as a repeated function_call_output is; the other call answered by a shell output.
+    s.send({ type: 'response.append', input: [{ type: 'custom_tool_call_output', call_id: 'call_a', output: 'ran a' }, { type: 'shell_call_output', call_id: 'call_b', output: [] }] });
+    const done = await s.next('response.completed');
+    expect(done.response.output.at(-1)?.type).toBe('message');
+    expect(server.services.records.get(done.response.id)!.counters).toMatchObject({ appends: 2, duplicate_items_dropped: 1 });
+  });
+
   it('a partial append keeps the run paused until every call is answered', async () => {
     const { s, server } = await pausedRun();
     s.send({ type: 'response.append', input: [out('call_a')] });

@@ -222,6 +222,24 @@ function checkReasoning(v: Obj, param: string): void {
       throw new WireError(part['text'] === undefined ? 'missing_required_parameter' : 'invalid_type', `Invalid type for '${p}.text': expected a string.`, `${p}.text`);
     }
   });
+  // `content` (openai-node's `ResponseReasoningItem.content?: Array<{type: "reasoning_text", text}>`), when sent (null
+  // counts as not sent): `5`, `[5]` or an `output_text` part was taken and listed back so by input_items. A `text` part
+  // is taken too: Codex (codex-rs `ReasoningItemContent::Text`) sends reasoning content back only when it holds such
+  // parts and no `reasoning_text` (`should_serialize_reasoning_content`).
+  const content = v['content'];
+  if (content != null) {
+    if (!Array.isArray(content)) throw new WireError('invalid_type', `Invalid type for '${param}.content': expected an array of reasoning text parts, but got ${jsonPreview(content)} instead.`, `${param}.content`);
+    content.forEach((part: unknown, j: number) => {
+      const p = `${param}.content[${j}]`;
+      assertObj(part, p);
+      if (part['type'] !== 'reasoning_text' && part['type'] !== 'text') {
+        throw new WireError(part['type'] === undefined ? 'missing_required_parameter' : 'invalid_value', `Invalid value for '${p}.type': expected 'reasoning_text' or 'text'.`, `${p}.type`);
+      }
+      if (typeof part['text'] !== 'string') {
+        throw new WireError(part['text'] === undefined ? 'missing_required_parameter' : 'invalid_type', `Invalid type for '${p}.text': expected a string.`, `${p}.text`);
+      }
+    });
+  }
   const sealed = v['encrypted_content'];
   if (sealed != null && typeof sealed !== 'string') {
     throw new WireError('invalid_type', `Invalid type for '${param}.encrypted_content': expected a string.`, `${param}.encrypted_content`);

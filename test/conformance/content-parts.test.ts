@@ -52,6 +52,33 @@ describe('content parts', () => {
     }
   });
 
+  it("a reasoning item's content is a list of reasoning_text (or Codex's text) parts, when sent; else 400 naming it, where it was taken and listed back", async () => {
+    const { url } = await testServer();
+    const reasoning = (content: unknown) => ({ model: 'm', input: [{ role: 'user', content: 'a' }, { type: 'reasoning', summary: [], content }, { role: 'user', content: 'b' }] });
+    const cases: Array<[unknown, string, string]> = [
+      [5, 'invalid_type', 'input[1].content'],
+      [{ type: 'reasoning_text', text: 'x' }, 'invalid_type', 'input[1].content'],
+      [[5], 'invalid_type', 'input[1].content[0]'],
+      [[{ type: 'output_text', text: 'x' }], 'invalid_value', 'input[1].content[0].type'],
+      [[{ text: 'x' }], 'missing_required_parameter', 'input[1].content[0].type'],
+      [[{ type: 'reasoning_text', text: 5 }], 'invalid_type', 'input[1].content[0].text'],
+      [[{ type: 'reasoning_text' }], 'missing_required_parameter', 'input[1].content[0].text'],
+    ];
+    for (const [content, code, param] of cases) {
+      const res = await create(url, reasoning(content));
+      expect(res.status, JSON.stringify(content)).toBe(400);
+      expect(res.json['error'], JSON.stringify(content)).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    const parts = [{ type: 'reasoning_text', text: 'thought' }, { type: 'text', text: 'more' }];
+    for (const content of [parts, [], null]) {
+      const ok = await create(url, reasoning(content));
+      expect(ok.status, JSON.stringify(content)).toBe(200);
+    }
+    const ok = await create(url, reasoning(parts));
+    const listed = (await (await fetch(`${url}/v1/responses/${ok.json['id']}/input_items?order=asc`)).json()) as { data: Array<Record<string, any>> };
+    expect(listed.data[1]).toMatchObject({ type: 'reasoning', content: parts });
+  });
+
   it('a field sent with the wrong type is invalid_type naming it; one left out is missing_required_parameter', async () => {
     const { url } = await testServer();
     const cases: Array<[unknown, string, string]> = [

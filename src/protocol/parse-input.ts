@@ -132,6 +132,10 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
     requireString(v, 'encrypted_content', param);
     return v;
   }
+  if (CLIENT_OUTPUT_CHECKS.has(v['type'])) {
+    checkClientOutput(v, v['type'], param);
+    return v;
+  }
   // openai-node's ResponseCustomToolCall: `call_id`, `name` and `input` are strings. `{type: "custom_tool_call"}` alone
   // was taken and listed back so by input_items, and with no call_id the missing-output check passed it by.
   if (hasType(v, 'custom_tool_call')) return clientCall(v, 'input', param);
@@ -146,6 +150,71 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
   }
   // reasoning, custom tool calls, hosted tool calls: carried through untouched.
   return v;
+}
+
+/** The output items a client sends for its tool calls, besides `function_call_output`, whose fields are checked here. */
+const CLIENT_OUTPUT_CHECKS: ReadonlySet<unknown> = new Set(['custom_tool_call_output', 'computer_call_output', 'shell_call_output', 'apply_patch_call_output', 'mcp_approval_response']);
+
+/**
+ * An output item the client makes for a call (openai-node's `ResponseInputItem.ComputerCallOutput`, `ShellCallOutput`,
+ * `ApplyPatchCallOutput`, `McpApprovalResponse`, `ResponseCustomToolCallOutput`): the fields those types require, of
+ * their types, and their closed enums. `{"type": "computer_call_output", "call_id": "c", "output": 5}` or an
+ * `mcp_approval_response` whose `approve` was `"yes"` was taken and listed back so by input_items, to typed readers
+ * that decode these types (outside conformance tester). A field the type leaves optional may be left out or `null`.
+ */
+function checkClientOutput(v: Obj, type: string, param: string): void {
+  const wrong = (key: string, expected: string): WireError =>
+    new WireError('invalid_type', `Invalid type for '${param}.${key}': expected ${expected}, but got ${jsonPreview(v[key])} instead.`, `${param}.${key}`);
+  if (type === 'mcp_approval_response') {
+    requireString(v, 'approval_request_id', param);
+    if (v['approve'] === undefined || v['approve'] === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.approve'.`, `${param}.approve`);
+    if (typeof v['approve'] !== 'boolean') throw wrong('approve', 'a boolean');
+    if (v['reason'] != null && typeof v['reason'] !== 'string') throw wrong('reason', 'a string');
+    return;
+  }
+  requireString(v, 'call_id', param);
+  if (type !== 'apply_patch_call_output') checkItemStatus(v, param);
+  if (type === 'computer_call_output') {
+    const out = v['output'];
+    if (out === undefined || out === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.output'.`, `${param}.output`);
+    if (!isObj(out)) throw wrong('output', "a computer screenshot object ({type: 'computer_screenshot', image_url or file_id})");
+    if (out['type'] !== 'computer_screenshot') {
+      throw new WireError('invalid_value', `Invalid value for '${param}.output.type': ${jsonPreview(out['type'] ?? null)}. Supported values are: 'computer_screenshot'.`, `${param}.output.type`);
+    }
+    for (const key of ['image_url', 'file_id']) {
+      if (out[key] != null && typeof out[key] !== 'string') {
+        throw new WireError('invalid_type', `Invalid type for '${param}.output.${key}': expected a string, but got ${jsonPreview(out[key])} instead.`, `${param}.output.${key}`);
+      }
+    }
+  } else if (type === 'shell_call_output') {
+    const out = v['output'];
+    if (out === undefined || out === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.output'.`, `${param}.output`);
+    if (!Array.isArray(out)) throw wrong('output', 'an array of {stdout, stderr, outcome}');
+    out.forEach((chunk: unknown, j: number) => {
+      const p = `${param}.output[${j}]`;
+      assertObj(chunk, p);
+      for (const key of ['stdout', 'stderr']) {
+        if (typeof chunk[key] !== 'string') {
+          throw new WireError(chunk[key] === undefined ? 'missing_required_parameter' : 'invalid_type', `Invalid type for '${p}.${key}': expected a string.`, `${p}.${key}`);
+        }
+      }
+      if (!isObj(chunk['outcome'])) {
+        throw new WireError(chunk['outcome'] === undefined ? 'missing_required_parameter' : 'invalid_type', `Invalid type for '${p}.outcome': expected an object.`, `${p}.outcome`);
+      }
+    });
+  } else if (type === 'apply_patch_call_output') {
+    // `status` is this type's own enum (`completed`, `failed`), not an item status: the listing fills `completed`
+    // when it is left out, as before.
+    const status = v['status'];
+    if (status != null && status !== 'completed' && status !== 'failed') {
+      throw new WireError(
+        typeof status === 'string' ? 'invalid_value' : 'invalid_type',
+        `Invalid value for '${param}.status': ${jsonPreview(status)}. Supported values are: 'completed' and 'failed'.`,
+        `${param}.status`,
+      );
+    }
+    if (v['output'] != null && typeof v['output'] !== 'string') throw wrong('output', 'a string');
+  }
 }
 
 /**

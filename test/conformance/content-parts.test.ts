@@ -79,6 +79,49 @@ describe('content parts', () => {
     expect(listed.data[1]).toMatchObject({ type: 'reasoning', content: parts });
   });
 
+  it("a client's output items (computer, shell, apply_patch, custom, MCP approval) have the fields openai-node's ResponseInputItem requires; they were taken and listed back", async () => {
+    const { url } = await testServer();
+    const user = { role: 'user', content: 'go' };
+    const computer = { type: 'computer_call', call_id: 'c1', action: { type: 'screenshot' }, pending_safety_checks: [], status: 'completed' };
+    const shell = { type: 'shell_call', call_id: 'c1', action: { commands: ['ls'] } };
+    const patch = { type: 'apply_patch_call', call_id: 'c1', status: 'completed', operation: { type: 'create_file', path: 'a', diff: 'x' } };
+    const cases: Array<[unknown[], string, string]> = [
+      [[computer, { type: 'computer_call_output', call_id: 'c1', output: 5 }], 'invalid_type', 'input[2].output'],
+      [[computer, { type: 'computer_call_output', call_id: 'c1' }], 'missing_required_parameter', 'input[2].output'],
+      [[computer, { type: 'computer_call_output', call_id: 'c1', output: { type: 'screenshot', image_url: 'https://example.com/s.png' } }], 'invalid_value', 'input[2].output.type'],
+      [[computer, { type: 'computer_call_output', call_id: 'c1', output: { type: 'computer_screenshot', image_url: 7 } }], 'invalid_type', 'input[2].output.image_url'],
+      [[computer, { type: 'computer_call_output', output: { type: 'computer_screenshot', file_id: 'file-1' } }], 'missing_required_parameter', 'input[2].call_id'],
+      [[shell, { type: 'shell_call_output', call_id: 'c1', output: 'x' }], 'invalid_type', 'input[2].output'],
+      [[shell, { type: 'shell_call_output', call_id: 'c1', output: [{ stdout: 'x', outcome: { type: 'exit', exit_code: 0 } }] }], 'missing_required_parameter', 'input[2].output[0].stderr'],
+      [[shell, { type: 'shell_call_output', call_id: 'c1', output: [{ stdout: 'x', stderr: '', outcome: 'exit' }] }], 'invalid_type', 'input[2].output[0].outcome'],
+      [[patch, { type: 'apply_patch_call_output', call_id: 'c1', status: 'weird' }], 'invalid_value', 'input[2].status'],
+      [[patch, { type: 'apply_patch_call_output', call_id: 5, status: 'failed' }], 'invalid_type', 'input[2].call_id'],
+      [[{ type: 'custom_tool_call', call_id: 'c1', name: 'g', input: 'x' }, { type: 'custom_tool_call_output', call_id: ['c1'], output: 'ok' }], 'invalid_type', 'input[2].call_id'],
+      [[{ type: 'mcp_approval_response', approval_request_id: 'mcpr_1', approve: 'yes' }], 'invalid_type', 'input[1].approve'],
+      [[{ type: 'mcp_approval_response', approve: true }], 'missing_required_parameter', 'input[1].approval_request_id'],
+    ];
+    for (const [items, code, param] of cases) {
+      const res = await create(url, { model: 'm', input: [user, ...items] });
+      expect(res.status, JSON.stringify(items)).toBe(400);
+      expect(res.json['error'], JSON.stringify(items)).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    // As openai-node types them (optional fields left out), taken and listed back as sent.
+    const good = [
+      computer,
+      { type: 'computer_call_output', call_id: 'c1', output: { type: 'computer_screenshot', image_url: 'https://example.com/s.png' } },
+      { ...shell, call_id: 'c2' },
+      { type: 'shell_call_output', call_id: 'c2', output: [{ stdout: 'a', stderr: '', outcome: { type: 'exit', exit_code: 0 } }] },
+      { ...patch, call_id: 'c3' },
+      { type: 'apply_patch_call_output', call_id: 'c3', status: 'failed', output: 'conflict' },
+      { type: 'mcp_approval_response', approval_request_id: 'mcpr_1', approve: false, reason: null },
+    ];
+    const ok = await create(url, { model: 'm', input: [user, ...good] });
+    expect(ok.status, JSON.stringify(ok.json['error'])).toBe(200);
+    const listed = (await (await fetch(`${url}/v1/responses/${ok.json['id']}/input_items?order=asc`)).json()) as { data: Array<Record<string, any>> };
+    expect(listed.data.slice(1).map((i) => i['type'])).toEqual(good.map((i) => i.type));
+    expect(listed.data[6]).toMatchObject({ type: 'apply_patch_call_output', status: 'failed', output: 'conflict' });
+  });
+
   it('a field sent with the wrong type is invalid_type naming it; one left out is missing_required_parameter', async () => {
     const { url } = await testServer();
     const cases: Array<[unknown, string, string]> = [

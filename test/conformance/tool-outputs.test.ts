@@ -117,7 +117,7 @@ describe('HTTP (openai SDK): every tool call needs its output', () => {
     expect((await client.responses.create({ model: 'm', store: false, input: [user, custom, answered], tools })).status).toBe('completed');
     // And from a stored chain: the call in the previous response, the output in the continuation.
     const first = await client.responses.create({ model: 'm', input: [user, custom, { type: 'function_call_output', call_id: 'call_cu', output: 'x' } as ResponseInputItem] });
-    const chained = await client.responses.create({ model: 'm', previous_response_id: first.id, input: [{ ...answered, call_id: 'call_cu' }] });
+    const chained = await client.responses.create({ model: 'm', previous_response_id: first.id, input: [answered] });
     expect(chained.status).toBe('completed');
   });
 });

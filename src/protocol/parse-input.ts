@@ -178,8 +178,15 @@ function checkClientOutput(v: Obj, type: string, param: string): void {
     const out = v['output'];
     if (out === undefined || out === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.output'.`, `${param}.output`);
     if (!isObj(out)) throw wrong('output', "a computer screenshot object ({type: 'computer_screenshot', image_url or file_id})");
-    if (out['type'] !== 'computer_screenshot') {
-      throw new WireError('invalid_value', `Invalid value for '${param}.output.type': ${jsonPreview(out['type'] ?? null)}. Supported values are: 'computer_screenshot'.`, `${param}.output.type`);
+    // `input_image` too: OpenAI's own computer-use sample (openai/openai-cua-sample-app, agent/agent.py) and LangChain
+    // (@langchain/openai's converters/responses.js, for a ToolMessage whose content is the screenshot's URL) send the
+    // screenshot as `{type: "input_image", image_url}`, and the API takes it; it was refused here (invalid_value).
+    if (out['type'] !== 'computer_screenshot' && out['type'] !== 'input_image') {
+      throw new WireError(
+        'invalid_value',
+        `Invalid value for '${param}.output.type': ${jsonPreview(out['type'] ?? null)}. Supported values are: 'computer_screenshot' and 'input_image'.`,
+        `${param}.output.type`,
+      );
     }
     for (const key of ['image_url', 'file_id']) {
       if (out[key] != null && typeof out[key] !== 'string') {

@@ -122,6 +122,28 @@ describe('content parts', () => {
     expect(listed.data[6]).toMatchObject({ type: 'apply_patch_call_output', status: 'failed', output: 'conflict' });
   });
 
+  // Found by an outside review: 24b7fa9 refused this screenshot (invalid_value, input[2].output.type), yet it is what
+  // OpenAI's own computer-use sample (openai/openai-cua-sample-app, agent/agent.py) and @langchain/openai
+  // (converters/responses.js, a ToolMessage whose content is the screenshot URL) send, and the API takes it.
+  it("a computer_call_output's screenshot may be {type: 'input_image', image_url}, as OpenAI's computer-use sample and LangChain send it; listed back and taken again", async () => {
+    const { url } = await testServer();
+    const input = [
+      { role: 'user', content: 'click the button' },
+      { type: 'computer_call', id: 'cu_1', call_id: 'c1', action: { type: 'click', x: 1, y: 2, button: 'left' }, pending_safety_checks: [], status: 'completed' },
+      { type: 'computer_call_output', call_id: 'c1', acknowledged_safety_checks: [], output: { type: 'input_image', image_url: 'data:image/png;base64,AAAA' } },
+    ];
+    const ok = await create(url, { model: 'm', input });
+    expect(ok.status, JSON.stringify(ok.json['error'])).toBe(200);
+    const listed = (await (await fetch(`${url}/v1/responses/${ok.json['id']}/input_items?order=asc`)).json()) as { data: Array<Record<string, any>> };
+    expect(listed.data[2]).toMatchObject({ type: 'computer_call_output', output: { type: 'input_image', image_url: 'data:image/png;base64,AAAA' } });
+    const again = await create(url, { model: 'm', input: listed.data });
+    expect(again.status, JSON.stringify(again.json['error'])).toBe(200);
+    // Any other type is still refused, naming the two.
+    const bad = await create(url, { model: 'm', input: [...input.slice(0, 2), { ...input[2], output: { type: 'input_text', text: 'x' } }] });
+    expect(bad.json['error']).toMatchObject({ code: 'invalid_value', param: 'input[2].output.type' });
+    expect(bad.json['error'].message).toContain("'computer_screenshot' and 'input_image'");
+  });
+
   it('a field sent with the wrong type is invalid_type naming it; one left out is missing_required_parameter', async () => {
     const { url } = await testServer();
     const cases: Array<[unknown, string, string]> = [

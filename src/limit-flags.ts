@@ -19,6 +19,7 @@ export interface LimitFlag {
 export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-frame-bytes', key: 'maxFrameBytes', help: 'largest WebSocket frame / HTTP body' },
   { flag: 'max-json-depth', key: 'maxJsonDepth', help: 'deepest JSON nesting in a body or frame' },
+  { flag: 'max-message-fragments', key: 'maxMessageFragments', help: 'frames one WebSocket message may come in (its first and continuations); past it invalid_websocket_frame, close 1008 (Infinity: none)', range: { integer: true, min: 1, infinity: true } },
   { flag: 'pause-timeout-ms', key: 'pauseTimeoutMs', help: 'longest a long-lived run stays paused (0: a run ends at its first pause; unlike the HTTP timeouts 0 is not "none")' },
   { flag: 'max-pending-calls', key: 'maxPendingCalls', help: 'most tool calls one pause waits for' },
   { flag: 'max-queued-creates', key: 'maxQueuedCreates', help: 'creates queued behind the one in flight, per connection (WebSocket, or HTTP pipelined)' },

@@ -109,6 +109,13 @@ export interface Limits {
   maxCachedLanes: number;
   /** Deepest JSON nesting accepted in an HTTP body or a WebSocket frame (default 64; real tool schemas use < 20). */
   maxJsonDepth: number;
+  /**
+   * Frames (a first frame and its continuations) one WebSocket message may come in (default 16,384, the `ws`
+   * library's own); past it the peer is told (`invalid_websocket_frame`) and the connection closes with 1008. Each
+   * fragment is a buffer the library holds until the message ends, so the count bounds that overhead (an empty
+   * continuation costs a peer 6 bytes); `Infinity`: none.
+   */
+  maxMessageFragments: number;
   /** Bytes of `response.create` frames queued behind the one in flight on one connection (default 32 MiB). */
   maxQueuedBytes: number;
   /** Open TCP connections (HTTP and WebSocket) the server accepts at once (default 1024); past it 503 `too_many_connections`. */
@@ -289,6 +296,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxSendBufferTotalBytes: 256 * 1024 * 1024,
   sendStallTimeoutMs: 30_000,
   maxJsonDepth: 64,
+  maxMessageFragments: 16_384,
   maxQueuedBytes: 32 * 1024 * 1024,
   maxConnections: 1024,
   listenBacklog: 1024,

@@ -1,7 +1,8 @@
 /**
  * The server's WebSocket class (the `ws` library's `WebSocket` option): the library closes a connection itself
  * when its peer breaks the protocol (a message over `maxPayload`: 1009; text that is not UTF-8: 1007; a malformed
- * frame: 1002), from inside its frame reader and before it emits `error`, so nothing can be sent after it. A run in
+ * frame: 1002; a message in more fragments than `maxFragments`, or a frame in more reads than `maxBufferedChunks`:
+ * 1008, since `ws` 8.23, which closed a paused run's connection with no word and no terminal event), from inside its frame reader and before it emits `error`, so nothing can be sent after it. A run in
  * flight on that connection then got no terminal event: its client read a response that never ended, and one
  * without a run got no word of why (the long-form chaos fuzzer's 40 MB append to a paused run, `--seed 1304`).
  * Here that close waits for `peerFault`, set by the connection, which says why and ends what runs as the lifetime
@@ -10,7 +11,7 @@
 import { WebSocket } from 'ws';
 
 /** The close codes the `ws` library's reader sends for a peer's mistake (RFC 6455 §7.4.1). */
-export const PEER_FAULT_CLOSES: ReadonlySet<number> = new Set([1002, 1007, 1009]);
+export const PEER_FAULT_CLOSES: ReadonlySet<number> = new Set([1002, 1007, 1008, 1009]);
 
 export class ServerWebSocket extends WebSocket {
   /**

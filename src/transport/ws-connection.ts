@@ -612,7 +612,7 @@ export class WsConnection implements Transport, Unsent {
    * on the connection; each create not yet started gets the same error; then the close, with the library's code.
    */
   private readonly onPeerFault = (code: number, close: () => void): void => {
-    const err = peerFaultError(code, this.host.limits.maxFrameBytes);
+    const err = peerFaultError(code, this.host.limits.maxFrameBytes, this.host.limits.maxMessageFragments);
     this.session.announceEnd(err);
     void this.session.finish(err.code, err).then(close, close);
   };
@@ -671,7 +671,13 @@ export function inFlightBytes(ws: WebSocket): number {
 }
 
 /** What a client is told before the close the `ws` library makes for its mistake (`code`, RFC 6455 §7.4.1). */
-function peerFaultError(code: number, maxFrameBytes: number): WireError {
+function peerFaultError(code: number, maxFrameBytes: number, maxFragments: number): WireError {
+  if (code === 1008) {
+    return new WireError(
+      'invalid_websocket_frame',
+      `A WebSocket message came in more pieces than this server accepts (more than ${maxFragments} frames, llr serve --max-message-fragments, or one frame in more than 262144 reads); the connection closes (1008).`,
+    );
+  }
   if (code === 1009) return new WireError('payload_too_large', `A WebSocket message is larger than this server accepts (${maxFrameBytes} bytes, llr serve --max-frame-bytes); the connection closes (1009).`);
   if (code === 1007) return new WireError('invalid_websocket_frame', 'A WebSocket text message is not valid UTF-8; the connection closes (1007).');
   return new WireError('invalid_websocket_frame', 'A WebSocket frame breaks the protocol (RFC 6455); the connection closes (1002).');

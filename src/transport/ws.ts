@@ -86,6 +86,10 @@ export class WsTransport {
       // Its close for a peer's mistake waits for the connection to end its runs (transport/server-websocket.ts).
       WebSocket: ServerWebSocket,
       maxPayload: wsMaxPayload(opts.host.limits.maxFrameBytes),
+      // A message's fragments (each a buffer the library holds until the message ends) and the reads of one frame
+      // (`maxBufferedChunks`, the library's 262,144): past either the library closes with 1008, which the connection
+      // announces as any peer's mistake (transport/server-websocket.ts). The library counts `n | 0` and reads 0 as none.
+      maxFragments: wsMaxFragments(opts.host.limits.maxMessageFragments),
       autoPong: false,
       handleProtocols: () => false,
       // One message of a connection per event-loop turn: the library handled every frame of a socket chunk (and up to
@@ -289,4 +293,9 @@ const WS_CLOSE_TIMEOUT_MS = 30_000;
  */
 export function wsCloseTimeout(sendStallTimeoutMs: number): number {
   return Math.min(Math.max(WS_CLOSE_TIMEOUT_MS, sendStallTimeoutMs > 0 ? sendStallTimeoutMs : 0), 2 ** 31 - 1);
+}
+
+/** `maxMessageFragments` as the `ws` library's `maxFragments` (`n | 0`, 0 is none): Infinity and values past 2^31 - 1 are none. */
+export function wsMaxFragments(n: number): number {
+  return Number.isFinite(n) && n >= 1 && n <= 2 ** 31 - 1 ? Math.floor(n) : 0;
 }

@@ -513,10 +513,38 @@ describe('long-lived bad input', () => {
     expect(tail.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['invalid_websocket_frame', 'response.incomplete']);
   });
 
+  // Outside attack: `ws` 8.23 closes a message of more than 16,384 fragments with 1008, a code the connection did not
+  // take for a peer's mistake, so a paused run's client got the bare close: no error, no terminal event.
+  it('a message in more fragments than --max-message-fragments to a paused run: the error and the terminal event come before the 1008', async () => {
+    const { url, server } = await testServer({ policy: twoCalls(), limits: { maxMessageFragments: 8 } });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    const done = await s.next('response.done');
+    const sendIn = (n: number, text: string) => {
+      for (let i = 0; i < n; i++) s.ws.send(i === 0 ? text : '', { binary: false, fin: i === n - 1 });
+    };
+    // At the limit the message is taken: call_a's output is applied (a partial append: still paused)…
+    sendIn(8, JSON.stringify({ type: 'response.append', input: [out('call_a')] }));
+    // …and one fragment more is the peer's mistake.
+    sendIn(9, JSON.stringify({ type: 'response.append', input: [out('call_b')] }));
+    expect((await s.closed).code).toBe(1008);
+    const tail = s.events.slice(s.events.indexOf(done) + 1);
+    expect(tail.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['invalid_websocket_frame', 'response.incomplete']);
+    const err = tail[0] as Extract<typeof tail[number], { type: 'error' }>;
+    expect(err.error.message).toContain('more than 8 frames');
+    const end = tail[1] as Extract<typeof tail[number], { type: 'response.incomplete' }>;
+    expect(end.response.id).toBe(done.response.id);
+    expect(end.response.llr_incomplete_reason).toBe('invalid_websocket_frame');
+    await server.services.postWork.flush();
+    expect(server.services.ledger.countFor(done.response.id)).toBe(1);
+    const input = (await (await fetch(`${url}/v1/responses/${done.response.id}/input_items?order=asc`)).json()) as { data: Array<{ type: string; call_id?: string }> };
+    expect(input.data.filter((i) => i.type === 'function_call_output').map((i) => i.call_id)).toEqual(['call_a']);
+  });
+
   // Outside attack: the `ws` library echoes a peer's close frame with its code through the same `close`, so a client
   // closing with 1009 (a server message too big for it), 1002 or 1007 was told it had sent an oversized or malformed
   // frame, and its run ended incomplete (payload_too_large), where any other close from the peer cancels it.
-  it.each([1009, 1002, 1007])('a peer that closes with %d is not told it broke the protocol: its run ends as for any close', async (code) => {
+  it.each([1009, 1002, 1007, 1008])('a peer that closes with %d is not told it broke the protocol: its run ends as for any close', async (code) => {
     const { url, server } = await testServer({ policy: twoCalls() });
     const s = await RawSocket.longLived(url);
     s.send(create());

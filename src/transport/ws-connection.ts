@@ -667,7 +667,21 @@ export function inFlightBytes(ws: WebSocket): number {
   const opcode: unknown = Reflect.get(r, '_opcode');
   const len: unknown = Reflect.get(r, '_payloadLength');
   const current = (state === 3 || state === 4) && typeof opcode === 'number' && opcode < 8 && typeof len === 'number' ? len : 0;
-  return Math.max(0, total - current) + buffered;
+  // Each socket read the frame being received is still held in, and each fragment of the message, is a buffer of its
+  // own: counted at CHUNK_HELD_BYTES whatever its length, as a peer that drips a frame a byte per read makes them cost.
+  const chunks = lengthOf(Reflect.get(r, '_buffers')) + lengthOf(Reflect.get(r, '_fragments'));
+  return Math.max(0, total - current) + buffered + chunks * CHUNK_HELD_BYTES;
+}
+
+/**
+ * What one buffer the `ws` receiver holds costs besides its bytes (a `Buffer` object, its backing store's header, its
+ * place in the array). Measured: four connections each sending a 1 MiB frame's payload one byte per TCP write grew the
+ * server's RSS ~280 MB for 1.2 MB of payload, ~230 bytes a read, which `bytes_held` counted as 1.2 MB (outside attack).
+ */
+export const CHUNK_HELD_BYTES = 256;
+
+function lengthOf(a: unknown): number {
+  return Array.isArray(a) ? a.length : 0;
 }
 
 /** What a client is told before the close the `ws` library makes for its mistake (`code`, RFC 6455 §7.4.1). */

@@ -232,6 +232,27 @@ describe('the server-wide byte budget', () => {
     expect((await b.next('response.completed')).response.status).toBe('completed');
   });
 
+  it('each buffer of a message still arriving is charged besides its bytes: tiny fragments pause reading too (outside attack)', async () => {
+    // Before: four peers each dripping a 1 MiB frame a byte per TCP write grew the RSS ~280 MB (~230 bytes a read, each
+    // a buffer the `ws` receiver holds) with bytes_held at 1.2 MB, their payload; 8,000 one-byte fragments are 8 KB.
+    const MiB = 1024 * KiB;
+    const { logger, waitFor } = captureLogger();
+    const { url } = await testServer({ logger, limits: { maxServerBytes: MiB, requestTimeoutMs: 300 } });
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    ws.send('{"type":"response.create","model":"sim-model","input":"hi"', { fin: false });
+    for (let i = 0; i < 8_000; i++) ws.send(' ', { fin: false, binary: false });
+    // 8 KB of payload, past a 1 MiB budget only by its buffers' count.
+    await waitFor((l) => l.code === 'server_busy' && /reading paused/.test(l.msg));
+    // Still past the budget when the request timeout comes: closed 1013, its share released.
+    expect(await closed).toBe(1013);
+    expect(await held(url)).toBe(0);
+  });
+
   it('a stored chain a continuation loads is charged while it runs: over HTTP and on a ws-mode cache miss, another past the budget gets server_busy', async () => {
     // The first model call answers at once; later ones wait for the gate (or their run's end).
     const { model, release } = firstCallFreeModel();

@@ -18,6 +18,7 @@ import { WireError } from '../protocol/errors.js';
 import type { TimingSpan } from '../protocol/events.js';
 import type { Usage } from '../protocol/objects.js';
 import type { Protocol } from '../protocol/designs.js';
+import { FifoMap } from './fifo-map.js';
 
 export interface RunRecord {
   response_id: string;
@@ -85,7 +86,8 @@ interface Kept {
 }
 
 export class RunRecords {
-  private readonly byId = new Map<string, Kept>();
+  /** Oldest first; the oldest found without a walk over the holes of those dropped before it (engine/fifo-map.ts). */
+  private readonly byId = new FifoMap<string, Kept>();
   /** The kept records' `bytes`, summed. */
   private total = 0;
   private nextPlace = 0;
@@ -95,7 +97,7 @@ export class RunRecords {
    * run's record can push out the whole ring at once) got an empty last page and `has_more: false`, and
    * never saw the records that remained.
    */
-  private readonly dropped = new Map<string, { place: number; owner: string | null }>();
+  private readonly dropped = new FifoMap<string, { place: number; owner: string | null }>();
 
   constructor(
     private readonly limit = 1000,
@@ -122,11 +124,11 @@ export class RunRecords {
       this.dropped.delete(id);
     }
     // Oldest first, never the one just put (the final record of a long run keeps its early place: the ones after it go).
-    for (const [oldest, old] of this.byId) {
-      if (this.byId.size <= 1 || (this.byId.size <= this.limit && this.total <= this.maxBytes)) break;
-      if (oldest === id) continue;
+    while (this.byId.size > 1 && (this.byId.size > this.limit || this.total > this.maxBytes)) {
+      const oldest = this.byId.oldest(id)!;
+      const old = this.byId.get(oldest)!;
       this.dropped.set(oldest, { place: old.place, owner: old.rec.owner });
-      if (this.dropped.size > DROPPED_KEPT) this.dropped.delete(this.dropped.keys().next().value!);
+      if (this.dropped.size > DROPPED_KEPT) this.dropped.delete(this.dropped.oldest()!);
       this.byId.delete(oldest);
       this.total -= old.bytes;
     }

@@ -545,8 +545,9 @@ export class ResponseRun {
     return this.emit(e);
   }
 
-  private lifecycle(type: LifecycleType): boolean {
-    return this.emitting(() => this.emit({ type, response: snapshot(this.response) }));
+  /** `snap`: the response as it is now (`snapshot`), given when two events in a row carry the same one. */
+  private lifecycle(type: LifecycleType, snap = snapshot(this.response)): boolean {
+    return this.emitting(() => this.emit({ type, response: snap }));
   }
 
   private async loop(): Promise<Response> {
@@ -555,9 +556,11 @@ export class ResponseRun {
       // Long instructions or tools: their echo in every lifecycle event is made in slices first (awaited only then).
       if (echoesLong(this.response)) await warmEchoes(this.response);
       if (this.response.background && this.response.store) await this.storeStarted();
-      this.lifecycle('response.created');
+      // Nothing changes between the two: one snapshot, whose JSON text the transport makes once (protocol/event-json.ts).
+      const opened = snapshot(this.response);
+      this.lifecycle('response.created', opened);
       this.createdSent = true;
-      this.lifecycle('response.in_progress');
+      this.lifecycle('response.in_progress', opened);
       if (this.plan.params.generate && this.plan.params.compaction_trigger) {
         await this.compactOnTrigger();
       } else if (this.plan.params.generate) {

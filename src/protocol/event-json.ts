@@ -401,7 +401,7 @@ export function eventPieces(e: object): EventPieces {
     }
     bytes = memo.bytes;
   }
-  if (!longOutput && bytes.every((b) => b === null)) return [JSON.stringify(e)];
+  if (!longOutput && bytes.every((b) => b === null)) return [lifecycleJson(e, r)];
   // Spreading keeps every key where it was: each sentinel stands exactly where its field goes.
   const swapped: Record<string, unknown> = { ...r };
   const swaps: Array<{ quoted: string; bytes: Buffer }> = [];
@@ -431,6 +431,28 @@ export function eventPieces(e: object): EventPieces {
     pieces.push(text.slice(w.at + w.quoted.length, i + 1 < placed.length ? placed[i + 1]!.at : text.length));
   }
   return pieces;
+}
+
+/** A Response's JSON text, per object: `response.created` and `…in_progress` carry the same snapshot (engine/run.ts). */
+const responseTexts = new WeakMap<object, string>();
+
+/**
+ * `JSON.stringify(e)` of an event carrying a Response with nothing kept as bytes: for the lifecycle events' own shape
+ * (`type`, `response`, `sequence_number`, in that order), built around the Response's text, made once per snapshot.
+ * A snapshot is not changed once made (engine/response.ts), so its text stays its JSON.
+ */
+function lifecycleJson(e: object, r: object): string {
+  const keys = Object.keys(e);
+  const { type, sequence_number: seq } = e as { type?: unknown; sequence_number?: unknown };
+  if (keys.length !== 3 || keys[0] !== 'type' || keys[1] !== 'response' || keys[2] !== 'sequence_number' || typeof type !== 'string' || !Number.isSafeInteger(seq)) {
+    return JSON.stringify(e);
+  }
+  let text = responseTexts.get(r);
+  if (text === undefined) {
+    text = JSON.stringify(r);
+    responseTexts.set(r, text);
+  }
+  return `{"type":${JSON.stringify(type)},"response":${text},"sequence_number":${seq as number}}`;
 }
 
 /**

@@ -184,6 +184,44 @@ describe('the tools echo of lifecycle events', () => {
   });
 });
 
+describe('lifecycle events sharing one snapshot', () => {
+  const rng = mulberry32(11);
+  const response = (): Response =>
+    ({
+      id: 'resp_1',
+      object: 'response',
+      status: 'in_progress',
+      instructions: randomString(rng, 40),
+      tools: [{ type: 'function', name: 'f', description: randomString(rng, 30), parameters: { type: 'object', properties: {} }, strict: true }],
+      output: [{ type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'f', arguments: randomString(rng, 50), status: 'completed' }],
+      metadata: { k: randomString(rng, 20) },
+    }) as unknown as Response;
+
+  it('created, in_progress and a later event on the same snapshot are each exactly JSON.stringify of the event', () => {
+    for (let i = 0; i < 200; i++) {
+      const snap = snapshot(response());
+      for (const [type, seq] of [['response.created', 0], ['response.in_progress', 1], ['response.done', 2 ** 40]] as const) {
+        const e = { type, response: snap, sequence_number: seq };
+        expect(eventPieces(e)).toEqual([JSON.stringify(e)]);
+      }
+    }
+  });
+
+  it('another shape on a snapshot already sent is stringified whole: extra or reordered keys, a number that is not an integer', () => {
+    const snap = snapshot(response());
+    eventPieces({ type: 'response.created', response: snap, sequence_number: 0 });
+    for (const e of [
+      { type: 'response.created', response: snap, sequence_number: 0, stream_id: 'a' },
+      { response: snap, type: 'response.created', sequence_number: 0 },
+      { type: 'response.created', response: snap, sequence_number: 0.5 },
+      { type: 'response.created', response: snap, sequence_number: -0 },
+      { type: 'response.created', sequence_number: 0, response: snap },
+    ]) {
+      expect(eventPieces(e)).toEqual([JSON.stringify(e)]);
+    }
+  });
+});
+
 describe('a long output in lifecycle events', () => {
   const rng = mulberry32(5);
   const text = (n: number) => Array.from({ length: n }, () => ['a', '"', '\\', '\n', 'é', '😀', '\u2028', '\ud800', ' '][Math.floor(rng() * 9)]).join('');

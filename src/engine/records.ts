@@ -95,9 +95,11 @@ export class RunRecords {
    * The places and owners of the most recently dropped records (`DROPPED_KEPT`), so a
    * cursor naming one still resumes after it: a client paging through while records were dropped (one long
    * run's record can push out the whole ring at once) got an empty last page and `has_more: false`, and
-   * never saw the records that remained.
+   * never saw the records that remained. A ring, newest at `droppedNext - 1`: written at every drop, read only by a
+   * page whose cursor is not a kept record (a scan), so a response's record costs no lookups here.
    */
-  private readonly dropped = new FifoMap<string, { place: number; owner: string | null }>();
+  private readonly dropped: Array<{ id: string; place: number; owner: string | null }> = [];
+  private droppedNext = 0;
 
   constructor(
     private readonly limit = 1000,
@@ -120,18 +122,28 @@ export class RunRecords {
       kept.bytes = bytes;
     } else {
       this.total += bytes;
+      // A dropped record put again (a long run's final record) is found here first: its ring entry is never read.
       this.byId.set(id, { rec, bytes, place: this.nextPlace++ });
-      this.dropped.delete(id);
     }
     // Oldest first, never the one just put (the final record of a long run keeps its early place: the ones after it go).
     while (this.byId.size > 1 && (this.byId.size > this.limit || this.total > this.maxBytes)) {
       const oldest = this.byId.oldest(id)!;
       const old = this.byId.get(oldest)!;
-      this.dropped.set(oldest, { place: old.place, owner: old.rec.owner });
-      if (this.dropped.size > DROPPED_KEPT) this.dropped.delete(this.dropped.oldest()!);
+      this.dropped[this.droppedNext] = { id: oldest, place: old.place, owner: old.rec.owner };
+      this.droppedNext = (this.droppedNext + 1) % DROPPED_KEPT;
       this.byId.delete(oldest);
       this.total -= old.bytes;
     }
+  }
+
+  /** The most recent drop of record `id` still in the ring, if any. */
+  private droppedEntry(id: string): { place: number; owner: string | null } | undefined {
+    const n = this.dropped.length;
+    for (let k = 1; k <= n; k++) {
+      const d = this.dropped[(this.droppedNext - k + n) % n]!;
+      if (d.id === id) return d;
+    }
+    return undefined;
   }
 
   get(id: string): RunRecord | undefined {
@@ -156,7 +168,7 @@ export class RunRecords {
     let start = 0;
     if (q.after) {
       const i = all.findIndex((k) => k.rec.response_id === q.after);
-      const gone = i < 0 ? this.dropped.get(q.after) : undefined;
+      const gone = i < 0 ? this.droppedEntry(q.after) : undefined;
       if (i >= 0) start = i + 1;
       else if (gone !== undefined && (q.owner === null || gone.owner === q.owner)) {
         // The first record past the dropped one's place, in the page's order.

@@ -86,5 +86,23 @@ describe('run records', () => {
     expect(() => r.page({ owner: 'someone', limit: 5, order: 'asc', after: 'b' })).toThrow(expect.objectContaining({ code: 'invalid_value', param: 'after', status: 400 }));
     expect(() => r.page({ owner: null, limit: 5, order: 'asc', after: 'never' })).toThrow(expect.objectContaining({ code: 'invalid_value', param: 'after' }));
   });
+
+  it('resumes after the last 10,000 dropped records, not after older ones, and after the latest drop of a record put again', () => {
+    const r = new RunRecords(3);
+    for (let i = 0; i < 12_003; i++) r.upsert(rec(`r${i}`, 0));
+    expect(ids(r)).toEqual(['r12000', 'r12001', 'r12002']);
+    // r0 … r11999 were dropped: the newest 10,000 of them (r2000 on) still resume.
+    expect(r.page({ owner: null, limit: 5, order: 'asc', after: 'r2000' }).data.map((x) => x.response_id)).toEqual(['r12000', 'r12001', 'r12002']);
+    expect(r.page({ owner: null, limit: 5, order: 'desc', after: 'r11999' }).data).toEqual([]);
+    expect(() => r.page({ owner: null, limit: 5, order: 'asc', after: 'r1999' })).toThrow(expect.objectContaining({ code: 'invalid_value', param: 'after' }));
+    // A dropped record put again (a long run's final record) is listed where it now stands, and resumes from there.
+    r.upsert(rec('r5000', 0));
+    expect(ids(r)).toEqual(['r12001', 'r12002', 'r5000']);
+    expect(r.page({ owner: null, limit: 5, order: 'asc', after: 'r5000' }).data).toEqual([]);
+    expect(r.page({ owner: null, limit: 5, order: 'desc', after: 'r5000' }).data.map((x) => x.response_id)).toEqual(['r12002', 'r12001']);
+    // Dropped again, it resumes after its latest place.
+    for (let i = 0; i < 3; i++) r.upsert(rec(`s${i}`, 0));
+    expect(r.page({ owner: null, limit: 5, order: 'asc', after: 'r5000' }).data.map((x) => x.response_id)).toEqual(['s0', 's1', 's2']);
+  });
 });
 

@@ -209,9 +209,11 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
-  it('a connection left waiting for budget past the request timeout is closed 1013, releasing its share (no wait for good)', async () => {
-    // Connections that each hold part of the budget with an unfinished message, all waiting for more, would
-    // otherwise wait for each other forever; here one peer alone passes a 1 MiB budget with its own message.
+  /**
+   * A server with a 1 MiB byte budget and a 300 ms request timeout, and a long-lived connection to it whose create
+   * frame is sent but not finished (more fragments to follow): its close code, when it comes, in `closed`.
+   */
+  async function unfinishedCreate() {
     const MiB = 1024 * KiB;
     const { logger, waitFor } = captureLogger();
     const { url } = await testServer({ logger, limits: { maxServerBytes: MiB, requestTimeoutMs: 300 } });
@@ -222,6 +224,13 @@ describe('the server-wide byte budget', () => {
     });
     const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
     ws.send('{"type":"response.create","model":"sim-model","input":"hi"', { fin: false });
+    return { url, ws, closed, waitFor, MiB };
+  }
+
+  it('a connection left waiting for budget past the request timeout is closed 1013, releasing its share (no wait for good)', async () => {
+    // Connections that each hold part of the budget with an unfinished message, all waiting for more, would
+    // otherwise wait for each other forever; here one peer alone passes a 1 MiB budget with its own message.
+    const { url, ws, closed, waitFor, MiB } = await unfinishedCreate();
     ws.send(Buffer.alloc(2 * MiB, 0x20), { fin: false, binary: false });
     await waitFor((l) => /reading paused/.test(l.msg));
     expect(await closed).toBe(1013);
@@ -235,16 +244,7 @@ describe('the server-wide byte budget', () => {
   it('each buffer of a message still arriving is charged besides its bytes: tiny fragments pause reading too (outside attack)', async () => {
     // Before: four peers each dripping a 1 MiB frame a byte per TCP write grew the RSS ~280 MB (~230 bytes a read, each
     // a buffer the `ws` receiver holds) with bytes_held at 1.2 MB, their payload; 8,000 one-byte fragments are 8 KB.
-    const MiB = 1024 * KiB;
-    const { logger, waitFor } = captureLogger();
-    const { url } = await testServer({ logger, limits: { maxServerBytes: MiB, requestTimeoutMs: 300 } });
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
-    await new Promise((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
-    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
-    ws.send('{"type":"response.create","model":"sim-model","input":"hi"', { fin: false });
+    const { url, ws, closed, waitFor } = await unfinishedCreate();
     for (let i = 0; i < 8_000; i++) ws.send(' ', { fin: false, binary: false });
     // 8 KB of payload, past a 1 MiB budget only by its buffers' count.
     await waitFor((l) => l.code === 'server_busy' && /reading paused/.test(l.msg));

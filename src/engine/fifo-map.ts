@@ -5,8 +5,9 @@
  * start: a ring that deletes its oldest at every insert (`keys().next()`, or
  * a `for … of` that breaks at once) walked up to half its capacity each time.
  * Measured (node 20): ~5.6 µs per insert-and-drop-oldest on a Map of 10,000
- * entries, ~1 µs on one of 1,000; the run records did both for every
- * response, on the path from a ws-mode `response.create` to its first event
+ * entries, ~1 µs on one of 1,000. The run records (engine/records.ts, 1,000
+ * by default) drop their oldest at every response's first record, on the
+ * path from a ws-mode `response.create` to its first event
  * (docs/benchmarks.md, "Twenty-first pass").
  *
  * Here the keys are also kept in an array in insertion order with a head

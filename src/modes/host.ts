@@ -45,6 +45,9 @@ import { orphanedResponse, runnerElsewhere } from '../store/runner.js';
 import { unfinished } from '../store/types.js';
 import { snapshot } from '../engine/response.js';
 
+/** Deletes listed for ws-mode caches to check their lineage against (`deletedSince`); past them a cache asks the store. */
+const RECENT_DELETES = 1024;
+
 export class SessionHost {
   /** Long-lived runs open over HTTP, found again by id for `append` and `cancel`. */
   readonly live: LiveRuns;
@@ -71,7 +74,18 @@ export class SessionHost {
   private readonly cachedResponses: CachedResponses = {
     hold: (id, evict) => void this.wsCached.set(id, evict),
     release: (id) => void this.wsCached.delete(id),
+    deletes: () => this.deletes,
+    deletedSince: (since, ids) => {
+      const first = this.deletes - this.recentDeletes.length;
+      if (since < first) return undefined;
+      for (let i = since - first; i < this.recentDeletes.length; i++) if (ids.has(this.recentDeletes[i]!)) return true;
+      return false;
+    },
   };
+
+  /** Stored responses `DELETE` removed, server-wide, and the latest of them (`RECENT_DELETES`), for ws-mode caches. */
+  private deletes = 0;
+  private recentDeletes: string[] = [];
 
   constructor(
     private readonly services: Services,
@@ -348,6 +362,9 @@ export class SessionHost {
   deleteStoredResponse(id: string, owner: string | null): boolean {
     const deleted = this.services.store.delete(id, owner);
     if (deleted) {
+      this.deletes++;
+      this.recentDeletes.push(id);
+      if (this.recentDeletes.length > 2 * RECENT_DELETES) this.recentDeletes = this.recentDeletes.slice(-RECENT_DELETES);
       const evict = this.wsCached.get(id);
       if (evict !== undefined) {
         this.wsCached.delete(id);

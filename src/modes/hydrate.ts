@@ -30,9 +30,10 @@ export async function prepareFromStore(
   metrics: RunMetrics,
   owner: string | null,
   charge?: (bytes: number) => void,
+  chainIds?: string[],
 ): Promise<{ context: RenderedContext; route: RouteDecision; input: InputItem[] }> {
   const input = await resolveReferences(params.input, owner, services, metrics);
-  const before = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
+  const before = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics, chainIds) : [];
   // The loaded chain is request data this create holds while it is prepared and runs: charged to its peer's share of
   // the server-wide budget (`server_busy` past it), as its body is. Uncharged, many continuations of long chains at
   // once held up to --max-context-bytes each beyond the budget (outside attack). The sizes are the ones the context
@@ -57,8 +58,8 @@ export function notFound(id: string): WireError {
   return new WireError('previous_response_not_found', `Previous response with id '${shown}' not found.`, 'previous_response_id');
 }
 
-/** The whole stored context up to and including `id`, or a not-found error. */
-export function loadChain(id: string, owner: string | null, services: Services, metrics: RunMetrics): InputItem[] {
+/** The whole stored context up to and including `id`, or a not-found error; `ids`, if given, gets the chain's ids, oldest first. */
+export function loadChain(id: string, owner: string | null, services: Services, metrics: RunMetrics, ids?: string[]): InputItem[] {
   return metrics.time('load_state', () => {
     metrics.count('store_reads');
     const chain = services.store.chain(id, owner);
@@ -75,6 +76,7 @@ export function loadChain(id: string, owner: string | null, services: Services, 
         );
       }
       contextItems(rec, items);
+      ids?.push(rec.response.id);
     }
     return items;
   });

@@ -43,6 +43,13 @@ interface Cached {
   pending: PendingCalls;
   /** Created with `store: true`: registered in `CachedResponses`, so a DELETE of it evicts it. */
   stored: boolean;
+  /**
+   * The stored responses whose items the context holds: its stored ancestors, and itself when stored. Shared with
+   * the entry it extended in place (each continuation adds its id, no copy); a context rendered anew copies it.
+   */
+  lineage: Set<string>;
+  /** `CachedResponses.deletes()` when `lineage` was last found whole (or when the response was planned). */
+  checked: number;
 }
 
 /**
@@ -56,6 +63,13 @@ export interface CachedResponses {
   hold(id: string, evict: () => void): void;
   /** It no longer does (replaced, evicted, the connection ended). */
   release(id: string): void;
+  /** How many stored responses `DELETE` has removed so far, server-wide. */
+  deletes(): number;
+  /**
+   * Whether a response `DELETE` removed since the `since`-th delete is one of `ids`; undefined when those deletes are
+   * no longer listed (only the latest are kept): the caller then asks the store.
+   */
+  deletedSince(since: number, ids: Set<string>): boolean | undefined;
 }
 
 export function wsModePolicy(services: Services, info: SessionInfo, cachedResponses?: CachedResponses): ModePolicy {
@@ -108,6 +122,23 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     for (const [lane, entry] of caches) if (entry.id === id) return { lane, entry };
     return undefined;
   }
+  /**
+   * Whether no stored response whose items `c` holds was deleted since it was last checked. A DELETE of the cached
+   * response itself evicts it at once (`CachedResponses`); one of an ancestor (or of the response it continued while
+   * it ran) did not, and the cache went on serving the deleted response's items to continuations, stored with a
+   * chain no other request could load (outside attack). Read only after a DELETE somewhere: one comparison otherwise.
+   */
+  function intact(c: Cached): boolean {
+    if (!cachedResponses) return true;
+    const deletes = cachedResponses.deletes();
+    if (c.checked === deletes) return true;
+    const deleted = cachedResponses.deletedSince(c.checked, c.lineage) ?? [...c.lineage].some((id) => !services.store.has(id, info.owner));
+    if (deleted) return false;
+    c.checked = deletes;
+    return true;
+  }
+  /** Per create planned here: the lineage its context carries (without it) and the deletes count when it was planned. */
+  const lineages = new WeakMap<CreateParams, { lineage: Set<string>; checked: number }>();
   /** The header key computed in plan(), reused when the response is cached (instructions and tools can be tens of KB). */
   const headerKeys = new WeakMap<CreateParams, string>();
 
@@ -169,23 +200,36 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       headerKeys.set(params, headerKey);
       const prev = params.previous_response_id;
       let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input']; charged?: RunPlan['contextCharged'] };
-      const hit = prev ? cachedById(prev) : undefined;
+      const checked = cachedResponses?.deletes() ?? 0;
+      let hit = prev ? cachedById(prev) : undefined;
+      if (hit && !intact(hit.entry)) {
+        // Served as a miss: from the store, which names the deleted response (or not found with `store: false`).
+        setCache(hit.lane, null);
+        hit = undefined;
+      }
       const cache = hit?.entry;
+      let lineage: Set<string> = new Set();
       if (prev && cache && !hasCompaction(params.input)) {
         // Before the cached context is extended in place (item references are checked after).
         checkContext(cache.context, params.input, services.limits);
-        prepared = await fromCache(params, cache, headerKey, metrics, hit.lane !== lane);
+        prepared = await fromCache(params, cache, headerKey, metrics, hit!.lane !== lane);
+        // Extended in place: the lineage too; else a copy.
+        lineage = prepared.context === cache.context ? cache.lineage : new Set(cache.lineage);
       } else if (prev && cache) {
         // A compaction item replaces the cached history: a full rebuild of the smaller window.
         const input = await resolveReferences(params.input, info.owner, services, metrics);
         const context = await checkAndRender(params, cache.context.items, input, metrics, true);
         const route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
         prepared = { context, route, input };
+        lineage = new Set(cache.lineage);
       } else {
         // A cache miss: the HTTP baseline's work, from the store (a fresh create has no chain to load).
         if (prev && !params.store) throw notFound(prev);
-        prepared = await prepareFromStore(params, services, metrics, info.owner, info.charge);
+        const chainIds: string[] = [];
+        prepared = await prepareFromStore(params, services, metrics, info.owner, info.charge, chainIds);
+        lineage = new Set(chainIds);
       }
+      lineages.set(params, { lineage, checked });
       // A chain of continuations extends one cached context: bound it like a long-lived run.
       checkContext(prepared.context, [], services.limits);
       return {
@@ -207,7 +251,9 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       const cache = caches.get(lane);
       if (run.response.status === 'completed') {
         const headerKey = headerKeys.get(plan.params) ?? JSON.stringify([plan.params.instructions, plan.params.tools]);
-        setCache(lane, { id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output), stored: plan.params.store });
+        const { lineage, checked } = lineages.get(plan.params) ?? { lineage: new Set<string>(), checked: -1 };
+        if (plan.params.store) lineage.add(run.id);
+        setCache(lane, { id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output), stored: plan.params.store, lineage, checked });
       } else if (cache && (cache.id === plan.params.previous_response_id || cache.context === plan.context)) {
         setCache(lane, null);
       }

@@ -1,0 +1,90 @@
+/**
+ * A ws-mode connection's cache holds its last response's whole context: the items of every response of its chain.
+ * A `DELETE` of the cached response itself evicted it (ws-mode.test.ts), but one of an earlier response of the
+ * chain did not, nor one of the response a continuation in flight had just extended: the cache went on serving the
+ * deleted response's items to the next continuation, which was stored with a chain `GET`/HTTP could not load
+ * (HTTP answered `previous_response_not_found` for the same `previous_response_id`; outside attack). Now such a
+ * continuation is a cache miss: from the store it is refused, naming the deleted response, as over HTTP.
+ */
+import { describe, expect, it } from 'vitest';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+
+const create = (extra: Record<string, unknown> = {}) => ({ type: 'response.create', model: 'sim-model', input: 'go', ...extra });
+const LONG = Array.from({ length: 150 }, (_, i) => `w${i}`).join(' ');
+
+async function httpContinue(url: string, prev: string) {
+  const res = await fetch(`${url}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'sim-model', input: 'more', previous_response_id: prev }),
+  });
+  return { status: res.status, body: (await res.json()) as { error?: { code: string; message: string } } };
+}
+
+describe('a DELETE of an earlier response of a ws-mode connection cached chain', () => {
+  it('is not continued from the cache: store:true and store:false continuations are previous_response_not_found', async () => {
+    const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }, { text: 'c' }]) });
+    const s = await RawSocket.connect(url);
+    s.send(create({ store: true, input: 'secret' }));
+    const r1 = await s.next('response.completed');
+    s.send(create({ store: true, previous_response_id: r1.response.id, input: 'second' }));
+    const r2 = await s.next('response.completed');
+    await server.services.postWork.flush();
+    expect((await fetch(`${url}/v1/responses/${r1.response.id}`, { method: 'DELETE' })).status).toBe(200);
+    // HTTP refuses to continue r2: its chain holds a deleted response.
+    const http = await httpContinue(url, r2.response.id);
+    expect(http.status).toBe(400);
+    expect(http.body.error!.code).toBe('previous_response_not_found');
+    for (const store of [true, false]) {
+      s.send(create({ store, previous_response_id: r2.response.id, input: 'what did I say first?' }));
+      const err = await s.next('error');
+      expect(err.error).toMatchObject({ code: 'previous_response_not_found', param: 'previous_response_id' });
+    }
+    const last = s.events.filter((e) => e.type === 'error').at(-2) as { error: { message: string } };
+    expect(last.error.message).toContain(`response '${r1.response.id}' earlier in its chain is not stored`);
+    // The connection goes on; a later chain is cached again.
+    s.send(create({ store: true, input: 'fresh' }));
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+  });
+
+  it('nor when it is deleted while the continuation that extends it runs', async () => {
+    const { url, server } = await testServer({
+      policy: scriptPolicy([{ text: 'a' }, { text: LONG }]),
+      modelSettings: { tokensPerSecond: 200, ttftBaseMs: 0, prefillTokensPerSecond: Infinity },
+    });
+    const s = await RawSocket.connect(url);
+    s.send(create({ store: true, input: 'secret' }));
+    const r1 = await s.next('response.completed');
+    s.send(create({ store: true, previous_response_id: r1.response.id, input: 'second' }));
+    const created = await s.next('response.created');
+    await s.next('response.output_text.delta');
+    expect((await fetch(`${url}/v1/responses/${r1.response.id}`, { method: 'DELETE' })).status).toBe(200);
+    // r2 was still running when r1 went (its ~300 tokens take ~1.5 s).
+    expect(s.events.some((e) => e.type === 'response.completed' && e.response.id === created.response.id)).toBe(false);
+    const r2 = await s.next('response.completed');
+    expect(r2.response.id).toBe(created.response.id);
+    await server.services.postWork.flush();
+    s.send(create({ store: true, previous_response_id: r2.response.id, input: 'what did I say first?' }));
+    const err = await s.next('error');
+    expect(err.error).toMatchObject({ code: 'previous_response_not_found', param: 'previous_response_id' });
+    expect(err.error.message).toContain(`response '${r1.response.id}' earlier in its chain is not stored`);
+  });
+
+  it("another chain's DELETE leaves the cache serving", async () => {
+    const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }, { text: 'c' }, { text: 'd' }]) });
+    const s = await RawSocket.connect(url);
+    s.send(create({ store: true, input: 'other' }));
+    const other = await s.next('response.completed');
+    s.send(create({ store: true, input: 'one' }));
+    const r1 = await s.next('response.completed');
+    s.send(create({ store: true, previous_response_id: r1.response.id, input: 'two' }));
+    const r2 = await s.next('response.completed');
+    await server.services.postWork.flush();
+    expect((await fetch(`${url}/v1/responses/${other.response.id}`, { method: 'DELETE' })).status).toBe(200);
+    s.send(create({ store: false, previous_response_id: r2.response.id, input: 'three' }));
+    const done = await s.next('response.completed');
+    expect(server.services.records.get(done.response.id)!.counters).toMatchObject({ rendered_cache_hits: 1, store_hydrations: 0 });
+  });
+});

@@ -502,6 +502,10 @@ export class HttpTransport {
           resolve();
         },
         drop: () => sse.drop(),
+        unsent: () => (res.destroyed ? 0 : res.writableLength),
+        // Only asked once a write has found the socket full (`unsent` is past the window, above the stream's high-water
+        // mark), so `drain` comes once those bytes leave; a stream that closes first is unfollowed (below).
+        whenDrained: (resume) => void res.once('drain', resume),
         timing,
       };
       const unfollow = after === 'start' ? bg.followFromStart(follower) : bg.follow(after, follower);

@@ -1,0 +1,91 @@
+/**
+ * A background response's readers (its create's stream, `GET ?stream=true` resumes) were given every event at
+ * once: a resume got all the kept events (up to --max-background-event-bytes, 4 MiB) written to its socket in
+ * one turn, and live events as they came, whatever it had read. The server-wide bound on unsent bytes does not
+ * pace background streams, so each reader that read nothing held megabytes: 400 resumes of one response took the
+ * server from 563 MB to 2 GB of RSS (outside attack). Now a reader is given events while it holds less than
+ * FOLLOW_WINDOW unsent, and reads the rest from the kept events (shared by all readers) as its socket drains.
+ *
+ * Measured on the server's side of the socket: the most it held unsent after any write, over a whole stream the
+ * client reads to its end (every event, in order, then `[DONE]`).
+ */
+import { connect, type Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { testServer } from '../helpers/server.js';
+
+/** `FOLLOW_WINDOW` (src/modes/background.ts), written out so the old code is judged by the same figure. */
+const FOLLOW_WINDOW = 64 * 1024;
+// ~20,000 tokens: several megabytes of delta events.
+const TEXT = Array.from({ length: 10_000 }, (_, i) => `w${i}`).join(' ');
+
+/** Reads one HTTP/1.1 response whose body ends with `data: [DONE]` from a raw socket. */
+function readStream(port: number, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s: Socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    s.on('error', reject);
+    s.on('data', (d: Buffer) => {
+      chunks.push(d);
+      if (Buffer.concat(chunks.slice(-2)).includes('0\r\n\r\n')) {
+        s.destroy();
+        resolve(Buffer.concat(chunks).toString('utf8'));
+      }
+    });
+    s.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+  });
+}
+
+/** The body of a chunked HTTP/1.1 message, read up to its last chunk. */
+function dechunk(raw: string): string {
+  const buf = Buffer.from(raw, 'utf8');
+  const out: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    const eol = buf.indexOf('\r\n', at);
+    const size = parseInt(buf.subarray(at, eol).toString('latin1'), 16);
+    if (!(size > 0)) break;
+    out.push(buf.subarray(eol + 2, eol + 2 + size));
+    at = eol + 2 + size + 2;
+  }
+  return Buffer.concat(out).toString('utf8');
+}
+
+describe("a background response's readers", () => {
+  it('hold at most FOLLOW_WINDOW (and one event) unsent, and still get every event in order', async () => {
+    const { server, url, port } = await testServer({ policy: scriptPolicy([{ text: TEXT }]), limits: { maxBackgroundEventBytes: 64 * 1024 * 1024 } });
+    // The most any server-side socket held unsent after a write.
+    let most = 0;
+    server.http.on('connection', (socket: Socket) => {
+      const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+      socket.write = ((...args: unknown[]) => {
+        const ok = write(...args);
+        most = Math.max(most, socket.writableLength);
+        return ok;
+      }) as typeof socket.write;
+    });
+    const created = await fetch(`${url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', input: 'go', background: true, stream: true }),
+    });
+    const own = await created.text();
+    expect(own.endsWith('data: [DONE]\n\n')).toBe(true);
+    const id = /"id":"(resp_[0-9a-f]+)"/.exec(own)![1]!;
+    const ownEvents = own.split('\n\n').filter((b) => b.startsWith('event:'));
+    expect(ownEvents.length).toBeGreaterThan(20_000);
+
+    most = 0;
+    const resumed = await readStream(port, `/v1/responses/${id}?stream=true`);
+    const body = dechunk(resumed.slice(resumed.indexOf('\r\n\r\n') + 4));
+    expect(body.endsWith('data: [DONE]\n\n')).toBe(true);
+    // The same events in the same order: their sequence numbers, gapless.
+    const seqs = [...body.matchAll(/"sequence_number":(\d+)/g)].map((m) => Number(m[1]));
+    expect(seqs.length).toBe(ownEvents.length);
+    expect(seqs.every((n, i) => n === i)).toBe(true);
+    const largest = Math.max(...ownEvents.map((e) => Buffer.byteLength(e)));
+    // Before: the whole kept stream (megabytes) at once.
+    expect(most).toBeLessThan(FOLLOW_WINDOW + 2 * largest + 4096);
+  });
+});

@@ -242,6 +242,16 @@ const STRING_SLICE_CHARS = 256 * 1024;
 /** The pieces of `JSON.stringify(value)` (joined, they are the text). */
 export function* stringifyWork(value: unknown): ParseWork<string[]> {
   const out: string[] = [];
+  yield* stringifyInto(value, out);
+  return out;
+}
+
+/**
+ * `stringifyWork`, pushing its pieces onto `out`: at each yield the caller may take what `out` holds (join it and empty
+ * the array) and the pieces that follow continue the text, so a large answer is written as it is made and no more of
+ * it than a slice is held at once (transport/json-out.ts).
+ */
+export function* stringifyInto(value: unknown, out: string[]): ParseWork<void> {
   let work = 0;
   /** A value that is neither a long string nor an object or array: stringified here, with no generator of its own. */
   const leaf = (v: unknown): boolean => (typeof v !== 'object' || v === null) && !(typeof v === 'string' && v.length > STRING_SLICE_CHARS);
@@ -306,7 +316,6 @@ export function* stringifyWork(value: unknown): ParseWork<string[]> {
     out.push('}');
   }
   yield* walk(plain(value, ''), true);
-  return out;
 }
 
 /** What JSON.stringify serialises for `v` under `key`: its `toJSON(key)` when it has one. */

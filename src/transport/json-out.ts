@@ -2,57 +2,88 @@
  * JSON out at the edge, in slices: a Response object echoes what the request
  * carried (16 MiB of instructions, 128 tools with their schemas), and
  * `JSON.stringify` of it plus writing it to the socket held the event loop
- * 0.3–0.9 s in one turn on a loaded machine. `stringifyWork` walks the value
+ * 0.3–0.9 s in one turn on a loaded machine. `stringifyInto` walks the value
  * and stringifies its leaves natively, yielding between members;
- * `sendJsonCooperative` computes the length, sends the head, then writes the
- * text in 256 KiB pieces, giving the loop a turn between them
- * (`runCooperative`). Small bodies (the common case) are still written in
- * one go. `stringifyWork` lives in protocol/json-chunked.ts.
+ * `sendJsonCooperative` writes its text as it is made, in ~256 KiB pieces
+ * with `Transfer-Encoding: chunked` (no length is known before the end),
+ * waiting for the reader between them, so no answer holds more than about a
+ * piece of its text at once. Small bodies (the common case) are still
+ * stringified natively and written in one go with a `Content-Length`.
+ * `stringifyInto` lives in protocol/json-chunked.ts.
  */
 import type { ServerResponse } from 'node:http';
-import { runCooperative, type Work } from '../model/cooperative.js';
-import { stringifyWork } from '../protocol/json-chunked.js';
+import { YIELD_BUDGET_MS } from '../model/cooperative.js';
+import { stringifyInto, stringifyWork, textOver } from '../protocol/json-chunked.js';
 import type { Hold } from '../modes/server-bytes.js';
 
 export { stringifyWork };
 
-/** Bytes handed to the socket per write. */
+/** Characters of text handed to the socket per write. */
 const WRITE_PIECE_CHARS = 256 * 1024;
 
-/** Bodies with fewer parts than this and under one write piece go out in one write. */
-const SMALL_BODY_MEMBERS = 2_000;
+/**
+ * What a large answer is charged to the server-wide byte budget while it is written: what it holds at most at once,
+ * whatever its size. The piece being made (up to `WRITE_PIECE_CHARS`, plus one leaf of up to 256 K characters,
+ * which escapes can make six times longer), and the piece the socket has not yet taken (written only once the last
+ * one has drained). Measured: 300 `input_items` listings of a 10 MB item at once, none read, grew the RSS by
+ * ~1 MB each (docs/reliability.md).
+ */
+export const ANSWER_HELD_BYTES = 2 * 1024 * 1024;
 
 /**
- * `sendJson`, cooperative for large bodies. Resolves when the body is handed
- * to the socket (or the client is gone).
+ * `sendJson`, cooperative for large bodies. Resolves when the body is handed to the socket (or the client is gone).
+ * A large one is charged `ANSWER_HELD_BYTES` to `hold` before its head (503 `server_busy` past the budget; the caller
+ * releases the hold once this resolves). Each answer used to be built whole before a byte left, and charged its size
+ * only then: answers being built at once were outside the budget, 300 concurrent listings of a 10 MB input item took
+ * the RSS from 214 to 1,792 MB (outside attack), and one a client read slowly kept all its text until the last byte.
  */
 export async function sendJsonCooperative(res: ServerResponse, status: number, body: unknown, hold?: Pick<Hold, 'add'>): Promise<void> {
-  const parts = await runCooperative(stringifyWork(body));
-  if (parts.length < SMALL_BODY_MEMBERS && parts.reduce((n, p) => n + p.length, 0) < WRITE_PIECE_CHARS) {
-    const text = parts.join('');
+  if (!textOver(body, WRITE_PIECE_CHARS)) {
+    const text = JSON.stringify(body);
     res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
     res.end(text);
     return;
   }
-  const pieces = await runCooperative(piecesWork(parts));
-  const length = pieces.reduce((n, p) => n + p.bytes, 0);
-  if (res.destroyed) return;
-  // A large answer is charged to the server-wide byte budget until it has left (the caller releases the hold): a
-  // retrieve of a 16 MiB stored response by clients that read nothing pinned ~17 MB each with nothing charged (sixty
-  // such GETs held 1 GB of heap; a few hundred would pass V8's heap limit). Past the budget: 503 `server_busy`.
-  hold?.add(length);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': length });
-  // Honours back-pressure: the pieces wait here, not in the socket's buffer, and the caller (which keeps the request's
-  // share of the server-wide byte budget until this resolves) stays charged until the answer has left. Writing every
-  // piece at once let a client that reads nothing pin a compaction's answer (~3x its 16 MiB body) per connection with
-  // `bytes_held` back at 0: six such clients held ~1.5 GB (outside attack). The stall timeout drops such a reader.
-  for (let i = 0; i < pieces.length - 1; i++) {
-    if (res.destroyed) return;
-    if (res.write(pieces[i]!.text)) await new Promise<void>((resolve) => setImmediate(resolve));
-    else await drainedOrClosed(res);
+  hold?.add(ANSWER_HELD_BYTES);
+  const out: string[] = [];
+  const work = stringifyInto(body, out);
+  let chars = 0;
+  let counted = 0;
+  let sliceStart = performance.now();
+  try {
+    for (let r = work.next(); !r.done; r = work.next()) {
+      if (res.destroyed) return;
+      for (; counted < out.length; counted++) chars += out[counted]!.length;
+      if (chars >= WRITE_PIECE_CHARS) {
+        // The head goes with the first piece: an error before it (none is expected of JSON-shaped values) is still
+        // answered as an error, with its status.
+        if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'application/json' });
+        const piece = out.join('');
+        out.length = 0;
+        chars = counted = 0;
+        // Honours back-pressure: the text waits unmade, not in the socket's buffer, and the caller (which keeps the
+        // request's share of the server-wide byte budget until this resolves) stays charged until the answer has
+        // left. A client that reads nothing is dropped by the stall timeout.
+        if (!res.write(piece)) await drainedOrClosed(res);
+        else await new Promise<void>((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      } else if (performance.now() - sliceStart >= YIELD_BUDGET_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
+    }
+  } catch (err) {
+    // Part of the answer has left: a chunked end now would pass a truncated text for a whole one. The reader sees the
+    // connection fail instead.
+    if (res.headersSent) res.destroy();
+    throw err;
   }
+  if (res.destroyed) return;
+  const last = out.join('');
+  // Shorter than a piece after all (`textOver` counts a few characters per value besides the strings): one write.
+  if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(last) });
   // The last piece (at most ~256 KiB) ends the answer at once: no turn of the event loop waits after it.
-  if (!res.destroyed) res.end(pieces.at(-1)?.text);
+  res.end(last);
 }
 
 /** Resolves on the response's `drain`, or once it is closed (a reader dropped by the stall timeout, or gone). */
@@ -67,27 +98,4 @@ export function drainedOrClosed(res: ServerResponse): Promise<void> {
     res.on('drain', done);
     res.on('close', done);
   });
-}
-
-/** Join the parts into ~256 KiB pieces with their UTF-8 length. */
-function* piecesWork(parts: string[]): Work<Array<{ text: string; bytes: number }>> {
-  const pieces: Array<{ text: string; bytes: number }> = [];
-  let acc: string[] = [];
-  let size = 0;
-  const flush = () => {
-    const text = acc.join('');
-    pieces.push({ text, bytes: Buffer.byteLength(text) });
-    acc = [];
-    size = 0;
-  };
-  for (const p of parts) {
-    acc.push(p);
-    size += p.length;
-    if (size >= WRITE_PIECE_CHARS) {
-      flush();
-      yield;
-    }
-  }
-  if (size > 0 || pieces.length === 0) flush();
-  return pieces;
 }

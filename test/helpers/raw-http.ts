@@ -108,3 +108,23 @@ export function captureLogger(): { logger: Logger; lines: LogLine[]; waitFor: (p
     });
   return { logger: pino({ level: 'info' }, stream), lines, waitFor };
 }
+
+/**
+ * Sends `request` on fresh connections, one after another, each read only up to the first bytes of its answer (as a
+ * client that stops reading), until one is answered with a status other than 200 or `max` are open. Resolves with the
+ * paused sockets of the 200s (destroyed after the test) and that other status (0 when none came).
+ */
+export async function stallUntilRefused(port: number, request: string, max: number): Promise<{ stalled: Socket[]; refused: number }> {
+  const stalled: Socket[] = [];
+  while (stalled.length < max) {
+    const s = await rawConnect(port);
+    s.on('error', () => {});
+    const first = new Promise<Buffer>((resolve) => s.once('data', resolve));
+    s.write(request);
+    const status = Number(/^HTTP\/1\.1 (\d+)/.exec((await first).toString('latin1'))?.[1] ?? 0);
+    s.pause();
+    if (status !== 200) return { stalled, refused: status };
+    stalled.push(s);
+  }
+  return { stalled, refused: 0 };
+}

@@ -8,12 +8,15 @@
  * a 2 s stall timeout; twelve cancels of a background response with 12 MiB
  * of instructions held ~370 MB of heap with `bytes_held` at 0). A cancel's
  * answer is also charged to the budget while it is unsent, as a retrieve's
- * is. Real sockets, port 0; waits on the server's own connection count.
+ * is: what it holds at once (`ANSWER_HELD_BYTES`), as it is made while it is
+ * written. Real sockets, port 0; waits on the server's own connection count.
  */
 import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { LlrServer } from '../../src/server.js';
+import { ANSWER_HELD_BYTES } from '../../src/transport/json-out.js';
+import { stallUntilRefused } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
 
 const MiB = 1024 * 1024;
@@ -91,24 +94,28 @@ describe('a JSON answer nobody reads, on the routes other than a create', () => 
   }
 });
 
-describe('a cancel answered to a reader that does not read', () => {
-  it('is charged to the server-wide budget until it has left: a second past it gets server_busy, then all released', async () => {
+describe('cancels answered to readers that do not read', () => {
+  it('are each charged ANSWER_HELD_BYTES until they have left: past the budget server_busy, then all released', async () => {
     const size = 12 * MiB;
-    const { url, port } = await testServer({ limits: { maxServerBytes: size + 4 * MiB, sendStallTimeoutMs: 0 } });
+    // Room for the create: its body, its run's token ids (~6 MB of them for 12 MiB of `x`) and its own answer's
+    // charge, all held at once.
+    const budget = size + 12 * MiB;
+    const { url, port } = await testServer({ limits: { maxServerBytes: budget, sendStallTimeoutMs: 0 } });
     const { id } = await post(url, '/v1/responses', { model: 'm', input: 'hi', instructions: 'x'.repeat(size), background: true });
     // Ended (the instant model): a cancel answers its stored final Response, 12 MiB of instructions echoed.
     let status = 'in_progress';
     while (status === 'in_progress') status = (await once(url, 'GET', `/v1/responses/${id}`)).json['status'] as string;
-    const a = await nonReader(port, 'POST', `/v1/responses/${id}/cancel`);
-    // Its answer is under way (charged) once the server holds more than the body it echoes.
-    while (((await held(url)) as number) < size) await new Promise((r) => setImmediate(r));
-    const second = await fetch(`${url}/v1/responses/${id}/cancel`, { method: 'POST' });
-    expect(second.status).toBe(503);
-    expect(((await second.json()) as { error: { code: string } }).error.code).toBe('server_busy');
-    const closed = new Promise((resolve) => a.once('close', resolve));
-    a.destroy();
-    await closed;
     let now = await held(url);
+    for (let i = 0; i < 200 && now !== 0; i++) now = await held(url);
+    expect(now).toBe(0);
+    const { stalled, refused } = await stallUntilRefused(port, `POST /v1/responses/${id}/cancel HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 0\r\n\r\n`, 64);
+    expect(refused).toBe(503);
+    expect(stalled.length).toBe(Math.floor(budget / ANSWER_HELD_BYTES));
+    expect(await held(url)).toBe(stalled.length * ANSWER_HELD_BYTES);
+    const closed = stalled.map((a) => new Promise((resolve) => a.once('close', resolve)));
+    for (const a of stalled) a.destroy();
+    await Promise.all(closed);
+    now = await held(url);
     for (let i = 0; i < 200 && now !== 0; i++) now = await held(url);
     expect(now).toBe(0);
     const third = await fetch(`${url}/v1/responses/${id}/cancel`, { method: 'POST' });

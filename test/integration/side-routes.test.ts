@@ -94,7 +94,8 @@ describe('GET /llr/runs answers', () => {
   // --max-server-bytes, where a retrieve or an input_items page is (outside attack).
   it('are charged to the server-wide byte budget as a retrieve is: a large page past it is 503 server_busy, a small one is answered', async () => {
     const { port, url } = await testServer({ limits: { maxServerBytes: 64 * 1024 } });
-    for (let i = 0; i < 60; i++) {
+    // ~2 KB a record: a page of 150 is past the 256 K characters under which an answer is written in one go, uncharged.
+    for (let i = 0; i < 150; i++) {
       const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', max_output_tokens: 16 }) });
       expect(res.status).toBe(200);
       await res.arrayBuffer();

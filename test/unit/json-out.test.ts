@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { stringifyWork } from '../../src/transport/json-out.js';
 import { mulberry32 } from '../../src/model/rng.js';
+import { stringifyInto } from '../../src/protocol/json-chunked.js';
 
 function run(value: unknown): { text: string; yields: number } {
   const work = stringifyWork(value);
@@ -83,5 +84,32 @@ describe('stringifyWork and toJSON', () => {
     }
     const values: unknown[] = [new Live(), { data: [new Live(), new Live()], at: new Date(0) }, [new Live(), { toJSON: () => undefined }], { x: { toJSON: () => undefined } }];
     for (const v of values) expect(run(v).text).toBe(JSON.stringify(v));
+  });
+});
+
+describe('stringifyInto, its pieces taken at each yield', () => {
+  // sendJsonCooperative writes what `out` holds at a yield and empties it: the text must come out whole and in
+  // order whatever the yields cut (long strings, many members, escapes and surrogate pairs across slices).
+  it('gives JSON.stringify text when the caller empties `out` at every yield', () => {
+    const rng = mulberry32(11);
+    const values: unknown[] = [
+      { instructions: `${'\ud83d\ude00"\\\n'.repeat(300_000)}`, tools: Array.from({ length: 3_000 }, (_, i) => ({ name: `t${i}`, parameters: { type: 'object' } })) },
+      Array.from({ length: 40 }, () => randomValue(rng, 0)),
+      Array(200_000).fill('a'),
+    ];
+    for (const v of values) {
+      const out: string[] = [];
+      const taken: string[] = [];
+      const work = stringifyInto(v, out);
+      let yields = 0;
+      for (let r = work.next(); !r.done; r = work.next()) {
+        yields++;
+        taken.push(out.join(''));
+        out.length = 0;
+      }
+      taken.push(out.join(''));
+      expect(taken.join('')).toBe(JSON.stringify(v));
+      expect(yields).toBeGreaterThan(2);
+    }
   });
 });

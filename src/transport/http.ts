@@ -648,7 +648,7 @@ export class HttpTransport {
             limits.sendStallTimeoutMs > 0,
             this.sseShare(res, log),
           )
-        : jsonTransport(res);
+        : jsonTransport(res, hold);
       // A pipelined request waits for the one before it: its response has no socket yet and gets no `close` of
       // its own when the client goes away, so the request's socket is watched too (found by an outside attack:
       // such creates stayed counted in http_in_flight for good).

@@ -11,6 +11,7 @@ import type { ServerEvent } from '../protocol/events.js';
 import type { Response } from '../protocol/objects.js';
 import { eventPieces, piecesLength, type EventPieces } from '../protocol/event-json.js';
 import type { SendShare } from '../modes/send-bytes.js';
+import type { Hold } from '../modes/server-bytes.js';
 import type { Transport } from '../modes/transport.js';
 import { batchWrites, type Batcher } from './batch.js';
 import { drainedOrClosed, sendJsonCooperative } from './json-out.js';
@@ -147,7 +148,9 @@ export function sseTransport(
 }
 
 /** A create without `stream`: the final Response as JSON (500 when the server failed it), written in slices when large. */
-export function jsonTransport(res: ServerResponse): ExchangeTransport {
+export function jsonTransport(res: ServerResponse, hold?: Pick<Hold, 'admitted'>): ExchangeTransport {
+  // The run has happened (stored, billed): its answer is charged to the byte budget unchecked, never refused for it.
+  const charge = hold && { add: (k: number) => hold.admitted(k) };
   return {
     send() {},
     // Chaos knobs' injected disconnect: no answer, the connection is closed.
@@ -164,7 +167,7 @@ export function jsonTransport(res: ServerResponse): ExchangeTransport {
       // (openai-node twice), which ran the same create three times. `x-should-retry: false` tells them not to
       // (openai-node and the Agents SDK obey it; the AI SDK has no such header and retries a 500 all the same).
       if (fault) res.setHeader('x-should-retry', 'false');
-      await sendJsonCooperative(res, fault ? 500 : 200, body);
+      await sendJsonCooperative(res, fault ? 500 : 200, body, charge);
     },
   };
 }

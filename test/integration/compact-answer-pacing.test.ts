@@ -81,3 +81,21 @@ describe('large retrieves to readers that do not read', () => {
     expect(((await third.json()) as { instructions: string }).instructions.length).toBe(size);
   });
 });
+
+describe('a create answered as JSON to a reader that does not read', () => {
+  // Its run has happened (stored, billed): its answer is charged to the budget unchecked, never refused for it, and
+  // released with its request. It was not charged at all, and was built whole before a byte of it left.
+  it('is answered whatever the budget says, its answer charged with its body until it has left', async () => {
+    const size = 12 * MiB;
+    // Room for the body, not for its answer's charge besides.
+    const budget = size + MiB;
+    const { url, port } = await testServer({ limits: { maxServerBytes: budget } });
+    const body = JSON.stringify({ model: 'm', instructions: 'x'.repeat(size), input: 'hi' });
+    const { stalled, refused } = await stallUntilRefused(port, `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, 1);
+    expect(refused).toBe(0);
+    expect(stalled).toHaveLength(1);
+    expect(await held(url)).toBeGreaterThan(budget);
+    expect(await held(url)).toBeGreaterThanOrEqual(size + ANSWER_HELD_BYTES);
+    expect(await closeAndSettle(stalled[0]!, url)).toBe(0);
+  });
+});

@@ -23,14 +23,19 @@ async function httpContinue(url: string, prev: string) {
   return { status: res.status, body: (await res.json()) as { error?: { code: string; message: string } } };
 }
 
+/** Two stored responses on `s`, the second continuing the first: both completed. */
+async function storedChain(s: RawSocket, first: string, second: string) {
+  s.send(create({ store: true, input: first }));
+  const r1 = await s.next('response.completed');
+  s.send(create({ store: true, previous_response_id: r1.response.id, input: second }));
+  return [r1, await s.next('response.completed')] as const;
+}
+
 describe('a DELETE of an earlier response of a ws-mode connection cached chain', () => {
   it('is not continued from the cache: store:true and store:false continuations are previous_response_not_found', async () => {
     const { url, server } = await testServer({ policy: scriptPolicy([{ text: 'a' }, { text: 'b' }, { text: 'c' }]) });
     const s = await RawSocket.connect(url);
-    s.send(create({ store: true, input: 'secret' }));
-    const r1 = await s.next('response.completed');
-    s.send(create({ store: true, previous_response_id: r1.response.id, input: 'second' }));
-    const r2 = await s.next('response.completed');
+    const [r1, r2] = await storedChain(s, 'secret', 'second');
     await server.services.postWork.flush();
     expect((await fetch(`${url}/v1/responses/${r1.response.id}`, { method: 'DELETE' })).status).toBe(200);
     // HTTP refuses to continue r2: its chain holds a deleted response.
@@ -77,10 +82,7 @@ describe('a DELETE of an earlier response of a ws-mode connection cached chain',
     const s = await RawSocket.connect(url);
     s.send(create({ store: true, input: 'other' }));
     const other = await s.next('response.completed');
-    s.send(create({ store: true, input: 'one' }));
-    const r1 = await s.next('response.completed');
-    s.send(create({ store: true, previous_response_id: r1.response.id, input: 'two' }));
-    const r2 = await s.next('response.completed');
+    const [, r2] = await storedChain(s, 'one', 'two');
     await server.services.postWork.flush();
     expect((await fetch(`${url}/v1/responses/${other.response.id}`, { method: 'DELETE' })).status).toBe(200);
     s.send(create({ store: false, previous_response_id: r2.response.id, input: 'three' }));

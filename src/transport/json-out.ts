@@ -44,6 +44,12 @@ export async function sendJsonCooperative(res: ServerResponse, status: number, b
     res.end(text);
     return;
   }
+  // A HEAD's answer has no body (node:http drops what is written): nothing to make. Its length is not known unmade.
+  if (res.req?.method === 'HEAD') {
+    res.writeHead(status, { 'Content-Type': 'application/json' });
+    res.end();
+    return;
+  }
   hold?.add(ANSWER_HELD_BYTES);
   const out: string[] = [];
   const work = stringifyInto(body, out);

@@ -334,6 +334,14 @@ const NODE_CHARS = 8;
  * (a tool's schema) about a microsecond; JSON-shaped values only.
  */
 export function textOver(v: unknown, limit: number): boolean {
+  return textChars(v, limit) > limit;
+}
+
+/**
+ * `textOver`'s count of `v`'s text: its strings' and keys' characters plus NODE_CHARS per value, the walk stopped
+ * once the count passes `limit` (the count then is over `limit`, by less than one member's).
+ */
+export function textChars(v: unknown, limit: number): number {
   let total = 0;
   const stack: unknown[] = [v];
   while (stack.length > 0) {
@@ -346,7 +354,7 @@ export function textOver(v: unknown, limit: number): boolean {
       for (const e of x) {
         if (typeof e === 'object' && e !== null) stack.push(e);
         else total += NODE_CHARS + (typeof e === 'string' ? e.length : 0);
-        if (total > limit) return true;
+        if (total > limit) return total;
       }
     } else if (typeof x === 'object' && x !== null) {
       for (const k of Object.keys(x)) {
@@ -354,12 +362,12 @@ export function textOver(v: unknown, limit: number): boolean {
         total += k.length;
         if (typeof e === 'object' && e !== null) stack.push(e);
         else total += NODE_CHARS + (typeof e === 'string' ? e.length : 0);
-        if (total > limit) return true;
+        if (total > limit) return total;
       }
     }
-    if (total > limit) return true;
+    if (total > limit) return total;
   }
-  return false;
+  return total;
 }
 
 /** Text below this (by `textOver`) is stringified natively, in one go: at most ~30 ms even if all of it needs escapes. */

@@ -13,7 +13,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { YIELD_BUDGET_MS } from '../model/cooperative.js';
-import { stringifyInto, stringifyWork, textOver } from '../protocol/json-chunked.js';
+import { stringifyInto, stringifyWork, textChars } from '../protocol/json-chunked.js';
 import type { Hold } from '../modes/server-bytes.js';
 
 export { stringifyWork };
@@ -22,11 +22,11 @@ export { stringifyWork };
 const WRITE_PIECE_CHARS = 256 * 1024;
 
 /**
- * What a large answer is charged to the server-wide byte budget while it is written: what it holds at most at once,
- * whatever its size. The piece being made (up to `WRITE_PIECE_CHARS`, plus one leaf of up to 256 K characters,
- * which escapes can make six times longer), and the piece the socket has not yet taken (written only once the last
- * one has drained). Measured: 300 `input_items` listings of a 10 MB item at once, none read, grew the RSS by
- * ~1 MB each (docs/reliability.md).
+ * What a large answer is charged to the server-wide byte budget while it is written (its own size by `textChars`'
+ * count when smaller): what it holds at most at once, whatever its size. The piece being made (up to
+ * `WRITE_PIECE_CHARS`, plus one leaf of up to 256 K characters, which escapes can make six times longer), and the
+ * piece the socket has not yet taken (written only once the last one has drained). Measured: 128 `input_items`
+ * listings of a 10 MB item at once, none read, grew the RSS by ~0.7 MB each (`npm run bench:answers`).
  */
 export const ANSWER_HELD_BYTES = 2 * 1024 * 1024;
 
@@ -38,7 +38,10 @@ export const ANSWER_HELD_BYTES = 2 * 1024 * 1024;
  * the RSS from 214 to 1,792 MB (outside attack), and one a client read slowly kept all its text until the last byte.
  */
 export async function sendJsonCooperative(res: ServerResponse, status: number, body: unknown, hold?: Pick<Hold, 'add'>): Promise<void> {
-  if (!textOver(body, WRITE_PIECE_CHARS)) {
+  // Counted up to the charge: an answer smaller than it is charged its own size (a compaction's 840 KB answer was
+  // refused under a 1,000 KiB budget it fits, charged 2 MiB).
+  const chars = textChars(body, ANSWER_HELD_BYTES);
+  if (chars <= WRITE_PIECE_CHARS) {
     const text = JSON.stringify(body);
     res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
     res.end(text);
@@ -50,23 +53,23 @@ export async function sendJsonCooperative(res: ServerResponse, status: number, b
     res.end();
     return;
   }
-  hold?.add(ANSWER_HELD_BYTES);
+  hold?.add(Math.min(ANSWER_HELD_BYTES, chars));
   const out: string[] = [];
   const work = stringifyInto(body, out);
-  let chars = 0;
+  let made = 0;
   let counted = 0;
   let sliceStart = performance.now();
   try {
     for (let r = work.next(); !r.done; r = work.next()) {
       if (res.destroyed) return;
-      for (; counted < out.length; counted++) chars += out[counted]!.length;
-      if (chars >= WRITE_PIECE_CHARS) {
+      for (; counted < out.length; counted++) made += out[counted]!.length;
+      if (made >= WRITE_PIECE_CHARS) {
         // The head goes with the first piece: an error before it (none is expected of JSON-shaped values) is still
         // answered as an error, with its status.
         if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'application/json' });
         const piece = out.join('');
         out.length = 0;
-        chars = counted = 0;
+        made = counted = 0;
         // Honours back-pressure: the text waits unmade, not in the socket's buffer, and the caller (which keeps the
         // request's share of the server-wide byte budget until this resolves) stays charged until the answer has
         // left. A client that reads nothing is dropped by the stall timeout.

@@ -315,7 +315,10 @@ export class BackgroundResponse implements Transport {
   private readonly followers = new Map<Follower, number>();
   /** Followers behind the live events (`FOLLOW_WINDOW`), with the next sequence number each reads from the kept events. */
   private readonly behind = new Map<Follower, number>();
-  /** Its events are being dropped (`forget`): followers behind are given the rest at once. */
+  /**
+   * Its events were dropped (`forget`: no longer found by id, no longer counted): the readers behind still read
+   * them at their own pace, and they go once the last of those has read them or left.
+   */
   private forgetting = false;
   /** The create's own stream, until the run starts (`followFromStart`). */
   private first: Follower | null = null;
@@ -410,8 +413,14 @@ export class BackgroundResponse implements Transport {
     this.catchUp(f);
     return () => {
       this.followers.delete(f);
-      this.behind.delete(f);
+      this.leftBehind(f);
     };
+  }
+
+  /** Follower `f` no longer reads the kept events; once forgotten, they go with the last such reader. */
+  private leftBehind(f: Follower): void {
+    this.behind.delete(f);
+    if (this.forgetting && this.behind.size === 0) this.release();
   }
 
   /**
@@ -423,7 +432,7 @@ export class BackgroundResponse implements Transport {
     let next = this.behind.get(f);
     if (next === undefined) return;
     if (next <= this.droppedUpTo) {
-      this.behind.delete(f);
+      this.leftBehind(f);
       this.toFollower(f, () => f.drop());
       return;
     }
@@ -437,7 +446,7 @@ export class BackgroundResponse implements Transport {
       else hi = mid;
     }
     for (let i = lo; i < events.length; i++) {
-      if (!this.forgetting && f.unsent && f.whenDrained && f.unsent() >= FOLLOW_WINDOW) {
+      if (f.unsent && f.whenDrained && f.unsent() >= FOLLOW_WINDOW) {
         this.behind.set(f, next);
         f.whenDrained(() => this.catchUp(f));
         return;
@@ -447,7 +456,7 @@ export class BackgroundResponse implements Transport {
       next = k.seq + 1;
       if (!this.behind.has(f)) return; // it failed, or went away
     }
-    this.behind.delete(f);
+    this.leftBehind(f);
     if (this.over) this.toFollower(f, () => (this.dropped ? f.drop() : f.end()));
     else this.followers.set(f, next);
   }
@@ -463,6 +472,9 @@ export class BackgroundResponse implements Transport {
     return () => {
       if (this.first === f) this.first = null;
       this.followers.delete(f);
+      // Behind too once it held FOLLOW_WINDOW unsent (`send`): left there, its stream closed, it kept a forgotten
+      // response's events for good.
+      this.leftBehind(f);
     };
   }
 
@@ -565,11 +577,17 @@ export class BackgroundResponse implements Transport {
 
   /** @internal Its events are dropped (expired, evicted, shutdown). */
   forget(): void {
-    // A follower still reading them is given the rest at once, as every follower was before it was paced.
+    // A follower still reading them goes on at its own pace (FOLLOW_WINDOW), from these events, kept for the readers
+    // behind alone (one copy, shared) until the last has read them or left (a reader that reads nothing is dropped by
+    // its stream's stall timeout). They were given the rest at once, each up to the send limit unsent outside every
+    // bound: 200 paused resumes of one ended response, then its DELETE, grew the RSS by ~210 MB and held the event
+    // loop 1.6 s in one turn (outside attack; test/integration/background-forget-pacing.test.ts).
     this.forgetting = true;
-    for (const f of [...this.behind.keys()]) this.catchUp(f);
-    this.behind.clear();
     this.unstored = null;
+    if (this.behind.size === 0) this.release();
+  }
+
+  private release(): void {
     this.events.length = 0;
     this.head = 0;
     this.bytes = 0;
@@ -597,7 +615,7 @@ export class BackgroundResponse implements Transport {
       fn();
     } catch (err) {
       this.followers.delete(f);
-      this.behind.delete(f);
+      this.leftBehind(f);
       this.services.log.warn({ err, response_id: this.id }, 'a background response follower failed; it was dropped');
     }
   }

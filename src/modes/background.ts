@@ -98,6 +98,11 @@ export class BackgroundRuns {
   private readonly endedKept = new Map<string, BackgroundResponse>();
   private admitted = 0;
   private keptBytes = 0;
+  /**
+   * Dropped responses whose events readers behind still read (`BackgroundResponse.forget`): still counted in
+   * `keptBytes` until the last of those readers is done, oldest drop first.
+   */
+  private readonly lingering = new Set<BackgroundResponse>();
   private expiry: ReturnType<typeof setTimeout> | null = null;
   /**
    * Responses of this server stored `in_progress` as they started whose final write failed (`unstoredFinal`): their
@@ -186,8 +191,10 @@ export class BackgroundRuns {
   delete(id: string, owner: string | null, stored: boolean): boolean {
     const r = this.find(id, owner);
     if (!r || (!stored && !r.unstoredFinal)) return false;
-    if (r.isOver) this.drop(r);
-    else r.deleted = true;
+    if (r.isOver) {
+      this.drop(r);
+      this.bound();
+    } else r.deleted = true;
     return true;
   }
 
@@ -224,6 +231,7 @@ export class BackgroundRuns {
     // A response deleted before its end keeps nothing.
     if (r.id === null || ttl <= 0 || r.deleted) {
       if (r.id !== null) this.drop(r);
+      this.bound();
       return;
     }
     this.endedKept.set(r.id, r);
@@ -234,6 +242,7 @@ export class BackgroundRuns {
       if (this.keptBytes <= max || old === r) break;
       this.drop(old);
     }
+    this.bound();
     this.sweep();
   }
 
@@ -280,11 +289,33 @@ export class BackgroundRuns {
     this.expiry.unref();
   }
 
+  /**
+   * Its events are no longer found by id; they stay counted until its readers behind are done with them (at once when
+   * there are none). One never kept (deleted or ended with a TTL of 0) is counted from now, unchecked, as well.
+   */
   private drop(r: BackgroundResponse): void {
     if (r.id === null) return;
-    if (this.endedKept.delete(r.id)) this.keptBytes -= r.bytes + ENTRY_BYTES;
+    const held = r.bytes + ENTRY_BYTES;
+    if (!this.endedKept.delete(r.id)) this.keptBytes += held;
     if (this.byId.get(r.id) === r) this.byId.delete(r.id);
-    r.forget();
+    this.lingering.add(r);
+    r.forget(() => {
+      this.lingering.delete(r);
+      this.keptBytes -= held;
+    });
+  }
+
+  /**
+   * Past `--max-background-kept-bytes` once the kept responses have gone as far as they may, the readers behind on the
+   * events of dropped responses are dropped, oldest drop first, and those events with them: each such reader kept
+   * its response's events (up to `--max-background-event-bytes`) for as long as it read, counted nowhere.
+   */
+  private bound(): void {
+    const max = this.services.limits.maxBackgroundKeptBytes;
+    for (const r of this.lingering) {
+      if (this.keptBytes <= max) break;
+      r.dropBehind();
+    }
   }
 }
 
@@ -320,6 +351,8 @@ export class BackgroundResponse implements Transport {
    * them at their own pace, and they go once the last of those has read them or left.
    */
   private forgetting = false;
+  /** Told once its dropped events are gone (`forget`). */
+  private released: (() => void) | null = null;
   /** The create's own stream, until the run starts (`followFromStart`). */
   private first: Follower | null = null;
   private session: ConnectionSession | null = null;
@@ -575,8 +608,11 @@ export class BackgroundResponse implements Transport {
     }
   }
 
-  /** @internal Its events are dropped (expired, evicted, shutdown). */
-  forget(): void {
+  /**
+   * @internal Its events are dropped (expired, evicted, shutdown): `released` is called once they are gone, at once
+   * when no reader is behind.
+   */
+  forget(released: () => void): void {
     // A follower still reading them goes on at its own pace (FOLLOW_WINDOW), from these events, kept for the readers
     // behind alone (one copy, shared) until the last has read them or left (a reader that reads nothing is dropped by
     // its stream's stall timeout). They were given the rest at once, each up to the send limit unsent outside every
@@ -584,13 +620,25 @@ export class BackgroundResponse implements Transport {
     // loop 1.6 s in one turn (outside attack; test/integration/background-forget-pacing.test.ts).
     this.forgetting = true;
     this.unstored = null;
+    this.released = released;
     if (this.behind.size === 0) this.release();
+  }
+
+  /** @internal Its readers behind on its dropped events are dropped (`BackgroundRuns.bound`): the events go. */
+  dropBehind(): void {
+    for (const f of [...this.behind.keys()]) {
+      this.leftBehind(f);
+      this.toFollower(f, () => f.drop());
+    }
   }
 
   private release(): void {
     this.events.length = 0;
     this.head = 0;
     this.bytes = 0;
+    const released = this.released;
+    this.released = null;
+    released?.();
   }
 
   /** Keep at most `maxBackgroundEventBytes` of events, always the newest one. */

@@ -150,3 +150,55 @@ describe('readers of a background response whose kept events are dropped under t
     expect(bg.bytes).toBe(0);
   });
 });
+
+describe('events kept for readers behind after their response was dropped', () => {
+  // Kept for them past the drop, they were counted nowhere: a reader that kept reading, however slowly, held its
+  // response's events (up to --max-background-event-bytes) for as long as it read. They stay counted in
+  // background_kept_bytes, and past --max-background-kept-bytes their readers are dropped, oldest drop first.
+  it('stay counted, and go with their readers once later responses need the room', async () => {
+    const { server, url, port } = await testServer({
+      policy: scriptPolicy([{ text: TEXT }, { text: TEXT }]),
+      // Room for one response's events (~27 MB), not two.
+      limits: { maxBackgroundEventBytes: 64 * 1024 * 1024, maxBackgroundKeptBytes: 40 * 1024 * 1024 },
+    });
+    const kept = async () => ((await (await fetch(`${url}/health`)).json()) as { background_kept_bytes: number }).background_kept_bytes;
+    const create = async () => {
+      const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'go', background: true, stream: true }) });
+      return /"id":"(resp_[0-9a-f]+)"/.exec(await res.text())![1]!;
+    };
+    const a = await create();
+    const bg = server.host.background.find(a, null)!;
+    const size = bg.bytes;
+    expect(size).toBeGreaterThan(20 * 1024 * 1024);
+    // A resume that reads nothing: behind once its socket holds FOLLOW_WINDOW unsent.
+    let behind!: () => void;
+    const saturated = new Promise<void>((resolve) => (behind = resolve));
+    server.http.on('connection', (socket: Socket) => {
+      const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+      socket.write = ((...args: unknown[]) => {
+        const ok = write(...args);
+        if (socket.writableLength >= FOLLOW_WINDOW) behind();
+        return ok;
+      }) as typeof socket.write;
+    });
+    const reader = connect(port, '127.0.0.1');
+    reader.pause();
+    reader.on('error', () => {});
+    const chunks: Buffer[] = [];
+    reader.on('data', (d: Buffer) => chunks.push(d));
+    const closed = new Promise((resolve) => reader.once('close', resolve));
+    reader.write(`GET /v1/responses/${a}?stream=true HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+    await saturated;
+    expect((await fetch(`${url}/v1/responses/${a}`, { method: 'DELETE' })).status).toBe(200);
+    // Dropped, no longer found, but its events still counted while its reader is behind on them.
+    expect(await kept()).toBeGreaterThanOrEqual(size);
+    expect(bg.bytes).toBe(size);
+    // A later response ends: the budget's room goes to it, the reader behind is dropped and the events go.
+    const b = await create();
+    expect(bg.bytes).toBe(0);
+    expect(await kept()).toBe(server.host.background.find(b, null)!.bytes + 256);
+    reader.resume();
+    await closed;
+    expect(Buffer.concat(chunks).toString('latin1')).not.toContain('data: [DONE]');
+  });
+});

@@ -476,8 +476,12 @@ export class HttpTransport {
     // The body's bytes are the run's now (released when it ends), not this request's.
     hold.releaseAll();
     if (params.stream) return this.follow(res, bg, 'start', log, params.llr?.timing === true);
-    // Its answer echoes the request: charged to the budget again while it is unsent (released when the request is done).
-    return sendJsonCooperative(res, 200, await bg.started, hold);
+    // Its answer echoes the request: charged to the budget again while it is unsent (released when the request is done),
+    // unchecked, as a non-stream create's (sse.ts jsonTransport): its run has started, so a refusal now would hide a run
+    // in flight. Checked, a create with 900 K characters of instructions under a 2 MiB budget was answered 503
+    // server_busy while its run went on, its id never given (the SDKs retry a 503: a second run).
+    const started = await bg.started;
+    return sendJsonCooperative(res, 200, started, { add: (k) => hold.admitted(k) });
   }
 
   /**

@@ -98,9 +98,15 @@ export function snapshot(r: Response): Response {
   return { ...r, output };
 }
 
-/** An item still being written, as it is now: its message parts too (the text grows in its part, engine/segment.ts). */
+/**
+ * An item still being written, as it is now: its message parts too (the text grows in its part, engine/segment.ts),
+ * and a part's `logprobs`, which the run pushes onto in place: shared, a large retrieve written as its reader took it
+ * (transport/json-out.ts) answered a part's text `a` with the logprobs of `a` and of the `b` streamed meanwhile.
+ */
 function copyOpen(item: OutputItem): OutputItem {
-  if (item.type === 'message' && Array.isArray(item.content)) return { ...item, content: item.content.map((p) => ({ ...p })) };
+  if (item.type === 'message' && Array.isArray(item.content)) {
+    return { ...item, content: item.content.map((p) => ('logprobs' in p && Array.isArray(p.logprobs) ? { ...p, logprobs: p.logprobs.slice() } : { ...p })) };
+  }
   return { ...item };
 }
 

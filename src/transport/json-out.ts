@@ -15,6 +15,7 @@ import type { ServerResponse } from 'node:http';
 import { YIELD_BUDGET_MS } from '../model/cooperative.js';
 import { stringifyInto, stringifyWork, textChars } from '../protocol/json-chunked.js';
 import type { Hold } from '../modes/server-bytes.js';
+import { whenSocketCloses } from './socket-watch.js';
 
 export { stringifyWork };
 
@@ -61,7 +62,7 @@ export async function sendJsonCooperative(res: ServerResponse, status: number, b
   let sliceStart = performance.now();
   try {
     for (let r = work.next(); !r.done; r = work.next()) {
-      if (res.destroyed) return;
+      if (gone(res)) return;
       for (; counted < out.length; counted++) made += out[counted]!.length;
       if (made >= WRITE_PIECE_CHARS) {
         // The head goes with the first piece: an error before it (none is expected of JSON-shaped values) is still
@@ -87,7 +88,7 @@ export async function sendJsonCooperative(res: ServerResponse, status: number, b
     if (res.headersSent) res.destroy();
     throw err;
   }
-  if (res.destroyed) return;
+  if (gone(res)) return;
   const last = out.join('');
   // Shorter than a piece after all (`textOver` counts a few characters per value besides the strings): one write.
   if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(last) });
@@ -95,16 +96,30 @@ export async function sendJsonCooperative(res: ServerResponse, status: number, b
   res.end(last);
 }
 
-/** Resolves on the response's `drain`, or once it is closed (a reader dropped by the stall timeout, or gone). */
+/**
+ * Resolves on the response's `drain`, or once it is closed (a reader dropped by the stall timeout, or gone), or once
+ * its request's socket is: an answer pipelined behind another has no socket of its own until that one is done, and
+ * gets neither `drain` nor `close` when the client goes first. It waited for good, its charge to the byte budget held
+ * (two pipelined retrieves of a 3 MB response, the client gone after 128 KB: `bytes_held` 2 MiB more each time, and
+ * shutdown waited the whole `--send-stall-timeout-ms` for it; test/integration/pipelined-answer-charge.test.ts).
+ */
 export function drainedOrClosed(res: ServerResponse): Promise<void> {
-  if (res.destroyed) return Promise.resolve();
+  if (gone(res)) return Promise.resolve();
   return new Promise((resolve) => {
+    let forget = () => {};
     const done = () => {
       res.off('drain', done);
       res.off('close', done);
+      forget();
       resolve();
     };
     res.on('drain', done);
     res.on('close', done);
+    forget = whenSocketCloses(res.req?.socket, done);
   });
+}
+
+/** The answer can no longer leave: it is closed, or its request's socket is (one pipelined and still queued). */
+function gone(res: ServerResponse): boolean {
+  return res.destroyed || res.req?.socket?.destroyed === true;
 }

@@ -128,3 +128,18 @@ export async function stallUntilRefused(port: number, request: string, max: numb
   }
   return { stalled, refused: 0 };
 }
+
+/** The body of a chunked HTTP/1.1 message (`raw` from its first chunk), read up to its last chunk, as UTF-8 text. */
+export function dechunk(raw: Buffer | string): string {
+  const buf = typeof raw === 'string' ? Buffer.from(raw, 'utf8') : raw;
+  const out: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    const eol = buf.indexOf('\r\n', at);
+    const size = parseInt(buf.subarray(at, eol).toString('latin1'), 16);
+    if (!(size > 0)) break;
+    out.push(buf.subarray(eol + 2, eol + 2 + size));
+    at = eol + 2 + size + 2;
+  }
+  return Buffer.concat(out).toString('utf8');
+}

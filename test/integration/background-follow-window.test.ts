@@ -12,6 +12,7 @@
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
+import { dechunk } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
 
 /** `FOLLOW_WINDOW` (src/modes/background.ts), written out so the old code is judged by the same figure. */
@@ -35,21 +36,6 @@ function readStream(port: number, path: string): Promise<string> {
     s.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
     s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
   });
-}
-
-/** The body of a chunked HTTP/1.1 message, read up to its last chunk. */
-function dechunk(raw: string): string {
-  const buf = Buffer.from(raw, 'utf8');
-  const out: Buffer[] = [];
-  let at = 0;
-  for (;;) {
-    const eol = buf.indexOf('\r\n', at);
-    const size = parseInt(buf.subarray(at, eol).toString('latin1'), 16);
-    if (!(size > 0)) break;
-    out.push(buf.subarray(eol + 2, eol + 2 + size));
-    at = eol + 2 + size + 2;
-  }
-  return Buffer.concat(out).toString('utf8');
 }
 
 describe("a background response's readers", () => {

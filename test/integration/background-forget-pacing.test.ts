@@ -10,6 +10,7 @@
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
+import { dechunk } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
 
 /** `FOLLOW_WINDOW` (src/modes/background.ts), written out so the old code is judged by the same figure. */
@@ -17,20 +18,6 @@ const FOLLOW_WINDOW = 64 * 1024;
 // ~80,000 tokens: more delta events than loopback's socket buffers take from a reader that reads nothing.
 const TEXT = Array.from({ length: 40_000 }, (_, i) => `w${i}`).join(' ');
 const READERS = 3;
-
-/** The body of a chunked HTTP/1.1 message, read up to its last chunk. */
-function dechunk(raw: Buffer): string {
-  const out: Buffer[] = [];
-  let at = 0;
-  for (;;) {
-    const eol = raw.indexOf('\r\n', at);
-    const size = parseInt(raw.subarray(at, eol).toString('latin1'), 16);
-    if (!(size > 0)) break;
-    out.push(raw.subarray(eol + 2, eol + 2 + size));
-    at = eol + 2 + size + 2;
-  }
-  return Buffer.concat(out).toString('utf8');
-}
 
 describe('readers of a background response whose kept events are dropped under them', () => {
   it('stay paced (FOLLOW_WINDOW) and still get every event in order, then [DONE]', async () => {

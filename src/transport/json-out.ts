@@ -33,9 +33,9 @@ export const ANSWER_HELD_BYTES = 2 * 1024 * 1024;
 
 /**
  * `sendJson`, cooperative for large bodies. Resolves when the body is handed to the socket (or the client is gone).
- * A large one is charged `ANSWER_HELD_BYTES` to `hold` before its head (503 `server_busy` past the budget; the caller
- * releases the hold once this resolves). Each answer used to be built whole before a byte left, and charged its size
- * only then: answers being built at once were outside the budget, 300 concurrent listings of a 10 MB input item took
+ * A large one is charged `ANSWER_HELD_BYTES` (its size when smaller) to `hold` before its head (503 `server_busy` past
+ * the budget, unless the caller's `add` charges unchecked; the caller releases the hold once this resolves). Each
+ * answer used to be built whole before a byte left, and charged its size only then: answers being built at once were outside the budget, 300 concurrent listings of a 10 MB input item took
  * the RSS from 214 to 1,792 MB (outside attack), and one a client read slowly kept all its text until the last byte.
  */
 export async function sendJsonCooperative(res: ServerResponse, status: number, body: unknown, hold?: Pick<Hold, 'add'>): Promise<void> {

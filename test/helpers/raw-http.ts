@@ -143,3 +143,25 @@ export function dechunk(raw: Buffer | string): string {
   }
   return Buffer.concat(out).toString('utf8');
 }
+
+/** Calls `after(socket)` after every write the server makes on `socket` (to watch what it holds unsent: `writableLength`). */
+export function afterWrites(socket: Socket, after: (socket: Socket) => void): void {
+  const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+  socket.write = ((...args: unknown[]) => {
+    const ok = write(...args);
+    after(socket);
+    return ok;
+  }) as typeof socket.write;
+}
+
+/** A background create streamed and read to its end: its text, its response id and its events' SSE blocks. */
+export async function backgroundStream(url: string): Promise<{ own: string; id: string; ownEvents: string[] }> {
+  const created = await fetch(`${url}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', input: 'go', background: true, stream: true }),
+  });
+  const own = await created.text();
+  const id = /"id":"(resp_[0-9a-f]+)"/.exec(own)![1]!;
+  return { own, id, ownEvents: own.split('\n\n').filter((b) => b.startsWith('event:')) };
+}

@@ -12,7 +12,7 @@
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
-import { dechunk } from '../helpers/raw-http.js';
+import { afterWrites, backgroundStream, dechunk } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
 
 /** `FOLLOW_WINDOW` (src/modes/background.ts), written out so the old code is judged by the same figure. */
@@ -43,23 +43,9 @@ describe("a background response's readers", () => {
     const { server, url, port } = await testServer({ policy: scriptPolicy([{ text: TEXT }]), limits: { maxBackgroundEventBytes: 64 * 1024 * 1024 } });
     // The most any server-side socket held unsent after a write.
     let most = 0;
-    server.http.on('connection', (socket: Socket) => {
-      const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
-      socket.write = ((...args: unknown[]) => {
-        const ok = write(...args);
-        most = Math.max(most, socket.writableLength);
-        return ok;
-      }) as typeof socket.write;
-    });
-    const created = await fetch(`${url}/v1/responses`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'm', input: 'go', background: true, stream: true }),
-    });
-    const own = await created.text();
+    server.http.on('connection', (socket: Socket) => afterWrites(socket, (s) => (most = Math.max(most, s.writableLength))));
+    const { own, id, ownEvents } = await backgroundStream(url);
     expect(own.endsWith('data: [DONE]\n\n')).toBe(true);
-    const id = /"id":"(resp_[0-9a-f]+)"/.exec(own)![1]!;
-    const ownEvents = own.split('\n\n').filter((b) => b.startsWith('event:'));
     expect(ownEvents.length).toBeGreaterThan(20_000);
 
     most = 0;

@@ -10,7 +10,7 @@
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
-import { dechunk } from '../helpers/raw-http.js';
+import { afterWrites, backgroundStream, dechunk } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
 
 /** `FOLLOW_WINDOW` (src/modes/background.ts), written out so the old code is judged by the same figure. */
@@ -22,15 +22,8 @@ const READERS = 3;
 describe('readers of a background response whose kept events are dropped under them', () => {
   it('stay paced (FOLLOW_WINDOW) and still get every event in order, then [DONE]', async () => {
     const { server, url, port } = await testServer({ policy: scriptPolicy([{ text: TEXT }]), limits: { maxBackgroundEventBytes: 64 * 1024 * 1024 } });
-    const created = await fetch(`${url}/v1/responses`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'm', input: 'go', background: true, stream: true }),
-    });
-    const own = await created.text();
+    const { own, id, ownEvents } = await backgroundStream(url);
     expect(own.endsWith('data: [DONE]\n\n')).toBe(true);
-    const id = /"id":"(resp_[0-9a-f]+)"/.exec(own)![1]!;
-    const ownEvents = own.split('\n\n').filter((b) => b.startsWith('event:'));
     const largest = Math.max(...ownEvents.map((e) => Buffer.byteLength(e)));
 
     // Each server-side socket of a resume: the most it held unsent after a write, and when it first stopped
@@ -41,16 +34,13 @@ describe('readers of a background response whose kept events are dropped under t
     const saturated = new Promise<void>((resolve) => (allBehind = resolve));
     server.http.on('connection', (socket: Socket) => {
       let counted = false;
-      const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
-      socket.write = ((...args: unknown[]) => {
-        const ok = write(...args);
-        most = Math.max(most, socket.writableLength);
-        if (!counted && socket.writableLength >= FOLLOW_WINDOW) {
+      afterWrites(socket, (s) => {
+        most = Math.max(most, s.writableLength);
+        if (!counted && s.writableLength >= FOLLOW_WINDOW) {
           counted = true;
           if (++behind === READERS) allBehind();
         }
-        return ok;
-      }) as typeof socket.write;
+      });
     });
 
     // Readers that read nothing (paused) until the events are dropped.
@@ -101,12 +91,7 @@ describe('readers of a background response whose kept events are dropped under t
     const behind = new Promise<void>((resolve) => (saturated = resolve));
     server.http.once('connection', (socket: Socket) => {
       serverSide = socket;
-      const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
-      socket.write = ((...args: unknown[]) => {
-        const ok = write(...args);
-        if (socket.writableLength >= FOLLOW_WINDOW) saturated();
-        return ok;
-      }) as typeof socket.write;
+      afterWrites(socket, (s) => s.writableLength >= FOLLOW_WINDOW && saturated());
     });
     // The create's own stream, read up to its response id, then not at all: it falls behind the live events.
     const body = JSON.stringify({ model: 'm', input: 'go', background: true, stream: true });
@@ -149,10 +134,7 @@ describe('events kept for readers behind after their response was dropped', () =
       limits: { maxBackgroundEventBytes: 64 * 1024 * 1024, maxBackgroundKeptBytes: 40 * 1024 * 1024 },
     });
     const kept = async () => ((await (await fetch(`${url}/health`)).json()) as { background_kept_bytes: number }).background_kept_bytes;
-    const create = async () => {
-      const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'go', background: true, stream: true }) });
-      return /"id":"(resp_[0-9a-f]+)"/.exec(await res.text())![1]!;
-    };
+    const create = async () => (await backgroundStream(url)).id;
     const a = await create();
     const bg = server.host.background.find(a, null)!;
     const size = bg.bytes;
@@ -160,14 +142,7 @@ describe('events kept for readers behind after their response was dropped', () =
     // A resume that reads nothing: behind once its socket holds FOLLOW_WINDOW unsent.
     let behind!: () => void;
     const saturated = new Promise<void>((resolve) => (behind = resolve));
-    server.http.on('connection', (socket: Socket) => {
-      const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
-      socket.write = ((...args: unknown[]) => {
-        const ok = write(...args);
-        if (socket.writableLength >= FOLLOW_WINDOW) behind();
-        return ok;
-      }) as typeof socket.write;
-    });
+    server.http.on('connection', (socket: Socket) => afterWrites(socket, (s) => s.writableLength >= FOLLOW_WINDOW && behind()));
     const reader = connect(port, '127.0.0.1');
     reader.pause();
     reader.on('error', () => {});

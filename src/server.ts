@@ -9,6 +9,7 @@
  * test/helpers/server.ts; `Symbol.asyncDispose` also closes it) and the
  * benchmarks. Transports only move bytes; the modes hold the designs.
  */
+import { watchGc } from './gc-stats.js';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -177,6 +178,8 @@ export class LlrServer {
   readonly host: SessionHost;
   refuseWebSockets: boolean;
   private closing: Promise<void> | null = null;
+  /** Stops this server's share of the process's GC observer (`GET /llr/stats` reports the pauses): set while listening. */
+  private unwatchGc: (() => void) | null = null;
 
   constructor(readonly options: ServerOptions = {}) {
     if (options.tokenizerCacheEntries !== undefined) setMergeCacheEntries(options.tokenizerCacheEntries);
@@ -320,6 +323,8 @@ export class LlrServer {
       throw err;
     }
     const { port } = this.http.address() as AddressInfo;
+    // Closed with the server (`close`), also when what follows throws.
+    if (this.closing === null) this.unwatchGc ??= watchGc();
     const h = host.includes(':') ? `[${host}]` : host;
     const url = `http://${h}:${port}`;
     try {
@@ -344,6 +349,7 @@ export class LlrServer {
       await this.services.postWork.flush();
       this.http.closeAllConnections();
       this.services.store.close();
+      this.unwatchGc?.();
     })();
     return this.closing;
   }

@@ -7,6 +7,7 @@
  * Used by the runner and the phases. Leaves out restarting a crashed server:
  * a crash is a finding, and the bench stops with partial results.
  */
+import type { GcStats } from '../gc-stats.js';
 import type { Child } from './processes.js';
 
 export class ServerCrashedError extends Error {
@@ -98,6 +99,8 @@ export interface ServerStats {
   cpu_us: { user: number; system: number };
   memory: { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number };
   gc_available: boolean;
+  /** The process's GC pauses by kind (src/gc-stats.ts); absent from a server older than them. */
+  gc_pauses?: GcStats;
 }
 
 export function cpuMs(a: ServerStats, b: ServerStats): number {

@@ -263,13 +263,24 @@ interface LoopResult {
    * helpers); null where /proc is absent (thread-cpu.ts).
    */
   server_threads_us_per_step: { main: number; background: number } | null;
+  /**
+   * The long-lived and ws server's GC pauses over the measured loops (`GET /llr/stats` before and after): scavenges
+   * (`minor`) and mark-compacts (`major`), their count and total ms; `max_ms` is the longest since the server started
+   * (the warm-up's included). Null when the server reports none.
+   */
+  server_gc: { minor: { count: number; total_ms: number; max_ms: number }; major: { count: number; total_ms: number; max_ms: number } } | null;
+  /** Echo round trips of 1 ms or more (`SLOW_MS`), of `echo.n`: the host's own tail. */
+  echo_over_1ms: number;
   /** The same long-lived loops on a server with `--on lean_pause_event`. */
-  lean: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
+  lean: LoopStats;
   /** Bytes of a pause's response.done at the first and the last step, full (default) and lean. */
   pause_bytes: { full_first: number; full_last: number; lean_first: number; lean_last: number };
-  long_lived: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
-  ws: { n: number; p50: number; p99: number; early_p50: number; late_p50: number };
+  long_lived: LoopStats;
+  ws: LoopStats;
 }
+
+/** A loop kind's steps: count, p50 and p99, the p50 of its early and late steps, and how many took 1 ms or more. */
+type LoopStats = { n: number; p50: number; p99: number; early_p50: number; late_p50: number; over_1ms: number };
 
 function ofSteps(runs: LoopSamples[], steps: number[]): number[] {
   return runs.flatMap((r) => steps.map((s) => r.samples[s - 1]!));
@@ -277,7 +288,25 @@ function ofSteps(runs: LoopSamples[], steps: number[]): number[] {
 
 function loopStats(runs: LoopSamples[]) {
   const all = runs.flatMap((r) => r.samples.slice(0, -1));
-  return { n: all.length, p50: percentile(all, 50), p99: percentile(all, 99), early_p50: percentile(ofSteps(runs, EARLY), 50), late_p50: percentile(ofSteps(runs, late()), 50) };
+  return {
+    n: all.length,
+    p50: percentile(all, 50),
+    p99: percentile(all, 99),
+    early_p50: percentile(ofSteps(runs, EARLY), 50),
+    late_p50: percentile(ofSteps(runs, late()), 50),
+    over_1ms: overMs(all, SLOW_MS),
+  };
+}
+
+/** A step or round trip this long (ms) is counted apart: a scavenge of the server's takes 2–3 ms here. */
+const SLOW_MS = 1;
+const overMs = (samples: number[], ms: number) => samples.filter((x) => x >= ms).length;
+
+/** The server's GC pauses between two `/llr/stats` readings: null when it reports none (an older server). */
+function gcBetween(a: ServerStats, b: ServerStats): LoopResult['server_gc'] {
+  if (!a.gc_pauses || !b.gc_pauses) return null;
+  const diff = (k: 'minor' | 'major') => ({ count: b.gc_pauses![k].count - a.gc_pauses![k].count, total_ms: b.gc_pauses![k].total_ms - a.gc_pauses![k].total_ms, max_ms: b.gc_pauses![k].max_ms });
+  return { minor: diff('minor'), major: diff('major') };
 }
 
 /**
@@ -326,6 +355,7 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
     };
     const frame = 'x'.repeat(warm.frameBytes);
     await echoRounds(ew, frame, 200);
+    const gcBefore = await server.race(server.getJson<ServerStats>('/llr/stats'));
     const pid = server.child.proc.pid;
     const cpuBefore = pid === undefined ? null : threadCpu(pid);
     for (let i = 0; i < cfg.loops; i++) {
@@ -336,6 +366,7 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
       leanRuns.push(await leanLoop());
     }
     const cpu = threadCpuSince(cpuBefore, pid === undefined ? null : threadCpu(pid));
+    const gcAfter = await server.race(server.getJson<ServerStats>('/llr/stats'));
     // The floors in a block of their own: interleaved with the loops above they lengthened the servers'
     // idle waits between loops, which slowed their steps.
     const llFloor: LoopSamples[] = [];
@@ -372,6 +403,8 @@ async function loopPhase(echoUrl: string): Promise<LoopResult> {
       held_echo: heldEcho,
       floor: { long_lived: loopStats(llFloor), ws: loopStats(wsFloor) },
       warm_loops: warmLoops(),
+      server_gc: gcBetween(gcBefore, gcAfter),
+      echo_over_1ms: overMs(echo, SLOW_MS),
       server_threads_us_per_step: cpu && { main: (cpu.main * 1000) / (2 * cfg.loops * cfg.steps), background: (cpu.others * 1000) / (2 * cfg.loops * cfg.steps) },
       long_lived: loopStats(llRuns),
       ws: loopStats(wsRuns),
@@ -472,6 +505,17 @@ function rows(r: { loop?: LoopResult; long?: LongResult; long_lean?: LongResult;
       target: '(reported)',
       holds: null,
     });
+    const gc = r.loop.server_gc;
+    if (gc) {
+      const steps = ll.n + ws.n;
+      const minor = gc.minor.count > 0 ? `${gc.minor.count} (one per ${Math.round(steps / gc.minor.count)} steps), ${(gc.minor.total_ms / gc.minor.count).toFixed(2)} ms each on average` : '0';
+      out.push({
+        what: `server's GC pauses over the measured long-lived and ws loops (/llr/stats), and the samples of ${SLOW_MS} ms or more`,
+        measured: `scavenges ${minor}, longest since start ${gc.minor.max_ms.toFixed(2)} ms; mark-compacts ${gc.major.count}; ≥ ${SLOW_MS} ms: long-lived ${ll.over_1ms}/${ll.n}, ws ${ws.over_1ms}/${ws.n}, echo ${r.loop.echo_over_1ms}/${echo.n}`,
+        target: '(reported)',
+        holds: null,
+      });
+    }
     for (const [name, real, floor] of [['long-lived', ll, r.loop.floor.long_lived], ['ws', ws, r.loop.floor.ws]] as const) {
       out.push({
         what: `${name} loop's frames replayed by a server that does no work (the exchange's wire floor), p50 / p99`,

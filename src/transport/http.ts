@@ -34,6 +34,7 @@
  * so no request holds the event loop. Every response carries `x-request-id`;
  * every refusal is logged at `info` with it, its code and its param.
  */
+import { gcStats } from '../gc-stats.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
@@ -264,6 +265,8 @@ export class HttpTransport {
         cpu_us: process.cpuUsage(),
         memory: process.memoryUsage(),
         gc_available: gc !== undefined,
+        // The process's GC pauses by kind since the first server in it listened: count, total and longest (ms).
+        gc_pauses: gcStats(),
         uptime_s: process.uptime(),
         http_in_flight: this.inFlight,
         // 'unloaded' until the first request that tokenizes (model/tokenizer.ts).

@@ -86,9 +86,27 @@ describe('bench:overhead', () => {
         floor: Record<'long_lived' | 'ws', { n: number; p50: number; p99: number }>;
         warm_loops: number;
         server_threads_us_per_step: { main: number; background: number } | null;
+        server_gc: Record<'minor' | 'major', { count: number; total_ms: number; max_ms: number }> | null;
+        echo: { n: number };
+        echo_over_1ms: number;
+        long_lived: { n: number; over_1ms: number };
       };
       targets: Array<{ what: string; measured: string }>;
     };
+    // The server's GC pauses over the measured loops (/llr/stats before and after), next to the samples of 1 ms or
+    // more: counts, never negative, never more samples than were taken.
+    const gc = out.loop.server_gc;
+    expect(gc).not.toBeNull();
+    for (const kind of ['minor', 'major'] as const) {
+      expect(gc![kind].count).toBeGreaterThanOrEqual(0);
+      expect(gc![kind].total_ms).toBeGreaterThanOrEqual(0);
+    }
+    // The warm-up's 2 loops of each kind have allocated by then: the server has scavenged at least once since start.
+    expect(gc!.minor.max_ms).toBeGreaterThan(0);
+    expect(out.loop.long_lived.over_1ms).toBeGreaterThanOrEqual(0);
+    expect(out.loop.long_lived.over_1ms).toBeLessThanOrEqual(out.loop.long_lived.n);
+    expect(out.loop.echo_over_1ms).toBeLessThanOrEqual(out.loop.echo.n);
+    expect(out.targets.some((t) => t.what.startsWith("server's GC pauses over the measured") && /^scavenges \d+.*; mark-compacts \d+; ≥ 1 ms: long-lived \d+\/3, ws \d+\/3, echo \d+\/\d+$/.test(t.measured))).toBe(true);
     const st = out.loop.stages;
     // The newest long-lived run is a measured loop of 4 tool steps: 4 appends, each stage timed at every step.
     expect(st?.steps).toBe(4);

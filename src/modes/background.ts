@@ -87,8 +87,23 @@ interface Kept {
   timing: boolean;
 }
 
-/** What a kept response costs besides its events (its entry and maps): counted so that many empty ones are bounded too. */
-const ENTRY_BYTES = 256;
+/**
+ * What a kept response costs besides its events: its entry, maps and promises, and the Responses it holds (the one
+ * it started with, the newest an event carried) with the JSON text kept for the first: counted so that many small
+ * ones are bounded too. Measured with `npm run bench:kept`: with 256 here, and `KEPT_EVENT_BYTES`, a small response
+ * was counted ~3.3 KB less than the heap its keeping took.
+ */
+export const KEPT_RESPONSE_BYTES = 4096;
+
+/**
+ * What a kept event holds besides its frame's bytes: its `Kept` record, its pieces array, and the frame string's own
+ * header and the cons string left over it once measured (`piecesLength` flattens it). Measured: a small response's
+ * 58 kept events (50 text deltas of ~210 bytes of SSE frame) held ~360 bytes of heap each, ~150 more than the frame's
+ * bytes; counting the bytes alone, 2,000 such responses kept held 28.7 KB of heap apiece against 16.2 KB counted in
+ * `background_kept_bytes`, so `--max-background-kept-bytes` bounded about half the heap it was set for
+ * (`npm run bench:kept`).
+ */
+export const KEPT_EVENT_BYTES = 160;
 
 /** The background responses of one server: in flight, and ended ones whose events are still kept. */
 export class BackgroundRuns {
@@ -235,7 +250,7 @@ export class BackgroundRuns {
       return;
     }
     this.endedKept.set(r.id, r);
-    this.keptBytes += r.bytes + ENTRY_BYTES;
+    this.keptBytes += r.bytes + KEPT_RESPONSE_BYTES;
     const max = this.services.limits.maxBackgroundKeptBytes;
     // The longest ended go first; the one that just ended is kept even alone past the bound (it is what a client resumes).
     for (const old of this.endedKept.values()) {
@@ -295,7 +310,7 @@ export class BackgroundRuns {
    */
   private drop(r: BackgroundResponse): void {
     if (r.id === null) return;
-    const held = r.bytes + ENTRY_BYTES;
+    const held = r.bytes + KEPT_RESPONSE_BYTES;
     if (!this.endedKept.delete(r.id)) this.keptBytes += held;
     if (this.byId.get(r.id) === r) this.byId.delete(r.id);
     this.lingering.add(r);
@@ -525,7 +540,7 @@ export class BackgroundResponse implements Transport {
     }
     if ('response' in e) this.lastSeen = e.response;
     const pieces = this.frameOf(e);
-    const k: Kept = { seq: e.sequence_number, pieces, bytes: piecesLength(pieces), timing: isTimingEvent(e) };
+    const k: Kept = { seq: e.sequence_number, pieces, bytes: piecesLength(pieces) + KEPT_EVENT_BYTES, timing: isTimingEvent(e) };
     this.events.push(k);
     this.bytes += k.bytes;
     this.trim();

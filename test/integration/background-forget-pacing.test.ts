@@ -10,6 +10,7 @@
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
+import { KEPT_RESPONSE_BYTES } from '../../src/modes/background.js';
 import { afterWrites, backgroundStream, dechunk } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
 
@@ -130,8 +131,8 @@ describe('events kept for readers behind after their response was dropped', () =
   it('stay counted, and go with their readers once later responses need the room', async () => {
     const { server, url, port } = await testServer({
       policy: scriptPolicy([{ text: TEXT }, { text: TEXT }]),
-      // Room for one response's events (~27 MB), not two.
-      limits: { maxBackgroundEventBytes: 64 * 1024 * 1024, maxBackgroundKeptBytes: 40 * 1024 * 1024 },
+      // Room for one response's events (~46 MB counted: their ~27 MB of frames and KEPT_EVENT_BYTES each), not two.
+      limits: { maxBackgroundEventBytes: 64 * 1024 * 1024, maxBackgroundKeptBytes: 64 * 1024 * 1024 },
     });
     const kept = async () => ((await (await fetch(`${url}/health`)).json()) as { background_kept_bytes: number }).background_kept_bytes;
     const create = async () => (await backgroundStream(url)).id;
@@ -158,7 +159,7 @@ describe('events kept for readers behind after their response was dropped', () =
     // A later response ends: the budget's room goes to it, the reader behind is dropped and the events go.
     const b = await create();
     expect(bg.bytes).toBe(0);
-    expect(await kept()).toBe(server.host.background.find(b, null)!.bytes + 256);
+    expect(await kept()).toBe(server.host.background.find(b, null)!.bytes + KEPT_RESPONSE_BYTES);
     reader.resume();
     await closed;
     expect(Buffer.concat(chunks).toString('latin1')).not.toContain('data: [DONE]');

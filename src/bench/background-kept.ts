@@ -37,8 +37,10 @@ async function json<T>(url: string): Promise<T> {
 }
 
 async function settle(url: string): Promise<void> {
-  // Each background create is answered once its run has started; it ends a few turns later.
-  while ((await json<{ background_in_flight: number }>(`${url}/health`)).background_in_flight > 0);
+  // Each background create is answered once its run has started; it ends a few turns later (an instant model).
+  for (let i = 0; (await json<{ background_in_flight: number }>(`${url}/health`)).background_in_flight > 0; i++) {
+    if (i === 100_000) throw new Error('background runs still in flight after 100,000 polls of /health');
+  }
 }
 
 async function creates(url: string, n: number, input: string): Promise<void> {
@@ -83,14 +85,18 @@ async function main(): Promise<void> {
   const kept = await measure(['--max-background-kept-bytes', String(2 ** 50), '--background-events-ttl-ms', String(2 ** 31 - 1)], n, input);
   const dropped = await measure(['--background-events-ttl-ms', '0'], n, input);
   const heap = kept.heap - dropped.heap;
-  console.log(`${n} background responses, input of ${words} word(s), per response:`);
-  console.log(`  heap, events kept:    ${Math.round(kept.heap)} B`);
-  console.log(`  heap, events dropped: ${Math.round(dropped.heap)} B`);
-  console.log(`  what keeping costs:   ${Math.round(heap)} B of heap`);
-  console.log(`  counted (background_kept_bytes): ${Math.round(kept.counted)} B = ${(kept.counted / heap).toFixed(2)} × the heap`);
+  process.stdout.write(
+    [
+      `${n} background responses, input of ${words} word(s), per response:`,
+      `  heap, events kept:    ${Math.round(kept.heap)} B`,
+      `  heap, events dropped: ${Math.round(dropped.heap)} B`,
+      `  what keeping costs:   ${Math.round(heap)} B of heap`,
+      `  counted (background_kept_bytes): ${Math.round(kept.counted)} B = ${(kept.counted / heap).toFixed(2)} × the heap`,
+    ].join('\n') + '\n',
+  );
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof Error ? err.message : err);
+  process.stderr.write(`bench:kept: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 });

@@ -2,7 +2,7 @@
  * What an ended background response's kept events cost the server's heap,
  * against what `background_kept_bytes` counts of them (the figure
  * `--max-background-kept-bytes` bounds): the check behind `KEPT_EVENT_BYTES`
- * and `ENTRY_BYTES` (src/modes/background.ts).
+ * and `KEPT_RESPONSE_BYTES` (src/modes/background.ts).
  *
  * Two `llr serve --instant` of its own, with `--expose-gc`, each keeping as
  * little else per response as it can (one stored response, one run record,

@@ -97,11 +97,10 @@ export const KEPT_RESPONSE_BYTES = 4096;
 
 /**
  * What a kept event holds besides its frame's bytes: its `Kept` record, its pieces array, and the frame string's own
- * header and the cons string left over it once measured (`piecesLength` flattens it). Measured: a small response's
- * 58 kept events (50 text deltas of ~210 bytes of SSE frame) held ~360 bytes of heap each, ~150 more than the frame's
- * bytes; counting the bytes alone, 2,000 such responses kept held 28.7 KB of heap apiece against 16.2 KB counted in
- * `background_kept_bytes`, so `--max-background-kept-bytes` bounded about half the heap it was set for
- * (`npm run bench:kept`).
+ * header and the cons string left over it once measured (`piecesLength` flattens it). Counting the frames' bytes
+ * alone (and 256 bytes a response), 2,000 small responses of 58 kept events each took 22.2 KB of heap apiece against
+ * 12.4 KB counted in `background_kept_bytes` (`npm run bench:kept`), so `--max-background-kept-bytes` bounded about
+ * half the heap it was set for: ~170 bytes an event went uncounted, response entry included.
  */
 export const KEPT_EVENT_BYTES = 160;
 

@@ -98,11 +98,12 @@ describe('bench:overhead', () => {
     const gc = out.loop.server_gc;
     expect(gc).not.toBeNull();
     for (const kind of ['minor', 'major'] as const) {
-      expect(gc![kind].count).toBeGreaterThanOrEqual(0);
-      expect(gc![kind].total_ms).toBeGreaterThanOrEqual(0);
+      const p = gc![kind];
+      expect(Number.isInteger(p.count) && p.count >= 0, kind).toBe(true);
+      // The window's pauses, none longer than the longest since the server started (each figure rounded to 1 µs).
+      expect(p.total_ms, kind).toBeGreaterThanOrEqual(0);
+      expect(p.total_ms, kind).toBeLessThanOrEqual(p.count * p.max_ms + 0.002);
     }
-    // The warm-up's 2 loops of each kind have allocated by then: the server has scavenged at least once since start.
-    expect(gc!.minor.max_ms).toBeGreaterThan(0);
     expect(out.loop.long_lived.over_1ms).toBeGreaterThanOrEqual(0);
     expect(out.loop.long_lived.over_1ms).toBeLessThanOrEqual(out.loop.long_lived.n);
     expect(out.loop.echo_over_1ms).toBeLessThanOrEqual(out.loop.echo.n);

@@ -112,8 +112,8 @@ export async function spawnServer(args: string[] = [], opts: { nodeArgs?: string
 }
 
 /** A raw `ws` server that echoes, and blasts frames on request (frame-server.ts). */
-export async function spawnFrameServer(): Promise<Child> {
-  const proc = spawn(process.execPath, [here('./frame-server.js')], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LLR_PARENT_PID: String(process.pid) } });
+export async function spawnFrameServer(opts: { nodeArgs?: string[] } = {}): Promise<Child> {
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), here('./frame-server.js')], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LLR_PARENT_PID: String(process.pid) } });
   const url = await waitForUrl(proc, 'frame server');
   pinChild(proc);
   return { url, proc, stop: stopper(proc) };

@@ -26,9 +26,10 @@
  * wire and a server that does no work cost. Each design runs `--warm`
  * unmeasured 22-step loops first, then `--loops` measured ones (each loop's
  * last answer, followed by the final message rather than a call, is left
- * out, as bench:overhead leaves it out); the p50 and p90 of each piece are
- * printed, and the p50 of the whole step next to the
- * loop's own p50 (measured with `performance.now()` by the loop itself: the
+ * out, as bench:overhead leaves it out); the p50, p90 and p99 of each piece
+ * are printed, and where the slowest 1 % of the steps spent their time
+ * (each piece's share of their summed length), and the p50 of the whole
+ * step next to the loop's own p50 (measured with `performance.now()` by the loop itself: the
  * cut should add up to it).
  *
  *   npm run bench:timeline [-- --warm 300 --loops 100] [--json]
@@ -237,9 +238,9 @@ async function measureEcho(echo: Probed, frameBytes: number, warm: number, round
   }
 }
 
-/** The figures as data: each piece's p50 and p90 in µs. */
+/** The figures as data: each piece's p50, p90 and p99 in µs. */
 function asJson(rows: Row[]): unknown {
-  const p = (xs: number[]) => ({ p50: percentile(xs, 50), p90: percentile(xs, 90) });
+  const p = (xs: number[]) => ({ p50: percentile(xs, 50), p90: percentile(xs, 90), p99: percentile(xs, 99) });
   return rows.map((r) => ({
     design: r.design,
     in_us: p(r.pieces.in),
@@ -248,6 +249,7 @@ function asJson(rows: Row[]): unknown {
     step_us: p(r.pieces.total),
     write_syscall_us: p(r.pieces.write),
     write_bytes_p50: percentile(r.pieces.bytes, 50),
+    slowest_1pct_us: r.pieces.total.length === 0 ? null : slowest(r.pieces),
     loop_p50_us: r.loopP50Ms * 1000,
     steps: r.pieces.total.length,
     unmatched: r.pieces.unmatched,
@@ -256,10 +258,22 @@ function asJson(rows: Row[]): unknown {
   }));
 }
 
+/**
+ * The slowest 1 % of the steps (at least one): how many, the p50 of their length, and the share of their summed time
+ * each piece took (the shares add up to 1), so a tail can be read as the wire's, the server's or the client's.
+ */
+function slowest(p: Pieces): { n: number; p50: number; in: number; server: number; out: number } {
+  const order = p.total.map((_, i) => i).sort((a, b) => p.total[b]! - p.total[a]!);
+  const top = order.slice(0, Math.max(1, Math.ceil(order.length / 100)));
+  const sum = (xs: number[]) => top.reduce((n, i) => n + xs[i]!, 0);
+  const total = sum(p.total);
+  return { n: top.length, p50: percentile(top.map((i) => p.total[i]!), 50), in: sum(p.in) / total, server: sum(p.server) / total, out: sum(p.out) / total };
+}
+
 function print(rows: Row[]): void {
-  const cell = (xs: number[]) => (xs.length === 0 ? 'n/a' : `${percentile(xs, 50).toFixed(1)} (${percentile(xs, 90).toFixed(1)})`);
+  const cell = (xs: number[]) => (xs.length === 0 ? 'n/a' : `${percentile(xs, 50).toFixed(1)} (${percentile(xs, 90).toFixed(1)}, ${percentile(xs, 99).toFixed(1)})`);
   const lines: string[][] = [
-    ['µs, p50 (p90)', ...rows.map((r) => r.design)],
+    ['µs, p50 (p90, p99)', ...rows.map((r) => r.design)],
     ['in: client send → server reads the frame', ...rows.map((r) => cell(r.pieces.in))],
     ["server: the frame → the call's write starts", ...rows.map((r) => cell(r.pieces.server))],
     ["out: the call's write starts → the client has the call", ...rows.map((r) => cell(r.pieces.out))],
@@ -267,6 +281,12 @@ function print(rows: Row[]): void {
     ["the call's write: its system call (within out)", ...rows.map((r) => cell(r.pieces.write))],
     ["the call's write: bytes", ...rows.map((r) => (r.pieces.bytes.length === 0 ? 'n/a' : String(percentile(r.pieces.bytes, 50))))],
     ["the step, the loop's own p50", ...rows.map((r) => (r.loopP50Ms * 1000).toFixed(1))],
+    ['the slowest 1 % (n, their p50): share in / server / out', ...rows.map((r) => {
+      if (r.pieces.total.length === 0) return 'n/a';
+      const t = slowest(r.pieces);
+      const pct = (x: number) => `${Math.round(x * 100)} %`;
+      return `(${t.n}, ${t.p50.toFixed(0)}) ${pct(t.in)} / ${pct(t.server)} / ${pct(t.out)}`;
+    })],
     ['steps cut / not matched', ...rows.map((r) => `${r.pieces.total.length} / ${r.pieces.unmatched}`)],
     ["writes between the frame and the call's", ...rows.map((r) => String(r.pieces.earlierWrites))],
   ];

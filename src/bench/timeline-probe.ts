@@ -72,7 +72,12 @@ if (out !== undefined && Number.isInteger(max) && max > 0) {
     const lost = dropped;
     events = [];
     dropped = 0;
-    writeFileSync(`${out}.tmp`, JSON.stringify({ events: taken, dropped: lost }));
-    renameSync(`${out}.tmp`, out);
+    try {
+      writeFileSync(`${out}.tmp`, JSON.stringify({ events: taken, dropped: lost }));
+      renameSync(`${out}.tmp`, out);
+    } catch (err) {
+      // Never the server's end: the driver, finding no file, says it got no timeline.
+      process.stderr.write(`timeline probe: could not write ${out}: ${(err as Error).message}\n`);
+    }
   });
 }

@@ -166,7 +166,8 @@ export class RunRecords {
     const desc = (q.order ?? 'desc') === 'desc';
     if (desc) all.reverse();
     let start = 0;
-    if (q.after) {
+    // An empty `?after=` is a cursor naming nothing, refused as input_items refuses it (it was read as no cursor).
+    if (q.after !== null && q.after !== undefined) {
       const i = all.findIndex((k) => k.rec.response_id === q.after);
       const gone = i < 0 ? this.droppedEntry(q.after) : undefined;
       if (i >= 0) start = i + 1;

@@ -81,6 +81,8 @@ describe('/llr/runs pagination and ring', () => {
       ['order=asc&order=desc', 'invalid_value', 'order'],
       // A cursor naming no record of the caller's is refused, not answered with an empty last page.
       ['after=resp_never', 'invalid_value', 'after'],
+      // An empty cursor names nothing either: refused, as input_items refuses one.
+      ['after=', 'invalid_value', 'after'],
       [`after=${made[0]}&after=${made[1]}`, 'invalid_value', 'after'],
     ] as const) {
       const r = await call(port, 'GET', `/llr/runs?${query}`);

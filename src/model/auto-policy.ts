@@ -29,7 +29,7 @@ import type { FunctionCall, FunctionTool, InputMessage, TextFormat, ToolChoice }
 import { contentText, outputText, TurnScan, type TurnCall } from './conversation.js';
 import type { ModelPolicy, PlannedItem, PlannedOutput } from './policies.js';
 import { intBetween, type Rng, words } from './rng.js';
-import { argsFromSchema, setOwn } from './schema-args.js';
+import { argsFromSchema, fitsSchema, setOwn, valueFromSchema } from './schema-args.js';
 import { fitString } from './schema-strings.js';
 import { fillFromMessage, messageIndex, relevance } from './tool-match.js';
 import { countTokens } from './tokenizer.js';
@@ -100,7 +100,9 @@ const ANSWER_PROPS = /^(answer|summary|response|reply|text|content|message|resul
  */
 function asJson(format: Exclude<TextFormat, { type: 'text' }>, text: string, userText: string, rng: Rng): string {
   if (format.type === 'json_object') return JSON.stringify({ answer: text });
-  const value = fillFromMessage(argsFromSchema(format.schema, rng), format.schema, userText);
+  const generated = valueFromSchema(format.schema, rng);
+  if (typeof generated !== 'object' || generated === null || Array.isArray(generated)) return JSON.stringify(generated);
+  const value = fillFromMessage(generated as Record<string, unknown>, format.schema, userText);
   const props = (format.schema['properties'] ?? {}) as Record<string, { type?: unknown }>;
   for (const [name, schema] of Object.entries(props)) {
     if (!ANSWER_PROPS.test(name) || schema.type !== 'string' || 'enum' in schema || 'const' in schema) continue;
@@ -108,7 +110,15 @@ function asJson(format: Exclude<TextFormat, { type: 'text' }>, text: string, use
     const fitted = fitString(schema as Record<string, unknown>, text);
     if (fitted !== undefined) setOwn(value, name, fitted);
   }
-  return JSON.stringify(value);
+  // Filled slots the whole schema refuses (a `not`, a `propertyNames`, an `allOf` elsewhere): the generated value.
+  return JSON.stringify(value === generated || fitsSchema(value, format.schema) ? value : generated);
+}
+
+/** A tool's arguments with slots filled from the user's message, where the whole schema still takes them. */
+function filledArgs(parameters: FunctionTool['parameters'], rng: Rng, userText: string): Record<string, unknown> {
+  const generated = argsFromSchema(parameters, rng);
+  const filled = fillFromMessage(generated, parameters, userText);
+  return filled === generated || fitsSchema(filled, parameters) ? filled : generated;
 }
 
 function decide(req: ModelRequest, rng: Rng, turn: TurnScan): PlannedOutput {
@@ -128,8 +138,8 @@ function decide(req: ModelRequest, rng: Rng, turn: TurnScan): PlannedOutput {
     if (shell && lines.length > 0 && (choice.name === undefined || choice.name === shell.name)) {
       const done = turn.byName.get(shell.name) ?? [];
       const pending = withoutCalled(lines, commandCounts(turn, shell.name));
-      if (pending.length > 0) return { items: batchOf(pending).map((line) => shellCall(shell.name, line)) };
-      if (forced) return { items: [shellCall(shell.name, lines[0]!)] };
+      if (pending.length > 0) return { items: batchOf(pending).map((line) => shellCall(shell, line, rng)) };
+      if (forced) return { items: [shellCall(shell, lines[0]!, rng)] };
       return say(summary('Ran', 'command', done, (c) => callCommand(c.call)));
     }
 
@@ -138,7 +148,7 @@ function decide(req: ModelRequest, rng: Rng, turn: TurnScan): PlannedOutput {
     if (targets.length > 0) {
       const calledNames = turn.byName;
       const pending = targets.filter((t) => !calledNames.has(t.name));
-      const call = (t: FunctionTool) => functionCall(t.name, fillFromMessage(argsFromSchema(t.parameters, rng), t.parameters, userText));
+      const call = (t: FunctionTool) => functionCall(t.name, filledArgs(t.parameters, rng, userText));
       if (pending.length > 0) return { items: batchOf(pending).map(call) };
       if (forced) return { items: [call(targets[0]!)] };
       const done = after.filter((c) => targets.some((t) => t.name === c.call.name));
@@ -159,11 +169,11 @@ function functionCall(name: string, args: unknown): PlannedItem {
   return { type: 'function_call', name, arguments: JSON.stringify(args) };
 }
 
-function shellCall(tool: string, line: string): PlannedItem {
-  // Codex's exec_command takes a command line; the classic shell tool takes argv.
-  return tool === 'exec_command'
-    ? functionCall(tool, { cmd: line })
-    : functionCall(tool, { command: ['bash', '-lc', line] });
+function shellCall(tool: FunctionTool, line: string, rng: Rng): PlannedItem {
+  // Codex's exec_command takes a command line; the classic shell tool takes argv. A tool of that name whose schema
+  // takes neither gets arguments generated from its schema, as any other tool.
+  const args = tool.name === 'exec_command' ? { cmd: line } : { command: ['bash', '-lc', line] };
+  return functionCall(tool.name, fitsSchema(args, tool.parameters) ? args : argsFromSchema(tool.parameters, rng));
 }
 
 /**

@@ -22,8 +22,9 @@
  * does not fit, or that is contradictory, is an `invalid_tool_schema` error.
  */
 import { WireError } from '../protocol/errors.js';
-import { intBetween, type Rng, words } from './rng.js';
+import { hashString, intBetween, mulberry32, type Rng, words } from './rng.js';
 import { shapedString } from './schema-strings.js';
+import { jsonEqual, requiredOf, SchemaCheck, schemaRegex } from './schema-valid.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -63,35 +64,89 @@ class OverBudget extends Error {}
 /** The arguments object for a tool; `{}` when the tool declares no parameters. Throws `invalid_tool_schema`. */
 export function argsFromSchema(schema: JsonSchema | null | undefined, rng: Rng): Record<string, unknown> {
   if (!isSchema(schema)) return {};
-  let value: unknown;
-  try {
-    try {
-      value = new Generator(schema, rng, false).run();
-    } catch (err) {
-      // Whatever failed in the full form (an optional part too big or contradictory), the minimal form decides.
-      if (!(err instanceof OverBudget || err instanceof SchemaError)) throw err;
-      value = new Generator(schema, rng, true).run();
-    }
-  } catch (err) {
-    throw asWireError(err, 'parameters');
-  }
-  // Function arguments are always an object, whatever the schema's top level says.
+  const value = valueFromSchema(schema, rng, true);
   return isSchema(value) ? value : {};
 }
 
 /**
- * The validate stage's check of one tool's `parameters`: every `$ref`
- * resolves, bounds are consistent, and the minimal arguments fit the limits.
- * Throws `invalid_tool_schema` naming `param`.
+ * A value that satisfies `schema` (model/schema-valid.ts checks it): the full form (optional properties, a few
+ * items) from `rng` when it does, else the schema's witness, the first value of a fixed search that does (the one the
+ * validate stage found when it accepted the schema). `object`: only an object will do (a tool's arguments).
+ * Throws `invalid_tool_schema` when nothing is found (a schema the validate stage never saw).
+ */
+export function valueFromSchema(schema: JsonSchema, rng: Rng, object = false): unknown {
+  try {
+    let value: unknown;
+    try {
+      value = new Generator(schema, rng, false).run();
+    } catch (err) {
+      // Whatever failed in the full form (an optional part too big or contradictory), the search decides.
+      if (!(err instanceof OverBudget || err instanceof SchemaError)) throw err;
+    }
+    if (value !== undefined && (!object || isSchema(value)) && new SchemaCheck(schema).valid(value)) return value;
+    return witness(schema, object);
+  } catch (err) {
+    throw asWireError(err, 'parameters');
+  }
+}
+
+/** Whether `value` satisfies `schema` (model/schema-valid.ts): the auto policy's test of arguments it changed. */
+export function fitsSchema(value: unknown, schema: unknown): boolean {
+  if (!isSchema(schema)) return schema !== false;
+  return new SchemaCheck(schema).valid(value);
+}
+
+/** Searches for a value: the minimal and the full form, then both with their choices (branches, enum values, types) drawn. */
+const WITNESS_TRIES = 10;
+const witnesses = new WeakMap<JsonSchema, { value: unknown; object: boolean }>();
+
+/**
+ * The first value of a fixed, deterministic search that satisfies `schema` (and is an object, for `object`), or a
+ * SchemaError naming why the last candidate failed. Remembered by schema object.
+ */
+function witness(schema: JsonSchema, object: boolean): unknown {
+  const known = witnesses.get(schema);
+  if (known !== undefined && (known.object || !object)) return known.value;
+  const check = new SchemaCheck(schema);
+  let why = '';
+  let error: unknown;
+  for (let t = 0; t < WITNESS_TRIES; t++) {
+    let value: unknown;
+    try {
+      value = new Generator(schema, () => 0, t % 2 === 0, t < 2 ? 0 : t).run();
+    } catch (err) {
+      if (!(err instanceof OverBudget || err instanceof SchemaError)) throw err;
+      error ??= err;
+      continue;
+    }
+    if (object && !isSchema(value)) {
+      why ||= 'the value it allows is not an object';
+      continue;
+    }
+    if (check.valid(value)) {
+      witnesses.set(schema, { value, object });
+      return value;
+    }
+    why ||= check.reason;
+  }
+  if (error instanceof SchemaError && why === '') throw error;
+  if (error instanceof OverBudget && why === '') throw new SchemaError(error.message, '#');
+  throw new SchemaError(`no value found that satisfies it (${WITNESS_TRIES} tries; the first failed: ${why})`, '#');
+}
+
+/**
+ * The validate stage's check of one tool's `parameters` (or of a `text.format` schema, `code: invalid_json_schema`):
+ * every `$ref` resolves, keyword values are ones JSON Schema allows, bounds are consistent, and the search finds a
+ * value the schema accepts within the limits. Throws `invalid_tool_schema` naming `param`.
  */
 export function checkToolSchema(schema: unknown, param: string, serialized?: string, code: SchemaErrorCode = 'invalid_tool_schema'): void {
   if (!isSchema(schema)) return;
   // Clients send the same tools with every request: a schema already accepted is not walked again.
-  const key = serialized !== undefined && serialized.length <= CHECKED_KEY_CHARS ? serialized : undefined;
+  const key = serialized !== undefined && serialized.length <= CHECKED_KEY_CHARS ? `${code}:${serialized}` : undefined;
   if (key !== undefined && checked.has(key)) return;
   try {
     staticCheck(schema);
-    new Generator(schema, () => 0, true).run();
+    witness(schema, code === 'invalid_tool_schema');
   } catch (err) {
     throw asWireError(err, param, code);
   }
@@ -146,6 +201,7 @@ function staticCheck(root: JsonSchema): void {
       walk(target, node.$ref, depth + 1);
     }
     checkType(node, path);
+    checkKeywords(node, path);
     bounds(node, 'minItems', 'maxItems', path);
     bounds(node, 'minLength', 'maxLength', path);
     bounds(node, 'minProperties', 'maxProperties', path);
@@ -185,6 +241,49 @@ function checkType(node: JsonSchema, path: string): void {
   throw new SchemaError(`'type' must be one of ${[...JSON_TYPES].join(', ')}, or a list of them; got ${shown}`, path);
 }
 
+/** Keywords whose value is a count: a non-negative integer (JSON Schema's meta-schema). */
+const COUNT_KEYS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties', 'minContains', 'maxContains'];
+
+/**
+ * The keyword values JSON Schema's meta-schema constrains and a validator would refuse the schema for: `multipleOf`
+ * above 0, counts that are non-negative integers, `pattern`s (and `patternProperties` names) that compile as
+ * regular expressions, `enum` a list, `required` a list of names. Accepted before, and then never satisfied.
+ */
+function checkKeywords(node: JsonSchema, path: string): void {
+  if ('multipleOf' in node && !(typeof node.multipleOf === 'number' && Number.isFinite(node.multipleOf) && node.multipleOf > 0)) {
+    throw new SchemaError("'multipleOf' must be a number greater than 0", path);
+  }
+  for (const k of COUNT_KEYS) {
+    const v = node[k];
+    if (v !== undefined && !(typeof v === 'number' && Number.isInteger(v) && v >= 0)) throw new SchemaError(`'${k}' must be a non-negative integer`, path);
+  }
+  for (const k of ['minimum', 'maximum']) {
+    if (k in node && !(typeof node[k] === 'number' && Number.isFinite(node[k]))) throw new SchemaError(`'${k}' must be a number`, path);
+  }
+  for (const k of ['exclusiveMinimum', 'exclusiveMaximum']) {
+    const v = node[k];
+    if (v !== undefined && typeof v !== 'boolean' && !(typeof v === 'number' && Number.isFinite(v))) throw new SchemaError(`'${k}' must be a number`, path);
+  }
+  if ('pattern' in node) {
+    if (typeof node.pattern !== 'string') throw new SchemaError("'pattern' must be a string", path);
+    if (schemaRegex(node.pattern) === null) throw new SchemaError(`'pattern' ${quoted(node.pattern)} is not a valid regular expression`, path);
+  }
+  if (isSchema(node.patternProperties)) {
+    for (const p of Object.keys(node.patternProperties)) {
+      if (schemaRegex(p) === null) throw new SchemaError(`'patternProperties' name ${quoted(p)} is not a valid regular expression`, path);
+    }
+  }
+  if ('enum' in node && !Array.isArray(node.enum)) throw new SchemaError("'enum' must be a list", path);
+  if ('required' in node && !(Array.isArray(node.required) && node.required.every((r) => typeof r === 'string'))) {
+    throw new SchemaError("'required' must be a list of property names", path);
+  }
+}
+
+/** A client's string in a message, at most 40 characters of it. */
+function quoted(s: string): string {
+  return JSON.stringify(s.slice(0, 40)) + (s.length > 40 ? '…' : '');
+}
+
 function bounds(node: JsonSchema, lo: string, hi: string, path: string): void {
   const a = node[lo];
   const b = node[hi];
@@ -217,34 +316,52 @@ export function setOwn(o: Record<string, unknown>, key: string, value: unknown):
   Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
-/** `Object.assign(target, source)` with every own key of `source` set as `setOwn` does (`__proto__` included). */
-function assignOwn(target: Record<string, unknown>, source: Record<string, unknown>): void {
-  for (const key of Object.keys(source)) setOwn(target, key, source[key]);
-}
-
 function withoutKeys(schema: JsonSchema, ...keys: string[]): JsonSchema {
   const copy = { ...schema };
   for (const k of keys) delete copy[k];
   return copy;
 }
 
+/** Keywords that make a subschema's value a search: its first value is checked, and others are tried if it fails. */
+const SEARCH_KEYS = [
+  'not', 'oneOf', 'anyOf', 'if', 'enum', 'uniqueItems', 'contains', 'propertyNames', 'dependentRequired', 'dependentSchemas',
+  'dependencies', 'minProperties', 'maxProperties', 'unevaluatedProperties', 'unevaluatedItems', 'patternProperties', 'multipleOf',
+];
+/** Other values tried for one subschema whose first fails its check, and for one generation in all. */
+const NODE_RETRIES = 6;
+const RETRIES = 64;
+
 /**
  * One generation. `minimal`: required content only, arrays at `minItems`,
  * strings at their shortest — the smallest arguments the schema allows, used
- * as the fallback and by the validate-time check.
+ * as the fallback and by the validate-time check. `alt`: choices (a branch,
+ * an enum value, a type of a list) are drawn at random instead of first.
  */
 class Generator {
   private nodes = 0;
   private bytes = 0;
+  private retries = RETRIES;
+  private readonly check: SchemaCheck;
+  /** Draws choices once a subschema's first value failed (or from the start in `alt`). */
+  private choices: Rng | undefined;
 
   constructor(
     private readonly root: JsonSchema,
     private readonly rng: Rng,
     private readonly minimal: boolean,
-  ) {}
+    alt = 0,
+  ) {
+    this.check = new SchemaCheck(root);
+    if (alt > 0) this.choices = mulberry32(alt * 0x9e3779b1);
+  }
 
   run(): unknown {
     return this.generate(this.root, 0, '#');
+  }
+
+  /** An index in [0, n): the first, or drawn once choices are being varied. */
+  private choose(n: number): number {
+    return this.choices === undefined || n <= 1 ? 0 : Math.floor(this.choices() * n);
   }
 
   /** Charge work and output size; past the limits the full form gives up (the minimal form fails the schema). */
@@ -259,7 +376,40 @@ class Generator {
     throw new OverBudget(message);
   }
 
+  /**
+   * A value for `schema`. Where the schema asks for a search (SEARCH_KEYS), the value is checked against it and, when
+   * it fails, up to NODE_RETRIES others are made with varied choices (within RETRIES for the whole generation).
+   */
   private generate(schema: JsonSchema, depth: number, path: string): unknown {
+    if (!SEARCH_KEYS.some((k) => k in schema)) return this.produce(schema, depth, path);
+    let first: unknown;
+    let error: unknown;
+    const saved = this.choices;
+    try {
+      for (let i = 0; i <= NODE_RETRIES; i++) {
+        if (i > 0) {
+          if (this.retries-- <= 0) break;
+          this.choices = mulberry32(hashSeed(path, i, this.retries));
+        }
+        let value: unknown;
+        try {
+          value = this.produce(schema, depth, path);
+        } catch (err) {
+          if (!(err instanceof SchemaError)) throw err;
+          error ??= err;
+          continue;
+        }
+        if (this.check.valid(value, schema)) return value;
+        if (i === 0 || first === undefined) first = value;
+      }
+    } finally {
+      this.choices = saved;
+    }
+    if (first !== undefined) return first; // the whole value's check names what is wrong
+    throw error;
+  }
+
+  private produce(schema: JsonSchema, depth: number, path: string): unknown {
     if (depth > SCHEMA_LIMITS.maxDepth) {
       this.over(`required content nests deeper than ${SCHEMA_LIMITS.maxDepth} levels (a required '$ref' cycle?)`, path);
     }
@@ -267,32 +417,49 @@ class Generator {
     if (typeof schema.$ref === 'string') {
       const target = resolveRef(schema.$ref, this.root);
       if (!target) throw new SchemaError(`'$ref' '${schema.$ref}' does not resolve`, path);
-      return this.generate(target, depth + 1, schema.$ref);
+      // 2019-09 on: keywords beside a `$ref` apply too.
+      const siblings = withoutKeys(schema, '$ref', '$defs', 'definitions', '$schema', '$id', 'title', 'description', '$comment');
+      const merged = Object.keys(siblings).length > 0 ? this.mergeAllOf({ ...siblings, allOf: [target] }, path) : target;
+      return this.generate(merged, depth + 1, schema.$ref);
     }
     if ('const' in schema) return this.value(schema.const, path);
     if (Array.isArray(schema.enum)) {
       if (schema.enum.length === 0) throw new SchemaError("'enum' is empty", path);
-      return this.value(schema.enum[0], path);
+      return this.value(schema.enum[this.choose(schema.enum.length)], path);
     }
-    if ('default' in schema && schema.default !== undefined) return this.value(schema.default, path);
+    if ('default' in schema && schema.default !== undefined && this.choices === undefined && this.check.valid(schema.default, schema)) {
+      return this.value(schema.default, path);
+    }
 
     const branches = Array.isArray(schema.anyOf) ? schema.anyOf : Array.isArray(schema.oneOf) ? schema.oneOf : undefined;
     if (branches) {
-      // Prefer a branch that is not just `null`: the caller wants a real value.
       const schemas = branches.filter(isSchema);
-      const branch = schemas.find((b) => b.type !== 'null') ?? schemas[0];
-      if (branch) return this.generate({ ...withoutKeys(schema, 'anyOf', 'oneOf'), ...branch }, depth + 1, path);
+      if (schemas.length > 0) {
+        // Prefer a branch that is not just `null` (the caller wants a real value), unless choices are being varied.
+        const preferred = schemas.findIndex((b) => b.type !== 'null');
+        const index = this.choices === undefined ? Math.max(0, preferred) : this.choose(schemas.length);
+        const key = Array.isArray(schema.anyOf) ? 'anyOf' : 'oneOf';
+        const parts = [...(Array.isArray(schema.allOf) ? schema.allOf : []), schemas[index]!];
+        return this.generate(this.mergeAllOf({ ...withoutKeys(schema, key), allOf: parts }, path), depth + 1, path);
+      }
+    }
+    if (isSchema(schema.if) || typeof schema.if === 'boolean') {
+      // One of the two outcomes: `then` first; `else` when choices vary (the check decides which holds).
+      const branch = this.choose(2) === 0 ? schema.then : schema.else;
+      const rest = withoutKeys(schema, 'if', 'then', 'else');
+      const parts = [...(Array.isArray(rest.allOf) ? rest.allOf : []), branch];
+      return this.generate(isSchema(branch) ? this.mergeAllOf({ ...rest, allOf: parts }, path) : rest, depth + 1, path);
     }
     if (Array.isArray(schema.allOf)) return this.generate(this.mergeAllOf(schema, path), depth + 1, path);
 
-    switch (typeOf(schema)) {
+    switch (typeOf(schema, this.choices === undefined ? 0 : this.choose(8))) {
       case 'integer':
         return this.numberFor(schema, true, path);
       case 'number':
         return this.numberFor(schema, false, path);
       case 'boolean':
         this.charge(4, path);
-        return true;
+        return this.choose(2) === 0;
       case 'null':
         this.charge(4, path);
         return null;
@@ -311,6 +478,10 @@ class Generator {
     return v;
   }
 
+  /**
+   * `allOf` folded into one schema: properties and required lists joined, numeric and size bounds narrowed to the
+   * tightest, other keywords taken from the last part that sets them (the check still holds the value to every part).
+   */
   private mergeAllOf(schema: JsonSchema, path: string): JsonSchema {
     const merged: JsonSchema = withoutKeys(schema, 'allOf');
     const properties: JsonSchema = { ...(isSchema(schema.properties) ? schema.properties : {}) };
@@ -321,11 +492,24 @@ class Generator {
       if (typeof raw.$ref === 'string') {
         const target = resolveRef(raw.$ref, this.root);
         if (!target) throw new SchemaError(`'$ref' '${raw.$ref}' does not resolve`, path);
-        part = target;
+        part = Object.keys(raw).length > 1 ? { ...withoutKeys(raw, '$ref'), allOf: [target] } : target;
+        if (part !== target) part = this.mergeAllOf(part, path);
       }
       this.charge(1, path);
-      assignOwn(merged, withoutKeys(part, 'properties', 'required'));
-      if (isSchema(part.properties)) assignOwn(properties, part.properties);
+      for (const key of Object.keys(part)) {
+        if (key === 'properties' || key === 'required') continue;
+        const mine = merged[key];
+        const theirs = part[key];
+        if (typeof mine === 'number' && typeof theirs === 'number' && TIGHTEST.has(key)) setOwn(merged, key, TIGHTEST.get(key)!(mine, theirs));
+        else setOwn(merged, key, theirs);
+      }
+      if (isSchema(part.properties)) {
+        for (const [k, sub] of Object.entries(part.properties)) {
+          const mine = properties[k];
+          // The same property in two parts: both hold (an allOf of the two), not the last one alone.
+          setOwn(properties, k, isSchema(mine) && isSchema(sub) && mine !== sub ? { allOf: [mine, sub] } : sub);
+        }
+      }
       if (Array.isArray(part.required)) for (const r of part.required) required.add(r);
     }
     if (Object.keys(properties).length > 0) merged.properties = properties;
@@ -341,17 +525,18 @@ class Generator {
     }
     const max = maxLength ?? SCHEMA_LIMITS.maxStringChars;
     // A pattern or a format (model/schema-strings.ts), within the length bounds where they allow it.
-    const shaped = shapedString(schema, this.rng, minLength, max, SCHEMA_LIMITS.maxStringChars);
+    const shaped = shapedString(schema, this.choices ?? this.rng, minLength, max, SCHEMA_LIMITS.maxStringChars);
     if (shaped !== undefined) {
       this.charge(shaped.length + 2, path);
       return shaped;
     }
-    let s = words(this.rng, intBetween(this.rng, 1, 3)).join(' ');
+    const rng = this.choices ?? this.rng;
+    let s = words(rng, intBetween(rng, 1, 3)).join(' ');
     if (s.length < minLength) {
       const parts = [s];
       let len = s.length;
       while (len < minLength) {
-        const w = ` ${words(this.rng, 1).join('')}`;
+        const w = ` ${words(rng, 1).join('')}`;
         parts.push(w);
         len += w.length;
       }
@@ -362,46 +547,60 @@ class Generator {
     return s;
   }
 
-  /** Small values: an integer near the lower bound (1..10 when unbounded). */
+  /**
+   * Small values: near the lower bound (1..10 when unbounded), an integer where one fits. Exclusive bounds (2019+:
+   * the bound itself; draft 4: `true` beside minimum/maximum) and `multipleOf` narrow the choice; when no value is in
+   * the range (an integer between 1.5 and 1.6, a multiple of 7 between 1 and 6) the schema is contradictory.
+   */
   private numberFor(schema: JsonSchema, integer: boolean, path: string): number {
     this.charge(8, path);
-    let lo = num(schema.minimum);
-    let hi = num(schema.maximum);
-    const exMin = num(schema.exclusiveMinimum);
-    const exMax = num(schema.exclusiveMaximum);
-    // Draft 2019+ gives the bound itself; draft 4 gives `true` next to minimum/maximum.
-    if (exMin !== undefined) lo = Math.max(lo ?? -Infinity, exMin + 1);
-    else if (schema.exclusiveMinimum === true && lo !== undefined) lo += 1;
-    if (exMax !== undefined) hi = Math.min(hi ?? Infinity, exMax - 1);
-    else if (schema.exclusiveMaximum === true && hi !== undefined) hi -= 1;
-    const low = lo ?? (hi !== undefined ? Math.min(1, hi - 9) : 1);
-    const high = Math.min(hi ?? Infinity, low + 9);
-    const a = Math.ceil(low);
-    const b = Math.floor(high);
-    if (a > b) {
-      // No integer fits (a narrow fractional range): use the middle of the declared range.
-      const mid = ((num(schema.minimum) ?? exMin ?? low) + (num(schema.maximum) ?? exMax ?? high)) / 2;
-      return integer ? Math.round(mid) : mid;
-    }
+    const { lo, loOpen, hi, hiOpen } = numericRange(schema);
     const step = num(schema.multipleOf);
-    let v = intBetween(this.rng, a, b);
+    const above = (v: number) => (loOpen ? v > lo : v >= lo);
+    const below = (v: number) => (hiOpen ? v < hi : v <= hi);
+    const fits = (v: number) => above(v) && below(v) && (!integer || Number.isInteger(v)) && (step === undefined || step <= 0 || Number.isInteger(v / step));
+    // Where to start: the lower bound, or a little under the upper one, or 1.
+    const start = lo > -Infinity ? lo : hi < Infinity ? Math.min(1, hi - 9) : 1;
+    const offset = this.choices !== undefined ? this.choose(10) : intBetween(this.rng, 0, 9);
     if (step !== undefined && step > 0) {
-      v = Math.ceil(a / step) * step;
-      if (integer) v = Math.round(v);
-      // A multiple whose quotient is whole in floating point, as validators check it (`v / step % 1 === 0`, Ajv's):
-      // 3 × 0.1 is 0.30000000000000004, which they refuse; 4 × 0.1 is 0.4, which they take.
-      const top = hi ?? Infinity;
-      for (let q = Math.ceil(a / step), n = a, i = 0; i < 1000; i++, q++, n++) {
-        // An integer: the integers from the lower bound (an integer multiple of 0.07 is one of 7); else multiples.
-        const c = integer ? n : q * step;
-        if (c > top) break;
-        if ((c / step) % 1 === 0 && c >= a) {
+      // Multiples from the first at or above the start (for an integer, the integers from there: an integer multiple
+      // of 0.07 is one of 7), the quotient whole in floating point, as validators check it (3 × 0.1 is
+      // 0.30000000000000004, which they refuse; 4 × 0.1 is 0.4, which they take).
+      let found: number | undefined;
+      const first = integer ? Math.ceil(start) : Math.ceil(start / step);
+      for (let i = 0, n = first; i < 1000; i++, n++) {
+        const c = integer ? n : n * step;
+        if (!below(c)) break;
+        if (fits(c)) {
+          found = c;
+          if (i >= offset || !fits(integer ? c + step : (n + 1) * step)) break;
+        }
+      }
+      if (found === undefined) throw new SchemaError(`no ${integer ? 'integer ' : ''}multiple of ${step} lies in ${rangeText(lo, loOpen, hi, hiOpen)} (within 1000 tries)`, path);
+      return found;
+    }
+    let a = Math.ceil(start);
+    if (!above(a)) a += 1;
+    if (fits(a)) {
+      const b = Math.min(a + offset, hi < Infinity ? Math.floor(hi) : a + offset);
+      let v = a;
+      for (let c = b; c >= a; c--) {
+        if (fits(c)) {
           v = c;
           break;
         }
       }
+      // A number that is not an integer, when choices vary (a `oneOf` of an integer and a number tells them apart).
+      if (!integer && this.choices !== undefined && this.choose(2) === 1 && fits(v + 0.5)) return v + 0.5;
+      return v;
     }
-    return v;
+    if (integer) throw new SchemaError(`no integer lies in ${rangeText(lo, loOpen, hi, hiOpen)}`, path);
+    // A narrow range with no integer in it: its middle (or a bound that is in it).
+    const mid = lo > -Infinity && hi < Infinity ? lo + (hi - lo) / 2 : lo > -Infinity ? lo + 1 : hi - 1;
+    if (fits(mid)) return mid;
+    if (fits(lo)) return lo;
+    if (fits(hi)) return hi;
+    throw new SchemaError(`no number lies in ${rangeText(lo, loOpen, hi, hiOpen)}`, path);
   }
 
   private arrayFor(schema: JsonSchema, depth: number, path: string): unknown[] {
@@ -412,75 +611,210 @@ class Generator {
     }
     const prefix = Array.isArray(schema.prefixItems) ? schema.prefixItems.filter(isSchema) : [];
     const tuple = Array.isArray(schema.items) ? schema.items.filter(isSchema) : prefix;
-    const items = isSchema(schema.items) ? schema.items : undefined;
-    const wanted = this.minimal || depth >= MAX_DEPTH ? minItems : Math.max(1, minItems, Math.min(tuple.length, SCHEMA_LIMITS.maxArrayItems));
+    const rest = Array.isArray(schema.items) ? schema.additionalItems : schema.items;
+    const items = isSchema(rest) ? rest : undefined;
+    // `contains`: the first `minContains` items (1 by default) are made to hold it too.
+    const contains = 'contains' in schema && schema.contains !== true ? schema.contains : undefined;
+    const containsCount = contains === undefined ? 0 : Math.max(0, Math.ceil(num(schema.minContains) ?? 1));
+    const floor = Math.max(minItems, Math.min(containsCount, SCHEMA_LIMITS.maxArrayItems));
+    const wanted = this.minimal || depth >= MAX_DEPTH ? floor : Math.max(1, floor, Math.min(tuple.length, SCHEMA_LIMITS.maxArrayItems));
     const n = Math.min(wanted, maxItems);
     this.charge(2, path);
+    const unique = schema.uniqueItems === true;
     const out: unknown[] = [];
-    for (let i = 0; i < n; i++) {
-      const itemSchema = tuple[i] ?? items;
-      out.push(itemSchema ? this.generate(itemSchema, depth + 1, `${path}/items`) : this.word(path));
+    const saved = this.choices;
+    try {
+      for (let i = 0; i < n; i++) {
+        let itemSchema: JsonSchema | undefined = tuple[i] ?? items;
+        if (i < containsCount && isSchema(contains)) itemSchema = itemSchema ? this.mergeAllOf({ allOf: [itemSchema, contains] }, path) : contains;
+        let item = itemSchema ? this.generate(itemSchema, depth + 1, `${path}/items`) : this.word(path);
+        // Unique items: other choices for an item equal to an earlier one (an enum's next value, another number).
+        for (let t = 1; unique && t <= 16 && out.some((x) => jsonEqual(x, item)); t++) {
+          this.choices = mulberry32(hashSeed(path, i, t));
+          item = itemSchema ? this.generate(itemSchema, depth + 1, `${path}/items`) : this.word(path);
+        }
+        this.choices = saved;
+        out.push(item);
+      }
+    } finally {
+      this.choices = saved;
     }
     return out;
   }
 
   private objectFor(schema: JsonSchema, depth: number, path: string): Record<string, unknown> {
     const properties = isSchema(schema.properties) ? schema.properties : {};
-    const required = requiredOf(schema);
+    const declared = requiredOf(schema);
+    // Names required only because another present name asks for them (dependentRequired and friends).
+    const dependent = new Set<string>();
+    const required = { has: (k: string) => declared.has(k) || dependent.has(k) };
     this.charge(2, path);
     const out: Record<string, unknown> = {};
-    for (const [key, sub] of Object.entries(properties)) {
-      // Optional properties appear about half the time (decided by the rng, so still deterministic).
-      const include = required.has(key) || (!this.minimal && depth < MAX_DEPTH && this.rng() < 0.5);
-      if (!include) continue;
+    const put = (key: string) => {
+      const sub = this.schemaForKey(schema, key);
       if (sub === false) {
         if (required.has(key)) throw new SchemaError(`required property '${key}' has the schema 'false': no value can satisfy it`, path);
-        continue;
+        return;
       }
       this.charge(key.length + 4, path);
-      setOwn(out, key, isSchema(sub) ? this.generate(sub, depth + 1, `${path}/properties/${key}`) : this.value('value', path));
+      setOwn(out, key, isSchema(sub) ? this.generate(sub, depth + 1, `${path}/properties/${key}`) : this.word(path));
+    };
+    for (const key of Object.keys(properties)) {
+      // Optional properties appear about half the time (decided by the rng, so still deterministic).
+      const include = required.has(key) || (!this.minimal && depth < MAX_DEPTH && (this.choices ?? this.rng)() < 0.5);
+      if (include) put(key);
     }
     // A required name with no property schema still has to be present (`toString` too: an own key, not an inherited one).
-    for (const key of required) {
-      if (Object.hasOwn(out, key)) continue;
-      this.charge(key.length + 4, path);
-      setOwn(out, key, this.word(path));
+    for (const key of declared) if (!Object.hasOwn(out, key)) put(key);
+    // Names other present names require (dependentRequired, draft-07 `dependencies` lists), and the required
+    // names of a present name's dependent schema: until nothing more is added.
+    const dependents = (key: string): string[] => {
+      const names: string[] = [];
+      for (const map of [schema.dependentRequired, schema.dependencies]) {
+        const d = isSchema(map) && Object.hasOwn(map, key) ? map[key] : undefined;
+        if (Array.isArray(d)) for (const n of d) if (typeof n === 'string') names.push(n);
+        if (isSchema(d) && Array.isArray(d.required)) for (const n of d.required) if (typeof n === 'string') names.push(n);
+      }
+      const ds = isSchema(schema.dependentSchemas) && Object.hasOwn(schema.dependentSchemas, key) ? schema.dependentSchemas[key] : undefined;
+      if (isSchema(ds) && Array.isArray(ds.required)) for (const n of ds.required) if (typeof n === 'string') names.push(n);
+      return names;
+    };
+    for (let pending = Object.keys(out), guard = 0; pending.length > 0 && guard < 10_000; guard++) {
+      const next: string[] = [];
+      for (const key of pending) {
+        for (const n of dependents(key)) {
+          if (Object.hasOwn(out, n)) continue;
+          dependent.add(n);
+          put(n);
+          next.push(n);
+        }
+      }
+      pending = next;
+    }
+    // `minProperties`: declared optional properties first, then names of `patternProperties` or `propertyNames`.
+    const minProperties = Math.ceil(num(schema.minProperties) ?? 0);
+    if (Object.keys(out).length < minProperties) {
+      for (const key of Object.keys(properties)) {
+        if (Object.keys(out).length >= minProperties) break;
+        if (!Object.hasOwn(out, key)) put(key);
+      }
+      const patterns = isSchema(schema.patternProperties) ? Object.keys(schema.patternProperties) : [];
+      const names = isSchema(schema.propertyNames) ? schema.propertyNames : undefined;
+      for (let i = 0, misses = 0; Object.keys(out).length < minProperties && misses < 32; i++) {
+        const rng = this.choices ?? mulberry32(hashSeed(path, i, 0));
+        let key: string | undefined;
+        if (patterns.length > 0) key = shapedString({ pattern: patterns[i % patterns.length] }, rng, 1, 64, 256);
+        if (key === undefined && names) {
+          const saved = this.choices;
+          this.choices = rng;
+          try {
+            const made = this.generate({ type: 'string', ...names }, depth + 1, `${path}/propertyNames`);
+            key = typeof made === 'string' ? made : undefined;
+          } finally {
+            this.choices = saved;
+          }
+        }
+        key ??= `${words(rng, 1).join('')}_${i + 1}`;
+        if (Object.hasOwn(out, key)) {
+          // A name taken already (a pattern with one string, `^z`): the same with a number after or before it, if the
+          // names' schema and the pattern still take it.
+          const nameSchema: JsonSchema = { type: 'string', ...(names ?? {}), ...(patterns.length > 0 ? { pattern: patterns[i % patterns.length] } : {}) };
+          const base = key;
+          key = [`${base}${i + 1}`, `${i + 1}${base}`].find((k) => !Object.hasOwn(out, k) && this.check.valid(k, nameSchema)) ?? base;
+        }
+        if (Object.hasOwn(out, key) || key.length > 256) {
+          misses++;
+          continue;
+        }
+        put(key);
+        if (!Object.hasOwn(out, key)) misses++; // a name the schema bars (`additionalProperties: false`)
+      }
+      if (Object.keys(out).length < minProperties) {
+        throw new SchemaError(`'minProperties' ${minProperties} cannot be reached with the names the schema allows`, path);
+      }
     }
     return out;
   }
 
+  /** The schema a property's value follows: its declared one, a matching `patternProperties` one, or `additionalProperties`. */
+  private schemaForKey(schema: JsonSchema, key: string): unknown {
+    const properties = isSchema(schema.properties) ? schema.properties : undefined;
+    if (properties && Object.hasOwn(properties, key)) return properties[key];
+    if (isSchema(schema.patternProperties)) {
+      for (const [p, sub] of Object.entries(schema.patternProperties)) {
+        const re = schemaRegex(p);
+        if (re !== null && key.length <= 256 && patternHolds(re, p, key)) return sub;
+      }
+    }
+    // A name a present name's dependent schema declares.
+    if (isSchema(schema.dependentSchemas)) {
+      for (const dep of Object.values(schema.dependentSchemas)) {
+        if (isSchema(dep) && isSchema(dep.properties) && Object.hasOwn(dep.properties, key)) return dep.properties[key];
+      }
+    }
+    if ('additionalProperties' in schema) return schema.additionalProperties;
+    if ('unevaluatedProperties' in schema) return schema.unevaluatedProperties;
+    return undefined;
+  }
+
   private word(path: string): string {
-    const w = words(this.rng, 1).join('');
+    const w = words(this.choices ?? this.rng, 1).join('');
     this.charge(w.length + 2, path);
     return w;
   }
 }
 
-function typeOf(schema: JsonSchema): string {
+/** A `patternProperties` pattern against a name the generator is placing: through the guarded check. */
+function patternHolds(re: RegExp, pattern: string, key: string): boolean {
+  void re;
+  return new SchemaCheck({}).valid(key, { type: 'string', pattern });
+}
+
+/** Numeric bounds as one range with open or closed ends (draft 2019+ and draft 4 exclusive bounds both read). */
+function numericRange(schema: JsonSchema): { lo: number; loOpen: boolean; hi: number; hiOpen: boolean } {
+  let lo = -Infinity;
+  let loOpen = false;
+  let hi = Infinity;
+  let hiOpen = false;
+  const min = num(schema.minimum);
+  const max = num(schema.maximum);
+  if (min !== undefined) [lo, loOpen] = [min, schema.exclusiveMinimum === true];
+  if (max !== undefined) [hi, hiOpen] = [max, schema.exclusiveMaximum === true];
+  const exMin = num(schema.exclusiveMinimum);
+  const exMax = num(schema.exclusiveMaximum);
+  if (exMin !== undefined && exMin >= lo) [lo, loOpen] = [exMin, true];
+  if (exMax !== undefined && exMax <= hi) [hi, hiOpen] = [exMax, true];
+  return { lo, loOpen, hi, hiOpen };
+}
+
+function rangeText(lo: number, loOpen: boolean, hi: number, hiOpen: boolean): string {
+  return `${loOpen ? '(' : '['}${lo}, ${hi}${hiOpen ? ')' : ']'}`;
+}
+
+/** The tightest of two values of a bound keyword met in two `allOf` parts. */
+const TIGHTEST = new Map<string, (a: number, b: number) => number>([
+  ['minimum', Math.max], ['exclusiveMinimum', Math.max], ['minLength', Math.max], ['minItems', Math.max], ['minProperties', Math.max], ['minContains', Math.max],
+  ['maximum', Math.min], ['exclusiveMaximum', Math.min], ['maxLength', Math.min], ['maxItems', Math.min], ['maxProperties', Math.min], ['maxContains', Math.min],
+]);
+
+/** A seed for one retry, from where it is and which try it is. */
+function hashSeed(path: string, i: number, j: number): number {
+  return hashString(`${path}#${i}#${j}`);
+}
+
+const ANY_TYPES = ['string', 'integer', 'number', 'boolean', 'object', 'array', 'null'];
+
+/** The type to make: the schema's, or for a list the first that is not `null` (the `pick`-th of the list when choices vary). */
+function typeOf(schema: JsonSchema, pick = 0): string {
   const t = schema.type;
   if (typeof t === 'string') return t;
   if (Array.isArray(t)) {
-    const first = t.find((x) => typeof x === 'string' && x !== 'null') ?? t[0];
+    const names = t.filter((x): x is string => typeof x === 'string');
+    const first = pick > 0 && names.length > 0 ? names[pick % names.length] : (names.find((x) => x !== 'null') ?? names[0]);
     if (typeof first === 'string') return first;
   }
   if (isSchema(schema.properties) || Array.isArray(schema.required)) return 'object';
   if (schema.items !== undefined || Array.isArray(schema.prefixItems)) return 'array';
-  return 'string';
-}
-
-/**
- * The names an object schema requires, as a set: made once per schema object (validation and every model call
- * generate from the same one), in one pass. A `required` of 3 million names was filtered into a new array and a
- * set at each generation, ~0.1-0.24 s of one loop turn each (outside attack).
- */
-const requiredSets = new WeakMap<object, ReadonlySet<string>>();
-function requiredOf(schema: JsonSchema): ReadonlySet<string> {
-  let set = requiredSets.get(schema);
-  if (set === undefined) {
-    const names = new Set<string>();
-    if (Array.isArray(schema.required)) for (const r of schema.required) if (typeof r === 'string') names.add(r);
-    set = names;
-    requiredSets.set(schema, set);
-  }
-  return set;
+  // No type: a string, or any type when choices vary (`not: {type: string}` wants something else).
+  return pick > 0 ? ANY_TYPES[pick % ANY_TYPES.length]! : 'string';
 }

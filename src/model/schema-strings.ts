@@ -24,6 +24,7 @@ import { fullFormats } from 'ajv-formats/dist/formats.js';
 import type { Rng } from './rng.js';
 import { intBetween, words } from './rng.js';
 import { ownValue } from '../protocol/fields.js';
+import { trustMatch } from './schema-valid.js';
 
 /**
  * A string for a schema with a `pattern`, a `format`, or both, or undefined when neither is one this generates.
@@ -84,7 +85,7 @@ function codePoints(s: string): number {
 const FORMAT_CHECK_CHARS = 1024;
 
 /** Whether Ajv's `format` validator takes `s`; true for a format it does not know (nothing to disagree with). */
-function formatTakes(format: string, s: string): boolean {
+export function formatTakes(format: string, s: string): boolean {
   if (!Object.hasOwn(fullFormats, format)) return true;
   if (s.length > FORMAT_CHECK_CHARS) return false;
   const f = (fullFormats as Record<string, unknown>)[format];
@@ -304,6 +305,7 @@ export function patternString(pattern: string, rng: Rng, min: number, max: numbe
       const pad = 'x'.repeat(min - n);
       s = budget.ended ? pad + s : s + pad;
     }
+    if (s !== undefined) trustMatch(pattern, s); // made from the pattern's own tree: the schema check need not run it
     if (s !== undefined && codePoints(s) >= min && s.length <= max) return s;
     if (s !== undefined && (matching === undefined || distance(s, min, max) < distance(matching, min, max))) matching = s;
     // A try out of steps: the pattern's repeats of nothing are too many for any try. One that found no way through

@@ -1,17 +1,23 @@
 /**
  * Arguments for a function call, generated from the tool's JSON Schema
- * (`parameters`), deterministically from a seeded rng.
+ * (`parameters`), deterministically from a seeded rng; and the `text.format`
+ * JSON schema's answers.
  *
  * Used by the auto policy when it decides to call a tool nobody scripted, and
- * by the validate stage (`checkToolSchema`), which refuses a tool whose
- * schema no bounded arguments can satisfy before any run starts. Covers the
- * subset tool schemas use in practice: type (or a list of types),
- * properties/required, items/prefixItems, enum/const/default, anyOf/oneOf
- * (first branch), allOf (merged), local $ref, string formats and patterns
- * (model/schema-strings.ts), numeric bounds, length and item-count bounds.
- * Leaves out `uniqueItems`, `not`, `if/then/else`, conditional dependencies
- * and patterns with lookarounds or backreferences: a schema that leans on
- * them may get arguments that do not validate.
+ * by the validate stage (`checkToolSchema`), which refuses a schema no
+ * bounded value satisfies before any run starts. Generate and check: a value
+ * is made (type or a list of types, properties/required, items/prefixItems,
+ * enum/const/default, anyOf/oneOf/if branches, allOf merged, local $ref,
+ * string formats and patterns from model/schema-strings.ts, numeric bounds
+ * and multipleOf, lengths and counts, minProperties, dependentRequired,
+ * dependentSchemas, patternProperties, propertyNames, uniqueItems, contains)
+ * and checked against the schema (model/schema-valid.ts). Where a subschema
+ * asks for a search (SEARCH_KEYS: not, oneOf, if, uniqueItems, ...) other
+ * choices are tried when its first value fails. What goes out always passes
+ * the check: the full form when it does, else the schema's witness, the first
+ * value of a fixed search (the one validation found). A schema for which the
+ * search finds nothing is refused; docs/protocol.md ("Arguments satisfy the
+ * schema") lists the satisfiable shapes it can miss.
  *
  * Bounded (SCHEMA_LIMITS): a schema is client input, and `minItems: 1e9`,
  * `minLength: 6e8`, a required `$ref` to itself or thousands of required

@@ -62,7 +62,11 @@ function seen(): Seen {
   return { keys: undefined, allKeys: false, items: 0, allItems: false };
 }
 
+/** What a string, number, boolean or null gets: annotations only matter for objects and arrays (never changed). */
+const SCALAR: Seen = Object.freeze(seen()) as Seen;
+
 function merge(into: Seen, from: Seen): void {
+  if (into === SCALAR || from === SCALAR) return;
   if (from.allKeys) into.allKeys = true;
   else if (from.keys) for (const k of from.keys) (into.keys ??= new Set()).add(k);
   if (from.allItems) into.allItems = true;
@@ -234,13 +238,14 @@ export class SchemaCheck {
 
   /** The annotations `schema` made on `v` when `v` satisfies it, else null. */
   private check(v: unknown, schema: unknown, depth: number, at: string): Seen | null {
-    if (schema === true || schema === undefined) return seen();
+    const scalar = typeof v !== 'object' || v === null;
+    if (schema === true || schema === undefined) return scalar ? SCALAR : seen();
     if (schema === false) return this.fail(at, 'is not allowed (schema false)');
-    if (!isSchema(schema)) return seen();
+    if (!isSchema(schema)) return scalar ? SCALAR : seen();
     if (++this.steps > STEPS) throw new Exhausted(`checking needs more than ${STEPS} steps`);
     if (depth > MAX_DEPTH) throw new Exhausted(`checking nests deeper than ${MAX_DEPTH} levels`);
     const s = schema;
-    const out = seen();
+    const out = scalar ? SCALAR : seen();
 
     if (typeof s.$ref === 'string') {
       const target = this.resolve(s.$ref);

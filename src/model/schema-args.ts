@@ -86,8 +86,9 @@ export function valueFromSchema(schema: JsonSchema, rng: Rng, object = false): u
     try {
       value = new Generator(schema, rng, false).run();
     } catch (err) {
-      // Whatever failed in the full form (an optional part too big or contradictory), the search decides.
-      if (!(err instanceof OverBudget || err instanceof SchemaError)) throw err;
+      // Whatever failed in the full form (an optional part too big or contradictory, or a stack too deep for the
+      // engine), the search decides.
+      if (!(err instanceof OverBudget || err instanceof SchemaError || err instanceof RangeError)) throw err;
     }
     if (value !== undefined && (!object || isSchema(value)) && new SchemaCheck(schema).valid(value)) return value;
     return witness(schema, object);
@@ -121,6 +122,11 @@ function witness(schema: JsonSchema, object: boolean): unknown {
     try {
       value = new Generator(schema, () => 0, t % 2 === 0, t < 2 ? 0 : t).run();
     } catch (err) {
+      if (err instanceof RangeError) {
+        // The engine's stack ran out (the depth limits are meant to stop that first): no value from this try.
+        error ??= new SchemaError(`generating a value nests too deep (${err.message})`, '#');
+        continue;
+      }
       if (!(err instanceof OverBudget || err instanceof SchemaError)) throw err;
       error ??= err;
       continue;
@@ -488,7 +494,9 @@ class Generator {
    * `allOf` folded into one schema: properties and required lists joined, numeric and size bounds narrowed to the
    * tightest, other keywords taken from the last part that sets them (the check still holds the value to every part).
    */
-  private mergeAllOf(schema: JsonSchema, path: string): JsonSchema {
+  private mergeAllOf(schema: JsonSchema, path: string, hops = 0): JsonSchema {
+    // A `$ref` beside other keywords that refers to itself (`r: {$ref: r, type: number}`) folds forever otherwise.
+    if (hops > SCHEMA_LIMITS.maxDepth) this.over(`'allOf' and '$ref' fold deeper than ${SCHEMA_LIMITS.maxDepth} levels (a '$ref' cycle?)`, path);
     const merged: JsonSchema = withoutKeys(schema, 'allOf');
     const properties: JsonSchema = { ...(isSchema(schema.properties) ? schema.properties : {}) };
     const required = new Set<unknown>(Array.isArray(schema.required) ? schema.required : []);
@@ -499,7 +507,7 @@ class Generator {
         const target = resolveRef(raw.$ref, this.root);
         if (!target) throw new SchemaError(`'$ref' '${raw.$ref}' does not resolve`, path);
         part = Object.keys(raw).length > 1 ? { ...withoutKeys(raw, '$ref'), allOf: [target] } : target;
-        if (part !== target) part = this.mergeAllOf(part, path);
+        if (part !== target) part = this.mergeAllOf(part, path, hops + 1);
       }
       this.charge(1, path);
       for (const key of Object.keys(part)) {

@@ -141,6 +141,25 @@ describe('satisfiable schemas: accepted, and every generated value validates', (
   });
 });
 
+describe('a $ref to itself beside other keywords (outside fuzzer: a 500 at the model call)', () => {
+  it('is folded within the depth limit: the schema is checked and its arguments made, never a stack overflow', () => {
+    const schema: JsonSchema = {
+      $defs: { r: { type: 'number', maximum: 3, oneOf: [{ type: 'null' }, { type: 'integer' }], $ref: '#/$defs/r' } },
+      type: 'object',
+      properties: { v: { type: 'array', items: { type: 'object', properties: { a: { $ref: '#/$defs/r' } } }, minItems: 2 } },
+      required: ['v'],
+    };
+    const validate = compile(schema)!;
+    expect(refusal(() => checkToolSchema(schema, 'tools[0].parameters'))).toBeUndefined();
+    for (let seed = 0; seed < 10; seed++) {
+      const args = argsFromSchema(schema, mulberry32(seed));
+      expect(validate(args), JSON.stringify(args)).toBe(true);
+    }
+    const unsatisfiable: JsonSchema = { $defs: { r: { type: 'string', $ref: '#/$defs/r', minLength: 1 } }, ...obj({ a: { $ref: '#/$defs/r' } }) };
+    expect(refusal(() => checkToolSchema(unsatisfiable, 'tools[0].parameters'))?.code).toBe('invalid_tool_schema');
+  });
+});
+
 describe("draft-04's boolean exclusive bounds (Ajv 2020 will not compile them)", () => {
   it('are read as draft 4 means them', () => {
     const schema = obj({ a: { type: 'integer', minimum: 1, exclusiveMinimum: true, maximum: 3, exclusiveMaximum: true } });

@@ -30,7 +30,7 @@
 import { WireError } from '../protocol/errors.js';
 import { hashString, intBetween, mulberry32, type Rng, words } from './rng.js';
 import { shapedString } from './schema-strings.js';
-import { jsonEqual, requiredOf, SchemaCheck, schemaRegex } from './schema-valid.js';
+import { type CheckBudget, checkBudget, jsonEqual, requiredOf, resolveIn, SchemaCheck, schemaRegex } from './schema-valid.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -83,14 +83,15 @@ export function argsFromSchema(schema: JsonSchema | null | undefined, rng: Rng):
 export function valueFromSchema(schema: JsonSchema, rng: Rng, object = false): unknown {
   try {
     let value: unknown;
+    const budget = checkBudget();
     try {
-      value = new Generator(schema, rng, false).run();
+      value = new Generator(schema, rng, false, 0, budget).run();
     } catch (err) {
       // Whatever failed in the full form (an optional part too big or contradictory, or a stack too deep for the
       // engine), the search decides.
       if (!(err instanceof OverBudget || err instanceof SchemaError || err instanceof RangeError)) throw err;
     }
-    if (value !== undefined && (!object || isSchema(value)) && new SchemaCheck(schema).valid(value)) return value;
+    if (value !== undefined && (!object || isSchema(value)) && new SchemaCheck(schema, budget).valid(value)) return value;
     return witness(schema, object);
   } catch (err) {
     throw asWireError(err, 'parameters');
@@ -114,13 +115,15 @@ const witnesses = new WeakMap<JsonSchema, { value: unknown; object: boolean }>()
 function witness(schema: JsonSchema, object: boolean): unknown {
   const known = witnesses.get(schema);
   if (known !== undefined && (known.object || !object)) return known.value;
-  const check = new SchemaCheck(schema);
+  // One budget for the whole search: ten tries each with a fresh one let a schema of many patterns hold the loop.
+  const budget = checkBudget();
+  const check = new SchemaCheck(schema, budget);
   let why = '';
   let error: unknown;
   for (let t = 0; t < WITNESS_TRIES; t++) {
     let value: unknown;
     try {
-      value = new Generator(schema, () => 0, t % 2 === 0, t < 2 ? 0 : t).run();
+      value = new Generator(schema, () => 0, t % 2 === 0, t < 2 ? 0 : t, budget).run();
     } catch (err) {
       if (err instanceof RangeError) {
         // The engine's stack ran out (the depth limits are meant to stop that first): no value from this try.
@@ -214,6 +217,14 @@ function staticCheck(root: JsonSchema): void {
     }
     checkType(node, path);
     checkKeywords(node, path);
+    for (const k of ['$dynamicRef', '$recursiveRef']) {
+      if (k in node) throw new SchemaError(`'${k}' is not supported (only local '$ref's are resolved)`, path);
+    }
+    // A nested `$id` starts a new base URI, against which its `$ref`s would resolve: not followed, so refused (an
+    // anchor spelled `$id: "#name"` is fine).
+    if (node !== root && typeof node.$id === 'string' && !node.$id.startsWith('#')) {
+      throw new SchemaError(`a nested '$id' (${quoted(node.$id)}) is not supported: its '$ref's would resolve against another base`, path);
+    }
     bounds(node, 'minItems', 'maxItems', path);
     bounds(node, 'minLength', 'maxLength', path);
     bounds(node, 'minProperties', 'maxProperties', path);
@@ -305,18 +316,7 @@ function bounds(node: JsonSchema, lo: string, hi: string, path: string): void {
 }
 
 function resolveRef(ref: string, root: JsonSchema): JsonSchema | undefined {
-  if (!ref.startsWith('#')) return undefined;
-  let node: unknown = root;
-  for (const raw of ref.slice(1).split('/').filter((s) => s !== '')) {
-    let key: string;
-    try {
-      key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-    } catch {
-      return undefined;
-    }
-    // Own keys only: '#/__proto__' named Object.prototype, an empty schema, where a missing target is refused.
-    node = isSchema(node) ? (Object.hasOwn(node, key) ? node[key] : undefined) : Array.isArray(node) && Object.hasOwn(node, key) ? node[Number(key)] : undefined;
-  }
+  const node = resolveIn(root, ref);
   return isSchema(node) ? node : undefined;
 }
 
@@ -362,8 +362,9 @@ class Generator {
     private readonly rng: Rng,
     private readonly minimal: boolean,
     alt = 0,
+    budget: CheckBudget = checkBudget(),
   ) {
-    this.check = new SchemaCheck(root);
+    this.check = new SchemaCheck(root, budget);
     if (alt > 0) this.choices = mulberry32(alt * 0x9e3779b1);
   }
 
@@ -463,6 +464,11 @@ class Generator {
       return this.generate(isSchema(branch) ? this.mergeAllOf({ ...rest, allOf: parts }, path) : rest, depth + 1, path);
     }
     if (Array.isArray(schema.allOf)) return this.generate(this.mergeAllOf(schema, path), depth + 1, path);
+    // `not: {not: X}` is X.
+    if (isSchema(schema.not) && isSchema(schema.not.not) && Object.keys(schema.not).length === 1) {
+      const rest = withoutKeys(schema, 'not');
+      return this.generate(this.mergeAllOf({ ...rest, allOf: [...(Array.isArray(rest.allOf) ? rest.allOf : []), schema.not.not] }, path), depth + 1, path);
+    }
 
     switch (typeOf(schema, this.choices === undefined ? 0 : this.choose(8))) {
       case 'integer':
@@ -516,6 +522,12 @@ class Generator {
         const theirs = part[key];
         if (typeof mine === 'number' && typeof theirs === 'number' && TIGHTEST.has(key)) setOwn(merged, key, TIGHTEST.get(key)!(mine, theirs));
         else setOwn(merged, key, theirs);
+        // Two parts' patterns both hold: kept, for stringFor to try strings of each and their joins.
+        if (key === 'pattern' && typeof mine === 'string' && typeof theirs === 'string' && mine !== theirs) {
+          const list = (merged as { [PATTERNS]?: string[] })[PATTERNS] ?? [mine];
+          if (!list.includes(theirs)) list.push(theirs);
+          (merged as { [PATTERNS]?: string[] })[PATTERNS] = list;
+        }
       }
       if (isSchema(part.properties)) {
         for (const [k, sub] of Object.entries(part.properties)) {
@@ -538,8 +550,30 @@ class Generator {
       throw new SchemaError(`'minLength' ${minLength} is more than the ${SCHEMA_LIMITS.maxStringChars} characters generated arguments may hold`, path);
     }
     const max = maxLength ?? SCHEMA_LIMITS.maxStringChars;
+    const patterns = (schema as { [PATTERNS]?: string[] })[PATTERNS];
+    if (patterns !== undefined && patterns.length > 1) {
+      // Several patterns (zod's startsWith + endsWith, two .regex()): a string of one, or one of each joined, that
+      // all of them take (with the length bounds and the format).
+      const all: JsonSchema = { type: 'string', allOf: patterns.slice(0, 8).map((p) => ({ pattern: p })) };
+      for (const k of ['minLength', 'maxLength', 'format']) if (k in schema) all[k] = schema[k];
+      const rng = this.choices ?? this.rng;
+      const made = patterns.slice(0, 8).map((p) => shapedString({ pattern: p }, rng, 0, max, SCHEMA_LIMITS.maxStringChars) ?? '');
+      const candidates = [...made];
+      for (let i = 0; i < made.length; i++) for (let j = 0; j < made.length; j++) if (i !== j) candidates.push(made[i]! + made[j]!);
+      const found = candidates.find((c) => this.check.valid(c, all));
+      if (found !== undefined) {
+        this.charge(found.length + 2, path);
+        return found;
+      }
+    }
     // A pattern or a format (model/schema-strings.ts), within the length bounds where they allow it.
-    const shaped = shapedString(schema, this.choices ?? this.rng, minLength, max, SCHEMA_LIMITS.maxStringChars);
+    let shaped = shapedString(schema, this.choices ?? this.rng, minLength, max, SCHEMA_LIMITS.maxStringChars);
+    if (shaped !== undefined && typeof schema.pattern === 'string' && typeof schema.format === 'string') {
+      // A format's string the pattern refuses only for its case (`format: uuid` with `^[A-F0-9-]+$`).
+      const both = { pattern: schema.pattern, format: schema.format };
+      const base = shaped;
+      if (!this.check.valid(base, both)) shaped = [base.toUpperCase(), base.toLowerCase()].find((c) => this.check.valid(c, both)) ?? base;
+    }
     if (shaped !== undefined) {
       this.charge(shaped.length + 2, path);
       return shaped;
@@ -572,7 +606,10 @@ class Generator {
     const step = num(schema.multipleOf);
     const above = (v: number) => (loOpen ? v > lo : v >= lo);
     const below = (v: number) => (hiOpen ? v < hi : v <= hi);
-    const fits = (v: number) => above(v) && below(v) && (!integer || Number.isInteger(v)) && (step === undefined || step <= 0 || Number.isInteger(v / step));
+    // JSON numbers are finite (JSON.stringify writes Infinity as null).
+    const fits = (v: number) => Number.isFinite(v) && above(v) && below(v) && (!integer || Number.isInteger(v)) && (step === undefined || step <= 0 || Number.isInteger(v / step));
+    // Past 2^53 adding 1 changes nothing: a step above `x` that floating point can hold.
+    const past = (x: number) => x + Math.max(1, Math.abs(x) * 2 ** -40);
     // Where to start: the lower bound, or a little under the upper one, or 1.
     const start = lo > -Infinity ? lo : hi < Infinity ? Math.min(1, hi - 9) : 1;
     const offset = this.choices !== undefined ? this.choose(10) : intBetween(this.rng, 0, 9);
@@ -594,7 +631,7 @@ class Generator {
       return found;
     }
     let a = Math.ceil(start);
-    if (!above(a)) a += 1;
+    if (!above(a)) a = Math.ceil(past(a));
     if (fits(a)) {
       const b = Math.min(a + offset, hi < Infinity ? Math.floor(hi) : a + offset);
       let v = a;
@@ -610,10 +647,8 @@ class Generator {
     }
     if (integer) throw new SchemaError(`no integer lies in ${rangeText(lo, loOpen, hi, hiOpen)}`, path);
     // A narrow range with no integer in it: its middle (or a bound that is in it).
-    const mid = lo > -Infinity && hi < Infinity ? lo + (hi - lo) / 2 : lo > -Infinity ? lo + 1 : hi - 1;
-    if (fits(mid)) return mid;
-    if (fits(lo)) return lo;
-    if (fits(hi)) return hi;
+    const mid = lo > -Infinity && hi < Infinity ? lo / 2 + hi / 2 : lo > -Infinity ? past(lo) : -past(-hi);
+    for (const c of [mid, lo, hi, past(lo), -past(-hi)]) if (fits(c)) return c;
     throw new SchemaError(`no number lies in ${rangeText(lo, loOpen, hi, hiOpen)}`, path);
   }
 
@@ -754,10 +789,13 @@ class Generator {
   private schemaForKey(schema: JsonSchema, key: string): unknown {
     const properties = isSchema(schema.properties) ? schema.properties : undefined;
     if (properties && Object.hasOwn(properties, key)) return properties[key];
-    if (isSchema(schema.patternProperties)) {
-      for (const [p, sub] of Object.entries(schema.patternProperties)) {
-        const re = schemaRegex(p);
-        if (re !== null && key.length <= 256 && patternHolds(re, p, key)) return sub;
+    // No more tests once the search's budget is spent (each would build the list and recompile a pattern again).
+    if (isSchema(schema.patternProperties) && key.length <= 256 && !this.check.spent) {
+      const pp = schema.patternProperties;
+      for (const p in pp) {
+        if (!Object.hasOwn(pp, p)) continue;
+        if (this.check.spent) break;
+        if (this.check.valid(key, { pattern: p })) return pp[p];
       }
     }
     // A name a present name's dependent schema declares.
@@ -776,12 +814,6 @@ class Generator {
     this.charge(w.length + 2, path);
     return w;
   }
-}
-
-/** A `patternProperties` pattern against a name the generator is placing: through the guarded check. */
-function patternHolds(re: RegExp, pattern: string, key: string): boolean {
-  void re;
-  return new SchemaCheck({}).valid(key, { type: 'string', pattern });
 }
 
 /** Numeric bounds as one range with open or closed ends (draft 2019+ and draft 4 exclusive bounds both read). */
@@ -804,6 +836,9 @@ function numericRange(schema: JsonSchema): { lo: number; loOpen: boolean; hi: nu
 function rangeText(lo: number, loOpen: boolean, hi: number, hiOpen: boolean): string {
   return `${loOpen ? '(' : '['}${lo}, ${hi}${hiOpen ? ')' : ']'}`;
 }
+
+/** Where a merged schema keeps every pattern of its parts (a symbol: never sent, never read as JSON Schema). */
+const PATTERNS = Symbol('patterns');
 
 /** The tightest of two values of a bound keyword met in two `allOf` parts. */
 const TIGHTEST = new Map<string, (a: number, b: number) => number>([

@@ -204,6 +204,12 @@ const FORMATS: Record<string, (rng: Rng, min: number, max: number) => string> = 
     const h = hex(rng, 32);
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20)}`;
   },
+  // ajv-formats' other string formats: one fixed value each that its validator takes.
+  'iso-time': () => '12:00:00',
+  'iso-date-time': () => '2025-01-01T12:00:00',
+  byte: () => 'aGVsbG8=',
+  'json-pointer': () => '/a',
+  'relative-json-pointer': () => '0/a',
 };
 
 function uri(rng: Rng, min: number, max: number, authority: boolean): string {

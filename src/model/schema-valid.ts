@@ -21,8 +21,8 @@
  * required, dependentRequired, dependentSchemas, properties,
  * patternProperties, additionalProperties, propertyNames, allOf, anyOf,
  * oneOf, not, if/then/else, local $ref, unevaluatedProperties and
- * unevaluatedItems (from the annotations of the keywords above; `contains`
- * is not counted as evaluating items, which only ever refuses more).
+ * unevaluatedItems (from the annotations of the keywords above, `contains`'
+ * matches included).
  *
  * `pattern`: a client's regex can backtrack exponentially on a string it does
  * not match, so one is never run on the event loop unguarded. A string the
@@ -32,6 +32,7 @@
  * out of it counts as no match.
  */
 import vm from 'node:vm';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
 import { formatTakes } from './schema-strings.js';
 
 type Schema = Record<string, unknown>;
@@ -56,10 +57,12 @@ interface Seen {
   allKeys: boolean;
   items: number;
   allItems: boolean;
+  /** Indexes `contains` matched (they count as evaluated, 2020-12). */
+  contained: Set<number> | undefined;
 }
 
 function seen(): Seen {
-  return { keys: undefined, allKeys: false, items: 0, allItems: false };
+  return { keys: undefined, allKeys: false, items: 0, allItems: false, contained: undefined };
 }
 
 /** What a string, number, boolean or null gets: annotations only matter for objects and arrays (never changed). */
@@ -71,6 +74,7 @@ function merge(into: Seen, from: Seen): void {
   else if (from.keys) for (const k of from.keys) (into.keys ??= new Set()).add(k);
   if (from.allItems) into.allItems = true;
   else into.items = Math.max(into.items, from.items);
+  if (from.contained) for (const i of from.contained) (into.contained ??= new Set()).add(i);
 }
 
 function addKey(s: Seen, k: string): void {
@@ -161,23 +165,140 @@ export function trustMatch(pattern: string, s: string): void {
   matched.add(key);
 }
 
+/** (pattern, string) pairs known not to match, so a search does not test them again. Bounded as `matched`. */
+const unmatched = new Set<string>();
+
+function remember(set: Set<string>, pattern: string, s: string): void {
+  if (pattern.length + s.length > MATCHED_KEY_CHARS) return;
+  if (set.size >= MATCHED_ENTRIES) set.delete(set.values().next().value!);
+  set.add(`${pattern}\u0000${s}`);
+}
+
+/** Ajv-formats' number formats (int32, int64, float, double): whether `v` is one; true for a format it does not know. */
+function numberFormatTakes(format: string, v: number): boolean {
+  if (!Object.hasOwn(fullFormats, format)) return true;
+  const f = (fullFormats as Record<string, unknown>)[format];
+  if (typeof f !== 'object' || f === null || f instanceof RegExp) return true;
+  const def = f as { type?: unknown; validate?: unknown };
+  if (def.type !== 'number' || typeof def.validate !== 'function') return true;
+  return (def.validate as (x: number) => boolean)(v) === true;
+}
+
+/**
+ * A `$ref` within the document: `#` (the root), a JSON pointer `#/a/b` (an empty segment is a key `""`), or a plain
+ * name `#name` (the subschema whose `$anchor` is `name`, or draft-07's `$id: "#name"`). Else undefined.
+ */
+export function resolveIn(root: Schema, ref: string, anchors: Map<string, Schema> = rootFacts(root).anchors): unknown {
+  if (!ref.startsWith('#')) return undefined;
+  if (ref === '#') return root;
+  if (!ref.startsWith('#/')) {
+    let name: string;
+    try {
+      name = decodeURIComponent(ref.slice(1));
+    } catch {
+      return undefined;
+    }
+    return anchors.get(name);
+  }
+  let node: unknown = root;
+  for (const raw of ref.slice(2).split('/')) {
+    let key: string;
+    try {
+      key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    } catch {
+      return undefined;
+    }
+    if (isSchema(node)) node = Object.hasOwn(node, key) ? node[key] : undefined;
+    else if (Array.isArray(node) && /^(0|[1-9][0-9]*)$/.test(key)) node = node[Number(key)];
+    else return undefined;
+  }
+  return node;
+}
+
+/** What a root holds that checks need: its anchors, and whether any subschema says `unevaluated*`. */
+interface RootFacts {
+  anchors: Map<string, Schema>;
+  unevaluated: boolean;
+}
+const facts = new WeakMap<object, RootFacts>();
+/** Objects and arrays walked for a root's facts (the validate stage's walk refuses larger schemas first). */
+const FACTS_NODES = 200_000;
+
+export function rootFacts(root: Schema): RootFacts {
+  let f = facts.get(root);
+  if (f !== undefined) return f;
+  f = { anchors: new Map(), unevaluated: false };
+  const stack: unknown[] = [root];
+  const seenNodes = new Set<object>();
+  while (stack.length > 0 && seenNodes.size < FACTS_NODES) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null || seenNodes.has(node)) continue;
+    seenNodes.add(node);
+    if (Array.isArray(node)) {
+      for (const x of node) stack.push(x);
+      continue;
+    }
+    const o = node as Schema;
+    if (typeof o.$anchor === 'string' && !f.anchors.has(o.$anchor)) f.anchors.set(o.$anchor, o);
+    if (typeof o.$id === 'string' && o.$id.startsWith('#') && o.$id.length > 1 && !f.anchors.has(o.$id.slice(1))) f.anchors.set(o.$id.slice(1), o);
+    if ('unevaluatedProperties' in o || 'unevaluatedItems' in o) f.unevaluated = true;
+    for (const k of Object.keys(o)) {
+      // `enum`, `const`, `default` and `examples` hold values, not schemas.
+      if (k === 'enum' || k === 'const' || k === 'default' || k === 'examples') continue;
+      stack.push(o[k]);
+    }
+  }
+  facts.set(root, f);
+  return f;
+}
+
 /** The guarded context pattern tests run in (one, reused: a context costs far more than a run in it). */
 let sandbox: (vm.Context & { re: RegExp | null; s: string }) | undefined;
 const testScript = new vm.Script('re.test(s)');
 
+/** What checks may spend: shared by every check of one search (the validate stage's, or one model call's). */
+export interface CheckBudget {
+  steps: number;
+  patternMs: number;
+}
+
+export function checkBudget(): CheckBudget {
+  return { steps: STEPS, patternMs: PATTERN_MS };
+}
+
 /**
- * One check: its budgets, and the root its `$ref`s resolve against.
+ * Checks against one root (its `$ref`s resolve against it), spending from one budget: a search makes many values
+ * and checks each, and a fresh budget per check let a schema of many patterns (or names) hold the event loop for
+ * minutes (outside attack).
  */
 export class SchemaCheck {
-  private steps = 0;
-  private patternMs = PATTERN_MS;
+  private readonly anchors: Map<string, Schema>;
+  /** `anyOf` must try every branch only when some `unevaluated*` reads their annotations. */
+  private readonly annotate: boolean;
   /** Why the last failed check failed (a path into the value and the keyword), for the refusal's message. */
   reason = '';
 
-  constructor(private readonly root: Schema) {}
+  constructor(
+    private readonly root: Schema,
+    private readonly budget: CheckBudget = checkBudget(),
+  ) {
+    const facts = rootFacts(root);
+    this.anchors = facts.anchors;
+    this.annotate = facts.unevaluated;
+  }
+
+  /** The search's budget is spent: every further check answers false at once. */
+  get spent(): boolean {
+    return this.budget.steps <= 0;
+  }
 
   /** Whether `value` satisfies `schema` (a subschema of the root, or the root itself). */
   valid(value: unknown, schema: unknown = this.root): boolean {
+    // A spent budget answers at once: a search goes on asking, and an exception per question cost seconds.
+    if (this.budget.steps <= 0) {
+      this.reason = `checking needs more than ${STEPS} steps`;
+      return false;
+    }
     this.reason = '';
     try {
       return this.check(value, schema, 0, '') !== null;
@@ -196,43 +317,45 @@ export class SchemaCheck {
   }
 
   private resolve(ref: string): unknown {
-    if (!ref.startsWith('#')) return undefined;
-    let node: unknown = this.root;
-    for (const raw of ref.slice(1).split('/').filter((s) => s !== '')) {
-      let key: string;
-      try {
-        key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-      } catch {
-        return undefined;
-      }
-      if (isSchema(node)) node = Object.hasOwn(node, key) ? node[key] : undefined;
-      else if (Array.isArray(node) && /^\d+$/.test(key)) node = node[Number(key)];
-      else return undefined;
-    }
-    return node;
+    return resolveIn(this.root, ref, this.anchors);
   }
 
   private matches(pattern: string, s: string): boolean {
+    if (--this.budget.steps < 0) throw new Exhausted(`checking needs more than ${STEPS} steps`);
     const re = schemaRegex(pattern);
     if (re === null) return false;
     if (pattern.length + s.length <= MATCHED_KEY_CHARS && matched.has(`${pattern}\u0000${s}`)) return true;
-    if (this.patternMs <= 0) throw new Exhausted(`pattern tests took more than ${PATTERN_MS} ms`);
+    // No quantifier, no backtracking past one try per start: run directly (a vm run costs ~85 µs, and a schema of
+    // 600 patterns tested each against each name spent the whole budget on `^p12$`).
+    if (pattern.length <= 1000 && !/[*+?{]/.test(pattern)) {
+      const ok = re.test(s);
+      if (ok) trustMatch(pattern, s);
+      return ok;
+    }
+    if (this.budget.patternMs <= 0) {
+      // Out of time for pattern tests: the rest of this search's checks are answered at once (no match).
+      this.budget.steps = 0;
+      throw new Exhausted(`pattern tests took more than ${PATTERN_MS} ms`);
+    }
+    if (pattern.length + s.length <= MATCHED_KEY_CHARS && unmatched.has(`${pattern}\u0000${s}`)) return false;
     sandbox ??= vm.createContext({ re: null, s: '' }) as vm.Context & { re: RegExp | null; s: string };
     sandbox.re = re;
     sandbox.s = s;
     const t0 = performance.now();
     let ok: boolean;
     try {
-      ok = testScript.runInContext(sandbox, { timeout: Math.max(1, Math.ceil(this.patternMs)) }) === true;
+      ok = testScript.runInContext(sandbox, { timeout: Math.max(1, Math.ceil(this.budget.patternMs)) }) === true;
     } catch {
-      this.patternMs = 0;
+      this.budget.patternMs = 0;
+      this.budget.steps = 0;
       throw new Exhausted(`pattern '${pattern.slice(0, 40)}' took more than ${PATTERN_MS} ms to test`);
     } finally {
       sandbox.re = null;
       sandbox.s = '';
     }
-    this.patternMs -= performance.now() - t0;
+    this.budget.patternMs -= performance.now() - t0;
     if (ok) trustMatch(pattern, s);
+    else remember(unmatched, pattern, s);
     return ok;
   }
 
@@ -242,11 +365,13 @@ export class SchemaCheck {
     if (schema === true || schema === undefined) return scalar ? SCALAR : seen();
     if (schema === false) return this.fail(at, 'is not allowed (schema false)');
     if (!isSchema(schema)) return scalar ? SCALAR : seen();
-    if (++this.steps > STEPS) throw new Exhausted(`checking needs more than ${STEPS} steps`);
+    if (--this.budget.steps < 0) throw new Exhausted(`checking needs more than ${STEPS} steps`);
     if (depth > MAX_DEPTH) throw new Exhausted(`checking nests deeper than ${MAX_DEPTH} levels`);
     const s = schema;
     const out = scalar ? SCALAR : seen();
 
+    // JSON has no Infinity or NaN (JSON.stringify writes null): such a number satisfies nothing.
+    if (typeof v === 'number' && !Number.isFinite(v)) return this.fail(at, 'is not a finite number');
     if (typeof s.$ref === 'string') {
       const target = this.resolve(s.$ref);
       if (target === undefined) return this.fail(at, `refers to '${s.$ref}', which does not resolve`);
@@ -281,6 +406,7 @@ export class SchemaCheck {
         if (r !== null) {
           any = true;
           merge(out, r);
+          if (!this.annotate) break;
         }
       }
       if (!any) return this.fail(at, "must match a schema in 'anyOf'");
@@ -317,7 +443,7 @@ export class SchemaCheck {
     }
 
     if (Array.isArray(v) && 'unevaluatedItems' in s && !out.allItems) {
-      for (let i = out.items; i < v.length; i++) if (this.check(v[i], s.unevaluatedItems, depth + 1, `${at}/${i}`) === null) return this.fail(at, `item ${i} is not allowed by 'unevaluatedItems'`);
+      for (let i = out.items; i < v.length; i++) if (!out.contained?.has(i) && this.check(v[i], s.unevaluatedItems, depth + 1, `${at}/${i}`) === null) return this.fail(at, `item ${i} is not allowed by 'unevaluatedItems'`);
       out.allItems = true;
     }
     if (isSchema(v) && 'unevaluatedProperties' in s && !out.allKeys) {
@@ -340,13 +466,15 @@ export class SchemaCheck {
 
   private number(v: number, s: Schema, at: string): boolean {
     const m = s.multipleOf;
-    if (typeof m === 'number' && m > 0 && !Number.isInteger(v / m)) return this.fail(at, `must be a multiple of ${m}`) !== null;
+    // A whole quotient below 1e21, as Ajv checks it (`q === parseInt(q)`: 1e21 prints as "1e+21"), so its users agree.
+    if (typeof m === 'number' && m > 0 && !(Number.isInteger(v / m) && Math.abs(v / m) < 1e21)) return this.fail(at, `must be a multiple of ${m}`) !== null;
     const lo = s.minimum;
     const hi = s.maximum;
     if (typeof lo === 'number' && (s.exclusiveMinimum === true ? v <= lo : v < lo)) return this.fail(at, `must be >= ${lo}`) !== null;
     if (typeof hi === 'number' && (s.exclusiveMaximum === true ? v >= hi : v > hi)) return this.fail(at, `must be <= ${hi}`) !== null;
     if (typeof s.exclusiveMinimum === 'number' && v <= s.exclusiveMinimum) return this.fail(at, `must be > ${s.exclusiveMinimum}`) !== null;
     if (typeof s.exclusiveMaximum === 'number' && v >= s.exclusiveMaximum) return this.fail(at, `must be < ${s.exclusiveMaximum}`) !== null;
+    if (typeof s.format === 'string' && !numberFormatTakes(s.format, v)) return this.fail(at, `must be of format '${s.format.slice(0, 40)}'`) !== null;
     return true;
   }
 
@@ -367,7 +495,7 @@ export class SchemaCheck {
     if (s.uniqueItems === true) {
       for (let i = 0; i < v.length; i++) {
         for (let j = i + 1; j < v.length; j++) {
-          if (++this.steps > STEPS) throw new Exhausted(`checking needs more than ${STEPS} steps`);
+          if (--this.budget.steps < 0) throw new Exhausted(`checking needs more than ${STEPS} steps`);
           if (jsonEqual(v[i], v[j])) return this.fail(at, `must not have duplicate items (items ${i} and ${j} are identical)`) !== null;
         }
       }
@@ -384,7 +512,11 @@ export class SchemaCheck {
     else out.items = Math.min(v.length, prefix.length);
     if ('contains' in s) {
       let n = 0;
-      for (let i = 0; i < v.length; i++) if (this.subcheck(v[i], s.contains, depth + 1, `${at}/${i}`) !== null) n++;
+      for (let i = 0; i < v.length; i++) {
+        if (this.subcheck(v[i], s.contains, depth + 1, `${at}/${i}`) === null) continue;
+        n++;
+        (out.contained ??= new Set()).add(i);
+      }
       const min = typeof s.minContains === 'number' ? s.minContains : 1;
       if (n < min) return this.fail(at, `must contain at least ${min} matching item(s) ('contains')`) !== null;
       if (typeof s.maxContains === 'number' && n > s.maxContains) return this.fail(at, `must contain at most ${s.maxContains} matching item(s)`) !== null;
@@ -418,7 +550,7 @@ export class SchemaCheck {
     const props = isSchema(s.properties) ? s.properties : undefined;
     const patterns = isSchema(s.patternProperties) ? Object.keys(s.patternProperties) : [];
     for (const k of keys) {
-      if (++this.steps > STEPS) throw new Exhausted(`checking needs more than ${STEPS} steps`);
+      if (--this.budget.steps < 0) throw new Exhausted(`checking needs more than ${STEPS} steps`);
       const where = `${at}/${k}`;
       if ('propertyNames' in s && this.check(k, s.propertyNames, depth + 1, where) === null) return this.fail(at, `property name '${k.slice(0, 40)}' is not allowed by 'propertyNames'`) !== null;
       let covered = false;

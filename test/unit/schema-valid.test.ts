@@ -86,6 +86,16 @@ const satisfiable: Array<[string, JsonSchema]> = [
   ['pattern within length bounds', obj({ a: { type: 'string', pattern: '^[a-c]+$', minLength: 4, maxLength: 6 } })],
   ['two patterns that agree', obj({ a: { type: 'string', allOf: [{ pattern: '^[a-z]+$' }, { pattern: '^[a-f]' }] } })],
   ['format with length bounds', obj({ a: { type: 'string', format: 'email', maxLength: 40 } })],
+  ['an $anchor reference (not a pointer)', { type: 'object', properties: { a: { $ref: '#foo' } }, required: ['a'], foo: { type: 'integer' }, $defs: { s: { $anchor: 'foo', type: 'string' } } }],
+  ['an empty pointer segment', { type: 'object', properties: { a: { $ref: '#/$defs/' } }, required: ['a'], $defs: { '': { type: 'integer' } } }],
+  ['a huge exclusive minimum and no type', obj({ a: { exclusiveMinimum: 1e20, not: { type: ['string', 'null', 'boolean', 'object', 'array'] } } })],
+  ['the widest number range', obj({ a: { type: 'number', exclusiveMinimum: -1.7976931348623157e308, exclusiveMaximum: 1.7976931348623157e308 } })],
+  ['not of not', obj({ a: { not: { not: { type: 'integer', minimum: 3, maximum: 3 } } } })],
+  ['format uuid with an upper-case pattern', obj({ a: { type: 'string', format: 'uuid', pattern: '^[A-F0-9-]+$' } })],
+  ['startsWith and endsWith (zod)', obj({ a: { type: 'string', allOf: [{ pattern: '^ab.*' }, { pattern: '.*z$' }] } })],
+  ['contains with unevaluatedItems false', obj({ a: { type: 'array', contains: { type: 'string' }, unevaluatedItems: false, minItems: 1 } })],
+  ['formats byte, json-pointer, iso-time', obj({ a: { type: 'string', format: 'byte' }, b: { type: 'string', format: 'json-pointer' }, c: { type: 'string', format: 'iso-time' } })],
+  ['600 patternProperties', { type: 'object', required: ['k0'], patternProperties: Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`^p${i}$`, {}])) }],
   ['a recursive tree', { $defs: { node: { type: 'object', properties: { v: { type: 'integer' }, kids: { type: 'array', items: { $ref: '#/$defs/node' } } }, required: ['v'] } }, ...obj({ root: { $ref: '#/$defs/node' } }) }],
 ];
 
@@ -113,6 +123,8 @@ const unsatisfiable: Array<[string, JsonSchema]> = [
   ['maxContains 0 with minContains', obj({ a: { type: 'array', contains: { type: 'string' }, minContains: 2, maxContains: 1 } })],
   ['allOf disagreeing on const', obj({ a: { allOf: [{ const: 1 }, { const: 2 }] } })],
   ['if/then contradiction', obj({ a: { type: 'integer', if: { minimum: -1e9 }, then: { maximum: -1e10 }, else: false } })],
+  ['int32 above its range', obj({ a: { type: 'integer', format: 'int32', minimum: 2147483648 } })],
+  ['a multiple of 1 at 1e21 (Ajv reads none)', obj({ a: { type: 'integer', multipleOf: 1, minimum: 1e21 } })],
   ['dependentRequired barred', { type: 'object', properties: { k: { type: 'string' } }, required: ['k'], dependentRequired: { k: ['m'] }, additionalProperties: false }],
 ];
 
@@ -188,6 +200,29 @@ describe('schemas JSON Schema calls invalid: refused, naming the keyword', () =>
     const err = refusal(() => checkToolSchema(schema, 'tools[0].parameters'));
     expect(err?.code).toBe('invalid_tool_schema');
     expect(err?.message).toMatch(/multipleOf|pattern|minLength|maxItems|enum|required/);
+  });
+});
+
+describe('what the check does not follow is refused, not misread', () => {
+  it.each([
+    ['a nested $id (a new base URI)', { $id: 'http://e/root', type: 'object', properties: { a: { $id: 'http://e/sub', $defs: { t: { type: 'integer' } }, allOf: [{ $ref: '#/$defs/t' }] } }, required: ['a'], $defs: { t: { type: 'string' } } }],
+    ['$dynamicRef', { type: 'object', properties: { a: { $dynamicRef: '#/$defs/f' } }, required: ['a'], $defs: { f: false } }],
+    ['$recursiveRef', { type: 'object', properties: { a: { $recursiveRef: '#' } } }],
+  ] as Array<[string, JsonSchema]>)('%s', (_name, schema) => {
+    expect(refusal(() => checkToolSchema(schema, 'tools[0].parameters'))?.message).toMatch(/not supported/);
+  });
+});
+
+describe('patterns cost a bounded time per search (outside attack: 41 KB of patternProperties held the loop for minutes)', () => {
+  it.each([
+    ['an exponential pattern against a required name', { type: 'object', required: [`${'a'.repeat(28)}!`], patternProperties: { '^(a+)+$': { type: 'string' } } }],
+    ['2,000 exponential patterns × 50 names', { type: 'object', required: Array.from({ length: 50 }, (_, i) => `k${i}`), patternProperties: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`^p${i}(x+x+)+y$`, {}])) }],
+  ] as Array<[string, JsonSchema]>)('%s: answered (accepted with valid arguments, or refused) within a bound', (_name, schema) => {
+    const started = performance.now();
+    const err = refusal(() => checkToolSchema(schema, 'tools[0].parameters'));
+    if (err === undefined) expect(compile(schema)!(argsFromSchema(schema, mulberry32(1)))).toBe(true);
+    else expect(err.code).toBe('invalid_tool_schema');
+    expect(performance.now() - started).toBeLessThan(3000);
   });
 });
 

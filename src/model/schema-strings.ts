@@ -68,7 +68,8 @@ function isLow(c: number): boolean {
   return c >= 0xdc00 && c <= 0xdfff;
 }
 
-function codePoints(s: string): number {
+/** Characters as JSON Schema counts them (code points; a lone surrogate counts as one). */
+export function codePoints(s: string): number {
   let n = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);

@@ -33,7 +33,7 @@
  */
 import vm from 'node:vm';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
-import { formatTakes } from './schema-strings.js';
+import { codePoints, formatTakes } from './schema-strings.js';
 
 type Schema = Record<string, unknown>;
 
@@ -116,19 +116,6 @@ function typeMatches(v: unknown, t: string): boolean {
     default:
       return false;
   }
-}
-
-function codePoints(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) i++;
-    }
-    n++;
-  }
-  return n;
 }
 
 /** A pattern compiled as JSON Schema validators compile it (`u`), or without `u` when only that parses; null when neither. */

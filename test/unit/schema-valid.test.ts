@@ -216,6 +216,7 @@ describe('what the check does not follow is refused, not misread', () => {
 describe('patterns cost a bounded time per search (outside attack: 41 KB of patternProperties held the loop for minutes)', () => {
   it.each([
     ['an exponential pattern against a required name', { type: 'object', required: [`${'a'.repeat(28)}!`], patternProperties: { '^(a+)+$': { type: 'string' } } }],
+    ['an alternation with no quantifier against a required name', { type: 'object', required: ['a'.repeat(30)], patternProperties: { [`${'(a|a)'.repeat(26)}b`]: { type: 'string' } } }],
     ['2,000 exponential patterns × 50 names', { type: 'object', required: Array.from({ length: 50 }, (_, i) => `k${i}`), patternProperties: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`^p${i}(x+x+)+y$`, {}])) }],
   ] as Array<[string, JsonSchema]>)('%s: answered (accepted with valid arguments, or refused) within a bound', (_name, schema) => {
     const started = performance.now();

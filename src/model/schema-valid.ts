@@ -138,27 +138,27 @@ export function schemaRegex(pattern: string): RegExp | null {
   return re;
 }
 
-/** (pattern, string) pairs known to match: made from the pattern by the generator, or tested. Bounded. */
+/** (pattern, string) pairs known to match (made from the pattern by the generator, or tested) and known not to. */
 const matched = new Set<string>();
+const unmatched = new Set<string>();
+/** Entries in each set, and the longest pattern + string remembered. */
 const MATCHED_ENTRIES = 4096;
 const MATCHED_KEY_CHARS = 4096;
 
-/** Record that `s` matches `pattern` (the generator made it from the pattern's own syntax tree). */
-export function trustMatch(pattern: string, s: string): void {
-  if (pattern.length + s.length > MATCHED_KEY_CHARS) return;
-  const key = `${pattern}\u0000${s}`;
-  if (matched.has(key)) return;
-  if (matched.size >= MATCHED_ENTRIES) matched.delete(matched.values().next().value!);
-  matched.add(key);
+/** The pair's key in those sets, or undefined when it is too long to remember. */
+function pairKey(pattern: string, s: string): string | undefined {
+  return pattern.length + s.length > MATCHED_KEY_CHARS ? undefined : `${pattern}\u0000${s}`;
 }
 
-/** (pattern, string) pairs known not to match, so a search does not test them again. Bounded as `matched`. */
-const unmatched = new Set<string>();
-
-function remember(set: Set<string>, pattern: string, s: string): void {
-  if (pattern.length + s.length > MATCHED_KEY_CHARS) return;
+function remember(set: Set<string>, key: string | undefined): void {
+  if (key === undefined || set.has(key)) return;
   if (set.size >= MATCHED_ENTRIES) set.delete(set.values().next().value!);
-  set.add(`${pattern}\u0000${s}`);
+  set.add(key);
+}
+
+/** Record that `s` matches `pattern` (the generator made it from the pattern's own syntax tree). */
+export function trustMatch(pattern: string, s: string): void {
+  remember(matched, pairKey(pattern, s));
 }
 
 /** Ajv-formats' number formats (int32, int64, float, double): whether `v` is one; true for a format it does not know. */
@@ -311,21 +311,18 @@ export class SchemaCheck {
     if (--this.budget.steps < 0) throw new Exhausted(`checking needs more than ${STEPS} steps`);
     const re = schemaRegex(pattern);
     if (re === null) return false;
-    if (pattern.length + s.length <= MATCHED_KEY_CHARS && matched.has(`${pattern}\u0000${s}`)) return true;
+    const key = pairKey(pattern, s);
+    if (key !== undefined && matched.has(key)) return true;
     // No quantifier, alternation or group (`(a|a)(a|a)…b` backtracks exponentially with none of `*+?{`: outside attack),
     // no backtracking past one try per start: run directly (a vm run costs ~85 µs, and a schema of
-    // 600 patterns tested each against each name spent the whole budget on `^p12$`).
-    if (pattern.length <= 1000 && !/[*+?{|(]/.test(pattern)) {
-      const ok = re.test(s);
-      if (ok) trustMatch(pattern, s);
-      return ok;
-    }
+    // 600 patterns tested each against each name spent the whole budget on `^p12$`). Not remembered: it is cheap.
+    if (pattern.length <= 1000 && !/[*+?{|(]/.test(pattern)) return re.test(s);
     if (this.budget.patternMs <= 0) {
       // Out of time for pattern tests: the rest of this search's checks are answered at once (no match).
       this.budget.steps = 0;
       throw new Exhausted(`pattern tests took more than ${PATTERN_MS} ms`);
     }
-    if (pattern.length + s.length <= MATCHED_KEY_CHARS && unmatched.has(`${pattern}\u0000${s}`)) return false;
+    if (key !== undefined && unmatched.has(key)) return false;
     sandbox ??= vm.createContext({ re: null, s: '' }) as vm.Context & { re: RegExp | null; s: string };
     sandbox.re = re;
     sandbox.s = s;
@@ -342,8 +339,7 @@ export class SchemaCheck {
       sandbox.s = '';
     }
     this.budget.patternMs -= performance.now() - t0;
-    if (ok) trustMatch(pattern, s);
-    else remember(unmatched, pattern, s);
+    remember(ok ? matched : unmatched, key);
     return ok;
   }
 

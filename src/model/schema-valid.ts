@@ -175,7 +175,7 @@ function numberFormatTakes(format: string, v: number): boolean {
  * A `$ref` within the document: `#` (the root), a JSON pointer `#/a/b` (an empty segment is a key `""`), or a plain
  * name `#name` (the subschema whose `$anchor` is `name`, or draft-07's `$id: "#name"`). Else undefined.
  */
-export function resolveIn(root: Schema, ref: string, anchors: Map<string, Schema> = rootFacts(root).anchors): unknown {
+export function resolveIn(root: Schema, ref: string, anchors?: Map<string, Schema>): unknown {
   if (!ref.startsWith('#')) return undefined;
   if (ref === '#') return root;
   if (!ref.startsWith('#/')) {
@@ -185,7 +185,7 @@ export function resolveIn(root: Schema, ref: string, anchors: Map<string, Schema
     } catch {
       return undefined;
     }
-    return anchors.get(name);
+    return (anchors ?? rootFacts(root).anchors).get(name);
   }
   let node: unknown = root;
   for (const raw of ref.slice(2).split('/')) {
@@ -259,19 +259,22 @@ export function checkBudget(): CheckBudget {
  * minutes (outside attack).
  */
 export class SchemaCheck {
-  private readonly anchors: Map<string, Schema>;
-  /** `anyOf` must try every branch only when some `unevaluated*` reads their annotations. */
-  private readonly annotate: boolean;
+  /**
+   * The root's anchors and `unevaluated*` flag, walked for only when a check needs them (a `$ref "#name"`, an
+   * `anyOf`): the auto policy checks a fresh copy of a small schema at every ws-mode step, where the walk and its
+   * WeakMap entry were most of the check's cost.
+   */
+  private facts: RootFacts | undefined;
   /** Why the last failed check failed (a path into the value and the keyword), for the refusal's message. */
   reason = '';
 
   constructor(
     private readonly root: Schema,
     private readonly budget: CheckBudget = checkBudget(),
-  ) {
-    const facts = rootFacts(root);
-    this.anchors = facts.anchors;
-    this.annotate = facts.unevaluated;
+  ) {}
+
+  private get rootFacts(): RootFacts {
+    return (this.facts ??= rootFacts(this.root));
   }
 
   /** The search's budget is spent: every further check answers false at once. */
@@ -304,7 +307,7 @@ export class SchemaCheck {
   }
 
   private resolve(ref: string): unknown {
-    return resolveIn(this.root, ref, this.anchors);
+    return ref.startsWith('#/') || ref === '#' ? resolveIn(this.root, ref) : resolveIn(this.root, ref, this.rootFacts.anchors);
   }
 
   private matches(pattern: string, s: string): boolean {
@@ -392,7 +395,7 @@ export class SchemaCheck {
         if (r !== null) {
           any = true;
           merge(out, r);
-          if (!this.annotate) break;
+          if (!this.rootFacts.unevaluated) break;
         }
       }
       if (!any) return this.fail(at, "must match a schema in 'anyOf'");
@@ -514,7 +517,10 @@ export class SchemaCheck {
     const keys = Object.keys(v);
     if (typeof s.minProperties === 'number' && keys.length < s.minProperties) return this.fail(at, `must have at least ${s.minProperties} properties`) !== null;
     if (typeof s.maxProperties === 'number' && keys.length > s.maxProperties) return this.fail(at, `must have at most ${s.maxProperties} properties`) !== null;
-    for (const r of requiredOf(s)) if (!Object.hasOwn(v, r)) return this.fail(at, `must have required property '${r}'`) !== null;
+    // The set requiredOf made for this schema object, else a short list as it is (a set made and kept in a WeakMap
+    // for each fresh copy of a schema cost more than the check), else a long one's set, its duplicates gone.
+    const required = requiredSets.get(s) ?? (Array.isArray(s.required) && s.required.length <= SHORT_REQUIRED ? s.required : requiredOf(s));
+    for (const r of required) if (typeof r === 'string' && !Object.hasOwn(v, r)) return this.fail(at, `must have required property '${r}'`) !== null;
     const requiredBy = (map: unknown) => {
       if (!isSchema(map)) return true;
       for (const [k, names] of Object.entries(map)) {
@@ -564,6 +570,8 @@ export class SchemaCheck {
  * call read the same one), in one pass. A `required` of 3 million names was filtered into a new array and a set at
  * each generation, ~0.1-0.24 s of one loop turn each (outside attack).
  */
+/** A `required` list at most this long is read directly by the check (object()). */
+const SHORT_REQUIRED = 32;
 const requiredSets = new WeakMap<object, ReadonlySet<string>>();
 export function requiredOf(schema: Schema): ReadonlySet<string> {
   let set = requiredSets.get(schema);

@@ -160,8 +160,13 @@ export function checkToolSchema(schema: unknown, param: string, serialized?: str
   const key = serialized !== undefined && serialized.length <= CHECKED_KEY_CHARS ? `${code}:${serialized}` : undefined;
   if (key !== undefined && checked.has(key)) return;
   try {
-    staticCheck(schema);
-    witness(schema, code === 'invalid_tool_schema');
+    const contradiction = staticCheck(schema);
+    try {
+      witness(schema, code === 'invalid_tool_schema');
+    } catch (err) {
+      // Nothing satisfies it: a contradiction the walk saw names the likelier cause than the search's last try.
+      throw contradiction !== undefined && err instanceof SchemaError ? contradiction : err;
+    }
   } catch (err) {
     throw asWireError(err, param, code);
   }
@@ -202,8 +207,15 @@ const SCHEMA_LIST_KEYS = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems', 'ite
 const SCHEMA_MAP_KEYS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
 
 /** Walk every subschema (and every `$ref` target) once: refs resolve, bounds agree, the schema is not absurdly large or deep. */
-function staticCheck(root: JsonSchema): void {
+function staticCheck(root: JsonSchema): SchemaError | undefined {
   let nodes = 0;
+  // Bounds that contradict each other are valid JSON Schema, and harmless where the value need not match (an optional
+  // property, one `anyOf` branch, inside a `not`): the search decides, and the first one found names the refusal when
+  // it finds nothing.
+  let contradiction: SchemaError | undefined;
+  const contradicts = (why: string, path: string): void => {
+    contradiction ??= new SchemaError(why, path);
+  };
   const seen = new Set<JsonSchema>();
   const walk = (node: unknown, path: string, depth: number): void => {
     if (!isSchema(node) || seen.has(node)) return;
@@ -225,10 +237,11 @@ function staticCheck(root: JsonSchema): void {
     if (node !== root && typeof node.$id === 'string' && !node.$id.startsWith('#')) {
       throw new SchemaError(`a nested '$id' (${quoted(node.$id)}) is not supported: its '$ref's would resolve against another base`, path);
     }
-    bounds(node, 'minItems', 'maxItems', path);
-    bounds(node, 'minLength', 'maxLength', path);
-    bounds(node, 'minProperties', 'maxProperties', path);
-    bounds(node, 'minimum', 'maximum', path);
+    bounds(node, 'minItems', 'maxItems', path, contradicts);
+    bounds(node, 'minLength', 'maxLength', path, contradicts);
+    bounds(node, 'minProperties', 'maxProperties', path, contradicts);
+    bounds(node, 'minimum', 'maximum', path, contradicts);
+    // Draft 4's meta-schema refuses an empty `enum` (later drafts only advise against one), and so does Ajv: anywhere.
     if (Array.isArray(node.enum) && node.enum.length === 0) throw new SchemaError("'enum' is empty: no value can satisfy it", path);
     if (typeof node.minItems === 'number' && node.minItems > SCHEMA_LIMITS.maxArrayItems) {
       throw new SchemaError(`'minItems' ${node.minItems} is more than the ${SCHEMA_LIMITS.maxArrayItems} items generated arguments may hold`, path);
@@ -243,6 +256,7 @@ function staticCheck(root: JsonSchema): void {
     }
   };
   walk(root, '#', 0);
+  return contradiction;
 }
 
 /** JSON Schema's type names: a `type` is one of them or a list of them. */
@@ -307,12 +321,13 @@ function quoted(s: string): string {
   return JSON.stringify(s.slice(0, 40)) + (s.length > 40 ? '…' : '');
 }
 
-function bounds(node: JsonSchema, lo: string, hi: string, path: string): void {
+/** A bound that is not a number is refused; a lower bound above the upper one is passed to `contradicts`. */
+function bounds(node: JsonSchema, lo: string, hi: string, path: string, contradicts: (why: string, path: string) => void): void {
   const a = node[lo];
   const b = node[hi];
   if (a !== undefined && typeof a !== 'number') throw new SchemaError(`'${lo}' must be a number`, path);
   if (b !== undefined && typeof b !== 'number') throw new SchemaError(`'${hi}' must be a number`, path);
-  if (typeof a === 'number' && typeof b === 'number' && a > b) throw new SchemaError(`'${lo}' (${a}) is greater than '${hi}' (${b})`, path);
+  if (typeof a === 'number' && typeof b === 'number' && a > b) contradicts(`'${lo}' (${a}) is greater than '${hi}' (${b})`, path);
 }
 
 function resolveRef(ref: string, root: JsonSchema): JsonSchema | undefined {

@@ -36,9 +36,11 @@ const hostile: Array<[string, JsonSchema]> = [
   ['allOf of itself', { type: 'object', allOf: [{ $ref: '#' }] }],
   ['unresolvable $ref', { type: 'object', properties: { x: { $ref: '#/$defs/Missing' } } }],
   ['remote $ref', { type: 'object', properties: { x: { $ref: 'https://example.com/schema.json' } } }],
-  ['minItems > maxItems', { type: 'object', properties: { a: { type: 'array', minItems: 3, maxItems: 1 } } }],
-  ['minLength > maxLength', { type: 'object', properties: { s: { type: 'string', minLength: 9, maxLength: 2 } } }],
-  ['minimum > maximum', { type: 'object', properties: { n: { type: 'integer', minimum: 10, maximum: 1 } } }],
+  ['minItems > maxItems', { type: 'object', properties: { a: { type: 'array', minItems: 3, maxItems: 1 } }, required: ['a'] }],
+  ['minLength > maxLength', { type: 'object', properties: { s: { type: 'string', minLength: 9, maxLength: 2 } }, required: ['s'] }],
+  ['minimum > maximum', { type: 'object', properties: { n: { type: 'integer', minimum: 10, maximum: 1 } }, required: ['n'] }],
+  ['minProperties > maxProperties at the root', { type: 'object', minProperties: 3, maxProperties: 1 }],
+  ['contradictory bounds in an allOf', { type: 'object', properties: { a: { allOf: [{ type: 'integer' }, { minimum: 9, maximum: 2 }] } }, required: ['a'] }],
   ['empty enum', { type: 'object', properties: { e: { enum: [] } }, required: ['e'] }],
   ['required false property', { type: 'object', properties: { no: false }, required: ['no'] }],
   ['5,000 required properties', manyRequired(5000)],
@@ -70,6 +72,15 @@ describe('checkToolSchema: unsatisfiable schemas are a client error', () => {
 
   it.each(hostile.slice(0, 5))('%s is unsatisfiable on the required path: the generator refuses it', (_name, schema) => {
     expect(refused(() => argsFromSchema(schema, mulberry32(1))).code).toBe('invalid_tool_schema');
+  });
+
+  it('a contradiction where the value must match is refused by name: the bounds and where they are', () => {
+    const cases: Array<[JsonSchema, RegExp]> = [
+      [{ type: 'object', properties: { a: { type: 'array', minItems: 3, maxItems: 1 } }, required: ['a'] }, /at '#\/properties\/a': 'minItems' \(3\) is greater than 'maxItems' \(1\)/],
+      [{ type: 'object', properties: { e: { enum: [] } }, required: ['e'] }, /at '#\/properties\/e': 'enum' is empty/],
+      [{ type: 'object', properties: { a: { allOf: [{ type: 'integer' }, { minimum: 9, maximum: 2 }] } }, required: ['a'] }, /at '#\/properties\/a\/allOf\/1': 'minimum' \(9\) is greater than 'maximum' \(2\)/],
+    ];
+    for (const [schema, message] of cases) expect(refused(() => checkToolSchema(schema, 'tools[0].parameters')).message).toMatch(message);
   });
 
   it('a type that is not a JSON Schema type name is refused, anywhere in the schema, quoting at most 40 characters', () => {

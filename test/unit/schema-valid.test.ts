@@ -51,6 +51,12 @@ const obj = (properties: Record<string, unknown>, extra: JsonSchema = {}): JsonS
 
 /** Satisfiable, each leaning on a keyword the generator once ignored (the outside attack's list and more). */
 const satisfiable: Array<[string, JsonSchema]> = [
+  // Contradictory bounds are valid JSON Schema; where the value need not match them, nothing is refused.
+  ['contradictory bounds on an optional property', { type: 'object', properties: { a: { type: 'array', minItems: 3, maxItems: 1 }, b: { type: 'string' } } }],
+  ['contradictory bounds in the first anyOf branch', obj({ a: { anyOf: [{ type: 'string', minLength: 5, maxLength: 2 }, { type: 'integer' }] } })],
+  ['contradictory bounds under not', obj({ a: { type: 'integer', not: { minimum: 5, maximum: 1 } } })],
+  ['numeric bounds on a string (they do not apply)', obj({ a: { type: 'string', minimum: 5, maximum: 1 } })],
+  ['a contradictory if', obj({ a: { type: 'integer', if: { minimum: 10, maximum: 1 }, then: false } })],
   ['minProperties with no properties', { type: 'object', minProperties: 3 }],
   ['minProperties above the declared', { type: 'object', properties: { a: { type: 'string' } }, minProperties: 3 }],
   ['dependentRequired', obj({ a: { type: 'object', properties: { k: { type: 'string' }, m: { type: 'integer' } }, required: ['k'], dependentRequired: { k: ['m'] } } })],
@@ -138,6 +144,7 @@ const invalid: Array<[string, JsonSchema]> = [
   ['a negative maxItems', obj({ a: { type: 'array', maxItems: -1 } })],
   ['enum not a list', obj({ a: { enum: 'abc' } })],
   ['required not a list of names', { type: 'object', required: [1] }],
+  ['an empty enum, even in an anyOf branch (draft 4 refuses it; Ajv too)', obj({ a: { anyOf: [{ enum: [] }, { type: 'integer' }] } })],
 ];
 
 describe('satisfiable schemas: accepted, and every generated value validates', () => {

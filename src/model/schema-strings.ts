@@ -161,9 +161,10 @@ const FORMATS: Record<string, (rng: Rng, min: number, max: number) => string> = 
   email: (rng, min, max) => {
     const word = words(rng, 1).join('');
     const n = fit(word.length + 12, min, max);
-    if (n < 6) return `${word}@example.com`;
-    // local@domain: the domain 'x.io' (4) when short, 'example.com' (11) otherwise; the local part takes the rest.
-    const domain = n >= 13 ? 'example.com' : 'x.io';
+    // 'a@b.c' (5) is the shortest address the validator takes.
+    if (n < 5) return `${word}@example.com`;
+    // local@domain: the domain 'x.y' (3) or 'x.io' (4) when short, 'example.com' (11) otherwise; the local part takes the rest.
+    const domain = n >= 13 ? 'example.com' : n >= 6 ? 'x.io' : 'x.y';
     const local = n - domain.length - 1;
     return `${(word + letters(rng, Math.max(0, local - word.length))).slice(0, local)}@${domain}`;
   },
@@ -184,7 +185,9 @@ const FORMATS: Record<string, (rng: Rng, min: number, max: number) => string> = 
     return octets.join('.');
   },
   ipv6: (rng, min, max) => {
-    const n = fit(11, Math.max(3, min), Math.min(39, max));
+    const n = fit(11, Math.max(2, min), Math.min(39, max));
+    // '::' (the unspecified address) is the shortest.
+    if (n <= 2) return '::';
     if (n <= 6) return `::${hex(rng, n - 2).replace(/^0/, '1')}`;
     if (n <= 10) return `fe80::${hex(rng, n - 6).replace(/^0/, '1')}`;
     if (n <= 14) return `2001:db8::${hex(rng, n - 10).replace(/^0/, '1')}`;

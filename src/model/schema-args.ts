@@ -259,6 +259,9 @@ function staticCheck(root: JsonSchema): SchemaError | undefined {
   return contradiction;
 }
 
+/** Keywords beside an `enum` that constrain nothing: an enum value needs no check against them. */
+const ENUM_NEUTRAL: ReadonlySet<string> = new Set(['enum', 'title', 'description', '$comment', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly']);
+
 /** JSON Schema's type names: a `type` is one of them or a list of them. */
 const JSON_TYPES: ReadonlySet<string> = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);
 
@@ -437,6 +440,23 @@ class Generator {
     throw error;
   }
 
+  /**
+   * One of `values` (the node's `enum`): the chosen one when the node's other keywords take it, else the next one
+   * round from it they take (a `minimum`, a `pattern`, a `not` beside the list), while the search's budget lasts;
+   * else the chosen one, and the whole value's check says why.
+   */
+  private enumValue(schema: JsonSchema, values: readonly unknown[]): unknown {
+    const at = this.choose(values.length);
+    const chosen = values[at];
+    if (values.length === 1 || Object.keys(schema).every((k) => ENUM_NEUTRAL.has(k))) return chosen;
+    const rest = withoutKeys(schema, 'enum');
+    for (let k = 0; k < values.length && !this.check.spent; k++) {
+      const v = values[(at + k) % values.length];
+      if (this.check.valid(v, rest)) return v;
+    }
+    return chosen;
+  }
+
   private produce(schema: JsonSchema, depth: number, path: string): unknown {
     if (depth > SCHEMA_LIMITS.maxDepth) {
       this.over(`required content nests deeper than ${SCHEMA_LIMITS.maxDepth} levels (a required '$ref' cycle?)`, path);
@@ -453,7 +473,7 @@ class Generator {
     if ('const' in schema) return this.value(schema.const, path);
     if (Array.isArray(schema.enum)) {
       if (schema.enum.length === 0) throw new SchemaError("'enum' is empty", path);
-      return this.value(schema.enum[this.choose(schema.enum.length)], path);
+      return this.value(this.enumValue(schema, schema.enum), path);
     }
     if ('default' in schema && schema.default !== undefined && this.choices === undefined && this.check.valid(schema.default, schema)) {
       return this.value(schema.default, path);

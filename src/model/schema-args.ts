@@ -49,6 +49,12 @@ export const SCHEMA_LIMITS = {
   maxBytes: 64 * 1024,
   /** Schema nodes visited to generate one arguments object. */
   maxNodes: 20_000,
+  /**
+   * Keys scanned by one search (an object's walk of its declared names, a scan of `dependentSchemas`; a key copied,
+   * a fold's copy of `properties`, counts COPY_WEIGHT), over all its tries (the budget's `keys`, model/schema-valid.ts): a node of 9,000
+   * properties reached 256 times held the loop for seconds while it counted as 256 nodes (outside attack).
+   */
+  maxWork: 200_000,
   /** Subschemas the static check walks (a larger schema is refused). */
   maxSchemaNodes: 100_000,
 } as const;
@@ -204,7 +210,7 @@ function num(x: unknown): number | undefined {
 /** Keywords whose value is one schema, a list of schemas, or a map of name → schema. */
 const SCHEMA_KEYS = new Set(['items', 'additionalProperties', 'additionalItems', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties']);
 const SCHEMA_LIST_KEYS = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems', 'items']);
-const SCHEMA_MAP_KEYS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+const SCHEMA_MAP_KEYS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
 
 /** Walk every subschema (and every `$ref` target) once: refs resolve, bounds agree, the schema is not absurdly large or deep. */
 function staticCheck(root: JsonSchema): SchemaError | undefined {
@@ -258,6 +264,9 @@ function staticCheck(root: JsonSchema): SchemaError | undefined {
   walk(root, '#', 0);
   return contradiction;
 }
+
+/** What copying a key costs against SCHEMA_LIMITS.maxWork, where scanning one costs 1 (a copy takes several times as long). */
+const COPY_WEIGHT = 4;
 
 /** Keywords beside an `enum` that constrain nothing: an enum value needs no check against them. */
 const ENUM_NEUTRAL: ReadonlySet<string> = new Set(['enum', 'title', 'description', '$comment', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly']);
@@ -343,7 +352,9 @@ function resolveRef(ref: string, root: JsonSchema): JsonSchema | undefined {
  * with `=` set the object's prototype instead, and the key was missing from the JSON (outside attack).
  */
 export function setOwn(o: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
+  // Only `__proto__` has a setter on a plain object's chain; a define costs several times an assignment.
+  if (key === '__proto__') Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
+  else o[key] = value;
 }
 
 function withoutKeys(schema: JsonSchema, ...keys: string[]): JsonSchema {
@@ -380,7 +391,7 @@ class Generator {
     private readonly rng: Rng,
     private readonly minimal: boolean,
     alt = 0,
-    budget: CheckBudget = checkBudget(),
+    private readonly budget: CheckBudget = checkBudget(),
   ) {
     this.check = new SchemaCheck(root, budget);
     if (alt > 0) this.choices = mulberry32(alt * 0x9e3779b1);
@@ -400,6 +411,11 @@ class Generator {
     this.bytes += bytes;
     if (++this.nodes > SCHEMA_LIMITS.maxNodes) this.over(`generating arguments needs more than ${SCHEMA_LIMITS.maxNodes} schema nodes`, path);
     if (this.bytes > SCHEMA_LIMITS.maxBytes) this.over(`the smallest arguments it allows exceed ${SCHEMA_LIMITS.maxBytes} bytes`, path);
+  }
+
+  /** Charge keys copied or scanned to the search's budget (SCHEMA_LIMITS.maxWork). */
+  private spend(keys: number, path: string): void {
+    if ((this.budget.keys -= keys) < 0) this.over(`generating arguments needs more than ${SCHEMA_LIMITS.maxWork} keys copied or scanned`, path);
   }
 
   private over(message: string, path: string): never {
@@ -466,6 +482,7 @@ class Generator {
       const target = resolveRef(schema.$ref, this.root);
       if (!target) throw new SchemaError(`'$ref' '${schema.$ref}' does not resolve`, path);
       // 2019-09 on: keywords beside a `$ref` apply too.
+      this.spend(Object.keys(schema).length, path);
       const siblings = withoutKeys(schema, '$ref', '$defs', 'definitions', '$schema', '$id', 'title', 'description', '$comment');
       const merged = Object.keys(siblings).length > 0 ? this.mergeAllOf({ ...siblings, allOf: [target] }, path) : target;
       return this.generate(merged, depth + 1, schema.$ref);
@@ -538,9 +555,14 @@ class Generator {
   private mergeAllOf(schema: JsonSchema, path: string, hops = 0): JsonSchema {
     // A `$ref` beside other keywords that refers to itself (`r: {$ref: r, type: number}`) folds forever otherwise.
     if (hops > SCHEMA_LIMITS.maxDepth) this.over(`'allOf' and '$ref' fold deeper than ${SCHEMA_LIMITS.maxDepth} levels (a '$ref' cycle?)`, path);
+    const own = isSchema(schema.properties) ? schema.properties : undefined;
+    const ownRequired: readonly unknown[] = Array.isArray(schema.required) ? schema.required : [];
+    this.spend(Object.keys(schema).length, path);
+    // `properties` and `required` as the schema has them, until a part adds to them: then copies (a fold per anyOf
+    // branch tried copied a node's thousands of properties each time).
     const merged: JsonSchema = withoutKeys(schema, 'allOf');
-    const properties: JsonSchema = { ...(isSchema(schema.properties) ? schema.properties : {}) };
-    const required = new Set<unknown>(Array.isArray(schema.required) ? schema.required : []);
+    let properties: JsonSchema | undefined;
+    let required: Set<unknown> | undefined;
     for (const raw of (schema.allOf as unknown[]).filter(isSchema)) {
       // Generated schemas (pydantic and friends) often wrap a nested model as `allOf: [{$ref}]`.
       let part = raw;
@@ -551,6 +573,7 @@ class Generator {
         if (part !== target) part = this.mergeAllOf(part, path, hops + 1);
       }
       this.charge(1, path);
+      this.spend(Object.keys(part).length, path);
       for (const key of Object.keys(part)) {
         if (key === 'properties' || key === 'required') continue;
         const mine = merged[key];
@@ -565,16 +588,29 @@ class Generator {
         }
       }
       if (isSchema(part.properties)) {
-        for (const [k, sub] of Object.entries(part.properties)) {
+        const theirs = Object.entries(part.properties);
+        if (properties === undefined) {
+          this.spend(COPY_WEIGHT * (own === undefined ? 0 : Object.keys(own).length), path);
+          properties = { ...(own ?? {}) };
+        }
+        this.spend(COPY_WEIGHT * theirs.length, path);
+        for (const [k, sub] of theirs) {
           const mine = properties[k];
           // The same property in two parts: both hold (an allOf of the two), not the last one alone.
           setOwn(properties, k, isSchema(mine) && isSchema(sub) && mine !== sub ? { allOf: [mine, sub] } : sub);
         }
       }
-      if (Array.isArray(part.required)) for (const r of part.required) required.add(r);
+      if (Array.isArray(part.required) && part.required.length > 0) {
+        if (required === undefined) {
+          this.spend(ownRequired.length, path);
+          required = new Set<unknown>(ownRequired);
+        }
+        this.spend(part.required.length, path);
+        for (const r of part.required) required.add(r);
+      }
     }
-    if (Object.keys(properties).length > 0) merged.properties = properties;
-    if (required.size > 0) merged.required = [...required];
+    if (properties !== undefined && Object.keys(properties).length > 0) merged.properties = properties;
+    if (required !== undefined && required.size > 0) merged.required = [...required];
     return merged;
   }
 
@@ -733,15 +769,19 @@ class Generator {
     const dependent = new Set<string>();
     const required = { has: (k: string) => declared.has(k) || dependent.has(k) };
     this.charge(2, path);
+    this.spend(Object.keys(properties).length + declared.size, path);
     const out: Record<string, unknown> = {};
+    let count = 0;
     const put = (key: string) => {
-      const sub = this.schemaForKey(schema, key);
+      const sub = this.schemaForKey(schema, key, path);
       if (sub === false) {
         if (required.has(key)) throw new SchemaError(`required property '${key}' has the schema 'false': no value can satisfy it`, path);
         return;
       }
       this.charge(key.length + 4, path);
+      const had = Object.hasOwn(out, key);
       setOwn(out, key, isSchema(sub) ? this.generate(sub, depth + 1, `${path}/properties/${key}`) : this.word(path));
+      if (!had) count++;
     };
     for (const key of Object.keys(properties)) {
       // Optional properties appear about half the time (decided by the rng, so still deterministic).
@@ -761,6 +801,7 @@ class Generator {
       }
       const ds = isSchema(schema.dependentSchemas) && Object.hasOwn(schema.dependentSchemas, key) ? schema.dependentSchemas[key] : undefined;
       if (isSchema(ds) && Array.isArray(ds.required)) for (const n of ds.required) if (typeof n === 'string') names.push(n);
+      this.spend(names.length, path);
       return names;
     };
     for (let pending = Object.keys(out), guard = 0; pending.length > 0 && guard < 10_000; guard++) {
@@ -777,14 +818,14 @@ class Generator {
     }
     // `minProperties`: declared optional properties first, then names of `patternProperties` or `propertyNames`.
     const minProperties = Math.ceil(num(schema.minProperties) ?? 0);
-    if (Object.keys(out).length < minProperties) {
+    if (count < minProperties) {
       for (const key of Object.keys(properties)) {
-        if (Object.keys(out).length >= minProperties) break;
+        if (count >= minProperties) break;
         if (!Object.hasOwn(out, key)) put(key);
       }
       const patterns = isSchema(schema.patternProperties) ? Object.keys(schema.patternProperties) : [];
       const names = isSchema(schema.propertyNames) ? schema.propertyNames : undefined;
-      for (let i = 0, misses = 0; Object.keys(out).length < minProperties && misses < 32; i++) {
+      for (let i = 0, misses = 0; count < minProperties && misses < 32; i++) {
         const rng = this.choices ?? mulberry32(hashSeed(path, i, 0));
         let key: string | undefined;
         if (patterns.length > 0) key = shapedString({ pattern: patterns[i % patterns.length] }, rng, 1, 64, 256);
@@ -813,7 +854,7 @@ class Generator {
         put(key);
         if (!Object.hasOwn(out, key)) misses++; // a name the schema bars (`additionalProperties: false`)
       }
-      if (Object.keys(out).length < minProperties) {
+      if (count < minProperties) {
         throw new SchemaError(`'minProperties' ${minProperties} cannot be reached with the names the schema allows`, path);
       }
     }
@@ -821,7 +862,7 @@ class Generator {
   }
 
   /** The schema a property's value follows: its declared one, a matching `patternProperties` one, or `additionalProperties`. */
-  private schemaForKey(schema: JsonSchema, key: string): unknown {
+  private schemaForKey(schema: JsonSchema, key: string, path: string): unknown {
     const properties = isSchema(schema.properties) ? schema.properties : undefined;
     if (properties && Object.hasOwn(properties, key)) return properties[key];
     // No more tests once the search's budget is spent (each would build the list and recompile a pattern again).
@@ -835,7 +876,9 @@ class Generator {
     }
     // A name a present name's dependent schema declares.
     if (isSchema(schema.dependentSchemas)) {
-      for (const dep of Object.values(schema.dependentSchemas)) {
+      const deps = Object.values(schema.dependentSchemas);
+      this.spend(deps.length, path);
+      for (const dep of deps) {
         if (isSchema(dep) && isSchema(dep.properties) && Object.hasOwn(dep.properties, key)) return dep.properties[key];
       }
     }

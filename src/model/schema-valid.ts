@@ -208,6 +208,8 @@ interface RootFacts {
   unevaluated: boolean;
 }
 const facts = new WeakMap<object, RootFacts>();
+/** Keywords whose value maps names (any names) to schemas. */
+const SCHEMA_MAPS: ReadonlySet<string> = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
 /** Objects and arrays walked for a root's facts (the validate stage's walk refuses larger schemas first). */
 const FACTS_NODES = 200_000;
 
@@ -215,24 +217,34 @@ export function rootFacts(root: Schema): RootFacts {
   let f = facts.get(root);
   if (f !== undefined) return f;
   f = { anchors: new Map(), unevaluated: false };
-  const stack: unknown[] = [root];
+  // Each node with what it is: a schema, or a map of names to schemas (`properties`, `$defs`, …), whose names are
+  // anything, `enum` and `default` included. Values (`enum`, `const`, `default`, `examples`) are not walked.
+  const stack: Array<{ node: unknown; map: boolean }> = [{ node: root, map: false }];
   const seenNodes = new Set<object>();
-  while (stack.length > 0 && seenNodes.size < FACTS_NODES) {
-    const node = stack.pop();
+  while (stack.length > 0) {
+    const { node, map } = stack.pop()!;
     if (typeof node !== 'object' || node === null || seenNodes.has(node)) continue;
+    if (seenNodes.size >= FACTS_NODES) {
+      // Not all seen: `anyOf` then tries every branch, which is exact whatever the rest holds.
+      f.unevaluated = true;
+      break;
+    }
     seenNodes.add(node);
     if (Array.isArray(node)) {
-      for (const x of node) stack.push(x);
+      for (const x of node) stack.push({ node: x, map: false });
       continue;
     }
     const o = node as Schema;
+    if (map) {
+      for (const k of Object.keys(o)) stack.push({ node: o[k], map: false });
+      continue;
+    }
     if (typeof o.$anchor === 'string' && !f.anchors.has(o.$anchor)) f.anchors.set(o.$anchor, o);
     if (typeof o.$id === 'string' && o.$id.startsWith('#') && o.$id.length > 1 && !f.anchors.has(o.$id.slice(1))) f.anchors.set(o.$id.slice(1), o);
     if ('unevaluatedProperties' in o || 'unevaluatedItems' in o) f.unevaluated = true;
     for (const k of Object.keys(o)) {
-      // `enum`, `const`, `default` and `examples` hold values, not schemas.
       if (k === 'enum' || k === 'const' || k === 'default' || k === 'examples') continue;
-      stack.push(o[k]);
+      stack.push({ node: o[k], map: SCHEMA_MAPS.has(k) });
     }
   }
   facts.set(root, f);
@@ -247,10 +259,15 @@ const testScript = new vm.Script('re.test(s)');
 export interface CheckBudget {
   steps: number;
   patternMs: number;
+  /** Keys the generator may still copy or scan (model/schema-args.ts, SCHEMA_LIMITS.maxWork): one count for the search. */
+  keys: number;
 }
 
+/** Keys a search's generation may copy or scan (SCHEMA_LIMITS.maxWork in model/schema-args.ts says why). */
+const KEYS = 200_000;
+
 export function checkBudget(): CheckBudget {
-  return { steps: STEPS, patternMs: PATTERN_MS };
+  return { steps: STEPS, patternMs: PATTERN_MS, keys: KEYS };
 }
 
 /**
@@ -299,6 +316,11 @@ export class SchemaCheck {
       }
       throw err;
     }
+  }
+
+  /** Charge `n` steps of the search's budget (names scanned, patterns tried). */
+  private spend(n: number): void {
+    if ((this.budget.steps -= n) < 0) throw new Exhausted(`checking needs more than ${STEPS} steps`);
   }
 
   private fail(where: string, why: string): null {
@@ -520,10 +542,13 @@ export class SchemaCheck {
     // The set requiredOf made for this schema object, else a short list as it is (a set made and kept in a WeakMap
     // for each fresh copy of a schema cost more than the check), else a long one's set, its duplicates gone.
     const required = requiredSets.get(s) ?? (Array.isArray(s.required) && s.required.length <= SHORT_REQUIRED ? s.required : requiredOf(s));
+    this.spend(Array.isArray(required) ? required.length : (required as ReadonlySet<string>).size);
     for (const r of required) if (typeof r === 'string' && !Object.hasOwn(v, r)) return this.fail(at, `must have required property '${r}'`) !== null;
     const requiredBy = (map: unknown) => {
       if (!isSchema(map)) return true;
-      for (const [k, names] of Object.entries(map)) {
+      const entries = Object.entries(map);
+      this.spend(entries.length);
+      for (const [k, names] of entries) {
         if (!Object.hasOwn(v, k) || !Array.isArray(names)) continue;
         for (const n of names) if (typeof n === 'string' && !Object.hasOwn(v, n)) return this.fail(at, `must have property '${n}' when '${k}' is present`) !== null;
       }
@@ -533,7 +558,9 @@ export class SchemaCheck {
     if (isSchema(s.dependencies)) {
       // draft-07: a list is dependentRequired, a schema dependentSchemas.
       const lists: Schema = {};
-      for (const [k, d] of Object.entries(s.dependencies)) {
+      const entries = Object.entries(s.dependencies);
+      this.spend(entries.length);
+      for (const [k, d] of entries) {
         if (Array.isArray(d)) lists[k] = d;
         else if (Object.hasOwn(v, k) && this.check(v, d, depth + 1, at) === null) return false;
       }
@@ -542,7 +569,8 @@ export class SchemaCheck {
     const props = isSchema(s.properties) ? s.properties : undefined;
     const patterns = isSchema(s.patternProperties) ? Object.keys(s.patternProperties) : [];
     for (const k of keys) {
-      if (--this.budget.steps < 0) throw new Exhausted(`checking needs more than ${STEPS} steps`);
+      // A step for the name, and one for each pattern it is tested against.
+      this.spend(1 + patterns.length);
       const where = `${at}/${k}`;
       if ('propertyNames' in s && this.check(k, s.propertyNames, depth + 1, where) === null) return this.fail(at, `property name '${k.slice(0, 40)}' is not allowed by 'propertyNames'`) !== null;
       let covered = false;

@@ -113,7 +113,21 @@ const satisfiable: Array<[string, JsonSchema]> = [
 ];
 
 /** Unsatisfiable: no value of any size satisfies them. */
+/** The only object it allows has a and b, and the `not` bars it: `anyOf`'s two branches together evaluate both. */
+const barredByUnevaluated: JsonSchema = {
+  type: 'object',
+  properties: { a: { const: 1 }, b: { const: 1 } },
+  required: ['a', 'b'],
+  additionalProperties: false,
+  not: { anyOf: [{ properties: { a: true } }, { properties: { b: true } }], unevaluatedProperties: false },
+};
+
 const unsatisfiable: Array<[string, JsonSchema]> = [
+  // The walk for `unevaluated*` skipped values (`enum`, `default`, …) by key even where the key was a property's name
+  // (outside attack): anyOf stopped at its first branch, and the not let the only value through.
+  ['unevaluatedProperties under a property named default', obj({ default: barredByUnevaluated })],
+  ['unevaluatedProperties in $defs/enum', { type: 'object', properties: { x: { $ref: '#/$defs/enum' } }, required: ['x'], $defs: { enum: barredByUnevaluated } }],
+  ['unevaluatedItems under a property named const', obj({ const: { type: 'array', prefixItems: [{ const: 1 }, { const: 2 }], items: false, minItems: 2, not: { anyOf: [{ prefixItems: [true] }, { prefixItems: [true, true] }], unevaluatedItems: false } } })],
   ['integer in [1.5, 1.6]', obj({ a: { type: 'integer', minimum: 1.5, maximum: 1.6 } })],
   ['integer in (1, 2)', obj({ a: { type: 'integer', exclusiveMinimum: 1, exclusiveMaximum: 2 } })],
   ['number in (1, 1)', obj({ a: { type: 'number', exclusiveMinimum: 1, maximum: 1 } })],
@@ -152,6 +166,7 @@ const invalid: Array<[string, JsonSchema]> = [
   ['enum not a list', obj({ a: { enum: 'abc' } })],
   ['required not a list of names', { type: 'object', required: [1] }],
   ['an empty enum, even in an anyOf branch (draft 4 refuses it; Ajv too)', obj({ a: { anyOf: [{ enum: [] }, { type: 'integer' }] } })],
+  ['an empty enum in a draft-07 dependencies schema', { type: 'object', properties: { a: { type: 'integer' } }, dependencies: { a: { enum: [] } } }],
 ];
 
 describe('satisfiable schemas: accepted, and every generated value validates', () => {
@@ -238,6 +253,35 @@ describe('patterns cost a bounded time per search (outside attack: 41 KB of patt
     if (err === undefined) expect(compile(schema)!(argsFromSchema(schema, mulberry32(1)))).toBe(true);
     else expect(err.code).toBe('invalid_tool_schema');
     expect(performance.now() - started).toBeLessThan(3000);
+  });
+});
+
+/** N properties, the first of them contradictory, in an anyOf's first branch, under 256 required items. */
+const wideItems = (n: number): JsonSchema => ({
+  type: 'object',
+  properties: { x: { type: 'array', minItems: 256, items: { $ref: '#/$defs/b' } } },
+  required: ['x'],
+  $defs: { b: { type: 'object', properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, i === 0 ? { minLength: 5, maxLength: 1 } : {}])), anyOf: [{ required: ['p0'] }, { minProperties: 0 }] } },
+});
+
+describe('a search copies and scans a bounded number of keys (outside attack: 9,000 properties reached 256 times held the loop 6.5 s)', () => {
+  it.each([
+    ['9,000 properties under 256 items', wideItems(9000)],
+    ['9,000 properties, the first false', { ...wideItems(9000), $defs: { b: { ...(wideItems(9000).$defs as { b: JsonSchema }).b, properties: { ...((wideItems(9000).$defs as { b: { properties: JsonSchema } }).b.properties), p0: false } } } }],
+    ['5,000 dependentSchemas scanned for each of 5,000 names', { type: 'object', minProperties: 5000, dependentSchemas: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`d${i}`, { properties: { [`q${i}`]: {} } }])) }],
+  ] as Array<[string, JsonSchema]>)('%s: answered within a bound', (_name, schema) => {
+    const started = performance.now();
+    const err = refusal(() => checkToolSchema(schema, 'tools[0].parameters'));
+    if (err === undefined) expect(compile(schema)!(argsFromSchema(schema, mulberry32(1)))).toBe(true);
+    else expect(err.code).toBe('invalid_tool_schema');
+    expect(performance.now() - started).toBeLessThan(3000);
+  });
+
+  it('a schema that is satisfiable within the budget is still accepted: 300 properties under 64 items', () => {
+    const schema = wideItems(300);
+    (schema.properties as { x: JsonSchema }).x.minItems = 64;
+    expect(refusal(() => checkToolSchema(schema, 'tools[0].parameters'))).toBeUndefined();
+    expect(compile(schema)!(argsFromSchema(schema, mulberry32(2)))).toBe(true);
   });
 });
 

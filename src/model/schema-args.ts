@@ -824,6 +824,7 @@ class Generator {
         if (!Object.hasOwn(out, key)) put(key);
       }
       const patterns = isSchema(schema.patternProperties) ? Object.keys(schema.patternProperties) : [];
+      this.spend(patterns.length, path);
       const names = isSchema(schema.propertyNames) ? schema.propertyNames : undefined;
       for (let i = 0, misses = 0; count < minProperties && misses < 32; i++) {
         const rng = this.choices ?? mulberry32(hashSeed(path, i, 0));
@@ -871,6 +872,7 @@ class Generator {
       for (const p in pp) {
         if (!Object.hasOwn(pp, p)) continue;
         if (this.check.spent) break;
+        this.spend(1, path);
         if (this.check.valid(key, { pattern: p })) return pp[p];
       }
     }

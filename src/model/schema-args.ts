@@ -170,8 +170,10 @@ export function checkToolSchema(schema: unknown, param: string, serialized?: str
     try {
       witness(schema, code === 'invalid_tool_schema');
     } catch (err) {
-      // Nothing satisfies it: a contradiction the walk saw names the likelier cause than the search's last try.
-      throw contradiction !== undefined && err instanceof SchemaError ? contradiction : err;
+      // Nothing found: a contradiction the walk saw is the likelier cause than the search's last try, and is named as
+      // where to look (the search may also have missed a value elsewhere).
+      if (contradiction === undefined || !(err instanceof SchemaError)) throw err;
+      throw new SchemaError(`no value found that satisfies it (here ${contradiction.message})`, contradiction.path);
     }
   } catch (err) {
     throw asWireError(err, param, code);

@@ -329,7 +329,8 @@ export class SchemaCheck {
   }
 
   private resolve(ref: string): unknown {
-    return ref.startsWith('#/') || ref === '#' ? resolveIn(this.root, ref) : resolveIn(this.root, ref, this.rootFacts.anchors);
+    // A name's anchors are the root's facts (walked once, on the first such `$ref`); a pointer needs none.
+    return resolveIn(this.root, ref);
   }
 
   private matches(pattern: string, s: string): boolean {

@@ -30,7 +30,7 @@
 import { WireError } from '../protocol/errors.js';
 import { hashString, intBetween, mulberry32, type Rng, words } from './rng.js';
 import { shapedString } from './schema-strings.js';
-import { type CheckBudget, checkBudget, jsonEqual, requiredOf, resolveIn, SchemaCheck, schemaRegex } from './schema-valid.js';
+import { type CheckBudget, checkBudget, jsonEqual, requiredOf, resolveIn, SchemaCheck, schemaRegex, SEARCH_KEYS_BUDGET } from './schema-valid.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -51,10 +51,11 @@ export const SCHEMA_LIMITS = {
   maxNodes: 20_000,
   /**
    * Keys scanned by one search (an object's walk of its declared names, a scan of `dependentSchemas`; a key copied,
-   * a fold's copy of `properties`, counts COPY_WEIGHT), over all its tries (the budget's `keys`, model/schema-valid.ts): a node of 9,000
-   * properties reached 256 times held the loop for seconds while it counted as 256 nodes (outside attack).
+   * a fold's copy of `properties`, counts COPY_WEIGHT), over all its tries: the check budget's `keys`
+   * (model/schema-valid.ts). A node of 9,000 properties reached 256 times held the loop for seconds while it counted
+   * as 256 nodes (outside attack).
    */
-  maxWork: 200_000,
+  maxWork: SEARCH_KEYS_BUDGET,
   /** Subschemas the static check walks (a larger schema is refused). */
   maxSchemaNodes: 100_000,
 } as const;

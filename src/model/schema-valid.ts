@@ -263,11 +263,11 @@ export interface CheckBudget {
   keys: number;
 }
 
-/** Keys a search's generation may copy or scan (SCHEMA_LIMITS.maxWork in model/schema-args.ts says why). */
-const KEYS = 200_000;
+/** Keys a search's generation may copy or scan (SCHEMA_LIMITS.maxWork in model/schema-args.ts, which is this, says why). */
+export const SEARCH_KEYS_BUDGET = 200_000;
 
 export function checkBudget(): CheckBudget {
-  return { steps: STEPS, patternMs: PATTERN_MS, keys: KEYS };
+  return { steps: STEPS, patternMs: PATTERN_MS, keys: SEARCH_KEYS_BUDGET };
 }
 
 /**

@@ -372,6 +372,8 @@ const SEARCH_KEYS = [
   'dependencies', 'minProperties', 'maxProperties', 'unevaluatedProperties', 'unevaluatedItems', 'patternProperties', 'multipleOf',
 ];
 /** Other values tried for one subschema whose first fails its check, and for one generation in all. */
+/** Names tried from `patternProperties` for `minProperties` before names no pattern need match; as many of those follow. */
+const PATTERN_MISSES = 16;
 const NODE_RETRIES = 6;
 const RETRIES = 64;
 
@@ -775,16 +777,18 @@ class Generator {
     this.spend(Object.keys(properties).length + declared.size, path);
     const out: Record<string, unknown> = {};
     let count = 0;
-    const put = (key: string) => {
+    /** Sets `key` (unless its schema is `false`); the schema its value was made for. */
+    const put = (key: string): unknown => {
       const sub = this.schemaForKey(schema, key, path);
       if (sub === false) {
         if (required.has(key)) throw new SchemaError(`required property '${key}' has the schema 'false': no value can satisfy it`, path);
-        return;
+        return sub;
       }
       this.charge(key.length + 4, path);
       const had = Object.hasOwn(out, key);
       setOwn(out, key, isSchema(sub) ? this.generate(sub, depth + 1, `${path}/properties/${key}`) : this.word(path));
       if (!had) count++;
+      return sub;
     };
     for (const key of Object.keys(properties)) {
       // Optional properties appear about half the time (decided by the rng, so still deterministic).
@@ -822,17 +826,39 @@ class Generator {
     // `minProperties`: declared optional properties first, then names of `patternProperties` or `propertyNames`.
     const minProperties = Math.ceil(num(schema.minProperties) ?? 0);
     if (count < minProperties) {
+      // A name that is not required may be one whose value cannot be made (its schema unsatisfiable): it is left out
+      // and another is tried. Whether a name was added and its value fits.
+      const tryPut = (key: string): boolean => {
+        let sub: unknown;
+        try {
+          sub = put(key);
+        } catch (err) {
+          if (err instanceof SchemaError) return false;
+          throw err;
+        }
+        if (!Object.hasOwn(out, key)) return false;
+        if (isSchema(sub) && !this.check.valid(out[key], sub)) {
+          delete out[key];
+          count--;
+          return false;
+        }
+        return true;
+      };
       for (const key of Object.keys(properties)) {
         if (count >= minProperties) break;
-        if (!Object.hasOwn(out, key)) put(key);
+        if (!Object.hasOwn(out, key)) tryPut(key);
       }
       const patterns = isSchema(schema.patternProperties) ? Object.keys(schema.patternProperties) : [];
       this.spend(patterns.length, path);
       const names = isSchema(schema.propertyNames) ? schema.propertyNames : undefined;
-      for (let i = 0, misses = 0; count < minProperties && misses < 32; i++) {
+      for (let i = 0, misses = 0; count < minProperties && misses < 2 * PATTERN_MISSES; i++) {
         const rng = this.choices ?? mulberry32(hashSeed(path, i, 0));
         let key: string | undefined;
-        if (patterns.length > 0) key = shapedString({ pattern: patterns[i % patterns.length] }, rng, 1, 64, 256);
+        // Half the tries at most go to the patterns' names: when none of their values can be made (each pattern's
+        // schema unsatisfiable), a name no pattern matches still can be (outside attack: 9,999 such patterns and
+        // `minProperties: 3` were refused).
+        const byPattern = patterns.length > 0 && misses < PATTERN_MISSES;
+        if (byPattern) key = shapedString({ pattern: patterns[i % patterns.length] }, rng, 1, 64, 256);
         if (key === undefined && names) {
           const saved = this.choices;
           this.choices = rng;
@@ -847,7 +873,7 @@ class Generator {
         if (Object.hasOwn(out, key)) {
           // A name taken already (a pattern with one string, `^z`): the same with a number after or before it, if the
           // names' schema and the pattern still take it.
-          const nameSchema: JsonSchema = { type: 'string', ...(names ?? {}), ...(patterns.length > 0 ? { pattern: patterns[i % patterns.length] } : {}) };
+          const nameSchema: JsonSchema = { type: 'string', ...(names ?? {}), ...(byPattern ? { pattern: patterns[i % patterns.length] } : {}) };
           const base = key;
           key = [`${base}${i + 1}`, `${i + 1}${base}`].find((k) => !Object.hasOwn(out, k) && this.check.valid(k, nameSchema)) ?? base;
         }
@@ -855,8 +881,8 @@ class Generator {
           misses++;
           continue;
         }
-        put(key);
-        if (!Object.hasOwn(out, key)) misses++; // a name the schema bars (`additionalProperties: false`)
+        // A name the schema bars (`additionalProperties: false`), or whose value cannot be made.
+        if (!tryPut(key)) misses++;
       }
       if (count < minProperties) {
         throw new SchemaError(`'minProperties' ${minProperties} cannot be reached with the names the schema allows`, path);

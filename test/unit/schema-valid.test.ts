@@ -70,6 +70,8 @@ const satisfiable: Array<[string, JsonSchema]> = [
   ['draft-07 dependencies', obj({ a: { type: 'object', properties: { k: { type: 'string' }, m: { type: 'integer' } }, required: ['k'], dependencies: { k: ['m'] } } })],
   ['dependentSchemas', obj({ a: { type: 'object', properties: { k: { type: 'string' } }, required: ['k'], dependentSchemas: { k: { properties: { n: { type: 'boolean' } }, required: ['n'] } } } })],
   ['propertyNames with minProperties', obj({ a: { type: 'object', propertyNames: { pattern: '^z' }, minProperties: 2 } })],
+  // Names no pattern matches satisfy minProperties when no pattern's value can be made (outside attack, atk34).
+  ['minProperties where every patternProperties value is unsatisfiable', obj({ a: { type: 'object', patternProperties: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`^q${i}$`, { type: 'string', minLength: 5, maxLength: 1 }])), minProperties: 3 } })],
   ['patternProperties with minProperties', obj({ a: { type: 'object', patternProperties: { '^x_[0-9]+$': { type: 'integer', minimum: 3 } }, additionalProperties: false, minProperties: 2 } })],
   ['additionalProperties schema for a required name', { type: 'object', required: ['q'], additionalProperties: { type: 'integer', minimum: 10 } }],
   ['uniqueItems over an enum', obj({ a: { type: 'array', uniqueItems: true, minItems: 3, items: { enum: ['x', 'y', 'z'] } } })],

@@ -40,8 +40,14 @@ export const INPUT_ITEM_TYPES: ReadonlySet<string> = new Set([
   'image_generation_call', 'code_interpreter_call', 'local_shell_call', 'local_shell_call_output', 'shell_call',
   'shell_call_output', 'apply_patch_call', 'apply_patch_call_output', 'mcp_list_tools', 'mcp_approval_request',
   'mcp_approval_response', 'mcp_call', 'custom_tool_call_output', 'custom_tool_call', COMPACTION_TRIGGER,
-  'item_reference', 'program', 'program_output',
+  'item_reference', 'program', 'program_output', 'configuration_update',
 ]);
+
+/** `reasoning.effort` (openai-node 6.49's `ReasoningEffort`), on a create and in a `configuration_update` item. */
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+
+/** `text.format.name` (openai-node's `ResponseFormatTextJSONSchemaConfig.name`: a-z, A-Z, 0-9, `_`, `-`, at most 64). */
+export const FORMAT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /**
  * Items plus the content parts of messages and tool outputs: every stage
@@ -122,6 +128,10 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
     // Otherwise carried through untouched.
     checkItemStatus(v, param);
     checkReasoning(v, param);
+    return v;
+  }
+  if (hasType(v, 'configuration_update')) {
+    checkConfigurationUpdate(v, param);
     return v;
   }
   if (hasType(v, 'item_reference')) {
@@ -282,6 +292,48 @@ const PHASES: readonly string[] = ['commentary', 'final_answer'];
  * string, when sent: null counts as not sent), as openai-node's `ResponseReasoningItem` types them: `summary: 5` was taken and
  * listed back so by `input_items`, to typed readers that decode the list.
  */
+/**
+ * openai-node 7.59's `ResponseConfigurationUpdateItemParam`: `reasoning` (`{effort}`, an effort or null) and `text`
+ * (`{format}`: a `text` or `json_schema` format), each when sent (null counts as not sent). Carried in the context and
+ * listed back as sent; the simulated model applies neither (docs/protocol.md).
+ */
+function checkConfigurationUpdate(v: Obj, param: string): void {
+  const reasoning = v['reasoning'];
+  if (reasoning != null) {
+    assertObj(reasoning, `${param}.reasoning`);
+    const effort = reasoning['effort'];
+    if (effort != null && !(REASONING_EFFORTS as readonly unknown[]).includes(effort)) {
+      throw new WireError(
+        typeof effort === 'string' ? 'invalid_value' : 'invalid_type',
+        `Invalid value for '${param}.reasoning.effort': ${jsonPreview(effort)}. Supported values are: ${REASONING_EFFORTS.map((e) => `'${e}'`).join(', ')}.`,
+        `${param}.reasoning.effort`,
+      );
+    }
+  }
+  const text = v['text'];
+  if (text == null) return;
+  assertObj(text, `${param}.text`);
+  const format = text['format'];
+  const p = `${param}.text.format`;
+  if (format == null) throw new WireError('missing_required_parameter', `Missing required parameter: '${p}'.`, p);
+  assertObj(format, p);
+  if (format['type'] === 'text') return;
+  if (format['type'] !== 'json_schema') {
+    throw new WireError('invalid_value', `Invalid value for '${p}.type': ${jsonPreview(format['type'] ?? null)}. Supported values are: 'text' and 'json_schema'.`, `${p}.type`);
+  }
+  requireString(format, 'name', p);
+  if (!FORMAT_NAME.test(format['name'] as string)) {
+    throw new WireError('invalid_value', `Invalid '${p}.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$' with at most 64 characters.`, `${p}.name`);
+  }
+  assertObj(format['schema'], `${p}.schema`);
+  if (format['strict'] != null && typeof format['strict'] !== 'boolean') {
+    throw new WireError('invalid_type', `Invalid type for '${p}.strict': expected a boolean, but got ${jsonPreview(format['strict'])} instead.`, `${p}.strict`);
+  }
+  if (format['description'] != null && typeof format['description'] !== 'string') {
+    throw new WireError('invalid_type', `Invalid type for '${p}.description': expected a string, but got ${jsonPreview(format['description'])} instead.`, `${p}.description`);
+  }
+}
+
 function checkReasoning(v: Obj, param: string): void {
   const summary = v['summary'];
   // Required (openai-node's ResponseReasoningItem, the OpenAPI spec's ReasoningItem): `{type: "reasoning"}` alone was

@@ -13,7 +13,7 @@ import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type Create
 import { isFunctionTool, type InputItem, type TextFormat, type Tool, type ToolChoice } from './objects.js';
 import { assertObj, isObj, ownValue, optBool, optEnum, optInteger, optIntegerRange, optNumber, optRange, optString, hasStringType, hasType, requireString, type Obj } from './fields.js';
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonText } from './json-text.js';
-import { COMPACTION_TRIGGER, parseInput } from './parse-input.js';
+import { COMPACTION_TRIGGER, FORMAT_NAME, parseInput, REASONING_EFFORTS } from './parse-input.js';
 
 /**
  * `service_tier` (openai-node 7's `ServiceTier`, echoed on the Response): 6.49's union and the OpenAPI spec's
@@ -28,8 +28,6 @@ const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority', 'fast', '
 const COMPACT_SERVICE_TIERS = ['auto', 'default', 'fast', 'flex', 'priority'] as const;
 /** `prompt_cache_retention` (openai-node 6.49 and 7's `ResponseCreateParams.prompt_cache_retention`, echoed on the Response). */
 const PROMPT_CACHE_RETENTIONS = ['in_memory', '24h'] as const;
-/** `reasoning.effort` (openai-node 6.49's `ReasoningEffort`). */
-const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 /** `reasoning.summary` (openai-node's `Reasoning.summary`); Codex leaves it out for its own `none`. */
 const REASONING_SUMMARIES = ['auto', 'concise', 'detailed'] as const;
 /** `reasoning.context` (openai-node 7's `Reasoning.context`). */
@@ -286,7 +284,34 @@ export function checkInputTokenParameters(body: Obj): void {
  */
 export const COMPACT_PARAMETERS: ReadonlySet<string> = new Set([
   'model', 'input', 'instructions', 'previous_response_id', 'prompt_cache_key', 'prompt_cache_options', 'prompt_cache_retention', 'service_tier',
+  'image',
 ]);
+
+/**
+ * `previous_response_id`, when sent: a non-empty string. `""` was taken as no chain and echoed as `""`, where a client
+ * reads a continuation from a non-null id; the API refuses empty strings so (`empty_string`).
+ */
+function optPreviousId(body: Obj): string | null {
+  const id = optString(body, 'previous_response_id');
+  if (id === '') {
+    throw new WireError('empty_string', "Invalid 'previous_response_id': empty string. Expected a string with minimum length 1, but got an empty string instead.", 'previous_response_id');
+  }
+  return id;
+}
+
+/** `image.context_compression` (openai-node 7.59's `ResponseCreateParams.Image` and `ResponseCompactParams.Image`). */
+const IMAGE_CONTEXT_COMPRESSION = ['auto', 'enabled', 'disabled'] as const;
+
+/**
+ * A create's or a compaction's `image` (request-level image options), when sent: an object whose `context_compression`
+ * is one of the API's values. Nothing is echoed, and the simulated model has no image context to compress.
+ */
+function checkImageOptions(body: Obj): void {
+  const image = body['image'];
+  if (image === undefined || image === null) return;
+  assertObj(image, 'image');
+  optEnum(image, 'context_compression', IMAGE_CONTEXT_COMPRESSION, 'image.');
+}
 
 /** A compaction body's fields are all in `COMPACT_PARAMETERS`; the first that is not is refused. */
 export function checkCompactParameters(body: Obj): void {
@@ -297,6 +322,7 @@ export function checkCompactParameters(body: Obj): void {
 export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): CreateParams {
   assertObj(body, 'body');
   const model = requireModel(body);
+  checkImageOptions(body);
   const trigger = endsWithCompactionTrigger(body['input']);
   const rawInput = trigger ? (body['input'] as unknown[]).slice(0, -1) : body['input'];
   const input = rawInput === undefined ? [] : parseInput(rawInput, 'input', false, caps);
@@ -312,7 +338,7 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     tools,
     tool_choice: toolChoice,
     parallel_tool_calls: optBool(body, 'parallel_tool_calls', true),
-    previous_response_id: optString(body, 'previous_response_id'),
+    previous_response_id: optPreviousId(body),
     store: optBool(body, 'store', true),
     stream: optBool(body, 'stream', false),
     ...(optBool(body, 'background', false) && { background: true as const }),
@@ -343,9 +369,6 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
 const VERBOSITY = ['low', 'medium', 'high'];
 
 /** `text: {format, verbosity}`: the output format the model must follow. */
-/** `text.format.name` (openai-node's `ResponseFormatTextJSONSchemaConfig.name`: a-z, A-Z, 0-9, `_`, `-`, at most 64). */
-const FORMAT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-
 function parseText(v: unknown): Pick<CreateParams, 'text'> {
   if (v === undefined || v === null) return {};
   assertObj(v, 'text');
@@ -565,7 +588,8 @@ function parseLlr(v: unknown): Pick<CreateParams, 'llr'> {
 
 /** The body of `POST /v1/responses/compact`: `model` required, a window from `input` and/or `previous_response_id`. */
 export interface CompactParams {
-  model: string;
+  /** Null when the client sent `model: null` (the compaction names no model). */
+  model: string | null;
   input: InputItem[];
   previous_response_id: string | null;
   instructions: string | null;
@@ -574,7 +598,9 @@ export interface CompactParams {
 
 export function parseCompactBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): CompactParams {
   assertObj(body, 'body');
-  const model = requireModel(body);
+  // Required, and nullable: openai-node 7's `ResponseCompactParams.model` is `… | null` (a null was refused as missing).
+  const model = body['model'] === null ? null : requireModel(body);
+  checkImageOptions(body);
   // Nothing is echoed (a compaction object has no such field), but a value outside the API's enum is refused as
   // a create's is (openai-node 6.49's `ResponseCompactParams.prompt_cache_retention`): it was taken silently.
   optEnum(body, 'prompt_cache_retention', PROMPT_CACHE_RETENTIONS);
@@ -585,7 +611,7 @@ export function parseCompactBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_
   return {
     model,
     input: parseInput(body['input'], 'input', false, caps),
-    previous_response_id: optString(body, 'previous_response_id'),
+    previous_response_id: optPreviousId(body),
     instructions: optString(body, 'instructions'),
     prompt_cache_key: optString(body, 'prompt_cache_key'),
   };

@@ -39,8 +39,12 @@ describe('POST /v1/responses/compact', () => {
       expect(res.status, field).toBe(400);
       expect(((await res.json()) as { error: unknown }).error, field).toMatchObject({ type: 'invalid_request_error', code: 'unknown_parameter', param: field });
     }
-    const every = { model: 'm', input: 'hi', instructions: 'x', previous_response_id: null, prompt_cache_key: 'k', prompt_cache_options: { ttl: '30m' }, prompt_cache_retention: 'in_memory', service_tier: 'auto' };
+    const every = { model: 'm', input: 'hi', instructions: 'x', previous_response_id: null, prompt_cache_key: 'k', prompt_cache_options: { ttl: '30m' }, prompt_cache_retention: 'in_memory', service_tier: 'auto', image: { context_compression: 'auto' } };
     expect((await compact(url, every)).status).toBe(200);
+    // openai-node 7.59's `image` (request-level image options; outside conformance tester): its enum is checked.
+    const badImage = await compact(url, { model: 'm', input: 'hi', image: { context_compression: 'always' } });
+    expect(badImage.status).toBe(400);
+    expect(((await badImage.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_value', param: 'image.context_compression' });
     const lenient = await testServer({ allowUnknownParameters: true });
     expect((await compact(lenient.url, { model: 'm', input: 'hi', stream: false })).status).toBe(200);
   });
@@ -76,6 +80,12 @@ describe('POST /v1/responses/compact', () => {
     const noModel = await post<{ error: { code: string; param: string } }>(url, '/v1/responses/compact', { input: 'hi' });
     expect(noModel.status).toBe(400);
     expect(noModel.json.error).toMatchObject({ code: 'missing_required_parameter', param: 'model' });
+    // Required but nullable (openai-node 7's `ResponseCompactParams.model: … | null`): a null names no model.
+    const nullModel = await post<{ object: string }>(url, '/v1/responses/compact', { model: null, input: 'hi' });
+    expect(nullModel.status).toBe(200);
+    expect(nullModel.json.object).toBe('response.compaction');
+    const emptyPrevious = await post<{ error: { code: string; param: string } }>(url, '/v1/responses/compact', { model: 'm', input: 'hi', previous_response_id: '' });
+    expect(emptyPrevious.json.error).toMatchObject({ code: 'empty_string', param: 'previous_response_id' });
     const empty = await post<{ error: { param: string } }>(url, '/v1/responses/compact', { model: 'm' });
     expect(empty.status).toBe(400);
     expect(empty.json.error.param).toBe('input');

@@ -488,6 +488,28 @@ describe('input item types', () => {
     expect((await create(lenient.url, { model: 'm', input: [{ role: 'user', content: 'hi' }, { type: 'bogus_item' }] })).status).toBe(200);
   });
 
+  it('a configuration_update item (openai-node 7.59) is taken, checked as its type has it, and listed back by input_items', async () => {
+    const { url } = await testServer();
+    const update = { type: 'configuration_update', reasoning: { effort: 'low' }, text: { format: { type: 'json_schema', name: 'out', schema: { type: 'object' }, strict: true } } };
+    const r = await create(url, { model: 'm', input: [{ role: 'user', content: 'hi' }, update, { type: 'configuration_update', text: { format: { type: 'text' } } }] });
+    expect(r.status, JSON.stringify(r.json['error'])).toBe(200);
+    const listed = (await (await fetch(`${url}/v1/responses/${r.json['id']}/input_items?order=asc`)).json()) as { data: Array<Record<string, unknown>> };
+    expect(listed.data[1]).toEqual({ id: expect.stringMatching(/^item_/), ...update });
+    const refused: Array<[unknown, string, string]> = [
+      [{ reasoning: { effort: 'extreme' } }, 'invalid_value', 'input[1].reasoning.effort'],
+      [{ reasoning: 'low' }, 'invalid_type', 'input[1].reasoning'],
+      [{ text: {} }, 'missing_required_parameter', 'input[1].text.format'],
+      [{ text: { format: { type: 'json_object' } } }, 'invalid_value', 'input[1].text.format.type'],
+      [{ text: { format: { type: 'json_schema', name: 'a b', schema: {} } } }, 'invalid_value', 'input[1].text.format.name'],
+      [{ text: { format: { type: 'json_schema', name: 'ok' } } }, 'invalid_type', 'input[1].text.format.schema'],
+    ];
+    for (const [fields, code, param] of refused) {
+      const bad = await create(url, { model: 'm', input: [{ role: 'user', content: 'hi' }, { type: 'configuration_update', ...(fields as object) }] });
+      expect(bad.status, JSON.stringify(fields)).toBe(400);
+      expect(bad.json['error'], JSON.stringify(fields)).toMatchObject({ code, param });
+    }
+  });
+
   it('an item_reference may leave out its type (openai-node: type?: "item_reference" | null), as the spec has it', async () => {
     const { url } = await testServer();
     const first = await create(url, { model: 'm', input: 'hello' });
@@ -605,5 +627,26 @@ describe('unknown create parameters', () => {
     } finally {
       ws.dispose();
     }
+  });
+});
+
+describe('an empty previous_response_id', () => {
+  // It was taken as no chain and echoed as "" (outside conformance tester): a client reads a continuation from a
+  // non-null id. Refused as the API refuses empty strings, over HTTP, WebSocket and the token count.
+  it('is 400 empty_string naming it', async () => {
+    const { url } = await testServer();
+    const r = await create(url, { model: 'm', input: 'hi', previous_response_id: '' });
+    expect(r.status).toBe(400);
+    expect(r.json['error']).toMatchObject({ type: 'invalid_request_error', code: 'empty_string', param: 'previous_response_id' });
+    const count = await fetch(`${url}/v1/responses/input_tokens`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', previous_response_id: '' }) });
+    expect(((await count.json()) as { error: unknown }).error).toMatchObject({ code: 'empty_string', param: 'previous_response_id' });
+    const ws = await RawSocket.connect(url);
+    try {
+      ws.send({ type: 'response.create', model: 'm', input: 'hi', previous_response_id: '' });
+      expect(await ws.next('error')).toMatchObject({ type: 'error', error: { code: 'empty_string', param: 'previous_response_id' } });
+    } finally {
+      ws.dispose();
+    }
+    expect((await create(url, { model: 'm', input: 'hi', previous_response_id: null })).status).toBe(200);
   });
 });

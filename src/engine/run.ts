@@ -674,12 +674,15 @@ export class ResponseRun {
     }
     const { context: ctx, route, params } = this.plan;
     const m = this.metrics;
+    const items = itemsAsOf(ctx.items);
     const req: ModelRequest = {
       model: route.model,
       settings: route.settings,
       instructions: ctx.instructions,
-      // Snapshots: the context keeps growing after this call, the request must not.
-      items: ctx.items.slice(),
+      // As of this call: the context keeps growing after it, what the request holds must not (itemsAsOf).
+      get items() {
+        return items();
+      },
       callIds: ctx.callIds,
       tools: ctx.functionTools,
       tool_choice: params.tool_choice,
@@ -1135,4 +1138,17 @@ function heldItems(items: readonly InputItem[]): (id: string) => InputItem | und
     const found = byId.get(id);
     return found === undefined ? undefined : structuredClone(found);
   };
+}
+
+/**
+ * A context's items as a model call sees them, without copying them at every call: a copy per call was O(n) per step,
+ * and past 16,384 items a fresh large object each time, so a 20,000-step run spent 3–6× the CPU per step of a
+ * 5,000-step one (outside attack). A context's list only grows (pipeline/render.ts `pushItem`; a compaction makes a
+ * new one), so while it holds as many items as at the call it is the call's list as it stands; once it has grown (a
+ * request read after its run went on: a recorded one, `SimulatedModel.calls`) the call's prefix, copied once.
+ */
+function itemsAsOf(items: readonly InputItem[]): () => readonly InputItem[] {
+  const count = items.length;
+  let copy: readonly InputItem[] | undefined;
+  return () => copy ?? (items.length === count ? items : (copy = items.slice(0, count)));
 }

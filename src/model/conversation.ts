@@ -63,9 +63,16 @@ export interface TurnCall {
 const NO_CALLS: readonly TurnCall[] = Object.freeze([]);
 const NO_NAMES: ReadonlyMap<string, readonly TurnCall[]> = new Map();
 
-/** Whether `items` begins with exactly the objects of `prefix` (a kept scan's items, compared by reference). */
-function extendsItems(items: readonly InputItem[], prefix: readonly InputItem[]): boolean {
+/**
+ * Whether `items` begins with exactly the objects of `prefix` (a kept scan's items, compared by reference). `source`:
+ * the list `prefix` is known to be a prefix of (the one it was read from), if any. That same list again extends it
+ * without the walk, since a list a scan is handed again only grows: a context's (pipeline/render.ts `pushItem`; a
+ * model call gets it as it stands, engine/run.ts `itemsAsOf`; a compaction makes a new one). The walk cost every
+ * model call of a long run a pass over the whole conversation, once per scan.
+ */
+export function extendsItems(items: readonly InputItem[], prefix: readonly InputItem[], source: readonly InputItem[] | null = null): boolean {
   if (prefix.length > items.length) return false;
+  if (items === source) return true;
   for (let i = 0; i < prefix.length; i++) if (prefix[i] !== items[i]) return false;
   return true;
 }
@@ -86,6 +93,8 @@ function extendsItems(items: readonly InputItem[], prefix: readonly InputItem[])
 export class TurnScan {
   /** The items scanned so far (null: none yet; a scan costs nothing until a policy uses it). */
   private seen: InputItem[] | null = null;
+  /** The list they were read from (`extendsItems`). */
+  private source: readonly InputItem[] | null = null;
   /** Index of the latest user message, -1 when there is none. */
   user = -1;
   /** The calls after it, in order, each with its output so far. */
@@ -97,11 +106,14 @@ export class TurnScan {
 
   /** Bring the scan up to `items` (the conversation, grown or not). */
   update(items: readonly InputItem[]): this {
-    if (this.seen === null || !extendsItems(items, this.seen)) {
+    if (this.seen === null || !extendsItems(items, this.seen, this.source)) {
       this.seen = [];
       this.startTurn(-1);
     }
+    // Until the scan has read them all (`add` may throw), its items are known to come from no one list.
+    this.source = null;
     for (let i = this.seen.length; i < items.length; i++) this.add(this.seen, items[i]!, i);
+    this.source = items;
     return this;
   }
 
@@ -200,27 +212,34 @@ export class ConversationDigest {
   private seed = Number.NaN;
   /** The items hashed so far, in order, and the digest after them. */
   private items: InputItem[] = [];
+  /** The list `items` is a prefix of, when one call read them all from it and no other list added to them since (`extendsItems`). */
+  private source: readonly InputItem[] | null = null;
   private h = 0;
   /** Bumped at each restart: a call that yielded commits its items only onto the state it started from. */
   private generation = 0;
 
   *work(items: readonly InputItem[], seed = 0): Work<number> {
-    if (seed !== this.seed || !extendsItems(items, this.items)) {
+    if (seed !== this.seed || !extendsItems(items, this.items, this.source)) {
       this.seed = seed;
       this.items = [];
+      this.source = null;
       this.h = hashString(String(seed));
       this.generation++;
     }
     const generation = this.generation;
     let h = this.h;
+    // Whether this call added every item it hashed (none came from another call while it yielded).
+    let all = true;
     for (let i = this.items.length; i < items.length; i++) {
       const item = items[i]!;
       h = yield* itemDigestWork(item, h);
       if (this.generation === generation && this.items.length === i) {
+        if (items !== this.source) this.source = null;
         this.items.push(item);
         this.h = h;
-      }
+      } else all = false;
     }
+    if (all && this.generation === generation && this.items.length === items.length) this.source = items;
     return h;
   }
 }

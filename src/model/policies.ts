@@ -8,7 +8,7 @@
  * trajectories, and `autoPolicy` (in auto-policy.ts) for people and real
  * clients. Leaves out timing: policies decide *what*, never *when*.
  */
-import { contentText, isMessage } from './conversation.js';
+import { contentText, extendsItems, isMessage } from './conversation.js';
 import type { Rng } from './rng.js';
 import { tokenPieces } from './tokenizer.js';
 import { WireError } from '../protocol/errors.js';
@@ -156,6 +156,8 @@ const POSITION_NOTE = /\[llr replay: position (\d+) of (\d+)\]/g;
  */
 class ReplayScan {
   private seen: InputItem[] | null = null;
+  /** The list `seen` was read from (`extendsItems`). */
+  private source: readonly InputItem[] | null = null;
   /** The flat output index the conversation has reached, -1 for none. */
   cursor = -1;
   /** The model call (turn) the conversation has reached, -1 for none: the next one plays. */
@@ -164,12 +166,15 @@ class ReplayScan {
   offScript = false;
 
   update(items: readonly InputItem[], at: ReplayIndex): this {
-    if (this.seen === null || !extendsItems(items, this.seen)) {
+    if (this.seen === null || !extendsItems(items, this.seen, this.source)) {
       this.seen = [];
       this.cursor = this.turn = -1;
       this.offScript = false;
     }
+    // Until the scan has read them all (`add` may throw), its items are known to come from no one list.
+    this.source = null;
     for (let i = this.seen.length; i < items.length; i++) this.add(items[i]!, at);
+    this.source = items;
     return this;
   }
 
@@ -245,12 +250,6 @@ function firstAfter(list: readonly number[], cursor: number): number | undefined
   return list[lo];
 }
 
-/** Whether `items` begins with exactly the objects of `prefix` (compared by reference). */
-function extendsItems(items: readonly InputItem[], prefix: readonly InputItem[]): boolean {
-  if (prefix.length > items.length) return false;
-  for (let i = 0; i < prefix.length; i++) if (prefix[i] !== items[i]) return false;
-  return true;
-}
 
 /**
  * Replay a recorded trajectory. Stateless: the turn to play is found from the

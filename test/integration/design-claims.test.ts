@@ -107,6 +107,16 @@ describe.each(['long-lived', 'long-lived-http'] as const)('%s design claims', (d
     expect(Array.from(last.promptTokens)).toEqual(Array.from(full.tokens.view()));
     // And earlier calls saw shorter prompts (snapshots, not the growing buffer).
     expect(model.calls[0]!.promptTokens.length).toBeLessThan(last.promptTokens.length);
+    // Each call's items, read after the run went on, are the context as it stood at that call: the first call's its
+    // input alone, and each later one two items more (the call and its output) — a prefix of the next (the context is
+    // handed to the model without a copy per call, engine/run.ts `itemsAsOf`).
+    const calls = model.calls;
+    expect(calls).toHaveLength(N + 1);
+    expect(calls[0]!.items).toHaveLength(1);
+    for (let i = 1; i < calls.length; i++) {
+      expect(calls[i]!.items).toHaveLength(1 + 2 * i);
+      expect(calls[i]!.items.slice(0, calls[i - 1]!.items.length)).toEqual(calls[i - 1]!.items);
+    }
   });
 });
 

@@ -12,6 +12,8 @@
  *           calls), on a default server and one with lean pause events: the
  *           step over its first and last tenth, the wall time per step, the
  *           server's CPU per step, and its heap before and after.
+ *           `long-lean` runs the lean server's run alone: a run long enough
+ *           that every pause's full snapshot would take minutes to send.
  *  stream   delta events per server CPU-second over many concurrent unpaced
  *           streams (the server's CPU from `GET /llr/stats`), once the server
  *           is warm: rounds are repeated until two in a row agree, then the
@@ -53,7 +55,7 @@ import type { InputItem } from '../protocol/objects.js';
 const COMMAND = {
   name: 'bench:overhead',
   usage: `usage: npm run bench:overhead -- [flags]   (or node --max-semi-space-size=64 dist/bench/overhead.js [flags])
-  --phases loop,long,stream,paused,startup   which phases to run (default all)
+  --phases loop,long,stream,paused,startup   which phases to run (default all; long-lean: the long phase's lean server only)
   --loops N (30)  --steps N (22, 4–60)  --output-bytes N (1024)
   --warm-steps N (6600)   unmeasured tool steps of each loop kind first (300 loops of 22)
   --streams N (100, at most 10000)  --stream-tokens N (2000)
@@ -86,7 +88,7 @@ const { values } = parseCommandLine(COMMAND, {
 const int = (name: keyof typeof values, fallback: number, min: number, max = Infinity) => intFlag(COMMAND, name, values[name] as string | undefined, fallback, min, max);
 
 const phases = new Set(String(values.phases).split(','));
-for (const p of phases) if (!['loop', 'long', 'stream', 'paused', 'startup'].includes(p)) usageError(COMMAND, `unknown phase '${p}' (loop, long, stream, paused, startup)`);
+for (const p of phases) if (!['loop', 'long', 'long-lean', 'stream', 'paused', 'startup'].includes(p)) usageError(COMMAND, `unknown phase '${p}' (loop, long, long-lean, stream, paused, startup)`);
 const cfg = {
   loops: int('loops', 30, 1),
   // The auto policy answers at most 64 calls per user message (model/auto-policy.ts).
@@ -732,10 +734,8 @@ async function main(): Promise<void> {
       result.startup_eager = await startup(['--eager-tokenizer']);
     }
     if (phases.has('loop')) result.loop = await loopPhase(echo.url);
-    if (phases.has('long')) {
-      result.long = await longPhase([]);
-      result.long_lean = await longPhase(['--on', 'lean_pause_event']);
-    }
+    if (phases.has('long')) result.long = await longPhase([]);
+    if (phases.has('long') || phases.has('long-lean')) result.long_lean = await longPhase(['--on', 'lean_pause_event']);
     if (phases.has('stream')) result.stream = await streamPhase(dir);
     if (phases.has('paused')) result.paused = await pausedRuns(dir);
   } finally {

@@ -41,7 +41,7 @@ Usage:
             [--pause-timeout-ms N] [--max-frame-bytes N] [--store PATH|memory|:memory:]
             [--seed N] [--no-websockets] [--allow-unknown-parameters] [--off SWITCH]... [--on SWITCH]...
             [--policy auto|replay] [--workload FILE] [--synthetic TURNS,BYTES,TOKENS]
-            [--record-requests N] [--ledger-entries N] [--prefix-cache-blocks N]
+            [--record-requests N] [--ledger-entries N] [--prefix-cache-blocks N] [--prefix-cache-insert-blocks N]
             [--shared-prefix-cache] [--eager-tokenizer] [--lazy-tokenizer]
             [--tokenizer-cache-entries N] [--log-level trace|debug|info|warn|error|fatal|silent]
             [limits and security defaults: see below]
@@ -64,7 +64,9 @@ serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
 token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
 Memory: the model keeps the last --record-requests requests (default 0), the
 ledger per-key totals plus --ledger-entries recent entries (default 10000),
-the prefix cache --prefix-cache-blocks 64-token blocks (default 65536),
+the prefix cache --prefix-cache-blocks 64-token blocks (default 65536; a
+growing prompt's model call places at most --prefix-cache-insert-blocks of
+them beyond those already in place, default 1024, the rest at its next calls),
 partitioned per API key unless --shared-prefix-cache. The tokenizer's tables
 (~6 MB) load when the first request needs them, a slice at a time (that
 request waits ~0.1-0.3 s; /health and other work go on meanwhile), or at
@@ -163,7 +165,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
       ...stringOptions(['host', 'port', 'tokens-per-second', 'ttft-ms', 'prefill-tps', 'hop-ms', 'hops', 'call-hop-ms', 'call-hops',
         'store', 'seed', 'max-context-bytes', 'max-context-items', 'log-level', 'policy', 'workload', 'synthetic', 'chaos-seed',
         'demo-workload', 'demo-max-races', 'demo-race-timeout-ms', 'demo-max-tool-calls', 'demo-max-prompt-bytes', 'demo-alive-ms', 'record-requests',
-        'ledger-entries', 'prefix-cache-blocks', 'tokenizer-cache-entries']),
+        'ledger-entries', 'prefix-cache-blocks', 'prefix-cache-insert-blocks', 'tokenizer-cache-entries']),
       instant: { type: 'boolean' },
       'api-key': { type: 'string', multiple: true },
       'no-websockets': { type: 'boolean' },
@@ -258,6 +260,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
       recordRequests: num(values['record-requests'] ?? env('LLR_RECORD_REQUESTS'), 'record-requests', COUNT),
       ledgerEntries: num(values['ledger-entries'] ?? env('LLR_LEDGER_ENTRIES'), 'ledger-entries', POSITIVE_COUNT),
       prefixCacheBlocks: num(values['prefix-cache-blocks'] ?? env('LLR_PREFIX_CACHE_BLOCKS'), 'prefix-cache-blocks', COUNT),
+      prefixCacheInsertBlocks: num(values['prefix-cache-insert-blocks'] ?? env('LLR_PREFIX_CACHE_INSERT_BLOCKS'), 'prefix-cache-insert-blocks', POSITIVE_COUNT),
       tokenizerCacheEntries: num(values['tokenizer-cache-entries'] ?? env('LLR_TOKENIZER_CACHE_ENTRIES'), 'tokenizer-cache-entries', COUNT),
     }),
     prefixCacheScope: (values['shared-prefix-cache'] ?? envSwitch('LLR_SHARED_PREFIX_CACHE')) ? 'shared' : 'owner',

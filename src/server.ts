@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { realClock, type Clock } from './model/clock.js';
 import { DEFAULT_RECORD_REQUESTS, SimulatedModel } from './model/simulated.js';
-import { DEFAULT_MAX_ENTRIES, PrefixCache } from './model/prefix-cache.js';
+import { DEFAULT_BLOCK_SIZE, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_INSERT_BLOCKS, PrefixCache } from './model/prefix-cache.js';
 import { autoPolicy, type ModelPolicy } from './model/policies.js';
 import type { Model, ModelSettings } from './model/types.js';
 import { Ledger, PostInference, PostWorkTracker } from './pipeline/post.js';
@@ -108,6 +108,8 @@ export interface ServerOptions {
   ledgerEntries?: number;
   /** Prefix-cache capacity in 64-token blocks. Default 65,536 (4M tokens). */
   prefixCacheBlocks?: number;
+  /** Blocks one model call places in the prefix cache beyond those already in place. Default 1,024 (`DEFAULT_MAX_INSERT_BLOCKS`). */
+  prefixCacheInsertBlocks?: number;
   /** 'owner' (default): the prefix cache is partitioned per API key; 'shared': one namespace for all keys. */
   prefixCacheScope?: 'owner' | 'shared';
   /**
@@ -208,7 +210,7 @@ export class LlrServer {
         clock,
         seed: options.seed ?? 1,
         recordRequests: options.recordRequests ?? DEFAULT_RECORD_REQUESTS,
-        prefixCache: new PrefixCache(options.prefixCacheBlocks ?? DEFAULT_MAX_ENTRIES),
+        prefixCache: new PrefixCache(options.prefixCacheBlocks ?? DEFAULT_MAX_ENTRIES, DEFAULT_BLOCK_SIZE, options.prefixCacheInsertBlocks ?? DEFAULT_MAX_INSERT_BLOCKS),
         prefixCacheScope: options.prefixCacheScope ?? 'owner',
       });
     this.services = {

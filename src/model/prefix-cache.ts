@@ -21,6 +21,11 @@ import type { Work } from './cooperative.js';
 export const DEFAULT_BLOCK_SIZE = 64;
 /** 65,536 blocks of 64 tokens = 4M tokens, ~8 MB of keys and LRU links (`llr serve --prefix-cache-blocks N`). */
 export const DEFAULT_MAX_ENTRIES = 65_536;
+/**
+ * Blocks an insert of a growing prompt places beyond those its last insert left in place (its new blocks, and those
+ * evicted or moved since): 1,024 blocks, 65,536 tokens (`llr serve --prefix-cache-insert-blocks N`). See `insertKeys`.
+ */
+export const DEFAULT_MAX_INSERT_BLOCKS = 1_024;
 
 /**
  * What the cache knows of a key array `insertKeys` was last given: a
@@ -70,9 +75,12 @@ export class PrefixCache {
   constructor(
     readonly maxEntries = DEFAULT_MAX_ENTRIES,
     readonly blockSize = DEFAULT_BLOCK_SIZE,
+    /** Blocks one insert places beyond those already in place (`insertKeys`). */
+    readonly maxInsertBlocks = DEFAULT_MAX_INSERT_BLOCKS,
   ) {
     if (!Number.isInteger(maxEntries) || maxEntries < 0) throw new RangeError(`maxEntries must be a non-negative integer, got ${maxEntries}`);
     if (!Number.isInteger(blockSize) || blockSize < 1) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
+    if (!Number.isInteger(maxInsertBlocks) || maxInsertBlocks < 1) throw new RangeError(`maxInsertBlocks must be a positive integer, got ${maxInsertBlocks}`);
   }
 
   /** Blocks currently cached. */
@@ -145,6 +153,13 @@ export class PrefixCache {
     // Nothing used or removed since these keys' last insert: the blocks it left cached are still the newest, in order.
     let placed = 0;
     if (last !== undefined) placed = last.version === this.version ? Math.min(last.count, count) : this.raise(keys, Math.min(last.count, count), last.version);
+    // A prompt inserted before places at most `maxInsertBlocks` more than those in place; the rest by its later
+    // inserts. Each block placed is a Map operation and a relink, in the event loop's turn: two runs whose prompts
+    // together outgrew the cache evicted each other's blocks at every call and placed them all again, up to the whole
+    // cache per call (an outside attack: 21–42 ms of CPU per step, 15–30× a step's cost, /health 200 ms with four such
+    // runs). A prompt's blocks are placed from its root, so what stays out is its end: a lookup finds a leading run.
+    // A prompt's first insert places it whole (up to the cache's size), a cost paid once, as its tokenizing is.
+    if (last !== undefined) count = Math.min(count, placed + this.maxInsertBlocks);
     this.touch(keys, count, placed);
     this.evict();
     // The `count` blocks just touched are the newest and no more than the cache holds: none was evicted.

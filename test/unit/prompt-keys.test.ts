@@ -121,4 +121,48 @@ describe('PromptKeys', () => {
       }
     }
   });
+
+  it('places at most maxInsertBlocks blocks per insert of a growing prompt beyond those in place: two that outgrow the cache together stop evicting each other wholesale', () => {
+    const budget = 50;
+    // A prompt's first insert places it whole; a growth past the budget is placed over its next inserts.
+    const fresh = new PrefixCache(10_000, 4, budget);
+    const big = Array.from({ length: 180 }, (_, i) => i + 1);
+    fresh.insertKeys(big);
+    expect(fresh.lookupKeys(big)).toBe(180 * 4);
+    for (let i = 0; i < 120; i++) big.push(1_000 + i);
+    for (const expected of [230, 280, 300, 300]) {
+      fresh.insertKeys(big);
+      expect(fresh.lookupKeys(big)).toBe(expected * 4);
+      expect(fresh.size).toBe(expected);
+    }
+    // Two prompts growing in turn past a 400-block cache (an outside attack: each insert evicted the other's blocks and
+    // placed all its own again, up to the whole cache per call). Each insert now adds at most `budget` blocks beyond
+    // the new ones, what each finds cached is a leading run of its keys, and both keep a share of the cache.
+    const cache = new PrefixCache(400, 4, budget);
+    const a: number[] = [];
+    const b: number[] = [];
+    let next = 1_000_000;
+    const leadingRun = (keys: readonly number[]) => {
+      const order = new Set(cache.order());
+      let n = 0;
+      while (n < keys.length && order.has(keys[n]!)) n++;
+      for (let i = n; i < keys.length; i++) expect(order.has(keys[i]!), `key ${i} of ${keys.length} cached after a gap`).toBe(false);
+      return n;
+    };
+    for (let step = 0; step < 200; step++) {
+      for (const keys of [a, b]) {
+        for (let j = 0; j < 5; j++) keys.push(next++);
+        const before = new Set(cache.order());
+        const hits = cache.lookupKeys(keys) / 4;
+        expect(hits).toBe(leadingRun(keys));
+        cache.insertKeys(keys);
+        const added = cache.order().filter((k) => !before.has(k)).length;
+        expect(added).toBeLessThanOrEqual(budget);
+        expect(cache.size).toBeLessThanOrEqual(400);
+        leadingRun(keys);
+      }
+    }
+    expect(cache.lookupKeys(a)).toBeGreaterThan(0);
+    expect(cache.lookupKeys(b)).toBeGreaterThan(0);
+  });
 });

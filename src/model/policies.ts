@@ -250,7 +250,6 @@ function firstAfter(list: readonly number[], cursor: number): number | undefined
   return list[lo];
 }
 
-
 /**
  * Replay a recorded trajectory. Stateless: the turn to play is found from the
  * conversation itself, so any number of runs can replay the same trajectory

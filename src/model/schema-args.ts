@@ -371,9 +371,9 @@ const SEARCH_KEYS = [
   'not', 'oneOf', 'anyOf', 'if', 'enum', 'uniqueItems', 'contains', 'propertyNames', 'dependentRequired', 'dependentSchemas',
   'dependencies', 'minProperties', 'maxProperties', 'unevaluatedProperties', 'unevaluatedItems', 'patternProperties', 'multipleOf',
 ];
-/** Other values tried for one subschema whose first fails its check, and for one generation in all. */
 /** Names tried from `patternProperties` for `minProperties` before names no pattern need match; as many of those follow. */
 const PATTERN_MISSES = 16;
+/** Other values tried for one subschema whose first fails its check, and for one generation in all. */
 const NODE_RETRIES = 6;
 const RETRIES = 64;
 

@@ -12,30 +12,31 @@
  *
  *   npm run bench:prefix-thrash [-- --runs 2 --grow 30 --rounds 4000 --blocks 65536 --insert-blocks 1024]
  */
-import { parseArgs } from 'node:util';
+import { intFlag, parseCommandLine } from '../command-line.js';
 import { DEFAULT_BLOCK_SIZE, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_INSERT_BLOCKS, PrefixCache } from '../model/prefix-cache.js';
 
-const { values } = parseArgs({
-  options: {
-    runs: { type: 'string', default: '2' },
-    grow: { type: 'string', default: '30' },
-    rounds: { type: 'string', default: '4000' },
-    blocks: { type: 'string', default: String(DEFAULT_MAX_ENTRIES) },
-    'insert-blocks': { type: 'string', default: String(DEFAULT_MAX_INSERT_BLOCKS) },
-  },
-});
-const positive = (name: keyof typeof values): number => {
-  const n = Number(values[name]);
-  if (!Number.isInteger(n) || n < 1) {
-    process.stderr.write(`bench:prefix-thrash: --${name} must be a positive integer, got '${String(values[name])}'\n`);
-    process.exit(2);
-  }
-  return n;
+const COMMAND = {
+  name: 'bench:prefix-thrash',
+  usage: `usage: npm run bench:prefix-thrash -- [--runs N] [--grow N] [--rounds N] [--blocks N] [--insert-blocks N]
+  --runs N           prompts growing in turn (2, at most 64)
+  --grow N           new blocks each prompt adds per call (30, at most 100000)
+  --rounds N         calls of each prompt (4000, at most 1000000)
+  --blocks N         the cache's capacity in blocks (${DEFAULT_MAX_ENTRIES}, llr serve's default)
+  --insert-blocks N  blocks one insert places beyond those in place (${DEFAULT_MAX_INSERT_BLOCKS}, llr serve's default; ${DEFAULT_MAX_ENTRIES}: no bound)
+  -h, --help         print this and exit`,
 };
-const runs = positive('runs');
-const grow = positive('grow');
-const rounds = positive('rounds');
-const cache = new PrefixCache(positive('blocks'), DEFAULT_BLOCK_SIZE, positive('insert-blocks'));
+
+const { values } = parseCommandLine(COMMAND, {
+  options: { runs: { type: 'string' }, grow: { type: 'string' }, rounds: { type: 'string' }, blocks: { type: 'string' }, 'insert-blocks': { type: 'string' } },
+});
+const runs = intFlag(COMMAND, 'runs', values.runs, 2, 1, 64);
+const grow = intFlag(COMMAND, 'grow', values.grow, 30, 1, 100_000);
+const rounds = intFlag(COMMAND, 'rounds', values.rounds, 4000, 1, 1_000_000);
+const cache = new PrefixCache(
+  intFlag(COMMAND, 'blocks', values.blocks, DEFAULT_MAX_ENTRIES, 1, 10_000_000),
+  DEFAULT_BLOCK_SIZE,
+  intFlag(COMMAND, 'insert-blocks', values['insert-blocks'], DEFAULT_MAX_INSERT_BLOCKS, 1, 10_000_000),
+);
 const window = Math.max(1, Math.floor(rounds / 8));
 
 const prompts: number[][] = Array.from({ length: runs }, () => []);

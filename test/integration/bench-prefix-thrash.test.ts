@@ -1,8 +1,8 @@
 /**
  * `npm run bench:prefix-thrash` (src/bench/prefix-thrash.ts) at a tiny size:
- * it prints a window line per eighth of the rounds, the cache holds a share
- * of the first prompt while two prompts outgrow it together, and a bad flag
- * is refused with exit status 2.
+ * it prints a window line per eighth of the rounds, and the cache holds a
+ * share of the first prompt while two prompts outgrow it together (its
+ * command line: test/integration/command-line.test.ts).
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -26,9 +26,5 @@ describe('bench:prefix-thrash', () => {
     // 400 blocks per prompt by the end, against a cache of 200: both prompts keep a share, neither is cached whole.
     expect(held.at(-1)).toBeGreaterThan(0);
     expect(held.at(-1)).toBeLessThan(200);
-  });
-
-  it('refuses a flag that is not a positive integer, with exit status 2', async () => {
-    await expect(run(process.execPath, [SCRIPT, '--runs', '0'])).rejects.toMatchObject({ code: 2 });
   });
 });

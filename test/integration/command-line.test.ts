@@ -28,6 +28,7 @@ const COMMANDS = [
   { script: 'bench/background-kept.js', usage: 'usage: npm run bench:kept', bad: [[['--responses', '0'], "--responses needs an integer in [1, 20000], got '0'"], [['--input-words', '10001'], '--input-words needs an integer in [1, 10000]'], [['--nope'], "Unknown option '--nope'"]] },
   { script: 'bench/step-timeline.js', usage: 'usage: npm run bench:timeline', bad: [[['--loops', '0'], "--loops needs an integer in [1, 10000], got '0'"], [['--warm', 'x'], "--warm needs an integer in [0, 10000], got 'x'"], [['--nope'], "Unknown option '--nope'"]] },
   { script: 'bench/answer-memory.js', usage: 'usage: npm run bench:answers', bad: [[['--readers', '2001'], '--readers needs an integer in [1, 2000]'], [['--nope'], "Unknown option '--nope'"]] },
+  { script: 'bench/prefix-thrash.js', usage: 'usage: npm run bench:prefix-thrash', bad: [[['--runs', '0'], "--runs needs an integer in [1, 64], got '0'"], [['--nope'], "Unknown option '--nope'"]] },
   { script: 'chaos/loop-hold-cli.js', usage: 'usage: npm run bench:loop-hold', bad: [[['--bytes', '1.5'], "--bytes needs an integer in [1, Infinity], got '1.5'"], [['--nope'], "Unknown option '--nope'"]] },
 ] as const;
 

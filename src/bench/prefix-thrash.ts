@@ -42,7 +42,7 @@ const window = Math.max(1, Math.floor(rounds / 8));
 const prompts: number[][] = Array.from({ length: runs }, () => []);
 let key = 1;
 let start = performance.now();
-console.log(`${runs} runs, ${grow} new blocks per call, a cache of ${cache.maxEntries} blocks, at most ${cache.maxInsertBlocks} placed per insert beyond those in place`);
+process.stdout.write(`${runs} runs, ${grow} new blocks per call, a cache of ${cache.maxEntries} blocks, at most ${cache.maxInsertBlocks} placed per insert beyond those in place\n`);
 for (let round = 1; round <= rounds; round++) {
   for (const keys of prompts) {
     for (let j = 0; j < grow; j++) keys.push(key++);
@@ -52,7 +52,7 @@ for (let round = 1; round <= rounds; round++) {
   if (round % window === 0) {
     const now = performance.now();
     const held = cache.lookupKeys(prompts[0]!) / cache.blockSize;
-    console.log(`rounds ${round - window + 1}–${round}: blocks per prompt ${prompts[0]!.length}, ${((now - start) / window).toFixed(3)} ms per round, the first prompt's blocks held ${held}`);
+    process.stdout.write(`rounds ${round - window + 1}–${round}: blocks per prompt ${prompts[0]!.length}, ${((now - start) / window).toFixed(3)} ms per round, the first prompt's blocks held ${held}\n`);
     start = performance.now();
   }
 }

@@ -4,8 +4,10 @@
  * `/health` waiting more than 250 ms (issue 7)? Each hostile shape — 16 MiB
  * of tiny input items, content parts, images, tools, schema properties,
  * metadata keys, deep-but-allowed nesting, a huge `text.format` schema, the
- * compaction endpoint, WebSocket creates and a long-lived append — is sent to
- * a real `llr serve` process (default limits, `--instant` model) while a
+ * compaction endpoint, WebSocket creates, a long-lived append and a ws-mode
+ * continuation of a 4,000-link stored chain from a new connection — is sent to
+ * a real `llr serve` process (default limits, a SQLite file store as by
+ * default, `--instant` model) while a
  * worker thread polls `/health` (chaos/loop-hold-poller.ts). One row per
  * shape: what came back, how long it took, the slowest `/health`, and the
  * CPU time of the server's main thread during that slowest wait (a wait with
@@ -15,6 +17,9 @@
  * Leaves out concurrency: one request at a time is the claim under test.
  */
 import { Worker } from 'node:worker_threads';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request } from 'node:http';
 import WebSocket from 'ws';
 import type { PollFigures } from './loop-hold-poller.js';
@@ -27,8 +32,8 @@ const MIB = 1024 * 1024;
 export interface Shape {
   name: string;
   /** Where it goes. */
-  via: 'http' | 'http-sse' | 'http-chain' | 'compact' | 'ws' | 'long-lived-append';
-  /** The body or frame (built before the clock starts). */
+  via: 'http' | 'http-sse' | 'http-chain' | 'ws-chain' | 'compact' | 'ws' | 'long-lived-append';
+  /** The body or frame (built before the clock starts; `ws-chain`: each link's tool output). */
   build(bytes: number): string;
 }
 
@@ -56,6 +61,8 @@ function fill(bytes: number, unit: (i: number) => string): { text: string; n: nu
 
 const envelope = (fields: string) => `{"model":"sim-model",${fields}}`;
 const OVERHEAD = 512;
+/** Stored responses in the `ws-chain` shape's chain (its row's size is theirs together). */
+export const CHAIN_LINKS = 4_000;
 
 /** Prose of about `n` characters (tokenizes like text, not like one long word). */
 const prose = (n: number) => 'lorem ipsum dolor sit amet, consectetur adipiscing elit '.repeat(Math.max(1, Math.ceil(n / 56))).slice(0, n);
@@ -183,6 +190,11 @@ export const SHAPES: Shape[] = [
       `{"type":"response.create","model":"sim-model","input":"hi","tools":[{"type":"function","name":"big","parameters":{"type":"object","properties":{${fill(b - OVERHEAD, (i) => `"p${i}":{"type":"string"}`).text}}}}]}`,
   },
   {
+    name: `chain: ${CHAIN_LINKS} ws responses, new connection`,
+    via: 'ws-chain',
+    build: (b) => prose(Math.floor(b / CHAIN_LINKS) - 256),
+  },
+  {
     name: 'long-lived append: tiny items',
     via: 'long-lived-append',
     // The call_id placeholder is replaced with the pending call's id once the run pauses.
@@ -222,6 +234,71 @@ async function chain(url: string, body: string, timeoutMs: number): Promise<stri
   const first = await post(url, '/v1/responses', body, timeoutMs, (head) => (id = /"id":"(resp_[^"]+)"/.exec(head)?.[1]));
   if (!first.startsWith('200') || id === undefined) return `first: ${first}`;
   return post(url, '/v1/responses', JSON.stringify({ model: 'sim-model', previous_response_id: id, input: 'and then?' }), timeoutMs);
+}
+
+/**
+ * Store a chain of `CHAIN_LINKS` ws-mode responses (each continuing the last with `output` as its tool output; the
+ * connection's cache extends the context, so building it is cheap), then continue its last response from a new
+ * connection: a cache miss, so the whole chain is read from the store and rendered (an outside attack's chain of
+ * 9,001 held /health 0.5–1 s: the store read and parsed it in one turn).
+ */
+async function wsChain(url: string, output: string, timeoutMs: number): Promise<string> {
+  const deadline = performance.now() + timeoutMs;
+  const building = await stepper(url);
+  let last = await building.step({ input: 'please lookup the value' }, deadline);
+  for (let i = 1; i < CHAIN_LINKS && last.outcome === 'completed'; i++) {
+    last = await building.step({ previous_response_id: last.id, input: [{ type: 'function_call_output', call_id: last.call, output }] }, deadline);
+  }
+  building.close();
+  if (last.outcome !== 'completed') return `building: ${last.outcome}`;
+  const fresh = await stepper(url);
+  const end = await fresh.step({ previous_response_id: last.id, input: [{ type: 'function_call_output', call_id: last.call, output: 'done' }] }, deadline);
+  fresh.close();
+  return end.outcome;
+}
+
+interface Step {
+  outcome: string;
+  id?: string;
+  call?: string;
+}
+
+/** A ws-mode connection sending one stored, tool-forced `response.create` at a time (`wsChain`). */
+function stepper(url: string): Promise<{ step(fields: object, deadline: number): Promise<Step>; close(): void }> {
+  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses`);
+  let current: Step = { outcome: '' };
+  let done: ((s: Step) => void) | null = null;
+  const end = (outcome: string) => {
+    current.outcome = outcome;
+    done?.(current);
+    done = null;
+  };
+  ws.on('message', (data: Buffer) => {
+    const e = JSON.parse(data.toString('utf8')) as { type: string; response?: { id: string }; item?: { type: string; call_id?: string }; error?: { code?: string } };
+    if (e.type === 'response.created') current.id = e.response!.id;
+    else if (e.type === 'response.output_item.done' && e.item?.type === 'function_call') current.call = e.item.call_id;
+    else if (e.type === 'error') end(`error ${e.error?.code ?? ''}`);
+    else if (e.type === 'response.completed' || e.type === 'response.failed' || e.type === 'response.incomplete') end(e.type.slice('response.'.length));
+  });
+  ws.on('close', (code) => end(`closed ${code}`));
+  ws.on('error', (err) => end(`error: ${err.message}`));
+  const tools = [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } }];
+  const step = (fields: object, deadline: number) =>
+    new Promise<Step>((resolve) => {
+      current = { outcome: '' };
+      const timer = setTimeout(() => end('timeout'), Math.max(0, deadline - performance.now()));
+      done = (s) => {
+        clearTimeout(timer);
+        resolve(s);
+      };
+      if (ws.readyState !== WebSocket.OPEN) return end('closed');
+      ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', store: true, tools, tool_choice: 'required', parallel_tool_calls: false, ...fields }));
+    });
+  return new Promise((resolve) => {
+    const ready = () => resolve({ step, close: () => ws.close() });
+    ws.once('open', ready);
+    ws.once('error', ready);
+  });
 }
 
 const TERMINAL = /event: (response\.(?:completed|failed|incomplete))/;
@@ -291,7 +368,10 @@ export interface ProbeOptions {
 
 export async function probeLoopHold(opts: ProbeOptions): Promise<HoldRow[]> {
   const bytes = opts.bytes ?? 16 * MIB - 64 * 1024;
-  const server = await ServerProc.start({ cli: opts.cli, args: opts.serveArgs ?? [] });
+  // On a SQLite file, as `llr serve` stores by default: the chain shape's store read is the file's (the memory store
+  // hands out copies of its records, which held the loop far less).
+  const dir = mkdtempSync(join(tmpdir(), 'llr-loop-hold-'));
+  const server = await ServerProc.start({ cli: opts.cli, store: join(dir, 'store.sqlite'), args: opts.serveArgs ?? [] });
   const worker = new Worker(new URL('./loop-hold-poller.js', import.meta.url), { workerData: { url: server.url, pid: server.pid } });
   const rows: HoldRow[] = [];
   try {
@@ -305,11 +385,13 @@ export async function probeLoopHold(opts: ProbeOptions): Promise<HoldRow[]> {
           ? await viaWs(server.url, body, shape.via === 'long-lived-append', timeout)
           : shape.via === 'http-chain'
             ? await chain(server.url, body, timeout)
+            : shape.via === 'ws-chain'
+              ? await wsChain(server.url, body, timeout)
             : await post(server.url, shape.via === 'compact' ? '/v1/responses/compact' : '/v1/responses', body, timeout);
       const totalMs = performance.now() - t0;
       const health = (await ask(worker, 'stop')) as PollFigures;
       const verdict = health.maxMs <= HOLD_LIMIT_MS ? 'ok' : health.cpuAtMaxMs !== null && health.cpuAtMaxMs < HOLD_LIMIT_MS ? 'slow machine' : 'HOLDS';
-      const row: HoldRow = { shape: shape.name, via: shape.via, bytes: Buffer.byteLength(body), outcome: server.alive ? outcome : `server died (${JSON.stringify(server.exit)})`, totalMs, health, verdict };
+      const row: HoldRow = { shape: shape.name, via: shape.via, bytes: Buffer.byteLength(body) * (shape.via === 'ws-chain' ? CHAIN_LINKS : 1), outcome: server.alive ? outcome : `server died (${JSON.stringify(server.exit)})`, totalMs, health, verdict };
       rows.push(row);
       opts.progress?.(rowText(row));
       if (!server.alive) {
@@ -320,6 +402,7 @@ export async function probeLoopHold(opts: ProbeOptions): Promise<HoldRow[]> {
   } finally {
     worker.postMessage({ cmd: 'exit' });
     await server.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
   return rows;
 }

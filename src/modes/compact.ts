@@ -28,7 +28,7 @@ export async function compactWindow(params: CompactParams, services: Services, m
     throw new WireError('missing_required_parameter', "Provide 'input' or 'previous_response_id': there is nothing to compact.", 'input');
   }
   const input = await resolveReferences(params.input, owner, services, metrics);
-  const history = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
+  const history = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics) : [];
   chargeChain(history, charge);
   // The same checks and render as a create's, so errors and token counts agree with one.
   const ctx = await checkAndRender({ instructions: params.instructions, tools: [] }, history, input, metrics);
@@ -50,7 +50,7 @@ export async function compactWindow(params: CompactParams, services: Services, m
  */
 export async function countInputTokens(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null, charge?: (bytes: number) => void): Promise<InputTokenCount> {
   const input = await resolveReferences(params.input, owner, services, metrics);
-  const history = params.previous_response_id ? loadChain(params.previous_response_id, owner, services, metrics) : [];
+  const history = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics) : [];
   chargeChain(history, charge);
   const ctx = await checkAndRender(params, history, input, metrics);
   return { object: 'response.input_tokens', input_tokens: ctx.tokens.length };

@@ -26,6 +26,13 @@ import { WireError } from './errors.js';
 /** Generator-shaped work, as model/cooperative.ts runs it (protocol/ cannot import model/). */
 export type ParseWork<T> = Generator<void, T, void>;
 
+/** Run `work` to its end at once (model/cooperative.ts's `runSync`, for the layers below it). */
+export function finishWork<T>(work: ParseWork<T>): T {
+  let r = work.next();
+  while (!r.done) r = work.next();
+  return r.value;
+}
+
 /** Largest slice handed to `JSON.parse` at once (~0.2–1 ms of work). */
 export const PARSE_CHUNK_CHARS = 64 * 1024;
 

@@ -17,7 +17,7 @@
 import { createHash } from 'node:crypto';
 import { WireError } from '../protocol/errors.js';
 import { RESPONSE_INCLUDABLE } from '../protocol/parse.js';
-import { parseJsonWork, PARSE_CHUNK_CHARS, type ParseWork } from '../protocol/json-chunked.js';
+import { finishWork, parseJsonWork, PARSE_CHUNK_CHARS, type ParseWork } from '../protocol/json-chunked.js';
 import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
 import type { InputItem } from '../protocol/objects.js';
 import { ownInputItems, type ResponseStore, type StoredResponse } from './types.js';
@@ -100,7 +100,7 @@ export const PARSED_CONTAINER_BYTES = 40;
  * `PARSED_CONTAINER_BYTES` for each object and array in them (a walk with its own stack, not recursion).
  */
 export function parsedBytes(jsonBytes: number, items: readonly unknown[]): number {
-  return finish(parsedBytesWork(jsonBytes, items));
+  return finishWork(parsedBytesWork(jsonBytes, items));
 }
 
 /** Containers counted between two points where `parsedBytesWork` may pause. */
@@ -124,13 +124,6 @@ export function* parsedBytesWork(jsonBytes: number, items: readonly unknown[]): 
     }
   }
   return jsonBytes + containers * PARSED_CONTAINER_BYTES;
-}
-
-/** Run `work` to its end at once. */
-function finish<T>(work: ParseWork<T>): T {
-  let r = work.next();
-  while (!r.done) r = work.next();
-  return r.value;
 }
 
 /**
@@ -241,7 +234,7 @@ export class InputItemIndex {
    * none when the row was gone.
    */
   get items(): readonly InputItem[] {
-    if (this.#items === null && !this.#gone) finish(this.#loadSteps());
+    if (this.#items === null && !this.#gone) finishWork(this.#loadSteps());
     return this.#items ?? [];
   }
 

@@ -23,6 +23,7 @@
  * that began later) is dropped at most its run's length after it expired.
  */
 import type { InputItem, OutputItem } from '../protocol/objects.js';
+import { finishWork, type ParseWork } from '../protocol/json-chunked.js';
 import { InputItemsCache, type InputItemIndex } from './input-items.js';
 import { EXPIRE_BATCH, ExpirySweep, MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
 
@@ -145,19 +146,32 @@ export class MemoryStore implements ResponseStore {
   }
 
   chain(id: string, owner: string | null): StoredResponse[] | undefined {
+    return finishWork(this.chainWork(id, owner));
+  }
+
+  /** The links walked first (no copy for a broken chain), then each record copied, oldest first, a yield after each. */
+  *chainWork(id: string, owner: string | null): ParseWork<StoredResponse[] | undefined> {
     this.counters.reads++;
-    const newestFirst: StoredResponse[] = [];
+    const newestFirst: string[] = [];
     const cutoff = expiryCutoff(this.bounds);
     let next: string | null = id;
     while (next !== null) {
       if (newestFirst.length >= MAX_CHAIN_LINKS) return undefined;
       const entry = this.#owned(next, owner, cutoff);
       if (!entry) return undefined;
-      newestFirst.push(entry.rec);
+      newestFirst.push(next);
       next = entry.rec.response.previous_response_id;
     }
-    this.counters.rows_read += newestFirst.length;
-    return newestFirst.reverse().map((rec) => copyJson(rec));
+    const records: StoredResponse[] = [];
+    for (let i = newestFirst.length - 1; i >= 0; i--) {
+      // Gone or put again meanwhile (by the time a yield let other requests in): not the chain walked.
+      const entry = this.#owned(newestFirst[i]!, owner, cutoff);
+      if (!entry || entry.rec.response.previous_response_id !== (i + 1 < newestFirst.length ? newestFirst[i + 1]! : null)) return undefined;
+      records.push(copyJson(entry.rec));
+      yield;
+    }
+    this.counters.rows_read += records.length;
+    return records;
   }
 
   /** The stored record's own items, not a copy (a page of 20 of 50,000 items copied all 50,000 with `get`): read-only. */

@@ -20,7 +20,16 @@ export interface RecordRow {
   protocol: string | null;
 }
 
-/** A chain row; the record columns are null where the link is missing or not the owner's. */
+/** A link of a chain's walk (`chainWork`): `row` and the rest are null where the link is missing or not the owner's. */
+export interface LinkRow {
+  id: string;
+  row: number | null;
+  previous_response_id: string | null;
+  /** Its JSON's bytes (Response, input, appended), read from the row's header. */
+  bytes: number | null;
+}
+
+/** A record of a chain's page; the record columns are null where the link is gone or not the owner's. */
 export interface ChainRow {
   previous_response_id: string | null;
   owner: string | null;

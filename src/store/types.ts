@@ -394,6 +394,11 @@ export interface ResponseStore {
    */
   chain(id: string, owner: string | null): StoredResponse[] | undefined;
   /**
+   * `chain`, yielding between records (a long chain's records are megabytes: read and parsed or copied in one turn,
+   * 9,001 of them held the event loop 0.5–1 s). Undefined also when a link is gone before it is read.
+   */
+  chainWork(id: string, owner: string | null): ParseWork<StoredResponse[] | undefined>;
+  /**
    * What `GET /v1/responses/{id}/input_items` lists of the owner's stored response `id` (its input, then what was
    * appended to it), undefined as for `get`. Read-only (the items may be the store's own objects), and kept in the
    * store's bounded `InputItemsCache` for the record's current version, so paging through a long list reads, copies or
@@ -411,6 +416,9 @@ export interface ResponseStore {
 
 /** Longest previous_response_id walk; past it the chain is treated as broken (it can only be a cycle or abuse). */
 export const MAX_CHAIN_LINKS = 10_000;
+/** Links, and bytes of their JSON (at least one link), a store reads with one query of a chain's records (`chainWork`). */
+export const CHAIN_PAGE_LINKS = 256;
+export const CHAIN_PAGE_BYTES = 1024 * 1024;
 
 export function newCounters(): StoreCounters {
   return { reads: 0, writes: 0, rows_read: 0, bytes_written: 0, evicted: 0, expired: 0 };

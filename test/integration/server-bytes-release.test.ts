@@ -39,10 +39,10 @@ describe('loaded chains and cached contexts under the byte budget', () => {
       if (!closed) for (const start = Date.now(); Date.now() - start < 10; );
       return getItem(id, owner);
     };
-    const chain = store.chain.bind(store);
+    const chainWork = store.chainWork.bind(store);
     const loaded = pDefer<void>();
-    store.chain = (id, owner) => {
-      const c = chain(id, owner);
+    store.chainWork = function* (id, owner) {
+      const c = yield* chainWork(id, owner);
       queueMicrotask(() => loaded.resolve());
       return c;
     };

@@ -12,6 +12,8 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FunctionCall, InputItem, Response } from '../../src/protocol/objects.js';
 import {
+  CHAIN_PAGE_BYTES,
+  CHAIN_PAGE_LINKS,
   MAX_CHAIN_LINKS,
   MemoryStore,
   SCHEMA_VERSION,
@@ -611,6 +613,37 @@ describe.each(stores)('$name', ({ open, serialises }) => {
     store.delete('resp_2', ALICE);
     expect(store.chain('resp_3', ALICE)).toBeUndefined();
     expect(store.chain('resp_1', ALICE)).toHaveLength(1);
+  });
+
+  it('reads a long chain in pages, yielding after each record, and gives no chain when a link goes while it reads', () => {
+    // More links than one page holds, and records of more bytes than one page reads (each its own page then).
+    const links = CHAIN_PAGE_LINKS * 2 + 37;
+    const big = 'x'.repeat(Math.ceil(CHAIN_PAGE_BYTES * 0.6));
+    const id = (n: number) => `resp_${n}`;
+    for (let n = 1; n <= links; n++) {
+      const input: InputItem[] | undefined = n % 200 === 0 ? [{ type: 'message', role: 'user', content: big }] : undefined;
+      store.put(makeRecord(id(n), { previous: n === 1 ? null : id(n - 1), ...(input && { input }) }));
+    }
+    const read = (work: Generator<void, StoredResponse[] | undefined, void>, atYield?: (yields: number) => void) => {
+      let yields = 0;
+      for (let r = work.next(); ; r = work.next()) {
+        if (r.done) return { chain: r.value, yields };
+        yields++;
+        atYield?.(yields);
+      }
+    };
+    const whole = read(store.chainWork(id(links), ALICE));
+    expect(whole.chain?.map((r) => r.response.id)).toEqual(Array.from({ length: links }, (_, i) => id(i + 1)));
+    expect(whole.chain?.[199]?.input).toEqual([{ type: 'message', role: 'user', content: big }]);
+    // A yield after each record at least: no one read or copy of the whole chain in one turn.
+    expect(whole.yields).toBeGreaterThanOrEqual(links);
+    expect(store.chain(id(links), ALICE)).toEqual(whole.chain);
+    // A link not read yet goes (deleted) while the chain is read: not the chain walked, so none.
+    const torn = read(store.chainWork(id(links), ALICE), (yields) => {
+      if (yields === 5) store.delete(id(links - 3), ALICE);
+    });
+    expect(torn.chain).toBeUndefined();
+    expect(store.chain(id(links - 4), ALICE)).toHaveLength(links - 4);
   });
 
   it('finds output items and id-carrying input items by id', () => {

@@ -5,7 +5,8 @@
  * run ends), and a row read back (`toRecord`). Used by store/sqlite.ts; no
  * I/O.
  */
-import { jsonTextWork, utf8BytesWork, type ParseWork } from '../protocol/json-chunked.js';
+import { PARSE_CHUNK_CHARS, jsonTextWork, parseJsonWork, utf8BytesWork, type ParseWork } from '../protocol/json-chunked.js';
+import { parseListWork } from './input-items.js';
 import { createdMs, itemsById, type PreparedPut, type StoredResponse } from './types.js';
 import { isProtocol } from '../protocol/designs.js';
 
@@ -25,21 +26,11 @@ export interface LinkRow {
   id: string;
   row: number | null;
   previous_response_id: string | null;
-  /** Its JSON's bytes (Response, input, appended), read from the row's header. */
-  bytes: number | null;
 }
 
-/** A record of a chain's page; the record columns are null where the link is gone or not the owner's. */
-export interface ChainRow {
+/** A record of a chain, with its link. */
+export interface ChainRow extends RecordRow {
   previous_response_id: string | null;
-  owner: string | null;
-  created_at: number | null;
-  created_at_ms: number | null;
-  response: string | null;
-  input: string | null;
-  appended: string | null;
-  runner: string | null;
-  protocol: string | null;
 }
 
 export interface PutParams {
@@ -125,15 +116,30 @@ export function* encodeWork(rec: StoredResponse, sliced: boolean): ParseWork<Enc
 
 /** Rows hold only what this store wrote, so the JSON is trusted, not re-validated. */
 export function toRecord(row: RecordRow): StoredResponse {
+  return recordOf(row, JSON.parse(row.response), JSON.parse(row.input), row.appended === null ? null : JSON.parse(row.appended));
+}
+
+/**
+ * `toRecord`, its long texts (a 16 MiB input, a Response of 49,000 output items) parsed in slices: natively, one row
+ * of a chain held the event loop ~100 ms for its parse alone, in the turn that read it.
+ */
+export function* toRecordWork(row: RecordRow): ParseWork<StoredResponse> {
+  const response = row.response.length <= PARSE_CHUNK_CHARS ? JSON.parse(row.response) : yield* parseJsonWork(row.response, Infinity);
+  const input = yield* parseListWork(row.input);
+  const appended = row.appended === null ? null : yield* parseListWork(row.appended);
+  return recordOf(row, response, input, appended);
+}
+
+function recordOf(row: RecordRow, response: unknown, input: unknown, appended: unknown): StoredResponse {
   const rec: StoredResponse = {
-    response: JSON.parse(row.response) as StoredResponse['response'],
-    input: JSON.parse(row.input) as StoredResponse['input'],
+    response: response as StoredResponse['response'],
+    input: input as StoredResponse['input'],
     owner: row.owner,
     created_at: row.created_at,
   };
   if (row.created_at_ms !== null) rec.created_at_ms = row.created_at_ms;
   if (row.runner) rec.runner = row.runner;
   if (row.protocol !== null && isProtocol(row.protocol)) rec.protocol = row.protocol;
-  if (row.appended !== null) rec.appended = JSON.parse(row.appended) as NonNullable<StoredResponse['appended']>;
+  if (appended !== null) rec.appended = appended as NonNullable<StoredResponse['appended']>;
   return rec;
 }

@@ -4,7 +4,7 @@
  *
  * One `responses` row per response (the Response and its own input as JSON)
  * and one `items` row per findable item, so getItem is an index lookup and
- * chain() is one recursive query for its links, then its records a page at a time. All calls are synchronous on the caller's
+ * chain() is one recursive query for its links, then its records one at a time. All calls are synchronous on the caller's
  * thread: that is real request-path work, and the HTTP baseline measures it.
  * A record whose strings are long (past `NATIVE_TEXT_CHARS`) can have its
  * JSON made ahead in slices (`prepare`, which the engine runs before the
@@ -42,9 +42,9 @@ import Database from 'better-sqlite3';
 import { NATIVE_TEXT_CHARS, finishWork, textOver, type ParseWork } from '../protocol/json-chunked.js';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
 import { CREATED_MS, MIGRATE_2_TO_3, MIGRATE_3_TO_4, MIGRATE_4_TO_5, MIGRATE_5_TO_6, SCHEMA, SCHEMA_VERSION } from './sqlite-schema.js';
-import { EncodedPut, encodeNow, encodeWork, toRecord, type ChainRow, type ItemParams, type LinkRow, type PutParams, type RecordRow } from './sqlite-rows.js';
+import { EncodedPut, encodeNow, encodeWork, toRecord, toRecordWork, type ChainRow, type ItemParams, type LinkRow, type PutParams, type RecordRow } from './sqlite-rows.js';
 import { InputItemsCache, parseListWork, parsedBytesWork, type InputItemIndex, type ItemsLoad } from './input-items.js';
-import { CHAIN_PAGE_BYTES, CHAIN_PAGE_LINKS, EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, newCounters, ownInputItems, type AppendedItems, type PreparedPut, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
+import { EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, newCounters, ownInputItems, type AppendedItems, type PreparedPut, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
 
 /**
  * Rows (expired or evicted) one transaction deletes when a file is trimmed at open: the WAL then grows by about
@@ -66,6 +66,17 @@ export const STORE_BUSY_WAIT_MS = 1_000;
  * the largest transaction since the server started (a put of a 16 MiB body is tens of MB), on disk until it stopped.
  */
 export const WAL_SIZE_LIMIT = 4 * 1024 * 1024;
+
+/**
+ * The write-ahead log is checkpointed (its pages copied into the database) by the store, in an event-loop turn of its
+ * own, once writes since the last checkpoint reach this many bytes (their rows' JSON, and a page per write): SQLite's
+ * automatic checkpoint (the same size, 1,000 pages of 4 KiB) ran inside the commit that passed it, so a put of a
+ * 16 MiB body also copied the whole log in its turn: 260–340 ms in one `put`, against ~100 ms for the insert alone
+ * and ~200 ms for the checkpoint alone (a 16 MiB request held `/health` over the 250 ms bound with the file store).
+ */
+export const CHECKPOINT_BYTES = WAL_SIZE_LIMIT;
+/** What a write counts toward `CHECKPOINT_BYTES` besides its rows' JSON: a page (an index entry, a deleted row's pages). */
+const WRITE_PAGE_BYTES = 4096;
 
 /** A read looks whether the store's file was deleted or replaced (`#checkFile`) at most this often (ms); a write always does. */
 export const FILE_CHECK_MS = 250;
@@ -124,7 +135,7 @@ export class SqliteStore implements ResponseStore {
   #selectRunner!: Database.Statement<[IdOwner & { cutoff: number }], { runner: string | null }>;
   #selectItem!: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
   #selectLinks!: Database.Statement<[IdOwner & { limit: number; cutoff: number; second: number }], LinkRow>;
-  #selectPage!: Database.Statement<[{ ids: string; owner: string | null; cutoff: number; second: number }], ChainRow>;
+  #selectLink!: Database.Statement<[IdOwner & { cutoff: number; second: number }], ChainRow>;
   #selectVersion!: Database.Statement<[IdOwner & { cutoff: number; second: number }], VersionRow>;
   #selectInput!: Database.Statement<[VersionRow & IdOwner & { cutoff: number; second: number }], { input: string; appended: string | null }>;
   #put!: (p: PutParams, items: ItemParams[]) => Tally;
@@ -145,6 +156,9 @@ export class SqliteStore implements ResponseStore {
   #busyWait = -1;
   /** A write waited the whole `STORE_BUSY_WAIT_MS` for another process's lock and failed: writes do not wait until one gets it. */
   #locked = false;
+  /** What was written since the last checkpoint (`#noteWrite`), and whether one is on its way. */
+  #unchecked = 0;
+  #checkpointQueued = false;
 
   /** Responses and their bytes (the `bytes` column's sum), counted at open and kept by every write. */
   #count = 0;
@@ -204,6 +218,8 @@ export class SqliteStore implements ResponseStore {
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
     this.#db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
+    // Checkpoints in turns of their own (`#noteWrite`), not inside the commit that fills the log.
+    this.#db.pragma('wal_autocheckpoint = 0');
     this.#migrate(path);
     if (this.#file !== undefined) {
       const { dev, ino } = statSync(path);
@@ -273,10 +289,10 @@ export class SqliteStore implements ResponseStore {
         ORDER BY i.rowid DESC LIMIT 1`,
     );
     // The walk follows only the owner's live rows, so a foreign, missing or expired link ends it with one all-null row
-    // (LEFT JOIN) that marks the chain broken. It reads each row's first columns only (as `#selectVersion` does): the
-    // JSON's sizes from the row's header, `created_at_ms` for a row of the cutoff's own second. The records are then
-    // read a page at a time (`#selectPage`, `chainWork`): one query reading a 9,001-link chain's 27 MB whole, then
-    // parsed in the same turn, held the event loop 0.5–1 s (outside attack).
+    // (LEFT JOIN) that marks the chain broken. It reads each row's first columns only (as `#selectVersion` does:
+    // `created_at_ms` only for a row of the cutoff's own second). The records are then read one at a time
+    // (`#selectLink`, `chainWork`): one query reading a 9,001-link chain's 27 MB whole, then parsed in the same turn,
+    // held the event loop 0.5–1 s (outside attack).
     this.#selectLinks = db.prepare(
       `WITH RECURSIVE walk(id, depth) AS (
          SELECT @id, 0
@@ -286,19 +302,17 @@ export class SqliteStore implements ResponseStore {
                 AND (r.created_at > @second OR (r.created_at = @second AND ${CREATED_MS} > @cutoff))
           WHERE r.previous_response_id IS NOT NULL AND walk.depth < @limit - 1
        )
-       SELECT walk.id AS id, r.rowid AS row, r.previous_response_id,
-              octet_length(r.response) + octet_length(r.input) + coalesce(octet_length(r.appended), 0) AS bytes
+       SELECT walk.id AS id, r.rowid AS row, r.previous_response_id
          FROM walk LEFT JOIN responses r ON r.id = walk.id AND r.owner IS @owner
               AND (r.created_at > @second OR (r.created_at = @second AND ${CREATED_MS} > @cutoff))
         ORDER BY walk.depth DESC`,
     );
-    // A page of a chain's records by id (a JSON array), in that order; a link gone since the walk (deleted, expired,
-    // put again by another owner) is an all-null row.
-    this.#selectPage = db.prepare(
-      `SELECT r.previous_response_id, r.owner, r.created_at, r.created_at_ms, r.response, r.input, r.appended, r.runner, r.protocol
-         FROM json_each(@ids) j LEFT JOIN responses r ON r.id = j.value AND r.owner IS @owner
-              AND (r.created_at > @second OR (r.created_at = @second AND ${CREATED_MS} > @cutoff))
-        ORDER BY j.key`,
+    // One record of a chain, by id: read one at a time (`chainWork`). Not a page of them in one query: its `ORDER BY`
+    // sorted the rows, JSON and all, through a temporary b-tree (a 16 MiB row took ~390 ms to read that way, ~60 ms
+    // by id).
+    this.#selectLink = db.prepare(
+      `SELECT previous_response_id, owner, created_at, created_at_ms, response, input, appended, runner, protocol FROM responses
+        WHERE id = @id AND owner IS @owner AND (created_at > @second OR (created_at = @second AND ${CREATED_MS} > @cutoff))`,
     );
 
     this.#put = db.transaction((p: PutParams, items: ItemParams[]): Tally => {
@@ -351,9 +365,12 @@ export class SqliteStore implements ResponseStore {
     // A file written under higher bounds (or left for longer than its TTL) is brought within them now, not by the first put,
     // OPEN_TRIM_BATCH rows a transaction: one transaction for all grew the WAL to most of the file's size (it stays that
     // size on disk while the server runs) and held every deleted row's id in memory at once.
+    // The log is checkpointed after each (the store checkpoints in turns of its own, `#noteWrite`, and this is one turn).
     for (;;) {
       const tally = this.#trim(OPEN_TRIM_BATCH);
       this.#apply(tally);
+      if (tally.expired + tally.evicted === 0) break;
+      this.#db.pragma('wal_checkpoint(PASSIVE)');
       if (tally.expired + tally.evicted < OPEN_TRIM_BATCH) break;
     }
     const file = path !== ':memory:';
@@ -448,7 +465,7 @@ export class SqliteStore implements ResponseStore {
     const { params, items } = prepared instanceof EncodedPut && prepared.rec === rec ? prepared : encodeNow(rec);
     const id = params.id;
     this.#listed.delete(id);
-    this.#apply(this.#write(() => this.#put(params, items)));
+    this.#apply(this.#write(() => this.#put(params, items), false, params.bytes));
     this.counters.bytes_written += params.bytes;
     this.#sweep.wake(createdMs(rec) + (this.bounds.ttlMs ?? Infinity));
   }
@@ -498,9 +515,9 @@ export class SqliteStore implements ResponseStore {
   }
 
   /**
-   * The chain's links walked first (ids and sizes, no JSON: a broken chain costs no parse), then its records read
-   * and parsed oldest first, `CHAIN_PAGE_LINKS` links or `CHAIN_PAGE_BYTES` of JSON a query, yielding after each
-   * record. Undefined as for `chain`, also when a link is gone between two pages (deleted or expired meanwhile).
+   * The chain's links walked first (ids only, no JSON: a broken chain costs no parse), then its records read and
+   * parsed one at a time, oldest first, yielding after each. Undefined as for `chain`, also when a link is gone (deleted
+   * or expired) or changed before it is read.
    */
   *chainWork(id: string, owner: string | null): ParseWork<StoredResponse[] | undefined> {
     this.#checkFile(false);
@@ -512,22 +529,13 @@ export class SqliteStore implements ResponseStore {
     // The oldest row must be a root; otherwise the walk hit the limit (a cycle).
     if (links.length === 0 || links[0]!.previous_response_id !== null) return undefined;
     const records: StoredResponse[] = [];
-    for (let start = 0; start < links.length; ) {
-      let end = start + 1;
-      let bytes = links[start]!.bytes ?? 0;
-      while (end < links.length && end - start < CHAIN_PAGE_LINKS && bytes + (links[end]!.bytes ?? 0) <= CHAIN_PAGE_BYTES) bytes += links[end++]!.bytes ?? 0;
+    for (const link of links) {
       yield;
       this.#checkFile(false);
-      const page = links.slice(start, end);
-      const rows = this.#selectPage.all({ ids: JSON.stringify(page.map((l) => l.id)), owner, cutoff, second });
-      for (let i = 0; i < rows.length; i++) {
-        const row = rows[i]!;
-        // Gone, or no longer the link the walk found (its previous response changed): the chain read is not one chain.
-        if (row.response === null || row.previous_response_id !== page[i]!.previous_response_id) return undefined;
-        records.push(toRecord(row as RecordRow));
-        yield;
-      }
-      start = end;
+      const row = this.#selectLink.get({ id: link.id, owner, cutoff, second });
+      // Gone, or no longer the link the walk found (its previous response changed): the chain read is not one chain.
+      if (!row || row.previous_response_id !== link.previous_response_id) return undefined;
+      records.push(yield* toRecordWork(row));
     }
     this.counters.rows_read += records.length;
     return records;
@@ -599,11 +607,12 @@ export class SqliteStore implements ResponseStore {
    * a write of this store takes, and each write waiting in turn held the event loop that long). The first write that
    * gets the lock makes writes wait again. A sweep's failure leaves writes waiting: it did not wait.
    */
-  #write<T>(fn: () => T, once = false): T {
+  #write<T>(fn: () => T, once = false, bytes = 0): T {
     this.#waitForLock(once || this.#locked ? 0 : STORE_BUSY_WAIT_MS);
     try {
       const result = fn();
       this.#locked = false;
+      this.#noteWrite(bytes);
       return result;
     } catch (err) {
       if (!once && isBusy(err)) this.#locked = true;
@@ -615,6 +624,33 @@ export class SqliteStore implements ResponseStore {
       this.#waitForLock(this.#locked ? 0 : STORE_BUSY_WAIT_MS);
     }
   }
+  /**
+   * Count a committed write of `bytes` toward `CHECKPOINT_BYTES`; past it, a checkpoint is queued two `setImmediate`s
+   * ahead, so that the loop polls for I/O (a `/health`, the next request) between the write's turn and the checkpoint's
+   * whatever phase the write ran in. PASSIVE, as SQLite's automatic one: it copies what no reader still needs and
+   * never waits; `journal_size_limit` truncates the log at the next write once it was all copied.
+   */
+  #noteWrite(bytes: number): void {
+    this.#unchecked += bytes + WRITE_PAGE_BYTES;
+    if (this.#unchecked < CHECKPOINT_BYTES || this.#checkpointQueued) return;
+    this.#checkpointQueued = true;
+    const db = this.#db;
+    setImmediate(() =>
+      setImmediate(() => {
+        this.#checkpointQueued = false;
+        // Closed, or opened again meanwhile (`#checkFile`): the old connection's log was checkpointed as it closed.
+        if (db !== this.#db || !db.open) return;
+        this.#unchecked = 0;
+        try {
+          db.pragma('wal_checkpoint(PASSIVE)');
+        } catch (err) {
+          // A file gone or read-only now: the next write finds it (`#checkFile`, `#write`); the log waits for the next checkpoint.
+          this.#log?.warn({ code: 'store_checkpoint_failed', path: this.#path, err: (err as Error).message }, "the store's write-ahead log could not be checkpointed");
+        }
+      }),
+    );
+  }
+
 
   /** The connection's `busy_timeout`, set only when it changes (a pragma is a statement). */
   #waitForLock(ms: number): void {

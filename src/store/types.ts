@@ -416,9 +416,6 @@ export interface ResponseStore {
 
 /** Longest previous_response_id walk; past it the chain is treated as broken (it can only be a cycle or abuse). */
 export const MAX_CHAIN_LINKS = 10_000;
-/** Links, and bytes of their JSON (at least one link), a store reads with one query of a chain's records (`chainWork`). */
-export const CHAIN_PAGE_LINKS = 256;
-export const CHAIN_PAGE_BYTES = 1024 * 1024;
 
 export function newCounters(): StoreCounters {
   return { reads: 0, writes: 0, rows_read: 0, bytes_written: 0, evicted: 0, expired: 0 };

@@ -154,7 +154,8 @@ describe("a store file's write-ahead log", () => {
     const { url } = await testServer({ store: path });
     const big = await create(url, 'x'.repeat(6_000_000));
     expect(big.body.status).toBe('completed');
-    // The large transaction's pages are checkpointed once it commits; the next write starts the log again from its
+    // The large transaction's pages are checkpointed in a turn of their own after it commits (before the next request
+    // is read: two setImmediates, against the next request's socket reads); the next write starts the log again from its
     // beginning and, with the bound, truncates it. Without one the file kept the largest transaction's size (14 MB
     // after two 7 MB inputs, measured) until the server stopped.
     expect(statSync(`${path}-wal`).size).toBeGreaterThan(6_000_000);

@@ -11,7 +11,7 @@ import { UNBOUNDED, type ResponseStore, type StoreBounds, type StoreLog } from '
 
 export { MemoryStore } from './memory.js';
 export { SqliteStore, SCHEMA_VERSION } from './sqlite.js';
-export { MAX_CHAIN_LINKS, type MemoryBounds, type StoreLog, type ResponseStore, type StoreBounds, type StoreCounters, type StoredResponse } from './types.js';
+export { CHAIN_PAGE_BYTES, CHAIN_PAGE_LINKS, MAX_CHAIN_LINKS, type MemoryBounds, type StoreLog, type ResponseStore, type StoreBounds, type StoreCounters, type StoredResponse } from './types.js';
 
 /**
  * `'memory'` → MemoryStore; `':memory:'` → SQLite in memory; anything else →

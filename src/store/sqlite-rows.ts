@@ -26,6 +26,8 @@ export interface LinkRow {
   id: string;
   row: number | null;
   previous_response_id: string | null;
+  /** Its JSON's bytes (Response, input, appended), read from the row's header. */
+  bytes: number | null;
 }
 
 /** A record of a chain, with its link. */

@@ -4,7 +4,7 @@
  *
  * One `responses` row per response (the Response and its own input as JSON)
  * and one `items` row per findable item, so getItem is an index lookup and
- * chain() is one recursive query for its links, then its records one at a time. All calls are synchronous on the caller's
+ * chain() is one recursive query for its links, then its records a page at a time. All calls are synchronous on the caller's
  * thread: that is real request-path work, and the HTTP baseline measures it.
  * A record whose strings are long (past `NATIVE_TEXT_CHARS`) can have its
  * JSON made ahead in slices (`prepare`, which the engine runs before the
@@ -44,7 +44,7 @@ import type { InputItem, OutputItem } from '../protocol/objects.js';
 import { CREATED_MS, MIGRATE_2_TO_3, MIGRATE_3_TO_4, MIGRATE_4_TO_5, MIGRATE_5_TO_6, SCHEMA, SCHEMA_VERSION } from './sqlite-schema.js';
 import { EncodedPut, encodeNow, encodeWork, toRecord, toRecordWork, type ChainRow, type ItemParams, type LinkRow, type PutParams, type RecordRow } from './sqlite-rows.js';
 import { InputItemsCache, parseListWork, parsedBytesWork, type InputItemIndex, type ItemsLoad } from './input-items.js';
-import { EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, newCounters, ownInputItems, type AppendedItems, type PreparedPut, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
+import { CHAIN_PAGE_BYTES, CHAIN_PAGE_LINKS, EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, newCounters, ownInputItems, type AppendedItems, type PreparedPut, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
 
 /**
  * Rows (expired or evicted) one transaction deletes when a file is trimmed at open: the WAL then grows by about
@@ -135,7 +135,7 @@ export class SqliteStore implements ResponseStore {
   #selectRunner!: Database.Statement<[IdOwner & { cutoff: number }], { runner: string | null }>;
   #selectItem!: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
   #selectLinks!: Database.Statement<[IdOwner & { limit: number; cutoff: number; second: number }], LinkRow>;
-  #selectLink!: Database.Statement<[IdOwner & { cutoff: number; second: number }], ChainRow>;
+  #selectPage!: Database.Statement<[{ ids: string; owner: string | null; cutoff: number; second: number }], ChainRow & { at: number }>;
   #selectVersion!: Database.Statement<[IdOwner & { cutoff: number; second: number }], VersionRow>;
   #selectInput!: Database.Statement<[VersionRow & IdOwner & { cutoff: number; second: number }], { input: string; appended: string | null }>;
   #put!: (p: PutParams, items: ItemParams[]) => Tally;
@@ -289,10 +289,10 @@ export class SqliteStore implements ResponseStore {
         ORDER BY i.rowid DESC LIMIT 1`,
     );
     // The walk follows only the owner's live rows, so a foreign, missing or expired link ends it with one all-null row
-    // (LEFT JOIN) that marks the chain broken. It reads each row's first columns only (as `#selectVersion` does:
-    // `created_at_ms` only for a row of the cutoff's own second). The records are then read one at a time
-    // (`#selectLink`, `chainWork`): one query reading a 9,001-link chain's 27 MB whole, then parsed in the same turn,
-    // held the event loop 0.5–1 s (outside attack).
+    // (LEFT JOIN) that marks the chain broken. It reads each row's first columns only (as `#selectVersion` does: the
+    // JSON's sizes from the row's header, `created_at_ms` only for a row of the cutoff's own second). The records are
+    // then read a page at a time (`#selectPage`, `chainWork`): one query reading a 9,001-link chain's 27 MB whole, then
+    // parsed in the same turn, held the event loop 0.5–1 s (outside attack).
     this.#selectLinks = db.prepare(
       `WITH RECURSIVE walk(id, depth) AS (
          SELECT @id, 0
@@ -302,17 +302,19 @@ export class SqliteStore implements ResponseStore {
                 AND (r.created_at > @second OR (r.created_at = @second AND ${CREATED_MS} > @cutoff))
           WHERE r.previous_response_id IS NOT NULL AND walk.depth < @limit - 1
        )
-       SELECT walk.id AS id, r.rowid AS row, r.previous_response_id
+       SELECT walk.id AS id, r.rowid AS row, r.previous_response_id,
+              octet_length(r.response) + octet_length(r.input) + coalesce(octet_length(r.appended), 0) AS bytes
          FROM walk LEFT JOIN responses r ON r.id = walk.id AND r.owner IS @owner
               AND (r.created_at > @second OR (r.created_at = @second AND ${CREATED_MS} > @cutoff))
         ORDER BY walk.depth DESC`,
     );
-    // One record of a chain, by id: read one at a time (`chainWork`). Not a page of them in one query: its `ORDER BY`
-    // sorted the rows, JSON and all, through a temporary b-tree (a 16 MiB row took ~390 ms to read that way, ~60 ms
-    // by id).
-    this.#selectLink = db.prepare(
-      `SELECT previous_response_id, owner, created_at, created_at_ms, response, input, appended, runner, protocol FROM responses
-        WHERE id = @id AND owner IS @owner AND (created_at > @second OR (created_at = @second AND ${CREATED_MS} > @cutoff))`,
+    // A page of a chain's records by id (a JSON array), each with its place in it; a link gone since the walk (deleted,
+    // expired, put again by another owner) is missing. No `ORDER BY`: it sorted the rows, JSON and all, through a
+    // temporary b-tree (a 16 MiB row took ~390 ms to read that way, ~60 ms without); the caller puts them in order.
+    this.#selectPage = db.prepare(
+      `SELECT j.key AS at, r.previous_response_id, r.owner, r.created_at, r.created_at_ms, r.response, r.input, r.appended, r.runner, r.protocol
+         FROM json_each(@ids) j JOIN responses r ON r.id = j.value AND r.owner IS @owner
+              AND (r.created_at > @second OR (r.created_at = @second AND ${CREATED_MS} > @cutoff))`,
     );
 
     this.#put = db.transaction((p: PutParams, items: ItemParams[]): Tally => {
@@ -515,9 +517,10 @@ export class SqliteStore implements ResponseStore {
   }
 
   /**
-   * The chain's links walked first (ids only, no JSON: a broken chain costs no parse), then its records read and
-   * parsed one at a time, oldest first, yielding after each. Undefined as for `chain`, also when a link is gone (deleted
-   * or expired) or changed before it is read.
+   * The chain's links walked first (ids and sizes, no JSON: a broken chain costs no parse), then its records read
+   * oldest first, `CHAIN_PAGE_LINKS` links or `CHAIN_PAGE_BYTES` of JSON a query (a larger record alone), each parsed
+   * in slices (`toRecordWork`) with a yield after it. Undefined as for `chain`, also when a link is gone (deleted or
+   * expired) or changed before it is read.
    */
   *chainWork(id: string, owner: string | null): ParseWork<StoredResponse[] | undefined> {
     this.#checkFile(false);
@@ -529,13 +532,25 @@ export class SqliteStore implements ResponseStore {
     // The oldest row must be a root; otherwise the walk hit the limit (a cycle).
     if (links.length === 0 || links[0]!.previous_response_id !== null) return undefined;
     const records: StoredResponse[] = [];
-    for (const link of links) {
+    for (let start = 0; start < links.length; ) {
+      let end = start + 1;
+      let bytes = links[start]!.bytes ?? 0;
+      while (end < links.length && end - start < CHAIN_PAGE_LINKS && bytes + (links[end]!.bytes ?? 0) <= CHAIN_PAGE_BYTES) bytes += links[end++]!.bytes ?? 0;
       yield;
       this.#checkFile(false);
-      const row = this.#selectLink.get({ id: link.id, owner, cutoff, second });
-      // Gone, or no longer the link the walk found (its previous response changed): the chain read is not one chain.
-      if (!row || row.previous_response_id !== link.previous_response_id) return undefined;
-      records.push(yield* toRecordWork(row));
+      const page = links.slice(start, end);
+      const rows = this.#selectPage.all({ ids: JSON.stringify(page.map((l) => l.id)), owner, cutoff, second });
+      // A link gone meanwhile has no row: not the chain walked.
+      if (rows.length !== page.length) return undefined;
+      rows.sort((a, b) => a.at - b.at);
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i]!;
+        // No longer the link the walk found (put again with another previous response): the chain read is not one chain.
+        if (row.at !== i || row.previous_response_id !== page[i]!.previous_response_id) return undefined;
+        records.push(yield* toRecordWork(row));
+        yield;
+      }
+      start = end;
     }
     this.counters.rows_read += records.length;
     return records;

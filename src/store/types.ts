@@ -416,6 +416,9 @@ export interface ResponseStore {
 
 /** Longest previous_response_id walk; past it the chain is treated as broken (it can only be a cycle or abuse). */
 export const MAX_CHAIN_LINKS = 10_000;
+/** Links, and bytes of their JSON (a larger record alone), a store on SQLite reads with one query of a chain's records. */
+export const CHAIN_PAGE_LINKS = 256;
+export const CHAIN_PAGE_BYTES = 1024 * 1024;
 
 export function newCounters(): StoreCounters {
   return { reads: 0, writes: 0, rows_read: 0, bytes_written: 0, evicted: 0, expired: 0 };

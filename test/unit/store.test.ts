@@ -12,6 +12,8 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FunctionCall, InputItem, Response } from '../../src/protocol/objects.js';
 import {
+  CHAIN_PAGE_BYTES,
+  CHAIN_PAGE_LINKS,
   MAX_CHAIN_LINKS,
   MemoryStore,
   SCHEMA_VERSION,
@@ -613,9 +615,10 @@ describe.each(stores)('$name', ({ open, serialises }) => {
     expect(store.chain('resp_1', ALICE)).toHaveLength(1);
   });
 
-  it('reads a long chain a record at a time, yielding after each, and gives no chain when a link goes while it reads', () => {
-    const links = 549;
-    const big = 'x'.repeat(600_000);
+  it('reads a long chain in pages, yielding after each record, and gives no chain when a link goes while it reads', () => {
+    // More links than one page holds, and records of more bytes than one page reads (each alone in its page then).
+    const links = CHAIN_PAGE_LINKS * 2 + 37;
+    const big = 'x'.repeat(Math.ceil(CHAIN_PAGE_BYTES * 0.6));
     const id = (n: number) => `resp_${n}`;
     for (let n = 1; n <= links; n++) {
       const input: InputItem[] | undefined = n % 200 === 0 ? [{ type: 'message', role: 'user', content: big }] : undefined;

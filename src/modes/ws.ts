@@ -81,8 +81,13 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
    * the oldest other lanes' entries until all fit in `maxContextBytes`, so a connection keeps no more than it did.
    */
   const caches = new Map<string | null, Cached>();
-  /** The lane each create planned here came in (`plan`), for `ended` and `failed`. */
-  const lanes = new WeakMap<CreateParams, string | null>();
+  /**
+   * Per create planned here (`plan`), for `ended` and `failed`: the lane it came in; the header key computed in plan()
+   * (reused when the response is cached: instructions and tools can be tens of KB); the lineage its context carries
+   * (without it) and the deletes count when it was planned (null until then). One entry, not a WeakMap per field:
+   * each WeakMap set cost a few µs of every continuation.
+   */
+  const planned = new WeakMap<CreateParams, { lane: string | null; headerKey: string | null; lineage: Set<string> | null; checked: number }>();
   /** The one way the cache changes: a stored response it holds is registered in `cachedResponses` while it does. */
   function setCache(lane: string | null, next: Cached | null): void {
     const prev = caches.get(lane) ?? null;
@@ -137,10 +142,6 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     c.checked = deletes;
     return true;
   }
-  /** Per create planned here: the lineage its context carries (without it) and the deletes count when it was planned. */
-  const lineages = new WeakMap<CreateParams, { lineage: Set<string>; checked: number }>();
-  /** The header key computed in plan(), reused when the response is cached (instructions and tools can be tens of KB). */
-  const headerKeys = new WeakMap<CreateParams, string>();
 
   async function fromCache(params: CreateParams, c: Cached, headerKey: string, metrics: RunMetrics, fork: boolean) {
     const sw = services.switches;
@@ -192,12 +193,13 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     protocol: 'ws',
     appendable: false,
     async plan(params, metrics, lane = null): Promise<RunPlan> {
-      lanes.set(params, lane);
+      const entry = { lane, headerKey: null as string | null, lineage: null as Set<string> | null, checked: 0 };
+      planned.set(params, entry);
       const header = [params.instructions, params.tools];
       // Long ones in slices (one JSON.stringify of a schema of 2.5 million lone surrogates held the loop ~300 ms);
       // the usual short ones natively, with no await.
       const headerKey = textOver(header, NATIVE_TEXT_CHARS) ? await runCooperative(jsonTextWork(header)) : JSON.stringify(header);
-      headerKeys.set(params, headerKey);
+      entry.headerKey = headerKey;
       const prev = params.previous_response_id;
       let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input']; charged?: RunPlan['contextCharged'] };
       const checked = cachedResponses?.deletes() ?? 0;
@@ -229,7 +231,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         prepared = await prepareFromStore(params, services, metrics, info.owner, info.charge, chainIds);
         lineage = new Set(chainIds);
       }
-      lineages.set(params, { lineage, checked });
+      entry.lineage = lineage;
+      entry.checked = checked;
       // A chain of continuations extends one cached context: bound it like a long-lived run.
       checkContext(prepared.context, [], services.limits);
       return {
@@ -247,11 +250,13 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       };
     },
     ended(run, plan) {
-      const lane = lanes.get(plan.params) ?? null;
+      const entry = planned.get(plan.params);
+      const lane = entry?.lane ?? null;
       const cache = caches.get(lane);
       if (run.response.status === 'completed') {
-        const headerKey = headerKeys.get(plan.params) ?? JSON.stringify([plan.params.instructions, plan.params.tools]);
-        const { lineage, checked } = lineages.get(plan.params) ?? { lineage: new Set<string>(), checked: -1 };
+        const headerKey = entry?.headerKey ?? JSON.stringify([plan.params.instructions, plan.params.tools]);
+        const lineage = entry?.lineage ?? new Set<string>();
+        const checked = entry?.lineage ? entry.checked : -1;
         if (plan.params.store) lineage.add(run.id);
         setCache(lane, { id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output), stored: plan.params.store, lineage, checked });
       } else if (cache && (cache.id === plan.params.previous_response_id || cache.context === plan.context)) {
@@ -259,7 +264,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       }
     },
     failed(params) {
-      const lane = lanes.get(params) ?? null;
+      const lane = planned.get(params)?.lane ?? null;
       if (caches.get(lane)?.id === params.previous_response_id) setCache(lane, null);
     },
     closed() {

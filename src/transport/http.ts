@@ -455,12 +455,16 @@ export class HttpTransport {
     if (!bg) {
       // Its events are another server process's (it runs it): said so, not that they are no longer kept after its end.
       this.host.refuseIfRunningElsewhere(id, owner, 'stream');
+      // A `store: true` response still being made (any design but background: those are found above) is one retrieve
+      // answers `in_progress`: refused as it will be once it has ended, not 404 (outside attack: a paused long-lived run
+      // was "not found" here and found by retrieve).
+      // Asked without copying it (`isInFlight`).
       const stored = this.host.storedResponse(id, owner);
-      if (!stored) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
+      if (!stored && !this.host.isInFlight(id, owner)) throw new WireError('response_not_found', `Response with id '${id.slice(0, 100)}' not found.`);
       const limits = this.host.limits;
       throw new WireError(
         'invalid_value',
-        stored.background
+        stored?.background
           ? `The events of background response '${id}' are no longer kept (they stay ${limits.backgroundEventsTtlMs} ms after it ends, llr serve --background-events-ttl-ms, within --max-background-kept-bytes server-wide). Retrieve it without 'stream'.`
           : `Response '${id}' cannot be streamed: the API streams a retrieve only for a response created with 'background': true, and this one was not. Retrieve it without 'stream'.`,
         'stream',

@@ -89,6 +89,23 @@ describe('a stored response retrieved while it is being made', () => {
     expect(after.status).toBe(400);
   });
 
+  // Nor may a streamed retrieve: it was 404 response_not_found while the run was being made (outside attack), then 400
+  // once it had ended. The API streams a retrieve only of a background response: 400 invalid_value, param stream, both
+  // while it is made and after.
+  it.each(['http', 'long-lived-http', 'ws', 'long-lived'] as const)('%s: a streamed retrieve of one is 400 invalid_value (param stream), not 404, and its run goes on', async (design) => {
+    const { model, release } = gatedModel();
+    const { url } = await testServer({ model });
+    const { id, end } = await inFlight(url, design, {});
+    const during = await getJson(`${url}/v1/responses/${id}?stream=true`);
+    expect({ status: during.status, code: during.json.error.code, param: during.json.error.param }).toEqual({ status: 400, code: 'invalid_value', param: 'stream' });
+    expect(during.json.error.message).toMatch(/only for a response created with 'background': true/);
+    release();
+    expect((await end()).response.status).toBe('completed');
+    const after = await getJson(`${url}/v1/responses/${id}?stream=true`);
+    expect({ status: after.status, code: after.json.error.code }).toEqual({ status: 400, code: 'invalid_value' });
+    expect((await getJson(`${url}/v1/responses/resp_nowhere?stream=true`)).status).toBe(404);
+  });
+
   it('DELETE of one ends its run cancelled, then it is gone; a second DELETE is 404', async () => {
     const { model } = gatedModel();
     const { url, server } = await testServer({ model });

@@ -67,7 +67,7 @@ export function loadChain(id: string, owner: string | null, services: Services, 
   return metrics.timeAsync('load_state', async () => {
     metrics.count('store_reads');
     const chain = await runCooperative(services.store.chainWork(id, owner));
-    if (!chain) throw brokenChain(id, owner, services) ?? notFound(id);
+    if (!chain) throw (await runCooperative(brokenChain(id, owner, services))) ?? notFound(id);
     const items: InputItem[] = [];
     for (const rec of chain) {
       // Stored as it started and not ended (a background response in flight, here or in another process on the file,
@@ -93,22 +93,23 @@ export function loadChain(id: string, owner: string | null, services: Services, 
  * than MAX_CHAIN_LINKS, which the store does not walk (a ws-mode connection extends its chain from its cache whatever
  * its length, so one is stored). Undefined when `id` itself is missing.
  */
-function brokenChain(id: string, owner: string | null, services: Services): WireError | undefined {
-  let rec = services.store.get(id, owner);
-  for (let links = 0; rec && links < MAX_CHAIN_LINKS; links++) {
-    const prev = rec.response.previous_response_id;
+function* brokenChain(id: string, owner: string | null, services: Services): Work<WireError | undefined> {
+  // The links' parents only (`previousOf`), with a yield between them: `get` parsed each link's record.
+  let prev = services.store.previousOf(id, owner);
+  for (let links = 0; prev !== undefined && links < MAX_CHAIN_LINKS; links++) {
     if (prev === null) return undefined;
-    const next = services.store.get(prev, owner);
-    if (!next) {
+    yield;
+    const next = services.store.previousOf(prev, owner);
+    if (next === undefined) {
       return new WireError(
         'previous_response_not_found',
         `Previous response with id '${id}' cannot be continued: response '${prev}' earlier in its chain is not stored (created with 'store': false, deleted, or expired or evicted from the store). Send the full input instead.`,
         'previous_response_id',
       );
     }
-    rec = next;
+    prev = next;
   }
-  if (rec) {
+  if (prev !== undefined) {
     return new WireError(
       'previous_response_not_found',
       `Previous response with id '${id}' cannot be continued: its chain of previous responses is longer than ${MAX_CHAIN_LINKS} responses, the most this server loads from the store. Send the full input instead.`,

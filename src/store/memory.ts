@@ -134,6 +134,11 @@ export class MemoryStore implements ResponseStore {
     return this.#owned(id, owner, expiryCutoff(this.bounds)) !== undefined;
   }
 
+  previousOf(id: string, owner: string | null): string | null | undefined {
+    this.counters.reads++;
+    return this.#owned(id, owner, expiryCutoff(this.bounds))?.rec.response.previous_response_id;
+  }
+
   delete(id: string, owner: string | null): boolean {
     this.counters.writes++;
     const entry = this.#records.get(id);

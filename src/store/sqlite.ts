@@ -68,15 +68,17 @@ export const STORE_BUSY_WAIT_MS = 1_000;
 export const WAL_SIZE_LIMIT = 4 * 1024 * 1024;
 
 /**
- * The write-ahead log is checkpointed (its pages copied into the database) by the store, in an event-loop turn of its
- * own, once writes since the last checkpoint reach this many bytes (their rows' JSON, and a page per write): SQLite's
- * automatic checkpoint (the same size, 1,000 pages of 4 KiB) ran inside the commit that passed it, so a put of a
- * 16 MiB body also copied the whole log in its turn: 260–340 ms in one `put`, against ~100 ms for the insert alone
- * and ~200 ms for the checkpoint alone (a 16 MiB request held `/health` over the 250 ms bound with the file store).
+ * A put of at least this many bytes of JSON commits with SQLite's automatic checkpoint off, and the log is
+ * checkpointed in an event-loop turn of its own after it (`#deferCheckpoint`). The automatic checkpoint (1,000 pages
+ * of 4 KiB) runs inside the commit that passes it, so a put of a 16 MiB body also copied the whole log, itself
+ * included, in its turn: 260–340 ms in one `put`, against ~100 ms for the insert alone and ~200 ms for the
+ * checkpoint alone (a 16 MiB request held `/health` over the 250 ms bound with the file store). Every other write
+ * keeps the automatic checkpoint, which counts the log's real pages: a store counting its writes' JSON instead let
+ * deletes of responses with thousands of indexed items grow the log to 1.5 GB unseen (outside attack).
  */
-export const CHECKPOINT_BYTES = WAL_SIZE_LIMIT;
-/** What a write counts toward `CHECKPOINT_BYTES` besides its rows' JSON: a page (an index entry, a deleted row's pages). */
-const WRITE_PAGE_BYTES = 4096;
+export const LARGE_PUT_BYTES = 1024 * 1024;
+/** SQLite's default automatic checkpoint, in pages (set explicitly: a large put turns it off for its own commit). */
+const AUTOCHECKPOINT_PAGES = 1000;
 
 /** A read looks whether the store's file was deleted or replaced (`#checkFile`) at most this often (ms); a write always does. */
 export const FILE_CHECK_MS = 250;
@@ -133,6 +135,7 @@ export class SqliteStore implements ResponseStore {
   #selectResponse!: Database.Statement<[IdOwner & { cutoff: number }], RecordRow>;
   #hasResponse!: Database.Statement<[IdOwner & { cutoff: number }], unknown>;
   #selectRunner!: Database.Statement<[IdOwner & { cutoff: number }], { runner: string | null }>;
+  #selectPrevious!: Database.Statement<[IdOwner & { cutoff: number; second: number }], { previous_response_id: string | null }>;
   #selectItem!: Database.Statement<[{ item_id: string; owner: string | null; cutoff: number }], { item: string }>;
   #selectLinks!: Database.Statement<[IdOwner & { limit: number; cutoff: number; second: number }], LinkRow>;
   #selectPage!: Database.Statement<[{ ids: string; owner: string | null; cutoff: number; second: number }], ChainRow & { at: number }>;
@@ -156,8 +159,7 @@ export class SqliteStore implements ResponseStore {
   #busyWait = -1;
   /** A write waited the whole `STORE_BUSY_WAIT_MS` for another process's lock and failed: writes do not wait until one gets it. */
   #locked = false;
-  /** What was written since the last checkpoint (`#noteWrite`), and whether one is on its way. */
-  #unchecked = 0;
+  /** A checkpoint queued after a large put (`#deferCheckpoint`). */
   #checkpointQueued = false;
 
   /** Responses and their bytes (the `bytes` column's sum), counted at open and kept by every write. */
@@ -218,8 +220,7 @@ export class SqliteStore implements ResponseStore {
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
     this.#db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
-    // Checkpoints in turns of their own (`#noteWrite`), not inside the commit that fills the log.
-    this.#db.pragma('wal_autocheckpoint = 0');
+    this.#db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
     this.#migrate(path);
     if (this.#file !== undefined) {
       const { dev, ino } = statSync(path);
@@ -256,6 +257,11 @@ export class SqliteStore implements ResponseStore {
     this.#hasResponse = db.prepare(`SELECT 1 FROM responses WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`);
     // `runner` comes after the JSON: reading it walks a large row's overflow pages (a DELETE, a cancel: not per page).
     this.#selectRunner = db.prepare(`SELECT runner FROM responses WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`);
+    // A row's first columns only (as `#selectVersion`): `created_at_ms` only for a row of the cutoff's own second.
+    this.#selectPrevious = db.prepare(
+      `SELECT previous_response_id FROM responses
+        WHERE id = @id AND owner IS @owner AND (created_at > @second OR (created_at = @second AND ${CREATED_MS} > @cutoff))`,
+    );
     this.#selectResponse = db.prepare(
       `SELECT owner, created_at, created_at_ms, response, input, appended, runner, protocol FROM responses
         WHERE id = @id AND owner IS @owner AND ${CREATED_MS} > @cutoff`,
@@ -367,12 +373,9 @@ export class SqliteStore implements ResponseStore {
     // A file written under higher bounds (or left for longer than its TTL) is brought within them now, not by the first put,
     // OPEN_TRIM_BATCH rows a transaction: one transaction for all grew the WAL to most of the file's size (it stays that
     // size on disk while the server runs) and held every deleted row's id in memory at once.
-    // The log is checkpointed after each (the store checkpoints in turns of its own, `#noteWrite`, and this is one turn).
     for (;;) {
       const tally = this.#trim(OPEN_TRIM_BATCH);
       this.#apply(tally);
-      if (tally.expired + tally.evicted === 0) break;
-      this.#db.pragma('wal_checkpoint(PASSIVE)');
       if (tally.expired + tally.evicted < OPEN_TRIM_BATCH) break;
     }
     const file = path !== ':memory:';
@@ -467,7 +470,18 @@ export class SqliteStore implements ResponseStore {
     const { params, items } = prepared instanceof EncodedPut && prepared.rec === rec ? prepared : encodeNow(rec);
     const id = params.id;
     this.#listed.delete(id);
-    this.#apply(this.#write(() => this.#put(params, items), false, params.bytes));
+    if (params.bytes < LARGE_PUT_BYTES) {
+      this.#apply(this.#write(() => this.#put(params, items)));
+    } else {
+      // Its commit copies nothing into the database: a turn of its own does, after it.
+      this.#db.pragma('wal_autocheckpoint = 0');
+      try {
+        this.#apply(this.#write(() => this.#put(params, items)));
+      } finally {
+        this.#db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+        this.#deferCheckpoint();
+      }
+    }
     this.counters.bytes_written += params.bytes;
     this.#sweep.wake(createdMs(rec) + (this.bounds.ttlMs ?? Infinity));
   }
@@ -495,6 +509,13 @@ export class SqliteStore implements ResponseStore {
     this.#checkFile(false);
     this.counters.reads++;
     return this.#selectRunner.get({ id, owner, cutoff: expiryCutoff(this.bounds) })?.runner ?? undefined;
+  }
+
+  previousOf(id: string, owner: string | null): string | null | undefined {
+    this.#checkFile(false);
+    this.counters.reads++;
+    const cutoff = expiryCutoff(this.bounds);
+    return this.#selectPrevious.get({ id, owner, cutoff, second: Math.floor(cutoff / 1000) })?.previous_response_id;
   }
 
   has(id: string, owner: string | null): boolean {
@@ -622,12 +643,11 @@ export class SqliteStore implements ResponseStore {
    * a write of this store takes, and each write waiting in turn held the event loop that long). The first write that
    * gets the lock makes writes wait again. A sweep's failure leaves writes waiting: it did not wait.
    */
-  #write<T>(fn: () => T, once = false, bytes = 0): T {
+  #write<T>(fn: () => T, once = false): T {
     this.#waitForLock(once || this.#locked ? 0 : STORE_BUSY_WAIT_MS);
     try {
       const result = fn();
       this.#locked = false;
-      this.#noteWrite(bytes);
       return result;
     } catch (err) {
       if (!once && isBusy(err)) this.#locked = true;
@@ -640,14 +660,13 @@ export class SqliteStore implements ResponseStore {
     }
   }
   /**
-   * Count a committed write of `bytes` toward `CHECKPOINT_BYTES`; past it, a checkpoint is queued two `setImmediate`s
-   * ahead, so that the loop polls for I/O (a `/health`, the next request) between the write's turn and the checkpoint's
-   * whatever phase the write ran in. PASSIVE, as SQLite's automatic one: it copies what no reader still needs and
-   * never waits; `journal_size_limit` truncates the log at the next write once it was all copied.
+   * A checkpoint two `setImmediate`s ahead, so that the loop polls for I/O (a `/health`, the next request) between the
+   * large put's turn and the checkpoint's, whatever phase the put ran in. PASSIVE, as the automatic one: it copies what
+   * no reader still needs and never waits; `journal_size_limit` truncates the log at the next write once it was all
+   * copied. A write before it checkpoints by itself (the automatic checkpoint is on again), as every write did before.
    */
-  #noteWrite(bytes: number): void {
-    this.#unchecked += bytes + WRITE_PAGE_BYTES;
-    if (this.#unchecked < CHECKPOINT_BYTES || this.#checkpointQueued) return;
+  #deferCheckpoint(): void {
+    if (this.#checkpointQueued) return;
     this.#checkpointQueued = true;
     const db = this.#db;
     setImmediate(() =>
@@ -655,16 +674,16 @@ export class SqliteStore implements ResponseStore {
         this.#checkpointQueued = false;
         // Closed, or opened again meanwhile (`#checkFile`): the old connection's log was checkpointed as it closed.
         if (db !== this.#db || !db.open) return;
-        this.#unchecked = 0;
         try {
           db.pragma('wal_checkpoint(PASSIVE)');
         } catch (err) {
-          // A file gone or read-only now: the next write finds it (`#checkFile`, `#write`); the log waits for the next checkpoint.
+          // A file gone or read-only now: the next write finds it (`#checkFile`, `#write`) and checkpoints.
           this.#log?.warn({ code: 'store_checkpoint_failed', path: this.#path, err: (err as Error).message }, "the store's write-ahead log could not be checkpointed");
         }
       }),
     );
   }
+
 
 
   /** The connection's `busy_timeout`, set only when it changes (a pragma is a statement). */

@@ -773,6 +773,46 @@ describe('SqliteStore on a file', () => {
     raw.close();
   });
 
+  it('keeps the write-ahead log bounded by its real pages: deletes of responses with thousands of indexed items', () => {
+    // The log's growth is its pages, not its rows' JSON: each of these items is a row of its own and an index entry at
+    // a scattered place. A store that counted JSON bytes toward its own checkpoints let 200 such deletes grow the log
+    // to 1.5 GB (outside attack); SQLite's automatic checkpoint, which counts pages, keeps it near its 4 MiB.
+    const path = join(dir, 'wal-items.sqlite');
+    const store = new SqliteStore(path);
+    try {
+      let max = 0;
+      const wal = () => (max = Math.max(max, statSync(`${path}-wal`).size));
+      const scatter = (n: number) => ((n * 2654435761) >>> 0).toString(36);
+      for (let r = 0; r < 40; r++) {
+        const input: InputItem[] = Array.from({ length: 2000 }, (_, i) => ({ type: 'message', id: `msg_${scatter(r * 2000 + i)}`, role: 'user', content: 'a' }));
+        store.put(makeRecord(`resp_${r}`, { input }));
+        wal();
+      }
+      for (let r = 0; r < 40; r++) {
+        expect(store.delete(`resp_${r}`, ALICE)).toBe(true);
+        wal();
+      }
+      expect(max).toBeLessThan(24 * 1024 * 1024);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('reads a link\'s previous response without its record, as get would find it', () => {
+    const store = new SqliteStore(join(dir, 'previous.sqlite'));
+    try {
+      store.put(makeRecord('resp_1'));
+      store.put(makeRecord('resp_2', { previous: 'resp_1' }));
+      expect([store.previousOf('resp_2', ALICE), store.previousOf('resp_1', ALICE), store.previousOf('resp_2', BOB), store.previousOf('resp_x', ALICE)]).toEqual(['resp_1', null, undefined, undefined]);
+      const memory = new MemoryStore();
+      memory.put(makeRecord('resp_1'));
+      memory.put(makeRecord('resp_2', { previous: 'resp_1' }));
+      expect([memory.previousOf('resp_2', ALICE), memory.previousOf('resp_1', ALICE), memory.previousOf('resp_2', BOB), memory.previousOf('resp_x', ALICE)]).toEqual(['resp_1', null, undefined, undefined]);
+    } finally {
+      store.close();
+    }
+  });
+
   it('trims a large file at open in batches: the WAL stays small, every surplus row still goes', () => {
     // 30,000 rows of ~1 KB trimmed to 10 in one transaction wrote most of the file's pages to the WAL (~25 MB
     // here, ~3 GB for a 4 GiB store), and the WAL keeps that size on disk while the server runs.

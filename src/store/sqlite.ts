@@ -659,6 +659,7 @@ export class SqliteStore implements ResponseStore {
       this.#waitForLock(this.#locked ? 0 : STORE_BUSY_WAIT_MS);
     }
   }
+
   /**
    * A checkpoint two `setImmediate`s ahead, so that the loop polls for I/O (a `/health`, the next request) between the
    * large put's turn and the checkpoint's, whatever phase the put ran in. PASSIVE, as the automatic one: it copies what
@@ -683,7 +684,6 @@ export class SqliteStore implements ResponseStore {
       }),
     );
   }
-
 
 
   /** The connection's `busy_timeout`, set only when it changes (a pragma is a statement). */

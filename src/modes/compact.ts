@@ -16,7 +16,7 @@ import type { RunMetrics } from '../pipeline/metrics.js';
 import { countTokens } from '../model/tokenizer.js';
 import type { Services } from '../engine/services.js';
 import { checkAndRender } from './prepare.js';
-import { chargeChain, loadChain, resolveReferences } from './hydrate.js';
+import { loadChain, resolveReferences } from './hydrate.js';
 
 /**
  * `charge` (both here): the stored chain loaded is charged to the request's share of the server-wide byte budget
@@ -28,8 +28,7 @@ export async function compactWindow(params: CompactParams, services: Services, m
     throw new WireError('missing_required_parameter', "Provide 'input' or 'previous_response_id': there is nothing to compact.", 'input');
   }
   const input = await resolveReferences(params.input, owner, services, metrics);
-  const history = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics) : [];
-  chargeChain(history, charge);
+  const history = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics, charge) : [];
   // The same checks and render as a create's, so errors and token counts agree with one.
   const ctx = await checkAndRender({ instructions: params.instructions, tools: [] }, history, input, metrics);
   const { output, summary } = await compactAsync(ctx.items);
@@ -50,8 +49,7 @@ export async function compactWindow(params: CompactParams, services: Services, m
  */
 export async function countInputTokens(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null, charge?: (bytes: number) => void): Promise<InputTokenCount> {
   const input = await resolveReferences(params.input, owner, services, metrics);
-  const history = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics) : [];
-  chargeChain(history, charge);
+  const history = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics, charge) : [];
   const ctx = await checkAndRender(params, history, input, metrics);
   return { object: 'response.input_tokens', input_tokens: ctx.tokens.length };
 }

@@ -33,19 +33,15 @@ export async function prepareFromStore(
   chainIds?: string[],
 ): Promise<{ context: RenderedContext; route: RouteDecision; input: InputItem[] }> {
   const input = await resolveReferences(params.input, owner, services, metrics);
-  const before = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics, chainIds) : [];
-  // The loaded chain is request data this create holds while it is prepared and runs: charged to its peer's share of
-  // the server-wide budget (`server_busy` past it), as its body is. Uncharged, many continuations of long chains at
-  // once held up to --max-context-bytes each beyond the budget (outside attack). The sizes are the ones the context
-  // check reads next (`itemBytes` keeps each item's).
-  chargeChain(before, charge);
+  // The loaded chain is charged as it is loaded (`loadChain`).
+  const before = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics, charge, chainIds) : [];
   if (params.previous_response_id) metrics.count('store_hydrations');
   // Only the ws and http designs come here: their responses end at tool calls, so a create must answer them.
   return { ...(await prepareFull(params, before, input, services, metrics, owner, true)), input };
 }
 
 /** Charge a loaded chain's items (`itemBytes`, the sizes the context check reads next) to `charge`, if given. */
-export function chargeChain(items: InputItem[], charge: ((bytes: number) => void) | undefined): void {
+function chargeChain(items: InputItem[], charge: ((bytes: number) => void) | undefined): void {
   if (!charge || items.length === 0) return;
   let bytes = 0;
   for (const item of items) bytes += itemBytes(item);
@@ -62,28 +58,54 @@ export function notFound(id: string): WireError {
  * The whole stored context up to and including `id`, or a not-found error; `ids`, if given, gets the chain's ids,
  * oldest first. Read in slices (`chainWork`): a chain of 9,001 stored responses (27 MB) read and parsed in one turn
  * held the event loop 0.5–1 s, and four such continuations at once 1.6 s (outside attack).
+ *
+ * One chain is read at a time per server (`serially`), and its items are charged to `charge` before the next read
+ * starts: the loaded chain is request data its request holds while it is prepared and runs, charged to its peer's
+ * share of the server-wide budget (`server_busy` past it), as its body is. Read in slices but all at once, 40
+ * continuations of a long chain each held its parsed records uncharged until its read ended, and the server died out
+ * of memory (3.5 GB; outside attack). Read in one turn each, as before, they were read one after the other anyway.
  */
-export function loadChain(id: string, owner: string | null, services: Services, metrics: RunMetrics, ids?: string[]): Promise<InputItem[]> {
-  return metrics.timeAsync('load_state', async () => {
-    metrics.count('store_reads');
-    const chain = await runCooperative(services.store.chainWork(id, owner));
-    if (!chain) throw (await runCooperative(brokenChain(id, owner, services))) ?? notFound(id);
-    const items: InputItem[] = [];
-    for (const rec of chain) {
-      // Stored as it started and not ended (a background response in flight, here or in another process on the file,
-      // or one whose server stopped while it ran): its output is not there to continue from.
-      if (unfinished(rec)) {
-        throw new WireError(
-          'previous_response_not_found',
-          `Previous response with id '${rec.response.id}' cannot be continued: it has not ended (a background response still in progress, or one whose server stopped while it ran, which retrieve answers 'failed'). Continue from a response that has ended.`,
-          'previous_response_id',
-        );
+export function loadChain(id: string, owner: string | null, services: Services, metrics: RunMetrics, charge?: (bytes: number) => void, ids?: string[]): Promise<InputItem[]> {
+  return serially(services, () =>
+    metrics.timeAsync('load_state', async () => {
+      metrics.count('store_reads');
+      const chain = await runCooperative(services.store.chainWork(id, owner));
+      if (!chain) throw (await runCooperative(brokenChain(id, owner, services))) ?? notFound(id);
+      const items: InputItem[] = [];
+      for (const rec of chain) {
+        // Stored as it started and not ended (a background response in flight, here or in another process on the file,
+        // or one whose server stopped while it ran): its output is not there to continue from.
+        if (unfinished(rec)) {
+          throw new WireError(
+            'previous_response_not_found',
+            `Previous response with id '${rec.response.id}' cannot be continued: it has not ended (a background response still in progress, or one whose server stopped while it ran, which retrieve answers 'failed'). Continue from a response that has ended.`,
+            'previous_response_id',
+          );
+        }
+        contextItems(rec, items);
+        ids?.push(rec.response.id);
       }
-      contextItems(rec, items);
-      ids?.push(rec.response.id);
-    }
-    return items;
-  });
+      chargeChain(items, charge);
+      return items;
+    }),
+  );
+}
+
+/** The tail of each server's queue of chain reads (`loadChain`). */
+const chainReads = new WeakMap<Services, Promise<void>>();
+
+/** `read` once every chain read queued before it on this server has settled. */
+function serially<T>(services: Services, read: () => Promise<T>): Promise<T> {
+  const before = chainReads.get(services) ?? Promise.resolve();
+  const result = before.then(read);
+  chainReads.set(
+    services,
+    result.then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
+  return result;
 }
 
 /**

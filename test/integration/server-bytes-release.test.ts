@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 import { firstCallFreeModel } from '../helpers/gated-model.js';
+import { YIELD_BUDGET_MS } from '../../src/model/cooperative.js';
 
 const KiB = 1024;
 const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
@@ -80,6 +81,36 @@ describe('loaded chains and cached contexts under the byte budget', () => {
     await ws.next('response.completed');
     ws.dispose();
     await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('concurrent continuations read their chains one at a time', async () => {
+    // Read in slices but all at once, 40 continuations of one long chain each held its parsed records uncharged until
+    // its read ended, and the server died out of memory (outside attack). The reads are queued per server, and each
+    // one's items are charged before the next read begins (`loadChain`).
+    const { server, url } = await testServer({ store: 'memory' });
+    const post = (body: object) =>
+      fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', ...body }) });
+    let last = (await (await post({ input: 'start', store: true })).json()) as { id: string };
+    for (let i = 0; i < 4; i++) last = (await (await post({ input: `step ${i}`, store: true, previous_response_id: last.id })).json()) as { id: string };
+    const store = server.services.store;
+    const chainWork = store.chainWork.bind(store);
+    const seen: string[] = [];
+    store.chainWork = function* (id, owner) {
+      seen.push('start');
+      // Long enough for the cooperative runner to give the loop turns (its slices are YIELD_BUDGET_MS): an interleaved
+      // read would start in one of them while this one is still reading.
+      for (let k = 0; k < 4 * YIELD_BUDGET_MS; k++) {
+        for (const t = performance.now(); performance.now() - t < 1; );
+        yield;
+      }
+      const c = yield* chainWork(id, owner);
+      seen.push('end');
+      return c;
+    };
+    const answers = await Promise.all(Array.from({ length: 3 }, () => post({ input: 'and then?', store: false, previous_response_id: last.id })));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(seen).toEqual(['start', 'end', 'start', 'end', 'start', 'end']);
     expect(await held(url)).toBe(0);
   });
 

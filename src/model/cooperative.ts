@@ -45,3 +45,23 @@ export async function runCooperative<T>(work: Work<T>, budgetMs = YIELD_BUDGET_M
   }
   return r.value;
 }
+
+/**
+ * `work`, stopped at its first yield after `signal` aborts: the work is closed (`return`, so its `finally` blocks
+ * and open iterators end) and the signal's reason thrown. Used where nobody waits for the result any more (a chain
+ * read whose client went away).
+ */
+export function* abortableWork<T>(work: Work<T>, signal: AbortSignal | undefined): Work<T> {
+  if (!signal) return yield* work;
+  signal.throwIfAborted();
+  let r = work.next();
+  while (!r.done) {
+    yield;
+    if (signal.aborted) {
+      work.return(undefined as T);
+      signal.throwIfAborted();
+    }
+    r = work.next();
+  }
+  return r.value;
+}

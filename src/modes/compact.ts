@@ -19,16 +19,25 @@ import { checkAndRender } from './prepare.js';
 import { loadChain, resolveReferences } from './hydrate.js';
 
 /**
+ * `signal` (both here): the client went away; a chain read still queued or under way stops (modes/hydrate.ts).
  * `charge` (both here): the stored chain loaded is charged to the request's share of the server-wide byte budget
  * (`server_busy` past it), as a create continuing it is: uncharged, any number of them at once each held a chain
  * (and its render) beyond the budget (outside attack).
  */
-export async function compactWindow(params: CompactParams, services: Services, metrics: RunMetrics, owner: string | null, charge?: (bytes: number) => void): Promise<CompactedResponse> {
+export async function compactWindow(
+  params: CompactParams,
+  services: Services,
+  metrics: RunMetrics,
+  owner: string | null,
+  charge?: (bytes: number) => void,
+  signal?: AbortSignal,
+): Promise<CompactedResponse> {
   if (params.input.length === 0 && params.previous_response_id === null) {
     throw new WireError('missing_required_parameter', "Provide 'input' or 'previous_response_id': there is nothing to compact.", 'input');
   }
-  const input = await resolveReferences(params.input, owner, services, metrics);
-  const history = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics, charge) : [];
+  const input = await resolveReferences(params.input, owner, services, metrics, signal);
+  signal?.throwIfAborted();
+  const history = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics, { charge, signal }) : [];
   // The same checks and render as a create's, so errors and token counts agree with one.
   const ctx = await checkAndRender({ instructions: params.instructions, tools: [] }, history, input, metrics);
   const { output, summary } = await compactAsync(ctx.items);
@@ -47,9 +56,17 @@ export async function compactWindow(params: CompactParams, services: Services, m
  * rendered exactly as a create's, so the count is the `usage.input_tokens`
  * that create would report. Nothing runs, nothing is stored.
  */
-export async function countInputTokens(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null, charge?: (bytes: number) => void): Promise<InputTokenCount> {
-  const input = await resolveReferences(params.input, owner, services, metrics);
-  const history = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics, charge) : [];
+export async function countInputTokens(
+  params: CreateParams,
+  services: Services,
+  metrics: RunMetrics,
+  owner: string | null,
+  charge?: (bytes: number) => void,
+  signal?: AbortSignal,
+): Promise<InputTokenCount> {
+  const input = await resolveReferences(params.input, owner, services, metrics, signal);
+  signal?.throwIfAborted();
+  const history = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics, { charge, signal }) : [];
   const ctx = await checkAndRender(params, history, input, metrics);
   return { object: 'response.input_tokens', input_tokens: ctx.tokens.length };
 }

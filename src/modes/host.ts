@@ -165,10 +165,10 @@ export class SessionHost {
   private chainsFromStore(policy: ModePolicy, owner: string | null, fromStore: (params: CreateParams) => boolean): ModePolicy {
     return {
       ...policy,
-      plan: async (params, metrics, lane) => {
+      plan: async (params, metrics, lane, signal) => {
         if (fromStore(params)) await this.written(params.previous_response_id, owner);
         try {
-          return await policy.plan(params, metrics, lane);
+          return await policy.plan(params, metrics, lane, signal);
         } catch (err) {
           throw fromStore(params) ? this.stillRunning(err, params.previous_response_id, owner) : err;
         }
@@ -219,17 +219,17 @@ export class SessionHost {
   }
 
   /** `POST /v1/responses/compact` (modes/compact.ts). */
-  async compact(params: CompactParams, owner: string | null, charge?: (bytes: number) => void): Promise<CompactedResponse> {
+  async compact(params: CompactParams, owner: string | null, charge?: (bytes: number) => void, signal?: AbortSignal): Promise<CompactedResponse> {
     await this.written(params.previous_response_id, owner);
-    return compactWindow(params, this.services, new RunMetrics(this.services.clock.now), owner, charge).catch((err: unknown) => {
+    return compactWindow(params, this.services, new RunMetrics(this.services.clock.now), owner, charge, signal).catch((err: unknown) => {
       throw this.stillRunning(err, params.previous_response_id, owner);
     });
   }
 
   /** `POST /v1/responses/input_tokens` (modes/compact.ts): what a create with `params` would count as input tokens. */
-  async inputTokens(params: CreateParams, owner: string | null, charge?: (bytes: number) => void): Promise<InputTokenCount> {
+  async inputTokens(params: CreateParams, owner: string | null, charge?: (bytes: number) => void, signal?: AbortSignal): Promise<InputTokenCount> {
     await this.written(params.previous_response_id, owner);
-    return countInputTokens(params, this.services, new RunMetrics(this.services.clock.now), owner, charge).catch((err: unknown) => {
+    return countInputTokens(params, this.services, new RunMetrics(this.services.clock.now), owner, charge, signal).catch((err: unknown) => {
       throw this.stillRunning(err, params.previous_response_id, owner);
     });
   }

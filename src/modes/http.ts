@@ -18,12 +18,19 @@ export function httpPolicy(services: Services, info: SessionInfo): ModePolicy {
   return {
     protocol: 'http',
     appendable: false,
-    plan: (params, metrics) => httpPlan(params, services, metrics, info.owner, info.charge),
+    plan: (params, metrics, _lane, signal) => httpPlan(params, services, metrics, info.owner, info.charge, signal),
   };
 }
 
-export async function httpPlan(params: CreateParams, services: Services, metrics: RunMetrics, owner: string | null, charge?: (bytes: number) => void): Promise<RunPlan> {
-  const { context, route, input } = await prepareFromStore(params, services, metrics, owner, charge);
+export async function httpPlan(
+  params: CreateParams,
+  services: Services,
+  metrics: RunMetrics,
+  owner: string | null,
+  charge?: (bytes: number) => void,
+  signal?: AbortSignal,
+): Promise<RunPlan> {
+  const { context, route, input } = await prepareFromStore(params, services, metrics, owner, { charge, signal });
   return {
     protocol: 'http',
     params,

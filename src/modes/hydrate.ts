@@ -16,7 +16,20 @@ import { MAX_CHAIN_LINKS, contextItems, unfinished } from '../store/types.js';
 import { findListedItem } from '../store/input-items.js';
 import { prepareFull } from './prepare.js';
 import { itemBytes } from '../engine/budget.js';
-import { runCooperative, type Work } from '../model/cooperative.js';
+import { abortableWork, runCooperative, type Work } from '../model/cooperative.js';
+
+/** What a chain load takes besides the chain's id (`loadChain`, `prepareFromStore`). */
+export interface ChainLoad {
+  /** Charged the loaded chain's items (`itemBytes`), if given: the request's share of the server-wide budget. */
+  charge?: ((bytes: number) => void) | undefined;
+  /** Gets the chain's ids, oldest first, if given. */
+  ids?: string[] | undefined;
+  /**
+   * Aborts once nobody waits for the answer (the client went away, its connection ended): a read still queued leaves
+   * the queue at once, a read under way stops at its next slice, with the signal's reason.
+   */
+  signal?: AbortSignal | undefined;
+}
 
 /**
  * A create with everything it needs loaded from the store: its item
@@ -29,23 +42,15 @@ export async function prepareFromStore(
   services: Services,
   metrics: RunMetrics,
   owner: string | null,
-  charge?: (bytes: number) => void,
-  chainIds?: string[],
+  load: ChainLoad = {},
 ): Promise<{ context: RenderedContext; route: RouteDecision; input: InputItem[] }> {
-  const input = await resolveReferences(params.input, owner, services, metrics);
+  const input = await resolveReferences(params.input, owner, services, metrics, load.signal);
+  load.signal?.throwIfAborted();
   // The loaded chain is charged as it is loaded (`loadChain`).
-  const before = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics, charge, chainIds) : [];
+  const before = params.previous_response_id ? await loadChain(params.previous_response_id, owner, services, metrics, load) : [];
   if (params.previous_response_id) metrics.count('store_hydrations');
   // Only the ws and http designs come here: their responses end at tool calls, so a create must answer them.
   return { ...(await prepareFull(params, before, input, services, metrics, owner, true)), input };
-}
-
-/** Charge a loaded chain's items (`itemBytes`, the sizes the context check reads next) to `charge`, if given. */
-function chargeChain(items: InputItem[], charge: ((bytes: number) => void) | undefined): void {
-  if (!charge || items.length === 0) return;
-  let bytes = 0;
-  for (const item of items) bytes += itemBytes(item);
-  charge(bytes);
 }
 
 export function notFound(id: string): WireError {
@@ -55,57 +60,93 @@ export function notFound(id: string): WireError {
 }
 
 /**
- * The whole stored context up to and including `id`, or a not-found error; `ids`, if given, gets the chain's ids,
- * oldest first. Read in slices (`chainWork`): a chain of 9,001 stored responses (27 MB) read and parsed in one turn
- * held the event loop 0.5–1 s, and four such continuations at once 1.6 s (outside attack).
+ * The whole stored context up to and including `id`, or a not-found error (`load`: what to charge it to, where its
+ * ids go, when nobody waits for it any more). Read in slices (`chainWork`): a chain of 9,001 stored responses (27 MB)
+ * read and parsed in one turn held the event loop 0.5–1 s, and four such continuations at once 1.6 s (outside attack).
  *
- * One chain is read at a time per server (`serially`), and its items are charged to `charge` before the next read
+ * One chain is read at a time per server (`serially`), and its items are charged to `load.charge` before the next read
  * starts: the loaded chain is request data its request holds while it is prepared and runs, charged to its peer's
  * share of the server-wide budget (`server_busy` past it), as its body is. Read in slices but all at once, 40
  * continuations of a long chain each held its parsed records uncharged until its read ended, and the server died out
  * of memory (3.5 GB; outside attack). Read in one turn each, as before, they were read one after the other anyway.
  */
-export function loadChain(id: string, owner: string | null, services: Services, metrics: RunMetrics, charge?: (bytes: number) => void, ids?: string[]): Promise<InputItem[]> {
-  return serially(services, () =>
-    metrics.timeAsync('load_state', async () => {
+export function loadChain(id: string, owner: string | null, services: Services, metrics: RunMetrics, load: ChainLoad = {}): Promise<InputItem[]> {
+  return serially(services, load.signal, () =>
+    metrics.timeAsync('load_state', () => {
       metrics.count('store_reads');
-      const chain = await runCooperative(services.store.chainWork(id, owner));
-      if (!chain) throw (await runCooperative(brokenChain(id, owner, services))) ?? notFound(id);
-      const items: InputItem[] = [];
-      for (const rec of chain) {
-        // Stored as it started and not ended (a background response in flight, here or in another process on the file,
-        // or one whose server stopped while it ran): its output is not there to continue from.
-        if (unfinished(rec)) {
-          throw new WireError(
-            'previous_response_not_found',
-            `Previous response with id '${rec.response.id}' cannot be continued: it has not ended (a background response still in progress, or one whose server stopped while it ran, which retrieve answers 'failed'). Continue from a response that has ended.`,
-            'previous_response_id',
-          );
-        }
-        contextItems(rec, items);
-        ids?.push(rec.response.id);
-      }
-      chargeChain(items, charge);
-      return items;
+      return runCooperative(abortableWork(chainItems(id, owner, services, load), load.signal));
     }),
   );
+}
+
+/** Items charged between yields (`chainItems`): sizing 49,000 items in one turn held the loop ~50 ms. */
+const CHARGE_SLICE_ITEMS = 1024;
+
+/** The chain's items, read (`chainWork`), checked ended, and charged to `load.charge`, with yields between. */
+function* chainItems(id: string, owner: string | null, services: Services, load: ChainLoad): Work<InputItem[]> {
+  const chain = yield* services.store.chainWork(id, owner);
+  if (!chain) throw (yield* brokenChain(id, owner, services)) ?? notFound(id);
+  const items: InputItem[] = [];
+  for (const rec of chain) {
+    // Stored as it started and not ended (a background response in flight, here or in another process on the file,
+    // or one whose server stopped while it ran): its output is not there to continue from.
+    if (unfinished(rec)) {
+      throw new WireError(
+        'previous_response_not_found',
+        `Previous response with id '${rec.response.id}' cannot be continued: it has not ended (a background response still in progress, or one whose server stopped while it ran, which retrieve answers 'failed'). Continue from a response that has ended.`,
+        'previous_response_id',
+      );
+    }
+    contextItems(rec, items);
+    load.ids?.push(rec.response.id);
+  }
+  if (load.charge && items.length > 0) {
+    let bytes = 0;
+    for (let i = 0; i < items.length; i++) {
+      if (i > 0 && i % CHARGE_SLICE_ITEMS === 0) yield;
+      bytes += itemBytes(items[i]!);
+    }
+    load.charge(bytes);
+  }
+  return items;
 }
 
 /** The tail of each server's queue of chain reads (`loadChain`). */
 const chainReads = new WeakMap<Services, Promise<void>>();
 
-/** `read` once every chain read queued before it on this server has settled. */
-function serially<T>(services: Services, read: () => Promise<T>): Promise<T> {
+/**
+ * `read` once every chain read queued before it on this server has settled. Once `signal` aborts, the caller is
+ * answered with its reason at once, and `read`, if its turn has not come, never runs: 40 continuations of a long
+ * chain whose clients had gone each still read it in turn (~0.1–0.5 s each), and each session stayed open until then.
+ */
+function serially<T>(services: Services, signal: AbortSignal | undefined, read: () => Promise<T>): Promise<T> {
   const before = chainReads.get(services) ?? Promise.resolve();
-  const result = before.then(read);
-  chainReads.set(
-    services,
-    result.then(
-      () => undefined,
-      () => undefined,
-    ),
+  const result = before.then(() => {
+    signal?.throwIfAborted();
+    return read();
+  });
+  const settled = result.then(
+    () => undefined,
+    () => undefined,
   );
-  return result;
+  chainReads.set(services, settled);
+  if (!signal) return result;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const leave = () => signal.removeEventListener('abort', onAbort);
+    result.then(
+      (value) => {
+        leave();
+        resolve(value);
+      },
+      (err: unknown) => {
+        leave();
+        reject(err);
+      },
+    );
+  });
 }
 
 /**

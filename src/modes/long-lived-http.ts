@@ -32,7 +32,7 @@ export function longLivedHttpPolicy(services: Services, info: SessionInfo, live:
   return {
     protocol: 'long-lived-http',
     appendable: true,
-    async plan(params, metrics) {
+    async plan(params, metrics, lane, signal) {
       if (!params.stream) {
         throw new WireError(
           'invalid_value',
@@ -48,7 +48,7 @@ export function longLivedHttpPolicy(services: Services, info: SessionInfo, live:
         );
       }
       // The cap is checked before planning (a refused create costs no tokenizing) and covers creates being planned.
-      return live.planning(async () => ({ ...(await ws.plan(params, metrics)), protocol: 'long-lived-http', connection: null }));
+      return live.planning(async () => ({ ...(await ws.plan(params, metrics, lane, signal)), protocol: 'long-lived-http', connection: null }));
     },
     started(run) {
       live.add(run, info.owner);

@@ -19,7 +19,7 @@ export function longLivedPolicy(services: Services, info: SessionInfo): ModePoli
   return {
     protocol: 'long-lived',
     appendable: true,
-    async plan(params, metrics) {
+    async plan(params, metrics, _lane, signal) {
       if (params.previous_response_id) {
         throw new WireError(
           'invalid_value',
@@ -29,7 +29,9 @@ export function longLivedPolicy(services: Services, info: SessionInfo): ModePoli
       }
       // An item_reference names a stored item (a response of an earlier run): replaced by it, as the other designs
       // do, or refused (`item_not_found`); it was rendered as nothing, the item silently missing from the run.
-      const input = await resolveReferences(params.input, info.owner, services, metrics);
+      const input = await resolveReferences(params.input, info.owner, services, metrics, signal);
+      // Resolving stops early once the session has ended: what it has is not the input, and nothing will run.
+      signal?.throwIfAborted();
       // The run's context budget covers what it starts with, not only what is
       // appended; checked before rendering, so an oversized input costs no tokenizing.
       checkContext(null, input, services.limits);

@@ -39,8 +39,12 @@ export interface ModePolicy {
   readonly protocol: Protocol;
   /** Whether `response.append` is part of this protocol. */
   readonly appendable: boolean;
-  /** Pre-inference work for a create (in WebSocket lane `lane`, null for none); throws a WireError for a bad request. */
-  plan(params: CreateParams, metrics: RunMetrics, lane?: string | null): Promise<RunPlan>;
+  /**
+   * Pre-inference work for a create (in WebSocket lane `lane`, null for none); throws a WireError for a bad request.
+   * `signal` aborts when the session ends while it plans (the client went away, the server ends the connection): work
+   * nobody waits for may stop there (a queued chain read, modes/hydrate.ts).
+   */
+  plan(params: CreateParams, metrics: RunMetrics, lane?: string | null, signal?: AbortSignal): Promise<RunPlan>;
   /** Called when a run has started, before its first event is awaited (e.g. to find it again by id). */
   started?(run: ResponseRun): void;
   /** Called once a run has ended and its terminal event was sent. */
@@ -77,6 +81,8 @@ export class ConnectionSession {
   private active: ResponseRun | null = null;
   private busy = false;
   private closed = false;
+  /** Aborted once the session ends: a create still being planned may stop its work there (`ModePolicy.plan`). */
+  private readonly ended = new AbortController();
   /**
    * Appends (and injects) still being processed, null while none are: when the server ends the connection
    * (shutdown, the lifetime limit) their answers go out before it closes, as over HTTP. Their refusal came after
@@ -414,10 +420,15 @@ export class ConnectionSession {
       }
       let plan: RunPlan;
       try {
-        plan = await this.policy.plan(params, metrics, next.lane);
+        plan = await this.policy.plan(params, metrics, next.lane, this.ended.signal);
       } catch (err) {
         const wire = toWireError(err);
         this.policy.failed?.(params, wire);
+        if (this.closed && this.ended.signal.aborted && err === this.ended.signal.reason) {
+          // The plan stopped because the session ended: told as a create planned past the end is (below).
+          if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
+          return;
+        }
         // An error refusing this create goes in its lane (`error`); the transport takes the lane when its run starts.
         wire.lane = next.lane;
         this.error(wire);
@@ -550,6 +561,7 @@ export class ConnectionSession {
     this.closed = true;
     this.closingError = queuedError ?? null;
     this.wakeRoom?.();
+    this.ended.abort(new WireError('request_aborted', 'The connection ended before this create was planned.'));
     const waiting = this.queue.splice(0);
     this.queuedBytes = 0;
     const run = this.active;

@@ -192,7 +192,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
   return {
     protocol: 'ws',
     appendable: false,
-    async plan(params, metrics, lane = null): Promise<RunPlan> {
+    async plan(params, metrics, lane = null, signal): Promise<RunPlan> {
       const entry = { lane, headerKey: null as string | null, lineage: null as Set<string> | null, checked: 0 };
       planned.set(params, entry);
       const header = [params.instructions, params.tools];
@@ -219,7 +219,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         lineage = prepared.context === cache.context ? cache.lineage : new Set(cache.lineage);
       } else if (prev && cache) {
         // A compaction item replaces the cached history: a full rebuild of the smaller window.
-        const input = await resolveReferences(params.input, info.owner, services, metrics);
+        const input = await resolveReferences(params.input, info.owner, services, metrics, signal);
+        signal?.throwIfAborted();
         const context = await checkAndRender(params, cache.context.items, input, metrics, true);
         const route = await services.router.route(params.model, affinityKey(params, info.owner), metrics);
         prepared = { context, route, input };
@@ -228,7 +229,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         // A cache miss: the HTTP baseline's work, from the store (a fresh create has no chain to load).
         if (prev && !params.store) throw notFound(prev);
         const chainIds: string[] = [];
-        prepared = await prepareFromStore(params, services, metrics, info.owner, info.charge, chainIds);
+        prepared = await prepareFromStore(params, services, metrics, info.owner, { charge: info.charge, ids: chainIds, signal });
         lineage = new Set(chainIds);
       }
       entry.lineage = lineage;

@@ -573,7 +573,10 @@ export class HttpTransport {
     // window is dropped once the answer is made, and the answer is charged as it is written.
     const bodyBytes = hold.bytes;
     if (!this.host.allowUnknownParameters && json !== null && typeof json === 'object' && !Array.isArray(json)) checkCompactParameters(json as Record<string, unknown>);
-    const compacted = await this.host.compact(parseCompactBody(json, parseCaps(limits, this.host.allowUnknownParameters)), owner, (n) => hold.add(n));
+    const params = parseCompactBody(json, parseCaps(limits, this.host.allowUnknownParameters));
+    // A client gone while its window is read: a chain read still queued or under way stops (modes/hydrate.ts).
+    const gone = clientGone(req, res);
+    const compacted = await this.host.compact(params, owner, (n) => hold.add(n), gone.signal).finally(gone.done);
     hold.keep(bodyBytes);
     await sendJsonCooperative(res, 200, compacted, hold);
   }
@@ -591,7 +594,9 @@ export class HttpTransport {
     const unnamed = json !== null && typeof json === 'object' && !Array.isArray(json) && ((json as Record<string, unknown>)['model'] ?? null) === null;
     const withModel = unnamed ? { ...(json as Record<string, unknown>), model: 'input-tokens' } : json;
     // A stored chain it loads is charged with its body while it is counted (`server_busy` past the budget).
-    sendJson(res, 200, await this.host.inputTokens(parseCreateBody(withModel, parseCaps(limits, this.host.allowUnknownParameters)), owner, (n) => hold.add(n)));
+    const params = parseCreateBody(withModel, parseCaps(limits, this.host.allowUnknownParameters));
+    const gone = clientGone(req, res);
+    sendJson(res, 200, await this.host.inputTokens(params, owner, (n) => hold.add(n), gone.signal).finally(gone.done));
   }
 
   /**

@@ -39,10 +39,25 @@ describe('stringifyWork', () => {
   });
 
   it('yields on a large value', () => {
-    const v = { tools: Array.from({ length: 5_000 }, (_, i) => ({ name: `t${i}`, parameters: { type: 'object' } })) };
+    const v = { tools: Array.from({ length: 50_000 }, (_, i) => ({ name: `t${i}`, parameters: { type: 'object' } })) };
     const { text, yields } = run(v);
     expect(text).toBe(JSON.stringify(v));
     expect(yields).toBeGreaterThan(10);
+  });
+
+  it('stringifies small containers natively, one piece each, and walks a large one or one holding a toJSON', () => {
+    // A page of run records: walked member by member it cost ~20 times JSON.stringify's time (outside attack).
+    const records = Array.from({ length: 1_000 }, (_, i) => ({ id: `r${i}`, counters: { a: i, b: 2 }, spans: [{ stage: 'parse', ms: 0.5 }] }));
+    const out: string[] = [];
+    const work = stringifyInto({ data: records }, out);
+    for (let r = work.next(); !r.done; r = work.next());
+    expect(out.join('')).toBe(JSON.stringify({ data: records }));
+    // One piece per record, one comma between each, and the page's own punctuation.
+    expect(out.length).toBeLessThan(2 * records.length + 10);
+    expect(out).toContain(JSON.stringify(records[7]));
+    // A small value with a toJSON inside is walked, so its toJSON's own output (which the count does not see) is used.
+    const live = { a: 1, inner: { toJSON: () => ({ made: 'x'.repeat(100_000) }) } };
+    expect(run([live]).text).toBe(JSON.stringify([live]));
   });
 
   // Only objects and arrays were counted: an array of 3 million one-character strings (a strict text.format
@@ -94,7 +109,7 @@ describe('stringifyInto, its pieces taken at each yield', () => {
     const rng = mulberry32(11);
     const values: unknown[] = [
       { instructions: `${'\ud83d\ude00"\\\n'.repeat(300_000)}`, tools: Array.from({ length: 3_000 }, (_, i) => ({ name: `t${i}`, parameters: { type: 'object' } })) },
-      Array.from({ length: 40 }, () => randomValue(rng, 0)),
+      Array.from({ length: 4_000 }, () => randomValue(rng, 0)),
       Array(200_000).fill('a'),
     ];
     for (const v of values) {

@@ -51,7 +51,8 @@ import type { ParseSpan, SessionInfo } from '../modes/transport.js';
 import { apiKeyRefusal, type Authenticator } from './auth.js';
 import { awaitContinue, closeAfterAnswer, drainBody, readBody } from './body.js';
 import { parseCaps, parseEdgeJson } from './json-in.js';
-import { sendJsonCooperative } from './json-out.js';
+import { sendJsonBytes, sendJsonCooperative } from './json-out.js';
+import { RunPages } from './run-pages.js';
 import type { Guard } from './guard.js';
 import { tokenizerState } from '../model/tokenizer.js';
 import { parseInputItemsQuery } from '../store/input-items.js';
@@ -88,6 +89,8 @@ export interface RouteEdge {
 export class HttpTransport {
   /** One one-shot session per create in flight, from the end of its body until its response has ended. */
   private readonly sessions: SessionSet;
+  /** `GET /llr/runs` pages, made one at a time (`--max-queued-listings` waiting at most). */
+  private readonly runPages: RunPages;
   /** Every request being handled, until its answer (or error answer) was written. */
   private readonly handlers = new Map<IncomingMessage, Promise<unknown>>();
   /** Appends whose whole body arrived: shutdown waits for their answers (their run ends with it, so they end at once). */
@@ -107,6 +110,7 @@ export class HttpTransport {
     private readonly extra: HttpRoutes | null = null,
   ) {
     this.sessions = host.sessions();
+    this.runPages = new RunPages(host.listings.maxWaiting);
   }
 
   /** Creates in flight: being planned or streaming. */
@@ -252,7 +256,7 @@ export class HttpTransport {
         post_work_completed: post.completed,
         bytes_held: this.host.bytes.held,
         send_bytes_unsent: this.host.unsent.unsent(),
-        listings_waiting: this.host.listings.held.waiting,
+        listings_waiting: this.host.listings.held.waiting + this.runPages.waiting,
       });
     }
     if (path === '/llr/stats' && get) {
@@ -277,10 +281,16 @@ export class HttpTransport {
       if (!get) throw methodNotAllowed('GET, HEAD');
       const owner = this.authenticate(req);
       const id = path.slice('/llr/runs'.length).replace(/^\//, '');
-      // A page of 1,000 records is ~2 MB: written in slices and charged to the byte budget while unsent, as a retrieve.
+      // A page of 1,000 records is ~2 MB: made one page at a time server-wide (transport/run-pages.ts), then written
+      // as the reader takes it and charged to the byte budget while unsent, as a retrieve.
       if (!id) {
-        const page = this.host.runRecords({ owner, ...pageQuery(url) });
-        return this.holding((hold) => sendJsonCooperative(res, 200, page, hold));
+        const query = { owner, ...pageQuery(url) };
+        return this.holding(async (hold) => {
+          const gone = clientGone(req, res);
+          const bytes = await this.runPages.make(() => this.host.runRecords(query), gone.signal).finally(gone.done);
+          hold.add(bytes.length);
+          await sendJsonBytes(res, 200, bytes);
+        });
       }
       const rec = this.host.runRecord(decodeId(id, 'id'));
       // Another key's record is reported exactly like a missing one.

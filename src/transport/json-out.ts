@@ -97,6 +97,22 @@ export async function sendJsonCooperative(res: ServerResponse, status: number, b
 }
 
 /**
+ * An answer already made (`bytes`, its JSON's UTF-8), written a piece at a time as the reader takes them: resolves
+ * once the last piece is handed over, or once the reader is gone. The caller holds the bytes' charge until then.
+ */
+export async function sendJsonBytes(res: ServerResponse, status: number, bytes: Buffer): Promise<void> {
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': bytes.length });
+  let at = 0;
+  while (bytes.length - at > WRITE_PIECE_CHARS) {
+    if (gone(res)) return;
+    const room = res.write(bytes.subarray(at, at + WRITE_PIECE_CHARS));
+    at += WRITE_PIECE_CHARS;
+    if (!room) await drainedOrClosed(res);
+  }
+  if (!gone(res)) res.end(at === 0 ? bytes : bytes.subarray(at));
+}
+
+/**
  * Resolves on the response's `drain`, or once it is closed (a reader dropped by the stall timeout, or gone), or once
  * its request's socket is: an answer pipelined behind another has no socket of its own until that one is done, and
  * gets neither `drain` nor `close` when the client goes first. It waited for good, its charge to the byte budget held

@@ -56,3 +56,26 @@ export function apiKeyRefusal(req: IncomingMessage, url?: URL): WireError {
       : "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
   );
 }
+
+/**
+ * A request target as a log line shows it: any `api_key` query parameter's value replaced by `REDACTED` (its name
+ * read as `URLSearchParams` reads it, so `api%5Fkey` too), then cut to 200 characters. A refused WebSocket upgrade or
+ * request logged its target whole, a key sent as `?api_key=` with it (outside attack).
+ */
+export function loggedPath(target: string | undefined): string {
+  const url = target ?? '';
+  const q = url.indexOf('?');
+  if (q < 0) return url.slice(0, 200);
+  const pairs = url.slice(q + 1).split('&').map((pair) => {
+    const eq = pair.indexOf('=');
+    const name = eq < 0 ? pair : pair.slice(0, eq);
+    let decoded = name;
+    try {
+      decoded = decodeURIComponent(name.replace(/\+/g, ' '));
+    } catch {
+      // Not decodable: URLSearchParams keeps such a name as it is.
+    }
+    return decoded === 'api_key' ? `${name}=REDACTED` : pair;
+  });
+  return `${url.slice(0, q)}?${pairs.join('&')}`.slice(0, 200);
+}

@@ -48,7 +48,7 @@ import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { Hold } from '../modes/server-bytes.js';
 import type { SendShare } from '../modes/send-bytes.js';
 import type { ParseSpan, SessionInfo } from '../modes/transport.js';
-import { apiKeyRefusal, type Authenticator } from './auth.js';
+import { apiKeyRefusal, loggedPath, type Authenticator } from './auth.js';
 import { awaitContinue, closeAfterAnswer, drainBody, readBody } from './body.js';
 import { parseCaps, parseEdgeJson } from './json-in.js';
 import { sendJsonBytes, sendJsonCooperative } from './json-out.js';
@@ -153,7 +153,7 @@ export class HttpTransport {
     const limits = this.host.limits;
     watchStall(res, limits.sendStallTimeoutMs, (pending) =>
       this.host.log.info(
-        { request_id: requestId, code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs, method: req.method, path: (req.url ?? '').slice(0, 200) },
+        { request_id: requestId, code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs, method: req.method, path: loggedPath(req.url) },
         'answer left unsent with nothing leaving; dropped the connection',
       ),
     );
@@ -163,7 +163,7 @@ export class HttpTransport {
       if (isServerFault(wire)) log.error({ err, request_id: requestId }, 'http handler failed');
       else if (this.host.clientErrorLogged()) {
         log.info(
-          { request_id: requestId, status: wire.status, code: wire.code, param: wire.param, method: req.method, path: (req.url ?? '').slice(0, 200) },
+          { request_id: requestId, status: wire.status, code: wire.code, param: wire.param, method: req.method, path: loggedPath(req.url) },
           'request refused',
         );
       }

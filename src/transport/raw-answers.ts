@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WireError } from '../protocol/errors.js';
+import { loggedPath } from './auth.js';
 
 /**
  * The HTTP server's `clientError` listener: a request Node's parser refuses (a bad chunk size, both
@@ -74,7 +75,7 @@ const refusing = new WeakSet<Duplex>();
  */
 export function answerConnect(req: IncomingMessage, socket: Duplex, log: Logger): void {
   const wire = new WireError('method_not_allowed', 'CONNECT is not supported: this server is not a proxy.');
-  log.info({ status: wire.status, code: wire.code, method: 'CONNECT', path: (req.url ?? '').slice(0, 200) }, 'request refused');
+  log.info({ status: wire.status, code: wire.code, method: 'CONNECT', path: loggedPath(req.url) }, 'request refused');
   afterAnswers(socket, () => answerRaw(socket, wire));
 }
 

@@ -40,7 +40,7 @@ import { newId } from '../protocol/objects.js';
 import { LONG_LIVED_BETA, type SocketProtocol } from '../protocol/designs.js';
 import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { SessionInfo } from '../modes/transport.js';
-import { apiKeyRefusal, type Authenticator } from './auth.js';
+import { apiKeyRefusal, loggedPath, type Authenticator } from './auth.js';
 import { batchWrites, type Batcher } from './batch.js';
 import type { Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
@@ -115,7 +115,7 @@ export class WsTransport {
   private refuseLogged(req: IncomingMessage, socket: Duplex, status: number, error: RefusalBody, headers: Record<string, string> = {}): void {
     const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
     this.opts.host.log.info(
-      { status, code: error.code, param: error.param ?? null, path: (req.url ?? '').slice(0, 200), remote },
+      { status, code: error.code, param: error.param ?? null, path: loggedPath(req.url), remote },
       'websocket upgrade refused',
     );
     refuse(socket, status, error, headers);

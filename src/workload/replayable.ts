@@ -14,7 +14,7 @@
 import { replayPlacement } from '../model/policies.js';
 import type { ReplayTurn } from '../model/types.js';
 import type { InputItem } from '../protocol/objects.js';
-import type { Workload } from './types.js';
+import { WorkloadError, type Workload } from './types.js';
 
 const INTERRUPTED_TEXT = '(interrupted: the recorded turn ended in tool calls that never got an answer)';
 
@@ -66,6 +66,7 @@ export function replayable(w: Workload): Workload {
     return at === starts[call]! - 1 ? call : -1;
   };
   const total = flat.length;
+  refuseRecordedNotes(ended, total, w.calls);
   let previous: string | null = null;
   let first = 0;
   const skipped = w.skipped ? [...w.skipped] : [];
@@ -111,6 +112,54 @@ function anchored(input: InputItem[], text: string, call: number, total: number,
   if (place(first) === call) return first;
   const k = input.findLastIndex((i) => (i.type === 'message' && 'role' in i && i.role === 'assistant') || i.type === 'function_call' || i.type === 'function_call_output') + 1;
   return [...input.slice(0, k), noted, ...input.slice(k)];
+}
+
+/**
+ * Refuse a workload whose recorded texts (a user's words, the model's, any message of a turn's input) hold a replay
+ * position note naming this run's length (policies.ts `replayPositionNote`): the replay model places a conversation by
+ * such a note in any message, so it skipped the recorded calls before the one named, in every design, and the run
+ * still ended `completed` (outside attack: a session recorded against an llr replay server, a note pasted into a
+ * prompt). A note another length names places nothing and is kept; an anchor this module added (at the end of an
+ * assistant message of a `replace_history` turn, `anchored`) is its own and is left out.
+ */
+function refuseRecordedNotes(turns: Workload['userTurns'], total: number, calls: Workload['calls']): void {
+  const named = (text: string): string | null => {
+    if (!text.includes('[llr replay: position ')) return null;
+    for (const m of text.matchAll(/\[llr replay: position (\d+) of (\d+)\]/g)) {
+      const n = Number(m[1]);
+      if (Number(m[2]) === total && n >= 1 && n <= total) return m[0];
+    }
+    return null;
+  };
+  const refuse = (note: string, where: string, line: number): never => {
+    throw new WorkloadError(
+      line,
+      `${line ? `line ${line}: ` : ''}${where} holds '${note}', a replay position note naming this run's ${total} model calls: the replay model would act on it and skip recorded calls (llr's replay server writes such notes; a session recorded against one, or a note pasted into a prompt, carries them). Remove or alter the note in the file to replay it`,
+    );
+  };
+  let call = 0;
+  turns.forEach((u, ui) => {
+    for (const item of u.input) {
+      if (item.type !== 'message' || !('content' in item)) continue;
+      const content: unknown = item.content;
+      const own = u.replace_history && 'role' in item && item.role === 'assistant';
+      let texts: string[] = [];
+      if (typeof content === 'string') texts = [own ? content.replace(/\n\n\[llr replay: position \d+ of \d+\]$/, '') : content];
+      else if (Array.isArray(content)) for (const part of content) if (typeof (part as { text?: unknown }).text === 'string') texts.push((part as { text: string }).text);
+      for (const t of texts) {
+        const note = named(t);
+        const next = calls?.[call]?.line;
+        if (note) refuse(note, `a message of user turn ${ui + 1}'s input${next ? ` (before the model call at line ${next})` : ''}`, 0);
+      }
+    }
+    for (const t of u.modelTurns) {
+      for (const o of t.output) {
+        const note = o.type === 'message' ? named(o.text) : null;
+        if (note) refuse(note, `the model's text at model call ${call + 1}`, calls?.[call]?.line ?? 0);
+      }
+      call++;
+    }
+  });
 }
 
 /** `input` without an anchor of `text` that `anchored` put there (a workload cut shorter changes a note's total). */

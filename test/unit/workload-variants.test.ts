@@ -13,7 +13,7 @@ import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { afterAll, describe, expect, it } from 'vitest';
 import { truncateWorkload } from '../../src/bench/workload-prep.js';
 import { DEFAULT_WORKLOAD, parseWorkload, readWorkload, WorkloadError, type Workload } from '../../src/workload/load.js';
-import { replayable } from '../../src/workload/replayable.js';
+import { modelCallCount, replayable } from '../../src/workload/replayable.js';
 
 const DIR = fileURLToPath(new URL('../fixtures/workloads/', import.meta.url));
 const SCHEMA = fileURLToPath(new URL('../../docs/workload.schema.json', import.meta.url));
@@ -322,5 +322,39 @@ describe('docs/benchmarks.md', () => {
     const doc = readFileSync(fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url)), 'utf8');
     const block = /### The neutral format[\s\S]*?```json\n([\s\S]*?)\n```/.exec(doc)?.[1];
     expect(block).toBe(readFileSync(SCHEMA, 'utf8').trimEnd());
+  });
+});
+
+describe('a recorded replay position note', () => {
+  // The replay model places a conversation by a note in any message, so a recorded one naming this run's length made
+  // it skip recorded calls in every design, the run still `completed` (outside attack).
+  const w = read('rollout-compacted.jsonl');
+  const total = modelCallCount(w);
+  const note = (n: number, of: number) => `[llr replay: position ${n} of ${of}]`;
+  const withUserText = (text: string): Workload => {
+    const c = structuredClone(w);
+    c.userTurns[0]!.input.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text }] } as never);
+    return c;
+  };
+  const withModelText = (text: string): Workload => {
+    const c = structuredClone(w);
+    const out = c.userTurns[0]!.modelTurns[0]!.output;
+    const msg = out.find((o) => o.type === 'message');
+    if (msg && msg.type === 'message') msg.text = text;
+    else out.unshift({ type: 'message', text });
+    return c;
+  };
+
+  it("refuses a workload whose user or model text holds one naming this run's calls, saying where", () => {
+    expect(() => replayable(withUserText(`please go on ${note(2, total)} thanks`))).toThrow(WorkloadError);
+    expect(() => replayable(withUserText(note(total, total)))).toThrow(/user turn 1's input.*replay position note naming this run's/);
+    expect(() => replayable(withModelText(`Done. ${note(2, total)}`))).toThrow(/the model's text at model call 1 holds/);
+  });
+
+  it('keeps one naming another length, or no call of it, and its own anchors', () => {
+    expect(() => replayable(withUserText(note(2, total + 1)))).not.toThrow();
+    expect(() => replayable(withUserText(note(total + 1, total)))).not.toThrow();
+    const r = replayable(w);
+    expect(() => replayable(r)).not.toThrow();
   });
 });

@@ -13,7 +13,8 @@ import { parseArgs } from 'node:util';
 import { UsageError } from '../flags.js';
 import { looksNeutral } from './format.js';
 import { median, parseWorkload, readWorkloadText } from './load.js';
-import type { Workload } from './types.js';
+import { WorkloadError, type Workload } from './types.js';
+import { replayable } from './replayable.js';
 
 const HELP = `llr workload — read a workload file the way llr bench and llr serve do
 
@@ -47,6 +48,15 @@ export async function workloadCommand(argv: string[]): Promise<void> {
   }
   const neutral = looksNeutral(text.replace(/^\uFEFF/, ''));
   process.stdout.write(inspectText(w, neutral ? 'llr workload (JSON)' : 'Codex rollout (JSONL)'));
+  // Read, but refused for replay (`replayable`: a recorded replay position note naming its length): said, exit 2, as
+  // `llr serve --workload` and the bench refuse it.
+  try {
+    replayable(w);
+  } catch (err) {
+    if (!(err instanceof WorkloadError)) throw err;
+    process.stdout.write(`\nnot replayable: ${err.message}\n`);
+    process.exitCode = 2;
+  }
 }
 
 /** The inspect report; `format` names what the file was read as. */

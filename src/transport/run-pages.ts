@@ -9,34 +9,25 @@
 import { WireError } from '../protocol/errors.js';
 import { jsonTextWork } from '../protocol/json-chunked.js';
 import { abortableWork, runCooperative } from '../model/cooperative.js';
+import { SerialQueue } from '../model/serial-queue.js';
 
 export class RunPages {
-  #tail: Promise<unknown> = Promise.resolve();
-  #waiting = 0;
+  readonly #queue: SerialQueue;
 
-  constructor(readonly maxWaiting: number) {}
+  constructor(readonly maxWaiting: number) {
+    this.#queue = new SerialQueue(
+      maxWaiting,
+      () => new WireError('too_many_listings', `Too many run-record pages are waiting to be made (${maxWaiting}, llr serve --max-queued-listings); try again shortly.`),
+    );
+  }
 
   /** Pages waiting or being made. */
   get waiting(): number {
-    return this.#waiting;
+    return this.#queue.waiting;
   }
 
   /** The UTF-8 JSON of `page()`, taken and made once the pages queued before it are made; rejects with `signal`'s reason once it aborts. */
   make(page: () => unknown, signal: AbortSignal): Promise<Buffer> {
-    if (this.#waiting >= this.maxWaiting) {
-      return Promise.reject(
-        new WireError('too_many_listings', `Too many run-record pages are waiting to be made (${this.maxWaiting}, llr serve --max-queued-listings); try again shortly.`),
-      );
-    }
-    this.#waiting++;
-    const made = this.#tail.then(async () => {
-      signal.throwIfAborted();
-      return Buffer.from(await runCooperative(abortableWork(jsonTextWork(page()), signal)));
-    });
-    this.#tail = made.then(
-      () => undefined,
-      () => undefined,
-    );
-    return made.finally(() => this.#waiting--);
+    return this.#queue.run(async () => Buffer.from(await runCooperative(abortableWork(jsonTextWork(page()), signal))), signal);
   }
 }

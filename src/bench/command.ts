@@ -21,6 +21,9 @@ import { PHASES, interruptBenches, runBench, type BenchConfig, type PhaseName } 
 import { recompute } from './verdicts.js';
 import { parseTurns, runScaling, type ScalingOptions } from './scaling.js';
 import { DEFAULT_WORKLOAD, readWorkload, type Workload } from '../workload/load.js';
+import { modelCallCount } from '../workload/replayable.js';
+import { leastRunMs, runDeadlineMs } from './session.js';
+import { truncateWorkload } from './workload-prep.js';
 import { syntheticFromSpec, syntheticWorkload } from '../workload/synthetic.js';
 import { PROFILE_NAMES, profileByName, profileKnobs } from './profiles.js';
 import { SWEEP_DESIGNS, SWEEP_FULL, SWEEP_QUICK, parseList, rebuildSweep, runSweep, sweepGains, sweepLoadText, sweepMarkdown, sweepParagraph, sweepSkippedText, type SweepOptions } from './sweep.js';
@@ -164,7 +167,7 @@ function usage<T>(parse: () => T): T {
   }
 }
 
-export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boolean; report: string | null; scaling: ScalingOptions | null; sweep: SweepOptions | null } {
+export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boolean; report: string | null; scaling: ScalingOptions | null; sweep: SweepOptions | null; gridNotes: GridRunTime[] } {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -258,7 +261,50 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
   if (values['target-speed'] !== undefined && config.phases.has('grid') && !sweep && !scaling && !config.speeds.includes(config.targetSpeed)) {
     throw new UsageError(`--target-speed ${config.targetSpeed} is not one of --speeds (${config.speeds.join(', ')}): target 2 reads the grid's runs at that speed`);
   }
-  return { config, help: values.help ?? false, report: values.report ?? null, scaling, sweep };
+  // A grid run that cannot end before its deadline is refused now, not found out when the deadline passes (up to
+  // 24.8 days later, the bench silent meanwhile; outside attack atk38 F2): a workload's recorded token counts set its
+  // decode time, at most 10^9 tokens a call.
+  const gridNotes = !sweep && !scaling && config.phases.has('grid') ? gridRunTimes(config) : [];
+  for (const g of gridNotes) {
+    if (g.leastMs > g.deadlineMs) {
+      throw new UsageError(
+        `at ${g.tps} tokens/s one grid run takes at least ${spanText(g.leastMs)} (${g.calls} model calls decoding ${g.outputTokens} recorded output tokens${config.toolFactor > 0 ? ', with the recorded tool time' : ''}), past its deadline of ${spanText(g.deadlineMs)} (${config.runTimeoutMs === null ? 'the longest a timer waits, 2^31-1 ms' : '--run-timeout-ms'}): choose faster --speeds, fewer --calls${config.runTimeoutMs === null ? '' : ' or a longer --run-timeout-ms'}`,
+      );
+    }
+  }
+  return { config, help: values.help ?? false, report: values.report ?? null, scaling, sweep, gridNotes };
+}
+
+/** A grid run's least time (leastRunMs) and deadline at each speed. */
+export interface GridRunTime {
+  tps: number;
+  leastMs: number;
+  deadlineMs: number;
+  calls: number;
+  outputTokens: number;
+  runs: number;
+}
+
+export function gridRunTimes(config: BenchConfig): GridRunTime[] {
+  const full = config.workload;
+  const grid = truncateWorkload(full, config.gridCalls ?? modelCallCount(full));
+  return config.speeds.map((tps) => {
+    const least = leastRunMs(grid, tps, config);
+    return { tps, leastMs: least.ms, deadlineMs: runDeadlineMs(grid, tps, config), calls: least.calls, outputTokens: least.outputTokens, runs: config.reps * config.designs.length };
+  });
+}
+
+/** A grid run's least time worth a line before the bench starts: ten minutes or more. */
+export const LONG_RUN_MS = 600_000;
+
+/** "8.2 s", "14 min 5 s", "3 h 12 min", "24.9 days", "534 days". */
+export function spanText(ms: number): string {
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${Math.floor(s % 60)} s`;
+  if (s < 86_400 * 2) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  const days = s / 86_400;
+  return `${days < 100 ? days.toFixed(1) : Math.round(days).toLocaleString('en-US')} days`;
 }
 
 export async function benchCommand(argv: string[]): Promise<void> {
@@ -335,6 +381,11 @@ async function bench(argv: string[], parsed: ReturnType<typeof parseBenchArgs>):
     writeReport(report, results);
     printOutcome(results, 0, report);
     return;
+  }
+  for (const g of parsed.gridNotes) {
+    if (g.leastMs >= LONG_RUN_MS) {
+      process.stderr.write(`llr bench: at ${g.tps} tokens/s each grid run takes at least ${spanText(g.leastMs)} (${g.calls} model calls decoding ${g.outputTokens} recorded output tokens); ${g.runs === 1 ? 'its one run' : `its ${g.runs} runs`} at least ${spanText(g.leastMs * g.runs)}\n`);
+    }
   }
   const t0 = performance.now();
   const { results, ok } = await runBench(config);

@@ -253,11 +253,22 @@ export function runDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchCo
 
 function uncappedDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'runTimeoutMs' | 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>): number {
   if (cfg.runTimeoutMs !== null) return cfg.runTimeoutMs;
+  const least = leastRunMs(w, tps, cfg);
+  const prefill = tps === null ? 0 : (w.recorded.input_tokens.at(-1) ?? 50_000) * msPerToken(cfg.prefillTps) * 2;
+  return Math.round(60_000 + 3 * (least.ms + prefill + apiWorkMs(w, least.calls)));
+}
+
+/**
+ * The least time one replay run of `w` takes at `tps` (null: the instant model), ms: each model call's time to first
+ * token and remote hops, the recorded output tokens (100 a call where none is recorded) at the decode rate, and the
+ * recorded tool time × --tool-factor. Prefill and the API's own work are left out, so no run is faster than this.
+ */
+export function leastRunMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs'>): { ms: number; calls: number; outputTokens: number } {
   const calls = modelCallCount(w);
-  const outTokens = flatModelTurns(w).reduce((n, t) => n + (t.output_tokens ?? 100), 0);
+  const outputTokens = flatModelTurns(w).reduce((n, t) => n + (t.output_tokens ?? 100), 0);
   const tools = Object.values(w.toolOutputs).reduce((n, o) => n + toolWaitMs(o.duration_ms), 0) * cfg.toolFactor;
-  const model = tps === null ? 0 : calls * (cfg.ttftMs + 2 * cfg.hops * cfg.hopMs + cfg.callHops * cfg.callHopMs) + outTokens * msPerToken(tps) + (w.recorded.input_tokens.at(-1) ?? 50_000) * msPerToken(cfg.prefillTps) * 2;
-  return Math.round(60_000 + 3 * (model + tools + apiWorkMs(w, calls)));
+  const model = tps === null ? 0 : calls * (cfg.ttftMs + 2 * cfg.hops * cfg.hopMs + cfg.callHops * cfg.callHopMs) + outputTokens * msPerToken(tps);
+  return { ms: model + tools, calls, outputTokens };
 }
 
 /**

@@ -4,7 +4,9 @@
  * long-lived and http although nothing hung (outside attack).
  */
 import { describe, expect, it } from 'vitest';
-import { apiWorkMs, runDeadlineMs } from '../../src/bench/session.js';
+import { gridRunTimes, parseBenchArgs, spanText } from '../../src/bench/command.js';
+import { apiWorkMs, leastRunMs, runDeadlineMs } from '../../src/bench/session.js';
+import { UsageError } from '../../src/flags.js';
 import { syntheticWorkload } from '../../src/workload/synthetic.js';
 import type { Workload } from '../../src/workload/types.js';
 
@@ -49,4 +51,39 @@ describe('a replay deadline', () => {
     expect(apiWorkMs(workload([100, 300]), 4)).toBe(4 * 20 + (100 + 300 + 2 * 300) * 0.002);
     expect(apiWorkMs(workload([]), 2)).toBe(2 * 20 + 2 * 50_000 * 0.002);
   });
+
+  it("a grid run that cannot end before its deadline is refused before anything starts, not found out 24.8 days later (outside attack atk38 F2)", () => {
+    // 3 calls of 10^9 output tokens (the most a recorded call may hold) at 65 tokens/s: 534 days of decoding.
+    const refusal = (() => {
+      try {
+        parseBenchArgs(['--synthetic', '3,10,1000000000', '--speeds', '65,1000']);
+      } catch (err) {
+        return err;
+      }
+      return null;
+    })();
+    expect(refusal).toBeInstanceOf(UsageError);
+    expect((refusal as Error).message).toMatch(/^at 65 tokens\/s one grid run takes at least 534 days \(3 model calls decoding 3000000000 recorded output tokens\), past its deadline of 24\.9 days/);
+    // --run-timeout-ms sets the deadline: a run that needs longer is refused the same way; one that fits is not.
+    expect(() => parseBenchArgs(['--synthetic', '3,10,1000', '--speeds', '1000', '--run-timeout-ms', '2000'])).toThrow(/takes at least 3\.\d s .*past its deadline of 2\.0 s \(--run-timeout-ms\)/);
+    expect(parseBenchArgs(['--synthetic', '3,10,1000', '--speeds', '1000', '--run-timeout-ms', '60000']).gridNotes).toHaveLength(1);
+    // Only the grid replays at a model speed: without it nothing is refused.
+    expect(parseBenchArgs(['--synthetic', '3,10,1000000000', '--speeds', '65', '--phases', 'overhead']).gridNotes).toEqual([]);
+  });
+
+  it("a grid run's least time is its calls' time to first token and hops, its recorded output tokens at the speed and its tools × --tool-factor", () => {
+    const w = syntheticWorkload({ turns: 4, toolOutputBytes: 10, outputTokensPerTurn: 500, seed: 1 });
+    const calls = leastRunMs(w, 1000, cfg).calls;
+    expect(calls).toBeGreaterThanOrEqual(4);
+    expect(leastRunMs(w, 1000, cfg)).toEqual({ ms: calls * 500, calls, outputTokens: calls * 500 });
+    expect(leastRunMs(w, 1000, { ...cfg, ttftMs: 150, hops: 2, hopMs: 5, toolFactor: 0 }).ms).toBe(calls * (500 + 150 + 20));
+    expect(leastRunMs(w, null, { ...cfg, toolFactor: 0 }).ms).toBe(0);
+    // Never above the deadline it is checked against.
+    const [g] = gridRunTimes(parseBenchArgs(['--synthetic', '4,10,500', '--speeds', '65', '--reps', '2', '--designs', 'ws,http']).config);
+    expect(g).toMatchObject({ tps: 65, calls, outputTokens: calls * 500, runs: 4 });
+    expect(g!.leastMs).toBeCloseTo(calls * 150 + (calls * 500 * 1000) / 65, 6);
+    expect(g!.leastMs).toBeLessThan(g!.deadlineMs);
+    expect([spanText(31_390), spanText(845_000), spanText(3 * 3_600_000 + 720_000), spanText(2_147_483_647), spanText(4.6e10)]).toEqual(['31.4 s', '14 min 5 s', '3 h 12 min', '24.9 days', '532 days']);
+  });
 });
+

@@ -16,9 +16,18 @@ export interface LimitFlag {
   range?: NumberRange;
 }
 
+/**
+ * The deepest `--max-json-depth` taken. The server walks a request's values recursively (JSON.stringify for a tool's
+ * size and the rendered prompt, the chunked writer, the validators), each level a few stack frames: with every JSON
+ * cap lifted, a tool schema nested 2,500 deep overflowed Node's default stack in JSON.stringify (a 500), and 5,000 in
+ * the chunked writer. 1,000 leaves those at least twice over; test/integration/json-depth-ceiling.test.ts sends
+ * bodies this deep to every design.
+ */
+export const MAX_JSON_DEPTH = 1000;
+
 export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-frame-bytes', key: 'maxFrameBytes', help: 'largest WebSocket frame / HTTP body' },
-  { flag: 'max-json-depth', key: 'maxJsonDepth', help: 'deepest JSON nesting in a body or frame' },
+  { flag: 'max-json-depth', key: 'maxJsonDepth', help: `deepest JSON nesting in a body or frame (at most ${MAX_JSON_DEPTH}: the server's own JSON work, JSON.stringify's included, recurses per level, and far deeper values overflowed its stack, a 500)`, range: { integer: true, max: MAX_JSON_DEPTH } },
   { flag: 'max-message-fragments', key: 'maxMessageFragments', help: 'frames one WebSocket message may come in (its first and continuations); past it invalid_websocket_frame, close 1008 (Infinity: none)', range: { integer: true, min: 1, infinity: true } },
   { flag: 'pause-timeout-ms', key: 'pauseTimeoutMs', help: 'longest a long-lived run stays paused (0: a run ends at its first pause; unlike the HTTP timeouts 0 is not "none")' },
   { flag: 'max-pending-calls', key: 'maxPendingCalls', help: 'most tool calls one pause waits for' },

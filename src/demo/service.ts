@@ -74,6 +74,7 @@ const FILES: Record<string, string> = {
   'demo.js': 'text/javascript; charset=utf-8',
   'lanes.js': 'text/javascript; charset=utf-8',
   'timeline.js': 'text/javascript; charset=utf-8',
+  'sse-frames.js': 'text/javascript; charset=utf-8',
 };
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 

@@ -226,7 +226,7 @@ describe('demo requests', () => {
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
     expect(page.headers.get('content-security-policy')).toMatch(/default-src 'none'.*connect-src 'self'/);
     expect(await page.text()).toMatch(/data-action="race"/);
-    for (const f of ['demo.js', 'lanes.js', 'timeline.js', 'demo.css']) expect((await fetch(`${url}/demo/${f}`)).status, f).toBe(200);
+    for (const f of ['demo.js', 'lanes.js', 'timeline.js', 'sse-frames.js', 'demo.css']) expect((await fetch(`${url}/demo/${f}`)).status, f).toBe(200);
     expect((await fetch(`${url}/demo/..%2Fpackage.json`)).status).toBe(404);
     // Names an object inherits (`in` would see them) are not files either: 404, not a 500 from reading them.
     for (const f of ['__proto__', 'constructor', 'hasOwnProperty', 'toString']) {
@@ -241,7 +241,7 @@ describe('demo requests', () => {
 
   it('the page\'s files carry a validator: a reload whose copy is current is answered 304 with no body', async () => {
     const { url } = await testServer();
-    for (const f of ['', '/demo.js', '/lanes.js', '/timeline.js', '/demo.css']) {
+    for (const f of ['', '/demo.js', '/lanes.js', '/timeline.js', '/sse-frames.js', '/demo.css']) {
       const first = await fetch(`${url}/demo${f}`);
       const body = await first.text();
       const etag = first.headers.get('etag');

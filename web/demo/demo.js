@@ -8,6 +8,7 @@
 
 import { CATEGORIES, apiTotal, patternDefs, swatch } from './timeline.js';
 import { LaneView, fmt } from './lanes.js';
+import { SseFrames } from './sse-frames.js';
 
 const $ = (sel) => document.querySelector(sel);
 const form = $('#race-form');
@@ -194,19 +195,13 @@ function heard(r) {
 /** Reads the race's stream to its end; whether it carried the race's end (race.done). */
 async function readStream(body, r) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = '';
+  const frames = new SseFrames();
   let ended = false;
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return ended;
     heard(r);
-    buf += value;
-    let i;
-    while ((i = buf.indexOf('\n\n')) >= 0) {
-      const frameText = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      const data = frameText.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-      if (!data) continue;
+    for (const data of frames.push(value)) {
       const m = JSON.parse(data);
       if (m.type === 'race.done') ended = true;
       if (m.type === 'race' && m.alive_ms > 0) r.silenceMs = 3 * m.alive_ms;

@@ -53,11 +53,11 @@ export function sessionInstructions(p: Json): string | null {
   return typeof p.instructions === 'string' ? p.instructions : null;
 }
 
-/** The text of a message's content: a string, or the `text` of its parts joined. */
-export function messageText(content: unknown): string {
+/** The text of a message's content: a string, or the `text` of its parts joined (with `refusals`, a refusal part's `refusal` too). */
+export function messageText(content: unknown, refusals = false): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((part) => (isJson(part) && typeof part.text === 'string' ? part.text : '')).join('');
+  return content.map((part) => (!isJson(part) ? '' : typeof part.text === 'string' ? part.text : refusals && part.type === 'refusal' && typeof part.refusal === 'string' ? part.refusal : '')).join('');
 }
 
 /**

@@ -294,7 +294,11 @@ class RolloutParser {
       case 'message': {
         const role = this.str(p, 'role', 'message');
         if (role === 'assistant') {
-          const text = messageText(p.content);
+          // A refusal part is what the model said (its tokens decoded, the call shown): replayed as the message's text,
+          // noted. Read as no text, the call was taken as one that showed nothing and merged into the next.
+          const refusals = Array.isArray(p.content) ? p.content.filter((c) => isJson(c) && c.type === 'refusal' && typeof c.refusal === 'string' && c.refusal !== '').length : 0;
+          if (refusals > 0) this.skip(`${refusals} refusal part(s) of an assistant message`, 'replayed as the message\'s text (the server streams no refusal parts); the model call stays its own');
+          const text = messageText(p.content, true);
           this.modelItem(text === '' ? null : { type: 'message', text }, { type: 'message', role: 'assistant', content: text });
           return;
         }

@@ -358,3 +358,26 @@ describe('a recorded replay position note', () => {
     expect(() => replayable(r)).not.toThrow();
   });
 });
+
+describe('an assistant message whose content is a refusal part (outside attack atk38 F3)', () => {
+  // Read as no text, the call was taken as one that showed nothing: merged into the next, or refused at a turn's end.
+  const text = readFileSync(DIR + 'rollout-ide-multi-turn.jsonl', 'utf8');
+  const refusal = 'I cannot help with running those tests.';
+  const refused = text
+    .split('\n')
+    .map((l) => (l.includes('"role":"assistant"') && l.includes('Two: test/cart.test.ts') ? l.replace(/"content":\[[^\]]*\]/, `"content":[{"type":"refusal","refusal":"${refusal}"}]`) : l))
+    .join('\n');
+
+  it('replays the refusal as the call\'s text, the calls as recorded, with a note', () => {
+    expect(refused).not.toBe(text);
+    const before = parseWorkload(text, 'a.jsonl', 'test');
+    const after = parseWorkload(refused, 'b.jsonl', 'test');
+    expect(modelCallCount(after)).toBe(modelCallCount(before));
+    expect(after.userTurns.map((u) => u.modelTurns.length)).toEqual(before.userTurns.map((u) => u.modelTurns.length));
+    const last = after.userTurns[0]!.modelTurns.at(-1)!;
+    expect(last.output).toEqual([{ type: 'message', text: refusal }]);
+    expect(last.output_tokens).toBe(before.userTurns[0]!.modelTurns.at(-1)!.output_tokens);
+    expect(after.skipped).toContainEqual(expect.objectContaining({ what: '1 refusal part(s) of an assistant message', why: expect.stringMatching(/replayed as the message's text/) }));
+    expect(before.skipped.some((s) => s.what.includes('refusal'))).toBe(false);
+  });
+});

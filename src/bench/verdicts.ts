@@ -20,7 +20,14 @@ export function target1(overheadRuns: readonly OkRun[]): TargetLine {
   const name = TARGET_NAMES[1];
   const target = `${targetText(1)}; http growth reported`;
   if (!ll || !ws) {
-    return { id: 1, name, figure: 'not measured', target, holds: null, verdict: 'not measured', note: 'the overhead phase did not run or failed', values: {} };
+    // Runs of both designs that measured no growth: their workload has no continuation call (a run of one model call),
+    // not a phase that did not run (outside attack atk38 F6).
+    const ran = (['long-lived', 'ws'] as const).every((d) => overheadRuns.some((r) => r.design === d));
+    const calls = overheadRuns[0]?.turns.length ?? 0;
+    const note = ran
+      ? `the overhead phase ran, but its workload has ${calls} model call${calls === 1 ? '' : 's'} and no continuation call (a call after a tool's output) to compare over the run`
+      : 'the overhead phase did not run or failed';
+    return { id: 1, name, figure: 'not measured', target, holds: null, verdict: 'not measured', note, values: {} };
   }
   const show = (g: Growth) => `${g.design} ${f2(g.first_ms)} → ${f2(g.last_ms)} ms (×${f2(g.ratio)})`;
   const verdict = verdictOf(1, { growth_long_lived: ll.ratio, growth_ws: ws.ratio });

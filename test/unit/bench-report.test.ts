@@ -82,6 +82,20 @@ function fakeResults(): Results {
   };
 }
 
+describe('target 1 without continuation calls (outside attack atk38 F6)', () => {
+  it("says the overhead phase ran but its workload has no continuation call, not that the phase did not run", () => {
+    const one = (d: ClientProtocol) => {
+      const r = fakeRun(d, null, 0) as RunRecord & { ok: true };
+      return { ...r, turns: r.turns.slice(0, 1) };
+    };
+    const t = target1([one('long-lived'), one('ws')] as never);
+    expect(t).toMatchObject({ verdict: 'not measured', holds: null });
+    expect(t.note).toBe('the overhead phase ran, but its workload has 1 model call and no continuation call (a call after a tool\'s output) to compare over the run');
+    expect(target1([]).note).toBe('the overhead phase did not run or failed');
+    expect(target1([one('long-lived')] as never).note).toBe('the overhead phase did not run or failed');
+  });
+});
+
 describe('buildReport', () => {
   const results = fakeResults();
   const report = buildReport(results);

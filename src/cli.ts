@@ -249,7 +249,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
     limits,
     allowOrigins: values['allow-origin'] ?? env('LLR_ALLOW_ORIGINS')?.split(',') ?? [],
     allowHosts: values['allow-host'] ?? env('LLR_ALLOW_HOSTS')?.split(',') ?? [],
-    store: values.store ?? env('LLR_STORE') ?? DEFAULT_STORE,
+    store: storeSpec(values.store ?? env('LLR_STORE') ?? DEFAULT_STORE),
     seed: num(values.seed ?? env('LLR_SEED'), 'seed', COUNT) ?? 1,
     refuseWebSockets: values['no-websockets'] ?? envSwitch('LLR_NO_WEBSOCKETS'),
     allowUnknownParameters: values['allow-unknown-parameters'] ?? envSwitch('LLR_ALLOW_UNKNOWN_PARAMETERS'),
@@ -508,3 +508,16 @@ main().catch((err: unknown) => {
   process.stderr.write(`llr: ${message}${help}\n`);
   process.exitCode = usage ? 2 : 1;
 });
+
+/**
+ * `--store`'s value, refused when it spells `memory` or `:memory:` in other letters: `--store MEMORY` made a SQLite
+ * file named MEMORY where an in-memory store was meant (outside attack atk39 F4). A file of such a name is still
+ * `./MEMORY`.
+ */
+export function storeSpec(spec: string): string {
+  const lower = spec.toLowerCase();
+  if ((lower === 'memory' || lower === ':memory:') && spec !== lower) {
+    throw new UsageError(`--store '${spec}': the in-memory stores are 'memory' and ':memory:', in lower case; a file of that name is './${spec}'`);
+  }
+  return spec;
+}

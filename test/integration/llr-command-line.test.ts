@@ -95,6 +95,10 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [SERVE, { LLR_LOG_LEVEL: 'verbose' }, "unknown log level 'verbose'"],
   // An empty LLR_LOG_LEVEL is unset, as every other LLR_ variable is (it was the level '': the same stack trace).
   [[...SERVE, '--off', 'nope'], { LLR_LOG_LEVEL: '' }, "unknown switch 'nope'"],
+  // `memory` in other letters made a SQLite file of that name where an in-memory store was meant (outside attack atk39 F4).
+  [[...SERVE, '--store', 'MEMORY'], {}, "--store 'MEMORY': the in-memory stores are 'memory' and ':memory:', in lower case; a file of that name is './MEMORY'"],
+  [['serve', '--port', '0'], { LLR_STORE: ':Memory:' }, "--store ':Memory:': the in-memory stores are 'memory' and ':memory:', in lower case"],
+  [['bench', '--synthetic', '3,10,1000000000', '--speeds', '65'], {}, 'at 65 tokens/s one grid run takes at least 534 days'],
   [['run'], {}, 'llr run needs a prompt'],
   [['run', '--protocol', 'nope', 'hi'], {}, "unknown protocol 'nope'; known: long-lived, ws, http, http-stored, long-lived-http"],
   [['run', '--url', 'nope', 'hi'], {}, "--url needs an http:// URL, got 'nope'"],

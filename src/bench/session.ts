@@ -254,21 +254,48 @@ export function runDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchCo
 function uncappedDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'runTimeoutMs' | 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>): number {
   if (cfg.runTimeoutMs !== null) return cfg.runTimeoutMs;
   const least = leastRunMs(w, tps, cfg);
-  const prefill = tps === null ? 0 : (w.recorded.input_tokens.at(-1) ?? 50_000) * msPerToken(cfg.prefillTps) * 2;
+  // The context as recorded, else as its text suggests (4 characters a token), at least 50,000 tokens: a workload
+  // without counts whose tool outputs held millions of tokens was allowed 50,000 tokens' prefill (outside attack).
+  const context = w.recorded.input_tokens.at(-1) ?? Math.max(50_000, Math.ceil(workloadTextChars(w) / 4));
+  const prefill = tps === null ? 0 : context * msPerToken(cfg.prefillTps) * 2;
   return Math.round(60_000 + 3 * (least.ms + prefill + apiWorkMs(w, least.calls)));
 }
 
 /**
- * The least time one replay run of `w` takes at `tps` (null: the instant model), ms: each model call's time to first
- * token and remote hops, the recorded output tokens (100 a call where none is recorded) at the decode rate, and the
- * recorded tool time × --tool-factor. Prefill and the API's own work are left out, so no run is faster than this.
+ * Characters of text a run's conversation holds: its user turns' input (as JSON), the model's text and call arguments,
+ * and the tools' outputs (instructions and tool definitions left out: runs may share their prefill through the cache).
  */
-export function leastRunMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs'>): { ms: number; calls: number; outputTokens: number } {
+export function workloadTextChars(w: Workload): number {
+  let chars = 0;
+  for (const u of w.userTurns) {
+    chars += JSON.stringify(u.input).length;
+    for (const t of u.modelTurns) for (const o of t.output) chars += o.type === 'message' ? o.text.length : o.type === 'function_call' ? o.arguments.length : 0;
+  }
+  for (const o of Object.values(w.toolOutputs)) chars += o.output.length;
+  return chars;
+}
+
+/**
+ * Characters per token at the most, for the least prefill a conversation's text needs: o200k averages ~4 on prose and
+ * code; twice that keeps the estimate a floor for all but long runs of one repeated character.
+ */
+const MAX_CHARS_PER_TOKEN = 8;
+
+/**
+ * The least time one replay run of `w` takes at `tps` (null: the instant model), ms: each model call's time to first
+ * token and remote hops, the recorded output tokens (100 a call where none is recorded) at the decode rate, its
+ * conversation's text prefilled once at the prefill rate (a character count over MAX_CHARS_PER_TOKEN), and the
+ * recorded tool time × --tool-factor. The API's own work is left out.
+ */
+export function leastRunMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>): { ms: number; calls: number; outputTokens: number; prefillTokens: number } {
   const calls = modelCallCount(w);
   const outputTokens = flatModelTurns(w).reduce((n, t) => n + (t.output_tokens ?? 100), 0);
   const tools = Object.values(w.toolOutputs).reduce((n, o) => n + toolWaitMs(o.duration_ms), 0) * cfg.toolFactor;
-  const model = tps === null ? 0 : calls * (cfg.ttftMs + 2 * cfg.hops * cfg.hopMs + cfg.callHops * cfg.callHopMs) + outputTokens * msPerToken(tps);
-  return { ms: model + tools, calls, outputTokens };
+  // Every token of the conversation is prefilled once at least (a run shares only its preamble with others through the
+  // cache): left out, a run of large tool outputs at a slow prefill rate waited silently (outside attack atk41 F2).
+  const prefillTokens = tps === null ? 0 : Math.floor(workloadTextChars(w) / MAX_CHARS_PER_TOKEN);
+  const model = tps === null ? 0 : calls * (cfg.ttftMs + 2 * cfg.hops * cfg.hopMs + cfg.callHops * cfg.callHopMs) + outputTokens * msPerToken(tps) + prefillTokens * msPerToken(cfg.prefillTps);
+  return { ms: model + tools, calls, outputTokens, prefillTokens };
 }
 
 /**

@@ -4,8 +4,8 @@
  * long-lived and http although nothing hung (outside attack).
  */
 import { describe, expect, it } from 'vitest';
-import { gridRunTimes, parseBenchArgs, spanText } from '../../src/bench/command.js';
-import { apiWorkMs, leastRunMs, runDeadlineMs } from '../../src/bench/session.js';
+import { LONG_RUN_MS, gridRunTimes, parseBenchArgs, spanText } from '../../src/bench/command.js';
+import { apiWorkMs, leastRunMs, runDeadlineMs, workloadTextChars } from '../../src/bench/session.js';
 import { UsageError } from '../../src/flags.js';
 import { syntheticWorkload } from '../../src/workload/synthetic.js';
 import type { Workload } from '../../src/workload/types.js';
@@ -63,7 +63,7 @@ describe('a replay deadline', () => {
       return null;
     })();
     expect(refusal).toBeInstanceOf(UsageError);
-    expect((refusal as Error).message).toMatch(/^at 65 tokens\/s one grid run takes at least 534 days \(3 model calls decoding 3000000000 recorded output tokens\), past its deadline of 24\.9 days/);
+    expect((refusal as Error).message).toMatch(/^at 65 tokens\/s one grid run takes at least 534 days \(3 model calls decoding 3000000000 recorded output tokens, prefilling at least \d+ context tokens at 20000 tokens\/s\), past its deadline of 24\.9 days/);
     // --run-timeout-ms sets the deadline: a run that needs longer is refused the same way; one that fits is not.
     expect(() => parseBenchArgs(['--synthetic', '3,10,1000', '--speeds', '1000', '--run-timeout-ms', '2000'])).toThrow(/takes at least 3\.\d s .*past its deadline of 2\.0 s \(--run-timeout-ms\)/);
     expect(parseBenchArgs(['--synthetic', '3,10,1000', '--speeds', '1000', '--run-timeout-ms', '60000']).gridNotes).toHaveLength(1);
@@ -73,17 +73,39 @@ describe('a replay deadline', () => {
 
   it("a grid run's least time is its calls' time to first token and hops, its recorded output tokens at the speed and its tools × --tool-factor", () => {
     const w = syntheticWorkload({ turns: 4, toolOutputBytes: 10, outputTokensPerTurn: 500, seed: 1 });
-    const calls = leastRunMs(w, 1000, cfg).calls;
+    const { calls, prefillTokens } = leastRunMs(w, 1000, cfg);
     expect(calls).toBeGreaterThanOrEqual(4);
-    expect(leastRunMs(w, 1000, cfg)).toEqual({ ms: calls * 500, calls, outputTokens: calls * 500 });
-    expect(leastRunMs(w, 1000, { ...cfg, ttftMs: 150, hops: 2, hopMs: 5, toolFactor: 0 }).ms).toBe(calls * (500 + 150 + 20));
-    expect(leastRunMs(w, null, { ...cfg, toolFactor: 0 }).ms).toBe(0);
+    // The conversation's text, 8 characters a token at the most, prefilled once at --prefill-tps (10,000 here).
+    expect(prefillTokens).toBe(Math.floor(workloadTextChars(w) / 8));
+    expect(prefillTokens).toBeGreaterThan(0);
+    const prefillMs = prefillTokens / 10;
+    expect(leastRunMs(w, 1000, cfg)).toEqual({ ms: calls * 500 + prefillMs, calls, outputTokens: calls * 500, prefillTokens });
+    expect(leastRunMs(w, 1000, { ...cfg, ttftMs: 150, hops: 2, hopMs: 5, toolFactor: 0 }).ms).toBeCloseTo(calls * (500 + 150 + 20) + prefillMs, 9);
+    expect(leastRunMs(w, null, { ...cfg, toolFactor: 0 })).toMatchObject({ ms: 0, prefillTokens: 0 });
     // Never above the deadline it is checked against.
     const [g] = gridRunTimes(parseBenchArgs(['--synthetic', '4,10,500', '--speeds', '65', '--reps', '2', '--designs', 'ws,http']).config);
-    expect(g).toMatchObject({ tps: 65, calls, outputTokens: calls * 500, runs: 4 });
-    expect(g!.leastMs).toBeCloseTo(calls * 150 + (calls * 500 * 1000) / 65, 6);
+    expect(g).toMatchObject({ tps: 65, calls, outputTokens: calls * 500, runs: 4, prefillTps: 20_000 });
+    expect(g!.leastMs).toBeCloseTo(calls * 150 + (calls * 500 * 1000) / 65 + g!.prefillTokens / 20, 6);
     expect(g!.leastMs).toBeLessThan(g!.deadlineMs);
-    expect([spanText(31_390), spanText(845_000), spanText(3 * 3_600_000 + 720_000), spanText(2_147_483_647), spanText(4.6e10)]).toEqual(['31.4 s', '14 min 5 s', '3 h 12 min', '24.9 days', '532 days']);
+    expect([spanText(1), spanText(31_390), spanText(845_000), spanText(3 * 3_600_000 + 720_000), spanText(2_147_483_647), spanText(4.6e10)]).toEqual(['1 ms', '31.4 s', '14 min 5 s', '3 h 12 min', '24.9 days', '532 days']);
+  });
+
+  it('--help and --report read no workload, and are not checked (outside attack atk41 F1: both failed, reading the missing one)', () => {
+    expect(parseBenchArgs(['--help'])).toMatchObject({ help: true, gridNotes: [] });
+    expect(parseBenchArgs(['--report', '/nonexistent'])).toMatchObject({ report: '/nonexistent', gridNotes: [] });
+  });
+
+  it('counts the prefill of large tool outputs: a slow prefill is announced, and the deadline allows for it (outside attack atk41 F2)', () => {
+    // 3 calls whose tool outputs are 200,000 bytes each, prefilled at 1 token/s: hours, where the check said 0.45 s.
+    const [slow] = parseBenchArgs(['--synthetic', '3,200000,1', '--prefill-tps', '1', '--speeds', '1000']).gridNotes;
+    expect(slow!.prefillTokens).toBeGreaterThan(50_000);
+    expect(slow!.leastMs).toBeGreaterThan(LONG_RUN_MS);
+    expect(slow!.leastMs).toBeLessThan(slow!.deadlineMs);
+    // No counts recorded: the deadline's prefill allowance follows the text (4 characters a token), not a fixed 50,000 tokens.
+    const w = syntheticWorkload({ turns: 6, toolOutputBytes: 4_000_000, outputTokensPerTurn: 1, seed: 1 });
+    const noCounts = { ...w, recorded: { ...w.recorded, input_tokens: [] } };
+    const deadline = runDeadlineMs(noCounts, 1000, { ...cfg, prefillTps: 1000 });
+    expect(deadline).toBeGreaterThan((workloadTextChars(noCounts) / 4) * 2 * 3);
   });
 });
 

@@ -296,8 +296,10 @@ class RolloutParser {
         if (role === 'assistant') {
           // A refusal part is what the model said (its tokens decoded, the call shown): replayed as the message's text,
           // noted. Read as no text, the call was taken as one that showed nothing and merged into the next.
-          const refusals = Array.isArray(p.content) ? p.content.filter((c) => isJson(c) && c.type === 'refusal' && typeof c.refusal === 'string' && c.refusal !== '').length : 0;
-          if (refusals > 0) this.skip(`${refusals} refusal part(s) of an assistant message`, 'replayed as the message\'s text (the server streams no refusal parts); the model call stays its own');
+          const parts = Array.isArray(p.content) ? p.content.filter((c) => isJson(c) && c.type === 'refusal' && typeof c.text !== 'string') : [];
+          const replayed = parts.filter((c) => typeof c.refusal === 'string' && c.refusal !== '').length;
+          if (replayed > 0) this.skip(`${replayed} refusal part(s) of an assistant message`, 'replayed as the message\'s text (the server streams no refusal parts); the model call stays its own');
+          if (parts.length > replayed) this.skip(`${parts.length - replayed} refusal part(s) of an assistant message`, 'no text to replay (its `refusal` is not a non-empty string): the part is dropped');
           const text = messageText(p.content, true);
           this.modelItem(text === '' ? null : { type: 'message', text }, { type: 'message', role: 'assistant', content: text });
           return;

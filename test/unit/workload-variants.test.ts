@@ -380,4 +380,21 @@ describe('an assistant message whose content is a refusal part (outside attack a
     expect(after.skipped).toContainEqual(expect.objectContaining({ what: '1 refusal part(s) of an assistant message', why: expect.stringMatching(/replayed as the message's text/) }));
     expect((before.skipped ?? []).some((s) => s.what.includes('refusal'))).toBe(false);
   });
+
+  const withContent = (content: string) =>
+    text
+      .split('\n')
+      .map((l) => (l.includes('"role":"assistant"') && l.includes('Two: test/cart.test.ts') ? l.replace(/"content":\[[^\]]*\]/, `"content":${content}`) : l))
+      .join('\n');
+
+  it('notes a refusal part with no text to replay (not a non-empty string), and does not call a part with text a refusal replayed (outside attack atk41 F3)', () => {
+    for (const bad of ['42', 'null', '""']) {
+      const w = parseWorkload(withContent(`[{"type":"refusal","refusal":${bad}},{"type":"output_text","text":"ok"}]`), 'c.jsonl', 'test');
+      expect(w.skipped, bad).toContainEqual(expect.objectContaining({ what: '1 refusal part(s) of an assistant message', why: expect.stringMatching(/^no text to replay/) }));
+      expect(w.userTurns[0]!.modelTurns.at(-1)!.output, bad).toEqual([{ type: 'message', text: 'ok' }]);
+    }
+    const both = parseWorkload(withContent('[{"type":"refusal","refusal":"no","text":"the text"}]'), 'd.jsonl', 'test');
+    expect(both.userTurns[0]!.modelTurns.at(-1)!.output).toEqual([{ type: 'message', text: 'the text' }]);
+    expect((both.skipped ?? []).some((s) => s.what.includes('refusal'))).toBe(false);
+  });
 });

@@ -17,7 +17,7 @@
  * and why) prints `llr: MESSAGE` and exits with status 2; any other failure, 1.
  */
 import { parseArgs } from 'node:util';
-import { numberFlag, stringOptions, UsageError, type NumberRange } from './flags.js';
+import { fromEnvironment, numberFlag, stringOptions, UsageError, type NumberRange } from './flags.js';
 import { DEFAULT_STORE, startServer } from './server.js';
 import { createLogger, flushLog, flushLogSync } from './log.js';
 import { exitWithParent } from './lifecycle.js';
@@ -127,8 +127,13 @@ function envSwitch(name: string): boolean {
 }
 
 /** A serve flag's number, from the flag or its environment variable (flags win), checked against its range. */
-function num(v: string | undefined, name: string, range: NumberRange): number | undefined {
-  return numberFlag(v, name, range);
+/**
+ * A numeric flag's value, else its environment variable's; a bad value from the environment says so (the flag was
+ * named alone, and a user who set only the variable looked for a flag they never typed: outside attack atk41 F4).
+ */
+function num(flagValue: string | undefined, envVar: string, name: string, range: NumberRange): number | undefined {
+  if (flagValue !== undefined) return numberFlag(flagValue, name, range);
+  return fromEnvironment(envVar, () => numberFlag(env(envVar), name, range));
 }
 
 /** A timer's ms: Node fires one longer than 2^31-1 ms at once. */
@@ -228,40 +233,40 @@ async function serve(argv: string[], demo = false): Promise<void> {
     const { demoCodexWorkload } = await import('./demo/workloads.js');
     demoCodexWorkload(demoWorkload);
   }
-  const chaosSeed = num(values['chaos-seed'] ?? env('LLR_CHAOS_SEED'), 'chaos-seed', COUNT);
+  const chaosSeed = num(values['chaos-seed'], 'LLR_CHAOS_SEED', 'chaos-seed', COUNT);
   const instant = values.instant ?? envSwitch('LLR_INSTANT');
   const { server, url } = await startServer({
     host: values.host ?? env('LLR_HOST') ?? '127.0.0.1',
-    port: num(values.port ?? env('LLR_PORT'), 'port', { integer: true, max: 65535 }) ?? 8080,
+    port: num(values.port, 'LLR_PORT', 'port', { integer: true, max: 65535 }) ?? 8080,
     modelSettings: {
       ...(instant ? { tokensPerSecond: Infinity, ttftBaseMs: 0, prefillTokensPerSecond: Infinity } : {}),
       ...defined({
-        tokensPerSecond: num(values['tokens-per-second'] ?? env('LLR_TOKENS_PER_SECOND'), 'tokens-per-second', RATE),
-        ttftBaseMs: num(values['ttft-ms'] ?? env('LLR_TTFT_MS'), 'ttft-ms', MS),
-        prefillTokensPerSecond: num(values['prefill-tps'] ?? env('LLR_PREFILL_TPS'), 'prefill-tps', RATE),
+        tokensPerSecond: num(values['tokens-per-second'], 'LLR_TOKENS_PER_SECOND', 'tokens-per-second', RATE),
+        ttftBaseMs: num(values['ttft-ms'], 'LLR_TTFT_MS', 'ttft-ms', MS),
+        prefillTokensPerSecond: num(values['prefill-tps'], 'LLR_PREFILL_TPS', 'prefill-tps', RATE),
       }),
     },
     ...(apiKeys ? { apiKeys } : {}),
-    hopLatencyMs: num(values['hop-ms'] ?? env('LLR_HOP_MS'), 'hop-ms', MS) ?? 0,
-    hops: num(values.hops ?? env('LLR_HOPS'), 'hops', COUNT) ?? 2,
-    callHopLatencyMs: num(values['call-hop-ms'] ?? env('LLR_CALL_HOP_MS'), 'call-hop-ms', MS) ?? 0,
-    callHops: num(values['call-hops'] ?? env('LLR_CALL_HOPS'), 'call-hops', COUNT) ?? 0,
+    hopLatencyMs: num(values['hop-ms'], 'LLR_HOP_MS', 'hop-ms', MS) ?? 0,
+    hops: num(values.hops, 'LLR_HOPS', 'hops', COUNT) ?? 2,
+    callHopLatencyMs: num(values['call-hop-ms'], 'LLR_CALL_HOP_MS', 'call-hop-ms', MS) ?? 0,
+    callHops: num(values['call-hops'], 'LLR_CALL_HOPS', 'call-hops', COUNT) ?? 0,
     limits,
     allowOrigins: values['allow-origin'] ?? env('LLR_ALLOW_ORIGINS')?.split(',') ?? [],
     allowHosts: values['allow-host'] ?? env('LLR_ALLOW_HOSTS')?.split(',') ?? [],
     store: storeSpec(values.store ?? env('LLR_STORE') ?? DEFAULT_STORE),
-    seed: num(values.seed ?? env('LLR_SEED'), 'seed', COUNT) ?? 1,
+    seed: num(values.seed, 'LLR_SEED', 'seed', COUNT) ?? 1,
     refuseWebSockets: values['no-websockets'] ?? envSwitch('LLR_NO_WEBSOCKETS'),
     allowUnknownParameters: values['allow-unknown-parameters'] ?? envSwitch('LLR_ALLOW_UNKNOWN_PARAMETERS'),
     lazyTokenizer: values['lazy-tokenizer'] ?? envSwitch('LLR_LAZY_TOKENIZER'),
     eagerTokenizer: values['eager-tokenizer'] ?? envSwitch('LLR_EAGER_TOKENIZER'),
     switches,
     ...defined({
-      recordRequests: num(values['record-requests'] ?? env('LLR_RECORD_REQUESTS'), 'record-requests', COUNT),
-      ledgerEntries: num(values['ledger-entries'] ?? env('LLR_LEDGER_ENTRIES'), 'ledger-entries', POSITIVE_COUNT),
-      prefixCacheBlocks: num(values['prefix-cache-blocks'] ?? env('LLR_PREFIX_CACHE_BLOCKS'), 'prefix-cache-blocks', COUNT),
-      prefixCacheInsertBlocks: num(values['prefix-cache-insert-blocks'] ?? env('LLR_PREFIX_CACHE_INSERT_BLOCKS'), 'prefix-cache-insert-blocks', POSITIVE_COUNT),
-      tokenizerCacheEntries: num(values['tokenizer-cache-entries'] ?? env('LLR_TOKENIZER_CACHE_ENTRIES'), 'tokenizer-cache-entries', COUNT),
+      recordRequests: num(values['record-requests'], 'LLR_RECORD_REQUESTS', 'record-requests', COUNT),
+      ledgerEntries: num(values['ledger-entries'], 'LLR_LEDGER_ENTRIES', 'ledger-entries', POSITIVE_COUNT),
+      prefixCacheBlocks: num(values['prefix-cache-blocks'], 'LLR_PREFIX_CACHE_BLOCKS', 'prefix-cache-blocks', COUNT),
+      prefixCacheInsertBlocks: num(values['prefix-cache-insert-blocks'], 'LLR_PREFIX_CACHE_INSERT_BLOCKS', 'prefix-cache-insert-blocks', POSITIVE_COUNT),
+      tokenizerCacheEntries: num(values['tokenizer-cache-entries'], 'LLR_TOKENIZER_CACHE_ENTRIES', 'tokenizer-cache-entries', COUNT),
     }),
     prefixCacheScope: (values['shared-prefix-cache'] ?? envSwitch('LLR_SHARED_PREFIX_CACHE')) ? 'shared' : 'owner',
     chaos,
@@ -272,11 +277,11 @@ async function serve(argv: string[], demo = false): Promise<void> {
       ? false
       : defined({
           workloadPath: demoWorkload,
-          maxRaces: num(values['demo-max-races'] ?? env('LLR_DEMO_MAX_RACES'), 'demo-max-races', POSITIVE_COUNT),
-          raceTimeoutMs: num(values['demo-race-timeout-ms'] ?? env('LLR_DEMO_RACE_TIMEOUT_MS'), 'demo-race-timeout-ms', { ...POSITIVE_COUNT, max: MAX_TIMER_MS }),
-          maxToolCalls: num(values['demo-max-tool-calls'] ?? env('LLR_DEMO_MAX_TOOL_CALLS'), 'demo-max-tool-calls', POSITIVE_COUNT),
-          maxPromptBytes: num(values['demo-max-prompt-bytes'] ?? env('LLR_DEMO_MAX_PROMPT_BYTES'), 'demo-max-prompt-bytes', POSITIVE_COUNT),
-          aliveMs: num(values['demo-alive-ms'] ?? env('LLR_DEMO_ALIVE_MS'), 'demo-alive-ms', { ...POSITIVE_COUNT, max: MAX_TIMER_MS }),
+          maxRaces: num(values['demo-max-races'], 'LLR_DEMO_MAX_RACES', 'demo-max-races', POSITIVE_COUNT),
+          raceTimeoutMs: num(values['demo-race-timeout-ms'], 'LLR_DEMO_RACE_TIMEOUT_MS', 'demo-race-timeout-ms', { ...POSITIVE_COUNT, max: MAX_TIMER_MS }),
+          maxToolCalls: num(values['demo-max-tool-calls'], 'LLR_DEMO_MAX_TOOL_CALLS', 'demo-max-tool-calls', POSITIVE_COUNT),
+          maxPromptBytes: num(values['demo-max-prompt-bytes'], 'LLR_DEMO_MAX_PROMPT_BYTES', 'demo-max-prompt-bytes', POSITIVE_COUNT),
+          aliveMs: num(values['demo-alive-ms'], 'LLR_DEMO_ALIVE_MS', 'demo-alive-ms', { ...POSITIVE_COUNT, max: MAX_TIMER_MS }),
         }),
   });
   let stopping = false;
@@ -348,7 +353,7 @@ async function run(argv: string[]): Promise<void> {
   // `--model=` sent a model named '' (the server's 400 came after the connection); `--api-key=` was dropped unsaid.
   const runKey = values['api-key'] ?? env('LLR_API_KEY');
   checkStrings(values, runKey === undefined ? undefined : [runKey], '--api-key, LLR_API_KEY');
-  const idleMs = num(values['idle-timeout-ms'] ?? env('LLR_IDLE_TIMEOUT_MS'), 'idle-timeout-ms', { integer: true, max: MAX_TIMER_MS }) ?? 60_000;
+  const idleMs = num(values['idle-timeout-ms'], 'LLR_IDLE_TIMEOUT_MS', 'idle-timeout-ms', { integer: true, max: MAX_TIMER_MS }) ?? 60_000;
   const prompt = positionals.join(' ');
   if (!prompt) throw new UsageError('llr run needs a prompt, e.g. llr run "list the files\\n$ ls"');
   const protocol = (values.protocol ?? 'long-lived') as ClientProtocol;

@@ -48,3 +48,13 @@ export function numberFlag(raw: string | undefined, flag: string, range: NumberR
   if (!ok) throw new UsageError(`--${flag} needs ${what}, got '${raw}'`);
   return n;
 }
+
+/** `read()` of a value taken from `envVar`: a UsageError it throws names the variable. */
+export function fromEnvironment<T>(envVar: string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (err instanceof UsageError) throw new UsageError(`${err.message} (from ${envVar})`);
+    throw err;
+  }
+}

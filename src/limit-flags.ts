@@ -6,7 +6,7 @@
  * limit has a flag.
  */
 import { DEFAULT_LIMITS, type Limits } from './engine/services.js';
-import { numberFlag, stringOptions, UsageError, type NumberRange } from './flags.js';
+import { fromEnvironment, numberFlag, stringOptions, UsageError, type NumberRange } from './flags.js';
 
 export interface LimitFlag {
   flag: string;
@@ -99,17 +99,19 @@ export function limitsFrom(values: Record<string, unknown>, env: Record<string, 
   const out: Partial<Limits> = {};
   for (const f of LIMIT_FLAGS) {
     const fromEnv = env[envName(f.flag)];
-    const raw = typeof values[f.flag] === 'string' ? (values[f.flag] as string) : fromEnv === '' ? undefined : fromEnv;
+    const flagged = typeof values[f.flag] === 'string';
+    const raw = flagged ? (values[f.flag] as string) : fromEnv === '' ? undefined : fromEnv;
     if (raw === undefined) continue;
-    if (f.range) {
-      out[f.key] = numberFlag(raw, f.flag, f.range);
-      continue;
-    }
-    const ms = f.flag.endsWith('-ms');
-    // Node fires a timer longer than 2^31-1 ms at once: refuse rather than time out immediately.
-    if (ms && (raw === 'Infinity' || raw === 'inf' || Number(raw) > MAX_TIMER_MS)) throw new UsageError(`--${f.flag} is at most ${MAX_TIMER_MS} ms (about 24.8 days), got '${raw}'`);
-    // Whole numbers: Node refuses a fractional HTTP timeout with its own message, and half a byte or a connection means nothing.
-    out[f.key] = numberFlag(raw, f.flag, { integer: true, infinity: !ms });
+    const read = (): number | undefined => {
+      if (f.range) return numberFlag(raw, f.flag, f.range);
+      const ms = f.flag.endsWith('-ms');
+      // Node fires a timer longer than 2^31-1 ms at once: refuse rather than time out immediately.
+      if (ms && (raw === 'Infinity' || raw === 'inf' || Number(raw) > MAX_TIMER_MS)) throw new UsageError(`--${f.flag} is at most ${MAX_TIMER_MS} ms (about 24.8 days), got '${raw}'`);
+      // Whole numbers: Node refuses a fractional HTTP timeout with its own message, and half a byte or a connection means nothing.
+      return numberFlag(raw, f.flag, { integer: true, infinity: !ms });
+    };
+    // A bad value from the environment names the variable too: the flag alone sent a user who never typed it looking for it.
+    out[f.key] = flagged ? read() : fromEnvironment(envName(f.flag), read);
   }
   return out;
 }

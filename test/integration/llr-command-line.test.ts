@@ -105,7 +105,10 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [['run', '--model=', 'hi'], {}, "--model needs a value, got ''"],
   [['run', '--api-key=', 'hi'], {}, "--api-key needs a value, got ''"],
   [['run', '--idle-timeout-ms=-1', 'hi'], {}, "--idle-timeout-ms needs an integer >= 0 and <= 2147483647, got '-1'"],
-  [['run', 'hi'], { LLR_IDLE_TIMEOUT_MS: '3e9' }, "--idle-timeout-ms needs an integer >= 0 and <= 2147483647, got '3e9'"],
+  [['run', 'hi'], { LLR_IDLE_TIMEOUT_MS: '3e9' }, "--idle-timeout-ms needs an integer >= 0 and <= 2147483647, got '3e9' (from LLR_IDLE_TIMEOUT_MS)"],
+  // A bad value from the environment names the variable (outside attack atk41 F4), for a limit flag and for the others.
+  [['serve', '--port', '0'], { LLR_MAX_JSON_DEPTH: 'Infinity' }, "--max-json-depth needs an integer >= 0 and <= 1000, got 'Infinity' (from LLR_MAX_JSON_DEPTH)"],
+  [['serve', '--store', 'memory'], { LLR_PORT: '70000' }, "--port needs an integer >= 0 and <= 65535, got '70000' (from LLR_PORT)"],
   [['bench', '--reps', '1.5'], {}, '--reps needs an integer >= 1'],
   // An empty value is refused as empty before it is read as a number (as serve's and run's flags).
   [['bench', '--hops='], {}, "--hops needs a value, got ''"],

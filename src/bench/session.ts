@@ -256,7 +256,7 @@ function uncappedDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConf
   const least = leastRunMs(w, tps, cfg);
   // The context as recorded, else as its text suggests (4 characters a token), at least 50,000 tokens: a workload
   // without counts whose tool outputs held millions of tokens was allowed 50,000 tokens' prefill (outside attack).
-  const context = w.recorded.input_tokens.at(-1) ?? Math.max(50_000, Math.ceil(workloadTextChars(w) / 4));
+  const context = w.recorded.input_tokens.at(-1) ?? Math.max(50_000, least.prefillTokens * (MAX_CHARS_PER_TOKEN / 4));
   const prefill = tps === null ? 0 : context * msPerToken(cfg.prefillTps) * 2;
   return Math.round(60_000 + 3 * (least.ms + prefill + apiWorkMs(w, least.calls)));
 }

@@ -254,7 +254,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
     limits,
     allowOrigins: values['allow-origin'] ?? env('LLR_ALLOW_ORIGINS')?.split(',') ?? [],
     allowHosts: values['allow-host'] ?? env('LLR_ALLOW_HOSTS')?.split(',') ?? [],
-    store: storeSpec(values.store ?? env('LLR_STORE') ?? DEFAULT_STORE),
+    store: values.store !== undefined ? storeSpec(values.store) : fromEnvironment('LLR_STORE', () => storeSpec(env('LLR_STORE') ?? DEFAULT_STORE)),
     seed: num(values.seed, 'LLR_SEED', 'seed', COUNT) ?? 1,
     refuseWebSockets: values['no-websockets'] ?? envSwitch('LLR_NO_WEBSOCKETS'),
     allowUnknownParameters: values['allow-unknown-parameters'] ?? envSwitch('LLR_ALLOW_UNKNOWN_PARAMETERS'),
@@ -520,6 +520,9 @@ main().catch((err: unknown) => {
  * `./MEMORY`.
  */
 export function storeSpec(spec: string): string {
+  // SQLite opened ' lead.db' as 'lead.db', then the store looked for the name as given and failed (exit 1, a file made
+  // under another name; outside attack atk43 F1).
+  if (spec !== spec.trim()) throw new UsageError(`--store '${spec.slice(0, 200)}' begins or ends with white space; a file name with it is not taken`);
   const lower = spec.toLowerCase();
   if ((lower === 'memory' || lower === ':memory:') && spec !== lower) {
     throw new UsageError(`--store '${spec}': the in-memory stores are 'memory' and ':memory:', in lower case; a file of that name is './${spec}'`);

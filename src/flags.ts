@@ -42,10 +42,14 @@ export function numberFlag(raw: string | undefined, flag: string, range: NumberR
   const { min = 0, max = Infinity, aboveMin = false, integer = false, infinity = false } = range;
   const what = `${integer ? 'an integer' : 'a number'} ${aboveMin ? `> ${min}` : `>= ${min}`}${max < Number.MAX_SAFE_INTEGER ? ` and <= ${max}` : ''}${infinity ? ' (or Infinity)' : ''}`;
   const n = raw === 'Infinity' || raw === 'inf' ? Infinity : /^\d+(\.\d+)?([eE][+-]?\d+)?$/.test(raw) ? Number(raw) : NaN;
+  // A number too small for a double reads as 0: `1e-400` was taken as the integer 0 (--port=1e-400 listened on a random
+  // port, --pause-timeout-ms=1e-400 ended every run at its first pause; outside attack atk43 F3).
+  const underflow = n === 0 && /[1-9]/.test(raw.split(/[eE]/)[0]!);
   const ok = Number.isFinite(n)
-    ? (!integer || Number.isSafeInteger(n)) && (aboveMin ? n > min : n >= min) && n <= max
+    ? !underflow && (!integer || Number.isSafeInteger(n)) && (aboveMin ? n > min : n >= min) && n <= max
     : n === Infinity && infinity && max === Infinity;
-  if (!ok) throw new UsageError(`--${flag} needs ${what}, got '${raw}'`);
+  // The value as given, cut short: a 120,000-digit one made a 120 KB error line (outside attack atk43 F4).
+  if (!ok) throw new UsageError(`--${flag} needs ${what}, got '${raw.length > 100 ? `${raw.slice(0, 100)}…` : raw}'`);
   return n;
 }
 

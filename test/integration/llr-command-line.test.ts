@@ -97,6 +97,13 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [[...SERVE, '--off', 'nope'], { LLR_LOG_LEVEL: '' }, "unknown switch 'nope'"],
   // `memory` in other letters made a SQLite file of that name where an in-memory store was meant (outside attack atk39 F4).
   [[...SERVE, '--store', 'MEMORY'], {}, "--store 'MEMORY': the in-memory stores are 'memory' and ':memory:', in lower case; a file of that name is './MEMORY'"],
+  // Outside attack atk43: a value too small for a double read as 0 (F3), a name with white space at an end made a file
+  // under another name then failed (F1), LLR_STORE was not named (F2), a huge value was repeated whole (F4).
+  [['serve', '--store', 'memory', '--port', '1e-400'], {}, "--port needs an integer >= 0 and <= 65535, got '1e-400'"],
+  [[...SERVE, '--pause-timeout-ms', '0.5e-400'], {}, "--pause-timeout-ms needs an integer >= 0, got '0.5e-400'"],
+  [['serve', '--port', '0', '--store', ' lead.db'], {}, "--store ' lead.db' begins or ends with white space"],
+  [['serve', '--port', '0'], { LLR_STORE: 'MEMORY' }, "a file of that name is './MEMORY' (from LLR_STORE)"],
+  [['serve', '--store', 'memory'], { LLR_PORT: '9'.repeat(5000) }, `--port needs an integer >= 0 and <= 65535, got '${'9'.repeat(100)}…' (from LLR_PORT)`],
   [['serve', '--port', '0'], { LLR_STORE: ':Memory:' }, "--store ':Memory:': the in-memory stores are 'memory' and ':memory:', in lower case"],
   [['bench', '--synthetic', '3,10,1000000000', '--speeds', '65'], {}, 'at 65 tokens/s one grid run takes at least 534 days'],
   [['run'], {}, 'llr run needs a prompt'],

@@ -28,7 +28,7 @@ import { DEFAULT_LIMITS, DEFAULT_SWITCHES } from './engine/services.js';
 import { limitHelp, limitOptions, limitsFrom, MAX_TIMER_MS } from './limit-flags.js';
 import { CLIENT_PROTOCOLS, connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
-import { shown } from './terminal-text.js';
+import { quoted, shown } from './terminal-text.js';
 import { replayPolicy, type ModelPolicy } from './model/policies.js';
 import { parseChaosSpec } from './engine/faults.js';
 
@@ -123,7 +123,7 @@ function envSwitch(name: string): boolean {
   const v = env(name);
   if (v === undefined || v === '0') return false;
   if (v === '1') return true;
-  throw new UsageError(`${name} needs 1 or 0, got '${v}'`);
+  throw new UsageError(`${name} needs 1 or 0, got ${quoted(v)}`);
 }
 
 /** A serve flag's number, from the flag or its environment variable (flags win), checked against its range. */
@@ -153,13 +153,14 @@ function checkStrings(values: Record<string, unknown>, apiKeys: readonly string[
   for (const [flag, v] of Object.entries(values)) {
     if (v === '' || (Array.isArray(v) && v.includes(''))) throw new UsageError(`--${flag} needs a value, got ''`);
   }
-  for (const k of apiKeys ?? []) {
-    if (k === '' || k.trim() !== k) throw new UsageError(`an API key (${keySource}) cannot be empty or start or end with whitespace, got '${k}'`);
+  // A refused key is named by its place and length, never printed: an error line goes to terminals and CI logs.
+  const which = (i: number, k: string) => `key ${i + 1} of ${apiKeys!.length}, ${k.length} characters; keys are not printed`;
+  for (const [i, k] of (apiKeys ?? []).entries()) {
+    if (k === '' || k.trim() !== k) throw new UsageError(`an API key (${keySource}) cannot be empty or start or end with whitespace (${which(i, k)})`);
     // No HTTP header carries a control character (RFC 9110 §5.5): the server ran with a key no client could send, and
-    // llr run failed at its first request with 'Invalid character in header content' (outside attack). Quoted as
-    // JSON so the message stays one line.
+    // llr run failed at its first request with 'Invalid character in header content' (outside attack).
     // eslint-disable-next-line no-control-regex
-    if (/[\u0000-\u001f\u007f]/.test(k)) throw new UsageError(`an API key (${keySource}) cannot contain control characters (it travels in an HTTP header), got ${JSON.stringify(k)}`);
+    if (/[\u0000-\u001f\u007f]/.test(k)) throw new UsageError(`an API key (${keySource}) cannot contain control characters, as it travels in an HTTP header (${which(i, k)})`);
   }
 }
 
@@ -209,13 +210,13 @@ async function serve(argv: string[], demo = false): Promise<void> {
   });
   const switches: Partial<Switches> = {};
   for (const name of values.off ?? []) {
-    if (!(name in DEFAULT_SWITCHES)) throw new UsageError(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
+    if (!(name in DEFAULT_SWITCHES)) throw new UsageError(`unknown switch ${quoted(name)}; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
     (switches as Record<string, boolean>)[name] = false;
   }
   for (const name of values.on ?? []) {
     // Both: --on won whatever their order, unsaid (outside attack).
     if ((values.off ?? []).includes(name)) throw new UsageError(`--on ${name} and --off ${name} contradict each other`);
-    if (!(name in DEFAULT_SWITCHES)) throw new UsageError(`unknown switch '${name}'; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
+    if (!(name in DEFAULT_SWITCHES)) throw new UsageError(`unknown switch ${quoted(name)}; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);
     (switches as Record<string, boolean>)[name] = true;
   }
   // Validated here so a bad spec is a clear CLI error before anything listens.
@@ -317,7 +318,7 @@ async function modelPolicy(
     if (workload !== undefined || synthetic !== undefined) throw new UsageError('--workload and --synthetic need --policy replay');
     return { footprint: { widestCall: 0, contextBytes: 0, contextItems: 0 } };
   }
-  if (wanted !== 'replay') throw new UsageError(`unknown policy '${wanted}'; known: auto, replay`);
+  if (wanted !== 'replay') throw new UsageError(`unknown policy ${quoted(wanted)}; known: auto, replay`);
   if ((workload === undefined) === (synthetic === undefined)) throw new UsageError('--policy replay needs exactly one of --workload FILE or --synthetic TURNS,BYTES,TOKENS');
   const { loadWorkloadFile } = await import('./workload/load.js');
   const { syntheticFromSpec } = await import('./workload/synthetic.js');
@@ -357,9 +358,9 @@ async function run(argv: string[]): Promise<void> {
   const prompt = positionals.join(' ');
   if (!prompt) throw new UsageError('llr run needs a prompt, e.g. llr run "list the files\\n$ ls"');
   const protocol = (values.protocol ?? 'long-lived') as ClientProtocol;
-  if (!CLIENT_PROTOCOLS.includes(protocol)) throw new UsageError(`unknown protocol '${protocol}'; known: ${CLIENT_PROTOCOLS.join(', ')}`);
+  if (!CLIENT_PROTOCOLS.includes(protocol)) throw new UsageError(`unknown protocol ${quoted(protocol)}; known: ${CLIENT_PROTOCOLS.join(', ')}`);
   const url = values.url ?? env('LLR_URL') ?? 'http://127.0.0.1:8080';
-  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new UsageError(`--url needs an http:// URL, got '${url}'`);
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new UsageError(`--url needs an http:// URL, got ${quoted(url)}`);
   // Stopped (Ctrl-C, a supervisor's SIGTERM): the commands running for the model stop with it, whole process groups,
   // and the status says so (they were left running, orphaned, and the status was the bare signal's).
   for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
@@ -508,8 +509,9 @@ function isUsageError(err: unknown): boolean {
 main().catch((err: unknown) => {
   const usage = isUsageError(err);
   const help = usage && !(err instanceof WorkloadError) && ['serve', 'run', 'demo', 'bench', 'workload'].includes(process.argv[2] ?? '') ? ` (llr ${process.argv[2]} --help)` : '';
-  // One line, as the help says: parseArgs says a value starting with a dash (`--port -1`) in two.
-  const message = String((err as Error)?.message ?? err).replace(/\s*\n\s*/g, ' ');
+  // One line, as the help says: parseArgs says a value starting with a dash (`--port -1`) in two. Any control
+  // character left (a value quoted by a message that does not cut it) is shown escaped, never sent to the terminal.
+  const message = shown(String((err as Error)?.message ?? err).replace(/\s*\n\s*/g, ' '));
   process.stderr.write(`llr: ${message}${help}\n`);
   process.exitCode = usage ? 2 : 1;
 });
@@ -522,10 +524,10 @@ main().catch((err: unknown) => {
 export function storeSpec(spec: string): string {
   // SQLite opened ' lead.db' as 'lead.db', then the store looked for the name as given and failed (exit 1, a file made
   // under another name; outside attack atk43 F1).
-  if (spec !== spec.trim()) throw new UsageError(`--store '${spec.slice(0, 200)}' begins or ends with white space; a file name with it is not taken`);
+  if (spec !== spec.trim()) throw new UsageError(`--store ${quoted(spec)} begins or ends with white space; a file name with it is not taken`);
   const lower = spec.toLowerCase();
   if ((lower === 'memory' || lower === ':memory:') && spec !== lower) {
-    throw new UsageError(`--store '${spec}': the in-memory stores are 'memory' and ':memory:', in lower case; a file of that name is './${spec}'`);
+    throw new UsageError(`--store ${quoted(spec)}: the in-memory stores are 'memory' and ':memory:', in lower case; a file of that name is './${spec}'`);
   }
   return spec;
 }

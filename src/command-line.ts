@@ -7,6 +7,7 @@
  * itself parses its flags in flags.ts and cli.ts.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { quoted } from './terminal-text.js';
 
 export interface Command {
   /** How the command names itself in its messages (`bench:overhead`). */
@@ -47,6 +48,6 @@ export function parseCommandLine<T extends ParseArgsConfig>(cmd: Command, config
 export function intFlag(cmd: Command, name: string, value: string | undefined, fallback: number, min: number, max = Infinity): number {
   if (value === undefined) return fallback;
   const n = /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) usageError(cmd, `--${name} needs an integer in [${min}, ${max}], got '${value}'`);
+  if (!Number.isSafeInteger(n) || n < min || n > max) usageError(cmd, `--${name} needs an integer in [${min}, ${max}], got ${quoted(value)}`);
   return n;
 }

@@ -6,6 +6,7 @@
  * values: a bad command line is a `UsageError` (src/cli.ts prints its
  * message and exits with status 2, never a stack trace). Pure.
  */
+import { quoted } from './terminal-text.js';
 
 /** `{ name: { type: 'string' } }` for each name, typed so `parseArgs` knows each value is a string. */
 export function stringOptions<const N extends string>(names: readonly N[]): Record<N, { type: 'string' }> {
@@ -48,8 +49,7 @@ export function numberFlag(raw: string | undefined, flag: string, range: NumberR
   const ok = Number.isFinite(n)
     ? !underflow && (!integer || Number.isSafeInteger(n)) && (aboveMin ? n > min : n >= min) && n <= max
     : n === Infinity && infinity && max === Infinity;
-  // The value as given, cut short: a 120,000-digit one made a 120 KB error line (outside attack atk43 F4).
-  if (!ok) throw new UsageError(`--${flag} needs ${what}, got '${raw.length > 100 ? `${raw.slice(0, 100)}…` : raw}'`);
+  if (!ok) throw new UsageError(`--${flag} needs ${what}, got ${quoted(raw)}`);
   return n;
 }
 

@@ -7,6 +7,7 @@
  */
 import { DEFAULT_LIMITS, type Limits } from './engine/services.js';
 import { fromEnvironment, numberFlag, stringOptions, UsageError, type NumberRange } from './flags.js';
+import { quoted } from './terminal-text.js';
 
 export interface LimitFlag {
   flag: string;
@@ -106,7 +107,7 @@ export function limitsFrom(values: Record<string, unknown>, env: Record<string, 
       if (f.range) return numberFlag(raw, f.flag, f.range);
       const ms = f.flag.endsWith('-ms');
       // Node fires a timer longer than 2^31-1 ms at once: refuse rather than time out immediately.
-      if (ms && (raw === 'Infinity' || raw === 'inf' || Number(raw) > MAX_TIMER_MS)) throw new UsageError(`--${f.flag} is at most ${MAX_TIMER_MS} ms (about 24.8 days), got '${raw}'`);
+      if (ms && (raw === 'Infinity' || raw === 'inf' || Number(raw) > MAX_TIMER_MS)) throw new UsageError(`--${f.flag} is at most ${MAX_TIMER_MS} ms (about 24.8 days), got ${quoted(raw)}`);
       // Whole numbers: Node refuses a fractional HTTP timeout with its own message, and half a byte or a connection means nothing.
       return numberFlag(raw, f.flag, { integer: true, infinity: !ms });
     };

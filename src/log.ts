@@ -22,6 +22,7 @@ import fs from 'node:fs';
 import { pino, type Logger } from 'pino';
 import { DEFAULT_LIMITS } from './engine/services.js';
 import { UsageError } from './flags.js';
+import { quoted } from './terminal-text.js';
 
 /** Longest the exit flushes wait, together, for a stdout that does not take its lines. */
 export const EXIT_FLUSH_MS = 2000;
@@ -40,7 +41,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   // Checked before anything is set up: pino's own refusal came after the exit hook below was registered,
   // and that hook then crashed the process with a stack trace (`llr serve --log-level nope`).
   if (level !== 'silent' && !(level in pino.levels.values)) {
-    throw new UsageError(`unknown log level '${level}' (--log-level, LLR_LOG_LEVEL); known: ${[...Object.keys(pino.levels.values), 'silent'].join(', ')}`);
+    throw new UsageError(`unknown log level ${quoted(level)} (--log-level, LLR_LOG_LEVEL); known: ${[...Object.keys(pino.levels.values), 'silent'].join(', ')}`);
   }
   const pretty = opts.pretty ?? Boolean(process.stdout.isTTY);
   if (pretty) {

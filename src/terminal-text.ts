@@ -1,5 +1,6 @@
 /**
- * Text a server sent, made safe to print to a terminal (`llr run`).
+ * Text a server sent, made safe to print to a terminal (`llr run`), and a refused command-line value quoted in an
+ * error line.
  */
 
 /** C0 controls but a line break and a tab, DEL, C1 controls, and the bidirectional marks, embeddings and isolates. */
@@ -15,4 +16,12 @@ const TERMINAL_UNSAFE_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202
  */
 export function shown(text: string, lines = false): string {
   return text.replace(lines ? TERMINAL_UNSAFE : TERMINAL_UNSAFE_LINE, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+}
+
+/**
+ * A refused value as an error line quotes it: cut to 100 characters (a 120,000-digit one made a 120 KB error line,
+ * outside attack atk43 F4) and made one safe line (an environment variable's value can hold an escape sequence).
+ */
+export function quoted(raw: string): string {
+  return `'${shown(raw.length > 100 ? `${raw.slice(0, 100)}…` : raw)}'`;
 }

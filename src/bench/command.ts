@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { numberFlag, stringOptions, UsageError } from '../flags.js';
+import { quoted } from '../terminal-text.js';
 import { MAX_TIMER_MS } from '../limit-flags.js';
 import { MAX_PAUSED_RUNS, MAX_REPS, MAX_STREAMS } from './guard.js';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
@@ -155,7 +156,7 @@ function count(v: string, what: string, min = 0, integer = false, max = what.end
 
 function storeKind(v: string | undefined): 'sqlite' | 'memory' {
   if (v === undefined || v === 'sqlite' || v === 'memory') return v ?? 'sqlite';
-  throw new UsageError(`--store is sqlite or memory, got '${v}'`);
+  throw new UsageError(`--store is sqlite or memory, got ${quoted(v)}`);
 }
 
 /** A parser's refusal of a flag's value (`--synthetic`, `--scaling`, `--sweep-*`, `--profile`) as a usage error. */
@@ -211,9 +212,9 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
     }
   }
   const designs = values.designs ? list(values.designs, 'designs') : values.sweep ? [...SWEEP_DESIGNS] : preset.designs;
-  for (const d of designs) if (!CLIENT_PROTOCOLS.includes(d as ClientProtocol)) throw new UsageError(`unknown design '${d}'; known: ${CLIENT_PROTOCOLS.join(', ')}`);
+  for (const d of designs) if (!CLIENT_PROTOCOLS.includes(d as ClientProtocol)) throw new UsageError(`unknown design ${quoted(d)}; known: ${CLIENT_PROTOCOLS.join(', ')}`);
   const phases = values.phases ? list(values.phases, 'phases') : [...PHASES];
-  for (const p of phases) if (!PHASES.includes(p as PhaseName)) throw new UsageError(`unknown phase '${p}'; known: ${PHASES.join(', ')}`);
+  for (const p of phases) if (!PHASES.includes(p as PhaseName)) throw new UsageError(`unknown phase ${quoted(p)}; known: ${PHASES.join(', ')}`);
   const reps = values.reps === undefined ? null : count(values.reps, 'reps', 1, true, MAX_REPS);
   const profile = usage(() => profileByName(values.profile ?? preset.profile));
   const knobs = profileKnobs(profile);

@@ -12,6 +12,7 @@
  * Pure data; the runner turns a profile into `llr serve` flags.
  */
 import { ownValue } from '../protocol/fields.js';
+import { quoted } from '../terminal-text.js';
 
 export interface HopSpec {
   name: string;
@@ -95,7 +96,7 @@ export function profileKnobs(p: CostProfile): ServerKnobs {
 
 export function profileByName(name: string): CostProfile {
   const p = ownValue(PROFILES, name);
-  if (!p) throw new Error(`unknown --profile '${name}'; known: ${PROFILE_NAMES.join(', ')}`);
+  if (!p) throw new Error(`unknown --profile ${quoted(name)}; known: ${PROFILE_NAMES.join(', ')}`);
   return p;
 }
 

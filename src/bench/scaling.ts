@@ -13,6 +13,7 @@
  * and deadlines); it adds only the sweep and its report.
  */
 import { makeDirs } from '../make-dirs.js';
+import { quoted } from '../terminal-text.js';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ClientProtocol } from '../client/index.js';
@@ -50,7 +51,7 @@ export interface ScalingResults {
 export function parseTurns(spec: string): number[] {
   const turns = spec.split(',').map((s) => Number(s.trim()));
   if (turns.length === 0 || turns.some((t) => !Number.isSafeInteger(t) || t < 2)) {
-    throw new RangeError(`--scaling needs a comma-separated list of turn counts >= 2, got '${spec}'`);
+    throw new RangeError(`--scaling needs a comma-separated list of turn counts >= 2, got ${quoted(spec)}`);
   }
   return turns;
 }

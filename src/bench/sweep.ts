@@ -21,6 +21,7 @@ import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
 import type { Results } from './results.js';
 import { runBench, type BenchConfig } from './runner.js';
 import { esc } from './svg.js';
+import { quoted } from '../terminal-text.js';
 import { flatModelTurns, modelCallCount } from '../workload/replayable.js';
 import type { Workload } from '../workload/types.js';
 
@@ -110,7 +111,7 @@ export interface SweepResults {
 
 export function parseList(spec: string, what: string, min: number): number[] {
   const xs = spec.split(',').map((s) => Number(s.trim()));
-  if (xs.length === 0 || xs.some((x) => !Number.isFinite(x) || x < min)) throw new RangeError(`--${what} needs a comma-separated list of numbers >= ${min}, got '${spec}'`);
+  if (xs.length === 0 || xs.some((x) => !Number.isFinite(x) || x < min)) throw new RangeError(`--${what} needs a comma-separated list of numbers >= ${min}, got ${quoted(spec)}`);
   return xs;
 }
 

@@ -26,6 +26,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../model/clock.js';
 import { hashString, mulberry32 } from '../model/rng.js';
+import { quoted } from '../terminal-text.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 
 export const CHAOS_KINDS = ['error', 'disconnect', 'stall', 'latency'] as const;
@@ -48,19 +49,19 @@ export const CHAOS_GRAMMAR = 'KIND@POINT[:PROBABILITY[:MS]] (KIND: error|disconn
 
 /** Parse one `--chaos` spec; throws an Error whose message names the spec and the grammar. */
 export function parseChaosSpec(spec: string): ChaosRule {
-  const bad = (why: string) => new Error(`--chaos '${spec}': ${why}; expected ${CHAOS_GRAMMAR}, e.g. error@first-token:0.1 or stall@pause:0.2:3000`);
+  const bad = (why: string) => new Error(`--chaos ${quoted(spec)}: ${why}; expected ${CHAOS_GRAMMAR}, e.g. error@first-token:0.1 or stall@pause:0.2:3000`);
   const m = /^([a-z-]+)@([a-z-]+)(?::([^:]*))?(?::([^:]*))?$/.exec(spec.trim());
   if (!m) throw bad('malformed');
   const [, kind, point, p, ms] = m;
   if (!(CHAOS_KINDS as readonly string[]).includes(kind!)) throw bad(`unknown kind '${kind}'`);
   if (!(CHAOS_POINTS as readonly string[]).includes(point!)) throw bad(`unknown point '${point}'`);
   const probability = p === undefined ? 1 : strictNumber(p);
-  if (!(probability >= 0 && probability <= 1)) throw bad(`the probability must be a number from 0 to 1, got '${p}'`);
+  if (!(probability >= 0 && probability <= 1)) throw bad(`the probability must be a number from 0 to 1, got ${quoted(p!)}`);
   const delays = kind === 'stall' || kind === 'latency';
   if (delays && ms === undefined) throw bad(`a ${kind} needs a duration in ms`);
   if (!delays && ms !== undefined) throw bad(`${kind === 'error' ? 'an' : 'a'} ${kind} takes no duration`);
   const d = ms === undefined ? 0 : strictNumber(ms);
-  if (!(Number.isInteger(d) && d >= 0 && d <= MAX_MS)) throw bad(`the duration must be an integer number of ms from 0 to ${MAX_MS}, got '${ms}'`);
+  if (!(Number.isInteger(d) && d >= 0 && d <= MAX_MS)) throw bad(`the duration must be an integer number of ms from 0 to ${MAX_MS}, got ${quoted(ms!)}`);
   return { kind: kind as ChaosKind, point: point as ChaosPoint, probability, ms: d };
 }
 

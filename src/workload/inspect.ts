@@ -11,6 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UsageError } from '../flags.js';
+import { quoted } from '../terminal-text.js';
 import { looksNeutral } from './format.js';
 import { median, parseWorkload, readWorkloadText } from './load.js';
 import { WorkloadError, type Workload } from './types.js';
@@ -34,9 +35,9 @@ export async function workloadCommand(argv: string[]): Promise<void> {
     process.stdout.write(HELP);
     return;
   }
-  if (sub !== 'inspect' && sub !== 'convert') throw new UsageError(`unknown workload command '${sub}'; known: inspect, convert`);
+  if (sub !== 'inspect' && sub !== 'convert') throw new UsageError(`unknown workload command ${quoted(sub)}; known: inspect, convert`);
   if (file === undefined) throw new UsageError(`llr workload ${sub} needs a FILE`);
-  if ((sub === 'inspect' ? out : extra[0]) !== undefined) throw new UsageError(`llr workload ${sub} takes ${sub === 'inspect' ? 'one FILE' : 'FILE [OUT]'}, got also '${sub === 'inspect' ? out : extra[0]}'`);
+  if ((sub === 'inspect' ? out : extra[0]) !== undefined) throw new UsageError(`llr workload ${sub} takes ${sub === 'inspect' ? 'one FILE' : 'FILE [OUT]'}, got also ${quoted((sub === 'inspect' ? out : extra[0])!)}`);
   // Read once: a pipe (`<(zcat f.gz)`) gives its text only once, and the format is told from the same text.
   const { text, name, source } = readWorkloadText(file);
   const w = parseWorkload(text, name, source);

@@ -14,6 +14,7 @@
  * them when it renders the prompt).
  */
 import { hexString, intBetween, mulberry32, pick, type Rng } from '../model/rng.js';
+import { quoted } from '../terminal-text.js';
 import type { ReplayTurn } from '../model/types.js';
 import type { FunctionTool } from '../protocol/objects.js';
 import { MAX_TOKEN_COUNT, type Workload } from './types.js';
@@ -223,7 +224,7 @@ export function parseSyntheticSpec(spec: string, seed = 1): SyntheticOptions {
   const parts = spec.split(',').map((s) => Number(s.trim()));
   const [turns, toolOutputBytes, outputTokensPerTurn] = parts;
   if (parts.length !== 3 || parts.some((n) => !Number.isSafeInteger(n) || n < 0)) {
-    throw new RangeError(`--synthetic needs TURNS,TOOL_OUTPUT_BYTES,OUTPUT_TOKENS (three integers), got '${spec}'`);
+    throw new RangeError(`--synthetic needs TURNS,TOOL_OUTPUT_BYTES,OUTPUT_TOKENS (three integers), got ${quoted(spec)}`);
   }
   return { turns: turns!, toolOutputBytes: toolOutputBytes!, outputTokensPerTurn: outputTokensPerTurn!, seed };
 }

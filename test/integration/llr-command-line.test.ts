@@ -74,10 +74,11 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [['serve', '--port', '0', '--store='], {}, "--store needs a value, got ''"],
   // A key no request can present (the Bearer value is trimmed; an empty one is no key).
   [[...SERVE, '--api-key='], {}, '--api-key needs a value'],
-  [SERVE, { LLR_API_KEYS: 'a, b' }, "an API key (--api-key, LLR_API_KEYS) cannot be empty or start or end with whitespace, got ' b'"],
+  // A refused key is named by its place, never printed (an error line reaches terminals and CI logs).
+  [SERVE, { LLR_API_KEYS: 'a, b' }, 'an API key (--api-key, LLR_API_KEYS) cannot be empty or start or end with whitespace (key 2 of 2, 2 characters; keys are not printed)'],
   // A key with a control character no Authorization header can carry (RFC 9110 §5.5): the server ran and refused
   // every client that had it, and the run's client failed at its first request ('Invalid character in header content').
-  [[...SERVE, '--api-key', 'sk-a\nb'], {}, 'an API key (--api-key, LLR_API_KEYS) cannot contain control characters (it travels in an HTTP header), got "sk-a\\nb"'],
+  [[...SERVE, '--api-key', 'sk-a\nb'], {}, 'an API key (--api-key, LLR_API_KEYS) cannot contain control characters, as it travels in an HTTP header (key 1 of 1, 6 characters; keys are not printed)'],
   [SERVE, { LLR_API_KEYS: 'sk-a\u0001b' }, 'an API key (--api-key, LLR_API_KEYS) cannot contain control characters'],
   [['run', '--api-key', 'sk-a\u007fb', 'hi'], {}, 'an API key (--api-key, LLR_API_KEY) cannot contain control characters'],
   [[...SERVE, '--off', 'nope'], {}, "unknown switch 'nope'"],
@@ -104,6 +105,9 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [['serve', '--port', '0', '--store', ' lead.db'], {}, "--store ' lead.db' begins or ends with white space"],
   [['serve', '--port', '0'], { LLR_STORE: 'MEMORY' }, "a file of that name is './MEMORY' (from LLR_STORE)"],
   [['serve', '--store', 'memory'], { LLR_PORT: '9'.repeat(5000) }, `--port needs an integer >= 0 and <= 65535, got '${'9'.repeat(100)}…' (from LLR_PORT)`],
+  // A refused value is one safe line: an escape sequence in a variable reached the terminal as sent.
+  [SERVE, { LLR_INSTANT: '\u001b]0;owned\u0007' }, "LLR_INSTANT needs 1 or 0, got '\\u{1b}]0;owned\\u{7}'"],
+  [['bench', '--designs', 'x\ry'], {}, "unknown design 'x\\u{d}y'"],
   [['serve', '--port', '0'], { LLR_STORE: ':Memory:' }, "--store ':Memory:': the in-memory stores are 'memory' and ':memory:', in lower case"],
   [['bench', '--synthetic', '3,10,1000000000', '--speeds', '65'], {}, 'at 65 tokens/s one grid run takes at least 534 days'],
   [['run'], {}, 'llr run needs a prompt'],

@@ -16,8 +16,13 @@
  * Within one model call: reasoning; maybe a hosted `web_search_call` and more
  * reasoning; the assistant `message`; the `function_call` /
  * `custom_tool_call` items; one `token_count` event; only then the client's
- * `*_output` items. `exec_command_end` / `patch_apply_end` interleave
- * anywhere. Any of these may be missing: no `turn_context`, no developer
+ * `*_output` items (or some of them before it). Codex versions of 2025 wrote
+ * a response's items only once it had completed: its `token_count` first,
+ * then its items, each call followed by its output; a file whose usage
+ * events stand so (OrderEvidence) is read in that order, each `token_count`
+ * the usage of the calls after it up to the next one (a repeated total
+ * still ends a response, one the API sent no usage for).
+ * `exec_command_end` / `patch_apply_end` interleave anywhere. Any of these may be missing: no `turn_context`, no developer
  * message, no `token_count` at all, a user turn recorded only as an
  * `event_msg` `user_message`.
  *
@@ -25,7 +30,9 @@
  * - A model call is the assistant-side items since the last boundary; its
  *   `token_count` closes it; a client-side item (tool output, message), a
  *   compaction or the end of the file also closes it, and a `token_count`
- *   right after such a close is still its own. A `token_count` repeating the
+ *   right after such a close is still its own, even after the next user
+ *   message (the user steered while the model finished: the user turn it
+ *   ended is built again with it). A `token_count` repeating the
  *   previous `total_token_usage`, or with no model call to belong to (e.g. a
  *   compaction request's), is skipped.
  * - Reasoning is not replayed; its tokens are in the call's output tokens. A
@@ -203,7 +210,23 @@ class RolloutParser {
   private readonly recorded: Workload['recorded'] = { model_calls: 0, input_tokens: [], output_tokens: [] };
   private readonly stats: Workload['stats'] = { lines: 0, function_calls: 0, custom_tool_calls: 0, hosted_calls: 0, tool_output_bytes: 0 };
 
-  constructor(private readonly name: string) {}
+  /**
+   * Where a model call's `token_count` stands: after its items (`after`, what Codex writes today, as each item is
+   * recorded when it arrives) or before them (`first`: Codex versions of 2025 recorded a response's items only once it
+   * had completed, after the usage event its completion sent, and each call's output right after the call). Read
+   * `after` first; a file whose usage events read as `first` (OrderEvidence) is read again so.
+   */
+  constructor(
+    private readonly name: string,
+    private readonly order: 'after' | 'first' = 'after',
+  ) {}
+
+  private readonly evidence = new OrderEvidence();
+  /** `first` order: the usage read, waiting for the model call whose items follow it. */
+  private ahead: { input: number; output: number; line: number } | null = null;
+  private announced = false;
+  /** The user turn last ended and where its figures are: a usage event recorded after the next user message is still its last call's. */
+  private ended: { build: TurnBuild; index: number; figuresFrom: number } | null = null;
 
   parse(text: string, source: string): Workload {
     const lines = text.replace(/^\uFEFF/, '').split('\n');
@@ -247,6 +270,8 @@ class RolloutParser {
       repeats.push(this.line, rec, raw);
     }
     repeats.finish();
+    // Usage events before their calls' items: read again in that order, rather than each call given the next one's figures.
+    if (this.order === 'after' && this.evidence.usageFirst()) return new RolloutParser(this.name, 'first').parse(text, source);
     return this.finish(source);
   }
 
@@ -416,16 +441,59 @@ class RolloutParser {
     if (!fits(input) || !fits(output)) {
       this.fail(`token_count with input_tokens ${input} / output_tokens ${output}: token counts are whole numbers from 0 to ${MAX_TOKEN_COUNT} (10^9, far past any model's context: a sum of larger ones can pass 2^53 and lose exactness)`);
     }
-    if (total !== undefined && total === this.lastTotal) return this.skip('token_count', 'repeats the previous total_token_usage');
+    if (total !== undefined && total === this.lastTotal) {
+      // `first` order: still the end of a response, one the API sent no usage for (Codex sent its running total
+      // again): the calls after it are the next model call's, without figures.
+      if (this.order === 'first') {
+        this.closeCall();
+        this.dropAhead('no model call\'s items follow it before the next usage event (a call whose items were not recorded)');
+      }
+      return this.skip('token_count', 'repeats the previous total_token_usage');
+    }
     this.lastTotal = total;
+    this.evidence.see('usage');
+    if (this.order === 'first') {
+      // The usage of the model call whose items come next; the call under way (its items and outputs) is over.
+      this.closeCall();
+      this.dropAhead('no model call\'s items follow it before the next usage event (a call whose items were not recorded)');
+      if (!this.announced) {
+        this.announced = true;
+        this.skip(
+          'token_count events',
+          "come before their model call's items, as Codex versions that recorded a response's items once it completed wrote them: each is read as the usage of the model call after it, and the calls and outputs up to the next one as that call's (parallel) calls",
+          false,
+        );
+      }
+      this.ahead = { input, output, line: this.line };
+      return;
+    }
     const target = this.open ?? this.last;
     if (target === null || target.usage !== null) return this.skip('token_count', 'no model call to attribute it to (e.g. a compaction request)');
-    target.usage = { input, output };
-    this.recorded.model_calls++;
-    this.recorded.input_tokens.push(input);
-    this.recorded.output_tokens.push(output);
+    this.attribute(target, { input, output });
     this.closeCall();
     this.last = null;
+    // Recorded after the next user message (the user steered while the model finished): the user turn that call
+    // ended is built again with it, rather than its figures left inferred with the usage counted as recorded.
+    const ended = this.ended;
+    if (ended !== null && ended.build.calls.includes(target)) {
+      const built = buildUserTurn(ended.build)!;
+      this.turns[ended.index] = built.turn;
+      built.figures.forEach((f, i) => (this.figures[ended.figuresFrom + i] = f));
+    }
+  }
+
+  private attribute(call: RawCall, usage: { input: number; output: number }): void {
+    call.usage = usage;
+    this.recorded.model_calls++;
+    this.recorded.input_tokens.push(usage.input);
+    this.recorded.output_tokens.push(usage.output);
+  }
+
+  /** `first` order: a usage event no model call's items followed, noted at its line. */
+  private dropAhead(why: string): void {
+    if (this.ahead === null) return;
+    this.skip('token_count', why, true, this.ahead.line);
+    this.ahead = null;
   }
 
   /** An assistant-side item: `visible` is replayed, `ctxItem` joins the context, `reasoning` its tokens. */
@@ -440,10 +508,15 @@ class RolloutParser {
       this.skip(`compaction at line ${this.pendingReplace.line}`, 'inside a user turn: the replay keeps the full history (inferred input tokens follow the compaction)');
       this.pendingReplace = null;
     }
+    this.evidence.see('model');
     if (this.open === null) {
       this.open = { line: this.line, visible: [], reasoning: 0, usage: null, mark: this.ctx.length };
       this.turn!.calls.push(this.open);
       this.last = null; // a usage event from now on belongs to this call
+      if (this.ahead !== null) {
+        this.attribute(this.open, this.ahead);
+        this.ahead = null;
+      }
     }
     if (visible) this.open.visible.push(visible);
     this.open.reasoning += reasoning;
@@ -510,6 +583,7 @@ class RolloutParser {
   }
 
   private clientOutput(callId: string, output: string, ts: number | undefined): void {
+    this.evidence.see('output');
     const call = this.pending.get(callId);
     if (!call) {
       // Not replayed, and it changes nothing read so far (the model call under way stays open): the API refuses an
@@ -527,7 +601,8 @@ class RolloutParser {
       );
       return;
     }
-    this.closeCall();
+    // `first` order: a call's output was recorded right after it, before the same response's next call.
+    if (this.order === 'after') this.closeCall();
     this.pending.delete(callId);
     this.answered.set(callId, { output, callTs: call.ts, ts, callLine: call.line, line: this.line });
     this.stats.tool_output_bytes += Buffer.byteLength(output, 'utf8');
@@ -535,7 +610,9 @@ class RolloutParser {
   }
 
   private clientMessage(msg: InputMessage, fromEvent: boolean): void {
+    this.evidence.see('input');
     this.closeCall();
+    this.dropAhead('a user turn starts before any model call\'s items follow it (a call whose items were not recorded)');
     if (this.turn === null || this.turn.calls.some((c) => c.visible.length > 0)) this.startTurn();
     const turn = this.turn!;
     const text = messageText(msg.content);
@@ -591,7 +668,9 @@ class RolloutParser {
   }
 
   private turnAborted(reason: string): void {
+    this.evidence.see('other');
     this.closeCall();
+    this.dropAhead('the user turn was aborted before the model call\'s items were recorded');
     this.last = null;
     let n = 0;
     for (const call of this.pending.values()) {
@@ -635,7 +714,9 @@ class RolloutParser {
 
   /** The context is now `items`: the user turn under way, if it has no model call yet, or else the next, starts from it. */
   private newConversation(items: InputItem[]): void {
+    this.evidence.see('other');
     this.closeCall();
+    this.dropAhead('the history is replaced next, with no model call\'s items after it (e.g. a compaction request\'s usage)');
     this.last = null;
     this.ctx.push({ kind: 'replace', items });
     const turn = this.turn;
@@ -682,6 +763,7 @@ class RolloutParser {
       return;
     }
     this.turns.push(built.turn);
+    this.ended = { build: turn, index: this.turns.length - 1, figuresFrom: this.figures.length };
     for (const f of built.figures) this.figures.push(f); // not push(...): a user turn of 130k+ calls would overflow the stack
     // A user turn ending in tool calls is replayed ending at that call's text (or a marker), without the calls and
     // their outputs (replayable.ts): said here, so inspect and the bench's report show it. Answered calls end a turn
@@ -710,6 +792,7 @@ class RolloutParser {
 
   private finish(source: string): Workload {
     this.closeCall();
+    this.dropAhead('the file ends before any model call\'s items follow it');
     this.answerLeftOpen();
     for (const [callId, call] of this.pending) {
       if (!call.aborted) this.fail(`${call.name} call ${callId} has no output: the file ends before it (truncated)`, call.line);
@@ -809,3 +892,34 @@ class RolloutParser {
   }
 }
 
+
+/**
+ * Where a rollout's usage events stand, counted as the records go by. `after` (Codex today): a `token_count` right
+ * after a model call's items, which the 2025 order never writes (there the items come after it and a user message
+ * after the last of them). `first` (Codex versions that recorded a response's items once it completed): a
+ * `token_count` right after the user's input with the model's items next, at every user turn's start. A usage event
+ * after a tool output says neither (both orders write one there). `first` when it is seen more than `after`: in
+ * today's order it is seen only where a usage event was recorded late, after the next user message (the user
+ * steered), and each user turn's last call (an answer, with no tool output after it) counts `after`.
+ */
+class OrderEvidence {
+  private prev: 'model' | 'input' | 'output' | 'usage' | 'other' | null = null;
+  private waiting = false;
+  private after = 0;
+  private first = 0;
+
+  see(kind: 'model' | 'input' | 'output' | 'usage' | 'other'): void {
+    if (kind === 'usage') {
+      if (this.prev === 'model') this.after++;
+      this.waiting = this.prev === 'input';
+    } else {
+      if (kind === 'model' && this.waiting) this.first++;
+      this.waiting = false;
+    }
+    this.prev = kind;
+  }
+
+  usageFirst(): boolean {
+    return this.first > this.after;
+  }
+}

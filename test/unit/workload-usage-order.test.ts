@@ -1,0 +1,178 @@
+/**
+ * Where a rollout's `token_count` events stand. Codex today records each
+ * item as it arrives, so a model call's usage event follows its items (and
+ * sometimes its tool outputs); Codex versions of 2025 recorded a response's
+ * items only once it had completed, after the usage event its completion
+ * sent, with each call's output right after the call. The same conversation
+ * written in either order must read the same: every call its own figures,
+ * a response's parallel calls one model call. Outside attack atk46 F1/F2.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseWorkload, type Workload } from '../../src/workload/load.js';
+import { replayable } from '../../src/workload/replayable.js';
+
+interface Call {
+  text?: string;
+  tools: Array<{ id: string; args: string; output: string }>;
+  usage: [number, number] | null;
+}
+type Turn = { user: string; calls: Call[] };
+
+let clock = 0;
+const rec = (type: string, payload: Record<string, unknown>) => JSON.stringify({ timestamp: new Date(Date.UTC(2025, 9, 1, 10, 0, clock++)).toISOString(), type, payload });
+const meta = () => rec('session_meta', { id: 'sess-order', timestamp: '2025-10-01T10:00:00Z', cwd: '/x', originator: 'codex_cli_rs', cli_version: '0.46.0', instructions: 'You are a coding agent.' });
+const user = (text: string) => [rec('response_item', { type: 'message', role: 'user', content: [{ type: 'input_text', text }] }), rec('event_msg', { type: 'user_message', message: text, images: [] })];
+const reasoning = () => rec('response_item', { type: 'reasoning', summary: [{ type: 'summary_text', text: 'thinking it over' }], content: null, encrypted_content: 'gAAAA' });
+const message = (text: string) => rec('response_item', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] });
+const call = (t: Call['tools'][number]) => rec('response_item', { type: 'function_call', name: 'shell', arguments: t.args, call_id: t.id });
+const output = (t: Call['tools'][number]) => rec('response_item', { type: 'function_call_output', call_id: t.id, output: t.output });
+/** A usage event with a running total, as Codex writes it (a repeated total is skipped, so each must differ). */
+function usageWriter() {
+  let totalIn = 0;
+  let totalOut = 0;
+  let last: [number, number] = [0, 0];
+  const u = (i: number, o: number) => ({ input_tokens: i, cached_input_tokens: 0, output_tokens: o, reasoning_output_tokens: 0, total_tokens: i + o });
+  const event = () => rec('event_msg', { type: 'token_count', info: { total_token_usage: u(totalIn, totalOut), last_token_usage: u(...last), model_context_window: 272000 }, rate_limits: null });
+  /** A response's usage; null: one the API sent none for, which Codex answers with its running total again. */
+  return (usage: [number, number] | null) => {
+    if (usage === null) return event();
+    totalIn += usage[0];
+    totalOut += usage[1];
+    last = usage;
+    return event();
+  };
+}
+const rateLimitsOnly = () => rec('event_msg', { type: 'token_count', info: null, rate_limits: { primary: null } });
+
+/** Today's order: a call's items, its usage, then its outputs (or the outputs first: both occur). */
+function writeAfter(turns: Turn[], outputsFirst = false): string {
+  const usage = usageWriter();
+  const lines = [meta()];
+  for (const t of turns) {
+    lines.push(...user(t.user), rateLimitsOnly());
+    for (const c of t.calls) {
+      lines.push(reasoning());
+      if (c.text !== undefined) lines.push(message(c.text));
+      for (const tool of c.tools) lines.push(call(tool));
+      if (outputsFirst) for (const tool of c.tools) lines.push(output(tool));
+      lines.push(usage(c.usage));
+      if (!outputsFirst) for (const tool of c.tools) lines.push(output(tool));
+    }
+  }
+  return lines.join('\n') + '\n';
+}
+
+/** The 2025 order: the usage of a response, then its items, each call followed by its output. */
+function writeFirst(turns: Turn[]): string {
+  const usage = usageWriter();
+  const lines = [meta()];
+  for (const t of turns) {
+    lines.push(...user(t.user), rateLimitsOnly());
+    for (const c of t.calls) {
+      lines.push(usage(c.usage));
+      lines.push(reasoning());
+      if (c.text !== undefined) lines.push(message(c.text));
+      for (const tool of c.tools) lines.push(call(tool), output(tool));
+    }
+  }
+  return lines.join('\n') + '\n';
+}
+
+const CONVERSATION: Turn[] = [
+  {
+    user: 'list the files, then read both',
+    calls: [
+      { tools: [{ id: 'c1', args: '{"command":["ls"]}', output: 'a.txt\nb.txt' }], usage: [1000, 50] },
+      // Parallel calls of one response: one model call.
+      {
+        tools: [
+          { id: 'c2', args: '{"command":["cat","a.txt"]}', output: 'alpha' },
+          { id: 'c3', args: '{"command":["cat","b.txt"]}', output: 'beta' },
+        ],
+        usage: [1100, 60],
+      },
+      { text: 'Both files are read: alpha and beta.', tools: [], usage: [1300, 70] },
+    ],
+  },
+  {
+    user: 'count the lines',
+    calls: [
+      { tools: [{ id: 'c4', args: '{"command":["wc","-l","a.txt","b.txt"]}', output: '2 total' }], usage: [1500, 40] },
+      { text: 'Two lines in all.', tools: [], usage: [1600, 30] },
+    ],
+  },
+];
+
+const read = (text: string): Workload => parseWorkload(text, 'order.jsonl', 'test');
+/** What a replay depends on: the turns, outputs and each call's figures (not the lines they were read at). */
+const replayed = (w: Workload) => ({
+  userTurns: w.userTurns,
+  toolOutputs: Object.fromEntries(Object.entries(w.toolOutputs).map(([k, v]) => [k, v.output])),
+  figures: w.calls!.map(({ line: _line, ...f }) => f),
+  recorded: w.recorded,
+});
+
+describe('usage events before or after their model call', () => {
+  const after = read(writeAfter(CONVERSATION));
+
+  it("today's order: each call its own figures, all recorded", () => {
+    expect(after.calls!.map((c) => [c.input_tokens, c.output_tokens, c.input_source, c.output_source])).toEqual(
+      CONVERSATION.flatMap((t) => t.calls.map((c) => [c.usage![0], c.usage![1], 'recorded', 'recorded'])),
+    );
+    expect(after.recorded.model_calls).toBe(5);
+    expect(after.skipped).toEqual([]);
+  });
+
+  it('outputs before the usage event read the same', () => {
+    expect(replayed(read(writeAfter(CONVERSATION, true)))).toEqual(replayed(after));
+  });
+
+  it('the 2025 order (usage first, each output right after its call) reads as the same conversation, with one note', () => {
+    const first = read(writeFirst(CONVERSATION));
+    expect(replayed(first)).toEqual(replayed(after));
+    expect(first.userTurns[0]!.modelTurns.map((t) => t.output.map((o) => (o.type === 'function_call' ? o.call_id : 'text')))).toEqual([['c1'], ['c2', 'c3'], ['text']]);
+    expect(first.skipped).toHaveLength(1);
+    expect(first.skipped[0]!.why).toContain("come before their model call's items");
+    expect(first.skipped[0]!.line).toBe(5); // the first usage event: meta, user item, user event, rate limits, then it
+    expect(replayable(first).userTurns).toHaveLength(2);
+  });
+
+  it('the 2025 order: a usage event whose call was never recorded (aborted) is noted, not given to the next call', () => {
+    const text = writeFirst(CONVERSATION);
+    const lines = text.trim().split('\n');
+    // Before the second user turn: a usage event with no items after it, then the user's next message.
+    const at = lines.findIndex((l) => l.includes('count the lines'));
+    const usage = usageWriter();
+    for (const c of CONVERSATION[0]!.calls) usage(c.usage!);
+    lines.splice(at, 0, usage([9999, 999]));
+    // The later totals now differ from those written: rewrite them from the stray one on.
+    const w = read(lines.join('\n') + '\n');
+    expect(w.calls!.map((c) => [c.input_tokens, c.output_tokens])).toEqual(CONVERSATION.flatMap((t) => t.calls.map((c) => c.usage!)));
+    expect(w.recorded.model_calls).toBe(5);
+    expect(w.skipped.map((s) => [s.line, s.what, s.why])).toContainEqual([at + 1, 'token_count', expect.stringContaining('a user turn starts before any model call')]);
+  });
+
+  it("today's order: a usage event recorded after the next user message is still its call's", () => {
+    const text = writeAfter(CONVERSATION);
+    const lines = text.trim().split('\n');
+    // The first turn's last usage event moved after the second turn's user message (the user steered).
+    const late = lines.findIndex((l) => l.includes('"input_tokens":1300,"cached_input_tokens":0,"output_tokens":70,"reasoning_output_tokens":0,"total_tokens":1370}'));
+    expect(late).toBeGreaterThan(0);
+    const [moved] = lines.splice(late, 1);
+    const next = lines.findIndex((l) => l.includes('count the lines') && l.includes('user_message'));
+    lines.splice(next + 1, 0, moved!);
+    const w = read(lines.join('\n') + '\n');
+    expect(replayed(w)).toEqual(replayed(after));
+    expect(w.skipped).toEqual([]);
+  });
+
+  it('a response without usage (Codex wrote its running total again) infers only its figures, in either order', () => {
+    const sparse = CONVERSATION.map((t) => ({ ...t, calls: t.calls.map((c, i) => (i === 1 ? { ...c, usage: null } : c)) }));
+    const w = read(writeFirst(sparse));
+    expect(w.calls!.map((c) => c.output_source)).toEqual(['recorded', 'inferred', 'recorded', 'recorded', 'inferred']);
+    expect(w.calls!.filter((c) => c.output_source === 'recorded').map((c) => c.output_tokens)).toEqual([50, 70, 40]);
+    const later = read(writeAfter(sparse));
+    expect(replayed(w)).toEqual(replayed(later));
+    expect(w.skipped.filter((s) => s.why === 'repeats the previous total_token_usage')).toHaveLength(2);
+  });
+});

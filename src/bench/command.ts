@@ -412,7 +412,9 @@ function printOutcome(results: Results, ms: number, dir: string): void {
   out.write(`\nllr bench ${String(results.config['mode'])}: ${results.status}${ms ? ` in ${(ms / 1000).toFixed(1)} s` : ''} · ${results.machine.cpus} × ${results.machine.cpu} · node ${results.machine.node}\n`);
   // The overhead phase's share of the workload only when that phase ran (it named 66 calls after a grid-only bench).
   const overheadRan = results.runs.some((r) => r.phase === 'overhead');
-  out.write(`workload: ${results.workload.name} (grid ${results.workload.grid_model_calls} model calls${overheadRan ? `, overhead phase ${results.workload.overhead_model_calls}` : ''})\n`);
+  const notes = (results.workload.summary['notes'] as { count?: number } | undefined)?.count ?? 0;
+  const noted = notes > 0 ? `; ${notes} record(s) not replayed as recorded, noted in the report` : '';
+  out.write(`workload: ${results.workload.name} (grid ${results.workload.grid_model_calls} model calls${overheadRan ? `, overhead phase ${results.workload.overhead_model_calls}` : ''}${noted})\n`);
   const times = phaseTimes(results);
   out.write(`${times ? `${times}\n` : ''}\n`);
   const rows = [...results.summary, ...results.overhead_summary];

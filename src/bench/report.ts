@@ -271,8 +271,23 @@ function preamble(results: Results): string[] {
   ].filter(Boolean);
 }
 
+/**
+ * The workload reader's notes (what it could not replay as recorded), as results.json keeps them: a line each, the
+ * rest counted. None for a results.json written before they were kept.
+ */
+function workloadNotes(results: Results): string[] {
+  const notes = results.workload.summary['notes'] as { count: number; listed: Array<{ line: number; what: string; why: string; more?: number }> } | undefined;
+  if (!notes || notes.count === 0) return [];
+  const shown = notes.listed.reduce((n, s) => n + 1 + (s.more ?? 0), 0);
+  return [
+    ...notes.listed.map((s) => `line ${s.line}: ${s.what} — ${s.why}${s.more ? ` (and ${s.more} more like it)` : ''}`),
+    ...(notes.count > shown ? [`… and ${notes.count - shown} more: \`llr workload inspect\` on the workload lists them all`] : []),
+  ];
+}
+
 export function buildReport(results: Results): Report {
   const charts = buildCharts(results);
+  const notes = workloadNotes(results);
   const tables = buildTables(results);
   // The CLI line carries the note only when a target fails; the report always shows it.
   const targets = results.targets.map((t) => (t.verdict === 'holds' || t.verdict === 'reported' || (t.verdict === undefined && t.holds) ? `${targetLineText(t)} (${t.note})` : targetLineText(t)));
@@ -292,6 +307,7 @@ export function buildReport(results: Results): Report {
     ...targets.map((t) => `- ${t}`),
     '',
     ...(errors.length ? ['## Failures', '', ...errors.map((e) => `- ${e}`), ''] : []),
+    ...(notes.length ? ['## Workload notes', '', 'What the workload reader could not replay as recorded, and what it did instead:', '', ...notes.map((n) => `- ${n}`), ''] : []),
     '## Tables',
     '',
     ...tables.map(mdTable),
@@ -309,6 +325,7 @@ li{margin:.3em 0}code{font-size:12px}</style></head><body>
 ${preamble(results).map((l) => `<p>${esc(l.replace(/\*\*/g, ''))}</p>`).join('\n')}
 <h2>Targets</h2><ul>${targets.map((t) => `<li>${esc(t)}</li>`).join('\n')}</ul>
 ${errors.length ? `<h2>Failures</h2><ul>${errors.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>` : ''}
+${notes.length ? `<h2>Workload notes</h2><p class="note">What the workload reader could not replay as recorded, and what it did instead:</p><ul>${notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>` : ''}
 <h2>Charts</h2>
 ${charts.map((c) => `<figure>${c.svg}<figcaption>${esc(c.caption)}</figcaption></figure>`).join('\n')}
 <h2>Tables</h2>

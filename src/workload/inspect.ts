@@ -8,7 +8,8 @@
  * expected), which the CLI prints without a stack and exits 2. Leaves out any
  * replay: this only reads.
  */
-import { writeFileSync } from 'node:fs';
+import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { UsageError } from '../flags.js';
 import { quoted } from '../terminal-text.js';
@@ -44,7 +45,7 @@ export async function workloadCommand(argv: string[]): Promise<void> {
   if (sub === 'convert') {
     const json = `${JSON.stringify({ llr_workload: 1, ...w })}\n`;
     if (out === undefined) process.stdout.write(json);
-    else writeFileSync(out, json);
+    else writeWhole(out, json);
     return;
   }
   const neutral = looksNeutral(text.replace(/^\uFEFF/, ''));
@@ -144,4 +145,28 @@ function summarizeKinds(kinds: string[]): string {
     else out.push(k);
   }
   return out.join(', ') || 'none';
+}
+
+/**
+ * `convert`'s OUT, whole or not at all: a regular file (or a new one) is written beside it under a temporary name and
+ * renamed over it, so a failed write (a full disk, a file-size limit) leaves OUT as it was and no cut-off JSON that
+ * a later `--workload OUT` would refuse. Anything else (`/dev/stdout`, a FIFO) is written to as it is. A write that
+ * fails says which file.
+ */
+function writeWhole(out: string, text: string): void {
+  let regular = true;
+  try {
+    regular = statSync(out).isFile();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot write ${out}: ${(err as Error).message}`);
+  }
+  const tmp = regular ? join(dirname(out), `.${basename(out)}.${process.pid}.tmp`) : out;
+  try {
+    writeFileSync(tmp, text);
+    if (tmp !== out) renameSync(tmp, out);
+  } catch (err) {
+    if (tmp !== out) rmSync(tmp, { force: true });
+    // Without the temporary name the system call's message quotes: the user named OUT.
+    throw new Error(`cannot write ${out}: ${(err as Error).message.replace(/, \w+ '[^']*'$/, '')}`);
+  }
 }

@@ -17,7 +17,7 @@ import { parseRollout } from './codex.js';
 import { decodeWorkload } from './encoding.js';
 import { checkRequests, looksNeutral, parseNeutral } from './format.js';
 import { replayable } from './replayable.js';
-import { WorkloadError, type Workload } from './types.js';
+import { WorkloadError, type Skipped, type Workload } from './types.js';
 
 export { WorkloadError } from './types.js';
 export type { CallFigures, Skipped, UserTurn, Workload } from './types.js';
@@ -175,7 +175,16 @@ export interface WorkloadSummary {
   tool_duration_median_ms: number | null;
   /** How many per-call token figures the source recorded and how many were inferred; null: none known. */
   token_figures: { input_recorded: number; input_inferred: number; output_recorded: number; output_inferred: number } | null;
+  /**
+   * What the reader could not replay as recorded (`Workload.skipped`): how many records its notes name (a folded
+   * note's `more` included), and the first NOTES_LISTED of them. The bench printed none of them: they were only in
+   * its workload-grid.json.
+   */
+  notes: { count: number; listed: Skipped[] };
 }
+
+/** Notes listed in a bench's results and report (the rest counted): a report of a million notes is not read. */
+export const NOTES_LISTED = 20;
 
 /**
  * Counts for printing next to benchmark results, of the workload as it replays (`replayable`): the calls a user turn
@@ -213,6 +222,7 @@ export function summarizeWorkload(read: Workload): WorkloadSummary {
           output_inferred: w.calls.filter((c) => c.output_source === 'inferred').length,
         }
       : null,
+    notes: { count: (w.skipped ?? []).reduce((n, s) => n + 1 + (s.more ?? 0), 0), listed: (w.skipped ?? []).slice(0, NOTES_LISTED) },
   };
 }
 

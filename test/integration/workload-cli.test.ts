@@ -6,7 +6,7 @@
  * bench-workloads.test.ts.)
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,6 +51,25 @@ describe('llr workload', () => {
     expect((await llr(['workload', 'convert', join(FIXTURES, 'rollout-ide-multi-turn.jsonl'), out])).code).toBe(0);
     const original = readWorkload(join(FIXTURES, 'rollout-ide-multi-turn.jsonl'));
     expect(readWorkload(out)).toEqual(original);
+  });
+
+  it('convert writes OUT whole or not at all: a failed write leaves it as it was, no temporary file, and names it (atk46 F4)', async () => {
+    const sub = mkdtempSync(join(dir, 'convert-'));
+    const out = join(sub, 'kept.json');
+    writeFileSync(out, 'what was there');
+    // A file-size limit of 4 KiB (the shell's ulimit; Node takes SIGXFSZ as EFBIG): the neutral file is ~8 KB.
+    const r = await run('bash', ['-c', 'ulimit -f 4; exec "$0" "$@"', process.execPath, CLI, 'workload', 'convert', join(ROOT, 'test', 'fixtures', 'workloads', 'rollout-compacted.jsonl'), out]).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^llr: cannot write ${out.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: EFBIG: file too large[^\n]*\n$`));
+    expect(readFileSync(out, 'utf8')).toBe('what was there');
+    expect(readdirSync(sub)).toEqual(['kept.json']);
+    // Not a regular file: written as it is (a rename over /dev/stdout would fail).
+    // Through a shell's pipe: a child's stdout from execFile is a socket, which /dev/stdout cannot be opened on.
+    const piped = await run('bash', ['-c', 'set -o pipefail; "$0" "$@" | cat', process.execPath, CLI, 'workload', 'convert', join(FIXTURES, 'rollout-aborted.jsonl'), '/dev/stdout']);
+    expect(JSON.parse(piped.stdout)).toMatchObject({ llr_workload: 1, name: 'rollout-aborted.jsonl' });
   });
 
   it('a file it cannot use: exit 2, the line and what was expected, no stack trace', async () => {

@@ -134,6 +134,23 @@ describe('buildReport', () => {
     expect(report.html).toContain('Test &lt;CPU&gt; &amp; co');
   });
 
+  it("lists the workload reader's notes, the rest counted, escaped on the page (atk46 F3: the report said nothing of them)", () => {
+    const listed = [
+      { line: 7, what: 'a <ghost_snapshot> item', why: 'not part of what the model is sent or says (not replayed)', more: 3 },
+      { line: 9, what: '1 part(s) of function_call_output c1', why: 'not text (an image or file): replayed as a marker' },
+    ];
+    const noted = buildReport({ ...results, workload: { ...results.workload, summary: { notes: { count: 40, listed } } } });
+    expect(noted.markdown).toContain('## Workload notes');
+    expect(noted.markdown).toContain('- line 7: a <ghost_snapshot> item — not part of what the model is sent or says (not replayed) (and 3 more like it)');
+    expect(noted.markdown).toContain('- line 9: 1 part(s) of function_call_output c1 — not text');
+    expect(noted.markdown).toContain('… and 35 more: `llr workload inspect` on the workload lists them all');
+    expect(noted.html).toContain('<h2>Workload notes</h2>');
+    expect(noted.html).toContain('a &lt;ghost_snapshot&gt; item');
+    // None: no section (results.json files written before the notes were kept have no `notes` at all).
+    expect(report.markdown).not.toContain('Workload notes');
+    expect(buildReport({ ...results, workload: { ...results.workload, summary: { notes: { count: 0, listed: [] } } } }).markdown).not.toContain('Workload notes');
+  });
+
   it('survives results with no runs at all (a bench that failed at once)', () => {
     const empty = { ...results, runs: [], summary: [], overhead_summary: [], targets: [] };
     const r = buildReport(empty);

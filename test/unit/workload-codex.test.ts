@@ -74,6 +74,7 @@ describe('the shipped rollout (codex-rollout-a.jsonl)', () => {
       tool_output_bytes: 340817,
       tool_duration_median_ms: 1257.5,
       token_figures: { input_recorded: 66, input_inferred: 0, output_recorded: 66, output_inferred: 0 },
+      notes: { count: 0, listed: [] },
     });
   });
 
@@ -81,6 +82,14 @@ describe('the shipped rollout (codex-rollout-a.jsonl)', () => {
     const aborted = readWorkload(new URL('../fixtures/workloads/rollout-aborted.jsonl', import.meta.url).pathname);
     expect(aborted.stats.function_calls).toBe(3);
     expect(summarizeWorkload(aborted)).toMatchObject({ model_calls: 4, tool_calls: 1 });
+  });
+
+  it('keeps the reader\'s notes for the bench: how many records they name and the first of them (atk46 F3: the report said nothing)', () => {
+    const aborted = readWorkload(new URL('../fixtures/workloads/rollout-aborted.jsonl', import.meta.url).pathname);
+    const { notes } = summarizeWorkload(aborted);
+    expect(aborted.skipped.length).toBeGreaterThan(0);
+    expect(notes.listed).toEqual(aborted.skipped.slice(0, 20));
+    expect(notes.count).toBe(aborted.skipped.reduce((n, s) => n + 1 + (s.more ?? 0), 0));
   });
 });
 

@@ -18,6 +18,7 @@ import { checkToolSchema } from '../model/schema-args.js';
 import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
 import { jsonValidWork } from './json-check.js';
 import { jsonTextWork } from '../protocol/json-chunked.js';
+import { checkImageUrl, webUrl } from '../protocol/urls.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 /**
@@ -538,6 +539,17 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
     if (type === 'input_image' && typeof part['image_url'] !== 'string' && typeof part['file_id'] !== 'string') {
       throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].image_url'.`, `${p}[${j}].image_url`);
     }
+    // A file part names its file (openai-node's ResponseInputFile: `file_id`, `file_data` or `file_url`), as an image
+    // part names its image: `{type: "input_file"}` was taken and listed back naming no file (outside attack atk44 F2).
+    if (type === 'input_file' && !FILE_SOURCES.some((key) => typeof part[key] === 'string')) {
+      throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].file_id' (an input_file part names its file by 'file_id', 'file_data' or 'file_url').`, `${p}[${j}].file_id`);
+    }
+    // "A fully qualified URL or a base64 encoded image in a data URL" (ResponseInputImage.image_url; a file's `file_url`
+    // the same, an http or https URL): any text was taken, where the API refuses it (atk44 F1). Fetched by nothing here.
+    if (type === 'input_image' && typeof part['image_url'] === 'string') checkImageUrl(part['image_url'], `${p}[${j}].image_url`);
+    if (type === 'input_file' && typeof part['file_url'] === 'string' && !webUrl(part['file_url'])) {
+      throw new WireError('invalid_value', `Invalid '${p}[${j}].file_url': expected a fully qualified http or https URL, but got ${jsonPreview(part['file_url'].slice(0, 100))}.`, `${p}[${j}].file_url`);
+    }
     // openai-node's ResponseInputFile.detail, a closed enum like the image's (below).
     const fileDetail = part['detail'];
     if (type === 'input_file' && fileDetail != null && !FILE_DETAILS.includes(fileDetail as string)) {
@@ -604,6 +616,8 @@ const IMAGE_DETAILS: readonly string[] = ['low', 'high', 'auto', 'original'];
 /** openai-node's `ResponseInputFile.detail`. */
 const FILE_DETAILS: readonly string[] = ['auto', 'low', 'high'];
 const FILE_STRING_FIELDS = ['file_data', 'file_id', 'file_url', 'filename'] as const;
+const FILE_SOURCES = ['file_id', 'file_data', 'file_url'] as const;
+
 const IMAGE_STRING_FIELDS = ['image_url', 'file_id'] as const;
 const NO_FIELDS = [] as const;
 

@@ -10,6 +10,7 @@ import { clipText, jsonPreview, WireError } from './errors.js';
 import type { InputItem, InputRole, InputText, ItemStatus, OtherContentPart } from './objects.js';
 import { assertObj, hasStringType, hasType, isObj, ownValue, requireString, type Obj } from './fields.js';
 import type { ParseCaps } from './parse.js';
+import { checkImageUrl } from './urls.js';
 
 /** The input item that asks a create to compact the context instead of sampling (see `parseCreateBody`). */
 export const COMPACTION_TRIGGER = 'compaction_trigger';
@@ -203,6 +204,7 @@ function checkClientOutput(v: Obj, type: string, param: string): void {
         throw new WireError('invalid_type', `Invalid type for '${param}.output.${key}': expected a string, but got ${jsonPreview(out[key])} instead.`, `${param}.output.${key}`);
       }
     }
+    if (typeof out['image_url'] === 'string') checkImageUrl(out['image_url'], `${param}.output.image_url`);
   } else if (type === 'shell_call_output') {
     const out = v['output'];
     if (out === undefined || out === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.output'.`, `${param}.output`);

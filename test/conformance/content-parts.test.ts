@@ -144,6 +144,54 @@ describe('content parts', () => {
     expect(bad.json['error'].message).toContain("'computer_screenshot' and 'input_image'");
   });
 
+  it('an image is an http(s) URL, a data URL of an image type or a file id; a file part names its file (outside attack atk44 F1, F2: both were taken as sent)', async () => {
+    const { url } = await testServer();
+    const image = (p: Record<string, unknown>) => ({ model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', ...p }] }] });
+    const file = (p: Record<string, unknown>) => ({ model: 'm', input: [{ role: 'user', content: [{ type: 'input_file', ...p }] }] });
+    for (const body of [
+      image({ image_url: 'https://example.com/a.png' }),
+      image({ image_url: 'HTTP://example.com/a.png' }),
+      image({ image_url: 'data:image/png;base64,iVBORw0KGgo=' }),
+      image({ image_url: 'data:image/jpeg,raw' }),
+      image({ file_id: 'file-1' }),
+      file({ file_id: 'file-1' }),
+      file({ file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'a.pdf' }),
+      file({ file_url: 'https://example.com/a.pdf' }),
+    ]) {
+      const res = await create(url, body);
+      expect(res.status, JSON.stringify(body)).toBe(200);
+    }
+    const refused: Array<[unknown, string, string, string]> = [
+      [image({ image_url: 'hello' }), 'invalid_value', 'input[0].content[0].image_url', "without the 'data:' prefix"],
+      [image({ image_url: '/tmp/a.png' }), 'invalid_value', 'input[0].content[0].image_url', "without the 'data:' prefix"],
+      [image({ image_url: 'file:///tmp/a.png' }), 'invalid_value', 'input[0].content[0].image_url', "without the 'data:' prefix"],
+      [image({ image_url: 'data:text/plain;base64,aGk=' }), 'invalid_value', 'input[0].content[0].image_url', 'without an image MIME type'],
+      [file({}), 'missing_required_parameter', 'input[0].content[0].file_id', "'file_id', 'file_data' or 'file_url'"],
+      [file({ filename: 'a.pdf' }), 'missing_required_parameter', 'input[0].content[0].file_id', "'file_id', 'file_data' or 'file_url'"],
+      [file({ file_url: 'hello' }), 'invalid_value', 'input[0].content[0].file_url', 'http or https URL'],
+      [{ model: 'm', input: [call, { type: 'function_call_output', call_id: 'c1', output: [{ type: 'input_file' }] }] }, 'missing_required_parameter', 'input[1].output[0].file_id', 'file_id'],
+      [{ model: 'm', input: [call, { type: 'function_call_output', call_id: 'c1', output: [{ type: 'input_image', image_url: 'x' }] }] }, 'invalid_value', 'input[1].output[0].image_url', 'data URL'],
+      [
+        {
+          model: 'm',
+          input: [
+            { type: 'computer_call', id: 'cu_1', call_id: 'c1', action: { type: 'click', x: 1, y: 2, button: 'left' }, pending_safety_checks: [], status: 'completed' },
+            { type: 'computer_call_output', call_id: 'c1', output: { type: 'computer_screenshot', image_url: 'screenshot.png' } },
+          ],
+        },
+        'invalid_value',
+        'input[1].output.image_url',
+        'data URL',
+      ],
+    ];
+    for (const [body, code, param, says] of refused) {
+      const res = await create(url, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.json['error'], JSON.stringify(body)).toMatchObject({ type: 'invalid_request_error', code, param });
+      expect(res.json['error'].message).toContain(says);
+    }
+  });
+
   it('a field sent with the wrong type is invalid_type naming it; one left out is missing_required_parameter', async () => {
     const { url } = await testServer();
     const cases: Array<[unknown, string, string]> = [

@@ -57,7 +57,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'background-events-ttl-ms', key: 'backgroundEventsTtlMs', help: "how long a background response's events stay after it ends (0: dropped at its end)" },
   { flag: 'max-background-kept-bytes', key: 'maxBackgroundKeptBytes', help: "bytes of ended background responses' events kept server-wide; past it the longest ended go first" },
   { flag: 'headers-timeout-ms', key: 'headersTimeoutMs', help: 'longest to receive an HTTP request\'s headers; past it 408, closed (0: none)' },
-  { flag: 'request-timeout-ms', key: 'requestTimeoutMs', help: 'longest to receive a whole HTTP request, body included (0: none)' },
+  { flag: 'request-timeout-ms', key: 'requestTimeoutMs', help: 'longest to receive a whole HTTP request, body included, or a whole WebSocket message from its first bytes (0: none)' },
   { flag: 'keep-alive-timeout-ms', key: 'keepAliveTimeoutMs', help: 'idle HTTP keep-alive connection closed after (0: none)' },
   { flag: 'ws-idle-timeout-ms', key: 'wsIdleTimeoutMs', help: 'WebSocket peer silent this long (no frame, no pong) is dropped; pinged at half (0: none)' },
   { flag: 'max-server-bytes', key: 'maxServerBytes', help: 'request bytes held server-wide (bodies, queued creates, live contexts, live runs\' spans and long-lived output); past it 503 server_busy' },

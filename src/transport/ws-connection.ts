@@ -87,6 +87,8 @@ export class WsConnection implements Transport, Unsent {
   /** Set while reading is paused because the message still arriving would pass the server-wide byte budget. */
   private rxRetry: ReturnType<typeof setInterval> | undefined = undefined;
   private rxPausedAt = 0;
+  /** Set while a message is arriving (its first bytes came, it is not whole yet): when it is overdue (`messageOverdue`). */
+  private rxDeadline: ReturnType<typeof setTimeout> | undefined = undefined;
   /** This connection's part of the server-wide bound on unsent bytes (modes/send-bytes.ts). */
   private readonly share: SendShare;
 
@@ -532,11 +534,59 @@ export class WsConnection implements Transport, Unsent {
   private readonly onData = (): void => {
     this.readsDone++;
     // A whole message waiting to be emitted (next turn) keeps its charge: the receiver no longer counts its bytes.
-    if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || deferring(this.ws) || this.held.receiving(inFlightBytes(this.ws))) return;
+    if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || deferring(this.ws)) return;
+    const arriving = inFlightBytes(this.ws);
+    if (arriving > 0 && this.rxDeadline === undefined) this.armMessageDeadline();
+    if (this.held.receiving(arriving)) return;
     this.log.info({ code: 'server_busy', held: this.host.bytes.held }, 'server byte budget full; reading paused');
     this.ws.pause();
     this.rxPausedAt = this.host.now();
     this.rxRetry = setInterval(this.retryReceive, 50);
+  };
+
+  /**
+   * A message has as long to arrive whole as an HTTP request has (`--request-timeout-ms`; 0: no limit), from its first
+   * bytes. Without it a message still arriving had no deadline at all: its fragments kept the connection alive
+   * (each read is a sign of life for the heartbeat) and its bytes stayed charged to the server-wide budget, so a few
+   * connections sending a large first fragment and then a byte every few seconds held 95 % of the budget for as long
+   * as they stayed (outside attack atk45 F2; over HTTP the same body is cut at the request timeout).
+   */
+  private armMessageDeadline(): void {
+    const ms = this.host.limits.requestTimeoutMs;
+    if (ms > 0 && ms <= 2 ** 31 - 1) this.rxDeadline = setTimeout(this.messageOverdue, ms);
+  }
+
+  /** The message arriving is whole (`onMessage`): its deadline is over; the next one's starts if its bytes came already. */
+  private messageArrived(): void {
+    if (this.rxDeadline !== undefined) {
+      clearTimeout(this.rxDeadline);
+      this.rxDeadline = undefined;
+    }
+    // What came in the same read after this message (the receiver reads on once the message is emitted) starts the next.
+    if (inFlightBytes(this.ws) > 0) this.armMessageDeadline();
+  }
+
+  private readonly messageOverdue = (): void => {
+    this.rxDeadline = undefined;
+    // Whole meanwhile (its emit waits for the next turn), or not the peer's delay: reading is paused for the server's
+    // byte budget (`retryReceive` closes 1013 after its own wait, and the next read starts a new deadline).
+    if (this.ws.readyState !== this.ws.OPEN || deferring(this.ws) || this.rxRetry !== undefined || inFlightBytes(this.ws) === 0) return;
+    const ms = this.host.limits.requestTimeoutMs;
+    this.log.info({ code: 'request_timeout', timeout_ms: ms }, 'a message did not arrive whole in time; closing 1008');
+    // As a peer's protocol fault ends (`onPeerFault`): nothing more is read, the run in flight ends with its terminal
+    // event, each create not yet started gets the error, then the close (ours, not the library's peer-fault close).
+    const { ws } = this;
+    ws.pause();
+    this.held.receiving(0);
+    if (ws instanceof ServerWebSocket) ws.peerFault = undefined;
+    const err = new WireError('request_timeout', `A message did not arrive whole within ${ms} ms of its first bytes (llr serve --request-timeout-ms); the connection closes (1008).`);
+    this.session.announceEnd(err);
+    const close = () => {
+      ws.close(1008, 'message did not arrive in time');
+      // The close handshake reads on; what still arrives of the message is dropped (the socket is no longer open).
+      ws.resume();
+    };
+    void this.session.finish(err.code, err).then(close, close);
   };
 
   private readonly retryReceive = (): void => {
@@ -558,6 +608,7 @@ export class WsConnection implements Transport, Unsent {
   };
 
   private readonly onMessage = (data: WebSocket.RawData, isBinary: boolean): void => {
+    this.messageArrived();
     const limits = this.host.limits;
     const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
     if (this.parsing === null && bytes <= COOPERATIVE_PARSE_CHARS) {
@@ -625,6 +676,8 @@ export class WsConnection implements Transport, Unsent {
     this.wakeRoomWaiters();
     clearInterval(this.rxRetry);
     this.rxRetry = undefined;
+    clearTimeout(this.rxDeadline);
+    this.rxDeadline = undefined;
     this.socket.off('data', this.onData);
     clearTimeout(this.lifetime);
     clearInterval(this.heartbeat);

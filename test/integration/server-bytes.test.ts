@@ -241,6 +241,66 @@ describe('the server-wide byte budget', () => {
     expect((await b.next('response.completed')).response.status).toBe('completed');
   });
 
+  it('a message has the request timeout to arrive whole: one left unfinished gets request_timeout and a 1008 close, its share released (outside attack atk45 F2)', async () => {
+    // Before: a message still arriving had no deadline (each fragment a sign of life), so peers sending a large first
+    // fragment and then a byte now and then held most of the budget for as long as they liked.
+    const MiB = 1024 * KiB;
+    const { logger, waitFor } = captureLogger();
+    const { url } = await testServer({ logger, limits: { maxServerBytes: 4 * MiB, requestTimeoutMs: 300 } });
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    const events: Array<{ type: string; error?: { code: string; message: string } }> = [];
+    ws.on('message', (d) => events.push(JSON.parse(String(d)) as (typeof events)[number]));
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    // Within the budget, so reading never pauses: only the deadline ends it.
+    ws.send('{"type":"response.create","model":"sim-model","input":"', { fin: false });
+    ws.send(Buffer.alloc(MiB, 0x61), { fin: false, binary: false });
+    await waitFor((l) => l.code === 'request_timeout');
+    expect(await closed).toBe(1008);
+    expect(events).toEqual([expect.objectContaining({ type: 'error', error: expect.objectContaining({ code: 'request_timeout' }) })]);
+    expect(events[0]!.error!.message).toContain('--request-timeout-ms');
+    expect(await held(url)).toBe(0);
+    // Messages that do arrive in time, one after another on one connection, are not cut (the deadline is per message).
+    const b = await RawSocket.longLived(url);
+    for (let i = 0; i < 3; i++) {
+      b.send(create(10));
+      expect((await b.next('response.completed')).response.status).toBe('completed');
+    }
+  });
+
+  it('an append left unfinished past the request timeout ends the paused run with its terminal event, then the 1008 close', async () => {
+    const { logger, waitFor } = captureLogger();
+    const { url } = await testServer({ logger, policy: pauseThenText(), limits: { requestTimeoutMs: 300 } });
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    const types: string[] = [];
+    const paused = new Promise<void>((resolve) =>
+      ws.on('message', (d) => {
+        const e = JSON.parse(String(d)) as { type: string; error?: { code: string } };
+        types.push(e.error ? `${e.type}:${e.error.code}` : e.type);
+        if (e.type === 'response.done') resolve();
+      }),
+    );
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    ws.send(JSON.stringify({ type: 'response.create', model: 'sim-model', input: 'look it up', tools: [tool] }));
+    await paused;
+    types.length = 0;
+    ws.send('{"type":"response.append","input":[{"type":"function_call_output","call_id":"call_a","output":"', { fin: false });
+    ws.send(Buffer.alloc(64 * KiB, 0x61), { fin: false, binary: false });
+    await waitFor((l) => l.code === 'request_timeout');
+    expect(await closed).toBe(1008);
+    // Said in the run's stream, then the run's one terminal event.
+    expect(types[0]).toBe('error:request_timeout');
+    expect(types.filter((t) => /^response\.(completed|incomplete|failed|cancelled)$/.test(t))).toHaveLength(1);
+    expect(await held(url)).toBe(0);
+  });
+
   it('each buffer of a message still arriving is charged besides its bytes: tiny fragments pause reading too (outside attack)', async () => {
     // Before: four peers each dripping a 1 MiB frame a byte per TCP write grew the RSS ~280 MB (~230 bytes a read, each
     // a buffer the `ws` receiver holds) with bytes_held at 1.2 MB, their payload; 8,000 one-byte fragments are 8 KB.

@@ -149,7 +149,7 @@ describe('usage events before or after their model call', () => {
     const w = read(lines.join('\n') + '\n');
     expect(w.calls!.map((c) => [c.input_tokens, c.output_tokens])).toEqual(CONVERSATION.flatMap((t) => t.calls.map((c) => c.usage!)));
     expect(w.recorded.model_calls).toBe(5);
-    expect(w.skipped.map((s) => [s.line, s.what, s.why])).toContainEqual([at + 1, 'token_count', expect.stringContaining('a user turn starts before any model call')]);
+    expect(w.skipped!.map((s) => [s.line, s.what, s.why])).toContainEqual([at + 1, 'token_count', expect.stringContaining('a user turn starts before any model call')]);
   });
 
   it("today's order: a usage event recorded after the next user message is still its call's", () => {
@@ -173,6 +173,6 @@ describe('usage events before or after their model call', () => {
     expect(w.calls!.filter((c) => c.output_source === 'recorded').map((c) => c.output_tokens)).toEqual([50, 70, 40]);
     const later = read(writeAfter(sparse));
     expect(replayed(w)).toEqual(replayed(later));
-    expect(w.skipped.filter((s) => s.why === 'repeats the previous total_token_usage')).toHaveLength(2);
+    expect(w.skipped!.filter((s) => s.why === 'repeats the previous total_token_usage')).toHaveLength(2);
   });
 });

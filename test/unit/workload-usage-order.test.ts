@@ -131,9 +131,9 @@ describe('usage events before or after their model call', () => {
     const first = read(writeFirst(CONVERSATION));
     expect(replayed(first)).toEqual(replayed(after));
     expect(first.userTurns[0]!.modelTurns.map((t) => t.output.map((o) => (o.type === 'function_call' ? o.call_id : 'text')))).toEqual([['c1'], ['c2', 'c3'], ['text']]);
-    expect(first.skipped).toHaveLength(1);
-    expect(first.skipped[0]!.why).toContain("come before their model call's items");
-    expect(first.skipped[0]!.line).toBe(5); // the first usage event: meta, user item, user event, rate limits, then it
+    expect(first.skipped!).toHaveLength(1);
+    expect(first.skipped![0]!.why).toContain("come before their model call's items");
+    expect(first.skipped![0]!.line).toBe(5); // the first usage event: meta, user item, user event, rate limits, then it
     expect(replayable(first).userTurns).toHaveLength(2);
   });
 

@@ -399,9 +399,18 @@ export class ResponseRun {
     // The run may have ended (cancel, disconnect, pause timeout) while the work yielded: then the append is
     // refused at once, not tokenised first (seconds of work for a 16 MiB append to a run that is over).
     if (!this.paused || this.end) throw this.endedWhileAppending();
-    const tokens = await tokenizeItems(fresh, m);
-    if (this.paused && !this.end) await reserveFor(ctx, tokens);
-    if (!this.paused || this.end) throw this.endedWhileAppending();
+    // The append's token ids are charged as they are made (past the server-wide byte budget: `server_busy`, the
+    // append refused and the run still paused); refused or ended before its commit, they are given back.
+    const mark = m.tokenBytes;
+    let tokens: Awaited<ReturnType<typeof tokenizeItems>>;
+    try {
+      tokens = await tokenizeItems(fresh, m);
+      if (this.paused && !this.end) await reserveFor(ctx, tokens);
+      if (!this.paused || this.end) throw this.endedWhileAppending();
+    } catch (err) {
+      m.releaseTokensSince(mark);
+      throw err;
+    }
     this.lastAppendAt = arrivedAt;
     m.count('appends');
     commitItems(ctx, fresh, tokens);

@@ -121,12 +121,27 @@ class BudgetHold implements Hold {
 export class RunCharge implements SpanBudget {
   private spans = 0;
   private kept = 0;
+  /** Token ids a render or an append made, charged checked as they were made (`make`), until `keptHeld` or `madeDone`. */
+  private made = 0;
   private closed = false;
 
   constructor(private readonly budget: ServerBytes) {}
 
   get bytes(): number {
-    return this.spans + this.kept;
+    return this.spans + this.kept + this.made;
+  }
+
+  make(k: number): void {
+    if (this.closed) return;
+    this.budget.charge(k);
+    this.made += k;
+  }
+
+  madeDone(bytes = this.made): void {
+    const n = Math.min(bytes, this.made);
+    if (n <= 0) return;
+    this.budget.release(n);
+    this.made -= n;
   }
 
   tryAdd(k: number): boolean {
@@ -142,14 +157,17 @@ export class RunCharge implements SpanBudget {
     if (bytes > this.kept) this.budget.chargeAdmitted(bytes - this.kept);
     else this.budget.release(this.kept - bytes);
     this.kept = bytes;
+    // The ids made since are in `bytes` now (the prompt's token ids), charged there.
+    this.madeDone();
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.budget.release(this.spans + this.kept);
+    this.budget.release(this.spans + this.kept + this.made);
     this.spans = 0;
     this.kept = 0;
+    this.made = 0;
   }
 }
 

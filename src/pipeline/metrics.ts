@@ -76,7 +76,18 @@ export const SPAN_CHUNK = 64;
  */
 export interface SpanBudget {
   tryAdd(bytes: number): boolean;
+  /**
+   * Token ids a render or an append is making, charged as they are made, checked: throws `server_busy` (nothing
+   * charged) when they would pass the budget. Held until the run keeps them under its own charge (`keptHeld`) or
+   * `madeDone` gives them back.
+   */
+  make?(bytes: number): void;
+  /** `bytes` of the ids made (all, without it) are now kept under the run's charge, or were thrown away (a refused append): release them. */
+  madeDone?(bytes?: number): void;
 }
+
+/** What a token id holds in a prompt (`TokenBuffer.bytes`: a Uint32Array). */
+export const TOKEN_HELD_BYTES = 4;
 
 export class RunMetrics {
   /**
@@ -130,6 +141,27 @@ export class RunMetrics {
 
   count(c: Counter, n = 1): void {
     this.counters[c] += n;
+  }
+
+  /**
+   * `tokens` more token ids made for this run's prompt (a slice of a render or an append being tokenized): charged to
+   * the server-wide byte budget as they are made, checked (`server_busy` past it, thrown). They were charged only at
+   * the next model call, unchecked, so text of a token a byte, admitted at its size, held four times that in ids
+   * beyond the budget: 12 creates of 4 MB held 149 MiB under a 32 MiB budget (outside attack atk45 F1). A field, so
+   * the tokenizer's loops take it as it is.
+   */
+  readonly chargeTokens = (tokens: number): void => {
+    if (tokens <= 0 || this.budget?.make === undefined) return;
+    this.budget.make(tokens * TOKEN_HELD_BYTES);
+    this.tokenBytes += tokens * TOKEN_HELD_BYTES;
+  };
+
+  /** Bytes of token ids `chargeTokens` charged so far, ever: a mark for `releaseTokensSince`. */
+  tokenBytes = 0;
+
+  /** The token ids charged since `mark` were thrown away (an append refused after they were made): released. */
+  releaseTokensSince(mark: number): void {
+    if (this.tokenBytes > mark) this.budget?.madeDone?.(this.tokenBytes - mark);
   }
 
   /** Record a span measured elsewhere (e.g. auth at the upgrade, before the run existed). */

@@ -154,13 +154,15 @@ type Chunks = number[][];
 type ChunksView = ReadonlyArray<ArrayLike<number>>;
 
 /** Tokenize `text` in slices from offset `from` (a pre-token boundary), yielding between them. */
-function* tokenizeWork(text: string, into: Chunks, from = 0): Work<number> {
+function* tokenizeWork(text: string, into: Chunks, charge: (tokens: number) => void, from = 0): Work<number> {
   let count = 0;
   // The cursor also stops inside one long pre-token (a megabyte run without a space), between its merge pieces.
   const cursor: EncodeCursor = { at: from, end: from };
   while (cursor.at < text.length) {
     const out: number[] = [];
     encodeSlice(text, cursor, out, SLICE_CHARS);
+    // Charged as made (the server-wide byte budget: RunMetrics.chargeTokens), before the next slice is.
+    charge(out.length);
     into.push(out);
     count += out.length;
     yield;
@@ -180,9 +182,9 @@ const HEAD_CHARS = 4096;
  * not decide (the split regex has no look-behind, so the rest of the body,
  * tokenized from that boundary on its own, gives the same tokens).
  */
-function* tokenizePartsWork(prefix: string, body: readonly string[], into: Chunks): Work<number> {
+function* tokenizePartsWork(prefix: string, body: readonly string[], into: Chunks, charge: (tokens: number) => void): Work<number> {
   const single = body.length === 1 ? body[0]! : undefined;
-  if (single === undefined || prefix.length + single.length <= JOIN_LIMIT_CHARS) return yield* tokenizeWork(prefix + body.join(''), into);
+  if (single === undefined || prefix.length + single.length <= JOIN_LIMIT_CHARS) return yield* tokenizeWork(prefix + body.join(''), into, charge);
   const head = prefix + single.slice(0, HEAD_CHARS);
   // A chunk a slice, as `tokenizeWork` makes them: one array of the 8 M-letter prefix's tokens grew in one push
   // that held the loop ~200 ms (V8 copies the whole array when it grows).
@@ -195,21 +197,22 @@ function* tokenizePartsWork(prefix: string, body: readonly string[], into: Chunk
   while (cursor.at < prefix.length || cursor.end > cursor.at) {
     const out: number[] = [];
     encodeSlice(head, cursor, out, Math.max(1, Math.min(SLICE_CHARS, prefix.length - cursor.at)));
+    charge(out.length);
     first.push(out);
     count += out.length;
     if (cursor.at < prefix.length || cursor.end > cursor.at) yield;
   }
   const at = cursor.at;
   // A pre-token that reached the window's end might continue past it: join after all (rare: a prefix glued to a huge first pre-token).
-  if (at >= head.length) return yield* tokenizeWork(prefix + single, into);
+  if (at >= head.length) return yield* tokenizeWork(prefix + single, into, charge);
   for (const chunk of first) into.push(chunk);
-  return count + (yield* tokenizeWork(single, into, at - prefix.length));
+  return count + (yield* tokenizeWork(single, into, charge, at - prefix.length));
 }
 
 function* tokenizeItemWork(item: InputItem, metrics: RunMetrics): Work<Chunks> {
   const { prefix, body, nonText } = yield* itemPartsWork(item);
   const chunks: Chunks = [[IM_START]];
-  const count = yield* tokenizePartsWork(prefix, body, chunks);
+  const count = yield* tokenizePartsWork(prefix, body, chunks, metrics.chargeTokens);
   metrics.count('items_tokenized');
   metrics.count('tokens_tokenized', count);
   if (nonText > 0) chunks.push(new Array<number>(nonText * NON_TEXT_PART_TOKENS).fill(IM_START));
@@ -231,7 +234,7 @@ function* renderFullWork(instructions: string | null, tools: Tool[], items: read
   // (neither is ever changed), which a paused run would keep for its whole life.
   const functionTools = tools.every(isFunctionTool) ? tools : tools.filter(isFunctionTool);
   const header: Chunks = [];
-  const headerTokens = yield* tokenizeWork(yield* headerText(instructions, functionTools), header);
+  const headerTokens = yield* tokenizeWork(yield* headerText(instructions, functionTools), header, metrics.chargeTokens);
   metrics.count('tokens_tokenized', headerTokens);
   const tokens = new TokenBuffer([], headerTokens + PROMPT_SLACK_TOKENS);
   for (const c of header) tokens.pushAll(c);

@@ -139,3 +139,56 @@ describe('a kept context’s token ids are charged to --max-server-bytes', () =>
     expect(await held(url)).toBe(0);
   });
 });
+
+describe('token ids are charged as they are made, checked against --max-server-bytes (outside attack atk45 F1)', () => {
+  // Before: a request was admitted at its own bytes and its token ids, up to 4 bytes per byte of text, charged only at
+  // the next model call, unchecked: twelve 4 MB creates held 149 MiB under a 32 MiB budget.
+
+  it('a create whose tokens would pass the budget is refused server_busy, over a WebSocket (long-lived, ws) and over HTTP, nothing left held', async () => {
+    const limit = 3 * MB;
+    // A script turn for each create that runs (the refused ones never reach the model).
+    const { server, url } = await testServer({ policy: scriptPolicy([{ text: 'one' }, { text: 'two' }]), limits: { maxServerBytes: limit } });
+    for (const protocol of ['long-lived', 'ws'] as const) {
+      const s = protocol === 'long-lived' ? await RawSocket.longLived(url) : await RawSocket.connect(url);
+      // ~1 MB of text, a token a byte: ~4 MB of ids, past 3 MiB with the frame.
+      s.send({ type: 'response.create', model: 'sim-model', input: dense(MB), store: false });
+      // Refused while planned (the prompt is rendered before the response is created): the error event alone.
+      const refused = await s.next('error');
+      expect(refused.error.code, protocol).toBe('server_busy');
+      // The connection goes on: a small create is served.
+      s.send({ type: 'response.create', model: 'sim-model', input: 'hi', store: false });
+      await s.next('response.completed');
+      s.dispose();
+    }
+    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: dense(MB) }) });
+    const body = (await res.json()) as { error?: { code?: string }; status?: string };
+    expect(res.status, JSON.stringify(body).slice(0, 300)).toBe(503);
+    expect(body.error?.code).toBe('server_busy');
+    await server.ws.idle();
+    await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+    // Never past the budget by more than a slice of ids (16 K characters: 64 KiB) and a socket read.
+    expect(server.bytes.peak).toBeLessThanOrEqual(limit + 192 * 1024);
+  });
+
+  it('an append whose tokens would pass the budget is refused server_busy; the run stays paused and takes a smaller one', async () => {
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
+    const limit = 3 * MB;
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: limit } });
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'go', tools: [tool] });
+    await s.next('response.done');
+    const paused = await held(url);
+    s.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: dense(MB) }] });
+    const refused = await s.next('error');
+    expect(refused.error.code).toBe('server_busy');
+    // Its frame and the ids made before the refusal are given back: what the paused run held before.
+    expect(await held(url)).toBe(paused);
+    s.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] });
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+    s.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+    expect(server.bytes.peak).toBeLessThanOrEqual(limit + 192 * 1024);
+  });
+});

@@ -154,11 +154,11 @@ export class RunCharge implements SpanBudget {
   /** What the run keeps besides its spans (its output, its prompt's token ids) now holds `bytes`: charged unchecked, or released down to it. */
   keptHeld(bytes: number): void {
     if (this.closed) return;
+    // The ids made since are in `bytes` now (the prompt's token ids): given back first, so they are never counted twice.
+    this.madeDone();
     if (bytes > this.kept) this.budget.chargeAdmitted(bytes - this.kept);
     else this.budget.release(this.kept - bytes);
     this.kept = bytes;
-    // The ids made since are in `bytes` now (the prompt's token ids), charged there.
-    this.madeDone();
   }
 
   close(): void {

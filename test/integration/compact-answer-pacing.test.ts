@@ -61,7 +61,8 @@ describe('large retrieves to readers that do not read', () => {
     const size = 12 * MiB;
     const budget = size + 4 * MiB;
     const { url, port } = await testServer({ limits: { maxServerBytes: budget } });
-    const created = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', instructions: 'x'.repeat(size), input: 'hi' }) });
+    // Text of few tokens (64 characters a token): the create's token ids, charged while it is tokenized, fit beside its body.
+    const created = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', instructions: '='.repeat(size), input: 'hi' }) });
     const { id } = (await created.json()) as { id: string };
     expect(await held(url)).toBe(0);
     // Each answer (12 MiB, more than the kernel's buffers take) stays unsent: as many are admitted as their charges fit.
@@ -90,7 +91,8 @@ describe('a create answered as JSON to a reader that does not read', () => {
     // Room for the body, not for its answer's charge besides.
     const budget = size + MiB;
     const { url, port } = await testServer({ limits: { maxServerBytes: budget } });
-    const body = JSON.stringify({ model: 'm', instructions: 'x'.repeat(size), input: 'hi' });
+    // Text of few tokens (64 characters a token): its ~0.8 MiB of token ids, charged while it runs, fit the budget too.
+    const body = JSON.stringify({ model: 'm', instructions: '='.repeat(size), input: 'hi' });
     const { stalled, refused } = await stallUntilRefused(port, `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, 1);
     expect(refused).toBe(0);
     expect(stalled).toHaveLength(1);

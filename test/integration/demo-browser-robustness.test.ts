@@ -224,7 +224,9 @@ describe('the demo page under attack', () => {
     const layouts = after.m['LayoutCount']! - before.m['LayoutCount']!;
     // Each wire row read the log's scrollHeight to follow it, a layout of the whole page per row (2,880 on the Codex
     // run at 4,000 tokens/s, where the page then took ~23 s of CPU in a 27 s race on the machine the server measures on).
-    expect(rows).toBeGreaterThan(1500);
+    // Consecutive deltas are one wire row, cut where the lane's reads fall, so the count moves with the machine's load
+    // (1,498 once under a parallel test load): enough rows that a layout per row would show, whatever the load.
+    expect(rows).toBeGreaterThan(1000);
     expect(layouts, `${layouts} layouts, ${after.frames - before.frames} frames, ${rows} wire rows`).toBeLessThanOrEqual(after.frames - before.frames + 20);
     expect(errors).toEqual([]);
     await page.close();

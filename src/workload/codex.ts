@@ -218,13 +218,21 @@ class RolloutParser {
    */
   constructor(
     private readonly name: string,
-    private readonly order: 'after' | 'first' = 'after',
-  ) {}
+    /** The order of each part of the file (a part starts at each `session_meta`: a resumed session may be another version's); none: `after`. */
+    private readonly orders: readonly UsageOrder[] = [],
+  ) {
+    this.order = orders[0] ?? 'after';
+  }
+
+  /** The order of the part of the file being read (`orders`). */
+  private order: UsageOrder;
+  /** Which part of the file is being read: the `session_meta` records so far, less one. */
+  private part = -1;
 
   private readonly evidence = new OrderEvidence();
   /** `first` order: the usage read, waiting for the model call whose items follow it. */
   private ahead: { input: number; output: number; line: number } | null = null;
-  private announced = false;
+  private announcedPart: number | null = null;
   /** The user turn last ended and where its figures are: a usage event recorded after the next user message is still its last call's. */
   private ended: { build: TurnBuild; index: number; figuresFrom: number } | null = null;
 
@@ -270,8 +278,10 @@ class RolloutParser {
       repeats.push(this.line, rec, raw);
     }
     repeats.finish();
-    // Usage events before their calls' items: read again in that order, rather than each call given the next one's figures.
-    if (this.order === 'after' && this.evidence.usageFirst()) return new RolloutParser(this.name, 'first').parse(text, source);
+    // Usage events before their calls' items in some part of the file: read again so, rather than each call there
+    // given the next one's figures.
+    const orders = this.evidence.orders();
+    if (this.orders.length === 0 && orders.includes('first')) return new RolloutParser(this.name, orders).parse(text, source);
     return this.finish(source);
   }
 
@@ -294,6 +304,16 @@ class RolloutParser {
   }
 
   private sessionMeta(p: Json): void {
+    this.evidence.newPart();
+    this.part++;
+    const order = this.orders[Math.max(0, this.part)] ?? 'after';
+    if (order !== this.order) {
+      // Another part, in the other order: what the last one left open ends here.
+      this.closeCall();
+      this.last = null;
+      this.dropAhead('the file\'s next part (a session_meta) follows it before any model call\'s items');
+      this.order = order;
+    }
     const id = typeof p.id === 'string' ? p.id : null;
     if (this.sessionId !== null) {
       if (id === this.sessionId) return; // the same session resumed: its history goes on
@@ -379,6 +399,7 @@ class RolloutParser {
       }
       case 'compaction':
       case 'compaction_summary':
+        this.evidence.see('compaction');
         this.compaction(typeof p.encrypted_content === 'string' ? [compactionStandIn(p.encrypted_content)] : [], 'a compaction item');
         return;
     }
@@ -456,8 +477,8 @@ class RolloutParser {
       // The usage of the model call whose items come next; the call under way (its items and outputs) is over.
       this.closeCall();
       this.dropAhead('no model call\'s items follow it before the next usage event (a call whose items were not recorded)');
-      if (!this.announced) {
-        this.announced = true;
+      if (this.announcedPart !== this.part) {
+        this.announcedPart = this.part;
         this.skip(
           'token_count events',
           "come before their model call's items, as Codex versions that recorded a response's items once it completed wrote them: each is read as the usage of the model call after it, and the calls and outputs up to the next one as that call's (parallel) calls",
@@ -685,6 +706,7 @@ class RolloutParser {
   }
 
   private compacted(p: Json): void {
+    this.evidence.see('compaction');
     // Codex's CompactedItem: `message` text, `replacement_history` a list of items or none. Another shape was read as a
     // compaction without a replacement history: the replay went on from another history than the recorded one.
     const history = p.replacement_history;
@@ -893,33 +915,66 @@ class RolloutParser {
 }
 
 
+type UsageOrder = 'after' | 'first';
+
 /**
- * Where a rollout's usage events stand, counted as the records go by. `after` (Codex today): a `token_count` right
- * after a model call's items, which the 2025 order never writes (there the items come after it and a user message
- * after the last of them). `first` (Codex versions that recorded a response's items once it completed): a
- * `token_count` right after the user's input with the model's items next, at every user turn's start. A usage event
- * after a tool output says neither (both orders write one there). `first` when it is seen more than `after`: in
- * today's order it is seen only where a usage event was recorded late, after the next user message (the user
- * steered), and each user turn's last call (an answer, with no tool output after it) counts `after`.
+ * Where a rollout's usage events stand, counted as the records go by, for each part of the file (a part starts at
+ * each `session_meta`: a session resumed by another Codex version may write the other order). `after` (Codex today):
+ * a model call's `token_count` follows its items, sometimes its tool outputs too. `first` (Codex versions of 2025,
+ * which recorded a response's items once it had completed): each response's `token_count` comes before its items.
+ * The sign that tells them apart is the part's first usage event: in `first` order it stands between the user's
+ * input and the model's first items (no model item before it in the part); in today's order the first model call's
+ * items come before it. A usage event recorded late, after the next user message (the user steered while the model
+ * finished), looks the same but never comes first: the turn before it had model items. A compaction's usage (no
+ * items of its own) is no sign. Read `first` only when that first sign says so and the part has no more usage events
+ * right after a model call's items (which `first` order writes only where a call's output was never recorded) than
+ * usage events between the user's input and the model's items.
  */
 class OrderEvidence {
-  private prev: 'model' | 'input' | 'output' | 'usage' | 'other' | null = null;
+  private parts: Array<{ start: boolean | null; after: number; first: number }> = [];
+  private prev: 'model' | 'input' | 'output' | 'usage' | 'compaction' | 'other' | null = null;
+  /** The usage event just seen came right after the user's input: it is a sign of `first` if the model's items come next. */
   private waiting = false;
-  private after = 0;
-  private first = 0;
+  /** The part has had a model item. */
+  private modelSeen = false;
 
-  see(kind: 'model' | 'input' | 'output' | 'usage' | 'other'): void {
+  /** A `session_meta` has been read: the next one starts a part (records before the first belong to the first part). */
+  private metaSeen = false;
+
+  newPart(): void {
+    if (!this.metaSeen) {
+      this.metaSeen = true;
+      if (this.parts.length > 0) return;
+    }
+    this.parts.push({ start: null, after: 0, first: 0 });
+    this.prev = null;
+    this.waiting = false;
+    this.modelSeen = false;
+  }
+
+  see(kind: 'model' | 'input' | 'output' | 'usage' | 'compaction' | 'other'): void {
+    if (this.parts.length === 0) this.parts.push({ start: null, after: 0, first: 0 });
+    const part = this.parts[this.parts.length - 1]!;
     if (kind === 'usage') {
-      if (this.prev === 'model') this.after++;
+      if (this.prev === 'model') part.after++;
+      // The part's first usage event after model items: today's order.
+      if (part.start === null && this.modelSeen) part.start = false;
       this.waiting = this.prev === 'input';
     } else {
-      if (kind === 'model' && this.waiting) this.first++;
+      if (kind === 'model') {
+        if (this.waiting) {
+          part.first++;
+          if (part.start === null) part.start = true;
+        }
+        this.modelSeen = true;
+      }
       this.waiting = false;
     }
     this.prev = kind;
   }
 
-  usageFirst(): boolean {
-    return this.first > this.after;
+  /** Each part's order, in file order. */
+  orders(): UsageOrder[] {
+    return this.parts.map((p) => (p.start === true && p.first >= p.after ? 'first' : 'after'));
   }
 }

@@ -44,21 +44,30 @@ function usageWriter() {
 }
 const rateLimitsOnly = () => rec('event_msg', { type: 'token_count', info: null, rate_limits: { primary: null } });
 
-/** Today's order: a call's items, its usage, then its outputs (or the outputs first: both occur). */
-function writeAfter(turns: Turn[], outputsFirst = false): string {
+/**
+ * Today's order: a call's items, its usage, then its outputs (or the outputs first: both occur). `steered`: each user
+ * turn's last usage event comes after the next user message (the user typed while the model finished).
+ */
+function writeAfter(turns: Turn[], outputsFirst = false, steered = false, head = [meta()]): string {
   const usage = usageWriter();
-  const lines = [meta()];
+  const lines = [...head];
+  let late: string | null = null;
   for (const t of turns) {
-    lines.push(...user(t.user), rateLimitsOnly());
-    for (const c of t.calls) {
+    lines.push(...user(t.user));
+    if (late !== null) lines.push(late);
+    late = null;
+    lines.push(rateLimitsOnly());
+    for (const [i, c] of t.calls.entries()) {
       lines.push(reasoning());
       if (c.text !== undefined) lines.push(message(c.text));
       for (const tool of c.tools) lines.push(call(tool));
       if (outputsFirst) for (const tool of c.tools) lines.push(output(tool));
-      lines.push(usage(c.usage));
+      if (steered && i === t.calls.length - 1) late = usage(c.usage);
+      else lines.push(usage(c.usage));
       if (!outputsFirst) for (const tool of c.tools) lines.push(output(tool));
     }
   }
+  if (late !== null) lines.push(late);
   return lines.join('\n') + '\n';
 }
 
@@ -164,6 +173,24 @@ describe('usage events before or after their model call', () => {
     const w = read(lines.join('\n') + '\n');
     expect(replayed(w)).toEqual(replayed(after));
     expect(w.skipped).toEqual([]);
+  });
+
+  it("today's order with outputs before their usage and every user turn steered reads as today's order (outside attack atk47 F1)", () => {
+    // Each steer's usage event stands between the user's message and the model's next items, as the 2025 order's do;
+    // read by counting such events, such a file was taken for the 2025 order and every call given the one before's.
+    const turns = [...CONVERSATION, { user: 'and now?', calls: [{ text: 'Nothing more.', tools: [], usage: [1700, 20] as [number, number] }] }];
+    const w = read(writeAfter(turns, true, true));
+    expect(w.calls!.map((c) => [c.input_tokens, c.output_tokens, c.input_source])).toEqual(turns.flatMap((t) => t.calls.map((c) => [c.usage![0], c.usage![1], 'recorded'])));
+    expect(w.skipped!.filter((n) => n.what === 'token_count events')).toEqual([]);
+  });
+
+  it('a file whose parts are in different orders (a session resumed by another Codex version) reads each part in its own (atk47 F2)', () => {
+    const [older, newer] = [CONVERSATION.slice(0, 1), CONVERSATION.slice(1)];
+    const first = writeFirst(older).trimEnd().split('\n');
+    const rest = writeAfter(newer, false, false, [meta()]);
+    const w = read(`${first.join('\n')}\n${rest}`);
+    expect(w.calls!.map((c) => [c.input_tokens, c.output_tokens, c.input_source])).toEqual(CONVERSATION.flatMap((t) => t.calls.map((c) => [c.usage![0], c.usage![1], 'recorded'])));
+    expect(w.skipped!.filter((n) => n.what === 'token_count events')).toHaveLength(1);
   });
 
   it('a response without usage (Codex wrote its running total again) infers only its figures, in either order', () => {

@@ -171,6 +171,24 @@ describe('token ids are charged as they are made, checked against --max-server-b
     expect(server.bytes.peak).toBeLessThanOrEqual(limit + 192 * 1024);
   });
 
+  it('a token count and a compaction are charged their token ids too: past the budget server_busy, as the same body as a create (atk47 F4)', async () => {
+    const limit = 3 * MB;
+    const { server, url } = await testServer({ limits: { maxServerBytes: limit } });
+    const post = (path: string, body: object) => fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    for (const path of ['/v1/responses/input_tokens', '/v1/responses/compact']) {
+      const refused = await post(path, { model: 'sim-model', input: dense(MB) });
+      expect(refused.status, path).toBe(503);
+      expect(((await refused.json()) as { error: { code: string } }).error.code, path).toBe('server_busy');
+      // A body that fits, ids and all, is answered; nothing stays held.
+      const ok = await post(path, { model: 'sim-model', input: dense(64 * 1024) });
+      expect(ok.status, path).toBe(200);
+      await ok.json();
+    }
+    await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+    expect(server.bytes.peak).toBeLessThanOrEqual(limit + 192 * 1024);
+  });
+
   it('an append whose tokens would pass the budget is refused server_busy; the run stays paused and takes a smaller one', async () => {
     const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
     const limit = 3 * MB;

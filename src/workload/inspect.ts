@@ -8,7 +8,7 @@
  * expected), which the CLI prints without a stack and exits 2. Leaves out any
  * replay: this only reads.
  */
-import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { UsageError } from '../flags.js';
@@ -148,25 +148,60 @@ function summarizeKinds(kinds: string[]): string {
 }
 
 /**
- * `convert`'s OUT, whole or not at all: a regular file (or a new one) is written beside it under a temporary name and
- * renamed over it, so a failed write (a full disk, a file-size limit) leaves OUT as it was and no cut-off JSON that
- * a later `--workload OUT` would refuse. Anything else (`/dev/stdout`, a FIFO) is written to as it is. A write that
- * fails says which file.
+ * `convert`'s OUT, whole or not at all where that keeps OUT what it was: a regular file (or a new one) is written
+ * beside it under a temporary name, given OUT's mode, and renamed over it, so a failed write (a full disk, a file-size
+ * limit) leaves OUT as it was and no cut-off JSON that a later `--workload OUT` would refuse. A symbolic link is
+ * followed (its target is written, the link kept); OUT is written in place, as before, when it is not a regular file
+ * (`/dev/stdout`, a FIFO), has other names (hard links, which a rename would leave with the old text) or its
+ * directory takes no new file (a writable OUT in a read-only directory). A write that fails says which file.
  */
 function writeWhole(out: string, text: string): void {
-  let regular = true;
+  let target = out;
+  let inPlace = false;
+  let mode: number | undefined;
   try {
-    regular = statSync(out).isFile();
+    target = realpathSync(out);
+    const st = statSync(target);
+    inPlace = !st.isFile() || st.nlink > 1;
+    mode = st.mode & 0o7777;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot write ${out}: ${(err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot write ${out}: ${shortMessage(err)}`);
+    // A new file; a dangling link is written through, making its target, as the shell would.
+    inPlace = isLink(out);
   }
-  const tmp = regular ? join(dirname(out), `.${basename(out)}.${process.pid}.tmp`) : out;
+  const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
+  if (!inPlace) {
+    try {
+      writeFileSync(tmp, text, { flag: 'wx', mode: mode ?? 0o666 });
+    } catch (err) {
+      rmSync(tmp, { force: true });
+      const code = (err as NodeJS.ErrnoException).code;
+      // The directory takes no new file: OUT itself may still be written.
+      if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS') throw new Error(`cannot write ${out}: ${shortMessage(err)}`);
+      inPlace = true;
+    }
+  }
   try {
-    writeFileSync(tmp, text);
-    if (tmp !== out) renameSync(tmp, out);
+    if (inPlace) writeFileSync(out, text);
+    else {
+      if (mode !== undefined) chmodSync(tmp, mode);
+      renameSync(tmp, target);
+    }
   } catch (err) {
-    if (tmp !== out) rmSync(tmp, { force: true });
-    // Without the temporary name the system call's message quotes: the user named OUT.
-    throw new Error(`cannot write ${out}: ${(err as Error).message.replace(/, \w+ '[^']*'$/, '')}`);
+    if (!inPlace) rmSync(tmp, { force: true });
+    throw new Error(`cannot write ${out}: ${shortMessage(err)}`);
   }
+}
+
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/** A system call's message without the path it quotes (the temporary one, which the user never named). */
+function shortMessage(err: unknown): string {
+  return (err as Error).message.replace(/, \w+ '[^']*'$/, '');
 }

@@ -6,7 +6,7 @@
  * bench-workloads.test.ts.)
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +70,33 @@ describe('llr workload', () => {
     // Through a shell's pipe: a child's stdout from execFile is a socket, which /dev/stdout cannot be opened on.
     const piped = await run('bash', ['-c', 'set -o pipefail; "$0" "$@" | cat', process.execPath, CLI, 'workload', 'convert', join(FIXTURES, 'rollout-aborted.jsonl'), '/dev/stdout']);
     expect(JSON.parse(piped.stdout)).toMatchObject({ llr_workload: 1, name: 'rollout-aborted.jsonl' });
+  });
+
+  it('convert keeps what OUT is: a link is written through, a file keeps its mode, a file of several names is written in place (atk47 F5)', async () => {
+    const sub = mkdtempSync(join(dir, 'kinds-'));
+    const src = join(FIXTURES, 'rollout-aborted.jsonl');
+    const target = join(sub, 'target.json');
+    writeFileSync(target, 'old');
+    symlinkSync(target, join(sub, 'link.json'));
+    expect((await llr(['workload', 'convert', src, join(sub, 'link.json')])).code).toBe(0);
+    expect(lstatSync(join(sub, 'link.json')).isSymbolicLink()).toBe(true);
+    expect(JSON.parse(readFileSync(target, 'utf8'))).toMatchObject({ llr_workload: 1 });
+    const secret = join(sub, 'secret.json');
+    writeFileSync(secret, 'old', { mode: 0o600 });
+    chmodSync(secret, 0o600);
+    expect((await llr(['workload', 'convert', src, secret])).code).toBe(0);
+    expect(statSync(secret).mode & 0o777).toBe(0o600);
+    const named = join(sub, 'named.json');
+    writeFileSync(named, 'old');
+    linkSync(named, join(sub, 'other-name.json'));
+    expect((await llr(['workload', 'convert', src, named])).code).toBe(0);
+    expect(readFileSync(join(sub, 'other-name.json'), 'utf8')).toBe(readFileSync(named, 'utf8'));
+    // A dangling link makes its target, as the shell would.
+    symlinkSync(join(sub, 'made.json'), join(sub, 'dangling.json'));
+    expect((await llr(['workload', 'convert', src, join(sub, 'dangling.json')])).code).toBe(0);
+    expect(lstatSync(join(sub, 'dangling.json')).isSymbolicLink()).toBe(true);
+    expect(JSON.parse(readFileSync(join(sub, 'made.json'), 'utf8'))).toMatchObject({ llr_workload: 1 });
+    expect(readdirSync(sub).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 
   it('a file it cannot use: exit 2, the line and what was expected, no stack trace', async () => {

@@ -360,7 +360,10 @@ async function run(argv: string[]): Promise<void> {
   const protocol = (values.protocol ?? 'long-lived') as ClientProtocol;
   if (!CLIENT_PROTOCOLS.includes(protocol)) throw new UsageError(`unknown protocol ${quoted(protocol)}; known: ${CLIENT_PROTOCOLS.join(', ')}`);
   const url = values.url ?? env('LLR_URL') ?? 'http://127.0.0.1:8080';
-  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new UsageError(`--url needs an http:// URL, got ${quoted(url)}`);
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new UsageError(`--url needs an http:// URL, got ${quoted(withoutSecrets(url))}`);
+  // fetch refuses a URL with credentials ('Request cannot be constructed from a URL that includes credentials', the
+  // password printed in the error): said here, without them. The key goes in --api-key.
+  if (new URL(url).username !== '' || new URL(url).password !== '') throw new UsageError(`--url cannot hold a user name or password (the server takes an API key: --api-key), got ${quoted(withoutSecrets(url))}`);
   // Stopped (Ctrl-C, a supervisor's SIGTERM): the commands running for the model stop with it, whole process groups,
   // and the status says so (they were left running, orphaned, and the status was the bare signal's).
   for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
@@ -379,7 +382,7 @@ async function run(argv: string[]): Promise<void> {
     clearTimeout(idle);
     if (idleMs === 0 || commands > 0) return;
     idle = setTimeout(() => {
-      process.stderr.write(`llr: no answer from ${url} for ${idleMs} ms (--idle-timeout-ms)\n`);
+      process.stderr.write(`llr: no answer from ${shown(withoutSecrets(url))} for ${idleMs} ms (--idle-timeout-ms)\n`);
       process.exit(1);
     }, idleMs);
     // Not what keeps the process alive: a failure that ends the run otherwise exits at once.
@@ -493,7 +496,7 @@ async function main(): Promise<void> {
       return;
     default:
       // One line, as every other usage error: the whole help after it (114 lines) buried the message.
-      process.stderr.write(`llr: unknown command '${cmd}'; known: serve, run, bench, workload, demo (llr --help)\n`);
+      process.stderr.write(`llr: unknown command ${quoted(cmd)}; known: serve, run, bench, workload, demo (llr --help)\n`);
       process.exitCode = 2;
   }
 }
@@ -530,4 +533,18 @@ export function storeSpec(spec: string): string {
     throw new UsageError(`--store ${quoted(spec)}: the in-memory stores are 'memory' and ':memory:', in lower case; a file of that name is './${spec}'`);
   }
   return spec;
+}
+
+/**
+ * A URL as llr prints it: its password and its query's values hidden (`?api_key=…` is how some gateways take a key),
+ * as `***`. Text that is no URL is returned as it is.
+ */
+function withoutSecrets(url: string): string {
+  if (!URL.canParse(url)) return url;
+  const u = new URL(url);
+  // Nothing to hide: as given (the URL's own form would add a '/' to a bare origin).
+  if (u.password === '' && u.search === '') return url;
+  if (u.password !== '') u.password = '***';
+  for (const key of new Set(u.searchParams.keys())) u.searchParams.set(key, '***');
+  return u.href;
 }

@@ -536,15 +536,13 @@ export function storeSpec(spec: string): string {
 }
 
 /**
- * A URL as llr prints it: its password and its query's values hidden (`?api_key=…` is how some gateways take a key),
- * as `***`. Text that is no URL is returned as it is.
+ * A URL as llr prints it: its user information, its query and its fragment hidden as `***` (a password, an
+ * `?api_key=…` some gateways take, an `#access_token=…`), read as text so that one that does not parse is hidden
+ * too; the rest as given.
  */
 function withoutSecrets(url: string): string {
-  if (!URL.canParse(url)) return url;
-  const u = new URL(url);
-  // Nothing to hide: as given (the URL's own form would add a '/' to a bare origin).
-  if (u.password === '' && u.search === '') return url;
-  if (u.password !== '') u.password = '***';
-  for (const key of new Set(u.searchParams.keys())) u.searchParams.set(key, '***');
-  return u.href;
+  return url
+    .replace(/^([a-z][a-z0-9+.-]*:[/\\]*)[^/\\?#]*@/i, '$1***@')
+    .replace(/\?[^#]+/, '?***')
+    .replace(/#.+$/, '#***');
 }

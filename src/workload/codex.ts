@@ -926,9 +926,11 @@ type UsageOrder = 'after' | 'first';
  * input and the model's first items (no model item before it in the part); in today's order the first model call's
  * items come before it. A usage event recorded late, after the next user message (the user steered while the model
  * finished), looks the same but never comes first: the turn before it had model items. A compaction's usage (no
- * items of its own) is no sign. Read `first` only when that first sign says so and the part has no more usage events
+ * items of its own) is no sign. Read `first` when that first sign says so and the part has no more usage events
  * right after a model call's items (which `first` order writes only where a call's output was never recorded) than
- * usage events between the user's input and the model's items.
+ * usage events between the user's input and the model's items; or when the part has none right after a model
+ * call's items and some between input and items (a 2025 file whose first response had no usage event: its first
+ * usage event follows that response's tool output, which says neither).
  */
 class OrderEvidence {
   private parts: Array<{ start: boolean | null; after: number; first: number }> = [];
@@ -975,6 +977,8 @@ class OrderEvidence {
 
   /** Each part's order, in file order. */
   orders(): UsageOrder[] {
-    return this.parts.map((p) => (p.start === true && p.first >= p.after ? 'first' : 'after'));
+    // Or no usage event right after a model call's items at all, and some between input and items: the 2025 order
+    // whose first response had no usage event (its first usage event then follows that response's output).
+    return this.parts.map((p) => ((p.start === true && p.first >= p.after) || (p.after === 0 && p.first > 0) ? 'first' : 'after'));
   }
 }

@@ -8,7 +8,7 @@
  * expected), which the CLI prints without a stack and exits 2. Leaves out any
  * replay: this only reads.
  */
-import { chmodSync, lstatSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, lstatSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { UsageError } from '../flags.js';
@@ -44,8 +44,11 @@ export async function workloadCommand(argv: string[]): Promise<void> {
   const w = parseWorkload(text, name, source);
   if (sub === 'convert') {
     const json = `${JSON.stringify({ llr_workload: 1, ...w })}\n`;
-    if (out === undefined) process.stdout.write(json);
-    else writeWhole(out, json);
+    const fd = out === undefined ? 1 : descriptorOf(out);
+    if (fd === 1) process.stdout.write(json);
+    else if (fd === 2) process.stderr.write(json);
+    else if (fd !== null) writeFileSync(fd, json);
+    else writeWhole(out!, json);
     return;
   }
   const neutral = looksNeutral(text.replace(/^\uFEFF/, ''));
@@ -148,49 +151,64 @@ function summarizeKinds(kinds: string[]): string {
 }
 
 /**
- * `convert`'s OUT, whole or not at all where that keeps OUT what it was: a regular file (or a new one) is written
- * beside it under a temporary name, given OUT's mode, and renamed over it, so a failed write (a full disk, a file-size
- * limit) leaves OUT as it was and no cut-off JSON that a later `--workload OUT` would refuse. A symbolic link is
- * followed (its target is written, the link kept); OUT is written in place, as before, when it is not a regular file
- * (`/dev/stdout`, a FIFO), has other names (hard links, which a rename would leave with the old text) or its
- * directory takes no new file (a writable OUT in a read-only directory). A write that fails says which file.
+ * `convert`'s OUT, whole or not at all where that keeps OUT what it was: a regular file of ours (or a new one) is
+ * written beside it under a temporary name, given OUT's permission bits, and renamed over it, so a failed write (a
+ * full disk, a file-size limit) leaves OUT as it was and no cut-off JSON that a later `--workload OUT` would refuse.
+ * A symbolic link is followed (its target is written, the link kept). Otherwise OUT is written in place, as a shell's
+ * `>` writes it: a path under /dev or /proc (`/dev/stdout` is whatever the descriptor is, a file it appends to among
+ * them), anything not a regular file (a FIFO), a file with other names (hard links, which a rename would leave with
+ * the old text), another user's file (a rename would make it ours, and could pass its own permissions), and a file
+ * whose directory takes no new file or no rename (read-only, or sticky). A write that fails says which file.
  */
 function writeWhole(out: string, text: string): void {
   let target = out;
-  let inPlace = false;
+  let inPlace = /^\/(dev|proc)\//.test(out);
   let mode: number | undefined;
-  try {
-    target = realpathSync(out);
-    const st = statSync(target);
-    inPlace = !st.isFile() || st.nlink > 1;
-    mode = st.mode & 0o7777;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot write ${out}: ${shortMessage(err)}`);
-    // A new file; a dangling link is written through, making its target, as the shell would.
-    inPlace = isLink(out);
-  }
-  const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
   if (!inPlace) {
     try {
+      target = realpathSync(out);
+      const st = statSync(target);
+      const mine = typeof process.getuid !== 'function' || st.uid === process.getuid();
+      inPlace = !st.isFile() || st.nlink > 1 || !mine;
+      mode = st.mode & 0o777;
+      // As `>` would: a file we may not write is refused, not replaced.
+      if (!inPlace) accessSync(target, constants.W_OK);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot write ${out}: ${shortMessage(err)}`);
+      // A new file; a dangling link is written through, making its target, as the shell would.
+      inPlace = isLink(out);
+    }
+  }
+  if (!inPlace) {
+    const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
+    try {
       writeFileSync(tmp, text, { flag: 'wx', mode: mode ?? 0o666 });
+      if (mode !== undefined) chmodSync(tmp, mode);
+      renameSync(tmp, target);
+      return;
     } catch (err) {
       rmSync(tmp, { force: true });
       const code = (err as NodeJS.ErrnoException).code;
-      // The directory takes no new file: OUT itself may still be written.
+      // The directory takes no new file or no rename over OUT: OUT itself may still be written.
       if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS') throw new Error(`cannot write ${out}: ${shortMessage(err)}`);
-      inPlace = true;
     }
   }
   try {
-    if (inPlace) writeFileSync(out, text);
-    else {
-      if (mode !== undefined) chmodSync(tmp, mode);
-      renameSync(tmp, target);
-    }
+    writeFileSync(out, text);
   } catch (err) {
-    if (!inPlace) rmSync(tmp, { force: true });
     throw new Error(`cannot write ${out}: ${shortMessage(err)}`);
   }
+}
+
+/**
+ * The descriptor a path names (`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`), written as the
+ * descriptor, never opened again: opened by its path it was truncated (`convert IN /dev/stdout >> log` emptied the
+ * log first), and resolved to the file behind it, renamed over (atk48 N2).
+ */
+function descriptorOf(path: string): number | null {
+  const m = /^\/dev\/(stdout|stderr|fd\/(\d+))$|^\/proc\/self\/fd\/(\d+)$/.exec(path);
+  if (m === null) return null;
+  return m[1] === 'stdout' ? 1 : m[1] === 'stderr' ? 2 : Number(m[2] ?? m[3]);
 }
 
 function isLink(path: string): boolean {
@@ -201,7 +219,7 @@ function isLink(path: string): boolean {
   }
 }
 
-/** A system call's message without the path it quotes (the temporary one, which the user never named). */
+/** A system call's message without the paths it quotes (a temporary one, which the user never named): `EPERM: operation not permitted`. */
 function shortMessage(err: unknown): string {
-  return (err as Error).message.replace(/, \w+ '[^']*'$/, '');
+  return (err as Error).message.replace(/, \w+ '.*$/, '');
 }

@@ -114,8 +114,9 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [['run', '--protocol', 'nope', 'hi'], {}, "unknown protocol 'nope'; known: long-lived, ws, http, http-stored, long-lived-http"],
   [['run', '--url', 'nope', 'hi'], {}, "--url needs an http:// URL, got 'nope'"],
   // A password or a query value is never printed (fetch refused such a URL with the password in its message; atk47 F6).
-  [['run', '--url', 'http://u:sk-PW@localhost:1/?api_key=sk-Q', 'hi'], {}, "--url cannot hold a user name or password (the server takes an API key: --api-key), got 'http://u:***@localhost:1/?api_key=***'"],
-  [['run', '--url', 'ws://u:sk-PW@localhost:1/', 'hi'], {}, "--url needs an http:// URL, got 'ws://u:***@localhost:1/'"],
+  [['run', '--url', 'http://u:sk-PW@localhost:1/?api_key=sk-Q', 'hi'], {}, "--url cannot hold a user name or password (the server takes an API key: --api-key), got 'http://***@localhost:1/?***'"],
+  [['run', '--url', 'http://localhost:99999/?api_key=sk-Q#access_token=sk-F', 'hi'], {}, "--url needs an http:// URL, got 'http://localhost:99999/?***#***'"],
+  [['run', '--url', 'ws://u:sk-PW@localhost:1/', 'hi'], {}, "--url needs an http:// URL, got 'ws://***@localhost:1/'"],
   [['serv\u001b[2Je'], {}, "unknown command 'serv\\u{1b}[2Je'"],
   [['run', '--model=', 'hi'], {}, "--model needs a value, got ''"],
   [['run', '--api-key=', 'hi'], {}, "--api-key needs a value, got ''"],

@@ -97,6 +97,12 @@ describe('llr workload', () => {
     expect(lstatSync(join(sub, 'dangling.json')).isSymbolicLink()).toBe(true);
     expect(JSON.parse(readFileSync(join(sub, 'made.json'), 'utf8'))).toMatchObject({ llr_workload: 1 });
     expect(readdirSync(sub).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    // /dev/stdout is the descriptor, a file it appends to among them: written as it is, never renamed over (atk48 N2).
+    const log = join(sub, 'log.txt');
+    writeFileSync(log, 'HEADER\n');
+    await run('bash', ['-c', '"$0" "$@" >> "$LOG"', process.execPath, CLI, 'workload', 'convert', src, '/dev/stdout'], { env: { ...process.env, LOG: log } });
+    const logged = readFileSync(log, 'utf8');
+    expect(logged.startsWith('HEADER\n{"llr_workload":1')).toBe(true);
   });
 
   it('a file it cannot use: exit 2, the line and what was expected, no stack trace', async () => {

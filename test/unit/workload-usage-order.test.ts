@@ -193,6 +193,15 @@ describe('usage events before or after their model call', () => {
     expect(w.skipped!.filter((n) => n.what === 'token_count events')).toHaveLength(1);
   });
 
+  it('the 2025 order whose first response has no usage event at all still reads so (outside attack atk48 N1)', () => {
+    // Its first usage event then follows that response's tool output, which says neither order.
+    const lines = writeFirst(CONVERSATION).trimEnd().split('\n');
+    const firstUsage = lines.findIndex((l) => l.includes('"last_token_usage":{"input_tokens":1000,'));
+    lines.splice(firstUsage, 1);
+    const w = read(lines.join('\n') + '\n');
+    expect(w.calls!.map((c) => (c.input_source === 'recorded' ? c.input_tokens : 'inferred'))).toEqual(['inferred', 1100, 1300, 1500, 1600]);
+  });
+
   it('a response without usage (Codex wrote its running total again) infers only its figures, in either order', () => {
     const sparse = CONVERSATION.map((t) => ({ ...t, calls: t.calls.map((c, i) => (i === 1 ? { ...c, usage: null } : c)) }));
     const w = read(writeFirst(sparse));

@@ -220,34 +220,30 @@ export class SessionHost {
 
   /** `POST /v1/responses/compact` (modes/compact.ts). */
   async compact(params: CompactParams, owner: string | null, charge?: (bytes: number) => void, signal?: AbortSignal): Promise<CompactedResponse> {
-    await this.written(params.previous_response_id, owner);
-    const held = new RunCharge(this.bytes);
-    return compactWindow(params, this.services, this.chargedMetrics(held), owner, charge, signal)
-      .catch((err: unknown) => {
-        throw this.stillRunning(err, params.previous_response_id, owner);
-      })
-      .finally(() => held.close());
+    return this.rendering(params.previous_response_id, owner, (metrics) => compactWindow(params, this.services, metrics, owner, charge, signal));
   }
 
   /**
-   * The metrics of a request that renders a prompt without a run (a compaction, a token count): its token ids are
-   * charged to the server-wide byte budget as they are made, as a run's are (`server_busy` past it), and given back
-   * when its answer is made. They were counted nowhere: seven token counts of a 4.5 MB body at once grew the RSS
-   * 321 MB under a 32 MiB budget that refused the same body as a create (outside attack atk47 F4).
+   * A request that renders a prompt without a run (a compaction, a token count), once the response it continues is
+   * written: its token ids are charged to the server-wide byte budget as they are made, as a run's are (`server_busy`
+   * past it), and given back when its answer is made. They were counted nowhere: seven token counts of a 4.5 MB body
+   * at once grew the RSS 321 MB under a 32 MiB budget that refused the same body as a create (outside attack atk47 F4).
    */
-  private chargedMetrics(held: RunCharge): RunMetrics {
-    return new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, held);
+  private async rendering<T>(prev: string | null | undefined, owner: string | null, work: (metrics: RunMetrics) => Promise<T>): Promise<T> {
+    await this.written(prev, owner);
+    const held = new RunCharge(this.bytes);
+    try {
+      return await work(new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, held));
+    } catch (err) {
+      throw this.stillRunning(err, prev, owner);
+    } finally {
+      held.close();
+    }
   }
 
   /** `POST /v1/responses/input_tokens` (modes/compact.ts): what a create with `params` would count as input tokens. */
   async inputTokens(params: CreateParams, owner: string | null, charge?: (bytes: number) => void, signal?: AbortSignal): Promise<InputTokenCount> {
-    await this.written(params.previous_response_id, owner);
-    const held = new RunCharge(this.bytes);
-    return countInputTokens(params, this.services, this.chargedMetrics(held), owner, charge, signal)
-      .catch((err: unknown) => {
-        throw this.stillRunning(err, params.previous_response_id, owner);
-      })
-      .finally(() => held.close());
+    return this.rendering(params.previous_response_id, owner, (metrics) => countInputTokens(params, this.services, metrics, owner, charge, signal));
   }
 
   /** A stored response the owner may read, or undefined. */

@@ -11,6 +11,7 @@
  */
 import type { Work } from '../model/cooperative.js';
 import { PromptKeys } from '../model/prefix-cache.js';
+import { TOKEN_HELD_BYTES } from './metrics.js';
 
 /** Tokens copied or first-touched per slice by `reserveWork`. */
 const RESERVE_SLICE = 256 * 1024;
@@ -37,7 +38,7 @@ export class TokenBuffer {
    * (modes/server-bytes.ts).
    */
   get bytes(): number {
-    return 4 * this.len;
+    return TOKEN_HELD_BYTES * this.len;
   }
 
   pushAll(ts: ArrayLike<number>): void {

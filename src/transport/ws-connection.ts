@@ -87,6 +87,8 @@ export class WsConnection implements Transport, Unsent {
   /** Set while reading is paused because the message still arriving would pass the server-wide byte budget. */
   private rxRetry: ReturnType<typeof setInterval> | undefined = undefined;
   private rxPausedAt = 0;
+  /** When reading paused for the budget last pinged the peer (`probePeer`). */
+  private rxProbedAt = 0;
   /** Set while a message is arriving (its first bytes came, it is not whole yet): when it is overdue (`messageOverdue`). */
   private rxDeadline: ReturnType<typeof setTimeout> | undefined = undefined;
   /** This connection's part of the server-wide bound on unsent bytes (modes/send-bytes.ts). */
@@ -596,7 +598,10 @@ export class WsConnection implements Transport, Unsent {
     const waited = this.host.now() - this.rxPausedAt;
     const limit = this.host.limits.requestTimeoutMs > 0 ? this.host.limits.requestTimeoutMs : 60_000;
     if (open && !this.held.receiving(inFlightBytes(this.ws))) {
-      if (waited < limit) return;
+      if (waited < limit) {
+        this.probePeer();
+        return;
+      }
       this.log.info({ code: 'server_busy', waited_ms: Math.round(waited) }, 'message could not be received within the byte budget; closing 1013');
       this.ws.close(1013, 'server busy: try again later');
       // Gone from the budget now: what still arrives until the close handshake ends is bounded by the frame limit.
@@ -606,6 +611,19 @@ export class WsConnection implements Transport, Unsent {
     this.rxRetry = undefined;
     this.ws.resume();
   };
+
+  /**
+   * While reading is paused the peer's leaving goes unseen (its FIN waits unread), and its message kept its share of
+   * the budget until the request timeout (20 MB held ~40 s after the client had gone, every other request refused
+   * `server_busy` meanwhile; outside attack atk47). A ping a second while paused: a peer that has closed answers the
+   * write with a reset, the next write fails, and the connection ends, releasing its share.
+   */
+  private probePeer(): void {
+    const now = this.host.now();
+    if (now - this.rxProbedAt < RX_PROBE_MS) return;
+    this.rxProbedAt = now;
+    this.ws.ping();
+  }
 
   private readonly onMessage = (data: WebSocket.RawData, isBinary: boolean): void => {
     this.messageArrived();
@@ -732,6 +750,9 @@ export function inFlightBytes(ws: WebSocket): number {
  * server's RSS ~280 MB for 1.2 MB of payload, ~230 bytes a read, which `bytes_held` counted as 1.2 MB (outside attack).
  */
 export const CHUNK_HELD_BYTES = 256;
+
+/** How often a connection whose reading is paused for the byte budget pings its peer to learn it has gone (`probePeer`). */
+const RX_PROBE_MS = 1000;
 
 function lengthOf(a: unknown): number {
   return Array.isArray(a) ? a.length : 0;

@@ -302,6 +302,25 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('a peer gone while its reading is paused for the budget is noticed within seconds, its share released (outside attack atk47)', async () => {
+    // Before: a paused socket reads no FIN, so the share stayed until the request timeout (here a minute).
+    const MiB = 1024 * KiB;
+    const { logger, waitFor } = captureLogger();
+    const { url } = await testServer({ logger, limits: { maxServerBytes: MiB, requestTimeoutMs: 60_000 } });
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    ws.send('{"type":"response.create","model":"sim-model","input":"', { fin: false });
+    ws.send(Buffer.alloc(2 * MiB, 0x20), { fin: false, binary: false });
+    await waitFor((l) => l.code === 'server_busy' && /reading paused/.test(l.msg));
+    expect(await held(url)).toBeGreaterThan(0);
+    ws.terminate();
+    await waitFor((l) => l.msg === 'websocket closed');
+    expect(await held(url)).toBe(0);
+  });
+
   it('each buffer of a message still arriving is charged besides its bytes: tiny fragments pause reading too (outside attack)', async () => {
     // Before: four peers each dripping a 1 MiB frame a byte per TCP write grew the RSS ~280 MB (~230 bytes a read, each
     // a buffer the `ws` receiver holds) with bytes_held at 1.2 MB, their payload; 8,000 one-byte fragments are 8 KB.

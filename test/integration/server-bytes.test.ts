@@ -21,6 +21,14 @@ const create = (n: number, extra: object = {}) => ({ type: 'response.create', mo
 const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
 const poster = (url: string) => (path: string, body: object) =>
   fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+/** A raw `ws` client on the long-lived protocol, open (its frames sent by hand, fragments and all). */
+function openLongLived(url: string): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
+    ws.once('open', () => resolve(ws));
+    ws.once('error', reject);
+  });
+}
 /** An HTTP answer refusing a request past the byte budget: 503 `server_busy`. */
 async function expectServerBusy(res: Response): Promise<void> {
   expect(res.status).toBe(503);
@@ -172,16 +180,7 @@ describe('the server-wide byte budget', () => {
     const MiB = 1024 * KiB;
     const { logger, waitFor } = captureLogger();
     const { server, url } = await testServer({ logger, limits: { maxServerBytes: 2 * MiB } });
-    const peers = await Promise.all(
-      [0, 1, 2].map(
-        () =>
-          new Promise<WebSocket>((resolve, reject) => {
-            const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
-            ws.once('open', () => resolve(ws));
-            ws.once('error', reject);
-          }),
-      ),
-    );
+    const peers = await Promise.all([0, 1, 2].map(() => openLongLived(url)));
     const completed = peers.map(
       (ws) =>
         new Promise<string>((resolve) =>
@@ -218,11 +217,7 @@ describe('the server-wide byte budget', () => {
     const MiB = 1024 * KiB;
     const { logger, waitFor } = captureLogger();
     const { url } = await testServer({ logger, limits: { maxServerBytes: MiB, requestTimeoutMs: 300 } });
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
-    await new Promise((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
+    const ws = await openLongLived(url);
     const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
     ws.send('{"type":"response.create","model":"sim-model","input":"hi"', { fin: false });
     return { url, ws, closed, waitFor, MiB };
@@ -248,11 +243,7 @@ describe('the server-wide byte budget', () => {
     const MiB = 1024 * KiB;
     const { logger, waitFor } = captureLogger();
     const { url } = await testServer({ logger, limits: { maxServerBytes: 4 * MiB, requestTimeoutMs: 300 } });
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
-    await new Promise((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
+    const ws = await openLongLived(url);
     const events: Array<{ type: string; error?: { code: string; message: string } }> = [];
     ws.on('message', (d) => events.push(JSON.parse(String(d)) as (typeof events)[number]));
     const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
@@ -275,11 +266,7 @@ describe('the server-wide byte budget', () => {
   it('an append left unfinished past the request timeout ends the paused run with its terminal event, then the 1008 close', async () => {
     const { logger, waitFor } = captureLogger();
     const { url } = await testServer({ logger, policy: pauseThenText(), limits: { requestTimeoutMs: 300 } });
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
-    await new Promise((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
+    const ws = await openLongLived(url);
     const types: string[] = [];
     const paused = new Promise<void>((resolve) =>
       ws.on('message', (d) => {
@@ -307,11 +294,7 @@ describe('the server-wide byte budget', () => {
     const MiB = 1024 * KiB;
     const { logger, waitFor } = captureLogger();
     const { url } = await testServer({ logger, limits: { maxServerBytes: MiB, requestTimeoutMs: 60_000 } });
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses?protocol=long-lived`);
-    await new Promise((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
+    const ws = await openLongLived(url);
     ws.send('{"type":"response.create","model":"sim-model","input":"', { fin: false });
     ws.send(Buffer.alloc(2 * MiB, 0x20), { fin: false, binary: false });
     await waitFor((l) => l.code === 'server_busy' && /reading paused/.test(l.msg));

@@ -207,6 +207,11 @@ export interface ConnectionBytes {
    */
   receiving(n: number): boolean;
   /**
+   * This connection's own share besides the message arriving: its frames, what its session keeps, its run's charge.
+   * When that and a message do not fit the whole budget, waiting for other connections to give budget back cannot help.
+   */
+  own(): number;
+  /**
    * A whole frame of `n` bytes waits or is parsed in slices: charged until `parsed(n)`. A frame charged while
    * it arrived (`receiving`) was admitted then: its charge moves over, with its last socket read unchecked;
    * a frame that arrived in one read is checked now (throws `server_busy`: the frame is not handled). Call it
@@ -264,6 +269,10 @@ class ConnectionHold implements ConnectionBytes {
     /** Whole frames waiting for or in a sliced parse (`parsing`). */
     private readonly px: Hold,
   ) {}
+
+  own(): number {
+    return this.hold.bytes + this.px.bytes + this.session.heldByRun();
+  }
 
   receiving(n: number): boolean {
     if (this.closed) return true;

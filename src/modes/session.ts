@@ -58,6 +58,11 @@ export interface ModePolicy {
    * connection's share of the server-wide budget stands for while no work is in flight (modes/server-bytes.ts).
    */
   keptBytes?(): number;
+  /**
+   * Let go of what the policy keeps between responses (ws mode: its cached contexts), when it alone stops a message
+   * from fitting the server's byte budget: a continuation then reads its chain from the store, as on a cache miss.
+   */
+  shed?(): void;
 }
 
 interface Queued {
@@ -115,6 +120,8 @@ export class ConnectionSession {
    * phase of `npm run bench:overhead` measured each session field (`--phases paused`, heap per paused run).
    */
   private lastEnded: { id: string; lane: string | null } | null = null;
+  /** The charge of the run planned or running (`pump`), for `heldByRun`; null between runs. */
+  private charge: RunCharge | null = null;
 
   constructor(
     private readonly policy: ModePolicy,
@@ -151,6 +158,28 @@ export class ConnectionSession {
   /** What the policy keeps between responses, in bytes (`ModePolicy.keptBytes`; 0 for a design that keeps nothing). */
   keptBytes(): number {
     return this.policy.keptBytes?.() ?? 0;
+  }
+
+  /** What the run planned or running here holds of the budget besides its frames (its spans, output, token ids). */
+  heldByRun(): number {
+    return this.charge?.bytes ?? 0;
+  }
+
+  /**
+   * Whether nothing on this connection can give budget back before the peer's next message: nothing queued, planned
+   * or appending, and no run but one paused for the client (a paused run's timeout aside).
+   */
+  waitsOnPeer(): boolean {
+    if (this.closed || this.queue.length > 0 || this.appending !== null) return false;
+    if (!this.busy) return true;
+    return this.active !== null && this.active.paused;
+  }
+
+  /** Let go of what the policy keeps between responses (`ModePolicy.shed`) while idle: true when it kept anything. */
+  shed(): boolean {
+    if (this.busy || this.queue.length > 0 || !this.policy.shed || this.keptBytes() === 0) return false;
+    this.policy.shed();
+    return true;
   }
 
   /** The run in flight, or null (background mode reads a run's current state through it, modes/background.ts). */
@@ -411,6 +440,7 @@ export class ConnectionSession {
         return;
       }
       held = this.budget === null ? null : new RunCharge(this.budget);
+      this.charge = held;
       const metrics = new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, held);
       if (next.parse) metrics.span('parse', next.parse.start, next.parse.end);
       if (this.authSpan) {
@@ -475,6 +505,7 @@ export class ConnectionSession {
     } finally {
       if (ran !== null) this.services.inFlight?.remove(ran);
       held?.close();
+      this.charge = null;
       // A cancel meant for a create that never started (refused, or the connection ended) is spent with it.
       this.cancelStarting = false;
       if (this.lane !== null) {

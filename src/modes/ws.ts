@@ -271,6 +271,10 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     closed() {
       for (const lane of [...caches.keys()]) setCache(lane, null);
     },
+    shed() {
+      for (const lane of [...caches.keys()]) setCache(lane, null);
+      info.kept?.();
+    },
     keptBytes() {
       let n = 0;
       for (const c of caches.values()) n += entryBytes(c);

@@ -575,21 +575,55 @@ export class WsConnection implements Transport, Unsent {
     if (this.ws.readyState !== this.ws.OPEN || deferring(this.ws) || this.rxRetry !== undefined || inFlightBytes(this.ws) === 0) return;
     const ms = this.host.limits.requestTimeoutMs;
     this.log.info({ code: 'request_timeout', timeout_ms: ms }, 'a message did not arrive whole in time; closing 1008');
-    // As a peer's protocol fault ends (`onPeerFault`): nothing more is read, the run in flight ends with its terminal
-    // event, each create not yet started gets the error, then the close (ours, not the library's peer-fault close).
+    const err = new WireError('request_timeout', `A message did not arrive whole within ${ms} ms of its first bytes (llr serve --request-timeout-ms); the connection closes (1008).`);
+    this.endForMessage(err, 1008, 'message did not arrive in time');
+  };
+
+  /**
+   * The message arriving cannot be taken: nothing more is read, the run in flight ends with its terminal event after
+   * `err`, each create not yet started gets it, then the close `code` (ours; as a peer's protocol fault ends,
+   * `onPeerFault`).
+   */
+  private endForMessage(err: WireError, code: number, reason: string): void {
     const { ws } = this;
     ws.pause();
     this.held.receiving(0);
     if (ws instanceof ServerWebSocket) ws.peerFault = undefined;
-    const err = new WireError('request_timeout', `A message did not arrive whole within ${ms} ms of its first bytes (llr serve --request-timeout-ms); the connection closes (1008).`);
     this.session.announceEnd(err);
     const close = () => {
-      ws.close(1008, 'message did not arrive in time');
+      ws.close(code, reason);
       // The close handshake reads on; what still arrives of the message is dropped (the socket is no longer open).
       ws.resume();
     };
     void this.session.finish(err.code, err).then(close, close);
-  };
+  }
+
+  /**
+   * Reading is paused for the budget, and no other connection giving budget back would make room: this connection's
+   * own share (a ws-mode cache, a paused run's context) with the message passes the whole budget, and nothing here
+   * changes before the message does. It waited the whole request timeout for nothing, then closed 1013 (outside attack
+   * atk47). Now a ws-mode cache is let go at once (the continuation then reads its chain from the store, as on a
+   * cache miss, and the socket stays open); with nothing to let go the message can never be taken, and the connection
+   * ends at once with an `error` event saying so (close 1013: a new connection holds nothing yet). True when handled.
+   */
+  private cannotFit(arriving: number): boolean {
+    const max = this.host.bytes.max;
+    if (this.parsing !== null || !this.session.waitsOnPeer() || this.held.own() + arriving <= max) return false;
+    if (this.session.shed()) {
+      this.log.info({ code: 'server_busy', arriving }, 'cached context let go: with it the message arriving could not fit the byte budget');
+      return true;
+    }
+    const own = this.held.own();
+    this.log.info({ code: 'server_busy', arriving, own, max }, 'the message arriving cannot fit the byte budget beside what this connection holds; closing 1013');
+    const err = new WireError(
+      'server_busy',
+      `A message of at least ${arriving} bytes cannot fit in the server's byte budget of ${max} (llr serve --max-server-bytes) beside the ${own} bytes this connection holds; the connection closes (1013).`,
+    );
+    clearInterval(this.rxRetry);
+    this.rxRetry = undefined;
+    this.endForMessage(err, 1013, 'message too large for the server byte budget');
+    return true;
+  }
 
   private readonly retryReceive = (): void => {
     const open = this.ws.readyState === this.ws.OPEN;
@@ -597,7 +631,9 @@ export class WsConnection implements Transport, Unsent {
     if (open && deferring(this.ws)) return;
     const waited = this.host.now() - this.rxPausedAt;
     const limit = this.host.limits.requestTimeoutMs > 0 ? this.host.limits.requestTimeoutMs : 60_000;
-    if (open && !this.held.receiving(inFlightBytes(this.ws))) {
+    const arriving = inFlightBytes(this.ws);
+    if (open && !this.held.receiving(arriving)) {
+      if (this.cannotFit(arriving)) return;
       if (waited < limit) {
         this.probePeer();
         return;

@@ -225,16 +225,76 @@ describe('the server-wide byte budget', () => {
 
   it('a connection left waiting for budget past the request timeout is closed 1013, releasing its share (no wait for good)', async () => {
     // Connections that each hold part of the budget with an unfinished message, all waiting for more, would
-    // otherwise wait for each other forever; here one peer alone passes a 1 MiB budget with its own message.
-    const { url, ws, closed, waitFor, MiB } = await unfinishedCreate();
-    ws.send(Buffer.alloc(2 * MiB, 0x20), { fin: false, binary: false });
+    // otherwise wait for each other forever. Here another connection's paused run holds most of a 1 MiB budget, and
+    // this peer's message, which would fit alone, waits for it to end.
+    const { logger, waitFor } = captureLogger();
+    const { server, url } = await testServer({ logger, policy: pauseThenText(), limits: { maxServerBytes: 1024 * KiB, requestTimeoutMs: 300 } });
+    const a = await RawSocket.longLived(url);
+    a.send(create(600 * KiB, { tools: [tool] }));
+    await a.next('response.done');
+    const ws = await openLongLived(url);
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    ws.send('{"type":"response.create","model":"sim-model","input":"', { fin: false });
+    ws.send(Buffer.alloc(600 * KiB, 0x20), { fin: false, binary: false });
     await waitFor((l) => /reading paused/.test(l.msg));
     expect(await closed).toBe(1013);
+    expect(await waitFor((l) => /within the byte budget; closing 1013/.test(l.msg))).toMatchObject({ code: 'server_busy' });
+    // The paused run goes on, and ends.
+    a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] });
+    expect((await a.next('response.completed')).response.status).toBe('completed');
+    a.ws.close();
+    await server.ws.idle();
     expect(await held(url)).toBe(0);
-    // The server goes on.
-    const b = await RawSocket.longLived(url);
-    b.send(create(10));
-    expect((await b.next('response.completed')).response.status).toBe('completed');
+  });
+
+  it('a message that cannot fit the budget beside what its own connection holds ends at once: an error event, then 1013 (outside attack atk47)', async () => {
+    // Before: it waited the whole request timeout (here a minute) for budget no other connection held, then closed.
+    const { logger, waitFor } = captureLogger();
+    const { url } = await testServer({ logger, policy: pauseThenText(), limits: { maxServerBytes: 1024 * KiB, requestTimeoutMs: 60_000 } });
+    // A message alone larger than the whole budget, on an idle connection.
+    const lone = await RawSocket.longLived(url);
+    lone.send(create(2048 * KiB));
+    expect((await lone.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('--max-server-bytes') });
+    expect((await lone.closed).code).toBe(1013);
+    // An append that does not fit beside its own paused run: the run ends with its one terminal event, then the close.
+    const ws = await RawSocket.longLived(url);
+    ws.send(create(600 * KiB, { tools: [tool] }));
+    await ws.next('response.done');
+    ws.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(600 * KiB) }] });
+    expect((await ws.next('error')).error.code).toBe('server_busy');
+    expect((await ws.closed).code).toBe(1013);
+    // The paused run's one terminal event came after the error.
+    const after = ws.events.slice(ws.events.findIndex((e) => e.type === 'error')).map((e) => e.type);
+    expect(after).toEqual(['error', 'response.incomplete']);
+    await waitFor((l) => /cannot fit the byte budget beside what this connection holds/.test(l.msg));
+    expect(await held(url)).toBe(0);
+  });
+
+  it('ws mode: a continuation that does not fit beside its connection\'s cached context lets the cache go and is read; the socket stays open (outside attack atk47)', async () => {
+    // Before: it waited the whole request timeout, then closed 1013, although the cache is only a copy.
+    const { logger, lines, waitFor } = captureLogger();
+    const { server, url } = await testServer({ logger, store: 'memory', limits: { maxServerBytes: 1024 * KiB, requestTimeoutMs: 60_000 } });
+    const ws = await RawSocket.connect(url);
+    // store: false: the cache is the only copy, so the continuation is told its previous response is not found.
+    ws.send(create(300 * KiB, { store: false }));
+    const first = await ws.next('response.completed');
+    expect(await held(url)).toBeGreaterThan(300 * KiB);
+    ws.send(create(700 * KiB, { store: false, previous_response_id: first.response.id }));
+    expect((await ws.next('error')).error.code).toBe('previous_response_not_found');
+    await waitFor((l) => /cached context let go/.test(l.msg));
+    // store: true: the continuation reads its chain from the store, as on any cache miss; that chain and the message
+    // do not fit either, and say so in an error event.
+    ws.send(create(300 * KiB, { store: true }));
+    const stored = await ws.next('response.completed');
+    ws.send(create(700 * KiB, { store: true, previous_response_id: stored.response.id }));
+    expect((await ws.next('error')).error.code).toBe('server_busy');
+    expect(lines.filter((l) => /cached context let go/.test(l.msg))).toHaveLength(2);
+    // The connection goes on.
+    ws.send(create(10));
+    expect((await ws.next('response.completed')).response.status).toBe('completed');
+    ws.ws.close();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
   });
 
   it('a message has the request timeout to arrive whole: one left unfinished gets request_timeout and a 1008 close, its share released (outside attack atk45 F2)', async () => {

@@ -188,6 +188,9 @@ class RolloutParser {
   /** The call last closed without usage: a token_count right after still belongs to it. */
   private last: RawCall | null = null;
   private lastTotal: string | undefined;
+  /** The last `total_token_usage`'s input and output figures, for an event that has only a total (`tokenCount`). */
+  private lastTotalUsage: { input: number; output: number } | null = null;
+  private totalsNoted = false;
   /** Replacement history waiting for the next user turn (compaction after visible output). */
   private pendingReplace: { items: InputItem[]; line: number; note?: Skipped } | null = null;
   private readonly ctx: ContextOp[] = [];
@@ -449,14 +452,27 @@ class RolloutParser {
   private tokenCount(p: Json): void {
     let usage: unknown;
     let total: string | undefined;
+    let totalUsage: { input: number; output: number } | null = null;
     if (isJson(p.info)) {
       usage = p.info.last_token_usage;
-      if (isJson(p.info.total_token_usage)) total = JSON.stringify(p.info.total_token_usage);
+      const t = p.info.total_token_usage;
+      if (isJson(t)) {
+        total = JSON.stringify(t);
+        if (typeof t.input_tokens === 'number' && typeof t.output_tokens === 'number') totalUsage = { input: t.input_tokens, output: t.output_tokens };
+      }
     } else if (typeof p.input_tokens === 'number') {
       usage = p; // older Codex: the usage fields sit on the payload itself
     }
-    if (!isJson(usage)) return; // rate-limit-only update
-    const { input_tokens: input, output_tokens: output } = usage;
+    if (!isJson(usage)) {
+      // A total without the call's own usage: the call's is the difference from the previous total (the total is
+      // the sum of each call's usage), exact when both are recorded. Otherwise a rate-limit-only update.
+      if (totalUsage === null) return;
+      const derived = this.usageFromTotal(totalUsage, total);
+      if (derived === null) return;
+      usage = derived;
+    }
+    if (totalUsage !== null) this.lastTotalUsage = totalUsage;
+    const { input_tokens: input, output_tokens: output } = usage as Json;
     if (typeof input !== 'number' || typeof output !== 'number') this.fail('token_count without numeric input_tokens / output_tokens');
     const fits = (n: number) => Number.isSafeInteger(n) && n >= 0 && n <= MAX_TOKEN_COUNT;
     if (!fits(input) || !fits(output)) {
@@ -501,6 +517,26 @@ class RolloutParser {
       this.turns[ended.index] = built.turn;
       built.figures.forEach((f, i) => (this.figures[ended.figuresFrom + i] = f));
     }
+  }
+
+  /**
+   * The usage of an event that has `total_token_usage` but no `last_token_usage`: its total less the previous one, or
+   * the total itself when it is the file's first; null (noted) when a total went down (a reset: nothing to subtract).
+   */
+  private usageFromTotal(t: { input: number; output: number }, total: string | undefined): Json | null {
+    const prev = this.lastTotalUsage;
+    // The same total again is a repeat (`tokenCount` skips it, and in the 2025 order it still ends a response).
+    if (total !== undefined && total === this.lastTotal) return { input_tokens: 0, output_tokens: 0 };
+    if (prev !== null && (t.input < prev.input || t.output < prev.output)) {
+      this.lastTotalUsage = t;
+      this.skip('token_count', 'has no last_token_usage and its total_token_usage is below the previous one: no usage derived', true);
+      return null;
+    }
+    if (!this.totalsNoted) {
+      this.totalsNoted = true;
+      this.skip('token_count events', "have no last_token_usage: each call's usage is its total_token_usage less the previous one", false);
+    }
+    return prev === null ? { input_tokens: t.input, output_tokens: t.output } : { input_tokens: t.input - prev.input, output_tokens: t.output - prev.output };
   }
 
   private attribute(call: RawCall, usage: { input: number; output: number }): void {

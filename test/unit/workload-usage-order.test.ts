@@ -211,4 +211,21 @@ describe('usage events before or after their model call', () => {
     expect(replayed(w)).toEqual(replayed(later));
     expect(w.skipped!.filter((s) => s.why === 'repeats the previous total_token_usage')).toHaveLength(2);
   });
+
+  it('usage events with only a running total (no last_token_usage) give each call the difference, in either order (atk46 F7)', () => {
+    const totalsOnly = (text: string) => text.replace(/"last_token_usage":\{[^}]*\}/g, '"last_token_usage":null');
+    for (const text of [writeAfter(CONVERSATION), writeFirst(CONVERSATION)]) {
+      const w = read(totalsOnly(text));
+      expect(w.calls!.map((c) => [c.input_tokens, c.output_tokens, c.input_source])).toEqual(CONVERSATION.flatMap((t) => t.calls.map((c) => [c.usage![0], c.usage![1], 'recorded'])));
+      expect(w.skipped!.filter((n) => /total_token_usage less the previous one/.test(n.why))).toHaveLength(1);
+    }
+    // A total below the previous one (a reset) gives nothing: that call's figures are inferred, and it is noted.
+    const lines = totalsOnly(writeAfter(CONVERSATION)).trimEnd().split('\n');
+    const third = lines.findIndex((l) => l.includes('"total_token_usage":{"input_tokens":3400,'));
+    expect(third).toBeGreaterThan(0);
+    lines[third] = lines[third]!.replace('"input_tokens":3400,', '"input_tokens":10,');
+    const reset = read(lines.join('\n') + '\n');
+    expect(reset.calls![2]!.input_source).toBe('inferred');
+    expect(reset.skipped!.map((n) => [n.line, n.why])).toContainEqual([third + 1, expect.stringContaining('below the previous one')]);
+  });
 });

@@ -152,6 +152,13 @@ describe('grouping model calls', () => {
     expect(w.recorded).toEqual({ model_calls: 3, input_tokens: [8, 8, 9], output_tokens: [2, 2, 3] });
   });
 
+  it('notes model output holding a lone surrogate, which a model of UTF-8 tokens replays as U+FFFD (atk46 F6)', () => {
+    const w = parse([meta(), msg('user', 'hi'), msg('assistant', 'x\ud83d end'), usage(5, 2), msg('user', 'again'), msg('assistant', 'a \ud83d\ude00 pair'), usage(6, 2)]);
+    expect(w.userTurns[0]!.modelTurns[0]!.output).toEqual([{ type: 'message', text: 'x\ud83d end' }]);
+    expect(w.skipped!.map((n) => [n.line, n.what])).toEqual([[3, 'model output']]);
+    expect(w.skipped![0]!.why).toContain('U+FFFD');
+  });
+
   it('splits calls at client items when there is no usage, and takes a late token_count', () => {
     const w = parse([meta(), msg('user', 'hi'), call('c1'), out('c1'), usage(9, 3), call('c2'), out('c2'), msg('assistant', 'b')]);
     // Calls without usage are inferred: visible tokens (o200k) + framing (14 per call, 10 per message).

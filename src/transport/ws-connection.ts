@@ -384,7 +384,17 @@ export class WsConnection implements Transport, Unsent {
     ws.on('close', this.onClose);
     if (ws instanceof ServerWebSocket) ws.peerFault = this.onPeerFault;
     ws.on('ping', this.onPing);
+    ws.on('pong', this.controlRead);
   }
+
+  /**
+   * A control frame was read: what is still arriving may have shrunk with no socket read to say so. The `ws` receiver
+   * emits a message and reads on in a later turn; a pong (the answer to `probePeer`) that came in the same read as
+   * the message was charged with it and stayed charged, 262 bytes, until the peer's next message or the close.
+   */
+  private readonly controlRead = (): void => {
+    if (this.ws.readyState === this.ws.OPEN && this.rxRetry === undefined) this.held.receiving(inFlightBytes(this.ws));
+  };
 
   /**
    * A ping is answered with a pong, but at most one pong is owed at a time: one asked while the last is still
@@ -397,6 +407,7 @@ export class WsConnection implements Transport, Unsent {
   private readonly onPing = (data: Buffer): void => {
     const { ws } = this;
     if (ws.readyState !== ws.OPEN) return;
+    this.controlRead();
     if (this.pongOwed) {
       this.pingNext = data;
       return;

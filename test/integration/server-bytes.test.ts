@@ -364,6 +364,23 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('a control frame read in the same socket read as a message leaves nothing charged once it is read (262 bytes stayed)', async () => {
+    // The receiver emits the message and reads on in a later turn: the ping behind it was charged with the message,
+    // and stayed charged until the peer's next message or the close (a pong to the server's probe did the same).
+    const { url } = await testServer({});
+    const ws = await openLongLived(url);
+    const socket = (ws as unknown as { _socket: { cork(): void; uncork(): void } })._socket;
+    const completed = new Promise<void>((resolve) => ws.on('message', (d) => String(d).includes('"response.completed"') && resolve()));
+    const pong = new Promise<void>((resolve) => ws.once('pong', () => resolve()));
+    socket.cork();
+    ws.send(JSON.stringify(create(10)));
+    ws.ping();
+    socket.uncork();
+    await Promise.all([completed, pong]);
+    expect(await held(url)).toBe(0);
+    ws.close();
+  });
+
   it('each buffer of a message still arriving is charged besides its bytes: tiny fragments pause reading too (outside attack)', async () => {
     // Before: four peers each dripping a 1 MiB frame a byte per TCP write grew the RSS ~280 MB (~230 bytes a read, each
     // a buffer the `ws` receiver holds) with bytes_held at 1.2 MB, their payload; 8,000 one-byte fragments are 8 KB.

@@ -12,6 +12,7 @@
  */
 import type { ModelSettings } from '../model/types.js';
 import { WireError } from '../protocol/errors.js';
+import { checkParameters } from '../protocol/parse.js';
 import { buildWorkload, type DemoWorkload, type WorkloadChoice, type WorkloadLimits } from './workloads.js';
 
 export const SPEEDS = ['65', '1000', '4000', 'instant'] as const;
@@ -35,14 +36,22 @@ export function speedSettings(speed: Speed, base: ModelSettings | undefined): Mo
   return { tokensPerSecond: Number(speed), ttftBaseMs: base?.ttftBaseMs ?? 150, prefillTokensPerSecond: base?.prefillTokensPerSecond ?? 20_000 };
 }
 
+/**
+ * The fields a race body may carry; any other (a typo such as `tooltime`) is refused `400 unknown_parameter` naming it,
+ * as `/v1` refuses one: it was ignored, and the race ran with the default in its place (outside attack atk50 F4).
+ */
+const RACE_PARAMETERS: ReadonlySet<string> = new Set(['workload', 'tool_calls', 'prompt', 'speed', 'tool_time', 'step', 'order']);
+
 export function parseRaceRequest(body: unknown, limits: WorkloadLimits & { workloadPath: string }): RaceRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new WireError('invalid_type', 'The body must be a JSON object.', null);
   const b = body as Record<string, unknown>;
+  checkParameters(b, RACE_PARAMETERS);
   const speed = oneOf(b['speed'], SPEEDS, 'speed');
-  const toolTime = oneOf(b['tool_time'] ?? 'none', ['none', 'recorded'] as const, 'tool_time');
-  const step = b['step'] ?? false;
+  // Absent is the default; null is not (`"step": null` was taken as false).
+  const toolTime = oneOf(b['tool_time'] === undefined ? 'none' : b['tool_time'], ['none', 'recorded'] as const, 'tool_time');
+  const step = b['step'] === undefined ? false : b['step'];
   if (typeof step !== 'boolean') throw new WireError('invalid_type', 'step must be a boolean.', 'step');
-  const order = oneOf(b['order'] ?? 'together', ['together', 'one-by-one'] as const, 'order');
+  const order = oneOf(b['order'] === undefined ? 'together' : b['order'], ['together', 'one-by-one'] as const, 'order');
   if (order === 'one-by-one' && step) throw new WireError('invalid_value', 'Step mode steps every lane together; it cannot run the lanes one after another.', 'order');
   const kind = oneOf(b['workload'], ['codex', 'synthetic', 'prompt'] as const, 'workload');
   let choice: WorkloadChoice;

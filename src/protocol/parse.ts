@@ -254,7 +254,7 @@ export function checkCreateParameters(body: Obj): void {
 }
 
 /** `body`'s own fields are all in `known`; the first that is not is refused `400 unknown_parameter` naming it. */
-function checkParameters(body: Obj, known: ReadonlySet<string>): void {
+export function checkParameters(body: Obj, known: ReadonlySet<string>): void {
   for (const key in body) {
     if (!Object.hasOwn(body, key) || known.has(key)) continue;
     const shown = key.length > 100 ? `${key.slice(0, 100)}…` : key;

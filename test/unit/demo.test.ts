@@ -103,6 +103,12 @@ describe('race requests', () => {
     expect(param({ workload: 'prompt', prompt: Array(6).fill('$ \tls').join('\n'), speed: 'instant' })).toBe('prompt');
     expect(param({ workload: 'synthetic', tool_calls: 2, speed: 'instant', tool_time: 'slow' })).toBe('tool_time');
     expect(param(null)).toBe(null);
+    // A typo or an unknown field is refused naming it (it was ignored, the default taken in its place: atk50 F4),
+    // and null is not "absent".
+    expect(param({ workload: 'synthetic', tool_calls: 2, speed: 'instant', tooltime: 'recorded' })).toBe('tooltime');
+    expect(param({ workload: 'synthetic', tool_calls: 2, speed: 'instant', step: null })).toBe('step');
+    expect(param({ workload: 'synthetic', tool_calls: 2, speed: 'instant', order: null })).toBe('order');
+    expect(param({ workload: 'synthetic', tool_calls: 2, speed: 'instant', tool_time: null })).toBe('tool_time');
   });
 
   it('keeps the server’s time to first token and prefill rate, except for the instant model', () => {

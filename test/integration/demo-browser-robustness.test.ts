@@ -195,6 +195,36 @@ describe('the demo page under attack', () => {
     }
   }, 120_000);
 
+  it('a double click on Start while the page still waits for its configuration starts one race, not two (outside attack atk50 F2)', async () => {
+    // On a server with keys the configuration loads only once a key is typed: both clicks passed the one-race check
+    // while the first waited for it, and two races fed the same lanes (26 model calls for a run of 13).
+    const keyed = await spawnServer(['--api-key', 'sk-demo']);
+    try {
+      const page = await browser!.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      const races: string[] = [];
+      page.on('request', (r) => r.method() === 'POST' && r.url().endsWith('/demo/api/races') && races.push(r.url()));
+      await page.goto(`${keyed.url}/demo`);
+      await page.locator('[data-for="auth"]:not([hidden])').waitFor();
+      await page.fill('input[name="api_key"]', 'sk-demo');
+      await page.selectOption('select[name="workload"]', 'synthetic');
+      await page.fill('input[name="tool_calls"]', '2');
+      await page.selectOption('select[name="speed"]', 'instant');
+      await page.dblclick('[data-action="race"]');
+      await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
+      await page.locator('[data-action="race"]:not([disabled])').waitFor();
+      expect(races).toHaveLength(1);
+      for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) {
+        expect(await page.locator(`[data-design="${d}"] [data-field="model-calls"]`).textContent(), d).toBe('3');
+      }
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      await keyed.stop();
+    }
+  }, 120_000);
+
   it('a race\'s stream is drawn once per frame: a wire event does not force a layout of its own', async () => {
     const { page, errors } = await openPage(server!.url);
     const cdp = await page.context().newCDPSession(page);

@@ -123,10 +123,22 @@ function raceBody() {
   return body;
 }
 
+/** A start waiting for the configuration (a server with keys: the first fetch was refused until a key was typed). */
+let starting = false;
+
 async function startRace(event) {
   event.preventDefault();
-  if (race) return;
-  if (!config && !(await loadConfig().catch(configFailed))) return;
+  // One race per page: a second click while the first waited for the configuration started a second race feeding the
+  // same lanes, which Stop did not stop (outside attack atk50 F2).
+  if (race || starting) return;
+  if (!config) {
+    starting = true;
+    raceBtn.disabled = true;
+    const loaded = await loadConfig().catch(configFailed);
+    starting = false;
+    raceBtn.disabled = false;
+    if (!loaded) return;
+  }
   showError('');
   const controller = new AbortController();
   race = { id: null, controller, step: form.elements.step.checked, stopped: false, silent: false, quiet: 0, silenceMs: DEFAULT_SILENCE_MS };

@@ -74,6 +74,14 @@ export class Lane {
   private flushTimer: NodeJS.Timeout | null = null;
   /** Response ids in creation order, with when their request was sent. */
   readonly responses = new Map<string, number>();
+  /**
+   * The latest record of each of the lane's responses (those of its model), followed from the lane's run until the
+   * race ends (`forget`): the server's ring keeps the newest `--max-run-records` of every client's, and a lane's
+   * figures read from it at the race's end skipped records other traffic had pushed out (a lane shown done with
+   * "model 0.0 ms" and the whole run as API overhead; outside attack atk50 F1).
+   */
+  private readonly kept = new Map<string, RunRecord>();
+  private following = false;
   divergence: string | null = null;
 
   constructor(private readonly o: LaneOptions) {}
@@ -112,6 +120,15 @@ export class Lane {
     if (!client) throw new Error('lane not connected');
     this.t0 = t0;
     const w = this.o.workload;
+    // Every record of the lane's model from now on (`kept`), until the race forgets them. Bounded: a record the lane
+    // has not seen start yet takes one of a few more places than the workload has model calls (anyone who knows the
+    // lane's model name can make records of it).
+    this.following = true;
+    const places = (w.model_calls ?? 1) + 8;
+    this.o.records.watch(this.o.model, (rec) => {
+      const id = rec.response_id;
+      if (this.kept.has(id) || this.responses.has(id) || this.kept.size < places) this.kept.set(id, rec);
+    });
     for (const [ui, input] of w.userTurns.entries()) {
       this.markSend(performance.now(), ui === 0 ? 'start' : 'next user turn');
       const run = client.run(
@@ -149,7 +166,14 @@ export class Lane {
 
   /** The server's records of this lane's responses, in creation order. */
   records(): RunRecord[] {
-    return [...this.responses.keys()].flatMap((id) => this.o.records.get(id) ?? []);
+    return [...this.responses.keys()].flatMap((id) => this.kept.get(id) ?? []);
+  }
+
+  /** The race has ended: its records are no longer followed. */
+  forget(): void {
+    if (this.following) this.o.records.unwatch(this.o.model);
+    this.following = false;
+    this.kept.clear();
   }
 
   /** Emit every response's current record (`final` after post-inference work is flushed). */
@@ -320,7 +344,7 @@ export class Lane {
   }
 
   private emitRecord(id: string, sentAt: number, final: boolean): void {
-    const record = this.o.records.get(id);
+    const record = this.kept.get(id);
     if (record) this.o.emit({ type: 'response', design: this.id, sent_at_ms: sentAt, final, record });
   }
 }

@@ -188,6 +188,7 @@ export class Race implements StepGate {
       clearTimeout(timer);
       this.stop('the race ended');
       await Promise.all(this.lanes.map((l) => l.close()));
+      for (const l of this.lanes) l.forget();
       for (const r of this.releases) r();
     }
   }

@@ -100,6 +100,8 @@ export class RunRecords {
    */
   private readonly dropped: Array<{ id: string; place: number; owner: string | null }> = [];
   private droppedNext = 0;
+  /** Who wants each version of the records of a model put (`watch`), by model; null while nobody does (one check per put). */
+  private watchers: Map<string, (rec: RunRecord) => void> | null = null;
 
   constructor(
     private readonly limit = 1000,
@@ -114,6 +116,7 @@ export class RunRecords {
   /** Insert or update; an update keeps the record's place (creation order), so cursors stay valid. */
   upsert(rec: RunRecord): void {
     const id = rec.response_id;
+    if (this.watchers !== null) this.watchers.get(rec.model)?.(rec);
     const bytes = recordBytes(rec);
     const kept = this.byId.get(id);
     if (kept) {
@@ -148,6 +151,22 @@ export class RunRecords {
 
   get(id: string): RunRecord | undefined {
     return this.byId.get(id)?.rec;
+  }
+
+  /**
+   * `f` gets each version of every record of model `model` put from now on, until `unwatch(model)`, whether or not
+   * the ring still keeps it: a reader that needs its responses' final records (a demo lane, whose model name is its
+   * own) has them even when other clients' records pushed them out of the ring meanwhile, or before the reader saw
+   * the response start (outside attack atk50 F1). One watcher per model.
+   */
+  watch(model: string, f: (rec: RunRecord) => void): void {
+    (this.watchers ??= new Map()).set(model, f);
+  }
+
+  unwatch(model: string): void {
+    if (this.watchers === null) return;
+    this.watchers.delete(model);
+    if (this.watchers.size === 0) this.watchers = null;
   }
 
   /** Every record, oldest first (tests and benchmarks in process). */

@@ -85,6 +85,26 @@ describe('demo race', () => {
     expect(ws.filter((m) => m.type === 'wire' && m.detail.includes('previous_response_id='))).toHaveLength(4);
   });
 
+  it('a lane\'s figures count every one of its responses, though the server\'s run records no longer hold them (outside attack atk50 F1)', async () => {
+    // The ring keeps the newest two records of every client's: the lanes' own (and other traffic's) push the earlier
+    // out. The lanes' figures skipped the records gone by the race's end (a lane done with "model 0.0 ms").
+    const { url } = await testServer({ limits: { maxRunRecords: 2 } });
+    const msgs = await readRace(await startRace(url, { workload: 'synthetic', tool_calls: 4, speed: 'instant' }));
+    expect(msgs.at(-1)).toMatchObject({ type: 'race.done', status: 'done' });
+    for (const d of DEMO_DESIGNS) {
+      const done = msgs.find((m): m is LaneDoneMessage => m.type === 'lane.done' && m.design === d.id)!;
+      const finals = msgs.filter((m): m is ResponseMessage => m.type === 'response' && m.design === d.id && m.final);
+      // One final record per response of the lane, and its figures are theirs.
+      expect(finals.map((m) => m.record.response_id).sort(), d.id).toHaveLength(done.responses);
+      expect(new Set(finals.map((m) => m.record.response_id)).size, d.id).toBe(done.responses);
+      expect(finals.reduce((n, m) => n + (m.record.counters['model_calls'] ?? 0), 0), d.id).toBe(5);
+      const stages = new Map<string, number>();
+      for (const m of finals) for (const [k, v] of Object.entries(m.record.totals)) if (!['prefill', 'decode', 'paused'].includes(k)) stages.set(k, (stages.get(k) ?? 0) + v);
+      for (const [k, v] of stages) expect(done.stage_ms[k], `${d.id} ${k}`).toBeCloseTo(v, 2);
+    }
+    expect((await records(url)).length).toBeLessThanOrEqual(2);
+  });
+
   it('runs the lanes one after another on request: each starts when the previous one ended', async () => {
     const { url } = await testServer();
     const msgs = await readRace(await startRace(url, { workload: 'synthetic', tool_calls: 2, speed: 'instant', order: 'one-by-one' }));

@@ -225,6 +225,37 @@ describe('the demo page under attack', () => {
     }
   }, 120_000);
 
+  it('while a model call runs, the timeline\'s scale holds the lane\'s time so far, not only the API stages drawn (outside attack atk50 F3)', async () => {
+    // A 5 s time to first token: the first call's spans come only when it ends, and the scale fitted to what was drawn
+    // made its few milliseconds of API stages fill the timeline meanwhile.
+    const slow = await spawnServer(['--ttft-ms', '5000']);
+    try {
+      const { page, errors } = await openPage(slow.url);
+      await page.selectOption('select[name="workload"]', 'synthetic');
+      await page.fill('input[name="tool_calls"]', '1');
+      await page.selectOption('select[name="speed"]', '1000');
+      await page.click('[data-action="race"]');
+      const label = '[data-design="http"] svg.timeline';
+      // The lane's timeline spans a second while its first call still waits for its first token.
+      await page.waitForFunction((sel) => {
+        const m = /drawn over ([0-9,.]+) ms/.exec(document.querySelector(sel)?.getAttribute('aria-label') ?? '');
+        return m !== null && Number(m[1]!.replace(/,/g, '')) >= 1000;
+      }, label);
+      const rects = await page.$$eval(`${label} rect`, (rs) => rs.map((r) => ({ y: Number(r.getAttribute('y')), w: Number(r.getAttribute('width')), title: r.textContent ?? '' })));
+      expect(rects.filter((r) => /^(prefill|decode)/.test(r.title))).toEqual([]);
+      const api = rects.filter((r) => r.y === 22);
+      expect(api.length).toBeGreaterThan(0);
+      // Milliseconds of stages over a second of lane time: a sliver, not half the width (1000 units).
+      expect(Math.max(...api.map((r) => r.w))).toBeLessThan(100);
+      await page.click('[data-action="stop"]');
+      await page.locator('[data-action="race"]:not([disabled])').waitFor();
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      await slow.stop();
+    }
+  }, 120_000);
+
   it('a race\'s stream is drawn once per frame: a wire event does not force a layout of its own', async () => {
     const { page, errors } = await openPage(server!.url);
     const cdp = await page.context().newCDPSession(page);

@@ -140,6 +140,7 @@ async function startRace(event) {
     if (!loaded) return;
   }
   showError('');
+  let ticker = 0;
   const controller = new AbortController();
   race = { id: null, controller, step: form.elements.step.checked, stopped: false, silent: false, quiet: 0, silenceMs: DEFAULT_SILENCE_MS };
   const current = race;
@@ -171,6 +172,12 @@ async function startRace(event) {
     pauseBtn.dataset.held = '0';
     for (const lane of lanes.values()) lane.reset();
     streaming = true;
+    // A lane's timeline grows with its time so far even while no message comes (a call decoding for seconds).
+    ticker = setInterval(() => {
+      if (paused) return;
+      stale = true;
+      schedule();
+    }, DRAW_MS);
     heard(current);
     ended = await readStream(res.body, current);
     if (!ended) showError('The race stream ended before the race did (the server stopped?).');
@@ -179,6 +186,7 @@ async function startRace(event) {
     if (current.silent) showError(`The server stopped answering: nothing came for ${fmt(current.silenceMs / 1000, current.silenceMs % 1000 ? 1 : 0)} s (is it suspended, or its machine asleep?). The race was given up.`);
     else if (err.name !== 'AbortError') showError(streaming ? `The race stream broke: ${err.message}` : `The race could not start: ${err.message}`);
   } finally {
+    clearInterval(ticker);
     clearTimeout(current.quiet);
     // A stream that ended without race.done (Stop, the server gone): no lane is left showing "running" for ever.
     // Queued behind any held messages, so it is applied after them.
@@ -233,6 +241,8 @@ let lastDraw = 0;
 let waiting = 0;
 
 function receive(m) {
+  // When the lane's time `t_ms` was, on the page's clock: for the scale of a lane still running (`LaneView.extent`).
+  if (!paused && m.design && typeof m.t_ms === 'number') lanes.get(m.design)?.heard(m.t_ms, performance.now());
   const key = m.type === 'response' ? `response ${m.design} ${m.record.response_id}` : m.type === 'progress' ? `progress ${m.design}` : null;
   const at = key === null ? undefined : heldAt.get(key);
   if (at !== undefined) held[at] = m;
@@ -335,7 +345,8 @@ function draw() {
   stale = false;
   lastDraw = performance.now();
   const all = [...lanes.values()];
-  const scale = Math.max(1, ...all.map((l) => l.extent()));
+  const live = !(race && race.step);
+  const scale = Math.max(1, ...all.map((l) => l.extent(live)));
   const perCall = all.map((l) => l.perCallWork());
   const maxCalls = Math.max(1, ...perCall.map((c) => c.length));
   const maxCallMs = Math.max(0.001, ...perCall.flat().map(apiTotal));

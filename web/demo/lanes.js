@@ -75,6 +75,10 @@ export class LaneView {
 
   reset() {
     this.responses = new Map();
+    /** Page time less lane time, from the latest message heard live (`heard`); null before any. */
+    this.offset = null;
+    /** The lane's time so far, as last seen while it ran (`extent`): kept once it has stopped running. */
+    this.elapsed = 0;
     this.gates = [];
     this.bytesSent = 0;
     this.done = null;
@@ -135,10 +139,22 @@ export class LaneView {
     return t;
   }
 
-  /** Latest time this lane has drawn anything at (for the shared scale). */
-  extent() {
+  /** A message stamped `t` (lane time) arrived live at page time `at`. */
+  heard(t, at) {
+    this.offset = at - t;
+  }
+
+  /**
+   * The time the shared scale must hold for this lane: the latest time it has drawn anything at, or, while it runs,
+   * its time so far (`live`: not in step mode, whose waits are left out of the drawing). A model call's spans come
+   * only when it ends, so a scale fitted to what was drawn made the first call's few milliseconds of API stages fill
+   * the timeline while the model had decoded for seconds (outside attack atk50 F3).
+   */
+  extent(live = true) {
     let end = 0;
     for (const s of laneSegments(this.ordered())) end = Math.max(end, s.end);
+    if (live && this.offset !== null && this.el.dataset.state === 'running') this.elapsed = Math.max(this.elapsed, performance.now() - this.offset);
+    end = Math.max(end, this.elapsed);
     const cut = this.gates.reduce((n, g) => n + (g.to_ms - g.from_ms), 0);
     return Math.max(0, end - cut);
   }

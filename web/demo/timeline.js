@@ -12,7 +12,7 @@ export const CATEGORIES = [
   { id: 'ttft', label: 'time to first token', fill: 'url(#pat-ttft)', swatch: 'swatch-ttft' },
   { id: 'decode', label: 'decode', fill: '#56B4E9', swatch: 'swatch-decode' },
   { id: 'tool', label: 'tool / paused', fill: 'url(#pat-tool)', swatch: 'swatch-tool' },
-  { id: 'validate', label: 'validate', fill: '#009E73', swatch: 'swatch-validate' },
+  { id: 'validate', label: 'parse / validate', fill: '#009E73', swatch: 'swatch-validate' },
   { id: 'render', label: 'render (tokenise)', fill: '#D55E00', swatch: 'swatch-render' },
   { id: 'safety', label: 'safety', fill: '#CC79A7', swatch: 'swatch-safety' },
   { id: 'route', label: 'route / load state', fill: '#0072B2', swatch: 'swatch-route' },
@@ -25,6 +25,8 @@ const STAGE_CATEGORY = {
   prefill: 'ttft',
   decode: 'decode',
   paused: 'tool',
+  parse: 'validate',
+  parse_append: 'validate',
   validate: 'validate',
   validate_append: 'validate',
   render: 'render',
@@ -122,7 +124,8 @@ export function drawTimeline(svg, segs, gates, scaleMs) {
     const w = Math.max(api ? 1.5 : 0, x(s.end) - x0);
     if (w <= 0) continue;
     const rect = el('rect', { x: x0, y: api ? 22 : 2, width: w, height: 18, fill: CATEGORIES.find((c) => c.id === s.cat).fill }, svg);
-    el('title', {}, rect).textContent = `${s.stage}: ${(s.end - s.start).toFixed(2)} ms at ${squeeze(s.start).toFixed(1)} ms`;
+    // A request's parse and auth come before its response starts: drawn, and said, from the lane's start at the earliest.
+    el('title', {}, rect).textContent = `${s.stage}: ${(s.end - s.start).toFixed(2)} ms at ${Math.max(0, squeeze(s.start)).toFixed(1)} ms`;
   }
 }
 

@@ -40,14 +40,19 @@ async function openPage(url: string): Promise<{ page: Page; errors: string[] }> 
   return { page, errors };
 }
 
+/** Choose the synthetic workload of `toolCalls` tool calls at `speed` on the page's form. */
+async function chooseSynthetic(page: Page, toolCalls: number, speed: string): Promise<void> {
+  await page.selectOption('select[name="workload"]', 'synthetic');
+  await page.fill('input[name="tool_calls"]', String(toolCalls));
+  await page.selectOption('select[name="speed"]', speed);
+}
+
 const num = (s: string | null) => Number((s ?? '').replace(/[^0-9.]/g, ''));
 
 describe('the demo page under attack', () => {
   it('races run while the animation is paused: on resume each lane shows the last race only, and the summary says which design took longer', async () => {
     const { page, errors } = await openPage(server!.url);
-    await page.selectOption('select[name="workload"]', 'synthetic');
-    await page.fill('input[name="tool_calls"]', '2');
-    await page.selectOption('select[name="speed"]', 'instant');
+    await chooseSynthetic(page, 2, 'instant');
     await page.click('[data-action="pause-animation"]');
     const start = page.locator('[data-action="race"]');
     for (let i = 0; i < 2; i++) {
@@ -103,9 +108,7 @@ describe('the demo page under attack', () => {
     const doomed = await spawnServer([]);
     try {
       const { page, errors } = await openPage(doomed.url);
-      await page.selectOption('select[name="workload"]', 'synthetic');
-      await page.fill('input[name="tool_calls"]', '40');
-      await page.selectOption('select[name="speed"]', '65');
+      await chooseSynthetic(page, 40, '65');
       await page.click('[data-action="race"]');
       for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) await page.locator(`[data-design="${d}"][data-state="running"]`).waitFor({ timeout: 60_000 });
       doomed.proc.kill('SIGKILL');
@@ -129,9 +132,7 @@ describe('the demo page under attack', () => {
     const frozen = await spawnServer(['--demo-alive-ms', '500']);
     try {
       const { page, errors } = await openPage(frozen.url);
-      await page.selectOption('select[name="workload"]', 'synthetic');
-      await page.fill('input[name="tool_calls"]', '40');
-      await page.selectOption('select[name="speed"]', '65');
+      await chooseSynthetic(page, 40, '65');
       await page.click('[data-action="race"]');
       for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) await page.locator(`[data-design="${d}"][data-state="running"]`).waitFor({ timeout: 60_000 });
       frozen.proc.kill('SIGSTOP');
@@ -165,9 +166,7 @@ describe('the demo page under attack', () => {
       await page.click('[data-action="race"]');
       await page.locator('#error', { hasText: 'refused this API key' }).waitFor();
       await page.fill('input[name="api_key"]', 'sk-demo');
-      await page.selectOption('select[name="workload"]', 'synthetic');
-      await page.fill('input[name="tool_calls"]', '2');
-      await page.selectOption('select[name="speed"]', 'instant');
+      await chooseSynthetic(page, 2, 'instant');
       await page.click('[data-action="race"]');
       await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
       await page.locator('[data-action="race"]:not([disabled])').waitFor();
@@ -208,9 +207,7 @@ describe('the demo page under attack', () => {
       await page.goto(`${keyed.url}/demo`);
       await page.locator('[data-for="auth"]:not([hidden])').waitFor();
       await page.fill('input[name="api_key"]', 'sk-demo');
-      await page.selectOption('select[name="workload"]', 'synthetic');
-      await page.fill('input[name="tool_calls"]', '2');
-      await page.selectOption('select[name="speed"]', 'instant');
+      await chooseSynthetic(page, 2, 'instant');
       await page.dblclick('[data-action="race"]');
       await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
       await page.locator('[data-action="race"]:not([disabled])').waitFor();
@@ -231,14 +228,13 @@ describe('the demo page under attack', () => {
     const slow = await spawnServer(['--ttft-ms', '5000']);
     try {
       const { page, errors } = await openPage(slow.url);
-      await page.selectOption('select[name="workload"]', 'synthetic');
-      await page.fill('input[name="tool_calls"]', '1');
-      await page.selectOption('select[name="speed"]', '1000');
+      await chooseSynthetic(page, 1, '1000');
       await page.click('[data-action="race"]');
       const label = '[data-design="http"] svg.timeline';
       // The lane's timeline spans a second while its first call still waits for its first token.
       await page.waitForFunction((sel) => {
-        const m = /drawn over ([0-9,.]+) ms/.exec(document.querySelector(sel)?.getAttribute('aria-label') ?? '');
+        const doc = (globalThis as unknown as { document: { querySelector(s: string): { getAttribute(n: string): string | null } | null } }).document;
+        const m = /drawn over ([0-9,.]+) ms/.exec(doc.querySelector(sel)?.getAttribute('aria-label') ?? '');
         return m !== null && Number(m[1]!.replace(/,/g, '')) >= 1000;
       }, label);
       const rects = await page.$$eval(`${label} rect`, (rs) => rs.map((r) => ({ y: Number(r.getAttribute('y')), w: Number(r.getAttribute('width')), title: r.textContent ?? '' })));
@@ -261,9 +257,7 @@ describe('the demo page under attack', () => {
     const cdp = await page.context().newCDPSession(page);
     await cdp.send('Performance.enable');
     const metrics = async () => Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
-    await page.selectOption('select[name="workload"]', 'synthetic');
-    await page.fill('input[name="tool_calls"]', '60');
-    await page.selectOption('select[name="speed"]', 'instant');
+    await chooseSynthetic(page, 60, 'instant');
     await page.selectOption('select[name="order"]', 'together');
     // The frames the page was given (a counter run from the test, outside the page's CSP), and the layouts it made.
     await page.evaluate(() => {
@@ -295,9 +289,7 @@ describe('the demo page under attack', () => {
 
   it('a race\'s messages change the page in batches: wire rows at most every 100 ms, the charts redrawn at most every 250 ms', async () => {
     const { page, errors } = await openPage(server!.url);
-    await page.selectOption('select[name="workload"]', 'synthetic');
-    await page.fill('input[name="tool_calls"]', '10');
-    await page.selectOption('select[name="speed"]', '1000');
+    await chooseSynthetic(page, 10, '1000');
     await page.selectOption('select[name="order"]', 'together');
     // Each batch of DOM changes to the wire logs, and to the timelines (a redraw), as the page's mutation observer sees them.
     await page.evaluate(() => {
@@ -360,9 +352,7 @@ describe('the demo page under attack', () => {
     await page.goto(`${server!.url}/demo`);
     await page.locator('[data-design="http"][data-state="idle"]').waitFor();
     expect(await page.locator('[data-design]').count()).toBe(2);
-    await page.selectOption('select[name="workload"]', 'synthetic');
-    await page.fill('input[name="tool_calls"]', '2');
-    await page.selectOption('select[name="speed"]', 'instant');
+    await chooseSynthetic(page, 2, 'instant');
     await page.click('[data-action="race"]');
     await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
     // The server (with WebSockets) raced four designs: the page shows all four, each done with its counts.
@@ -386,9 +376,7 @@ describe('the demo page under attack', () => {
         await route.continue();
       }
     });
-    await page.selectOption('select[name="workload"]', 'synthetic');
-    await page.fill('input[name="tool_calls"]', '2');
-    await page.selectOption('select[name="speed"]', 'instant');
+    await chooseSynthetic(page, 2, 'instant');
     await page.check('input[name="step"]');
     await page.click('[data-action="race"]');
     const next = page.locator('[data-action="step"]:not([disabled])');
@@ -408,9 +396,7 @@ describe('the demo page under attack', () => {
 
   it('a race that cannot reach the server is said not to have started, and the last race stays on screen', async () => {
     const { page, errors } = await openPage(server!.url);
-    await page.selectOption('select[name="workload"]', 'synthetic');
-    await page.fill('input[name="tool_calls"]', '2');
-    await page.selectOption('select[name="speed"]', 'instant');
+    await chooseSynthetic(page, 2, 'instant');
     await page.click('[data-action="race"]');
     await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
     await page.locator('[data-action="race"]:not([disabled])').waitFor();
@@ -444,9 +430,7 @@ describe('the demo page under attack', () => {
     expect(errors).toEqual([]);
     // Once the server answers again, Start loads it and the lanes appear.
     await page.unroute('**/demo/api/config');
-    await page.selectOption('select[name="workload"]', 'synthetic');
-    await page.fill('input[name="tool_calls"]', '1');
-    await page.selectOption('select[name="speed"]', 'instant');
+    await chooseSynthetic(page, 1, 'instant');
     await page.click('[data-action="race"]');
     await page.locator('#summary:not([hidden])').waitFor({ timeout: 60_000 });
     expect(errors).toEqual([]);

@@ -18,7 +18,9 @@
  * grows by at most one step (a batch of deltas) per paced reader, plus
  * what readers below the floor hold (at most `floor` each), plus events
  * that are not the model's (lifecycle events echoing a request), which
- * never wait and stay bounded per reader by the send limit.
+ * never wait and stay bounded per reader by the send limit: a response
+ * whose request is the floor or more starts only while the total is within
+ * the bound (`room`), so such echoes pass it by about one response's.
  *
  * Cheap: a transport reports its unsent bytes at each send (it already reads
  * them for its own limit); below the floor that is one comparison, past it
@@ -39,10 +41,18 @@ export interface Unsent {
 /** Readers below this many unsent bytes are not counted nor paced by the total (half the send limit when less). */
 export const SEND_FLOOR_BYTES = 64 * 1024;
 
+/** How often a response waiting to start while the total is past the bound (`SendBytes.room`) looks again, ms. */
+export const START_RECHECK_MS = 50;
+
 export class SendBytes {
   /** The members' unsent bytes as of their last send or the last recount: at most stale, never summed per event. */
   private total = 0;
   private readonly members = new Set<SendShare>();
+  /** Every open share, members or not: measured whole only when a large response is about to start (`room`). */
+  private readonly all = new Set<SendShare>();
+  /** Responses waiting to start until the total is within the bound (`room`); null while none wait. */
+  private starters: Array<() => void> | null = null;
+  private startTimer: NodeJS.Timeout | undefined;
   /** Bytes a reader holds unsent before it is counted, and before the total may pace it. */
   readonly floor: number;
 
@@ -55,7 +65,9 @@ export class SendBytes {
 
   /** A reader's share (one per WebSocket connection or SSE stream): closed when it is gone. */
   share(socket: Unsent, log: Logger): SendShare {
-    return new SendShare(this, socket, log);
+    const share = new SendShare(this, socket, log);
+    this.all.add(share);
+    return share;
   }
 
   /** Whether the members' unsent bytes, measured now, are past the bound (measured only when the counter says so). */
@@ -65,10 +77,51 @@ export class SendBytes {
     return this.total > this.max;
   }
 
+  /**
+   * Null while the members' unsent bytes are within the bound; past it, a promise that resolves once they are again
+   * (measured every `START_RECHECK_MS`): a response with a large request starts only then (`SendShare.room`). Its
+   * lifecycle events echo its request (its instructions and tools in `response.created`, `response.in_progress`, each
+   * pause's `response.done`) and never wait once it runs, so sixty streams of a 3 MB request whose readers read
+   * nothing held 318 MB unsent past a 32 MiB bound until the stall timeout dropped them (outside attack atk49 F1).
+   * What is over the bound goes as before: a reader that reads drains, one that does not is dropped by the stall
+   * timeout, so the wait ends.
+   */
+  room(): Promise<void> | null {
+    // Every reader measured now: the counter's figures are as of each member's last send, before it, and a reader
+    // whose last send found it under the floor is no member (a run's large echoes were in no figure), so the
+    // counter below the bound let every stream of a burst start.
+    let total = 0;
+    for (const m of this.all) total += m.remeasure();
+    this.total = total;
+    if (this.total <= this.max) return null;
+    return new Promise<void>((resolve) => {
+      (this.starters ??= []).push(resolve);
+      if (this.startTimer === undefined) {
+        this.startTimer = setInterval(this.recheck, START_RECHECK_MS);
+        // A wait does not keep the process alive: shutdown ends the sessions that wait.
+        this.startTimer.unref();
+      }
+    });
+  }
+
+  private readonly recheck = (): void => {
+    if (this.over()) return;
+    clearInterval(this.startTimer);
+    this.startTimer = undefined;
+    const w = this.starters ?? [];
+    this.starters = null;
+    for (const f of w) f();
+  };
+
   /** The members' unsent bytes measured now (`GET /health`'s `send_bytes_unsent`). */
   unsent(): number {
     this.recount();
     return this.total;
+  }
+
+  /** @internal A share is gone. */
+  left(share: SendShare): void {
+    this.all.delete(share);
   }
 
   /** @internal A share's charge moved from `from` to `to` bytes. */
@@ -123,12 +176,28 @@ export class SendShare {
     return true;
   }
 
+  /**
+   * `SendBytes.room` for a response whose request is `bytes` long (what its lifecycle events can echo): null while
+   * all readers' unsent bytes are within the bound, else when they are again. A request under the floor starts at
+   * once whatever the total, as it did: its echoes are as small as a step's deltas, and a reader sending small requests
+   * is not held up by others that read nothing (only slowed as it reads, `pace`).
+   */
+  room(bytes: number): Promise<void> | null {
+    if (this.closed || bytes < this.ledger.floor) return null;
+    const wait = this.ledger.room();
+    if (wait !== null && !this.logged) {
+      this.logged = true;
+      this.log.info({ code: 'send_total_paced', max: this.ledger.max }, 'unsent bytes to all readers are past the server-wide bound; this response waits to start');
+    }
+    return wait;
+  }
+
   /** @internal The recount: this share's unsent bytes now (0, and no longer a member, below the floor). */
   remeasure(): number {
     const now = this.closed ? 0 : this.socket.unsentBytes();
     const to = now < this.ledger.floor ? 0 : now;
-    // The recount rebuilds the total itself: only membership changes here.
-    if (to === 0 && this.charged !== 0) this.ledger.moved(this, this.charged, 0);
+    // The recount rebuilds the total itself: only membership changes here (a reader measured past the floor joins).
+    if (to !== this.charged && (to === 0 || this.charged === 0)) this.ledger.moved(this, this.charged, to);
     this.charged = to;
     return to;
   }
@@ -137,6 +206,7 @@ export class SendShare {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.ledger.left(this);
     if (this.charged !== 0) this.ledger.moved(this, this.charged, 0);
     this.charged = 0;
   }

@@ -427,14 +427,7 @@ export class ConnectionSession {
       // creates running back to back would fill the send buffer of a client
       // that reads, just more slowly, until it is dropped at the limit.
       // The wait also ends when the connection does (shutdown, lifetime: `endOnce` wakes it).
-      const room = this.transport.room?.bind(this.transport);
-      if (room) {
-        await new Promise<void>((resolve) => {
-          this.wakeRoom = resolve;
-          void room().then(resolve);
-        });
-      }
-      this.wakeRoom = null;
+      await this.room(next.bytes);
       if (this.closed) {
         if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
         return;
@@ -464,6 +457,9 @@ export class ConnectionSession {
         this.error(wire);
         return;
       }
+      // Asked again once planned (a large request's render takes a while): creates planned together all found the
+      // unsent bytes within the bound before any had sent its echoes (modes/send-bytes.ts `room`).
+      await this.room(next.bytes);
       if (this.closed) {
         // Planned, but the server ended the connection meanwhile: it never starts.
         if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
@@ -516,6 +512,18 @@ export class ConnectionSession {
       for (const w of this.busyWaiters.splice(0)) w();
       void this.pump();
     }
+  }
+
+  /** The transport's `room` for a create of `bytes`, if it has to wait; the end of the connection ends the wait too. */
+  private async room(bytes: number): Promise<void> {
+    const room = this.transport.room?.(bytes) ?? null;
+    if (room !== null) {
+      await new Promise<void>((resolve) => {
+        this.wakeRoom = resolve;
+        void room.then(resolve);
+      });
+    }
+    this.wakeRoom = null;
   }
 
   private notifyIdle(): void {

@@ -62,10 +62,13 @@ export interface Transport {
    * Resolves when the peer has read what was sent so far (the send buffer
    * is flushed, or the peer is gone): a queued create starts only then, so
    * responses pipelined back to back do not get a client that reads, only
-   * more slowly, dropped at the send limit. Absent: at once (one-shot HTTP
-   * carries one response).
+   * more slowly, dropped at the send limit; and, on every streaming
+   * transport, for a create of `bytes` (its request, which its lifecycle
+   * events echo) past the floor of the server-wide bound on unsent bytes,
+   * while all readers together are past that bound (`SendShare.room`).
+   * Absent or null: at once.
    */
-  room?(): Promise<void>;
+  room?(bytes: number): Promise<void> | null;
   /**
    * Null while what is left unsent to the peer stays within half the send
    * limit (`maxSendBufferBytes`); past it, a promise that resolves once the

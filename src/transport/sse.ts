@@ -135,6 +135,10 @@ export function sseTransport(
       if (unsent <= limit / 2 && !(share?.pace(unsent) ?? false)) return null;
       return drainedOrClosed(res);
     },
+    // Its response starts once all readers together are within the server-wide bound (modes/send-bytes.ts).
+    room(bytes) {
+      return paced && share !== null ? share.room(bytes) : null;
+    },
     // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
     drop() {
       const socket = res.socket;

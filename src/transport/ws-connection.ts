@@ -206,10 +206,11 @@ export class WsConnection implements Transport, Unsent {
     this.batch.flush();
   }
 
-  room(): Promise<void> {
-    if (this.hasRoom()) return Promise.resolve();
+  room(bytes: number): Promise<void> | null {
+    if (this.hasRoom()) return this.share.room(bytes);
     this.log.info({ code: 'send_buffer_wait', buffered: this.ws.bufferedAmount }, 'next queued response waits for the client to read');
-    return this.whenRead();
+    // Then for all readers together to be within the server-wide bound.
+    return this.whenRead().then(() => (this.ws.readyState === this.ws.OPEN ? this.share.room(bytes) : null) ?? undefined);
   }
 
   /**

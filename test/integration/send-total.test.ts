@@ -37,11 +37,11 @@ function lines(cap: ReturnType<typeof captureLogger>, pred: (l: LogLine) => bool
   return cap.waitFor((l) => pred(l) && ++k >= n);
 }
 
-/** A raw SSE create whose socket reads nothing; `read()` then reads it to the end of its chunked body. */
-async function sseNonReader(port: number) {
+/** A raw SSE create (`extra` joins its body) whose socket reads nothing; `read()` then reads it to the end of its chunked body. */
+async function sseNonReader(port: number, extra: object = {}) {
   const sock = await rawConnect(port);
   sock.pause();
-  const body = JSON.stringify({ model: 'sim-model', input: 'go', stream: true });
+  const body = JSON.stringify({ model: 'sim-model', input: 'go', stream: true, ...extra });
   sock.write(requestText('POST', '/v1/responses', { 'Content-Type': 'application/json', Host: `127.0.0.1:${port}`, Connection: 'close' }, body));
   const chunks: Buffer[] = [];
   const ended = new Promise<string>((resolve, reject) => {
@@ -110,6 +110,34 @@ describe('server-wide bound on unsent bytes', () => {
     expect(cap.lines.filter(dropped)).toEqual([]);
     expect(await unsent(url)).toBe(0);
   }, 60_000);
+  it('a create with a large request starts only while all readers are within the bound: echoes to readers that read nothing no longer pile up past it (outside attack atk49 F1)', async () => {
+    // A response's lifecycle events echo its instructions and never wait once it runs: sixty such streams of 3 MB of
+    // instructions, none read, held 318 MB unsent past a 32 MiB bound until the stall timeout dropped them.
+    const cap = captureLogger();
+    const { url, port, server: srv } = await testServer({ logger: cap.logger, limits: { maxSendBufferBytes: LIMIT, maxSendBufferTotalBytes: TOTAL } });
+    // Each stream's echoes (created, in_progress, completed: three copies) are more than the kernel's socket buffers take.
+    const instructions = 'x'.repeat(4 * 1024 * 1024);
+    // The first one runs until it waits for its reader: its echoes are then unsent, past the bound.
+    const streams = [await sseNonReader(port, { instructions })];
+    await lines(cap, (l) => l.code === 'send_paced', 1);
+    const first = await unsent(url);
+    expect(first).toBeGreaterThan(TOTAL);
+    // The two after it wait to start, and hold nothing unsent.
+    for (let i = 0; i < 2; i++) streams.push(await sseNonReader(port, { instructions }));
+    await lines(cap, (l) => l.code === 'send_total_paced' && /waits to start/.test(l.msg), 2);
+    expect(await unsent(url)).toBeLessThanOrEqual(first);
+    expect(srv.services.records.list()).toHaveLength(1);
+    // A create with a small request is not held up by them.
+    const small = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: 'go', stream: true }) });
+    expect(await small.text()).toContain('data: [DONE]\n\n');
+    // Read at last: each starts in turn once what is before it has been read, and ends whole.
+    const ends = await Promise.all(streams.map((s) => s.read()));
+    for (const text of ends) expect(text).toContain('"type":"response.completed"');
+    await srv.services.postWork.flush();
+    expect(srv.services.records.list().map((r) => r.status)).toEqual(Array(4).fill('completed'));
+    expect(await unsent(url)).toBe(0);
+  }, 60_000);
+
   it('a pipelined SSE create whose client goes away leaves the total: the one streaming is cancelled, the one behind it never starts', async () => {
     // HTTP/1.1 pipelining. The second create ran while the first streamed, its events queued on a response that had
     // no socket yet (node:http attaches it once the first is done), and when the client went away that response got no

@@ -207,10 +207,18 @@ export class WsConnection implements Transport, Unsent {
   }
 
   room(bytes: number): Promise<void> | null {
-    if (this.hasRoom()) return this.share.room(bytes);
+    if (this.hasRoom()) return this.totalRoom(bytes);
     this.log.info({ code: 'send_buffer_wait', buffered: this.ws.bufferedAmount }, 'next queued response waits for the client to read');
     // Then for all readers together to be within the server-wide bound.
-    return this.whenRead().then(() => (this.ws.readyState === this.ws.OPEN ? this.share.room(bytes) : null) ?? undefined);
+    return this.whenRead().then(() => (this.ws.readyState === this.ws.OPEN ? this.totalRoom(bytes) : null) ?? undefined);
+  }
+
+  /**
+   * `SendShare.room`, as an SSE stream asks it: only while the stall timeout drops readers that read nothing (with
+   * it off such readers may hold the total past the bound for good, and a large create would wait for good).
+   */
+  private totalRoom(bytes: number): Promise<void> | null {
+    return this.host.limits.sendStallTimeoutMs > 0 ? this.share.room(bytes) : null;
   }
 
   /**

@@ -94,7 +94,7 @@ export class SessionHost {
     this.bytes = bytes ?? new ServerBytes(services.limits.maxServerBytes);
     this.live = new LiveRuns(services, this.bytes);
     this.background = new BackgroundRuns(services);
-    this.unsent = new SendBytes(services.limits.maxSendBufferTotalBytes, services.limits.maxSendBufferBytes);
+    this.unsent = new SendBytes(services.limits.maxSendBufferTotalBytes, services.limits.maxSendBufferBytes, services.limits.sendStallTimeoutMs);
     this.listings = new ColdListings(services.limits.maxQueuedListings ?? DEFAULT_LIMITS.maxQueuedListings);
   }
 

@@ -59,6 +59,8 @@ export class SendBytes {
   constructor(
     readonly max: number,
     sendBufferBytes: number,
+    /** The longest a response waits to start (`room`): the stall timeout, by which a reader that reads nothing is gone. */
+    private readonly maxWaitMs = 0,
   ) {
     this.floor = Math.max(1, Math.min(SEND_FLOOR_BYTES, Math.floor(sendBufferBytes / 2)));
   }
@@ -90,12 +92,21 @@ export class SendBytes {
     // Every reader measured now: the counter's figures are as of each member's last send, before it, and a reader
     // whose last send found it under the floor is no member (a run's large echoes were in no figure), so the
     // counter below the bound let every stream of a burst start.
-    let total = 0;
-    for (const m of this.all) total += m.remeasure();
-    this.total = total;
+    this.measureAll();
     if (this.total <= this.max) return null;
     return new Promise<void>((resolve) => {
-      (this.starters ??= []).push(resolve);
+      // At most the stall timeout: by then every reader that read nothing has been dropped, and what still holds the
+      // total reads (slowly); the response then starts as it did before this wait, so no reader can hold it for good.
+      let timer: NodeJS.Timeout | undefined;
+      const go = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      if (this.maxWaitMs > 0 && this.maxWaitMs <= 2 ** 31 - 1) {
+        timer = setTimeout(go, this.maxWaitMs);
+        timer.unref();
+      }
+      (this.starters ??= []).push(go);
       if (this.startTimer === undefined) {
         this.startTimer = setInterval(this.recheck, START_RECHECK_MS);
         // A wait does not keep the process alive: shutdown ends the sessions that wait.
@@ -113,10 +124,17 @@ export class SendBytes {
     for (const f of w) f();
   };
 
-  /** The members' unsent bytes measured now (`GET /health`'s `send_bytes_unsent`). */
+  /** Every reader's unsent bytes measured now (`GET /health`'s `send_bytes_unsent`; the members alone missed a run's last echoes). */
   unsent(): number {
-    this.recount();
+    this.measureAll();
     return this.total;
+  }
+
+  /** The total rebuilt from every open share, members or not (each past the floor joins). */
+  private measureAll(): void {
+    let total = 0;
+    for (const m of this.all) total += m.remeasure();
+    this.total = total;
   }
 
   /** @internal A share is gone. */

@@ -20,7 +20,7 @@ import { batchFrames, directSocket } from './ws-frames.js';
 import type { SessionHost } from '../modes/host.js';
 import type { ConnectionSession } from '../modes/session.js';
 import type { ConnectionBytes, Hold } from '../modes/server-bytes.js';
-import type { SendShare, Unsent } from '../modes/send-bytes.js';
+import { SEND_FLOOR_BYTES, type SendShare, type Unsent } from '../modes/send-bytes.js';
 import type { Logger } from 'pino';
 import type { Transport } from '../modes/transport.js';
 import type { Batcher } from './batch.js';
@@ -59,6 +59,8 @@ export class WsConnection implements Transport, Unsent {
   private heartbeat: ReturnType<typeof setInterval> | undefined = undefined;
   /** The stall watch while a run waits for the peer to read (`watchStall`). */
   private stallTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** While bytes wait to be sent with no run waiting for them (`watchUnsent`). */
+  private unsentWatch: ReturnType<typeof setInterval> | undefined = undefined;
   /** Whether `onDrain` waits on the socket's next 'drain' (one listener at a time, however many waits). */
   private drainHooked = false;
   /** Sends completed (`roomCheck`), and as many at the heartbeat's last period (`sending`). */
@@ -151,6 +153,7 @@ export class WsConnection implements Transport, Unsent {
     if (this.laneEnd !== null) pieces[pieces.length - 1] = (pieces[pieces.length - 1] as string).slice(0, -1) + this.laneEnd;
     const size = piecesLength(pieces);
     if (size > this.largestEvent) this.largestEvent = size;
+    if (unsent + size >= SEND_FLOOR_BYTES && this.unsentWatch === undefined) this.watchUnsent();
     batch(unsent); // one socket write per event-loop turn (transport/batch.ts)
     // A large instructions or tools echo arrives as its shared UTF-8 bytes (protocol/event-json.ts): one copy, no re-encoding,
     // sent as fragments of one text message (copying 16 MiB into one buffer costs 0.1–0.4 s where fresh memory is slow).
@@ -288,6 +291,43 @@ export class WsConnection implements Transport, Unsent {
       ws.terminate();
     };
     this.stallTimer = setTimeout(check, ms);
+  }
+
+  /**
+   * A connection holding bytes unsent that no run waits on (its response ended with its echoes unread) was dropped by
+   * nothing but the heartbeat, which a peer that pings and reads nothing satisfies: it held its bytes, and the total
+   * of all readers past `--send-buffer-total-bytes`, for as long as it stayed, and every large create on the server
+   * waited for it (outside attack atk51 F1). As an HTTP answer is watched (transport/socket-watch.ts): while bytes wait
+   * and none leave for the stall timeout, it is dropped (`send_stalled`). Progress is what the kernel takes, read as
+   * that watch reads it, so a large echo read steadily is not taken for a stall. A run's own wait keeps its watch.
+   */
+  private watchUnsent(): void {
+    const ms = this.host.limits.sendStallTimeoutMs;
+    if (ms <= 0) return;
+    const { socket } = this;
+    let last = taken(socket);
+    let since = performance.now();
+    const timer = setInterval(() => {
+      const { ws } = this;
+      if (ws.readyState !== ws.OPEN || ws.bufferedAmount === 0) {
+        clearInterval(timer);
+        this.unsentWatch = undefined;
+        return;
+      }
+      const now = taken(socket);
+      if (this.roomWaiters !== null || now !== last) {
+        last = now;
+        since = performance.now();
+        return;
+      }
+      if (performance.now() - since < ms) return;
+      clearInterval(timer);
+      this.unsentWatch = undefined;
+      this.log.info({ code: 'send_stalled', buffered: ws.bufferedAmount, stall_ms: ms }, 'client read nothing of what was unsent, no run waiting for it; dropping the connection');
+      ws.terminate();
+    }, Math.max(10, Math.min(1000, Math.floor(ms / 4))));
+    timer.unref();
+    this.unsentWatch = timer;
   }
 
   private hasRoom(): boolean {
@@ -748,6 +788,8 @@ export class WsConnection implements Transport, Unsent {
 
   private readonly onClose = (code: number): void => {
     this.wakeRoomWaiters();
+    clearInterval(this.unsentWatch);
+    this.unsentWatch = undefined;
     clearInterval(this.rxRetry);
     this.rxRetry = undefined;
     clearTimeout(this.rxDeadline);
@@ -809,6 +851,15 @@ export const CHUNK_HELD_BYTES = 256;
 
 /** How often a connection whose reading is paused for the byte budget pings its peer to learn it has gone (`probePeer`). */
 const RX_PROBE_MS = 1000;
+
+/**
+ * What the kernel has taken of a socket, as a figure that moves when it takes more: the bytes written and libuv's queue
+ * of bytes handed to the socket and not yet taken (each -1 when the stream does not say).
+ */
+function taken(socket: Duplex): string {
+  const s = socket as Duplex & { bytesWritten?: number; _handle?: { writeQueueSize?: number } | null };
+  return `${s.bytesWritten ?? -1}/${s._handle?.writeQueueSize ?? -1}`;
+}
 
 function lengthOf(a: unknown): number {
   return Array.isArray(a) ? a.length : 0;

@@ -26,8 +26,12 @@ describe('a refused inject echo is charged to the server-wide byte budget until 
     const input = [{ role: 'user', content: 'x'.repeat(8 * MiB) }];
     s.send({ type: 'response.inject', response_id: 'resp_x', input });
     s.send({ type: 'response.inject', response_id: 'resp_x', input });
-    // Both echoes handed to the socket (more unsent than the kernel's buffers take).
-    await until(async () => (await health(url)).send_bytes_unsent > 4 * MiB);
+    // Both echoes handed to the socket (more unsent than the kernel's buffers take). `send_bytes_unsent` counts every
+    // reader now, so it passes 4 MiB with the first echo, while the second frame may still be arriving.
+    await until(async () => {
+      const h = await health(url);
+      return h.send_bytes_unsent > 4 * MiB && h.bytes_held >= 16 * MiB;
+    });
     const h = await health(url);
     expect(h.send_bytes_unsent).toBeGreaterThan(4 * MiB);
     expect(h.bytes_held).toBeGreaterThanOrEqual(16 * MiB);

@@ -138,6 +138,23 @@ describe('server-wide bound on unsent bytes', () => {
     expect(await unsent(url)).toBe(0);
   }, 60_000);
 
+  it('a WebSocket left holding echoes unread with no run waiting is dropped at the stall timeout, and a large create waiting for the total then starts (outside attack atk51 F1)', async () => {
+    // Its response had ended, so no run's wait watched it, and a peer that pings now and then satisfies the heartbeat:
+    // it held the total past the bound for as long as it stayed, and every create of 64 KiB or more waited for it.
+    const cap = captureLogger();
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 1000 } });
+    const attacker = await RawSocket.connect(url);
+    socketOf(attacker).pause();
+    attacker.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(2_000_000), input: 'hello' });
+    await lines(cap, (l) => l.msg === 'response finished' && l.status === 'completed', 1);
+    expect(await unsent(url)).toBeGreaterThan(1024 * 1024);
+    const victim = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: 'y'.repeat(100_000), stream: true }) });
+    expect(await victim.text()).toContain('"type":"response.completed"');
+    await lines(cap, (l) => l.code === 'send_stalled' && /no run waiting for it/.test(l.msg), 1);
+    expect(cap.lines.some((l) => l.code === 'send_total_paced' && /waits to start/.test(l.msg))).toBe(true);
+    expect(await unsent(url)).toBe(0);
+  }, 30_000);
+
   it('a pipelined SSE create whose client goes away leaves the total: the one streaming is cancelled, the one behind it never starts', async () => {
     // HTTP/1.1 pipelining. The second create ran while the first streamed, its events queued on a response that had
     // no socket yet (node:http attaches it once the first is done), and when the client went away that response got no

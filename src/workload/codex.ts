@@ -192,7 +192,8 @@ class RolloutParser {
   private last: RawCall | null = null;
   private lastTotal: string | undefined;
   /** The last `total_token_usage`'s input and output figures, for an event that has only a total (`tokenCount`). */
-  private lastTotalUsage: { input: number; output: number } | null = null;
+  /** The running total as of the last usage event (its own total, or the one before plus its usage), from 0 at the file's start. */
+  private lastTotalUsage: { input: number; output: number } = { input: 0, output: 0 };
   private totalsNoted = false;
   /** Replacement history waiting for the next user turn (compaction after visible output). */
   private pendingReplace: { items: InputItem[]; line: number; note?: Skipped } | null = null;
@@ -461,7 +462,9 @@ class RolloutParser {
       const t = p.info.total_token_usage;
       if (isJson(t)) {
         total = JSON.stringify(t);
-        if (typeof t.input_tokens === 'number' && typeof t.output_tokens === 'number') totalUsage = { input: t.input_tokens, output: t.output_tokens };
+        // Only whole, non-negative figures: anything else is left alone, as before totals were read (atk51 F4).
+        const whole = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+        if (whole(t.input_tokens) && whole(t.output_tokens)) totalUsage = { input: t.input_tokens, output: t.output_tokens };
       }
     } else if (typeof p.input_tokens === 'number') {
       usage = p; // older Codex: the usage fields sit on the payload itself
@@ -474,13 +477,16 @@ class RolloutParser {
       if (derived === null) return;
       usage = derived;
     }
-    if (totalUsage !== null) this.lastTotalUsage = totalUsage;
     const { input_tokens: input, output_tokens: output } = usage as Json;
     if (typeof input !== 'number' || typeof output !== 'number') this.fail('token_count without numeric input_tokens / output_tokens');
     const fits = (n: number) => Number.isSafeInteger(n) && n >= 0 && n <= MAX_TOKEN_COUNT;
     if (!fits(input) || !fits(output)) {
       this.fail(`token_count with input_tokens ${input} / output_tokens ${output}: token counts are whole numbers from 0 to ${MAX_TOKEN_COUNT} (10^9, far past any model's context: a sum of larger ones can pass 2^53 and lose exactness)`);
     }
+    // The running total as of this event: its own, or the last one plus this usage (an event with no total; left
+    // out, the next total-only event's difference spanned two calls, atk51 F3).
+    const prevTotal = this.lastTotalUsage;
+    this.lastTotalUsage = totalUsage ?? { input: prevTotal.input + input, output: prevTotal.output + output };
     if (total !== undefined && total === this.lastTotal) {
       // `first` order: still the end of a response, one the API sent no usage for (Codex sent its running total
       // again): the calls after it are the next model call's, without figures.
@@ -523,15 +529,18 @@ class RolloutParser {
   }
 
   /**
-   * The usage of an event that has `total_token_usage` but no `last_token_usage`: its total less the previous one, or
-   * the total itself when it is the file's first; null (noted) when a total went down (a reset: nothing to subtract).
+   * The usage of an event that has `total_token_usage` but no `last_token_usage`: its total less the running total
+   * before it (`lastTotalUsage`, from 0: the file's first total is its call's own); null (noted) when a total went
+   * down (a reset: nothing to subtract).
    */
   private usageFromTotal(t: { input: number; output: number }, total: string | undefined): Json | null {
     const prev = this.lastTotalUsage;
     // The same total again is a repeat (`tokenCount` skips it, and in the 2025 order it still ends a response).
     if (total !== undefined && total === this.lastTotal) return { input_tokens: 0, output_tokens: 0 };
-    if (prev !== null && (t.input < prev.input || t.output < prev.output)) {
+    if (t.input < prev.input || t.output < prev.output) {
       this.lastTotalUsage = t;
+      // The same total again after it is still a repeat (atk51 F2: it was read as a call of 0 / 0, recorded).
+      this.lastTotal = total;
       this.skip('token_count', 'has no last_token_usage and its total_token_usage is below the previous one: no usage derived', true);
       return null;
     }
@@ -539,7 +548,7 @@ class RolloutParser {
       this.totalsNoted = true;
       this.skip('token_count events', "have no last_token_usage: each call's usage is its total_token_usage less the previous one", false);
     }
-    return prev === null ? { input_tokens: t.input, output_tokens: t.output } : { input_tokens: t.input - prev.input, output_tokens: t.output - prev.output };
+    return { input_tokens: t.input - prev.input, output_tokens: t.output - prev.output };
   }
 
   private attribute(call: RawCall, usage: { input: number; output: number }): void {

@@ -228,4 +228,32 @@ describe('usage events before or after their model call', () => {
     expect(reset.calls![2]!.input_source).toBe('inferred');
     expect(reset.skipped!.map((n) => [n.line, n.why])).toContainEqual([third + 1, expect.stringContaining('below the previous one')]);
   });
+
+  it('total-only events mixed with last-only ones, a total repeated after a reset, and bad totals (outside attack atk51 F2–F4)', () => {
+    const figures = (w: Workload) => w.calls!.map((c) => (c.input_source === 'recorded' ? [c.input_tokens, c.output_tokens] : 'inferred'));
+    const expected = CONVERSATION.flatMap((t) => t.calls.map((c) => c.usage!));
+    const usageLines = (text: string) => text.trimEnd().split('\n');
+    const isUsage = (l: string) => l.includes('"type":"token_count"') && l.includes('"last_token_usage":{');
+    // Every other usage event has only its last usage, the others only their total: each call still gets its own.
+    let k = 0;
+    const mixed = usageLines(writeAfter(CONVERSATION)).map((l) =>
+      isUsage(l) ? (k++ % 2 === 0 ? l.replace(/"total_token_usage":\{[^}]*\}/, '"total_token_usage":null') : l.replace(/"last_token_usage":\{[^}]*\}/, '"last_token_usage":null')) : l,
+    );
+    expect(figures(read(mixed.join('\n') + '\n'))).toEqual(expected);
+    // A total below the one before, then the same total again: the repeat is a repeat (it was read as a call of 0 / 0).
+    const totalsOnly = usageLines(writeAfter(CONVERSATION).replace(/"last_token_usage":\{[^}]*\}/g, '"last_token_usage":null'));
+    const third = totalsOnly.findIndex((l) => l.includes('"total_token_usage":{"input_tokens":3400,'));
+    totalsOnly[third] = totalsOnly[third]!.replace('"input_tokens":3400,', '"input_tokens":10,');
+    totalsOnly.splice(third + 1, 0, totalsOnly[third]!);
+    const reset = read(totalsOnly.join('\n') + '\n');
+    expect(figures(reset)[2]).toBe('inferred');
+    expect(reset.skipped!.some((n) => n.why === 'repeats the previous total_token_usage')).toBe(true);
+    // A total that is not a whole non-negative number is left alone (the file read, that call inferred), not fatal.
+    for (const bad of ['-5', '2.5', '1e400', '9007199254740993']) {
+      const lines = usageLines(writeAfter(CONVERSATION).replace(/"last_token_usage":\{[^}]*\}/g, '"last_token_usage":null'));
+      const at = lines.findIndex((l) => l.includes('"total_token_usage":{"input_tokens":1000,'));
+      lines[at] = lines[at]!.replace('"input_tokens":1000,', `"input_tokens":${bad},`);
+      expect(figures(read(lines.join('\n') + '\n'))[0], bad).toBe('inferred');
+    }
+  });
 });

@@ -103,7 +103,18 @@ export class SendBytes {
         resolve();
       };
       if (this.maxWaitMs > 0 && this.maxWaitMs <= 2 ** 31 - 1) {
-        timer = setTimeout(go, this.maxWaitMs);
+        timer = setTimeout(() => {
+          // Out of the list at once, so creates that time out while the total stays over do not pile up in it.
+          const i = this.starters?.indexOf(go) ?? -1;
+          if (i >= 0) this.starters!.splice(i, 1);
+          // Nobody left waiting: the looks stop too.
+          if (this.starters?.length === 0) {
+            this.starters = null;
+            clearInterval(this.startTimer);
+            this.startTimer = undefined;
+          }
+          resolve();
+        }, this.maxWaitMs);
         timer.unref();
       }
       (this.starters ??= []).push(go);

@@ -427,7 +427,8 @@ export class ConnectionSession {
       // creates running back to back would fill the send buffer of a client
       // that reads, just more slowly, until it is dropped at the limit.
       // The wait also ends when the connection does (shutdown, lifetime: `endOnce` wakes it).
-      await this.room(next.bytes);
+      // Before planning, only the transport's own flush (0: no create's size, so no wait for the total).
+      await this.room(0);
       if (this.closed) {
         if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
         return;
@@ -457,8 +458,10 @@ export class ConnectionSession {
         this.error(wire);
         return;
       }
-      // Asked again once planned (a large request's render takes a while): creates planned together all found the
-      // unsent bytes within the bound before any had sent its echoes (modes/send-bytes.ts `room`).
+      // Once planned, with its size: a large create waits here for the total of all readers' unsent bytes
+      // (modes/send-bytes.ts `room`). Asked before planning, creates planned together (a large request's render takes
+      // a while) all found the total within the bound before any had sent its echoes; asked at both, a create waited
+      // twice the longest wait (outside attack atk52 F2).
       await this.room(next.bytes);
       if (this.closed) {
         // Planned, but the server ended the connection meanwhile: it never starts.

@@ -305,18 +305,25 @@ export class WsConnection implements Transport, Unsent {
     const ms = this.host.limits.sendStallTimeoutMs;
     if (ms <= 0) return;
     const { socket } = this;
-    let last = taken(socket);
+    let buffered = this.ws.bufferedAmount;
+    let queued = writeQueueSize(socket);
     let since = performance.now();
     const timer = setInterval(() => {
       const { ws } = this;
-      if (ws.readyState !== ws.OPEN || ws.bufferedAmount === 0) {
+      const b = ws.bufferedAmount;
+      if (ws.readyState !== ws.OPEN || b === 0) {
         clearInterval(timer);
         this.unsentWatch = undefined;
         return;
       }
-      const now = taken(socket);
-      if (this.roomWaiters !== null || now !== last) {
-        last = now;
+      // Progress is bytes leaving: what is unsent, or libuv's queue for the write under way (the kernel taking part of
+      // a large one), went down. The server's own writes (the heartbeat's pings, pongs) only add: counted as progress,
+      // as `bytesWritten` counts them, a peer that read nothing was never dropped (outside attack atk52 F1).
+      const q = writeQueueSize(socket);
+      const left = b < buffered || (q >= 0 && q < queued);
+      buffered = b;
+      queued = q;
+      if (this.roomWaiters !== null || left) {
         since = performance.now();
         return;
       }
@@ -852,13 +859,9 @@ export const CHUNK_HELD_BYTES = 256;
 /** How often a connection whose reading is paused for the byte budget pings its peer to learn it has gone (`probePeer`). */
 const RX_PROBE_MS = 1000;
 
-/**
- * What the kernel has taken of a socket, as a figure that moves when it takes more: the bytes written and libuv's queue
- * of bytes handed to the socket and not yet taken (each -1 when the stream does not say).
- */
-function taken(socket: Duplex): string {
-  const s = socket as Duplex & { bytesWritten?: number; _handle?: { writeQueueSize?: number } | null };
-  return `${s.bytesWritten ?? -1}/${s._handle?.writeQueueSize ?? -1}`;
+/** libuv's queue of bytes handed to the socket and not yet taken by the kernel (-1 when the stream does not say). */
+function writeQueueSize(socket: Duplex): number {
+  return (socket as Duplex & { _handle?: { writeQueueSize?: number } | null })._handle?.writeQueueSize ?? -1;
 }
 
 function lengthOf(a: unknown): number {

@@ -9,7 +9,7 @@
  * answers, slowed but never dropped; so do the non-readers once they read.
  */
 import type { Socket } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { SEND_FLOOR_BYTES } from '../../src/modes/send-bytes.js';
 import { RawSocket } from '../helpers/raw-socket.js';
@@ -141,11 +141,15 @@ describe('server-wide bound on unsent bytes', () => {
   it('a WebSocket left holding echoes unread with no run waiting is dropped at the stall timeout, and a large create waiting for the total then starts (outside attack atk51 F1)', async () => {
     // Its response had ended, so no run's wait watched it, and a peer that pings now and then satisfies the heartbeat:
     // it held the total past the bound for as long as it stayed, and every create of 64 KiB or more waited for it.
+    // The heartbeat pings every 250 ms and the peer pings every 50 ms, so it is never silent: the server's own pings and
+    // pongs must not count as bytes leaving (they did, and such a peer was never dropped: outside attack atk52 F1).
     const cap = captureLogger();
-    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 1000 } });
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 1000, wsIdleTimeoutMs: 500 } });
     const attacker = await RawSocket.connect(url);
     socketOf(attacker).pause();
     attacker.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(2_000_000), input: 'hello' });
+    const pinging = setInterval(() => attacker.ws.readyState === attacker.ws.OPEN && attacker.ws.ping(), 50);
+    onTestFinished(() => clearInterval(pinging));
     await lines(cap, (l) => l.msg === 'response finished' && l.status === 'completed', 1);
     expect(await unsent(url)).toBeGreaterThan(1024 * 1024);
     const victim = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: 'y'.repeat(100_000), stream: true }) });

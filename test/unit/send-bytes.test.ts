@@ -44,6 +44,32 @@ describe('SendBytes', () => {
     expect(ledger.unsent()).toBe(0);
   });
 
+  it('a large response waits to start while every reader measured now is past the bound, at most the longest wait', async () => {
+    const ledger = new SendBytes(1000, 400, 100);
+    const a = { n: 0, unsentBytes: () => a.n };
+    const sa = ledger.share(a, log);
+    // Under the floor, a response never waits; nor while the total is within the bound.
+    expect(sa.room(199)).toBeNull();
+    expect(sa.room(5000)).toBeNull();
+    // Past it, measured now although no send said so (the counter had none of it).
+    a.n = 1500;
+    const waited = sa.room(5000);
+    expect(waited).not.toBeNull();
+    // The reader drains: the wait ends (at the next look, every 50 ms).
+    a.n = 0;
+    await waited;
+    // A reader that never drains: the wait ends at the longest wait all the same, and leaves nothing behind.
+    a.n = 1500;
+    const t0 = performance.now();
+    const stuck = [sa.room(5000), sa.room(5000)];
+    await Promise.all(stuck);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(90);
+    expect((ledger as unknown as { starters: unknown[] | null }).starters).toBeNull();
+    expect((ledger as unknown as { startTimer: unknown }).startTimer).toBeUndefined();
+    sa.close();
+    expect(sa.room(5000)).toBeNull();
+  });
+
   it('the floor is 64 KiB, or half the send limit when less', () => {
     expect(new SendBytes(1, 4 * 1024 * 1024).floor).toBe(64 * 1024);
     expect(new SendBytes(1, Infinity).floor).toBe(64 * 1024);

@@ -80,7 +80,7 @@ export class SendBytes {
   }
 
   /**
-   * Null while the members' unsent bytes are within the bound; past it, a promise that resolves once they are again
+   * Null while every reader's unsent bytes, measured now, are within the bound; past it, a promise that resolves once they are again
    * (measured every `START_RECHECK_MS`): a response with a large request starts only then (`SendShare.room`). Its
    * lifecycle events echo its request (its instructions and tools in `response.created`, `response.in_progress`, each
    * pause's `response.done`) and never wait once it runs, so sixty streams of a 3 MB request whose readers read

@@ -428,7 +428,8 @@ export class ConnectionSession {
       // that reads, just more slowly, until it is dropped at the limit.
       // The wait also ends when the connection does (shutdown, lifetime: `endOnce` wakes it).
       // Before planning, only the transport's own flush (0: no create's size, so no wait for the total).
-      await this.room(0);
+      const flushed = this.room(0);
+      if (flushed !== null) await flushed;
       if (this.closed) {
         if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
         return;
@@ -462,7 +463,8 @@ export class ConnectionSession {
       // (modes/send-bytes.ts `room`). Asked before planning, creates planned together (a large request's render takes
       // a while) all found the total within the bound before any had sent its echoes; asked at both, a create waited
       // twice the longest wait (outside attack atk52 F2).
-      await this.room(next.bytes);
+      const room = this.room(next.bytes);
+      if (room !== null) await room;
       if (this.closed) {
         // Planned, but the server ended the connection meanwhile: it never starts.
         if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
@@ -517,16 +519,19 @@ export class ConnectionSession {
     }
   }
 
-  /** The transport's `room` for a create of `bytes`, if it has to wait; the end of the connection ends the wait too. */
-  private async room(bytes: number): Promise<void> {
+  /**
+   * The transport's `room` for a create of `bytes`: null when it need not wait (no promise, no await: the tool loop's
+   * creates), else the wait, which the end of the connection ends too (`wakeRoom`).
+   */
+  private room(bytes: number): Promise<void> | null {
     const room = this.transport.room?.(bytes) ?? null;
-    if (room !== null) {
-      await new Promise<void>((resolve) => {
-        this.wakeRoom = resolve;
-        void room.then(resolve);
-      });
-    }
-    this.wakeRoom = null;
+    if (room === null) return null;
+    return new Promise<void>((resolve) => {
+      this.wakeRoom = resolve;
+      void room.then(resolve);
+    }).then(() => {
+      this.wakeRoom = null;
+    });
   }
 
   private notifyIdle(): void {

@@ -63,7 +63,7 @@ export function watchStall(res: ServerResponse, ms: number, stalled: (pending: n
     // backlog of megabytes, a JSON slice) read steadily looked stalled until all of it had gone: a reader taking
     // 1 MB/s of a stream echoing 5 MB of instructions was dropped at a 2 s stall timeout (outside attack). libuv's
     // queue (`writeQueueSize`) shrinks as the kernel accepts each part of the write under way.
-    const inQueue = (socket as Socket & { _handle?: { writeQueueSize?: number } | null })._handle?.writeQueueSize ?? -1;
+    const inQueue = writeQueueSize(socket);
     if (pending === 0 || socket.bytesWritten !== written || inQueue !== queued) {
       written = socket.bytesWritten;
       queued = inQueue;
@@ -91,6 +91,11 @@ export function watchStall(res: ServerResponse, ms: number, stalled: (pending: n
 }
 
 const stallWatches = new WeakMap<ServerResponse, { stalled: (pending: number) => void }>();
+
+/** libuv's queue of bytes handed to the socket and not yet taken by the kernel (-1 when the stream does not say). */
+export function writeQueueSize(socket: Duplex): number {
+  return (socket as Duplex & { _handle?: { writeQueueSize?: number } | null })._handle?.writeQueueSize ?? -1;
+}
 
 /** Callbacks run once a socket closes: one `close` listener per socket, however many answers are pipelined on it. */
 const onSocketClose = new WeakMap<Duplex, Set<() => void>>();

@@ -26,6 +26,7 @@ import type { Transport } from '../modes/transport.js';
 import type { Batcher } from './batch.js';
 import { startHeartbeat } from './heartbeat.js';
 import { ServerWebSocket } from './server-websocket.js';
+import { writeQueueSize } from './socket-watch.js';
 
 /**
  * One accepted connection: the session's transport and the socket's
@@ -858,11 +859,6 @@ export const CHUNK_HELD_BYTES = 256;
 
 /** How often a connection whose reading is paused for the byte budget pings its peer to learn it has gone (`probePeer`). */
 const RX_PROBE_MS = 1000;
-
-/** libuv's queue of bytes handed to the socket and not yet taken by the kernel (-1 when the stream does not say). */
-function writeQueueSize(socket: Duplex): number {
-  return (socket as Duplex & { _handle?: { writeQueueSize?: number } | null })._handle?.writeQueueSize ?? -1;
-}
 
 function lengthOf(a: unknown): number {
   return Array.isArray(a) ? a.length : 0;

@@ -31,7 +31,7 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import { WireError } from '../protocol/errors.js';
 import { checkJsonDepth } from '../protocol/json-text.js';
 import type { CreateParams } from '../protocol/events.js';
-import { isKnownItem, newId, type CompactionItem, type InputCompactionItem, type InputItem, type InputMessage } from '../protocol/objects.js';
+import { isKnownItem, newId, withImageDetail, type CompactionItem, type InputCompactionItem, type InputItem, type InputMessage } from '../protocol/objects.js';
 import { countTokens } from '../model/tokenizer.js';
 import type { RunMetrics } from './metrics.js';
 import { renderFullAsync, type RenderedContext } from './render.js';
@@ -397,8 +397,11 @@ function firstLine(text: string): string {
   return text.split(/\r?\n/).find((l) => l.trim() !== '')?.trim() ?? '';
 }
 
-/** A user message's content in the list form the API returns. */
+/**
+ * A user message's content in the list form the API returns: an image part without `detail` with the API's default,
+ * as input_items lists it (the compact answer showed it without, which openai-node's `ResponseInputImage` requires).
+ */
 function normalise(content: unknown): InputMessage['content'] {
   if (typeof content === 'string') return [{ type: 'input_text', text: content }];
-  return Array.isArray(content) ? (content as InputMessage['content']) : [];
+  return Array.isArray(content) ? withImageDetail(content as Exclude<InputMessage['content'], string>) : [];
 }

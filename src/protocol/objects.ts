@@ -317,3 +317,17 @@ function listsLogprobs(part: unknown): boolean {
   const p = part as { type?: unknown; logprobs?: unknown };
   return p.type === 'output_text' && Array.isArray(p.logprobs) && p.logprobs.length > 0;
 }
+
+/**
+ * Content parts as the API shows them back (an input_items listing, a compaction's output): an `input_image` sent
+ * without `detail` has the API's default, `auto` (openai-node's `ResponseInputImage.detail` and the spec's
+ * `InputImageContent` require it). The same array when nothing changes.
+ */
+export function withImageDetail<T>(parts: T[]): T[] {
+  if (!parts.some((p) => isImageWithoutDetail(p))) return parts;
+  return parts.map((p) => (isImageWithoutDetail(p) ? ({ ...p, detail: 'auto' } as T) : p));
+}
+
+function isImageWithoutDetail(p: unknown): p is Record<string, unknown> {
+  return typeof p === 'object' && p !== null && (p as { type?: unknown }).type === 'input_image' && (p as { detail?: unknown }).detail == null;
+}

@@ -147,6 +147,10 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
     checkClientOutput(v, v['type'], param);
     return v;
   }
+  if (CLIENT_CALL_CHECKS.has(v['type'])) {
+    checkClientCall(v, v['type'], param);
+    return v;
+  }
   // openai-node's ResponseCustomToolCall: `call_id`, `name` and `input` are strings. `{type: "custom_tool_call"}` alone
   // was taken and listed back so by input_items, and with no call_id the missing-output check passed it by.
   if (hasType(v, 'custom_tool_call')) return clientCall(v, 'input', param);
@@ -164,7 +168,84 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
 }
 
 /** The output items a client sends for its tool calls, besides `function_call_output`, whose fields are checked here. */
-const CLIENT_OUTPUT_CHECKS: ReadonlySet<unknown> = new Set(['custom_tool_call_output', 'computer_call_output', 'shell_call_output', 'apply_patch_call_output', 'mcp_approval_response']);
+const CLIENT_OUTPUT_CHECKS: ReadonlySet<unknown> = new Set([
+  'custom_tool_call_output', 'computer_call_output', 'shell_call_output', 'apply_patch_call_output', 'local_shell_call_output', 'mcp_approval_response',
+]);
+
+/** The calls of the client's tools besides `function_call` and `custom_tool_call` (`clientCall`), whose fields are checked here. */
+const CLIENT_CALL_CHECKS: ReadonlySet<unknown> = new Set(['computer_call', 'shell_call', 'apply_patch_call', 'local_shell_call']);
+
+/** The operations of an `apply_patch_call` (openai-node's `ApplyPatchCall.CreateFile`, `DeleteFile`, `UpdateFile`), and whether each carries a `diff`. */
+const PATCH_OPERATIONS: Readonly<Record<string, boolean>> = { create_file: true, delete_file: false, update_file: true };
+
+/**
+ * A call of one of the client's tools, sent back in a history (openai-node's `ResponseComputerToolCall`,
+ * `ResponseInputItem.ShellCall`, `ApplyPatchCall`, `LocalShellCall`): the fields that say what was called, which
+ * nothing can stand in for, are required, of their types. `{"type": "shell_call", "call_id": "c"}` or an
+ * `apply_patch_call` with no `operation` was taken, and input_items listed it back without them to typed readers that
+ * decode those types (outside conformance tester). `id` is not required (Codex sends its calls without one) and a
+ * missing `status` (or a computer call's `pending_safety_checks`) is listed as the API lists it (store/input-items.ts).
+ */
+function checkClientCall(v: Obj, type: string, param: string): void {
+  const missing = (key: string): WireError => new WireError('missing_required_parameter', `Missing required parameter: '${param}.${key}'.`, `${param}.${key}`);
+  const wrong = (key: string, expected: string): WireError =>
+    new WireError('invalid_type', `Invalid type for '${param}.${key}': expected ${expected}, but got ${jsonPreview(v[key] ?? null)} instead.`, `${param}.${key}`);
+  const object = (key: string): Obj => {
+    const x = v[key];
+    if (x === undefined || x === null) throw missing(key);
+    if (!isObj(x)) throw wrong(key, 'an object');
+    return x;
+  };
+  const strings = (o: Obj, key: string, at: string): void => {
+    const x = o[key];
+    if (x === undefined || x === null) throw missing(`${at}.${key}`);
+    if (!Array.isArray(x) || !x.every((s) => typeof s === 'string')) {
+      throw new WireError('invalid_type', `Invalid type for '${param}.${at}.${key}': expected an array of strings.`, `${param}.${at}.${key}`);
+    }
+  };
+  requireString(v, 'call_id', param);
+  if (type === 'apply_patch_call') {
+    // Its own enum: `in_progress` or `completed` (openai-node's ApplyPatchCall.status).
+    const status = v['status'];
+    if (status != null && status !== 'in_progress' && status !== 'completed') {
+      throw new WireError(
+        typeof status === 'string' ? 'invalid_value' : 'invalid_type',
+        `Invalid value for '${param}.status': ${jsonPreview(status)}. Supported values are: 'in_progress' and 'completed'.`,
+        `${param}.status`,
+      );
+    }
+    const operation = object('operation');
+    const op = operation['type'];
+    const diff = typeof op === 'string' ? ownValue(PATCH_OPERATIONS, op) : undefined;
+    if (diff === undefined) {
+      throw new WireError(
+        op === undefined || op === null ? 'missing_required_parameter' : 'invalid_value',
+        `Invalid value for '${param}.operation.type': ${jsonPreview(op ?? null)}. Supported values are: 'create_file', 'delete_file', and 'update_file'.`,
+        `${param}.operation.type`,
+      );
+    }
+    for (const key of diff ? ['path', 'diff'] : ['path']) {
+      if (typeof operation[key] !== 'string') {
+        throw new WireError(
+          operation[key] === undefined ? 'missing_required_parameter' : 'invalid_type',
+          `Invalid type for '${param}.operation.${key}': expected a string.`,
+          `${param}.operation.${key}`,
+        );
+      }
+    }
+    return;
+  }
+  checkItemStatus(v, param);
+  if (type === 'computer_call') {
+    if (v['action'] != null && !isObj(v['action'])) throw wrong('action', 'an object');
+    if (v['actions'] != null && !Array.isArray(v['actions'])) throw wrong('actions', 'an array of actions');
+    if (v['pending_safety_checks'] != null && !Array.isArray(v['pending_safety_checks'])) throw wrong('pending_safety_checks', 'an array');
+  } else if (type === 'shell_call') {
+    strings(object('action'), 'commands', 'action');
+  } else {
+    strings(object('action'), 'command', 'action');
+  }
+}
 
 /**
  * An output item the client makes for a call (openai-node's `ResponseInputItem.ComputerCallOutput`, `ShellCallOutput`,
@@ -183,8 +264,18 @@ function checkClientOutput(v: Obj, type: string, param: string): void {
     if (v['reason'] != null && typeof v['reason'] !== 'string') throw wrong('reason', 'a string');
     return;
   }
+  if (type === 'local_shell_call_output') {
+    // Names its call by `id` (openai-node's LocalShellCallOutput), not `call_id`; its `output` is the command's text.
+    requireString(v, 'output', param);
+    checkItemStatus(v, param);
+    return;
+  }
   requireString(v, 'call_id', param);
   if (type !== 'apply_patch_call_output') checkItemStatus(v, param);
+  // Its value's type (text or a list of input parts) is the validate stage's check, as a function_call_output's is.
+  if (type === 'custom_tool_call_output' && v['output'] === undefined) {
+    throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.output'.`, `${param}.output`);
+  }
   if (type === 'computer_call_output') {
     const out = v['output'];
     if (out === undefined || out === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.output'.`, `${param}.output`);
@@ -223,7 +314,7 @@ function checkClientOutput(v: Obj, type: string, param: string): void {
     });
   } else if (type === 'apply_patch_call_output') {
     // `status` is this type's own enum (`completed`, `failed`), not an item status: the listing fills `completed`
-    // when it is left out, as before.
+    // when it is left out (store/input-items.ts STATUS_REQUIRED; it did not, though this said it did).
     const status = v['status'];
     if (status != null && status !== 'completed' && status !== 'failed') {
       throw new WireError(

@@ -19,7 +19,7 @@ import { WireError } from '../protocol/errors.js';
 import { RESPONSE_INCLUDABLE } from '../protocol/parse.js';
 import { finishWork, parseJsonWork, PARSE_CHUNK_CHARS, type ParseWork } from '../protocol/json-chunked.js';
 import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
-import type { InputItem } from '../protocol/objects.js';
+import { withImageDetail, type InputItem } from '../protocol/objects.js';
 import { ownInputItems, type ResponseStore, type StoredResponse } from './types.js';
 import { ownValue } from '../protocol/fields.js';
 
@@ -510,6 +510,7 @@ function resourceItem(item: InputItem, id: string): Record<string, unknown> {
       }
     }
     if (type === 'shell_call_output') out.max_output_length ??= null;
+    if (type === 'computer_call') out.pending_safety_checks ??= [];
   }
   return out;
 }
@@ -517,31 +518,26 @@ function resourceItem(item: InputItem, id: string): Record<string, unknown> {
 /**
  * The item types whose listed resource requires a `status` (the spec's `ItemResource` variants) although a client
  * may send them without one: openai-node's `ResponseCustomToolCall` and `ResponseCustomToolCallOutput` have none,
- * the others an optional one. The API lists such an item `completed`; so does this server. `shell_call`'s
- * `environment` (and its action's `timeout_ms` and `max_output_length`) and `shell_call_output`'s
- * `max_output_length` are required there too (nullable): `null` when not sent.
+ * the others an optional one. The API lists such an item `completed`; so does this server (an `apply_patch_call`'s
+ * and its output's status are enums of their own, `completed` in both). `shell_call`'s `environment` (and its action's
+ * `timeout_ms` and `max_output_length`) and `shell_call_output`'s `max_output_length` are required there too
+ * (nullable): `null` when not sent; a `computer_call`'s `pending_safety_checks`: none, `[]`.
  */
 const STATUS_REQUIRED: ReadonlySet<string> = new Set([
   'function_call',
   'function_call_output',
   'custom_tool_call',
   'custom_tool_call_output',
+  'computer_call',
   'computer_call_output',
   'shell_call',
   'shell_call_output',
+  'apply_patch_call',
+  'apply_patch_call_output',
+  'local_shell_call',
   'tool_search_call',
   'tool_search_output',
 ]);
-
-/** Content parts as listed: an `input_image` sent without `detail` has the API's default, `auto` (the spec's `InputImageContent` requires it). */
-function withImageDetail(parts: unknown[]): unknown[] {
-  if (!parts.some((p) => isImageWithoutDetail(p))) return parts;
-  return parts.map((p) => (isImageWithoutDetail(p) ? { ...p, detail: 'auto' } : p));
-}
-
-function isImageWithoutDetail(p: unknown): p is Record<string, unknown> {
-  return typeof p === 'object' && p !== null && (p as { type?: unknown }).type === 'input_image' && (p as { detail?: unknown }).detail == null;
-}
 
 /** `base`: hex of the response id's hash (`InputItemIndex`); the position follows it (8 hex digits: items are far fewer than 2^32). */
 /**

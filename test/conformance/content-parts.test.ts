@@ -122,6 +122,67 @@ describe('content parts', () => {
     expect(listed.data[6]).toMatchObject({ type: 'apply_patch_call_output', status: 'failed', output: 'conflict' });
   });
 
+  // Outside conformance tester (atk54 F1, F2): these were taken with a required field left out, and input_items listed
+  // them back without it to typed readers (openai-node's ResponseItem union) that decode it.
+  it("a client's tool calls (computer, shell, apply_patch, local_shell) and a custom or local shell output need the fields that say what they are; a status left out is listed as the API lists it", async () => {
+    const { url } = await testServer();
+    const user = { role: 'user', content: 'go' };
+    const local = { type: 'local_shell_call', call_id: 'c1', status: 'completed', action: { type: 'exec', command: ['ls'], env: {} } };
+    const cases: Array<[unknown[], string, string]> = [
+      [[custom, { type: 'custom_tool_call_output', call_id: 'c1' }], 'missing_required_parameter', 'input[2].output'],
+      [[{ type: 'computer_call', action: { type: 'screenshot' } }], 'missing_required_parameter', 'input[1].call_id'],
+      [[{ type: 'computer_call', call_id: 'c1', action: 'click' }], 'invalid_type', 'input[1].action'],
+      [[{ type: 'computer_call', call_id: 'c1', pending_safety_checks: {} }], 'invalid_type', 'input[1].pending_safety_checks'],
+      [[{ type: 'shell_call', call_id: 'c1' }], 'missing_required_parameter', 'input[1].action'],
+      [[{ type: 'shell_call', call_id: 'c1', action: null }], 'missing_required_parameter', 'input[1].action'],
+      [[{ type: 'shell_call', call_id: 'c1', action: { commands: 'ls' } }], 'invalid_type', 'input[1].action.commands'],
+      [[{ type: 'shell_call', action: { commands: ['ls'] } }], 'missing_required_parameter', 'input[1].call_id'],
+      [[{ type: 'apply_patch_call', call_id: 'c1', status: 'completed' }], 'missing_required_parameter', 'input[1].operation'],
+      [[{ type: 'apply_patch_call', call_id: 'c1', operation: { type: 'rename_file', path: 'a' } }], 'invalid_value', 'input[1].operation.type'],
+      [[{ type: 'apply_patch_call', call_id: 'c1', operation: { type: 'create_file', path: 'a' } }], 'missing_required_parameter', 'input[1].operation.diff'],
+      [[{ type: 'apply_patch_call', call_id: 'c1', status: 'failed', operation: { type: 'delete_file', path: 'a' } }], 'invalid_value', 'input[1].status'],
+      [[{ ...local, call_id: undefined }], 'missing_required_parameter', 'input[1].call_id'],
+      [[{ ...local, action: undefined }], 'missing_required_parameter', 'input[1].action'],
+      [[{ ...local, action: { type: 'exec', command: 'ls' } }], 'invalid_type', 'input[1].action.command'],
+      [[{ ...local, status: 'done' }], 'invalid_value', 'input[1].status'],
+      [[local, { type: 'local_shell_call_output', id: 'c1' }], 'missing_required_parameter', 'input[2].output'],
+      [[local, { type: 'local_shell_call_output', id: 'c1', output: ['x'] }], 'invalid_type', 'input[2].output'],
+    ];
+    for (const [items, code, param] of cases) {
+      const res = await create(url, { model: 'm', input: [user, ...items] });
+      expect(res.status, JSON.stringify(items)).toBe(400);
+      expect(res.json['error'], JSON.stringify(items)).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    // With only what says what they are (no id, no status): taken, and listed with the status the SDK's types require
+    // (`completed`, as the API lists them; a computer call's pending safety checks: none).
+    const good = [
+      { type: 'computer_call', call_id: 'c1', action: { type: 'screenshot' } },
+      { type: 'computer_call_output', call_id: 'c1', output: { type: 'computer_screenshot', image_url: 'https://example.com/s.png' } },
+      { type: 'apply_patch_call', call_id: 'c2', operation: { type: 'delete_file', path: 'a' } },
+      { type: 'apply_patch_call_output', call_id: 'c2' },
+      { type: 'local_shell_call', call_id: 'c3', action: { type: 'exec', command: ['ls'], env: {} } },
+      { type: 'function_call_output', call_id: 'c3', output: 'a b' },
+    ];
+    const ok = await create(url, { model: 'm', input: [user, ...good] });
+    expect(ok.status, JSON.stringify(ok.json['error'])).toBe(200);
+    const listed = (await (await fetch(`${url}/v1/responses/${ok.json['id']}/input_items?order=asc`)).json()) as { data: Array<Record<string, any>> };
+    expect(listed.data.slice(1).map((i) => [i['type'], i['status']])).toEqual(good.map((i) => [i.type, 'completed']));
+    expect(listed.data[1]).toMatchObject({ pending_safety_checks: [] });
+  });
+
+  it("a compaction's output shows an image part sent without detail with the API's default, as input_items lists it (atk54 F5)", async () => {
+    const { url } = await testServer();
+    const image = { type: 'input_image', image_url: 'https://example.com/a.png' };
+    const input = [{ role: 'user', content: [image] }, { role: 'assistant', content: 'seen' }, { role: 'user', content: 'and now?' }];
+    const res = await fetch(`${url}/v1/responses/compact`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input }) });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { output: Array<Record<string, any>> };
+    expect(body.output[0]).toMatchObject({ type: 'message', role: 'user', content: [{ ...image, detail: 'auto' }] });
+    const stored = await create(url, { model: 'm', input: [{ role: 'user', content: [image] }] });
+    const listed = (await (await fetch(`${url}/v1/responses/${stored.json['id']}/input_items`)).json()) as { data: Array<Record<string, any>> };
+    expect(listed.data[0]!['content']).toEqual(body.output[0]!['content']);
+  });
+
   // Found by an outside review: 24b7fa9 refused this screenshot (invalid_value, input[2].output.type), yet it is what
   // OpenAI's own computer-use sample (openai/openai-cua-sample-app, agent/agent.py) and @langchain/openai
   // (converters/responses.js, a ToolMessage whose content is the screenshot URL) send, and the API takes it.

@@ -67,6 +67,19 @@ function targetAuthority(url: string | undefined): string | null {
   return u ? u.host : null;
 }
 
+/**
+ * A request's target as a URL whose path is the one routed: the absolute form's (`http://host/v1/responses`, RFC 9112
+ * §3.2.2), else the target as sent, a path. Resolved against a base, a target beginning `//` had its first segment
+ * read as a host: `DELETE //anything/v1/responses/{id}` deleted the response and `//x/v1/responses` opened a
+ * WebSocket, past a proxy rule on the `/v1/` prefix, and `POST //v1/responses` was answered 404 for `/responses`
+ * (outside conformance tester). Now such a path is routed as it is, and matches no route.
+ */
+export function requestUrl(target: string | undefined): URL {
+  const t = target ?? '/';
+  if (targetAuthority(t) !== null) return new URL(t);
+  return new URL(`http://localhost${t.startsWith('/') ? '' : '/'}${t}`);
+}
+
 export function createGuard(opts: GuardOptions): Guard {
   const anyOrigin = opts.allowOrigins?.includes('*') ?? false;
   const origins = new Set((opts.allowOrigins ?? []).map((o) => tryUrl(o)?.origin ?? o.toLowerCase()));

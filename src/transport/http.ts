@@ -53,7 +53,7 @@ import { awaitContinue, closeAfterAnswer, drainBody, readBody } from './body.js'
 import { parseCaps, parseEdgeJson } from './json-in.js';
 import { sendJsonBytes, sendJsonCooperative } from './json-out.js';
 import { RunPages } from './run-pages.js';
-import type { Guard } from './guard.js';
+import { requestUrl, type Guard } from './guard.js';
 import { tokenizerState } from '../model/tokenizer.js';
 import { parseInputItemsQuery } from '../store/input-items.js';
 import { checkAppendResponseId, checkJsonContentType, createProtocol, decodeId, pageQuery, retrieveQuery, startingAfter, timingHeader } from './http-query.js';
@@ -221,7 +221,7 @@ export class HttpTransport {
     if (refused) throw refused;
     // A request on a kept-alive connection after shutdown began is not started.
     if (this.sessions.closing) throw new WireError('server_shutting_down');
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    const url = requestUrl(req.url);
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     // GET, HEAD and DELETE routes read no body. One sent anyway is read and discarded before the answer, as

@@ -42,7 +42,7 @@ import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { SessionInfo } from '../modes/transport.js';
 import { apiKeyRefusal, loggedPath, type Authenticator } from './auth.js';
 import { batchWrites, type Batcher } from './batch.js';
-import type { Guard } from './guard.js';
+import { requestUrl, type Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
 import { WsConnection } from './ws-connection.js';
 import { ServerWebSocket } from './server-websocket.js';
@@ -134,7 +134,7 @@ export class WsTransport {
     // EPIPE) would be an unhandled 'error' event that ends the process.
     socket.on('error', this.onUpgradeSocketError);
     const no = (status: number, error: RefusalBody) => this.refuseLogged(req, socket, status, error);
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    const url = requestUrl(req.url);
     // `/v1/responses/` is the same endpoint, as it is over HTTP.
     const path = url.pathname.replace(/\/+$/, '');
     if (path !== '/v1/responses') return no(404, { code: 'not_found', message: `No WebSocket endpoint at ${url.pathname.slice(0, 200)}.` });

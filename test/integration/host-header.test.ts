@@ -49,4 +49,22 @@ describe('the Host of a request', () => {
     const a = await untilServerCloses(allowed.port, `GET /health HTTP/1.1\r\nHost: llr.test.\r\nConnection: close\r\n\r\n`);
     expect(statuses(a)).toEqual([200]);
   });
+
+  // Outside conformance tester (atk54 F4): resolved against a base URL, `//x/v1/…` read `x` as a host and routed
+  // `/v1/…`: a DELETE deleted the response and an upgrade opened, past a proxy's rule on the `/v1/` prefix.
+  it("a path beginning with // is routed as it is: no route, no upgrade, the response left alone; the absolute form still routes by its path", async () => {
+    const { port, url } = await testServer();
+    const made = (await (await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"model":"m","input":"hi"}' })).json()) as { id: string };
+    const del = await untilServerCloses(port, `DELETE //proxy.example/v1/responses/${made.id} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+    expect(statuses(del)).toEqual([404]);
+    expect(del).toContain(`No route for DELETE //proxy.example/v1/responses/${made.id}.`);
+    const post = await untilServerCloses(port, 'POST //v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
+    expect(statuses(post)).toEqual([404]);
+    expect(post).toContain('No route for POST //v1/responses.');
+    const ws = await untilServerCloses(port, `GET //x/v1/responses HTTP/1.1\r\nHost: localhost\r\n${lines(upgradeHeaders())}\r\n`);
+    expect(statuses(ws)).toEqual([404]);
+    expect((await fetch(`${url}/v1/responses/${made.id}`)).status).toBe(200);
+    const absolute = await untilServerCloses(port, `GET http://localhost:${port}/v1/responses/${made.id} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+    expect(statuses(absolute)).toEqual([200]);
+  });
 });

@@ -163,8 +163,40 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
       param,
     );
   }
-  // reasoning, custom tool calls, hosted tool calls: carried through untouched.
+  const hosted = ownValue(HOSTED_FIELDS, v['type']);
+  if (hosted !== undefined) checkHostedCall(v, hosted, param);
+  // Any other item (a web search call, tool search items, additional tools, a program's): carried through untouched.
   return v;
+}
+
+/**
+ * The fields of a hosted tool's item sent back in a history that say what it was, by type, as openai-node's
+ * `ResponseInputItem` requires them: `'string'` a string, `'strings'` a list of strings, `'list'` a list. The
+ * server runs no hosted tool, so it has nothing to fill them from; `{"type": "mcp_call"}` alone was taken and
+ * listed back so by input_items (outside conformance tester atk54 F3). Not their `id` (the API's own output always
+ * has one; nothing here needs it) nor their `status` (listed `completed` when left out, store/input-items.ts), nor
+ * the fields the types allow `null` (an image's `result`, the interpreter's `code` and `outputs`: listed `null`).
+ * `web_search_call` is not here: Codex sends its web searches back without `id`, and at times without `status` or
+ * `action` (codex-rs `ResponseItem::WebSearchCall`), and the API takes them.
+ */
+const HOSTED_FIELDS: Readonly<Record<string, ReadonlyArray<readonly [string, 'string' | 'strings' | 'list']>>> = {
+  file_search_call: [['queries', 'strings']],
+  code_interpreter_call: [['container_id', 'string']],
+  mcp_call: [['server_label', 'string'], ['name', 'string'], ['arguments', 'string']],
+  mcp_approval_request: [['server_label', 'string'], ['name', 'string'], ['arguments', 'string']],
+  mcp_list_tools: [['server_label', 'string'], ['tools', 'list']],
+};
+
+function checkHostedCall(v: Obj, fields: ReadonlyArray<readonly [string, 'string' | 'strings' | 'list']>, param: string): void {
+  for (const [key, kind] of fields) {
+    const x = v[key];
+    if (x === undefined || x === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.${key}'.`, `${param}.${key}`);
+    const fits = kind === 'string' ? typeof x === 'string' : Array.isArray(x) && (kind === 'list' || x.every((q) => typeof q === 'string'));
+    if (!fits) {
+      const expected = kind === 'string' ? 'a string' : kind === 'strings' ? 'an array of strings' : 'an array';
+      throw new WireError('invalid_type', `Invalid type for '${param}.${key}': expected ${expected}, but got ${jsonPreview(x)} instead.`, `${param}.${key}`);
+    }
+  }
 }
 
 /** The output items a client sends for its tool calls, besides `function_call_output`, whose fields are checked here. */

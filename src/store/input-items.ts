@@ -511,6 +511,11 @@ function resourceItem(item: InputItem, id: string): Record<string, unknown> {
     }
     if (type === 'shell_call_output') out.max_output_length ??= null;
     if (type === 'computer_call') out.pending_safety_checks ??= [];
+    if (type === 'image_generation_call') out.result ??= null;
+    if (type === 'code_interpreter_call') {
+      out.code ??= null;
+      out.outputs ??= null;
+    }
   }
   return out;
 }
@@ -521,7 +526,9 @@ function resourceItem(item: InputItem, id: string): Record<string, unknown> {
  * the others an optional one. The API lists such an item `completed`; so does this server (an `apply_patch_call`'s
  * and its output's status are enums of their own, `completed` in both). `shell_call`'s `environment` (and its action's
  * `timeout_ms` and `max_output_length`) and `shell_call_output`'s `max_output_length` are required there too
- * (nullable): `null` when not sent; a `computer_call`'s `pending_safety_checks`: none, `[]`.
+ * (nullable): `null` when not sent, as are an `image_generation_call`'s `result` and a `code_interpreter_call`'s
+ * `code` and `outputs`; a `computer_call`'s `pending_safety_checks`: none, `[]`. The hosted tools' statuses have
+ * more values (`searching`, `generating`, `interpreting`, `failed`), `completed` among them.
  */
 const STATUS_REQUIRED: ReadonlySet<string> = new Set([
   'function_call',
@@ -535,6 +542,10 @@ const STATUS_REQUIRED: ReadonlySet<string> = new Set([
   'apply_patch_call',
   'apply_patch_call_output',
   'local_shell_call',
+  'file_search_call',
+  'web_search_call',
+  'image_generation_call',
+  'code_interpreter_call',
   'tool_search_call',
   'tool_search_output',
 ]);

@@ -170,6 +170,42 @@ describe('content parts', () => {
     expect(listed.data[1]).toMatchObject({ pending_safety_checks: [] });
   });
 
+  it("a hosted tool's item sent back needs the fields that say what it was (not its id or status); a web search call is taken as Codex sends it; the listing fills status and the nullable fields", async () => {
+    const { url } = await testServer();
+    const user = { role: 'user', content: 'go' };
+    const mcp = { type: 'mcp_call', id: 'mcp_1', server_label: 's', name: 'n', arguments: '{}' };
+    const cases: Array<[unknown, string, string]> = [
+      [{ type: 'mcp_call' }, 'missing_required_parameter', 'input[1].server_label'],
+      [{ ...mcp, name: null }, 'missing_required_parameter', 'input[1].name'],
+      [{ ...mcp, arguments: {} }, 'invalid_type', 'input[1].arguments'],
+      [{ type: 'mcp_approval_request', server_label: 's', name: 'n' }, 'missing_required_parameter', 'input[1].arguments'],
+      [{ type: 'mcp_list_tools', server_label: 's', tools: {} }, 'invalid_type', 'input[1].tools'],
+      [{ type: 'file_search_call', status: 'completed' }, 'missing_required_parameter', 'input[1].queries'],
+      [{ type: 'file_search_call', queries: [1] }, 'invalid_type', 'input[1].queries'],
+      [{ type: 'code_interpreter_call', code: 'x', outputs: [] }, 'missing_required_parameter', 'input[1].container_id'],
+    ];
+    for (const [item, code, param] of cases) {
+      const res = await create(url, { model: 'm', input: [user, item] });
+      expect(res.status, JSON.stringify(item)).toBe(400);
+      expect(res.json['error'], JSON.stringify(item)).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    const good = [
+      { type: 'web_search_call', action: { type: 'search', query: 'weather' } },
+      { type: 'file_search_call', queries: ['q'] },
+      { type: 'image_generation_call', id: 'ig_1' },
+      { type: 'code_interpreter_call', container_id: 'cntr_1' },
+      mcp,
+      { type: 'mcp_list_tools', server_label: 's', tools: [] },
+    ];
+    const ok = await create(url, { model: 'm', input: [user, ...good] });
+    expect(ok.status, JSON.stringify(ok.json['error'])).toBe(200);
+    const listed = (await (await fetch(`${url}/v1/responses/${ok.json['id']}/input_items?order=asc`)).json()) as { data: Array<Record<string, any>> };
+    expect(listed.data.slice(1, 5).map((i) => i['status'])).toEqual(['completed', 'completed', 'completed', 'completed']);
+    expect(listed.data[3]).toMatchObject({ result: null });
+    expect(listed.data[4]).toMatchObject({ code: null, outputs: null, container_id: 'cntr_1' });
+    expect(listed.data[5]).toMatchObject(mcp);
+  });
+
   it("a compaction's output shows an image part sent without detail with the API's default, as input_items lists it (atk54 F5)", async () => {
     const { url } = await testServer();
     const image = { type: 'input_image', image_url: 'https://example.com/a.png' };

@@ -36,7 +36,7 @@ import type { ParseSpan } from './transport.js';
 import { longLivedPolicy } from './long-lived.js';
 import { ConnectionSession, type ModePolicy } from './session.js';
 import { RunCharge, ServerBytes, connectionBytes, type ConnectionBytes, type Hold } from './server-bytes.js';
-import { SendBytes, type SendShare, type Unsent } from './send-bytes.js';
+import { SendBytes, startWaitMs, type SendShare, type Unsent } from './send-bytes.js';
 import type { SessionInfo, Transport } from './transport.js';
 import { wsModePolicy, type CachedResponses } from './ws.js';
 import { InputItemIndex, pageInputItems, type InputItemList, type InputItemsQuery } from '../store/input-items.js';
@@ -94,7 +94,7 @@ export class SessionHost {
     this.bytes = bytes ?? new ServerBytes(services.limits.maxServerBytes);
     this.live = new LiveRuns(services, this.bytes);
     this.background = new BackgroundRuns(services);
-    this.unsent = new SendBytes(services.limits.maxSendBufferTotalBytes, services.limits.maxSendBufferBytes, services.limits.sendStallTimeoutMs);
+    this.unsent = new SendBytes(services.limits.maxSendBufferTotalBytes, services.limits.maxSendBufferBytes, startWaitMs(services.limits.sendStallTimeoutMs));
     this.listings = new ColdListings(services.limits.maxQueuedListings ?? DEFAULT_LIMITS.maxQueuedListings);
   }
 

@@ -29,6 +29,8 @@ import type { Hold, ServerBytes } from './server-bytes.js';
 export function longLivedHttpPolicy(services: Services, info: SessionInfo, live: LiveRuns): ModePolicy {
   // No connection: the run outlives none (its record says `connection: null`, as HTTP's do).
   const ws = longLivedPolicy(services, { ...info, connection: null });
+  // This create's place under the cap from its planning until its run starts (or it never does): `LiveRuns.reserve`.
+  let slot: (() => void) | null = null;
   return {
     protocol: 'long-lived-http',
     appendable: true,
@@ -47,11 +49,26 @@ export function longLivedHttpPolicy(services: Services, info: SessionInfo, live:
           'background',
         );
       }
-      // The cap is checked before planning (a refused create costs no tokenizing) and covers creates being planned.
-      return live.planning(async () => ({ ...(await ws.plan(params, metrics, lane, signal)), protocol: 'long-lived-http', connection: null }));
+      // The cap is checked before planning (a refused create costs no tokenizing) and covers creates being planned,
+      // and planned but not yet started: one waiting for the send total to have room (modes/send-bytes.ts) held no
+      // slot, and 11 runs were live under a cap of 3 (outside attack atk53 F1). The slot is the run's once it starts.
+      slot = live.reserve();
+      try {
+        return { ...(await ws.plan(params, metrics, lane, signal)), protocol: 'long-lived-http', connection: null };
+      } catch (err) {
+        slot();
+        slot = null;
+        throw err;
+      }
     },
     started(run) {
       live.add(run, info.owner);
+      slot?.();
+      slot = null;
+    },
+    settled() {
+      slot?.();
+      slot = null;
     },
   };
 }
@@ -66,7 +83,7 @@ interface Live {
 /** The long-lived runs open over HTTP, by response id. */
 export class LiveRuns {
   private readonly live = new Map<string, Live>();
-  /** Creates admitted and still being planned: they count against the cap. */
+  /** Creates admitted whose runs have not started (planning, or waiting to start): they count against the cap. */
   private inPlanning = 0;
 
   constructor(
@@ -78,18 +95,23 @@ export class LiveRuns {
     return this.live.size;
   }
 
-  /** Plan a create under the cap (`maxLiveHttpRuns`, counting creates being planned). */
-  async planning<T>(plan: () => Promise<T>): Promise<T> {
+  /**
+   * A place under the cap (`maxLiveHttpRuns`, counting the runs and the creates admitted whose runs have not started)
+   * for a create about to be planned, or 429 `too_many_live_runs`; the function returned gives it back (once, then
+   * nothing): when its run has been added (`add`), or when it never starts.
+   */
+  reserve(): () => void {
     const cap = this.services.limits.maxLiveHttpRuns;
     if (this.live.size + this.inPlanning >= cap) {
       throw new WireError('too_many_live_runs', `At most ${cap} long-lived runs may be open over HTTP at once; try again when one ends.`);
     }
     this.inPlanning++;
-    try {
-      return await plan();
-    } finally {
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
       this.inPlanning--;
-    }
+    };
   }
 
   /**

@@ -44,22 +44,50 @@ export const SEND_FLOOR_BYTES = 64 * 1024;
 /** How often a response waiting to start while the total is past the bound (`SendBytes.room`) looks again, ms. */
 export const START_RECHECK_MS = 50;
 
+/**
+ * How often the stall watches (an HTTP answer's, transport/socket-watch.ts; a WebSocket's unsent bytes,
+ * transport/ws-connection.ts) look, for a stall timeout of `stallMs`: a reader that took nothing is dropped between
+ * the timeout and the timeout plus this after its last progress.
+ */
+export function stallCheckEveryMs(stallMs: number): number {
+  return Math.max(10, Math.min(1000, Math.floor(stallMs / 4)));
+}
+
+/**
+ * The longest a response waits to start (`SendBytes.room`) for a stall timeout of `stallMs`: long enough that every
+ * reader that had stopped reading when it began to wait has been dropped (the timeout, plus the watches' look) and
+ * the wait has looked again. Refused at its end (`server_busy`), a wait of the bare timeout lost the race with the
+ * drop that would have made room. 0 (no stall timeout): no wait.
+ */
+export function startWaitMs(stallMs: number): number {
+  return stallMs > 0 ? stallMs + stallCheckEveryMs(stallMs) + 2 * START_RECHECK_MS : 0;
+}
+
+/** A response waiting to start (`SendBytes.room`): its request's bytes, its answer, its longest wait. */
+interface Starter {
+  bytes: number;
+  go: (start: boolean) => void;
+  timer: NodeJS.Timeout | undefined;
+}
+
 export class SendBytes {
   /** The members' unsent bytes as of their last send or the last recount: at most stale, never summed per event. */
   private total = 0;
   private readonly members = new Set<SendShare>();
   /** Every open share, members or not: measured whole only when a large response is about to start (`room`). */
   private readonly all = new Set<SendShare>();
-  /** Responses waiting to start until the total is within the bound (`room`); null while none wait. */
-  private starters: Array<() => void> | null = null;
+  /** Responses waiting to start until the total is within the bound (`room`), in order; null while none wait. */
+  private starters: Starter[] | null = null;
   private startTimer: NodeJS.Timeout | undefined;
+  /** What responses let start will echo, until it is in their sockets' figures (`reserve`). */
+  private reserved = 0;
   /** Bytes a reader holds unsent before it is counted, and before the total may pace it. */
   readonly floor: number;
 
   constructor(
     readonly max: number,
     sendBufferBytes: number,
-    /** The longest a response waits to start (`room`): the stall timeout, by which a reader that reads nothing is gone. */
+    /** The longest a response waits to start (`room`): `startWaitMs`, by which a reader that reads nothing is gone. */
     private readonly maxWaitMs = 0,
   ) {
     this.floor = Math.max(1, Math.min(SEND_FLOOR_BYTES, Math.floor(sendBufferBytes / 2)));
@@ -80,44 +108,49 @@ export class SendBytes {
   }
 
   /**
-   * Null while every reader's unsent bytes, measured now, are within the bound; past it, a promise that resolves once they are again
-   * (measured every `START_RECHECK_MS`): a response with a large request starts only then (`SendShare.room`). Its
-   * lifecycle events echo its request (its instructions and tools in `response.created`, `response.in_progress`, each
-   * pause's `response.done`) and never wait once it runs, so sixty streams of a 3 MB request whose readers read
-   * nothing held 318 MB unsent past a 32 MiB bound until the stall timeout dropped them (outside attack atk49 F1).
-   * What is over the bound goes as before: a reader that reads drains, one that does not is dropped by the stall
-   * timeout, so the wait ends.
+   * Null while every reader's unsent bytes, measured now, are within the bound: the response starts at once. Past
+   * it, a promise of whether it may start: true once they are within it again (measured every `START_RECHECK_MS`),
+   * false if they are still past it after the longest wait (the stall timeout: the create is refused `server_busy`).
+   * A response with a large request (`bytes`) starts only so. Its lifecycle events echo its request (its instructions
+   * and tools in `response.created`, `response.in_progress`, each pause's `response.done`) and never wait once it
+   * runs, so sixty streams of a 3 MB request whose readers read nothing held 318 MB unsent past a 32 MiB bound until
+   * the stall timeout dropped them (outside attack atk49 F1).
+   *
+   * What a starting response is about to echo is counted until it is in its socket's figure (`reserve`): the
+   * responses that waited were all let go at the first look that found the total within the bound, and those whose
+   * waits timed out together started together, each sending its echoes: 48 MB unsent past an 8 MiB bound (outside
+   * attack atk53 F2). Now they go in order while the total and what the ones let go will echo stay within it, and one
+   * still waiting when its longest wait ends is refused rather than started past the bound.
    */
-  room(): Promise<void> | null {
+  room(bytes: number): Promise<boolean> | null {
     // Every reader measured now: the counter's figures are as of each member's last send, before it, and a reader
     // whose last send found it under the floor is no member (a run's large echoes were in no figure), so the
     // counter below the bound let every stream of a burst start.
     this.measureAll();
-    if (this.total <= this.max) return null;
-    return new Promise<void>((resolve) => {
-      // At most the stall timeout: by then every reader that read nothing has been dropped, and what still holds the
-      // total reads (slowly); the response then starts as it did before this wait, so no reader can hold it for good.
-      let timer: NodeJS.Timeout | undefined;
-      const go = (): void => {
-        clearTimeout(timer);
-        resolve();
-      };
+    // Behind those already waiting, in order.
+    if (this.starters === null && this.total + this.reserved <= this.max) {
+      this.reserve(bytes);
+      return null;
+    }
+    return new Promise<boolean>((resolve) => {
+      const starter: Starter = { bytes, go: resolve, timer: undefined };
+      // At most about the stall timeout: by then every reader that read nothing has been dropped; what still holds the
+      // total past the bound reads (slowly) or is another such wait's. The response is then refused, not started
+      // past the bound, so no reader can hold it for good and waits that end together do not start together.
       if (this.maxWaitMs > 0 && this.maxWaitMs <= 2 ** 31 - 1) {
-        timer = setTimeout(() => {
+        starter.timer = setTimeout(() => {
           // Out of the list at once, so creates that time out while the total stays over do not pile up in it.
-          const i = this.starters?.indexOf(go) ?? -1;
+          const i = this.starters?.indexOf(starter) ?? -1;
           if (i >= 0) this.starters!.splice(i, 1);
-          // Nobody left waiting: the looks stop too.
-          if (this.starters?.length === 0) {
-            this.starters = null;
-            clearInterval(this.startTimer);
-            this.startTimer = undefined;
-          }
-          resolve();
+          if (this.starters?.length === 0) this.stopLooking();
+          this.measureAll();
+          const fits = this.total + this.reserved <= this.max;
+          if (fits) this.reserve(bytes);
+          resolve(fits);
         }, this.maxWaitMs);
-        timer.unref();
+        starter.timer.unref();
       }
-      (this.starters ??= []).push(go);
+      (this.starters ??= []).push(starter);
       if (this.startTimer === undefined) {
         this.startTimer = setInterval(this.recheck, START_RECHECK_MS);
         // A wait does not keep the process alive: shutdown ends the sessions that wait.
@@ -126,14 +159,38 @@ export class SendBytes {
     });
   }
 
+  /** Waiting responses let go in order while the total, measured now, and what those let go will echo fit the bound. */
   private readonly recheck = (): void => {
-    if (this.over()) return;
+    const w = this.starters;
+    if (w === null) return;
+    this.measureAll();
+    while (w.length > 0 && this.total + this.reserved <= this.max) {
+      const s = w.shift()!;
+      clearTimeout(s.timer);
+      this.reserve(s.bytes);
+      s.go(true);
+    }
+    if (w.length === 0) this.stopLooking();
+  };
+
+  private stopLooking(): void {
+    this.starters = null;
     clearInterval(this.startTimer);
     this.startTimer = undefined;
-    const w = this.starters ?? [];
-    this.starters = null;
-    for (const f of w) f();
-  };
+  }
+
+  /**
+   * What a response let start will echo at once (`response.created` and `response.in_progress` each carry its
+   * request's instructions and tools: at most twice its request's bytes), counted until its events are in its
+   * socket's figure: the next turn of the event loop (the run sends them as it starts, in the same turn).
+   */
+  private reserve(bytes: number): void {
+    const r = 2 * bytes;
+    this.reserved += r;
+    setImmediate(() => {
+      this.reserved -= r;
+    });
+  }
 
   /** Every reader's unsent bytes measured now (`GET /health`'s `send_bytes_unsent`; the members alone missed a run's last echoes). */
   unsent(): number {
@@ -207,13 +264,14 @@ export class SendShare {
 
   /**
    * `SendBytes.room` for a response whose request is `bytes` long (what its lifecycle events can echo): null while
-   * all readers' unsent bytes are within the bound, else when they are again. A request under the floor starts at
-   * once whatever the total, as it did: its echoes are as small as a step's deltas, and a reader sending small requests
-   * is not held up by others that read nothing (only slowed as it reads, `pace`).
+   * all readers' unsent bytes are within the bound, else whether it may start (false: still past it after the longest
+   * wait). A request under the floor starts at once whatever the total, as it did: its echoes are as small as a step's
+   * deltas, and a reader sending small requests is not held up by others that read nothing (only slowed as it reads,
+   * `pace`).
    */
-  room(bytes: number): Promise<void> | null {
+  room(bytes: number): Promise<boolean> | null {
     if (this.closed || bytes < this.ledger.floor) return null;
-    const wait = this.ledger.room();
+    const wait = this.ledger.room(bytes);
     if (wait !== null && !this.logged) {
       this.logged = true;
       this.log.info({ code: 'send_total_paced', max: this.ledger.max }, 'unsent bytes to all readers are past the server-wide bound; this response waits to start');

@@ -51,6 +51,11 @@ export interface ModePolicy {
   ended?(run: ResponseRun, plan: RunPlan): void;
   /** Called when a create failed before a run started (e.g. to evict cache). */
   failed?(params: CreateParams, err: WireError): void;
+  /**
+   * Called once a create planned (`plan` returned) is done with: its run started (after `started`), or it never
+   * started (refused while it waited for room, the connection ended first). What `plan` took for it is let go.
+   */
+  settled?(): void;
   /** Called once the session has ended (nothing runs or starts on it any more): let go of what it registered. */
   closed?(): void;
   /**
@@ -301,6 +306,9 @@ export class ConnectionSession {
         // yet, so only a cancel that names none can mean it. Its run starts and ends `cancelled` at once.
         if (!run && this.busy && !event.response_id) {
           this.cancelStarting = true;
+          // One waiting for the client to read, or for all readers to be within the send total, waits no more
+          // (it waited up to the stall timeout, outside attack atk53 F3).
+          this.wakeRoom?.();
           return;
         }
         if (!run || (event.response_id && event.response_id !== run.id)) {
@@ -463,11 +471,24 @@ export class ConnectionSession {
       // (modes/send-bytes.ts `room`). Asked before planning, creates planned together (a large request's render takes
       // a while) all found the total within the bound before any had sent its echoes; asked at both, a create waited
       // twice the longest wait (outside attack atk52 F2).
-      const room = this.room(next.bytes);
-      if (room !== null) await room;
+      // A create cancelled while it waited starts and ends at once: it echoes its request once, cancelled.
+      const room = this.cancelStarting ? null : this.room(next.bytes);
+      const start = room === null || (await room);
       if (this.closed) {
         // Planned, but the server ended the connection meanwhile: it never starts.
         if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
+        return;
+      }
+      if (!start && !this.cancelStarting) {
+        // Readers held the total past its bound for the whole longest wait: refused, not started past it.
+        const wire = new WireError(
+          'server_busy',
+          'The readers of this server have left more bytes unsent than it holds for them (--send-buffer-total-bytes) for as long as a response may wait to start (--send-stall-timeout-ms); try again later.',
+        );
+        this.log.info({ code: 'server_busy', bytes: next.bytes }, 'send total still past its bound after the longest wait; create refused');
+        this.policy.failed?.(params, wire);
+        wire.lane = next.lane;
+        this.error(wire);
         return;
       }
       // From here every event of the response carries its lane (none for a create without one).
@@ -505,6 +526,7 @@ export class ConnectionSession {
       this.error(toWireError(err));
     } finally {
       if (ran !== null) this.services.inFlight?.remove(ran);
+      this.policy.settled?.();
       held?.close();
       this.charge = null;
       // A cancel meant for a create that never started (refused, or the connection ended) is spent with it.
@@ -523,14 +545,15 @@ export class ConnectionSession {
    * The transport's `room` for a create of `bytes`: null when it need not wait (no promise, no await: the tool loop's
    * creates), else the wait, which the end of the connection ends too (`wakeRoom`).
    */
-  private room(bytes: number): Promise<void> | null {
+  private room(bytes: number): Promise<boolean> | null {
     const room = this.transport.room?.(bytes) ?? null;
     if (room === null) return null;
-    return new Promise<void>((resolve) => {
-      this.wakeRoom = resolve;
+    return new Promise<boolean>((resolve) => {
+      this.wakeRoom = () => resolve(true);
       void room.then(resolve);
-    }).then(() => {
+    }).then((start) => {
       this.wakeRoom = null;
+      return start;
     });
   }
 

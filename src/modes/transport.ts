@@ -65,10 +65,11 @@ export interface Transport {
    * more slowly, dropped at the send limit; and, on every streaming
    * transport, for a create of `bytes` (its request, which its lifecycle
    * events echo) past the floor of the server-wide bound on unsent bytes,
-   * while all readers together are past that bound (`SendShare.room`).
-   * Absent or null: at once.
+   * while all readers together are past that bound (`SendShare.room`):
+   * false if they still are after the longest wait (the stall timeout),
+   * and the create is then refused `server_busy`. Absent or null: at once.
    */
-  room?(bytes: number): Promise<void> | null;
+  room?(bytes: number): Promise<boolean> | null;
   /**
    * Null while what is left unsent to the peer stays within half the send
    * limit (`maxSendBufferBytes`); past it, a promise that resolves once the

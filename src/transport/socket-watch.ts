@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WireError } from '../protocol/errors.js';
+import { stallCheckEveryMs } from '../modes/send-bytes.js';
 
 /**
  * A reader that reads nothing keeps its answer in memory: a JSON body, or an
@@ -75,7 +76,7 @@ export function watchStall(res: ServerResponse, ms: number, stalled: (pending: n
       watch.stalled(pending);
       socket.destroy();
     }
-  }, Math.max(10, Math.min(1000, Math.floor(ms / 4))));
+  }, stallCheckEveryMs(ms));
   timer.unref();
   // Also stopped when the request's socket closes: an answer pipelined behind another has no socket until that one is
   // done, and gets neither `finish` nor `close` when the client goes away first, so its timer ran for good (outside

@@ -20,7 +20,7 @@ import { batchFrames, directSocket } from './ws-frames.js';
 import type { SessionHost } from '../modes/host.js';
 import type { ConnectionSession } from '../modes/session.js';
 import type { ConnectionBytes, Hold } from '../modes/server-bytes.js';
-import { SEND_FLOOR_BYTES, type SendShare, type Unsent } from '../modes/send-bytes.js';
+import { SEND_FLOOR_BYTES, stallCheckEveryMs, type SendShare, type Unsent } from '../modes/send-bytes.js';
 import type { Logger } from 'pino';
 import type { Transport } from '../modes/transport.js';
 import type { Batcher } from './batch.js';
@@ -59,7 +59,7 @@ export class WsConnection implements Transport, Unsent {
   private lifetime: ReturnType<typeof setTimeout> | undefined = undefined;
   private heartbeat: ReturnType<typeof setInterval> | undefined = undefined;
   /** The stall watch while a run waits for the peer to read (`watchStall`). */
-  private stallTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  private stallTimer: ReturnType<typeof setInterval> | undefined = undefined;
   /** While bytes wait to be sent with no run waiting for them (`watchUnsent`). */
   private unsentWatch: ReturnType<typeof setInterval> | undefined = undefined;
   /** Whether `onDrain` waits on the socket's next 'drain' (one listener at a time, however many waits). */
@@ -210,18 +210,18 @@ export class WsConnection implements Transport, Unsent {
     this.batch.flush();
   }
 
-  room(bytes: number): Promise<void> | null {
+  room(bytes: number): Promise<boolean> | null {
     if (this.hasRoom()) return this.totalRoom(bytes);
     this.log.info({ code: 'send_buffer_wait', buffered: this.ws.bufferedAmount }, 'next queued response waits for the client to read');
     // Then for all readers together to be within the server-wide bound.
-    return this.whenRead().then(() => (this.ws.readyState === this.ws.OPEN ? this.totalRoom(bytes) : null) ?? undefined);
+    return this.whenRead().then(() => (this.ws.readyState === this.ws.OPEN ? this.totalRoom(bytes) : null) ?? true);
   }
 
   /**
    * `SendShare.room`, as an SSE stream asks it: only while the stall timeout drops readers that read nothing (with
    * it off such readers may hold the total past the bound for good, and a large create would wait for good).
    */
-  private totalRoom(bytes: number): Promise<void> | null {
+  private totalRoom(bytes: number): Promise<boolean> | null {
     return this.host.limits.sendStallTimeoutMs > 0 ? this.share.room(bytes) : null;
   }
 
@@ -272,26 +272,43 @@ export class WsConnection implements Transport, Unsent {
     const limits = this.host.limits;
     const ms = limits.sendStallTimeoutMs > 0 ? limits.sendStallTimeoutMs : this.heartbeat !== undefined ? limits.wsIdleTimeoutMs : 0;
     if (ms <= 0 || this.stallTimer !== undefined) return;
-    let left = this.ws.bufferedAmount;
-    const check = (): void => {
-      this.stallTimer = undefined;
+    const { socket } = this;
+    let buffered = this.ws.bufferedAmount;
+    let queued = writeQueueSize(socket);
+    let since = performance.now();
+    // Looked at as often as the other stall watches (`stallCheckEveryMs`), so a reader that stopped is dropped within
+    // the timeout and a quarter of it: looked at once per timeout, it went anywhere up to twice the timeout, past the
+    // longest wait of a create waiting for the send total to have room (modes/send-bytes.ts `startWaitMs`).
+    const timer = setInterval(() => {
       const { ws } = this;
-      if (this.roomWaiters === null || ws.readyState !== ws.OPEN) return;
+      if (this.roomWaiters === null || ws.readyState !== ws.OPEN) {
+        clearInterval(timer);
+        if (this.stallTimer === timer) this.stallTimer = undefined;
+        return;
+      }
       // Everything was read after all (what went last had no completion to wake the wait): not a stall.
       if (this.hasRoom()) {
         this.wakeRoomWaiters();
         return;
       }
-      const now = ws.bufferedAmount;
-      if (now < left) {
-        left = now;
-        this.stallTimer = setTimeout(check, ms);
+      // Progress is bytes leaving, as `watchUnsent` reads it.
+      const b = ws.bufferedAmount;
+      const q = writeQueueSize(socket);
+      const left = b < buffered || (q >= 0 && q < queued);
+      buffered = b;
+      queued = q;
+      if (left) {
+        since = performance.now();
         return;
       }
-      this.log.info({ code: 'send_stalled', buffered: now, stall_ms: ms }, 'client read nothing of what was unsent; dropping the connection');
+      if (performance.now() - since < ms) return;
+      clearInterval(timer);
+      this.stallTimer = undefined;
+      this.log.info({ code: 'send_stalled', buffered: b, stall_ms: ms }, 'client read nothing of what was unsent; dropping the connection');
       ws.terminate();
-    };
-    this.stallTimer = setTimeout(check, ms);
+    }, stallCheckEveryMs(ms));
+    timer.unref();
+    this.stallTimer = timer;
   }
 
   /**
@@ -312,7 +329,11 @@ export class WsConnection implements Transport, Unsent {
     const timer = setInterval(() => {
       const { ws } = this;
       const b = ws.bufferedAmount;
-      if (ws.readyState !== ws.OPEN || b === 0) {
+      // Watched while the connection closes too: a close the server began (the lifetime limit, a peer's bad frame)
+      // waits for its close frame, queued behind what is unsent, and a peer that read nothing held those bytes (and a
+      // refused frame's charge) for the ws library's fixed 30 s close timeout, not the stall timeout (outside attack
+      // atk53 F4).
+      if (ws.readyState === ws.CLOSED || b === 0) {
         clearInterval(timer);
         this.unsentWatch = undefined;
         return;
@@ -324,7 +345,8 @@ export class WsConnection implements Transport, Unsent {
       const left = b < buffered || (q >= 0 && q < queued);
       buffered = b;
       queued = q;
-      if (this.roomWaiters !== null || left) {
+      // A run waiting for the peer has its own watch (`watchStall`), while the connection is open.
+      if ((this.roomWaiters !== null && ws.readyState === ws.OPEN) || left) {
         since = performance.now();
         return;
       }
@@ -333,7 +355,7 @@ export class WsConnection implements Transport, Unsent {
       this.unsentWatch = undefined;
       this.log.info({ code: 'send_stalled', buffered: ws.bufferedAmount, stall_ms: ms }, 'client read nothing of what was unsent, no run waiting for it; dropping the connection');
       ws.terminate();
-    }, Math.max(10, Math.min(1000, Math.floor(ms / 4))));
+    }, stallCheckEveryMs(ms));
     timer.unref();
     this.unsentWatch = timer;
   }
@@ -343,7 +365,7 @@ export class WsConnection implements Transport, Unsent {
   }
 
   private wakeRoomWaiters(): void {
-    clearTimeout(this.stallTimer);
+    clearInterval(this.stallTimer);
     this.stallTimer = undefined;
     const w = this.roomWaiters;
     if (w === null) return;
@@ -416,7 +438,7 @@ export class WsConnection implements Transport, Unsent {
     this.heartbeat = startHeartbeat(
       ws,
       idleMs,
-      () => log.info({ code: 'ws_idle_timeout', idle_ms: idleMs }, 'websocket peer answered no ping; dropping the connection'),
+      () => log.info({ code: 'ws_idle_timeout', idle_ms: idleMs }, "websocket peer showed no sign of life for the idle timeout (no frame, no pong, no bytes taken: a slow reader's pong waits behind what it has not read); dropping the connection"),
       // Not reading (the byte budget is full) is the server's stall, not the peer's silence; a peer taking bytes reads (its pong waits
       // behind them), and one whose bytes arrive is sending (its pong waits behind its message). Both asked every period: each
       // tracks what changed since it was last asked.

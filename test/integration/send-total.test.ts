@@ -159,6 +159,68 @@ describe('server-wide bound on unsent bytes', () => {
     expect(await unsent(url)).toBe(0);
   }, 30_000);
 
+  // Outside attack atk53 F1: a long-lived-http create waiting for room held no place under --max-live-http-runs
+  // (it was counted while it planned, and as a run once it started): 11 runs were live under a cap of 3.
+  it('a long-lived-http create waiting for the total to have room holds its place under the cap of live HTTP runs', async () => {
+    const cap = captureLogger();
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 1000, maxLiveHttpRuns: 1 } });
+    const holder = await RawSocket.connect(url);
+    socketOf(holder).pause();
+    holder.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(2_000_000), input: 'hello' });
+    await lines(cap, (l) => l.msg === 'response finished' && l.status === 'completed', 1);
+    const create = () =>
+      fetch(`${url}/v1/responses?protocol=long-lived`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'sim-model', instructions: 'y'.repeat(100_000), input: 'hello', stream: true }),
+      });
+    const waiting = create();
+    await lines(cap, (l) => l.code === 'send_total_paced' && /waits to start/.test(l.msg), 1);
+    const refused = await create();
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('too_many_live_runs');
+    // The holder is dropped at the stall timeout; the one waiting then starts, and its place is its run's.
+    const first = await waiting;
+    expect(first.status).toBe(200);
+    expect(await first.text()).toContain('"type":"response.completed"');
+    const after = await create();
+    expect(after.status).toBe(200);
+    expect(await after.text()).toContain('"type":"response.completed"');
+  }, 30_000);
+
+  // Outside attack atk53 F3: the cancel only set a flag the create read once its wait ended (up to the stall timeout).
+  it('response.cancel ends a create waiting for the total to have room at once: it starts and ends cancelled', async () => {
+    const cap = captureLogger();
+    // A stall timeout far past the test's own: the cancel, not the wait's end, must end it.
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 120_000 } });
+    const holder = await RawSocket.connect(url);
+    socketOf(holder).pause();
+    holder.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(2_000_000), input: 'hello' });
+    await lines(cap, (l) => l.msg === 'response finished' && l.status === 'completed', 1);
+    const victim = await RawSocket.connect(url);
+    victim.send({ type: 'response.create', model: 'sim-model', instructions: 'y'.repeat(100_000), input: 'hello' });
+    await lines(cap, (l) => l.code === 'send_total_paced' && /waits to start/.test(l.msg), 1);
+    victim.send({ type: 'response.cancel' });
+    const done = (await victim.next('response.cancelled')) as { response: { status: string } };
+    expect(done.response.status).toBe('cancelled');
+    holder.dispose();
+  }, 20_000);
+
+  // Outside attack atk53 F4: the unsent watch stopped once a close began, and a peer that read nothing held its
+  // bytes for the ws library's fixed 30 s close timeout, whatever --send-stall-timeout-ms said.
+  it('a WebSocket the server is closing (its lifetime ended) that reads nothing is dropped at the stall timeout, not the close timeout', async () => {
+    const cap = captureLogger();
+    const { url } = await testServer({ logger: cap.logger, limits: { sendStallTimeoutMs: 500, connectionLifetimeMs: 300, wsIdleTimeoutMs: 0 } });
+    const peer = await RawSocket.connect(url);
+    socketOf(peer).pause();
+    peer.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(4_000_000), input: 'hello' });
+    await lines(cap, (l) => l.code === 'send_stalled', 1);
+    const closed = new Promise((resolve) => socketOf(peer).once('close', resolve));
+    socketOf(peer).resume();
+    await closed;
+    expect(await unsent(url)).toBe(0);
+  }, 20_000);
+
   it('a pipelined SSE create whose client goes away leaves the total: the one streaming is cancelled, the one behind it never starts', async () => {
     // HTTP/1.1 pipelining. The second create ran while the first streamed, its events queued on a response that had
     // no socket yet (node:http attaches it once the first is done), and when the client went away that response got no

@@ -6,7 +6,7 @@
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { SendBytes } from '../../src/modes/send-bytes.js';
+import { SendBytes, stallCheckEveryMs, startWaitMs } from '../../src/modes/send-bytes.js';
 
 const log = pino({ level: 'silent' });
 
@@ -57,17 +57,51 @@ describe('SendBytes', () => {
     expect(waited).not.toBeNull();
     // The reader drains: the wait ends (at the next look, every 50 ms).
     a.n = 0;
-    await waited;
-    // A reader that never drains: the wait ends at the longest wait all the same, and leaves nothing behind.
+    expect(await waited).toBe(true);
+    // A reader that never drains: the wait ends at the longest wait all the same, refused (not started past the
+    // bound), and leaves nothing behind.
     a.n = 1500;
     const t0 = performance.now();
     const stuck = [sa.room(5000), sa.room(5000)];
-    await Promise.all(stuck);
+    expect(await Promise.all(stuck)).toEqual([false, false]);
     expect(performance.now() - t0).toBeGreaterThanOrEqual(90);
     expect((ledger as unknown as { starters: unknown[] | null }).starters).toBeNull();
     expect((ledger as unknown as { startTimer: unknown }).startTimer).toBeUndefined();
     sa.close();
     expect(sa.room(5000)).toBeNull();
+  });
+
+  // Outside attack atk53 F2: every waiter was let go at the first look that found the total within the bound, and
+  // each then echoed its request: 48 MB unsent past an 8 MiB bound.
+  it('waiting responses go in order, each only while the total and what those let go will echo fit the bound', async () => {
+    const ledger = new SendBytes(10_000, 400, 60_000);
+    const a = { n: 0, unsentBytes: () => a.n };
+    const sa = ledger.share(a, log);
+    // Within the bound a large response starts at once; what it will echo (twice its request) is counted until the
+    // next turn, when its events are in its socket's figure: another asking in the same turn waits.
+    expect(sa.room(6000)).toBeNull();
+    const same = sa.room(6000);
+    expect(same).not.toBeNull();
+    expect(await same).toBe(true);
+    a.n = 20_000;
+    const order: number[] = [];
+    const waits = [1, 2, 3].map((i) => sa.room(6000)!.then((start) => (order.push(i), start)));
+    // The reader drains: the first is let go; the second only at a later look (the first's echo, 12,000, counted,
+    // is past the bound), never with it, and so on in order.
+    a.n = 0;
+    const first = await waits[0];
+    expect(first).toBe(true);
+    expect(order).toEqual([1]);
+    expect(await Promise.all(waits)).toEqual([true, true, true]);
+    expect(order).toEqual([1, 2, 3]);
+    sa.close();
+  });
+
+  it('the longest wait covers the stall watches: the timeout, their look, and two looks of its own', () => {
+    expect(startWaitMs(0)).toBe(0);
+    expect(startWaitMs(30_000)).toBe(30_000 + 1000 + 100);
+    expect(startWaitMs(2000)).toBe(2000 + 500 + 100);
+    expect(stallCheckEveryMs(20)).toBe(10);
   });
 
   it('the floor is 64 KiB, or half the send limit when less', () => {

@@ -8,7 +8,7 @@
  */
 import { clipText, jsonPreview, WireError } from './errors.js';
 import type { InputItem, InputRole, InputText, ItemStatus, OtherContentPart } from './objects.js';
-import { assertObj, hasStringType, hasType, isObj, ownValue, requireString, type Obj } from './fields.js';
+import { assertObj, hasStringType, hasType, isObj, ownValue, requireString, supported, type Obj } from './fields.js';
 import type { ParseCaps } from './parse.js';
 import { checkImageUrl } from './urls.js';
 
@@ -89,12 +89,17 @@ const ITEM_STATUSES: readonly ItemStatus[] = ['in_progress', 'completed', 'incom
  * closed enum (openai-node's `ResponseInputMessageItem.status` and the others).
  */
 function checkItemStatus(v: Obj, param: string): void {
+  checkStatus(v, param, ITEM_STATUSES);
+}
+
+/** `status`, when given (null counts as not given), is one of `values`: an item type's own enum, or the item statuses. */
+function checkStatus(v: Obj, param: string, values: readonly string[]): void {
   const status = v['status'];
-  if (status === undefined || status === null || ITEM_STATUSES.includes(status as ItemStatus)) return;
+  if (status === undefined || status === null || values.includes(status as string)) return;
   const shown = typeof status === 'string' ? `'${status.slice(0, 100)}'` : JSON.stringify(status)?.slice(0, 100);
   throw new WireError(
     typeof status === 'string' ? 'invalid_value' : 'invalid_type',
-    `Invalid value for '${param}.status': ${shown}. Supported values are: 'in_progress', 'completed', and 'incomplete'.`,
+    `Invalid value for '${param}.status': ${shown}. Supported values are: ${supported(values)}.`,
     `${param}.status`,
   );
 }
@@ -238,14 +243,7 @@ function checkClientCall(v: Obj, type: string, param: string): void {
   requireString(v, 'call_id', param);
   if (type === 'apply_patch_call') {
     // Its own enum: `in_progress` or `completed` (openai-node's ApplyPatchCall.status).
-    const status = v['status'];
-    if (status != null && status !== 'in_progress' && status !== 'completed') {
-      throw new WireError(
-        typeof status === 'string' ? 'invalid_value' : 'invalid_type',
-        `Invalid value for '${param}.status': ${jsonPreview(status)}. Supported values are: 'in_progress' and 'completed'.`,
-        `${param}.status`,
-      );
-    }
+    checkStatus(v, param, ['in_progress', 'completed']);
     const operation = object('operation');
     const op = operation['type'];
     const diff = typeof op === 'string' ? ownValue(PATCH_OPERATIONS, op) : undefined;
@@ -347,14 +345,7 @@ function checkClientOutput(v: Obj, type: string, param: string): void {
   } else if (type === 'apply_patch_call_output') {
     // `status` is this type's own enum (`completed`, `failed`), not an item status: the listing fills `completed`
     // when it is left out (store/input-items.ts STATUS_REQUIRED; it did not, though this said it did).
-    const status = v['status'];
-    if (status != null && status !== 'completed' && status !== 'failed') {
-      throw new WireError(
-        typeof status === 'string' ? 'invalid_value' : 'invalid_type',
-        `Invalid value for '${param}.status': ${jsonPreview(status)}. Supported values are: 'completed' and 'failed'.`,
-        `${param}.status`,
-      );
-    }
+    checkStatus(v, param, ['completed', 'failed']);
     if (v['output'] != null && typeof v['output'] !== 'string') throw wrong('output', 'a string');
   }
 }

@@ -275,6 +275,7 @@ export class WsConnection implements Transport, Unsent {
     const { socket } = this;
     let buffered = this.ws.bufferedAmount;
     let queued = writeQueueSize(socket);
+    let done = this.sendsDone;
     let since = performance.now();
     // Looked at as often as the other stall watches (`stallCheckEveryMs`), so a reader that stopped is dropped within
     // the timeout and a quarter of it: looked at once per timeout, it went anywhere up to twice the timeout, past the
@@ -294,14 +295,15 @@ export class WsConnection implements Transport, Unsent {
       // Progress is bytes leaving, as `watchUnsent` reads it.
       const b = ws.bufferedAmount;
       const q = writeQueueSize(socket);
-      const left = b < buffered || (q >= 0 && q < queued);
+      const left = b < buffered || (q >= 0 && q < queued) || this.sendsDone !== done;
       buffered = b;
       queued = q;
+      done = this.sendsDone;
       if (left) {
         since = performance.now();
         return;
       }
-      if (performance.now() - since < ms) return;
+      if (performance.now() - since < ms || socket.writableCorked > 0) return;
       clearInterval(timer);
       this.stallTimer = undefined;
       this.log.info({ code: 'send_stalled', buffered: b, stall_ms: ms }, 'client read nothing of what was unsent; dropping the connection');
@@ -325,6 +327,7 @@ export class WsConnection implements Transport, Unsent {
     const { socket } = this;
     let buffered = this.ws.bufferedAmount;
     let queued = writeQueueSize(socket);
+    let done = this.sendsDone;
     let since = performance.now();
     const timer = setInterval(() => {
       const { ws } = this;
@@ -339,18 +342,24 @@ export class WsConnection implements Transport, Unsent {
         return;
       }
       // Progress is bytes leaving: what is unsent, or libuv's queue for the write under way (the kernel taking part of
-      // a large one), went down. The server's own writes (the heartbeat's pings, pongs) only add: counted as progress,
-      // as `bytesWritten` counts them, a peer that read nothing was never dropped (outside attack atk52 F1).
+      // a large one), went down, or a send completed (the kernel took all of one). The server's own writes (the
+      // heartbeat's pings, pongs) only add, and complete no send: counted as progress, as `bytesWritten` counts them,
+      // a peer that read nothing was never dropped (outside attack atk52 F1). The completions count because what is
+      // unsent may not go down between looks for a peer that reads everything: creates back to back, each answer the
+      // same size and written in the same timers phase as the look (corked until the turn's end), found as much
+      // unsent at each look, and a reading peer was dropped at the stall timeout, its last event lost (atk55 F1).
       const q = writeQueueSize(socket);
-      const left = b < buffered || (q >= 0 && q < queued);
+      const left = b < buffered || (q >= 0 && q < queued) || this.sendsDone !== done;
       buffered = b;
       queued = q;
+      done = this.sendsDone;
       // A run waiting for the peer has its own watch (`watchStall`), while the connection is open.
       if ((this.roomWaiters !== null && ws.readyState === ws.OPEN) || left) {
         since = performance.now();
         return;
       }
-      if (performance.now() - since < ms) return;
+      // Nor while this turn's writes are still corked (transport/batch.ts): not yet offered to the peer at all.
+      if (performance.now() - since < ms || socket.writableCorked > 0) return;
       clearInterval(timer);
       this.unsentWatch = undefined;
       this.log.info({ code: 'send_stalled', buffered: ws.bufferedAmount, stall_ms: ms }, 'client read nothing of what was unsent, no run waiting for it; dropping the connection');

@@ -221,6 +221,33 @@ describe('server-wide bound on unsent bytes', () => {
     expect(await unsent(url)).toBe(0);
   }, 20_000);
 
+  // Outside attack atk55 F1: the unsent watch took progress only as fewer bytes unsent between two looks. A reader
+  // that read everything, sending large creates back to back while another connection kept the total past the bound,
+  // had each answer written (corked until the turn's end) in the same timers phase as the look, the same size each
+  // time: no look saw fewer bytes, and the reader was dropped at the stall timeout, its answer's last event lost.
+  // The race itself depends on timer alignment this test does not force: the outside attack's script reproduces it
+  // (its drops in 4 of 4 runs before the fix, none in 3 after); this checks the property on the same shape of load.
+  it('a reader that reads everything is never taken for stalled while creates back to back wait for the total', async () => {
+    const cap = captureLogger();
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 400 } });
+    // A reader that reads everything it has every 100 ms, the total past the bound between.
+    const hog = await RawSocket.longLived(url);
+    const raw = socketOf(hog);
+    raw.pause();
+    hog.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(1_200_000), input: 'hi' });
+    const reading = setInterval(() => {
+      while (raw.read() !== null);
+    }, 100);
+    onTestFinished(() => clearInterval(reading));
+    const reader = await RawSocket.longLived(url);
+    for (let i = 0; i < 40; i++) {
+      reader.send({ type: 'response.create', model: 'sim-model', instructions: `${i} ${'y'.repeat(100_000)}`, input: 'hi' });
+      const done = (await reader.next('response.completed')) as { response: { status: string } };
+      expect(done.response.status).toBe('completed');
+    }
+    expect(cap.lines.filter((l) => l.code === 'send_stalled')).toEqual([]);
+  }, 60_000);
+
   it('a pipelined SSE create whose client goes away leaves the total: the one streaming is cancelled, the one behind it never starts', async () => {
     // HTTP/1.1 pipelining. The second create ran while the first streamed, its events queued on a response that had
     // no socket yet (node:http attaches it once the first is done), and when the client went away that response got no

@@ -174,34 +174,80 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
   return v;
 }
 
+/** What a hosted item's field must be: a string, a list of strings, a list, a list of `{name}` objects, an object. */
+type HostedKind = 'string' | 'strings' | 'list' | 'named' | 'object';
+
+interface HostedSpec {
+  /** Required (missing or null: `missing_required_parameter`). */
+  required: ReadonlyArray<readonly [string, HostedKind]>;
+  /** Checked when sent and not null. */
+  optional: ReadonlyArray<readonly [string, HostedKind]>;
+  /** The type's own status enum, checked when sent (listed `completed` when left out). */
+  status: readonly string[];
+}
+
 /**
- * The fields of a hosted tool's item sent back in a history that say what it was, by type, as openai-node's
- * `ResponseInputItem` requires them: `'string'` a string, `'strings'` a list of strings, `'list'` a list. The
- * server runs no hosted tool, so it has nothing to fill them from; `{"type": "mcp_call"}` alone was taken and
- * listed back so by input_items (outside conformance tester atk54 F3). Not their `id` (the API's own output always
- * has one; nothing here needs it) nor their `status` (listed `completed` when left out, store/input-items.ts), nor
- * the fields the types allow `null` (an image's `result`, the interpreter's `code` and `outputs`: listed `null`).
- * `web_search_call` is not here: Codex sends its web searches back without `id`, and at times without `status` or
- * `action` (codex-rs `ResponseItem::WebSearchCall`), and the API takes them.
+ * The fields of a hosted tool's item sent back in a history, by type, as openai-node's `ResponseInputItem` types
+ * them. The server runs no hosted tool, so it has nothing to fill what says what the item was from; `{"type":
+ * "mcp_call"}` alone was taken and listed back so by input_items (outside conformance tester atk54 F3), and so were
+ * an `mcp_call`'s `status: "weird"` and `output: 5`, or `mcp_list_tools`' `tools: [1]` (atk55 F3). Not their `id`
+ * (the API's own output always has one; nothing here needs it) nor their `status` (listed `completed` when left out,
+ * store/input-items.ts), nor the fields the types allow `null` (an image's `result`, the interpreter's `code` and
+ * `outputs`: listed `null`). A `web_search_call` needs nothing: Codex sends its web searches back without `id`, and
+ * at times without `status` or `action` (codex-rs `ResponseItem::WebSearchCall`), and the API takes them.
  */
-const HOSTED_FIELDS: Readonly<Record<string, ReadonlyArray<readonly [string, 'string' | 'strings' | 'list']>>> = {
-  file_search_call: [['queries', 'strings']],
-  code_interpreter_call: [['container_id', 'string']],
-  mcp_call: [['server_label', 'string'], ['name', 'string'], ['arguments', 'string']],
-  mcp_approval_request: [['server_label', 'string'], ['name', 'string'], ['arguments', 'string']],
-  mcp_list_tools: [['server_label', 'string'], ['tools', 'list']],
+const HOSTED_FIELDS: Readonly<Record<string, HostedSpec>> = {
+  web_search_call: { required: [], optional: [['action', 'object']], status: ['in_progress', 'searching', 'completed', 'failed', 'incomplete'] },
+  file_search_call: { required: [['queries', 'strings']], optional: [['results', 'list']], status: ['in_progress', 'searching', 'completed', 'incomplete', 'failed'] },
+  code_interpreter_call: {
+    required: [['container_id', 'string']],
+    optional: [['code', 'string'], ['outputs', 'list']],
+    status: ['in_progress', 'completed', 'incomplete', 'interpreting', 'failed'],
+  },
+  image_generation_call: { required: [], optional: [['result', 'string']], status: ['in_progress', 'completed', 'generating', 'failed'] },
+  mcp_call: {
+    required: [['server_label', 'string'], ['name', 'string'], ['arguments', 'string']],
+    optional: [['output', 'string'], ['approval_request_id', 'string']],
+    status: ['in_progress', 'completed', 'incomplete', 'calling', 'failed'],
+  },
+  mcp_approval_request: { required: [['server_label', 'string'], ['name', 'string'], ['arguments', 'string']], optional: [], status: [] },
+  mcp_list_tools: { required: [['server_label', 'string'], ['tools', 'named']], optional: [['error', 'string']], status: [] },
 };
 
-function checkHostedCall(v: Obj, fields: ReadonlyArray<readonly [string, 'string' | 'strings' | 'list']>, param: string): void {
-  for (const [key, kind] of fields) {
+const HOSTED_EXPECTED: Readonly<Record<HostedKind, string>> = {
+  string: 'a string',
+  strings: 'an array of strings',
+  list: 'an array',
+  named: 'an array of tools ({name, input_schema})',
+  object: 'an object',
+};
+
+function hostedFits(x: unknown, kind: HostedKind): boolean {
+  switch (kind) {
+    case 'string':
+      return typeof x === 'string';
+    case 'object':
+      return isObj(x);
+    case 'strings':
+      return Array.isArray(x) && x.every((q) => typeof q === 'string');
+    case 'named':
+      return Array.isArray(x) && x.every((t) => isObj(t) && typeof t['name'] === 'string');
+    default:
+      return Array.isArray(x);
+  }
+}
+
+function checkHostedCall(v: Obj, spec: HostedSpec, param: string): void {
+  for (const [key] of spec.required) {
     const x = v[key];
     if (x === undefined || x === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.${key}'.`, `${param}.${key}`);
-    const fits = kind === 'string' ? typeof x === 'string' : Array.isArray(x) && (kind === 'list' || x.every((q) => typeof q === 'string'));
-    if (!fits) {
-      const expected = kind === 'string' ? 'a string' : kind === 'strings' ? 'an array of strings' : 'an array';
-      throw new WireError('invalid_type', `Invalid type for '${param}.${key}': expected ${expected}, but got ${jsonPreview(x)} instead.`, `${param}.${key}`);
-    }
   }
+  for (const [key, kind] of [...spec.required, ...spec.optional]) {
+    const x = v[key];
+    if (x === undefined || x === null || hostedFits(x, kind)) continue;
+    throw new WireError('invalid_type', `Invalid type for '${param}.${key}': expected ${HOSTED_EXPECTED[kind]}, but got ${jsonPreview(x)} instead.`, `${param}.${key}`);
+  }
+  if (spec.status.length > 0) checkStatus(v, param, spec.status);
 }
 
 /** The output items a client sends for its tool calls, besides `function_call_output`, whose fields are checked here. */
@@ -272,6 +318,8 @@ function checkClientCall(v: Obj, type: string, param: string): void {
     if (v['pending_safety_checks'] != null && !Array.isArray(v['pending_safety_checks'])) throw wrong('pending_safety_checks', 'an array');
   } else if (type === 'shell_call') {
     strings(object('action'), 'commands', 'action');
+    // A local environment or a container reference (openai-node's ShellCall.environment), or null.
+    if (v['environment'] != null && !isObj(v['environment'])) throw wrong('environment', 'an object');
   } else {
     strings(object('action'), 'command', 'action');
   }

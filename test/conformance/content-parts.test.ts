@@ -183,6 +183,16 @@ describe('content parts', () => {
       [{ type: 'file_search_call', status: 'completed' }, 'missing_required_parameter', 'input[1].queries'],
       [{ type: 'file_search_call', queries: [1] }, 'invalid_type', 'input[1].queries'],
       [{ type: 'code_interpreter_call', code: 'x', outputs: [] }, 'missing_required_parameter', 'input[1].container_id'],
+      // The fields a type leaves optional, of their types when sent, and its own status enum (atk55 F3).
+      [{ ...mcp, status: 'weird' }, 'invalid_value', 'input[1].status'],
+      [{ ...mcp, output: 5 }, 'invalid_type', 'input[1].output'],
+      [{ type: 'mcp_list_tools', server_label: 's', tools: [1, 'x', null] }, 'invalid_type', 'input[1].tools'],
+      [{ type: 'file_search_call', queries: ['q'], results: 'r' }, 'invalid_type', 'input[1].results'],
+      [{ type: 'code_interpreter_call', container_id: 'c', outputs: {} }, 'invalid_type', 'input[1].outputs'],
+      [{ type: 'image_generation_call', result: 7 }, 'invalid_type', 'input[1].result'],
+      [{ type: 'image_generation_call', status: 'done' }, 'invalid_value', 'input[1].status'],
+      [{ type: 'web_search_call', action: 'search' }, 'invalid_type', 'input[1].action'],
+      [{ type: 'shell_call', call_id: 'c1', action: { commands: ['ls'] }, environment: 5 }, 'invalid_type', 'input[1].environment'],
     ];
     for (const [item, code, param] of cases) {
       const res = await create(url, { model: 'm', input: [user, item] });
@@ -190,12 +200,12 @@ describe('content parts', () => {
       expect(res.json['error'], JSON.stringify(item)).toMatchObject({ type: 'invalid_request_error', code, param });
     }
     const good = [
-      { type: 'web_search_call', action: { type: 'search', query: 'weather' } },
+      { type: 'web_search_call', action: { type: 'search', query: 'weather' }, status: 'completed' },
       { type: 'file_search_call', queries: ['q'] },
       { type: 'image_generation_call', id: 'ig_1' },
       { type: 'code_interpreter_call', container_id: 'cntr_1' },
       mcp,
-      { type: 'mcp_list_tools', server_label: 's', tools: [] },
+      { type: 'mcp_list_tools', server_label: 's', tools: [{ name: 'lookup', input_schema: {} }] },
     ];
     const ok = await create(url, { model: 'm', input: [user, ...good] });
     expect(ok.status, JSON.stringify(ok.json['error'])).toBe(200);

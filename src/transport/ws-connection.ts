@@ -303,7 +303,7 @@ export class WsConnection implements Transport, Unsent {
         since = performance.now();
         return;
       }
-      if (performance.now() - since < ms || socket.writableCorked > 0) return;
+      if (performance.now() - since < ms) return;
       clearInterval(timer);
       this.stallTimer = undefined;
       this.log.info({ code: 'send_stalled', buffered: b, stall_ms: ms }, 'client read nothing of what was unsent; dropping the connection');
@@ -348,6 +348,9 @@ export class WsConnection implements Transport, Unsent {
       // unsent may not go down between looks for a peer that reads everything: creates back to back, each answer the
       // same size and written in the same timers phase as the look (corked until the turn's end), found as much
       // unsent at each look, and a reading peer was dropped at the stall timeout, its last event lost (atk55 F1).
+      // A look that finds the turn's writes still corked is judged all the same: skipping it let a peer that read
+      // nothing, flooding small bad frames whose `error` answers kept the socket corked at every look, hold its
+      // bytes many times the stall timeout (atk56 F1); a reader's own completed sends already tell it apart.
       const q = writeQueueSize(socket);
       const left = b < buffered || (q >= 0 && q < queued) || this.sendsDone !== done;
       buffered = b;
@@ -358,8 +361,7 @@ export class WsConnection implements Transport, Unsent {
         since = performance.now();
         return;
       }
-      // Nor while this turn's writes are still corked (transport/batch.ts): not yet offered to the peer at all.
-      if (performance.now() - since < ms || socket.writableCorked > 0) return;
+      if (performance.now() - since < ms) return;
       clearInterval(timer);
       this.unsentWatch = undefined;
       this.log.info({ code: 'send_stalled', buffered: ws.bufferedAmount, stall_ms: ms }, 'client read nothing of what was unsent, no run waiting for it; dropping the connection');

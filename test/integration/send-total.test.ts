@@ -248,6 +248,36 @@ describe('server-wide bound on unsent bytes', () => {
     expect(cap.lines.filter((l) => l.code === 'send_stalled')).toEqual([]);
   }, 60_000);
 
+  // Outside attack atk56 F1: a look that found the turn's writes still corked was skipped, and a peer that read nothing
+  // but flooded small bad frames (each answered by an `error` event, the socket corked at every look) held its bytes
+  // many times the stall timeout, until the per-connection cap dropped it. As for the test above, the race needs the
+  // client in another process (here it shares the server's event loop): the attack's script reproduces it; this
+  // checks the property on the same load.
+  it('a WebSocket that reads nothing and floods bad frames is dropped at the stall timeout, not kept by its error answers', async () => {
+    const cap = captureLogger();
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 500 } });
+    const peer = await RawSocket.longLived(url);
+    socketOf(peer).pause();
+    peer.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(2_000_000), input: 'hi' });
+    let open = true;
+    const closed = new Promise<void>((resolve) =>
+      socketOf(peer).once('close', () => {
+        open = false;
+        resolve();
+      }),
+    );
+    // About two frames a millisecond: slow enough that their answers stay under the per-connection cap for seconds,
+    // fast enough that one is nearly always being answered (the attack's own rate).
+    const flood = setInterval(() => {
+      if (open) for (let i = 0; i < 2; i++) peer.ws.send('{"type":"bogus"}');
+    }, 1);
+    onTestFinished(() => clearInterval(flood));
+    await closed;
+    const drop = cap.lines.find((l) => l.code === 'send_stalled' || l.code === 'send_buffer_full' || l.code === 'ws_idle_timeout');
+    expect(drop?.code).toBe('send_stalled');
+    expect(await unsent(url)).toBe(0);
+  }, 30_000);
+
   it('a pipelined SSE create whose client goes away leaves the total: the one streaming is cancelled, the one behind it never starts', async () => {
     // HTTP/1.1 pipelining. The second create ran while the first streamed, its events queued on a response that had
     // no socket yet (node:http attaches it once the first is done), and when the client went away that response got no

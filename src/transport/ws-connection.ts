@@ -272,10 +272,7 @@ export class WsConnection implements Transport, Unsent {
     const limits = this.host.limits;
     const ms = limits.sendStallTimeoutMs > 0 ? limits.sendStallTimeoutMs : this.heartbeat !== undefined ? limits.wsIdleTimeoutMs : 0;
     if (ms <= 0 || this.stallTimer !== undefined) return;
-    const { socket } = this;
-    let buffered = this.ws.bufferedAmount;
-    let queued = writeQueueSize(socket);
-    let done = this.sendsDone;
+    const left = this.leaving();
     let since = performance.now();
     // Looked at as often as the other stall watches (`stallCheckEveryMs`), so a reader that stopped is dropped within
     // the timeout and a quarter of it: looked at once per timeout, it went anywhere up to twice the timeout, past the
@@ -292,21 +289,14 @@ export class WsConnection implements Transport, Unsent {
         this.wakeRoomWaiters();
         return;
       }
-      // Progress is bytes leaving, as `watchUnsent` reads it.
-      const b = ws.bufferedAmount;
-      const q = writeQueueSize(socket);
-      const left = b < buffered || (q >= 0 && q < queued) || this.sendsDone !== done;
-      buffered = b;
-      queued = q;
-      done = this.sendsDone;
-      if (left) {
+      if (left()) {
         since = performance.now();
         return;
       }
       if (performance.now() - since < ms) return;
       clearInterval(timer);
       this.stallTimer = undefined;
-      this.log.info({ code: 'send_stalled', buffered: b, stall_ms: ms }, 'client read nothing of what was unsent; dropping the connection');
+      this.log.info({ code: 'send_stalled', buffered: ws.bufferedAmount, stall_ms: ms }, 'client read nothing of what was unsent; dropping the connection');
       ws.terminate();
     }, stallCheckEveryMs(ms));
     timer.unref();
@@ -324,10 +314,7 @@ export class WsConnection implements Transport, Unsent {
   private watchUnsent(): void {
     const ms = this.host.limits.sendStallTimeoutMs;
     if (ms <= 0) return;
-    const { socket } = this;
-    let buffered = this.ws.bufferedAmount;
-    let queued = writeQueueSize(socket);
-    let done = this.sendsDone;
+    const left = this.leaving();
     let since = performance.now();
     const timer = setInterval(() => {
       const { ws } = this;
@@ -341,23 +328,10 @@ export class WsConnection implements Transport, Unsent {
         this.unsentWatch = undefined;
         return;
       }
-      // Progress is bytes leaving: what is unsent, or libuv's queue for the write under way (the kernel taking part of
-      // a large one), went down, or a send completed (the kernel took all of one). The server's own writes (the
-      // heartbeat's pings, pongs) only add, and complete no send: counted as progress, as `bytesWritten` counts them,
-      // a peer that read nothing was never dropped (outside attack atk52 F1). The completions count because what is
-      // unsent may not go down between looks for a peer that reads everything: creates back to back, each answer the
-      // same size and written in the same timers phase as the look (corked until the turn's end), found as much
-      // unsent at each look, and a reading peer was dropped at the stall timeout, its last event lost (atk55 F1).
-      // A look that finds the turn's writes still corked is judged all the same: skipping it let a peer that read
-      // nothing, flooding small bad frames whose `error` answers kept the socket corked at every look, hold its
-      // bytes many times the stall timeout (atk56 F1); a reader's own completed sends already tell it apart.
-      const q = writeQueueSize(socket);
-      const left = b < buffered || (q >= 0 && q < queued) || this.sendsDone !== done;
-      buffered = b;
-      queued = q;
-      done = this.sendsDone;
       // A run waiting for the peer has its own watch (`watchStall`), while the connection is open.
-      if ((this.roomWaiters !== null && ws.readyState === ws.OPEN) || left) {
+      // Asked at every look, so that the next compares with this one.
+      const moved = left();
+      if ((this.roomWaiters !== null && ws.readyState === ws.OPEN) || moved) {
         since = performance.now();
         return;
       }
@@ -369,6 +343,35 @@ export class WsConnection implements Transport, Unsent {
     }, stallCheckEveryMs(ms));
     timer.unref();
     this.unsentWatch = timer;
+  }
+
+  /**
+   * Whether bytes left for the peer since the last call (the first compares with when it was made), as both stall
+   * watches read it. Progress is bytes leaving: what is unsent, or libuv's queue for the write under way (the kernel
+   * taking part of a large one), went down, or a send completed (the kernel took all of one). The server's own writes
+   * (the heartbeat's pings, pongs) only add, and complete no send: counted as progress, as `bytesWritten` counts
+   * them, a peer that read nothing was never dropped (outside attack atk52 F1). The completions count because what is
+   * unsent may not go down between looks for a peer that reads everything: creates back to back, each answer the same
+   * size and written in the same timers phase as the look (corked until the turn's end), found as much unsent at each
+   * look, and a reading peer was dropped at the stall timeout, its last event lost (atk55 F1). A look that finds the
+   * turn's writes still corked is judged all the same: skipping it let a peer that read nothing, flooding small bad
+   * frames whose `error` answers kept the socket corked at every look, hold its bytes many times the stall timeout
+   * (atk56 F1); a reader's own completed sends already tell it apart.
+   */
+  private leaving(): () => boolean {
+    const { socket, ws } = this;
+    let buffered = ws.bufferedAmount;
+    let queued = writeQueueSize(socket);
+    let done = this.sendsDone;
+    return () => {
+      const b = ws.bufferedAmount;
+      const q = writeQueueSize(socket);
+      const left = b < buffered || (q >= 0 && q < queued) || this.sendsDone !== done;
+      buffered = b;
+      queued = q;
+      done = this.sendsDone;
+      return left;
+    };
   }
 
   private hasRoom(): boolean {

@@ -47,7 +47,7 @@ export const START_RECHECK_MS = 50;
 /**
  * How often the stall watches (an HTTP answer's, transport/socket-watch.ts; a WebSocket's unsent bytes,
  * transport/ws-connection.ts) look, for a stall timeout of `stallMs`: a reader that took nothing is dropped between
- * the timeout and the timeout plus this after its last progress.
+ * the timeout and the timeout plus twice this after its last progress (seen at the next look, judged at a later one).
  */
 export function stallCheckEveryMs(stallMs: number): number {
   return Math.max(10, Math.min(1000, Math.floor(stallMs / 4)));
@@ -55,12 +55,14 @@ export function stallCheckEveryMs(stallMs: number): number {
 
 /**
  * The longest a response waits to start (`SendBytes.room`) for a stall timeout of `stallMs`: long enough that every
- * reader that had stopped reading when it began to wait has been dropped (the timeout, plus the watches' look) and
- * the wait has looked again. Refused at its end (`server_busy`), a wait of the bare timeout lost the race with the
- * drop that would have made room. 0 (no stall timeout): no wait.
+ * reader that had stopped reading when it began to wait has been dropped and the wait has looked again. A watch sees
+ * a reader's last progress at its next look, and drops it at the first look a whole timeout after that: up to the
+ * timeout plus two looks after the reader stopped. Refused at its end (`server_busy`), a wait of the bare timeout
+ * lost the race with the drop that would have made room, and so did one of the timeout plus one look (a CI run).
+ * 0 (no stall timeout): no wait.
  */
 export function startWaitMs(stallMs: number): number {
-  return stallMs > 0 ? stallMs + stallCheckEveryMs(stallMs) + 2 * START_RECHECK_MS : 0;
+  return stallMs > 0 ? stallMs + 2 * stallCheckEveryMs(stallMs) + 2 * START_RECHECK_MS : 0;
 }
 
 /** A response waiting to start (`SendBytes.room`): its request's bytes, its answer, its longest wait. */

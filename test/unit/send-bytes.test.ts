@@ -97,10 +97,10 @@ describe('SendBytes', () => {
     sa.close();
   });
 
-  it('the longest wait covers the stall watches: the timeout, their look, and two looks of its own', () => {
+  it('the longest wait covers the stall watches: the timeout, two of their looks, and two looks of its own', () => {
     expect(startWaitMs(0)).toBe(0);
-    expect(startWaitMs(30_000)).toBe(30_000 + 1000 + 100);
-    expect(startWaitMs(2000)).toBe(2000 + 500 + 100);
+    expect(startWaitMs(30_000)).toBe(30_000 + 2 * 1000 + 100);
+    expect(startWaitMs(2000)).toBe(2000 + 2 * 500 + 100);
     expect(stallCheckEveryMs(20)).toBe(10);
   });
 

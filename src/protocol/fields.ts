@@ -133,3 +133,38 @@ export function requireString<K extends string>(v: Obj, key: K, param: string): 
   if (x === undefined) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.${key}'.`, `${param}.${key}`);
   if (typeof x !== 'string') throw new WireError('invalid_type', `Invalid type for '${param}.${key}': expected a string.`, `${param}.${key}`);
 }
+
+/** What `ofKind` says a field must be, in the API's words (tools' fields, hosted tools' items). */
+export const KIND_WORDS: Readonly<Record<string, string>> = {
+  string: 'a string',
+  number: 'a number',
+  boolean: 'a boolean',
+  array: 'an array',
+  strings: 'an array of strings',
+  named: 'an array of tools ({name, input_schema})',
+  string_or_object: 'a string or an object',
+  object: 'an object',
+};
+
+/** Whether `x` is of `kind` (a key of `KIND_WORDS`; anything else: an object). */
+export function ofKind(x: unknown, kind: string): boolean {
+  switch (kind) {
+    case 'string':
+      return typeof x === 'string';
+    case 'number':
+      // JSON's 1e999 parses to Infinity, which is echoed as null: refused as the other number checks do.
+      return typeof x === 'number' && Number.isFinite(x);
+    case 'boolean':
+      return typeof x === 'boolean';
+    case 'array':
+      return Array.isArray(x);
+    case 'strings':
+      return Array.isArray(x) && x.every((e) => typeof e === 'string');
+    case 'named':
+      return Array.isArray(x) && x.every((t) => isObj(t) && typeof t['name'] === 'string');
+    case 'string_or_object':
+      return typeof x === 'string' || isObj(x);
+    default:
+      return isObj(x);
+  }
+}

@@ -8,7 +8,7 @@
  */
 import { clipText, jsonPreview, WireError } from './errors.js';
 import type { InputItem, InputRole, InputText, ItemStatus, OtherContentPart } from './objects.js';
-import { assertObj, hasStringType, hasType, isObj, ownValue, requireString, supported, type Obj } from './fields.js';
+import { assertObj, hasStringType, hasType, isObj, KIND_WORDS, ofKind, ownValue, requireString, supported, type Obj } from './fields.js';
 import type { ParseCaps } from './parse.js';
 import { checkImageUrl } from './urls.js';
 
@@ -174,8 +174,8 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
   return v;
 }
 
-/** What a hosted item's field must be: a string, a list of strings, a list, a list of `{name}` objects, an object. */
-type HostedKind = 'string' | 'strings' | 'list' | 'named' | 'object';
+/** What a hosted item's field must be (`ofKind`): a string, a list of strings, a list, a list of `{name}` objects, an object. */
+type HostedKind = 'string' | 'strings' | 'array' | 'named' | 'object';
 
 interface HostedSpec {
   /** Required (missing or null: `missing_required_parameter`). */
@@ -198,10 +198,10 @@ interface HostedSpec {
  */
 const HOSTED_FIELDS: Readonly<Record<string, HostedSpec>> = {
   web_search_call: { required: [], optional: [['action', 'object']], status: ['in_progress', 'searching', 'completed', 'failed', 'incomplete'] },
-  file_search_call: { required: [['queries', 'strings']], optional: [['results', 'list']], status: ['in_progress', 'searching', 'completed', 'incomplete', 'failed'] },
+  file_search_call: { required: [['queries', 'strings']], optional: [['results', 'array']], status: ['in_progress', 'searching', 'completed', 'incomplete', 'failed'] },
   code_interpreter_call: {
     required: [['container_id', 'string']],
-    optional: [['code', 'string'], ['outputs', 'list']],
+    optional: [['code', 'string'], ['outputs', 'array']],
     status: ['in_progress', 'completed', 'incomplete', 'interpreting', 'failed'],
   },
   image_generation_call: { required: [], optional: [['result', 'string']], status: ['in_progress', 'completed', 'generating', 'failed'] },
@@ -214,29 +214,6 @@ const HOSTED_FIELDS: Readonly<Record<string, HostedSpec>> = {
   mcp_list_tools: { required: [['server_label', 'string'], ['tools', 'named']], optional: [['error', 'string']], status: [] },
 };
 
-const HOSTED_EXPECTED: Readonly<Record<HostedKind, string>> = {
-  string: 'a string',
-  strings: 'an array of strings',
-  list: 'an array',
-  named: 'an array of tools ({name, input_schema})',
-  object: 'an object',
-};
-
-function hostedFits(x: unknown, kind: HostedKind): boolean {
-  switch (kind) {
-    case 'string':
-      return typeof x === 'string';
-    case 'object':
-      return isObj(x);
-    case 'strings':
-      return Array.isArray(x) && x.every((q) => typeof q === 'string');
-    case 'named':
-      return Array.isArray(x) && x.every((t) => isObj(t) && typeof t['name'] === 'string');
-    default:
-      return Array.isArray(x);
-  }
-}
-
 function checkHostedCall(v: Obj, spec: HostedSpec, param: string): void {
   for (const [key] of spec.required) {
     const x = v[key];
@@ -244,8 +221,8 @@ function checkHostedCall(v: Obj, spec: HostedSpec, param: string): void {
   }
   for (const [key, kind] of [...spec.required, ...spec.optional]) {
     const x = v[key];
-    if (x === undefined || x === null || hostedFits(x, kind)) continue;
-    throw new WireError('invalid_type', `Invalid type for '${param}.${key}': expected ${HOSTED_EXPECTED[kind]}, but got ${jsonPreview(x)} instead.`, `${param}.${key}`);
+    if (x === undefined || x === null || ofKind(x, kind)) continue;
+    throw new WireError('invalid_type', `Invalid type for '${param}.${key}': expected ${KIND_WORDS[kind]}, but got ${jsonPreview(x)} instead.`, `${param}.${key}`);
   }
   if (spec.status.length > 0) checkStatus(v, param, spec.status);
 }

@@ -11,7 +11,7 @@
 import { clipText, jsonPreview, WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
 import { isFunctionTool, type InputItem, type TextFormat, type Tool, type ToolChoice } from './objects.js';
-import { assertObj, isObj, ownValue, optBool, optEnum, optInteger, optIntegerRange, optNumber, optRange, optString, hasStringType, hasType, requireString, type Obj } from './fields.js';
+import { assertObj, isObj, ownValue, optBool, optEnum, optInteger, optIntegerRange, optNumber, optRange, optString, hasStringType, hasType, requireString, KIND_WORDS, ofKind, type Obj } from './fields.js';
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonText } from './json-text.js';
 import { COMPACTION_TRIGGER, FORMAT_NAME, parseInput, REASONING_EFFORTS } from './parse-input.js';
 
@@ -731,36 +731,6 @@ const TOOL_FIELDS: Readonly<Record<string, readonly FieldRule[]>> = {
     { field: 'partial_images', kind: 'number' },
   ],
 };
-
-const KIND_WORDS: Record<string, string> = {
-  string: 'a string',
-  number: 'a number',
-  boolean: 'a boolean',
-  array: 'an array',
-  strings: 'an array of strings',
-  string_or_object: 'a string or an object',
-  object: 'an object',
-};
-
-function ofKind(x: unknown, kind: string): boolean {
-  switch (kind) {
-    case 'string':
-      return typeof x === 'string';
-    case 'number':
-      // JSON's 1e999 parses to Infinity, which is echoed as null: refused as the other number checks do (fields.ts).
-      return typeof x === 'number' && Number.isFinite(x);
-    case 'boolean':
-      return typeof x === 'boolean';
-    case 'array':
-      return Array.isArray(x);
-    case 'strings':
-      return Array.isArray(x) && x.every((e) => typeof e === 'string');
-    case 'string_or_object':
-      return typeof x === 'string' || isObj(x);
-    default:
-      return isObj(x);
-  }
-}
 
 /** `t`'s fields against `TOOL_FIELDS`, and a custom tool's `format` (openai-node's `CustomToolInputFormat`). */
 function checkToolFields(t: Obj & { type: string }, param: string): void {

@@ -287,7 +287,9 @@ function targetTools(tools: readonly FunctionTool[], choice: Choice, userText: s
 }
 
 function summary(verb: string, noun: string, calls: readonly Call[], label: (c: Call) => string): string {
-  const lines = calls.map((c) => `- \`${label(c)}\` → ${firstLine(c.output ? outputText(c.output.output) : '')}`);
+  // Each label clipped as the output's line is: a client's history may name a call with 8 M characters, which this
+  // text (the model's output, tokenised in one go) repeated, holding the loop ~0.9 s.
+  const lines = calls.map((c) => `- \`${clip(label(c))}\` → ${firstLine(c.output ? outputText(c.output.output) : '')}`);
   return [`${verb} ${calls.length} ${noun}${calls.length === 1 ? '' : 's'}.`, ...lines].join('\n');
 }
 
@@ -309,6 +311,11 @@ export function firstLine(output: string): string {
     at = end + 1;
   }
   if (line === '') return '(no output)';
+  return clip(line);
+}
+
+/** At most `SUMMARY_CHARS` characters, the last an ellipsis when cut. */
+function clip(line: string): string {
   return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS - 1)}…` : line;
 }
 

@@ -38,6 +38,50 @@ export function assertObj(v: unknown, param: string): asserts v is Obj {
   if (!isObj(v)) throw new WireError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
 }
 
+/**
+ * How many characters `s` has, counted as the API counts them: Unicode code points, so a character outside the BMP
+ * (an emoji: two UTF-16 units) is one, and a lone surrogate is one.
+ */
+export function codePoints(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++, n++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+  }
+  return n;
+}
+
+/**
+ * Whether `s` has more than `max` characters (`codePoints`). By `length` a value of 300 emoji was refused as over 512.
+ * At most `2 * max` units are read.
+ */
+export function longerThan(s: string, max: number): boolean {
+  if (s.length <= max) return false;
+  if (s.length > 2 * max) return true;
+  return codePoints(s) > max;
+}
+
+/**
+ * A string field the API bounds by `maxLength`: over it, 400 `string_above_max_length` in the API's words ("Invalid
+ * 'prompt_cache_key': string too long. Expected a string with maximum length 64, but got a string with length 72
+ * instead.", as public reports quote it). With `minLength` 1 (`nonEmpty`), `""` is the API's `empty_string`.
+ */
+export function checkLength(s: string, max: number, param: string, nonEmpty = false): void {
+  if (nonEmpty && s.length === 0) {
+    throw new WireError('empty_string', `Invalid '${param}': empty string. Expected a string with minimum length 1, but got an empty string instead.`, param);
+  }
+  if (longerThan(s, max)) {
+    throw new WireError(
+      'string_above_max_length',
+      `Invalid '${param}': string too long. Expected a string with maximum length ${max}, but got a string with length ${codePoints(s)} instead.`,
+      param,
+    );
+  }
+}
+
 export function optString(o: Obj, key: string, prefix = ''): string | null {
   const v = o[key];
   if (v === undefined || v === null) return null;

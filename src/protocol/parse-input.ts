@@ -8,7 +8,7 @@
  */
 import { clipText, jsonPreview, WireError } from './errors.js';
 import type { InputItem, InputRole, InputText, ItemStatus, OtherContentPart } from './objects.js';
-import { assertObj, hasStringType, hasType, isObj, KIND_WORDS, ofKind, ownValue, requireString, supported, type Obj } from './fields.js';
+import { assertObj, checkLength, hasStringType, hasType, isObj, KIND_WORDS, ofKind, ownValue, requireString, supported, type Obj } from './fields.js';
 import type { ParseCaps } from './parse.js';
 import { checkImageUrl } from './urls.js';
 
@@ -125,7 +125,7 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
   checkItemId(v, v['type'], param);
   if (hasType(v, 'function_call')) return clientCall(v, 'arguments', param);
   if (hasType(v, 'function_call_output')) {
-    requireString(v, 'call_id', param);
+    requireCallId(v, param);
     requireTextOrParts(v, 'output', param);
     checkItemStatus(v, param);
     return v;
@@ -263,7 +263,7 @@ function checkClientCall(v: Obj, type: string, param: string): void {
       throw new WireError('invalid_type', `Invalid type for '${param}.${at}.${key}': expected an array of strings.`, `${param}.${at}.${key}`);
     }
   };
-  requireString(v, 'call_id', param);
+  requireCallId(v, param);
   if (type === 'apply_patch_call') {
     // Its own enum: `in_progress` or `completed` (openai-node's ApplyPatchCall.status).
     checkStatus(v, param, ['in_progress', 'completed']);
@@ -325,7 +325,7 @@ function checkClientOutput(v: Obj, type: string, param: string): void {
     checkItemStatus(v, param);
     return;
   }
-  requireString(v, 'call_id', param);
+  requireCallId(v, param);
   if (type !== 'apply_patch_call_output') checkItemStatus(v, param);
   // Its value's type (text or a list of input parts) is the validate stage's check, as a function_call_output's is.
   if (type === 'custom_tool_call_output' && v['output'] === undefined) {
@@ -398,9 +398,23 @@ function checkItemId(v: Obj, type: string, param: string): void {
   }
 }
 
+/**
+ * A call's or an output's `call_id`: a string of 1 to 64 characters, as the spec bounds every input item's (its
+ * `*ItemParam` schemas: `maxLength: 64, minLength: 1`), and the API refuses a longer one with `string_above_max_length`
+ * naming `input[i].call_id` (public reports quote it, e.g. AnswerDotAI/fastllm#45: "Expected a string with maximum length
+ * 64, but got a string with length 116 instead."). A 116-character id was taken (outside conformance tester atk58 F2).
+ * The server's own call ids are 29 characters.
+ */
+export const CALL_ID_MAX_CHARS = 64;
+
+function requireCallId(v: Obj, param: string): void {
+  requireString(v, 'call_id', param);
+  checkLength(v['call_id'], CALL_ID_MAX_CHARS, `${param}.call_id`, true);
+}
+
 /** A function or custom tool call: its `call_id`, `name` and `body` (`arguments`, `input`) strings, and its status. */
 function clientCall(v: Obj, body: 'arguments' | 'input', param: string): InputItem {
-  requireString(v, 'call_id', param);
+  requireCallId(v, param);
   requireString(v, 'name', param);
   requireString(v, body, param);
   checkItemStatus(v, param);

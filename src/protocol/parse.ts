@@ -11,7 +11,7 @@
 import { clipText, jsonPreview, WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
 import { isFunctionTool, type InputItem, type TextFormat, type Tool, type ToolChoice } from './objects.js';
-import { assertObj, isObj, ownValue, optBool, optEnum, optInteger, optIntegerRange, optNumber, optRange, optString, hasStringType, hasType, requireString, KIND_WORDS, ofKind, type Obj } from './fields.js';
+import { assertObj, checkLength, isObj, longerThan, ownValue, optBool, optEnum, optInteger, optIntegerRange, optNumber, optRange, optString, hasStringType, hasType, requireString, KIND_WORDS, ofKind, type Obj } from './fields.js';
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonText } from './json-text.js';
 import { COMPACTION_TRIGGER, FORMAT_NAME, parseInput, REASONING_EFFORTS } from './parse-input.js';
 
@@ -121,7 +121,9 @@ function parseStreamId(o: Obj): string | null {
 export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): ClientEvent {
   if (!isObj(value)) throw new WireError('invalid_type', 'A client event must be a JSON object.', null);
   const type = value['type'];
-  if (typeof type !== 'string') throw new WireError('missing_required_parameter', "Missing required parameter: 'type'.", 'type');
+  if (type === undefined || type === null) throw new WireError('missing_required_parameter', "Missing required parameter: 'type'.", 'type');
+  // Sent, of another type (`5`): the wrong type, not a missing one (outside conformance tester atk58 F5).
+  if (typeof type !== 'string') throw new WireError('invalid_type', "Invalid type for 'type': expected a string.", 'type');
   if (!(CLIENT_EVENT_TYPES as readonly string[]).includes(type)) {
     throw new WireError('unknown_event_type', `Unknown event type '${type.slice(0, 100)}'.`, 'type');
   }
@@ -206,9 +208,7 @@ function requireModel(body: Obj): string {
   if (typeof model !== 'string' || model.length === 0) {
     throw new WireError('invalid_type', "Invalid type for 'model': expected a non-empty string.", 'model');
   }
-  if (model.length > MAX_MODEL_CHARS) {
-    throw new WireError('string_above_max_length', `Invalid 'model': string too long. Expected a string with maximum length ${MAX_MODEL_CHARS}.`, 'model');
-  }
+  checkLength(model, MAX_MODEL_CHARS, 'model');
   return model;
 }
 
@@ -349,8 +349,8 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     top_p: optRange(body, 'top_p', 0, 1),
     user: optString(body, 'user'),
     reasoning: parseReasoning(body['reasoning']),
-    prompt_cache_key: optString(body, 'prompt_cache_key'),
-    safety_identifier: parseSafetyIdentifier(body),
+    prompt_cache_key: optBoundedString(body, 'prompt_cache_key', PROMPT_CACHE_KEY_MAX_CHARS),
+    safety_identifier: optBoundedString(body, 'safety_identifier', SAFETY_IDENTIFIER_MAX_CHARS),
     service_tier: optEnum(body, 'service_tier', SERVICE_TIERS),
     prompt_cache_retention: optEnum(body, 'prompt_cache_retention', PROMPT_CACHE_RETENTIONS),
     ...parseEchoedLimits(body),
@@ -372,15 +372,16 @@ const VERBOSITY = ['low', 'medium', 'high'];
 function parseText(v: unknown): Pick<CreateParams, 'text'> {
   if (v === undefined || v === null) return {};
   assertObj(v, 'text');
-  const verbosity = v['verbosity'];
-  if (verbosity !== undefined && verbosity !== null && !VERBOSITY.includes(verbosity as string)) {
+  // A value of another type (`5`) is `invalid_type`, as every field's (`optString`); a string outside the enum `invalid_value`.
+  const verbosity = optString(v, 'verbosity', 'text.');
+  if (verbosity !== null && !VERBOSITY.includes(verbosity)) {
     throw new WireError('invalid_value', "Invalid value for 'text.verbosity': expected 'low', 'medium' or 'high'.", 'text.verbosity');
   }
   const f = v['format'];
   let format: TextFormat = { type: 'text' };
   if (f !== undefined && f !== null) {
     assertObj(f, 'text.format');
-    const type = f['type'];
+    const type = optString(f, 'type', 'text.format.');
     if (type === 'json_schema') {
       requireString(f, 'name', 'text.format');
       if (!FORMAT_NAME.test(f.name)) {
@@ -399,6 +400,8 @@ function parseText(v: unknown): Pick<CreateParams, 'text'> {
       format = { type, name: f.name, schema, ...echoed };
     } else if (type === 'text' || type === 'json_object') {
       format = { type };
+    } else if (type === null) {
+      throw new WireError('missing_required_parameter', "Missing required parameter: 'text.format.type'.", 'text.format.type');
     } else {
       throw new WireError('invalid_value', "Invalid value for 'text.format.type': expected 'text', 'json_object' or 'json_schema'.", 'text.format.type');
     }
@@ -613,7 +616,7 @@ export function parseCompactBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_
     input: parseInput(body['input'], 'input', false, caps),
     previous_response_id: optPreviousId(body),
     instructions: optString(body, 'instructions'),
-    prompt_cache_key: optString(body, 'prompt_cache_key'),
+    prompt_cache_key: optBoundedString(body, 'prompt_cache_key', PROMPT_CACHE_KEY_MAX_CHARS),
   };
 }
 
@@ -785,6 +788,14 @@ function listWords(values: readonly string[]): string {
 function parseToolChoice(v: unknown): ToolChoice {
   if (v === undefined || v === null) return 'auto';
   if (v === 'auto' || v === 'none' || v === 'required') return v;
+  // Neither a string nor an object (`5`, `true`), or an object whose `type` is not a string: the wrong type, as every
+  // other field's, not a wrong value (outside conformance tester atk58 F5).
+  if (typeof v !== 'string' && !isObj(v)) {
+    throw new WireError('invalid_type', `Invalid type for 'tool_choice': expected a string or an object, but got ${jsonPreview(v)} instead.`, 'tool_choice');
+  }
+  if (isObj(v) && v['type'] !== undefined && typeof v['type'] !== 'string') {
+    throw new WireError('invalid_type', `Invalid type for 'tool_choice.type': expected a string, but got ${jsonPreview(v['type'])} instead.`, 'tool_choice.type');
+  }
   if (isObj(v) && typeof v['type'] === 'string') {
     if (v['type'] === 'function') {
       const name = v['name'];
@@ -892,43 +903,29 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
   if (choice === 'required' && functions.size === 0) throw neverCalled("a tool call ('required') and 'tools' has no function tool");
 }
 
-/** The spec's `safety_identifier` maxLength (openai-node: "a maximum length of 64 characters"). */
-export const SAFETY_IDENTIFIER_MAX_CHARS = 64;
+/**
+ * `safety_identifier`'s maxLength: openai-node 7.60's `ResponseCreateParams.safety_identifier` says "a maximum length of
+ * 128 characters" (the spec of the fixture, test/fixtures/openai-responses-schemas.json, an older commit, said 64, and
+ * so refused what clients following the current SDK send; outside conformance tester atk58 F3).
+ */
+export const SAFETY_IDENTIFIER_MAX_CHARS = 128;
 
-/** `safety_identifier`: a string of at most 64 characters (code points, as `metadata`'s), else `400 string_above_max_length`, as the API refuses it. */
-function parseSafetyIdentifier(body: Obj): string | null {
-  const v = optString(body, 'safety_identifier');
-  if (v !== null && longerThan(v, SAFETY_IDENTIFIER_MAX_CHARS)) {
-    throw new WireError(
-      'string_above_max_length',
-      `Invalid 'safety_identifier': string too long. Expected a string with maximum length ${SAFETY_IDENTIFIER_MAX_CHARS}.`,
-      'safety_identifier',
-    );
-  }
+/**
+ * `prompt_cache_key`'s maxLength: the API refuses a longer key with `string_above_max_length` (its body quoted in
+ * public reports, e.g. theopenco/llmgateway#3110, "Expected a string with maximum length 64, but got a string with length
+ * 72 instead."), though the spec's schema gives none; a 100,000-character key was taken and echoed (atk58 F1).
+ */
+export const PROMPT_CACHE_KEY_MAX_CHARS = 64;
+
+/** An optional string of at most `max` characters (code points, as `metadata`'s), else `400 string_above_max_length`, as the API refuses it. */
+function optBoundedString(body: Obj, key: string, max: number): string | null {
+  const v = optString(body, key);
+  if (v !== null) checkLength(v, max, key);
   return v;
 }
 
 /** The API's bounds on `metadata`: 16 pairs, keys up to 64 characters, values up to 512. */
 export const METADATA_LIMITS = { pairs: 16, keyChars: 64, valueChars: 512 } as const;
-
-/**
- * Whether `s` has more than `max` characters, counted as the API counts them: Unicode code points, so a character
- * outside the BMP (an emoji: two UTF-16 units) is one. By `length` a value of 300 emoji was refused as over 512.
- * At most `2 * max` units are read.
- */
-function longerThan(s: string, max: number): boolean {
-  if (s.length <= max) return false;
-  if (s.length > 2 * max) return true;
-  let n = 0;
-  for (let i = 0; i < s.length; i++, n++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) i++;
-    }
-  }
-  return n > max;
-}
 
 function parseMetadata(v: unknown): Record<string, string> {
   if (v === undefined || v === null) return {};
@@ -948,9 +945,7 @@ function parseMetadata(v: unknown): Record<string, string> {
       throw new WireError('string_above_max_length', `Invalid 'metadata': a key is longer than ${METADATA_LIMITS.keyChars} characters.`, 'metadata');
     }
     if (typeof x !== 'string') throw new WireError('invalid_type', `Invalid type for '${p}': expected a string.`, p);
-    if (longerThan(x, METADATA_LIMITS.valueChars)) {
-      throw new WireError('string_above_max_length', `Invalid '${p}': string too long. Expected a string with maximum length ${METADATA_LIMITS.valueChars}.`, p);
-    }
+    checkLength(x, METADATA_LIMITS.valueChars, p);
   }
   return v as Record<string, string>;
 }

@@ -96,7 +96,10 @@
  *   the parent's spawn call is an ordinary client tool call whose duration
  *   covers the sub-agent's run.
  */
+import { createHash } from 'node:crypto';
 import { validateContent } from '../pipeline/validate.js';
+import { longerThan } from '../protocol/fields.js';
+import { CALL_ID_MAX_CHARS } from '../protocol/parse-input.js';
 import { WireError } from '../protocol/errors.js';
 import type { InputItem, InputMessage } from '../protocol/objects.js';
 import {
@@ -204,6 +207,8 @@ class RolloutParser {
   /** Calls answered "aborted" at the start of a new user turn: the line of each call. */
   private readonly abortedIds = new Map<string, number>();
   private readonly execEndMs = new Map<string, number>();
+  /** Recorded call ids past `CALL_ID_MAX_CHARS`, each noted once (`wireCallId`); bounded by the file's calls. */
+  private readonly longCallIds = new Set<string>();
   private readonly schemas = new ToolSchemas();
   /** The filter the file's records go through (repeats.ts): set while a file is parsed. */
   private repeats: HistoryRepeats | null = null;
@@ -427,7 +432,7 @@ class RolloutParser {
       }
       this.modelItem(null, rest as InputItem);
     } else {
-      const call = typeof p.call_id === 'string' ? this.pending.get(p.call_id) : undefined;
+      const call = typeof p.call_id === 'string' ? this.pending.get(this.wireCallId(p.call_id)) : undefined;
       if (call !== undefined) {
         // An output of a kind this reader does not know (mcp_tool_call_output, ...) answering a client call: skipped,
         // it left the call without output (the file read as truncated, or the call as interrupted, or the replay
@@ -449,7 +454,7 @@ class RolloutParser {
     else if (type === 'thread_rolled_back') this.skip('thread_rolled_back', 'rollbacks are not replayed: the history before it is kept');
     else if (type === 'exec_command_end' && typeof p.call_id === 'string' && isJson(p.duration)) {
       const { secs, nanos } = p.duration;
-      if (typeof secs === 'number' && typeof nanos === 'number') this.execEndMs.set(p.call_id, secs * 1000 + nanos / 1e6);
+      if (typeof secs === 'number' && typeof nanos === 'number') this.execEndMs.set(this.wireCallId(p.call_id), secs * 1000 + nanos / 1e6);
     }
   }
 
@@ -629,9 +634,26 @@ class RolloutParser {
     }
   }
 
-  private clientCall(callId: string, name: string, args: string, ts: number | undefined, custom: boolean): void {
+  /**
+   * The id a recorded call is replayed under: as recorded, or, past the API's 64 characters (`CALL_ID_MAX_CHARS`: the
+   * server refuses a longer one when the client sends the call or its output back, as the API does), a deterministic
+   * `call_` and 43 characters of its SHA-256, the same for the call and its outputs (noted). Empty stays empty (refused
+   * at the call).
+   */
+  private wireCallId(raw: string): string {
+    if (!longerThan(raw, CALL_ID_MAX_CHARS)) return raw;
+    const id = `call_${createHash('sha256').update(raw).digest('base64url')}`;
+    if (!this.longCallIds.has(raw)) {
+      this.longCallIds.add(raw);
+      this.skip(`call_id ${raw.slice(0, 80)}…`, `longer than the API's ${CALL_ID_MAX_CHARS} characters (it refuses such an id sent back): replayed as ${id}, for the call and its output`);
+    }
+    return id;
+  }
+
+  private clientCall(recordedId: string, name: string, args: string, ts: number | undefined, custom: boolean): void {
     // What the replay server accepts (docs/workload.schema.json): refused here, at its line, not in the bench's server.
-    if (callId === '') this.fail('a call with an empty call_id');
+    if (recordedId === '') this.fail('a call with an empty call_id');
+    const callId = this.wireCallId(recordedId);
     // A name no tool may have (a model's own invention, such as `multi_tool_use.parallel`, which Codex answers
     // "unsupported call") is replayed as recorded: the API streams the call and takes it back as input; only a tool
     // definition needs the pattern, so the call's name is left out of the inferred tools (noted).
@@ -657,8 +679,9 @@ class RolloutParser {
     else this.stats.function_calls++;
   }
 
-  private clientOutput(callId: string, output: string, ts: number | undefined): void {
+  private clientOutput(recordedId: string, output: string, ts: number | undefined): void {
     this.evidence.see('output');
+    const callId = this.wireCallId(recordedId);
     const call = this.pending.get(callId);
     if (!call) {
       // Not replayed, and it changes nothing read so far (the model call under way stays open): the API refuses an

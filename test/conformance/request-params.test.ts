@@ -69,19 +69,98 @@ describe('request parameters', () => {
     expect((await create(url, { model: 'm', input: input('done') })).status).toBe(200);
   });
 
-  it('safety_identifier is at most 64 characters (the spec\'s maxLength), counted as Unicode code points', async () => {
+  it("safety_identifier is at most 128 characters (openai-node 7.60's documented maximum), counted as Unicode code points", async () => {
     const { url } = await testServer();
-    const long = await create(url, { model: 'm', input: 'hi', safety_identifier: 'a'.repeat(65) });
+    const long = await create(url, { model: 'm', input: 'hi', safety_identifier: 'a'.repeat(129) });
     expect(long.status).toBe(400);
-    expect(long.json['error']).toMatchObject({ type: 'invalid_request_error', code: 'string_above_max_length', param: 'safety_identifier' });
+    expect(long.json['error']).toEqual({
+      type: 'invalid_request_error',
+      code: 'string_above_max_length',
+      param: 'safety_identifier',
+      message: "Invalid 'safety_identifier': string too long. Expected a string with maximum length 128, but got a string with length 129 instead.",
+    });
     // input_tokens has no safety_identifier (openai-node's InputTokenCountParams): an unknown parameter there.
     const tokens = await fetch(`${url}/v1/responses/input_tokens`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', safety_identifier: 'a'.repeat(65) }) });
     expect(tokens.status).toBe(400);
     expect(((await tokens.json()) as { error: unknown }).error).toMatchObject({ code: 'unknown_parameter', param: 'safety_identifier' });
-    for (const id of ['a'.repeat(64), '\u{1F600}'.repeat(64)]) {
+    for (const id of ['a'.repeat(65), 'a'.repeat(128), '\u{1F600}'.repeat(128)]) {
       const ok = await create(url, { model: 'm', input: 'hi', safety_identifier: id });
       expect(ok.status).toBe(200);
       expect(ok.json['safety_identifier']).toBe(id);
+    }
+  });
+
+  it('prompt_cache_key is at most 64 characters, as the API refuses a longer one (string_above_max_length), on create and compact', async () => {
+    const { url } = await testServer();
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${url}/v1/responses${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      return { status: res.status, json: (await res.json()) as Record<string, any> };
+    };
+    for (const path of ['', '/compact']) {
+      const long = await post(path, { model: 'm', input: 'hi', prompt_cache_key: 'k'.repeat(72) });
+      expect(long.status, path).toBe(400);
+      expect(long.json['error'], path).toEqual({
+        type: 'invalid_request_error',
+        code: 'string_above_max_length',
+        param: 'prompt_cache_key',
+        message: "Invalid 'prompt_cache_key': string too long. Expected a string with maximum length 64, but got a string with length 72 instead.",
+      });
+      // 64 characters, emoji counted as one each, pass.
+      for (const key of ['k'.repeat(64), '\u{1F600}'.repeat(64)]) expect((await post(path, { model: 'm', input: 'hi', prompt_cache_key: key })).status, path).toBe(200);
+    }
+    const ok = await create(url, { model: 'm', input: 'hi', prompt_cache_key: 'k'.repeat(64) });
+    expect(ok.json['prompt_cache_key']).toBe('k'.repeat(64));
+  });
+
+  it("an input item's call_id is 1 to 64 characters (the spec's maxLength and minLength), refused otherwise naming input[i].call_id", async () => {
+    const { url } = await testServer();
+    const pair = (callId: string) => [
+      { role: 'user', content: 'go' },
+      { type: 'function_call', call_id: callId, name: 'f', arguments: '{}' },
+      { type: 'function_call_output', call_id: callId, output: 'done' },
+    ];
+    const long = await create(url, { model: 'm', input: pair('c'.repeat(116)) });
+    expect(long.status).toBe(400);
+    expect(long.json['error']).toEqual({
+      type: 'invalid_request_error',
+      code: 'string_above_max_length',
+      param: 'input[1].call_id',
+      message: "Invalid 'input[1].call_id': string too long. Expected a string with maximum length 64, but got a string with length 116 instead.",
+    });
+    const empty = await create(url, { model: 'm', input: [{ type: 'function_call_output', call_id: '', output: 'done' }] });
+    expect(empty.status).toBe(400);
+    expect(empty.json['error']).toMatchObject({ code: 'empty_string', param: 'input[0].call_id' });
+    // Every item that names a call by call_id: calls and outputs alike.
+    for (const item of [
+      { type: 'custom_tool_call_output', call_id: 'x'.repeat(65), output: 'ok' },
+      { type: 'computer_call_output', call_id: 'x'.repeat(65), output: { type: 'computer_screenshot', image_url: 'https://example.com/s.png' } },
+      { type: 'shell_call_output', call_id: 'x'.repeat(65), output: [] },
+      { type: 'apply_patch_call_output', call_id: 'x'.repeat(65), status: 'completed' },
+    ]) {
+      const bad = await create(url, { model: 'm', input: [{ role: 'user', content: 'go' }, item] });
+      expect(bad.status, item.type).toBe(400);
+      expect(bad.json['error'], item.type).toMatchObject({ code: 'string_above_max_length', param: 'input[1].call_id' });
+    }
+    for (const id of ['c'.repeat(64), '\u{1F600}'.repeat(64)]) expect((await create(url, { model: 'm', input: pair(id) })).status).toBe(200);
+  });
+
+  it('a value of the wrong JSON type is invalid_type, one of the right type outside the enum invalid_value (tool_choice, text.format.type, text.verbosity)', async () => {
+    const { url } = await testServer();
+    const cases: Array<[Record<string, unknown>, string, string]> = [
+      [{ tool_choice: 5 }, 'invalid_type', 'tool_choice'],
+      [{ tool_choice: true }, 'invalid_type', 'tool_choice'],
+      [{ tool_choice: { type: 5 } }, 'invalid_type', 'tool_choice.type'],
+      [{ tool_choice: 'sometimes' }, 'invalid_value', 'tool_choice'],
+      [{ text: { format: { type: 5 } } }, 'invalid_type', 'text.format.type'],
+      [{ text: { format: {} } }, 'missing_required_parameter', 'text.format.type'],
+      [{ text: { format: { type: 'yaml' } } }, 'invalid_value', 'text.format.type'],
+      [{ text: { verbosity: 5 } }, 'invalid_type', 'text.verbosity'],
+      [{ text: { verbosity: 'loud' } }, 'invalid_value', 'text.verbosity'],
+    ];
+    for (const [fields, code, param] of cases) {
+      const r = await create(url, { model: 'm', input: 'hi', ...fields });
+      expect(r.status, JSON.stringify(fields)).toBe(400);
+      expect(r.json['error'], JSON.stringify(fields)).toMatchObject({ type: 'invalid_request_error', code, param });
     }
   });
 

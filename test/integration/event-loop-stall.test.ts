@@ -233,15 +233,16 @@ describe('the event loop stays responsive under large inputs', () => {
   it.each([
     ['an OpenAI-key-like run', 'sk-'.repeat(2_700_000), 'completed'],
     ['a Slack-token-like run', 'xoxa-12345678-'.repeat(580_000), 'content_flagged'],
-  ] as const)('http plan and run of a tool call whose call_id is %s of 8 M characters: no loop turn holds the CPU for 250 ms, no server error', async (_what, callId, outcome) => {
+  ] as const)('http plan and run of a tool call whose name is %s of 8 M characters: no loop turn holds the CPU for 250 ms, no server error', async (_what, name, outcome) => {
     // A call's header (`function_call <name> <call_id>`, `function_call_output <call_id>`) is the safety scan's prefix,
-    // matched by each pattern in one go beside a large body: 8 M characters of `sk-` held the loop ~430 ms, and a
-    // Slack-token-like run overflowed the regex engine's backtrack stack (RangeError: a 500 for the client).
+    // matched by each pattern in one go beside a large body: 8 M characters of `sk-` in its call_id held the loop
+    // ~430 ms, and a Slack-token-like run overflowed the regex engine's backtrack stack (RangeError: a 500 for the
+    // client). A call_id is now at most 64 characters (the API's bound, protocol/parse-input.ts); a call's name has none.
     const { server } = await testServer();
     const input = [
       { type: 'message', role: 'user', content: 'hi' },
-      { type: 'function_call', name: 'lookup', call_id: callId, arguments: '{}' },
-      { type: 'function_call_output', call_id: callId, output: 'ok' },
+      { type: 'function_call', name, call_id: 'call_1', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'call_1', output: 'ok' },
     ];
     const params = parseCreateBody({ model: 'sim-model', input, tools, store: false });
     const { result, stalls } = await watchLoop(planAndRun(server, 'http', params).then((r) => r.status, (err: unknown) => (err as { code?: string }).code));
@@ -261,8 +262,8 @@ describe('the event loop stays responsive under large inputs', () => {
 
   it.each([
     ['user', { user: '\ud800'.repeat(2_400_000) }],
-    // safety_identifier is not here: over 64 characters it is refused as it is parsed (test/conformance/request-params.test.ts).
-    ['prompt_cache_key', { prompt_cache_key: '\ud800'.repeat(2_400_000) }],
+    // safety_identifier and prompt_cache_key are not here: over 128 and 64 characters they are refused as they are parsed
+    // (test/conformance/request-params.test.ts).
     ['a json_schema text format', { text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object', properties: { a: { type: 'string', description: '\ud800'.repeat(2_400_000) } } } } } }],
     ['prompt_cache_options', { prompt_cache_options: { comparison_response_id: '\ud800'.repeat(2_400_000) } }],
     ['an allowed_tools tool_choice', { tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: '\ud800'.repeat(2_400_000) }] } }],

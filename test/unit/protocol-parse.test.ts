@@ -44,11 +44,14 @@ describe('parseClientFrame', () => {
     ['{oops', 'invalid_json', null],
     ['[1,2]', 'invalid_type', null],
     ['{"no":"type"}', 'missing_required_parameter', 'type'],
+    // Sent, of another type: the wrong type, not a missing one (outside conformance tester atk58 F5).
+    ['{"type":5}', 'invalid_type', 'type'],
     ['{"type":"response.nope"}', 'unknown_event_type', 'type'],
     ['{"type":"response.append"}', 'missing_required_parameter', 'input'],
     ['{"type":"response.create","model":"m","input":[{"type":"message","role":"user"}]}', 'missing_required_parameter', 'input[0].content'],
     ['{"type":"response.create","model":"m","input":[{"type":"function_call","call_id":"c","name":"n","arguments":{}}]}', 'invalid_type', 'input[0].arguments'],
-    ['{"type":"response.create","model":"m","tool_choice":5}', 'invalid_value', 'tool_choice'],
+    ['{"type":"response.create","model":"m","tool_choice":5}', 'invalid_type', 'tool_choice'],
+    ['{"type":"response.create","model":"m","tool_choice":"maybe"}', 'invalid_value', 'tool_choice'],
     ['{"type":"response.create","model":"m","metadata":{"k":1}}', 'invalid_type', 'metadata.k'],
     ['{"type":"response.create","model":"m","store":"yes"}', 'invalid_type', 'store'],
     // Found by the chaos fuzzer: a non-string description reached the router and was a 500.

@@ -239,6 +239,11 @@ describe('hostile shapes', () => {
     const answer = { type: 'function_call_output', call_id: 'c1', output: 'aborted' };
     expect(neutral({ userTurns: [interrupted, turn([answer, hi])] })().userTurns).toHaveLength(2);
     expect(refusal(neutral({ userTurns: [interrupted, { ...turn([answer, hi]), replace_history: true }] }))).toMatch(/^n\.json: \/userTurns\/1\/input\/0\/call_id: No tool call found/);
+    // A model call's call_id past the API's 64 characters: the client sends it back, and the server refuses it so.
+    const long = { ...call, arguments: '{}', call_id: 'c'.repeat(65) };
+    expect(refusal(neutral({ userTurns: [{ input: [hi], modelTurns: [{ output: [long] }, { output: [{ type: 'message', text: 'd' }] }] }], toolOutputs: { [long.call_id]: { output: 'o' } } }))).toMatch(
+      /^n\.json: .*\/userTurns\/0\/modelTurns\/0\/output\/0\/call_id.*64/,
+    );
   });
 
   it('a neutral file nested thousands of levels deep (a tool schema, an unknown field): refused naming where, not a RangeError (exit 1, "Maximum call stack size exceeded")', () => {

@@ -67,6 +67,23 @@ describe('rollouts from outside', () => {
     );
   });
 
+  it('a recorded call_id past the API\'s 64 characters is replayed under call_ and its SHA-256, the same for the call and its output, noted once', () => {
+    const id = `codex_mcp__server__a_tool_with_a_long_name_exec-${'0123456789abcdef'.repeat(3)}`;
+    expect(id.length).toBeGreaterThan(64);
+    const w = read([meta(), user('x'), call(id), output(id, 'listed'), answer('done')]);
+    const calls = w.userTurns[0]!.modelTurns.flatMap((t) => t.output.filter((o) => o.type === 'function_call'));
+    expect(calls).toHaveLength(1);
+    const wire = (calls[0] as { call_id: string }).call_id;
+    expect(wire).toMatch(/^call_[A-Za-z0-9_-]{43}$/);
+    expect(w.toolOutputs[wire]?.output).toBe('listed');
+    expect((w.skipped ?? []).filter((s) => s.what.startsWith('call_id '))).toHaveLength(1);
+    // What the bench's server reads back takes it (a longer id is refused there, as the API refuses it sent back).
+    expect(() => asServerReadsIt(w)).not.toThrow();
+    // The same recorded id maps to the same wire id in another read; another id to another.
+    expect((read([meta(), user('x'), call(id), output(id), answer('d')]).userTurns[0]!.modelTurns[0]!.output[0] as { call_id: string }).call_id).toBe(wire);
+    expect((read([meta(), user('x'), call(`${id}x`), output(`${id}x`), answer('d')]).userTurns[0]!.modelTurns[0]!.output[0] as { call_id: string }).call_id).not.toBe(wire);
+  });
+
   it('an output that answers no call, or a call answered already, is noted and not replayed (refused before: the whole file lost to one record)', () => {
     const twice = read([meta(), user('x'), call('c1'), output('c1'), output('c1', 'again'), answer('a')]);
     expect(twice.toolOutputs['c1']?.output).toBe('ok');

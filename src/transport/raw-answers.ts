@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WireError } from '../protocol/errors.js';
+import { newId } from '../protocol/objects.js';
 import { loggedPath } from './auth.js';
 
 /**
@@ -176,7 +177,8 @@ function answerRaw(socket: Duplex, wire: WireError): void {
     { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large', 505: 'HTTP Version Not Supported' }[wire.status] ?? 'Error';
   // Closed once the answer is flushed, even if the peer never closes its side.
   socket.once('finish', () => socket.destroy());
+  // An `x-request-id` as every other answer has (a 431 had none; outside conformance tester atk58).
   socket.end(
-    `HTTP/1.1 ${wire.status} ${reason}\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${wire.status} ${reason}\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nx-request-id: ${newId('req', 16)}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

@@ -7,6 +7,9 @@
  * Pure functions and one small accumulator; no I/O, no knowledge of record
  * order. Leaves out images (a tool output's image or file part becomes a marker naming its type).
  */
+import { createHash } from 'node:crypto';
+import { longerThan } from '../protocol/fields.js';
+import { CALL_ID_MAX_CHARS } from '../protocol/parse-input.js';
 import type { FunctionTool, InputItem } from '../protocol/objects.js';
 import { estimateEncryptedTokens } from './infer.js';
 
@@ -106,6 +109,15 @@ export function compactionStandIn(encrypted: string): InputItem {
 }
 
 /**
+ * The id a recorded call is replayed under: as recorded, or, past the API's 64 characters (`CALL_ID_MAX_CHARS`: the
+ * server refuses a longer one when the client sends the call or its output back, as the API does), `call_` and the 43
+ * characters of its SHA-256 (base64url): deterministic, so a call, its outputs and a compaction's copy of them agree.
+ */
+export function replayCallId(raw: string): string {
+  return longerThan(raw, CALL_ID_MAX_CHARS) ? `call_${createHash('sha256').update(raw).digest('base64url')}` : raw;
+}
+
+/**
  * A compaction's replacement history (Responses API items) as input items.
  * Messages, calls and their outputs are kept (an output whose call comes
  * before it in the history, as the API requires); custom tool calls become
@@ -120,12 +132,21 @@ export function replacementItems(history: readonly unknown[]): { items: InputIte
   const items: InputItem[] = [];
   const calls = new Set<string>();
   let dropped = 0;
-  for (const h of history) {
-    if (!isJson(h)) {
+  for (const raw of history) {
+    if (!isJson(raw)) {
       dropped++;
       continue;
     }
+    let h: Json = raw;
     const type = h.type;
+    // Ids as the reader replays them (`replayCallId`), and an empty one (which the API refuses) dropped.
+    if (typeof h.call_id === 'string') {
+      if (h.call_id === '') {
+        dropped++;
+        continue;
+      }
+      h = { ...h, call_id: replayCallId(h.call_id) };
+    }
     if (type === 'message' && typeof h.role === 'string' && ['user', 'developer', 'system', 'assistant'].includes(h.role)) {
       items.push({ type: 'message', role: h.role as 'user', content: h.role === 'assistant' ? messageText(h.content) : inputContent(h.content) });
     } else if (type === 'function_call' && typeof h.call_id === 'string' && typeof h.name === 'string' && typeof h.arguments === 'string') {

@@ -96,9 +96,7 @@
  *   the parent's spawn call is an ordinary client tool call whose duration
  *   covers the sub-agent's run.
  */
-import { createHash } from 'node:crypto';
 import { validateContent } from '../pipeline/validate.js';
-import { longerThan } from '../protocol/fields.js';
 import { CALL_ID_MAX_CHARS } from '../protocol/parse-input.js';
 import { WireError } from '../protocol/errors.js';
 import type { InputItem, InputMessage } from '../protocol/objects.js';
@@ -111,6 +109,7 @@ import {
   outputText,
   reasoningText,
   replacementItems,
+  replayCallId,
   sessionInstructions,
   sessionOrigin,
   ToolSchemas,
@@ -641,8 +640,8 @@ class RolloutParser {
    * at the call).
    */
   private wireCallId(raw: string): string {
-    if (!longerThan(raw, CALL_ID_MAX_CHARS)) return raw;
-    const id = `call_${createHash('sha256').update(raw).digest('base64url')}`;
+    const id = replayCallId(raw);
+    if (id === raw) return raw;
     if (!this.longCallIds.has(raw)) {
       this.longCallIds.add(raw);
       this.skip(`call_id ${raw.slice(0, 80)}…`, `longer than the API's ${CALL_ID_MAX_CHARS} characters (it refuses such an id sent back): replayed as ${id}, for the call and its output`);

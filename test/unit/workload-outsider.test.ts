@@ -11,6 +11,7 @@ import { parseNeutral } from '../../src/workload/format.js';
 import { checkAnswered, parseWorkload, type Workload } from '../../src/workload/load.js';
 import { refusalOf } from '../helpers/workload.js';
 import { replayable } from '../../src/workload/replayable.js';
+import { replacementItems } from '../../src/workload/codex-items.js';
 import { MAX_HELD_RECORDS } from '../../src/workload/repeats.js';
 
 let clock = Date.parse('2026-10-05T17:45:00Z');
@@ -82,6 +83,16 @@ describe('rollouts from outside', () => {
     // The same recorded id maps to the same wire id in another read; another id to another.
     expect((read([meta(), user('x'), call(id), output(id), answer('d')]).userTurns[0]!.modelTurns[0]!.output[0] as { call_id: string }).call_id).toBe(wire);
     expect((read([meta(), user('x'), call(`${id}x`), output(`${id}x`), answer('d')]).userTurns[0]!.modelTurns[0]!.output[0] as { call_id: string }).call_id).not.toBe(wire);
+    // A compaction's replacement history holding the call and its output: the same id for both, so the replayed input
+    // pairs them (and an empty id, which the API refuses, is dropped).
+    const replaced = replacementItems([
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] },
+      { type: 'function_call', call_id: id, name: 'shell', arguments: '{}' },
+      { type: 'function_call_output', call_id: id, output: 'listed' },
+      { type: 'function_call', call_id: '', name: 'shell', arguments: '{}' },
+    ]);
+    expect(replaced.items.filter((i) => 'call_id' in i).map((i) => (i as { call_id: string }).call_id)).toEqual([wire, wire]);
+    expect(replaced.dropped).toBe(1);
   });
 
   it('an output that answers no call, or a call answered already, is noted and not replayed (refused before: the whole file lost to one record)', () => {

@@ -2,7 +2,8 @@
  * Building one replayed user turn from the model calls the Codex reader
  * (`codex.ts`) collected: a call with nothing visible (only reasoning, or
  * only a hosted search) is merged into the next call of its user turn (the
- * previous one if it was the last), its output tokens with it; so is a call
+ * previous one if it was the last, unless that one called tools: then it
+ * ends the turn, replayed with a marker text), its output tokens with it; so is a call
  * before the user turn's last that shows only text (no tool call: replayed
  * alone it would end the run), so replay
  * decodes as many tokens while inventing no output; each replayed call gets
@@ -49,6 +50,9 @@ export interface PendingFigures extends Omit<CallFigures, 'input_tokens'> {
   mark: number;
 }
 
+/** What replays a user turn's last model call when it showed nothing (only reasoning, or an empty message). */
+export const NOTHING_SHOWN_TEXT = '(the recorded answer showed nothing: only reasoning, or an empty message)';
+
 /** The replayed user turn and its calls' figures; null when no call has visible output. */
 export function buildUserTurn(turn: TurnBuild): { turn: UserTurn; figures: PendingFigures[] } | null {
   // A replayed call ends at a function call: a call before it that called no tool (only text) would end the
@@ -62,16 +66,25 @@ export function buildUserTurn(turn: TurnBuild): { turn: UserTurn; figures: Pendi
       pending = [];
     }
   }
+  // Calls after the last tool call that show nothing (only reasoning, an empty message) end the user turn: the model
+  // was called again, so the tool outputs were sent. Merged into the call before, they made the turn end in its tool
+  // calls, which the replay reads as an interrupted turn and drops, call, output and all, for a false "never got an
+  // answer" marker (outside attack atk57 F1). They are replayed as one call ending the turn, its output a marker.
+  let nothingShown = false;
   if (pending.some((c) => c.visible.length > 0)) groups.push(pending);
-  else if (pending.length > 0 && groups.length > 0) for (const c of pending) groups[groups.length - 1]!.push(c); // no spread: 130k+ args overflow the stack
+  else if (pending.length > 0 && groups.length > 0) {
+    groups.push(pending);
+    nothingShown = true;
+  }
   if (groups.length === 0) return null;
   const modelTurns: ReplayTurn[] = [];
   const figures: PendingFigures[] = [];
-  for (const group of groups) {
-    const shown = group.find((c) => c.visible.length > 0)!;
+  for (const [gi, group] of groups.entries()) {
+    const shown = group.find((c) => c.visible.length > 0) ?? group[0]!;
     let output = 0;
     for (const c of group) output += c.usage?.output ?? inferOutputTokens(c.visible, c.reasoning);
-    modelTurns.push({ output: group.flatMap((c) => c.visible), output_tokens: output });
+    const visible = nothingShown && gi === groups.length - 1 ? [{ type: 'message' as const, text: NOTHING_SHOWN_TEXT }] : group.flatMap((c) => c.visible);
+    modelTurns.push({ output: visible, output_tokens: output });
     figures.push({
       input_tokens: shown.usage?.input ?? null,
       input_source: shown.usage ? 'recorded' : 'inferred',

@@ -115,7 +115,7 @@ import {
   ToolSchemas,
   type Json,
 } from './codex-items.js';
-import { buildUserTurn, sameUserText, type PendingFigures, type RawCall, type TurnBuild, type Visible } from './codex-turns.js';
+import { buildUserTurn, NOTHING_SHOWN_TEXT, sameUserText, type PendingFigures, type RawCall, type TurnBuild, type Visible } from './codex-turns.js';
 import { inferInputTokens, reasoningTokens, type ContextOp } from './infer.js';
 import { HistoryRepeats } from './repeats.js';
 import { MAX_TOKEN_COUNT, MAX_TOOL_MS, toolWaitMs, WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
@@ -861,6 +861,14 @@ class RolloutParser {
       return;
     }
     this.turns.push(built.turn);
+    const final = built.turn.modelTurns.at(-1)!.output;
+    if (final.length === 1 && final[0]!.type === 'message' && final[0]!.text === NOTHING_SHOWN_TEXT) {
+      this.skip(
+        `the model call ending user turn ${this.turns.length} (line ${built.figures.at(-1)!.line})`,
+        `showed nothing after its tool calls were answered (only reasoning, or an empty message): replayed as a call whose text is "${NOTHING_SHOWN_TEXT}", which ends the turn, its tokens decoded as recorded`,
+        false,
+      );
+    }
     this.ended = { build: turn, index: this.turns.length - 1, figuresFrom: this.figures.length };
     for (const f of built.figures) this.figures.push(f); // not push(...): a user turn of 130k+ calls would overflow the stack
     // A user turn ending in tool calls is replayed ending at that call's text (or a marker), without the calls and

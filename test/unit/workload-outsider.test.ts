@@ -12,6 +12,7 @@ import { checkAnswered, parseWorkload, type Workload } from '../../src/workload/
 import { refusalOf } from '../helpers/workload.js';
 import { replayable } from '../../src/workload/replayable.js';
 import { replacementItems } from '../../src/workload/codex-items.js';
+import { NOTHING_SHOWN_TEXT } from '../../src/workload/codex-turns.js';
 import { MAX_HELD_RECORDS } from '../../src/workload/repeats.js';
 
 let clock = Date.parse('2026-10-05T17:45:00Z');
@@ -93,6 +94,23 @@ describe('rollouts from outside', () => {
     ]);
     expect(replaced.items.filter((i) => 'call_id' in i).map((i) => (i as { call_id: string }).call_id)).toEqual([wire, wire]);
     expect(replaced.dropped).toBe(1);
+  });
+
+  it("a user turn whose last model call shows nothing after its tool call was answered (only reasoning, an empty message) keeps the call and ends in a marker (it was folded into the call before: the call and its output dropped as interrupted; atk57 F1)", () => {
+    const reasoning = rec('response_item', { type: 'reasoning', summary: [], encrypted_content: 'x'.repeat(40) });
+    const empty = rec('response_item', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: '' }] });
+    for (const last of [reasoning, empty]) {
+      const w = read([meta(), user('x'), call('c1'), usage(100, 40), output('c1'), last, usage(150, 30), user('y'), answer('b'), usage(200, 5)]);
+      const turn = w.userTurns[0]!;
+      expect(turn.modelTurns.map((t) => t.output.map((o) => o.type))).toEqual([['function_call'], ['message']]);
+      expect(turn.modelTurns.map((t) => t.output_tokens)).toEqual([40, 30]);
+      expect(turn.modelTurns[1]!.output[0]).toEqual({ type: 'message', text: NOTHING_SHOWN_TEXT });
+      expect(w.toolOutputs['c1']?.output).toBe('ok');
+      expect(w.skipped?.some((n) => n.why.includes('showed nothing after its tool calls were answered'))).toBe(true);
+      // What the server replays is the same: the call is kept (replayable drops a turn's final calls as interrupted).
+      expect(replayable(w).userTurns[0]!.modelTurns[0]!.output.map((o) => o.type)).toEqual(['function_call']);
+      expect(() => asServerReadsIt(w)).not.toThrow();
+    }
   });
 
   it('an output that answers no call, or a call answered already, is noted and not replayed (refused before: the whole file lost to one record)', () => {

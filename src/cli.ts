@@ -21,7 +21,7 @@ import { fromEnvironment, numberFlag, stringOptions, UsageError, type NumberRang
 import { DEFAULT_STORE, startServer } from './server.js';
 import { createLogger, flushLog, flushLogSync } from './log.js';
 import { exitWithParent } from './lifecycle.js';
-import { killRunningCommands, runShell } from './shell.js';
+import { commandOf, killRunningCommands, runShell } from './shell.js';
 import { WorkloadError } from './workload/types.js';
 import type { Switches } from './engine/services.js';
 import { DEFAULT_LIMITS, DEFAULT_SWITCHES } from './engine/services.js';
@@ -406,9 +406,16 @@ async function run(argv: string[]): Promise<void> {
     commands++;
     arm();
     const next = previous.then(async () => {
-      const { cmd } = JSON.parse(call.arguments) as { cmd: string };
-      out.write(`\n$ ${shown(String(cmd))}\n`);
-      const result = await runShell(cmd);
+      // Only the tool offered, with its one argument: a replayed call of another tool (a recorded `shell`), or one
+      // whose arguments hold no string `cmd`, ran `/bin/bash -c undefined` (outside attack atk57 F4). Answered with
+      // the reason instead, as Codex answers a call it cannot run ("unsupported call"), and the run goes on.
+      const cmd = commandOf(call);
+      if (cmd.refused !== undefined) {
+        out.write(`\n[not run: ${shown(cmd.refused)}]\n`);
+        return cmd.refused;
+      }
+      out.write(`\n$ ${shown(cmd.line)}\n`);
+      const result = await runShell(cmd.line);
       out.write(result.endsWith('\n') ? result : `${result}\n`);
       return result;
     });

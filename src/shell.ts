@@ -79,3 +79,23 @@ export function runShell(cmd: string, timeoutMs = 60_000, maxBytes = 1 << 20): P
     child.once('close', done);
   });
 }
+
+/** The one tool `llr run` offers. */
+export const RUN_TOOL = 'exec_command';
+
+/**
+ * `llr run`'s tool call as a command line, or why it is not run: a call of another tool (a replayed recording's
+ * `shell`), or arguments that are not `{"cmd": string}`. Such calls ran `/bin/bash -c undefined` (outside attack atk57 F4).
+ */
+export function commandOf(call: { name: string; arguments: string }): { line: string; refused?: undefined } | { refused: string } {
+  if (call.name !== RUN_TOOL) return { refused: `unsupported call: ${call.name.slice(0, 200)} (this client offers only ${RUN_TOOL})` };
+  let args: unknown;
+  try {
+    args = JSON.parse(call.arguments);
+  } catch {
+    return { refused: `${RUN_TOOL}: its arguments are not JSON (expected {"cmd": "..."})` };
+  }
+  const cmd = typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as { cmd?: unknown }).cmd : undefined;
+  if (typeof cmd !== 'string') return { refused: `${RUN_TOOL}: its arguments have no string \`cmd\` (expected {"cmd": "..."})` };
+  return { line: cmd };
+}

@@ -32,6 +32,27 @@ describe('llr run', () => {
     expect(stdout).toContain('line one\nclear\\u{1b}[2J title\\u{1b}]0;pwned\\u{7} clip\\u{1b}]52;c;aGk=\\u{7} back\\u{d}over \\u{202e}evil\\u{202c} end');
   }, 30_000);
 
+  it('runs nothing for a call of a tool it did not offer, or of exec_command without a string cmd: each answered with the reason (it ran `bash -c undefined`; atk57 F4)', async () => {
+    const { url } = await testServer({
+      policy: scriptPolicy([
+        { calls: [{ name: 'shell', arguments: { command: ['bash', '-lc', 'echo old'] } }] },
+        { calls: [{ name: 'exec_command', arguments: '"echo raw-not-json"' }] },
+        { calls: [{ name: 'exec_command', arguments: 'not json' }] },
+        { calls: [{ name: 'exec_command', arguments: { cmd: 'echo ran-it' } }] },
+        { text: 'done' },
+      ]),
+    });
+    const { stdout } = await run(process.execPath, [CLI, 'run', '--url', url, '--protocol', 'long-lived', 'go'], { timeout: 20_000 });
+    expect(stdout).not.toContain('undefined');
+    expect(stdout).toContain('[not run: unsupported call: shell (this client offers only exec_command)]');
+    expect(stdout).toContain('[not run: exec_command: its arguments have no string `cmd`');
+    expect(stdout).toContain('[not run: exec_command: its arguments are not JSON');
+    // The one call it can run runs (its output printed once it is done, after the pause line).
+    expect(stdout).toContain('\n$ echo ran-it\n');
+    expect(stdout).toMatch(/\nran-it\n/);
+    expect(stdout).toMatch(/\[completed · /);
+  }, 30_000);
+
   for (const protocol of ['long-lived', 'ws', 'http', 'long-lived-http']) {
     it(`${protocol}: a refused tool output ends the agent with the error, exit 1`, async () => {
       const { url } = await testServer();

@@ -24,7 +24,8 @@ import { exitWithParent } from './lifecycle.js';
 import { commandOf, killRunningCommands, runShell } from './shell.js';
 import { WorkloadError } from './workload/types.js';
 import type { Switches } from './engine/services.js';
-import { DEFAULT_LIMITS, DEFAULT_SWITCHES } from './engine/services.js';
+import { DEFAULT_SWITCHES } from './engine/services.js';
+import { fitToFootprint } from './workload/fit.js';
 import { limitHelp, limitOptions, limitsFrom, MAX_TIMER_MS } from './limit-flags.js';
 import { CLIENT_PROTOCOLS, connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
@@ -82,7 +83,9 @@ items and tools of unknown types, refused 400 invalid_value by default (for a cl
 newer than the server's lists of fields and types; docs/protocol.md).
 --workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
 selects the replay policy: the model replays the recorded run's turns (a model call with more
-parallel calls than --max-pending-calls raises it to fit, unless the flag is given).
+parallel calls than --max-pending-calls raises it to fit, and a context larger than the defaults
+take raises --max-frame-bytes, --max-context-bytes, --max-context-items and --max-server-bytes,
+each unless its flag is given).
 
 serve limits (docs/reliability.md; each also LLR_<NAME> in the environment):
 ${limitHelp()}
@@ -193,16 +196,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
   checkStrings(values, apiKeys);
   const { policy, footprint } = await modelPolicy(values.policy, values.workload, values.synthetic);
   const limits = limitsFrom(values, process.env);
-  // A replayed model call with more parallel calls than one pause waits for failed every long-lived run of it
-  // (too_many_pending_calls): raised to fit, as the bench does for its servers (bench/runner.ts fitLimits), unless set.
-  if (limits.maxPendingCalls === undefined && footprint.widestCall > DEFAULT_LIMITS.maxPendingCalls) limits.maxPendingCalls = footprint.widestCall;
-  // So is a context larger than the defaults allow (a long run the recorded agent kept small by compacting inside a
-  // user turn: the replay keeps the full history): its http replay was refused mid-run (payload_too_large). With a
-  // quarter more for what a client adds per item, unless set.
-  const roomy = (n: number) => Math.ceil(n * 1.25) + 1024 * 1024;
-  if (limits.maxFrameBytes === undefined && roomy(footprint.contextBytes) > DEFAULT_LIMITS.maxFrameBytes) limits.maxFrameBytes = roomy(footprint.contextBytes);
-  if (limits.maxContextBytes === undefined && roomy(footprint.contextBytes) > DEFAULT_LIMITS.maxContextBytes) limits.maxContextBytes = roomy(footprint.contextBytes);
-  if (limits.maxContextItems === undefined && footprint.contextItems + 1000 > DEFAULT_LIMITS.maxContextItems) limits.maxContextItems = footprint.contextItems + 1000;
+  fitToFootprint(limits, footprint);
   const log = createLogger({
     ownsProcess: true,
     ...(values['log-level'] ? { level: values['log-level'] } : {}),

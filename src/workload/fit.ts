@@ -1,0 +1,35 @@
+/**
+ * Fitting `llr serve --workload`'s limits to the workload it replays (its `replayFootprint`), as the bench's servers
+ * are fitted (they are such servers): each limit the workload would pass is raised, unless its flag (or environment
+ * variable) set it. Pure: it changes the limits object it is given. Used by cli.ts.
+ */
+import { DEFAULT_LIMITS, type Limits } from '../engine/services.js';
+
+/** What the replay needs (workload/replayable.ts `replayFootprint`). */
+export interface Footprint {
+  widestCall: number;
+  contextBytes: number;
+  contextItems: number;
+}
+
+/** A context's bytes with a quarter more for what a client adds per item, and 1 MiB. */
+function roomy(n: number): number {
+  return Math.ceil(n * 1.25) + 1024 * 1024;
+}
+
+export function fitToFootprint(limits: Partial<Limits>, footprint: Footprint): void {
+  // A replayed model call with more parallel calls than one pause waits for failed every long-lived run of it
+  // (too_many_pending_calls).
+  if (limits.maxPendingCalls === undefined && footprint.widestCall > DEFAULT_LIMITS.maxPendingCalls) limits.maxPendingCalls = footprint.widestCall;
+  // So is a context larger than the defaults allow (a long run the recorded agent kept small by compacting inside a
+  // user turn: the replay keeps the full history): its http replay was refused mid-run (payload_too_large).
+  const context = roomy(footprint.contextBytes);
+  if (limits.maxFrameBytes === undefined && context > DEFAULT_LIMITS.maxFrameBytes) limits.maxFrameBytes = context;
+  if (limits.maxContextBytes === undefined && context > DEFAULT_LIMITS.maxContextBytes) limits.maxContextBytes = context;
+  if (limits.maxContextItems === undefined && footprint.contextItems + 1000 > DEFAULT_LIMITS.maxContextItems) limits.maxContextItems = footprint.contextItems + 1000;
+  // And the server-wide budget, which a live context is charged to about three times over (its frames, its token ids,
+  // its output's JSON: docs/reliability.md): with only the context raised, one client's long-lived replay of 1,200
+  // calls of 100 KB outputs was refused server_busy after 892 calls, its run left paused, and its ws-mode replay lost
+  // the connection's cache (previous_response_not_found) (outside attack atk57 F2). Four contexts' worth.
+  if (limits.maxServerBytes === undefined && 4 * context > DEFAULT_LIMITS.maxServerBytes) limits.maxServerBytes = 4 * context;
+}

@@ -1,0 +1,44 @@
+/**
+ * `llr serve --workload` fits its limits to the workload (src/workload/fit.ts): each limit the replay would pass is
+ * raised, the server-wide byte budget with the context (outside attack atk57 F2: one client's long-lived replay of a
+ * ~120 MB context was refused server_busy part-way, its run left paused), and a limit set by flag is kept.
+ */
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS, type Limits } from '../../src/engine/services.js';
+import { fitToFootprint } from '../../src/workload/fit.js';
+
+const MiB = 1024 * 1024;
+
+describe('fitToFootprint', () => {
+  it('leaves the defaults of a workload that fits them', () => {
+    const limits: Partial<Limits> = {};
+    fitToFootprint(limits, { widestCall: 3, contextBytes: 2 * MiB, contextItems: 400 });
+    expect(limits).toEqual({});
+  });
+
+  it('raises the frame, the context and the server-wide budget for a context past the defaults', () => {
+    const limits: Partial<Limits> = {};
+    fitToFootprint(limits, { widestCall: 1, contextBytes: 120 * MiB, contextItems: 2_402 });
+    const context = Math.ceil(120 * MiB * 1.25) + MiB;
+    expect(limits).toEqual({ maxFrameBytes: context, maxContextBytes: context, maxServerBytes: 4 * context });
+    expect(limits.maxServerBytes!).toBeGreaterThan(DEFAULT_LIMITS.maxServerBytes);
+  });
+
+  it('raises the server-wide budget alone once four contexts pass it, the context itself within its default', () => {
+    const limits: Partial<Limits> = {};
+    fitToFootprint(limits, { widestCall: 1, contextBytes: 60 * MiB, contextItems: 10 });
+    expect(Object.keys(limits).sort()).toEqual(['maxContextBytes', 'maxFrameBytes', 'maxServerBytes']);
+    const small: Partial<Limits> = {};
+    fitToFootprint(small, { widestCall: 1, contextBytes: 20 * MiB, contextItems: 10 });
+    expect(small).toEqual({ maxFrameBytes: Math.ceil(20 * MiB * 1.25) + MiB });
+  });
+
+  it('keeps every limit a flag set, and raises --max-pending-calls and --max-context-items to fit', () => {
+    const set: Partial<Limits> = { maxServerBytes: 64 * MiB, maxContextBytes: 8 * MiB, maxFrameBytes: 4 * MiB, maxPendingCalls: 2, maxContextItems: 10 };
+    fitToFootprint(set, { widestCall: 500, contextBytes: 120 * MiB, contextItems: 90_000 });
+    expect(set).toEqual({ maxServerBytes: 64 * MiB, maxContextBytes: 8 * MiB, maxFrameBytes: 4 * MiB, maxPendingCalls: 2, maxContextItems: 10 });
+    const open: Partial<Limits> = {};
+    fitToFootprint(open, { widestCall: 500, contextBytes: 1, contextItems: 90_000 });
+    expect(open).toEqual({ maxPendingCalls: 500, maxContextItems: 91_000 });
+  });
+});

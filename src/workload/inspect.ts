@@ -43,7 +43,12 @@ export async function workloadCommand(argv: string[]): Promise<void> {
   const { text, name, source } = readWorkloadText(file);
   const w = parseWorkload(text, name, source);
   if (sub === 'convert') {
-    const json = `${JSON.stringify({ llr_workload: 1, ...w })}\n`;
+    // What `llr serve --workload` replays and a client must follow (`replayable`: a user turn ends in a call without
+    // tool calls, an interrupted turn's calls and their "aborted" answers are dropped, a new conversation starts at its
+    // anchor), not the workload as read: a client following that got 400 unknown_call_id after an interrupted turn,
+    // and the run's first call again at a replace_history turn (outside attack atk57 F3). One that is not replayable
+    // is refused here, as serve and the bench refuse it (it was written, exit 0).
+    const json = `${JSON.stringify({ llr_workload: 1, ...replayable(w) })}\n`;
     const fd = out === undefined ? 1 : descriptorOf(out);
     if (fd === 1) process.stdout.write(json);
     else if (fd === 2) process.stderr.write(json);

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { replayable } from '../../src/workload/replayable.js';
 import { readWorkload } from '../../src/workload/load.js';
 import { buildDist } from '../helpers/build.js';
 
@@ -51,6 +52,23 @@ describe('llr workload', () => {
     expect((await llr(['workload', 'convert', join(FIXTURES, 'rollout-ide-multi-turn.jsonl'), out])).code).toBe(0);
     const original = readWorkload(join(FIXTURES, 'rollout-ide-multi-turn.jsonl'));
     expect(readWorkload(out)).toEqual(original);
+  });
+
+  it('convert writes what serve replays: an interrupted turn ends in its text, without its calls or their "aborted" answers (a client following the file got 400 unknown_call_id; atk57 F3)', async () => {
+    const out = join(dir, 'aborted.json');
+    expect((await llr(['workload', 'convert', join(FIXTURES, 'rollout-aborted.jsonl'), out])).code).toBe(0);
+    const original = readWorkload(join(FIXTURES, 'rollout-aborted.jsonl'));
+    // The fixture is one a replay changes: its first user turn ends in calls.
+    expect(original.userTurns[0]!.modelTurns.at(-1)!.output.some((o) => o.type === 'function_call')).toBe(true);
+    const written = readWorkload(out);
+    expect(written).toEqual(replayable(original));
+    for (const u of written.userTurns) expect(u.modelTurns.at(-1)!.output.some((o) => o.type === 'function_call')).toBe(false);
+    const asked = new Set(written.userTurns.flatMap((u) => u.modelTurns.flatMap((t) => t.output.flatMap((o) => (o.type === 'function_call' ? [o.call_id] : [])))));
+    for (const u of written.userTurns) for (const i of u.input) if (i.type === 'function_call_output') expect(asked.has((i as { call_id: string }).call_id)).toBe(true);
+    // Converted again, it is the same.
+    const again = join(dir, 'aborted-again.json');
+    expect((await llr(['workload', 'convert', out, again])).code).toBe(0);
+    expect(readWorkload(again)).toEqual(written);
   });
 
   it('convert writes OUT whole or not at all: a failed write leaves it as it was, no temporary file, and names it (atk46 F4)', async () => {

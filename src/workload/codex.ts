@@ -307,6 +307,12 @@ class RolloutParser {
     if (!isJson(payload)) this.fail(`the "${type}" record has no \`payload\` object: not a Codex rollout record${notRollout(type)}`);
     const ms = typeof rec.timestamp === 'string' ? Date.parse(rec.timestamp) : NaN;
     const ts = Number.isFinite(ms) ? ms : undefined;
+    // One that is there but no date (`"not-a-date"`, a number) was taken silently as none: the tool times it bounds
+    // counted 0 ms with nothing said (outside attack atk57 F5).
+    if (ts === undefined && rec.timestamp !== undefined) {
+      const shownTs = typeof rec.timestamp === 'string' ? JSON.stringify(rec.timestamp.slice(0, 40)) : `(${describe(rec.timestamp)})`;
+      this.skip(`the timestamp ${shownTs} of a "${type}" record`, 'not a date (Codex writes ISO 8601): the record has no time, so a tool time it bounds counts its exec_command_end duration, or 0 ms');
+    }
     if (type === 'session_meta') this.sessionMeta(payload);
     else if (type === 'response_item') this.responseItem(payload, ts);
     else if (type === 'event_msg') this.event(payload);

@@ -113,6 +113,17 @@ describe('rollouts from outside', () => {
     }
   });
 
+  it('a timestamp that is no date (a string Date.parse refuses, a number) is noted, its tool time 0 ms (it was taken silently; atk57 F5)', () => {
+    const bad = (ts: unknown, line: string) => JSON.stringify({ ...JSON.parse(line), timestamp: ts });
+    const w = read([meta(), user('x'), call('c1'), bad('not-a-date', output('c1')), answer('done')]);
+    expect(w.toolOutputs['c1']?.duration_ms).toBe(0);
+    expect(w.skipped).toContainEqual({ line: 4, what: 'the timestamp "not-a-date" of a "response_item" record', why: expect.stringContaining('not a date') });
+    const numbers = read([meta(), user('x'), bad(1780000000, call('c1')), output('c1'), answer('done')]);
+    expect(numbers.skipped).toContainEqual({ line: 3, what: 'the timestamp (a number) of a "response_item" record', why: expect.stringContaining('not a date') });
+    // A good one says nothing.
+    expect(read([meta(), user('x'), call('c1'), output('c1'), answer('done')]).skipped ?? []).toEqual([]);
+  });
+
   it('an output that answers no call, or a call answered already, is noted and not replayed (refused before: the whole file lost to one record)', () => {
     const twice = read([meta(), user('x'), call('c1'), output('c1'), output('c1', 'again'), answer('a')]);
     expect(twice.toolOutputs['c1']?.output).toBe('ok');

@@ -272,10 +272,18 @@ export const INPUT_TOKEN_PARAMETERS: ReadonlySet<string> = new Set([
   'reasoning', 'text', 'tool_choice', 'tools', 'truncation',
 ]);
 
-/** An `input_tokens` body's fields are all in `INPUT_TOKEN_PARAMETERS`; the first that is not is refused. */
-export function checkInputTokenParameters(body: Obj): void {
-  checkParameters(body, INPUT_TOKEN_PARAMETERS);
+/**
+ * An `input_tokens` body's own fields: all in `INPUT_TOKEN_PARAMETERS` (the first that is not is refused, unless
+ * `allowUnknown`), and its `personality` a string of at most 64 characters (openai-node 7.60: "Values must be at most 64
+ * characters"; it was taken of any type or length). The rest is a create's (`parseCreateBody`).
+ */
+export function checkInputTokenParameters(body: Obj, allowUnknown = false): void {
+  if (!allowUnknown) checkParameters(body, INPUT_TOKEN_PARAMETERS);
+  optBoundedString(body, 'personality', PERSONALITY_MAX_CHARS);
 }
+
+/** `personality`'s maxLength (openai-node 7.60's `InputTokenCountParams.personality`). */
+export const PERSONALITY_MAX_CHARS = 64;
 
 /**
  * The fields of `POST /v1/responses/compact`: openai-node 7's `ResponseCompactParams`. Any other (a create's

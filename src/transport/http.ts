@@ -599,7 +599,7 @@ export class HttpTransport {
     const limits = this.host.limits;
     const body = await readBody(req, limits.maxFrameBytes, hold);
     const json = await parseEdgeJson(body, 'body', limits);
-    if (!this.host.allowUnknownParameters && json !== null && typeof json === 'object' && !Array.isArray(json)) checkInputTokenParameters(json as Record<string, unknown>);
+    if (json !== null && typeof json === 'object' && !Array.isArray(json)) checkInputTokenParameters(json as Record<string, unknown>, this.host.allowUnknownParameters);
     // Absent or null (openai-node 7's `InputTokenCountParams.model` is `string | null`: a null was refused as missing).
     const unnamed = json !== null && typeof json === 'object' && !Array.isArray(json) && ((json as Record<string, unknown>)['model'] ?? null) === null;
     const withModel = unnamed ? { ...(json as Record<string, unknown>), model: 'input-tokens' } : json;

@@ -65,4 +65,17 @@ describe('responses.inputTokens.count', () => {
     const lenient = await testServer({ allowUnknownParameters: true });
     expect((await fetch(`${lenient.url}/v1/responses/input_tokens`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ input: 'hi', stream: false }) })).status).toBe(200);
   });
+
+  it("takes a personality of at most 64 characters (openai-node 7.60), refusing another type or a longer one naming it (they were taken)", async () => {
+    for (const { url } of [await testServer(), await testServer({ allowUnknownParameters: true })]) {
+      const count = async (personality: unknown) => {
+        const res = await fetch(`${url}/v1/responses/input_tokens`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', personality }) });
+        return { status: res.status, error: ((await res.json()) as { error?: Record<string, unknown> }).error };
+      };
+      expect((await count('p'.repeat(64))).status).toBe(200);
+      expect((await count('\u{1F600}'.repeat(64))).status).toBe(200);
+      expect(await count('p'.repeat(65))).toMatchObject({ status: 400, error: { code: 'string_above_max_length', param: 'personality' } });
+      expect(await count(5)).toMatchObject({ status: 400, error: { code: 'invalid_type', param: 'personality' } });
+    }
+  });
 });

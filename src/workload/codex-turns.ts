@@ -1,9 +1,9 @@
 /**
  * Building one replayed user turn from the model calls the Codex reader
  * (`codex.ts`) collected: a call with nothing visible (only reasoning, or
- * only a hosted search) is merged into the next call of its user turn (the
- * previous one if it was the last, unless that one called tools: then it
- * ends the turn, replayed with a marker text), its output tokens with it; so is a call
+ * only a hosted search) is merged into the next call of its user turn, its
+ * output tokens with it (the user turn's last calls, when they show nothing,
+ * end the turn as one call replayed with a marker text); so is a call
  * before the user turn's last that shows only text (no tool call: replayed
  * alone it would end the run), so replay
  * decodes as many tokens while inventing no output; each replayed call gets

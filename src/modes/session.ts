@@ -21,6 +21,7 @@
  */
 import type { Logger } from 'pino';
 import pDefer from 'p-defer';
+import { notPartOf } from '../protocol/parse.js';
 import { WireError, isServerFault, toWireError } from '../protocol/errors.js';
 import { readyToRun, type ClientEvent, type CreateParams, type ServerEvent } from '../protocol/events.js';
 import type { InputItem } from '../protocol/objects.js';
@@ -160,6 +161,11 @@ export class ConnectionSession {
     return this.policy.protocol;
   }
 
+  /** Whether its design takes `response.append` (long-lived); a transport's parse refuses it early otherwise. */
+  get appendable(): boolean {
+    return this.policy.appendable;
+  }
+
   /** What the policy keeps between responses, in bytes (`ModePolicy.keptBytes`; 0 for a design that keeps nothing). */
   keptBytes(): number {
     return this.policy.keptBytes?.() ?? 0;
@@ -231,7 +237,7 @@ export class ConnectionSession {
       }
       case 'response.append': {
         if (!this.policy.appendable) {
-          this.error(new WireError('unknown_event_type', `'response.append' is not part of the ${this.policy.protocol} protocol.`, 'type'));
+          this.error(notPartOf('response.append', this.policy.protocol));
           refused?.();
           return;
         }

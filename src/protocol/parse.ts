@@ -52,6 +52,13 @@ export interface ParseCaps {
   maxSchemaNodes: number;
   /** A `response.create`'s unknown top-level fields are ignored, not refused (`checkCreateParameters`). Default: refused. */
   allowUnknownParameters?: boolean;
+  /**
+   * The protocol of a WebSocket session that takes no `response.append` (ws mode): such a frame is refused
+   * `unknown_event_type` before its fields are read. Read after them, a frame without `input` was refused for the
+   * missing `input`, and once given one, as not part of the protocol (outside conformance tester atk58 F5). The session
+   * refuses it too (modes/session.ts), for a transport that does not say.
+   */
+  notAppendable?: string | undefined;
 }
 
 export const DEFAULT_PARSE_CAPS: ParseCaps = { maxTools: 128, maxInputParts: 50_000, maxSchemaNodes: 20_000 };
@@ -117,6 +124,11 @@ function parseStreamId(o: Obj): string | null {
   return v;
 }
 
+/** The refusal of a client event its session's protocol does not have (the session's own words, modes/session.ts). */
+export function notPartOf(type: string, protocol: string): WireError {
+  return new WireError('unknown_event_type', `'${type}' is not part of the ${protocol} protocol.`, 'type');
+}
+
 /** A parsed frame → a typed client event. */
 export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): ClientEvent {
   if (!isObj(value)) throw new WireError('invalid_type', 'A client event must be a JSON object.', null);
@@ -159,6 +171,7 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
       return lane === null ? create : { ...create, stream_id: lane };
     }
     case 'response.append':
+      if (caps.notAppendable !== undefined) throw notPartOf('response.append', caps.notAppendable);
       return {
         type: 'response.append',
         input: parseInput(value['input'], 'input', true, caps),

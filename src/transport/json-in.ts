@@ -54,8 +54,9 @@ export function parseEdgeJsonNow(text: string, what: 'body' | 'frame', limits: E
   return parseJsonText(text, what, limits.maxJsonDepth, limits.maxJsonKeys, limits.maxJsonContainers);
 }
 
-export function parseCaps(limits: EdgeLimits, allowUnknownParameters = false): ParseCaps {
+/** `notAppendable`: a WebSocket session's protocol when it takes no `response.append` (`ParseCaps.notAppendable`). */
+export function parseCaps(limits: EdgeLimits, allowUnknownParameters = false, notAppendable?: string): ParseCaps {
   // One literal: `{ ...parseCaps(limits), allowUnknownParameters }` per frame took V8's slow path for a key added after
   // a spread (protocol/fields.ts `withFields`).
-  return { maxTools: limits.maxTools, maxInputParts: limits.maxContextItems, maxSchemaNodes: limits.maxSchemaNodes, allowUnknownParameters };
+  return { maxTools: limits.maxTools, maxInputParts: limits.maxContextItems, maxSchemaNodes: limits.maxSchemaNodes, allowUnknownParameters, notAppendable };
 }

@@ -526,7 +526,7 @@ export class WsConnection implements Transport, Unsent {
     try {
       // A large frame parsed after the peer left: nobody to answer, nothing to charge or start.
       if (this.ws.readyState !== this.ws.OPEN) return;
-      const event = parseClientEvent(value, parseCaps(this.host.limits, this.host.allowUnknownParameters));
+      const event = parseClientEvent(value, parseCaps(this.host.limits, this.host.allowUnknownParameters, this.session.appendable ? undefined : this.session.protocol));
       const parse = { start: parseStart, end: this.host.now() };
       const charged = event.type === 'response.create' || event.type === 'response.append' || event.type === 'response.inject';
       let refused: (() => void) | undefined;

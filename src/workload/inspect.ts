@@ -24,7 +24,8 @@ Usage:
   llr workload inspect FILE     what the reader understood, call by call
   llr workload convert FILE [OUT]
                                 the workload in the neutral format (JSON, see
-                                docs/workload.schema.json), to OUT or stdout
+                                docs/workload.schema.json) as llr serve replays
+                                it, to OUT or stdout
 
 FILE is a Codex rollout (JSONL) or an llr workload (JSON), told apart by content.
 `;

@@ -170,9 +170,16 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
   }
   const hosted = ownValue(HOSTED_FIELDS, v['type']);
   if (hosted !== undefined) checkHostedCall(v, hosted, param);
+  // A tool search's or a program's call and output name their call too: bounded as every call_id, when sent (the spec's
+  // `ToolSearchCallItemParam` etc.: 1 to 64 characters, or null). A 65-character or empty one was taken (outside
+  // attack atk59).
+  if (OPTIONAL_CALL_ID.has(v['type']) && v['call_id'] !== undefined && v['call_id'] !== null) requireCallId(v, param);
   // Any other item (a web search call, tool search items, additional tools, a program's): carried through untouched.
   return v;
 }
+
+/** Items whose `call_id` is checked only when sent (`requireCallId`): the rest of them is carried through untouched. */
+const OPTIONAL_CALL_ID: ReadonlySet<string> = new Set(['tool_search_call', 'tool_search_output', 'program', 'program_output']);
 
 /** What a hosted item's field must be (`ofKind`): a string, a list of strings, a list, a list of `{name}` objects, an object. */
 type HostedKind = 'string' | 'strings' | 'array' | 'named' | 'object';

@@ -54,8 +54,9 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   if (answer && (answer as { req?: IncomingMessage }).req !== own) {
     if (refusing.has(socket)) return;
     refusing.add(socket);
-    log.info({ status: wire.status, code: wire.code, parser: code }, 'malformed request refused');
-    afterAnswers(socket, () => answerRaw(socket, wire), own);
+    const requestId = newId('req', 16);
+    log.info({ request_id: requestId, status: wire.status, code: wire.code, parser: code }, 'malformed request refused');
+    afterAnswers(socket, () => answerRaw(socket, wire, requestId), own);
     return;
   }
   if (answer && answer.headersSent) {
@@ -63,8 +64,9 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     socket.destroy();
     return;
   }
-  log.info({ status: wire.status, code: wire.code, parser: code }, 'malformed request refused');
-  answerRaw(socket, wire);
+  const requestId = newId('req', 16);
+  log.info({ request_id: requestId, status: wire.status, code: wire.code, parser: code }, 'malformed request refused');
+  answerRaw(socket, wire, requestId);
 }
 
 /** Sockets whose refusal (answerClientError) waits behind the answers before it. */
@@ -76,8 +78,9 @@ const refusing = new WeakSet<Duplex>();
  */
 export function answerConnect(req: IncomingMessage, socket: Duplex, log: Logger): void {
   const wire = new WireError('method_not_allowed', 'CONNECT is not supported: this server is not a proxy.');
-  log.info({ status: wire.status, code: wire.code, method: 'CONNECT', path: loggedPath(req.url) }, 'request refused');
-  afterAnswers(socket, () => answerRaw(socket, wire));
+  const requestId = newId('req', 16);
+  log.info({ request_id: requestId, status: wire.status, code: wire.code, method: 'CONNECT', path: loggedPath(req.url) }, 'request refused');
+  afterAnswers(socket, () => answerRaw(socket, wire, requestId));
 }
 
 /**
@@ -168,7 +171,8 @@ export function serveUpgradeAsHttp(
 }
 
 /** A whole error answer written on a raw socket (no `ServerResponse`), then the socket closed. */
-function answerRaw(socket: Duplex, wire: WireError): void {
+/** `requestId`: the answer's `x-request-id`, as its log line names it (a new one when nothing logs the refusal). */
+function answerRaw(socket: Duplex, wire: WireError, requestId = newId('req', 16)): void {
   socket.on('error', () => {});
   // Its write side already shut (an answer before it closed the connection): whoever shut it closes it.
   if (!socket.writable) return;
@@ -177,8 +181,9 @@ function answerRaw(socket: Duplex, wire: WireError): void {
     { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large', 505: 'HTTP Version Not Supported' }[wire.status] ?? 'Error';
   // Closed once the answer is flushed, even if the peer never closes its side.
   socket.once('finish', () => socket.destroy());
-  // An `x-request-id` as every other answer has (a 431 had none; outside conformance tester atk58).
+  // An `x-request-id` as every other answer has (a 431 had none; outside conformance tester atk58), the one its log
+  // line names (a fresh one was in no log; atk59).
   socket.end(
-    `HTTP/1.1 ${wire.status} ${reason}\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nx-request-id: ${newId('req', 16)}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${wire.status} ${reason}\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nx-request-id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

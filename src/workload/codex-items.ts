@@ -111,10 +111,12 @@ export function compactionStandIn(encrypted: string): InputItem {
 /**
  * The id a recorded call is replayed under: as recorded, or, past the API's 64 characters (`CALL_ID_MAX_CHARS`: the
  * server refuses a longer one when the client sends the call or its output back, as the API does), `call_` and the 43
- * characters of its SHA-256 (base64url): deterministic, so a call, its outputs and a compaction's copy of them agree.
+ * characters of the SHA-256 of its UTF-16 units (base64url): deterministic, so a call, its outputs and a compaction's copy of them agree.
  */
 export function replayCallId(raw: string): string {
-  return longerThan(raw, CALL_ID_MAX_CHARS) ? `call_${createHash('sha256').update(raw).digest('base64url')}` : raw;
+  // Hashed as UTF-16 units, not UTF-8: UTF-8 encodes every lone surrogate as U+FFFD, so two ids differing only in one
+  // had the same hash, and the file was refused as using one id twice (outside attack atk59).
+  return longerThan(raw, CALL_ID_MAX_CHARS) ? `call_${createHash('sha256').update(Buffer.from(raw, 'utf16le')).digest('base64url')}` : raw;
 }
 
 /**

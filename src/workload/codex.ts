@@ -407,6 +407,7 @@ class RolloutParser {
         if (p.execution !== 'client') {
           // The API's own search result: said by the model with its call, as a hosted call's result is.
           const { id: _id, ...rest } = p;
+          if (typeof rest.call_id === 'string') rest.call_id = this.wireCallId(rest.call_id);
           this.modelItem(null, rest as InputItem);
           return;
         }
@@ -429,6 +430,8 @@ class RolloutParser {
     } else if (type.endsWith('_call')) {
       this.stats.hosted_calls++;
       const { id: _id, ...rest } = p;
+      // Sent back as input by the http designs, where a call_id is bounded as every call's (a tool search's).
+      if (typeof rest.call_id === 'string') rest.call_id = this.wireCallId(rest.call_id);
       // A generated image (base64 in `result`, hundreds of KB) is an image, not text: kept in the inferred context as
       // its JSON, it counted ~1 token per byte (a 600 KB image: 600,000 input tokens, past any context window).
       if (type === 'image_generation_call' && typeof rest.result === 'string' && rest.result.length > 0) {
@@ -671,7 +674,8 @@ class RolloutParser {
     // The first use's line. A copy of the history (openai/codex#29531) never reaches here (repeats.ts): this is another
     // call under a used id.
     const first = this.pending.get(callId)?.line ?? this.answered.get(callId)?.callLine ?? this.abortedIds.get(callId);
-    if (first !== undefined) this.fail(`call_id ${callId} is used twice (first by the call at line ${first})`);
+    // Named as recorded: a long one's replayed id is nowhere in the file (outside attack atk59).
+    if (first !== undefined) this.fail(`call_id ${recordedId}${callId === recordedId ? '' : ` (replayed as ${callId})`} is used twice (first by the call at line ${first})`);
     if (!this.schemas.note(name, args, custom) && args !== '') {
       // The server refuses a function_call input item whose arguments are not JSON, and the http designs send every
       // call back as input: replayed as recorded, such a call failed their replay (invalid_value, 'not valid JSON').

@@ -142,6 +142,15 @@ describe('request parameters', () => {
       expect(bad.json['error'], item.type).toMatchObject({ code: 'string_above_max_length', param: 'input[1].call_id' });
     }
     for (const id of ['c'.repeat(64), '\u{1F600}'.repeat(64)]) expect((await create(url, { model: 'm', input: pair(id) })).status).toBe(200);
+    // A tool search's and a program's items name their call too, optionally: bounded when sent (atk59: taken).
+    for (const item of [
+      { type: 'tool_search_call', arguments: {}, call_id: 'x'.repeat(65) },
+      { type: 'tool_search_output', tools: [], call_id: '' },
+    ]) {
+      const bad = await create(url, { model: 'm', input: [{ role: 'user', content: 'go' }, item] });
+      expect(bad.status, item.type).toBe(400);
+      expect(bad.json['error'], item.type).toMatchObject({ code: item.call_id === '' ? 'empty_string' : 'string_above_max_length', param: 'input[1].call_id' });
+    }
   });
 
   it('a value of the wrong JSON type is invalid_type, one of the right type outside the enum invalid_value (tool_choice, text.format.type, text.verbosity)', async () => {

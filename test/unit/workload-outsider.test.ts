@@ -11,7 +11,7 @@ import { parseNeutral } from '../../src/workload/format.js';
 import { checkAnswered, parseWorkload, type Workload } from '../../src/workload/load.js';
 import { refusalOf } from '../helpers/workload.js';
 import { replayable } from '../../src/workload/replayable.js';
-import { replacementItems } from '../../src/workload/codex-items.js';
+import { replacementItems, replayCallId } from '../../src/workload/codex-items.js';
 import { NOTHING_SHOWN_TEXT } from '../../src/workload/codex-turns.js';
 import { MAX_HELD_RECORDS } from '../../src/workload/repeats.js';
 
@@ -94,6 +94,9 @@ describe('rollouts from outside', () => {
     ]);
     expect(replaced.items.filter((i) => 'call_id' in i).map((i) => (i as { call_id: string }).call_id)).toEqual([wire, wire]);
     expect(replaced.dropped).toBe(1);
+    // Two ids that differ only in a lone surrogate are two ids (hashed as UTF-8, both were U+FFFD: one id; atk59).
+    expect(replayCallId(`${id}\ud800`)).not.toBe(replayCallId(`${id}\udc00`));
+    expect(replayCallId(`${id}\ud800`)).toMatch(/^call_[A-Za-z0-9_-]{43}$/);
   });
 
   it("a user turn whose last model call shows nothing after its tool call was answered (only reasoning, an empty message) keeps the call and ends in a marker (it was folded into the call before: the call and its output dropped as interrupted; atk57 F1)", () => {

@@ -38,6 +38,7 @@ describe('llr run', () => {
         { calls: [{ name: 'shell', arguments: { command: ['bash', '-lc', 'echo old'] } }] },
         { calls: [{ name: 'exec_command', arguments: '"echo raw-not-json"' }] },
         { calls: [{ name: 'exec_command', arguments: 'not json' }] },
+        { calls: [{ name: 'exec_command', arguments: { cmd: `echo ${'A'.repeat(200_000)} | wc -c` } }] },
         { calls: [{ name: 'exec_command', arguments: { cmd: 'echo ran-it' } }] },
         { text: 'done' },
       ]),
@@ -47,6 +48,8 @@ describe('llr run', () => {
     expect(stdout).toContain('[not run: unsupported call: shell (this client offers only exec_command)]');
     expect(stdout).toContain('[not run: exec_command: its arguments have no string `cmd`');
     expect(stdout).toContain('[not run: exec_command: its arguments are not JSON');
+    // A command line past the kernel's 128 KiB per argument starts no process: said (it printed nothing; atk59).
+    expect(stdout).toContain('(could not start: spawn E2BIG)');
     // The one call it can run runs (its output printed once it is done, after the pause line).
     expect(stdout).toContain('\n$ echo ran-it\n');
     expect(stdout).toMatch(/\nran-it\n/);

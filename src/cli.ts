@@ -400,6 +400,10 @@ async function run(argv: string[]): Promise<void> {
     commands++;
     arm();
     const next = previous.then(async () => {
+      // The call's header with its result, as one turn of the terminal: printed by the event loop below (at the call's
+      // `output_item.done`), a refusal written at once came out before its own header, under the call before it, on
+      // the designs that hand a call over before that loop reads its event (outside attack atk60).
+      out.write(`\n[model calls ${shown(call.name)} ${shown(call.arguments)}]`);
       // Only the tool offered, with its one argument: a replayed call of another tool (a recorded `shell`), or one
       // whose arguments hold no string `cmd`, ran `/bin/bash -c undefined` (outside attack atk57 F4). Answered with
       // the reason instead, as Codex answers a call it cannot run ("unsupported call"), and the run goes on.
@@ -427,7 +431,6 @@ async function run(argv: string[]): Promise<void> {
       arm();
       if (e.type === 'response.output_text.delta') out.write(shown(e.delta, true));
       else if (e.type === 'response.done') out.write(`\n[paused for ${e.response.pending_tool_calls?.length ?? 0} tool call(s)]\n`);
-      else if (e.type === 'response.output_item.done' && e.item.type === 'function_call') out.write(`\n[model calls ${shown(e.item.name)} ${shown(e.item.arguments)}]`);
     }
     response = await agent;
   } finally {

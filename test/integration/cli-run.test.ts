@@ -33,7 +33,7 @@ describe('llr run', () => {
   }, 30_000);
 
   it('runs nothing for a call of a tool it did not offer, or of exec_command without a string cmd: each answered with the reason (it ran `bash -c undefined`; atk57 F4)', async () => {
-    const { url } = await testServer({
+    const server = () => testServer({
       policy: scriptPolicy([
         { calls: [{ name: 'shell', arguments: { command: ['bash', '-lc', 'echo old'] } }] },
         { calls: [{ name: 'exec_command', arguments: '"echo raw-not-json"' }] },
@@ -43,18 +43,27 @@ describe('llr run', () => {
         { text: 'done' },
       ]),
     });
-    const { stdout } = await run(process.execPath, [CLI, 'run', '--url', url, '--protocol', 'long-lived', 'go'], { timeout: 20_000 });
-    expect(stdout).not.toContain('undefined');
-    expect(stdout).toContain('[not run: unsupported call: shell (this client offers only exec_command)]');
-    expect(stdout).toContain('[not run: exec_command: its arguments have no string `cmd`');
-    expect(stdout).toContain('[not run: exec_command: its arguments are not JSON');
-    // A command line past the kernel's 128 KiB per argument starts no process: said (it printed nothing; atk59).
-    expect(stdout).toContain('(could not start: spawn E2BIG)');
-    // The one call it can run runs (its output printed once it is done, after the pause line).
-    expect(stdout).toContain('\n$ echo ran-it\n');
-    expect(stdout).toMatch(/\nran-it\n/);
-    expect(stdout).toMatch(/\[completed · /);
-  }, 30_000);
+    // A server each: the script is played once. Not http: it sends the model's calls back, and a call whose
+    // arguments are not JSON is refused there, as the API refuses it.
+    for (const protocol of ['long-lived', 'ws']) {
+      const { url } = await server();
+      const { stdout } = await run(process.execPath, [CLI, 'run', '--url', url, '--protocol', protocol, 'go'], { timeout: 20_000 });
+      expect(stdout).not.toContain('undefined');
+      expect(stdout).toContain('[not run: unsupported call: shell (this client offers only exec_command)]');
+      // Each right under its own call's header (a refusal came out before it, under the call before; atk60).
+      expect(stdout).toMatch(/\[model calls shell [^\n]*\]\n\[not run: unsupported call: shell/);
+      expect(stdout).toMatch(/\[model calls exec_command not json\]\n\[not run: exec_command: its arguments are not JSON/);
+      expect(stdout).toMatch(/\[model calls exec_command \{"cmd":"echo ran-it"\}\]\n\$ echo ran-it\n/);
+      expect(stdout).toContain('[not run: exec_command: its arguments have no string `cmd`');
+      expect(stdout).toContain('[not run: exec_command: its arguments are not JSON');
+      // A command line past the kernel's 128 KiB per argument starts no process: said (it printed nothing; atk59).
+      expect(stdout).toContain('(could not start: spawn E2BIG)');
+      // The one call it can run runs (its output printed once it is done, after the pause line).
+      expect(stdout).toContain('\n$ echo ran-it\n');
+      expect(stdout).toMatch(/\nran-it\n/);
+      expect(stdout).toMatch(/\[completed · /);
+    }
+  }, 60_000);
 
   for (const protocol of ['long-lived', 'ws', 'http', 'long-lived-http']) {
     it(`${protocol}: a refused tool output ends the agent with the error, exit 1`, async () => {

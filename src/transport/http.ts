@@ -136,6 +136,10 @@ export class HttpTransport {
   private handleWith(req: IncomingMessage, res: ServerResponse, work: () => Promise<void>): void {
     const requestId = newId('req', 16);
     res.setHeader('x-request-id', requestId);
+    // The API's own meta headers (its "Debugging requests" guide): the REST version, and the time the request took
+    // before its answer's headers (a stream's: its pre-inference work; a JSON answer's: all of it).
+    res.setHeader('openai-version', OPENAI_VERSION);
+    stampProcessingTime(res, performance.now());
     // Every answer, not only the demo page's files: JSON errors quote what the client sent (a 404 its path), and no
     // answer here is anything but what its Content-Type says.
     res.setHeader('X-Content-Type-Options', 'nosniff');
@@ -827,4 +831,20 @@ function notCancellable(id: string): WireError {
     `Response '${id}' cannot be cancelled: it was not created with 'background': true (the API cancels only those; here a live long-lived run over HTTP can be cancelled too).`,
     'response_id',
   );
+}
+
+/** The REST version the API's answers name in `openai-version`. */
+const OPENAI_VERSION = '2020-10-01';
+
+/**
+ * `openai-processing-ms` on the answer: whole milliseconds from the request's headers being read (`since`) to its
+ * answer's headers going out. Every way headers go out (`writeHead`, or the implicit one of `write`, `end` and
+ * `flushHeaders`) passes through `writeHead`, so the stamp is taken there, once.
+ */
+function stampProcessingTime(res: ServerResponse, since: number): void {
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+    if (!this.headersSent) this.setHeader('openai-processing-ms', String(Math.round(performance.now() - since)));
+    return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+  } as ServerResponse['writeHead'];
 }

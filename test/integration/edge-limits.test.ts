@@ -9,6 +9,7 @@ import WebSocket from 'ws';
 import { describe, expect, it, vi } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { DEFAULT_LIMITS } from '../../src/engine/services.js';
+import { INSTANT_MODEL } from '../../src/server.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { gatedPlanning } from '../helpers/gated-planning.js';
 import { ConnectionSession } from '../../src/modes/session.js';
@@ -124,6 +125,27 @@ describe('JSON nesting depth', () => {
     const res = await post(small.url, { model: 'sim-model', input: [{ role: 'user', content: [{ type: 'input_text', text: 'x' }] }] });
     expect(await errorOf(res)).toMatchObject({ status: 400, code: 'json_too_deep', param: 'input' });
     expect(DEFAULT_LIMITS.maxJsonDepth).toBe(64);
+  });
+});
+
+describe("the API's meta headers", () => {
+  it('every answer names openai-version, and openai-processing-ms counts the time to its headers', async () => {
+    // A model that waits 40 ms before its first token: a JSON answer's headers follow the whole response.
+    const { url } = await testServer({ modelSettings: { ...INSTANT_MODEL, ttftBaseMs: 40 } });
+    await (await post(url, { model: 'sim-model', input: 'warm the tokenizer' })).text();
+    const json = await post(url, { model: 'sim-model', input: 'hi' });
+    expect(json.status).toBe(200);
+    expect(json.headers.get('openai-version')).toBe('2020-10-01');
+    const ms = json.headers.get('openai-processing-ms') ?? '';
+    expect(ms).toMatch(/^\d+$/);
+    expect(Number(ms)).toBeGreaterThanOrEqual(40);
+    await json.text();
+    for (const res of [await fetch(`${url}/nowhere`), await post(url, { model: 'sim-model', temperature: 3 })]) {
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.headers.get('openai-version')).toBe('2020-10-01');
+      expect(res.headers.get('openai-processing-ms')).toMatch(/^\d+$/);
+      await res.text();
+    }
   });
 });
 

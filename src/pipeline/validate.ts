@@ -15,8 +15,8 @@ import { clipText, WireError, jsonPreview } from '../protocol/errors.js';
 import { isKnownItem, type InputItem, type TextFormat, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { checkToolSchema } from '../model/schema-args.js';
-import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
-import { jsonValidWork } from './json-check.js';
+import { runCooperative, runSync, type Work } from '../model/cooperative.js';
+import { checkLength } from '../protocol/fields.js';
 import { jsonTextWork } from '../protocol/json-chunked.js';
 import { checkImageUrl, webUrl } from '../protocol/urls.js';
 
@@ -157,8 +157,10 @@ export class PendingCalls {
 /**
  * Follow one item of a context in `pending`: a client call starts waiting, an output ends its
  * call's wait. A call cut short (`status: incomplete`, a `max_output_tokens` cut or a cancel)
- * does not wait: the model never finished it, the client was never handed it to run
- * (`readyToRun`), and the server accepts it back as it is (see `validateItemsWork`).
+ * does not wait: the model never finished it, the server never asks for its output
+ * (`readyToRun`), though a client saw it closed `incomplete` in `output_item.done`, and the
+ * server accepts it back as it is (see `validateItemsWork`). Sent back without its status (Codex
+ * 0.107 keeps none), it is a call like any other, and waits for the output such a client sends.
  */
 export function trackCall(item: InputItem, pending: PendingCalls): void {
   const type = item.type;
@@ -387,6 +389,15 @@ function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?
 }
 
 /**
+ * The API's bounds on the longest strings an input item carries, in Unicode code points: any text (a message's content,
+ * a part's `text`, a tool's `output`) 10 MiB, a function call's `arguments` 1 MiB. Its refusal, as public reports quote
+ * it: "Invalid 'input[4].output': string too long. Expected a string with maximum length 10485760, but got a string
+ * with length 10605342 instead." (`string_above_max_length`; inspect_ai#4682 for `arguments`' 1048576).
+ */
+export const TEXT_MAX_CHARS = 10_485_760;
+export const ARGUMENTS_MAX_CHARS = 1_048_576;
+
+/**
  * Validate `items`, whose function_call_outputs must answer a call either in
  * `known` or earlier in `items`. `param` prefixes error params (`input`).
  * Returns the call ids these items declare (`known`'s are not copied in:
@@ -406,6 +417,9 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
   // thousands) made each append's validation grow with the run (an outside attack's 2,000-step run).
   const local = new Set<string>();
   const { callIds, pending } = known;
+  // A stored chain's items (checks.ts names them `previous_response_id`) were checked when sent, or are the server's
+  // own output: only what the client sends now is held to the API's length bounds.
+  const sent = param !== 'previous_response_id';
   for (let i = 0; i < items.length; i++) {
     yield;
     const item = items[i]!;
@@ -427,8 +441,10 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
       // A custom tool's output may be a list of input parts too (the API's ResponseCustomToolCallOutput): checked as a
       // function_call_output's, else an input_image detail outside the enum was taken and listed back by input_items.
       const out = (item as { type?: unknown; output?: unknown }).type === 'custom_tool_call_output' ? (item as { output?: unknown }).output : undefined;
-      if (Array.isArray(out)) validateParts(out, `${p}.output`);
-      else if (out !== undefined && typeof out !== 'string') {
+      if (Array.isArray(out)) validateParts(out, `${p}.output`, undefined, sent);
+      else if (typeof out === 'string') {
+        if (sent) checkLength(out, TEXT_MAX_CHARS, `${p}.output`);
+      } else if (out !== undefined) {
         // Nor anything else (7, an object, null): kept and listed back by input_items to readers that decode a string or a list.
         throw new WireError('invalid_type', `Invalid '${p}.output': expected a string or an array of content parts.`, `${p}.output`);
       }
@@ -437,25 +453,25 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
     switch (item.type) {
       case 'message':
       case undefined:
-        validateContent(item.role, item.content, p);
+        validateContent(item.role, item.content, p, sent);
         break;
-      case 'function_call': {
-        const args = item.arguments;
-        // A call the response was cut in (max_output_tokens, a cancel) keeps the arguments it had streamed: status
-        // `incomplete`, its JSON unfinished. It is the server's own output, in a stored chain or sent back by a
-        // stateless client, so a continuation from it is not refused.
-        // Large arguments are checked in slices (JSON.parse of megabytes would hold the loop).
-        const valid = args === '' || item.status === 'incomplete' || (args.length <= SLICE_CHARS ? parses(args) : yield* jsonValidWork(args));
-        if (!valid) throw new WireError('invalid_value', `Invalid '${p}.arguments': not valid JSON.`, `${p}.arguments`);
+      case 'function_call':
+        // Any string, JSON or not, as the API takes it: a call a response was cut in (max_output_tokens, a cancel, a
+        // failure, a shutdown) keeps the arguments it had streamed, and Codex 0.107 sends such a call back without its
+        // `incomplete` status (its item type has none), with an output of its own. Refusing arguments that are not JSON
+        // left that Codex session refused on every later request (outside attack atk63 F1); the API's only refusal
+        // public reports quote for input arguments is their length (inspect_ai#4682: a malformed call sent back was
+        // refused as too long, and taken once cut to length).
+        if (sent) checkLength(item.arguments, ARGUMENTS_MAX_CHARS, `${p}.arguments`);
         break;
-      }
       case 'function_call_output': {
         const id = item.call_id;
         if (!local.has(id) && !callIds.has(id)) {
           throw new WireError('unknown_call_id', `No tool call found for function call output with call_id '${id}'.`, `${p}.call_id`);
         }
         const out = item.output;
-        if (Array.isArray(out)) validateParts(out, `${p}.output`);
+        if (Array.isArray(out)) validateParts(out, `${p}.output`, undefined, sent);
+        else if (sent) checkLength(out, TEXT_MAX_CHARS, `${p}.output`);
         break;
       }
       case 'compaction':
@@ -471,22 +487,20 @@ function* validateItemsWork(items: readonly InputItem[], known: KnownCalls, metr
   return local;
 }
 
-function parses(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
+/**
+ * A message's content as the validate stage checks it (also the workload readers', so they refuse what this would).
+ * `sent`: the items came from the client, so their texts are held to the API's length bounds (not a stored chain's
+ * items, which were, or are the server's own output: the API bounds what it is sent, not what its model wrote).
+ */
+export function validateContent(role: string, content: unknown, p: string, sent = true): void {
+  if (typeof content === 'string') {
+    if (sent) checkLength(content, TEXT_MAX_CHARS, `${p}.content`);
+    return;
   }
+  validateParts(content as unknown[], `${p}.content`, role, sent);
 }
 
-/** A message's content as the validate stage checks it (also the workload readers', so they refuse what this would). */
-export function validateContent(role: string, content: unknown, p: string): void {
-  if (typeof content === 'string') return;
-  validateParts(content as unknown[], `${p}.content`, role);
-}
-
-function validateParts(parts: unknown[], p: string, role?: string): void {
+function validateParts(parts: unknown[], p: string, role?: string, sent = true): void {
   parts.forEach((raw, j) => {
     // A part that is not an object (`null`, a string, an array) names its param like any other bad part.
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -510,6 +524,7 @@ function validateParts(parts: unknown[], p: string, role?: string): void {
       if (part['text'] === undefined) throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].text'.`, `${p}[${j}].text`);
       throw new WireError('invalid_type', `Invalid type for '${p}[${j}].text': expected a string, but got ${jsonPreview(part['text'])} instead.`, `${p}[${j}].text`);
     }
+    if (sent && typeof part['text'] === 'string') checkLength(part['text'], TEXT_MAX_CHARS, `${p}[${j}].text`);
     // openai-node's ResponseOutputRefusal: `{type: "refusal", refusal}`; without it, listed back to readers that decode it.
     if (type === 'refusal' && part['refusal'] == null) {
       throw new WireError('missing_required_parameter', `Missing required parameter: '${p}[${j}].refusal'.`, `${p}[${j}].refusal`);

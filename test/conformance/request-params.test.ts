@@ -10,6 +10,8 @@ import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 import { parseInput } from '../../src/protocol/parse-input.js';
 import { DEFAULT_PARSE_CAPS } from '../../src/protocol/parse.js';
+import { validateItems } from '../../src/pipeline/validate.js';
+import { RunMetrics } from '../../src/pipeline/metrics.js';
 
 async function create(url: string, body: unknown): Promise<{ status: number; json: Record<string, any> }> {
   const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -151,6 +153,54 @@ describe('request parameters', () => {
       expect(bad.status, item.type).toBe(400);
       expect(bad.json['error'], item.type).toMatchObject({ code: item.call_id === '' ? 'empty_string' : 'string_above_max_length', param: 'input[1].call_id' });
     }
+  });
+
+  it("an input text is at most 10485760 characters and a function call's arguments at most 1048576, JSON or not, as the API bounds them", async () => {
+    const { url } = await testServer();
+    const over = await create(url, { model: 'm', input: [{ role: 'user', content: 'x'.repeat(10_485_761) }] });
+    expect(over.status).toBe(400);
+    expect(over.json['error']).toEqual({
+      type: 'invalid_request_error',
+      code: 'string_above_max_length',
+      param: 'input[0].content',
+      message: "Invalid 'input[0].content': string too long. Expected a string with maximum length 10485760, but got a string with length 10485761 instead.",
+    });
+    const call = (args: string) => [
+      { role: 'user', content: 'go' },
+      { type: 'function_call', call_id: 'c1', name: 'exec_command', arguments: args },
+      { type: 'function_call_output', call_id: 'c1', output: 'aborted' },
+    ];
+    const long = await create(url, { model: 'm', input: call('a'.repeat(1_048_577)) });
+    expect(long.status).toBe(400);
+    expect(long.json['error']).toMatchObject({ code: 'string_above_max_length', param: 'input[1].arguments', message: expect.stringContaining('maximum length 1048576, but got a string with length 1048577') });
+    // A call cut mid-arguments (a cancel, a failure), sent back without its `incomplete` status as Codex 0.107 sends it,
+    // with an output: taken (it was 400 invalid_value "not valid JSON", and the Codex session was refused for good).
+    for (const args of ['{"cmd":"echo aft', '{"', 'not json', 'a'.repeat(1_048_576)]) {
+      const ok = await create(url, { model: 'm', input: call(args) });
+      expect(ok.status, args.slice(0, 20)).toBe(200);
+    }
+    // Every text an input item carries: a part's text, a tool output as text or as parts (the unit below, without uploads).
+    const text = 'y'.repeat(10_485_761);
+    const cases: Array<[unknown[], string]> = [
+      [[{ role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'input_text', text }] }], 'input[0].content[1].text'],
+      [[{ role: 'assistant', content: [{ type: 'output_text', text }] }], 'input[0].content[0].text'],
+      [[...call('{}').slice(0, 2), { type: 'function_call_output', call_id: 'c1', output: text }], 'input[2].output'],
+      [[...call('{}').slice(0, 2), { type: 'function_call_output', call_id: 'c1', output: [{ type: 'input_text', text }] }], 'input[2].output[0].text'],
+      [[{ type: 'custom_tool_call', call_id: 'c2', name: 'apply_patch', input: 'x' }, { type: 'custom_tool_call_output', call_id: 'c2', output: text }], 'input[1].output'],
+    ];
+    for (const [items, param] of cases) {
+      const err = (() => {
+        try {
+          validateItems(parseInput(items, 'input', true, DEFAULT_PARSE_CAPS), { callIds: new Set() }, new RunMetrics());
+        } catch (e) {
+          return e as { code?: string; param?: string };
+        }
+        return null;
+      })();
+      expect(err, param).toMatchObject({ code: 'string_above_max_length', param });
+    }
+    // A stored chain's items are not held to them again (checks.ts: the server's own output is not what the API bounds).
+    expect(() => validateItems(parseInput(cases[0]![0] as unknown[], 'input', true, DEFAULT_PARSE_CAPS), { callIds: new Set() }, new RunMetrics(), 'previous_response_id')).not.toThrow();
   });
 
   it('a value of the wrong JSON type is invalid_type, one of the right type outside the enum invalid_value (tool_choice, text.format.type, text.verbosity)', async () => {

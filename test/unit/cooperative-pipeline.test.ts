@@ -8,14 +8,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { conversationDigest } from '../../src/model/conversation.js';
-import { runSync } from '../../src/model/cooperative.js';
-import { hashString, mulberry32, pick } from '../../src/model/rng.js';
+import { hashString } from '../../src/model/rng.js';
 import { encodeText } from '../../src/model/tokenizer.js';
-import { jsonValidWork } from '../../src/pipeline/json-check.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 import { JOIN_LIMIT_CHARS, itemText, renderFull, renderFullAsync } from '../../src/pipeline/render.js';
 import { SAFETY_PATTERNS, SCAN_SLICE_CHARS, safetyScan, safetyScanAsync } from '../../src/pipeline/safety.js';
-import { validateItems } from '../../src/pipeline/validate.js';
 import type { InputItem } from '../../src/protocol/objects.js';
 
 const user = (content: string): InputItem => ({ type: 'message', role: 'user', content }) as InputItem;
@@ -106,46 +103,6 @@ describe('sliced safety scan', () => {
     const dirty = user(`${filler(3 * SCAN_SLICE_CHARS)} ${secrets.aws}`);
     await expect(safetyScanAsync([clean], new RunMetrics())).resolves.toBeUndefined();
     await expect(safetyScanAsync([clean, dirty], new RunMetrics())).rejects.toThrow(/input\[1\]/);
-  });
-});
-
-describe('sliced JSON check', () => {
-  const rng = mulberry32(42);
-  const atoms = ['0', '-1.5e3', '"s"', '"\\u00e9\\n"', 'true', 'false', 'null', '[]', '{}', '[1,2]', '{"a":{"b":[null]}}'];
-  const junk = ['', ' ', ',', '[', ']', '{', '}', ':', '01', '1.', '"', '"\\x"', 'tru', '- 1', '\u0001', '"a\nb"'];
-  const valid = () => {
-    const parts: string[] = [];
-    for (let i = 0; i < 1 + Math.floor(rng() * 6); i++) parts.push(rng() < 0.5 ? pick(rng, atoms) : `{"k${i}": ${pick(rng, atoms)}}`);
-    return `[${parts.join(', ')}]`;
-  };
-  const parses = (s: string) => {
-    try {
-      JSON.parse(s);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-
-  it('agrees with JSON.parse on 3,000 seeded valid and broken texts', () => {
-    for (let i = 0; i < 3000; i++) {
-      let s = valid();
-      if (rng() < 0.5) {
-        const at = Math.floor(rng() * (s.length + 1));
-        s = rng() < 0.5 ? s.slice(0, at) + pick(rng, junk) + s.slice(at) : s.slice(0, at) + s.slice(at + 1);
-      }
-      expect(runSync(jsonValidWork(s)), s).toBe(parses(s));
-    }
-  });
-
-  it('accepts deep nesting without recursion and large texts in slices', () => {
-    const deep = '['.repeat(100_000) + ']'.repeat(100_000);
-    expect(runSync(jsonValidWork(deep))).toBe(true);
-    const large = JSON.stringify({ a: Array.from({ length: 200_000 }, (_, i) => ({ i, s: 'x' })) });
-    expect(runSync(jsonValidWork(large))).toBe(true);
-    expect(runSync(jsonValidWork(large.slice(0, -1)))).toBe(false);
-    const call = { type: 'function_call', call_id: 'c', name: 'f', arguments: large.slice(0, -1) } as InputItem;
-    expect(() => validateItems([call], { callIds: new Set() }, new RunMetrics())).toThrow(/not valid JSON/);
   });
 });
 

@@ -358,11 +358,24 @@ async function run(argv: string[]): Promise<void> {
   // fetch refuses a URL with credentials ('Request cannot be constructed from a URL that includes credentials', the
   // password printed in the error): said here, without them. The key goes in --api-key.
   if (new URL(url).username !== '' || new URL(url).password !== '') throw new UsageError(`--url cannot hold a user name or password (the server takes an API key: --api-key), got ${quoted(withoutSecrets(url))}`);
+  // What goes to standard output, and whether it left a line open: a stop or idle line on stderr starts on a line of
+  // its own (it was glued to streamed text that had no line break yet: `You said:llr: stopped by SIGINT`, atk63 F3).
+  const out = process.stdout;
+  let lineOpen = false;
+  const say = (text: string) => {
+    if (text === '') return;
+    out.write(text);
+    lineOpen = !text.endsWith('\n');
+  };
+  const endLine = () => {
+    if (lineOpen) say('\n');
+  };
   // Stopped (Ctrl-C, a supervisor's SIGTERM): the commands running for the model stop with it, whole process groups,
   // and the status says so (they were left running, orphaned, and the status was the bare signal's).
   for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
     process.once(signal, () => {
       void killRunningCommands().then((n) => {
+        endLine();
         process.stderr.write(`llr: stopped by ${signal}${n ? `; killed ${n} running command(s)` : ''}\n`);
         process.exit(status);
       });
@@ -376,6 +389,7 @@ async function run(argv: string[]): Promise<void> {
     clearTimeout(idle);
     if (idleMs === 0 || commands > 0) return;
     idle = setTimeout(() => {
+      endLine();
       process.stderr.write(`llr: no answer from ${shown(withoutSecrets(url))} for ${idleMs} ms (--idle-timeout-ms)\n`);
       process.exit(1);
     }, idleMs);
@@ -393,7 +407,6 @@ async function run(argv: string[]): Promise<void> {
       parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
     },
   ];
-  const out = process.stdout;
   // Parallel calls run one after another here, so each command's output prints under it.
   let previous: Promise<unknown> = Promise.resolve();
   const execute = (call: FunctionCall): Promise<string> => {
@@ -403,18 +416,18 @@ async function run(argv: string[]): Promise<void> {
       // The call's header with its result, as one turn of the terminal: printed by the event loop below (at the call's
       // `output_item.done`), a refusal written at once came out before its own header, under the call before it, on
       // the designs that hand a call over before that loop reads its event (outside attack atk60).
-      out.write(`\n[model calls ${shown(call.name)} ${shown(call.arguments)}]`);
+      say(`\n[model calls ${shown(call.name)} ${shown(call.arguments)}]`);
       // Only the tool offered, with its one argument: a replayed call of another tool (a recorded `shell`), or one
       // whose arguments hold no string `cmd`, ran `/bin/bash -c undefined` (outside attack atk57 F4). Answered with
       // the reason instead, as Codex answers a call it cannot run ("unsupported call"), and the run goes on.
       const cmd = commandOf(call);
       if (cmd.refused !== undefined) {
-        out.write(`\n[not run: ${shown(cmd.refused)}]\n`);
+        say(`\n[not run: ${shown(cmd.refused)}]\n`);
         return cmd.refused;
       }
-      out.write(`\n$ ${shown(cmd.line)}\n`);
+      say(`\n$ ${shown(cmd.line)}\n`);
       const result = await runShell(cmd.line);
-      out.write(result.endsWith('\n') ? result : `${result}\n`);
+      say(result.endsWith('\n') ? result : `${result}\n`);
       return result;
     });
     void next.finally(() => {
@@ -429,8 +442,8 @@ async function run(argv: string[]): Promise<void> {
   try {
     for await (const e of agent) {
       arm();
-      if (e.type === 'response.output_text.delta') out.write(shown(e.delta, true));
-      else if (e.type === 'response.done') out.write(`\n[paused for ${e.response.pending_tool_calls?.length ?? 0} tool call(s)]\n`);
+      if (e.type === 'response.output_text.delta') say(shown(e.delta, true));
+      else if (e.type === 'response.done') say(`\n[paused for ${e.response.pending_tool_calls?.length ?? 0} tool call(s)]\n`);
     }
     response = await agent;
   } finally {
@@ -439,8 +452,12 @@ async function run(argv: string[]): Promise<void> {
     await client.close();
     clearTimeout(idle);
   }
-  const t = agent.timings.at(-1);
-  out.write(`\n\n[${shown(String(response.status))} · ${shown(String(response.id))} · ${agent.responses.length} response(s) · usage ${JSON.stringify(response.usage)}${t ? ` · server total ${t.totals['total']} ms` : ''}]\n`);
+  // The run's usage and server time, every response's added up: one response for the long-lived designs, one per model
+  // call otherwise. The last response's alone made ws and http look half the cost of the same run (atk63 F2).
+  const serverMs = agent.timings.reduce((ms, t) => ms + (t.totals['total'] ?? 0), 0);
+  say(
+    `\n\n[${shown(String(response.status))} · ${shown(String(response.id))} · ${agent.responses.length} response(s) · usage, all of them ${JSON.stringify(addedUp(agent.responses.map((r) => r.usage)))}${agent.timings.length ? ` · server total ${Math.round(serverMs * 1000) / 1000} ms` : ''}]\n`,
+  );
   // A run that did not complete is a failed command (it exited 0 with `[failed …]`, the error unsaid): the reason
   // on stderr, exit status 1, as for an error the server sent (`content_flagged`).
   if (response.status !== 'completed') {
@@ -450,6 +467,26 @@ async function run(argv: string[]): Promise<void> {
     process.stderr.write(`llr: the response ended ${shown(String(response.status))} (${shown(String(why))})\n`);
     process.exitCode = 1;
   }
+}
+
+/**
+ * Numeric fields added up across `counts` (usage objects: nested `*_details` too); anything else left out. `null` when
+ * none had any (a response without usage).
+ */
+export function addedUp(counts: readonly unknown[]): Record<string, unknown> | null {
+  let sum: Record<string, unknown> | null = null;
+  for (const c of counts) if (c !== null && typeof c === 'object' && !Array.isArray(c)) sum = addInto(sum ?? {}, c as Record<string, unknown>);
+  return sum;
+}
+
+function addInto(into: Record<string, unknown>, from: Record<string, unknown>): Record<string, unknown> {
+  for (const [key, v] of Object.entries(from)) {
+    if (key === '__proto__') continue;
+    const had = into[key];
+    if (typeof v === 'number') into[key] = (typeof had === 'number' ? had : 0) + v;
+    else if (v !== null && typeof v === 'object' && !Array.isArray(v)) into[key] = addInto(had !== null && typeof had === 'object' ? (had as Record<string, unknown>) : {}, v as Record<string, unknown>);
+  }
+  return into;
 }
 
 /**

@@ -16,6 +16,8 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDist, CLI } from '../helpers/build.js';
 import { testServer } from '../helpers/server.js';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { INSTANT_MODEL } from '../../src/server.js';
 
 beforeAll(async () => {
   await buildDist();
@@ -74,6 +76,29 @@ describe.skipIf(process.platform !== 'linux')('llr run: stopped mid-command', ()
       expect(alive(sleepPid)).toBe(false);
     }, 30_000);
   }
+});
+
+describe('llr run: stopped mid-text', () => {
+  it('the stop line starts a line of its own (it was glued to the streamed text: `You said:llr: stopped by SIGINT`; atk63 F3)', async () => {
+    // 50 tokens a second: the text streams for a minute, so the signal lands in the middle of it.
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'word '.repeat(3000) }]), modelSettings: { ...INSTANT_MODEL, tokensPerSecond: 50 } });
+    const child = spawn(process.execPath, [CLI, 'run', '--url', url, '--protocol', 'ws', 'talk'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    cleanups.push(() => child.kill('SIGKILL'));
+    const done = exited(child);
+    const stderr: Buffer[] = [];
+    child.stderr.on('data', (d: Buffer) => stderr.push(d));
+    let stdout = '';
+    await new Promise<void>((resolve) =>
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        if (stdout.includes('word word')) resolve();
+      }),
+    );
+    child.kill('SIGINT');
+    expect((await done).code).toBe(130);
+    expect(stdout).toMatch(/word ?\n$/);
+    expect(Buffer.concat(stderr).toString()).toBe('llr: stopped by SIGINT\n');
+  }, 30_000);
 });
 
 describe('llr run: a server that never answers', () => {

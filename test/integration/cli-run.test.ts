@@ -32,6 +32,20 @@ describe('llr run', () => {
     expect(stdout).toContain('line one\nclear\\u{1b}[2J title\\u{1b}]0;pwned\\u{7} clip\\u{1b}]52;c;aGk=\\u{7} back\\u{d}over \\u{202e}evil\\u{202c} end');
   }, 30_000);
 
+  it("prints the run's usage and server time, every response's added up, so the designs compare (ws and http printed the last response's; atk63 F2)", async () => {
+    for (const protocol of ['long-lived', 'ws', 'http']) {
+      const { url } = await testServer({ policy: scriptPolicy([{ calls: [{ name: 'exec_command', arguments: { cmd: 'echo one' } }] }, { calls: [{ name: 'exec_command', arguments: { cmd: 'echo two' } }] }, { text: 'done' }]) });
+      const { stdout } = await run(process.execPath, [CLI, 'run', '--url', url, '--protocol', protocol, 'go'], { timeout: 20_000 });
+      const printed = JSON.parse(/usage, all of them (\{.*?\}) · server total/.exec(stdout)?.[1] ?? 'null') as Record<string, number>;
+      const records = ((await (await fetch(`${url}/llr/runs?limit=100`)).json()) as { data: Array<{ usage: Record<string, number> }> }).data;
+      expect(records.length, protocol).toBe(protocol === 'long-lived' ? 1 : 3);
+      for (const key of ['input_tokens', 'output_tokens', 'total_tokens']) {
+        expect(printed[key], `${protocol} ${key}`).toBe(records.reduce((n, r) => n + r.usage[key]!, 0));
+      }
+      expect(stdout, protocol).toContain(`${records.length} response(s)`);
+    }
+  }, 60_000);
+
   it('runs nothing for a call of a tool it did not offer, or of exec_command without a string cmd: each answered with the reason (it ran `bash -c undefined`; atk57 F4)', async () => {
     const server = () => testServer({
       policy: scriptPolicy([
@@ -43,9 +57,9 @@ describe('llr run', () => {
         { text: 'done' },
       ]),
     });
-    // A server each: the script is played once. Not http: it sends the model's calls back, and a call whose
-    // arguments are not JSON is refused there, as the API refuses it.
-    for (const protocol of ['long-lived', 'ws']) {
+    // A server each: the script is played once. Over http the model's calls go back as input, arguments that are not
+    // JSON among them: taken, as the API takes them (they were refused, atk63 F1).
+    for (const protocol of ['long-lived', 'ws', 'http']) {
       const { url } = await server();
       const { stdout } = await run(process.execPath, [CLI, 'run', '--url', url, '--protocol', protocol, 'go'], { timeout: 20_000 });
       expect(stdout).not.toContain('undefined');

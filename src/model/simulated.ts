@@ -115,13 +115,16 @@ export class SimulatedModel implements Model {
   }
 
   /**
-   * A call id drawn from the seeded stream that no call in the request's context and none of this call's planned items
-   * has. The stream starts again with every process: a restarted server (or a second one on the same store) drew the
-   * ids its first run drew, and a call under an id its conversation had already answered was never paused for.
+   * A call id drawn from `ids` that no call in the request's context and none of this call's planned items has. The
+   * stream is the conversation's for a policy that draws from it (the same conversation gets the same ids, so the same
+   * prompt tokens, in every design: ids drawn from one stream per server, in call order, made one task's input tokens
+   * differ by up to 5% between designs and between runs, outside attack atk63 F4), else the server's. Either starts
+   * again with every process: a restarted server (or a second one on the same store) draws the ids its first run drew,
+   * so one its conversation already holds is skipped (a call under an id already answered was never paused for).
    */
-  private newCallId(taken: ReadonlySet<string>, planned: readonly { type: string; call_id?: string | undefined }[]): string {
+  private newCallId(taken: ReadonlySet<string>, planned: readonly { type: string; call_id?: string | undefined }[], ids: Rng): string {
     for (;;) {
-      const id = `call_${hexString(this.ids, 24)}`;
+      const id = `call_${hexString(ids, 24)}`;
       if (!taken.has(id) && !planned.some((p) => p.call_id === id)) return id;
     }
   }
@@ -149,15 +152,20 @@ export class SimulatedModel implements Model {
     // input cannot stall other connections.
     // A caller that keeps the conversation's digest (a growing context) has only the new items hashed.
     const digestWork = () => (req.digest ? req.digest.work(req.items, this.seed) : conversationDigestWork(req.items, this.seed));
-    let rng: Rng | undefined;
-    if (this.policy.random !== false && (req.conversationChars ?? conversationChars(req.items)) > EAGER_DIGEST_CHARS) {
-      rng = mulberry32(await runCooperative(digestWork()));
+    const random = this.policy.random !== false;
+    let digest: number | undefined;
+    if (random && (req.conversationChars ?? conversationChars(req.items)) > EAGER_DIGEST_CHARS) {
+      digest = await runCooperative(digestWork());
       signal.throwIfAborted();
     }
-    const plan = this.policy.plan(req, () => (rng ??= mulberry32(runSync(digestWork())))());
+    const digestNow = () => (digest ??= runSync(digestWork()));
+    let rng: Rng | undefined;
+    const plan = this.policy.plan(req, () => (rng ??= mulberry32(digestNow()))());
     // The context's ids, read from the items once per call when the request does not carry them (parallel calls share them).
     let taken: ReadonlySet<string> | undefined;
-    const newCallId = () => this.newCallId((taken ??= req.callIds ?? callIdsOf(req.items)), plan.items);
+    let ids: Rng | undefined;
+    const newCallId = () =>
+      this.newCallId((taken ??= req.callIds ?? callIdsOf(req.items)), plan.items, (ids ??= random ? mulberry32(hashString('call ids', digestNow())) : this.ids));
     const items = plan.items.map((item) => (item.type === 'function_call' ? withFields(item, { call_id: item.call_id ?? newCallId() }) : item));
 
     const { settings } = req;

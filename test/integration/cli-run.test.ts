@@ -46,6 +46,18 @@ describe('llr run', () => {
     }
   }, 60_000);
 
+  it('the same task costs the same tokens in every design and on every run (call ids drawn from the conversation; atk63 F4)', async () => {
+    const { url } = await testServer();
+    const usage: string[] = [];
+    for (const protocol of ['long-lived', 'ws', 'http', 'long-lived-http', 'http-stored', 'ws']) {
+      const { stdout } = await run(process.execPath, [CLI, 'run', '--url', url, '--protocol', protocol, 'check\n$ echo one\n$ echo two'], { timeout: 20_000 });
+      const u = JSON.parse(/usage, all of them (\{.*?\}) · server total/.exec(stdout)?.[1] ?? 'null') as { input_tokens: number; output_tokens: number };
+      expect(stdout, protocol).toContain('$ echo two');
+      usage.push(`${u.input_tokens}/${u.output_tokens}`);
+    }
+    expect(new Set(usage)).toEqual(new Set([usage[0]]));
+  }, 60_000);
+
   it('runs nothing for a call of a tool it did not offer, or of exec_command without a string cmd: each answered with the reason (it ran `bash -c undefined`; atk57 F4)', async () => {
     const server = () => testServer({
       policy: scriptPolicy([

@@ -59,7 +59,10 @@ Demo options (serve and demo): [--no-demo] [--demo-workload FILE]
   [--demo-max-tool-calls N (100)] [--demo-max-prompt-bytes N (16384)] [--demo-alive-ms N (5000)]
 
 A bad flag or value: one line on stderr, exit status 2 (--port 0: any free port).
-A switch's environment variable (LLR_INSTANT, LLR_NO_WEBSOCKETS, LLR_NO_DEMO, …) takes 1 or 0.
+Each flag's environment variable is LLR_ + its name (LLR_PORT, LLR_MAX_CONNECTIONS, …); flags win.
+A switch's (LLR_INSTANT, LLR_NO_WEBSOCKETS, LLR_NO_DEMO, …) takes 1 or 0. A repeatable flag's is
+plural, comma-separated: LLR_API_KEYS, LLR_ALLOW_ORIGINS, LLR_ALLOW_HOSTS, LLR_CHAOS; serve also
+takes LLR_API_KEY (one key, the one llr run sends).
 
 serve defaults: 127.0.0.1:8080, 1000 tokens/s, 150 ms fixed time to first
 token, 20000 tokens/s prefill, no API keys, store ${DEFAULT_STORE}.
@@ -192,8 +195,13 @@ async function serve(argv: string[], demo = false): Promise<void> {
     },
   });
   if (demo && values['no-demo']) throw new UsageError('llr demo cannot run with --no-demo');
-  const apiKeys = values['api-key'] ?? env('LLR_API_KEYS')?.split(',');
-  checkStrings(values, apiKeys);
+  // LLR_API_KEY too, the name `LLR_` + the flag gives and the one `llr run` sends: set for serve, it was ignored, and
+  // the server started with no key at all (outside reviewer atk64 F2). Failing closed: a shell that exports it for
+  // the client starts a server that asks for it.
+  const oneKey = env('LLR_API_KEY');
+  const envKeys = [...(env('LLR_API_KEYS')?.split(',') ?? []), ...(oneKey === undefined ? [] : [oneKey])];
+  const apiKeys = values['api-key'] ?? (envKeys.length > 0 ? envKeys : undefined);
+  checkStrings(values, apiKeys, '--api-key, LLR_API_KEYS, LLR_API_KEY');
   const { policy, footprint } = await modelPolicy(values.policy, values.workload, values.synthetic);
   const limits = limitsFrom(values, process.env);
   fitToFootprint(limits, footprint);

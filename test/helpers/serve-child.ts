@@ -18,11 +18,14 @@ export interface ServedChild {
   exited: Promise<void>;
 }
 
-/** The child, with `extra` flags after the store's; added to `track` until it exits (for a file's `afterAll` to kill). */
-export function serveChild(store: string, extra: string[] = [], track?: Set<ChildProcess>): Promise<ServedChild> {
+/**
+ * The child, with `extra` flags after the store's and `env` added to its environment; added to `track` until it exits
+ * (for a file's `afterAll` to kill).
+ */
+export function serveChild(store: string, extra: string[] = [], track?: Set<ChildProcess>, env: Record<string, string> = {}): Promise<ServedChild> {
   const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--store', store, ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
+    env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid), ...env },
   });
   track?.add(proc);
   const exited = new Promise<void>((resolve) =>

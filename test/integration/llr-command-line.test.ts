@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildDist, ROOT } from '../helpers/build.js';
+import { serveChild } from '../helpers/serve-child.js';
 
 const run = promisify(execFile);
 const CLI = join(ROOT, 'dist', 'cli.js');
@@ -75,11 +76,11 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   // A key no request can present (the Bearer value is trimmed; an empty one is no key).
   [[...SERVE, '--api-key='], {}, '--api-key needs a value'],
   // A refused key is named by its place, never printed (an error line reaches terminals and CI logs).
-  [SERVE, { LLR_API_KEYS: 'a, b' }, 'an API key (--api-key, LLR_API_KEYS) cannot be empty or start or end with whitespace (key 2 of 2, 2 characters; keys are not printed)'],
+  [SERVE, { LLR_API_KEYS: 'a, b' }, 'an API key (--api-key, LLR_API_KEYS, LLR_API_KEY) cannot be empty or start or end with whitespace (key 2 of 2, 2 characters; keys are not printed)'],
   // A key with a control character no Authorization header can carry (RFC 9110 §5.5): the server ran and refused
   // every client that had it, and the run's client failed at its first request ('Invalid character in header content').
-  [[...SERVE, '--api-key', 'sk-a\nb'], {}, 'an API key (--api-key, LLR_API_KEYS) cannot contain control characters, as it travels in an HTTP header (key 1 of 1, 6 characters; keys are not printed)'],
-  [SERVE, { LLR_API_KEYS: 'sk-a\u0001b' }, 'an API key (--api-key, LLR_API_KEYS) cannot contain control characters'],
+  [[...SERVE, '--api-key', 'sk-a\nb'], {}, 'an API key (--api-key, LLR_API_KEYS, LLR_API_KEY) cannot contain control characters, as it travels in an HTTP header (key 1 of 1, 6 characters; keys are not printed)'],
+  [SERVE, { LLR_API_KEYS: 'sk-a\u0001b' }, 'an API key (--api-key, LLR_API_KEYS, LLR_API_KEY) cannot contain control characters'],
   [['run', '--api-key', 'sk-a\u007fb', 'hi'], {}, 'an API key (--api-key, LLR_API_KEY) cannot contain control characters'],
   [[...SERVE, '--off', 'nope'], {}, "unknown switch 'nope'"],
   // Both: --on won whatever their order, unsaid.
@@ -157,6 +158,22 @@ describe('llr command lines', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('[--log-level trace|debug|info|warn|error|fatal|silent]');
     expect(r.stdout).toContain('A bad flag or value: one line on stderr, exit status 2');
+  }, 30_000);
+
+  it('serve takes API keys from LLR_API_KEY as well as LLR_API_KEYS (LLR_API_KEY was ignored: the server started with no key; atk64 F2)', async () => {
+    for (const env of [{ LLR_API_KEY: 'sk-env-one' }, { LLR_API_KEYS: 'sk-env-one,sk-env-two' }] as Array<Record<string, string>>) {
+      const child = await serveChild('memory', ['--no-demo'], undefined, env);
+      try {
+        expect((await fetch(`${child.url}/llr/stats`)).status, JSON.stringify(env)).toBe(401);
+        const ok = await fetch(`${child.url}/llr/stats`, { headers: { Authorization: 'Bearer sk-env-one' } });
+        expect(ok.status, JSON.stringify(env)).toBe(200);
+      } finally {
+        child.proc.kill('SIGKILL');
+        await child.exited;
+      }
+    }
+    const help = await llr(['serve', '--help']);
+    expect(help.stdout).toContain('LLR_API_KEYS, LLR_ALLOW_ORIGINS, LLR_ALLOW_HOSTS, LLR_CHAOS');
   }, 30_000);
 
   it('a store that is not one of ours says which file, exit 1 (SQLite\'s message named none)', async () => {

@@ -23,7 +23,7 @@ import { isIncompleteReason, makeUsage, type FunctionCall, type InputItem, type 
 import { withFields } from '../protocol/fields.js';
 import { ownInputItems, type AppendedItems, type PreparedPut, type StoredResponse } from '../store/types.js';
 import { THIS_RUNNER } from '../store/runner.js';
-import { runCooperative } from '../model/cooperative.js';
+import { runCooperative } from '../cooperative.js';
 import type { Counter, RunMetrics } from '../pipeline/metrics.js';
 import { appendOutputCooperative, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
@@ -301,7 +301,7 @@ export class ResponseRun {
    * outputs for already answered calls are dropped (older Codex re-sends).
    *
    * The checks and tokenization of a large append yield to the event loop
-   * (model/cooperative.ts), so appends are serialised: one arriving while
+   * (src/cooperative.ts), so appends are serialised: one arriving while
    * another is processed waits for it (at most `MAX_QUEUED_APPENDS` or `--max-pending-calls`, then
    * `queue_full`) and is then handled exactly as if it had arrived after it —
    * e.g. refused with `no_paused_response` if the first one resumed the run.

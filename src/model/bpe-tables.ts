@@ -22,7 +22,7 @@
  * included (a byte lookup drops a leading byte-order mark before it looks the
  * bytes up as a string), so every merge ranks every pair as the library would.
  */
-import type { Work } from './cooperative.js';
+import type { Work } from '../cooperative.js';
 
 /** Lines of the data file parsed between yield points (well under 1 ms of work). */
 export const LINES_PER_SLICE = 4000;

@@ -16,7 +16,7 @@ import type {
   InputMessage,
 } from '../protocol/objects.js';
 import { hashString } from './rng.js';
-import { runSync, SLICE_CHARS, type Work } from './cooperative.js';
+import { runSync, SLICE_CHARS, type Work } from '../cooperative.js';
 
 export function isMessage(item: InputItem): item is InputMessage {
   return (item.type === undefined || item.type === 'message') && typeof (item as InputMessage).role === 'string';
@@ -169,7 +169,7 @@ export function conversationDigest(items: readonly InputItem[], seed = 0): numbe
 }
 
 /**
- * The same digest as slices of work (model/cooperative.ts). Each piece is
+ * The same digest as slices of work (src/cooperative.ts). Each piece is
  * hashed where it lies, never joined into a new string: FNV chains, so the
  * hash of the pieces in order is the hash of their concatenation.
  */

@@ -16,7 +16,7 @@
  * needs about 2^26 live blocks, far beyond any sane `maxEntries`.
  */
 
-import type { Work } from './cooperative.js';
+import type { Work } from '../cooperative.js';
 
 export const DEFAULT_BLOCK_SIZE = 64;
 /** 65,536 blocks of 64 tokens = 4M tokens, ~8 MB of keys and LRU links (`llr serve --prefix-cache-blocks N`). */
@@ -116,7 +116,7 @@ export class PrefixCache {
 
   /**
    * The chained keys of every full block of `tokens`, yielding every 1,024
-   * blocks (model/cooperative.ts): for prompts of millions of tokens, whose
+   * blocks (src/cooperative.ts): for prompts of millions of tokens, whose
    * hashing would otherwise hold the event loop. `lookupKeys` and
    * `insertKeys` then give exactly what `lookup` and `insert` give.
    */

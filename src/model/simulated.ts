@@ -14,7 +14,7 @@
  */
 import { type Clock, realClock } from './clock.js';
 import { conversationDigestWork, itemTextChars } from './conversation.js';
-import { runCooperative, runSync } from './cooperative.js';
+import { runCooperative, runSync } from '../cooperative.js';
 import type { ModelPolicy, PiecesMemo } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
 import { pieceLogprobs } from './logprobs.js';

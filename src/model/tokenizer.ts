@@ -42,7 +42,7 @@ import { createO200KSpecialTokenMap } from 'gpt-tokenizer/esm/encodingParams/o20
 import { WireError } from '../protocol/errors.js';
 import { buildTablesWork, rankOfString, tokenBytes, type BpeTables } from './bpe-tables.js';
 import { BpeMerger } from './bpe-merge.js';
-import { runCooperative, runSync } from './cooperative.js';
+import { runCooperative, runSync } from '../cooperative.js';
 
 /**
  * Longest pre-token merged in one piece (UTF-16 code units). Longer ones

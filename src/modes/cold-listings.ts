@@ -19,7 +19,7 @@
  * or running (its progress stays with its index, which a later listing of the
  * same cached list resumes).
  */
-import { YIELD_BUDGET_MS } from '../model/cooperative.js';
+import { YIELD_BUDGET_MS } from '../cooperative.js';
 import { WireError } from '../protocol/errors.js';
 import type { InputItemIndex } from '../store/input-items.js';
 

@@ -16,7 +16,7 @@ import { MAX_CHAIN_LINKS, contextItems, unfinished } from '../store/types.js';
 import { findListedItem } from '../store/input-items.js';
 import { prepareFull } from './prepare.js';
 import { itemBytes } from '../engine/budget.js';
-import { abortableWork, runCooperative, type Work } from '../model/cooperative.js';
+import { abortableWork, runCooperative, type Work } from '../cooperative.js';
 import { SerialQueue } from '../model/serial-queue.js';
 
 /** What a chain load takes besides the chain's id (`loadChain`, `prepareFromStore`). */

@@ -15,7 +15,7 @@
  */
 import type { CreateParams } from '../protocol/events.js';
 import { jsonTextWork, NATIVE_TEXT_CHARS, textOver } from '../protocol/json-chunked.js';
-import { runCooperative } from '../model/cooperative.js';
+import { runCooperative } from '../cooperative.js';
 import { hasCompaction } from '../pipeline/compaction.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
 import { checkFull, checkIncremental } from '../pipeline/checks.js';

@@ -26,7 +26,7 @@
  * on items appended to a live run; the counters `validate_full` /
  * `validate_incremental` and `safety_full` / `safety_incremental` say which
  * form ran. Each stage yields to the event loop on large inputs
- * (model/cooperative.ts), the tools' check between tools (128 tools'
+ * (src/cooperative.ts), the tools' check between tools (128 tools'
  * schemas can fill a 16 MiB body).
  */
 import type { InputItem, TextConfig, Tool } from '../protocol/objects.js';

@@ -35,7 +35,7 @@ import { isKnownItem, newId, withImageDetail, type CompactionItem, type InputCom
 import { countTokens } from '../model/tokenizer.js';
 import type { RunMetrics } from './metrics.js';
 import { renderFullAsync, type RenderedContext } from './render.js';
-import { runCooperative, runSync, type Work } from '../model/cooperative.js';
+import { runCooperative, runSync, type Work } from '../cooperative.js';
 import { stringifyWork } from '../protocol/json-chunked.js';
 
 /** The summary quotes at most this many items... */

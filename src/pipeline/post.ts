@@ -17,7 +17,7 @@
  */
 import type { Logger } from 'pino';
 import type { InputItem, Response } from '../protocol/objects.js';
-import { runCooperative } from '../model/cooperative.js';
+import { runCooperative } from '../cooperative.js';
 import type { AppendedItems, PreparedPut, ResponseStore, StoredResponse } from '../store/types.js';
 import type { RunMetrics } from './metrics.js';
 import type { Protocol } from '../protocol/designs.js';

@@ -18,7 +18,7 @@
  * synchronous step: a failure or a concurrent reader never sees half of it.
  */
 import { afterTokenizer, encodeSlice, encodeText, IM_END, IM_START, type EncodeCursor } from '../model/tokenizer.js';
-import { runCooperative, runSync, SLICE_CHARS, type Work } from '../model/cooperative.js';
+import { runCooperative, runSync, SLICE_CHARS, type Work } from '../cooperative.js';
 import { isFunctionTool, isKnownItem, type FunctionTool, type InputItem, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { ConversationDigest, itemTextChars, TurnScan } from '../model/conversation.js';

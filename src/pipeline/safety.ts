@@ -21,7 +21,7 @@ import { WireError } from '../protocol/errors.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { itemPartsWork, JOIN_LIMIT_CHARS } from './render.js';
-import { runCooperative, runSync, type Work } from '../model/cooperative.js';
+import { runCooperative, runSync, type Work } from '../cooperative.js';
 
 /** Characters scanned per slice (per pattern) before a yield point. */
 export const SCAN_SLICE_CHARS = 256 * 1024;

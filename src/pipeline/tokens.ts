@@ -9,7 +9,7 @@
  * prompt and first-touching the new pages a slice at a time), so the push
  * itself — the atomic commit of an append — is a quick write.
  */
-import type { Work } from '../model/cooperative.js';
+import type { Work } from '../cooperative.js';
 import { PromptKeys } from '../model/prefix-cache.js';
 import { TOKEN_HELD_BYTES } from './metrics.js';
 

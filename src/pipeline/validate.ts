@@ -15,7 +15,7 @@ import { clipText, WireError, jsonPreview } from '../protocol/errors.js';
 import { isKnownItem, type InputItem, type TextFormat, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
 import { checkToolSchema } from '../model/schema-args.js';
-import { runCooperative, runSync, type Work } from '../model/cooperative.js';
+import { runCooperative, runSync, type Work } from '../cooperative.js';
 import { checkLength } from '../protocol/fields.js';
 import { jsonTextWork } from '../protocol/json-chunked.js';
 import { checkImageUrl, webUrl } from '../protocol/urls.js';

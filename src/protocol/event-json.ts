@@ -36,7 +36,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ArgsDeltaEvent, TextDeltaEvent } from './events.js';
 import { jsonTextWork, NATIVE_TEXT_CHARS, textOver } from './json-chunked.js';
-import { runCooperative } from '../model/cooperative.js';
+import { runCooperative } from '../cooperative.js';
 
 /** What the deltas of one item share; built once per item. */
 export class DeltaHead {

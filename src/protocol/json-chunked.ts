@@ -9,8 +9,8 @@
  * skipped with `indexOf`, brackets counted) and parsed natively in batches of
  * at most `chunkChars` (`[m1,m2,…]`, `{k1:v1,…}`); a member that is itself
  * larger is walked the same way. The work is a generator that yields after
- * every batch, run by the transport with `runCooperative` (model/
- * cooperative.ts), which gives the loop a turn every few ms. The result is
+ * every batch, run by the transport with `runCooperative`
+ * (src/cooperative.ts), which gives the loop a turn every few ms. The result is
  * the value `JSON.parse` would give (same key order, later duplicate keys
  * win, `__proto__` an own property); the scan also enforces the nesting
  * limit, naming the top-level key like `checkJsonDepth`.
@@ -21,17 +21,8 @@
  * with the structured clone, which costs the main thread about what parsing
  * does.
  */
+import type { Work } from '../cooperative.js';
 import { WireError } from './errors.js';
-
-/** Generator-shaped work, as model/cooperative.ts runs it (protocol/ cannot import model/). */
-export type ParseWork<T> = Generator<void, T, void>;
-
-/** Run `work` to its end at once (model/cooperative.ts's `runSync`, for the layers below it). */
-export function finishWork<T>(work: ParseWork<T>): T {
-  let r = work.next();
-  while (!r.done) r = work.next();
-  return r.value;
-}
 
 /** Largest slice handed to `JSON.parse` at once (~0.2–1 ms of work). */
 export const PARSE_CHUNK_CHARS = 64 * 1024;
@@ -55,7 +46,7 @@ class ChunkedParser {
     private readonly chunk: number,
   ) {}
 
-  *run(): ParseWork<unknown> {
+  *run(): Work<unknown> {
     let i = this.ws(0);
     const { value, end } = yield* this.value(i, 0);
     i = this.ws(end);
@@ -142,7 +133,7 @@ class ChunkedParser {
   }
 
   /** The value at `i` (no leading whitespace) at nesting `depth` (containers around it). */
-  private *value(i: number, depth: number): ParseWork<{ value: unknown; end: number }> {
+  private *value(i: number, depth: number): Work<{ value: unknown; end: number }> {
     // Deeper than `WALK_DEPTH`, a container is parsed whole, however large: the walk recurses a level at a time.
     const end = this.valueEnd(i, depth, depth < WALK_DEPTH ? this.chunk : Infinity);
     if (end >= 0) return { value: this.native(i, end, ''), end };
@@ -217,7 +208,7 @@ function setKey(o: Record<string, unknown>, k: string, v: unknown): void {
  * JSON (the caller reports `invalid_json`) and `json_too_deep` past
  * `maxDepth` nested arrays/objects.
  */
-export function parseJsonWork(text: string, maxDepth: number, chunkChars = PARSE_CHUNK_CHARS): ParseWork<unknown> {
+export function parseJsonWork(text: string, maxDepth: number, chunkChars = PARSE_CHUNK_CHARS): Work<unknown> {
   return new ChunkedParser(text, maxDepth, chunkChars).run();
 }
 
@@ -247,7 +238,7 @@ const CONTAINER_WORK = 256;
 const STRING_SLICE_CHARS = 256 * 1024;
 
 /** The pieces of `JSON.stringify(value)` (joined, they are the text). */
-export function* stringifyWork(value: unknown): ParseWork<string[]> {
+export function* stringifyWork(value: unknown): Work<string[]> {
   const out: string[] = [];
   yield* stringifyInto(value, out);
   return out;
@@ -258,7 +249,7 @@ export function* stringifyWork(value: unknown): ParseWork<string[]> {
  * the array) and the pieces that follow continue the text, so a large answer is written as it is made and no more of
  * it than a slice is held at once (transport/json-out.ts).
  */
-export function* stringifyInto(value: unknown, out: string[]): ParseWork<void> {
+export function* stringifyInto(value: unknown, out: string[]): Work<void> {
   let work = 0;
   /** A value that is neither a long string nor an object or array: stringified here, with no generator of its own. */
   const leaf = (v: unknown): boolean => (typeof v !== 'object' || v === null) && !(typeof v === 'string' && v.length > STRING_SLICE_CHARS);
@@ -285,7 +276,7 @@ export function* stringifyInto(value: unknown, out: string[]): ParseWork<void> {
     return true;
   };
   // `v` is already what `toJSON` made of it (`plain`), as JSON.stringify calls it once per member.
-  function* walk(v: unknown, inArray: boolean): ParseWork<void> {
+  function* walk(v: unknown, inArray: boolean): Work<void> {
     if (typeof v === 'string' && v.length > STRING_SLICE_CHARS) {
       // A long string in slices (never between a surrogate pair's halves, which JSON.stringify
       // would escape one by one): no second string of its size is built in one turn.
@@ -438,7 +429,7 @@ export const NATIVE_TEXT_CHARS = STRING_SLICE_CHARS;
  * `JSON.stringify(value)` as one string: natively when short (`textOver`), else in slices (`stringifyWork`).
  * One JSON.stringify of a tool schema holding 2.5 million lone surrogates held the loop ~300 ms.
  */
-export function* jsonTextWork(value: unknown): ParseWork<string> {
+export function* jsonTextWork(value: unknown): Work<string> {
   if (!textOver(value, NATIVE_TEXT_CHARS)) return JSON.stringify(value);
   const pieces = yield* stringifyWork(value);
   // Joined a slice of pieces at a time: one join of the 6 million pieces of a 3-million-name `required` took ~0.15 s.
@@ -459,7 +450,7 @@ const JOIN_PIECES = 64 * 1024;
  * between a surrogate pair's halves, which would count as two lone ones): for the text `jsonTextWork` made, whose
  * one count of 15 MB took ~40–80 ms.
  */
-export function* utf8BytesWork(text: string): ParseWork<number> {
+export function* utf8BytesWork(text: string): Work<number> {
   if (text.length <= STRING_SLICE_CHARS) return Buffer.byteLength(text);
   let bytes = 0;
   for (let at = 0; at < text.length; ) {

@@ -6,8 +6,9 @@
  * frame. Used by the transports' edges, the demo, the workload reader and
  * compaction. Pure.
  */
+import type { Work } from '../cooperative.js';
 import { WireError } from './errors.js';
-import { parseJsonWork, type ParseWork } from './json-chunked.js';
+import { parseJsonWork } from './json-chunked.js';
 
 /** The deepest JSON nesting accepted by default (see `Limits.maxJsonDepth`). */
 export const DEFAULT_MAX_JSON_DEPTH = 64;
@@ -149,7 +150,7 @@ export function* parseJsonTextWork(
   maxDepth = DEFAULT_MAX_JSON_DEPTH,
   maxKeys = DEFAULT_MAX_JSON_KEYS,
   maxContainers = DEFAULT_MAX_JSON_CONTAINERS,
-): ParseWork<unknown> {
+): Work<unknown> {
   yield* jsonShapeWork(text, maxDepth, maxKeys, maxContainers);
   if (text.length <= COOPERATIVE_PARSE_CHARS) return parseChecked(text, what);
   yield;

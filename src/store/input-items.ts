@@ -14,10 +14,11 @@
  * an `item_reference` can name as it names any stored item (`findListedItem`);
  * so does the second of two items sent with one id. Pure: no I/O.
  */
+import { runSync, type Work } from '../cooperative.js';
 import { createHash } from 'node:crypto';
 import { WireError } from '../protocol/errors.js';
 import { RESPONSE_INCLUDABLE } from '../protocol/parse.js';
-import { finishWork, parseJsonWork, PARSE_CHUNK_CHARS, type ParseWork } from '../protocol/json-chunked.js';
+import { parseJsonWork, PARSE_CHUNK_CHARS } from '../protocol/json-chunked.js';
 import { limitParam, orderParam, singleParam } from '../protocol/list-query.js';
 import { withImageDetail, type InputItem } from '../protocol/objects.js';
 import { ownInputItems, type ResponseStore, type StoredResponse } from './types.js';
@@ -100,14 +101,14 @@ export const PARSED_CONTAINER_BYTES = 40;
  * `PARSED_CONTAINER_BYTES` for each object and array in them (a walk with its own stack, not recursion).
  */
 export function parsedBytes(jsonBytes: number, items: readonly unknown[]): number {
-  return finishWork(parsedBytesWork(jsonBytes, items));
+  return runSync(parsedBytesWork(jsonBytes, items));
 }
 
 /** Containers counted between two points where `parsedBytesWork` may pause. */
 const COUNT_SLICE = 16 * 1024;
 
 /** `parsedBytes` as work that pauses every `COUNT_SLICE` objects and arrays (a list of 49,000 items is walked in slices). */
-export function* parsedBytesWork(jsonBytes: number, items: readonly unknown[]): ParseWork<number> {
+export function* parsedBytesWork(jsonBytes: number, items: readonly unknown[]): Work<number> {
   let containers = 0;
   const stack: unknown[] = [items];
   while (stack.length > 0) {
@@ -135,7 +136,7 @@ export function* parsedBytesWork(jsonBytes: number, items: readonly unknown[]): 
  * it parses only if it ends between two members), so the rest is parsed member by member, larger members walked
  * into (protocol/json-chunked.ts, slower than native on small items: its scan is JS). Yields after every slice.
  */
-export function* parseListWork(text: string): ParseWork<unknown[]> {
+export function* parseListWork(text: string): Work<unknown[]> {
   if (text.length <= PARSE_CHUNK_CHARS) return JSON.parse(text) as unknown[];
   const out: unknown[] = [];
   const push = (part: unknown[]) => {
@@ -170,7 +171,7 @@ export function* parseListWork(text: string): ParseWork<unknown[]> {
 
 /** What a store hands a listing: the items (memory store), or work that reads and parses them (SQLite store; undefined: the row is gone). */
 export type LoadedItems = { items: readonly InputItem[]; bytes: number };
-export type ItemsLoad = ParseWork<LoadedItems | undefined>;
+export type ItemsLoad = Work<LoadedItems | undefined>;
 
 /** Items whose ids are derived between two points where the derivation may pause (`InputItemIndex.derive`). */
 const DERIVE_SLICE = 256;
@@ -234,7 +235,7 @@ export class InputItemIndex {
    * none when the row was gone.
    */
   get items(): readonly InputItem[] {
-    if (this.#items === null && !this.#gone) finishWork(this.#loadSteps());
+    if (this.#items === null && !this.#gone) runSync(this.#loadSteps());
     return this.#items ?? [];
   }
 

@@ -22,8 +22,9 @@
  * after it: one put after a younger one (a long run ending after a short one
  * that began later) is dropped at most its run's length after it expired.
  */
+import { runSync, type Work } from '../cooperative.js';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { finishWork, type ParseWork } from '../protocol/json-chunked.js';
+
 import { InputItemsCache, type InputItemIndex } from './input-items.js';
 import { EXPIRE_BATCH, ExpirySweep, MAX_CHAIN_LINKS, PutOrder, UNBOUNDED, createdMs, expiryCutoff, itemsById, newCounters, ownInputItems, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
 
@@ -151,11 +152,11 @@ export class MemoryStore implements ResponseStore {
   }
 
   chain(id: string, owner: string | null): StoredResponse[] | undefined {
-    return finishWork(this.chainWork(id, owner));
+    return runSync(this.chainWork(id, owner));
   }
 
   /** The links walked first (no copy for a broken chain), then each record copied, oldest first, a yield after each. */
-  *chainWork(id: string, owner: string | null): ParseWork<StoredResponse[] | undefined> {
+  *chainWork(id: string, owner: string | null): Work<StoredResponse[] | undefined> {
     this.counters.reads++;
     const newestFirst: string[] = [];
     const cutoff = expiryCutoff(this.bounds);

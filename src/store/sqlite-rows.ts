@@ -5,7 +5,8 @@
  * run ends), and a row read back (`toRecord`). Used by store/sqlite.ts; no
  * I/O.
  */
-import { PARSE_CHUNK_CHARS, jsonTextWork, parseJsonWork, utf8BytesWork, type ParseWork } from '../protocol/json-chunked.js';
+import type { Work } from '../cooperative.js';
+import { PARSE_CHUNK_CHARS, jsonTextWork, parseJsonWork, utf8BytesWork } from '../protocol/json-chunked.js';
 import { parseListWork } from './input-items.js';
 import { createdMs, itemsById, type PreparedPut, type StoredResponse } from './types.js';
 import { isProtocol } from '../protocol/designs.js';
@@ -66,12 +67,12 @@ export class EncodedPut implements PreparedPut {
 }
 
 /** `JSON.stringify(v)`: natively, or (`sliced`) in slices when long (`jsonTextWork`). */
-function* jsonWork(v: unknown, sliced: boolean): ParseWork<string> {
+function* jsonWork(v: unknown, sliced: boolean): Work<string> {
   return sliced ? yield* jsonTextWork(v) : JSON.stringify(v);
 }
 
 /** `Buffer.byteLength(text)`: natively, or (`sliced`) in slices when long (`utf8BytesWork`). */
-function* bytesWork(text: string, sliced: boolean): ParseWork<number> {
+function* bytesWork(text: string, sliced: boolean): Work<number> {
   return sliced ? yield* utf8BytesWork(text) : Buffer.byteLength(text);
 }
 
@@ -88,7 +89,7 @@ export function encodeNow(rec: StoredResponse): EncodedPut {
  * A record's row (the Response, its input and what was appended, as JSON, and their UTF-8 bytes with its items')
  * and its findable items' rows. Not `sliced` (a put): never yields, each text one `JSON.stringify`.
  */
-export function* encodeWork(rec: StoredResponse, sliced: boolean): ParseWork<EncodedPut> {
+export function* encodeWork(rec: StoredResponse, sliced: boolean): Work<EncodedPut> {
   const id = rec.response.id;
   const params: PutParams = {
     id,
@@ -125,7 +126,7 @@ export function toRecord(row: RecordRow): StoredResponse {
  * `toRecord`, its long texts (a 16 MiB input, a Response of 49,000 output items) parsed in slices: natively, one row
  * of a chain held the event loop ~100 ms for its parse alone, in the turn that read it.
  */
-export function* toRecordWork(row: RecordRow): ParseWork<StoredResponse> {
+export function* toRecordWork(row: RecordRow): Work<StoredResponse> {
   const response = row.response.length <= PARSE_CHUNK_CHARS ? JSON.parse(row.response) : yield* parseJsonWork(row.response, Infinity);
   const input = yield* parseListWork(row.input);
   const appended = row.appended === null ? null : yield* parseListWork(row.appended);

@@ -35,11 +35,12 @@
  * guessed at; the tables and migrations are store/sqlite-schema.ts, the rows
  * and their serialisation store/sqlite-rows.ts); leaves out vacuuming.
  */
+import { runSync, type Work } from '../cooperative.js';
 import { makeDirs } from '../make-dirs.js';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { NATIVE_TEXT_CHARS, finishWork, textOver, type ParseWork } from '../protocol/json-chunked.js';
+import { NATIVE_TEXT_CHARS, textOver } from '../protocol/json-chunked.js';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
 import { CREATED_MS, MIGRATE_2_TO_3, MIGRATE_3_TO_4, MIGRATE_4_TO_5, MIGRATE_5_TO_6, SCHEMA, SCHEMA_VERSION } from './sqlite-schema.js';
 import { EncodedPut, encodeNow, encodeWork, toRecord, toRecordWork, type ChainRow, type ItemParams, type LinkRow, type PutParams, type RecordRow } from './sqlite-rows.js';
@@ -491,7 +492,7 @@ export class SqliteStore implements ResponseStore {
    * bytes made in slices (`jsonTextWork`, `utf8BytesWork`) for `put(rec, prepared)`, the same text as `put(rec)`
    * makes (`JSON.stringify`'s). Undefined for a short record: `put(rec)` makes it natively at no extra cost.
    */
-  prepare(rec: StoredResponse): ParseWork<PreparedPut> | undefined {
+  prepare(rec: StoredResponse): Work<PreparedPut> | undefined {
     if (!textOver(rec, NATIVE_TEXT_CHARS)) return undefined;
     return encodeWork(rec, true);
   }
@@ -534,7 +535,7 @@ export class SqliteStore implements ResponseStore {
   }
 
   chain(id: string, owner: string | null): StoredResponse[] | undefined {
-    return finishWork(this.chainWork(id, owner));
+    return runSync(this.chainWork(id, owner));
   }
 
   /**
@@ -543,7 +544,7 @@ export class SqliteStore implements ResponseStore {
    * in slices (`toRecordWork`) with a yield after it. Undefined as for `chain`, also when a link is gone (deleted or
    * expired) or changed before it is read.
    */
-  *chainWork(id: string, owner: string | null): ParseWork<StoredResponse[] | undefined> {
+  *chainWork(id: string, owner: string | null): Work<StoredResponse[] | undefined> {
     this.#checkFile(false);
     this.counters.reads++;
     const cutoff = expiryCutoff(this.bounds);
@@ -684,7 +685,6 @@ export class SqliteStore implements ResponseStore {
       }),
     );
   }
-
 
   /** The connection's `busy_timeout`, set only when it changes (a pragma is a statement). */
   #waitForLock(ms: number): void {

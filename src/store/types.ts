@@ -14,10 +14,11 @@
  * Leaves out listing responses (a response's own input items are listed, a
  * page at a time: store/input-items.ts) and any async/remote store.
  */
+import type { Work } from '../cooperative.js';
 import { withoutLogprobs, type InputItem, type OutputItem, type Response } from '../protocol/objects.js';
 import type { Protocol } from '../protocol/designs.js';
 import type { Logger } from 'pino';
-import type { ParseWork } from '../protocol/json-chunked.js';
+
 import type { InputItemIndex } from './input-items.js';
 
 export interface StoredResponse {
@@ -375,7 +376,7 @@ export interface ResponseStore {
    * its terminal event, the order of puts and deletes) is the put's. The SQLite store's `JSON.stringify` of a
    * Response echoing 2.5 million lone surrogates (six-character escapes each) held the loop ~0.4 s in the put's turn.
    */
-  prepare?(rec: StoredResponse): ParseWork<PreparedPut> | undefined;
+  prepare?(rec: StoredResponse): Work<PreparedPut> | undefined;
   /** Undefined when missing OR owned by someone else, so existence never leaks across owners. */
   get(id: string, owner: string | null): StoredResponse | undefined;
   /** Whether `get` would find it, without reading the record (a large one costs its copy or its parse). */
@@ -403,7 +404,7 @@ export interface ResponseStore {
    * `chain`, yielding between records (a long chain's records are megabytes: read and parsed or copied in one turn,
    * 9,001 of them held the event loop 0.5–1 s). Undefined also when a link is gone before it is read.
    */
-  chainWork(id: string, owner: string | null): ParseWork<StoredResponse[] | undefined>;
+  chainWork(id: string, owner: string | null): Work<StoredResponse[] | undefined>;
   /**
    * What `GET /v1/responses/{id}/input_items` lists of the owner's stored response `id` (its input, then what was
    * appended to it), undefined as for `get`. Read-only (the items may be the store's own objects), and kept in the

@@ -11,7 +11,7 @@
  * nothing from engine/.
  */
 import { StringDecoder } from 'node:string_decoder';
-import { runCooperative } from '../model/cooperative.js';
+import { runCooperative } from '../cooperative.js';
 import type { ParseCaps } from '../protocol/parse.js';
 import { parseJsonText, parseJsonTextWork } from '../protocol/json-text.js';
 

@@ -12,7 +12,7 @@
  * `stringifyInto` lives in protocol/json-chunked.ts.
  */
 import type { ServerResponse } from 'node:http';
-import { YIELD_BUDGET_MS } from '../model/cooperative.js';
+import { YIELD_BUDGET_MS } from '../cooperative.js';
 import { stringifyInto, stringifyWork, textChars } from '../protocol/json-chunked.js';
 import type { Hold } from '../modes/server-bytes.js';
 import { whenSocketCloses } from './socket-watch.js';

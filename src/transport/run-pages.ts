@@ -8,7 +8,7 @@
  */
 import { WireError } from '../protocol/errors.js';
 import { jsonTextWork } from '../protocol/json-chunked.js';
-import { abortableWork, runCooperative } from '../model/cooperative.js';
+import { abortableWork, runCooperative } from '../cooperative.js';
 import { SerialQueue } from '../model/serial-queue.js';
 
 export class RunPages {

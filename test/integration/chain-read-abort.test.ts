@@ -8,7 +8,7 @@ import pDefer from 'p-defer';
 import { describe, expect, it } from 'vitest';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
-import { abortableWork, runSync, type Work } from '../../src/model/cooperative.js';
+import { abortableWork, runSync, type Work } from '../../src/cooperative.js';
 import type { LlrServer } from '../../src/server.js';
 
 const json = { 'Content-Type': 'application/json' };

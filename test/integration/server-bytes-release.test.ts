@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 import { firstCallFreeModel } from '../helpers/gated-model.js';
-import { YIELD_BUDGET_MS } from '../../src/model/cooperative.js';
+import { YIELD_BUDGET_MS } from '../../src/cooperative.js';
 
 const KiB = 1024;
 const held = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;

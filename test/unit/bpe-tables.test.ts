@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import o200k, { decodeGenerator as libraryDecode, encode as libraryEncode } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { buildTablesWork, LINES_PER_SLICE, rankOfBytes, tokenBytes, type BpeTables } from '../../src/model/bpe-tables.js';
-import { runSync } from '../../src/model/cooperative.js';
+import { runSync } from '../../src/cooperative.js';
 import { encodeText, tokenPieces } from '../../src/model/tokenizer.js';
 import { mulberry32, pick } from '../../src/model/rng.js';
 

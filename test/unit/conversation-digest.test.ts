@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConversationDigest, conversationDigest } from '../../src/model/conversation.js';
-import { runSync } from '../../src/model/cooperative.js';
+import { runSync } from '../../src/cooperative.js';
 import type { InputItem } from '../../src/protocol/objects.js';
 
 /** An item whose text read is counted: a getter on `output`. */

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { jsonTextWork, NATIVE_TEXT_CHARS, parseJsonWork, stringifyWork, textOver, utf8BytesWork } from '../../src/protocol/json-chunked.js';
-import { runSync } from '../../src/model/cooperative.js';
+import { runSync } from '../../src/cooperative.js';
 import { checkJsonDepth, parseJsonTextWork } from '../../src/protocol/json-text.js';
 import { WireError } from '../../src/protocol/errors.js';
 import { mulberry32 } from '../../src/model/rng.js';

@@ -8,7 +8,7 @@ import { Ledger } from '../../src/pipeline/post.js';
 import { PrefixCache } from '../../src/model/prefix-cache.js';
 import type { Response } from '../../src/protocol/objects.js';
 import { makeUsage } from '../../src/protocol/objects.js';
-import { runSync } from '../../src/model/cooperative.js';
+import { runSync } from '../../src/cooperative.js';
 import { TokenBuffer } from '../../src/pipeline/tokens.js';
 import { copyJson } from '../../src/store/memory.js';
 

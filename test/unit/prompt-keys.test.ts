@@ -8,7 +8,7 @@
  * evicted since, with exactly the hits and LRU order of checking them all.
  */
 import { describe, expect, it } from 'vitest';
-import { runSync } from '../../src/model/cooperative.js';
+import { runSync } from '../../src/cooperative.js';
 import { PrefixCache } from '../../src/model/prefix-cache.js';
 import { mulberry32 } from '../../src/model/rng.js';
 import { TokenBuffer } from '../../src/pipeline/tokens.js';

@@ -25,7 +25,7 @@ import {
   type StoredResponse,
 } from '../../src/store/index.js';
 import { EXPIRE_BATCH, ExpirySweep, SWEEP_MAX_DELAY_MS, SWEEP_MIN_DELAY_MS, UNBOUNDED } from '../../src/store/types.js';
-import { runSync } from '../../src/model/cooperative.js';
+import { runSync } from '../../src/cooperative.js';
 import { captureLogger } from '../helpers/raw-http.js';
 import { NATIVE_TEXT_CHARS } from '../../src/protocol/json-chunked.js';
 

@@ -6,10 +6,14 @@
  * (`runCooperative`), so one 16 MiB request cannot stall `/health`, other
  * connections or other runs.
  *
- * Used by the render, validate and safety stages, the engine's append and
- * the simulated model's conversation digest (it lives in model/, the lowest
- * layer that does such work, so every layer above can use it). Leaves out worker threads: the work stays on the loop (it is what
- * the benchmarks measure), it only stops monopolising it.
+ * Used by the render, validate and safety stages, the engine's append, the
+ * simulated model's conversation digest, and protocol/'s JSON readers and
+ * writers. A leaf module (it imports nothing), beside the layers rather than
+ * in one of them, so every layer, protocol/ the lowest, can use it (it lived
+ * in model/, and protocol/ imported it from there against the layering of
+ * docs/architecture.md: outside reviewer atk64 F5). Leaves out worker threads:
+ * the work stays on the loop (it is what the benchmarks measure), it only
+ * stops monopolising it.
  */
 
 /** A stage's work: yields at points where it may pause, returns the result. */

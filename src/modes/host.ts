@@ -45,8 +45,15 @@ import { orphanedResponse, runnerElsewhere } from '../store/runner.js';
 import { unfinished } from '../store/types.js';
 import { snapshot } from '../engine/response.js';
 
-/** Deletes listed for ws-mode caches to check their lineage against (`deletedSince`); past them a cache asks the store. */
-const RECENT_DELETES = 1024;
+/**
+ * Deletes listed, per owner, for ws-mode caches to check their lineage against (`deletedSince`); past them a cache
+ * asks the store, which cannot tell a deleted ancestor from an evicted one. Per owner (an API key's hash, or null with
+ * no keys), as a chain holds only its owner's responses: one server-wide list of 1,024 let another client's deletes of
+ * its own responses push a session's out, and the session, whose early responses the store had evicted, was refused
+ * `previous_response_not_found` (outside attack atk62 F3). At most 2 × this many ids per owner (~1.6 MB); owners are
+ * the configured keys, and none.
+ */
+const RECENT_DELETES = 8192;
 
 export class SessionHost {
   /** Long-lived runs open over HTTP, found again by id for `append` and `cancel`. */
@@ -70,22 +77,25 @@ export class SessionHost {
   /** Each stored response a ws-mode connection cache holds, with what evicts it from that cache (`deleteStoredResponse`). */
   private readonly wsCached = new Map<string, () => void>();
 
-  /** How ws-mode policies register what their caches hold (modes/ws.ts). */
-  private readonly cachedResponses: CachedResponses = {
-    hold: (id, evict) => void this.wsCached.set(id, evict),
-    release: (id) => void this.wsCached.delete(id),
-    deletes: () => this.deletes,
-    deletedSince: (since, ids) => {
-      const first = this.deletes - this.recentDeletes.length;
-      if (since < first) return undefined;
-      for (let i = since - first; i < this.recentDeletes.length; i++) if (ids.has(this.recentDeletes[i]!)) return true;
-      return false;
-    },
-  };
+  /** How an owner's ws-mode policies register what their caches hold, and read that owner's deletes (modes/ws.ts). */
+  private cachedResponses(owner: string | null): CachedResponses {
+    return {
+      hold: (id, evict) => void this.wsCached.set(id, evict),
+      release: (id) => void this.wsCached.delete(id),
+      deletes: () => this.deleteLogs.get(owner)?.count ?? 0,
+      deletedSince: (since, ids) => {
+        const log = this.deleteLogs.get(owner);
+        if (!log) return since < 0 ? undefined : false;
+        const first = log.count - log.recent.length;
+        if (since < first) return undefined;
+        for (let i = since - first; i < log.recent.length; i++) if (ids.has(log.recent[i]!)) return true;
+        return false;
+      },
+    };
+  }
 
-  /** Stored responses `DELETE` removed, server-wide, and the latest of them (`RECENT_DELETES`), for ws-mode caches. */
-  private deletes = 0;
-  private recentDeletes: string[] = [];
+  /** Per owner, the stored responses `DELETE` removed and the latest of them (`RECENT_DELETES`), for ws-mode caches. */
+  private readonly deleteLogs = new Map<string | null, { count: number; recent: string[] }>();
 
   constructor(
     private readonly services: Services,
@@ -143,7 +153,7 @@ export class SessionHost {
         return longLivedPolicy(this.services, info);
       case 'ws':
         // With `store: false` a ws-mode create continues only from its connection's cache: the store is no help there.
-        return this.chainsFromStore(wsModePolicy(this.services, info, this.cachedResponses), info.owner, (params) => params.store);
+        return this.chainsFromStore(wsModePolicy(this.services, info, this.cachedResponses(info.owner)), info.owner, (params) => params.store);
       case 'http':
         return this.chainsFromStore(httpPolicy(this.services, info), info.owner, () => true);
       case 'long-lived-http':
@@ -374,9 +384,11 @@ export class SessionHost {
   deleteStoredResponse(id: string, owner: string | null): boolean {
     const deleted = this.services.store.delete(id, owner);
     if (deleted) {
-      this.deletes++;
-      this.recentDeletes.push(id);
-      if (this.recentDeletes.length > 2 * RECENT_DELETES) this.recentDeletes = this.recentDeletes.slice(-RECENT_DELETES);
+      let log = this.deleteLogs.get(owner);
+      if (!log) this.deleteLogs.set(owner, (log = { count: 0, recent: [] }));
+      log.count++;
+      log.recent.push(id);
+      if (log.recent.length > 2 * RECENT_DELETES) log.recent = log.recent.slice(-RECENT_DELETES);
       const evict = this.wsCached.get(id);
       if (evict !== undefined) {
         this.wsCached.delete(id);

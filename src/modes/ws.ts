@@ -26,6 +26,7 @@ import type { RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { affinityKey, checkAndRender } from './prepare.js';
 import { notFound, prepareFromStore, resolveReferences } from './hydrate.js';
+import { MAX_CHAIN_LINKS } from '../store/types.js';
 import { checkContext, contextBytes, ITEM_HELD_BYTES } from '../engine/budget.js';
 import type { ModePolicy, SessionInfo } from './session.js';
 
@@ -71,6 +72,20 @@ export interface CachedResponses {
    */
   deletedSince(since: number, ids: Set<string>): boolean | undefined;
 }
+
+/**
+ * `id` added to `lineage`, which keeps the latest `cap` (MAX_CHAIN_LINKS, as many as the store walks): one id was kept
+ * per stored continuation for the connection's life (a compacting chain of 200,000 grew the heap ~135 bytes a turn,
+ * counted nowhere; outside attack atk62 F1). A delete of an older ancestor is not noticed, as the store path could not
+ * load a chain that long either; the ids are charged with the cached context (`entryBytes`).
+ */
+export function extendLineage(lineage: Set<string>, id: string, cap = MAX_CHAIN_LINKS): void {
+  lineage.add(id);
+  while (lineage.size > cap) lineage.delete(lineage.values().next().value!);
+}
+
+/** What one id of a cached entry's lineage holds: a 37-character string and its place in a Set (measured ~135 bytes). */
+const LINEAGE_ID_BYTES = 136;
 
 export function wsModePolicy(services: Services, info: SessionInfo, cachedResponses?: CachedResponses): ModePolicy {
   /**
@@ -120,7 +135,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
   function entryBytes(c: Cached): number {
     // Its prompt's token ids too: 4 to 8 times the items' bytes for text of a token a byte (outside attack).
     // And each item's overhead besides its bytes (engine/budget.ts `ITEM_HELD_BYTES`).
-    return contextBytes(c.context) + 2 * c.headerKey.length + c.context.tokens.bytes + ITEM_HELD_BYTES * c.context.items.length;
+    return contextBytes(c.context) + 2 * c.headerKey.length + c.context.tokens.bytes + ITEM_HELD_BYTES * c.context.items.length + LINEAGE_ID_BYTES * c.lineage.size;
   }
   /** The cached response `id`, in whichever lane it is the last, or undefined. */
   function cachedById(id: string): { lane: string | null; entry: Cached } | undefined {
@@ -258,7 +273,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         const headerKey = entry?.headerKey ?? JSON.stringify([plan.params.instructions, plan.params.tools]);
         const lineage = entry?.lineage ?? new Set<string>();
         const checked = entry?.lineage ? entry.checked : -1;
-        if (plan.params.store) lineage.add(run.id);
+        if (plan.params.store) extendLineage(lineage, run.id);
         setCache(lane, { id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output), stored: plan.params.store, lineage, checked });
       } else if (cache && (cache.id === plan.params.previous_response_id || cache.context === plan.context)) {
         setCache(lane, null);

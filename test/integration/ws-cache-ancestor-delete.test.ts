@@ -90,3 +90,33 @@ describe('a DELETE of an earlier response of a ws-mode connection cached chain',
     expect(server.services.records.get(done.response.id)!.counters).toMatchObject({ rendered_cache_hits: 1, store_hydrations: 0 });
   });
 });
+
+describe("other owners' deletes and a long chain", () => {
+  it("another key's deletes of its own responses do not break a session whose early responses the store evicted (atk62 F3)", async () => {
+    // The store keeps 12 responses: the session's are evicted by key b's, which its cache does not mind.
+    const { url, server } = await testServer({ apiKeys: ['key-a', 'key-b'], limits: { maxMemoryStoreResponses: 12 } });
+    const s = await RawSocket.connect(url, { headers: { Authorization: 'Bearer key-a' } });
+    let prev: string | undefined;
+    let first: string | undefined;
+    for (let i = 0; i < 6; i++) {
+      s.send(create({ store: true, input: `turn ${i}`, ...(prev && { previous_response_id: prev }) }));
+      prev = (await s.next('response.completed')).response.id as string;
+      first ??= prev;
+    }
+    await server.services.postWork.flush();
+    // Key b makes and deletes more responses than one server-wide list of recent deletes held (2,048).
+    const b = { Authorization: 'Bearer key-b', 'content-type': 'application/json' };
+    const one = async () => {
+      const made = (await (await fetch(`${url}/v1/responses`, { method: 'POST', headers: b, body: JSON.stringify({ model: 'sim-model', input: 'x' }) })).json()) as { id: string };
+      await server.services.postWork.flush();
+      expect((await fetch(`${url}/v1/responses/${made.id}`, { method: 'DELETE', headers: b })).status).toBe(200);
+    };
+    // Kept ones first, which push the session's responses out of the store.
+    for (let i = 0; i < 12; i++) await fetch(`${url}/v1/responses`, { method: 'POST', headers: b, body: JSON.stringify({ model: 'sim-model', input: 'kept' }) });
+    await server.services.postWork.flush();
+    expect((await fetch(`${url}/v1/responses/${first}`, { headers: { Authorization: 'Bearer key-a' } })).status).toBe(404);
+    for (let i = 0; i < 2100; i += 5) await Promise.all(Array.from({ length: 5 }, one));
+    s.send(create({ store: true, input: 'and on', previous_response_id: prev }));
+    expect((await s.next('response.completed')).response.status).toBe('completed');
+  }, 60_000);
+});

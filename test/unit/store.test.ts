@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FunctionCall, InputItem, Response } from '../../src/protocol/objects.js';
+import { ITEM_INDEX_BYTES } from '../../src/store/memory.js';
 import {
   CHAIN_PAGE_BYTES,
   CHAIN_PAGE_LINKS,
@@ -459,6 +460,23 @@ describe('MemoryStore byte estimate', () => {
       expect(store.bytes).toBeGreaterThanOrEqual(30_000);
       // Within the JSON's size, give or take the per-value allowance.
       expect(Math.abs(store.bytes - json)).toBeLessThan(json * 0.2);
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('MemoryStore byte estimate of indexed items', () => {
+  it('counts each input item with an id its index entries too, so ids cannot hold twice the bound (atk62 F2)', () => {
+    const store = new MemoryStore({ maxResponses: Infinity, maxBytes: Infinity });
+    try {
+      const items = (ids: boolean): InputItem[] =>
+        Array.from({ length: 1_000 }, (_, i) => ({ type: 'message', role: 'user', content: 'a', ...(ids && { id: `msg_${i}` }) }) as InputItem);
+      store.put(makeRecord('resp_plain', { input: items(false) }));
+      const plain = store.bytes;
+      store.put(makeRecord('resp_ids', { input: items(true) }));
+      // The ids' own bytes (`"id":"msg_…"`, ~16 a item) and their index entries (ITEM_INDEX_BYTES each).
+      expect(store.bytes - plain - plain).toBeGreaterThanOrEqual(1_000 * ITEM_INDEX_BYTES);
     } finally {
       store.close();
     }

@@ -663,9 +663,9 @@ export class SqliteStore implements ResponseStore {
 
   /**
    * A checkpoint two `setImmediate`s ahead, so that the loop polls for I/O (a `/health`, the next request) between the
-   * large put's turn and the checkpoint's, whatever phase the put ran in. PASSIVE, as the automatic one: it copies what
-   * no reader still needs and never waits; `journal_size_limit` truncates the log at the next write once it was all
-   * copied. A write before it checkpoints by itself (the automatic checkpoint is on again), as every write did before.
+   * large put's turn and the checkpoint's, whatever phase the put ran in. TRUNCATE with no busy wait: it copies the
+   * log and cuts it to nothing, or, with a reader still on it, gives up at once. A write before it checkpoints by
+   * itself (the automatic checkpoint is on again), as every write did before.
    */
   #deferCheckpoint(): void {
     if (this.#checkpointQueued) return;
@@ -677,7 +677,12 @@ export class SqliteStore implements ResponseStore {
         // Closed, or opened again meanwhile (`#checkFile`): the old connection's log was checkpointed as it closed.
         if (db !== this.#db || !db.open) return;
         try {
-          db.pragma('wal_checkpoint(PASSIVE)');
+          // TRUNCATE: the log goes to nothing once copied. PASSIVE copied it and left it at its size (tens of MB after
+          // a large put) until some later write let `journal_size_limit` cut it: for good on a server gone idle
+          // (outside attack atk62 F4). Never waiting: with another connection on the file reading the log, it
+          // cannot finish now (SQLITE_BUSY, not thrown), and the next write's checkpoint copies and cuts it.
+          this.#waitForLock(0);
+          db.pragma('wal_checkpoint(TRUNCATE)');
         } catch (err) {
           // A file gone or read-only now: the next write finds it (`#checkFile`, `#write`) and checkpoints.
           this.#log?.warn({ code: 'store_checkpoint_failed', path: this.#path, err: (err as Error).message }, "the store's write-ahead log could not be checkpointed");

@@ -223,9 +223,43 @@ export class SessionHost {
     if (run?.writePending) await new Promise<void>((resolve) => run.afterWrite(resolve));
   }
 
+  /** Every transport's set of sessions, for `held()`. */
+  private readonly sessionSets: SessionSet[] = [];
+
   /** A transport's own set of sessions. */
   sessions(): SessionSet {
-    return new SessionSet(this, this.services);
+    const set = new SessionSet(this, this.services);
+    this.sessionSets.push(set);
+    return set;
+  }
+
+  /**
+   * What the server holds for its clients now (`GET /llr/stats`, `held`): sessions open (a WebSocket connection's, an
+   * HTTP create's), those with a run paused for tool outputs, creates queued behind a run, ws-mode cached responses,
+   * long-lived runs open over HTTP, background runs in flight, and the store's responses, bytes and what its bounds
+   * dropped. So a client can see from outside that nothing was left behind (outside attack atk62 F5: none of it
+   * was reported).
+   */
+  held(): Record<string, unknown> {
+    let sessions = 0;
+    let paused = 0;
+    let queued = 0;
+    for (const set of this.sessionSets) {
+      const counts = set.counts();
+      sessions += counts.sessions;
+      paused += counts.paused;
+      queued += counts.queued;
+    }
+    const store = this.services.store;
+    return {
+      sessions,
+      runs_paused: paused,
+      creates_queued: queued,
+      ws_cached_responses: this.wsCached.size,
+      live_http_runs: this.live.size,
+      background_in_flight: this.background.inFlight,
+      store: { responses: store.size, bytes: store.bytes, evicted: store.counters.evicted, expired: store.counters.expired },
+    };
   }
 
   /** `POST /v1/responses/compact` (modes/compact.ts). */
@@ -430,6 +464,17 @@ export class SessionSet {
 
   get size(): number {
     return this.open.size;
+  }
+
+  /** Its sessions, those with a run paused for the client, and the creates queued behind runs. */
+  counts(): { sessions: number; paused: number; queued: number } {
+    let paused = 0;
+    let queued = 0;
+    for (const s of this.open) {
+      if (s.paused) paused++;
+      queued += s.queuedCreates;
+    }
+    return { sessions: this.open.size, paused, queued };
   }
 
   /** Whether shutdown has begun: nothing opens any more. */

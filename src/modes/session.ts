@@ -152,6 +152,16 @@ export class ConnectionSession {
     this.authSpan = info.authSpan;
   }
 
+  /** Whether its run is paused for the client's tool outputs (`GET /llr/stats`). */
+  get paused(): boolean {
+    return this.active?.paused === true;
+  }
+
+  /** Creates waiting behind its run (`GET /llr/stats`). */
+  get queuedCreates(): number {
+    return this.queue.length;
+  }
+
   /** Resolves once the session has ended: closed by the peer or finished by the server, its run and queue wound down. */
   get finished(): Promise<void> {
     return this.over.promise;

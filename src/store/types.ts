@@ -418,6 +418,9 @@ export interface ResponseStore {
   getItem(itemId: string, owner: string | null): InputItem | OutputItem | undefined;
   /** Live counters; copy them (`{...store.counters}`) to take a snapshot. */
   readonly counters: StoreCounters;
+  /** Responses it holds, and their bytes as its bounds count them (`GET /llr/stats`). */
+  readonly size: number;
+  readonly bytes: number;
   close(): void;
 }
 

@@ -279,6 +279,7 @@ export class HttpTransport {
         http_in_flight: this.inFlight,
         // 'unloaded' until the first request that tokenizes (model/tokenizer.ts).
         tokenizer: tokenizerState(),
+        held: this.host.held(),
       });
     }
     if (path === '/llr/runs' || path.startsWith('/llr/runs/')) {

@@ -43,6 +43,13 @@ export function pick<T>(rng: Rng, xs: readonly T[]): T {
 
 const HEX = '0123456789abcdef';
 
+/** `length` decimal digits from `rng`. */
+export function digitString(rng: Rng, length: number): string {
+  let s = '';
+  for (let i = 0; i < length; i++) s += String(Math.floor(rng() * 10));
+  return s;
+}
+
 export function hexString(rng: Rng, length: number): string {
   let s = '';
   for (let i = 0; i < length; i++) s += HEX[Math.floor(rng() * 16)];

@@ -18,7 +18,7 @@ import { runCooperative, runSync } from '../cooperative.js';
 import type { ModelPolicy, PiecesMemo } from './policies.js';
 import { PrefixCache } from './prefix-cache.js';
 import { pieceLogprobs } from './logprobs.js';
-import { hashString, hexString, mulberry32, type Rng } from './rng.js';
+import { digitString, hashString, mulberry32, type Rng } from './rng.js';
 import { encodeText, piecesOf } from './tokenizer.js';
 import type { Model, ModelEvent, ModelRequest, ModelSettings } from './types.js';
 import { withFields } from '../protocol/fields.js';
@@ -115,16 +115,18 @@ export class SimulatedModel implements Model {
   }
 
   /**
-   * A call id drawn from `ids` that no call in the request's context and none of this call's planned items has. The
-   * stream is the conversation's for a policy that draws from it (the same conversation gets the same ids, so the same
-   * prompt tokens, in every design: ids drawn from one stream per server, in call order, made one task's input tokens
-   * differ by up to 5% between designs and between runs, outside attack atk63 F4), else the server's. Either starts
-   * again with every process: a restarted server (or a second one on the same store) draws the ids its first run drew,
-   * so one its conversation already holds is skipped (a call under an id already answered was never paused for).
+   * A call id drawn from the seeded stream that no call in the request's context and none of this call's planned items
+   * has. The stream starts again with every process: a restarted server (or a second one on the same store) drew the
+   * ids its first run drew, and a call under an id its conversation had already answered was never paused for.
+   * Decimal digits, 24 of them: every such id is the same number of tokens wherever it stands in a prompt (three
+   * digits a token), so one task costs the same tokens in every design and on every run. Hex ids took 14 to 26 tokens
+   * as their letters and digits fell, and the same task's input tokens differed by up to 5% between designs and runs
+   * (outside attack atk63 F4). Not seeded by the conversation: a retry of a create cut while it wrote a call would then
+   * draw the cut call's id again, and a client keeping both (Codex 0.107) held two calls under one id.
    */
-  private newCallId(taken: ReadonlySet<string>, planned: readonly { type: string; call_id?: string | undefined }[], ids: Rng): string {
+  private newCallId(taken: ReadonlySet<string>, planned: readonly { type: string; call_id?: string | undefined }[]): string {
     for (;;) {
-      const id = `call_${hexString(ids, 24)}`;
+      const id = `call_${digitString(this.ids, 24)}`;
       if (!taken.has(id) && !planned.some((p) => p.call_id === id)) return id;
     }
   }
@@ -152,20 +154,15 @@ export class SimulatedModel implements Model {
     // input cannot stall other connections.
     // A caller that keeps the conversation's digest (a growing context) has only the new items hashed.
     const digestWork = () => (req.digest ? req.digest.work(req.items, this.seed) : conversationDigestWork(req.items, this.seed));
-    const random = this.policy.random !== false;
-    let digest: number | undefined;
-    if (random && (req.conversationChars ?? conversationChars(req.items)) > EAGER_DIGEST_CHARS) {
-      digest = await runCooperative(digestWork());
+    let rng: Rng | undefined;
+    if (this.policy.random !== false && (req.conversationChars ?? conversationChars(req.items)) > EAGER_DIGEST_CHARS) {
+      rng = mulberry32(await runCooperative(digestWork()));
       signal.throwIfAborted();
     }
-    const digestNow = () => (digest ??= runSync(digestWork()));
-    let rng: Rng | undefined;
-    const plan = this.policy.plan(req, () => (rng ??= mulberry32(digestNow()))());
+    const plan = this.policy.plan(req, () => (rng ??= mulberry32(runSync(digestWork())))());
     // The context's ids, read from the items once per call when the request does not carry them (parallel calls share them).
     let taken: ReadonlySet<string> | undefined;
-    let ids: Rng | undefined;
-    const newCallId = () =>
-      this.newCallId((taken ??= req.callIds ?? callIdsOf(req.items)), plan.items, (ids ??= random ? mulberry32(hashString('call ids', digestNow())) : this.ids));
+    const newCallId = () => this.newCallId((taken ??= req.callIds ?? callIdsOf(req.items)), plan.items);
     const items = plan.items.map((item) => (item.type === 'function_call' ? withFields(item, { call_id: item.call_id ?? newCallId() }) : item));
 
     const { settings } = req;

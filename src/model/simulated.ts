@@ -12,6 +12,7 @@
  * breaking out of the stream is safe) and any notion of GPU contention: each
  * call runs at the configured rate however many run at once.
  */
+import { randomBytes } from 'node:crypto';
 import { type Clock, realClock } from './clock.js';
 import { conversationDigestWork, itemTextChars } from './conversation.js';
 import { runCooperative, runSync } from '../cooperative.js';
@@ -78,6 +79,9 @@ function callIdsOf(items: readonly ModelRequest['items'][number][]): Set<string>
   return ids;
 }
 
+/** This process's draw for the call id stream (`newCallId`). */
+const PROCESS_NONCE = randomBytes(8).toString('hex');
+
 export class SimulatedModel implements Model {
   /** Requests sampled so far, including those no longer kept in `calls`. */
   callCount = 0;
@@ -96,7 +100,10 @@ export class SimulatedModel implements Model {
     this.clock = options.clock ?? realClock;
     this.seed = options.seed ?? 1;
     this.prefixCache = options.prefixCache ?? new PrefixCache();
-    this.ids = mulberry32(hashString(`call ids ${this.seed}`));
+    // Another stream in each process (its start's random draw beside the seed): a restarted server drew the ids its
+    // first run drew, and a client holding a call the first one cut (Codex 0.107, resending its turn after the
+    // restart) held two calls under one id (outside attack atk63 F1).
+    this.ids = mulberry32(hashString(`call ids ${this.seed} ${PROCESS_NONCE}`));
     const keep = options.recordRequests ?? DEFAULT_RECORD_REQUESTS;
     if (!Number.isInteger(keep) || keep < 0) throw new RangeError(`recordRequests must be a non-negative integer, got ${keep}`);
     this.recordRequests = keep;
@@ -116,8 +123,9 @@ export class SimulatedModel implements Model {
 
   /**
    * A call id drawn from the seeded stream that no call in the request's context and none of this call's planned items
-   * has. The stream starts again with every process: a restarted server (or a second one on the same store) drew the
-   * ids its first run drew, and a call under an id its conversation had already answered was never paused for.
+   * has. The stream differs in every process; it started again with each, and a restarted server (or a second one on
+   * the same store) drew the ids its first run drew: a call under an id its conversation had already answered was
+   * never paused for (hence the check), and one a client kept from a cut response was held twice.
    * Decimal digits, 24 of them: every such id is the same number of tokens wherever it stands in a prompt (three
    * digits a token), so one task costs the same tokens in every design and on every run. Hex ids took 14 to 26 tokens
    * as their letters and digits fell, and the same task's input tokens differed by up to 5% between designs and runs

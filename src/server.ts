@@ -294,8 +294,10 @@ export class LlrServer {
     // 101 went out first and the answers before it were then written into the WebSocket stream (outside attack).
     // An HTTP/1.0 request's `Upgrade` is ignored too (RFC 9110 §7.8: a server MUST; RFC 6455 §4.1 asks for HTTP/1.1 or
     // higher): the `ws` library switched it to a WebSocket. Served as HTTP, it gets that route's answer (or 505 past 1.x).
+    // So is another method's (RFC 6455 §4.1: the handshake is a GET): a POST with `Upgrade: websocket` was refused 405
+    // in the `ws` library's words, no `Allow` (outside fuzzer atk61 F3); as HTTP it gets its route's answer.
     this.http.on('upgrade', (req, socket, head) =>
-      asksForWebSocket(req) && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1
+      asksForWebSocket(req) && req.method === 'GET' && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1
         ? afterAnswers(socket, () => this.ws.handleUpgrade(req, socket, head))
         : serveUpgradeAsHttp(this.http, req, socket, head, reparsed),
     );

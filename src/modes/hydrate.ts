@@ -5,7 +5,7 @@
  * slow path: the HTTP baseline takes it on every continuation, the ws design
  * only when its connection cache misses (`prepareFromStore`, both).
  */
-import { WireError } from '../protocol/errors.js';
+import { clipText, WireError } from '../protocol/errors.js';
 import type { CreateParams } from '../protocol/events.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { RunMetrics } from '../pipeline/metrics.js';
@@ -207,7 +207,9 @@ function* resolving(
     const id = (item as { id: string }).id;
     // An id input_items derived (an item sent without one) is found through its response's list.
     const found = services.store.getItem(id, owner) ?? (yield* findListedItem(services.store, id, owner)) ?? held?.(id);
-    if (!found) throw new WireError('item_not_found', `Item with id '${id}' not found.`, `input[${i}].id`);
+    // The id cut to 100 characters where it is quoted, as every quoted id (docs/protocol.md): a 100,000-character one
+    // filled the message to its cap, cutting off " not found." (outside fuzzer atk61 F5).
+    if (!found) throw new WireError('item_not_found', `Item with id '${clipText(id, 100)}' not found.`, `input[${i}].id`);
     bytes += itemBytes(found as InputItem);
     if (bytes > max) {
       throw new WireError(

@@ -134,6 +134,14 @@ export class WsTransport {
     // EPIPE) would be an unhandled 'error' event that ends the process.
     socket.on('error', this.onUpgradeSocketError);
     const no = (status: number, error: RefusalBody) => this.refuseLogged(req, socket, status, error);
+    // As every other HTTP/1.1 request (RFC 9112 §3.2; RFC 6455 §4.1 asks for it too): one without `Host` was upgraded,
+    // past the Host guard, which reads only a Host that is there (outside fuzzer atk61 F1).
+    if (req.headers.host === undefined) return no(400, { code: 'invalid_http_request', message: 'The HTTP/1.1 request has no Host header.' });
+    // A handshake has no body: one announced was read as the first WebSocket frames (`{` has RSV bits set: 1002), the
+    // request's own framing calling those bytes its content (outside fuzzer atk61 F4).
+    if ((req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') || req.headers['transfer-encoding'] !== undefined) {
+      return no(400, { code: 'invalid_websocket_handshake', message: 'A WebSocket upgrade request has no body: Content-Length or Transfer-Encoding announced one.' });
+    }
     const url = requestUrl(req.url);
     // `/v1/responses/` is the same endpoint, as it is over HTTP.
     const path = url.pathname.replace(/\/+$/, '');
@@ -157,6 +165,8 @@ export class WsTransport {
       const e = apiKeyRefusal(req, url);
       return no(e.status, e.body());
     }
+    // RFC 9110 §7.8: with `Expect: 100-continue` beside the Upgrade, a 100 goes out before the 101 (the 101 came alone).
+    if (/(^|,)\s*100-continue\s*($|,)/i.test(String(req.headers.expect ?? ''))) socket.write('HTTP/1.1 100 Continue\r\n\r\n');
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // Opt in to `llr:timing` for every response of the connection (header, or query for browsers).
       const timing = timingHeader(req) || url.searchParams.get('llr_timing') === '1';

@@ -203,6 +203,14 @@ describe('request parameters', () => {
     expect(() => validateItems(parseInput(cases[0]![0] as unknown[], 'input', true, DEFAULT_PARSE_CAPS), { callIds: new Set() }, new RunMetrics(), 'previous_response_id')).not.toThrow();
   });
 
+  it("item_not_found quotes the reference's id cut to 100 characters, its sentence whole (it filled the message's cap; atk61 F5)", async () => {
+    const { url } = await testServer();
+    const res = await create(url, { model: 'm', input: [{ type: 'item_reference', id: 'k'.repeat(100_000) }] });
+    expect(res.status).toBe(400);
+    expect(res.json['error']).toMatchObject({ code: 'item_not_found', param: 'input[0].id' });
+    expect(res.json['error'].message).toMatch(/^Item with id 'k{99}…' not found\.$/);
+  });
+
   it('a value of the wrong JSON type is invalid_type, one of the right type outside the enum invalid_value (tool_choice, text.format.type, text.verbosity)', async () => {
     const { url } = await testServer();
     const cases: Array<[Record<string, unknown>, string, string]> = [

@@ -466,6 +466,21 @@ describe('MemoryStore byte estimate', () => {
   });
 });
 
+describe('MemoryStore byte estimate of two-byte text', () => {
+  it('counts ASCII text with one emoji two bytes a character, as V8 holds it (atk61 F9)', () => {
+    const store = new MemoryStore({ maxResponses: Infinity, maxBytes: Infinity });
+    try {
+      store.put(makeRecord('resp_ascii', { input: [{ type: 'message', role: 'user', content: 'a'.repeat(100_000) }] }));
+      const ascii = store.bytes;
+      store.put(makeRecord('resp_emoji', { input: [{ type: 'message', role: 'user', content: `${'a'.repeat(100_000)}\u{1F600}` }] }));
+      expect(store.bytes - ascii).toBeGreaterThanOrEqual(200_000);
+      expect(ascii).toBeLessThan(150_000);
+    } finally {
+      store.close();
+    }
+  });
+});
+
 describe('MemoryStore byte estimate of indexed items', () => {
   it('counts each input item with an id its index entries too, so ids cannot hold twice the bound (atk62 F2)', () => {
     const store = new MemoryStore({ maxResponses: Infinity, maxBytes: Infinity });

@@ -481,7 +481,7 @@ async function run(argv: string[]): Promise<void> {
  * Numeric fields added up across `counts` (usage objects: nested `*_details` too); anything else left out. `null` when
  * none had any (a response without usage).
  */
-export function addedUp(counts: readonly unknown[]): Record<string, unknown> | null {
+function addedUp(counts: readonly unknown[]): Record<string, unknown> | null {
   let sum: Record<string, unknown> | null = null;
   for (const c of counts) if (c !== null && typeof c === 'object' && !Array.isArray(c)) sum = addInto(sum ?? {}, c as Record<string, unknown>);
   return sum;

@@ -24,7 +24,7 @@ const COMMAND = {
   name: 'bench:answers',
   usage: `usage: npm run bench:answers -- [--readers N] [--item-mb N] [--max-server-mb N]
   --readers N        clients asking at once, each on its own connection (300, at most 2000)
-  --item-mb N        MB of the stored response's one input item (10, at most 15)
+  --item-mb N        MB of the stored response's one input item (10, at most 10: one text is at most 10,485,760 characters)
   --max-server-mb N  the server's --max-server-bytes, in MiB (256, its default)
   -h, --help         print this and exit`,
 };
@@ -56,7 +56,7 @@ async function bytesHeld(url: string): Promise<number> {
 async function main(): Promise<void> {
   const { values } = parseCommandLine(COMMAND, { options: { readers: { type: 'string' }, 'item-mb': { type: 'string' }, 'max-server-mb': { type: 'string' } } });
   const readers = intFlag(COMMAND, 'readers', values.readers, 300, 1, 2000);
-  const itemMb = intFlag(COMMAND, 'item-mb', values['item-mb'], 10, 1, 15);
+  const itemMb = intFlag(COMMAND, 'item-mb', values['item-mb'], 10, 1, 10);
   const budgetMib = intFlag(COMMAND, 'max-server-mb', values['max-server-mb'], 256, 1, 65_536);
   const server = await spawnServer(['--instant', '--send-stall-timeout-ms', '0', '--max-server-bytes', String(budgetMib * 1024 * 1024)]);
   const pid = server.proc.pid!;

@@ -125,6 +125,11 @@ function runClient(url: string, how: 'http' | 'ws' | 'append', chars: number, ki
 
 const WORDS = 'lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor ';
 const prose = (chars: number) => WORDS.repeat(Math.floor(chars / WORDS.length));
+/** 16 MiB of prose as two user messages: one text is at most the API's 10,485,760 characters (TEXT_MAX_CHARS). */
+const bigInput = () => [
+  { role: 'user', content: prose(8 * MIB - 2048) },
+  { role: 'user', content: prose(8 * MIB - 2048) },
+];
 const tools = [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } }];
 const info = (): SessionInfo => ({ connection: 'conn_test', owner: null, authSpan: null });
 
@@ -162,7 +167,7 @@ describe('the event loop stays responsive under large inputs', () => {
 
   it.each(['http', 'ws'] as const)('%s plan and run of a 16 MiB input: no loop turn holds the CPU for 250 ms', async (name) => {
     const { server } = await testServer();
-    const params = parseCreateBody({ model: 'sim-model', input: prose(16 * MIB - 4096), store: false });
+    const params = parseCreateBody({ model: 'sim-model', input: bigInput(), store: false });
     const work = planAndRun(server, name, params);
     const { result, stalls } = await watchLoop(work);
     expect(result.status).toBe('completed');
@@ -175,7 +180,7 @@ describe('the event loop stays responsive under large inputs', () => {
     // turn (seconds of CPU; an outside attack held /health 2.5 s with a 13 MB context) while the compact endpoint's
     // same work yields.
     const { server } = await testServer();
-    const params = parseCreateBody({ model: 'sim-model', input: prose(16 * MIB - 4096), store: false, context_management: [{ type: 'compaction', compact_threshold: 1 }] });
+    const params = parseCreateBody({ model: 'sim-model', input: bigInput(), store: false, context_management: [{ type: 'compaction', compact_threshold: 1 }] });
     const work = planAndRun(server, name, params);
     const { result, stalls } = await watchLoop(work);
     expect(result.status).toBe('completed');
@@ -387,7 +392,11 @@ describe('the event loop stays responsive under large inputs', () => {
       if (e.type === 'response.done') pausedCall(e.response.pending_tool_calls![0]!);
     });
     const callId = await paused;
-    const output = prose(16 * MIB - 4096);
+    // Two parts: one text is at most the API's 10,485,760 characters.
+    const output = [
+      { type: 'input_text', text: prose(8 * MIB - 2048) },
+      { type: 'input_text', text: prose(8 * MIB - 2048) },
+    ];
     const { result, stalls } = await watchLoop(r.append([{ type: 'function_call_output', call_id: callId, output } as InputItem]).then(() => r.done));
     expect(result.status).toBe('completed');
     expect(result.usage!.input_tokens).toBeGreaterThan(2_500_000);

@@ -45,16 +45,6 @@ import { orphanedResponse, runnerElsewhere } from '../store/runner.js';
 import { unfinished } from '../store/types.js';
 import { snapshot } from '../engine/response.js';
 
-/**
- * Deletes listed, per owner, for ws-mode caches to check their lineage against (`deletedSince`); past them a cache
- * asks the store, which cannot tell a deleted ancestor from an evicted one. Per owner (an API key's hash, or null with
- * no keys), as a chain holds only its owner's responses: one server-wide list of 1,024 let another client's deletes of
- * its own responses push a session's out, and the session, whose early responses the store had evicted, was refused
- * `previous_response_not_found` (outside attack atk62 F3). At most 2 × this many ids per owner (~1.6 MB); owners are
- * the configured keys, and none.
- */
-const RECENT_DELETES = 8192;
-
 export class SessionHost {
   /** Long-lived runs open over HTTP, found again by id for `append` and `cancel`. */
   readonly live: LiveRuns;
@@ -77,25 +67,28 @@ export class SessionHost {
   /** Each stored response a ws-mode connection cache holds, with what evicts it from that cache (`deleteStoredResponse`). */
   private readonly wsCached = new Map<string, () => void>();
 
-  /** How an owner's ws-mode policies register what their caches hold, and read that owner's deletes (modes/ws.ts). */
+  /**
+   * How an owner's ws-mode policies register what their caches hold, and hear of that owner's deletes (modes/ws.ts):
+   * a chain holds only its owner's responses, so only they are told (an API key's hash, or null with no keys).
+   */
   private cachedResponses(owner: string | null): CachedResponses {
     return {
       hold: (id, evict) => void this.wsCached.set(id, evict),
       release: (id) => void this.wsCached.delete(id),
-      deletes: () => this.deleteLogs.get(owner)?.count ?? 0,
-      deletedSince: (since, ids) => {
-        const log = this.deleteLogs.get(owner);
-        if (!log) return since < 0 ? undefined : false;
-        const first = log.count - log.recent.length;
-        if (since < first) return undefined;
-        for (let i = since - first; i < log.recent.length; i++) if (ids.has(log.recent[i]!)) return true;
-        return false;
+      watch: (deleted) => {
+        let watchers = this.deleteWatchers.get(owner);
+        if (!watchers) this.deleteWatchers.set(owner, (watchers = new Set()));
+        watchers.add(deleted);
+        return () => {
+          watchers.delete(deleted);
+          if (watchers.size === 0 && this.deleteWatchers.get(owner) === watchers) this.deleteWatchers.delete(owner);
+        };
       },
     };
   }
 
-  /** Per owner, the stored responses `DELETE` removed and the latest of them (`RECENT_DELETES`), for ws-mode caches. */
-  private readonly deleteLogs = new Map<string | null, { count: number; recent: string[] }>();
+  /** Per owner, the ws-mode connections told of each delete (one per connection, until it ends). */
+  private readonly deleteWatchers = new Map<string | null, Set<(id: string) => void>>();
 
   constructor(
     private readonly services: Services,
@@ -418,11 +411,7 @@ export class SessionHost {
   deleteStoredResponse(id: string, owner: string | null): boolean {
     const deleted = this.services.store.delete(id, owner);
     if (deleted) {
-      let log = this.deleteLogs.get(owner);
-      if (!log) this.deleteLogs.set(owner, (log = { count: 0, recent: [] }));
-      log.count++;
-      log.recent.push(id);
-      if (log.recent.length > 2 * RECENT_DELETES) log.recent = log.recent.slice(-RECENT_DELETES);
+      for (const told of this.deleteWatchers.get(owner) ?? []) told(id);
       const evict = this.wsCached.get(id);
       if (evict !== undefined) {
         this.wsCached.delete(id);

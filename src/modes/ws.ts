@@ -49,8 +49,6 @@ interface Cached {
    * the entry it extended in place (each continuation adds its id, no copy); a context rendered anew copies it.
    */
   lineage: Set<string>;
-  /** `CachedResponses.deletes()` when `lineage` was last found whole (or when the response was planned). */
-  checked: number;
 }
 
 /**
@@ -64,13 +62,11 @@ export interface CachedResponses {
   hold(id: string, evict: () => void): void;
   /** It no longer does (replaced, evicted, the connection ended). */
   release(id: string): void;
-  /** How many stored responses `DELETE` has removed so far, server-wide. */
-  deletes(): number;
   /**
-   * Whether a response `DELETE` removed since the `since`-th delete is one of `ids`; undefined when those deletes are
-   * no longer listed (only the latest are kept): the caller then asks the store.
+   * `deleted` is told the id of each stored response of this connection's owner that `DELETE` removes, until the
+   * returned function is called: the cache checks its lineages against each at once.
    */
-  deletedSince(since: number, ids: Set<string>): boolean | undefined;
+  watch(deleted: (id: string) => void): () => void;
 }
 
 /**
@@ -102,7 +98,28 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
    * (without it) and the deletes count when it was planned (null until then). One entry, not a WeakMap per field:
    * the three sets were ~5% of plan()'s samples in a CPU profile of the ws loop.
    */
-  const planned = new WeakMap<CreateParams, { lane: string | null; headerKey: string | null; lineage: Set<string> | null; checked: number }>();
+  const planned = new WeakMap<CreateParams, { lane: string | null; headerKey: string | null; lineage: Set<string> | null }>();
+  /**
+   * Lineages that hold a response `DELETE` removed: a cached entry with one is not continued from the cache. Each
+   * delete of the owner's is checked at once against the cached entries' lineages and the one of the response in
+   * flight (a connection runs one at a time), and, while a create is planned, kept (`planning`) for its lineage,
+   * known only at the plan's end. Before, deletes were listed (the latest 1,024 server-wide, then per owner), and an
+   * entry checked at its next use past them asked the store for each id, which took an evicted ancestor for a deleted
+   * one: another client's deletes got a session whose early responses the store had evicted refused
+   * `previous_response_not_found` (outside attacks atk62 F3, atk65 F3).
+   */
+  const broken = new WeakSet<Set<string>>();
+  let inFlight: Set<string> | null = null;
+  let planning: Set<string> | null = null;
+  /** More deletes during one plan than `planning` keeps: its lineage is taken as broken (a miss next time, never a wrong hit). */
+  let planningOverflow = false;
+  const unwatch = cachedResponses?.watch((id) => {
+    for (const c of caches.values()) if (c.lineage.has(id)) broken.add(c.lineage);
+    if (inFlight?.has(id)) broken.add(inFlight);
+    if (planning === null) return;
+    if (planning.size < MAX_CHAIN_LINKS) planning.add(id);
+    else planningOverflow = true;
+  });
   /** The one way the cache changes: a stored response it holds is registered in `cachedResponses` while it does. */
   function setCache(lane: string | null, next: Cached | null): void {
     const prev = caches.get(lane) ?? null;
@@ -143,19 +160,13 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     return undefined;
   }
   /**
-   * Whether no stored response whose items `c` holds was deleted since it was last checked. A DELETE of the cached
-   * response itself evicts it at once (`CachedResponses`); one of an ancestor (or of the response it continued while
-   * it ran) did not, and the cache went on serving the deleted response's items to continuations, stored with a
-   * chain no other request could load (outside attack). Read only after a DELETE somewhere: one comparison otherwise.
+   * Whether no stored response whose items `c` holds was deleted. A DELETE of the cached response itself evicts it at
+   * once (`CachedResponses`); one of an ancestor (or of the response it continued while it ran) did not, and the cache
+   * went on serving the deleted response's items to continuations, stored with a chain no other request could load
+   * (outside attack).
    */
   function intact(c: Cached): boolean {
-    if (!cachedResponses) return true;
-    const deletes = cachedResponses.deletes();
-    if (c.checked === deletes) return true;
-    const deleted = cachedResponses.deletedSince(c.checked, c.lineage) ?? [...c.lineage].some((id) => !services.store.has(id, info.owner));
-    if (deleted) return false;
-    c.checked = deletes;
-    return true;
+    return !broken.has(c.lineage);
   }
 
   async function fromCache(params: CreateParams, c: Cached, headerKey: string, metrics: RunMetrics, fork: boolean) {
@@ -208,8 +219,10 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     protocol: 'ws',
     appendable: false,
     async plan(params, metrics, lane = null, signal): Promise<RunPlan> {
-      const entry = { lane, headerKey: null as string | null, lineage: null as Set<string> | null, checked: 0 };
+      const entry = { lane, headerKey: null as string | null, lineage: null as Set<string> | null };
       planned.set(params, entry);
+      planning = new Set();
+      planningOverflow = false;
       const header = [params.instructions, params.tools];
       // Long ones in slices (one JSON.stringify of a schema of 2.5 million lone surrogates held the loop ~300 ms);
       // the usual short ones natively, with no await.
@@ -217,7 +230,6 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       entry.headerKey = headerKey;
       const prev = params.previous_response_id;
       let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input']; charged?: RunPlan['contextCharged'] };
-      const checked = cachedResponses?.deletes() ?? 0;
       let hit = prev ? cachedById(prev) : undefined;
       if (hit && !intact(hit.entry)) {
         // Served as a miss: from the store, which names the deleted response (or not found with `store: false`).
@@ -248,7 +260,10 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         lineage = new Set(chainIds);
       }
       entry.lineage = lineage;
-      entry.checked = checked;
+      // A delete while this plan awaited (a chain read, a render) of a response its lineage holds.
+      if (planningOverflow || [...planning].some((id) => lineage.has(id))) broken.add(lineage);
+      planning = null;
+      inFlight = lineage;
       // A chain of continuations extends one cached context: bound it like a long-lived run.
       checkContext(prepared.context, [], services.limits);
       return {
@@ -272,9 +287,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       if (run.response.status === 'completed') {
         const headerKey = entry?.headerKey ?? JSON.stringify([plan.params.instructions, plan.params.tools]);
         const lineage = entry?.lineage ?? new Set<string>();
-        const checked = entry?.lineage ? entry.checked : -1;
         if (plan.params.store) extendLineage(lineage, run.id);
-        setCache(lane, { id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output), stored: plan.params.store, lineage, checked });
+        setCache(lane, { id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output), stored: plan.params.store, lineage });
       } else if (cache && (cache.id === plan.params.previous_response_id || cache.context === plan.context)) {
         setCache(lane, null);
       }
@@ -283,8 +297,13 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       const lane = planned.get(params)?.lane ?? null;
       if (caches.get(lane)?.id === params.previous_response_id) setCache(lane, null);
     },
+    settled() {
+      planning = null;
+      inFlight = null;
+    },
     closed() {
       for (const lane of [...caches.keys()]) setCache(lane, null);
+      unwatch?.();
     },
     shed() {
       for (const lane of [...caches.keys()]) setCache(lane, null);

@@ -152,7 +152,7 @@ export function replacementItems(history: readonly unknown[]): { items: InputIte
     if (type === 'message' && typeof h.role === 'string' && ['user', 'developer', 'system', 'assistant'].includes(h.role)) {
       items.push({ type: 'message', role: h.role as 'user', content: h.role === 'assistant' ? messageText(h.content) : inputContent(h.content) });
     } else if (type === 'function_call' && typeof h.call_id === 'string' && typeof h.name === 'string' && typeof h.arguments === 'string') {
-      items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: replayableArguments(h.arguments) });
+      items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: h.arguments });
       calls.add(h.call_id);
     } else if (type === 'custom_tool_call' && typeof h.call_id === 'string' && typeof h.name === 'string' && typeof h.input === 'string') {
       items.push({ type: 'function_call', call_id: h.call_id, name: h.name, arguments: JSON.stringify({ input: h.input }) });
@@ -212,21 +212,6 @@ function inputContent(content: unknown): string | InputPart[] {
     if (part.type === 'input_image' && typeof part.image_url === 'string') return [{ type: 'input_image', image_url: part.image_url }];
     return typeof part.text === 'string' ? [{ type: 'input_text', text: part.text }] : [];
   });
-}
-
-/**
- * Function-call arguments as the replay sends them: the recorded text when it is JSON (or empty), else that text
- * as a JSON string. The server refuses a `function_call` input item whose arguments are not JSON, and the http
- * designs send every call back as input: a call recorded with malformed arguments failed their replay.
- */
-export function replayableArguments(args: string): string {
-  if (args === '') return args;
-  try {
-    JSON.parse(args);
-    return args;
-  } catch {
-    return JSON.stringify(args);
-  }
 }
 
 /** A name a function tool may have (the API refuses a tool definition with any other). */

@@ -676,12 +676,9 @@ class RolloutParser {
     const first = this.pending.get(callId)?.line ?? this.answered.get(callId)?.callLine ?? this.abortedIds.get(callId);
     // Named as recorded: a long one's replayed id is nowhere in the file (outside attack atk59).
     if (first !== undefined) this.fail(`call_id ${recordedId}${callId === recordedId ? '' : ` (replayed as ${callId})`} is used twice (first by the call at line ${first})`);
-    if (!this.schemas.note(name, args, custom) && args !== '') {
-      // The server refuses a function_call input item whose arguments are not JSON, and the http designs send every
-      // call back as input: replayed as recorded, such a call failed their replay (invalid_value, 'not valid JSON').
-      args = JSON.stringify(args);
-      this.skip(`${name} call ${callId}`, 'its arguments are not valid JSON: replayed as a JSON string holding the recorded text (the server refuses a call whose arguments are not JSON when a client sends it back)');
-    }
+    // Arguments that are not JSON (models do emit them) are replayed as recorded: the server takes them back as the API
+    // does. They were rewritten as a JSON string of the recorded text, when the server refused them (atk65 F2).
+    this.schemas.note(name, args, custom);
     this.modelItem({ type: 'function_call', name, arguments: args, call_id: callId }, { type: 'function_call', name, arguments: args, call_id: callId });
     this.pending.set(callId, { line: this.line, name, ts, aborted: false, raw: this.open! });
     if (custom) this.stats.custom_tool_calls++;

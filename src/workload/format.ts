@@ -12,8 +12,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { RunMetrics } from '../pipeline/metrics.js';
-import { validateItems, validateTools } from '../pipeline/validate.js';
+import { ARGUMENTS_MAX_CHARS, TEXT_MAX_CHARS, validateItems, validateTools } from '../pipeline/validate.js';
 import { WireError } from '../protocol/errors.js';
+import { checkLength } from '../protocol/fields.js';
 import { DEFAULT_PARSE_CAPS, parseCreateBody } from '../protocol/parse.js';
 import { checkJsonDepth, DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-text.js';
 import { ToolSchemas } from './codex-items.js';
@@ -98,10 +99,9 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
         const at = `/userTurns/${ui}/modelTurns/${ti}/output/${oi}`;
         if (seen.has(o.call_id)) throw new WorkloadError(0, `${name}: ${at}: call_id ${o.call_id} is used twice`);
         seen.add(o.call_id);
-        // The http designs send every call back as input, and the server refuses a call whose arguments are not JSON.
-        if (!schemas.note(o.name, o.arguments, false) && o.arguments !== '') {
-          throw new WorkloadError(0, `${name}: ${at}/arguments: not valid JSON (the server refuses a function_call whose arguments are not JSON when a client sends it back)`);
-        }
+        // Arguments that are not JSON are replayed as recorded (the server takes them back as the API does); they
+        // widen no tool's schema.
+        schemas.note(o.name, o.arguments, false);
         if (ti < u.modelTurns.length - 1 && !Object.hasOwn(toolOutputs, o.call_id)) {
           throw new WorkloadError(0, `${name}: ${at}: call ${o.call_id} has no entry in toolOutputs (only a user turn's last model call may leave calls unanswered)`);
         }
@@ -154,7 +154,11 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
  * in the middle of a bench run with the server's words for a request ('input[1].type'), naming no place in the file.
  */
 export function checkRequests(
-  w: { tools?: unknown; userTurns: Array<{ input: unknown[]; modelTurns: Array<{ output: Array<{ type: string; call_id?: string }> }>; replace_history?: boolean }> },
+  w: {
+    tools?: unknown;
+    userTurns: Array<{ input: unknown[]; modelTurns: Array<{ output: Array<{ type: string; call_id?: string; arguments?: string; text?: string }> }>; replace_history?: boolean }>;
+    toolOutputs?: Record<string, { output: string }>;
+  },
   name: string,
   where = '',
 ): void {
@@ -184,8 +188,28 @@ export function checkRequests(
     } catch (err) {
       refuse(err, (param) => pointer(param, `/userTurns/${ui}/input`, 'input'));
     }
-    for (const t of u.modelTurns) for (const o of t.output) if (o.type === 'function_call' && o.call_id !== undefined) known.add(o.call_id);
+    u.modelTurns.forEach((t, ti) =>
+      t.output.forEach((o, oi) => {
+        if (o.type === 'function_call' && o.call_id !== undefined) known.add(o.call_id);
+        // What the replay sends back as input (the http designs, every call and message; a tool's output, every
+        // design), held to the API's bounds there: a workload past them read, then failed its replay (atk65 F1).
+        const at = `/userTurns/${ui}/modelTurns/${ti}/output/${oi}`;
+        try {
+          if (o.type === 'function_call' && typeof o.arguments === 'string') checkLength(o.arguments, ARGUMENTS_MAX_CHARS, 'arguments');
+          if (o.type === 'message' && typeof o.text === 'string') checkLength(o.text, TEXT_MAX_CHARS, 'text');
+        } catch (err) {
+          refuse(err, (param) => `${at}/${param}`);
+        }
+      }),
+    );
   });
+  for (const [callId, { output }] of Object.entries(w.toolOutputs ?? {})) {
+    try {
+      checkLength(output, TEXT_MAX_CHARS, 'output');
+    } catch (err) {
+      refuse(err, () => `/toolOutputs/${callId}/output`);
+    }
+  }
 }
 
 /** A server error's param ('input[1].content[0].type') as a JSON pointer under `base` ('/userTurns/0/input/1/content/0/type'). */

@@ -137,12 +137,12 @@ describe('hostile shapes', () => {
     expect(w.userTurns[0]!.input).toHaveLength(2);
   });
 
-  it('a call recorded with arguments that are not JSON is replayed with a JSON string of them, noted (the http designs failed: the server refuses it sent back)', () => {
+  it('a call recorded with arguments that are not JSON is replayed as recorded (the server takes them back, as the API does; they were rewritten as a JSON string: atk65 F2)', () => {
     const bad = rec('response_item', { type: 'function_call', name: 'shell', arguments: '{"command": ["ls"]', call_id: 'c1' });
     const w = read([meta(), user('x'), bad, output('c1'), answer('done')]);
     const fc = w.userTurns[0]!.modelTurns[0]!.output[0]!;
-    expect(fc).toEqual({ type: 'function_call', name: 'shell', arguments: JSON.stringify('{"command": ["ls"]'), call_id: 'c1' });
-    expect(w.skipped).toContainEqual({ line: 3, what: 'shell call c1', why: expect.stringMatching(/^its arguments are not valid JSON: replayed as a JSON string/) });
+    expect(fc).toEqual({ type: 'function_call', name: 'shell', arguments: '{"command": ["ls"]', call_id: 'c1' });
+    expect((w.skipped ?? []).filter((s) => s.what === 'shell call c1')).toEqual([]);
     // What an http design sends back on the next call: the server takes it.
     expect(() => validateItems([{ ...fc }, { type: 'function_call_output', call_id: 'c1', output: 'ok' }] as never, { callIds: new Set() }, new RunMetrics())).not.toThrow();
   });
@@ -228,9 +228,15 @@ describe('hostile shapes', () => {
     expect(refusal(neutral({ tools: [{ type: 'function', name: 'f', parameters: { type: 'string' } }], userTurns: [turn([hi])] }))).toMatch(/^n\.json: \/tools\/0\/parameters: Invalid schema for function 'f'/);
     expect(refusal(neutral({ tools: [{ type: 'function', name: 'f' }, { type: 'function', name: 'f' }], userTurns: [turn([hi])] }))).toMatch(/^n\.json: \/tools\/1\/name: Duplicate tool name 'f'/);
     const call = { type: 'function_call', name: 'f', arguments: '{oops', call_id: 'c1' };
-    expect(refusal(neutral({ userTurns: [{ input: [hi], modelTurns: [{ output: [call] }, { output: [{ type: 'message', text: 'd' }] }] }], toolOutputs: { c1: { output: 'o' } } }))).toMatch(
-      /^n\.json: \/userTurns\/0\/modelTurns\/0\/output\/0\/arguments: not valid JSON/,
+    // Arguments that are not JSON read (replayed as recorded); past the API's bounds, what the replay sends back does not
+    // (atk65 F1): a call's arguments, a model's text, a tool's output.
+    const twoTurns = (output: unknown[], toolOutput = 'o') => neutral({ userTurns: [{ input: [hi], modelTurns: [{ output }, { output: [{ type: 'message', text: 'd' }] }] }], toolOutputs: { c1: { output: toolOutput } } });
+    expect(twoTurns([call])().userTurns[0]!.modelTurns[0]!.output[0]).toMatchObject({ arguments: '{oops' });
+    expect(refusal(twoTurns([{ ...call, arguments: 'a'.repeat(1_048_577) }]))).toMatch(
+      /^n\.json: \/userTurns\/0\/modelTurns\/0\/output\/0\/arguments: Invalid 'arguments': string too long\. Expected a string with maximum length 1048576, but got a string with length 1048577 instead\. \(the server refuses it\)$/,
     );
+    expect(refusal(twoTurns([{ type: 'message', text: 'm'.repeat(10_485_761) }, call]))).toMatch(/^n\.json: \/userTurns\/0\/modelTurns\/0\/output\/0\/text: .*maximum length 10485760/);
+    expect(refusal(twoTurns([call], 'o'.repeat(10_485_761)))).toMatch(/^n\.json: \/toolOutputs\/c1\/output: .*maximum length 10485760/);
     // More tools than one request may list by default still read: the bench raises --max-tools to fit.
     const many = Array.from({ length: 130 }, (_, i) => ({ type: 'function', name: `t${i}` }));
     expect(neutral({ tools: many, userTurns: [turn([hi])] })().tools).toHaveLength(130);

@@ -1,7 +1,7 @@
 /**
  * The validate stage: the per-item semantic checks a Responses API server
- * makes beyond the edge parser's shape checks — content part types, function
- * call arguments that parse as JSON, tool outputs that answer a call the
+ * makes beyond the edge parser's shape checks — content part types, the
+ * API's length bounds on texts and call arguments, tool outputs that answer a call the
  * context holds (and, for a ws or http create, every client call answered:
  * `trackCall`), tool definitions with sane names and object schemas that
  * bounded arguments can satisfy (`checkToolSchema`).

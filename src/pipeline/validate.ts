@@ -16,7 +16,7 @@ import { isKnownItem, type InputItem, type TextFormat, type Tool } from '../prot
 import type { RunMetrics } from './metrics.js';
 import { checkToolSchema } from '../model/schema-args.js';
 import { runCooperative, runSync, type Work } from '../cooperative.js';
-import { checkLength } from '../protocol/fields.js';
+import { ARGUMENTS_MAX_CHARS, checkLength, TEXT_MAX_CHARS } from '../protocol/fields.js';
 import { jsonTextWork } from '../protocol/json-chunked.js';
 import { checkImageUrl, webUrl } from '../protocol/urls.js';
 
@@ -388,14 +388,6 @@ function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?
   metrics.count('items_validated', tools.length);
 }
 
-/**
- * The API's bounds on the longest strings an input item carries, in Unicode code points: any text (a message's content,
- * a part's `text`, a tool's `output`) 10 MiB, a function call's `arguments` 1 MiB. Its refusal, as public reports quote
- * it: "Invalid 'input[4].output': string too long. Expected a string with maximum length 10485760, but got a string
- * with length 10605342 instead." (`string_above_max_length`; inspect_ai#4682 for `arguments`' 1048576).
- */
-export const TEXT_MAX_CHARS = 10_485_760;
-export const ARGUMENTS_MAX_CHARS = 1_048_576;
 
 /**
  * Validate `items`, whose function_call_outputs must answer a call either in

@@ -212,3 +212,12 @@ export function ofKind(x: unknown, kind: string): boolean {
       return isObj(x);
   }
 }
+
+/**
+ * The API's bounds on the longest strings an input item carries, in Unicode code points: any text (a message's content,
+ * a part's `text`, a tool's `output`) 10 MiB, a function call's `arguments` 1 MiB. Its refusal, as public reports quote
+ * it: "Invalid 'input[4].output': string too long. Expected a string with maximum length 10485760, but got a string
+ * with length 10605342 instead." (`string_above_max_length`; inspect_ai#4682 for `arguments`' 1048576).
+ */
+export const TEXT_MAX_CHARS = 10_485_760;
+export const ARGUMENTS_MAX_CHARS = 1_048_576;

@@ -8,7 +8,7 @@
  */
 import { clipText, jsonPreview, WireError } from './errors.js';
 import type { InputItem, InputRole, InputText, ItemStatus, OtherContentPart } from './objects.js';
-import { assertObj, checkLength, hasStringType, hasType, isObj, KIND_WORDS, ofKind, ownValue, requireString, supported, type Obj } from './fields.js';
+import { assertObj, checkLength, hasStringType, TEXT_MAX_CHARS, hasType, isObj, KIND_WORDS, ofKind, ownValue, requireString, supported, type Obj } from './fields.js';
 import type { ParseCaps } from './parse.js';
 import { checkImageUrl } from './urls.js';
 
@@ -20,7 +20,11 @@ export function parseInput(v: unknown, param: string, required: boolean, caps: P
     if (required) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
     return [];
   }
-  if (typeof v === 'string') return [{ type: 'message', role: 'user', content: v }];
+  if (typeof v === 'string') {
+    // Named as sent: a string over the bound was refused naming `input[0].content`, a place the client never wrote.
+    checkLength(v, TEXT_MAX_CHARS, param);
+    return [{ type: 'message', role: 'user', content: v }];
+  }
   if (!Array.isArray(v)) {
     throw new WireError('invalid_type', `Invalid type for '${param}': expected a string or an array of items.`, param);
   }

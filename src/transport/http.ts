@@ -59,6 +59,7 @@ import { parseInputItemsQuery } from '../store/input-items.js';
 import { checkAppendResponseId, checkJsonContentType, createProtocol, decodeId, pageQuery, retrieveQuery, startingAfter, timingHeader } from './http-query.js';
 import { clientGone, ownsSocket, watchStall, whenSocketCloses } from './socket-watch.js';
 import { jsonTransport, sseFrame, sseTransport } from './sse.js';
+import { OPENAI_VERSION, stampProcessingTime } from './meta-headers.js';
 import { cancelledOverHttp, type HttpProtocol } from '../protocol/designs.js';
 
 /** Whether a socket was accepted past the connection cap (it gets 503 and is closed). */
@@ -832,20 +833,4 @@ function notCancellable(id: string): WireError {
     `Response '${id}' cannot be cancelled: it was not created with 'background': true (the API cancels only those; here a live long-lived run over HTTP can be cancelled too).`,
     'response_id',
   );
-}
-
-/** The REST version the API's answers name in `openai-version`. */
-const OPENAI_VERSION = '2020-10-01';
-
-/**
- * `openai-processing-ms` on the answer: whole milliseconds from the request's headers being read (`since`) to its
- * answer's headers going out. Every way headers go out (`writeHead`, or the implicit one of `write`, `end` and
- * `flushHeaders`) passes through `writeHead`, so the stamp is taken there, once.
- */
-function stampProcessingTime(res: ServerResponse, since: number): void {
-  const writeHead = res.writeHead;
-  res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
-    if (!this.headersSent) this.setHeader('openai-processing-ms', String(Math.round(performance.now() - since)));
-    return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
-  } as ServerResponse['writeHead'];
 }

@@ -45,6 +45,7 @@ import { batchWrites, type Batcher } from './batch.js';
 import { requestUrl, type Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
 import { WsConnection } from './ws-connection.js';
+import { OPENAI_VERSION, processingMs } from './meta-headers.js';
 import { ServerWebSocket } from './server-websocket.js';
 import { LINGER_MS } from './body.js';
 
@@ -114,12 +115,25 @@ export class WsTransport {
 
   private refuseLogged(req: IncomingMessage, socket: Duplex, status: number, error: RefusalBody, headers: Record<string, string> = {}): void {
     const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
+    // The meta headers every HTTP answer has (transport/meta-headers.ts), its request id the one its log line names: a
+    // refused upgrade had none of them (outside attack atk65 F5).
+    const requestId = newId('req', 16);
     this.opts.host.log.info(
-      { status, code: error.code, param: error.param ?? null, path: loggedPath(req.url), remote },
+      { request_id: requestId, status, code: error.code, param: error.param ?? null, path: loggedPath(req.url), remote },
       'websocket upgrade refused',
     );
-    refuse(socket, status, error, headers);
+    const since = this.upgradeStarts.get(req) ?? performance.now();
+    refuse(socket, status, error, {
+      ...headers,
+      'x-request-id': requestId,
+      'X-Content-Type-Options': 'nosniff',
+      'openai-version': OPENAI_VERSION,
+      'openai-processing-ms': processingMs(since),
+    });
   }
+
+  /** When each upgrade request was taken up (`handleUpgrade`), for its refusal's `openai-processing-ms`. */
+  private readonly upgradeStarts = new WeakMap<IncomingMessage, number>();
 
   /**
    * The raw socket's `error` listener, one for the transport: it stays on the socket for the
@@ -133,6 +147,7 @@ export class WsTransport {
     // this one a peer that resets before reading a refusal (ECONNRESET,
     // EPIPE) would be an unhandled 'error' event that ends the process.
     socket.on('error', this.onUpgradeSocketError);
+    this.upgradeStarts.set(req, performance.now());
     const no = (status: number, error: RefusalBody) => this.refuseLogged(req, socket, status, error);
     // As every other HTTP/1.1 request (RFC 9112 §3.2; RFC 6455 §4.1 asks for it too): one without `Host` was upgraded,
     // past the Host guard, which reads only a Host that is there (outside fuzzer atk61 F1).

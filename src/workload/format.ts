@@ -12,9 +12,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { RunMetrics } from '../pipeline/metrics.js';
-import { ARGUMENTS_MAX_CHARS, TEXT_MAX_CHARS, validateItems, validateTools } from '../pipeline/validate.js';
+import { validateItems, validateTools } from '../pipeline/validate.js';
 import { WireError } from '../protocol/errors.js';
-import { checkLength } from '../protocol/fields.js';
+import { ARGUMENTS_MAX_CHARS, checkLength, TEXT_MAX_CHARS } from '../protocol/fields.js';
 import { DEFAULT_PARSE_CAPS, parseCreateBody } from '../protocol/parse.js';
 import { checkJsonDepth, DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-text.js';
 import { ToolSchemas } from './codex-items.js';

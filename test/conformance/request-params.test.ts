@@ -157,6 +157,9 @@ describe('request parameters', () => {
 
   it("an input text is at most 10485760 characters and a function call's arguments at most 1048576, JSON or not, as the API bounds them", async () => {
     const { url } = await testServer();
+    // A string input is named as sent (it was `input[0].content`, a place the client never wrote: atk65 F6).
+    const plain = await create(url, { model: 'm', input: 'x'.repeat(10_485_761) });
+    expect(plain.json['error']).toMatchObject({ code: 'string_above_max_length', param: 'input' });
     const over = await create(url, { model: 'm', input: [{ role: 'user', content: 'x'.repeat(10_485_761) }] });
     expect(over.status).toBe(400);
     expect(over.json['error']).toEqual({

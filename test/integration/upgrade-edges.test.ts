@@ -32,6 +32,11 @@ describe('WebSocket handshake edges', () => {
     const res = await rawRequest(port, `GET /v1/responses HTTP/1.1\r\n${head}\r\n`);
     expect(res.status).toBe(400);
     expect(JSON.parse(res.body).error).toMatchObject({ code: 'invalid_http_request', message: 'The HTTP/1.1 request has no Host header.' });
+    // The meta headers every HTTP answer has (a refused upgrade had none: atk65 F5).
+    expect(res.headers).toMatch(/\r\nx-request-id: req_[0-9a-f]{16}\r\n/);
+    expect(res.headers).toMatch(/\r\nX-Content-Type-Options: nosniff\r\n/);
+    expect(res.headers).toMatch(/\r\nopenai-version: 2020-10-01\r\n/);
+    expect(res.headers).toMatch(/\r\nopenai-processing-ms: \d+\r\n/);
   });
 
   it('an upgrade announcing a body is 400, not a WebSocket reading that body as frames', async () => {

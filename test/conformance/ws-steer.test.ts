@@ -127,7 +127,8 @@ describe('a steer echo is charged to the server-wide byte budget until it has le
     const { url } = await testServer({ logger, limits: { maxServerBytes: 20 * MiB } });
     const s = await RawSocket.connect(url);
     (s.ws as unknown as { _socket: { pause(): void } })._socket.pause();
-    s.send({ type: 'response.steer', previous_response_id: 'resp_x', input: 'x'.repeat(14 * MiB) });
+    // 14 MiB as two texts: one is at most the API's 10,485,760 characters.
+    s.send({ type: 'response.steer', previous_response_id: 'resp_x', input: [{ role: 'user', content: 'x'.repeat(7 * MiB) }, { role: 'user', content: 'x'.repeat(7 * MiB) }] });
     s.send({ type: 'response.steer', previous_response_id: 'resp_y', input: 'y'.repeat(8 * MiB) });
     // The connection's reading paused at the budget: the second steer is not read, so not charged.
     await waitFor((l) => l.code === 'server_busy' && /reading paused/.test(l.msg));

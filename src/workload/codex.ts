@@ -98,6 +98,7 @@
  */
 import { validateContent } from '../pipeline/validate.js';
 import { CALL_ID_MAX_CHARS } from '../protocol/parse-input.js';
+import { ARGUMENTS_MAX_CHARS, codePoints, longerThan, TEXT_MAX_CHARS } from '../protocol/fields.js';
 import { WireError } from '../protocol/errors.js';
 import type { InputItem, InputMessage } from '../protocol/objects.js';
 import {
@@ -679,6 +680,13 @@ class RolloutParser {
     // Arguments that are not JSON (models do emit them) are replayed as recorded: the server takes them back as the API
     // does. They were rewritten as a JSON string of the recorded text, when the server refused them (atk65 F2).
     this.schemas.note(name, args, custom);
+    // Past the API's bound the http designs' next request is refused: said at the call's line (it was said only of the
+    // converted workload, whose pointer no file holds: outside attack atk66 F5).
+    if (longerThan(args, ARGUMENTS_MAX_CHARS)) {
+      this.fail(
+        `${name} call ${recordedId}: its arguments${custom ? ' (its input as the replay sends it, {"input": …})' : ''} are ${codePoints(args)} characters, past the ${ARGUMENTS_MAX_CHARS} the API takes back as input (the http designs send every call back): not replayable`,
+      );
+    }
     this.modelItem({ type: 'function_call', name, arguments: args, call_id: callId }, { type: 'function_call', name, arguments: args, call_id: callId });
     this.pending.set(callId, { line: this.line, name, ts, aborted: false, raw: this.open! });
     if (custom) this.stats.custom_tool_calls++;
@@ -704,6 +712,9 @@ class RolloutParser {
             : 'answers no call recorded before it (the API refuses an output for a call the conversation does not hold): not replayed',
       );
       return;
+    }
+    if (longerThan(output, TEXT_MAX_CHARS)) {
+      this.fail(`the output for call_id ${recordedId} is ${codePoints(output)} characters, past the ${TEXT_MAX_CHARS} the API takes as a tool's output: not replayable`);
     }
     // `first` order: a call's output was recorded right after it, before the same response's next call.
     if (this.order === 'after') this.closeCall();

@@ -207,7 +207,8 @@ export function checkRequests(
     try {
       checkLength(output, TEXT_MAX_CHARS, 'output');
     } catch (err) {
-      refuse(err, () => `/toolOutputs/${callId}/output`);
+      // A JSON pointer's escapes (RFC 6901): a call_id with `/` or `~` pointed elsewhere (outside attack atk66 F1).
+      refuse(err, () => `/toolOutputs/${callId.replace(/~/g, '~0').replace(/\//g, '~1')}/output`);
     }
   }
 }

@@ -147,6 +147,14 @@ describe('hostile shapes', () => {
     expect(() => validateItems([{ ...fc }, { type: 'function_call_output', call_id: 'c1', output: 'ok' }] as never, { callIds: new Set() }, new RunMetrics())).not.toThrow();
   });
 
+  it("a rollout's call arguments or tool output past the API's bounds are refused at their line (they were named only in the converted workload: atk66 F5)", () => {
+    const long = rec('response_item', { type: 'function_call', name: 'shell', arguments: 'a'.repeat(1_048_577), call_id: 'c1' });
+    expect(refusal(() => read([meta(), user('x'), long, output('c1'), answer('done')]))).toMatch(/^x\.jsonl:3: shell call c1: its arguments are 1048577 characters, past the 1048576/);
+    const call = rec('response_item', { type: 'function_call', name: 'shell', arguments: '{}', call_id: 'c1' });
+    const big = rec('response_item', { type: 'function_call_output', call_id: 'c1', output: 'o'.repeat(10_485_761) });
+    expect(refusal(() => read([meta(), user('x'), call, big, answer('done')]))).toMatch(/^x\.jsonl:4: the output for call_id c1 is 10485761 characters, past the 10485760/);
+  });
+
   it('a user message after a call was answered, before the model called again (steering), ends the user turn there, noted (the answered call and its output were dropped silently)', () => {
     const w = read([meta(), user('go'), call('c1'), output('c1'), user('also check X'), call('c2'), output('c2'), answer('done')]);
     expect(w.userTurns).toHaveLength(2);
@@ -237,6 +245,11 @@ describe('hostile shapes', () => {
     );
     expect(refusal(twoTurns([{ type: 'message', text: 'm'.repeat(10_485_761) }, call]))).toMatch(/^n\.json: \/userTurns\/0\/modelTurns\/0\/output\/0\/text: .*maximum length 10485760/);
     expect(refusal(twoTurns([call], 'o'.repeat(10_485_761)))).toMatch(/^n\.json: \/toolOutputs\/c1\/output: .*maximum length 10485760/);
+    // A JSON pointer's escapes for a call_id with `/` or `~` (atk66 F1).
+    const odd = { ...call, call_id: 'c/1~x' };
+    expect(refusal(neutral({ userTurns: [{ input: [hi], modelTurns: [{ output: [odd] }, { output: [{ type: 'message', text: 'd' }] }] }], toolOutputs: { 'c/1~x': { output: 'o'.repeat(10_485_761) } } }))).toMatch(
+      /^n\.json: \/toolOutputs\/c~11~0x\/output: /,
+    );
     // More tools than one request may list by default still read: the bench raises --max-tools to fit.
     const many = Array.from({ length: 130 }, (_, i) => ({ type: 'function', name: `t${i}` }));
     expect(neutral({ tools: many, userTurns: [turn([hi])] })().tools).toHaveLength(130);

@@ -221,7 +221,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     async plan(params, metrics, lane = null, signal): Promise<RunPlan> {
       const entry = { lane, headerKey: null as string | null, lineage: null as Set<string> | null };
       planned.set(params, entry);
-      planning = new Set();
+      const deletedDuring = (planning = new Set());
       planningOverflow = false;
       const header = [params.instructions, params.tools];
       // Long ones in slices (one JSON.stringify of a schema of 2.5 million lone surrogates held the loop ~300 ms);
@@ -261,7 +261,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       }
       entry.lineage = lineage;
       // A delete while this plan awaited (a chain read, a render) of a response its lineage holds.
-      if (planningOverflow || [...planning].some((id) => lineage.has(id))) broken.add(lineage);
+      if (planningOverflow || [...deletedDuring].some((id) => lineage.has(id))) broken.add(lineage);
       planning = null;
       inFlight = lineage;
       // A chain of continuations extends one cached context: bound it like a long-lived run.

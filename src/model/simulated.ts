@@ -127,8 +127,8 @@ export class SimulatedModel implements Model {
    * the same store) drew the ids its first run drew: a call under an id its conversation had already answered was
    * never paused for (hence the check), and one a client kept from a cut response was held twice.
    * Decimal digits, 24 of them: every such id is the same number of tokens wherever it stands in a prompt (three
-   * digits a token), so one task costs the same tokens in every design and on every run. Hex ids took 14 to 26 tokens
-   * as their letters and digits fell, and the same task's input tokens differed by up to 5% between designs and runs
+   * digits a token), so one task costs the same tokens in every design and on every run. With hex ids the text
+   * ` call_id call_<id> x` took 14 to 26 tokens as their letters and digits fell (13 with any digit id), and the same task's input tokens differed by up to 5% between designs and runs
    * (outside attack atk63 F4). Not seeded by the conversation: a retry of a create cut while it wrote a call would then
    * draw the cut call's id again, and a client keeping both (Codex 0.107) held two calls under one id.
    */

@@ -181,3 +181,9 @@ export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse, limi
   const timer = setTimeout(() => socket.destroy(), lingerMs);
   socket.once('close', () => clearTimeout(timer));
 }
+
+/** The request says it has a body: a non-zero Content-Length, or a Transfer-Encoding. */
+export function announcesBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}

@@ -49,7 +49,7 @@ import type { Hold } from '../modes/server-bytes.js';
 import type { SendShare } from '../modes/send-bytes.js';
 import type { ParseSpan, SessionInfo } from '../modes/transport.js';
 import { apiKeyRefusal, loggedPath, type Authenticator } from './auth.js';
-import { awaitContinue, closeAfterAnswer, drainBody, readBody } from './body.js';
+import { announcesBody, awaitContinue, closeAfterAnswer, drainBody, readBody } from './body.js';
 import { parseCaps, parseEdgeJson } from './json-in.js';
 import { sendJsonBytes, sendJsonCooperative } from './json-out.js';
 import { RunPages } from './run-pages.js';
@@ -808,11 +808,6 @@ export class HttpTransport {
   }
 }
 
-/** The request says it has a body: a non-zero Content-Length, or a Transfer-Encoding. */
-function announcesBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
-}
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);

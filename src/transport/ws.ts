@@ -47,7 +47,7 @@ import type { OverCapacity } from './http.js';
 import { WsConnection } from './ws-connection.js';
 import { OPENAI_VERSION, processingMs } from './meta-headers.js';
 import { ServerWebSocket } from './server-websocket.js';
-import { LINGER_MS } from './body.js';
+import { announcesBody, LINGER_MS } from './body.js';
 
 export interface WsTransportOptions {
   /** The session layer: each accepted connection is a session of the chosen design. */
@@ -154,7 +154,7 @@ export class WsTransport {
     if (req.headers.host === undefined) return no(400, { code: 'invalid_http_request', message: 'The HTTP/1.1 request has no Host header.' });
     // A handshake has no body: one announced was read as the first WebSocket frames (`{` has RSV bits set: 1002), the
     // request's own framing calling those bytes its content (outside fuzzer atk61 F4).
-    if ((req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') || req.headers['transfer-encoding'] !== undefined) {
+    if (announcesBody(req)) {
       return no(400, { code: 'invalid_websocket_handshake', message: 'A WebSocket upgrade request has no body: Content-Length or Transfer-Encoding announced one.' });
     }
     const url = requestUrl(req.url);

@@ -292,7 +292,7 @@ export interface GridRunTime {
 
 /** What a grid run's least time is made of, in words. */
 function runText(g: GridRunTime): string {
-  return `${g.calls} model calls decoding ${g.outputTokens} recorded output tokens${g.prefillTokens > 0 ? `, prefilling at least ${g.prefillTokens} context tokens at ${g.prefillTps} tokens/s` : ''}`;
+  return `${g.calls} model calls decoding ${g.outputTokens} output tokens (as recorded, or at least what each call shows)${g.prefillTokens > 0 ? `, prefilling at least ${g.prefillTokens} context tokens at ${g.prefillTps} tokens/s` : ''}`;
 }
 
 export function gridRunTimes(config: BenchConfig): GridRunTime[] {

@@ -23,6 +23,7 @@ import type { BenchConfig } from './runner.js';
 import { recompute } from './verdicts.js';
 import { flatModelTurns, modelCallCount } from '../workload/replayable.js';
 import { toolWaitMs, type Workload } from '../workload/types.js';
+import type { ReplayTurn } from '../model/types.js';
 import { MAX_TIMER_MS } from '../limit-flags.js';
 
 /** One repetition of one design in a replay phase. */
@@ -282,14 +283,43 @@ export function workloadTextChars(w: Workload): number {
 const MAX_CHARS_PER_TOKEN = 8;
 
 /**
+ * Tokens a model call's visible output (its text, its calls' names and arguments) decodes at the least, estimated
+ * without the tokenizer: its characters over MAX_CHARS_PER_TOKEN, or, for text outside ASCII, a token for each code
+ * point past U+FFFF (o200k spells an emoji as one to three tokens) and one for every two others past U+007F (a
+ * common pair of CJK characters is one token, a rare character one or more; accented Latin merges inside words). `test/unit/bench-deadline.test.ts` holds it
+ * to within a third of the real count on such texts.
+ */
+export function shownTokensFloor(turn: ReplayTurn): number {
+  let chars = 0;
+  let bmp = 0;
+  let astral = 0;
+  for (const o of turn.output) {
+    const texts = o.type === 'message' ? [o.text] : o.type === 'function_call' ? [o.name, o.arguments] : [];
+    for (const t of texts) {
+      chars += t.length;
+      for (let i = 0; i < t.length; i++) {
+        const c = t.charCodeAt(i);
+        // A surrogate pair is one code point: its high half counts it.
+        if (c >= 0xd800 && c <= 0xdbff) astral++;
+        else if (c > 0x7f && (c < 0xdc00 || c > 0xdfff)) bmp++;
+      }
+    }
+  }
+  return Math.max(Math.ceil(chars / MAX_CHARS_PER_TOKEN), astral + Math.ceil(bmp / 2));
+}
+
+/**
  * The least time one replay run of `w` takes at `tps` (null: the instant model), ms: each model call's time to first
- * token and remote hops, the recorded output tokens (100 a call where none is recorded) at the decode rate, its
+ * token and remote hops, the recorded output tokens (100 a call where none is recorded), or the tokens of what the call shows at the least
+ * (shownTokensFloor) where that is more, at the decode rate, its
  * conversation's text prefilled once at the prefill rate (a character count over MAX_CHARS_PER_TOKEN), and the
  * recorded tool time × --tool-factor. The API's own work is left out.
  */
 export function leastRunMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>): { ms: number; calls: number; outputTokens: number; prefillTokens: number } {
   const calls = modelCallCount(w);
-  const outputTokens = flatModelTurns(w).reduce((n, t) => n + (t.output_tokens ?? 100), 0);
+  // A replay decodes at least the tokens of what a call shows, whatever it recorded: a call of 1,048,576 emoji
+  // recording no count was allowed 100 tokens and missed its deadline by minutes (outside attack atk66 F2).
+  const outputTokens = flatModelTurns(w).reduce((n, t) => n + Math.max(t.output_tokens ?? 100, shownTokensFloor(t)), 0);
   const tools = Object.values(w.toolOutputs).reduce((n, o) => n + toolWaitMs(o.duration_ms), 0) * cfg.toolFactor;
   // Every token of the conversation is prefilled once at least (a run shares only its preamble with others through the
   // cache): left out, a run of large tool outputs at a slow prefill rate waited silently (outside attack atk41 F2).

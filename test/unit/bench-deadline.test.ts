@@ -5,7 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LONG_RUN_MS, gridRunTimes, parseBenchArgs, spanText } from '../../src/bench/command.js';
-import { apiWorkMs, leastRunMs, runDeadlineMs, workloadTextChars } from '../../src/bench/session.js';
+import { apiWorkMs, leastRunMs, runDeadlineMs, shownTokensFloor, workloadTextChars } from '../../src/bench/session.js';
+import { countTokens } from '../../src/model/tokenizer.js';
+import type { ReplayTurn } from '../../src/model/types.js';
 import { UsageError } from '../../src/flags.js';
 import { syntheticWorkload } from '../../src/workload/synthetic.js';
 import type { Workload } from '../../src/workload/types.js';
@@ -63,7 +65,7 @@ describe('a replay deadline', () => {
       return null;
     })();
     expect(refusal).toBeInstanceOf(UsageError);
-    expect((refusal as Error).message).toMatch(/^at 65 tokens\/s one grid run takes at least 534 days \(3 model calls decoding 3000000000 recorded output tokens, prefilling at least \d+ context tokens at 20000 tokens\/s\), past its deadline of 24\.9 days/);
+    expect((refusal as Error).message).toMatch(/^at 65 tokens\/s one grid run takes at least 534 days \(3 model calls decoding 3000000000 output tokens \(as recorded, or at least what each call shows\), prefilling at least \d+ context tokens at 20000 tokens\/s\), past its deadline of 24\.9 days/);
     // --run-timeout-ms sets the deadline: a run that needs longer is refused the same way; one that fits is not.
     expect(() => parseBenchArgs(['--synthetic', '3,10,1000', '--speeds', '1000', '--run-timeout-ms', '2000'])).toThrow(/takes at least 3\.\d s .*past its deadline of 2\.0 s \(--run-timeout-ms\)/);
     expect(parseBenchArgs(['--synthetic', '3,10,1000', '--speeds', '1000', '--run-timeout-ms', '60000']).gridNotes).toHaveLength(1);
@@ -107,5 +109,31 @@ describe('a replay deadline', () => {
     const deadline = runDeadlineMs(noCounts, 1000, { ...cfg, prefillTps: 1000 });
     expect(deadline).toBeGreaterThan((workloadTextChars(noCounts) / 4) * 2 * 3);
   });
-});
 
+  it('counts at least the tokens of what a call shows, recorded or not: 1,048,574 emoji arguments were allowed 100 tokens (outside attack atk66 F2)', () => {
+    const call = (args: string, output_tokens?: number): ReplayTurn => ({ output: [{ type: 'function_call', name: 'shell', arguments: args, call_id: 'call_1' }], ...(output_tokens === undefined ? {} : { output_tokens }) });
+    const emoji = `"${'\u{1F600}'.repeat(1_048_574)}"`;
+    const w = syntheticWorkload({ turns: 1, toolOutputBytes: 10, outputTokensPerTurn: 1, seed: 1 });
+    w.userTurns[0]!.modelTurns = [call(emoji), { output: [{ type: 'message', text: 'done' }] }];
+    const least = leastRunMs(w, 4000, { ...cfg, toolFactor: 0 });
+    expect(least.outputTokens).toBeGreaterThanOrEqual(524_287 + 100);
+    // The real decode (one token an emoji, measured) at 4,000 tokens/s fits the deadline; it did not (262 s against 258 s).
+    expect(runDeadlineMs(w, 4000, cfg)).toBeGreaterThan((countTokens(emoji) / 4000) * 1000);
+    // A recorded count above what the call shows is kept.
+    expect(shownTokensFloor(call('{}', 5))).toBe(1);
+    expect(leastRunMs({ ...w, userTurns: [{ ...w.userTurns[0]!, modelTurns: [call('{}', 5000), { output: [{ type: 'message', text: 'done' }] }] }] }, 1000, { ...cfg, toolFactor: 0 }).outputTokens).toBe(5000 + 100);
+    // Within a third of the real count on texts of every kind, so the deadline (three times the least) covers the decode.
+    const texts = [
+      'const x = require("fs").readFileSync(path, "utf8");\n'.repeat(500),
+      '\u{1F600}\u{1F680}\u{1F4A9}'.repeat(2000),
+      '東京都の天気は晴れです。明日は雨が降るでしょう。'.repeat(500),
+      'Élève déjà présenté à l’école, où ça coûte très cher. '.repeat(500),
+      'Привет, как дела? Всё хорошо, спасибо. '.repeat(500),
+      'a'.repeat(100_000),
+    ];
+    for (const t of texts) {
+      const floor = shownTokensFloor({ output: [{ type: 'message', text: t }] });
+      expect(floor * 3, t.slice(0, 20)).toBeGreaterThanOrEqual(countTokens(t));
+    }
+  });
+});

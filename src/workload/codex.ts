@@ -119,10 +119,8 @@ import {
 import { buildUserTurn, NOTHING_SHOWN_TEXT, sameUserText, type PendingFigures, type RawCall, type TurnBuild, type Visible } from './codex-turns.js';
 import { inferInputTokens, reasoningTokens, type ContextOp } from './infer.js';
 import { HistoryRepeats } from './repeats.js';
-import { MAX_TOKEN_COUNT, MAX_TOOL_MS, toolWaitMs, WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
+import { isUnicodeText, LONE_SURROGATE_NOTE, MAX_TOKEN_COUNT, MAX_TOOL_MS, toolWaitMs, WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
 
-/** Whether `s` is Unicode text: no lone surrogate (`String.prototype.isWellFormed`, Node 20; not in the ES2023 lib). */
-const wellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
 /** A `tool_search_call` the client ran (`execution: "client"`) is replayed as a function call of this name. */
@@ -604,8 +602,8 @@ class RolloutParser {
     if (visible) {
       this.open.visible.push(visible);
       // JSON can spell half a UTF-16 pair (`\ud83d`); a model speaks tokens of UTF-8 bytes, which cannot (atk46 F6).
-      if (!wellFormed(visible.type === 'message' ? visible.text : visible.name + visible.arguments)) {
-        this.skip('model output', 'holds a lone surrogate (half of a UTF-16 pair, not Unicode text): the replay decodes U+FFFD in its place, as any UTF-8 encoder writes it');
+      if (!isUnicodeText(visible.type === 'message' ? visible.text : visible.name + visible.arguments)) {
+        this.skip('model output', LONE_SURROGATE_NOTE);
       }
     }
     this.open.reasoning += reasoning;

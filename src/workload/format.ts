@@ -18,7 +18,7 @@ import { ARGUMENTS_MAX_CHARS, checkLength, TEXT_MAX_CHARS } from '../protocol/fi
 import { DEFAULT_PARSE_CAPS, parseCreateBody } from '../protocol/parse.js';
 import { checkJsonDepth, DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-text.js';
 import { ToolSchemas } from './codex-items.js';
-import { MAX_TOOL_MS, toolWaitMs, WorkloadError, type Workload } from './types.js';
+import { isUnicodeText, LONE_SURROGATE_NOTE, MAX_TOOL_MS, toolWaitMs, WorkloadError, type Skipped, type Workload } from './types.js';
 
 /** The schema, shipped beside the docs that explain it (the package includes it). */
 export const SCHEMA_PATH = new URL('../../docs/workload.schema.json', import.meta.url);
@@ -88,6 +88,7 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
   const toolOutputs = w.toolOutputs ?? {};
   const seen = new Set<string>();
   const schemas = new ToolSchemas();
+  const surrogates: Skipped[] = [];
   w.userTurns.forEach((u, ui) =>
     u.modelTurns.forEach((t, ti) => {
       if (ti < u.modelTurns.length - 1 && !t.output.some((o) => o.type === 'function_call')) {
@@ -95,8 +96,11 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
         throw new WorkloadError(0, `${name}: /userTurns/${ui}/modelTurns/${ti}: this model call has no function_call, so the run would end here; only a user turn's last model call may answer without calling a tool (start a new user turn instead)`);
       }
       for (const [oi, o] of t.output.entries()) {
-        if (o.type !== 'function_call') continue;
         const at = `/userTurns/${ui}/modelTurns/${ti}/output/${oi}`;
+        // JSON can spell half a UTF-16 pair; the model speaks UTF-8 bytes, which cannot: noted as the Codex reader
+        // notes it (before, this format's reader replayed U+FFFD silently, outside attack atk66 F3).
+        if (!isUnicodeText(o.type === 'function_call' ? o.name + o.arguments : o.text)) surrogates.push({ line: 0, what: `${at}: model output`, why: LONE_SURROGATE_NOTE });
+        if (o.type !== 'function_call') continue;
         if (seen.has(o.call_id)) throw new WorkloadError(0, `${name}: ${at}: call_id ${o.call_id} is used twice`);
         seen.add(o.call_id);
         // Arguments that are not JSON are replayed as recorded (the server takes them back as the API does); they
@@ -115,7 +119,7 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
   }
   // Durations as replays wait them (types.ts `toolWaitMs`): the schema keeps them at 0 or more, and one past MAX_TOOL_MS
   // (a converter that took a clock's leap for a tool's time; 1e400 reads as Infinity) is MAX_TOOL_MS, noted.
-  const skipped = w.skipped !== undefined ? [...w.skipped] : [];
+  const skipped = [...(w.skipped ?? []), ...surrogates];
   const durations = Object.entries(toolOutputs).map(([id, o]): [string, { output: string; duration_ms: number }] => {
     const ms = o.duration_ms ?? 0;
     if (ms > MAX_TOOL_MS) skipped.push({ line: 0, what: `/toolOutputs/${id}/duration_ms: ${ms} ms`, why: `past MAX_TOOL_MS (${MAX_TOOL_MS} ms): the tool counts ${MAX_TOOL_MS} ms` });

@@ -128,6 +128,11 @@ function inspectText(w: Workload, format: string): string {
       else groups.set(key, { at: [s.line], n: 1 + (s.more ?? 0) });
     }
     for (const [key, { at, n }] of groups) {
+      // Line 0: a note of a JSON workload, whose place is the JSON pointer in `what`.
+      if (at.every((l) => l === 0)) {
+        lines.push(`  ${key}${n > 1 ? ` (×${n})` : ''}`);
+        continue;
+      }
       const shown = at.slice(0, 6).join(', ') + (n > 6 ? ', …' : '');
       lines.push(`  line${n > 1 ? 's' : ''} ${shown}${n > 1 ? ` (×${n})` : ''}: ${key}`);
     }

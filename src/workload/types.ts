@@ -71,6 +71,12 @@ export function toolWaitMs(ms: number): number {
 }
 
 /** A record the reader did not replay, and why. */
+/** Whether `s` is Unicode text: no lone surrogate (`String.prototype.isWellFormed`, Node 20; not in the ES2023 lib). */
+export const isUnicodeText = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
+
+/** What the readers note of model output holding a lone surrogate (atk46 F6 for Codex rollouts, atk66 F3 for this format). */
+export const LONE_SURROGATE_NOTE = 'holds a lone surrogate (half of a UTF-16 pair, not Unicode text): the replay decodes U+FFFD in its place, as any UTF-8 encoder writes it';
+
 export interface Skipped {
   line: number;
   what: string;

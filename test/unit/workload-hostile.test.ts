@@ -305,4 +305,28 @@ describe('hostile shapes', () => {
     const hundred = '['.repeat(100) + '1' + ']'.repeat(100);
     expect(() => read([meta(), user('x'), rec('response_item', { type: 'tool_search_call', call_id: 't1', execution: 'client', arguments: '@deep@' }).replace('"@deep@"', hundred), rec('response_item', { type: 'tool_search_output', call_id: 't1', execution: 'client', tools: [] }), answer('done')])).not.toThrow();
   });
+
+  it('a neutral file whose model output holds a lone surrogate is noted at its JSON pointer, as a rollout is (it replayed U+FFFD silently; atk66 F3)', async () => {
+    const call = { type: 'function_call', name: 'f', arguments: '"\ud800x', call_id: 'c1' };
+    const text = JSON.stringify({ llr_workload: 1, userTurns: [{ input: [{ type: 'message', role: 'user', content: 'hi' }], modelTurns: [{ output: [call] }, { output: [{ type: 'message', text: 'ok \udc00' }] }] }], toolOutputs: { c1: { output: 'ok' } } });
+    const w = parseNeutral(text, 'n.json', 'test');
+    expect(w.skipped?.map((n) => n.what)).toEqual(['/userTurns/0/modelTurns/0/output/0: model output', '/userTurns/0/modelTurns/1/output/0: model output']);
+    expect(w.skipped?.[0]!.why).toMatch(/lone surrogate .* the replay decodes U\+FFFD in its place/);
+    // Well-formed text (an emoji's pair) is not noted; inspect prints a JSON file's notes at their pointer, not at 'line 0'.
+    expect(parseNeutral(text.replaceAll('\\ud800', '\\ud83d\\ude00').replaceAll(' \\udc00', ''), 'n.json', 'test').skipped).toBeUndefined();
+    const file = join(dir, 'surrogate.json');
+    writeFileSync(file, text);
+    let out = '';
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      out += String(chunk);
+      return true;
+    });
+    try {
+      await workloadCommand(['inspect', file]);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(out).toContain('\n  /userTurns/0/modelTurns/0/output/0: model output — holds a lone surrogate');
+    expect(out).not.toContain('line 0');
+  });
 });

@@ -342,7 +342,7 @@ export class ConnectionSession {
       case 'response.processed':
         return;
       case 'response.steer':
-        this.steerFailed(event.previous_response_id, event.input);
+        this.steerFailed(event.previous_response_id, event.input, event.invalid);
         return;
       default: {
         const never: never = event;
@@ -391,14 +391,17 @@ export class ConnectionSession {
   /**
    * Refuse a `response.steer` as the API does where steering is not supported: the input comes back in a
    * `response.steer.failed`, in the target response's lane when it is on this connection (in flight or the last
-   * one ended), else with no lane and `response_not_found`.
+   * one ended), else with no lane and `response_not_found`; `invalid_input` first when it is not steering input.
    */
-  private steerFailed(id: string, input: unknown): void {
+  private steerFailed(id: string, input: unknown, invalid: string | undefined): void {
     const inFlight = this.active !== null && !this.active.ended && this.active.id === id;
     const ended = !inFlight && id === this.lastEnded?.id;
     const shown = id.length > 100 ? `${id.slice(0, 100)}…` : id;
+    // Input that is not steering input is refused as such first: the client must correct it, whatever the target.
     const error =
-      inFlight || ended
+      invalid !== undefined
+        ? { code: 'invalid_input' as const, message: invalid, type: 'invalid_request_error' as const }
+        : inFlight || ended
         ? { code: 'steering_not_supported' as const, message: `Response '${shown}' cannot be steered: this server does not support steering.`, type: 'invalid_request_error' as const }
         : { code: 'response_not_found' as const, message: `No response '${shown}' is on this connection.`, type: 'invalid_request_error' as const };
     this.log.info({ code: error.code }, 'steer refused');

@@ -160,14 +160,15 @@ export type InjectFailedEvent = Seq & {
 
 /**
  * A `response.steer` this server did not commit (OpenAI's `ResponseSteerFailedEvent`, openai-node 7): it
- * steers no response, so every steer comes back with its input, `steering_not_supported` for a response on
- * this connection (in that response's lane) and `response_not_found` otherwise. No `steer.id`: none is
+ * steers no response, so every steer comes back with its input, `invalid_input` for input that is not steering
+ * input, `steering_not_supported` for a response on this connection (in that response's lane) and
+ * `response_not_found` otherwise. No `steer.id`: none is
  * allocated before a refusal.
  */
 export type SteerFailedEvent = Seq & {
   type: 'response.steer.failed';
   steer: { input: unknown; previous_response_id: string };
-  error: { code: 'steering_not_supported' | 'response_not_found'; message: string; type: 'invalid_request_error' };
+  error: { code: 'invalid_input' | 'steering_not_supported' | 'response_not_found'; message: string; type: 'invalid_request_error' };
 };
 
 export type ServerEvent =
@@ -295,7 +296,7 @@ export type ClientEvent =
   | { type: 'response.cancel'; response_id: string | null }
   | { type: 'response.processed' }
   /** OpenAI's `ResponseSteerEvent`; `input` as sent (it is never committed, only returned). */
-  | { type: 'response.steer'; input: unknown; previous_response_id: string };
+  | { type: 'response.steer'; input: unknown; previous_response_id: string; /** Why it is not steering input (parse.ts `unsteerable`). */ invalid?: string };
 
 /** Events as the engine produces them, before the stream numbers them. */
 export type UnnumberedEvent = ServerEvent extends infer E

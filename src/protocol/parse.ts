@@ -194,13 +194,52 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
       // Checked as an inject's input is (`null`, `5`, `{}`, an unknown item were echoed back as if steerable); the
       // failed event hands back the input as sent.
       parseInput(value['input'], 'input', true, caps);
-      return { type: 'response.steer', input: value['input'], previous_response_id: previous };
+      const invalid = unsteerable(value);
+      return { type: 'response.steer', input: value['input'], previous_response_id: previous, ...(invalid !== null && { invalid }) };
     }
     default: {
       const never: never = type as never;
       throw new WireError('unknown_event_type', `Unknown event type '${String(never)}'.`, 'type');
     }
   }
+}
+
+/** The fields a `response.steer` takes (openai-node 7: "This event accepts only `type`, `previous_response_id`, and `input`"). */
+const STEER_FIELDS = new Set(['type', 'previous_response_id', 'input']);
+/** The content parts a steering message may hold. */
+const STEER_PARTS = new Set(['input_text', 'input_image', 'input_file']);
+
+/**
+ * Why a `response.steer` that parses as an input is not steering input, or null: the API's rule (openai-node 7's
+ * `ResponseSteerEvent`) takes a string, or a non-empty array of messages of the `user` role holding only `type`
+ * (`message`), `role` and `content` (a string, or `input_text` / `input_image` / `input_file` parts), and no field
+ * but `type`, `previous_response_id` and `input` (`stream_id` is named: the target chooses the lane). Such a steer
+ * fails `invalid_input`, "corrected before retrying", not `steering_not_supported` (outside attack atk67 F1).
+ */
+function unsteerable(frame: Record<string, unknown>): string | null {
+  for (const key of Object.keys(frame)) {
+    if (!STEER_FIELDS.has(key)) return `Unknown field '${clipText(key, 64)}' in response.steer: it takes only 'type', 'previous_response_id' and 'input'${key === 'stream_id' ? ' (the target response chooses the lane)' : ''}.`;
+  }
+  const input = frame['input'];
+  if (typeof input === 'string') return null;
+  if (!Array.isArray(input) || input.length === 0) return "Invalid 'input': steering input is a string or a non-empty array of user messages.";
+  for (let i = 0; i < input.length; i++) {
+    const item = input[i] as Record<string, unknown>;
+    const at = `input[${i}]`;
+    if (item['type'] !== undefined && item['type'] !== 'message') return `Invalid '${at}.type': steering accepts only messages, not '${clipText(String(item['type']), 64)}'.`;
+    if (item['role'] !== 'user') return `Invalid '${at}.role': steering accepts only messages with the 'user' role.`;
+    for (const key of Object.keys(item)) {
+      if (key !== 'type' && key !== 'role' && key !== 'content') return `Unknown field '${at}.${clipText(key, 64)}': a steering message holds only 'type', 'role' and 'content'.`;
+    }
+    const content = item['content'];
+    if (Array.isArray(content)) {
+      for (let j = 0; j < content.length; j++) {
+        const type = (content[j] as Record<string, unknown>)['type'];
+        if (!STEER_PARTS.has(type as string)) return `Invalid '${at}.content[${j}].type': steering content is 'input_text', 'input_image' or 'input_file'.`;
+      }
+    }
+  }
+  return null;
 }
 
 /**

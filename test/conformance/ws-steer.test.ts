@@ -88,6 +88,43 @@ describe('response.steer is refused with response.steer.failed', () => {
   });
 });
 
+describe('a steer whose input is not steering input fails invalid_input (outside attack atk67 F1: it said steering_not_supported)', () => {
+  it('another role, an item not a message, a tool output, an empty array, a foreign field, a part not input: each returned with invalid_input, in the target lane', async () => {
+    const { url } = await testServer();
+    const s = await RawSocket.connect(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: 'hi', store: false, stream_id: 'lane-1' });
+    const done = await s.next('response.completed');
+    const id = done.response.id;
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ input: [{ role: 'assistant', content: 'x' }] }, /input\[0\]\.role/],
+      [{ input: [{ role: 'user', content: 'a' }, { role: 'developer', content: 'x' }] }, /input\[1\]\.role/],
+      [{ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, /input\[0\]\.type/],
+      [{ input: [] }, /non-empty array/],
+      [{ input: 'x', stream_id: 'lane-1' }, /Unknown field 'stream_id'.*chooses the lane/],
+      [{ input: 'x', bogus: 1 }, /Unknown field 'bogus'/],
+      [{ input: [{ role: 'user', content: 'x', id: 'msg_1' }] }, /input\[0\]\.id/],
+      [{ input: [{ role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'output_text', text: 'b' }] }] }, /input\[0\]\.content\[1\]\.type/],
+    ];
+    for (const [fields, message] of cases) {
+      s.send({ type: 'response.steer', previous_response_id: id, ...fields });
+      const failed = await s.next('response.steer.failed');
+      expect(failed, JSON.stringify(fields)).toMatchObject({ stream_id: 'lane-1', steer: { previous_response_id: id, input: fields['input'] }, error: { code: 'invalid_input', type: 'invalid_request_error' } });
+      expect(failed.error.message).toMatch(message);
+    }
+    // Also for a response not on the connection: the input is wrong whatever the target.
+    s.send({ type: 'response.steer', previous_response_id: 'resp_elsewhere', input: [{ role: 'system', content: 'x' }] });
+    expect(await s.next('response.steer.failed')).toMatchObject({ error: { code: 'invalid_input' } });
+    // Steering input of every allowed shape still fails only because this server does not steer.
+    const parts = [{ type: 'input_text', text: 'a' }, { type: 'input_image', image_url: 'https://example.com/a.png' }];
+    for (const input of ['more', [{ role: 'user', content: 'x' }, { type: 'message', role: 'user', content: parts }]]) {
+      s.send({ type: 'response.steer', previous_response_id: id, input });
+      expect(await s.next('response.steer.failed'), JSON.stringify(input)).toMatchObject({ error: { code: 'steering_not_supported' } });
+    }
+    expect(s.events.filter((e) => e.type === 'error')).toEqual([]);
+    s.dispose();
+  });
+});
+
 describe('a steer echo is charged to the server-wide byte budget until it has left', () => {
   const MiB = 1024 * 1024;
   const health = async (url: string) => (await (await fetch(`${url}/health`)).json()) as { bytes_held: number; send_bytes_unsent: number };

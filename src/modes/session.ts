@@ -230,7 +230,10 @@ export class ConnectionSession {
         const { type: _type, stream_id, ...params } = event;
         const lane = stream_id ?? null;
         const limits = this.services.limits;
-        if (this.queue.length >= limits.maxQueuedCreates) {
+        // The creates that would wait: those queued, and this one when a create is in flight (or planned). With
+        // nothing in flight it runs at once and waits behind nothing: `--max-queued-creates 0` refused every create
+        // (outside attack atk70 F1), where it means one at a time, nothing queued.
+        if ((this.busy ? this.queue.length + 1 : this.queue.length) > limits.maxQueuedCreates) {
           this.error(Object.assign(new WireError('queue_full', `At most ${limits.maxQueuedCreates} requests may wait behind the one in flight.`), { lane }));
           refused?.();
           return;

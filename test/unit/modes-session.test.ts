@@ -231,6 +231,24 @@ describe('ConnectionSession', () => {
     expect(sink.types().filter((t) => t === 'response.completed')).toHaveLength(2);
   });
 
+  it('--max-queued-creates 0: creates run one at a time, each admitted when nothing is in flight, refused while one is (every create was refused; atk70 F1)', async () => {
+    const svc = services([{ text: 'a' }, { text: 'b' }], { maxQueuedCreates: 0 });
+    const fake = fakePolicy(svc, { gated: true });
+    const { s, sink } = session(svc, fake.policy);
+    s.handle(create('first'), 10);
+    await fake.planning(1);
+    s.handle(create('second'), 10);
+    expect(sink.types()).toEqual(['error:queue_full']);
+    fake.open(0);
+    await s.idle();
+    s.handle(create('third'), 10);
+    await fake.planning(2);
+    fake.open(1);
+    await s.idle();
+    expect(fake.planned).toEqual(['first', 'third']);
+    expect(sink.types().filter((t) => t === 'response.completed')).toHaveLength(2);
+  });
+
   it('a disconnect while paused cancels the run, sends nothing more and ignores later events', async () => {
     const { svc, fake, s, sink } = await pausedSession([], ['queued']);
     const before = sink.events.length;

@@ -25,7 +25,7 @@ import { commandOf, killRunningCommands, runShell } from './shell.js';
 import { WorkloadError } from './workload/types.js';
 import type { Switches } from './engine/services.js';
 import { DEFAULT_SWITCHES } from './engine/services.js';
-import { fitToFootprint } from './workload/fit.js';
+import { fitToFootprint, type Footprint } from './workload/fit.js';
 import { limitHelp, limitOptions, limitsFrom, MAX_TIMER_MS } from './limit-flags.js';
 import { CLIENT_PROTOCOLS, connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
@@ -86,7 +86,8 @@ items and tools of unknown types, refused 400 invalid_value by default (for a cl
 newer than the server's lists of fields and types; docs/protocol.md).
 --workload (a Codex rollout, or an llr workload: docs/workload.schema.json) or --synthetic
 selects the replay policy: the model replays the recorded run's turns (a model call with more
-parallel calls than --max-pending-calls raises it to fit, and a context larger than the defaults
+parallel calls than --max-pending-calls raises it to fit, more tools than --max-tools raises it,
+and a context larger than the defaults
 take raises --max-frame-bytes, --max-context-bytes, --max-context-items and --max-server-bytes,
 each unless its flag is given).
 
@@ -314,11 +315,11 @@ async function modelPolicy(
   name: string | undefined,
   workload: string | undefined,
   synthetic: string | undefined,
-): Promise<{ policy?: ModelPolicy; footprint: { widestCall: number; contextBytes: number; contextItems: number } }> {
+): Promise<{ policy?: ModelPolicy; footprint: Footprint }> {
   const wanted = name ?? (workload !== undefined || synthetic !== undefined ? 'replay' : 'auto');
   if (wanted === 'auto') {
     if (workload !== undefined || synthetic !== undefined) throw new UsageError('--workload and --synthetic need --policy replay');
-    return { footprint: { widestCall: 0, contextBytes: 0, contextItems: 0 } };
+    return { footprint: { widestCall: 0, contextBytes: 0, contextItems: 0, tools: 0 } };
   }
   if (wanted !== 'replay') throw new UsageError(`unknown policy ${quoted(wanted)}; known: auto, replay`);
   if ((workload === undefined) === (synthetic === undefined)) throw new UsageError('--policy replay needs exactly one of --workload FILE or --synthetic TURNS,BYTES,TOKENS');

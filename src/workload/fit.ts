@@ -10,6 +10,8 @@ export interface Footprint {
   widestCall: number;
   contextBytes: number;
   contextItems: number;
+  /** The tools every request of the replay lists. */
+  tools: number;
 }
 
 /** A context's bytes with a quarter more for what a client adds per item, and 1 MiB. */
@@ -21,6 +23,9 @@ export function fitToFootprint(limits: Partial<Limits>, footprint: Footprint): v
   // A replayed model call with more parallel calls than one pause waits for failed every long-lived run of it
   // (too_many_pending_calls).
   if (limits.maxPendingCalls === undefined && footprint.widestCall > DEFAULT_LIMITS.maxPendingCalls) limits.maxPendingCalls = footprint.widestCall;
+  // So did a workload of more tools than a request may list: every replay's first request was refused
+  // (array_above_max_length), on every design, though the reader took the file (outside attack atk68 F2).
+  if (limits.maxTools === undefined && footprint.tools > DEFAULT_LIMITS.maxTools) limits.maxTools = footprint.tools;
   // So is a context larger than the defaults allow (a long run the recorded agent kept small by compacting inside a
   // user turn: the replay keeps the full history): its http replay was refused mid-run (payload_too_large).
   const context = roomy(footprint.contextBytes);

@@ -14,6 +14,7 @@
 import { replayPlacement } from '../model/policies.js';
 import type { ReplayTurn } from '../model/types.js';
 import type { InputItem } from '../protocol/objects.js';
+import type { Footprint } from './fit.js';
 import { WorkloadError, type Workload } from './types.js';
 
 const INTERRUPTED_TEXT = '(interrupted: the recorded turn ended in tool calls that never got an answer)';
@@ -188,7 +189,7 @@ function callIdOf(item: InputItem): string {
  * that the recorded agent kept small by compacting can pass the server's defaults (16 MiB body, 32 MiB and 50,000
  * items of context): `llr serve --workload` raises those limits to fit, as it does `--max-pending-calls`.
  */
-export function replayFootprint(w: Workload): { widestCall: number; contextBytes: number; contextItems: number } {
+export function replayFootprint(w: Workload): Footprint {
   const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v), 'utf8');
   const header = bytes(w.instructions ?? '') + bytes(w.tools);
   let widestCall = 0;
@@ -211,5 +212,5 @@ export function replayFootprint(w: Workload): { widestCall: number; contextBytes
       accItems += callsOf(t).length;
     });
   }
-  return { widestCall, contextBytes: contextBytes + header, contextItems };
+  return { widestCall, contextBytes: contextBytes + header, contextItems, tools: w.tools.length };
 }

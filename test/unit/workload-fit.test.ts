@@ -6,19 +6,21 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, type Limits } from '../../src/engine/services.js';
 import { fitToFootprint } from '../../src/workload/fit.js';
+import { replayFootprint } from '../../src/workload/replayable.js';
+import { syntheticWorkload } from '../../src/workload/synthetic.js';
 
 const MiB = 1024 * 1024;
 
 describe('fitToFootprint', () => {
   it('leaves the defaults of a workload that fits them', () => {
     const limits: Partial<Limits> = {};
-    fitToFootprint(limits, { widestCall: 3, contextBytes: 2 * MiB, contextItems: 400 });
+    fitToFootprint(limits, { widestCall: 3, contextBytes: 2 * MiB, contextItems: 400, tools: 0 });
     expect(limits).toEqual({});
   });
 
   it('raises the frame, the context and the server-wide budget for a context past the defaults', () => {
     const limits: Partial<Limits> = {};
-    fitToFootprint(limits, { widestCall: 1, contextBytes: 120 * MiB, contextItems: 2_402 });
+    fitToFootprint(limits, { widestCall: 1, contextBytes: 120 * MiB, contextItems: 2_402, tools: 0 });
     const context = Math.ceil(120 * MiB * 1.25) + MiB;
     expect(limits).toEqual({ maxFrameBytes: context, maxContextBytes: context, maxServerBytes: 4 * context });
     expect(limits.maxServerBytes!).toBeGreaterThan(DEFAULT_LIMITS.maxServerBytes);
@@ -26,19 +28,35 @@ describe('fitToFootprint', () => {
 
   it('raises the server-wide budget alone once four contexts pass it, the context itself within its default', () => {
     const limits: Partial<Limits> = {};
-    fitToFootprint(limits, { widestCall: 1, contextBytes: 60 * MiB, contextItems: 10 });
+    fitToFootprint(limits, { widestCall: 1, contextBytes: 60 * MiB, contextItems: 10, tools: 0 });
     expect(Object.keys(limits).sort()).toEqual(['maxContextBytes', 'maxFrameBytes', 'maxServerBytes']);
     const small: Partial<Limits> = {};
-    fitToFootprint(small, { widestCall: 1, contextBytes: 20 * MiB, contextItems: 10 });
+    fitToFootprint(small, { widestCall: 1, contextBytes: 20 * MiB, contextItems: 10, tools: 0 });
     expect(small).toEqual({ maxFrameBytes: Math.ceil(20 * MiB * 1.25) + MiB });
   });
 
   it('keeps every limit a flag set, and raises --max-pending-calls and --max-context-items to fit', () => {
     const set: Partial<Limits> = { maxServerBytes: 64 * MiB, maxContextBytes: 8 * MiB, maxFrameBytes: 4 * MiB, maxPendingCalls: 2, maxContextItems: 10 };
-    fitToFootprint(set, { widestCall: 500, contextBytes: 120 * MiB, contextItems: 90_000 });
+    fitToFootprint(set, { widestCall: 500, contextBytes: 120 * MiB, contextItems: 90_000, tools: 0 });
     expect(set).toEqual({ maxServerBytes: 64 * MiB, maxContextBytes: 8 * MiB, maxFrameBytes: 4 * MiB, maxPendingCalls: 2, maxContextItems: 10 });
     const open: Partial<Limits> = {};
-    fitToFootprint(open, { widestCall: 500, contextBytes: 1, contextItems: 90_000 });
+    fitToFootprint(open, { widestCall: 500, contextBytes: 1, contextItems: 90_000, tools: 0 });
     expect(open).toEqual({ maxPendingCalls: 500, maxContextItems: 91_000 });
+  });
+
+  it('raises --max-tools to the workload\'s tools, unless set (a workload of 130 tools served, then every replay was refused at its first call; atk68 F2)', () => {
+    const limits: Partial<Limits> = {};
+    fitToFootprint(limits, { widestCall: 1, contextBytes: 1, contextItems: 10, tools: 130 });
+    expect(limits).toEqual({ maxTools: 130 });
+    const at: Partial<Limits> = {};
+    fitToFootprint(at, { widestCall: 1, contextBytes: 1, contextItems: 10, tools: DEFAULT_LIMITS.maxTools });
+    expect(at).toEqual({});
+    const set: Partial<Limits> = { maxTools: 5 };
+    fitToFootprint(set, { widestCall: 1, contextBytes: 1, contextItems: 10, tools: 130 });
+    expect(set).toEqual({ maxTools: 5 });
+    // The footprint counts the tools every request of the replay lists.
+    const w = syntheticWorkload({ turns: 2, toolOutputBytes: 10, outputTokensPerTurn: 5, seed: 1 });
+    const tools = Array.from({ length: 130 }, (_, i) => ({ type: 'function', name: `t${i}`, parameters: { type: 'object', properties: {} } }));
+    expect(replayFootprint({ ...w, tools: tools as typeof w.tools }).tools).toBe(130);
   });
 });

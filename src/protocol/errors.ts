@@ -99,6 +99,7 @@ export const WIRE_ERRORS = {
   object_above_max_properties: { status: 400, type: 'invalid_request_error', message: 'Object has too many properties.' },
   string_above_max_length: { status: 400, type: 'invalid_request_error', message: 'String too long.' },
   empty_string: { status: 400, type: 'invalid_request_error', message: 'Empty string.' },
+  empty_array: { status: 400, type: 'invalid_request_error', message: 'Empty array.' },
   invalid_json_schema: { status: 400, type: 'invalid_request_error', message: "The 'text.format' JSON schema cannot be satisfied by bounded output." },
   // The API's code for a function tool's `parameters` it refuses: not an object schema, or outside the strict subset with `strict: true`.
   invalid_function_parameters: { status: 400, type: 'invalid_request_error', message: "A function tool's parameters are not a valid schema." },

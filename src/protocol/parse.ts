@@ -174,13 +174,13 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
       if (caps.notAppendable !== undefined) throw notPartOf('response.append', caps.notAppendable);
       return {
         type: 'response.append',
-        input: parseInput(value['input'], 'input', true, caps),
+        input: parseAppendInput(value['input'], caps),
         response_id: optString(value, 'response_id'),
       };
     case 'response.inject': {
       const responseId = optString(value, 'response_id');
       if (responseId === null) throw new WireError('missing_required_parameter', "Missing required parameter: 'response_id'.", 'response_id');
-      return { type: 'response.inject', input: parseInput(value['input'], 'input', true, caps), response_id: responseId };
+      return { type: 'response.inject', input: parseAppendInput(value['input'], caps), response_id: responseId };
     }
     case 'response.cancel':
       return { type: 'response.cancel', response_id: optString(value, 'response_id') };
@@ -686,7 +686,19 @@ export function parseCompactBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_
  */
 export function parseAppendBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): InputItem[] {
   if (!isObj(body)) throw new WireError('invalid_type', 'The request body must be a JSON object.', null);
-  return parseInput(body['input'], 'input', true, caps);
+  return parseAppendInput(body['input'], caps);
+}
+
+/**
+ * An append's or inject's `input`: an input, and not an empty array. An empty one was taken (`202 {}` over HTTP, no
+ * event over a WebSocket) and did nothing, the run left paused until its timeout (outside attack atk69 F1); the API
+ * words the refusal as for any array below its minimum length.
+ */
+function parseAppendInput(v: unknown, caps: ParseCaps): InputItem[] {
+  if (Array.isArray(v) && v.length === 0) {
+    throw new WireError('empty_array', "Invalid 'input': empty array. Expected an array with minimum length 1, but got an empty array instead.", 'input');
+  }
+  return parseInput(v, 'input', true, caps);
 }
 
 /** A create opted in to timing by its connection or request headers. */

@@ -177,9 +177,10 @@ describe('WebSocket lanes: stream_id is echoed on every event of its response', 
     const refused = await s.next('error', { skipErrors: true });
     expect(refused).toMatchObject({ error: { code: 'missing_required_parameter', param: 'model' } });
     expect('stream_id' in refused).toBe(false);
-    s.send({ type: 'response.inject', response_id: endA.response.id, input: [] });
+    const note = [{ type: 'message', role: 'user', content: 'note' }];
+    s.send({ type: 'response.inject', response_id: endA.response.id, input: note });
     expect(await s.next('response.inject.failed')).toMatchObject({ response_id: endA.response.id, error: { code: 'response_already_completed' }, stream_id: 'a' });
-    s.send({ type: 'response.inject', response_id: 'resp_unknown', input: [] });
+    s.send({ type: 'response.inject', response_id: 'resp_unknown', input: note });
     const unknown = await s.next('response.inject.failed');
     expect('stream_id' in unknown).toBe(false);
     held.release();

@@ -145,6 +145,11 @@ describe('long-lived bad input', () => {
     const err = await s.next('error');
     // `param` names the item's position, as on every other design (it was 'input.call_id', no position).
     expect(err.error).toMatchObject({ code: 'unknown_call_id', param: 'input[1].call_id' });
+    // An empty append answers nothing: an error, as an inject's (it got no event at all; atk69 F1).
+    s.send({ type: 'response.append', input: [] });
+    expect((await s.next('error')).error).toMatchObject({ code: 'empty_array', param: 'input' });
+    s.send({ type: 'response.inject', response_id: done.response.id, input: [] });
+    expect((await s.next('error')).error).toMatchObject({ code: 'empty_array', param: 'input' });
     // Still paused: the real outputs resume it.
     s.send({ type: 'response.append', input: [out('call_a'), out('call_b')] });
     expect((await s.next('response.completed')).response.output.at(-1)?.type).toBe('message');

@@ -126,6 +126,9 @@ describe('long-lived over HTTP', () => {
     const noInput = await postJson(`${url}/v1/responses/${id}/append`, {});
     expect(noInput.status).toBe(400);
     expect(noInput.json.error).toMatchObject({ code: 'missing_required_parameter', param: 'input' });
+    // An empty array answers nothing: refused (it was 202 {} and did nothing, the run left paused; atk69 F1).
+    const empty = await append([]);
+    expect(empty).toMatchObject({ status: 400, json: { error: { code: 'empty_array', param: 'input', type: 'invalid_request_error' } } });
     // Still paused: both outputs are accepted and the run completes.
     expect((await append([out('call_a'), out('call_b')])).status).toBe(202);
     expect((await s.next('response.completed')).response.status).toBe('completed');
@@ -269,7 +272,7 @@ describe('long-lived over HTTP', () => {
     const wrong = await postJson(`${url}/v1/responses/${id}/append`, { response_id: otherId, input: 'for the other run' });
     expect(wrong.status).toBe(400);
     expect(wrong.json.error).toMatchObject({ code: 'invalid_value', param: 'response_id' });
-    const bad = await postJson(`${url}/v1/responses/${id}/append`, { response_id: 7, input: [] });
+    const bad = await postJson(`${url}/v1/responses/${id}/append`, { response_id: 7, input: [out('call_a')] });
     expect(bad.json.error).toMatchObject({ code: 'invalid_type', param: 'response_id' });
     // The path's own id in the body is fine (a body copied from a response.append event).
     expect(await postJson(`${url}/v1/responses/${id}/append`, { response_id: id, input: [out('call_a')] })).toEqual({ status: 202, json: {} });

@@ -21,7 +21,7 @@ import { SpawnAhead } from './spawn-ahead.js';
 import type { ModelConfig, Phase, Results, ResultsFile, RunMeta, RunRecord } from './results.js';
 import type { BenchConfig } from './runner.js';
 import { recompute } from './verdicts.js';
-import { flatModelTurns, modelCallCount } from '../workload/replayable.js';
+import { flatModelTurns, modelCallCount, presentedContextBytes } from '../workload/replayable.js';
 import { toolWaitMs, type Workload } from '../workload/types.js';
 import type { ReplayTurn } from '../model/types.js';
 import { MAX_TIMER_MS } from '../limit-flags.js';
@@ -259,7 +259,23 @@ function uncappedDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConf
   // without counts whose tool outputs held millions of tokens was allowed 50,000 tokens' prefill (outside attack).
   const context = w.recorded.input_tokens.at(-1) ?? Math.max(50_000, least.prefillTokens * (MAX_CHARS_PER_TOKEN / 4));
   const prefill = tps === null ? 0 : context * msPerToken(cfg.prefillTps) * 2;
-  return Math.round(60_000 + 3 * (least.ms + prefill + apiWorkMs(w, least.calls)));
+  return Math.round(60_000 + 3 * (least.ms + prefill + apiWorkMs(w, least.calls, presentedTokens(w))));
+}
+
+/** Each workload's presented tokens, worked out once (a deadline is asked for at every run). */
+const presented = new WeakMap<Workload, number>();
+
+/**
+ * The context tokens a replay of `w` presents over its calls, at the most characters a token (MAX_CHARS_PER_TOKEN) of
+ * its JSON: a floor, whatever the recording counted.
+ */
+function presentedTokens(w: Workload): number {
+  let n = presented.get(w);
+  if (n === undefined) {
+    n = Math.floor(presentedContextBytes(w) / MAX_CHARS_PER_TOKEN);
+    presented.set(w, n);
+  }
+  return n;
 }
 
 /**
@@ -331,14 +347,18 @@ export function leastRunMs(w: Workload, tps: number | null, cfg: Pick<BenchConfi
 /**
  * A generous allowance for the API's own work over a run, for its deadline: 20 ms a model call and 2 µs for
  * every token of context a call presents (what the http design re-processes on every call, so its share grows
- * with the square of the run's length). Without it the deadline was a minute whatever the run's length with
+ * with the square of the run's length): as recorded, or as the replay presents it (`presentedTokens`, its JSON
+ * over MAX_CHARS_PER_TOKEN) where that is more. Without it the deadline was a minute whatever the run's length with
  * the instant model, and a replay of 5,000 tool steps failed on long-lived and http (outside attack).
  */
-export function apiWorkMs(w: Workload, calls: number): number {
+export function apiWorkMs(w: Workload, calls: number, presentedTokens = 0): number {
   const recorded = w.recorded.input_tokens;
   let tokens = 0;
   for (const n of recorded) tokens += n;
   // Calls the recording has no count for are taken at its last count (or 50,000 tokens).
   tokens += Math.max(0, calls - recorded.length) * (recorded.at(-1) ?? 50_000);
-  return calls * 20 + tokens * 0.002;
+  // Or what the replay presents, where more: a run the recorded agent kept small by compacting inside a user turn
+  // presents its full history (1.5 G tokens against 46 M recorded over 400 calls), and a file without counts may
+  // present far more than 50,000 tokens a call; the http replay of either missed its deadline (outside attack atk68 F3).
+  return calls * 20 + Math.max(tokens, presentedTokens) * 0.002;
 }

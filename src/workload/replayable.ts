@@ -190,11 +190,39 @@ function callIdOf(item: InputItem): string {
  * items of context): `llr serve --workload` raises those limits to fit, as it does `--max-pending-calls`.
  */
 export function replayFootprint(w: Workload): Footprint {
-  const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v), 'utf8');
-  const header = bytes(w.instructions ?? '') + bytes(w.tools);
   let widestCall = 0;
   let contextBytes = 0;
   let contextItems = 0;
+  const header = walkContexts(w, (bytes, items, t) => {
+    contextBytes = Math.max(contextBytes, bytes);
+    contextItems = Math.max(contextItems, items);
+    widestCall = Math.max(widestCall, callsOf(t).length);
+  });
+  return { widestCall, contextBytes: contextBytes + header, contextItems, tools: w.tools.length };
+}
+
+/**
+ * The bytes of context (as JSON) every model call of a replay of `w` presents, added up: what the http design sends
+ * and the server re-processes over the run, whatever the recording counted (a run the recorded agent kept small by
+ * compacting inside a user turn presents its full history; bench/session.ts `apiWorkMs`).
+ */
+export function presentedContextBytes(w: Workload): number {
+  let sum = 0;
+  let calls = 0;
+  const header = walkContexts(w, (bytes) => {
+    sum += bytes;
+    calls++;
+  });
+  return sum + calls * header;
+}
+
+/**
+ * Walk the replay's model calls in order, each with the bytes and items of the context it is presented (its user
+ * turn's input and the conversation before it; a `replace_history` turn starts afresh). Returns the bytes of the
+ * instructions and tools every call presents besides.
+ */
+function walkContexts(w: Workload, onCall: (bytes: number, items: number, turn: ReplayTurn) => void): number {
+  const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v), 'utf8');
   let accBytes = 0;
   let accItems = 0;
   for (const u of w.userTurns) {
@@ -202,9 +230,7 @@ export function replayFootprint(w: Workload): Footprint {
     for (const item of u.input) accBytes += bytes(item);
     accItems += u.input.length;
     u.modelTurns.forEach((t, i) => {
-      contextBytes = Math.max(contextBytes, accBytes);
-      contextItems = Math.max(contextItems, accItems);
-      widestCall = Math.max(widestCall, callsOf(t).length);
+      onCall(accBytes, accItems, t);
       for (const o of t.output) accBytes += bytes(o) + 64; // as an output item: type, id, status, role
       accItems += t.output.length;
       if (i === u.modelTurns.length - 1) return;
@@ -212,5 +238,5 @@ export function replayFootprint(w: Workload): Footprint {
       accItems += callsOf(t).length;
     });
   }
-  return { widestCall, contextBytes: contextBytes + header, contextItems, tools: w.tools.length };
+  return bytes(w.instructions ?? '') + bytes(w.tools);
 }

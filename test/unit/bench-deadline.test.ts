@@ -10,6 +10,7 @@ import { countTokens } from '../../src/model/tokenizer.js';
 import type { ReplayTurn } from '../../src/model/types.js';
 import { UsageError } from '../../src/flags.js';
 import { syntheticWorkload } from '../../src/workload/synthetic.js';
+import { modelCallCount, presentedContextBytes } from '../../src/workload/replayable.js';
 import type { Workload } from '../../src/workload/types.js';
 
 /** Only what the allowance reads: each call's recorded context tokens. */
@@ -135,5 +136,21 @@ describe('a replay deadline', () => {
       const floor = shownTokensFloor({ output: [{ type: 'message', text: t }] });
       expect(floor * 3, t.slice(0, 20)).toBeGreaterThanOrEqual(countTokens(t));
     }
+  });
+
+  it('allows for the context the replay presents where the recording counted less (a run compacted inside a user turn, a file without counts; atk68 F3)', () => {
+    // 200 calls of 40 KB tool outputs in one user turn: the replay presents the whole history at every call.
+    const w = syntheticWorkload({ turns: 200, toolOutputBytes: 40_000, outputTokensPerTurn: 5, seed: 1 });
+    const calls = modelCallCount(w);
+    const bytes = presentedContextBytes(w);
+    // About 40 KB more at each call: the sum grows with the square of the run.
+    expect(bytes).toBeGreaterThan((40_000 * calls * (calls - 1)) / 2);
+    // Recorded as small (the agent compacted): the allowance follows the replay, 2 µs a presented token of 8 bytes.
+    const small = { ...w, recorded: { model_calls: calls, input_tokens: Array.from({ length: calls }, () => 1000), output_tokens: [] } };
+    expect(runDeadlineMs(small, null, cfg)).toBeGreaterThanOrEqual(Math.round(60_000 + 3 * (calls * 20 + Math.floor(bytes / 8) * 0.002)));
+    expect(apiWorkMs(small, calls)).toBe(calls * 20 + calls * 1000 * 0.002);
+    // Recorded as larger than the floor: the recording's counts stand.
+    expect(apiWorkMs(small, calls, 10)).toBe(calls * 20 + calls * 1000 * 0.002);
+    expect(apiWorkMs(small, calls, 1e9)).toBe(calls * 20 + 1e9 * 0.002);
   });
 });

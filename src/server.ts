@@ -351,6 +351,12 @@ export class LlrServer {
       await this.demo?.shutdown();
       await Promise.all([this.ws.shutdown(), this.httpTransport.shutdown()]);
       await this.services.postWork.flush();
+      // A request that reached its connection as shutdown began (accepted, its bytes not yet read) is read and
+      // answered 503 `server_shutting_down` in the event loop's next turn: closed at once, its client got a reset
+      // and could not tell whether its create ran (outside attack atk71 F3). A turn reads what has arrived; the
+      // answer's write is corked until the tick after, which the second turn lets out.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
       this.http.closeAllConnections();
       this.services.store.close();
       this.unwatchGc?.();

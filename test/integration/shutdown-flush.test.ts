@@ -184,6 +184,54 @@ function afterRunsEnd(server: LlrServer, after: () => void): void {
   };
 }
 
+describe('shutdown: a connection accepted before it, its request not yet read', () => {
+  const late = () => {
+    const body = JSON.stringify({ model: 'sim-model', input: 'late' });
+    return `POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  };
+  async function acceptedPeer(server: LlrServer, port: number) {
+    const accepted = once(server.http, 'connection');
+    const peer = connect(port, '127.0.0.1');
+    peer.on('error', () => {});
+    let got = '';
+    peer.on('data', (c: Buffer) => (got += c.toString('latin1')));
+    const closed = once(peer, 'close');
+    await accepted;
+    return { peer, closed, got: () => got };
+  }
+  const answer = (got: string) => {
+    expect(got).toMatch(/^HTTP\/1\.1 503 /);
+    expect(got).toMatch(/connection: close/i);
+    expect(JSON.parse(got.slice(got.indexOf('\r\n\r\n') + 4)).error).toMatchObject({ code: 'server_shutting_down' });
+  };
+
+  it('whose request reached the server as shutdown began is answered 503 server_shutting_down, not reset (outside attack atk71 F3)', async () => {
+    const { server, port } = await testServer();
+    const { peer, closed, got } = await acceptedPeer(server, port);
+    // Sent, then shutdown at once: the bytes are in the server's socket, not yet read.
+    peer.write(late());
+    await new Promise<void>((resolve) => peer.once('drain', resolve).write('', () => resolve()));
+    await server.close();
+    await closed;
+    answer(got());
+  });
+
+  it('whose request comes while shutdown waits for other work is answered 503 too', async () => {
+    const { server, port } = await testServer();
+    const { peer, closed, got } = await acceptedPeer(server, port);
+    const sessions = (server.httpTransport as unknown as { sessions: { shutdown: () => Promise<void> } }).sessions;
+    const shutdown = sessions.shutdown.bind(sessions);
+    sessions.shutdown = async () => {
+      await shutdown();
+      peer.write(late());
+      while (!/\r\n\r\n[\s\S]*\}\s*$/.test(got())) await once(peer, 'data');
+    };
+    await server.close();
+    await closed;
+    answer(got());
+  });
+});
+
 describe('shutdown: a WebSocket reader behind gets its terminal event and the close frame before the server is done', () => {
   // Each WebSocket design, with and without a lane: a run in flight (a ws-mode response streaming, a long-lived run
   // paused at its tool call) echoing 3 MB of instructions, to a reader that has read nothing of it.

@@ -75,6 +75,7 @@ export class SessionHost {
     return {
       hold: (id, evict) => void this.wsCached.set(id, evict),
       release: (id) => void this.wsCached.delete(id),
+      sync: () => this.syncDeletes(),
       watch: (deleted) => {
         let watchers = this.deleteWatchers.get(owner);
         if (!watchers) this.deleteWatchers.set(owner, (watchers = new Set()));
@@ -88,7 +89,7 @@ export class SessionHost {
   }
 
   /** Per owner, the ws-mode connections told of each delete (one per connection, until it ends). */
-  private readonly deleteWatchers = new Map<string | null, Set<(id: string) => void>>();
+  private readonly deleteWatchers = new Map<string | null, Set<(id: string | null) => void>>();
 
   constructor(
     private readonly services: Services,
@@ -410,15 +411,34 @@ export class SessionHost {
   /** Deletes a stored response, and evicts it from the ws-mode connection cache holding it, if one does. */
   deleteStoredResponse(id: string, owner: string | null): boolean {
     const deleted = this.services.store.delete(id, owner);
-    if (deleted) {
-      for (const told of this.deleteWatchers.get(owner) ?? []) told(id);
-      const evict = this.wsCached.get(id);
-      if (evict !== undefined) {
-        this.wsCached.delete(id);
-        evict();
-      }
-    }
+    if (deleted) this.tellDeleted(id, owner);
     return deleted;
+  }
+
+  /** The ws-mode caches hear that `owner`'s stored response `id` was deleted (here, or by another process). */
+  private tellDeleted(id: string, owner: string | null): void {
+    for (const told of this.deleteWatchers.get(owner) ?? []) told(id);
+    const evict = this.wsCached.get(id);
+    if (evict !== undefined) {
+      this.wsCached.delete(id);
+      evict();
+    }
+  }
+
+  /**
+   * The deletes other processes on the store's file made since the last look, told to the ws-mode caches as this
+   * process's own are; more than the store's log names: every cache forgets what it holds. Only with watchers.
+   */
+  private syncDeletes(): void {
+    const others = this.services.store.othersDeletes?.();
+    if (others === undefined || (others !== 'all' && others.length === 0)) return;
+    if (others !== 'all') {
+      for (const { id, owner } of others) this.tellDeleted(id, owner);
+      return;
+    }
+    for (const watchers of this.deleteWatchers.values()) for (const told of watchers) told(null);
+    for (const evict of [...this.wsCached.values()]) evict();
+    this.wsCached.clear();
   }
 
   /** The stored responses ws-mode connection caches hold (one at most per connection; tests). */

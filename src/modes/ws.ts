@@ -64,9 +64,15 @@ export interface CachedResponses {
   release(id: string): void;
   /**
    * `deleted` is told the id of each stored response of this connection's owner that `DELETE` removes, until the
-   * returned function is called: the cache checks its lineages against each at once.
+   * returned function is called: the cache checks its lineages against each at once. `null`: some were deleted
+   * elsewhere that cannot be named (`sync`), every lineage is taken as broken.
    */
-  watch(deleted: (id: string) => void): () => void;
+  watch(deleted: (id: string | null) => void): () => void;
+  /**
+   * Hear now of the deletes other processes on the store's file made (their watchers told, `null` when which is not
+   * known): a plan calls it before it looks in its cache and before it checks what was deleted while it ran.
+   */
+  sync(): void;
 }
 
 /**
@@ -114,6 +120,12 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
   /** More deletes during one plan than `planning` keeps: its lineage is taken as broken (a miss next time, never a wrong hit). */
   let planningOverflow = false;
   const unwatch = cachedResponses?.watch((id) => {
+    if (id === null) {
+      for (const c of caches.values()) broken.add(c.lineage);
+      if (inFlight) broken.add(inFlight);
+      if (planning !== null) planningOverflow = true;
+      return;
+    }
     for (const c of caches.values()) if (c.lineage.has(id)) broken.add(c.lineage);
     if (inFlight?.has(id)) broken.add(inFlight);
     if (planning === null) return;
@@ -230,6 +242,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       entry.headerKey = headerKey;
       const prev = params.previous_response_id;
       let prepared: { context: RenderedContext; route: RouteDecision; input: CreateParams['input']; charged?: RunPlan['contextCharged'] };
+      if (prev) cachedResponses?.sync();
       let hit = prev ? cachedById(prev) : undefined;
       if (hit && !intact(hit.entry)) {
         // Served as a miss: from the store, which names the deleted response (or not found with `store: false`).
@@ -261,6 +274,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       }
       entry.lineage = lineage;
       // A delete while this plan awaited (a chain read, a render) of a response its lineage holds.
+      if (prev) cachedResponses?.sync();
       if (planningOverflow || [...deletedDuring].some((id) => lineage.has(id))) broken.add(lineage);
       planning = null;
       inFlight = lineage;

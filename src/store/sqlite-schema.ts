@@ -16,8 +16,10 @@
  *    `in_progress` when it starts), NULL for every other row.
  * 6: `responses.protocol`, the design that made the response (`long-lived-http`: a repeated cancel of its run is
  *    answered with its final Response), NULL in rows from before.
+ * 7: `deletes`, the latest DELETEs of responses (`DELETES_KEPT`), by which store connection: another process on the
+ *    file learns of them (`SqliteStore.othersDeletes`) and its WebSocket-mode caches stop serving what was deleted.
  */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /** A row's creation in Unix ms, as `createdMs` reads a record: its own column, else its second's start. */
 export const CREATED_MS = 'coalesce(created_at_ms, created_at * 1000)';
@@ -25,6 +27,14 @@ export const CREATED_MS = 'coalesce(created_at_ms, created_at * 1000)';
 // items is keyed by (item_id, response_id), not item_id alone: input item ids
 // are chosen by clients, so two owners may use the same id, and one owner's
 // put must never replace (or delete) another owner's item.
+/** The deletes log (version 7): AUTOINCREMENT, so a sequence number is never used twice, trimmed or not. */
+const DELETES_TABLE = `CREATE TABLE IF NOT EXISTS deletes (
+  seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+  id     TEXT NOT NULL,
+  owner  TEXT,
+  writer TEXT NOT NULL
+);`;
+
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS responses (
   id                   TEXT PRIMARY KEY,
@@ -48,6 +58,7 @@ CREATE TABLE IF NOT EXISTS items (
 );
 CREATE INDEX IF NOT EXISTS items_by_response ON items (response_id);
 CREATE INDEX IF NOT EXISTS responses_by_created ON responses (created_at, bytes);
+${DELETES_TABLE}
 `;
 
 /** 2 → 3: the bytes of every stored row (its JSON and its items', UTF-8), then the index. */
@@ -67,3 +78,6 @@ export const MIGRATE_4_TO_5 = `ALTER TABLE responses ADD COLUMN runner TEXT;`;
 
 /** 5 → 6: no pass over the rows; NULL in all of them (the design that made each is not known). */
 export const MIGRATE_5_TO_6 = `ALTER TABLE responses ADD COLUMN protocol TEXT;`;
+
+/** 6 → 7: the deletes log, empty (deletes before it are of no cache now running). */
+export const MIGRATE_6_TO_7 = DELETES_TABLE;

@@ -37,12 +37,13 @@
  */
 import { runSync, type Work } from '../cooperative.js';
 import { makeDirs } from '../make-dirs.js';
+import { randomUUID } from 'node:crypto';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { NATIVE_TEXT_CHARS, textOver } from '../protocol/json-chunked.js';
 import type { InputItem, OutputItem } from '../protocol/objects.js';
-import { CREATED_MS, MIGRATE_2_TO_3, MIGRATE_3_TO_4, MIGRATE_4_TO_5, MIGRATE_5_TO_6, SCHEMA, SCHEMA_VERSION } from './sqlite-schema.js';
+import { CREATED_MS, MIGRATE_2_TO_3, MIGRATE_3_TO_4, MIGRATE_4_TO_5, MIGRATE_5_TO_6, MIGRATE_6_TO_7, SCHEMA, SCHEMA_VERSION } from './sqlite-schema.js';
 import { EncodedPut, encodeNow, encodeWork, toRecord, toRecordWork, type ChainRow, type ItemParams, type LinkRow, type PutParams, type RecordRow } from './sqlite-rows.js';
 import { InputItemsCache, parseListWork, parsedBytesWork, type InputItemIndex, type ItemsLoad } from './input-items.js';
 import { CHAIN_PAGE_BYTES, CHAIN_PAGE_LINKS, EXPIRE_BATCH, EXPIRE_BATCH_BYTES, ExpirySweep, MAX_CHAIN_LINKS, UNBOUNDED, createdMs, expiryCutoff, newCounters, ownInputItems, type AppendedItems, type PreparedPut, type ResponseStore, type StoreBounds, type StoreLog, type StoredResponse } from './types.js';
@@ -80,6 +81,13 @@ export const WAL_SIZE_LIMIT = 4 * 1024 * 1024;
 export const LARGE_PUT_BYTES = 1024 * 1024;
 /** SQLite's default automatic checkpoint, in pages (set explicitly: a large put turns it off for its own commit). */
 const AUTOCHECKPOINT_PAGES = 1000;
+
+/**
+ * The latest DELETEs the deletes log keeps for other processes on the file (`othersDeletes`): one that reads less often
+ * than this many deletes are made takes every cached response as deleted (a miss, never a wrong hit). About 100 bytes
+ * a row on disk.
+ */
+export const DELETES_KEPT = 10_000;
 
 /** A read looks whether the store's file was deleted or replaced (`#checkFile`) at most this often (ms); a write always does. */
 export const FILE_CHECK_MS = 250;
@@ -149,6 +157,15 @@ export class SqliteStore implements ResponseStore {
   #selectOldest!: Database.Statement<[], { s: number | null }>;
   #selectTotals!: Database.Statement<[], { n: number; b: number }>;
   #dataVersion!: Database.Statement<[], number>;
+  #logDelete!: Database.Statement<[{ id: string; owner: string | null; writer: string }]>;
+  #trimDeletes!: Database.Statement<[number]>;
+  #selectDeletes!: Database.Statement<[{ after: number; n: number }], { seq: number; id: string; owner: string | null; writer: string }>;
+  #selectDeletesSpan!: Database.Statement<[], { lo: number | null; hi: number | null }>;
+  /** This connection, in the deletes log: another's rows are others' deletes (two stores in one process included). */
+  readonly #writer = randomUUID();
+  /** The last row of the deletes log read (`othersDeletes`), and `PRAGMA data_version` then (-1: not read yet). */
+  #deletesRead = 0;
+  #deletesVersion = -1;
   /** `PRAGMA data_version` when the count was last taken: another connection's commit changes it (this one's never). */
   #countedAt = 0;
   /** Deletes expired rows with no put to do it (only with a TTL): set for when the oldest row expires. */
@@ -340,6 +357,9 @@ export class SqliteStore implements ResponseStore {
     this.#delete = db.transaction((key: IdOwner): Tally | undefined => {
       const row = this.#deleteResponse.get(key);
       if (!row) return undefined;
+      // Logged for the other processes on the file, the latest DELETES_KEPT kept.
+      const seq = Number(this.#logDelete.run({ id: key.id, owner: key.owner, writer: this.#writer }).lastInsertRowid);
+      if (seq > DELETES_KEPT) this.#trimDeletes.run(seq - DELETES_KEPT);
       const tally: Tally = { count: this.#count, bytes: this.#bytes, evicted: 0, expired: 0 };
       this.#gone(row, tally);
       // An expired response is deleted all the same, but it was already gone: the caller is told it was not found.
@@ -366,6 +386,13 @@ export class SqliteStore implements ResponseStore {
     // Counted from the covering index (created_at, bytes): the JSON is not read.
     this.#selectTotals = db.prepare(`SELECT count(*) AS n, total(bytes) AS b FROM responses`);
     this.#dataVersion = db.prepare('PRAGMA data_version').pluck() as Database.Statement<[], number>;
+    this.#logDelete = db.prepare('INSERT INTO deletes (id, owner, writer) VALUES (@id, @owner, @writer)');
+    this.#trimDeletes = db.prepare('DELETE FROM deletes WHERE seq <= ?');
+    this.#selectDeletes = db.prepare('SELECT seq, id, owner, writer FROM deletes WHERE seq > @after ORDER BY seq LIMIT @n');
+    this.#selectDeletesSpan = db.prepare('SELECT min(seq) AS lo, max(seq) AS hi FROM deletes');
+    // Deletes before this connection opened are of no cache it serves.
+    this.#deletesRead = this.#selectDeletesSpan.get()?.hi ?? 0;
+    this.#deletesVersion = -1;
     // The version first: a commit between the two reads only costs a recount later.
     this.#countedAt = this.#dataVersion.get()!;
     const totals = this.#selectTotals.get()!;
@@ -532,6 +559,32 @@ export class SqliteStore implements ResponseStore {
     if (!tally) return false;
     this.#apply(tally);
     return tally.expired === 0;
+  }
+
+  /**
+   * The responses other connections to the file (other processes) deleted since the last call, oldest first; `'all'`
+   * when more were deleted than the log keeps (DELETES_KEPT), so which is not known. One `PRAGMA data_version` (~1 µs)
+   * when no other connection has committed anything since. Before, a DELETE through one server never reached another
+   * server's WebSocket-mode caches on the same file: a continuation of the deleted response was served from the cache
+   * and stored with a chain no later request could load (outside attack atk71 F1).
+   */
+  othersDeletes(): Array<{ id: string; owner: string | null }> | 'all' {
+    this.#checkFile(false);
+    const version = this.#dataVersion.get()!;
+    if (version === this.#deletesVersion) return [];
+    this.#deletesVersion = version;
+    const { lo, hi } = this.#selectDeletesSpan.get() ?? { lo: null, hi: null };
+    if (hi === null || hi <= this.#deletesRead) return [];
+    const from = this.#deletesRead;
+    this.#deletesRead = hi;
+    // Rows past `from` trimmed already: deletes that cannot be named.
+    if (lo !== null && lo > from + 1) return 'all';
+    const found: Array<{ id: string; owner: string | null }> = [];
+    for (const row of this.#selectDeletes.iterate({ after: from, n: hi - from })) {
+      if (row.seq > hi) break;
+      if (row.writer !== this.#writer) found.push({ id: row.id, owner: row.owner });
+    }
+    return found;
   }
 
   chain(id: string, owner: string | null): StoredResponse[] | undefined {
@@ -776,14 +829,15 @@ export class SqliteStore implements ResponseStore {
       // 0: a new file; 1 → 2: responses gains `appended` (NULL for every response stored before: none took appends then);
       // 2 → 3: responses gains `bytes`, computed from what each row holds, and the created_at index;
       // 3 → 4: responses gains `created_at_ms`, NULL in the rows already there; 4 → 5: `runner`, NULL likewise;
-      // 5 → 6: `protocol`, NULL likewise.
+      // 5 → 6: `protocol`, NULL likewise; 6 → 7: the deletes log, empty.
       if (version === 0) this.#db.exec(SCHEMA);
       else {
         if (version === 1) this.#db.exec('ALTER TABLE responses ADD COLUMN appended TEXT');
         if (version <= 2) this.#db.exec(MIGRATE_2_TO_3);
         if (version <= 3) this.#db.exec(MIGRATE_3_TO_4);
         if (version <= 4) this.#db.exec(MIGRATE_4_TO_5);
-        this.#db.exec(MIGRATE_5_TO_6);
+        if (version <= 5) this.#db.exec(MIGRATE_5_TO_6);
+        this.#db.exec(MIGRATE_6_TO_7);
       }
       this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
     })();

@@ -421,6 +421,11 @@ export interface ResponseStore {
   /** Responses it holds, and their bytes as its bounds count them (`GET /llr/stats`). */
   readonly size: number;
   readonly bytes: number;
+  /**
+   * The responses other processes sharing the store deleted since the last call (`'all'`: more than it can name);
+   * absent for a store no other process shares (the memory store).
+   */
+  othersDeletes?(): Array<{ id: string; owner: string | null }> | 'all';
   close(): void;
 }
 

@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { numberFlag, stringOptions, UsageError } from '../flags.js';
-import { quoted } from '../terminal-text.js';
+import { quoted, shown } from '../terminal-text.js';
 import { MAX_TIMER_MS } from '../limit-flags.js';
 import { MAX_PAUSED_RUNS, MAX_REPS, MAX_STREAMS } from './guard.js';
 import { CLIENT_PROTOCOLS, type ClientProtocol } from '../client/index.js';
@@ -355,7 +355,7 @@ async function bench(argv: string[], parsed: ReturnType<typeof parseBenchArgs>):
     process.stdout.write(`\n${sweepParagraph(sweepGains(results.rows, results.baseline))}\n\n${skipped ? `${skipped}\n\n` : ''}${load ? `${load}\n\n` : ''}${sweepMarkdown(results)}\n`);
     process.stdout.write(`\nsweep in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${config.out}/sweep.json · ${config.out}/sweep.md · ${config.out}/sweep-*.svg\n`);
     if (!ok) {
-      process.stderr.write(`llr bench --sweep: ${results.failures.map((f) => `${f.cell}: ${f.error}`).join('; ')}\n`);
+      process.stderr.write(`llr bench --sweep: ${shown(results.failures.map((f) => `${f.cell}: ${f.error}`).join('; '))}\n`);
       process.exitCode = 1;
     }
     return;
@@ -370,7 +370,7 @@ async function bench(argv: string[], parsed: ReturnType<typeof parseBenchArgs>):
     }
     process.stdout.write(`\nscaling: ${config.out}/scaling.json · ${config.out}/scaling.md\n`);
     if (!ok) {
-      process.stderr.write(`llr bench --scaling: ${results.failures.map((f) => `${f.turns} turns: ${f.error}`).join('; ')}\n`);
+      process.stderr.write(`llr bench --scaling: ${shown(results.failures.map((f) => `${f.turns} turns: ${f.error}`).join('; '))}\n`);
       process.exitCode = 1;
     }
     return;
@@ -402,7 +402,7 @@ async function bench(argv: string[], parsed: ReturnType<typeof parseBenchArgs>):
   const { results, ok } = await runBench(config);
   printOutcome(results, performance.now() - t0, config.out);
   if (!ok) {
-    process.stderr.write(`llr bench: ${results.error ?? 'failed'} (partial results kept in ${config.out}/results.json)\n`);
+    process.stderr.write(`llr bench: ${shown(results.error ?? 'failed')} (partial results kept in ${shown(config.out)}/results.json)\n`);
     process.exitCode = 1;
   }
 }
@@ -414,7 +414,7 @@ function printOutcome(results: Results, ms: number, dir: string): void {
   const overheadRan = results.runs.some((r) => r.phase === 'overhead');
   const notes = (results.workload.summary['notes'] as { count?: number } | undefined)?.count ?? 0;
   const noted = notes > 0 ? `; ${notes} record(s) not replayed as recorded, noted in the report` : '';
-  out.write(`workload: ${results.workload.name} (grid ${results.workload.grid_model_calls} model calls${overheadRan ? `, overhead phase ${results.workload.overhead_model_calls}` : ''}${noted})\n`);
+  out.write(`workload: ${shown(results.workload.name)} (grid ${results.workload.grid_model_calls} model calls${overheadRan ? `, overhead phase ${results.workload.overhead_model_calls}` : ''}${noted})\n`);
   const times = phaseTimes(results);
   out.write(`${times ? `${times}\n` : ''}\n`);
   const rows = [...results.summary, ...results.overhead_summary];

@@ -12,7 +12,7 @@ import { accessSync, chmodSync, constants, lstatSync, realpathSync, renameSync, 
 import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { UsageError } from '../flags.js';
-import { quoted } from '../terminal-text.js';
+import { quoted, shown } from '../terminal-text.js';
 import { looksNeutral } from './format.js';
 import { median, parseWorkload, readWorkloadText } from './load.js';
 import { WorkloadError, type Workload } from './types.js';
@@ -58,14 +58,16 @@ export async function workloadCommand(argv: string[]): Promise<void> {
     return;
   }
   const neutral = looksNeutral(text.replace(/^\uFEFF/, ''));
-  process.stdout.write(inspectText(w, neutral ? 'llr workload (JSON)' : 'Codex rollout (JSONL)'));
+  // A stranger's file: its names, texts and record types printed as `llr run` prints a server's text (an escape
+  // sequence in a rollout's `originator` set the clipboard, one in a call's name hid what followed; atk68 F4).
+  process.stdout.write(shown(inspectText(w, neutral ? 'llr workload (JSON)' : 'Codex rollout (JSONL)'), true));
   // Read, but refused for replay (`replayable`: a recorded replay position note naming its length): said, exit 2, as
   // `llr serve --workload` and the bench refuse it.
   try {
     replayable(w);
   } catch (err) {
     if (!(err instanceof WorkloadError)) throw err;
-    process.stdout.write(`\nnot replayable: ${err.message}\n`);
+    process.stdout.write(`\nnot replayable: ${shown(err.message)}\n`);
     process.exitCode = 2;
   }
 }

@@ -329,4 +329,18 @@ describe('hostile shapes', () => {
     expect(out).toContain('\n  /userTurns/0/modelTurns/0/output/0: model output — holds a lone surrogate');
     expect(out).not.toContain('line 0');
   });
+
+  it("inspect prints a stranger's names, record types and texts with their control characters escaped (an OSC 52 in `originator` set the clipboard; atk68 F4)", async () => {
+    const osc = 'codex\u001b]52;c;cm0gLXJmIH4K\u0007';
+    const sessionMeta = rec('session_meta', { id: 's1', source: 'cli', originator: osc, cli_version: '0.1\u001b[2J', base_instructions: { text: 'x' } });
+    const hidden = rec('response_item', { type: 'function_call', name: 'tool\u001b[8mhidden', arguments: '{}', call_id: 'c1' });
+    const weird = JSON.stringify({ timestamp: TS, type: 'weird\u001b[31mtype', payload: {} });
+    const out = await inspect([sessionMeta, user('x'), hidden, output('c1'), weird, answer('done\u202e')]);
+    expect(out).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/);
+    expect(out).toContain('codex\\u{1b}]52;c;cm0gLXJmIH4K\\u{7}');
+    expect(out).toContain('tool\\u{1b}[8mhidden');
+    expect(out).toContain('weird\\u{1b}[31mtype');
+    // Its own layout kept: lines and the table's columns.
+    expect(out.split('\n').length).toBeGreaterThan(8);
+  });
 });

@@ -85,8 +85,10 @@ function inspectText(w: Workload, format: string): string {
   lines.push(`instructions: ${w.instructions === null ? 'none' : `${w.instructions.length} chars`} · tools: ${w.tools.length}${w.tools.length ? ` (${w.tools.map((t) => t.name).join(', ')})` : ''}`);
   const calls = w.userTurns.flatMap((u) => u.modelTurns);
   const toolCalls = calls.flatMap((t) => t.output.filter((x) => x.type === 'function_call'));
+  // The calls replayed, then the recording's own counts (`stats`, as read or as the file says): a converted workload
+  // drops an interrupted turn's calls, so the two differ there, and the line read as if they should add up (atk68 F1).
   lines.push(
-    `user turns: ${w.userTurns.length} · model calls: ${calls.length} · client tool calls: ${toolCalls.length} (${w.stats.function_calls} function, ${w.stats.custom_tool_calls} custom) · hosted calls: ${w.stats.hosted_calls}`,
+    `user turns: ${w.userTurns.length} · model calls: ${calls.length} · client tool calls: ${toolCalls.length} (recorded: ${w.stats.function_calls} function, ${w.stats.custom_tool_calls} custom) · hosted calls: ${w.stats.hosted_calls}`,
   );
   const figures = w.calls;
   if (figures) {

@@ -39,7 +39,7 @@ describe('llr workload', () => {
     const { code, stdout } = await llr(['workload', 'inspect', join(FIXTURES, 'rollout-compacted.jsonl')]);
     expect(code).toBe(0);
     expect(stdout).toMatch(/^rollout-compacted\.jsonl: Codex rollout \(JSONL\) \(originator codex-tui, cli_version 0\.129\.0, session_source cli\), 34 records$/m);
-    expect(stdout).toContain('user turns: 3 · model calls: 7 · client tool calls: 4 (3 function, 1 custom) · hosted calls: 0');
+    expect(stdout).toContain('user turns: 3 · model calls: 7 · client tool calls: 4 (recorded: 3 function, 1 custom) · hosted calls: 0');
     expect(stdout).toMatch(/^user turn 2: .* starts a new conversation \(the history was compacted, or a new session began\)$/m);
     expect(stdout).toMatch(/^ {2}4 +21 +700 rec +88 rec {2}apply_patch 250 ms$/m);
     expect(stdout).toMatch(/^ {2}line 21: compaction at line 20 — inside a user turn/m);

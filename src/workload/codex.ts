@@ -216,7 +216,7 @@ class RolloutParser {
   /** Per reason (why), how many entries are kept and the last one (skip). */
   private readonly whys = new Map<string, { kept: number; past?: Skipped }>();
   /** The note of a turn_aborted whose calls wait for the next user turn to answer them "aborted". */
-  private abortNote: { note: Skipped; n: number; why: string } | null = null;
+  private abortNote: { note: Skipped; n: number; why: string; late?: number } | null = null;
   private readonly recorded: Workload['recorded'] = { model_calls: 0, input_tokens: [], output_tokens: [] };
   private readonly stats: Workload['stats'] = { lines: 0, function_calls: 0, custom_tool_calls: 0, hosted_calls: 0, tool_output_bytes: 0 };
 
@@ -717,6 +717,19 @@ class RolloutParser {
     // `first` order: a call's output was recorded right after it, before the same response's next call.
     if (this.order === 'after') this.closeCall();
     this.pending.delete(callId);
+    // A call the abort left without output got it after all, later in the file (replayed with it): the abort's note
+    // counts it no more. It said "the file ends there, so no user turn answers them" of such a call (atk68 F5).
+    if (call.aborted && this.abortNote !== null) {
+      const note = this.abortNote;
+      note.n--;
+      note.late = (note.late ?? 0) + 1;
+      if (note.n === 0) {
+        note.note.why = `${note.why}: its ${note.late} call(s) left without output got it later in the file (the last at line ${this.line}), replayed with it`;
+        this.abortNote = null;
+      } else {
+        note.note.why = `${note.why} with ${note.n} call(s) left without output (${note.late} more got theirs later in the file): Codex answers them "${ABORTED}" at the start of the next user turn`;
+      }
+    }
     this.answered.set(callId, { output, callTs: call.ts, ts, callLine: call.line, line: this.line });
     this.stats.tool_output_bytes += Buffer.byteLength(output, 'utf8');
     this.ctx.push({ kind: 'add', item: { type: 'function_call_output', call_id: callId, output } });

@@ -343,4 +343,13 @@ describe('hostile shapes', () => {
     // Its own layout kept: lines and the table's columns.
     expect(out.split('\n').length).toBeGreaterThan(8);
   });
+
+  it("a turn_aborted whose call got its output later in the file says so, not that 'the file ends there' (atk68 F5)", () => {
+    const abort = rec('event_msg', { type: 'turn_aborted', reason: 'interrupted' });
+    const w = read([meta(), user('x'), call('ab'), usage(1000, 50), abort, call('ac'), usage(1100, 50), output('ab'), output('ac'), answer('y'), usage(1200, 5)]);
+    expect(w.toolOutputs['ab']?.output).toBe('ok');
+    const note = w.skipped?.find((n) => n.what === 'turn_aborted');
+    expect(note?.why).toMatch(/its 1 call\(s\) left without output got it later in the file \(the last at line 8\), replayed with it/);
+    expect(note?.why).not.toMatch(/the file ends there/);
+  });
 });

@@ -25,7 +25,7 @@ import { commandOf, killRunningCommands, runShell } from './shell.js';
 import { WorkloadError } from './workload/types.js';
 import type { Switches } from './engine/services.js';
 import { DEFAULT_SWITCHES } from './engine/services.js';
-import { fitToFootprint, type Footprint } from './workload/fit.js';
+import { fitToFootprint, widestFootprint, type Footprint } from './workload/fit.js';
 import { limitHelp, limitOptions, limitsFrom, MAX_TIMER_MS } from './limit-flags.js';
 import { CLIENT_PROTOCOLS, connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
@@ -205,7 +205,18 @@ async function serve(argv: string[], demo = false): Promise<void> {
   checkStrings(values, apiKeys, '--api-key, LLR_API_KEYS, LLR_API_KEY');
   const { policy, footprint } = await modelPolicy(values.policy, values.workload, values.synthetic);
   const limits = limitsFrom(values, process.env);
-  fitToFootprint(limits, footprint);
+  const demoOff = values['no-demo'] || envSwitch('LLR_NO_DEMO');
+  const demoWorkload = values['demo-workload'] ?? env('LLR_DEMO_WORKLOAD');
+  let fit = footprint;
+  if (!demoOff && demoWorkload !== undefined) {
+    // Read now, once: a file the reader refuses exits 2 here (it failed every race with a 500), and races reuse it.
+    const { demoCodexWorkload } = await import('./demo/workloads.js');
+    const { replayFootprint } = await import('./workload/replayable.js');
+    // Its lanes are this server's clients: fitted as --workload is (a recorded call of 300 parallel calls failed both
+    // long-lived lanes too_many_pending_calls, 130 tools every lane; outside attack atk68 F7).
+    fit = widestFootprint(fit, replayFootprint(demoCodexWorkload(demoWorkload)));
+  }
+  fitToFootprint(limits, fit);
   const log = createLogger({
     ownsProcess: true,
     ...(values['log-level'] ? { level: values['log-level'] } : {}),
@@ -230,13 +241,6 @@ async function serve(argv: string[], demo = false): Promise<void> {
       throw new UsageError((err as Error).message);
     }
   });
-  const demoOff = values['no-demo'] || envSwitch('LLR_NO_DEMO');
-  const demoWorkload = values['demo-workload'] ?? env('LLR_DEMO_WORKLOAD');
-  if (!demoOff && demoWorkload !== undefined) {
-    // Read now, once: a file the reader refuses exits 2 here (it failed every race with a 500), and races reuse it.
-    const { demoCodexWorkload } = await import('./demo/workloads.js');
-    demoCodexWorkload(demoWorkload);
-  }
   const chaosSeed = num(values['chaos-seed'], 'LLR_CHAOS_SEED', 'chaos-seed', COUNT);
   const instant = values.instant ?? envSwitch('LLR_INSTANT');
   const { server, url } = await startServer({

@@ -1,7 +1,8 @@
 /**
- * Fitting `llr serve --workload`'s limits to the workload it replays (its `replayFootprint`), as the bench's servers
- * are fitted (they are such servers): each limit the workload would pass is raised, unless its flag (or environment
- * variable) set it. Pure: it changes the limits object it is given. Used by cli.ts.
+ * Fitting `llr serve --workload`'s limits (and `--demo-workload`'s: the demo's lanes are the server's clients) to the
+ * workload it replays (its `replayFootprint`), as the bench's servers are fitted (they are such servers): each limit
+ * the workload would pass is raised, unless its flag (or environment variable) set it. Pure: it changes the limits
+ * object it is given. Used by cli.ts.
  */
 import { DEFAULT_LIMITS, type Limits } from '../engine/services.js';
 
@@ -17,6 +18,16 @@ export interface Footprint {
 /** A context's bytes with a quarter more for what a client adds per item, and 1 MiB. */
 function roomy(n: number): number {
   return Math.ceil(n * 1.25) + 1024 * 1024;
+}
+
+/** What both replays need at once (`llr serve --workload` with `--demo-workload`): each figure's larger. */
+export function widestFootprint(a: Footprint, b: Footprint): Footprint {
+  return {
+    widestCall: Math.max(a.widestCall, b.widestCall),
+    contextBytes: Math.max(a.contextBytes, b.contextBytes),
+    contextItems: Math.max(a.contextItems, b.contextItems),
+    tools: Math.max(a.tools, b.tools),
+  };
 }
 
 export function fitToFootprint(limits: Partial<Limits>, footprint: Footprint): void {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, type Limits } from '../../src/engine/services.js';
-import { fitToFootprint } from '../../src/workload/fit.js';
+import { fitToFootprint, widestFootprint } from '../../src/workload/fit.js';
 import { replayFootprint } from '../../src/workload/replayable.js';
 import { syntheticWorkload } from '../../src/workload/synthetic.js';
 
@@ -58,5 +58,14 @@ describe('fitToFootprint', () => {
     const w = syntheticWorkload({ turns: 2, toolOutputBytes: 10, outputTokensPerTurn: 5, seed: 1 });
     const tools = Array.from({ length: 130 }, (_, i) => ({ type: 'function', name: `t${i}`, parameters: { type: 'object', properties: {} } }));
     expect(replayFootprint({ ...w, tools: tools as typeof w.tools }).tools).toBe(130);
+  });
+
+  it('fits --workload and --demo-workload together: each figure at the larger of the two (the demo file was not fitted; atk68 F7)', () => {
+    const replay = { widestCall: 300, contextBytes: 1, contextItems: 10, tools: 3 };
+    const demo = { widestCall: 2, contextBytes: 40 * MiB, contextItems: 60_000, tools: 130 };
+    expect(widestFootprint(replay, demo)).toEqual({ widestCall: 300, contextBytes: 40 * MiB, contextItems: 60_000, tools: 130 });
+    const limits: Partial<Limits> = {};
+    fitToFootprint(limits, widestFootprint(replay, demo));
+    expect(limits).toMatchObject({ maxPendingCalls: 300, maxTools: 130, maxContextItems: 61_000 });
   });
 });

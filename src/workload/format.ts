@@ -182,19 +182,52 @@ export function checkRequests(
     }
   }
   let known = new Set<string>();
+  // The conversation's item ids (each user turn's input is checked alone by the server's stages; these are what the
+  // conversation as a whole holds): a duplicate id or an `item_reference` to none read, then failed every design at
+  // its first use, some only at the second user turn (outside attack atk68 F6).
+  let itemIds = new Set<string>();
+  const callIdsFromInput = new Map<string, string>();
   w.userTurns.forEach((u, ui) => {
-    if (u.replace_history) known = new Set();
+    if (u.replace_history) {
+      known = new Set();
+      itemIds = new Set();
+    }
     try {
       // The request around the input adds a level ({"input": [...]}); the server's default depth is the bench's.
       checkJsonDepth(JSON.stringify({ input: u.input }), DEFAULT_MAX_JSON_DEPTH);
       const { input } = parseCreateBody({ model: 'llr-workload', input: u.input });
-      for (const id of validateItems(input, { callIds: known }, metrics)) known.add(id);
+      const before = new Set(known);
+      for (const id of validateItems(input, { callIds: known }, metrics)) {
+        known.add(id);
+        if (!before.has(id)) callIdsFromInput.set(id, `/userTurns/${ui}/input`);
+      }
     } catch (err) {
       refuse(err, (param) => pointer(param, `/userTurns/${ui}/input`, 'input'));
     }
+    u.input.forEach((item, k) => {
+      const { id, type } = (item ?? {}) as { id?: unknown; type?: unknown };
+      if (typeof id !== 'string') return;
+      const at = `/userTurns/${ui}/input/${k}`;
+      if (type === 'item_reference') {
+        if (!itemIds.has(id)) throw new WorkloadError(0, `${name}: ${at}/id${where}: item_reference to '${id}', which no item of the conversation before it has (the server refuses it: item_not_found)`);
+        return;
+      }
+      // A local shell output's `id` is its call's (the server's rule too).
+      if (type === 'local_shell_call_output') return;
+      if (itemIds.has(id)) throw new WorkloadError(0, `${name}: ${at}/id${where}: Duplicate item found with id ${id}: an item before it in the conversation has it (the server refuses it: duplicate_item)`);
+      itemIds.add(id);
+    });
     u.modelTurns.forEach((t, ti) =>
       t.output.forEach((o, oi) => {
-        if (o.type === 'function_call' && o.call_id !== undefined) known.add(o.call_id);
+        if (o.type === 'function_call' && o.call_id !== undefined) {
+          // A call_id the input already holds: the replay model places itself by call ids, so it took the model's
+          // call for the input's and the run went off the recording (atk68 F6).
+          const from = callIdsFromInput.get(o.call_id);
+          if (from !== undefined && known.has(o.call_id)) {
+            throw new WorkloadError(0, `${name}: /userTurns/${ui}/modelTurns/${ti}/output/${oi}/call_id${where}: call_id ${o.call_id} is already in the conversation, from ${from}: a model's call needs an id of its own`);
+          }
+          known.add(o.call_id);
+        }
         // What the replay sends back as input (the http designs, every call and message; a tool's output, every
         // design), held to the API's bounds there: a workload past them read, then failed its replay (atk65 F1).
         const at = `/userTurns/${ui}/modelTurns/${ti}/output/${oi}`;

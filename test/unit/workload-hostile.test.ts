@@ -352,4 +352,21 @@ describe('hostile shapes', () => {
     expect(note?.why).toMatch(/its 1 call\(s\) left without output got it later in the file \(the last at line 8\), replayed with it/);
     expect(note?.why).not.toMatch(/the file ends there/);
   });
+
+  it('a neutral file is checked as one conversation: a duplicate item id, an item_reference to nothing, a model call reusing an input call_id are refused at their pointer (they failed every design mid-run; atk68 F6)', () => {
+    const neutral = (userTurns: unknown[], toolOutputs: Record<string, unknown> = {}) => () => parseNeutral(JSON.stringify({ llr_workload: 1, userTurns, toolOutputs }), 'n.json', 'test');
+    const msg = (id: string, role = 'user') => ({ type: 'message', role, content: 'hi', id });
+    const done = [{ output: [{ type: 'message', text: 'd' }] }];
+    expect(refusal(neutral([{ input: [msg('msg_same')], modelTurns: done }, { input: [msg('msg_same')], modelTurns: done }]))).toMatch(/^n\.json: \/userTurns\/1\/input\/0\/id: Duplicate item found with id msg_same/);
+    expect(refusal(neutral([{ input: [msg('msg_1'), msg('msg_1', 'assistant')], modelTurns: done }]))).toMatch(/^n\.json: \/userTurns\/0\/input\/1\/id: Duplicate item/);
+    expect(refusal(neutral([{ input: [msg('msg_1'), { type: 'item_reference', id: 'msg_nowhere' }], modelTurns: done }]))).toMatch(/^n\.json: \/userTurns\/0\/input\/1\/id: item_reference to 'msg_nowhere'/);
+    const prefilled = [{ type: 'function_call', name: 'f', arguments: '{}', call_id: 'c1' }, { type: 'function_call_output', call_id: 'c1', output: 'x' }, { type: 'message', role: 'user', content: 'go' }];
+    const reused = [{ output: [{ type: 'function_call', name: 'f', arguments: '{}', call_id: 'c1' }] }, ...done];
+    expect(refusal(neutral([{ input: prefilled, modelTurns: reused }], { c1: { output: 'y' } }))).toMatch(/^n\.json: \/userTurns\/0\/modelTurns\/0\/output\/0\/call_id: call_id c1 is already in the conversation, from \/userTurns\/0\/input/);
+    // What is fine stays so: a reference to an earlier item, the same id again once a turn replaces the history, an input call and the model's own.
+    expect(neutral([{ input: [msg('msg_1'), { type: 'item_reference', id: 'msg_1' }], modelTurns: done }])).not.toThrow();
+    expect(neutral([{ input: [msg('msg_1')], modelTurns: done }, { input: [msg('msg_1')], replace_history: true, modelTurns: done }] as unknown[])).not.toThrow();
+    const own = [{ output: [{ type: 'function_call', name: 'f', arguments: '{}', call_id: 'c2' }] }, ...done];
+    expect(neutral([{ input: prefilled, modelTurns: own }], { c2: { output: 'y' } })).not.toThrow();
+  });
 });

@@ -17,7 +17,7 @@
  * and why) prints `llr: MESSAGE` and exits with status 2; any other failure, 1.
  */
 import { parseArgs } from 'node:util';
-import { fromEnvironment, numberFlag, stringOptions, UsageError, type NumberRange } from './flags.js';
+import { fromEnvironment, numberFlag, refuseRepeats, stringOptions, UsageError, type NumberRange } from './flags.js';
 import { DEFAULT_STORE, startServer } from './server.js';
 import { createLogger, flushLog, flushLogSync } from './log.js';
 import { exitWithParent } from './lifecycle.js';
@@ -172,8 +172,9 @@ function checkStrings(values: Record<string, unknown>, apiKeys: readonly string[
 }
 
 async function serve(argv: string[], demo = false): Promise<void> {
-  const { values } = parseArgs({
+  const { values, tokens } = parseArgs({
     args: argv,
+    tokens: true,
     options: {
       ...stringOptions(['host', 'port', 'tokens-per-second', 'ttft-ms', 'prefill-tps', 'hop-ms', 'hops', 'call-hop-ms', 'call-hops',
         'store', 'seed', 'max-context-bytes', 'max-context-items', 'log-level', 'policy', 'workload', 'synthetic', 'chaos-seed',
@@ -195,6 +196,7 @@ async function serve(argv: string[], demo = false): Promise<void> {
       'shared-prefix-cache': { type: 'boolean' },
     },
   });
+  refuseRepeats(tokens, values);
   if (demo && values['no-demo']) throw new UsageError('llr demo cannot run with --no-demo');
   // LLR_API_KEY too, the name `LLR_` + the flag gives and the one `llr run` sends: set for serve, it was ignored, and
   // the server started with no key at all (outside reviewer atk64 F2). Failing closed: a shell that exports it for
@@ -347,9 +349,10 @@ function defined<T extends object>(o: T): Partial<{ [K in keyof T]: Exclude<T[K]
 }
 
 async function run(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals, tokens } = parseArgs({
     args: argv,
     allowPositionals: true,
+    tokens: true,
     options: {
       url: { type: 'string' },
       protocol: { type: 'string' },
@@ -358,6 +361,7 @@ async function run(argv: string[]): Promise<void> {
       'idle-timeout-ms': { type: 'string' },
     },
   });
+  refuseRepeats(tokens, values);
   // `--model=` sent a model named '' (the server's 400 came after the connection); `--api-key=` was dropped unsaid.
   const runKey = values['api-key'] ?? env('LLR_API_KEY');
   checkStrings(values, runKey === undefined ? undefined : [runKey], '--api-key, LLR_API_KEY');

@@ -7,6 +7,7 @@
  * itself parses its flags in flags.ts and cli.ts.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { refuseRepeats } from './flags.js';
 import { quoted } from './terminal-text.js';
 
 export interface Command {
@@ -30,6 +31,8 @@ export function parseCommandLine<T extends ParseArgsConfig>(cmd: Command, config
   let parsed: ReturnType<typeof parseArgs<typeof withHelp>>;
   try {
     parsed = parseArgs(withHelp);
+    // Each flag once, as the llr commands take them (flags.ts refuseRepeats).
+    refuseRepeats(parseArgs({ ...withHelp, tokens: true }).tokens, parsed.values as Record<string, unknown>);
   } catch (err) {
     return usageError(cmd, (err as Error).message);
   }

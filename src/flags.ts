@@ -13,6 +13,21 @@ export function stringOptions<const N extends string>(names: readonly N[]): Reco
   return Object.fromEntries(names.map((n) => [n, { type: 'string' as const }])) as Record<N, { type: 'string' }>;
 }
 
+/**
+ * A flag given twice that takes one value is refused (`parseArgs` with `tokens: true` hands the tokens): `--max-tools
+ * 5 --max-tools 7` served with 7, unsaid, where the project refuses such ambiguity elsewhere (`--on X --off X`, a
+ * repeated `?limit=`; outside attack atk70 F2). Flags declared `multiple` may repeat (`values` tells them).
+ */
+export function refuseRepeats(tokens: ReadonlyArray<{ kind: string; name?: string; rawName?: string }> | undefined, values: Record<string, unknown>): void {
+  const seen = new Set<string>();
+  for (const t of tokens ?? []) {
+    // A `multiple` flag's value is the array of every one given.
+    if (t.kind !== 'option' || t.name === undefined || Array.isArray(values[t.name])) continue;
+    if (seen.has(t.name)) throw new UsageError(`${t.rawName ?? `--${t.name}`} is given more than once; give it once`);
+    seen.add(t.name);
+  }
+}
+
 /** A bad command line (a flag's value, a missing argument): `llr` prints the message and exits with status 2. */
 export class UsageError extends Error {
   override name = 'UsageError';

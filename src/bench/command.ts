@@ -10,7 +10,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { numberFlag, stringOptions, UsageError } from '../flags.js';
+import { numberFlag, refuseRepeats, stringOptions, UsageError } from '../flags.js';
 import { quoted, shown } from '../terminal-text.js';
 import { MAX_TIMER_MS } from '../limit-flags.js';
 import { MAX_PAUSED_RUNS, MAX_REPS, MAX_STREAMS } from './guard.js';
@@ -169,8 +169,9 @@ function usage<T>(parse: () => T): T {
 }
 
 export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boolean; report: string | null; scaling: ScalingOptions | null; sweep: SweepOptions | null; gridNotes: GridRunTime[] } {
-  const { values } = parseArgs({
+  const { values, tokens } = parseArgs({
     args: argv,
+    tokens: true,
     options: {
       quick: { type: 'boolean' },
       full: { type: 'boolean' },
@@ -182,6 +183,7 @@ export function parseBenchArgs(argv: string[]): { config: BenchConfig; help: boo
       sweep: { type: 'boolean' },
     },
   });
+  refuseRepeats(tokens, values);
   // An empty value (`--speeds=`, `--out ''`) is a mistake, not "the default": --speeds, --designs, --phases and the
   // --sweep-* lists fell back to their defaults unsaid, and --out '' wrote results.json and the servers' files into the
   // current directory (outside attack). As for llr serve / llr run (cli.ts checkStrings).

@@ -102,7 +102,10 @@ export function stopper(proc: ChildProcess, graceMs = STOP_GRACE_MS): () => Prom
 export async function spawnServer(args: string[] = [], opts: { nodeArgs?: string[] } = {}): Promise<Child> {
   // The options `llr` itself runs with (node-flags.ts), then the environment's and the caller's (a later option wins).
   const nodeArgs = [...NODE_FLAGS, ...(process.env['LLR_BENCH_SERVER_NODE_ARGS']?.split(' ').filter(Boolean) ?? []), ...(opts.nodeArgs ?? [])];
-  const proc = spawn(process.execPath, [...nodeArgs, here('../cli.js'), 'serve', '--port', '0', '--store', 'memory', ...args], {
+  // A port and a store unless the caller gives its own (`llr serve` takes each flag once).
+  const given = (flag: string) => args.some((a) => a === flag || a.startsWith(`${flag}=`));
+  const defaults = [...(given('--port') ? [] : ['--port', '0']), ...(given('--store') ? [] : ['--store', 'memory'])];
+  const proc = spawn(process.execPath, [...nodeArgs, here('../cli.js'), 'serve', ...defaults, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LLR_LOG_LEVEL: 'info', LLR_PARENT_PID: String(process.pid) },
   });

@@ -31,17 +31,24 @@ async function llr(args: string[], env: Record<string, string> = {}): Promise<{ 
 }
 
 const SERVE = ['serve', '--store', 'memory', '--port', '0'];
+/** For the cases that give a port of their own: a flag is given once. */
+const SERVE_ANY_PORT = ['serve', '--store', 'memory'];
 
 /** [arguments, environment, what stderr says] */
 const BAD: Array<[string[], Record<string, string>, string]> = [
   [[...SERVE, '--nope'], {}, "Unknown option '--nope'"],
-  [[...SERVE, '--port=65536'], {}, "--port needs an integer >= 0 and <= 65535, got '65536'"],
-  [[...SERVE, '--port=1.5'], {}, '--port needs an integer'],
-  [[...SERVE, '--port=-1'], {}, "got '-1'"],
+  // A flag given twice kept its last value, unsaid (outside attack atk70 F2); those that take many may repeat.
+  [[...SERVE, '--max-tools', '5', '--max-tools=7'], {}, '--max-tools is given more than once; give it once'],
+  [[...SERVE, '--instant', '--instant'], {}, '--instant is given more than once'],
+  [['bench', '--reps', '1', '--reps', '2'], {}, '--reps is given more than once'],
+  [['run', '--url', 'http://a', '--url', 'http://b', 'hi'], {}, '--url is given more than once'],
+  [[...SERVE_ANY_PORT, '--port=65536'], {}, "--port needs an integer >= 0 and <= 65535, got '65536'"],
+  [[...SERVE_ANY_PORT, '--port=1.5'], {}, '--port needs an integer'],
+  [[...SERVE_ANY_PORT, '--port=-1'], {}, "got '-1'"],
   // parseArgs' own message for a value that starts with a dash is two lines: said on one.
-  [[...SERVE, '--port', '-1'], {}, "Option '--port' argument is ambiguous. Did you forget to specify the option argument for '--port'? To specify"],
+  [[...SERVE_ANY_PORT, '--port', '-1'], {}, "Option '--port' argument is ambiguous. Did you forget to specify the option argument for '--port'? To specify"],
   // Number('') is 0: an empty port listened on a random one.
-  [[...SERVE, '--port='], {}, "--port needs a value, got ''"],
+  [[...SERVE_ANY_PORT, '--port='], {}, "--port needs a value, got ''"],
   [['serve', '--store', 'memory'], { LLR_PORT: 'abc' }, "--port needs an integer >= 0 and <= 65535, got 'abc'"],
   // A rate of 0 started, then every request failed with a 500.
   [[...SERVE, '--tokens-per-second', '0'], {}, "--tokens-per-second needs a number > 0 (or Infinity), got '0'"],
@@ -98,7 +105,7 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   // An empty LLR_LOG_LEVEL is unset, as every other LLR_ variable is (it was the level '': the same stack trace).
   [[...SERVE, '--off', 'nope'], { LLR_LOG_LEVEL: '' }, "unknown switch 'nope'"],
   // `memory` in other letters made a SQLite file of that name where an in-memory store was meant (outside attack atk39 F4).
-  [[...SERVE, '--store', 'MEMORY'], {}, "--store 'MEMORY': the in-memory stores are 'memory' and ':memory:', in lower case; a file of that name is './MEMORY'"],
+  [['serve', '--port', '0', '--store', 'MEMORY'], {}, "--store 'MEMORY': the in-memory stores are 'memory' and ':memory:', in lower case; a file of that name is './MEMORY'"],
   // Outside attack atk43: a value too small for a double read as 0 (F3), a name with white space at an end made a file
   // under another name then failed (F1), LLR_STORE was not named (F2), a huge value was repeated whole (F4).
   [['serve', '--store', 'memory', '--port', '1e-400'], {}, "--port needs an integer >= 0 and <= 65535, got '1e-400'"],

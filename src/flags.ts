@@ -63,7 +63,8 @@ export function numberFlag(raw: string | undefined, flag: string, range: NumberR
   const underflow = n === 0 && /[1-9]/.test(raw.split(/[eE]/)[0]!);
   const ok = Number.isFinite(n)
     ? !underflow && (!integer || Number.isSafeInteger(n)) && (aboveMin ? n > min : n >= min) && n <= max
-    : n === Infinity && infinity && max === Infinity;
+    : // Infinity only as spelled: a number too large for a double (`1e309`) read as Infinity, no limit (atk70 F4).
+      n === Infinity && infinity && max === Infinity && (raw === 'Infinity' || raw === 'inf');
   if (!ok) throw new UsageError(`--${flag} needs ${what}, got ${quoted(raw)}`);
   return n;
 }

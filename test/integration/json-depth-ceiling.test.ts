@@ -58,7 +58,7 @@ describe('--max-json-depth', () => {
     for (const bad of ['Infinity', 'inf', String(D + 1), '1e9']) {
       expect(() => limitsFrom({ 'max-json-depth': bad }, {}), bad).toThrow(UsageError);
       // From the environment, the variable is named too (outside attack atk41 F4: the flag alone was named).
-      expect(() => limitsFrom({}, { LLR_MAX_JSON_DEPTH: bad }), bad).toThrow(`--max-json-depth needs an integer >= 0 and <= ${D}, got '${bad}' (from LLR_MAX_JSON_DEPTH)`);
+      expect(() => limitsFrom({}, { LLR_MAX_JSON_DEPTH: bad }), bad).toThrow(`--max-json-depth needs an integer >= 1 and <= ${D}, got '${bad}' (from LLR_MAX_JSON_DEPTH)`);
       expect(() => limitsFrom({ 'max-json-depth': bad }, {}), bad).not.toThrow(/from LLR_/);
     }
     expect(LIMIT_FLAGS.find((f) => f.flag === 'max-json-depth')!.help).toContain(`at most ${D}`);

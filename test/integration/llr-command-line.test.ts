@@ -68,11 +68,15 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [[...SERVE, '--demo-max-races', '0'], {}, '--demo-max-races needs an integer >= 1'],
   // Node's own refusal of a fractional HTTP timeout did not name the flag.
   [[...SERVE, '--headers-timeout-ms', '1.5'], {}, '--headers-timeout-ms needs an integer >= 0'],
-  [[...SERVE, '--max-connections', '1.5'], {}, '--max-connections needs an integer >= 0 (or Infinity)'],
-  [[...SERVE, '--max-frame-bytes', '0x10'], {}, "--max-frame-bytes needs an integer >= 0 (or Infinity), got '0x10'"],
+  [[...SERVE, '--max-connections', '1.5'], {}, '--max-connections needs an integer >= 1 (or Infinity)'],
+  // At 0 every request was refused, the server started all the same; past a double, Infinity (atk70 F5, F4).
+  [[...SERVE, '--max-json-keys', '0'], {}, "--max-json-keys needs an integer >= 1 (or Infinity), got '0'"],
+  [[...SERVE, '--max-server-bytes', '0'], {}, '--max-server-bytes needs an integer >= 1'],
+  [[...SERVE, '--max-tools', '1e309'], {}, "--max-tools needs an integer >= 0 (or Infinity), got '1e309'"],
+  [[...SERVE, '--max-frame-bytes', '0x10'], {}, "--max-frame-bytes needs an integer >= 1 (or Infinity), got '0x10'"],
   [[...SERVE, '--max-queued-bytes= 5'], {}, "got ' 5'"],
   [[...SERVE, '--lifetime-ms', 'Infinity'], {}, '--lifetime-ms is at most 2147483647 ms'],
-  [SERVE, { LLR_MAX_CONNECTIONS: '-1' }, "--max-connections needs an integer >= 0 (or Infinity), got '-1'"],
+  [SERVE, { LLR_MAX_CONNECTIONS: '-1' }, "--max-connections needs an integer >= 1 (or Infinity), got '-1'"],
   [[...SERVE, '--max-file-store-responses', '1.5'], {}, "--max-file-store-responses needs an integer >= 0 (or Infinity), got '1.5'"],
   [[...SERVE, '--store-ttl-ms', '0'], {}, "--store-ttl-ms needs an integer >= 1 (or Infinity), got '0'"],
   [SERVE, { LLR_MAX_FILE_STORE_BYTES: '4GiB' }, "--max-file-store-bytes needs an integer >= 0 (or Infinity), got '4GiB'"],
@@ -131,7 +135,7 @@ const BAD: Array<[string[], Record<string, string>, string]> = [
   [['run', '--idle-timeout-ms=-1', 'hi'], {}, "--idle-timeout-ms needs an integer >= 0 and <= 2147483647, got '-1'"],
   [['run', 'hi'], { LLR_IDLE_TIMEOUT_MS: '3e9' }, "--idle-timeout-ms needs an integer >= 0 and <= 2147483647, got '3e9' (from LLR_IDLE_TIMEOUT_MS)"],
   // A bad value from the environment names the variable (outside attack atk41 F4), for a limit flag and for the others.
-  [['serve', '--port', '0'], { LLR_MAX_JSON_DEPTH: 'Infinity' }, "--max-json-depth needs an integer >= 0 and <= 1000, got 'Infinity' (from LLR_MAX_JSON_DEPTH)"],
+  [['serve', '--port', '0'], { LLR_MAX_JSON_DEPTH: 'Infinity' }, "--max-json-depth needs an integer >= 1 and <= 1000, got 'Infinity' (from LLR_MAX_JSON_DEPTH)"],
   [['serve', '--store', 'memory'], { LLR_PORT: '70000' }, "--port needs an integer >= 0 and <= 65535, got '70000' (from LLR_PORT)"],
   [['bench', '--reps', '1.5'], {}, '--reps needs an integer >= 1'],
   // An empty value is refused as empty before it is read as a number (as serve's and run's flags).

@@ -101,6 +101,12 @@ export interface Limits {
    * Also how long a WebSocket run waits for its reader with nothing leaving.
    */
   sendStallTimeoutMs: number;
+  /**
+   * Longest a WebSocket the server closes (a peer's fault, the lifetime limit, shutdown) waits for its peer's close
+   * frame before it is dropped, ms (default 30 s, the `ws` library's): at least `sendStallTimeoutMs` (a reader behind
+   * at shutdown gets what it was sent). A peer that never answered held its connection slot 30 s, no flag (atk70 F3).
+   */
+  wsCloseTimeoutMs: number;
   /** Bytes (JSON) of items one long-lived run or ws-mode response may hold in its context (default 32 MiB). */
   maxContextBytes: number;
   /** Items one long-lived run or ws-mode response may hold in its context (default 50,000). */
@@ -295,6 +301,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxSendBufferBytes: 4 * 1024 * 1024,
   maxSendBufferTotalBytes: 256 * 1024 * 1024,
   sendStallTimeoutMs: 30_000,
+  wsCloseTimeoutMs: 30_000,
   maxJsonDepth: 64,
   maxMessageFragments: 16_384,
   maxQueuedBytes: 32 * 1024 * 1024,

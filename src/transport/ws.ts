@@ -102,7 +102,7 @@ export class WsTransport {
       allowSynchronousEvents: false,
       // How long a closing socket waits for its peer's close frame before it is destroyed (the library's default,
       // 30 s): at shutdown no shorter than the wait for readers behind (`leaving`), which would otherwise be cut there.
-      ...{ closeTimeout: wsCloseTimeout(opts.host.limits.sendStallTimeoutMs) },
+      ...{ closeTimeout: wsCloseTimeout(opts.host.limits.sendStallTimeoutMs, opts.host.limits.wsCloseTimeoutMs) },
     });
     // A handshake the `ws` library refuses (bad method, key, version …) is
     // answered here like every other refusal: a JSON body, logged at info.
@@ -309,15 +309,13 @@ export function wsMaxPayload(maxFrameBytes: number): number {
   return Math.min(Math.floor(maxFrameBytes), 2 ** 31 - 1);
 }
 
-/** The `ws` library's default close timeout. */
-const WS_CLOSE_TIMEOUT_MS = 30_000;
-
 /**
- * The `ws` library's `closeTimeout` (not in its type definitions): its default, or `--send-stall-timeout-ms` when
- * that is longer (shutdown's wait for readers behind, `WsTransport.leaving`), at most what a timer holds.
+ * The `ws` library's `closeTimeout` (not in its type definitions): `--ws-close-timeout-ms` (30 s, the library's own
+ * default), or `--send-stall-timeout-ms` when that is longer (shutdown's wait for readers behind,
+ * `WsTransport.leaving`), at most what a timer holds.
  */
-export function wsCloseTimeout(sendStallTimeoutMs: number): number {
-  return Math.min(Math.max(WS_CLOSE_TIMEOUT_MS, sendStallTimeoutMs > 0 ? sendStallTimeoutMs : 0), 2 ** 31 - 1);
+export function wsCloseTimeout(sendStallTimeoutMs: number, closeTimeoutMs = 30_000): number {
+  return Math.min(Math.max(closeTimeoutMs, sendStallTimeoutMs > 0 ? sendStallTimeoutMs : 0), 2 ** 31 - 1);
 }
 
 /** `maxMessageFragments` as the `ws` library's `maxFragments` (`n | 0`, 0 is none): Infinity and values past 2^31 - 1 are none. */

@@ -304,6 +304,10 @@ describe('shutdown: a WebSocket reader behind gets its terminal event and the cl
     expect([wsCloseTimeout(0), wsCloseTimeout(200), wsCloseTimeout(45_000), wsCloseTimeout(Infinity)]).toEqual([30_000, 30_000, 45_000, 2 ** 31 - 1]);
     const { server } = await testServer({ limits: { sendStallTimeoutMs: 45_000 } });
     expect((server.ws.wss.options as { closeTimeout?: number }).closeTimeout).toBe(45_000);
+    // --ws-close-timeout-ms sets its own part: a peer that never answers a close held its slot 30 s, no flag (atk70 F3).
+    expect([wsCloseTimeout(0, 500), wsCloseTimeout(2000, 500), wsCloseTimeout(0, 0)]).toEqual([500, 2000, 0]);
+    const { server: short } = await testServer({ limits: { sendStallTimeoutMs: 0, wsCloseTimeoutMs: 250 } });
+    expect((short.ws.wss.options as { closeTimeout?: number }).closeTimeout).toBe(250);
   });
 
   it('--send-stall-timeout-ms 0: shutdown does not wait for a reader behind', async () => {

@@ -24,7 +24,7 @@ import { exitWithParent } from './lifecycle.js';
 import { commandOf, killRunningCommands, runShell } from './shell.js';
 import { WorkloadError } from './workload/types.js';
 import type { Switches } from './engine/services.js';
-import { DEFAULT_SWITCHES } from './engine/services.js';
+import { DEFAULT_LIMITS, DEFAULT_SWITCHES } from './engine/services.js';
 import { fitToFootprint, widestFootprint, type Footprint } from './workload/fit.js';
 import { limitHelp, limitOptions, limitsFrom, MAX_TIMER_MS } from './limit-flags.js';
 import { CLIENT_PROTOCOLS, connectClient, type ClientProtocol } from './client/index.js';
@@ -224,6 +224,13 @@ async function serve(argv: string[], demo = false): Promise<void> {
     ...(values['log-level'] ? { level: values['log-level'] } : {}),
     ...(limits.maxLogBufferBytes !== undefined ? { maxBufferBytes: limits.maxLogBufferBytes } : {}),
   });
+  // A request between the two can never be held: refused 503 server_busy, which no wait mends (atk70 F6). Said, not
+  // refused: a small budget is how its behaviour is measured (npm run bench:answers --max-server-mb 1).
+  const serverBytes = limits.maxServerBytes ?? DEFAULT_LIMITS.maxServerBytes;
+  const frameBytes = limits.maxFrameBytes ?? DEFAULT_LIMITS.maxFrameBytes;
+  if (serverBytes < frameBytes) {
+    log.warn({ code: 'server_bytes_below_frame', max_server_bytes: serverBytes, max_frame_bytes: frameBytes }, '--max-server-bytes is below --max-frame-bytes: a request of a size between them is always refused 503 server_busy, and retrying it cannot help');
+  }
   const switches: Partial<Switches> = {};
   for (const name of values.off ?? []) {
     if (!(name in DEFAULT_SWITCHES)) throw new UsageError(`unknown switch ${quoted(name)}; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);

@@ -69,6 +69,17 @@ describe('server log', () => {
     expect(logged.some((l) => l.msg === 'shutting down')).toBe(true);
   }, 60_000);
 
+  it('warns at start when --max-server-bytes is below --max-frame-bytes: a request between them can never be held (atk70 F6)', async () => {
+    const { proc, output } = await serve(['--max-server-bytes', '5000', '--max-frame-bytes', '8000']);
+    proc.kill('SIGTERM');
+    const warned = lines(await output).filter((l) => (l as { code?: string }).code === 'server_bytes_below_frame');
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatchObject({ max_server_bytes: 5000, max_frame_bytes: 8000 });
+    const { proc: fine, output: fineOut } = await serve(['--max-server-bytes', '8000', '--max-frame-bytes', '8000']);
+    fine.kill('SIGTERM');
+    expect(lines(await fineOut).filter((l) => (l as { code?: string }).code === 'server_bytes_below_frame')).toEqual([]);
+  }, 30_000);
+
   // Found by an outside fuzzer: a server whose stdout reader had gone (its parent killed) did not exit on SIGTERM, its
   // main thread in sonic-boom's synchronous flush, which retries a write that fails with anything but EAGAIN (EPIPE:
   // nobody reads the pipe) every 100 ms, for ever. The exit hook's flush must give up on it.

@@ -278,8 +278,12 @@ class RolloutParser {
         const truncated = i + 1 === last && this.stats.lines > 1;
         // A CR left inside the line (trim took a CRLF's) ended a line in a file whose other lines end in LF.
         const cr = raw.includes('\r') ? ' (the line holds a CR not followed by LF: lines end in LF or CRLF, or all in CR)' : '';
+        // The likely cause of the common hand-made shapes, as for gzip or UTF-16 (atk68 I2): a pretty-printed file
+        // (`jq .`, `jq -s .`: a record spans lines) or two records on one line (files joined with no newline between).
+        const pretty = /^[[{]$|^"[^"]*":|^[\]}],?$/.test(raw) ? ' (it looks pretty-printed, a record over several lines: write it one record a line, `jq -c`)' : '';
+        const joined = pretty === '' && /after JSON at position/.test((err as Error).message) ? ' (two JSON values on one line: files joined without a line break between them?)' : '';
         this.fail(
-          truncated && cr === '' ? 'the last line is cut off mid-JSON: the file is truncated' : `not valid JSON: a Codex rollout has one JSON object per line${cr}`,
+          truncated && cr === '' && pretty === '' && joined === '' ? 'the last line is cut off mid-JSON: the file is truncated' : `not valid JSON: a Codex rollout has one JSON object per line${cr}${pretty}${joined}`,
           this.line,
           err,
         );
@@ -912,7 +916,7 @@ class RolloutParser {
         why:
           answered > 0
             ? // Aborted with no call since (the user interrupted the model's next call), else a user message steered the turn.
-              `${answered} answered, but ${turn.abortedAt === turn.calls.length ? "the user turn was aborted (turn_aborted) before the model's next call" : "a user message came before the model's next call"}: the replay ends the user turn there, with the call's text or a marker instead of the calls and their outputs`
+              `${answered} answered, but ${turn.abortedAt === turn.calls.length ? "the user turn was aborted (turn_aborted) before the model's next call" : "a message (the user's, or a developer or system message) came before the model's next call"}: the replay ends the user turn there, with the call's text or a marker instead of the calls and their outputs`
             : // Interrupted: as the turn_aborted note says, left without output (Codex answers them "aborted" next turn).
               `left without output: ${turn.abortedAt === turn.calls.length ? 'the user turn was aborted (turn_aborted)' : 'a user message came first (interrupted)'}; the replay ends the user turn with the call's text or a marker instead of the calls${last ? '' : ' and their "aborted" answers'}`,
       });

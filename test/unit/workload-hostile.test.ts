@@ -161,7 +161,7 @@ describe('hostile shapes', () => {
     expect(w.skipped).toContainEqual({
       line: 3,
       what: '1 call(s) ending user turn 1',
-      why: expect.stringMatching(/^1 answered, but a user message came before the model's next call: the replay ends the user turn there/),
+      why: expect.stringMatching(/^1 answered, but a message \(the user's, or a developer or system message\) came before the model's next call: the replay ends the user turn there/),
     });
     // Never answered (the user interrupted): noted too.
     const cut = read([meta(), user('go'), call('c1'), user('stop'), answer('ok')]);
@@ -187,7 +187,7 @@ describe('hostile shapes', () => {
     });
     // A turn_aborted before more calls of the same user turn does not make a later steering message an abort.
     const later = read([meta(), user('go'), aborted, user('more'), call('c1'), output('c1'), user('also X'), answer('ok')]);
-    expect(later.skipped).toContainEqual({ line: 5, what: '1 call(s) ending user turn 1', why: expect.stringMatching(/^1 answered, but a user message came before the model's next call/) });
+    expect(later.skipped).toContainEqual({ line: 5, what: '1 call(s) ending user turn 1', why: expect.stringMatching(/^1 answered, but a message \(the user's, or a developer or system message\) came before the model's next call/) });
   });
 
   it("a rollout whose turn input the server would refuse as a whole (50,001 content parts) is refused when read, not by the bench's server process", () => {
@@ -368,5 +368,11 @@ describe('hostile shapes', () => {
     expect(neutral([{ input: [msg('msg_1')], modelTurns: done }, { input: [msg('msg_1')], replace_history: true, modelTurns: done }] as unknown[])).not.toThrow();
     const own = [{ output: [{ type: 'function_call', name: 'f', arguments: '{}', call_id: 'c2' }] }, ...done];
     expect(neutral([{ input: prefilled, modelTurns: own }], { c2: { output: 'y' } })).not.toThrow();
+  });
+
+  it('a rollout pretty-printed, or two joined on one line, is refused saying which (atk68 I2)', () => {
+    const pretty = JSON.stringify(JSON.parse(meta()), null, 2).split('\n');
+    expect(refusalOf(() => read(pretty))).toMatch(/:1: not valid JSON: .*it looks pretty-printed.*jq -c/);
+    expect(refusalOf(() => read([meta(), user('x') + answer('y')]))).toMatch(/:2: not valid JSON: .*two JSON values on one line/);
   });
 });

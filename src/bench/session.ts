@@ -149,8 +149,8 @@ export class BenchSession {
     };
   }
 
-  private timeoutFor(w: Workload, tps: number | null): number {
-    return runDeadlineMs(w, tps, this.cfg);
+  private timeoutFor(w: Workload, tps: number | null, design: ClientProtocol): number {
+    return runDeadlineMs(w, tps, this.cfg, design);
   }
 
   /** One measured replay; a failure is recorded, a crash is thrown. */
@@ -168,7 +168,7 @@ export class BenchSession {
           workload: w,
           nonce: `[llr bench run ${String(++this.runNo).padStart(5, '0')}]`,
           toolFactor: meta.tool_factor,
-          timeoutMs: this.timeoutFor(w, meta.model.tokens_per_second),
+          timeoutMs: this.timeoutFor(w, meta.model.tokens_per_second, meta.design),
         }),
       );
       const after = await server.getJson<ServerStats>('/llr/stats');
@@ -198,7 +198,7 @@ export class BenchSession {
     const short = firstTurn && w.userTurns.length > 1 ? { ...w, userTurns: w.userTurns.slice(0, 1) } : w;
     // The next servers start while this unmeasured run goes on, and are up before the measured runs begin.
     this.prepareNext();
-    await server.race(replayRun({ design: 'ws', url: server.url, workload: short, nonce: `[llr bench warm ${String(++this.runNo).padStart(4, '0')}]`, toolFactor: 0, timeoutMs: this.timeoutFor(short, tps) }));
+    await server.race(replayRun({ design: 'ws', url: server.url, workload: short, nonce: `[llr bench warm ${String(++this.runNo).padStart(4, '0')}]`, toolFactor: 0, timeoutMs: this.timeoutFor(short, tps, 'ws') }));
     await this.settle();
     this.bar.tick();
   }
@@ -248,18 +248,27 @@ export class BenchSession {
  * (`--run-timeout-ms` overrides it), at most MAX_TIMER_MS (2^31 - 1 ms, the longest a Node timer takes): a workload recording 1e30 output tokens made it
  * 7.5e29 ms, which Node's timer fired after 1 ms ("ws: cannot connect …: the run did not finish within 7.5e+29 ms").
  */
-export function runDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'runTimeoutMs' | 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>): number {
-  return Math.min(MAX_TIMER_MS, uncappedDeadlineMs(w, tps, cfg));
+export function runDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'runTimeoutMs' | 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>, design?: ClientProtocol): number {
+  return Math.min(MAX_TIMER_MS, uncappedDeadlineMs(w, tps, cfg, design));
 }
 
-function uncappedDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'runTimeoutMs' | 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>): number {
+/**
+ * Whether `design` sends the whole conversation again at every call (the http designs; undefined: any design of a
+ * grid, the longest): only those present what `presentedTokens` counts. Counted for every design, a hung ws or
+ * long-lived replay of 2,000 calls of 100 KB outputs ran 41.8 h before its deadline (outside attack atk72 F2).
+ */
+function resends(design: ClientProtocol | undefined): boolean {
+  return design === undefined || design === 'http' || design === 'http-stored';
+}
+
+function uncappedDeadlineMs(w: Workload, tps: number | null, cfg: Pick<BenchConfig, 'runTimeoutMs' | 'toolFactor' | 'ttftMs' | 'hops' | 'hopMs' | 'callHops' | 'callHopMs' | 'prefillTps'>, design?: ClientProtocol): number {
   if (cfg.runTimeoutMs !== null) return cfg.runTimeoutMs;
   const least = leastRunMs(w, tps, cfg);
   // The context as recorded, else as its text suggests (4 characters a token), at least 50,000 tokens: a workload
   // without counts whose tool outputs held millions of tokens was allowed 50,000 tokens' prefill (outside attack).
   const context = w.recorded.input_tokens.at(-1) ?? Math.max(50_000, least.prefillTokens * (MAX_CHARS_PER_TOKEN / 4));
   const prefill = tps === null ? 0 : context * msPerToken(cfg.prefillTps) * 2;
-  return Math.round(60_000 + 3 * (least.ms + prefill + apiWorkMs(w, least.calls, presentedTokens(w))));
+  return Math.round(60_000 + 3 * (least.ms + prefill + apiWorkMs(w, least.calls, resends(design) ? presentedTokens(w) : 0)));
 }
 
 /** Each workload's presented tokens, worked out once (a deadline is asked for at every run). */

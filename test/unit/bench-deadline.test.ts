@@ -148,6 +148,12 @@ describe('a replay deadline', () => {
     // Recorded as small (the agent compacted): the allowance follows the replay, 2 µs a presented token of 8 bytes.
     const small = { ...w, recorded: { model_calls: calls, input_tokens: Array.from({ length: calls }, () => 1000), output_tokens: [] } };
     expect(runDeadlineMs(small, null, cfg)).toBeGreaterThanOrEqual(Math.round(60_000 + 3 * (calls * 20 + Math.floor(bytes / 8) * 0.002)));
+    expect(runDeadlineMs(small, null, cfg, 'http')).toBe(runDeadlineMs(small, null, cfg));
+    // Only the http designs send the whole conversation at every call: a hung ws or long-lived replay of a long run
+    // waited 41.8 h for a deadline counted so (atk72 F2); theirs counts what was recorded.
+    for (const design of ['ws', 'long-lived', 'long-lived-http'] as const) {
+      expect(runDeadlineMs(small, null, cfg, design), design).toBe(Math.round(60_000 + 3 * (calls * 20 + calls * 1000 * 0.002)));
+    }
     expect(apiWorkMs(small, calls)).toBe(calls * 20 + calls * 1000 * 0.002);
     // Recorded as larger than the floor: the recording's counts stand.
     expect(apiWorkMs(small, calls, 10)).toBe(calls * 20 + calls * 1000 * 0.002);

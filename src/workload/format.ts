@@ -208,9 +208,11 @@ export function checkRequests(
       const { id, type } = (item ?? {}) as { id?: unknown; type?: unknown };
       if (typeof id !== 'string') return;
       const at = `/userTurns/${ui}/input/${k}`;
+      // No design can replay one: every request of a replay carries the conversation's items itself, so a reference
+      // to an item of the same input is item_not_found (not stored yet) and one to an earlier turn's duplicates the
+      // item it names (duplicate_item, or item_not_found when it names none; atk68 F6, atk72 F1).
       if (type === 'item_reference') {
-        if (!itemIds.has(id)) throw new WorkloadError(0, `${name}: ${at}/id${where}: item_reference to '${id}', which no item of the conversation before it has (the server refuses it: item_not_found)`);
-        return;
+        throw new WorkloadError(0, `${name}: ${at}${where}: an item_reference cannot be replayed (the replay sends the conversation's items themselves: the server answers ${itemIds.has(id) ? 'duplicate_item or item_not_found' : 'item_not_found'}); put the item it names there instead`);
       }
       // A local shell output's `id` is its call's (the server's rule too).
       if (type === 'local_shell_call_output') return;

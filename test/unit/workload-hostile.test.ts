@@ -359,12 +359,14 @@ describe('hostile shapes', () => {
     const done = [{ output: [{ type: 'message', text: 'd' }] }];
     expect(refusal(neutral([{ input: [msg('msg_same')], modelTurns: done }, { input: [msg('msg_same')], modelTurns: done }]))).toMatch(/^n\.json: \/userTurns\/1\/input\/0\/id: Duplicate item found with id msg_same/);
     expect(refusal(neutral([{ input: [msg('msg_1'), msg('msg_1', 'assistant')], modelTurns: done }]))).toMatch(/^n\.json: \/userTurns\/0\/input\/1\/id: Duplicate item/);
-    expect(refusal(neutral([{ input: [msg('msg_1'), { type: 'item_reference', id: 'msg_nowhere' }], modelTurns: done }]))).toMatch(/^n\.json: \/userTurns\/0\/input\/1\/id: item_reference to 'msg_nowhere'/);
+    expect(refusal(neutral([{ input: [msg('msg_1'), { type: 'item_reference', id: 'msg_nowhere' }], modelTurns: done }]))).toMatch(/^n\.json: \/userTurns\/0\/input\/1: an item_reference cannot be replayed .*item_not_found\)/);
+    // Nor one to an item before it, in its turn or an earlier one: item_not_found, duplicate_item (atk72 F1).
+    expect(refusal(neutral([{ input: [msg('msg_1'), { type: 'item_reference', id: 'msg_1' }], modelTurns: done }]))).toMatch(/^n\.json: \/userTurns\/0\/input\/1: an item_reference cannot be replayed .*duplicate_item or item_not_found/);
+    expect(refusal(neutral([{ input: [msg('msg_1')], modelTurns: done }, { input: [{ type: 'item_reference', id: 'msg_1' }], modelTurns: done }]))).toMatch(/^n\.json: \/userTurns\/1\/input\/0: an item_reference cannot be replayed/);
     const prefilled = [{ type: 'function_call', name: 'f', arguments: '{}', call_id: 'c1' }, { type: 'function_call_output', call_id: 'c1', output: 'x' }, { type: 'message', role: 'user', content: 'go' }];
     const reused = [{ output: [{ type: 'function_call', name: 'f', arguments: '{}', call_id: 'c1' }] }, ...done];
     expect(refusal(neutral([{ input: prefilled, modelTurns: reused }], { c1: { output: 'y' } }))).toMatch(/^n\.json: \/userTurns\/0\/modelTurns\/0\/output\/0\/call_id: call_id c1 is already in the conversation, from \/userTurns\/0\/input/);
-    // What is fine stays so: a reference to an earlier item, the same id again once a turn replaces the history, an input call and the model's own.
-    expect(neutral([{ input: [msg('msg_1'), { type: 'item_reference', id: 'msg_1' }], modelTurns: done }])).not.toThrow();
+    // What is fine stays so: the same id again once a turn replaces the history, an input call and the model's own.
     expect(neutral([{ input: [msg('msg_1')], modelTurns: done }, { input: [msg('msg_1')], replace_history: true, modelTurns: done }] as unknown[])).not.toThrow();
     const own = [{ output: [{ type: 'function_call', name: 'f', arguments: '{}', call_id: 'c2' }] }, ...done];
     expect(neutral([{ input: prefilled, modelTurns: own }], { c2: { output: 'y' } })).not.toThrow();

@@ -30,10 +30,15 @@ const read = (lines: string[]) => parseWorkload(lines.join('\n') + '\n', 'x.json
 const dir = mkdtempSync(join(tmpdir(), 'llr-workload-hostile-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** `llr workload inspect FILE`'s output, in process. */
+/** `llr workload inspect FILE`'s output for a rollout of `lines`, in process. */
 async function inspect(lines: string[]): Promise<string> {
-  const file = join(dir, `f${Math.random().toString(36).slice(2)}.jsonl`);
-  writeFileSync(file, lines.join('\n') + '\n');
+  return inspectText(lines.join('\n') + '\n', 'jsonl');
+}
+
+/** `llr workload inspect FILE`'s output for a file holding `text`, in process. */
+async function inspectText(text: string, ext: 'jsonl' | 'json'): Promise<string> {
+  const file = join(dir, `f${Math.random().toString(36).slice(2)}.${ext}`);
+  writeFileSync(file, text);
   let out = '';
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
     out += String(chunk);
@@ -314,18 +319,7 @@ describe('hostile shapes', () => {
     expect(w.skipped?.[0]!.why).toMatch(/lone surrogate .* the replay decodes U\+FFFD in its place/);
     // Well-formed text (an emoji's pair) is not noted; inspect prints a JSON file's notes at their pointer, not at 'line 0'.
     expect(parseNeutral(text.replaceAll('\\ud800', '\\ud83d\\ude00').replaceAll(' \\udc00', ''), 'n.json', 'test').skipped).toBeUndefined();
-    const file = join(dir, 'surrogate.json');
-    writeFileSync(file, text);
-    let out = '';
-    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      out += String(chunk);
-      return true;
-    });
-    try {
-      await workloadCommand(['inspect', file]);
-    } finally {
-      spy.mockRestore();
-    }
+    const out = await inspectText(text, 'json');
     expect(out).toContain('\n  /userTurns/0/modelTurns/0/output/0: model output — holds a lone surrogate');
     expect(out).not.toContain('line 0');
   });

@@ -430,7 +430,7 @@ export class SessionHost {
 
   /**
    * The deletes other processes on the store's file made since the last look, told to the ws-mode caches as this
-   * process's own are; more than the store's log names: every cache forgets what it holds. Only with watchers.
+   * process's own are; more than the store's log names: every cache forgets what it holds.
    */
   private syncDeletes(): void {
     const others = this.services.store.othersDeletes?.();

@@ -435,18 +435,37 @@ export class SessionHost {
   private syncDeletes(): void {
     const others = this.services.store.othersDeletes?.();
     if (others === undefined || (others !== 'all' && others.length === 0)) return;
-    // Each id told to each of its owner's connections: a burst of 9,999 deletes elsewhere told to 300 connections held
-    // the loop ~100 ms in one turn (outside attack atk72 F3). Past SYNC_TELLS_MAX tells, every cache forgets instead
-    // (a miss next time, never a wrong hit), in one pass over the connections.
-    let watchers = 0;
-    for (const set of this.deleteWatchers.values()) watchers += set.size;
-    if (others !== 'all' && others.length * watchers <= SYNC_TELLS_MAX) {
-      for (const { id, owner } of others) this.tellDeleted(id, owner);
+    if (others === 'all') {
+      for (const set of this.deleteWatchers.values()) for (const told of set) told(null);
+      for (const evict of [...this.wsCached.values()]) evict();
+      this.wsCached.clear();
       return;
     }
-    for (const set of this.deleteWatchers.values()) for (const told of set) told(null);
-    for (const evict of [...this.wsCached.values()]) evict();
-    this.wsCached.clear();
+    // Each id is told to each of its owner's connections: a burst of 9,999 deletes elsewhere told to 300 connections
+    // held the loop ~100 ms in one turn (outside attack atk72 F3). Past SYNC_TELLS_MAX tells for one owner, that
+    // owner's caches forget what they hold instead (a miss next time, never a wrong hit), and no other owner's do (the
+    // threshold counted every key's connections, and every cache forgot: a chain past 10,000 links, which only its
+    // cache can continue, was refused after others' deletes; atk73 L1).
+    const byOwner = new Map<string | null, string[]>();
+    for (const { id, owner } of others) {
+      const ids = byOwner.get(owner);
+      if (ids) ids.push(id);
+      else byOwner.set(owner, [id]);
+    }
+    for (const [owner, ids] of byOwner) {
+      const watchers = this.deleteWatchers.get(owner);
+      if (watchers === undefined || ids.length * watchers.size <= SYNC_TELLS_MAX) {
+        for (const id of ids) this.tellDeleted(id, owner);
+        continue;
+      }
+      for (const told of watchers) told(null);
+      for (const id of ids) {
+        const evict = this.wsCached.get(id);
+        if (evict === undefined) continue;
+        this.wsCached.delete(id);
+        evict();
+      }
+    }
   }
 
   /** The stored responses ws-mode connection caches hold (one at most per connection; tests). */

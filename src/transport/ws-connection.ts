@@ -29,6 +29,12 @@ import { ServerWebSocket } from './server-websocket.js';
 import { writeQueueSize } from './socket-watch.js';
 
 /**
+ * Sockets a watch of this file dropped (`terminate`, its reason logged): shutdown's wait (`WsTransport.leaving`) does
+ * not log them a second time. A stall watch and shutdown's deadline falling in one turn logged `send_stalled` twice.
+ */
+export const droppedSockets = new WeakSet<object>();
+
+/**
  * One accepted connection: the session's transport and the socket's
  * listeners. A class rather than closures over one function's context: a
  * paused run's connection keeps all of it, and a dozen closures with their
@@ -145,6 +151,7 @@ export class WsConnection implements Transport, Unsent {
     const unsent = ws.bufferedAmount;
     if (batch.backlog(unsent) > limit || unsent > limit + host.limits.maxSendBufferBytes + this.largestEvent) {
       this.log.info({ code: 'send_buffer_full', buffered: unsent, limit }, 'send buffer limit reached; dropping the connection');
+      droppedSockets.add(ws);
       ws.terminate();
       return;
     }
@@ -297,6 +304,7 @@ export class WsConnection implements Transport, Unsent {
       clearInterval(timer);
       this.stallTimer = undefined;
       this.log.info({ code: 'send_stalled', buffered: ws.bufferedAmount, stall_ms: ms }, 'client read nothing of what was unsent; dropping the connection');
+      droppedSockets.add(ws);
       ws.terminate();
     }, stallCheckEveryMs(ms));
     timer.unref();
@@ -339,6 +347,7 @@ export class WsConnection implements Transport, Unsent {
       clearInterval(timer);
       this.unsentWatch = undefined;
       this.log.info({ code: 'send_stalled', buffered: ws.bufferedAmount, stall_ms: ms }, 'client read nothing of what was unsent, no run waiting for it; dropping the connection');
+      droppedSockets.add(ws);
       ws.terminate();
     }, stallCheckEveryMs(ms));
     timer.unref();

@@ -44,7 +44,7 @@ import { apiKeyRefusal, loggedPath, type Authenticator } from './auth.js';
 import { batchWrites, type Batcher } from './batch.js';
 import { requestUrl, type Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
-import { WsConnection } from './ws-connection.js';
+import { droppedSockets, WsConnection } from './ws-connection.js';
 import { OPENAI_VERSION, processingMs } from './meta-headers.js';
 import { ServerWebSocket } from './server-websocket.js';
 import { announcesBody, LINGER_MS } from './body.js';
@@ -250,11 +250,12 @@ export class WsTransport {
     const lingered = setInterval(() => {
       const now = performance.now();
       open.forEach((ws, i) => {
-        if (ws.readyState === ws.CLOSED) return;
+        if (ws.readyState === ws.CLOSED || droppedSockets.has(ws)) return;
         if (ws.bufferedAmount > 0) return void (leftAt[i] = undefined);
         const since = (leftAt[i] ??= now);
         if (now - since < LINGER_MS) return;
         log.info({ code: 'close_timeout', buffered: 0, linger_ms: LINGER_MS }, 'websocket took what it was sent but did not answer the close; dropping the connection');
+        droppedSockets.add(ws);
         ws.terminate();
       });
     }, Math.min(100, LINGER_MS / 4));
@@ -262,7 +263,7 @@ export class WsTransport {
     clearTimeout(timer);
     clearInterval(lingered);
     open.forEach((ws, i) => {
-      if (ws.readyState === ws.CLOSED) return;
+      if (ws.readyState === ws.CLOSED || droppedSockets.has(ws)) return;
       const buffered = ws.bufferedAmount;
       const code = buffered > 0 && buffered >= before[i]! ? 'send_stalled' : 'close_timeout';
       log.info({ code, buffered, wait_ms: ms }, 'websocket not closed when shutdown stopped waiting; dropping the connection');

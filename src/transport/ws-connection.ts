@@ -331,7 +331,7 @@ export class WsConnection implements Transport, Unsent {
       // waits for its close frame, queued behind what is unsent, and a peer that read nothing held those bytes (and a
       // refused frame's charge) for the ws library's fixed 30 s close timeout, not the stall timeout (outside attack
       // atk53 F4).
-      if (ws.readyState === ws.CLOSED || b === 0) {
+      if (ws.readyState === ws.CLOSED || b === 0 || droppedSockets.has(ws)) {
         clearInterval(timer);
         this.unsentWatch = undefined;
         return;

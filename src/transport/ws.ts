@@ -267,6 +267,7 @@ export class WsTransport {
       const buffered = ws.bufferedAmount;
       const code = buffered > 0 && buffered >= before[i]! ? 'send_stalled' : 'close_timeout';
       log.info({ code, buffered, wait_ms: ms }, 'websocket not closed when shutdown stopped waiting; dropping the connection');
+      droppedSockets.add(ws);
       ws.terminate();
     });
   }

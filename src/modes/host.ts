@@ -91,6 +91,9 @@ export class SessionHost {
     };
   }
 
+  /** `SYNC_TELLS_MAX`, as this host applies it (tests lower it: past it is a burst of 100,000 tells). */
+  syncTellsMax = SYNC_TELLS_MAX;
+
   /** Per owner, the ws-mode connections told of each delete (one per connection, until it ends). */
   private readonly deleteWatchers = new Map<string | null, Set<(id: string | null) => void>>();
 
@@ -454,7 +457,7 @@ export class SessionHost {
     }
     for (const [owner, ids] of byOwner) {
       const watchers = this.deleteWatchers.get(owner);
-      if (watchers === undefined || ids.length * watchers.size <= SYNC_TELLS_MAX) {
+      if (watchers === undefined || ids.length * watchers.size <= this.syncTellsMax) {
         for (const id of ids) this.tellDeleted(id, owner);
         continue;
       }

@@ -5,6 +5,7 @@
  * no later request could load (outside attack atk71 F1). The store logs each delete (`deletes`, schema 7); a ws-mode
  * plan reads the other connections' entries before it looks in its cache.
  */
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +51,34 @@ describe('a DELETE through another server on the same store file', () => {
     s.send(create({ input: 'on', previous_response_id: r4 }));
     expect((await s.next('response.completed')).response.previous_response_id).toBe(r4);
     s.dispose();
+  });
+});
+
+describe("a burst of another process's deletes past SYNC_TELLS_MAX", () => {
+  it("empties only the deleting owner's caches: another key's cached chain goes on (atk72 F3, atk73 L1)", async () => {
+    const { server, url } = await testServer({ apiKeys: ['key-one', 'key-two'] });
+    const owner = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 24);
+    const one = await RawSocket.connect(url, { headers: { Authorization: 'Bearer key-one' } });
+    const two = await RawSocket.connect(url, { headers: { Authorization: 'Bearer key-two' } });
+    // store: false, so a continuation works only from the connection's cache.
+    one.send(create({ store: false, input: 'mine' }));
+    const r1 = (await one.next('response.completed')).response.id;
+    two.send(create({ store: false, input: 'theirs' }));
+    const r2 = (await two.next('response.completed')).response.id;
+    // A burst of key-one's deletes made elsewhere, none of them these responses, past a lowered bound.
+    server.host.syncTellsMax = 2;
+    let burst: Array<{ id: string; owner: string | null }> | null = ['resp_a', 'resp_b', 'resp_c'].map((id) => ({ id, owner: owner('key-one') }));
+    (server.services.store as { othersDeletes?: () => unknown }).othersDeletes = () => {
+      const b = burst ?? [];
+      burst = null;
+      return b;
+    };
+    two.send(create({ store: false, input: 'more', previous_response_id: r2 }));
+    expect((await two.next('response.completed')).response.previous_response_id).toBe(r2);
+    one.send(create({ store: false, input: 'more', previous_response_id: r1 }));
+    expect((await one.next('error')).error).toMatchObject({ code: 'previous_response_not_found' });
+    one.dispose();
+    two.dispose();
   });
 });
 

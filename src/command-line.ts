@@ -25,14 +25,15 @@ export function usageError(cmd: Command, message: string): never {
 
 /** `parseArgs` of the process's arguments with `-h` / `--help` added: help prints the usage and exits 0; a parse error is a usage error. */
 export function parseCommandLine<T extends ParseArgsConfig>(cmd: Command, config: T) {
-  const withHelp = { ...config, options: { ...config.options, help: { type: 'boolean', short: 'h' } } } as T & {
+  const withHelp = { ...config, tokens: true, options: { ...config.options, help: { type: 'boolean', short: 'h' } } } as T & {
+    tokens: true;
     options: NonNullable<T['options']> & { help: { type: 'boolean'; short: 'h' } };
   };
   let parsed: ReturnType<typeof parseArgs<typeof withHelp>>;
   try {
     parsed = parseArgs(withHelp);
-    // Each flag once, as the llr commands take them (flags.ts refuseRepeats).
-    refuseRepeats(parseArgs({ ...withHelp, tokens: true }).tokens, parsed.values as Record<string, unknown>);
+    // Each flag once, as the llr commands take them (flags.ts refuseRepeats); the parse's own tokens tell repeats.
+    refuseRepeats(parsed.tokens, parsed.values as Record<string, unknown>);
   } catch (err) {
     return usageError(cmd, (err as Error).message);
   }

@@ -196,10 +196,10 @@ export function checkRequests(
       // The request around the input adds a level ({"input": [...]}); the server's default depth is the bench's.
       checkJsonDepth(JSON.stringify({ input: u.input }), DEFAULT_MAX_JSON_DEPTH);
       const { input } = parseCreateBody({ model: 'llr-workload', input: u.input });
-      const before = new Set(known);
+      // Not a copy of `known` per turn to tell the new ones: quadratic over a file of thousands of user turns.
       for (const id of validateItems(input, { callIds: known }, metrics)) {
+        if (!known.has(id)) callIdsFromInput.set(id, `/userTurns/${ui}/input`);
         known.add(id);
-        if (!before.has(id)) callIdsFromInput.set(id, `/userTurns/${ui}/input`);
       }
     } catch (err) {
       refuse(err, (param) => pointer(param, `/userTurns/${ui}/input`, 'input'));

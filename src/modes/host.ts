@@ -187,12 +187,15 @@ export class SessionHost {
   }
 
   /**
-   * `err`, or, when it is `previous_response_not_found` for a response of `owner` still in flight (a background one, or a
+   * `err`, or, when it is `previous_response_not_found` (or an unfinished link's `invalid_value`) for a response of `owner` still in flight (a background one, or a
    * stored one of any design that has not ended), the refusal that says so (`invalid_value` on
    * `previous_response_id`): a create, a compaction and a token count alike.
    */
   private stillRunning(err: unknown, prev: string | null | undefined, owner: string | null): unknown {
-    if (!(err instanceof WireError && err.code === 'previous_response_not_found' && prev)) return err;
+    // `invalid_value` too: a chain's link stored unfinished is refused so in the store's words (`hydrate.ts`), which
+    // cannot tell a run of this process's from one whose process is gone.
+    const refused = err instanceof WireError && (err.code === 'previous_response_not_found' || (err.code === 'invalid_value' && err.param === 'previous_response_id'));
+    if (!refused || !prev) return err;
     if (this.background.running(prev, owner)) {
       return new WireError(
         'invalid_value',

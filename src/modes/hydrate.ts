@@ -18,6 +18,7 @@ import { prepareFull } from './prepare.js';
 import { itemBytes } from '../engine/budget.js';
 import { abortableWork, runCooperative, type Work } from '../cooperative.js';
 import { SerialQueue } from '../model/serial-queue.js';
+import { runnerElsewhere } from '../store/runner.js';
 
 /** What a chain load takes besides the chain's id (`loadChain`, `prepareFromStore`). */
 export interface ChainLoad {
@@ -91,13 +92,7 @@ function* chainItems(id: string, owner: string | null, services: Services, load:
   for (const rec of chain) {
     // Stored as it started and not ended (a background response in flight, here or in another process on the file,
     // or one whose server stopped while it ran): its output is not there to continue from.
-    if (unfinished(rec)) {
-      throw new WireError(
-        'previous_response_not_found',
-        `Previous response with id '${rec.response.id}' cannot be continued: it has not ended (a background response still in progress, or one whose server stopped while it ran, which retrieve answers 'failed'). Continue from a response that has ended.`,
-        'previous_response_id',
-      );
-    }
+    if (unfinished(rec)) throw unfinishedLink(rec.response.id, rec.runner);
     contextItems(rec, items);
     load.ids?.push(rec.response.id);
   }
@@ -110,6 +105,30 @@ function* chainItems(id: string, owner: string | null, services: Services, load:
     load.charge(bytes);
   }
   return items;
+}
+
+/**
+ * The refusal of a chain whose link `id` is stored as it started and has not ended, so it has no output to continue
+ * from: `invalid_value` on `previous_response_id`, not `previous_response_not_found`, since retrieve finds it (a client
+ * that drops the id on "not found" and sends the rest would lose its context). Its run alive in another process on the
+ * store's file: in progress there. Otherwise its run is here (`ModeHost.stillRunning` says so) or gone (retrieve answers
+ * it `failed`, `orphanedResponse`). The process that ran it answered `invalid_value` and every other process on the file
+ * `previous_response_not_found` (outside client test atk74 F1).
+ */
+function unfinishedLink(id: string, runner: string | undefined): WireError {
+  const shown = clipText(id, 100);
+  if (runnerElsewhere(runner)) {
+    return new WireError(
+      'invalid_value',
+      `Previous response with id '${shown}' is still in progress in another server on this store's file: a response can be continued once it has ended. Poll it (GET /v1/responses/${shown}) until its status is no longer 'in_progress', then continue from it.`,
+      'previous_response_id',
+    );
+  }
+  return new WireError(
+    'invalid_value',
+    `Previous response with id '${shown}' cannot be continued: it has not ended, and the server that ran it stopped before it did (retrieve answers it 'failed'; its output is lost). Continue from a response that has ended, or send the whole input again.`,
+    'previous_response_id',
+  );
 }
 
 /** Each server's queue of chain reads (`loadChain`). */

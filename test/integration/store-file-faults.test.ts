@@ -73,8 +73,13 @@ describe('a background response in flight when its server is killed', () => {
     const beside = await testServer({ store: path });
     const seen = await call(beside.url, 'GET', `/v1/responses/${id}`);
     expect([seen.status, seen.body.status]).toEqual([200, 'in_progress']);
+    // Refused as the server running it refuses it (`invalid_value`), not "not found": retrieve here finds it, and a
+    // client that drops the id on "not found" would send the rest without its context (atk74 F1).
     const early = await call(beside.url, 'POST', '/v1/responses', { model: 'm', input: 'next', previous_response_id: id });
-    expect([early.status, early.body.error?.code]).toEqual([400, 'previous_response_not_found']);
+    expect([early.status, early.body.error?.code, early.body.error?.param]).toEqual([400, 'invalid_value', 'previous_response_id']);
+    expect(early.body.error?.message).toMatch(/still in progress in another server/);
+    const own = await call(child.url, 'POST', '/v1/responses', { model: 'm', input: 'next', previous_response_id: id });
+    expect([own.status, own.body.error?.code, own.body.error?.param]).toEqual([400, 'invalid_value', 'previous_response_id']);
 
     // Nor cancelled or deleted through this server: its run is the other's, which would store it again at its end (a
     // DELETE answered deleted: true, and the response came back), and a cancel answered the stored in_progress record.
@@ -95,8 +100,8 @@ describe('a background response in flight when its server is killed', () => {
       expect(after.status).toBe(200);
       expect(after.body).toMatchObject({ id, status: 'failed', error: { code: 'server_error', message: ORPHANED_MESSAGE } });
       const next = await call(url, 'POST', '/v1/responses', { model: 'm', input: 'next', previous_response_id: id });
-      expect([next.status, next.body.error?.code]).toEqual([400, 'previous_response_not_found']);
-      expect(next.body.error?.message).toMatch(/has not ended/);
+      expect([next.status, next.body.error?.code, next.body.error?.param]).toEqual([400, 'invalid_value', 'previous_response_id']);
+      expect(next.body.error?.message).toMatch(/has not ended, and the server that ran it stopped/);
     }
     // Its server gone, it is this one's to cancel (it has ended: its failed Response) and to delete.
     const cancelled = await call(beside.url, 'POST', `/v1/responses/${id}/cancel`);

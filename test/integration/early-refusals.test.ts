@@ -132,6 +132,15 @@ describe('an early refusal reaches a client that is still uploading', () => {
     }
   });
 
+  it('413 for a body many times a small frame limit (64 KiB, 8 MB sent): the answer, not a reset (atk75 F1)', async () => {
+    const small = 64 * KiB;
+    const { url } = await testServer({ limits: { maxFrameBytes: small } });
+    const n = 8 * 1000 * 1000;
+    const expected = { status: 413, code: 'payload_too_large' };
+    expect(await viaNodeHttp(url, 'POST', '/v1/responses', json, n)).toEqual(expected);
+    expect(await viaFetch(url, 'POST', '/v1/responses', json, n)).toEqual(expected);
+  });
+
   it('a refused chunked upload larger than the limit gets its answer, then the connection closes', async () => {
     const { url } = await testServer({ limits: { maxFrameBytes: limit } });
     // No content-length: undici sends it chunked; the drain stops at the limit and the answer goes out with Connection: close.

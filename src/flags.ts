@@ -65,7 +65,9 @@ export function numberFlag(raw: string | undefined, flag: string, range: NumberR
     ? !underflow && (!integer || Number.isSafeInteger(n)) && (aboveMin ? n > min : n >= min) && n <= max
     : // Infinity only as spelled: a number too large for a double (`1e309`) read as Infinity, no limit (atk70 F4).
       n === Infinity && infinity && max === Infinity && (raw === 'Infinity' || raw === 'inf');
-  if (!ok) throw new UsageError(`--${flag} needs ${what}, got ${quoted(raw)}`);
+  // A whole number past 2^53 is one, but not one a double holds exactly: said so, not "needs an integer" (atk75 I2).
+  const unsafe = integer && Number.isFinite(n) && Number.isInteger(n) && !Number.isSafeInteger(n) && n <= max;
+  if (!ok) throw new UsageError(`--${flag} needs ${what}, got ${quoted(raw)}${unsafe ? ` (above ${Number.MAX_SAFE_INTEGER}, the largest integer this server holds exactly${infinity ? '; Infinity for no limit' : ''})` : ''}`);
   return n;
 }
 

@@ -53,6 +53,10 @@ describe('limit flags', () => {
     for (const bad of ['0', '-1', '1.5']) expect(() => limitsFrom({ 'max-queued-listings': bad }, {}), bad).toThrow(`--max-queued-listings needs an integer >= 1 (or Infinity), got '${bad}'`);
     expect(limitsFrom({ 'max-queued-listings': '1' }, {}).maxQueuedListings).toBe(1);
     expect(() => limitsFrom({ 'max-file-store-bytes': '-1' }, {})).toThrow("--max-file-store-bytes needs an integer >= 0 (or Infinity), got '-1'");
+    // A whole number past 2^53 is said to be too large, not "not an integer" (atk75 I2).
+    expect(() => limitsFrom({ 'max-tools': '99999999999999999999' }, {})).toThrow(
+      "--max-tools needs an integer >= 0 (or Infinity), got '99999999999999999999' (above 9007199254740991, the largest integer this server holds exactly; Infinity for no limit)",
+    );
     expect(limitHelp()).toMatch(/--store-ttl-ms N .*\(2592000000\)/);
   });
 

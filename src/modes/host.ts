@@ -138,7 +138,21 @@ export class SessionHost {
 
   /** A WebSocket connection's share of the byte budget: its frames held while `session` has work. */
   connectionBytes(session: ConnectionSession): ConnectionBytes {
-    return connectionBytes(this.bytes, this.services.limits, session);
+    const share = connectionBytes(this.bytes, this.services.limits, session);
+    session.share = share;
+    return share;
+  }
+
+  /**
+   * Bytes of the server-wide budget held by WebSocket runs paused for their clients' tool outputs, which nothing but
+   * their clients' next appends can free (`ConnectionSession.heldForPeer`). When they alone leave no room for an
+   * append, refusing it "until other requests end" waits for ever: each paused run waits for the append the budget
+   * refuses (four long runs at the default limits did; outside attack atk76 F1).
+   */
+  heldForPeers(): number {
+    let n = 0;
+    for (const set of this.sessionSets) n += set.heldForPeers();
+    return n;
   }
 
   /** A reader's share of the server-wide bound on unsent bytes (a WebSocket connection, an SSE stream); closed when it is gone. */
@@ -517,6 +531,13 @@ export class SessionSet {
       queued += s.queuedCreates;
     }
     return { sessions: this.open.size, paused, queued };
+  }
+
+  /** What its sessions hold of the budget that only their peers can free (`ConnectionSession.heldForPeer`). */
+  heldForPeers(): number {
+    let n = 0;
+    for (const s of this.open) n += s.heldForPeer();
+    return n;
   }
 
   /** Whether shutdown has begun: nothing opens any more. */

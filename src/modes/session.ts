@@ -186,6 +186,29 @@ export class ConnectionSession {
     return this.charge?.bytes ?? 0;
   }
 
+  /** The connection's whole share of the server-wide budget (`ConnectionBytes.own`), once its transport set it. */
+  share: { own(): number } | null = null;
+
+  /**
+   * What this session holds of the server-wide budget that only its peer can free: its whole share while its run is
+   * paused for the client with nothing else on the connection that could give budget back (`waitsOnPeer`), else 0.
+   */
+  heldForPeer(): number {
+    return this.paused && this.waitsOnPeer() ? (this.share?.own() ?? this.heldByRun()) : 0;
+  }
+
+  /**
+   * The run paused here ends `incomplete` for `err` (said in its stream first, with `reason` its
+   * `llr_incomplete_reason`); the connection goes on. False when no run is paused.
+   */
+  endPaused(err: WireError, reason: string): boolean {
+    const run = this.active;
+    if (this.closed || run === null || !run.paused || run.ended) return false;
+    this.error(err);
+    run.stop('incomplete', reason);
+    return true;
+  }
+
   /**
    * Whether nothing on this connection can give budget back before the peer's next message: nothing queued, planned
    * or appending, and no run but one paused for the client (a paused run's timeout aside).

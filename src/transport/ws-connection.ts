@@ -547,6 +547,7 @@ export class WsConnection implements Transport, Unsent {
           // A create refused server_busy is its own lane's (none for none): left unset it went in the stream of the
           // response in flight, another lane's (its stream_id and sequence), taken by its client for that run's error.
           if (event.type === 'response.create' && err instanceof WireError) err.lane = event.stream_id ?? null;
+          if (event.type !== 'response.create' && this.endStuckRun(err, bytes)) return;
           throw err;
         }
         owed = 0;
@@ -721,7 +722,11 @@ export class WsConnection implements Transport, Unsent {
    */
   private cannotFit(arriving: number): boolean {
     const max = this.host.bytes.max;
-    if (this.parsing !== null || !this.session.waitsOnPeer() || this.held.own() + arriving <= max) return false;
+    if (this.parsing !== null || !this.session.waitsOnPeer()) return false;
+    // Nor does budget held by runs paused for their clients, this one's among them, come back before the message is
+    // taken: they wait for their own appends, which the budget refuses alike (`SessionHost.heldForPeers`, atk76 F1).
+    const stuck = this.session.paused ? this.host.heldForPeers() : 0;
+    if (this.held.own() + arriving <= max && stuck + arriving <= max) return false;
     if (this.session.shed()) {
       this.log.info({ code: 'server_busy', arriving }, 'cached context let go: with it the message arriving could not fit the byte budget');
       return true;
@@ -730,7 +735,7 @@ export class WsConnection implements Transport, Unsent {
     this.log.info({ code: 'server_busy', arriving, own, max }, 'the message arriving cannot fit the byte budget beside what this connection holds; closing 1013');
     const err = new WireError(
       'server_busy',
-      `A message of at least ${arriving} bytes cannot fit in the server's byte budget of ${max} (llr serve --max-server-bytes) beside the ${own} bytes this connection holds; the connection closes (1013).`,
+      `A message of at least ${arriving} bytes cannot fit in the server's byte budget of ${max} (llr serve --max-server-bytes) beside the ${own} bytes this connection holds${stuck > own ? ` and the ${stuck - own} bytes other runs paused for their clients hold` : ''}; the connection closes (1013).`,
     );
     clearInterval(this.rxRetry);
     this.rxRetry = undefined;
@@ -823,6 +828,29 @@ export class WsConnection implements Transport, Unsent {
     this.session.announceEnd(limit);
     void this.session.finish('connection_limit_reached', limit).then(() => this.ws.close(1000, 'connection limit reached'));
   };
+
+  /**
+   * An append (or inject) for the run paused here refused `server_busy` (`err`) while runs paused for their clients,
+   * this one among them, hold so much of the server-wide budget that no room can come but from their clients' next
+   * appends, which the budget refuses alike (`SessionHost.heldForPeers`): waiting cannot help, so this run ends
+   * `incomplete` (`llr_incomplete_reason: server_busy`) with the error in its stream, giving its budget back, and the
+   * connection goes on. True when it ended. Refused "try again when other requests end", four long runs at the
+   * default limits waited for each other until their pause timeouts, and one run past the budget alone did the same
+   * (outside attack atk76 F1).
+   */
+  private endStuckRun(err: unknown, bytes: number): boolean {
+    if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.session.paused) return false;
+    const { bytes: budget } = this.host;
+    const stuck = this.host.heldForPeers();
+    if (stuck + bytes <= budget.max) return false;
+    const own = this.session.heldForPeer();
+    this.log.info({ code: 'server_busy', bytes, own, stuck, max: budget.max }, 'append cannot fit the byte budget that paused runs hold; the run ends');
+    const why = new WireError(
+      'server_busy',
+      `This append (${bytes} bytes) cannot fit the server's byte budget of ${budget.max} (llr serve --max-server-bytes): runs paused for their clients' tool outputs hold ${stuck} bytes of it (this run ${own}), and none can give any back before its client's next append, so waiting cannot help. The run ends incomplete, its output so far kept; start a new response, or raise --max-server-bytes (or lower --max-context-bytes).`,
+    );
+    return this.session.endPaused(why, 'server_busy');
+  }
 
   /**
    * The peer broke the protocol and the `ws` library is closing (transport/server-websocket.ts; no frame after the

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { ServerBytes } from '../../src/modes/server-bytes.js';
 import WebSocket from 'ws';
-import { RawSocket } from '../helpers/raw-socket.js';
+import { RawSocket, UnexpectedErrorEvent } from '../helpers/raw-socket.js';
 import { captureLogger } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
 import { firstCallFreeModel } from '../helpers/gated-model.js';
@@ -271,6 +271,59 @@ describe('the server-wide byte budget', () => {
     const after = ws.events.slice(ws.events.findIndex((e) => e.type === 'error')).map((e) => e.type);
     expect(after).toEqual(['error', 'response.incomplete']);
     await waitFor((l) => /cannot fit the byte budget beside what this connection holds/.test(l.msg));
+    expect(await held(url)).toBe(0);
+  });
+
+  it('runs paused for their clients that hold the whole budget: the append that cannot fit ends its run, the others go on (outside attack atk76 F1)', async () => {
+    // Refused "try again when other requests end", each paused run waited for an append the budget refused, and none
+    // could end before its pause timeout: four long runs at the default limits stood still for minutes.
+    const policy = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
+      { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+      { text: 'b done' },
+      { text: 'a again' },
+    ]);
+    const max = 1024 * KiB;
+    const { logger, waitFor } = captureLogger();
+    const { url } = await testServer({ logger, policy, limits: { maxServerBytes: max } });
+    const a = await RawSocket.longLived(url);
+    a.send(create(256 * KiB, { tools: [tool] }));
+    await a.next('response.done');
+    // B's create as large as fits beside A (a run holds its frame and its prompt's token ids): the largest size that
+    // is not refused, found from A's share and refined 2 KiB at a time.
+    const perByte = (await held(url)) / (256 * KiB);
+    const b = await RawSocket.longLived(url);
+    let size = Math.floor((max - (await held(url))) / perByte);
+    for (;;) {
+      b.send(create(size, { tools: [tool] }));
+      const paused = await b.next('response.done').catch((err: unknown) => {
+        if (!(err instanceof UnexpectedErrorEvent) || err.event.error.code !== 'server_busy') throw err;
+        return null;
+      });
+      if (paused) break;
+      size -= 2 * KiB;
+    }
+    const room = max - (await held(url));
+    expect(room).toBeLessThan(64 * KiB);
+
+    // A's append, one frame a little larger than the room left, cannot fit, and only the two paused runs hold the
+    // budget: A's run ends, its socket stays open.
+    a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(Math.max(0, room) + 512) }] });
+    const busy = await a.next('error');
+    expect(busy.error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('paused for their clients') });
+    const ended = await a.next('response.incomplete');
+    expect(ended.response).toMatchObject({ status: 'incomplete', incomplete_details: null, llr_incomplete_reason: 'server_busy' });
+    await waitFor((l) => /append cannot fit the byte budget that paused runs hold/.test(l.msg));
+
+    // Its budget given back, B's append fits and B's run ends as usual; A's connection takes a new create.
+    b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
+    await b.next('response.completed');
+    a.send(create(10));
+    await a.next('response.completed');
+    expect(a.events.filter((e) => e.type === 'response.incomplete')).toHaveLength(1);
+    expect(policy.remaining()).toBe(0);
+    a.dispose();
+    b.dispose();
     expect(await held(url)).toBe(0);
   });
 

@@ -150,9 +150,25 @@ export class SessionHost {
    * refuses (four long runs at the default limits did; outside attack atk76 F1).
    */
   heldForPeers(): number {
-    let n = 0;
+    let n = this.live.heldForPeers();
     for (const set of this.sessionSets) n += set.heldForPeers();
     return n;
+  }
+
+  /**
+   * `err`, an append's refusal over HTTP; when it is `server_busy` for `owner`'s long-lived run `id`, paused, and the
+   * runs paused for their clients leave no room for its `bytes` (`heldForPeers`), that run ends `incomplete` (as over
+   * a WebSocket, `WsConnection.endStuckRun`) and the refusal says why. Told to try again, its client's retries could
+   * never fit, and the run waited for its pause timeout.
+   */
+  endStuckLiveRun(err: unknown, id: string, owner: string | null, bytes: number): unknown {
+    if (!(err instanceof WireError) || err.code !== 'server_busy') return err;
+    const stuck = this.heldForPeers();
+    if (stuck + bytes <= this.bytes.max) return err;
+    const why = stuckAppendError(bytes, this.bytes.max, stuck, null);
+    if (!this.live.endPaused(id, owner, why, 'server_busy')) return err;
+    this.log.info({ code: 'server_busy', bytes, stuck, max: this.bytes.max, response_id: id }, 'append cannot fit the byte budget that paused runs hold; the run ends');
+    return why;
   }
 
   /** A reader's share of the server-wide bound on unsent bytes (a WebSocket connection, an SSE stream); closed when it is gone. */
@@ -597,4 +613,16 @@ export class SessionSet {
     this.shuttingDown = true;
     await Promise.all([...this.open].map((s) => s.shutdown()));
   }
+}
+
+/**
+ * The refusal of an append that cannot fit the server-wide budget while runs paused for their clients hold `stuck`
+ * bytes of it (`own` of them its own run's, when known): its run ends, since no room can come before their clients'
+ * next appends, which the budget refuses alike.
+ */
+export function stuckAppendError(bytes: number, max: number, stuck: number, own: number | null): WireError {
+  return new WireError(
+    'server_busy',
+    `This append (${bytes} bytes) cannot fit the server's byte budget of ${max} (llr serve --max-server-bytes): runs paused for their clients' tool outputs hold ${stuck} bytes of it${own === null ? '' : ` (this run ${own})`}, and none can give any back before its client's next append, so waiting cannot help. The run ends incomplete, its output so far kept; start a new response, or raise --max-server-bytes (or lower --max-context-bytes).`,
+  );
 }

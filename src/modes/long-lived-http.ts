@@ -178,6 +178,26 @@ export class LiveRuns {
     return null;
   }
 
+  /** What the paused runs' taken appends hold of the budget (`SessionHost.heldForPeers`: only their clients free it). */
+  heldForPeers(): number {
+    let n = 0;
+    for (const entry of this.live.values()) if (entry.run.paused) n += entry.held?.bytes ?? 0;
+    return n;
+  }
+
+  /**
+   * Ends `owner`'s paused run `id` `incomplete` for `err` (said in its stream first; `llr_incomplete_reason`
+   * `reason`): its append could not fit the budget that paused runs hold (`SessionHost.endStuckLiveRun`). False
+   * when there is no such paused run.
+   */
+  endPaused(id: string, owner: string | null, err: WireError, reason: string): boolean {
+    const entry = this.live.get(id);
+    if (!entry || entry.owner !== owner || !entry.run.paused || entry.run.ended) return false;
+    entry.run.emitError(err);
+    entry.run.stop('incomplete', reason);
+    return true;
+  }
+
   /** End a run `cancelled`; resolves with its final Response once its terminal event was sent. */
   cancel(id: string, owner: string | null): Promise<Response> {
     const run = this.get(id, owner);

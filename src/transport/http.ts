@@ -350,7 +350,11 @@ export class HttpTransport {
       // The body stays charged while it is parsed, waits behind other appends and is checked; a run that takes it
       // keeps that charge for its life (LiveRuns.append).
       return this.holding(async (hold) => {
-        const body = await readBody(req, limits.maxFrameBytes, hold);
+        // Refused past the budget: when runs paused for their clients hold it, this one's run ends and says why.
+        const body = await readBody(req, limits.maxFrameBytes, hold).catch((err: unknown) => {
+          const bytes = Math.max(hold.bytes + 1, Number(req.headers['content-length']) || 0);
+          throw this.host.endStuckLiveRun(err, id, owner, bytes);
+        });
         this.appending.add(req);
         // Timed from the whole body's arrival (reading it is the network's time, not work): the append's `parse_append` span.
         const start = this.host.now();

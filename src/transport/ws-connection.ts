@@ -17,7 +17,7 @@ import { parseCaps, parseEdgeJson, parseEdgeJsonNow } from './json-in.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { eventPieces, piecesLength, type DeltaBatch } from '../protocol/event-json.js';
 import { batchFrames, directSocket } from './ws-frames.js';
-import type { SessionHost } from '../modes/host.js';
+import { stuckAppendError, type SessionHost } from '../modes/host.js';
 import type { ConnectionSession } from '../modes/session.js';
 import type { ConnectionBytes, Hold } from '../modes/server-bytes.js';
 import { SEND_FLOOR_BYTES, stallCheckEveryMs, type SendShare, type Unsent } from '../modes/send-bytes.js';
@@ -845,11 +845,7 @@ export class WsConnection implements Transport, Unsent {
     if (stuck + bytes <= budget.max) return false;
     const own = this.session.heldForPeer();
     this.log.info({ code: 'server_busy', bytes, own, stuck, max: budget.max }, 'append cannot fit the byte budget that paused runs hold; the run ends');
-    const why = new WireError(
-      'server_busy',
-      `This append (${bytes} bytes) cannot fit the server's byte budget of ${budget.max} (llr serve --max-server-bytes): runs paused for their clients' tool outputs hold ${stuck} bytes of it (this run ${own}), and none can give any back before its client's next append, so waiting cannot help. The run ends incomplete, its output so far kept; start a new response, or raise --max-server-bytes (or lower --max-context-bytes).`,
-    );
-    return this.session.endPaused(why, 'server_busy');
+    return this.session.endPaused(stuckAppendError(bytes, budget.max, stuck, own), 'server_busy');
   }
 
   /**

@@ -174,6 +174,39 @@ describe('the server-wide byte budget', () => {
     expect(server.bytes.peak).toBeLessThanOrEqual(512 * KiB);
   });
 
+  it('over HTTP: a paused run whose appends fill the budget ends at the append that cannot fit, not at its pause timeout (atk76 F1)', async () => {
+    // Refused 503 "try again when other requests end", the SDK's retries could never fit: the run's own appends held
+    // the budget, and it waited for its pause timeout (four such runs at the default limits, all of them lost).
+    const calls = Array.from({ length: 12 }, (_, i) => ({ calls: [{ name: 'lookup', arguments: { q: `q${i}` }, call_id: `call_${i}` }] }));
+    const { server, url } = await testServer({ policy: scriptPolicy(calls), limits: { maxServerBytes: 1024 * KiB } });
+    const post = poster(url);
+    const stream = await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: 'go', tools: [tool], stream: true });
+    const reader = stream.body!.getReader();
+    let text = '';
+    const pauses = () => text.split('event: response.done').length - 1;
+    const untilPauses = async (n: number) => {
+      while (pauses() < n) text += new TextDecoder().decode((await reader.read()).value);
+    };
+    await untilPauses(1);
+    const id = /"id":"(resp_[^"]+)"/.exec(text)![1]!;
+    let refused: Response | null = null;
+    for (let i = 0; i < 11 && !refused; i++) {
+      const res = await post(`/v1/responses/${id}/append`, { input: [{ type: 'function_call_output', call_id: `call_${i}`, output: 'y'.repeat(150 * KiB) }] });
+      if (res.status === 202) await untilPauses(i + 2);
+      else refused = res;
+    }
+    expect(refused?.status).toBe(503);
+    const body = (await refused!.json()) as { error: { code: string; message: string } };
+    expect(body.error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('paused for their clients') });
+    // Its stream says so, then ends once: incomplete, for the server's own reason.
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
+    const tail = text.slice(text.lastIndexOf('event: response.done'));
+    expect(tail).toMatch(/event: error\n[^\n]*server_busy[\s\S]*event: response\.incomplete\n[^\n]*"llr_incomplete_reason":"server_busy"/);
+    expect(text.split('event: response.incomplete').length - 1).toBe(1);
+    await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('a WebSocket message still arriving is charged: uploads past the budget pause reading, then all complete (outside attack)', async () => {
     // Before: frames were charged only once whole and parsed, so 30 peers each holding 15 MiB of an unfinished
     // fragmented message kept 564 MB of RSS with bytes_held 0, and ~1.8 GB once they all finished together.

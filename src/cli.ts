@@ -231,6 +231,16 @@ async function serve(argv: string[], demo = false): Promise<void> {
   if (serverBytes < frameBytes) {
     log.warn({ code: 'server_bytes_below_frame', max_server_bytes: serverBytes, max_frame_bytes: frameBytes }, '--max-server-bytes is below --max-frame-bytes: a request of a size between them is always refused 503 server_busy, and retrying it cannot help');
   }
+  // A long-lived run near its context bound holds 2 to 2.5 times it (its items, and their token ids): past 40 % of the budget,
+  // one run fills the budget before its own bound, and its next append ends it `server_busy` (atk76 F1b: 1 GiB of
+  // context taken silently beside 256 MiB of budget). Said, not refused, as above.
+  const contextBytes = limits.maxContextBytes ?? DEFAULT_LIMITS.maxContextBytes;
+  if (Number.isFinite(serverBytes) && contextBytes * 2.5 > serverBytes) {
+    log.warn(
+      { code: 'context_bytes_past_server_budget', max_context_bytes: contextBytes, max_server_bytes: serverBytes },
+      '--max-context-bytes is more than 40% of --max-server-bytes: a long-lived run holds 2 to 2.5 times its context in the budget, so one run can fill the budget before its context bound, and then ends server_busy',
+    );
+  }
   const switches: Partial<Switches> = {};
   for (const name of values.off ?? []) {
     if (!(name in DEFAULT_SWITCHES)) throw new UsageError(`unknown switch ${quoted(name)}; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);

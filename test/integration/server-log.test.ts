@@ -80,6 +80,19 @@ describe('server log', () => {
     expect(lines(await fineOut).filter((l) => (l as { code?: string }).code === 'server_bytes_below_frame')).toEqual([]);
   }, 30_000);
 
+  it('warns at start when --max-context-bytes passes 40 % of --max-server-bytes: one run could fill the budget before its own bound (atk76 F1b)', async () => {
+    const code = (l: unknown) => (l as { code?: string }).code === 'context_bytes_past_server_budget';
+    const { proc, output } = await serve(['--max-server-bytes', '268435456', '--max-context-bytes', '1073741824']);
+    proc.kill('SIGTERM');
+    const warned = lines(await output).filter(code);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatchObject({ max_context_bytes: 1073741824, max_server_bytes: 268435456 });
+    // The defaults (32 MiB of context, 256 MiB of budget) are fine.
+    const { proc: fine, output: fineOut } = await serve([]);
+    fine.kill('SIGTERM');
+    expect(lines(await fineOut).filter(code)).toEqual([]);
+  }, 30_000);
+
   // Found by an outside fuzzer: a server whose stdout reader had gone (its parent killed) did not exit on SIGTERM, its
   // main thread in sonic-boom's synchronous flush, which retries a write that fails with anything but EAGAIN (EPIPE:
   // nobody reads the pipe) every 100 ms, for ever. The exit hook's flush must give up on it.

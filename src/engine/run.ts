@@ -408,6 +408,8 @@ export class ResponseRun {
       if (this.paused && !this.end) await reserveFor(ctx, tokens);
       if (!this.paused || this.end) throw this.endedWhileAppending();
     } catch (err) {
+      // What it needed at least: the ids made before the refused slice too (`SessionHost.heldForPeers` weighs it).
+      if (err instanceof WireError && err.code === 'server_busy') err.budgetAsk = m.tokenBytes - mark + (err.budgetAsk ?? 0);
       m.releaseTokensSince(mark);
       throw err;
     }

@@ -35,7 +35,7 @@ import type { ServerEvent } from '../protocol/events.js';
 import type { ParseSpan } from './transport.js';
 import { longLivedPolicy } from './long-lived.js';
 import { ConnectionSession, type ModePolicy } from './session.js';
-import { RunCharge, ServerBytes, connectionBytes, type ConnectionBytes, type Hold } from './server-bytes.js';
+import { RunCharge, ServerBytes, connectionBytes, pausedAppendRefusal, type ConnectionBytes, type Hold } from './server-bytes.js';
 import { SendBytes, startWaitMs, type SendShare, type Unsent } from './send-bytes.js';
 import type { SessionInfo, Transport } from './transport.js';
 import { wsModePolicy, type CachedResponses } from './ws.js';
@@ -103,6 +103,7 @@ export class SessionHost {
   ) {
     this.bytes = bytes ?? new ServerBytes(services.limits.maxServerBytes);
     this.live = new LiveRuns(services, this.bytes);
+    this.bytes.peersHeld = () => this.heldForPeers();
     this.background = new BackgroundRuns(services);
     this.unsent = new SendBytes(services.limits.maxSendBufferTotalBytes, services.limits.maxSendBufferBytes, startWaitMs(services.limits.sendStallTimeoutMs));
     this.listings = new ColdListings(services.limits.maxQueuedListings ?? DEFAULT_LIMITS.maxQueuedListings);
@@ -156,19 +157,20 @@ export class SessionHost {
   }
 
   /**
-   * `err`, an append's refusal over HTTP; when it is `server_busy` for `owner`'s long-lived run `id`, paused, and the
-   * runs paused for their clients leave no room for its `bytes` (`heldForPeers`), that run ends `incomplete` (as over
-   * a WebSocket, `WsConnection.endStuckRun`) and the refusal says why. Told to try again, its client's retries could
-   * never fit, and the run waited for its pause timeout.
+   * `err`, an append's refusal over HTTP (its body, or its token ids, past the budget; `bytes`: what it needed at
+   * least): when it is `server_busy` for `owner`'s long-lived run `id`, paused, and runs paused for their clients hold
+   * the budget (`heldForPeers`), what its client is told, as over a WebSocket (`pausedAppendRefusal`): no append can
+   * fit, and that run ends `incomplete`, or this one cannot and a smaller one may. Told to try again, its client's
+   * retries could never fit, and the run waited for its pause timeout (atk76 F1, atk78 F1).
    */
   endStuckLiveRun(err: unknown, id: string, owner: string | null, bytes: number): unknown {
-    if (!(err instanceof WireError) || err.code !== 'server_busy') return err;
+    if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.live.paused(id, owner)) return err;
     const stuck = this.heldForPeers();
-    if (stuck + bytes <= this.bytes.max) return err;
-    const why = stuckAppendError(bytes, this.bytes.max, stuck, null);
-    if (!this.live.endPaused(id, owner, why, 'server_busy')) return err;
-    this.log.info({ code: 'server_busy', bytes, stuck, max: this.bytes.max, response_id: id }, 'append cannot fit the byte budget that paused runs hold; the run ends');
-    return why;
+    const said = pausedAppendRefusal(this.bytes.max, stuck, bytes);
+    if (said === null) return err;
+    if (said.endsRun && !this.live.endPaused(id, owner, said, 'server_busy')) return err;
+    this.log.info({ code: 'server_busy', bytes, stuck, max: this.bytes.max, response_id: id, ends_run: said.endsRun }, 'append cannot fit the byte budget that paused runs hold');
+    return said;
   }
 
   /** A reader's share of the server-wide bound on unsent bytes (a WebSocket connection, an SSE stream); closed when it is gone. */
@@ -615,14 +617,3 @@ export class SessionSet {
   }
 }
 
-/**
- * The refusal of an append that cannot fit the server-wide budget while runs paused for their clients hold `stuck`
- * bytes of it (`own` of them its own run's, when known): its run ends, since no room can come before their clients'
- * next appends, which the budget refuses alike.
- */
-export function stuckAppendError(bytes: number, max: number, stuck: number, own: number | null): WireError {
-  return new WireError(
-    'server_busy',
-    `This append (${bytes} bytes) cannot fit the server's byte budget of ${max} (llr serve --max-server-bytes): runs paused for their clients' tool outputs hold ${stuck} bytes of it${own === null ? '' : ` (this run ${own})`}, and none can give any back before its client's next append, so waiting cannot help. The run ends incomplete, its output so far kept; start a new response, or raise --max-server-bytes (or lower --max-context-bytes).`,
-  );
-}

@@ -185,6 +185,12 @@ export class LiveRuns {
     return n;
   }
 
+  /** Whether `owner`'s run `id` is open here and paused for its client. */
+  paused(id: string, owner: string | null): boolean {
+    const entry = this.live.get(id);
+    return entry !== undefined && entry.owner === owner && entry.run.paused && !entry.run.ended;
+  }
+
   /**
    * Ends `owner`'s paused run `id` `incomplete` for `err` (said in its stream first; `llr_incomplete_reason`
    * `reason`): its append could not fit the budget that paused runs hold (`SessionHost.endStuckLiveRun`). False

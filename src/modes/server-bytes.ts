@@ -26,6 +26,12 @@ export class ServerBytes {
 
   constructor(readonly max: number) {}
 
+  /**
+   * What runs paused for their clients hold of the budget, which nothing but their clients' next appends can free
+   * (`SessionHost.heldForPeers`, set by the host that owns this budget; 0 without one).
+   */
+  peersHeld: () => number = () => 0;
+
   get held(): number {
     return this.heldBytes;
   }
@@ -37,10 +43,12 @@ export class ServerBytes {
   /** Charge `n` bytes, or throw `server_busy` (nothing charged) when they would pass the budget. */
   charge(n: number): void {
     if (this.heldBytes + n > this.max) {
-      throw new WireError(
+      const err = new WireError(
         'server_busy',
         `The server holds ${this.heldBytes} bytes of requests and keeps at most ${this.max} (llr serve --max-server-bytes); try again when other requests end.`,
       );
+      err.budgetAsk = n;
+      throw err;
     }
     this.heldBytes += n;
     if (this.heldBytes > this.peakBytes) this.peakBytes = this.heldBytes;
@@ -362,4 +370,41 @@ class ConnectionHold implements ConnectionBytes {
     this.rx.releaseAll();
     this.px.releaseAll();
   }
+}
+
+/**
+ * The least room an append needs for a run paused for its client to go on: a tool output of a few KB, with its token
+ * ids. Past the budget, with less than this left beside what runs paused for their clients hold, no append can fit.
+ */
+export const PAUSED_RUN_ROOM_BYTES = 64 * 1024;
+
+/**
+ * An append (or inject) for a paused run, refused `server_busy` by the server-wide budget (`max`): what to tell its
+ * client, from what runs paused for their clients hold besides this append (`stuck`; only their clients' next appends
+ * can free it, and the budget refuses those alike) and what the append needed at least (`need`: its body, and the
+ * token ids made before the refusal). Null: the usual refusal, "try again when other requests end" (other requests
+ * hold budget that may come back). Otherwise a `server_busy` whose `endsRun` says what follows:
+ * - less than `PAUSED_RUN_ROOM_BYTES` left beside the paused runs: no append can fit however long anyone waits, so
+ *   the run ends `incomplete` (four long runs at the default limits, or one past the budget alone, waited for each
+ *   other until their pause timeouts, every append told to try again; outside attack atk76 F1);
+ * - room for a smaller append but not for this one: the run stays paused and the client is told to send less, not to
+ *   retry (atk78 F1: an append whose token ids could never fit was told to try again for as long as the pause).
+ */
+export function pausedAppendRefusal(max: number, stuck: number, need: number): (WireError & { endsRun: boolean }) | null {
+  const room = Math.max(0, max - stuck);
+  if (room >= PAUSED_RUN_ROOM_BYTES && need <= room) return null;
+  const held = `runs paused for their clients' tool outputs hold ${stuck} bytes of the server's byte budget of ${max} (llr serve --max-server-bytes), and none can give any back before its client's next append`;
+  if (room < PAUSED_RUN_ROOM_BYTES) {
+    const err = new WireError(
+      'server_busy',
+      `No append can fit: ${held}, so waiting cannot help. The run ends incomplete, its output so far kept; start a new response, or raise --max-server-bytes (or lower --max-context-bytes).`,
+    );
+    return Object.assign(err, { endsRun: true });
+  }
+  const err = new WireError(
+    'server_busy',
+    `This append needs at least ${need} bytes (its body and its token ids) and ${room} are left: ${held}, so it cannot fit however long it waits. Send a smaller one; the run stays paused.`,
+  );
+  err.noRetry = true;
+  return Object.assign(err, { endsRun: false });
 }

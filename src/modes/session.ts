@@ -32,7 +32,7 @@ import { ResponseRun, type EventSink, type RunPlan } from '../engine/run.js';
 import type { DeltaBatch } from '../protocol/event-json.js';
 import type { Services } from '../engine/services.js';
 import type { ParseSpan, SessionInfo, Transport } from './transport.js';
-import { RunCharge, type ServerBytes } from './server-bytes.js';
+import { RunCharge, pausedAppendRefusal, type ServerBytes } from './server-bytes.js';
 
 export type { SessionInfo, Transport };
 
@@ -198,6 +198,28 @@ export class ConnectionSession {
   }
 
   /**
+   * An append or inject of `bytes` for the paused `run`, refused `err` while it was applied (its token ids past the
+   * budget): when that is `server_busy` and runs paused for their clients hold the budget (`ServerBytes.peersHeld`,
+   * with this connection's share but for this frame: it is still appending, so not among them yet), what its client
+   * is told (`pausedAppendRefusal`: what it needed at least is its frame and `WireError.budgetAsk`), as for a frame
+   * refused at once (`WsConnection.pausedRefusal`): no append can fit, and the run ends `incomplete` (null returned),
+   * or this one cannot and a smaller one may. Otherwise `err`. An append whose frame fitted and whose ids could never
+   * fit was told to try again for as long as its pause lasted (outside attack atk78 F1).
+   */
+  private pausedRefusal(run: ResponseRun, err: unknown, bytes: number): unknown {
+    if (!(err instanceof WireError) || err.code !== 'server_busy' || this.budget === null) return err;
+    if (run !== this.active || !run.paused || run.ended) return err;
+    const own = Math.max(0, (this.share?.own() ?? this.heldByRun()) - bytes);
+    const stuck = this.budget.peersHeld() - this.heldForPeer() + own;
+    const need = bytes + (err.budgetAsk ?? 0);
+    const said = pausedAppendRefusal(this.budget.max, stuck, need);
+    if (said === null) return err;
+    this.log.info({ code: 'server_busy', bytes: need, own, stuck, max: this.budget.max, ends_run: said.endsRun }, 'append cannot fit the byte budget that paused runs hold');
+    if (said.endsRun && this.endPaused(said, 'server_busy')) return null;
+    return said;
+  }
+
+  /**
    * The run paused here ends `incomplete` for `err` (said in its stream first, with `reason` its
    * `llr_incomplete_reason`); the connection goes on. False when no run is paused.
    */
@@ -297,10 +319,15 @@ export class ConnectionSession {
         // Async (large appends yield to the loop); errors are reported as before, once it settles.
         this.track(
           run.append(event.input, parse).then(settledQuietly, (err: unknown) => {
+            const said = this.pausedRefusal(run, err, bytes);
+            if (said === null) {
+              refused?.();
+              return;
+            }
             // Numbered in the stream of the response in flight when it is refused (this run's, or the next one's if
             // this run ended meanwhile: a connection counter's number in the middle of that stream would repeat one
             // of its own), by the connection's counter when none is.
-            this.error(toWireError(err));
+            this.error(toWireError(said));
             // Nothing of it was applied (appends are atomic): its frame no longer stands for anything the run keeps.
             refused?.();
           }),
@@ -336,8 +363,10 @@ export class ConnectionSession {
               if (!this.closed || this.answering) this.injectFailed(event.response_id, event.input, lane);
               return;
             }
+            const said = this.pausedRefusal(run, err, bytes);
+            if (said === null) return;
             // Numbered as a refused response.append's (above).
-            this.error(toWireError(err));
+            this.error(toWireError(said));
           }),
         );
         return;

@@ -197,6 +197,16 @@ export class WireError extends Error {
    */
   declare foreseen?: true;
 
+  /**
+   * For a `server_busy` of the server-wide byte budget: the bytes the refused charge asked for, with what the same
+   * operation had charged before it (an append's token ids made so far, `ResponseRun.append`). What a refused append
+   * needed at least, to tell whether waiting could ever make room for it (`SessionHost.heldForPeers`).
+   */
+  declare budgetAsk?: number;
+
+  /** A refusal that no retry of the same request can mend (`x-should-retry: false` over HTTP, whatever its code). */
+  declare noRetry?: true;
+
   constructor(code: WireErrorCode, message?: string, param: string | null = null, options?: { cause?: unknown }) {
     const entry = WIRE_ERRORS[code];
     // A client's mistake needs no stack (it is the client's, reported to it): capturing one was most of what a refused
@@ -233,6 +243,7 @@ export class WireError extends Error {
  * background run lasts until it ends, so the retries only delay the answer. Others: no advice (the SDK's defaults).
  */
 export function retryHeaders(err: WireError): Record<string, string> {
+  if (err.noRetry) return { 'x-should-retry': 'false' };
   switch (err.code) {
     case 'queue_full':
     case 'too_many_live_runs':

@@ -361,7 +361,10 @@ export class HttpTransport {
         const json = await parseEdgeJson(body, 'body', limits);
         const input = parseAppendBody(json, parseCaps(limits, this.host.allowUnknownParameters));
         checkAppendResponseId(json, id);
-        const duplicate = await this.host.live.append(id, owner, input, { start, end: this.host.now() }, hold);
+        // Its token ids past the budget: as for its body, above (what it needed at least: `WireError.budgetAsk`).
+        const duplicate = await this.host.live.append(id, owner, input, { start, end: this.host.now() }, hold).catch((err: unknown) => {
+          throw this.host.endStuckLiveRun(err, id, owner, hold.bytes + ((err as WireError).budgetAsk ?? 0));
+        });
         // A duplicate (every output already held: a retry of an append whose 202 was lost) did nothing: said so.
         if (duplicate !== null) sendJson(res, 200, { duplicate: true, call_ids: duplicate });
         else sendJson(res, 202, {});

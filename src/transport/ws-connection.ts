@@ -17,7 +17,8 @@ import { parseCaps, parseEdgeJson, parseEdgeJsonNow } from './json-in.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { eventPieces, piecesLength, type DeltaBatch } from '../protocol/event-json.js';
 import { batchFrames, directSocket } from './ws-frames.js';
-import { stuckAppendError, type SessionHost } from '../modes/host.js';
+import type { SessionHost } from '../modes/host.js';
+import { pausedAppendRefusal } from '../modes/server-bytes.js';
 import type { ConnectionSession } from '../modes/session.js';
 import type { ConnectionBytes, Hold } from '../modes/server-bytes.js';
 import { SEND_FLOOR_BYTES, stallCheckEveryMs, type SendShare, type Unsent } from '../modes/send-bytes.js';
@@ -547,7 +548,11 @@ export class WsConnection implements Transport, Unsent {
           // A create refused server_busy is its own lane's (none for none): left unset it went in the stream of the
           // response in flight, another lane's (its stream_id and sequence), taken by its client for that run's error.
           if (event.type === 'response.create' && err instanceof WireError) err.lane = event.stream_id ?? null;
-          if (event.type !== 'response.create' && this.endStuckRun(err, bytes)) return;
+          if (event.type !== 'response.create') {
+            const said = this.pausedRefusal(err, bytes);
+            if (said === null) return;
+            throw said;
+          }
           throw err;
         }
         owed = 0;
@@ -726,7 +731,7 @@ export class WsConnection implements Transport, Unsent {
     // Nor does budget held by runs paused for their clients, this one's among them, come back before the message is
     // taken: they wait for their own appends, which the budget refuses alike (`SessionHost.heldForPeers`, atk76 F1).
     const stuck = this.session.paused ? this.host.heldForPeers() : 0;
-    if (this.held.own() + arriving <= max && stuck + arriving <= max) return false;
+    if (this.held.own() + arriving <= max && (stuck === 0 || pausedAppendRefusal(max, stuck, arriving)?.endsRun !== true)) return false;
     if (this.session.shed()) {
       this.log.info({ code: 'server_busy', arriving }, 'cached context let go: with it the message arriving could not fit the byte budget');
       return true;
@@ -830,22 +835,22 @@ export class WsConnection implements Transport, Unsent {
   };
 
   /**
-   * An append (or inject) for the run paused here refused `server_busy` (`err`) while runs paused for their clients,
-   * this one among them, hold so much of the server-wide budget that no room can come but from their clients' next
-   * appends, which the budget refuses alike (`SessionHost.heldForPeers`): waiting cannot help, so this run ends
-   * `incomplete` (`llr_incomplete_reason: server_busy`) with the error in its stream, giving its budget back, and the
-   * connection goes on. True when it ended. Refused "try again when other requests end", four long runs at the
-   * default limits waited for each other until their pause timeouts, and one run past the budget alone did the same
-   * (outside attack atk76 F1).
+   * An append (or inject) frame of `bytes` for the run paused here, refused `server_busy` (`err`) at its charge: what
+   * its client is told when runs paused for their clients, this one among them, hold the budget
+   * (`SessionHost.heldForPeers`, `pausedAppendRefusal`): that no append can fit, and its run ends `incomplete`
+   * (`llr_incomplete_reason: server_busy`, the error in its stream, the connection going on; null returned), or that
+   * this one cannot and a smaller one may (the run stays paused). Otherwise `err` as it is.
    */
-  private endStuckRun(err: unknown, bytes: number): boolean {
-    if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.session.paused) return false;
-    const { bytes: budget } = this.host;
+  private pausedRefusal(err: unknown, bytes: number): unknown {
+    if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.session.paused) return err;
+    const max = this.host.bytes.max;
     const stuck = this.host.heldForPeers();
-    if (stuck + bytes <= budget.max) return false;
+    const said = pausedAppendRefusal(max, stuck, bytes);
+    if (said === null) return err;
     const own = this.session.heldForPeer();
-    this.log.info({ code: 'server_busy', bytes, own, stuck, max: budget.max }, 'append cannot fit the byte budget that paused runs hold; the run ends');
-    return this.session.endPaused(stuckAppendError(bytes, budget.max, stuck, own), 'server_busy');
+    this.log.info({ code: 'server_busy', bytes, own, stuck, max, ends_run: said.endsRun }, 'append cannot fit the byte budget that paused runs hold');
+    if (said.endsRun && this.session.endPaused(said, 'server_busy')) return null;
+    return said;
   }
 
   /**

@@ -29,6 +29,16 @@ function openLongLived(url: string): Promise<WebSocket> {
     ws.once('error', reject);
   });
 }
+/** `n` characters of printable ASCII noise (a fixed sequence): many token ids per byte, unlike repeated letters. */
+function noise(n: number): string {
+  let x = 12345;
+  let out = '';
+  for (let i = 0; i < n; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    out += String.fromCharCode(33 + (x % 94));
+  }
+  return out;
+}
 /** An HTTP answer refusing a request past the byte budget: 503 `server_busy`. */
 async function expectServerBusy(res: Response): Promise<void> {
   expect(res.status).toBe(503);
@@ -177,7 +187,7 @@ describe('the server-wide byte budget', () => {
   it('over HTTP: a paused run whose appends fill the budget ends at the append that cannot fit, not at its pause timeout (atk76 F1)', async () => {
     // Refused 503 "try again when other requests end", the SDK's retries could never fit: the run's own appends held
     // the budget, and it waited for its pause timeout (four such runs at the default limits, all of them lost).
-    const calls = Array.from({ length: 12 }, (_, i) => ({ calls: [{ name: 'lookup', arguments: { q: `q${i}` }, call_id: `call_${i}` }] }));
+    const calls = Array.from({ length: 200 }, (_, i) => ({ calls: [{ name: 'lookup', arguments: { q: `q${i}` }, call_id: `call_${i}` }] }));
     const { server, url } = await testServer({ policy: scriptPolicy(calls), limits: { maxServerBytes: 1024 * KiB } });
     const post = poster(url);
     const stream = await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: 'go', tools: [tool], stream: true });
@@ -190,19 +200,38 @@ describe('the server-wide byte budget', () => {
     await untilPauses(1);
     const id = /"id":"(resp_[^"]+)"/.exec(text)![1]!;
     let refused: Response | null = null;
-    for (let i = 0; i < 11 && !refused; i++) {
-      const res = await post(`/v1/responses/${id}/append`, { input: [{ type: 'function_call_output', call_id: `call_${i}`, output: 'y'.repeat(150 * KiB) }] });
+    // Appends of 20 KiB until one is refused: the run's own appends then hold all but less than one append's room.
+    for (let i = 0; i < 199 && !refused; i++) {
+      const res = await post(`/v1/responses/${id}/append`, { input: [{ type: 'function_call_output', call_id: `call_${i}`, output: 'y'.repeat(20 * KiB) }] });
       if (res.status === 202) await untilPauses(i + 2);
       else refused = res;
     }
     expect(refused?.status).toBe(503);
     const body = (await refused!.json()) as { error: { code: string; message: string } };
-    expect(body.error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('paused for their clients') });
+    expect(body.error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('No append can fit') });
     // Its stream says so, then ends once: incomplete, for the server's own reason.
     for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
     const tail = text.slice(text.lastIndexOf('event: response.done'));
     expect(tail).toMatch(/event: error\n[^\n]*server_busy[\s\S]*event: response\.incomplete\n[^\n]*"llr_incomplete_reason":"server_busy"/);
     expect(text.split('event: response.incomplete').length - 1).toBe(1);
+    await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('over HTTP: an append whose token ids can never fit beside its paused run is told to send less, not to retry; a smaller one goes on (atk78 F1)', async () => {
+    // Its body fitted and its ids did not: it was told to try again when other requests end, which nothing would mend.
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'again' }]);
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: 2048 * KiB } });
+    const post = poster(url);
+    const { reader, id } = await pausedRun(await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: 'go', tools: [tool], stream: true }));
+    const refused = await post(`/v1/responses/${id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: noise(600 * KiB) }] });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('x-should-retry')).toBe('false');
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/cannot fit however long it waits\. Send a smaller one; the run stays paused\./);
+    expect((await post(`/v1/responses/${id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] })).status).toBe(202);
+    let text = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
+    expect(text).toContain('event: response.completed');
     await server.httpTransport.idle();
     expect(await held(url)).toBe(0);
   });
@@ -357,6 +386,26 @@ describe('the server-wide byte budget', () => {
     expect(policy.remaining()).toBe(0);
     a.dispose();
     b.dispose();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('an append whose token ids can never fit beside its paused run is told to send less, not to retry; a smaller one goes on (atk78 F1)', async () => {
+    // Its frame fitted and its ids did not: it was told to try again when other requests end, which nothing would mend.
+    const { logger, waitFor } = captureLogger();
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'again' }]);
+    const { server, url } = await testServer({ logger, policy, limits: { maxServerBytes: 2048 * KiB } });
+    const ws = await RawSocket.longLived(url);
+    ws.send(create(10, { tools: [tool] }));
+    await ws.next('response.done');
+    // 600 KiB of printable noise: about a token per one or two bytes, four bytes of budget per token id.
+    ws.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: noise(600 * KiB) }] });
+    expect((await ws.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringMatching(/Send a smaller one; the run stays paused\./) });
+    await waitFor((l) => /append cannot fit the byte budget that paused runs hold/.test(l.msg) && l['ends_run'] === false);
+    ws.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] });
+    await ws.next('response.completed');
+    expect(ws.all('response.incomplete')).toEqual([]);
+    ws.dispose();
+    await server.ws.idle();
     expect(await held(url)).toBe(0);
   });
 

@@ -61,12 +61,14 @@ export function numberFlag(raw: string | undefined, flag: string, range: NumberR
   // A number too small for a double reads as 0: `1e-400` was taken as the integer 0 (--port=1e-400 listened on a random
   // port, --pause-timeout-ms=1e-400 ended every run at its first pause; outside attack atk43 F3).
   const underflow = n === 0 && /[1-9]/.test(raw.split(/[eE]/)[0]!);
+  // A fraction a double rounds to a whole number (`4503599627370496.5`) is still not an integer (atk78 I1).
+  const fraction = /^\d+\.\d*[1-9]\d*$/.test(raw);
   const ok = Number.isFinite(n)
-    ? !underflow && (!integer || Number.isSafeInteger(n)) && (aboveMin ? n > min : n >= min) && n <= max
+    ? !underflow && (!integer || (Number.isSafeInteger(n) && !fraction)) && (aboveMin ? n > min : n >= min) && n <= max
     : // Infinity only as spelled: a number too large for a double (`1e309`) read as Infinity, no limit (atk70 F4).
       n === Infinity && infinity && max === Infinity && (raw === 'Infinity' || raw === 'inf');
   // A whole number past 2^53 is one, but not one a double holds exactly: said so, not "needs an integer" (atk75 I2).
-  const unsafe = integer && Number.isFinite(n) && Number.isInteger(n) && !Number.isSafeInteger(n) && n <= max;
+  const unsafe = integer && !fraction && Number.isFinite(n) && Number.isInteger(n) && !Number.isSafeInteger(n) && n <= max;
   if (!ok) throw new UsageError(`--${flag} needs ${what}, got ${quoted(raw)}${unsafe ? ` (above ${Number.MAX_SAFE_INTEGER}, the largest integer this server holds exactly${infinity ? '; Infinity for no limit' : ''})` : ''}`);
   return n;
 }

@@ -53,6 +53,12 @@ describe('limit flags', () => {
     for (const bad of ['0', '-1', '1.5']) expect(() => limitsFrom({ 'max-queued-listings': bad }, {}), bad).toThrow(`--max-queued-listings needs an integer >= 1 (or Infinity), got '${bad}'`);
     expect(limitsFrom({ 'max-queued-listings': '1' }, {}).maxQueuedListings).toBe(1);
     expect(() => limitsFrom({ 'max-file-store-bytes': '-1' }, {})).toThrow("--max-file-store-bytes needs an integer >= 0 (or Infinity), got '-1'");
+    // A fraction a double rounds to a whole number is not an integer; nor is one past 2^53 said to be too large (atk78 I1).
+    for (const bad of ['4503599627370496.5', '9007199254740993.5']) {
+      expect(() => limitsFrom({ 'max-tools': bad }, {}), bad).toThrow(`--max-tools needs an integer >= 0 (or Infinity), got '${bad}'`);
+      expect(() => limitsFrom({ 'max-tools': bad }, {}), bad).not.toThrow(/above 9007199254740991/);
+    }
+    expect(limitsFrom({ 'max-tools': '1.5e3' }, {}).maxTools).toBe(1500);
     // A whole number past 2^53 is said to be too large, not "not an integer" (atk75 I2).
     expect(() => limitsFrom({ 'max-tools': '99999999999999999999' }, {})).toThrow(
       "--max-tools needs an integer >= 0 (or Infinity), got '99999999999999999999' (above 9007199254740991, the largest integer this server holds exactly; Infinity for no limit)",

@@ -726,6 +726,10 @@ export class HttpTransport {
         if (!over) hold.add(n);
       };
       const session = this.sessions.openSession(protocol, transport, { ...info, charge }, log);
+      // Its share of the budget: the request's body (and a chain it loaded) besides its run's charge. A long-lived run
+      // paused for its client holds it all until the client's next append (`SessionHost.heldForPeers`): left out, its
+      // create's body was room that did not exist, and an append no room could take was told to try again (atk79 F1).
+      session.share = { own: () => hold.bytes + session.heldByRun() };
       watchStall(res, limits.sendStallTimeoutMs, (pending) =>
         log.info({ code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs }, 'answer left unsent with nothing leaving; dropped the connection'),
       );

@@ -73,7 +73,7 @@ export function storeChildren(prefix: string): { dir: string; children: Set<Chil
 export interface Answer {
   status: number;
   shouldRetry: string | null;
-  body: { id?: string; status?: string; error?: { code: string; message: string } | null };
+  body: { id?: string; status?: string; error?: { code: string; message: string; param?: string | null } | null };
 }
 
 /** `method path` on `url`, with `body` as JSON when given. */

@@ -236,6 +236,36 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('over HTTP: what a paused run holds counts its create\'s body: with no room left for any append, the run ends (atk79 F1)', async () => {
+    // Its create's body was left out of what paused runs hold: room that did not exist, and an append no room could
+    // take was told to try again for as long as the pause lasted.
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }]);
+    const max = 2048 * KiB;
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max } });
+    const post = poster(url);
+    // The largest create of dense text that is taken (its body and its token ids), 8 KiB less at a time.
+    let size = Math.floor(max / 3);
+    let run: { reader: ReadableStreamDefaultReader<Uint8Array>; id: string } | null = null;
+    while (!run) {
+      const res = await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: noise(size), tools: [tool], stream: true });
+      if (res.status === 503) {
+        await res.arrayBuffer();
+        size -= 8 * KiB;
+      } else run = await pausedRun(res);
+    }
+    const room = max - (await held(url));
+    expect(room).toBeLessThan(64 * KiB);
+    // An append a little larger than the room: the run's body (hundreds of KiB) is no room for it.
+    const refused = await post(`/v1/responses/${run.id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(room + KiB) }] });
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^No append can fit/);
+    let text = '';
+    for (let r = await run.reader.read(); !r.done; r = await run.reader.read()) text += new TextDecoder().decode(r.value);
+    expect(text).toMatch(/event: response\.incomplete\n[^\n]*"llr_incomplete_reason":"server_busy"/);
+    await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('a WebSocket message still arriving is charged: uploads past the budget pause reading, then all complete (outside attack)', async () => {
     // Before: frames were charged only once whole and parsed, so 30 peers each holding 15 MiB of an unfinished
     // fragmented message kept 564 MB of RSS with bytes_held 0, and ~1.8 GB once they all finished together.

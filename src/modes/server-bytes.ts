@@ -383,7 +383,8 @@ export const PAUSED_RUN_ROOM_BYTES = 64 * 1024;
  * client, from what runs paused for their clients hold besides this append (`stuck`; only their clients' next appends
  * can free it, and the budget refuses those alike) and what the append needed at least (`need`: its body, and the
  * token ids made before the refusal). Null: the usual refusal, "try again when other requests end" (other requests
- * hold budget that may come back). Otherwise a `server_busy` whose `endsRun` says what follows:
+ * hold budget that may come back: it fits beside the paused runs). Otherwise a `server_busy` whose `endsRun` says
+ * what follows:
  * - less than `PAUSED_RUN_ROOM_BYTES` left beside the paused runs: no append can fit however long anyone waits, so
  *   the run ends `incomplete` (four long runs at the default limits, or one past the budget alone, waited for each
  *   other until their pause timeouts, every append told to try again; outside attack atk76 F1);
@@ -392,12 +393,13 @@ export const PAUSED_RUN_ROOM_BYTES = 64 * 1024;
  */
 export function pausedAppendRefusal(max: number, stuck: number, need: number): (WireError & { endsRun: boolean }) | null {
   const room = Math.max(0, max - stuck);
-  if (room >= PAUSED_RUN_ROOM_BYTES && need <= room) return null;
+  // It fits beside the paused runs: what else holds budget (an upload, a run streaming, frames of a burst) comes back.
+  if (need <= room) return null;
   const held = `runs paused for their clients' tool outputs hold ${stuck} bytes of the server's byte budget of ${max} (llr serve --max-server-bytes), and none can give any back before its client's next append`;
   if (room < PAUSED_RUN_ROOM_BYTES) {
     const err = new WireError(
       'server_busy',
-      `No append can fit: ${held}, so waiting cannot help. The run ends incomplete, its output so far kept; start a new response, or raise --max-server-bytes (or lower --max-context-bytes).`,
+      `No append can fit: ${held}, which leaves ${room} bytes, less than a tool output with its token ids needs (${PAUSED_RUN_ROOM_BYTES}), so waiting cannot help. The run ends incomplete, its output so far kept; start a new response, or raise --max-server-bytes (or lower --max-context-bytes).`,
     );
     return Object.assign(err, { endsRun: true });
   }

@@ -209,6 +209,9 @@ export class ConnectionSession {
   private pausedRefusal(run: ResponseRun, err: unknown, bytes: number): unknown {
     if (!(err instanceof WireError) || err.code !== 'server_busy' || this.budget === null) return err;
     if (run !== this.active || !run.paused || run.ended) return err;
+    // Only this append in flight and nothing queued: the frames of a burst are charged as they arrive and refunded as
+    // each is refused, room that comes back (a paused run's 3,000 refused appends in rounds of 50 ended it).
+    if ((this.appending?.size ?? 0) > 1 || this.queue.length > 0) return err;
     const own = Math.max(0, (this.share?.own() ?? this.heldByRun()) - bytes);
     const stuck = this.budget.peersHeld() - this.heldForPeer() + own;
     const need = bytes + (err.budgetAsk ?? 0);

@@ -842,7 +842,9 @@ export class WsConnection implements Transport, Unsent {
    * this one cannot and a smaller one may (the run stays paused). Otherwise `err` as it is.
    */
   private pausedRefusal(err: unknown, bytes: number): unknown {
-    if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.session.paused) return err;
+    // Only once nothing else on the connection could give budget back (no other append being applied, nothing
+    // queued): frames of a burst are charged as they arrive and refunded as each is refused, room that comes back.
+    if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.session.paused || !this.session.waitsOnPeer()) return err;
     const max = this.host.bytes.max;
     const stuck = this.host.heldForPeers();
     const said = pausedAppendRefusal(max, stuck, bytes);

@@ -361,12 +361,15 @@ export class ConnectionSession {
           run.append(event.input, parse, () => run.emitNotice({ type: 'response.inject.created', response_id: run.id })).then(settledQuietly, (err: unknown) => {
             // The run ended (cancel, pause timeout, shutdown) before the items were committed: not a refusal on their
             // merits but the response gone, which the client is told as for any inject arriving after its end.
-            refused?.();
             if (run.ended) {
+              refused?.();
               if (!this.closed || this.answering) this.injectFailed(event.response_id, event.input, lane);
               return;
             }
+            // Judged while its frame is still charged, as an append's is (given back first, the frame's bytes were
+            // taken off this connection's share twice: an inject that could never fit was told to try again, atk80 F1).
             const said = this.pausedRefusal(run, err, bytes);
+            refused?.();
             if (said === null) return;
             // Numbered as a refused response.append's (above).
             this.error(toWireError(said));

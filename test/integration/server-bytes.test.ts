@@ -431,6 +431,10 @@ describe('the server-wide byte budget', () => {
     ws.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: noise(600 * KiB) }] });
     expect((await ws.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringMatching(/Send a smaller one; the run stays paused\./) });
     await waitFor((l) => /append cannot fit the byte budget that paused runs hold/.test(l.msg) && l['ends_run'] === false);
+    // The same as an inject (it was told to try again: its frame's charge was given back before it was judged; atk80 F1).
+    const runId = ws.all('response.done')[0]!.response.id;
+    ws.send({ type: 'response.inject', response_id: runId, input: [{ type: 'function_call_output', call_id: 'call_a', output: noise(600 * KiB) }] });
+    expect((await ws.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringMatching(/Send a smaller one; the run stays paused\./) });
     ws.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] });
     await ws.next('response.completed');
     expect(ws.all('response.incomplete')).toEqual([]);

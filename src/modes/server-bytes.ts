@@ -12,8 +12,9 @@
  * the edge and never see run state; what "the session has work" means is
  * decided here, from the session. Each charge is released exactly once
  * (docs/reliability.md says what counts). Past the budget a request is
- * refused with `server_busy` (503) before it is held. Pure bookkeeping: no
- * I/O.
+ * refused with `server_busy` (503) before it is held, once idle ws-mode
+ * connections' cached contexts have been let go if that alone makes room
+ * (`reclaim`). Pure bookkeeping: no I/O.
  */
 import { WireError } from '../protocol/errors.js';
 import type { Limits } from '../engine/services.js';
@@ -23,6 +24,12 @@ import type { SpanBudget } from '../pipeline/metrics.js';
 export class ServerBytes {
   private heldBytes = 0;
   private peakBytes = 0;
+  /**
+   * WebSocket connections idle with a context cached for a continuation (ws mode), least recently used first: a
+   * cache, let go before anything is refused (`reclaim`). Kept by `ConnectionHold` at each idle step and close.
+   */
+  private readonly cached = new Set<CachedShare>();
+  private letGoCount = 0;
 
   constructor(readonly max: number) {}
 
@@ -40,9 +47,47 @@ export class ServerBytes {
     return this.peakBytes;
   }
 
+  /** Idle connections' cached contexts let go so far to make room (`reclaim`; `GET /health` `cached_contexts_let_go`). */
+  get cachesLetGo(): number {
+    return this.letGoCount;
+  }
+
+  /** `share`'s connection is idle keeping `bytes` (its cached context), or 0 (nothing, busy again, closed). */
+  idleCache(share: CachedShare, bytes: number): void {
+    this.cached.delete(share);
+    if (bytes > 0) this.cached.add(share);
+  }
+
+  /**
+   * Make room for `need` more bytes by letting idle connections' cached contexts go, least recently used first, but
+   * only when that makes enough room: a cache let go for a charge still refused would be lost for nothing. True when
+   * it did. An idle cache is not a request that ends: held until its connection continues or closes, a paused run's
+   * append refused beside one was told to try again for as long as that connection stayed idle (outside attack atk80
+   * F2), as was any other request. Only reached past the budget: no cost below it.
+   */
+  private reclaim(need: number): boolean {
+    if (this.cached.size === 0) return false;
+    let free = 0;
+    for (const c of this.cached) {
+      free += c.evictable();
+      if (free >= need) break;
+    }
+    if (free < need) return false;
+    let freed = 0;
+    for (const c of this.cached) {
+      if (freed >= need) break;
+      const n = c.letGo();
+      if (n > 0) {
+        freed += n;
+        this.letGoCount++;
+      }
+    }
+    return freed >= need;
+  }
+
   /** Charge `n` bytes, or throw `server_busy` (nothing charged) when they would pass the budget. */
   charge(n: number): void {
-    if (this.heldBytes + n > this.max) {
+    if (this.heldBytes + n > this.max && !(this.reclaim(this.heldBytes + n - this.max) && this.heldBytes + n <= this.max)) {
       const err = new WireError(
         'server_busy',
         `The server holds ${this.heldBytes} bytes of requests and keeps at most ${this.max} (llr serve --max-server-bytes); try again when other requests end.`,
@@ -192,6 +237,14 @@ export interface Hold {
   keep(k: number): void;
 }
 
+/** A connection's share whose session keeps a cached context while idle, as `ServerBytes.reclaim` sees it. */
+interface CachedShare {
+  /** What letting its cache go now would give back: 0 unless its session is idle with nothing arriving. */
+  evictable(): number;
+  /** Let its cache go now and give back its charge at once; what it gave back (0 when it was not idle). */
+  letGo(): number;
+}
+
 /** A WebSocket connection's share, as its transport uses it. */
 export interface ConnectionBytes {
   /**
@@ -256,11 +309,11 @@ export interface ConnectionBytes {
  * context's token ids can be several times its items' bytes.
  */
 export function connectionBytes(bytes: ServerBytes, limits: Readonly<Limits>, session: ConnectionSession): ConnectionBytes {
-  return new ConnectionHold(bytes.hold(), limits.maxQueuedBytes + limits.maxContextBytes + limits.maxFrameBytes, session, bytes.hold(), bytes.hold());
+  return new ConnectionHold(bytes, bytes.hold(), limits.maxQueuedBytes + limits.maxContextBytes + limits.maxFrameBytes, session, bytes.hold(), bytes.hold());
 }
 
 /** `connectionBytes`' share: a class rather than closures over one context (kept for the connection's life). */
-class ConnectionHold implements ConnectionBytes {
+class ConnectionHold implements ConnectionBytes, CachedShare {
   private waiting = false;
   private closed = false;
   /** Bumped at each idle step: frames charged before it were settled then (`refund`). */
@@ -269,6 +322,7 @@ class ConnectionHold implements ConnectionBytes {
   private over = 0;
 
   constructor(
+    private readonly budget: ServerBytes,
     private readonly hold: Hold,
     private readonly cap: number,
     private readonly session: ConnectionSession,
@@ -353,18 +407,44 @@ class ConnectionHold implements ConnectionBytes {
 
   /** The session's work ended: charge what it keeps (the ws cache), release the rest. */
   private readonly idle = (): void => {
+    if (this.closed) {
+      this.waiting = false;
+      return;
+    }
+    // Work began again before this step ran (a frame charged in the same turn as a cache let go, `letGo`): its frame
+    // is held until that work ends, not set to what the session keeps.
+    if (!this.session.isIdle()) {
+      this.session.whenIdle(this.idle);
+      return;
+    }
     this.waiting = false;
     this.epoch++;
     this.over = 0;
-    if (this.closed) return;
     // Whole, not capped at `cap` (which bounds what frames hold): a cached context's token ids are 4 to 8 times its
     // items' bytes for text of a token a byte, and capped here most of them went uncounted (outside attack).
     const kept = this.session.keptBytes();
     if (kept > this.hold.bytes) this.hold.admitted(kept - this.hold.bytes);
     else this.hold.keep(kept);
+    this.budget.idleCache(this, kept);
   };
 
+  evictable(): number {
+    if (this.closed || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.isIdle()) return 0;
+    return Math.min(this.hold.bytes, this.session.keptBytes());
+  }
+
+  letGo(): number {
+    // A message arriving or being parsed is most likely a continuation of this very cache: kept for it.
+    if (this.closed || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.shed()) return 0;
+    const before = this.hold.bytes;
+    const kept = this.session.keptBytes();
+    this.hold.keep(kept);
+    this.budget.idleCache(this, kept);
+    return before - this.hold.bytes;
+  }
+
   close(): void {
+    this.budget.idleCache(this, 0);
     this.closed = true;
     this.hold.releaseAll();
     this.rx.releaseAll();

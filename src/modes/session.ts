@@ -741,6 +741,11 @@ export class ConnectionSession {
     this.over.resolve();
   }
 
+  /** Whether nothing is running or queued now. */
+  isIdle(): boolean {
+    return !this.busy && this.queue.length === 0;
+  }
+
   /** Resolves when nothing is running or queued (tests, shutdown). */
   idle(): Promise<void> {
     if (!this.busy && this.queue.length === 0) return Promise.resolve();
@@ -753,7 +758,7 @@ export class ConnectionSession {
    * without a promise and its reactions held while a run is paused).
    */
   whenIdle(f: () => void): void {
-    if (!this.busy && this.queue.length === 0) queueMicrotask(f);
+    if (this.isIdle()) queueMicrotask(f);
     else this.addIdleWaiter(f);
   }
 }

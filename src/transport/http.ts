@@ -260,6 +260,7 @@ export class HttpTransport {
         post_work_pending: post.pending,
         post_work_completed: post.completed,
         bytes_held: this.host.bytes.held,
+        cached_contexts_let_go: this.host.bytes.cachesLetGo,
         send_bytes_unsent: this.host.unsent.unsent(),
         listings_waiting: this.host.listings.held.waiting + this.runPages.waiting,
       });

@@ -443,6 +443,39 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('an idle ws-mode connection\'s cached context is let go to make room: a paused run\'s append goes on (outside attack atk80 F2)', async () => {
+    // An idle cache is not a request that ends: the append was told to try again when other requests end for as long
+    // as the ws-mode connection stayed idle, and the run waited for its pause timeout.
+    const max = 1024 * KiB;
+    const policy = scriptPolicy([{ text: 'cached' }, { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }, { text: 'again' }]);
+    const { server, url } = await testServer({ store: 'memory', policy, limits: { maxServerBytes: max } });
+    const health = async () => (await (await fetch(`${url}/health`)).json()) as { bytes_held: number; cached_contexts_let_go: number };
+    const cacher = await RawSocket.connect(url);
+    cacher.send(create(500 * KiB, { store: true }));
+    const cached = await cacher.next('response.completed');
+    const cache = await held(url);
+    expect(cache).toBeGreaterThan(500 * KiB);
+    const run = await RawSocket.longLived(url);
+    run.send(create(10, { tools: [tool] }));
+    await run.next('response.done');
+    const room = max - (await health()).bytes_held;
+    // Past the room beside the cache (its frame alone fills it, and its token ids come on top), within the budget
+    // without it: the cache goes and the run goes on.
+    expect(room).toBeLessThan(cache / 2);
+    run.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(room) }] });
+    await run.next('response.completed');
+    expect(run.all('error')).toEqual([]);
+    expect((await health()).cached_contexts_let_go).toBe(1);
+    // The idle connection's continuation is then a cache miss: its chain is read from the store, and it goes on.
+    cacher.send(create(10, { store: true, previous_response_id: cached.response.id }));
+    expect((await cacher.next('response.completed')).response.previous_response_id).toBe(cached.response.id);
+    expect(policy.remaining()).toBe(0);
+    run.dispose();
+    cacher.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('ws mode: a continuation that does not fit beside its connection\'s cached context lets the cache go and is read; the socket stays open (outside attack atk47)', async () => {
     // Before: it waited the whole request timeout, then closed 1013, although the cache is only a copy.
     const { logger, lines, waitFor } = captureLogger();

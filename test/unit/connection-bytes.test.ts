@@ -35,7 +35,9 @@ function open(protocol: 'ws' | 'long-lived', steps: ScriptStep[], budget: number
   servers.push(server);
   const bytes = new ServerBytes(budget);
   const host = new SessionHost(server.services, bytes);
-  const client = MemoryClient.connect(host.sessions(), protocol, conn, log);
+  // What the session keeps shrank (a cache let go or deleted): the share hears of it, as transport/ws.ts wires it.
+  const info: SessionInfo = { ...conn, kept: () => share.kept() };
+  const client = MemoryClient.connect(host.sessions(), protocol, info, log);
   const share = host.connectionBytes(client.session);
   /** One frame as transport/ws.ts handles it; returns its size. */
   const frame = (event: { type: 'response.create' | 'response.append' } & Record<string, unknown>): number => {
@@ -123,6 +125,61 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     await client.session.idle();
     expect(bytes.held).toBe(0);
     share.close();
+    await client.close();
+  });
+
+  it('ws mode: an idle connection\'s cached context is let go for a charge past the budget, only when that makes it fit (atk80 F2)', async () => {
+    const { bytes, client, share, frame } = open('ws', [{ text: 'one' }], 1 << 20);
+    const done = client.nextEvent('response.completed');
+    frame({ ...create('x'.repeat(100_000)), store: false });
+    await done;
+    await client.session.idle();
+    await Promise.resolve();
+    const cache = bytes.held;
+    expect(cache).toBe(client.session.keptBytes());
+    expect(cache).toBeGreaterThan(100_000);
+    // Past the budget even without the cache: refused, and the cache stays.
+    const room = bytes.max - cache;
+    expect(() => bytes.charge(bytes.max + 1)).toThrow(expect.objectContaining({ code: 'server_busy' }));
+    expect(bytes.held).toBe(cache);
+    expect(bytes.cachesLetGo).toBe(0);
+    // Past the room beside it, within the budget without it: the cache goes, its charge given back at once.
+    bytes.charge(room + 1);
+    expect(bytes.cachesLetGo).toBe(1);
+    expect(client.session.keptBytes()).toBe(0);
+    expect(bytes.held).toBe(room + 1);
+    bytes.release(room + 1);
+    expect(bytes.held).toBe(0);
+    share.close();
+    await client.close();
+  });
+
+  it('ws mode: a continuation whose own frame lets its cache go is charged while it runs and its new cache after (atk80 F2)', async () => {
+    const { bytes, client, share, frame } = open('ws', [{ text: 'one' }, { text: 'two' }], 1 << 20);
+    const first = client.nextEvent('response.completed');
+    frame(create('x'.repeat(100_000)));
+    const prev = (await first).response.id;
+    await client.session.idle();
+    await Promise.resolve();
+    const cache = bytes.held;
+    // Another request holds all but a little less than the next frame beside the cache.
+    const other = bytes.max - cache - 1000;
+    bytes.charge(other);
+    const second = client.nextEvent('response.completed');
+    const n = frame({ ...create('y'.repeat(1500)), previous_response_id: prev });
+    expect(bytes.cachesLetGo).toBe(1);
+    // Its frame stays charged while it runs (the idle step the cache's going asked for waits for the run's end).
+    await Promise.resolve();
+    expect(bytes.held).toBeGreaterThanOrEqual(other + n);
+    expect((await second).response.previous_response_id).toBe(prev);
+    await client.session.idle();
+    await Promise.resolve();
+    // A cache miss read from the store, and the continuation's context cached and charged again once it ended.
+    expect(client.session.keptBytes()).toBeGreaterThan(100_000);
+    expect(bytes.held).toBe(other + client.session.keptBytes());
+    bytes.release(other);
+    share.close();
+    expect(bytes.held).toBe(0);
     await client.close();
   });
 

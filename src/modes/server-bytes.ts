@@ -272,6 +272,8 @@ export interface ConnectionBytes {
    * When that and a message do not fit the whole budget, waiting for other connections to give budget back cannot help.
    */
   own(): number;
+  /** Whether a whole frame waits for or is in a sliced parse (`parsing` charged it and `parsed` not yet given it back). */
+  inParse(): boolean;
   /**
    * A whole frame of `n` bytes waits or is parsed in slices: charged until `parsed(n)`. A frame charged while
    * it arrived (`receiving`) was admitted then: its charge moves over, with its last socket read unchecked;
@@ -334,6 +336,10 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
 
   own(): number {
     return this.hold.bytes + this.px.bytes + this.session.heldByRun();
+  }
+
+  inParse(): boolean {
+    return this.px.bytes > 0;
   }
 
   receiving(n: number): boolean {

@@ -186,15 +186,20 @@ export class ConnectionSession {
     return this.charge?.bytes ?? 0;
   }
 
-  /** The connection's whole share of the server-wide budget (`ConnectionBytes.own`), once its transport set it. */
-  share: { own(): number } | null = null;
+  /**
+   * The connection's whole share of the server-wide budget (`ConnectionBytes.own`), once its transport set it;
+   * `inParse`: whether a whole frame of its peer's waits for or is in a sliced parse (`ConnectionBytes.inParse`).
+   */
+  share: { own(): number; inParse?(): boolean } | null = null;
 
   /**
    * What this session holds of the server-wide budget that only its peer can free: its whole share while its run is
-   * paused for the client with nothing else on the connection that could give budget back (`waitsOnPeer`), else 0.
+   * paused for the client with nothing else on the connection that could give budget back (`waitsOnPeer`; nor a
+   * frame of its peer's still being parsed, which is applied or refused on its own), else 0.
    */
   heldForPeer(): number {
-    return this.paused && this.waitsOnPeer() ? (this.share?.own() ?? this.heldByRun()) : 0;
+    if (!this.paused || !this.waitsOnPeer() || this.share?.inParse?.() === true) return 0;
+    return this.share?.own() ?? this.heldByRun();
   }
 
   /**

@@ -183,6 +183,23 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     await client.close();
   });
 
+  it('long-lived: a paused run whose peer\'s frame is still being parsed holds nothing for good (atk80 I1)', async () => {
+    // That frame is applied or refused on its own: counted as held until the peer's next append, another run's append
+    // refused past the budget could be ended although it would fit once this frame is refused.
+    const { client, share, frame } = open('long-lived', [CALL, { text: 'thanks' }], 1 << 20);
+    const paused = client.nextEvent('response.done');
+    frame(create('x'.repeat(2000)));
+    await paused;
+    expect(client.session.heldForPeer()).toBe(share.own());
+    expect(share.own()).toBeGreaterThan(2000);
+    share.parsing(5000);
+    expect(client.session.heldForPeer()).toBe(0);
+    share.parsed(5000);
+    expect(client.session.heldForPeer()).toBe(share.own());
+    share.close();
+    await client.close();
+  });
+
   it('a frame past the budget is refused with server_busy and nothing is charged', () => {
     const { bytes, share } = open('ws', [], 1000);
     expect(() => share.frame(1001, true)).toThrow(expect.objectContaining({ code: 'server_busy', status: 503 }));

@@ -161,13 +161,14 @@ export class SessionHost {
    * least): when it is `server_busy` for `owner`'s long-lived run `id`, paused, and runs paused for their clients hold
    * the budget (`heldForPeers`), what its client is told, as over a WebSocket (`pausedAppendRefusal`): no append can
    * fit, and that run ends `incomplete`, or this one cannot and a smaller one may. Told to try again, its client's
-   * retries could never fit, and the run waited for its pause timeout (atk76 F1, atk78 F1).
+   * retries could never fit, and the run waited for its pause timeout (atk76 F1, atk78 F1). `others`: other appends
+   * for the run being read or applied meanwhile, any of which may resume it: then the run does not end here.
    */
-  endStuckLiveRun(err: unknown, id: string, owner: string | null, bytes: number): unknown {
+  endStuckLiveRun(err: unknown, id: string, owner: string | null, bytes: number, others = 0): unknown {
     if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.live.paused(id, owner)) return err;
     const stuck = this.heldForPeers();
     const said = pausedAppendRefusal(this.bytes.max, stuck, bytes);
-    if (said === null) return err;
+    if (said === null || (said.endsRun && others > 0)) return err;
     if (said.endsRun && !this.live.endPaused(id, owner, said, 'server_busy')) return err;
     this.log.info({ code: 'server_busy', bytes, stuck, max: this.bytes.max, response_id: id, ends_run: said.endsRun }, 'append cannot fit the byte budget that paused runs hold');
     return said;

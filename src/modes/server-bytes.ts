@@ -487,6 +487,8 @@ export function pausedAppendRefusal(max: number, stuck: number, need: number): (
       'server_busy',
       `No append can fit: ${held}, which leaves ${room} bytes, less than a tool output with its token ids needs (${PAUSED_RUN_ROOM_BYTES}), so waiting cannot help. The run ends incomplete, its output so far kept; start a new response, or raise --max-server-bytes (or lower --max-context-bytes).`,
     );
+    // Final: over HTTP a client told to retry it (the SDK retries a 503) found the run gone, 404 (outside attack atk82 F4).
+    err.noRetry = true;
     return Object.assign(err, { endsRun: true });
   }
   const err = new WireError(

@@ -214,9 +214,10 @@ export class ConnectionSession {
   private pausedRefusal(run: ResponseRun, err: unknown, bytes: number): unknown {
     if (!(err instanceof WireError) || err.code !== 'server_busy' || this.budget === null) return err;
     if (run !== this.active || !run.paused || run.ended) return err;
-    // Only this append in flight and nothing queued: the frames of a burst are charged as they arrive and refunded as
-    // each is refused, room that comes back (a paused run's 3,000 refused appends in rounds of 50 ended it).
-    if ((this.appending?.size ?? 0) > 1 || this.queue.length > 0) return err;
+    // Only this append in flight: the frames of a burst are charged as they arrive and refunded as each is refused,
+    // room that comes back (a paused run's 3,000 refused appends in rounds of 50 ended it). Creates queued behind the
+    // paused run give nothing back before it ends (`waitsOnPeer`).
+    if ((this.appending?.size ?? 0) > 1) return err;
     const own = Math.max(0, (this.share?.own() ?? this.heldByRun()) - bytes);
     const stuck = this.budget.peersHeld() - this.heldForPeer() + own;
     const need = bytes + (err.budgetAsk ?? 0);
@@ -240,12 +241,15 @@ export class ConnectionSession {
   }
 
   /**
-   * Whether nothing on this connection can give budget back before the peer's next message: nothing queued, planned
-   * or appending, and no run but one paused for the client (a paused run's timeout aside).
+   * Whether nothing on this connection can give budget back before the peer's next message: nothing planned or
+   * appending, nothing queued but behind a run paused for the client, and no run but that one (a paused run's timeout
+   * aside). Creates queued behind a paused run wait for its end: counted as work that could give budget back, they
+   * left it out of the runs only their clients can free, and every append on the server was told to try again until
+   * its pause timeout (outside attack atk82 F2).
    */
   waitsOnPeer(): boolean {
-    if (this.closed || this.queue.length > 0 || this.appending !== null) return false;
-    if (!this.busy) return true;
+    if (this.closed || this.appending !== null) return false;
+    if (!this.busy) return this.queue.length === 0;
     return this.active !== null && this.active.paused;
   }
 

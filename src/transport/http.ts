@@ -96,6 +96,8 @@ export class HttpTransport {
   private readonly handlers = new Map<IncomingMessage, Promise<unknown>>();
   /** Appends whose whole body arrived: shutdown waits for their answers (their run ends with it, so they end at once). */
   private readonly appending = new WeakSet<IncomingMessage>();
+  /** Appends being read, parsed or applied, by the long-lived run they are for (an entry only while there are any). */
+  private readonly appendsFor = new Map<string, number>();
   /** Every answer not yet closed: at shutdown those written but still leaving are waited for (`leaving`). */
   private readonly answers = new Set<ServerResponse>();
   /** Creates pipelined behind another answer on their connection, waiting for it (`create`): each one's wake-up. */
@@ -351,24 +353,37 @@ export class HttpTransport {
       // The body stays charged while it is parsed, waits behind other appends and is checked; a run that takes it
       // keeps that charge for its life (LiveRuns.append).
       return this.holding(async (hold) => {
-        // Refused past the budget: when runs paused for their clients hold it, this one's run ends and says why.
-        const body = await readBody(req, limits.maxFrameBytes, hold).catch((err: unknown) => {
-          const bytes = Math.max(hold.bytes + 1, Number(req.headers['content-length']) || 0);
-          throw this.host.endStuckLiveRun(err, id, owner, bytes);
-        });
-        this.appending.add(req);
-        // Timed from the whole body's arrival (reading it is the network's time, not work): the append's `parse_append` span.
-        const start = this.host.now();
-        const json = await parseEdgeJson(body, 'body', limits);
-        const input = parseAppendBody(json, parseCaps(limits, this.host.allowUnknownParameters));
-        checkAppendResponseId(json, id);
-        // Its token ids past the budget: as for its body, above (what it needed at least: `WireError.budgetAsk`).
-        const duplicate = await this.host.live.append(id, owner, input, { start, end: this.host.now() }, hold).catch((err: unknown) => {
-          throw this.host.endStuckLiveRun(err, id, owner, hold.bytes + ((err as WireError).budgetAsk ?? 0));
-        });
-        // A duplicate (every output already held: a retry of an append whose 202 was lost) did nothing: said so.
-        if (duplicate !== null) sendJson(res, 200, { duplicate: true, call_ids: duplicate });
-        else sendJson(res, 202, {});
+        // Other appends for the run being read or applied meanwhile: one may resume the run or give its body back, so
+        // none of them ends it (`endStuckLiveRun`; a valid append still uploading was answered 404 once a larger one
+        // had ended the run, outside attack atk82 F5).
+        this.appendsFor.set(id, (this.appendsFor.get(id) ?? 0) + 1);
+        const others = (): number => (this.appendsFor.get(id) ?? 1) - 1;
+        try {
+          // Refused past the budget: when runs paused for their clients hold it, this one's run ends and says why. What
+          // it needed at least: its declared length, or what was read and the piece refused (`WireError.budgetAsk`; a
+          // chunked body's need was what was read and one byte, which always fitted, and it was told to try again).
+          const body = await readBody(req, limits.maxFrameBytes, hold).catch((err: unknown) => {
+            const bytes = Math.max(hold.bytes + ((err as WireError).budgetAsk ?? 1), Number(req.headers['content-length']) || 0);
+            throw this.host.endStuckLiveRun(err, id, owner, bytes, others());
+          });
+          this.appending.add(req);
+          // Timed from the whole body's arrival (reading it is the network's time, not work): the append's `parse_append` span.
+          const start = this.host.now();
+          const json = await parseEdgeJson(body, 'body', limits);
+          const input = parseAppendBody(json, parseCaps(limits, this.host.allowUnknownParameters));
+          checkAppendResponseId(json, id);
+          // Its token ids past the budget: as for its body, above (what it needed at least: `WireError.budgetAsk`).
+          const duplicate = await this.host.live.append(id, owner, input, { start, end: this.host.now() }, hold).catch((err: unknown) => {
+            throw this.host.endStuckLiveRun(err, id, owner, hold.bytes + ((err as WireError).budgetAsk ?? 0), others());
+          });
+          // A duplicate (every output already held: a retry of an append whose 202 was lost) did nothing: said so.
+          if (duplicate !== null) sendJson(res, 200, { duplicate: true, call_ids: duplicate });
+          else sendJson(res, 202, {});
+        } finally {
+          const n = (this.appendsFor.get(id) ?? 1) - 1;
+          if (n > 0) this.appendsFor.set(id, n);
+          else this.appendsFor.delete(id);
+        }
       });
     }
     const items = /^\/v1\/responses\/([^/]+)\/input_items$/.exec(path);

@@ -725,13 +725,18 @@ export class WsConnection implements Transport, Unsent {
    * cache miss, and the socket stays open); with nothing to let go the message can never be taken, and the connection
    * ends at once with an `error` event saying so (close 1013: a new connection holds nothing yet). True when handled.
    */
-  private cannotFit(arriving: number): boolean {
+  private cannotFit(received: number): boolean {
     const max = this.host.bytes.max;
     if (this.parsing !== null || !this.session.waitsOnPeer()) return false;
+    // What the message needs at least: its frames' declared lengths, known from their headers, not only the bytes
+    // received so far (reading stops at the room left, so those always fit it, and a message larger than the room
+    // beside paused runs waited the whole request timeout; outside attack atk82 F1).
+    const arriving = Math.max(received, declaredBytes(this.ws));
     // Nor does budget held by runs paused for their clients, this one's among them, come back before the message is
     // taken: they wait for their own appends, which the budget refuses alike (`SessionHost.heldForPeers`, atk76 F1).
+    // A message that cannot fit beside them never will: it cannot be read to be refused, so it is not waited for.
     const stuck = this.session.paused ? this.host.heldForPeers() : 0;
-    if (this.held.own() + arriving <= max && (stuck === 0 || pausedAppendRefusal(max, stuck, arriving)?.endsRun !== true)) return false;
+    if (this.held.own() + arriving <= max && arriving <= max - stuck) return false;
     if (this.session.shed()) {
       this.log.info({ code: 'server_busy', arriving }, 'cached context let go: with it the message arriving could not fit the byte budget');
       return true;
@@ -762,9 +767,17 @@ export class WsConnection implements Transport, Unsent {
         return;
       }
       this.log.info({ code: 'server_busy', waited_ms: Math.round(waited) }, 'message could not be received within the byte budget; closing 1013');
-      this.ws.close(1013, 'server busy: try again later');
-      // Gone from the budget now: what still arrives until the close handshake ends is bounded by the frame limit.
-      this.held.receiving(0);
+      // Said, and the run in flight ended with its terminal event, as when it cannot fit at all (the socket was closed
+      // bare: a paused run's client never learnt how its run ended; outside attack atk82 F1). Its share is released
+      // at once; what still arrives until the close handshake ends is bounded by the frame limit.
+      const err = new WireError(
+        'server_busy',
+        `A message of at least ${Math.max(arriving, declaredBytes(this.ws))} bytes waited ${Math.round(waited)} ms (llr serve --request-timeout-ms) for room in the server's byte budget of ${this.host.bytes.max} (llr serve --max-server-bytes) and got none; the connection closes (1013). Try again later.`,
+      );
+      clearInterval(this.rxRetry);
+      this.rxRetry = undefined;
+      this.endForMessage(err, 1013, 'server busy: try again later');
+      return;
     }
     clearInterval(this.rxRetry);
     this.rxRetry = undefined;
@@ -924,6 +937,20 @@ export function inFlightBytes(ws: WebSocket): number {
   // own: counted at CHUNK_HELD_BYTES whatever its length, as a peer that drips a frame a byte per read makes them cost.
   const chunks = lengthOf(Reflect.get(r, '_buffers')) + lengthOf(Reflect.get(r, '_fragments'));
   return Math.max(0, total - current) + buffered + chunks * CHUNK_HELD_BYTES;
+}
+
+/**
+ * What the message still arriving on `ws` declares so far: its earlier fragments and the frame being received at its
+ * declared length (known from its header), with the buffers held for it (`inFlightBytes` counts that frame's bytes
+ * received so far instead). 0 between messages. Fragments yet to come are not known.
+ */
+export function declaredBytes(ws: WebSocket): number {
+  const r: unknown = Reflect.get(ws, '_receiver');
+  if (typeof r !== 'object' || r === null) return 0;
+  const total: unknown = Reflect.get(r, '_totalPayloadLength');
+  if (typeof total !== 'number') return 0;
+  const chunks = lengthOf(Reflect.get(r, '_buffers')) + lengthOf(Reflect.get(r, '_fragments'));
+  return total + chunks * CHUNK_HELD_BYTES;
 }
 
 /**

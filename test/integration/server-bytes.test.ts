@@ -207,6 +207,8 @@ describe('the server-wide byte budget', () => {
       else refused = res;
     }
     expect(refused?.status).toBe(503);
+    // Final: the SDK retries a 503 unless told not to, and its retry found the run gone, 404 (outside attack atk82 F4).
+    expect(refused!.headers.get('x-should-retry')).toBe('false');
     const body = (await refused!.json()) as { error: { code: string; message: string } };
     expect(body.error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('No append can fit') });
     // Its stream says so, then ends once: incomplete, for the server's own reason.
@@ -262,6 +264,79 @@ describe('the server-wide byte budget', () => {
     let text = '';
     for (let r = await run.reader.read(); !r.done; r = await run.reader.read()) text += new TextDecoder().decode(r.value);
     expect(text).toMatch(/event: response\.incomplete\n[^\n]*"llr_incomplete_reason":"server_busy"/);
+    await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('over HTTP: a chunked append that cannot fit beside its paused run is told to send less, as one with a Content-Length (atk82 F3)', async () => {
+    // Its need was what had been read and one byte, which always fitted: told to try again, for as long as the pause.
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'again' }]);
+    const max = 1024 * KiB;
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max } });
+    const post = poster(url);
+    const { reader, id } = await pausedRun(await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: 'go', tools: [tool], stream: true }));
+    const whole = Buffer.from(JSON.stringify({ input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(max) }] }));
+    const chunked = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (let i = 0; i < whole.length; i += 16 * KiB) c.enqueue(whole.subarray(i, i + 16 * KiB));
+        c.close();
+      },
+    });
+    const refused = await fetch(`${url}/v1/responses/${id}/append`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: chunked, duplex: 'half' } as RequestInit);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('x-should-retry')).toBe('false');
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/cannot fit however long it waits\. Send a smaller one; the run stays paused\./);
+    expect((await post(`/v1/responses/${id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] })).status).toBe(202);
+    let text = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
+    expect(text).toContain('event: response.completed');
+    await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('over HTTP: an append that cannot fit does not end its run while another append for it is still arriving (atk82 F5)', async () => {
+    // The valid append still uploading was answered 404 once the larger one had ended the run.
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'again' }]);
+    const max = 2048 * KiB;
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max } });
+    const post = poster(url);
+    // The largest create of dense text that is taken (its body and its token ids), 8 KiB less at a time.
+    let size = Math.floor(max / 3);
+    let run: { reader: ReadableStreamDefaultReader<Uint8Array>; id: string } | null = null;
+    while (!run) {
+      const res = await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: noise(size), tools: [tool], stream: true });
+      if (res.status === 503) {
+        await res.arrayBuffer();
+        size -= 8 * KiB;
+      } else run = await pausedRun(res);
+    }
+    // A valid append whose first half has been read, the rest held back.
+    const answer = Buffer.from(JSON.stringify({ input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] }));
+    const before = await held(url);
+    let rest: (() => void) | null = null;
+    const slow = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(answer.subarray(0, 10));
+        rest = () => {
+          c.enqueue(answer.subarray(10));
+          c.close();
+        };
+      },
+    });
+    const valid = fetch(`${url}/v1/responses/${run.id}/append`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: slow, duplex: 'half' } as RequestInit);
+    while ((await held(url)) === before);
+    const room = max - (await held(url));
+    expect(room).toBeLessThan(64 * KiB);
+    // Larger than the room: refused, told to try again (the append arriving may resume the run), the run kept.
+    const refused = await post(`/v1/responses/${run.id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(room + KiB) }] });
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/try again when other requests end/);
+    rest!();
+    expect((await valid).status).toBe(202);
+    let text = '';
+    for (let r = await run.reader.read(); !r.done; r = await run.reader.read()) text += new TextDecoder().decode(r.value);
+    expect(text).toContain('event: response.completed');
+    expect(text).not.toContain('event: response.incomplete');
     await server.httpTransport.idle();
     expect(await held(url)).toBe(0);
   });
@@ -329,11 +404,17 @@ describe('the server-wide byte budget', () => {
     a.send(create(600 * KiB, { tools: [tool] }));
     await a.next('response.done');
     const ws = await openLongLived(url);
+    const said: string[] = [];
+    ws.on('message', (d: Buffer) => said.push(d.toString()));
     const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
     ws.send('{"type":"response.create","model":"sim-model","input":"', { fin: false });
     ws.send(Buffer.alloc(600 * KiB, 0x20), { fin: false, binary: false });
     await waitFor((l) => /reading paused/.test(l.msg));
     expect(await closed).toBe(1013);
+    // Said before the close (it was a bare 1013: a paused run's client never learnt how its run ended; atk82 F1).
+    expect(said.map((t) => JSON.parse(t) as { type: string; error?: { code: string; message: string } })).toEqual([
+      expect.objectContaining({ type: 'error', error: expect.objectContaining({ code: 'server_busy', message: expect.stringContaining('--request-timeout-ms') }) }),
+    ]);
     expect(await waitFor((l) => /within the byte budget; closing 1013/.test(l.msg))).toMatchObject({ code: 'server_busy' });
     // The paused run goes on, and ends.
     a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] });
@@ -439,6 +520,81 @@ describe('the server-wide byte budget', () => {
     await ws.next('response.completed');
     expect(ws.all('response.incomplete')).toEqual([]);
     ws.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('a paused run\'s append arriving in many reads that cannot fit beside the paused runs ends its run at once, not at the request timeout (atk82 F1)', async () => {
+    // Reading stopped at the room left, and the bytes received so far always fitted it: the frame's declared length
+    // was never weighed, and the connection waited the whole request timeout, then closed 1013 bare.
+    const policy = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
+      { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+      { text: 'b done' },
+    ]);
+    const max = 1024 * KiB;
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max, requestTimeoutMs: 120_000 } });
+    const a = await RawSocket.longLived(url);
+    a.send(create(10, { tools: [tool] }));
+    await a.next('response.done');
+    const b = await RawSocket.longLived(url);
+    b.send(create(400 * KiB, { tools: [tool] }));
+    await b.next('response.done');
+    const room = max - (await held(url));
+    expect(room).toBeGreaterThan(64 * KiB);
+    a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(room + 200 * KiB) }] });
+    expect((await a.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('cannot fit') });
+    expect((await a.next('response.incomplete')).response.status).toBe('incomplete');
+    expect((await a.closed).code).toBe(1013);
+    b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
+    await b.next('response.completed');
+    expect(policy.remaining()).toBe(0);
+    a.dispose();
+    b.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('a paused run with a create queued behind it counts among the runs only their clients can free (atk82 F2)', async () => {
+    // The queued create was counted as work that gives budget back: every append on the server was told to try again
+    // until the pause timeout.
+    const policy = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
+      { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+      { text: 'queued ran' },
+      { text: 'b done' },
+    ]);
+    const max = 1024 * KiB;
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max } });
+    const a = await RawSocket.longLived(url);
+    a.send(create(256 * KiB, { tools: [tool] }));
+    await a.next('response.done');
+    a.send(create(10));
+    // B's create as large as fits beside A, refined 2 KiB at a time.
+    const perByte = (await held(url)) / (256 * KiB);
+    const b = await RawSocket.longLived(url);
+    let size = Math.floor((max - (await held(url))) / perByte);
+    for (;;) {
+      b.send(create(size, { tools: [tool] }));
+      const paused = await b.next('response.done').catch((err: unknown) => {
+        if (!(err instanceof UnexpectedErrorEvent) || err.event.error.code !== 'server_busy') throw err;
+        return null;
+      });
+      if (paused) break;
+      size -= 2 * KiB;
+    }
+    const room = max - (await held(url));
+    expect(room).toBeLessThan(64 * KiB);
+    a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(Math.max(0, room) + 512) }] });
+    expect((await a.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('No append can fit') });
+    expect((await a.next('response.incomplete')).response).toMatchObject({ llr_incomplete_reason: 'server_busy' });
+    // The queued create runs once the run has ended; B goes on.
+    expect((await a.next('response.completed')).response.output[0]).toMatchObject({ type: 'message' });
+    b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
+    await b.next('response.completed');
+    expect(policy.remaining()).toBe(0);
+    a.dispose();
+    b.dispose();
     await server.ws.idle();
     expect(await held(url)).toBe(0);
   });

@@ -25,7 +25,7 @@ export function createProtocol(url: URL): HttpProtocol {
   const q = url.searchParams.get('protocol');
   if (q === null || q === 'http') return 'http';
   if (q === 'long-lived') return 'long-lived-http';
-  throw new WireError('invalid_value', `Unknown protocol '${q.slice(0, 100)}': use 'long-lived' (or nothing for the HTTP + SSE baseline).`, 'protocol');
+  throw new WireError('invalid_value', `Unknown protocol '${q.slice(0, 100)}': use 'long-lived', or 'http' (or nothing) for the HTTP + SSE baseline.`, 'protocol');
 }
 
 /**

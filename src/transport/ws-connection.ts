@@ -732,20 +732,23 @@ export class WsConnection implements Transport, Unsent {
     // received so far (reading stops at the room left, so those always fit it, and a message larger than the room
     // beside paused runs waited the whole request timeout; outside attack atk82 F1).
     const arriving = Math.max(received, declaredBytes(this.ws));
-    // Nor does budget held by runs paused for their clients, this one's among them, come back before the message is
-    // taken: they wait for their own appends, which the budget refuses alike (`SessionHost.heldForPeers`, atk76 F1).
-    // A message that cannot fit beside them never will: it cannot be read to be refused, so it is not waited for.
-    const stuck = this.session.paused ? this.host.heldForPeers() : 0;
-    if (this.held.own() + arriving <= max && arriving <= max - stuck) return false;
+    // Nor does budget held by runs paused for their clients (this one's among them when it is paused) come back before
+    // the message is taken: they wait for their own appends, which the budget refuses alike (`SessionHost.heldForPeers`,
+    // atk76 F1), and which this message, holding the room it has received, keeps from being read. A message that
+    // cannot fit beside them and this connection's own share never will: it cannot be read to be refused, so it is not
+    // waited for (on a connection with no run, a 1 MB create under a budget paused runs held but 305 KB of kept every
+    // paused run's appends unread for the whole request timeout; outside attack atk82 F7).
+    const own = this.held.own();
+    const others = this.host.heldForPeers() - this.session.heldForPeer();
+    if (own + others + arriving <= max) return false;
     if (this.session.shed()) {
       this.log.info({ code: 'server_busy', arriving }, 'cached context let go: with it the message arriving could not fit the byte budget');
       return true;
     }
-    const own = this.held.own();
-    this.log.info({ code: 'server_busy', arriving, own, max }, 'the message arriving cannot fit the byte budget beside what this connection holds; closing 1013');
+    this.log.info({ code: 'server_busy', arriving, own, paused_runs: others, max }, 'the message arriving cannot fit the byte budget beside what this connection holds; closing 1013');
     const err = new WireError(
       'server_busy',
-      `A message of at least ${arriving} bytes cannot fit in the server's byte budget of ${max} (llr serve --max-server-bytes) beside the ${own} bytes this connection holds${stuck > own ? ` and the ${stuck - own} bytes other runs paused for their clients hold` : ''}; the connection closes (1013).`,
+      `A message of at least ${arriving} bytes cannot fit in the server's byte budget of ${max} (llr serve --max-server-bytes) beside the ${own} bytes this connection holds${others > 0 ? ` and the ${others} bytes other runs paused for their clients hold` : ''}; the connection closes (1013).`,
     );
     clearInterval(this.rxRetry);
     this.rxRetry = undefined;

@@ -12,7 +12,7 @@ import WebSocket from 'ws';
 import { RawSocket, UnexpectedErrorEvent } from '../helpers/raw-socket.js';
 import { captureLogger } from '../helpers/raw-http.js';
 import { testServer } from '../helpers/server.js';
-import { firstCallFreeModel } from '../helpers/gated-model.js';
+import { firstCallFreeModel, gatedModel } from '../helpers/gated-model.js';
 
 const tool = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
 const pauseThenText = () => scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'done' }]);
@@ -396,13 +396,14 @@ describe('the server-wide byte budget', () => {
 
   it('a connection left waiting for budget past the request timeout is closed 1013, releasing its share (no wait for good)', async () => {
     // Connections that each hold part of the budget with an unfinished message, all waiting for more, would
-    // otherwise wait for each other forever. Here another connection's paused run holds most of a 1 MiB budget, and
+    // otherwise wait for each other forever. Here another connection's run in flight holds most of a 1 MiB budget, and
     // this peer's message, which would fit alone, waits for it to end.
     const { logger, waitFor } = captureLogger();
-    const { server, url } = await testServer({ logger, policy: pauseThenText(), limits: { maxServerBytes: 1024 * KiB, requestTimeoutMs: 300 } });
+    const { model, release } = gatedModel();
+    const { server, url } = await testServer({ logger, model, limits: { maxServerBytes: 1024 * KiB, requestTimeoutMs: 300 } });
     const a = await RawSocket.longLived(url);
-    a.send(create(600 * KiB, { tools: [tool] }));
-    await a.next('response.done');
+    a.send(create(600 * KiB));
+    await a.next('response.output_text.delta');
     const ws = await openLongLived(url);
     const said: string[] = [];
     ws.on('message', (d: Buffer) => said.push(d.toString()));
@@ -416,8 +417,8 @@ describe('the server-wide byte budget', () => {
       expect.objectContaining({ type: 'error', error: expect.objectContaining({ code: 'server_busy', message: expect.stringContaining('--request-timeout-ms') }) }),
     ]);
     expect(await waitFor((l) => /within the byte budget; closing 1013/.test(l.msg))).toMatchObject({ code: 'server_busy' });
-    // The paused run goes on, and ends.
-    a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] });
+    // The run goes on, and ends.
+    release();
     expect((await a.next('response.completed')).response.status).toBe('completed');
     a.ws.close();
     await server.ws.idle();
@@ -551,6 +552,41 @@ describe('the server-wide byte budget', () => {
     expect(policy.remaining()).toBe(0);
     a.dispose();
     b.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('a create arriving on a connection with no run that cannot fit beside the paused runs ends at once, and their appends go on (atk82 F7)', async () => {
+    // Its upload took the room left and waited the whole request timeout, and the paused runs' appends could not be
+    // read meanwhile; then a bare 1013.
+    const policy = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
+      { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
+      { text: 'a done' },
+      { text: 'b done' },
+    ]);
+    const max = 1024 * KiB;
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max, requestTimeoutMs: 120_000 } });
+    const a = await RawSocket.longLived(url);
+    a.send(create(10, { tools: [tool] }));
+    await a.next('response.done');
+    const b = await RawSocket.longLived(url);
+    b.send(create(400 * KiB, { tools: [tool] }));
+    await b.next('response.done');
+    const room = max - (await held(url));
+    expect(room).toBeGreaterThan(64 * KiB);
+    const c = await RawSocket.longLived(url);
+    c.send(create(room + 200 * KiB));
+    expect((await c.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('other runs paused for their clients hold') });
+    expect((await c.closed).code).toBe(1013);
+    a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] });
+    await a.next('response.completed');
+    b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
+    await b.next('response.completed');
+    expect(policy.remaining()).toBe(0);
+    a.dispose();
+    b.dispose();
+    c.dispose();
     await server.ws.idle();
     expect(await held(url)).toBe(0);
   });

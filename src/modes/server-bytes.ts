@@ -322,6 +322,13 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
   private epoch = 0;
   /** Bytes of frames since the last idle step left uncharged at the connection's cap (`refund` takes from these first). */
   private over = 0;
+  /**
+   * While this connection's own charge is made: its cache is not let go for it (`letGo`). Most likely its message
+   * continues from that cache: a continuation's own frame let its cache go, and with `store: false` it was then told
+   * its previous response was not found, although another idle connection's cache would have made room (outside attack
+   * atk83 F1).
+   */
+  private charging = false;
 
   constructor(
     private readonly budget: ServerBytes,
@@ -349,11 +356,14 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
       this.rx.keep(n);
       return true;
     }
+    this.charging = true;
     try {
       this.rx.add(n - now);
       return true;
     } catch {
       return false;
+    } finally {
+      this.charging = false;
     }
   }
 
@@ -361,7 +371,12 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     if (this.closed) return;
     const carried = Math.min(n, this.rx.bytes);
     if (carried === 0) {
-      this.px.add(n);
+      this.charging = true;
+      try {
+        this.px.add(n);
+      } finally {
+        this.charging = false;
+      }
       return;
     }
     this.rx.keep(this.rx.bytes - carried);
@@ -381,7 +396,7 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     if (carried > 0) {
       this.px.keep(this.px.bytes - carried);
       this.hold.admitted(charge);
-    } else this.hold.add(charge);
+    } else this.ownCharge(charge);
     this.over += n - charge;
     return this.epoch;
   }
@@ -397,7 +412,17 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
 
   loaded(n: number): void {
     if (this.closed) return;
-    this.hold.add(Math.max(0, Math.min(n, this.cap - this.hold.bytes)));
+    this.ownCharge(Math.max(0, Math.min(n, this.cap - this.hold.bytes)));
+  }
+
+  /** Charge `n` to `hold` (throws `server_busy` past the budget), this connection's own cache kept (`charging`). */
+  private ownCharge(n: number): void {
+    this.charging = true;
+    try {
+      this.hold.add(n);
+    } finally {
+      this.charging = false;
+    }
   }
 
   kept(): void {
@@ -435,13 +460,13 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
   };
 
   evictable(): number {
-    if (this.closed || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.isIdle()) return 0;
+    if (this.closed || this.charging || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.isIdle()) return 0;
     return Math.min(this.hold.bytes, this.session.keptBytes());
   }
 
   letGo(): number {
     // A message arriving or being parsed is most likely a continuation of this very cache: kept for it.
-    if (this.closed || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.shed()) return 0;
+    if (this.closed || this.charging || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.letGo()) return 0;
     const before = this.hold.bytes;
     const kept = this.session.keptBytes();
     this.hold.keep(kept);

@@ -253,6 +253,17 @@ export class ConnectionSession {
     return this.active !== null && this.active.paused;
   }
 
+  /**
+   * `shed` to make room in the server-wide budget (`ServerBytes.reclaim`), logged with what was kept: true when it
+   * kept anything.
+   */
+  letGo(): boolean {
+    const kept = this.keptBytes();
+    if (!this.shed()) return false;
+    this.log.info({ code: 'server_busy', bytes: kept }, 'cached context let go to make room in the byte budget');
+    return true;
+  }
+
   /** Let go of what the policy keeps between responses (`ModePolicy.shed`) while idle: true when it kept anything. */
   shed(): boolean {
     if (this.busy || this.queue.length > 0 || !this.policy.shed || this.keptBytes() === 0) return false;

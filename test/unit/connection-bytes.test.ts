@@ -154,7 +154,7 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     await client.close();
   });
 
-  it('ws mode: a continuation whose own frame lets its cache go is charged while it runs and its new cache after (atk80 F2)', async () => {
+  it('ws mode: a frame charged in the same turn as its connection\'s cache is let go is held while its run lasts, and its new cache after (atk80 F2)', async () => {
     const { bytes, client, share, frame } = open('ws', [{ text: 'one' }, { text: 'two' }], 1 << 20);
     const first = client.nextEvent('response.completed');
     frame(create('x'.repeat(100_000)));
@@ -162,25 +162,78 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     await client.session.idle();
     await Promise.resolve();
     const cache = bytes.held;
-    // Another request holds all but a little less than the next frame beside the cache.
-    const other = bytes.max - cache - 1000;
+    // Another request's charge that fits only without the cache lets it go; in the same turn a continuation arrives.
+    const other = bytes.max - cache + 1000;
     bytes.charge(other);
+    expect(bytes.cachesLetGo).toBe(1);
     const second = client.nextEvent('response.completed');
     const n = frame({ ...create('y'.repeat(1500)), previous_response_id: prev });
-    expect(bytes.cachesLetGo).toBe(1);
     // Its frame stays charged while it runs (the idle step the cache's going asked for waits for the run's end).
     await Promise.resolve();
-    expect(bytes.held).toBeGreaterThanOrEqual(other + n);
+    expect(bytes.held).toBe(other + n);
     expect((await second).response.previous_response_id).toBe(prev);
     await client.session.idle();
     await Promise.resolve();
-    // A cache miss read from the store, and the continuation's context cached and charged again once it ended.
+    // A cache miss read from the store, and the continuation's context cached and charged once it ended.
     expect(client.session.keptBytes()).toBeGreaterThan(100_000);
     expect(bytes.held).toBe(other + client.session.keptBytes());
     bytes.release(other);
     share.close();
     expect(bytes.held).toBe(0);
     await client.close();
+  });
+
+  it('ws mode: a connection\'s own frame lets another idle connection\'s cache go, never its own (atk83 F1)', async () => {
+    // Its own went first (least recently used): with `store: false` its continuation was then told its previous
+    // response was not found, although the other connection's cache would have made room.
+    const server = new LlrServer({ store: 'memory', logger: log, modelSettings: INSTANT_MODEL, policy: scriptPolicy([{ text: 'a' }, { text: 'b' }, { text: 'a2' }]) });
+    servers.push(server);
+    const bytes = new ServerBytes(1 << 20);
+    const host = new SessionHost(server.services, bytes);
+    const connect = (connection: string) => {
+      const info: SessionInfo = { ...conn, connection, kept: () => share.kept() };
+      const client = MemoryClient.connect(host.sessions(), 'ws', info, log);
+      const share = host.connectionBytes(client.session);
+      const frame = (event: Record<string, unknown>): void => {
+        share.frame(Buffer.byteLength(JSON.stringify(event)), true);
+        client.send(JSON.stringify(event));
+        share.watch();
+      };
+      return { client, share, frame };
+    };
+    const a = connect('conn_a');
+    const b = connect('conn_b');
+    for (const c of [a, b]) {
+      const done = c.client.nextEvent('response.completed');
+      c.frame({ ...create('x'.repeat(100_000)), store: false });
+      await done;
+      await c.client.session.idle();
+      await Promise.resolve();
+    }
+    const prev = a.client.events.find((e) => e.type === 'response.completed')!.response.id;
+    const cacheB = b.client.session.keptBytes();
+    // Room for all but A's continuation: A's cache is the least recently used, B's is let go.
+    const other = bytes.max - bytes.held - 1000;
+    bytes.charge(other);
+    const second = a.client.nextEvent('response.completed');
+    a.frame({ ...create('y'.repeat(1500)), store: false, previous_response_id: prev });
+    expect(bytes.cachesLetGo).toBe(1);
+    expect(b.client.session.keptBytes()).toBe(0);
+    expect((await second).response.previous_response_id).toBe(prev);
+    expect(cacheB).toBeGreaterThan(100_000);
+    // With no other cache to let go, its next continuation is refused, and its own cache stays.
+    await a.client.session.idle();
+    await Promise.resolve();
+    const kept = a.client.session.keptBytes();
+    expect(() => a.frame({ ...create('z'.repeat(bytes.max - bytes.held + 10)), store: false, previous_response_id: prev })).toThrow(expect.objectContaining({ code: 'server_busy' }));
+    expect(a.client.session.keptBytes()).toBe(kept);
+    expect(bytes.cachesLetGo).toBe(1);
+    bytes.release(other);
+    a.share.close();
+    b.share.close();
+    expect(bytes.held).toBe(0);
+    await a.client.close();
+    await b.client.close();
   });
 
   it('long-lived: a paused run whose peer\'s frame is still being parsed holds nothing for good (atk80 I1)', async () => {

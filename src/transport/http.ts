@@ -96,7 +96,7 @@ export class HttpTransport {
   private readonly handlers = new Map<IncomingMessage, Promise<unknown>>();
   /** Appends whose whole body arrived: shutdown waits for their answers (their run ends with it, so they end at once). */
   private readonly appending = new WeakSet<IncomingMessage>();
-  /** Appends being read, parsed or applied, by the long-lived run they are for (an entry only while there are any). */
+  /** Appends being read, parsed or applied, by the caller's key and the run they are for (an entry only while there are any). */
   private readonly appendsFor = new Map<string, number>();
   /** Every answer not yet closed: at shutdown those written but still leaving are waited for (`leaving`). */
   private readonly answers = new Set<ServerResponse>();
@@ -356,8 +356,11 @@ export class HttpTransport {
         // Other appends for the run being read or applied meanwhile: one may resume the run or give its body back, so
         // none of them ends it (`endStuckLiveRun`; a valid append still uploading was answered 404 once a larger one
         // had ended the run, outside attack atk82 F5).
-        this.appendsFor.set(id, (this.appendsFor.get(id) ?? 0) + 1);
-        const others = (): number => (this.appendsFor.get(id) ?? 1) - 1;
+        // Counted by the run's id with the caller's key: another key's request for the same id cannot append to it,
+        // and counted with it kept its owner's stuck run from ending (outside attack atk83 F2).
+        const key = `${owner ?? ''}\u0000${id}`;
+        this.appendsFor.set(key, (this.appendsFor.get(key) ?? 0) + 1);
+        const others = (): number => (this.appendsFor.get(key) ?? 1) - 1;
         try {
           // Refused past the budget: when runs paused for their clients hold it, this one's run ends and says why. What
           // it needed at least: its declared length, or what was read and the piece refused (`WireError.budgetAsk`; a
@@ -380,9 +383,9 @@ export class HttpTransport {
           if (duplicate !== null) sendJson(res, 200, { duplicate: true, call_ids: duplicate });
           else sendJson(res, 202, {});
         } finally {
-          const n = (this.appendsFor.get(id) ?? 1) - 1;
-          if (n > 0) this.appendsFor.set(id, n);
-          else this.appendsFor.delete(id);
+          const n = (this.appendsFor.get(key) ?? 1) - 1;
+          if (n > 0) this.appendsFor.set(key, n);
+          else this.appendsFor.delete(key);
         }
       });
     }

@@ -341,6 +341,50 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('over HTTP: another key\'s append for the same run id still arriving does not keep a stuck run from ending (atk83 F2)', async () => {
+    // It was counted among the run's appends in flight: the owner's append that could never fit was told to try again.
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }]);
+    const max = 2048 * KiB;
+    const { server, url } = await testServer({ policy, apiKeys: ['k1', 'k2'], limits: { maxServerBytes: max } });
+    const as = (key: string) => ({ 'Content-Type': 'application/json', Authorization: `Bearer ${key}` });
+    const post = (path: string, body: object) => fetch(`${url}${path}`, { method: 'POST', headers: as('k1'), body: JSON.stringify(body) });
+    let size = Math.floor(max / 3);
+    let run: { reader: ReadableStreamDefaultReader<Uint8Array>; id: string } | null = null;
+    while (!run) {
+      const res = await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: noise(size), tools: [tool], stream: true });
+      if (res.status === 503) {
+        await res.arrayBuffer();
+        size -= 8 * KiB;
+      } else run = await pausedRun(res);
+    }
+    const health = () => held(url);
+    const before = await health();
+    let rest: (() => void) | null = null;
+    const slow = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(Buffer.from('{"input":[{"type":"function_call_output",'));
+        rest = () => {
+          c.enqueue(Buffer.from('"call_id":"call_a","output":"x"}]}'));
+          c.close();
+        };
+      },
+    });
+    const foreign = fetch(`${url}/v1/responses/${run.id}/append`, { method: 'POST', headers: as('k2'), body: slow, duplex: 'half' } as RequestInit);
+    while ((await health()) === before);
+    const room = max - (await health());
+    expect(room).toBeLessThan(64 * KiB);
+    const refused = await post(`/v1/responses/${run.id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(room + KiB) }] });
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^No append can fit/);
+    let text = '';
+    for (let r = await run.reader.read(); !r.done; r = await run.reader.read()) text += new TextDecoder().decode(r.value);
+    expect(text).toMatch(/event: response\.incomplete\n[^\n]*"llr_incomplete_reason":"server_busy"/);
+    rest!();
+    expect((await foreign).status).toBe(404);
+    await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('a WebSocket message still arriving is charged: uploads past the budget pause reading, then all complete (outside attack)', async () => {
     // Before: frames were charged only once whole and parsed, so 30 peers each holding 15 MiB of an unfinished
     // fragmented message kept 564 MB of RSS with bytes_held 0, and ~1.8 GB once they all finished together.

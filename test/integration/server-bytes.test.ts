@@ -6,7 +6,7 @@
  * on); every charge is released when its work ends. Real sockets.
  */
 import { describe, expect, it } from 'vitest';
-import { scriptPolicy } from '../../src/model/policies.js';
+import { scriptPolicy, type ScriptStep } from '../../src/model/policies.js';
 import { ServerBytes } from '../../src/modes/server-bytes.js';
 import WebSocket from 'ws';
 import { RawSocket, UnexpectedErrorEvent } from '../helpers/raw-socket.js';
@@ -55,6 +55,102 @@ async function pausedRun(stream: Response): Promise<{ reader: ReadableStreamDefa
   let text = '';
   while (!text.includes('response.done')) text += new TextDecoder().decode((await reader.read()).value);
   return { reader, id: /"id":"(resp_[^"]+)"/.exec(text)![1]! };
+}
+
+/** Over HTTP: the largest long-lived create of dense text the budget takes (its body and its token ids), paused. */
+async function largestPausedRun(post: (path: string, body: object) => Promise<Response>, max: number): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; id: string }> {
+  // From a third of the budget, 8 KiB less at a time.
+  for (let size = Math.floor(max / 3); ; size -= 8 * KiB) {
+    const res = await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: noise(size), tools: [tool], stream: true });
+    if (res.status !== 503) return pausedRun(res);
+    await res.arrayBuffer();
+  }
+}
+/** Over a WebSocket: `b`'s long-lived create as large as the budget takes beside what is held, paused (`perByte`: what a run holds per byte of input). */
+async function largestPausedCreate(url: string, b: RawSocket, max: number, perByte: number): Promise<void> {
+  // The largest size that is not refused, from the room left, refined 2 KiB at a time.
+  for (let size = Math.floor((max - (await held(url))) / perByte); ; size -= 2 * KiB) {
+    b.send(create(size, { tools: [tool] }));
+    const paused = await b.next('response.done').catch((err: unknown) => {
+      if (!(err instanceof UnexpectedErrorEvent) || err.event.error.code !== 'server_busy') throw err;
+      return null;
+    });
+    if (paused) return;
+  }
+}
+/** A model that calls `lookup` twice, `call_a` then `call_b` (one call a response), then takes the `after` steps. */
+const twoCalls = (...after: ScriptStep[]) =>
+  scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] }, ...after]);
+/**
+ * Two long-lived WebSocket runs paused on their calls (`call_a`, `call_b`) under a budget of `max`: A's create of 10
+ * bytes, B's of 400 KiB; the model's steps after those two calls are `after`. The request timeout is two minutes, so a
+ * wait for it fails the test.
+ */
+async function twoPausedRuns(max: number, after: ScriptStep[]) {
+  const policy = twoCalls(...after);
+  const { server, url } = await testServer({ policy, limits: { maxServerBytes: max, requestTimeoutMs: 120_000 } });
+  const a = await RawSocket.longLived(url);
+  a.send(create(10, { tools: [tool] }));
+  await a.next('response.done');
+  const b = await RawSocket.longLived(url);
+  b.send(create(400 * KiB, { tools: [tool] }));
+  await b.next('response.done');
+  return { policy, server, url, a, b };
+}
+/** B's append answers its call and its run completes; every step of the model was taken; all sockets closed, nothing is held. */
+async function bCompletes(t: { policy: ReturnType<typeof scriptPolicy>; server: { ws: { idle(): Promise<void> } }; url: string; a: RawSocket; b: RawSocket }): Promise<void> {
+  t.b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
+  await t.b.next('response.completed');
+  expect(t.policy.remaining()).toBe(0);
+  t.a.dispose();
+  t.b.dispose();
+  await t.server.ws.idle();
+  expect(await held(t.url)).toBe(0);
+}
+/**
+ * `refused`, an HTTP append to the paused run `id`, was told to send less (503, not to be retried); a small append then
+ * answers `call_a`, the run completes, and nothing is held once every request is done.
+ */
+async function toldToSendLess(
+  refused: Response,
+  t: { post: ReturnType<typeof poster>; id: string; reader: ReadableStreamDefaultReader<Uint8Array>; server: { httpTransport: { idle(): Promise<void> } }; url: string },
+): Promise<void> {
+  expect(refused.status).toBe(503);
+  expect(refused.headers.get('x-should-retry')).toBe('false');
+  expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/cannot fit however long it waits\. Send a smaller one; the run stays paused\./);
+  expect((await t.post(`/v1/responses/${t.id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] })).status).toBe(202);
+  let text = '';
+  for (let r = await t.reader.read(); !r.done; r = await t.reader.read()) text += new TextDecoder().decode(r.value);
+  expect(text).toContain('event: response.completed');
+  await t.server.httpTransport.idle();
+  expect(await held(t.url)).toBe(0);
+}
+/**
+ * Over HTTP, with less than 64 KiB (`room`) left beside the paused runs: an append a little larger than the room is
+ * answered "No append can fit", and `run`'s stream ends `incomplete` for `server_busy`.
+ */
+async function noAppendCanFit(post: (path: string, body: object) => Promise<Response>, run: { reader: ReadableStreamDefaultReader<Uint8Array>; id: string }, room: number): Promise<void> {
+  expect(room).toBeLessThan(64 * KiB);
+  const refused = await post(`/v1/responses/${run.id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(room + KiB) }] });
+  expect(refused.status).toBe(503);
+  expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^No append can fit/);
+  let text = '';
+  for (let r = await run.reader.read(); !r.done; r = await run.reader.read()) text += new TextDecoder().decode(r.value);
+  expect(text).toMatch(/event: response\.incomplete\n[^\n]*"llr_incomplete_reason":"server_busy"/);
+}
+/** A request body whose `first` bytes are sent at once and the rest only on `release()`. */
+function heldBack(first: Uint8Array, rest: Uint8Array): { body: ReadableStream<Uint8Array>; release: () => void } {
+  let release!: () => void;
+  const body = new ReadableStream<Uint8Array>({
+    start(c) {
+      c.enqueue(first);
+      release = () => {
+        c.enqueue(rest);
+        c.close();
+      };
+    },
+  });
+  return { body, release: () => release() };
 }
 
 describe('ServerBytes', () => {
@@ -227,15 +323,7 @@ describe('the server-wide byte budget', () => {
     const post = poster(url);
     const { reader, id } = await pausedRun(await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: 'go', tools: [tool], stream: true }));
     const refused = await post(`/v1/responses/${id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: noise(600 * KiB) }] });
-    expect(refused.status).toBe(503);
-    expect(refused.headers.get('x-should-retry')).toBe('false');
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/cannot fit however long it waits\. Send a smaller one; the run stays paused\./);
-    expect((await post(`/v1/responses/${id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] })).status).toBe(202);
-    let text = '';
-    for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
-    expect(text).toContain('event: response.completed');
-    await server.httpTransport.idle();
-    expect(await held(url)).toBe(0);
+    await toldToSendLess(refused, { post, id, reader, server, url });
   });
 
   it('over HTTP: what a paused run holds counts its create\'s body: with no room left for any append, the run ends (atk79 F1)', async () => {
@@ -245,25 +333,9 @@ describe('the server-wide byte budget', () => {
     const max = 2048 * KiB;
     const { server, url } = await testServer({ policy, limits: { maxServerBytes: max } });
     const post = poster(url);
-    // The largest create of dense text that is taken (its body and its token ids), 8 KiB less at a time.
-    let size = Math.floor(max / 3);
-    let run: { reader: ReadableStreamDefaultReader<Uint8Array>; id: string } | null = null;
-    while (!run) {
-      const res = await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: noise(size), tools: [tool], stream: true });
-      if (res.status === 503) {
-        await res.arrayBuffer();
-        size -= 8 * KiB;
-      } else run = await pausedRun(res);
-    }
-    const room = max - (await held(url));
-    expect(room).toBeLessThan(64 * KiB);
+    const run = await largestPausedRun(post, max);
     // An append a little larger than the room: the run's body (hundreds of KiB) is no room for it.
-    const refused = await post(`/v1/responses/${run.id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(room + KiB) }] });
-    expect(refused.status).toBe(503);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^No append can fit/);
-    let text = '';
-    for (let r = await run.reader.read(); !r.done; r = await run.reader.read()) text += new TextDecoder().decode(r.value);
-    expect(text).toMatch(/event: response\.incomplete\n[^\n]*"llr_incomplete_reason":"server_busy"/);
+    await noAppendCanFit(post, run, max - (await held(url)));
     await server.httpTransport.idle();
     expect(await held(url)).toBe(0);
   });
@@ -283,15 +355,7 @@ describe('the server-wide byte budget', () => {
       },
     });
     const refused = await fetch(`${url}/v1/responses/${id}/append`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: chunked, duplex: 'half' } as RequestInit);
-    expect(refused.status).toBe(503);
-    expect(refused.headers.get('x-should-retry')).toBe('false');
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/cannot fit however long it waits\. Send a smaller one; the run stays paused\./);
-    expect((await post(`/v1/responses/${id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] })).status).toBe(202);
-    let text = '';
-    for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
-    expect(text).toContain('event: response.completed');
-    await server.httpTransport.idle();
-    expect(await held(url)).toBe(0);
+    await toldToSendLess(refused, { post, id, reader, server, url });
   });
 
   it('over HTTP: an append that cannot fit does not end its run while another append for it is still arriving (atk82 F5)', async () => {
@@ -300,30 +364,12 @@ describe('the server-wide byte budget', () => {
     const max = 2048 * KiB;
     const { server, url } = await testServer({ policy, limits: { maxServerBytes: max } });
     const post = poster(url);
-    // The largest create of dense text that is taken (its body and its token ids), 8 KiB less at a time.
-    let size = Math.floor(max / 3);
-    let run: { reader: ReadableStreamDefaultReader<Uint8Array>; id: string } | null = null;
-    while (!run) {
-      const res = await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: noise(size), tools: [tool], stream: true });
-      if (res.status === 503) {
-        await res.arrayBuffer();
-        size -= 8 * KiB;
-      } else run = await pausedRun(res);
-    }
+    const run = await largestPausedRun(post, max);
     // A valid append whose first half has been read, the rest held back.
     const answer = Buffer.from(JSON.stringify({ input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] }));
     const before = await held(url);
-    let rest: (() => void) | null = null;
-    const slow = new ReadableStream<Uint8Array>({
-      start(c) {
-        c.enqueue(answer.subarray(0, 10));
-        rest = () => {
-          c.enqueue(answer.subarray(10));
-          c.close();
-        };
-      },
-    });
-    const valid = fetch(`${url}/v1/responses/${run.id}/append`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: slow, duplex: 'half' } as RequestInit);
+    const slow = heldBack(answer.subarray(0, 10), answer.subarray(10));
+    const valid = fetch(`${url}/v1/responses/${run.id}/append`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: slow.body, duplex: 'half' } as RequestInit);
     while ((await held(url)) === before);
     const room = max - (await held(url));
     expect(room).toBeLessThan(64 * KiB);
@@ -331,7 +377,7 @@ describe('the server-wide byte budget', () => {
     const refused = await post(`/v1/responses/${run.id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(room + KiB) }] });
     expect(refused.status).toBe(503);
     expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/try again when other requests end/);
-    rest!();
+    slow.release();
     expect((await valid).status).toBe(202);
     let text = '';
     for (let r = await run.reader.read(); !r.done; r = await run.reader.read()) text += new TextDecoder().decode(r.value);
@@ -348,38 +394,14 @@ describe('the server-wide byte budget', () => {
     const { server, url } = await testServer({ policy, apiKeys: ['k1', 'k2'], limits: { maxServerBytes: max } });
     const as = (key: string) => ({ 'Content-Type': 'application/json', Authorization: `Bearer ${key}` });
     const post = (path: string, body: object) => fetch(`${url}${path}`, { method: 'POST', headers: as('k1'), body: JSON.stringify(body) });
-    let size = Math.floor(max / 3);
-    let run: { reader: ReadableStreamDefaultReader<Uint8Array>; id: string } | null = null;
-    while (!run) {
-      const res = await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: noise(size), tools: [tool], stream: true });
-      if (res.status === 503) {
-        await res.arrayBuffer();
-        size -= 8 * KiB;
-      } else run = await pausedRun(res);
-    }
+    const run = await largestPausedRun(post, max);
     const health = () => held(url);
     const before = await health();
-    let rest: (() => void) | null = null;
-    const slow = new ReadableStream<Uint8Array>({
-      start(c) {
-        c.enqueue(Buffer.from('{"input":[{"type":"function_call_output",'));
-        rest = () => {
-          c.enqueue(Buffer.from('"call_id":"call_a","output":"x"}]}'));
-          c.close();
-        };
-      },
-    });
-    const foreign = fetch(`${url}/v1/responses/${run.id}/append`, { method: 'POST', headers: as('k2'), body: slow, duplex: 'half' } as RequestInit);
+    const slow = heldBack(Buffer.from('{"input":[{"type":"function_call_output",'), Buffer.from('"call_id":"call_a","output":"x"}]}'));
+    const foreign = fetch(`${url}/v1/responses/${run.id}/append`, { method: 'POST', headers: as('k2'), body: slow.body, duplex: 'half' } as RequestInit);
     while ((await health()) === before);
-    const room = max - (await health());
-    expect(room).toBeLessThan(64 * KiB);
-    const refused = await post(`/v1/responses/${run.id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(room + KiB) }] });
-    expect(refused.status).toBe(503);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^No append can fit/);
-    let text = '';
-    for (let r = await run.reader.read(); !r.done; r = await run.reader.read()) text += new TextDecoder().decode(r.value);
-    expect(text).toMatch(/event: response\.incomplete\n[^\n]*"llr_incomplete_reason":"server_busy"/);
-    rest!();
+    await noAppendCanFit(post, run, max - (await health()));
+    slow.release();
     expect((await foreign).status).toBe(404);
     await server.httpTransport.idle();
     expect(await held(url)).toBe(0);
@@ -495,32 +517,16 @@ describe('the server-wide byte budget', () => {
   it('runs paused for their clients that hold the whole budget: the append that cannot fit ends its run, the others go on (outside attack atk76 F1)', async () => {
     // Refused "try again when other requests end", each paused run waited for an append the budget refused, and none
     // could end before its pause timeout: four long runs at the default limits stood still for minutes.
-    const policy = scriptPolicy([
-      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
-      { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
-      { text: 'b done' },
-      { text: 'a again' },
-    ]);
+    const policy = twoCalls({ text: 'b done' }, { text: 'a again' });
     const max = 1024 * KiB;
     const { logger, waitFor } = captureLogger();
     const { url } = await testServer({ logger, policy, limits: { maxServerBytes: max } });
     const a = await RawSocket.longLived(url);
     a.send(create(256 * KiB, { tools: [tool] }));
     await a.next('response.done');
-    // B's create as large as fits beside A (a run holds its frame and its prompt's token ids): the largest size that
-    // is not refused, found from A's share and refined 2 KiB at a time.
-    const perByte = (await held(url)) / (256 * KiB);
+    // B's create as large as fits beside A (a run holds its frame and its prompt's token ids, found from A's share).
     const b = await RawSocket.longLived(url);
-    let size = Math.floor((max - (await held(url))) / perByte);
-    for (;;) {
-      b.send(create(size, { tools: [tool] }));
-      const paused = await b.next('response.done').catch((err: unknown) => {
-        if (!(err instanceof UnexpectedErrorEvent) || err.event.error.code !== 'server_busy') throw err;
-        return null;
-      });
-      if (paused) break;
-      size -= 2 * KiB;
-    }
+    await largestPausedCreate(url, b, max, (await held(url)) / (256 * KiB));
     const room = max - (await held(url));
     expect(room).toBeLessThan(64 * KiB);
 
@@ -572,51 +578,22 @@ describe('the server-wide byte budget', () => {
   it('a paused run\'s append arriving in many reads that cannot fit beside the paused runs ends its run at once, not at the request timeout (atk82 F1)', async () => {
     // Reading stopped at the room left, and the bytes received so far always fitted it: the frame's declared length
     // was never weighed, and the connection waited the whole request timeout, then closed 1013 bare.
-    const policy = scriptPolicy([
-      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
-      { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
-      { text: 'b done' },
-    ]);
     const max = 1024 * KiB;
-    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max, requestTimeoutMs: 120_000 } });
-    const a = await RawSocket.longLived(url);
-    a.send(create(10, { tools: [tool] }));
-    await a.next('response.done');
-    const b = await RawSocket.longLived(url);
-    b.send(create(400 * KiB, { tools: [tool] }));
-    await b.next('response.done');
+    const { policy, server, url, a, b } = await twoPausedRuns(max, [{ text: 'b done' }]);
     const room = max - (await held(url));
     expect(room).toBeGreaterThan(64 * KiB);
     a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(room + 200 * KiB) }] });
     expect((await a.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('cannot fit') });
     expect((await a.next('response.incomplete')).response.status).toBe('incomplete');
     expect((await a.closed).code).toBe(1013);
-    b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
-    await b.next('response.completed');
-    expect(policy.remaining()).toBe(0);
-    a.dispose();
-    b.dispose();
-    await server.ws.idle();
-    expect(await held(url)).toBe(0);
+    await bCompletes({ policy, server, url, a, b });
   });
 
   it('a create arriving on a connection with no run that cannot fit beside the paused runs ends at once, and their appends go on (atk82 F7)', async () => {
     // Its upload took the room left and waited the whole request timeout, and the paused runs' appends could not be
     // read meanwhile; then a bare 1013.
-    const policy = scriptPolicy([
-      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
-      { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
-      { text: 'a done' },
-      { text: 'b done' },
-    ]);
     const max = 1024 * KiB;
-    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max, requestTimeoutMs: 120_000 } });
-    const a = await RawSocket.longLived(url);
-    a.send(create(10, { tools: [tool] }));
-    await a.next('response.done');
-    const b = await RawSocket.longLived(url);
-    b.send(create(400 * KiB, { tools: [tool] }));
-    await b.next('response.done');
+    const { policy, server, url, a, b } = await twoPausedRuns(max, [{ text: 'a done' }, { text: 'b done' }]);
     const room = max - (await held(url));
     expect(room).toBeGreaterThan(64 * KiB);
     const c = await RawSocket.longLived(url);
@@ -638,31 +615,16 @@ describe('the server-wide byte budget', () => {
   it('a paused run with a create queued behind it counts among the runs only their clients can free (atk82 F2)', async () => {
     // The queued create was counted as work that gives budget back: every append on the server was told to try again
     // until the pause timeout.
-    const policy = scriptPolicy([
-      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
-      { calls: [{ name: 'lookup', arguments: { q: 'b' }, call_id: 'call_b' }] },
-      { text: 'queued ran' },
-      { text: 'b done' },
-    ]);
+    const policy = twoCalls({ text: 'queued ran' }, { text: 'b done' });
     const max = 1024 * KiB;
     const { server, url } = await testServer({ policy, limits: { maxServerBytes: max } });
     const a = await RawSocket.longLived(url);
     a.send(create(256 * KiB, { tools: [tool] }));
     await a.next('response.done');
     a.send(create(10));
-    // B's create as large as fits beside A, refined 2 KiB at a time.
-    const perByte = (await held(url)) / (256 * KiB);
+    // B's create as large as fits beside A.
     const b = await RawSocket.longLived(url);
-    let size = Math.floor((max - (await held(url))) / perByte);
-    for (;;) {
-      b.send(create(size, { tools: [tool] }));
-      const paused = await b.next('response.done').catch((err: unknown) => {
-        if (!(err instanceof UnexpectedErrorEvent) || err.event.error.code !== 'server_busy') throw err;
-        return null;
-      });
-      if (paused) break;
-      size -= 2 * KiB;
-    }
+    await largestPausedCreate(url, b, max, (await held(url)) / (256 * KiB));
     const room = max - (await held(url));
     expect(room).toBeLessThan(64 * KiB);
     a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(Math.max(0, room) + 512) }] });
@@ -670,13 +632,7 @@ describe('the server-wide byte budget', () => {
     expect((await a.next('response.incomplete')).response).toMatchObject({ llr_incomplete_reason: 'server_busy' });
     // The queued create runs once the run has ended; B goes on.
     expect((await a.next('response.completed')).response.output[0]).toMatchObject({ type: 'message' });
-    b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
-    await b.next('response.completed');
-    expect(policy.remaining()).toBe(0);
-    a.dispose();
-    b.dispose();
-    await server.ws.idle();
-    expect(await held(url)).toBe(0);
+    await bCompletes({ policy, server, url, a, b });
   });
 
   it('an idle ws-mode connection\'s cached context is let go to make room: a paused run\'s append goes on (outside attack atk80 F2)', async () => {

@@ -78,6 +78,8 @@ interface Live {
   owner: string | null;
   /** The bodies of the appends the run took, charged to the server-wide budget until it ends (made at the first). */
   held: Hold | null;
+  /** Appends for it being read, parsed or applied (`arriving`): any of them may resume it. */
+  arriving: number;
 }
 
 /** The long-lived runs open over HTTP, by response id. */
@@ -123,7 +125,7 @@ export class LiveRuns {
    * lifetime past what a Node timer holds (2^31-1 ms) is no limit, as there.
    */
   add(run: ResponseRun, owner: string | null): void {
-    const entry: Live = { run, owner, held: null };
+    const entry: Live = { run, owner, held: null, arriving: 0 };
     this.live.set(run.id, entry);
     const ms = this.services.limits.connectionLifetimeMs;
     const lifetime = ms > 2 ** 31 - 1 ? undefined : setTimeout(() => run.stop('incomplete', 'connection_limit_reached'), ms);
@@ -178,11 +180,38 @@ export class LiveRuns {
     return null;
   }
 
-  /** What the paused runs' taken appends hold of the budget (`SessionHost.heldForPeers`: only their clients free it). */
+  /**
+   * What the paused runs' taken appends hold of the budget (`SessionHost.heldForPeers`: only their clients free it),
+   * but for runs with an append arriving or being applied, which may resume them.
+   */
   heldForPeers(): number {
     let n = 0;
-    for (const entry of this.live.values()) if (entry.run.paused) n += entry.held?.bytes ?? 0;
+    for (const entry of this.live.values()) if (entry.run.paused && entry.arriving === 0) n += entry.held?.bytes ?? 0;
     return n;
+  }
+
+  /**
+   * An append for `owner`'s run `id` is being read, parsed or applied: counted (`appendsArriving`) until the function
+   * returned is called (once, then nothing). Nothing is counted for an id that is not `owner`'s open run: another
+   * key's request for it cannot append to it (counted, it kept its owner's stuck run from ending; outside attack
+   * atk83 F2).
+   */
+  arriving(id: string, owner: string | null): () => void {
+    const entry = this.live.get(id);
+    if (!entry || entry.owner !== owner) return () => {};
+    entry.arriving++;
+    let counted = true;
+    return () => {
+      if (!counted) return;
+      counted = false;
+      entry.arriving--;
+    };
+  }
+
+  /** How many appends for `owner`'s run `id` are being read, parsed or applied (`arriving`). */
+  appendsArriving(id: string, owner: string | null): number {
+    const entry = this.live.get(id);
+    return entry && entry.owner === owner ? entry.arriving : 0;
   }
 
   /** Whether `owner`'s run `id` is open here and paused for its client. */

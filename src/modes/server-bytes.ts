@@ -273,7 +273,7 @@ export interface ConnectionBytes {
    */
   own(): number;
   /** Whether a whole frame waits for or is in a sliced parse (`parsing` charged it and `parsed` not yet given it back). */
-  inParse(): boolean;
+  peerMessagePending(): boolean;
   /**
    * A whole frame of `n` bytes waits or is parsed in slices: charged until `parsed(n)`. A frame charged while
    * it arrived (`receiving`) was admitted then: its charge moves over, with its last socket read unchecked;
@@ -345,7 +345,7 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     return this.hold.bytes + this.px.bytes + this.session.heldByRun();
   }
 
-  inParse(): boolean {
+  peerMessagePending(): boolean {
     return this.px.bytes > 0;
   }
 

@@ -188,17 +188,19 @@ export class ConnectionSession {
 
   /**
    * The connection's whole share of the server-wide budget (`ConnectionBytes.own`), once its transport set it;
-   * `inParse`: whether a whole frame of its peer's waits for or is in a sliced parse (`ConnectionBytes.inParse`).
+   * `peerMessagePending`: whether a message of its peer's for it is still on its way outside the session, to be applied or
+   * refused on its own (a WebSocket frame in its sliced parse, `ConnectionBytes.peerMessagePending`; over HTTP an
+   * append for its run being read or applied, `LiveRuns.appendsArriving`).
    */
-  share: { own(): number; inParse?(): boolean } | null = null;
+  share: { own(): number; peerMessagePending?(): boolean } | null = null;
 
   /**
    * What this session holds of the server-wide budget that only its peer can free: its whole share while its run is
    * paused for the client with nothing else on the connection that could give budget back (`waitsOnPeer`; nor a
-   * frame of its peer's still being parsed, which is applied or refused on its own), else 0.
+   * message of its peer's still on its way, `share.peerMessagePending`, which is applied or refused on its own), else 0.
    */
   heldForPeer(): number {
-    if (!this.paused || !this.waitsOnPeer() || this.share?.inParse?.() === true) return 0;
+    if (!this.paused || !this.waitsOnPeer() || this.share?.peerMessagePending?.() === true) return 0;
     return this.share?.own() ?? this.heldByRun();
   }
 

@@ -96,8 +96,6 @@ export class HttpTransport {
   private readonly handlers = new Map<IncomingMessage, Promise<unknown>>();
   /** Appends whose whole body arrived: shutdown waits for their answers (their run ends with it, so they end at once). */
   private readonly appending = new WeakSet<IncomingMessage>();
-  /** Appends being read, parsed or applied, by the caller's key and the run they are for (an entry only while there are any). */
-  private readonly appendsFor = new Map<string, number>();
   /** Every answer not yet closed: at shutdown those written but still leaving are waited for (`leaving`). */
   private readonly answers = new Set<ServerResponse>();
   /** Creates pipelined behind another answer on their connection, waiting for it (`create`): each one's wake-up. */
@@ -353,14 +351,16 @@ export class HttpTransport {
       // The body stays charged while it is parsed, waits behind other appends and is checked; a run that takes it
       // keeps that charge for its life (LiveRuns.append).
       return this.holding(async (hold) => {
-        // Other appends for the run being read or applied meanwhile: one may resume the run or give its body back, so
-        // none of them ends it (`endStuckLiveRun`; a valid append still uploading was answered 404 once a larger one
-        // had ended the run, outside attack atk82 F5).
-        // Counted by the run's id with the caller's key: another key's request for the same id cannot append to it,
-        // and counted with it kept its owner's stuck run from ending (outside attack atk83 F2).
-        const key = `${owner ?? ''}\u0000${id}`;
-        this.appendsFor.set(key, (this.appendsFor.get(key) ?? 0) + 1);
-        const others = (): number => (this.appendsFor.get(key) ?? 1) - 1;
+        // Counted while it is read, parsed and applied (`LiveRuns.arriving`): other appends for the run meanwhile may
+        // resume it or give their body back, so none of them ends it (`endStuckLiveRun`; a valid append still
+        // uploading was answered 404 once a larger one had ended the run, outside attack atk82 F5), and the run is not
+        // among those only their clients can free meanwhile (`peerMessagePending` below, `LiveRuns.heldForPeers`).
+        const arrived = this.host.live.arriving(id, owner);
+        // Refused: no longer on its way (the run it was for is judged without it), and the others for its run.
+        const others = (): number => {
+          arrived();
+          return this.host.live.appendsArriving(id, owner);
+        };
         try {
           // Refused past the budget: when runs paused for their clients hold it, this one's run ends and says why. What
           // it needed at least: its declared length, or what was read and the piece refused (`WireError.budgetAsk`; a
@@ -383,9 +383,7 @@ export class HttpTransport {
           if (duplicate !== null) sendJson(res, 200, { duplicate: true, call_ids: duplicate });
           else sendJson(res, 202, {});
         } finally {
-          const n = (this.appendsFor.get(key) ?? 1) - 1;
-          if (n > 0) this.appendsFor.set(key, n);
-          else this.appendsFor.delete(key);
+          arrived();
         }
       });
     }
@@ -748,7 +746,15 @@ export class HttpTransport {
       // Its share of the budget: the request's body (and a chain it loaded) besides its run's charge. A long-lived run
       // paused for its client holds it all until the client's next append (`SessionHost.heldForPeers`): left out, its
       // create's body was room that did not exist, and an append no room could take was told to try again (atk79 F1).
-      session.share = { own: () => hold.bytes + session.heldByRun() };
+      session.share = {
+        own: () => hold.bytes + session.heldByRun(),
+        // An append for its run arriving or being applied may resume it: not held for good meanwhile (as a WebSocket
+        // connection's frame in its sliced parse).
+        peerMessagePending: () => {
+          const run = session.running;
+          return run !== null && this.host.live.appendsArriving(run.id, info.owner) > 0;
+        },
+      };
       watchStall(res, limits.sendStallTimeoutMs, (pending) =>
         log.info({ code: 'send_stalled', pending, stall_ms: limits.sendStallTimeoutMs }, 'answer left unsent with nothing leaving; dropped the connection'),
       );

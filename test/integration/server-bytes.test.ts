@@ -152,6 +152,21 @@ function heldBack(first: Uint8Array, rest: Uint8Array): { body: ReadableStream<U
   });
   return { body, release: () => release() };
 }
+/**
+ * A valid append answering `call_a` of the paused HTTP run `id`, its first bytes read and the rest held back until
+ * `slow.release()`; `valid` its answer; `room` what is left of the budget (`max`) meanwhile, less than 64 KiB.
+ */
+async function appendArriving(url: string, id: string, max: number): Promise<{ slow: { release: () => void }; valid: Promise<Response>; room: number }> {
+  const answer = Buffer.from(JSON.stringify({ input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] }));
+  const before = await held(url);
+  const slow = heldBack(answer.subarray(0, 10), answer.subarray(10));
+  const valid = fetch(`${url}/v1/responses/${id}/append`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: slow.body, duplex: 'half' } as RequestInit);
+  // Until its first bytes are charged.
+  while ((await held(url)) === before);
+  const room = max - (await held(url));
+  expect(room).toBeLessThan(64 * KiB);
+  return { slow, valid, room };
+}
 
 describe('ServerBytes', () => {
   it('charges up to the budget, refuses past it with server_busy, releases once', () => {
@@ -365,14 +380,7 @@ describe('the server-wide byte budget', () => {
     const { server, url } = await testServer({ policy, limits: { maxServerBytes: max } });
     const post = poster(url);
     const run = await largestPausedRun(post, max);
-    // A valid append whose first half has been read, the rest held back.
-    const answer = Buffer.from(JSON.stringify({ input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] }));
-    const before = await held(url);
-    const slow = heldBack(answer.subarray(0, 10), answer.subarray(10));
-    const valid = fetch(`${url}/v1/responses/${run.id}/append`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: slow.body, duplex: 'half' } as RequestInit);
-    while ((await held(url)) === before);
-    const room = max - (await held(url));
-    expect(room).toBeLessThan(64 * KiB);
+    const { slow, valid, room } = await appendArriving(url, run.id, max);
     // Larger than the room: refused, told to try again (the append arriving may resume the run), the run kept.
     const refused = await post(`/v1/responses/${run.id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(room + KiB) }] });
     expect(refused.status).toBe(503);
@@ -404,6 +412,38 @@ describe('the server-wide byte budget', () => {
     slow.release();
     expect((await foreign).status).toBe(404);
     await server.httpTransport.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('a paused HTTP run with an append for it still arriving is not among the runs only their clients can free: another run\'s append is told to try again, and fits once it has (atk82 F5)', async () => {
+    // That append may resume the run: counted as held for good, a WebSocket run's append was ended "No append can fit".
+    const policy = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'w' }, call_id: 'call_w' }] },
+      { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] },
+      { text: 'http done' },
+      { text: 'ws done' },
+    ]);
+    const max = 2048 * KiB;
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max } });
+    const w = await RawSocket.longLived(url);
+    w.send(create(10, { tools: [tool] }));
+    await w.next('response.done');
+    const post = poster(url);
+    const run = await largestPausedRun(post, max);
+    const { slow, valid, room } = await appendArriving(url, run.id, max);
+    w.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_w', output: 'y'.repeat(room + KiB) }] });
+    expect((await w.next('error')).error.message).toMatch(/try again when other requests end/);
+    slow.release();
+    expect((await valid).status).toBe(202);
+    let text = '';
+    for (let r = await run.reader.read(); !r.done; r = await run.reader.read()) text += new TextDecoder().decode(r.value);
+    expect(text).toContain('event: response.completed');
+    await server.httpTransport.idle();
+    w.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_w', output: 'y'.repeat(room + KiB) }] });
+    await w.next('response.completed');
+    expect(w.all('response.incomplete')).toEqual([]);
+    w.dispose();
+    await server.ws.idle();
     expect(await held(url)).toBe(0);
   });
 

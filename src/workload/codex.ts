@@ -56,7 +56,11 @@
  * - Missing figures are inferred (infer.ts) and every call's figures are
  *   marked recorded or inferred in `Workload.calls`.
  * - `custom_tool_call` becomes a function call taking `{"input": text}`;
- *   `local_shell_call` becomes `local_shell` with its action as arguments.
+ *   `local_shell_call` becomes `local_shell` with its action as arguments;
+ *   the API's built-in client tools `shell_call`, `apply_patch_call` and
+ *   `computer_call` become `shell`, `apply_patch` and `computer` taking their
+ *   `action` or `operation`, each answered by its `*_output`'s text (a
+ *   shell call's list of results as JSON, a screenshot as a marker).
  *   Outputs are kept byte for byte; an output that is an array of content
  *   items is its text parts, each image or file part a marker (noted).
  * - A user turn starts with the messages (developer, user, system) that
@@ -123,6 +127,18 @@ import { isUnicodeText, LONE_SURROGATE_NOTE, MAX_TOKEN_COUNT, MAX_TOOL_MS, toolW
 
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
+/**
+ * The API's built-in tools the client runs (`shell`, `apply_patch`, computer use): the client sends `<type>_output`
+ * back, so each call is its own model call. Replayed as function calls of these names taking the call's `action` or
+ * `operation`, each answered by its output's text (read as hosted calls, four recorded model calls replayed as one
+ * and their outputs were left out of every later context; outside attack atk84 F6).
+ */
+const CLIENT_BUILTINS: Readonly<Record<string, { name: string; field: 'action' | 'operation' }>> = {
+  shell_call: { name: 'shell', field: 'action' },
+  apply_patch_call: { name: 'apply_patch', field: 'operation' },
+  computer_call: { name: 'computer', field: 'action' },
+};
+const CLIENT_BUILTIN_OUTPUTS = new Set(Object.keys(CLIENT_BUILTINS).map((t) => `${t}_output`));
 /** A `tool_search_call` the client ran (`execution: "client"`) is replayed as a function call of this name. */
 const TOOL_SEARCH = 'tool_search';
 const INPUT_ROLES = new Set(['user', 'developer', 'system']);
@@ -424,6 +440,15 @@ class RolloutParser {
         this.compaction(typeof p.encrypted_content === 'string' ? [compactionStandIn(p.encrypted_content)] : [], 'a compaction item');
         return;
     }
+    const builtin = CLIENT_BUILTINS[type];
+    if (builtin !== undefined) {
+      this.clientCall(this.str(p, 'call_id', type), builtin.name, JSON.stringify(p[builtin.field] ?? {}), ts, false);
+      return;
+    }
+    if (CLIENT_BUILTIN_OUTPUTS.has(type)) {
+      this.clientOutput(this.str(p, 'call_id', type), this.builtinOutput(type, p), ts);
+      return;
+    }
     if (CLIENT_OUTPUTS.has(type)) {
       const out = outputText(p.output);
       if (out === null) this.fail(`${type} without \`output\``);
@@ -693,6 +718,23 @@ class RolloutParser {
     this.pending.set(callId, { line: this.line, name, ts, aborted: false, raw: this.open! });
     if (custom) this.stats.custom_tool_calls++;
     else this.stats.function_calls++;
+  }
+
+  /**
+   * The text a built-in client tool's output is replayed as (`CLIENT_BUILTINS`): its `output` as text when it is text,
+   * else as JSON (a shell call's list of `{stdout, stderr, outcome}`); without one, its `status`. A computer call's
+   * screenshot is an image: a marker naming it (noted), its data not sent, as an image part of any output.
+   */
+  private builtinOutput(type: string, p: Json): string {
+    const out = p.output;
+    if (isJson(out) && typeof out.type === 'string' && /screenshot|image/.test(out.type)) {
+      this.skip(`the ${out.type.slice(0, 40)} of ${type} ${String(p.call_id)}`, 'an image: replayed as a marker naming it, its data not sent (tool outputs in the neutral format are text)');
+      return `[${out.type.slice(0, 40)}: not replayed]`;
+    }
+    if (out === undefined || out === null) return JSON.stringify({ status: typeof p.status === 'string' ? p.status : 'completed' });
+    // A shell call's results are objects, not content parts: as JSON, each command's stdout, stderr and outcome.
+    if (Array.isArray(out)) return JSON.stringify(out);
+    return outputText(out) ?? JSON.stringify(out);
   }
 
   private clientOutput(recordedId: string, output: string, ts: number | undefined): void {

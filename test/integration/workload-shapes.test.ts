@@ -71,6 +71,20 @@ describe('Codex rollout shapes beyond the main fixtures', () => {
     expect(texts.some((t) => t.includes('Rename getUser to fetchUser.'))).toBe(true);
   });
 
+  it("the API's built-in client tools (shell, apply_patch, computer use) are client calls, each its own model call (atk84 F6)", () => {
+    // Read as hosted calls, the four recorded model calls replayed as one and their outputs were in no later context.
+    const w = loadWorkloadFile(DIR + 'rollout-builtin-client-tools.jsonl');
+    expect(w.calls).toHaveLength(4);
+    expect(w.stats).toMatchObject({ function_calls: 3, hosted_calls: 0 });
+    const calls = flatModelTurns(w).flatMap((t) => t.output.filter((o) => o.type === 'function_call'));
+    expect(calls.map((c) => (c as { name: string }).name)).toEqual(['shell', 'apply_patch', 'computer']);
+    expect(JSON.parse((calls[1] as { arguments: string }).arguments)).toMatchObject({ type: 'update_file', path: 'a.txt' });
+    expect(JSON.parse(w.toolOutputs['call_sh1']!.output)).toEqual([expect.objectContaining({ stdout: 'a.txt\n' }), expect.objectContaining({ stdout: 'hello\n' })]);
+    expect(w.toolOutputs['call_ap1']!.output).toBe('Updated a.txt');
+    expect(w.toolOutputs['call_cu1']!.output).toBe('[computer_screenshot: not replayed]');
+    expect(w.skipped).toEqual([{ line: 12, what: 'the computer_screenshot of computer_call_output call_cu1', why: expect.stringMatching(/^an image/) }]);
+  });
+
   for (const file of FILES) {
     it(`${file} converts to a neutral file that reads back the same`, () => {
       const w = loadWorkloadFile(DIR + file);

@@ -342,7 +342,7 @@ async function modelPolicy(
   const wanted = name ?? (workload !== undefined || synthetic !== undefined ? 'replay' : 'auto');
   if (wanted === 'auto') {
     if (workload !== undefined || synthetic !== undefined) throw new UsageError('--workload and --synthetic need --policy replay');
-    return { footprint: { widestCall: 0, contextBytes: 0, contextItems: 0, tools: 0 } };
+    return { footprint: { widestCall: 0, contextBytes: 0, contextItems: 0, tools: 0, jsonContainers: 0, jsonKeys: 0, schemaNodes: 0 } };
   }
   if (wanted !== 'replay') throw new UsageError(`unknown policy ${quoted(wanted)}; known: auto, replay`);
   if ((workload === undefined) === (synthetic === undefined)) throw new UsageError('--policy replay needs exactly one of --workload FILE or --synthetic TURNS,BYTES,TOKENS');

@@ -13,6 +13,12 @@ export interface Footprint {
   contextItems: number;
   /** The tools every request of the replay lists. */
   tools: number;
+  /** The most objects and arrays one request's JSON holds (its context and tools: the http design sends them all). */
+  jsonContainers: number;
+  /** The most keys one object of a request holds (a tool's `properties`, an item). */
+  jsonKeys: number;
+  /** The objects and arrays of the tools' schemas together (what `--max-schema-nodes` counts). */
+  schemaNodes: number;
 }
 
 /** A context's bytes with a quarter more for what a client adds per item, and 1 MiB. */
@@ -27,6 +33,9 @@ export function widestFootprint(a: Footprint, b: Footprint): Footprint {
     contextBytes: Math.max(a.contextBytes, b.contextBytes),
     contextItems: Math.max(a.contextItems, b.contextItems),
     tools: Math.max(a.tools, b.tools),
+    jsonContainers: Math.max(a.jsonContainers, b.jsonContainers),
+    jsonKeys: Math.max(a.jsonKeys, b.jsonKeys),
+    schemaNodes: Math.max(a.schemaNodes, b.schemaNodes),
   };
 }
 
@@ -43,6 +52,13 @@ export function fitToFootprint(limits: Partial<Limits>, footprint: Footprint): v
   if (limits.maxFrameBytes === undefined && context > DEFAULT_LIMITS.maxFrameBytes) limits.maxFrameBytes = context;
   if (limits.maxContextBytes === undefined && context > DEFAULT_LIMITS.maxContextBytes) limits.maxContextBytes = context;
   if (limits.maxContextItems === undefined && footprint.contextItems + 1000 > DEFAULT_LIMITS.maxContextItems) limits.maxContextItems = footprint.contextItems + 1000;
+  // So was a tool of more keys in one object, or more schema nodes, than a request may hold, and a context of more
+  // objects and arrays (every replay refused at its first call, though the reader took the file; outside attack
+  // atk84 F1). A quarter more containers, for what a client adds to each item.
+  if (limits.maxJsonKeys === undefined && footprint.jsonKeys > DEFAULT_LIMITS.maxJsonKeys) limits.maxJsonKeys = footprint.jsonKeys;
+  if (limits.maxSchemaNodes === undefined && footprint.schemaNodes > DEFAULT_LIMITS.maxSchemaNodes) limits.maxSchemaNodes = footprint.schemaNodes;
+  const containers = Math.ceil(footprint.jsonContainers * 1.25) + 1000;
+  if (limits.maxJsonContainers === undefined && containers > DEFAULT_LIMITS.maxJsonContainers) limits.maxJsonContainers = containers;
   // And the server-wide budget, which a live context is charged to about three times over (its frames, its token ids,
   // its output's JSON: docs/reliability.md): with only the context raised, one client's long-lived replay of 1,200
   // calls of 100 KB outputs was refused server_busy after 892 calls, its run left paused, and its ws-mode replay lost

@@ -150,6 +150,9 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
   };
 }
 
+/** The parse's caps that `llr serve --workload` fits to the workload (workload/fit.ts): none here. */
+const FITTED_CAPS = { ...DEFAULT_PARSE_CAPS, maxTools: Infinity, maxInputParts: Infinity, maxSchemaNodes: Infinity };
+
 /**
  * What the schema cannot say about `tools` and each user turn's `input`: that the server takes them. Each is put
  * through the server's own parse and validate stages (an item it refuses, a part of the wrong shape, a
@@ -175,8 +178,10 @@ export function checkRequests(
     try {
       // As deep as a request may nest: the server checks a body's depth before it parses it.
       checkJsonDepth(JSON.stringify({ tools: w.tools }), DEFAULT_MAX_JSON_DEPTH);
-      // Any number of tools: the bench starts its servers with --max-tools raised to fit (bench/runner.ts fitLimits).
-      validateTools(parseCreateBody({ model: 'llr-workload', tools: w.tools }, { ...DEFAULT_PARSE_CAPS, maxTools: Infinity }).tools, metrics);
+      // Any number of tools and schema nodes: `llr serve --workload` raises --max-tools and --max-schema-nodes to fit
+      // (workload/fit.ts); checked here with the default, a file past it could be neither read nor served whatever
+      // flag was given (outside attack atk84 F2).
+      validateTools(parseCreateBody({ model: 'llr-workload', tools: w.tools }, FITTED_CAPS).tools, metrics);
     } catch (err) {
       refuse(err, (param) => pointer(param, '/tools', 'tools'));
     }
@@ -195,7 +200,8 @@ export function checkRequests(
     try {
       // The request around the input adds a level ({"input": [...]}); the server's default depth is the bench's.
       checkJsonDepth(JSON.stringify({ input: u.input }), DEFAULT_MAX_JSON_DEPTH);
-      const { input } = parseCreateBody({ model: 'llr-workload', input: u.input });
+      // Any number of items and parts: `--max-context-items` is raised to fit, as above.
+      const { input } = parseCreateBody({ model: 'llr-workload', input: u.input }, FITTED_CAPS);
       // Not a copy of `known` per turn to tell the new ones: quadratic over a file of thousands of user turns.
       for (const id of validateItems(input, { callIds: known }, metrics)) {
         if (!known.has(id)) callIdsFromInput.set(id, `/userTurns/${ui}/input`);

@@ -184,21 +184,71 @@ function callIdOf(item: InputItem): string {
 /**
  * The most a replay of `w` asks of a server at once: the widest model call (function calls one pause waits for), and
  * the largest context a conversation reaches, in bytes of JSON (about what the http design sends as one request
- * body, the whole context every call; what a long-lived run or ws response holds) and in items. A compaction inside
- * a user turn does not shrink the replayed context (the replay keeps the full history), so a long `codex exec` run
- * that the recorded agent kept small by compacting can pass the server's defaults (16 MiB body, 32 MiB and 50,000
- * items of context): `llr serve --workload` raises those limits to fit, as it does `--max-pending-calls`.
+ * body, the whole context every call; what a long-lived run or ws response holds), in items and content parts, and in
+ * objects and arrays of a request's JSON; the most keys one object of its tools or items has; and the objects and
+ * arrays of its tools' schemas. A compaction inside a user turn does not shrink the replayed context (the replay keeps
+ * the full history), so a long `codex exec` run that the recorded agent kept small by compacting can pass the
+ * server's defaults (16 MiB body, 32 MiB and 50,000 items of context), and a compaction's replacement history or a
+ * neutral file's prefilled history can hold more items, a generated tool more keys or schema nodes, than the
+ * defaults take: `llr serve --workload` raises those limits to fit, as it does `--max-pending-calls` (outside attack
+ * atk84 F1, F2: refused at the first call, or by the reader with the default, whatever flag was given).
  */
 export function replayFootprint(w: Workload): Footprint {
   let widestCall = 0;
   let contextBytes = 0;
   let contextItems = 0;
-  const header = walkContexts(w, (bytes, items, t) => {
+  let contextContainers = 0;
+  let jsonKeys = 0;
+  const header = walkContexts(w, (bytes, items, t, containers, keys) => {
     contextBytes = Math.max(contextBytes, bytes);
     contextItems = Math.max(contextItems, items);
+    contextContainers = Math.max(contextContainers, containers);
+    jsonKeys = Math.max(jsonKeys, keys);
     widestCall = Math.max(widestCall, callsOf(t).length);
   });
-  return { widestCall, contextBytes: contextBytes + header, contextItems, tools: w.tools.length };
+  const tools = jsonShape(w.tools);
+  let schemaNodes = 0;
+  for (const t of w.tools) schemaNodes += jsonShape((t as { parameters?: unknown }).parameters).containers;
+  return {
+    widestCall,
+    contextBytes: contextBytes + header,
+    contextItems,
+    tools: w.tools.length,
+    // The request around them: the body, its `input`, `tools`, `text` and `reasoning` objects.
+    jsonContainers: contextContainers + tools.containers + 8,
+    jsonKeys: Math.max(jsonKeys, tools.keys),
+    schemaNodes,
+  };
+}
+
+/** The objects and arrays in `v`, and the most keys one of its objects has (an explicit stack: no recursion). */
+function jsonShape(v: unknown): { containers: number; keys: number } {
+  let containers = 0;
+  let keys = 0;
+  const stack: unknown[] = [v];
+  while (stack.length > 0) {
+    const x = stack.pop();
+    if (typeof x !== 'object' || x === null) continue;
+    containers++;
+    if (Array.isArray(x)) {
+      for (const y of x) if (typeof y === 'object' && y !== null) stack.push(y);
+      continue;
+    }
+    let k = 0;
+    for (const key in x) {
+      k++;
+      const y = (x as Record<string, unknown>)[key];
+      if (typeof y === 'object' && y !== null) stack.push(y);
+    }
+    if (k > keys) keys = k;
+  }
+  return { containers, keys };
+}
+
+/** An input item's content parts, which the server counts with the items (`--max-context-items`). */
+function partsOf(item: unknown): number {
+  const content = (item as { content?: unknown } | null)?.content;
+  return Array.isArray(content) ? content.length : 0;
 }
 
 /**
@@ -221,21 +271,38 @@ export function presentedContextBytes(w: Workload): number {
  * turn's input and the conversation before it; a `replace_history` turn starts afresh). Returns the bytes of the
  * instructions and tools every call presents besides.
  */
-function walkContexts(w: Workload, onCall: (bytes: number, items: number, turn: ReplayTurn) => void): number {
+function walkContexts(w: Workload, onCall: (bytes: number, items: number, turn: ReplayTurn, containers: number, keys: number) => void): number {
   const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v), 'utf8');
   let accBytes = 0;
+  // Items and their content parts (the server counts both against --max-context-items).
   let accItems = 0;
+  // Objects and arrays of the items as a request carries them (--max-json-containers), and the most keys of one.
+  let accContainers = 0;
+  let keys = 0;
+  const add = (item: unknown, extraKeys = 0): void => {
+    const shape = jsonShape(item);
+    accContainers += shape.containers;
+    keys = Math.max(keys, shape.keys + extraKeys);
+  };
   for (const u of w.userTurns) {
-    if (u.replace_history) accBytes = accItems = 0;
-    for (const item of u.input) accBytes += bytes(item);
-    accItems += u.input.length;
+    if (u.replace_history) accBytes = accItems = accContainers = 0;
+    for (const item of u.input) {
+      accBytes += bytes(item);
+      accItems += 1 + partsOf(item);
+      add(item);
+    }
     u.modelTurns.forEach((t, i) => {
-      onCall(accBytes, accItems, t);
-      for (const o of t.output) accBytes += bytes(o) + 64; // as an output item: type, id, status, role
-      accItems += t.output.length;
+      onCall(accBytes, accItems, t, accContainers, keys);
+      for (const o of t.output) {
+        accBytes += bytes(o) + 64; // as an output item: type, id, status, role
+        accItems += 1 + partsOf(o);
+        add(o, 4);
+      }
       if (i === u.modelTurns.length - 1) return;
       for (const c of callsOf(t)) accBytes += bytes(w.toolOutputs[c.call_id]?.output ?? '') + c.call_id.length + 64;
+      // Each a function_call_output object.
       accItems += callsOf(t).length;
+      accContainers += callsOf(t).length;
     });
   }
   return bytes(w.instructions ?? '') + bytes(w.tools);

@@ -12,9 +12,12 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { fitLimits } from '../../src/bench/runner.js';
 import { RunMetrics } from '../../src/pipeline/metrics.js';
 import { missingToolOutput, pendingCallsOf, validateItems } from '../../src/pipeline/validate.js';
+import type { Limits } from '../../src/engine/services.js';
+import { fitToFootprint } from '../../src/workload/fit.js';
 import { parseNeutral } from '../../src/workload/format.js';
 import { workloadCommand } from '../../src/workload/inspect.js';
 import { parseWorkload, readWorkload, readWorkloadText } from '../../src/workload/load.js';
+import { replayFootprint } from '../../src/workload/replayable.js';
 import { refusalOf } from '../helpers/workload.js';
 
 const TS = '2026-10-05T17:45:00.000Z';
@@ -195,11 +198,14 @@ describe('hostile shapes', () => {
     expect(later.skipped).toContainEqual({ line: 5, what: '1 call(s) ending user turn 1', why: expect.stringMatching(/^1 answered, but a message \(the user's, or a developer or system message\) came before the model's next call/) });
   });
 
-  it("a rollout whose turn input the server would refuse as a whole (50,001 content parts) is refused when read, not by the bench's server process", () => {
+  it("a rollout whose turn input passes the server's default items and content parts (50,001 parts) is read, and its footprint raises --max-context-items (atk84 F2)", () => {
+    // Refused by the reader with the default, it could be neither read nor served whatever flag was given, though the
+    // server takes it with --max-context-items raised.
     const parts = Array.from({ length: 50_001 }, () => ({ type: 'input_text', text: 'a' }));
-    expect(refusal(() => read([meta(), rec('response_item', { type: 'message', role: 'user', content: parts }), answer('ok')]))).toBe(
-      "x.jsonl: /userTurns/0/input (in the workload as read: llr workload convert): Invalid 'input': too many items and content parts. Expected at most 50000, but got more (llr serve --max-context-items). (the server refuses it)",
-    );
+    const w = read([meta(), rec('response_item', { type: 'message', role: 'user', content: parts }), answer('ok')]);
+    const limits: Partial<Limits> = {};
+    fitToFootprint(limits, replayFootprint(w));
+    expect(limits.maxContextItems).toBeGreaterThan(50_001);
   });
 
   it("a compaction's replacement history's output of a call it does not hold is dropped under a note that says so (it said reasoning, hosted calls or unknown items)", () => {

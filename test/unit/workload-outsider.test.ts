@@ -389,7 +389,10 @@ describe('rollouts from outside', () => {
     const result = read([meta(), user('x'), call('c1'), rec('response_item', { type: 'mcp_tool_call_output', call_id: 'c1', result: { Ok: { content: [] } } }), answer('ok')]);
     expect(result.toolOutputs['c1']?.output).toBe('{"result":{"Ok":{"content":[]}}}');
     // One answering no call of the client's is skipped, as before.
-    const other = rec('response_item', { type: 'computer_call_output', call_id: 'cu1', output: {} });
-    expect(read([meta(), user('x'), call('c1'), output('c1'), other, answer('done')]).skipped).toContainEqual({ line: 5, what: 'a computer_call_output item', why: 'not part of what the model is sent or says (not replayed)' });
+    const other = rec('response_item', { type: 'mcp_tool_call_output', call_id: 'cu1', output: {} });
+    expect(read([meta(), user('x'), call('c1'), output('c1'), other, answer('done')]).skipped).toContainEqual({ line: 5, what: 'a mcp_tool_call_output item', why: 'not part of what the model is sent or says (not replayed)' });
+    // A built-in client tool's output answering no call is an output for a call the conversation does not hold.
+    const stray = rec('response_item', { type: 'computer_call_output', call_id: 'cu1', output: { type: 'computer_screenshot', image_url: 'data:,' } });
+    expect(read([meta(), user('x'), call('c1'), output('c1'), stray, answer('done')]).skipped).toContainEqual({ line: 5, what: 'an output for call_id cu1', why: expect.stringMatching(/^answers no call recorded before it/) });
   });
 });

@@ -123,7 +123,7 @@ import {
 import { buildUserTurn, NOTHING_SHOWN_TEXT, sameUserText, type PendingFigures, type RawCall, type TurnBuild, type Visible } from './codex-turns.js';
 import { inferInputTokens, reasoningTokens, type ContextOp } from './infer.js';
 import { HistoryRepeats } from './repeats.js';
-import { isUnicodeText, LONE_SURROGATE_NOTE, MAX_TOKEN_COUNT, MAX_TOOL_MS, toolWaitMs, WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
+import { isUnicodeText, LONE_SURROGATE_NAME_NOTE, LONE_SURROGATE_NOTE, MAX_TOKEN_COUNT, MAX_TOOL_MS, toolWaitMs, WorkloadError, type Skipped, type UserTurn, type Workload } from './types.js';
 
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
@@ -487,7 +487,8 @@ class RolloutParser {
     if (type === 'token_count') this.tokenCount(p);
     else if (type === 'user_message' && typeof p.message === 'string') this.userEvent(p.message, Array.isArray(p.images) ? p.images.filter((i): i is string => typeof i === 'string') : []);
     else if (type === 'turn_aborted') this.turnAborted(typeof p.reason === 'string' ? p.reason : 'unknown');
-    else if (type === 'thread_rolled_back') this.skip('thread_rolled_back', 'rollbacks are not replayed: the history before it is kept');
+    // The note said "the history before it is kept", the reverse of what happens (outside attack atk84 I1).
+    else if (type === 'thread_rolled_back') this.skip('thread_rolled_back', 'rollbacks are not replayed: the turns it rolled back stay in the replayed history, so later calls are presented a longer context than the recording\'s (its token figures are kept as recorded)');
     else if (type === 'exec_command_end' && typeof p.call_id === 'string' && isJson(p.duration)) {
       const { secs, nanos } = p.duration;
       if (typeof secs === 'number' && typeof nanos === 'number') this.execEndMs.set(this.wireCallId(p.call_id), secs * 1000 + nanos / 1e6);
@@ -631,9 +632,8 @@ class RolloutParser {
     if (visible) {
       this.open.visible.push(visible);
       // JSON can spell half a UTF-16 pair (`\ud83d`); a model speaks tokens of UTF-8 bytes, which cannot (atk46 F6).
-      if (!isUnicodeText(visible.type === 'message' ? visible.text : visible.name + visible.arguments)) {
-        this.skip('model output', LONE_SURROGATE_NOTE);
-      }
+      if (!isUnicodeText(visible.type === 'message' ? visible.text : visible.arguments)) this.skip('model output', LONE_SURROGATE_NOTE);
+      if (visible.type !== 'message' && !isUnicodeText(visible.name)) this.skip("a call's name", LONE_SURROGATE_NAME_NOTE);
     }
     this.open.reasoning += reasoning;
     this.ctx.push({ kind: 'add', item: ctxItem });

@@ -18,7 +18,7 @@ import { ARGUMENTS_MAX_CHARS, checkLength, TEXT_MAX_CHARS } from '../protocol/fi
 import { DEFAULT_PARSE_CAPS, parseCreateBody } from '../protocol/parse.js';
 import { checkJsonDepth, DEFAULT_MAX_JSON_DEPTH } from '../protocol/json-text.js';
 import { ToolSchemas } from './codex-items.js';
-import { isUnicodeText, LONE_SURROGATE_NOTE, MAX_TOOL_MS, toolWaitMs, WorkloadError, type Skipped, type Workload } from './types.js';
+import { isUnicodeText, LONE_SURROGATE_NAME_NOTE, LONE_SURROGATE_NOTE, MAX_TOOL_MS, toolWaitMs, WorkloadError, type Skipped, type Workload } from './types.js';
 
 /** The schema, shipped beside the docs that explain it (the package includes it). */
 export const SCHEMA_PATH = new URL('../../docs/workload.schema.json', import.meta.url);
@@ -99,7 +99,8 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
         const at = `/userTurns/${ui}/modelTurns/${ti}/output/${oi}`;
         // JSON can spell half a UTF-16 pair; the model speaks UTF-8 bytes, which cannot: noted as the Codex reader
         // notes it (before, this format's reader replayed U+FFFD silently, outside attack atk66 F3).
-        if (!isUnicodeText(o.type === 'function_call' ? o.name + o.arguments : o.text)) surrogates.push({ line: 0, what: `${at}: model output`, why: LONE_SURROGATE_NOTE });
+        if (!isUnicodeText(o.type === 'function_call' ? o.arguments : o.text)) surrogates.push({ line: 0, what: `${at}: model output`, why: LONE_SURROGATE_NOTE });
+        if (o.type === 'function_call' && !isUnicodeText(o.name)) surrogates.push({ line: 0, what: `${at}: a call's name`, why: LONE_SURROGATE_NAME_NOTE });
         if (o.type !== 'function_call') continue;
         if (seen.has(o.call_id)) throw new WorkloadError(0, `${name}: ${at}: call_id ${o.call_id} is used twice`);
         seen.add(o.call_id);

@@ -84,7 +84,16 @@ function inspectText(w: Workload, format: string): string {
   lines.push(`source: ${w.source}`);
   lines.push(`instructions: ${w.instructions === null ? 'none' : `${w.instructions.length} chars`} · tools: ${w.tools.length}${w.tools.length ? ` (${w.tools.map((t) => t.name).join(', ')})` : ''}`);
   const calls = w.userTurns.flatMap((u) => u.modelTurns);
-  const toolCalls = calls.flatMap((t) => t.output.filter((x) => x.type === 'function_call'));
+  // As replayed (`replayable`: an interrupted turn's calls dropped), a rollout as its conversion: a rollout's counted
+  // them as read, so one session read 7 as a rollout and 1 converted, the replay making 1 (outside attack atk84 F3).
+  // (A file `replayable` refuses, said below the report, is counted as read.)
+  let replayed = w;
+  try {
+    replayed = replayable(w);
+  } catch (err) {
+    if (!(err instanceof WorkloadError)) throw err;
+  }
+  const toolCalls = replayed.userTurns.flatMap((u) => u.modelTurns).flatMap((t) => t.output.filter((x) => x.type === 'function_call'));
   // The calls replayed, then the recording's own counts (`stats`, as read or as the file says): a converted workload
   // drops an interrupted turn's calls, so the two differ there, and the line read as if they should add up (atk68 F1).
   lines.push(

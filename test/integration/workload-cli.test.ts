@@ -47,6 +47,15 @@ describe('llr workload', () => {
     expect(desktop.stdout).toContain('token figures per call: input 0 recorded, 3 inferred · output 0 recorded, 3 inferred');
   });
 
+  it('inspect counts the client tool calls the replay makes, a rollout as its conversion (atk84 F3)', async () => {
+    // An interrupted turn's calls are not replayed: the rollout counted them, the converted file did not.
+    const out = join(dir, 'aborted-count.json');
+    expect((await llr(['workload', 'convert', join(FIXTURES, 'rollout-aborted.jsonl'), out])).code).toBe(0);
+    const line = 'user turns: 3 · model calls: 4 · client tool calls: 1 (recorded: 3 function, 0 custom) · hosted calls: 0';
+    expect((await llr(['workload', 'inspect', join(FIXTURES, 'rollout-aborted.jsonl')])).stdout).toContain(line);
+    expect((await llr(['workload', 'inspect', out])).stdout).toContain(line);
+  });
+
   it('convert writes the neutral format, which reads back the same', async () => {
     const out = join(dir, 'ide.json');
     expect((await llr(['workload', 'convert', join(FIXTURES, 'rollout-ide-multi-turn.jsonl'), out])).code).toBe(0);

@@ -159,6 +159,24 @@ describe('grouping model calls', () => {
     expect(w.skipped![0]!.why).toContain('U+FFFD');
   });
 
+  it("notes a call's name holding a lone surrogate as sent as recorded, its arguments' as U+FFFD (atk84 F4)", () => {
+    // The name is streamed as recorded, not decoded from tokens: its note said the replay decodes U+FFFD.
+    const named: Rec = { type: 'response_item', payload: { type: 'function_call', name: 'exec\ud800_cmd', arguments: '{"cmd":"\udc00"}', call_id: 'c1' } };
+    const w = parse([meta(), msg('user', 'hi'), named, usage(5, 2), out('c1'), msg('assistant', 'done'), usage(6, 2)]);
+    // Besides the name no tool may have (noted first).
+    expect(w.skipped!.map((n) => [n.line, n.what])).toEqual([[3, 'the tool name "exec\\ud800_cmd"'], [3, 'model output'], [3, "a call's name"]]);
+    expect(w.skipped![1]!.why).toContain('U+FFFD');
+    expect(w.skipped![2]!.why).toMatch(/sends it as recorded$/);
+  });
+
+  it('notes a rollback as not replayed, the turns it rolled back kept in the replayed history (atk84 I1)', () => {
+    const rollback: Rec = { type: 'event_msg', payload: { type: 'thread_rolled_back', num_turns: 1 } };
+    const w = parse([meta(), msg('user', 'one'), msg('assistant', 'a'), usage(5, 1), msg('user', 'two'), msg('assistant', 'b'), usage(7, 1), rollback, msg('user', 'two again'), msg('assistant', 'c'), usage(6, 1)]);
+    // The rolled-back turn is replayed: three user turns, each in the next one's history.
+    expect(w.userTurns).toHaveLength(3);
+    expect(w.skipped).toContainEqual({ line: 8, what: 'thread_rolled_back', why: expect.stringMatching(/^rollbacks are not replayed: the turns it rolled back stay in the replayed history/) });
+  });
+
   it('splits calls at client items when there is no usage, and takes a late token_count', () => {
     const w = parse([meta(), msg('user', 'hi'), call('c1'), out('c1'), usage(9, 3), call('c2'), out('c2'), msg('assistant', 'b')]);
     // Calls without usage are inferred: visible tokens (o200k) + framing (14 per call, 10 per message).

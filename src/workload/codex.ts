@@ -200,6 +200,11 @@ class RolloutParser {
   private line = 0;
   private instructions: string | null = null;
   private sessionId: string | null = null;
+  /** Each session id the file's `session_meta` records name, and the line of its first. */
+  private readonly sessionLines = new Map<string, number>();
+  /** Where the part being read began (its `session_meta`), and what may repeat an earlier part's call_ids in it. */
+  private partLine = 0;
+  private partHint: string | null = null;
   private readonly origin: Record<string, string> = { format: 'codex-rollout' };
   private readonly turns: UserTurn[] = [];
   private readonly figures: PendingFigures[] = [];
@@ -351,6 +356,16 @@ class RolloutParser {
       this.order = order;
     }
     const id = typeof p.id === 'string' ? p.id : null;
+    const forked = typeof p.forked_from_id === 'string' ? p.forked_from_id : null;
+    // Why a call_id of the parts before may come again in this one (`clientCall`'s refusal says so: it named no cause).
+    this.partLine = this.line;
+    this.partHint =
+      forked !== null && this.sessionLines.has(forked)
+        ? `the session at line ${this.line} is a fork of session ${forked} (line ${this.sessionLines.get(forked)}), which this file also holds, and a fork begins with a copy of its parent's history: read the fork's file alone`
+        : this.sessionId !== null && id === this.sessionId
+          ? `the session is resumed at line ${this.line}, and a copy of its history written again other than byte for byte (another Codex version's) is read as new records: read the file up to line ${this.line}, or from it, alone`
+          : null;
+    if (id !== null && !this.sessionLines.has(id)) this.sessionLines.set(id, this.line);
     if (this.sessionId !== null) {
       if (id === this.sessionId) return; // the same session resumed: its history goes on
       // Another session (files concatenated): it began from an empty context, so its first user turn starts a new
@@ -703,7 +718,10 @@ class RolloutParser {
     // call under a used id.
     const first = this.pending.get(callId)?.line ?? this.answered.get(callId)?.callLine ?? this.abortedIds.get(callId);
     // Named as recorded: a long one's replayed id is nowhere in the file (outside attack atk59).
-    if (first !== undefined) this.fail(`call_id ${recordedId}${callId === recordedId ? '' : ` (replayed as ${callId})`} is used twice (first by the call at line ${first})`);
+    if (first !== undefined) {
+      const why = this.partHint !== null && first < this.partLine ? `: ${this.partHint}` : '';
+      this.fail(`call_id ${recordedId}${callId === recordedId ? '' : ` (replayed as ${callId})`} is used twice (first by the call at line ${first})${why}`);
+    }
     // Arguments that are not JSON (models do emit them) are replayed as recorded: the server takes them back as the API
     // does. They were rewritten as a JSON string of the recorded text, when the server refused them (atk65 F2).
     this.schemas.note(name, args, custom);

@@ -177,6 +177,18 @@ describe('grouping model calls', () => {
     expect(w.skipped).toContainEqual({ line: 8, what: 'thread_rolled_back', why: expect.stringMatching(/^rollbacks are not replayed: the turns it rolled back stay in the replayed history/) });
   });
 
+  it("a call_id used again in a fork of a session the file also holds, or in a resumed session's copy, is refused naming that cause (atk84 F5)", () => {
+    const session = (id: string, extra: Record<string, unknown> = {}): Rec => ({ type: 'session_meta', payload: { id, base_instructions: { text: 'Be brief.' }, ...extra } });
+    const parent = [session('p'), msg('user', 'hi'), call('c1'), usage(5, 2), out('c1'), msg('assistant', 'done'), usage(6, 2)];
+    const fork = [session('f', { forked_from_id: 'p' }), msg('user', 'hi'), call('c1'), usage(5, 2), out('c1'), msg('assistant', 'done'), usage(6, 2)];
+    expect(() => parse([...parent, ...fork])).toThrow(/call_id c1 is used twice \(first by the call at line 3\): the session at line 8 is a fork of session p \(line 1\), which this file also holds/);
+    // Resumed, its history written again with fields the first copy had not (not byte for byte).
+    const copy: Rec = { type: 'response_item', payload: { type: 'function_call', name: 'shell', arguments: '{"cmd":"ls"}', call_id: 'c1', id: 'fc_1' } };
+    expect(() => parse([...parent, session('p'), copy])).toThrow(/is used twice \(first by the call at line 3\): the session is resumed at line 8/);
+    // Another session's own reuse of an id names no such cause.
+    expect(() => parse([...parent, session('q'), msg('user', 'x'), call('c1'), usage(5, 2)])).toThrow(/is used twice \(first by the call at line 3\)$/);
+  });
+
   it('splits calls at client items when there is no usage, and takes a late token_count', () => {
     const w = parse([meta(), msg('user', 'hi'), call('c1'), out('c1'), usage(9, 3), call('c2'), out('c2'), msg('assistant', 'b')]);
     // Calls without usage are inferred: visible tokens (o200k) + framing (14 per call, 10 per message).

@@ -157,6 +157,16 @@ export class SessionHost {
   }
 
   /**
+   * Whether a run paused for its client, other than `except`'s, has a message of its client's arriving that waits for
+   * room in the budget (`ConnectionSession.waitsForRoom`): then a message that cannot fit beside the runs paused for
+   * their clients, held while it waits, may be what keeps them from going on.
+   */
+  pausedRunWaitsForRoom(except: ConnectionSession): boolean {
+    for (const set of this.sessionSets) if (set.pausedRunWaitsForRoom(except)) return true;
+    return false;
+  }
+
+  /**
    * `err`, an append's refusal over HTTP (its body, or its token ids, past the budget; `bytes`: what it needed at
    * least): when it is `server_busy` for `owner`'s long-lived run `id`, paused, and runs paused for their clients hold
    * the budget (`heldForPeers`), what its client is told, as over a WebSocket (`pausedAppendRefusal`): no append can
@@ -557,6 +567,12 @@ export class SessionSet {
     let n = 0;
     for (const s of this.open) n += s.heldForPeer();
     return n;
+  }
+
+  /** Whether one of its sessions but `except` is paused for its client with a message arriving that waits for room. */
+  pausedRunWaitsForRoom(except: ConnectionSession): boolean {
+    for (const s of this.open) if (s !== except && s.paused && s.share?.waitsForRoom?.() === true) return true;
+    return false;
   }
 
   /** Whether shutdown has begun: nothing opens any more. */

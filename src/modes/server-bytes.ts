@@ -52,6 +52,11 @@ export class ServerBytes {
     return this.letGoCount;
   }
 
+  /** A cached context was let go to make room (`ConnectionHold.letGo`, `WsConnection.cannotFit`): counted. */
+  letGoCounted(): void {
+    this.letGoCount++;
+  }
+
   /** `share`'s connection is idle keeping `bytes` (its cached context), or 0 (nothing, busy again, closed). */
   idleCache(share: CachedShare, bytes: number): void {
     this.cached.delete(share);
@@ -76,11 +81,7 @@ export class ServerBytes {
     let freed = 0;
     for (const c of this.cached) {
       if (freed >= need) break;
-      const n = c.letGo();
-      if (n > 0) {
-        freed += n;
-        this.letGoCount++;
-      }
+      freed += c.letGo();
     }
     return freed >= need;
   }
@@ -242,7 +243,7 @@ interface CachedShare {
   /** What letting its cache go now would give back: 0 unless its session is idle with nothing arriving. */
   evictable(): number;
   /** Let its cache go now and give back its charge at once; what it gave back (0 when it was not idle). */
-  letGo(): number;
+  letGo(own?: boolean): number;
 }
 
 /** A WebSocket connection's share, as its transport uses it. */
@@ -274,6 +275,8 @@ export interface ConnectionBytes {
   own(): number;
   /** Whether a whole frame waits for or is in a sliced parse (`parsing` charged it and `parsed` not yet given it back). */
   peerMessagePending(): boolean;
+  /** Whether the message arriving waits for room: the last `receiving` could not charge it. */
+  waitsForRoom(): boolean;
   /**
    * A whole frame of `n` bytes waits or is parsed in slices: charged until `parsed(n)`. A frame charged while
    * it arrived (`receiving`) was admitted then: its charge moves over, with its last socket read unchecked;
@@ -329,6 +332,8 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
    * atk83 F1).
    */
   private charging = false;
+  /** The last `receiving` could not charge the message arriving (`waitsForRoom`). */
+  private starved = false;
 
   constructor(
     private readonly budget: ServerBytes,
@@ -350,6 +355,7 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
   }
 
   receiving(n: number): boolean {
+    this.starved = false;
     if (this.closed) return true;
     const now = this.rx.bytes;
     if (n <= now) {
@@ -361,10 +367,15 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
       this.rx.add(n - now);
       return true;
     } catch {
+      this.starved = true;
       return false;
     } finally {
       this.charging = false;
     }
+  }
+
+  waitsForRoom(): boolean {
+    return this.starved && !this.closed;
   }
 
   parsing(n: number): void {
@@ -415,10 +426,19 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     this.ownCharge(Math.max(0, Math.min(n, this.cap - this.hold.bytes)));
   }
 
-  /** Charge `n` to `hold` (throws `server_busy` past the budget), this connection's own cache kept (`charging`). */
+  /**
+   * Charge `n` to `hold` (throws `server_busy` past the budget), this connection's own cache kept (`charging`), unless
+   * it alone leaves no room for them: a frame that cannot fit beside its own idle cache whatever others give back lets
+   * that cache go, as a message arriving does (`WsConnection.cannotFit`). Kept, such a continuation was told to try
+   * again for good (outside attack atk85 F3).
+   */
   private ownCharge(n: number): void {
     this.charging = true;
     try {
+      this.hold.add(n);
+    } catch (err) {
+      if (this.hold.bytes + n <= this.budget.max || this.session.keptBytes() === 0) throw err;
+      if (this.letGo(true) === 0) throw err;
       this.hold.add(n);
     } finally {
       this.charging = false;
@@ -464,13 +484,15 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     return Math.min(this.hold.bytes, this.session.keptBytes());
   }
 
-  letGo(): number {
-    // A message arriving or being parsed is most likely a continuation of this very cache: kept for it.
-    if (this.closed || this.charging || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.letGo()) return 0;
+  letGo(own = false): number {
+    // A message arriving or being parsed is most likely a continuation of this very cache: kept for it (`own`: for
+    // this connection's own frame, which cannot fit beside it, `ownCharge`).
+    if (this.closed || (!own && (this.charging || this.rx.bytes > 0 || this.px.bytes > 0)) || !this.session.letGo()) return 0;
     const before = this.hold.bytes;
     const kept = this.session.keptBytes();
     this.hold.keep(kept);
     this.budget.idleCache(this, kept);
+    this.budget.letGoCounted();
     return before - this.hold.bytes;
   }
 

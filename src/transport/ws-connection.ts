@@ -732,16 +732,18 @@ export class WsConnection implements Transport, Unsent {
     // received so far (reading stops at the room left, so those always fit it, and a message larger than the room
     // beside paused runs waited the whole request timeout; outside attack atk82 F1).
     const arriving = Math.max(received, declaredBytes(this.ws));
-    // Nor does budget held by runs paused for their clients (this one's among them when it is paused) come back before
-    // the message is taken: they wait for their own appends, which the budget refuses alike (`SessionHost.heldForPeers`,
-    // atk76 F1), and which this message, holding the room it has received, keeps from being read. A message that
-    // cannot fit beside them and this connection's own share never will: it cannot be read to be refused, so it is not
-    // waited for (on a connection with no run, a 1 MB create under a budget paused runs held but 305 KB of kept every
-    // paused run's appends unread for the whole request timeout; outside attack atk82 F7).
+    // Budget held by runs paused for their clients (this one's among them when it is paused) comes back only once their
+    // clients' appends are taken. A message that cannot fit beside them is not waited for when one of them has an
+    // append arriving that waits for room itself: each would wait for the other, this message holding the room it has
+    // received (on a connection with no run, a 1 MB create under a budget paused runs held but 305 KB of kept every
+    // paused run's appends unread for the whole request timeout; outside attack atk82 F7). Otherwise it waits: a run
+    // paused for a moment goes on when its client's append fits, and ended at once such a message would have fitted
+    // (atk85 F1).
     const own = this.held.own();
     const others = this.host.heldForPeers() - this.session.heldForPeer();
-    if (own + others + arriving <= max) return false;
+    if (own + arriving <= max && (own + others + arriving <= max || !this.host.pausedRunWaitsForRoom(this.session))) return false;
     if (this.session.shed()) {
+      this.host.bytes.letGoCounted();
       this.log.info({ code: 'server_busy', arriving }, 'cached context let go: with it the message arriving could not fit the byte budget');
       return true;
     }

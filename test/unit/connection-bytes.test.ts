@@ -236,6 +236,27 @@ describe('a WebSocket connection’s share of the byte budget', () => {
     await b.client.close();
   });
 
+  it('ws mode: a frame that cannot fit beside its own idle cache whatever others give back lets that cache go (atk85 F3)', async () => {
+    // Kept for it (atk83 F1), such a continuation was refused "try again" for good: nothing else held any budget.
+    const { bytes, client, share, frame } = open('ws', [{ text: 'one' }, { text: 'two' }], 1 << 20);
+    const first = client.nextEvent('response.completed');
+    frame({ ...create('x'.repeat(100_000)), store: false });
+    const prev = (await first).response.id;
+    await client.session.idle();
+    await Promise.resolve();
+    const cache = bytes.held;
+    const second = client.nextEvent('error');
+    frame({ ...create('y'.repeat(bytes.max - cache + 1000)), store: false, previous_response_id: prev });
+    expect(bytes.cachesLetGo).toBe(1);
+    expect(client.session.keptBytes()).toBe(0);
+    // The continuation is then a cache miss: with store false, its previous response is not found (a definite answer).
+    expect((await second).error.code).toBe('previous_response_not_found');
+    await client.session.idle();
+    share.close();
+    expect(bytes.held).toBe(0);
+    await client.close();
+  });
+
   it('long-lived: a paused run whose peer\'s frame is still being parsed holds nothing for good (atk80 I1)', async () => {
     // That frame is applied or refused on its own: counted as held until the peer's next append, another run's append
     // refused past the budget could be ended although it would fit once this frame is refused.

@@ -218,12 +218,17 @@ async function serve(argv: string[], demo = false): Promise<void> {
     // long-lived lanes too_many_pending_calls, 130 tools every lane; outside attack atk68 F7).
     fit = widestFootprint(fit, replayFootprint(demoCodexWorkload(demoWorkload)));
   }
+  const given = { ...limits };
   fitToFootprint(limits, fit);
   const log = createLogger({
     ownsProcess: true,
     ...(values['log-level'] ? { level: values['log-level'] } : {}),
     ...(limits.maxLogBufferBytes !== undefined ? { maxBufferBytes: limits.maxLogBufferBytes } : {}),
   });
+  // Said: each bound the workload raised holds for every client of this server (a tool of a million keys raised
+  // --max-json-keys for every body; nothing said so; outside attack atk86 F5).
+  const raised = Object.fromEntries(Object.entries(limits).filter(([k, v]) => given[k as keyof typeof given] === undefined && v !== undefined));
+  if (Object.keys(raised).length > 0) log.warn({ code: 'limits_fitted_to_workload', raised }, 'limits raised to fit the workload: they hold for every client of this server');
   // A request between the two can never be held: refused 503 server_busy, which no wait mends (atk70 F6). Said, not
   // refused: a small budget is how its behaviour is measured (npm run bench:answers --max-server-mb 1).
   const serverBytes = limits.maxServerBytes ?? DEFAULT_LIMITS.maxServerBytes;

@@ -105,6 +105,14 @@ export type AgentEvent = ServerEvent | SseErrorEvent;
 export class AgentRun implements AsyncIterable<AgentEvent>, PromiseLike<Response> {
   /** Everything the conversation holds at the end: inputs, outputs, tool outputs, in order. */
   readonly transcript: InputItem[] = [];
+
+  /**
+   * Add `items` to the transcript, one at a time: `push(...items)` passes each as an argument, and a history of
+   * ~125,000 items or more overflowed the stack (RangeError) on every design (outside attack atk86 F4).
+   */
+  record(...lists: ReadonlyArray<readonly InputItem[]>): void {
+    for (const items of lists) for (const item of items) this.transcript.push(item);
+  }
   /** Each Response the run went through (one for long-lived, one per model call otherwise). */
   readonly responses: Response[] = [];
   readonly timings: TimingEvent[] = [];

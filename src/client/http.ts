@@ -47,7 +47,7 @@ export class HttpClient implements AgentClient {
     this.inFlight.add(stop);
     const stored = this.opts.style === 'stored';
     const input = toInputItems(request.input);
-    run.transcript.push(...this.history, ...input);
+    run.record(this.history, input);
     const loop = async () => {
       let send = stored && this.lastResponseId ? input : run.transcript.slice();
       let previous = stored ? this.lastResponseId : null;
@@ -60,7 +60,7 @@ export class HttpClient implements AgentClient {
           return response;
         }
         const outputs = await runTools(calls, executeTool);
-        run.transcript.push(...outputs);
+        run.record(outputs);
         send = stored ? outputs : run.transcript.slice();
         previous = stored ? response.id : null;
       }

@@ -67,7 +67,7 @@ export class LongLivedHttpClient implements AgentClient {
     this.current = run;
     this.cancelling = false;
     const input = [...this.history, ...toInputItems(request.input)];
-    run.transcript.push(...input);
+    run.record(input);
     const abort = new AbortController();
     this.stream = abort;
     const fail = (err: unknown) => {
@@ -126,7 +126,7 @@ export class LongLivedHttpClient implements AgentClient {
           const id = e.response.id;
           void runTools(due, exec)
             .then(async (outputs) => {
-              run.transcript.push(...outputs);
+              run.record(outputs);
               // Cancelled while the tools ran: the stream's next event is `response.cancelled`. Closed (`close()`) or
               // failed meanwhile: this run's stream is aborted and the run over, so its outputs go nowhere. The
               // run's own signal, not client state: a later run on this client resets `cancelling`. Ended meanwhile

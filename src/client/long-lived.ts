@@ -72,7 +72,7 @@ export class LongLivedClient extends SocketClient implements AgentClient {
           calls = [];
           void runTools(due, executeTool).then(
             (outputs) => {
-              run.transcript.push(...outputs);
+              run.record(outputs);
               // Ended meanwhile (cancelled, failed): an append names no response, so the connection's next run, if
               // paused, would take these outputs (and refuse them, unknown_call_id: the client then cancels it).
               if (run.done) return;
@@ -98,7 +98,7 @@ export class LongLivedClient extends SocketClient implements AgentClient {
       }
     });
     if (run.done) return run;
-    run.transcript.push(...input);
+    run.record(input);
     this.socket.send({ type: 'response.create', ...createBody(request, input, null, request.store ?? false) });
     return run;
   }

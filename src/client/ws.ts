@@ -51,7 +51,7 @@ export class WsClient extends SocketClient implements AgentClient {
           return;
         }
         void runTools(calls, executeTool).then((outputs) => {
-          run.transcript.push(...outputs);
+          run.record(outputs);
           if (this.socket.open) create(outputs, done.id);
         }, (err: unknown) => run.reject(err));
         return;
@@ -69,7 +69,7 @@ export class WsClient extends SocketClient implements AgentClient {
       }
     });
     if (run.done) return run;
-    run.transcript.push(...this.history, ...first);
+    run.record(this.history, first);
     create(first, this.lastResponseId);
     return run;
   }

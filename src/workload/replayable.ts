@@ -245,10 +245,14 @@ function jsonShape(v: unknown): { containers: number; keys: number } {
   return { containers, keys };
 }
 
-/** An input item's content parts, which the server counts with the items (`--max-context-items`). */
+/**
+ * An input item's content parts, which the server counts with the items (`--max-context-items`): a message's
+ * `content`, and a tool output's `output` when it is a list of parts (left out, such a file was refused at its first
+ * call; outside attack atk86 F2).
+ */
 function partsOf(item: unknown): number {
-  const content = (item as { content?: unknown } | null)?.content;
-  return Array.isArray(content) ? content.length : 0;
+  const { content, output } = (item ?? {}) as { content?: unknown; output?: unknown };
+  return (Array.isArray(content) ? content.length : 0) + (Array.isArray(output) ? output.length : 0);
 }
 
 /**
@@ -295,8 +299,17 @@ function walkContexts(w: Workload, onCall: (bytes: number, items: number, turn: 
       onCall(accBytes, accItems, t, accContainers, keys);
       for (const o of t.output) {
         accBytes += bytes(o) + 64; // as an output item: type, id, status, role
-        accItems += 1 + partsOf(o);
-        add(o, 4);
+        // As a client sends it back: a message is an item with its text as a content part, the item, its `content`,
+        // the part and its `annotations` (counted as one item and one object, an http replay of many messages was
+        // refused part-way; atk86 F1).
+        if (o.type === 'message') {
+          accItems += 2;
+          accContainers += 4;
+          keys = Math.max(keys, 6);
+        } else {
+          accItems += 1 + partsOf(o);
+          add(o, 4);
+        }
       }
       if (i === u.modelTurns.length - 1) return;
       for (const c of callsOf(t)) accBytes += bytes(w.toolOutputs[c.call_id]?.output ?? '') + c.call_id.length + 64;

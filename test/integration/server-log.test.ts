@@ -7,6 +7,8 @@
  * waits on the child's output, its exit and HTTP answers.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -91,6 +93,27 @@ describe('server log', () => {
     const { proc: fine, output: fineOut } = await serve([]);
     fine.kill('SIGTERM');
     expect(lines(await fineOut).filter(code)).toEqual([]);
+  }, 30_000);
+
+  it('says at start which limits a workload raised, and names none it did not raise (atk86 F5)', async () => {
+    const code = (l: unknown) => (l as { code?: string }).code === 'limits_fitted_to_workload';
+    const dir = mkdtempSync(join(tmpdir(), 'llr-fit-'));
+    const file = join(dir, 'wide.json');
+    const properties = Object.fromEntries(Array.from({ length: 10_001 }, (_, i) => [`p${i}`, { type: 'string' }]));
+    writeFileSync(file, JSON.stringify({ llr_workload: 1, tools: [{ type: 'function', name: 'wide', parameters: { type: 'object', properties } }], userTurns: [{ input: [{ type: 'message', role: 'user', content: 'hi' }], modelTurns: [{ output: [{ type: 'message', text: 'done' }] }] }] }));
+    try {
+      const { proc, output } = await serve(['--workload', file]);
+      proc.kill('SIGTERM');
+      const warned = lines(await output).filter(code);
+      expect(warned).toHaveLength(1);
+      expect(warned[0]).toMatchObject({ level: 40, raised: { maxJsonKeys: 10_001 } });
+      // Given by flag: kept, and not said.
+      const { proc: set, output: setOut } = await serve(['--workload', file, '--max-json-keys', '20000']);
+      set.kill('SIGTERM');
+      expect(lines(await setOut).filter(code)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 30_000);
 
   // Found by an outside fuzzer: a server whose stdout reader had gone (its parent killed) did not exit on SIGTERM, its

@@ -69,4 +69,34 @@ describe('a workload past the JSON bounds of a request', () => {
       expect(sample.turns).toHaveLength(turns.length);
     }
   });
+
+  it('counts items as a client sends them back: a message with its text part, a tool output with its parts (atk86 F1, F2)', () => {
+    const user = { type: 'message', role: 'user', content: 'go' };
+    const partsOutput = { type: 'function_call_output', call_id: 'c0', output: [{ type: 'input_text', text: 'a' }, { type: 'input_text', text: 'b' }] };
+    const w = parseWorkload(
+      JSON.stringify({
+        llr_workload: 1,
+        userTurns: [
+          { input: [{ type: 'function_call', name: 'f', arguments: '{}', call_id: 'c0' }, partsOutput, user], modelTurns: [{ output: [{ type: 'message', text: 'one' }] }] },
+          { input: [user], modelTurns: [{ output: [{ type: 'message', text: 'two' }] }] },
+          { input: [user], modelTurns: [{ output: [{ type: 'message', text: 'three' }] }] },
+        ],
+      }),
+      'parts.json',
+      'test',
+    );
+    // At the last call: the call (1), its output and its two parts (3), three user messages (3), two messages sent
+    // back with their text parts (4).
+    expect(replayFootprint(w).contextItems).toBe(11);
+  });
+
+  it('a history of 130,000 items replays (the clients added it to their transcripts as arguments of one call: RangeError; atk86 F4)', async () => {
+    const w = wide(2, 130_000);
+    const limits: Partial<Limits> = {};
+    fitToFootprint(limits, replayFootprint(w));
+    const turns = flatModelTurns(w);
+    const { url } = await testServer({ policy: replayPolicy(turns), limits });
+    const sample = await replayRun({ design: 'ws', url, workload: w, nonce: '[130k ws]', toolFactor: 0, timeoutMs: 60_000 });
+    expect(sample.turns).toHaveLength(turns.length);
+  });
 });

@@ -77,6 +77,35 @@ export function outputText(output: unknown): string | null {
   return null;
 }
 
+/**
+ * The API's built-in tools the client runs (`shell`, `apply_patch`, computer use): the client sends `<type>_output`
+ * back, so each call is its own model call. Replayed as function calls of these names taking the call's `action` or
+ * `operation`, each answered by its output's text (`builtinOutputText`).
+ */
+export const CLIENT_BUILTINS: Readonly<Record<string, { name: string; field: 'action' | 'operation' }>> = {
+  shell_call: { name: 'shell', field: 'action' },
+  apply_patch_call: { name: 'apply_patch', field: 'operation' },
+  computer_call: { name: 'computer', field: 'action' },
+};
+export const CLIENT_BUILTIN_OUTPUTS: ReadonlySet<string> = new Set(Object.keys(CLIENT_BUILTINS).map((t) => `${t}_output`));
+
+/**
+ * The text a built-in client tool's output (`CLIENT_BUILTINS`) is replayed as: its `output` as text when it is text,
+ * else as JSON (a shell call's list of `{stdout, stderr, outcome}`); without one, its `status`. A computer call's
+ * screenshot is an image: a marker naming it (`image` says which, for a note), its data not sent.
+ */
+export function builtinOutputText(p: Json): { text: string; image: string | null } {
+  const out = p.output;
+  if (isJson(out) && typeof out.type === 'string' && /screenshot|image/.test(out.type)) {
+    const kind = out.type.slice(0, 40);
+    return { text: `[${kind}: not replayed]`, image: kind };
+  }
+  if (out === undefined || out === null) return { text: JSON.stringify({ status: typeof p.status === 'string' ? p.status : 'completed' }), image: null };
+  // A shell call's results are objects, not content parts: as JSON, each command's stdout, stderr and outcome.
+  if (Array.isArray(out)) return { text: JSON.stringify(out), image: null };
+  return { text: outputText(out) ?? JSON.stringify(out), image: null };
+}
+
 /** How many parts of an array output `outputText` replaced by a marker (0 for any other output). */
 export function nonTextParts(output: unknown): number {
   return Array.isArray(output) ? output.filter((part) => !(isJson(part) && typeof part.text === 'string')).length : 0;
@@ -126,7 +155,8 @@ export function replayCallId(raw: string): string {
  * function calls taking `{input}` (as everywhere in replay); an encrypted
  * `compaction` item gets a stand-in of its estimated size; a client-run
  * `tool_search_call` and its output become a function call `tool_search` and
- * its output (the tools found, as JSON); reasoning and hosted calls are dropped (the API would not show them as input text); a
+ * its output (the tools found, as JSON), and the API's built-in client tools (`CLIENT_BUILTINS`) function calls and
+ * their outputs' text; reasoning and hosted calls are dropped (the API would not show them as input text); a
  * call left without output is answered "aborted" right after it. Returns the
  * items, how many were dropped and how many calls were answered so.
  */
@@ -171,6 +201,13 @@ export function replacementItems(history: readonly unknown[]): { items: InputIte
       calls.has(h.call_id)
     ) {
       items.push({ type: 'function_call_output', call_id: h.call_id, output: outputText(h.output)! });
+    } else if (typeof type === 'string' && CLIENT_BUILTINS[type] !== undefined && typeof h.call_id === 'string') {
+      // A built-in client tool's call and output, as the reader replays them outside a compaction (atk86 F3).
+      const b = CLIENT_BUILTINS[type]!;
+      items.push({ type: 'function_call', call_id: h.call_id, name: b.name, arguments: JSON.stringify(h[b.field] ?? {}) });
+      calls.add(h.call_id);
+    } else if (typeof type === 'string' && CLIENT_BUILTIN_OUTPUTS.has(type) && typeof h.call_id === 'string' && calls.has(h.call_id)) {
+      items.push({ type: 'function_call_output', call_id: h.call_id, output: builtinOutputText(h).text });
     } else if ((type === 'compaction' || type === 'compaction_summary') && typeof h.encrypted_content === 'string') {
       items.push(compactionStandIn(h.encrypted_content));
     } else {

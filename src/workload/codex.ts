@@ -118,6 +118,9 @@ import {
   sessionInstructions,
   sessionOrigin,
   ToolSchemas,
+  builtinOutputText,
+  CLIENT_BUILTIN_OUTPUTS,
+  CLIENT_BUILTINS,
   type Json,
 } from './codex-items.js';
 import { buildUserTurn, NOTHING_SHOWN_TEXT, sameUserText, type PendingFigures, type RawCall, type TurnBuild, type Visible } from './codex-turns.js';
@@ -127,18 +130,6 @@ import { isUnicodeText, LONE_SURROGATE_NAME_NOTE, LONE_SURROGATE_NOTE, MAX_TOKEN
 
 
 const CLIENT_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
-/**
- * The API's built-in tools the client runs (`shell`, `apply_patch`, computer use): the client sends `<type>_output`
- * back, so each call is its own model call. Replayed as function calls of these names taking the call's `action` or
- * `operation`, each answered by its output's text (read as hosted calls, four recorded model calls replayed as one
- * and their outputs were left out of every later context; outside attack atk84 F6).
- */
-const CLIENT_BUILTINS: Readonly<Record<string, { name: string; field: 'action' | 'operation' }>> = {
-  shell_call: { name: 'shell', field: 'action' },
-  apply_patch_call: { name: 'apply_patch', field: 'operation' },
-  computer_call: { name: 'computer', field: 'action' },
-};
-const CLIENT_BUILTIN_OUTPUTS = new Set(Object.keys(CLIENT_BUILTINS).map((t) => `${t}_output`));
 /** A `tool_search_call` the client ran (`execution: "client"`) is replayed as a function call of this name. */
 const TOOL_SEARCH = 'tool_search';
 const INPUT_ROLES = new Set(['user', 'developer', 'system']);
@@ -738,21 +729,11 @@ class RolloutParser {
     else this.stats.function_calls++;
   }
 
-  /**
-   * The text a built-in client tool's output is replayed as (`CLIENT_BUILTINS`): its `output` as text when it is text,
-   * else as JSON (a shell call's list of `{stdout, stderr, outcome}`); without one, its `status`. A computer call's
-   * screenshot is an image: a marker naming it (noted), its data not sent, as an image part of any output.
-   */
+  /** A built-in client tool's output's text (`builtinOutputText`), a screenshot noted as the marker it becomes. */
   private builtinOutput(type: string, p: Json): string {
-    const out = p.output;
-    if (isJson(out) && typeof out.type === 'string' && /screenshot|image/.test(out.type)) {
-      this.skip(`the ${out.type.slice(0, 40)} of ${type} ${String(p.call_id)}`, 'an image: replayed as a marker naming it, its data not sent (tool outputs in the neutral format are text)');
-      return `[${out.type.slice(0, 40)}: not replayed]`;
-    }
-    if (out === undefined || out === null) return JSON.stringify({ status: typeof p.status === 'string' ? p.status : 'completed' });
-    // A shell call's results are objects, not content parts: as JSON, each command's stdout, stderr and outcome.
-    if (Array.isArray(out)) return JSON.stringify(out);
-    return outputText(out) ?? JSON.stringify(out);
+    const { text, image } = builtinOutputText(p);
+    if (image !== null) this.skip(`the ${image} of ${type} ${String(p.call_id)}`, 'an image: replayed as a marker naming it, its data not sent (tool outputs in the neutral format are text)');
+    return text;
   }
 
   private clientOutput(recordedId: string, output: string, ts: number | undefined): void {

@@ -189,6 +189,19 @@ describe('grouping model calls', () => {
     expect(() => parse([...parent, session('q'), msg('user', 'x'), call('c1'), usage(5, 2)])).toThrow(/is used twice \(first by the call at line 3\)$/);
   });
 
+  it("a compaction's replacement history keeps the API's built-in client tools' calls and outputs, as replayed outside one (atk86 F3)", () => {
+    const replacement = [
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'fix it' }] },
+      { type: 'shell_call', id: 'sh_1', call_id: 'call_sh', status: 'completed', action: { commands: ['ls'] } },
+      { type: 'shell_call_output', call_id: 'call_sh', output: [{ stdout: 'a\n', stderr: '', outcome: { type: 'exit', exit_code: 0 } }] },
+    ];
+    const w = parse([meta(), msg('user', 'x'), msg('assistant', 'd'), usage(5, 1), { type: 'compacted', payload: { message: 's', replacement_history: replacement } }, msg('user', 'y'), msg('assistant', 'e'), usage(6, 1)]);
+    const input = w.userTurns[1]!.input as Array<{ type: string; name?: string; output?: string }>;
+    expect(input.map((i) => i.type)).toEqual(['message', 'function_call', 'function_call_output', 'message']);
+    expect(input[1]!.name).toBe('shell');
+    expect(JSON.parse(input[2]!.output!)).toEqual([expect.objectContaining({ stdout: 'a\n' })]);
+  });
+
   it('splits calls at client items when there is no usage, and takes a late token_count', () => {
     const w = parse([meta(), msg('user', 'hi'), call('c1'), out('c1'), usage(9, 3), call('c2'), out('c2'), msg('assistant', 'b')]);
     // Calls without usage are inferred: visible tokens (o200k) + framing (14 per call, 10 per message).

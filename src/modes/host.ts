@@ -162,6 +162,9 @@ export class SessionHost {
    * their clients, held while it waits, may be what keeps them from going on.
    */
   pausedRunWaitsForRoom(except: ConnectionSession): boolean {
+    // Over HTTP an append that cannot be taken is refused, not held: its run counts once refused for room (a paused
+    // HTTP run and a WebSocket message waited for each other the whole request timeout; outside attack atk87 F1).
+    if (this.live.pausedRunWaitsForRoom()) return true;
     for (const set of this.sessionSets) if (set.pausedRunWaitsForRoom(except)) return true;
     return false;
   }
@@ -176,6 +179,7 @@ export class SessionHost {
    */
   endStuckLiveRun(err: unknown, id: string, owner: string | null, bytes: number, others = 0): unknown {
     if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.live.paused(id, owner)) return err;
+    this.live.waitedForRoom(id, owner);
     const stuck = this.heldForPeers();
     const said = pausedAppendRefusal(this.bytes.max, stuck, bytes);
     if (said === null || (said.endsRun && others > 0)) return err;

@@ -80,6 +80,8 @@ interface Live {
   held: Hold | null;
   /** Appends for it being read, parsed or applied (`arriving`): any of them may resume it. */
   arriving: number;
+  /** Its client's last append was refused `server_busy` while it was paused (`waitedForRoom`): it waits for room. */
+  refusedForRoom: boolean;
 }
 
 /** The long-lived runs open over HTTP, by response id. */
@@ -125,7 +127,7 @@ export class LiveRuns {
    * lifetime past what a Node timer holds (2^31-1 ms) is no limit, as there.
    */
   add(run: ResponseRun, owner: string | null): void {
-    const entry: Live = { run, owner, held: null, arriving: 0 };
+    const entry: Live = { run, owner, held: null, arriving: 0, refusedForRoom: false };
     this.live.set(run.id, entry);
     const ms = this.services.limits.connectionLifetimeMs;
     const lifetime = ms > 2 ** 31 - 1 ? undefined : setTimeout(() => run.stop('incomplete', 'connection_limit_reached'), ms);
@@ -168,6 +170,7 @@ export class LiveRuns {
       throw new WireError('no_paused_response', `Response '${run.id}' is not paused; there is nothing to append to.`);
     }
     const duplicate = await run.append(input, parse);
+    entry.refusedForRoom = false;
     if (duplicate !== null || !body || !this.bytes || body.bytes === 0) return duplicate;
     const { maxContextBytes, maxFrameBytes } = this.services.limits;
     // A run that has ended meanwhile keeps nothing (its entry's hold was released, or never made).
@@ -206,6 +209,21 @@ export class LiveRuns {
       counted = false;
       entry.arriving--;
     };
+  }
+
+  /**
+   * `owner`'s paused run `id` had its client's append refused `server_busy`: it waits for room, as a WebSocket run whose
+   * append arriving cannot be charged does (`SessionHost.pausedRunWaitsForRoom`), until an append is taken.
+   */
+  waitedForRoom(id: string, owner: string | null): void {
+    const entry = this.live.get(id);
+    if (entry && entry.owner === owner && entry.run.paused) entry.refusedForRoom = true;
+  }
+
+  /** Whether a run paused here had its client's last append refused for room (`waitedForRoom`). */
+  pausedRunWaitsForRoom(): boolean {
+    for (const entry of this.live.values()) if (entry.refusedForRoom && entry.run.paused && !entry.run.ended) return true;
+    return false;
   }
 
   /** How many appends for `owner`'s run `id` are being read, parsed or applied (`arriving`). */

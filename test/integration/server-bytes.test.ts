@@ -673,6 +673,37 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('a WebSocket message that cannot fit beside a paused HTTP run whose append was refused for room ends, and the run goes on (atk87 F1)', async () => {
+    // Over HTTP the append is refused, not held: the run was not seen to wait for room, and the two waited for each
+    // other the whole request timeout, the client told to retry meanwhile.
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'http done' }]);
+    const max = 2048 * KiB;
+    const { logger, waitFor } = captureLogger();
+    const { server, url } = await testServer({ policy, logger, limits: { maxServerBytes: max, requestTimeoutMs: 120_000 } });
+    const post = poster(url);
+    const run = await pausedRun(await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: 'x'.repeat(800 * KiB), tools: [tool], stream: true }));
+    const room = max - (await held(url));
+    const c = await RawSocket.longLived(url);
+    const judged = new Promise((resolve) => c.ws.once('ping', resolve));
+    c.send(create(room + 200 * KiB));
+    await waitFor((l) => /reading paused/.test(l.msg));
+    await judged;
+    const append = { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(100 * KiB) }] };
+    const refused = await post(`/v1/responses/${run.id}/append`, append);
+    expect(refused.status).toBe(503);
+    await refused.arrayBuffer();
+    expect((await c.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('other runs paused for their clients hold') });
+    expect((await c.closed).code).toBe(1013);
+    expect((await post(`/v1/responses/${run.id}/append`, append)).status).toBe(202);
+    let text = '';
+    for (let r = await run.reader.read(); !r.done; r = await run.reader.read()) text += new TextDecoder().decode(r.value);
+    expect(text).toContain('event: response.completed');
+    c.dispose();
+    await server.httpTransport.idle();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('a paused run with a create queued behind it counts among the runs only their clients can free (atk82 F2)', async () => {
     // The queued create was counted as work that gives budget back: every append on the server was told to try again
     // until the pause timeout.

@@ -139,6 +139,18 @@ async function noAppendCanFit(post: (path: string, body: object) => Promise<Resp
   for (let r = await run.reader.read(); !r.done; r = await run.reader.read()) text += new TextDecoder().decode(r.value);
   expect(text).toMatch(/event: response\.incomplete\n[^\n]*"llr_incomplete_reason":"server_busy"/);
 }
+/**
+ * A long-lived connection whose create of `size` bytes cannot be read whole: its reading paused for the budget, then
+ * judged and left to wait (the server pings a peer whose message waits, `probePeer`).
+ */
+async function createLeftWaiting(url: string, waitFor: ReturnType<typeof captureLogger>['waitFor'], size: number): Promise<RawSocket> {
+  const c = await RawSocket.longLived(url);
+  const judged = new Promise((resolve) => c.ws.once('ping', resolve));
+  c.send(create(size));
+  await waitFor((l) => /reading paused/.test(l.msg));
+  await judged;
+  return c;
+}
 /** A request body whose `first` bytes are sent at once and the rest only on `release()`. */
 function heldBack(first: Uint8Array, rest: Uint8Array): { body: ReadableStream<Uint8Array>; release: () => void } {
   let release!: () => void;
@@ -655,12 +667,7 @@ describe('the server-wide byte budget', () => {
     const { logger, waitFor } = captureLogger();
     const { policy, server, url, a, b } = await twoPausedRuns(max, [{ text: 'a done' }, { text: 'b done' }, { text: 'c done' }], { logger });
     const room = max - (await held(url));
-    const c = await RawSocket.longLived(url);
-    // Its reading paused, then judged and left to wait: the server pings a peer whose message waits (`probePeer`).
-    const judged = new Promise((resolve) => c.ws.once('ping', resolve));
-    c.send(create(room + 200 * KiB));
-    await waitFor((l) => /reading paused/.test(l.msg));
-    await judged;
+    const c = await createLeftWaiting(url, waitFor, room + 200 * KiB);
     a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] });
     await a.next('response.completed');
     b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
@@ -683,11 +690,7 @@ describe('the server-wide byte budget', () => {
     const post = poster(url);
     const run = await pausedRun(await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: 'x'.repeat(800 * KiB), tools: [tool], stream: true }));
     const room = max - (await held(url));
-    const c = await RawSocket.longLived(url);
-    const judged = new Promise((resolve) => c.ws.once('ping', resolve));
-    c.send(create(room + 200 * KiB));
-    await waitFor((l) => /reading paused/.test(l.msg));
-    await judged;
+    const c = await createLeftWaiting(url, waitFor, room + 200 * KiB);
     const append = { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(100 * KiB) }] };
     const refused = await post(`/v1/responses/${run.id}/append`, append);
     expect(refused.status).toBe(503);

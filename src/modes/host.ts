@@ -157,15 +157,21 @@ export class SessionHost {
   }
 
   /**
-   * Whether a run paused for its client, other than `except`'s, has a message of its client's arriving that waits for
-   * room in the budget (`ConnectionSession.waitsForRoom`): then a message that cannot fit beside the runs paused for
-   * their clients, held while it waits, may be what keeps them from going on.
+   * Whether ending the messages judged unable to fit beside the runs paused for their clients (`ConnectionBytes.stuck`,
+   * `except`'s among them) would let a run paused for its client, other than `except`'s, go on: its client's message
+   * arriving waits for room (`ConnectionSession.share.roomWanted`; over HTTP an append refused for room,
+   * `LiveRuns.waitsForRoom`) that the room left lacks and the room those messages hold would give. Then each waits for
+   * the other, and such a message is ended. A message ended because some paused run waited for room, whoever held
+   * it, was lost for nothing: a create holding no byte was closed 1013 at once while the paused run's append waited for a
+   * third connection's slow upload, after which all fitted (outside attack atk87 F3).
    */
-  pausedRunWaitsForRoom(except: ConnectionSession): boolean {
-    // Over HTTP an append that cannot be taken is refused, not held: its run counts once refused for room (a paused
-    // HTTP run and a WebSocket message waited for each other the whole request timeout; outside attack atk87 F1).
-    if (this.live.pausedRunWaitsForRoom()) return true;
-    for (const set of this.sessionSets) if (set.pausedRunWaitsForRoom(except)) return true;
+  stuckMessagesHoldPausedRun(except: ConnectionSession): boolean {
+    const room = this.bytes.max - this.bytes.held;
+    let stuck = 0;
+    for (const set of this.sessionSets) stuck += set.stuckBytes();
+    const helps = (wanted: number) => wanted > room && wanted <= room + stuck;
+    if (this.live.waitsForRoom(helps)) return true;
+    for (const set of this.sessionSets) if (set.pausedRunWaitsForRoom(except, helps)) return true;
     return false;
   }
 
@@ -179,7 +185,7 @@ export class SessionHost {
    */
   endStuckLiveRun(err: unknown, id: string, owner: string | null, bytes: number, others = 0): unknown {
     if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.live.paused(id, owner)) return err;
-    this.live.waitedForRoom(id, owner);
+    this.live.waitedForRoom(id, owner, bytes);
     const stuck = this.heldForPeers();
     const said = pausedAppendRefusal(this.bytes.max, stuck, bytes);
     if (said === null || (said.endsRun && others > 0)) return err;
@@ -573,10 +579,17 @@ export class SessionSet {
     return n;
   }
 
-  /** Whether one of its sessions but `except` is paused for its client with a message arriving that waits for room. */
-  pausedRunWaitsForRoom(except: ConnectionSession): boolean {
-    for (const s of this.open) if (s !== except && s.paused && s.share?.waitsForRoom?.() === true) return true;
+  /** Whether one of its sessions but `except` is paused for its client with a message arriving that waits for room `helps` says it lacks. */
+  pausedRunWaitsForRoom(except: ConnectionSession, helps: (wanted: number) => boolean): boolean {
+    for (const s of this.open) if (s !== except && s.paused && helps(s.share?.roomWanted?.() ?? 0)) return true;
     return false;
+  }
+
+  /** What ending its sessions' messages judged unable to fit beside the paused runs would give back (`ConnectionBytes.stuckBytes`). */
+  stuckBytes(): number {
+    let n = 0;
+    for (const s of this.open) n += s.share?.stuckBytes?.() ?? 0;
+    return n;
   }
 
   /** Whether shutdown has begun: nothing opens any more. */

@@ -80,8 +80,8 @@ interface Live {
   held: Hold | null;
   /** Appends for it being read, parsed or applied (`arriving`): any of them may resume it. */
   arriving: number;
-  /** Its client's last append was refused `server_busy` while it was paused (`waitedForRoom`): it waits for room. */
-  refusedForRoom: boolean;
+  /** When its client's last append was refused `server_busy` while it was paused (`waitedForRoom`): the bytes it needed; else 0. */
+  roomWanted: number;
 }
 
 /** The long-lived runs open over HTTP, by response id. */
@@ -127,7 +127,7 @@ export class LiveRuns {
    * lifetime past what a Node timer holds (2^31-1 ms) is no limit, as there.
    */
   add(run: ResponseRun, owner: string | null): void {
-    const entry: Live = { run, owner, held: null, arriving: 0, refusedForRoom: false };
+    const entry: Live = { run, owner, held: null, arriving: 0, roomWanted: 0 };
     this.live.set(run.id, entry);
     const ms = this.services.limits.connectionLifetimeMs;
     const lifetime = ms > 2 ** 31 - 1 ? undefined : setTimeout(() => run.stop('incomplete', 'connection_limit_reached'), ms);
@@ -170,7 +170,7 @@ export class LiveRuns {
       throw new WireError('no_paused_response', `Response '${run.id}' is not paused; there is nothing to append to.`);
     }
     const duplicate = await run.append(input, parse);
-    entry.refusedForRoom = false;
+    entry.roomWanted = 0;
     if (duplicate !== null || !body || !this.bytes || body.bytes === 0) return duplicate;
     const { maxContextBytes, maxFrameBytes } = this.services.limits;
     // A run that has ended meanwhile keeps nothing (its entry's hold was released, or never made).
@@ -212,17 +212,18 @@ export class LiveRuns {
   }
 
   /**
-   * `owner`'s paused run `id` had its client's append refused `server_busy`: it waits for room, as a WebSocket run whose
-   * append arriving cannot be charged does (`SessionHost.pausedRunWaitsForRoom`), until an append is taken.
+   * `owner`'s paused run `id` had its client's append of `bytes` (what it needed at least) refused `server_busy`: it waits
+   * for room, as a WebSocket run whose append arriving cannot be charged does (`SessionHost.stuckMessagesHoldPausedRun`),
+   * until an append is taken.
    */
-  waitedForRoom(id: string, owner: string | null): void {
+  waitedForRoom(id: string, owner: string | null, bytes: number): void {
     const entry = this.live.get(id);
-    if (entry && entry.owner === owner && entry.run.paused) entry.refusedForRoom = true;
+    if (entry && entry.owner === owner && entry.run.paused) entry.roomWanted = Math.max(1, bytes);
   }
 
-  /** Whether a run paused here had its client's last append refused for room (`waitedForRoom`). */
-  pausedRunWaitsForRoom(): boolean {
-    for (const entry of this.live.values()) if (entry.refusedForRoom && entry.run.paused && !entry.run.ended) return true;
+  /** Whether a run paused here had its client's last append refused for room (`waitedForRoom`) that `helps` says it lacks. */
+  waitsForRoom(helps: (wanted: number) => boolean): boolean {
+    for (const entry of this.live.values()) if (entry.roomWanted > 0 && entry.run.paused && !entry.run.ended && helps(entry.roomWanted)) return true;
     return false;
   }
 

@@ -265,9 +265,10 @@ export interface ConnectionBytes {
    * Bytes of a message still arriving (its frames received so far): charged while they arrive, so many
    * connections each uploading a large frame cannot together pass the budget before any frame is whole.
    * Sets the charge to `n`; false (the charge left as it was) when `n` would pass the budget: the transport
-   * stops reading until `receiving` succeeds again.
+   * stops reading until `receiving` succeeds again. `declared`: what the message declares so far (its frames'
+   * lengths from their headers), which it needs charged whole to be read (`roomWanted`).
    */
-  receiving(n: number): boolean;
+  receiving(n: number, declared?: number): boolean;
   /**
    * This connection's own share besides the message arriving: its frames, what its session keeps, its run's charge.
    * When that and a message do not fit the whole budget, waiting for other connections to give budget back cannot help.
@@ -275,8 +276,18 @@ export interface ConnectionBytes {
   own(): number;
   /** Whether a whole frame waits for or is in a sliced parse (`parsing` charged it and `parsed` not yet given it back). */
   peerMessagePending(): boolean;
-  /** Whether the message arriving waits for room: the last `receiving` could not charge it. */
-  waitsForRoom(): boolean;
+  /**
+   * When the last `receiving` could not charge the message arriving: the bytes more it needs charged to be read whole
+   * (what it declares, or received, past its charge); else 0.
+   */
+  roomWanted(): number;
+  /**
+   * The transport judged the message arriving unable to fit beside the runs paused for their clients, and it waits
+   * (`WsConnection.cannotFit`): until the next `receiving`, what ending it would give back counts (`stuckBytes`).
+   */
+  stuck(): void;
+  /** While `stuck`: this connection's share and its message's charge, what ending the message gives back; else 0. */
+  stuckBytes(): number;
   /**
    * A whole frame of `n` bytes waits or is parsed in slices: charged until `parsed(n)`. A frame charged while
    * it arrived (`receiving`) was admitted then: its charge moves over, with its last socket read unchecked;
@@ -332,8 +343,10 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
    * atk83 F1).
    */
   private charging = false;
-  /** The last `receiving` could not charge the message arriving (`waitsForRoom`). */
-  private starved = false;
+  /** The bytes more the message arriving needs when the last `receiving` could not charge it (`roomWanted`); else 0. */
+  private wanted = 0;
+  /** Its message was judged unable to fit beside the runs paused for their clients since the last `receiving` (`stuck`). */
+  private blocked = false;
 
   constructor(
     private readonly budget: ServerBytes,
@@ -354,8 +367,9 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     return this.px.bytes > 0;
   }
 
-  receiving(n: number): boolean {
-    this.starved = false;
+  receiving(n: number, declared = 0): boolean {
+    this.wanted = 0;
+    this.blocked = false;
     if (this.closed) return true;
     const now = this.rx.bytes;
     if (n <= now) {
@@ -367,15 +381,23 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
       this.rx.add(n - now);
       return true;
     } catch {
-      this.starved = true;
+      this.wanted = Math.max(n, declared) - now;
       return false;
     } finally {
       this.charging = false;
     }
   }
 
-  waitsForRoom(): boolean {
-    return this.starved && !this.closed;
+  roomWanted(): number {
+    return this.closed ? 0 : this.wanted;
+  }
+
+  stuck(): void {
+    this.blocked = true;
+  }
+
+  stuckBytes(): number {
+    return this.blocked && !this.closed ? this.own() + this.rx.bytes : 0;
   }
 
   parsing(n: number): void {

@@ -190,10 +190,12 @@ export class ConnectionSession {
    * The connection's whole share of the server-wide budget (`ConnectionBytes.own`), once its transport set it;
    * `peerMessagePending`: whether a message of its peer's for it is still on its way outside the session, to be applied or
    * refused on its own (a WebSocket frame in its sliced parse, `ConnectionBytes.peerMessagePending`; over HTTP an
-   * append for its run being read or applied, `LiveRuns.appendsArriving`); `waitsForRoom`: whether a message of its
-   * peer's arriving waits for room in the budget (`ConnectionBytes.waitsForRoom`).
+   * append for its run being read or applied, `LiveRuns.appendsArriving`); `roomWanted`: the bytes more a message of its
+   * peer's arriving waits for in the budget (`ConnectionBytes.roomWanted`; 0: none waits); `stuckBytes`: what ending its
+   * message arriving would give back while it is judged unable to fit beside the runs paused for their clients
+   * (`ConnectionBytes.stuckBytes`).
    */
-  share: { own(): number; peerMessagePending?(): boolean; waitsForRoom?(): boolean } | null = null;
+  share: { own(): number; peerMessagePending?(): boolean; roomWanted?(): number; stuckBytes?(): number } | null = null;
 
   /**
    * What this session holds of the server-wide budget that only its peer can free: its whole share while its run is

@@ -658,7 +658,7 @@ export class WsConnection implements Transport, Unsent {
     if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || deferring(this.ws)) return;
     const arriving = inFlightBytes(this.ws);
     if (arriving > 0 && this.rxDeadline === undefined) this.armMessageDeadline();
-    if (this.held.receiving(arriving)) return;
+    if (this.held.receiving(arriving, declaredBytes(this.ws))) return;
     this.log.info({ code: 'server_busy', held: this.host.bytes.held }, 'server byte budget full; reading paused');
     this.ws.pause();
     this.rxPausedAt = this.host.now();
@@ -734,14 +734,18 @@ export class WsConnection implements Transport, Unsent {
     const arriving = Math.max(received, declaredBytes(this.ws));
     // Budget held by runs paused for their clients (this one's among them when it is paused) comes back only once their
     // clients' appends are taken. A message that cannot fit beside them is not waited for when one of them has an
-    // append arriving that waits for room itself: each would wait for the other, this message holding the room it has
-    // received (on a connection with no run, a 1 MB create under a budget paused runs held but 305 KB of kept every
+    // append arriving that waits for room that this message, with the others in its place, holds: each would wait for
+    // the other (on a connection with no run, a 1 MB create under a budget paused runs held but 305 KB of kept every
     // paused run's appends unread for the whole request timeout; outside attack atk82 F7). Otherwise it waits: a run
     // paused for a moment goes on when its client's append fits, and ended at once such a message would have fitted
-    // (atk85 F1).
+    // (atk85 F1); so would one holding no room while the append waited for a third connection's upload (atk87 F3).
     const own = this.held.own();
     const others = this.host.heldForPeers() - this.session.heldForPeer();
-    if (own + arriving <= max && (own + others + arriving <= max || !this.host.pausedRunWaitsForRoom(this.session))) return false;
+    if (own + arriving <= max) {
+      if (own + others + arriving <= max) return false;
+      this.held.stuck();
+      if (this.held.stuckBytes() === 0 || !this.host.stuckMessagesHoldPausedRun(this.session)) return false;
+    }
     if (this.session.shed()) {
       this.host.bytes.letGoCounted();
       this.log.info({ code: 'server_busy', arriving }, 'cached context let go: with it the message arriving could not fit the byte budget');
@@ -765,7 +769,7 @@ export class WsConnection implements Transport, Unsent {
     const waited = this.host.now() - this.rxPausedAt;
     const limit = this.host.limits.requestTimeoutMs > 0 ? this.host.limits.requestTimeoutMs : 60_000;
     const arriving = inFlightBytes(this.ws);
-    if (open && !this.held.receiving(arriving)) {
+    if (open && !this.held.receiving(arriving, declaredBytes(this.ws))) {
       if (this.cannotFit(arriving)) return;
       if (waited < limit) {
         this.probePeer();

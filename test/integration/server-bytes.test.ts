@@ -680,6 +680,43 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('a create holding no room waits while a paused run\'s append waits for a third connection\'s upload, and is taken once the runs have gone on (atk87 F3)', async () => {
+    // It was closed 1013 at once because some paused run's append waited for room, although ending it gave none back.
+    const max = 1024 * KiB;
+    const { logger, waitFor } = captureLogger();
+    const { policy, server, url, a, b } = await twoPausedRuns(max, [{ text: 'a done' }, { text: 'b done' }, { text: 'c done' }], { logger });
+    const room = max - (await held(url));
+    expect(room).toBeGreaterThan(128 * KiB);
+    // S uploads an (invalid) create in fragments, all but its last, taking all of the room but 64 KiB.
+    const s = await openLongLived(url);
+    const before = await held(url);
+    const head = `{"type":"response.create","model":"sim-model","temperature":"hot","input":"`;
+    s.send(head + 'x'.repeat(room - 64 * KiB - head.length), { fin: false });
+    while ((await held(url)) === before);
+    // A's 100 KiB append waits for room S holds.
+    a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(100 * KiB) }] });
+    await waitFor((l) => /reading paused/.test(l.msg));
+    // C's create cannot fit beside the paused runs and gets no byte in: judged, it waits (pinged) rather than being closed.
+    const c = await RawSocket.longLived(url);
+    const judged = new Promise<string>((resolve) => c.ws.once('ping', () => resolve('waits')));
+    c.send(create(room + 200 * KiB));
+    expect(await Promise.race([judged, c.closed.then(() => 'closed')])).toBe('waits');
+    // S's upload ends (refused: its room comes back); A's append is read and its run goes on, then B's; then C's create.
+    const refused = new Promise((resolve) => s.on('message', (m) => resolve(JSON.parse(m.toString()))));
+    s.send('"}', { fin: true });
+    expect(await refused).toMatchObject({ type: 'error' });
+    await a.next('response.completed');
+    b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
+    await b.next('response.completed');
+    await c.next('response.completed');
+    expect(c.all('error')).toEqual([]);
+    expect(policy.remaining()).toBe(0);
+    s.close();
+    for (const r of [a, b, c]) r.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('a WebSocket message that cannot fit beside a paused HTTP run whose append was refused for room ends, and the run goes on (atk87 F1)', async () => {
     // Over HTTP the append is refused, not held: the run was not seen to wait for room, and the two waited for each
     // other the whole request timeout, the client told to retry meanwhile.

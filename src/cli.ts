@@ -25,7 +25,7 @@ import { commandOf, killRunningCommands, runShell } from './shell.js';
 import { WorkloadError } from './workload/types.js';
 import type { Switches } from './engine/services.js';
 import { DEFAULT_LIMITS, DEFAULT_SWITCHES } from './engine/services.js';
-import { fitToFootprint, widestFootprint, type Footprint } from './workload/fit.js';
+import { belowFootprint, fitToFootprint, widestFootprint, type Footprint } from './workload/fit.js';
 import { limitHelp, limitOptions, limitsFrom, MAX_TIMER_MS } from './limit-flags.js';
 import { CLIENT_PROTOCOLS, connectClient, type ClientProtocol } from './client/index.js';
 import type { FunctionCall } from './protocol/objects.js';
@@ -89,7 +89,9 @@ selects the replay policy: the model replays the recorded run's turns (a model c
 parallel calls than --max-pending-calls raises it to fit, more tools than --max-tools raises it,
 and a context larger than the defaults
 take raises --max-frame-bytes, --max-context-bytes, --max-context-items and --max-server-bytes,
-each unless its flag is given).
+as JSON past the defaults raises --max-json-keys, --max-json-containers and --max-schema-nodes,
+each unless its flag is given; each raise is warned at start, limits_fitted_to_workload, and a flag
+given below what the workload needs is kept and warned, limits_below_workload).
 
 serve limits (docs/reliability.md; each also LLR_<NAME> in the environment):
 ${limitHelp()}
@@ -229,6 +231,10 @@ async function serve(argv: string[], demo = false): Promise<void> {
   // --max-json-keys for every body; nothing said so; outside attack atk86 F5).
   const raised = Object.fromEntries(Object.entries(limits).filter(([k, v]) => given[k as keyof typeof given] === undefined && v !== undefined));
   if (Object.keys(raised).length > 0) log.warn({ code: 'limits_fitted_to_workload', raised }, 'limits raised to fit the workload: they hold for every client of this server');
+  // And a limit given below what the workload needs: its replay is refused part-way (payload_too_large and the like),
+  // whatever else was raised beside it (outside attack atk87 F2).
+  const below = belowFootprint(given, fit);
+  if (Object.keys(below).length > 0) log.warn({ code: 'limits_below_workload', below }, 'limits given below what the workload needs: its replay will be refused part-way');
   // A request between the two can never be held: refused 503 server_busy, which no wait mends (atk70 F6). Said, not
   // refused: a small budget is how its behaviour is measured (npm run bench:answers --max-server-mb 1).
   const serverBytes = limits.maxServerBytes ?? DEFAULT_LIMITS.maxServerBytes;

@@ -65,3 +65,29 @@ export function fitToFootprint(limits: Partial<Limits>, footprint: Footprint): v
   // the connection's cache (previous_response_not_found) (outside attack atk57 F2). Four contexts' worth.
   if (limits.maxServerBytes === undefined && 4 * context > DEFAULT_LIMITS.maxServerBytes) limits.maxServerBytes = 4 * context;
 }
+
+/**
+ * The limits set by a flag (or environment variable) in `given` below what the workload's replay needs at least, each
+ * with that need (without `fitToFootprint`'s margins): its replay is refused part-way, for every design, whatever the
+ * other limits were raised to, and nothing said so (outside attack atk87 F2). Said at start, not refused: a smaller
+ * limit may be what is measured. The server-wide budget is not among them (a small one is a measured knob, and the
+ * start-up warns of one below the frame limit).
+ */
+export function belowFootprint(given: Partial<Limits>, footprint: Footprint): Partial<Record<keyof Limits, { given: number; needs: number }>> {
+  const needs: Partial<Record<keyof Limits, number>> = {
+    maxPendingCalls: footprint.widestCall,
+    maxTools: footprint.tools,
+    maxFrameBytes: footprint.contextBytes,
+    maxContextBytes: footprint.contextBytes,
+    maxContextItems: footprint.contextItems,
+    maxJsonKeys: footprint.jsonKeys,
+    maxSchemaNodes: footprint.schemaNodes,
+    maxJsonContainers: footprint.jsonContainers,
+  };
+  const below: Partial<Record<keyof Limits, { given: number; needs: number }>> = {};
+  for (const [key, need] of Object.entries(needs) as Array<[keyof Limits, number]>) {
+    const set = given[key];
+    if (typeof set === 'number' && set < need) below[key] = { given: set, needs: need };
+  }
+  return below;
+}

@@ -95,8 +95,9 @@ describe('server log', () => {
     expect(lines(await fineOut).filter(code)).toEqual([]);
   }, 30_000);
 
-  it('says at start which limits a workload raised, and names none it did not raise (atk86 F5)', async () => {
+  it('says at start which limits a workload raised, and names none it did not raise (atk86 F5), and which given limits are below its needs (atk87 F2)', async () => {
     const code = (l: unknown) => (l as { code?: string }).code === 'limits_fitted_to_workload';
+    const below = (l: unknown) => (l as { code?: string }).code === 'limits_below_workload';
     const dir = mkdtempSync(join(tmpdir(), 'llr-fit-'));
     const file = join(dir, 'wide.json');
     const properties = Object.fromEntries(Array.from({ length: 10_001 }, (_, i) => [`p${i}`, { type: 'string' }]));
@@ -110,7 +111,15 @@ describe('server log', () => {
       // Given by flag: kept, and not said.
       const { proc: set, output: setOut } = await serve(['--workload', file, '--max-json-keys', '20000']);
       set.kill('SIGTERM');
-      expect(lines(await setOut).filter(code)).toEqual([]);
+      const setLines = lines(await setOut);
+      expect(setLines.filter(code)).toEqual([]);
+      expect(setLines.filter(below)).toEqual([]);
+      // Given below what the workload needs: said, with what it needs (atk87 F2).
+      const { proc: low, output: lowOut } = await serve(['--workload', file, '--max-json-keys', '500']);
+      low.kill('SIGTERM');
+      const lowLines = lines(await lowOut);
+      expect(lowLines.filter(code)).toEqual([]);
+      expect(lowLines.filter(below)).toEqual([expect.objectContaining({ level: 40, below: { maxJsonKeys: { given: 500, needs: 10_001 } } })]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

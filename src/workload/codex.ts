@@ -193,6 +193,8 @@ class RolloutParser {
   private sessionId: string | null = null;
   /** Each session id the file's `session_meta` records name, and the line of its first. */
   private readonly sessionLines = new Map<string, number>();
+  /** The line of the first session_meta forked from each session id (its `forked_from_id`): a parent after its fork is named. */
+  private readonly forkLines = new Map<string, number>();
   /** Where the part being read began (its `session_meta`), and what may repeat an earlier part's call_ids in it. */
   private partLine = 0;
   private partHint: string | null = null;
@@ -353,10 +355,13 @@ class RolloutParser {
     this.partHint =
       forked !== null && this.sessionLines.has(forked)
         ? `the session at line ${this.line} is a fork of session ${forked} (line ${this.sessionLines.get(forked)}), which this file also holds, and a fork begins with a copy of its parent's history: read the fork's file alone`
-        : this.sessionId !== null && id === this.sessionId
+        : id !== null && this.forkLines.has(id)
+          ? `the session at line ${this.line} is the parent of the fork at line ${this.forkLines.get(id)} (its forked_from_id), which this file holds before it, and a fork begins with a copy of its parent's history: read each session's file alone`
+          : this.sessionId !== null && id === this.sessionId
           ? `the session is resumed at line ${this.line}, and a copy of its history written again other than byte for byte (another Codex version's) is read as new records: read the file up to line ${this.line}, or from it, alone`
           : null;
     if (id !== null && !this.sessionLines.has(id)) this.sessionLines.set(id, this.line);
+    if (forked !== null && !this.forkLines.has(forked)) this.forkLines.set(forked, this.line);
     if (this.sessionId !== null) {
       if (id === this.sessionId) return; // the same session resumed: its history goes on
       // Another session (files concatenated): it began from an empty context, so its first user turn starts a new

@@ -177,11 +177,13 @@ describe('grouping model calls', () => {
     expect(w.skipped).toContainEqual({ line: 8, what: 'thread_rolled_back', why: expect.stringMatching(/^rollbacks are not replayed: the turns it rolled back stay in the replayed history/) });
   });
 
-  it("a call_id used again in a fork of a session the file also holds, or in a resumed session's copy, is refused naming that cause (atk84 F5)", () => {
+  it("a call_id used again in a fork of a session the file also holds, before or after it, or in a resumed session's copy, is refused naming that cause (atk84 F5, atk86 F6)", () => {
     const session = (id: string, extra: Record<string, unknown> = {}): Rec => ({ type: 'session_meta', payload: { id, base_instructions: { text: 'Be brief.' }, ...extra } });
     const parent = [session('p'), msg('user', 'hi'), call('c1'), usage(5, 2), out('c1'), msg('assistant', 'done'), usage(6, 2)];
     const fork = [session('f', { forked_from_id: 'p' }), msg('user', 'hi'), call('c1'), usage(5, 2), out('c1'), msg('assistant', 'done'), usage(6, 2)];
     expect(() => parse([...parent, ...fork])).toThrow(/call_id c1 is used twice \(first by the call at line 3\): the session at line 8 is a fork of session p \(line 1\), which this file also holds/);
+    // The parent after its fork (the files joined in the other order) is named too (atk86 F6).
+    expect(() => parse([...fork, ...parent])).toThrow(/call_id c1 is used twice \(first by the call at line 3\): the session at line 8 is the parent of the fork at line 1 \(its forked_from_id\)/);
     // Resumed, its history written again with fields the first copy had not (not byte for byte).
     const copy: Rec = { type: 'response_item', payload: { type: 'function_call', name: 'shell', arguments: '{"cmd":"ls"}', call_id: 'c1', id: 'fc_1' } };
     expect(() => parse([...parent, session('p'), copy])).toThrow(/is used twice \(first by the call at line 3\): the session is resumed at line 8/);

@@ -63,6 +63,14 @@ describe('hostile workloads', () => {
     expect(row!.split(/\s+/).filter(Boolean)).toEqual(['1', '3', '1000000000', 'rec', '1000000000', 'rec', 'message', '4', 'chars']);
   });
 
+  it('inspect lists a user turn\'s input kinds one by one up to 12 runs, then counts the rest (70,001 alternating roles made a 595,039-character line; atk86 I1)', async () => {
+    const input = Array.from({ length: 40_001 }, (_, i) => ({ type: 'message', role: i % 2 === 0 ? 'user' : 'assistant', content: 'x' }));
+    const out = await inspectText(JSON.stringify({ llr_workload: 1, userTurns: [{ input, modelTurns: [{ output: [{ type: 'message', text: 'done' }] }] }] }), 'json');
+    const line = out.split('\n').find((l) => l.startsWith('user turn 1:'))!;
+    expect(line).toContain('input 40001 item(s) (user, assistant, user, assistant, user, assistant, user, assistant, user, assistant, user, assistant, then user ×19995, assistant ×19994 in 39989 more runs)');
+    expect(line.length).toBeLessThan(300);
+  });
+
   it('one user turn of 150,000 model calls reads (its figures were push(...)ed: a RangeError, exit 1)', async () => {
     const n = 150_000;
     const lines = [meta(), user('x')];

@@ -50,8 +50,8 @@ export interface ModePolicy {
   started?(run: ResponseRun): void;
   /** Called once a run has ended and its terminal event was sent. */
   ended?(run: ResponseRun, plan: RunPlan): void;
-  /** Called when a create failed before a run started (e.g. to evict cache). */
-  failed?(params: CreateParams, err: WireError): void;
+  /** Called when a create failed before a run started (e.g. to evict cache): true when its previous response was let go. */
+  failed?(params: CreateParams, err: WireError): boolean;
   /**
    * Called once a create planned (`plan` returned) is done with: its run started (after `started`), or it never
    * started (refused while it waited for room, the connection ended first). What `plan` took for it is let go.
@@ -560,8 +560,8 @@ export class ConnectionSession {
       try {
         plan = await this.policy.plan(params, metrics, next.lane, this.ended.signal);
       } catch (err) {
-        const wire = toWireError(err);
-        this.policy.failed?.(params, wire);
+        const refused = toWireError(err);
+        const wire = lostContinuation(refused, params, this.policy.failed?.(params, refused) === true);
         if (this.closed && this.ended.signal.aborted && err === this.ended.signal.reason) {
           // The plan stopped because the session ended: told as a create planned past the end is (below).
           if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
@@ -591,9 +591,9 @@ export class ConnectionSession {
           'The readers of this server have left more bytes unsent than it holds for them (--send-buffer-total-bytes) for as long as a response may wait to start (--send-stall-timeout-ms); try again later.',
         );
         this.log.info({ code: 'server_busy', bytes: next.bytes }, 'send total still past its bound after the longest wait; create refused');
-        this.policy.failed?.(params, wire);
-        wire.lane = next.lane;
-        this.error(wire);
+        const said = lostContinuation(wire, params, this.policy.failed?.(params, wire) === true);
+        said.lane = next.lane;
+        this.error(said);
         return;
       }
       // From here every event of the response carries its lane (none for a create without one).
@@ -790,3 +790,21 @@ export class ConnectionSession {
 
 /** An append that succeeded (or was a duplicate): nothing more to say on a WebSocket, where the run's resuming is the answer. */
 function settledQuietly(): void {}
+
+/**
+ * A create refused before its run started, `err`, whose previous response its connection's cache let go with it
+ * (`letGo`; a continuation that fails does, as the API's does): with `store: false` that response is nowhere else, so a
+ * refusal that says to try again (`server_busy`) says too that this continuation cannot be retried. Its client was told
+ * to try again and every retry was `previous_response_not_found` (outside attack atk85 F4).
+ */
+function lostContinuation(err: WireError, params: CreateParams, letGo: boolean): WireError {
+  if (!letGo || params.store || err.code !== 'server_busy' || params.previous_response_id === null) return err;
+  const said = new WireError(
+    err.code,
+    `${err.message} This continuation cannot be retried: its previous response '${params.previous_response_id.slice(0, 100)}' was let go from this connection's cache with this refusal (a continuation that fails does), and with store: false it is kept nowhere else; send its whole context again.`,
+    err.param,
+    { cause: err },
+  );
+  if (err.budgetAsk !== undefined) said.budgetAsk = err.budgetAsk;
+  return said;
+}

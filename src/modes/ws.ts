@@ -309,7 +309,9 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     },
     failed(params) {
       const lane = planned.get(params)?.lane ?? null;
-      if (caches.get(lane)?.id === params.previous_response_id) setCache(lane, null);
+      if (params.previous_response_id === null || caches.get(lane)?.id !== params.previous_response_id) return false;
+      setCache(lane, null);
+      return true;
     },
     settled() {
       planning = null;

@@ -800,6 +800,23 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('ws mode: a store: false continuation refused server_busy while planned, its previous response let go with it, is told it cannot be retried (atk85 F4)', async () => {
+    // It was told to try again when other requests end, and every retry was previous_response_not_found.
+    const max = 1024 * KiB;
+    const { url } = await testServer({ policy: scriptPolicy([{ text: 'cached' }, { text: 'never' }]), limits: { maxServerBytes: max } });
+    const text = (n: number) => 'lorem ipsum dolor sit amet '.repeat(Math.floor(n / 27));
+    const w = await RawSocket.connect(url);
+    w.send({ type: 'response.create', model: 'sim-model', store: false, input: text(560 * KiB) });
+    const first = await w.next('response.completed');
+    // Its frame fits beside the cache; its token ids do not.
+    w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.response.id, input: text(30 * KiB) });
+    const refused = await w.next('error', { skipErrors: true });
+    expect(refused.error).toMatchObject({ code: 'server_busy', message: expect.stringContaining(`This continuation cannot be retried: its previous response '${first.response.id}' was let go`) });
+    w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.response.id, input: 'again' });
+    expect((await w.next('error', { skipErrors: true })).error).toMatchObject({ code: 'previous_response_not_found' });
+    w.dispose();
+  });
+
   it('ws mode: a continuation that does not fit beside its connection\'s cached context lets the cache go and is read; the socket stays open (outside attack atk47)', async () => {
     // Before: it waited the whole request timeout, then closed 1013, although the cache is only a copy.
     const { logger, lines, waitFor } = captureLogger();

@@ -60,6 +60,7 @@ function fakePolicy(svc: Services, opts: { gated?: boolean; appendable?: boolean
     },
     failed(params, err) {
       failed.push(`${label(params)}:${err.code}`);
+      return false;
     },
   };
   return {

@@ -159,25 +159,36 @@ export class Race implements StepGate {
           await lane.close();
         }
       };
-      let results: Array<LaneDoneMessage | null>;
+      // The lanes' post-inference work (billing, persist spans in their records), as at the start: what is pending now;
+      // then every lane's figures first, then the states: a lane shown done can be compared at once.
+      const report = async (results: Array<LaneDoneMessage | null>, lanes: readonly Lane[]): Promise<void> => {
+        await this.postWorkSettled();
+        results.forEach((res, i) => {
+          lanes[i]!.emitRecords(true);
+          if (res) this.emit(finish(res, lanes[i]!));
+        });
+        results.forEach((res, i) => res && this.emit({ type: 'lane.state', design: lanes[i]!.id, state: 'done' }));
+      };
+      const results: Array<LaneDoneMessage | null> = [];
       if (o.order === 'together') {
-        results = await Promise.all(this.lanes.map(runLane));
+        results.push(...(await Promise.all(this.lanes.map(runLane))));
+        await report(results, this.lanes);
       } else {
         // One after another: each lane has the server to itself, so an HTTP
         // lane's re-tokenising cannot hold up the others (it would with an
         // instant model, where every lane is pure CPU on one event loop).
-        results = [];
-        for (const [i, lane] of this.lanes.entries()) results.push(await runLane(lane, i));
+        // Each lane is reported done as it ends: reported only once the last
+        // had run, a finished lane was shown running for the whole race, and
+        // the page's one time scale, which holds a running lane's time so far,
+        // grew to the race's length (every lane drawn in its first quarter;
+        // outside attack atk89 F2). Its post-inference work is done before the
+        // next lane's clock starts.
+        for (const [i, lane] of this.lanes.entries()) {
+          const res = await runLane(lane, i);
+          results.push(res);
+          await report([res], [lane]);
+        }
       }
-      // The lanes' post-inference work (billing, persist spans in their records), as at the start: what is pending now.
-      await this.postWorkSettled();
-      // Every lane's figures first, then the states: a lane shown done can be compared at once.
-      results.forEach((res, i) => {
-        const lane = this.lanes[i]!;
-        lane.emitRecords(true);
-        if (res) this.emit(finish(res, lane));
-      });
-      results.forEach((res, i) => res && this.emit({ type: 'lane.state', design: this.lanes[i]!.id, state: 'done' }));
       const failed = results.some((r) => r === null);
       return this.stopReason ? 'stopped' : failed ? 'failed' : 'done';
     } catch (err) {

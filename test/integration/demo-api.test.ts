@@ -115,6 +115,17 @@ describe('demo race', () => {
     const lasts = DEMO_DESIGNS.map((d) => order.lastIndexOf(d.id));
     for (let i = 1; i < DEMO_DESIGNS.length; i++) expect(firsts[i]!).toBeGreaterThan(lasts[i - 1]!);
     for (const d of DEMO_DESIGNS) expect(msgs.some((m) => m.type === 'lane.done' && m.design === d.id)).toBe(true);
+    // Each lane is said done, its figures first, before the next one starts: said only once the last had run, a finished
+    // lane was shown running for the whole race and the page's one time scale grew to the race's length (atk89 F2).
+    for (let i = 0; i < DEMO_DESIGNS.length; i++) {
+      const id = DEMO_DESIGNS[i]!.id;
+      const figures = msgs.findIndex((m) => m.type === 'lane.done' && m.design === id);
+      const done = msgs.findIndex((m) => m.type === 'lane.state' && m.design === id && m.state === 'done');
+      expect(figures).toBeGreaterThan(-1);
+      expect(done).toBeGreaterThan(figures);
+      const next = DEMO_DESIGNS[i + 1];
+      if (next) expect(done).toBeLessThan(msgs.findIndex((m) => m.type === 'lane.state' && m.design === next.id && m.state === 'running'));
+    }
   });
 
   it('replays a prompt with $ lines without running them, one command per model call', async () => {

@@ -172,6 +172,7 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
     }
     case 'response.append':
       if (caps.notAppendable !== undefined) throw notPartOf('response.append', caps.notAppendable);
+      if (caps.allowUnknownParameters !== true) checkParameters(value, APPEND_FRAME_FIELDS);
       return {
         type: 'response.append',
         input: parseAppendInput(value['input'], caps),
@@ -180,6 +181,7 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
     case 'response.inject': {
       const responseId = optString(value, 'response_id');
       if (responseId === null) throw new WireError('missing_required_parameter', "Missing required parameter: 'response_id'.", 'response_id');
+      if (caps.allowUnknownParameters !== true) checkParameters(value, APPEND_FRAME_FIELDS);
       return { type: 'response.inject', input: parseAppendInput(value['input'], caps), response_id: responseId };
     }
     case 'response.cancel':
@@ -686,8 +688,18 @@ export function parseCompactBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_
  */
 export function parseAppendBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_CAPS): InputItem[] {
   if (!isObj(body)) throw new WireError('invalid_type', 'The request body must be a JSON object.', null);
+  if (caps.allowUnknownParameters !== true) checkParameters(body, APPEND_BODY_FIELDS);
   return parseAppendInput(body['input'], caps);
 }
+
+/**
+ * The fields of an append's body (`POST /v1/responses/{id}/append`: `input`, and the optional `response_id` checked
+ * against the path) and of a `response.append` or `response.inject` frame (with its `type`). Any other is refused
+ * `400 unknown_parameter`, as a create's is (unless `llr serve --allow-unknown-parameters`): it was dropped without a
+ * word, so a typo such as `response_Id` beside the path's id, or `inputs`, went unnoticed (outside attack atk89 F1).
+ */
+const APPEND_BODY_FIELDS: ReadonlySet<string> = new Set(['input', 'response_id']);
+const APPEND_FRAME_FIELDS: ReadonlySet<string> = new Set(['type', 'input', 'response_id']);
 
 /**
  * An append's or inject's `input`: an input, and not an empty array. An empty one was taken (`202 {}` over HTTP, no

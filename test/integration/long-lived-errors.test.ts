@@ -150,6 +150,11 @@ describe('long-lived bad input', () => {
     expect((await s.next('error')).error).toMatchObject({ code: 'empty_array', param: 'input' });
     s.send({ type: 'response.inject', response_id: done.response.id, input: [] });
     expect((await s.next('error')).error).toMatchObject({ code: 'empty_array', param: 'input' });
+    // A field the frame does not have is named, as a create's is (a typo was dropped without a word; atk89 F1).
+    s.send({ type: 'response.append', input: [out('call_a'), out('call_b')], inputs: [] });
+    expect((await s.next('error')).error).toMatchObject({ code: 'unknown_parameter', param: 'inputs' });
+    s.send({ type: 'response.inject', response_id: done.response.id, input: [out('call_a'), out('call_b')], foo: 1 });
+    expect((await s.next('error')).error).toMatchObject({ code: 'unknown_parameter', param: 'foo' });
     // Still paused: the real outputs resume it.
     s.send({ type: 'response.append', input: [out('call_a'), out('call_b')] });
     expect((await s.next('response.completed')).response.output.at(-1)?.type).toBe('message');

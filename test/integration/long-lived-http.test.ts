@@ -129,6 +129,9 @@ describe('long-lived over HTTP', () => {
     // An empty array answers nothing: refused (it was 202 {} and did nothing, the run left paused; atk69 F1).
     const empty = await append([]);
     expect(empty).toMatchObject({ status: 400, json: { error: { code: 'empty_array', param: 'input', type: 'invalid_request_error' } } });
+    // A field the body does not have is named, as a create's is (a typo was dropped without a word; atk89 F1).
+    const typo = await postJson(`${url}/v1/responses/${id}/append`, { input: [out('call_a'), out('call_b')], response_Id: 'resp_other' });
+    expect(typo).toMatchObject({ status: 400, json: { error: { code: 'unknown_parameter', param: 'response_Id' } } });
     // Still paused: both outputs are accepted and the run completes.
     expect((await append([out('call_a'), out('call_b')])).status).toBe(202);
     expect((await s.next('response.completed')).response.status).toBe('completed');

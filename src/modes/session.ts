@@ -208,6 +208,28 @@ export class ConnectionSession {
   }
 
   /**
+   * A create of `bytes` (its frame or body) refused `err` while planned: when that is the byte budget's `server_busy`
+   * and the create alone, with the token ids made from it (`heldByRun`) and the charge refused (`WireError.budgetAsk`),
+   * needs more than the whole budget, it cannot fit however long it waits, with nothing else held: said so, not to be
+   * retried (over HTTP `x-should-retry: false`). It was told to try again when other requests end, on an idle server
+   * whose bytes "held" were its own, and openai-node sent it three times (outside attack atk88 F1).
+   */
+  private cannotFitAlone(err: WireError, bytes: number): WireError {
+    if (err.code !== 'server_busy' || err.budgetAsk === undefined || this.budget === null || err.noRetry) return err;
+    const need = bytes + this.heldByRun() + err.budgetAsk;
+    if (need <= this.budget.max) return err;
+    const said = new WireError(
+      'server_busy',
+      `This request needs at least ${need} bytes of the server's byte budget of ${this.budget.max} (llr serve --max-server-bytes): its body and the token ids made from it, with nothing else held. It cannot fit however long it waits; send a smaller one.`,
+      err.param,
+      { cause: err },
+    );
+    said.budgetAsk = err.budgetAsk;
+    said.noRetry = true;
+    return said;
+  }
+
+  /**
    * An append or inject of `bytes` for the paused `run`, refused `err` while it was applied (its token ids past the
    * budget): when that is `server_busy` and runs paused for their clients hold the budget (`ServerBytes.peersHeld`,
    * with this connection's share but for this frame: it is still appending, so not among them yet), what its client
@@ -560,7 +582,7 @@ export class ConnectionSession {
       try {
         plan = await this.policy.plan(params, metrics, next.lane, this.ended.signal);
       } catch (err) {
-        const refused = toWireError(err);
+        const refused = this.cannotFitAlone(toWireError(err), next.bytes);
         const wire = lostContinuation(refused, params, this.policy.failed?.(params, refused) === true);
         if (this.closed && this.ended.signal.aborted && err === this.ended.signal.reason) {
           // The plan stopped because the session ended: told as a create planned past the end is (below).

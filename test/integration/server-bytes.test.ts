@@ -261,6 +261,29 @@ describe('the server-wide byte budget', () => {
     await server.ws.idle();
   });
 
+  it('a create that alone, with its token ids, needs more than the whole budget is told it cannot fit, not to retry (atk88 F1)', async () => {
+    // On an idle server it was told to try again when other requests end (the bytes held were its own), with Retry-After,
+    // and openai-node sent it three times.
+    const max = 3 * 1024 * KiB;
+    const { server, url } = await testServer({ limits: { maxServerBytes: max, maxFrameBytes: 4 * 1024 * KiB } });
+    const body = { model: 'sim-model', input: noise(2 * 1024 * KiB) };
+    const res = await poster(url)('/v1/responses', body);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('x-should-retry')).toBe('false');
+    expect(res.headers.get('retry-after')).toBeNull();
+    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'server_busy', message: expect.stringMatching(/^This request needs at least \d+ bytes of the server's byte budget of 3145728 .*It cannot fit however long it waits; send a smaller one\.$/) });
+    // The same over a WebSocket: said in the error event; the connection goes on.
+    const ws = await RawSocket.connect(url);
+    ws.send({ type: 'response.create', ...body });
+    expect((await ws.next('error', { skipErrors: true })).error.message).toContain('It cannot fit however long it waits');
+    // A small create then goes on.
+    ws.send({ type: 'response.create', model: 'sim-model', input: 'hi' });
+    await ws.next('response.completed');
+    ws.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('over HTTP: a long-lived SSE run holds its body; a POST past the budget gets 503 server_busy; all released after', async () => {
     const { server, url } = await testServer({ policy: pauseThenText(), limits: { maxServerBytes: 64 * KiB } });
     const post = poster(url);

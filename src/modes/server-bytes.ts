@@ -544,7 +544,11 @@ export const PAUSED_RUN_ROOM_BYTES = 64 * 1024;
  *   the run ends `incomplete` (four long runs at the default limits, or one past the budget alone, waited for each
  *   other until their pause timeouts, every append told to try again; outside attack atk76 F1);
  * - room for a smaller append but not for this one: the run stays paused and the client is told to send less, not to
- *   retry (atk78 F1: an append whose token ids could never fit was told to try again for as long as the pause).
+ *   retry (atk78 F1: an append whose token ids could never fit was told to try again for as long as the pause). It
+ *   said it could not fit "however long it waits", which was false when another paused run's client appended and that
+ *   run ended (outside attack atk88 F2): it cannot fit while they stay paused, which only their clients can change,
+ *   and runs that each wait for the others' room would wait until their pause timeouts (atk76 F1), so it is still not
+ *   told to retry.
  */
 export function pausedAppendRefusal(max: number, stuck: number, need: number): (WireError & { endsRun: boolean }) | null {
   const room = Math.max(0, max - stuck);
@@ -562,7 +566,7 @@ export function pausedAppendRefusal(max: number, stuck: number, need: number): (
   }
   const err = new WireError(
     'server_busy',
-    `This append needs at least ${need} bytes (its body and its token ids) and ${room} are left: ${held}, so it cannot fit however long it waits. Send a smaller one; the run stays paused.`,
+    `This append needs at least ${need} bytes (its body and its token ids) and ${room} are left: ${held}, so it cannot fit while they stay paused (this run among them). Send a smaller one; the run stays paused.`,
   );
   err.noRetry = true;
   return Object.assign(err, { endsRun: false });

@@ -118,7 +118,7 @@ async function toldToSendLess(
 ): Promise<void> {
   expect(refused.status).toBe(503);
   expect(refused.headers.get('x-should-retry')).toBe('false');
-  expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/cannot fit however long it waits\. Send a smaller one; the run stays paused\./);
+  expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/cannot fit while they stay paused \(this run among them\)\. Send a smaller one; the run stays paused\./);
   expect((await t.post(`/v1/responses/${t.id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] })).status).toBe(202);
   let text = '';
   for (let r = await t.reader.read(); !r.done; r = await t.reader.read()) text += new TextDecoder().decode(r.value);

@@ -149,6 +149,10 @@ class BudgetHold implements Hold {
     return this.n;
   }
 
+  get max(): number {
+    return this.budget.max;
+  }
+
   releaseAll(): void {
     this.budget.release(this.n);
     this.n = 0;
@@ -232,6 +236,8 @@ export interface Hold {
   /** Charge `k` more bytes without the check (bytes admitted under another charge). */
   admitted(k: number): void;
   readonly bytes: number;
+  /** The whole budget it is a share of (`--max-server-bytes`). */
+  readonly max: number;
   /** Release everything this hold has charged. */
   releaseAll(): void;
   /** Release all but `k` bytes. */
@@ -570,4 +576,24 @@ export function pausedAppendRefusal(max: number, stuck: number, need: number): (
   );
   err.noRetry = true;
   return Object.assign(err, { endsRun: false });
+}
+
+/**
+ * `err`, a request's body refused by the budget as it was read (`readBody`): when what it needs at least (`need`: what
+ * was read with the piece refused, or its declared length) is more than the whole budget (`max`), it cannot fit however
+ * long it waits, and is said so, not to be retried (over HTTP `x-should-retry: false`). It was told "The server holds 0
+ * bytes of requests … try again when other requests end", with Retry-After, which the SDKs follow (outside attack
+ * atk89 F7). Otherwise `err`.
+ */
+export function bodyPastBudget(err: unknown, max: number, need: number): unknown {
+  if (!(err instanceof WireError) || err.code !== 'server_busy' || need <= max) return err;
+  const said = new WireError(
+    'server_busy',
+    `This request's body needs at least ${need} bytes, and the server's whole byte budget is ${max} (llr serve --max-server-bytes): it cannot fit however long it waits; send a smaller one.`,
+    null,
+    { cause: err },
+  );
+  if (err.budgetAsk !== undefined) said.budgetAsk = err.budgetAsk;
+  said.noRetry = true;
+  return said;
 }

@@ -261,7 +261,7 @@ describe('the server-wide byte budget', () => {
     await server.ws.idle();
   });
 
-  it('a create that alone, with its token ids, needs more than the whole budget is told it cannot fit, not to retry (atk88 F1)', async () => {
+  it('a create that alone, with its token ids, or its body alone, needs more than the whole budget is told it cannot fit, not to retry (atk88 F1, atk89 F7)', async () => {
     // On an idle server it was told to try again when other requests end (the bytes held were its own), with Retry-After,
     // and openai-node sent it three times.
     const max = 3 * 1024 * KiB;
@@ -272,6 +272,12 @@ describe('the server-wide byte budget', () => {
     expect(res.headers.get('x-should-retry')).toBe('false');
     expect(res.headers.get('retry-after')).toBeNull();
     expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'server_busy', message: expect.stringMatching(/^This request needs at least \d+ bytes of the server's byte budget of 3145728 .*It cannot fit however long it waits; send a smaller one\.$/) });
+    // A body larger than the whole budget likewise: it was told the server held 0 bytes and to try again (atk89 F7).
+    const tiny = await testServer({ limits: { maxServerBytes: 3000 } });
+    const big = await poster(tiny.url)('/v1/responses', { model: 'sim-model', input: 'x'.repeat(4000) });
+    expect(big.status).toBe(503);
+    expect(big.headers.get('x-should-retry')).toBe('false');
+    expect(((await big.json()) as { error: { message: string } }).error.message).toMatch(/^This request's body needs at least \d+ bytes, and the server's whole byte budget is 3000 .*it cannot fit however long it waits; send a smaller one\.$/);
     // The same over a WebSocket: said in the error event; the connection goes on.
     const ws = await RawSocket.connect(url);
     ws.send({ type: 'response.create', ...body });

@@ -62,6 +62,19 @@ export class ServerError extends Error {
   }
 }
 
+/**
+ * `err`, the server's refusal of this client's append to its paused run, as the run's failure: this client sends its
+ * tools' outputs as they are and cannot send less, so it ends the run (a cancel, or closing its stream). The server's
+ * own words ("Send a smaller one; the run stays paused.") read, as the failure, as if the run were still paused, and a
+ * run the server ended `incomplete` after the refusal said only "the run ended incomplete" (outside attack atk89 F3).
+ */
+export function appendRefused(err: unknown): unknown {
+  // Its run gone meanwhile (ended, or another key's): nothing was refused.
+  if (!(err instanceof ServerError) || err.code === 'response_not_found') return err;
+  const message = err.message.slice(err.code.length + 2);
+  return new ServerError(err.code, `${message} (The server refused this client's append to its paused run, and the client ended the run: it cannot send less.)`, err.param, err.status);
+}
+
 /** A non-2xx answer as the server's error; a body that is not a Responses error (an HTML error page) by its status and first 200 characters. */
 export function serverError(status: number, text: string): ServerError {
   let err: { code?: string; message?: string; param?: string | null } = {};

@@ -25,7 +25,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isTerminalEvent, type SseErrorEvent } from '../protocol/events.js';
 import type { FunctionCall, InputItem, Response } from '../protocol/objects.js';
-import { AgentRun, ServerError, busyRun, fetchOrSay, serverError, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
+import { AgentRun, ServerError, appendRefused, busyRun, fetchOrSay, serverError, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type ToolExecutor } from './driver.js';
 import { sseEvents } from './http.js';
 
 export interface LongLivedHttpClientOptions {
@@ -133,7 +133,9 @@ export class LongLivedHttpClient implements AgentClient {
               // (`run.done`: its terminal event came, e.g. `response.cancelled` after a cancel()): the response is over,
               // and `cancelling` may already be a later run's (reset by its run()), so it no longer says so.
               if (this.cancelling || abort.signal.aborted || run.done) return;
-              await this.post(`${this.base}/${encodeURIComponent(id)}/append`, JSON.stringify({ input: outputs }));
+              await this.post(`${this.base}/${encodeURIComponent(id)}/append`, JSON.stringify({ input: outputs })).catch((err: unknown) => {
+                throw appendRefused(err);
+              });
             })
             .catch(fail);
           break;

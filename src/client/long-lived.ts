@@ -15,7 +15,7 @@
  */
 import { isTerminalEvent } from '../protocol/events.js';
 import type { FunctionCall } from '../protocol/objects.js';
-import { ServerError, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type AgentRun, type ToolExecutor } from './driver.js';
+import { ServerError, appendRefused, createBody, pausedCalls, runTools, toInputItems, type AgentClient, type AgentRequest, type AgentRun, type ToolExecutor } from './driver.js';
 import { EventSocket, type SocketOptions } from './socket.js';
 import { SocketClient } from './socket-client.js';
 import { LONG_LIVED_BETA } from '../protocol/designs.js';
@@ -54,7 +54,9 @@ export class LongLivedClient extends SocketClient implements AgentClient {
       if (isTerminalEvent(e)) {
         this.ended(run, e.response);
         if (e.response.status === 'completed') this.history = run.transcript.slice();
-        if (this.refused && e.response.status === 'cancelled') run.reject(this.refused);
+        // Ended after its append was refused (cancelled by this client, or ended `incomplete` by the server): the refusal
+        // says why, not only the status.
+        if (this.refused && e.response.status !== 'completed') run.reject(appendRefused(this.refused));
         else run.resolve(e.response);
         return;
       }

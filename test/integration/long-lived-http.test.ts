@@ -570,6 +570,8 @@ describe('long-lived over HTTP', () => {
     );
     expect(err).toBeInstanceOf(ServerError);
     expect((err as ServerError).code).toBe('content_flagged');
+    // Said as this client's end of the run, not only the server's words (atk89 F3).
+    expect((err as ServerError).message).toMatch(/\(The server refused this client's append to its paused run, and the client ended the run: it cannot send less\.\)$/);
     await server.httpTransport.idle();
     const recs = server.services.records.page({ owner: null, limit: 10, after: null, order: 'desc' }).data;
     expect(recs.map((r) => [r.protocol, r.status])).toEqual([['long-lived-http', 'cancelled']]);

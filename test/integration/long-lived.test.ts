@@ -66,6 +66,7 @@ describe('long-lived run', () => {
     );
     expect(err).toBeInstanceOf(ServerError);
     expect((err as ServerError).code).toBe('content_flagged');
+    expect((err as ServerError).message).toMatch(/\(The server refused this client's append to its paused run, and the client ended the run: it cannot send less\.\)$/);
     expect(run.responses.map((r) => r.status)).toEqual(['cancelled']);
     // The connection is usable: the next run gets its own events, not the old run's.
     const again = await client.run({ model: 'sim-model', input: 'go', tools: [shellTool] }, () => 'fine');
@@ -75,6 +76,23 @@ describe('long-lived run', () => {
     const recs = server.services.records.page({ owner: null, limit: 10, after: null, order: 'asc' }).data;
     expect(recs.map((r) => r.status)).toEqual(['cancelled', 'completed']);
   });
+  it('a run the server ends incomplete after refusing its append fails with the refusal, not only its status (atk89 F3)', async () => {
+    // Under a budget no append fits beside the run, the server ends it `incomplete` after its `error` event: the client
+    // said only "the run ended incomplete" (the demo's long-lived lane showed that), not the server's reason.
+    const policy = scriptPolicy([{ calls: [{ name: 'exec_command', arguments: { cmd: 'ls' }, call_id: 'call_a' }] }, { text: 'done' }]);
+    const { url } = await testServer({ policy, limits: { maxServerBytes: 600_000 } });
+    const client = await LongLivedClient.connect(url);
+    const run = client.run({ model: 'sim-model', input: 'go', tools: [shellTool] }, () => 'y'.repeat(700_000));
+    const err = await run.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ServerError);
+    expect((err as ServerError).code).toBe('server_busy');
+    expect((err as ServerError).message).toContain('the client ended the run');
+    await client.close();
+  });
+
   it("a run cancelled while its tool runs: the tool's outputs, once it finishes, are not appended to the next run on the connection", async () => {
     // response.append names no response: the connection's paused run takes it. The first run's late outputs were sent
     // while the second run was paused; it refused them (unknown_call_id), and the client then cancelled it (the

@@ -411,6 +411,23 @@ describe('the demo page under attack', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+  it('a page whose script the server refused says so, its buttons disabled; loaded, the note is gone (outside attack atk89 F4)', async () => {
+    // Past --max-connections the browser's parallel fetch of demo.js was refused 503: the page showed a working-looking
+    // form whose Start did nothing, and no message.
+    const page = await browser!.newPage();
+    await page.route('**/demo/demo.js', (route) => route.fulfill({ status: 503, contentType: 'application/json', body: '{"error":{"message":"too many connections","type":"server_error","param":null,"code":"too_many_connections"}}' }));
+    await page.goto(`${server!.url}/demo`);
+    await page.locator('#script-missing').waitFor({ state: 'visible' });
+    expect(await page.locator('#script-missing').textContent()).toMatch(/^This page's script has not loaded/);
+    expect(await page.locator('[data-action="race"]').isDisabled()).toBe(true);
+    await page.close();
+    const { page: loaded, errors } = await openPage(server!.url);
+    expect(await loaded.locator('#script-missing').count()).toBe(0);
+    expect(await loaded.locator('[data-action="race"]').isDisabled()).toBe(false);
+    expect(errors).toEqual([]);
+    await loaded.close();
+  }, 120_000);
+
   it('a page whose configuration never loaded, with the server still unreachable: Start says so, no unhandled error', async () => {
     const page = await browser!.newPage();
     const errors: string[] = [];

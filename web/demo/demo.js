@@ -443,6 +443,12 @@ suggestOrder();
 
 form.addEventListener('submit', startRace);
 form.elements.workload.addEventListener('change', describeWorkload);
+// The buttons work from here on. The page comes with them disabled and a note that this script has not loaded (shown
+// after a few seconds by the stylesheet): refused (past --max-connections, the browser fetching the page's files on
+// parallel connections), the page showed a working-looking form whose Start did nothing (outside attack atk89 F4).
+raceBtn.disabled = false;
+pauseBtn.disabled = false;
+$('#script-missing')?.remove();
 buildLegend();
 /** The configuration could not be fetched (the server unreachable): said, and Start tries again. */
 function configFailed(err) {

@@ -56,7 +56,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     refusing.add(socket);
     const requestId = newId('req', 16);
     log.info({ request_id: requestId, status: wire.status, code: wire.code, parser: code }, 'malformed request refused');
-    afterAnswers(socket, () => answerRaw(socket, wire, requestId), own);
+    afterAnswers(socket, () => answerRaw(socket, wire, requestId, own?.method === 'HEAD'), own);
     return;
   }
   if (answer && answer.headersSent) {
@@ -66,7 +66,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   }
   const requestId = newId('req', 16);
   log.info({ request_id: requestId, status: wire.status, code: wire.code, parser: code }, 'malformed request refused');
-  answerRaw(socket, wire, requestId);
+  answerRaw(socket, wire, requestId, own?.method === 'HEAD');
 }
 
 /** Sockets whose refusal (answerClientError) waits behind the answers before it. */
@@ -170,9 +170,13 @@ export function serveUpgradeAsHttp(
   });
 }
 
-/** A whole error answer written on a raw socket (no `ServerResponse`), then the socket closed. */
-/** `requestId`: the answer's `x-request-id`, as its log line names it (a new one when nothing logs the refusal). */
-function answerRaw(socket: Duplex, wire: WireError, requestId = newId('req', 16)): void {
+/**
+ * A whole error answer written on a raw socket (no `ServerResponse`), then the socket closed. `requestId`: the answer's
+ * `x-request-id`, as its log line names it (a new one when nothing logs the refusal). `head`: the request refused is a
+ * HEAD, whose answer carries no content (RFC 9110 §9.3.2), its `Content-Length` the one a GET's would have: the JSON
+ * body was written after it, and Node's client reported a parse error beside the answer (outside fuzzer atk88 F3).
+ */
+function answerRaw(socket: Duplex, wire: WireError, requestId = newId('req', 16), head = false): void {
   socket.on('error', () => {});
   // Its write side already shut (an answer before it closed the connection): whoever shut it closes it.
   if (!socket.writable) return;
@@ -184,6 +188,6 @@ function answerRaw(socket: Duplex, wire: WireError, requestId = newId('req', 16)
   // An `x-request-id` as every other answer has (a 431 had none; outside conformance tester atk58), the one its log
   // line names (a fresh one was in no log; atk59).
   socket.end(
-    `HTTP/1.1 ${wire.status} ${reason}\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nx-request-id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${wire.status} ${reason}\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nx-request-id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`,
   );
 }

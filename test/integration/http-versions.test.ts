@@ -50,6 +50,23 @@ describe('request-line HTTP versions', () => {
     expect(text).toContain('"code":"invalid_http_request"');
   });
 
+  it('a HEAD refused by the parser (a malformed chunked body) or by the request timeout is answered without content (outside fuzzer atk88 F3)', async () => {
+    // The JSON error body was written after the head: a HEAD answer carries none (RFC 9110 §9.3.2), and Node's client
+    // reported a parse error beside the answer.
+    const { port } = await testServer({ limits: { requestTimeoutMs: 300 } });
+    for (const [request, status] of [
+      ['HEAD /health HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', 400],
+      ['HEAD /health HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n', 408],
+    ] as const) {
+      const text = await untilServerCloses(port, request);
+      expect(statuses(text)).toEqual([status]);
+      expect(text).toMatch(/\r\nContent-Length: [1-9]\d*\r\n/i);
+      expect(text.endsWith('\r\n\r\n')).toBe(true);
+    }
+    // A GET refused so keeps its body.
+    expect(await untilServerCloses(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n')).toContain('"code":"invalid_http_request"');
+  });
+
   it('the HTTP/2 connection preface is refused 505', async () => {
     const { port } = await testServer();
     const text = await untilServerCloses(port, 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');

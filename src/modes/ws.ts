@@ -26,6 +26,7 @@ import type { RunPlan } from '../engine/run.js';
 import type { Services } from '../engine/services.js';
 import { affinityKey, checkAndRender } from './prepare.js';
 import { notFound, prepareFromStore, resolveReferences } from './hydrate.js';
+import { WireError } from '../protocol/errors.js';
 import { MAX_CHAIN_LINKS } from '../store/types.js';
 import { checkContext, contextBytes, ITEM_HELD_BYTES } from '../engine/budget.js';
 import type { ModePolicy, SessionInfo } from './session.js';
@@ -115,6 +116,12 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
    * `previous_response_not_found` (outside attacks atk62 F3, atk65 F3).
    */
   const broken = new WeakSet<Set<string>>();
+  /**
+   * The ids of the last cached responses let go to make room in the server-wide byte budget (`shed`), at most
+   * `LET_GO_IDS_KEPT`: a `store: false` continuation of one is told so, not only "not found": it was a response this
+   * connection had just finished, and nothing said the budget was the cause (outside fuzzer atk88 I1).
+   */
+  const letGo: string[] = [];
   let inFlight: Set<string> | null = null;
   let planning: Set<string> | null = null;
   /** More deletes during one plan than `planning` keeps: its lineage is taken as broken (a miss next time, never a wrong hit). */
@@ -267,7 +274,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         lineage = new Set(cache.lineage);
       } else {
         // A cache miss: the HTTP baseline's work, from the store (a fresh create has no chain to load).
-        if (prev && !params.store) throw notFound(prev);
+        if (prev && !params.store) throw letGo.includes(prev) ? notFoundLetGo(prev) : notFound(prev);
         const chainIds: string[] = [];
         prepared = await prepareFromStore(params, services, metrics, info.owner, { charge: info.charge, ids: chainIds, signal });
         lineage = new Set(chainIds);
@@ -322,7 +329,11 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       unwatch?.();
     },
     shed() {
-      for (const lane of [...caches.keys()]) setCache(lane, null);
+      for (const [lane, c] of [...caches]) {
+        letGo.push(c.id);
+        if (letGo.length > LET_GO_IDS_KEPT) letGo.shift();
+        setCache(lane, null);
+      }
       info.kept?.();
     },
     keptBytes() {
@@ -331,4 +342,17 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       return n;
     },
   };
+}
+
+/** How many ids of cached responses let go for the byte budget a ws-mode connection remembers (`letGo`). */
+const LET_GO_IDS_KEPT = 16;
+
+/** `previous_response_not_found` for `id`, whose cached copy this connection let go to make room in the byte budget. */
+function notFoundLetGo(id: string): WireError {
+  const err = notFound(id);
+  return new WireError(
+    err.code,
+    `${err.message} This connection's cached copy of it was let go to make room in the server's byte budget (llr serve --max-server-bytes), and with store: false it is kept nowhere else: send the whole context again.`,
+    err.param,
+  );
 }

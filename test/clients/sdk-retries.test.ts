@@ -7,6 +7,8 @@
 import OpenAI, { APIError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { RunRecord } from '../../src/engine/records.js';
+import { scriptPolicy } from '../../src/model/policies.js';
+import { RawSocket } from '../helpers/raw-socket.js';
 import { testServer } from '../helpers/server.js';
 
 async function records(url: string): Promise<RunRecord[]> {
@@ -34,14 +36,26 @@ describe('openai-node retries', () => {
     expect((await records(url)).map((r) => r.status)).toEqual(['failed']);
   });
 
-  it('a refusal of load (503 server_busy) says when to retry, and nothing ran', async () => {
-    const { url } = await testServer({ limits: { maxServerBytes: 1024 } });
+  it('a refusal of load (503 server_busy) says when to retry, and nothing ran; one that can never fit says not to', async () => {
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: {}, call_id: 'call_a' }] }]);
+    const { url } = await testServer({ policy, limits: { maxServerBytes: 64 * 1024 } });
+    // A long-lived run paused on its call holds most of the budget: a create that fits alone does not fit beside it.
+    const paused = await RawSocket.longLived(url);
+    paused.send({ type: 'response.create', model: 'm', input: 'x'.repeat(40_000), tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} } }] });
+    await paused.next('response.done');
     const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
-    const err = await refusal(client.responses.create({ model: 'm', input: 'x'.repeat(4096) }));
+    const err = await refusal(client.responses.create({ model: 'm', input: 'x'.repeat(30_000) }));
     expect([err.status, err.code]).toEqual([503, 'server_busy']);
     expect(err.headers?.get('retry-after')).toBe('1');
     expect(err.headers?.get('retry-after-ms')).toBe('1000');
-    expect(await records(url)).toEqual([]);
+    // A body larger than the whole budget can never fit: not to be retried (atk89 F7).
+    const never = await refusal(client.responses.create({ model: 'm', input: 'x'.repeat(70_000) }));
+    expect([never.status, never.code]).toEqual([503, 'server_busy']);
+    expect(never.headers?.get('x-should-retry')).toBe('false');
+    expect(never.headers?.get('retry-after')).toBeNull();
+    // Nothing ran over HTTP: the only run is the paused one.
+    expect((await records(url)).map((r) => r.protocol)).toEqual(['long-lived']);
+    paused.dispose();
   });
 
   it('a 400 is not retried and carries no retry advice', async () => {

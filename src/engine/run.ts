@@ -28,7 +28,7 @@ import type { Counter, RunMetrics } from '../pipeline/metrics.js';
 import { appendOutputCooperative, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { checkFull, checkIncremental } from '../pipeline/checks.js';
-import { answeredCallId } from '../pipeline/validate.js';
+import { answeredCallId, missingToolOutput, pendingCallsOf } from '../pipeline/validate.js';
 import type { PostInferenceJob } from '../pipeline/post.js';
 import { compactContext, compactThreshold, compactionDue } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
@@ -389,6 +389,10 @@ export class ResponseRun {
       if (answers !== undefined) answering.add(answers);
       fresh.push(item);
     }
+    // A client call appended without its output in the same append: the run waits only for the model's calls, so its
+    // output could never be taken (`unknown_call_id`), and the stored response was a dead end (outside attack atk89 F6).
+    const dangling = missingToolOutput(pendingCallsOf(fresh));
+    if (dangling) throw dangling;
     checkContext(ctx, fresh, this.services.limits);
     this.keep.check(fresh, this.services.limits);
     const arrivedAt = this.services.clock.now();

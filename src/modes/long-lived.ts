@@ -35,7 +35,10 @@ export function longLivedPolicy(services: Services, info: SessionInfo): ModePoli
       // The run's context budget covers what it starts with, not only what is
       // appended; checked before rendering, so an oversized input costs no tokenizing.
       checkContext(null, input, services.limits);
-      const { context, route } = await prepareFull(params, [], input, services, metrics, info.owner);
+      // A client call in its input without its output is refused (`missing_tool_output`), as on the other designs: the
+      // run waits only for the model's own calls, so that output could never be sent (`unknown_call_id`), and the stored
+      // response was then a dead end, every continuation of it refused (outside attack atk89 F6).
+      const { context, route } = await prepareFull(params, [], input, services, metrics, info.owner, true);
       return {
         protocol: 'long-lived',
         params,

@@ -14,7 +14,7 @@
  *   from the context's. A ws continuation from the cached response, and
  *   every long-lived append (WebSocket and HTTP).
  *
- * With `requireToolOutputs` (the creates of the ws and http designs) either
+ * With `requireToolOutputs` (the creates of every design) either
  * form also refuses a context that leaves a client tool call without its
  * output (`missing_tool_output`): the full form follows the calls through
  * the whole history and input, the incremental one starts from the calls the
@@ -51,9 +51,10 @@ export interface CheckRequest {
   text?: TextConfig | undefined;
   /**
    * Refuse a context that leaves a client tool call without its output (`missing_tool_output`, the API's
-   * "No tool output found for function call …"): the creates of the designs whose responses end at tool
-   * calls (ws, http). Not a long-lived create or append, whose run waits for outputs appended to it, nor
-   * a compaction.
+   * "No tool output found for function call …"): the creates of every design (a long-lived run waits only
+   * for the model's own calls, so a client call left without its output could never be answered). Not a
+   * long-lived append, whose context holds the model's calls it answers (engine/run.ts checks that the
+   * append's own calls have their outputs), nor a compaction.
    */
   requireToolOutputs?: boolean;
 }

@@ -150,6 +150,10 @@ describe('long-lived bad input', () => {
     expect((await s.next('error')).error).toMatchObject({ code: 'empty_array', param: 'input' });
     s.send({ type: 'response.inject', response_id: done.response.id, input: [] });
     expect((await s.next('error')).error).toMatchObject({ code: 'empty_array', param: 'input' });
+    // A client call appended without its output: the run waits only for the model's calls, so that output could never
+    // be taken (unknown_call_id) and the stored response was a dead end; refused as a create's is (atk89 F6).
+    s.send({ type: 'response.append', input: [out('call_a'), out('call_b'), { type: 'function_call', call_id: 'call_mine', name: 'lookup', arguments: '{}' }] });
+    expect((await s.next('error')).error).toMatchObject({ code: 'missing_tool_output', message: 'No tool output found for function call call_mine.' });
     // A field the frame does not have is named, as a create's is (a typo was dropped without a word; atk89 F1).
     s.send({ type: 'response.append', input: [out('call_a'), out('call_b')], inputs: [] });
     expect((await s.next('error')).error).toMatchObject({ code: 'unknown_parameter', param: 'inputs' });

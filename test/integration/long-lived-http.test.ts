@@ -107,6 +107,11 @@ describe('long-lived over HTTP', () => {
       expect(twice.json.error).toMatchObject({ code: 'invalid_value', param: 'protocol' });
       expect(twice.json.error.message).toMatch(/more than once/);
     }
+    // A client call in the input without its output could never be answered (the run waits for the model's calls only):
+    // refused as on the other designs (it ran, and its stored response refused every continuation; atk89 F6).
+    const input = [{ type: 'message', role: 'user', content: 'go' }, { type: 'function_call', call_id: 'call_mine', name: 'lookup', arguments: '{}' }];
+    const dangling = await postJson(`${url}/v1/responses?protocol=long-lived`, { ...create(), input, stream: true });
+    expect(dangling).toMatchObject({ status: 400, json: { error: { code: 'missing_tool_output', param: 'input' } } });
   });
 
   it('append to an unknown id → 404 response_not_found; cancel of one → the same', async () => {

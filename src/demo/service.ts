@@ -37,7 +37,7 @@ import { DemoModels } from './models.js';
 import { tokenizerReady } from '../model/tokenizer.js';
 import { leastRaceMs, parseRaceRequest, SPEEDS, speedSettings } from './request.js';
 import { Race } from './race.js';
-import { codexAvailable, DEFAULT_DEMO_WORKLOAD, PROMPT_TOOL_MS, SYNTHETIC_TOOL_MS } from './workloads.js';
+import { codexAvailable, codexLabel, DEFAULT_DEMO_WORKLOAD, PROMPT_TOOL_MS, SYNTHETIC_TOOL_MS } from './workloads.js';
 
 export interface DemoOptions {
   /** Races running at once (default 2); one more gets HTTP 429. */
@@ -177,7 +177,7 @@ export class DemoService implements HttpRoutes {
         { id: 'recorded', label: 'as recorded' },
       ],
       workloads: {
-        codex: { available: codexAvailable(o.workloadPath) },
+        codex: { available: codexAvailable(o.workloadPath), label: codexLabel(o.workloadPath, true) },
         synthetic: { max_tool_calls: o.maxToolCalls, tool_ms: SYNTHETIC_TOOL_MS },
         prompt: { max_bytes: o.maxPromptBytes, max_lines: o.maxToolCalls, tool_ms: PROMPT_TOOL_MS },
       },

@@ -17,6 +17,7 @@
  * src/workload/). Leaves out running anything (race.ts).
  */
 import { existsSync } from 'node:fs';
+import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { autoPolicy, dollarLines, replayPolicy, type ModelPolicy } from '../model/policies.js';
 import type { FunctionTool, InputItem } from '../protocol/objects.js';
@@ -89,12 +90,21 @@ export function demoCodexWorkload(path: string): Workload {
   return loaded.workload;
 }
 
+/**
+ * What the page calls the Codex workload: the bundled run, or the file `llr serve --demo-workload` gave (by its name:
+ * it was called the bundled run whatever file it was; outside attack atk89 F5). `start`: capitalised, for a label.
+ */
+export function codexLabel(codexPath: string, start: boolean): string {
+  const label = codexPath === DEFAULT_DEMO_WORKLOAD ? 'the bundled Codex CLI run' : `the run of ${basename(codexPath).slice(0, 80)}`;
+  return start ? label.charAt(0).toUpperCase() + label.slice(1) : label;
+}
+
 /** Build the chosen workload; a bad choice is a WireError naming the field. */
 export function buildWorkload(choice: WorkloadChoice, limits: WorkloadLimits, codexPath: string): DemoWorkload {
   switch (choice.kind) {
     case 'codex': {
       if (!codexAvailable(codexPath)) throw new WireError('invalid_value', `The bundled Codex run is not installed (${codexPath}).`, 'workload');
-      return fromReplay(demoCodexWorkload(codexPath), 'the bundled Codex CLI run', 'Tools answer with the outputs the Codex run recorded.');
+      return fromReplay(demoCodexWorkload(codexPath), codexLabel(codexPath, false), 'Tools answer with the outputs the Codex run recorded.');
     }
     case 'synthetic': {
       const n = choice.tool_calls;

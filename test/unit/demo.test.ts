@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { DEMO_DESIGNS } from '../../src/demo/designs.js';
 import { DemoModels } from '../../src/demo/models.js';
 import { parseRaceRequest, speedSettings } from '../../src/demo/request.js';
+import { codexLabel, DEFAULT_DEMO_WORKLOAD } from '../../src/demo/workloads.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import type { Model, ModelEvent, ModelRequest } from '../../src/model/types.js';
 import { WireError } from '../../src/protocol/errors.js';
@@ -79,6 +80,12 @@ describe('race requests', () => {
     expect(p.workload.model_calls).toBe(3);
     expect(parseRaceRequest({ workload: 'prompt', prompt: '$  ls\n$ \tpwd\n$ ', speed: 'instant' }, limits).workload.model_calls).toBe(3);
     expect(p.workload.toolResult('call_1', '{"cmd":"ls"}')?.output).toMatch(/`ls` was not run/);
+  });
+
+  it('calls a --demo-workload file by its name, not the bundled run (outside attack atk89 F5)', () => {
+    expect(codexLabel(DEFAULT_DEMO_WORKLOAD, true)).toBe('The bundled Codex CLI run');
+    expect(codexLabel('/data/runs/long-400.json', true)).toBe('The run of long-400.json');
+    expect(codexLabel('/data/runs/long-400.json', false)).toBe('the run of long-400.json');
   });
 
   it('names the field at fault', () => {

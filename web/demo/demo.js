@@ -72,6 +72,8 @@ async function loadConfig() {
   document.querySelector('[data-for="auth"]').hidden = !config.auth_required;
   form.elements.tool_calls.max = String(config.workloads.synthetic.max_tool_calls);
   const codex = form.elements.workload.querySelector('option[value="codex"]');
+  // The file `llr serve --demo-workload` gave is named, not called the bundled run.
+  if (typeof config.workloads.codex.label === 'string') codex.textContent = config.workloads.codex.label;
   codex.disabled = !config.workloads.codex.available;
   if (codex.disabled) codex.textContent += ' (not installed)';
   buildLanes(config.designs);

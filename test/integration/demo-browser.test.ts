@@ -84,6 +84,10 @@ describe('the demo page', () => {
       expect(await shown('bytes-sent'), d).toBeGreaterThan(0);
       expect(await shown('e2e-ms'), d).toBeGreaterThan(0);
       expect(await lane.locator('.timeline rect').count(), d).toBeGreaterThan(0);
+      // Each bar's tooltip names its colour as the legend does, then the server's stage (atk89 F8).
+      const tips = await lane.locator('.timeline rect > title').allTextContents();
+      expect(tips.length, d).toBeGreaterThan(0);
+      for (const tip of tips) expect(tip, d).toMatch(/^(time to first token|decode|tool \/ paused|parse \/ validate|render \(tokenise\)|safety|route \/ load state|usage \/ billing \/ log|persist) \(.+\): [\d.]+ ms at [\d.]+ ms$/);
       expect(await lane.locator('.wire li').count(), d).toBeGreaterThan(0);
     }
     expect(await page.locator('[data-field="explanation"]').textContent()).toMatch(/long-lived Response/);

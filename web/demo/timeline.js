@@ -21,6 +21,11 @@ export const CATEGORIES = [
 ];
 export const API_CATEGORIES = ['validate', 'render', 'safety', 'route', 'billing', 'persist'];
 
+/** A category's name as the legend says it. */
+function categoryLabel(id) {
+  return CATEGORIES.find((c) => c.id === id)?.label ?? id;
+}
+
 const STAGE_CATEGORY = {
   prefill: 'ttft',
   decode: 'decode',
@@ -125,7 +130,9 @@ export function drawTimeline(svg, segs, gates, scaleMs) {
     if (w <= 0) continue;
     const rect = el('rect', { x: x0, y: api ? 22 : 2, width: w, height: 18, fill: CATEGORIES.find((c) => c.id === s.cat).fill }, svg);
     // A request's parse and auth come before its response starts: drawn, and said, from the lane's start at the earliest.
-    el('title', {}, rect).textContent = `${s.stage}: ${(s.end - s.start).toFixed(2)} ms at ${Math.max(0, squeeze(s.start)).toFixed(1)} ms`;
+    // Named as the legend names its colour, the server's own stage after it (the stage alone, `prefill`, `parse_append`,
+    // left the reader to map it to "time to first token", "parse / validate"; outside attack atk89 F8).
+    el('title', {}, rect).textContent = `${categoryLabel(s.cat)} (${s.stage}): ${(s.end - s.start).toFixed(2)} ms at ${Math.max(0, squeeze(s.start)).toFixed(1)} ms`;
   }
 }
 
@@ -173,7 +180,7 @@ export function drawPerCall(svg, calls, maxCalls, maxMs) {
       const h = (v / maxMs) * H;
       y -= h;
       const rect = el('rect', { x: i * slot + slot * 0.1, y, width: Math.max(1, slot * 0.8), height: Math.max(0.5, h), fill: CATEGORIES.find((k) => k.id === cat).fill }, svg);
-      el('title', {}, rect).textContent = `model call ${i + 1}: ${cat} ${v.toFixed(2)} ms`;
+      el('title', {}, rect).textContent = `model call ${i + 1}: ${categoryLabel(cat)} ${v.toFixed(2)} ms`;
     }
   });
 }

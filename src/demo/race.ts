@@ -159,20 +159,26 @@ export class Race implements StepGate {
           await lane.close();
         }
       };
-      // The lanes' post-inference work (billing, persist spans in their records), as at the start: what is pending now;
-      // then every lane's figures first, then the states: a lane shown done can be compared at once.
-      const report = async (results: Array<LaneDoneMessage | null>, lanes: readonly Lane[]): Promise<void> => {
+      // A lane's post-inference work (billing, persist spans in its records), as at the start: what is pending now; then
+      // its figures, then its state: a lane shown done can be compared at once.
+      const report = async (res: LaneDoneMessage | null, lane: Lane): Promise<void> => {
         await this.postWorkSettled();
-        results.forEach((res, i) => {
-          lanes[i]!.emitRecords(true);
-          if (res) this.emit(finish(res, lanes[i]!));
-        });
-        results.forEach((res, i) => res && this.emit({ type: 'lane.state', design: lanes[i]!.id, state: 'done' }));
+        lane.emitRecords(true);
+        if (!res) return;
+        this.emit(finish(res, lane));
+        this.emit({ type: 'lane.state', design: lane.id, state: 'done' });
       };
       const results: Array<LaneDoneMessage | null> = [];
       if (o.order === 'together') {
-        results.push(...(await Promise.all(this.lanes.map(runLane))));
-        await report(results, this.lanes);
+        // Each lane is said done as it ends too: a lane that had ended stayed `running` until the last one had, and the
+        // page's time scale, which holds a running lane's time so far, overshot the longest lane (atk89 F2).
+        await Promise.all(
+          this.lanes.map(async (lane, i) => {
+            const res = await runLane(lane, i);
+            results[i] = res;
+            await report(res, lane);
+          }),
+        );
       } else {
         // One after another: each lane has the server to itself, so an HTTP
         // lane's re-tokenising cannot hold up the others (it would with an
@@ -186,7 +192,7 @@ export class Race implements StepGate {
         for (const [i, lane] of this.lanes.entries()) {
           const res = await runLane(lane, i);
           results.push(res);
-          await report([res], [lane]);
+          await report(res, lane);
         }
       }
       const failed = results.some((r) => r === null);

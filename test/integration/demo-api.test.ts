@@ -48,6 +48,13 @@ describe('demo race', () => {
     expect(msgs.at(-1)).toMatchObject({ type: 'race.done', status: 'done' });
     const race = msgs.find((m) => m.type === 'race')!;
     expect(race.type === 'race' && race.designs.map((d) => d.id)).toEqual(DEMO_DESIGNS.map((d) => d.id));
+    expect(race.type === 'race' && race.order).toBe('together');
+    // Each lane is said done right after its figures, as it ends: not every lane's at the race's end, which kept a
+    // lane that had ended shown running and the page's time scale past the longest lane (atk89 F2).
+    for (const d of DEMO_DESIGNS) {
+      const at = msgs.findIndex((m) => m.type === 'lane.done' && m.design === d.id);
+      expect(msgs[at + 1], d.id).toMatchObject({ type: 'lane.state', design: d.id, state: 'done' });
+    }
     const all = await records(url);
     for (const d of race.type === 'race' ? race.designs : []) {
       const mine = all.filter((r) => r.model === d.model);

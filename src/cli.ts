@@ -80,7 +80,7 @@ merges of --tokenizer-cache-entries pre-tokens (default 100000, and at most
 4,000,000 characters and ids together; 0: off).
 Switches for --off / --on: ${Object.keys(DEFAULT_SWITCHES).join(', ')}
 (all on by default except overlap_persist and lean_pause_event).
---allow-unknown-parameters ignores a create's (and input_tokens', compact's, an append's) unknown top-level fields, which are
+--allow-unknown-parameters ignores a create's (and input_tokens', compact's, an HTTP append's) unknown top-level fields, which are
 refused 400 unknown_parameter by default, as the API refuses them, and takes input
 items and tools of unknown types, refused 400 invalid_value by default (for a client
 newer than the server's lists of fields and types; docs/protocol.md).

@@ -172,7 +172,6 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
     }
     case 'response.append':
       if (caps.notAppendable !== undefined) throw notPartOf('response.append', caps.notAppendable);
-      if (caps.allowUnknownParameters !== true) checkParameters(value, APPEND_FRAME_FIELDS);
       return {
         type: 'response.append',
         input: parseAppendInput(value['input'], caps),
@@ -181,7 +180,6 @@ export function parseClientEvent(value: unknown, caps: ParseCaps = DEFAULT_PARSE
     case 'response.inject': {
       const responseId = optString(value, 'response_id');
       if (responseId === null) throw new WireError('missing_required_parameter', "Missing required parameter: 'response_id'.", 'response_id');
-      if (caps.allowUnknownParameters !== true) checkParameters(value, APPEND_FRAME_FIELDS);
       return { type: 'response.inject', input: parseAppendInput(value['input'], caps), response_id: responseId };
     }
     case 'response.cancel':
@@ -693,13 +691,15 @@ export function parseAppendBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
 }
 
 /**
- * The fields of an append's body (`POST /v1/responses/{id}/append`: `input`, and the optional `response_id` checked
- * against the path) and of a `response.append` or `response.inject` frame (with its `type`). Any other is refused
+ * The fields of an append's body (`POST /v1/responses/{id}/append`: `input`, the optional `response_id` checked against
+ * the path, and `client_metadata`, which Codex sends on its appends and creates). Any other is refused
  * `400 unknown_parameter`, as a create's is (unless `llr serve --allow-unknown-parameters`): it was dropped without a
  * word, so a typo such as `response_Id` beside the path's id, or `inputs`, went unnoticed (outside attack atk89 F1).
+ * Not so a `response.append` or `response.inject` frame, whose other fields are ignored, as documented: the WebSocket
+ * prototype's real client, Codex 0.107, sends `client_metadata` on every append, and refused, every long-lived run of it
+ * failed at its first tool output (outside attack atk90 F1).
  */
-const APPEND_BODY_FIELDS: ReadonlySet<string> = new Set(['input', 'response_id']);
-const APPEND_FRAME_FIELDS: ReadonlySet<string> = new Set(['type', 'input', 'response_id']);
+const APPEND_BODY_FIELDS: ReadonlySet<string> = new Set(['input', 'response_id', 'client_metadata']);
 
 /**
  * An append's or inject's `input`: an input, and not an empty array. An empty one was taken (`202 {}` over HTTP, no

@@ -154,13 +154,9 @@ describe('long-lived bad input', () => {
     // be taken (unknown_call_id) and the stored response was a dead end; refused as a create's is (atk89 F6).
     s.send({ type: 'response.append', input: [out('call_a'), out('call_b'), { type: 'function_call', call_id: 'call_mine', name: 'lookup', arguments: '{}' }] });
     expect((await s.next('error')).error).toMatchObject({ code: 'missing_tool_output', message: 'No tool output found for function call call_mine.' });
-    // A field the frame does not have is named, as a create's is (a typo was dropped without a word; atk89 F1).
-    s.send({ type: 'response.append', input: [out('call_a'), out('call_b')], inputs: [] });
-    expect((await s.next('error')).error).toMatchObject({ code: 'unknown_parameter', param: 'inputs' });
-    s.send({ type: 'response.inject', response_id: done.response.id, input: [out('call_a'), out('call_b')], foo: 1 });
-    expect((await s.next('error')).error).toMatchObject({ code: 'unknown_parameter', param: 'foo' });
-    // Still paused: the real outputs resume it.
-    s.send({ type: 'response.append', input: [out('call_a'), out('call_b')] });
+    // Still paused: the real outputs resume it. A frame's other fields are ignored, as documented: Codex 0.107 sends
+    // client_metadata on every append, and refused, every long-lived run of it failed (outside attack atk90 F1).
+    s.send({ type: 'response.append', input: [out('call_a'), out('call_b')], client_metadata: { 'x-codex-turn-metadata': '{}' }, event_id: 'evt_1' });
     expect((await s.next('response.completed')).response.output.at(-1)?.type).toBe('message');
   });
 

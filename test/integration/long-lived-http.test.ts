@@ -137,8 +137,8 @@ describe('long-lived over HTTP', () => {
     // A field the body does not have is named, as a create's is (a typo was dropped without a word; atk89 F1).
     const typo = await postJson(`${url}/v1/responses/${id}/append`, { input: [out('call_a'), out('call_b')], response_Id: 'resp_other' });
     expect(typo).toMatchObject({ status: 400, json: { error: { code: 'unknown_parameter', param: 'response_Id' } } });
-    // Still paused: both outputs are accepted and the run completes.
-    expect((await append([out('call_a'), out('call_b')])).status).toBe(202);
+    // Still paused: both outputs are accepted (with the client_metadata Codex sends) and the run completes.
+    expect((await postJson(`${url}/v1/responses/${id}/append`, { input: [out('call_a'), out('call_b')], client_metadata: { a: 'b' } })).status).toBe(202);
     expect((await s.next('response.completed')).response.status).toBe('completed');
     expect(server.services.records.get(id)!.counters['appends']).toBe(1);
   });

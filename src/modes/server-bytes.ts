@@ -581,14 +581,15 @@ export function pausedAppendRefusal(max: number, stuck: number, need: number): (
 /**
  * `err`, a request's body refused by the budget as it was read (`readBody`): when what it needs at least (`need`: what
  * was read with the piece refused, or its declared length) is more than the whole budget (`max`), it cannot fit however
- * long it waits, and is said so, not to be retried (over HTTP `x-should-retry: false`). It was told "The server holds 0
+ * long it waits, and is said so, 413 `payload_too_large`, not to be retried (over HTTP `x-should-retry: false` too). It was told "The server holds 0
  * bytes of requests … try again when other requests end", with Retry-After, which the SDKs follow (outside attack
  * atk89 F7). Otherwise `err`.
  */
 export function bodyPastBudget(err: unknown, max: number, need: number): unknown {
   if (!(err instanceof WireError) || err.code !== 'server_busy' || need <= max) return err;
+  // 413, not a 503: Codex retries every 5xx whatever `x-should-retry` says (outside attack atk90 F2).
   const said = new WireError(
-    'server_busy',
+    'payload_too_large',
     `This request's body needs at least ${need} bytes, and the server's whole byte budget is ${max} (llr serve --max-server-bytes): it cannot fit however long it waits; send a smaller one.`,
     null,
     { cause: err },

@@ -210,16 +210,18 @@ export class ConnectionSession {
   /**
    * A create of `bytes` (its frame or body) refused `err` while planned: when that is the byte budget's `server_busy`
    * and the create alone, with the token ids made from it (`heldByRun`) and the charge refused (`WireError.budgetAsk`),
-   * needs more than the whole budget, it cannot fit however long it waits, with nothing else held: said so, not to be
-   * retried (over HTTP `x-should-retry: false`). It was told to try again when other requests end, on an idle server
+   * needs more than the whole budget, it cannot fit however long it waits, with nothing else held: said so, 413
+   * `payload_too_large`, not to be retried (over HTTP `x-should-retry: false` too). It was told to try again when other requests end, on an idle server
    * whose bytes "held" were its own, and openai-node sent it three times (outside attack atk88 F1).
    */
   private cannotFitAlone(err: WireError, bytes: number): WireError {
     if (err.code !== 'server_busy' || err.budgetAsk === undefined || this.budget === null || err.noRetry) return err;
     const need = bytes + this.heldByRun() + err.budgetAsk;
     if (need <= this.budget.max) return err;
+    // 413, not a 503: Codex retries every 5xx whatever `x-should-retry` says (29 times at its defaults; outside attack
+    // atk90 F2), and no client retries a 413.
     const said = new WireError(
-      'server_busy',
+      'payload_too_large',
       `This request needs at least ${need} bytes of the server's byte budget of ${this.budget.max} (llr serve --max-server-bytes): its body and the token ids made from it, with nothing else held. It cannot fit however long it waits; send a smaller one.`,
       err.param,
       { cause: err },

@@ -751,13 +751,24 @@ export class WsConnection implements Transport, Unsent {
       this.log.info({ code: 'server_busy', arriving }, 'cached context let go: with it the message arriving could not fit the byte budget');
       return true;
     }
+    clearInterval(this.rxRetry);
+    this.rxRetry = undefined;
+    if (arriving > max) {
+      // Larger than the whole budget: no connection could take it. 1013 (try again later) had clients reconnect and send
+      // it again (Codex 35 times, then over HTTP; outside attack atk90 F2): 1009, message too big, as for the frame limit.
+      this.log.info({ code: 'payload_too_large', arriving, max }, 'the message arriving is larger than the whole byte budget; closing 1009');
+      const err = new WireError(
+        'payload_too_large',
+        `A message of at least ${arriving} bytes cannot fit in the server's whole byte budget of ${max} (llr serve --max-server-bytes), however long it waits; the connection closes (1009). Send a smaller one.`,
+      );
+      this.endForMessage(err, 1009, 'message larger than the server byte budget');
+      return true;
+    }
     this.log.info({ code: 'server_busy', arriving, own, paused_runs: others, max }, 'the message arriving cannot fit the byte budget beside what this connection holds; closing 1013');
     const err = new WireError(
       'server_busy',
       `A message of at least ${arriving} bytes cannot fit in the server's byte budget of ${max} (llr serve --max-server-bytes) beside the ${own} bytes this connection holds${others > 0 ? ` and the ${others} bytes other runs paused for their clients hold` : ''}; the connection closes (1013).`,
     );
-    clearInterval(this.rxRetry);
-    this.rxRetry = undefined;
     this.endForMessage(err, 1013, 'message too large for the server byte budget');
     return true;
   }

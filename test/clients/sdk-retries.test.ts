@@ -48,9 +48,9 @@ describe('openai-node retries', () => {
     expect([err.status, err.code]).toEqual([503, 'server_busy']);
     expect(err.headers?.get('retry-after')).toBe('1');
     expect(err.headers?.get('retry-after-ms')).toBe('1000');
-    // A body larger than the whole budget can never fit: not to be retried (atk89 F7).
+    // A body larger than the whole budget can never fit: 413, not to be retried (atk89 F7, atk90 F2).
     const never = await refusal(client.responses.create({ model: 'm', input: 'x'.repeat(70_000) }));
-    expect([never.status, never.code]).toEqual([503, 'server_busy']);
+    expect([never.status, never.code]).toEqual([413, 'payload_too_large']);
     expect(never.headers?.get('x-should-retry')).toBe('false');
     expect(never.headers?.get('retry-after')).toBeNull();
     // Nothing ran over HTTP: the only run is the paused one.

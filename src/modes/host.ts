@@ -169,8 +169,11 @@ export class SessionHost {
     const room = this.bytes.max - this.bytes.held;
     let stuck = 0;
     for (const set of this.sessionSets) stuck += set.stuckBytes();
-    const helps = (wanted: number) => wanted > room && wanted <= room + stuck;
-    if (this.live.waitsForRoom(helps)) return true;
+    // `own`: what the waiting run's own message, judged stuck too, counts among them; ending other messages cannot give
+    // the run its own share (it was counted, and a create that held less than the append's frame alone was ended for
+    // nothing; outside attack atk91 F1).
+    const helps = (wanted: number, own: number) => wanted > room && wanted <= room + stuck - own;
+    if (this.live.waitsForRoom((wanted) => helps(wanted, 0))) return true;
     for (const set of this.sessionSets) if (set.pausedRunWaitsForRoom(except, helps)) return true;
     return false;
   }
@@ -185,9 +188,11 @@ export class SessionHost {
    */
   endStuckLiveRun(err: unknown, id: string, owner: string | null, bytes: number, others = 0): unknown {
     if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.live.paused(id, owner)) return err;
-    this.live.waitedForRoom(id, owner, bytes);
     const stuck = this.heldForPeers();
     const said = pausedAppendRefusal(this.bytes.max, stuck, bytes);
+    // Told to try again, its run waits for room; told to send less (or ended), it waits for nothing: recorded as waiting,
+    // a WebSocket run's append was ended 1013 for room this refused append would never take (outside attack atk91 F6).
+    this.live.waitedForRoom(id, owner, said === null ? bytes : 0);
     if (said === null || (said.endsRun && others > 0)) return err;
     if (said.endsRun && !this.live.endPaused(id, owner, said, 'server_busy')) return err;
     this.log.info({ code: 'server_busy', bytes, stuck, max: this.bytes.max, response_id: id, ends_run: said.endsRun }, 'append cannot fit the byte budget that paused runs hold');
@@ -580,8 +585,8 @@ export class SessionSet {
   }
 
   /** Whether one of its sessions but `except` is paused for its client with a message arriving that waits for room `helps` says it lacks. */
-  pausedRunWaitsForRoom(except: ConnectionSession, helps: (wanted: number) => boolean): boolean {
-    for (const s of this.open) if (s !== except && s.paused && helps(s.share?.roomWanted?.() ?? 0)) return true;
+  pausedRunWaitsForRoom(except: ConnectionSession, helps: (wanted: number, own: number) => boolean): boolean {
+    for (const s of this.open) if (s !== except && s.paused && helps(s.share?.roomWanted?.() ?? 0, s.share?.stuckBytes?.() ?? 0)) return true;
     return false;
   }
 

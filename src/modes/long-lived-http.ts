@@ -212,13 +212,13 @@ export class LiveRuns {
   }
 
   /**
-   * `owner`'s paused run `id` had its client's append of `bytes` (what it needed at least) refused `server_busy`: it waits
-   * for room, as a WebSocket run whose append arriving cannot be charged does (`SessionHost.stuckMessagesHoldPausedRun`),
-   * until an append is taken.
+   * `owner`'s paused run `id` had its client's append of `bytes` (what it needed at least) refused `server_busy`, told to
+   * try again: it waits for room, as a WebSocket run whose append arriving cannot be charged does
+   * (`SessionHost.stuckMessagesHoldPausedRun`), until an append is taken; 0: refused for good, it waits for nothing.
    */
   waitedForRoom(id: string, owner: string | null, bytes: number): void {
     const entry = this.live.get(id);
-    if (entry && entry.owner === owner && entry.run.paused) entry.roomWanted = Math.max(1, bytes);
+    if (entry && entry.owner === owner && entry.run.paused) entry.roomWanted = bytes;
   }
 
   /** Whether a run paused here had its client's last append refused for room (`waitedForRoom`) that `helps` says it lacks. */

@@ -35,7 +35,7 @@ import type { ServerEvent } from '../protocol/events.js';
 import type { ParseSpan } from './transport.js';
 import { longLivedPolicy } from './long-lived.js';
 import { ConnectionSession, type ModePolicy } from './session.js';
-import { RunCharge, ServerBytes, connectionBytes, pausedAppendRefusal, type ConnectionBytes, type Hold } from './server-bytes.js';
+import { RunCharge, ServerBytes, connectionBytes, pausedAppendRefusal, pastWholeBudget, type ConnectionBytes, type Hold } from './server-bytes.js';
 import { SendBytes, startWaitMs, type SendShare, type Unsent } from './send-bytes.js';
 import type { SessionInfo, Transport } from './transport.js';
 import { wsModePolicy, type CachedResponses } from './ws.js';
@@ -324,8 +324,8 @@ export class SessionHost {
   }
 
   /** `POST /v1/responses/compact` (modes/compact.ts). */
-  async compact(params: CompactParams, owner: string | null, charge?: (bytes: number) => void, signal?: AbortSignal): Promise<CompactedResponse> {
-    return this.rendering(params.previous_response_id, owner, (metrics) => compactWindow(params, this.services, metrics, owner, charge, signal));
+  async compact(params: CompactParams, owner: string | null, charge?: (bytes: number) => void, signal?: AbortSignal, own: () => number = () => 0): Promise<CompactedResponse> {
+    return this.rendering(params.previous_response_id, owner, (metrics) => compactWindow(params, this.services, metrics, owner, charge, signal), own);
   }
 
   /**
@@ -334,21 +334,23 @@ export class SessionHost {
    * past it), and given back when its answer is made. They were counted nowhere: seven token counts of a 4.5 MB body
    * at once grew the RSS 321 MB under a 32 MiB budget that refused the same body as a create (outside attack atk47 F4).
    */
-  private async rendering<T>(prev: string | null | undefined, owner: string | null, work: (metrics: RunMetrics) => Promise<T>): Promise<T> {
+  private async rendering<T>(prev: string | null | undefined, owner: string | null, work: (metrics: RunMetrics) => Promise<T>, own: () => number): Promise<T> {
     await this.written(prev, owner);
     const held = new RunCharge(this.bytes);
     try {
       return await work(new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, held));
     } catch (err) {
-      throw this.stillRunning(err, prev, owner);
+      // Past the whole budget alone (`own`: the request's body and the chain it loaded; its token ids so far): said so.
+      const alone = err instanceof WireError && err.budgetAsk !== undefined ? pastWholeBudget(err, this.bytes.max, own() + held.bytes + err.budgetAsk) : err;
+      throw this.stillRunning(alone, prev, owner);
     } finally {
       held.close();
     }
   }
 
   /** `POST /v1/responses/input_tokens` (modes/compact.ts): what a create with `params` would count as input tokens. */
-  async inputTokens(params: CreateParams, owner: string | null, charge?: (bytes: number) => void, signal?: AbortSignal): Promise<InputTokenCount> {
-    return this.rendering(params.previous_response_id, owner, (metrics) => countInputTokens(params, this.services, metrics, owner, charge, signal));
+  async inputTokens(params: CreateParams, owner: string | null, charge?: (bytes: number) => void, signal?: AbortSignal, own: () => number = () => 0): Promise<InputTokenCount> {
+    return this.rendering(params.previous_response_id, owner, (metrics) => countInputTokens(params, this.services, metrics, owner, charge, signal), own);
   }
 
   /** A stored response the owner may read, or undefined. */

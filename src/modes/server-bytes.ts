@@ -598,3 +598,25 @@ export function bodyPastBudget(err: unknown, max: number, need: number): unknown
   said.noRetry = true;
   return said;
 }
+
+/**
+ * `err`, a request's charge refused by the budget (`server_busy`, with what it asked for: `WireError.budgetAsk`): when
+ * what the request needs at least (`need`: its body or frame, the token ids made from it, the charge refused) is more
+ * than the whole budget (`max`), it cannot fit however long it waits, with nothing else held: 413 `payload_too_large`,
+ * not to be retried (over HTTP `x-should-retry: false` too). It was told "The server holds N bytes … try again when other
+ * requests end", on an idle server whose bytes held were its own, with Retry-After, and openai-node sent it three times
+ * (outside attack atk88 F1; a token count and a compaction alike, atk91 F7); a 413, not a 503, since Codex retries every
+ * 5xx whatever `x-should-retry` says (atk90 F2). Otherwise `err`.
+ */
+export function pastWholeBudget(err: unknown, max: number, need: number): unknown {
+  if (!(err instanceof WireError) || err.code !== 'server_busy' || err.budgetAsk === undefined || err.noRetry || need <= max) return err;
+  const said = new WireError(
+    'payload_too_large',
+    `This request needs at least ${need} bytes of the server's byte budget of ${max} (llr serve --max-server-bytes): its body and the token ids made from it, with nothing else held. It cannot fit however long it waits; send a smaller one.`,
+    err.param,
+    { cause: err },
+  );
+  said.budgetAsk = err.budgetAsk;
+  said.noRetry = true;
+  return said;
+}

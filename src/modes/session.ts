@@ -32,7 +32,7 @@ import { ResponseRun, type EventSink, type RunPlan } from '../engine/run.js';
 import type { DeltaBatch } from '../protocol/event-json.js';
 import type { Services } from '../engine/services.js';
 import type { ParseSpan, SessionInfo, Transport } from './transport.js';
-import { RunCharge, pausedAppendRefusal, type ServerBytes } from './server-bytes.js';
+import { RunCharge, pausedAppendRefusal, pastWholeBudget, type ServerBytes } from './server-bytes.js';
 
 export type { SessionInfo, Transport };
 
@@ -208,27 +208,12 @@ export class ConnectionSession {
   }
 
   /**
-   * A create of `bytes` (its frame or body) refused `err` while planned: when that is the byte budget's `server_busy`
-   * and the create alone, with the token ids made from it (`heldByRun`) and the charge refused (`WireError.budgetAsk`),
-   * needs more than the whole budget, it cannot fit however long it waits, with nothing else held: said so, 413
-   * `payload_too_large`, not to be retried (over HTTP `x-should-retry: false` too). It was told to try again when other requests end, on an idle server
-   * whose bytes "held" were its own, and openai-node sent it three times (outside attack atk88 F1).
+   * A create of `bytes` (its frame or body) refused `err` while planned: past the whole budget alone, with the token ids
+   * made from it (`heldByRun`) and the charge refused, it is said so (`pastWholeBudget`).
    */
   private cannotFitAlone(err: WireError, bytes: number): WireError {
-    if (err.code !== 'server_busy' || err.budgetAsk === undefined || this.budget === null || err.noRetry) return err;
-    const need = bytes + this.heldByRun() + err.budgetAsk;
-    if (need <= this.budget.max) return err;
-    // 413, not a 503: Codex retries every 5xx whatever `x-should-retry` says (29 times at its defaults; outside attack
-    // atk90 F2), and no client retries a 413.
-    const said = new WireError(
-      'payload_too_large',
-      `This request needs at least ${need} bytes of the server's byte budget of ${this.budget.max} (llr serve --max-server-bytes): its body and the token ids made from it, with nothing else held. It cannot fit however long it waits; send a smaller one.`,
-      err.param,
-      { cause: err },
-    );
-    said.budgetAsk = err.budgetAsk;
-    said.noRetry = true;
-    return said;
+    if (err.code !== 'server_busy' || err.budgetAsk === undefined || this.budget === null) return err;
+    return pastWholeBudget(err, this.budget.max, bytes + this.heldByRun() + err.budgetAsk) as WireError;
   }
 
   /**

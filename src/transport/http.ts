@@ -616,7 +616,7 @@ export class HttpTransport {
     const params = parseCompactBody(json, parseCaps(limits, this.host.allowUnknownParameters));
     // A client gone while its window is read: a chain read still queued or under way stops (modes/hydrate.ts).
     const gone = clientGone(req, res);
-    const compacted = await this.host.compact(params, owner, (n) => hold.add(n), gone.signal).finally(gone.done);
+    const compacted = await this.host.compact(params, owner, (n) => hold.add(n), gone.signal, () => hold.bytes).finally(gone.done);
     hold.keep(bodyBytes);
     await sendJsonCooperative(res, 200, compacted, hold);
   }
@@ -636,7 +636,7 @@ export class HttpTransport {
     // A stored chain it loads is charged with its body while it is counted (`server_busy` past the budget).
     const params = parseCreateBody(withModel, parseCaps(limits, this.host.allowUnknownParameters));
     const gone = clientGone(req, res);
-    sendJson(res, 200, await this.host.inputTokens(params, owner, (n) => hold.add(n), gone.signal).finally(gone.done));
+    sendJson(res, 200, await this.host.inputTokens(params, owner, (n) => hold.add(n), gone.signal, () => hold.bytes).finally(gone.done));
   }
 
   /**

@@ -280,6 +280,13 @@ describe('the server-wide byte budget', () => {
     expect(res.headers.get('x-should-retry')).toBe('false');
     expect(res.headers.get('retry-after')).toBeNull();
     expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'payload_too_large', message: expect.stringMatching(/^This request needs at least \d+ bytes of the server's byte budget of 3145728 .*It cannot fit however long it waits; send a smaller one\.$/) });
+    // A token count and a compaction of it likewise (they were told to try again; atk91 F7).
+    for (const path of ['/v1/responses/input_tokens', '/v1/responses/compact']) {
+      const counted = await poster(url)(path, body);
+      expect(counted.status, path).toBe(413);
+      expect(counted.headers.get('x-should-retry'), path).toBe('false');
+      expect(((await counted.json()) as { error: { message: string } }).error.message, path).toContain('It cannot fit however long it waits');
+    }
     // A body larger than the whole budget likewise: it was told the server held 0 bytes and to try again (atk89 F7).
     const tiny = await testServer({ limits: { maxServerBytes: 3000 } });
     const big = await poster(tiny.url)('/v1/responses', { model: 'sim-model', input: 'x'.repeat(4000) });

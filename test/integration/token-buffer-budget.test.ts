@@ -144,7 +144,7 @@ describe('token ids are charged as they are made, checked against --max-server-b
   // Before: a request was admitted at its own bytes and its token ids, up to 4 bytes per byte of text, charged only at
   // the next model call, unchecked: twelve 4 MB creates held 149 MiB under a 32 MiB budget.
 
-  it('a create whose tokens would pass the budget is refused server_busy, over a WebSocket (long-lived, ws) and over HTTP, nothing left held', async () => {
+  it('a create whose tokens would pass the whole budget is refused payload_too_large, over a WebSocket (long-lived, ws) and over HTTP, nothing left held', async () => {
     const limit = 3 * MB;
     // A script turn for each create that runs (the refused ones never reach the model).
     const { server, url } = await testServer({ policy: scriptPolicy([{ text: 'one' }, { text: 'two' }]), limits: { maxServerBytes: limit } });
@@ -153,8 +153,9 @@ describe('token ids are charged as they are made, checked against --max-server-b
       // ~1 MB of text, a token a byte: ~4 MB of ids, past 3 MiB with the frame.
       s.send({ type: 'response.create', model: 'sim-model', input: dense(MB), store: false });
       // Refused while planned (the prompt is rendered before the response is created): the error event alone.
+      // Alone past the whole budget: 413 payload_too_large, not a 503 to retry (atk88 F1, atk90 F2).
       const refused = await s.next('error');
-      expect(refused.error.code, protocol).toBe('server_busy');
+      expect(refused.error.code, protocol).toBe('payload_too_large');
       // The connection goes on: a small create is served.
       s.send({ type: 'response.create', model: 'sim-model', input: 'hi', store: false });
       await s.next('response.completed');
@@ -162,8 +163,8 @@ describe('token ids are charged as they are made, checked against --max-server-b
     }
     const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: dense(MB) }) });
     const body = (await res.json()) as { error?: { code?: string }; status?: string };
-    expect(res.status, JSON.stringify(body).slice(0, 300)).toBe(503);
-    expect(body.error?.code).toBe('server_busy');
+    expect(res.status, JSON.stringify(body).slice(0, 300)).toBe(413);
+    expect(body.error?.code).toBe('payload_too_large');
     await server.ws.idle();
     await server.httpTransport.idle();
     expect(await held(url)).toBe(0);
@@ -171,14 +172,15 @@ describe('token ids are charged as they are made, checked against --max-server-b
     expect(server.bytes.peak).toBeLessThanOrEqual(limit + 192 * 1024);
   });
 
-  it('a token count and a compaction are charged their token ids too: past the budget server_busy, as the same body as a create (atk47 F4)', async () => {
+  it('a token count and a compaction are charged their token ids too: past the whole budget payload_too_large, as the same body as a create (atk47 F4)', async () => {
     const limit = 3 * MB;
     const { server, url } = await testServer({ limits: { maxServerBytes: limit } });
     const post = (path: string, body: object) => fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
     for (const path of ['/v1/responses/input_tokens', '/v1/responses/compact']) {
+      // Alone past the whole budget: 413, as the same body as a create (atk91 F7).
       const refused = await post(path, { model: 'sim-model', input: dense(MB) });
-      expect(refused.status, path).toBe(503);
-      expect(((await refused.json()) as { error: { code: string } }).error.code, path).toBe('server_busy');
+      expect(refused.status, path).toBe(413);
+      expect(((await refused.json()) as { error: { code: string } }).error.code, path).toBe('payload_too_large');
       // A body that fits, ids and all, is answered; nothing stays held.
       const ok = await post(path, { model: 'sim-model', input: dense(64 * 1024) });
       expect(ok.status, path).toBe(200);

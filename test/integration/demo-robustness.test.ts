@@ -236,12 +236,14 @@ describe('demo race bodies at the edge, as /v1 bodies', () => {
   const post = (url: string) => fetch(`${url}/demo/api/races`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
   const health = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { bytes_held: number }).bytes_held;
 
-  it('a race body is charged to --max-server-bytes: past it 503 server_busy, as on /v1; nothing held after', async () => {
+  it('a race body is charged to --max-server-bytes: past the whole budget 413, not to retry, as on /v1; nothing held after', async () => {
     expect(Buffer.byteLength(body)).toBeGreaterThan(40 * 1024);
     const { url, server } = await testServer({ limits: { maxServerBytes: 32 * 1024 } });
     const res = await post(url);
-    expect(res.status).toBe(503);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('server_busy');
+    // Larger than the whole budget: it can never fit (it was a 503 "try again"; atk89 F7).
+    expect(res.status).toBe(413);
+    expect(res.headers.get('x-should-retry')).toBe('false');
+    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'payload_too_large', message: expect.stringContaining('--max-server-bytes') });
     await server.demo!.idle();
     expect(server.demo!.racesRunning).toBe(0);
     expect(await health(url)).toBe(0);

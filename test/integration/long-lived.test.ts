@@ -77,8 +77,9 @@ describe('long-lived run', () => {
     expect(recs.map((r) => r.status)).toEqual(['cancelled', 'completed']);
   });
   it('a run the server ends incomplete after refusing its append fails with the refusal, not only its status (atk89 F3)', async () => {
-    // Under a budget no append fits beside the run, the server ends it `incomplete` after its `error` event: the client
-    // said only "the run ended incomplete" (the demo's long-lived lane showed that), not the server's reason.
+    // An append larger than the whole budget: the server ends the run `incomplete` after its `error` event
+    // (payload_too_large, then the close 1009): the client said only "the run ended incomplete" (the demo's long-lived
+    // lane showed that), not the server's reason.
     const policy = scriptPolicy([{ calls: [{ name: 'exec_command', arguments: { cmd: 'ls' }, call_id: 'call_a' }] }, { text: 'done' }]);
     const { url } = await testServer({ policy, limits: { maxServerBytes: 600_000 } });
     const client = await LongLivedClient.connect(url);
@@ -88,7 +89,7 @@ describe('long-lived run', () => {
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(ServerError);
-    expect((err as ServerError).code).toBe('server_busy');
+    expect((err as ServerError).code).toBe('payload_too_large');
     expect((err as ServerError).message).toContain('the client ended the run');
     await client.close();
   });

@@ -193,9 +193,10 @@ export class ConnectionSession {
    * append for its run being read or applied, `LiveRuns.appendsArriving`); `roomWanted`: the bytes more a message of its
    * peer's arriving waits for in the budget (`ConnectionBytes.roomWanted`; 0: none waits); `stuckBytes`: what ending its
    * message arriving would give back while it is judged unable to fit beside the runs paused for their clients
-   * (`ConnectionBytes.stuckBytes`).
+   * (`ConnectionBytes.stuckBytes`); `request`: over HTTP, what the request itself holds (its body and a stored chain it
+   * loaded).
    */
-  share: { own(): number; peerMessagePending?(): boolean; roomWanted?(): number; stuckBytes?(): number } | null = null;
+  share: { own(): number; peerMessagePending?(): boolean; roomWanted?(): number; stuckBytes?(): number; request?(): number } | null = null;
 
   /**
    * What this session holds of the server-wide budget that only its peer can free: its whole share while its run is
@@ -209,11 +210,15 @@ export class ConnectionSession {
 
   /**
    * A create of `bytes` (its frame or body) refused `err` while planned: past the whole budget alone, with the token ids
-   * made from it (`heldByRun`) and the charge refused, it is said so (`pastWholeBudget`).
+   * made from it (`heldByRun`) and the charge refused, it is said so (`pastWholeBudget`). Over HTTP the request's own
+   * share counts a stored chain it loaded too (left out, such a continuation was told to try again on an idle server;
+   * outside attack atk92 F1); over a WebSocket the connection's share holds other things as well, and only the frame
+   * counts.
    */
   private cannotFitAlone(err: WireError, bytes: number): WireError {
     if (err.code !== 'server_busy' || err.budgetAsk === undefined || this.budget === null) return err;
-    return pastWholeBudget(err, this.budget.max, bytes + this.heldByRun() + err.budgetAsk) as WireError;
+    const own = Math.max(bytes, this.share?.request?.() ?? 0);
+    return pastWholeBudget(err, this.budget.max, own + this.heldByRun() + err.budgetAsk) as WireError;
   }
 
   /**

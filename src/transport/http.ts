@@ -748,6 +748,8 @@ export class HttpTransport {
       // create's body was room that did not exist, and an append no room could take was told to try again (atk79 F1).
       session.share = {
         own: () => hold.bytes + session.heldByRun(),
+        // This request's own bytes: its body and the chain it loaded (`ConnectionSession.cannotFitAlone`).
+        request: () => hold.bytes,
         // An append for its run arriving or being applied may resume it: not held for good meanwhile (as a WebSocket
         // connection's frame in its sliced parse).
         peerMessagePending: () => {

@@ -287,6 +287,16 @@ describe('the server-wide byte budget', () => {
       expect(counted.headers.get('x-should-retry'), path).toBe('false');
       expect(((await counted.json()) as { error: { message: string } }).error.message, path).toContain('It cannot fit however long it waits');
     }
+    // A continuation over HTTP counts the stored chain it loaded (told to try again; outside attack atk92 F1).
+    const chained = await testServer({ store: 'memory', limits: { maxServerBytes: 3_000_000, maxFrameBytes: 4 * 1024 * KiB } });
+    const first = (await (await poster(chained.url)('/v1/responses', { model: 'sim-model', input: 'a'.repeat(1_000_000), store: true })).json()) as { id: string; status: string };
+    expect(first.status).toBe('completed');
+    const continued = await poster(chained.url)('/v1/responses', { model: 'sim-model', input: 'b'.repeat(1_000_000), previous_response_id: first.id });
+    expect(continued.status).toBe(413);
+    expect(continued.headers.get('x-should-retry')).toBe('false');
+    expect(((await continued.json()) as { error: { code: string } }).error.code).toBe('payload_too_large');
+    await chained.server.httpTransport.idle();
+    expect(await held(chained.url)).toBe(0);
     // A body larger than the whole budget likewise: it was told the server held 0 bytes and to try again (atk89 F7).
     const tiny = await testServer({ limits: { maxServerBytes: 3000 } });
     const big = await poster(tiny.url)('/v1/responses', { model: 'sim-model', input: 'x'.repeat(4000) });

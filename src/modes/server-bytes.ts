@@ -578,26 +578,6 @@ export function pausedAppendRefusal(max: number, stuck: number, need: number): (
   return Object.assign(err, { endsRun: false });
 }
 
-/**
- * `err`, a request's body refused by the budget as it was read (`readBody`): when what it needs at least (`need`: what
- * was read with the piece refused, or its declared length) is more than the whole budget (`max`), it cannot fit however
- * long it waits, and is said so, 413 `payload_too_large`, not to be retried (over HTTP `x-should-retry: false` too). It was told "The server holds 0
- * bytes of requests … try again when other requests end", with Retry-After, which the SDKs follow (outside attack
- * atk89 F7). Otherwise `err`.
- */
-export function bodyPastBudget(err: unknown, max: number, need: number): unknown {
-  if (!(err instanceof WireError) || err.code !== 'server_busy' || need <= max) return err;
-  // 413, not a 503: Codex retries every 5xx whatever `x-should-retry` says (outside attack atk90 F2).
-  const said = new WireError(
-    'payload_too_large',
-    `This request's body needs at least ${need} bytes, and the server's whole byte budget is ${max} (llr serve --max-server-bytes): it cannot fit however long it waits; send a smaller one.`,
-    null,
-    { cause: err },
-  );
-  if (err.budgetAsk !== undefined) said.budgetAsk = err.budgetAsk;
-  said.noRetry = true;
-  return said;
-}
 
 /**
  * `err`, a request's charge refused by the budget (`server_busy`, with what it asked for: `WireError.budgetAsk`): when
@@ -606,13 +586,17 @@ export function bodyPastBudget(err: unknown, max: number, need: number): unknown
  * not to be retried (over HTTP `x-should-retry: false` too). It was told "The server holds N bytes … try again when other
  * requests end", on an idle server whose bytes held were its own, with Retry-After, and openai-node sent it three times
  * (outside attack atk88 F1; a token count and a compaction alike, atk91 F7); a 413, not a 503, since Codex retries every
- * 5xx whatever `x-should-retry` says (atk90 F2). Otherwise `err`.
+ * 5xx whatever `x-should-retry` says (atk90 F2). `body`: a body refused as it was read (`readBody`; `need`: what was read
+ * with the piece refused, or its declared length), which was told "The server holds 0 bytes of requests … try again"
+ * (atk89 F7). Otherwise `err`.
  */
-export function pastWholeBudget(err: unknown, max: number, need: number): unknown {
+export function pastWholeBudget(err: unknown, max: number, need: number, body = false): unknown {
   if (!(err instanceof WireError) || err.code !== 'server_busy' || err.budgetAsk === undefined || err.noRetry || need <= max) return err;
   const said = new WireError(
     'payload_too_large',
-    `This request needs at least ${need} bytes of the server's byte budget of ${max} (llr serve --max-server-bytes): its body and the token ids made from it, with nothing else held. It cannot fit however long it waits; send a smaller one.`,
+    body
+      ? `This request's body needs at least ${need} bytes, and the server's whole byte budget is ${max} (llr serve --max-server-bytes): it cannot fit however long it waits; send a smaller one.`
+      : `This request needs at least ${need} bytes of the server's byte budget of ${max} (llr serve --max-server-bytes): its body and the token ids made from it, with nothing else held. It cannot fit however long it waits; send a smaller one.`,
     err.param,
     { cause: err },
   );

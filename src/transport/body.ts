@@ -11,7 +11,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WireError } from '../protocol/errors.js';
-import { bodyPastBudget, type Hold } from '../modes/server-bytes.js';
+import { pastWholeBudget, type Hold } from '../modes/server-bytes.js';
 
 /**
  * Requests sent with `Expect: 100-continue` whose `100 Continue` is not sent
@@ -85,7 +85,7 @@ export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Prom
       try {
         hold?.add(c.length);
       } catch (err) {
-        return settle(hold ? bodyPastBudget(err, hold.max, Math.max(size, Number(req.headers['content-length']) || 0)) : err);
+        return settle(hold ? pastWholeBudget(err, hold.max, Math.max(size, Number(req.headers['content-length']) || 0), true) : err);
       }
       const text = decode(c, true);
       if (text !== null) parts.push(text);

@@ -116,6 +116,20 @@ async function bCompletes(t: { policy: ReturnType<typeof scriptPolicy>; server: 
   expect(await held(t.url)).toBe(0);
 }
 /**
+ * B's append answers its call and its run completes, then C's create, left waiting for room, is taken and completes
+ * with no error; every step of the model was taken; all sockets closed, nothing is held.
+ */
+async function bThenCComplete(t: { policy: ReturnType<typeof scriptPolicy>; server: { ws: { idle(): Promise<void> } }; url: string; a: RawSocket; b: RawSocket; c: RawSocket }): Promise<void> {
+  t.b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
+  await t.b.next('response.completed');
+  await t.c.next('response.completed');
+  expect(t.c.all('error')).toEqual([]);
+  expect(t.policy.remaining()).toBe(0);
+  for (const s of [t.a, t.b, t.c]) s.dispose();
+  await t.server.ws.idle();
+  expect(await held(t.url)).toBe(0);
+}
+/**
  * `refused`, an HTTP append to the paused run `id`, was told to send less (503, not to be retried); a small append then
  * answers `call_a`, the run completes, and nothing is held once every request is done.
  */
@@ -728,14 +742,7 @@ describe('the server-wide byte budget', () => {
     const c = await createLeftWaiting(url, waitFor, room + 200 * KiB);
     a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }] });
     await a.next('response.completed');
-    b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
-    await b.next('response.completed');
-    await c.next('response.completed');
-    expect(c.all('error')).toEqual([]);
-    expect(policy.remaining()).toBe(0);
-    for (const s of [a, b, c]) s.dispose();
-    await server.ws.idle();
-    expect(await held(url)).toBe(0);
+    await bThenCComplete({ policy, server, url, a, b, c });
   });
 
   it('a create holding no room waits while a paused run\'s append waits for a third connection\'s upload, and is taken once the runs have gone on (atk87 F3)', async () => {
@@ -764,15 +771,8 @@ describe('the server-wide byte budget', () => {
     s.send('"}', { fin: true });
     expect(await refused).toMatchObject({ type: 'error' });
     await a.next('response.completed');
-    b.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_b', output: 'ok' }] });
-    await b.next('response.completed');
-    await c.next('response.completed');
-    expect(c.all('error')).toEqual([]);
-    expect(policy.remaining()).toBe(0);
     s.close();
-    for (const r of [a, b, c]) r.dispose();
-    await server.ws.idle();
-    expect(await held(url)).toBe(0);
+    await bThenCComplete({ policy, server, url, a, b, c });
   });
 
   it('a WebSocket message that cannot fit beside a paused HTTP run whose append was refused for room ends, and the run goes on (atk87 F1)', async () => {

@@ -183,6 +183,14 @@ export class RunCharge implements SpanBudget {
   private made = 0;
   private closed = false;
 
+  /**
+   * Called when `make` is refused: make room from what the run's own connection keeps that the run does not use (a
+   * ws-mode connection's cached contexts, `ConnectionSession.spareKept`), true when it let something go; the charge is
+   * then tried once more. A create on a connection whose own cache held the budget was told to try again for good,
+   * however idle the server (outside attack atk92 F2).
+   */
+  spare: ((k: number) => boolean) | null = null;
+
   constructor(private readonly budget: ServerBytes) {}
 
   get bytes(): number {
@@ -191,7 +199,12 @@ export class RunCharge implements SpanBudget {
 
   make(k: number): void {
     if (this.closed) return;
-    this.budget.charge(k);
+    try {
+      this.budget.charge(k);
+    } catch (err) {
+      if (this.spare === null || !this.spare(k)) throw err;
+      this.budget.charge(k);
+    }
     this.made += k;
   }
 
@@ -309,6 +322,11 @@ export interface ConnectionBytes {
   loaded(n: number): void;
   /** What the session keeps shrank outside a response's end (a DELETE of a cached response): charge it once idle. */
   kept(): void;
+  /**
+   * The session let go `n` bytes of what it keeps while it works, for its own run's charge (`ConnectionSession.spareKept`):
+   * given back now, not at the idle step.
+   */
+  letGoKept(n: number): void;
   /** The connection closed: release everything. */
   close(): void;
 }
@@ -353,6 +371,8 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
   private wanted = 0;
   /** Its message was judged unable to fit beside the runs paused for their clients since the last `receiving` (`stuck`). */
   private blocked = false;
+  /** What the last idle step charged for what the session keeps (its cached contexts), less what `letGoKept` gave back. */
+  private keptCharged = 0;
 
   constructor(
     private readonly budget: ServerBytes,
@@ -473,6 +493,16 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     }
   }
 
+  letGoKept(n: number): void {
+    // Only what the idle step charged for it: an entry cached since (a create queued behind the one that cached it)
+    // is charged at the next idle step, and giving its bytes back here would give back frames' charges instead.
+    const freed = Math.min(n, this.keptCharged, this.hold.bytes);
+    if (this.closed || freed <= 0) return;
+    this.keptCharged -= freed;
+    this.hold.keep(this.hold.bytes - freed);
+    this.budget.letGoCounted();
+  }
+
   kept(): void {
     // Once the session is idle (in a microtask if it is now): the same step a response's end takes.
     this.watch();
@@ -504,6 +534,7 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     const kept = this.session.keptBytes();
     if (kept > this.hold.bytes) this.hold.admitted(kept - this.hold.bytes);
     else this.hold.keep(kept);
+    this.keptCharged = kept;
     this.budget.idleCache(this, kept);
   };
 
@@ -519,6 +550,7 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     const before = this.hold.bytes;
     const kept = this.session.keptBytes();
     this.hold.keep(kept);
+    this.keptCharged = kept;
     this.budget.idleCache(this, kept);
     this.budget.letGoCounted();
     return before - this.hold.bytes;
@@ -588,15 +620,17 @@ export function pausedAppendRefusal(max: number, stuck: number, need: number): (
  * (outside attack atk88 F1; a token count and a compaction alike, atk91 F7); a 413, not a 503, since Codex retries every
  * 5xx whatever `x-should-retry` says (atk90 F2). `body`: a body refused as it was read (`readBody`; `need`: what was read
  * with the piece refused, or its declared length), which was told "The server holds 0 bytes of requests … try again"
- * (atk89 F7). Otherwise `err`.
+ * (atk89 F7). `continuation`: `need` counts the context it continues as well (a stored chain it loaded, a ws-mode
+ * connection's cached context), which the message names. Otherwise `err`.
  */
-export function pastWholeBudget(err: unknown, max: number, need: number, body = false): unknown {
+export function pastWholeBudget(err: unknown, max: number, need: number, what: 'request' | 'body' | 'continuation' = 'request'): unknown {
   if (!(err instanceof WireError) || err.code !== 'server_busy' || err.budgetAsk === undefined || err.noRetry || need <= max) return err;
+  const holds = what === 'continuation' ? 'its body, the context it continues and the token ids made from them' : 'its body and the token ids made from it';
   const said = new WireError(
     'payload_too_large',
-    body
+    what === 'body'
       ? `This request's body needs at least ${need} bytes, and the server's whole byte budget is ${max} (llr serve --max-server-bytes): it cannot fit however long it waits; send a smaller one.`
-      : `This request needs at least ${need} bytes of the server's byte budget of ${max} (llr serve --max-server-bytes): its body and the token ids made from it, with nothing else held. It cannot fit however long it waits; send a smaller one.`,
+      : `This request needs at least ${need} bytes of the server's byte budget of ${max} (llr serve --max-server-bytes): ${holds}, with nothing else held. It cannot fit however long it waits; send a smaller one.`,
     err.param,
     { cause: err },
   );

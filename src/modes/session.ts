@@ -69,6 +69,17 @@ export interface ModePolicy {
    * from fitting the server's byte budget: a continuation then reads its chain from the store, as on a cache miss.
    */
   shed?(): void;
+  /**
+   * Let go of what the policy keeps that the create planned or running does not use (ws mode: its lanes' cached
+   * contexts but the one that create continues), when its own charge cannot fit beside them (`ConnectionSession.spareKept`).
+   */
+  spare?(): void;
+  /**
+   * What the create `params` (planned, or refused while planned) holds besides its frame and the token ids made for it:
+   * the context it continues (ws mode: the cached context, or the stored chain it loaded on a miss). Counted when
+   * judging whether it could ever fit the byte budget (`cannotFitAlone`).
+   */
+  planHeld?(params: CreateParams): number;
 }
 
 interface Queued {
@@ -196,7 +207,7 @@ export class ConnectionSession {
    * (`ConnectionBytes.stuckBytes`); `request`: over HTTP, what the request itself holds (its body and a stored chain it
    * loaded).
    */
-  share: { own(): number; peerMessagePending?(): boolean; roomWanted?(): number; stuckBytes?(): number; request?(): number } | null = null;
+  share: { own(): number; peerMessagePending?(): boolean; roomWanted?(): number; stuckBytes?(): number; request?(): number; letGoKept?(n: number): void } | null = null;
 
   /**
    * What this session holds of the server-wide budget that only its peer can free: its whole share while its run is
@@ -215,11 +226,36 @@ export class ConnectionSession {
    * outside attack atk92 F1); over a WebSocket the connection's share holds other things as well, and only the frame
    * counts.
    */
-  private cannotFitAlone(err: WireError, bytes: number): WireError {
+  private cannotFitAlone(err: WireError, bytes: number, params: CreateParams): WireError {
     if (err.code !== 'server_busy' || err.budgetAsk === undefined || this.budget === null) return err;
-    const own = Math.max(bytes, this.share?.request?.() ?? 0);
-    return pastWholeBudget(err, this.budget.max, own + this.heldByRun() + err.budgetAsk) as WireError;
+    // And the context it continues that the policy holds for it (ws mode: its cached context or the chain it loaded;
+    // left out, a continuation past the whole budget with its cache was told to try again; outside attack atk92 F3).
+    const own = Math.max(bytes, this.share?.request?.() ?? 0) + (this.policy.planHeld?.(params) ?? 0);
+    const what = params.previous_response_id ? 'continuation' : 'request';
+    return pastWholeBudget(err, this.budget.max, own + this.heldByRun() + err.budgetAsk, what) as WireError;
   }
+
+  /**
+   * The run's charge of `k` more bytes was refused (`RunCharge.spare`): when this connection's own share, the runs paused
+   * for their clients (which only their clients can free) and `k` cannot fit the budget together, nothing others give
+   * back can make room while this connection keeps its cached contexts, so those the run does not use are let go
+   * (`ModePolicy.spare`) and their charge given back now; true when any was. Kept, a fresh create on a connection
+   * whose own cache held the budget was told to try again for good (outside attack atk92 F2). Otherwise they stay:
+   * the room others hold may come back, and a cache let go is a continuation that misses.
+   */
+  private readonly spareKept = (k: number): boolean => {
+    const budget = this.budget;
+    const share = this.share;
+    if (budget === null || share?.letGoKept === undefined || this.policy.spare === undefined) return false;
+    const kept = this.keptBytes();
+    if (kept === 0 || share.own() + budget.peersHeld() + k <= budget.max) return false;
+    this.policy.spare();
+    const freed = kept - this.keptBytes();
+    if (freed <= 0) return false;
+    share.letGoKept(freed);
+    this.log.info({ code: 'server_busy', bytes: freed, need: k }, 'cached contexts this connection\'s run does not use let go to make room for it');
+    return true;
+  };
 
   /**
    * An append or inject of `bytes` for the paused `run`, refused `err` while it was applied (its token ids past the
@@ -562,6 +598,7 @@ export class ConnectionSession {
         return;
       }
       held = this.budget === null ? null : new RunCharge(this.budget);
+      if (held !== null && this.policy.spare) held.spare = this.spareKept;
       this.charge = held;
       const metrics = new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, held);
       if (next.parse) metrics.span('parse', next.parse.start, next.parse.end);
@@ -574,7 +611,7 @@ export class ConnectionSession {
       try {
         plan = await this.policy.plan(params, metrics, next.lane, this.ended.signal);
       } catch (err) {
-        const refused = this.cannotFitAlone(toWireError(err), next.bytes);
+        const refused = this.cannotFitAlone(toWireError(err), next.bytes, params);
         const wire = lostContinuation(refused, params, this.policy.failed?.(params, refused) === true);
         if (this.closed && this.ended.signal.aborted && err === this.ended.signal.reason) {
           // The plan stopped because the session ended: told as a create planned past the end is (below).
@@ -809,10 +846,11 @@ function settledQuietly(): void {}
  * A create refused before its run started, `err`, whose previous response its connection's cache let go with it
  * (`letGo`; a continuation that fails does, as the API's does): with `store: false` that response is nowhere else, so a
  * refusal that says to try again (`server_busy`) says too that this continuation cannot be retried. Its client was told
- * to try again and every retry was `previous_response_not_found` (outside attack atk85 F4).
+ * to try again and every retry was `previous_response_not_found` (outside attack atk85 F4). One that can never fit
+ * (`payload_too_large`) says it too: the client must send the whole context again, smaller, not this continuation.
  */
 function lostContinuation(err: WireError, params: CreateParams, letGo: boolean): WireError {
-  if (!letGo || params.store || err.code !== 'server_busy' || params.previous_response_id === null) return err;
+  if (!letGo || params.store || (err.code !== 'server_busy' && err.code !== 'payload_too_large') || params.previous_response_id === null) return err;
   const said = new WireError(
     err.code,
     `${err.message} This continuation cannot be retried: its previous response '${params.previous_response_id.slice(0, 100)}' was let go from this connection's cache with this refusal (a continuation that fails does), and with store: false it is kept nowhere else; send its whole context again.`,
@@ -820,5 +858,6 @@ function lostContinuation(err: WireError, params: CreateParams, letGo: boolean):
     { cause: err },
   );
   if (err.budgetAsk !== undefined) said.budgetAsk = err.budgetAsk;
+  if (err.noRetry) said.noRetry = true;
   return said;
 }

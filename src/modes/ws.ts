@@ -105,7 +105,12 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
    * (without it) and the deletes count when it was planned (null until then). One entry, not a WeakMap per field:
    * the three sets were ~5% of plan()'s samples in a CPU profile of the ws loop.
    */
-  const planned = new WeakMap<CreateParams, { lane: string | null; headerKey: string | null; lineage: Set<string> | null }>();
+  const planned = new WeakMap<CreateParams, { lane: string | null; headerKey: string | null; lineage: Set<string> | null; held: number }>();
+  /**
+   * The cached entry the create planned or running continues (its context extended in place, or read for a new one),
+   * null for none: `spare` keeps it, as its memory stays held by that create whatever the cache does.
+   */
+  let current: Cached | null = null;
   /**
    * Lineages that hold a response `DELETE` removed: a cached entry with one is not continued from the cache. Each
    * delete of the owner's is checked at once against the cached entries' lineages and the one of the response in
@@ -165,6 +170,15 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       if (c === next) continue;
       total -= entryBytes(c);
       setCache(other, null);
+    }
+  }
+  /** Every cached entry but `keep` let go for the byte budget, its id remembered (`letGo`). */
+  function letGoAll(keep: Cached | null): void {
+    for (const [lane, c] of [...caches]) {
+      if (c === keep) continue;
+      letGo.push(c.id);
+      if (letGo.length > LET_GO_IDS_KEPT) letGo.shift();
+      setCache(lane, null);
     }
   }
   /** What an entry keeps: its context's items, and its header (instructions and tools) with the key made of its JSON. */
@@ -238,7 +252,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     protocol: 'ws',
     appendable: false,
     async plan(params, metrics, lane = null, signal): Promise<RunPlan> {
-      const entry = { lane, headerKey: null as string | null, lineage: null as Set<string> | null };
+      // `held`: the cached context it continues, or the stored chain it loads, counted by `planHeld`.
+      const entry = { lane, headerKey: null as string | null, lineage: null as Set<string> | null, held: 0 };
       planned.set(params, entry);
       const deletedDuring = (planning = new Set());
       planningOverflow = false;
@@ -257,6 +272,9 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         hit = undefined;
       }
       const cache = hit?.entry;
+      current = cache ?? null;
+      // Before it is extended in place: what it grows by is the run's own charge (its token ids).
+      if (cache) entry.held = entryBytes(cache);
       let lineage: Set<string> = new Set();
       if (prev && cache && !hasCompaction(params.input)) {
         // Before the cached context is extended in place (item references are checked after).
@@ -276,7 +294,12 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         // A cache miss: the HTTP baseline's work, from the store (a fresh create has no chain to load).
         if (prev && !params.store) throw letGo.includes(prev) ? notFoundLetGo(prev) : notFound(prev);
         const chainIds: string[] = [];
-        prepared = await prepareFromStore(params, services, metrics, info.owner, { charge: info.charge, ids: chainIds, signal });
+        const charge = info.charge;
+        const load = charge && ((bytes: number) => {
+          charge(bytes);
+          entry.held += bytes;
+        });
+        prepared = await prepareFromStore(params, services, metrics, info.owner, { charge: load, ids: chainIds, signal });
         lineage = new Set(chainIds);
       }
       entry.lineage = lineage;
@@ -302,6 +325,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       };
     },
     ended(run, plan) {
+      current = null;
       const entry = planned.get(plan.params);
       const lane = entry?.lane ?? null;
       const cache = caches.get(lane);
@@ -315,6 +339,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       }
     },
     failed(params) {
+      current = null;
       const lane = planned.get(params)?.lane ?? null;
       if (params.previous_response_id === null || caches.get(lane)?.id !== params.previous_response_id) return false;
       setCache(lane, null);
@@ -329,12 +354,14 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       unwatch?.();
     },
     shed() {
-      for (const [lane, c] of [...caches]) {
-        letGo.push(c.id);
-        if (letGo.length > LET_GO_IDS_KEPT) letGo.shift();
-        setCache(lane, null);
-      }
+      letGoAll(null);
       info.kept?.();
+    },
+    spare() {
+      letGoAll(current);
+    },
+    planHeld(params) {
+      return planned.get(params)?.held ?? 0;
     },
     keptBytes() {
       let n = 0;

@@ -30,6 +30,8 @@ function openLongLived(url: string): Promise<WebSocket> {
     ws.once('error', reject);
   });
 }
+/** About `n` characters of plain words (a token every five bytes or so). */
+const lorem = (n: number) => 'lorem ipsum dolor sit amet '.repeat(Math.floor(n / 27));
 /** `n` characters of printable ASCII noise (a fixed sequence): many token ids per byte, unlike repeated letters. */
 function noise(n: number): string {
   let x = 12345;
@@ -861,18 +863,62 @@ describe('the server-wide byte budget', () => {
   it('ws mode: a store: false continuation refused server_busy while planned, its previous response let go with it, is told it cannot be retried (atk85 F4)', async () => {
     // It was told to try again when other requests end, and every retry was previous_response_not_found.
     const max = 1024 * KiB;
-    const { url } = await testServer({ policy: scriptPolicy([{ text: 'cached' }, { text: 'never' }]), limits: { maxServerBytes: max } });
-    const text = (n: number) => 'lorem ipsum dolor sit amet '.repeat(Math.floor(n / 27));
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'cached' }, { text: 'never' }]);
+    const { url } = await testServer({ policy, limits: { maxServerBytes: max } });
+    // Another connection's run paused for its client holds ~450 KB: room that may come back, so "try again" is true.
+    const x = await RawSocket.longLived(url);
+    x.send(create(300 * KiB, { tools: [tool] }));
+    await x.next('response.done');
     const w = await RawSocket.connect(url);
-    w.send({ type: 'response.create', model: 'sim-model', store: false, input: text(560 * KiB) });
+    w.send({ type: 'response.create', model: 'sim-model', store: false, input: lorem(250 * KiB) });
     const first = await w.next('response.completed');
-    // Its frame fits beside the cache; its token ids do not.
-    w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.response.id, input: text(30 * KiB) });
+    // Its frame fits beside the cache; its token ids do not, beside the paused run.
+    w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.response.id, input: lorem(80 * KiB) });
     const refused = await w.next('error', { skipErrors: true });
     expect(refused.error).toMatchObject({ code: 'server_busy', message: expect.stringContaining(`This continuation cannot be retried: its previous response '${first.response.id}' was let go`) });
     w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.response.id, input: 'again' });
     expect((await w.next('error', { skipErrors: true })).error).toMatchObject({ code: 'previous_response_not_found' });
     w.dispose();
+    x.dispose();
+  });
+
+  it('ws mode: a continuation that with its cached context needs more than the whole budget is told it cannot fit, not to retry (outside attack atk92 F3)', async () => {
+    // Only its frame was counted: told to try again on a server holding nothing but its own connection's cache.
+    const { server, url } = await testServer({ policy: scriptPolicy([{ text: 'cached' }, { text: 'never' }, { text: 'fresh' }]), limits: { maxServerBytes: 1024 * KiB } });
+    const w = await RawSocket.connect(url);
+    w.send({ type: 'response.create', model: 'sim-model', store: false, input: lorem(560 * KiB) });
+    const first = await w.next('response.completed');
+    w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.response.id, input: lorem(30 * KiB) });
+    expect((await w.next('error', { skipErrors: true })).error).toMatchObject({
+      code: 'payload_too_large',
+      message: expect.stringMatching(/its body, the context it continues and the token ids made from them, with nothing else held\. It cannot fit however long it waits; send a smaller one\. This continuation cannot be retried/),
+    });
+    w.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('ws mode: a fresh create that cannot fit beside its own connection\'s cached context lets that cache go and completes (outside attack atk92 F2)', async () => {
+    // The connection's own cache was never let go for it while it was planned: told to try again for good, on a server
+    // holding nothing else.
+    const { logger, lines } = captureLogger();
+    const { server, url } = await testServer({ logger, policy: scriptPolicy([{ text: 'cached' }, { text: 'fresh' }, { text: 'later' }]), limits: { maxServerBytes: 1024 * KiB } });
+    const w = await RawSocket.connect(url);
+    w.send({ type: 'response.create', model: 'sim-model', store: false, input: lorem(560 * KiB) });
+    const first = await w.next('response.completed');
+    w.send({ type: 'response.create', model: 'sim-model', store: false, input: lorem(30 * KiB) });
+    const fresh = await w.next('response.completed');
+    expect(fresh.response.status).toBe('completed');
+    expect(w.all('error')).toEqual([]);
+    expect(lines.filter((l) => /does not use let go to make room/.test(l.msg))).toHaveLength(1);
+    // The cache it let go is said to be so; the fresh response is cached and continues.
+    w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.response.id, input: 'again' });
+    expect((await w.next('error', { skipErrors: true })).error.message).toContain("This connection's cached copy of it was let go to make room");
+    w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: fresh.response.id, input: 'on' });
+    expect((await w.next('response.completed')).response.status).toBe('completed');
+    w.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
   });
 
   it('ws mode: a continuation that does not fit beside its connection\'s cached context lets the cache go and is read; the socket stays open (outside attack atk47)', async () => {
@@ -892,11 +938,12 @@ describe('the server-wide byte budget', () => {
     });
     await waitFor((l) => /cached context let go/.test(l.msg));
     // store: true: the continuation reads its chain from the store, as on any cache miss; that chain and the message
-    // do not fit either, and say so in an error event.
+    // need more than the whole budget together, which the error event says: not to retry (it was told to try again;
+    // outside attack atk92 F3).
     ws.send(create(300 * KiB, { store: true }));
     const stored = await ws.next('response.completed');
     ws.send(create(700 * KiB, { store: true, previous_response_id: stored.response.id }));
-    expect((await ws.next('error')).error.code).toBe('server_busy');
+    expect((await ws.next('error')).error).toMatchObject({ code: 'payload_too_large', message: expect.stringContaining('its body, the context it continues and the token ids made from them') });
     expect(lines.filter((l) => /cached context let go/.test(l.msg))).toHaveLength(2);
     // The connection goes on.
     ws.send(create(10));

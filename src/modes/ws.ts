@@ -126,7 +126,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
    * `LET_GO_IDS_KEPT`: a `store: false` continuation of one is told so, not only "not found": it was a response this
    * connection had just finished, and nothing said the budget was the cause (outside fuzzer atk88 I1).
    */
-  const letGo: string[] = [];
+  const letGo: Array<{ id: string; stored: boolean }> = [];
+  const letGoEntry = (id: string) => letGo.find((g) => g.id === id);
   let inFlight: Set<string> | null = null;
   let planning: Set<string> | null = null;
   /** More deletes during one plan than `planning` keeps: its lineage is taken as broken (a miss next time, never a wrong hit). */
@@ -176,7 +177,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
   function letGoAll(keep: Cached | null): void {
     for (const [lane, c] of [...caches]) {
       if (c === keep) continue;
-      letGo.push(c.id);
+      letGo.push({ id: c.id, stored: c.stored });
       if (letGo.length > LET_GO_IDS_KEPT) letGo.shift();
       setCache(lane, null);
     }
@@ -292,14 +293,25 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         lineage = new Set(cache.lineage);
       } else {
         // A cache miss: the HTTP baseline's work, from the store (a fresh create has no chain to load).
-        if (prev && !params.store) throw letGo.includes(prev) ? notFoundLetGo(prev) : notFound(prev);
+        if (prev && !params.store) {
+          const gone = letGoEntry(prev);
+          throw gone ? notFoundLetGo(prev, gone.stored) : notFound(prev);
+        }
         const chainIds: string[] = [];
         const charge = info.charge;
         const load = charge && ((bytes: number) => {
           charge(bytes);
           entry.held += bytes;
         });
-        prepared = await prepareFromStore(params, services, metrics, info.owner, { charge: load, ids: chainIds, signal });
+        try {
+          prepared = await prepareFromStore(params, services, metrics, info.owner, { charge: load, ids: chainIds, signal });
+        } catch (err) {
+          // A `store: true` continuation of a `store: false` response let go for the budget: said why, as with
+          // `store: false` (it was told only "not found"; outside attack atk91 F4). A stored one the store lacks was
+          // deleted or expired since: the store's answer stands.
+          if (prev && err instanceof WireError && err.code === 'previous_response_not_found' && letGoEntry(prev)?.stored === false) throw notFoundLetGo(prev, false);
+          throw err;
+        }
         lineage = new Set(chainIds);
       }
       entry.lineage = lineage;
@@ -374,12 +386,14 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
 /** How many ids of cached responses let go for the byte budget a ws-mode connection remembers (`letGo`). */
 const LET_GO_IDS_KEPT = 16;
 
-/** `previous_response_not_found` for `id`, whose cached copy this connection let go to make room in the byte budget. */
-function notFoundLetGo(id: string): WireError {
+/**
+ * `previous_response_not_found` for `id`, whose cached copy this connection let go to make room in the byte budget:
+ * `stored` when that response was stored (only a `store: false` continuation, served from the cache alone, misses it).
+ */
+function notFoundLetGo(id: string, stored: boolean): WireError {
   const err = notFound(id);
-  return new WireError(
-    err.code,
-    `${err.message} This connection's cached copy of it was let go to make room in the server's byte budget (llr serve --max-server-bytes), and with store: false it is kept nowhere else: send the whole context again.`,
-    err.param,
-  );
+  const then = stored
+    ? 'and a store: false continuation is served from that cache alone: continue it with store: true, or send the whole context again.'
+    : 'and it was created with store: false, so it is kept nowhere else: send the whole context again.';
+  return new WireError(err.code, `${err.message} This connection's cached copy of it was let go to make room in the server's byte budget (llr serve --max-server-bytes), ${then}`, err.param);
 }

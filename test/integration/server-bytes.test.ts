@@ -914,6 +914,12 @@ describe('the server-wide byte budget', () => {
     // The cache it let go is said to be so; the fresh response is cached and continues.
     w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.response.id, input: 'again' });
     expect((await w.next('error', { skipErrors: true })).error.message).toContain("This connection's cached copy of it was let go to make room");
+    // With store: true too, which reads the store (it said only "not found"; outside attack atk91 F4).
+    w.send({ type: 'response.create', model: 'sim-model', store: true, previous_response_id: first.response.id, input: 'again' });
+    expect((await w.next('error', { skipErrors: true })).error).toMatchObject({
+      code: 'previous_response_not_found',
+      message: expect.stringContaining('was let go to make room in the server\'s byte budget (llr serve --max-server-bytes), and it was created with store: false'),
+    });
     w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: fresh.response.id, input: 'on' });
     expect((await w.next('response.completed')).response.status).toBe('completed');
     w.dispose();

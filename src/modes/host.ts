@@ -165,6 +165,15 @@ export class SessionHost {
    * it, was lost for nothing: a create holding no byte was closed 1013 at once while the paused run's append waited for a
    * third connection's slow upload, after which all fitted (outside attack atk87 F3).
    */
+  /**
+   * The messages judged unable to fit beside the paused runs, but `except`'s, end: a paused run's append needs what they
+   * hold together (`stuckMessagesHoldPausedRun`). Ending only the one judged, another stuck message took the room it gave
+   * back, the append could not be read, and that message waited the request timeout for an append that never came.
+   */
+  endStuckMessages(except: ConnectionSession): void {
+    for (const set of this.sessionSets) set.endStuckMessages(except);
+  }
+
   stuckMessagesHoldPausedRun(except: ConnectionSession): boolean {
     const room = this.bytes.max - this.bytes.held;
     let stuck = 0;
@@ -590,6 +599,11 @@ export class SessionSet {
   pausedRunWaitsForRoom(except: ConnectionSession, helps: (wanted: number, own: number) => boolean): boolean {
     for (const s of this.open) if (s !== except && s.paused && helps(s.share?.roomWanted?.() ?? 0, s.share?.stuckBytes?.() ?? 0)) return true;
     return false;
+  }
+
+  /** End its sessions' messages judged unable to fit beside the paused runs, but `except`'s (`ConnectionBytes.endStuck`). */
+  endStuckMessages(except: ConnectionSession): void {
+    for (const s of [...this.open]) if (s !== except) s.share?.endStuck?.();
   }
 
   /** What ending its sessions' messages judged unable to fit beside the paused runs would give back (`ConnectionBytes.stuckBytes`). */

@@ -302,11 +302,17 @@ export interface ConnectionBytes {
   roomWanted(): number;
   /**
    * The transport judged the message arriving unable to fit beside the runs paused for their clients, and it waits
-   * (`WsConnection.cannotFit`): until the next `receiving`, what ending it would give back counts (`stuckBytes`).
+   * (`WsConnection.cannotFit`): until the next `receiving`, what ending it would give back counts (`stuckBytes`), and
+   * `end` ends it (`endStuck`).
    */
-  stuck(): void;
+  stuck(end: () => void): void;
   /** While `stuck`: this connection's share and its message's charge, what ending the message gives back; else 0. */
   stuckBytes(): number;
+  /**
+   * While `stuck` with anything to give back: end the message (the `end` given to `stuck`), for a paused run's append
+   * that needs what the stuck messages hold together (`SessionHost.endStuckMessages`); false when it is not.
+   */
+  endStuck(): boolean;
   /**
    * A whole frame of `n` bytes waits or is parsed in slices: charged until `parsed(n)`. A frame charged while
    * it arrived (`receiving`) was admitted then: its charge moves over, with its last socket read unchecked;
@@ -371,6 +377,8 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
   private wanted = 0;
   /** Its message was judged unable to fit beside the runs paused for their clients since the last `receiving` (`stuck`). */
   private blocked = false;
+  /** What ends the message judged stuck (`stuck`, `endStuck`). */
+  private ender: (() => void) | null = null;
   /** What the last idle step charged for what the session keeps (its cached contexts), less what `letGoKept` gave back. */
   private keptCharged = 0;
 
@@ -418,12 +426,22 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     return this.closed ? 0 : this.wanted;
   }
 
-  stuck(): void {
+  stuck(end: () => void): void {
     this.blocked = true;
+    this.ender = end;
   }
 
   stuckBytes(): number {
     return this.blocked && !this.closed ? this.own() + this.rx.bytes : 0;
+  }
+
+  endStuck(): boolean {
+    if (this.stuckBytes() === 0 || this.ender === null) return false;
+    const end = this.ender;
+    this.ender = null;
+    this.blocked = false;
+    end();
+    return true;
   }
 
   parsing(n: number): void {

@@ -207,7 +207,7 @@ export class ConnectionSession {
    * (`ConnectionBytes.stuckBytes`); `request`: over HTTP, what the request itself holds (its body and a stored chain it
    * loaded).
    */
-  share: { own(): number; peerMessagePending?(): boolean; roomWanted?(): number; stuckBytes?(): number; request?(): number; letGoKept?(n: number): void } | null = null;
+  share: { own(): number; peerMessagePending?(): boolean; roomWanted?(): number; stuckBytes?(): number; endStuck?(): boolean; request?(): number; letGoKept?(n: number): void } | null = null;
 
   /**
    * What this session holds of the server-wide budget that only its peer can free: its whole share while its run is

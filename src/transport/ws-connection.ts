@@ -743,9 +743,28 @@ export class WsConnection implements Transport, Unsent {
     const others = this.host.heldForPeers() - this.session.heldForPeer();
     if (own + arriving <= max) {
       if (own + others + arriving <= max) return false;
-      this.held.stuck();
+      this.held.stuck(this.endStuck);
       if (this.held.stuckBytes() === 0 || !this.host.stuckMessagesHoldPausedRun(this.session)) return false;
+      // The other messages judged stuck end with it: the append needs what they hold together.
+      this.host.endStuckMessages(this.session);
     }
+    return this.endStuckMessage(arriving);
+  }
+
+  /** This connection's message, judged stuck, ends for a paused run's append (`SessionHost.endStuckMessages`). */
+  private readonly endStuck = (): void => {
+    if (this.rxRetry === undefined || this.ws.readyState !== this.ws.OPEN) return;
+    this.endStuckMessage(Math.max(inFlightBytes(this.ws), declaredBytes(this.ws)));
+  };
+
+  /**
+   * The message arriving (`arriving` bytes at least) cannot be waited for: what the session keeps is let go if it has
+   * any (the message then waits on), else the message ends (1009 past the whole budget, else 1013). True.
+   */
+  private endStuckMessage(arriving: number): true {
+    const max = this.host.bytes.max;
+    const own = this.held.own();
+    const others = this.host.heldForPeers() - this.session.heldForPeer();
     if (this.session.shed()) {
       this.host.bytes.letGoCounted();
       this.log.info({ code: 'server_busy', arriving }, 'cached context let go: with it the message arriving could not fit the byte budget');

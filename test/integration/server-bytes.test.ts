@@ -777,6 +777,42 @@ describe('the server-wide byte budget', () => {
     await bThenCComplete({ policy, server, url, a, b, c });
   });
 
+  it('two messages stuck beside the paused runs, each holding half of what a paused run\'s append lacks, both end, and the run goes on', async () => {
+    // Neither alone gives the append enough room: judged one at a time, each would have waited for the other until the
+    // request timeout. The rule counts every stuck message together (SessionHost.stuckMessagesHoldPausedRun).
+    const max = 1024 * KiB;
+    const { logger, waitFor, lines } = captureLogger();
+    const { policy, server, url, a, b } = await twoPausedRuns(max, [{ text: 'a done' }, { text: 'b done' }], { logger });
+    const room = max - (await held(url));
+    expect(room).toBeGreaterThan(128 * KiB);
+    const paused = () => lines.filter((l) => /reading paused/.test(l.msg)).length;
+    // C1 uploads half of the room as the first fragment of a create, and waits (a slow upload, not stuck).
+    const c1 = await openLongLived(url);
+    const before = await held(url);
+    const head = `{"type":"response.create","model":"sim-model","input":"`;
+    c1.send(head + 'x'.repeat(Math.floor(room / 2) - head.length), { fin: false });
+    while ((await held(url)) === before);
+    // C2's create takes the rest of the room and cannot be read whole: stuck.
+    const c2 = await openLongLived(url);
+    const c2Closed = new Promise<number>((resolve) => c2.once('close', resolve));
+    const c2Said = new Promise<{ type: string; error: { code: string } }>((resolve) => c2.once('message', (m) => resolve(JSON.parse(m.toString()))));
+    c2.send(JSON.stringify(create(room + 100 * KiB)));
+    await waitFor(() => paused() >= 1);
+    // C1's next fragment cannot be read either: stuck too, holding its half.
+    const c1Closed = new Promise<number>((resolve) => c1.once('close', resolve));
+    const c1Said = new Promise<{ type: string; error: { code: string } }>((resolve) => c1.once('message', (m) => resolve(JSON.parse(m.toString()))));
+    c1.send('x'.repeat(room), { fin: false });
+    await waitFor(() => paused() >= 2);
+    // A's append needs more than either holds (with its token ids, no more than both).
+    a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: lorem(Math.floor(room * 0.53)) }] });
+    expect((await c1Said).error.code).toBe('server_busy');
+    expect((await c2Said).error.code).toBe('server_busy');
+    expect(await c1Closed).toBe(1013);
+    expect(await c2Closed).toBe(1013);
+    await a.next('response.completed');
+    await bCompletes({ policy, server, url, a, b });
+  });
+
   it('a WebSocket message that cannot fit beside a paused HTTP run whose append was refused for room ends, and the run goes on (atk87 F1)', async () => {
     // Over HTTP the append is refused, not held: the run was not seen to wait for room, and the two waited for each
     // other the whole request timeout, the client told to retry meanwhile.

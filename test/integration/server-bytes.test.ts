@@ -946,6 +946,8 @@ describe('the server-wide byte budget', () => {
     const fresh = await w.next('response.completed');
     expect(fresh.response.status).toBe('completed');
     expect(w.all('error')).toEqual([]);
+    // The old cache's charge went with it: what is held is the new, small cache's (its 30 KiB, ids and overhead).
+    expect(await held(url)).toBeLessThan(128 * KiB);
     expect(lines.filter((l) => /does not use let go to make room/.test(l.msg))).toHaveLength(1);
     // The cache it let go is said to be so; the fresh response is cached and continues.
     w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.response.id, input: 'again' });

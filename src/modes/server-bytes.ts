@@ -489,22 +489,25 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
 
   loaded(n: number): void {
     if (this.closed) return;
-    this.ownCharge(Math.max(0, Math.min(n, this.cap - this.hold.bytes)));
+    this.ownCharge(Math.max(0, Math.min(n, this.cap - this.hold.bytes)), true);
   }
 
   /**
    * Charge `n` to `hold` (throws `server_busy` past the budget), this connection's own cache kept (`charging`), unless
    * it alone leaves no room for them: a frame that cannot fit beside its own idle cache whatever others give back lets
    * that cache go, as a message arriving does (`WsConnection.cannotFit`). Kept, such a continuation was told to try
-   * again for good (outside attack atk85 F3).
+   * again for good (outside attack atk85 F3). `planned`: a stored chain the create being planned loads, for which its
+   * session is busy and does not shed: the cached contexts it does not continue go instead (`spareKept`; kept, a
+   * continuation whose chain could not fit beside its connection's other lanes was told to try again for good on an
+   * idle server, outside attack atk93 F3).
    */
-  private ownCharge(n: number): void {
+  private ownCharge(n: number, planned = false): void {
     this.charging = true;
     try {
       this.hold.add(n);
     } catch (err) {
       if (this.hold.bytes + n <= this.budget.max || this.session.keptBytes() === 0) throw err;
-      if (this.letGo(true) === 0) throw err;
+      if (planned ? !this.session.spareKept(n) : this.letGo(true) === 0) throw err;
       this.hold.add(n);
     } finally {
       this.charging = false;

@@ -71,9 +71,12 @@ export interface ModePolicy {
   shed?(): void;
   /**
    * Let go of what the policy keeps that the create planned or running does not use (ws mode: its lanes' cached
-   * contexts but the one that create continues), when its own charge cannot fit beside them (`ConnectionSession.spareKept`).
+   * contexts but the one that create continues), when its own charge cannot fit beside them (`ConnectionSession.spareKept`),
+   * their charge given back at once (`SessionInfo.letGoKept`).
    */
   spare?(): void;
+  /** What `spare` would let go now (0: nothing). */
+  spareable?(): number;
   /**
    * What the create `params` (planned, or refused while planned) holds besides its frame and the token ids made for it:
    * the context it continues (ws mode: the cached context, or the stored chain it loaded on a miss). Counted when
@@ -207,7 +210,7 @@ export class ConnectionSession {
    * (`ConnectionBytes.stuckBytes`); `request`: over HTTP, what the request itself holds (its body and a stored chain it
    * loaded).
    */
-  share: { own(): number; peerMessagePending?(): boolean; roomWanted?(): number; stuckBytes?(): number; endStuck?(): boolean; request?(): number; letGoKept?(n: number): void } | null = null;
+  share: { own(): number; peerMessagePending?(): boolean; roomWanted?(): number; stuckBytes?(): number; endStuck?(): boolean; request?(): number } | null = null;
 
   /**
    * What this session holds of the server-wide budget that only its peer can free: its whole share while its run is
@@ -236,26 +239,34 @@ export class ConnectionSession {
   }
 
   /**
-   * The run's charge of `k` more bytes was refused (`RunCharge.spare`): when this connection's own share, the runs paused
-   * for their clients (which only their clients can free) and `k` cannot fit the budget together, nothing others give
-   * back can make room while this connection keeps its cached contexts, so those the run does not use are let go
-   * (`ModePolicy.spare`) and their charge given back now; true when any was. Kept, a fresh create on a connection
-   * whose own cache held the budget was told to try again for good (outside attack atk92 F2). Otherwise they stay:
-   * the room others hold may come back, and a cache let go is a continuation that misses.
+   * A charge of `k` more bytes for the create planned or running here was refused (its token ids, `RunCharge.spare`; a
+   * stored chain it loads, `ConnectionBytes.loaded`): when this connection's own share, the runs paused for their
+   * clients (which only their clients can free) and `k` cannot fit the budget together, nothing others give back can
+   * make room while this connection keeps its cached contexts, so those the create does not continue are let go
+   * (`ModePolicy.spare`, which gives their charge back at once), if that makes room for `k` now (as `ServerBytes.reclaim`
+   * asks: let go for a charge refused anyway, a cache is lost for nothing; outside attack atk93 F2). True when it let
+   * any go. Kept, a fresh create on a connection whose own cache held the budget was told to try again for good, however
+   * idle the server (outside attack atk92 F2; a continuation's chain from the store alike, atk93 F3). Otherwise they
+   * stay: the room others hold may come back, and a cache let go is a continuation that misses.
    */
-  private readonly spareKept = (k: number): boolean => {
+  readonly spareKept = (k: number): boolean => {
     const budget = this.budget;
     const share = this.share;
-    if (budget === null || share?.letGoKept === undefined || this.policy.spare === undefined) return false;
+    if (budget === null || share === null || this.policy.spare === undefined || this.policy.spareable === undefined) return false;
+    if (share.own() + budget.peersHeld() + k <= budget.max) return false;
+    const spareable = this.policy.spareable();
+    if (spareable === 0 || budget.held - spareable + k > budget.max) return false;
     const kept = this.keptBytes();
-    if (kept === 0 || share.own() + budget.peersHeld() + k <= budget.max) return false;
     this.policy.spare();
     const freed = kept - this.keptBytes();
     if (freed <= 0) return false;
-    share.letGoKept(freed);
+    this.spared += freed;
     this.log.info({ code: 'server_busy', bytes: freed, need: k }, 'cached contexts this connection\'s run does not use let go to make room for it');
     return true;
   };
+
+  /** Bytes of cached contexts `spareKept` let go for the create being planned (said if it is refused after all). */
+  private spared = 0;
 
   /**
    * An append or inject of `bytes` for the paused `run`, refused `err` while it was applied (its token ids past the
@@ -598,6 +609,7 @@ export class ConnectionSession {
         return;
       }
       held = this.budget === null ? null : new RunCharge(this.budget);
+      this.spared = 0;
       if (held !== null && this.policy.spare) held.spare = this.spareKept;
       this.charge = held;
       const metrics = new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, held);
@@ -612,7 +624,7 @@ export class ConnectionSession {
         plan = await this.policy.plan(params, metrics, next.lane, this.ended.signal);
       } catch (err) {
         const refused = this.cannotFitAlone(toWireError(err), next.bytes, params);
-        const wire = lostContinuation(refused, params, this.policy.failed?.(params, refused) === true);
+        const wire = sparedFor(lostContinuation(refused, params, this.policy.failed?.(params, refused) === true), this.spared);
         if (this.closed && this.ended.signal.aborted && err === this.ended.signal.reason) {
           // The plan stopped because the session ended: told as a create planned past the end is (below).
           if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
@@ -843,6 +855,25 @@ export class ConnectionSession {
 function settledQuietly(): void {}
 
 /**
+ * A create refused before its run started, `err`, after its connection let go `spared` bytes of its other cached
+ * contexts to make room for it (`ConnectionSession.spareKept`): said, since those conversations' continuations will miss
+ * (a create refused 413 after all had let another lane's `store: false` conversation go, unsaid; outside attack atk93
+ * F2). Room is let go as each slice of token ids is refused, before the create's whole need is known.
+ */
+function sparedFor(err: WireError, spared: number): WireError {
+  if (spared === 0) return err;
+  return withNote(err, `To make room for it, this connection let go of its other cached responses (${spared} bytes); a continuation of one is told so.`);
+}
+
+/** `err` with `note` after its message, the same refusal otherwise (its code, param, budget ask and retry advice). */
+function withNote(err: WireError, note: string): WireError {
+  const said = new WireError(err.code, `${err.message} ${note}`, err.param, { cause: err });
+  if (err.budgetAsk !== undefined) said.budgetAsk = err.budgetAsk;
+  if (err.noRetry) said.noRetry = true;
+  return said;
+}
+
+/**
  * A create refused before its run started, `err`, whose previous response its connection's cache let go with it
  * (`letGo`; a continuation that fails does, as the API's does): with `store: false` that response is nowhere else, so a
  * refusal that says to try again (`server_busy`) says too that this continuation cannot be retried. Its client was told
@@ -851,13 +882,8 @@ function settledQuietly(): void {}
  */
 function lostContinuation(err: WireError, params: CreateParams, letGo: boolean): WireError {
   if (!letGo || params.store || (err.code !== 'server_busy' && err.code !== 'payload_too_large') || params.previous_response_id === null) return err;
-  const said = new WireError(
-    err.code,
-    `${err.message} This continuation cannot be retried: its previous response '${params.previous_response_id.slice(0, 100)}' was let go from this connection's cache with this refusal (a continuation that fails does), and with store: false it is kept nowhere else; send its whole context again.`,
-    err.param,
-    { cause: err },
+  return withNote(
+    err,
+    `This continuation cannot be retried: its previous response '${params.previous_response_id.slice(0, 100)}' was let go from this connection's cache with this refusal (a continuation that fails does), and with store: false it is kept nowhere else; send its whole context again.`,
   );
-  if (err.budgetAsk !== undefined) said.budgetAsk = err.budgetAsk;
-  if (err.noRetry) said.noRetry = true;
-  return said;
 }

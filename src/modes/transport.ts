@@ -111,4 +111,10 @@ export interface SessionInfo {
    * the charge follows only when work ends.
    */
   kept?: () => void;
+  /**
+   * The session let go `bytes` of what it keeps between responses while it works (ws mode: cached contexts let go to
+   * make room for the create being planned, `ModePolicy.spare`): the peer's charge for them is given back now, not
+   * when the work ends. Absent: at the work's end.
+   */
+  letGoKept?: (bytes: number) => void;
 }

@@ -173,14 +173,17 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       setCache(other, null);
     }
   }
-  /** Every cached entry but `keep` let go for the byte budget, its id remembered (`letGo`). */
-  function letGoAll(keep: Cached | null): void {
+  /** Every cached entry but `keep` let go for the byte budget, its id remembered (`letGo`): what they kept. */
+  function letGoAll(keep: Cached | null): number {
+    let n = 0;
     for (const [lane, c] of [...caches]) {
       if (c === keep) continue;
+      n += entryBytes(c);
       letGo.push({ id: c.id, stored: c.stored });
       if (letGo.length > LET_GO_IDS_KEPT) letGo.shift();
       setCache(lane, null);
     }
+    return n;
   }
   /** What an entry keeps: its context's items, and its header (instructions and tools) with the key made of its JSON. */
   function entryBytes(c: Cached): number {
@@ -277,12 +280,51 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       // Before it is extended in place: what it grows by is the run's own charge (its token ids).
       if (cache) entry.held = entryBytes(cache);
       let lineage: Set<string> = new Set();
+      /** The HTTP baseline's work, from the store (a fresh create has no chain to load): the chain's ids in `lineage`. */
+      const fromStore = async () => {
+        const chainIds: string[] = [];
+        const charge = info.charge;
+        const load = charge && ((bytes: number) => {
+          charge(bytes);
+          entry.held += bytes;
+        });
+        let got: Awaited<ReturnType<typeof prepareFromStore>>;
+        try {
+          got = await prepareFromStore(params, services, metrics, info.owner, { charge: load, ids: chainIds, signal });
+        } catch (err) {
+          // A `store: true` continuation of a `store: false` response let go for the budget: said why, as with
+          // `store: false` (it was told only "not found"; outside attack atk91 F4). A stored one the store lacks was
+          // deleted or expired since: the store's answer stands.
+          if (prev && err instanceof WireError && err.code === 'previous_response_not_found' && letGoEntry(prev)?.stored === false) throw notFoundLetGo(prev, false);
+          throw err;
+        }
+        lineage = new Set(chainIds);
+        return got;
+      };
       if (prev && cache && !hasCompaction(params.input)) {
         // Before the cached context is extended in place (item references are checked after).
         checkContext(cache.context, params.input, services.limits);
-        prepared = await fromCache(params, cache, headerKey, metrics, hit!.lane !== lane);
-        // Extended in place: the lineage too; else a copy.
-        lineage = prepared.context === cache.context ? cache.lineage : new Set(cache.lineage);
+        const mark = metrics.tokenBytes;
+        try {
+          prepared = await fromCache(params, cache, headerKey, metrics, hit!.lane !== lane);
+          // Extended in place: the lineage too; else a copy.
+          lineage = prepared.context === cache.context ? cache.lineage : new Set(cache.lineage);
+        } catch (err) {
+          // A `store: true` continuation the byte budget refused beside its cached copy is read from the store, as on a
+          // miss, which holds no copy of the cache's token ids: refused 413 "cannot fit however long it waits", the
+          // same frame sent again then fitted (the failure had evicted the cache; outside attack atk93 F1). The lane's
+          // own entry goes (extended in place part way, or replaced by this response anyway), its charge given back
+          // now; a fork's source lane keeps its entry, which `spare` lets go only if room needs it.
+          if (!params.store || !(err instanceof WireError) || err.code !== 'server_busy' || err.budgetAsk === undefined) throw err;
+          metrics.releaseTokensSince(mark);
+          if (hit!.lane === lane) {
+            setCache(lane, null);
+            info.letGoKept?.(entry.held);
+          }
+          current = null;
+          entry.held = 0;
+          prepared = await fromStore();
+        }
       } else if (prev && cache) {
         // A compaction item replaces the cached history: a full rebuild of the smaller window.
         const input = await resolveReferences(params.input, info.owner, services, metrics, signal);
@@ -292,27 +334,13 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         prepared = { context, route, input };
         lineage = new Set(cache.lineage);
       } else {
-        // A cache miss: the HTTP baseline's work, from the store (a fresh create has no chain to load).
+        // A cache miss.
         if (prev && !params.store) {
           const gone = letGoEntry(prev);
-          throw gone ? notFoundLetGo(prev, gone.stored) : notFound(prev);
+          // "Continue it with store: true" only while the store has it (not once deleted or expired; atk93 F5).
+          throw gone ? notFoundLetGo(prev, gone.stored && services.store.has(prev, info.owner)) : notFound(prev);
         }
-        const chainIds: string[] = [];
-        const charge = info.charge;
-        const load = charge && ((bytes: number) => {
-          charge(bytes);
-          entry.held += bytes;
-        });
-        try {
-          prepared = await prepareFromStore(params, services, metrics, info.owner, { charge: load, ids: chainIds, signal });
-        } catch (err) {
-          // A `store: true` continuation of a `store: false` response let go for the budget: said why, as with
-          // `store: false` (it was told only "not found"; outside attack atk91 F4). A stored one the store lacks was
-          // deleted or expired since: the store's answer stands.
-          if (prev && err instanceof WireError && err.code === 'previous_response_not_found' && letGoEntry(prev)?.stored === false) throw notFoundLetGo(prev, false);
-          throw err;
-        }
-        lineage = new Set(chainIds);
+        prepared = await fromStore();
       }
       entry.lineage = lineage;
       // A delete while this plan awaited (a chain read, a render) of a response its lineage holds.
@@ -341,7 +369,11 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       const entry = planned.get(plan.params);
       const lane = entry?.lane ?? null;
       const cache = caches.get(lane);
-      if (run.response.status === 'completed') {
+      if (run.response.status === 'completed' && entry?.lineage && broken.has(entry.lineage)) {
+        // A response its context holds was deleted while it ran: never continued from the cache (`intact`), so not kept
+        // (it held its budget for nothing until the lane's next create; outside attack atk93 I1).
+        setCache(lane, null);
+      } else if (run.response.status === 'completed') {
         const headerKey = entry?.headerKey ?? JSON.stringify([plan.params.instructions, plan.params.tools]);
         const lineage = entry?.lineage ?? new Set<string>();
         if (plan.params.store) extendLineage(lineage, run.id);
@@ -370,7 +402,12 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       info.kept?.();
     },
     spare() {
-      letGoAll(current);
+      info.letGoKept?.(letGoAll(current));
+    },
+    spareable() {
+      let n = 0;
+      for (const c of caches.values()) if (c !== current) n += entryBytes(c);
+      return n;
     },
     planHeld(params) {
       return planned.get(params)?.held ?? 0;

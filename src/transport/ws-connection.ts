@@ -124,6 +124,11 @@ export class WsConnection implements Transport, Unsent {
     this.held.kept();
   }
 
+  /** The session let go `n` bytes of what it keeps while it works, to make room for its create: their charge goes now. */
+  keptLetGo(n: number): void {
+    this.held.letGoKept(n);
+  }
+
   /**
    * For the server-wide bound (`Unsent`): what the socket holds unsent now, while it is open and while the server
    * closes it (its close frame waits behind what a peer that reads nothing left unsent; `GET /health` counted 0
@@ -803,6 +808,14 @@ export class WsConnection implements Transport, Unsent {
       if (this.cannotFit(arriving)) return;
       if (waited < limit) {
         this.probePeer();
+        return;
+      }
+      // Its connection's cached contexts go before it does (the close would let them go anyway): with them gone it may
+      // fit at once (a create beside a paused run and its own idle cache waited the timeout, then was closed with the
+      // cache; outside attack atk93 F4). It waits one more look.
+      if (this.session.shed()) {
+        this.host.bytes.letGoCounted();
+        this.log.info({ code: 'server_busy', arriving, waited_ms: Math.round(waited) }, 'cached context let go: the message arriving waited its whole time for room');
         return;
       }
       this.log.info({ code: 'server_busy', waited_ms: Math.round(waited) }, 'message could not be received within the byte budget; closing 1013');

@@ -32,6 +32,12 @@ function openLongLived(url: string): Promise<WebSocket> {
 }
 /** About `n` characters of plain words (a token every five bytes or so). */
 const lorem = (n: number) => 'lorem ipsum dolor sit amet '.repeat(Math.floor(n / 27));
+/** `n` characters of numbers, `0 1 2 …` (about a token a number). */
+function numbers(n: number): string {
+  let out = '';
+  for (let i = 0; out.length < n; i++) out += `${i % 1000} `;
+  return out.slice(0, n);
+}
 /** `n` characters of printable ASCII noise (a fixed sequence): many token ids per byte, unlike repeated letters. */
 function noise(n: number): string {
   let x = 12345;
@@ -961,6 +967,120 @@ describe('the server-wide byte budget', () => {
     w.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: fresh.response.id, input: 'on' });
     expect((await w.next('response.completed')).response.status).toBe('completed');
     w.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('ws mode: a store: true continuation the budget refuses beside its cached copy is read from the store, at the first try (outside attack atk93 F1)', async () => {
+    // A header change or a fork renders anew beside the cached copy's token ids: told 413 "cannot fit however long it
+    // waits", and the same frame then fitted (from the store, once the failure had evicted the cache).
+    for (const variant of ['header', 'fork'] as const) {
+      const { server, url } = await testServer({ store: 'memory', limits: { maxServerBytes: 900 * KiB } });
+      const w = await RawSocket.connect(url);
+      const lane = variant === 'fork' ? { stream_id: 'a' } : {};
+      w.send({ type: 'response.create', model: 'sim-model', store: true, instructions: 'be brief', input: numbers(200 * KiB), ...lane });
+      const first = await w.next('response.completed');
+      const cont =
+        variant === 'fork'
+          ? { stream_id: 'b', instructions: 'be brief' }
+          : { instructions: 'be verbose' };
+      w.send({ type: 'response.create', model: 'sim-model', store: true, previous_response_id: first.response.id, input: 'next question', ...cont });
+      expect((await w.next('response.completed')).response.status, variant).toBe('completed');
+      expect(w.all('error'), variant).toEqual([]);
+      w.dispose();
+      await server.ws.idle();
+      expect(await held(url), variant).toBe(0);
+    }
+  });
+
+  it('ws mode: a continuation whose stored chain cannot fit beside its connection\'s other lanes lets them go and completes (outside attack atk93 F3)', async () => {
+    // It was told to try again for good on an otherwise idle server: only the token ids could let them go.
+    const { server, url } = await testServer({ store: 'memory', limits: { maxServerBytes: 768 * KiB } });
+    const o = await RawSocket.connect(url);
+    o.send({ type: 'response.create', model: 'sim-model', store: true, input: lorem(400 * KiB) });
+    const stored = await o.next('response.completed');
+    o.dispose();
+    await server.ws.idle();
+    const w = await RawSocket.connect(url);
+    w.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'a', input: lorem(250 * KiB) });
+    const a = await w.next('response.completed');
+    w.send({ type: 'response.create', model: 'sim-model', store: true, stream_id: 'b', previous_response_id: stored.response.id, input: 'next' });
+    expect((await w.next('response.completed')).response.status).toBe('completed');
+    expect(w.all('error')).toEqual([]);
+    // Lane a's conversation was let go for it, and its continuation says so.
+    w.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'a', previous_response_id: a.response.id, input: 'more' });
+    expect((await w.next('error', { skipErrors: true })).error.message).toContain('was let go to make room');
+    w.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('ws mode: a create refused after its connection let its other lanes go for it says so; the let-go hint is given only while the store has the response (outside attack atk93 F2, F5)', async () => {
+    const { server, url } = await testServer({ store: 'memory', limits: { maxServerBytes: 1024 * KiB } });
+    const w = await RawSocket.connect(url);
+    w.send({ type: 'response.create', model: 'sim-model', store: true, stream_id: 'a', input: numbers(150 * KiB) });
+    const a = await w.next('response.completed');
+    // Lane b's create needs more than the whole budget; lane a was let go while its token ids were made.
+    w.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'b', input: numbers(400 * KiB) });
+    expect((await w.next('error', { skipErrors: true })).error).toMatchObject({
+      code: 'payload_too_large',
+      message: expect.stringMatching(/It cannot fit however long it waits; send a smaller one\. To make room for it, this connection let go of its other cached responses \(\d+ bytes\); a continuation of one is told so\.$/),
+    });
+    // Lane a's response is stored: a store: false continuation is told to continue it with store: true, until it is deleted.
+    w.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'a', previous_response_id: a.response.id, input: 'more' });
+    expect((await w.next('error', { skipErrors: true })).error.message).toContain('continue it with store: true');
+    expect((await fetch(`${url}/v1/responses/${a.response.id}`, { method: 'DELETE' })).status).toBe(200);
+    w.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'a', previous_response_id: a.response.id, input: 'more' });
+    const gone = (await w.next('error', { skipErrors: true })).error;
+    expect(gone.code).toBe('previous_response_not_found');
+    expect(gone.message).not.toContain('store: true');
+    w.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('ws mode: a continuation whose previous response is deleted while it runs is not cached when it completes: it holds no budget (outside attack atk93 I1)', async () => {
+    // It was cached, never to be continued from the cache (its lineage is broken), and held its budget until the lane's
+    // next create.
+    const { model, release } = firstCallFreeModel();
+    const { server, url } = await testServer({ model, store: 'memory', limits: { maxServerBytes: 4 * 1024 * KiB } });
+    const w = await RawSocket.connect(url);
+    w.send({ type: 'response.create', model: 'sim-model', store: true, input: lorem(200 * KiB) });
+    const first = await w.next('response.completed');
+    w.send({ type: 'response.create', model: 'sim-model', store: true, previous_response_id: first.response.id, input: 'next' });
+    await w.next('response.output_text.delta');
+    expect((await fetch(`${url}/v1/responses/${first.response.id}`, { method: 'DELETE' })).status).toBe(200);
+    release();
+    await w.next('response.completed');
+    // Once idle, nothing is cached: nothing held.
+    while ((await held(url)) !== 0) await new Promise((r) => setImmediate(r));
+    w.send({ type: 'response.create', model: 'sim-model', store: true, previous_response_id: first.response.id, input: 'again' });
+    expect((await w.next('error', { skipErrors: true })).error.code).toBe('previous_response_not_found');
+    w.dispose();
+    await server.ws.idle();
+  });
+
+  it('ws mode: a message that waited its whole time for room beside a paused run lets its connection\'s cached contexts go before it is closed, and is read (outside attack atk93 F4)', async () => {
+    // It was closed 1013 with the caches, although without them it fitted at once.
+    const { logger, waitFor } = captureLogger();
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'a' }, { text: 'b' }, { text: 'd' }]);
+    const { server, url } = await testServer({ policy, logger, limits: { maxServerBytes: 2 * 1024 * KiB, requestTimeoutMs: 1000 } });
+    const p = await RawSocket.longLived(url);
+    p.send(create(0, { input: numbers(530 * KiB), tools: [tool] }));
+    await p.next('response.done');
+    const w = await RawSocket.connect(url);
+    for (const lane of ['a', 'b']) {
+      w.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: lane, input: numbers(60 * KiB) });
+      await w.next('response.completed');
+    }
+    const room = 2 * 1024 * KiB - (await held(url));
+    expect(room).toBeLessThan(150 * KiB);
+    w.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'd', input: lorem(150 * KiB) });
+    await waitFor((l) => /waited its whole time for room/.test(l.msg));
+    expect((await w.next('response.completed')).response.status).toBe('completed');
+    expect(w.all('error')).toEqual([]);
+    w.dispose();
+    p.dispose();
     await server.ws.idle();
     expect(await held(url)).toBe(0);
   });

@@ -39,6 +39,13 @@ export class ServerBytes {
    */
   peersHeld: () => number = () => 0;
 
+  /**
+   * End messages judged unable to fit beside the runs paused for their clients, but `except`'s session's, to give back
+   * `need` bytes for a paused run's append: what they gave back, 0 (none ended) when together they could not
+   * (`SessionHost.endStuckMessages`, set by the host that owns this budget).
+   */
+  endStuck: (except: ConnectionSession, need: number) => number = () => 0;
+
   get held(): number {
     return this.heldBytes;
   }
@@ -295,6 +302,13 @@ export interface ConnectionBytes {
   own(): number;
   /** Whether a whole frame waits for or is in a sliced parse (`parsing` charged it and `parsed` not yet given it back). */
   peerMessagePending(): boolean;
+  /** Whether a message is arriving (some of it received and charged, `receiving`). */
+  messageArriving(): boolean;
+  /**
+   * For this connection's own message arriving, which cannot fit beside them: its idle session's cached contexts go
+   * (`ConnectionSession.shed`) and their charge is given back at once, not at the idle step; false when it kept none.
+   */
+  letGoCache(): boolean;
   /**
    * When the last `receiving` could not charge the message arriving: the bytes more it needs charged to be read whole
    * (what it declares, or received, past its charge); else 0.
@@ -309,10 +323,15 @@ export interface ConnectionBytes {
   /** While `stuck`: this connection's share and its message's charge, what ending the message gives back; else 0. */
   stuckBytes(): number;
   /**
-   * While `stuck` with anything to give back: end the message (the `end` given to `stuck`), for a paused run's append
-   * that needs what the stuck messages hold together (`SessionHost.endStuckMessages`); false when it is not.
+   * What ending the message judged stuck gives back (`endStuck`): its session's cached contexts when it keeps any
+   * (the transport lets them go, and the message waits on), else `stuckBytes`; 0 when not stuck.
    */
-  endStuck(): boolean;
+  stuckGives(): number;
+  /**
+   * While `stuck` with anything to give back: end the message (the `end` given to `stuck`), for a paused run's append
+   * that needs what the stuck messages hold together (`SessionHost.endStuckMessages`); what it gave back (`stuckGives`).
+   */
+  endStuck(): number;
   /**
    * A whole frame of `n` bytes waits or is parsed in slices: charged until `parsed(n)`. A frame charged while
    * it arrived (`receiving`) was admitted then: its charge moves over, with its last socket read unchecked;
@@ -329,10 +348,10 @@ export interface ConnectionBytes {
   /** What the session keeps shrank outside a response's end (a DELETE of a cached response): charge it once idle. */
   kept(): void;
   /**
-   * The session let go `n` bytes of what it keeps while it works, for its own run's charge (`ConnectionSession.spareKept`):
-   * given back now, not at the idle step.
+   * The session let go of some of what it keeps while it works, for its own create's charge (ws mode: cached contexts,
+   * `ModePolicy.spare`): its charge for them goes now, down to what it keeps, not at the idle step.
    */
-  letGoKept(n: number): void;
+  keptShrank(): void;
   /** The connection closed: release everything. */
   close(): void;
 }
@@ -379,7 +398,7 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
   private blocked = false;
   /** What ends the message judged stuck (`stuck`, `endStuck`). */
   private ender: (() => void) | null = null;
-  /** What the last idle step charged for what the session keeps (its cached contexts), less what `letGoKept` gave back. */
+  /** What the last idle step charged for what the session keeps (its cached contexts), less what `keptShrank` gave back. */
   private keptCharged = 0;
 
   constructor(
@@ -399,6 +418,19 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
 
   peerMessagePending(): boolean {
     return this.px.bytes > 0;
+  }
+
+  messageArriving(): boolean {
+    return !this.closed && this.rx.bytes > 0;
+  }
+
+  letGoCache(): boolean {
+    if (this.closed || !this.session.shed()) return false;
+    const kept = this.session.keptBytes();
+    this.hold.keep(Math.min(this.hold.bytes, kept));
+    this.keptCharged = Math.min(this.keptCharged, kept);
+    this.budget.idleCache(this, kept);
+    return true;
   }
 
   receiving(n: number, declared = 0): boolean {
@@ -435,13 +467,21 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     return this.blocked && !this.closed ? this.own() + this.rx.bytes : 0;
   }
 
-  endStuck(): boolean {
-    if (this.stuckBytes() === 0 || this.ender === null) return false;
+  stuckGives(): number {
+    const stuck = this.stuckBytes();
+    if (stuck === 0) return 0;
+    const kept = this.session.isIdle() ? Math.min(this.hold.bytes, this.session.keptBytes()) : 0;
+    return kept > 0 ? kept : stuck;
+  }
+
+  endStuck(): number {
+    const gives = this.stuckGives();
+    if (gives === 0 || this.ender === null) return 0;
     const end = this.ender;
     this.ender = null;
     this.blocked = false;
     end();
-    return true;
+    return gives;
   }
 
   parsing(n: number): void {
@@ -514,15 +554,18 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
     }
   }
 
-  letGoKept(n: number): void {
-    // Only what the idle step charged for it: an entry cached since (a create queued behind the one that cached it)
-    // is charged at the next idle step, and giving its bytes back here would give back frames' charges instead.
-    const freed = Math.min(n, this.keptCharged, this.hold.bytes);
+  keptShrank(): void {
+    // Down to what it keeps now, never by more than the idle step charged: an entry cached since (a create queued behind
+    // the one that cached it) is charged at the next idle step, and giving back its bytes here would give back other
+    // lanes' or frames' charges instead (outside attack atk95 I2).
+    const kept = Math.min(this.keptCharged, this.session.keptBytes());
+    const freed = Math.min(this.keptCharged - kept, this.hold.bytes);
     if (this.closed || freed <= 0) return;
-    this.keptCharged -= freed;
+    this.keptCharged = kept;
     this.hold.keep(this.hold.bytes - freed);
     this.budget.letGoCounted();
   }
+
 
   kept(): void {
     // Once the session is idle (in a microtask if it is now): the same step a response's end takes.

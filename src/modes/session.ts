@@ -72,7 +72,7 @@ export interface ModePolicy {
   /**
    * Let go of what the policy keeps that the create planned or running does not use (ws mode: its lanes' cached
    * contexts but the one that create continues), when its own charge cannot fit beside them (`ConnectionSession.spareKept`),
-   * their charge given back at once (`SessionInfo.letGoKept`).
+   * their charge given back at once (`SessionInfo.keptShrank`).
    */
   spare?(): void;
   /** What `spare` would let go now (0: nothing). */
@@ -171,6 +171,17 @@ export class ConnectionSession {
     return this.active?.paused === true;
   }
 
+  /**
+   * Whether its run is paused for its client with the client's append on its way in: waiting for room
+   * (`share.roomWanted`), arriving (`share.messageArriving`), whole and waiting for or in its parse
+   * (`share.peerMessagePending`), or being applied.
+   */
+  get appendComing(): boolean {
+    if (!this.paused) return false;
+    const share = this.share;
+    return (share?.roomWanted?.() ?? 0) > 0 || share?.messageArriving?.() === true || share?.peerMessagePending?.() === true || (this.appending?.size ?? 0) > 0;
+  }
+
   /** Creates waiting behind its run (`GET /llr/stats`). */
   get queuedCreates(): number {
     return this.queue.length;
@@ -210,7 +221,7 @@ export class ConnectionSession {
    * (`ConnectionBytes.stuckBytes`); `request`: over HTTP, what the request itself holds (its body and a stored chain it
    * loaded).
    */
-  share: { own(): number; peerMessagePending?(): boolean; roomWanted?(): number; stuckBytes?(): number; endStuck?(): boolean; request?(): number } | null = null;
+  share: { own(): number; peerMessagePending?(): boolean; messageArriving?(): boolean; roomWanted?(): number; stuckBytes?(): number; stuckGives?(): number; endStuck?(): number; request?(): number } | null = null;
 
   /**
    * What this session holds of the server-wide budget that only its peer can free: its whole share while its run is
@@ -263,6 +274,22 @@ export class ConnectionSession {
     this.spared += freed;
     this.log.info({ code: 'server_busy', bytes: freed, need: k }, 'cached contexts this connection\'s run does not use let go to make room for it');
     return true;
+  };
+
+  /**
+   * A charge of `k` more bytes for this session's run was refused (`RunCharge.spare`): in ws mode its connection's
+   * cached contexts may make room (`spareKept`); for a run paused for its client, whose append is being applied (its
+   * token ids), messages judged unable to fit beside the paused runs end if together they make room
+   * (`ServerBytes.endStuck`): while a paused run's append arrives they yield it the room that comes back, but its
+   * token ids are charged only once it is applied, and ending only what its frame lacked left them refused (outside
+   * attack atk95 F2's fix, two stuck creates each holding half of an append's room). True when room was made.
+   */
+  private readonly makeRoom = (k: number): boolean => {
+    if (this.policy.spare) return this.spareKept(k);
+    const budget = this.budget;
+    if (budget === null || this.active === null || !this.active.paused) return false;
+    const short = budget.held + k - budget.max;
+    return short > 0 && budget.endStuck(this, short) >= short;
   };
 
   /** Bytes of cached contexts `spareKept` let go for the create being planned (said if it is refused after all). */
@@ -610,7 +637,7 @@ export class ConnectionSession {
       }
       held = this.budget === null ? null : new RunCharge(this.budget);
       this.spared = 0;
-      if (held !== null && this.policy.spare) held.spare = this.spareKept;
+      if (held !== null) held.spare = this.makeRoom;
       this.charge = held;
       const metrics = new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, held);
       if (next.parse) metrics.span('parse', next.parse.start, next.parse.end);

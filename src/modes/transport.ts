@@ -112,9 +112,9 @@ export interface SessionInfo {
    */
   kept?: () => void;
   /**
-   * The session let go `bytes` of what it keeps between responses while it works (ws mode: cached contexts let go to
+   * The session let go of some of what it keeps between responses while it works (ws mode: cached contexts let go to
    * make room for the create being planned, `ModePolicy.spare`): the peer's charge for them is given back now, not
    * when the work ends. Absent: at the work's end.
    */
-  letGoKept?: (bytes: number) => void;
+  keptShrank?: () => void;
 }

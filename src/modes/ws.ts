@@ -173,17 +173,14 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       setCache(other, null);
     }
   }
-  /** Every cached entry but `keep` let go for the byte budget, its id remembered (`letGo`): what they kept. */
-  function letGoAll(keep: Cached | null): number {
-    let n = 0;
+  /** Every cached entry but `keep` let go for the byte budget, its id remembered (`letGo`). */
+  function letGoAll(keep: Cached | null): void {
     for (const [lane, c] of [...caches]) {
       if (c === keep) continue;
-      n += entryBytes(c);
       letGo.push({ id: c.id, stored: c.stored });
       if (letGo.length > LET_GO_IDS_KEPT) letGo.shift();
       setCache(lane, null);
     }
-    return n;
   }
   /** What an entry keeps: its context's items, and its header (instructions and tools) with the key made of its JSON. */
   function entryBytes(c: Cached): number {
@@ -295,7 +292,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
           // A `store: true` continuation of a `store: false` response let go for the budget: said why, as with
           // `store: false` (it was told only "not found"; outside attack atk91 F4). A stored one the store lacks was
           // deleted or expired since: the store's answer stands.
-          if (prev && err instanceof WireError && err.code === 'previous_response_not_found' && letGoEntry(prev)?.stored === false) throw notFoundLetGo(prev, false);
+          if (prev && err instanceof WireError && err.code === 'previous_response_not_found' && letGoEntry(prev)?.stored === false) throw notFoundLetGo(prev, 'unstored');
           throw err;
         }
         lineage = new Set(chainIds);
@@ -319,7 +316,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
           metrics.releaseTokensSince(mark);
           if (hit!.lane === lane) {
             setCache(lane, null);
-            info.letGoKept?.(entry.held);
+            info.keptShrank?.();
           }
           current = null;
           entry.held = 0;
@@ -338,7 +335,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         if (prev && !params.store) {
           const gone = letGoEntry(prev);
           // "Continue it with store: true" only while the store has it (not once deleted or expired; atk93 F5).
-          throw gone ? notFoundLetGo(prev, gone.stored && services.store.has(prev, info.owner)) : notFound(prev);
+          throw gone ? notFoundLetGo(prev, !gone.stored ? 'unstored' : services.store.has(prev, info.owner) ? 'stored' : 'gone') : notFound(prev);
         }
         prepared = await fromStore();
       }
@@ -402,7 +399,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       info.kept?.();
     },
     spare() {
-      info.letGoKept?.(letGoAll(current));
+      letGoAll(current);
+      info.keptShrank?.();
     },
     spareable() {
       let n = 0;
@@ -425,12 +423,17 @@ const LET_GO_IDS_KEPT = 16;
 
 /**
  * `previous_response_not_found` for `id`, whose cached copy this connection let go to make room in the byte budget:
- * `stored` when that response was stored (only a `store: false` continuation, served from the cache alone, misses it).
+ * `stored`, the store has it (only a `store: false` continuation, served from the cache alone, misses it); `unstored`,
+ * it was created with `store: false`; `gone`, it was stored and the store no longer has it (deleted or expired since:
+ * it was called a `store: false` response; outside attack atk95 F3).
  */
-function notFoundLetGo(id: string, stored: boolean): WireError {
+function notFoundLetGo(id: string, was: 'stored' | 'unstored' | 'gone'): WireError {
   const err = notFound(id);
-  const then = stored
-    ? 'and a store: false continuation is served from that cache alone: continue it with store: true, or send the whole context again.'
-    : 'and it was created with store: false, so it is kept nowhere else: send the whole context again.';
+  const then =
+    was === 'stored'
+      ? 'and a store: false continuation is served from that cache alone: continue it with store: true, or send the whole context again.'
+      : was === 'unstored'
+        ? 'and it was created with store: false, so it is kept nowhere else: send the whole context again.'
+        : 'and the store no longer has it (deleted or expired): send the whole context again.';
   return new WireError(err.code, `${err.message} This connection's cached copy of it was let go to make room in the server's byte budget (llr serve --max-server-bytes), ${then}`, err.param);
 }

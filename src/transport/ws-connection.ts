@@ -124,9 +124,9 @@ export class WsConnection implements Transport, Unsent {
     this.held.kept();
   }
 
-  /** The session let go `n` bytes of what it keeps while it works, to make room for its create: their charge goes now. */
-  keptLetGo(n: number): void {
-    this.held.letGoKept(n);
+  /** The session let go of some of what it keeps while it works, to make room for its create: their charge goes now. */
+  keptShrank(): void {
+    this.held.keptShrank();
   }
 
   /**
@@ -749,11 +749,29 @@ export class WsConnection implements Transport, Unsent {
     if (own + arriving <= max) {
       if (own + others + arriving <= max) return false;
       this.held.stuck(this.endStuck);
-      if (this.held.stuckBytes() === 0 || !this.host.stuckMessagesHoldPausedRun(this.session)) return false;
-      // The other messages judged stuck end with it: the append needs what they hold together.
-      this.host.endStuckMessages(this.session);
+      const mine = this.held.stuckGives();
+      const lacking = mine === 0 ? 0 : this.host.stuckMessagesHoldPausedRun(this.session);
+      if (lacking === 0) return false;
+      // Other messages judged stuck end with it when the append needs more than it gives back.
+      if (lacking > mine) this.host.endStuckMessages(this.session, lacking - mine);
     }
     return this.endStuckMessage(arriving);
+  }
+
+  /**
+   * Whether the message arriving, unable to fit beside the runs paused for their clients (as `cannotFit` judges), takes no
+   * more room while a paused run's append is on its way in (waiting for room, parsed or applied:
+   * its token ids are charged as it is applied): it cannot fit beside them anyway, and the room that comes back
+   * (another stuck message ended for that append) is the append's. Reading on, the stuck
+   * messages took the room each other's ending gave back, the append still could not be read, and they were ended one
+   * after another, where one was enough (outside attack atk95 F2). It is still judged (`cannotFit`), and still has its
+   * deadline.
+   */
+  private yields(arriving: number): boolean {
+    if (this.parsing !== null || !this.session.waitsOnPeer()) return false;
+    const others = this.host.heldForPeers() - this.session.heldForPeer();
+    if (this.held.own() + others + Math.max(arriving, declaredBytes(this.ws)) <= this.host.bytes.max) return false;
+    return this.host.pausedAppendComing(this.session);
   }
 
   /** This connection's message, judged stuck, ends for a paused run's append (`SessionHost.endStuckMessages`). */
@@ -770,7 +788,7 @@ export class WsConnection implements Transport, Unsent {
     const max = this.host.bytes.max;
     const own = this.held.own();
     const others = this.host.heldForPeers() - this.session.heldForPeer();
-    if (this.session.shed()) {
+    if (this.held.letGoCache()) {
       this.host.bytes.letGoCounted();
       this.log.info({ code: 'server_busy', arriving }, 'cached context let go: with it the message arriving could not fit the byte budget');
       return true;
@@ -804,7 +822,7 @@ export class WsConnection implements Transport, Unsent {
     const waited = this.host.now() - this.rxPausedAt;
     const limit = this.host.limits.requestTimeoutMs > 0 ? this.host.limits.requestTimeoutMs : 60_000;
     const arriving = inFlightBytes(this.ws);
-    if (open && !this.held.receiving(arriving, declaredBytes(this.ws))) {
+    if (open && (this.yields(arriving) || !this.held.receiving(arriving, declaredBytes(this.ws)))) {
       if (this.cannotFit(arriving)) return;
       if (waited < limit) {
         this.probePeer();
@@ -813,7 +831,7 @@ export class WsConnection implements Transport, Unsent {
       // Its connection's cached contexts go before it does (the close would let them go anyway): with them gone it may
       // fit at once (a create beside a paused run and its own idle cache waited the timeout, then was closed with the
       // cache; outside attack atk93 F4). It waits one more look.
-      if (this.session.shed()) {
+      if (this.held.letGoCache()) {
         this.host.bytes.letGoCounted();
         this.log.info({ code: 'server_busy', arriving, waited_ms: Math.round(waited) }, 'cached context let go: the message arriving waited its whole time for room');
         return;

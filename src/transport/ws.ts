@@ -199,7 +199,7 @@ export class WsTransport {
       return;
     }
     // A stored chain a create loads (a ws-mode cache miss) is charged to the connection's share while its work lasts.
-    const session = this.sessions.openSession(protocol, conn, { ...info, charge: (n) => conn.chargeLoaded(n), kept: () => conn.keptChanged(), letGoKept: (n) => conn.keptLetGo(n) }, log);
+    const session = this.sessions.openSession(protocol, conn, { ...info, charge: (n) => conn.chargeLoaded(n), kept: () => conn.keptChanged(), keptShrank: () => conn.keptShrank() }, log);
     log.info('websocket connected');
     conn.open(session, timing);
   }

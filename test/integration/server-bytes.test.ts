@@ -819,6 +819,93 @@ describe('the server-wide byte budget', () => {
     await bCompletes({ policy, server, url, a, b });
   });
 
+  it('a paused run\'s append judged stuck ends alone: the other paused run\'s append, which its end was for, goes on (outside attack atk95 F1)', async () => {
+    // Every other stuck message was ended with the one judged, the waiting run's own append among them: both runs
+    // ended incomplete, both connections closed 1013.
+    const max = 2 * 1024 * KiB;
+    const policy = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'w' }, call_id: 'call_w' }] },
+      { calls: [{ name: 'lookup', arguments: { q: 'x' }, call_id: 'call_x' }] },
+      { text: 'w done' },
+      { text: 'n done' },
+    ]);
+    const { logger, waitFor, lines } = captureLogger();
+    const { server, url } = await testServer({ policy, logger, limits: { maxServerBytes: max, requestTimeoutMs: 120_000 } });
+    const w = await RawSocket.longLived(url);
+    w.send(create(0, { input: numbers(220 * KiB), tools: [tool] }));
+    await w.next('response.done');
+    const x = await RawSocket.longLived(url);
+    x.send(create(0, { input: numbers(220 * KiB), tools: [tool] }));
+    await x.next('response.done');
+    // N holds part of the budget with a slow upload (not stuck).
+    const n = await openLongLived(url);
+    const before = await held(url);
+    const head = `{"type":"response.create","model":"sim-model","input":"`;
+    n.send(head + 'x'.repeat(100 * KiB - head.length), { fin: false });
+    while ((await held(url)) === before);
+    const paused = () => lines.filter((l) => /reading paused/.test(l.msg)).length;
+    // W's append cannot fit beside X's run; then X's, larger, cannot fit beside W's.
+    w.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_w', output: 'x'.repeat(760 * KiB) }] });
+    await waitFor(() => paused() >= 1);
+    x.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_x', output: 'x'.repeat(1350 * KiB) }] });
+    // X's append ends with its run; W's is read and its run completes.
+    expect(JSON.stringify(await x.next('response.incomplete', { skipErrors: true }))).toContain('"llr_incomplete_reason":"server_busy"');
+    expect((await x.closed).code).toBe(1013);
+    expect((await w.next('response.completed')).response.status).toBe('completed');
+    const nDone = new Promise<{ type: string }>((resolve) => n.on('message', (m) => {
+      const e = JSON.parse(m.toString()) as { type: string };
+      if (e.type === 'response.completed' || e.type === 'error') resolve(e);
+    }));
+    n.send('"}', { fin: true });
+    expect((await nDone).type).toBe('response.completed');
+    for (const s of [w, x]) s.dispose();
+    n.close();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('messages stuck beside a paused run end only until its append has the room it lacks; the others are not closed (outside attack atk95 F2)', async () => {
+    // A 150 KiB append closed three uploads holding 250 KiB each, where one was enough.
+    const max = 2 * 1024 * KiB;
+    const { logger, waitFor, lines } = captureLogger();
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'y' }, call_id: 'call_y' }] }, { text: 'y done' }, { text: 'c' }, { text: 'c' }, { text: 'c' }]);
+    const { server, url } = await testServer({ policy, logger, limits: { maxServerBytes: max, requestTimeoutMs: 120_000 } });
+    const y = await RawSocket.longLived(url);
+    y.send(create(0, { input: numbers(400 * KiB), tools: [tool] }));
+    await y.next('response.done');
+    const head = `{"type":"response.create","model":"sim-model","input":"`;
+    const cs: WebSocket[] = [];
+    // Each upload's first answer (its create's first event, or its error), and whether its socket closed.
+    const answers: Array<Promise<string>> = [];
+    const closed: boolean[] = [];
+    for (let i = 0; i < 3; i++) {
+      const c = await openLongLived(url);
+      answers.push(new Promise((resolve) => c.once('message', (m) => resolve((JSON.parse(m.toString()) as { type: string }).type))));
+      closed.push(false);
+      c.once('close', () => (closed[i] = true));
+      const before = await held(url);
+      c.send(head + 'x'.repeat(250 * KiB - head.length), { fin: false });
+      while ((await held(url)) === before);
+      cs.push(c);
+    }
+    const paused = () => lines.filter((l) => /reading paused/.test(l.msg)).length;
+    for (const [i, c] of cs.entries()) {
+      c.send('x'.repeat(650 * KiB) + '"}', { fin: true });
+      await waitFor(() => paused() >= i + 1);
+    }
+    y.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_y', output: 'x'.repeat(150 * KiB) }] });
+    await y.next('response.completed');
+    // Each upload is answered: one was ended for the append (closed 1013), the other two were not closed.
+    const types = await Promise.all(answers);
+    expect(types.filter((t) => t === 'error').length).toBeGreaterThanOrEqual(1);
+    expect(lines.filter((l) => /closing 1013/.test(l.msg))).toHaveLength(1);
+    expect(closed.filter(Boolean).length).toBeLessThanOrEqual(1);
+    y.dispose();
+    for (const c of cs) c.close();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('a WebSocket message that cannot fit beside a paused HTTP run whose append was refused for room ends, and the run goes on (atk87 F1)', async () => {
     // Over HTTP the append is refused, not held: the run was not seen to wait for room, and the two waited for each
     // other the whole request timeout, the client told to retry meanwhile.
@@ -1034,6 +1121,8 @@ describe('the server-wide byte budget', () => {
     const gone = (await w.next('error', { skipErrors: true })).error;
     expect(gone.code).toBe('previous_response_not_found');
     expect(gone.message).not.toContain('store: true');
+    // Not called a store: false response: it was stored, and deleted since (outside attack atk95 F3).
+    expect(gone.message).toContain('the store no longer has it (deleted or expired)');
     w.dispose();
     await server.ws.idle();
     expect(await held(url)).toBe(0);

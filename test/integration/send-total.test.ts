@@ -29,6 +29,24 @@ function socketOf(s: RawSocket): Socket {
   return (s.ws as unknown as { _socket: Socket })._socket;
 }
 
+/**
+ * The per-reader bound for tests whose holder leaves a 2 MB-instructions response's echoes (~6 MB) unread: above them,
+ * so its response ends whatever the kernel's socket buffers take (with Linux's defaults a paused reader's run was paced
+ * at the 4 MiB default and dropped at the stall timeout before it ended, on a host whose loopback buffers took less).
+ */
+const HOLDER_BUFFER = 16 * 1024 * 1024;
+/**
+ * A WebSocket that reads nothing and holds more than 1 MiB unsent with no run: four steers of 2 MB each, refused, their
+ * input echoed (`response.steer.failed`). A create's echoes were used, but its run was paced past the total bound
+ * before it ended on a host whose loopback buffers took less of them, and was then dropped at the stall timeout.
+ */
+async function holdEchoes(url: string): Promise<RawSocket> {
+  const holder = await RawSocket.connect(url);
+  socketOf(holder).pause();
+  for (let i = 0; i < 4; i++) holder.send({ type: 'response.steer', previous_response_id: `resp_${i}`, input: 'x'.repeat(2_000_000) });
+  while ((await unsent(url)) <= 1024 * 1024);
+  return holder;
+}
 const unsent = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { send_bytes_unsent: number }).send_bytes_unsent;
 
 /** Resolves once `n` log lines (past or future) satisfy `pred`. */
@@ -144,13 +162,10 @@ describe('server-wide bound on unsent bytes', () => {
     // The heartbeat pings every 250 ms and the peer pings every 50 ms, so it is never silent: the server's own pings and
     // pongs must not count as bytes leaving (they did, and such a peer was never dropped: outside attack atk52 F1).
     const cap = captureLogger();
-    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 1000, wsIdleTimeoutMs: 500 } });
-    const attacker = await RawSocket.connect(url);
-    socketOf(attacker).pause();
-    attacker.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(2_000_000), input: 'hello' });
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 1000, wsIdleTimeoutMs: 500, maxSendBufferBytes: HOLDER_BUFFER } });
+    const attacker = await holdEchoes(url);
     const pinging = setInterval(() => attacker.ws.readyState === attacker.ws.OPEN && attacker.ws.ping(), 50);
     onTestFinished(() => clearInterval(pinging));
-    await lines(cap, (l) => l.msg === 'response finished' && l.status === 'completed', 1);
     expect(await unsent(url)).toBeGreaterThan(1024 * 1024);
     const victim = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: 'y'.repeat(100_000), stream: true }) });
     expect(await victim.text()).toContain('"type":"response.completed"');
@@ -163,11 +178,8 @@ describe('server-wide bound on unsent bytes', () => {
   // (it was counted while it planned, and as a run once it started): 11 runs were live under a cap of 3.
   it('a long-lived-http create waiting for the total to have room holds its place under the cap of live HTTP runs', async () => {
     const cap = captureLogger();
-    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 1000, maxLiveHttpRuns: 1 } });
-    const holder = await RawSocket.connect(url);
-    socketOf(holder).pause();
-    holder.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(2_000_000), input: 'hello' });
-    await lines(cap, (l) => l.msg === 'response finished' && l.status === 'completed', 1);
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 1000, maxLiveHttpRuns: 1, maxSendBufferBytes: HOLDER_BUFFER } });
+    await holdEchoes(url);
     const create = () =>
       fetch(`${url}/v1/responses?protocol=long-lived`, {
         method: 'POST',
@@ -192,11 +204,8 @@ describe('server-wide bound on unsent bytes', () => {
   it('response.cancel ends a create waiting for the total to have room at once: it starts and ends cancelled', async () => {
     const cap = captureLogger();
     // A stall timeout far past the test's own: the cancel, not the wait's end, must end it.
-    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 120_000 } });
-    const holder = await RawSocket.connect(url);
-    socketOf(holder).pause();
-    holder.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(2_000_000), input: 'hello' });
-    await lines(cap, (l) => l.msg === 'response finished' && l.status === 'completed', 1);
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 120_000, maxSendBufferBytes: HOLDER_BUFFER } });
+    const holder = await holdEchoes(url);
     const victim = await RawSocket.connect(url);
     victim.send({ type: 'response.create', model: 'sim-model', instructions: 'y'.repeat(100_000), input: 'hello' });
     await lines(cap, (l) => l.code === 'send_total_paced' && /waits to start/.test(l.msg), 1);
@@ -210,7 +219,7 @@ describe('server-wide bound on unsent bytes', () => {
   // bytes for the ws library's fixed 30 s close timeout, whatever --send-stall-timeout-ms said.
   it('a WebSocket the server is closing (its lifetime ended) that reads nothing is dropped at the stall timeout, not the close timeout', async () => {
     const cap = captureLogger();
-    const { url } = await testServer({ logger: cap.logger, limits: { sendStallTimeoutMs: 500, connectionLifetimeMs: 300, wsIdleTimeoutMs: 0 } });
+    const { url } = await testServer({ logger: cap.logger, limits: { sendStallTimeoutMs: 500, connectionLifetimeMs: 300, wsIdleTimeoutMs: 0, maxSendBufferBytes: HOLDER_BUFFER } });
     const peer = await RawSocket.connect(url);
     socketOf(peer).pause();
     peer.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(4_000_000), input: 'hello' });
@@ -229,7 +238,7 @@ describe('server-wide bound on unsent bytes', () => {
   // (its drops in 4 of 4 runs before the fix, none in 3 after); this checks the property on the same shape of load.
   it('a reader that reads everything is never taken for stalled while creates back to back wait for the total', async () => {
     const cap = captureLogger();
-    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 400 } });
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 400, maxSendBufferBytes: HOLDER_BUFFER } });
     // A reader that reads everything it has every 100 ms, the total past the bound between.
     const hog = await RawSocket.longLived(url);
     const raw = socketOf(hog);
@@ -255,7 +264,7 @@ describe('server-wide bound on unsent bytes', () => {
   // checks the property on the same load.
   it('a WebSocket that reads nothing and floods bad frames is dropped at the stall timeout, not kept by its error answers', async () => {
     const cap = captureLogger();
-    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 500 } });
+    const { url } = await testServer({ logger: cap.logger, limits: { maxSendBufferTotalBytes: 1024 * 1024, sendStallTimeoutMs: 500, maxSendBufferBytes: HOLDER_BUFFER } });
     const peer = await RawSocket.longLived(url);
     socketOf(peer).pause();
     peer.send({ type: 'response.create', model: 'sim-model', instructions: 'x'.repeat(2_000_000), input: 'hi' });

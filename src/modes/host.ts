@@ -160,7 +160,8 @@ export class SessionHost {
   /**
    * Messages judged unable to fit beside the paused runs, but `except`'s and those of paused runs whose own append waits
    * for room, end until they have given back `need` bytes (`ConnectionBytes.endStuck`): those whose connection keeps a
-   * cached context first (it is let go and the message waits on: nobody is closed), then the largest. Ending only the
+   * cached context first (it is let go and the message waits on: nobody is closed), then the largest; none when together
+   * they cannot. Ending only the
    * one judged, another stuck message took the room it gave back, the append could not be read, and that message waited
    * the request timeout for an append that never came; ending them all, a 150 KiB append closed three 250 KiB uploads
    * where one was enough (outside attack atk95 F2), and a paused run's own waiting append was ended with the message
@@ -189,10 +190,11 @@ export class SessionHost {
 
   /**
    * Whether a paused run's append but `except`'s is on its way in (`ConnectionSession.appendComing`; over HTTP one
-   * refused for room, `LiveRuns.waitsForRoom`): room that comes back is its, until it is applied.
+   * refused for room, `LiveRuns.waitsForRoom`, or being read or applied, `LiveRuns.appendArriving`, which WebSocket
+   * messages did not yield to: outside attack atk96 I1): room that comes back is its, until it is applied.
    */
   pausedAppendComing(except: ConnectionSession): boolean {
-    if (this.live.waitsForRoom(() => true)) return true;
+    if (this.live.waitsForRoom(() => true) || this.live.appendArriving()) return true;
     for (const set of this.sessionSets) if (set.appendComing(except)) return true;
     return false;
   }

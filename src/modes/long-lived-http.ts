@@ -222,6 +222,12 @@ export class LiveRuns {
   }
 
   /** Whether a run paused here had its client's last append refused for room (`waitedForRoom`) that `helps` says it lacks. */
+  /** Whether an append for a run paused here is being read, parsed or applied (`arriving`). */
+  appendArriving(): boolean {
+    for (const entry of this.live.values()) if (entry.arriving > 0 && entry.run.paused && !entry.run.ended) return true;
+    return false;
+  }
+
   waitsForRoom(helps: (wanted: number) => boolean): boolean {
     for (const entry of this.live.values()) if (entry.roomWanted > 0 && entry.run.paused && !entry.run.ended && helps(entry.roomWanted)) return true;
     return false;

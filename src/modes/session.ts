@@ -288,6 +288,9 @@ export class ConnectionSession {
     if (this.policy.spare) return this.spareKept(k);
     const budget = this.budget;
     if (budget === null || this.active === null || !this.active.paused) return false;
+    // Not when it cannot fit beside the paused runs anyway, its own among them: they would be ended for nothing (outside
+    // attack atk96 F2). Only the slice refused is known, not the whole append's need.
+    if ((this.share?.own() ?? this.heldByRun()) + budget.peersHeld() + k > budget.max) return false;
     const short = budget.held + k - budget.max;
     return short > 0 && budget.endStuck(this, short) >= short;
   };

@@ -663,7 +663,12 @@ export class WsConnection implements Transport, Unsent {
     if (this.rxRetry !== undefined || this.ws.readyState !== this.ws.OPEN || deferring(this.ws)) return;
     const arriving = inFlightBytes(this.ws);
     if (arriving > 0 && this.rxDeadline === undefined) this.armMessageDeadline();
-    if (this.held.receiving(arriving, declaredBytes(this.ws))) return;
+    const declared = declaredBytes(this.ws);
+    // Its first reads yield too (`yields`; they took the room a paused run's append waited for: outside attack atk96
+    // I1). Looked at only near a full budget: what this connection and the paused runs hold is part of what is held.
+    const bytes = this.host.bytes;
+    const yielding = bytes.held + Math.max(arriving, declared) > bytes.max && this.yields(arriving);
+    if (!yielding && this.held.receiving(arriving, declared)) return;
     this.log.info({ code: 'server_busy', held: this.host.bytes.held }, 'server byte budget full; reading paused');
     this.ws.pause();
     this.rxPausedAt = this.host.now();
@@ -752,10 +757,13 @@ export class WsConnection implements Transport, Unsent {
       const mine = this.held.stuckGives();
       const lacking = mine === 0 ? 0 : this.host.stuckMessagesHoldPausedRun(this.session);
       if (lacking === 0) return false;
-      // Other messages judged stuck end with it when the append needs more than it gives back.
+      // Other messages judged stuck end with it when the append lacks more than it gives back. The one judged ends
+      // first: letting another connection's cache go instead, that connection's message then fitted beside the paused
+      // runs and took the room before the append (outside attack atk96 F1, left as it is).
       if (lacking > mine) this.host.endStuckMessages(this.session, lacking - mine);
+      return this.endStuckMessage(arriving, true);
     }
-    return this.endStuckMessage(arriving);
+    return this.endStuckMessage(arriving, false);
   }
 
   /**
@@ -777,14 +785,16 @@ export class WsConnection implements Transport, Unsent {
   /** This connection's message, judged stuck, ends for a paused run's append (`SessionHost.endStuckMessages`). */
   private readonly endStuck = (): void => {
     if (this.rxRetry === undefined || this.ws.readyState !== this.ws.OPEN) return;
-    this.endStuckMessage(Math.max(inFlightBytes(this.ws), declaredBytes(this.ws)));
+    this.endStuckMessage(Math.max(inFlightBytes(this.ws), declaredBytes(this.ws)), true);
   };
 
   /**
    * The message arriving (`arriving` bytes at least) cannot be waited for: what the session keeps is let go if it has
-   * any (the message then waits on), else the message ends (1009 past the whole budget, else 1013). True.
+   * any (the message then waits on), else the message ends (1009 past the whole budget, else 1013). `forPausedRun`: it is
+   * ended for a paused run's append that needs the room it holds, which its error says (it was told it could not fit
+   * beside the 0 bytes its connection held; outside attack atk96 F2). True.
    */
-  private endStuckMessage(arriving: number): true {
+  private endStuckMessage(arriving: number, forPausedRun: boolean): true {
     const max = this.host.bytes.max;
     const own = this.held.own();
     const others = this.host.heldForPeers() - this.session.heldForPeer();
@@ -806,10 +816,12 @@ export class WsConnection implements Transport, Unsent {
       this.endForMessage(err, 1009, 'message larger than the server byte budget');
       return true;
     }
-    this.log.info({ code: 'server_busy', arriving, own, paused_runs: others, max }, 'the message arriving cannot fit the byte budget beside what this connection holds; closing 1013');
+    this.log.info({ code: 'server_busy', arriving, own, paused_runs: others, max, for_paused_run: forPausedRun }, 'the message arriving cannot fit the byte budget beside what this connection holds; closing 1013');
     const err = new WireError(
       'server_busy',
-      `A message of at least ${arriving} bytes cannot fit in the server's byte budget of ${max} (llr serve --max-server-bytes) beside the ${own} bytes this connection holds${others > 0 ? ` and the ${others} bytes other runs paused for their clients hold` : ''}; the connection closes (1013).`,
+      forPausedRun
+        ? `A message of at least ${arriving} bytes cannot fit in the server's byte budget of ${max} (llr serve --max-server-bytes) beside the runs paused for their clients, and a paused run's tool output needs the room it holds; the connection closes (1013). Try again later.`
+        : `A message of at least ${arriving} bytes cannot fit in the server's byte budget of ${max} (llr serve --max-server-bytes) beside the ${own} bytes this connection holds${others > 0 ? ` and the ${others} bytes other runs paused for their clients hold` : ''}; the connection closes (1013).`,
     );
     this.endForMessage(err, 1013, 'message too large for the server byte budget');
     return true;

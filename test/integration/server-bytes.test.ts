@@ -734,7 +734,7 @@ describe('the server-wide byte budget', () => {
     c.send(create(room + 200 * KiB));
     await waitFor((l) => /reading paused/.test(l.msg));
     a.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_a', output: 'y'.repeat(100 * KiB) }] });
-    expect((await c.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('other runs paused for their clients hold') });
+    expect((await c.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringContaining("beside the runs paused for their clients, and a paused run's tool output needs the room it holds") });
     expect((await c.closed).code).toBe(1013);
     await a.next('response.completed');
     c.dispose();
@@ -921,7 +921,7 @@ describe('the server-wide byte budget', () => {
     const refused = await post(`/v1/responses/${run.id}/append`, append);
     expect(refused.status).toBe(503);
     await refused.arrayBuffer();
-    expect((await c.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('other runs paused for their clients hold') });
+    expect((await c.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringContaining("beside the runs paused for their clients, and a paused run's tool output needs the room it holds") });
     expect((await c.closed).code).toBe(1013);
     expect((await post(`/v1/responses/${run.id}/append`, append)).status).toBe(202);
     let text = '';

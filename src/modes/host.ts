@@ -161,11 +161,10 @@ export class SessionHost {
    * Messages judged unable to fit beside the paused runs, but `except`'s and those of paused runs whose own append waits
    * for room, end until they have given back `need` bytes (`ConnectionBytes.endStuck`): those whose connection keeps a
    * cached context first (it is let go and the message waits on: nobody is closed), then the largest; none when together
-   * they cannot. Ending only the
-   * one judged, another stuck message took the room it gave back, the append could not be read, and that message waited
-   * the request timeout for an append that never came; ending them all, a 150 KiB append closed three 250 KiB uploads
-   * where one was enough (outside attack atk95 F2), and a paused run's own waiting append was ended with the message
-   * judged for its sake, both runs `incomplete` (atk95 F1).
+   * they cannot. Ending only the one judged, another stuck message took the room it gave back, the append could not be
+   * read, and that message waited the request timeout for an append that never came; ending them all, a 150 KiB append
+   * closed three 250 KiB uploads where one was enough (outside attack atk95 F2), and a paused run's own waiting append
+   * was ended with the message judged for its sake, both runs `incomplete` (atk95 F1).
    */
   endStuckMessages(except: ConnectionSession, need: number): number {
     const shares: Array<{ share: NonNullable<ConnectionSession['share']>; gives: number; sheds: boolean }> = [];
@@ -194,7 +193,7 @@ export class SessionHost {
    * messages did not yield to: outside attack atk96 I1): room that comes back is its, until it is applied.
    */
   pausedAppendComing(except: ConnectionSession): boolean {
-    if (this.live.waitsForRoom(() => true) || this.live.appendArriving()) return true;
+    if (this.live.waitsForRoom() || this.live.appendArriving()) return true;
     for (const set of this.sessionSets) if (set.appendComing(except)) return true;
     return false;
   }
@@ -203,7 +202,7 @@ export class SessionHost {
    * What ending the messages judged unable to fit beside the runs paused for their clients (`ConnectionBytes.stuck`,
    * `except`'s among them) would give a run paused for its client, other than `except`'s: its client's message
    * arriving waits for room (`ConnectionSession.share.roomWanted`; over HTTP an append refused for room,
-   * `LiveRuns.waitsForRoom`) that the room left lacks and the room those messages hold would give. Then each waits for
+   * `LiveRuns.roomWanted`) that the room left lacks and the room those messages hold would give. Then each waits for
    * the other, and such messages are ended (`endStuckMessages`). The least such shortfall beyond the room left (one run
    * going on is enough), or 0 when none. A message ended because some paused run waited for room, whoever held it, was
    * lost for nothing: a create holding no byte was closed 1013 at once while the paused run's append waited for a third
@@ -217,13 +216,11 @@ export class SessionHost {
     // `own`: what the waiting run's own message, judged stuck too, counts among them; ending other messages cannot give
     // the run its own share (it was counted, and a create that held less than the append's frame alone was ended for
     // nothing; outside attack atk91 F1).
-    const helps = (wanted: number, own: number) => {
-      if (!(wanted > room && wanted <= room + stuck - own)) return false;
-      if (least === 0 || wanted - room < least) least = wanted - room;
-      return false;
+    const weigh = (wanted: number, own: number) => {
+      if (wanted > room && wanted <= room + stuck - own && (least === 0 || wanted - room < least)) least = wanted - room;
     };
-    this.live.waitsForRoom((wanted) => helps(wanted, 0));
-    for (const set of this.sessionSets) set.pausedRunWaitsForRoom(except, helps);
+    for (const wanted of this.live.roomWanted()) weigh(wanted, 0);
+    for (const set of this.sessionSets) for (const w of set.roomWaits(except)) weigh(w.wanted, w.own);
     return least;
   }
 
@@ -635,10 +632,15 @@ export class SessionSet {
     return n;
   }
 
-  /** Whether one of its sessions but `except` is paused for its client with a message arriving that waits for room `helps` says it lacks. */
-  pausedRunWaitsForRoom(except: ConnectionSession, helps: (wanted: number, own: number) => boolean): boolean {
-    for (const s of this.open) if (s !== except && s.paused && helps(s.share?.roomWanted?.() ?? 0, s.share?.stuckBytes?.() ?? 0)) return true;
-    return false;
+  /**
+   * Its sessions but `except` paused for their clients with a message arriving that waits for room: what each lacks
+   * (`wanted`) and what its own message, judged stuck too, holds (`own`).
+   */
+  *roomWaits(except: ConnectionSession): Iterable<{ wanted: number; own: number }> {
+    for (const s of this.open) {
+      const wanted = s !== except && s.paused ? (s.share?.roomWanted?.() ?? 0) : 0;
+      if (wanted > 0) yield { wanted, own: s.share?.stuckBytes?.() ?? 0 };
+    }
   }
 
   /** Whether one of its sessions but `except` is paused with its client's append on its way in (`appendComing`). */

@@ -221,16 +221,20 @@ export class LiveRuns {
     if (entry && entry.owner === owner && entry.run.paused) entry.roomWanted = bytes;
   }
 
-  /** Whether a run paused here had its client's last append refused for room (`waitedForRoom`) that `helps` says it lacks. */
   /** Whether an append for a run paused here is being read, parsed or applied (`arriving`). */
   appendArriving(): boolean {
     for (const entry of this.live.values()) if (entry.arriving > 0 && entry.run.paused && !entry.run.ended) return true;
     return false;
   }
 
-  waitsForRoom(helps: (wanted: number) => boolean): boolean {
-    for (const entry of this.live.values()) if (entry.roomWanted > 0 && entry.run.paused && !entry.run.ended && helps(entry.roomWanted)) return true;
-    return false;
+  /** Whether a run paused here had its client's last append refused for room (`waitedForRoom`). */
+  waitsForRoom(): boolean {
+    return !this.roomWanted()[Symbol.iterator]().next().done;
+  }
+
+  /** The room each run paused here lacks whose client's last append was refused for room (`waitedForRoom`). */
+  *roomWanted(): Iterable<number> {
+    for (const entry of this.live.values()) if (entry.roomWanted > 0 && entry.run.paused && !entry.run.ended) yield entry.roomWanted;
   }
 
   /** How many appends for `owner`'s run `id` are being read, parsed or applied (`arriving`). */

@@ -173,6 +173,12 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       setCache(other, null);
     }
   }
+  /** What the cached entries but `except` keep (`entryBytes`). */
+  function cachedBytes(except: Cached | null): number {
+    let n = 0;
+    for (const c of caches.values()) if (c !== except) n += entryBytes(c);
+    return n;
+  }
   /** Every cached entry but `keep` let go for the byte budget, its id remembered (`letGo`). */
   function letGoAll(keep: Cached | null): void {
     for (const [lane, c] of [...caches]) {
@@ -403,17 +409,13 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       info.keptShrank?.();
     },
     spareable() {
-      let n = 0;
-      for (const c of caches.values()) if (c !== current) n += entryBytes(c);
-      return n;
+      return cachedBytes(current);
     },
     planHeld(params) {
       return planned.get(params)?.held ?? 0;
     },
     keptBytes() {
-      let n = 0;
-      for (const c of caches.values()) n += entryBytes(c);
-      return n;
+      return cachedBytes(null);
     },
   };
 }

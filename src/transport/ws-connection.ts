@@ -750,7 +750,7 @@ export class WsConnection implements Transport, Unsent {
     // paused for a moment goes on when its client's append fits, and ended at once such a message would have fitted
     // (atk85 F1); so would one holding no room while the append waited for a third connection's upload (atk87 F3).
     const own = this.held.own();
-    const others = this.host.heldForPeers() - this.session.heldForPeer();
+    const others = this.othersPaused();
     if (own + arriving <= max) {
       if (own + others + arriving <= max) return false;
       this.held.stuck(this.endStuck);
@@ -777,9 +777,14 @@ export class WsConnection implements Transport, Unsent {
    */
   private yields(arriving: number): boolean {
     if (this.parsing !== null || !this.session.waitsOnPeer()) return false;
-    const others = this.host.heldForPeers() - this.session.heldForPeer();
+    const others = this.othersPaused();
     if (this.held.own() + others + Math.max(arriving, declaredBytes(this.ws)) <= this.host.bytes.max) return false;
     return this.host.pausedAppendComing(this.session);
+  }
+
+  /** What runs paused for their clients other than this connection's hold of the budget (`SessionHost.heldForPeers`). */
+  private othersPaused(): number {
+    return this.host.heldForPeers() - this.session.heldForPeer();
   }
 
   /** This connection's message, judged stuck, ends for a paused run's append (`SessionHost.endStuckMessages`). */
@@ -797,7 +802,7 @@ export class WsConnection implements Transport, Unsent {
   private endStuckMessage(arriving: number, forPausedRun: boolean): true {
     const max = this.host.bytes.max;
     const own = this.held.own();
-    const others = this.host.heldForPeers() - this.session.heldForPeer();
+    const others = this.othersPaused();
     if (this.held.letGoCache()) {
       this.host.bytes.letGoCounted();
       this.log.info({ code: 'server_busy', arriving }, 'cached context let go: with it the message arriving could not fit the byte budget');

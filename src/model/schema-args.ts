@@ -325,9 +325,47 @@ function checkKeywords(node: JsonSchema, path: string): void {
       if (schemaRegex(p) === null) throw new SchemaError(`'patternProperties' name ${quoted(p)} is not a valid regular expression`, path);
     }
   }
+  checkSubschemaShapes(node, path);
   if ('enum' in node && !Array.isArray(node.enum)) throw new SchemaError("'enum' must be a list", path);
   if ('required' in node && !(Array.isArray(node.required) && node.required.every((r) => typeof r === 'string'))) {
     throw new SchemaError("'required' must be a list of property names", path);
+  }
+}
+
+/** A subschema as the meta-schema allows one: an object, or `true` / `false`. */
+function isSubschema(x: unknown): boolean {
+  return isSchema(x) || typeof x === 'boolean';
+}
+
+/**
+ * Keywords whose value is a subschema, a list of them or a map of them hold one (the meta-schema's shapes): a
+ * `properties` of `5` or `[]`, an `items` of `5`, an `additionalProperties` of `"no"`, an empty `allOf` were taken and
+ * then constrained nothing, and the model called the tool with arguments no schema could check (outside conformance
+ * tester atk98 F1). An array typed without `items` stays valid (the meta-schema allows it: any items), although Chat
+ * Completions was reported to refuse one: the workload reader infers such schemas from recorded calls.
+ */
+function checkSubschemaShapes(node: JsonSchema, path: string): void {
+  for (const k of SCHEMA_KEYS) {
+    if (!(k in node)) continue;
+    const v = node[k];
+    // `items` may be a list of subschemas (drafts before 2020-12's `prefixItems`).
+    if (k === 'items' && Array.isArray(v)) {
+      if (!v.every(isSubschema)) throw new SchemaError("'items' must be a schema or a list of schemas", path);
+      continue;
+    }
+    if (!isSubschema(v)) throw new SchemaError(`'${k}' must be a schema (an object or a boolean)${k === 'items' ? ' or a list of schemas' : ''}`, path);
+  }
+  for (const k of ['allOf', 'anyOf', 'oneOf', 'prefixItems']) {
+    if (!(k in node)) continue;
+    const v = node[k];
+    if (!Array.isArray(v) || v.length === 0 || !v.every(isSubschema)) throw new SchemaError(`'${k}' must be a non-empty list of schemas`, path);
+  }
+  for (const k of SCHEMA_MAP_KEYS) {
+    if (!(k in node)) continue;
+    const v = node[k];
+    // Draft 7's `dependencies` maps a name to a schema or to a list of property names.
+    const ok = isSchema(v) && Object.values(v).every((s) => isSubschema(s) || (k === 'dependencies' && Array.isArray(s) && s.every((n) => typeof n === 'string')));
+    if (!ok) throw new SchemaError(`'${k}' must be an object mapping names to schemas`, path);
   }
 }
 

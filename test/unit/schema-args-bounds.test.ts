@@ -97,6 +97,42 @@ describe('checkToolSchema: unsatisfiable schemas are a client error', () => {
     }
   });
 
+  it('a keyword whose value must be a schema, a list or a map of them holds one: refused by name, anywhere (outside conformance tester atk98 F1)', () => {
+    // Each was taken, constrained nothing, and the model called the tool with arguments no schema could check.
+    const bad: Array<[Record<string, unknown>, RegExp]> = [
+      [{ properties: 5 }, /'properties' must be an object mapping names to schemas/],
+      [{ properties: [] }, /'properties' must be an object mapping names to schemas/],
+      [{ properties: { a: 5 } }, /'properties' must be an object mapping names to schemas/],
+      [{ patternProperties: { '^a': 'x' } }, /'patternProperties' must be an object mapping names to schemas/],
+      [{ $defs: { A: 5 } }, /'\$defs' must be an object mapping names to schemas/],
+      [{ items: 5 }, /'items' must be a schema \(an object or a boolean\) or a list of schemas/],
+      [{ items: [{ type: 'string' }, 5] }, /'items' must be a schema or a list of schemas/],
+      [{ additionalProperties: 'no' }, /'additionalProperties' must be a schema/],
+      [{ not: 5 }, /'not' must be a schema/],
+      [{ allOf: [] }, /'allOf' must be a non-empty list of schemas/],
+      [{ anyOf: [] }, /'anyOf' must be a non-empty list of schemas/],
+      [{ oneOf: {} }, /'oneOf' must be a non-empty list of schemas/],
+      [{ prefixItems: [1] }, /'prefixItems' must be a non-empty list of schemas/],
+    ];
+    for (const [keyword, message] of bad) {
+      for (const schema of [{ type: 'object', ...keyword }, { type: 'object', properties: { deep: { type: 'object', properties: { x: keyword } } } }]) {
+        const err = refused(() => checkToolSchema(schema as JsonSchema, 'tools[0].parameters'));
+        expect(err.code).toBe('invalid_tool_schema');
+        expect(err.message).toMatch(message);
+      }
+    }
+    // What the meta-schema allows passes: boolean subschemas, a list `items`, draft 7's `dependencies` by names, an
+    // array without `items` (any items).
+    const fine: JsonSchema[] = [
+      { type: 'object', properties: { a: true, b: false }, additionalProperties: false },
+      { type: 'object', properties: { t: { type: 'array', items: [{ type: 'string' }, true] } } },
+      { type: 'object', properties: { a: { type: 'string' } }, dependencies: { a: ['b'], b: { required: ['a'] } } },
+      { type: 'object', properties: { list: { type: 'array' } } },
+      { type: 'object', properties: { n: { not: { type: 'null' } } } },
+    ];
+    for (const schema of fine) expect(() => checkToolSchema(schema, 'tools[0].parameters')).not.toThrow();
+  });
+
   it('the validate stage reports the tool index', () => {
     const tools = [
       { type: 'function' as const, name: 'fine', parameters: { type: 'object', properties: { q: { type: 'string' } } }, strict: null, description: null },

@@ -441,12 +441,9 @@ type ContentPart = InputText | OtherContentPart;
  */
 function requireTextOrParts<K extends string>(v: Obj, key: K, param: string): asserts v is Obj & { [P in K]: string | ContentPart[] } {
   const x = v[key];
+  if (x === undefined) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.${key}'.`, `${param}.${key}`);
   if (typeof x !== 'string' && !Array.isArray(x)) {
-    throw new WireError(
-      x === undefined ? 'missing_required_parameter' : 'invalid_type',
-      `Invalid '${param}.${key}': expected a string or an array of content parts.`,
-      `${param}.${key}`,
-    );
+    throw new WireError('invalid_type', `Invalid '${param}.${key}': expected a string or an array of content parts.`, `${param}.${key}`);
   }
 }
 

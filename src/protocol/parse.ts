@@ -11,7 +11,7 @@
 import { clipText, jsonPreview, WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
 import { isFunctionTool, type InputItem, type TextFormat, type Tool, type ToolChoice } from './objects.js';
-import { assertObj, checkLength, isObj, longerThan, ownValue, optBool, optEnum, optInteger, optIntegerRange, optNumber, optRange, optString, hasStringType, hasType, requireString, KIND_WORDS, ofKind, type Obj } from './fields.js';
+import { assertObj, checkLength, isObj, longerThan, ownValue, optBool, optEnum, optInteger, optIntegerRange, optRange, optString, hasStringType, hasType, requireString, KIND_WORDS, ofKind, type Obj } from './fields.js';
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonText } from './json-text.js';
 import { COMPACTION_TRIGGER, FORMAT_NAME, parseInput, REASONING_EFFORTS } from './parse-input.js';
 
@@ -477,11 +477,11 @@ function parseEchoed(body: Obj): Pick<CreateParams, 'truncation' | 'presence_pen
     if (t !== 'auto' && t !== 'disabled') throw new WireError('invalid_value', "Invalid value for 'truncation': expected 'auto' or 'disabled'.", 'truncation');
     out.truncation = t;
   }
+  // The codes and messages of every other range (`temperature`, `top_p`): `invalid_value` here set these two apart
+  // (outside conformance tester atk98 F3).
   for (const key of ['presence_penalty', 'frequency_penalty'] as const) {
-    const v = optNumber(body, key);
-    if (v === null) continue;
-    if (v < -2 || v > 2) throw new WireError('invalid_value', `Invalid value for '${key}': expected a number from -2 to 2.`, key);
-    out[key] = v;
+    const v = optRange(body, key, -2, 2);
+    if (v !== null) out[key] = v;
   }
   return out;
 }

@@ -191,6 +191,9 @@ describe('values the real API refuses', () => {
     [{ temperature: -0.1 }, 'decimal_below_min_value', 'temperature'],
     [{ top_p: 1.5 }, 'decimal_above_max_value', 'top_p'],
     [{ top_p: -1 }, 'decimal_below_min_value', 'top_p'],
+    // The same codes as every other range (they were `invalid_value`: outside conformance tester atk98 F3).
+    [{ presence_penalty: 3 }, 'decimal_above_max_value', 'presence_penalty'],
+    [{ frequency_penalty: -2.5 }, 'decimal_below_min_value', 'frequency_penalty'],
     [{ tools: [tool], tool_choice: { type: 'function', name: 'missing' } }, 'invalid_value', 'tool_choice'],
     [{ tool_choice: { type: 'function', name: 'lookup' } }, 'invalid_value', 'tool_choice'],
   ];

@@ -78,6 +78,20 @@ describe('parseClientFrame', () => {
 });
 
 describe('parseCreateBody', () => {
+  it("a message's content or a tool output left out is said missing, not of the wrong type (outside conformance tester atk98 F2)", () => {
+    const said = (body: object) => {
+      try {
+        parseCreateBody(body);
+      } catch (err) {
+        return { code: (err as WireError).code, message: (err as WireError).message };
+      }
+      throw new Error('expected a refusal');
+    };
+    expect(said({ model: 'm', input: [{ role: 'user' }] })).toEqual({ code: 'missing_required_parameter', message: "Missing required parameter: 'input[0].content'." });
+    expect(said({ model: 'm', input: [{ type: 'function_call_output', call_id: 'c1' }] })).toEqual({ code: 'missing_required_parameter', message: "Missing required parameter: 'input[0].output'." });
+    expect(said({ model: 'm', input: [{ role: 'user', content: 5 }] })).toEqual({ code: 'invalid_type', message: "Invalid 'input[0].content': expected a string or an array of content parts." });
+  });
+
   it('carries unknown item types (reasoning, hosted calls) through untouched', () => {
     const reasoning = { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'abc' };
     expect(parseCreateBody({ model: 'm', input: [reasoning] }).input[0]).toBe(reasoning);

@@ -164,15 +164,18 @@ export class SessionHost {
    * they cannot. Ending only the one judged, another stuck message took the room it gave back, the append could not be
    * read, and that message waited the request timeout for an append that never came; ending them all, a 150 KiB append
    * closed three 250 KiB uploads where one was enough (outside attack atk95 F2), and a paused run's own waiting append
-   * was ended with the message judged for its sake, both runs `incomplete` (atk95 F1).
+   * was ended with the message judged for its sake, both runs `incomplete` (atk95 F1). `cachesOnly`: only messages
+   * whose connection keeps a cached context count, so nobody is closed (none is let go when those cannot give `need`).
    */
-  endStuckMessages(except: ConnectionSession, need: number): number {
+  endStuckMessages(except: ConnectionSession, need: number, cachesOnly = false): number {
     const shares: Array<{ share: NonNullable<ConnectionSession['share']>; gives: number; sheds: boolean }> = [];
     let total = 0;
     for (const set of this.sessionSets) {
       for (const s of set.stuckSessions(except)) {
         const gives = s.share?.stuckGives?.() ?? 0;
-        if (gives > 0) shares.push({ share: s.share!, gives, sheds: s.keptBytes() > 0 });
+        const sheds = s.keptBytes() > 0;
+        if (cachesOnly && !(sheds && s.isIdle())) continue;
+        if (gives > 0) shares.push({ share: s.share!, gives, sheds });
         total += gives;
       }
     }
@@ -196,6 +199,23 @@ export class SessionHost {
     if (this.live.waitsForRoom() || this.live.appendArriving()) return true;
     for (const set of this.sessionSets) if (set.appendComing(except)) return true;
     return false;
+  }
+
+  /**
+   * The room the appends of runs paused for their clients but `except`'s wait for: beyond what each has charged
+   * (`ConnectionSession.share.roomWanted`; over HTTP an append refused for room, `LiveRuns.roomWanted`), and for those
+   * read whole and being applied over a WebSocket, their token ids, counted as their frames' bytes
+   * (`ConnectionSession.appendsApplying`). Room that comes back is theirs first, so a message that would take it
+   * yields (`WsConnection.yields`).
+   */
+  appendsWant(except: ConnectionSession): number {
+    let n = 0;
+    for (const wanted of this.live.roomWanted()) n += wanted;
+    for (const set of this.sessionSets) {
+      for (const w of set.roomWaits(except)) n += w.wanted;
+      n += set.appendsApplying(except);
+    }
+    return n;
   }
 
   /**
@@ -641,6 +661,13 @@ export class SessionSet {
       const wanted = s !== except && s.paused ? (s.share?.roomWanted?.() ?? 0) : 0;
       if (wanted > 0) yield { wanted, own: s.share?.stuckBytes?.() ?? 0 };
     }
+  }
+
+  /** What the appends being applied to its sessions' paused runs but `except`'s may still take (`appendsApplying`). */
+  appendsApplying(except: ConnectionSession): number {
+    let n = 0;
+    for (const s of this.open) if (s !== except) n += s.appendsApplying;
+    return n;
   }
 
   /** Whether one of its sessions but `except` is paused with its client's append on its way in (`appendComing`). */

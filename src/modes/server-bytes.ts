@@ -304,6 +304,8 @@ export interface ConnectionBytes {
   peerMessagePending(): boolean;
   /** Whether a message is arriving (some of it received and charged, `receiving`). */
   messageArriving(): boolean;
+  /** What is charged of the message arriving (`receiving`); 0 once closed. */
+  arriving(): number;
   /**
    * For this connection's own message arriving, which cannot fit beside them: its idle session's cached contexts go
    * (`ConnectionSession.shed`) and their charge is given back at once, not at the idle step; false when it kept none.
@@ -422,6 +424,10 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
 
   messageArriving(): boolean {
     return !this.closed && this.rx.bytes > 0;
+  }
+
+  arriving(): number {
+    return this.closed ? 0 : this.rx.bytes;
   }
 
   letGoCache(): boolean {

@@ -450,6 +450,7 @@ export class ConnectionSession {
             // Nothing of it was applied (appends are atomic): its frame no longer stands for anything the run keeps.
             refused?.();
           }),
+          bytes,
         );
         return;
       }
@@ -767,15 +768,28 @@ export class ConnectionSession {
     else this.idleWaiters.push(f);
   }
 
-  /** An append or inject being processed (its refusal already handled): see `appending`. */
-  private track(p: Promise<void>): void {
+  /** An append or inject being processed (its refusal already handled): see `appending`. `bytes`: an append's frame. */
+  private track(p: Promise<void>, bytes = 0): void {
     const set = (this.appending ??= new Set());
     set.add(p);
+    this.applyingBytes += bytes;
     const settled = (): void => {
       set.delete(p);
+      this.applyingBytes -= bytes;
       if (set.size === 0 && this.appending === set) this.appending = null;
     };
     p.then(settled, settled);
+  }
+
+  /** The frames of the appends being applied to the run paused here (`track`): what their token ids may still need. */
+  private applyingBytes = 0;
+
+  /**
+   * The room the appends being applied to the run paused here may still take: their token ids are charged as they are
+   * applied, each about as many bytes as its frame's text or fewer (`SessionHost.appendsWant`). 0 when not paused.
+   */
+  get appendsApplying(): number {
+    return this.paused ? this.applyingBytes : 0;
   }
 
   /** The peer is gone (`reason`: how, e.g. `send_buffer_full` for a reader dropped for not reading): cancel the run in flight, drop the queue. */

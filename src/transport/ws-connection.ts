@@ -99,6 +99,8 @@ export class WsConnection implements Transport, Unsent {
   private rxPausedAt = 0;
   /** When reading paused for the budget last pinged the peer (`probePeer`). */
   private rxProbedAt = 0;
+  /** The message arriving, stuck beside the paused runs, was spared one tick for other stuck messages (`cannotFit`). */
+  private heldOver = false;
   /** Set while a message is arriving (its first bytes came, it is not whole yet): when it is overdue (`messageOverdue`). */
   private rxDeadline: ReturnType<typeof setTimeout> | undefined = undefined;
   /** This connection's part of the server-wide bound on unsent bytes (modes/send-bytes.ts). */
@@ -756,10 +758,25 @@ export class WsConnection implements Transport, Unsent {
       this.held.stuck(this.endStuck);
       const mine = this.held.stuckGives();
       const lacking = mine === 0 ? 0 : this.host.stuckMessagesHoldPausedRun(this.session);
-      if (lacking === 0) return false;
-      // Other messages judged stuck end with it when the append lacks more than it gives back. The one judged ends
-      // first: letting another connection's cache go instead, that connection's message then fitted beside the paused
-      // runs and took the room before the append (outside attack atk96 F1, left as it is).
+      if (lacking === 0) {
+        this.heldOver = false;
+        return false;
+      }
+      // Other stuck connections' cached contexts go first when they cover what the append lacks and this connection
+      // keeps none: letting them go closes nobody, and the message judged waits on (it was closed 1013 where another
+      // connection's idle cache would have made the room: outside attack atk96 F1). The room they give back is the
+      // append's: the messages that would take it yield (`yields`, `SessionHost.appendsWant`). Another message waiting
+      // for room may not have been judged yet (each is looked at on its own 50 ms tick; judged, one whose connection
+      // keeps a cache lets it go): this one waits one tick more for them before it is ended.
+      if (this.session.keptBytes() === 0) {
+        if (this.host.endStuckMessages(this.session, lacking, true) >= lacking) return true;
+        if (!this.heldOver) {
+          this.heldOver = true;
+          return true;
+        }
+      }
+      this.heldOver = false;
+      // Other messages judged stuck end with it when the append lacks more than it gives back.
       if (lacking > mine) this.host.endStuckMessages(this.session, lacking - mine);
       return this.endStuckMessage(arriving, true);
     }
@@ -778,7 +795,15 @@ export class WsConnection implements Transport, Unsent {
   private yields(arriving: number): boolean {
     if (this.parsing !== null || !this.session.waitsOnPeer()) return false;
     const others = this.othersPaused();
-    if (this.held.own() + others + Math.max(arriving, declaredBytes(this.ws)) <= this.host.bytes.max) return false;
+    const need = Math.max(arriving, declaredBytes(this.ws));
+    const { bytes } = this.host;
+    if (this.held.own() + others + need <= bytes.max) {
+      // It fits beside the paused runs, but the room it would take is what a paused run's append waits for: it waits
+      // until the append has it (letting a stuck connection's cache go for that append, the message of the connection
+      // let go took the room before the append, which still could not be read: outside attack atk96 F1).
+      const want = this.host.appendsWant(this.session);
+      return want > 0 && bytes.held + Math.max(0, need - this.held.arriving()) + want > bytes.max;
+    }
     return this.host.pausedAppendComing(this.session);
   }
 
@@ -868,6 +893,7 @@ export class WsConnection implements Transport, Unsent {
     }
     clearInterval(this.rxRetry);
     this.rxRetry = undefined;
+    this.heldOver = false;
     this.ws.resume();
   };
 

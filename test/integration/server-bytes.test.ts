@@ -906,6 +906,77 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('another stuck connection\'s idle cache goes before a message is closed for a paused run\'s append, and the room is the append\'s (outside attack atk96 F1)', async () => {
+    // The message judged was closed 1013 where letting another stuck connection's idle cache go, which closes nobody,
+    // covered what the append lacked; and with that cache let go, its connection's own stuck message took the room
+    // before the append.
+    const max = 2 * 1024 * KiB;
+    const { logger, waitFor, lines } = captureLogger();
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'y' }, call_id: 'call_y' }] }, { text: 'cached' }, { text: 'y done' }, { text: 'c' }, { text: 'c' }]);
+    const { server, url } = await testServer({ store: 'memory', policy, logger, limits: { maxServerBytes: max, requestTimeoutMs: 120_000 } });
+    const y = await RawSocket.longLived(url);
+    y.send(create(0, { input: numbers(400 * KiB), tools: [tool] }));
+    await y.next('response.done');
+    const pausedRun = await held(url);
+    // C1, a ws-mode connection, keeps a cached context larger than what the append will lack.
+    const c1 = await RawSocket.connect(url);
+    c1.send(create(0, { input: numbers(130 * KiB), store: true }));
+    await c1.next('response.completed');
+    const paused = () => lines.filter((l) => /reading paused/.test(l.msg)).length;
+    const fragment = async (ws: WebSocket, text: string, fin = false) => {
+      const before = await held(url);
+      ws.send(text, { fin });
+      while ((await held(url)) === before);
+    };
+    // C1's next create arrives (its first fragment in), so its cache is not reclaimed as an idle connection's.
+    await fragment(c1.ws, `{"type":"response.create","model":"sim-model","store":false,"stream_id":"b","input":"${'y'.repeat(10 * KiB)}`);
+    // C2, holding no cache, uploads; its next fragment cannot be read (stuck), nor can C1's rest.
+    const c2 = await RawSocket.connect(url);
+    await fragment(c2.ws, `{"type":"response.create","model":"sim-model","store":false,"input":"${'x'.repeat(100 * KiB)}`);
+    // Its message cannot fit beside the paused run until that run goes on.
+    const room = max - (await held(url));
+    const rest = max - pausedRun + 50 * KiB;
+    expect(rest).toBeGreaterThan(room + 100 * KiB);
+    c2.ws.send('x'.repeat(rest), { fin: false });
+    await waitFor(() => paused() >= 1);
+    c1.ws.send('y'.repeat(600 * KiB), { fin: false });
+    await waitFor(() => paused() >= 2);
+    // Y's append lacks less than C1's cache gives back: that cache goes, and nobody is closed. Plain words: its token ids
+    // take fewer bytes than its frame (what the messages yield for while it is applied; a run of one letter, about two
+    // characters a token, needs twice as many, and may be told to try again).
+    y.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_y', output: lorem(150 * KiB) }] });
+    await y.next('response.completed');
+    expect(lines.filter((l) => /cached context let go/.test(l.msg))).toHaveLength(1);
+    expect(lines.filter((l) => /closing 10\d\d/.test(l.msg))).toEqual([]);
+    // Both uploads are read once whole, and each is answered on its open connection: run, or (both together past the
+    // budget) told to try again, which then works.
+    c1.ws.send('"}', { fin: true });
+    c2.ws.send('"}', { fin: true });
+    const answered = (c: RawSocket) =>
+      new Promise<string>((resolve) => {
+        const look = (m: WebSocket.RawData) => {
+          const e = JSON.parse(m.toString()) as { type: string; error?: { code: string; message: string } };
+          if (e.type === 'response.completed' || e.type === 'error') {
+            c.ws.off('message', look);
+            resolve(e.type === 'error' ? `${e.error!.code}: ${e.error!.message}` : e.type);
+          }
+        };
+        c.ws.on('message', look);
+      });
+    for (const [c, said] of [c1, c2].map((c) => [c, answered(c)] as const)) {
+      const first = await said;
+      if (first !== 'response.completed') {
+        expect(first).toMatch(/^server_busy: .*try again when other requests end/);
+        const again = answered(c);
+        c.send(create(10, { store: false }));
+        expect(await again).toBe('response.completed');
+      }
+    }
+    for (const s of [y, c1, c2]) s.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('a WebSocket message that cannot fit beside a paused HTTP run whose append was refused for room ends, and the run goes on (atk87 F1)', async () => {
     // Over HTTP the append is refused, not held: the run was not seen to wait for room, and the two waited for each
     // other the whole request timeout, the client told to retry meanwhile.

@@ -202,15 +202,16 @@ export class SessionHost {
   }
 
   /**
-   * The room the appends of runs paused for their clients but `except`'s wait for: beyond what each has charged
-   * (`ConnectionSession.share.roomWanted`; over HTTP an append refused for room, `LiveRuns.roomWanted`), and for those
-   * read whole and being applied over a WebSocket, their token ids, counted as their frames' bytes
-   * (`ConnectionSession.appendsApplying`). Room that comes back is theirs first, so a message that would take it
+   * The room the appends of runs paused for their clients but `except`'s wait for over a WebSocket: beyond what each
+   * has charged (`ConnectionSession.share.roomWanted`), and for those read whole and being applied, their token ids,
+   * counted as their frames' bytes (`ConnectionSession.appendsApplying`). Room that comes back is theirs first, so a message that would take it
    * yields (`WsConnection.yields`).
    */
   appendsWant(except: ConnectionSession): number {
+    // Not an HTTP append refused for room: nothing says its client sends it again, and counted until its run took an
+    // append or ended (up to the pause timeout), a create on an idle budget waited its whole request timeout (outside
+    // attack atk100 F1).
     let n = 0;
-    for (const wanted of this.live.roomWanted()) n += wanted;
     for (const set of this.sessionSets) {
       for (const w of set.roomWaits(except)) n += w.wanted;
       n += set.appendsApplying(except);

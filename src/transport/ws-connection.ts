@@ -800,7 +800,11 @@ export class WsConnection implements Transport, Unsent {
     if (this.held.own() + others + need <= bytes.max) {
       // It fits beside the paused runs, but the room it would take is what a paused run's append waits for: it waits
       // until the append has it (letting a stuck connection's cache go for that append, the message of the connection
-      // let go took the room before the append, which still could not be read: outside attack atk96 F1).
+      // let go took the room before the append, which still could not be read: outside attack atk96 F1). Not a paused
+      // run's own append, which is what is waited for: yielding to another paused run's append that could never fit,
+      // it was never seen to wait, that one was not ended for it, and its run stalled for that one's request timeout
+      // (outside attack atk100 F2).
+      if (this.session.paused) return false;
       const want = this.host.appendsWant(this.session);
       return want > 0 && bytes.held + Math.max(0, need - this.held.arriving()) + want > bytes.max;
     }

@@ -977,6 +977,70 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('a paused run\'s append that fits beside the paused runs does not yield to another paused run\'s append that cannot: that one ends for it (outside attack atk100 F2)', async () => {
+    // Yielding, it was never seen to wait for room, the other append was not ended for it, and its run stalled until
+    // that append's request timeout.
+    const max = 2 * 1024 * KiB;
+    const policy = scriptPolicy([
+      { calls: [{ name: 'lookup', arguments: { q: 'y2' }, call_id: 'call_y2' }] },
+      { calls: [{ name: 'lookup', arguments: { q: 'y1' }, call_id: 'call_y1' }] },
+      { text: 'y1 done' },
+    ]);
+    const { logger, waitFor, lines } = captureLogger();
+    const { server, url } = await testServer({ policy, logger, limits: { maxServerBytes: max, requestTimeoutMs: 120_000 } });
+    const y2 = await RawSocket.longLived(url);
+    y2.send(create(0, { input: lorem(400 * KiB), tools: [tool] }));
+    await y2.next('response.done');
+    const y1 = await RawSocket.longLived(url);
+    y1.send(create(0, { input: lorem(100 * KiB), tools: [tool] }));
+    await y1.next('response.done');
+    const paused = () => lines.filter((l) => /reading paused/.test(l.msg)).length;
+    const room = max - (await held(url));
+    expect(room).toBeGreaterThan(300 * KiB);
+    // Y2's append cannot fit beside Y1's paused run: it waits, holding the room left.
+    y2.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_y2', output: 'x'.repeat(room + 150 * KiB) }] });
+    await waitFor(() => paused() >= 1);
+    // Y1's fits beside the paused runs, not in the room Y2's left: Y2's ends for it, and Y1's run goes on.
+    y1.send({ type: 'response.append', input: [{ type: 'function_call_output', call_id: 'call_y1', output: lorem(150 * KiB) }] });
+    expect((await y2.next('error')).error).toMatchObject({ code: 'server_busy', message: expect.stringContaining("a paused run's tool output needs the room it holds") });
+    expect((await y2.closed).code).toBe(1013);
+    expect((await y1.next('response.completed')).response.status).toBe('completed');
+    for (const s of [y1, y2]) s.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('a ws message does not yield to an HTTP append refused for room that its client never sends again (outside attack atk100 F1)', async () => {
+    // The refused append's size was counted as room wanted until its run took an append or ended: a create on an
+    // almost empty budget waited its whole request timeout and was closed 1013.
+    const max = 2 * 1024 * KiB;
+    const { logger, waitFor, lines } = captureLogger();
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'h' }, call_id: 'call_h' }] }, { text: 'w done' }]);
+    const { server, url } = await testServer({ policy, logger, limits: { maxServerBytes: max, requestTimeoutMs: 120_000 } });
+    const post = poster(url);
+    const run = await pausedRun(await post('/v1/responses?protocol=long-lived', { model: 'sim-model', input: lorem(10 * KiB), tools: [tool], stream: true }));
+    const paused = () => lines.filter((l) => /reading paused/.test(l.msg)).length;
+    // T's upload holds most of the budget; H's append is refused for room meanwhile, and not sent again.
+    const t = await openLongLived(url);
+    const before = await held(url);
+    t.send(`{"type":"response.create","model":"sim-model","store":false,"input":"${'x'.repeat(1600 * KiB)}`, { fin: false });
+    while ((await held(url)) === before);
+    const refused = await post(`/v1/responses/${run.id}/append`, { input: [{ type: 'function_call_output', call_id: 'call_h', output: 'o'.repeat(1800 * KiB) }] });
+    expect(refused.status).toBe(503);
+    await refused.arrayBuffer();
+    // W's create cannot be read beside T's upload; once T is gone, it is.
+    const w = await RawSocket.connect(url);
+    w.send(create(0, { input: lorem(500 * KiB), store: false }));
+    await waitFor(() => paused() >= 1);
+    t.terminate();
+    expect((await w.next('response.completed')).response.status).toBe('completed');
+    w.dispose();
+    await cancelRun(post, run.id, run.reader);
+    await server.httpTransport.idle();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('a WebSocket message that cannot fit beside a paused HTTP run whose append was refused for room ends, and the run goes on (atk87 F1)', async () => {
     // Over HTTP the append is refused, not held: the run was not seen to wait for room, and the two waited for each
     // other the whole request timeout, the client told to retry meanwhile.

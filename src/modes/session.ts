@@ -295,6 +295,20 @@ export class ConnectionSession {
     return short > 0 && budget.endStuck(this, short) >= short;
   };
 
+  /**
+   * A create planned here was refused `err` before its run started (`ModePolicy.failed`): true when its previous
+   * response's cached copy was let go with it. One refused for room is counted and logged as any cache let go for the
+   * byte budget is (`GET /health` `cached_contexts_let_go`; it was neither: outside attack atk97 F2).
+   */
+  private failedPlan(params: CreateParams, err: WireError): boolean {
+    const letGo = this.policy.failed?.(params, err) === true;
+    if (letGo && (err.code === 'server_busy' || err.code === 'payload_too_large')) {
+      this.budget?.letGoCounted();
+      this.log.info({ code: err.code, previous_response_id: params.previous_response_id }, 'cached context let go with the continuation refused for room');
+    }
+    return letGo;
+  }
+
   /** Bytes of cached contexts `spareKept` let go for the create being planned (said if it is refused after all). */
   private spared = 0;
 
@@ -655,7 +669,7 @@ export class ConnectionSession {
         plan = await this.policy.plan(params, metrics, next.lane, this.ended.signal);
       } catch (err) {
         const refused = this.cannotFitAlone(toWireError(err), next.bytes, params);
-        const wire = sparedFor(lostContinuation(refused, params, this.policy.failed?.(params, refused) === true), this.spared);
+        const wire = sparedFor(lostContinuation(refused, params, this.failedPlan(params, refused)), this.spared);
         if (this.closed && this.ended.signal.aborted && err === this.ended.signal.reason) {
           // The plan stopped because the session ended: told as a create planned past the end is (below).
           if (this.closingError) this.inLane(next.lane, () => this.sendConnectionError(this.closingError!));
@@ -685,7 +699,7 @@ export class ConnectionSession {
           'The readers of this server have left more bytes unsent than it holds for them (--send-buffer-total-bytes) for as long as a response may wait to start (--send-stall-timeout-ms); try again later.',
         );
         this.log.info({ code: 'server_busy', bytes: next.bytes }, 'send total still past its bound after the longest wait; create refused');
-        const said = lostContinuation(wire, params, this.policy.failed?.(params, wire) === true);
+        const said = lostContinuation(wire, params, this.failedPlan(params, wire));
         said.lane = next.lane;
         this.error(said);
         return;

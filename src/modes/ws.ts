@@ -385,10 +385,17 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         setCache(lane, null);
       }
     },
-    failed(params) {
+    failed(params, err) {
       current = null;
       const lane = planned.get(params)?.lane ?? null;
-      if (params.previous_response_id === null || caches.get(lane)?.id !== params.previous_response_id) return false;
+      const cached = caches.get(lane);
+      if (params.previous_response_id === null || cached?.id !== params.previous_response_id) return false;
+      // Refused for room, it is remembered as let go for the budget: a retry of the continuation is told why it is not
+      // found, as after any cache let go for room (it was a bare "not found"; outside attack atk97 F2).
+      if (err.code === 'server_busy' || err.code === 'payload_too_large') {
+        letGo.push({ id: cached.id, stored: cached.stored });
+        if (letGo.length > LET_GO_IDS_KEPT) letGo.shift();
+      }
       setCache(lane, null);
       return true;
     },

@@ -19,7 +19,7 @@ import type { ModelRequest } from '../model/types.js';
 import { WireError, responseErrorCode, toWireError } from '../protocol/errors.js';
 import { DeltaBatch, echoesLong, forgetOutputBytes, keptOutputBytes, numberedInPlace, warmEchoes, type DeltaHead, type EventLogprob } from '../protocol/event-json.js';
 import { TIMING_EVENT, type CreateParams, type LifecycleType, type ServerEvent, type UnnumberedEvent } from '../protocol/events.js';
-import { isIncompleteReason, makeUsage, type FunctionCall, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
+import { isIncompleteReason, makeUsage, type InputItem, type Response, type ResponseStatus } from '../protocol/objects.js';
 import { withFields } from '../protocol/fields.js';
 import { ownInputItems, type AppendedItems, type PreparedPut, type StoredResponse } from '../store/types.js';
 import { THIS_RUNNER } from '../store/runner.js';
@@ -33,7 +33,7 @@ import type { PostInferenceJob } from '../pipeline/post.js';
 import { compactContext, compactThreshold, compactionDue } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
 import { checkContext, ITEM_HELD_BYTES, RunKeep } from './budget.js';
-import { Segment, carriesTokens, type LogprobAllowance } from './segment.js';
+import { Segment, carriesTokens, type ClientToolCall, type LogprobAllowance } from './segment.js';
 import { leanSnapshot, newResponse, snapshot } from './response.js';
 import type { RunRecord } from './records.js';
 import { LiveRunRecord, plainRecord } from './run-record.js';
@@ -179,6 +179,8 @@ export class ResponseRun {
   private reasoningTokens = 0;
   /** Text pieces this response may still list logprobs for (`Limits.maxLogprobTokens`), over all its model calls. */
   private readonly logprobs: LogprobAllowance;
+  /** The custom (freeform) tools the request declares, by name (`ModelRequest.customTools`). */
+  private readonly customTools: ReadonlySet<string>;
   private lastAppendAt = 0;
   /** Pauses so far: the pause-timeout watcher ends the run only if the pause it watched is still the current one. */
   private pauseNo = 0;
@@ -230,6 +232,7 @@ export class ResponseRun {
     this.createdMs = this.wallNow();
     this.response = newResponse(plan.params, this.createdMs);
     this.logprobs = { left: services.limits.maxLogprobTokens };
+    this.customTools = new Set((plan.params.tools ?? []).filter((t) => t.type === 'custom' && typeof t.name === 'string').map((t) => t.name as string));
     this.keep = new RunKeep(this.response.output);
     this.done = this.loop();
   }
@@ -679,7 +682,7 @@ export class ResponseRun {
     }
   }
 
-  private async sample(): Promise<FunctionCall[]> {
+  private async sample(): Promise<ClientToolCall[]> {
     // Awaited only when a compaction is due: a step that compacts nothing pays no extra turn of the microtask queue.
     const compacting = this.compactIfOver();
     if (compacting !== null) {
@@ -700,6 +703,7 @@ export class ResponseRun {
       },
       callIds: ctx.callIds,
       tools: ctx.functionTools,
+      ...(this.customTools.size > 0 && { customTools: this.customTools }),
       tool_choice: params.tool_choice,
       parallel_tool_calls: params.parallel_tool_calls,
       promptTokens: ctx.tokens.view(),
@@ -858,7 +862,7 @@ export class ResponseRun {
     }
   }
 
-  private async pause(calls: FunctionCall[]): Promise<void> {
+  private async pause(calls: readonly ClientToolCall[]): Promise<void> {
     const ctx = this.plan.context;
     const ids = calls.map((c) => c.call_id).filter((id) => !ctx.answeredCallIds.has(id));
     if (ids.length === 0) return;
@@ -1120,7 +1124,7 @@ export class ResponseRun {
  * answered), so the run went on without it and the client never ran it (an outside attack: a restarted server's
  * model drew the ids it drew before, and a full-history create ended `completed` past its new call).
  */
-function assertDistinctCallIds(calls: readonly FunctionCall[], context: ReadonlySet<string>): void {
+function assertDistinctCallIds(calls: readonly ClientToolCall[], context: ReadonlySet<string>): void {
   const seen = new Set<string>();
   for (const c of calls) {
     if (seen.has(c.call_id) || context.has(c.call_id)) throw duplicateCallId(c.call_id);

@@ -13,7 +13,10 @@ import { eventLogprob, type TokenLogprob } from '../model/logprobs.js';
 import type { ModelEvent } from '../model/types.js';
 import type { UnnumberedEvent } from '../protocol/events.js';
 import { ArgsDelta, DeltaHead, TextDelta, type EventLogprob } from '../protocol/event-json.js';
-import { newId, withoutLogprobs, type AssistantMessage, type FunctionCall, type InputItem, type OutputItem } from '../protocol/objects.js';
+import { newId, withoutLogprobs, type AssistantMessage, type CustomToolCall, type FunctionCall, type InputItem, type OutputItem } from '../protocol/objects.js';
+
+/** A call the client runs: a function call, or a custom tool's (the replay model's, for a tool the request declares custom). */
+export type ClientToolCall = FunctionCall | CustomToolCall;
 
 /** Model events that carry output tokens (the ones a budget can refuse). */
 export function carriesTokens(ev: ModelEvent): boolean {
@@ -38,10 +41,10 @@ export class Segment {
   readonly items: InputItem[] = [];
   /** Per item of `items`, the token ids the model reported for its text (`message.end` / `call.end`), if any. */
   readonly itemTokens: Array<readonly number[] | undefined> = [];
-  /** Finished function calls. */
-  readonly calls: FunctionCall[] = [];
+  /** Finished calls, function and custom. */
+  readonly calls: ClientToolCall[] = [];
   private msg: AssistantMessage | null = null;
-  private call: FunctionCall | null = null;
+  private call: ClientToolCall | null = null;
   private index = -1;
   /** The open item's pre-serialised delta head (protocol/event-json.ts). */
   private head: DeltaHead | null = null;
@@ -97,23 +100,26 @@ export class Segment {
         this.closeMessage(this.need(this.msg, 'the end of a message it did not start'), 'completed', ev.tokens);
         return 0;
       case 'call.start': {
-        const call: FunctionCall = { id: newId('fc'), type: 'function_call', call_id: ev.call_id, name: ev.name, arguments: '', status: 'in_progress' };
+        // A custom tool's call streams its input (`response.custom_tool_call_input.delta`), a function's its arguments.
+        const call: ClientToolCall = ev.custom
+          ? { id: newId('ctc'), type: 'custom_tool_call', call_id: ev.call_id, name: ev.name, input: '', status: 'in_progress' }
+          : { id: newId('fc'), type: 'function_call', call_id: ev.call_id, name: ev.name, arguments: '', status: 'in_progress' };
         this.call = call;
         this.index = this.output.push(call) - 1;
-        this.head = new DeltaHead('response.function_call_arguments.delta', call.id, this.index, null);
+        this.head = new DeltaHead(ev.custom ? 'response.custom_tool_call_input.delta' : 'response.function_call_arguments.delta', call.id, this.index, null);
         this.emit({ type: 'response.output_item.added', output_index: this.index, item: { ...call } });
         return 0;
       }
       case 'args.delta': {
         const call = this.need(this.call, 'arguments outside a call');
-        call.arguments += ev.delta;
+        addText(call, ev.delta);
         this.emit(new ArgsDelta(this.head!, ev.delta));
         return 1;
       }
       case 'args.deltas': {
         const call = this.need(this.call, 'arguments outside a call');
         const n = this.emitDeltas(this.head!, ev.deltas);
-        call.arguments += (n === ev.deltas.length ? ev.deltas : ev.deltas.slice(0, n)).join('');
+        addText(call, (n === ev.deltas.length ? ev.deltas : ev.deltas.slice(0, n)).join(''));
         return n;
       }
       case 'call.end': {
@@ -153,9 +159,10 @@ export class Segment {
     this.msg = null;
   }
 
-  private closeCall(call: FunctionCall, status: 'completed' | 'incomplete'): FunctionCall {
+  private closeCall(call: ClientToolCall, status: 'completed' | 'incomplete'): ClientToolCall {
     call.status = status;
-    this.emit({ type: 'response.function_call_arguments.done', item_id: call.id, output_index: this.index, name: call.name, arguments: call.arguments });
+    if (call.type === 'custom_tool_call') this.emit({ type: 'response.custom_tool_call_input.done', item_id: call.id, output_index: this.index, input: call.input });
+    else this.emit({ type: 'response.function_call_arguments.done', item_id: call.id, output_index: this.index, name: call.name, arguments: call.arguments });
     this.emit({ type: 'response.output_item.done', output_index: this.index, item: { ...call } });
     this.call = null;
     return call;
@@ -170,6 +177,12 @@ export class Segment {
     if (x === null) throw new Error(`the model sent ${what}`);
     return x;
   }
+}
+
+/** A call's streamed text: a custom call's input, a function call's arguments. */
+function addText(call: ClientToolCall, text: string): void {
+  if (call.type === 'custom_tool_call') call.input += text;
+  else call.arguments += text;
 }
 
 function emptyText() {

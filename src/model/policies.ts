@@ -17,8 +17,11 @@ import type { ModelRequest, ReplayTurn } from './types.js';
 
 export type PlannedItem =
   | { type: 'message'; text: string }
-  /** `arguments` is the JSON text streamed as `args.delta`s; without `call_id` the model makes one. */
-  | { type: 'function_call'; name: string; arguments: string; call_id?: string };
+  /**
+   * `arguments` is the JSON text streamed as `args.delta`s; without `call_id` the model makes one. `custom`: a call of
+   * a custom tool the request declares, `arguments` its input text (`replayPolicy`).
+   */
+  | { type: 'function_call'; name: string; arguments: string; call_id?: string; custom?: true };
 
 /**
  * A planned item's text split into its token pieces, filled by the model the
@@ -334,16 +337,42 @@ export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
       const next = scan.turn + 1;
       const plan = plans[next];
       if (plan === undefined) throw new ReplayExhaustedError(plans.length);
-      const items = plan.items.map((item) => ({ ...item }));
-      if (!scan.offScript) return { items, hiddenTokens: plan.hiddenTokens ?? 0, pieces: plan.pieces! };
+      const items = plan.items.map((item) => asCustomCall(item, req.customTools) ?? { ...item });
+      // A call played as a custom tool's streams other text than the recording's wrapped input: a memo of its own.
+      const own = items.some((item) => item.type === 'function_call' && item.custom === true);
+      const memos = own ? plan.pieces!.map((memo, i) => (items[i]!.type === 'function_call' && (items[i] as { custom?: true }).custom ? {} : memo)) : plan.pieces!;
+      if (!scan.offScript) return { items, hiddenTokens: plan.hiddenTokens ?? 0, pieces: memos };
       // After the recorded messages, before the calls: the note is the answer's last text.
-      const pieces = [...plan.pieces!];
+      const pieces = [...memos];
       const k = items.findLastIndex((i) => i.type === 'message') + 1;
       items.splice(k, 0, { type: 'message', text: replayPositionNote(next + 1, plans.length) });
       pieces.splice(k, 0, {});
       return { items, hiddenTokens: plan.hiddenTokens ?? 0, pieces };
     },
   };
+}
+
+/**
+ * A recorded call of a custom (freeform) tool, which the workload reader keeps as a function call taking exactly
+ * `{"input": text}` (workload/codex.ts), played as the custom tool's call when the request declares a custom tool of
+ * that name (`ModelRequest.customTools`): its `input` the recorded text. Played as a function call, Codex, which declares
+ * `apply_patch` custom, answered every recorded edit `unsupported call: apply_patch`, and no edit reached its workspace
+ * (outside attack atk99 F1). Null for any other item, or a request that declares no such tool (the bench's clients:
+ * the function call as recorded).
+ */
+function asCustomCall(item: PlannedItem, customTools: ReadonlySet<string> | undefined): PlannedItem | null {
+  if (item.type !== 'function_call' || customTools === undefined || !customTools.has(item.name)) return null;
+  let args: unknown;
+  try {
+    args = JSON.parse(item.arguments);
+  } catch {
+    return null;
+  }
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) return null;
+  const keys = Object.keys(args);
+  const input = (args as { input?: unknown }).input;
+  if (keys.length !== 1 || keys[0] !== 'input' || typeof input !== 'string') return null;
+  return { ...item, arguments: input, custom: true };
 }
 
 // The default policy lives in its own file (it is the longest); re-exported so

@@ -216,10 +216,12 @@ export class SimulatedModel implements Model {
         yield* deltaEvents(pieces, pacer, batch, true, logprobs);
         yield tokens ? { type: 'message.end', tokens } : { type: 'message.end' };
       } else {
-        yield { type: 'call.start', name: item.name, call_id: item.call_id };
+        const custom = item.custom === true;
+        yield custom ? { type: 'call.start', name: item.name, call_id: item.call_id, custom } : { type: 'call.start', name: item.name, call_id: item.call_id };
         const { pieces, tokens } = split(item.arguments, memo);
         yield* deltaEvents(pieces, pacer, batch, false);
-        yield tokens ? { type: 'call.end', tokens } : { type: 'call.end' };
+        // A custom call's ids are not the prompt's: the prompt shows the item as a whole (pipeline/render.ts).
+        yield tokens && !custom ? { type: 'call.end', tokens } : { type: 'call.end' };
       }
     }
   }

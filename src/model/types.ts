@@ -35,6 +35,8 @@ export interface ModelRequest {
    */
   callIds?: ReadonlySet<string>;
   tools: readonly FunctionTool[];
+  /** The names of the custom (freeform) tools the request declares (`{type: "custom"}`); absent: none. */
+  customTools?: ReadonlySet<string>;
   tool_choice: ToolChoice;
   parallel_tool_calls: boolean;
   /** The rendered prompt (o200k token ids) the prefix cache is keyed on. */
@@ -91,7 +93,8 @@ export type ModelEvent =
    * encoding it again. Absent: the engine encodes the text.
    */
   | { type: 'message.end'; tokens?: readonly number[] }
-  | { type: 'call.start'; name: string; call_id: string }
+  /** `custom`: a call of a custom tool the request declares (`ModelRequest.customTools`), its deltas the call's `input`. */
+  | { type: 'call.start'; name: string; call_id: string; custom?: true }
   | { type: 'args.delta'; delta: string }
   | { type: 'args.deltas'; deltas: readonly string[] }
   | { type: 'call.end'; tokens?: readonly number[] };

@@ -44,10 +44,10 @@ export class DeltaHead {
   readonly json: string;
 
   constructor(
-    readonly type: 'response.output_text.delta' | 'response.function_call_arguments.delta',
+    readonly type: 'response.output_text.delta' | 'response.function_call_arguments.delta' | 'response.custom_tool_call_input.delta',
     readonly itemId: string,
     readonly outputIndex: number,
-    /** The text part's index; null for function call arguments (their delta has no content_index). */
+    /** The text part's index; null for a call's arguments or input (their delta has no content_index). */
     readonly contentIndex: number | null,
   ) {
     const idx = contentIndex === null ? '' : `,"content_index":${JSON.stringify(contentIndex)}`;
@@ -143,9 +143,9 @@ export class TextDelta implements TextDeltaEvent {
   }
 }
 
-/** `response.function_call_arguments.delta`; the fields in wire order. */
-export class ArgsDelta implements ArgsDeltaEvent {
-  readonly type = 'response.function_call_arguments.delta' as const;
+/** `response.function_call_arguments.delta`, or a custom tool call's `response.custom_tool_call_input.delta` (the same fields); in wire order. */
+export class ArgsDelta implements Omit<ArgsDeltaEvent, 'type'> {
+  readonly type: Exclude<DeltaHead['type'], 'response.output_text.delta'>;
   readonly item_id: string;
   readonly output_index: number;
   readonly delta: string;
@@ -153,6 +153,7 @@ export class ArgsDelta implements ArgsDeltaEvent {
   readonly #head: DeltaHead;
 
   constructor(head: DeltaHead, delta: string) {
+    this.type = head.type === 'response.output_text.delta' ? 'response.function_call_arguments.delta' : head.type;
     this.item_id = head.itemId;
     this.output_index = head.outputIndex;
     this.delta = delta;

@@ -78,6 +78,22 @@ export type ArgsDoneEvent = Seq & {
   arguments: string;
 };
 
+/** openai-node's `ResponseCustomToolCallInputDeltaEvent`: a piece of a custom tool call's `input`. */
+export type CustomInputDeltaEvent = Seq & {
+  type: 'response.custom_tool_call_input.delta';
+  item_id: string;
+  output_index: number;
+  delta: string;
+};
+
+/** openai-node's `ResponseCustomToolCallInputDoneEvent`: a custom tool call's whole `input`. */
+export type CustomInputDoneEvent = Seq & {
+  type: 'response.custom_tool_call_input.done';
+  item_id: string;
+  output_index: number;
+  input: string;
+};
+
 export interface WireErrorBody {
   type: 'invalid_request_error' | 'server_error' | 'rate_limit_error';
   code: string;
@@ -179,6 +195,8 @@ export type ServerEvent =
   | TextDoneEvent
   | ArgsDeltaEvent
   | ArgsDoneEvent
+  | CustomInputDeltaEvent
+  | CustomInputDoneEvent
   | ErrorEvent
   | TimingEvent
   | InjectCreatedEvent

@@ -64,6 +64,20 @@ export interface FunctionCall {
   status: ItemStatus;
 }
 
+/**
+ * A call of a custom (freeform) tool the request declares (`{type: "custom", name}`), its text in `input`
+ * (openai-node's `ResponseCustomToolCall`, with the id and status an output item has): made only by the replay model,
+ * for a recorded `custom_tool_call` whose tool the client declares custom (Codex's `apply_patch`).
+ */
+export type CustomToolCall = {
+  id: string;
+  type: 'custom_tool_call';
+  call_id: string;
+  name: string;
+  input: string;
+  status: ItemStatus;
+};
+
 /** A function call sent back as input: the API accepts it without the id and status it was given. */
 export interface InputFunctionCall extends Omit<FunctionCall, 'id' | 'status'> {
   id?: string;
@@ -123,7 +137,7 @@ export interface UnknownItem {
   [k: string]: unknown;
 }
 
-export type OutputItem = AssistantMessage | FunctionCall | CompactionItem;
+export type OutputItem = AssistantMessage | FunctionCall | CustomToolCall | CompactionItem;
 
 /** A compaction sent back as input: only its sealed content is required. */
 export interface InputCompactionItem extends Omit<CompactionItem, 'id'> {

@@ -1,0 +1,90 @@
+/**
+ * A recorded custom (freeform) tool call, as Codex writes its `apply_patch`, replayed to a client that declares that
+ * tool custom: played as a `custom_tool_call` (its input streamed as `response.custom_tool_call_input.delta`s), not as
+ * the function call taking `{"input": text}` the workload reader keeps it as. Played as a function call, Codex answered
+ * every recorded edit `unsupported call: apply_patch`, and none reached its workspace (outside attack atk99 F1). A
+ * client that declares no such custom tool (the bench's) still gets the function call.
+ */
+import { describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { replayPolicy } from '../../src/model/policies.js';
+import { parseWorkload } from '../../src/workload/load.js';
+import { flatModelTurns, replayable } from '../../src/workload/replayable.js';
+import { RawSocket } from '../helpers/raw-socket.js';
+import { testServer } from '../helpers/server.js';
+import { parseSse } from '../helpers/sse-stream.js';
+
+let clock = Date.parse('2026-11-01T10:00:00Z');
+const rec = (type: string, payload: Record<string, unknown>) => JSON.stringify({ timestamp: new Date((clock += 250)).toISOString(), type, payload });
+const PATCH = '*** Begin Patch\n*** Update File: calc.py\n@@\n-    return a - b\n+    return a + b  # "fixed"\n*** End Patch\n';
+const rollout = [
+  rec('session_meta', { id: 's1', source: 'cli', base_instructions: { text: 'You are Codex.' } }),
+  rec('response_item', { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'fix add' }] }),
+  rec('response_item', { type: 'custom_tool_call', name: 'apply_patch', input: PATCH, call_id: 'cp1', status: 'completed' }),
+  rec('response_item', { type: 'custom_tool_call_output', call_id: 'cp1', output: 'Success. Updated the following files:\nM calc.py\n' }),
+  rec('response_item', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Fixed.' }] }),
+];
+const workload = replayable(parseWorkload(rollout.join('\n') + '\n', 'patch.jsonl', 'test'));
+const applyPatch = { type: 'custom', name: 'apply_patch', description: 'Edit files.', format: { type: 'text' } };
+const user = { role: 'user', content: 'fix add' };
+const output = { type: 'custom_tool_call_output', call_id: 'cp1', output: 'Success.' };
+
+async function server() {
+  return testServer({ policy: replayPolicy(flatModelTurns(workload)) });
+}
+
+describe('a recorded custom tool call replayed to a client that declares the tool custom', () => {
+  it('over HTTP: a custom_tool_call whose input is the recorded text, streamed as custom_tool_call_input events; the run goes on with its output', async () => {
+    const { url } = await server();
+    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: [user], tools: [applyPatch], stream: true }) });
+    const events = parseSse(await res.text());
+    const done = events.find((e) => e.type === 'response.output_item.done')!;
+    expect(done.item).toMatchObject({ type: 'custom_tool_call', name: 'apply_patch', call_id: 'cp1', input: PATCH, status: 'completed', id: expect.stringMatching(/^ctc_/) });
+    const added = events.find((e) => e.type === 'response.output_item.added')!;
+    expect(added.item).toMatchObject({ type: 'custom_tool_call', input: '', status: 'in_progress', id: done.item.id });
+    const deltas = events.filter((e) => e.type === 'response.custom_tool_call_input.delta');
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.map((d) => d.delta).join('')).toBe(PATCH);
+    for (const d of deltas) expect(Object.keys(d)).toEqual(['type', 'item_id', 'output_index', 'delta', 'sequence_number']);
+    expect(events.find((e) => e.type === 'response.custom_tool_call_input.done')).toMatchObject({ item_id: done.item.id, output_index: 0, input: PATCH });
+    expect(events.filter((e) => e.type.startsWith('response.function_call_arguments'))).toEqual([]);
+    const completed = events.at(-1)!;
+    expect(completed.type).toBe('response.completed');
+    expect(completed.response.output).toEqual([done.item]);
+    // The client sends the call back with its output (as Codex does over HTTP): the recorded answer follows.
+    const next = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: [user, done.item, output], tools: [applyPatch] }) });
+    expect(((await next.json()) as { output: Array<{ type: string; content?: Array<{ text: string }> }> }).output[0]).toMatchObject({ type: 'message', content: [{ text: 'Fixed.' }] });
+  });
+
+  it("the openai SDK's stream reads it: the call's input and the final response", async () => {
+    const { url } = await server();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'test', maxRetries: 0 });
+    const stream = client.responses.stream({ model: 'sim-model', input: [user] as never, tools: [applyPatch] as never });
+    const types: string[] = [];
+    for await (const e of stream) types.push(e.type);
+    const final = await stream.finalResponse();
+    expect(final.output[0]).toMatchObject({ type: 'custom_tool_call', input: PATCH });
+    expect(types).toContain('response.custom_tool_call_input.done');
+  });
+
+  it('over a long-lived WebSocket: the run pauses for the custom call, its custom_tool_call_output resumes it', async () => {
+    const { url } = await server();
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: [user], tools: [applyPatch] });
+    const paused = await s.next('response.done');
+    expect(paused.response.output[0]).toMatchObject({ type: 'custom_tool_call', input: PATCH, call_id: 'cp1' });
+    s.send({ type: 'response.append', input: [output] });
+    const completed = await s.next('response.completed');
+    expect(completed.response.output.map((o: { type: string }) => o.type)).toEqual(['custom_tool_call', 'message']);
+    s.dispose();
+  });
+
+  it('a client that declares no such custom tool gets the function call taking {"input": text}, as before', async () => {
+    const { url } = await server();
+    const tool = { type: 'function', name: 'apply_patch', parameters: { type: 'object', properties: { input: { type: 'string' } } } };
+    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: [user], tools: [tool] }) });
+    const body = (await res.json()) as { output: Array<{ type: string; arguments: string }> };
+    expect(body.output[0]).toMatchObject({ type: 'function_call', name: 'apply_patch' });
+    expect(JSON.parse(body.output[0]!.arguments)).toEqual({ input: PATCH });
+  });
+});

@@ -113,6 +113,12 @@ export interface Limits {
   maxContextItems: number;
   /** WebSocket lanes (`stream_id`) whose last response one ws-mode connection caches (default 16); past it the oldest other lane's entry goes. */
   maxCachedLanes: number;
+  /**
+   * How long after its response ended a ws-mode connection's cached `store: false` context whose response ended in
+   * client tool calls (its agent is running them) is kept from being let go for other requests (`ServerBytes.reclaim`),
+   * ms; 0: let go at once like any idle cache.
+   */
+  cacheReclaimGraceMs: number;
   /** Deepest JSON nesting accepted in an HTTP body or a WebSocket frame (default 64; real tool schemas use < 20). */
   maxJsonDepth: number;
   /**
@@ -298,6 +304,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxContextBytes: 32 * 1024 * 1024,
   maxContextItems: 50_000,
   maxCachedLanes: 16,
+  cacheReclaimGraceMs: 30_000,
   maxSendBufferBytes: 4 * 1024 * 1024,
   maxSendBufferTotalBytes: 256 * 1024 * 1024,
   sendStallTimeoutMs: 30_000,

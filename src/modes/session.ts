@@ -78,6 +78,12 @@ export interface ModePolicy {
   /** What `spare` would let go now (0: nothing). */
   spareable?(): number;
   /**
+   * Whether what the policy keeps is still guarded from being let go for other requests (ws mode: a `store: false`
+   * cached context whose response ended in client tool calls less than `cacheReclaimGraceMs` ago, `now` on the
+   * services' clock): the server-wide reclaim passes it by (`ConnectionSession.reclaimable`).
+   */
+  guarded?(now: number): boolean;
+  /**
    * What the create `params` (planned, or refused while planned) holds besides its frame and the token ids made for it:
    * the context it continues (ws mode: the cached context, or the stored chain it loaded on a miss). Counted when
    * judging whether it could ever fit the byte budget (`cannotFitAlone`).
@@ -372,6 +378,16 @@ export class ConnectionSession {
     if (!this.shed()) return false;
     this.log.info({ code: 'server_busy', bytes: kept }, 'cached context let go to make room in the byte budget');
     return true;
+  }
+
+  /**
+   * Whether what this session keeps may be let go for another request's room now (`ServerBytes.reclaim`): not while the
+   * policy guards it (`ModePolicy.guarded`). An agent whose tool was running lost its `store: false` cache to another
+   * client's single large create, which would otherwise have been told to try again, and had to send its whole
+   * context again (Codex then left WebSocket mode for the session; outside attack atk97 F1).
+   */
+  reclaimable(): boolean {
+    return this.policy.guarded?.(this.services.clock.now()) !== true;
   }
 
   /** Let go of what the policy keeps between responses (`ModePolicy.shed`) while idle: true when it kept anything. */

@@ -50,6 +50,8 @@ interface Cached {
    * the entry it extended in place (each continuation adds its id, no copy); a context rendered anew copies it.
    */
   lineage: Set<string>;
+  /** When its response ended (the services' clock): a `store: false` entry with calls pending is guarded a while (`guarded`). */
+  endedAt: number;
 }
 
 /**
@@ -380,7 +382,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         const headerKey = entry?.headerKey ?? JSON.stringify([plan.params.instructions, plan.params.tools]);
         const lineage = entry?.lineage ?? new Set<string>();
         if (plan.params.store) extendLineage(lineage, run.id);
-        setCache(lane, { id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output), stored: plan.params.store, lineage });
+        setCache(lane, { id: run.id, context: plan.context, route: plan.route, headerKey, pending: pendingCallsOf(run.response.output), stored: plan.params.store, lineage, endedAt: services.clock.now() });
       } else if (cache && (cache.id === plan.params.previous_response_id || cache.context === plan.context)) {
         setCache(lane, null);
       }
@@ -423,6 +425,12 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     },
     keptBytes() {
       return cachedBytes(null);
+    },
+    guarded(now) {
+      // Kept nowhere else, and its agent is running the calls it ended with: letting it go costs the whole context.
+      const grace = services.limits.cacheReclaimGraceMs;
+      for (const c of caches.values()) if (!c.stored && c.pending.size > 0 && now - c.endedAt < grace) return true;
+      return false;
     },
   };
 }

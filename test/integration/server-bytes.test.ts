@@ -1124,6 +1124,40 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('ws mode: an agent\'s store: false cache is not let go for another client\'s create while its tool runs (within --cache-reclaim-grace-ms); at 0 it is (outside attack atk97 F1)', async () => {
+    // One other client's large create let the cache go 200 ms after the agent's response: the agent's continuation,
+    // which fitted, was previous_response_not_found, and it had to send its whole context again.
+    const max = 1024 * KiB;
+    for (const grace of [30_000, 0]) {
+      const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'other' }, { text: 'agent done' }]);
+      const { server, url } = await testServer({ policy, limits: { maxServerBytes: max, cacheReclaimGraceMs: grace } });
+      const agent = await RawSocket.connect(url);
+      agent.send(create(0, { input: lorem(200 * KiB), tools: [tool], store: false }));
+      const first = await agent.next('response.completed');
+      expect(first.response.output[0]).toMatchObject({ type: 'function_call', call_id: 'call_a' });
+      const cache = await held(url);
+      // Another client's create (its body and token ids, about 1.8 bytes a character of words) fits the budget only
+      // without the agent's cache.
+      const other = await poster(url)('/v1/responses', { model: 'sim-model', input: lorem(Math.floor((max - cache / 2) / 1.8)) });
+      const health = (await (await fetch(`${url}/health`)).json()) as { cached_contexts_let_go: number };
+      agent.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.response.id, input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }], tools: [tool] });
+      if (grace > 0) {
+        // Guarded: the other client is told to try again, and the agent goes on from its cache.
+        await expectServerBusy(other);
+        expect(health.cached_contexts_let_go).toBe(0);
+        expect((await agent.next('response.completed')).response.output[0]).toMatchObject({ type: 'message' });
+      } else {
+        expect(other.status).toBe(200);
+        await other.arrayBuffer();
+        expect(health.cached_contexts_let_go).toBe(1);
+        expect((await agent.next('error', { skipErrors: true })).error).toMatchObject({ code: 'previous_response_not_found' });
+      }
+      agent.dispose();
+      await server.ws.idle();
+      expect(await held(url)).toBe(0);
+    }
+  });
+
   it('ws mode: a store: false continuation refused server_busy while planned, its previous response let go with it, is told it cannot be retried (atk85 F4)', async () => {
     // It was told to try again when other requests end, and every retry was previous_response_not_found.
     const max = 1024 * KiB;

@@ -121,10 +121,29 @@ export function parseNeutral(text: string, name: string, source: string): Worklo
   // Durations as replays wait them (types.ts `toolWaitMs`): the schema keeps them at 0 or more, and one past MAX_TOOL_MS
   // (a converter that took a clock's leap for a tool's time; 1e400 reads as Infinity) is MAX_TOOL_MS, noted.
   const skipped = [...(w.skipped ?? []), ...surrogates];
-  const durations = Object.entries(toolOutputs).map(([id, o]): [string, { output: string; duration_ms: number }] => {
+  // A call's figure that the replay does not use, noted: `inspect` listed it, and the replay decoded the model turn's
+  // (outside attack atk99 F3).
+  if (w.calls !== undefined) {
+    let k = 0;
+    w.userTurns.forEach((u, ui) =>
+      u.modelTurns.forEach((t, ti) => {
+        const c = w.calls![k++]!;
+        if (t.output_tokens !== undefined && c.output_tokens !== t.output_tokens) {
+          skipped.push({ line: 0, what: `/calls/${k - 1}/output_tokens: ${c.output_tokens}`, why: `differs from /userTurns/${ui}/modelTurns/${ti}/output_tokens (${t.output_tokens}), which the replay decodes` });
+        }
+      }),
+    );
+  }
+  const durations = Object.entries(toolOutputs).flatMap(([id, o]): Array<[string, { output: string; duration_ms: number }]> => {
+    // An output no call of the file has (a call_id a converter changed on one side) is never replayed: noted, as the
+    // Codex reader notes one (it was dropped silently; outside attack atk99 F4).
+    if (!seen.has(id)) {
+      skipped.push({ line: 0, what: `/toolOutputs/${id.replace(/~/g, '~0').replace(/\//g, '~1')}`, why: 'answers no function_call of userTurns (a call_id that differs between the call and its output?): not replayed' });
+      return [];
+    }
     const ms = o.duration_ms ?? 0;
     if (ms > MAX_TOOL_MS) skipped.push({ line: 0, what: `/toolOutputs/${id}/duration_ms: ${ms} ms`, why: `past MAX_TOOL_MS (${MAX_TOOL_MS} ms): the tool counts ${MAX_TOOL_MS} ms` });
-    return [id, { output: o.output, duration_ms: toolWaitMs(ms) }];
+    return [[id, { output: o.output, duration_ms: toolWaitMs(ms) }]];
   });
   return {
     name: w.name ?? name,

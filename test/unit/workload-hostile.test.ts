@@ -380,6 +380,30 @@ describe('hostile shapes', () => {
     expect(neutral([{ input: prefilled, modelTurns: own }], { c2: { output: 'y' } })).not.toThrow();
   });
 
+  it('a neutral file\'s tool output for no call, and a per-call figure the replay does not use, are noted (outside attack atk99 F3, F4)', () => {
+    const hi = { type: 'message', role: 'user', content: 'hi' };
+    const call = { type: 'function_call', name: 'f', arguments: '{}', call_id: 'c1' };
+    const w = parseNeutral(
+      JSON.stringify({
+        llr_workload: 1,
+        userTurns: [{ input: [hi], modelTurns: [{ output: [call], output_tokens: 20 }, { output: [{ type: 'message', text: 'd' }], output_tokens: 5 }] }],
+        toolOutputs: { c1: { output: 'o' }, 'gh/ost': { output: 'nobody asked' } },
+        calls: [
+          { input_tokens: 10, input_source: 'recorded', output_tokens: 999, output_source: 'recorded', line: 0 },
+          { input_tokens: 12, input_source: 'recorded', output_tokens: 5, output_source: 'recorded', line: 0 },
+        ],
+      }),
+      'n.json',
+      'test',
+    );
+    // Dropped silently before: the Codex reader notes the same case.
+    expect(w.skipped).toContainEqual({ line: 0, what: '/toolOutputs/gh~1ost', why: expect.stringContaining('answers no function_call of userTurns') });
+    expect(Object.keys(w.toolOutputs)).toEqual(['c1']);
+    // inspect listed 999 for a call whose replay decodes 20.
+    expect(w.skipped).toContainEqual({ line: 0, what: '/calls/0/output_tokens: 999', why: 'differs from /userTurns/0/modelTurns/0/output_tokens (20), which the replay decodes' });
+    expect((w.skipped ?? []).filter((s) => s.what.startsWith('/calls/'))).toHaveLength(1);
+  });
+
   it('a rollout pretty-printed, or two joined on one line, is refused saying which (atk68 I2)', () => {
     const pretty = JSON.stringify(JSON.parse(meta()), null, 2).split('\n');
     expect(refusalOf(() => read(pretty))).toMatch(/:1: not valid JSON: .*it looks pretty-printed.*jq -c/);

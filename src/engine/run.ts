@@ -28,7 +28,7 @@ import type { Counter, RunMetrics } from '../pipeline/metrics.js';
 import { appendOutputCooperative, commitItems, reserveFor, tokenizeItems, type RenderedContext } from '../pipeline/render.js';
 import type { RouteDecision } from '../pipeline/route.js';
 import { checkFull, checkIncremental } from '../pipeline/checks.js';
-import { answeredCallId, missingToolOutput, pendingCallsOf } from '../pipeline/validate.js';
+import { answeredCallId, clientCallId, missingToolOutput, pendingCallsOf } from '../pipeline/validate.js';
 import type { PostInferenceJob } from '../pipeline/post.js';
 import { compactContext, compactThreshold, compactionDue } from '../pipeline/compaction.js';
 import { PauseRegistry, RunClosedError, duplicateCallId } from './pause.js';
@@ -374,7 +374,9 @@ export class ResponseRun {
     for (const [i, item] of resolved.entries()) {
       const callId = (item as { call_id?: unknown }).call_id;
       const known = typeof callId === 'string';
-      if (item.type === 'function_call' && known && ctx.callIds.has(callId)) {
+      // Any client call the context holds already (a custom tool's too: a re-sent custom_tool_call was kept, and its
+      // patch was in the context twice; outside attack atk101 F3).
+      if (known && clientCallId(item) !== undefined && ctx.callIds.has(callId)) {
         this.metrics.count('duplicate_items_dropped');
         continue;
       }

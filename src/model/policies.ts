@@ -341,13 +341,17 @@ export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
       // A call played as a custom tool's streams other text than the recording's wrapped input: a memo of its own.
       const own = items.some((item) => item.type === 'function_call' && item.custom === true);
       const memos = own ? plan.pieces!.map((memo, i) => (items[i]!.type === 'function_call' && (items[i] as { custom?: true }).custom ? {} : memo)) : plan.pieces!;
-      if (!scan.offScript) return { items, hiddenTokens: plan.hiddenTokens ?? 0, pieces: memos };
+      // Its hidden tokens are the recorded count less what the call now shows (the input, not its wrapping): the
+      // wrapped form's left a custom call's response short of the recorded output (outside attack atk101 F2).
+      const recorded = turns[next]!.output_tokens;
+      const hiddenTokens = own && recorded !== undefined ? Math.max(0, recorded - visibleTokens(items)) : (plan.hiddenTokens ?? 0);
+      if (!scan.offScript) return { items, hiddenTokens, pieces: memos };
       // After the recorded messages, before the calls: the note is the answer's last text.
       const pieces = [...memos];
       const k = items.findLastIndex((i) => i.type === 'message') + 1;
       items.splice(k, 0, { type: 'message', text: replayPositionNote(next + 1, plans.length) });
       pieces.splice(k, 0, {});
-      return { items, hiddenTokens: plan.hiddenTokens ?? 0, pieces };
+      return { items, hiddenTokens, pieces };
     },
   };
 }

@@ -220,8 +220,7 @@ export class SimulatedModel implements Model {
         yield custom ? { type: 'call.start', name: item.name, call_id: item.call_id, custom } : { type: 'call.start', name: item.name, call_id: item.call_id };
         const { pieces, tokens } = split(item.arguments, memo);
         yield* deltaEvents(pieces, pacer, batch, false);
-        // A custom call's ids are not the prompt's: the prompt shows the item as a whole (pipeline/render.ts).
-        yield tokens && !custom ? { type: 'call.end', tokens } : { type: 'call.end' };
+        yield tokens ? { type: 'call.end', tokens } : { type: 'call.end' };
       }
     }
   }

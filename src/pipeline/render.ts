@@ -72,6 +72,8 @@ export interface ItemParts {
 }
 
 export function itemParts(item: InputItem): ItemParts {
+  const custom = customCallParts(item);
+  if (custom !== null) return custom;
   if (!isKnownItem(item)) return runSync(shownAsJsonWork(item));
   switch (item.type) {
     case 'function_call':
@@ -111,8 +113,23 @@ function* shownAsJsonWork(item: InputItem): Work<ItemParts> {
  * safety scan (the long-form chaos fuzzer, --seed 1304). The same text as `itemParts`.
  */
 export function* itemPartsWork(item: InputItem): Work<ItemParts> {
+  const custom = customCallParts(item);
+  if (custom !== null) return custom;
   if (!isKnownItem(item) || item.type === 'compaction' || item.type === 'reasoning') return yield* shownAsJsonWork(item);
   return itemParts(item);
+}
+
+/**
+ * A custom tool's call (`custom_tool_call`, protocol/parse-input.ts checked its `call_id`, `name` and `input` are
+ * strings) shown as a function call is: its name and call_id, then its input. Shown as its JSON, it held the server's
+ * random item id and its status, so the same replay's input tokens differed from run to run and between designs, and
+ * the prefix cache missed from the call on (outside attack atk101 F1). Null for any other item.
+ */
+function customCallParts(item: InputItem): ItemParts | null {
+  if (item.type !== 'custom_tool_call') return null;
+  const { name, call_id: id, input } = item as { name?: unknown; call_id?: unknown; input?: unknown };
+  if (typeof name !== 'string' || typeof id !== 'string' || typeof input !== 'string') return null;
+  return { prefix: `custom_tool_call ${name} ${id}\n`, body: [input], nonText: 0 };
 }
 
 /** The text an item contributes to the prompt (also what the safety scan reads). */

@@ -926,7 +926,7 @@ const CHOICE_TOOL_TYPES: Readonly<Record<string, readonly string[]>> = {
 function neverCalled(what: string): WireError {
   return new WireError(
     'unsupported_value',
-    `Unsupported value: 'tool_choice' forces ${what}, and this server's simulated model calls function tools only: it would answer with a message where the API makes the call. Force a function tool, or use 'auto'.`,
+    `Unsupported value: 'tool_choice' forces ${what}, and this server's simulated model calls function tools only (a run replayed with --workload calls a custom tool only where its recording did): it would answer with a message where the API makes the call. Force a function tool, or use 'auto'.`,
     'tool_choice',
   );
 }

@@ -16,11 +16,14 @@ import { parseSse } from '../helpers/sse-stream.js';
 
 let clock = Date.parse('2026-11-01T10:00:00Z');
 const rec = (type: string, payload: Record<string, unknown>) => JSON.stringify({ timestamp: new Date((clock += 250)).toISOString(), type, payload });
+/** The recorded output tokens of the patch call: more than its input shows, fewer than its {"input": …} wrapping. */
+const RECORDED_OUT = 60;
 const PATCH = '*** Begin Patch\n*** Update File: calc.py\n@@\n-    return a - b\n+    return a + b  # "fixed"\n*** End Patch\n';
 const rollout = [
   rec('session_meta', { id: 's1', source: 'cli', base_instructions: { text: 'You are Codex.' } }),
   rec('response_item', { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'fix add' }] }),
   rec('response_item', { type: 'custom_tool_call', name: 'apply_patch', input: PATCH, call_id: 'cp1', status: 'completed' }),
+  rec('event_msg', { type: 'token_count', info: { total_token_usage: { total_tokens: 1060 }, last_token_usage: { input_tokens: 1000, cached_input_tokens: 0, output_tokens: RECORDED_OUT, reasoning_output_tokens: 0 } } }),
   rec('response_item', { type: 'custom_tool_call_output', call_id: 'cp1', output: 'Success. Updated the following files:\nM calc.py\n' }),
   rec('response_item', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Fixed.' }] }),
 ];
@@ -76,6 +79,37 @@ describe('a recorded custom tool call replayed to a client that declares the too
     s.send({ type: 'response.append', input: [output] });
     const completed = await s.next('response.completed');
     expect(completed.response.output.map((o: { type: string }) => o.type)).toEqual(['custom_tool_call', 'message']);
+    s.dispose();
+  });
+
+  it('the call decodes the recorded output tokens, and the prompt shows it as a function call is: the same input tokens on every run and design (outside attack atk101 F1, F2, F3)', async () => {
+    const { url } = await server();
+    const post = async (input: unknown[]) =>
+      (await (await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input, tools: [applyPatch] }) })).json()) as {
+        output: Array<Record<string, unknown>>;
+        usage: { input_tokens: number; output_tokens: number };
+      };
+    const inputs: number[] = [];
+    let firstInput = 0;
+    for (let run = 0; run < 2; run++) {
+      const first = await post([user]);
+      // Fewer were reported: the hidden tokens came from the wrapped form's count.
+      expect(first.usage.output_tokens).toBe(RECORDED_OUT);
+      firstInput = first.usage.input_tokens;
+      // Sent back as received, with its random item id: the prompt does not show the id.
+      inputs.push((await post([user, first.output[0], output])).usage.input_tokens);
+    }
+    expect(inputs[1]).toBe(inputs[0]);
+    // A long-lived run's two model calls read the same prompts as those two requests (the call as the run holds it).
+    const s = await RawSocket.longLived(url);
+    s.send({ type: 'response.create', model: 'sim-model', input: [user], tools: [applyPatch] });
+    await s.next('response.done');
+    // The call sent back with its output is the one the run holds: dropped as a duplicate, not held twice (atk101 F3).
+    const paused = s.events.at(-1) as { response: { output: Array<Record<string, unknown>> } };
+    s.send({ type: 'response.append', input: [paused.response.output[0], output] });
+    const done = await s.next('response.completed');
+    expect(done.response.output.filter((o: { type: string }) => o.type === 'custom_tool_call')).toHaveLength(1);
+    expect(done.response.usage!.input_tokens).toBe(firstInput + inputs[0]!);
     s.dispose();
   });
 

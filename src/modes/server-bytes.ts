@@ -609,15 +609,15 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
   };
 
   evictable(): number {
-    if (this.closed || this.charging || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.isIdle() || !this.session.reclaimable()) return 0;
-    return Math.min(this.hold.bytes, this.session.keptBytes());
+    if (this.closed || this.charging || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.isIdle()) return 0;
+    return Math.min(this.hold.bytes, this.session.reclaimableBytes());
   }
 
   letGo(own = false): number {
     // A message arriving or being parsed is most likely a continuation of this very cache: kept for it (`own`: for
-    // this connection's own frame, which cannot fit beside it, `ownCharge`). Another's request passes by a cache still
-    // guarded (`ConnectionSession.reclaimable`).
-    if (this.closed || (!own && (this.charging || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.reclaimable())) || !this.session.letGo()) return 0;
+    // this connection's own frame, which cannot fit beside it, `ownCharge`). Another's request passes by the lanes still
+    // guarded (`ConnectionSession.reclaimableBytes`).
+    if (this.closed || (!own && (this.charging || this.rx.bytes > 0 || this.px.bytes > 0)) || !this.session.letGo(!own)) return 0;
     const before = this.hold.bytes;
     const kept = this.session.keptBytes();
     this.hold.keep(kept);

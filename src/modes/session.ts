@@ -67,8 +67,9 @@ export interface ModePolicy {
   /**
    * Let go of what the policy keeps between responses (ws mode: its cached contexts), when it alone stops a message
    * from fitting the server's byte budget: a continuation then reads its chain from the store, as on a cache miss.
+   * `now`: for another request's room (`ServerBytes.reclaim`), what is guarded at `now` stays (`guardedBytes`).
    */
-  shed?(): void;
+  shed?(now?: number): void;
   /**
    * Let go of what the policy keeps that the create planned or running does not use (ws mode: its lanes' cached
    * contexts but the one that create continues), when its own charge cannot fit beside them (`ConnectionSession.spareKept`),
@@ -78,11 +79,11 @@ export interface ModePolicy {
   /** What `spare` would let go now (0: nothing). */
   spareable?(): number;
   /**
-   * Whether what the policy keeps is still guarded from being let go for other requests (ws mode: a `store: false`
-   * cached context whose response ended in client tool calls less than `cacheReclaimGraceMs` ago, `now` on the
-   * services' clock): the server-wide reclaim passes it by (`ConnectionSession.reclaimable`).
+   * What the policy keeps that is still guarded from being let go for other requests (ws mode: each lane's `store:
+   * false` cached context whose response ended in client tool calls less than `cacheReclaimGraceMs` ago, `now` on the
+   * services' clock): the server-wide reclaim passes it by (`ConnectionSession.reclaimableBytes`), and lets go the rest.
    */
-  guarded?(now: number): boolean;
+  guardedBytes?(now: number): number;
   /**
    * What the create `params` (planned, or refused while planned) holds besides its frame and the token ids made for it:
    * the context it continues (ws mode: the cached context, or the stored chain it loaded on a miss). Counted when
@@ -373,27 +374,36 @@ export class ConnectionSession {
    * `shed` to make room in the server-wide budget (`ServerBytes.reclaim`), logged with what was kept: true when it
    * kept anything.
    */
-  letGo(): boolean {
+  letGo(forOthers = false): boolean {
     const kept = this.keptBytes();
-    if (!this.shed()) return false;
-    this.log.info({ code: 'server_busy', bytes: kept }, 'cached context let go to make room in the byte budget');
+    if (!this.shed(forOthers)) return false;
+    const freed = kept - this.keptBytes();
+    if (freed === 0) return false;
+    this.log.info({ code: 'server_busy', bytes: freed }, 'cached context let go to make room in the byte budget');
     return true;
   }
 
   /**
-   * Whether what this session keeps may be let go for another request's room now (`ServerBytes.reclaim`): not while the
-   * policy guards it (`ModePolicy.guarded`). An agent whose tool was running lost its `store: false` cache to another
+   * What this session keeps that may be let go for another request's room now (`ServerBytes.reclaim`): not what the
+   * policy guards (`ModePolicy.guardedBytes`). An agent whose tool was running lost its `store: false` cache to another
    * client's single large create, which would otherwise have been told to try again, and had to send its whole
-   * context again (Codex then left WebSocket mode for the session; outside attack atk97 F1).
+   * context again (Codex then left WebSocket mode for the session; outside attack atk97 F1). Judged per lane: a lane in
+   * a tool loop guarded the connection's other lanes, however old, and a client kept a large cache for good by ending
+   * a tiny create on another lane in a tool call now and then (outside attack atk102 F1).
    */
-  reclaimable(): boolean {
-    return this.policy.guarded?.(this.services.clock.now()) !== true;
+  reclaimableBytes(): number {
+    const kept = this.keptBytes();
+    return kept === 0 ? 0 : Math.max(0, kept - (this.policy.guardedBytes?.(this.services.clock.now()) ?? 0));
   }
 
-  /** Let go of what the policy keeps between responses (`ModePolicy.shed`) while idle: true when it kept anything. */
-  shed(): boolean {
+  /**
+   * Let go of what the policy keeps between responses (`ModePolicy.shed`) while idle: true when it kept anything.
+   * `forOthers`: for another request's room, what the policy guards stays (`reclaimableBytes`).
+   */
+  shed(forOthers = false): boolean {
     if (this.busy || this.queue.length > 0 || !this.policy.shed || this.keptBytes() === 0) return false;
-    this.policy.shed();
+    if (forOthers) this.policy.shed(this.services.clock.now());
+    else this.policy.shed();
     return true;
   }
 

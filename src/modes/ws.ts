@@ -182,13 +182,20 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     return n;
   }
   /** Every cached entry but `keep` let go for the byte budget, its id remembered (`letGo`). */
-  function letGoAll(keep: Cached | null): void {
+  function letGoAll(keep: Cached | null, now?: number): void {
     for (const [lane, c] of [...caches]) {
-      if (c === keep) continue;
+      if (c === keep || (now !== undefined && isGuarded(c, now))) continue;
       letGo.push({ id: c.id, stored: c.stored });
       if (letGo.length > LET_GO_IDS_KEPT) letGo.shift();
       setCache(lane, null);
     }
+  }
+  /**
+   * Whether an entry is guarded from other requests' reclaim at `now` (`guardedBytes`): kept nowhere else, and its
+   * agent is running the calls its response ended with, for `cacheReclaimGraceMs` after it ended.
+   */
+  function isGuarded(c: Cached, now: number): boolean {
+    return !c.stored && c.pending.size > 0 && now - c.endedAt < services.limits.cacheReclaimGraceMs;
   }
   /** What an entry keeps: its context's items, and its header (instructions and tools) with the key made of its JSON. */
   function entryBytes(c: Cached): number {
@@ -409,8 +416,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       for (const lane of [...caches.keys()]) setCache(lane, null);
       unwatch?.();
     },
-    shed() {
-      letGoAll(null);
+    shed(now) {
+      letGoAll(null, now);
       info.kept?.();
     },
     spare() {
@@ -426,11 +433,10 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     keptBytes() {
       return cachedBytes(null);
     },
-    guarded(now) {
-      // Kept nowhere else, and its agent is running the calls it ended with: letting it go costs the whole context.
-      const grace = services.limits.cacheReclaimGraceMs;
-      for (const c of caches.values()) if (!c.stored && c.pending.size > 0 && now - c.endedAt < grace) return true;
-      return false;
+    guardedBytes(now) {
+      let n = 0;
+      for (const c of caches.values()) if (isGuarded(c, now)) n += entryBytes(c);
+      return n;
     },
   };
 }

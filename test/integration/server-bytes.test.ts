@@ -1158,6 +1158,31 @@ describe('the server-wide byte budget', () => {
     }
   });
 
+  it('ws mode: the grace guards the lane whose agent runs its tools, not the connection\'s other lanes (outside attack atk102 F1)', async () => {
+    // A lane in a tool loop guarded every lane of its connection: a client kept a large cache for good by ending a tiny
+    // create on another lane in a tool call now and then, and every other request was told to try again.
+    const max = 1024 * KiB;
+    const policy = scriptPolicy([{ text: 'big, finished' }, { calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'other' }, { text: 'agent done' }]);
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max } });
+    const c = await RawSocket.connect(url);
+    // Lane "big": a large cache whose turn is over. Lane "loop": a tiny one whose response ended in a tool call.
+    c.send(create(0, { input: lorem(200 * KiB), store: false, stream_id: 'big' }));
+    await c.next('response.completed');
+    c.send(create(0, { input: 'call it', tools: [tool], store: false, stream_id: 'loop' }));
+    const looping = await c.next('response.completed');
+    const cache = await held(url);
+    // Another client's create fits only without lane "big": that lane goes, lane "loop" stays.
+    const other = await poster(url)('/v1/responses', { model: 'sim-model', input: lorem(Math.floor((max - cache / 2) / 1.8)) });
+    expect(other.status).toBe(200);
+    await other.arrayBuffer();
+    expect(((await (await fetch(`${url}/health`)).json()) as { cached_contexts_let_go: number }).cached_contexts_let_go).toBe(1);
+    c.send({ type: 'response.create', model: 'sim-model', store: false, stream_id: 'loop', previous_response_id: looping.response.id, input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }], tools: [tool] });
+    expect((await c.next('response.completed')).response.output[0]).toMatchObject({ type: 'message' });
+    c.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('ws mode: a store: false continuation refused server_busy while planned, its previous response let go with it, is told it cannot be retried (atk85 F4)', async () => {
     // It was told to try again when other requests end, and every retry was previous_response_not_found.
     const max = 1024 * KiB;

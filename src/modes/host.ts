@@ -204,8 +204,8 @@ export class SessionHost {
   /**
    * The room the appends of runs paused for their clients but `except`'s wait for over a WebSocket: beyond what each
    * has charged (`ConnectionSession.share.roomWanted`), and for those read whole and being applied, their token ids,
-   * counted as their frames' bytes (`ConnectionSession.appendsApplying`). Room that comes back is theirs first, so a message that would take it
-   * yields (`WsConnection.yields`).
+   * counted as their frames' bytes (`ConnectionSession.appendsApplying`). Room that comes back is theirs first, so a
+   * message that would take it yields (`WsConnection.yields`).
    */
   appendsWant(except: ConnectionSession): number {
     // Not an HTTP append refused for room: nothing says its client sends it again, and counted until its run took an

@@ -78,13 +78,20 @@ export class ServerBytes {
    * F2), as was any other request. Only reached past the budget: no cost below it.
    */
   private reclaim(need: number): boolean {
+    this.guardedSeen = 0;
     if (this.cached.size === 0) return false;
     let free = 0;
     for (const c of this.cached) {
       free += c.evictable();
       if (free >= need) break;
     }
-    if (free < need) return false;
+    if (free < need) {
+      // What the grace keeps (`--cache-reclaim-grace-ms`): said in the refusal when it would have made the room.
+      let guarded = 0;
+      for (const c of this.cached) guarded += c.guarded();
+      if (free + guarded >= need) this.guardedSeen = guarded;
+      return false;
+    }
     let freed = 0;
     for (const c of this.cached) {
       if (freed >= need) break;
@@ -93,12 +100,23 @@ export class ServerBytes {
     return freed >= need;
   }
 
+  /**
+   * Bytes of cached contexts the last `reclaim` passed by for the grace, when letting them go would have made the room
+   * (else 0): the refusal says when room may come back (it said only "when other requests end", and the room came back
+   * when the grace ended; outside attack atk102 I2).
+   */
+  private guardedSeen = 0;
+
   /** Charge `n` bytes, or throw `server_busy` (nothing charged) when they would pass the budget. */
   charge(n: number): void {
     if (this.heldBytes + n > this.max && !(this.reclaim(this.heldBytes + n - this.max) && this.heldBytes + n <= this.max)) {
+      const grace =
+        this.guardedSeen > 0
+          ? ` ${this.guardedSeen} bytes of them are cached contexts of agents running their tools, kept for --cache-reclaim-grace-ms after their responses: room may come back then.`
+          : '';
       const err = new WireError(
         'server_busy',
-        `The server holds ${this.heldBytes} bytes of requests and keeps at most ${this.max} (llr serve --max-server-bytes); try again when other requests end.`,
+        `The server holds ${this.heldBytes} bytes of requests and keeps at most ${this.max} (llr serve --max-server-bytes); try again when other requests end.${grace}`,
       );
       err.budgetAsk = n;
       throw err;
@@ -270,6 +288,8 @@ interface CachedShare {
   evictable(): number;
   /** Let its cache go now and give back its charge at once; what it gave back (0 when it was not idle). */
   letGo(own?: boolean): number;
+  /** What `evictable` leaves out for the grace alone (`ConnectionSession.reclaimableBytes`): 0 when not idle. */
+  guarded(): number;
 }
 
 /** A WebSocket connection's share, as its transport uses it. */
@@ -611,6 +631,11 @@ class ConnectionHold implements ConnectionBytes, CachedShare {
   evictable(): number {
     if (this.closed || this.charging || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.isIdle()) return 0;
     return Math.min(this.hold.bytes, this.session.reclaimableBytes());
+  }
+
+  guarded(): number {
+    if (this.closed || this.charging || this.rx.bytes > 0 || this.px.bytes > 0 || !this.session.isIdle()) return 0;
+    return Math.max(0, Math.min(this.hold.bytes, this.session.keptBytes()) - this.evictable());
   }
 
   letGo(own = false): number {

@@ -30,6 +30,13 @@ export function codexBinary(version: string): string {
 export interface CodexOptions {
   provider?: 'lab' | 'openai';
   config?: string;
+  /**
+   * The model slug (default `sim-model`). A slug Codex knows (0.107: `gpt-5-codex`; 0.169 and 0.171: `gpt-5.5`) makes
+   * it declare `apply_patch` as a custom tool; for an unknown one it declares none.
+   */
+  model?: string;
+  /** Called with Codex's working directory after the run, before it is removed. */
+  workspace?: (dir: string) => void;
 }
 
 /** What both configurations say: no prompts, no sandbox, no update check, no unstable-feature warning. */
@@ -46,8 +53,8 @@ plugin_sharing = false
 apps = false
 in_app_updates = false`;
 
-function openaiConfig(port: number, extra: string): string {
-  return `model = "sim-model"
+function openaiConfig(port: number, extra: string, model: string): string {
+  return `model = "${model}"
 openai_base_url = "http://127.0.0.1:${port}/v1"
 ${UNATTENDED}
 allow_login_shell = false
@@ -60,8 +67,8 @@ enabled = false
 `;
 }
 
-function config(port: number, wire: CodexWire, extra = ''): string {
-  return `model = "sim-model"
+function config(port: number, wire: CodexWire, extra: string, model: string): string {
+  return `model = "${model}"
 model_provider = "lab"
 ${UNATTENDED}
 ${extra}
@@ -96,7 +103,8 @@ export async function codexExec(version: string, port: number, wire: CodexWire, 
   const home = mkdtempSync(join(tmpdir(), 'llr-codex-home-'));
   const work = mkdtempSync(join(tmpdir(), 'llr-codex-work-'));
   const openai = opts.provider === 'openai';
-  writeFileSync(join(home, 'config.toml'), openai ? openaiConfig(port, opts.config ?? '') : config(port, wire, opts.config));
+  const model = opts.model ?? 'sim-model';
+  writeFileSync(join(home, 'config.toml'), openai ? openaiConfig(port, opts.config ?? '', model) : config(port, wire, opts.config ?? '', model));
   const env: NodeJS.ProcessEnv = { ...process.env, CODEX_HOME: home, LAB_API_KEY: 'test-key' };
   if (openai) {
     // The built-in provider reads these too: only the config's base URL and this key may reach Codex.
@@ -119,6 +127,7 @@ export async function codexExec(version: string, port: number, wire: CodexWire, 
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
+    opts.workspace?.(work);
     return { code, events, stdout, stderr };
   } finally {
     rmSync(home, { recursive: true, force: true });

@@ -321,6 +321,8 @@ export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
     const hidden = turn.output_tokens === undefined ? 0 : Math.max(0, turn.output_tokens - visibleTokens(items));
     return { items, hiddenTokens: hidden, pieces: items.map(() => ({})) };
   });
+  // Each recorded item's custom-call input, read once: null for an item that cannot be played as a custom call.
+  const customInputs = plans.map((plan) => plan.items.map(wrappedInput));
   // One scan per growing context, kept on its turn scan (which lives as long as the rendered context does).
   const scans = new WeakMap<object, ReplayScan>();
 
@@ -337,10 +339,14 @@ export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
       const next = scan.turn + 1;
       const plan = plans[next];
       if (plan === undefined) throw new ReplayExhaustedError(plans.length);
-      const items = plan.items.map((item) => asCustomCall(item, req.customTools) ?? { ...item });
+      const declared = req.customTools;
+      const inputs = customInputs[next]!;
+      // A recorded custom call is played as one when the request declares a custom tool of its name (asCustom).
+      const custom = declared === undefined ? null : plan.items.map((item, i) => inputs[i] !== null && item.type === 'function_call' && declared.has(item.name));
+      const own = custom !== null && custom.includes(true);
+      const items = plan.items.map((item, i) => (own && custom[i] ? asCustom(item, inputs[i]!) : { ...item }));
       // A call played as a custom tool's streams other text than the recording's wrapped input: a memo of its own.
-      const own = items.some((item) => item.type === 'function_call' && item.custom === true);
-      const memos = own ? plan.pieces!.map((memo, i) => (items[i]!.type === 'function_call' && (items[i] as { custom?: true }).custom ? {} : memo)) : plan.pieces!;
+      const memos = own ? plan.pieces!.map((memo, i) => (custom[i] ? {} : memo)) : plan.pieces!;
       // Its hidden tokens are the recorded count less what the call now shows (the input, not its wrapping): the
       // wrapped form's left a custom call's response short of the recorded output (outside attack atk101 F2).
       const recorded = turns[next]!.output_tokens;
@@ -358,14 +364,14 @@ export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
 
 /**
  * A recorded call of a custom (freeform) tool, which the workload reader keeps as a function call taking exactly
- * `{"input": text}` (workload/codex.ts), played as the custom tool's call when the request declares a custom tool of
- * that name (`ModelRequest.customTools`): its `input` the recorded text. Played as a function call, Codex, which declares
- * `apply_patch` custom, answered every recorded edit `unsupported call: apply_patch`, and no edit reached its workspace
- * (outside attack atk99 F1). Null for any other item, or a request that declares no such tool (the bench's clients:
- * the function call as recorded).
+ * `{"input": text}` (workload/codex.ts): its text, or null for any other item. Such a call is played as the custom
+ * tool's call when the request declares a custom tool of that name (`ModelRequest.customTools`): played as a function
+ * call, Codex, which declares `apply_patch` custom, answered every recorded edit `unsupported call: apply_patch`, and
+ * no edit reached its workspace (outside attack atk99 F1). A request that declares no such tool (the bench's clients)
+ * gets the function call as recorded.
  */
-function asCustomCall(item: PlannedItem, customTools: ReadonlySet<string> | undefined): PlannedItem | null {
-  if (item.type !== 'function_call' || customTools === undefined || !customTools.has(item.name)) return null;
+function wrappedInput(item: PlannedItem): string | null {
+  if (item.type !== 'function_call') return null;
   let args: unknown;
   try {
     args = JSON.parse(item.arguments);
@@ -375,8 +381,12 @@ function asCustomCall(item: PlannedItem, customTools: ReadonlySet<string> | unde
   if (typeof args !== 'object' || args === null || Array.isArray(args)) return null;
   const keys = Object.keys(args);
   const input = (args as { input?: unknown }).input;
-  if (keys.length !== 1 || keys[0] !== 'input' || typeof input !== 'string') return null;
-  return { ...item, arguments: input, custom: true };
+  return keys.length === 1 && keys[0] === 'input' && typeof input === 'string' ? input : null;
+}
+
+/** The recorded function call `item` as the custom tool's call taking `input` (its wrapped text, wrappedInput). */
+function asCustom(item: PlannedItem, input: string): PlannedItem {
+  return { ...item, arguments: input, custom: true } as PlannedItem;
 }
 
 // The default policy lives in its own file (it is the longest); re-exported so

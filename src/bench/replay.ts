@@ -90,6 +90,8 @@ export interface ReplayOptions {
   /** The whole run, connect included, fails after this long. */
   timeoutMs: number;
   model?: string;
+  /** Called as each model call of the workload begins: its number (1-based) and the workload's count of them. */
+  onCall?: (call: number, total: number) => void;
 }
 
 export class ReplayError extends Error {
@@ -161,6 +163,7 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
     closeBytes();
     closed = false;
     current = call;
+    if (call < callCounts.length) opts.onCall?.(call + 1, callCounts.length);
     turns[call] = {
       call,
       user_turn: userTurnOf[call] ?? -1,

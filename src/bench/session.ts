@@ -169,6 +169,7 @@ export class BenchSession {
           nonce: `[llr bench run ${String(++this.runNo).padStart(5, '0')}]`,
           toolFactor: meta.tool_factor,
           timeoutMs: this.timeoutFor(w, meta.model.tokens_per_second, meta.design),
+          onCall: (call, total) => bar.note(`model call ${call} of ${total}`),
         }),
       );
       const after = await server.getJson<ServerStats>('/llr/stats');
@@ -198,7 +199,17 @@ export class BenchSession {
     const short = firstTurn && w.userTurns.length > 1 ? { ...w, userTurns: w.userTurns.slice(0, 1) } : w;
     // The next servers start while this unmeasured run goes on, and are up before the measured runs begin.
     this.prepareNext();
-    await server.race(replayRun({ design: 'ws', url: server.url, workload: short, nonce: `[llr bench warm ${String(++this.runNo).padStart(4, '0')}]`, toolFactor: 0, timeoutMs: this.timeoutFor(short, tps, 'ws') }));
+    await server.race(
+      replayRun({
+        design: 'ws',
+        url: server.url,
+        workload: short,
+        nonce: `[llr bench warm ${String(++this.runNo).padStart(4, '0')}]`,
+        toolFactor: 0,
+        timeoutMs: this.timeoutFor(short, tps, 'ws'),
+        onCall: (call, total) => this.bar.note(`model call ${call} of ${total}`),
+      }),
+    );
     await this.settle();
     this.bar.tick();
   }

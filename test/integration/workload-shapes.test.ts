@@ -97,8 +97,12 @@ describe('Codex rollout shapes beyond the main fixtures', () => {
         const w = loadWorkloadFile(DIR + file);
         const turns = flatModelTurns(w);
         const { url } = await testServer({ policy: replayPolicy(turns) });
-        const sample = await replayRun({ design, url, workload: w, nonce: `[${file} ${design}]`, toolFactor: 0, timeoutMs: 20_000 });
+        const begun: string[] = [];
+        const onCall = (call: number, total: number) => begun.push(`${call}/${total}`);
+        const sample = await replayRun({ design, url, workload: w, nonce: `[${file} ${design}]`, toolFactor: 0, timeoutMs: 20_000, onCall });
         expect(sample.turns).toHaveLength(turns.length);
+        // The bench's progress within a step: each model call told once, in order (atk99 I1).
+        expect(begun).toEqual(turns.map((_, i) => `${i + 1}/${turns.length}`));
         const expected = turns.reduce((n, t) => n + Math.max(t.output_tokens ?? 0, visibleTokens(t.output)), 0);
         expect(sample.counters['output_tokens']).toBe(expected);
       });

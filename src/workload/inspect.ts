@@ -127,7 +127,8 @@ function inspectText(w: Workload, format: string): string {
       g++;
     }
   }
-  const skipped = w.skipped ?? [];
+  // As replayed too: its notes include what making it replayable changed (a recorded figure the replay raises).
+  const skipped = replayed.skipped ?? [];
   lines.push('');
   if (skipped.length === 0) lines.push('skipped: nothing');
   else {

@@ -11,11 +11,11 @@
  * Used by `llr serve --workload` (load.ts) and the bench. Leaves out cutting a
  * workload short and per-run nonces (bench/workload-prep.ts).
  */
-import { replayPlacement } from '../model/policies.js';
+import { replayPlacement, visibleTokens } from '../model/policies.js';
 import type { ReplayTurn } from '../model/types.js';
 import type { InputItem } from '../protocol/objects.js';
 import type { Footprint } from './fit.js';
-import { WorkloadError, type Workload } from './types.js';
+import { WorkloadError, type Skipped, type Workload } from './types.js';
 
 const INTERRUPTED_TEXT = '(interrupted: the recorded turn ended in tool calls that never got an answer)';
 
@@ -90,8 +90,37 @@ export function replayable(w: Workload): Workload {
     previous = answer?.type === 'message' ? answer.text : null;
     return { ...u, input };
   });
+  noteRaisedOutputs(flat, w.calls, skipped);
   const toolOutputs = Object.fromEntries(Object.entries(w.toolOutputs).filter(([id]) => !dropped.has(id)));
   return { ...w, userTurns, toolOutputs, ...(skipped.length > 0 && { skipped }) };
+}
+
+/** Of a note that repeats, the entries kept (each naming its line); later ones are counted in the last one's `more`. */
+const RAISED_KEPT = 6;
+
+/**
+ * A note for each model call whose recorded `output_tokens` is below what its output shows (its texts and arguments,
+ * tokenized as the model decodes them): the replay decodes at least those, so the call decodes more than recorded. It
+ * was raised without a word, and `llr workload inspect` showed the recorded figure as what would be decoded (outside
+ * attack atk99 F2). The bundled session's `apply_patch` call is one (its input, wrapped as a function call's
+ * arguments, takes 119 tokens where 113 were recorded).
+ */
+function noteRaisedOutputs(flat: readonly ReplayTurn[], calls: Workload['calls'], skipped: Skipped[]): void {
+  let kept: Skipped | null = null;
+  let n = 0;
+  for (const [g, t] of flat.entries()) {
+    if (t.output_tokens === undefined) continue;
+    const shown = visibleTokens(t.output);
+    if (shown <= t.output_tokens) continue;
+    if (n++ >= RAISED_KEPT) {
+      kept!.more = (kept!.more ?? 0) + 1;
+      continue;
+    }
+    const note: Skipped = { line: calls?.[g]?.line ?? 0, what: `model call ${g + 1}'s output_tokens ${t.output_tokens}`, why: `below the ${shown} tokens its output shows: the replay decodes ${shown}` };
+    // A workload made replayable already (a converted file read back) has its notes: `replayable` leaves it as it is.
+    if (n === 1 && skipped.some((s) => s.what === note.what && s.why === note.why)) return;
+    skipped.push((kept = note));
+  }
 }
 
 /**

@@ -39,6 +39,13 @@ describe('limit flags', () => {
     expect(limitsFrom({ 'max-frame-bytes': '1e6' }, {})).toEqual({ maxFrameBytes: 1e6 });
   });
 
+  it('the cache reclaim grace is an age, not a timer: 0, past 2^31-1 ms and Infinity are taken (atk102 I3)', () => {
+    expect(limitsFrom({ 'cache-reclaim-grace-ms': 'Infinity' }, {})).toEqual({ cacheReclaimGraceMs: Infinity });
+    expect(limitsFrom({ 'cache-reclaim-grace-ms': '3000000000' }, {})).toEqual({ cacheReclaimGraceMs: 3_000_000_000 });
+    expect(limitsFrom({}, { LLR_CACHE_RECLAIM_GRACE_MS: '0' })).toEqual({ cacheReclaimGraceMs: 0 });
+    for (const bad of ['-1', '1.5', 'x']) expect(() => limitsFrom({ 'cache-reclaim-grace-ms': bad }, {}), bad).toThrow(`--cache-reclaim-grace-ms needs an integer >= 0 (or Infinity), got '${bad}'`);
+  });
+
   it('the store bounds: a file store has its own, and the TTL is an age, not a timer (its 30-day default is past 2^31-1 ms)', () => {
     expect(DEFAULT_LIMITS.storeTtlMs).toBe(30 * 24 * 60 * 60 * 1000);
     expect(limitsFrom({ 'max-file-store-responses': '5', 'max-file-store-bytes': 'Infinity', 'store-ttl-ms': '2592000000' }, { LLR_STORE_TTL_MS: '1' })).toEqual({

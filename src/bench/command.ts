@@ -49,7 +49,7 @@ Usage: llr bench [--quick | --full] [options]
   --workload FILE         a Codex rollout or an llr workload (JSON, docs/workload.schema.json);
                           default: workloads/codex-rollout-a.jsonl, shipped in the package
   --synthetic T,B,K       a synthetic run instead: T model calls, B-byte tool outputs,
-                          K output tokens per call
+                          K output tokens per call (more where a call's text takes more)
   --out DIR               output directory (default bench-out/)
   --calls N|all           grid workload: the first N model calls
   --speeds A,B,...        model speeds, tokens/s

@@ -15,6 +15,7 @@
  */
 import { hexString, intBetween, mulberry32, pick, type Rng } from '../model/rng.js';
 import { quoted } from '../terminal-text.js';
+import { visibleTokens } from '../model/policies.js';
 import type { ReplayTurn } from '../model/types.js';
 import type { FunctionTool } from '../protocol/objects.js';
 import { MAX_TOKEN_COUNT, type Workload } from './types.js';
@@ -24,7 +25,11 @@ export interface SyntheticOptions {
   turns: number;
   /** Size of every tool output, in bytes (ASCII, so also characters). */
   toolOutputBytes: number;
-  /** Output tokens each model call decodes (visible ones first, the rest as reasoning). */
+  /**
+   * Output tokens each model call decodes (visible ones first, the rest as reasoning); a call whose command or answer
+   * takes more is given what it takes, which the replay decodes anyway (the workload said the smaller figure, and was
+   * noted for it: replayable.ts `noteRaisedOutputs`).
+   */
   outputTokensPerTurn: number;
   seed: number;
   /** How long every tool call takes; default 0 (measure the API, not the tools). */
@@ -94,14 +99,13 @@ export function syntheticWorkload(opts: SyntheticOptions): Workload {
     const file = pick(rng, FILES);
     const call_id = `call_syn${String(i).padStart(4, '0')}${hexString(rng, 16)}`;
     const cmd = command(rng, kind, dir, file);
-    modelTurns.push({
-      output: [{ type: 'function_call', name: 'exec_command', arguments: JSON.stringify({ cmd }), call_id }],
-      output_tokens: outputTokensPerTurn,
-    });
+    const output: ReplayTurn['output'] = [{ type: 'function_call', name: 'exec_command', arguments: JSON.stringify({ cmd }), call_id }];
+    modelTurns.push({ output, output_tokens: Math.max(outputTokensPerTurn, visibleTokens(output)) });
     toolOutputs[call_id] = { output: shellOutput(rng, kind, dir, file, toolOutputBytes), duration_ms: toolDurationMs };
   }
   const summary = `I ran ${turns - 1} commands. ${sentence(rng, 16)} ${sentence(rng, 12)}`;
-  modelTurns.push({ output: [{ type: 'message', text: summary }], output_tokens: outputTokensPerTurn });
+  const answer: ReplayTurn['output'] = [{ type: 'message', text: summary }];
+  modelTurns.push({ output: answer, output_tokens: Math.max(outputTokensPerTurn, visibleTokens(answer)) });
 
   return {
     name: `synthetic-t${turns}-b${toolOutputBytes}-s${seed}`,
@@ -132,7 +136,7 @@ export function syntheticWorkload(opts: SyntheticOptions): Workload {
     recorded: {
       model_calls: turns,
       input_tokens: [],
-      output_tokens: modelTurns.map(() => outputTokensPerTurn),
+      output_tokens: modelTurns.map((t) => t.output_tokens!),
     },
     stats: {
       lines: 0,

@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { summarizeWorkload } from '../../src/workload/load.js';
 import { syntheticWorkload } from '../../src/workload/synthetic.js';
+import { replayable } from '../../src/workload/replayable.js';
+import { visibleTokens } from '../../src/model/policies.js';
 import { parseBenchArgs } from '../../src/bench/command.js';
 import { UsageError } from '../../src/flags.js';
 
@@ -47,6 +49,15 @@ describe('syntheticWorkload', () => {
     expect(w.userTurns[0]!.modelTurns.every((t) => t.output_tokens === 80)).toBe(true);
     expect(w.recorded).toEqual({ model_calls: 10, input_tokens: [], output_tokens: Array(10).fill(80) });
     expect(new Set(Object.values(w.toolOutputs).map((o) => o.output)).size).toBe(9);
+  });
+
+  it('gives a call whose command or answer takes more than the tokens asked for what it takes: the figure the replay decodes, so nothing is noted as raised', () => {
+    const w = syntheticWorkload({ ...opts, outputTokensPerTurn: 1 });
+    const turns = w.userTurns[0]!.modelTurns;
+    for (const t of turns) expect(t.output_tokens).toBe(Math.max(1, visibleTokens(t.output)));
+    expect(turns.every((t) => t.output_tokens! > 1)).toBe(true);
+    expect(w.recorded.output_tokens).toEqual(turns.map((t) => t.output_tokens));
+    expect(replayable(w).skipped).toBeUndefined();
   });
 
   it('is deterministic for a seed and differs between seeds', () => {

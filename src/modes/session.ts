@@ -959,10 +959,11 @@ function withNote(err: WireError, note: string): WireError {
 
 /**
  * A create refused before its run started, `err`, whose previous response its connection's cache let go with it
- * (`letGo`; a continuation that fails does, as the API's does): with `store: false` that response is nowhere else, so a
- * refusal that says to try again (`server_busy`) says too that this continuation cannot be retried. Its client was told
- * to try again and every retry was `previous_response_not_found` (outside attack atk85 F4). One that can never fit
- * (`payload_too_large`) says it too: the client must send the whole context again, smaller, not this continuation.
+ * (`letGo`; a continuation that fails does, as the API's does, but for one refused `server_busy` with its context
+ * untouched, which keeps it: ws.ts `failed`): with `store: false` that response is nowhere else, so a refusal that says
+ * to try again (`server_busy`) says too that this continuation cannot be retried. Its client was told to try again and
+ * every retry was `previous_response_not_found` (outside attack atk85 F4). One that can never fit (`payload_too_large`)
+ * says it too: the client must send the whole context again, smaller, not this continuation.
  */
 function lostContinuation(err: WireError, params: CreateParams, letGo: boolean): WireError {
   if (!letGo || params.store || (err.code !== 'server_busy' && err.code !== 'payload_too_large') || params.previous_response_id === null) return err;

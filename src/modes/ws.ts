@@ -107,7 +107,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
    * (without it) and the deletes count when it was planned (null until then). One entry, not a WeakMap per field:
    * the three sets were ~5% of plan()'s samples in a CPU profile of the ws loop.
    */
-  const planned = new WeakMap<CreateParams, { lane: string | null; headerKey: string | null; lineage: Set<string> | null; held: number }>();
+  const planned = new WeakMap<CreateParams, { lane: string | null; headerKey: string | null; lineage: Set<string> | null; held: number; intact: { items: number; tokens: number } | null }>();
   /**
    * The cached entry the create planned or running continues (its context extended in place, or read for a new one),
    * null for none: `spare` keeps it, as its memory stays held by that create whatever the cache does.
@@ -269,7 +269,8 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     appendable: false,
     async plan(params, metrics, lane = null, signal): Promise<RunPlan> {
       // `held`: the cached context it continues, or the stored chain it loads, counted by `planHeld`.
-      const entry = { lane, headerKey: null as string | null, lineage: null as Set<string> | null, held: 0 };
+      // `intact`: the lane's cached context's length as this continuation found it (`failed` keeps an entry still so).
+      const entry = { lane, headerKey: null as string | null, lineage: null as Set<string> | null, held: 0, intact: null as { items: number; tokens: number } | null };
       planned.set(params, entry);
       const deletedDuring = (planning = new Set());
       planningOverflow = false;
@@ -291,6 +292,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
       current = cache ?? null;
       // Before it is extended in place: what it grows by is the run's own charge (its token ids).
       if (cache) entry.held = entryBytes(cache);
+      if (cache && hit!.lane === lane) entry.intact = { items: cache.context.items.length, tokens: cache.context.tokens.length };
       let lineage: Set<string> = new Set();
       /** The HTTP baseline's work, from the store (a fresh create has no chain to load): the chain's ids in `lineage`. */
       const fromStore = async () => {
@@ -396,9 +398,17 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     },
     failed(params, err) {
       current = null;
-      const lane = planned.get(params)?.lane ?? null;
+      const entry = planned.get(params);
+      const lane = entry?.lane ?? null;
       const cached = caches.get(lane);
       if (params.previous_response_id === null || cached?.id !== params.previous_response_id) return false;
+      // Refused for room and told to try again, with nothing of it added to the context it continues (the budget refuses
+      // its token ids as they are made, before any is committed: render.ts `renderAppendAsync`): the previous response
+      // stays cached, so the retry it was told to make can be served. It was let go, as any failed continuation's is, and
+      // an agent in a tool loop whose continuation met another agent's guarded cache lost its own guarded one, then was
+      // refused its whole context for as long as the other's loop went on (outside attack atk103 F2).
+      const intact = entry?.intact;
+      if (err.code === 'server_busy' && intact && cached.context.items.length === intact.items && cached.context.tokens.length === intact.tokens) return false;
       // Refused for room, it is remembered as let go for the budget: a retry of the continuation is told why it is not
       // found, as after any cache let go for room (it was a bare "not found"; outside attack atk97 F2).
       if (err.code === 'server_busy' || err.code === 'payload_too_large') {

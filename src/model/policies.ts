@@ -321,8 +321,9 @@ export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
     const hidden = turn.output_tokens === undefined ? 0 : Math.max(0, turn.output_tokens - visibleTokens(items));
     return { items, hiddenTokens: hidden, pieces: items.map(() => ({})) };
   });
-  // Each recorded item's custom-call input, read once: null for an item that cannot be played as a custom call.
-  const customInputs = plans.map((plan) => plan.items.map(wrappedInput));
+  // Each recorded call's input as a custom tool's call, read once (null for an item that is not a call): the text it
+  // wraps, or its arguments as they are when they wrap none.
+  const customInputs = plans.map((plan) => plan.items.map((item) => (item.type === 'function_call' ? (wrappedInput(item) ?? item.arguments) : null)));
   // One scan per growing context, kept on its turn scan (which lives as long as the rendered context does).
   const scans = new WeakMap<object, ReplayScan>();
 
@@ -341,7 +342,10 @@ export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
       if (plan === undefined) throw new ReplayExhaustedError(plans.length);
       const declared = req.customTools;
       const inputs = customInputs[next]!;
-      // A recorded custom call is played as one when the request declares a custom tool of its name (asCustom).
+      // A recorded call is played as a custom tool's when the request declares a custom tool of its name (asCustom): a
+      // custom tool gets no function call from the API. A recorded call whose arguments wrap no input (another agent's
+      // `apply_patch_call`, read as a function call taking its operation) went out as a function call, which Codex
+      // takes as a fatal tool error, answering `aborted` (outside attack atk103 F3); its arguments are now the input.
       const custom = declared === undefined ? null : plan.items.map((item, i) => inputs[i] !== null && item.type === 'function_call' && declared.has(item.name));
       const own = custom !== null && custom.includes(true);
       const items = plan.items.map((item, i) => (own && custom[i] ? asCustom(item, inputs[i]!) : { ...item }));
@@ -364,11 +368,11 @@ export function replayPolicy(turns: readonly ReplayTurn[]): ModelPolicy {
 
 /**
  * A recorded call of a custom (freeform) tool, which the workload reader keeps as a function call taking exactly
- * `{"input": text}` (workload/codex.ts): its text, or null for any other item. Such a call is played as the custom
- * tool's call when the request declares a custom tool of that name (`ModelRequest.customTools`): played as a function
- * call, Codex, which declares `apply_patch` custom, answered every recorded edit `unsupported call: apply_patch`, and
- * no edit reached its workspace (outside attack atk99 F1). A request that declares no such tool (the bench's clients)
- * gets the function call as recorded.
+ * `{"input": text}` (workload/codex.ts): its text, or null for any other item. A recorded call is played as the custom
+ * tool's call when the request declares a custom tool of that name (`ModelRequest.customTools`), with this text as its
+ * input (its arguments when they wrap none): played as a function call, Codex, which declares `apply_patch` custom,
+ * answered every recorded edit `unsupported call: apply_patch`, and no edit reached its workspace (outside attack
+ * atk99 F1). A request that declares no such tool (the bench's clients) gets the function call as recorded.
  */
 function wrappedInput(item: PlannedItem): string | null {
   if (item.type !== 'function_call') return null;

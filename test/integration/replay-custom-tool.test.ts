@@ -121,4 +121,22 @@ describe('a recorded custom tool call replayed to a client that declares the too
     expect(body.output[0]).toMatchObject({ type: 'function_call', name: 'apply_patch' });
     expect(JSON.parse(body.output[0]!.arguments)).toEqual({ input: PATCH });
   });
+
+  it('a recorded call whose arguments wrap no input, to a tool the client declares custom, is a custom call taking those arguments: never a function call to a custom tool (outside attack atk103 F3)', async () => {
+    // Another agent's apply_patch_call is read as a function call taking its operation; Codex took it, sent as a function
+    // call to its custom apply_patch, as a fatal tool error and answered `aborted`.
+    const args = JSON.stringify({ operation: { type: 'create_file', path: 'a.txt', diff: '+hi\n' } });
+    const turns = [{ output: [{ type: 'function_call' as const, name: 'apply_patch', arguments: args, call_id: 'fp2' }] }, { output: [{ type: 'message' as const, text: 'Done.' }] }];
+    const { url } = await testServer({ policy: replayPolicy(turns) });
+    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: [user], tools: [applyPatch], stream: true }) });
+    const events = parseSse(await res.text());
+    const done = events.find((e) => e.type === 'response.output_item.done')!;
+    expect(done.item).toMatchObject({ type: 'custom_tool_call', name: 'apply_patch', call_id: 'fp2', input: args });
+    expect(events.filter((e) => e.type === 'response.custom_tool_call_input.delta').map((d) => d.delta).join('')).toBe(args);
+    expect(events.filter((e) => e.type.startsWith('response.function_call_arguments'))).toEqual([]);
+    // Declared a function, it is the function call as recorded.
+    const fn = { type: 'function', name: 'apply_patch', parameters: { type: 'object', properties: {} } };
+    const plain = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'sim-model', input: [user], tools: [fn] }) });
+    expect(((await plain.json()) as { output: unknown[] }).output[0]).toMatchObject({ type: 'function_call', name: 'apply_patch', arguments: args });
+  });
 });

@@ -60,20 +60,27 @@ export async function workloadCommand(argv: string[]): Promise<void> {
   const neutral = looksNeutral(text.replace(/^\uFEFF/, ''));
   // A stranger's file: its names, texts and record types printed as `llr run` prints a server's text (an escape
   // sequence in a rollout's `originator` set the clipboard, one in a call's name hid what followed; atk68 F4).
-  process.stdout.write(shown(inspectText(w, neutral ? 'llr workload (JSON)' : 'Codex rollout (JSONL)'), true));
-  // Read, but refused for replay (`replayable`: a recorded replay position note naming its length): said, exit 2, as
-  // `llr serve --workload` and the bench refuse it.
+  // Made replayable once, for the report and the verdict: it tokenizes every model call's output (its notes).
+  // (A file `replayable` refuses, said below the report, is reported as read.)
+  let replayed = w;
+  let refused: WorkloadError | null = null;
   try {
-    replayable(w);
+    replayed = replayable(w);
   } catch (err) {
     if (!(err instanceof WorkloadError)) throw err;
-    process.stdout.write(`\nnot replayable: ${shown(err.message)}\n`);
+    refused = err;
+  }
+  process.stdout.write(shown(inspectText(w, replayed, neutral ? 'llr workload (JSON)' : 'Codex rollout (JSONL)'), true));
+  // Read, but refused for replay (`replayable`: a recorded replay position note naming its length): said, exit 2, as
+  // `llr serve --workload` and the bench refuse it.
+  if (refused !== null) {
+    process.stdout.write(`\nnot replayable: ${shown(refused.message)}\n`);
     process.exitCode = 2;
   }
 }
 
-/** The inspect report; `format` names what the file was read as. */
-function inspectText(w: Workload, format: string): string {
+/** The inspect report of `w` as read and `replayed` (`replayable`'s, or `w` when refused); `format` names what it was read as. */
+function inspectText(w: Workload, replayed: Workload, format: string): string {
   const lines: string[] = [];
   const o = w.origin ?? {};
   const about = ['format', 'originator', 'cli_version', 'session_source', 'parent_thread_id', 'forked_from_id']
@@ -86,13 +93,6 @@ function inspectText(w: Workload, format: string): string {
   const calls = w.userTurns.flatMap((u) => u.modelTurns);
   // As replayed (`replayable`: an interrupted turn's calls dropped), a rollout as its conversion: a rollout's counted
   // them as read, so one session read 7 as a rollout and 1 converted, the replay making 1 (outside attack atk84 F3).
-  // (A file `replayable` refuses, said below the report, is counted as read.)
-  let replayed = w;
-  try {
-    replayed = replayable(w);
-  } catch (err) {
-    if (!(err instanceof WorkloadError)) throw err;
-  }
   const toolCalls = replayed.userTurns.flatMap((u) => u.modelTurns).flatMap((t) => t.output.filter((x) => x.type === 'function_call'));
   // The calls replayed, then the recording's own counts (`stats`, as read or as the file says): a converted workload
   // drops an interrupted turn's calls, so the two differ there, and the line read as if they should add up (atk68 F1).

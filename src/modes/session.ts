@@ -85,6 +85,12 @@ export interface ModePolicy {
    */
   guardedBytes?(now: number): number;
   /**
+   * For a create not yet planned: the error its plan would end in for want of its previous response, when that needs no
+   * work to tell and no run on the connection can change it (ws mode: a `store: false` continuation of a response this
+   * connection does not cache, `previous_response_not_found`); else null.
+   */
+  missing?(params: CreateParams): WireError | null;
+  /**
    * What the create `params` (planned, or refused while planned) holds besides its frame and the token ids made for it:
    * the context it continues (ws mode: the cached context, or the stored chain it loaded on a miss). Counted when
    * judging whether it could ever fit the byte budget (`cannotFitAlone`).
@@ -911,6 +917,21 @@ export class ConnectionSession {
     this.policy.closed?.();
     this.notifyIdle();
     this.over.resolve();
+  }
+
+  /**
+   * A create refused `err` at its frame's arrival, before it was planned: `previous_response_not_found` instead when its
+   * plan could only end so (`ModePolicy.missing`) and nothing on the connection runs or waits that could make its
+   * previous response cached (a run ending caches its response). A `store: false` continuation of a response the
+   * connection no longer caches was refused `server_busy`, told to try again, and each retry could only be not found
+   * (outside attack atk104 F1).
+   */
+  refusedOnArrival(params: CreateParams, err: unknown): unknown {
+    if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.isIdle()) return err;
+    const missing = this.policy.missing?.(params) ?? null;
+    if (missing === null) return err;
+    this.log.info({ code: missing.code, previous_response_id: params.previous_response_id }, 'continuation refused for room whose previous response is not cached: not found said instead');
+    return missing;
   }
 
   /** Whether nothing is running or queued now. */

@@ -218,6 +218,13 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     return !broken.has(c.lineage);
   }
 
+  /** What a `store: false` continuation of `prev`, which this connection does not cache, is told: served from the cache alone, it is not found. */
+  function unstoredMiss(prev: string): WireError {
+    const gone = letGoEntry(prev);
+    // "Continue it with store: true" only while the store has it (not once deleted or expired; atk93 F5).
+    return gone ? notFoundLetGo(prev, !gone.stored ? 'unstored' : services.store.has(prev, info.owner) ? 'stored' : 'gone') : notFound(prev);
+  }
+
   async function fromCache(params: CreateParams, c: Cached, headerKey: string, metrics: RunMetrics, fork: boolean) {
     const sw = services.switches;
     const input = await resolveReferences(params.input, info.owner, services, metrics);
@@ -349,11 +356,7 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
         lineage = new Set(cache.lineage);
       } else {
         // A cache miss.
-        if (prev && !params.store) {
-          const gone = letGoEntry(prev);
-          // "Continue it with store: true" only while the store has it (not once deleted or expired; atk93 F5).
-          throw gone ? notFoundLetGo(prev, !gone.stored ? 'unstored' : services.store.has(prev, info.owner) ? 'stored' : 'gone') : notFound(prev);
-        }
+        if (prev && !params.store) throw unstoredMiss(prev);
         prepared = await fromStore();
       }
       entry.lineage = lineage;
@@ -436,6 +439,13 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     },
     spareable() {
       return cachedBytes(current);
+    },
+    missing(params) {
+      const prev = params.previous_response_id;
+      if (!prev || params.store) return null;
+      cachedResponses?.sync();
+      const hit = cachedById(prev);
+      return hit && intact(hit.entry) ? null : unstoredMiss(prev);
     },
     planHeld(params) {
       return planned.get(params)?.held ?? 0;

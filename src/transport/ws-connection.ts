@@ -554,13 +554,14 @@ export class WsConnection implements Transport, Unsent {
         } catch (err) {
           // A create refused server_busy is its own lane's (none for none): left unset it went in the stream of the
           // response in flight, another lane's (its stream_id and sequence), taken by its client for that run's error.
-          if (event.type === 'response.create' && err instanceof WireError) err.lane = event.stream_id ?? null;
           if (event.type !== 'response.create') {
             const said = this.pausedRefusal(err, bytes);
             if (said === null) return;
             throw said;
           }
-          throw err;
+          const said = this.session.refusedOnArrival(event, err);
+          if (said instanceof WireError) said.lane = event.stream_id ?? null;
+          throw said;
         }
         owed = 0;
         let once = false;

@@ -1220,6 +1220,43 @@ describe('the server-wide byte budget', () => {
     x.dispose();
   });
 
+  it('ws mode: a store: false continuation of a response its connection no longer caches, refused for room at its frame, is told not found, not to retry (outside attack atk104 F1)', async () => {
+    // Refused at its frame's arrival, before its previous response was looked up, it was told server_busy "try again",
+    // and every retry could only be previous_response_not_found.
+    const max = 1024 * KiB;
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'first' }, { text: 'second' }, { text: 'third' }, { text: 'fourth' }]);
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max, cacheReclaimGraceMs: Infinity } });
+    // Another agent's store: false cache, guarded while its tool runs: room that may come back.
+    const blocker = await RawSocket.connect(url);
+    blocker.send(create(0, { input: lorem(480 * KiB), tools: [tool], store: false }));
+    const looping = await blocker.next('response.completed');
+    const w = await RawSocket.connect(url);
+    w.send(create(0, { input: lorem(10 * KiB), store: false }));
+    const first = await w.next('response.completed');
+    const continuation = { type: 'response.create', model: 'sim-model', store: false, previous_response_id: first.response.id, input: noise(40 * KiB) };
+    w.send(continuation);
+    const second = await w.next('response.completed');
+    // The connection now caches the second response only; the same continuation of the first, again, cannot fit.
+    w.send(continuation);
+    const stale = await w.next('error', { skipErrors: true });
+    expect(stale.error).toMatchObject({ code: 'previous_response_not_found', param: 'previous_response_id', message: expect.stringContaining(first.response.id) });
+    // A continuation of the cached response that cannot fit at its arrival is still told to try again, and is served
+    // once the room has come back.
+    const current = { ...continuation, previous_response_id: second.response.id };
+    w.send(current);
+    const busy = await w.next('error', { skipErrors: true });
+    expect(busy.error).toMatchObject({ code: 'server_busy', message: expect.stringContaining('try again when other requests end') });
+    // The other agent's loop goes on: its turn over, its cache is no longer guarded, and room comes back for the retry.
+    blocker.send({ type: 'response.create', model: 'sim-model', store: false, previous_response_id: looping.response.id, input: [{ type: 'function_call_output', call_id: 'call_a', output: 'ok' }], tools: [tool] });
+    await blocker.next('response.completed');
+    w.send(current);
+    expect((await w.next('response.completed')).response).toMatchObject({ previous_response_id: second.response.id, status: 'completed', output: [{ type: 'message', content: [{ text: 'fourth' }] }] });
+    w.dispose();
+    blocker.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
   it('ws mode: a continuation that with its cached context needs more than the whole budget is told it cannot fit, not to retry (outside attack atk92 F3)', async () => {
     // Only its frame was counted: told to try again on a server holding nothing but its own connection's cache.
     const { server, url } = await testServer({ policy: scriptPolicy([{ text: 'cached' }, { text: 'never' }, { text: 'fresh' }]), limits: { maxServerBytes: 1024 * KiB } });

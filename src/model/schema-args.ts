@@ -187,7 +187,7 @@ export function checkToolSchema(schema: unknown, param: string, serialized?: str
 
 /** Accepted schemas remembered by their JSON (at most this many, each at most this long). */
 const CHECKED_ENTRIES = 256;
-const CHECKED_KEY_CHARS = 64 * 1024;
+export const CHECKED_KEY_CHARS = 64 * 1024;
 const checked = new Set<string>();
 
 /** A tool's `parameters` or the `text.format` schema of structured outputs. */

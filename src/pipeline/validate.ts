@@ -14,10 +14,10 @@
 import { clipText, WireError, jsonPreview } from '../protocol/errors.js';
 import { isKnownItem, type InputItem, type TextFormat, type Tool } from '../protocol/objects.js';
 import type { RunMetrics } from './metrics.js';
-import { checkToolSchema } from '../model/schema-args.js';
+import { CHECKED_KEY_CHARS, checkToolSchema } from '../model/schema-args.js';
 import { runCooperative, runSync, type Work } from '../cooperative.js';
 import { ARGUMENTS_MAX_CHARS, checkLength, TEXT_MAX_CHARS } from '../protocol/fields.js';
-import { jsonTextWork } from '../protocol/json-chunked.js';
+import { jsonTextIfShortWork } from '../protocol/json-chunked.js';
 import { checkImageUrl, webUrl } from '../protocol/urls.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -343,7 +343,7 @@ function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?
   if (format?.type === 'json_schema') {
     // In slices when its strings are long, as a tool's schema is: one JSON.stringify of a schema of 2.4 million lone
     // surrogates (six-character escapes) held the loop ~0.1-0.3 s.
-    checkToolSchema(format.schema, 'text.format.schema', yield* jsonTextWork(format.schema), 'invalid_json_schema');
+    checkToolSchema(format.schema, 'text.format.schema', yield* jsonTextIfShortWork(format.schema, CHECKED_KEY_CHARS), 'invalid_json_schema');
     if (format.strict === true) checkStrictSchema(format.schema, { what: `response_format '${format.name.slice(0, 100)}'`, param: 'text.format.schema', code: 'invalid_json_schema' });
     yield;
   }
@@ -380,7 +380,7 @@ function* validateToolsWork(tools: readonly Tool[], metrics: RunMetrics, format?
         checkStrictSchema(p as Record<string, unknown>, { what: `function '${ft.name}'`, param: `tools[${i}].parameters`, code: 'invalid_function_parameters' });
       }
       // Round-trips the schema: the API stores it, and a schema that cannot be serialised is rejected.
-      const serialized = yield* jsonTextWork(p);
+      const serialized = yield* jsonTextIfShortWork(p, CHECKED_KEY_CHARS);
       // The auto policy may generate arguments from it: refuse, before any run, a schema no bounded arguments satisfy.
       checkToolSchema(p, `tools[${i}].parameters`, serialized);
     }

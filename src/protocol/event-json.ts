@@ -35,7 +35,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ArgsDeltaEvent, TextDeltaEvent } from './events.js';
-import { jsonTextWork, NATIVE_TEXT_CHARS, textOver } from './json-chunked.js';
+import { jsonBytesWork, NATIVE_TEXT_CHARS, textOver } from './json-chunked.js';
 import { runCooperative } from '../cooperative.js';
 
 /** What the deltas of one item share; built once per item. */
@@ -342,9 +342,13 @@ export async function warmEchoes(r: Partial<Record<EchoField, unknown>>): Promis
   echoes.set(tools, { values, bytes });
 }
 
-/** `echoBytes`, the text made in slices (`jsonTextWork`: JSON.stringify's text). */
+/** `echoBytes`, a long one's bytes made in slices (`jsonBytesWork`), with no text of the whole built. */
 async function echoBytesAsync(v: unknown): Promise<Buffer | null> {
-  return tooSmallToEcho(v) ? null : echoOf(await runCooperative(jsonTextWork(v)));
+  if (tooSmallToEcho(v)) return null;
+  if (!textOver(v, NATIVE_TEXT_CHARS)) return echoOf(JSON.stringify(v));
+  // Past `NATIVE_TEXT_CHARS` by `textOver`'s count (8 a value, which takes at least 2 characters with its comma), its
+  // text is a quarter of that at least: `MEMO_MIN_CHARS`, kept.
+  return runCooperative(jsonBytesWork(v));
 }
 
 function echoBytes(v: unknown): Buffer | null {

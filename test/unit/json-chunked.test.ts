@@ -7,7 +7,7 @@
  * many keys, naming the top-level field.
  */
 import { describe, expect, it } from 'vitest';
-import { jsonTextWork, NATIVE_TEXT_CHARS, parseJsonWork, stringifyWork, textOver, utf8BytesWork } from '../../src/protocol/json-chunked.js';
+import { jsonBytesWork, jsonTextIfShortWork, jsonTextWork, NATIVE_TEXT_CHARS, parseJsonWork, stringifyWork, textOver, utf8BytesWork } from '../../src/protocol/json-chunked.js';
 import { runSync } from '../../src/cooperative.js';
 import { checkJsonDepth, parseJsonTextWork } from '../../src/protocol/json-text.js';
 import { WireError } from '../../src/protocol/errors.js';
@@ -203,5 +203,44 @@ describe('jsonTextWork on many pieces', () => {
     const whole = count(jsonTextWork(v));
     expect(whole.value).toBe(JSON.stringify(v));
     expect(whole.yields).toBeGreaterThanOrEqual(count(stringifyWork(v)).yields + 10);
+  });
+});
+
+describe('jsonBytesWork', () => {
+  // A Response's echo of 2.4 million lone surrogates: the last join of its text (~75-160 ms) and the Buffer.from of it
+  // (~50 ms) ran in one loop turn. The bytes are now written a part at a time, with no text of the whole built.
+  it("is Buffer.from(JSON.stringify(v))'s bytes, a long value's written a part at a time", () => {
+    const rng = mulberry32(11);
+    const pick = ['a', '"', '\\', '\n', '\u0001', '\ud800', '\udc00', '\ud83d\ude00', 'é', '語'];
+    for (let n = 0; n < 4; n++) {
+      const parts: string[] = [];
+      for (let len = 0; len < NATIVE_TEXT_CHARS * 3 + n * 7919; ) {
+        const p = pick[Math.floor(rng() * pick.length)]!;
+        parts.push(p);
+        len += p.length;
+      }
+      // A long string (pieces of a slice each), and many short ones (many pieces to a part).
+      const value = { description: parts.join(''), required: Array.from({ length: 70_000 + n }, (_, i) => `k${i}é`), list: [1, null, true, 'x'] };
+      const { value: bytes, yields } = run(jsonBytesWork(value));
+      expect(bytes.equals(Buffer.from(JSON.stringify(value), 'utf8'))).toBe(true);
+      // The bytes written in several parts, besides the walk's own yields.
+      expect(yields).toBeGreaterThanOrEqual(run(stringifyWork(value)).yields + 4);
+    }
+    const small = { type: 'object', properties: { city: { type: 'string', description: 'ü' } } };
+    expect(runSync(jsonBytesWork(small)).equals(Buffer.from(JSON.stringify(small)))).toBe(true);
+  });
+});
+
+describe('jsonTextIfShortWork', () => {
+  it('is the text when at most the limit, else undefined, with a long value never joined', () => {
+    const small = { type: 'object', properties: { city: { type: 'string' } } };
+    expect(runSync(jsonTextIfShortWork(small, 1000))).toBe(JSON.stringify(small));
+    expect(runSync(jsonTextIfShortWork(small, 10))).toBeUndefined();
+    const long = { description: '\ud800'.repeat(NATIVE_TEXT_CHARS) };
+    expect(textOver(long, NATIVE_TEXT_CHARS)).toBe(true);
+    expect(runSync(jsonTextIfShortWork(long, 64 * 1024))).toBeUndefined();
+    expect(runSync(jsonTextIfShortWork(long, 7 * NATIVE_TEXT_CHARS))).toBe(JSON.stringify(long));
+    // What JSON.stringify throws, it throws.
+    expect(() => runSync(jsonTextIfShortWork({ n: 1n }, 10))).toThrow(TypeError);
   });
 });

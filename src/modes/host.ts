@@ -300,6 +300,8 @@ export class SessionHost {
   private chainsFromStore(policy: ModePolicy, owner: string | null, fromStore: (params: CreateParams) => boolean): ModePolicy {
     return {
       ...policy,
+      // A background response still running is stored at its end: a continuation of it may be served then.
+      missing: (params) => (params.previous_response_id && fromStore(params) && this.background.running(params.previous_response_id, owner) ? null : (policy.missing?.(params) ?? null)),
       plan: async (params, metrics, lane, signal) => {
         if (fromStore(params)) await this.written(params.previous_response_id, owner);
         try {

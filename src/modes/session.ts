@@ -86,8 +86,9 @@ export interface ModePolicy {
   guardedBytes?(now: number): number;
   /**
    * For a create not yet planned: the error its plan would end in for want of its previous response, when that needs no
-   * work to tell and no run on the connection can change it (ws mode: a `store: false` continuation of a response this
-   * connection does not cache, `previous_response_not_found`); else null.
+   * work to tell and only the run in flight on the connection could change it (ws mode: a continuation of a response
+   * this connection does not cache, with `store: false`, or with `store: true` when the store has it not and no run is
+   * making it: `previous_response_not_found`); else null.
    */
   missing?(params: CreateParams): WireError | null;
   /**
@@ -921,16 +922,19 @@ export class ConnectionSession {
 
   /**
    * A create refused `err` at its frame's arrival, before it was planned: `previous_response_not_found` instead when its
-   * plan could only end so (`ModePolicy.missing`) and nothing on the connection runs or waits that could make its
-   * previous response cached (a run ending caches its response). A `store: false` continuation of a response the
-   * connection no longer caches was refused `server_busy`, told to try again, and each retry could only be not found
-   * (outside attack atk104 F1).
+   * plan could only end so (`ModePolicy.missing`) and it does not name the run in flight here, whose end caches its
+   * response. A `store: false` continuation of a response the connection no longer caches was refused `server_busy`,
+   * told to try again, and each retry could only be not found (outside attack atk104 F1).
    */
   refusedOnArrival(params: CreateParams, err: unknown): unknown {
-    if (!(err instanceof WireError) || err.code !== 'server_busy' || !this.isIdle()) return err;
+    if (!(err instanceof WireError) || err.code !== 'server_busy') return err;
+    // Only the run in flight here can still cache the response it names: one queued or being planned has no id yet.
+    // (Any run on the connection kept the refusal `server_busy`, one on another lane too; outside attack atk105 F3.)
+    if (this.active !== null && this.active.id === params.previous_response_id) return err;
     const missing = this.policy.missing?.(params) ?? null;
     if (missing === null) return err;
-    this.log.info({ code: missing.code, previous_response_id: params.previous_response_id }, 'continuation refused for room whose previous response is not cached: not found said instead');
+    // A client can send these as fast as it likes: written within the client errors' budget (atk105 F2).
+    if (this.services.clientErrorLog?.take() ?? true) this.log.info({ code: missing.code, previous_response_id: params.previous_response_id }, 'continuation refused for room whose previous response is not to be found: not found said instead');
     return missing;
   }
 

@@ -442,10 +442,15 @@ export function wsModePolicy(services: Services, info: SessionInfo, cachedRespon
     },
     missing(params) {
       const prev = params.previous_response_id;
-      if (!prev || params.store) return null;
+      if (!prev) return null;
       cachedResponses?.sync();
       const hit = cachedById(prev);
-      return hit && intact(hit.entry) ? null : unstoredMiss(prev);
+      if (hit && intact(hit.entry)) return null;
+      if (!params.store) return unstoredMiss(prev);
+      // A `store: true` miss reads the chain from the store: not found there, nor being made (its write to come), it
+      // can only be not found (outside attack atk105 F1: an uncached `store: false` response, or an id never made).
+      if (services.store.has(prev, info.owner) || services.inFlight?.find(prev, info.owner) !== undefined) return null;
+      return letGoEntry(prev)?.stored === false ? notFoundLetGo(prev, 'unstored') : notFound(prev);
     },
     planHeld(params) {
       return planned.get(params)?.held ?? 0;

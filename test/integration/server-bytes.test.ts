@@ -1225,7 +1225,8 @@ describe('the server-wide byte budget', () => {
     // and every retry could only be previous_response_not_found.
     const max = 1024 * KiB;
     const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'first' }, { text: 'second' }, { text: 'third' }, { text: 'fourth' }]);
-    const { server, url } = await testServer({ policy, limits: { maxServerBytes: max, cacheReclaimGraceMs: Infinity } });
+    const log = captureLogger();
+    const { server, url } = await testServer({ policy, logger: log.logger, limits: { maxServerBytes: max, cacheReclaimGraceMs: Infinity, maxClientErrorLogsPerSecond: 2 } });
     // Another agent's store: false cache, guarded while its tool runs: room that may come back.
     const blocker = await RawSocket.connect(url);
     blocker.send(create(0, { input: lorem(480 * KiB), tools: [tool], store: false }));
@@ -1240,6 +1241,23 @@ describe('the server-wide byte budget', () => {
     w.send(continuation);
     const stale = await w.next('error', { skipErrors: true });
     expect(stale.error).toMatchObject({ code: 'previous_response_not_found', param: 'previous_response_id', message: expect.stringContaining(first.response.id) });
+    // Each is logged within the client errors' budget (--max-client-error-logs-per-second): a line for every refused
+    // frame was a flood any client could make (atk105 F2).
+    const burstStart = performance.now();
+    for (let i = 0; i < 10; i++) w.send(continuation);
+    for (let i = 0; i < 10; i++) expect((await w.next('error', { skipErrors: true })).error.code).toBe('previous_response_not_found');
+    const windows = Math.ceil((performance.now() - burstStart) / 1000) + 1;
+    expect(log.lines.filter((l) => String(l.msg).includes('not found said instead')).length).toBeLessThanOrEqual(2 * (windows + 1));
+    // With store: true too, the chain read from the store, which has neither that response nor an id never made
+    // (atk105 F1); a stored response not cached here may be read from the store once room comes back: try again.
+    w.send({ ...continuation, store: true });
+    expect((await w.next('error', { skipErrors: true })).error).toMatchObject({ code: 'previous_response_not_found', message: expect.stringContaining(first.response.id) });
+    w.send({ ...continuation, store: true, previous_response_id: 'resp_never_made' });
+    expect((await w.next('error', { skipErrors: true })).error).toMatchObject({ code: 'previous_response_not_found', message: expect.stringContaining('resp_never_made') });
+    const stored = await poster(url)('/v1/responses', { model: 'sim-model', input: 'stored', store: true, generate: false });
+    const storedId = ((await stored.json()) as { id: string }).id;
+    w.send({ ...continuation, store: true, previous_response_id: storedId });
+    expect((await w.next('error', { skipErrors: true })).error).toMatchObject({ code: 'server_busy' });
     // A continuation of the cached response that cannot fit at its arrival is still told to try again, and is served
     // once the room has come back.
     const current = { ...continuation, previous_response_id: second.response.id };
@@ -1253,6 +1271,29 @@ describe('the server-wide byte budget', () => {
     expect((await w.next('response.completed')).response).toMatchObject({ previous_response_id: second.response.id, status: 'completed', output: [{ type: 'message', content: [{ text: 'fourth' }] }] });
     w.dispose();
     blocker.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('ws mode: a continuation refused for room at its frame while a run is in flight on another lane is told not found unless it names that run (outside attack atk105 F3)', async () => {
+    // Any run on the connection kept the refusal server_busy, though only the run in flight can cache the response a
+    // continuation names: every retry was server_busy until the connection was idle, then not found.
+    const { model, release } = gatedModel();
+    const { server, url } = await testServer({ model, limits: { maxServerBytes: 1024 * KiB } });
+    const w = await RawSocket.connect(url);
+    w.send(create(0, { input: lorem(570 * KiB), store: false, stream_id: 'a' }));
+    const running = await w.next('response.created');
+    // Room for the other lane's frame below is what the run in flight holds short of the budget.
+    expect(await held(url)).toBeGreaterThan(1024 * KiB - 40 * KiB);
+    const frame = { type: 'response.create', model: 'sim-model', store: false, stream_id: 'b', input: noise(40 * KiB) };
+    w.send({ ...frame, previous_response_id: 'resp_not_here' });
+    expect((await w.next('error', { skipErrors: true })).error).toMatchObject({ code: 'previous_response_not_found', message: expect.stringContaining('resp_not_here') });
+    // Naming the run in flight: its end caches it, and the retry may be served then.
+    w.send({ ...frame, previous_response_id: running.response.id });
+    expect((await w.next('error', { skipErrors: true })).error).toMatchObject({ code: 'server_busy' });
+    release();
+    await w.next('response.completed');
+    w.dispose();
     await server.ws.idle();
     expect(await held(url)).toBe(0);
   });

@@ -106,7 +106,7 @@ export class Lane {
     // Stopping the race closes the connection: the server cancels the run in flight.
     this.o.signal.addEventListener('abort', () => void this.close(), { once: true });
     const warm = await client.run(
-      { model: warmUpModel, input: w.userTurns[0] ?? 'Warm-up.', tools: w.tools, parallel_tool_calls: w.parallel_tool_calls },
+      { model: warmUpModel, input: w.userTurns[0]?.input ?? 'Warm-up.', tools: w.tools, parallel_tool_calls: w.parallel_tool_calls },
       (call) => w.toolResult(call.call_id, call.arguments)?.output ?? 'warm',
     );
     if (warm.status !== 'completed') throw new Error(`the warm-up request ended ${warm.status}`);
@@ -129,8 +129,10 @@ export class Lane {
       const id = rec.response_id;
       if (this.kept.has(id) || this.responses.has(id) || this.kept.size < places) this.kept.set(id, rec);
     });
-    for (const [ui, input] of w.userTurns.entries()) {
-      this.markSend(performance.now(), ui === 0 ? 'start' : 'next user turn');
+    for (const [ui, { input, replace_history }] of w.userTurns.entries()) {
+      // A compacted recording continues in a new conversation, its input the whole context.
+      if (ui > 0 && replace_history) client.newConversation();
+      this.markSend(performance.now(), ui === 0 ? 'start' : replace_history ? 'new conversation (compacted)' : 'next user turn');
       const run = client.run(
         { model: this.o.model, input, ...(w.instructions !== null && { instructions: w.instructions }), tools: w.tools, parallel_tool_calls: w.parallel_tool_calls },
         (call) => this.execute(call),

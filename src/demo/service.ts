@@ -177,7 +177,8 @@ export class DemoService implements HttpRoutes {
         { id: 'recorded', label: 'as recorded' },
       ],
       workloads: {
-        codex: { available: codexAvailable(o.workloadPath), label: codexLabel(o.workloadPath, true) },
+        // `bundled`: the page calls it a Codex CLI session only then (a file given is any agent's recorded run; atk106 F4).
+        codex: { available: codexAvailable(o.workloadPath), label: codexLabel(o.workloadPath, true), bundled: o.workloadPath === DEFAULT_DEMO_WORKLOAD },
         synthetic: { max_tool_calls: o.maxToolCalls, tool_ms: SYNTHETIC_TOOL_MS },
         prompt: { max_bytes: o.maxPromptBytes, max_lines: o.maxToolCalls, tool_ms: PROMPT_TOOL_MS },
       },

@@ -48,8 +48,12 @@ export interface DemoWorkload {
   tools_note: string;
   instructions: string | null;
   tools: FunctionTool[];
-  /** One input per user turn; each lane's client continues its own conversation. */
-  userTurns: InputItem[][];
+  /**
+   * One input per user turn; each lane's client continues its own conversation, except at a turn that
+   * `replace_history` (a recorded compaction: its input is the whole context), which starts a new one, as the bench's
+   * replay does.
+   */
+  userTurns: Array<{ input: InputItem[]; replace_history?: true }>;
   parallel_tool_calls: boolean;
   /** Model calls the run makes, when known in advance (replays). */
   model_calls: number | null;
@@ -104,7 +108,7 @@ export function buildWorkload(choice: WorkloadChoice, limits: WorkloadLimits, co
   switch (choice.kind) {
     case 'codex': {
       if (!codexAvailable(codexPath)) throw new WireError('invalid_value', `The bundled Codex run is not installed (${codexPath}).`, 'workload');
-      return fromReplay(demoCodexWorkload(codexPath), codexLabel(codexPath, false), 'Tools answer with the outputs the Codex run recorded.');
+      return fromReplay(demoCodexWorkload(codexPath), codexLabel(codexPath, false), `Tools answer with the outputs the ${codexPath === DEFAULT_DEMO_WORKLOAD ? 'Codex ' : ''}run recorded.`);
     }
     case 'synthetic': {
       const n = choice.tool_calls;
@@ -146,7 +150,8 @@ function fromReplay(w: Workload, label: string, note: string): DemoWorkload {
     tools_note: note,
     instructions: w.instructions,
     tools: w.tools,
-    userTurns: w.userTurns.map((u) => u.input),
+    // A compaction's turn kept: dropped, every lane re-sent the history from before it (outside attack atk106 F3).
+    userTurns: w.userTurns.map((u) => ({ input: u.input, ...(u.replace_history && { replace_history: true as const }) })),
     parallel_tool_calls: true,
     model_calls: turns.length,
     min_output_tokens: tokens,
@@ -173,7 +178,7 @@ function fromPrompt(text: string, limits: WorkloadLimits): DemoWorkload {
     tools_note: `No command runs on the server: every "$ " line gets a fixed stand-in output (${PROMPT_TOOL_MS} ms each "as recorded").`,
     instructions: null,
     tools: [EXEC_COMMAND],
-    userTurns: [[{ type: 'message', role: 'user', content: text }]],
+    userTurns: [{ input: [{ type: 'message', role: 'user', content: text }] }],
     // One command per model call, so each line is a step on the timeline.
     parallel_tool_calls: false,
     model_calls: lines > 0 ? lines + 1 : 1,

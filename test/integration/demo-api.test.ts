@@ -6,6 +6,7 @@
  * bad requests and one race too many get clear errors; the page's files are
  * served with a policy that forbids requests elsewhere.
  */
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { sseEvents } from '../../src/client/http.js';
 import { DEMO_DESIGNS } from '../../src/demo/designs.js';
@@ -110,6 +111,29 @@ describe('demo race', () => {
       for (const [k, v] of stages) expect(done.stage_ms[k], `${d.id} ${k}`).toBeCloseTo(v, 2);
     }
     expect((await records(url)).length).toBeLessThanOrEqual(2);
+  });
+
+  it('replays a workload whose history was compacted: each lane starts a new conversation where the recording did (outside attack atk106 F3)', async () => {
+    // The compaction's flag was dropped: every lane went on with the history from before it, the HTTP lane's input
+    // growing at every call (122 to 963 tokens) where the recording's drops at its user turns 2 and 3.
+    const { url } = await testServer({ demo: { workloadPath: fileURLToPath(new URL('../fixtures/workloads/rollout-compacted.jsonl', import.meta.url)) } });
+    // A file given is any agent's recorded run: the page names it, not "a real Codex CLI session" (atk106 F4).
+    const config = (await (await fetch(`${url}/demo/api/config`)).json()) as { workloads: { codex: unknown } };
+    expect(config.workloads.codex).toEqual({ available: true, label: 'The run of rollout-compacted.jsonl', bundled: false });
+    const msgs = await readRace(await startRace(url, { workload: 'codex', speed: 'instant', tool_time: 'none', order: 'one-by-one' }));
+    expect(msgs.at(-1)).toMatchObject({ type: 'race.done', status: 'done' });
+    const race = msgs.find((m) => m.type === 'race')!;
+    expect(race.type === 'race' && JSON.stringify(race)).not.toContain('Codex');
+    const all = await records(url);
+    const model = (id: string) => (race.type === 'race' ? race.designs.find((d) => d.id === id)!.model : '');
+    // Calls in the order made: over a WebSocket, calls 3 and 6 (the compacted turns) continue no response.
+    const ws = all.filter((r) => r.model === model('ws')).reverse();
+    expect(ws.map((r) => r.previous_response_id === null)).toEqual([true, false, true, false, false, true, false]);
+    // The long-lived design: one Response for each conversation.
+    expect(all.filter((r) => r.model === model('long-lived'))).toHaveLength(3);
+    // Over HTTP the whole context is sent at each call: the compacted turn's, not the history before it.
+    const http = all.filter((r) => r.model === model('http')).reverse();
+    expect(http).toHaveLength(7);
   });
 
   it('runs the lanes one after another on request: each starts when the previous one ended', async () => {

@@ -111,7 +111,10 @@ function describeWorkload() {
   const w = config?.workloads;
   const text = {
     synthetic: `A synthetic agent run: the model calls exec_command once per model call; each tool answers with generated shell output${w ? ` (${w.synthetic.tool_ms} ms each "as recorded")` : ''}.`,
-    codex: 'A real Codex CLI session, replayed call for call: the model repeats what was recorded and the tools answer with the recorded outputs.',
+    codex:
+      w?.codex?.bundled === false
+        ? `${w.codex.label}: a recorded agent session, replayed call for call: the model repeats what was recorded and the tools answer with the recorded outputs.`
+        : 'A real Codex CLI session, replayed call for call: the model repeats what was recorded and the tools answer with the recorded outputs.',
     prompt: `The simulated model runs each "$ " line as an exec_command call. Nothing runs on this machine: each command gets a fixed stand-in output${w ? ` (${w.prompt.tool_ms} ms each "as recorded")` : ''}.`,
   }[kind];
   note.textContent = text ?? '';

@@ -19,7 +19,7 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { autoPolicy, dollarLines, replayPolicy, type ModelPolicy } from '../model/policies.js';
+import { autoPolicy, dollarLines, replayPolicy, visibleTokens, type ModelPolicy } from '../model/policies.js';
 import type { FunctionTool, InputItem } from '../protocol/objects.js';
 import { WireError } from '../protocol/errors.js';
 import { callsOf, flatModelTurns } from '../workload/replayable.js';
@@ -171,7 +171,8 @@ function fromPrompt(text: string, limits: WorkloadLimits): DemoWorkload {
   // Counted as the model finds them (auto-policy.ts): a count of its own (`/^\s*\$ \S/`) missed `$  ls` (two spaces),
   // which the model runs, so a prompt of such lines ran up to the policy's own 64 calls past --demo-max-tool-calls, and
   // the page announced one model call.
-  const lines = dollarLines(text).length;
+  const commands = dollarLines(text);
+  const lines = commands.length;
   if (lines > limits.maxToolCalls) throw new WireError('invalid_value', `The prompt has ${lines} "$ " lines; at most ${limits.maxToolCalls}.`, 'prompt');
   return {
     label: lines > 0 ? `your prompt (${lines} "$ " line${lines === 1 ? '' : 's'})` : 'your prompt',
@@ -182,7 +183,10 @@ function fromPrompt(text: string, limits: WorkloadLimits): DemoWorkload {
     // One command per model call, so each line is a step on the timeline.
     parallel_tool_calls: false,
     model_calls: lines > 0 ? lines + 1 : 1,
-    min_output_tokens: 0,
+    // Each call decodes its command's arguments, as the model writes them (auto-policy.ts `shellCall`): counted as 0, a
+    // prompt of 100 long commands at 65 tokens/s was estimated at 15 s, accepted under a 60 s limit, and every lane
+    // failed at the deadline after 32 calls (outside attack atk106 F2). The final summary is not counted (at least).
+    min_output_tokens: visibleTokens(commands.map((cmd) => ({ type: 'function_call', name: EXEC_COMMAND.name, arguments: JSON.stringify({ cmd }) }))),
     min_tool_ms: lines * PROMPT_TOOL_MS,
     policy: () => autoPolicy(),
     toolResult: (_id, args) => ({ output: `(llr demo: \`${commandOf(args)}\` was not run; this is a fixed stand-in output)`, duration_ms: PROMPT_TOOL_MS }),

@@ -160,6 +160,9 @@ describe('demo races that cannot finish in time', () => {
       { workload: 'synthetic', tool_calls: 5, speed: '65', order: 'one-by-one' },
       { workload: 'synthetic', tool_calls: 5, speed: '65', order: 'one-by-one', tool_time: 'recorded' },
       { workload: 'synthetic', tool_calls: 12, speed: '65', order: 'together' },
+      // A prompt's commands are decoded as each call's arguments: 10 commands of 150 characters of base64-like text,
+      // ~100 tokens each, >= 15 s. Counted as no output, it was accepted and failed at the deadline (atk106 F2).
+      { workload: 'prompt', prompt: Array.from({ length: 10 }, (_, i) => `$ echo ${Buffer.from(`${i}`.repeat(112)).toString('base64').replace(/[A-Z]/g, (c) => c.toLowerCase() + i)}`).join('\n'), speed: '65', order: 'together' },
     ]) {
       const res = await race(body);
       expect(res.status, JSON.stringify(body)).toBe(400);

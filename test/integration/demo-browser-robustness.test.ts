@@ -109,6 +109,8 @@ describe('the demo page under attack', () => {
     try {
       const { page, errors } = await openPage(doomed.url);
       await chooseSynthetic(page, 40, '65');
+      // Every lane running at once when the server goes.
+      await page.selectOption('select[name="order"]', 'together');
       await page.click('[data-action="race"]');
       for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) await page.locator(`[data-design="${d}"][data-state="running"]`).waitFor({ timeout: 60_000 });
       doomed.proc.kill('SIGKILL');
@@ -133,6 +135,8 @@ describe('the demo page under attack', () => {
     try {
       const { page, errors } = await openPage(frozen.url);
       await chooseSynthetic(page, 40, '65');
+      // Every lane running at once when the server goes.
+      await page.selectOption('select[name="order"]', 'together');
       await page.click('[data-action="race"]');
       for (const d of ['long-lived', 'ws', 'http', 'long-lived-http']) await page.locator(`[data-design="${d}"][data-state="running"]`).waitFor({ timeout: 60_000 });
       frozen.proc.kill('SIGSTOP');

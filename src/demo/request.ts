@@ -54,6 +54,11 @@ export function parseRaceRequest(body: unknown, limits: WorkloadLimits & { workl
   const order = oneOf(b['order'] === undefined ? 'together' : b['order'], ['together', 'one-by-one'] as const, 'order');
   if (order === 'one-by-one' && step) throw new WireError('invalid_value', 'Step mode steps every lane together; it cannot run the lanes one after another.', 'order');
   const kind = oneOf(b['workload'], ['codex', 'synthetic', 'prompt'] as const, 'workload');
+  // A field of another workload's is refused, not ignored: a race asked with `prompt` on `codex` ran the Codex run
+  // (outside attack atk106 F6), as a typo's default did before `checkParameters`.
+  for (const [field, owner] of [['tool_calls', 'synthetic'], ['prompt', 'prompt']] as const) {
+    if (b[field] !== undefined && kind !== owner) throw new WireError('invalid_value', `${field} is for the ${owner} workload only, not ${kind}.`, field);
+  }
   let choice: WorkloadChoice;
   if (kind === 'synthetic') {
     const n = b['tool_calls'];

@@ -116,6 +116,11 @@ describe('race requests', () => {
     expect(param({ workload: 'synthetic', tool_calls: 2, speed: 'instant', step: null })).toBe('step');
     expect(param({ workload: 'synthetic', tool_calls: 2, speed: 'instant', order: null })).toBe('order');
     expect(param({ workload: 'synthetic', tool_calls: 2, speed: 'instant', tool_time: null })).toBe('tool_time');
+    // Another workload's field is refused, not ignored (atk106 F6).
+    expect(param({ workload: 'codex', tool_calls: 2, speed: 'instant' })).toBe('tool_calls');
+    expect(param({ workload: 'prompt', prompt: 'hi', tool_calls: 2, speed: 'instant' })).toBe('tool_calls');
+    expect(param({ workload: 'synthetic', tool_calls: 2, prompt: 'hi', speed: 'instant' })).toBe('prompt');
+    expect(param({ workload: 'synthetic', tool_calls: 2, speed: 'instant' })).toBe('accepted');
   });
 
   it('keeps the server’s time to first token and prefill rate, except for the instant model', () => {

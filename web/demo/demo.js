@@ -435,7 +435,6 @@ stepBtn.addEventListener('click', async () => {
   }
 });
 
-// The instant model makes every lane pure CPU on one process: suggest one lane after another.
 // Step mode steps all lanes together, so it runs them at the same time.
 // Lanes at the same time share one process, so each lane's wall time includes waiting for the others: with the short
 // synthetic run at 1,000 tokens/s (the page's default) HTTP came out ahead of the long-lived Response in every race

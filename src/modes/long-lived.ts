@@ -15,18 +15,23 @@ import { prepareFull } from './prepare.js';
 import { resolveReferences } from './hydrate.js';
 import { checkContext } from '../engine/budget.js';
 
+/** A long-lived create names no previous response: a run continues by appends. */
+function previousRefused(): WireError {
+  return new WireError(
+    'invalid_value',
+    "'previous_response_id' is not supported on the long-lived protocol: append to the paused response, or send the full input in a new response.create.",
+    'previous_response_id',
+  );
+}
+
 export function longLivedPolicy(services: Services, info: SessionInfo): ModePolicy {
   return {
     protocol: 'long-lived',
     appendable: true,
+    // Refused for room on arrival, it was told to try again, and every retry could only be refused so (atk107 F1).
+    missing: (params) => (params.previous_response_id ? previousRefused() : null),
     async plan(params, metrics, _lane, signal) {
-      if (params.previous_response_id) {
-        throw new WireError(
-          'invalid_value',
-          "'previous_response_id' is not supported on the long-lived protocol: append to the paused response, or send the full input in a new response.create.",
-          'previous_response_id',
-        );
-      }
+      if (params.previous_response_id) throw previousRefused();
       // An item_reference names a stored item (a response of an earlier run): replaced by it, as the other designs
       // do, or refused (`item_not_found`); it was rendered as nothing, the item silently missing from the run.
       const input = await resolveReferences(params.input, info.owner, services, metrics, signal);

@@ -88,7 +88,7 @@ export interface ModePolicy {
    * For a create not yet planned: the error its plan would end in for want of its previous response, when that needs no
    * work to tell and only the run in flight on the connection could change it (ws mode: a continuation of a response
    * this connection does not cache, with `store: false`, or with `store: true` when the store has it not and no run is
-   * making it: `previous_response_not_found`); else null.
+   * making it: `previous_response_not_found`; the long-lived protocol: any, `invalid_value`); else null.
    */
   missing?(params: CreateParams): WireError | null;
   /**
@@ -934,7 +934,7 @@ export class ConnectionSession {
     const missing = this.policy.missing?.(params) ?? null;
     if (missing === null) return err;
     // A client can send these as fast as it likes: written within the client errors' budget (atk105 F2).
-    if (this.services.clientErrorLog?.take() ?? true) this.log.info({ code: missing.code, previous_response_id: params.previous_response_id }, 'continuation refused for room whose previous response is not to be found: not found said instead');
+    if (this.services.clientErrorLog?.take() ?? true) this.log.info({ code: missing.code, previous_response_id: params.previous_response_id }, 'create refused for room whose previous response its plan would refuse: that refusal said instead');
     return missing;
   }
 

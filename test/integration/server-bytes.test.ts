@@ -1247,7 +1247,7 @@ describe('the server-wide byte budget', () => {
     for (let i = 0; i < 10; i++) w.send(continuation);
     for (let i = 0; i < 10; i++) expect((await w.next('error', { skipErrors: true })).error.code).toBe('previous_response_not_found');
     const windows = Math.ceil((performance.now() - burstStart) / 1000) + 1;
-    expect(log.lines.filter((l) => String(l.msg).includes('not found said instead')).length).toBeLessThanOrEqual(2 * (windows + 1));
+    expect(log.lines.filter((l) => String(l.msg).includes('that refusal said instead')).length).toBeLessThanOrEqual(2 * (windows + 1));
     // With store: true too, the chain read from the store, which has neither that response nor an id never made
     // (atk105 F1); a stored response not cached here may be read from the store once room comes back: try again.
     w.send({ ...continuation, store: true });
@@ -1294,6 +1294,28 @@ describe('the server-wide byte budget', () => {
     release();
     await w.next('response.completed');
     w.dispose();
+    await server.ws.idle();
+    expect(await held(url)).toBe(0);
+  });
+
+  it('long-lived: a create naming a previous response, refused for room at its frame, is told it is not supported, not to retry (outside attack atk107 F1)', async () => {
+    // Told server_busy, try again, then refused invalid_value at every retry once room came back.
+    const { model, release } = gatedModel();
+    const { server, url } = await testServer({ model, limits: { maxServerBytes: 1024 * KiB } });
+    const a = await RawSocket.connect(url);
+    a.send(create(0, { input: lorem(570 * KiB), store: false }));
+    await a.next('response.created');
+    expect(await held(url)).toBeGreaterThan(1024 * KiB - 40 * KiB);
+    const b = await RawSocket.longLived(url);
+    b.send({ type: 'response.create', model: 'sim-model', previous_response_id: 'resp_any', input: noise(40 * KiB) });
+    expect((await b.next('error', { skipErrors: true })).error).toMatchObject({ code: 'invalid_value', param: 'previous_response_id' });
+    // Without one, it is told to try again.
+    b.send({ type: 'response.create', model: 'sim-model', input: noise(40 * KiB) });
+    expect((await b.next('error', { skipErrors: true })).error).toMatchObject({ code: 'server_busy' });
+    release();
+    await a.next('response.completed');
+    a.dispose();
+    b.dispose();
     await server.ws.idle();
     expect(await held(url)).toBe(0);
   });

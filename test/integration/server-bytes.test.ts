@@ -48,6 +48,19 @@ function noise(n: number): string {
   }
   return out;
 }
+/**
+ * A ws-mode run held in flight (a gated model; `release` ends it) on a connection of its own whose create leaves less
+ * room than a 40 KiB frame in a 1 MiB budget: such a frame is refused for room on arrival.
+ */
+async function runFillingBudget(extra: object = {}) {
+  const { model, release } = gatedModel();
+  const { server, url } = await testServer({ model, limits: { maxServerBytes: 1024 * KiB } });
+  const socket = await RawSocket.connect(url);
+  socket.send(create(0, { input: lorem(570 * KiB), store: false, ...extra }));
+  const running = await socket.next('response.created');
+  expect(await held(url)).toBeGreaterThan(1024 * KiB - 40 * KiB);
+  return { server, url, release, socket, running };
+}
 /** An HTTP answer refusing a request past the byte budget: 503 `server_busy`. */
 async function expectServerBusy(res: Response): Promise<void> {
   expect(res.status).toBe(503);
@@ -1278,13 +1291,7 @@ describe('the server-wide byte budget', () => {
   it('ws mode: a continuation refused for room at its frame while a run is in flight on another lane is told not found unless it names that run (outside attack atk105 F3)', async () => {
     // Any run on the connection kept the refusal server_busy, though only the run in flight can cache the response a
     // continuation names: every retry was server_busy until the connection was idle, then not found.
-    const { model, release } = gatedModel();
-    const { server, url } = await testServer({ model, limits: { maxServerBytes: 1024 * KiB } });
-    const w = await RawSocket.connect(url);
-    w.send(create(0, { input: lorem(570 * KiB), store: false, stream_id: 'a' }));
-    const running = await w.next('response.created');
-    // Room for the other lane's frame below is what the run in flight holds short of the budget.
-    expect(await held(url)).toBeGreaterThan(1024 * KiB - 40 * KiB);
+    const { server, url, release, socket: w, running } = await runFillingBudget({ stream_id: 'a' });
     const frame = { type: 'response.create', model: 'sim-model', store: false, stream_id: 'b', input: noise(40 * KiB) };
     w.send({ ...frame, previous_response_id: 'resp_not_here' });
     expect((await w.next('error', { skipErrors: true })).error).toMatchObject({ code: 'previous_response_not_found', message: expect.stringContaining('resp_not_here') });
@@ -1300,12 +1307,7 @@ describe('the server-wide byte budget', () => {
 
   it('long-lived: a create naming a previous response, refused for room at its frame, is told it is not supported, not to retry (outside attack atk107 F1)', async () => {
     // Told server_busy, try again, then refused invalid_value at every retry once room came back.
-    const { model, release } = gatedModel();
-    const { server, url } = await testServer({ model, limits: { maxServerBytes: 1024 * KiB } });
-    const a = await RawSocket.connect(url);
-    a.send(create(0, { input: lorem(570 * KiB), store: false }));
-    await a.next('response.created');
-    expect(await held(url)).toBeGreaterThan(1024 * KiB - 40 * KiB);
+    const { server, url, release, socket: a } = await runFillingBudget();
     const b = await RawSocket.longLived(url);
     b.send({ type: 'response.create', model: 'sim-model', previous_response_id: 'resp_any', input: noise(40 * KiB) });
     expect((await b.next('error', { skipErrors: true })).error).toMatchObject({ code: 'invalid_value', param: 'previous_response_id' });

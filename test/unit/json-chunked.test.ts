@@ -23,6 +23,17 @@ function run<T>(work: Generator<void, T, void>): { value: T; yields: number } {
   return { value: r.value, yields };
 }
 
+/** At least `chars` characters of `pick`'s pieces, chosen by `rng`. */
+function randomText(rng: () => number, pick: readonly string[], chars: number): string {
+  const parts: string[] = [];
+  for (let len = 0; len < chars; ) {
+    const p = pick[Math.floor(rng() * pick.length)]!;
+    parts.push(p);
+    len += p.length;
+  }
+  return parts.join('');
+}
+
 function randomValue(rng: () => number, depth: number): unknown {
   const r = rng();
   if (depth > 5 || r < 0.3) {
@@ -143,13 +154,7 @@ describe('jsonTextWork', () => {
     const pick = ['a', '"', '\\', '\n', '\u0001', '\ud800', '\udc00', '\ud83d\ude00', 'é'];
     for (let n = 0; n < 6; n++) {
       // Past a slice (256 K characters) and its multiples, with pairs and lone halves everywhere, at the cuts too.
-      const parts: string[] = [];
-      for (let len = 0; len < NATIVE_TEXT_CHARS * 2 + n * 7919; ) {
-        const p = pick[Math.floor(rng() * pick.length)]!;
-        parts.push(p);
-        len += p.length;
-      }
-      const value = { type: 'object', properties: { s: { description: parts.join('') } }, list: [1, null, true, 'x'] };
+      const value = { type: 'object', properties: { s: { description: randomText(rng, pick, NATIVE_TEXT_CHARS * 2 + n * 7919) } }, list: [1, null, true, 'x'] };
       expect(textOver(value, NATIVE_TEXT_CHARS)).toBe(true);
       expect(runSync(jsonTextWork(value))).toBe(JSON.stringify(value));
     }
@@ -213,14 +218,8 @@ describe('jsonBytesWork', () => {
     const rng = mulberry32(11);
     const pick = ['a', '"', '\\', '\n', '\u0001', '\ud800', '\udc00', '\ud83d\ude00', 'é', '語'];
     for (let n = 0; n < 4; n++) {
-      const parts: string[] = [];
-      for (let len = 0; len < NATIVE_TEXT_CHARS * 3 + n * 7919; ) {
-        const p = pick[Math.floor(rng() * pick.length)]!;
-        parts.push(p);
-        len += p.length;
-      }
       // A long string (pieces of a slice each), and many short ones (many pieces to a part).
-      const value = { description: parts.join(''), required: Array.from({ length: 70_000 + n }, (_, i) => `k${i}é`), list: [1, null, true, 'x'] };
+      const value = { description: randomText(rng, pick, NATIVE_TEXT_CHARS * 3 + n * 7919), required: Array.from({ length: 70_000 + n }, (_, i) => `k${i}é`), list: [1, null, true, 'x'] };
       const { value: bytes, yields } = run(jsonBytesWork(value));
       expect(bytes.equals(Buffer.from(JSON.stringify(value), 'utf8'))).toBe(true);
       // The bytes written in several parts, besides the walk's own yields.

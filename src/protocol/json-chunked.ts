@@ -450,8 +450,8 @@ export function* jsonTextWork(value: unknown): Work<string> {
  */
 export function* jsonTextIfShortWork(value: unknown, maxChars: number): Work<string | undefined> {
   if (!textOver(value, NATIVE_TEXT_CHARS)) {
-    const text = JSON.stringify(value);
-    return text.length <= maxChars ? text : undefined;
+    const text = JSON.stringify(value) as string | undefined;
+    return text !== undefined && text.length <= maxChars ? text : undefined;
   }
   const pieces = yield* stringifyWork(value);
   let chars = 0;

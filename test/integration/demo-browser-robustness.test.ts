@@ -67,10 +67,13 @@ describe('the demo page under attack', () => {
       expect(await page.locator(`[data-design="${d}"]`).getAttribute('data-state'), d).toBe('done');
     }
     const e2e = async (d: string) => num(await page.locator(`[data-design="${d}"] [data-field="e2e-ms"]`).textContent());
-    const diff = Math.round(await e2e('http')) - Math.round(await e2e('long-lived'));
+    // Shown to a tenth of a millisecond: within that, either word is the sign of a difference the page cannot show (each
+    // figure rounded to a whole millisecond, 28 ms against 28 ms, the difference "0 ms more" failed CI once).
+    const diff = (await e2e('http')) - (await e2e('long-lived'));
+    const word = Math.abs(diff) < 0.15 ? '(less|more)' : diff > 0 ? 'less' : 'more';
     const text = (await page.locator('[data-field="explanation"]').textContent()) ?? '';
     // The difference is said of the long-lived Response, not left after the HTTP figure, where it read as HTTP's.
-    expect(text).toMatch(new RegExp(`over HTTP \\(the long-lived Response took [0-9,]+ ms ${diff >= 0 ? 'less' : 'more'}\\)`));
+    expect(text).toMatch(new RegExp(`over HTTP \\(the long-lived Response took [0-9,]+ ms ${word}\\)`));
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);

@@ -37,7 +37,7 @@ import { DemoModels } from './models.js';
 import { tokenizerReady } from '../model/tokenizer.js';
 import { leastRaceMs, parseRaceRequest, SPEEDS, speedSettings } from './request.js';
 import { Race } from './race.js';
-import { codexAvailable, codexLabel, DEFAULT_DEMO_WORKLOAD, PROMPT_TOOL_MS, SYNTHETIC_TOOL_MS } from './workloads.js';
+import { codexAvailable, codexLabel, DEFAULT_DEMO_WORKLOAD, PROMPT_TOOL_MS, promptMaxLines, SYNTHETIC_TOOL_MS } from './workloads.js';
 
 export interface DemoOptions {
   /** Races running at once (default 2); one more gets HTTP 429. */
@@ -180,7 +180,7 @@ export class DemoService implements HttpRoutes {
         // `bundled`: the page calls it a Codex CLI session only then (a file given is any agent's recorded run; atk106 F4).
         codex: { available: codexAvailable(o.workloadPath), label: codexLabel(o.workloadPath, true), bundled: o.workloadPath === DEFAULT_DEMO_WORKLOAD },
         synthetic: { max_tool_calls: o.maxToolCalls, tool_ms: SYNTHETIC_TOOL_MS },
-        prompt: { max_bytes: o.maxPromptBytes, max_lines: o.maxToolCalls, tool_ms: PROMPT_TOOL_MS },
+        prompt: { max_bytes: o.maxPromptBytes, max_lines: promptMaxLines(o.maxToolCalls), tool_ms: PROMPT_TOOL_MS },
       },
       auth_required: this.authRequired,
       limits: { max_races: o.maxRaces, race_timeout_ms: o.raceTimeoutMs },

@@ -19,7 +19,7 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { autoPolicy, dollarLines, replayPolicy, visibleTokens, type ModelPolicy } from '../model/policies.js';
+import { autoPolicy, dollarLines, MAX_CALLS_PER_TURN, replayPolicy, summaryText, visibleTokens, type ModelPolicy, type PlannedItem } from '../model/policies.js';
 import type { FunctionTool, InputItem } from '../protocol/objects.js';
 import { WireError } from '../protocol/errors.js';
 import { callsOf, flatModelTurns } from '../workload/replayable.js';
@@ -173,7 +173,12 @@ function fromPrompt(text: string, limits: WorkloadLimits): DemoWorkload {
   // the page announced one model call.
   const commands = dollarLines(text);
   const lines = commands.length;
-  if (lines > limits.maxToolCalls) throw new WireError('invalid_value', `The prompt has ${lines} "$ " lines; at most ${limits.maxToolCalls}.`, 'prompt');
+  const most = promptMaxLines(limits.maxToolCalls);
+  if (lines > most) {
+    const why = most < limits.maxToolCalls ? ` (the simulated model runs at most ${MAX_CALLS_PER_TURN} commands for one message)` : '';
+    throw new WireError('invalid_value', `The prompt has ${lines} "$ " lines; at most ${most}${why}.`, 'prompt');
+  }
+  const standIn = (cmd: string) => `(llr demo: \`${cmd}\` was not run; this is a fixed stand-in output)`;
   return {
     label: lines > 0 ? `your prompt (${lines} "$ " line${lines === 1 ? '' : 's'})` : 'your prompt',
     tools_note: `No command runs on the server: every "$ " line gets a fixed stand-in output (${PROMPT_TOOL_MS} ms each "as recorded").`,
@@ -183,14 +188,29 @@ function fromPrompt(text: string, limits: WorkloadLimits): DemoWorkload {
     // One command per model call, so each line is a step on the timeline.
     parallel_tool_calls: false,
     model_calls: lines > 0 ? lines + 1 : 1,
-    // Each call decodes its command's arguments, as the model writes them (auto-policy.ts `shellCall`): counted as 0, a
-    // prompt of 100 long commands at 65 tokens/s was estimated at 15 s, accepted under a 60 s limit, and every lane
-    // failed at the deadline after 32 calls (outside attack atk106 F2). The final summary is not counted (at least).
-    min_output_tokens: visibleTokens(commands.map((cmd) => ({ type: 'function_call', name: EXEC_COMMAND.name, arguments: JSON.stringify({ cmd }) }))),
+    // Each call decodes its command's arguments, as the model writes them (auto-policy.ts `shellCall`), and the last
+    // its summary, a line for each command and its output: counted as 0, a prompt of 100 long commands at 65 tokens/s
+    // was estimated at 15 s, accepted under a 60 s limit, and every lane failed at the deadline after 32 calls (outside
+    // attack atk106 F2); the summary left out, 100 lines of `$ echo a` were 2.5 times short (atk108 F1).
+    min_output_tokens: visibleTokens([
+      ...commands.map((cmd): PlannedItem => ({ type: 'function_call', name: EXEC_COMMAND.name, arguments: JSON.stringify({ cmd }) })),
+      // At its call cap the model sums its calls up by tool name (auto-policy.ts `plan`, (c)), else by command.
+      ...(lines > 0
+        ? [{ type: 'message' as const, text: lines >= MAX_CALLS_PER_TURN ? summaryText('Called', 'tool', commands.map((cmd) => ({ label: EXEC_COMMAND.name, output: standIn(cmd) }))) : summaryText('Ran', 'command', commands.map((cmd) => ({ label: cmd, output: standIn(cmd) }))) }]
+        : []),
+    ]),
     min_tool_ms: lines * PROMPT_TOOL_MS,
     policy: () => autoPolicy(),
-    toolResult: (_id, args) => ({ output: `(llr demo: \`${commandOf(args)}\` was not run; this is a fixed stand-in output)`, duration_ms: PROMPT_TOOL_MS }),
+    toolResult: (_id, args) => ({ output: standIn(commandOf(args)), duration_ms: PROMPT_TOOL_MS }),
   };
+}
+
+/**
+ * The most `$ ` lines a prompt may have: `--demo-max-tool-calls`, and what the simulated model runs for one message
+ * (past it, it summarised after 64 while the race was labelled with every line; outside attack atk108 F2).
+ */
+export function promptMaxLines(maxToolCalls: number): number {
+  return Math.min(maxToolCalls, MAX_CALLS_PER_TURN);
 }
 
 function commandOf(args: string): string {

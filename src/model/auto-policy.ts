@@ -38,7 +38,7 @@ import type { ModelRequest } from './types.js';
 /** Shell tools in order of preference: Codex's unified exec, then the classic `shell`. */
 const SHELL_TOOLS = ['exec_command', 'shell'] as const;
 /** Unforced, a backstop against a client that keeps answering calls without ever getting a final answer. */
-const MAX_CALLS_PER_TURN = 64;
+export const MAX_CALLS_PER_TURN = 64;
 /** Summary lines quote at most this many characters of a tool's output. */
 const SUMMARY_CHARS = 80;
 
@@ -287,9 +287,17 @@ function targetTools(tools: readonly FunctionTool[], choice: Choice, userText: s
 }
 
 function summary(verb: string, noun: string, calls: readonly Call[], label: (c: Call) => string): string {
+  return summaryText(verb, noun, calls.map((c) => ({ label: label(c), output: c.output ? outputText(c.output.output) : '' })));
+}
+
+/**
+ * The message the model ends a turn of calls with: `verb` so many `noun`s, then a line for each call, its label and its
+ * output's first line (the demo counts it in a prompt race's least duration: src/demo/workloads.ts).
+ */
+export function summaryText(verb: string, noun: string, calls: ReadonlyArray<{ label: string; output: string }>): string {
   // Each label clipped as the output's line is: a client's history may name a call with 8 M characters, which this
   // text (the model's output, tokenised in one go) repeated, holding the loop ~0.9 s.
-  const lines = calls.map((c) => `- \`${clip(label(c))}\` → ${firstLine(c.output ? outputText(c.output.output) : '')}`);
+  const lines = calls.map((c) => `- \`${clip(c.label)}\` → ${firstLine(c.output)}`);
   return [`${verb} ${calls.length} ${noun}${calls.length === 1 ? '' : 's'}.`, ...lines].join('\n');
 }
 

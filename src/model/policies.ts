@@ -395,4 +395,4 @@ function asCustom(item: PlannedItem, input: string): PlannedItem {
 
 // The default policy lives in its own file (it is the longest); re-exported so
 // callers find all three policies in one place.
-export { autoPolicy, dollarLines } from './auto-policy.js';
+export { autoPolicy, dollarLines, MAX_CALLS_PER_TURN, summaryText } from './auto-policy.js';

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { sseEvents } from '../../src/client/http.js';
 import { DEMO_DESIGNS } from '../../src/demo/designs.js';
+import { buildWorkload } from '../../src/demo/workloads.js';
 import type { DemoMessage, LaneDoneMessage, ResponseMessage } from '../../src/demo/messages.js';
 import type { RunRecord } from '../../src/engine/records.js';
 import { testServer } from '../helpers/server.js';
@@ -170,6 +171,26 @@ describe('demo race', () => {
     const httpModel = race?.type === 'race' ? race.designs.find((d) => d.id === 'http')!.model : '';
     const http = (await records(url)).filter((r) => r.model === httpModel);
     expect(sum(http, 'model_calls')).toBe(3);
+  });
+
+  it('a prompt race\'s least duration counts what the model decodes: each command\'s arguments and the summary (atk106 F2, atk108 F1), of at most 64 commands (atk108 F2)', async () => {
+    const { url } = await testServer();
+    const prompt = Array.from({ length: 64 }, (_, i) => `$ echo a${i}`).join('\n');
+    const least = buildWorkload({ kind: 'prompt', text: prompt }, { maxToolCalls: 100, maxPromptBytes: 16384 }, '').min_output_tokens;
+    const msgs = await readRace(await startRace(url, { workload: 'prompt', prompt, speed: 'instant', order: 'one-by-one' }));
+    expect(msgs.at(-1)).toMatchObject({ type: 'race.done', status: 'done' });
+    const race = msgs.find((m) => m.type === 'race');
+    const httpModel = race?.type === 'race' ? race.designs.find((d) => d.id === 'http')!.model : '';
+    const http = (await records(url)).filter((r) => r.model === httpModel);
+    expect(sum(http, 'model_calls')).toBe(65);
+    // What the lane decoded: the estimate is a least figure, and the summary counted, it is within a few percent of it.
+    const decoded = http.reduce((n, r) => n + (r.usage?.output_tokens ?? 0), 0);
+    expect(least).toBeLessThanOrEqual(decoded);
+    expect(least).toBeGreaterThan(0.9 * decoded);
+    // One line more than the simulated model runs for one message is refused, naming why.
+    const over = await startRace(url, { workload: 'prompt', prompt: `${prompt}\n$ echo more`, speed: 'instant' });
+    expect(over.status).toBe(400);
+    expect(((await over.json()) as { error: { param: string; message: string } }).error).toMatchObject({ param: 'prompt', message: expect.stringContaining('at most 64 (the simulated model runs at most 64 commands for one message)') });
   });
 
   it('step mode holds every lane at each model call until the presenter steps', async () => {

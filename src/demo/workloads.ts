@@ -179,6 +179,9 @@ function fromPrompt(text: string, limits: WorkloadLimits): DemoWorkload {
     throw new WireError('invalid_value', `The prompt has ${lines} "$ " lines; at most ${most}${why}.`, 'prompt');
   }
   const standIn = (cmd: string) => `(llr demo: \`${cmd}\` was not run; this is a fixed stand-in output)`;
+  // At its call cap the model sums its calls up by tool name (auto-policy.ts `plan`, (c)), else by command.
+  const capped = lines >= MAX_CALLS_PER_TURN;
+  const summary = summaryText(capped ? 'Called' : 'Ran', capped ? 'tool' : 'command', commands.map((cmd) => ({ label: capped ? EXEC_COMMAND.name : cmd, output: standIn(cmd) })));
   return {
     label: lines > 0 ? `your prompt (${lines} "$ " line${lines === 1 ? '' : 's'})` : 'your prompt',
     tools_note: `No command runs on the server: every "$ " line gets a fixed stand-in output (${PROMPT_TOOL_MS} ms each "as recorded").`,
@@ -194,10 +197,7 @@ function fromPrompt(text: string, limits: WorkloadLimits): DemoWorkload {
     // attack atk106 F2); the summary left out, 100 lines of `$ echo a` were 2.5 times short (atk108 F1).
     min_output_tokens: visibleTokens([
       ...commands.map((cmd): PlannedItem => ({ type: 'function_call', name: EXEC_COMMAND.name, arguments: JSON.stringify({ cmd }) })),
-      // At its call cap the model sums its calls up by tool name (auto-policy.ts `plan`, (c)), else by command.
-      ...(lines > 0
-        ? [{ type: 'message' as const, text: lines >= MAX_CALLS_PER_TURN ? summaryText('Called', 'tool', commands.map((cmd) => ({ label: EXEC_COMMAND.name, output: standIn(cmd) }))) : summaryText('Ran', 'command', commands.map((cmd) => ({ label: cmd, output: standIn(cmd) }))) }]
-        : []),
+      ...(lines > 0 ? [{ type: 'message' as const, text: summary }] : []),
     ]),
     min_tool_ms: lines * PROMPT_TOOL_MS,
     policy: () => autoPolicy(),

@@ -410,7 +410,8 @@ export class SessionHost {
       return await work(new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, held));
     } catch (err) {
       // Past the whole budget alone (`own`: the request's body and the chain it loaded; its token ids so far): said so.
-      const alone = err instanceof WireError && err.budgetAsk !== undefined ? pastWholeBudget(err, this.bytes.max, own() + held.bytes + err.budgetAsk) : err;
+      const mine = err instanceof WireError && err.budgetAsk !== undefined ? own() + held.bytes : 0;
+      const alone = err instanceof WireError && err.budgetAsk !== undefined ? pastWholeBudget(err, this.bytes.max, mine + err.budgetAsk, 'request', mine) : err;
       throw this.stillRunning(alone, prev, owner);
     } finally {
       held.close();

@@ -119,6 +119,8 @@ export class ServerBytes {
         `The server holds ${this.heldBytes} bytes of requests and keeps at most ${this.max} (llr serve --max-server-bytes); try again when other requests end.${grace}`,
       );
       err.budgetAsk = n;
+      err.budgetHeld = this.heldBytes;
+      err.budgetNote = grace;
       throw err;
     }
     this.heldBytes += n;
@@ -719,9 +721,21 @@ export function pausedAppendRefusal(max: number, stuck: number, need: number): (
  * (atk89 F7). `continuation`: `need` counts the context it continues as well (a stored chain it loaded, a ws-mode
  * connection's cached context), which the message names. Otherwise `err`.
  */
-export function pastWholeBudget(err: unknown, max: number, need: number, what: 'request' | 'body' | 'continuation' = 'request'): unknown {
-  if (!(err instanceof WireError) || err.code !== 'server_busy' || err.budgetAsk === undefined || err.noRetry || need <= max) return err;
-  const holds = what === 'continuation' ? 'its body, the context it continues and the token ids made from them' : 'its body and the token ids made from it';
+export function pastWholeBudget(
+  err: unknown,
+  max: number,
+  need: number,
+  what: 'request' | 'body' | 'continuation' = 'request',
+  own?: number,
+): unknown {
+  if (!(err instanceof WireError) || err.code !== 'server_busy' || err.budgetAsk === undefined || err.noRetry) return err;
+  const holds =
+    what === 'body'
+      ? 'its body read so far'
+      : what === 'continuation'
+        ? 'its body, the context it continues and the token ids made from them'
+        : 'its body and the token ids made from it';
+  if (need <= max) return ownShareSaid(err, max, need, what, holds, own);
   const said = new WireError(
     'payload_too_large',
     what === 'body'
@@ -733,4 +747,21 @@ export function pastWholeBudget(err: unknown, max: number, need: number, what: '
   said.budgetAsk = err.budgetAsk;
   said.noRetry = true;
   return said;
+}
+
+/**
+ * A `server_busy` of the budget whose request fits it alone (`pastWholeBudget`), told how much of the server's bytes
+ * held are the request's own (`own`: what it had charged before the charge refused): the figure counted them, and
+ * `/health` right after showed half as much held, the refused resend's own share given back (outside attacks atk102 I2,
+ * atk103 I3). It is told what it needs at least and how little the others must hold for it to fit.
+ */
+function ownShareSaid(err: WireError, max: number, need: number, what: string, holds: string, own: number | undefined): WireError {
+  const held = err.budgetHeld;
+  if (held === undefined || own === undefined || own <= 0 || own > held) return err;
+  const others = held - own;
+  err.message =
+    `The server holds ${held} bytes of requests and keeps at most ${max} (llr serve --max-server-bytes). ${own} of them ` +
+    `are this ${what}'s own (${holds}); it needs at least ${need}, so it fits once the others hold at most ${max - need} ` +
+    `(they hold ${others}): try again when other requests end.${err.budgetNote ?? ''}`;
+  return err;
 }

@@ -260,7 +260,8 @@ export class ConnectionSession {
     // left out, a continuation past the whole budget with its cache was told to try again; outside attack atk92 F3).
     const own = Math.max(bytes, this.share?.request?.() ?? 0) + (this.policy.planHeld?.(params) ?? 0);
     const what = params.previous_response_id ? 'continuation' : 'request';
-    return pastWholeBudget(err, this.budget.max, own + this.heldByRun() + err.budgetAsk, what) as WireError;
+    const mine = own + this.heldByRun();
+    return pastWholeBudget(err, this.budget.max, mine + err.budgetAsk, what, mine) as WireError;
   }
 
   /**
@@ -978,6 +979,8 @@ function sparedFor(err: WireError, spared: number): WireError {
 function withNote(err: WireError, note: string): WireError {
   const said = new WireError(err.code, `${err.message} ${note}`, err.param, { cause: err });
   if (err.budgetAsk !== undefined) said.budgetAsk = err.budgetAsk;
+  said.budgetHeld = err.budgetHeld;
+  said.budgetNote = err.budgetNote;
   if (err.noRetry) said.noRetry = true;
   return said;
 }

@@ -204,6 +204,12 @@ export class WireError extends Error {
    */
   declare budgetAsk?: number;
 
+  /** For a `server_busy` of the byte budget: the bytes the server held when the charge was refused, and what it said of
+   * its cached contexts kept for their grace (`ServerBytes.charge`): its message is said again with the request's own
+   * share (`pastWholeBudget`). */
+  declare budgetHeld?: number;
+  declare budgetNote?: string;
+
   /** A refusal that no retry of the same request can mend (`x-should-retry: false` over HTTP, whatever its code). */
   declare noRetry?: true;
 

@@ -85,7 +85,7 @@ export function readBody(req: IncomingMessage, limit: number, hold?: Hold): Prom
       try {
         hold?.add(c.length);
       } catch (err) {
-        return settle(hold ? pastWholeBudget(err, hold.max, Math.max(size, Number(req.headers['content-length']) || 0), 'body') : err);
+        return settle(hold ? pastWholeBudget(err, hold.max, Math.max(size, Number(req.headers['content-length']) || 0), 'body', hold.bytes) : err);
       }
       const text = decode(c, true);
       if (text !== null) parts.push(text);

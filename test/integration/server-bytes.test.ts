@@ -350,6 +350,42 @@ describe('the server-wide byte budget', () => {
     expect(await held(url)).toBe(0);
   });
 
+  it('a create refused for room is told how much of what the server holds is its own, and how little the others must hold (atk102 I2, atk103 I3)', async () => {
+    const policy = scriptPolicy([{ calls: [{ name: 'lookup', arguments: { q: 'a' }, call_id: 'call_a' }] }, { text: 'small' }]);
+    const { server, url } = await testServer({ policy, limits: { maxServerBytes: 256 * KiB } });
+    const a = await RawSocket.longLived(url);
+    a.send(create(120 * KiB, { tools: [tool] }));
+    await a.next('response.done');
+    const others = await held(url);
+    // Its body fits beside the paused run; its token ids (noise: many per byte) do not.
+    const said = (message: string) => {
+      const m = /holds (\d+) bytes of requests and keeps at most (\d+) .*\. (\d+) of them are this request's own .*needs at least (\d+), so it fits once the others hold at most (\d+) \(they hold (\d+)\)/.exec(message);
+      expect(m, message).not.toBeNull();
+      const [all, max, own, need, room, theirs] = m!.slice(1).map(Number) as [number, number, number, number, number, number];
+      expect(max).toBe(256 * KiB);
+      expect(theirs).toBe(others);
+      expect(own + theirs).toBe(all);
+      expect(room).toBe(max - need);
+      expect(theirs).toBeGreaterThan(room);
+    };
+    const refused = await poster(url)('/v1/responses', { model: 'sim-model', input: noise(30 * KiB) });
+    expect(refused.status).toBe(503);
+    const body = (await refused.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('server_busy');
+    said(body.error.message);
+    expect(await held(url)).toBe(others);
+
+    const b = await RawSocket.connect(url);
+    b.send(create(0, { input: noise(30 * KiB) }));
+    const busy = await b.next('error');
+    expect(busy.error.code).toBe('server_busy');
+    said(busy.error.message);
+    expect(await held(url)).toBe(others);
+    a.dispose();
+    b.dispose();
+    await server.ws.idle();
+  });
+
   it('over HTTP: a long-lived SSE run holds its body; a POST past the budget gets 503 server_busy; all released after', async () => {
     const { server, url } = await testServer({ policy: pauseThenText(), limits: { maxServerBytes: 64 * KiB } });
     const post = poster(url);

@@ -617,6 +617,9 @@ export class ResponseRun {
           if (this.end || calls.length === 0 || this.plan.onToolCalls === 'end') break;
           await this.pause(calls);
         }
+      } else if (this.plan.params.prewarm) {
+        // `prompt_cache_options.prewarm`: the prompt prefilled into the model's prefix cache, nothing sampled.
+        await this.sample(true);
       }
       this.end ??= { status: 'completed', reason: 'completed' };
     } catch (err) {
@@ -684,7 +687,8 @@ export class ResponseRun {
     }
   }
 
-  private async sample(): Promise<ClientToolCall[]> {
+  /** One model call; `prefillOnly`: its prompt prefilled into the prefix cache and nothing sampled (a prewarm). */
+  private async sample(prefillOnly = false): Promise<ClientToolCall[]> {
     // Awaited only when a compaction is due: a step that compacts nothing pays no extra turn of the microtask queue.
     const compacting = this.compactIfOver();
     if (compacting !== null) {
@@ -719,6 +723,7 @@ export class ResponseRun {
       ...(params.logprobs === true && this.logprobs.left > 0 && { logprobs: { top: params.top_logprobs ?? 0, pieces: this.logprobs.left } }),
       cachePartition: this.plan.owner,
     };
+    if (prefillOnly) req.prefillOnly = true;
     m.count('model_calls');
     // The prompt is held for as long as the model streams (slowly, at a real model's pace): counted from here.
     this.chargeKept();
@@ -750,6 +755,8 @@ export class ResponseRun {
           this.promptTokens += ev.prompt_tokens;
           this.cachedTokens += ev.cached_tokens;
           this.cacheWriteTokens += ev.cache_write_tokens;
+          // A prewarm reads no further, whatever the model would write.
+          if (prefillOnly) break;
           continue;
         }
         if (budget !== null && carriesTokens(ev) && this.outputTokens >= budget) {

@@ -144,10 +144,45 @@ export class SimulatedModel implements Model {
     this.callCount++;
   }
 
+  /** The prompt's prefill: its prefix-cache lookup, the time to first token, then its blocks cached; one `prefill` event. */
+  private async prefill(req: ModelRequest, signal: AbortSignal): Promise<ModelEvent> {
+    const { settings } = req;
+    const partition = this.prefixCacheScope === 'owner' ? (req.cachePartition ?? null) : null;
+    // The prompt is hashed once for both lookup and insert: only its new blocks when the
+    // caller keeps its keys (a growing context), cooperatively when it is large.
+    const cache = this.prefixCache;
+    let keys: readonly number[] | null = null;
+    if (req.promptKeys) {
+      const work = req.promptKeys.work(req.promptTokens, cache.blockSize, partition);
+      const fresh = req.promptTokens.length - req.promptKeys.covered(cache.blockSize, partition);
+      keys = fresh > EAGER_HASH_TOKENS ? await runCooperative(work) : runSync(work);
+    }
+    else if (req.promptTokens.length > EAGER_HASH_TOKENS) keys = await runCooperative(cache.keysWork(req.promptTokens, partition));
+    const blocks = keys?.length ?? 0;
+    const cached = keys ? cache.lookupKeys(keys, blocks) : cache.lookup(req.promptTokens, partition);
+    const uncached = req.promptTokens.length - cached;
+    const prefillMs = settings.prefillTokensPerSecond === Infinity ? 0 : (uncached / settings.prefillTokensPerSecond) * 1000;
+    const ttft = settings.ttftBaseMs + prefillMs;
+    if (ttft > 0) await this.clock.sleep(ttft, signal);
+    signal.throwIfAborted();
+    // Only a finished prefill leaves KV blocks behind, so an aborted call caches nothing.
+    if (keys) this.prefixCache.insertKeys(keys, blocks);
+    else this.prefixCache.insert(req.promptTokens, partition);
+    // Every full block of the prompt is now cached: those it did not hold before were written (none without a cache).
+    const written = cache.maxEntries > 0 ? Math.floor(req.promptTokens.length / cache.blockSize) * cache.blockSize - cached : 0;
+    return { type: 'prefill', prompt_tokens: req.promptTokens.length, cached_tokens: cached, cache_write_tokens: written, duration_ms: ttft };
+  }
+
   async *sample(req: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelEvent, void, undefined> {
     this.remember(req);
     signal.throwIfAborted();
     checkSettings(req.settings);
+
+    // A prewarm plans nothing (a script's or replay's next turn is not spent on it): the prompt is prefilled, and that is all.
+    if (req.prefillOnly) {
+      yield await this.prefill(req, signal);
+      return;
+    }
 
     // Plan before prefill so a policy error (an exhausted script) fails the
     // call at once instead of after a simulated TTFT. The policy's rng is
@@ -173,31 +208,8 @@ export class SimulatedModel implements Model {
     const newCallId = () => this.newCallId((taken ??= req.callIds ?? callIdsOf(req.items)), plan.items);
     const items = plan.items.map((item) => (item.type === 'function_call' ? withFields(item, { call_id: item.call_id ?? newCallId() }) : item));
 
+    yield await this.prefill(req, signal);
     const { settings } = req;
-    const partition = this.prefixCacheScope === 'owner' ? (req.cachePartition ?? null) : null;
-    // The prompt is hashed once for both lookup and insert: only its new blocks when the
-    // caller keeps its keys (a growing context), cooperatively when it is large.
-    const cache = this.prefixCache;
-    let keys: readonly number[] | null = null;
-    if (req.promptKeys) {
-      const work = req.promptKeys.work(req.promptTokens, cache.blockSize, partition);
-      const fresh = req.promptTokens.length - req.promptKeys.covered(cache.blockSize, partition);
-      keys = fresh > EAGER_HASH_TOKENS ? await runCooperative(work) : runSync(work);
-    }
-    else if (req.promptTokens.length > EAGER_HASH_TOKENS) keys = await runCooperative(cache.keysWork(req.promptTokens, partition));
-    const blocks = keys?.length ?? 0;
-    const cached = keys ? cache.lookupKeys(keys, blocks) : cache.lookup(req.promptTokens, partition);
-    const uncached = req.promptTokens.length - cached;
-    const prefillMs = settings.prefillTokensPerSecond === Infinity ? 0 : (uncached / settings.prefillTokensPerSecond) * 1000;
-    const ttft = settings.ttftBaseMs + prefillMs;
-    if (ttft > 0) await this.clock.sleep(ttft, signal);
-    signal.throwIfAborted();
-    // Only a finished prefill leaves KV blocks behind, so an aborted call caches nothing.
-    if (keys) this.prefixCache.insertKeys(keys, blocks);
-    else this.prefixCache.insert(req.promptTokens, partition);
-    // Every full block of the prompt is now cached: those it did not hold before were written (none without a cache).
-    const written = cache.maxEntries > 0 ? Math.floor(req.promptTokens.length / cache.blockSize) * cache.blockSize - cached : 0;
-    yield { type: 'prefill', prompt_tokens: req.promptTokens.length, cached_tokens: cached, cache_write_tokens: written, duration_ms: ttft };
 
     const pacer = new Pacer(this.clock, settings.tokensPerSecond, signal);
     const hidden = plan.hiddenTokens ?? 0;

@@ -42,6 +42,11 @@ export interface ModelRequest {
   /** The rendered prompt (o200k token ids) the prefix cache is keyed on. */
   promptTokens: ArrayLike<number>;
   /**
+   * Prefill the prompt into the prefix cache and stop: the call ends after its `prefill` event, having sampled and
+   * planned nothing (a create's `prompt_cache_options.prewarm`). The engine stops reading there whatever the model does.
+   */
+  prefillOnly?: true;
+  /**
    * The prompt's prefix-cache block keys kept between calls (the prompt only
    * grows): the model hashes only the new blocks. Absent: it hashes the prompt.
    */

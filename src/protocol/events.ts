@@ -237,6 +237,11 @@ export interface CreateParams {
   background?: true;
   /** WebSocket mode: `false` prepares state without sampling. */
   generate: boolean;
+  /**
+   * `prompt_cache_options.prewarm: true`: the prompt is prefilled into the model's prefix cache and nothing is
+   * sampled (`generate` is then false). Absent otherwise.
+   */
+  prewarm?: true;
   max_output_tokens: number | null;
   metadata: Record<string, string>;
   temperature: number | null;

@@ -402,7 +402,11 @@ export function parseCreateBody(body: unknown, caps: ParseCaps = DEFAULT_PARSE_C
     store: optBool(body, 'store', true),
     stream: optBool(body, 'stream', false),
     ...(optBool(body, 'background', false) && { background: true as const }),
-    generate: optBool(body, 'generate', true),
+    // `prompt_cache_options.prewarm: true` "prepares the prompt cache without generating output … overrides the
+    // generate field to false" (openai-node 7, openai-python 3): it was checked and then ignored, and a prewarm got a
+    // whole model turn, billed, stored and possibly tool calls (outside attack atk111 F1). Its type is checked below.
+    generate: optBool(body, 'generate', true) && !prewarms(body['prompt_cache_options']),
+    ...(prewarms(body['prompt_cache_options']) && { prewarm: true as const }),
     max_output_tokens: optInteger(body, 'max_output_tokens', MIN_OUTPUT_TOKENS),
     metadata: parseMetadata(body['metadata']),
     temperature: optRange(body, 'temperature', 0, 2),
@@ -526,6 +530,11 @@ function parsePromptCacheOptions(v: unknown, ttls: readonly string[]): Pick<Crea
   }
   const comparison = optString(v, 'comparison_response_id', p);
   return { prompt_cache_options: { mode, ttl, ...('comparison_response_id' in v && { comparison_response_id: comparison }) } };
+}
+
+/** A create's `prompt_cache_options` asks to prewarm (`prewarm: true`; `parsePromptCacheOptions` checks its type). */
+function prewarms(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && (v as Record<string, unknown>)['prewarm'] === true;
 }
 
 /** `background_options.completion_window` (openai-node 7's `ResponseCreateParams.BackgroundOptions`). */

@@ -231,6 +231,35 @@ describe('echoed fields', () => {
     expect(((await bad.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_value', param: 'prompt_cache_options.ttl' });
   });
 
+  it("prompt_cache_options.prewarm: true prefills the prompt into the prefix cache and generates nothing (it was ignored: a whole turn, tool calls and all; atk111 F1)", async () => {
+    const { url } = await testServer();
+    const tools = [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } }];
+    const text = (topic: string) => `call lookup for ${topic}. ${'The quick brown fox jumps over the lazy dog. '.repeat(100)}`;
+    const body = (topic: string, prewarm?: boolean) => ({ model: 'm', input: text(topic), tools, tool_choice: 'required', prompt_cache_options: prewarm === undefined ? {} : { prewarm } });
+    const warmed = await post(url, body('cats', true));
+    expect(warmed.status).toBe('completed');
+    expect(warmed.output).toEqual([]);
+    expect(warmed.usage!.output_tokens).toBe(0);
+    expect(warmed.usage!.input_tokens).toBeGreaterThan(500);
+    expect(warmed.usage!.input_tokens_details.cached_tokens).toBe(0);
+    // What it prefilled is cached: the same prompt sampled next reads most of it from the cache.
+    const sampled = await post(url, body('cats', false));
+    expect(sampled.output.map((i) => i.type)).toEqual(['function_call']);
+    expect(sampled.usage!.input_tokens).toBe(warmed.usage!.input_tokens);
+    expect(sampled.usage!.input_tokens_details.cached_tokens).toBeGreaterThan(warmed.usage!.input_tokens / 2);
+    // Over a WebSocket alike, whatever `generate` says (prewarm overrides it).
+    const s = await RawSocket.connect(url);
+    try {
+      s.send({ type: 'response.create', ...body('dogs', true), generate: true });
+      const done = (await s.next('response.completed')).response;
+      expect(done.output).toEqual([]);
+      expect(done.usage!.output_tokens).toBe(0);
+      expect(done.usage!.input_tokens).toBeGreaterThan(500);
+    } finally {
+      s.dispose();
+    }
+  });
+
   it("background_options (openai-node 7) is checked, then ignored: the 2h and 8h windows need background, no stream, Standard processing (it was taken unchecked)", async () => {
     const { url } = await testServer();
     const send = (body: object) => fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', ...body }) });

@@ -517,6 +517,10 @@ function resourceItem(item: InputItem, id: string): Record<string, unknown> {
       out.code ??= null;
       out.outputs ??= null;
     }
+    if (type === 'tool_search_call' || type === 'tool_search_output') {
+      out.call_id ??= null;
+      out.execution ??= 'server';
+    }
   }
   return out;
 }
@@ -528,7 +532,9 @@ function resourceItem(item: InputItem, id: string): Record<string, unknown> {
  * and its output's status are enums of their own, `completed` in both). `shell_call`'s `environment` (and its action's
  * `timeout_ms` and `max_output_length`) and `shell_call_output`'s `max_output_length` are required there too
  * (nullable): `null` when not sent, as are an `image_generation_call`'s `result` and a `code_interpreter_call`'s
- * `code` and `outputs`; a `computer_call`'s `pending_safety_checks`: none, `[]`. The hosted tools' statuses have
+ * `code` and `outputs`; a `computer_call`'s `pending_safety_checks`: none, `[]`; a `tool_search_call`'s and a
+ * `tool_search_output`'s `call_id` (nullable: `null`) and `execution` (`server`, the hosted tool's; listed without them,
+ * openai-python's strict validation failed: outside attack atk111 F2). The hosted tools' statuses have
  * more values (`searching`, `generating`, `interpreting`, `failed`), `completed` among them.
  */
 const STATUS_REQUIRED: ReadonlySet<string> = new Set([

@@ -224,6 +224,14 @@ describe(`OpenAI OpenAPI spec (openai/openai-openapi ${fixture.commit.slice(0, 7
         { type: 'shell_call_output', call_id: 'c5', output: [{ stdout: 'a', stderr: '', outcome: { type: 'exit', exit_code: 0 } }] },
         hi,
       ],
+      // The params need only `arguments` / `tools`; the resources require `execution` and `call_id` (nullable) too
+      // (listed without them, openai-python's strict validation failed; outside attack atk111 F2).
+      tool_search: [{ type: 'tool_search_call', arguments: { q: 'x' } }, { type: 'tool_search_output', tools: [] }, hi],
+      tool_search_client: [
+        { type: 'tool_search_call', call_id: 'c6', execution: 'client', arguments: {} },
+        { type: 'tool_search_output', call_id: 'c6', execution: 'client', tools: [] },
+        hi,
+      ],
     };
     const found: string[] = [];
     for (const [name, input] of Object.entries(inputs)) {

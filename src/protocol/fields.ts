@@ -4,7 +4,7 @@
  * each refusing a wrong type or value with the API's own code and message
  * naming the parameter. Used by protocol/parse.ts and parse-input.ts. Pure.
  */
-import { WireError } from './errors.js';
+import { jsonPreview, WireError } from './errors.js';
 
 /** A JSON object as read from the wire: its fields not yet checked. */
 export type Obj = Record<string, unknown>;
@@ -163,8 +163,16 @@ export function optRange(o: Obj, key: string, min: number, max: number): number 
   return v;
 }
 
-export function hasStringType(v: Obj): v is Obj & { type: string } {
-  return typeof v['type'] === 'string';
+/**
+ * `v.type` is a string, else the refusal its value calls for: absent or null, `missing_required_parameter`; sent as
+ * another JSON type (`true`, `7`, `[]`, `{}`), `invalid_type` showing what was sent. A tool's or a content part's
+ * `type` of another type was told it was missing (the item's own `type` check said it right; outside attack atk109 F1).
+ */
+export function requireStringType(v: Obj, param: string): asserts v is Obj & { type: string } {
+  const type = v['type'];
+  if (typeof type === 'string') return;
+  if (type === undefined || type === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.type'.`, `${param}.type`);
+  throw new WireError('invalid_type', `Invalid type for '${param}.type': expected a string, but got ${jsonPreview(type)} instead.`, `${param}.type`);
 }
 
 /** `v.type` is `type`: a check the compiler narrows on. */

@@ -8,7 +8,7 @@
  */
 import { clipText, jsonPreview, WireError } from './errors.js';
 import type { InputItem, InputRole, InputText, ItemStatus, OtherContentPart } from './objects.js';
-import { assertObj, checkLength, hasStringType, TEXT_MAX_CHARS, hasType, isObj, KIND_WORDS, ofKind, ownValue, requireString, supported, type Obj } from './fields.js';
+import { assertObj, checkLength, requireStringType, TEXT_MAX_CHARS, hasType, isObj, KIND_WORDS, ofKind, ownValue, requireString, supported, type Obj } from './fields.js';
 import type { ParseCaps } from './parse.js';
 import { checkImageUrl } from './urls.js';
 
@@ -114,13 +114,7 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
   // An item reference may leave out its type (openai-node's `ItemReference.type?: 'item_reference' | null`, the
   // spec's `ItemReferenceParam` requires only `id`): it was refused for a missing `type`.
   if ((v['type'] === undefined || v['type'] === null) && !('role' in v) && typeof v['id'] === 'string') return { ...v, type: 'item_reference' } as InputItem;
-  if (!hasStringType(v)) {
-    // Sent, not a string (`5`, `{}`): the wrong type, not a missing one.
-    if (v['type'] !== undefined && v['type'] !== null) {
-      throw new WireError('invalid_type', `Invalid type for '${param}.type': expected a string, but got ${jsonPreview(v['type'])} instead.`, `${param}.type`);
-    }
-    throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.type'.`, `${param}.type`);
-  }
+  requireStringType(v, param);
   if (!anyType && !INPUT_ITEM_TYPES.has(v['type'])) {
     const shown = v['type'].length > 100 ? `${v['type'].slice(0, 100)}…` : v['type'];
     throw new WireError('invalid_value', `Invalid value for '${param}.type': '${shown}' is not an input item type.`, `${param}.type`);
@@ -560,9 +554,7 @@ function parseMessage(v: Obj, param: string): InputItem {
   if (Array.isArray(content)) {
     content.forEach((part, j) => {
       assertObj(part, `${param}.content[${j}]`);
-      if (typeof part['type'] !== 'string') {
-        throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.content[${j}].type'.`, `${param}.content[${j}].type`);
-      }
+      requireStringType(part, `${param}.content[${j}]`);
     });
   }
   return { ...v, type: 'message', role, content };

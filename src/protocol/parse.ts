@@ -11,7 +11,7 @@
 import { clipText, jsonPreview, WireError } from './errors.js';
 import { CLIENT_EVENT_TYPES, type ClientEvent, type ClientEventType, type CreateParams } from './events.js';
 import { isFunctionTool, type InputItem, type TextFormat, type Tool, type ToolChoice } from './objects.js';
-import { assertObj, checkLength, isObj, longerThan, ownValue, optBool, optEnum, optInteger, optIntegerRange, optRange, optString, hasStringType, hasType, requireString, KIND_WORDS, ofKind, type Obj } from './fields.js';
+import { assertObj, checkLength, isObj, longerThan, ownValue, optBool, optEnum, optInteger, optIntegerRange, optRange, optString, hasType, requireString, requireStringType, KIND_WORDS, ofKind, type Obj } from './fields.js';
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonText } from './json-text.js';
 import { COMPACTION_TRIGGER, FORMAT_NAME, parseInput, REASONING_EFFORTS } from './parse-input.js';
 
@@ -751,9 +751,7 @@ function parseTools(v: unknown, caps: ParseCaps): Tool[] {
   }
   return v.map((t, i) => {
     assertObj(t, `tools[${i}]`);
-    if (!hasStringType(t)) {
-      throw new WireError('missing_required_parameter', `Missing required parameter: 'tools[${i}].type'.`, `tools[${i}].type`);
-    }
+    requireStringType(t, `tools[${i}]`);
     if (caps.allowUnknownParameters !== true && !TOOL_TYPES.has(t['type'])) {
       const shown = t['type'].length > 100 ? `${t['type'].slice(0, 100)}…` : t['type'];
       throw new WireError('invalid_value', `Invalid value for 'tools[${i}].type': '${shown}' is not a tool type.`, `tools[${i}].type`);

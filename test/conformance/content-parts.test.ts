@@ -52,6 +52,27 @@ describe('content parts', () => {
     }
   });
 
+  it("a tool's, an item's or a message part's type sent as another JSON type is invalid_type showing it; absent or null, missing (it was 'missing' for tools and parts; outside attack atk109 F1)", async () => {
+    const { url } = await testServer();
+    const tool = (type: unknown) => ({ model: 'm', input: 'hi', tools: [{ type, name: 'f', parameters: { type: 'object' } }] });
+    const part = (type: unknown) => ({ model: 'm', input: [{ role: 'user', content: [{ type, text: 'x' }] }] });
+    const item = (type: unknown) => ({ model: 'm', input: [{ type, call_id: 'c', output: 'x' }] });
+    for (const [make, param] of [[tool, 'tools[0].type'], [part, 'input[0].content[0].type'], [item, 'input[0].type']] as const) {
+      for (const [type, shown] of [[true, 'true'], [7, '7'], [[], '[]'], [{}, '{}']] as const) {
+        const res = await create(url, make(type));
+        expect(res.status, `${param} ${shown}`).toBe(400);
+        expect(res.json['error'], `${param} ${shown}`).toEqual({
+          type: 'invalid_request_error',
+          code: 'invalid_type',
+          param,
+          message: `Invalid type for '${param}': expected a string, but got ${shown} instead.`,
+        });
+      }
+      const missing = await create(url, make(null));
+      expect(missing.json['error'], `${param} null`).toMatchObject({ code: 'missing_required_parameter', param, message: `Missing required parameter: '${param}'.` });
+    }
+  });
+
   it("a reasoning item's content is a list of reasoning_text (or Codex's text) parts, when sent; else 400 naming it, where it was taken and listed back", async () => {
     const { url } = await testServer();
     const reasoning = (content: unknown) => ({ model: 'm', input: [{ role: 'user', content: 'a' }, { type: 'reasoning', summary: [], content }, { role: 'user', content: 'b' }] });

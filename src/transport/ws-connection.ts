@@ -1094,7 +1094,9 @@ function peerFaultError(code: number, maxFrameBytes: number, maxFragments: numbe
     );
   }
   if (code === 1009) return new WireError('payload_too_large', `A WebSocket message is larger than this server accepts (${maxFrameBytes} bytes, llr serve --max-frame-bytes); the connection closes (1009).`);
-  if (code === 1007) return new WireError('invalid_websocket_frame', 'A WebSocket text message is not valid UTF-8; the connection closes (1007).');
+  // The library says the same of a close frame's reason: a peer that sent no text message was told it had (outside
+  // attack atk109 F2).
+  if (code === 1007) return new WireError('invalid_websocket_frame', 'A WebSocket text message or close reason is not valid UTF-8; the connection closes (1007).');
   return new WireError('invalid_websocket_frame', 'A WebSocket frame breaks the protocol (RFC 6455); the connection closes (1002).');
 }
 

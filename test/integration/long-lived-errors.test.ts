@@ -523,6 +523,17 @@ describe('long-lived bad input', () => {
     expect(tail.map((e) => (e.type === 'error' ? e.error.code : e.type))).toEqual(['invalid_websocket_frame', 'response.incomplete']);
   });
 
+  it('a close frame whose reason is not UTF-8: the error says so (it spoke of a text message none was sent), then the 1007', async () => {
+    const { url } = await testServer({ policy: twoCalls() });
+    const s = await RawSocket.longLived(url);
+    s.send(create());
+    await s.next('response.done');
+    s.ws.close(1000, Buffer.from([0xff]));
+    expect((await s.closed).code).toBe(1007);
+    const err = s.events.find((e) => e.type === 'error');
+    expect(err?.type === 'error' && err.error.message).toBe('A WebSocket text message or close reason is not valid UTF-8; the connection closes (1007).');
+  });
+
   // Outside attack: `ws` 8.23 closes a message of more than 16,384 fragments with 1008, a code the connection did not
   // take for a peer's mistake, so a paused run's client got the bare close: no error, no terminal event.
   it('a message in more fragments than --max-message-fragments to a paused run: the error and the terminal event come before the 1008', async () => {

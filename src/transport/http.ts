@@ -430,7 +430,10 @@ export class HttpTransport {
       }
       throw methodNotAllowed('GET, HEAD, DELETE');
     }
-    throw new WireError('not_found', `No route for ${method} ${url.pathname}.`);
+    // The path as sent, and as read when resolving its dot segments changed it: `/v1/%2e%2e/responses` was told
+    // "No route for POST /responses", a path the client never sent (outside attack atk109 I1).
+    const sent = (req.url ?? '/').split('?')[0]!;
+    throw new WireError('not_found', `No route for ${method} ${sent}${sent === url.pathname ? '' : ` (read as ${url.pathname})`}.`);
   }
 
   /**

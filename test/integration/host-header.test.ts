@@ -67,4 +67,11 @@ describe('the Host of a request', () => {
     const absolute = await untilServerCloses(port, `GET http://localhost:${port}/v1/responses/${made.id} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
     expect(statuses(absolute)).toEqual([200]);
   });
+
+  it('a 404 names the path as sent, and as read when its dot segments were resolved (it named only the latter: atk109 I1)', async () => {
+    const { port } = await testServer();
+    const dots = await untilServerCloses(port, 'POST /v1/%2e%2e/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
+    expect(statuses(dots)).toEqual([404]);
+    expect(dots).toContain('No route for POST /v1/%2e%2e/responses (read as /responses).');
+  });
 });

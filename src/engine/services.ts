@@ -64,6 +64,12 @@ export interface Limits {
   maxFrameBytes: number;
   /** Longest a long-lived run may stay paused, ms (default 10 minutes). */
   pauseTimeoutMs: number;
+  /**
+   * How often a long-lived run over HTTP that is paused sends an SSE comment (`: keep-alive`) on its stream, ms
+   * (default 15 s; 0: none): silent for the whole pause, the stream met clients' read timeouts (Node's `fetch` gives
+   * up after 300 s, openai-python after 600 s, the default pause timeout) while the client's tools ran.
+   */
+  sseHeartbeatMs: number;
   /** Most tool calls one pause may wait for (default 128). */
   maxPendingCalls: number;
   /** Most `response.create` frames queued behind the one in flight (default 64). */
@@ -298,6 +304,7 @@ export interface Limits {
 export const DEFAULT_LIMITS: Limits = {
   maxFrameBytes: 16 * 1024 * 1024,
   pauseTimeoutMs: 10 * 60 * 1000,
+  sseHeartbeatMs: 15_000,
   maxPendingCalls: 128,
   maxQueuedCreates: 64,
   connectionLifetimeMs: 60 * 60 * 1000,

@@ -706,6 +706,8 @@ export class HttpTransport {
             (buffered, limit, id) => (dropped = { buffered, limit, response_id: id }),
             limits.sendStallTimeoutMs > 0,
             this.sseShare(res, log),
+            // A long-lived run's pauses: kept alive for clients' read timeouts (`--sse-heartbeat-ms`).
+            protocol === 'long-lived-http' ? limits.sseHeartbeatMs : 0,
           )
         : jsonTransport(res, hold);
       // A pipelined request waits for the one before it: its response has no socket yet and gets no `close` of

@@ -28,7 +28,9 @@ export type SseTransport = ExchangeTransport & { frame(pieces: EventPieces): voi
  * response's id. `share`: the stream's part of the server-wide bound on
  * unsent bytes (modes/send-bytes.ts); past that bound a paced stream's run
  * waits for its reader from the bound's floor. Exported for the unit tests
- * (a batch of deltas against one `send` per delta).
+ * (a batch of deltas against one `send` per delta). `heartbeatMs`: while the run is paused (after a `response.done`, a
+ * long-lived run's pause, until its next event), an SSE comment `: keep-alive` this often (0: none), which SSE readers
+ * skip: silent for the whole pause, the stream met clients' read timeouts while their tools ran.
  */
 export function sseTransport(
   res: ServerResponse,
@@ -36,8 +38,19 @@ export function sseTransport(
   dropped: (buffered: number, limit: number, responseId: string | null) => void,
   paced = true,
   share: SendShare | null = null,
+  heartbeatMs = 0,
 ): SseTransport {
   let congested = false;
+  let beat: NodeJS.Timeout | null = null;
+  const quiet = () => {
+    if (beat === null) return;
+    clearInterval(beat);
+    beat = null;
+  };
+  const keepAlive = () => {
+    if (res.writableEnded || res.destroyed) quiet();
+    else res.write(': keep-alive\n\n');
+  };
   let responseId: string | null = null;
   // The largest frame of this stream: lifecycle events echo the request (tools, instructions), so
   // two of them can exceed the limit by themselves; as on a WebSocket (transport/ws-connection.ts), the limit
@@ -55,14 +68,21 @@ export function sseTransport(
       res.on('drain', () => {
         congested = false;
       });
+      res.once('close', quiet);
     },
     send(e) {
       if (res.writableEnded || res.destroyed) return;
       if (e.type === 'response.created') responseId = e.response.id;
       this.frame(sseFrame(e));
+      // A pause: the stream is silent until the client's append resumes the run.
+      if (e.type === 'response.done' && heartbeatMs > 0 && !res.destroyed) {
+        beat = setInterval(keepAlive, heartbeatMs);
+        beat.unref();
+      }
     },
     // One frame already serialised (`sseFrame`): a background response's kept events (modes/background.ts).
     frame(pieces) {
+      quiet();
       if (res.writableEnded || res.destroyed) return;
       // Back-pressure: once write() has said the socket is full, later events
       // queue in memory only while the unsent bytes stay under the limit
@@ -88,6 +108,7 @@ export function sseTransport(
     // A batch of deltas (protocol/event-json.ts): their frames joined into one write, the same bytes as `send` per event,
     // while no event of the batch could reach the send limit (then `send` per event, which drops the reader at the limit).
     sendDeltas(b) {
+      quiet();
       const n = b.deltas.length;
       if (res.writableEnded || res.destroyed) {
         b.sent = n;
@@ -141,10 +162,12 @@ export function sseTransport(
     },
     // Chaos knobs' injected disconnect: the stream ends (no terminal event, no [DONE]) and the connection closes.
     drop() {
+      quiet();
       const socket = res.socket;
       res.end(() => socket?.destroy());
     },
     end() {
+      quiet();
       if (!res.destroyed && !res.writableEnded) res.end('data: [DONE]\n\n');
       return Promise.resolve();
     },

@@ -12,6 +12,9 @@ type Of<K extends ServerEvent['type']> = Extract<ServerEvent, { type: K }>;
 
 export class SseStream {
   readonly events: ServerEvent[] = [];
+  /** The comment frames read (lines starting with `:`, a heartbeat), each with how many events had come before it. */
+  readonly comments: Array<{ text: string; after: number }> = [];
+  private commentCursor = 0;
   /** Resolves when the stream ends: `done` when it ended with `data: [DONE]`. */
   readonly ended: Promise<{ done: boolean }>;
   private cursor = 0;
@@ -46,8 +49,10 @@ export class SseStream {
         buf += decoder.decode(chunk, { stream: true });
         let idx: number;
         while ((idx = buf.indexOf('\n\n')) >= 0) {
-          const data = buf.slice(0, idx).split('\n').find((l) => l.startsWith('data: '))?.slice(6);
+          const frame = buf.slice(0, idx);
+          const data = frame.split('\n').find((l) => l.startsWith('data: '))?.slice(6);
           buf = buf.slice(idx + 2);
+          if (frame.startsWith(':')) this.comments.push({ text: frame, after: this.events.length });
           if (data === '[DONE]') done = true;
           else if (data) this.events.push(JSON.parse(data) as ServerEvent);
           this.wake?.();
@@ -70,6 +75,16 @@ export class SseStream {
         if (e.type === 'error') throw new Error(`unexpected error event while waiting for ${type}: ${JSON.stringify(e)}`);
       }
       if (this.finished) throw new Error(`the stream ended before a ${type} event`);
+      await new Promise<void>((r) => (this.wake = r));
+      this.wake = null;
+    }
+  }
+
+  /** The next comment frame after the last one returned (the end of the stream fails it at once). */
+  async comment(): Promise<{ text: string; after: number }> {
+    for (;;) {
+      if (this.commentCursor < this.comments.length) return this.comments[this.commentCursor++]!;
+      if (this.finished) throw new Error('the stream ended before a comment');
       await new Promise<void>((r) => (this.wake = r));
       this.wake = null;
     }

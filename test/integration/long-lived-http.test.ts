@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import OpenAI from 'openai';
 import { LongLivedHttpClient, ServerError } from '../../src/client/index.js';
 import { scriptPolicy } from '../../src/model/policies.js';
 import { SseStream, postJson } from '../helpers/sse-stream.js';
@@ -220,6 +221,58 @@ describe('long-lived over HTTP', () => {
     const again = await postJson(`${url}/v1/responses/${id}/cancel`);
     expect(again.status).toBe(404);
     expect(again.json.error).toMatchObject({ code: 'response_not_found' });
+  });
+
+  it('a paused run keeps its stream alive with SSE comments every --sse-heartbeat-ms, only while paused; the events are unchanged (atk111 I3)', async () => {
+    const { s, server, append, done } = await pausedRun({ limits: { sseHeartbeatMs: 20 } });
+    const paused = s.events.indexOf(done);
+    const first = await s.comment();
+    const second = await s.comment();
+    for (const c of [first, second]) expect(c).toEqual({ text: ': keep-alive', after: paused + 1 });
+    expect((await append([out('call_a'), out('call_b')])).status).toBe(202);
+    await s.next('response.completed');
+    expect(await s.ended).toEqual({ done: true });
+    // None before the first pause, none while the run streamed.
+    expect(s.comments.every((c) => s.events[c.after - 1]!.type === 'response.done')).toBe(true);
+    expect(s.events.filter((e) => e.type === 'response.completed')).toHaveLength(1);
+    await server.httpTransport.idle();
+  });
+
+  it("openai-node's stream reads a paused run's keep-alive comments as nothing: its events are the run's, in order (atk111 I3)", async () => {
+    const { url, server } = await testServer({ policy: twoCalls(), limits: { sseHeartbeatMs: 10 } });
+    // The SDK's fetch, whose body is watched for the comment passing through to the SDK's parser.
+    let sawComment: () => void = () => {};
+    const commented = new Promise<void>((r) => (sawComment = r));
+    const watched: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (!res.body || !res.headers.get('content-type')?.startsWith('text/event-stream')) return res;
+      const decoder = new TextDecoder();
+      const body = res.body.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, c) {
+            if (decoder.decode(chunk, { stream: true }).includes(': keep-alive')) sawComment();
+            c.enqueue(chunk);
+          },
+        }),
+      );
+      return new Response(body, { status: res.status, headers: res.headers });
+    };
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k', maxRetries: 0, fetch: watched });
+    const stream = await client.responses.create({ ...(create() as object), model: 'sim-model', stream: true } as never, { query: { protocol: 'long-lived' } });
+    const types: string[] = [];
+    let id = '';
+    let appended: Promise<number> | null = null;
+    for await (const ev of stream as unknown as AsyncIterable<{ type: string; response?: { id: string }; sequence_number: number }>) {
+      types.push(ev.type);
+      if (ev.type === 'response.created') id = ev.response!.id;
+      // Appended once a comment has passed to the SDK's parser (the SDK reads on only while it is iterated: not awaited here).
+      if (ev.type === 'response.done') appended = commented.then(async () => (await postJson(`${url}/v1/responses/${id}/append`, { input: [out('call_a'), out('call_b')] })).status);
+    }
+    expect(await appended).toBe(202);
+    expect(types.filter((t) => t === 'response.done')).toHaveLength(1);
+    expect(types.filter((t) => t === 'response.output_item.done')).toHaveLength(3);
+    expect(types.at(-1)).toBe('response.completed');
+    await server.httpTransport.idle();
   });
 
   it('the client closing the stream while paused cancels the run, once', async () => {

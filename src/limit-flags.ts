@@ -32,6 +32,7 @@ export const LIMIT_FLAGS: readonly LimitFlag[] = [
   { flag: 'max-message-fragments', key: 'maxMessageFragments', help: 'frames one WebSocket message may come in (its first and continuations); past it invalid_websocket_frame, close 1008 (Infinity: none)', range: { integer: true, min: 1, infinity: true } },
   { flag: 'pause-timeout-ms', key: 'pauseTimeoutMs', help: 'longest a long-lived run stays paused (0: a run ends at its first pause; unlike the HTTP timeouts 0 is not "none")' },
   { flag: 'sse-heartbeat-ms', key: 'sseHeartbeatMs', help: "while a long-lived run over HTTP is paused, an SSE comment (': keep-alive') on its stream this often, so a client's read timeout does not fire while its tools run (0: none)" },
+  { flag: 'max-pause-snapshot-bytes', key: 'maxPauseSnapshotBytes', help: "bytes of output (its items' JSON) a long-lived run's pause event (response.done) carries as its full snapshot; past it the pause event is the lean one (--on lean_pause_event's: id, status, usage, pending_tool_calls, no output), each full one having repeated everything so far (Infinity: always full)", range: { integer: true, min: 0, infinity: true } },
   { flag: 'max-pending-calls', key: 'maxPendingCalls', help: 'most tool calls one pause waits for' },
   { flag: 'max-queued-creates', key: 'maxQueuedCreates', help: 'creates queued behind the one in flight, per connection (WebSocket, or HTTP pipelined)' },
   { flag: 'max-queued-bytes', key: 'maxQueuedBytes', help: 'bytes of those queued creates, per connection' },

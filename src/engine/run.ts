@@ -885,8 +885,10 @@ export class ResponseRun {
     this.state = 'paused';
     this.metrics.count('pauses');
     this.response.pending_tool_calls = ids;
-    if (this.services.switches.lean_pause_event) this.emitting(() => this.emit({ type: 'response.done', response: leanSnapshot(this.response) }));
-    else this.lifecycle('response.done');
+    // Lean when asked, or past `--max-pause-snapshot-bytes` of output: each full snapshot repeats everything so far.
+    if (this.services.switches.lean_pause_event || this.keep.outputSize() > this.services.limits.maxPauseSnapshotBytes) {
+      this.emitting(() => this.emit({ type: 'response.done', response: leanSnapshot(this.response) }));
+    } else this.lifecycle('response.done');
     // Again once its event is made: the full snapshot keeps its finished items' JSON from then (event-json.ts
     // `keptOutputBytes`), this pause's items included.
     this.chargeKept();

@@ -16,11 +16,15 @@ const shellTool = {
   parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
 };
 
-async function pauses(lean: boolean | undefined): Promise<{ done: Array<Extract<ServerEvent, { type: 'response.done' }>>; output: number }> {
-  const { url } = await testServer(lean === undefined ? {} : { switches: { lean_pause_event: lean } });
+async function pauses(
+  lean: boolean | undefined,
+  opts: Parameters<typeof testServer>[0] = {},
+  input = 'please run:\n$ echo one\n$ echo two',
+): Promise<{ done: Array<Extract<ServerEvent, { type: 'response.done' }>>; output: number }> {
+  const { url } = await testServer({ ...(lean !== undefined && { switches: { lean_pause_event: lean } }), ...opts });
   const client = await LongLivedClient.connect(url);
   try {
-    const run = client.run({ model: 'sim-model', input: 'please run:\n$ echo one\n$ echo two', tools: [shellTool], parallel_tool_calls: false }, () => 'ok\n');
+    const run = client.run({ model: 'sim-model', input, tools: [shellTool], parallel_tool_calls: false }, () => 'ok\n');
     const done: Array<Extract<ServerEvent, { type: 'response.done' }>> = [];
     for await (const e of run) if (e.type === 'response.done') done.push(e);
     const response = await run;
@@ -51,5 +55,20 @@ describe('lean_pause_event', () => {
       expect(e.response.pending_tool_calls).toHaveLength(1);
     }
     expect(JSON.stringify(lean.done[1]).length).toBeLessThan(JSON.stringify(full.done[1]).length);
+  });
+
+  it('past --max-pause-snapshot-bytes of output a pause carries the lean response: each full one repeated everything so far (atk110 F1)', async () => {
+    // Six commands of ~300 bytes each: every call's arguments hold one.
+    const commands = Array.from({ length: 6 }, (_, i) => `$ echo ${String(i).repeat(300)}`).join('\n');
+    const capped = await pauses(undefined, { limits: { maxPauseSnapshotBytes: 1000 } }, `please run:\n${commands}`);
+    const full = await pauses(undefined, {}, `please run:\n${commands}`);
+    expect(capped.output).toBe(full.output);
+    expect(capped.done).toHaveLength(6);
+    const shapes = capped.done.map((e) => (e.response.output === undefined ? 'lean' : `full:${e.response.output.length}`));
+    // The first pauses' output (each call ~400 bytes as measured) is within 1,000 bytes; past it, lean.
+    expect(shapes.slice(0, 2)).toEqual(['full:1', 'full:2']);
+    expect(shapes.slice(3)).toEqual(['lean', 'lean', 'lean']);
+    for (const e of capped.done.slice(3)) expect(e.response.pending_tool_calls).toHaveLength(1);
+    expect(full.done.every((e) => e.response.output !== undefined)).toBe(true);
   });
 });

@@ -72,7 +72,7 @@ export interface Limits {
   sseHeartbeatMs: number;
   /**
    * Bytes of output (its items as the context budget measures them, `itemBytes`) a long-lived run's pause event
-   * carries in full (default 1 MiB; Infinity: always): past it a pause's `response.done` is the lean one
+   * carries in full (default 256 KiB; Infinity: always): past it a pause's `response.done` is the lean one
    * (`leanSnapshot`, as `--on lean_pause_event` sends it). Each pause's snapshot carried everything so far, so a run
    * of 2,000 steps writing 16 KB arguments sent a 32 MB event at each of its last pauses, 33 GB in all, its step
    * 12.6 → 237 ms (outside attack atk110 F1).
@@ -313,7 +313,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxFrameBytes: 16 * 1024 * 1024,
   pauseTimeoutMs: 10 * 60 * 1000,
   sseHeartbeatMs: 15_000,
-  maxPauseSnapshotBytes: 1024 * 1024,
+  maxPauseSnapshotBytes: 256 * 1024,
   maxPendingCalls: 128,
   maxQueuedCreates: 64,
   connectionLifetimeMs: 60 * 60 * 1000,

@@ -16,7 +16,8 @@ const answer = answerOk;
 
 describe("a long-lived run's kept output JSON is charged to --max-server-bytes", () => {
   it('the pause that starts keeping its finished items as JSON charges them; all released at the end', async () => {
-    const { url } = await testServer();
+    // The full snapshot at every pause (past --max-pause-snapshot-bytes the pause event is lean and keeps no JSON).
+    const { url } = await testServer({ limits: { maxPauseSnapshotBytes: Infinity } });
     const s = await RawSocket.longLived(url);
     s.send(create);
     let done = await s.next('response.done');

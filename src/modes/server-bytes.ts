@@ -753,15 +753,19 @@ export function pastWholeBudget(
  * A `server_busy` of the budget whose request fits it alone (`pastWholeBudget`), told how much of the server's bytes
  * held are the request's own (`own`: what it had charged before the charge refused): the figure counted them, and
  * `/health` right after showed half as much held, the refused resend's own share given back (outside attacks atk102 I2,
- * atk103 I3). It is told what it needs at least and how little the others must hold for it to fit.
+ * atk103 I3). It is told what it needs at least and how little the others must hold before it can fit: a bound, not a
+ * promise, since its token ids not yet made are not counted (worded as "it fits once", a retry within it was refused
+ * again with a lower bound; outside attack atk112 F1).
  */
 function ownShareSaid(err: WireError, max: number, need: number, what: string, holds: string, own: number | undefined): WireError {
   const held = err.budgetHeld;
   if (held === undefined || own === undefined || own <= 0 || own > held) return err;
   const others = held - own;
+  const body = what === 'body';
+  const more = body ? 'more for the rest of its body and its token ids' : 'more if its token ids not yet made need it';
   err.message =
     `The server holds ${held} bytes of requests and keeps at most ${max} (llr serve --max-server-bytes). ${own} of them ` +
-    `are this ${what}'s own (${holds}); it needs at least ${need}, so it fits once the others hold at most ${max - need} ` +
-    `(they hold ${others}): try again when other requests end.${err.budgetNote ?? ''}`;
+    `are this ${body ? 'request' : what}'s own (${holds}); it needs at least ${need} (${more}), so it ` +
+    `cannot fit before the others hold at most ${max - need} (they hold ${others}): try again when other requests end.${err.budgetNote ?? ''}`;
   return err;
 }

@@ -690,7 +690,9 @@ export class ResponseRun {
   /** One model call; `prefillOnly`: its prompt prefilled into the prefix cache and nothing sampled (a prewarm). */
   private async sample(prefillOnly = false): Promise<ClientToolCall[]> {
     // Awaited only when a compaction is due: a step that compacts nothing pays no extra turn of the microtask queue.
-    const compacting = this.compactIfOver();
+    // A prewarm compacts nothing: a compaction is output, and a prewarm has none (it had a compaction item and its
+    // output tokens past `context_management`'s threshold; outside attack atk112 F2).
+    const compacting = prefillOnly ? null : this.compactIfOver();
     if (compacting !== null) {
       await compacting;
       // Ended (a cancel, a disconnect, a stop) while the compaction yielded: no model call.

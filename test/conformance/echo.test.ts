@@ -258,6 +258,11 @@ describe('echoed fields', () => {
     } finally {
       s.dispose();
     }
+    // Past context_management's threshold too: a compaction is output, and a prewarm makes none (atk112 F2).
+    const over = await post(url, { ...body('owls', true), context_management: [{ type: 'compaction', compact_threshold: 1000 }] });
+    expect(over.output).toEqual([]);
+    expect(over.usage!.output_tokens).toBe(0);
+    expect(over.usage!.input_tokens).toBeGreaterThan(1000);
   });
 
   it("background_options (openai-node 7) is checked, then ignored: the 2h and 8h windows need background, no stream, Standard processing (it was taken unchecked)", async () => {

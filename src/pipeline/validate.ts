@@ -16,7 +16,7 @@ import { isKnownItem, type InputItem, type TextFormat, type Tool } from '../prot
 import type { RunMetrics } from './metrics.js';
 import { CHECKED_KEY_CHARS, checkToolSchema } from '../model/schema-args.js';
 import { runCooperative, runSync, type Work } from '../cooperative.js';
-import { ARGUMENTS_MAX_CHARS, checkLength, TEXT_MAX_CHARS } from '../protocol/fields.js';
+import { ARGUMENTS_MAX_CHARS, checkLength, requireStringType, TEXT_MAX_CHARS } from '../protocol/fields.js';
 import { jsonTextIfShortWork } from '../protocol/json-chunked.js';
 import { checkImageUrl, webUrl } from '../protocol/urls.js';
 
@@ -499,9 +499,12 @@ function validateParts(parts: unknown[], p: string, role?: string, sent = true):
       throw new WireError('invalid_type', `Invalid '${p}[${j}]': expected a content part object, got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}.`, `${p}[${j}]`);
     }
     const part = raw as Record<string, unknown>;
+    // Absent or null: missing; not a string: the wrong type (it was "'undefined' is not a supported content type";
+    // outside attack atk112 F3).
+    requireStringType(part, `${p}[${j}]`);
     const type = part['type'];
-    if (typeof type !== 'string' || !INPUT_PART_TYPES.has(type)) {
-      throw new WireError('invalid_value', `Invalid '${p}[${j}].type': '${String(type)}' is not a supported content type.`, `${p}[${j}].type`);
+    if (!INPUT_PART_TYPES.has(type)) {
+      throw new WireError('invalid_value', `Invalid '${p}[${j}].type': '${clipText(type, 100)}' is not a supported content type.`, `${p}[${j}].type`);
     }
     // A tool output (no role) lists input parts only (TOOL_OUTPUT_PART_TYPES).
     if (role === undefined && !TOOL_OUTPUT_PART_TYPES.has(type)) {

@@ -273,11 +273,12 @@ function checkClientCall(v: Obj, type: string, param: string): void {
     // Its own enum: `in_progress` or `completed` (openai-node's ApplyPatchCall.status).
     checkStatus(v, param, ['in_progress', 'completed']);
     const operation = object('operation');
+    requireStringType(operation, `${param}.operation`);
     const op = operation['type'];
-    const diff = typeof op === 'string' ? ownValue(PATCH_OPERATIONS, op) : undefined;
+    const diff = ownValue(PATCH_OPERATIONS, op);
     if (diff === undefined) {
       throw new WireError(
-        op === undefined || op === null ? 'missing_required_parameter' : 'invalid_value',
+        'invalid_value',
         `Invalid value for '${param}.operation.type': ${jsonPreview(op ?? null)}. Supported values are: 'create_file', 'delete_file', and 'update_file'.`,
         `${param}.operation.type`,
       );
@@ -340,6 +341,7 @@ function checkClientOutput(v: Obj, type: string, param: string): void {
     const out = v['output'];
     if (out === undefined || out === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.output'.`, `${param}.output`);
     if (!isObj(out)) throw wrong('output', "a computer screenshot object ({type: 'computer_screenshot', image_url or file_id})");
+    requireStringType(out, `${param}.output`);
     // `input_image` too: OpenAI's own computer-use sample (openai/openai-cua-sample-app, agent/agent.py) and LangChain
     // (@langchain/openai's converters/responses.js, for a ToolMessage whose content is the screenshot's URL) send the
     // screenshot as `{type: "input_image", image_url}`, and the API takes it; it was refused here (invalid_value).
@@ -500,6 +502,7 @@ function checkReasoning(v: Obj, param: string): void {
   summary.forEach((part: unknown, j: number) => {
     const p = `${param}.summary[${j}]`;
     assertObj(part, p);
+    requireStringType(part, p);
     if (part['type'] !== 'summary_text') {
       throw new WireError('invalid_value', `Invalid value for '${p}.type': expected 'summary_text'.`, `${p}.type`);
     }
@@ -517,8 +520,9 @@ function checkReasoning(v: Obj, param: string): void {
     content.forEach((part: unknown, j: number) => {
       const p = `${param}.content[${j}]`;
       assertObj(part, p);
+      requireStringType(part, p);
       if (part['type'] !== 'reasoning_text' && part['type'] !== 'text') {
-        throw new WireError(part['type'] === undefined ? 'missing_required_parameter' : 'invalid_value', `Invalid value for '${p}.type': expected 'reasoning_text' or 'text'.`, `${p}.type`);
+        throw new WireError('invalid_value', `Invalid value for '${p}.type': expected 'reasoning_text' or 'text'.`, `${p}.type`);
       }
       if (typeof part['text'] !== 'string') {
         throw new WireError(part['text'] === undefined ? 'missing_required_parameter' : 'invalid_type', `Invalid type for '${p}.text': expected a string.`, `${p}.text`);

@@ -452,6 +452,8 @@ function parseText(v: unknown): Pick<CreateParams, 'text'> {
         throw new WireError('invalid_value', "Invalid 'text.format.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$' with at most 64 characters.", 'text.format.name');
       }
       const schema = f['schema'];
+      // Absent or null: missing, not the wrong type (outside attack atk112 F3).
+      if (schema === undefined || schema === null) throw new WireError('missing_required_parameter', "Missing required parameter: 'text.format.schema'.", 'text.format.schema');
       assertObj(schema, 'text.format.schema');
       optString(f, 'description', 'text.format.');
       if (f['strict'] !== undefined && f['strict'] !== null && typeof f['strict'] !== 'boolean') {
@@ -635,6 +637,7 @@ function parseContextManagement(v: unknown): Pick<CreateParams, 'context_managem
     context_management: v.map((entry, i) => {
       const p = `context_management[${i}]`;
       assertObj(entry, p);
+      requireStringType(entry, p);
       if (entry['type'] !== 'compaction') {
         throw new WireError('invalid_value', `Invalid value for '${p}.type': only 'compaction' is supported.`, `${p}.type`);
       }
@@ -852,6 +855,7 @@ function checkToolFields(t: Obj & { type: string }, param: string): void {
   }
   const format = t.type === 'custom' ? t['format'] : undefined;
   if (isObj(format)) {
+    requireStringType(format, `${param}.format`);
     const kind = format['type'];
     if (kind !== 'text' && kind !== 'grammar') {
       throw new WireError('invalid_value', `Invalid value for '${param}.format.type': ${jsonPreview(kind ?? null)}. Supported values are: 'text' and 'grammar'.`, `${param}.format.type`);
@@ -907,12 +911,18 @@ function parseToolChoice(v: unknown): ToolChoice {
       }
       // Each a tool definition (openai-node: `Array<{[key: string]: unknown}>`), as it is echoed: `[5]` was echoed too.
       v['tools'].forEach((t: unknown, i: number) => {
-        if (!isObj(t) || typeof t['type'] !== 'string') {
+        if (!isObj(t)) {
           throw new WireError('invalid_type', `Invalid type for 'tool_choice.tools[${i}]': expected a tool definition (an object with a 'type').`, `tool_choice.tools[${i}]`);
         }
+        // A tool without its type is missing it, as in `tools` (outside attack atk112 F3).
+        requireStringType(t, `tool_choice.tools[${i}]`);
       });
     }
     return v as ToolChoice;
+  }
+  // An object without its type (`{name: "lookup"}`): missing it, not a bad value (outside attack atk112 F3).
+  if (isObj(v) && (v['type'] === undefined || v['type'] === null)) {
+    throw new WireError('missing_required_parameter', "Missing required parameter: 'tool_choice.type'.", 'tool_choice.type');
   }
   throw new WireError('invalid_value', "Invalid value for 'tool_choice'.", 'tool_choice');
 }

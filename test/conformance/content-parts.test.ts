@@ -73,6 +73,38 @@ describe('content parts', () => {
     }
   });
 
+  it("the same rule everywhere a type is required: absent or null is missing, another JSON type invalid_type, an unknown string invalid_value (outside attack atk112 F3)", async () => {
+    const { url } = await testServer();
+    const fc = { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' };
+    const fn = { type: 'function', name: 'f', parameters: { type: 'object' } };
+    const cases: Record<string, [(type: unknown) => unknown, string]> = {
+      'tool output part': [(type) => ({ model: 'm', input: [fc, { type: 'function_call_output', call_id: 'c1', output: [{ type, text: 'x' }] }] }), 'input[1].output[0].type'],
+      'reasoning summary part': [(type) => ({ model: 'm', input: [{ type: 'reasoning', summary: [{ type, text: 'x' }] }, { role: 'user', content: 'b' }] }), 'input[0].summary[0].type'],
+      'reasoning content part': [(type) => ({ model: 'm', input: [{ type: 'reasoning', summary: [], content: [{ type, text: 'x' }] }, { role: 'user', content: 'b' }] }), 'input[0].content[0].type'],
+      'apply_patch operation': [(type) => ({ model: 'm', input: [{ type: 'apply_patch_call', call_id: 'c2', status: 'completed', operation: { type, path: 'a', diff: '+x' } }, { role: 'user', content: 'b' }] }), 'input[0].operation.type'],
+      'computer screenshot': [(type) => ({ model: 'm', input: [{ type: 'computer_call_output', call_id: 'c3', output: { type, image_url: 'https://e/a.png' } }, { role: 'user', content: 'b' }] }), 'input[0].output.type'],
+      'custom tool format': [(type) => ({ model: 'm', input: 'hi', tools: [{ type: 'custom', name: 'g', format: { type } }] }), 'tools[0].format.type'],
+      'context_management entry': [(type) => ({ model: 'm', input: 'hi', context_management: [{ type }] }), 'context_management[0].type'],
+      'allowed_tools entry': [(type) => ({ model: 'm', input: 'hi', tools: [fn], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type, name: 'f' }] } }), 'tool_choice.tools[0].type'],
+    };
+    for (const [name, [make, param]] of Object.entries(cases)) {
+      const absent = make(undefined);
+      // An allowed_tools entry is any tool definition (openai-node: `Array<{[key: string]: unknown}>`): its type's value is not checked.
+      const bogus = name === 'allowed_tools entry' ? [] : ([[make('bogus_type'), 'invalid_value']] as const);
+      for (const [body, code] of [[absent, 'missing_required_parameter'], [make(null), 'missing_required_parameter'], [make(7), 'invalid_type'], [make(true), 'invalid_type'], ...bogus] as const) {
+        const res = await create(url, body);
+        expect(res.status, `${name}: ${JSON.stringify(body)}`).toBe(400);
+        expect(res.json['error'], `${name}: ${JSON.stringify(body)}`).toMatchObject({ code, param });
+        expect(res.json['error'].message, name).not.toContain('undefined');
+      }
+    }
+    // The reverse: a required field left out is missing, not the wrong type.
+    const schema = await create(url, { model: 'm', input: 'hi', text: { format: { type: 'json_schema', name: 'n' } } });
+    expect(schema.json['error']).toMatchObject({ code: 'missing_required_parameter', param: 'text.format.schema' });
+    const noType = await create(url, { model: 'm', input: 'hi', tools: [fn], tool_choice: { name: 'f' } });
+    expect(noType.json['error']).toMatchObject({ code: 'missing_required_parameter', param: 'tool_choice.type' });
+  });
+
   it("a reasoning item's content is a list of reasoning_text (or Codex's text) parts, when sent; else 400 naming it, where it was taken and listed back", async () => {
     const { url } = await testServer();
     const reasoning = (content: unknown) => ({ model: 'm', input: [{ role: 'user', content: 'a' }, { type: 'reasoning', summary: [], content }, { role: 'user', content: 'b' }] });

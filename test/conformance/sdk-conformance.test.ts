@@ -141,12 +141,19 @@ describe('echoed tool fields of the wrong type', () => {
   it.each([
     [{ tools: [{ type: 'function', name: 'f', parameters: { type: 'object' }, strict: 'yes' }] }, 'tools[0].strict'],
     [{ tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'f' }, 5] } }, 'tool_choice.tools[1]'],
-    [{ tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ name: 'f' }] } }, 'tool_choice.tools[0]'],
+    [{ tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 5, name: 'f' }] } }, 'tool_choice.tools[0].type'],
   ])('%j is refused (400 invalid_type), not echoed for typed clients to fail on', async (fields, param) => {
     const { url } = await testServer();
     const res = await post(url, { model: 'sim-model', input: 'x', ...fields });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: unknown }).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_type', param });
+  });
+
+  it("an allowed_tools entry without its type is refused too, as missing it (as in tools; atk112 F3)", async () => {
+    const { url } = await testServer();
+    const res = await post(url, { model: 'sim-model', input: 'x', tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ name: 'f' }] } });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code: 'missing_required_parameter', param: 'tool_choice.tools[0].type' });
   });
 
   it('strict: null and allowed_tools of tool definitions are taken', async () => {

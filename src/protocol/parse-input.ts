@@ -168,12 +168,45 @@ export function parseItem(v: unknown, param: string, anyType = false): InputItem
   }
   const hosted = ownValue(HOSTED_FIELDS, v['type']);
   if (hosted !== undefined) checkHostedCall(v, hosted, param);
+  if (v['type'] === 'tool_search_call' || v['type'] === 'tool_search_output') checkToolSearch(v, v['type'], param);
   // A tool search's or a program's call and output name their call too: bounded as every call_id, when sent (the spec's
   // `ToolSearchCallItemParam` etc.: 1 to 64 characters, or null). A 65-character or empty one was taken (outside
   // attack atk59).
   if (OPTIONAL_CALL_ID.has(v['type']) && v['call_id'] !== undefined && v['call_id'] !== null) requireCallId(v, param);
   // Any other item (a web search call, tool search items, additional tools, a program's): carried through untouched.
   return v;
+}
+
+/**
+ * A tool search's call and output as the spec's `ToolSearchCallItemParam` / `ToolSearchOutputItemParam` type them:
+ * `arguments` (an object) or `tools` (a list of tool definitions) required, `execution` `server` or `client` and
+ * `status` one of a call's when sent (null: not sent). They were taken as sent, and `execution: "bogus"`, `tools: 5` or
+ * `arguments: 7` listed back so by input_items, whose resources openai-python validates strictly (outside attack
+ * atk112 F4); listed without `execution` or `call_id`, they get `server` and null (store/input-items.ts).
+ */
+function checkToolSearch(v: Obj, type: 'tool_search_call' | 'tool_search_output', param: string): void {
+  const key = type === 'tool_search_call' ? 'arguments' : 'tools';
+  const x = v[key];
+  if (x === undefined || x === null) throw new WireError('missing_required_parameter', `Missing required parameter: '${param}.${key}'.`, `${param}.${key}`);
+  if (key === 'arguments' && !isObj(x)) {
+    throw new WireError('invalid_type', `Invalid type for '${param}.arguments': expected an object, but got ${jsonPreview(x)} instead.`, `${param}.arguments`);
+  }
+  if (key === 'tools') {
+    if (!Array.isArray(x)) throw new WireError('invalid_type', `Invalid type for '${param}.tools': expected an array of tools, but got ${jsonPreview(x)} instead.`, `${param}.tools`);
+    x.forEach((t: unknown, i: number) => {
+      assertObj(t, `${param}.tools[${i}]`);
+      requireStringType(t, `${param}.tools[${i}]`);
+    });
+  }
+  const execution = v['execution'];
+  if (execution !== undefined && execution !== null && execution !== 'server' && execution !== 'client') {
+    throw new WireError(
+      typeof execution === 'string' ? 'invalid_value' : 'invalid_type',
+      `Invalid value for '${param}.execution': ${jsonPreview(execution)}. Supported values are: 'server' and 'client'.`,
+      `${param}.execution`,
+    );
+  }
+  checkStatus(v, param, ['in_progress', 'completed', 'incomplete']);
 }
 
 /** Items whose `call_id` is checked only when sent (`requireCallId`): the rest of them is carried through untouched. */

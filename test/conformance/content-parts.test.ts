@@ -105,6 +105,29 @@ describe('content parts', () => {
     expect(noType.json['error']).toMatchObject({ code: 'missing_required_parameter', param: 'tool_choice.type' });
   });
 
+  it("tool search items are checked as the spec types them: arguments or tools required, execution 'server' or 'client' (they were listed back as sent; atk112 F4)", async () => {
+    const { url } = await testServer();
+    const hi = { role: 'user', content: 'hi' };
+    const cases: Array<[Record<string, unknown>, string, string]> = [
+      [{ type: 'tool_search_call', arguments: {}, execution: 'bogus' }, 'invalid_value', 'input[0].execution'],
+      [{ type: 'tool_search_output', tools: [], execution: 7 }, 'invalid_type', 'input[0].execution'],
+      [{ type: 'tool_search_output', tools: 5 }, 'invalid_type', 'input[0].tools'],
+      [{ type: 'tool_search_output', tools: [{ name: 'f' }] }, 'missing_required_parameter', 'input[0].tools[0].type'],
+      [{ type: 'tool_search_output' }, 'missing_required_parameter', 'input[0].tools'],
+      [{ type: 'tool_search_call', arguments: 7 }, 'invalid_type', 'input[0].arguments'],
+      [{ type: 'tool_search_call' }, 'missing_required_parameter', 'input[0].arguments'],
+      [{ type: 'tool_search_call', arguments: {}, status: 'done' }, 'invalid_value', 'input[0].status'],
+    ];
+    for (const [item, code, param] of cases) {
+      const res = await create(url, { model: 'm', input: [item, hi] });
+      expect(res.status, JSON.stringify(item)).toBe(400);
+      expect(res.json['error'], JSON.stringify(item)).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    for (const item of [{ type: 'tool_search_call', arguments: { q: 'x' }, execution: 'client', call_id: null, status: 'completed' }, { type: 'tool_search_output', tools: [{ type: 'function', name: 'f' }], execution: null }]) {
+      expect((await create(url, { model: 'm', input: [item, hi] })).status, JSON.stringify(item)).toBe(200);
+    }
+  });
+
   it("a reasoning item's content is a list of reasoning_text (or Codex's text) parts, when sent; else 400 naming it, where it was taken and listed back", async () => {
     const { url } = await testServer();
     const reasoning = (content: unknown) => ({ model: 'm', input: [{ role: 'user', content: 'a' }, { type: 'reasoning', summary: [], content }, { role: 'user', content: 'b' }] });

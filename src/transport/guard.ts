@@ -80,6 +80,22 @@ export function requestUrl(target: string | undefined): URL {
   return new URL(`http://localhost${t.startsWith('/') ? '' : '/'}${t}`);
 }
 
+/** Characters of a path a refusal names, as sent and as read (`pathSaid`). */
+const SAID_PATH_CHARS = 200;
+
+/**
+ * A request's path for a refusal's message: as sent (its query left out, and an absolute-form target's scheme and
+ * authority, userinfo included), then, when reading it changed it (dot segments resolved, percent-encoding
+ * normalised), as read: `/v1/%2e%2e/responses (read as /responses)`. It named only the path as read, one the client
+ * never sent (outside attack atk109 I1; over a WebSocket upgrade too, atk112 F5). Each part is clipped, so a long path
+ * keeps its "read as" (cut at the message's own bound, it was the part lost: atk112 F6).
+ */
+export function pathSaid(target: string | undefined, url: URL): string {
+  const sent = (target ?? '/').split('?')[0]!.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '') || '/';
+  const clip = (p: string) => (p.length > SAID_PATH_CHARS ? `${p.slice(0, SAID_PATH_CHARS)}…` : p);
+  return sent === url.pathname ? clip(sent) : `${clip(sent)} (read as ${clip(url.pathname)})`;
+}
+
 export function createGuard(opts: GuardOptions): Guard {
   const anyOrigin = opts.allowOrigins?.includes('*') ?? false;
   const origins = new Set((opts.allowOrigins ?? []).map((o) => tryUrl(o)?.origin ?? o.toLowerCase()));

@@ -53,7 +53,7 @@ import { announcesBody, awaitContinue, closeAfterAnswer, drainBody, readBody } f
 import { parseCaps, parseEdgeJson } from './json-in.js';
 import { sendJsonBytes, sendJsonCooperative } from './json-out.js';
 import { RunPages } from './run-pages.js';
-import { requestUrl, type Guard } from './guard.js';
+import { pathSaid, requestUrl, type Guard } from './guard.js';
 import { tokenizerState } from '../model/tokenizer.js';
 import { parseInputItemsQuery } from '../store/input-items.js';
 import { checkAppendResponseId, checkJsonContentType, createProtocol, decodeId, pageQuery, retrieveQuery, startingAfter, timingHeader } from './http-query.js';
@@ -430,10 +430,7 @@ export class HttpTransport {
       }
       throw methodNotAllowed('GET, HEAD, DELETE');
     }
-    // The path as sent, and as read when resolving its dot segments changed it: `/v1/%2e%2e/responses` was told
-    // "No route for POST /responses", a path the client never sent (outside attack atk109 I1).
-    const sent = (req.url ?? '/').split('?')[0]!;
-    throw new WireError('not_found', `No route for ${method} ${sent}${sent === url.pathname ? '' : ` (read as ${url.pathname})`}.`);
+    throw new WireError('not_found', `No route for ${method} ${pathSaid(req.url, url)}.`);
   }
 
   /**

@@ -42,7 +42,7 @@ import type { SessionHost, SessionSet } from '../modes/host.js';
 import type { SessionInfo } from '../modes/transport.js';
 import { apiKeyRefusal, loggedPath, type Authenticator } from './auth.js';
 import { batchWrites, type Batcher } from './batch.js';
-import { requestUrl, type Guard } from './guard.js';
+import { pathSaid, requestUrl, type Guard } from './guard.js';
 import type { OverCapacity } from './http.js';
 import { droppedSockets, WsConnection } from './ws-connection.js';
 import { OPENAI_VERSION, processingMs } from './meta-headers.js';
@@ -160,7 +160,7 @@ export class WsTransport {
     const url = requestUrl(req.url);
     // `/v1/responses/` is the same endpoint, as it is over HTTP.
     const path = url.pathname.replace(/\/+$/, '');
-    if (path !== '/v1/responses') return no(404, { code: 'not_found', message: `No WebSocket endpoint at ${url.pathname.slice(0, 200)}.` });
+    if (path !== '/v1/responses') return no(404, { code: 'not_found', message: `No WebSocket endpoint at ${pathSaid(req.url, url)}.` });
     const guarded = this.opts.guard?.(req);
     if (guarded) return no(guarded.status, guarded.body());
     if (this.opts.overCapacity?.(socket as Socket)) {

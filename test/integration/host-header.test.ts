@@ -73,5 +73,18 @@ describe('the Host of a request', () => {
     const dots = await untilServerCloses(port, 'POST /v1/%2e%2e/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
     expect(statuses(dots)).toEqual([404]);
     expect(dots).toContain('No route for POST /v1/%2e%2e/responses (read as /responses).');
+    // A WebSocket upgrade's alike (atk112 F5).
+    const ws = await untilServerCloses(port, `GET /v2/%2e%2e/nope HTTP/1.1\r\nHost: localhost\r\n${lines(upgradeHeaders())}\r\n`);
+    expect(statuses(ws)).toEqual([404]);
+    expect(ws).toContain('No WebSocket endpoint at /v2/%2e%2e/nope (read as /nope).');
+    // A long path keeps its "read as" (the message's own bound cut it off: atk112 F6), each part clipped.
+    const long = await untilServerCloses(port, `GET /${'%2e%2e/'.repeat(1100)}nope HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+    expect(statuses(long)).toEqual([404]);
+    expect(long).toMatch(/No route for GET \/(%2e%2e\/)+%2e…? \(read as \/nope\)\./);
+    // An absolute-form target is named by its path: its userinfo is not echoed (atk112 I3).
+    const absolute = await untilServerCloses(port, `GET http://user:secret@localhost:${port}/nope HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+    expect(statuses(absolute)).toEqual([404]);
+    expect(absolute).toContain('No route for GET /nope.');
+    expect(absolute).not.toContain('secret');
   });
 });

@@ -1,7 +1,9 @@
 /**
  * `node dist/bench/pause-cost.js`: what the server spends building and
  * serialising a long-lived run's full pause snapshot (the default
- * `response.done` of every pause), per pause, as the run grows. In one
+ * `response.done` of every pause until the run's output passes
+ * `--max-pause-snapshot-bytes`, 256 KiB; this bench builds the full one at
+ * every step, whatever its size), per pause, as the run grows. In one
  * process, no socket and no model: for each of `--calls` steps one finished
  * `function_call` joins the Response's output (and a message every tenth
  * step), then the pause's event is built as the run builds it

@@ -41,7 +41,7 @@ export function target1(overheadRuns: readonly OkRun[]): TargetLine {
   ];
   if (passes(spec('growth_long_lived'), ll.ratio) === false) {
     notes.push(
-      'long-lived grows: each pause sends `response.done` with a snapshot of the whole Response (instructions, tools and every output item of the run so far), so what is serialised, sent and parsed per call grows with the run; sending only the pending calls in response.done would keep it flat',
+      'long-lived grows: each pause sends `response.done` with a snapshot of the whole Response (instructions, tools and every output item of the run so far) until its output passes --max-pause-snapshot-bytes (256 KiB), so what is serialised, sent and parsed per call grows with the run up to there; --on lean_pause_event sends only what a client needs from the first pause',
     );
   }
   if (passes(spec('growth_ws'), ws.ratio) === false) notes.push('ws grows: see the server pipeline spans and bytes per call above');

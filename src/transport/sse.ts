@@ -49,7 +49,10 @@ export function sseTransport(
   };
   const keepAlive = () => {
     if (res.writableEnded || res.destroyed) quiet();
-    else res.write(': keep-alive\n\n');
+    // Not while bytes wait unsent: a reader with something to read needs no keep-alive, and each comment the kernel took
+    // was progress to the stall watch, so a client that read nothing was never dropped while paused (outside attack
+    // atk113 F1). Its stream has then been quiet to the client for no longer than its unsent bytes have waited.
+    else if (res.writableLength === 0) res.write(': keep-alive\n\n');
   };
   let responseId: string | null = null;
   // The largest frame of this stream: lifecycle events echo the request (tools, instructions), so

@@ -14,6 +14,9 @@
  *           server's CPU per step, and its heap before and after.
  *           `long-lean` runs the lean server's run alone: a run long enough
  *           that every pause's full snapshot would take minutes to send.
+ *           `long-full` (only when named) runs it on a server that sends the
+ *           full snapshot at every pause (`--max-pause-snapshot-bytes
+ *           Infinity`): the growth that bound stops, measured.
  *  stream   delta events per server CPU-second over many concurrent unpaced
  *           streams (the server's CPU from `GET /llr/stats`), once the server
  *           is warm: rounds are repeated until two in a row agree, then the
@@ -55,7 +58,7 @@ import type { InputItem } from '../protocol/objects.js';
 const COMMAND = {
   name: 'bench:overhead',
   usage: `usage: npm run bench:overhead -- [flags]   (or node --max-semi-space-size=64 dist/bench/overhead.js [flags])
-  --phases loop,long,stream,paused,startup   which phases to run (default all; long-lean: the long phase's lean server only)
+  --phases loop,long,stream,paused,startup   which phases to run (default all; long-lean: the long phase's lean server only; long-full, only when named: its run with every pause's snapshot full)
   --loops N (30)  --steps N (22, 4–60)  --output-bytes N (1024)
   --warm-steps N (6600)   unmeasured tool steps of each loop kind first (300 loops of 22)
   --streams N (100, at most 10000)  --stream-tokens N (2000)
@@ -88,7 +91,7 @@ const { values } = parseCommandLine(COMMAND, {
 const int = (name: keyof typeof values, fallback: number, min: number, max = Infinity) => intFlag(COMMAND, name, values[name] as string | undefined, fallback, min, max);
 
 const phases = new Set(String(values.phases).split(','));
-for (const p of phases) if (!['loop', 'long', 'long-lean', 'stream', 'paused', 'startup'].includes(p)) usageError(COMMAND, `unknown phase '${p}' (loop, long, long-lean, stream, paused, startup)`);
+for (const p of phases) if (!['loop', 'long', 'long-lean', 'long-full', 'stream', 'paused', 'startup'].includes(p)) usageError(COMMAND, `unknown phase '${p}' (loop, long, long-lean, long-full, stream, paused, startup)`);
 const cfg = {
   loops: int('loops', 30, 1),
   // The auto policy answers at most 64 calls per user message (model/auto-policy.ts).
@@ -487,7 +490,7 @@ interface Row {
   holds: boolean | null;
 }
 
-function rows(r: { loop?: LoopResult; long?: LongResult; long_lean?: LongResult; stream?: StreamResult; paused?: PausedPhase; startup?: StartupResult; startup_eager?: StartupResult }): Row[] {
+function rows(r: { loop?: LoopResult; long?: LongResult; long_lean?: LongResult; long_full?: LongResult; stream?: StreamResult; paused?: PausedPhase; startup?: StartupResult; startup_eager?: StartupResult }): Row[] {
   const out: Row[] = [];
   const ms = (x: number) => `${x.toFixed(3)} ms`;
   if (r.loop) {
@@ -573,6 +576,7 @@ function rows(r: { loop?: LoopResult; long?: LongResult; long_lean?: LongResult;
   for (const [l, how] of [
     [r.long, ''],
     [r.long_lean, ', --on lean_pause_event'],
+    [r.long_full, ', --max-pause-snapshot-bytes Infinity'],
   ] as const) {
     if (!l) continue;
     const kb = (b: number) => (b < 10_240 ? `${b} B` : `${(b / 1024).toFixed(0)} KB`);
@@ -723,7 +727,7 @@ async function main(): Promise<void> {
   const machine = { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version, platform: `${os.platform()} ${os.release()}`, loadavg: os.loadavg().map((x) => round(x, 2)) };
   const dir = mkdtempSync(join(os.tmpdir(), 'llr-overhead-'));
   const echo = await spawnFrameServer();
-  const result: { machine: typeof machine; config: typeof cfg; loop?: LoopResult; long?: LongResult; long_lean?: LongResult; stream?: StreamResult; paused?: PausedPhase; startup?: StartupResult; startup_eager?: StartupResult } = {
+  const result: { machine: typeof machine; config: typeof cfg; loop?: LoopResult; long?: LongResult; long_lean?: LongResult; long_full?: LongResult; stream?: StreamResult; paused?: PausedPhase; startup?: StartupResult; startup_eager?: StartupResult } = {
     machine,
     config: cfg,
   };
@@ -736,6 +740,7 @@ async function main(): Promise<void> {
     if (phases.has('loop')) result.loop = await loopPhase(echo.url);
     if (phases.has('long')) result.long = await longPhase([]);
     if (phases.has('long') || phases.has('long-lean')) result.long_lean = await longPhase(['--on', 'lean_pause_event']);
+    if (phases.has('long-full')) result.long_full = await longPhase(['--max-pause-snapshot-bytes', 'Infinity']);
     if (phases.has('stream')) result.stream = await streamPhase(dir);
     if (phases.has('paused')) result.paused = await pausedRuns(dir);
   } finally {

@@ -169,5 +169,16 @@ describe('bench:overhead', () => {
     expect(out.long_lean.last_pause_bytes).toBeLessThan(1000);
     expect(out.targets.filter((t) => t.what.startsWith('long run'))).toHaveLength(8);
   }, 150_000);
+
+  it('the long-full phase, only when named: the long run on a server whose pauses are all full (--max-pause-snapshot-bytes Infinity)', async () => {
+    const args = ['--phases', 'long-full', '--long-steps', '30', '--long-output-bytes', '200', '--warm-steps', '150', '--json'];
+    const { stdout } = await run(process.execPath, [join(ROOT, 'dist', 'bench', 'overhead.js'), ...args], { timeout: 120_000, maxBuffer: 8 * 2 ** 20 });
+    const out = JSON.parse(stdout) as { long?: LongResult; long_lean?: LongResult; long_full: LongResult; targets: Array<{ what: string }> };
+    expect(out.long).toBeUndefined();
+    expect(out.long_lean).toBeUndefined();
+    expect(out.long_full.steps).toBe(30);
+    expect(out.long_full.last_pause_bytes).toBeGreaterThan(30 * 100);
+    expect(out.targets.filter((t) => t.what.startsWith('long run, --max-pause-snapshot-bytes Infinity'))).toHaveLength(4);
+  }, 150_000);
 });
 

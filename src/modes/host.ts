@@ -410,8 +410,11 @@ export class SessionHost {
       return await work(new RunMetrics(this.services.clock.now, this.services.limits.maxRunSpans, held));
     } catch (err) {
       // Past the whole budget alone (`own`: the request's body and the chain it loaded; its token ids so far): said so.
-      const mine = err instanceof WireError && err.budgetAsk !== undefined ? own() + held.bytes : 0;
-      const alone = err instanceof WireError && err.budgetAsk !== undefined ? pastWholeBudget(err, this.bytes.max, mine + err.budgetAsk, 'request', mine) : err;
+      let alone = err;
+      if (err instanceof WireError && err.budgetAsk !== undefined) {
+        const mine = own() + held.bytes;
+        alone = pastWholeBudget(err, this.bytes.max, mine + err.budgetAsk, 'request', mine);
+      }
       throw this.stillRunning(alone, prev, owner);
     } finally {
       held.close();

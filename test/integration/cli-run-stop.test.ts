@@ -9,7 +9,7 @@
  *   waited for ever, printing nothing).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { createReadStream, existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +44,7 @@ describe.skipIf(process.platform !== 'linux')('llr run: stopped mid-command', ()
     it(`${signal}: the running command's process group is killed, status ${status}`, async () => {
       const { url } = await testServer();
       const dir = mkdtempSync(join(tmpdir(), 'llr-run-stop-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
       const fifo = join(dir, 'pid');
       execFileSync('mkfifo', [fifo]);
       // bash starts sleep in the background and tells the test its pid through the fifo, then waits on it.

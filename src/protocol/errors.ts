@@ -234,9 +234,9 @@ export class WireError extends Error {
     return { type: this.type, code: this.code, message: this.message, param: this.param };
   }
 
-  /** The nested WebSocket shape (`{type:"error", status, error:{…}}`). */
+  /** The WebSocket shape: the spec's nested `{type:"error", status, error:{…}}`, with the flat fields the SDK types. */
   toEvent(): Omit<ErrorEvent, 'sequence_number'> {
-    return { type: 'error', status: this.status, error: this.body() };
+    return { type: 'error', status: this.status, code: this.code, message: this.message, param: this.param, error: this.body() };
   }
 }
 

@@ -102,16 +102,18 @@ export interface WireErrorBody {
 }
 
 /**
- * WebSocket shape (nested); SSE uses the flat shape, see `sseFrame` in
- * transport/sse.ts. Always
- * numbered: in the stream of the response in flight, or by the connection's
- * own counter when none is.
+ * WebSocket shape: the nested `status` and `error` OpenAI's spec gives a
+ * WebSocket error (`ResponseWsError`, what Codex reads), and the flat `code`,
+ * `message`, `param` openai-node's `ResponsesServerEvent` types as required
+ * (its `ResponseErrorEvent`); SSE drops `status` (the HTTP one is sent), see
+ * `sseFrame` in transport/sse.ts. Always numbered: in the stream of the
+ * response in flight, or by the connection's own counter when none is.
  */
 export type ErrorEvent = Seq & {
   type: 'error';
   status: number;
   error: WireErrorBody;
-};
+} & Pick<WireErrorBody, 'code' | 'message' | 'param'>;
 
 /**
  * The `error` event as an SSE stream carries it: flat, as openai-node reads

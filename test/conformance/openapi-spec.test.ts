@@ -75,12 +75,17 @@ function violations(schema: string, value: unknown): string[] {
 /** This server's own events, not in the spec (docs/protocol.md). */
 const EXTENSIONS = new Set(['response.done', 'response.cancelled', 'llr:timing']);
 
-/** Every event checked: a standard one against its schema, the WebSocket `error` against the nested shape. */
+/**
+ * Every event checked: a standard one against its schema, the WebSocket `error` against the nested shape the spec gives
+ * it and also against the flat `ResponseErrorEvent`, which openai-node's `ResponsesServerEvent` types on a WebSocket
+ * (its `code`, `message`, `param` were missing there: outside conformance tester atk118 F2).
+ */
 function eventViolations(events: readonly Json[], transport: 'sse' | 'ws'): string[] {
   const out: string[] = [];
   for (const e of events) {
     const where = (v: string) => `${transport} #${e['sequence_number']} ${e['type']}: ${v}`;
     if (e['type'] === 'response.done') out.push(...violations('Response', e['response']).map(where));
+    if (transport === 'ws' && e['type'] === 'error') out.push(...violations('ResponseErrorEvent', e).map(where));
     if (EXTENSIONS.has(e['type'])) continue;
     const schema = transport === 'ws' && e['type'] === 'error' ? 'ResponseWsError' : fixture.event_types[e['type']];
     if (!schema) out.push(where('not an event type of the spec'));

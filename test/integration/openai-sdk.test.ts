@@ -289,7 +289,9 @@ describe('openai SDK ResponsesWS over WebSocket mode', () => {
       () => null,
       (e: unknown) => e,
     );
-    expect(err).toMatchObject({ error: { type: 'error', status: 400, error: { code: 'previous_response_not_found', param: 'previous_response_id' } } });
+    // The nested shape the spec gives a WebSocket error, and the flat fields the SDK's ResponsesServerEvent types (atk118 F2).
+    const flat = { code: 'previous_response_not_found', message: expect.stringContaining('resp_unknown'), param: 'previous_response_id' };
+    expect(err).toMatchObject({ error: { type: 'error', status: 400, ...flat, error: flat } });
     ws.send({ type: 'response.create', model: 'sim-model', input: 'hello again' });
     expect((await turns.next()).status).toBe('completed');
     ws.close();

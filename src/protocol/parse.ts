@@ -949,6 +949,33 @@ function neverCalled(what: string): WireError {
 }
 
 /**
+ * What an `allowed_tools` entry names when `tools` declares no such tool (null when it does): a function or custom
+ * tool by its type and name, an MCP tool by its `server_label` (any MCP tool without one), a hosted tool by its type
+ * (a preview alias naming the same tool). A function's or custom tool's `name` left out or of another type is refused
+ * as a forced one's is.
+ */
+function undeclaredEntry(entry: Record<string, unknown>, i: number, tools: Tool[]): string | null {
+  const type = entry['type'] as string;
+  if (type === 'function' || type === 'custom') {
+    const name = entry['name'];
+    if (name === undefined || name === null) {
+      throw new WireError('missing_required_parameter', `Missing required parameter: 'tool_choice.tools[${i}].name'.`, `tool_choice.tools[${i}].name`);
+    }
+    if (typeof name !== 'string') {
+      throw new WireError('invalid_type', `Invalid type for 'tool_choice.tools[${i}].name': expected a string, but got ${jsonPreview(name)} instead.`, `tool_choice.tools[${i}].name`);
+    }
+    return tools.some((t) => t.type === type && (t as Record<string, unknown>)['name'] === name) ? null : name;
+  }
+  if (type === 'mcp') {
+    const label = entry['server_label'];
+    if (typeof label === 'string') return tools.some((t) => t.type === 'mcp' && (t as Record<string, unknown>)['server_label'] === label) ? null : label;
+    return tools.some((t) => t.type === 'mcp') ? null : 'mcp';
+  }
+  const declaring = ownValue(CHOICE_TOOL_TYPES, type) ?? [type];
+  return tools.some((t) => declaring.includes(t.type)) ? null : type;
+}
+
+/**
  * A forced tool must exist (the API refuses it otherwise, "Tool choice '…' not found in 'tools' parameter.") and
  * be one the simulated model calls: function tools only (model/auto-policy.ts). A forced custom, MCP or hosted
  * tool, or `required` (or `allowed_tools` in `required` mode) with no function tool to call, is refused
@@ -981,8 +1008,15 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
     throw neverCalled(`a call of the ${choice.type === 'custom' ? 'custom' : 'MCP'} tool '${named.slice(0, 100)}'`);
   }
   if (typeof choice === 'object' && choice.type === 'allowed_tools') {
-    if (choice['mode'] !== 'required') return;
     const listed = choice['tools'] as Array<Record<string, unknown>>;
+    // Each entry must name a tool of `tools`, as a forced one must: the API refuses one it does not declare ("Tool
+    // choice 'web_search' not found in 'tools' parameter.", quoted by vercel/ai#18997); it was taken, in either mode
+    // (outside conformance tester atk118 F1).
+    listed.forEach((entry, i) => {
+      const missing = undeclaredEntry(entry, i, tools);
+      if (missing !== null) throw new WireError('invalid_value', `Tool choice '${missing.slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
+    });
+    if (choice['mode'] !== 'required') return;
     if (!listed.some((t) => t['type'] === 'function' && typeof t['name'] === 'string' && functions.has(t['name']))) {
       throw neverCalled("a tool call ('allowed_tools' in 'required' mode) and lists no function tool of 'tools'");
     }

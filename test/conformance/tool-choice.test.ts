@@ -67,10 +67,35 @@ describe('tool_choice forcing a tool', () => {
       refusal(client, { input: 'What is the weather in Paris?', tools, tool_choice: { type: 'allowed_tools', mode: 'auto', tools: listed } });
     // The model calls get_weather for this question when it may.
     expect(await ask([{ type: 'function', name: 'get_weather' }])).toEqual({ answered: ['function_call'] });
-    // Listed under another type (a custom tool of that name, a hosted type): not allowed, so it answers.
-    expect(await ask([{ type: 'custom', name: 'get_weather' }])).toEqual({ answered: ['message'] });
-    expect(await ask([{ type: 'mcp', name: 'get_weather' }])).toEqual({ answered: ['message'] });
+    // Listed under another type (a custom tool of that name): not allowed, so it answers.
+    expect(await ask([{ type: 'custom', name: 'get_weather_text' }])).toEqual({ answered: ['message'] });
     expect(await ask([{ type: 'function', name: 'lookup' }])).toEqual({ answered: ['message'] });
+  });
+
+  // Every entry must name a tool of `tools`, as a forced tool must: the API refuses one it does not declare, in either
+  // mode ("Tool choice 'web_search' not found in 'tools' parameter.", vercel/ai#18997); it was taken, and in required mode
+  // a function not declared was told "lists no function tool" (outside conformance tester atk118 F1).
+  it('an allowed_tools entry that names no tool of tools is 400 invalid_value, in either mode', async () => {
+    const { url } = await testServer();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const tools = [FN, CUSTOM, { type: 'mcp' as const, server_label: 'docs', server_url: 'https://example.com/mcp' }, { type: 'web_search_preview' as const }];
+    const allowed = (mode: 'auto' | 'required', listed: Array<Record<string, unknown>>) =>
+      refusal(client, { input: 'hello', tools, tool_choice: { type: 'allowed_tools', mode, tools: listed } as never });
+    const notFound = (what: string) => ({ status: 400, code: 'invalid_value', param: 'tool_choice', message: `400 Tool choice '${what}' not found in 'tools' parameter.` });
+    for (const mode of ['auto', 'required'] as const) {
+      expect(await allowed(mode, [{ type: 'function', name: 'web_search' }]), mode).toMatchObject(notFound('web_search'));
+      expect(await allowed(mode, [{ type: 'function', name: 'lookup' }, { type: 'function', name: 'nope' }]), mode).toMatchObject(notFound('nope'));
+      // By type and name: a custom tool named like the function is not the function.
+      expect(await allowed(mode, [{ type: 'custom', name: 'lookup' }]), mode).toMatchObject(notFound('lookup'));
+      expect(await allowed(mode, [{ type: 'mcp', server_label: 'wiki' }]), mode).toMatchObject(notFound('wiki'));
+      expect(await allowed(mode, [{ type: 'file_search' }]), mode).toMatchObject(notFound('file_search'));
+      expect(await allowed(mode, [{ type: 'function' }]), mode).toMatchObject({ status: 400, code: 'missing_required_parameter', param: 'tool_choice.tools[0].name' });
+      expect(await allowed(mode, [{ type: 'custom', name: 5 }]), mode).toMatchObject({ status: 400, code: 'invalid_type', param: 'tool_choice.tools[0].name' });
+    }
+    // Declared ones are taken: each kind, a hosted tool under its preview alias's other name, MCP by label or any.
+    const declared = [{ type: 'function', name: 'lookup' }, { type: 'custom', name: 'apply_patch' }, { type: 'mcp', server_label: 'docs' }, { type: 'mcp' }, { type: 'web_search_preview_2025_03_11' }];
+    expect(await allowed('auto', declared)).toEqual({ answered: ['message'] });
+    expect(await allowed('required', declared)).toEqual({ answered: ['function_call'] });
   });
 
   it('over WebSocket the same refusal is an error event naming tool_choice', async () => {

@@ -271,7 +271,8 @@ describe('the event loop stays responsive under large inputs', () => {
     // (test/conformance/request-params.test.ts).
     ['a json_schema text format', { text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object', properties: { a: { type: 'string', description: '\ud800'.repeat(2_400_000) } } } } } }],
     ['prompt_cache_options', { prompt_cache_options: { comparison_response_id: '\ud800'.repeat(2_400_000) } }],
-    ['an allowed_tools tool_choice', { tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: '\ud800'.repeat(2_400_000) }] } }],
+    // An entry must name a declared tool; the rest of it is echoed as sent.
+    ['an allowed_tools tool_choice', { tools: [{ type: 'function', name: 'f', parameters: { type: 'object', properties: {} } }], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'f', description: '\ud800'.repeat(2_400_000) }] } }],
   ] as const)('a Response echoing %s of 2.4 million lone surrogates: its events are made without a loop turn holding the CPU for 250 ms', async (_name, fields) => {
     // Only instructions and tools were kept as bytes between a Response's events: any other echoed field was
     // stringified with each event (about 0.1 s per 15 MB of six-character escapes), three to four times a run, and an

@@ -104,6 +104,13 @@ export class WsTransport {
       // 30 s): at shutdown no shorter than the wait for readers behind (`leaving`), which would otherwise be cut there.
       ...{ closeTimeout: wsCloseTimeout(opts.host.limits.sendStallTimeoutMs, opts.host.limits.wsCloseTimeoutMs) },
     });
+    // The meta headers every HTTP answer has, on the 101 too (only a refused upgrade had them: outside conformance
+    // tester atk115 F1); its request id is named by the connection's log lines.
+    this.wss.on('headers', (headers: string[], req: IncomingMessage) => {
+      const requestId = newId('req', 16);
+      this.upgradeIds.set(req, requestId);
+      headers.push(`x-request-id: ${requestId}`, `openai-version: ${OPENAI_VERSION}`, `openai-processing-ms: ${processingMs(this.upgradeStarts.get(req) ?? performance.now())}`);
+    });
     // A handshake the `ws` library refuses (bad method, key, version …) is
     // answered here like every other refusal: a JSON body, logged at info.
     this.wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) => {
@@ -132,8 +139,10 @@ export class WsTransport {
     });
   }
 
-  /** When each upgrade request was taken up (`handleUpgrade`), for its refusal's `openai-processing-ms`. */
+  /** When each upgrade request was taken up (`handleUpgrade`), for its answer's `openai-processing-ms`. */
   private readonly upgradeStarts = new WeakMap<IncomingMessage, number>();
+  /** The `x-request-id` each accepted upgrade's 101 carries, for the connection's log lines. */
+  private readonly upgradeIds = new WeakMap<IncomingMessage, string>();
 
   /**
    * The raw socket's `error` listener, one for the transport: it stays on the socket for the
@@ -185,11 +194,11 @@ export class WsTransport {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // Opt in to `llr:timing` for every response of the connection (header, or query for browsers).
       const timing = timingHeader(req) || url.searchParams.get('llr_timing') === '1';
-      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } }, timing, batchWrites(socket as Socket), socket);
+      this.accept(ws, protocol, { connection: newId('conn', 16), owner, authSpan: { start: authStart, end: authEnd } }, timing, batchWrites(socket as Socket), socket, this.upgradeIds.get(req));
     });
   }
 
-  private accept(ws: WebSocket, protocol: SocketProtocol, info: SessionInfo, timing: boolean, batch: Batcher, socket: Duplex): void {
+  private accept(ws: WebSocket, protocol: SocketProtocol, info: SessionInfo, timing: boolean, batch: Batcher, socket: Duplex, requestId: string | undefined): void {
     const { host } = this.opts;
     const log = host.log.child({ conn: info.connection, protocol });
     const conn = new WsConnection(ws, host, log, batch, socket);
@@ -200,7 +209,7 @@ export class WsTransport {
     }
     // A stored chain a create loads (a ws-mode cache miss) is charged to the connection's share while its work lasts.
     const session = this.sessions.openSession(protocol, conn, { ...info, charge: (n) => conn.chargeLoaded(n), kept: () => conn.keptChanged(), keptShrank: () => conn.keptShrank() }, log);
-    log.info('websocket connected');
+    log.info({ request_id: requestId }, 'websocket connected');
     conn.open(session, timing);
   }
 

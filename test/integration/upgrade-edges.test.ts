@@ -4,7 +4,9 @@
  * was read as WebSocket frames); `Expect: 100-continue` gets its 100 before the 101; another method than GET with
  * `Upgrade: websocket` is served as HTTP (it was 405 in the `ws` library's words, no `Allow`).
  */
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import WebSocket from 'ws';
 import { describe, expect, it } from 'vitest';
 import { testServer } from '../helpers/server.js';
 import { rawConnect, rawRequest, upgradeHeaders } from '../helpers/raw-http.js';
@@ -24,6 +26,23 @@ function until(s: Socket, text: string, pattern: RegExp): Promise<string> {
 }
 
 describe('WebSocket handshake edges', () => {
+  it('an accepted upgrade (101) carries the meta headers every HTTP answer has', async () => {
+    const { url } = await testServer();
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses`);
+    const upgraded = new Promise<IncomingMessage>((resolve, reject) => {
+      ws.once('upgrade', resolve);
+      ws.once('error', reject);
+    });
+    await new Promise((resolve) => ws.once('open', resolve));
+    const res = await upgraded;
+    ws.close();
+    // Only a refused upgrade had them (outside conformance tester atk115 F1).
+    expect(res.statusCode).toBe(101);
+    expect(res.headers['x-request-id']).toMatch(/^req_[0-9a-f]{16}$/);
+    expect(res.headers['openai-version']).toBe('2020-10-01');
+    expect(res.headers['openai-processing-ms']).toMatch(/^\d+$/);
+  });
+
   it('an upgrade without Host is 400, as any HTTP/1.1 request without it', async () => {
     const { port } = await testServer();
     const head = Object.entries(upgradeHeaders())

@@ -29,6 +29,7 @@ import { callsOf } from '../workload/replayable.js';
 import { toolWaitMs, type Workload } from '../workload/types.js';
 import { firstInputWithNonce } from './workload-prep.js';
 import { ownValue } from '../protocol/fields.js';
+import { jsonPreview } from '../protocol/errors.js';
 
 export interface TurnSample {
   /** Global model call index (0-based) in the workload. */
@@ -267,6 +268,13 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
       throw new ReplayError(`${opts.design}: user turn ${ui} ended ${response.status}${why} at model call ${current}`);
     }
     if (current !== last) throw new ReplayError(`${opts.design}: user turn ${ui} ended after model call ${current}; the workload has it end at ${last}`);
+    // A turn that only answers is checked by its text: call ids alone passed a replay that answered every later user
+    // turn with an earlier turn's text (a recorded text the client could not send back as recorded; atk117 F1).
+    const said = lastText(response.output);
+    const recorded = lastText(u.modelTurns.at(-1)?.output ?? []);
+    if (recorded !== null && said !== recorded) {
+      throw new ReplayError(`${opts.design}: replay diverged at user turn ${ui}: the server's model answered ${jsonPreview(said)}, where the workload answers ${jsonPreview(recorded)}`);
+    }
     turns[last]!.done_ms = end - t0 - turns[last]!.sent_at_ms;
     // The client resolves at the terminal event; the last timing event follows it.
     await run.telemetry();
@@ -337,4 +345,15 @@ export function attributeSpans(timings: readonly TimingEvent[], turns: TurnSampl
 
 function bytesOf(client: AgentClient): { client_sent: number; server_sent: number } {
   return { client_sent: client.bytesSent, server_sent: client.bytesReceived };
+}
+
+/** The text of the last message in `output` (a Response's, or a recorded model call's); null when it holds none. */
+function lastText(output: ReadonlyArray<{ type: string; text?: string; content?: unknown }>): string | null {
+  for (let i = output.length - 1; i >= 0; i--) {
+    const o = output[i]!;
+    if (o.type !== 'message') continue;
+    if (typeof o.text === 'string') return o.text;
+    return Array.isArray(o.content) ? o.content.map((p: { text?: unknown }) => (typeof p.text === 'string' ? p.text : '')).join('') : '';
+  }
+  return null;
 }

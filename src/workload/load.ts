@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseRollout } from './codex.js';
 import { decodeWorkload } from './encoding.js';
 import { checkRequests, looksNeutral, parseNeutral } from './format.js';
+import { wellFormedWorkload } from './well-formed.js';
 import { replayable } from './replayable.js';
 import { WorkloadError, type Skipped, type Workload } from './types.js';
 
@@ -125,8 +126,8 @@ export function readWorkload(path: string): Workload {
 export function parseWorkload(text: string, name: string, source: string): Workload {
   let clean = text.replace(/^\uFEFF/, '');
   if (!clean.includes('\n') && clean.includes('\r')) clean = clean.replaceAll('\r', '\n');
-  if (looksNeutral(clean)) return parseNeutral(clean, name, source);
-  const w = parseRollout(clean, name, source);
+  if (looksNeutral(clean)) return wellFormedWorkload(parseNeutral(clean, name, source), name);
+  const w = wellFormedWorkload(parseRollout(clean, name, source), name);
   checkAnswered(w, name);
   // What the reader makes of the rollout, checked as the neutral format is: refused here, not by the bench's
   // server process loading its copy (named workload-grid.json) or mid-run.

@@ -76,8 +76,11 @@ export const isUnicodeText = (s: string): boolean => (s as string & { isWellForm
 
 /** What the readers note of model output holding a lone surrogate (atk46 F6 for Codex rollouts, atk66 F3 for this format). */
 export const LONE_SURROGATE_NOTE = 'holds a lone surrogate (half of a UTF-16 pair, not Unicode text): the replay decodes U+FFFD in its place, as any UTF-8 encoder writes it';
-/** A call's name is streamed as recorded, not decoded from tokens: it keeps the surrogate (atk84 F4: noted as U+FFFD). */
-export const LONE_SURROGATE_NAME_NOTE = 'holds a lone surrogate (half of a UTF-16 pair, not Unicode text): a call\'s name is not decoded from tokens, so the replay sends it as recorded';
+/**
+ * A call's name is streamed as read, not decoded from tokens (atk84 F4: noted as U+FFFD); it is read with U+FFFD in
+ * place of the surrogate, as a client's JSON reader could not take it (well-formed.ts; atk117 F2).
+ */
+export const LONE_SURROGATE_NAME_NOTE = 'holds a lone surrogate (half of a UTF-16 pair, not Unicode text): the replay sends the name with U+FFFD in its place, as a client\'s JSON reader could not take it';
 
 export interface Skipped {
   line: number;

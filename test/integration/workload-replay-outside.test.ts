@@ -99,4 +99,24 @@ describe('rollouts from outside replay to the end through every design', () => {
     await replaysThroughEveryDesign(late);
     expect(load(late).toolOutputs['c1']?.output).toBe('ok');
   });
+
+  it('an answer holding a lone surrogate, then more text-only turns: each later turn gets its own answer (the first was played at every turn: atk117 F1)', async () => {
+    // The client sends back the U+FFFD it was given; the recorded text is read so, and the replay places the
+    // conversation by it. The driver checks each turn's text, so a turn answered with another's fails.
+    const lines = [meta(), user('one'), answer('First answer \ud83d.'), user('two'), answer('Second answer.'), user('three'), answer('Third answer.')];
+    await replaysThroughEveryDesign(lines);
+    // And with calls, and a call id and name holding one (Codex's JSON reader refuses the escape).
+    const callLines = [meta(), user('one'), rec('response_item', { type: 'function_call', name: 'sh\udc00', arguments: '{"c":"\ud800"}', call_id: 'call_s\ud800' })];
+    callLines.push(rec('response_item', { type: 'function_call_output', call_id: 'call_s\ud800', output: 'ok' }), answer('Half \ud83d.'), user('two'), call('b1'), output('b1'), answer('Done.'));
+    await replaysThroughEveryDesign(callLines);
+  });
+
+  it("the driver fails a replay whose text-only turn is answered with another turn's text", async () => {
+    const w = load([meta(), user('one'), answer('First.'), user('two'), answer('Second.')]);
+    // A server replaying the first call only, as the surrogate's replay did.
+    const { url } = await testServer({ policy: replayPolicy([flatModelTurns(w)[0]!, flatModelTurns(w)[0]!]) });
+    await expect(replayRun({ design: 'http', url, workload: w, nonce: 'n', toolFactor: 0, timeoutMs: 20_000 })).rejects.toThrow(
+      /replay diverged at user turn 1: the server's model answered "First\.", where the workload answers "Second\."/,
+    );
+  });
 });

@@ -155,19 +155,42 @@ describe('grouping model calls', () => {
 
   it('notes model output holding a lone surrogate, which a model of UTF-8 tokens replays as U+FFFD (atk46 F6)', () => {
     const w = parse([meta(), msg('user', 'hi'), msg('assistant', 'x\ud83d end'), usage(5, 2), msg('user', 'again'), msg('assistant', 'a \ud83d\ude00 pair'), usage(6, 2)]);
-    expect(w.userTurns[0]!.modelTurns[0]!.output).toEqual([{ type: 'message', text: 'x\ud83d end' }]);
+    // Read with U+FFFD in its place, as the replay sends it and the client sends it back (atk117 F1).
+    expect(w.userTurns[0]!.modelTurns[0]!.output).toEqual([{ type: 'message', text: 'x\ufffd end' }]);
+    expect(w.userTurns[1]!.modelTurns[0]!.output).toEqual([{ type: 'message', text: 'a \ud83d\ude00 pair' }]);
     expect(w.skipped!.map((n) => [n.line, n.what])).toEqual([[3, 'model output']]);
     expect(w.skipped![0]!.why).toContain('U+FFFD');
   });
 
-  it("notes a call's name holding a lone surrogate as sent as recorded, its arguments' as U+FFFD (atk84 F4)", () => {
-    // The name is streamed as recorded, not decoded from tokens: its note said the replay decodes U+FFFD.
+  it("notes a call's name holding a lone surrogate, and its arguments', each read as U+FFFD (atk84 F4, atk117 F2)", () => {
+    // The name is streamed as read, not decoded from tokens: sent with its surrogate escaped, Codex's JSON reader
+    // dropped every event naming it.
     const named: Rec = { type: 'response_item', payload: { type: 'function_call', name: 'exec\ud800_cmd', arguments: '{"cmd":"\udc00"}', call_id: 'c1' } };
     const w = parse([meta(), msg('user', 'hi'), named, usage(5, 2), out('c1'), msg('assistant', 'done'), usage(6, 2)]);
     // Besides the name no tool may have (noted first).
     expect(w.skipped!.map((n) => [n.line, n.what])).toEqual([[3, 'the tool name "exec\\ud800_cmd"'], [3, 'model output'], [3, "a call's name"]]);
     expect(w.skipped![1]!.why).toContain('U+FFFD');
-    expect(w.skipped![2]!.why).toMatch(/sends it as recorded$/);
+    expect(w.skipped![2]!.why).toMatch(/sends the name with U\+FFFD in its place/);
+    expect(w.userTurns[0]!.modelTurns[0]!.output).toEqual([{ type: 'function_call', name: 'exec\ufffd_cmd', arguments: '{"cmd":"\ufffd"}', call_id: 'c1' }]);
+  });
+
+  it('reads a call id holding a lone surrogate with U+FFFD in its place, its output and the call in a later input under it, noted (atk117 F2)', () => {
+    const lone: Rec = { type: 'response_item', payload: { type: 'function_call', name: 'exec_command', arguments: '{}', call_id: 'call_s\ud800' } };
+    const answered: Rec = { type: 'response_item', payload: { type: 'function_call_output', call_id: 'call_s\ud800', output: 'ok' } };
+    const w = parse([meta(), msg('user', 'hi'), lone, usage(5, 2), answered, msg('assistant', 'done'), usage(6, 2)]);
+    const [call] = w.userTurns[0]!.modelTurns[0]!.output;
+    expect(call).toMatchObject({ type: 'function_call', call_id: 'call_s\ufffd' });
+    expect(w.toolOutputs).toEqual({ 'call_s\ufffd': expect.objectContaining({ output: 'ok' }) });
+    expect(w.skipped).toContainEqual({ line: 0, what: 'call_id "call_s\\ud800"', why: expect.stringContaining('U+FFFD') });
+    // Every string the replay sends is Unicode text: JSON.stringify writes no escaped surrogate.
+    expect(JSON.stringify(w.userTurns)).not.toMatch(/\\ud[89a-f]/i);
+  });
+
+  it('refuses two call ids that are one once their lone surrogates are sent as U+FFFD', () => {
+    const a: Rec = { type: 'response_item', payload: { type: 'function_call', name: 'exec_command', arguments: '{}', call_id: 'c\ud800' } };
+    const b: Rec = { type: 'response_item', payload: { type: 'function_call', name: 'exec_command', arguments: '{}', call_id: 'c\udc01' } };
+    const out2 = (id: string): Rec => ({ type: 'response_item', payload: { type: 'function_call_output', call_id: id, output: 'ok' } });
+    expect(() => parse([meta(), msg('user', 'hi'), a, b, usage(5, 2), out2('c\ud800'), out2('c\udc01'), msg('assistant', 'done'), usage(6, 2)])).toThrow(/are one id once a lone surrogate is sent as U\+FFFD/);
   });
 
   it('notes a rollback as not replayed, the turns it rolled back kept in the replayed history (atk84 I1)', () => {

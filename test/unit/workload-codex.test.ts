@@ -186,6 +186,13 @@ describe('grouping model calls', () => {
     expect(JSON.stringify(w.userTurns)).not.toMatch(/\\ud[89a-f]/i);
   });
 
+  it("notes a call in a namespace (Codex's sub-agent tools) as replayed without it (atk117 F6)", () => {
+    const spawn: Rec = { type: 'response_item', payload: { type: 'function_call', name: 'spawn_agent', namespace: 'collaboration', arguments: '{}', call_id: 'c1' } };
+    const w = parse([meta(), msg('user', 'hi'), spawn, usage(5, 2), out('c1'), msg('assistant', 'done'), usage(6, 2)]);
+    expect(w.skipped).toContainEqual({ line: 3, what: 'a call in the namespace "collaboration"', why: expect.stringContaining('replayed without its namespace') });
+    expect(w.userTurns[0]!.modelTurns[0]!.output[0]).toEqual({ type: 'function_call', name: 'spawn_agent', arguments: '{}', call_id: 'c1' });
+  });
+
   it('refuses two call ids that are one once their lone surrogates are sent as U+FFFD', () => {
     const a: Rec = { type: 'response_item', payload: { type: 'function_call', name: 'exec_command', arguments: '{}', call_id: 'c\ud800' } };
     const b: Rec = { type: 'response_item', payload: { type: 'function_call', name: 'exec_command', arguments: '{}', call_id: 'c\udc01' } };

@@ -106,20 +106,27 @@ const RAISED_KEPT = 6;
  * arguments, takes 119 tokens where 113 were recorded).
  */
 function noteRaisedOutputs(flat: readonly ReplayTurn[], calls: Workload['calls'], skipped: Skipped[]): void {
-  let kept: Skipped | null = null;
+  let past: Skipped | null = null;
   let n = 0;
   for (const [g, t] of flat.entries()) {
     if (t.output_tokens === undefined) continue;
     const shown = visibleTokens(t.output);
     if (shown <= t.output_tokens) continue;
+    // Past the first few, counted in one note of their own: counted in the last kept call's note, they were read as
+    // repeats of that call, its line and figures (outside attacks atk114 F2, atk117 F4).
     if (n++ >= RAISED_KEPT) {
-      kept!.more = (kept!.more ?? 0) + 1;
+      if (past !== null) past.more = (past.more ?? 0) + 1;
+      else {
+        skipped.push(
+          (past = { line: 0, what: `model calls past the first ${RAISED_KEPT} whose output_tokens are below what their output shows`, why: 'each decodes what its output shows, as the ones above' }),
+        );
+      }
       continue;
     }
     const note: Skipped = { line: calls?.[g]?.line ?? 0, what: `model call ${g + 1}'s output_tokens ${t.output_tokens}`, why: `below the ${shown} tokens its output shows: the replay decodes ${shown}` };
     // A workload made replayable already (a converted file read back) has its notes: `replayable` leaves it as it is.
     if (n === 1 && skipped.some((s) => s.what === note.what && s.why === note.why)) return;
-    skipped.push((kept = note));
+    skipped.push(note);
   }
 }
 

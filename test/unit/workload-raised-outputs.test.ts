@@ -43,15 +43,18 @@ describe('recorded output counts below what a call shows', () => {
     expect(replayable(w)).toEqual(w);
   });
 
-  it('past six such calls, the later ones are counted in the sixth note', () => {
+  it('past six such calls, the later ones are counted in a note of their own, not in the sixth call\'s (atk114 F2, atk117 F4)', () => {
     const lines = [meta(), user('go')];
     for (let i = 0; i < 20; i++) lines.push(call(`c${i}`), usage(1), output(`c${i}`));
     lines.push(answer('done'), usage(1));
-    const notes = replayable(read(lines)).skipped ?? [];
-    expect(notes).toHaveLength(6);
-    expect(notes.map((n) => n.what)).toEqual([1, 2, 3, 4, 5, 6].map((g) => `model call ${g}'s output_tokens 1`));
-    // Calls 7 to 20; the answer "done" takes its one recorded token.
-    expect(visibleTokens(flatModelTurns(replayable(read(lines))).at(-1)!.output)).toBe(1);
-    expect(notes[5]!.more).toBe(14);
+    const w = replayable(read(lines));
+    const notes = w.skipped ?? [];
+    expect(notes).toHaveLength(7);
+    expect(notes.slice(0, 6).map((n) => n.what)).toEqual([1, 2, 3, 4, 5, 6].map((g) => `model call ${g}'s output_tokens 1`));
+    expect(notes[5]!.more).toBeUndefined();
+    // Calls 7 to 20 (the first of them the note, 13 more); the answer "done" takes its one recorded token.
+    expect(visibleTokens(flatModelTurns(w).at(-1)!.output)).toBe(1);
+    expect(notes[6]).toEqual({ line: 0, what: 'model calls past the first 6 whose output_tokens are below what their output shows', why: 'each decodes what its output shows, as the ones above', more: 13 });
+    expect(replayable(w)).toEqual(w);
   });
 });

@@ -40,6 +40,11 @@ export async function workloadCommand(argv: string[]): Promise<void> {
   if (sub !== 'inspect' && sub !== 'convert') throw new UsageError(`unknown workload command ${quoted(sub)}; known: inspect, convert`);
   if (file === undefined) throw new UsageError(`llr workload ${sub} needs a FILE`);
   if ((sub === 'inspect' ? out : extra[0]) !== undefined) throw new UsageError(`llr workload ${sub} takes ${sub === 'inspect' ? 'one FILE' : 'FILE [OUT]'}, got also ${quoted((sub === 'inspect' ? out : extra[0])!)}`);
+  // `convert f.jsonl f.jsonl` replaced the rollout with its neutral JSON, exit 0 (outside attack atk114 F4): the
+  // source is refused as OUT, by any name (a link, `./f`), as `cp` refuses copying a file onto itself.
+  if (sub === 'convert' && out !== undefined && sameFile(file, out)) {
+    throw new UsageError(`llr workload convert: OUT ${quoted(out)} is FILE ${quoted(file)} itself; converting would overwrite the file it reads: give another OUT`);
+  }
   // Read once: a pipe (`<(zcat f.gz)`) gives its text only once, and the format is told from the same text.
   const { text, name, source } = readWorkloadText(file);
   const w = parseWorkload(text, name, source);
@@ -181,6 +186,17 @@ function summarizeKinds(kinds: string[]): string {
   }
   const more = [...rest].map(([k, n]) => `${k} ×${n}`).join(', ');
   return `${out.slice(0, KIND_RUNS_SHOWN).join(', ')}, then ${more} in ${out.length - KIND_RUNS_SHOWN} more runs`;
+}
+
+/** Whether paths `a` and `b` name one existing file (its device and inode). */
+function sameFile(a: string, b: string): boolean {
+  try {
+    const x = statSync(a);
+    const y = statSync(b);
+    return x.isFile() && x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
 }
 
 /** How many runs of alike items a user turn's input lists one by one in `inspect` (the rest are counted by kind). */

@@ -35,6 +35,20 @@ const llr = (args: string[], timeout = 30_000) =>
   );
 
 describe('llr workload', () => {
+  it('convert refuses OUT that is FILE itself, by any name, leaving the rollout as it was (it was overwritten, exit 0: atk114 F4)', async () => {
+    const src = join(dir, 'self.jsonl');
+    const bytes = readFileSync(join(FIXTURES, 'rollout-ide-multi-turn.jsonl'));
+    writeFileSync(src, bytes);
+    symlinkSync(src, join(dir, 'self-link.jsonl'));
+    linkSync(src, join(dir, 'self-hard.jsonl'));
+    for (const out of [src, join(dir, '.', 'self.jsonl'), join(dir, 'self-link.jsonl'), join(dir, 'self-hard.jsonl')]) {
+      const r = await llr(['workload', 'convert', src, out]);
+      expect(r.code, out).toBe(2);
+      expect(r.stderr, out).toContain('itself; converting would overwrite the file it reads: give another OUT');
+    }
+    expect(readFileSync(src).equals(bytes)).toBe(true);
+  });
+
   it('inspect prints turns, calls with recorded or inferred figures, and what was skipped', async () => {
     const { code, stdout } = await llr(['workload', 'inspect', join(FIXTURES, 'rollout-compacted.jsonl')]);
     expect(code).toBe(0);

@@ -252,6 +252,18 @@ async function serve(argv: string[], demo = false): Promise<void> {
       '--max-context-bytes is more than 40% of --max-server-bytes: a long-lived run holds 2 to 2.5 times its context in the budget, so one run can fill the budget before its context bound, and then ends server_busy',
     );
   }
+  // A long-lived run over HTTP holds its stream's connection, and each append needs another: with more such runs than
+  // half the connection cap, their streams can take every slot, every append is refused too_many_connections, and
+  // the runs wait out their pause timeout (outside attacks atk116 F2, atk119 F1: 18 of 20 runs at
+  // --max-connections 20). The defaults (512 of 1,024) keep half free. Said, not refused, as above.
+  const liveRuns = limits.maxLiveHttpRuns ?? DEFAULT_LIMITS.maxLiveHttpRuns;
+  const connections = limits.maxConnections ?? DEFAULT_LIMITS.maxConnections;
+  if (Number.isFinite(connections) && liveRuns * 2 > connections) {
+    log.warn(
+      { code: 'live_http_runs_past_half_connections', max_live_http_runs: liveRuns, max_connections: connections },
+      '--max-live-http-runs is more than half of --max-connections: each long-lived run over HTTP holds its stream\'s connection and needs another for its appends, so such runs can take every connection, their appends are refused 503 too_many_connections, and they wait out their pause timeout',
+    );
+  }
   const switches: Partial<Switches> = {};
   for (const name of values.off ?? []) {
     if (!(name in DEFAULT_SWITCHES)) throw new UsageError(`unknown switch ${quoted(name)}; known: ${Object.keys(DEFAULT_SWITCHES).join(', ')}`);

@@ -82,6 +82,18 @@ describe('server log', () => {
     expect(lines(await fineOut).filter((l) => (l as { code?: string }).code === 'server_bytes_below_frame')).toEqual([]);
   }, 30_000);
 
+  it('warns at start when --max-live-http-runs passes half of --max-connections: the runs\' streams could take every slot their appends need (atk119 F1)', async () => {
+    const code = (l: unknown) => (l as { code?: string }).code === 'live_http_runs_past_half_connections';
+    const { proc, output } = await serve(['--max-connections', '20']);
+    proc.kill('SIGTERM');
+    const warned = lines(await output).filter(code);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatchObject({ max_live_http_runs: 512, max_connections: 20 });
+    const { proc: fine, output: fineOut } = await serve(['--max-connections', '20', '--max-live-http-runs', '10']);
+    fine.kill('SIGTERM');
+    expect(lines(await fineOut).filter(code)).toEqual([]);
+  }, 30_000);
+
   it('warns at start when --max-context-bytes passes 40 % of --max-server-bytes: one run could fill the budget before its own bound (atk76 F1b)', async () => {
     const code = (l: unknown) => (l as { code?: string }).code === 'context_bytes_past_server_budget';
     const { proc, output } = await serve(['--max-server-bytes', '268435456', '--max-context-bytes', '1073741824']);

@@ -17,7 +17,12 @@ import type { InputItem } from '../protocol/objects.js';
 import type { Footprint } from './fit.js';
 import { WorkloadError, type Skipped, type Workload } from './types.js';
 
-const INTERRUPTED_TEXT = '(interrupted: the recorded turn ended in tool calls that never got an answer)';
+/**
+ * What a user turn that ends in tool calls answers in their place. Said of every such turn: its calls got no answer
+ * (the run stopped), or got one the model never read, a user message coming first (a steer). It said "never got an
+ * answer" of both, and a real client showed that as the model's answer after a steer (outside attack atk114 F1).
+ */
+const INTERRUPTED_TEXT = '(interrupted: the recorded turn ended in tool calls that the model did not go on from)';
 
 /** Every model call of the workload, in replay order. */
 export function flatModelTurns(w: Workload): ReplayTurn[] {

@@ -57,4 +57,10 @@ describe('recorded output counts below what a call shows', () => {
     expect(notes[6]).toEqual({ line: 0, what: 'model calls past the first 6 whose output_tokens are below what their output shows', why: 'each decodes what its output shows, as the ones above', more: 13 });
     expect(replayable(w)).toEqual(w);
   });
+
+  it('a steered turn, its call answered before the user\'s next message, ends in a marker that does not say the call went unanswered (atk114 F1)', () => {
+    const w = replayable(read([meta(), user('steer'), call('s1'), usage(5), output('s1'), user('actually do this'), call('s2'), usage(5), output('s2'), answer('ok'), usage(1)]));
+    const first = w.userTurns[0]!.modelTurns.at(-1)!.output;
+    expect(first).toEqual([{ type: 'message', text: '(interrupted: the recorded turn ended in tool calls that the model did not go on from)' }]);
+  });
 });

@@ -127,6 +127,7 @@ export async function replayRun(opts: ReplayOptions): Promise<RunSample> {
   }
 }
 
+/** Its errors count user turns and model calls from 1, as `llr workload inspect` does (they counted from 0: atk117 F5). */
 async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSignal): Promise<Omit<RunSample, 'connect_ms'>> {
   const w = opts.workload;
   const callIndex = new Map<string, number>();
@@ -201,7 +202,7 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
     const g = callIndex.get(call.call_id);
     const recorded = ownValue(opts.workload.toolOutputs, call.call_id);
     if (g === undefined || g !== current || !recorded) {
-      divergence ??= `model call ${current}: the server's model called ${call.name} with call_id ${call.call_id}, which the workload ${g === undefined ? 'does not have' : `has at model call ${g}`}`;
+      divergence ??= `model call ${current + 1}: the server's model called ${call.name} with call_id ${call.call_id}, which the workload ${g === undefined ? 'does not have' : `has at model call ${g + 1}`}`;
       return 'error: replay diverged';
     }
     const turn = turns[g]!;
@@ -250,7 +251,7 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
     const response = await run.then(
       (r) => r,
       (err: unknown) => {
-        throw new ReplayError(`${opts.design}: user turn ${ui}, model call ${current}: ${(err as Error).message}`, { cause: err });
+        throw new ReplayError(`${opts.design}: user turn ${ui + 1}, model call ${current + 1}: ${(err as Error).message}`, { cause: err });
       },
     );
     const end = performance.now();
@@ -265,15 +266,15 @@ async function drive(client: AgentClient, opts: ReplayOptions, signal: AbortSign
           : response.llr_incomplete_reason
             ? ` (${response.llr_incomplete_reason})`
             : '';
-      throw new ReplayError(`${opts.design}: user turn ${ui} ended ${response.status}${why} at model call ${current}`);
+      throw new ReplayError(`${opts.design}: user turn ${ui + 1} ended ${response.status}${why} at model call ${current + 1}`);
     }
-    if (current !== last) throw new ReplayError(`${opts.design}: user turn ${ui} ended after model call ${current}; the workload has it end at ${last}`);
+    if (current !== last) throw new ReplayError(`${opts.design}: user turn ${ui + 1} ended after model call ${current + 1}; the workload has it end at ${last + 1}`);
     // A turn that only answers is checked by its text: call ids alone passed a replay that answered every later user
     // turn with an earlier turn's text (a recorded text the client could not send back as recorded; atk117 F1).
     const said = lastText(response.output);
     const recorded = lastText(u.modelTurns.at(-1)?.output ?? []);
     if (recorded !== null && said !== recorded) {
-      throw new ReplayError(`${opts.design}: replay diverged at user turn ${ui}: the server's model answered ${jsonPreview(said)}, where the workload answers ${jsonPreview(recorded)}`);
+      throw new ReplayError(`${opts.design}: replay diverged at user turn ${ui + 1}: the server's model answered ${jsonPreview(said)}, where the workload answers ${jsonPreview(recorded)}`);
     }
     turns[last]!.done_ms = end - t0 - turns[last]!.sent_at_ms;
     // The client resolves at the terminal event; the last timing event follows it.

@@ -172,7 +172,7 @@ describe('a server that dies or is not there', () => {
         () => 'finished',
         (e: Error) => e.message,
       );
-      expect(message).toMatch(design === 'ws' ? /^ws: cannot connect to http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/ : /^http: user turn 0, model call 0: fetch failed/);
+      expect(message).toMatch(design === 'ws' ? /^ws: cannot connect to http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/ : /^http: user turn 1, model call 1: fetch failed/);
     }
   });
 });

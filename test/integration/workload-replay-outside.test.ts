@@ -116,7 +116,7 @@ describe('rollouts from outside replay to the end through every design', () => {
     // A server replaying the first call only, as the surrogate's replay did.
     const { url } = await testServer({ policy: replayPolicy([flatModelTurns(w)[0]!, flatModelTurns(w)[0]!]) });
     await expect(replayRun({ design: 'http', url, workload: w, nonce: 'n', toolFactor: 0, timeoutMs: 20_000 })).rejects.toThrow(
-      /replay diverged at user turn 1: the server's model answered "First\.", where the workload answers "Second\."/,
+      /replay diverged at user turn 2: the server's model answered "First\.", where the workload answers "Second\."/,
     );
   });
 });

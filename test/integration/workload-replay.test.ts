@@ -69,7 +69,7 @@ describe('a replay that a server bound ends', () => {
         () => null,
         (e: unknown) => e as Error,
       );
-      expect(err?.message).toBe(`${design}: user turn 0 ended incomplete (pause_timeout) at model call 0`);
+      expect(err?.message).toBe(`${design}: user turn 1 ended incomplete (pause_timeout) at model call 1`);
     }
   });
 });

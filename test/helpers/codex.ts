@@ -68,9 +68,12 @@ enabled = false
 }
 
 function config(port: number, wire: CodexWire, extra: string, model: string): string {
+  // Commands in a plain shell, as the openai provider's: a login shell reads the host's profile, and a stale pyenv
+  // rehash lock there held every command 60 s, past the tests' timeouts.
   return `model = "${model}"
 model_provider = "lab"
 ${UNATTENDED}
+allow_login_shell = false
 ${extra}
 
 ${FEATURES_OFF}

@@ -949,7 +949,7 @@ function neverCalled(what: string): WireError {
 }
 
 /**
- * What an `allowed_tools` entry names when `tools` declares no such tool (null when it does): a function or custom
+ * What an `allowed_tools` entry, or a forced tool, names when `tools` declares no such tool (null when it does): a function or custom
  * tool by its type and name, an MCP tool by its `server_label` (any MCP tool without one), a hosted tool by its type
  * (a preview alias naming the same tool). A function's or custom tool's `name` left out or of another type is refused
  * as a forced one's is.
@@ -1002,7 +1002,7 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
     if (typeof named !== 'string') {
       throw new WireError('invalid_type', `Invalid type for 'tool_choice.${key}': expected a string, but got ${jsonPreview(named)} instead.`, `tool_choice.${key}`);
     }
-    if (!tools.some((t) => t.type === choice.type && (t as Record<string, unknown>)[key] === named)) {
+    if (undeclaredEntry(choice as Record<string, unknown>, 0, tools) !== null) {
       throw new WireError('invalid_value', `Tool choice '${named.slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
     }
     throw neverCalled(`a call of the ${choice.type === 'custom' ? 'custom' : 'MCP'} tool '${named.slice(0, 100)}'`);
@@ -1025,9 +1025,9 @@ function checkToolChoice(choice: ToolChoice, tools: Tool[]): void {
   // A hosted tool by its type (file_search, web_search_preview, computer_use_preview, code_interpreter, shell, …).
   if (typeof choice === 'object' && choice.type !== 'function') {
     const type = choice.type;
-    // A choice typed `constructor` found Object's own member here, and the request failed with a 500.
-    const declaring = ownValue(CHOICE_TOOL_TYPES, type) ?? [type];
-    if (!tools.some((t) => declaring.includes(t.type))) {
+    // Declared by its type or a preview alias (`undeclaredEntry`, which looks the alias up as an own member: a choice
+    // typed `constructor` found Object's here once, and the request failed with a 500).
+    if (undeclaredEntry(choice as Record<string, unknown>, 0, tools) !== null) {
       throw new WireError('invalid_value', `Tool choice '${type.slice(0, 100)}' not found in 'tools' parameter.`, 'tool_choice');
     }
     throw neverCalled(`a call of the hosted tool '${type.slice(0, 100)}'`);
